@@ -1,0 +1,154 @@
+// Package diag owns keyhole's diagnostics: the values every check produces
+// and the printers that turn a list of them into text, JSON, GitHub workflow
+// commands or SARIF. Creating a diagnostic and printing it are separate:
+// library packages return diagnostics, and only the CLI prints them, once.
+package diag
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Severity orders how much a diagnostic matters. Only Error fails a check.
+type Severity int
+
+// The severities, least to most severe.
+const (
+	Info Severity = iota
+	Warning
+	Error
+)
+
+var severityNames = [...]string{Info: "info", Warning: "warning", Error: "error"}
+
+// String returns the lower-case name used in every output format.
+func (s Severity) String() string {
+	if s < Info || s > Error {
+		return fmt.Sprintf("severity(%d)", int(s))
+	}
+	return severityNames[s]
+}
+
+// ParseSeverity is the inverse of String.
+func ParseSeverity(s string) (Severity, error) {
+	for i, n := range severityNames {
+		if n == s {
+			return Severity(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown severity %q (want info, warning or error)", s)
+}
+
+// Pos is a position in an input file. Line and Column are 1-based; zero
+// means unknown. File is slash-separated and relative to the working
+// directory where the input was named that way; "-" is standard input.
+type Pos struct {
+	File   string
+	Line   int
+	Column int
+}
+
+// String renders the position as file:line:col, dropping unknown parts.
+func (p Pos) String() string {
+	switch {
+	case p.Line == 0:
+		return p.File
+	case p.Column == 0:
+		return fmt.Sprintf("%s:%d", p.File, p.Line)
+	}
+	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Column)
+}
+
+// Compare orders positions by file, line, then column.
+func (p Pos) Compare(q Pos) int {
+	return cmp.Or(strings.Compare(p.File, q.File), cmp.Compare(p.Line, q.Line), cmp.Compare(p.Column, q.Column))
+}
+
+// Object identifies the Kubernetes object (or agent.yaml) a diagnostic is about.
+type Object struct {
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name,omitempty"`
+}
+
+// String renders the object as Kind/namespace/name.
+func (o Object) String() string {
+	if o.Namespace == "" {
+		return o.Kind + "/" + o.Name
+	}
+	return o.Kind + "/" + o.Namespace + "/" + o.Name
+}
+
+// Diagnostic is one finding. Code is stable across releases and is what
+// users suppress and search for; Message says what is wrong, where and how
+// to fix it, and never holds a secret value.
+type Diagnostic struct {
+	Code     string
+	Severity Severity
+	Pos      Pos
+	Object   Object
+	// Path is the field path inside the object, e.g.
+	// spec.placement.inject[0].value.
+	Path    string
+	Message string
+	// Suppressed names what silenced the diagnostic ("annotation" or
+	// "config"); suppressed diagnostics are reported only in JSON and
+	// never count towards the exit code.
+	Suppressed string
+}
+
+// String renders the diagnostic in the text format:
+// file:line:col: severity CODE: message.
+func (d Diagnostic) String() string {
+	return fmt.Sprintf("%s: %s %s: %s", d.Pos, d.Severity, d.Code, d.Message)
+}
+
+// List is a list of diagnostics. A non-empty List is an error.
+type List []Diagnostic
+
+// Error joins the diagnostics one per line.
+func (l List) Error() string {
+	var b strings.Builder
+	for i, d := range l {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(d.String())
+	}
+	return b.String()
+}
+
+// Sort orders the list by position, then code, then message, so that
+// output is the same on every run and every machine.
+func (l List) Sort() {
+	slices.SortStableFunc(l, func(a, b Diagnostic) int {
+		return cmp.Or(a.Pos.Compare(b.Pos), strings.Compare(a.Code, b.Code), strings.Compare(a.Message, b.Message))
+	})
+}
+
+// Count returns how many unsuppressed diagnostics have severity s.
+func (l List) Count(s Severity) int {
+	n := 0
+	for _, d := range l {
+		if d.Severity == s && d.Suppressed == "" {
+			n++
+		}
+	}
+	return n
+}
+
+// HasErrors reports whether any unsuppressed diagnostic is an error.
+func (l List) HasErrors() bool { return l.Count(Error) > 0 }
+
+// Rule describes a diagnostic code for SARIF and the generated docs.
+type Rule struct {
+	Code     string
+	Severity Severity
+	// Purpose is one sentence: what the check catches.
+	Purpose string
+	// Help says how to fix it.
+	Help string
+}

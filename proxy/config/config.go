@@ -1,0 +1,119 @@
+// Package config holds the egress proxy's configuration: the versioned file
+// that `keyhole render` writes and `keyhole-proxy` loads. It depends only on
+// the standard library so that the proxy binary stays lean, and it holds no
+// secret values: an injection names Secret keys, and the proxy reads their
+// values from mounted files at request time.
+package config
+
+// APIVersion and Kind identify the file format. A change that an older
+// proxy cannot read gets a new APIVersion.
+const (
+	APIVersion = "proxy.keyhole.dev/v1alpha1"
+	Kind       = "ProxyConfig"
+)
+
+// Default locations inside the proxy container; flags override them.
+const (
+	DefaultSecretsDir = "/var/run/keyhole/secrets"
+	DefaultCACert     = "/var/run/keyhole/ca/tls.crt"
+	DefaultCAKey      = "/var/run/keyhole/ca/tls.key"
+)
+
+// Config is one sandbox's egress policy. Hosts not listed in Hosts or
+// Passthrough are refused with host-not-allowed.
+type Config struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// Sandbox names the sandbox this config serves; it appears in logs.
+	Sandbox SandboxRef `json:"sandbox"`
+	// SecretsDir holds one directory per Secret, one file per key, as a
+	// Kubernetes Secret volume mounts them: SecretsDir/<secret>/<key>.
+	SecretsDir string `json:"secretsDir,omitempty"`
+	// CA is the sandbox's egress CA that signs the leaves for injected hosts.
+	CA CA `json:"ca"`
+	// Hosts are the injected hosts, sorted by Name, each listed once.
+	Hosts []Host `json:"hosts,omitempty"`
+	// Passthrough hosts are tunnelled untouched: no TLS termination, no
+	// injection, no rules. Sorted, each listed once.
+	Passthrough []string `json:"passthrough,omitempty"`
+}
+
+// SandboxRef names a sandbox.
+type SandboxRef struct {
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+}
+
+// CA locates the sandbox CA's certificate and key (PEM files).
+type CA struct {
+	CertFile string `json:"certFile,omitempty"`
+	KeyFile  string `json:"keyFile,omitempty"`
+}
+
+// Host is one injected host: a lowercase DNS name without port, reached on
+// 443 through CONNECT.
+type Host struct {
+	Name string `json:"name"`
+	// Connection names the Connection (or agent connector) the injection
+	// comes from; it appears in logs and its placeholder is
+	// omnia-injected-<Connection>.
+	Connection string `json:"connection"`
+	Inject     Inject `json:"inject"`
+	// Rules, when present, are an allow-list: a request is forwarded only
+	// when one rule matches it. No rules means every request is forwarded.
+	Rules []Rule `json:"rules,omitempty"`
+}
+
+// Inject says how the credential reaches the request. Exactly one of
+// Header, Basic and Substitute is set.
+type Inject struct {
+	// Secret is the Secret whose keys the injection reads.
+	Secret string `json:"secret"`
+	// Header sets a header to a template over the Secret's keys, replacing
+	// whatever the sandbox sent (the Connection form).
+	Header *HeaderInject `json:"header,omitempty"`
+	// Basic sets Authorization: Basic from two keys (the Connection form).
+	Basic *BasicInject `json:"basic,omitempty"`
+	// Substitute replaces the placeholder wherever it appears in a request
+	// header, including inside the base64 of Authorization: Basic, with
+	// the value of one key (the agent.yaml connector form).
+	Substitute *SubstituteInject `json:"substitute,omitempty"`
+}
+
+// HeaderInject sets Name to Value rendered over the Secret's keys. Value
+// uses only plain key references, e.g. "Bearer {{ .token }}".
+type HeaderInject struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// BasicInject sets Authorization: Basic base64(username:password).
+type BasicInject struct {
+	UsernameKey string `json:"usernameKey"`
+	PasswordKey string `json:"passwordKey"`
+}
+
+// SubstituteInject replaces Placeholder by the value of Key.
+type SubstituteInject struct {
+	Placeholder string `json:"placeholder"`
+	Key         string `json:"key"`
+}
+
+// Rule allows the listed methods on the listed paths. A request matches
+// when its method is in Methods and its path matches one of PathPrefixes
+// or PathPatterns, and, when Body is set, its JSON body matches too.
+type Rule struct {
+	Methods []string `json:"methods"`
+	// PathPrefixes match whole segments: /repos/acme/widgets matches
+	// /repos/acme/widgets and /repos/acme/widgets/pulls, not
+	// /repos/acme/widgets-old. "/" matches every path.
+	PathPrefixes []string `json:"pathPrefixes,omitempty"`
+	// PathPatterns match segment by segment: "*" matches exactly one
+	// segment and a final "**" matches the rest, e.g.
+	// /*/*/git-upload-pack.
+	PathPatterns []string `json:"pathPatterns,omitempty"`
+	// Body, when set, requires a JSON object body whose top-level string
+	// fields named here hold one of the listed values, e.g. a Git LFS
+	// batch request {"operation": ["download"]}.
+	Body map[string][]string `json:"body,omitempty"`
+}
