@@ -190,12 +190,13 @@ func checkInjectionValues(p *pass) {
 				if !ok || !v.known || v.err == nil || errors.Is(v.err, config.ErrValueEmpty) {
 					continue
 				}
-				what := "a line break other than a single trailing one"
 				if errors.Is(v.err, config.ErrValueNUL) {
-					what = "a NUL byte"
+					p.reportUse(codeInjectionInvalid, &c.item, u,
+						"key %q of Secret %s holds a NUL byte, which cannot go into a header; store the value without it", u.key, r)
+					continue
 				}
 				p.reportUse(codeInjectionInvalid, &c.item, u,
-					"key %q of Secret %s holds %s, so the injected value spans more than one line; store the value on one line", u.key, r, what)
+					"key %q of Secret %s holds a line break other than a single trailing one, so the injected value spans more than one line; store the value on one line", u.key, r)
 			}
 		}
 	}

@@ -144,7 +144,7 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 	kind, ok := schema.Lookup(it.obj.APIVersion, it.obj.Kind)
 	if !ok {
 		if !doc.IsAgent() && it.obj.Kind != "" {
-			p.report(codeKindUnknown, &it, nil, false, "%s %s is not a kind keyhole checks; skipped", it.obj.APIVersion, it.obj.Kind)
+			p.report(codeKindUnknown, &it, path{"kind"}, false, "%s %s is not a kind keyhole checks; skipped", it.obj.APIVersion, it.obj.Kind)
 		}
 		return
 	}
