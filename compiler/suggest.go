@@ -22,8 +22,11 @@ func suggest(word string, candidates []string) string {
 	return best
 }
 
-// distance is the Levenshtein distance between a and b, by bytes.
+// distance is the optimal-string-alignment distance between a and b, by
+// bytes: Levenshtein plus the swap of two neighbours, the commonest typo
+// ("vsc" for "vcs").
 func distance(a, b string) int {
+	prev2 := make([]int, len(b)+1)
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
@@ -37,8 +40,11 @@ func distance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
+		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(b)]
 }
