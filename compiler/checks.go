@@ -137,7 +137,7 @@ func table() []Check {
 			Purpose: "Two Connections bound to one sandbox set the same placeholder variable.",
 			Help:    "Rename one of the placeholderEnv entries."},
 		{Code: codeConnectionUnbound, Severity: diag.Info, run: checkUnbound,
-			Purpose: "No AgentRuntime or ToolRegistry binds the Connection.",
+			Purpose: "No AgentRuntime or ToolRegistry binds the Connection (reported only when the input binds some Connections).",
 			Help:    "Bind it to a sandbox role, or remove it if it is no longer used."},
 	}
 }

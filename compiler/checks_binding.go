@@ -82,7 +82,12 @@ func checkBindingConflicts(p *pass) {
 	}
 }
 
+// checkUnbound reports Connections nothing binds, in an input that binds
+// some: a repository of Connections alone is bound from elsewhere.
 func checkUnbound(p *pass) {
+	if len(p.owners) == 0 {
+		return
+	}
 	bound := map[ref]bool{}
 	for _, o := range p.owners {
 		for _, b := range o.w.Spec.Sandbox.Connections {
@@ -92,7 +97,7 @@ func checkUnbound(p *pass) {
 	for _, c := range p.connList {
 		if !bound[c.ref()] {
 			p.report(codeConnectionUnbound, &c.item, path{"metadata", "name"}, false,
-				"no AgentRuntime or ToolRegistry binds Connection %s, so no sandbox uses it", c.ref())
+				"no AgentRuntime or ToolRegistry in the input binds Connection %s, so no sandbox uses it", c.ref())
 		}
 	}
 }
