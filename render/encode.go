@@ -83,8 +83,13 @@ func proxyConfigJSON(sb compiler.Sandbox) ([]byte, error) {
 	if c.APIVersion != config.APIVersion || c.Kind != config.Kind {
 		return nil, fmt.Errorf("%w: proxy config is %s %s, want %s %s", ErrInvalidPlan, c.APIVersion, c.Kind, config.APIVersion, config.Kind)
 	}
+	// The proxy names its sandbox in every log line; name it where the
+	// manifests put it.
 	if c.Sandbox.Name == "" {
-		c.Sandbox = config.SandboxRef{Namespace: sb.Namespace, Name: sb.Name}
+		c.Sandbox.Name = sb.Name
+	}
+	if c.Sandbox.Namespace == "" {
+		c.Sandbox.Namespace = sb.Namespace
 	}
 	c.SecretsDir = config.DefaultSecretsDir
 	c.CA = config.CA{CertFile: config.DefaultCACert, KeyFile: config.DefaultCAKey}
