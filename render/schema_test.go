@@ -63,7 +63,7 @@ var loadSchemas = sync.OnceValues(func() (*k8sSchemas, error) {
 		}
 		var crd struct {
 			Spec struct {
-				Group    string `yaml:"group"`
+				Group    string                `yaml:"group"`
 				Names    struct{ Kind string } `yaml:"names"`
 				Versions []struct {
 					Name   string `yaml:"name"`
