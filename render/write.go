@@ -101,19 +101,22 @@ func WriteDir(dir string, files []File) error {
 		}
 		return nil
 	}
+	// The previous render moves into a fresh directory of its own, so no
+	// other process can have taken the name it moves to.
 	old, err := os.MkdirTemp(parent, "."+base+".keyhole-old-")
 	if err != nil {
 		return fmt.Errorf("making room for the previous render: %w", err)
 	}
-	// rename(2) replaces the empty directory MkdirTemp reserved.
-	if err := os.Rename(dir, old); err != nil {
+	prev := filepath.Join(old, base)
+	if err := os.Rename(dir, prev); err != nil {
 		os.Remove(old)
 		return fmt.Errorf("moving the previous render aside: %w", err)
 	}
 	if err := os.Rename(stage, dir); err != nil {
-		if rerr := os.Rename(old, dir); rerr != nil {
-			return fmt.Errorf("moving the render into place: %w; the previous render is left in %q: %w", err, old, rerr)
+		if rerr := os.Rename(prev, dir); rerr != nil {
+			return fmt.Errorf("moving the render into place: %w; the previous render is left in %q: %w", err, prev, rerr)
 		}
+		os.Remove(old)
 		return fmt.Errorf("moving the render into place: %w", err)
 	}
 	// The new render is in place; a leftover old tree is only clutter, so
