@@ -1,0 +1,521 @@
+package schema
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+	"go.yaml.in/yaml/v3"
+)
+
+// reporter turns a JSON Schema validation error tree into violations: one
+// per real problem, positioned on the YAML node, in a sentence.
+type reporter struct {
+	v    *Validator
+	kind Kind
+	doc  *yaml.Node
+	val  any
+}
+
+func (r *reporter) report(e *jsonschema.ValidationError) []Violation {
+	return dropMisspeltRequired(r.collect(e))
+}
+
+// dropMisspeltRequired drops "missing required field X" where the same
+// mapping has an unknown field suggested as X: one misspelling is one
+// problem, reported at the misspelt key.
+func dropMisspeltRequired(vs []Violation) []Violation {
+	return slices.DeleteFunc(vs, func(v Violation) bool {
+		name, ok := strings.CutPrefix(v.Message, "missing required field ")
+		if !ok {
+			return false
+		}
+		for _, u := range vs {
+			if strings.HasPrefix(u.Message, "unknown field ") && strings.HasSuffix(u.Message, "(did you mean "+name+"?)") && isChildPath(v.Path, u.Path) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// collect flattens the tree to its leaves, except that an anyOf or oneOf
+// is reduced to the violations of the branch the document most likely
+// meant, so that one problem is not reported once per branch.
+func (r *reporter) collect(e *jsonschema.ValidationError) []Violation {
+	_, kw := splitKeyword(e.AbsoluteKeywordLocation)
+	if (kw == "anyOf" || kw == "oneOf") && len(e.Causes) > 0 {
+		return r.branches(e)
+	}
+	if len(e.Causes) > 0 {
+		var out []Violation
+		for _, c := range e.Causes {
+			out = append(out, r.collect(c)...)
+		}
+		return out
+	}
+	return r.leaf(e)
+}
+
+// branches picks among the failures of an anyOf's branches. A branch that
+// fails only below the value (a bad field inside the right shape) is the
+// one the author meant; when every branch fails at the value itself, the
+// value is not any of the shapes and one sentence says so.
+func (r *reporter) branches(e *jsonschema.ValidationError) []Violation {
+	segs := pointerSegs(e.InstanceLocation)
+	here := formatPath(r.typed(segs))
+	var best []Violation
+	bestShallow := -1
+	allType := true
+	for _, c := range e.Causes {
+		vs := r.collect(c)
+		shallow := 0
+		for _, v := range vs {
+			if v.Path == here || strings.HasPrefix(v.Message, "unknown field") && isChildPath(here, v.Path) {
+				shallow++
+			}
+			if !strings.HasPrefix(v.Message, "want a") {
+				allType = false
+			}
+		}
+		if bestShallow < 0 || shallow < bestShallow || shallow == bestShallow && len(vs) < len(best) {
+			best, bestShallow = vs, shallow
+		}
+	}
+	if bestShallow == 0 || allType {
+		return best
+	}
+	// Every branch is the wrong shape. If each branch is told apart by
+	// one required field, say which fields are the choice.
+	schPtr, _ := splitKeyword(e.AbsoluteKeywordLocation)
+	alts, _ := r.v.rawAt(schPtr + "/" + lastSeg(e.AbsoluteKeywordLocation)).([]any)
+	var names []string
+	for _, a := range alts {
+		req, _ := deref2(r.v, a)["required"].([]any)
+		if len(req) != 1 {
+			return best
+		}
+		name, _ := req[0].(string)
+		names = append(names, strconv.Quote(name))
+	}
+	node, _ := lookup(r.doc, segs)
+	return []Violation{r.at(node, segs, "want exactly one of the fields "+strings.Join(names, " or "))}
+}
+
+// deref2 resolves a raw schema that is only a local $ref.
+func deref2(v *Validator, s any) map[string]any {
+	m, _ := s.(map[string]any)
+	for i := 0; i < 8 && m != nil; i++ {
+		ref, ok := m["$ref"].(string)
+		if !ok {
+			break
+		}
+		next, _ := v.rawAt(strings.TrimPrefix(ref, "#")).(map[string]any)
+		if next == nil {
+			break
+		}
+		m = next
+	}
+	return m
+}
+
+// isChildPath reports whether child is a direct field of parent.
+func isChildPath(parent, child string) bool {
+	rest, ok := strings.CutPrefix(child, parent)
+	if !ok {
+		return false
+	}
+	if parent != "" {
+		rest, ok = strings.CutPrefix(rest, ".")
+		if !ok {
+			rest, ok = strings.CutPrefix(rest, "[")
+			return ok && !strings.ContainsAny(rest[strings.IndexByte(rest, ']')+1:], ".[")
+		}
+	}
+	return !strings.ContainsAny(rest, ".[")
+}
+
+func (r *reporter) at(n *yaml.Node, segs []string, msg string) Violation {
+	v := Violation{Path: formatPath(r.typed(segs)), Message: msg}
+	if n != nil {
+		v.Line, v.Column = n.Line, n.Column
+	}
+	return v
+}
+
+// leaf explains one failed keyword.
+func (r *reporter) leaf(e *jsonschema.ValidationError) []Violation {
+	schPtr, kw := splitKeyword(e.AbsoluteKeywordLocation)
+	sch, _ := r.v.rawAt(schPtr).(map[string]any)
+	segs := pointerSegs(e.InstanceLocation)
+	node, _ := lookup(r.doc, segs)
+	inst := valueAt(r.val, segs)
+	secret := r.isSecretValue(segs)
+	fmtName := formatName(schPtr)
+	switch kw {
+	case "additionalProperties":
+		return r.unknownFields(sch, segs, inst)
+	case "required":
+		var out []Violation
+		obj, _ := inst.(map[string]any)
+		req, _ := sch["required"].([]any)
+		for _, f := range req {
+			name, _ := f.(string)
+			if _, ok := obj[name]; !ok {
+				out = append(out, r.at(node, segs, "missing required field "+strconv.Quote(name)))
+			}
+		}
+		return out
+	case "type":
+		return []Violation{r.at(node, segs, fmt.Sprintf("want %s, got %s", typeWant(sch["type"]), typeGot(inst)))}
+	case "const":
+		return []Violation{r.at(node, segs, fmt.Sprintf("want %s, got %s", quoteAny(sch["const"]), r.quoteValue(inst, node, secret)))}
+	case "enum":
+		opts, _ := sch["enum"].([]any)
+		var names []string
+		for _, o := range opts {
+			names = append(names, fmt.Sprint(o))
+		}
+		what := "allowed here"
+		if f, ok := formatOf(fmtName); ok {
+			what = f.noun
+		}
+		return []Violation{r.at(node, segs, fmt.Sprintf("%s is not %s; want one of %s", r.quoteValue(inst, node, secret), what, strings.Join(names, ", ")))}
+	case "pattern", "maxLength", "minLength":
+		if secret {
+			return []Violation{r.at(node, segs, r.secretMessage(segs, fmtName))}
+		}
+		if f, ok := formatOf(fmtName); ok {
+			return []Violation{r.at(node, segs, fmt.Sprintf("%s is not %s: want %s", r.quoteValue(inst, node, false), f.noun, f.want))}
+		}
+		switch kw {
+		case "maxLength":
+			return []Violation{r.at(node, segs, fmt.Sprintf("%s is longer than %v characters", r.quoteValue(inst, node, false), sch["maxLength"]))}
+		case "minLength":
+			return []Violation{r.at(node, segs, fmt.Sprintf("%s is shorter than %v characters", r.quoteValue(inst, node, false), sch["minLength"]))}
+		}
+		return []Violation{r.at(node, segs, fmt.Sprintf("%s does not match %s", r.quoteValue(inst, node, false), quoteAny(sch["pattern"])))}
+	case "minItems":
+		n, _ := sch["minItems"].(float64)
+		if n == 1 {
+			return []Violation{r.at(node, segs, "want at least one item, got none")}
+		}
+		return []Violation{r.at(node, segs, fmt.Sprintf("want at least %v items, got %d", n, lenOf(inst)))}
+	case "not":
+		if not, ok := sch["not"].(map[string]any); ok && not["const"] == "" {
+			return []Violation{r.at(node, segs, "must not be empty")}
+		}
+		return []Violation{r.at(node, segs, "this value is not allowed here")}
+	case "oneOf":
+		return []Violation{r.at(node, segs, "matches more than one of the allowed forms")}
+	case "":
+		return []Violation{r.at(node, segs, "this field is not allowed here")}
+	}
+	// A keyword the generated schemas do not use; keep the library's
+	// sentence rather than lose the problem.
+	return []Violation{r.at(node, segs, e.Message)}
+}
+
+// unknownFields reports each field of inst the schema does not declare,
+// at the field's key.
+func (r *reporter) unknownFields(sch map[string]any, segs []string, inst any) []Violation {
+	obj, _ := inst.(map[string]any)
+	props, _ := sch["properties"].(map[string]any)
+	known := make([]string, 0, len(props))
+	for k := range props {
+		known = append(known, k)
+	}
+	slices.Sort(known)
+	var out []Violation
+	for _, f := range sortedKeys(obj) {
+		if _, ok := props[f]; ok {
+			continue
+		}
+		fs := append(slices.Clip(segs), f)
+		_, key := lookup(r.doc, fs)
+		msg := "unknown field " + quote(f)
+		if s, ok := suggest(f, known); ok {
+			msg += " (did you mean " + strconv.Quote(s) + "?)"
+		} else if len(known) > 0 && len(known) <= 10 {
+			msg += "; want one of " + strings.Join(known, ", ")
+		}
+		out = append(out, r.at(key, fs, msg))
+	}
+	return out
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// isSecretValue reports whether segs names a value of a Secret's data or
+// stringData: the one place a document holds a secret value, which no
+// message may quote.
+func (r *reporter) isSecretValue(segs []string) bool {
+	return r.kind == KindSecret && len(segs) >= 2 && (segs[0] == "data" || segs[0] == "stringData")
+}
+
+func (r *reporter) secretMessage(segs []string, fmtName string) string {
+	if fmtName == "Base64" {
+		return fmt.Sprintf("the value of %s key %s is not valid base64", segs[0], quote(segs[1]))
+	}
+	return fmt.Sprintf("the value of %s key %s is not valid", segs[0], quote(segs[1]))
+}
+
+// quoteValue quotes a scalar the way the document wrote it, or says what
+// it is when quoting it would leak a secret or it is not a scalar.
+func (r *reporter) quoteValue(inst any, n *yaml.Node, secret bool) string {
+	switch inst.(type) {
+	case map[string]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	}
+	if secret {
+		return "the value"
+	}
+	if s, ok := inst.(string); ok {
+		return quote(s)
+	}
+	if n != nil && n.Kind == yaml.ScalarNode {
+		return quote(n.Value)
+	}
+	return quoteAny(inst)
+}
+
+// typed gives pointer segments their kind (key or index) by walking the
+// converted value, so that a key that looks like a number stays a key.
+func (r *reporter) typed(segs []string) []pathSeg {
+	out := make([]pathSeg, 0, len(segs))
+	cur := r.val
+	for _, s := range segs {
+		switch c := cur.(type) {
+		case []any:
+			i, err := strconv.Atoi(s)
+			if err == nil && i >= 0 && i < len(c) {
+				out = append(out, pathSeg{index: i})
+				cur = c[i]
+				continue
+			}
+			out = append(out, pathSeg{key: s, isKey: true})
+			cur = nil
+		case map[string]any:
+			out = append(out, pathSeg{key: s, isKey: true})
+			cur = c[s]
+		default:
+			out = append(out, pathSeg{key: s, isKey: true})
+			cur = nil
+		}
+	}
+	return out
+}
+
+// valueAt returns the converted value at segs, or nil.
+func valueAt(v any, segs []string) any {
+	for _, s := range segs {
+		switch c := v.(type) {
+		case map[string]any:
+			v = c[s]
+		case []any:
+			i, err := strconv.Atoi(s)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil
+			}
+			v = c[i]
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
+func lenOf(v any) int {
+	if l, ok := v.([]any); ok {
+		return len(l)
+	}
+	return 0
+}
+
+// rawAt returns the part of the raw schema document at a JSON pointer.
+func (v *Validator) rawAt(ptr string) any {
+	var cur any = v.raw
+	for _, s := range pointerSegs(ptr) {
+		switch c := cur.(type) {
+		case map[string]any:
+			cur = c[s]
+		case []any:
+			i, err := strconv.Atoi(s)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil
+			}
+			cur = c[i]
+		default:
+			return nil
+		}
+	}
+	return cur
+}
+
+// splitKeyword splits an absolute keyword location into the pointer of
+// the schema holding the keyword and the keyword itself.
+func splitKeyword(loc string) (schemaPtr, keyword string) {
+	_, frag, _ := strings.Cut(loc, "#")
+	i := strings.LastIndexByte(frag, '/')
+	if i < 0 {
+		return frag, ""
+	}
+	return frag[:i], unescapePointer(frag[i+1:])
+}
+
+func lastSeg(loc string) string {
+	_, kw := splitKeyword(loc)
+	return kw
+}
+
+// formatName returns the $defs name of a schema pointer that is exactly
+// one definition (/$defs/Host), or "".
+func formatName(schemaPtr string) string {
+	name, ok := strings.CutPrefix(schemaPtr, "/$defs/")
+	if !ok || strings.Contains(name, "/") {
+		return ""
+	}
+	return unescapePointer(name)
+}
+
+// pointerSegs splits a JSON pointer into unescaped segments.
+func pointerSegs(ptr string) []string {
+	if ptr == "" {
+		return nil
+	}
+	parts := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
+	for i, p := range parts {
+		parts[i] = unescapePointer(p)
+	}
+	return parts
+}
+
+func unescapePointer(s string) string {
+	if !strings.Contains(s, "~") {
+		return s
+	}
+	return strings.NewReplacer("~1", "/", "~0", "~").Replace(s)
+}
+
+// format is how messages describe one of the named string formats.
+type format struct {
+	noun string // "a host"
+	want string // what a valid value looks like
+}
+
+// formatOf describes the formats the CUE names, by definition name.
+func formatOf(name string) (format, bool) {
+	switch name {
+	case "Host":
+		return format{"a host", "a lowercase DNS name without scheme, port or path"}, true
+	case "HeaderName":
+		return format{"a header name", "an RFC 9110 token such as Authorization, without spaces or colons"}, true
+	case "EnvName":
+		return format{"an environment variable name", "letters, digits and underscores, not starting with a digit"}, true
+	case "PathPrefix":
+		return format{"a path prefix", "an absolute path starting with /, without query or fragment"}, true
+	case "PathPattern":
+		return format{"a path pattern", "an absolute path whose segments may be * (one segment) and whose last may be ** (the rest)"}, true
+	case "AbsPath":
+		return format{"an absolute path", "a path starting with /"}, true
+	case "Method":
+		return format{"an HTTP method", ""}, true
+	case "DNSSubdomain":
+		return format{"a Kubernetes name", "at most 253 lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"}, true
+	case "DNSLabel":
+		return format{"a DNS label", "at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit"}, true
+	case "SecretKey":
+		return format{"a Secret key", "letters, digits, '-', '_' and '.'"}, true
+	case "Base64":
+		return format{"base64", "standard base64"}, true
+	}
+	return format{}, false
+}
+
+// typeWant names a JSON Schema type the way a YAML author thinks of it.
+func typeWant(t any) string {
+	names := func(s string) string {
+		switch s {
+		case "object":
+			return "a mapping"
+		case "array":
+			return "a list"
+		case "string":
+			return "a string"
+		case "boolean":
+			return "true or false"
+		case "number":
+			return "a number"
+		case "integer":
+			return "an integer"
+		case "null":
+			return "null"
+		}
+		return s
+	}
+	switch t := t.(type) {
+	case string:
+		return names(t)
+	case []any:
+		var out []string
+		for _, x := range t {
+			s, _ := x.(string)
+			out = append(out, names(s))
+		}
+		return strings.Join(out, " or ")
+	}
+	return "another type"
+}
+
+// typeGot names the type of a converted value.
+func typeGot(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case float64:
+		return "a number"
+	case nil:
+		return "null"
+	}
+	return "another type"
+}
+
+// maxQuoted is how many bytes of a value a message quotes.
+const maxQuoted = 64
+
+// quote quotes s, cut to at most maxQuoted bytes on a rune boundary.
+func quote(s string) string {
+	if len(s) > maxQuoted {
+		cut := maxQuoted - len("...")
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
+	}
+	return strconv.Quote(s)
+}
+
+func quoteAny(v any) string {
+	if s, ok := v.(string); ok {
+		return quote(s)
+	}
+	return quote(fmt.Sprint(v))
+}

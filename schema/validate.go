@@ -1,0 +1,158 @@
+package schema
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+	"go.yaml.in/yaml/v3"
+)
+
+// Violation is one way a document breaks its schema.
+type Violation struct {
+	// Line and Column locate the offending node: the key node for an
+	// unknown field, the mapping for a missing field, the value node
+	// otherwise. Both are 1-based; zero means the node has no position.
+	Line, Column int
+	// Path is the field path inside the document, such as
+	// spec.placement.inject[0].rules[1].methods[0]; empty for the root.
+	Path string
+	// Message says what is wrong in a sentence. It quotes at most 64 bytes
+	// of a value, and never a Secret's data or stringData value.
+	Message string
+}
+
+// String renders the violation as line:col: path: message, for tests and
+// debugging; the compiler turns violations into diagnostics.
+func (v Violation) String() string {
+	if v.Path == "" {
+		return fmt.Sprintf("%d:%d: %s", v.Line, v.Column, v.Message)
+	}
+	return fmt.Sprintf("%d:%d: %s: %s", v.Line, v.Column, v.Path, v.Message)
+}
+
+// schemaURL is the name the generated JSON Schema is compiled under; it
+// never leaves the process.
+const schemaURL = "https://keyhole.dev/schema.json"
+
+// Validator checks documents against the generated JSON Schema. Build one
+// with NewValidator and share it: it is safe for concurrent use.
+type Validator struct {
+	schemas map[Kind]*jsonschema.Schema
+	// raw is the decoded schema document, read when a failure needs the
+	// schema that failed (its properties, required fields, enum, format).
+	raw map[string]any
+}
+
+// NewValidator compiles the schema of every kind, once.
+func NewValidator() (*Validator, error) {
+	var raw map[string]any
+	if err := json.Unmarshal(jsonSchemaSource, &raw); err != nil {
+		return nil, fmt.Errorf("decoding the embedded JSON Schema: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020
+	if err := c.AddResource(schemaURL, bytes.NewReader(jsonSchemaSource)); err != nil {
+		return nil, fmt.Errorf("loading the embedded JSON Schema: %w", err)
+	}
+	v := &Validator{schemas: map[Kind]*jsonschema.Schema{}, raw: raw}
+	for _, k := range kinds {
+		s, err := c.Compile(schemaURL + "#/$defs/" + string(k))
+		if err != nil {
+			return nil, fmt.Errorf("compiling the schema of %s: %w", k, err)
+		}
+		v.schemas[k] = s
+	}
+	return v, nil
+}
+
+// Validate checks doc (a document node or its root mapping) against the
+// schema of k and returns the violations sorted by position. A nil result
+// means the document is valid. Validate never panics on input: trees too
+// deep or too large, such as alias bombs, are reported, not walked.
+func (v *Validator) Validate(k Kind, doc *yaml.Node) []Violation {
+	s, ok := v.schemas[k]
+	if !ok {
+		return []Violation{{Message: fmt.Sprintf("no schema for kind %q", string(k))}}
+	}
+	if doc == nil {
+		return []Violation{{Message: "the document is empty"}}
+	}
+	c := converter{}
+	val := c.value(doc, 0)
+	if c.overflow {
+		return c.vs
+	}
+	vs := c.vs
+	err := s.Validate(val)
+	var ve *jsonschema.ValidationError
+	switch {
+	case err == nil:
+	case errors.As(err, &ve):
+		r := reporter{v: v, kind: k, doc: doc, val: val}
+		vs = append(vs, r.report(ve)...)
+	default:
+		// Only a schema bug (an infinite $ref loop) gets here.
+		vs = append(vs, Violation{Line: doc.Line, Column: doc.Column, Message: "cannot check the document: " + err.Error()})
+	}
+	return sortViolations(vs)
+}
+
+// sortViolations orders by position, then path and message, and drops
+// exact repeats, so that output is the same on every run.
+func sortViolations(vs []Violation) []Violation {
+	slices.SortFunc(vs, func(a, b Violation) int {
+		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column),
+			strings.Compare(a.Path, b.Path), strings.Compare(a.Message, b.Message))
+	})
+	return slices.Compact(vs)
+}
+
+// pathSeg is one step of a field path: a mapping key or a list index.
+type pathSeg struct {
+	key   string
+	index int
+	isKey bool
+}
+
+// formatPath renders path segments as a field path:
+// spec.hosts[0], metadata.labels["app.kubernetes.io/name"].
+func formatPath(segs []pathSeg) string {
+	var b strings.Builder
+	for _, s := range segs {
+		switch {
+		case !s.isKey:
+			b.WriteString("[" + strconv.Itoa(s.index) + "]")
+		case isIdent(s.key):
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(s.key)
+		default:
+			b.WriteString("[" + strconv.Quote(s.key) + "]")
+		}
+	}
+	return b.String()
+}
+
+// isIdent reports whether s can follow a dot in a path unquoted.
+func isIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z':
+		case i > 0 && (r == '-' || r >= '0' && r <= '9'):
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,360 @@
+package source
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/diag"
+)
+
+// writeTree creates files (slash-separated names → contents) under dir.
+func writeTree(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, body := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// docIDs renders documents as file#index kind/name for compact comparison.
+func docIDs(docs []Document) []string {
+	var out []string
+	for _, d := range docs {
+		o := d.Object()
+		out = append(out, d.File+"#"+string(rune('0'+d.Index))+" "+o.Kind+"/"+o.Name)
+	}
+	return out
+}
+
+const connection = `apiVersion: omnia.altairalabs.ai/v1alpha1
+kind: Connection
+metadata:
+  name: github-acme
+  namespace: agents
+spec:
+  hosts: [api.github.com, github.com]
+  credential:
+    kind: secret
+    secretRef:
+      name: acme-github-token
+  placement:
+    inject:
+      - hosts: [api.github.com]
+        header: Authorization
+        value: "Bearer {{ .token }}"
+        placeholderEnv: [GH_TOKEN]
+`
+
+const secretAndClass = `apiVersion: v1
+kind: Secret
+metadata:
+  name: acme-github-token
+  namespace: agents
+stringData:
+  user: x-access-token
+  token: placeholder-not-a-token
+---
+apiVersion: omnia.altairalabs.ai/v1alpha1
+kind: SandboxClass
+metadata:
+  name: workspace
+`
+
+const agent = `name: support
+mode: text
+llm: llm-fast
+sandbox: daytona
+connectors:
+  - name: github
+    connection: company
+    sandbox: true
+`
+
+func TestLoadTree(t *testing.T) {
+	tests := map[string]struct {
+		files map[string]string
+		paths []string
+		want  []string
+	}{
+		"directory walked in lexical order of paths": {
+			files: map[string]string{
+				"repo/b.yaml":                      connection,
+				"repo/a.yml":                       secretAndClass,
+				"repo/a/z.json":                    `{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "j"}}`,
+				"repo/agents/support/agent.yaml":   agent,
+				"repo/README.md":                   "not yaml: [",
+				"repo/notes.txt":                   "ignored",
+				"repo/.hidden.yaml":                "kind: [",
+				"repo/.github/workflows/ci.yaml":   "on: [",
+				"repo/sub/.hiddendir/x.yaml":       "kind: [",
+				"repo/sub/empty.yaml":              "",
+				"repo/sub/only-separators.yaml":    "---\n---\n",
+				"repo/sub/comments.yaml":           "# nothing here\n",
+				"repo/sub/ended.yaml":              "---\n" + connection + "...\n",
+				"repo/sub/UPPER.YAML":              connection,
+				"repo/agents/support/other.yml":    connection,
+				"repo/agents/support/agent.yml.md": "x",
+			},
+			paths: []string{"repo"},
+			want: []string{
+				"repo/a.yml#0 Secret/acme-github-token",
+				"repo/a.yml#1 SandboxClass/workspace",
+				"repo/a/z.json#0 Secret/j",
+				"repo/agents/support/agent.yaml#0 Agent/support",
+				"repo/agents/support/other.yml#0 Connection/github-acme",
+				"repo/b.yaml#0 Connection/github-acme",
+				"repo/sub/UPPER.YAML#0 Connection/github-acme",
+				"repo/sub/ended.yaml#0 Connection/github-acme",
+			},
+		},
+		"gitignore at root, nested, negated and in the enclosing repository": {
+			files: map[string]string{
+				".git/HEAD":                           "ref: refs/heads/main\n",
+				".gitignore":                          "*.generated.yaml\nbuild/\n",
+				"deploy/.gitignore":                   "secret*.yaml\n!secret-keep.yaml\n",
+				"deploy/a.yaml":                       connection,
+				"deploy/x.generated.yaml":             connection,
+				"deploy/secret-real.yaml":             connection,
+				"deploy/secret-keep.yaml":             connection,
+				"deploy/build/out.yaml":               connection,
+				"deploy/nested/.gitignore":            "/only-here.yaml\n",
+				"deploy/nested/only-here.yaml":        connection,
+				"deploy/nested/deeper/only-here.yaml": connection,
+			},
+			paths: []string{"deploy"},
+			want: []string{
+				"deploy/a.yaml#0 Connection/github-acme",
+				"deploy/nested/deeper/only-here.yaml#0 Connection/github-acme",
+				"deploy/secret-keep.yaml#0 Connection/github-acme",
+			},
+		},
+		"a directory the enclosing .gitignore ignores is still read when named": {
+			files: map[string]string{
+				".git/HEAD":        "ref: refs/heads/main\n",
+				".gitignore":       "build/\n",
+				"build/out/a.yaml": connection,
+			},
+			paths: []string{"build/out"},
+			want:  []string{"build/out/a.yaml#0 Connection/github-acme"},
+		},
+		"explicit files are read whatever their name, once": {
+			files: map[string]string{
+				"dir/.hidden.yaml": connection,
+				"dir/conn.txt":     connection,
+			},
+			paths: []string{"dir/.hidden.yaml", "./dir/conn.txt", "dir", "dir/../dir/conn.txt"},
+			want: []string{
+				"dir/.hidden.yaml#0 Connection/github-acme",
+				"dir/conn.txt#0 Connection/github-acme",
+			},
+		},
+		"dot names the working directory": {
+			files: map[string]string{"x/a.yaml": connection, "b.yaml": connection},
+			paths: []string{"."},
+			want:  []string{"b.yaml#0 Connection/github-acme", "x/a.yaml#0 Connection/github-acme"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeTree(t, dir, tc.files)
+			docs, ds, err := Load(tc.paths, Options{Dir: dir})
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if len(ds) > 0 {
+				t.Fatalf("unexpected diagnostics:\n%v", ds)
+			}
+			if got := docIDs(docs); !slices.Equal(got, tc.want) {
+				t.Errorf("documents:\n got %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoadStdinAndAbsolutePaths(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"in/a.yaml": connection})
+	outside := t.TempDir()
+	writeTree(t, outside, map[string]string{"b.yaml": connection})
+	docs, ds, err := Load(
+		[]string{filepath.Join(dir, "in", "a.yaml"), "-", filepath.Join(outside, "b.yaml"), "-"},
+		Options{Dir: dir, Stdin: strings.NewReader(secretAndClass)},
+	)
+	if err != nil || len(ds) > 0 {
+		t.Fatalf("Load: %v %v", err, ds)
+	}
+	want := []string{
+		"in/a.yaml#0 Connection/github-acme",
+		"-#0 Secret/acme-github-token",
+		"-#1 SandboxClass/workspace",
+		filepath.ToSlash(filepath.Join(outside, "b.yaml")) + "#0 Connection/github-acme",
+	}
+	if got := docIDs(docs); !slices.Equal(got, want) {
+		t.Errorf("documents:\n got %q\nwant %q", got, want)
+	}
+}
+
+func TestLoadUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"ok.yaml": connection})
+	docs, _, err := Load([]string{"missing.yaml", "ok.yaml", "nodir/"}, Options{Dir: dir})
+	if !errors.Is(err, ErrUnreadable) {
+		t.Fatalf("err = %v, want ErrUnreadable", err)
+	}
+	for _, want := range []string{"missing.yaml", "nodir"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
+	if len(docs) != 1 {
+		t.Errorf("the readable file's documents were not returned: %v", docIDs(docs))
+	}
+	_, _, err = Load([]string{"-"}, Options{Dir: dir})
+	if !errors.Is(err, ErrUnreadable) {
+		t.Errorf("stdin without a reader: err = %v, want ErrUnreadable", err)
+	}
+}
+
+// TestPositions checks that nodes keep exact 1-based line and column,
+// in later documents of a stream, with CRLF line ends and after a BOM.
+func TestPositions(t *testing.T) {
+	type want struct {
+		path      []string
+		line, col int
+	}
+	tests := map[string]struct {
+		input string
+		doc   int
+		start diag.Pos
+		nodes []want
+	}{
+		"second document of a stream": {
+			input: secretAndClass + "---\n" + connection,
+			doc:   2,
+			start: diag.Pos{File: "f.yaml", Line: 15, Column: 1},
+			nodes: []want{
+				{path: []string{"metadata", "name"}, line: 18, col: 9},
+				{path: []string{"spec", "placement", "inject"}, line: 28, col: 7},
+				{path: []string{"spec", "hosts"}, line: 21, col: 10},
+			},
+		},
+		"CRLF line ends": {
+			input: strings.ReplaceAll(connection, "\n", "\r\n"),
+			start: diag.Pos{File: "f.yaml", Line: 1, Column: 1},
+			nodes: []want{{path: []string{"spec", "credential", "secretRef", "name"}, line: 11, col: 13}},
+		},
+		"byte order mark": {
+			input: "\uFEFF" + connection,
+			start: diag.Pos{File: "f.yaml", Line: 1, Column: 1},
+			nodes: []want{{path: []string{"metadata", "namespace"}, line: 5, col: 14}},
+		},
+		"JSON on one line": {
+			input: `{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "é-x", "namespace": "n"}}`,
+			start: diag.Pos{File: "f.yaml", Line: 1, Column: 1},
+			nodes: []want{{path: []string{"metadata", "namespace"}, line: 1, col: 81}},
+		},
+		"indented document after a comment": {
+			input: "# header\n\n  apiVersion: v1\n  kind: Secret\n  data:\n    k: dg==\n",
+			start: diag.Pos{File: "f.yaml", Line: 3, Column: 3},
+			nodes: []want{{path: []string{"data", "k"}, line: 6, col: 8}},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			docs, ds := Parse("f.yaml", []byte(tc.input))
+			if len(ds) > 0 {
+				t.Fatalf("diagnostics: %v", ds)
+			}
+			var doc *Document
+			for i := range docs {
+				if docs[i].Index == tc.doc {
+					doc = &docs[i]
+				}
+			}
+			if doc == nil {
+				t.Fatalf("no document %d in %v", tc.doc, docIDs(docs))
+			}
+			if doc.Pos != tc.start {
+				t.Errorf("Pos = %v, want %v", doc.Pos, tc.start)
+			}
+			for _, w := range tc.nodes {
+				n := doc.Node
+				for _, k := range w.path {
+					n = Lookup(n, k)
+				}
+				if n == nil {
+					t.Fatalf("%v: not found", w.path)
+				}
+				if n.Line != w.line || n.Column != w.col {
+					t.Errorf("%v at %d:%d, want %d:%d", w.path, n.Line, n.Column, w.line, w.col)
+				}
+			}
+		})
+	}
+}
+
+func TestObject(t *testing.T) {
+	tests := map[string]struct {
+		file  string
+		input string
+		want  diag.Object
+		agent bool
+	}{
+		"kubernetes object": {
+			file:  "c.yaml",
+			input: connection,
+			want:  diag.Object{APIVersion: "omnia.altairalabs.ai/v1alpha1", Kind: "Connection", Namespace: "agents", Name: "github-acme"},
+		},
+		"agent file": {
+			file:  "agents/support/agent.yaml",
+			input: agent,
+			want:  diag.Object{Kind: "Agent", Name: "support"},
+			agent: true,
+		},
+		"agent.yml counts too": {
+			file:  "agent.yml",
+			input: "name: x\n",
+			want:  diag.Object{Kind: "Agent", Name: "x"},
+			agent: true,
+		},
+		"non-string fields are not reported": {
+			file:  "c.yaml",
+			input: "apiVersion: v1\nkind: Secret\nmetadata:\n  name: [a]\n  namespace: 7\n",
+			want:  diag.Object{APIVersion: "v1", Kind: "Secret"},
+		},
+		"metadata that is not a mapping": {
+			file:  "c.yaml",
+			input: "apiVersion: v1\nkind: Secret\nmetadata: x\n",
+			want:  diag.Object{APIVersion: "v1", Kind: "Secret"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			docs, ds := Parse(tc.file, []byte(tc.input))
+			if len(ds) > 0 || len(docs) != 1 {
+				t.Fatalf("Parse: %d docs, %v", len(docs), ds)
+			}
+			if got := docs[0].Object(); got != tc.want {
+				t.Errorf("Object() = %+v, want %+v", got, tc.want)
+			}
+			if got := docs[0].IsAgent(); got != tc.agent {
+				t.Errorf("IsAgent() = %v, want %v", got, tc.agent)
+			}
+			if docs[0].Node.Kind != yaml.MappingNode {
+				t.Errorf("Node kind %v, want a mapping", docs[0].Node.Kind)
+			}
+		})
+	}
+}

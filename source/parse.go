@@ -1,0 +1,447 @@
+package source
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/diag"
+)
+
+// The codes the loader reports. They are stable: users search for them.
+const (
+	CodeYAMLInvalid    = "YAMLInvalid"
+	CodeInputInvalid   = "InputInvalid"
+	CodeYAMLAliasLimit = "YAMLAliasLimit"
+	CodeKindMissing    = "KindMissing"
+)
+
+// Rules describes the loader's codes for SARIF output and the generated
+// docs page; the compiler appends them to its own table.
+func Rules() []diag.Rule {
+	return []diag.Rule{
+		{
+			Code:     CodeInputInvalid,
+			Severity: diag.Error,
+			Purpose:  "An input file is not UTF-8 text keyhole can read, is larger than the size limit, or holds a document that is not a mapping.",
+			Help:     "Save the file as UTF-8 YAML or JSON without NUL bytes or control characters, keep it under the size limit, and make each document one object (a mapping), not a list or a scalar.",
+		},
+		{
+			Code:     CodeKindMissing,
+			Severity: diag.Error,
+			Purpose:  "A document has no apiVersion or kind, so keyhole cannot tell what it is.",
+			Help:     "Add apiVersion and kind (for example omnia.altairalabs.ai/v1alpha1 and Connection), or name an agent file agent.yaml.",
+		},
+		{
+			Code:     CodeYAMLAliasLimit,
+			Severity: diag.Error,
+			Purpose:  "A document's aliases expand to too many nodes or nest too deeply (a \"billion laughs\" document).",
+			Help:     "Write the repeated values out, or use fewer, smaller anchors; keyhole expands at most 10000 nodes through aliases, nested at most 100 deep.",
+		},
+		{
+			Code:     CodeYAMLInvalid,
+			Severity: diag.Error,
+			Purpose:  "A file is not valid YAML: a syntax error, a duplicate mapping key, an alias to its own anchor or a bad merge key.",
+			Help:     "Fix the YAML at the reported line; a syntax error stops the reading of the rest of that file.",
+		},
+	}
+}
+
+// Limits on alias expansion: the number of nodes one document may reach
+// through aliases, and how deeply an alias may lead to another alias.
+// Beyond them the document is refused instead of expanded, which bounds
+// memory and time whatever the input.
+const (
+	maxAliasNodes = 10000
+	maxAliasDepth = 100
+)
+
+// Parse splits data, the contents of file, into documents. It never reads
+// past data and never panics; what it cannot accept it reports as
+// diagnostics, and such documents are not returned. Callers that read
+// inputs another way than Load (for example blobs of a git tree) use it
+// directly; file is used as given for positions.
+func Parse(file string, data []byte) ([]Document, diag.List) {
+	if d, bad := checkBytes(file, data); bad {
+		return nil, diag.List{d}
+	}
+	var (
+		docs  []Document
+		diags diag.List
+	)
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for index := 0; ; index++ {
+		var n yaml.Node
+		err := decode(dec, &n)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			diags = append(diags, syntaxError(file, index, err))
+			break
+		}
+		doc, ds := document(file, index, &n)
+		diags = append(diags, ds...)
+		if doc != nil {
+			docs = append(docs, *doc)
+		}
+	}
+	return docs, diags
+}
+
+// decode runs the YAML decoder, turning a panic inside the library into an
+// error: the loader promises callers no panic on any input.
+func decode(dec *yaml.Decoder, n *yaml.Node) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("yaml: the parser failed on this input (%v)", r)
+		}
+	}()
+	return dec.Decode(n)
+}
+
+var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): `)
+
+// syntaxError turns a yaml.v3 error into a YAMLInvalid diagnostic at the
+// line the library reports (it reports no column; we say column 1).
+func syntaxError(file string, index int, err error) diag.Diagnostic {
+	msg := err.Error()
+	line := 1
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		if l, convErr := strconv.Atoi(m[1]); convErr == nil && l >= 1 {
+			line = l
+		}
+		msg = msg[len(m[0]):]
+	} else if rest, ok := bytesCutPrefix(msg, "yaml: "); ok {
+		msg = rest
+	}
+	what := "the rest of the file"
+	if index > 0 {
+		what = fmt.Sprintf("document %d and the rest of the file", index+1)
+	}
+	return diag.Diagnostic{
+		Code:     CodeYAMLInvalid,
+		Severity: diag.Error,
+		Pos:      diag.Pos{File: file, Line: line, Column: 1},
+		Message:  fmt.Sprintf("invalid YAML: %s; %s cannot be trusted and was not read", msg, what),
+	}
+}
+
+func bytesCutPrefix(s, prefix string) (string, bool) {
+	if len(s) >= len(prefix) && s[:len(prefix)] == prefix {
+		return s[len(prefix):], true
+	}
+	return s, false
+}
+
+// checkBytes refuses what the YAML parser should never see: binary data,
+// UTF-16, invalid UTF-8 and control characters YAML does not allow. It
+// points at the first offending byte, counting columns in characters as
+// yaml.v3 does.
+func checkBytes(file string, data []byte) (diag.Diagnostic, bool) {
+	bad := func(line, col int, format string, args ...any) (diag.Diagnostic, bool) {
+		return diag.Diagnostic{
+			Code:     CodeInputInvalid,
+			Severity: diag.Error,
+			Pos:      diag.Pos{File: file, Line: line, Column: col},
+			Message:  fmt.Sprintf(format, args...),
+		}, true
+	}
+	if bytes.HasPrefix(data, []byte{0xFE, 0xFF}) || bytes.HasPrefix(data, []byte{0xFF, 0xFE}) {
+		return bad(1, 1, "the file is UTF-16 encoded; keyhole reads only UTF-8 YAML and JSON: convert it to UTF-8")
+	}
+	line, col := 1, 1
+	for off := 0; off < len(data); {
+		r, size := utf8.DecodeRune(data[off:])
+		switch {
+		case r == 0:
+			return bad(line, col, "binary file: NUL byte at line %d, column %d; keyhole reads only UTF-8 YAML and JSON text", line, col)
+		case r == utf8.RuneError && size <= 1:
+			return bad(line, col, "invalid UTF-8: byte 0x%02X at line %d, column %d is not valid UTF-8; save the file as UTF-8", data[off], line, col)
+		case !printable(r) && !(r == 0xFEFF && off == 0):
+			return bad(line, col, "control character %U at line %d, column %d is not allowed in YAML; remove it or write it as an escape in a double-quoted string", r, line, col)
+		}
+		off += size
+		if r == '\n' {
+			line, col = line+1, 1
+		} else if r != '\r' {
+			col++
+		}
+	}
+	return diag.Diagnostic{}, false
+}
+
+// printable reports whether YAML 1.2 allows r in a stream (its c-printable
+// production, plus the line breaks).
+func printable(r rune) bool {
+	switch {
+	case r == '\t' || r == '\n' || r == '\r':
+		return true
+	case r >= 0x20 && r <= 0x7E:
+		return true
+	case r == 0x85:
+		return true
+	case r >= 0xA0 && r <= 0xD7FF:
+		return true
+	case r >= 0xE000 && r <= 0xFFFD:
+		return true
+	case r >= 0x10000 && r <= 0x10FFFF:
+		return true
+	}
+	return false
+}
+
+// document checks one decoded document and returns it ready for callers,
+// or nil when it is empty or the loader reported an error for it.
+func document(file string, index int, n *yaml.Node) (*Document, diag.List) {
+	root := n
+	if n.Kind == yaml.DocumentNode {
+		if len(n.Content) == 0 {
+			return nil, nil
+		}
+		root = n.Content[0]
+	}
+	pos := func(m *yaml.Node) diag.Pos {
+		return diag.Pos{File: file, Line: max(m.Line, 1), Column: max(m.Column, 1)}
+	}
+	if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" && root.Value == "" {
+		return nil, nil // an empty document: "---" alone, or only comments
+	}
+	if root.Kind != yaml.MappingNode {
+		what := map[yaml.Kind]string{
+			yaml.SequenceNode: "a list",
+			yaml.ScalarNode:   "a scalar",
+			yaml.AliasNode:    "an alias",
+		}[root.Kind]
+		if what == "" {
+			what = "not a mapping"
+		}
+		return nil, diag.List{{
+			Code:     CodeInputInvalid,
+			Severity: diag.Error,
+			Pos:      pos(root),
+			Message:  fmt.Sprintf("document %d is %s, not a mapping: each document must be one object with apiVersion and kind (split a list into documents separated by ---)", index+1, what),
+		}}
+	}
+	if ds := duplicateKeys(file, root); len(ds) > 0 {
+		return nil, ds
+	}
+	r := resolver{budget: maxAliasNodes, onPath: map[*yaml.Node]bool{}}
+	resolved, err := r.resolve(root, false, 0)
+	if err == nil {
+		err = applyMerges(resolved)
+	}
+	if err != nil {
+		var pe *posError
+		p := pos(root)
+		if errors.As(err, &pe) {
+			p = pos(pe.node)
+		}
+		code := CodeYAMLInvalid
+		if errors.Is(err, errAliasLimit) {
+			code = CodeYAMLAliasLimit
+		}
+		return nil, diag.List{{Code: code, Severity: diag.Error, Pos: p, Message: err.Error()}}
+	}
+	doc := &Document{File: file, Index: index, Node: resolved, Pos: pos(resolved)}
+	if !doc.IsAgent() {
+		var missing []string
+		for _, k := range []string{"apiVersion", "kind"} {
+			if stringField(resolved, k) == "" {
+				missing = append(missing, k)
+			}
+		}
+		if len(missing) > 0 {
+			what := missing[0]
+			if len(missing) == 2 {
+				what = "apiVersion and kind"
+			}
+			return nil, diag.List{{
+				Code:     CodeKindMissing,
+				Severity: diag.Error,
+				Pos:      doc.Pos,
+				Object:   doc.Object(),
+				Message:  fmt.Sprintf("document %d has no %s (a non-empty string): every object needs apiVersion and kind, e.g. omnia.altairalabs.ai/v1alpha1 Connection; an agent file must be named agent.yaml", index+1, what),
+			}}
+		}
+	}
+	return doc, nil
+}
+
+// keyID identifies a scalar mapping key the way YAML compares keys: by
+// resolved tag and value, so that a and "a" collide but 1 and "1" do not.
+func keyID(k *yaml.Node) (string, bool) {
+	if k.Kind != yaml.ScalarNode {
+		return "", false
+	}
+	return k.ShortTag() + "\x00" + k.Value, true
+}
+
+// duplicateKeys reports every mapping key that repeats an earlier key of
+// the same mapping, at the repeat. yaml.v3 reports these only when decoding
+// into Go values, not into nodes, so the loader checks itself. Aliases are
+// not followed: their targets are checked where they are defined.
+func duplicateKeys(file string, n *yaml.Node) diag.List {
+	var out diag.List
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n.Kind == yaml.MappingNode {
+			seen := map[string]*yaml.Node{}
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k := n.Content[i]
+				id, ok := keyID(k)
+				if !ok || k.ShortTag() == "!!merge" {
+					continue
+				}
+				if first, dup := seen[id]; dup {
+					out = append(out, diag.Diagnostic{
+						Code:     CodeYAMLInvalid,
+						Severity: diag.Error,
+						Pos:      diag.Pos{File: file, Line: max(k.Line, 1), Column: max(k.Column, 1)},
+						Message:  fmt.Sprintf("duplicate key %q: it is already defined at line %d, column %d; keys of a mapping must be unique", k.Value, first.Line, first.Column),
+					})
+					continue
+				}
+				seen[id] = k
+			}
+		}
+		if n.Kind == yaml.AliasNode {
+			return
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(n)
+	return out
+}
+
+// errAliasLimit marks a refusal to expand aliases any further.
+var errAliasLimit = errors.New("alias limit")
+
+// posError is an error about a particular node.
+type posError struct {
+	node *yaml.Node
+	msg  string
+	kind error
+}
+
+func (e *posError) Error() string { return e.msg }
+func (e *posError) Unwrap() error { return e.kind }
+
+// resolver replaces alias nodes with copies of their anchors' nodes,
+// counting every node it copies against a budget so that the work and the
+// memory stay bounded whatever the document.
+type resolver struct {
+	budget int
+	// onPath holds the nodes being resolved, to catch an alias to an
+	// enclosing anchor, which would expand forever.
+	onPath map[*yaml.Node]bool
+}
+
+// resolve returns n with its aliases resolved. Nodes reached through an
+// alias (copy is true) are copied, since the same anchor may be expanded
+// in several places; the document's own nodes are updated in place.
+func (r *resolver) resolve(n *yaml.Node, copy bool, depth int) (*yaml.Node, error) {
+	if n.Kind == yaml.AliasNode {
+		target := n.Alias
+		switch {
+		case target == nil:
+			return nil, &posError{node: n, msg: fmt.Sprintf("alias *%s has no anchor", n.Value)}
+		case r.onPath[target]:
+			return nil, &posError{node: n, msg: fmt.Sprintf("alias *%s refers to an anchor that contains it, which would expand forever", n.Value)}
+		case depth+1 > maxAliasDepth:
+			return nil, &posError{node: n, kind: errAliasLimit, msg: fmt.Sprintf("aliases nest more than %d deep (at *%s); keyhole refuses to expand them", maxAliasDepth, n.Value)}
+		}
+		return r.resolve(target, true, depth+1)
+	}
+	out := n
+	if copy {
+		r.budget--
+		if r.budget < 0 {
+			return nil, &posError{node: n, kind: errAliasLimit, msg: fmt.Sprintf("aliases expand to more than %d nodes (a \"billion laughs\" document?); keyhole refuses to expand them", maxAliasNodes)}
+		}
+		c := *n
+		c.Content = make([]*yaml.Node, len(n.Content))
+		out = &c
+	}
+	if len(n.Content) == 0 {
+		return out, nil
+	}
+	r.onPath[n] = true
+	defer delete(r.onPath, n)
+	for i, child := range n.Content {
+		rc, err := r.resolve(child, copy, depth)
+		if err != nil {
+			return nil, err
+		}
+		out.Content[i] = rc
+	}
+	return out, nil
+}
+
+// applyMerges applies YAML merge keys (<<: *base, or a list of them) the
+// way yaml.v3 does when decoding into values: a mapping gains the merged
+// mappings' keys it does not define itself, earlier merged mappings taking
+// precedence over later ones. The merged pairs take the place of the <<
+// entry, so callers walking nodes see every key once.
+func applyMerges(n *yaml.Node) error {
+	for _, c := range n.Content {
+		if err := applyMerges(c); err != nil {
+			return err
+		}
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	hasMerge := false
+	defined := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+			hasMerge = true
+			continue
+		}
+		if id, ok := keyID(k); ok {
+			defined[id] = true
+		}
+	}
+	if !hasMerge {
+		return nil
+	}
+	content := make([]*yaml.Node, 0, len(n.Content))
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if !(k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge") {
+			content = append(content, k, v)
+			continue
+		}
+		sources := []*yaml.Node{v}
+		if v.Kind == yaml.SequenceNode {
+			sources = v.Content
+		}
+		for _, src := range sources {
+			if src.Kind != yaml.MappingNode {
+				return &posError{node: src, msg: "the merge key << needs a mapping or a list of mappings"}
+			}
+			for j := 0; j+1 < len(src.Content); j += 2 {
+				id, ok := keyID(src.Content[j])
+				if ok && defined[id] {
+					continue
+				}
+				if ok {
+					defined[id] = true
+				}
+				content = append(content, src.Content[j], src.Content[j+1])
+			}
+		}
+	}
+	n.Content = content
+	return nil
+}
