@@ -67,8 +67,8 @@ type Options struct {
 	ConfigPath string
 	// SecretsDir, CACert and CAKey override the config's values; when
 	// both are empty the config package's defaults apply.
-	SecretsDir     string
-	CACert, CAKey  string
+	SecretsDir    string
+	CACert, CAKey string
 	// Resolve maps "host:port" to the "addr:port" to dial instead, like
 	// curl's --resolve. Keys are lowercase.
 	Resolve map[string]string
