@@ -1,0 +1,586 @@
+//go:build e2e
+
+package apiserver
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/internal/cli"
+	"keyhole.dev/keyhole/render"
+)
+
+// fieldManager owns every field the tests apply, as one GitOps tool
+// would, so re-applying another render of the same names updates them.
+const fieldManager = "keyhole-e2e"
+
+// applyArgs is how every object reaches the server: server-side apply,
+// which runs the server's full validation, with strict field validation,
+// so an unknown or duplicate field is an error rather than a warning.
+var applyArgs = []string{"apply", "--server-side", "--field-manager=" + fieldManager, "--field-validation=Strict"}
+
+// TestRenderedExamplesApply renders every example in both proxy modes
+// with `keyhole render -o DIR`, applies each rendered directory, and reads
+// every object back: each must exist and hold what was rendered. The same
+// render as one stream (`keyhole render --stdout`, Argo CD's plugin) must
+// pass a server dry run too.
+func TestRenderedExamplesApply(t *testing.T) {
+	for _, ex := range examples(t) {
+		for _, mode := range []string{render.ModeSidecar, render.ModeDeployment} {
+			t.Run(filepath.Base(ex)+"/"+mode, func(t *testing.T) {
+				ctx := t.Context()
+				out := filepath.Join(t.TempDir(), "out")
+				keyhole(t, "render", "--proxy-mode", mode, "-o", out, ex)
+				files := listedManifests(t, out)
+				objs := readObjects(t, files...)
+				if len(objs) == 0 {
+					t.Fatalf("%s rendered no Kubernetes objects", ex)
+				}
+				ensureNamespaces(t, objs)
+
+				args := slices.Clone(applyArgs)
+				for _, f := range files {
+					args = append(args, "-f", f)
+				}
+				_, stderr := mustKubectl(t, nil, args...)
+				noWarnings(t, stderr)
+
+				live := readBack(t, files)
+				for _, o := range objs {
+					got, ok := live[o.key()]
+					if !ok {
+						t.Errorf("%s (from %s) is not on the server after apply", o.key(), rel(out, o.file))
+						continue
+					}
+					for _, d := range subset(o.key(), o.doc, got) {
+						t.Errorf("%s: %s", rel(out, o.file), d)
+					}
+				}
+				if len(live) != len(objs) {
+					t.Errorf("read back %d objects, rendered %d", len(live), len(objs))
+				}
+
+				noSecretValues(t, ex, out, live)
+
+				stream := keyhole(t, "render", "--proxy-mode", mode, "--stdout", ex)
+				_, stderr, err := the.kubectl(ctx, stream, append(slices.Clone(applyArgs), "--dry-run=server", "-f", "-")...)
+				if err != nil {
+					t.Fatalf("the --stdout stream of %s: %v", ex, err)
+				}
+				noWarnings(t, stderr)
+			})
+		}
+	}
+}
+
+// TestExampleInputsApply applies the omnia.altairalabs.ai objects each
+// example is written in against keyhole's CRDs (`keyhole schema --crds`):
+// a repository keyhole compiles must also be accepted by a cluster that
+// serves those kinds, and must come back as written.
+func TestExampleInputsApply(t *testing.T) {
+	tested := 0
+	for _, ex := range examples(t) {
+		var files []string
+		err := filepath.WalkDir(ex, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !isYAML(path) {
+				return err
+			}
+			files = append(files, path)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var inputs []object
+		for _, o := range readObjects(t, files...) {
+			if strings.HasPrefix(o.apiVersion(), "omnia.altairalabs.ai/") {
+				inputs = append(inputs, o)
+			}
+		}
+		if len(inputs) == 0 {
+			continue // an agent.yaml-only repository: nothing for the CRDs to accept
+		}
+		tested++
+		t.Run(filepath.Base(ex), func(t *testing.T) {
+			ensureNamespaces(t, inputs)
+			var stream bytes.Buffer
+			for _, o := range inputs {
+				b, err := yaml.Marshal(o.doc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				stream.WriteString("---\n")
+				stream.Write(b)
+			}
+			_, stderr := mustKubectl(t, stream.Bytes(), append(slices.Clone(applyArgs), "-f", "-")...)
+			noWarnings(t, stderr)
+			for _, o := range inputs {
+				args := []string{"get", "-o", "yaml", o.resource(), o.name()}
+				if ns := o.namespace(); ns != "" {
+					args = append(args, "-n", ns)
+				}
+				out, _ := mustKubectl(t, nil, args...)
+				var got map[string]any
+				if err := yaml.Unmarshal([]byte(out), &got); err != nil {
+					t.Fatalf("decoding %s: %v", o.key(), err)
+				}
+				for _, d := range subset(o.key(), o.doc, got) {
+					t.Errorf("%s: %s", rel(the.repo, o.file), d)
+				}
+			}
+		})
+	}
+	if tested == 0 {
+		t.Fatal("no example holds an omnia.altairalabs.ai object")
+	}
+}
+
+// TestStrictFieldValidation proves the apply above is strict: each object
+// is accepted by a server dry run as written, and rejected once a field
+// the schema does not declare is added. Without this, a server that
+// silently pruned unknown fields would pass every test.
+func TestStrictFieldValidation(t *testing.T) {
+	tests := map[string]struct {
+		valid string
+		// bad is valid with one undeclared field added.
+		bad string
+		// wantErr is in the server's error for bad.
+		wantErr string
+	}{
+		"built-in kind, top-level field": {
+			valid: `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: strict-check, namespace: default}
+data: {a: b}
+`,
+			bad: `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: strict-check, namespace: default}
+data: {a: b}
+dta: {a: b}
+`,
+			wantErr: ".dta: field not declared in schema",
+		},
+		"built-in kind, nested field": {
+			valid: `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: strict-check, namespace: default}
+spec:
+  selector: {matchLabels: {app: strict-check}}
+  template:
+    metadata: {labels: {app: strict-check}}
+    spec:
+      containers:
+        - {name: main, image: example.com/main:1, imagePullPolicy: Always}
+`,
+			bad: `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: strict-check, namespace: default}
+spec:
+  selector: {matchLabels: {app: strict-check}}
+  template:
+    metadata: {labels: {app: strict-check}}
+    spec:
+      containers:
+        - {name: main, image: example.com/main:1, imagePullPolcy: Always}
+`,
+			wantErr: "imagePullPolcy: field not declared in schema",
+		},
+		"cert-manager CRD": {
+			valid: `
+apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: strict-check, namespace: default}
+spec:
+  secretName: strict-check
+  commonName: strict-check
+  isCA: true
+  issuerRef: {name: strict-check, kind: Issuer}
+`,
+			bad: `
+apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: strict-check, namespace: default}
+spec:
+  secretName: strict-check
+  commonNam: strict-check
+  isCA: true
+  issuerRef: {name: strict-check, kind: Issuer}
+`,
+			wantErr: ".spec.commonNam: field not declared in schema",
+		},
+		"keyhole CRD": {
+			valid: `
+apiVersion: omnia.altairalabs.ai/v1alpha1
+kind: Connection
+metadata: {name: strict-check, namespace: default}
+spec:
+  hosts: [api.github.com]
+  credential:
+    kind: secret
+    secretRef: {name: strict-check}
+  placement:
+    inject:
+      - hosts: [api.github.com]
+        header: Authorization
+        value: "Bearer {{ .token }}"
+`,
+			bad: `
+apiVersion: omnia.altairalabs.ai/v1alpha1
+kind: Connection
+metadata: {name: strict-check, namespace: default}
+spec:
+  hosts: [api.github.com]
+  credential:
+    kind: secret
+    secretRef: {name: strict-check}
+  placement:
+    inject:
+      - hosts: [api.github.com]
+        headr: Authorization
+        value: "Bearer {{ .token }}"
+`,
+			wantErr: "headr: field not declared in schema",
+		},
+	}
+	dryRun := append(slices.Clone(applyArgs), "--dry-run=server", "-f", "-")
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			if _, _, err := the.kubectl(ctx, []byte(tc.valid), dryRun...); err != nil {
+				t.Fatalf("the valid object was refused, so the check below proves nothing: %v", err)
+			}
+			_, stderr, err := the.kubectl(ctx, []byte(tc.bad), dryRun...)
+			if err == nil {
+				t.Fatalf("an object with an undeclared field was accepted")
+			}
+			if !strings.Contains(stderr, tc.wantErr) {
+				t.Errorf("refused, but not for the undeclared field: want %q in\n%s", tc.wantErr, stderr)
+			}
+		})
+	}
+}
+
+// examples returns every example repository that must render: each
+// directory under examples/ but broken/, whose repositories fail the check
+// on purpose (internal/cli's tests compare their output).
+func examples(t *testing.T) []string {
+	t.Helper()
+	root := filepath.Join(the.repo, "examples")
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != "broken" {
+			dirs = append(dirs, filepath.Join(root, e.Name()))
+		}
+	}
+	if len(dirs) == 0 {
+		t.Fatalf("no examples under %s", root)
+	}
+	return dirs
+}
+
+// keyhole runs the keyhole command in-process, as `keyhole ARGS...` from
+// the repository root, and returns its stdout; a non-zero exit fails t.
+func keyhole(t *testing.T, args ...string) []byte {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	if code := cli.Main(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("keyhole %s: exit %d\n%s", strings.Join(args, " "), code, stderr.String())
+	}
+	return stdout.Bytes()
+}
+
+// listedManifests returns the manifests kustomization.yaml lists, as
+// absolute paths, after checking it lists every YAML file the render
+// wrote: a manifest the kustomization missed would never be deployed.
+func listedManifests(t *testing.T, out string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(out, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k struct {
+		Resources []string `yaml:"resources"`
+	}
+	if err := yaml.Unmarshal(b, &k); err != nil {
+		t.Fatalf("kustomization.yaml: %v", err)
+	}
+	var listed, onDisk []string
+	for _, r := range k.Resources {
+		listed = append(listed, filepath.Join(out, filepath.FromSlash(r)))
+	}
+	err = filepath.WalkDir(out, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !isYAML(path) || path == filepath.Join(out, "kustomization.yaml") {
+			return err
+		}
+		onDisk = append(onDisk, path)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(listed)
+	slices.Sort(onDisk)
+	if !slices.Equal(listed, onDisk) {
+		t.Fatalf("kustomization.yaml lists %q, the render wrote %q", listed, onDisk)
+	}
+	return listed
+}
+
+func isYAML(path string) bool {
+	return strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml")
+}
+
+// object is one Kubernetes object read from a file.
+type object struct {
+	file string
+	doc  map[string]any
+}
+
+func (o object) str(keys ...string) string {
+	var v any = o.doc
+	for _, k := range keys {
+		m, _ := v.(map[string]any)
+		v = m[k]
+	}
+	s, _ := v.(string)
+	return s
+}
+
+func (o object) apiVersion() string { return o.str("apiVersion") }
+func (o object) kind() string       { return o.str("kind") }
+func (o object) namespace() string  { return o.str("metadata", "namespace") }
+func (o object) name() string       { return o.str("metadata", "name") }
+
+// key names the object the way the read-back looks it up.
+func (o object) key() string {
+	return o.apiVersion() + " " + o.kind() + " " + o.namespace() + "/" + o.name()
+}
+
+// resource is the kubectl resource argument, KIND.VERSION.GROUP, so the
+// lookup is exact even when two groups serve the same kind.
+func (o object) resource() string {
+	group, version, ok := strings.Cut(o.apiVersion(), "/")
+	if !ok {
+		return o.kind() + "." + group + "."
+	}
+	return o.kind() + "." + version + "." + group
+}
+
+// readObjects decodes every YAML document of files; empty documents are
+// skipped, and a document without apiVersion, kind or name fails t.
+func readObjects(t *testing.T, files ...string) []object {
+	t.Helper()
+	var objs []object
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range decodeAll(t, f, b) {
+			o := object{file: f, doc: doc}
+			if o.apiVersion() == "" || o.kind() == "" {
+				continue // agent.yaml and other inputs that are not objects
+			}
+			if o.name() == "" {
+				t.Fatalf("%s: %s without metadata.name", f, o.kind())
+			}
+			objs = append(objs, o)
+		}
+	}
+	return objs
+}
+
+func decodeAll(t *testing.T, name string, b []byte) []map[string]any {
+	t.Helper()
+	var docs []map[string]any
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	for {
+		var doc map[string]any
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			return docs
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if doc != nil {
+			docs = append(docs, doc)
+		}
+	}
+}
+
+// ensureNamespaces creates the namespaces objs live in; a cluster has
+// them before a GitOps tool applies a render into them.
+func ensureNamespaces(t *testing.T, objs []object) {
+	t.Helper()
+	var names []string
+	for _, o := range objs {
+		if ns := o.namespace(); ns != "" && !slices.Contains(names, ns) {
+			names = append(names, ns)
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	var stream strings.Builder
+	for _, ns := range names {
+		fmt.Fprintf(&stream, "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n", ns)
+	}
+	mustKubectl(t, []byte(stream.String()), append(slices.Clone(applyArgs), "-f", "-")...)
+}
+
+// readBack gets the live objects the files describe, keyed like
+// object.key.
+func readBack(t *testing.T, files []string) map[string]map[string]any {
+	t.Helper()
+	args := []string{"get", "-o", "yaml"}
+	for _, f := range files {
+		args = append(args, "-f", f)
+	}
+	out, _ := mustKubectl(t, nil, args...)
+	var doc map[string]any
+	if err := yaml.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("decoding kubectl get: %v", err)
+	}
+	items := []any{doc}
+	if (object{doc: doc}).kind() == "List" {
+		items, _ = doc["items"].([]any)
+	}
+	live := map[string]map[string]any{}
+	for _, it := range items {
+		m, ok := it.(map[string]any)
+		if !ok {
+			t.Fatalf("kubectl get returned a %T item", it)
+		}
+		live[object{doc: m}.key()] = m
+	}
+	return live
+}
+
+// noSecretValues checks that no value of a Secret in the example's inputs
+// appears in any rendered file or in what the server stored. It names the
+// file and the Secret key, never the value.
+func noSecretValues(t *testing.T, ex, out string, live map[string]map[string]any) {
+	t.Helper()
+	values := secretValues(t, ex)
+	var outputs []struct{ name, text string }
+	err := filepath.WalkDir(out, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		outputs = append(outputs, struct{ name, text string }{rel(out, path), string(b)})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, m := range live {
+		b, err := yaml.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outputs = append(outputs, struct{ name, text string }{"the server's " + k, string(b)})
+	}
+	for _, o := range outputs {
+		for _, v := range values {
+			if strings.Contains(o.text, v.value) {
+				t.Errorf("%s holds the value of Secret key %s", o.name, v.name)
+			}
+		}
+	}
+}
+
+type secretValue struct{ name, value string }
+
+// secretValues returns the values of every Secret among the example's
+// inputs, from stringData and base64-decoded data.
+func secretValues(t *testing.T, ex string) []secretValue {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(ex, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !isYAML(path) {
+			return err
+		}
+		files = append(files, path)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vals []secretValue
+	for _, o := range readObjects(t, files...) {
+		if o.apiVersion() != "v1" || o.kind() != "Secret" {
+			continue
+		}
+		for _, field := range []string{"stringData", "data"} {
+			m, _ := o.doc[field].(map[string]any)
+			for k, v := range m {
+				s, _ := v.(string)
+				if field == "data" {
+					dec, err := base64.StdEncoding.DecodeString(s)
+					if err != nil {
+						t.Fatalf("%s: Secret %s data.%s is not base64", o.file, o.name(), k)
+					}
+					s = string(dec)
+				}
+				if s != "" {
+					vals = append(vals, secretValue{name: o.name() + "/" + k, value: s})
+				}
+			}
+		}
+	}
+	return vals
+}
+
+// mustKubectl runs kubectl and fails t when it fails.
+func mustKubectl(t *testing.T, stdin []byte, args ...string) (stdout, stderr string) {
+	t.Helper()
+	stdout, stderr, err := the.kubectl(t.Context(), stdin, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stdout, stderr
+}
+
+// noWarnings fails t on a warning the server returned: a deprecated
+// field, an ignored value or anything else a real cluster would print
+// when the render is applied.
+func noWarnings(t *testing.T, stderr string) {
+	t.Helper()
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(line, "Warning:") {
+			t.Errorf("the server warned: %s", line)
+		}
+	}
+}
+
+func rel(base, path string) string {
+	if r, err := filepath.Rel(base, path); err == nil {
+		return r
+	}
+	return path
+}
