@@ -125,7 +125,7 @@ func startCluster(ctx context.Context) (*cluster, error) {
 			break
 		}
 		c.stopProcs()
-		if !errors.Is(lastErr, errExitedEarly) {
+		if !errors.Is(lastErr, errPortTaken) {
 			break
 		}
 	}
@@ -182,9 +182,13 @@ func locateAPIServer(repo string) (string, error) {
 	return p, nil
 }
 
-// errExitedEarly marks a server that exited before it was ready, most
-// likely because another process took its port; startCluster retries it.
-var errExitedEarly = errors.New("exited before it was ready")
+// Why a server did not become ready. errPortTaken, a port another process
+// took between freePorts closing it and the server binding it, is the
+// one startCluster retries with new ports.
+var (
+	errExitedEarly = errors.New("exited before it was ready")
+	errPortTaken   = errors.New("a port it was given was taken")
+)
 
 func (c *cluster) startServers(ctx context.Context, etcdBin, apiserverBin string, p pki, attempt int) error {
 	ports, err := freePorts(3)
@@ -224,10 +228,13 @@ func (c *cluster) startServers(ctx context.Context, etcdBin, apiserverBin string
 		"--anonymous-auth=false",
 		"--authorization-mode=RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+p.saKeyFile,
+		"--service-account-key-file="+p.saPubFile,
 		"--service-account-signing-key-file="+p.saKeyFile,
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--profiling=false",
+		// The endpoint reconciler refuses a loopback advertise address;
+		// nothing here routes to the kubernetes Service anyway.
+		"--endpoint-reconciler-type=none",
 	)
 	if err != nil {
 		return err
@@ -283,7 +290,11 @@ func waitReady(ctx context.Context, p *proc, timeout time.Duration, ready func(c
 		}
 		select {
 		case <-p.done:
-			return fmt.Errorf("%s %w (%v); the end of its log:\n%s", p.name, errExitedEarly, p.err, tail(p.log, 40))
+			log := tail(p.log, 40)
+			if strings.Contains(log, "address already in use") {
+				return fmt.Errorf("%s: %w:\n%s", p.name, errPortTaken, log)
+			}
+			return fmt.Errorf("%s %w (%v); the end of its log:\n%s", p.name, errExitedEarly, p.err, log)
 		case <-ctx.Done():
 			return fmt.Errorf("%s was not ready within %s; the end of its log:\n%s", p.name, timeout, tail(p.log, 40))
 		case <-tick.C:
@@ -371,7 +382,8 @@ type pki struct {
 	caPEM     []byte
 	certFile  string // serving certificate for 127.0.0.1, signed by the CA
 	keyFile   string
-	saKeyFile string // signs and verifies service account tokens
+	saKeyFile string // signs service account tokens
+	saPubFile string // verifies them
 	tokenFile string // one admin user in system:masters
 	token     string
 }
@@ -384,6 +396,7 @@ func writePKI(dir string) (pki, error) {
 		certFile:  filepath.Join(dir, "serving.crt"),
 		keyFile:   filepath.Join(dir, "serving.key"),
 		saKeyFile: filepath.Join(dir, "service-account.key"),
+		saPubFile: filepath.Join(dir, "service-account.pub"),
 		tokenFile: filepath.Join(dir, "tokens.csv"),
 	}
 	now := time.Now()
@@ -440,6 +453,15 @@ func writePKI(dir string) (pki, error) {
 		return p, err
 	}
 	if err := writeKey(p.saKeyFile, saKey); err != nil {
+		return p, err
+	}
+	// --service-account-key-file reads public keys, which a PKCS #8
+	// private key is not to it.
+	pubDER, err := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
+	if err != nil {
+		return p, err
+	}
+	if err := os.WriteFile(p.saPubFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o600); err != nil {
 		return p, err
 	}
 	tok := make([]byte, 32)
@@ -546,7 +568,7 @@ func (c *cluster) installCRDs(ctx context.Context) error {
 	for _, f := range append([]string{keyholeCRDs}, certManager...) {
 		files = append(files, "-f", f)
 	}
-	if _, _, err := c.kubectl(ctx, nil, append([]string{"apply", "--server-side", "--field-manager=keyhole-e2e", "--field-validation=Strict"}, files...)...); err != nil {
+	if _, _, err := c.kubectl(ctx, nil, append([]string{"apply", "--server-side", "--field-manager=keyhole-e2e", "--validate=strict"}, files...)...); err != nil {
 		return err
 	}
 	_, _, err = c.kubectl(ctx, nil, append([]string{"wait", "--for=condition=Established", "--timeout=60s"}, files...)...)
