@@ -2,8 +2,8 @@
 # Builds a real kube-apiserver from tools/kube-apiserver (a separate Go
 # module, so Kubernetes never becomes a dependency of keyhole) into
 # ${KEYHOLE_CACHE:-<repo>/.cache}/bin/kube-apiserver and prints its path on
-# stdout; everything else goes to stderr. The build takes about a quarter of
-# an hour on two cores, so it is skipped when the binary is there and was
+# stdout; everything else goes to stderr. The build takes about ten minutes
+# on two idle cores, so it is skipped when the binary is there and was
 # built from the same go.mod, go.sum, main.go and Go toolchain (a stamp file
 # beside it records their hash). It also installs Debian's etcd-server when
 # etcd is missing, because the API server is useless without it.
@@ -33,7 +33,7 @@ if [ -x "$bin" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
 
-echo "kube-apiserver.sh: building $k8s_version into $bin (about 15 minutes on 2 cores)" >&2
+echo "kube-apiserver.sh: building $k8s_version into $bin (about 10 minutes on 2 cores)" >&2
 mkdir -p "$cache/bin"
 tmp="$bin.tmp.$$"
 trap 'rm -f "$tmp"' EXIT

@@ -27,4 +27,4 @@ if ! command -v kubectl >/dev/null 2>&1; then
   exit 1
 fi
 go mod download
-"$(dirname "${BASH_SOURCE[0]}")/kube-apiserver.sh" >/dev/null # etcd, and kube-apiserver for e2e/apiserver (built once, ~15 min)
+"$(dirname "${BASH_SOURCE[0]}")/kube-apiserver.sh" >/dev/null # etcd, and kube-apiserver for e2e/apiserver (built once, ~10 min)

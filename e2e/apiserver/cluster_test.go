@@ -153,7 +153,7 @@ func lookKubectl() (string, error) {
 
 // locateAPIServer returns $KEYHOLE_KUBE_APISERVER when set, and otherwise
 // runs scripts/kube-apiserver.sh, which prints the cached binary's path at
-// once when it is current and builds it (about a quarter of an hour) when
+// once when it is current and builds it (about ten minutes) when
 // it is not.
 func locateAPIServer(repo string) (string, error) {
 	if p := os.Getenv("KEYHOLE_KUBE_APISERVER"); p != "" {
