@@ -134,9 +134,17 @@ func (l *loader) loadPath(p string) {
 		l.readFile(abs)
 		return
 	}
+	if kustomizationFile(abs) != "" {
+		l.buildKustomization(abs)
+		return
+	}
 	files, errs := walk(abs)
-	for _, f := range files {
-		l.readFile(f)
+	for _, f := range kustomizeRoots(files) {
+		if kustomizationFile(f) != "" {
+			l.buildKustomization(f)
+		} else {
+			l.readFile(f)
+		}
 	}
 	for _, e := range errs {
 		l.unreadable(l.display(e.path), e.err)
@@ -266,6 +274,8 @@ func walk(root string) ([]string, []walkErr) {
 				continue
 			}
 			switch {
+			case isDir && kustomizationFile(full) != "":
+				files = append(files, full) // built, not walked: see kustomize.go
 			case isDir:
 				visit(full, patterns)
 			case inputExt(name):
