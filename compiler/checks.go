@@ -72,6 +72,9 @@ func table() []Check {
 		{Code: "KindMissing", Severity: diag.Error,
 			Purpose: "A YAML document has no apiVersion or kind, so nothing can check it.",
 			Help:    "Add apiVersion and kind, or move the file out of the checked paths."},
+		{Code: codeKustomizeBuildFailed, Severity: diag.Error,
+			Purpose: "A kustomize directory does not build: a missing resource or patch, an invalid kustomization, or a patch that matches nothing.",
+			Help:    "Run `kubectl kustomize` on the directory to see the same failure, and fix the kustomization at the position given."},
 		{Code: codeKindUnknown, Severity: diag.Info,
 			Purpose: "A document's kind is not one keyhole checks; it is skipped.",
 			Help:    "Nothing to fix when the object is meant for something else."},
@@ -90,6 +93,12 @@ func table() []Check {
 		{Code: codeInjectionInvalid, Severity: diag.Error, run: checkInjectionValues,
 			Purpose: "An injected value renders to more than one line: a key it reads holds a line break other than a trailing one.",
 			Help:    "Store the value on one line."},
+		{Code: codeKeysUnknown, Severity: diag.Info, run: checkKeysUnknown,
+			Purpose: "The Secret a Connection reads comes from an ExternalSecret whose keys only the external store knows (spec.dataFrom, templateFrom), so whether a key the `value` or `basic` names is in the Secret cannot be checked.",
+			Help:    "Nothing to fix in git; list the keys with spec.data[].secretKey to have them checked, or make sure the store holds every key the Connection reads."},
+		{Code: codeValuesUnknown, Severity: diag.Info, run: checkValuesUnknown,
+			Purpose: "The values of the Secret a Connection reads are not in the input (a SealedSecret, an ExternalSecret or a SOPS-encrypted Secret), so whether a key it reads holds a line break other than a trailing one cannot be checked.",
+			Help:    "Nothing to fix in git; store each value on one line where the Secret is made."},
 
 		{Code: codeSecretCrossNamespace, Severity: diag.Error, run: checkSecretNamespace,
 			Purpose: "A Connection's secretRef names a Secret in another namespace.",
@@ -201,8 +210,8 @@ func (c *connection) keysUsed(i int) []keyUse {
 func checkSecretKeys(p *pass) {
 	for _, c := range p.connList {
 		s, r := p.secretOf(c)
-		if s == nil {
-			continue
+		if s == nil || s.keysUnknown {
+			continue // keys unknown: checkKeysUnknown says so
 		}
 		for i := range c.w.Spec.Placement.Inject {
 			reported := map[string]bool{}

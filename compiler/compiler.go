@@ -93,6 +93,14 @@ type secret struct {
 	// values maps each key to its decoded value; known is false for a key
 	// whose value is not in the input (e.g. undecodable base64).
 	values map[string]secretValue
+	// from names what declares the Secret when it is not a plain Secret
+	// (a SealedSecret, an ExternalSecret, a SOPS-encrypted Secret), for
+	// messages; see secrets_sources.go.
+	from string
+	// keysUnknown is true when the input cannot list every key the Secret
+	// will hold (an ExternalSecret with dataFrom), so no key can be called
+	// missing.
+	keysUnknown bool
 }
 
 type secretValue struct {
@@ -141,6 +149,9 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 			}
 		}
 	}
+	if p.addSecretSource(v, &it) {
+		return
+	}
 	kind, ok := schema.Lookup(it.obj.APIVersion, it.obj.Kind)
 	if !ok {
 		if !doc.IsAgent() && it.obj.Kind != "" {
@@ -151,7 +162,8 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 	p.objects++
 	if vs := v.Validate(kind, doc.Node); len(vs) > 0 {
 		for _, vi := range vs {
-			p.diags = append(p.diags, p.diagnostic(codeSchemaInvalid, &it, diag.Pos{File: doc.File, Line: vi.Line, Column: vi.Column}, vi.Path, vi.Message))
+			pos, note := doc.At(vi.Line, vi.Column, vi.Path)
+			p.diags = append(p.diags, p.diagnostic(codeSchemaInvalid, &it, pos, vi.Path, vi.Message+note))
 		}
 		return
 	}
@@ -245,16 +257,19 @@ func annotations(n *yaml.Node) string {
 // is true), with the table's severity for code.
 func (p *pass) report(code string, it *item, at path, key bool, format string, args ...any) {
 	n := at.find(it.doc.Node, key)
-	pos := diag.Pos{File: it.doc.File, Line: n.Line, Column: n.Column}
-	p.diags = append(p.diags, p.diagnostic(code, it, pos, at.String(), fmt.Sprintf(format, args...)))
+	pos, note := it.doc.Where(n)
+	p.diags = append(p.diags, p.diagnostic(code, it, pos, at.String(), fmt.Sprintf(format, args...)+note))
 }
 
 // reportUse reports on a key use, pointing at the reference itself inside
 // a template value where the column can be known exactly.
 func (p *pass) reportUse(code string, it *item, u keyUse, format string, args ...any) {
 	n := u.at.find(it.doc.Node, false)
-	pos := diag.Pos{File: it.doc.File, Line: n.Line, Column: refColumn(n, u.offset)}
-	p.diags = append(p.diags, p.diagnostic(code, it, pos, u.at.String(), fmt.Sprintf(format, args...)))
+	pos, note := it.doc.Where(n)
+	if note == "" {
+		pos.Column = refColumn(n, u.offset)
+	}
+	p.diags = append(p.diags, p.diagnostic(code, it, pos, u.at.String(), fmt.Sprintf(format, args...)+note))
 }
 
 // refColumn returns the column of the byte at offset in scalar n's value,
