@@ -257,6 +257,11 @@ func TestPositions(t *testing.T) {
 			start: diag.Pos{File: "f.yaml", Line: 1, Column: 1},
 			nodes: []want{{path: []string{"spec", "credential", "secretRef", "name"}, line: 11, col: 13}},
 		},
+		"CR line ends": {
+			input: "apiVersion: v1\rkind: Secret\rmetadata:\r  name: x\r",
+			start: diag.Pos{File: "f.yaml", Line: 1, Column: 1},
+			nodes: []want{{path: []string{"metadata", "name"}, line: 4, col: 9}},
+		},
 		"byte order mark": {
 			input: "\uFEFF" + connection,
 			start: diag.Pos{File: "f.yaml", Line: 1, Column: 1},

@@ -176,12 +176,12 @@ func checkBytes(file string, data []byte) (diag.Diagnostic, bool) {
 		case !printable(r) && !(r == 0xFEFF && off == 0):
 			return bad(line, col, "control character %U at line %d, column %d is not allowed in YAML; remove it or write it as an escape in a double-quoted string", r, line, col)
 		}
-		off += size
-		if r == '\n' {
+		if isBreak(data, off, r) {
 			line, col = line+1, 1
 		} else if r != '\r' {
 			col++
 		}
+		off += size
 	}
 	return diag.Diagnostic{}, false
 }
@@ -192,14 +192,28 @@ func position(data []byte, offset int) (line, col int) {
 	line, col = 1, 1
 	for off := 0; off < offset && off < len(data); {
 		r, size := utf8.DecodeRune(data[off:])
-		off += size
-		if r == '\n' {
+		if isBreak(data, off, r) {
 			line, col = line+1, 1
 		} else if r != '\r' {
 			col++
 		}
+		off += size
 	}
 	return line, col
+}
+
+// isBreak reports whether the rune r at data[off] ends a line the way
+// yaml.v3 counts lines: LF, CR not followed by LF, NEL, and the Unicode
+// line and paragraph separators. (A CR before an LF is not counted, and
+// adds no column.)
+func isBreak(data []byte, off int, r rune) bool {
+	switch r {
+	case '\n', 0x85, 0x2028, 0x2029:
+		return true
+	case '\r':
+		return off+1 >= len(data) || data[off+1] != '\n'
+	}
+	return false
 }
 
 // printable reports whether YAML 1.2 allows r in a stream (its c-printable

@@ -56,6 +56,10 @@ func TestParseAdversarial(t *testing.T) {
 			input: "k: ééé\xc3\n",
 			want:  []want{{code: CodeInputInvalid, line: 1, col: 7, contains: "not valid UTF-8"}},
 		},
+		"lone CR and NEL end lines as yaml.v3 counts them": {
+			input: "apiVersion: v1\rkind: A\u0085x: ab\xff\n",
+			want:  []want{{code: CodeInputInvalid, line: 3, col: 6, contains: "0xFF"}},
+		},
 		"UTF-16": {
 			input: "\xff\xfea\x00:\x00",
 			want:  []want{{code: CodeInputInvalid, line: 1, col: 1, contains: "UTF-16"}},
