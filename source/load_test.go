@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -34,7 +35,7 @@ func docIDs(docs []Document) []string {
 	var out []string
 	for _, d := range docs {
 		o := d.Object()
-		out = append(out, d.File+"#"+string(rune('0'+d.Index))+" "+o.Kind+"/"+o.Name)
+		out = append(out, d.File+"#"+strconv.Itoa(d.Index)+" "+o.Kind+"/"+o.Name)
 	}
 	return out
 }
@@ -107,6 +108,7 @@ func TestLoadTree(t *testing.T) {
 				"repo/sub/UPPER.YAML":              connection,
 				"repo/agents/support/other.yml":    connection,
 				"repo/agents/support/agent.yml.md": "x",
+				"repo/overlay/kustomization.yaml":  "resources: [../b.yaml]\n",
 			},
 			paths: []string{"repo"},
 			want: []string{

@@ -121,6 +121,10 @@ func syntaxError(file string, data []byte, index int, err error) diag.Diagnostic
 		if off := bytes.Index(data, []byte("*"+m[1])); off >= 0 {
 			line, col = position(data, off)
 		}
+		// The message would repeat the name, which is input text: it is
+		// at the position, and diagnostics never quote what might be a
+		// value.
+		msg = "yaml: alias to an anchor that is not defined: define &name before any *name refers to it"
 	}
 	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
 		if l, convErr := strconv.Atoi(m[1]); convErr == nil && l >= 1 {
@@ -343,7 +347,7 @@ func duplicateKeys(file string, n *yaml.Node) diag.List {
 						Code:     CodeYAMLInvalid,
 						Severity: diag.Error,
 						Pos:      diag.Pos{File: file, Line: max(k.Line, 1), Column: max(k.Column, 1)},
-						Message:  fmt.Sprintf("duplicate key %q: it is already defined at line %d, column %d; keys of a mapping must be unique", k.Value, first.Line, first.Column),
+						Message:  fmt.Sprintf("duplicate key: this key is already defined at line %d, column %d of the same mapping; remove or rename one, as keys of a mapping must be unique", first.Line, first.Column),
 					})
 					continue
 				}

@@ -117,7 +117,7 @@ func TestParseAdversarial(t *testing.T) {
 		},
 		"duplicate keys in flow and quoted form": {
 			input: "apiVersion: v1\nkind: A\nx: {a: 1, \"a\": 2}\n",
-			want:  []want{{code: CodeYAMLInvalid, line: 3, col: 11, contains: `duplicate key "a"`}},
+			want:  []want{{code: CodeYAMLInvalid, line: 3, col: 11, contains: "already defined at line 3, column 5"}},
 		},
 		"different tags are different keys": {
 			input:    "apiVersion: v1\nkind: A\nx: {1: a, \"1\": b}\n",
@@ -157,7 +157,7 @@ func TestParseAdversarial(t *testing.T) {
 		},
 		"unknown anchor": {
 			input: "apiVersion: v1\nkind: A\nx: *nope\n",
-			want:  []want{{code: CodeYAMLInvalid, line: 3, col: 4, contains: "unknown anchor"}},
+			want:  []want{{code: CodeYAMLInvalid, line: 3, col: 4, contains: "anchor that is not defined"}},
 		},
 	}
 	for name, tc := range tests {
@@ -274,5 +274,46 @@ rules:
 	within := strings.Replace(b.String(), "*x]", "1]", 1)
 	if docs, ds := Parse("many.yaml", []byte(within)); len(ds) > 0 || len(docs) != 1 {
 		t.Errorf("99 aliases of 101 nodes: %v, want no diagnostics", ds)
+	}
+}
+
+// TestNoSecretInDiagnostics plants a canary secret value in broken inputs
+// of every kind the loader reports and checks no diagnostic or error
+// repeats it.
+func TestNoSecretInDiagnostics(t *testing.T) {
+	const canary = "CANARY-s3cr3t-7f1d"
+	secret := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\nstringData:\n  token: " + canary + "\n"
+	tests := map[string]string{
+		"syntax error after the value":  secret + "x: [\n",
+		"syntax error inside the value": "apiVersion: v1\nkind: Secret\nstringData:\n  token: \"" + canary + "\n  bad: [\n",
+		"duplicate key":                 secret + "stringData:\n  token: " + canary + "\n",
+		"duplicate key holding it":      "apiVersion: v1\nkind: Secret\nstringData:\n  " + canary + ": 1\n  " + canary + ": 2\n",
+		"control character in it":       secret + "  other: \"" + canary + "\x01\"\n",
+		"invalid UTF-8 in it":           secret + "  other: " + canary + "\xfe\n",
+		"no kind":                       "apiVersion: v1\nstringData:\n  token: " + canary + "\n",
+		"a scalar document":             canary + "\n",
+		"a list document":               "- " + canary + "\n",
+		"tab after it":                  secret + "\t" + canary + ": 1\n",
+		"bad merge":                     secret + "m:\n  <<: " + canary + "\n",
+		"alias bomb":                    strings.Replace(billionLaughs(), "lol", canary, 1),
+		"unknown anchor":                secret + "x: *" + canary + "\n",
+	}
+	for name, input := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeTree(t, dir, map[string]string{"s.yaml": input})
+			_, ds, err := Load([]string{"s.yaml", "missing-" + canary[:6] + ".yaml"}, Options{Dir: dir})
+			if len(ds) == 0 {
+				t.Fatal("no diagnostic: the input was meant to be broken")
+			}
+			for _, d := range ds {
+				if strings.Contains(d.Message, canary) || strings.Contains(d.String(), canary) {
+					t.Errorf("diagnostic leaks the secret: %v", d)
+				}
+			}
+			if err != nil && strings.Contains(err.Error(), canary) {
+				t.Errorf("error leaks the secret: %v", err)
+			}
+		})
 	}
 }
