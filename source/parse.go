@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -99,40 +99,35 @@ func Parse(file string, data []byte) ([]Document, diag.List) {
 func decode(dec *yaml.Decoder, n *yaml.Node) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("yaml: the parser failed on this input (%v)", r)
+			// The panic value is not repeated: it may quote the input.
+			err = errors.New("yaml: the YAML parser failed on this input")
 		}
 	}()
 	return dec.Decode(n)
 }
 
-var (
-	yamlLineRE      = regexp.MustCompile(`^yaml: line (\d+): `)
-	unknownAnchorRE = regexp.MustCompile(`^yaml: unknown anchor '(.*)' referenced$`)
-)
-
 // syntaxError turns a yaml.v3 error into a YAMLInvalid diagnostic at the
-// line the library reports (it reports no column; we say column 1). For an
-// unknown anchor, which it reports without a line, the position is that of
-// the first alias of that name.
+// line the library reports in its "yaml: line N: " prefix (it reports no
+// column; we say column 1). For an unknown anchor, which it reports
+// without a line, the position is that of the first alias of that name.
 func syntaxError(file string, data []byte, index int, err error) diag.Diagnostic {
 	msg := err.Error()
 	line, col := 1, 1
-	if m := unknownAnchorRE.FindStringSubmatch(msg); m != nil {
-		if off := bytes.Index(data, []byte("*"+m[1])); off >= 0 {
+	if name, ok := unknownAnchor(msg); ok {
+		if off := bytes.Index(data, []byte("*"+name)); off >= 0 {
 			line, col = position(data, off)
 		}
-		// The message would repeat the name, which is input text: it is
-		// at the position, and diagnostics never quote what might be a
-		// value.
-		msg = "yaml: alias to an anchor that is not defined: define &name before any *name refers to it"
+		// The library's message repeats the name, which is input text;
+		// diagnostics never quote what might be a value.
+		msg = "alias to an anchor that is not defined: define &name before any *name refers to it"
 	}
-	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		if l, convErr := strconv.Atoi(m[1]); convErr == nil && l >= 1 {
-			line = l
+	msg, _ = strings.CutPrefix(msg, "yaml: ")
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if n, text, ok := strings.Cut(rest, ": "); ok {
+			if l, convErr := strconv.Atoi(n); convErr == nil && l >= 1 {
+				line, msg = l, text
+			}
 		}
-		msg = msg[len(m[0]):]
-	} else if rest, ok := bytesCutPrefix(msg, "yaml: "); ok {
-		msg = rest
 	}
 	where := ""
 	if index > 0 {
@@ -146,11 +141,13 @@ func syntaxError(file string, data []byte, index int, err error) diag.Diagnostic
 	}
 }
 
-func bytesCutPrefix(s, prefix string) (string, bool) {
-	if len(s) >= len(prefix) && s[:len(prefix)] == prefix {
-		return s[len(prefix):], true
+// unknownAnchor recognises yaml.v3's "unknown anchor 'NAME' referenced".
+func unknownAnchor(msg string) (string, bool) {
+	rest, ok := strings.CutPrefix(msg, "yaml: unknown anchor '")
+	if !ok {
+		return "", false
 	}
-	return s, false
+	return strings.CutSuffix(rest, "' referenced")
 }
 
 // checkBytes refuses what the YAML parser should never see: binary data,
