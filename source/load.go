@@ -41,7 +41,7 @@ type Options struct {
 // standard input.
 //
 // A directory is walked in lexical order of slash-separated paths, reading
-// only *.yaml, *.yml and *.json files. Hidden files and directories (a name
+// only *.yaml, *.yml and *.json files, and not kustomization.yaml. Hidden files and directories (a name
 // starting with ".") are skipped, and so is whatever the .gitignore files
 // ignore: those inside the tree, and those of its enclosing git working tree
 // (unless they ignore the named directory itself). Symbolic links to files
@@ -206,8 +206,15 @@ func (l *loader) tooLarge(name, size string) {
 }
 
 // inputExt reports whether a file found by walking a directory is an
-// input: YAML or JSON.
+// input: YAML or JSON, except kustomize's own kustomization files, which
+// configure a build rather than declare objects (their apiVersion and kind
+// are optional, so reading them would report KindMissing on a valid
+// repository).
 func inputExt(name string) bool {
+	switch name {
+	case "kustomization.yaml", "kustomization.yml", "Kustomization":
+		return false
+	}
 	switch strings.ToLower(filepath.Ext(name)) {
 	case ".yaml", ".yml", ".json":
 		return true
