@@ -85,12 +85,51 @@ func Generate(dir string, opts Options) (Stats, error) {
 		g.write(filepath.Join("namespaces", ns, fmt.Sprintf("connections-%04d.yaml", f)), conns.String(), docs)
 		g.write(filepath.Join("namespaces", ns, fmt.Sprintf("runtimes-%04d.yaml", f)), runtimes.String(), rts)
 	}
+	if opts.Agents > 0 {
+		// The agents' connection label "company" resolves in the
+		// namespace keyhole.yaml gives them.
+		g.write("keyhole.yaml", "apiVersion: keyhole.dev/v1alpha1\nkind: Config\nnamespace: agents\nsandboxImage: ghcr.io/acme/agent-sandbox:1\n", 1)
+		g.write(filepath.Join("agents", "company.yaml"), companyConnection, 2)
+	}
 	for a := 0; a < opts.Agents; a++ {
 		name := fmt.Sprintf("agent-%04d", a)
 		g.write(filepath.Join("agents", name, "agent.yaml"), agentFile(name, a), 1)
 	}
 	return g.stats, g.err
 }
+
+// companyConnection is the Connection every generated agent's github
+// connector names, and its Secret.
+const companyConnection = `apiVersion: omnia.altairalabs.ai/v1alpha1
+kind: Connection
+metadata:
+  name: company
+  namespace: agents
+spec:
+  hosts: [api.github.com, uploads.github.com, github.com]
+  credential:
+    kind: secret
+    secretRef:
+      name: company-github-token
+  placement:
+    inject:
+      - hosts: [api.github.com, uploads.github.com]
+        header: Authorization
+        value: "Bearer {{ .token }}"
+      - hosts: [github.com]
+        basic:
+          usernameKey: user
+          passwordKey: token
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: company-github-token
+  namespace: agents
+stringData:
+  user: x-access-token
+  token: placeholder-not-a-token
+`
 
 func namespace(i int) string { return fmt.Sprintf("team-%02d", i) }
 

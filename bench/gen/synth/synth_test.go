@@ -43,8 +43,8 @@ func TestGenerate(t *testing.T) {
 	}{
 		"uneven last file": {
 			opts:  Options{Connections: 42, Agents: 5, PerFile: 10},
-			files: 5 /* conn files */ + 5 /* runtime files */ + 5 /* classes */ + 5, /* agents */
-			kinds: map[string]int{"Connection": 42, "Secret": 42, "AgentRuntime": 13, "SandboxClass": 5, "Agent": 5},
+			files: 5 /* conn files */ + 5 /* runtime files */ + 5 /* classes */ + 5 /* agents */ + 2, /* keyhole.yaml, company */
+			kinds: map[string]int{"Connection": 43, "Secret": 43, "AgentRuntime": 13, "SandboxClass": 5, "Agent": 5, "Config": 1},
 		},
 		"defaults": {
 			opts:  Options{Connections: 250},
@@ -53,8 +53,8 @@ func TestGenerate(t *testing.T) {
 		},
 		"agents only": {
 			opts:  Options{Agents: 2},
-			files: 2,
-			kinds: map[string]int{"Agent": 2},
+			files: 4,
+			kinds: map[string]int{"Agent": 2, "Connection": 1, "Secret": 1, "Config": 1},
 		},
 	}
 	for name, tc := range tests {
@@ -157,7 +157,7 @@ func TestMainCommand(t *testing.T) {
 		stdout   string
 		stderrRE string
 	}{
-		"writes":          {args: []string{"-n", "8", "-agents", "1", "-o", out}, code: 0, stdout: "wrote 4 files, 20 documents to " + out + "\n"},
+		"writes":          {args: []string{"-n", "8", "-agents", "1", "-o", out}, code: 0, stdout: "wrote 6 files, 23 documents to " + out + "\n"},
 		"no output dir":   {args: []string{"-n", "8"}, code: 2, stderrRE: "usage: gen"},
 		"bad flag":        {args: []string{"-x"}, code: 2, stderrRE: "flag provided but not defined"},
 		"existing output": {args: []string{"-n", "8", "-o", out}, code: 1, stderrRE: "not empty"},
