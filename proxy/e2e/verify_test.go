@@ -197,6 +197,12 @@ func TestHostNotAllowed(t *testing.T) {
 // a TLS handshake with the given SNI against the sandbox CA.
 func (w *world) tunnel(t *testing.T, target, sni string) (*tls.Conn, *bufio.Reader, error) {
 	t.Helper()
+	return w.tunnelTLS(t, target, &tls.Config{ServerName: sni, RootCAs: w.sandboxCA.pool(), NextProtos: []string{"http/1.1"}})
+}
+
+// tunnelTLS is tunnel with the client's whole TLS config.
+func (w *world) tunnelTLS(t *testing.T, target string, cfg *tls.Config) (*tls.Conn, *bufio.Reader, error) {
+	t.Helper()
 	conn, err := net.DialTimeout("tcp", w.proxy.addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +222,7 @@ func (w *world) tunnel(t *testing.T, target, sni string) (*tls.Conn, *bufio.Read
 	if br.Buffered() != 0 {
 		t.Fatalf("the proxy sent bytes after the CONNECT response")
 	}
-	tc := tls.Client(conn, &tls.Config{ServerName: sni, RootCAs: w.sandboxCA.pool(), NextProtos: []string{"http/1.1"}})
+	tc := tls.Client(conn, cfg)
 	if err := tc.Handshake(); err != nil {
 		return nil, nil, err
 	}
@@ -302,14 +308,23 @@ func TestHostMismatch(t *testing.T) {
 	}
 
 	t.Run("SNI naming another host", func(t *testing.T) {
+		// A well-behaved client rejects the leaf, which names only the
+		// CONNECT host; a hostile one skips verification and must still
+		// be refused whichever host its requests name.
 		before := len(w.api.requests()) + len(w.git.requests())
-		c, br, err := w.tunnel(t, "api.github.com:443", "github.com")
-		if err != nil {
-			// Refusing the handshake is as good as a 403: nothing is sent.
-			t.Logf("handshake refused: %v", err)
-		} else {
-			resp := roundTrip(t, c, br, "GET", get("github.com", "/acme/widgets.git/info/refs?service=git-upload-pack"))
-			wantRefused(t, "request", resp.StatusCode, resp.Header, 403, "host-mismatch")
+		if _, _, err := w.tunnel(t, "api.github.com:443", "github.com"); err == nil {
+			t.Errorf("a leaf for the CONNECT host verified for the SNI github.com")
+		}
+		for _, host := range []string{"github.com", "api.github.com"} {
+			c, br, err := w.tunnelTLS(t, "api.github.com:443", &tls.Config{
+				ServerName: "github.com", InsecureSkipVerify: true, NextProtos: []string{"http/1.1"},
+			})
+			if err != nil {
+				t.Logf("handshake refused: %v", err) // as good as a 403: nothing is sent
+				continue
+			}
+			resp := roundTrip(t, c, br, "GET", get(host, "/repos/acme/widgets"))
+			wantRefused(t, "Host "+host, resp.StatusCode, resp.Header, 403, "host-mismatch")
 		}
 		if n := len(w.api.requests()) + len(w.git.requests()) - before; n != 0 {
 			t.Errorf("the upstreams saw %d requests", n)
