@@ -110,9 +110,12 @@ type env struct {
 	upstream   string // host:port
 	upstreamOK atomic.Int64
 	upstreamNo atomic.Int64
-	configFile string
-	secretsDir string
-	stderr     io.Writer
+	// upstreamConns counts TLS connections the upstream accepted, to
+	// show whether a proxy reuses its upstream connections.
+	upstreamConns atomic.Int64
+	configFile    string
+	secretsDir    string
+	stderr        io.Writer
 }
 
 type ca struct {
@@ -231,7 +234,11 @@ func newEnv(dir string, stderr io.Writer) (*env, error) {
 		}),
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{leaf}, NextProtos: []string{"http/1.1"}},
 		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          nil,
+		ConnState: func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				e.upstreamConns.Add(1)
+			}
+		},
 	}
 	go srv.ServeTLS(ln, "", "")
 
@@ -741,8 +748,10 @@ func bench(o options, stderr io.Writer) (*results, error) {
 		}{{"direct", ""}, {"keyhole", kh.addr}, {"mitmproxy", mp.addr}}
 		for j := range contenders {
 			c := contenders[(i+j)%len(contenders)]
+			conns := e.upstreamConns.Load()
 			v, n := e.keepAlive(c.addr, o.conns, o.duration)
 			r.fail("keep-alive "+c.name, n)
+			fmt.Fprintf(stderr, " [%s: %.0f req/s, %d new upstream connections]", c.name, v, e.upstreamConns.Load()-conns)
 			rps[c.name] = v
 		}
 		d, k, m := rps["direct"], rps["keyhole"], rps["mitmproxy"]
