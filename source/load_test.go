@@ -187,6 +187,19 @@ func TestLoadTree(t *testing.T) {
 	}
 }
 
+func TestLoadPathsOutsideTheWorkingDirectory(t *testing.T) {
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"wd/x": "", "other/a.yaml": connection, "other/sub/b.yaml": connection})
+	docs, ds, err := Load([]string{"../other", "../other/a.yaml", filepath.Join(root, "other", "sub", "b.yaml")}, Options{Dir: filepath.Join(root, "wd")})
+	if err != nil || len(ds) > 0 {
+		t.Fatalf("Load: %v %v", err, ds)
+	}
+	want := []string{"../other/a.yaml#0 Connection/github-acme", "../other/sub/b.yaml#0 Connection/github-acme"}
+	if got := docIDs(docs); !slices.Equal(got, want) {
+		t.Errorf("documents:\n got %q\nwant %q", got, want)
+	}
+}
+
 func TestLoadStdinAndAbsolutePaths(t *testing.T) {
 	dir := t.TempDir()
 	writeTree(t, dir, map[string]string{"in/a.yaml": connection})
