@@ -22,7 +22,7 @@ import (
 func TestKubectlKustomize(t *testing.T) {
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {
-		t.Fatalf("kubectl is not on PATH (%v): install it, e.g. `apt-get install -y kubernetes-client` or from https://dl.k8s.io/release/v1.34.2/bin/linux/amd64/kubectl", err)
+		t.Fatalf("kubectl is not on PATH (%v): install kubectl 1.27 or newer (it embeds kustomize v5), e.g. the `kubectl` package from the Kubernetes apt repository; Debian's kubernetes-client is too old", err)
 	}
 	renders := map[string][]File{}
 	for _, mode := range modes {
