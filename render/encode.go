@@ -105,7 +105,22 @@ func proxyConfigJSON(sb compiler.Sandbox) ([]byte, error) {
 	if err := dec.Decode(&generic); err != nil {
 		return nil, fmt.Errorf("encoding proxy config: %w", err)
 	}
-	return encodeJSON(generic)
+	out, err := encodeJSON(generic)
+	if err != nil {
+		return nil, err
+	}
+	// What is written must be what the proxy loads, and exactly the
+	// Plan's config: a config the proxy would refuse, or one that JSON
+	// cannot carry unchanged (invalid UTF-8 becomes U+FFFD), is refused
+	// here rather than deployed.
+	loaded, err := config.Decode(out)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the proxy would refuse its config: %w", ErrInvalidPlan, err)
+	}
+	if back, err := json.Marshal(loaded); err != nil || !bytes.Equal(back, raw) {
+		return nil, fmt.Errorf("%w: the proxy config does not survive JSON encoding unchanged (invalid UTF-8?)", ErrInvalidPlan)
+	}
+	return out, nil
 }
 
 // encodeJSON writes v with sorted keys (maps), 2-space indentation, no

@@ -269,19 +269,23 @@ func runKustomize(dir string) (m resmap.ResMap, err error) {
 // buildKustomization builds the kustomize directory dir (absolute) and
 // adds each built object as a Document whose positions point into the
 // files the object was written in.
-func (l *loader) buildKustomization(dir string) {
+//
+// named is the directory as the user named it (or as a walk found it), for
+// the paths reported.
+func (l *loader) buildKustomization(named, dir string) {
 	if l.seen[dir] {
 		return
 	}
 	l.seen[dir] = true
-	kfile := kustomizationFile(dir)
-	kname := l.display(kfile)
+	b := &build{l: l, named: named, root: dir, files: map[string]*parsedFile{}, kusts: map[string]*kustPatches{}}
+	b.kfile = kustomizationFile(dir)
+	b.kname = b.display(b.kfile)
+	kname := b.kname
 	m, err := runKustomize(dir)
 	if err != nil {
-		l.diags = append(l.diags, l.buildFailed(dir, kfile, err))
+		l.diags = append(l.diags, b.buildFailed(err))
 		return
 	}
-	b := &build{l: l, root: dir, kname: kname, files: map[string]*parsedFile{}, kusts: map[string]*kustPatches{}}
 	for _, r := range m.Resources() {
 		doc, err := b.document(r)
 		if err != nil {
@@ -289,7 +293,7 @@ func (l *loader) buildKustomization(dir string) {
 				Code:     CodeKustomizeBuildFailed,
 				Severity: diag.Error,
 				Pos:      diag.Pos{File: kname, Line: 1, Column: 1},
-				Message:  fmt.Sprintf("kustomize built an object keyhole cannot read: %s", l.scrub(err.Error(), dir)),
+				Message:  fmt.Sprintf("kustomize built an object keyhole cannot read: %s", b.scrub(err.Error())),
 			})
 			continue
 		}
@@ -300,10 +304,10 @@ func (l *loader) buildKustomization(dir string) {
 // buildFailed turns a kustomize error into a diagnostic at the
 // kustomization file: at the entry the error quotes when there is one
 // (a missing resource, a bad patch path), else at its first line.
-func (l *loader) buildFailed(dir, kfile string, err error) diag.Diagnostic {
-	msg := l.scrub(err.Error(), dir)
-	pos := diag.Pos{File: l.display(kfile), Line: 1, Column: 1}
-	if root := kustomizationNode(kfile); root != nil {
+func (b *build) buildFailed(err error) diag.Diagnostic {
+	msg := b.scrub(err.Error())
+	pos := diag.Pos{File: b.kname, Line: 1, Column: 1}
+	if root := kustomizationNode(b.kfile); root != nil {
 		if n := quotedIn(root, msg); n != nil {
 			pos.Line, pos.Column = n.Line, n.Column
 		}
@@ -312,24 +316,39 @@ func (l *loader) buildFailed(dir, kfile string, err error) diag.Diagnostic {
 		Code:     CodeKustomizeBuildFailed,
 		Severity: diag.Error,
 		Pos:      pos,
-		Message:  fmt.Sprintf("kustomize cannot build %s: %s", l.display(dir), msg),
+		Message:  fmt.Sprintf("kustomize cannot build %s: %s", b.display(b.root), msg),
 	}
 }
 
 // scrub makes a kustomize error readable and the same on every machine:
 // absolute paths become the paths the user would type.
-func (l *loader) scrub(msg, dir string) string {
-	for _, abs := range []string{dir, l.dir} {
-		if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs {
-			msg = strings.ReplaceAll(msg, real+string(filepath.Separator), l.display(abs)+"/")
-			msg = strings.ReplaceAll(msg, real, l.display(abs))
+func (b *build) scrub(msg string) string {
+	// Longest first, so that the directory built wins over the working
+	// directory that holds it.
+	var abs []string
+	for _, d := range []string{b.root, filepath.Dir(b.root), b.l.dir} {
+		abs = append(abs, d)
+		if real, err := filepath.EvalSymlinks(d); err == nil && real != d {
+			abs = append(abs, real)
 		}
-		msg = strings.ReplaceAll(msg, abs+string(filepath.Separator), l.display(abs)+"/")
-		msg = strings.ReplaceAll(msg, abs, l.display(abs))
+	}
+	slices.SortStableFunc(abs, func(x, y string) int { return len(y) - len(x) })
+	for _, a := range abs {
+		shown := b.display(a)
+		if r, err := filepath.EvalSymlinks(b.root); err == nil && r == a {
+			shown = b.display(b.root)
+		} else if r, err := filepath.EvalSymlinks(filepath.Dir(b.root)); err == nil && r == a {
+			shown = b.display(filepath.Dir(b.root))
+		}
+		msg = strings.ReplaceAll(msg, a+string(filepath.Separator), shown+"/")
+		msg = strings.ReplaceAll(msg, a, shown)
 	}
 	msg = strings.ReplaceAll(msg, "\n", " ")
 	return strings.TrimSpace(msg)
 }
+
+// display is the path reported for abs, a file of this build.
+func (b *build) display(abs string) string { return b.l.under(b.named, b.root, abs) }
 
 // quotedIn returns the first scalar of n, in document order, whose value
 // the message quotes.
@@ -349,8 +368,10 @@ func quotedIn(n *yaml.Node, msg string) *yaml.Node {
 // build is the state of one kustomize build's mapping back to files.
 type build struct {
 	l     *loader
-	root  string // absolute directory built
-	kname string // the root kustomization file, as displayed
+	named string // the directory built, as the user named it
+	root  string // the directory built, absolute
+	kfile string // its kustomization file, absolute
+	kname string // its kustomization file, as displayed
 	files map[string]*parsedFile
 	kusts map[string]*kustPatches
 }
@@ -385,7 +406,7 @@ func (b *build) source(abs string) *parsedFile {
 	if f, ok := b.files[abs]; ok {
 		return f
 	}
-	f := &parsedFile{name: b.l.display(abs)}
+	f := &parsedFile{name: b.display(abs)}
 	b.files[abs] = f
 	data, err := os.ReadFile(abs)
 	if err != nil || int64(len(data)) > b.l.opts.MaxFileSize {
@@ -438,13 +459,14 @@ func (b *build) document(r *resource.Resource) (Document, error) {
 	default:
 		// A generated object (secretGenerator, configMapGenerator): it is
 		// written nowhere but in the kustomization that generates it.
-		kfile := b.kname
+		kfile, kabs := b.kname, b.kfile
 		if origin != nil && origin.ConfiguredIn != "" {
-			kfile = b.l.display(filepath.Join(b.root, filepath.FromSlash(origin.ConfiguredIn)))
+			kabs = filepath.Join(b.root, filepath.FromSlash(origin.ConfiguredIn))
+			kfile = b.display(kabs)
 		}
 		doc.File = kfile
 		pos := diag.Pos{File: kfile, Line: 1, Column: 1}
-		if kn := kustomizationNode(b.l.osPath(kfile)); kn != nil {
+		if kn := kustomizationNode(kabs); kn != nil {
 			if g := generatorEntry(kn, stringField(Lookup(node, "metadata"), "name")); g != nil {
 				pos.Line, pos.Column = g.Line, g.Column
 			}
@@ -547,7 +569,7 @@ func (b *build) noteFiles(kfiles []string) string {
 	}
 	names := make([]string, len(kfiles))
 	for i, k := range kfiles {
-		names[i] = b.l.display(k)
+		names[i] = b.display(k)
 	}
 	if len(names) == 1 {
 		return names[0]
@@ -561,7 +583,7 @@ func (b *build) noteFiles(kfiles []string) string {
 // its source or as built.
 func (b *build) patchesFor(kfiles []string, built, src *yaml.Node) []patchNode {
 	if len(kfiles) == 0 {
-		kfiles = []string{filepath.Join(b.root, filepath.Base(b.l.osPath(b.kname)))}
+		kfiles = []string{b.kfile}
 	}
 	kind := stringField(built, "kind")
 	names := []string{stringField(Lookup(built, "metadata"), "name"), stringField(Lookup(src, "metadata"), "name")}
@@ -602,7 +624,7 @@ func (b *build) patchesOf(kfile string) *kustPatches {
 		tkind := stringField(target, "kind")
 		tname := stringField(target, "name")
 		abs := filepath.Join(dir, filepath.FromSlash(file))
-		name := b.l.display(abs)
+		name := b.display(abs)
 		data, err := os.ReadFile(abs)
 		if err != nil || int64(len(data)) > b.l.opts.MaxFileSize {
 			return

@@ -41,7 +41,7 @@ type Options struct {
 // standard input.
 //
 // A directory is walked in lexical order of slash-separated paths, reading
-// only *.yaml, *.yml and *.json files. Hidden files and directories (a name
+// only *.yaml, *.yml and *.json files, and not kustomization.yaml. Hidden files and directories (a name
 // starting with ".") are skipped, and so is whatever the .gitignore files
 // ignore: those inside the tree, and those of its enclosing git working tree
 // (unless they ignore the named directory itself). Symbolic links to files
@@ -105,13 +105,28 @@ func (l *loader) osPath(p string) string {
 	return filepath.Join(l.dir, p)
 }
 
-// display turns an absolute OS path into the path reported to users:
-// relative to the working directory when under it, slash-separated.
-func (l *loader) display(abs string) string {
+// display is the path reported to users for abs, which the user named as
+// p (or which lies inside the directory they named as p, at abs): relative
+// to the working directory when under it, else as the user wrote it, and
+// always slash-separated.
+func (l *loader) display(p, abs string) string {
 	if rel, err := filepath.Rel(l.dir, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return filepath.ToSlash(rel)
 	}
+	if !filepath.IsAbs(p) {
+		return filepath.ToSlash(filepath.Clean(p))
+	}
 	return filepath.ToSlash(abs)
+}
+
+// under is the display path of a file found at abs while walking the
+// directory the user named as p, at root.
+func (l *loader) under(p, root, abs string) string {
+	rel, err := filepath.Rel(root, abs)
+	if err != nil {
+		return filepath.ToSlash(abs)
+	}
+	return l.display(filepath.Join(p, rel), abs)
 }
 
 func (l *loader) unreadable(name string, err error) {
@@ -127,27 +142,27 @@ func (l *loader) loadPath(p string) {
 	abs := l.osPath(p)
 	fi, err := os.Stat(abs)
 	if err != nil {
-		l.unreadable(l.display(abs), err)
+		l.unreadable(l.display(p, abs), err)
 		return
 	}
 	if !fi.IsDir() {
-		l.readFile(abs)
+		l.readFile(abs, l.display(p, abs))
 		return
 	}
 	if kustomizationFile(abs) != "" {
-		l.buildKustomization(abs)
+		l.buildKustomization(p, abs)
 		return
 	}
 	files, errs := walk(abs)
 	for _, f := range kustomizeRoots(files) {
 		if kustomizationFile(f) != "" {
-			l.buildKustomization(f)
+			l.buildKustomization(l.under(p, abs, f), f)
 		} else {
-			l.readFile(f)
+			l.readFile(f, l.under(p, abs, f))
 		}
 	}
 	for _, e := range errs {
-		l.unreadable(l.display(e.path), e.err)
+		l.unreadable(l.under(p, abs, e.path), e.err)
 	}
 }
 
@@ -163,14 +178,13 @@ func (l *loader) readStdin() {
 	l.readFrom("-", l.opts.Stdin)
 }
 
-// readFile reads one file, refusing it by its size before reading when it
-// is a regular file, and through a limit otherwise.
-func (l *loader) readFile(abs string) {
+// readFile reads one file, reported as name, refusing it by its size
+// before reading when it is a regular file, and through a limit otherwise.
+func (l *loader) readFile(abs, name string) {
 	if l.seen[abs] {
 		return
 	}
 	l.seen[abs] = true
-	name := l.display(abs)
 	f, err := os.Open(abs)
 	if err != nil {
 		l.unreadable(name, err)
@@ -214,8 +228,15 @@ func (l *loader) tooLarge(name, size string) {
 }
 
 // inputExt reports whether a file found by walking a directory is an
-// input: YAML or JSON.
+// input: YAML or JSON, except kustomize's own kustomization files, which
+// configure a build rather than declare objects (their apiVersion and kind
+// are optional, so reading them would report KindMissing on a valid
+// repository).
 func inputExt(name string) bool {
+	switch name {
+	case "kustomization.yaml", "kustomization.yml", "Kustomization":
+		return false
+	}
 	switch strings.ToLower(filepath.Ext(name)) {
 	case ".yaml", ".yml", ".json":
 		return true

@@ -97,6 +97,9 @@ func describeSandbox(w io.Writer, s compiler.Sandbox) {
 	for _, h := range s.Proxy.Hosts {
 		fmt.Fprintf(w, "  %s  (connection %s)\n", h.Name, h.Connection)
 		fmt.Fprintf(w, "    credential: %s\n", injection(h.Inject))
+		if form, ok := s.ClientForms[h.Name]; ok {
+			fmt.Fprintf(w, "    clients send: %s\n", form)
+		}
 		if len(h.Rules) == 0 {
 			fmt.Fprintln(w, "    rules: none, every method and path is forwarded")
 			continue

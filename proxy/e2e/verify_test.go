@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -135,19 +136,15 @@ func TestHostNotAllowed(t *testing.T) {
 	tests := map[string]struct {
 		url string
 	}{
-		"unlisted host":                  {url: "https://example.com/"},
-		"unlisted subdomain":             {url: "https://gist.github.com/"},
-		"listed host on another port":    {url: "https://api.github.com:8443/repos/acme/widgets"},
-		"plain http to an injected host": {url: "http://api.github.com/repos/acme/widgets"},
+		"unlisted host":               {url: "https://example.com/"},
+		"unlisted subdomain":          {url: "https://gist.github.com/"},
+		"listed host on another port": {url: "https://api.github.com:8443/repos/acme/widgets"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			before := len(w.api.requests())
 			res := w.curl(t, tc.url)
 			code := res.connect
-			if strings.HasPrefix(tc.url, "http://") {
-				code = res.code
-			}
 			if res.exit == nil && code == 200 {
 				t.Fatalf("curl succeeded, want a refusal")
 			}
@@ -158,6 +155,15 @@ func TestHostNotAllowed(t *testing.T) {
 		})
 	}
 
+	t.Run("plain http to an injected host is refused: credentials go only over HTTPS", func(t *testing.T) {
+		before := len(w.api.requests())
+		res := w.curl(t, "http://api.github.com/repos/acme/widgets")
+		wantRefused(t, "plain http", res.code, res.header, 403, "l7-not-allowed")
+		if n := len(w.api.requests()) - before; n != 0 {
+			t.Errorf("the upstream saw %d requests", n)
+		}
+	})
+
 	t.Run("connection is closed after the refusal", func(t *testing.T) {
 		conn, err := net.DialTimeout("tcp", w.proxy.addr, 5*time.Second)
 		if err != nil {
@@ -166,15 +172,23 @@ func TestHostNotAllowed(t *testing.T) {
 		defer conn.Close()
 		conn.SetDeadline(time.Now().Add(10 * time.Second))
 		fmt.Fprintf(conn, "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
-		br := bufio.NewReader(conn)
-		resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+		// Read to EOF: a proxy that keeps the connection open makes
+		// this time out instead.
+		raw, err := io.ReadAll(conn)
+		if err != nil {
+			t.Fatalf("the proxy kept the connection open after refusing the CONNECT: %v", err)
+		}
+		head, body, ok := strings.Cut(string(raw), "\r\n\r\n")
+		if !ok {
+			t.Fatalf("no complete response: %q", raw)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(head+"\r\n\r\n")), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
 		wantRefused(t, "CONNECT example.com", resp.StatusCode, resp.Header, 403, "host-not-allowed")
-		if _, err := br.ReadByte(); err == nil {
-			t.Errorf("the proxy kept the connection open after refusing the CONNECT")
+		if strings.Count(body, "\n") != 1 || !strings.HasSuffix(body, "\n") {
+			t.Errorf("refusal body is %q, want one line", body)
 		}
 	})
 }
@@ -182,6 +196,12 @@ func TestHostNotAllowed(t *testing.T) {
 // tunnel opens a CONNECT tunnel to target through the proxy and completes
 // a TLS handshake with the given SNI against the sandbox CA.
 func (w *world) tunnel(t *testing.T, target, sni string) (*tls.Conn, *bufio.Reader, error) {
+	t.Helper()
+	return w.tunnelTLS(t, target, &tls.Config{ServerName: sni, RootCAs: w.sandboxCA.pool(), NextProtos: []string{"http/1.1"}})
+}
+
+// tunnelTLS is tunnel with the client's whole TLS config.
+func (w *world) tunnelTLS(t *testing.T, target string, cfg *tls.Config) (*tls.Conn, *bufio.Reader, error) {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", w.proxy.addr, 5*time.Second)
 	if err != nil {
@@ -202,7 +222,7 @@ func (w *world) tunnel(t *testing.T, target, sni string) (*tls.Conn, *bufio.Read
 	if br.Buffered() != 0 {
 		t.Fatalf("the proxy sent bytes after the CONNECT response")
 	}
-	tc := tls.Client(conn, &tls.Config{ServerName: sni, RootCAs: w.sandboxCA.pool(), NextProtos: []string{"http/1.1"}})
+	tc := tls.Client(conn, cfg)
 	if err := tc.Handshake(); err != nil {
 		return nil, nil, err
 	}
@@ -288,14 +308,23 @@ func TestHostMismatch(t *testing.T) {
 	}
 
 	t.Run("SNI naming another host", func(t *testing.T) {
+		// A well-behaved client rejects the leaf, which names only the
+		// CONNECT host; a hostile one skips verification and must still
+		// be refused whichever host its requests name.
 		before := len(w.api.requests()) + len(w.git.requests())
-		c, br, err := w.tunnel(t, "api.github.com:443", "github.com")
-		if err != nil {
-			// Refusing the handshake is as good as a 403: nothing is sent.
-			t.Logf("handshake refused: %v", err)
-		} else {
-			resp := roundTrip(t, c, br, "GET", get("github.com", "/acme/widgets.git/info/refs?service=git-upload-pack"))
-			wantRefused(t, "request", resp.StatusCode, resp.Header, 403, "host-mismatch")
+		if _, _, err := w.tunnel(t, "api.github.com:443", "github.com"); err == nil {
+			t.Errorf("a leaf for the CONNECT host verified for the SNI github.com")
+		}
+		for _, host := range []string{"github.com", "api.github.com"} {
+			c, br, err := w.tunnelTLS(t, "api.github.com:443", &tls.Config{
+				ServerName: "github.com", InsecureSkipVerify: true, NextProtos: []string{"http/1.1"},
+			})
+			if err != nil {
+				t.Logf("handshake refused: %v", err) // as good as a 403: nothing is sent
+				continue
+			}
+			resp := roundTrip(t, c, br, "GET", get(host, "/repos/acme/widgets"))
+			wantRefused(t, "Host "+host, resp.StatusCode, resp.Header, 403, "host-mismatch")
 		}
 		if n := len(w.api.requests()) + len(w.git.requests()) - before; n != 0 {
 			t.Errorf("the upstreams saw %d requests", n)
