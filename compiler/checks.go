@@ -183,7 +183,9 @@ func checkSecretMissing(p *pass) {
 			continue
 		}
 		msg := fmt.Sprintf("Secret %s is not in the input; the claim fails at run time when the proxy cannot read it", r)
-		if near := suggest(r.name, p.secretNames(r.namespace)); near != "" {
+		if renamed := p.renamedSecret(r); renamed != "" {
+			msg += fmt.Sprintf("; did you mean %q? A kustomize namePrefix or nameSuffix renames the Secret but not this reference, which kustomize does not know about", renamed)
+		} else if near := suggest(r.name, p.secretNames(r.namespace)); near != "" {
 			msg += fmt.Sprintf("; did you mean %q?", near)
 		}
 		p.report(codeSecretMissing, &c.item, path{"spec", "credential", "secretRef", "name"}, false, "%s", msg)

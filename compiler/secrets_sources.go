@@ -215,9 +215,13 @@ func checkKeysUnknown(p *pass) {
 		if s == nil || !s.keysUnknown {
 			continue
 		}
+		named := ""
+		if keys := s.keys(); len(keys) > 0 {
+			named = "; besides, it names " + strings.Join(keys, ", ")
+		}
 		p.report(codeKeysUnknown, &c.item, path{"spec", "credential", "secretRef", "name"}, false,
-			"%s could not run: Secret %s comes from %s, which takes keys from spec.dataFrom or a templateFrom that only the external store knows (keys it names: %s); its values are not in the input either",
-			codeSecretKeyMissing, r, s.from, listOrNone(s.keys()))
+			"%s could not run: Secret %s comes from %s, whose spec.dataFrom (or template.templateFrom) takes keys only the external store knows%s; its values are not in the input either",
+			codeSecretKeyMissing, r, s.from, named)
 	}
 }
 
@@ -254,4 +258,24 @@ func checkValuesUnknown(p *pass) {
 func plainValue(b []byte) secretValue {
 	_, err := config.HeaderValue(b)
 	return secretValue{known: true, err: err}
+}
+
+// renamedSecret returns the Secret of r's namespace whose name is r's with
+// a prefix or suffix added, as kustomize's namePrefix and nameSuffix add
+// them to every object's name but not to references only a CRD knows,
+// such as a Connection's secretRef; "" when there is none or several.
+func (p *pass) renamedSecret(r ref) string {
+	var found []string
+	for _, name := range p.secretNames(r.namespace) {
+		if i := strings.Index(name, r.name); i >= 0 && name != r.name {
+			pre, suf := name[:i], name[i+len(r.name):]
+			if (pre == "" || strings.HasSuffix(pre, "-")) && (suf == "" || strings.HasPrefix(suf, "-")) {
+				found = append(found, name)
+			}
+		}
+	}
+	if len(found) != 1 {
+		return ""
+	}
+	return found[0]
 }
