@@ -191,17 +191,38 @@ func kustomizationNode(kfile string) *yaml.Node {
 // added. kustomize enables origin tracking only from the kustomization
 // file (krusty.Options has no switch for it) and hands the setting down to
 // every base; adding it here leaves the user's files untouched.
+//
+// It is also where keyhole's limits hold for what kustomize reads: a file
+// over the size limit, or YAML whose aliases expand past the loader's
+// bounds (kustomize would expand a "billion laughs" resource without
+// end), is refused before kustomize parses it.
 type metadataFS struct {
 	filesys.FileSystem
 	// roots are the paths the root kustomization file may be read as.
-	roots []string
+	roots   []string
+	maxSize int64
 }
 
-// ReadFile adds the build metadata to the root kustomization file.
+// ReadFile adds the build metadata to the root kustomization file, and
+// refuses what the loader would refuse to expand.
 func (f metadataFS) ReadFile(path string) ([]byte, error) {
+	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Size() > f.maxSize {
+		return nil, fmt.Errorf("'%s': file too large: %d bytes, over the limit of %d bytes", path, fi.Size(), f.maxSize)
+	}
 	data, err := f.FileSystem.ReadFile(path)
-	if err != nil || !slices.Contains(f.roots, filepath.Clean(path)) {
-		return data, err
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > f.maxSize {
+		return nil, fmt.Errorf("'%s': file too large: over the limit of %d bytes", path, f.maxSize)
+	}
+	if bytes.ContainsRune(data, '*') {
+		if _, ds := Parse(path, data); slices.ContainsFunc(ds, func(d diag.Diagnostic) bool { return d.Code == CodeYAMLAliasLimit }) {
+			return nil, fmt.Errorf("'%s': YAML aliases expand past keyhole's limit (a \"billion laughs\" document?); not handed to kustomize", path)
+		}
+	}
+	if !slices.Contains(f.roots, filepath.Clean(path)) {
+		return data, nil
 	}
 	return withBuildMetadata(data), nil
 }
@@ -244,14 +265,14 @@ func withBuildMetadata(data []byte) []byte {
 // kustomize` would by default: plugins off, loads restricted to the
 // kustomization's root, no managed-by label. A panic inside kustomize is
 // an error: no input may crash keyhole.
-func runKustomize(dir string) (m resmap.ResMap, err error) {
+func runKustomize(dir string, maxSize int64) (m resmap.ResMap, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			m, err = nil, errors.New("kustomize failed on this input")
 		}
 	}()
 	fs := filesys.MakeFsOnDisk()
-	mfs := metadataFS{FileSystem: fs}
+	mfs := metadataFS{FileSystem: fs, maxSize: maxSize}
 	roots := []string{dir}
 	if cd, _, err := fs.CleanedAbs(dir); err == nil {
 		roots = append(roots, string(cd))
@@ -281,7 +302,7 @@ func (l *loader) buildKustomization(named, dir string) {
 	b.kfile = kustomizationFile(dir)
 	b.kname = b.display(b.kfile)
 	kname := b.kname
-	m, err := runKustomize(dir)
+	m, err := runKustomize(dir, l.opts.MaxFileSize)
 	if err != nil {
 		l.diags = append(l.diags, b.buildFailed(err))
 		return
@@ -354,7 +375,7 @@ func (b *build) display(abs string) string { return b.l.under(b.named, b.root, a
 // the message quotes.
 func quotedIn(n *yaml.Node, msg string) *yaml.Node {
 	if n.Kind == yaml.ScalarNode && len(n.Value) > 1 &&
-		(strings.Contains(msg, "'"+n.Value+"'") || strings.Contains(msg, `"`+n.Value+`"`)) {
+		(strings.Contains(msg, "'"+n.Value+"'") || strings.Contains(msg, `"`+n.Value+`"`) || strings.Contains(msg, "("+n.Value+")")) {
 		return n
 	}
 	for _, c := range n.Content {
