@@ -184,7 +184,7 @@ func checkSecretMissing(p *pass) {
 		}
 		msg := fmt.Sprintf("Secret %s is not in the input; the claim fails at run time when the proxy cannot read it", r)
 		if renamed := p.renamedSecret(r); renamed != "" {
-			msg += fmt.Sprintf("; did you mean %q? A kustomize namePrefix or nameSuffix renames the Secret but not this reference, which kustomize does not know about", renamed)
+			msg += p.renamedHint(r.namespace, renamed)
 		} else if near := suggest(r.name, p.secretNames(r.namespace)); near != "" {
 			msg += fmt.Sprintf("; did you mean %q?", near)
 		}

@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -278,4 +279,17 @@ func (p *pass) renamedSecret(r ref) string {
 		return ""
 	}
 	return found[0]
+}
+
+// renamedHint explains a reference that a kustomize namePrefix or
+// nameSuffix left behind: kustomize renames the references it is
+// configured to follow, and a nameReference for kind Secret does not
+// follow the SealedSecret or ExternalSecret that declares one.
+func (p *pass) renamedHint(namespace, renamed string) string {
+	hint := fmt.Sprintf("; did you mean %q? A kustomize namePrefix or nameSuffix renamed the Secret but not this reference, which kustomize does not follow", renamed)
+	if s := p.secrets[ref{namespace: namespace, name: renamed}]; s != nil && s.from != "" && !strings.HasPrefix(s.from, "SOPS") {
+		kind, _, _ := strings.Cut(s.from, " ")
+		hint += fmt.Sprintf(" (a nameReference for kind Secret does not cover the %s that declares it)", kind)
+	}
+	return hint
 }
