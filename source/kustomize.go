@@ -2,6 +2,7 @@ package source
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -201,6 +202,9 @@ type metadataFS struct {
 	// roots are the paths the root kustomization file may be read as.
 	roots   []string
 	maxSize int64
+	// read keeps what kustomize read, so that an error message quoting a
+	// file can have its Secret values taken out (see redact).
+	read map[string][]byte
 }
 
 // ReadFile adds the build metadata to the root kustomization file, and
@@ -221,6 +225,7 @@ func (f metadataFS) ReadFile(path string) ([]byte, error) {
 			return nil, fmt.Errorf("'%s': YAML aliases expand past keyhole's limit (a \"billion laughs\" document?); not handed to kustomize", path)
 		}
 	}
+	f.read[path] = data
 	if !slices.Contains(f.roots, filepath.Clean(path)) {
 		return data, nil
 	}
@@ -265,14 +270,17 @@ func withBuildMetadata(data []byte) []byte {
 // kustomize` would by default: plugins off, loads restricted to the
 // kustomization's root, no managed-by label. A panic inside kustomize is
 // an error: no input may crash keyhole.
-func runKustomize(dir string, maxSize int64) (m resmap.ResMap, err error) {
+//
+// It also returns the files kustomize read, by path.
+func runKustomize(dir string, maxSize int64) (m resmap.ResMap, read map[string][]byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			m, err = nil, errors.New("kustomize failed on this input")
+			m, read, err = nil, nil, errors.New("kustomize failed on this input")
 		}
 	}()
 	fs := filesys.MakeFsOnDisk()
-	mfs := metadataFS{FileSystem: fs, maxSize: maxSize}
+	read = map[string][]byte{}
+	mfs := metadataFS{FileSystem: fs, maxSize: maxSize, read: read}
 	roots := []string{dir}
 	if cd, _, err := fs.CleanedAbs(dir); err == nil {
 		roots = append(roots, string(cd))
@@ -284,7 +292,8 @@ func runKustomize(dir string, maxSize int64) (m resmap.ResMap, err error) {
 	}
 	opts := krusty.MakeDefaultOptions()
 	opts.AddManagedbyLabel = false
-	return krusty.MakeKustomizer(opts).Run(mfs, dir)
+	m, err = krusty.MakeKustomizer(opts).Run(mfs, dir)
+	return m, read, err
 }
 
 // buildKustomization builds the kustomize directory dir (absolute) and
@@ -302,9 +311,9 @@ func (l *loader) buildKustomization(named, dir string) {
 	b.kfile = kustomizationFile(dir)
 	b.kname = b.display(b.kfile)
 	kname := b.kname
-	m, err := runKustomize(dir, l.opts.MaxFileSize)
+	m, read, err := runKustomize(dir, l.opts.MaxFileSize)
 	if err != nil {
-		l.diags = append(l.diags, b.buildFailed(err))
+		l.diags = append(l.diags, b.buildFailed(redact(err.Error(), read)))
 		return
 	}
 	for _, r := range m.Resources() {
@@ -314,7 +323,7 @@ func (l *loader) buildKustomization(named, dir string) {
 				Code:     CodeKustomizeBuildFailed,
 				Severity: diag.Error,
 				Pos:      diag.Pos{File: kname, Line: 1, Column: 1},
-				Message:  fmt.Sprintf("kustomize built an object keyhole cannot read: %s", b.scrub(err.Error())),
+				Message:  fmt.Sprintf("kustomize built an object keyhole cannot read: %s", b.scrub(redact(err.Error(), read))),
 			})
 			continue
 		}
@@ -325,8 +334,8 @@ func (l *loader) buildKustomization(named, dir string) {
 // buildFailed turns a kustomize error into a diagnostic at the
 // kustomization file: at the entry the error quotes when there is one
 // (a missing resource, a bad patch path), else at its first line.
-func (b *build) buildFailed(err error) diag.Diagnostic {
-	msg := b.scrub(err.Error())
+func (b *build) buildFailed(errMsg string) diag.Diagnostic {
+	msg := b.scrub(errMsg)
 	pos := diag.Pos{File: b.kname, Line: 1, Column: 1}
 	if root := kustomizationNode(b.kfile); root != nil {
 		if n := quotedIn(root, msg); n != nil {
@@ -904,4 +913,90 @@ func kustomizeRoots(found []string) []string {
 		}
 	}
 	return slices.DeleteFunc(slices.Clone(found), func(f string) bool { return used[filepath.Clean(f)] })
+}
+
+// redacted stands in for a Secret value in a kustomize error.
+const redacted = "[redacted]"
+
+// redact takes out of a kustomize error message every value it could
+// quote from a Secret: kustomize's errors echo their input (an invalid
+// secretGenerator literal is quoted whole), and no output of keyhole may
+// hold a Secret value. The values are those of data, stringData and
+// encryptedData fields and of generator literals in the YAML files read,
+// and every line (and every value after "=") of the files that are not
+// YAML mappings, such as generators' env files; each in plain and base64
+// form. Values shorter than four bytes are left, as they would match
+// ordinary words of the message.
+func redact(msg string, read map[string][]byte) string {
+	var values []string
+	add := func(v string) {
+		v = strings.TrimSpace(v)
+		if len(v) < 4 {
+			return
+		}
+		values = append(values, v, base64.StdEncoding.EncodeToString([]byte(v)))
+		if b, err := base64.StdEncoding.DecodeString(v); err == nil && len(b) >= 4 {
+			values = append(values, string(b))
+		}
+	}
+	addLines := func(data []byte) {
+		for _, line := range strings.Split(string(data), "\n") {
+			add(line)
+			if _, v, ok := strings.Cut(line, "="); ok {
+				add(v)
+			}
+		}
+	}
+	for _, data := range read {
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		mappings := 0
+		for {
+			var doc yaml.Node
+			if err := decode(dec, &doc); err != nil {
+				break
+			}
+			if len(doc.Content) > 0 && doc.Content[0].Kind == yaml.MappingNode {
+				mappings++
+				secretScalars(doc.Content[0], false, add)
+			}
+		}
+		if mappings == 0 {
+			addLines(data)
+		}
+	}
+	// Longest first, so that a value is never half-replaced by a shorter
+	// one it contains.
+	slices.SortFunc(values, func(a, b string) int { return len(b) - len(a) })
+	for _, v := range values {
+		msg = strings.ReplaceAll(msg, v, redacted)
+	}
+	return msg
+}
+
+// secretScalars calls add with every scalar under a data, stringData,
+// encryptedData or literals field of n (in is true below one), and with
+// the value part of each literal.
+func secretScalars(n *yaml.Node, in bool, add func(string)) {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if in {
+			add(n.Value)
+			if _, v, ok := strings.Cut(n.Value, "="); ok {
+				add(v)
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			switch n.Content[i].Value {
+			case "data", "stringData", "encryptedData", "literals":
+				secretScalars(n.Content[i+1], true, add)
+			default:
+				secretScalars(n.Content[i+1], in, add)
+			}
+		}
+	default:
+		for _, c := range n.Content {
+			secretScalars(c, in, add)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package source
 
 import (
 	"bytes"
+	"encoding/base64"
 	"os"
 	"path/filepath"
 	"slices"
@@ -405,4 +406,47 @@ func FuzzWithBuildMetadata(f *testing.F) {
 			t.Errorf("origin annotations not enabled in:\n%s", out)
 		}
 	})
+}
+
+// TestKustomizeErrorsNeverQuoteSecrets plants a canary wherever a
+// kustomize error could quote a Secret value; no diagnostic may hold it.
+func TestKustomizeErrorsNeverQuoteSecrets(t *testing.T) {
+	const canary = "CANARY-5d1e-do-not-print"
+	b64 := base64.StdEncoding.EncodeToString([]byte(canary))
+	tests := map[string]map[string]string{
+		"literal without a key": {
+			"k/kustomization.yaml": "secretGenerator:\n  - name: g\n    literals: [" + canary + "]\n",
+		},
+		"literal with an empty key": {
+			"k/kustomization.yaml": "secretGenerator:\n  - name: g\n    literals: [\"=" + canary + "\"]\n",
+		},
+		"env file line without a key": {
+			"k/kustomization.yaml": "secretGenerator:\n  - name: g\n    envs: [e.env]\n    literals: [x]\n",
+			"k/e.env":              "=" + canary + "\n",
+		},
+		"resource without a name holding data": {
+			"k/kustomization.yaml": "resources: [s.yaml]\n",
+			"k/s.yaml":             "apiVersion: v1\nkind: Secret\nmetadata: {labels: {a: b}}\ndata: {token: " + b64 + "}\nstringData: {other: " + canary + "}\n",
+		},
+	}
+	for name, files := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeTree(t, dir, files)
+			_, ds, err := Load([]string{"k"}, Options{Dir: dir})
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if len(ds) == 0 {
+				t.Fatal("the build was expected to fail")
+			}
+			for _, d := range ds {
+				for _, form := range []string{canary, b64, canary[:12]} {
+					if strings.Contains(d.String(), form) {
+						t.Errorf("diagnostic quotes the canary (%q): %s", form, d)
+					}
+				}
+			}
+		})
+	}
 }
