@@ -144,11 +144,11 @@ type resourceList struct {
 
 // result is a KRM function result (kustomize's framework.Result).
 type result struct {
-	Message     string       `yaml:"message"`
-	Severity    string       `yaml:"severity"`
-	ResourceRef *resourceRef `yaml:"resourceRef,omitempty"`
-	Field       *field       `yaml:"field,omitempty"`
-	File        *file        `yaml:"file,omitempty"`
+	Message     string            `yaml:"message"`
+	Severity    string            `yaml:"severity"`
+	ResourceRef *resourceRef      `yaml:"resourceRef,omitempty"`
+	Field       *field            `yaml:"field,omitempty"`
+	File        *file             `yaml:"file,omitempty"`
 	Tags        map[string]string `yaml:"tags,omitempty"`
 }
 
