@@ -69,8 +69,15 @@ func runRender(e *env, args []string) int {
 	if err := render.WriteDir(*out, files); err != nil {
 		return fail(e, "render", err)
 	}
-	fmt.Fprintf(e.stderr, "keyhole render: wrote %d files for %d sandboxes to %s\n", len(files), len(c.result.Plan.Sandboxes), *out)
+	fmt.Fprintf(e.stderr, "keyhole render: wrote %d files for %s to %s\n", len(files), plural(len(c.result.Plan.Sandboxes), "sandbox", "sandboxes"), *out)
 	return exitOK
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func count(bs ...bool) int {
