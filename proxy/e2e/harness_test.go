@@ -399,7 +399,7 @@ func canary(t *testing.T) string {
 
 // newWorld builds the surroundings and starts the proxy with config: a
 // file name under testdata/, or an absolute path.
-func newWorld(t *testing.T, config string) *world {
+func newWorld(t *testing.T, config string, proxyArgs ...string) *world {
 	t.Helper()
 	dir := t.TempDir()
 	w := &world{
@@ -424,7 +424,7 @@ func newWorld(t *testing.T, config string) *world {
 	if !filepath.IsAbs(config) {
 		config = filepath.Join("testdata", config)
 	}
-	w.proxy = w.startProxy(t, config)
+	w.proxy = w.startProxy(t, config, proxyArgs...)
 	t.Cleanup(func() {
 		w.proxy.stop()
 		w.assertNoSecret(t, "proxy stdout", w.proxy.stdout.String())
@@ -463,8 +463,9 @@ func (w *world) assertNoSecret(t *testing.T, what, out string) {
 }
 
 // startProxy runs keyhole-proxy with the config file and this world's CA,
-// Secrets and upstreams, and waits until /readyz answers 200.
-func (w *world) startProxy(t *testing.T, config string) *proxyProc {
+// Secrets and upstreams, plus any extra flags, and waits until /readyz
+// answers 200.
+func (w *world) startProxy(t *testing.T, config string, extra ...string) *proxyProc {
 	t.Helper()
 	p := &proxyProc{
 		addr:   freePort(t),
@@ -489,6 +490,7 @@ func (w *world) startProxy(t *testing.T, config string) *proxyProc {
 		"--resolve", "github.com:443:"+w.git.addr,
 		"--upstream-ca", w.upstreamCA.certFile,
 	)
+	p.cmd.Args = append(p.cmd.Args, extra...)
 	// The proxy must ignore a proxy in its own environment: one that
 	// points nowhere makes every forwarded request fail if it does not.
 	p.cmd.Env = []string{
