@@ -270,26 +270,27 @@ func walk(root string) ([]string, []walkErr) {
 				continue
 			}
 			full := filepath.Join(dir, name)
-			isDir := e.IsDir()
-			if e.Type()&fs.ModeSymlink != 0 {
-				fi, err := os.Stat(full)
-				if err != nil {
-					if inputExt(name) {
-						errs = append(errs, walkErr{full, err})
-					}
-					continue
-				}
-				if fi.IsDir() {
-					continue // not followed: a link may lead back up the tree
-				}
-			}
+			isDir, regular := e.IsDir(), e.Type().IsRegular()
 			if m.Match(append(domain, name), isDir) {
 				continue
+			}
+			if e.Type()&fs.ModeSymlink != 0 {
+				fi, err := os.Stat(full)
+				switch {
+				case err != nil && inputExt(name):
+					errs = append(errs, walkErr{full, err})
+					continue
+				case err != nil || fi.IsDir():
+					continue // not followed: a link may lead back up the tree
+				}
+				regular = fi.Mode().IsRegular()
 			}
 			switch {
 			case isDir:
 				visit(full, patterns)
-			case inputExt(name):
+			case regular && inputExt(name):
+				// Only regular files: opening a FIFO found by a walk
+				// would block until someone writes to it.
 				files = append(files, full)
 			}
 		}
