@@ -448,8 +448,11 @@ func TestLoadTooLarge(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
+			start := time.Now()
 			docs, ds, err := Load(tc.paths, Options{Dir: dir, Stdin: tc.stdin, MaxFileSize: tc.max})
+			elapsed := time.Since(start)
 			runtime.ReadMemStats(&after)
+			t.Logf("refused in %v, %d bytes allocated", elapsed, after.TotalAlloc-before.TotalAlloc)
 			if err != nil || len(docs) > 0 {
 				t.Fatalf("Load: %v, %d docs", err, len(docs))
 			}
