@@ -1,6 +1,7 @@
 package source
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -167,7 +168,7 @@ func (l *loader) readStdin() {
 		l.errs = append(l.errs, fmt.Errorf("%w: -: no standard input", ErrUnreadable))
 		return
 	}
-	l.readFrom("-", l.opts.Stdin)
+	l.readFrom("-", l.opts.Stdin, 0)
 }
 
 // readFile reads one file, reported as name, refusing it by its size
@@ -192,11 +193,18 @@ func (l *loader) readFile(abs, name string) {
 		l.tooLarge(name, fmt.Sprintf("%d bytes", fi.Size()))
 		return
 	}
-	l.readFrom(name, f)
+	l.readFrom(name, f, fi.Size())
 }
 
-func (l *loader) readFrom(name string, r io.Reader) {
-	data, err := io.ReadAll(io.LimitReader(r, l.opts.MaxFileSize+1))
+// readFrom reads at most MaxFileSize+1 bytes of r, whose size is expected
+// to be sizeHint (0 when unknown), and parses them.
+func (l *loader) readFrom(name string, r io.Reader, sizeHint int64) {
+	var buf bytes.Buffer
+	if sizeHint > 0 && sizeHint <= l.opts.MaxFileSize {
+		buf.Grow(int(sizeHint) + bytes.MinRead) // one allocation for the common case
+	}
+	_, err := buf.ReadFrom(io.LimitReader(r, l.opts.MaxFileSize+1))
+	data := buf.Bytes()
 	if err != nil {
 		l.unreadable(name, err)
 		return
