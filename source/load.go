@@ -42,12 +42,14 @@ type Options struct {
 // standard input.
 //
 // A directory is walked in lexical order of slash-separated paths, reading
-// only *.yaml, *.yml and *.json files, and not kustomization.yaml. Hidden files and directories (a name
-// starting with ".") are skipped, and so is whatever the .gitignore files
-// ignore: those inside the tree, and those of its enclosing git working tree
-// (unless they ignore the named directory itself). Symbolic links to files
-// are followed; symbolic links to directories are not, which also makes
-// link loops harmless. A file named twice is read once.
+// only regular *.yaml, *.yml and *.json files other than kustomization
+// files. Hidden files and directories (a name starting with ".") are
+// skipped, and so is whatever the .gitignore files ignore: those inside
+// the tree, and those of its enclosing git working tree (unless they
+// ignore the named directory itself). Symbolic links to files are
+// followed; symbolic links to directories are not, which also makes link
+// loops harmless. A path named explicitly is read whatever its name or
+// type. A file named twice is read once.
 //
 // Load returns the documents that passed its checks, in a deterministic
 // order, and diagnostics for what it could not accept. When a path cannot
