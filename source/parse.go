@@ -316,11 +316,13 @@ func document(file string, index int, n *yaml.Node) (*Document, diag.List) {
 
 // keyID identifies a scalar mapping key the way YAML compares keys: by
 // resolved tag and value, so that a and "a" collide but 1 and "1" do not.
-func keyID(k *yaml.Node) (string, bool) {
+type keyID struct{ tag, value string }
+
+func keyOf(k *yaml.Node) (keyID, bool) {
 	if k.Kind != yaml.ScalarNode {
-		return "", false
+		return keyID{}, false
 	}
-	return k.ShortTag() + "\x00" + k.Value, true
+	return keyID{k.ShortTag(), k.Value}, true
 }
 
 // duplicateKeys reports every mapping key that repeats an earlier key of
@@ -329,13 +331,14 @@ func keyID(k *yaml.Node) (string, bool) {
 // not followed: their targets are checked where they are defined.
 func duplicateKeys(file string, n *yaml.Node) diag.List {
 	var out diag.List
+	seen := map[keyID]*yaml.Node{} // reused: one mapping is checked at a time
 	var walk func(n *yaml.Node)
 	walk = func(n *yaml.Node) {
 		if n.Kind == yaml.MappingNode {
-			seen := map[string]*yaml.Node{}
+			clear(seen)
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				k := n.Content[i]
-				id, ok := keyID(k)
+				id, ok := keyOf(k)
 				if !ok || k.ShortTag() == "!!merge" {
 					continue
 				}
@@ -417,8 +420,10 @@ func (r *resolver) resolve(n *yaml.Node, copy bool) (*yaml.Node, error) {
 	if len(n.Content) == 0 {
 		return out, nil
 	}
-	r.onPath[n] = true
-	defer delete(r.onPath, n)
+	if n.Anchor != "" { // only an anchored node can be an alias's target
+		r.onPath[n] = true
+		defer delete(r.onPath, n)
+	}
 	for i, child := range n.Content {
 		rc, err := r.resolve(child, copy)
 		if err != nil {
@@ -444,19 +449,22 @@ func applyMerges(n *yaml.Node) error {
 		return nil
 	}
 	hasMerge := false
-	defined := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
+	for i := 0; i+1 < len(n.Content) && !hasMerge; i += 2 {
 		k := n.Content[i]
-		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
-			hasMerge = true
-			continue
-		}
-		if id, ok := keyID(k); ok {
-			defined[id] = true
-		}
+		hasMerge = k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge"
 	}
 	if !hasMerge {
 		return nil
+	}
+	defined := map[keyID]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+			continue
+		}
+		if id, ok := keyOf(k); ok {
+			defined[id] = true
+		}
 	}
 	content := make([]*yaml.Node, 0, len(n.Content))
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -474,7 +482,7 @@ func applyMerges(n *yaml.Node) error {
 				return &posError{node: src, msg: "the merge key << needs a mapping or a list of mappings"}
 			}
 			for j := 0; j+1 < len(src.Content); j += 2 {
-				id, ok := keyID(src.Content[j])
+				id, ok := keyOf(src.Content[j])
 				if ok && defined[id] {
 					continue
 				}
