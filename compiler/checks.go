@@ -7,6 +7,7 @@ import (
 
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/proxy/config"
+	"keyhole.dev/keyhole/source"
 )
 
 // The codes the compiler reports. The Connection condition codes are the
@@ -59,19 +60,11 @@ func severity(code string) diag.Severity {
 }
 
 func table() []Check {
-	return []Check{
-		{Code: "YAMLInvalid", Severity: diag.Error,
-			Purpose: "A file is not valid YAML, or a mapping repeats a key.",
-			Help:    "Fix the syntax at the position given; the rest of that file is not checked until it parses."},
-		{Code: "InputInvalid", Severity: diag.Error,
-			Purpose: "A file cannot be an input: binary, not UTF-8, too large, or a document that is not a mapping.",
-			Help:    "Remove the file from the paths keyhole reads, or fix its encoding."},
-		{Code: "YAMLAliasLimit", Severity: diag.Error,
-			Purpose: "YAML aliases expand past keyhole's limit, as an alias bomb does.",
-			Help:    "Write the values out instead of nesting aliases."},
-		{Code: "KindMissing", Severity: diag.Error,
-			Purpose: "A YAML document has no apiVersion or kind, so nothing can check it.",
-			Help:    "Add apiVersion and kind, or move the file out of the checked paths."},
+	var loader []Check
+	for _, r := range source.Rules() {
+		loader = append(loader, Check{Code: r.Code, Severity: r.Severity, Purpose: r.Purpose, Help: r.Help})
+	}
+	return append(loader, []Check{
 		{Code: codeKindUnknown, Severity: diag.Info,
 			Purpose: "A document's kind is not one keyhole checks; it is skipped.",
 			Help:    "Nothing to fix when the object is meant for something else."},
@@ -164,7 +157,7 @@ func table() []Check {
 		{Code: codeAgentSetupWithout, Severity: diag.Error,
 			Purpose: "`sandbox_options.setup` is present but the agent has no sandbox to run it in.",
 			Help:    "Add `sandbox`, or remove `sandbox_options.setup`."},
-	}
+	}...)
 }
 
 func checkSecretMissing(p *pass) {

@@ -149,12 +149,12 @@ func (l *loader) loadPath(p string) {
 		return
 	}
 	if !fi.IsDir() {
-		l.readFile(abs, l.display(p, abs))
+		l.readFile(abs, l.display(p, abs), false)
 		return
 	}
 	files, errs := walk(abs)
 	for _, f := range files {
-		l.readFile(f, l.under(p, abs, f))
+		l.readFile(f, l.under(p, abs, f), true)
 	}
 	for _, e := range errs {
 		l.unreadable(l.under(p, abs, e.path), e.err)
@@ -170,12 +170,12 @@ func (l *loader) readStdin() {
 		l.errs = append(l.errs, fmt.Errorf("%w: -: no standard input", ErrUnreadable))
 		return
 	}
-	l.readFrom("-", l.opts.Stdin, 0)
+	l.readFrom("-", l.opts.Stdin, 0, false)
 }
 
 // readFile reads one file, reported as name, refusing it by its size
 // before reading when it is a regular file, and through a limit otherwise.
-func (l *loader) readFile(abs, name string) {
+func (l *loader) readFile(abs, name string, walked bool) {
 	if l.seen[abs] {
 		return
 	}
@@ -195,12 +195,12 @@ func (l *loader) readFile(abs, name string) {
 		l.tooLarge(name, fmt.Sprintf("%d bytes", fi.Size()))
 		return
 	}
-	l.readFrom(name, f, fi.Size())
+	l.readFrom(name, f, fi.Size(), walked)
 }
 
 // readFrom reads at most MaxFileSize+1 bytes of r, whose size is expected
 // to be sizeHint (0 when unknown), and parses them.
-func (l *loader) readFrom(name string, r io.Reader, sizeHint int64) {
+func (l *loader) readFrom(name string, r io.Reader, sizeHint int64, walked bool) {
 	var buf bytes.Buffer
 	if sizeHint > 0 && sizeHint <= l.opts.MaxFileSize {
 		buf.Grow(int(sizeHint) + bytes.MinRead) // one allocation for the common case
@@ -215,7 +215,7 @@ func (l *loader) readFrom(name string, r io.Reader, sizeHint int64) {
 		l.tooLarge(name, "more than that")
 		return
 	}
-	docs, ds := Parse(name, data)
+	docs, ds := parse(name, data, walked)
 	l.docs = append(l.docs, docs...)
 	l.diags = append(l.diags, ds...)
 }

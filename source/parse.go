@@ -20,6 +20,7 @@ const (
 	CodeInputInvalid   = "InputInvalid"
 	CodeYAMLAliasLimit = "YAMLAliasLimit"
 	CodeKindMissing    = "KindMissing"
+	CodeInputSkipped   = "InputSkipped"
 )
 
 // Rules describes the loader's codes for SARIF output and the generated
@@ -37,6 +38,12 @@ func Rules() []diag.Rule {
 			Severity: diag.Error,
 			Purpose:  "A document has no apiVersion or kind, so keyhole cannot tell what it is.",
 			Help:     "Add apiVersion and kind (for example omnia.altairalabs.ai/v1alpha1 and Connection), or name an agent file agent.yaml.",
+		},
+		{
+			Code:     CodeInputSkipped,
+			Severity: diag.Info,
+			Purpose:  "A document in a file found by walking a directory has neither apiVersion nor kind: it is some other tool's file (package.json, docker-compose.yml), not an object, and is skipped.",
+			Help:     "Nothing to fix. Name the file explicitly to have it checked as an object.",
 		},
 		{
 			Code:     CodeYAMLAliasLimit,
@@ -67,6 +74,13 @@ const maxAliasNodes = 10000
 // inputs another way than Load (for example blobs of a git tree) use it
 // directly; file is used as given for positions.
 func Parse(file string, data []byte) ([]Document, diag.List) {
+	return parse(file, data, false)
+}
+
+// parse is Parse; walked says the file was found by walking a directory
+// rather than named, so a document that is plainly not an object is
+// skipped at info rather than reported as an error.
+func parse(file string, data []byte, walked bool) ([]Document, diag.List) {
 	if d, bad := checkBytes(file, data); bad {
 		return nil, diag.List{d}
 	}
@@ -85,7 +99,7 @@ func Parse(file string, data []byte) ([]Document, diag.List) {
 			diags = append(diags, syntaxError(file, data, index, err))
 			break
 		}
-		doc, ds := document(file, index, &n)
+		doc, ds := document(file, index, &n, walked)
 		diags = append(diags, ds...)
 		if doc != nil {
 			docs = append(docs, *doc)
@@ -239,7 +253,7 @@ func printable(r rune) bool {
 
 // document checks one decoded document and returns it ready for callers,
 // or nil when it is empty or the loader reported an error for it.
-func document(file string, index int, n *yaml.Node) (*Document, diag.List) {
+func document(file string, index int, n *yaml.Node, walked bool) (*Document, diag.List) {
 	root := n
 	if n.Kind == yaml.DocumentNode {
 		if len(n.Content) == 0 {
@@ -301,6 +315,14 @@ func document(file string, index int, n *yaml.Node) (*Document, diag.List) {
 			what := missing[0]
 			if len(missing) == 2 {
 				what = "apiVersion and no kind"
+				if walked {
+					return nil, diag.List{{
+						Code:     CodeInputSkipped,
+						Severity: diag.Info,
+						Pos:      doc.Pos,
+						Message:  fmt.Sprintf("document %d has neither apiVersion nor kind, so it is not an object; skipped (name the file explicitly to check it as one)", index+1),
+					}}
+				}
 			}
 			return nil, diag.List{{
 				Code:     CodeKindMissing,
