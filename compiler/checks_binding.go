@@ -82,8 +82,21 @@ func checkBindingConflicts(p *pass) {
 	}
 }
 
+// checkUnbound reports Connections nothing binds, in an input that binds
+// some: a repository of Connections alone is bound from elsewhere. An
+// agent.yaml connector's connection label binds too.
 func checkUnbound(p *pass) {
+	if len(p.owners) == 0 {
+		return
+	}
 	bound := map[ref]bool{}
+	for _, a := range p.agents {
+		for _, c := range a.w.Connectors {
+			if cn, err := p.agentConnection(a, c.Connection); err == nil {
+				bound[cn.ref()] = true
+			}
+		}
+	}
 	for _, o := range p.owners {
 		for _, b := range o.w.Spec.Sandbox.Connections {
 			bound[ref{o.obj.Namespace, b.Connection}] = true
@@ -92,7 +105,7 @@ func checkUnbound(p *pass) {
 	for _, c := range p.connList {
 		if !bound[c.ref()] {
 			p.report(codeConnectionUnbound, &c.item, path{"metadata", "name"}, false,
-				"no AgentRuntime or ToolRegistry binds Connection %s, so no sandbox uses it", c.ref())
+				"no AgentRuntime, ToolRegistry or agent.yaml in the input binds Connection %s, so no sandbox uses it", c.ref())
 		}
 	}
 }

@@ -48,6 +48,19 @@ func Compile(docs []source.Document, v *schema.Validator, opts Options) Result {
 		classes: map[ref]*sandboxClass{},
 		conns:   map[ref]*connection{},
 	}
+	catalog, err := schema.Catalog()
+	if err != nil {
+		// The built-in catalog is compiled in; this is a bug in keyhole.
+		p.diags = append(p.diags, diag.Diagnostic{Code: codeConfigInvalid, Severity: diag.Error, Message: err.Error()})
+	}
+	p.catalog = catalog
+	// The Config comes first wherever it stands: it extends the catalog
+	// the agents are checked against.
+	for i := range docs {
+		if d := &docs[i]; d.Node != nil && isConfig(d.Object()) {
+			p.addConfig(v, d, item{doc: d, obj: d.Object()})
+		}
+	}
 	for i := range docs {
 		p.add(v, &docs[i])
 	}
@@ -57,6 +70,7 @@ func Compile(docs []source.Document, v *schema.Validator, opts Options) Result {
 		}
 	}
 	p.resolve()
+	p.applyConfigIgnores()
 	p.diags.Sort()
 	return Result{Plan: p.plan, Diagnostics: p.diags, Objects: p.objects}
 }
@@ -124,6 +138,9 @@ type pass struct {
 	owners  []*owner
 	// connList keeps Connections in input order for deterministic checks.
 	connList []*connection
+	agents   []*agent
+	catalog  map[string]schema.Connector
+	config   repoConfig
 
 	plan Plan
 }
@@ -140,6 +157,10 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 				it.ignore = append(it.ignore, c)
 			}
 		}
+	}
+	if isConfig(it.obj) {
+		p.objects++
+		return // read first, by addConfig
 	}
 	kind, ok := schema.Lookup(it.obj.APIVersion, it.obj.Kind)
 	if !ok {
@@ -177,6 +198,11 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 		c := &sandboxClass{item: it}
 		if p.decode(doc, &it, &c.w) {
 			p.classes[c.ref()] = c
+		}
+	case schema.KindAgent:
+		a := &agent{item: it}
+		if p.decode(doc, &it, &a.w) {
+			p.agents = append(p.agents, a)
 		}
 	case "AgentRuntime", "ToolRegistry":
 		o := &owner{item: it}

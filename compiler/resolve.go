@@ -36,6 +36,11 @@ func (p *pass) resolve() {
 			p.plan.Sandboxes = append(p.plan.Sandboxes, p.sandbox(o, class, byClass[class]))
 		}
 	}
+	for _, a := range p.agents {
+		if s, ok := p.agentSandbox(a); ok {
+			p.plan.Sandboxes = append(p.plan.Sandboxes, s)
+		}
+	}
 	slices.SortFunc(p.plan.Sandboxes, func(a, b Sandbox) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})

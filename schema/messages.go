@@ -68,10 +68,10 @@ func (r *reporter) branches(e *jsonschema.ValidationError) []Violation {
 	segs := pointerSegs(e.InstanceLocation)
 	here := formatPath(r.typed(segs))
 	var best []Violation
-	bestShallow := -1
+	bestShallow, ties := -1, 0
 	allType := true
 	for _, c := range e.Causes {
-		vs := r.collect(c)
+		vs := dropMisspeltRequired(r.collect(c))
 		shallow := 0
 		for _, v := range vs {
 			if v.Path == here || strings.HasPrefix(v.Message, "unknown field") && isChildPath(here, v.Path) {
@@ -81,17 +81,23 @@ func (r *reporter) branches(e *jsonschema.ValidationError) []Violation {
 				allType = false
 			}
 		}
-		if bestShallow < 0 || shallow < bestShallow || shallow == bestShallow && len(vs) < len(best) {
-			best, bestShallow = vs, shallow
+		switch {
+		case bestShallow < 0 || shallow < bestShallow:
+			best, bestShallow, ties = vs, shallow, 1
+		case shallow == bestShallow:
+			ties++
+			if len(vs) < len(best) {
+				best = vs
+			}
 		}
 	}
-	if bestShallow == 0 || allType {
+	if bestShallow == 0 || ties == 1 || allType {
 		return best
 	}
-	// Every branch is the wrong shape. If each branch is told apart by
-	// one required field, say which fields are the choice.
-	schPtr, _ := splitKeyword(e.AbsoluteKeywordLocation)
-	alts, _ := r.v.rawAt(schPtr + "/" + lastSeg(e.AbsoluteKeywordLocation)).([]any)
+	// Every branch is equally the wrong shape. If each branch is told
+	// apart by one required field, say which fields are the choice.
+	schPtr, kw := splitKeyword(e.AbsoluteKeywordLocation)
+	alts, _ := r.v.rawAt(schPtr + "/" + kw).([]any)
 	var names []string
 	for _, a := range alts {
 		req, _ := deref2(r.v, a)["required"].([]any)
@@ -102,7 +108,11 @@ func (r *reporter) branches(e *jsonschema.ValidationError) []Violation {
 		names = append(names, strconv.Quote(name))
 	}
 	node, _ := lookup(r.doc, segs)
-	return []Violation{r.at(node, segs, "want exactly one of the fields "+strings.Join(names, " or "))}
+	how := "at least one"
+	if kw == "oneOf" {
+		how = "exactly one"
+	}
+	return []Violation{r.at(node, segs, "want "+how+" of the fields "+strings.Join(names, " or "))}
 }
 
 // deref2 resolves a raw schema that is only a local $ref.
@@ -373,11 +383,6 @@ func splitKeyword(loc string) (schemaPtr, keyword string) {
 		return frag, ""
 	}
 	return frag[:i], unescapePointer(frag[i+1:])
-}
-
-func lastSeg(loc string) string {
-	_, kw := splitKeyword(loc)
-	return kw
 }
 
 // formatName returns the $defs name of a schema pointer that is exactly

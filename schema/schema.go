@@ -21,12 +21,21 @@ var cueSource []byte
 //go:embed schema.json
 var jsonSchemaSource []byte
 
+//go:embed crds/all.yaml
+var crdSource []byte
+
 // CUE returns the CUE source of the schemas, for `keyhole schema`.
 func CUE() []byte { return clone(cueSource) }
 
 // JSONSchema returns the JSON Schema (draft 2020-12) generated from the
 // CUE: one document with every kind under $defs, for `keyhole schema`.
 func JSONSchema() []byte { return clone(jsonSchemaSource) }
+
+// CRDs returns the CustomResourceDefinitions of Connection, SandboxClass,
+// AgentRuntime and ToolRegistry as one multi-document YAML stream. Their
+// structural schemas are generated from the same CUE; the specs keyhole
+// does not own (AgentRuntime's, ToolRegistry's) preserve unknown fields.
+func CRDs() []byte { return clone(crdSource) }
 
 // clone keeps callers from writing into the embedded bytes, which every
 // other caller shares.

@@ -106,6 +106,85 @@ func TestValidateFixtures(t *testing.T) {
 				{Line: 11, Column: 1, Path: "extra", Message: `unknown field "extra"; want one of apiVersion, data, immutable, kind, metadata, stringData, type`},
 			},
 		},
+		"sandbox class valid": {
+			kind: KindSandboxClass,
+			file: "sandboxclass/valid.yaml",
+		},
+		"sandbox class misspelt and unknown fields": {
+			kind: KindSandboxClass,
+			file: "sandboxclass/errors.yaml",
+			want: []Violation{
+				{Line: 6, Column: 3, Path: "spec.imgae", Message: `unknown field "imgae" (did you mean "image"?)`},
+				{Line: 8, Column: 13, Path: "spec.connections[0].role", Message: `"VCS" is not a DNS label: want at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit`},
+				{Line: 9, Column: 7, Path: "spec.connections[1]", Message: `missing required field "role"`},
+				{Line: 10, Column: 7, Path: "spec.connections[2].rol", Message: `unknown field "rol" (did you mean "role"?)`},
+				{Line: 11, Column: 3, Path: "spec.replicas", Message: `unknown field "replicas"; want one of connections, description, image`},
+			},
+		},
+		"agent runtime valid with operator fields in spec": {
+			kind: KindAgentRuntime,
+			file: "agentruntime/valid.yaml",
+		},
+		"agent runtime closed sandbox binding": {
+			kind: KindAgentRuntime,
+			file: "agentruntime/errors.yaml",
+			want: []Violation{
+				{Line: 8, Column: 14, Path: "spec.sandbox.enabled", Message: `want true or false, got a string`},
+				{Line: 9, Column: 5, Path: "spec.sandbox.conections", Message: `unknown field "conections" (did you mean "connections"?)`},
+				{Line: 12, Column: 9, Path: "spec.sandbox.connections[0]", Message: `missing required field "connection"`},
+				{Line: 13, Column: 19, Path: "spec.sandbox.connections[1].sandbox", Message: `"Workspace" is not a Kubernetes name: want at most 253 lowercase letters, digits, '-' and '.', starting and ending with a letter or digit`},
+				{Line: 13, Column: 66, Path: "spec.sandbox.connections[1].extra", Message: `unknown field "extra"; want one of connection, role, sandbox`},
+			},
+		},
+		"tool registry valid": {
+			kind: KindToolRegistry,
+			file: "toolregistry/valid.yaml",
+		},
+		"tool registry sandbox of the wrong type": {
+			kind: KindToolRegistry,
+			file: "toolregistry/errors.yaml",
+			want: []Violation{
+				{Line: 6, Column: 12, Path: "spec.sandbox", Message: `want a mapping, got a list`},
+			},
+		},
+		"agent.yaml from the seed": {
+			kind: KindAgent,
+			file: "agent/agent.yaml",
+		},
+		"agent.yaml bad mode, types and fields": {
+			kind: KindAgent,
+			file: "agent/errors.yaml",
+			want: []Violation{
+				{Line: 1, Column: 1, Path: "", Message: `missing required field "llm"`},
+				{Line: 2, Column: 7, Path: "mode", Message: `"video" is not allowed here; want one of text, voice`},
+				{Line: 3, Column: 10, Path: "sandbox", Message: `want a string, got a boolean`},
+				{Line: 4, Column: 1, Path: "conectors", Message: `unknown field "conectors" (did you mean "connectors"?)`},
+				{Line: 8, Column: 14, Path: "connectors[0].sandbox", Message: `want true or false, got a string`},
+				{Line: 9, Column: 5, Path: "connectors[0].tool", Message: `unknown field "tool" (did you mean "tools"?)`},
+				{Line: 10, Column: 5, Path: "connectors[1]", Message: `missing required field "name"`},
+				{Line: 11, Column: 18, Path: "allowed_domains", Message: `want a list, got a string`},
+			},
+		},
+		"connector extension valid": {
+			kind: KindConnector,
+			file: "connector/valid.yaml",
+		},
+		"connector extension bad formats and inject shapes": {
+			kind: KindConnector,
+			file: "connector/errors.yaml",
+			want: []Violation{
+				{Line: 2, Column: 6, Path: "env", Message: `"GHE-TOKEN" is not an environment variable name: want letters, digits and underscores, not starting with a digit`},
+				{Line: 4, Column: 11, Path: "hosts[0].host", Message: `"ghe.acme.internal:8443" is not a host: want a lowercase DNS name without scheme, port or path`},
+				{Line: 5, Column: 13, Path: "hosts[0].inject", Message: `want at least one of the fields "header" or "basic"`},
+				{Line: 8, Column: 7, Path: "hosts[1].inject.heder", Message: `unknown field "heder" (did you mean "header"?)`},
+				{Line: 11, Column: 22, Path: "hosts[2].inject.header.name", Message: `"Authorization:" is not a header name: want an RFC 9110 token such as Authorization, without spaces or colons`},
+				{Line: 14, Column: 25, Path: "hosts[3].inject.basic.username", Message: `must not be empty`},
+				{Line: 16, Column: 15, Path: "readOnly[0].methods[0]", Message: `"get" is not an HTTP method; want one of GET, HEAD, POST, PUT, DELETE, CONNECT, OPTIONS, TRACE, PATCH`},
+				{Line: 17, Column: 20, Path: "readOnly[0].pathPatterns[0]", Message: `"/**/x" is not a path pattern: want an absolute path whose segments may be * (one segment) and whose last may be ** (the rest)`},
+				{Line: 17, Column: 29, Path: "readOnly[0].pathPatterns[1]", Message: `"relative" is not a path pattern: want an absolute path whose segments may be * (one segment) and whose last may be ** (the rest)`},
+				{Line: 19, Column: 18, Path: "readOnly[0].body.operation", Message: `want a list, got a string`},
+			},
+		},
 	}
 	v := newValidator(t)
 	for name, tc := range tests {

@@ -1,0 +1,97 @@
+package schema
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"maps"
+)
+
+//go:embed catalog.json
+var catalogSource []byte
+
+// Connector is one entry of the connector catalog: what a connector named
+// in agent.yaml means. The built-in entries come from catalog.cue; a
+// repository's extension decodes into the same types (JSON or YAML) after
+// Validate(KindConnector, ...) has accepted it.
+type Connector struct {
+	Name string `json:"name" yaml:"name"`
+	// Env is the sandbox variable that holds the placeholder, such as
+	// GITHUB_TOKEN.
+	Env   string          `json:"env" yaml:"env"`
+	Hosts []ConnectorHost `json:"hosts" yaml:"hosts"`
+	// ReadOnly is the allow-list a read-only connector's requests must
+	// match. Nil means the API cannot tell reads from writes by method,
+	// path and body (a GraphQL API, say), so read-only cannot be enforced.
+	ReadOnly []Rule `json:"readOnly,omitempty" yaml:"readOnly,omitempty"`
+	// Tools are the tools the connector offers an agent.
+	Tools []string `json:"tools,omitempty" yaml:"tools,omitempty"`
+}
+
+// Rule is a proxy rule as the catalog writes it. It has the fields of
+// proxy/config.Rule, so config.Rule(r) converts it; it is its own type
+// because the catalog is also decoded from YAML, and the proxy's wire
+// type has only JSON names.
+type Rule struct {
+	Methods      []string            `json:"methods" yaml:"methods"`
+	PathPrefixes []string            `json:"pathPrefixes,omitempty" yaml:"pathPrefixes,omitempty"`
+	PathPatterns []string            `json:"pathPatterns,omitempty" yaml:"pathPatterns,omitempty"`
+	Body         map[string][]string `json:"body,omitempty" yaml:"body,omitempty"`
+}
+
+// ConnectorHost is one host the connector's credential may be sent to.
+type ConnectorHost struct {
+	Host   string          `json:"host" yaml:"host"`
+	Inject ConnectorInject `json:"inject" yaml:"inject"`
+}
+
+// ConnectorInject says how clients present the credential on a host: in a
+// header, as the basic-auth password, or (gitlab.com) either. At least one
+// is set. The proxy substitutes the placeholder wherever it appears in a
+// header; these say what a client is expected to send, for docs, explain
+// and the placeholder's shape.
+type ConnectorInject struct {
+	Header *ConnectorHeader `json:"header,omitempty" yaml:"header,omitempty"`
+	Basic  *ConnectorBasic  `json:"basic,omitempty" yaml:"basic,omitempty"`
+}
+
+// ConnectorHeader is a header whose value is ValuePrefix followed by the
+// credential, e.g. Authorization: Bearer <token>.
+type ConnectorHeader struct {
+	Name        string `json:"name" yaml:"name"`
+	ValuePrefix string `json:"valuePrefix,omitempty" yaml:"valuePrefix,omitempty"`
+}
+
+// ConnectorBasic is basic auth with a fixed user name and the credential
+// as the password, as git sends it.
+type ConnectorBasic struct {
+	Username string `json:"username" yaml:"username"`
+}
+
+// Catalog returns the built-in connector catalog, keyed by name. Each call
+// decodes afresh, so callers may modify what they get.
+func Catalog() (map[string]Connector, error) {
+	var file struct {
+		Connectors map[string]Connector `json:"connectors"`
+	}
+	if err := json.Unmarshal(catalogSource, &file); err != nil {
+		return nil, fmt.Errorf("decoding the built-in connector catalog: %w", err)
+	}
+	for name, c := range file.Connectors {
+		if c.Name != name {
+			return nil, fmt.Errorf("built-in connector catalog: entry %q is named %q", name, c.Name)
+		}
+	}
+	return file.Connectors, nil
+}
+
+// MergeCatalog returns base with extra's entries added. An entry of extra
+// replaces base's entry of the same name whole, not field by field, so an
+// override never inherits hosts or rules it did not write. Neither input
+// is modified.
+func MergeCatalog(base, extra map[string]Connector) map[string]Connector {
+	out := make(map[string]Connector, len(base)+len(extra))
+	maps.Copy(out, base)
+	maps.Copy(out, extra)
+	return out
+}
