@@ -2,7 +2,6 @@ package compiler
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	"keyhole.dev/keyhole/diag"
@@ -166,11 +165,8 @@ func checkSecretMissing(p *pass) {
 		if s != nil {
 			continue
 		}
-		msg := fmt.Sprintf("Secret %s is not in the input; the claim fails at run time when the proxy cannot read it", r)
-		if near := suggest(r.name, p.secretNames(r.namespace)); near != "" {
-			msg += fmt.Sprintf("; did you mean %q?", near)
-		}
-		p.report(codeSecretMissing, &c.item, path{"spec", "credential", "secretRef", "name"}, false, "%s", msg)
+		p.report(codeSecretMissing, &c.item, path{"spec", "credential", "secretRef", "name"}, false,
+			"Secret %s is not in the input; the claim fails at run time when the proxy cannot read it%s", r, didYouMean(r.name, p.secretNames(r.namespace)))
 	}
 }
 
@@ -230,11 +226,7 @@ func checkSecretKeys(p *pass) {
 				}
 				reported[u.key] = true
 				keys := s.keys()
-				msg := fmt.Sprintf("key %q is not in Secret %s (it has: %s)", u.key, r, listOrNone(keys))
-				if near := suggest(u.key, keys); near != "" {
-					msg += fmt.Sprintf("; did you mean %q?", near)
-				}
-				p.reportUse(codeSecretKeyMissing, &c.item, u, "%s", msg)
+				p.reportUse(codeSecretKeyMissing, &c.item, u, "key %q is not in Secret %s (it has: %s)%s", u.key, r, listOrNone(keys), didYouMean(u.key, keys))
 			}
 		}
 	}
