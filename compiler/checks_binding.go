@@ -3,6 +3,8 @@ package compiler
 import (
 	"fmt"
 	"slices"
+
+	"keyhole.dev/keyhole/diag"
 )
 
 // Codes of the binding checks: what an AgentRuntime's or ToolRegistry's
@@ -140,7 +142,7 @@ func (p *pass) connNames(ns string) []string {
 
 // didYouMean returns "; did you mean X?" for a near candidate, or "".
 func didYouMean(word string, candidates []string) string {
-	if near := suggest(word, candidates); near != "" {
+	if near := diag.Suggest(word, candidates); near != "" {
 		return fmt.Sprintf("; did you mean %q?", near)
 	}
 	return ""

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -223,10 +224,14 @@ func FuzzTargetPath(f *testing.F) {
 		// a separator, a dot segment or a parameter.
 		if path != "/" {
 			for _, seg := range strings.Split(path[1:], "/") {
-				low := strings.ToLower(seg)
-				if seg == "" || seg == "." || seg == ".." || strings.ContainsAny(seg, ";\\?#") ||
-					strings.Contains(low, "%2f") || strings.Contains(low, "%5c") || strings.Contains(low, "%2e%2e") {
+				dec, err := url.PathUnescape(seg)
+				if err != nil || seg == "" || dec == "." || dec == ".." || strings.ContainsAny(dec, "/\\;") || strings.ContainsAny(seg, "\\;?#") {
 					t.Fatalf("TargetPath(%q) accepted segment %q", target, seg)
+				}
+				for _, c := range []byte(dec) {
+					if c < 0x20 || c == 0x7f {
+						t.Fatalf("TargetPath(%q) accepted a control character", target)
+					}
 				}
 			}
 		}

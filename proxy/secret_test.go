@@ -322,3 +322,53 @@ func BenchmarkDecideTunnel(b *testing.B) {
 		}
 	}
 }
+
+func FuzzInject(f *testing.F) {
+	const ph = "omnia-injected-c"
+	f.Add("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("x-access-token:"+ph)), uint8(2))
+	f.Add("Authorization", "Bearer "+ph, uint8(2))
+	f.Add("authorization", "x", uint8(0))
+	f.Add("X-Other", ph+ph, uint8(1))
+	forms := []config.Inject{
+		{Secret: "sec", Header: &config.HeaderInject{Name: "Authorization", Value: "Bearer {{ .token }}"}},
+		{Secret: "sec", Basic: &config.BasicInject{UsernameKey: "user", PasswordKey: "token"}},
+		{Secret: "sec", Substitute: &config.SubstituteInject{Placeholder: ph, Key: "token"}},
+	}
+	hosts := make([]*HostPolicy, len(forms))
+	for i, in := range forms {
+		hosts[i] = injectHost(f, in)
+	}
+	lookup := func(_, key string) (Secret, error) { return NewSecret(canary + key), nil }
+	f.Fuzz(func(t *testing.T, name, value string, form uint8) {
+		h := hosts[int(form)%len(hosts)]
+		hdr := http.Header{name: {value}}
+		orig := fmt.Sprint(hdr)
+		if err := Inject(h, hdr, lookup); err != nil {
+			t.Fatalf("Inject: %v", err)
+		}
+		if h.Inject.Substitute == nil {
+			want := "Bearer " + canary + "token"
+			if h.Inject.Basic != nil {
+				want = "Basic " + base64.StdEncoding.EncodeToString([]byte(canary+"user:"+canary+"token"))
+			}
+			n := 0
+			for k, vs := range hdr {
+				if strings.EqualFold(k, "Authorization") {
+					n++
+					if len(vs) != 1 || vs[0] != want {
+						t.Fatalf("set form left %s: %q", k, vs)
+					}
+				}
+			}
+			if n != 1 {
+				t.Fatalf("set form left %d Authorization keys: %v", n, hdr)
+			}
+			return
+		}
+		// Substitution only ever acts where the placeholder was.
+		raw, _ := base64.StdEncoding.DecodeString(strings.TrimSpace(value[min(len(value), strings.IndexByte(value+" ", ' ')+1):]))
+		if !strings.Contains(value, ph) && !strings.Contains(string(raw), ph) && fmt.Sprint(hdr) != orig {
+			t.Fatalf("header without the placeholder changed: %s -> %v", orig, hdr)
+		}
+	})
+}

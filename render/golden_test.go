@@ -191,67 +191,94 @@ func compareDir(t *testing.T, dir string, files []File) {
 	}
 }
 
-// TestExampleCanary compiles the seed example with a canary planted as
-// the Secret's token and asserts that no rendered byte, streamed or
-// written, holds it, in either proxy mode.
+// TestExampleCanary compiles every example with a canary planted in
+// place of its Secrets' stand-in token and asserts that no rendered byte,
+// streamed or written, holds it, in either proxy mode.
 func TestExampleCanary(t *testing.T) {
-	const src = examplesDir + "/github-acme"
-	dir := t.TempDir()
-	entries, err := os.ReadDir(src)
+	for _, ex := range examples(t) {
+		t.Run(ex, func(t *testing.T) {
+			dir := plantCanary(t, filepath.Join(examplesDir, ex))
+			plan := compileDir(t, dir)
+			for _, mode := range modes {
+				t.Run(mode, func(t *testing.T) {
+					files := mustRender(t, plan, Options{ProxyMode: mode})
+					stream, err := Stream(files)
+					if err != nil {
+						t.Fatal(err)
+					}
+					out := filepath.Join(t.TempDir(), "out")
+					if err := WriteDir(out, files); err != nil {
+						t.Fatal(err)
+					}
+					for _, f := range files {
+						if bytes.Contains(f.Data, []byte(canary)) {
+							t.Errorf("%s holds the canary", f.Path)
+						}
+					}
+					if bytes.Contains(stream, []byte(canary)) {
+						t.Error("the stream holds the canary")
+					}
+					for p, data := range snapshot(t, out) {
+						if strings.Contains(data, canary) || strings.Contains(p, canary) {
+							t.Errorf("written %s holds the canary", p)
+						}
+					}
+					// The second seed's verify steps, for every sandbox.
+					objs := objects(t, files)
+					for _, sb := range plan.Sandboxes {
+						find(t, objs, "Certificate", sb.Name+"-egress-ca")
+						find(t, objs, "ConfigMap", sb.Name+"-egress-trust")
+						dep := find(t, objs, "Deployment", sb.Name+"-sandbox")
+						env := envOf(container(t, dep, "sandbox"))
+						for _, e := range sb.Env {
+							if env[e.Name] != "omnia-injected-"+e.Connection {
+								t.Errorf("%s = %q, want omnia-injected-%s", e.Name, env[e.Name], e.Connection)
+							}
+						}
+						if ex == "github-acme" && env["GH_TOKEN"] != "omnia-injected-github-acme" {
+							t.Errorf("GH_TOKEN = %q", env["GH_TOKEN"])
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+// standIn is the placeholder token the examples' Secrets hold so that they
+// check on their own.
+const standIn = "replace-me-with-a-github-token"
+
+// plantCanary copies the example at src into a temporary directory with
+// every stand-in token replaced by the canary, failing if there is none.
+func plantCanary(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	planted := false
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(data, []byte(standIn)) {
+			data = bytes.ReplaceAll(data, []byte(standIn), []byte(canary))
+			planted = true
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	planted := false
-	for _, e := range entries {
-		data, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if bytes.Contains(data, []byte("token: replace-me-with-a-github-token")) {
-			data = bytes.ReplaceAll(data, []byte("replace-me-with-a-github-token"), []byte(canary))
-			planted = true
-		}
-		if err := os.WriteFile(filepath.Join(dir, e.Name()), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if !planted {
-		t.Fatal("examples/github-acme has no Secret token to replace with the canary")
+		t.Fatalf("%s holds no Secret with the stand-in token %q to replace with the canary", src, standIn)
 	}
-	plan := compileDir(t, dir)
-	for _, mode := range modes {
-		t.Run(mode, func(t *testing.T) {
-			files := mustRender(t, plan, Options{ProxyMode: mode})
-			stream, err := Stream(files)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := filepath.Join(t.TempDir(), "out")
-			if err := WriteDir(out, files); err != nil {
-				t.Fatal(err)
-			}
-			written := snapshot(t, out)
-			for _, f := range files {
-				if bytes.Contains(f.Data, []byte(canary)) {
-					t.Errorf("%s holds the canary", f.Path)
-				}
-			}
-			if bytes.Contains(stream, []byte(canary)) {
-				t.Error("the stream holds the canary")
-			}
-			for p, data := range written {
-				if strings.Contains(data, canary) || strings.Contains(p, canary) {
-					t.Errorf("written %s holds the canary", p)
-				}
-			}
-			// The second seed's verify steps on the compiled example.
-			objs := objects(t, files)
-			dep := find(t, objs, "Deployment", plan.Sandboxes[0].Name+"-sandbox")
-			if got := envOf(container(t, dep, "sandbox"))["GH_TOKEN"]; got != "omnia-injected-github-acme" {
-				t.Errorf("GH_TOKEN = %q", got)
-			}
-			find(t, objs, "Certificate", plan.Sandboxes[0].Name+"-egress-ca")
-			find(t, objs, "ConfigMap", plan.Sandboxes[0].Name+"-egress-trust")
-		})
-	}
+	return dst
 }

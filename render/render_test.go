@@ -641,3 +641,66 @@ func TestSecretVolumeNames(t *testing.T) {
 		})
 	}
 }
+
+// TestOnlyProxyMountsKeys: the CA key and the credential Secrets are
+// mounted into the proxy container and no other.
+func TestOnlyProxyMountsKeys(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			for _, o := range objects(t, mustRender(t, testPlan(), Options{ProxyMode: mode})) {
+				if o["kind"] != "Deployment" {
+					continue
+				}
+				vols := volumes(o)
+				for _, c := range allContainers(o) {
+					mounts, _ := c["volumeMounts"].([]any)
+					for _, m := range mounts {
+						name := m.(obj)["name"].(string)
+						secretVol := name == volCA || strings.HasPrefix(name, "secret-")
+						if secretVol && c["name"] != compProxy {
+							t.Errorf("container %s mounts %s", c["name"], name)
+						}
+						if vols[name] == nil {
+							t.Errorf("container %s mounts undeclared volume %s", c["name"], name)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestNetworkPolicy: with the proxy in its own Deployment the sandbox may
+// reach only DNS and its proxy's port; the proxy admits only its sandbox
+// on the proxy port.
+func TestNetworkPolicy(t *testing.T) {
+	objs := objects(t, mustRender(t, testPlan(), Options{ProxyMode: ModeDeployment}))
+	np := find(t, objs, "NetworkPolicy", "support-workspace-sandbox")
+	if got := dig(np, "spec", "policyTypes"); fmt.Sprint(got) != "[Egress]" {
+		t.Errorf("policyTypes = %v", got)
+	}
+	egress := dig(np, "spec", "egress").([]any)
+	if len(egress) != 2 {
+		t.Fatalf("egress rules = %v, want DNS and the proxy", egress)
+	}
+	dns, proxy := egress[0].(obj), egress[1].(obj)
+	if dns["to"] != nil || fmt.Sprint(dns["ports"]) != "[map[port:53 protocol:UDP] map[port:53 protocol:TCP]]" {
+		t.Errorf("DNS rule = %v", dns)
+	}
+	to := proxy["to"].([]any)
+	if len(to) != 1 || dig(to[0], "podSelector", "matchLabels", "app.kubernetes.io/component") != compProxy ||
+		dig(to[0], "podSelector", "matchLabels", "app.kubernetes.io/instance") != "support-workspace" ||
+		fmt.Sprint(proxy["ports"]) != fmt.Sprintf("[map[port:%d protocol:TCP]]", ProxyPort) {
+		t.Errorf("proxy rule = %v", proxy)
+	}
+	pnp := find(t, objs, "NetworkPolicy", "support-workspace-egress-proxy")
+	in := dig(pnp, "spec", "ingress").([]any)
+	from := in[0].(obj)["from"].([]any)
+	if dig(from[0], "podSelector", "matchLabels", "app.kubernetes.io/component") != compSandbox {
+		t.Errorf("proxy ingress = %v", in)
+	}
+	svc := find(t, objs, "Service", "support-workspace-egress-proxy")
+	if dig(svc, "spec", "selector", "app.kubernetes.io/component") != compProxy {
+		t.Errorf("Service selector = %v", dig(svc, "spec", "selector"))
+	}
+}

@@ -89,14 +89,12 @@ func (c *converter) mapping(out map[string]any, n *yaml.Node, depth int, explici
 			c.fail(k, "a mapping key must be a string, not a "+nodeKindName(k))
 			continue
 		}
-		if _, dup := out[key]; dup {
-			if explicit {
-				c.fail(k, "duplicate field "+quote(key))
-			}
-			continue
-		}
 		c.path = append(c.path, pathSeg{key: key, isKey: true})
-		out[key] = c.value(v, depth+1)
+		if _, dup := out[key]; !dup {
+			out[key] = c.value(v, depth+1)
+		} else if explicit {
+			c.fail(k, "duplicate field "+quote(key))
+		}
 		c.path = c.path[:len(c.path)-1]
 	}
 	for _, m := range merges {

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -41,12 +42,14 @@ type Options struct {
 // standard input.
 //
 // A directory is walked in lexical order of slash-separated paths, reading
-// only *.yaml, *.yml and *.json files, and not kustomization.yaml. Hidden files and directories (a name
-// starting with ".") are skipped, and so is whatever the .gitignore files
-// ignore: those inside the tree, and those of its enclosing git working tree
-// (unless they ignore the named directory itself). Symbolic links to files
-// are followed; symbolic links to directories are not, which also makes
-// link loops harmless. A file named twice is read once.
+// only regular *.yaml, *.yml and *.json files other than kustomization
+// files. Hidden files and directories (a name starting with ".") are
+// skipped, and so is whatever the .gitignore files ignore: those inside
+// the tree, and those of its enclosing git working tree (unless they
+// ignore the named directory itself). Symbolic links to files are
+// followed; symbolic links to directories are not, which also makes link
+// loops harmless. A path named explicitly is read whatever its name or
+// type. A file named twice is read once.
 //
 // Load returns the documents that passed its checks, in a deterministic
 // order, and diagnostics for what it could not accept. When a path cannot
@@ -146,7 +149,7 @@ func (l *loader) loadPath(p string) {
 		return
 	}
 	if !fi.IsDir() {
-		l.readFile(abs, l.display(p, abs))
+		l.readFile(abs, l.display(p, abs), false)
 		return
 	}
 	if kustomizationFile(abs) != "" {
@@ -158,7 +161,7 @@ func (l *loader) loadPath(p string) {
 		if kustomizationFile(f) != "" {
 			l.buildKustomization(l.under(p, abs, f), f)
 		} else {
-			l.readFile(f, l.under(p, abs, f))
+			l.readFile(f, l.under(p, abs, f), true)
 		}
 	}
 	for _, e := range errs {
@@ -175,12 +178,12 @@ func (l *loader) readStdin() {
 		l.errs = append(l.errs, fmt.Errorf("%w: -: no standard input", ErrUnreadable))
 		return
 	}
-	l.readFrom("-", l.opts.Stdin)
+	l.readFrom("-", l.opts.Stdin, 0, false)
 }
 
 // readFile reads one file, reported as name, refusing it by its size
 // before reading when it is a regular file, and through a limit otherwise.
-func (l *loader) readFile(abs, name string) {
+func (l *loader) readFile(abs, name string, walked bool) {
 	if l.seen[abs] {
 		return
 	}
@@ -200,11 +203,18 @@ func (l *loader) readFile(abs, name string) {
 		l.tooLarge(name, fmt.Sprintf("%d bytes", fi.Size()))
 		return
 	}
-	l.readFrom(name, f)
+	l.readFrom(name, f, fi.Size(), walked)
 }
 
-func (l *loader) readFrom(name string, r io.Reader) {
-	data, err := io.ReadAll(io.LimitReader(r, l.opts.MaxFileSize+1))
+// readFrom reads at most MaxFileSize+1 bytes of r, whose size is expected
+// to be sizeHint (0 when unknown), and parses them.
+func (l *loader) readFrom(name string, r io.Reader, sizeHint int64, walked bool) {
+	var buf bytes.Buffer
+	if sizeHint > 0 && sizeHint <= l.opts.MaxFileSize {
+		buf.Grow(int(sizeHint) + bytes.MinRead) // one allocation for the common case
+	}
+	_, err := buf.ReadFrom(io.LimitReader(r, l.opts.MaxFileSize+1))
+	data := buf.Bytes()
 	if err != nil {
 		l.unreadable(name, err)
 		return
@@ -213,7 +223,7 @@ func (l *loader) readFrom(name string, r io.Reader) {
 		l.tooLarge(name, "more than that")
 		return
 	}
-	docs, ds := Parse(name, data)
+	docs, ds := parse(name, data, walked)
 	l.docs = append(l.docs, docs...)
 	l.diags = append(l.diags, ds...)
 }
@@ -278,28 +288,29 @@ func walk(root string) ([]string, []walkErr) {
 				continue
 			}
 			full := filepath.Join(dir, name)
-			isDir := e.IsDir()
-			if e.Type()&fs.ModeSymlink != 0 {
-				fi, err := os.Stat(full)
-				if err != nil {
-					if inputExt(name) {
-						errs = append(errs, walkErr{full, err})
-					}
-					continue
-				}
-				if fi.IsDir() {
-					continue // not followed: a link may lead back up the tree
-				}
-			}
+			isDir, regular := e.IsDir(), e.Type().IsRegular()
 			if m.Match(append(domain, name), isDir) {
 				continue
+			}
+			if e.Type()&fs.ModeSymlink != 0 {
+				fi, err := os.Stat(full)
+				switch {
+				case err != nil && inputExt(name):
+					errs = append(errs, walkErr{full, err})
+					continue
+				case err != nil || fi.IsDir():
+					continue // not followed: a link may lead back up the tree
+				}
+				regular = fi.Mode().IsRegular()
 			}
 			switch {
 			case isDir && kustomizationFile(full) != "":
 				files = append(files, full) // built, not walked: see kustomize.go
 			case isDir:
 				visit(full, patterns)
-			case inputExt(name):
+			case regular && inputExt(name):
+				// Only regular files: opening a FIFO found by a walk
+				// would block until someone writes to it.
 				files = append(files, full)
 			}
 		}

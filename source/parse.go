@@ -20,6 +20,7 @@ const (
 	CodeInputInvalid   = "InputInvalid"
 	CodeYAMLAliasLimit = "YAMLAliasLimit"
 	CodeKindMissing    = "KindMissing"
+	CodeInputSkipped   = "InputSkipped"
 )
 
 // Rules describes the loader's codes for SARIF output and the generated
@@ -37,6 +38,12 @@ func Rules() []diag.Rule {
 			Severity: diag.Error,
 			Purpose:  "A document has no apiVersion or kind, so keyhole cannot tell what it is.",
 			Help:     "Add apiVersion and kind (for example omnia.altairalabs.ai/v1alpha1 and Connection), or name an agent file agent.yaml.",
+		},
+		{
+			Code:     CodeInputSkipped,
+			Severity: diag.Info,
+			Purpose:  "A document in a file found by walking a directory has neither apiVersion nor kind: it is some other tool's file (package.json, docker-compose.yml), not an object, and is skipped.",
+			Help:     "Nothing to fix. Name the file explicitly to have it checked as an object.",
 		},
 		{
 			Code:     CodeYAMLAliasLimit,
@@ -67,6 +74,13 @@ const maxAliasNodes = 10000
 // inputs another way than Load (for example blobs of a git tree) use it
 // directly; file is used as given for positions.
 func Parse(file string, data []byte) ([]Document, diag.List) {
+	return parse(file, data, false)
+}
+
+// parse is Parse; walked says the file was found by walking a directory
+// rather than named, so a document that is plainly not an object is
+// skipped at info rather than reported as an error.
+func parse(file string, data []byte, walked bool) ([]Document, diag.List) {
 	if d, bad := checkBytes(file, data); bad {
 		return nil, diag.List{d}
 	}
@@ -85,7 +99,7 @@ func Parse(file string, data []byte) ([]Document, diag.List) {
 			diags = append(diags, syntaxError(file, data, index, err))
 			break
 		}
-		doc, ds := document(file, index, &n)
+		doc, ds := document(file, index, &n, walked)
 		diags = append(diags, ds...)
 		if doc != nil {
 			docs = append(docs, *doc)
@@ -239,7 +253,7 @@ func printable(r rune) bool {
 
 // document checks one decoded document and returns it ready for callers,
 // or nil when it is empty or the loader reported an error for it.
-func document(file string, index int, n *yaml.Node) (*Document, diag.List) {
+func document(file string, index int, n *yaml.Node, walked bool) (*Document, diag.List) {
 	root := n
 	if n.Kind == yaml.DocumentNode {
 		if len(n.Content) == 0 {
@@ -301,6 +315,14 @@ func document(file string, index int, n *yaml.Node) (*Document, diag.List) {
 			what := missing[0]
 			if len(missing) == 2 {
 				what = "apiVersion and no kind"
+				if walked {
+					return nil, diag.List{{
+						Code:     CodeInputSkipped,
+						Severity: diag.Info,
+						Pos:      doc.Pos,
+						Message:  fmt.Sprintf("document %d has neither apiVersion nor kind, so it is not an object; skipped (name the file explicitly to check it as one)", index+1),
+					}}
+				}
 			}
 			return nil, diag.List{{
 				Code:     CodeKindMissing,
@@ -316,11 +338,13 @@ func document(file string, index int, n *yaml.Node) (*Document, diag.List) {
 
 // keyID identifies a scalar mapping key the way YAML compares keys: by
 // resolved tag and value, so that a and "a" collide but 1 and "1" do not.
-func keyID(k *yaml.Node) (string, bool) {
+type keyID struct{ tag, value string }
+
+func keyOf(k *yaml.Node) (keyID, bool) {
 	if k.Kind != yaml.ScalarNode {
-		return "", false
+		return keyID{}, false
 	}
-	return k.ShortTag() + "\x00" + k.Value, true
+	return keyID{k.ShortTag(), k.Value}, true
 }
 
 // duplicateKeys reports every mapping key that repeats an earlier key of
@@ -329,13 +353,14 @@ func keyID(k *yaml.Node) (string, bool) {
 // not followed: their targets are checked where they are defined.
 func duplicateKeys(file string, n *yaml.Node) diag.List {
 	var out diag.List
+	seen := map[keyID]*yaml.Node{} // reused: one mapping is checked at a time
 	var walk func(n *yaml.Node)
 	walk = func(n *yaml.Node) {
 		if n.Kind == yaml.MappingNode {
-			seen := map[string]*yaml.Node{}
+			clear(seen)
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				k := n.Content[i]
-				id, ok := keyID(k)
+				id, ok := keyOf(k)
 				if !ok || k.ShortTag() == "!!merge" {
 					continue
 				}
@@ -417,8 +442,10 @@ func (r *resolver) resolve(n *yaml.Node, copy bool) (*yaml.Node, error) {
 	if len(n.Content) == 0 {
 		return out, nil
 	}
-	r.onPath[n] = true
-	defer delete(r.onPath, n)
+	if n.Anchor != "" { // only an anchored node can be an alias's target
+		r.onPath[n] = true
+		defer delete(r.onPath, n)
+	}
 	for i, child := range n.Content {
 		rc, err := r.resolve(child, copy)
 		if err != nil {
@@ -444,19 +471,22 @@ func applyMerges(n *yaml.Node) error {
 		return nil
 	}
 	hasMerge := false
-	defined := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
+	for i := 0; i+1 < len(n.Content) && !hasMerge; i += 2 {
 		k := n.Content[i]
-		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
-			hasMerge = true
-			continue
-		}
-		if id, ok := keyID(k); ok {
-			defined[id] = true
-		}
+		hasMerge = k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge"
 	}
 	if !hasMerge {
 		return nil
+	}
+	defined := map[keyID]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+			continue
+		}
+		if id, ok := keyOf(k); ok {
+			defined[id] = true
+		}
 	}
 	content := make([]*yaml.Node, 0, len(n.Content))
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -474,7 +504,7 @@ func applyMerges(n *yaml.Node) error {
 				return &posError{node: src, msg: "the merge key << needs a mapping or a list of mappings"}
 			}
 			for j := 0; j+1 < len(src.Content); j += 2 {
-				id, ok := keyID(src.Content[j])
+				id, ok := keyOf(src.Content[j])
 				if ok && defined[id] {
 					continue
 				}

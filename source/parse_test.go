@@ -199,10 +199,12 @@ func TestAliasBombBounded(t *testing.T) {
 	if len(ds) != 1 || ds[0].Code != CodeYAMLAliasLimit {
 		t.Fatalf("diagnostics %v, want one YAMLAliasLimit", ds)
 	}
-	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8<<20 {
+	alloc := after.TotalAlloc - before.TotalAlloc
+	if alloc > 8<<20 {
 		t.Errorf("refusing the bomb allocated %d bytes, want < 8 MiB", alloc)
 	}
 	allocs := testing.AllocsPerRun(3, func() { Parse("bomb.yaml", data) })
+	t.Logf("refusing a %d-byte alias bomb: %d bytes allocated, %.0f allocations", len(data), alloc, allocs)
 	if allocs > 3*maxAliasNodes {
 		t.Errorf("%v allocations, want at most %d", allocs, 3*maxAliasNodes)
 	}

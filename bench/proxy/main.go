@@ -292,8 +292,11 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-func (e *env) startProcess(name string, cmd *exec.Cmd, addr string, ready func() error) (*process, error) {
-	p := &process{name: name, cmd: cmd, addr: addr, log: filepath.Join(e.dir, name+".log"), ended: make(chan struct{})}
+// startProcess starts cmd with its output in a log file, hands the process
+// to started (so ready can fill in what it learns), and polls ready.
+func (e *env) startProcess(name string, cmd *exec.Cmd, ready func() error, started func(*process)) (*process, error) {
+	p := &process{name: name, cmd: cmd, log: filepath.Join(e.dir, name+".log"), ended: make(chan struct{})}
+	started(p)
 	f, err := os.Create(p.log)
 	if err != nil {
 		return nil, err
@@ -343,20 +346,14 @@ func (p *process) stop() {
 	}
 }
 
-// startKeyhole runs keyhole-proxy with this env's config, logging to a file.
+// startKeyhole runs keyhole-proxy with this env's config, logging to a
+// file. It listens on port 0; the bound addresses come from its startup
+// log line, so nothing else can take the port between choosing and binding.
 func (e *env) startKeyhole(bin string) (*process, error) {
-	addr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	admin, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
 	cmd := exec.Command(bin,
 		"--config", e.configFile,
-		"--listen", addr,
-		"--admin-listen", admin,
+		"--listen", "127.0.0.1:0",
+		"--admin-listen", "127.0.0.1:0",
 		"--ca-cert", e.sandboxCA.certFile,
 		"--ca-key", e.sandboxCA.keyFile,
 		"--secrets-dir", e.secretsDir,
@@ -365,7 +362,12 @@ func (e *env) startKeyhole(bin string) (*process, error) {
 	)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + e.dir}
 	client := &http.Client{Timeout: time.Second}
-	return e.startProcess("keyhole", cmd, addr, func() error {
+	var p *process
+	p, err := e.startProcess("keyhole", cmd, func() error {
+		listen, admin, err := boundAddrs(p.log)
+		if err != nil {
+			return err
+		}
 		resp, err := client.Get("http://" + admin + "/readyz")
 		if err != nil {
 			return err
@@ -374,8 +376,29 @@ func (e *env) startKeyhole(bin string) (*process, error) {
 		if resp.StatusCode != 200 {
 			return errors.New(resp.Status)
 		}
+		p.addr = listen
 		return nil
-	})
+	}, func(started *process) { p = started })
+	return p, err
+}
+
+// boundAddrs reads keyhole-proxy's "keyhole-proxy listening" log line.
+func boundAddrs(logFile string) (listen, admin string, err error) {
+	data, err := os.ReadFile(logFile)
+	if err != nil {
+		return "", "", err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		var l struct {
+			Msg    string `json:"msg"`
+			Listen string `json:"listen"`
+			Admin  string `json:"admin"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "keyhole-proxy listening" && l.Listen != "" && l.Admin != "" {
+			return l.Listen, l.Admin, nil
+		}
+	}
+	return "", "", errors.New("not listening yet")
 }
 
 // mitmAddon makes mitmdump do keyhole's work on this workload: dial the
@@ -432,13 +455,13 @@ func (e *env) startMitm(bin string) (*process, error) {
 		"PATH=" + os.Getenv("PATH"), "HOME=" + e.dir, "LANG=C.UTF-8",
 		"BENCH_UPSTREAM_HOST=" + uhost, "BENCH_UPSTREAM_PORT=" + uport, "BENCH_TOKEN=" + token,
 	}
-	return e.startProcess("mitmproxy", cmd, addr, func() error {
+	return e.startProcess("mitmproxy", cmd, func() error {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {
 			return err
 		}
 		return c.Close()
-	})
+	}, func(p *process) { p.addr = addr })
 }
 
 // client builds a one-connection HTTP/1.1 client for a contender: through

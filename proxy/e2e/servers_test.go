@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // fakeAPI stands in for api.github.com: it answers only requests that carry
@@ -31,6 +32,9 @@ func (a *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
+	case r.URL.Path == "/repos/acme/widgets/slow":
+		// Long enough for a test to stop the proxy mid-request.
+		time.Sleep(1500 * time.Millisecond)
 	case r.URL.Path == "/repos/acme/widgets/redirect":
 		// A proxy that followed this would leak the credential's effect
 		// to another host; it must pass back untouched.
