@@ -361,25 +361,21 @@ func (b *build) buildFailed(errMsg string) diag.Diagnostic {
 // scrub makes a kustomize error readable and the same on every machine:
 // absolute paths become the paths the user would type.
 func (b *build) scrub(msg string) string {
-	// Longest first, so that the directory built wins over the working
-	// directory that holds it.
-	var abs []string
+	type sub struct{ abs, shown string }
+	var subs []sub
 	for _, d := range []string{b.root, filepath.Dir(b.root), b.l.dir} {
-		abs = append(abs, d)
+		shown := b.display(d)
+		subs = append(subs, sub{d, shown})
 		if real, err := filepath.EvalSymlinks(d); err == nil && real != d {
-			abs = append(abs, real)
+			subs = append(subs, sub{real, shown})
 		}
 	}
-	slices.SortStableFunc(abs, func(x, y string) int { return len(y) - len(x) })
-	for _, a := range abs {
-		shown := b.display(a)
-		if r, err := filepath.EvalSymlinks(b.root); err == nil && r == a {
-			shown = b.display(b.root)
-		} else if r, err := filepath.EvalSymlinks(filepath.Dir(b.root)); err == nil && r == a {
-			shown = b.display(filepath.Dir(b.root))
-		}
-		msg = strings.ReplaceAll(msg, a+string(filepath.Separator), shown+"/")
-		msg = strings.ReplaceAll(msg, a, shown)
+	// Longest first, so that the directory built wins over the working
+	// directory that holds it.
+	slices.SortStableFunc(subs, func(x, y sub) int { return len(y.abs) - len(x.abs) })
+	for _, s := range subs {
+		msg = strings.ReplaceAll(msg, s.abs+string(filepath.Separator), s.shown+"/")
+		msg = strings.ReplaceAll(msg, s.abs, s.shown)
 	}
 	msg = strings.ReplaceAll(msg, "\n", " ")
 	return strings.TrimSpace(msg)

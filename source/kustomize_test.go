@@ -471,3 +471,69 @@ func BenchmarkKustomizeBaseWalked(b *testing.B) {
 		}
 	}
 }
+
+func TestPointer(t *testing.T) {
+	tests := map[string]struct {
+		in   string
+		want []string
+		ok   bool
+	}{
+		"field path":          {in: "/spec/hosts/0", want: []string{"spec", "hosts", "0"}, ok: true},
+		"escaped slash":       {in: "/metadata/annotations/keyhole.dev~1ignore", want: []string{"metadata", "annotations", "keyhole.dev/ignore"}, ok: true},
+		"escaped tilde":       {in: "/a~0b", want: []string{"a~b"}, ok: true},
+		"escape order":        {in: "/a~01", want: []string{"a~1"}, ok: true},
+		"append has no index": {in: "/spec/hosts/-"},
+		"not a pointer":       {in: "spec/hosts"},
+		"empty":               {in: ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, ok := pointer(tc.in)
+			if ok != tc.ok || !slices.Equal(got, tc.want) {
+				t.Errorf("pointer(%q) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+func TestRedact(t *testing.T) {
+	const secret = "s3cr3t-value"
+	b64 := base64.StdEncoding.EncodeToString([]byte(secret))
+	tests := map[string]struct {
+		read map[string][]byte
+		msg  string
+		want string
+	}{
+		"stringData value": {
+			read: map[string][]byte{"s.yaml": []byte("kind: Secret\nstringData: {token: " + secret + "}\n")},
+			msg:  "bad " + secret, want: "bad [redacted]",
+		},
+		"data value, and what it decodes to": {
+			read: map[string][]byte{"s.yaml": []byte("kind: Secret\ndata: {token: " + b64 + "}\n")},
+			msg:  b64 + " is " + secret, want: "[redacted] is [redacted]",
+		},
+		"literal, whole and after =": {
+			read: map[string][]byte{"kustomization.yaml": []byte("secretGenerator:\n- name: g\n  literals: [k=" + secret + "]\n")},
+			msg:  "invalid literal k=" + secret + " (" + secret + ")", want: "invalid literal [redacted] ([redacted])",
+		},
+		"env file line": {
+			read: map[string][]byte{"e.env": []byte("TOKEN=" + secret + "\n")},
+			msg:  "line TOKEN=" + secret, want: "line [redacted]",
+		},
+		"names and paths are kept": {
+			read: map[string][]byte{"s.yaml": []byte("kind: Secret\nmetadata: {name: token-name}\nstringData: {token: " + secret + "}\n")},
+			msg:  "'s.yaml': token-name", want: "'s.yaml': token-name",
+		},
+		"short values are kept, as they match words": {
+			read: map[string][]byte{"s.yaml": []byte("kind: Secret\nstringData: {a: is}\n")},
+			msg:  "this is fine", want: "this is fine",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := redact(tc.msg, tc.read); got != tc.want {
+				t.Errorf("redact = %q; want %q", got, tc.want)
+			}
+		})
+	}
+}
