@@ -132,20 +132,26 @@ func deref2(v *Validator, s any) map[string]any {
 	return m
 }
 
-// isChildPath reports whether child is a direct field of parent.
+// isChildPath reports whether child is a direct field or item of parent,
+// in formatPath's syntax.
 func isChildPath(parent, child string) bool {
 	rest, ok := strings.CutPrefix(child, parent)
-	if !ok {
+	if !ok || rest == "" {
 		return false
 	}
+	if quoted, ok := strings.CutPrefix(rest, "["); ok {
+		if strings.HasPrefix(quoted, `"`) {
+			q, err := strconv.QuotedPrefix(quoted)
+			return err == nil && quoted[len(q):] == "]"
+		}
+		return strings.IndexByte(quoted, ']') == len(quoted)-1
+	}
 	if parent != "" {
-		rest, ok = strings.CutPrefix(rest, ".")
-		if !ok {
-			rest, ok = strings.CutPrefix(rest, "[")
-			return ok && !strings.ContainsAny(rest[strings.IndexByte(rest, ']')+1:], ".[")
+		if rest, ok = strings.CutPrefix(rest, "."); !ok {
+			return false
 		}
 	}
-	return !strings.ContainsAny(rest, ".[")
+	return rest != "" && !strings.ContainsAny(rest, ".[")
 }
 
 func (r *reporter) at(n *yaml.Node, segs []string, msg string) Violation {

@@ -216,6 +216,9 @@ func TestValidateHostileTrees(t *testing.T) {
 			if len(got) == 0 || !strings.Contains(got[0].Message, tc.want) {
 				t.Errorf("got %v, want a violation containing %q", got, tc.want)
 			}
+			if len(got) > maxViolations+1 {
+				t.Errorf("got %d violations, want at most %d", len(got), maxViolations+1)
+			}
 		})
 	}
 }
@@ -279,4 +282,19 @@ func FuzzValidate(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestViolationCap(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("name: a\nmode: text\nllm: l\nallowed_domains:\n")
+	for range 250 {
+		b.WriteString("  - 1\n")
+	}
+	got := newValidator(t).Validate(KindAgent, parse(t, b.String()))
+	if len(got) != maxViolations+1 {
+		t.Fatalf("got %d violations, want %d", len(got), maxViolations+1)
+	}
+	if last := got[maxViolations]; last.Message != "150 more violations not shown; fix these first" || last.Line != 1 {
+		t.Errorf("last violation = %v", last)
+	}
 }

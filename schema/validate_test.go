@@ -241,3 +241,55 @@ func TestLookup(t *testing.T) {
 		})
 	}
 }
+
+func TestIsChildPath(t *testing.T) {
+	tests := map[string]struct {
+		parent, child string
+		want          bool
+	}{
+		"field of root":          {parent: "", child: "spec", want: true},
+		"quoted field of root":   {parent: "", child: `["7"]`, want: true},
+		"grandchild of root":     {parent: "", child: "spec.hosts", want: false},
+		"field":                  {parent: "spec", child: "spec.hosts", want: true},
+		"item":                   {parent: "spec.hosts", child: "spec.hosts[0]", want: true},
+		"quoted key with dots":   {parent: "metadata.labels", child: `metadata.labels["a.b/c"]`, want: true},
+		"quoted key with ]":      {parent: "metadata.labels", child: `metadata.labels["a]b"]`, want: true},
+		"field of an item":       {parent: "spec.hosts", child: "spec.hosts[0].x", want: false},
+		"sibling sharing prefix": {parent: "spec.host", child: "spec.hosts", want: false},
+		"itself":                 {parent: "spec", child: "spec", want: false},
+		"grandchild":             {parent: "spec", child: "spec.a.b", want: false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := isChildPath(tc.parent, tc.child); got != tc.want {
+				t.Errorf("isChildPath(%q, %q) = %v, want %v", tc.parent, tc.child, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSuggest(t *testing.T) {
+	known := []string{"connections", "description", "hosts", "image", "namespace", "name"}
+	tests := map[string]struct {
+		unknown string
+		want    string
+		ok      bool
+	}{
+		"transposition":  {unknown: "hsots", want: "hosts", ok: true},
+		"missing letter": {unknown: "namspace", want: "namespace", ok: true},
+		"case only":      {unknown: "Image", want: "image", ok: true},
+		"extra letter":   {unknown: "conections", want: "connections", ok: true},
+		"nothing close":  {unknown: "replicas"},
+		"short and far":  {unknown: "x"},
+		"very long":      {unknown: strings.Repeat("a", 500)},
+		"closest of two": {unknown: "nam", want: "name", ok: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, ok := suggest(tc.unknown, known)
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("suggest(%q) = %q, %v; want %q, %v", tc.unknown, got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
