@@ -14,10 +14,11 @@ import (
 // reporter turns a JSON Schema validation error tree into violations: one
 // per real problem, positioned on the YAML node, in a sentence.
 type reporter struct {
-	v    *Validator
-	kind Kind
-	doc  *yaml.Node
-	val  any
+	v     *Validator
+	kind  Kind
+	doc   *yaml.Node
+	val   any
+	nodes nodeIndex
 }
 
 func (r *reporter) report(e *jsonschema.ValidationError) []Violation {
@@ -28,18 +29,45 @@ func (r *reporter) report(e *jsonschema.ValidationError) []Violation {
 // mapping has an unknown field suggested as X: one misspelling is one
 // problem, reported at the misspelt key.
 func dropMisspeltRequired(vs []Violation) []Violation {
+	type field struct{ parent, name string }
+	suggested := map[field]bool{}
+	for _, u := range vs {
+		rest, ok := strings.CutPrefix(u.Message, "unknown field ")
+		if !ok {
+			continue
+		}
+		_, s, ok := strings.Cut(rest, " (did you mean ")
+		if !ok {
+			continue
+		}
+		suggested[field{parentPath(u.Path), strings.TrimSuffix(s, "?)")}] = true
+	}
+	if len(suggested) == 0 {
+		return vs
+	}
 	return slices.DeleteFunc(vs, func(v Violation) bool {
 		name, ok := strings.CutPrefix(v.Message, "missing required field ")
-		if !ok {
-			return false
-		}
-		for _, u := range vs {
-			if strings.HasPrefix(u.Message, "unknown field ") && strings.HasSuffix(u.Message, "(did you mean "+name+"?)") && isChildPath(v.Path, u.Path) {
-				return true
+		return ok && suggested[field{v.Path, name}]
+	})
+}
+
+// parentPath strips the last field or index from a formatPath path.
+func parentPath(p string) string {
+	if strings.HasSuffix(p, "]") {
+		// An index or a quoted key: find the bracket that opens it.
+		if i := strings.LastIndex(p, `["`); i >= 0 {
+			if q, err := strconv.QuotedPrefix(p[i+1:]); err == nil && p[i+1+len(q):] == "]" {
+				return p[:i]
 			}
 		}
-		return false
-	})
+		if i := strings.LastIndexByte(p, '['); i >= 0 {
+			return p[:i]
+		}
+	}
+	if i := strings.LastIndexByte(p, '.'); i >= 0 {
+		return p[:i]
+	}
+	return ""
 }
 
 // collect flattens the tree to its leaves, except that an anyOf or oneOf
@@ -107,7 +135,7 @@ func (r *reporter) branches(e *jsonschema.ValidationError) []Violation {
 		name, _ := req[0].(string)
 		names = append(names, strconv.Quote(name))
 	}
-	node, _ := lookup(r.doc, segs)
+	node, _ := r.nodes.lookup(segs)
 	how := "at least one"
 	if kw == "oneOf" {
 		how = "exactly one"
@@ -167,7 +195,7 @@ func (r *reporter) leaf(e *jsonschema.ValidationError) []Violation {
 	schPtr, kw := splitKeyword(e.AbsoluteKeywordLocation)
 	sch, _ := r.v.rawAt(schPtr).(map[string]any)
 	segs := pointerSegs(e.InstanceLocation)
-	node, _ := lookup(r.doc, segs)
+	node, _ := r.nodes.lookup(segs)
 	inst := valueAt(r.val, segs)
 	secret := r.isSecretValue(segs)
 	fmtName := formatName(schPtr)
@@ -251,7 +279,7 @@ func (r *reporter) unknownFields(sch map[string]any, segs []string, inst any) []
 			continue
 		}
 		fs := append(slices.Clip(segs), f)
-		_, key := lookup(r.doc, fs)
+		_, key := r.nodes.lookup(fs)
 		msg := "unknown field " + quote(f)
 		if s, ok := suggest(f, known); ok {
 			msg += " (did you mean " + strconv.Quote(s) + "?)"

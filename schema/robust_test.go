@@ -1,8 +1,10 @@
 package schema
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -198,10 +200,27 @@ func TestValidateHostileTrees(t *testing.T) {
 			{Kind: yaml.ScalarNode, Tag: "!!str", Value: "allowed_domains"}, seq,
 		}}
 	}
+	fanOut := func(anchor, open, close string, levels int) *yaml.Node {
+		// Each level is ten aliases of the one below, in YAML text: the
+		// parser keeps them as aliases and only expansion explodes.
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s0: &%s0 %sx: 1%s\n", anchor, anchor, open, close)
+		for i := 1; i < levels; i++ {
+			refs := strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*%s%d, ", anchor, i-1), 10), ", ")
+			if open == "{" {
+				fmt.Fprintf(&b, "%s%d: &%s%d {<<: [%s]}\n", anchor, i, anchor, i, refs)
+			} else {
+				fmt.Fprintf(&b, "%s%d: &%s%d [%s]\n", anchor, i, anchor, i, refs)
+			}
+		}
+		return parse(t, b.String())
+	}
 	tests := map[string]struct {
 		doc  *yaml.Node
 		want string
 	}{
+		"alias bomb in YAML text":     {doc: fanOut("a", "[", "]", 10), want: "nests too deeply or is too large"},
+		"merge-key bomb":              {doc: fanOut("m", "{", "}", 12), want: "nests too deeply or is too large"},
 		"nested past the depth limit": {doc: deep(maxDepth + 10), want: "nests too deeply or is too large"},
 		"billion laughs":              {doc: laughs(), want: "nests too deeply or is too large"},
 		"alias cycle":                 {doc: cycle(), want: "nests too deeply or is too large"},
@@ -212,7 +231,11 @@ func TestValidateHostileTrees(t *testing.T) {
 	v := newValidator(t)
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
+			start := time.Now()
 			got := v.Validate(KindAgent, tc.doc)
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("Validate took %v on a tree it should refuse quickly", d)
+			}
 			if len(got) == 0 || !strings.Contains(got[0].Message, tc.want) {
 				t.Errorf("got %v, want a violation containing %q", got, tc.want)
 			}
@@ -272,7 +295,12 @@ func FuzzValidate(f *testing.F) {
 			return
 		}
 		for _, k := range kinds {
-			for _, vi := range v.Validate(k, &n) {
+			start := time.Now()
+			vs := v.Validate(k, &n)
+			if d := time.Since(start); d > 3*time.Second {
+				t.Fatalf("Validate(%s) took %v", k, d)
+			}
+			for _, vi := range vs {
 				if vi.Message == "" {
 					t.Fatalf("empty message in %v for %q", vi, src)
 				}

@@ -95,7 +95,7 @@ func (v *Validator) Validate(k Kind, doc *yaml.Node) []Violation {
 	switch {
 	case err == nil:
 	case errors.As(err, &ve):
-		r := reporter{v: v, kind: k, doc: doc, val: val}
+		r := reporter{v: v, kind: k, doc: doc, val: val, nodes: nodeIndex{root: doc}}
 		vs = append(vs, r.report(ve)...)
 	default:
 		// Only a schema bug (an infinite $ref loop) gets here.

@@ -31,6 +31,16 @@ func TestGeneratedFilesMatchCUE(t *testing.T) {
 			t.Errorf("%s differs from what schema.cue generates; run go generate ./schema", name)
 		}
 	}
+	// A CRD whose kind was dropped must not linger on disk.
+	onDisk, err := filepath.Glob(filepath.Join(dir, "crds", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range onDisk {
+		if _, ok := files["crds/"+filepath.Base(path)]; !ok {
+			t.Errorf("%s is not generated any more; delete it", path)
+		}
+	}
 }
 
 // TestGenerateIsDeterministic guards the drift test itself: generating
