@@ -242,32 +242,6 @@ func TestLookup(t *testing.T) {
 	}
 }
 
-func TestIsChildPath(t *testing.T) {
-	tests := map[string]struct {
-		parent, child string
-		want          bool
-	}{
-		"field of root":          {parent: "", child: "spec", want: true},
-		"quoted field of root":   {parent: "", child: `["7"]`, want: true},
-		"grandchild of root":     {parent: "", child: "spec.hosts", want: false},
-		"field":                  {parent: "spec", child: "spec.hosts", want: true},
-		"item":                   {parent: "spec.hosts", child: "spec.hosts[0]", want: true},
-		"quoted key with dots":   {parent: "metadata.labels", child: `metadata.labels["a.b/c"]`, want: true},
-		"quoted key with ]":      {parent: "metadata.labels", child: `metadata.labels["a]b"]`, want: true},
-		"field of an item":       {parent: "spec.hosts", child: "spec.hosts[0].x", want: false},
-		"sibling sharing prefix": {parent: "spec.host", child: "spec.hosts", want: false},
-		"itself":                 {parent: "spec", child: "spec", want: false},
-		"grandchild":             {parent: "spec", child: "spec.a.b", want: false},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			if got := isChildPath(tc.parent, tc.child); got != tc.want {
-				t.Errorf("isChildPath(%q, %q) = %v, want %v", tc.parent, tc.child, got, tc.want)
-			}
-		})
-	}
-}
-
 func TestSuggest(t *testing.T) {
 	known := []string{"connections", "description", "hosts", "image", "namespace", "name"}
 	tests := map[string]struct {
