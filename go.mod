@@ -1,6 +1,6 @@
 module keyhole.dev/keyhole
 
-go 1.26
+go 1.26.0
 
 require (
 	cuelang.org/go v0.17.1

@@ -38,6 +38,11 @@ type Sandbox struct {
 	// Env holds the placeholder variables, sorted by name. The proxy and
 	// CA-bundle variables are the renderer's to add.
 	Env []EnvVar
+	// ClientForms says, per injected host of an agent connector, how a
+	// client in the sandbox presents the placeholder there (from the
+	// connector catalog), for explain and docs; the proxy substitutes the
+	// placeholder wherever it appears in a header.
+	ClientForms map[string]string
 }
 
 // EnvVar is one placeholder variable in the sandbox's environment.

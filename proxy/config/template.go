@@ -18,6 +18,8 @@ type Template struct {
 type part struct {
 	text string // literal text, when key == ""
 	key  string
+	// offset is the byte offset in the template of the reference (.key).
+	offset int
 }
 
 // ErrTemplate is wrapped by every template parse error.
@@ -29,8 +31,12 @@ var ErrTemplate = errors.New("invalid template")
 // ErrTemplate and never quote more of the template than the offending
 // action.
 func ParseTemplate(s string) (*Template, error) {
-	trees, err := parse.Parse("value", s, "{{", "}}")
-	if err != nil {
+	tree := parse.New("value")
+	// Functions are rejected below with a message naming them, rather than
+	// by the parser as undefined.
+	tree.Mode = parse.SkipFuncCheck
+	trees := map[string]*parse.Tree{}
+	if _, err := tree.Parse(s, "{{", "}}", trees); err != nil {
 		msg := err.Error()
 		// text/template prefixes "template: value:LINE: "; keep the reason.
 		if i := strings.LastIndex(msg, ": "); i >= 0 {
@@ -39,8 +45,7 @@ func ParseTemplate(s string) (*Template, error) {
 		return nil, fmt.Errorf("%w: %s", ErrTemplate, msg)
 	}
 	t := &Template{}
-	tree := trees["value"]
-	if len(trees) != 1 || tree == nil {
+	if len(trees) != 1 || trees["value"] != tree {
 		return nil, fmt.Errorf("%w: {{ define }} and {{ block }} are not allowed", ErrTemplate)
 	}
 	if tree.Root == nil {
@@ -55,7 +60,7 @@ func ParseTemplate(s string) (*Template, error) {
 			if err != nil {
 				return nil, err
 			}
-			t.parts = append(t.parts, part{key: key})
+			t.parts = append(t.parts, part{key: key, offset: int(n.Pos)})
 		case *parse.CommentNode:
 			// Comments render as nothing.
 		default:
@@ -67,8 +72,20 @@ func ParseTemplate(s string) (*Template, error) {
 
 func plainKey(n *parse.ActionNode) (string, error) {
 	p := n.Pipe
-	if p == nil || len(p.Decl) > 0 || len(p.Cmds) != 1 || len(p.Cmds[0].Args) != 1 {
-		return "", fmt.Errorf("%w: %s uses a pipeline, variable or function; use only {{ .key }} references", ErrTemplate, n)
+	if p != nil && len(p.Cmds) > 0 && len(p.Cmds[0].Args) > 0 {
+		if id, ok := p.Cmds[0].Args[0].(*parse.IdentifierNode); ok {
+			return "", fmt.Errorf("%w: %s calls the function %q; use only {{ .key }} references", ErrTemplate, n, id.Ident)
+		}
+	}
+	switch {
+	case p == nil:
+		return "", fmt.Errorf("%w: %s is not a key reference; use {{ .key }}", ErrTemplate, n)
+	case len(p.Decl) > 0:
+		return "", fmt.Errorf("%w: %s declares a variable; use only {{ .key }} references", ErrTemplate, n)
+	case len(p.Cmds) != 1:
+		return "", fmt.Errorf("%w: %s is a pipeline; use only {{ .key }} references", ErrTemplate, n)
+	case len(p.Cmds[0].Args) != 1:
+		return "", fmt.Errorf("%w: %s is not a plain key reference; use {{ .key }}", ErrTemplate, n)
 	}
 	f, ok := p.Cmds[0].Args[0].(*parse.FieldNode)
 	if !ok {
@@ -107,6 +124,24 @@ func (t *Template) Keys() []string {
 		}
 	}
 	return keys
+}
+
+// KeyRef is one reference to a key, and the byte offset of the .key in
+// the template, for diagnostics that point at it.
+type KeyRef struct {
+	Key    string
+	Offset int
+}
+
+// Refs returns every key reference in order, repeats included.
+func (t *Template) Refs() []KeyRef {
+	var refs []KeyRef
+	for _, p := range t.parts {
+		if p.key != "" {
+			refs = append(refs, KeyRef{Key: p.key, Offset: p.offset})
+		}
+	}
+	return refs
 }
 
 // Render writes the template with each key replaced by lookup(key). It

@@ -60,3 +60,29 @@ func TestRender(t *testing.T) {
 		t.Fatalf("Render error = %v, want missing", err)
 	}
 }
+
+func TestHeaderValue(t *testing.T) {
+	tests := map[string]struct {
+		in   string
+		want string
+		err  error
+	}{
+		"plain":             {in: "tok", want: "tok"},
+		"trailing newline":  {in: "tok\n", want: "tok"},
+		"two trailing":      {in: "tok\n\n", err: ErrValueLineBreak},
+		"inner newline":     {in: "to\nk", err: ErrValueLineBreak},
+		"carriage return":   {in: "tok\r\n", err: ErrValueLineBreak},
+		"nul":               {in: "to\x00k", err: ErrValueNUL},
+		"empty":             {in: "", err: ErrValueEmpty},
+		"only newline":      {in: "\n", err: ErrValueEmpty},
+		"spaces kept as is": {in: " tok ", want: " tok "},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := HeaderValue([]byte(tc.in))
+			if !errors.Is(err, tc.err) || string(got) != tc.want {
+				t.Fatalf("HeaderValue(%q) = %q, %v; want %q, %v", tc.in, got, err, tc.want, tc.err)
+			}
+		})
+	}
+}

@@ -1,0 +1,907 @@
+// Command proxybench measures keyhole-proxy on loopback against the same
+// TLS upstream reached directly and through mitmproxy (mitmdump), side by
+// side in one run, so the machine's noise hits every contender alike:
+//
+//   - keep-alive requests per second at -conns concurrent connections,
+//     1 KiB responses, with the credential injected (the proxy's hot path);
+//   - median latency of one sequential keep-alive connection, and what the
+//     proxy adds to the direct median;
+//   - new-tunnel rate: CONNECT plus TLS handshake for every request;
+//   - peak RSS (VmHWM) of a fresh proxy holding -idle idle tunnels.
+//
+// Each measurement runs -runs times, interleaved, and the medians are
+// reported with the targets from the proxy's spec. bench/proxy/run.sh
+// builds the binaries and runs it.
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// options are the command's flags.
+type options struct {
+	proxyBin  string
+	mitmdump  string
+	runs      int
+	duration  time.Duration
+	conns     int
+	idle      int
+	tunnelers int
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("proxybench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	fs.StringVar(&o.proxyBin, "proxy-bin", "", "path to the keyhole-proxy binary (required)")
+	fs.StringVar(&o.mitmdump, "mitmdump", "mitmdump", "mitmdump binary for the mitmproxy peer (Debian package mitmproxy)")
+	fs.IntVar(&o.runs, "runs", 5, "how many times each measurement runs; medians are reported")
+	fs.DurationVar(&o.duration, "duration", 3*time.Second, "length of each throughput measurement")
+	fs.IntVar(&o.conns, "conns", 16, "concurrent keep-alive connections")
+	fs.IntVar(&o.idle, "idle", 1000, "idle tunnels held open for the RSS measurement")
+	fs.IntVar(&o.tunnelers, "tunnel-workers", 8, "concurrent clients in the new-tunnel measurement")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if o.proxyBin == "" || o.runs < 1 || o.conns < 1 || o.idle < 0 || o.duration <= 0 {
+		fmt.Fprintln(stderr, "proxybench: -proxy-bin is required; -runs, -conns and -duration must be positive")
+		return 2
+	}
+	mitm, err := exec.LookPath(o.mitmdump)
+	if err != nil {
+		fmt.Fprintf(stderr, "proxybench: %s not found: run apt-get install -y mitmproxy\n", o.mitmdump)
+		return 1
+	}
+	o.mitmdump = mitm
+	res, err := bench(o, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "proxybench:", err)
+		return 1
+	}
+	res.print(stdout, o)
+	return 0
+}
+
+// The host the workload targets: injected by keyhole, resolved to the
+// local upstream by --resolve (keyhole) or an addon (mitmproxy).
+const (
+	benchHost = "api.github.com"
+	benchPath = "/repos/acme/widgets"
+	token     = "ghp_bench_token_not_a_secret_0123456789"
+	bodySize  = 1024
+)
+
+// env is everything the contenders share: CAs, the upstream, the files.
+type env struct {
+	dir        string
+	sandboxCA  *ca
+	upstreamCA *ca
+	upstream   string // host:port
+	upstreamOK atomic.Int64
+	upstreamNo atomic.Int64
+	// upstreamConns counts TLS connections the upstream accepted, to
+	// show whether a proxy reuses its upstream connections.
+	upstreamConns atomic.Int64
+	configFile    string
+	secretsDir    string
+	stderr        io.Writer
+}
+
+type ca struct {
+	cert     *x509.Certificate
+	key      *ecdsa.PrivateKey
+	certFile string
+	keyFile  string
+	certPEM  []byte
+	keyPEM   []byte
+}
+
+func newCA(dir, name string) (*ca, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(time.Now().UnixNano()),
+		Subject:               pkix.Name{CommonName: name},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	c := &ca{
+		cert:     cert,
+		key:      key,
+		certFile: filepath.Join(dir, name+".crt"),
+		keyFile:  filepath.Join(dir, name+".key"),
+		certPEM:  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		keyPEM:   pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+	}
+	if err := os.WriteFile(c.certFile, c.certPEM, 0o600); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(c.keyFile, c.keyPEM, 0o600); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *ca) leaf(names ...string) (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: names[0]},
+		DNSNames:     names,
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}
+
+func (c *ca) pool() *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AddCert(c.cert)
+	return p
+}
+
+// newEnv writes the CAs, the Secret and the proxy config, and starts the
+// upstream: 1 KiB JSON-ish bodies, answered only with the injected token.
+func newEnv(dir string, stderr io.Writer) (*env, error) {
+	e := &env{dir: dir, stderr: stderr}
+	var err error
+	if e.sandboxCA, err = newCA(dir, "sandbox-ca"); err != nil {
+		return nil, err
+	}
+	if e.upstreamCA, err = newCA(dir, "upstream-ca"); err != nil {
+		return nil, err
+	}
+	leaf, err := e.upstreamCA.leaf(benchHost)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	e.upstream = ln.Addr().String()
+	body := []byte(`{"full_name":"acme/widgets","pad":"` + strings.Repeat("x", bodySize-32) + `"}` + "\n")
+	body = body[:bodySize]
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") != "Bearer "+token {
+				e.upstreamNo.Add(1)
+				http.Error(w, "bad credentials", http.StatusUnauthorized)
+				return
+			}
+			e.upstreamOK.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			w.Write(body)
+		}),
+		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{leaf}, NextProtos: []string{"http/1.1"}},
+		ReadHeaderTimeout: 10 * time.Second,
+		ConnState: func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				e.upstreamConns.Add(1)
+			}
+		},
+	}
+	go srv.ServeTLS(ln, "", "")
+
+	e.secretsDir = filepath.Join(dir, "secrets")
+	if err := os.MkdirAll(filepath.Join(e.secretsDir, "bench-token"), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(e.secretsDir, "bench-token", "token"), []byte(token+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	cfg := map[string]any{
+		"apiVersion": "proxy.keyhole.dev/v1alpha1",
+		"kind":       "ProxyConfig",
+		"sandbox":    map[string]string{"name": "bench"},
+		"hosts": []any{map[string]any{
+			"name":       benchHost,
+			"connection": "bench",
+			"inject": map[string]any{
+				"secret": "bench-token",
+				"header": map[string]string{"name": "Authorization", "value": "Bearer {{ .token }}"},
+			},
+			"rules": []any{map[string]any{"methods": []string{"GET", "HEAD"}, "pathPrefixes": []string{benchPath}}},
+		}},
+	}
+	data, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	e.configFile = filepath.Join(dir, "proxy.json")
+	if err := os.WriteFile(e.configFile, data, 0o600); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// process is a contender running as a subprocess.
+type process struct {
+	name  string
+	cmd   *exec.Cmd
+	addr  string // forward-proxy address
+	log   string // file holding its output
+	ended chan struct{}
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// startProcess starts cmd with its output in a log file, hands the process
+// to started (so ready can fill in what it learns), and polls ready.
+func (e *env) startProcess(name string, cmd *exec.Cmd, ready func() error, started func(*process)) (*process, error) {
+	p := &process{name: name, cmd: cmd, log: filepath.Join(e.dir, name+".log"), ended: make(chan struct{})}
+	started(p)
+	f, err := os.Create(p.log)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout = f
+	cmd.Stderr = f
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	go func() {
+		cmd.Wait()
+		f.Close()
+		close(p.ended)
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case <-p.ended:
+			return nil, fmt.Errorf("%s exited before it was ready; see %s", name, p.log)
+		default:
+		}
+		err := ready()
+		if err == nil {
+			return p, nil
+		}
+		if time.Now().After(deadline) {
+			p.stop()
+			return nil, fmt.Errorf("%s not ready after 30s: %w (log %s)", name, err, p.log)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (p *process) stop() {
+	select {
+	case <-p.ended:
+		return
+	default:
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.ended:
+	case <-time.After(10 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.ended
+	}
+}
+
+// startKeyhole runs keyhole-proxy with this env's config, logging to a
+// file. It listens on port 0; the bound addresses come from its startup
+// log line, so nothing else can take the port between choosing and binding.
+func (e *env) startKeyhole(bin string) (*process, error) {
+	cmd := exec.Command(bin,
+		"--config", e.configFile,
+		"--listen", "127.0.0.1:0",
+		"--admin-listen", "127.0.0.1:0",
+		"--ca-cert", e.sandboxCA.certFile,
+		"--ca-key", e.sandboxCA.keyFile,
+		"--secrets-dir", e.secretsDir,
+		"--resolve", benchHost+":443:"+e.upstream,
+		"--upstream-ca", e.upstreamCA.certFile,
+	)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + e.dir}
+	client := &http.Client{Timeout: time.Second}
+	var p *process
+	p, err := e.startProcess("keyhole", cmd, func() error {
+		listen, admin, err := boundAddrs(p.log)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Get("http://" + admin + "/readyz")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return errors.New(resp.Status)
+		}
+		p.addr = listen
+		return nil
+	}, func(started *process) { p = started })
+	return p, err
+}
+
+// boundAddrs reads keyhole-proxy's "keyhole-proxy listening" log line.
+func boundAddrs(logFile string) (listen, admin string, err error) {
+	data, err := os.ReadFile(logFile)
+	if err != nil {
+		return "", "", err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		var l struct {
+			Msg    string `json:"msg"`
+			Listen string `json:"listen"`
+			Admin  string `json:"admin"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "keyhole-proxy listening" && l.Listen != "" && l.Admin != "" {
+			return l.Listen, l.Admin, nil
+		}
+	}
+	return "", "", errors.New("not listening yet")
+}
+
+// mitmAddon makes mitmdump do keyhole's work on this workload: dial the
+// local upstream for api.github.com and set the Authorization header.
+const mitmAddon = `
+import os
+
+UPSTREAM = (os.environ["BENCH_UPSTREAM_HOST"], int(os.environ["BENCH_UPSTREAM_PORT"]))
+TOKEN = os.environ["BENCH_TOKEN"]
+
+
+class Inject:
+    def server_connect(self, data):
+        data.server.address = UPSTREAM
+
+    def request(self, flow):
+        flow.request.headers["Authorization"] = "Bearer " + TOKEN
+
+
+addons = [Inject()]
+`
+
+// startMitm runs mitmdump with the sandbox CA as its CA (so clients trust
+// both proxies alike) and the upstream CA for verification.
+func (e *env) startMitm(bin string) (*process, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	uhost, uport, _ := net.SplitHostPort(e.upstream)
+	confdir := filepath.Join(e.dir, "mitm")
+	if err := os.MkdirAll(confdir, 0o700); err != nil {
+		return nil, err
+	}
+	pemBoth := append(append([]byte{}, e.sandboxCA.keyPEM...), e.sandboxCA.certPEM...)
+	if err := os.WriteFile(filepath.Join(confdir, "mitmproxy-ca.pem"), pemBoth, 0o600); err != nil {
+		return nil, err
+	}
+	addon := filepath.Join(e.dir, "mitm_inject.py")
+	if err := os.WriteFile(addon, []byte(mitmAddon), 0o600); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin,
+		"--listen-host", host, "--listen-port", port,
+		"--set", "confdir="+confdir,
+		"--set", "ssl_verify_upstream_trusted_ca="+e.upstreamCA.certFile,
+		"--set", "http2=false",
+		"--set", "flow_detail=0",
+		"--set", "termlog_verbosity=error",
+		"-s", addon,
+	)
+	cmd.Env = []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + e.dir, "LANG=C.UTF-8",
+		"BENCH_UPSTREAM_HOST=" + uhost, "BENCH_UPSTREAM_PORT=" + uport, "BENCH_TOKEN=" + token,
+	}
+	return e.startProcess("mitmproxy", cmd, func() error {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	}, func(p *process) { p.addr = addr })
+}
+
+// client builds a one-connection HTTP/1.1 client for a contender: through
+// the proxy at proxyAddr, or direct to the upstream when proxyAddr is "".
+func (e *env) client(proxyAddr string, keepAlive bool) *http.Client {
+	tr := &http.Transport{
+		MaxIdleConnsPerHost: 1,
+		MaxConnsPerHost:     1,
+		DisableKeepAlives:   !keepAlive,
+		DisableCompression:  true,
+		ForceAttemptHTTP2:   false,
+		TLSClientConfig:     &tls.Config{NextProtos: []string{"http/1.1"}},
+	}
+	if proxyAddr == "" {
+		tr.TLSClientConfig.RootCAs = e.upstreamCA.pool()
+		d := &net.Dialer{Timeout: 5 * time.Second}
+		tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, network, e.upstream)
+		}
+	} else {
+		tr.TLSClientConfig.RootCAs = e.sandboxCA.pool()
+		tr.Proxy = http.ProxyURL(&url.URL{Scheme: "http", Host: proxyAddr})
+	}
+	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
+}
+
+const target = "https://" + benchHost + benchPath
+
+// authFor is the Authorization a client sends: the real token when it
+// talks to the upstream directly, only the placeholder through a proxy.
+func authFor(c *http.Client) string {
+	if c.Transport.(*http.Transport).Proxy == nil {
+		return "Bearer " + token
+	}
+	return "Bearer omnia-injected-bench"
+}
+
+// get performs one request and drains the body; a non-200 is an error.
+func get(c *http.Client) error {
+	req, err := http.NewRequest(http.MethodGet, target, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", authFor(c))
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != 200 || n != bodySize {
+		return fmt.Errorf("status %d, %d bytes", resp.StatusCode, n)
+	}
+	return nil
+}
+
+// load runs workers concurrent loops of fn for d and returns completed
+// operations per second and the number of failures.
+func load(workers int, d time.Duration, setup func() func() error) (float64, int64) {
+	var ok, failed atomic.Int64
+	fns := make([]func() error, workers)
+	for i := range fns {
+		fns[i] = setup()
+	}
+	var wg sync.WaitGroup
+	stop := time.Now().Add(d)
+	start := time.Now()
+	for _, fn := range fns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) {
+				if err := fn(); err != nil {
+					failed.Add(1)
+					continue
+				}
+				ok.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(ok.Load()) / time.Since(start).Seconds(), failed.Load()
+}
+
+// keepAlive measures requests/s over conns warm keep-alive connections.
+func (e *env) keepAlive(proxyAddr string, conns int, d time.Duration) (float64, int64) {
+	return load(conns, d, func() func() error {
+		c := e.client(proxyAddr, true)
+		get(c) // warm: tunnel, handshake and leaf minted before timing
+		return func() error { return get(c) }
+	})
+}
+
+// newTunnels measures requests/s when every request opens a new tunnel.
+func (e *env) newTunnels(proxyAddr string, workers int, d time.Duration) (float64, int64) {
+	return load(workers, d, func() func() error {
+		return func() error {
+			c := e.client(proxyAddr, false)
+			defer c.CloseIdleConnections()
+			return get(c)
+		}
+	})
+}
+
+// latency is the median of sequential requests on one warm connection.
+func (e *env) latency(proxyAddr string, d time.Duration) (time.Duration, error) {
+	c := e.client(proxyAddr, true)
+	if err := get(c); err != nil {
+		return 0, err
+	}
+	var samples []time.Duration
+	stop := time.Now().Add(d)
+	for time.Now().Before(stop) {
+		t0 := time.Now()
+		if err := get(c); err != nil {
+			return 0, err
+		}
+		samples = append(samples, time.Since(t0))
+	}
+	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
+	return samples[len(samples)/2], nil
+}
+
+// idleTunnels opens n tunnels through the proxy, each with one completed
+// request, holds them idle and returns the proxy's VmHWM and VmRSS in KiB.
+func (e *env) idleTunnels(p *process, n, workers int) (hwm, rss int64, opened int, err error) {
+	conns := make([]net.Conn, 0, n)
+	var mu sync.Mutex
+	var firstErr error
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(n) {
+				c, err := e.openTunnel(p.addr)
+				mu.Lock()
+				if err != nil {
+					if firstErr == nil {
+						firstErr = err
+					}
+				} else {
+					conns = append(conns, c)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	time.Sleep(time.Second)
+	hwm, rss, err = procStatus(p.cmd.Process.Pid)
+	if err == nil && firstErr != nil {
+		err = fmt.Errorf("%d of %d tunnels opened; first failure: %w", len(conns), n, firstErr)
+	}
+	return hwm, rss, len(conns), err
+}
+
+// openTunnel does CONNECT, the TLS handshake and one request, and leaves
+// the tunnel open and idle.
+func (e *env) openTunnel(proxyAddr string) (net.Conn, error) {
+	conn, err := net.DialTimeout("tcp", proxyAddr, 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	conn.SetDeadline(time.Now().Add(20 * time.Second))
+	fmt.Fprintf(conn, "CONNECT %s:443 HTTP/1.1\r\nHost: %s:443\r\n\r\n", benchHost, benchHost)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		conn.Close()
+		return nil, fmt.Errorf("CONNECT: %s", resp.Status)
+	}
+	tc := tls.Client(conn, &tls.Config{ServerName: benchHost, RootCAs: e.sandboxCA.pool(), NextProtos: []string{"http/1.1"}})
+	fmt.Fprintf(tc, "GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer omnia-injected-bench\r\n\r\n", benchPath, benchHost)
+	tbr := bufio.NewReader(tc)
+	resp, err = http.ReadResponse(tbr, &http.Request{Method: http.MethodGet})
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		conn.Close()
+		return nil, fmt.Errorf("GET through the tunnel: %s", resp.Status)
+	}
+	conn.SetDeadline(time.Time{})
+	return tc, nil
+}
+
+// procStatus reads VmHWM (peak resident set) and VmRSS in KiB.
+func procStatus(pid int) (hwm, rss int64, err error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		switch f[0] {
+		case "VmHWM:":
+			hwm, _ = strconv.ParseInt(f[1], 10, 64)
+		case "VmRSS:":
+			rss, _ = strconv.ParseInt(f[1], 10, 64)
+		}
+	}
+	if hwm == 0 {
+		return 0, 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+	}
+	return hwm, rss, nil
+}
+
+// series is one figure measured once per run.
+type series []float64
+
+func (s series) median() float64 {
+	if len(s) == 0 {
+		return 0
+	}
+	c := append(series(nil), s...)
+	sort.Float64s(c)
+	if len(c)%2 == 1 {
+		return c[len(c)/2]
+	}
+	return (c[len(c)/2-1] + c[len(c)/2]) / 2
+}
+
+func (s series) String() string {
+	parts := make([]string, len(s))
+	for i, v := range s {
+		parts[i] = strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strings.Join(parts, " ")
+}
+
+// results holds every run's figures.
+type results struct {
+	rpsDirect, rpsKeyhole, rpsMitm    series
+	ratioKeyhole, ratioMitm           series
+	latDirect, latKeyhole, latMitm    series // microseconds
+	addedKeyhole, addedMitm           series // microseconds
+	tunnelsKeyhole, tunnelsMitm       series
+	hwmKeyhole, rssKeyhole, hwmMitm   series // MiB
+	idleOpenedKeyhole, idleOpenedMitm int
+	failures                          map[string]int64
+	upstreamRefused                   int64
+}
+
+func (r *results) fail(what string, n int64) {
+	if n > 0 {
+		r.failures[what] += n
+	}
+}
+
+// bench runs every measurement o.runs times, interleaving the contenders.
+func bench(o options, stderr io.Writer) (*results, error) {
+	dir, err := os.MkdirTemp("", "proxybench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	e, err := newEnv(dir, stderr)
+	if err != nil {
+		return nil, err
+	}
+	r := &results{failures: map[string]int64{}}
+
+	kh, err := e.startKeyhole(o.proxyBin)
+	if err != nil {
+		return nil, err
+	}
+	defer kh.stop()
+	mp, err := e.startMitm(o.mitmdump)
+	if err != nil {
+		return nil, err
+	}
+	defer mp.stop()
+	for _, p := range []*process{kh, mp} {
+		if err := get(e.client(p.addr, true)); err != nil {
+			return nil, fmt.Errorf("%s cannot serve the workload: %w (log %s)", p.name, err, p.log)
+		}
+	}
+
+	for i := 0; i < o.runs; i++ {
+		fmt.Fprintf(stderr, "run %d/%d: keep-alive", i+1, o.runs)
+		// Rotate who goes first so a burst of noise on the shared
+		// machine does not always land on the same contender.
+		rps := map[string]float64{}
+		contenders := []struct {
+			name, addr string
+		}{{"direct", ""}, {"keyhole", kh.addr}, {"mitmproxy", mp.addr}}
+		for j := range contenders {
+			c := contenders[(i+j)%len(contenders)]
+			conns := e.upstreamConns.Load()
+			v, n := e.keepAlive(c.addr, o.conns, o.duration)
+			r.fail("keep-alive "+c.name, n)
+			fmt.Fprintf(stderr, " [%s: %.0f req/s, %d new upstream connections]", c.name, v, e.upstreamConns.Load()-conns)
+			rps[c.name] = v
+		}
+		d, k, m := rps["direct"], rps["keyhole"], rps["mitmproxy"]
+		r.rpsDirect = append(r.rpsDirect, d)
+		r.rpsKeyhole = append(r.rpsKeyhole, k)
+		r.rpsMitm = append(r.rpsMitm, m)
+		r.ratioKeyhole = append(r.ratioKeyhole, 100*k/d)
+		r.ratioMitm = append(r.ratioMitm, 100*m/d)
+
+		fmt.Fprint(stderr, ", latency")
+		ld, err := e.latency("", o.duration*2/3)
+		if err != nil {
+			return nil, fmt.Errorf("direct latency: %w", err)
+		}
+		lk, err := e.latency(kh.addr, o.duration*2/3)
+		if err != nil {
+			return nil, fmt.Errorf("keyhole latency: %w", err)
+		}
+		lm, err := e.latency(mp.addr, o.duration*2/3)
+		if err != nil {
+			return nil, fmt.Errorf("mitmproxy latency: %w", err)
+		}
+		us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+		r.latDirect = append(r.latDirect, us(ld))
+		r.latKeyhole = append(r.latKeyhole, us(lk))
+		r.latMitm = append(r.latMitm, us(lm))
+		r.addedKeyhole = append(r.addedKeyhole, us(lk-ld))
+		r.addedMitm = append(r.addedMitm, us(lm-ld))
+
+		fmt.Fprint(stderr, ", new tunnels\n")
+		tk, n := e.newTunnels(kh.addr, o.tunnelers, o.duration)
+		r.fail("new-tunnel keyhole", n)
+		tm, n := e.newTunnels(mp.addr, o.tunnelers, o.duration)
+		r.fail("new-tunnel mitmproxy", n)
+		r.tunnelsKeyhole = append(r.tunnelsKeyhole, tk)
+		r.tunnelsMitm = append(r.tunnelsMitm, tm)
+	}
+	kh.stop()
+	mp.stop()
+
+	// Peak RSS needs a fresh process per run: VmHWM never goes down.
+	if o.idle > 0 {
+		for i := 0; i < o.runs; i++ {
+			fmt.Fprintf(stderr, "run %d/%d: %d idle tunnels\n", i+1, o.runs, o.idle)
+			p, err := e.startKeyhole(o.proxyBin)
+			if err != nil {
+				return nil, err
+			}
+			hwm, rss, opened, err := e.idleTunnels(p, o.idle, o.tunnelers)
+			p.stop()
+			if err != nil {
+				return nil, fmt.Errorf("keyhole idle tunnels: %w", err)
+			}
+			r.hwmKeyhole = append(r.hwmKeyhole, float64(hwm)/1024)
+			r.rssKeyhole = append(r.rssKeyhole, float64(rss)/1024)
+			r.idleOpenedKeyhole = opened
+		}
+		p, err := e.startMitm(o.mitmdump)
+		if err != nil {
+			return nil, err
+		}
+		hwm, _, opened, err := e.idleTunnels(p, o.idle, o.tunnelers)
+		p.stop()
+		if err != nil {
+			fmt.Fprintf(stderr, "mitmproxy idle tunnels: %v\n", err)
+		}
+		r.hwmMitm = append(r.hwmMitm, float64(hwm)/1024)
+		r.idleOpenedMitm = opened
+	}
+	r.upstreamRefused = e.upstreamNo.Load()
+	return r, nil
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "MISSED"
+}
+
+// print writes the medians as a Markdown table, then every run's figures.
+func (r *results) print(w io.Writer, o options) {
+	fmt.Fprintf(w, "keyhole-proxy vs direct HTTPS vs mitmproxy: loopback, %d B responses, %d runs, medians\n\n", bodySize, o.runs)
+	fmt.Fprintln(w, "| measurement | keyhole | direct | mitmproxy | target | keyhole |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---|---|")
+	fmt.Fprintf(w, "| keep-alive req/s, %d conns | %.0f | %.0f | %.0f | | |\n", o.conns, r.rpsKeyhole.median(), r.rpsDirect.median(), r.rpsMitm.median())
+	fmt.Fprintf(w, "| keep-alive, %% of direct | %.0f%% | 100%% | %.0f%% | >= 50%% | %s |\n", r.ratioKeyhole.median(), r.ratioMitm.median(), verdict(r.ratioKeyhole.median() >= 50))
+	fmt.Fprintf(w, "| median latency, 1 conn (us) | %.0f | %.0f | %.0f | | |\n", r.latKeyhole.median(), r.latDirect.median(), r.latMitm.median())
+	fmt.Fprintf(w, "| added median latency (us) | %.0f | 0 | %.0f | < 500 | %s |\n", r.addedKeyhole.median(), r.addedMitm.median(), verdict(r.addedKeyhole.median() < 500))
+	fmt.Fprintf(w, "| new tunnels/s, %d clients | %.0f | | %.0f | >= 400 | %s |\n", o.tunnelers, r.tunnelsKeyhole.median(), r.tunnelsMitm.median(), verdict(r.tunnelsKeyhole.median() >= 400))
+	if o.idle > 0 {
+		fmt.Fprintf(w, "| peak RSS, %d idle tunnels (MiB) | %.1f | | %.1f | < 100 | %s |\n", o.idle, r.hwmKeyhole.median(), r.hwmMitm.median(), verdict(r.hwmKeyhole.median() < 100 && r.idleOpenedKeyhole == o.idle))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "per run:")
+	for _, row := range []struct {
+		name string
+		s    series
+	}{
+		{"keep-alive req/s direct", r.rpsDirect},
+		{"keep-alive req/s keyhole", r.rpsKeyhole},
+		{"keep-alive req/s mitmproxy", r.rpsMitm},
+		{"keyhole % of direct", r.ratioKeyhole},
+		{"mitmproxy % of direct", r.ratioMitm},
+		{"latency us direct", r.latDirect},
+		{"latency us keyhole", r.latKeyhole},
+		{"latency us mitmproxy", r.latMitm},
+		{"new tunnels/s keyhole", r.tunnelsKeyhole},
+		{"new tunnels/s mitmproxy", r.tunnelsMitm},
+		{"idle VmHWM MiB keyhole", r.hwmKeyhole},
+		{"idle VmRSS MiB keyhole", r.rssKeyhole},
+		{"idle VmHWM MiB mitmproxy", r.hwmMitm},
+	} {
+		fmt.Fprintf(w, "  %-28s %s\n", row.name, row.s)
+	}
+	if o.idle > 0 {
+		fmt.Fprintf(w, "  idle tunnels opened: keyhole %d/%d, mitmproxy %d/%d\n", r.idleOpenedKeyhole, o.idle, r.idleOpenedMitm, o.idle)
+	}
+	if len(r.failures) > 0 || r.upstreamRefused > 0 {
+		keys := make([]string, 0, len(r.failures))
+		for k := range r.failures {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(w, "  failed requests, %s: %d\n", k, r.failures[k])
+		}
+		fmt.Fprintf(w, "  requests the upstream refused for a wrong credential: %d\n", r.upstreamRefused)
+	}
+}

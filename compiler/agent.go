@@ -1,0 +1,259 @@
+package compiler
+
+import (
+	"cmp"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"keyhole.dev/keyhole/proxy/config"
+	"keyhole.dev/keyhole/schema"
+)
+
+// An agent.yaml (the first seed) compiles into the same plan as the
+// Kubernetes resources. A connector with sandbox: true gives the sandbox
+// the catalog's placeholder variable; the proxy substitutes the
+// Connection's credential for the placeholder in request headers, only to
+// the connector's hosts, and only for the catalog's read-only requests.
+//
+// Resolution of `connection: <label>`: the label names a Connection. When
+// the repository's keyhole.yaml sets a namespace, the agent lives there and
+// the Connection must too; otherwise the label must name exactly one
+// Connection in the input, in any namespace, and the agent's sandbox takes
+// that namespace. The credential is the Connection's Secret key that its
+// inject entries read, when they read exactly one; otherwise the key
+// "token".
+
+const (
+	codeAgentConnectorUnknown   = "AgentConnectorUnknown"
+	codeAgentSandboxMissing     = "AgentSandboxMissing"
+	codeAgentConnectionMissing  = "AgentConnectionMissing"
+	codeAgentAllowedDomain      = "AgentAllowedDomainInvalid"
+	codeAgentToolUnknown        = "AgentToolUnknown"
+	codeAgentSetupWithout       = "AgentSetupWithoutSandbox"
+	codeAgentReadOnlyUnenforced = "AgentReadOnlyUnenforceable"
+)
+
+// defaultCredentialKey is the Secret key an agent connector's credential
+// is read from when the Connection does not say.
+const defaultCredentialKey = "token"
+
+type agentWire struct {
+	Name           string `yaml:"name"`
+	Sandbox        string `yaml:"sandbox"`
+	SandboxOptions struct {
+		Setup []string `yaml:"setup"`
+	} `yaml:"sandbox_options"`
+	Connectors []struct {
+		Name       string   `yaml:"name"`
+		Connection string   `yaml:"connection"`
+		Sandbox    bool     `yaml:"sandbox"`
+		Tools      []string `yaml:"tools"`
+	} `yaml:"connectors"`
+	AllowedDomains []string `yaml:"allowed_domains"`
+}
+
+type agent struct {
+	item
+	w agentWire
+}
+
+func agentPath(elems ...any) path { return path(elems) }
+
+// hostname is a lowercase DNS name, as the proxy matches hosts.
+var hostname = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$`)
+
+func checkAgents(p *pass) {
+	for _, a := range p.agents {
+		if len(a.w.SandboxOptions.Setup) > 0 && a.w.Sandbox == "" {
+			p.report(codeAgentSetupWithout, &a.item, agentPath("sandbox_options", "setup"), true,
+				"sandbox_options.setup runs in a sandbox, but the agent has none; add sandbox (e.g. daytona) or remove the setup")
+		}
+		for i, d := range a.w.AllowedDomains {
+			if len(d) > 253 || !hostname.MatchString(d) {
+				p.report(codeAgentAllowedDomain, &a.item, agentPath("allowed_domains", i), false,
+					"%q is not a hostname: want a lowercase DNS name without scheme, port, path or wildcard, e.g. pypi.org", clip(d))
+			}
+		}
+		for i, c := range a.w.Connectors {
+			at := agentPath("connectors", i)
+			conn, ok := p.catalog[c.Name]
+			if !ok {
+				p.report(codeAgentConnectorUnknown, &a.item, at.with("name"), false,
+					"connector %q is not in the catalog (it has: %s)%s; extend the catalog in keyhole.yaml for your own connectors",
+					c.Name, strings.Join(p.catalogNames(), ", "), didYouMean(c.Name, p.catalogNames()))
+				continue
+			}
+			for j, tool := range c.Tools {
+				if !slices.Contains(conn.Tools, tool) {
+					p.report(codeAgentToolUnknown, &a.item, at.with("tools", j), false,
+						"connector %s does not offer the tool %q%s", c.Name, clip(tool), didYouMean(tool, conn.Tools))
+				}
+			}
+			if !c.Sandbox {
+				continue
+			}
+			if a.w.Sandbox == "" {
+				p.report(codeAgentSandboxMissing, &a.item, at.with("sandbox"), false,
+					"sandbox: true gives code in the agent's sandbox the connector's placeholder, but the agent has no sandbox; add sandbox (e.g. daytona) to the agent")
+			}
+			if conn.ReadOnly == nil {
+				p.report(codeAgentReadOnlyUnenforced, &a.item, at.with("sandbox"), false,
+					"connector %s cannot tell reads from writes by method and path, so the proxy cannot keep code in the sandbox to reads; remove sandbox: true, or give the connector readOnly rules in keyhole.yaml's catalog", c.Name)
+			}
+			if _, err := p.agentConnection(a, c.Connection); err != nil {
+				p.report(codeAgentConnectionMissing, &a.item, cmpPath(c.Connection != "", at.with("connection"), at), false, "%v", err)
+			}
+		}
+	}
+}
+
+func cmpPath(cond bool, a, b path) path {
+	if cond {
+		return a
+	}
+	return b
+}
+
+// agentConnection resolves a connector's connection label, by the rules
+// in this file's comment.
+func (p *pass) agentConnection(a *agent, label string) (*connection, error) {
+	if label == "" {
+		return nil, fmt.Errorf("the connector has sandbox: true but names no connection; add connection: <label> naming a Connection")
+	}
+	if ns, ok := p.configNamespace(); ok {
+		if c := p.conns[ref{ns, label}]; c != nil {
+			return c, nil
+		}
+		return nil, fmt.Errorf("connection %q resolves to nothing: no Connection %s in the input%s", label, ref{ns, label}, didYouMean(label, p.connNames(ns)))
+	}
+	var found []*connection
+	var names []string
+	for _, c := range p.connList {
+		names = append(names, c.obj.Name)
+		if c.obj.Name == label {
+			found = append(found, c)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return nil, fmt.Errorf("connection %q resolves to nothing: no Connection of that name in the input%s", label, didYouMean(label, names))
+	}
+	var refs []string
+	for _, c := range found {
+		refs = append(refs, c.ref().String())
+	}
+	return nil, fmt.Errorf("connection %q names %d Connections (%s); set namespace in keyhole.yaml to say which is the agent's", label, len(found), strings.Join(refs, ", "))
+}
+
+// credentialKey is the Secret key an agent connector substitutes.
+func (c *connection) credentialKey() string {
+	var keys []string
+	for i := range c.w.Spec.Placement.Inject {
+		for _, u := range c.keysUsed(i) {
+			if !slices.Contains(keys, u.key) {
+				keys = append(keys, u.key)
+			}
+		}
+	}
+	// basic reads a user and a password key; the password is the token.
+	for _, in := range c.w.Spec.Placement.Inject {
+		if in.Basic != nil && in.Value == nil {
+			return in.Basic.PasswordKey
+		}
+	}
+	if len(keys) == 1 {
+		return keys[0]
+	}
+	return defaultCredentialKey
+}
+
+// clientForm describes how a client sends the placeholder on a host.
+func clientForm(in schema.ConnectorInject, env string) string {
+	var forms []string
+	if h := in.Header; h != nil {
+		forms = append(forms, fmt.Sprintf("header %s: %s$%s", h.Name, h.ValuePrefix, env))
+	}
+	if b := in.Basic; b != nil {
+		forms = append(forms, fmt.Sprintf("basic auth, user %s, password $%s (git: https://%s:$%s@host/...)", b.Username, env, b.Username, env))
+	}
+	return strings.Join(forms, ", or ")
+}
+
+func (p *pass) catalogNames() []string {
+	names := make([]string, 0, len(p.catalog))
+	for n := range p.catalog {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// agentSandbox compiles an agent with a sandbox into a Sandbox of the plan.
+func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
+	if a.w.Sandbox == "" {
+		return Sandbox{}, false
+	}
+	ns, _ := p.configNamespace()
+	s := Sandbox{
+		Name:   a.w.Name + "-" + a.w.Sandbox,
+		Source: a.obj,
+		Pos:    a.doc.Pos,
+		Class:  a.w.Sandbox,
+		Image:  p.config.sandboxImage,
+	}
+	injected := map[string]bool{}
+	for _, c := range a.w.Connectors {
+		conn, ok := p.catalog[c.Name]
+		if !ok || !c.Sandbox {
+			continue
+		}
+		cn, err := p.agentConnection(a, c.Connection)
+		if err != nil {
+			continue
+		}
+		ns = cmp.Or(ns, cn.obj.Namespace)
+		placeholder := Placeholder(cn.obj.Name)
+		rules := make([]config.Rule, 0, len(conn.ReadOnly))
+		for _, r := range conn.ReadOnly {
+			rules = append(rules, config.Rule(r))
+		}
+		for _, h := range conn.Hosts {
+			if injected[h.Host] {
+				continue
+			}
+			injected[h.Host] = true
+			if s.ClientForms == nil {
+				s.ClientForms = map[string]string{}
+			}
+			s.ClientForms[h.Host] = clientForm(h.Inject, conn.Env)
+			s.Proxy.Hosts = append(s.Proxy.Hosts, config.Host{
+				Name:       h.Host,
+				Connection: cn.obj.Name,
+				Inject: config.Inject{
+					Secret:     cn.w.Spec.Credential.SecretRef.Name,
+					Substitute: &config.SubstituteInject{Placeholder: placeholder, Key: cn.credentialKey()},
+				},
+				Rules: slices.Clip(rules),
+			})
+		}
+		if !slices.ContainsFunc(s.Env, func(e EnvVar) bool { return e.Name == conn.Env }) {
+			s.Env = append(s.Env, EnvVar{Name: conn.Env, Value: placeholder, Connection: cn.obj.Name})
+		}
+	}
+	for _, d := range a.w.AllowedDomains {
+		if hostname.MatchString(d) && !injected[d] && !slices.Contains(s.Proxy.Passthrough, d) {
+			s.Proxy.Passthrough = append(s.Proxy.Passthrough, d)
+		}
+	}
+	s.Namespace = ns
+	s.Proxy.APIVersion, s.Proxy.Kind = config.APIVersion, config.Kind
+	s.Proxy.Sandbox = config.SandboxRef{Namespace: ns, Name: s.Name}
+	slices.Sort(s.Proxy.Passthrough)
+	slices.SortFunc(s.Proxy.Hosts, func(a, b config.Host) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(s.Env, func(a, b EnvVar) int { return strings.Compare(a.Name, b.Name) })
+	return s, true
+}

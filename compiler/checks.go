@@ -1,0 +1,279 @@
+package compiler
+
+import (
+	"errors"
+	"strings"
+
+	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/proxy/config"
+	"keyhole.dev/keyhole/source"
+)
+
+// The codes the compiler reports. The Connection condition codes are the
+// operator's condition reasons, kept exactly so that a finding in CI reads
+// as the failure it prevents.
+const (
+	codeSchemaInvalid    = "SchemaInvalid"
+	codeKindUnknown      = "KindUnknown"
+	codeSecretMissing    = "ConnectionSecretMissing"
+	codeSecretKeyMissing = "ConnectionSecretKeyMissing"
+	codeTemplateInvalid  = "ConnectionTemplateInvalid"
+	codeInjectionInvalid = "ConnectionInjectionInvalid"
+)
+
+// Check is one row of the check table: a stable code, its default
+// severity, what it catches, how to fix it, and the function that finds
+// it. Rows without a function are reported while loading.
+type Check struct {
+	Code     string
+	Severity diag.Severity
+	Purpose  string
+	Help     string
+	run      func(*pass)
+}
+
+// Rule returns the row as the printers and the docs see it.
+func (c Check) Rule() diag.Rule {
+	return diag.Rule{Code: c.Code, Severity: c.Severity, Purpose: c.Purpose, Help: c.Help}
+}
+
+// Checks returns the check table, in the order the checks run.
+func Checks() []Check { return table() }
+
+// Rules returns the table keyed by code, for the printers.
+func Rules() map[string]diag.Rule {
+	m := map[string]diag.Rule{}
+	for _, c := range table() {
+		m[c.Code] = c.Rule()
+	}
+	return m
+}
+
+func severity(code string) diag.Severity {
+	for _, c := range table() {
+		if c.Code == code {
+			return c.Severity
+		}
+	}
+	return diag.Error
+}
+
+func table() []Check {
+	var loader []Check
+	for _, r := range source.Rules() {
+		loader = append(loader, Check{Code: r.Code, Severity: r.Severity, Purpose: r.Purpose, Help: r.Help})
+	}
+	return append(loader, []Check{
+		{Code: codeKindUnknown, Severity: diag.Info,
+			Purpose: "A document's kind is not one keyhole checks; it is skipped.",
+			Help:    "Nothing to fix when the object is meant for something else."},
+		{Code: codeSchemaInvalid, Severity: diag.Error,
+			Purpose: "An object does not match its schema: an unknown or misspelt field, a wrong type, a bad host, header, method, env var name or path prefix.",
+			Help:    "Correct the field named in the message; `keyhole schema` prints every schema."},
+		{Code: codeSecretMissing, Severity: diag.Error, run: checkSecretMissing,
+			Purpose: "The Secret a Connection's credential names is not in the input.",
+			Help:    "Add the Secret (or its SealedSecret/ExternalSecret) to the repository, correct `spec.credential.secretRef.name`, or pass --allow-missing-secrets when Secrets live elsewhere."},
+		{Code: codeTemplateInvalid, Severity: diag.Error, run: checkTemplates,
+			Purpose: "An inject entry's `value` does not parse as a template, or uses more than plain key references.",
+			Help:    "Write the value as literal text and `{{ .key }}` references only, e.g. `Bearer {{ .token }}`."},
+		{Code: codeSecretKeyMissing, Severity: diag.Error, run: checkSecretKeys,
+			Purpose: "A key that an inject entry's `value` or `basic` names is not in the Secret.",
+			Help:    "Add the key to the Secret, or correct the template or key name."},
+		{Code: codeInjectionInvalid, Severity: diag.Error, run: checkInjectionValues,
+			Purpose: "An injected value renders to more than one line: a key it reads holds a line break other than a trailing one.",
+			Help:    "Store the value on one line."},
+
+		{Code: codeSecretCrossNamespace, Severity: diag.Error, run: checkSecretNamespace,
+			Purpose: "A Connection's secretRef names a Secret in another namespace.",
+			Help:    "Create the Secret in the namespace the sandboxes run in, beside the Connection."},
+		{Code: codeInjectFormInvalid, Severity: diag.Error, run: checkInjectForm,
+			Purpose: "An inject entry has neither or both of header/value and basic, or basic on a header other than Authorization.",
+			Help:    "Give each entry either `header` and `value`, or `basic` with `usernameKey` and `passwordKey`."},
+		{Code: codeInjectHostUnlisted, Severity: diag.Error, run: checkInjectHosts,
+			Purpose: "An inject entry covers a host that spec.hosts does not list.",
+			Help:    "Add the host to spec.hosts, or remove it from the entry."},
+		{Code: codeHostInjectedTwice, Severity: diag.Error,
+			Purpose: "Two inject entries of one Connection cover the same host.",
+			Help:    "A host takes one injection: merge the entries or drop one."},
+		{Code: codeHostNotInjected, Severity: diag.Warning,
+			Purpose: "A spec.hosts entry that no inject entry covers: the sandbox reaches it without the credential.",
+			Help:    "Add the host to an inject entry if it needs the credential; otherwise nothing to fix."},
+		{Code: codeHostUnsupported, Severity: diag.Error,
+			Purpose: "A host known to need request signing (AWS SigV4) or to speak only HTTP/2 (gRPC), which a header injection cannot serve.",
+			Help:    "Place that credential with `env` or `files` instead."},
+		{Code: codeMethodInvalid, Severity: diag.Error, run: checkRules,
+			Purpose: "A rule lists a method that is not in RFC 9110 (or PATCH), or lists one twice.",
+			Help:    "Use upper-case method names, each once per rule."},
+		{Code: codePathPrefixInvalid, Severity: diag.Error,
+			Purpose: "A rule's path prefix holds a query, fragment, dot or empty segment, `%2F`/`%5C`, a `;` parameter, or a trailing slash that changes its meaning.",
+			Help:    "Write the prefix as plain whole segments, e.g. `/repos/acme/widgets`; it also matches everything under it."},
+		{Code: codeRuleShadowed, Severity: diag.Warning,
+			Purpose: "A rule allows nothing another rule of the same entry does not already allow.",
+			Help:    "Remove the redundant rule, or narrow the broader one."},
+		{Code: codePlaceholderReserved, Severity: diag.Error, run: checkPlaceholderEnv,
+			Purpose: "A placeholderEnv name collides with the proxy or CA-bundle variables keyhole sets in every sandbox.",
+			Help:    "Choose another variable name for the placeholder."},
+		{Code: codeBindingClassMissing, Severity: diag.Error, run: checkBindingRefs,
+			Purpose: "A binding names a SandboxClass that is not in the input.",
+			Help:    "Add the SandboxClass, or correct the binding's `sandbox`."},
+		{Code: codeBindingRoleUndeclared, Severity: diag.Error,
+			Purpose: "A binding's role is not declared by its SandboxClass's spec.connections.",
+			Help:    "Declare the role on the SandboxClass, or bind a role it declares."},
+		{Code: codeBindingConnectionMissing, Severity: diag.Error,
+			Purpose: "A binding names a Connection that is not in the input (in the binding's namespace).",
+			Help:    "Add the Connection, or correct the binding's `connection`."},
+		{Code: codeBindingHostConflict, Severity: diag.Error, run: checkBindingConflicts,
+			Purpose: "Two Connections bound to one sandbox inject the same host.",
+			Help:    "Bind only one Connection per injected host in a sandbox."},
+		{Code: codeBindingEnvConflict, Severity: diag.Error,
+			Purpose: "Two Connections bound to one sandbox set the same placeholder variable.",
+			Help:    "Rename one of the placeholderEnv entries."},
+		{Code: codeConnectionUnbound, Severity: diag.Info, run: checkUnbound,
+			Purpose: "No AgentRuntime or ToolRegistry binds the Connection (reported only when the input binds some Connections).",
+			Help:    "Bind it to a sandbox role, or remove it if it is no longer used."},
+
+		{Code: codeConfigInvalid, Severity: diag.Error,
+			Purpose: "The repository's Config (keyhole.yaml) has an unknown field, an unknown code to ignore, or a second Config.",
+			Help:    "Correct the field named in the message; see the Config section of the README."},
+		{Code: codeAgentConnectorUnknown, Severity: diag.Error, run: checkAgents,
+			Purpose: "An agent.yaml connector is not in the connector catalog.",
+			Help:    "Use a catalog connector (github, gitlab, slack, linear, openai, anthropic), or add yours to keyhole.yaml's catalog."},
+		{Code: codeAgentSandboxMissing, Severity: diag.Error,
+			Purpose: "A connector has `sandbox: true` but the agent has no `sandbox`.",
+			Help:    "Add `sandbox` (e.g. `daytona`) to the agent, or remove `sandbox: true`."},
+		{Code: codeAgentConnectionMissing, Severity: diag.Error,
+			Purpose: "A sandbox connector's `connection` label resolves to no Connection (or to several).",
+			Help:    "Name an existing Connection; set `namespace` in keyhole.yaml when the name is in several namespaces."},
+		{Code: codeAgentReadOnlyUnenforced, Severity: diag.Error,
+			Purpose: "A sandbox connector's API cannot tell reads from writes by method and path, so the read-only promise cannot be kept.",
+			Help:    "Remove `sandbox: true`, or give the connector `readOnly` rules in keyhole.yaml's catalog."},
+		{Code: codeAgentAllowedDomain, Severity: diag.Error,
+			Purpose: "An `allowed_domains` entry is not a hostname.",
+			Help:    "Write a lowercase DNS name without scheme, port, path or wildcard, e.g. `pypi.org`."},
+		{Code: codeAgentToolUnknown, Severity: diag.Error,
+			Purpose: "A connector's `tools` entry is not a tool the connector offers.",
+			Help:    "Use a tool the catalog lists for the connector."},
+		{Code: codeAgentSetupWithout, Severity: diag.Error,
+			Purpose: "`sandbox_options.setup` is present but the agent has no sandbox to run it in.",
+			Help:    "Add `sandbox`, or remove `sandbox_options.setup`."},
+	}...)
+}
+
+func checkSecretMissing(p *pass) {
+	for _, c := range p.connList {
+		s, r := p.secretOf(c)
+		if s != nil {
+			continue
+		}
+		p.report(codeSecretMissing, &c.item, path{"spec", "credential", "secretRef", "name"}, false,
+			"Secret %s is not in the input; the claim fails at run time when the proxy cannot read it%s", r, didYouMean(r.name, p.secretNames(r.namespace)))
+	}
+}
+
+func checkTemplates(p *pass) {
+	for _, c := range p.connList {
+		for i, in := range c.w.Spec.Placement.Inject {
+			if in.Value == nil {
+				continue
+			}
+			if _, err := config.ParseTemplate(*in.Value); err != nil {
+				p.report(codeTemplateInvalid, &c.item, path{"spec", "placement", "inject", i, "value"}, false,
+					"value of inject entry %d is not a valid template: %s", i, strings.TrimPrefix(err.Error(), config.ErrTemplate.Error()+": "))
+			}
+		}
+	}
+}
+
+// keyUse is one Secret key an inject entry reads, and where it names it.
+type keyUse struct {
+	key string
+	at  path
+	// offset is where in the template value the reference starts, or -1
+	// when the use is a whole field (a basic key).
+	offset int
+}
+
+// keysUsed lists the keys inject entry i reads: its template's references
+// or its basic keys.
+func (c *connection) keysUsed(i int) []keyUse {
+	in := c.w.Spec.Placement.Inject[i]
+	at := path{"spec", "placement", "inject", i}
+	var uses []keyUse
+	if t := c.tmpls[i]; t != nil {
+		for _, r := range t.Refs() {
+			uses = append(uses, keyUse{key: r.Key, at: at.with("value"), offset: r.Offset})
+		}
+	}
+	if b := in.Basic; b != nil {
+		uses = append(uses,
+			keyUse{key: b.UsernameKey, at: at.with("basic", "usernameKey"), offset: -1},
+			keyUse{key: b.PasswordKey, at: at.with("basic", "passwordKey"), offset: -1})
+	}
+	return uses
+}
+
+func checkSecretKeys(p *pass) {
+	for _, c := range p.connList {
+		s, r := p.secretOf(c)
+		if s == nil {
+			continue
+		}
+		for i := range c.w.Spec.Placement.Inject {
+			reported := map[string]bool{}
+			for _, u := range c.keysUsed(i) {
+				if _, ok := s.values[u.key]; ok || reported[u.key] {
+					continue
+				}
+				reported[u.key] = true
+				keys := s.keys()
+				p.reportUse(codeSecretKeyMissing, &c.item, u, "key %q is not in Secret %s (it has: %s)%s", u.key, r, listOrNone(keys), didYouMean(u.key, keys))
+			}
+		}
+	}
+}
+
+func checkInjectionValues(p *pass) {
+	for _, c := range p.connList {
+		s, r := p.secretOf(c)
+		if s == nil {
+			continue
+		}
+		for i := range c.w.Spec.Placement.Inject {
+			reported := map[string]bool{}
+			for _, u := range c.keysUsed(i) {
+				v, ok := s.values[u.key]
+				if reported[u.key] {
+					continue
+				}
+				reported[u.key] = true
+				if !ok || !v.known || v.err == nil || errors.Is(v.err, config.ErrValueEmpty) {
+					continue
+				}
+				if errors.Is(v.err, config.ErrValueNUL) {
+					p.reportUse(codeInjectionInvalid, &c.item, u,
+						"key %q of Secret %s holds a NUL byte, which cannot go into a header; store the value without it", u.key, r)
+					continue
+				}
+				p.reportUse(codeInjectionInvalid, &c.item, u,
+					"key %q of Secret %s holds a line break other than a single trailing one, so the injected value spans more than one line; store the value on one line", u.key, r)
+			}
+		}
+	}
+}
+
+func (p *pass) secretNames(namespace string) []string {
+	var names []string
+	for r := range p.secrets {
+		if r.namespace == namespace {
+			names = append(names, r.name)
+		}
+	}
+	return names
+}
+
+func listOrNone(keys []string) string {
+	if len(keys) == 0 {
+		return "no keys"
+	}
+	return strings.Join(keys, ", ")
+}

@@ -1,0 +1,149 @@
+package compiler
+
+import (
+	"fmt"
+	"slices"
+
+	"keyhole.dev/keyhole/diag"
+)
+
+// Codes of the binding checks: what an AgentRuntime's or ToolRegistry's
+// spec.sandbox.connections names, and how the Connections bound to one
+// sandbox fit together.
+const (
+	codeBindingClassMissing      = "BindingSandboxClassMissing"
+	codeBindingRoleUndeclared    = "BindingRoleUndeclared"
+	codeBindingConnectionMissing = "BindingConnectionMissing"
+	codeBindingHostConflict      = "BindingHostConflict"
+	codeBindingEnvConflict       = "BindingEnvConflict"
+	codeConnectionUnbound        = "ConnectionUnbound"
+)
+
+func bindingPath(j int) path { return path{"spec", "sandbox", "connections", j} }
+
+func checkBindingRefs(p *pass) {
+	for _, o := range p.owners {
+		ns := o.obj.Namespace
+		for j, b := range o.w.Spec.Sandbox.Connections {
+			class := p.classes[ref{ns, b.Sandbox}]
+			if class == nil {
+				msg := fmt.Sprintf("SandboxClass %s is not in the input", ref{ns, b.Sandbox})
+				p.report(codeBindingClassMissing, &o.item, bindingPath(j).with("sandbox"), false, "%s%s", msg, didYouMean(b.Sandbox, p.classNames(ns)))
+			} else if roles := class.roles(); !slices.Contains(roles, b.Role) {
+				p.report(codeBindingRoleUndeclared, &o.item, bindingPath(j).with("role"), false,
+					"SandboxClass %s declares no role %q (it declares: %s); declare it in the class's spec.connections or bind a declared role%s",
+					class.ref(), b.Role, listOrNone(roles), didYouMean(b.Role, roles))
+			}
+			if p.conns[ref{ns, b.Connection}] == nil {
+				p.report(codeBindingConnectionMissing, &o.item, bindingPath(j).with("connection"), false,
+					"Connection %s is not in the input%s", ref{ns, b.Connection}, didYouMean(b.Connection, p.connNames(ns)))
+			}
+		}
+	}
+}
+
+// checkBindingConflicts finds two Connections bound to one sandbox that
+// inject the same host or set the same placeholder variable: the proxy can
+// apply only one, and which would be an accident of ordering.
+func checkBindingConflicts(p *pass) {
+	for _, o := range p.owners {
+		ns := o.obj.Namespace
+		type claim struct {
+			connection string
+			binding    int
+		}
+		hosts := map[string]map[string]claim{} // sandbox → host → first claim
+		envs := map[string]map[string]claim{}
+		for j, b := range o.w.Spec.Sandbox.Connections {
+			c := p.conns[ref{ns, b.Connection}]
+			if c == nil {
+				continue
+			}
+			if hosts[b.Sandbox] == nil {
+				hosts[b.Sandbox], envs[b.Sandbox] = map[string]claim{}, map[string]claim{}
+			}
+			for _, in := range c.w.Spec.Placement.Inject {
+				for _, h := range in.Hosts {
+					if first, ok := hosts[b.Sandbox][h]; ok && first.connection != c.obj.Name {
+						p.report(codeBindingHostConflict, &o.item, bindingPath(j).with("connection"), false,
+							"Connections %s (binding %d) and %s both inject %s in sandbox %s; the proxy can apply only one, so bind one of them", first.connection, first.binding, c.obj.Name, h, b.Sandbox)
+					} else if !ok {
+						hosts[b.Sandbox][h] = claim{c.obj.Name, j}
+					}
+				}
+				for _, e := range in.PlaceholderEnv {
+					if first, ok := envs[b.Sandbox][e]; ok && first.connection != c.obj.Name {
+						p.report(codeBindingEnvConflict, &o.item, bindingPath(j).with("connection"), false,
+							"Connections %s (binding %d) and %s both set %s in sandbox %s; rename one placeholderEnv", first.connection, first.binding, c.obj.Name, e, b.Sandbox)
+					} else if !ok {
+						envs[b.Sandbox][e] = claim{c.obj.Name, j}
+					}
+				}
+			}
+		}
+	}
+}
+
+// checkUnbound reports Connections nothing binds, in an input that binds
+// some: a repository of Connections alone is bound from elsewhere. An
+// agent.yaml connector's connection label binds too.
+func checkUnbound(p *pass) {
+	if len(p.owners) == 0 {
+		return
+	}
+	bound := map[ref]bool{}
+	for _, a := range p.agents {
+		for _, c := range a.w.Connectors {
+			if cn, err := p.agentConnection(a, c.Connection); err == nil {
+				bound[cn.ref()] = true
+			}
+		}
+	}
+	for _, o := range p.owners {
+		for _, b := range o.w.Spec.Sandbox.Connections {
+			bound[ref{o.obj.Namespace, b.Connection}] = true
+		}
+	}
+	for _, c := range p.connList {
+		if !bound[c.ref()] {
+			p.report(codeConnectionUnbound, &c.item, path{"metadata", "name"}, false,
+				"no AgentRuntime, ToolRegistry or agent.yaml in the input binds Connection %s, so no sandbox uses it", c.ref())
+		}
+	}
+}
+
+func (c *sandboxClass) roles() []string {
+	var roles []string
+	for _, r := range c.w.Spec.Connections {
+		roles = append(roles, r.Role)
+	}
+	return roles
+}
+
+func (p *pass) classNames(ns string) []string {
+	var names []string
+	for r := range p.classes {
+		if r.namespace == ns {
+			names = append(names, r.name)
+		}
+	}
+	return names
+}
+
+func (p *pass) connNames(ns string) []string {
+	var names []string
+	for r := range p.conns {
+		if r.namespace == ns {
+			names = append(names, r.name)
+		}
+	}
+	return names
+}
+
+// didYouMean returns "; did you mean X?" for a near candidate, or "".
+func didYouMean(word string, candidates []string) string {
+	if near := diag.Suggest(word, candidates); near != "" {
+		return fmt.Sprintf("; did you mean %q?", near)
+	}
+	return ""
+}

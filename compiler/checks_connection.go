@@ -1,0 +1,266 @@
+package compiler
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"keyhole.dev/keyhole/proxy"
+)
+
+// Codes of the Connection shape checks: what the schema cannot say about
+// how inject entries, hosts and rules fit together.
+const (
+	codeInjectHostUnlisted   = "ConnectionInjectHostUnlisted"
+	codeHostInjectedTwice    = "ConnectionHostInjectedTwice"
+	codeHostNotInjected      = "ConnectionHostNotInjected"
+	codeInjectFormInvalid    = "ConnectionInjectFormInvalid"
+	codeMethodInvalid        = "ConnectionMethodInvalid"
+	codePathPrefixInvalid    = "ConnectionPathPrefixInvalid"
+	codeRuleShadowed         = "ConnectionRuleShadowed"
+	codePlaceholderReserved  = "ConnectionPlaceholderEnvReserved"
+	codeHostUnsupported      = "ConnectionHostUnsupported"
+	codeSecretCrossNamespace = "ConnectionSecretCrossNamespace"
+)
+
+// ProxyEnvNames returns the variables the renderer sets in every sandbox
+// to send its traffic through the proxy. A placeholderEnv may not take
+// their names.
+func ProxyEnvNames() []string {
+	return []string{"HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "no_proxy", "all_proxy"}
+}
+
+// CABundleEnvNames returns the variables the renderer sets in every
+// sandbox to point tools at the trust bundle. A placeholderEnv may not
+// take their names.
+func CABundleEnvNames() []string {
+	return []string{"REQUESTS_CA_BUNDLE", "GIT_SSL_CAINFO", "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "CURL_CA_BUNDLE"}
+}
+
+// rfc9110Methods returns the methods of RFC 9110 section 9 plus PATCH
+// (RFC 5789), which the APIs keyhole fronts use.
+func rfc9110Methods() []string {
+	return []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete,
+		http.MethodConnect, http.MethodOptions, http.MethodTrace, http.MethodPatch}
+}
+
+// unsupportedHost is a host the proxy cannot inject for, and why.
+type unsupportedHost struct {
+	suffix string
+	why    string
+}
+
+// unsupportedHosts lists hosts known to need what a header cannot carry.
+// Matching is by DNS suffix.
+func unsupportedHosts() []unsupportedHost {
+	return []unsupportedHost{
+		{".amazonaws.com", "AWS APIs sign each request (SigV4), which cannot be injected"},
+		{".amazonaws.com.cn", "AWS APIs sign each request (SigV4), which cannot be injected"},
+		{".api.aws", "AWS APIs sign each request (SigV4), which cannot be injected"},
+		{".grpc.io", "gRPC endpoints speak only HTTP/2, and the proxy speaks HTTP/1.1 to the sandbox"},
+	}
+}
+
+func hostUnsupported(h string) (string, bool) {
+	for _, u := range unsupportedHosts() {
+		if strings.HasSuffix("."+h, u.suffix) {
+			return u.why, true
+		}
+	}
+	if strings.HasPrefix(h, "grpc.") {
+		return "a grpc. host is a gRPC endpoint, which speaks only HTTP/2, and the proxy speaks HTTP/1.1 to the sandbox", true
+	}
+	return "", false
+}
+
+func checkInjectHosts(p *pass) {
+	for _, c := range p.connList {
+		inj := path{"spec", "placement", "inject"}
+		covered := map[string]int{}
+		for i, in := range c.w.Spec.Placement.Inject {
+			for j, h := range in.Hosts {
+				at := inj.with(i, "hosts", j)
+				if !slices.Contains(c.w.Spec.Hosts, h) {
+					p.report(codeInjectHostUnlisted, &c.item, at, false,
+						"inject entry %d covers %s, which spec.hosts does not list; add it to spec.hosts or remove it here", i, h)
+				}
+				if first, ok := covered[h]; ok {
+					p.report(codeHostInjectedTwice, &c.item, at, false,
+						"%s is already covered by inject entry %d; a host takes one injection, so merge the entries or drop one", h, first)
+					continue
+				}
+				covered[h] = i
+			}
+		}
+		for j, h := range c.w.Spec.Hosts {
+			if _, ok := covered[h]; !ok && len(c.w.Spec.Placement.Inject) > 0 {
+				p.report(codeHostNotInjected, &c.item, path{"spec", "hosts", j}, false,
+					"no inject entry covers %s: the sandbox reaches it through the proxy but without the credential; add it to an entry's hosts if it needs one", h)
+			}
+			if why, ok := hostUnsupported(h); ok {
+				p.report(codeHostUnsupported, &c.item, path{"spec", "hosts", j}, false,
+					"%s cannot take an injected credential: %s; place that credential with env or files instead", h, why)
+			}
+		}
+	}
+}
+
+func checkInjectForm(p *pass) {
+	for _, c := range p.connList {
+		for i, in := range c.w.Spec.Placement.Inject {
+			at := path{"spec", "placement", "inject", i}
+			hasValue := in.Value != nil
+			switch {
+			case in.Basic != nil && hasValue:
+				p.report(codeInjectFormInvalid, &c.item, at.with("basic"), true,
+					"inject entry %d has both value and basic; an entry sets a header from a value template or sets basic auth, not both", i)
+			case in.Basic != nil && in.Header != "" && !strings.EqualFold(in.Header, "Authorization"):
+				p.report(codeInjectFormInvalid, &c.item, at.with("header"), false,
+					"inject entry %d uses basic auth, which goes only in the Authorization header, not %s; drop header or set it to Authorization", i, in.Header)
+			case in.Basic == nil && !hasValue:
+				p.report(codeInjectFormInvalid, &c.item, at, false,
+					"inject entry %d sets nothing: give it header and value (e.g. Authorization: \"Bearer {{ .token }}\") or basic with usernameKey and passwordKey", i)
+			case hasValue && in.Header == "":
+				p.report(codeInjectFormInvalid, &c.item, at.with("value"), true,
+					"inject entry %d has a value but no header to put it in; add header, e.g. Authorization", i)
+			}
+		}
+	}
+}
+
+func checkRules(p *pass) {
+	for _, c := range p.connList {
+		for i, in := range c.w.Spec.Placement.Inject {
+			for r, rule := range in.Rules {
+				at := path{"spec", "placement", "inject", i, "rules", r}
+				seen := map[string]bool{}
+				for m, method := range rule.Methods {
+					switch {
+					case !slices.Contains(rfc9110Methods(), method):
+						p.report(codeMethodInvalid, &c.item, at.with("methods", m), false,
+							"%q is not an HTTP method of RFC 9110; want one of %s", clip(method), strings.Join(rfc9110Methods(), ", "))
+					case seen[method]:
+						p.report(codeMethodInvalid, &c.item, at.with("methods", m), false, "%s is listed twice in this rule; remove the repeat", method)
+					}
+					seen[method] = true
+				}
+				for x, prefix := range rule.PathPrefixes {
+					if why := prefixProblem(prefix); why != "" {
+						p.report(codePathPrefixInvalid, &c.item, at.with("pathPrefixes", x), false, "path prefix %q %s", clip(prefix), why)
+					}
+				}
+			}
+			checkShadowed(p, c, i, in.Rules)
+		}
+	}
+}
+
+// prefixProblem says why a path prefix cannot mean what it seems to, or
+// "" when it is sound. The proxy matches prefixes against the path as
+// sent and refuses these forms in requests rather than normalizing them,
+// so a prefix holding one could never match, or would match other than
+// intended.
+func prefixProblem(prefix string) string {
+	switch {
+	case !strings.HasPrefix(prefix, "/"):
+		return "does not start with /"
+	case strings.ContainsAny(prefix, "?"):
+		return "holds a query (?); a prefix matches the path only"
+	case strings.ContainsAny(prefix, "#"):
+		return "holds a fragment (#), which is never sent"
+	case strings.Contains(strings.ToUpper(prefix), "%2F") || strings.Contains(strings.ToUpper(prefix), "%5C"):
+		return "holds an encoded / or \\ (%2F, %5C), which the proxy refuses in requests"
+	case strings.ContainsAny(prefix, ";"):
+		return "holds a ; parameter, which the proxy refuses in requests"
+	case strings.IndexFunc(prefix, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
+		return "holds a control character"
+	}
+	if prefix == "/" {
+		return ""
+	}
+	if strings.HasSuffix(prefix, "/") {
+		return fmt.Sprintf("ends with /: prefixes match whole segments, so write %q, which also matches everything under it", strings.TrimRight(prefix, "/"))
+	}
+	for _, seg := range strings.Split(prefix[1:], "/") {
+		switch seg {
+		case "":
+			return "has an empty segment (//), which the proxy refuses in requests"
+		case ".", "..":
+			return "has a dot segment (. or ..), which the proxy refuses in requests"
+		}
+	}
+	return ""
+}
+
+// checkShadowed warns about a rule that allows nothing another rule of
+// the same entry does not already allow.
+func checkShadowed(p *pass, c *connection, i int, rules []ruleWire) {
+	for r, rule := range rules {
+		for o, other := range rules {
+			if o == r || !covers(other, rule) {
+				continue
+			}
+			// Of two identical rules, only the later one is redundant.
+			if covers(rule, other) && o > r {
+				continue
+			}
+			p.report(codeRuleShadowed, &c.item, path{"spec", "placement", "inject", i, "rules", r}, false,
+				"rule %d allows nothing that rule %d does not already allow; remove it or narrow rule %d", r, o, o)
+			break
+		}
+	}
+}
+
+// covers reports whether every request rule b allows is allowed by a.
+func covers(a, b ruleWire) bool {
+	for _, m := range b.Methods {
+		if !slices.Contains(a.Methods, m) {
+			return false
+		}
+	}
+	for _, bp := range b.PathPrefixes {
+		if !slices.ContainsFunc(a.PathPrefixes, func(ap string) bool { return proxy.MatchPrefix(ap, bp) }) {
+			return false
+		}
+	}
+	return len(b.PathPrefixes) > 0 || len(a.PathPrefixes) == 0
+}
+
+func checkPlaceholderEnv(p *pass) {
+	for _, c := range p.connList {
+		for i, in := range c.w.Spec.Placement.Inject {
+			for j, name := range in.PlaceholderEnv {
+				if slices.Contains(ProxyEnvNames(), name) || slices.Contains(CABundleEnvNames(), name) {
+					p.report(codePlaceholderReserved, &c.item, path{"spec", "placement", "inject", i, "placeholderEnv", j}, false,
+						"%s is set by keyhole in every sandbox (proxy and CA-bundle variables); choose another name for the placeholder", name)
+				}
+			}
+		}
+	}
+}
+
+func checkSecretNamespace(p *pass) {
+	for _, c := range p.connList {
+		ns := c.w.Spec.Credential.SecretRef.Namespace
+		if ns != "" && ns != c.obj.Namespace {
+			p.report(codeSecretCrossNamespace, &c.item, path{"spec", "credential", "secretRef", "namespace"}, false,
+				"the Secret is in namespace %s but the Connection in %s; the proxy mounts Secrets from the sandbox's namespace only, so create the Secret in %s", ns, orDefault(c.obj.Namespace), orDefault(c.obj.Namespace))
+		}
+	}
+}
+
+func orDefault(ns string) string {
+	if ns == "" {
+		return "(the default namespace)"
+	}
+	return ns
+}
+
+// clip shortens a user value quoted in a message.
+func clip(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	return s[:61] + "..."
+}

@@ -1,0 +1,108 @@
+package compiler
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/schema"
+	"keyhole.dev/keyhole/source"
+)
+
+var update = os.Getenv("KEYHOLE_UPDATE") == "1"
+
+// golden compares got with the file at path, or rewrites it when
+// KEYHOLE_UPDATE=1.
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (KEYHOLE_UPDATE=1 writes it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (KEYHOLE_UPDATE=1 rewrites it)\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+func compileDir(t *testing.T, dir string, opts Options) Result {
+	t.Helper()
+	docs, ds, err := source.Load([]string{dir}, source.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := schema.NewValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := Compile(docs, v, opts)
+	res.Diagnostics = append(ds, res.Diagnostics...)
+	res.Diagnostics.Sort()
+	return res
+}
+
+func render(ds diag.List) []byte {
+	var b bytes.Buffer
+	for _, d := range ds {
+		if d.Suppressed != "" {
+			b.WriteString("(suppressed by " + d.Suppressed + ") ")
+		}
+		b.WriteString(d.String() + "\n")
+	}
+	return b.Bytes()
+}
+
+// TestCheckFixtures runs every directory under testdata/checks: its YAML
+// inputs and want.txt, the diagnostics expected, with code, severity,
+// file, line and column.
+func TestCheckFixtures(t *testing.T) {
+	t.Chdir("testdata/checks")
+	dirs, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		if !d.IsDir() {
+			continue
+		}
+		t.Run(d.Name(), func(t *testing.T) {
+			res := compileDir(t, d.Name(), Options{AllowMissingSecrets: strings.HasSuffix(d.Name(), "-allowed")})
+			golden(t, filepath.Join(d.Name(), "want.txt"), render(res.Diagnostics))
+		})
+	}
+}
+
+// TestEveryCheckHasAFixture keeps the table and the fixtures together: a
+// code no fixture produces is a check nobody has seen fire.
+func TestEveryCheckHasAFixture(t *testing.T) {
+	seen := map[string]bool{}
+	wants, _ := filepath.Glob("testdata/checks/*/want.txt")
+	for _, w := range wants {
+		b, err := os.ReadFile(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range table() {
+			if bytes.Contains(b, []byte(" "+c.Code+": ")) {
+				seen[c.Code] = true
+			}
+		}
+	}
+	for _, c := range table() {
+		if !seen[c.Code] {
+			t.Errorf("no fixture under testdata/checks produces %s", c.Code)
+		}
+	}
+}
+
+func TestChecksDoc(t *testing.T) {
+	golden(t, "../docs/checks.md", ChecksDoc())
+}

@@ -1,0 +1,144 @@
+package compiler
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/schema"
+	"keyhole.dev/keyhole/source"
+)
+
+// The repository's own settings live in a document of kind Config,
+// conventionally in keyhole.yaml at the repository's root:
+//
+//	apiVersion: keyhole.dev/v1alpha1
+//	kind: Config
+//	namespace: agents          # where agent.yaml agents live
+//	sandboxImage: ghcr.io/acme/sandbox:1   # their sandbox image
+//	catalog: [...]             # connectors added to or replacing the built-in catalog
+//	ignore:                    # codes not to report, everywhere or on one object
+//	  - code: ConnectionUnbound
+//	    object: Connection/agents/legacy
+//
+// It is a document like any other so that it carries its own version and
+// is found wherever the paths lead, with positions for its own mistakes.
+const (
+	ConfigAPIVersion = "keyhole.dev/v1alpha1"
+	ConfigKind       = "Config"
+)
+
+const (
+	codeConfigInvalid = "ConfigInvalid"
+)
+
+type configWire struct {
+	APIVersion   string `yaml:"apiVersion"`
+	Kind         string `yaml:"kind"`
+	Metadata     metadata
+	Namespace    string      `yaml:"namespace"`
+	SandboxImage string      `yaml:"sandboxImage"`
+	Catalog      []yaml.Node `yaml:"catalog"`
+	Ignore       []struct {
+		Code   string `yaml:"code"`
+		Object string `yaml:"object"`
+	} `yaml:"ignore"`
+}
+
+// repoConfig is the resolved Config.
+type repoConfig struct {
+	found        *item
+	namespace    string
+	hasNamespace bool
+	sandboxImage string
+	ignore       []ignoreRule
+}
+
+type ignoreRule struct {
+	code   string
+	object string // Kind/namespace/name or Kind/name; "" for every object
+}
+
+func (p *pass) configNamespace() (string, bool) {
+	return p.config.namespace, p.config.hasNamespace
+}
+
+func isConfig(o diag.Object) bool { return o.APIVersion == ConfigAPIVersion && o.Kind == ConfigKind }
+
+// addConfig reads a Config document.
+func (p *pass) addConfig(v *schema.Validator, doc *source.Document, it item) {
+	if p.config.found != nil {
+		prev := p.config.found.doc
+		p.report(codeConfigInvalid, &it, path{"kind"}, false,
+			"a second Config; the first is at %s:%d; keep one keyhole.yaml per repository", prev.File, prev.Pos.Line)
+		return
+	}
+	p.config.found = &it
+	known := []string{"apiVersion", "kind", "metadata", "namespace", "sandboxImage", "catalog", "ignore"}
+	for i := 0; i+1 < len(doc.Node.Content); i += 2 {
+		k := doc.Node.Content[i].Value
+		if !slices.Contains(known, k) {
+			p.report(codeConfigInvalid, &it, path{k}, true, "unknown field %q in Config%s", clip(k), didYouMean(k, known))
+		}
+	}
+	var w configWire
+	if err := doc.Node.Decode(&w); err != nil {
+		p.report(codeConfigInvalid, &it, nil, false, "cannot read Config: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+		return
+	}
+	if w.Namespace != "" {
+		p.config.namespace, p.config.hasNamespace = w.Namespace, true
+	}
+	p.config.sandboxImage = w.SandboxImage
+	for i, r := range w.Ignore {
+		if !slices.ContainsFunc(table(), func(c Check) bool { return c.Code == r.Code }) {
+			p.report(codeConfigInvalid, &it, path{"ignore", i, "code"}, false, "%q is not a keyhole code%s; see docs/checks.md", clip(r.Code), didYouMean(r.Code, codes()))
+			continue
+		}
+		p.config.ignore = append(p.config.ignore, ignoreRule{code: r.Code, object: r.Object})
+	}
+	extra := map[string]schema.Connector{}
+	for i := range w.Catalog {
+		n := &w.Catalog[i]
+		if vs := v.Validate(schema.KindConnector, n); len(vs) > 0 {
+			for _, vi := range vs {
+				p.diags = append(p.diags, p.diagnostic(codeSchemaInvalid, &it, diag.Pos{File: doc.File, Line: vi.Line, Column: vi.Column}, fmt.Sprintf("catalog[%d].%s", i, vi.Path), vi.Message))
+			}
+			continue
+		}
+		var c schema.Connector
+		if err := n.Decode(&c); err != nil {
+			p.report(codeConfigInvalid, &it, path{"catalog", i}, false, "cannot read catalog entry %d: %s", i, strings.TrimPrefix(err.Error(), "yaml: "))
+			continue
+		}
+		extra[c.Name] = c
+	}
+	p.catalog = schema.MergeCatalog(p.catalog, extra)
+}
+
+// applyConfigIgnores marks the diagnostics keyhole.yaml silences.
+func (p *pass) applyConfigIgnores() {
+	for i := range p.diags {
+		d := &p.diags[i]
+		if d.Suppressed != "" {
+			continue
+		}
+		for _, r := range p.config.ignore {
+			if r.code == d.Code && (r.object == "" || r.object == d.Object.String()) {
+				d.Suppressed = "config"
+				break
+			}
+		}
+	}
+}
+
+func codes() []string {
+	var cs []string
+	for _, c := range table() {
+		cs = append(cs, c.Code)
+	}
+	return cs
+}

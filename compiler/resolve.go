@@ -1,0 +1,118 @@
+package compiler
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"keyhole.dev/keyhole/proxy/config"
+)
+
+// PlaceholderPrefix starts every placeholder: the sandbox holds
+// omnia-injected-<connection> where the credential would be.
+const PlaceholderPrefix = "omnia-injected-"
+
+// Placeholder returns the placeholder for a Connection.
+func Placeholder(connection string) string { return PlaceholderPrefix + connection }
+
+// resolve turns every sandbox binding into a Sandbox of the plan. A
+// binding that names something missing is left out; the checks report it.
+func (p *pass) resolve() {
+	for _, o := range p.owners {
+		sb := o.w.Spec.Sandbox
+		if sb.Enabled != nil && !*sb.Enabled {
+			continue
+		}
+		// One claim per SandboxClass the owner binds, in order of first use.
+		var classes []string
+		byClass := map[string][]bindingWire{}
+		for _, b := range sb.Connections {
+			if _, ok := byClass[b.Sandbox]; !ok {
+				classes = append(classes, b.Sandbox)
+			}
+			byClass[b.Sandbox] = append(byClass[b.Sandbox], b)
+		}
+		for _, class := range classes {
+			p.plan.Sandboxes = append(p.plan.Sandboxes, p.sandbox(o, class, byClass[class]))
+		}
+	}
+	for _, a := range p.agents {
+		if s, ok := p.agentSandbox(a); ok {
+			p.plan.Sandboxes = append(p.plan.Sandboxes, s)
+		}
+	}
+	slices.SortFunc(p.plan.Sandboxes, func(a, b Sandbox) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+}
+
+func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
+	ns := o.obj.Namespace
+	s := Sandbox{
+		Name:      o.obj.Name + "-" + class,
+		Namespace: ns,
+		Source:    o.obj,
+		Pos:       o.doc.Pos,
+		Class:     class,
+	}
+	if c := p.classes[ref{ns, class}]; c != nil {
+		s.Image = c.w.Spec.Image
+	}
+	s.Proxy = config.Config{
+		APIVersion: config.APIVersion,
+		Kind:       config.Kind,
+		Sandbox:    config.SandboxRef{Namespace: ns, Name: s.Name},
+	}
+	injected := map[string]bool{}
+	passthrough := map[string]bool{}
+	envs := map[string]bool{}
+	for _, b := range bindings {
+		c := p.conns[ref{ns, b.Connection}]
+		if c == nil {
+			continue
+		}
+		for _, in := range c.w.Spec.Placement.Inject {
+			inject := config.Inject{Secret: c.w.Spec.Credential.SecretRef.Name}
+			switch {
+			case in.Basic != nil:
+				inject.Basic = &config.BasicInject{UsernameKey: in.Basic.UsernameKey, PasswordKey: in.Basic.PasswordKey}
+			case in.Value != nil:
+				inject.Header = &config.HeaderInject{Name: cmp.Or(in.Header, "Authorization"), Value: *in.Value}
+			default:
+				continue
+			}
+			rules := make([]config.Rule, 0, len(in.Rules))
+			for _, r := range in.Rules {
+				rules = append(rules, config.Rule{Methods: slices.Clone(r.Methods), PathPrefixes: slices.Clone(r.PathPrefixes)})
+			}
+			if len(rules) == 0 {
+				rules = nil
+			}
+			for _, h := range in.Hosts {
+				if injected[h] {
+					continue // two entries for one host; the checks report it
+				}
+				injected[h] = true
+				s.Proxy.Hosts = append(s.Proxy.Hosts, config.Host{Name: h, Connection: c.obj.Name, Inject: inject, Rules: rules})
+			}
+			for _, e := range in.PlaceholderEnv {
+				if !envs[e] {
+					envs[e] = true
+					s.Env = append(s.Env, EnvVar{Name: e, Value: Placeholder(c.obj.Name), Connection: c.obj.Name})
+				}
+			}
+		}
+		for _, h := range c.w.Spec.Hosts {
+			passthrough[h] = true
+		}
+	}
+	for h := range passthrough {
+		if !injected[h] {
+			s.Proxy.Passthrough = append(s.Proxy.Passthrough, h)
+		}
+	}
+	slices.Sort(s.Proxy.Passthrough)
+	slices.SortFunc(s.Proxy.Hosts, func(a, b config.Host) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(s.Env, func(a, b EnvVar) int { return strings.Compare(a.Name, b.Name) })
+	return s
+}

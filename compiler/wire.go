@@ -1,0 +1,81 @@
+package compiler
+
+// Wire types: the inputs as they are written, decoded only after the
+// document has passed its schema. They carry no policy; resolve turns them
+// into the Plan.
+
+type metadata struct {
+	Name        string            `yaml:"name"`
+	Namespace   string            `yaml:"namespace"`
+	Annotations map[string]string `yaml:"annotations"`
+}
+
+type connectionWire struct {
+	Metadata metadata `yaml:"metadata"`
+	Spec     struct {
+		Hosts      []string `yaml:"hosts"`
+		Credential struct {
+			Kind      string `yaml:"kind"`
+			SecretRef struct {
+				Name      string `yaml:"name"`
+				Namespace string `yaml:"namespace"`
+			} `yaml:"secretRef"`
+		} `yaml:"credential"`
+		Placement struct {
+			Inject []injectWire `yaml:"inject"`
+		} `yaml:"placement"`
+	} `yaml:"spec"`
+}
+
+type injectWire struct {
+	Hosts          []string   `yaml:"hosts"`
+	Header         string     `yaml:"header"`
+	Value          *string    `yaml:"value"`
+	Basic          *basicWire `yaml:"basic"`
+	PlaceholderEnv []string   `yaml:"placeholderEnv"`
+	Rules          []ruleWire `yaml:"rules"`
+}
+
+type basicWire struct {
+	UsernameKey string `yaml:"usernameKey"`
+	PasswordKey string `yaml:"passwordKey"`
+}
+
+type ruleWire struct {
+	Methods      []string `yaml:"methods"`
+	PathPrefixes []string `yaml:"pathPrefixes"`
+}
+
+type secretWire struct {
+	Metadata   metadata          `yaml:"metadata"`
+	Data       map[string]string `yaml:"data"`
+	StringData map[string]string `yaml:"stringData"`
+}
+
+type sandboxClassWire struct {
+	Metadata metadata `yaml:"metadata"`
+	Spec     struct {
+		Image       string `yaml:"image"`
+		Connections []struct {
+			Role string `yaml:"role"`
+		} `yaml:"connections"`
+	} `yaml:"spec"`
+}
+
+// bindingOwnerWire is an AgentRuntime or a ToolRegistry: both bind
+// Connections to SandboxClass roles under spec.sandbox.
+type bindingOwnerWire struct {
+	Metadata metadata `yaml:"metadata"`
+	Spec     struct {
+		Sandbox struct {
+			Enabled     *bool         `yaml:"enabled"`
+			Connections []bindingWire `yaml:"connections"`
+		} `yaml:"sandbox"`
+	} `yaml:"spec"`
+}
+
+type bindingWire struct {
+	Sandbox    string `yaml:"sandbox"`
+	Role       string `yaml:"role"`
+	Connection string `yaml:"connection"`
+}

@@ -1,0 +1,100 @@
+package diag
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// Summary is what was checked, for the closing line of the text-like
+// formats.
+type Summary struct {
+	Documents, Objects int
+}
+
+// Printer writes a list of diagnostics in one output format. Printers sort
+// a copy of the list, so the same diagnostics give the same bytes in
+// whatever order they were found.
+type Printer interface {
+	// Print writes ds to w. rules describes the codes by name, for formats
+	// that carry rule metadata (SARIF); codes missing from it are still
+	// printed.
+	Print(w io.Writer, ds List, sum Summary, rules map[string]Rule) error
+}
+
+// printers is the name → constructor table behind NewPrinter and Formats;
+// a function rather than a package variable so that nothing can change it.
+func printers() map[string]func() Printer {
+	return map[string]func() Printer{
+		"text":   func() Printer { return textPrinter{} },
+		"json":   func() Printer { return jsonPrinter{} },
+		"github": func() Printer { return githubPrinter{} },
+		"sarif":  func() Printer { return sarifPrinter{} },
+	}
+}
+
+// Formats lists the valid --format names, sorted.
+func Formats() []string {
+	var names []string
+	for n := range printers() {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// NewPrinter returns the printer for a --format name; an unknown name is an
+// error that lists the valid ones.
+func NewPrinter(format string) (Printer, error) {
+	if p, ok := printers()[format]; ok {
+		return p(), nil
+	}
+	return nil, fmt.Errorf("unknown format %q (valid formats: %s)", format, strings.Join(Formats(), ", "))
+}
+
+// sorted returns a sorted copy of ds, leaving the caller's list alone.
+func sorted(ds List) List {
+	c := slices.Clone(ds)
+	c.Sort()
+	return c
+}
+
+// SummaryLine is the closing line of the text and github formats, e.g.
+// "3 documents, 2 objects checked: 1 error, 0 warnings, 1 info".
+// Suppressed diagnostics are not counted, only mentioned.
+func SummaryLine(ds List, sum Summary) string {
+	suppressed := 0
+	for _, d := range ds {
+		if d.Suppressed != "" {
+			suppressed++
+		}
+	}
+	s := fmt.Sprintf("%s, %s checked: %s, %s, %d info",
+		plural(sum.Documents, "document"), plural(sum.Objects, "object"),
+		plural(ds.Count(Error), "error"), plural(ds.Count(Warning), "warning"), ds.Count(Info))
+	if suppressed > 0 {
+		s += fmt.Sprintf(" (%d suppressed)", suppressed)
+	}
+	return s
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// errWriter remembers the first write error so that a printer can write
+// line after line and check once.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
+}

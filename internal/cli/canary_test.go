@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// canary is planted in every Secret of the canary repository. No byte of
+// any output may hold it, in plain text or in the base64 a Secret's data
+// holds, whatever the format and whatever goes wrong.
+const canary = "CANARY-7f3a9c1e-do-not-print"
+
+// canaryRepo writes a repository whose Secrets hold the canary in every
+// form the checks read (stringData, data, a multi-line value, a value with
+// a NUL) next to Connections that make every Connection check fire on
+// them.
+func canaryRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	files := map[string]string{
+		"secrets.yaml": `apiVersion: v1
+kind: Secret
+metadata: {name: plain, namespace: ns}
+stringData:
+  token: ` + canary + `
+  multi: "` + canary + `\n` + canary + `"
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: encoded, namespace: ns}
+data:
+  token: ` + b64(canary) + `
+  multi: ` + b64(canary+"\n"+canary) + `
+  nul: ` + b64(canary+"\x00") + `
+  notbase64: "` + canary + `"
+`,
+		"connections.yaml": `apiVersion: omnia.altairalabs.ai/v1alpha1
+kind: Connection
+metadata: {name: plain, namespace: ns}
+spec:
+  hosts: [a.example.com, b.example.com, c.example.com]
+  credential: {kind: secret, secretRef: {name: plain}}
+  placement:
+    inject:
+      - {hosts: [a.example.com], header: Authorization, value: "Bearer {{ .multi }}"}
+      - {hosts: [b.example.com], header: Authorization, value: "Bearer {{ .tokn }}"}
+      - {hosts: [c.example.com], header: Authorization, value: "Bearer {{ .token"}
+---
+apiVersion: omnia.altairalabs.ai/v1alpha1
+kind: Connection
+metadata: {name: encoded, namespace: ns}
+spec:
+  hosts: [a.example.com, b.example.com]
+  credential: {kind: secret, secretRef: {name: encoded}}
+  placement:
+    inject:
+      - {hosts: [a.example.com], header: Authorization, value: "{{ .multi }}{{ .nul }}{{ .notbase64 }}"}
+      - hosts: [b.example.com]
+        basic: {usernameKey: multi, passwordKey: tokens}
+`,
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// assertNoCanary fails when out holds the canary in any form a careless
+// printer could produce.
+func assertNoCanary(t *testing.T, what string, out []byte) {
+	t.Helper()
+	for _, form := range []string{canary, base64.StdEncoding.EncodeToString([]byte(canary)), canary[:16]} {
+		if bytes.Contains(out, []byte(form)) {
+			t.Errorf("%s holds the canary secret (%q):\n%s", what, form, out)
+		}
+	}
+}
+
+func TestCanaryNeverPrinted(t *testing.T) {
+	dir := canaryRepo(t)
+	for _, format := range []string{"text", "json", "github", "sarif"} {
+		t.Run(format, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			e := &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr}
+			code := run(e, []string{"check", "--format", format, dir})
+			if code != exitFailed {
+				t.Fatalf("exit %d, want %d (the repository is broken on purpose)\n%s%s", code, exitFailed, stdout.String(), stderr.String())
+			}
+			if !bytes.Contains(stdout.Bytes(), []byte("ConnectionInjectionInvalid")) || !bytes.Contains(stdout.Bytes(), []byte("ConnectionSecretKeyMissing")) {
+				t.Fatalf("the checks that read Secret values did not fire:\n%s", stdout.String())
+			}
+			assertNoCanary(t, "stdout", stdout.Bytes())
+			assertNoCanary(t, "stderr", stderr.Bytes())
+		})
+	}
+	t.Run("stdin", func(t *testing.T) {
+		body, err := os.ReadFile(filepath.Join(dir, "secrets.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr bytes.Buffer
+		e := &env{stdin: bytes.NewReader(append(body, []byte("\n---\n: [broken")...)), stdout: &stdout, stderr: &stderr}
+		run(e, []string{"check", "--format", "json", "-"})
+		assertNoCanary(t, "stdout", stdout.Bytes())
+		assertNoCanary(t, "stderr", stderr.Bytes())
+	})
+}

@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+
+	"keyhole.dev/keyhole/compiler"
+	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/schema"
+	"keyhole.dev/keyhole/source"
+)
+
+// checkFlags are shared by every command that checks its inputs first.
+type checkFlags struct {
+	format              string
+	allowMissingSecrets bool
+}
+
+func (f *checkFlags) register(fs interface {
+	StringVar(*string, string, string, string)
+	BoolVar(*bool, string, bool, string)
+}) {
+	fs.StringVar(&f.format, "format", "text", "diagnostics format: text, json, github or sarif")
+	fs.BoolVar(&f.allowMissingSecrets, "allow-missing-secrets", false, "report a Connection's missing Secret as a warning, for repositories whose Secrets live elsewhere")
+}
+
+// checked is the outcome of loading and compiling the inputs.
+type checked struct {
+	result    compiler.Result
+	documents int
+}
+
+// load reads and compiles paths. An error means the inputs could not be
+// read at all (exit 2); diagnostics are in the result.
+func load(e *env, paths []string, f *checkFlags) (checked, error) {
+	if len(paths) == 0 {
+		paths = []string{"."}
+	}
+	docs, loadDiags, err := source.Load(paths, source.Options{Stdin: e.stdin})
+	if err != nil {
+		return checked{}, err
+	}
+	return compileDocs(docs, loadDiags, f)
+}
+
+// compileDocs checks loaded documents, with the loader's diagnostics.
+func compileDocs(docs []source.Document, loadDiags diag.List, f *checkFlags) (checked, error) {
+	v, err := schema.NewValidator()
+	if err != nil {
+		return checked{}, fmt.Errorf("loading the schemas: %w", err)
+	}
+	res := compiler.Compile(docs, v, compiler.Options{AllowMissingSecrets: f.allowMissingSecrets})
+	res.Diagnostics = append(loadDiags, res.Diagnostics...)
+	res.Diagnostics.Sort()
+	return checked{result: res, documents: countDocs(docs)}, nil
+}
+
+func countDocs(docs []source.Document) int {
+	n := 0
+	for _, d := range docs {
+		if d.Node != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// report prints the diagnostics in the chosen format.
+func report(e *env, c checked, format string) error {
+	p, err := diag.NewPrinter(format)
+	if err != nil {
+		return err
+	}
+	return p.Print(e.stdout, c.result.Diagnostics, diag.Summary{Documents: c.documents, Objects: c.result.Objects}, compiler.Rules())
+}
+
+func runCheck(e *env, args []string) int {
+	fs := newFlags(e, "check", "[flags] [PATH...]")
+	var f checkFlags
+	f.register(fs)
+	paths, err := parse(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if _, err := diag.NewPrinter(f.format); err != nil {
+		fmt.Fprintf(e.stderr, "keyhole check: %v\n", err)
+		return exitUsage
+	}
+	c, err := load(e, paths, &f)
+	if err != nil {
+		return fail(e, "check", err)
+	}
+	if err := report(e, c, f.format); err != nil {
+		return fail(e, "check", err)
+	}
+	if c.result.Diagnostics.HasErrors() {
+		return exitFailed
+	}
+	return exitOK
+}
+
+// fail prints err and returns the exit code it maps to.
+func fail(e *env, cmd string, err error) int {
+	var list diag.List
+	if errors.As(err, &list) {
+		for _, d := range list {
+			fmt.Fprintf(e.stderr, "%s\n", d)
+		}
+	}
+	fmt.Fprintf(e.stderr, "keyhole %s: %v\n", cmd, err)
+	return exitUsage
+}

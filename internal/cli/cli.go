@@ -1,0 +1,177 @@
+// Package cli implements the keyhole command: its subcommands, flags and
+// exit codes. It holds no policy: it wires source, schema, compiler,
+// render and the proxy together and prints what they return, once.
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+)
+
+// Exit codes, as DESIGN.md's CLI contract gives them.
+const (
+	exitOK      = 0 // clean (warnings allowed); for diff: no change
+	exitFailed  = 1 // errors found; for diff: changed
+	exitUsage   = 2 // usage error or unreadable input
+	exitUnknown = exitUsage
+)
+
+// errUsage marks an error the user can fix by changing the command line.
+var errUsage = errors.New("usage")
+
+// env is what a command runs with: its streams and its standard input.
+// Commands never touch os.Stdout or os.Stderr directly, so every one runs
+// in-process in tests.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+type command struct {
+	name    string
+	summary string
+	run     func(e *env, args []string) int
+}
+
+func commands() []command {
+	return []command{
+		{"check", "load, validate and print diagnostics", runCheck},
+		{"render", "check, then write proxy config, manifests and env maps", runRender},
+		{"explain", "what a sandbox may reach, and the proxy's verdict on one request", runExplain},
+		{"schema", "print the CUE schemas, JSON Schema or CRDs", runSchema},
+		{"proxy", "run the egress proxy", runProxy},
+		{"version", "print the version", runVersion},
+	}
+}
+
+// Main runs keyhole with args (without the program name) and returns the
+// exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	return run(&env{stdin: os.Stdin, stdout: stdout, stderr: stderr}, args)
+}
+
+func run(e *env, args []string) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(e.stderr)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	if args[0] == "--version" {
+		return runVersion(e, nil)
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(e, args[1:])
+		}
+	}
+	fmt.Fprintf(e.stderr, "keyhole: unknown command %q\n", args[0])
+	usage(e.stderr)
+	return exitUnknown
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "keyhole: compile and enforce the outbound credentials of sandboxed agents")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "usage: keyhole <command> [flags] [PATH...]")
+	fmt.Fprintln(w)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run 'keyhole <command> -h' for a command's flags.")
+}
+
+// parse parses flags that may come before, between or after the
+// positional arguments, as users type them (`keyhole check dir --format
+// json`). A "--" ends the flags. It returns the positional arguments.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		consumed := len(args) - len(rest)
+		if consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// newFlags returns a flag set that reports to e.stderr and never exits.
+func newFlags(e *env, name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet("keyhole "+name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(e.stderr, "usage: keyhole %s %s\n\nflags:\n", name, synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// flagExit maps a flag parse error to an exit code: -h is not a failure.
+func flagExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	return exitUsage
+}
+
+// oneOf validates a flag value against its allowed values.
+func oneOf(flagName, v string, allowed ...string) error {
+	if slices.Contains(allowed, v) {
+		return nil
+	}
+	return fmt.Errorf("%w: --%s %q: want one of %s", errUsage, flagName, v, strings.Join(allowed, ", "))
+}
+
+func runVersion(e *env, args []string) int {
+	fs := newFlags(e, "version", "")
+	if _, err := parse(fs, args); err != nil {
+		return flagExit(err)
+	}
+	fmt.Fprintf(e.stdout, "keyhole %s %s %s/%s\n", version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return exitOK
+}
+
+// version is the module version and, for a build from a checkout, the
+// commit it was built from.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "-dirty"
+			}
+		}
+	}
+	if (v == "" || v == "(devel)") && rev != "" {
+		return "devel-" + rev[:min(12, len(rev))] + dirty
+	}
+	if v == "" {
+		return "(devel)"
+	}
+	return v
+}

@@ -1,0 +1,354 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// The error classes Load, Decode and Validate wrap. Callers map them to
+// exit codes with errors.Is.
+var (
+	// ErrRead is wrapped when the file cannot be read at all.
+	ErrRead = errors.New("cannot read proxy config")
+	// ErrDecode is wrapped when the bytes are not one well-formed JSON
+	// object with only known fields.
+	ErrDecode = errors.New("cannot decode proxy config")
+	// ErrInvalid is wrapped by every problem Validate finds.
+	ErrInvalid = errors.New("invalid proxy config")
+)
+
+// MaxFileSize bounds the config file Load accepts, so a wrong path (a
+// device, a huge log) fails fast instead of exhausting memory.
+const MaxFileSize = 4 << 20
+
+// Load reads, decodes and validates the config file at path. The file is
+// JSON, as `keyhole render` writes it. Errors name the file and wrap
+// ErrRead, ErrDecode or ErrInvalid.
+func Load(path string) (*Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrRead, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrRead, path, err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrRead, path, MaxFileSize)
+	}
+	c, err := Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Decode parses one JSON config strictly — unknown fields, trailing data
+// and a wrong apiVersion or kind are errors — and validates it. Strictness
+// is the point: a misspelled "rules" must not silently allow everything.
+func Decode(data []byte) (*Config, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var c Config
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrDecode, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("%w: unexpected data after the config object", ErrDecode)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Validate reports every problem in c, each wrapping ErrInvalid, joined
+// with errors.Join. A valid config is safe for the proxy to enforce as is:
+// names are canonical, each injection has exactly one form, templates
+// parse and rules are well formed.
+func (c *Config) Validate() error {
+	v := &validator{}
+	if c.APIVersion != APIVersion {
+		v.addf("apiVersion", "is %q, want %q", c.APIVersion, APIVersion)
+	}
+	if c.Kind != Kind {
+		v.addf("kind", "is %q, want %q", c.Kind, Kind)
+	}
+	if c.Sandbox.Name == "" {
+		v.addf("sandbox.name", "is empty")
+	}
+	seen := map[string]string{}
+	for i, h := range c.Hosts {
+		at := fmt.Sprintf("hosts[%d]", i)
+		if err := CheckHostName(h.Name); err != nil {
+			v.addf(at+".name", "%v", err)
+		} else if prev, dup := seen[h.Name]; dup {
+			v.addf(at+".name", "%q is already listed at %s", h.Name, prev)
+		} else {
+			seen[h.Name] = at
+		}
+		if h.Connection == "" {
+			v.addf(at+".connection", "is empty")
+		}
+		v.inject(at+".inject", h.Inject)
+		for j, r := range h.Rules {
+			v.rule(fmt.Sprintf("%s.rules[%d]", at, j), r)
+		}
+	}
+	for i, name := range c.Passthrough {
+		at := fmt.Sprintf("passthrough[%d]", i)
+		if err := CheckHostName(name); err != nil {
+			v.addf(at, "%v", err)
+		} else if prev, dup := seen[name]; dup {
+			v.addf(at, "%q is already listed at %s; a host is either injected or passed through", name, prev)
+		} else {
+			seen[name] = at
+		}
+	}
+	return errors.Join(v.errs...)
+}
+
+type validator struct{ errs []error }
+
+func (v *validator) addf(path, format string, args ...any) {
+	v.errs = append(v.errs, fmt.Errorf("%w: %s: %s", ErrInvalid, path, fmt.Sprintf(format, args...)))
+}
+
+func (v *validator) inject(at string, in Inject) {
+	if err := CheckSecretName(in.Secret); err != nil {
+		v.addf(at+".secret", "%v", err)
+	}
+	forms := 0
+	if in.Header != nil {
+		forms++
+		v.header(at+".header", in.Header)
+	}
+	if in.Basic != nil {
+		forms++
+		v.key(at+".basic.usernameKey", in.Basic.UsernameKey)
+		v.key(at+".basic.passwordKey", in.Basic.PasswordKey)
+	}
+	if in.Substitute != nil {
+		forms++
+		v.key(at+".substitute.key", in.Substitute.Key)
+		if err := CheckPlaceholder(in.Substitute.Placeholder); err != nil {
+			v.addf(at+".substitute.placeholder", "%v", err)
+		}
+	}
+	if forms != 1 {
+		v.addf(at, "sets %d of header, basic and substitute; exactly one is required", forms)
+	}
+}
+
+// forbiddenHeaders may not be injected: they frame the message or are
+// hop-by-hop, so setting them would break or smuggle requests.
+var forbiddenHeaders = []string{
+	"Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive",
+	"Proxy-Authorization", "Proxy-Authenticate", "Proxy-Connection", "Te", "Trailer", "Upgrade",
+}
+
+func (v *validator) header(at string, h *HeaderInject) {
+	switch {
+	case !isToken(h.Name):
+		v.addf(at+".name", "%q is not a valid header name", h.Name)
+	default:
+		for _, f := range forbiddenHeaders {
+			if strings.EqualFold(f, h.Name) {
+				v.addf(at+".name", "%s cannot be injected: it is hop-by-hop or frames the request", h.Name)
+			}
+		}
+	}
+	t, err := ParseTemplate(h.Value)
+	if err != nil {
+		// Keep ErrTemplate in the chain so callers can tell it apart.
+		v.errs = append(v.errs, fmt.Errorf("%w: %s: %w", ErrInvalid, at+".value", err))
+		return
+	}
+	for _, p := range t.parts {
+		if p.key == "" && strings.ContainsAny(p.text, "\r\n\x00") {
+			v.addf(at+".value", "holds a line break or NUL outside a key reference")
+		}
+	}
+	for _, k := range t.Keys() {
+		v.key(at+".value", k)
+	}
+}
+
+func (v *validator) key(at, k string) {
+	if err := CheckSecretKey(k); err != nil {
+		v.addf(at, "%v", err)
+	}
+}
+
+func (v *validator) rule(at string, r Rule) {
+	if len(r.Methods) == 0 {
+		v.addf(at+".methods", "is empty; list the methods the rule allows")
+	}
+	for i, m := range r.Methods {
+		if !isToken(m) || strings.ToUpper(m) != m {
+			v.addf(fmt.Sprintf("%s.methods[%d]", at, i), "%q is not an upper-case HTTP method", m)
+		}
+	}
+	if len(r.PathPrefixes) == 0 && len(r.PathPatterns) == 0 {
+		v.addf(at, "has neither pathPrefixes nor pathPatterns, so it matches nothing")
+	}
+	for i, p := range r.PathPrefixes {
+		if err := CheckPathPrefix(p); err != nil {
+			v.addf(fmt.Sprintf("%s.pathPrefixes[%d]", at, i), "%v", err)
+		}
+	}
+	for i, p := range r.PathPatterns {
+		if err := CheckPathPattern(p); err != nil {
+			v.addf(fmt.Sprintf("%s.pathPatterns[%d]", at, i), "%v", err)
+		}
+	}
+	for field, values := range r.Body {
+		if field == "" {
+			v.addf(at+".body", "has an empty field name")
+		}
+		if len(values) == 0 {
+			v.addf(at+".body."+field, "lists no values, so it matches nothing")
+		}
+	}
+}
+
+// CheckHostName reports whether name is a canonical DNS name: lowercase,
+// no port, no trailing dot, labels of letters, digits and hyphens. The
+// proxy compares canonical names byte for byte, so anything else would
+// never match or, worse, match ambiguously.
+func CheckHostName(name string) error {
+	if name == "" {
+		return errors.New("host name is empty")
+	}
+	if len(name) > 253 {
+		return fmt.Errorf("host name %q is longer than 253 characters", name)
+	}
+	for _, label := range strings.Split(name, ".") {
+		if label == "" || len(label) > 63 {
+			return fmt.Errorf("host name %q has an empty or over-long label", name)
+		}
+		if label[0] == '-' || label[len(label)-1] == '-' {
+			return fmt.Errorf("host name %q has a label starting or ending with '-'", name)
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+				return fmt.Errorf("host name %q is not a lowercase DNS name (no ports, wildcards or upper case)", name)
+			}
+		}
+	}
+	return nil
+}
+
+// CheckSecretName reports whether name can be one directory under the
+// secrets dir: a Kubernetes object name, so never a path that escapes it.
+func CheckSecretName(name string) error {
+	if name == "" {
+		return errors.New("secret name is empty")
+	}
+	if err := CheckHostName(name); err != nil {
+		return fmt.Errorf("secret name %q is not a valid Kubernetes name", name)
+	}
+	return nil
+}
+
+// CheckSecretKey reports whether key is a valid Kubernetes Secret key
+// (letters, digits, '-', '_', '.'; not "." or ".."), so SecretsDir/s/key
+// never leaves the Secret's directory.
+func CheckSecretKey(key string) error {
+	if key == "" || key == "." || key == ".." || strings.HasPrefix(key, "..") || len(key) > 253 {
+		return fmt.Errorf("secret key %q is not a valid Kubernetes Secret key", key)
+	}
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return fmt.Errorf("secret key %q is not a valid Kubernetes Secret key", key)
+		}
+	}
+	return nil
+}
+
+// MinPlaceholderLen keeps placeholders long enough that substituting one
+// cannot rewrite unrelated header text by accident.
+const MinPlaceholderLen = 8
+
+// CheckPlaceholder reports whether p can be substituted safely: printable
+// ASCII without spaces, and at least MinPlaceholderLen characters.
+func CheckPlaceholder(p string) error {
+	if len(p) < MinPlaceholderLen {
+		return fmt.Errorf("placeholder %q is shorter than %d characters", p, MinPlaceholderLen)
+	}
+	for i := 0; i < len(p); i++ {
+		if p[i] <= ' ' || p[i] >= 0x7f {
+			return fmt.Errorf("placeholder %q holds a space, control or non-ASCII character", p)
+		}
+	}
+	return nil
+}
+
+// CheckPathPrefix reports whether p is a prefix the proxy can match
+// without normalizing: "/" or "/seg/seg" with no empty, dot or encoded
+// segments and no trailing slash.
+func CheckPathPrefix(p string) error {
+	return checkRulePath(p, false)
+}
+
+// CheckPathPattern is CheckPathPrefix that also allows "*" segments and a
+// final "**".
+func CheckPathPattern(p string) error {
+	return checkRulePath(p, true)
+}
+
+func checkRulePath(p string, pattern bool) error {
+	if p == "/" {
+		return nil
+	}
+	if !strings.HasPrefix(p, "/") {
+		return fmt.Errorf("path %q does not start with '/'", p)
+	}
+	segs := strings.Split(p[1:], "/")
+	for i, s := range segs {
+		switch {
+		case s == "":
+			return fmt.Errorf("path %q has an empty segment or a trailing '/'", p)
+		case s == "." || s == "..":
+			return fmt.Errorf("path %q has a dot segment", p)
+		case pattern && s == "**" && i != len(segs)-1:
+			return fmt.Errorf("pattern %q uses \"**\" before the last segment", p)
+		case pattern && (s == "*" || s == "**"):
+			continue
+		case strings.ContainsAny(s, "*"):
+			if pattern {
+				return fmt.Errorf("pattern %q uses '*' inside a segment; a wildcard is a whole segment", p)
+			}
+			return fmt.Errorf("prefix %q holds '*'; use pathPatterns for wildcards", p)
+		}
+		for j := 0; j < len(s); j++ {
+			c := s[j]
+			if c <= ' ' || c >= 0x7f || strings.IndexByte("%;?#\\", c) >= 0 {
+				return fmt.Errorf("path %q holds %q; write paths literally, without encoding, parameters or queries", p, string(c))
+			}
+		}
+	}
+	return nil
+}
+
+// isToken reports whether s is an RFC 9110 token (header names, methods).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}

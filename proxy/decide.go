@@ -1,0 +1,311 @@
+// Package proxy is keyhole's runtime egress proxy: an HTTP/1.1 forward
+// proxy that runs beside one sandbox, tunnels its passthrough hosts,
+// terminates TLS for its injected hosts to set the real credential, and
+// refuses everything else with X-Omnia-Egress-Refused.
+//
+// The policy is pure and apart from the network: NewPolicy compiles a
+// config.Config, and Policy.Decide turns a RequestInfo into a Decision with
+// an enumerated Reason. `keyhole explain` calls the same functions to show
+// the verdict the proxy would give, without a server or secret files.
+package proxy
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"keyhole.dev/keyhole/proxy/config"
+)
+
+// RefusedHeader carries the refusal reason on every response the proxy
+// itself refuses. Sandbox tools and users grep for it.
+const RefusedHeader = "X-Omnia-Egress-Refused"
+
+// Reason is why a request was allowed or refused. The refusal values are
+// a compatibility contract with the product documents: keep them exactly.
+type Reason string
+
+// The reasons. Decide returns every one except ReasonCredentialUnavailable,
+// which only reading the mounted Secret can reveal (see Inject).
+const (
+	ReasonAllowed               Reason = "allowed"
+	ReasonHostNotAllowed        Reason = "host-not-allowed"
+	ReasonL7NotAllowed          Reason = "l7-not-allowed"
+	ReasonHostMismatch          Reason = "host-mismatch"
+	ReasonCredentialUnavailable Reason = "credential-unavailable"
+)
+
+// Status is the HTTP status the proxy answers a refusal with; 0 for
+// ReasonAllowed, whose status is the upstream's.
+func (r Reason) Status() int {
+	switch r {
+	case ReasonHostNotAllowed, ReasonL7NotAllowed, ReasonHostMismatch:
+		return http.StatusForbidden
+	case ReasonCredentialUnavailable:
+		return http.StatusBadGateway
+	}
+	return 0
+}
+
+// Action is what the proxy does with a request.
+type Action string
+
+// The actions. Only ActionRefuse carries a refusal reason.
+const (
+	// ActionRefuse answers with Reason.Status() and RefusedHeader.
+	ActionRefuse Action = "refuse"
+	// ActionTunnel answers a CONNECT to a passthrough host and copies
+	// bytes both ways, untouched.
+	ActionTunnel Action = "tunnel"
+	// ActionIntercept answers a CONNECT to an injected host and
+	// terminates its TLS with a leaf from the sandbox CA.
+	ActionIntercept Action = "intercept"
+	// ActionInject forwards a request read inside an intercepted tunnel,
+	// with the credential injected.
+	ActionInject Action = "inject"
+	// ActionForward forwards an absolute-form http:// request to a
+	// passthrough host, without injection.
+	ActionForward Action = "forward"
+)
+
+// Kind says where a request was read, which decides what it may do.
+type Kind int
+
+// The kinds of request the proxy reads.
+const (
+	// KindConnect is a CONNECT on the proxy's listener; Target is its
+	// authority, host:port.
+	KindConnect Kind = iota
+	// KindTunnel is a request read inside an intercepted tunnel.
+	KindTunnel
+	// KindPlain is a non-CONNECT request on the proxy's listener; a
+	// forward proxy expects absolute-form http:// targets there.
+	KindPlain
+)
+
+// RequestInfo is everything Decide looks at. It holds no credential.
+type RequestInfo struct {
+	Kind Kind
+	// Method is the request method as sent.
+	Method string
+	// Target is the request-target as sent: host:port for CONNECT, the
+	// origin-form path and query inside a tunnel, an absolute URL for a
+	// plain proxy request.
+	Target string
+	// ConnectHost is the CONNECT authority of the tunnel (KindTunnel).
+	ConnectHost string
+	// SNI is the TLS server name the client sent in the tunnel (KindTunnel).
+	SNI string
+	// Host is the request's Host (KindTunnel), or for an absolute-form
+	// target the target's authority, as the server read it.
+	Host string
+	// Body is the request body, read only when the host's rules need it.
+	Body []byte
+	// BodyComplete is false when Body was cut at the read limit, so no
+	// Body rule can match it.
+	BodyComplete bool
+}
+
+// Decision is the verdict on one request. It is a value: log it, count it,
+// print it; it holds no secret.
+type Decision struct {
+	Action Action
+	Reason Reason
+	// Host is the canonical host the request names ("" if it names none).
+	Host string
+	// Connection is the Connection the host's credential comes from.
+	Connection string
+	// Message is a one-line human explanation for a refusal.
+	Message string
+}
+
+// Allowed reports whether the proxy goes ahead with the request.
+func (d Decision) Allowed() bool { return d.Action != ActionRefuse }
+
+// Refusal builds a refusal decision; the message is one line.
+func Refusal(reason Reason, host, format string, args ...any) Decision {
+	msg := strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, fmt.Sprintf(format, args...))
+	return Decision{Action: ActionRefuse, Reason: reason, Host: host, Message: msg}
+}
+
+// Policy is a compiled config: the injected and passthrough hosts indexed
+// by name, templates parsed. It is immutable and safe for concurrent use.
+type Policy struct {
+	sandbox     config.SandboxRef
+	hosts       map[string]*HostPolicy
+	passthrough map[string]bool
+}
+
+// HostPolicy is one injected host, compiled.
+type HostPolicy struct {
+	// Host is the config entry, unchanged.
+	config.Host
+	template  *config.Template // nil unless Inject.Header is set
+	needsBody bool
+}
+
+// NewPolicy validates cfg and compiles it.
+func NewPolicy(cfg *config.Config) (*Policy, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	p := &Policy{sandbox: cfg.Sandbox, hosts: map[string]*HostPolicy{}, passthrough: map[string]bool{}}
+	for _, h := range cfg.Hosts {
+		hp := &HostPolicy{Host: h}
+		if h.Inject.Header != nil {
+			t, err := config.ParseTemplate(h.Inject.Header.Value)
+			if err != nil {
+				return nil, fmt.Errorf("%w: host %s: %w", config.ErrInvalid, h.Name, err)
+			}
+			hp.template = t
+		}
+		for _, r := range h.Rules {
+			if len(r.Body) > 0 {
+				hp.needsBody = true
+			}
+		}
+		p.hosts[h.Name] = hp
+	}
+	for _, name := range cfg.Passthrough {
+		p.passthrough[name] = true
+	}
+	return p, nil
+}
+
+// Sandbox names the sandbox the policy serves.
+func (p *Policy) Sandbox() config.SandboxRef { return p.sandbox }
+
+// Host returns the injected host named by a canonical name, or nil.
+func (p *Policy) Host(name string) *HostPolicy { return p.hosts[name] }
+
+// NeedsBody reports whether a rule of this host looks at request bodies,
+// so the server knows to read (bounded) and replay them.
+func (h *HostPolicy) NeedsBody() bool { return h.needsBody }
+
+// Decide gives the verdict on req. It never reads files or the network;
+// the credential itself is checked later, by Inject.
+func (p *Policy) Decide(req RequestInfo) Decision {
+	switch req.Kind {
+	case KindConnect:
+		return p.decideConnect(req)
+	case KindTunnel:
+		return p.decideTunnel(req)
+	case KindPlain:
+		return p.decidePlain(req)
+	}
+	return Refusal(ReasonHostNotAllowed, "", "unknown request kind")
+}
+
+// Decide compiles cfg and decides req: the one-shot form for callers such
+// as `keyhole explain` that judge a single request.
+func Decide(cfg *config.Config, req RequestInfo) (Decision, error) {
+	p, err := NewPolicy(cfg)
+	if err != nil {
+		return Decision{}, err
+	}
+	return p.Decide(req), nil
+}
+
+func (p *Policy) decideConnect(req RequestInfo) Decision {
+	host, err := CanonicalHost(req.Target, "443")
+	if err != nil {
+		return Refusal(ReasonHostNotAllowed, "", "CONNECT target refused: %v", err)
+	}
+	if h := p.hosts[host]; h != nil {
+		return Decision{Action: ActionIntercept, Reason: ReasonAllowed, Host: host, Connection: h.Connection}
+	}
+	if p.passthrough[host] {
+		return Decision{Action: ActionTunnel, Reason: ReasonAllowed, Host: host}
+	}
+	return Refusal(ReasonHostNotAllowed, host, "%s is not an allowed host for sandbox %s (only port 443 is reachable through CONNECT)", clip(host), p.sandbox.Name)
+}
+
+func (p *Policy) decideTunnel(req RequestInfo) Decision {
+	tunnel, err := CanonicalHost(req.ConnectHost, "443")
+	h := p.hosts[tunnel]
+	if err != nil || h == nil {
+		// The tunnel was opened under an older config that allowed it.
+		return Refusal(ReasonHostNotAllowed, tunnel, "%s is no longer an injected host for sandbox %s", clip(tunnel), p.sandbox.Name)
+	}
+	if d, ok := sameHost(tunnel, "TLS server name", req.SNI); !ok {
+		return d
+	}
+	if d, ok := sameHost(tunnel, "Host header", req.Host); !ok {
+		return d
+	}
+	if _, rest, ok := strings.Cut(req.Target, "://"); ok && !strings.HasPrefix(req.Target, "/") {
+		// Absolute-form inside a tunnel: its authority must agree too,
+		// then TargetPath refuses it as not origin-form.
+		authority := rest
+		if i := strings.IndexAny(authority, "/?#"); i >= 0 {
+			authority = authority[:i]
+		}
+		if d, ok := sameHost(tunnel, "absolute-form target", authority); !ok {
+			return d
+		}
+	}
+	path, err := TargetPath(req.Target)
+	if err != nil {
+		d := Refusal(ReasonL7NotAllowed, tunnel, "%v", err)
+		d.Connection = h.Connection
+		return d
+	}
+	if len(h.Rules) > 0 {
+		allowed := false
+		for _, r := range h.Rules {
+			if MatchRule(r, req.Method, path, req.Body, req.BodyComplete) {
+				allowed = true
+				break
+			}
+		}
+		if !allowed {
+			d := Refusal(ReasonL7NotAllowed, tunnel, "no rule of connection %s allows %s %s on %s", h.Connection, clip(req.Method), clip(path), tunnel)
+			d.Connection = h.Connection
+			return d
+		}
+	}
+	return Decision{Action: ActionInject, Reason: ReasonAllowed, Host: tunnel, Connection: h.Connection}
+}
+
+// sameHost checks that got (an SNI, Host or absolute-form authority) names
+// the tunnel's host once canonicalized.
+func sameHost(tunnel, what, got string) (Decision, bool) {
+	c, err := CanonicalHost(got, "443")
+	if err != nil || c != tunnel {
+		return Refusal(ReasonHostMismatch, tunnel, "the %s %q does not name the tunnel's host %s; send each host's requests on its own connection", what, clip(got), tunnel), false
+	}
+	return Decision{}, true
+}
+
+func (p *Policy) decidePlain(req RequestInfo) Decision {
+	scheme, rest, ok := strings.Cut(req.Target, "://")
+	if !ok || strings.HasPrefix(req.Target, "/") {
+		return Refusal(ReasonHostNotAllowed, "", "this is a forward proxy: send absolute-form http:// requests or CONNECT")
+	}
+	authority := rest
+	if i := strings.IndexAny(authority, "/?#"); i >= 0 {
+		authority = authority[:i]
+	}
+	if strings.Contains(authority, "@") {
+		return Refusal(ReasonHostNotAllowed, "", "userinfo in a proxy request target is refused")
+	}
+	scheme = strings.ToLower(scheme)
+	host, err := CanonicalHost(authority, "80")
+	if err != nil {
+		return Refusal(ReasonHostNotAllowed, "", "target refused: %v", err)
+	}
+	if h := p.hosts[strings.TrimSuffix(host, ":443")]; h != nil {
+		d := Refusal(ReasonL7NotAllowed, strings.TrimSuffix(host, ":443"), "credentials are injected only over HTTPS: use https://%s through CONNECT", h.Name)
+		d.Connection = h.Connection
+		return d
+	}
+	if scheme == "http" && p.passthrough[host] {
+		return Decision{Action: ActionForward, Reason: ReasonAllowed, Host: host}
+	}
+	return Refusal(ReasonHostNotAllowed, host, "%s://%s is not an allowed target for sandbox %s (plain requests reach passthrough hosts on port 80 only)", clip(scheme), clip(host), p.sandbox.Name)
+}

@@ -1,0 +1,152 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/cgi"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fakeAPI stands in for api.github.com: it answers only requests that carry
+// the current real token as a Bearer credential, so a 200 through the proxy
+// is itself proof that the proxy injected it.
+type fakeAPI struct {
+	token atomic.Pointer[string]
+}
+
+func (a *fakeAPI) setToken(tok string) { a.token.Store(&tok) }
+
+func (a *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	if r.Header.Get("Authorization") != "Bearer "+*a.token.Load() {
+		w.WriteHeader(http.StatusUnauthorized)
+		json.NewEncoder(w).Encode(map[string]string{"message": "Bad credentials"})
+		return
+	}
+	switch {
+	case r.URL.Path == "/repos/acme/widgets/slow":
+		// Long enough for a test to stop the proxy mid-request.
+		time.Sleep(1500 * time.Millisecond)
+	case r.URL.Path == "/repos/acme/widgets/redirect":
+		// A proxy that followed this would leak the credential's effect
+		// to another host; it must pass back untouched.
+		w.Header().Set("Location", "https://evil.example/steal")
+		w.WriteHeader(http.StatusFound)
+		return
+	case r.URL.Path == "/repos/acme/widgets/spoof":
+		// An upstream must not be able to fake a proxy refusal.
+		w.Header().Set(refusal, "host-not-allowed")
+	case r.Method == http.MethodPost && r.URL.Path == "/repos/acme/widgets/pulls":
+		w.WriteHeader(http.StatusCreated)
+		json.NewEncoder(w).Encode(map[string]any{"number": 1, "state": "open"})
+		return
+	case r.URL.Path == "/user":
+		json.NewEncoder(w).Encode(map[string]string{"login": "acme-bot"})
+		return
+	}
+	json.NewEncoder(w).Encode(map[string]any{
+		"id":        1296269,
+		"full_name": strings.TrimPrefix(r.URL.Path, "/repos/"),
+		"private":   true,
+	})
+}
+
+// gitServer is github.com's smart-HTTP git: the real git http-backend run
+// through net/http/cgi, behind the Basic auth GitHub asks git for.
+type gitServer struct {
+	root  string
+	token atomic.Pointer[string]
+	cgi   *cgi.Handler
+}
+
+// newGitServer creates the bare repository acme/widgets.git under root with
+// one commit, using the real git.
+func newGitServer(t *testing.T, root string) *gitServer {
+	t.Helper()
+	gitBin := requireTool(t, "git")
+	if _, err := os.Stat(gitHTTPBackend); err != nil {
+		t.Fatalf("%s is missing: run apt-get install -y git", gitHTTPBackend)
+	}
+	home := t.TempDir()
+	env := []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + home,
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=Acme", "GIT_AUTHOR_EMAIL=dev@acme.invalid",
+		"GIT_COMMITTER_NAME=Acme", "GIT_COMMITTER_EMAIL=dev@acme.invalid",
+	}
+	bare := filepath.Join(root, "acme", "widgets.git")
+	work := filepath.Join(t.TempDir(), "widgets")
+	writeFile(t, filepath.Join(work, "README.md"), []byte("widgets\n"))
+	for _, step := range []struct {
+		dir  string
+		args []string
+	}{
+		{dir: root, args: []string{"init", "--quiet", "--bare", "-b", "main", bare}},
+		{dir: bare, args: []string{"config", "http.receivepack", "true"}},
+		{dir: work, args: []string{"init", "--quiet", "-b", "main"}},
+		{dir: work, args: []string{"add", "README.md"}},
+		{dir: work, args: []string{"commit", "--quiet", "-m", "Initial commit"}},
+		{dir: work, args: []string{"push", "--quiet", bare, "main"}},
+	} {
+		if err := os.MkdirAll(step.dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(gitBin, step.args...)
+		cmd.Dir = step.dir
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(step.args, " "), err, out)
+		}
+	}
+	return &gitServer{
+		root: root,
+		cgi: &cgi.Handler{
+			Path: gitHTTPBackend,
+			Dir:  root,
+			Env: []string{
+				"GIT_PROJECT_ROOT=" + root,
+				"GIT_HTTP_EXPORT_ALL=1",
+				"GIT_CONFIG_NOSYSTEM=1",
+				"HOME=" + home,
+				// Only reached after the Basic check below; with a
+				// user set, http-backend serves receive-pack, so a
+				// refused push is the proxy's doing.
+				"REMOTE_USER=x-access-token",
+			},
+		},
+	}
+}
+
+func (g *gitServer) setToken(tok string) { g.token.Store(&tok) }
+
+func (g *gitServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	user, pass, ok := r.BasicAuth()
+	if !ok || user != "x-access-token" || pass != *g.token.Load() {
+		w.Header().Set("WWW-Authenticate", `Basic realm="GitHub"`)
+		http.Error(w, "Authentication required", http.StatusUnauthorized)
+		return
+	}
+	g.cgi.ServeHTTP(w, r)
+}
+
+// head returns the commit main points at in the bare repository.
+func (g *gitServer) head(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command(requireTool(t, "git"), "rev-parse", "refs/heads/main")
+	cmd.Dir = filepath.Join(g.root, "acme", "widgets.git")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "GIT_CONFIG_NOSYSTEM=1", "HOME=" + t.TempDir()}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git rev-parse: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}

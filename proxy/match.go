@@ -1,0 +1,279 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+
+	"keyhole.dev/keyhole/proxy/config"
+)
+
+// ErrTarget is wrapped when a request target cannot be matched without
+// normalizing it; the proxy refuses such requests as l7-not-allowed rather
+// than guessing what the upstream would make of them.
+var ErrTarget = errors.New("request target refused")
+
+// TargetPath checks an origin-form request target ("/path?query") and
+// returns its path exactly as sent. It refuses, never normalizes: dot
+// segments (plain or percent-encoded), encoded '/' or '\', a literal '\',
+// empty segments (including a trailing '/'), ';' parameters, fragments,
+// control characters (plain or encoded), malformed percent escapes and any
+// target that is not origin-form. "/" alone is accepted.
+func TargetPath(target string) (string, error) {
+	if !strings.HasPrefix(target, "/") {
+		return "", fmt.Errorf("%w: %q is not an origin-form target", ErrTarget, clip(target))
+	}
+	for i := 0; i < len(target); i++ {
+		if c := target[i]; c < 0x21 || c == 0x7f {
+			return "", fmt.Errorf("%w: the target holds a control character or space", ErrTarget)
+		}
+	}
+	if strings.IndexByte(target, '#') >= 0 {
+		return "", fmt.Errorf("%w: the target holds a fragment", ErrTarget)
+	}
+	path := target
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		path = path[:i]
+	}
+	if path == "/" {
+		return path, nil
+	}
+	for _, seg := range strings.Split(path[1:], "/") {
+		if seg == "" {
+			return "", fmt.Errorf("%w: the path has an empty segment", ErrTarget)
+		}
+		if strings.ContainsAny(seg, ";\\") {
+			return "", fmt.Errorf("%w: the path holds ';' or '\\'", ErrTarget)
+		}
+		dec, err := decodeSegment(seg)
+		if err != nil {
+			return "", err
+		}
+		if dec == "." || dec == ".." {
+			return "", fmt.Errorf("%w: the path has a dot segment", ErrTarget)
+		}
+	}
+	return path, nil
+}
+
+// decodeSegment percent-decodes one segment and refuses escapes that
+// could change how an upstream splits or reads the path.
+func decodeSegment(seg string) (string, error) {
+	if strings.IndexByte(seg, '%') < 0 {
+		return seg, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(seg); i++ {
+		if seg[i] != '%' {
+			b.WriteByte(seg[i])
+			continue
+		}
+		if i+2 >= len(seg) || !isHex(seg[i+1]) || !isHex(seg[i+2]) {
+			return "", fmt.Errorf("%w: the path has a malformed percent escape", ErrTarget)
+		}
+		c := unhex(seg[i+1])<<4 | unhex(seg[i+2])
+		switch {
+		case c == '/' || c == '\\':
+			return "", fmt.Errorf("%w: the path holds an encoded '/' or '\\'", ErrTarget)
+		case c == ';':
+			return "", fmt.Errorf("%w: the path holds an encoded ';'", ErrTarget)
+		case c < 0x20 || c == 0x7f:
+			return "", fmt.Errorf("%w: the path holds an encoded control character", ErrTarget)
+		}
+		b.WriteByte(c)
+		i += 2
+	}
+	return b.String(), nil
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0'
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
+}
+
+// MatchPrefix reports whether path (as returned by TargetPath) lies under
+// prefix by whole segments: /repos/acme/widgets matches itself and
+// /repos/acme/widgets/pulls but not /repos/acme/widgets-old. "/" matches
+// every path.
+func MatchPrefix(prefix, path string) bool {
+	if prefix == "/" {
+		return strings.HasPrefix(path, "/")
+	}
+	if !strings.HasPrefix(path, prefix) {
+		return false
+	}
+	return len(path) == len(prefix) || path[len(prefix)] == '/'
+}
+
+// MatchPattern reports whether path matches pattern segment by segment:
+// "*" matches exactly one segment and a final "**" matches one or more
+// remaining segments.
+func MatchPattern(pattern, path string) bool {
+	if pattern == "/" {
+		return path == "/"
+	}
+	if !strings.HasPrefix(pattern, "/") || !strings.HasPrefix(path, "/") || path == "/" {
+		return false
+	}
+	ps := strings.Split(pattern[1:], "/")
+	ss := strings.Split(path[1:], "/")
+	for i, p := range ps {
+		if p == "**" && i == len(ps)-1 {
+			return len(ss) > i
+		}
+		if i >= len(ss) || (p != "*" && p != ss[i]) {
+			return false
+		}
+	}
+	return len(ss) == len(ps)
+}
+
+// MatchRule reports whether a request with this method, path (from
+// TargetPath) and body matches rule r. body is consulted only when r has a
+// Body condition; bodyComplete false (the body was larger than the proxy
+// reads) never matches such a rule, since it could not be checked.
+func MatchRule(r config.Rule, method, path string, body []byte, bodyComplete bool) bool {
+	methodOK := false
+	for _, m := range r.Methods {
+		if m == method {
+			methodOK = true
+			break
+		}
+	}
+	if !methodOK {
+		return false
+	}
+	pathOK := false
+	for _, p := range r.PathPrefixes {
+		if MatchPrefix(p, path) {
+			pathOK = true
+			break
+		}
+	}
+	for _, p := range r.PathPatterns {
+		if !pathOK && MatchPattern(p, path) {
+			pathOK = true
+		}
+	}
+	if !pathOK {
+		return false
+	}
+	if len(r.Body) == 0 {
+		return true
+	}
+	return bodyComplete && MatchBody(r.Body, body)
+}
+
+// MatchBody reports whether body is one JSON object whose top-level string
+// fields named in want each hold one of the listed values. A field given
+// twice — in any letter case, since some decoders fold case — never
+// matches, so a second copy cannot smuggle a different value past the
+// check.
+func MatchBody(want map[string][]string, body []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return false
+	}
+	got := map[string]string{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		key, _ := t.(string)
+		folded := strings.ToLower(key)
+		if _, dup := got[folded]; dup {
+			return false
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return false
+		}
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			got[folded] = s
+		} else {
+			got[folded] = "\x00not a string"
+		}
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return false
+	}
+	for field, values := range want {
+		v, ok := got[strings.ToLower(field)]
+		if !ok {
+			return false
+		}
+		found := false
+		for _, w := range values {
+			if v == w {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// CanonicalHost lowercases an authority ("host" or "host:port"), drops a
+// trailing dot and drops the port when it is defaultPort. It returns
+// "host" or "host:port" so that two spellings of one host compare equal.
+// IPv6 literals keep their brackets when a port remains.
+func CanonicalHost(authority, defaultPort string) (string, error) {
+	host, port := authority, ""
+	if h, p, err := net.SplitHostPort(authority); err == nil {
+		host, port = h, p
+	} else if strings.HasPrefix(authority, "[") && strings.HasSuffix(authority, "]") {
+		host = authority[1 : len(authority)-1]
+	} else if strings.Contains(authority, ":") {
+		return "", fmt.Errorf("malformed host %q", clip(authority))
+	}
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if host == "" {
+		return "", errors.New("empty host")
+	}
+	for i := 0; i < len(host); i++ {
+		if c := host[i]; c <= ' ' || c >= 0x7f || strings.IndexByte("/\\@?#%[]", c) >= 0 {
+			return "", fmt.Errorf("malformed host %q", clip(authority))
+		}
+	}
+	for i := 0; i < len(port); i++ {
+		if port[i] < '0' || port[i] > '9' {
+			return "", fmt.Errorf("malformed port in %q", clip(authority))
+		}
+	}
+	if port == defaultPort {
+		port = ""
+	}
+	if port == "" {
+		return host, nil
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// clip shortens attacker-supplied text before it goes into a message.
+func clip(s string) string {
+	const max = 64
+	if len(s) > max {
+		return s[:max] + "…"
+	}
+	return s
+}

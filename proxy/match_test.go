@@ -1,0 +1,244 @@
+package proxy
+
+import (
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+
+	"keyhole.dev/keyhole/proxy/config"
+)
+
+func TestTargetPath(t *testing.T) {
+	tests := map[string]struct {
+		target string
+		path   string // "" means refused
+	}{
+		"root":                {target: "/", path: "/"},
+		"root query":          {target: "/?a=b", path: "/"},
+		"plain":               {target: "/repos/acme/widgets", path: "/repos/acme/widgets"},
+		"query kept out":      {target: "/a/b?x=/../y", path: "/a/b"},
+		"encoded letter":      {target: "/a/%77idgets", path: "/a/%77idgets"},
+		"dot in name":         {target: "/a/widgets.git", path: "/a/widgets.git"},
+		"triple dot":          {target: "/a/.../b", path: "/a/.../b"},
+		"dot segment":         {target: "/a/./b"},
+		"dotdot segment":      {target: "/a/../b"},
+		"final dotdot":        {target: "/a/.."},
+		"encoded dot":         {target: "/a/%2e/b"},
+		"mixed encoded dots":  {target: "/a/.%2E/b"},
+		"encoded slash":       {target: "/a%2Fb"},
+		"encoded slash lower": {target: "/a%2fb"},
+		"encoded backslash":   {target: "/a%5Cb"},
+		"encoded backslash l": {target: "/a%5cb"},
+		"backslash":           {target: "/a\\b"},
+		"empty segment":       {target: "/a//b"},
+		"trailing slash":      {target: "/a/b/"},
+		"semicolon":           {target: "/a;b=c"},
+		"encoded semicolon":   {target: "/a%3Bb"},
+		"control":             {target: "/a\x00b"},
+		"encoded control":     {target: "/a%00b"},
+		"encoded newline":     {target: "/a%0d%0ab"},
+		"space":               {target: "/a b"},
+		"del":                 {target: "/a\x7fb"},
+		"fragment":            {target: "/a#b"},
+		"bad escape":          {target: "/a%zz"},
+		"short escape":        {target: "/a%2"},
+		"absolute form":       {target: "https://api.github.com/a"},
+		"asterisk":            {target: "*"},
+		"empty":               {target: ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := TargetPath(tc.target)
+			if tc.path == "" {
+				if !errors.Is(err, ErrTarget) {
+					t.Fatalf("TargetPath(%q) = %q, %v; want ErrTarget", tc.target, got, err)
+				}
+				return
+			}
+			if err != nil || got != tc.path {
+				t.Fatalf("TargetPath(%q) = %q, %v; want %q", tc.target, got, err, tc.path)
+			}
+		})
+	}
+}
+
+func TestMatchPrefix(t *testing.T) {
+	tests := map[string]struct {
+		prefix, path string
+		want         bool
+	}{
+		"exact":          {prefix: "/repos/acme/widgets", path: "/repos/acme/widgets", want: true},
+		"below":          {prefix: "/repos/acme/widgets", path: "/repos/acme/widgets/pulls", want: true},
+		"sibling":        {prefix: "/repos/acme/widgets", path: "/repos/acme/widgets-old", want: false},
+		"parent":         {prefix: "/repos/acme/widgets", path: "/repos/acme", want: false},
+		"root all":       {prefix: "/", path: "/x/y", want: true},
+		"root root":      {prefix: "/", path: "/", want: true},
+		"case sensitive": {prefix: "/repos/acme", path: "/Repos/acme", want: false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := MatchPrefix(tc.prefix, tc.path); got != tc.want {
+				t.Fatalf("MatchPrefix(%q, %q) = %v", tc.prefix, tc.path, got)
+			}
+		})
+	}
+}
+
+func TestMatchPattern(t *testing.T) {
+	tests := map[string]struct {
+		pattern, path string
+		want          bool
+	}{
+		"stars":             {pattern: "/*/*/git-upload-pack", path: "/acme/w.git/git-upload-pack", want: true},
+		"star one segment":  {pattern: "/*/*/git-upload-pack", path: "/acme/x/w.git/git-upload-pack", want: false},
+		"too short":         {pattern: "/*/*/git-upload-pack", path: "/acme/git-upload-pack", want: false},
+		"too long":          {pattern: "/*/x", path: "/a/x/y", want: false},
+		"double star rest":  {pattern: "/repos/**", path: "/repos/a/b/c", want: true},
+		"double star one":   {pattern: "/repos/**", path: "/repos/a", want: true},
+		"double star none":  {pattern: "/repos/**", path: "/repos", want: false},
+		"literal":           {pattern: "/user", path: "/user", want: true},
+		"literal differs":   {pattern: "/user", path: "/users", want: false},
+		"root pattern":      {pattern: "/", path: "/", want: true},
+		"root pattern deep": {pattern: "/", path: "/a", want: false},
+		"root path":         {pattern: "/*", path: "/", want: false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := MatchPattern(tc.pattern, tc.path); got != tc.want {
+				t.Fatalf("MatchPattern(%q, %q) = %v", tc.pattern, tc.path, got)
+			}
+		})
+	}
+}
+
+func TestMatchBody(t *testing.T) {
+	want := map[string][]string{"operation": {"download"}}
+	tests := map[string]struct {
+		body string
+		want bool
+	}{
+		"download":          {body: `{"operation":"download","objects":[{"oid":"x","size":1}]}`, want: true},
+		"upload":            {body: `{"operation":"upload"}`, want: false},
+		"missing":           {body: `{"objects":[]}`, want: false},
+		"not string":        {body: `{"operation":["download"]}`, want: false},
+		"duplicate":         {body: `{"operation":"download","operation":"upload"}`, want: false},
+		"duplicate folded":  {body: `{"Operation":"upload","operation":"download"}`, want: false},
+		"trailing data":     {body: `{"operation":"download"}{"operation":"upload"}`, want: false},
+		"array":             {body: `[{"operation":"download"}]`, want: false},
+		"empty":             {body: ``, want: false},
+		"truncated":         {body: `{"operation":"download"`, want: false},
+		"escaped value":     {body: `{"operation":"d\u006fwnload"}`, want: true},
+		"whitespace around": {body: " \n{\"operation\" : \"download\"}\n", want: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := MatchBody(want, []byte(tc.body)); got != tc.want {
+				t.Fatalf("MatchBody(%s) = %v", tc.body, got)
+			}
+		})
+	}
+}
+
+func TestMatchRule(t *testing.T) {
+	r := config.Rule{Methods: []string{"GET", "HEAD"}, PathPrefixes: []string{"/a"}, PathPatterns: []string{"/x/*/y"}}
+	body := config.Rule{Methods: []string{"POST"}, PathPrefixes: []string{"/b"}, Body: map[string][]string{"op": {"read"}}}
+	tests := map[string]struct {
+		rule     config.Rule
+		method   string
+		path     string
+		body     string
+		complete bool
+		want     bool
+	}{
+		"prefix":          {rule: r, method: "GET", path: "/a/b", want: true},
+		"pattern":         {rule: r, method: "HEAD", path: "/x/z/y", want: true},
+		"wrong method":    {rule: r, method: "POST", path: "/a", want: false},
+		"no path":         {rule: r, method: "GET", path: "/b", want: false},
+		"body ok":         {rule: body, method: "POST", path: "/b", body: `{"op":"read"}`, complete: true, want: true},
+		"body wrong":      {rule: body, method: "POST", path: "/b", body: `{"op":"write"}`, complete: true, want: false},
+		"body incomplete": {rule: body, method: "POST", path: "/b", body: `{"op":"read"}`, complete: false, want: false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := MatchRule(tc.rule, tc.method, tc.path, []byte(tc.body), tc.complete); got != tc.want {
+				t.Fatalf("MatchRule = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCanonicalHost(t *testing.T) {
+	tests := map[string]struct {
+		in, port, want string
+		bad            bool
+	}{
+		"plain":           {in: "api.github.com", port: "443", want: "api.github.com"},
+		"upper":           {in: "API.GitHub.COM", port: "443", want: "api.github.com"},
+		"trailing dot":    {in: "api.github.com.", port: "443", want: "api.github.com"},
+		"default port":    {in: "api.github.com:443", port: "443", want: "api.github.com"},
+		"dot and port":    {in: "api.github.com.:443", port: "443", want: "api.github.com"},
+		"other port":      {in: "api.github.com:8443", port: "443", want: "api.github.com:8443"},
+		"http default":    {in: "pypi.org:80", port: "80", want: "pypi.org"},
+		"ipv6":            {in: "[::1]:443", port: "443", want: "::1"},
+		"ipv6 port":       {in: "[::1]:8443", port: "443", want: "[::1]:8443"},
+		"empty":           {in: "", port: "443", bad: true},
+		"only dot":        {in: ".", port: "443", bad: true},
+		"two colons":      {in: "a:b:c", port: "443", bad: true},
+		"bad port":        {in: "a.com:x", port: "443", bad: true},
+		"userinfo":        {in: "u@a.com:443", port: "443", bad: true},
+		"slash":           {in: "a.com/x", port: "443", bad: true},
+		"percent":         {in: "a%2ecom", port: "443", bad: true},
+		"control":         {in: "a\x00.com", port: "443", bad: true},
+		"long input clip": {in: strings.Repeat("a", 300) + "/", port: "443", bad: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := CanonicalHost(tc.in, tc.port)
+			if tc.bad {
+				if err == nil {
+					t.Fatalf("CanonicalHost(%q) = %q, want an error", tc.in, got)
+				}
+				if len(err.Error()) > 120 {
+					t.Errorf("error quotes too much input: %d bytes", len(err.Error()))
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("CanonicalHost(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+			}
+		})
+	}
+}
+
+func FuzzTargetPath(f *testing.F) {
+	for _, s := range []string{"/", "/a/b?c", "/a/%2e%2E/b", "/a;b", "/a%2Fb", "//", "/a/b/"} {
+		f.Add(s, "/a")
+	}
+	f.Fuzz(func(t *testing.T, target, prefix string) {
+		path, err := TargetPath(target)
+		if err != nil {
+			return
+		}
+		// An accepted path has no segment that any upstream could read as
+		// a separator, a dot segment or a parameter.
+		if path != "/" {
+			for _, seg := range strings.Split(path[1:], "/") {
+				dec, err := url.PathUnescape(seg)
+				if err != nil || seg == "" || dec == "." || dec == ".." || strings.ContainsAny(dec, "/\\;") || strings.ContainsAny(seg, "\\;?#") {
+					t.Fatalf("TargetPath(%q) accepted segment %q", target, seg)
+				}
+				for _, c := range []byte(dec) {
+					if c < 0x20 || c == 0x7f {
+						t.Fatalf("TargetPath(%q) accepted a control character", target)
+					}
+				}
+			}
+		}
+		if config.CheckPathPrefix(prefix) == nil && MatchPrefix(prefix, path) && prefix != "/" {
+			if !strings.HasPrefix(path, prefix) {
+				t.Fatalf("MatchPrefix(%q, %q) without a textual prefix", prefix, path)
+			}
+		}
+	})
+}

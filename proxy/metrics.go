@@ -1,0 +1,130 @@
+package proxy
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// otherHost is the host label of requests to hosts the config does not
+// name, so that a sandbox cannot grow the metrics without bound by
+// CONNECTing to random names.
+const otherHost = "_other"
+
+// latencyBuckets are the upper bounds, in seconds, of the upstream
+// latency histogram: loopback sub-millisecond up to slow APIs.
+var latencyBuckets = [...]float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+
+// metrics is the proxy's counters, exposed in the Prometheus text format
+// written by hand (the standard library has no client, and a dependency
+// for five series is not worth it).
+type metrics struct {
+	mu             sync.Mutex
+	requests       map[[3]string]uint64 // host, decision, reason
+	injectFailures map[string]uint64    // host
+	reloads        map[[2]string]uint64 // what, result
+	latencyCounts  [len(latencyBuckets) + 1]uint64
+	latencySum     float64
+	latencyCount   uint64
+
+	mints   atomic.Uint64
+	tunnels atomic.Int64
+}
+
+func newMetrics() *metrics {
+	return &metrics{requests: map[[3]string]uint64{}, injectFailures: map[string]uint64{}, reloads: map[[2]string]uint64{}}
+}
+
+func (m *metrics) request(host string, d Decision) {
+	m.mu.Lock()
+	m.requests[[3]string{host, string(d.Action), string(d.Reason)}]++
+	m.mu.Unlock()
+}
+
+func (m *metrics) injectFailure(host string) {
+	m.mu.Lock()
+	m.injectFailures[host]++
+	m.mu.Unlock()
+}
+
+func (m *metrics) reload(what string, err error) {
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	m.mu.Lock()
+	m.reloads[[2]string{what, result}]++
+	m.mu.Unlock()
+}
+
+func (m *metrics) observeUpstream(d time.Duration) {
+	s := d.Seconds()
+	i, _ := slices.BinarySearch(latencyBuckets[:], s)
+	m.mu.Lock()
+	m.latencyCounts[i]++
+	m.latencySum += s
+	m.latencyCount++
+	m.mu.Unlock()
+}
+
+// write renders every series, sorted, so two scrapes of the same state
+// are byte-identical.
+func (m *metrics) write(w io.Writer) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var b strings.Builder
+	b.WriteString("# HELP keyhole_proxy_requests_total Requests the proxy decided, by host, decision and reason.\n")
+	b.WriteString("# TYPE keyhole_proxy_requests_total counter\n")
+	for _, k := range sortedKeys(m.requests, func(k [3]string) string { return k[0] + "\x00" + k[1] + "\x00" + k[2] }) {
+		fmt.Fprintf(&b, "keyhole_proxy_requests_total{host=%s,decision=%s,reason=%s} %d\n", q(k[0]), q(k[1]), q(k[2]), m.requests[k])
+	}
+	b.WriteString("# HELP keyhole_proxy_injection_failures_total Requests refused because a credential could not be read.\n")
+	b.WriteString("# TYPE keyhole_proxy_injection_failures_total counter\n")
+	for _, k := range sortedKeys(m.injectFailures, func(k string) string { return k }) {
+		fmt.Fprintf(&b, "keyhole_proxy_injection_failures_total{host=%s} %d\n", q(k), m.injectFailures[k])
+	}
+	b.WriteString("# HELP keyhole_proxy_cert_mints_total Leaf certificates minted for injected hosts.\n")
+	b.WriteString("# TYPE keyhole_proxy_cert_mints_total counter\n")
+	fmt.Fprintf(&b, "keyhole_proxy_cert_mints_total %d\n", m.mints.Load())
+	b.WriteString("# HELP keyhole_proxy_tunnels_active CONNECT tunnels open now.\n")
+	b.WriteString("# TYPE keyhole_proxy_tunnels_active gauge\n")
+	fmt.Fprintf(&b, "keyhole_proxy_tunnels_active %d\n", m.tunnels.Load())
+	b.WriteString("# HELP keyhole_proxy_reloads_total Config and CA reload attempts, by what and result.\n")
+	b.WriteString("# TYPE keyhole_proxy_reloads_total counter\n")
+	for _, k := range sortedKeys(m.reloads, func(k [2]string) string { return k[0] + "\x00" + k[1] }) {
+		fmt.Fprintf(&b, "keyhole_proxy_reloads_total{what=%s,result=%s} %d\n", q(k[0]), q(k[1]), m.reloads[k])
+	}
+	b.WriteString("# HELP keyhole_proxy_upstream_latency_seconds Time from sending a request upstream to its response headers.\n")
+	b.WriteString("# TYPE keyhole_proxy_upstream_latency_seconds histogram\n")
+	var cum uint64
+	for i, le := range latencyBuckets {
+		cum += m.latencyCounts[i]
+		fmt.Fprintf(&b, "keyhole_proxy_upstream_latency_seconds_bucket{le=\"%s\"} %d\n", strconv.FormatFloat(le, 'g', -1, 64), cum)
+	}
+	cum += m.latencyCounts[len(latencyBuckets)]
+	fmt.Fprintf(&b, "keyhole_proxy_upstream_latency_seconds_bucket{le=\"+Inf\"} %d\n", cum)
+	fmt.Fprintf(&b, "keyhole_proxy_upstream_latency_seconds_sum %s\n", strconv.FormatFloat(m.latencySum, 'g', -1, 64))
+	fmt.Fprintf(&b, "keyhole_proxy_upstream_latency_seconds_count %d\n", m.latencyCount)
+	io.WriteString(w, b.String())
+}
+
+func sortedKeys[K comparable, V any](m map[K]V, str func(K) string) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b K) int { return strings.Compare(str(a), str(b)) })
+	return keys
+}
+
+// q quotes a label value as the text format wants: backslash, quote and
+// newline escaped.
+func q(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+	return `"` + r.Replace(s) + `"`
+}

@@ -1,0 +1,179 @@
+// Package proxycmd is the command line of the egress proxy: flags in,
+// exit code out. Both `keyhole-proxy` and `keyhole proxy` call Main, so
+// the two never drift apart.
+package proxycmd
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"keyhole.dev/keyhole/proxy"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitRuntime = 1 // the proxy started but could not keep serving
+	exitUsage   = 2 // bad flags, or a config or CA that does not load
+)
+
+// resolveFlag collects repeated --resolve HOST:PORT:ADDR values.
+type resolveFlag map[string]string
+
+func (r resolveFlag) String() string { return fmt.Sprint(map[string]string(r)) }
+
+// Set parses HOST:PORT:ADDR as curl does; ADDR may also carry its own
+// port ("127.0.0.1:8443", "[::1]:8443") so tests can point a name at an
+// ephemeral port.
+func (r resolveFlag) Set(v string) error {
+	host, rest, ok1 := strings.Cut(v, ":")
+	port, addr, ok2 := strings.Cut(rest, ":")
+	if !ok1 || !ok2 || host == "" || addr == "" {
+		return fmt.Errorf("%q is not HOST:PORT:ADDR", v)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("%q: port %q is not a number from 1 to 65535", v, port)
+	}
+	var to string
+	if h, p, err := net.SplitHostPort(addr); err == nil {
+		to = net.JoinHostPort(h, p)
+	} else {
+		to = net.JoinHostPort(strings.TrimSuffix(strings.TrimPrefix(addr, "["), "]"), port)
+	}
+	r[strings.ToLower(net.JoinHostPort(strings.TrimSuffix(host, "."), port))] = to
+	return nil
+}
+
+// Main runs the proxy until SIGTERM or SIGINT and returns the exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	return run(ctx, args, stdout, stderr, nil)
+}
+
+// run is Main with the context and a hook that receives the bound
+// addresses, for in-process tests.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound func(proxyAddr, adminAddr net.Addr)) int {
+	fs := flag.NewFlagSet("keyhole-proxy", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: keyhole-proxy --config FILE [flags]")
+		fs.PrintDefaults()
+	}
+	var (
+		configPath  = fs.String("config", "", "proxy config file written by `keyhole render` (required)")
+		listen      = fs.String("listen", ":3128", "address the sandbox's HTTPS_PROXY points at")
+		adminListen = fs.String("admin-listen", ":9090", "address for /healthz, /readyz and /metrics; empty disables")
+		caCert      = fs.String("ca-cert", "", "sandbox CA certificate (PEM); overrides the config")
+		caKey       = fs.String("ca-key", "", "sandbox CA private key (PEM); overrides the config")
+		secretsDir  = fs.String("secrets-dir", "", "directory of mounted Secrets, <secret>/<key>; overrides the config")
+		upstreamCA  = fs.String("upstream-ca", "", "PEM bundle to verify upstreams with instead of the system roots")
+		maxTunnels  = fs.Int("max-tunnels", 1024, "maximum concurrent CONNECT tunnels")
+		reload      = fs.Duration("reload-interval", 2*time.Second, "how often to check the config and CA files for changes")
+		shutdown    = fs.Duration("shutdown-timeout", 25*time.Second, "how long to drain in-flight requests on SIGTERM")
+		version     = fs.Bool("version", false, "print the version and exit")
+		resolve     = resolveFlag{}
+	)
+	fs.Var(resolve, "resolve", "HOST:PORT:ADDR: connect to ADDR for HOST:PORT, as curl --resolve (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if *version {
+		fmt.Fprintln(stdout, "keyhole-proxy", buildVersion())
+		return exitOK
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "keyhole-proxy: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	if *configPath == "" {
+		fmt.Fprintln(stderr, "keyhole-proxy: --config is required")
+		return exitUsage
+	}
+	if *maxTunnels < 1 {
+		fmt.Fprintln(stderr, "keyhole-proxy: --max-tunnels must be at least 1")
+		return exitUsage
+	}
+	opts := proxy.Options{
+		ConfigPath:     *configPath,
+		SecretsDir:     *secretsDir,
+		CACert:         *caCert,
+		CAKey:          *caKey,
+		Resolve:        resolve,
+		MaxTunnels:     *maxTunnels,
+		ReloadInterval: *reload,
+		Timeouts:       proxy.Timeouts{Shutdown: *shutdown},
+		Logger:         slog.New(slog.NewJSONHandler(stderr, nil)),
+	}
+	if *upstreamCA != "" {
+		pem, err := os.ReadFile(*upstreamCA)
+		if err != nil {
+			fmt.Fprintf(stderr, "keyhole-proxy: --upstream-ca: %v\n", err)
+			return exitUsage
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			fmt.Fprintf(stderr, "keyhole-proxy: --upstream-ca %s: no PEM certificates\n", *upstreamCA)
+			return exitUsage
+		}
+		opts.UpstreamRoots = pool
+	}
+	srv, err := proxy.New(opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "keyhole-proxy: %v\n", err)
+		return exitUsage
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "keyhole-proxy: --listen: %v\n", err)
+		return exitRuntime
+	}
+	var admin net.Listener
+	if *adminListen != "" {
+		if admin, err = net.Listen("tcp", *adminListen); err != nil {
+			ln.Close()
+			fmt.Fprintf(stderr, "keyhole-proxy: --admin-listen: %v\n", err)
+			return exitRuntime
+		}
+	}
+	attrs := []any{"listen", ln.Addr().String()}
+	var adminAddr net.Addr
+	if admin != nil {
+		adminAddr = admin.Addr()
+		attrs = append(attrs, "admin", adminAddr.String())
+	}
+	opts.Logger.Info("keyhole-proxy listening", attrs...)
+	if bound != nil {
+		bound(ln.Addr(), adminAddr)
+	}
+	if err := srv.Run(ctx, ln, admin); err != nil {
+		fmt.Fprintf(stderr, "keyhole-proxy: %v\n", err)
+		return exitRuntime
+	}
+	opts.Logger.Info("keyhole-proxy stopped")
+	return exitOK
+}
+
+// buildVersion is the module version the binary was built from.
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}

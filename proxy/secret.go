@@ -1,0 +1,220 @@
+package proxy
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"keyhole.dev/keyhole/proxy/config"
+)
+
+// ErrCredentialUnavailable is wrapped when a Secret key the injection
+// needs is missing, empty or not a single line. The server answers it with
+// credential-unavailable (502). Its messages name the Secret and key,
+// never the value.
+var ErrCredentialUnavailable = errors.New("credential unavailable")
+
+// redacted is the only form of a secret value that is ever printed.
+const redacted = "[REDACTED]"
+
+// Secret holds one credential value. Every way of printing it — String,
+// GoString, Format, LogValue, MarshalJSON, MarshalText — prints a redacted
+// form, so a value that strays into a log line, an error or a response
+// body leaks nothing. Only Reveal returns the value, and only injection
+// calls it.
+type Secret struct{ v string }
+
+// NewSecret wraps a value.
+func NewSecret(v string) Secret { return Secret{v: v} }
+
+// Reveal returns the value, for writing into an outbound header.
+func (s Secret) Reveal() string { return s.v }
+
+// String returns the redacted form.
+func (s Secret) String() string { return redacted }
+
+// GoString returns the redacted form, for %#v.
+func (s Secret) GoString() string { return redacted }
+
+// Format prints the redacted form for every verb.
+func (s Secret) Format(f fmt.State, _ rune) { io.WriteString(f, redacted) }
+
+// LogValue logs the redacted form.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(redacted) }
+
+// MarshalJSON encodes the redacted form.
+func (s Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + redacted + `"`), nil }
+
+// MarshalText encodes the redacted form.
+func (s Secret) MarshalText() ([]byte, error) { return []byte(redacted), nil }
+
+// SecretLookup returns the value of one key of one Secret.
+type SecretLookup func(secret, key string) (Secret, error)
+
+// maxSecretSize bounds a key file: credentials are small, and a huge file
+// is a mistake that must not cost memory on every request.
+const maxSecretSize = 64 << 10
+
+// SecretDir reads Secret values from a Kubernetes Secret volume layout,
+// Dir/<secret>/<key>, where each key is a symlink through ..data that the
+// kubelet swaps atomically on rotation. It reads the file on every call:
+// a read is a few microseconds (see BenchmarkSecretDirLookup), cheaper
+// than being wrong after a rotation, and it makes a removed key fail on
+// the very next request.
+type SecretDir struct{ Dir string }
+
+// Lookup reads secret/key. The value is the file's content with one
+// trailing "\n" trimmed; it must then be non-empty and hold no CR, LF or
+// NUL, or the error wraps ErrCredentialUnavailable.
+func (d SecretDir) Lookup(secret, key string) (Secret, error) {
+	if config.CheckSecretName(secret) != nil || config.CheckSecretKey(key) != nil {
+		return Secret{}, fmt.Errorf("%w: invalid secret or key name", ErrCredentialUnavailable)
+	}
+	f, err := os.Open(filepath.Join(d.Dir, secret, key))
+	if err != nil {
+		return Secret{}, fmt.Errorf("%w: key %q of secret %q is not mounted", ErrCredentialUnavailable, key, secret)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSecretSize+1))
+	if err != nil {
+		return Secret{}, fmt.Errorf("%w: key %q of secret %q cannot be read", ErrCredentialUnavailable, key, secret)
+	}
+	if len(b) > maxSecretSize {
+		return Secret{}, fmt.Errorf("%w: key %q of secret %q is larger than %d bytes", ErrCredentialUnavailable, key, secret, maxSecretSize)
+	}
+	v := strings.TrimSuffix(string(b), "\n")
+	switch {
+	case v == "":
+		return Secret{}, fmt.Errorf("%w: key %q of secret %q is empty", ErrCredentialUnavailable, key, secret)
+	case strings.ContainsAny(v, "\r\n\x00"):
+		return Secret{}, fmt.Errorf("%w: key %q of secret %q holds a line break or NUL", ErrCredentialUnavailable, key, secret)
+	}
+	return Secret{v: v}, nil
+}
+
+// Inject sets h's credential on an outbound request's header, reading the
+// values through lookup. It must run after hop-by-hop headers are
+// stripped, so that no Connection header can remove what it sets.
+//
+//   - Header form: every copy of the header, in any casing, is replaced by
+//     the rendered template.
+//   - Basic form: Authorization is replaced by Basic base64(user:pass).
+//   - Substitute form: the placeholder is replaced by the value wherever it
+//     appears in a header value, including inside the base64 of
+//     Authorization: Basic. URL and body are never touched, so a
+//     placeholder there stays a placeholder.
+//
+// Errors wrap ErrCredentialUnavailable and name keys, never values; on
+// error the header may be partly stripped and must not be sent.
+func Inject(h *HostPolicy, header http.Header, lookup SecretLookup) error {
+	in := h.Inject
+	read := func(key string) (string, error) {
+		s, err := lookup(in.Secret, key)
+		if err != nil {
+			return "", err
+		}
+		return s.Reveal(), nil
+	}
+	switch {
+	case in.Header != nil:
+		t := h.template
+		if t == nil {
+			var err error
+			if t, err = config.ParseTemplate(in.Header.Value); err != nil {
+				return fmt.Errorf("%w: %w", ErrCredentialUnavailable, err)
+			}
+		}
+		v, err := t.Render(read)
+		if err != nil {
+			return err
+		}
+		setHeader(header, in.Header.Name, v)
+	case in.Basic != nil:
+		user, err := read(in.Basic.UsernameKey)
+		if err != nil {
+			return err
+		}
+		pass, err := read(in.Basic.PasswordKey)
+		if err != nil {
+			return err
+		}
+		setHeader(header, "Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(user+":"+pass)))
+	case in.Substitute != nil:
+		return substitute(header, in.Substitute.Placeholder, func() (string, error) { return read(in.Substitute.Key) })
+	default:
+		return fmt.Errorf("%w: host %s has no injection form", ErrCredentialUnavailable, h.Name)
+	}
+	return nil
+}
+
+// setHeader replaces every copy of name, in any casing, with one value.
+func setHeader(header http.Header, name, value string) {
+	for k := range header {
+		if strings.EqualFold(k, name) {
+			delete(header, k)
+		}
+	}
+	header.Set(name, value)
+}
+
+// substitute replaces placeholder in header values. The value is read
+// once, and only if some header holds the placeholder.
+func substitute(header http.Header, placeholder string, value func() (string, error)) error {
+	var v string
+	var loaded bool
+	get := func() (string, error) {
+		if !loaded {
+			var err error
+			if v, err = value(); err != nil {
+				return "", err
+			}
+			loaded = true
+		}
+		return v, nil
+	}
+	for name, values := range header {
+		for i, hv := range values {
+			if strings.EqualFold(name, "Authorization") {
+				if out, ok, err := substituteBasic(hv, placeholder, get); err != nil {
+					return err
+				} else if ok {
+					values[i] = out
+					continue
+				}
+			}
+			if strings.Contains(hv, placeholder) {
+				s, err := get()
+				if err != nil {
+					return err
+				}
+				values[i] = strings.ReplaceAll(hv, placeholder, s)
+			}
+		}
+	}
+	return nil
+}
+
+// substituteBasic handles "Basic base64(user:pass)" whose decoded form
+// holds the placeholder, as git sends x-access-token:<placeholder>.
+func substituteBasic(hv, placeholder string, get func() (string, error)) (string, bool, error) {
+	scheme, cred, ok := strings.Cut(strings.TrimSpace(hv), " ")
+	if !ok || !strings.EqualFold(scheme, "Basic") {
+		return "", false, nil
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
+	if err != nil || !strings.Contains(string(raw), placeholder) {
+		return "", false, nil
+	}
+	s, err := get()
+	if err != nil {
+		return "", false, err
+	}
+	out := strings.ReplaceAll(string(raw), placeholder, s)
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(out)), true, nil
+}

@@ -1,0 +1,374 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"keyhole.dev/keyhole/proxy/config"
+)
+
+const canary = "CANARY-7f3e9b1c-do-not-leak"
+
+func TestSecretRedacts(t *testing.T) {
+	s := NewSecret(canary)
+	var logbuf bytes.Buffer
+	slog.New(slog.NewJSONHandler(&logbuf, nil)).Info("x", "secret", s, "group", slog.GroupValue(slog.Any("s", s)))
+	js, err := json.Marshal(map[string]any{"s": s, "p": &s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outputs := map[string]string{
+		"String":   s.String(),
+		"%v":       fmt.Sprintf("%v", s),
+		"%+v":      fmt.Sprintf("%+v", struct{ S Secret }{s}),
+		"%#v":      fmt.Sprintf("%#v", s),
+		"%s":       fmt.Sprintf("%s", s),
+		"%q":       fmt.Sprintf("%q", s),
+		"%x":       fmt.Sprintf("%x", s),
+		"pointer":  fmt.Sprintf("%v", &s),
+		"error":    fmt.Errorf("wrapped %v", s).Error(),
+		"json":     string(js),
+		"slog":     logbuf.String(),
+		"textjson": mustText(t, s),
+	}
+	for name, out := range outputs {
+		t.Run(name, func(t *testing.T) {
+			if strings.Contains(out, canary) || !strings.Contains(out, redacted) {
+				t.Fatalf("%s printed %q", name, out)
+			}
+		})
+	}
+	if s.Reveal() != canary {
+		t.Fatal("Reveal lost the value")
+	}
+}
+
+func mustText(t *testing.T, s Secret) string {
+	b, err := s.MarshalText()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func writeKey(t testing.TB, dir, secret, key, value string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(dir, secret), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, secret, key), []byte(value), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSecretDirLookup(t *testing.T) {
+	dir := t.TempDir()
+	d := SecretDir{Dir: dir}
+	for key, value := range map[string]string{
+		"plain": "tok", "newline": "tok\n", "two newlines": "tok\n\n", "crlf": "tok\r\n",
+		"inner newline": "a\nb", "nul": "a\x00b", "empty": "", "only newline": "\n", "cr": "a\rb",
+	} {
+		writeKey(t, dir, "s", strings.ReplaceAll(key, " ", "-"), value)
+	}
+	tests := map[string]struct {
+		secret, key string
+		want        string // "" means unavailable
+	}{
+		"plain":          {secret: "s", key: "plain", want: "tok"},
+		"one newline":    {secret: "s", key: "newline", want: "tok"},
+		"two newlines":   {secret: "s", key: "two-newlines"},
+		"crlf":           {secret: "s", key: "crlf"},
+		"inner newline":  {secret: "s", key: "inner-newline"},
+		"nul":            {secret: "s", key: "nul"},
+		"cr":             {secret: "s", key: "cr"},
+		"empty":          {secret: "s", key: "empty"},
+		"only newline":   {secret: "s", key: "only-newline"},
+		"missing key":    {secret: "s", key: "nope"},
+		"missing secret": {secret: "nope", key: "plain"},
+		"traversal key":  {secret: "s", key: "../s/plain"},
+		"traversal name": {secret: "..", key: "plain"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			s, err := d.Lookup(tc.secret, tc.key)
+			if tc.want == "" {
+				if !errors.Is(err, ErrCredentialUnavailable) {
+					t.Fatalf("Lookup = %v, want ErrCredentialUnavailable", err)
+				}
+				return
+			}
+			if err != nil || s.Reveal() != tc.want {
+				t.Fatalf("Lookup = %q, %v; want %q", s.Reveal(), err, tc.want)
+			}
+		})
+	}
+}
+
+// TestSecretDirRotation swaps the ..data symlink as the kubelet does and
+// checks that each read sees the current state: rotated, removed, restored.
+func TestSecretDirRotation(t *testing.T) {
+	dir := t.TempDir()
+	sec := filepath.Join(dir, "gh")
+	k8s := newKubeSecret(t, sec)
+	k8s.write(map[string]string{"token": "one"})
+	d := SecretDir{Dir: dir}
+	steps := []struct {
+		name string
+		data map[string]string
+		want string
+	}{
+		{name: "initial", data: nil, want: "one"},
+		{name: "rotated", data: map[string]string{"token": "two"}, want: "two"},
+		{name: "removed", data: map[string]string{"other": "x"}, want: ""},
+		{name: "restored", data: map[string]string{"token": "three"}, want: "three"},
+	}
+	for _, st := range steps {
+		if st.data != nil {
+			k8s.write(st.data)
+		}
+		s, err := d.Lookup("gh", "token")
+		if st.want == "" {
+			if !errors.Is(err, ErrCredentialUnavailable) {
+				t.Fatalf("%s: Lookup = %v, want unavailable", st.name, err)
+			}
+			continue
+		}
+		if err != nil || s.Reveal() != st.want {
+			t.Fatalf("%s: Lookup = %q, %v; want %q", st.name, s.Reveal(), err, st.want)
+		}
+	}
+}
+
+// kubeSecret mimics the kubelet's atomic writer: keys are symlinks to
+// ..data/<key>, ..data is a symlink to a timestamped directory, and an
+// update writes a new directory and renames a new ..data over the old one.
+type kubeSecret struct {
+	t   testing.TB
+	dir string
+	gen int
+}
+
+func newKubeSecret(t testing.TB, dir string) *kubeSecret {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return &kubeSecret{t: t, dir: dir}
+}
+
+func (k *kubeSecret) write(data map[string]string) {
+	t := k.t
+	k.gen++
+	ts := fmt.Sprintf("..2026_11_29_00_00_%02d.%d", k.gen, k.gen)
+	if err := os.Mkdir(filepath.Join(k.dir, ts), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for key, v := range data {
+		if err := os.WriteFile(filepath.Join(k.dir, ts, key), []byte(v), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tmp := filepath.Join(k.dir, "..data_tmp")
+	if err := os.Symlink(ts, tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(k.dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(k.dir)
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, "..") {
+			if name != "..data" && name != ts {
+				os.RemoveAll(filepath.Join(k.dir, name))
+			}
+			continue
+		}
+		if _, ok := data[name]; !ok {
+			os.Remove(filepath.Join(k.dir, name))
+		}
+	}
+	for key := range data {
+		link := filepath.Join(k.dir, key)
+		if _, err := os.Lstat(link); err == nil {
+			continue
+		}
+		if err := os.Symlink(filepath.Join("..data", key), link); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func injectHost(t testing.TB, in config.Inject) *HostPolicy {
+	t.Helper()
+	cfg := &config.Config{APIVersion: config.APIVersion, Kind: config.Kind, Sandbox: config.SandboxRef{Name: "s"},
+		Hosts: []config.Host{{Name: "api.example.com", Connection: "c", Inject: in}}}
+	p, err := NewPolicy(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Host("api.example.com")
+}
+
+func TestInject(t *testing.T) {
+	const ph = "omnia-injected-c"
+	values := map[string]string{"token": canary, "user": "x-access-token"}
+	lookup := func(secret, key string) (Secret, error) {
+		if v, ok := values[key]; ok && secret == "sec" {
+			return NewSecret(v), nil
+		}
+		return Secret{}, fmt.Errorf("%w: key %q missing", ErrCredentialUnavailable, key)
+	}
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	bearer := config.Inject{Secret: "sec", Header: &config.HeaderInject{Name: "Authorization", Value: "Bearer {{ .token }}"}}
+	basic := config.Inject{Secret: "sec", Basic: &config.BasicInject{UsernameKey: "user", PasswordKey: "token"}}
+	subst := config.Inject{Secret: "sec", Substitute: &config.SubstituteInject{Placeholder: ph, Key: "token"}}
+	tests := map[string]struct {
+		in      config.Inject
+		header  http.Header
+		want    http.Header
+		wantErr bool
+	}{
+		"set replaces": {in: bearer,
+			header: http.Header{"Authorization": {"Bearer " + ph, "Basic Zm9v"}, "authorization": {"x"}, "AUTHORIZATION": {"y"}, "Accept": {"a"}},
+			want:   http.Header{"Authorization": {"Bearer " + canary}, "Accept": {"a"}}},
+		"set when absent": {in: bearer, header: http.Header{}, want: http.Header{"Authorization": {"Bearer " + canary}}},
+		"set other header": {in: config.Inject{Secret: "sec", Header: &config.HeaderInject{Name: "X-Api-Key", Value: "{{ .token }}"}},
+			header: http.Header{"x-api-key": {"ph"}}, want: http.Header{"X-Api-Key": {canary}}},
+		"set missing key": {in: config.Inject{Secret: "sec", Header: &config.HeaderInject{Name: "Authorization", Value: "{{ .nope }}"}},
+			header: http.Header{}, wantErr: true},
+		"basic": {in: basic, header: http.Header{"Authorization": {"Bearer " + ph}},
+			want: http.Header{"Authorization": {"Basic " + b64("x-access-token:"+canary)}}},
+		"basic missing key": {in: config.Inject{Secret: "sec", Basic: &config.BasicInject{UsernameKey: "nope", PasswordKey: "token"}}, header: http.Header{}, wantErr: true},
+		"substitute bearer": {in: subst, header: http.Header{"Authorization": {"Bearer " + ph}, "Accept": {"x"}},
+			want: http.Header{"Authorization": {"Bearer " + canary}, "Accept": {"x"}}},
+		"substitute in basic": {in: subst, header: http.Header{"Authorization": {"Basic " + b64("x-access-token:"+ph)}},
+			want: http.Header{"Authorization": {"Basic " + b64("x-access-token:"+canary)}}},
+		"substitute basic lower scheme": {in: subst, header: http.Header{"Authorization": {"basic " + b64("x-access-token:"+ph)}},
+			want: http.Header{"Authorization": {"Basic " + b64("x-access-token:"+canary)}}},
+		"substitute any header": {in: subst, header: http.Header{"X-Token": {"a " + ph + " b " + ph}},
+			want: http.Header{"X-Token": {"a " + canary + " b " + canary}}},
+		"substitute absent untouched": {in: subst, header: http.Header{"Authorization": {"Bearer other"}},
+			want: http.Header{"Authorization": {"Bearer other"}}},
+		"substitute basic without placeholder": {in: subst, header: http.Header{"Authorization": {"Basic " + b64("u:p")}},
+			want: http.Header{"Authorization": {"Basic " + b64("u:p")}}},
+		"substitute missing value": {in: config.Inject{Secret: "sec", Substitute: &config.SubstituteInject{Placeholder: ph, Key: "nope"}},
+			header: http.Header{"Authorization": {"Bearer " + ph}}, wantErr: true},
+		"substitute missing but unused": {in: config.Inject{Secret: "sec", Substitute: &config.SubstituteInject{Placeholder: ph, Key: "nope"}},
+			header: http.Header{"Accept": {"x"}}, want: http.Header{"Accept": {"x"}}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			h := injectHost(t, tc.in)
+			err := Inject(h, tc.header, lookup)
+			if tc.wantErr {
+				if !errors.Is(err, ErrCredentialUnavailable) {
+					t.Fatalf("Inject = %v, want ErrCredentialUnavailable", err)
+				}
+				if strings.Contains(err.Error(), canary) {
+					t.Fatal("error holds the secret")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(tc.header) != fmt.Sprint(tc.want) {
+				t.Fatalf("header = %v\nwant     %v", tc.header, tc.want)
+			}
+		})
+	}
+}
+
+func BenchmarkSecretDirLookup(b *testing.B) {
+	dir := b.TempDir()
+	k := newKubeSecret(b, filepath.Join(dir, "gh"))
+	k.write(map[string]string{"token": canary})
+	d := SecretDir{Dir: dir}
+	for b.Loop() {
+		if _, err := d.Lookup("gh", "token"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkInjectBearer(b *testing.B) {
+	dir := b.TempDir()
+	writeKey(b, dir, "sec", "token", canary)
+	h := injectHost(b, config.Inject{Secret: "sec", Header: &config.HeaderInject{Name: "Authorization", Value: "Bearer {{ .token }}"}})
+	d := SecretDir{Dir: dir}
+	for b.Loop() {
+		hdr := http.Header{"Authorization": {"Bearer omnia-injected-c"}, "Accept": {"*/*"}, "User-Agent": {"curl"}}
+		if err := Inject(h, hdr, d.Lookup); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecideTunnel(b *testing.B) {
+	p := testPolicy(b)
+	req := tunnelReq("GET", "/repos/acme/widgets/issues?state=open")
+	for b.Loop() {
+		if d := p.Decide(req); !d.Allowed() {
+			b.Fatal(d)
+		}
+	}
+}
+
+func FuzzInject(f *testing.F) {
+	const ph = "omnia-injected-c"
+	f.Add("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("x-access-token:"+ph)), uint8(2))
+	f.Add("Authorization", "Bearer "+ph, uint8(2))
+	f.Add("authorization", "x", uint8(0))
+	f.Add("X-Other", ph+ph, uint8(1))
+	forms := []config.Inject{
+		{Secret: "sec", Header: &config.HeaderInject{Name: "Authorization", Value: "Bearer {{ .token }}"}},
+		{Secret: "sec", Basic: &config.BasicInject{UsernameKey: "user", PasswordKey: "token"}},
+		{Secret: "sec", Substitute: &config.SubstituteInject{Placeholder: ph, Key: "token"}},
+	}
+	hosts := make([]*HostPolicy, len(forms))
+	for i, in := range forms {
+		hosts[i] = injectHost(f, in)
+	}
+	lookup := func(_, key string) (Secret, error) { return NewSecret(canary + key), nil }
+	f.Fuzz(func(t *testing.T, name, value string, form uint8) {
+		h := hosts[int(form)%len(hosts)]
+		hdr := http.Header{name: {value}}
+		orig := fmt.Sprint(hdr)
+		if err := Inject(h, hdr, lookup); err != nil {
+			t.Fatalf("Inject: %v", err)
+		}
+		if h.Inject.Substitute == nil {
+			want := "Bearer " + canary + "token"
+			if h.Inject.Basic != nil {
+				want = "Basic " + base64.StdEncoding.EncodeToString([]byte(canary+"user:"+canary+"token"))
+			}
+			n := 0
+			for k, vs := range hdr {
+				if strings.EqualFold(k, "Authorization") {
+					n++
+					if len(vs) != 1 || vs[0] != want {
+						t.Fatalf("set form left %s: %q", k, vs)
+					}
+				}
+			}
+			if n != 1 {
+				t.Fatalf("set form left %d Authorization keys: %v", n, hdr)
+			}
+			return
+		}
+		// Substitution only ever acts where the placeholder was.
+		raw, _ := base64.StdEncoding.DecodeString(strings.TrimSpace(value[min(len(value), strings.IndexByte(value+" ", ' ')+1):]))
+		if !strings.Contains(value, ph) && !strings.Contains(string(raw), ph) && fmt.Sprint(hdr) != orig {
+			t.Fatalf("header without the placeholder changed: %s -> %v", orig, hdr)
+		}
+	})
+}

@@ -1,0 +1,858 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/textproto"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"keyhole.dev/keyhole/proxy/config"
+)
+
+// MaxBodyCheck is how much of a request body the proxy reads to match a
+// rule's Body condition; a longer body matches no such rule.
+const MaxBodyCheck = 1 << 20
+
+// Timeouts bound every wait, so a slow or silent peer costs a goroutine
+// for a while, not forever. Zero fields take the defaults.
+type Timeouts struct {
+	// Handshake bounds the sandbox's TLS handshake in a tunnel.
+	Handshake time.Duration
+	// ReadHeader bounds reading a request's headers.
+	ReadHeader time.Duration
+	// Idle closes keep-alive connections and passthrough tunnels with no
+	// traffic for this long.
+	Idle time.Duration
+	// Dial bounds connecting (and TLS to) an upstream.
+	Dial time.Duration
+	// ResponseHeader bounds waiting for an upstream's response headers.
+	ResponseHeader time.Duration
+	// Shutdown bounds draining in-flight requests on shutdown.
+	Shutdown time.Duration
+}
+
+func (t Timeouts) withDefaults() Timeouts {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&t.Handshake, 10*time.Second)
+	def(&t.ReadHeader, 10*time.Second)
+	def(&t.Idle, 90*time.Second)
+	def(&t.Dial, 10*time.Second)
+	def(&t.ResponseHeader, 60*time.Second)
+	def(&t.Shutdown, 25*time.Second)
+	return t
+}
+
+// Options configure a Server. Only ConfigPath is required.
+type Options struct {
+	// ConfigPath is the proxy config file; it is re-read when it changes.
+	ConfigPath string
+	// SecretsDir, CACert and CAKey override the config's values; when
+	// both are empty the config package's defaults apply.
+	SecretsDir    string
+	CACert, CAKey string
+	// Resolve maps "host:port" to the "addr:port" to dial instead, like
+	// curl's --resolve. Keys are lowercase.
+	Resolve map[string]string
+	// UpstreamRoots verifies upstream TLS; nil means the system roots.
+	UpstreamRoots *x509.CertPool
+	// MaxTunnels caps concurrent CONNECT tunnels; 0 means 1024.
+	MaxTunnels int
+	// ReloadInterval is how often the config and CA files are checked for
+	// changes; 0 means 2s.
+	ReloadInterval time.Duration
+	Timeouts       Timeouts
+	// Logger receives one JSON line per request and reload events; nil
+	// discards them.
+	Logger *slog.Logger
+}
+
+// Server is the egress proxy. Create it with New, run it with Run.
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	metrics *metrics
+
+	state atomic.Pointer[state]
+	ca    atomic.Pointer[caState]
+
+	leaves   *leafCache
+	upstream *http.Transport // TLS to injected hosts
+	plain    *http.Transport // http:// to passthrough hosts
+	tunnels  chan struct{}   // semaphore of open tunnels
+	draining atomic.Bool
+
+	inner   *http.Server
+	innerLn *connListener
+
+	passMu    sync.Mutex
+	passConns map[net.Conn]struct{}
+	passWG    sync.WaitGroup
+}
+
+// state is one loaded config; replaced whole on reload.
+type state struct {
+	raw     []byte
+	cfg     *config.Config
+	policy  *Policy
+	secrets SecretDir
+	caCert  string
+	caKey   string
+}
+
+type caState struct {
+	certRaw, keyRaw []byte
+	ca              *CA
+}
+
+// New loads the config and, when the config injects any host, the CA. A
+// config or CA that cannot be loaded is an error: the proxy does not start
+// half-configured.
+func New(opts Options) (*Server, error) {
+	if opts.ConfigPath == "" {
+		return nil, fmt.Errorf("%w: no config file given", config.ErrRead)
+	}
+	opts.Timeouts = opts.Timeouts.withDefaults()
+	if opts.MaxTunnels <= 0 {
+		opts.MaxTunnels = 1024
+	}
+	if opts.ReloadInterval <= 0 {
+		opts.ReloadInterval = 2 * time.Second
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		opts:      opts,
+		log:       logger,
+		metrics:   newMetrics(),
+		tunnels:   make(chan struct{}, opts.MaxTunnels),
+		passConns: map[net.Conn]struct{}{},
+	}
+	s.leaves = newLeafCache(func() { s.metrics.mints.Add(1) })
+	st, err := s.loadConfig(nil)
+	if err != nil {
+		return nil, err
+	}
+	s.state.Store(st)
+	if err := s.loadCA(st); err != nil && len(st.cfg.Hosts) > 0 {
+		return nil, err
+	}
+	s.upstream = s.newTransport(&tls.Config{RootCAs: opts.UpstreamRoots, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12})
+	s.plain = s.newTransport(nil)
+	s.innerLn = newConnListener()
+	s.inner = &http.Server{
+		Handler:           http.HandlerFunc(s.serveTunnelRequest),
+		ReadHeaderTimeout: opts.Timeouts.ReadHeader,
+		IdleTimeout:       opts.Timeouts.Idle,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          log.New(io.Discard, "", 0),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, tunnelKey{}, c)
+		},
+	}
+	return s, nil
+}
+
+func (s *Server) newTransport(tlsConf *tls.Config) *http.Transport {
+	t := s.opts.Timeouts
+	return &http.Transport{
+		Proxy:                 nil, // never honour HTTPS_PROXY from our own environment
+		DialContext:           s.dial,
+		TLSClientConfig:       tlsConf,
+		TLSHandshakeTimeout:   t.Dial,
+		ResponseHeaderTimeout: t.ResponseHeader,
+		IdleConnTimeout:       t.Idle,
+		ExpectContinueTimeout: time.Second,
+		MaxIdleConns:          512,
+		MaxIdleConnsPerHost:   128,
+		ForceAttemptHTTP2:     false,
+		// A non-nil empty map turns HTTP/2 off: upstreams get HTTP/1.1.
+		TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{},
+	}
+}
+
+// dial connects to addr, or to what --resolve maps it to.
+func (s *Server) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	if to, ok := s.opts.Resolve[strings.ToLower(addr)]; ok {
+		addr = to
+	}
+	d := net.Dialer{Timeout: s.opts.Timeouts.Dial, KeepAlive: 30 * time.Second}
+	return d.DialContext(ctx, network, addr)
+}
+
+func (s *Server) loadConfig(prev *state) (*state, error) {
+	f, err := os.Open(s.opts.ConfigPath)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", config.ErrRead, err)
+	}
+	raw, err := io.ReadAll(io.LimitReader(f, config.MaxFileSize+1))
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", config.ErrRead, s.opts.ConfigPath, err)
+	}
+	if prev != nil && bytes.Equal(raw, prev.raw) {
+		return prev, nil
+	}
+	if len(raw) > config.MaxFileSize {
+		return nil, fmt.Errorf("%w: %s: larger than %d bytes", config.ErrRead, s.opts.ConfigPath, config.MaxFileSize)
+	}
+	cfg, err := config.Decode(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.opts.ConfigPath, err)
+	}
+	p, err := NewPolicy(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.opts.ConfigPath, err)
+	}
+	st := &state{raw: raw, cfg: cfg, policy: p}
+	st.secrets.Dir = firstOf(s.opts.SecretsDir, cfg.SecretsDir, config.DefaultSecretsDir)
+	st.caCert = firstOf(s.opts.CACert, cfg.CA.CertFile, config.DefaultCACert)
+	st.caKey = firstOf(s.opts.CAKey, cfg.CA.KeyFile, config.DefaultCAKey)
+	return st, nil
+}
+
+func firstOf(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// loadCA reads the CA files named by st and installs them when they
+// changed. On error the previous CA stays.
+func (s *Server) loadCA(st *state) error {
+	certRaw, err := os.ReadFile(st.caCert)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrCA, err)
+	}
+	keyRaw, err := os.ReadFile(st.caKey)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrCA, err)
+	}
+	if cur := s.ca.Load(); cur != nil && bytes.Equal(cur.certRaw, certRaw) && bytes.Equal(cur.keyRaw, keyRaw) {
+		return nil
+	}
+	ca, err := ParseCA(certRaw, keyRaw)
+	if err != nil {
+		return fmt.Errorf("%s: %w", st.caCert, err)
+	}
+	s.ca.Store(&caState{certRaw: certRaw, keyRaw: keyRaw, ca: ca})
+	return nil
+}
+
+// reload re-reads the config and CA; a bad new file keeps the old one.
+func (s *Server) reload() {
+	prev := s.state.Load()
+	st, err := s.loadConfig(prev)
+	switch {
+	case err != nil:
+		s.metrics.reload("config", err)
+		s.log.Error("config reload failed; keeping the previous config", "error", err.Error())
+		st = prev
+	case st != prev:
+		s.state.Store(st)
+		s.metrics.reload("config", nil)
+		s.log.Info("config reloaded", "hosts", len(st.cfg.Hosts), "passthrough", len(st.cfg.Passthrough))
+	}
+	before := s.ca.Load()
+	if err := s.loadCA(st); err != nil {
+		if len(st.cfg.Hosts) > 0 {
+			s.metrics.reload("ca", err)
+			s.log.Error("CA reload failed; keeping the previous CA", "error", err.Error())
+		}
+	} else if after := s.ca.Load(); after != before {
+		s.metrics.reload("ca", nil)
+		s.log.Info("CA reloaded", "subject", after.ca.cert.Subject.CommonName, "notAfter", after.ca.cert.NotAfter)
+	}
+}
+
+// Ready reports whether the proxy can serve: config and (when needed) CA
+// loaded, and not shutting down.
+func (s *Server) Ready() bool {
+	st := s.state.Load()
+	return st != nil && !s.draining.Load() && (len(st.cfg.Hosts) == 0 || s.ca.Load() != nil)
+}
+
+// Run serves the proxy on ln and the admin endpoints on admin (which may
+// be nil) until ctx is done, then shuts down gracefully: it stops
+// accepting, lets in-flight requests finish within Timeouts.Shutdown, and
+// closes what remains.
+func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
+	outer := &http.Server{
+		Handler:           http.HandlerFunc(s.serveProxy),
+		ReadHeaderTimeout: s.opts.Timeouts.ReadHeader,
+		IdleTimeout:       s.opts.Timeouts.Idle,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
+	var adminSrv *http.Server
+	errc := make(chan error, 3)
+	go func() { errc <- outer.Serve(ln) }()
+	go func() { errc <- s.inner.Serve(s.innerLn) }()
+	if admin != nil {
+		adminSrv = &http.Server{Handler: s.AdminHandler(), ReadHeaderTimeout: s.opts.Timeouts.ReadHeader}
+		go func() { errc <- adminSrv.Serve(admin) }()
+	}
+	reloadDone := make(chan struct{})
+	reloadCtx, stopReload := context.WithCancel(ctx)
+	go func() {
+		defer close(reloadDone)
+		t := time.NewTicker(s.opts.ReloadInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-reloadCtx.Done():
+				return
+			case <-t.C:
+				s.reload()
+			}
+		}
+	}()
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			runErr = err
+		}
+	}
+	stopReload()
+	<-reloadDone
+	s.draining.Store(true)
+	sctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeouts.Shutdown)
+	defer cancel()
+	outer.Shutdown(sctx)
+	s.innerLn.Close()
+	s.inner.Shutdown(sctx)
+	done := make(chan struct{})
+	go func() { s.passWG.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-sctx.Done():
+		s.passMu.Lock()
+		for c := range s.passConns {
+			c.Close()
+		}
+		s.passMu.Unlock()
+		<-done
+	}
+	outer.Close()
+	s.inner.Close()
+	if adminSrv != nil {
+		adminSrv.Close()
+	}
+	s.upstream.CloseIdleConnections()
+	s.plain.CloseIdleConnections()
+	return runErr
+}
+
+// AdminHandler serves /healthz, /readyz and /metrics.
+func (s *Server) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !s.Ready() {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		s.metrics.write(w)
+	})
+	return mux
+}
+
+// serveProxy handles what arrives on the proxy listener: CONNECT, or an
+// absolute-form http:// request.
+func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	st := s.state.Load()
+	if r.Method == http.MethodConnect {
+		s.serveConnect(w, r, st, start)
+		return
+	}
+	d := st.policy.Decide(RequestInfo{Kind: KindPlain, Method: r.Method, Target: r.RequestURI, Host: r.Host})
+	rec := &statusRecorder{ResponseWriter: w}
+	defer func() { s.logRequest(st, r, d, rec.status, start) }()
+	if !d.Allowed() {
+		writeRefusal(rec, d, false)
+		return
+	}
+	stripHopByHop(r.Header)
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL.Scheme = "http"
+			pr.Out.URL.Host = d.Host
+			pr.Out.Host = d.Host
+		},
+		Transport:      s.plain,
+		ModifyResponse: stripRefused,
+		ErrorHandler:   s.upstreamError,
+		ErrorLog:       log.New(io.Discard, "", 0),
+	}
+	rp.ServeHTTP(rec, r)
+}
+
+func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request, st *state, start time.Time) {
+	d := st.policy.Decide(RequestInfo{Kind: KindConnect, Method: r.Method, Target: r.RequestURI})
+	if !d.Allowed() {
+		writeRefusal(w, d, true)
+		s.logRequest(st, r, d, d.Reason.Status(), start)
+		return
+	}
+	select {
+	case s.tunnels <- struct{}{}:
+	default:
+		w.Header().Set("Connection", "close")
+		http.Error(w, "keyhole: too many open tunnels; retry later", http.StatusServiceUnavailable)
+		s.logRequest(st, r, d, http.StatusServiceUnavailable, start)
+		return
+	}
+	s.metrics.tunnels.Add(1)
+	release := sync.OnceFunc(func() { <-s.tunnels; s.metrics.tunnels.Add(-1) })
+	var upstream net.Conn
+	if d.Action == ActionTunnel {
+		var err error
+		upstream, err = s.dial(r.Context(), "tcp", net.JoinHostPort(d.Host, "443"))
+		if err != nil {
+			release()
+			w.Header().Set("Connection", "close")
+			http.Error(w, "keyhole: cannot reach "+d.Host, http.StatusBadGateway)
+			s.logRequest(st, r, d, http.StatusBadGateway, start)
+			return
+		}
+	}
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		release()
+		if upstream != nil {
+			upstream.Close()
+		}
+		return
+	}
+	conn.SetDeadline(time.Time{})
+	var client net.Conn = conn
+	if brw.Reader.Buffered() > 0 {
+		client = &bufferedConn{Conn: conn, r: brw.Reader}
+	}
+	if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		release()
+		conn.Close()
+		if upstream != nil {
+			upstream.Close()
+		}
+		return
+	}
+	s.logRequest(st, r, d, http.StatusOK, start)
+	if d.Action == ActionTunnel {
+		s.splice(client, upstream, release)
+		return
+	}
+	s.intercept(client, d.Host, release)
+}
+
+// intercept terminates the sandbox's TLS with a leaf for host and hands
+// the connection to the inner HTTP server.
+func (s *Server) intercept(conn net.Conn, host string, release func()) {
+	tconn := tls.Server(conn, &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		NextProtos: []string{"http/1.1"},
+		// The leaf is for the CONNECT host whatever the SNI says: a
+		// different SNI gets host-mismatch on its first request, and no
+		// leaf is ever minted for a name the config does not inject.
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			cs := s.ca.Load()
+			if cs == nil {
+				return nil, fmt.Errorf("%w: not loaded", ErrCA)
+			}
+			return s.leaves.get(cs.ca, host, time.Now())
+		},
+	})
+	tconn.SetDeadline(time.Now().Add(s.opts.Timeouts.Handshake))
+	if err := tconn.Handshake(); err != nil {
+		s.log.Warn("tls handshake with the sandbox failed", "host", host, "error", err.Error())
+		tconn.Close()
+		release()
+		return
+	}
+	tconn.SetDeadline(time.Time{})
+	tc := &tunnelConn{Conn: tconn, connect: host, sni: tconn.ConnectionState().ServerName, release: release}
+	if !s.innerLn.push(tc) {
+		tc.Close()
+	}
+}
+
+// splice copies bytes both ways between a passthrough tunnel's ends. Any
+// traffic in either direction keeps both alive; Timeouts.Idle of silence
+// closes them.
+func (s *Server) splice(client, upstream net.Conn, release func()) {
+	s.passMu.Lock()
+	s.passConns[client] = struct{}{}
+	s.passConns[upstream] = struct{}{}
+	s.passWG.Add(1)
+	s.passMu.Unlock()
+	defer func() {
+		s.passMu.Lock()
+		delete(s.passConns, client)
+		delete(s.passConns, upstream)
+		s.passMu.Unlock()
+		release()
+		s.passWG.Done()
+	}()
+	idle := s.opts.Timeouts.Idle
+	touch := func() {
+		dl := time.Now().Add(idle)
+		client.SetReadDeadline(dl)
+		upstream.SetReadDeadline(dl)
+	}
+	touch()
+	var wg sync.WaitGroup
+	pipe := func(dst, src net.Conn) {
+		defer wg.Done()
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				touch()
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		// Half-close so the other side sees EOF, then make sure the
+		// other direction ends too.
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+		}
+		src.SetReadDeadline(time.Now())
+	}
+	wg.Add(2)
+	go pipe(upstream, client)
+	pipe(client, upstream)
+	wg.Wait()
+	client.Close()
+	upstream.Close()
+}
+
+// tunnelKey carries a request's *tunnelConn in its context.
+type tunnelKey struct{}
+
+// serveTunnelRequest handles one request read inside an intercepted
+// tunnel: decide, inject, forward.
+func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	st := s.state.Load()
+	tc, _ := r.Context().Value(tunnelKey{}).(*tunnelConn)
+	if tc == nil {
+		http.Error(w, "keyhole: internal error", http.StatusInternalServerError)
+		return
+	}
+	rec := &statusRecorder{ResponseWriter: w}
+	info := RequestInfo{Kind: KindTunnel, Method: r.Method, Target: r.RequestURI, ConnectHost: tc.connect, SNI: tc.sni, Host: r.Host, BodyComplete: true}
+	hp := st.policy.Host(tc.connect)
+	if hp != nil && hp.NeedsBody() && r.Body != nil && r.Body != http.NoBody {
+		head, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyCheck+1))
+		if err != nil {
+			w.Header().Set("Connection", "close")
+			http.Error(w, "keyhole: cannot read the request body", http.StatusBadRequest)
+			return
+		}
+		info.Body, info.BodyComplete = head, len(head) <= MaxBodyCheck
+		// Replay what was read, then the rest, so the upstream gets the
+		// body exactly as sent.
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+	}
+	d := st.policy.Decide(info)
+	defer func() { s.logRequest(st, r, d, rec.status, start) }()
+	if !d.Allowed() {
+		// After a host-mismatch the connection cannot be trusted to
+		// name one host: close it.
+		writeRefusal(rec, d, d.Reason == ReasonHostMismatch || d.Reason == ReasonHostNotAllowed)
+		return
+	}
+	// Strip hop-by-hop headers first, then inject, so nothing the
+	// sandbox names in Connection can remove the credential.
+	stripHopByHop(r.Header)
+	if err := Inject(hp, r.Header, st.secrets.Lookup); err != nil {
+		s.metrics.injectFailure(hp.Name)
+		d = Refusal(ReasonCredentialUnavailable, d.Host, "keyhole cannot read the credential of connection %s for %s; check the mounted Secret", hp.Connection, hp.Name)
+		d.Connection = hp.Connection
+		writeRefusal(rec, d, false)
+		return
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL.Scheme = "https"
+			pr.Out.URL.Host = d.Host
+			pr.Out.Host = d.Host
+		},
+		Transport:      timedTransport{rt: s.upstream, m: s.metrics},
+		ModifyResponse: stripRefused,
+		ErrorHandler:   s.upstreamError,
+		ErrorLog:       log.New(io.Discard, "", 0),
+	}
+	rp.ServeHTTP(rec, r)
+}
+
+// upstreamError answers a failed upstream round trip. It is not a policy
+// refusal, so it carries no X-Omnia-Egress-Refused.
+func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	status := http.StatusBadGateway
+	if errors.Is(err, context.DeadlineExceeded) {
+		status = http.StatusGatewayTimeout
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		status = http.StatusGatewayTimeout
+	}
+	s.log.Warn("upstream request failed", "host", r.Host, "error", err.Error())
+	http.Error(w, "keyhole: the upstream request failed", status)
+}
+
+// stripRefused removes an upstream's own refusal header, so the sandbox
+// only ever sees refusals this proxy made.
+func stripRefused(resp *http.Response) error {
+	resp.Header.Del(RefusedHeader)
+	return nil
+}
+
+// hopByHop are the RFC 9110 connection-specific headers, plus the proxy
+// ones: never forwarded.
+var hopByHop = []string{
+	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+}
+
+// stripHopByHop removes the hop-by-hop headers and every header the
+// Connection header names.
+func stripHopByHop(h http.Header) {
+	for _, v := range h["Connection"] {
+		for f := range strings.SplitSeq(v, ",") {
+			if f = textproto.TrimString(f); f != "" {
+				h.Del(f)
+			}
+		}
+	}
+	for _, k := range hopByHop {
+		h.Del(k)
+	}
+}
+
+// writeRefusal answers a refused request: the reason's status, the
+// refusal header and a one-line message.
+func writeRefusal(w http.ResponseWriter, d Decision, closeConn bool) {
+	h := w.Header()
+	h.Set(RefusedHeader, string(d.Reason))
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	if closeConn {
+		h.Set("Connection", "close")
+	}
+	w.WriteHeader(d.Reason.Status())
+	io.WriteString(w, "keyhole: "+string(d.Reason)+": "+d.Message+"\n")
+}
+
+// logRequest writes the one log line of a request.
+func (s *Server) logRequest(st *state, r *http.Request, d Decision, status int, start time.Time) {
+	host := d.Host
+	if host == "" {
+		host = clip(r.Host)
+	}
+	s.metrics.request(s.metricHost(st, d.Host), d)
+	sb := st.cfg.Sandbox
+	sandbox := sb.Name
+	if sb.Namespace != "" {
+		sandbox = sb.Namespace + "/" + sb.Name
+	}
+	s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+		slog.String("sandbox", sandbox),
+		slog.String("host", host),
+		slog.String("method", clip(r.Method)),
+		slog.String("path", logPath(r)),
+		slog.String("decision", string(d.Action)),
+		slog.String("reason", string(d.Reason)),
+		slog.String("connection", d.Connection),
+		slog.Int("status", status),
+		slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
+	)
+}
+
+func (s *Server) metricHost(st *state, host string) string {
+	if st.policy.Host(host) != nil {
+		return host
+	}
+	if _, ok := st.policy.passthrough[strings.TrimSuffix(host, ":80")]; ok {
+		return strings.TrimSuffix(host, ":80")
+	}
+	return otherHost
+}
+
+// logPath is the request's path as sent, without query: queries may hold
+// tokens the sandbox put there.
+func logPath(r *http.Request) string {
+	if r.Method == http.MethodConnect {
+		return ""
+	}
+	p := r.RequestURI
+	if _, rest, ok := strings.Cut(p, "://"); ok && !strings.HasPrefix(p, "/") {
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			p = rest[i:]
+		} else {
+			p = "/"
+		}
+	}
+	if i := strings.IndexAny(p, "?#"); i >= 0 {
+		p = p[:i]
+	}
+	const max = 256
+	if len(p) > max {
+		p = p[:max] + "…"
+	}
+	return p
+}
+
+// statusRecorder remembers the status written through it.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 && code >= 200 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach Flush and friends.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// timedTransport observes upstream latency to response headers.
+type timedTransport struct {
+	rt http.RoundTripper
+	m  *metrics
+}
+
+func (t timedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	start := time.Now()
+	resp, err := t.rt.RoundTrip(r)
+	if err == nil {
+		t.m.observeUpstream(time.Since(start))
+	}
+	return resp, err
+}
+
+// tunnelConn is an intercepted tunnel's TLS connection with what the
+// CONNECT and handshake said. Closing it frees its tunnel slot.
+type tunnelConn struct {
+	net.Conn
+	connect string // canonical CONNECT host
+	sni     string
+	release func()
+}
+
+func (c *tunnelConn) Close() error {
+	err := c.Conn.Close()
+	c.release()
+	return err
+}
+
+// bufferedConn reads first what the CONNECT's reader already buffered
+// (a client may send its ClientHello without waiting for our 200).
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *bufferedConn) Read(b []byte) (int, error) { return c.r.Read(b) }
+
+// CloseWrite half-closes the underlying TCP connection.
+func (c *bufferedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// connListener is a net.Listener fed by intercept: the inner HTTP server
+// serves tunnels from it, sharing keep-alive handling, timeouts and
+// graceful shutdown with an ordinary server.
+type connListener struct {
+	conns  chan net.Conn
+	done   chan struct{}
+	closed sync.Once
+}
+
+func newConnListener() *connListener {
+	return &connListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+// push hands c to the server; false when the listener is closed.
+func (l *connListener) push(c net.Conn) bool {
+	select {
+	case l.conns <- c:
+		return true
+	case <-l.done:
+		return false
+	}
+}
+
+func (l *connListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *connListener) Close() error {
+	l.closed.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *connListener) Addr() net.Addr { return tunnelAddr{} }
+
+type tunnelAddr struct{}
+
+func (tunnelAddr) Network() string { return "tunnel" }
+func (tunnelAddr) String() string  { return "tunnel" }

@@ -1,0 +1,138 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/compiler"
+	"keyhole.dev/keyhole/proxy/config"
+)
+
+// obj is a Kubernetes object or a part of one. Manifests are built as maps
+// rather than typed structs because the renderer would otherwise pull in
+// k8s.io/api; maps also encode with sorted keys, which is what makes the
+// bytes deterministic.
+type obj = map[string]any
+
+// list is a YAML sequence inside an obj.
+type list = []any
+
+// encodeYAML encodes v as block YAML with 2-space indentation and sorted
+// map keys.
+func encodeYAML(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("encoding YAML: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("encoding YAML: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// fluxSubstitute is the annotation that turns off Flux's post-build
+// variable substitution for one object.
+const fluxSubstitute = "kustomize.toolkit.fluxcd.io/substitute"
+
+// encodeObject encodes one Kubernetes object. An object whose encoding
+// holds a literal "${" is annotated so that Flux's post-build substitution
+// leaves it alone instead of rewriting, say, a header template.
+func encodeObject(o obj) ([]byte, error) {
+	data, err := encodeYAML(o)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Contains(data, []byte("${")) {
+		return data, nil
+	}
+	md := o["metadata"].(obj)
+	ann, _ := md["annotations"].(obj)
+	if ann == nil {
+		ann = obj{}
+		md["annotations"] = ann
+	}
+	ann[fluxSubstitute] = "disabled"
+	return encodeYAML(o)
+}
+
+// manifestName is an object's file name inside its sandbox directory:
+// <kind>-<name>.yaml, lower case, so a directory listing reads like
+// `kubectl get`.
+func manifestName(o obj) string {
+	name := o["metadata"].(obj)["name"].(string)
+	return strings.ToLower(o["kind"].(string)) + "-" + name + ".yaml"
+}
+
+// proxyConfigJSON is the sandbox's proxy config exactly as the Plan holds
+// it, with the file locations filled in where the rendered manifests mount
+// them, encoded as JSON with sorted keys and 2-space indentation.
+func proxyConfigJSON(sb compiler.Sandbox) ([]byte, error) {
+	c := sb.Proxy
+	if c.APIVersion == "" {
+		c.APIVersion = config.APIVersion
+	}
+	if c.Kind == "" {
+		c.Kind = config.Kind
+	}
+	if c.APIVersion != config.APIVersion || c.Kind != config.Kind {
+		return nil, fmt.Errorf("%w: proxy config is %s %s, want %s %s", ErrInvalidPlan, c.APIVersion, c.Kind, config.APIVersion, config.Kind)
+	}
+	// The proxy names its sandbox in every log line; name it where the
+	// manifests put it.
+	if c.Sandbox.Name == "" {
+		c.Sandbox.Name = sb.Name
+	}
+	if c.Sandbox.Namespace == "" {
+		c.Sandbox.Namespace = sb.Namespace
+	}
+	c.SecretsDir = config.DefaultSecretsDir
+	c.CA = config.CA{CertFile: config.DefaultCACert, KeyFile: config.DefaultCAKey}
+	// Round-trip through a generic value so that keys come out sorted
+	// whatever the struct's field order is.
+	raw, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("encoding proxy config: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var generic any
+	if err := dec.Decode(&generic); err != nil {
+		return nil, fmt.Errorf("encoding proxy config: %w", err)
+	}
+	out, err := encodeJSON(generic)
+	if err != nil {
+		return nil, err
+	}
+	// What is written must be what the proxy loads, and exactly the
+	// Plan's config: a config the proxy would refuse, or one that JSON
+	// cannot carry unchanged (invalid UTF-8 becomes U+FFFD), is refused
+	// here rather than deployed.
+	loaded, err := config.Decode(out)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the proxy would refuse its config: %w", ErrInvalidPlan, err)
+	}
+	if back, err := json.Marshal(loaded); err != nil || !bytes.Equal(back, raw) {
+		return nil, fmt.Errorf("%w: the proxy config does not survive JSON encoding unchanged (invalid UTF-8?)", ErrInvalidPlan)
+	}
+	return out, nil
+}
+
+// encodeJSON writes v with sorted keys (maps), 2-space indentation, no
+// HTML escaping (a header template reads better unescaped) and a final
+// newline.
+func encodeJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("encoding JSON: %w", err)
+	}
+	return b.Bytes(), nil
+}

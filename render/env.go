@@ -1,0 +1,116 @@
+package render
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"keyhole.dev/keyhole/compiler"
+)
+
+// envVar is one variable of a sandbox's rendered environment.
+type envVar struct {
+	Name  string
+	Value string
+}
+
+// caBundleVars point the common HTTP clients at the sandbox's bundle.pem:
+// Python requests, git, OpenSSL-based tools, Node.js and curl.
+func caBundleVars() []string {
+	return []string{"CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"}
+}
+
+// envName is a portable environment variable name: what a shell, a .env
+// reader and a Kubernetes container env all accept.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// proxyURL is where the sandbox sends its traffic: the sidecar on loopback,
+// or the proxy's Service by its short name (same namespace).
+func proxyURL(sb compiler.Sandbox, opts Options) string {
+	if opts.ProxyMode == ModeDeployment {
+		return fmt.Sprintf("http://%s%s:%d", sb.Name, longestSuffix, ProxyPort)
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d", ProxyPort)
+}
+
+// envVars is the sandbox's whole environment, sorted by name: the Plan's
+// placeholders, the proxy variables in both cases (curl and others read
+// only the lower-case ones), and the CA bundle variables.
+func envVars(sb compiler.Sandbox, opts Options) ([]envVar, error) {
+	proxy := proxyURL(sb, opts)
+	noProxy := strings.Join(append([]string{"localhost", "127.0.0.1", "::1"}, opts.NoProxy...), ",")
+	added := map[string]string{
+		"HTTPS_PROXY": proxy, "https_proxy": proxy,
+		"HTTP_PROXY": proxy, "http_proxy": proxy,
+		"NO_PROXY": noProxy, "no_proxy": noProxy,
+	}
+	for _, n := range caBundleVars() {
+		added[n] = BundleFile
+	}
+	vars := map[string]string{}
+	for n, v := range added {
+		vars[n] = v
+	}
+	for _, e := range sb.Env {
+		if !envName.MatchString(e.Name) {
+			return nil, fmt.Errorf("%w: placeholder variable name %q is not a portable variable name", ErrInvalidPlan, e.Name)
+		}
+		if _, ok := added[e.Name]; ok {
+			return nil, fmt.Errorf("%w: placeholder variable %s would override the variable the renderer sets", ErrInvalidPlan, e.Name)
+		}
+		if err := checkEnvValue(e.Value); err != nil {
+			return nil, fmt.Errorf("%w: placeholder variable %s: %w", ErrInvalidPlan, e.Name, err)
+		}
+		if prev, ok := vars[e.Name]; ok && prev != e.Value {
+			return nil, fmt.Errorf("%w: placeholder variable %s is set twice, for two different connections", ErrInvalidPlan, e.Name)
+		}
+		vars[e.Name] = e.Value
+	}
+	out := make([]envVar, 0, len(vars))
+	for n, v := range vars {
+		out = append(out, envVar{Name: n, Value: v})
+	}
+	slices.SortFunc(out, func(a, b envVar) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// checkEnvValue accepts what a single-quoted .env value can hold: printable
+// text without a single quote. Placeholders, URLs and paths all qualify.
+// The value is a placeholder, never a secret, so naming the offending
+// character is safe.
+func checkEnvValue(v string) error {
+	for _, r := range v {
+		if r == '\'' || r < 0x20 || r == 0x7f {
+			return fmt.Errorf("value holds %s, which a .env file cannot quote portably", strconv.QuoteRune(r))
+		}
+	}
+	return nil
+}
+
+// encodeEnvJSON is env.json: one object, name to value, sorted.
+func encodeEnvJSON(env []envVar) ([]byte, error) {
+	m := make(map[string]string, len(env))
+	for _, e := range env {
+		m[e.Name] = e.Value
+	}
+	return encodeJSON(m)
+}
+
+// encodeDotEnv is .env: NAME='value' lines. Single quotes make the file
+// safe to source from a POSIX shell (no expansion of $, ` or \) and are
+// read literally by docker compose and the dotenv libraries; checkEnvValue
+// has already refused the one character single quotes cannot hold.
+func encodeDotEnv(env []envVar) []byte {
+	var b bytes.Buffer
+	b.WriteString("# Rendered by keyhole; placeholders only, never a credential.\n")
+	for _, e := range env {
+		b.WriteString(e.Name)
+		b.WriteString("='")
+		b.WriteString(e.Value)
+		b.WriteString("'\n")
+	}
+	return b.Bytes()
+}

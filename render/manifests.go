@@ -1,0 +1,526 @@
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	"keyhole.dev/keyhole/compiler"
+	"keyhole.dev/keyhole/proxy/config"
+)
+
+// Component names: the app.kubernetes.io/component label and the suffix
+// of each object's name.
+const (
+	compSandbox = "sandbox"
+	compProxy   = "egress-proxy"
+	compCA      = "egress-ca"
+	compTrust   = "egress-trust"
+)
+
+// Names of volumes and containers, shared by the pod specs.
+const (
+	volProxyConfig = "proxy-config"
+	volCA          = "egress-ca"
+	volCAPublic    = "egress-ca-public"
+	volTrust       = "egress-trust"
+	volAPIAccess   = "kube-api-access"
+	volKubectlHome = "kubectl-home"
+
+	// caPublicDir holds only the CA's public certificate, for the
+	// init container that builds bundle.pem.
+	caPublicDir = "/var/run/keyhole/ca-public"
+	// trustWorkDir is where the init container writes bundle.pem and the
+	// ConfigMap it publishes.
+	trustWorkDir = "/var/run/keyhole/trust"
+	// caDir is where the CA's certificate and key are mounted, matching
+	// config.DefaultCACert and config.DefaultCAKey.
+	caDir = "/var/run/keyhole/ca"
+
+	// trustFieldManager owns data.bundle.pem of <claim>-egress-trust,
+	// so GitOps tools, which own only what the render declares, never
+	// fight the init container over it.
+	trustFieldManager = "keyhole-egress-trust"
+
+	// proxyUID runs the proxy and its init containers: any non-root ID
+	// works; 65532 is the distroless "nonroot" user.
+	proxyUID = 65532
+
+	// configHashAnnotation on a pod template changes when proxy.json
+	// does, so a new config rolls the pods that load it.
+	configHashAnnotation = "keyhole.dev/proxy-config-sha256"
+)
+
+// buildBundleScript concatenates the image's system roots and the CA's
+// public certificate into bundle.pem, and writes the ConfigMap manifest
+// that publishes it. It reads only ca.crt: the CA key is never mounted in
+// this container. It must not hold a literal "${", which Flux would try to
+// substitute.
+const buildBundleScript = `set -eu
+roots=/etc/ssl/certs/ca-certificates.crt
+out=` + trustWorkDir + `
+if [ ! -s "$roots" ]; then
+  echo "egress-trust: this image has no system roots at $roots" >&2
+  exit 1
+fi
+cat "$roots" ` + caPublicDir + `/ca.crt > "$out/bundle.pem"
+{
+  printf 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\ndata:\n  bundle.pem: |\n' "$TRUST_CONFIGMAP" "$POD_NAMESPACE"
+  sed 's/^/    /' "$out/bundle.pem"
+} > "$out/configmap.yaml"
+`
+
+// sandboxInput is what one sandbox's manifests are built from.
+type sandboxInput struct {
+	sb        compiler.Sandbox
+	image     string
+	env       []envVar
+	proxyJSON []byte
+	opts      Options
+}
+
+func (in sandboxInput) name(comp string) string { return in.sb.Name + "-" + comp }
+
+func (in sandboxInput) sidecar() bool { return in.opts.ProxyMode == ModeSidecar }
+
+// selector is the immutable subset of labels a Deployment, Service and
+// NetworkPolicy select a component's pods by.
+func (in sandboxInput) selector(comp string) obj {
+	return obj{
+		"app.kubernetes.io/name":      "keyhole",
+		"app.kubernetes.io/instance":  in.sb.Name,
+		"app.kubernetes.io/component": comp,
+	}
+}
+
+func (in sandboxInput) labels(comp string) obj {
+	l := in.selector(comp)
+	l["app.kubernetes.io/part-of"] = "keyhole"
+	l["app.kubernetes.io/managed-by"] = "keyhole"
+	return l
+}
+
+func (in sandboxInput) object(apiVersion, kind, name, comp string) obj {
+	return obj{
+		"apiVersion": apiVersion,
+		"kind":       kind,
+		"metadata": obj{
+			"name":      name,
+			"namespace": in.sb.Namespace,
+			"labels":    in.labels(comp),
+		},
+	}
+}
+
+// manifests lists a sandbox's Kubernetes objects.
+func manifests(in sandboxInput) []obj {
+	objs := []obj{
+		in.proxyConfigMap(),
+		in.trustConfigMap(),
+		in.issuer(),
+		in.certificate(),
+		in.serviceAccount(),
+		in.trustRole(),
+		in.trustRoleBinding(),
+		in.sandboxDeployment(),
+		in.sandboxNetworkPolicy(),
+	}
+	if !in.sidecar() {
+		objs = append(objs, in.proxyDeployment(), in.proxyService(), in.proxyNetworkPolicy())
+	}
+	return objs
+}
+
+func (in sandboxInput) proxyConfigMap() obj {
+	o := in.object("v1", "ConfigMap", in.name(compProxy), compProxy)
+	o["data"] = obj{"proxy.json": string(in.proxyJSON)}
+	return o
+}
+
+// trustConfigMap declares <claim>-egress-trust without data: its
+// bundle.pem is published by the proxy pod's init container, because the
+// CA is only known once cert-manager has issued it.
+func (in sandboxInput) trustConfigMap() obj {
+	o := in.object("v1", "ConfigMap", in.name(compTrust), compTrust)
+	o["metadata"].(obj)["annotations"] = obj{
+		"keyhole.dev/bundle": "bundle.pem is written in the cluster by the " + in.proxyPodOwner() +
+			" init container egress-trust-publish (field manager " + trustFieldManager + "): the system roots plus the public ca.crt of " + in.name(compCA),
+	}
+	return o
+}
+
+func (in sandboxInput) proxyPodOwner() string {
+	if in.sidecar() {
+		return "Deployment " + in.name(compSandbox)
+	}
+	return "Deployment " + in.name(compProxy)
+}
+
+// issuer is a self-signed Issuer that bootstraps the sandbox's CA. No CA
+// Issuer follows it: the proxy mints its leaf certificates in process.
+func (in sandboxInput) issuer() obj {
+	o := in.object("cert-manager.io/v1", "Issuer", in.name("egress-selfsigned"), compCA)
+	o["spec"] = obj{"selfSigned": obj{}}
+	return o
+}
+
+func (in sandboxInput) certificate() obj {
+	o := in.object("cert-manager.io/v1", "Certificate", in.name(compCA), compCA)
+	o["spec"] = obj{
+		"secretName": in.name(compCA),
+		"secretTemplate": obj{
+			"labels": in.labels(compCA),
+		},
+		"isCA":       true,
+		"commonName": in.name(compCA),
+		"subject":    obj{"organizations": list{"keyhole"}},
+		// 90 days, renewed 30 days ahead; the proxy re-reads a renewed CA.
+		"duration":    "2160h0m0s",
+		"renewBefore": "720h0m0s",
+		"privateKey": obj{
+			"algorithm":      "ECDSA",
+			"size":           256,
+			"rotationPolicy": "Always",
+		},
+		"usages": list{"cert sign", "crl sign", "digital signature"},
+		"issuerRef": obj{
+			"group": "cert-manager.io",
+			"kind":  "Issuer",
+			"name":  in.name("egress-selfsigned"),
+		},
+	}
+	return o
+}
+
+// serviceAccount is the proxy pod's identity, used only by the init
+// container that publishes bundle.pem; no container gets its token
+// automatically.
+func (in sandboxInput) serviceAccount() obj {
+	o := in.object("v1", "ServiceAccount", in.name(compProxy), compProxy)
+	o["automountServiceAccountToken"] = false
+	return o
+}
+
+// trustRole may read and patch one ConfigMap: <claim>-egress-trust.
+func (in sandboxInput) trustRole() obj {
+	o := in.object("rbac.authorization.k8s.io/v1", "Role", in.name(compTrust), compTrust)
+	o["rules"] = list{obj{
+		"apiGroups":     list{""},
+		"resources":     list{"configmaps"},
+		"resourceNames": list{in.name(compTrust)},
+		"verbs":         list{"get", "patch"},
+	}}
+	return o
+}
+
+func (in sandboxInput) trustRoleBinding() obj {
+	o := in.object("rbac.authorization.k8s.io/v1", "RoleBinding", in.name(compTrust), compTrust)
+	o["roleRef"] = obj{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": in.name(compTrust)}
+	o["subjects"] = list{obj{"kind": "ServiceAccount", "name": in.name(compProxy), "namespace": in.sb.Namespace}}
+	return o
+}
+
+func deployment(o obj, selector obj, podLabels obj, annotations obj, podSpec obj) obj {
+	tmd := obj{"labels": podLabels}
+	if len(annotations) > 0 {
+		tmd["annotations"] = annotations
+	}
+	o["spec"] = obj{
+		"replicas": 1,
+		"selector": obj{"matchLabels": selector},
+		"template": obj{"metadata": tmd, "spec": podSpec},
+	}
+	return o
+}
+
+func (in sandboxInput) configHash() obj {
+	sum := sha256.Sum256(in.proxyJSON)
+	return obj{configHashAnnotation: hex.EncodeToString(sum[:])}
+}
+
+func (in sandboxInput) sandboxDeployment() obj {
+	o := in.object("apps/v1", "Deployment", in.name(compSandbox), compSandbox)
+	pod := obj{
+		"automountServiceAccountToken": false,
+		"securityContext":              obj{"seccompProfile": obj{"type": "RuntimeDefault"}},
+		"containers":                   list{in.sandboxContainer()},
+	}
+	var ann obj
+	if in.sidecar() {
+		in.addProxy(pod, true)
+		ann = in.configHash()
+	} else {
+		pod["volumes"] = list{obj{
+			"name": volTrust,
+			"configMap": obj{
+				"name":  in.name(compTrust),
+				"items": list{obj{"key": "bundle.pem", "path": "bundle.pem"}},
+			},
+		}}
+	}
+	return deployment(o, in.selector(compSandbox), in.labels(compSandbox), ann, pod)
+}
+
+// sandboxContainer mounts only the trust bundle: never a Secret, never the
+// CA key. The sandbox image is the user's, so it may run as root (the
+// first seed installs packages in setup); it still gets the runtime's
+// default seccomp profile and no privilege escalation.
+func (in sandboxInput) sandboxContainer() obj {
+	env := make(list, 0, len(in.env))
+	for _, e := range in.env {
+		env = append(env, obj{"name": e.Name, "value": e.Value})
+	}
+	return obj{
+		"name":  compSandbox,
+		"image": in.image,
+		"env":   env,
+		"volumeMounts": list{obj{
+			"name": volTrust, "mountPath": TrustDir, "readOnly": true,
+		}},
+		"securityContext": obj{
+			"allowPrivilegeEscalation": false,
+			"seccompProfile":           obj{"type": "RuntimeDefault"},
+		},
+	}
+}
+
+func restricted() obj {
+	return obj{
+		"runAsNonRoot":             true,
+		"runAsUser":                proxyUID,
+		"runAsGroup":               proxyUID,
+		"readOnlyRootFilesystem":   true,
+		"allowPrivilegeEscalation": false,
+		"capabilities":             obj{"drop": list{"ALL"}},
+		"seccompProfile":           obj{"type": "RuntimeDefault"},
+	}
+}
+
+// addProxy adds the egress proxy, the init containers that build and
+// publish bundle.pem, and their volumes to pod. As a sidecar the proxy is
+// a native sidecar (an init container that keeps running), started and
+// ready before the sandbox container starts.
+func (in sandboxInput) addProxy(pod obj, sidecar bool) {
+	listen := fmt.Sprintf(":%d", ProxyPort)
+	if sidecar {
+		listen = fmt.Sprintf("127.0.0.1:%d", ProxyPort)
+	}
+	proxy := in.proxyContainer(listen)
+	inits := list{in.bundleContainer(), in.publishContainer()}
+	if sidecar {
+		proxy["restartPolicy"] = "Always"
+		inits = append(inits, proxy)
+	} else {
+		pod["containers"] = list{proxy}
+	}
+	pod["initContainers"] = inits
+	pod["serviceAccountName"] = in.name(compProxy)
+	pod["automountServiceAccountToken"] = false
+	pod["securityContext"] = obj{
+		"fsGroup":        proxyUID,
+		"seccompProfile": obj{"type": "RuntimeDefault"},
+	}
+	pod["volumes"] = in.proxyVolumes()
+}
+
+func (in sandboxInput) proxyVolumes() list {
+	vols := list{
+		obj{"name": volAPIAccess, "projected": obj{
+			"defaultMode": 0o444,
+			"sources": list{
+				obj{"serviceAccountToken": obj{"path": "token", "expirationSeconds": 3607}},
+				obj{"configMap": obj{"name": "kube-root-ca.crt", "items": list{obj{"key": "ca.crt", "path": "ca.crt"}}}},
+				obj{"downwardAPI": obj{"items": list{obj{"path": "namespace", "fieldRef": obj{"apiVersion": "v1", "fieldPath": "metadata.namespace"}}}}},
+			},
+		}},
+		obj{"name": volCA, "secret": obj{
+			"secretName":  in.name(compCA),
+			"defaultMode": 0o440,
+			"items": list{
+				obj{"key": "tls.crt", "path": "tls.crt"},
+				obj{"key": "tls.key", "path": "tls.key"},
+			},
+		}},
+		obj{"name": volCAPublic, "secret": obj{
+			"secretName":  in.name(compCA),
+			"defaultMode": 0o444,
+			"items":       list{obj{"key": "ca.crt", "path": "ca.crt"}},
+		}},
+		obj{"name": volKubectlHome, "emptyDir": obj{"medium": "Memory", "sizeLimit": "16Mi"}},
+		obj{"name": volProxyConfig, "configMap": obj{
+			"name":  in.name(compProxy),
+			"items": list{obj{"key": "proxy.json", "path": "proxy.json"}},
+		}},
+		obj{"name": volTrust, "emptyDir": obj{"medium": "Memory", "sizeLimit": "4Mi"}},
+	}
+	for _, s := range in.sb.Secrets() {
+		items := make(list, 0, len(s.Keys))
+		for _, k := range s.Keys {
+			items = append(items, obj{"key": k, "path": k})
+		}
+		vols = append(vols, obj{"name": secretVolume(s.Name), "secret": obj{
+			"secretName":  s.Name,
+			"defaultMode": 0o440,
+			"items":       items,
+		}})
+	}
+	return vols
+}
+
+// secretVolume names the volume of one Secret. Volume names are DNS
+// labels, Secret names DNS subdomains (dots, up to 253 characters), so a
+// name that does not fit is replaced by a stable hash of it.
+func secretVolume(secret string) string {
+	name := "secret-" + secret
+	if len(name) <= 63 && dnsLabel.MatchString(name) {
+		return name
+	}
+	sum := sha256.Sum256([]byte(secret))
+	return "secret-" + hex.EncodeToString(sum[:8])
+}
+
+func (in sandboxInput) proxyContainer(listen string) obj {
+	mounts := list{
+		obj{"name": volProxyConfig, "mountPath": ProxyConfigDir, "readOnly": true},
+		obj{"name": volCA, "mountPath": caDir, "readOnly": true},
+	}
+	for _, s := range in.sb.Secrets() {
+		mounts = append(mounts, obj{
+			"name":      secretVolume(s.Name),
+			"mountPath": config.DefaultSecretsDir + "/" + s.Name,
+			"readOnly":  true,
+		})
+	}
+	probe := func(path string, period, failures int) obj {
+		return obj{
+			"httpGet":          obj{"path": path, "port": "admin"},
+			"periodSeconds":    period,
+			"failureThreshold": failures,
+		}
+	}
+	return obj{
+		"name":  compProxy,
+		"image": in.opts.ProxyImage,
+		"args": list{
+			"--config", ProxyConfigDir + "/proxy.json",
+			"--listen", listen,
+			"--admin-listen", fmt.Sprintf(":%d", AdminPort),
+		},
+		"ports": list{
+			obj{"name": "proxy", "containerPort": ProxyPort, "protocol": "TCP"},
+			obj{"name": "admin", "containerPort": AdminPort, "protocol": "TCP"},
+		},
+		"startupProbe":   probe("/readyz", 1, 120),
+		"readinessProbe": probe("/readyz", 5, 3),
+		"livenessProbe":  probe("/healthz", 10, 3),
+		"resources": obj{
+			"requests": obj{"cpu": "50m", "memory": "64Mi"},
+			"limits":   obj{"memory": "256Mi"},
+		},
+		"securityContext": restricted(),
+		"volumeMounts":    mounts,
+	}
+}
+
+func (in sandboxInput) bundleContainer() obj {
+	return obj{
+		"name":    "egress-trust-bundle",
+		"image":   in.opts.TrustImage,
+		"command": list{"/bin/sh", "-c", buildBundleScript},
+		"env": list{
+			obj{"name": "POD_NAMESPACE", "valueFrom": obj{"fieldRef": obj{"apiVersion": "v1", "fieldPath": "metadata.namespace"}}},
+			obj{"name": "TRUST_CONFIGMAP", "value": in.name(compTrust)},
+		},
+		"resources":       obj{"requests": obj{"cpu": "10m", "memory": "16Mi"}},
+		"securityContext": restricted(),
+		"volumeMounts": list{
+			obj{"name": volCAPublic, "mountPath": caPublicDir, "readOnly": true},
+			obj{"name": volTrust, "mountPath": trustWorkDir},
+		},
+	}
+}
+
+func (in sandboxInput) publishContainer() obj {
+	return obj{
+		"name":    "egress-trust-publish",
+		"image":   in.opts.KubectlImage,
+		"command": list{"kubectl"},
+		"args": list{
+			"apply", "--server-side", "--force-conflicts",
+			"--field-manager=" + trustFieldManager,
+			"--filename=" + trustWorkDir + "/configmap.yaml",
+		},
+		"env":             list{obj{"name": "HOME", "value": "/home/kubectl"}},
+		"resources":       obj{"requests": obj{"cpu": "10m", "memory": "32Mi"}},
+		"securityContext": restricted(),
+		"volumeMounts": list{
+			obj{"name": volTrust, "mountPath": trustWorkDir, "readOnly": true},
+			obj{"name": volKubectlHome, "mountPath": "/home/kubectl"},
+			obj{"name": volAPIAccess, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": true},
+		},
+	}
+}
+
+func (in sandboxInput) proxyDeployment() obj {
+	o := in.object("apps/v1", "Deployment", in.name(compProxy), compProxy)
+	pod := obj{}
+	in.addProxy(pod, false)
+	return deployment(o, in.selector(compProxy), in.labels(compProxy), in.configHash(), pod)
+}
+
+func (in sandboxInput) proxyService() obj {
+	o := in.object("v1", "Service", in.name(compProxy), compProxy)
+	o["spec"] = obj{
+		"selector": in.selector(compProxy),
+		"ports": list{obj{
+			"name": "proxy", "port": ProxyPort, "targetPort": "proxy", "protocol": "TCP",
+		}},
+	}
+	return o
+}
+
+func tcp(port int) obj { return obj{"protocol": "TCP", "port": port} }
+
+// sandboxNetworkPolicy confines the sandbox's egress. With the proxy in
+// its own Deployment the sandbox reaches only the proxy and DNS. As a
+// sidecar the proxy shares the sandbox's network namespace, and a
+// NetworkPolicy, which applies to whole pods, must let the proxy reach
+// its upstreams (HTTPS on 443) and the API server (443 or 6443, for the
+// trust bundle); docs/render.md says what that costs.
+func (in sandboxInput) sandboxNetworkPolicy() obj {
+	o := in.object("networking.k8s.io/v1", "NetworkPolicy", in.name(compSandbox), compSandbox)
+	dns := obj{"ports": list{obj{"protocol": "UDP", "port": 53}, tcp(53)}}
+	var egress list
+	if in.sidecar() {
+		egress = list{dns, obj{"ports": list{tcp(443), tcp(6443)}}}
+	} else {
+		egress = list{dns, obj{
+			"to":    list{obj{"podSelector": obj{"matchLabels": in.selector(compProxy)}}},
+			"ports": list{tcp(ProxyPort)},
+		}}
+	}
+	o["spec"] = obj{
+		"podSelector": obj{"matchLabels": in.selector(compSandbox)},
+		"policyTypes": list{"Egress"},
+		"egress":      egress,
+	}
+	return o
+}
+
+// proxyNetworkPolicy admits only the sandbox to the proxy port; the admin
+// port stays open for the kubelet's probes and metrics scrapers.
+func (in sandboxInput) proxyNetworkPolicy() obj {
+	o := in.object("networking.k8s.io/v1", "NetworkPolicy", in.name(compProxy), compProxy)
+	o["spec"] = obj{
+		"podSelector": obj{"matchLabels": in.selector(compProxy)},
+		"policyTypes": list{"Ingress"},
+		"ingress": list{
+			obj{
+				"from":  list{obj{"podSelector": obj{"matchLabels": in.selector(compSandbox)}}},
+				"ports": list{tcp(ProxyPort)},
+			},
+			obj{"ports": list{tcp(AdminPort)}},
+		},
+	}
+	return o
+}

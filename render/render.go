@@ -1,0 +1,299 @@
+// Package render turns a compiled Plan into the files that deploy it: per
+// sandbox the proxy config the egress proxy loads, the placeholder
+// environment (env.json and .env), and plain Kubernetes manifests (the
+// sandbox Deployment, the egress proxy, its config, the cert-manager CA,
+// the trust bundle and a NetworkPolicy), plus one kustomization.yaml that
+// lists every manifest. It derives no policy: everything it writes comes
+// from the Plan and the Options. Output is deterministic: the same Plan and
+// Options give the same bytes. See docs/render.md for the layout.
+package render
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"keyhole.dev/keyhole/compiler"
+)
+
+// Proxy modes: where the egress proxy runs relative to its sandbox.
+const (
+	// ModeSidecar runs the proxy as a native sidecar container in the
+	// sandbox's pod; the sandbox reaches it on loopback.
+	ModeSidecar = "sidecar"
+	// ModeDeployment runs the proxy as its own Deployment and Service, so
+	// the sandbox's pod holds no Secret volume at all and a NetworkPolicy
+	// can confine the sandbox to the proxy alone.
+	ModeDeployment = "deployment"
+)
+
+// Defaults for Options fields left empty. Images are pinned by tag so a
+// render is reproducible; override them to pin by digest.
+const (
+	DefaultProxyImage   = "ghcr.io/keyhole-dev/keyhole-proxy:v0.1.0"
+	DefaultTrustImage   = "docker.io/library/alpine:3.22"
+	DefaultKubectlImage = "registry.k8s.io/kubectl:v1.34.2"
+)
+
+// Ports the rendered proxy listens on. The admin port serves /healthz,
+// /readyz and /metrics and is what the probes call.
+const (
+	ProxyPort = 3128
+	AdminPort = 9090
+)
+
+// Paths inside the containers. The proxy's Secret and CA paths are the
+// proxy/config defaults; the rest are the renderer's choice, documented in
+// docs/render.md.
+const (
+	// ProxyConfigDir is where the proxy-config ConfigMap is mounted.
+	ProxyConfigDir = "/etc/keyhole/proxy"
+	// TrustDir is where the sandbox finds bundle.pem.
+	TrustDir = "/etc/keyhole/trust"
+	// BundleFile is the CA bundle the sandbox's CA variables point at.
+	BundleFile = TrustDir + "/bundle.pem"
+)
+
+// MarkerFile is written by WriteDir at the top of every output directory.
+// WriteDir only replaces a directory that is empty or holds this file, so
+// it never deletes files keyhole did not write.
+const MarkerFile = ".keyhole-render"
+
+// Errors returned by this package wrap one of these, so callers can map
+// them to exit codes with errors.Is.
+var (
+	// ErrInvalidPlan: the Plan cannot be rendered (a name that makes an
+	// invalid Kubernetes name, no sandbox image, an unsafe env value...).
+	ErrInvalidPlan = errors.New("plan cannot be rendered")
+	// ErrInvalidOptions: an Options field holds an unknown value.
+	ErrInvalidOptions = errors.New("invalid render options")
+	// ErrEmpty: there is nothing to render; an empty stream would make
+	// Argo CD prune every object of the application.
+	ErrEmpty = errors.New("nothing to render")
+	// ErrNotOwned: the output directory holds files keyhole did not write.
+	ErrNotOwned = errors.New("output directory not written by keyhole")
+	// ErrInvalidFile: a File has an unsafe or duplicate Path.
+	ErrInvalidFile = errors.New("invalid output file")
+)
+
+// Options are the choices a render makes that the Plan does not.
+type Options struct {
+	// ProxyMode is ModeSidecar (the default when empty) or ModeDeployment.
+	ProxyMode string
+	// ProxyImage runs the egress proxy; DefaultProxyImage when empty.
+	ProxyImage string
+	// DefaultSandboxImage is used for a sandbox whose Plan names no image.
+	// A sandbox with neither is an error: a Deployment needs an image.
+	DefaultSandboxImage string
+	// TrustImage builds bundle.pem in an init container: it needs /bin/sh,
+	// cat, sed and the system roots at /etc/ssl/certs/ca-certificates.crt.
+	// DefaultTrustImage when empty.
+	TrustImage string
+	// KubectlImage publishes bundle.pem to the <claim>-egress-trust
+	// ConfigMap; DefaultKubectlImage when empty.
+	KubectlImage string
+	// NoProxy lists extra NO_PROXY entries, appended after loopback.
+	NoProxy []string
+	// DefaultNamespace is the namespace of a sandbox whose Plan names
+	// none (an agent.yaml agent); "default" when empty. A RoleBinding to
+	// a ServiceAccount must name its namespace, so every object gets one.
+	DefaultNamespace string
+}
+
+// File is one rendered output file.
+type File struct {
+	// Path is slash-separated and relative to the output directory.
+	Path string
+	Data []byte
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.ProxyMode == "" {
+		o.ProxyMode = ModeSidecar
+	}
+	if o.ProxyMode != ModeSidecar && o.ProxyMode != ModeDeployment {
+		return o, fmt.Errorf("%w: proxy mode %q (want %s or %s)", ErrInvalidOptions, o.ProxyMode, ModeSidecar, ModeDeployment)
+	}
+	if o.ProxyImage == "" {
+		o.ProxyImage = DefaultProxyImage
+	}
+	if o.TrustImage == "" {
+		o.TrustImage = DefaultTrustImage
+	}
+	if o.DefaultNamespace == "" {
+		o.DefaultNamespace = "default"
+	}
+	if !dnsLabel.MatchString(o.DefaultNamespace) || len(o.DefaultNamespace) > 63 {
+		return o, fmt.Errorf("%w: default namespace %q is not a DNS label", ErrInvalidOptions, o.DefaultNamespace)
+	}
+	if o.KubectlImage == "" {
+		o.KubectlImage = DefaultKubectlImage
+	}
+	for _, n := range o.NoProxy {
+		if n == "" || strings.ContainsAny(n, ", \t\r\n'\"\\") {
+			return o, fmt.Errorf("%w: NO_PROXY entry %q", ErrInvalidOptions, n)
+		}
+	}
+	return o, nil
+}
+
+// Render renders every sandbox of p. The result is sorted by Path and is
+// the same bytes for the same inputs. It returns ErrEmpty when p has no
+// sandboxes, since writing or streaming nothing would delete what runs.
+func Render(p compiler.Plan, opts Options) ([]File, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if len(p.Sandboxes) == 0 {
+		return nil, fmt.Errorf("%w: the plan has no sandboxes", ErrEmpty)
+	}
+	sandboxes := slices.Clone(p.Sandboxes)
+	dirs := make([]string, len(sandboxes))
+	seen := map[string]bool{}
+	for i := range sandboxes {
+		sb := &sandboxes[i]
+		if sb.Namespace == "" {
+			sb.Namespace = opts.DefaultNamespace
+		}
+		dir, err := sandboxDir(*sb)
+		if err != nil {
+			return nil, err
+		}
+		if seen[dir] {
+			return nil, fmt.Errorf("%w: sandbox %s is listed twice", ErrInvalidPlan, describe(*sb))
+		}
+		seen[dir] = true
+		dirs[i] = dir
+	}
+	rendered, err := renderAll(sandboxes, dirs, opts)
+	if err != nil {
+		return nil, err
+	}
+	var files []File
+	var manifests []string
+	for _, fs := range rendered {
+		for _, f := range fs {
+			if strings.HasSuffix(f.Path, ".yaml") {
+				manifests = append(manifests, f.Path)
+			}
+		}
+		files = append(files, fs...)
+	}
+	slices.Sort(manifests)
+	k, err := encodeYAML(obj{
+		"apiVersion": "kustomize.config.k8s.io/v1beta1",
+		"kind":       "Kustomization",
+		"resources":  manifests,
+	})
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, File{Path: "kustomization.yaml", Data: k})
+	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
+	return files, nil
+}
+
+// renderAll renders the sandboxes on every CPU: YAML encoding dominates a
+// large render and each sandbox's files depend on that sandbox alone.
+// Results keep the input order, and the error reported is the first
+// sandbox's, so the outcome does not depend on scheduling.
+func renderAll(sandboxes []compiler.Sandbox, dirs []string, opts Options) ([][]File, error) {
+	out := make([][]File, len(sandboxes))
+	errs := make([]error, len(sandboxes))
+	workers := min(runtime.GOMAXPROCS(0), len(sandboxes))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(sandboxes) {
+					return
+				}
+				out[i], errs[i] = renderSandbox(sandboxes[i], dirs[i], opts)
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// dnsLabel is a Kubernetes DNS-1123 label: what a namespace, a Service and
+// a label value built from the claim name must be.
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// longestSuffix is the longest suffix appended to a claim name for a
+// Service or label value, which are limited to 63 characters.
+const longestSuffix = "-egress-proxy"
+
+func sandboxDir(sb compiler.Sandbox) (string, error) {
+	if !dnsLabel.MatchString(sb.Name) || len(sb.Name)+len(longestSuffix) > 63 {
+		return "", fmt.Errorf("%w: sandbox %s: name must be a DNS label of at most %d characters, since objects are named <name>%s",
+			ErrInvalidPlan, describe(sb), 63-len(longestSuffix), longestSuffix)
+	}
+	if !dnsLabel.MatchString(sb.Namespace) || len(sb.Namespace) > 63 {
+		return "", fmt.Errorf("%w: sandbox %s: namespace is not a DNS label", ErrInvalidPlan, describe(sb))
+	}
+	return path.Join(sb.Namespace, sb.Name), nil
+}
+
+// describe names a sandbox in an error with its source position, quoting
+// only names, never values.
+func describe(sb compiler.Sandbox) string {
+	s := fmt.Sprintf("%q", sb.Name)
+	if sb.Namespace != "" {
+		s = fmt.Sprintf("%q", sb.Namespace+"/"+sb.Name)
+	}
+	if sb.Pos.File != "" {
+		s += " (" + sb.Pos.String() + ")"
+	}
+	return s
+}
+
+func renderSandbox(sb compiler.Sandbox, dir string, opts Options) ([]File, error) {
+	image := sb.Image
+	if image == "" {
+		image = opts.DefaultSandboxImage
+	}
+	if image == "" {
+		return nil, fmt.Errorf("%w: sandbox %s names no image and no default sandbox image is set", ErrInvalidPlan, describe(sb))
+	}
+	proxyJSON, err := proxyConfigJSON(sb)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox %s: %w", describe(sb), err)
+	}
+	env, err := envVars(sb, opts)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox %s: %w", describe(sb), err)
+	}
+	envJSON, err := encodeEnvJSON(env)
+	if err != nil {
+		return nil, err
+	}
+	files := []File{
+		{Path: dir + "/proxy.json", Data: proxyJSON},
+		{Path: dir + "/env.json", Data: envJSON},
+		{Path: dir + "/.env", Data: encodeDotEnv(env)},
+	}
+	objs := manifests(sandboxInput{sb: sb, image: image, env: env, proxyJSON: proxyJSON, opts: opts})
+	for _, o := range objs {
+		data, err := encodeObject(o)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox %s: %w", describe(sb), err)
+		}
+		files = append(files, File{Path: dir + "/" + manifestName(o), Data: data})
+	}
+	return files, nil
+}

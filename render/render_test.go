@@ -1,0 +1,706 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/compiler"
+	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/proxy/config"
+)
+
+// canary stands for a secret value. The Plan never holds one, so it can
+// only reach the output by a bug; tests assert it never does.
+const canary = "CANARY-4b1d9e-never-rendered"
+
+// testPlan mirrors the second seed: a claim bound to Connection
+// github-acme in namespace agents, placeholder GH_TOKEN, api.github.com
+// with a header and rules, github.com with basic auth, and the Secret
+// acme-github-token with keys user and token.
+func testPlan() compiler.Plan {
+	return compiler.Plan{Sandboxes: []compiler.Sandbox{{
+		Name:      "support-workspace",
+		Namespace: "agents",
+		Source:    diag.Object{APIVersion: "omnia.altairalabs.ai/v1alpha1", Kind: "AgentRuntime", Namespace: "agents", Name: "support"},
+		Pos:       diag.Pos{File: "agents/support/runtime.yaml", Line: 1, Column: 1},
+		Class:     "workspace",
+		Image:     "ghcr.io/acme/sandbox:1.0",
+		Proxy: config.Config{
+			APIVersion: config.APIVersion,
+			Kind:       config.Kind,
+			Sandbox:    config.SandboxRef{Namespace: "agents", Name: "support-workspace"},
+			Hosts: []config.Host{
+				{
+					Name:       "api.github.com",
+					Connection: "github-acme",
+					Inject: config.Inject{
+						Secret: "acme-github-token",
+						Header: &config.HeaderInject{Name: "Authorization", Value: "Bearer {{ .token }}"},
+					},
+					Rules: []config.Rule{
+						{Methods: []string{"GET", "HEAD"}, PathPrefixes: []string{"/repos/acme/widgets"}},
+						{Methods: []string{"POST"}, PathPrefixes: []string{"/repos/acme/widgets/pulls"}},
+					},
+				},
+				{
+					Name:       "github.com",
+					Connection: "github-acme",
+					Inject: config.Inject{
+						Secret: "acme-github-token",
+						Basic:  &config.BasicInject{UsernameKey: "user", PasswordKey: "token"},
+					},
+				},
+			},
+		},
+		Env: []compiler.EnvVar{{Name: "GH_TOKEN", Value: "omnia-injected-github-acme", Connection: "github-acme"}},
+	}}}
+}
+
+// twoSandboxPlan adds a second sandbox in another namespace, with no
+// namespace of its own and no image, to exercise the defaults.
+func twoSandboxPlan() compiler.Plan {
+	p := testPlan()
+	p.Sandboxes = append(p.Sandboxes, compiler.Sandbox{
+		Name:  "triage",
+		Class: "daytona",
+		Proxy: config.Config{
+			Sandbox:     config.SandboxRef{Name: "triage"},
+			Passthrough: []string{"pypi.org"},
+		},
+	})
+	return p
+}
+
+func mustRender(t *testing.T, p compiler.Plan, opts Options) []File {
+	t.Helper()
+	files, err := Render(p, opts)
+	if err != nil {
+		t.Fatalf("Render: %v", err)
+	}
+	return files
+}
+
+func fileMap(files []File) map[string][]byte {
+	m := make(map[string][]byte, len(files))
+	for _, f := range files {
+		m[f.Path] = f.Data
+	}
+	return m
+}
+
+// objects decodes every Kubernetes object among files, keyed by path.
+func objects(t *testing.T, files []File) map[string]obj {
+	t.Helper()
+	out := map[string]obj{}
+	for _, f := range files {
+		if !strings.HasSuffix(f.Path, ".yaml") || f.Path == "kustomization.yaml" {
+			continue
+		}
+		var o obj
+		if err := yaml.Unmarshal(f.Data, &o); err != nil {
+			t.Fatalf("%s: %v", f.Path, err)
+		}
+		out[f.Path] = o
+	}
+	return out
+}
+
+// find returns the object of kind and name, failing the test without it.
+func find(t *testing.T, objs map[string]obj, kind, name string) obj {
+	t.Helper()
+	for _, o := range objs {
+		if o["kind"] == kind && o["metadata"].(obj)["name"] == name {
+			return o
+		}
+	}
+	t.Fatalf("no %s %s rendered", kind, name)
+	return nil
+}
+
+func dig(v any, keys ...string) any {
+	for _, k := range keys {
+		m, ok := v.(obj)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
+
+var modes = []string{ModeSidecar, ModeDeployment}
+
+// TestSeedVerify checks the second seed's verify steps against the
+// render: the placeholder, the CA Secret's Certificate and the trust
+// ConfigMap.
+func TestSeedVerify(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			files := mustRender(t, testPlan(), Options{ProxyMode: mode})
+			fm := fileMap(files)
+			var env map[string]string
+			if err := json.Unmarshal(fm["agents/support-workspace/env.json"], &env); err != nil {
+				t.Fatalf("env.json: %v", err)
+			}
+			if got := env["GH_TOKEN"]; got != "omnia-injected-github-acme" {
+				t.Errorf("env.json GH_TOKEN = %q, want omnia-injected-github-acme", got)
+			}
+			if !bytes.Contains(fm["agents/support-workspace/.env"], []byte("\nGH_TOKEN='omnia-injected-github-acme'\n")) {
+				t.Errorf(".env lacks GH_TOKEN:\n%s", fm["agents/support-workspace/.env"])
+			}
+			objs := objects(t, files)
+			cert := find(t, objs, "Certificate", "support-workspace-egress-ca")
+			if got := dig(cert, "spec", "secretName"); got != "support-workspace-egress-ca" {
+				t.Errorf("Certificate secretName = %v", got)
+			}
+			if dig(cert, "spec", "isCA") != true || dig(cert, "spec", "privateKey", "algorithm") != "ECDSA" || dig(cert, "spec", "privateKey", "size") != 256 {
+				t.Errorf("Certificate is not an ECDSA P-256 CA: %v", cert["spec"])
+			}
+			find(t, objs, "ConfigMap", "support-workspace-egress-trust")
+			dep := find(t, objs, "Deployment", "support-workspace-sandbox")
+			sandbox := container(t, dep, "sandbox")
+			if got := envOf(sandbox)["GH_TOKEN"]; got != "omnia-injected-github-acme" {
+				t.Errorf("sandbox container GH_TOKEN = %q", got)
+			}
+		})
+	}
+}
+
+func podSpec(o obj) obj { return dig(o, "spec", "template", "spec").(obj) }
+
+func allContainers(o obj) []obj {
+	var out []obj
+	for _, field := range []string{"initContainers", "containers"} {
+		cs, _ := podSpec(o)[field].([]any)
+		for _, c := range cs {
+			out = append(out, c.(obj))
+		}
+	}
+	return out
+}
+
+func container(t *testing.T, o obj, name string) obj {
+	t.Helper()
+	for _, c := range allContainers(o) {
+		if c["name"] == name {
+			return c
+		}
+	}
+	t.Fatalf("%s has no container %s", dig(o, "metadata", "name"), name)
+	return nil
+}
+
+func envOf(c obj) map[string]string {
+	m := map[string]string{}
+	es, _ := c["env"].([]any)
+	for _, e := range es {
+		e := e.(obj)
+		if v, ok := e["value"].(string); ok {
+			m[e["name"].(string)] = v
+		}
+	}
+	return m
+}
+
+// volumes maps a pod's volume names to their definitions.
+func volumes(o obj) map[string]obj {
+	m := map[string]obj{}
+	vs, _ := podSpec(o)["volumes"].([]any)
+	for _, v := range vs {
+		v := v.(obj)
+		m[v["name"].(string)] = v
+	}
+	return m
+}
+
+// TestSandboxMountsNoSecret: the sandbox container mounts only the trust
+// bundle, from no Secret; with the proxy in its own Deployment the
+// sandbox's pod has no Secret volume at all.
+func TestSandboxMountsNoSecret(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			objs := objects(t, mustRender(t, testPlan(), Options{ProxyMode: mode}))
+			dep := find(t, objs, "Deployment", "support-workspace-sandbox")
+			vols := volumes(dep)
+			sb := container(t, dep, "sandbox")
+			mounts, _ := sb["volumeMounts"].([]any)
+			if len(mounts) != 1 {
+				t.Fatalf("sandbox container mounts %d volumes, want only the trust bundle", len(mounts))
+			}
+			m := mounts[0].(obj)
+			if m["mountPath"] != TrustDir || m["readOnly"] != true {
+				t.Errorf("sandbox mount = %v, want %s read-only", m, TrustDir)
+			}
+			v := vols[m["name"].(string)]
+			if v == nil || v["secret"] != nil || v["projected"] != nil {
+				t.Errorf("sandbox container mounts volume %v, want an emptyDir or ConfigMap", v)
+			}
+			if automount := podSpec(dep)["automountServiceAccountToken"]; automount != false {
+				t.Errorf("automountServiceAccountToken = %v, want false", automount)
+			}
+			if mode == ModeDeployment {
+				for name, v := range vols {
+					if v["secret"] != nil || v["projected"] != nil {
+						t.Errorf("sandbox pod has Secret or projected volume %s", name)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestProxyMounts: the proxy mounts exactly the Secret keys it needs,
+// read-only, and runs locked down with probes and requests.
+func TestProxyMounts(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			objs := objects(t, mustRender(t, testPlan(), Options{ProxyMode: mode}))
+			name := "support-workspace-sandbox"
+			if mode == ModeDeployment {
+				name = "support-workspace-egress-proxy"
+			}
+			dep := find(t, objs, "Deployment", name)
+			vols := volumes(dep)
+			token := vols["secret-acme-github-token"]
+			if token == nil {
+				t.Fatalf("no volume for Secret acme-github-token: %v", vols)
+			}
+			items := dig(token, "secret", "items").([]any)
+			var keys []string
+			for _, it := range items {
+				keys = append(keys, it.(obj)["key"].(string))
+			}
+			if !slices.Equal(keys, []string{"token", "user"}) {
+				t.Errorf("mounted keys = %v, want [token user]", keys)
+			}
+			ca := dig(vols[volCA], "secret", "secretName")
+			if ca != "support-workspace-egress-ca" {
+				t.Errorf("CA volume Secret = %v", ca)
+			}
+			proxy := container(t, dep, "egress-proxy")
+			sc := proxy["securityContext"].(obj)
+			if sc["runAsNonRoot"] != true || sc["readOnlyRootFilesystem"] != true || sc["allowPrivilegeEscalation"] != false ||
+				!slices.Equal(dig(sc, "capabilities", "drop").([]any), []any{"ALL"}) || dig(sc, "seccompProfile", "type") != "RuntimeDefault" {
+				t.Errorf("proxy securityContext not locked down: %v", sc)
+			}
+			for _, m := range proxy["volumeMounts"].([]any) {
+				if m.(obj)["readOnly"] != true {
+					t.Errorf("proxy mount %v is writable", m)
+				}
+			}
+			if dig(proxy, "livenessProbe", "httpGet", "path") != "/healthz" || dig(proxy, "readinessProbe", "httpGet", "path") != "/readyz" {
+				t.Errorf("proxy probes = %v / %v", proxy["livenessProbe"], proxy["readinessProbe"])
+			}
+			if dig(proxy, "resources", "requests", "memory") == nil {
+				t.Errorf("proxy has no memory request")
+			}
+			if dig(dep, "spec", "template", "metadata", "annotations", configHashAnnotation) == nil {
+				t.Errorf("pod template has no %s", configHashAnnotation)
+			}
+			// The init container that builds bundle.pem sees only ca.crt.
+			bundle := container(t, dep, "egress-trust-bundle")
+			for _, m := range bundle["volumeMounts"].([]any) {
+				v := vols[m.(obj)["name"].(string)]
+				if s, ok := v["secret"].(obj); ok {
+					its := s["items"].([]any)
+					if len(its) != 1 || its[0].(obj)["key"] != "ca.crt" {
+						t.Errorf("bundle init container mounts Secret keys %v, want only ca.crt", its)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestConfigHashRolls: a different proxy config gives a different pod
+// template annotation, so the Deployment rolls.
+func TestConfigHashRolls(t *testing.T) {
+	hash := func(p compiler.Plan) any {
+		objs := objects(t, mustRender(t, p, Options{}))
+		return dig(find(t, objs, "Deployment", "support-workspace-sandbox"), "spec", "template", "metadata", "annotations", configHashAnnotation)
+	}
+	p := testPlan()
+	before := hash(p)
+	p.Sandboxes[0].Proxy.Passthrough = []string{"pypi.org"}
+	if after := hash(p); after == before {
+		t.Errorf("config hash %v did not change with the config", after)
+	}
+}
+
+// TestProxyConfigStrict: every rendered proxy.json decodes strictly into
+// config.Config, equals the Plan's config with the mount paths filled in,
+// and is the same bytes as the ConfigMap's copy.
+func TestProxyConfigStrict(t *testing.T) {
+	p := twoSandboxPlan()
+	files := mustRender(t, p, Options{DefaultSandboxImage: "ghcr.io/acme/sandbox:1.0"})
+	fm := fileMap(files)
+	objs := objects(t, files)
+	for _, sb := range p.Sandboxes {
+		ns := sb.Namespace
+		if ns == "" {
+			ns = "default"
+		}
+		path := ns + "/" + sb.Name + "/proxy.json"
+		data := fm[path]
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		var got config.Config
+		if err := dec.Decode(&got); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		// And the proxy's own loader accepts it.
+		if _, err := config.Decode(data); err != nil {
+			t.Errorf("%s does not load into the proxy: %v", path, err)
+		}
+		want := sb.Proxy
+		want.APIVersion, want.Kind = config.APIVersion, config.Kind
+		want.SecretsDir = config.DefaultSecretsDir
+		want.CA = config.CA{CertFile: config.DefaultCACert, KeyFile: config.DefaultCAKey}
+		if want.Sandbox.Namespace == "" {
+			want.Sandbox.Namespace = ns
+		}
+		gotJSON, _ := json.Marshal(got)
+		wantJSON, _ := json.Marshal(want)
+		if !bytes.Equal(gotJSON, wantJSON) {
+			t.Errorf("%s decodes to\n%s\nwant\n%s", path, gotJSON, wantJSON)
+		}
+		cm := find(t, objs, "ConfigMap", sb.Name+"-egress-proxy")
+		if dig(cm, "data", "proxy.json") != string(data) {
+			t.Errorf("ConfigMap %s-egress-proxy differs from %s", sb.Name, path)
+		}
+		if !sortedJSONKeys(t, data) {
+			t.Errorf("%s keys are not sorted:\n%s", path, data)
+		}
+	}
+}
+
+// sortedJSONKeys re-encodes data through a generic map (which sorts keys)
+// with the same indentation and compares.
+func sortedJSONKeys(t *testing.T, data []byte) bool {
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		t.Fatal(err)
+	}
+	again, err := encodeJSON(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Equal(again, data)
+}
+
+// TestEnv: the full environment in both env files and the container.
+func TestEnv(t *testing.T) {
+	tests := map[string]struct {
+		opts  Options
+		proxy string
+	}{
+		"sidecar":         {opts: Options{}, proxy: "http://127.0.0.1:3128"},
+		"deployment":      {opts: Options{ProxyMode: ModeDeployment}, proxy: "http://support-workspace-egress-proxy:3128"},
+		"extra no_proxy":  {opts: Options{NoProxy: []string{".internal"}}, proxy: "http://127.0.0.1:3128"},
+		"explicit images": {opts: Options{ProxyImage: "example.com/p:1", TrustImage: "example.com/t:1", KubectlImage: "example.com/k:1"}, proxy: "http://127.0.0.1:3128"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			files := mustRender(t, testPlan(), tc.opts)
+			fm := fileMap(files)
+			noProxy := strings.Join(append([]string{"localhost", "127.0.0.1", "::1"}, tc.opts.NoProxy...), ",")
+			want := map[string]string{
+				"GH_TOKEN":    "omnia-injected-github-acme",
+				"HTTPS_PROXY": tc.proxy, "https_proxy": tc.proxy,
+				"HTTP_PROXY": tc.proxy, "http_proxy": tc.proxy,
+				"NO_PROXY": noProxy, "no_proxy": noProxy,
+				"REQUESTS_CA_BUNDLE": BundleFile, "GIT_SSL_CAINFO": BundleFile, "SSL_CERT_FILE": BundleFile,
+				"NODE_EXTRA_CA_CERTS": BundleFile, "CURL_CA_BUNDLE": BundleFile,
+			}
+			var got map[string]string
+			if err := json.Unmarshal(fm["agents/support-workspace/env.json"], &got); err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("env.json = %v\nwant %v", got, want)
+			}
+			if dot := parseDotEnv(t, fm["agents/support-workspace/.env"]); fmt.Sprint(dot) != fmt.Sprint(want) {
+				t.Errorf(".env = %v\nwant %v", dot, want)
+			}
+			dep := find(t, objects(t, files), "Deployment", "support-workspace-sandbox")
+			if c := envOf(container(t, dep, "sandbox")); fmt.Sprint(c) != fmt.Sprint(want) {
+				t.Errorf("container env = %v\nwant %v", c, want)
+			}
+			if tc.opts.ProxyImage != "" && container(t, findProxyPod(t, files, tc.opts), "egress-proxy")["image"] != tc.opts.ProxyImage {
+				t.Errorf("proxy image not %s", tc.opts.ProxyImage)
+			}
+		})
+	}
+}
+
+func findProxyPod(t *testing.T, files []File, opts Options) obj {
+	name := "support-workspace-sandbox"
+	if opts.ProxyMode == ModeDeployment {
+		name = "support-workspace-egress-proxy"
+	}
+	return find(t, objects(t, files), "Deployment", name)
+}
+
+// parseDotEnv reads NAME='value' lines the way a POSIX shell would for
+// the subset encodeDotEnv writes, failing on anything else.
+func parseDotEnv(t *testing.T, data []byte) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, rest, ok := strings.Cut(line, "='")
+		if !ok || !strings.HasSuffix(rest, "'") || strings.Contains(strings.TrimSuffix(rest, "'"), "'") || !envName.MatchString(name) {
+			t.Fatalf(".env line %q is not NAME='value'", line)
+		}
+		m[name] = strings.TrimSuffix(rest, "'")
+	}
+	return m
+}
+
+// TestDeterministic: rendering twice, and rendering a shuffled plan,
+// gives the same bytes; the files are sorted by path.
+func TestDeterministic(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			opts := Options{ProxyMode: mode, DefaultSandboxImage: "ghcr.io/acme/sandbox:1.0"}
+			a := mustRender(t, twoSandboxPlan(), opts)
+			b := mustRender(t, twoSandboxPlan(), opts)
+			rev := twoSandboxPlan()
+			slices.Reverse(rev.Sandboxes)
+			c := mustRender(t, rev, opts)
+			for _, other := range [][]File{b, c} {
+				if len(a) != len(other) {
+					t.Fatalf("renders differ in length: %d, %d", len(a), len(other))
+				}
+				for i := range a {
+					if a[i].Path != other[i].Path || !bytes.Equal(a[i].Data, other[i].Data) {
+						t.Fatalf("renders differ at %s", a[i].Path)
+					}
+				}
+			}
+			if !slices.IsSortedFunc(a, func(x, y File) int { return strings.Compare(x.Path, y.Path) }) {
+				t.Errorf("files are not sorted by path")
+			}
+		})
+	}
+}
+
+// TestNoCanary: no rendered byte holds the canary standing for the seed
+// Secret's token. The Plan cannot carry it; TestExampleCanary plants it in
+// a compiled repository.
+func TestNoCanary(t *testing.T) {
+	for _, mode := range modes {
+		files := mustRender(t, testPlan(), Options{ProxyMode: mode})
+		stream, err := Stream(files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range append(files, File{Path: "stream", Data: stream}) {
+			if bytes.Contains(f.Data, []byte(canary)) {
+				t.Errorf("%s (%s) holds the canary", f.Path, mode)
+			}
+		}
+	}
+}
+
+// TestLabels: every object carries the app.kubernetes.io labels.
+func TestLabels(t *testing.T) {
+	for path, o := range objects(t, mustRender(t, testPlan(), Options{ProxyMode: ModeDeployment})) {
+		labels, _ := dig(o, "metadata", "labels").(obj)
+		for _, k := range []string{"name", "instance", "component", "part-of", "managed-by"} {
+			if labels["app.kubernetes.io/"+k] == nil {
+				t.Errorf("%s lacks label app.kubernetes.io/%s", path, k)
+			}
+		}
+		if dig(o, "metadata", "namespace") != "agents" {
+			t.Errorf("%s namespace = %v", path, dig(o, "metadata", "namespace"))
+		}
+	}
+}
+
+// TestKustomizationListsEveryManifest: kustomization.yaml lists exactly
+// the rendered manifests.
+func TestKustomizationListsEveryManifest(t *testing.T) {
+	files := mustRender(t, twoSandboxPlan(), Options{DefaultSandboxImage: "img:1"})
+	var k struct {
+		Resources []string `yaml:"resources"`
+	}
+	if err := yaml.Unmarshal(fileMap(files)["kustomization.yaml"], &k); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for p := range objects(t, files) {
+		want = append(want, p)
+	}
+	slices.Sort(want)
+	if !slices.Equal(k.Resources, want) {
+		t.Errorf("kustomization resources = %v\nwant %v", k.Resources, want)
+	}
+}
+
+// TestFluxSubstitution: an object whose bytes hold "${" is annotated so
+// Flux leaves it alone; others are not.
+func TestFluxSubstitution(t *testing.T) {
+	p := testPlan()
+	p.Sandboxes[0].Proxy.Hosts[0].Inject.Header.Value = "Bearer ${NOT_A_FLUX_VAR}{{ .token }}"
+	objs := objects(t, mustRender(t, p, Options{}))
+	for path, o := range objs {
+		data, _ := encodeYAML(o)
+		hasDollar := bytes.Contains(data, []byte("${"))
+		annotated := dig(o, "metadata", "annotations", fluxSubstitute) == "disabled"
+		if hasDollar != annotated {
+			t.Errorf("%s: holds ${ = %v, annotated = %v", path, hasDollar, annotated)
+		}
+	}
+	if dig(find(t, objs, "ConfigMap", "support-workspace-egress-proxy"), "metadata", "annotations", fluxSubstitute) != "disabled" {
+		t.Errorf("proxy ConfigMap with ${ in a template is not annotated")
+	}
+}
+
+// TestRenderErrors: a Plan or Options the renderer cannot honour is an
+// error wrapping the right class, naming the sandbox, never a panic.
+func TestRenderErrors(t *testing.T) {
+	tests := map[string]struct {
+		edit func(*compiler.Plan)
+		opts Options
+		want error
+	}{
+		"empty plan":        {edit: func(p *compiler.Plan) { p.Sandboxes = nil }, want: ErrEmpty},
+		"unknown mode":      {opts: Options{ProxyMode: "daemonset"}, want: ErrInvalidOptions},
+		"bad namespace opt": {opts: Options{DefaultNamespace: "Bad_NS"}, want: ErrInvalidOptions},
+		"bad no_proxy":      {opts: Options{NoProxy: []string{"a,b"}}, want: ErrInvalidOptions},
+		"no image":          {edit: func(p *compiler.Plan) { p.Sandboxes[0].Image = "" }, want: ErrInvalidPlan},
+		"name not a label":  {edit: func(p *compiler.Plan) { p.Sandboxes[0].Name = "Support_WS" }, want: ErrInvalidPlan},
+		"name too long":     {edit: func(p *compiler.Plan) { p.Sandboxes[0].Name = strings.Repeat("a", 51) }, want: ErrInvalidPlan},
+		"bad namespace":     {edit: func(p *compiler.Plan) { p.Sandboxes[0].Namespace = "a.b" }, want: ErrInvalidPlan},
+		"duplicate": {edit: func(p *compiler.Plan) {
+			p.Sandboxes = append(p.Sandboxes, p.Sandboxes[0])
+		}, want: ErrInvalidPlan},
+		"env name": {edit: func(p *compiler.Plan) { p.Sandboxes[0].Env[0].Name = "GH-TOKEN" }, want: ErrInvalidPlan},
+		"env overrides proxy": {edit: func(p *compiler.Plan) {
+			p.Sandboxes[0].Env = append(p.Sandboxes[0].Env, compiler.EnvVar{Name: "HTTPS_PROXY", Value: "x"})
+		}, want: ErrInvalidPlan},
+		"env quote":   {edit: func(p *compiler.Plan) { p.Sandboxes[0].Env[0].Value = "it's" }, want: ErrInvalidPlan},
+		"env newline": {edit: func(p *compiler.Plan) { p.Sandboxes[0].Env[0].Value = "a\nb" }, want: ErrInvalidPlan},
+		"env twice": {edit: func(p *compiler.Plan) {
+			p.Sandboxes[0].Env = append(p.Sandboxes[0].Env, compiler.EnvVar{Name: "GH_TOKEN", Value: "omnia-injected-other"})
+		}, want: ErrInvalidPlan},
+		"wrong config version": {edit: func(p *compiler.Plan) { p.Sandboxes[0].Proxy.APIVersion = "proxy.keyhole.dev/v9" }, want: ErrInvalidPlan},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			p := testPlan()
+			if tc.edit != nil {
+				tc.edit(&p)
+			}
+			files, err := Render(p, tc.opts)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Render = %d files, %v; want %v", len(files), err, tc.want)
+			}
+			if files != nil {
+				t.Errorf("Render returned files with an error")
+			}
+		})
+	}
+}
+
+// TestSecretVolumeNames: volume names are DNS labels whatever the Secret
+// name, and distinct Secrets get distinct volumes.
+func TestSecretVolumeNames(t *testing.T) {
+	tests := map[string]struct {
+		secret string
+		want   string
+	}{
+		"plain":  {secret: "acme-github-token", want: "secret-acme-github-token"},
+		"dotted": {secret: "acme.github.token"},
+		"long":   {secret: strings.Repeat("s", 100)},
+	}
+	seen := map[string]bool{}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := secretVolume(tc.secret)
+			if !dnsLabel.MatchString(got) || len(got) > 63 {
+				t.Errorf("secretVolume(%q) = %q, not a DNS label", tc.secret, got)
+			}
+			if tc.want != "" && got != tc.want {
+				t.Errorf("secretVolume(%q) = %q, want %q", tc.secret, got, tc.want)
+			}
+			if seen[got] {
+				t.Errorf("secretVolume(%q) = %q collides", tc.secret, got)
+			}
+			seen[got] = true
+		})
+	}
+}
+
+// TestOnlyProxyMountsKeys: the CA key and the credential Secrets are
+// mounted into the proxy container and no other.
+func TestOnlyProxyMountsKeys(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			for _, o := range objects(t, mustRender(t, testPlan(), Options{ProxyMode: mode})) {
+				if o["kind"] != "Deployment" {
+					continue
+				}
+				vols := volumes(o)
+				for _, c := range allContainers(o) {
+					mounts, _ := c["volumeMounts"].([]any)
+					for _, m := range mounts {
+						name := m.(obj)["name"].(string)
+						secretVol := name == volCA || strings.HasPrefix(name, "secret-")
+						if secretVol && c["name"] != compProxy {
+							t.Errorf("container %s mounts %s", c["name"], name)
+						}
+						if vols[name] == nil {
+							t.Errorf("container %s mounts undeclared volume %s", c["name"], name)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestNetworkPolicy: with the proxy in its own Deployment the sandbox may
+// reach only DNS and its proxy's port; the proxy admits only its sandbox
+// on the proxy port.
+func TestNetworkPolicy(t *testing.T) {
+	objs := objects(t, mustRender(t, testPlan(), Options{ProxyMode: ModeDeployment}))
+	np := find(t, objs, "NetworkPolicy", "support-workspace-sandbox")
+	if got := dig(np, "spec", "policyTypes"); fmt.Sprint(got) != "[Egress]" {
+		t.Errorf("policyTypes = %v", got)
+	}
+	egress := dig(np, "spec", "egress").([]any)
+	if len(egress) != 2 {
+		t.Fatalf("egress rules = %v, want DNS and the proxy", egress)
+	}
+	dns, proxy := egress[0].(obj), egress[1].(obj)
+	if dns["to"] != nil || fmt.Sprint(dns["ports"]) != "[map[port:53 protocol:UDP] map[port:53 protocol:TCP]]" {
+		t.Errorf("DNS rule = %v", dns)
+	}
+	to := proxy["to"].([]any)
+	if len(to) != 1 || dig(to[0], "podSelector", "matchLabels", "app.kubernetes.io/component") != compProxy ||
+		dig(to[0], "podSelector", "matchLabels", "app.kubernetes.io/instance") != "support-workspace" ||
+		fmt.Sprint(proxy["ports"]) != fmt.Sprintf("[map[port:%d protocol:TCP]]", ProxyPort) {
+		t.Errorf("proxy rule = %v", proxy)
+	}
+	pnp := find(t, objs, "NetworkPolicy", "support-workspace-egress-proxy")
+	in := dig(pnp, "spec", "ingress").([]any)
+	from := in[0].(obj)["from"].([]any)
+	if dig(from[0], "podSelector", "matchLabels", "app.kubernetes.io/component") != compSandbox {
+		t.Errorf("proxy ingress = %v", in)
+	}
+	svc := find(t, objs, "Service", "support-workspace-egress-proxy")
+	if dig(svc, "spec", "selector", "app.kubernetes.io/component") != compProxy {
+		t.Errorf("Service selector = %v", dig(svc, "spec", "selector"))
+	}
+}

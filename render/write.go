@@ -1,0 +1,198 @@
+package render
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// markerText is the content of MarkerFile.
+const markerText = "This directory is written by `keyhole render`; each render replaces all of it.\n"
+
+// checkFiles refuses paths that could escape the output directory, clash
+// with the marker, repeat, or need a file to also be a directory.
+func checkFiles(files []File) error {
+	seen := make(map[string]bool, len(files))
+	for _, f := range files {
+		p := f.Path
+		switch {
+		case p == "" || p == ".":
+			return fmt.Errorf("%w: empty path", ErrInvalidFile)
+		case strings.HasPrefix(p, "/") || strings.Contains(p, `\`) || path.Clean(p) != p:
+			return fmt.Errorf("%w: %q is not a clean relative slash-separated path", ErrInvalidFile, p)
+		case p == ".." || strings.HasPrefix(p, "../"):
+			return fmt.Errorf("%w: %q leaves the output directory", ErrInvalidFile, p)
+		case p == MarkerFile:
+			return fmt.Errorf("%w: %q is the marker WriteDir writes", ErrInvalidFile, p)
+		case seen[p]:
+			return fmt.Errorf("%w: %q is listed twice", ErrInvalidFile, p)
+		}
+		seen[p] = true
+	}
+	for _, f := range files {
+		for d := path.Dir(f.Path); d != "."; d = path.Dir(d) {
+			if seen[d] {
+				return fmt.Errorf("%w: %q is both a file and the directory of %q", ErrInvalidFile, d, f.Path)
+			}
+		}
+	}
+	return nil
+}
+
+// WriteDir replaces dir with exactly files, atomically: it writes them
+// into a new sibling directory, then swaps it for dir with two renames,
+// so a failure at any step leaves dir as it was. It writes MarkerFile too,
+// and it refuses (ErrNotOwned) to replace a directory that is not empty
+// and has no marker, so files keyhole did not write are never deleted.
+// Between the two renames dir is briefly absent; readers that must never
+// see that should read a symlink the caller swaps instead.
+func WriteDir(dir string, files []File) error {
+	if len(files) == 0 {
+		return fmt.Errorf("%w: no files to write", ErrEmpty)
+	}
+	if err := checkFiles(files); err != nil {
+		return err
+	}
+	dir = filepath.Clean(dir)
+	base := filepath.Base(dir)
+	if base == "." || base == ".." || base == string(filepath.Separator) {
+		return fmt.Errorf("output directory %q cannot be replaced; name a directory below it", dir)
+	}
+	mode := fs.FileMode(0o755)
+	exists := false
+	switch info, err := os.Lstat(dir); {
+	case err == nil:
+		if !info.IsDir() {
+			return fmt.Errorf("output %q is not a directory", dir)
+		}
+		if err := checkOwned(dir); err != nil {
+			return err
+		}
+		mode = info.Mode().Perm()
+		exists = true
+	case errors.Is(err, fs.ErrNotExist):
+	default:
+		return fmt.Errorf("output directory: %w", err)
+	}
+
+	parent := filepath.Dir(dir)
+	stage, err := os.MkdirTemp(parent, "."+base+".keyhole-new-")
+	if err != nil {
+		return fmt.Errorf("staging the render next to %q: %w", dir, err)
+	}
+	// Removes the staged tree on every failure; after the swap it no
+	// longer exists and this does nothing.
+	defer os.RemoveAll(stage)
+	if err := writeTree(stage, files); err != nil {
+		return err
+	}
+	if err := os.Chmod(stage, mode); err != nil {
+		return fmt.Errorf("staging the render: %w", err)
+	}
+	if !exists {
+		if err := os.Rename(stage, dir); err != nil {
+			return fmt.Errorf("moving the render into place: %w", err)
+		}
+		return nil
+	}
+	// The previous render moves into a fresh directory of its own, so no
+	// other process can have taken the name it moves to.
+	old, err := os.MkdirTemp(parent, "."+base+".keyhole-old-")
+	if err != nil {
+		return fmt.Errorf("making room for the previous render: %w", err)
+	}
+	prev := filepath.Join(old, base)
+	if err := os.Rename(dir, prev); err != nil {
+		os.Remove(old)
+		return fmt.Errorf("moving the previous render aside: %w", err)
+	}
+	if err := os.Rename(stage, dir); err != nil {
+		if rerr := os.Rename(prev, dir); rerr != nil {
+			return fmt.Errorf("moving the render into place: %w; the previous render is left in %q: %w", err, prev, rerr)
+		}
+		os.Remove(old)
+		return fmt.Errorf("moving the render into place: %w", err)
+	}
+	// The new render is in place; a leftover old tree is only clutter, so
+	// failing to remove it does not fail the write.
+	os.RemoveAll(old)
+	return nil
+}
+
+// checkOwned refuses a non-empty directory without MarkerFile.
+func checkOwned(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("output directory: %w", err)
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	info, err := os.Lstat(filepath.Join(dir, MarkerFile))
+	if err != nil || !info.Mode().IsRegular() {
+		return fmt.Errorf("%w: %q is not empty and has no %s; remove it or choose an empty directory", ErrNotOwned, dir, MarkerFile)
+	}
+	return nil
+}
+
+func writeTree(root string, files []File) error {
+	write := func(rel string, data []byte) error {
+		p := filepath.Join(root, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("staging %s: %w", rel, err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return fmt.Errorf("staging %s: %w", rel, err)
+		}
+		return nil
+	}
+	if err := write(MarkerFile, []byte(markerText)); err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := write(f.Path, f.Data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Stream joins the Kubernetes objects among files, in Path order, into one
+// YAML stream: what `keyhole render --stdout` prints for an Argo CD config
+// management plugin. Only *.yaml files are objects; kustomization.yaml is
+// a build instruction, not an object, and is left out. An empty stream is
+// an error (ErrEmpty), since Argo CD would prune every object it manages.
+func Stream(files []File) ([]byte, error) {
+	var b bytes.Buffer
+	n := 0
+	for _, f := range sortedFiles(files) {
+		if !strings.HasSuffix(f.Path, ".yaml") || path.Base(f.Path) == "kustomization.yaml" {
+			continue
+		}
+		if len(bytes.TrimSpace(f.Data)) == 0 {
+			continue
+		}
+		b.WriteString("---\n")
+		b.Write(f.Data)
+		if !bytes.HasSuffix(f.Data, []byte("\n")) {
+			b.WriteByte('\n')
+		}
+		n++
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("%w: no Kubernetes objects to stream", ErrEmpty)
+	}
+	return b.Bytes(), nil
+}
+
+func sortedFiles(files []File) []File {
+	out := slices.Clone(files)
+	slices.SortStableFunc(out, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
+	return out
+}

@@ -1,0 +1,257 @@
+package render
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// snapshot reads every file and directory under dir, so a test can assert
+// that a failed write left it exactly as it was.
+func snapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			out[rel+"/"] = info.Mode().String()
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		out[rel] = info.Mode().String() + " " + string(data)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("snapshot %s: %v", dir, err)
+	}
+	return out
+}
+
+func equalSnapshots(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// siblings lists the entries next to dir, to catch staging leftovers.
+func siblings(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Dir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// TestWriteDir: a render lands as exactly its files plus the marker, and
+// replaces a previous render completely.
+func TestWriteDir(t *testing.T) {
+	tests := map[string]struct {
+		setup func(t *testing.T, dir string)
+	}{
+		"absent": {setup: func(t *testing.T, dir string) {}},
+		"empty": {setup: func(t *testing.T, dir string) {
+			if err := os.Mkdir(dir, 0o750); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		"previous render": {setup: func(t *testing.T, dir string) {
+			old := []File{{Path: "stale/old.yaml", Data: []byte("old\n")}, {Path: "kustomization.yaml", Data: []byte("old\n")}}
+			if err := WriteDir(dir, old); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "out")
+			tc.setup(t, dir)
+			files := mustRender(t, testPlan(), Options{})
+			if err := WriteDir(dir, files); err != nil {
+				t.Fatalf("WriteDir: %v", err)
+			}
+			got := snapshot(t, dir)
+			want := map[string]bool{MarkerFile: true}
+			for _, f := range files {
+				want[filepath.FromSlash(f.Path)] = true
+				if data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f.Path))); err != nil || !bytes.Equal(data, f.Data) {
+					t.Errorf("%s: %v, content differs", f.Path, err)
+				}
+			}
+			for p := range got {
+				if !strings.HasSuffix(p, "/") && !want[p] {
+					t.Errorf("unexpected file %s", p)
+				}
+			}
+			if s := siblings(t, dir); len(s) != 1 {
+				t.Errorf("staging left siblings behind: %v", s)
+			}
+		})
+	}
+}
+
+// TestWriteDirRefuses: every refusal and every failure leaves the
+// directory exactly as it was and no staging directory behind.
+func TestWriteDirRefuses(t *testing.T) {
+	good := []File{{Path: "a/b.yaml", Data: []byte("b\n")}}
+	tests := map[string]struct {
+		setup func(t *testing.T, dir string)
+		files []File
+		want  error // nil: any error
+	}{
+		"foreign directory": {
+			setup: func(t *testing.T, dir string) {
+				mkfile(t, filepath.Join(dir, "precious.txt"), "mine\n")
+			},
+			files: good,
+			want:  ErrNotOwned,
+		},
+		"marker is a directory": {
+			setup: func(t *testing.T, dir string) {
+				if err := os.MkdirAll(filepath.Join(dir, MarkerFile), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			},
+			files: good,
+			want:  ErrNotOwned,
+		},
+		"output is a file": {
+			setup: func(t *testing.T, dir string) { mkfile(t, dir, "not a dir\n") },
+			files: good,
+		},
+		"no files":       {setup: writePrevious, files: nil, want: ErrEmpty},
+		"absolute path":  {setup: writePrevious, files: []File{{Path: "/etc/x", Data: nil}}, want: ErrInvalidFile},
+		"escaping path":  {setup: writePrevious, files: []File{{Path: "../x", Data: nil}}, want: ErrInvalidFile},
+		"unclean path":   {setup: writePrevious, files: []File{{Path: "a//b", Data: nil}}, want: ErrInvalidFile},
+		"backslash path": {setup: writePrevious, files: []File{{Path: `a\b`, Data: nil}}, want: ErrInvalidFile},
+		"duplicate path": {setup: writePrevious, files: []File{{Path: "a"}, {Path: "a"}}, want: ErrInvalidFile},
+		"file and dir":   {setup: writePrevious, files: []File{{Path: "a"}, {Path: "a/b"}}, want: ErrInvalidFile},
+		"marker path":    {setup: writePrevious, files: []File{{Path: MarkerFile}}, want: ErrInvalidFile},
+		// The OS refuses a name longer than 255 bytes while staging, after
+		// other files were written: the failure comes mid-write.
+		"failure while staging": {
+			setup: writePrevious,
+			files: []File{{Path: "a.yaml", Data: []byte("a\n")}, {Path: "z/" + strings.Repeat("n", 300), Data: []byte("x")}},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "out")
+			tc.setup(t, dir)
+			before := snapshot(t, dir)
+			err := WriteDir(dir, tc.files)
+			if err == nil || (tc.want != nil && !errors.Is(err, tc.want)) {
+				t.Fatalf("WriteDir = %v, want %v", err, tc.want)
+			}
+			if after := snapshot(t, dir); !equalSnapshots(before, after) {
+				t.Errorf("directory changed:\nbefore %v\nafter  %v", before, after)
+			}
+			if s := siblings(t, dir); len(s) != 1 {
+				t.Errorf("staging left siblings behind: %v", s)
+			}
+		})
+	}
+}
+
+// TestWriteDirMissingParent: the parent must exist; nothing is created.
+func TestWriteDirMissingParent(t *testing.T) {
+	root := t.TempDir()
+	err := WriteDir(filepath.Join(root, "no", "such", "out"), []File{{Path: "a", Data: []byte("a")}})
+	if err == nil {
+		t.Fatal("WriteDir into a missing parent succeeded")
+	}
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		t.Errorf("created %v", entries)
+	}
+}
+
+func writePrevious(t *testing.T, dir string) {
+	t.Helper()
+	if err := WriteDir(dir, mustRender(t, testPlan(), Options{})); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mkfile(t *testing.T, p, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStream: the stream holds every object once, in path order, and
+// nothing else; an empty one is an error.
+func TestStream(t *testing.T) {
+	files := mustRender(t, twoSandboxPlan(), Options{ProxyMode: ModeDeployment, DefaultSandboxImage: "img:1"})
+	stream, err := Stream(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(stream, []byte("---\n")) {
+		t.Errorf("stream does not start with a document marker")
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(stream))
+	var got []string
+	for {
+		var o obj
+		err := dec.Decode(&o)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o["kind"] == "Kustomization" {
+			t.Errorf("stream holds the kustomization")
+		}
+		got = append(got, manifestName(o))
+	}
+	objs := objects(t, files)
+	if len(got) != len(objs) {
+		t.Errorf("stream holds %d objects, want %d", len(got), len(objs))
+	}
+
+	empty := map[string][]File{
+		"no files":               {},
+		"only the kustomization": {{Path: "kustomization.yaml", Data: []byte("kind: Kustomization\n")}},
+		"only data files":        {{Path: "a/env.json", Data: []byte("{}\n")}, {Path: "a/.env", Data: nil}},
+		"only blank manifest":    {{Path: "a/x.yaml", Data: []byte("\n")}},
+	}
+	for name, fs := range empty {
+		t.Run(name, func(t *testing.T) {
+			if out, err := Stream(fs); !errors.Is(err, ErrEmpty) || out != nil {
+				t.Errorf("Stream = %q, %v; want ErrEmpty", out, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what the end-to-end tests run as real clients and servers:
+# git (with git-http-backend), curl, Python requests, gh and kubectl.
+# Installs only what is missing, so a second run is quick and offline.
+set -euo pipefail
+
+missing=()
+need() { # need COMMAND DEBIAN-PACKAGE
+  command -v "$1" >/dev/null 2>&1 || missing+=("$2")
+}
+need git git
+need curl curl
+need gh gh
+[ -x /usr/lib/git-core/git-http-backend ] || missing+=(git)
+python3 -c 'import requests' >/dev/null 2>&1 || missing+=(python3-requests)
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "test-deps: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if ! command -v kubectl >/dev/null 2>&1; then
+  echo "test-deps: kubectl is missing; install it (Debian: apt-get install kubectl from the Kubernetes or Google Cloud apt repository)" >&2
+  exit 1
+fi
+go mod download

@@ -1,0 +1,104 @@
+// Package source owns reading keyhole's inputs: files, directory trees
+// (honouring .gitignore) and standard input, each split into YAML or JSON
+// documents whose nodes keep their file:line:col. It reports what it cannot
+// read as diagnostics (YAMLInvalid, InputInvalid, YAMLAliasLimit,
+// KindMissing) and leaves every question of meaning (unknown kinds, schema,
+// references) to the compiler.
+//
+// The loader is defensive by construction: files are size-checked before
+// they are read, bytes are checked for NULs, invalid UTF-8 and control
+// characters before the YAML parser sees them, and alias expansion is
+// bounded so that a "billion laughs" document costs a few kilobytes, not
+// gigabytes.
+package source
+
+import (
+	"path"
+
+	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/diag"
+)
+
+// Document is one YAML (or JSON) document of an input file.
+type Document struct {
+	// File is the path as the user named it, slash-separated and relative
+	// to the working directory when under it; "-" for standard input.
+	File string
+	// Index is the 0-based index of the document within its file, counting
+	// empty documents too, so it matches what a reader of the file counts.
+	Index int
+	// Node is the document's root mapping node. It is never nil and never a
+	// DocumentNode: empty documents are skipped, and documents the loader
+	// reported an error for are not returned. Aliases are already resolved
+	// into plain copies (which keep the anchor's positions) and merge keys
+	// (<<) are applied, so callers never meet a yaml.AliasNode.
+	Node *yaml.Node
+	// Pos is where the document's root mapping starts.
+	Pos diag.Pos
+}
+
+// AgentKind is the Kind that Object reports for an agent.yaml file, which
+// carries no apiVersion or kind of its own.
+const AgentKind = "Agent"
+
+// IsAgent reports whether the document comes from an agent.yaml (or
+// agent.yml) file: the agent platform's file format, which has no
+// apiVersion or kind and is identified by its file name alone.
+func (d *Document) IsAgent() bool {
+	if d.File == "-" {
+		return false
+	}
+	switch path.Base(d.File) {
+	case "agent.yaml", "agent.yml":
+		return true
+	}
+	return false
+}
+
+// Object identifies the document for diagnostics: apiVersion, kind,
+// metadata.namespace and metadata.name, each only when it is a string
+// scalar. An agent.yaml document reports Kind "Agent" and its top-level
+// name.
+func (d *Document) Object() diag.Object {
+	if d.Node == nil {
+		return diag.Object{}
+	}
+	if d.IsAgent() {
+		return diag.Object{Kind: AgentKind, Name: stringField(d.Node, "name")}
+	}
+	o := diag.Object{
+		APIVersion: stringField(d.Node, "apiVersion"),
+		Kind:       stringField(d.Node, "kind"),
+	}
+	if md := Lookup(d.Node, "metadata"); md != nil && md.Kind == yaml.MappingNode {
+		o.Namespace = stringField(md, "namespace")
+		o.Name = stringField(md, "name")
+	}
+	return o
+}
+
+// Lookup returns the value node of key in mapping m, or nil when m is not a
+// mapping or has no such key. It exists because every caller that walks
+// nodes for positions needs it, and yaml.v3 offers no equivalent.
+func Lookup(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k := m.Content[i]
+		if k.Kind == yaml.ScalarNode && k.Value == key && k.ShortTag() == "!!str" {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// stringField returns the value of key in m when it is a string scalar.
+func stringField(m *yaml.Node, key string) string {
+	v := Lookup(m, key)
+	if v == nil || v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" {
+		return ""
+	}
+	return v.Value
+}

@@ -1,0 +1,384 @@
+package source
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+
+	"keyhole.dev/keyhole/diag"
+)
+
+// ErrUnreadable marks a path that could not be read at all: missing, not
+// permitted, or a broken symbolic link. The CLI maps it to exit code 2.
+var ErrUnreadable = errors.New("unreadable input")
+
+// DefaultMaxFileSize is the size limit when Options.MaxFileSize is zero.
+// Real configuration files are far smaller; the limit keeps a stray dump or
+// a hostile input from being read into memory.
+const DefaultMaxFileSize = 16 << 20
+
+// Options configures Load.
+type Options struct {
+	// Stdin is read when a path is "-".
+	Stdin io.Reader
+	// MaxFileSize is the largest file (or standard input) read, in bytes;
+	// zero means DefaultMaxFileSize. A larger input is an InputInvalid
+	// diagnostic and is never read whole.
+	MaxFileSize int64
+	// Dir is the working directory that reported paths are made relative
+	// to; empty means the process's working directory.
+	Dir string
+}
+
+// Load reads every path in order: a file, a directory, or "-" for
+// standard input.
+//
+// A directory is walked in lexical order of slash-separated paths, reading
+// only regular *.yaml, *.yml and *.json files other than kustomization
+// files. Hidden files and directories (a name starting with ".") are
+// skipped, and so is whatever the .gitignore files ignore: those inside
+// the tree, and those of its enclosing git working tree (unless they
+// ignore the named directory itself). Symbolic links to files are
+// followed; symbolic links to directories are not, which also makes link
+// loops harmless. A path named explicitly is read whatever its name or
+// type. A file named twice is read once.
+//
+// Load returns the documents that passed its checks, in a deterministic
+// order, and diagnostics for what it could not accept. When a path cannot
+// be read at all, the returned error wraps ErrUnreadable (several are
+// joined); the documents of every other path are still returned.
+func Load(paths []string, opts Options) ([]Document, diag.List, error) {
+	l, err := newLoader(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, p := range paths {
+		if p == "-" {
+			l.readStdin()
+			continue
+		}
+		l.loadPath(p)
+	}
+	return l.docs, l.diags, errors.Join(l.errs...)
+}
+
+// loader holds the state of one Load call.
+type loader struct {
+	opts  Options
+	dir   string // absolute working directory
+	seen  map[string]bool
+	docs  []Document
+	diags diag.List
+	errs  []error
+}
+
+func newLoader(opts Options) (*loader, error) {
+	if opts.MaxFileSize <= 0 {
+		opts.MaxFileSize = DefaultMaxFileSize
+	}
+	dir := opts.Dir
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("source: working directory: %w", err)
+		}
+		dir = wd
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("source: working directory %s: %w", dir, err)
+	}
+	return &loader{opts: opts, dir: abs, seen: map[string]bool{}}, nil
+}
+
+// osPath turns a path as named by the user into one the OS resolves,
+// relative paths being relative to the loader's working directory.
+func (l *loader) osPath(p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(l.dir, p)
+}
+
+// display is the path reported to users for abs, which the user named as
+// p (or which lies inside the directory they named as p, at abs): relative
+// to the working directory when under it, else as the user wrote it, and
+// always slash-separated.
+func (l *loader) display(p, abs string) string {
+	if rel, err := filepath.Rel(l.dir, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return filepath.ToSlash(rel)
+	}
+	if !filepath.IsAbs(p) {
+		return filepath.ToSlash(filepath.Clean(p))
+	}
+	return filepath.ToSlash(abs)
+}
+
+// under is the display path of a file found at abs while walking the
+// directory the user named as p, at root.
+func (l *loader) under(p, root, abs string) string {
+	rel, err := filepath.Rel(root, abs)
+	if err != nil {
+		return filepath.ToSlash(abs)
+	}
+	return l.display(filepath.Join(p, rel), abs)
+}
+
+func (l *loader) unreadable(name string, err error) {
+	// The OS error names the path again; keep only its reason.
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	l.errs = append(l.errs, fmt.Errorf("%w: %s: %w", ErrUnreadable, name, err))
+}
+
+func (l *loader) loadPath(p string) {
+	abs := l.osPath(p)
+	fi, err := os.Stat(abs)
+	if err != nil {
+		l.unreadable(l.display(p, abs), err)
+		return
+	}
+	if !fi.IsDir() {
+		l.readFile(abs, l.display(p, abs), false)
+		return
+	}
+	files, errs := walk(abs)
+	for _, f := range files {
+		l.readFile(f, l.under(p, abs, f), true)
+	}
+	for _, e := range errs {
+		l.unreadable(l.under(p, abs, e.path), e.err)
+	}
+}
+
+func (l *loader) readStdin() {
+	if l.seen["-"] {
+		return
+	}
+	l.seen["-"] = true
+	if l.opts.Stdin == nil {
+		l.errs = append(l.errs, fmt.Errorf("%w: -: no standard input", ErrUnreadable))
+		return
+	}
+	l.readFrom("-", l.opts.Stdin, 0, false)
+}
+
+// readFile reads one file, reported as name, refusing it by its size
+// before reading when it is a regular file, and through a limit otherwise.
+func (l *loader) readFile(abs, name string, walked bool) {
+	if l.seen[abs] {
+		return
+	}
+	l.seen[abs] = true
+	f, err := os.Open(abs)
+	if err != nil {
+		l.unreadable(name, err)
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		l.unreadable(name, err)
+		return
+	}
+	if fi.Mode().IsRegular() && fi.Size() > l.opts.MaxFileSize {
+		l.tooLarge(name, fmt.Sprintf("%d bytes", fi.Size()))
+		return
+	}
+	l.readFrom(name, f, fi.Size(), walked)
+}
+
+// readFrom reads at most MaxFileSize+1 bytes of r, whose size is expected
+// to be sizeHint (0 when unknown), and parses them.
+func (l *loader) readFrom(name string, r io.Reader, sizeHint int64, walked bool) {
+	var buf bytes.Buffer
+	if sizeHint > 0 && sizeHint <= l.opts.MaxFileSize {
+		buf.Grow(int(sizeHint) + bytes.MinRead) // one allocation for the common case
+	}
+	_, err := buf.ReadFrom(io.LimitReader(r, l.opts.MaxFileSize+1))
+	data := buf.Bytes()
+	if err != nil {
+		l.unreadable(name, err)
+		return
+	}
+	if int64(len(data)) > l.opts.MaxFileSize {
+		l.tooLarge(name, "more than that")
+		return
+	}
+	docs, ds := parse(name, data, walked)
+	l.docs = append(l.docs, docs...)
+	l.diags = append(l.diags, ds...)
+}
+
+func (l *loader) tooLarge(name, size string) {
+	l.diags = append(l.diags, diag.Diagnostic{
+		Code:     CodeInputInvalid,
+		Severity: diag.Error,
+		Pos:      diag.Pos{File: name, Line: 1, Column: 1},
+		Message:  fmt.Sprintf("file too large: %s, over the limit of %d bytes; keyhole reads configuration, not data dumps: split the file or exclude it", size, l.opts.MaxFileSize),
+	})
+}
+
+// inputExt reports whether a file found by walking a directory is an
+// input: YAML or JSON, except kustomize's own kustomization files, which
+// configure a build rather than declare objects (their apiVersion and kind
+// are optional, so reading them would report KindMissing on a valid
+// repository).
+func inputExt(name string) bool {
+	switch name {
+	case "kustomization.yaml", "kustomization.yml", "Kustomization":
+		return false
+	}
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+// walkErr is a path inside a walked tree that could not be read.
+type walkErr struct {
+	path string
+	err  error
+}
+
+// walk lists the input files under root (absolute), sorted by their
+// slash-separated paths, with the paths it could not read.
+func walk(root string) ([]string, []walkErr) {
+	var (
+		files []string
+		errs  []walkErr
+	)
+	base, inherited := enclosingIgnores(root)
+	var visit func(dir string, patterns []gitignore.Pattern)
+	visit = func(dir string, patterns []gitignore.Pattern) {
+		domain := components(base, dir)
+		if ps, err := readIgnoreFile(filepath.Join(dir, ".gitignore"), domain); err != nil {
+			errs = append(errs, walkErr{filepath.Join(dir, ".gitignore"), err})
+		} else if len(ps) > 0 {
+			patterns = append(slices.Clip(patterns), ps...)
+		}
+		m := gitignore.NewMatcher(patterns)
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			errs = append(errs, walkErr{dir, err})
+			return
+		}
+		for _, e := range entries {
+			name := e.Name()
+			if strings.HasPrefix(name, ".") {
+				continue
+			}
+			full := filepath.Join(dir, name)
+			isDir, regular := e.IsDir(), e.Type().IsRegular()
+			if m.Match(append(domain, name), isDir) {
+				continue
+			}
+			if e.Type()&fs.ModeSymlink != 0 {
+				fi, err := os.Stat(full)
+				switch {
+				case err != nil && inputExt(name):
+					errs = append(errs, walkErr{full, err})
+					continue
+				case err != nil || fi.IsDir():
+					continue // not followed: a link may lead back up the tree
+				}
+				regular = fi.Mode().IsRegular()
+			}
+			switch {
+			case isDir:
+				visit(full, patterns)
+			case regular && inputExt(name):
+				// Only regular files: opening a FIFO found by a walk
+				// would block until someone writes to it.
+				files = append(files, full)
+			}
+		}
+	}
+	visit(root, inherited)
+	slices.SortFunc(files, func(a, b string) int {
+		return strings.Compare(filepath.ToSlash(a), filepath.ToSlash(b))
+	})
+	return files, errs
+}
+
+// components splits dir, relative to base, into path elements.
+func components(base, dir string) []string {
+	rel, err := filepath.Rel(base, dir)
+	if err != nil || rel == "." {
+		return nil
+	}
+	return strings.Split(filepath.ToSlash(rel), "/")
+}
+
+// enclosingIgnores finds the git working tree enclosing root (the nearest
+// ancestor holding .git) and returns it with the patterns of the .gitignore
+// files between it and root, so that a walk of a subdirectory ignores what
+// git ignores. When those patterns would ignore root itself, which the
+// user named explicitly, they are dropped. Without an enclosing working
+// tree, root is its own base.
+func enclosingIgnores(root string) (string, []gitignore.Pattern) {
+	base := ""
+	for d := root; ; {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			base = d
+			break
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			break
+		}
+		d = parent
+	}
+	if base == "" || base == root {
+		return root, nil
+	}
+	var patterns []gitignore.Pattern
+	for d := base; d != root; {
+		domain := components(base, d)
+		ps, _ := readIgnoreFile(filepath.Join(d, ".gitignore"), domain) // an unreadable ancestor .gitignore is not the user's input
+		patterns = append(patterns, ps...)
+		rest := components(d, root)
+		if len(rest) == 0 {
+			break
+		}
+		d = filepath.Join(d, rest[0])
+	}
+	rootPath := components(base, root)
+	for i := range rootPath {
+		if gitignore.NewMatcher(patterns).Match(rootPath[:i+1], true) {
+			return root, nil
+		}
+	}
+	return base, patterns
+}
+
+// readIgnoreFile parses one .gitignore; a missing one has no patterns.
+func readIgnoreFile(path string, domain []string) ([]gitignore.Pattern, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ps []gitignore.Pattern
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSuffix(line, "\r")
+		if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
+			continue
+		}
+		ps = append(ps, gitignore.ParsePattern(line, domain))
+	}
+	return ps, nil
+}

@@ -1,0 +1,566 @@
+package source
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/diag"
+)
+
+// The codes the loader reports. They are stable: users search for them.
+const (
+	CodeYAMLInvalid    = "YAMLInvalid"
+	CodeInputInvalid   = "InputInvalid"
+	CodeYAMLAliasLimit = "YAMLAliasLimit"
+	CodeKindMissing    = "KindMissing"
+	CodeInputSkipped   = "InputSkipped"
+)
+
+// Rules describes the loader's codes for SARIF output and the generated
+// docs page; the compiler appends them to its own table.
+func Rules() []diag.Rule {
+	return []diag.Rule{
+		{
+			Code:     CodeInputInvalid,
+			Severity: diag.Error,
+			Purpose:  "An input file is not UTF-8 text keyhole can read, is larger than the size limit, or holds a document that is not a mapping.",
+			Help:     "Save the file as UTF-8 YAML or JSON without NUL bytes or control characters, keep it under the size limit, and make each document one object (a mapping), not a list or a scalar.",
+		},
+		{
+			Code:     CodeKindMissing,
+			Severity: diag.Error,
+			Purpose:  "A document has no apiVersion or kind, so keyhole cannot tell what it is.",
+			Help:     "Add apiVersion and kind (for example omnia.altairalabs.ai/v1alpha1 and Connection), or name an agent file agent.yaml.",
+		},
+		{
+			Code:     CodeInputSkipped,
+			Severity: diag.Info,
+			Purpose:  "A document in a file found by walking a directory has neither apiVersion nor kind: it is some other tool's file (package.json, docker-compose.yml), not an object, and is skipped.",
+			Help:     "Nothing to fix. Name the file explicitly to have it checked as an object.",
+		},
+		{
+			Code:     CodeYAMLAliasLimit,
+			Severity: diag.Error,
+			Purpose:  "A document's aliases expand to too many nodes (a \"billion laughs\" document).",
+			Help:     "Write the repeated values out, or use fewer, smaller anchors: keyhole expands at most 10000 nodes through aliases in one document.",
+		},
+		{
+			Code:     CodeYAMLInvalid,
+			Severity: diag.Error,
+			Purpose:  "A file is not valid YAML: a syntax error, a duplicate mapping key, an alias to its own anchor or a bad merge key.",
+			Help:     "Fix the YAML at the reported line; a syntax error stops the reading of the rest of that file.",
+		},
+	}
+}
+
+// maxAliasNodes bounds how many nodes one document may reach through
+// aliases. Beyond it the document is refused instead of expanded, which
+// bounds memory and time whatever the input. No separate bound on nesting
+// is needed: YAML defines an anchor before any alias to it and the
+// resolver resolves anchors first, so a copy never holds another alias and
+// deep chains of aliases spend the same budget.
+const maxAliasNodes = 10000
+
+// Parse splits data, the contents of file, into documents. It never reads
+// past data and never panics; what it cannot accept it reports as
+// diagnostics, and such documents are not returned. Callers that read
+// inputs another way than Load (for example blobs of a git tree) use it
+// directly; file is used as given for positions.
+func Parse(file string, data []byte) ([]Document, diag.List) {
+	return parse(file, data, false)
+}
+
+// parse is Parse; walked says the file was found by walking a directory
+// rather than named, so a document that is plainly not an object is
+// skipped at info rather than reported as an error.
+func parse(file string, data []byte, walked bool) ([]Document, diag.List) {
+	if d, bad := checkBytes(file, data); bad {
+		return nil, diag.List{d}
+	}
+	var (
+		docs  []Document
+		diags diag.List
+	)
+	dec := yaml.NewDecoder(bytes.NewReader(neutralizeSuffixes(data)))
+	for index := 0; ; index++ {
+		var n yaml.Node
+		err := decode(dec, &n)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			diags = append(diags, syntaxError(file, data, index, err))
+			break
+		}
+		doc, ds := document(file, index, &n, walked)
+		diags = append(diags, ds...)
+		if doc != nil {
+			docs = append(docs, *doc)
+		}
+	}
+	return docs, diags
+}
+
+// decode runs the YAML decoder, turning a panic inside the library into an
+// error: the loader promises callers no panic on any input.
+func decode(dec *yaml.Decoder, n *yaml.Node) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			// The panic value is not repeated: it may quote the input.
+			err = errors.New("yaml: the YAML parser failed on this input")
+		}
+	}()
+	return dec.Decode(n)
+}
+
+// syntaxError turns a yaml.v3 error into a YAMLInvalid diagnostic at the
+// line the library reports in its "yaml: line N: " prefix (it reports no
+// column; we say column 1). For an unknown anchor, which it reports
+// without a line, the position is that of the first alias of that name.
+func syntaxError(file string, data []byte, index int, err error) diag.Diagnostic {
+	msg := err.Error()
+	line, col := 1, 1
+	if name, ok := unknownAnchor(msg); ok {
+		if off := bytes.Index(data, []byte("*"+name)); off >= 0 {
+			line, col = position(data, off)
+		}
+		// The library's message repeats the name, which is input text;
+		// diagnostics never quote what might be a value.
+		msg = "alias to an anchor that is not defined: define &name before any *name refers to it"
+	}
+	msg, _ = strings.CutPrefix(msg, "yaml: ")
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if n, text, ok := strings.Cut(rest, ": "); ok {
+			if l, convErr := strconv.Atoi(n); convErr == nil && l >= 1 {
+				line, msg = l, text
+			}
+		}
+	}
+	where := ""
+	if index > 0 {
+		where = fmt.Sprintf(" in document %d", index+1)
+	}
+	return diag.Diagnostic{
+		Code:     CodeYAMLInvalid,
+		Severity: diag.Error,
+		Pos:      diag.Pos{File: file, Line: line, Column: col},
+		Message:  fmt.Sprintf("invalid YAML%s: %s; the rest of the file was not read, since after a syntax error it cannot be trusted", where, msg),
+	}
+}
+
+// unknownAnchor recognises yaml.v3's "unknown anchor 'NAME' referenced".
+func unknownAnchor(msg string) (string, bool) {
+	rest, ok := strings.CutPrefix(msg, "yaml: unknown anchor '")
+	if !ok {
+		return "", false
+	}
+	return strings.CutSuffix(rest, "' referenced")
+}
+
+// checkBytes refuses what the YAML parser should never see: binary data,
+// UTF-16, invalid UTF-8 and control characters YAML does not allow. It
+// points at the first offending byte, counting columns in characters as
+// yaml.v3 does.
+func checkBytes(file string, data []byte) (diag.Diagnostic, bool) {
+	bad := func(line, col int, format string, args ...any) (diag.Diagnostic, bool) {
+		return diag.Diagnostic{
+			Code:     CodeInputInvalid,
+			Severity: diag.Error,
+			Pos:      diag.Pos{File: file, Line: line, Column: col},
+			Message:  fmt.Sprintf(format, args...),
+		}, true
+	}
+	if bytes.HasPrefix(data, []byte{0xFE, 0xFF}) || bytes.HasPrefix(data, []byte{0xFF, 0xFE}) {
+		return bad(1, 1, "the file is UTF-16 encoded; keyhole reads only UTF-8 YAML and JSON: convert it to UTF-8")
+	}
+	line, col := 1, 1
+	for off := 0; off < len(data); {
+		r, size := utf8.DecodeRune(data[off:])
+		switch {
+		case r == 0:
+			return bad(line, col, "binary file: NUL byte at line %d, column %d; keyhole reads only UTF-8 YAML and JSON text", line, col)
+		case r == utf8.RuneError && size <= 1:
+			return bad(line, col, "invalid UTF-8: byte 0x%02X at line %d, column %d is not valid UTF-8; save the file as UTF-8", data[off], line, col)
+		case !printable(r) && !(r == 0xFEFF && off == 0):
+			return bad(line, col, "control character %U at line %d, column %d is not allowed in YAML; remove it or write it as an escape in a double-quoted string", r, line, col)
+		}
+		if isBreak(data, off, r) {
+			line, col = line+1, 1
+		} else if r != '\r' {
+			col++
+		}
+		off += size
+	}
+	return diag.Diagnostic{}, false
+}
+
+// position returns the 1-based line and column (in characters) of the
+// byte at offset in data.
+func position(data []byte, offset int) (line, col int) {
+	line, col = 1, 1
+	for off := 0; off < offset && off < len(data); {
+		r, size := utf8.DecodeRune(data[off:])
+		if isBreak(data, off, r) {
+			line, col = line+1, 1
+		} else if r != '\r' {
+			col++
+		}
+		off += size
+	}
+	return line, col
+}
+
+// isBreak reports whether the rune r at data[off] ends a line the way
+// yaml.v3 counts lines: LF, CR not followed by LF, NEL, and the Unicode
+// line and paragraph separators. (A CR before an LF is not counted, and
+// adds no column.)
+func isBreak(data []byte, off int, r rune) bool {
+	switch r {
+	case '\n', 0x85, 0x2028, 0x2029:
+		return true
+	case '\r':
+		return off+1 >= len(data) || data[off+1] != '\n'
+	}
+	return false
+}
+
+// printable reports whether YAML 1.2 allows r in a stream (its c-printable
+// production, plus the line breaks).
+func printable(r rune) bool {
+	switch {
+	case r == '\t' || r == '\n' || r == '\r':
+		return true
+	case r >= 0x20 && r <= 0x7E:
+		return true
+	case r == 0x85:
+		return true
+	case r >= 0xA0 && r <= 0xD7FF:
+		return true
+	case r >= 0xE000 && r <= 0xFFFD:
+		return true
+	case r >= 0x10000 && r <= 0x10FFFF:
+		return true
+	}
+	return false
+}
+
+// document checks one decoded document and returns it ready for callers,
+// or nil when it is empty or the loader reported an error for it.
+func document(file string, index int, n *yaml.Node, walked bool) (*Document, diag.List) {
+	root := n
+	if n.Kind == yaml.DocumentNode {
+		if len(n.Content) == 0 {
+			return nil, nil
+		}
+		root = n.Content[0]
+	}
+	pos := func(m *yaml.Node) diag.Pos {
+		return diag.Pos{File: file, Line: max(m.Line, 1), Column: max(m.Column, 1)}
+	}
+	if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" && root.Value == "" {
+		return nil, nil // an empty document: "---" alone, or only comments
+	}
+	if root.Kind != yaml.MappingNode {
+		what := map[yaml.Kind]string{
+			yaml.SequenceNode: "a list",
+			yaml.ScalarNode:   "a scalar",
+			yaml.AliasNode:    "an alias",
+		}[root.Kind]
+		if what == "" {
+			what = "not a mapping"
+		}
+		return nil, diag.List{{
+			Code:     CodeInputInvalid,
+			Severity: diag.Error,
+			Pos:      pos(root),
+			Message:  fmt.Sprintf("document %d is %s, not a mapping: each document must be one object with apiVersion and kind (split a list into documents separated by ---)", index+1, what),
+		}}
+	}
+	if ds := duplicateKeys(file, root); len(ds) > 0 {
+		return nil, ds
+	}
+	r := resolver{budget: maxAliasNodes, onPath: map[*yaml.Node]bool{}}
+	resolved, err := r.resolve(root, false)
+	if err == nil {
+		err = applyMerges(resolved)
+	}
+	if err != nil {
+		var pe *posError
+		p := pos(root)
+		if errors.As(err, &pe) {
+			p = pos(pe.node)
+		}
+		code := CodeYAMLInvalid
+		if errors.Is(err, errAliasLimit) {
+			code = CodeYAMLAliasLimit
+		}
+		return nil, diag.List{{Code: code, Severity: diag.Error, Pos: p, Message: err.Error()}}
+	}
+	doc := &Document{File: file, Index: index, Node: resolved, Pos: pos(resolved)}
+	if !doc.IsAgent() {
+		var missing []string
+		for _, k := range []string{"apiVersion", "kind"} {
+			if stringField(resolved, k) == "" {
+				missing = append(missing, k)
+			}
+		}
+		if len(missing) > 0 {
+			what := missing[0]
+			if len(missing) == 2 {
+				what = "apiVersion and no kind"
+				if walked {
+					return nil, diag.List{{
+						Code:     CodeInputSkipped,
+						Severity: diag.Info,
+						Pos:      doc.Pos,
+						Message:  fmt.Sprintf("document %d has neither apiVersion nor kind, so it is not an object; skipped (name the file explicitly to check it as one)", index+1),
+					}}
+				}
+			}
+			return nil, diag.List{{
+				Code:     CodeKindMissing,
+				Severity: diag.Error,
+				Pos:      doc.Pos,
+				Object:   doc.Object(),
+				Message:  fmt.Sprintf("document %d has no %s: every object needs both as non-empty strings, e.g. apiVersion: omnia.altairalabs.ai/v1alpha1 and kind: Connection (an agent file must be named agent.yaml)", index+1, what),
+			}}
+		}
+	}
+	return doc, nil
+}
+
+// keyID identifies a scalar mapping key the way YAML compares keys: by
+// resolved tag and value, so that a and "a" collide but 1 and "1" do not.
+type keyID struct{ tag, value string }
+
+func keyOf(k *yaml.Node) (keyID, bool) {
+	if k.Kind != yaml.ScalarNode {
+		return keyID{}, false
+	}
+	return keyID{k.ShortTag(), k.Value}, true
+}
+
+// duplicateKeys reports every mapping key that repeats an earlier key of
+// the same mapping, at the repeat. yaml.v3 reports these only when decoding
+// into Go values, not into nodes, so the loader checks itself. Aliases are
+// not followed: their targets are checked where they are defined.
+func duplicateKeys(file string, n *yaml.Node) diag.List {
+	var out diag.List
+	seen := map[keyID]*yaml.Node{} // reused: one mapping is checked at a time
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n.Kind == yaml.MappingNode {
+			clear(seen)
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k := n.Content[i]
+				id, ok := keyOf(k)
+				if !ok || k.ShortTag() == "!!merge" {
+					continue
+				}
+				if first, dup := seen[id]; dup {
+					out = append(out, diag.Diagnostic{
+						Code:     CodeYAMLInvalid,
+						Severity: diag.Error,
+						Pos:      diag.Pos{File: file, Line: max(k.Line, 1), Column: max(k.Column, 1)},
+						Message:  fmt.Sprintf("duplicate key: this key is already defined at line %d, column %d of the same mapping; remove or rename one, as keys of a mapping must be unique", first.Line, first.Column),
+					})
+					continue
+				}
+				seen[id] = k
+			}
+		}
+		if n.Kind == yaml.AliasNode {
+			return
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(n)
+	return out
+}
+
+// errAliasLimit marks a refusal to expand aliases any further.
+var errAliasLimit = errors.New("alias limit")
+
+// posError is an error about a particular node.
+type posError struct {
+	node *yaml.Node
+	msg  string
+	kind error
+}
+
+func (e *posError) Error() string { return e.msg }
+func (e *posError) Unwrap() error { return e.kind }
+
+// resolver replaces alias nodes with copies of their anchors' nodes,
+// counting every node it copies against a budget so that the work and the
+// memory stay bounded whatever the document.
+type resolver struct {
+	budget int
+	// onPath holds the nodes being resolved, to catch an alias to an
+	// enclosing anchor, which would expand forever.
+	onPath map[*yaml.Node]bool
+}
+
+// resolve returns n with its aliases resolved. Nodes reached through an
+// alias (copy is true) are copied, since the same anchor may be expanded
+// in several places; the document's own nodes are updated in place.
+func (r *resolver) resolve(n *yaml.Node, copy bool) (*yaml.Node, error) {
+	if n.Kind == yaml.AliasNode {
+		target := n.Alias
+		switch {
+		case target == nil:
+			return nil, &posError{node: n, msg: fmt.Sprintf("alias *%s has no anchor", n.Value)}
+		case r.onPath[target]:
+			return nil, &posError{node: n, msg: fmt.Sprintf("alias *%s refers to an anchor that contains it, which would expand forever", n.Value)}
+		}
+		out, err := r.resolve(target, true)
+		var pe *posError
+		if !copy && errors.As(err, &pe) && errors.Is(err, errAliasLimit) {
+			pe.node = n // point at the alias in the document, not inside its anchor
+		}
+		return out, err
+	}
+	out := n
+	if copy {
+		r.budget--
+		if r.budget < 0 {
+			return nil, &posError{node: n, kind: errAliasLimit, msg: fmt.Sprintf("aliases expand to more than %d nodes (a \"billion laughs\" document?); keyhole refuses to expand them: write the values out or use smaller anchors", maxAliasNodes)}
+		}
+		c := *n
+		c.Content = make([]*yaml.Node, len(n.Content))
+		out = &c
+	}
+	if len(n.Content) == 0 {
+		return out, nil
+	}
+	if n.Anchor != "" { // only an anchored node can be an alias's target
+		r.onPath[n] = true
+		defer delete(r.onPath, n)
+	}
+	for i, child := range n.Content {
+		rc, err := r.resolve(child, copy)
+		if err != nil {
+			return nil, err
+		}
+		out.Content[i] = rc
+	}
+	return out, nil
+}
+
+// applyMerges applies YAML merge keys (<<: *base, or a list of them) the
+// way yaml.v3 does when decoding into values: a mapping gains the merged
+// mappings' keys it does not define itself, earlier merged mappings taking
+// precedence over later ones. The merged pairs take the place of the <<
+// entry, so callers walking nodes see every key once.
+func applyMerges(n *yaml.Node) error {
+	for _, c := range n.Content {
+		if err := applyMerges(c); err != nil {
+			return err
+		}
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	hasMerge := false
+	for i := 0; i+1 < len(n.Content) && !hasMerge; i += 2 {
+		k := n.Content[i]
+		hasMerge = k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge"
+	}
+	if !hasMerge {
+		return nil
+	}
+	defined := map[keyID]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+			continue
+		}
+		if id, ok := keyOf(k); ok {
+			defined[id] = true
+		}
+	}
+	content := make([]*yaml.Node, 0, len(n.Content))
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if !(k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge") {
+			content = append(content, k, v)
+			continue
+		}
+		sources := []*yaml.Node{v}
+		if v.Kind == yaml.SequenceNode {
+			sources = v.Content
+		}
+		for _, src := range sources {
+			if src.Kind != yaml.MappingNode {
+				return &posError{node: src, msg: "the merge key << needs a mapping or a list of mappings"}
+			}
+			for j := 0; j+1 < len(src.Content); j += 2 {
+				id, ok := keyOf(src.Content[j])
+				if ok && defined[id] {
+					continue
+				}
+				if ok {
+					defined[id] = true
+				}
+				content = append(content, src.Content[j], src.Content[j+1])
+			}
+		}
+	}
+	n.Content = content
+	return nil
+}
+
+// neutralizeSuffixes turns into comments the document end markers ("...")
+// that yaml.v3 rejects although YAML allows them: one that opens the
+// stream, and one that follows another with no document between. It
+// rewrites "..." as "#..", in a copy, so that every line and column stays
+// where it was.
+func neutralizeSuffixes(data []byte) []byte {
+	out := data
+	afterEnd := true // the start of the stream counts as the end of a document
+	for off := 0; off < len(data); {
+		end := bytes.IndexByte(data[off:], '\n')
+		if end < 0 {
+			end = len(data)
+		} else {
+			end += off
+		}
+		line := bytes.TrimSuffix(data[off:end], []byte("\r"))
+		start := off
+		if off == 0 && bytes.HasPrefix(line, []byte("\uFEFF")) {
+			line = line[len("\uFEFF"):]
+			start += len("\uFEFF")
+		}
+		trimmed := bytes.TrimLeft(line, " \t")
+		switch {
+		case len(trimmed) == 0 || trimmed[0] == '#':
+			// blank or comment: changes nothing
+		case isDocumentEnd(line):
+			if afterEnd {
+				if &out[0] == &data[0] {
+					out = bytes.Clone(data)
+				}
+				out[start] = '#'
+			}
+			afterEnd = true
+		default:
+			afterEnd = false
+		}
+		off = end + 1
+	}
+	return out
+}
+
+// isDocumentEnd reports whether line is a "..." document end marker.
+func isDocumentEnd(line []byte) bool {
+	return bytes.HasPrefix(line, []byte("...")) && (len(line) == 3 || line[3] == ' ' || line[3] == '\t')
+}
