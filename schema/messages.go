@@ -9,6 +9,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/diag"
 )
 
 // reporter turns a JSON Schema validation error tree into violations: one
@@ -265,8 +267,8 @@ func (r *reporter) unknownFields(sch map[string]any, segs []string, inst any) []
 		fs := append(slices.Clip(segs), f)
 		_, key := r.nodes.lookup(fs)
 		msg := "unknown field " + quote(f)
-		s, ok := suggest(f, known)
-		if ok {
+		s := diag.Suggest(f, known)
+		if s != "" {
 			msg += " (did you mean " + strconv.Quote(s) + "?)"
 		} else if len(known) > 0 && len(known) <= 10 {
 			msg += "; want one of " + strings.Join(known, ", ")

@@ -241,29 +241,3 @@ func TestLookup(t *testing.T) {
 		})
 	}
 }
-
-func TestSuggest(t *testing.T) {
-	known := []string{"connections", "description", "hosts", "image", "namespace", "name"}
-	tests := map[string]struct {
-		unknown string
-		want    string
-		ok      bool
-	}{
-		"transposition":  {unknown: "hsots", want: "hosts", ok: true},
-		"missing letter": {unknown: "namspace", want: "namespace", ok: true},
-		"case only":      {unknown: "Image", want: "image", ok: true},
-		"extra letter":   {unknown: "conections", want: "connections", ok: true},
-		"nothing close":  {unknown: "replicas"},
-		"short and far":  {unknown: "x"},
-		"very long":      {unknown: strings.Repeat("a", 500)},
-		"closest of two": {unknown: "nam", want: "name", ok: true},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			got, ok := suggest(tc.unknown, known)
-			if got != tc.want || ok != tc.ok {
-				t.Errorf("suggest(%q) = %q, %v; want %q, %v", tc.unknown, got, ok, tc.want, tc.ok)
-			}
-		})
-	}
-}
