@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/base64"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -204,6 +205,7 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 	case "Secret":
 		var w secretWire
 		if p.decode(doc, &it, &w) {
+			p.checkSecretKeyNames(&it, w)
 			p.secrets[it.ref()] = newSecret(it, w)
 		}
 	case "SandboxClass":
@@ -233,6 +235,27 @@ func (p *pass) decode(doc *source.Document, it *item, out any) bool {
 		return false
 	}
 	return true
+}
+
+// secretKeyName is what the API server accepts as a Secret's key.
+var secretKeyName = regexp.MustCompile(`^[-._a-zA-Z0-9]{1,253}$`)
+
+// checkSecretKeyNames reports keys the API server would refuse. The
+// generated JSON Schema cannot say this (a pattern on map keys does not
+// survive generation), so the compiler does; the key is named, its value
+// never.
+func (p *pass) checkSecretKeyNames(it *item, w secretWire) {
+	for _, field := range []struct {
+		name string
+		m    map[string]string
+	}{{"data", w.Data}, {"stringData", w.StringData}} {
+		for k := range field.m {
+			if !secretKeyName.MatchString(k) {
+				p.report(codeSchemaInvalid, it, path{field.name, k}, true,
+					"%q is not a Secret key: want letters, digits, '-', '_' and '.', as the API server requires", clip(k))
+			}
+		}
+	}
 }
 
 func newSecret(it item, w secretWire) *secret {

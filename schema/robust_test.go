@@ -1,8 +1,10 @@
 package schema
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -198,10 +200,27 @@ func TestValidateHostileTrees(t *testing.T) {
 			{Kind: yaml.ScalarNode, Tag: "!!str", Value: "allowed_domains"}, seq,
 		}}
 	}
+	fanOut := func(anchor, open, close string, levels int) *yaml.Node {
+		// Each level is ten aliases of the one below, in YAML text: the
+		// parser keeps them as aliases and only expansion explodes.
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s0: &%s0 %sx: 1%s\n", anchor, anchor, open, close)
+		for i := 1; i < levels; i++ {
+			refs := strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*%s%d, ", anchor, i-1), 10), ", ")
+			if open == "{" {
+				fmt.Fprintf(&b, "%s%d: &%s%d {<<: [%s]}\n", anchor, i, anchor, i, refs)
+			} else {
+				fmt.Fprintf(&b, "%s%d: &%s%d [%s]\n", anchor, i, anchor, i, refs)
+			}
+		}
+		return parse(t, b.String())
+	}
 	tests := map[string]struct {
 		doc  *yaml.Node
 		want string
 	}{
+		"alias bomb in YAML text":     {doc: fanOut("a", "[", "]", 10), want: "nests too deeply or is too large"},
+		"merge-key bomb":              {doc: fanOut("m", "{", "}", 12), want: "nests too deeply or is too large"},
 		"nested past the depth limit": {doc: deep(maxDepth + 10), want: "nests too deeply or is too large"},
 		"billion laughs":              {doc: laughs(), want: "nests too deeply or is too large"},
 		"alias cycle":                 {doc: cycle(), want: "nests too deeply or is too large"},
@@ -212,9 +231,16 @@ func TestValidateHostileTrees(t *testing.T) {
 	v := newValidator(t)
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
+			start := time.Now()
 			got := v.Validate(KindAgent, tc.doc)
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("Validate took %v on a tree it should refuse quickly", d)
+			}
 			if len(got) == 0 || !strings.Contains(got[0].Message, tc.want) {
 				t.Errorf("got %v, want a violation containing %q", got, tc.want)
+			}
+			if len(got) > maxViolations+1 {
+				t.Errorf("got %d violations, want at most %d", len(got), maxViolations+1)
 			}
 		})
 	}
@@ -269,7 +295,12 @@ func FuzzValidate(f *testing.F) {
 			return
 		}
 		for _, k := range kinds {
-			for _, vi := range v.Validate(k, &n) {
+			start := time.Now()
+			vs := v.Validate(k, &n)
+			if d := time.Since(start); d > 3*time.Second {
+				t.Fatalf("Validate(%s) took %v", k, d)
+			}
+			for _, vi := range vs {
 				if vi.Message == "" {
 					t.Fatalf("empty message in %v for %q", vi, src)
 				}
@@ -279,4 +310,19 @@ func FuzzValidate(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestViolationCap(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("name: a\nmode: text\nllm: l\nallowed_domains:\n")
+	for range 250 {
+		b.WriteString("  - 1\n")
+	}
+	got := newValidator(t).Validate(KindAgent, parse(t, b.String()))
+	if len(got) != maxViolations+1 {
+		t.Fatalf("got %d violations, want %d", len(got), maxViolations+1)
+	}
+	if last := got[maxViolations]; last.Message != "150 more violations not shown; fix these first" || last.Line != 1 {
+		t.Errorf("last violation = %v", last)
+	}
 }
