@@ -164,6 +164,7 @@ func (p *pass) addSOPSSecret(v *schema.Validator, it *item) {
 		p.report(codeSchemaInvalid, it, nil, false, "cannot read Secret: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 		return
 	}
+	p.checkSecretKeyNames(it, w)
 	s := newSecret(*it, w)
 	s.from = "SOPS-encrypted Secret " + it.ref().String()
 	for _, field := range []string{"data", "stringData"} {
