@@ -153,6 +153,12 @@ func kustomizationFile(dir string) string {
 	return ""
 }
 
+// isKustomizationName reports whether a file name is one kustomize reads
+// as a kustomization.
+func isKustomizationName(name string) bool {
+	return slices.Contains(konfig.RecognizedKustomizationFileNames(), name)
+}
+
 // kustomizeRefs returns the local directories (absolute) that the
 // kustomization file kfile uses as resources or components: the bases
 // that a walk must not build again on their own.

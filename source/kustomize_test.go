@@ -190,6 +190,13 @@ func TestKustomizeWalk(t *testing.T) {
 				"tree/base/objects.yaml#1 Connection/github-acme",
 			},
 		},
+		"a kustomization file named is its directory built": {
+			paths: []string{"tree/overlays/dev/kustomization.yaml", "tree/overlays/dev"},
+			want: []string{
+				"tree/base/objects.yaml#0 Secret/token-dev",
+				"tree/base/objects.yaml#1 Connection/github-acme-dev",
+			},
+		},
 		"a directory named twice is built once": {
 			paths: []string{"tree/overlays/dev", "./tree/overlays/dev/", "tree/overlays/../overlays/dev"},
 			want: []string{

@@ -51,6 +51,11 @@ type Options struct {
 // loops harmless. A path named explicitly is read whatever its name or
 // type. A file named twice is read once.
 //
+// A directory holding a kustomization (named, or found by a walk, or a
+// kustomization file named itself) is built with kustomize instead of
+// walked, and yields the objects the build yields; see buildKustomization
+// and docs/inputs.md.
+//
 // Load returns the documents that passed its checks, in a deterministic
 // order, and diagnostics for what it could not accept. When a path cannot
 // be read at all, the returned error wraps ErrUnreadable (several are
@@ -146,6 +151,11 @@ func (l *loader) loadPath(p string) {
 	fi, err := os.Stat(abs)
 	if err != nil {
 		l.unreadable(l.display(p, abs), err)
+		return
+	}
+	if !fi.IsDir() && isKustomizationName(filepath.Base(abs)) {
+		// A kustomization names a build, not objects: build its directory.
+		l.buildKustomization(filepath.Dir(p), filepath.Dir(abs))
 		return
 	}
 	if !fi.IsDir() {
