@@ -102,6 +102,10 @@ type Server struct {
 
 	inner   *http.Server
 	innerLn *connListener
+	// tunnelTLS is shared by every intercepted tunnel so that clients can
+	// resume TLS sessions (Go rotates the ticket keys itself); the leaf
+	// comes from the hostConn each handshake runs on.
+	tunnelTLS *tls.Config
 
 	passMu    sync.Mutex
 	passConns map[net.Conn]struct{}
@@ -160,6 +164,12 @@ func New(opts Options) (*Server, error) {
 	s.upstream = s.newTransport(&tls.Config{RootCAs: opts.UpstreamRoots, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12})
 	s.plain = s.newTransport(nil)
 	s.innerLn = newConnListener()
+	s.tunnelTLS = &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		// Only HTTP/1.1: an HTTP/2-only client fails the handshake.
+		NextProtos:     []string{"http/1.1"},
+		GetCertificate: s.leafFor,
+	}
 	s.inner = &http.Server{
 		Handler:           http.HandlerFunc(s.serveTunnelRequest),
 		ReadHeaderTimeout: opts.Timeouts.ReadHeader,
@@ -480,20 +490,7 @@ func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request, st *state,
 // intercept terminates the sandbox's TLS with a leaf for host and hands
 // the connection to the inner HTTP server.
 func (s *Server) intercept(conn net.Conn, host string, release func()) {
-	tconn := tls.Server(conn, &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		NextProtos: []string{"http/1.1"},
-		// The leaf is for the CONNECT host whatever the SNI says: a
-		// different SNI gets host-mismatch on its first request, and no
-		// leaf is ever minted for a name the config does not inject.
-		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-			cs := s.ca.Load()
-			if cs == nil {
-				return nil, fmt.Errorf("%w: not loaded", ErrCA)
-			}
-			return s.leaves.get(cs.ca, host, time.Now())
-		},
-	})
+	tconn := tls.Server(&hostConn{Conn: conn, host: host}, s.tunnelTLS)
 	tconn.SetDeadline(time.Now().Add(s.opts.Timeouts.Handshake))
 	if err := tconn.Handshake(); err != nil {
 		s.log.Warn("tls handshake with the sandbox failed", "host", host, "error", err.Error())
@@ -506,6 +503,28 @@ func (s *Server) intercept(conn net.Conn, host string, release func()) {
 	if !s.innerLn.push(tc) {
 		tc.Close()
 	}
+}
+
+// leafFor serves the leaf for the tunnel's CONNECT host whatever the SNI
+// says: a different SNI gets host-mismatch on its first request, and no
+// leaf is ever minted for a name the config does not inject.
+func (s *Server) leafFor(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	hc, ok := hello.Conn.(*hostConn)
+	if !ok {
+		return nil, errors.New("handshake outside a tunnel")
+	}
+	cs := s.ca.Load()
+	if cs == nil {
+		return nil, fmt.Errorf("%w: not loaded", ErrCA)
+	}
+	return s.leaves.get(cs.ca, hc.host, time.Now())
+}
+
+// hostConn is the sandbox side of an intercepted tunnel before TLS: it
+// tells leafFor which host the CONNECT named.
+type hostConn struct {
+	net.Conn
+	host string
 }
 
 // splice copies bytes both ways between a passthrough tunnel's ends. Any

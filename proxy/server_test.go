@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"crypto/tls"
 	"encoding/base64"
 	"fmt"
@@ -663,5 +664,45 @@ func TestNewErrors(t *testing.T) {
 				t.Fatal("New succeeded")
 			}
 		})
+	}
+}
+
+// TestServerSessionResumption: a second tunnel resumes the first one's
+// TLS session (cheaper new tunnels), and the resumed tunnel is still held
+// to its own CONNECT host.
+func TestServerSessionResumption(t *testing.T) {
+	h := newHarness(t)
+	cache := tls.NewLRUClientSessionCache(8)
+	open := func(host, sni string) (*tls.Conn, *bufio.Reader) {
+		c, _, resp := h.connect(host + ":443")
+		if resp.StatusCode != 200 {
+			t.Fatal(resp.Status)
+		}
+		tc := tls.Client(c, &tls.Config{ServerName: sni, RootCAs: h.sandbox.pool, ClientSessionCache: cache})
+		if err := tc.Handshake(); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(tc)
+		// TLS 1.3 tickets arrive after the handshake: read one response.
+		roundTrip(t, tc, br, "GET /repos/acme/widgets HTTP/1.1\r\nHost: "+sni+"\r\n\r\n")
+		return tc, br
+	}
+	first, _ := open("api.github.com", "api.github.com")
+	first.Close()
+	second, _ := open("api.github.com", "api.github.com")
+	defer second.Close()
+	if !second.ConnectionState().DidResume {
+		t.Fatal("the second tunnel did not resume the session")
+	}
+	// A session resumed under another CONNECT host is still refused.
+	c, _, _ := h.connect("github.com:443")
+	defer c.Close()
+	tc := tls.Client(c, &tls.Config{ServerName: "api.github.com", RootCAs: h.sandbox.pool, ClientSessionCache: cache})
+	if err := tc.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	resp := roundTrip(t, tc, bufio.NewReader(tc), "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\n\r\n")
+	if resp.StatusCode != 403 || resp.Header.Get(RefusedHeader) != string(ReasonHostMismatch) {
+		t.Fatalf("resumed session on another tunnel = %s %q", resp.Status, resp.Header.Get(RefusedHeader))
 	}
 }
