@@ -55,3 +55,23 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkServerNewTunnel measures a CONNECT, a TLS handshake with the
+// cached leaf and one injected request per operation: the cost of a
+// client that opens a new connection for every request (no resumption).
+func BenchmarkServerNewTunnel(b *testing.B) {
+	h := newHarness(b)
+	before := cpuTime()
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			c, br := h.tlsTunnel("api.github.com", "api.github.com", false)
+			resp := roundTrip(b, c, br, "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\nConnection: close\r\n\r\n")
+			c.Close()
+			if resp.StatusCode != 200 {
+				b.Fatal(resp.Status)
+			}
+		}
+	})
+	b.ReportMetric(float64((cpuTime()-before).Microseconds())/float64(b.N), "cpu-µs/op")
+}
