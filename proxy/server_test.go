@@ -706,3 +706,67 @@ func TestServerSessionResumption(t *testing.T) {
 		t.Fatalf("resumed session on another tunnel = %s %q", resp.Status, resp.Header.Get(RefusedHeader))
 	}
 }
+
+// TestServerIgnoresProxyEnv: the proxy's own HTTPS_PROXY must not divert
+// upstream requests (they would carry the credential to another proxy).
+func TestServerIgnoresProxyEnv(t *testing.T) {
+	t.Setenv("HTTPS_PROXY", "http://127.0.0.1:1")
+	t.Setenv("HTTP_PROXY", "http://127.0.0.1:1")
+	t.Setenv("https_proxy", "http://127.0.0.1:1")
+	h := newHarness(t)
+	resp, err := h.client().Get("https://api.github.com/repos/acme/widgets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readBody(t, resp)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: the proxy honoured HTTPS_PROXY", resp.StatusCode)
+	}
+}
+
+func TestServerTimeouts(t *testing.T) {
+	h := newHarness(t, func(o *Options) {
+		o.Timeouts.Handshake = 300 * time.Millisecond
+		o.Timeouts.ReadHeader = 300 * time.Millisecond
+		o.Timeouts.ResponseHeader = 100 * time.Millisecond
+	})
+	t.Run("handshake", func(t *testing.T) {
+		c, br, resp := h.connect("api.github.com:443")
+		defer c.Close()
+		if resp.StatusCode != 200 {
+			t.Fatal(resp.Status)
+		}
+		// Say nothing: the proxy gives up on the handshake and closes.
+		start := time.Now()
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := br.ReadByte(); err == nil {
+			t.Fatal("the proxy sent data to a silent client")
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Fatalf("closed after %s, want about the handshake timeout", d)
+		}
+	})
+	t.Run("request header", func(t *testing.T) {
+		c, br := h.tlsTunnel("api.github.com", "api.github.com", false)
+		defer c.Close()
+		io.WriteString(c, "GET /repos/acme/widgets HTTP/1.1\r\n") // and never finish
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := http.ReadResponse(br, nil); err == nil {
+			// Go's server may answer 408 before closing; either way the
+			// connection must end well before our deadline.
+			if _, err := br.ReadByte(); err == nil {
+				t.Fatal("connection still open")
+			}
+		}
+	})
+	t.Run("upstream response header", func(t *testing.T) {
+		resp, err := h.client().Get("https://api.github.com/slow")
+		if err != nil {
+			t.Fatal(err)
+		}
+		readBody(t, resp)
+		if resp.StatusCode != http.StatusGatewayTimeout || resp.Header.Get(RefusedHeader) != "" {
+			t.Fatalf("slow upstream = %d %q, want 504 without a refusal header", resp.StatusCode, resp.Header.Get(RefusedHeader))
+		}
+	})
+}
