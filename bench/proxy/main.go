@@ -801,6 +801,32 @@ func (e *env) openTunnel(proxyAddr string) (net.Conn, error) {
 	return tc, nil
 }
 
+// cpuTime returns the user plus system CPU time a process has used, from
+// /proc/<pid>/stat (in clock ticks of 10 ms, the Linux USER_HZ).
+func cpuTime(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name is in parentheses and may hold spaces; fields
+	// after it are space-separated: utime and stime are the 12th and
+	// 13th after the closing parenthesis.
+	i := strings.LastIndexByte(string(data), ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: too few fields", pid)
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: bad utime/stime", pid)
+	}
+	return time.Duration(ut+st) * 10 * time.Millisecond, nil
+}
+
 // procStatus reads VmHWM (peak resident set) and VmRSS in KiB.
 func procStatus(pid int) (hwm, rss int64, err error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -850,15 +876,20 @@ func (s series) String() string {
 
 // results holds every run's figures, by measurement and route name.
 type results struct {
-	rps      map[string]series // keep-alive requests/s
-	ratio    map[string]series // keep-alive requests/s as % of direct
-	latency  map[string]series // median µs on one warm connection
-	added    map[string]series // latency minus direct, µs
-	tunnels  map[string]series // new tunnels/s
-	hwm      map[string]series // peak RSS with idle tunnels, MiB
-	rss      map[string]series // RSS with idle tunnels, MiB
-	opened   map[string]int    // idle tunnels opened in the last run
-	failures map[string]int64
+	rps     map[string]series // keep-alive requests/s
+	ratio   map[string]series // keep-alive requests/s as % of direct
+	latency map[string]series // median µs on one warm connection
+	added   map[string]series // latency minus direct, µs
+	tunnels map[string]series // new tunnels/s
+	// proxyCPU is the CPU time the proxy process spent per keep-alive
+	// request (µs); upstreamCPU the upstream process's. Unlike rates,
+	// these hardly depend on how busy the shared machine is.
+	proxyCPU    map[string]series
+	upstreamCPU map[string]series
+	hwm         map[string]series // peak RSS with idle tunnels, MiB
+	rss         map[string]series // RSS with idle tunnels, MiB
+	opened      map[string]int    // idle tunnels opened in the last run
+	failures    map[string]int64
 	// upstreamRefused counts requests that reached the upstream without
 	// the real token: nonzero means a contender did not inject.
 	upstreamRefused int64
@@ -893,6 +924,7 @@ func bench(o options, stderr io.Writer) (*results, error) {
 	r := &results{
 		rps: map[string]series{}, ratio: map[string]series{}, latency: map[string]series{},
 		added: map[string]series{}, tunnels: map[string]series{}, hwm: map[string]series{},
+		proxyCPU: map[string]series{}, upstreamCPU: map[string]series{},
 		rss: map[string]series{}, opened: map[string]int{}, failures: map[string]int64{},
 	}
 
@@ -907,6 +939,7 @@ func bench(o options, stderr io.Writer) (*results, error) {
 	}
 	defer mp.stop()
 	routes := []route{e.direct(), e.injected(nameKeyhole, kh.addr), e.injected(nameMitm, mp.addr), e.tunnelled(kh.addr)}
+	procOf := map[string]*process{nameKeyhole: kh, nameMitm: mp, nameTunnel: kh}
 	for _, rt := range routes {
 		if err := e.client(rt, true).get(); err != nil {
 			return nil, fmt.Errorf("route %s cannot serve the workload: %w (logs in %s)", rt.name, err, dir)
@@ -923,9 +956,24 @@ func bench(o options, stderr io.Writer) (*results, error) {
 			if err != nil {
 				return nil, fmt.Errorf("upstream stats: %w", err)
 			}
+			upCPU, _ := cpuTime(e.upstreamProc.cmd.Process.Pid)
+			var pxCPU time.Duration
+			if p := procOf[rt.name]; p != nil {
+				pxCPU, _ = cpuTime(p.cmd.Process.Pid)
+			}
+			t0 := time.Now()
 			v, n := e.keepAlive(rt, o.conns, o.duration)
+			reqs := v * time.Since(t0).Seconds()
 			r.fail("keep-alive "+rt.name, n)
 			r.rps[rt.name] = append(r.rps[rt.name], v)
+			if up, err := cpuTime(e.upstreamProc.cmd.Process.Pid); err == nil && reqs > 0 {
+				r.upstreamCPU[rt.name] = append(r.upstreamCPU[rt.name], float64(up-upCPU)/float64(time.Microsecond)/reqs)
+			}
+			if p := procOf[rt.name]; p != nil && reqs > 0 {
+				if px, err := cpuTime(p.cmd.Process.Pid); err == nil {
+					r.proxyCPU[rt.name] = append(r.proxyCPU[rt.name], float64(px-pxCPU)/float64(time.Microsecond)/reqs)
+				}
+			}
 			after, err := e.stats()
 			if err != nil {
 				return nil, fmt.Errorf("upstream stats: %w", err)
@@ -1011,6 +1059,10 @@ func (r *results) print(w io.Writer, o options) {
 		med(r.rps, nameKeyhole), med(r.rps, nameDirect), med(r.rps, nameMitm), med(r.rps, nameTunnel))
 	fmt.Fprintf(w, "| keep-alive, %% of direct (median of per-run ratios) | %.0f%% | 100%% | %.0f%% | %.0f%% | >= 50%% | %s |\n",
 		med(r.ratio, nameKeyhole), med(r.ratio, nameMitm), med(r.ratio, nameTunnel), verdict(med(r.ratio, nameKeyhole) >= 50))
+	fmt.Fprintf(w, "| proxy CPU per keep-alive request (µs) | %.0f | | %.0f | %.0f | | |\n",
+		med(r.proxyCPU, nameKeyhole), med(r.proxyCPU, nameMitm), med(r.proxyCPU, nameTunnel))
+	fmt.Fprintf(w, "| upstream CPU per keep-alive request (µs) | %.0f | %.0f | %.0f | %.0f | | |\n",
+		med(r.upstreamCPU, nameKeyhole), med(r.upstreamCPU, nameDirect), med(r.upstreamCPU, nameMitm), med(r.upstreamCPU, nameTunnel))
 	fmt.Fprintf(w, "| median latency, 1 conn (µs) | %.0f | %.0f | %.0f | %.0f | | |\n",
 		med(r.latency, nameKeyhole), med(r.latency, nameDirect), med(r.latency, nameMitm), med(r.latency, nameTunnel))
 	fmt.Fprintf(w, "| added median latency (µs) | %.0f | 0 | %.0f | %.0f | < 500 | %s |\n",
@@ -1028,7 +1080,8 @@ func (r *results) print(w io.Writer, o options) {
 		m    map[string]series
 	}{
 		{"keep-alive req/s", r.rps}, {"keep-alive % of direct", r.ratio}, {"latency µs", r.latency},
-		{"added latency µs", r.added}, {"new tunnels/s", r.tunnels}, {"idle VmHWM MiB", r.hwm}, {"idle VmRSS MiB", r.rss},
+		{"added latency µs", r.added}, {"proxy CPU µs/request", r.proxyCPU}, {"upstream CPU µs/request", r.upstreamCPU},
+		{"new tunnels/s", r.tunnels}, {"idle VmHWM MiB", r.hwm}, {"idle VmRSS MiB", r.rss},
 	} {
 		for _, name := range []string{nameDirect, nameKeyhole, nameMitm, nameTunnel} {
 			if len(m.m[name]) > 0 {
