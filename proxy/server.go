@@ -79,7 +79,8 @@ type Options struct {
 	// ReloadInterval is how often the config and CA files are checked for
 	// changes; 0 means 2s.
 	ReloadInterval time.Duration
-	Timeouts       Timeouts
+	// Timeouts bound every wait; zero fields take the defaults.
+	Timeouts Timeouts
 	// Logger receives one JSON line per request and reload events; nil
 	// discards them.
 	Logger *slog.Logger

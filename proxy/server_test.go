@@ -770,3 +770,55 @@ func TestServerTimeouts(t *testing.T) {
 		}
 	})
 }
+
+// pipelinedConn sends the CONNECT in the same write as the ClientHello
+// and strips the proxy's 200 before TLS reads, like clients that do not
+// wait for the CONNECT answer.
+type pipelinedConn struct {
+	net.Conn
+	prefix   string
+	sent     bool
+	answered bool
+}
+
+func (c *pipelinedConn) Write(b []byte) (int, error) {
+	if !c.sent {
+		c.sent = true
+		if _, err := c.Conn.Write(append([]byte(c.prefix), b...)); err != nil {
+			return 0, err
+		}
+		return len(b), nil
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *pipelinedConn) Read(b []byte) (int, error) {
+	if !c.answered {
+		c.answered = true
+		want := "HTTP/1.1 200 Connection established\r\n\r\n"
+		got := make([]byte, len(want))
+		if _, err := io.ReadFull(c.Conn, got); err != nil {
+			return 0, err
+		}
+		if string(got) != want {
+			return 0, fmt.Errorf("CONNECT answer %q", got)
+		}
+	}
+	return c.Conn.Read(b)
+}
+
+func TestServerPipelinedClientHello(t *testing.T) {
+	h := newHarness(t)
+	raw, err := net.Dial("tcp", h.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	raw.SetDeadline(time.Now().Add(10 * time.Second))
+	pc := &pipelinedConn{Conn: raw, prefix: "CONNECT api.github.com:443 HTTP/1.1\r\nHost: api.github.com:443\r\n\r\n"}
+	tc := tls.Client(pc, &tls.Config{ServerName: "api.github.com", RootCAs: h.sandbox.pool})
+	resp := roundTrip(t, tc, bufio.NewReader(tc), "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\n\r\n")
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %s", resp.Status)
+	}
+}
