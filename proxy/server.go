@@ -668,13 +668,6 @@ func stripRefused(resp *http.Response) error {
 	return nil
 }
 
-// hopByHop are the RFC 9110 connection-specific headers, plus the proxy
-// ones: never forwarded.
-var hopByHop = []string{
-	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
-	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
-}
-
 // stripHopByHop removes the hop-by-hop headers and every header the
 // Connection header names.
 func stripHopByHop(h http.Header) {
@@ -685,7 +678,11 @@ func stripHopByHop(h http.Header) {
 			}
 		}
 	}
-	for _, k := range hopByHop {
+	// The RFC 9110 connection-specific headers, plus the proxy ones.
+	for _, k := range [...]string{
+		"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+		"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+	} {
 		h.Del(k)
 	}
 }
