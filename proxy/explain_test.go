@@ -42,3 +42,19 @@ func TestDecideURL(t *testing.T) {
 		})
 	}
 }
+
+func FuzzDecideURL(f *testing.F) {
+	p := testPolicy(f)
+	for _, u := range []string{"https://api.github.com/repos/acme/widgets", "http://pypi.org/", "https://a@[::1]:443/x", "https://github.com?x", "https://"} {
+		f.Add("GET", u, []byte(nil))
+	}
+	f.Fuzz(func(t *testing.T, method, rawURL string, body []byte) {
+		d := p.DecideURL(method, rawURL, body)
+		if d.Action == "" || d.Reason == "" || strings.Contains(d.String(), "\n") {
+			t.Fatalf("bad decision %+v", d)
+		}
+		if d.Action == ActionInject && p.Host(d.Host) == nil {
+			t.Fatalf("inject on unconfigured host %q", d.Host)
+		}
+	})
+}
