@@ -99,7 +99,11 @@ type Server struct {
 	upstream *http.Transport // TLS to injected hosts
 	plain    *http.Transport // http:// to passthrough hosts
 	tunnels  chan struct{}   // semaphore of open tunnels
-	draining atomic.Bool
+	// forwardTLS and forwardPlain send a decided request to r.Host, which
+	// the handler has set to the decision's canonical host. They never
+	// follow redirects: a ReverseProxy hands every response back as is.
+	forwardTLS, forwardPlain *httputil.ReverseProxy
+	draining                 atomic.Bool
 
 	inner   *http.Server
 	innerLn *connListener
@@ -164,6 +168,8 @@ func New(opts Options) (*Server, error) {
 	}
 	s.upstream = s.newTransport(&tls.Config{RootCAs: opts.UpstreamRoots, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12})
 	s.plain = s.newTransport(nil)
+	s.forwardTLS = s.newForwarder("https", timedTransport{rt: s.upstream, m: s.metrics})
+	s.forwardPlain = s.newForwarder("http", s.plain)
 	s.innerLn = newConnListener()
 	s.tunnelTLS = &tls.Config{
 		MinVersion: tls.VersionTLS12,
@@ -236,7 +242,7 @@ func (s *Server) loadConfig(prev *state) (*state, error) {
 		return nil, fmt.Errorf("%s: %w", s.opts.ConfigPath, err)
 	}
 	st := &state{raw: raw, cfg: cfg, policy: p}
-	st.secrets.Dir = firstOf(s.opts.SecretsDir, cfg.SecretsDir, config.DefaultSecretsDir)
+	st.secrets = NewSecretDir(firstOf(s.opts.SecretsDir, cfg.SecretsDir, config.DefaultSecretsDir))
 	st.caCert = firstOf(s.opts.CACert, cfg.CA.CertFile, config.DefaultCACert)
 	st.caKey = firstOf(s.opts.CAKey, cfg.CA.KeyFile, config.DefaultCAKey)
 	return st, nil
@@ -416,18 +422,8 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	stripHopByHop(r.Header)
-	rp := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.Out.URL.Scheme = "http"
-			pr.Out.URL.Host = d.Host
-			pr.Out.Host = d.Host
-		},
-		Transport:      s.plain,
-		ModifyResponse: stripRefused,
-		ErrorHandler:   s.upstreamError,
-		ErrorLog:       log.New(io.Discard, "", 0),
-	}
-	rp.ServeHTTP(rec, r)
+	r.Host = d.Host // the forwarders send to the canonical host
+	s.forwardPlain.ServeHTTP(rec, r)
 }
 
 func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request, st *state, start time.Time) {
@@ -632,18 +628,22 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 		writeRefusal(rec, d, false)
 		return
 	}
-	rp := &httputil.ReverseProxy{
+	r.Host = d.Host // the forwarders send to the canonical host
+	s.forwardTLS.ServeHTTP(rec, r)
+}
+
+func (s *Server) newForwarder(scheme string, rt http.RoundTripper) *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.Out.URL.Scheme = "https"
-			pr.Out.URL.Host = d.Host
-			pr.Out.Host = d.Host
+			pr.Out.URL.Scheme = scheme
+			pr.Out.URL.Host = pr.In.Host
+			pr.Out.Host = pr.In.Host
 		},
-		Transport:      timedTransport{rt: s.upstream, m: s.metrics},
+		Transport:      rt,
 		ModifyResponse: stripRefused,
 		ErrorHandler:   s.upstreamError,
 		ErrorLog:       log.New(io.Discard, "", 0),
 	}
-	rp.ServeHTTP(rec, r)
 }
 
 // upstreamError answers a failed upstream round trip. It is not a policy
