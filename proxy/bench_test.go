@@ -14,6 +14,7 @@ import (
 // loopback, beside the same request made directly to the upstream.
 func BenchmarkServerKeepAlive(b *testing.B) {
 	h := newHarness(b)
+	h.ageSecrets()
 	direct := &http.Client{Transport: &http.Transport{
 		TLSClientConfig:     &tls.Config{RootCAs: h.upCA.pool, ServerName: "api.github.com"},
 		MaxIdleConnsPerHost: 64,
