@@ -766,6 +766,7 @@ type statusRecorder struct {
 	status int
 }
 
+// WriteHeader records the first final status.
 func (r *statusRecorder) WriteHeader(code int) {
 	if r.status == 0 && code >= 200 {
 		r.status = code
@@ -773,6 +774,7 @@ func (r *statusRecorder) WriteHeader(code int) {
 	r.ResponseWriter.WriteHeader(code)
 }
 
+// Write records an implicit 200.
 func (r *statusRecorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
 		r.status = http.StatusOK
@@ -789,6 +791,7 @@ type timedTransport struct {
 	m  *metrics
 }
 
+// RoundTrip times the upstream round trip to its response headers.
 func (t timedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	start := time.Now()
 	resp, err := t.rt.RoundTrip(r)
@@ -807,6 +810,7 @@ type tunnelConn struct {
 	release func()
 }
 
+// Close closes the tunnel and frees its slot.
 func (c *tunnelConn) Close() error {
 	err := c.Conn.Close()
 	c.release()
@@ -820,6 +824,7 @@ type bufferedConn struct {
 	r *bufio.Reader
 }
 
+// Read drains the buffered bytes first.
 func (c *bufferedConn) Read(b []byte) (int, error) { return c.r.Read(b) }
 
 // CloseWrite half-closes the underlying TCP connection.
@@ -853,6 +858,7 @@ func (l *connListener) push(c net.Conn) bool {
 	}
 }
 
+// Accept returns the next intercepted tunnel.
 func (l *connListener) Accept() (net.Conn, error) {
 	select {
 	case c := <-l.conns:
@@ -862,14 +868,18 @@ func (l *connListener) Accept() (net.Conn, error) {
 	}
 }
 
+// Close stops Accept; pushes fail from then on.
 func (l *connListener) Close() error {
 	l.closed.Do(func() { close(l.done) })
 	return nil
 }
 
+// Addr names the listener for logs.
 func (l *connListener) Addr() net.Addr { return tunnelAddr{} }
 
 type tunnelAddr struct{}
 
+// Network is "tunnel".
 func (tunnelAddr) Network() string { return "tunnel" }
+// String is "tunnel".
 func (tunnelAddr) String() string  { return "tunnel" }
