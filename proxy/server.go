@@ -881,5 +881,6 @@ type tunnelAddr struct{}
 
 // Network is "tunnel".
 func (tunnelAddr) Network() string { return "tunnel" }
+
 // String is "tunnel".
-func (tunnelAddr) String() string  { return "tunnel" }
+func (tunnelAddr) String() string { return "tunnel" }
