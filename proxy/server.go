@@ -112,9 +112,10 @@ type Server struct {
 	// comes from the hostConn each handshake runs on.
 	tunnelTLS *tls.Config
 
-	passMu    sync.Mutex
-	passConns map[net.Conn]struct{}
-	passWG    sync.WaitGroup
+	passMu     sync.Mutex
+	passConns  map[net.Conn]struct{}
+	passWG     sync.WaitGroup
+	passClosed bool // set on shutdown: no new splices after passWG.Wait starts
 }
 
 // state is one loaded config; replaced whole on reload.
@@ -363,6 +364,9 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 	outer.Shutdown(sctx)
 	s.innerLn.Close()
 	s.inner.Shutdown(sctx)
+	s.passMu.Lock()
+	s.passClosed = true
+	s.passMu.Unlock()
 	done := make(chan struct{})
 	go func() { s.passWG.Wait(); close(done) }()
 	select {
@@ -529,6 +533,13 @@ type hostConn struct {
 // closes them.
 func (s *Server) splice(client, upstream net.Conn, release func()) {
 	s.passMu.Lock()
+	if s.passClosed {
+		s.passMu.Unlock()
+		client.Close()
+		upstream.Close()
+		release()
+		return
+	}
 	s.passConns[client] = struct{}{}
 	s.passConns[upstream] = struct{}{}
 	s.passWG.Add(1)

@@ -822,3 +822,25 @@ func TestServerPipelinedClientHello(t *testing.T) {
 		t.Fatalf("status %s", resp.Status)
 	}
 }
+
+// TestServerShutdownClosesTunnels: an idle passthrough tunnel cannot hold
+// shutdown past its timeout.
+func TestServerShutdownClosesTunnels(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.Timeouts.Shutdown = 300 * time.Millisecond })
+	c, br, resp := h.connect("pypi.org:443")
+	defer c.Close()
+	if resp.StatusCode != 200 {
+		t.Fatal(resp.Status)
+	}
+	start := time.Now()
+	if err := h.shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("shutdown took %s", d)
+	}
+	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := br.ReadByte(); err == nil {
+		t.Fatal("tunnel still open after shutdown")
+	}
+}
