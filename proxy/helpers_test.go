@@ -392,3 +392,18 @@ func x509VerifyOpts(ca *testCA, name string) x509.VerifyOptions {
 func pemCert(der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
+
+// ageSecrets backdates the mounted key files, as a proxy running for a
+// while sees them, so the secret cache is in play.
+func (h *harness) ageSecrets() {
+	old := time.Now().Add(-time.Hour)
+	for _, key := range []string{"token", "user"} {
+		p, err := filepath.EvalSymlinks(filepath.Join(h.secrets.dir, key))
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if err := os.Chtimes(p, old, old); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+}

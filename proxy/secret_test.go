@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"keyhole.dev/keyhole/proxy/config"
 )
@@ -371,4 +372,83 @@ func FuzzInject(f *testing.F) {
 			t.Fatalf("header without the placeholder changed: %s -> %v", orig, hdr)
 		}
 	})
+}
+
+// TestSecretDirCache checks that the stat-keyed cache never serves a value
+// the file no longer holds: not after a ..data swap, not after a same-size
+// rewrite in place (old or fresh file), not after removal.
+func TestSecretDirCache(t *testing.T) {
+	dir := t.TempDir()
+	d := NewSecretDir(dir)
+	path := filepath.Join(dir, "s", "k")
+	old := time.Now().Add(-time.Hour)
+	expect := func(step, want string) {
+		t.Helper()
+		for range 2 { // the second call may be served from the cache
+			s, err := d.Lookup("s", "k")
+			if want == "" {
+				if !errors.Is(err, ErrCredentialUnavailable) {
+					t.Fatalf("%s: Lookup = %q, %v; want unavailable", step, s.Reveal(), err)
+				}
+				continue
+			}
+			if err != nil || s.Reveal() != want {
+				t.Fatalf("%s: Lookup = %q, %v; want %q", step, s.Reveal(), err, want)
+			}
+		}
+	}
+	writeKey(t, dir, "s", "k", "aaaa")
+	os.Chtimes(path, old, old)
+	expect("stable file", "aaaa")
+	if _, ok := d.cache.get(path); !ok {
+		t.Fatal("a stable file was not cached")
+	}
+	// In place, same size: the modification time moves past the cached one.
+	if err := os.WriteFile(path, []byte("bbbb"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	expect("rewritten in place", "bbbb")
+	if _, ok := d.cache.get(path); ok {
+		t.Fatal("a fresh file was cached")
+	}
+	// Fresh and rewritten again within the same clock tick: not cached,
+	// so still right.
+	os.WriteFile(path, []byte("cccc"), 0o600)
+	expect("rewritten again at once", "cccc")
+	os.Remove(path)
+	expect("removed", "")
+	writeKey(t, dir, "s", "k", "dddd")
+	os.Chtimes(path, old, old)
+	expect("restored", "dddd")
+	// The kubelet's way: a new file through ..data, here with the same
+	// size and modification time, so only the inode tells them apart.
+	k := newKubeSecret(t, filepath.Join(dir, "kube"))
+	k.write(map[string]string{"k": "eeee"})
+	target := func() string { p, _ := filepath.EvalSymlinks(filepath.Join(dir, "kube", "k")); return p }
+	os.Chtimes(target(), old, old)
+	for _, want := range []string{"eeee", "eeee"} {
+		if s, err := d.Lookup("kube", "k"); err != nil || s.Reveal() != want {
+			t.Fatalf("kube: %q, %v", s.Reveal(), err)
+		}
+	}
+	k.write(map[string]string{"k": "ffff"})
+	os.Chtimes(target(), old, old)
+	if s, err := d.Lookup("kube", "k"); err != nil || s.Reveal() != "ffff" {
+		t.Fatalf("after a ..data swap: %q, %v", s.Reveal(), err)
+	}
+}
+
+func BenchmarkSecretDirLookupCached(b *testing.B) {
+	dir := b.TempDir()
+	k := newKubeSecret(b, filepath.Join(dir, "gh"))
+	k.write(map[string]string{"token": canary})
+	p, _ := filepath.EvalSymlinks(filepath.Join(dir, "gh", "token"))
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(p, old, old)
+	d := NewSecretDir(dir)
+	for b.Loop() {
+		if _, err := d.Lookup("gh", "token"); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"crypto/tls"
 	"encoding/base64"
 	"fmt"
@@ -663,5 +664,183 @@ func TestNewErrors(t *testing.T) {
 				t.Fatal("New succeeded")
 			}
 		})
+	}
+}
+
+// TestServerSessionResumption: a second tunnel resumes the first one's
+// TLS session (cheaper new tunnels), and the resumed tunnel is still held
+// to its own CONNECT host.
+func TestServerSessionResumption(t *testing.T) {
+	h := newHarness(t)
+	cache := tls.NewLRUClientSessionCache(8)
+	open := func(host, sni string) (*tls.Conn, *bufio.Reader) {
+		c, _, resp := h.connect(host + ":443")
+		if resp.StatusCode != 200 {
+			t.Fatal(resp.Status)
+		}
+		tc := tls.Client(c, &tls.Config{ServerName: sni, RootCAs: h.sandbox.pool, ClientSessionCache: cache})
+		if err := tc.Handshake(); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(tc)
+		// TLS 1.3 tickets arrive after the handshake: read one response.
+		roundTrip(t, tc, br, "GET /repos/acme/widgets HTTP/1.1\r\nHost: "+sni+"\r\n\r\n")
+		return tc, br
+	}
+	first, _ := open("api.github.com", "api.github.com")
+	first.Close()
+	second, _ := open("api.github.com", "api.github.com")
+	defer second.Close()
+	if !second.ConnectionState().DidResume {
+		t.Fatal("the second tunnel did not resume the session")
+	}
+	// A session resumed under another CONNECT host is still refused.
+	c, _, _ := h.connect("github.com:443")
+	defer c.Close()
+	tc := tls.Client(c, &tls.Config{ServerName: "api.github.com", RootCAs: h.sandbox.pool, ClientSessionCache: cache})
+	if err := tc.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	resp := roundTrip(t, tc, bufio.NewReader(tc), "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\n\r\n")
+	if resp.StatusCode != 403 || resp.Header.Get(RefusedHeader) != string(ReasonHostMismatch) {
+		t.Fatalf("resumed session on another tunnel = %s %q", resp.Status, resp.Header.Get(RefusedHeader))
+	}
+}
+
+// TestServerIgnoresProxyEnv: the proxy's own HTTPS_PROXY must not divert
+// upstream requests (they would carry the credential to another proxy).
+func TestServerIgnoresProxyEnv(t *testing.T) {
+	t.Setenv("HTTPS_PROXY", "http://127.0.0.1:1")
+	t.Setenv("HTTP_PROXY", "http://127.0.0.1:1")
+	t.Setenv("https_proxy", "http://127.0.0.1:1")
+	h := newHarness(t)
+	resp, err := h.client().Get("https://api.github.com/repos/acme/widgets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readBody(t, resp)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: the proxy honoured HTTPS_PROXY", resp.StatusCode)
+	}
+}
+
+func TestServerTimeouts(t *testing.T) {
+	h := newHarness(t, func(o *Options) {
+		o.Timeouts.Handshake = 300 * time.Millisecond
+		o.Timeouts.ReadHeader = 300 * time.Millisecond
+		o.Timeouts.ResponseHeader = 100 * time.Millisecond
+	})
+	t.Run("handshake", func(t *testing.T) {
+		c, br, resp := h.connect("api.github.com:443")
+		defer c.Close()
+		if resp.StatusCode != 200 {
+			t.Fatal(resp.Status)
+		}
+		// Say nothing: the proxy gives up on the handshake and closes.
+		start := time.Now()
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := br.ReadByte(); err == nil {
+			t.Fatal("the proxy sent data to a silent client")
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Fatalf("closed after %s, want about the handshake timeout", d)
+		}
+	})
+	t.Run("request header", func(t *testing.T) {
+		c, br := h.tlsTunnel("api.github.com", "api.github.com", false)
+		defer c.Close()
+		io.WriteString(c, "GET /repos/acme/widgets HTTP/1.1\r\n") // and never finish
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := http.ReadResponse(br, nil); err == nil {
+			// Go's server may answer 408 before closing; either way the
+			// connection must end well before our deadline.
+			if _, err := br.ReadByte(); err == nil {
+				t.Fatal("connection still open")
+			}
+		}
+	})
+	t.Run("upstream response header", func(t *testing.T) {
+		resp, err := h.client().Get("https://api.github.com/slow")
+		if err != nil {
+			t.Fatal(err)
+		}
+		readBody(t, resp)
+		if resp.StatusCode != http.StatusGatewayTimeout || resp.Header.Get(RefusedHeader) != "" {
+			t.Fatalf("slow upstream = %d %q, want 504 without a refusal header", resp.StatusCode, resp.Header.Get(RefusedHeader))
+		}
+	})
+}
+
+// pipelinedConn sends the CONNECT in the same write as the ClientHello
+// and strips the proxy's 200 before TLS reads, like clients that do not
+// wait for the CONNECT answer.
+type pipelinedConn struct {
+	net.Conn
+	prefix   string
+	sent     bool
+	answered bool
+}
+
+func (c *pipelinedConn) Write(b []byte) (int, error) {
+	if !c.sent {
+		c.sent = true
+		if _, err := c.Conn.Write(append([]byte(c.prefix), b...)); err != nil {
+			return 0, err
+		}
+		return len(b), nil
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *pipelinedConn) Read(b []byte) (int, error) {
+	if !c.answered {
+		c.answered = true
+		want := "HTTP/1.1 200 Connection established\r\n\r\n"
+		got := make([]byte, len(want))
+		if _, err := io.ReadFull(c.Conn, got); err != nil {
+			return 0, err
+		}
+		if string(got) != want {
+			return 0, fmt.Errorf("CONNECT answer %q", got)
+		}
+	}
+	return c.Conn.Read(b)
+}
+
+func TestServerPipelinedClientHello(t *testing.T) {
+	h := newHarness(t)
+	raw, err := net.Dial("tcp", h.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	raw.SetDeadline(time.Now().Add(10 * time.Second))
+	pc := &pipelinedConn{Conn: raw, prefix: "CONNECT api.github.com:443 HTTP/1.1\r\nHost: api.github.com:443\r\n\r\n"}
+	tc := tls.Client(pc, &tls.Config{ServerName: "api.github.com", RootCAs: h.sandbox.pool})
+	resp := roundTrip(t, tc, bufio.NewReader(tc), "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\n\r\n")
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %s", resp.Status)
+	}
+}
+
+// TestServerShutdownClosesTunnels: an idle passthrough tunnel cannot hold
+// shutdown past its timeout.
+func TestServerShutdownClosesTunnels(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.Timeouts.Shutdown = 300 * time.Millisecond })
+	c, br, resp := h.connect("pypi.org:443")
+	defer c.Close()
+	if resp.StatusCode != 200 {
+		t.Fatal(resp.Status)
+	}
+	start := time.Now()
+	if err := h.shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("shutdown took %s", d)
+	}
+	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := br.ReadByte(); err == nil {
+		t.Fatal("tunnel still open after shutdown")
 	}
 }

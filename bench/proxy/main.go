@@ -71,8 +71,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.conns, "conns", 16, "concurrent keep-alive connections")
 	fs.IntVar(&o.idle, "idle", 1000, "idle tunnels held open for the RSS measurement")
 	fs.IntVar(&o.tunnelers, "tunnel-workers", 8, "concurrent clients in the new-tunnel measurement")
+	serve := fs.String("serve-upstream", "", "internal: run as the upstream process with the certificate in this directory")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *serve != "" {
+		return serveUpstream(*serve, stdout)
 	}
 	if o.proxyBin == "" || o.runs < 1 || o.conns < 1 || o.idle < 0 || o.duration <= 0 {
 		fmt.Fprintln(stderr, "proxybench: -proxy-bin is required; -runs, -conns and -duration must be positive")
@@ -97,9 +101,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 // local upstream by --resolve (keyhole) or an addon (mitmproxy).
 const (
 	benchHost = "api.github.com"
-	benchPath = "/repos/acme/widgets"
-	token     = "ghp_bench_token_not_a_secret_0123456789"
-	bodySize  = 1024
+	// tunnelHost is a passthrough host resolved to the same upstream: the
+	// control route with no TLS termination.
+	tunnelHost = "tunnel.bench.test"
+	benchPath  = "/repos/acme/widgets"
+	token      = "ghp_bench_token_not_a_secret_0123456789"
+	bodySize   = 1024
 )
 
 // env is everything the contenders share: CAs, the upstream, the files.
@@ -108,14 +115,12 @@ type env struct {
 	sandboxCA  *ca
 	upstreamCA *ca
 	upstream   string // host:port
-	upstreamOK atomic.Int64
-	upstreamNo atomic.Int64
-	// upstreamConns counts TLS connections the upstream accepted, to
-	// show whether a proxy reuses its upstream connections.
-	upstreamConns atomic.Int64
-	configFile    string
-	secretsDir    string
-	stderr        io.Writer
+	// upstreamProc serves the upstream in its own process, so that every
+	// route, direct included, crosses a process boundary to reach it.
+	upstreamProc *process
+	configFile   string
+	secretsDir   string
+	stderr       io.Writer
 }
 
 type ca struct {
@@ -170,10 +175,12 @@ func newCA(dir, name string) (*ca, error) {
 	return c, nil
 }
 
-func (c *ca) leaf(names ...string) (tls.Certificate, error) {
+// writeLeaf issues a server certificate for names and writes it and its
+// key as PEM files.
+func (c *ca) writeLeaf(certFile, keyFile string, names ...string) error {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return tls.Certificate{}, err
+		return err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(time.Now().UnixNano()),
@@ -187,9 +194,16 @@ func (c *ca) leaf(names ...string) (tls.Certificate, error) {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
 	if err != nil {
-		return tls.Certificate{}, err
+		return err
 	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
 }
 
 func (c *ca) pool() *x509.CertPool {
@@ -209,38 +223,12 @@ func newEnv(dir string, stderr io.Writer) (*env, error) {
 	if e.upstreamCA, err = newCA(dir, "upstream-ca"); err != nil {
 		return nil, err
 	}
-	leaf, err := e.upstreamCA.leaf(benchHost)
-	if err != nil {
+	if err := e.upstreamCA.writeLeaf(filepath.Join(dir, "upstream.crt"), filepath.Join(dir, "upstream.key"), benchHost, tunnelHost); err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	if err := e.startUpstream(); err != nil {
 		return nil, err
 	}
-	e.upstream = ln.Addr().String()
-	body := []byte(`{"full_name":"acme/widgets","pad":"` + strings.Repeat("x", bodySize-32) + `"}` + "\n")
-	body = body[:bodySize]
-	srv := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Header.Get("Authorization") != "Bearer "+token {
-				e.upstreamNo.Add(1)
-				http.Error(w, "bad credentials", http.StatusUnauthorized)
-				return
-			}
-			e.upstreamOK.Add(1)
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-			w.Write(body)
-		}),
-		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{leaf}, NextProtos: []string{"http/1.1"}},
-		ReadHeaderTimeout: 10 * time.Second,
-		ConnState: func(_ net.Conn, s http.ConnState) {
-			if s == http.StateNew {
-				e.upstreamConns.Add(1)
-			}
-		},
-	}
-	go srv.ServeTLS(ln, "", "")
 
 	e.secretsDir = filepath.Join(dir, "secrets")
 	if err := os.MkdirAll(filepath.Join(e.secretsDir, "bench-token"), 0o755); err != nil {
@@ -262,6 +250,7 @@ func newEnv(dir string, stderr io.Writer) (*env, error) {
 			},
 			"rules": []any{map[string]any{"methods": []string{"GET", "HEAD"}, "pathPrefixes": []string{benchPath}}},
 		}},
+		"passthrough": []string{tunnelHost},
 	}
 	data, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
@@ -274,13 +263,130 @@ func newEnv(dir string, stderr io.Writer) (*env, error) {
 	return e, nil
 }
 
+// upstreamStats is what the upstream counted: TLS connections accepted
+// (does a proxy reuse its upstream connections?) and requests refused for
+// lacking the real token (did a proxy inject?).
+type upstreamStats struct {
+	Conns   int64 `json:"conns"`
+	OK      int64 `json:"ok"`
+	Refused int64 `json:"refused"`
+}
+
+// statsPath serves upstreamStats without a credential.
+const statsPath = "/_bench/stats"
+
+// serveUpstream is the upstream process: 1 KiB bodies answered only to the
+// real token, on 127.0.0.1, until stdin closes or SIGTERM. It prints its
+// address on the first line of stdout.
+func serveUpstream(dir string, stdout io.Writer) int {
+	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "upstream.crt"), filepath.Join(dir, "upstream.key"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "upstream:", err)
+		return 1
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "upstream:", err)
+		return 1
+	}
+	var conns, ok, refused atomic.Int64
+	body := []byte(`{"full_name":"acme/widgets","pad":"` + strings.Repeat("x", bodySize) + `"}`)[:bodySize-1]
+	body = append(body, '\n')
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == statsPath {
+				json.NewEncoder(w).Encode(upstreamStats{Conns: conns.Load(), OK: ok.Load(), Refused: refused.Load()})
+				return
+			}
+			if r.Header.Get("Authorization") != "Bearer "+token {
+				refused.Add(1)
+				http.Error(w, "bad credentials", http.StatusUnauthorized)
+				return
+			}
+			ok.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			w.Write(body)
+		}),
+		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}},
+		ReadHeaderTimeout: 10 * time.Second,
+		ConnState: func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				conns.Add(1)
+			}
+		},
+	}
+	fmt.Fprintln(stdout, ln.Addr().String())
+	go func() {
+		io.Copy(io.Discard, os.Stdin) // the parent holds stdin open
+		srv.Close()
+	}()
+	if err := srv.ServeTLS(ln, "", ""); !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintln(os.Stderr, "upstream:", err)
+		return 1
+	}
+	return 0
+}
+
+// startUpstream runs this binary again as the upstream process.
+func (e *env) startUpstream() error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(self, "-serve-upstream", e.dir)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stderr = e.stderr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		stdin.Close()
+		cmd.Wait()
+		return fmt.Errorf("upstream process: %w", err)
+	}
+	e.upstream = strings.TrimSpace(line)
+	p := &process{name: "upstream", cmd: cmd, addr: e.upstream, ended: make(chan struct{})}
+	go func() {
+		cmd.Wait()
+		close(p.ended)
+	}()
+	// Closing stdin ends the upstream even if SIGTERM is not delivered.
+	p.closeInput = stdin
+	e.upstreamProc = p
+	return nil
+}
+
+// stats asks the upstream what it has counted.
+func (e *env) stats() (upstreamStats, error) {
+	c := e.client(e.direct(), false)
+	var st upstreamStats
+	resp, err := c.hc.Get("https://" + benchHost + statsPath)
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	err = json.NewDecoder(resp.Body).Decode(&st)
+	return st, err
+}
+
 // process is a contender running as a subprocess.
 type process struct {
-	name  string
-	cmd   *exec.Cmd
-	addr  string // forward-proxy address
-	log   string // file holding its output
-	ended chan struct{}
+	name       string
+	cmd        *exec.Cmd
+	addr       string    // forward-proxy address
+	log        string    // file holding its output
+	closeInput io.Closer // closed before stopping, when set
+	ended      chan struct{}
 }
 
 func freeAddr() (string, error) {
@@ -337,6 +443,9 @@ func (p *process) stop() {
 		return
 	default:
 	}
+	if p.closeInput != nil {
+		p.closeInput.Close()
+	}
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.ended:
@@ -358,6 +467,7 @@ func (e *env) startKeyhole(bin string) (*process, error) {
 		"--ca-key", e.sandboxCA.keyFile,
 		"--secrets-dir", e.secretsDir,
 		"--resolve", benchHost+":443:"+e.upstream,
+		"--resolve", tunnelHost+":443:"+e.upstream,
 		"--upstream-ca", e.upstreamCA.certFile,
 	)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + e.dir}
@@ -464,49 +574,74 @@ func (e *env) startMitm(bin string) (*process, error) {
 	}, func(p *process) { p.addr = addr })
 }
 
-// client builds a one-connection HTTP/1.1 client for a contender: through
-// the proxy at proxyAddr, or direct to the upstream when proxyAddr is "".
-func (e *env) client(proxyAddr string, keepAlive bool) *http.Client {
+// route is how a client reaches the upstream: through a proxy or not, by
+// which name, trusting which CA, sending which credential.
+type route struct {
+	name  string
+	proxy string // forward-proxy address; "" dials the upstream directly
+	host  string
+	roots *x509.CertPool
+	auth  string
+}
+
+// direct is the baseline: the client holds the real token and talks TLS
+// to the upstream itself.
+func (e *env) direct() route {
+	return route{name: "direct", host: benchHost, roots: e.upstreamCA.pool(), auth: "Bearer " + token}
+}
+
+// injected goes through a proxy that terminates TLS with the sandbox CA
+// and replaces the placeholder the client sends with the real token.
+func (e *env) injected(name, proxyAddr string) route {
+	return route{name: name, proxy: proxyAddr, host: benchHost, roots: e.sandboxCA.pool(), auth: "Bearer omnia-injected-bench"}
+}
+
+// tunnelled goes through keyhole's passthrough: CONNECT, then TLS end to
+// end with the upstream. It is the control that shows what one extra
+// process hop costs on this machine, without termination or injection.
+func (e *env) tunnelled(proxyAddr string) route {
+	return route{name: "keyhole passthrough", proxy: proxyAddr, host: tunnelHost, roots: e.upstreamCA.pool(), auth: "Bearer " + token}
+}
+
+// client is one HTTP/1.1 client with at most one connection.
+type client struct {
+	hc   *http.Client
+	url  string
+	auth string
+}
+
+func (e *env) client(rt route, keepAlive bool) *client {
 	tr := &http.Transport{
 		MaxIdleConnsPerHost: 1,
 		MaxConnsPerHost:     1,
 		DisableKeepAlives:   !keepAlive,
 		DisableCompression:  true,
 		ForceAttemptHTTP2:   false,
-		TLSClientConfig:     &tls.Config{NextProtos: []string{"http/1.1"}},
+		TLSClientConfig:     &tls.Config{NextProtos: []string{"http/1.1"}, RootCAs: rt.roots},
 	}
-	if proxyAddr == "" {
-		tr.TLSClientConfig.RootCAs = e.upstreamCA.pool()
+	if rt.proxy == "" {
 		d := &net.Dialer{Timeout: 5 * time.Second}
 		tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
 			return d.DialContext(ctx, network, e.upstream)
 		}
 	} else {
-		tr.TLSClientConfig.RootCAs = e.sandboxCA.pool()
-		tr.Proxy = http.ProxyURL(&url.URL{Scheme: "http", Host: proxyAddr})
+		tr.Proxy = http.ProxyURL(&url.URL{Scheme: "http", Host: rt.proxy})
 	}
-	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
-}
-
-const target = "https://" + benchHost + benchPath
-
-// authFor is the Authorization a client sends: the real token when it
-// talks to the upstream directly, only the placeholder through a proxy.
-func authFor(c *http.Client) string {
-	if c.Transport.(*http.Transport).Proxy == nil {
-		return "Bearer " + token
+	return &client{
+		hc:   &http.Client{Transport: tr, Timeout: 10 * time.Second},
+		url:  "https://" + rt.host + benchPath,
+		auth: rt.auth,
 	}
-	return "Bearer omnia-injected-bench"
 }
 
 // get performs one request and drains the body; a non-200 is an error.
-func get(c *http.Client) error {
-	req, err := http.NewRequest(http.MethodGet, target, nil)
+func (c *client) get() error {
+	req, err := http.NewRequest(http.MethodGet, c.url, nil)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", authFor(c))
-	resp, err := c.Do(req)
+	req.Header.Set("Authorization", c.auth)
+	resp, err := c.hc.Do(req)
 	if err != nil {
 		return err
 	}
@@ -550,36 +685,36 @@ func load(workers int, d time.Duration, setup func() func() error) (float64, int
 }
 
 // keepAlive measures requests/s over conns warm keep-alive connections.
-func (e *env) keepAlive(proxyAddr string, conns int, d time.Duration) (float64, int64) {
+func (e *env) keepAlive(rt route, conns int, d time.Duration) (float64, int64) {
 	return load(conns, d, func() func() error {
-		c := e.client(proxyAddr, true)
-		get(c) // warm: tunnel, handshake and leaf minted before timing
-		return func() error { return get(c) }
+		c := e.client(rt, true)
+		c.get() // warm: tunnel, handshake and leaf minted before timing
+		return c.get
 	})
 }
 
 // newTunnels measures requests/s when every request opens a new tunnel.
-func (e *env) newTunnels(proxyAddr string, workers int, d time.Duration) (float64, int64) {
+func (e *env) newTunnels(rt route, workers int, d time.Duration) (float64, int64) {
 	return load(workers, d, func() func() error {
 		return func() error {
-			c := e.client(proxyAddr, false)
-			defer c.CloseIdleConnections()
-			return get(c)
+			c := e.client(rt, false)
+			defer c.hc.CloseIdleConnections()
+			return c.get()
 		}
 	})
 }
 
 // latency is the median of sequential requests on one warm connection.
-func (e *env) latency(proxyAddr string, d time.Duration) (time.Duration, error) {
-	c := e.client(proxyAddr, true)
-	if err := get(c); err != nil {
+func (e *env) latency(rt route, d time.Duration) (time.Duration, error) {
+	c := e.client(rt, true)
+	if err := c.get(); err != nil {
 		return 0, err
 	}
 	var samples []time.Duration
 	stop := time.Now().Add(d)
 	for time.Now().Before(stop) {
 		t0 := time.Now()
-		if err := get(c); err != nil {
+		if err := c.get(); err != nil {
 			return 0, err
 		}
 		samples = append(samples, time.Since(t0))
@@ -666,6 +801,32 @@ func (e *env) openTunnel(proxyAddr string) (net.Conn, error) {
 	return tc, nil
 }
 
+// cpuTime returns the user plus system CPU time a process has used, from
+// /proc/<pid>/stat (in clock ticks of 10 ms, the Linux USER_HZ).
+func cpuTime(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name is in parentheses and may hold spaces; fields
+	// after it are space-separated: utime and stime are the 12th and
+	// 13th after the closing parenthesis.
+	i := strings.LastIndexByte(string(data), ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: too few fields", pid)
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: bad utime/stime", pid)
+	}
+	return time.Duration(ut+st) * 10 * time.Millisecond, nil
+}
+
 // procStatus reads VmHWM (peak resident set) and VmRSS in KiB.
 func procStatus(pid int) (hwm, rss int64, err error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -713,17 +874,25 @@ func (s series) String() string {
 	return strings.Join(parts, " ")
 }
 
-// results holds every run's figures.
+// results holds every run's figures, by measurement and route name.
 type results struct {
-	rpsDirect, rpsKeyhole, rpsMitm    series
-	ratioKeyhole, ratioMitm           series
-	latDirect, latKeyhole, latMitm    series // microseconds
-	addedKeyhole, addedMitm           series // microseconds
-	tunnelsKeyhole, tunnelsMitm       series
-	hwmKeyhole, rssKeyhole, hwmMitm   series // MiB
-	idleOpenedKeyhole, idleOpenedMitm int
-	failures                          map[string]int64
-	upstreamRefused                   int64
+	rps     map[string]series // keep-alive requests/s
+	ratio   map[string]series // keep-alive requests/s as % of direct
+	latency map[string]series // median µs on one warm connection
+	added   map[string]series // latency minus direct, µs
+	tunnels map[string]series // new tunnels/s
+	// proxyCPU is the CPU time the proxy process spent per keep-alive
+	// request (µs); upstreamCPU the upstream process's. Unlike rates,
+	// these hardly depend on how busy the shared machine is.
+	proxyCPU    map[string]series
+	upstreamCPU map[string]series
+	hwm         map[string]series // peak RSS with idle tunnels, MiB
+	rss         map[string]series // RSS with idle tunnels, MiB
+	opened      map[string]int    // idle tunnels opened in the last run
+	failures    map[string]int64
+	// upstreamRefused counts requests that reached the upstream without
+	// the real token: nonzero means a contender did not inject.
+	upstreamRefused int64
 }
 
 func (r *results) fail(what string, n int64) {
@@ -731,6 +900,14 @@ func (r *results) fail(what string, n int64) {
 		r.failures[what] += n
 	}
 }
+
+// Route names, as the table prints them.
+const (
+	nameDirect  = "direct"
+	nameKeyhole = "keyhole"
+	nameMitm    = "mitmproxy"
+	nameTunnel  = "keyhole passthrough"
+)
 
 // bench runs every measurement o.runs times, interleaving the contenders.
 func bench(o options, stderr io.Writer) (*results, error) {
@@ -743,7 +920,13 @@ func bench(o options, stderr io.Writer) (*results, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &results{failures: map[string]int64{}}
+	defer e.upstreamProc.stop()
+	r := &results{
+		rps: map[string]series{}, ratio: map[string]series{}, latency: map[string]series{},
+		added: map[string]series{}, tunnels: map[string]series{}, hwm: map[string]series{},
+		proxyCPU: map[string]series{}, upstreamCPU: map[string]series{},
+		rss: map[string]series{}, opened: map[string]int{}, failures: map[string]int64{},
+	}
 
 	kh, err := e.startKeyhole(o.proxyBin)
 	if err != nil {
@@ -755,9 +938,11 @@ func bench(o options, stderr io.Writer) (*results, error) {
 		return nil, err
 	}
 	defer mp.stop()
-	for _, p := range []*process{kh, mp} {
-		if err := get(e.client(p.addr, true)); err != nil {
-			return nil, fmt.Errorf("%s cannot serve the workload: %w (log %s)", p.name, err, p.log)
+	routes := []route{e.direct(), e.injected(nameKeyhole, kh.addr), e.injected(nameMitm, mp.addr), e.tunnelled(kh.addr)}
+	procOf := map[string]*process{nameKeyhole: kh, nameMitm: mp, nameTunnel: kh}
+	for _, rt := range routes {
+		if err := e.client(rt, true).get(); err != nil {
+			return nil, fmt.Errorf("route %s cannot serve the workload: %w (logs in %s)", rt.name, err, dir)
 		}
 	}
 
@@ -765,86 +950,95 @@ func bench(o options, stderr io.Writer) (*results, error) {
 		fmt.Fprintf(stderr, "run %d/%d: keep-alive", i+1, o.runs)
 		// Rotate who goes first so a burst of noise on the shared
 		// machine does not always land on the same contender.
-		rps := map[string]float64{}
-		contenders := []struct {
-			name, addr string
-		}{{"direct", ""}, {"keyhole", kh.addr}, {"mitmproxy", mp.addr}}
-		for j := range contenders {
-			c := contenders[(i+j)%len(contenders)]
-			conns := e.upstreamConns.Load()
-			v, n := e.keepAlive(c.addr, o.conns, o.duration)
-			r.fail("keep-alive "+c.name, n)
-			fmt.Fprintf(stderr, " [%s: %.0f req/s, %d new upstream connections]", c.name, v, e.upstreamConns.Load()-conns)
-			rps[c.name] = v
+		for j := range routes {
+			rt := routes[(i+j)%len(routes)]
+			before, err := e.stats()
+			if err != nil {
+				return nil, fmt.Errorf("upstream stats: %w", err)
+			}
+			upCPU, _ := cpuTime(e.upstreamProc.cmd.Process.Pid)
+			var pxCPU time.Duration
+			if p := procOf[rt.name]; p != nil {
+				pxCPU, _ = cpuTime(p.cmd.Process.Pid)
+			}
+			t0 := time.Now()
+			v, n := e.keepAlive(rt, o.conns, o.duration)
+			reqs := v * time.Since(t0).Seconds()
+			r.fail("keep-alive "+rt.name, n)
+			r.rps[rt.name] = append(r.rps[rt.name], v)
+			if up, err := cpuTime(e.upstreamProc.cmd.Process.Pid); err == nil && reqs > 0 {
+				r.upstreamCPU[rt.name] = append(r.upstreamCPU[rt.name], float64(up-upCPU)/float64(time.Microsecond)/reqs)
+			}
+			if p := procOf[rt.name]; p != nil && reqs > 0 {
+				if px, err := cpuTime(p.cmd.Process.Pid); err == nil {
+					r.proxyCPU[rt.name] = append(r.proxyCPU[rt.name], float64(px-pxCPU)/float64(time.Microsecond)/reqs)
+				}
+			}
+			after, err := e.stats()
+			if err != nil {
+				return nil, fmt.Errorf("upstream stats: %w", err)
+			}
+			// One connection is the stats request's own.
+			fmt.Fprintf(stderr, " [%s: %.0f req/s, %d new upstream connections]", rt.name, v, after.Conns-before.Conns-1)
 		}
-		d, k, m := rps["direct"], rps["keyhole"], rps["mitmproxy"]
-		r.rpsDirect = append(r.rpsDirect, d)
-		r.rpsKeyhole = append(r.rpsKeyhole, k)
-		r.rpsMitm = append(r.rpsMitm, m)
-		r.ratioKeyhole = append(r.ratioKeyhole, 100*k/d)
-		r.ratioMitm = append(r.ratioMitm, 100*m/d)
+		d := r.rps[nameDirect][i]
+		for _, rt := range routes {
+			r.ratio[rt.name] = append(r.ratio[rt.name], 100*r.rps[rt.name][i]/d)
+		}
 
 		fmt.Fprint(stderr, ", latency")
-		ld, err := e.latency("", o.duration*2/3)
-		if err != nil {
-			return nil, fmt.Errorf("direct latency: %w", err)
+		lat := map[string]float64{}
+		for j := range routes {
+			rt := routes[(i+j)%len(routes)]
+			l, err := e.latency(rt, o.duration*2/3)
+			if err != nil {
+				return nil, fmt.Errorf("%s latency: %w", rt.name, err)
+			}
+			lat[rt.name] = float64(l) / float64(time.Microsecond)
 		}
-		lk, err := e.latency(kh.addr, o.duration*2/3)
-		if err != nil {
-			return nil, fmt.Errorf("keyhole latency: %w", err)
+		for _, rt := range routes {
+			r.latency[rt.name] = append(r.latency[rt.name], lat[rt.name])
+			r.added[rt.name] = append(r.added[rt.name], lat[rt.name]-lat[nameDirect])
 		}
-		lm, err := e.latency(mp.addr, o.duration*2/3)
-		if err != nil {
-			return nil, fmt.Errorf("mitmproxy latency: %w", err)
-		}
-		us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
-		r.latDirect = append(r.latDirect, us(ld))
-		r.latKeyhole = append(r.latKeyhole, us(lk))
-		r.latMitm = append(r.latMitm, us(lm))
-		r.addedKeyhole = append(r.addedKeyhole, us(lk-ld))
-		r.addedMitm = append(r.addedMitm, us(lm-ld))
 
 		fmt.Fprint(stderr, ", new tunnels\n")
-		tk, n := e.newTunnels(kh.addr, o.tunnelers, o.duration)
-		r.fail("new-tunnel keyhole", n)
-		tm, n := e.newTunnels(mp.addr, o.tunnelers, o.duration)
-		r.fail("new-tunnel mitmproxy", n)
-		r.tunnelsKeyhole = append(r.tunnelsKeyhole, tk)
-		r.tunnelsMitm = append(r.tunnelsMitm, tm)
+		for _, rt := range routes[1:] {
+			v, n := e.newTunnels(rt, o.tunnelers, o.duration)
+			r.fail("new-tunnel "+rt.name, n)
+			r.tunnels[rt.name] = append(r.tunnels[rt.name], v)
+		}
 	}
 	kh.stop()
 	mp.stop()
 
 	// Peak RSS needs a fresh process per run: VmHWM never goes down.
+	// mitmproxy runs once: it is slow to fill with tunnels.
 	if o.idle > 0 {
-		for i := 0; i < o.runs; i++ {
-			fmt.Fprintf(stderr, "run %d/%d: %d idle tunnels\n", i+1, o.runs, o.idle)
-			p, err := e.startKeyhole(o.proxyBin)
+		for i := 0; i < o.runs+1; i++ {
+			name, start := nameKeyhole, func() (*process, error) { return e.startKeyhole(o.proxyBin) }
+			if i == o.runs {
+				name, start = nameMitm, func() (*process, error) { return e.startMitm(o.mitmdump) }
+			}
+			fmt.Fprintf(stderr, "idle %d/%d: %s with %d idle tunnels\n", i+1, o.runs+1, name, o.idle)
+			p, err := start()
 			if err != nil {
 				return nil, err
 			}
 			hwm, rss, opened, err := e.idleTunnels(p, o.idle, o.tunnelers)
 			p.stop()
 			if err != nil {
-				return nil, fmt.Errorf("keyhole idle tunnels: %w", err)
+				fmt.Fprintf(stderr, "%s idle tunnels: %v\n", name, err)
 			}
-			r.hwmKeyhole = append(r.hwmKeyhole, float64(hwm)/1024)
-			r.rssKeyhole = append(r.rssKeyhole, float64(rss)/1024)
-			r.idleOpenedKeyhole = opened
+			r.hwm[name] = append(r.hwm[name], float64(hwm)/1024)
+			r.rss[name] = append(r.rss[name], float64(rss)/1024)
+			r.opened[name] = opened
 		}
-		p, err := e.startMitm(o.mitmdump)
-		if err != nil {
-			return nil, err
-		}
-		hwm, _, opened, err := e.idleTunnels(p, o.idle, o.tunnelers)
-		p.stop()
-		if err != nil {
-			fmt.Fprintf(stderr, "mitmproxy idle tunnels: %v\n", err)
-		}
-		r.hwmMitm = append(r.hwmMitm, float64(hwm)/1024)
-		r.idleOpenedMitm = opened
 	}
-	r.upstreamRefused = e.upstreamNo.Load()
+	st, err := e.stats()
+	if err != nil {
+		return nil, fmt.Errorf("upstream stats: %w", err)
+	}
+	r.upstreamRefused = st.Refused
 	return r, nil
 }
 
@@ -857,51 +1051,54 @@ func verdict(ok bool) string {
 
 // print writes the medians as a Markdown table, then every run's figures.
 func (r *results) print(w io.Writer, o options) {
+	med := func(m map[string]series, name string) float64 { return m[name].median() }
 	fmt.Fprintf(w, "keyhole-proxy vs direct HTTPS vs mitmproxy: loopback, %d B responses, %d runs, medians\n\n", bodySize, o.runs)
-	fmt.Fprintln(w, "| measurement | keyhole | direct | mitmproxy | target | keyhole |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---|---|")
-	fmt.Fprintf(w, "| keep-alive req/s, %d conns | %.0f | %.0f | %.0f | | |\n", o.conns, r.rpsKeyhole.median(), r.rpsDirect.median(), r.rpsMitm.median())
-	fmt.Fprintf(w, "| keep-alive, %% of direct | %.0f%% | 100%% | %.0f%% | >= 50%% | %s |\n", r.ratioKeyhole.median(), r.ratioMitm.median(), verdict(r.ratioKeyhole.median() >= 50))
-	fmt.Fprintf(w, "| median latency, 1 conn (us) | %.0f | %.0f | %.0f | | |\n", r.latKeyhole.median(), r.latDirect.median(), r.latMitm.median())
-	fmt.Fprintf(w, "| added median latency (us) | %.0f | 0 | %.0f | < 500 | %s |\n", r.addedKeyhole.median(), r.addedMitm.median(), verdict(r.addedKeyhole.median() < 500))
-	fmt.Fprintf(w, "| new tunnels/s, %d clients | %.0f | | %.0f | >= 400 | %s |\n", o.tunnelers, r.tunnelsKeyhole.median(), r.tunnelsMitm.median(), verdict(r.tunnelsKeyhole.median() >= 400))
+	fmt.Fprintln(w, "| measurement | keyhole | direct | mitmproxy | keyhole passthrough (control) | target | keyhole |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---|---|")
+	fmt.Fprintf(w, "| keep-alive req/s, %d conns | %.0f | %.0f | %.0f | %.0f | | |\n", o.conns,
+		med(r.rps, nameKeyhole), med(r.rps, nameDirect), med(r.rps, nameMitm), med(r.rps, nameTunnel))
+	fmt.Fprintf(w, "| keep-alive, %% of direct (median of per-run ratios) | %.0f%% | 100%% | %.0f%% | %.0f%% | >= 50%% | %s |\n",
+		med(r.ratio, nameKeyhole), med(r.ratio, nameMitm), med(r.ratio, nameTunnel), verdict(med(r.ratio, nameKeyhole) >= 50))
+	fmt.Fprintf(w, "| proxy CPU per keep-alive request (µs) | %.0f | | %.0f | %.0f | | |\n",
+		med(r.proxyCPU, nameKeyhole), med(r.proxyCPU, nameMitm), med(r.proxyCPU, nameTunnel))
+	fmt.Fprintf(w, "| upstream CPU per keep-alive request (µs) | %.0f | %.0f | %.0f | %.0f | | |\n",
+		med(r.upstreamCPU, nameKeyhole), med(r.upstreamCPU, nameDirect), med(r.upstreamCPU, nameMitm), med(r.upstreamCPU, nameTunnel))
+	fmt.Fprintf(w, "| median latency, 1 conn (µs) | %.0f | %.0f | %.0f | %.0f | | |\n",
+		med(r.latency, nameKeyhole), med(r.latency, nameDirect), med(r.latency, nameMitm), med(r.latency, nameTunnel))
+	fmt.Fprintf(w, "| added median latency (µs) | %.0f | 0 | %.0f | %.0f | < 500 | %s |\n",
+		med(r.added, nameKeyhole), med(r.added, nameMitm), med(r.added, nameTunnel), verdict(med(r.added, nameKeyhole) < 500))
+	fmt.Fprintf(w, "| new tunnels/s, %d clients | %.0f | | %.0f | %.0f | >= 400 | %s |\n", o.tunnelers,
+		med(r.tunnels, nameKeyhole), med(r.tunnels, nameMitm), med(r.tunnels, nameTunnel), verdict(med(r.tunnels, nameKeyhole) >= 400))
 	if o.idle > 0 {
-		fmt.Fprintf(w, "| peak RSS, %d idle tunnels (MiB) | %.1f | | %.1f | < 100 | %s |\n", o.idle, r.hwmKeyhole.median(), r.hwmMitm.median(), verdict(r.hwmKeyhole.median() < 100 && r.idleOpenedKeyhole == o.idle))
+		fmt.Fprintf(w, "| peak RSS (VmHWM), %d idle tunnels (MiB) | %.1f | | %.1f | | < 100 | %s |\n", o.idle,
+			med(r.hwm, nameKeyhole), med(r.hwm, nameMitm), verdict(med(r.hwm, nameKeyhole) < 100 && r.opened[nameKeyhole] == o.idle))
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "per run:")
-	for _, row := range []struct {
-		name string
-		s    series
+	for _, m := range []struct {
+		what string
+		m    map[string]series
 	}{
-		{"keep-alive req/s direct", r.rpsDirect},
-		{"keep-alive req/s keyhole", r.rpsKeyhole},
-		{"keep-alive req/s mitmproxy", r.rpsMitm},
-		{"keyhole % of direct", r.ratioKeyhole},
-		{"mitmproxy % of direct", r.ratioMitm},
-		{"latency us direct", r.latDirect},
-		{"latency us keyhole", r.latKeyhole},
-		{"latency us mitmproxy", r.latMitm},
-		{"new tunnels/s keyhole", r.tunnelsKeyhole},
-		{"new tunnels/s mitmproxy", r.tunnelsMitm},
-		{"idle VmHWM MiB keyhole", r.hwmKeyhole},
-		{"idle VmRSS MiB keyhole", r.rssKeyhole},
-		{"idle VmHWM MiB mitmproxy", r.hwmMitm},
+		{"keep-alive req/s", r.rps}, {"keep-alive % of direct", r.ratio}, {"latency µs", r.latency},
+		{"added latency µs", r.added}, {"proxy CPU µs/request", r.proxyCPU}, {"upstream CPU µs/request", r.upstreamCPU},
+		{"new tunnels/s", r.tunnels}, {"idle VmHWM MiB", r.hwm}, {"idle VmRSS MiB", r.rss},
 	} {
-		fmt.Fprintf(w, "  %-28s %s\n", row.name, row.s)
+		for _, name := range []string{nameDirect, nameKeyhole, nameMitm, nameTunnel} {
+			if len(m.m[name]) > 0 {
+				fmt.Fprintf(w, "  %-24s %-20s %s\n", m.what, name, m.m[name])
+			}
+		}
 	}
 	if o.idle > 0 {
-		fmt.Fprintf(w, "  idle tunnels opened: keyhole %d/%d, mitmproxy %d/%d\n", r.idleOpenedKeyhole, o.idle, r.idleOpenedMitm, o.idle)
+		fmt.Fprintf(w, "  idle tunnels opened: keyhole %d/%d, mitmproxy %d/%d\n", r.opened[nameKeyhole], o.idle, r.opened[nameMitm], o.idle)
 	}
-	if len(r.failures) > 0 || r.upstreamRefused > 0 {
-		keys := make([]string, 0, len(r.failures))
-		for k := range r.failures {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			fmt.Fprintf(w, "  failed requests, %s: %d\n", k, r.failures[k])
-		}
-		fmt.Fprintf(w, "  requests the upstream refused for a wrong credential: %d\n", r.upstreamRefused)
+	keys := make([]string, 0, len(r.failures))
+	for k := range r.failures {
+		keys = append(keys, k)
 	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "  failed requests, %s: %d\n", k, r.failures[k])
+	}
+	fmt.Fprintf(w, "  requests the upstream refused for a missing token: %d\n", r.upstreamRefused)
 }

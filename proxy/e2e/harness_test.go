@@ -60,13 +60,15 @@ func runMain(m *testing.M) int {
 	return m.Run()
 }
 
-// aptPackages names the Debian package that provides each tool the tests
-// run, so that a missing tool fails with the install command to fix it.
-var aptPackages = map[string]string{
-	"curl":    "curl",
-	"git":     "git",
-	"gh":      "gh",
-	"python3": "python3 (with python3-requests)",
+// aptPackage names the Debian package that provides a tool the tests run,
+// so that a missing tool fails with the install command that fixes it.
+func aptPackage(tool string) string {
+	switch tool {
+	case "python3":
+		return "python3 python3-requests"
+	default: // curl, git and gh are packaged under their own names
+		return tool
+	}
 }
 
 // requireTool returns the absolute path of a tool, failing the test (never
@@ -75,7 +77,7 @@ func requireTool(t *testing.T, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		t.Fatalf("%s is not installed: run apt-get install -y %s", name, aptPackages[name])
+		t.Fatalf("%s is not installed: run apt-get install -y %s", name, aptPackage(name))
 	}
 	return p
 }
@@ -216,7 +218,6 @@ func startUpstream(t *testing.T, ca *testCA, names []string, h http.Handler) *up
 			NextProtos:   []string{"http/1.1"},
 		},
 		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          nil,
 	}
 	go srv.ServeTLS(ln, "", "")
 	t.Cleanup(func() { srv.Close() })

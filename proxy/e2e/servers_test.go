@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/cgi"
 	"os"
@@ -112,6 +113,9 @@ func newGitServer(t *testing.T, root string) *gitServer {
 		cgi: &cgi.Handler{
 			Path: gitHTTPBackend,
 			Dir:  root,
+			// http-backend explains a 404 (such as an LFS path) on
+			// stderr; the status already says it.
+			Stderr: io.Discard,
 			Env: []string{
 				"GIT_PROJECT_ROOT=" + root,
 				"GIT_HTTP_EXPORT_ALL=1",

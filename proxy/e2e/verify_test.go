@@ -235,14 +235,23 @@ func roundTrip(t *testing.T, c *tls.Conn, br *bufio.Reader, method, raw string) 
 	if _, err := c.Write([]byte(raw)); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.ReadResponse(br, &http.Request{Method: method})
+	resp, err := readResponse(br, method)
 	if err != nil {
 		t.Fatalf("reading the response to %q: %v", strings.SplitN(raw, "\r\n", 2)[0], err)
 	}
-	var body strings.Builder
-	bufio.NewReader(resp.Body).WriteTo(&body)
-	resp.Body.Close()
 	return resp
+}
+
+// readResponse reads one response and its whole body, so the next one
+// on the connection can be read.
+func readResponse(br *bufio.Reader, method string) (*http.Response, error) {
+	resp, err := http.ReadResponse(br, &http.Request{Method: method})
+	if err != nil {
+		return nil, err
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp, err
 }
 
 // TestHostMismatch drives a raw TLS client through the tunnel: the CONNECT
