@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
 
 	"keyhole.dev/keyhole/compiler"
 	"keyhole.dev/keyhole/proxy/config"
@@ -22,18 +21,13 @@ type obj = map[string]any
 type list = []any
 
 // encodeYAML encodes v as block YAML with 2-space indentation and sorted
-// map keys.
+// map keys (see emitYAML).
 func encodeYAML(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := yaml.NewEncoder(&b)
-	enc.SetIndent(2)
-	if err := enc.Encode(v); err != nil {
+	b, err := emitYAML(v)
+	if err != nil {
 		return nil, fmt.Errorf("encoding YAML: %w", err)
 	}
-	if err := enc.Close(); err != nil {
-		return nil, fmt.Errorf("encoding YAML: %w", err)
-	}
-	return b.Bytes(), nil
+	return b, nil
 }
 
 // fluxSubstitute is the annotation that turns off Flux's post-build

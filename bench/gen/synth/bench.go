@@ -10,7 +10,7 @@ import (
 
 // ForBenchmark writes, under tb's temporary directory, the repository the
 // repository's benchmarks share: KEYHOLE_BENCH_N Connections (default
-// 1000) and a tenth as many agents. It returns the repository's directory
+// 1000), a tenth as many agents, and 3 kustomize overlays. It returns the repository's directory
 // and its files, so benchmarks can time parsing them apart from walking.
 func ForBenchmark(tb testing.TB) (dir string, files []string) {
 	tb.Helper()
@@ -23,7 +23,7 @@ func ForBenchmark(tb testing.TB) (dir string, files []string) {
 		n = v
 	}
 	dir = filepath.Join(tb.TempDir(), "repo")
-	if _, err := Generate(dir, Options{Connections: n, Agents: n / 10}); err != nil {
+	if _, err := Generate(dir, Options{Connections: n, Agents: n / 10, Overlays: 3}); err != nil {
 		tb.Fatal(err)
 	}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {

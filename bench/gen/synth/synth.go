@@ -24,7 +24,14 @@ type Options struct {
 	// PerFile is how many Connections (with their Secrets) share one
 	// multi-document file; zero means DefaultPerFile.
 	PerFile int
+	// Overlays is the number of kustomize overlays (overlays/env-N), each
+	// putting one shared base of OverlayConnections Connections, with
+	// their Secrets, class and runtimes, into its own namespace.
+	Overlays int
 }
+
+// OverlayConnections is the size of the kustomize base the overlays share.
+const OverlayConnections = 100
 
 // DefaultPerFile keeps files at a size real repositories have.
 const DefaultPerFile = 100
@@ -44,7 +51,7 @@ type Stats struct {
 // Generate writes the repository into dir, which must be empty or not
 // exist yet: the generator never overwrites files it did not write.
 func Generate(dir string, opts Options) (Stats, error) {
-	if opts.Connections < 0 || opts.Agents < 0 || opts.PerFile < 0 {
+	if opts.Connections < 0 || opts.Agents < 0 || opts.PerFile < 0 || opts.Overlays < 0 {
 		return Stats{}, errors.New("synth: counts must not be negative")
 	}
 	if opts.PerFile == 0 {
@@ -84,6 +91,9 @@ func Generate(dir string, opts Options) (Stats, error) {
 		}
 		g.write(filepath.Join("namespaces", ns, fmt.Sprintf("connections-%04d.yaml", f)), conns.String(), docs)
 		g.write(filepath.Join("namespaces", ns, fmt.Sprintf("runtimes-%04d.yaml", f)), runtimes.String(), rts)
+	}
+	if opts.Overlays > 0 {
+		g.overlays(opts.Overlays)
 	}
 	if opts.Agents > 0 {
 		// The agents' connection label "company" resolves in the
@@ -130,6 +140,30 @@ stringData:
   user: x-access-token
   token: placeholder-not-a-token
 `
+
+// overlays writes overlays/base, a kustomize base no walk reads on its
+// own, and n overlays of it. Each overlay's build is n documents of the
+// base's, in its own namespace, so references still resolve.
+func (g *generator) overlays(n int) {
+	var b strings.Builder
+	sandboxClass(&b, "base", 0)
+	docs := 1
+	for i := 0; i < OverlayConnections; i++ {
+		connection(&b, "base", i)
+		secret(&b, "base", i)
+		docs += 2
+	}
+	for i := 0; i < OverlayConnections; i += len(roles()) {
+		agentRuntime(&b, "base", i, min(OverlayConnections, i+len(roles())), 0)
+		docs++
+	}
+	g.write(filepath.Join("overlays", "base", "objects.yaml"), b.String(), 0)
+	g.write(filepath.Join("overlays", "base", "kustomization.yaml"), "resources: [objects.yaml]\n", 0)
+	for o := 0; o < n; o++ {
+		g.write(filepath.Join("overlays", fmt.Sprintf("env-%d", o), "kustomization.yaml"),
+			fmt.Sprintf("resources: [../base]\nnamespace: env-%d\nlabels: [{pairs: {env: env-%d}}]\n", o, o), docs)
+	}
+}
 
 func namespace(i int) string { return fmt.Sprintf("team-%02d", i) }
 
@@ -327,6 +361,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&opts.Connections, "n", 1000, "number of Connections (each with its Secret)")
 	fs.IntVar(&opts.Agents, "agents", 0, "number of agents/<name>/agent.yaml files")
 	fs.IntVar(&opts.PerFile, "per-file", DefaultPerFile, "Connections per multi-document file")
+	fs.IntVar(&opts.Overlays, "overlays", 0, "kustomize overlays of a shared base of 100 Connections")
 	out := fs.String("o", "", "output directory (must be empty or new)")
 	if err := fs.Parse(args); err != nil {
 		return 2

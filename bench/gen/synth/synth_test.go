@@ -51,6 +51,11 @@ func TestGenerate(t *testing.T) {
 			files: 3 + 3 + 3,
 			kinds: map[string]int{"Connection": 250, "Secret": 250, "AgentRuntime": 63, "SandboxClass": 24},
 		},
+		"overlays": {
+			opts:  Options{Connections: 8, Overlays: 2},
+			files: 3 + 2 /* base */ + 2, /* overlays */
+			kinds: map[string]int{"Connection": 8 + 2*OverlayConnections, "Secret": 8 + 2*OverlayConnections, "SandboxClass": 1 + 2, "AgentRuntime": 2 + 2*OverlayConnections/4},
+		},
 		"agents only": {
 			opts:  Options{Agents: 2},
 			files: 4,
