@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-
 	"keyhole.dev/keyhole/compiler"
 	"keyhole.dev/keyhole/proxy/config"
 )
