@@ -139,6 +139,10 @@ func TestHostNotAllowed(t *testing.T) {
 		"unlisted host":               {url: "https://example.com/"},
 		"unlisted subdomain":          {url: "https://gist.github.com/"},
 		"listed host on another port": {url: "https://api.github.com:8443/repos/acme/widgets"},
+		"IPv4 literal":                {url: "https://127.0.0.1/"},
+		"IPv6 literal":                {url: "https://[::1]/"},
+		"suffix of a listed host":     {url: "https://evilapi.github.com/"},
+		"listed host as a prefix":     {url: "https://api.github.com.evil.example/"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
