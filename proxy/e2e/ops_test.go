@@ -314,3 +314,31 @@ func TestSlowClients(t *testing.T) {
 		})
 	}
 }
+
+// TestUpstreamFailures points api.github.com at upstreams that cannot
+// serve it: the sandbox gets a 502 that is not a policy refusal (no
+// X-Omnia-Egress-Refused), and no output holds the token.
+func TestUpstreamFailures(t *testing.T) {
+	tests := map[string]struct {
+		// resolve returns the address api.github.com resolves to.
+		resolve func(w *world) string
+	}{
+		"nothing listening": {resolve: func(*world) string { return "127.0.0.1:1" }},
+		// github.com's certificate does not name api.github.com.
+		"certificate for another name": {resolve: func(w *world) string { return w.git.addr }},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, "github-acme.json")
+			w.proxy.stop()
+			w.proxy = w.startProxy(t, filepath.Join("testdata", "github-acme.json"), "--resolve", "api.github.com:443:"+tc.resolve(w))
+			res := w.curl(t, "https://api.github.com/repos/acme/widgets")
+			if res.code != http.StatusBadGateway && res.code != http.StatusGatewayTimeout {
+				t.Errorf("status %d, want 502 or 504", res.code)
+			}
+			if got := res.header.Get(refusal); got != "" {
+				t.Errorf("an upstream failure carries %s: %q", refusal, got)
+			}
+		})
+	}
+}
