@@ -304,6 +304,19 @@ func (v *secretVolume) update(t *testing.T, data map[string]string) {
 	}
 }
 
+// age sets the current values' modification times an hour back, as a
+// long-running proxy sees files mounted long ago, so a proxy that caches
+// settled files does cache them.
+func (v *secretVolume) age(t *testing.T) {
+	t.Helper()
+	old := time.Now().Add(-time.Hour)
+	for k := range v.keys {
+		if err := os.Chtimes(filepath.Join(v.dir, k), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // lockedBuffer collects a subprocess's output while tests read it.
 type lockedBuffer struct {
 	mu  sync.Mutex

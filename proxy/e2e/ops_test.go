@@ -256,3 +256,89 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Errorf("the proxy still accepts connections after exiting")
 	}
 }
+
+// TestSlowClients holds connections open at each stage without finishing
+// it; the proxy's default 10 s header and handshake timeouts must close
+// every one, so a stalled or hostile sandbox cannot pin tunnels forever.
+func TestSlowClients(t *testing.T) {
+	w := newWorld(t, "github-acme.json")
+	stages := map[string]func(t *testing.T) net.Conn{
+		"no CONNECT line": func(t *testing.T) net.Conn {
+			conn, err := net.DialTimeout("tcp", w.proxy.addr, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(conn, "CONNECT api.github.com:443 HTTP/1.1\r\n") // and never the blank line
+			return conn
+		},
+		"no TLS ClientHello": func(t *testing.T) net.Conn {
+			conn, err := net.DialTimeout("tcp", w.proxy.addr, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(conn, "CONNECT api.github.com:443 HTTP/1.1\r\nHost: api.github.com:443\r\n\r\n")
+			resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: http.MethodConnect})
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("CONNECT: %v %v", resp, err)
+			}
+			return conn
+		},
+		"no request in the tunnel": func(t *testing.T) net.Conn {
+			c, _, err := w.tunnel(t, "api.github.com:443", "api.github.com")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		},
+		"request headers never finish": func(t *testing.T) net.Conn {
+			c, _, err := w.tunnel(t, "api.github.com:443", "api.github.com")
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(c, "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\n")
+			return c
+		},
+	}
+	for name, open := range stages {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			conn := open(t)
+			defer conn.Close()
+			start := time.Now()
+			conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+			_, err := io.Copy(io.Discard, conn)
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Fatalf("the proxy kept the stalled connection open for 30s")
+			}
+			t.Logf("closed after %s", time.Since(start).Round(100*time.Millisecond))
+		})
+	}
+}
+
+// TestUpstreamFailures points api.github.com at upstreams that cannot
+// serve it: the sandbox gets a 502 that is not a policy refusal (no
+// X-Omnia-Egress-Refused), and no output holds the token.
+func TestUpstreamFailures(t *testing.T) {
+	tests := map[string]struct {
+		// resolve returns the address api.github.com resolves to.
+		resolve func(w *world) string
+	}{
+		"nothing listening": {resolve: func(*world) string { return "127.0.0.1:1" }},
+		// github.com's certificate does not name api.github.com.
+		"certificate for another name": {resolve: func(w *world) string { return w.git.addr }},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, "github-acme.json")
+			w.proxy.stop()
+			w.proxy = w.startProxy(t, filepath.Join("testdata", "github-acme.json"), "--resolve", "api.github.com:443:"+tc.resolve(w))
+			res := w.curl(t, "https://api.github.com/repos/acme/widgets")
+			if res.code != http.StatusBadGateway && res.code != http.StatusGatewayTimeout {
+				t.Errorf("status %d, want 502 or 504", res.code)
+			}
+			if got := res.header.Get(refusal); got != "" {
+				t.Errorf("an upstream failure carries %s: %q", refusal, got)
+			}
+		})
+	}
+}

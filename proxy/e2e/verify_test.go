@@ -27,8 +27,8 @@ func TestSecondSeedVerify(t *testing.T) {
 		args   []string
 		code   int
 		reason string // "" for a forwarded request
-		// upstreamURI is the request the api upstream must (or, for a
-		// refusal, must not) have seen.
+		// upstreamURI is the request a forwarded call must reach the
+		// upstream as; a refused one must not reach it at all.
 		upstreamURI string
 	}{
 		"allowed path gets 200 with the token injected": {
@@ -50,35 +50,32 @@ func TestSecondSeedVerify(t *testing.T) {
 		},
 		"/user is not allowed": {
 			url: "https://api.github.com/user", args: []string{"-H", placeholder},
-			code: 403, reason: "l7-not-allowed", upstreamURI: "/user",
+			code: 403, reason: "l7-not-allowed",
 		},
 		"a prefix matches whole segments only": {
 			url: "https://api.github.com/repos/acme/widgets-old", code: 403, reason: "l7-not-allowed",
-			upstreamURI: "/repos/acme/widgets-old",
 		},
 		"POST outside pulls is not allowed": {
 			url: "https://api.github.com/repos/acme/widgets/issues", args: []string{"-X", "POST", "--data", "{}"},
-			code: 403, reason: "l7-not-allowed", upstreamURI: "/repos/acme/widgets/issues",
+			code: 403, reason: "l7-not-allowed",
 		},
 		"DELETE is not allowed": {
 			url: "https://api.github.com/repos/acme/widgets", args: []string{"-X", "DELETE"},
-			code: 403, reason: "l7-not-allowed", upstreamURI: "DELETE /repos/acme/widgets",
+			code: 403, reason: "l7-not-allowed",
 		},
 		"dot segments are refused, not normalized": {
 			url: "https://api.github.com/repos/acme/widgets/../../../user", args: []string{"--path-as-is"},
-			code: 403, reason: "l7-not-allowed", upstreamURI: "/repos/acme/widgets/../../../user",
+			code: 403, reason: "l7-not-allowed",
 		},
 		"an encoded slash is refused": {
 			url: "https://api.github.com/repos/acme/widgets%2F..%2F..%2Fuser", code: 403, reason: "l7-not-allowed",
-			upstreamURI: "/repos/acme/widgets%2F",
 		},
 		"a semicolon parameter is refused": {
 			url: "https://api.github.com/repos/acme/widgets;x=1", code: 403, reason: "l7-not-allowed",
-			upstreamURI: "/repos/acme/widgets;",
 		},
 		"the Host header must name the CONNECT host": {
 			url: "https://api.github.com/repos/acme/widgets", args: []string{"-H", "Host: other.example"},
-			code: 403, reason: "host-mismatch", upstreamURI: "/repos/acme/widgets?mismatch",
+			code: 403, reason: "host-mismatch",
 		},
 		"a redirect passes back untouched": {
 			url: "https://api.github.com/repos/acme/widgets/redirect", code: 302,
@@ -139,6 +136,10 @@ func TestHostNotAllowed(t *testing.T) {
 		"unlisted host":               {url: "https://example.com/"},
 		"unlisted subdomain":          {url: "https://gist.github.com/"},
 		"listed host on another port": {url: "https://api.github.com:8443/repos/acme/widgets"},
+		"IPv4 literal":                {url: "https://127.0.0.1/"},
+		"IPv6 literal":                {url: "https://[::1]/"},
+		"suffix of a listed host":     {url: "https://evilapi.github.com/"},
+		"listed host as a prefix":     {url: "https://api.github.com.evil.example/"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
