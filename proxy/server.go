@@ -204,6 +204,9 @@ func (s *Server) newTransport(tlsConf *tls.Config) *http.Transport {
 		MaxIdleConns:          512,
 		MaxIdleConnsPerHost:   128,
 		ForceAttemptHTTP2:     false,
+		// The sandbox negotiates content encoding with the upstream; the
+		// proxy neither asks for gzip itself nor decodes what comes back.
+		DisableCompression: true,
 		// A non-nil empty map turns HTTP/2 off: upstreams get HTTP/1.1.
 		TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{},
 	}
