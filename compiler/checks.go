@@ -2,11 +2,11 @@ package compiler
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/proxy/config"
+	"keyhole.dev/keyhole/source"
 )
 
 // The codes the compiler reports. The Connection condition codes are the
@@ -59,19 +59,14 @@ func severity(code string) diag.Severity {
 }
 
 func table() []Check {
-	return []Check{
-		{Code: "YAMLInvalid", Severity: diag.Error,
-			Purpose: "A file is not valid YAML, or a mapping repeats a key.",
-			Help:    "Fix the syntax at the position given; the rest of that file is not checked until it parses."},
-		{Code: "InputInvalid", Severity: diag.Error,
-			Purpose: "A file cannot be an input: binary, not UTF-8, too large, or a document that is not a mapping.",
-			Help:    "Remove the file from the paths keyhole reads, or fix its encoding."},
-		{Code: "YAMLAliasLimit", Severity: diag.Error,
-			Purpose: "YAML aliases expand past keyhole's limit, as an alias bomb does.",
-			Help:    "Write the values out instead of nesting aliases."},
-		{Code: "KindMissing", Severity: diag.Error,
-			Purpose: "A YAML document has no apiVersion or kind, so nothing can check it.",
-			Help:    "Add apiVersion and kind, or move the file out of the checked paths."},
+	var loader []Check
+	for _, r := range source.Rules() {
+		loader = append(loader, Check{Code: r.Code, Severity: r.Severity, Purpose: r.Purpose, Help: r.Help})
+	}
+	return append(loader, []Check{
+		{Code: codeKustomizeBuildFailed, Severity: diag.Error,
+			Purpose: "A kustomize directory does not build: a missing resource or patch, an invalid kustomization, or a patch that matches nothing.",
+			Help:    "Run `kubectl kustomize` on the directory to see the same failure, and fix the kustomization at the position given."},
 		{Code: codeKindUnknown, Severity: diag.Info,
 			Purpose: "A document's kind is not one keyhole checks; it is skipped.",
 			Help:    "Nothing to fix when the object is meant for something else."},
@@ -90,6 +85,12 @@ func table() []Check {
 		{Code: codeInjectionInvalid, Severity: diag.Error, run: checkInjectionValues,
 			Purpose: "An injected value renders to more than one line: a key it reads holds a line break other than a trailing one.",
 			Help:    "Store the value on one line."},
+		{Code: codeKeysUnknown, Severity: diag.Info, run: checkKeysUnknown,
+			Purpose: "The Secret a Connection reads comes from an ExternalSecret whose keys only the external store knows (spec.dataFrom, templateFrom), so whether a key the `value` or `basic` names is in the Secret cannot be checked.",
+			Help:    "Nothing to fix in git; list the keys with spec.data[].secretKey to have them checked, or make sure the store holds every key the Connection reads."},
+		{Code: codeValuesUnknown, Severity: diag.Info, run: checkValuesUnknown,
+			Purpose: "The values of the Secret a Connection reads are not in the input (a SealedSecret, an ExternalSecret or a SOPS-encrypted Secret), so whether a key it reads holds a line break other than a trailing one cannot be checked.",
+			Help:    "Nothing to fix in git; store each value on one line where the Secret is made."},
 
 		{Code: codeSecretCrossNamespace, Severity: diag.Error, run: checkSecretNamespace,
 			Purpose: "A Connection's secretRef names a Secret in another namespace.",
@@ -164,7 +165,7 @@ func table() []Check {
 		{Code: codeAgentSetupWithout, Severity: diag.Error,
 			Purpose: "`sandbox_options.setup` is present but the agent has no sandbox to run it in.",
 			Help:    "Add `sandbox`, or remove `sandbox_options.setup`."},
-	}
+	}...)
 }
 
 func checkSecretMissing(p *pass) {
@@ -173,11 +174,12 @@ func checkSecretMissing(p *pass) {
 		if s != nil {
 			continue
 		}
-		msg := fmt.Sprintf("Secret %s is not in the input; the claim fails at run time when the proxy cannot read it", r)
-		if near := suggest(r.name, p.secretNames(r.namespace)); near != "" {
-			msg += fmt.Sprintf("; did you mean %q?", near)
+		hint := didYouMean(r.name, p.secretNames(r.namespace))
+		if renamed := p.renamedSecret(r); renamed != "" {
+			hint = p.renamedHint(r.namespace, renamed)
 		}
-		p.report(codeSecretMissing, &c.item, path{"spec", "credential", "secretRef", "name"}, false, "%s", msg)
+		p.report(codeSecretMissing, &c.item, path{"spec", "credential", "secretRef", "name"}, false,
+			"Secret %s is not in the input; the claim fails at run time when the proxy cannot read it%s", r, hint)
 	}
 }
 
@@ -226,8 +228,8 @@ func (c *connection) keysUsed(i int) []keyUse {
 func checkSecretKeys(p *pass) {
 	for _, c := range p.connList {
 		s, r := p.secretOf(c)
-		if s == nil {
-			continue
+		if s == nil || s.keysUnknown {
+			continue // keys unknown: checkKeysUnknown says so
 		}
 		for i := range c.w.Spec.Placement.Inject {
 			reported := map[string]bool{}
@@ -237,11 +239,7 @@ func checkSecretKeys(p *pass) {
 				}
 				reported[u.key] = true
 				keys := s.keys()
-				msg := fmt.Sprintf("key %q is not in Secret %s (it has: %s)", u.key, r, listOrNone(keys))
-				if near := suggest(u.key, keys); near != "" {
-					msg += fmt.Sprintf("; did you mean %q?", near)
-				}
-				p.reportUse(codeSecretKeyMissing, &c.item, u, "%s", msg)
+				p.reportUse(codeSecretKeyMissing, &c.item, u, "key %q is not in Secret %s (it has: %s)%s", u.key, r, listOrNone(keys), didYouMean(u.key, keys))
 			}
 		}
 	}

@@ -3,6 +3,8 @@ package compiler
 import (
 	"fmt"
 	"slices"
+
+	"keyhole.dev/keyhole/diag"
 )
 
 // Codes of the binding checks: what an AgentRuntime's or ToolRegistry's
@@ -83,12 +85,20 @@ func checkBindingConflicts(p *pass) {
 }
 
 // checkUnbound reports Connections nothing binds, in an input that binds
-// some: a repository of Connections alone is bound from elsewhere.
+// some: a repository of Connections alone is bound from elsewhere. An
+// agent.yaml connector's connection label binds too.
 func checkUnbound(p *pass) {
 	if len(p.owners) == 0 {
 		return
 	}
 	bound := map[ref]bool{}
+	for _, a := range p.agents {
+		for _, c := range a.w.Connectors {
+			if cn, err := p.agentConnection(a, c.Connection); err == nil {
+				bound[cn.ref()] = true
+			}
+		}
+	}
 	for _, o := range p.owners {
 		for _, b := range o.w.Spec.Sandbox.Connections {
 			bound[ref{o.obj.Namespace, b.Connection}] = true
@@ -97,7 +107,7 @@ func checkUnbound(p *pass) {
 	for _, c := range p.connList {
 		if !bound[c.ref()] {
 			p.report(codeConnectionUnbound, &c.item, path{"metadata", "name"}, false,
-				"no AgentRuntime or ToolRegistry in the input binds Connection %s, so no sandbox uses it", c.ref())
+				"no AgentRuntime, ToolRegistry or agent.yaml in the input binds Connection %s, so no sandbox uses it", c.ref())
 		}
 	}
 }
@@ -132,7 +142,7 @@ func (p *pass) connNames(ns string) []string {
 
 // didYouMean returns "; did you mean X?" for a near candidate, or "".
 func didYouMean(word string, candidates []string) string {
-	if near := suggest(word, candidates); near != "" {
+	if near := diag.Suggest(word, candidates); near != "" {
 		return fmt.Sprintf("; did you mean %q?", near)
 	}
 	return ""

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/base64"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -107,6 +108,14 @@ type secret struct {
 	// values maps each key to its decoded value; known is false for a key
 	// whose value is not in the input (e.g. undecodable base64).
 	values map[string]secretValue
+	// from names what declares the Secret when it is not a plain Secret
+	// (a SealedSecret, an ExternalSecret, a SOPS-encrypted Secret), for
+	// messages; see secrets_sources.go.
+	from string
+	// keysUnknown is true when the input cannot list every key the Secret
+	// will hold (an ExternalSecret with dataFrom), so no key can be called
+	// missing.
+	keysUnknown bool
 }
 
 type secretValue struct {
@@ -162,6 +171,9 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 		p.objects++
 		return // read first, by addConfig
 	}
+	if p.addSecretSource(v, &it) {
+		return
+	}
 	kind, ok := schema.Lookup(it.obj.APIVersion, it.obj.Kind)
 	if !ok {
 		if !doc.IsAgent() && it.obj.Kind != "" {
@@ -172,7 +184,8 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 	p.objects++
 	if vs := v.Validate(kind, doc.Node); len(vs) > 0 {
 		for _, vi := range vs {
-			p.diags = append(p.diags, p.diagnostic(codeSchemaInvalid, &it, diag.Pos{File: doc.File, Line: vi.Line, Column: vi.Column}, vi.Path, vi.Message))
+			pos, note := doc.At(vi.Line, vi.Column, vi.Path)
+			p.diags = append(p.diags, p.diagnostic(codeSchemaInvalid, &it, pos, vi.Path, vi.Message+note))
 		}
 		return
 	}
@@ -192,6 +205,7 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 	case "Secret":
 		var w secretWire
 		if p.decode(doc, &it, &w) {
+			p.checkSecretKeyNames(&it, w)
 			p.secrets[it.ref()] = newSecret(it, w)
 		}
 	case "SandboxClass":
@@ -221,6 +235,27 @@ func (p *pass) decode(doc *source.Document, it *item, out any) bool {
 		return false
 	}
 	return true
+}
+
+// secretKeyName is what the API server accepts as a Secret's key.
+var secretKeyName = regexp.MustCompile(`^[-._a-zA-Z0-9]{1,253}$`)
+
+// checkSecretKeyNames reports keys the API server would refuse. The
+// generated JSON Schema cannot say this (a pattern on map keys does not
+// survive generation), so the compiler does; the key is named, its value
+// never.
+func (p *pass) checkSecretKeyNames(it *item, w secretWire) {
+	for _, field := range []struct {
+		name string
+		m    map[string]string
+	}{{"data", w.Data}, {"stringData", w.StringData}} {
+		for k := range field.m {
+			if !secretKeyName.MatchString(k) {
+				p.report(codeSchemaInvalid, it, path{field.name, k}, true,
+					"%q is not a Secret key: want letters, digits, '-', '_' and '.', as the API server requires", clip(k))
+			}
+		}
+	}
 }
 
 func newSecret(it item, w secretWire) *secret {
@@ -271,16 +306,19 @@ func annotations(n *yaml.Node) string {
 // is true), with the table's severity for code.
 func (p *pass) report(code string, it *item, at path, key bool, format string, args ...any) {
 	n := at.find(it.doc.Node, key)
-	pos := diag.Pos{File: it.doc.File, Line: n.Line, Column: n.Column}
-	p.diags = append(p.diags, p.diagnostic(code, it, pos, at.String(), fmt.Sprintf(format, args...)))
+	pos, note := it.doc.Where(n)
+	p.diags = append(p.diags, p.diagnostic(code, it, pos, at.String(), fmt.Sprintf(format, args...)+note))
 }
 
 // reportUse reports on a key use, pointing at the reference itself inside
 // a template value where the column can be known exactly.
 func (p *pass) reportUse(code string, it *item, u keyUse, format string, args ...any) {
 	n := u.at.find(it.doc.Node, false)
-	pos := diag.Pos{File: it.doc.File, Line: n.Line, Column: refColumn(n, u.offset)}
-	p.diags = append(p.diags, p.diagnostic(code, it, pos, u.at.String(), fmt.Sprintf(format, args...)))
+	pos, note := it.doc.Where(n)
+	if note == "" {
+		pos.Column = refColumn(n, u.offset)
+	}
+	p.diags = append(p.diags, p.diagnostic(code, it, pos, u.at.String(), fmt.Sprintf(format, args...)+note))
 }
 
 // refColumn returns the column of the byte at offset in scalar n's value,

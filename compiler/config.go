@@ -105,7 +105,7 @@ func (p *pass) addConfig(v *schema.Validator, doc *source.Document, it item) {
 		n := &w.Catalog[i]
 		if vs := v.Validate(schema.KindConnector, n); len(vs) > 0 {
 			for _, vi := range vs {
-				p.diags = append(p.diags, p.diagnostic(codeSchemaInvalid, &it, diag.Pos{File: doc.File, Line: vi.Line, Column: vi.Column}, fmt.Sprintf("catalog[%d].%s", i, vi.Path), vi.Message))
+				p.diags = append(p.diags, p.diagnostic(codeSchemaInvalid, &it, diag.Pos{File: doc.File, Line: vi.Line, Column: vi.Column}, joinPath(fmt.Sprintf("catalog[%d]", i), vi.Path), vi.Message))
 			}
 			continue
 		}
@@ -133,6 +133,15 @@ func (p *pass) applyConfigIgnores() {
 			}
 		}
 	}
+}
+
+// joinPath appends a violation's path, which may be empty or start with
+// an index, to a field path.
+func joinPath(base, rest string) string {
+	if rest == "" || strings.HasPrefix(rest, "[") {
+		return base + rest
+	}
+	return base + "." + rest
 }
 
 func codes() []string {

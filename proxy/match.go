@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"unicode/utf8"
 
 	"keyhole.dev/keyhole/proxy/config"
 )
@@ -86,6 +87,11 @@ func decodeSegment(seg string) (string, error) {
 		}
 		b.WriteByte(c)
 		i += 2
+	}
+	// An escape sequence that is not UTF-8, such as the overlong %c0%ae
+	// for '.', is read as a dot or a slash by some servers: refuse it.
+	if !utf8.ValidString(b.String()) {
+		return "", fmt.Errorf("%w: the path holds percent escapes that are not UTF-8", ErrTarget)
 	}
 	return b.String(), nil
 }

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -37,6 +38,10 @@ func TestTargetPath(t *testing.T) {
 		"control":             {target: "/a\x00b"},
 		"encoded control":     {target: "/a%00b"},
 		"encoded newline":     {target: "/a%0d%0ab"},
+		"overlong dotdot":     {target: "/repos/acme/widgets/%c0%ae%c0%ae/x"},
+		"overlong slash":      {target: "/a%c0%afb"},
+		"lone high byte":      {target: "/a%ffb"},
+		"encoded utf-8":       {target: "/a/caf%C3%A9", path: "/a/caf%C3%A9"},
 		"space":               {target: "/a b"},
 		"del":                 {target: "/a\x7fb"},
 		"fragment":            {target: "/a#b"},
@@ -223,10 +228,14 @@ func FuzzTargetPath(f *testing.F) {
 		// a separator, a dot segment or a parameter.
 		if path != "/" {
 			for _, seg := range strings.Split(path[1:], "/") {
-				low := strings.ToLower(seg)
-				if seg == "" || seg == "." || seg == ".." || strings.ContainsAny(seg, ";\\?#") ||
-					strings.Contains(low, "%2f") || strings.Contains(low, "%5c") || strings.Contains(low, "%2e%2e") {
+				dec, err := url.PathUnescape(seg)
+				if err != nil || seg == "" || dec == "." || dec == ".." || strings.ContainsAny(dec, "/\\;") || strings.ContainsAny(seg, "\\;?#") {
 					t.Fatalf("TargetPath(%q) accepted segment %q", target, seg)
+				}
+				for _, c := range []byte(dec) {
+					if c < 0x20 || c == 0x7f {
+						t.Fatalf("TargetPath(%q) accepted a control character", target)
+					}
 				}
 			}
 		}

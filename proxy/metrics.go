@@ -16,9 +16,11 @@ import (
 // CONNECTing to random names.
 const otherHost = "_other"
 
-// latencyBuckets are the upper bounds, in seconds, of the upstream
+// latencyBuckets returns the upper bounds, in seconds, of the upstream
 // latency histogram: loopback sub-millisecond up to slow APIs.
-var latencyBuckets = [...]float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+func latencyBuckets() []float64 {
+	return []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+}
 
 // metrics is the proxy's counters, exposed in the Prometheus text format
 // written by hand (the standard library has no client, and a dependency
@@ -28,7 +30,8 @@ type metrics struct {
 	requests       map[[3]string]uint64 // host, decision, reason
 	injectFailures map[string]uint64    // host
 	reloads        map[[2]string]uint64 // what, result
-	latencyCounts  [len(latencyBuckets) + 1]uint64
+	latencyBounds  []float64
+	latencyCounts  []uint64 // one per bound, then +Inf
 	latencySum     float64
 	latencyCount   uint64
 
@@ -37,7 +40,11 @@ type metrics struct {
 }
 
 func newMetrics() *metrics {
-	return &metrics{requests: map[[3]string]uint64{}, injectFailures: map[string]uint64{}, reloads: map[[2]string]uint64{}}
+	b := latencyBuckets()
+	return &metrics{
+		requests: map[[3]string]uint64{}, injectFailures: map[string]uint64{}, reloads: map[[2]string]uint64{},
+		latencyBounds: b, latencyCounts: make([]uint64, len(b)+1),
+	}
 }
 
 func (m *metrics) request(host string, d Decision) {
@@ -64,7 +71,7 @@ func (m *metrics) reload(what string, err error) {
 
 func (m *metrics) observeUpstream(d time.Duration) {
 	s := d.Seconds()
-	i, _ := slices.BinarySearch(latencyBuckets[:], s)
+	i, _ := slices.BinarySearch(m.latencyBounds, s)
 	m.mu.Lock()
 	m.latencyCounts[i]++
 	m.latencySum += s
@@ -102,11 +109,11 @@ func (m *metrics) write(w io.Writer) {
 	b.WriteString("# HELP keyhole_proxy_upstream_latency_seconds Time from sending a request upstream to its response headers.\n")
 	b.WriteString("# TYPE keyhole_proxy_upstream_latency_seconds histogram\n")
 	var cum uint64
-	for i, le := range latencyBuckets {
+	for i, le := range m.latencyBounds {
 		cum += m.latencyCounts[i]
 		fmt.Fprintf(&b, "keyhole_proxy_upstream_latency_seconds_bucket{le=\"%s\"} %d\n", strconv.FormatFloat(le, 'g', -1, 64), cum)
 	}
-	cum += m.latencyCounts[len(latencyBuckets)]
+	cum += m.latencyCounts[len(m.latencyBounds)]
 	fmt.Fprintf(&b, "keyhole_proxy_upstream_latency_seconds_bucket{le=\"+Inf\"} %d\n", cum)
 	fmt.Fprintf(&b, "keyhole_proxy_upstream_latency_seconds_sum %s\n", strconv.FormatFloat(m.latencySum, 'g', -1, 64))
 	fmt.Fprintf(&b, "keyhole_proxy_upstream_latency_seconds_count %d\n", m.latencyCount)

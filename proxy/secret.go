@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	"keyhole.dev/keyhole/proxy/config"
 )
@@ -63,11 +65,41 @@ const maxSecretSize = 64 << 10
 
 // SecretDir reads Secret values from a Kubernetes Secret volume layout,
 // Dir/<secret>/<key>, where each key is a symlink through ..data that the
-// kubelet swaps atomically on rotation. It reads the file on every call:
-// a read is a few microseconds (see BenchmarkSecretDirLookup), cheaper
-// than being wrong after a rotation, and it makes a removed key fail on
-// the very next request.
-type SecretDir struct{ Dir string }
+// kubelet swaps atomically on rotation. The zero value (SecretDir{Dir: d})
+// reads the file on every call; NewSecretDir adds a cache that costs one
+// stat per call instead of an open, reads and a close (measured: about
+// 2 µs against 8 µs, BenchmarkSecretDirLookup). Either way a rotated value
+// is used, and a removed key fails, on the very next request.
+type SecretDir struct {
+	Dir   string
+	cache *secretCache
+}
+
+// NewSecretDir returns a SecretDir that caches values by file identity.
+func NewSecretDir(dir string) SecretDir {
+	return SecretDir{Dir: dir, cache: &secretCache{m: map[string]cachedSecret{}}}
+}
+
+// secretCache maps a key file's path to the value read from it and the
+// file's identity (device and inode, size, modification time) at the time.
+type secretCache struct {
+	mu sync.Mutex
+	m  map[string]cachedSecret
+}
+
+type cachedSecret struct {
+	fi  os.FileInfo
+	val Secret
+}
+
+// stableAfter is how old a file's modification time must be before its
+// value is cached. File times are coarse (a kernel tick), so a file
+// rewritten in place twice within one tick could keep its time and size;
+// caching only files that have been still for longer than that — as git
+// does with "racily clean" index entries — means any later write moves the
+// time past the cached one. The kubelet never writes in place: each
+// rotation is a new file, hence a new inode, which is caught at once.
+const stableAfter = 2 * time.Second
 
 // Lookup reads secret/key. The value is the file's content with one
 // trailing "\n" trimmed; it must then be non-empty and hold no CR, LF or
@@ -76,7 +108,54 @@ func (d SecretDir) Lookup(secret, key string) (Secret, error) {
 	if config.CheckSecretName(secret) != nil || config.CheckSecretKey(key) != nil {
 		return Secret{}, fmt.Errorf("%w: invalid secret or key name", ErrCredentialUnavailable)
 	}
-	f, err := os.Open(filepath.Join(d.Dir, secret, key))
+	path := filepath.Join(d.Dir, secret, key)
+	if d.cache == nil {
+		return readSecret(path, secret, key)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		d.cache.drop(path)
+		return Secret{}, fmt.Errorf("%w: key %q of secret %q is not mounted", ErrCredentialUnavailable, key, secret)
+	}
+	if c, ok := d.cache.get(path); ok && os.SameFile(c.fi, fi) && c.fi.Size() == fi.Size() && c.fi.ModTime().Equal(fi.ModTime()) {
+		return c.val, nil
+	}
+	v, err := readSecret(path, secret, key)
+	if err != nil {
+		d.cache.drop(path)
+		return Secret{}, err
+	}
+	// fi was taken before the read: if the file changed in between, the
+	// next stat differs from fi and the value is read again.
+	if time.Since(fi.ModTime()) > stableAfter {
+		d.cache.put(path, cachedSecret{fi: fi, val: v})
+	} else {
+		d.cache.drop(path)
+	}
+	return v, nil
+}
+
+func (c *secretCache) get(path string) (cachedSecret, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[path]
+	return v, ok
+}
+
+func (c *secretCache) put(path string, v cachedSecret) {
+	c.mu.Lock()
+	c.m[path] = v
+	c.mu.Unlock()
+}
+
+func (c *secretCache) drop(path string) {
+	c.mu.Lock()
+	delete(c.m, path)
+	c.mu.Unlock()
+}
+
+func readSecret(path, secret, key string) (Secret, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return Secret{}, fmt.Errorf("%w: key %q of secret %q is not mounted", ErrCredentialUnavailable, key, secret)
 	}

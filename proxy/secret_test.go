@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"keyhole.dev/keyhole/proxy/config"
 )
@@ -319,6 +320,135 @@ func BenchmarkDecideTunnel(b *testing.B) {
 	for b.Loop() {
 		if d := p.Decide(req); !d.Allowed() {
 			b.Fatal(d)
+		}
+	}
+}
+
+func FuzzInject(f *testing.F) {
+	const ph = "omnia-injected-c"
+	f.Add("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("x-access-token:"+ph)), uint8(2))
+	f.Add("Authorization", "Bearer "+ph, uint8(2))
+	f.Add("authorization", "x", uint8(0))
+	f.Add("X-Other", ph+ph, uint8(1))
+	forms := []config.Inject{
+		{Secret: "sec", Header: &config.HeaderInject{Name: "Authorization", Value: "Bearer {{ .token }}"}},
+		{Secret: "sec", Basic: &config.BasicInject{UsernameKey: "user", PasswordKey: "token"}},
+		{Secret: "sec", Substitute: &config.SubstituteInject{Placeholder: ph, Key: "token"}},
+	}
+	hosts := make([]*HostPolicy, len(forms))
+	for i, in := range forms {
+		hosts[i] = injectHost(f, in)
+	}
+	lookup := func(_, key string) (Secret, error) { return NewSecret(canary + key), nil }
+	f.Fuzz(func(t *testing.T, name, value string, form uint8) {
+		h := hosts[int(form)%len(hosts)]
+		hdr := http.Header{name: {value}}
+		orig := fmt.Sprint(hdr)
+		if err := Inject(h, hdr, lookup); err != nil {
+			t.Fatalf("Inject: %v", err)
+		}
+		if h.Inject.Substitute == nil {
+			want := "Bearer " + canary + "token"
+			if h.Inject.Basic != nil {
+				want = "Basic " + base64.StdEncoding.EncodeToString([]byte(canary+"user:"+canary+"token"))
+			}
+			n := 0
+			for k, vs := range hdr {
+				if strings.EqualFold(k, "Authorization") {
+					n++
+					if len(vs) != 1 || vs[0] != want {
+						t.Fatalf("set form left %s: %q", k, vs)
+					}
+				}
+			}
+			if n != 1 {
+				t.Fatalf("set form left %d Authorization keys: %v", n, hdr)
+			}
+			return
+		}
+		// Substitution only ever acts where the placeholder was.
+		raw, _ := base64.StdEncoding.DecodeString(strings.TrimSpace(value[min(len(value), strings.IndexByte(value+" ", ' ')+1):]))
+		if !strings.Contains(value, ph) && !strings.Contains(string(raw), ph) && fmt.Sprint(hdr) != orig {
+			t.Fatalf("header without the placeholder changed: %s -> %v", orig, hdr)
+		}
+	})
+}
+
+// TestSecretDirCache checks that the stat-keyed cache never serves a value
+// the file no longer holds: not after a ..data swap, not after a same-size
+// rewrite in place (old or fresh file), not after removal.
+func TestSecretDirCache(t *testing.T) {
+	dir := t.TempDir()
+	d := NewSecretDir(dir)
+	path := filepath.Join(dir, "s", "k")
+	old := time.Now().Add(-time.Hour)
+	expect := func(step, want string) {
+		t.Helper()
+		for range 2 { // the second call may be served from the cache
+			s, err := d.Lookup("s", "k")
+			if want == "" {
+				if !errors.Is(err, ErrCredentialUnavailable) {
+					t.Fatalf("%s: Lookup = %q, %v; want unavailable", step, s.Reveal(), err)
+				}
+				continue
+			}
+			if err != nil || s.Reveal() != want {
+				t.Fatalf("%s: Lookup = %q, %v; want %q", step, s.Reveal(), err, want)
+			}
+		}
+	}
+	writeKey(t, dir, "s", "k", "aaaa")
+	os.Chtimes(path, old, old)
+	expect("stable file", "aaaa")
+	if _, ok := d.cache.get(path); !ok {
+		t.Fatal("a stable file was not cached")
+	}
+	// In place, same size: the modification time moves past the cached one.
+	if err := os.WriteFile(path, []byte("bbbb"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	expect("rewritten in place", "bbbb")
+	if _, ok := d.cache.get(path); ok {
+		t.Fatal("a fresh file was cached")
+	}
+	// Fresh and rewritten again within the same clock tick: not cached,
+	// so still right.
+	os.WriteFile(path, []byte("cccc"), 0o600)
+	expect("rewritten again at once", "cccc")
+	os.Remove(path)
+	expect("removed", "")
+	writeKey(t, dir, "s", "k", "dddd")
+	os.Chtimes(path, old, old)
+	expect("restored", "dddd")
+	// The kubelet's way: a new file through ..data, here with the same
+	// size and modification time, so only the inode tells them apart.
+	k := newKubeSecret(t, filepath.Join(dir, "kube"))
+	k.write(map[string]string{"k": "eeee"})
+	target := func() string { p, _ := filepath.EvalSymlinks(filepath.Join(dir, "kube", "k")); return p }
+	os.Chtimes(target(), old, old)
+	for _, want := range []string{"eeee", "eeee"} {
+		if s, err := d.Lookup("kube", "k"); err != nil || s.Reveal() != want {
+			t.Fatalf("kube: %q, %v", s.Reveal(), err)
+		}
+	}
+	k.write(map[string]string{"k": "ffff"})
+	os.Chtimes(target(), old, old)
+	if s, err := d.Lookup("kube", "k"); err != nil || s.Reveal() != "ffff" {
+		t.Fatalf("after a ..data swap: %q, %v", s.Reveal(), err)
+	}
+}
+
+func BenchmarkSecretDirLookupCached(b *testing.B) {
+	dir := b.TempDir()
+	k := newKubeSecret(b, filepath.Join(dir, "gh"))
+	k.write(map[string]string{"token": canary})
+	p, _ := filepath.EvalSymlinks(filepath.Join(dir, "gh", "token"))
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(p, old, old)
+	d := NewSecretDir(dir)
+	for b.Loop() {
+		if _, err := d.Lookup("gh", "token"); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

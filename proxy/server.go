@@ -79,7 +79,8 @@ type Options struct {
 	// ReloadInterval is how often the config and CA files are checked for
 	// changes; 0 means 2s.
 	ReloadInterval time.Duration
-	Timeouts       Timeouts
+	// Timeouts bound every wait; zero fields take the defaults.
+	Timeouts Timeouts
 	// Logger receives one JSON line per request and reload events; nil
 	// discards them.
 	Logger *slog.Logger
@@ -98,14 +99,23 @@ type Server struct {
 	upstream *http.Transport // TLS to injected hosts
 	plain    *http.Transport // http:// to passthrough hosts
 	tunnels  chan struct{}   // semaphore of open tunnels
-	draining atomic.Bool
+	// forwardTLS and forwardPlain send a decided request to r.Host, which
+	// the handler has set to the decision's canonical host. They never
+	// follow redirects: a ReverseProxy hands every response back as is.
+	forwardTLS, forwardPlain *httputil.ReverseProxy
+	draining                 atomic.Bool
 
 	inner   *http.Server
 	innerLn *connListener
+	// tunnelTLS is shared by every intercepted tunnel so that clients can
+	// resume TLS sessions (Go rotates the ticket keys itself); the leaf
+	// comes from the hostConn each handshake runs on.
+	tunnelTLS *tls.Config
 
-	passMu    sync.Mutex
-	passConns map[net.Conn]struct{}
-	passWG    sync.WaitGroup
+	passMu     sync.Mutex
+	passConns  map[net.Conn]struct{}
+	passWG     sync.WaitGroup
+	passClosed bool // set on shutdown: no new splices after passWG.Wait starts
 }
 
 // state is one loaded config; replaced whole on reload.
@@ -159,7 +169,15 @@ func New(opts Options) (*Server, error) {
 	}
 	s.upstream = s.newTransport(&tls.Config{RootCAs: opts.UpstreamRoots, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12})
 	s.plain = s.newTransport(nil)
+	s.forwardTLS = s.newForwarder("https", timedTransport{rt: s.upstream, m: s.metrics})
+	s.forwardPlain = s.newForwarder("http", s.plain)
 	s.innerLn = newConnListener()
+	s.tunnelTLS = &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		// Only HTTP/1.1: an HTTP/2-only client fails the handshake.
+		NextProtos:     []string{"http/1.1"},
+		GetCertificate: s.leafFor,
+	}
 	s.inner = &http.Server{
 		Handler:           http.HandlerFunc(s.serveTunnelRequest),
 		ReadHeaderTimeout: opts.Timeouts.ReadHeader,
@@ -186,6 +204,9 @@ func (s *Server) newTransport(tlsConf *tls.Config) *http.Transport {
 		MaxIdleConns:          512,
 		MaxIdleConnsPerHost:   128,
 		ForceAttemptHTTP2:     false,
+		// The sandbox negotiates content encoding with the upstream; the
+		// proxy neither asks for gzip itself nor decodes what comes back.
+		DisableCompression: true,
 		// A non-nil empty map turns HTTP/2 off: upstreams get HTTP/1.1.
 		TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{},
 	}
@@ -225,7 +246,7 @@ func (s *Server) loadConfig(prev *state) (*state, error) {
 		return nil, fmt.Errorf("%s: %w", s.opts.ConfigPath, err)
 	}
 	st := &state{raw: raw, cfg: cfg, policy: p}
-	st.secrets.Dir = firstOf(s.opts.SecretsDir, cfg.SecretsDir, config.DefaultSecretsDir)
+	st.secrets = NewSecretDir(firstOf(s.opts.SecretsDir, cfg.SecretsDir, config.DefaultSecretsDir))
 	st.caCert = firstOf(s.opts.CACert, cfg.CA.CertFile, config.DefaultCACert)
 	st.caKey = firstOf(s.opts.CAKey, cfg.CA.KeyFile, config.DefaultCAKey)
 	return st, nil
@@ -346,6 +367,9 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 	outer.Shutdown(sctx)
 	s.innerLn.Close()
 	s.inner.Shutdown(sctx)
+	s.passMu.Lock()
+	s.passClosed = true
+	s.passMu.Unlock()
 	done := make(chan struct{})
 	go func() { s.passWG.Wait(); close(done) }()
 	select {
@@ -405,18 +429,8 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	stripHopByHop(r.Header)
-	rp := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.Out.URL.Scheme = "http"
-			pr.Out.URL.Host = d.Host
-			pr.Out.Host = d.Host
-		},
-		Transport:      s.plain,
-		ModifyResponse: stripRefused,
-		ErrorHandler:   s.upstreamError,
-		ErrorLog:       log.New(io.Discard, "", 0),
-	}
-	rp.ServeHTTP(rec, r)
+	r.Host = d.Host // the forwarders send to the canonical host
+	s.forwardPlain.ServeHTTP(rec, r)
 }
 
 func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request, st *state, start time.Time) {
@@ -480,20 +494,7 @@ func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request, st *state,
 // intercept terminates the sandbox's TLS with a leaf for host and hands
 // the connection to the inner HTTP server.
 func (s *Server) intercept(conn net.Conn, host string, release func()) {
-	tconn := tls.Server(conn, &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		NextProtos: []string{"http/1.1"},
-		// The leaf is for the CONNECT host whatever the SNI says: a
-		// different SNI gets host-mismatch on its first request, and no
-		// leaf is ever minted for a name the config does not inject.
-		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-			cs := s.ca.Load()
-			if cs == nil {
-				return nil, fmt.Errorf("%w: not loaded", ErrCA)
-			}
-			return s.leaves.get(cs.ca, host, time.Now())
-		},
-	})
+	tconn := tls.Server(&hostConn{Conn: conn, host: host}, s.tunnelTLS)
 	tconn.SetDeadline(time.Now().Add(s.opts.Timeouts.Handshake))
 	if err := tconn.Handshake(); err != nil {
 		s.log.Warn("tls handshake with the sandbox failed", "host", host, "error", err.Error())
@@ -508,11 +509,40 @@ func (s *Server) intercept(conn net.Conn, host string, release func()) {
 	}
 }
 
+// leafFor serves the leaf for the tunnel's CONNECT host whatever the SNI
+// says: a different SNI gets host-mismatch on its first request, and no
+// leaf is ever minted for a name the config does not inject.
+func (s *Server) leafFor(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	hc, ok := hello.Conn.(*hostConn)
+	if !ok {
+		return nil, errors.New("handshake outside a tunnel")
+	}
+	cs := s.ca.Load()
+	if cs == nil {
+		return nil, fmt.Errorf("%w: not loaded", ErrCA)
+	}
+	return s.leaves.get(cs.ca, hc.host, time.Now())
+}
+
+// hostConn is the sandbox side of an intercepted tunnel before TLS: it
+// tells leafFor which host the CONNECT named.
+type hostConn struct {
+	net.Conn
+	host string
+}
+
 // splice copies bytes both ways between a passthrough tunnel's ends. Any
 // traffic in either direction keeps both alive; Timeouts.Idle of silence
 // closes them.
 func (s *Server) splice(client, upstream net.Conn, release func()) {
 	s.passMu.Lock()
+	if s.passClosed {
+		s.passMu.Unlock()
+		client.Close()
+		upstream.Close()
+		release()
+		return
+	}
 	s.passConns[client] = struct{}{}
 	s.passConns[upstream] = struct{}{}
 	s.passWG.Add(1)
@@ -612,18 +642,22 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 		writeRefusal(rec, d, false)
 		return
 	}
-	rp := &httputil.ReverseProxy{
+	r.Host = d.Host // the forwarders send to the canonical host
+	s.forwardTLS.ServeHTTP(rec, r)
+}
+
+func (s *Server) newForwarder(scheme string, rt http.RoundTripper) *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.Out.URL.Scheme = "https"
-			pr.Out.URL.Host = d.Host
-			pr.Out.Host = d.Host
+			pr.Out.URL.Scheme = scheme
+			pr.Out.URL.Host = pr.In.Host
+			pr.Out.Host = pr.In.Host
 		},
-		Transport:      timedTransport{rt: s.upstream, m: s.metrics},
+		Transport:      rt,
 		ModifyResponse: stripRefused,
 		ErrorHandler:   s.upstreamError,
 		ErrorLog:       log.New(io.Discard, "", 0),
 	}
-	rp.ServeHTTP(rec, r)
 }
 
 // upstreamError answers a failed upstream round trip. It is not a policy
@@ -648,13 +682,6 @@ func stripRefused(resp *http.Response) error {
 	return nil
 }
 
-// hopByHop are the RFC 9110 connection-specific headers, plus the proxy
-// ones: never forwarded.
-var hopByHop = []string{
-	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
-	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
-}
-
 // stripHopByHop removes the hop-by-hop headers and every header the
 // Connection header names.
 func stripHopByHop(h http.Header) {
@@ -665,7 +692,11 @@ func stripHopByHop(h http.Header) {
 			}
 		}
 	}
-	for _, k := range hopByHop {
+	// The RFC 9110 connection-specific headers, plus the proxy ones.
+	for _, k := range [...]string{
+		"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+		"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+	} {
 		h.Del(k)
 	}
 }
@@ -749,6 +780,7 @@ type statusRecorder struct {
 	status int
 }
 
+// WriteHeader records the first final status.
 func (r *statusRecorder) WriteHeader(code int) {
 	if r.status == 0 && code >= 200 {
 		r.status = code
@@ -756,6 +788,7 @@ func (r *statusRecorder) WriteHeader(code int) {
 	r.ResponseWriter.WriteHeader(code)
 }
 
+// Write records an implicit 200.
 func (r *statusRecorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
 		r.status = http.StatusOK
@@ -772,6 +805,7 @@ type timedTransport struct {
 	m  *metrics
 }
 
+// RoundTrip times the upstream round trip to its response headers.
 func (t timedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	start := time.Now()
 	resp, err := t.rt.RoundTrip(r)
@@ -790,6 +824,7 @@ type tunnelConn struct {
 	release func()
 }
 
+// Close closes the tunnel and frees its slot.
 func (c *tunnelConn) Close() error {
 	err := c.Conn.Close()
 	c.release()
@@ -803,6 +838,7 @@ type bufferedConn struct {
 	r *bufio.Reader
 }
 
+// Read drains the buffered bytes first.
 func (c *bufferedConn) Read(b []byte) (int, error) { return c.r.Read(b) }
 
 // CloseWrite half-closes the underlying TCP connection.
@@ -836,6 +872,7 @@ func (l *connListener) push(c net.Conn) bool {
 	}
 }
 
+// Accept returns the next intercepted tunnel.
 func (l *connListener) Accept() (net.Conn, error) {
 	select {
 	case c := <-l.conns:
@@ -845,14 +882,19 @@ func (l *connListener) Accept() (net.Conn, error) {
 	}
 }
 
+// Close stops Accept; pushes fail from then on.
 func (l *connListener) Close() error {
 	l.closed.Do(func() { close(l.done) })
 	return nil
 }
 
+// Addr names the listener for logs.
 func (l *connListener) Addr() net.Addr { return tunnelAddr{} }
 
 type tunnelAddr struct{}
 
+// Network is "tunnel".
 func (tunnelAddr) Network() string { return "tunnel" }
-func (tunnelAddr) String() string  { return "tunnel" }
+
+// String is "tunnel".
+func (tunnelAddr) String() string { return "tunnel" }

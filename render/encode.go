@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"keyhole.dev/keyhole/compiler"
 	"keyhole.dev/keyhole/proxy/config"
 )
@@ -22,18 +20,13 @@ type obj = map[string]any
 type list = []any
 
 // encodeYAML encodes v as block YAML with 2-space indentation and sorted
-// map keys.
+// map keys (see emitYAML).
 func encodeYAML(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := yaml.NewEncoder(&b)
-	enc.SetIndent(2)
-	if err := enc.Encode(v); err != nil {
+	b, err := emitYAML(v)
+	if err != nil {
 		return nil, fmt.Errorf("encoding YAML: %w", err)
 	}
-	if err := enc.Close(); err != nil {
-		return nil, fmt.Errorf("encoding YAML: %w", err)
-	}
-	return b.Bytes(), nil
+	return b, nil
 }
 
 // fluxSubstitute is the annotation that turns off Flux's post-build
@@ -105,7 +98,22 @@ func proxyConfigJSON(sb compiler.Sandbox) ([]byte, error) {
 	if err := dec.Decode(&generic); err != nil {
 		return nil, fmt.Errorf("encoding proxy config: %w", err)
 	}
-	return encodeJSON(generic)
+	out, err := encodeJSON(generic)
+	if err != nil {
+		return nil, err
+	}
+	// What is written must be what the proxy loads, and exactly the
+	// Plan's config: a config the proxy would refuse, or one that JSON
+	// cannot carry unchanged (invalid UTF-8 becomes U+FFFD), is refused
+	// here rather than deployed.
+	loaded, err := config.Decode(out)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the proxy would refuse its config: %w", ErrInvalidPlan, err)
+	}
+	if back, err := json.Marshal(loaded); err != nil || !bytes.Equal(back, raw) {
+		return nil, fmt.Errorf("%w: the proxy config does not survive JSON encoding unchanged (invalid UTF-8?)", ErrInvalidPlan)
+	}
+	return out, nil
 }
 
 // encodeJSON writes v with sorted keys (maps), 2-space indentation, no

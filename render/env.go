@@ -19,7 +19,9 @@ type envVar struct {
 
 // caBundleVars point the common HTTP clients at the sandbox's bundle.pem:
 // Python requests, git, OpenSSL-based tools, Node.js and curl.
-var caBundleVars = [...]string{"CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"}
+func caBundleVars() []string {
+	return []string{"CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"}
+}
 
 // envName is a portable environment variable name: what a shell, a .env
 // reader and a Kubernetes container env all accept.
@@ -45,7 +47,7 @@ func envVars(sb compiler.Sandbox, opts Options) ([]envVar, error) {
 		"HTTP_PROXY": proxy, "http_proxy": proxy,
 		"NO_PROXY": noProxy, "no_proxy": noProxy,
 	}
-	for _, n := range caBundleVars {
+	for _, n := range caBundleVars() {
 		added[n] = BundleFile
 	}
 	vars := map[string]string{}

@@ -13,8 +13,11 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"keyhole.dev/keyhole/compiler"
 )
@@ -151,25 +154,31 @@ func Render(p compiler.Plan, opts Options) ([]File, error) {
 	if len(p.Sandboxes) == 0 {
 		return nil, fmt.Errorf("%w: the plan has no sandboxes", ErrEmpty)
 	}
+	sandboxes := slices.Clone(p.Sandboxes)
+	dirs := make([]string, len(sandboxes))
 	seen := map[string]bool{}
-	var files []File
-	var manifests []string
-	for _, sb := range p.Sandboxes {
+	for i := range sandboxes {
+		sb := &sandboxes[i]
 		if sb.Namespace == "" {
 			sb.Namespace = opts.DefaultNamespace
 		}
-		dir, err := sandboxDir(sb)
+		dir, err := sandboxDir(*sb)
 		if err != nil {
 			return nil, err
 		}
 		if seen[dir] {
-			return nil, fmt.Errorf("%w: sandbox %s is listed twice", ErrInvalidPlan, describe(sb))
+			return nil, fmt.Errorf("%w: sandbox %s is listed twice", ErrInvalidPlan, describe(*sb))
 		}
 		seen[dir] = true
-		fs, err := renderSandbox(sb, dir, opts)
-		if err != nil {
-			return nil, err
-		}
+		dirs[i] = dir
+	}
+	rendered, err := renderAll(sandboxes, dirs, opts)
+	if err != nil {
+		return nil, err
+	}
+	var files []File
+	var manifests []string
+	for _, fs := range rendered {
 		for _, f := range fs {
 			if strings.HasSuffix(f.Path, ".yaml") {
 				manifests = append(manifests, f.Path)
@@ -189,6 +198,36 @@ func Render(p compiler.Plan, opts Options) ([]File, error) {
 	files = append(files, File{Path: "kustomization.yaml", Data: k})
 	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
 	return files, nil
+}
+
+// renderAll renders the sandboxes on every CPU: YAML encoding dominates a
+// large render and each sandbox's files depend on that sandbox alone.
+// Results keep the input order, and the error reported is the first
+// sandbox's, so the outcome does not depend on scheduling.
+func renderAll(sandboxes []compiler.Sandbox, dirs []string, opts Options) ([][]File, error) {
+	out := make([][]File, len(sandboxes))
+	errs := make([]error, len(sandboxes))
+	workers := min(runtime.GOMAXPROCS(0), len(sandboxes))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(sandboxes) {
+					return
+				}
+				out[i], errs[i] = renderSandbox(sandboxes[i], dirs[i], opts)
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // dnsLabel is a Kubernetes DNS-1123 label: what a namespace, a Service and

@@ -20,11 +20,6 @@ import (
 // only reach the output by a bug; tests assert it never does.
 const canary = "CANARY-4b1d9e-never-rendered"
 
-// testSecretValues are what the seed's Secret acme-github-token holds in a
-// cluster. They are not in the Plan: they exist so the tests can assert
-// that no rendered byte holds them.
-var testSecretValues = map[string]string{"user": "x-access-token", "token": canary}
-
 // testPlan mirrors the second seed: a claim bound to Connection
 // github-acme in namespace agents, placeholder GH_TOKEN, api.github.com
 // with a header and rules, github.com with basic auth, and the Secret
@@ -360,6 +355,10 @@ func TestProxyConfigStrict(t *testing.T) {
 		if err := dec.Decode(&got); err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
+		// And the proxy's own loader accepts it.
+		if _, err := config.Decode(data); err != nil {
+			t.Errorf("%s does not load into the proxy: %v", path, err)
+		}
 		want := sb.Proxy
 		want.APIVersion, want.Kind = config.APIVersion, config.Kind
 		want.SecretsDir = config.DefaultSecretsDir
@@ -495,7 +494,9 @@ func TestDeterministic(t *testing.T) {
 	}
 }
 
-// TestNoCanary: no rendered byte holds a value of the seed's Secret.
+// TestNoCanary: no rendered byte holds the canary standing for the seed
+// Secret's token. The Plan cannot carry it; TestExampleCanary plants it in
+// a compiled repository.
 func TestNoCanary(t *testing.T) {
 	for _, mode := range modes {
 		files := mustRender(t, testPlan(), Options{ProxyMode: mode})
@@ -504,7 +505,7 @@ func TestNoCanary(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, f := range append(files, File{Path: "stream", Data: stream}) {
-			if bytes.Contains(f.Data, []byte(testSecretValues["token"])) {
+			if bytes.Contains(f.Data, []byte(canary)) {
 				t.Errorf("%s (%s) holds the canary", f.Path, mode)
 			}
 		}
@@ -638,5 +639,68 @@ func TestSecretVolumeNames(t *testing.T) {
 			}
 			seen[got] = true
 		})
+	}
+}
+
+// TestOnlyProxyMountsKeys: the CA key and the credential Secrets are
+// mounted into the proxy container and no other.
+func TestOnlyProxyMountsKeys(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			for _, o := range objects(t, mustRender(t, testPlan(), Options{ProxyMode: mode})) {
+				if o["kind"] != "Deployment" {
+					continue
+				}
+				vols := volumes(o)
+				for _, c := range allContainers(o) {
+					mounts, _ := c["volumeMounts"].([]any)
+					for _, m := range mounts {
+						name := m.(obj)["name"].(string)
+						secretVol := name == volCA || strings.HasPrefix(name, "secret-")
+						if secretVol && c["name"] != compProxy {
+							t.Errorf("container %s mounts %s", c["name"], name)
+						}
+						if vols[name] == nil {
+							t.Errorf("container %s mounts undeclared volume %s", c["name"], name)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestNetworkPolicy: with the proxy in its own Deployment the sandbox may
+// reach only DNS and its proxy's port; the proxy admits only its sandbox
+// on the proxy port.
+func TestNetworkPolicy(t *testing.T) {
+	objs := objects(t, mustRender(t, testPlan(), Options{ProxyMode: ModeDeployment}))
+	np := find(t, objs, "NetworkPolicy", "support-workspace-sandbox")
+	if got := dig(np, "spec", "policyTypes"); fmt.Sprint(got) != "[Egress]" {
+		t.Errorf("policyTypes = %v", got)
+	}
+	egress := dig(np, "spec", "egress").([]any)
+	if len(egress) != 2 {
+		t.Fatalf("egress rules = %v, want DNS and the proxy", egress)
+	}
+	dns, proxy := egress[0].(obj), egress[1].(obj)
+	if dns["to"] != nil || fmt.Sprint(dns["ports"]) != "[map[port:53 protocol:UDP] map[port:53 protocol:TCP]]" {
+		t.Errorf("DNS rule = %v", dns)
+	}
+	to := proxy["to"].([]any)
+	if len(to) != 1 || dig(to[0], "podSelector", "matchLabels", "app.kubernetes.io/component") != compProxy ||
+		dig(to[0], "podSelector", "matchLabels", "app.kubernetes.io/instance") != "support-workspace" ||
+		fmt.Sprint(proxy["ports"]) != fmt.Sprintf("[map[port:%d protocol:TCP]]", ProxyPort) {
+		t.Errorf("proxy rule = %v", proxy)
+	}
+	pnp := find(t, objs, "NetworkPolicy", "support-workspace-egress-proxy")
+	in := dig(pnp, "spec", "ingress").([]any)
+	from := in[0].(obj)["from"].([]any)
+	if dig(from[0], "podSelector", "matchLabels", "app.kubernetes.io/component") != compSandbox {
+		t.Errorf("proxy ingress = %v", in)
+	}
+	svc := find(t, objs, "Service", "support-workspace-egress-proxy")
+	if dig(svc, "spec", "selector", "app.kubernetes.io/component") != compProxy {
+		t.Errorf("Service selector = %v", dig(svc, "spec", "selector"))
 	}
 }

@@ -9,49 +9,80 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/diag"
 )
 
 // reporter turns a JSON Schema validation error tree into violations: one
 // per real problem, positioned on the YAML node, in a sentence.
 type reporter struct {
-	v    *Validator
-	kind Kind
-	doc  *yaml.Node
-	val  any
+	v     *Validator
+	kind  Kind
+	doc   *yaml.Node
+	val   any
+	nodes nodeIndex
 }
 
 func (r *reporter) report(e *jsonschema.ValidationError) []Violation {
-	return dropMisspeltRequired(r.collect(e))
+	fs := dropMisspeltRequired(r.collect(e))
+	out := make([]Violation, len(fs))
+	for i, f := range fs {
+		out[i] = f.Violation
+	}
+	return out
+}
+
+// cause classifies a finding for the rules that merge or choose between
+// findings, so that they never parse messages.
+type cause int
+
+const (
+	causeOther cause = iota
+	// causeUnknown: field is the unknown field, parent the mapping's path,
+	// suggestion the field it is likely a misspelling of, if any.
+	causeUnknown
+	// causeMissing: field is the missing field; Path is the mapping's.
+	causeMissing
+	// causeType: the value is of the wrong type altogether.
+	causeType
+)
+
+// finding is a violation with what the reporter knows about its cause.
+type finding struct {
+	Violation
+	cause                     cause
+	field, parent, suggestion string
 }
 
 // dropMisspeltRequired drops "missing required field X" where the same
 // mapping has an unknown field suggested as X: one misspelling is one
 // problem, reported at the misspelt key.
-func dropMisspeltRequired(vs []Violation) []Violation {
-	return slices.DeleteFunc(vs, func(v Violation) bool {
-		name, ok := strings.CutPrefix(v.Message, "missing required field ")
-		if !ok {
-			return false
+func dropMisspeltRequired(fs []finding) []finding {
+	type field struct{ parent, name string }
+	suggested := map[field]bool{}
+	for _, f := range fs {
+		if f.cause == causeUnknown && f.suggestion != "" {
+			suggested[field{f.parent, f.suggestion}] = true
 		}
-		for _, u := range vs {
-			if strings.HasPrefix(u.Message, "unknown field ") && strings.HasSuffix(u.Message, "(did you mean "+name+"?)") && isChildPath(v.Path, u.Path) {
-				return true
-			}
-		}
-		return false
+	}
+	if len(suggested) == 0 {
+		return fs
+	}
+	return slices.DeleteFunc(fs, func(f finding) bool {
+		return f.cause == causeMissing && suggested[field{f.Path, f.field}]
 	})
 }
 
 // collect flattens the tree to its leaves, except that an anyOf or oneOf
 // is reduced to the violations of the branch the document most likely
 // meant, so that one problem is not reported once per branch.
-func (r *reporter) collect(e *jsonschema.ValidationError) []Violation {
+func (r *reporter) collect(e *jsonschema.ValidationError) []finding {
 	_, kw := splitKeyword(e.AbsoluteKeywordLocation)
 	if (kw == "anyOf" || kw == "oneOf") && len(e.Causes) > 0 {
 		return r.branches(e)
 	}
 	if len(e.Causes) > 0 {
-		var out []Violation
+		var out []finding
 		for _, c := range e.Causes {
 			out = append(out, r.collect(c)...)
 		}
@@ -64,20 +95,20 @@ func (r *reporter) collect(e *jsonschema.ValidationError) []Violation {
 // fails only below the value (a bad field inside the right shape) is the
 // one the author meant; when every branch fails at the value itself, the
 // value is not any of the shapes and one sentence says so.
-func (r *reporter) branches(e *jsonschema.ValidationError) []Violation {
+func (r *reporter) branches(e *jsonschema.ValidationError) []finding {
 	segs := pointerSegs(e.InstanceLocation)
 	here := formatPath(r.typed(segs))
-	var best []Violation
+	var best []finding
 	bestShallow, ties := -1, 0
 	allType := true
 	for _, c := range e.Causes {
 		vs := dropMisspeltRequired(r.collect(c))
 		shallow := 0
-		for _, v := range vs {
-			if v.Path == here || strings.HasPrefix(v.Message, "unknown field") && isChildPath(here, v.Path) {
+		for _, f := range vs {
+			if f.Path == here || f.cause == causeUnknown && f.parent == here {
 				shallow++
 			}
-			if !strings.HasPrefix(v.Message, "want a") {
+			if f.cause != causeType {
 				allType = false
 			}
 		}
@@ -107,12 +138,12 @@ func (r *reporter) branches(e *jsonschema.ValidationError) []Violation {
 		name, _ := req[0].(string)
 		names = append(names, strconv.Quote(name))
 	}
-	node, _ := lookup(r.doc, segs)
+	node, _ := r.nodes.lookup(segs)
 	how := "at least one"
 	if kw == "oneOf" {
 		how = "exactly one"
 	}
-	return []Violation{r.at(node, segs, "want "+how+" of the fields "+strings.Join(names, " or "))}
+	return []finding{r.at(node, segs, "want "+how+" of the fields "+strings.Join(names, " or "))}
 }
 
 // deref2 resolves a raw schema that is only a local $ref.
@@ -132,36 +163,20 @@ func deref2(v *Validator, s any) map[string]any {
 	return m
 }
 
-// isChildPath reports whether child is a direct field of parent.
-func isChildPath(parent, child string) bool {
-	rest, ok := strings.CutPrefix(child, parent)
-	if !ok {
-		return false
-	}
-	if parent != "" {
-		rest, ok = strings.CutPrefix(rest, ".")
-		if !ok {
-			rest, ok = strings.CutPrefix(rest, "[")
-			return ok && !strings.ContainsAny(rest[strings.IndexByte(rest, ']')+1:], ".[")
-		}
-	}
-	return !strings.ContainsAny(rest, ".[")
-}
-
-func (r *reporter) at(n *yaml.Node, segs []string, msg string) Violation {
+func (r *reporter) at(n *yaml.Node, segs []string, msg string) finding {
 	v := Violation{Path: formatPath(r.typed(segs)), Message: msg}
 	if n != nil {
 		v.Line, v.Column = n.Line, n.Column
 	}
-	return v
+	return finding{Violation: v}
 }
 
 // leaf explains one failed keyword.
-func (r *reporter) leaf(e *jsonschema.ValidationError) []Violation {
+func (r *reporter) leaf(e *jsonschema.ValidationError) []finding {
 	schPtr, kw := splitKeyword(e.AbsoluteKeywordLocation)
 	sch, _ := r.v.rawAt(schPtr).(map[string]any)
 	segs := pointerSegs(e.InstanceLocation)
-	node, _ := lookup(r.doc, segs)
+	node, _ := r.nodes.lookup(segs)
 	inst := valueAt(r.val, segs)
 	secret := r.isSecretValue(segs)
 	fmtName := formatName(schPtr)
@@ -169,20 +184,24 @@ func (r *reporter) leaf(e *jsonschema.ValidationError) []Violation {
 	case "additionalProperties":
 		return r.unknownFields(sch, segs, inst)
 	case "required":
-		var out []Violation
+		var out []finding
 		obj, _ := inst.(map[string]any)
 		req, _ := sch["required"].([]any)
 		for _, f := range req {
 			name, _ := f.(string)
 			if _, ok := obj[name]; !ok {
-				out = append(out, r.at(node, segs, "missing required field "+strconv.Quote(name)))
+				m := r.at(node, segs, "missing required field "+strconv.Quote(name))
+				m.cause, m.field = causeMissing, name
+				out = append(out, m)
 			}
 		}
 		return out
 	case "type":
-		return []Violation{r.at(node, segs, fmt.Sprintf("want %s, got %s", typeWant(sch["type"]), typeGot(inst)))}
+		f := r.at(node, segs, fmt.Sprintf("want %s, got %s", typeWant(sch["type"]), typeGot(inst)))
+		f.cause = causeType
+		return []finding{f}
 	case "const":
-		return []Violation{r.at(node, segs, fmt.Sprintf("want %s, got %s", quoteAny(sch["const"]), r.quoteValue(inst, node, secret)))}
+		return []finding{r.at(node, segs, fmt.Sprintf("want %s, got %s", quoteAny(sch["const"]), r.quoteValue(inst, node, secret)))}
 	case "enum":
 		opts, _ := sch["enum"].([]any)
 		var names []string
@@ -193,45 +212,45 @@ func (r *reporter) leaf(e *jsonschema.ValidationError) []Violation {
 		if f, ok := formatOf(fmtName); ok {
 			what = f.noun
 		}
-		return []Violation{r.at(node, segs, fmt.Sprintf("%s is not %s; want one of %s", r.quoteValue(inst, node, secret), what, strings.Join(names, ", ")))}
+		return []finding{r.at(node, segs, fmt.Sprintf("%s is not %s; want one of %s", r.quoteValue(inst, node, secret), what, strings.Join(names, ", ")))}
 	case "pattern", "maxLength", "minLength":
 		if secret {
-			return []Violation{r.at(node, segs, r.secretMessage(segs, fmtName))}
+			return []finding{r.at(node, segs, r.secretMessage(segs, fmtName))}
 		}
 		if f, ok := formatOf(fmtName); ok {
-			return []Violation{r.at(node, segs, fmt.Sprintf("%s is not %s: want %s", r.quoteValue(inst, node, false), f.noun, f.want))}
+			return []finding{r.at(node, segs, fmt.Sprintf("%s is not %s: want %s", r.quoteValue(inst, node, false), f.noun, f.want))}
 		}
 		switch kw {
 		case "maxLength":
-			return []Violation{r.at(node, segs, fmt.Sprintf("%s is longer than %v characters", r.quoteValue(inst, node, false), sch["maxLength"]))}
+			return []finding{r.at(node, segs, fmt.Sprintf("%s is longer than %v characters", r.quoteValue(inst, node, false), sch["maxLength"]))}
 		case "minLength":
-			return []Violation{r.at(node, segs, fmt.Sprintf("%s is shorter than %v characters", r.quoteValue(inst, node, false), sch["minLength"]))}
+			return []finding{r.at(node, segs, fmt.Sprintf("%s is shorter than %v characters", r.quoteValue(inst, node, false), sch["minLength"]))}
 		}
-		return []Violation{r.at(node, segs, fmt.Sprintf("%s does not match %s", r.quoteValue(inst, node, false), quoteAny(sch["pattern"])))}
+		return []finding{r.at(node, segs, fmt.Sprintf("%s does not match %s", r.quoteValue(inst, node, false), quoteAny(sch["pattern"])))}
 	case "minItems":
 		n, _ := sch["minItems"].(float64)
 		if n == 1 {
-			return []Violation{r.at(node, segs, "want at least one item, got none")}
+			return []finding{r.at(node, segs, "want at least one item, got none")}
 		}
-		return []Violation{r.at(node, segs, fmt.Sprintf("want at least %v items, got %d", n, lenOf(inst)))}
+		return []finding{r.at(node, segs, fmt.Sprintf("want at least %v items, got %d", n, lenOf(inst)))}
 	case "not":
 		if not, ok := sch["not"].(map[string]any); ok && not["const"] == "" {
-			return []Violation{r.at(node, segs, "must not be empty")}
+			return []finding{r.at(node, segs, "must not be empty")}
 		}
-		return []Violation{r.at(node, segs, "this value is not allowed here")}
+		return []finding{r.at(node, segs, "this value is not allowed here")}
 	case "oneOf":
-		return []Violation{r.at(node, segs, "matches more than one of the allowed forms")}
+		return []finding{r.at(node, segs, "matches more than one of the allowed forms")}
 	case "":
-		return []Violation{r.at(node, segs, "this field is not allowed here")}
+		return []finding{r.at(node, segs, "this field is not allowed here")}
 	}
 	// A keyword the generated schemas do not use; keep the library's
 	// sentence rather than lose the problem.
-	return []Violation{r.at(node, segs, e.Message)}
+	return []finding{r.at(node, segs, e.Message)}
 }
 
 // unknownFields reports each field of inst the schema does not declare,
 // at the field's key.
-func (r *reporter) unknownFields(sch map[string]any, segs []string, inst any) []Violation {
+func (r *reporter) unknownFields(sch map[string]any, segs []string, inst any) []finding {
 	obj, _ := inst.(map[string]any)
 	props, _ := sch["properties"].(map[string]any)
 	known := make([]string, 0, len(props))
@@ -239,20 +258,24 @@ func (r *reporter) unknownFields(sch map[string]any, segs []string, inst any) []
 		known = append(known, k)
 	}
 	slices.Sort(known)
-	var out []Violation
+	parent := formatPath(r.typed(segs))
+	var out []finding
 	for _, f := range sortedKeys(obj) {
 		if _, ok := props[f]; ok {
 			continue
 		}
 		fs := append(slices.Clip(segs), f)
-		_, key := lookup(r.doc, fs)
+		_, key := r.nodes.lookup(fs)
 		msg := "unknown field " + quote(f)
-		if s, ok := suggest(f, known); ok {
+		s := diag.Suggest(f, known)
+		if s != "" {
 			msg += " (did you mean " + strconv.Quote(s) + "?)"
 		} else if len(known) > 0 && len(known) <= 10 {
 			msg += "; want one of " + strings.Join(known, ", ")
 		}
-		out = append(out, r.at(key, fs, msg))
+		u := r.at(key, fs, msg)
+		u.cause, u.field, u.parent, u.suggestion = causeUnknown, f, parent, s
+		out = append(out, u)
 	}
 	return out
 }

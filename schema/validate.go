@@ -95,14 +95,24 @@ func (v *Validator) Validate(k Kind, doc *yaml.Node) []Violation {
 	switch {
 	case err == nil:
 	case errors.As(err, &ve):
-		r := reporter{v: v, kind: k, doc: doc, val: val}
+		r := reporter{v: v, kind: k, doc: doc, val: val, nodes: nodeIndex{root: doc}}
 		vs = append(vs, r.report(ve)...)
 	default:
 		// Only a schema bug (an infinite $ref loop) gets here.
 		vs = append(vs, Violation{Line: doc.Line, Column: doc.Column, Message: "cannot check the document: " + err.Error()})
 	}
-	return sortViolations(vs)
+	vs = sortViolations(vs)
+	if len(vs) > maxViolations {
+		more := len(vs) - maxViolations
+		vs = append(vs[:maxViolations:maxViolations], Violation{Line: doc.Line, Column: doc.Column,
+			Message: fmt.Sprintf("%d more violations not shown; fix these first", more)})
+	}
+	return vs
 }
+
+// maxViolations caps what one document reports: past a hundred problems
+// a list of them stops helping, and building each message costs time.
+const maxViolations = 100
 
 // sortViolations orders by position, then path and message, and drops
 // exact repeats, so that output is the same on every run.

@@ -11,9 +11,12 @@ import (
 // Limits on one document. The loader resolves aliases with its own budget;
 // these keep Validate safe on a node tree built any other way, such as a
 // billion-laughs alias tree or a hand-made cycle.
+// maxNodes counts nodes as visited, aliases expanded: 2^17 is a document
+// of a megabyte or two, far past any real resource, and small enough that
+// a document at the limit checks in milliseconds.
 const (
 	maxDepth = 100
-	maxNodes = 1 << 20
+	maxNodes = 1 << 17
 )
 
 // converter turns a YAML node tree into the values encoding/json would
@@ -89,18 +92,19 @@ func (c *converter) mapping(out map[string]any, n *yaml.Node, depth int, explici
 			c.fail(k, "a mapping key must be a string, not a "+nodeKindName(k))
 			continue
 		}
-		if _, dup := out[key]; dup {
-			if explicit {
-				c.fail(k, "duplicate field "+quote(key))
-			}
-			continue
-		}
 		c.path = append(c.path, pathSeg{key: key, isKey: true})
-		out[key] = c.value(v, depth+1)
+		if _, dup := out[key]; !dup {
+			out[key] = c.value(v, depth+1)
+		} else if explicit {
+			c.fail(k, "duplicate field "+quote(key))
+		}
 		c.path = c.path[:len(c.path)-1]
 	}
 	for _, m := range merges {
 		for _, src := range mergeSources(m) {
+			if c.overflow {
+				return
+			}
 			c.nodes++
 			if depth > maxDepth || c.nodes > maxNodes {
 				c.overflow = true
@@ -207,14 +211,27 @@ func nodeKindName(n *yaml.Node) string {
 	return "scalar"
 }
 
+// keyIndex maps each key of a mapping, merged keys included, to its key
+// and value nodes.
+type keyIndex map[string][2]*yaml.Node
+
+// nodeIndex finds nodes by path after a failed validation. Each mapping's
+// keys are indexed once, on first use, so that a mapping with thousands of
+// bad fields costs linear time, not quadratic.
+type nodeIndex struct {
+	root *yaml.Node
+	maps map[*yaml.Node]keyIndex
+}
+
 // lookup walks from the document root along a JSON pointer's segments,
 // with the same alias and merge rules as converter. It returns the node at
-// the end and, when the last segment is a mapping key, that key's node.
-func lookup(root *yaml.Node, segs []string) (node, key *yaml.Node) {
-	n := deref(root)
+// the end and, when the last segment is a mapping key, that key's node;
+// where the path leaves the tree, the last node it reached.
+func (x *nodeIndex) lookup(segs []string) (node, key *yaml.Node) {
+	n := deref(x.root)
 	if n != nil && n.Kind == yaml.DocumentNode {
 		if len(n.Content) == 0 {
-			return root, nil
+			return x.root, nil
 		}
 		n = deref(n.Content[0])
 	}
@@ -224,11 +241,11 @@ func lookup(root *yaml.Node, segs []string) (node, key *yaml.Node) {
 		}
 		switch n.Kind {
 		case yaml.MappingNode:
-			k, v := findKey(n, seg, 0)
-			if v == nil {
+			kv, ok := x.keys(n, 0)[seg]
+			if !ok {
 				return n, nil
 			}
-			key, n = k, deref(v)
+			key, n = kv[0], deref(kv[1])
 		case yaml.SequenceNode:
 			i, err := strconv.Atoi(seg)
 			if err != nil || i < 0 || i >= len(n.Content) {
@@ -242,27 +259,42 @@ func lookup(root *yaml.Node, segs []string) (node, key *yaml.Node) {
 	return n, key
 }
 
-// findKey finds key in mapping m: written keys first, then merged ones.
-func findKey(m *yaml.Node, key string, depth int) (k, v *yaml.Node) {
-	if depth > maxDepth {
-		return nil, nil
+// keys returns m's index: written keys first (the first of duplicates
+// wins, as in converter), then merged keys not written.
+func (x *nodeIndex) keys(m *yaml.Node, depth int) keyIndex {
+	if idx, ok := x.maps[m]; ok {
+		return idx
 	}
+	if x.maps == nil {
+		x.maps = map[*yaml.Node]keyIndex{}
+	}
+	idx := keyIndex{}
+	// Stored before merges are read, so a merge cycle ends here.
+	x.maps[m] = idx
 	var merges []*yaml.Node
 	for i := 0; i+1 < len(m.Content); i += 2 {
-		if isMerge(m.Content[i]) {
+		k := m.Content[i]
+		if isMerge(k) {
 			merges = append(merges, m.Content[i+1])
 			continue
 		}
-		if s, ok := keyString(m.Content[i]); ok && s == key {
-			return m.Content[i], m.Content[i+1]
-		}
-	}
-	for _, mv := range merges {
-		for _, src := range mergeSources(mv) {
-			if k, v := findKey(src, key, depth+1); v != nil {
-				return k, v
+		if s, ok := keyString(k); ok {
+			if _, dup := idx[s]; !dup {
+				idx[s] = [2]*yaml.Node{k, m.Content[i+1]}
 			}
 		}
 	}
-	return nil, nil
+	if depth > maxDepth {
+		return idx
+	}
+	for _, mv := range merges {
+		for _, src := range mergeSources(mv) {
+			for s, kv := range x.keys(src, depth+1) {
+				if _, ok := idx[s]; !ok {
+					idx[s] = kv
+				}
+			}
+		}
+	}
+	return idx
 }

@@ -36,6 +36,11 @@ type Document struct {
 	Node *yaml.Node
 	// Pos is where the document's root mapping starts.
 	Pos diag.Pos
+
+	// where places the nodes of a document kustomize built whose values
+	// were not written at their own line and column of File (see Where);
+	// nil for a document read as it is.
+	where map[*yaml.Node]placed
 }
 
 // AgentKind is the Kind that Object reports for an agent.yaml file, which

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -41,12 +42,19 @@ type Options struct {
 // standard input.
 //
 // A directory is walked in lexical order of slash-separated paths, reading
-// only *.yaml, *.yml and *.json files. Hidden files and directories (a name
-// starting with ".") are skipped, and so is whatever the .gitignore files
-// ignore: those inside the tree, and those of its enclosing git working tree
-// (unless they ignore the named directory itself). Symbolic links to files
-// are followed; symbolic links to directories are not, which also makes
-// link loops harmless. A file named twice is read once.
+// only regular *.yaml, *.yml and *.json files other than kustomization
+// files. Hidden files and directories (a name starting with ".") are
+// skipped, and so is whatever the .gitignore files ignore: those inside
+// the tree, and those of its enclosing git working tree (unless they
+// ignore the named directory itself). Symbolic links to files are
+// followed; symbolic links to directories are not, which also makes link
+// loops harmless. A path named explicitly is read whatever its name or
+// type. A file named twice is read once.
+//
+// A directory holding a kustomization (named, or found by a walk, or a
+// kustomization file named itself) is built with kustomize instead of
+// walked, and yields the objects the build yields; see buildKustomization
+// and docs/inputs.md.
 //
 // Load returns the documents that passed its checks, in a deterministic
 // order, and diagnostics for what it could not accept. When a path cannot
@@ -105,13 +113,28 @@ func (l *loader) osPath(p string) string {
 	return filepath.Join(l.dir, p)
 }
 
-// display turns an absolute OS path into the path reported to users:
-// relative to the working directory when under it, slash-separated.
-func (l *loader) display(abs string) string {
+// display is the path reported to users for abs, which the user named as
+// p (or which lies inside the directory they named as p, at abs): relative
+// to the working directory when under it, else as the user wrote it, and
+// always slash-separated.
+func (l *loader) display(p, abs string) string {
 	if rel, err := filepath.Rel(l.dir, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return filepath.ToSlash(rel)
 	}
+	if !filepath.IsAbs(p) {
+		return filepath.ToSlash(filepath.Clean(p))
+	}
 	return filepath.ToSlash(abs)
+}
+
+// under is the display path of a file found at abs while walking the
+// directory the user named as p, at root.
+func (l *loader) under(p, root, abs string) string {
+	rel, err := filepath.Rel(root, abs)
+	if err != nil {
+		return filepath.ToSlash(abs)
+	}
+	return l.display(filepath.Join(p, rel), abs)
 }
 
 func (l *loader) unreadable(name string, err error) {
@@ -127,19 +150,32 @@ func (l *loader) loadPath(p string) {
 	abs := l.osPath(p)
 	fi, err := os.Stat(abs)
 	if err != nil {
-		l.unreadable(l.display(abs), err)
+		l.unreadable(l.display(p, abs), err)
+		return
+	}
+	if !fi.IsDir() && isKustomizationName(filepath.Base(abs)) {
+		// A kustomization names a build, not objects: build its directory.
+		l.buildKustomization(filepath.Dir(p), filepath.Dir(abs))
 		return
 	}
 	if !fi.IsDir() {
-		l.readFile(abs)
+		l.readFile(abs, l.display(p, abs), false)
+		return
+	}
+	if kustomizationFile(abs) != "" {
+		l.buildKustomization(p, abs)
 		return
 	}
 	files, errs := walk(abs)
-	for _, f := range files {
-		l.readFile(f)
+	for _, f := range kustomizeRoots(files) {
+		if kustomizationFile(f) != "" {
+			l.buildKustomization(l.under(p, abs, f), f)
+		} else {
+			l.readFile(f, l.under(p, abs, f), true)
+		}
 	}
 	for _, e := range errs {
-		l.unreadable(l.display(e.path), e.err)
+		l.unreadable(l.under(p, abs, e.path), e.err)
 	}
 }
 
@@ -152,17 +188,16 @@ func (l *loader) readStdin() {
 		l.errs = append(l.errs, fmt.Errorf("%w: -: no standard input", ErrUnreadable))
 		return
 	}
-	l.readFrom("-", l.opts.Stdin)
+	l.readFrom("-", l.opts.Stdin, 0, false)
 }
 
-// readFile reads one file, refusing it by its size before reading when it
-// is a regular file, and through a limit otherwise.
-func (l *loader) readFile(abs string) {
+// readFile reads one file, reported as name, refusing it by its size
+// before reading when it is a regular file, and through a limit otherwise.
+func (l *loader) readFile(abs, name string, walked bool) {
 	if l.seen[abs] {
 		return
 	}
 	l.seen[abs] = true
-	name := l.display(abs)
 	f, err := os.Open(abs)
 	if err != nil {
 		l.unreadable(name, err)
@@ -178,11 +213,18 @@ func (l *loader) readFile(abs string) {
 		l.tooLarge(name, fmt.Sprintf("%d bytes", fi.Size()))
 		return
 	}
-	l.readFrom(name, f)
+	l.readFrom(name, f, fi.Size(), walked)
 }
 
-func (l *loader) readFrom(name string, r io.Reader) {
-	data, err := io.ReadAll(io.LimitReader(r, l.opts.MaxFileSize+1))
+// readFrom reads at most MaxFileSize+1 bytes of r, whose size is expected
+// to be sizeHint (0 when unknown), and parses them.
+func (l *loader) readFrom(name string, r io.Reader, sizeHint int64, walked bool) {
+	var buf bytes.Buffer
+	if sizeHint > 0 && sizeHint <= l.opts.MaxFileSize {
+		buf.Grow(int(sizeHint) + bytes.MinRead) // one allocation for the common case
+	}
+	_, err := buf.ReadFrom(io.LimitReader(r, l.opts.MaxFileSize+1))
+	data := buf.Bytes()
 	if err != nil {
 		l.unreadable(name, err)
 		return
@@ -191,7 +233,7 @@ func (l *loader) readFrom(name string, r io.Reader) {
 		l.tooLarge(name, "more than that")
 		return
 	}
-	docs, ds := Parse(name, data)
+	docs, ds := parse(name, data, walked)
 	l.docs = append(l.docs, docs...)
 	l.diags = append(l.diags, ds...)
 }
@@ -206,8 +248,15 @@ func (l *loader) tooLarge(name, size string) {
 }
 
 // inputExt reports whether a file found by walking a directory is an
-// input: YAML or JSON.
+// input: YAML or JSON, except kustomize's own kustomization files, which
+// configure a build rather than declare objects (their apiVersion and kind
+// are optional, so reading them would report KindMissing on a valid
+// repository).
 func inputExt(name string) bool {
+	switch name {
+	case "kustomization.yaml", "kustomization.yml", "Kustomization":
+		return false
+	}
 	switch strings.ToLower(filepath.Ext(name)) {
 	case ".yaml", ".yml", ".json":
 		return true
@@ -249,26 +298,29 @@ func walk(root string) ([]string, []walkErr) {
 				continue
 			}
 			full := filepath.Join(dir, name)
-			isDir := e.IsDir()
-			if e.Type()&fs.ModeSymlink != 0 {
-				fi, err := os.Stat(full)
-				if err != nil {
-					if inputExt(name) {
-						errs = append(errs, walkErr{full, err})
-					}
-					continue
-				}
-				if fi.IsDir() {
-					continue // not followed: a link may lead back up the tree
-				}
-			}
+			isDir, regular := e.IsDir(), e.Type().IsRegular()
 			if m.Match(append(domain, name), isDir) {
 				continue
 			}
+			if e.Type()&fs.ModeSymlink != 0 {
+				fi, err := os.Stat(full)
+				switch {
+				case err != nil && inputExt(name):
+					errs = append(errs, walkErr{full, err})
+					continue
+				case err != nil || fi.IsDir():
+					continue // not followed: a link may lead back up the tree
+				}
+				regular = fi.Mode().IsRegular()
+			}
 			switch {
+			case isDir && kustomizationFile(full) != "":
+				files = append(files, full) // built, not walked: see kustomize.go
 			case isDir:
 				visit(full, patterns)
-			case inputExt(name):
+			case regular && inputExt(name):
+				// Only regular files: opening a FIFO found by a walk
+				// would block until someone writes to it.
 				files = append(files, full)
 			}
 		}

@@ -2,11 +2,16 @@ package source
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -32,7 +37,7 @@ func docIDs(docs []Document) []string {
 	var out []string
 	for _, d := range docs {
 		o := d.Object()
-		out = append(out, d.File+"#"+string(rune('0'+d.Index))+" "+o.Kind+"/"+o.Name)
+		out = append(out, d.File+"#"+strconv.Itoa(d.Index)+" "+o.Kind+"/"+o.Name)
 	}
 	return out
 }
@@ -105,6 +110,7 @@ func TestLoadTree(t *testing.T) {
 				"repo/sub/UPPER.YAML":              connection,
 				"repo/agents/support/other.yml":    connection,
 				"repo/agents/support/agent.yml.md": "x",
+				"repo/overlay/kustomization.yaml":  "resources: []\n",
 			},
 			paths: []string{"repo"},
 			want: []string{
@@ -183,6 +189,19 @@ func TestLoadTree(t *testing.T) {
 	}
 }
 
+func TestLoadPathsOutsideTheWorkingDirectory(t *testing.T) {
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"wd/x": "", "other/a.yaml": connection, "other/sub/b.yaml": connection})
+	docs, ds, err := Load([]string{"../other", "../other/a.yaml", filepath.Join(root, "other", "sub", "b.yaml")}, Options{Dir: filepath.Join(root, "wd")})
+	if err != nil || len(ds) > 0 {
+		t.Fatalf("Load: %v %v", err, ds)
+	}
+	want := []string{"../other/a.yaml#0 Connection/github-acme", "../other/sub/b.yaml#0 Connection/github-acme"}
+	if got := docIDs(docs); !slices.Equal(got, want) {
+		t.Errorf("documents:\n got %q\nwant %q", got, want)
+	}
+}
+
 func TestLoadStdinAndAbsolutePaths(t *testing.T) {
 	dir := t.TempDir()
 	writeTree(t, dir, map[string]string{"in/a.yaml": connection})
@@ -254,6 +273,11 @@ func TestPositions(t *testing.T) {
 			input: strings.ReplaceAll(connection, "\n", "\r\n"),
 			start: diag.Pos{File: "f.yaml", Line: 1, Column: 1},
 			nodes: []want{{path: []string{"spec", "credential", "secretRef", "name"}, line: 11, col: 13}},
+		},
+		"CR line ends": {
+			input: "apiVersion: v1\rkind: Secret\rmetadata:\r  name: x\r",
+			start: diag.Pos{File: "f.yaml", Line: 1, Column: 1},
+			nodes: []want{{path: []string{"metadata", "name"}, line: 4, col: 9}},
 		},
 		"byte order mark": {
 			input: "\uFEFF" + connection,
@@ -356,5 +380,162 @@ func TestObject(t *testing.T) {
 				t.Errorf("Node kind %v, want a mapping", docs[0].Node.Kind)
 			}
 		})
+	}
+}
+
+// repeatReader yields n bytes of b without holding them.
+type repeatReader struct {
+	b byte
+	n int64
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	if r.n <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > r.n {
+		p = p[:r.n]
+	}
+	for i := range p {
+		p[i] = r.b
+	}
+	r.n -= int64(len(p))
+	return len(p), nil
+}
+
+// TestLoadTooLarge checks that oversized inputs are refused with their size
+// and the limit, quickly and without being read whole.
+func TestLoadTooLarge(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.yaml")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(50 << 20); err != nil { // 50 MB, sparse
+		t.Fatal(err)
+	}
+	f.Close()
+
+	tests := map[string]struct {
+		paths    []string
+		stdin    io.Reader
+		max      int64
+		contains string
+		maxAlloc uint64
+	}{
+		"50 MB file, default limit": {
+			paths:    []string{"big.yaml"},
+			contains: "52428800 bytes, over the limit of 16777216 bytes",
+			maxAlloc: 1 << 20,
+		},
+		"50 MB on stdin": {
+			paths:    []string{"-"},
+			stdin:    &repeatReader{b: ' ', n: 50 << 20},
+			max:      1 << 20,
+			contains: "over the limit of 1048576 bytes",
+			maxAlloc: 8 << 20,
+		},
+		"endless device": {
+			paths:    []string{"/dev/zero"},
+			max:      1 << 20,
+			contains: "over the limit of 1048576 bytes",
+			maxAlloc: 8 << 20,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			start := time.Now()
+			docs, ds, err := Load(tc.paths, Options{Dir: dir, Stdin: tc.stdin, MaxFileSize: tc.max})
+			elapsed := time.Since(start)
+			runtime.ReadMemStats(&after)
+			t.Logf("refused in %v, %d bytes allocated", elapsed, after.TotalAlloc-before.TotalAlloc)
+			if err != nil || len(docs) > 0 {
+				t.Fatalf("Load: %v, %d docs", err, len(docs))
+			}
+			if len(ds) != 1 || ds[0].Code != CodeInputInvalid || ds[0].Pos.Line != 1 || ds[0].Pos.Column != 1 {
+				t.Fatalf("diagnostics %v, want one InputInvalid at 1:1", ds)
+			}
+			if !strings.Contains(ds[0].Message, tc.contains) {
+				t.Errorf("message %q does not say %q", ds[0].Message, tc.contains)
+			}
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > tc.maxAlloc {
+				t.Errorf("allocated %d bytes, want at most %d", alloc, tc.maxAlloc)
+			}
+		})
+	}
+}
+
+func TestLoadSymlinksAndPermissions(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{
+		"repo/real/a.yaml": connection,
+		"repo/secret.yaml": secretAndClass,
+	})
+	links := map[string]string{
+		"repo/loop1.yaml":   "loop2.yaml", // a file link loop
+		"repo/loop2.yaml":   "loop1.yaml",
+		"repo/real/up":      "..", // a directory link back up the tree
+		"repo/self":         ".",
+		"repo/linked.yaml":  "real/a.yaml", // a file link is followed
+		"repo/dangling.txt": "nowhere",     // not an input: ignored
+	}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A FIFO found by a walk is skipped: opening it would block.
+	if err := syscall.Mkfifo(filepath.Join(dir, "repo", "pipe.yaml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	locked := filepath.Join(dir, "repo", "secret.yaml")
+	if err := os.Chmod(locked, 0); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		docs []Document
+		ds   diag.List
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		docs, ds, err := Load([]string{"repo", "repo/missing.yaml"}, Options{Dir: dir})
+		done <- result{docs, ds, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Load hung")
+	}
+	docs, ds, err := r.docs, r.ds, r.err
+	if len(ds) > 0 {
+		t.Errorf("diagnostics: %v", ds)
+	}
+	if !errors.Is(err, ErrUnreadable) {
+		t.Fatalf("err = %v, want ErrUnreadable", err)
+	}
+	msg := err.Error()
+	for _, w := range []string{"repo/loop1.yaml", "repo/loop2.yaml", "repo/missing.yaml"} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("error does not name %s:\n%s", w, msg)
+		}
+	}
+	want := []string{
+		"repo/linked.yaml#0 Connection/github-acme",
+		"repo/real/a.yaml#0 Connection/github-acme",
+	}
+	// Root reads a file whatever its mode; anyone else is refused it.
+	if os.Geteuid() == 0 {
+		want = append(want, "repo/secret.yaml#0 Secret/acme-github-token", "repo/secret.yaml#1 SandboxClass/workspace")
+	} else if !strings.Contains(msg, "repo/secret.yaml: permission denied") {
+		t.Errorf("error does not report the unreadable file:\n%s", msg)
+	}
+	if got := docIDs(docs); !slices.Equal(got, want) {
+		t.Errorf("documents:\n got %q\nwant %q", got, want)
 	}
 }

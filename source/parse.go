@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -20,6 +20,7 @@ const (
 	CodeInputInvalid   = "InputInvalid"
 	CodeYAMLAliasLimit = "YAMLAliasLimit"
 	CodeKindMissing    = "KindMissing"
+	CodeInputSkipped   = "InputSkipped"
 )
 
 // Rules describes the loader's codes for SARIF output and the generated
@@ -39,10 +40,16 @@ func Rules() []diag.Rule {
 			Help:     "Add apiVersion and kind (for example omnia.altairalabs.ai/v1alpha1 and Connection), or name an agent file agent.yaml.",
 		},
 		{
+			Code:     CodeInputSkipped,
+			Severity: diag.Info,
+			Purpose:  "A document in a file found by walking a directory has neither apiVersion nor kind: it is some other tool's file (package.json, docker-compose.yml), not an object, and is skipped.",
+			Help:     "Nothing to fix. Name the file explicitly to have it checked as an object.",
+		},
+		{
 			Code:     CodeYAMLAliasLimit,
 			Severity: diag.Error,
-			Purpose:  "A document's aliases expand to too many nodes or nest too deeply (a \"billion laughs\" document).",
-			Help:     "Write the repeated values out, or use fewer, smaller anchors; keyhole expands at most 10000 nodes through aliases, nested at most 100 deep.",
+			Purpose:  "A document's aliases expand to too many nodes (a \"billion laughs\" document).",
+			Help:     "Write the repeated values out, or use fewer, smaller anchors: keyhole expands at most 10000 nodes through aliases in one document.",
 		},
 		{
 			Code:     CodeYAMLInvalid,
@@ -53,14 +60,13 @@ func Rules() []diag.Rule {
 	}
 }
 
-// Limits on alias expansion: the number of nodes one document may reach
-// through aliases, and how deeply an alias may lead to another alias.
-// Beyond them the document is refused instead of expanded, which bounds
-// memory and time whatever the input.
-const (
-	maxAliasNodes = 10000
-	maxAliasDepth = 100
-)
+// maxAliasNodes bounds how many nodes one document may reach through
+// aliases. Beyond it the document is refused instead of expanded, which
+// bounds memory and time whatever the input. No separate bound on nesting
+// is needed: YAML defines an anchor before any alias to it and the
+// resolver resolves anchors first, so a copy never holds another alias and
+// deep chains of aliases spend the same budget.
+const maxAliasNodes = 10000
 
 // Parse splits data, the contents of file, into documents. It never reads
 // past data and never panics; what it cannot accept it reports as
@@ -68,6 +74,13 @@ const (
 // inputs another way than Load (for example blobs of a git tree) use it
 // directly; file is used as given for positions.
 func Parse(file string, data []byte) ([]Document, diag.List) {
+	return parse(file, data, false)
+}
+
+// parse is Parse; walked says the file was found by walking a directory
+// rather than named, so a document that is plainly not an object is
+// skipped at info rather than reported as an error.
+func parse(file string, data []byte, walked bool) ([]Document, diag.List) {
 	if d, bad := checkBytes(file, data); bad {
 		return nil, diag.List{d}
 	}
@@ -75,7 +88,7 @@ func Parse(file string, data []byte) ([]Document, diag.List) {
 		docs  []Document
 		diags diag.List
 	)
-	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec := yaml.NewDecoder(bytes.NewReader(neutralizeSuffixes(data)))
 	for index := 0; ; index++ {
 		var n yaml.Node
 		err := decode(dec, &n)
@@ -83,10 +96,10 @@ func Parse(file string, data []byte) ([]Document, diag.List) {
 			break
 		}
 		if err != nil {
-			diags = append(diags, syntaxError(file, index, err))
+			diags = append(diags, syntaxError(file, data, index, err))
 			break
 		}
-		doc, ds := document(file, index, &n)
+		doc, ds := document(file, index, &n, walked)
 		diags = append(diags, ds...)
 		if doc != nil {
 			docs = append(docs, *doc)
@@ -100,44 +113,55 @@ func Parse(file string, data []byte) ([]Document, diag.List) {
 func decode(dec *yaml.Decoder, n *yaml.Node) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("yaml: the parser failed on this input (%v)", r)
+			// The panic value is not repeated: it may quote the input.
+			err = errors.New("yaml: the YAML parser failed on this input")
 		}
 	}()
 	return dec.Decode(n)
 }
 
-var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): `)
-
 // syntaxError turns a yaml.v3 error into a YAMLInvalid diagnostic at the
-// line the library reports (it reports no column; we say column 1).
-func syntaxError(file string, index int, err error) diag.Diagnostic {
+// line the library reports in its "yaml: line N: " prefix (it reports no
+// column; we say column 1). For an unknown anchor, which it reports
+// without a line, the position is that of the first alias of that name.
+func syntaxError(file string, data []byte, index int, err error) diag.Diagnostic {
 	msg := err.Error()
-	line := 1
-	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		if l, convErr := strconv.Atoi(m[1]); convErr == nil && l >= 1 {
-			line = l
+	line, col := 1, 1
+	if name, ok := unknownAnchor(msg); ok {
+		if off := bytes.Index(data, []byte("*"+name)); off >= 0 {
+			line, col = position(data, off)
 		}
-		msg = msg[len(m[0]):]
-	} else if rest, ok := bytesCutPrefix(msg, "yaml: "); ok {
-		msg = rest
+		// The library's message repeats the name, which is input text;
+		// diagnostics never quote what might be a value.
+		msg = "alias to an anchor that is not defined: define &name before any *name refers to it"
 	}
-	what := "the rest of the file"
+	msg, _ = strings.CutPrefix(msg, "yaml: ")
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if n, text, ok := strings.Cut(rest, ": "); ok {
+			if l, convErr := strconv.Atoi(n); convErr == nil && l >= 1 {
+				line, msg = l, text
+			}
+		}
+	}
+	where := ""
 	if index > 0 {
-		what = fmt.Sprintf("document %d and the rest of the file", index+1)
+		where = fmt.Sprintf(" in document %d", index+1)
 	}
 	return diag.Diagnostic{
 		Code:     CodeYAMLInvalid,
 		Severity: diag.Error,
-		Pos:      diag.Pos{File: file, Line: line, Column: 1},
-		Message:  fmt.Sprintf("invalid YAML: %s; %s cannot be trusted and was not read", msg, what),
+		Pos:      diag.Pos{File: file, Line: line, Column: col},
+		Message:  fmt.Sprintf("invalid YAML%s: %s; the rest of the file was not read, since after a syntax error it cannot be trusted", where, msg),
 	}
 }
 
-func bytesCutPrefix(s, prefix string) (string, bool) {
-	if len(s) >= len(prefix) && s[:len(prefix)] == prefix {
-		return s[len(prefix):], true
+// unknownAnchor recognises yaml.v3's "unknown anchor 'NAME' referenced".
+func unknownAnchor(msg string) (string, bool) {
+	rest, ok := strings.CutPrefix(msg, "yaml: unknown anchor '")
+	if !ok {
+		return "", false
 	}
-	return s, false
+	return strings.CutSuffix(rest, "' referenced")
 }
 
 // checkBytes refuses what the YAML parser should never see: binary data,
@@ -167,14 +191,44 @@ func checkBytes(file string, data []byte) (diag.Diagnostic, bool) {
 		case !printable(r) && !(r == 0xFEFF && off == 0):
 			return bad(line, col, "control character %U at line %d, column %d is not allowed in YAML; remove it or write it as an escape in a double-quoted string", r, line, col)
 		}
-		off += size
-		if r == '\n' {
+		if isBreak(data, off, r) {
 			line, col = line+1, 1
 		} else if r != '\r' {
 			col++
 		}
+		off += size
 	}
 	return diag.Diagnostic{}, false
+}
+
+// position returns the 1-based line and column (in characters) of the
+// byte at offset in data.
+func position(data []byte, offset int) (line, col int) {
+	line, col = 1, 1
+	for off := 0; off < offset && off < len(data); {
+		r, size := utf8.DecodeRune(data[off:])
+		if isBreak(data, off, r) {
+			line, col = line+1, 1
+		} else if r != '\r' {
+			col++
+		}
+		off += size
+	}
+	return line, col
+}
+
+// isBreak reports whether the rune r at data[off] ends a line the way
+// yaml.v3 counts lines: LF, CR not followed by LF, NEL, and the Unicode
+// line and paragraph separators. (A CR before an LF is not counted, and
+// adds no column.)
+func isBreak(data []byte, off int, r rune) bool {
+	switch r {
+	case '\n', 0x85, 0x2028, 0x2029:
+		return true
+	case '\r':
+		return off+1 >= len(data) || data[off+1] != '\n'
+	}
+	return false
 }
 
 // printable reports whether YAML 1.2 allows r in a stream (its c-printable
@@ -199,7 +253,7 @@ func printable(r rune) bool {
 
 // document checks one decoded document and returns it ready for callers,
 // or nil when it is empty or the loader reported an error for it.
-func document(file string, index int, n *yaml.Node) (*Document, diag.List) {
+func document(file string, index int, n *yaml.Node, walked bool) (*Document, diag.List) {
 	root := n
 	if n.Kind == yaml.DocumentNode {
 		if len(n.Content) == 0 {
@@ -233,7 +287,7 @@ func document(file string, index int, n *yaml.Node) (*Document, diag.List) {
 		return nil, ds
 	}
 	r := resolver{budget: maxAliasNodes, onPath: map[*yaml.Node]bool{}}
-	resolved, err := r.resolve(root, false, 0)
+	resolved, err := r.resolve(root, false)
 	if err == nil {
 		err = applyMerges(resolved)
 	}
@@ -260,14 +314,22 @@ func document(file string, index int, n *yaml.Node) (*Document, diag.List) {
 		if len(missing) > 0 {
 			what := missing[0]
 			if len(missing) == 2 {
-				what = "apiVersion and kind"
+				what = "apiVersion and no kind"
+				if walked {
+					return nil, diag.List{{
+						Code:     CodeInputSkipped,
+						Severity: diag.Info,
+						Pos:      doc.Pos,
+						Message:  fmt.Sprintf("document %d has neither apiVersion nor kind, so it is not an object; skipped (name the file explicitly to check it as one)", index+1),
+					}}
+				}
 			}
 			return nil, diag.List{{
 				Code:     CodeKindMissing,
 				Severity: diag.Error,
 				Pos:      doc.Pos,
 				Object:   doc.Object(),
-				Message:  fmt.Sprintf("document %d has no %s (a non-empty string): every object needs apiVersion and kind, e.g. omnia.altairalabs.ai/v1alpha1 Connection; an agent file must be named agent.yaml", index+1, what),
+				Message:  fmt.Sprintf("document %d has no %s: every object needs both as non-empty strings, e.g. apiVersion: omnia.altairalabs.ai/v1alpha1 and kind: Connection (an agent file must be named agent.yaml)", index+1, what),
 			}}
 		}
 	}
@@ -276,11 +338,13 @@ func document(file string, index int, n *yaml.Node) (*Document, diag.List) {
 
 // keyID identifies a scalar mapping key the way YAML compares keys: by
 // resolved tag and value, so that a and "a" collide but 1 and "1" do not.
-func keyID(k *yaml.Node) (string, bool) {
+type keyID struct{ tag, value string }
+
+func keyOf(k *yaml.Node) (keyID, bool) {
 	if k.Kind != yaml.ScalarNode {
-		return "", false
+		return keyID{}, false
 	}
-	return k.ShortTag() + "\x00" + k.Value, true
+	return keyID{k.ShortTag(), k.Value}, true
 }
 
 // duplicateKeys reports every mapping key that repeats an earlier key of
@@ -289,13 +353,14 @@ func keyID(k *yaml.Node) (string, bool) {
 // not followed: their targets are checked where they are defined.
 func duplicateKeys(file string, n *yaml.Node) diag.List {
 	var out diag.List
+	seen := map[keyID]*yaml.Node{} // reused: one mapping is checked at a time
 	var walk func(n *yaml.Node)
 	walk = func(n *yaml.Node) {
 		if n.Kind == yaml.MappingNode {
-			seen := map[string]*yaml.Node{}
+			clear(seen)
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				k := n.Content[i]
-				id, ok := keyID(k)
+				id, ok := keyOf(k)
 				if !ok || k.ShortTag() == "!!merge" {
 					continue
 				}
@@ -304,7 +369,7 @@ func duplicateKeys(file string, n *yaml.Node) diag.List {
 						Code:     CodeYAMLInvalid,
 						Severity: diag.Error,
 						Pos:      diag.Pos{File: file, Line: max(k.Line, 1), Column: max(k.Column, 1)},
-						Message:  fmt.Sprintf("duplicate key %q: it is already defined at line %d, column %d; keys of a mapping must be unique", k.Value, first.Line, first.Column),
+						Message:  fmt.Sprintf("duplicate key: this key is already defined at line %d, column %d of the same mapping; remove or rename one, as keys of a mapping must be unique", first.Line, first.Column),
 					})
 					continue
 				}
@@ -348,7 +413,7 @@ type resolver struct {
 // resolve returns n with its aliases resolved. Nodes reached through an
 // alias (copy is true) are copied, since the same anchor may be expanded
 // in several places; the document's own nodes are updated in place.
-func (r *resolver) resolve(n *yaml.Node, copy bool, depth int) (*yaml.Node, error) {
+func (r *resolver) resolve(n *yaml.Node, copy bool) (*yaml.Node, error) {
 	if n.Kind == yaml.AliasNode {
 		target := n.Alias
 		switch {
@@ -356,16 +421,19 @@ func (r *resolver) resolve(n *yaml.Node, copy bool, depth int) (*yaml.Node, erro
 			return nil, &posError{node: n, msg: fmt.Sprintf("alias *%s has no anchor", n.Value)}
 		case r.onPath[target]:
 			return nil, &posError{node: n, msg: fmt.Sprintf("alias *%s refers to an anchor that contains it, which would expand forever", n.Value)}
-		case depth+1 > maxAliasDepth:
-			return nil, &posError{node: n, kind: errAliasLimit, msg: fmt.Sprintf("aliases nest more than %d deep (at *%s); keyhole refuses to expand them", maxAliasDepth, n.Value)}
 		}
-		return r.resolve(target, true, depth+1)
+		out, err := r.resolve(target, true)
+		var pe *posError
+		if !copy && errors.As(err, &pe) && errors.Is(err, errAliasLimit) {
+			pe.node = n // point at the alias in the document, not inside its anchor
+		}
+		return out, err
 	}
 	out := n
 	if copy {
 		r.budget--
 		if r.budget < 0 {
-			return nil, &posError{node: n, kind: errAliasLimit, msg: fmt.Sprintf("aliases expand to more than %d nodes (a \"billion laughs\" document?); keyhole refuses to expand them", maxAliasNodes)}
+			return nil, &posError{node: n, kind: errAliasLimit, msg: fmt.Sprintf("aliases expand to more than %d nodes (a \"billion laughs\" document?); keyhole refuses to expand them: write the values out or use smaller anchors", maxAliasNodes)}
 		}
 		c := *n
 		c.Content = make([]*yaml.Node, len(n.Content))
@@ -374,10 +442,12 @@ func (r *resolver) resolve(n *yaml.Node, copy bool, depth int) (*yaml.Node, erro
 	if len(n.Content) == 0 {
 		return out, nil
 	}
-	r.onPath[n] = true
-	defer delete(r.onPath, n)
+	if n.Anchor != "" { // only an anchored node can be an alias's target
+		r.onPath[n] = true
+		defer delete(r.onPath, n)
+	}
 	for i, child := range n.Content {
-		rc, err := r.resolve(child, copy, depth)
+		rc, err := r.resolve(child, copy)
 		if err != nil {
 			return nil, err
 		}
@@ -401,19 +471,22 @@ func applyMerges(n *yaml.Node) error {
 		return nil
 	}
 	hasMerge := false
-	defined := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
+	for i := 0; i+1 < len(n.Content) && !hasMerge; i += 2 {
 		k := n.Content[i]
-		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
-			hasMerge = true
-			continue
-		}
-		if id, ok := keyID(k); ok {
-			defined[id] = true
-		}
+		hasMerge = k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge"
 	}
 	if !hasMerge {
 		return nil
+	}
+	defined := map[keyID]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+			continue
+		}
+		if id, ok := keyOf(k); ok {
+			defined[id] = true
+		}
 	}
 	content := make([]*yaml.Node, 0, len(n.Content))
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -431,7 +504,7 @@ func applyMerges(n *yaml.Node) error {
 				return &posError{node: src, msg: "the merge key << needs a mapping or a list of mappings"}
 			}
 			for j := 0; j+1 < len(src.Content); j += 2 {
-				id, ok := keyID(src.Content[j])
+				id, ok := keyOf(src.Content[j])
 				if ok && defined[id] {
 					continue
 				}
@@ -444,4 +517,50 @@ func applyMerges(n *yaml.Node) error {
 	}
 	n.Content = content
 	return nil
+}
+
+// neutralizeSuffixes turns into comments the document end markers ("...")
+// that yaml.v3 rejects although YAML allows them: one that opens the
+// stream, and one that follows another with no document between. It
+// rewrites "..." as "#..", in a copy, so that every line and column stays
+// where it was.
+func neutralizeSuffixes(data []byte) []byte {
+	out := data
+	afterEnd := true // the start of the stream counts as the end of a document
+	for off := 0; off < len(data); {
+		end := bytes.IndexByte(data[off:], '\n')
+		if end < 0 {
+			end = len(data)
+		} else {
+			end += off
+		}
+		line := bytes.TrimSuffix(data[off:end], []byte("\r"))
+		start := off
+		if off == 0 && bytes.HasPrefix(line, []byte("\uFEFF")) {
+			line = line[len("\uFEFF"):]
+			start += len("\uFEFF")
+		}
+		trimmed := bytes.TrimLeft(line, " \t")
+		switch {
+		case len(trimmed) == 0 || trimmed[0] == '#':
+			// blank or comment: changes nothing
+		case isDocumentEnd(line):
+			if afterEnd {
+				if &out[0] == &data[0] {
+					out = bytes.Clone(data)
+				}
+				out[start] = '#'
+			}
+			afterEnd = true
+		default:
+			afterEnd = false
+		}
+		off = end + 1
+	}
+	return out
+}
+
+// isDocumentEnd reports whether line is a "..." document end marker.
+func isDocumentEnd(line []byte) bool {
+	return bytes.HasPrefix(line, []byte("...")) && (len(line) == 3 || line[3] == ' ' || line[3] == '\t')
 }

@@ -40,6 +40,11 @@ func load(e *env, paths []string, f *checkFlags) (checked, error) {
 	if err != nil {
 		return checked{}, err
 	}
+	return compileDocs(docs, loadDiags, f)
+}
+
+// compileDocs checks loaded documents, with the loader's diagnostics.
+func compileDocs(docs []source.Document, loadDiags diag.List, f *checkFlags) (checked, error) {
 	v, err := schema.NewValidator()
 	if err != nil {
 		return checked{}, fmt.Errorf("loading the schemas: %w", err)

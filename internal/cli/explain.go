@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -18,6 +17,7 @@ func runExplain(e *env, args []string) int {
 	fs.BoolVar(&f.allowMissingSecrets, "allow-missing-secrets", false, "treat a Connection's missing Secret as a warning")
 	sandbox := fs.String("sandbox", "", "the sandbox (claim) `NAME` or NAMESPACE/NAME to explain; without it, list the sandboxes")
 	request := fs.String("request", "", "judge one request, `'METHOD URL'`, e.g. 'GET https://api.github.com/user', as the proxy would")
+	body := fs.String("body", "", "the request's `JSON` body, for rules that look at it (e.g. a Git LFS batch request)")
 	paths, err := parse(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -46,7 +46,7 @@ func runExplain(e *env, args []string) int {
 		describeSandbox(e.stdout, s)
 		return exitOK
 	}
-	d, err := judge(s.Proxy, *request)
+	d, err := judge(s.Proxy, *request, []byte(*body))
 	if err != nil {
 		fmt.Fprintf(e.stderr, "keyhole explain: %v\n", err)
 		return exitUsage
@@ -150,45 +150,19 @@ func rule(r config.Rule) string {
 }
 
 // judge decides a request as the proxy would, with the proxy's own
-// decision function: first the CONNECT (or the plain http:// request),
+// decision function: the CONNECT (or the plain http:// request) first,
 // then the request inside the tunnel.
-func judge(cfg config.Config, request string) (proxy.Decision, error) {
+func judge(cfg config.Config, request string, body []byte) (proxy.Decision, error) {
 	method, raw, ok := strings.Cut(strings.TrimSpace(request), " ")
-	if !ok || method == "" {
-		return proxy.Decision{}, fmt.Errorf("%w: --request %q: want 'METHOD URL'", errUsage, request)
-	}
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil || u.Host == "" {
-		return proxy.Decision{}, fmt.Errorf("%w: --request %q: want an absolute http:// or https:// URL", errUsage, request)
+	raw = strings.TrimSpace(raw)
+	if !ok || method == "" || !strings.Contains(raw, "://") {
+		return proxy.Decision{}, fmt.Errorf("%w: --request %q: want 'METHOD URL' with an absolute http:// or https:// URL", errUsage, request)
 	}
 	policy, err := proxy.NewPolicy(&cfg)
 	if err != nil {
 		return proxy.Decision{}, err
 	}
-	switch u.Scheme {
-	case "http":
-		return policy.Decide(proxy.RequestInfo{Kind: proxy.KindPlain, Method: method, Target: u.String(), Host: u.Host}), nil
-	case "https":
-	default:
-		return proxy.Decision{}, fmt.Errorf("%w: --request %q: the scheme must be http or https", errUsage, request)
-	}
-	authority := u.Host
-	if u.Port() == "" {
-		authority += ":443"
-	}
-	d := policy.Decide(proxy.RequestInfo{Kind: proxy.KindConnect, Method: "CONNECT", Target: authority})
-	if d.Action != proxy.ActionIntercept {
-		return d, nil
-	}
-	target := u.EscapedPath()
-	if target == "" {
-		target = "/"
-	}
-	if u.RawQuery != "" {
-		target += "?" + u.RawQuery
-	}
-	return policy.Decide(proxy.RequestInfo{Kind: proxy.KindTunnel, Method: method, Target: target,
-		ConnectHost: authority, SNI: u.Hostname(), Host: u.Host, BodyComplete: true}), nil
+	return policy.DecideURL(method, raw, body), nil
 }
 
 func printDecision(w io.Writer, s compiler.Sandbox, d proxy.Decision) {

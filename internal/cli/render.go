@@ -14,6 +14,7 @@ func runRender(e *env, args []string) int {
 	f.register(fs)
 	out := fs.String("o", "", "write the rendered files to `DIR` (replaced atomically; never written when the check finds errors)")
 	stdout := fs.Bool("stdout", false, "print the Kubernetes objects as one YAML stream, for an Argo CD config management plugin")
+	krm := fs.Bool("krm", false, "run as a kustomize KRM function: a ResourceList in on stdin, the rendered ResourceList out")
 	var opts render.Options
 	fs.StringVar(&opts.ProxyMode, "proxy-mode", render.ModeSidecar, "run the proxy as a `sidecar` of the sandbox or as its own deployment")
 	fs.StringVar(&opts.ProxyImage, "proxy-image", render.DefaultProxyImage, "the egress proxy's container `image`")
@@ -23,13 +24,20 @@ func runRender(e *env, args []string) int {
 	if err != nil {
 		return flagExit(err)
 	}
-	if (*out == "") == !*stdout {
-		fmt.Fprintln(e.stderr, "keyhole render: give exactly one of -o DIR and --stdout")
+	if n := count(*out != "", *stdout, *krm); n != 1 {
+		fmt.Fprintln(e.stderr, "keyhole render: give exactly one of -o DIR, --stdout and --krm")
 		return exitUsage
 	}
 	if _, err := diag.NewPrinter(f.format); err != nil {
 		fmt.Fprintf(e.stderr, "keyhole render: %v\n", err)
 		return exitUsage
+	}
+	if *krm {
+		if len(paths) > 0 {
+			fmt.Fprintln(e.stderr, "keyhole render --krm: reads its inputs from the ResourceList on stdin, not from paths")
+			return exitUsage
+		}
+		return runKRM(e, &f, opts)
 	}
 	c, err := load(e, paths, &f)
 	if err != nil {
@@ -61,8 +69,25 @@ func runRender(e *env, args []string) int {
 	if err := render.WriteDir(*out, files); err != nil {
 		return fail(e, "render", err)
 	}
-	fmt.Fprintf(e.stderr, "keyhole render: wrote %d files for %d sandboxes to %s\n", len(files), len(c.result.Plan.Sandboxes), *out)
+	fmt.Fprintf(e.stderr, "keyhole render: wrote %d files for %s to %s\n", len(files), plural(len(c.result.Plan.Sandboxes), "sandbox", "sandboxes"), *out)
 	return exitOK
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func count(bs ...bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }
 
 // plan loads, checks and returns the plan, printing diagnostics to

@@ -146,23 +146,23 @@ func (v *validator) inject(at string, in Inject) {
 	}
 }
 
-// forbiddenHeaders may not be injected: they frame the message or are
-// hop-by-hop, so setting them would break or smuggle requests.
-var forbiddenHeaders = []string{
-	"Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive",
-	"Proxy-Authorization", "Proxy-Authenticate", "Proxy-Connection", "Te", "Trailer", "Upgrade",
+// forbiddenHeader reports whether name may not be injected: it frames the
+// message or is hop-by-hop, so setting it would break or smuggle requests.
+func forbiddenHeader(name string) bool {
+	switch strings.ToLower(name) {
+	case "host", "content-length", "transfer-encoding", "connection", "keep-alive",
+		"proxy-authorization", "proxy-authenticate", "proxy-connection", "te", "trailer", "upgrade":
+		return true
+	}
+	return false
 }
 
 func (v *validator) header(at string, h *HeaderInject) {
 	switch {
 	case !isToken(h.Name):
 		v.addf(at+".name", "%q is not a valid header name", h.Name)
-	default:
-		for _, f := range forbiddenHeaders {
-			if strings.EqualFold(f, h.Name) {
-				v.addf(at+".name", "%s cannot be injected: it is hop-by-hop or frames the request", h.Name)
-			}
-		}
+	case forbiddenHeader(h.Name):
+		v.addf(at+".name", "%s cannot be injected: it is hop-by-hop or frames the request", h.Name)
 	}
 	t, err := ParseTemplate(h.Value)
 	if err != nil {

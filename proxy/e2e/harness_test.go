@@ -13,6 +13,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -59,13 +60,15 @@ func runMain(m *testing.M) int {
 	return m.Run()
 }
 
-// aptPackages names the Debian package that provides each tool the tests
-// run, so that a missing tool fails with the install command to fix it.
-var aptPackages = map[string]string{
-	"curl":    "curl",
-	"git":     "git",
-	"gh":      "gh",
-	"python3": "python3 (with python3-requests)",
+// aptPackage names the Debian package that provides a tool the tests run,
+// so that a missing tool fails with the install command that fixes it.
+func aptPackage(tool string) string {
+	switch tool {
+	case "python3":
+		return "python3 python3-requests"
+	default: // curl, git and gh are packaged under their own names
+		return tool
+	}
 }
 
 // requireTool returns the absolute path of a tool, failing the test (never
@@ -74,7 +77,7 @@ func requireTool(t *testing.T, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		t.Fatalf("%s is not installed: run apt-get install -y %s", name, aptPackages[name])
+		t.Fatalf("%s is not installed: run apt-get install -y %s", name, aptPackage(name))
 	}
 	return p
 }
@@ -215,7 +218,6 @@ func startUpstream(t *testing.T, ca *testCA, names []string, h http.Handler) *up
 			NextProtos:   []string{"http/1.1"},
 		},
 		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          nil,
 	}
 	go srv.ServeTLS(ln, "", "")
 	t.Cleanup(func() { srv.Close() })
@@ -302,6 +304,19 @@ func (v *secretVolume) update(t *testing.T, data map[string]string) {
 	}
 }
 
+// age sets the current values' modification times an hour back, as a
+// long-running proxy sees files mounted long ago, so a proxy that caches
+// settled files does cache them.
+func (v *secretVolume) age(t *testing.T) {
+	t.Helper()
+	old := time.Now().Add(-time.Hour)
+	for k := range v.keys {
+		if err := os.Chtimes(filepath.Join(v.dir, k), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // lockedBuffer collects a subprocess's output while tests read it.
 type lockedBuffer struct {
 	mu  sync.Mutex
@@ -330,17 +345,20 @@ type proxyProc struct {
 	exited chan struct{}
 }
 
-// freePort returns a loopback address that was free a moment ago; the proxy
-// is told to listen on it because its CLI takes fixed addresses.
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// boundAddrs finds the addresses the proxy logged when it started
+// listening; it is started on port 0 so that no two tests race for a port.
+func boundAddrs(stderr string) (listen, admin string, ok bool) {
+	for _, line := range strings.Split(stderr, "\n") {
+		var l struct {
+			Msg    string `json:"msg"`
+			Listen string `json:"listen"`
+			Admin  string `json:"admin"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "keyhole-proxy listening" && l.Listen != "" && l.Admin != "" {
+			return l.Listen, l.Admin, true
+		}
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
+	return "", "", false
 }
 
 // url is the proxy URL clients put in HTTPS_PROXY.
@@ -399,7 +417,7 @@ func canary(t *testing.T) string {
 
 // newWorld builds the surroundings and starts the proxy with config: a
 // file name under testdata/, or an absolute path.
-func newWorld(t *testing.T, config string) *world {
+func newWorld(t *testing.T, config string, proxyArgs ...string) *world {
 	t.Helper()
 	dir := t.TempDir()
 	w := &world{
@@ -424,7 +442,7 @@ func newWorld(t *testing.T, config string) *world {
 	if !filepath.IsAbs(config) {
 		config = filepath.Join("testdata", config)
 	}
-	w.proxy = w.startProxy(t, config)
+	w.proxy = w.startProxy(t, config, proxyArgs...)
 	t.Cleanup(func() {
 		w.proxy.stop()
 		w.assertNoSecret(t, "proxy stdout", w.proxy.stdout.String())
@@ -463,12 +481,11 @@ func (w *world) assertNoSecret(t *testing.T, what, out string) {
 }
 
 // startProxy runs keyhole-proxy with the config file and this world's CA,
-// Secrets and upstreams, and waits until /readyz answers 200.
-func (w *world) startProxy(t *testing.T, config string) *proxyProc {
+// Secrets and upstreams, plus any extra flags, and waits until /readyz
+// answers 200.
+func (w *world) startProxy(t *testing.T, config string, extra ...string) *proxyProc {
 	t.Helper()
 	p := &proxyProc{
-		addr:   freePort(t),
-		admin:  freePort(t),
 		stdout: &lockedBuffer{},
 		stderr: &lockedBuffer{},
 		exited: make(chan struct{}),
@@ -479,8 +496,8 @@ func (w *world) startProxy(t *testing.T, config string) *proxyProc {
 	}
 	p.cmd = exec.Command(proxyBin,
 		"--config", abs,
-		"--listen", p.addr,
-		"--admin-listen", p.admin,
+		"--listen", "127.0.0.1:0",
+		"--admin-listen", "127.0.0.1:0",
 		"--ca-cert", w.sandboxCA.certFile,
 		"--ca-key", w.sandboxCA.keyFile,
 		"--secrets-dir", w.secretsDir,
@@ -489,6 +506,7 @@ func (w *world) startProxy(t *testing.T, config string) *proxyProc {
 		"--resolve", "github.com:443:"+w.git.addr,
 		"--upstream-ca", w.upstreamCA.certFile,
 	)
+	p.cmd.Args = append(p.cmd.Args, extra...)
 	// The proxy must ignore a proxy in its own environment: one that
 	// points nowhere makes every forwarded request fail if it does not.
 	p.cmd.Env = []string{
@@ -518,15 +536,20 @@ func (w *world) startProxy(t *testing.T, config string) *proxyProc {
 			t.Fatalf("keyhole-proxy exited before it was ready: %v\nstderr:\n%s", p.cmd.ProcessState, p.stderr.String())
 		default:
 		}
-		resp, err := client.Get("http://" + p.admin + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
+		if p.addr == "" {
+			p.addr, p.admin, _ = boundAddrs(p.stderr.String())
+		}
+		if p.addr != "" {
+			resp, err := client.Get("http://" + p.admin + "/readyz")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return p
+				}
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("keyhole-proxy not ready after 15s (last error %v)\nstderr:\n%s", err, p.stderr.String())
+			t.Fatalf("keyhole-proxy not ready after 15s\nstderr:\n%s", p.stderr.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -18,19 +18,25 @@ import (
 // restart. The steps run in order on one proxy.
 func TestSecretRotation(t *testing.T) {
 	w := newWorld(t, "github-acme.json")
-	rotated := canary(t)
+	rotated, rotatedAgain := canary(t), canary(t)
 	steps := []struct {
 		name string
 		// token, when set, becomes the real token the upstreams accept.
 		token string
 		data  map[string]string
-		code  int
+		// age backdates the values before the request, so a proxy that
+		// caches settled files serves this one from its cache.
+		age  bool
+		code int
 		// reason is the refusal expected, "" when forwarded.
 		reason string
 	}{
 		{name: "initial token", code: 200},
+		{name: "settled files, served again", age: true, code: 200},
 		{name: "rotated token is used by the next request", token: rotated,
 			data: map[string]string{"user": "x-access-token", "token": rotated}, code: 200},
+		{name: "rotated again to settled files", token: rotatedAgain,
+			data: map[string]string{"user": "x-access-token", "token": rotatedAgain}, age: true, code: 200},
 		{name: "removed key", data: map[string]string{"user": "x-access-token"},
 			code: 502, reason: "credential-unavailable"},
 		{name: "empty value", data: map[string]string{"user": "x-access-token", "token": ""},
@@ -39,7 +45,7 @@ func TestSecretRotation(t *testing.T) {
 			code: 502, reason: "credential-unavailable"},
 		{name: "value with NUL", data: map[string]string{"user": "x-access-token", "token": rotated + "\x00"},
 			code: 502, reason: "credential-unavailable"},
-		{name: "restored key works again", data: map[string]string{"user": "x-access-token", "token": rotated + "\n"},
+		{name: "restored key works again", data: map[string]string{"user": "x-access-token", "token": rotatedAgain + "\n"},
 			code: 200},
 	}
 	for _, st := range steps {
@@ -51,6 +57,11 @@ func TestSecretRotation(t *testing.T) {
 			}
 			if st.data != nil {
 				w.secret.update(t, st.data)
+			}
+			if st.age {
+				w.secret.age(t)
+				// One request to fill a cache, then the checked one.
+				w.curl(t, "https://api.github.com/repos/acme/widgets")
 			}
 			before := len(w.api.requests())
 			res := w.curl(t, "https://api.github.com/repos/acme/widgets")

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/cgi"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // fakeAPI stands in for api.github.com: it answers only requests that carry
@@ -31,6 +33,9 @@ func (a *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
+	case r.URL.Path == "/repos/acme/widgets/slow":
+		// Long enough for a test to stop the proxy mid-request.
+		time.Sleep(1500 * time.Millisecond)
 	case r.URL.Path == "/repos/acme/widgets/redirect":
 		// A proxy that followed this would leak the credential's effect
 		// to another host; it must pass back untouched.
@@ -108,6 +113,9 @@ func newGitServer(t *testing.T, root string) *gitServer {
 		cgi: &cgi.Handler{
 			Path: gitHTTPBackend,
 			Dir:  root,
+			// http-backend explains a 404 (such as an LFS path) on
+			// stderr; the status already says it.
+			Stderr: io.Discard,
 			Env: []string{
 				"GIT_PROJECT_ROOT=" + root,
 				"GIT_HTTP_EXPORT_ALL=1",

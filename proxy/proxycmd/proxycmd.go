@@ -33,6 +33,7 @@ const (
 // resolveFlag collects repeated --resolve HOST:PORT:ADDR values.
 type resolveFlag map[string]string
 
+// String prints the mappings, for flag defaults.
 func (r resolveFlag) String() string { return fmt.Sprint(map[string]string(r)) }
 
 // Set parses HOST:PORT:ADDR as curl does; ADDR may also carry its own

@@ -51,6 +51,13 @@ func crdFiles(doc map[string]any) (map[string][]byte, error) {
 		props["apiVersion"] = map[string]any{"type": "string"}
 		props["kind"] = map[string]any{"type": "string"}
 		props["metadata"] = map[string]any{"type": "object"}
+		// The API server fills these in; requiring them of a stored object
+		// says nothing and some tools reject it.
+		if req, ok := s["required"].([]any); ok {
+			s["required"] = slices.DeleteFunc(slices.Clone(req), func(f any) bool {
+				return f == "apiVersion" || f == "kind" || f == "metadata"
+			})
+		}
 		if c.open {
 			spec := props["spec"].(map[string]any)
 			spec["x-kubernetes-preserve-unknown-fields"] = true
@@ -192,6 +199,11 @@ func structural(s map[string]any, defs map[string]any, depth int) (map[string]an
 			return nil, fmt.Errorf("cannot express not %v in a structural schema", m)
 		case "anyOf", "oneOf", "allOf":
 			return nil, fmt.Errorf("%s is not supported in a CRD schema", k)
+		case "description":
+			// CUE doc comments name the definition ("#Binding binds ...");
+			// kubectl explain reads better without the CUE sigil.
+			d, _ := v.(string)
+			out[k] = strings.TrimPrefix(d, "#")
 		case "required":
 			l, _ := v.([]any)
 			req := slices.Clone(l)

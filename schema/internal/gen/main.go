@@ -30,17 +30,24 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}
+	if err := write(*dir, files); err != nil {
+		fmt.Fprintln(os.Stderr, "gen:", err)
+		os.Exit(1)
+	}
+}
+
+// write writes the generated files under dir.
+func write(dir string, files map[string][]byte) error {
 	for _, name := range slices.Sorted(maps.Keys(files)) {
-		path := filepath.Join(*dir, filepath.FromSlash(name))
+		path := filepath.Join(dir, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			fmt.Fprintln(os.Stderr, "gen:", err)
-			os.Exit(1)
+			return err
 		}
 		if err := os.WriteFile(path, files[name], 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, "gen:", err)
-			os.Exit(1)
+			return err
 		}
 	}
+	return nil
 }
 
 // Kinds are the CUE definitions a document is validated against, in the

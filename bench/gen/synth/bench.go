@@ -1,0 +1,39 @@
+package synth
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// ForBenchmark writes, under tb's temporary directory, the repository the
+// repository's benchmarks share: KEYHOLE_BENCH_N Connections (default
+// 1000), a tenth as many agents, and 3 kustomize overlays. It returns the repository's directory
+// and its files, so benchmarks can time parsing them apart from walking.
+func ForBenchmark(tb testing.TB) (dir string, files []string) {
+	tb.Helper()
+	n := 1000
+	if s := os.Getenv("KEYHOLE_BENCH_N"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 0 {
+			tb.Fatalf("KEYHOLE_BENCH_N=%q: want a count", s)
+		}
+		n = v
+	}
+	dir = filepath.Join(tb.TempDir(), "repo")
+	if _, err := Generate(dir, Options{Connections: n, Agents: n / 10, Overlays: 3}); err != nil {
+		tb.Fatal(err)
+	}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, p)
+		}
+		return err
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return dir, files
+}

@@ -1,0 +1,296 @@
+package compiler
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/proxy/config"
+	"keyhole.dev/keyhole/schema"
+	"keyhole.dev/keyhole/source"
+)
+
+// Secrets without plaintext: a GitOps repository rarely holds a Secret's
+// values, but it often says which keys a Secret will have through the
+// object that produces it. These are indexed as Secrets whose keys are
+// known and whose values are not, so that ConnectionSecretKeyMissing runs
+// on them and ConnectionInjectionInvalid says why it cannot.
+
+// Codes of the checks that say what could not be checked, and of a
+// kustomize directory that does not build (reported by the loader).
+const (
+	codeKustomizeBuildFailed = source.CodeKustomizeBuildFailed
+	codeValuesUnknown        = "ConnectionValuesUnknown"
+	codeKeysUnknown          = "ConnectionKeysUnknown"
+)
+
+// The API versions of the Secret stand-ins keyhole reads.
+const (
+	sealedSecretAPIVersion       = "bitnami.com/v1alpha1"
+	externalSecretAPIVersion     = "external-secrets.io/v1"
+	externalSecretAPIVersionBeta = "external-secrets.io/v1beta1"
+)
+
+// sopsEncrypted is how SOPS writes an encrypted value.
+const sopsEncrypted = "ENC["
+
+type sealedSecretWire struct {
+	Metadata metadata `yaml:"metadata"`
+	Spec     struct {
+		EncryptedData map[string]string `yaml:"encryptedData"`
+		Template      struct {
+			Metadata metadata `yaml:"metadata"`
+			// Data holds keys written in plaintext beside the sealed ones;
+			// a value may itself be a template over the sealed keys.
+			Data map[string]string `yaml:"data"`
+		} `yaml:"template"`
+	} `yaml:"spec"`
+}
+
+type externalSecretWire struct {
+	Metadata metadata `yaml:"metadata"`
+	Spec     struct {
+		Target struct {
+			Name     string `yaml:"name"`
+			Template *struct {
+				Data         map[string]string `yaml:"data"`
+				TemplateFrom []yaml.Node       `yaml:"templateFrom"`
+			} `yaml:"template"`
+		} `yaml:"target"`
+		Data []struct {
+			SecretKey string `yaml:"secretKey"`
+		} `yaml:"data"`
+		DataFrom []yaml.Node `yaml:"dataFrom"`
+	} `yaml:"spec"`
+}
+
+// addSecretSource indexes a SealedSecret, an ExternalSecret or a
+// SOPS-encrypted Secret, and reports whether the document was one. It runs
+// before the schema lookup: the first two have no keyhole schema (their
+// CRDs are not keyhole's), and a SOPS Secret's top-level sops field and
+// ENC[...] values would fail the Secret schema that plain Secrets must
+// pass.
+func (p *pass) addSecretSource(v *schema.Validator, it *item) bool {
+	o := it.obj
+	switch {
+	case o.APIVersion == sealedSecretAPIVersion && o.Kind == "SealedSecret":
+		p.objects++
+		var w sealedSecretWire
+		if p.decode(it.doc, it, &w) {
+			p.addSealedSecret(it, w)
+		}
+	case (o.APIVersion == externalSecretAPIVersion || o.APIVersion == externalSecretAPIVersionBeta) && o.Kind == "ExternalSecret":
+		p.objects++
+		var w externalSecretWire
+		if p.decode(it.doc, it, &w) {
+			p.addExternalSecret(it, w)
+		}
+	case o.APIVersion == "v1" && o.Kind == "Secret" && source.Lookup(it.doc.Node, "sops") != nil:
+		p.objects++
+		p.addSOPSSecret(v, it)
+	default:
+		return false
+	}
+	return true
+}
+
+func (p *pass) addSealedSecret(it *item, w sealedSecretWire) {
+	s := &secret{item: *it, values: map[string]secretValue{}, from: "SealedSecret " + it.ref().String()}
+	for k := range w.Spec.EncryptedData {
+		s.values[k] = secretValue{}
+	}
+	for k, val := range w.Spec.Template.Data {
+		if _, sealed := s.values[k]; sealed || strings.Contains(val, "{{") {
+			s.values[k] = secretValue{} // the controller renders it from sealed keys
+			continue
+		}
+		s.values[k] = plainValue([]byte(val))
+	}
+	name := w.Spec.Template.Metadata.Name
+	if name == "" {
+		name = it.obj.Name
+	}
+	ns := w.Spec.Template.Metadata.Namespace
+	if ns == "" {
+		ns = it.obj.Namespace
+	}
+	p.secrets[ref{namespace: ns, name: name}] = s
+}
+
+func (p *pass) addExternalSecret(it *item, w externalSecretWire) {
+	s := &secret{item: *it, values: map[string]secretValue{}, from: "ExternalSecret " + it.ref().String()}
+	for _, d := range w.Spec.Data {
+		if d.SecretKey != "" {
+			s.values[d.SecretKey] = secretValue{}
+		}
+	}
+	if t := w.Spec.Target.Template; t != nil {
+		for k := range t.Data {
+			s.values[k] = secretValue{}
+		}
+		if len(t.TemplateFrom) > 0 {
+			s.keysUnknown = true
+		}
+	}
+	if len(w.Spec.DataFrom) > 0 {
+		s.keysUnknown = true
+	}
+	name := w.Spec.Target.Name
+	if name == "" {
+		name = it.obj.Name
+	}
+	p.secrets[ref{namespace: it.obj.Namespace, name: name}] = s
+}
+
+// addSOPSSecret validates a SOPS-encrypted Secret as the Secret it
+// decrypts to, without its sops field and with each encrypted value
+// standing in as empty, then indexes it: keys are visible, encrypted
+// values are not, and values SOPS left in plaintext (unencrypted_regex and
+// the like) are checked as a plain Secret's are.
+func (p *pass) addSOPSSecret(v *schema.Validator, it *item) {
+	doc := it.doc
+	shadow := withoutSOPS(doc.Node)
+	if vs := v.Validate(schema.KindSecret, shadow); len(vs) > 0 {
+		for _, vi := range vs {
+			pos, note := doc.At(vi.Line, vi.Column, vi.Path)
+			p.diags = append(p.diags, p.diagnostic(codeSchemaInvalid, it, pos, vi.Path, vi.Message+note))
+		}
+		return
+	}
+	var w secretWire
+	if err := shadow.Decode(&w); err != nil {
+		p.report(codeSchemaInvalid, it, nil, false, "cannot read Secret: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+		return
+	}
+	p.checkSecretKeyNames(it, w)
+	s := newSecret(*it, w)
+	s.from = "SOPS-encrypted Secret " + it.ref().String()
+	for _, field := range []string{"data", "stringData"} {
+		m := source.Lookup(doc.Node, field)
+		if m == nil || m.Kind != yaml.MappingNode {
+			continue
+		}
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			if val := m.Content[i+1]; val.Kind == yaml.ScalarNode && strings.HasPrefix(val.Value, sopsEncrypted) {
+				s.values[m.Content[i].Value] = secretValue{}
+			}
+		}
+	}
+	p.secrets[it.ref()] = s
+}
+
+// withoutSOPS returns a copy of a SOPS Secret's root mapping without its
+// sops field, whose data and stringData hold "" in place of each ENC[...]
+// value. The copy's nodes keep the original positions.
+func withoutSOPS(root *yaml.Node) *yaml.Node {
+	out := *root
+	out.Content = nil
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, val := root.Content[i], root.Content[i+1]
+		switch k.Value {
+		case "sops":
+			continue
+		case "data", "stringData":
+			if val.Kind == yaml.MappingNode {
+				m := *val
+				m.Content = slices.Clone(val.Content)
+				for j := 1; j < len(m.Content); j += 2 {
+					if e := m.Content[j]; e.Kind == yaml.ScalarNode && strings.HasPrefix(e.Value, sopsEncrypted) {
+						blank := *e
+						blank.Value, blank.Tag, blank.Style = "", "!!str", 0
+						m.Content[j] = &blank
+					}
+				}
+				val = &m
+			}
+		}
+		out.Content = append(out.Content, k, val)
+	}
+	return &out
+}
+
+func checkKeysUnknown(p *pass) {
+	for _, c := range p.connList {
+		s, r := p.secretOf(c)
+		if s == nil || !s.keysUnknown {
+			continue
+		}
+		named := ""
+		if keys := s.keys(); len(keys) > 0 {
+			named = "; besides, it names " + strings.Join(keys, ", ")
+		}
+		p.report(codeKeysUnknown, &c.item, path{"spec", "credential", "secretRef", "name"}, false,
+			"%s could not run: Secret %s comes from %s, whose spec.dataFrom (or template.templateFrom) takes keys only the external store knows%s; its values are not in the input either",
+			codeSecretKeyMissing, r, s.from, named)
+	}
+}
+
+func checkValuesUnknown(p *pass) {
+	for _, c := range p.connList {
+		s, r := p.secretOf(c)
+		if s == nil || s.keysUnknown {
+			continue
+		}
+		var unknown []string
+		for i := range c.w.Spec.Placement.Inject {
+			for _, u := range c.keysUsed(i) {
+				if v, ok := s.values[u.key]; ok && !v.known && !slices.Contains(unknown, u.key) {
+					unknown = append(unknown, u.key)
+				}
+			}
+		}
+		if len(unknown) == 0 {
+			continue
+		}
+		slices.Sort(unknown)
+		from := s.from
+		if from == "" {
+			from = "a Secret whose data cannot be decoded"
+		}
+		p.report(codeValuesUnknown, &c.item, path{"spec", "credential", "secretRef", "name"}, false,
+			"%s could not run: values are not in the input (Secret %s comes from %s; keys read: %s); the keys themselves were checked",
+			codeInjectionInvalid, r, from, strings.Join(unknown, ", "))
+	}
+}
+
+// plainValue is a value the input holds in plaintext: known, and checked
+// for what cannot go into a header. The value itself is not kept.
+func plainValue(b []byte) secretValue {
+	_, err := config.HeaderValue(b)
+	return secretValue{known: true, err: err}
+}
+
+// renamedSecret returns the Secret of r's namespace whose name is r's with
+// a prefix or suffix added, as kustomize's namePrefix and nameSuffix add
+// them to every object's name but not to references only a CRD knows,
+// such as a Connection's secretRef; "" when there is none or several.
+func (p *pass) renamedSecret(r ref) string {
+	var found []string
+	for _, name := range p.secretNames(r.namespace) {
+		if i := strings.Index(name, r.name); i >= 0 && name != r.name {
+			pre, suf := name[:i], name[i+len(r.name):]
+			if (pre == "" || strings.HasSuffix(pre, "-")) && (suf == "" || strings.HasPrefix(suf, "-")) {
+				found = append(found, name)
+			}
+		}
+	}
+	if len(found) != 1 {
+		return ""
+	}
+	return found[0]
+}
+
+// renamedHint explains a reference that a kustomize namePrefix or
+// nameSuffix left behind: kustomize renames the references it is
+// configured to follow, and a nameReference for kind Secret does not
+// follow the SealedSecret or ExternalSecret that declares one.
+func (p *pass) renamedHint(namespace, renamed string) string {
+	hint := fmt.Sprintf("; did you mean %q? A kustomize namePrefix or nameSuffix renamed the Secret but not this reference, which kustomize does not follow", renamed)
+	if s := p.secrets[ref{namespace: namespace, name: renamed}]; s != nil && s.from != "" && !strings.HasPrefix(s.from, "SOPS") {
+		kind, _, _ := strings.Cut(s.from, " ")
+		hint += fmt.Sprintf(" (a nameReference for kind Secret does not cover the %s that declares it)", kind)
+	}
+	return hint
+}

@@ -1,0 +1,60 @@
+package proxy
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestDecideURL(t *testing.T) {
+	p := testPolicy(t)
+	tests := map[string]struct {
+		method, url, body string
+		action            Action
+		reason            Reason
+	}{
+		"allowed":           {method: "GET", url: "https://api.github.com/repos/acme/widgets", action: ActionInject, reason: ReasonAllowed},
+		"allowed with port": {method: "GET", url: "https://API.github.com:443/repos/acme/widgets?x=1", action: ActionInject, reason: ReasonAllowed},
+		"no path":           {method: "GET", url: "https://api.github.com", action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"query only":        {method: "GET", url: "https://uploads.github.com?x=1", action: ActionInject, reason: ReasonAllowed},
+		"l7":                {method: "GET", url: "https://api.github.com/user", action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"dot segment":       {method: "GET", url: "https://api.github.com/repos/acme/widgets/../../x", action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"other port":        {method: "GET", url: "https://api.github.com:8443/repos/acme/widgets", action: ActionRefuse, reason: ReasonHostNotAllowed},
+		"unknown host":      {method: "GET", url: "https://evil.example/", action: ActionRefuse, reason: ReasonHostNotAllowed},
+		"passthrough":       {method: "GET", url: "https://pypi.org/simple/", action: ActionTunnel, reason: ReasonAllowed},
+		"plain passthrough": {method: "GET", url: "http://pypi.org/simple/", action: ActionForward, reason: ReasonAllowed},
+		"plain injected":    {method: "GET", url: "http://api.github.com/repos/acme/widgets", action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"lfs upload":        {method: "POST", url: "https://github.com/acme/w.git/info/lfs/objects/batch", body: `{"operation":"upload"}`, action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"lfs download":      {method: "POST", url: "https://github.com/acme/w.git/info/lfs/objects/batch", body: `{"operation":"download"}`, action: ActionInject, reason: ReasonAllowed},
+		"userinfo":          {method: "GET", url: "https://x-access-token:t@github.com/acme/w.git/info/refs", action: ActionInject, reason: ReasonAllowed},
+		"ftp":               {method: "GET", url: "ftp://pypi.org/", action: ActionRefuse, reason: ReasonHostNotAllowed},
+		"not a url":         {method: "GET", url: "/user", action: ActionRefuse, reason: ReasonHostNotAllowed},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			d := p.DecideURL(tc.method, tc.url, []byte(tc.body))
+			if d.Action != tc.action || d.Reason != tc.reason {
+				t.Fatalf("DecideURL(%s %s) = %+v, want %s/%s", tc.method, tc.url, d, tc.action, tc.reason)
+			}
+			s := d.String()
+			if strings.ContainsAny(s, "\n") || !strings.Contains(s, string(d.Reason)) {
+				t.Errorf("String() = %q", s)
+			}
+		})
+	}
+}
+
+func FuzzDecideURL(f *testing.F) {
+	p := testPolicy(f)
+	for _, u := range []string{"https://api.github.com/repos/acme/widgets", "http://pypi.org/", "https://a@[::1]:443/x", "https://github.com?x", "https://"} {
+		f.Add("GET", u, []byte(nil))
+	}
+	f.Fuzz(func(t *testing.T, method, rawURL string, body []byte) {
+		d := p.DecideURL(method, rawURL, body)
+		if d.Action == "" || d.Reason == "" || strings.Contains(d.String(), "\n") {
+			t.Fatalf("bad decision %+v", d)
+		}
+		if d.Action == ActionInject && p.Host(d.Host) == nil {
+			t.Fatalf("inject on unconfigured host %q", d.Host)
+		}
+	})
+}

@@ -1,0 +1,178 @@
+package proxycmd
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"keyhole-proxy": func() { os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr)) },
+	})
+}
+
+// TestScripts runs testdata/script/*.txtar: the command as a user sees it.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:           filepath.Join("testdata", "script"),
+		UpdateScripts: os.Getenv("KEYHOLE_UPDATE") != "",
+	})
+}
+
+// TestDeps keeps the proxy binary lean: it must not link the compiler's
+// heavy dependencies.
+func TestDeps(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to list dependencies: %v", err)
+	}
+	out, err := exec.Command(goBin, "list", "-deps", "keyhole.dev/keyhole/cmd/keyhole-proxy").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 10 {
+		t.Fatalf("go list -deps listed only %d packages: %s", len(deps), out)
+	}
+	for _, d := range deps {
+		for _, banned := range []string{"cuelang.org/", "github.com/go-git/", "sigs.k8s.io/kustomize/", "keyhole.dev/keyhole/compiler", "keyhole.dev/keyhole/render"} {
+			if strings.HasPrefix(d, banned) {
+				t.Errorf("keyhole-proxy depends on %s", d)
+			}
+		}
+	}
+}
+
+func TestResolveFlag(t *testing.T) {
+	tests := map[string]struct {
+		in      string
+		key, to string
+		bad     bool
+	}{
+		"curl form":      {in: "api.github.com:443:127.0.0.1", key: "api.github.com:443", to: "127.0.0.1:443"},
+		"with port":      {in: "api.github.com:443:127.0.0.1:8443", key: "api.github.com:443", to: "127.0.0.1:8443"},
+		"ipv6 brackets":  {in: "github.com:443:[::1]", key: "github.com:443", to: "[::1]:443"},
+		"ipv6 port":      {in: "github.com:443:[::1]:9000", key: "github.com:443", to: "[::1]:9000"},
+		"ipv6 bare":      {in: "github.com:443:::1", key: "github.com:443", to: "[::1]:443"},
+		"upper case":     {in: "API.GitHub.com.:443:127.0.0.1", key: "api.github.com:443", to: "127.0.0.1:443"},
+		"missing addr":   {in: "api.github.com:443", bad: true},
+		"empty addr":     {in: "api.github.com:443:", bad: true},
+		"bad port":       {in: "api.github.com:https:127.0.0.1", bad: true},
+		"port too large": {in: "a:70000:127.0.0.1", bad: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := resolveFlag{}
+			err := r.Set(tc.in)
+			if tc.bad {
+				if err == nil {
+					t.Fatalf("Set(%q) accepted: %v", tc.in, r)
+				}
+				return
+			}
+			if err != nil || r[tc.key] != tc.to {
+				t.Fatalf("Set(%q) = %v, %v; want %s -> %s", tc.in, r, err, tc.key, tc.to)
+			}
+		})
+	}
+}
+
+// syncBuf is an io.Writer safe for the proxy's logging goroutines.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// TestRunServes starts the command in-process, probes its admin port and
+// stops it as SIGTERM would.
+func TestRunServes(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "proxy.json")
+	// Passthrough only: no CA is needed.
+	os.WriteFile(cfg, []byte(`{"apiVersion":"proxy.keyhole.dev/v1alpha1","kind":"ProxyConfig","sandbox":{"name":"s"},"passthrough":["pypi.org"]}`), 0o600)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuf
+	admin := make(chan net.Addr, 1)
+	code := make(chan int, 1)
+	go func() {
+		code <- run(ctx, []string{"--config", cfg, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"}, &stdout, &stderr,
+			func(_, a net.Addr) { admin <- a })
+	}()
+	var addr net.Addr
+	select {
+	case addr = <-admin:
+	case c := <-code:
+		t.Fatalf("exited %d: %s", c, stderr.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("did not start")
+	}
+	resp, err := http.Get("http://" + addr.String() + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != "ok\n" {
+		t.Fatalf("/readyz = %d %q", resp.StatusCode, body)
+	}
+	cancel()
+	select {
+	case c := <-code:
+		if c != exitOK {
+			t.Fatalf("exit %d after shutdown: %s", c, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("did not stop")
+	}
+	if !strings.Contains(stderr.String(), `"msg":"keyhole-proxy listening"`) {
+		t.Errorf("no startup log line: %s", stderr.String())
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"apiVersion":"x","kind":"ProxyConfig"}`), 0o600)
+	tests := map[string]struct {
+		args []string
+		code int
+		msg  string
+	}{
+		"version":        {args: []string{"--version"}, code: exitOK},
+		"help":           {args: []string{"--help"}, code: exitOK},
+		"no config":      {args: nil, code: exitUsage, msg: "--config is required"},
+		"unknown flag":   {args: []string{"--nope"}, code: exitUsage, msg: "flag provided but not defined"},
+		"extra argument": {args: []string{"--config", bad, "extra"}, code: exitUsage, msg: "unexpected argument"},
+		"bad config":     {args: []string{"--config", bad}, code: exitUsage, msg: "invalid proxy config"},
+		"bad tunnels":    {args: []string{"--config", bad, "--max-tunnels", "0"}, code: exitUsage, msg: "--max-tunnels"},
+		"upstream ca":    {args: []string{"--config", bad, "--upstream-ca", bad}, code: exitUsage, msg: "no PEM certificates"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr syncBuf
+			got := run(context.Background(), tc.args, &stdout, &stderr, nil)
+			if got != tc.code {
+				t.Fatalf("exit %d, want %d; stderr: %s", got, tc.code, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.msg) {
+				t.Errorf("stderr %q lacks %q", stderr.String(), tc.msg)
+			}
+		})
+	}
+}

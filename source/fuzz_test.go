@@ -1,0 +1,83 @@
+package source
+
+import (
+	"bytes"
+	"reflect"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// FuzzLoad feeds arbitrary bytes through Load (as standard input) and
+// checks the loader's promises: no panic or hang, every diagnostic at a
+// position inside the input, every document a mapping without aliases or
+// merge keys left, and the same answer twice.
+func FuzzLoad(f *testing.F) {
+	for _, seed := range []string{
+		connection,
+		secretAndClass,
+		agent,
+		secretAndClass + "---\n" + connection,
+		"apiVersion: v1\nkind: A\nbase: &b {methods: [GET]}\nrules:\n  - *b\n  - <<: *b\n    methods: [POST]\n",
+		billionLaughs(),
+		`{"apiVersion": "v1", "kind": "Secret", "data": {"k": "dg=="}}`,
+		"...\n---\napiVersion: v1\r\nkind: A\r\n...\n",
+		"\uFEFFapiVersion: v1\nkind: A\nx: {a: 1, a: 2}\n",
+		"- a\n- b\n",
+		"a:\n\tb: 1\n",
+		"apiVersion: v1\nkind: A\nx: &x\n  y: *x\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		load := func() ([]Document, []string) {
+			docs, ds, err := Load([]string{"-"}, Options{Stdin: bytes.NewReader(data), MaxFileSize: 1 << 20, Dir: "/"})
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			// An upper bound on the lines yaml.v3 counts: every LF, CR,
+			// NEL, LS and PS may end one.
+			lines := 1 + bytes.Count(data, []byte("\n")) + bytes.Count(data, []byte("\r")) +
+				bytes.Count(data, []byte("\u0085")) + bytes.Count(data, []byte("\u2028")) + bytes.Count(data, []byte("\u2029"))
+			var out []string
+			for _, d := range ds {
+				if d.Pos.File != "-" || d.Pos.Line < 1 || d.Pos.Column < 1 || d.Pos.Line > lines {
+					t.Fatalf("diagnostic outside the input (%d lines): %v", lines, d)
+				}
+				out = append(out, d.String())
+			}
+			return docs, out
+		}
+		docs, ds := load()
+		for _, d := range docs {
+			if d.Node == nil || d.Node.Kind != yaml.MappingNode {
+				t.Fatalf("document %d is not a mapping", d.Index)
+			}
+			if d.Pos.Line < 1 || d.Pos.Column < 1 {
+				t.Fatalf("document %d at %v", d.Index, d.Pos)
+			}
+			checkPlain(t, d.Node, 0)
+			d.Object()
+		}
+		docs2, ds2 := load()
+		if !reflect.DeepEqual(ds, ds2) || len(docs) != len(docs2) {
+			t.Fatalf("two loads differ:\n%v\n%v", ds, ds2)
+		}
+	})
+}
+
+// checkPlain fails when an alias or a merge key is left in the tree.
+func checkPlain(t *testing.T, n *yaml.Node, depth int) {
+	if depth > 20000 {
+		t.Fatal("tree deeper than the parser allows: a cycle?")
+	}
+	if n.Kind == yaml.AliasNode {
+		t.Fatalf("alias left at %d:%d", n.Line, n.Column)
+	}
+	for i, c := range n.Content {
+		if n.Kind == yaml.MappingNode && i%2 == 0 && c.Kind == yaml.ScalarNode && c.ShortTag() == "!!merge" {
+			t.Fatalf("merge key left at %d:%d", c.Line, c.Column)
+		}
+		checkPlain(t, c, depth+1)
+	}
+}

@@ -1,0 +1,546 @@
+package source
+
+import (
+	"bytes"
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/diag"
+)
+
+// loadKustomize loads paths with the working directory at
+// testdata/kustomize, failing on any error or diagnostic.
+func loadKustomize(t *testing.T, paths ...string) []Document {
+	t.Helper()
+	docs, ds, err := Load(paths, Options{Dir: filepath.Join("testdata", "kustomize")})
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if len(ds) > 0 {
+		t.Fatalf("unexpected diagnostics:\n%v", ds)
+	}
+	return docs
+}
+
+// find returns the document of the given kind and name.
+func find(t *testing.T, docs []Document, kind, name string) *Document {
+	t.Helper()
+	for i := range docs {
+		if o := docs[i].Object(); o.Kind == kind && o.Name == name {
+			return &docs[i]
+		}
+	}
+	t.Fatalf("no %s %s in %q", kind, name, docIDs(docs))
+	return nil
+}
+
+// nodeAt walks a field path of string keys and decimal indices; a key
+// element prefixed with "key:" returns the key node instead of its value.
+func nodeAt(t *testing.T, n *yaml.Node, elems ...string) *yaml.Node {
+	t.Helper()
+	for _, e := range elems {
+		if k, ok := strings.CutPrefix(e, "key:"); ok {
+			_, kn := lookupKey(n, k)
+			if kn == nil {
+				t.Fatalf("no key %q", k)
+			}
+			return kn
+		}
+		switch n.Kind {
+		case yaml.MappingNode:
+			n = Lookup(n, e)
+		case yaml.SequenceNode:
+			i := 0
+			for _, c := range e {
+				i = i*10 + int(c-'0')
+			}
+			n = n.Content[i]
+		}
+		if n == nil {
+			t.Fatalf("no field %q", e)
+		}
+	}
+	return n
+}
+
+func TestKustomizeOverlayPositions(t *testing.T) {
+	docs := loadKustomize(t, "tree/overlays/prod")
+	conn := find(t, docs, "Connection", "prod-github-acme")
+	if conn.File != "tree/base/objects.yaml" || conn.Index != 1 || conn.Pos != (diag.Pos{File: "tree/base/objects.yaml", Line: 10, Column: 1}) {
+		t.Errorf("Connection document = %s#%d at %v; want tree/base/objects.yaml#1 at 10:1", conn.File, conn.Index, conn.Pos)
+	}
+	const setByOverlay = " (value set by tree/overlays/prod/kustomization.yaml)"
+	tests := map[string]struct {
+		path []string
+		want string // file:line:col
+		note string
+	}{
+		"untouched scalar keeps its exact position": {
+			path: []string{"spec", "credential", "secretRef", "name"},
+			want: "tree/base/objects.yaml:22:13",
+		},
+		"untouched key keeps its exact position": {
+			path: []string{"spec", "credential", "key:secretRef"},
+			want: "tree/base/objects.yaml:21:5",
+		},
+		"untouched flow sequence element": {
+			path: []string{"spec", "hosts", "2"},
+			want: "tree/base/objects.yaml:18:39",
+		},
+		"user annotation kept at its position": {
+			path: []string{"metadata", "annotations", "team"},
+			want: "tree/base/objects.yaml:16:11",
+		},
+		"namePrefix: the source field, with a note": {
+			path: []string{"metadata", "name"},
+			want: "tree/base/objects.yaml:13:9",
+			note: setByOverlay,
+		},
+		"namespace transformer: the source field, with a note": {
+			path: []string{"metadata", "namespace"},
+			want: "tree/base/objects.yaml:14:14",
+			note: setByOverlay,
+		},
+		"strategic-merge patch file: the patch's node": {
+			path: []string{"spec", "placement", "inject", "0", "value"},
+			want: "tree/overlays/prod/inject.yaml:11:16",
+		},
+		"field only a patch file has: the patch's key": {
+			path: []string{"spec", "placement", "inject", "0", "key:placeholderEnv"},
+			want: "tree/overlays/prod/inject.yaml:12:9",
+		},
+		"field only a patch file has: the patch's value": {
+			path: []string{"spec", "placement", "inject", "0", "placeholderEnv", "0"},
+			want: "tree/overlays/prod/inject.yaml:12:26",
+		},
+		"JSON 6902 patch file: the operation's value": {
+			path: []string{"spec", "hosts", "0"},
+			want: "tree/overlays/prod/hosts.json6902.yaml:3:10",
+		},
+		"inline patch: the source field, with a note": {
+			path: []string{"spec", "hosts", "1"},
+			want: "tree/base/objects.yaml:18:27",
+			note: setByOverlay,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			pos, note := conn.Where(nodeAt(t, conn.Node, tc.path...))
+			if pos.String() != tc.want || note != tc.note {
+				t.Errorf("Where = %s %q; want %s %q", pos, note, tc.want, tc.note)
+			}
+		})
+	}
+}
+
+func TestKustomizeBuiltObjects(t *testing.T) {
+	docs := loadKustomize(t, "tree/overlays/prod")
+	want := []string{
+		"tree/base/objects.yaml#0 Secret/prod-token",
+		"tree/base/objects.yaml#1 Connection/prod-github-acme",
+		"tree/overlays/prod/kustomization.yaml#0 Secret/prod-generated-55ff4k8ggt",
+	}
+	if got := docIDs(docs); !slices.Equal(got, want) {
+		t.Fatalf("documents:\n got %q\nwant %q", got, want)
+	}
+	conn := find(t, docs, "Connection", "prod-github-acme")
+	if ns := conn.Object().Namespace; ns != "agents-prod" {
+		t.Errorf("namespace = %q; want the overlay's agents-prod", ns)
+	}
+	ann := Lookup(Lookup(conn.Node, "metadata"), "annotations")
+	if ann == nil || len(ann.Content) != 2 || ann.Content[0].Value != "team" {
+		t.Errorf("annotations: want only the user's team annotation, kustomize's stripped; got %v", ann)
+	}
+	if Lookup(Lookup(find(t, docs, "Secret", "prod-token").Node, "metadata"), "annotations") != nil {
+		t.Error("a Secret with no annotations of its own kept kustomize's annotations mapping")
+	}
+	gen := find(t, docs, "Secret", "prod-generated-55ff4k8ggt")
+	pos, note := gen.Where(nodeAt(t, gen.Node, "data", "key"))
+	if pos.String() != "tree/overlays/prod/kustomization.yaml:15:5" || note != " (generated by tree/overlays/prod/kustomization.yaml)" {
+		t.Errorf("generated Secret's data.key at %s %q; want its secretGenerator entry, with a note", pos, note)
+	}
+}
+
+func TestKustomizeWalk(t *testing.T) {
+	tests := map[string]struct {
+		paths []string
+		want  []string
+	}{
+		"a tree builds each overlay once and its shared base on its own never": {
+			paths: []string{"tree"},
+			want: []string{
+				"tree/base/objects.yaml#0 Secret/token-dev",
+				"tree/base/objects.yaml#1 Connection/github-acme-dev",
+				"tree/base/objects.yaml#0 Secret/prod-token",
+				"tree/base/objects.yaml#1 Connection/prod-github-acme",
+				"tree/overlays/prod/kustomization.yaml#0 Secret/prod-generated-55ff4k8ggt",
+				"tree/plain/connection.yaml#0 Connection/plain",
+			},
+		},
+		"a base named on its own is built, and unlisted files are not read": {
+			paths: []string{"tree/base"},
+			want: []string{
+				"tree/base/objects.yaml#0 Secret/token",
+				"tree/base/objects.yaml#1 Connection/github-acme",
+			},
+		},
+		"a kustomization file named is its directory built": {
+			paths: []string{"tree/overlays/dev/kustomization.yaml", "tree/overlays/dev"},
+			want: []string{
+				"tree/base/objects.yaml#0 Secret/token-dev",
+				"tree/base/objects.yaml#1 Connection/github-acme-dev",
+			},
+		},
+		"a directory named twice is built once": {
+			paths: []string{"tree/overlays/dev", "./tree/overlays/dev/", "tree/overlays/../overlays/dev"},
+			want: []string{
+				"tree/base/objects.yaml#0 Secret/token-dev",
+				"tree/base/objects.yaml#1 Connection/github-acme-dev",
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := docIDs(loadKustomize(t, tc.paths...)); !slices.Equal(got, tc.want) {
+				t.Errorf("documents:\n got %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestKustomizeBuildFailed checks that a directory kustomize cannot build
+// is one diagnostic at its kustomization file, never a crash, a hang or
+// a partial set of documents.
+func TestKustomizeBuildFailed(t *testing.T) {
+	const resource = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"
+	bomb := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata:\n  a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+	for _, c := range "bcdefgh" {
+		prev := string(c - 1)
+		bomb += "  " + string(c) + ": &" + string(c) + " [*" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + "]\n"
+	}
+	tests := map[string]struct {
+		files map[string]string
+		want  string // position of the diagnostic
+		msg   string // a part of its message
+	}{
+		"missing resource points at its entry": {
+			files: map[string]string{"k/kustomization.yaml": "resources:\n  - there.yaml\n  - missing.yaml\n", "k/there.yaml": resource},
+			want:  "k/kustomization.yaml:3:5",
+			msg:   "missing.yaml",
+		},
+		"unknown field": {
+			files: map[string]string{"k/kustomization.yaml": "resources: [r.yaml]\nresorces: [r.yaml]\n", "k/r.yaml": resource},
+			want:  "k/kustomization.yaml:2:1",
+			msg:   `unknown field "resorces"`,
+		},
+		"not a mapping": {
+			files: map[string]string{"k/kustomization.yaml": "- a\n- b\n"},
+			want:  "k/kustomization.yaml:1:1",
+			msg:   "invalid Kustomization",
+		},
+		"invalid YAML": {
+			files: map[string]string{"k/kustomization.yaml": "resources: [\n"},
+			want:  "k/kustomization.yaml:1:1",
+			msg:   "invalid Kustomization",
+		},
+		"binary": {
+			files: map[string]string{"k/kustomization.yaml": "resources: []\n\x00\x01\x02"},
+			want:  "k/kustomization.yaml:1:1",
+			msg:   "kustomize cannot build k",
+		},
+		"resource outside the kustomization's root": {
+			files: map[string]string{"k/kustomization.yaml": "resources: [../r.yaml]\n", "r.yaml": resource},
+			want:  "k/kustomization.yaml:1:13",
+			msg:   "is not in or below",
+		},
+		"patch file missing": {
+			files: map[string]string{"k/kustomization.yaml": "resources: [r.yaml]\npatches:\n  - path: nowhere.yaml\n", "k/r.yaml": resource},
+			want:  "k/kustomization.yaml:3:11",
+			msg:   "nowhere.yaml",
+		},
+		"alias bomb in a resource is refused before kustomize expands it": {
+			files: map[string]string{"k/kustomization.yaml": "resources: [bomb.yaml]\n", "k/bomb.yaml": bomb},
+			want:  "k/kustomization.yaml:1:13",
+			msg:   "aliases expand past keyhole's limit",
+		},
+		"resource over the size limit": {
+			files: map[string]string{"k/kustomization.yaml": "resources: [big.yaml]\n", "k/big.yaml": resource + "data:\n  big: " + strings.Repeat("x", 4096) + "\n"},
+			want:  "k/kustomization.yaml:1:13",
+			msg:   "file too large",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeTree(t, dir, tc.files)
+			docs, ds, err := Load([]string{"k"}, Options{Dir: dir, MaxFileSize: 2048})
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if len(docs) != 0 {
+				t.Errorf("a failed build returned documents: %q", docIDs(docs))
+			}
+			if len(ds) != 1 || ds[0].Code != CodeKustomizeBuildFailed || ds[0].Severity != diag.Error {
+				t.Fatalf("want one KustomizeBuildFailed error, got:\n%v", ds)
+			}
+			d := ds[0]
+			if d.Pos.String() != tc.want || !strings.Contains(d.Message, tc.msg) {
+				t.Errorf("got %s\nwant at %s, mentioning %q", d, tc.want, tc.msg)
+			}
+			if strings.Contains(d.Message, dir) {
+				t.Errorf("message holds the absolute temporary path: %s", d.Message)
+			}
+		})
+	}
+}
+
+func TestWithBuildMetadata(t *testing.T) {
+	tests := map[string]struct {
+		in   string
+		want []string // buildMetadata after, or nil when the input is returned as is
+	}{
+		"none set":               {in: "resources: [a.yaml]\n", want: []string{"originAnnotations", "transformerAnnotations"}},
+		"user options kept":      {in: "buildMetadata: [managedByLabel]\n", want: []string{"managedByLabel", "originAnnotations", "transformerAnnotations"}},
+		"already set":            {in: "buildMetadata: [transformerAnnotations, originAnnotations]\n", want: []string{"transformerAnnotations", "originAnnotations"}},
+		"not a list is replaced": {in: "buildMetadata: yes\n", want: []string{"originAnnotations", "transformerAnnotations"}},
+		"not a mapping":          {in: "- a\n"},
+		"invalid YAML":           {in: "a: [\n"},
+		"empty":                  {in: ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			out := withBuildMetadata([]byte(tc.in))
+			if tc.want == nil {
+				if !bytes.Equal(out, []byte(tc.in)) {
+					t.Errorf("changed input it should leave to kustomize:\n%s", out)
+				}
+				return
+			}
+			var k struct {
+				BuildMetadata []string `yaml:"buildMetadata"`
+			}
+			if err := yaml.Unmarshal(out, &k); err != nil {
+				t.Fatalf("output does not parse: %v\n%s", err, out)
+			}
+			if !slices.Equal(k.BuildMetadata, tc.want) {
+				t.Errorf("buildMetadata = %q; want %q", k.BuildMetadata, tc.want)
+			}
+		})
+	}
+}
+
+// TestDocumentAtSharedPositions checks that a position a base file and a
+// patch file share resolves by field path, as schema violations need.
+func TestDocumentAtSharedPositions(t *testing.T) {
+	docs := loadKustomize(t, "tree/overlays/prod")
+	conn := find(t, docs, "Connection", "prod-github-acme")
+	value := nodeAt(t, conn.Node, "spec", "placement", "inject", "0", "value")
+	tests := map[string]struct {
+		line, col int
+		path      string
+		want      string
+		note      string
+	}{
+		"a patched node by its path": {
+			line: value.Line, col: value.Column, path: "spec.placement.inject[0].value",
+			want: "tree/overlays/prod/inject.yaml:11:16",
+		},
+		"an untouched node": {
+			line: 22, col: 13, path: "spec.credential.secretRef.name",
+			want: "tree/base/objects.yaml:22:13",
+		},
+		"a node changed by a transformer": {
+			line: 13, col: 9, path: "metadata.name",
+			want: "tree/base/objects.yaml:13:9",
+			note: " (value set by tree/overlays/prod/kustomization.yaml)",
+		},
+		"a quoted annotation key path": {
+			line: 16, col: 11, path: "metadata.annotations.team",
+			want: "tree/base/objects.yaml:16:11",
+		},
+		"a position no node has": {
+			line: 99, col: 1, path: "",
+			want: "tree/base/objects.yaml:99:1",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			pos, note := conn.At(tc.line, tc.col, tc.path)
+			if pos.String() != tc.want || note != tc.note {
+				t.Errorf("At = %s %q; want %s %q", pos, note, tc.want, tc.note)
+			}
+		})
+	}
+}
+
+// TestKustomizeSourceUntouched checks that building never writes into the
+// user's files: buildMetadata is added to what kustomize reads, not to disk.
+func TestKustomizeSourceUntouched(t *testing.T) {
+	dir := t.TempDir()
+	const k = "resources: [r.yaml]\n"
+	writeTree(t, dir, map[string]string{"k/kustomization.yaml": k, "k/r.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"})
+	if _, ds, err := Load([]string{"k"}, Options{Dir: dir}); err != nil || len(ds) > 0 {
+		t.Fatalf("Load: %v %v", err, ds)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "k", "kustomization.yaml"))
+	if err != nil || string(got) != k {
+		t.Errorf("kustomization.yaml changed on disk: %q, %v", got, err)
+	}
+}
+
+func FuzzWithBuildMetadata(f *testing.F) {
+	for _, s := range []string{"resources: [a.yaml]\n", "buildMetadata: [managedByLabel]\n", "- a\n", "a: &a [*a]\n", "buildMetadata: {a: b}\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		out := withBuildMetadata(data)
+		if bytes.Equal(out, data) {
+			return
+		}
+		var k struct {
+			BuildMetadata []string `yaml:"buildMetadata"`
+		}
+		if err := yaml.Unmarshal(out, &k); err != nil {
+			return // a kustomization kustomize will refuse either way
+		}
+		if !slices.Contains(k.BuildMetadata, originAnnotationsOpt) {
+			t.Errorf("origin annotations not enabled in:\n%s", out)
+		}
+	})
+}
+
+// TestKustomizeErrorsNeverQuoteSecrets plants a canary wherever a
+// kustomize error could quote a Secret value; no diagnostic may hold it.
+func TestKustomizeErrorsNeverQuoteSecrets(t *testing.T) {
+	const canary = "CANARY-5d1e-do-not-print"
+	b64 := base64.StdEncoding.EncodeToString([]byte(canary))
+	tests := map[string]map[string]string{
+		"literal without a key": {
+			"k/kustomization.yaml": "secretGenerator:\n  - name: g\n    literals: [" + canary + "]\n",
+		},
+		"literal with an empty key": {
+			"k/kustomization.yaml": "secretGenerator:\n  - name: g\n    literals: [\"=" + canary + "\"]\n",
+		},
+		"env file line without a key": {
+			"k/kustomization.yaml": "secretGenerator:\n  - name: g\n    envs: [e.env]\n    literals: [x]\n",
+			"k/e.env":              "=" + canary + "\n",
+		},
+		"resource without a name holding data": {
+			"k/kustomization.yaml": "resources: [s.yaml]\n",
+			"k/s.yaml":             "apiVersion: v1\nkind: Secret\nmetadata: {labels: {a: b}}\ndata: {token: " + b64 + "}\nstringData: {other: " + canary + "}\n",
+		},
+	}
+	for name, files := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeTree(t, dir, files)
+			_, ds, err := Load([]string{"k"}, Options{Dir: dir})
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if len(ds) == 0 {
+				t.Fatal("the build was expected to fail")
+			}
+			for _, d := range ds {
+				for _, form := range []string{canary, b64, canary[:12]} {
+					if strings.Contains(d.String(), form) {
+						t.Errorf("diagnostic quotes the canary (%q): %s", form, d)
+					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkKustomizeOverlay measures building the test overlay (a base of
+// two objects, three patches, a generator) and mapping it back to files,
+// against BenchmarkKustomizeBaseWalked, the same base read as plain files.
+func BenchmarkKustomizeOverlay(b *testing.B) {
+	opts := Options{Dir: filepath.Join("testdata", "kustomize")}
+	for b.Loop() {
+		if _, ds, err := Load([]string{"tree/overlays/prod"}, opts); err != nil || len(ds) > 0 {
+			b.Fatal(err, ds)
+		}
+	}
+}
+
+func BenchmarkKustomizeBaseWalked(b *testing.B) {
+	opts := Options{Dir: filepath.Join("testdata", "kustomize")}
+	for b.Loop() {
+		if _, ds, err := Load([]string{"tree/base/objects.yaml"}, opts); err != nil || len(ds) > 0 {
+			b.Fatal(err, ds)
+		}
+	}
+}
+
+func TestPointer(t *testing.T) {
+	tests := map[string]struct {
+		in   string
+		want []string
+		ok   bool
+	}{
+		"field path":          {in: "/spec/hosts/0", want: []string{"spec", "hosts", "0"}, ok: true},
+		"escaped slash":       {in: "/metadata/annotations/keyhole.dev~1ignore", want: []string{"metadata", "annotations", "keyhole.dev/ignore"}, ok: true},
+		"escaped tilde":       {in: "/a~0b", want: []string{"a~b"}, ok: true},
+		"escape order":        {in: "/a~01", want: []string{"a~1"}, ok: true},
+		"append has no index": {in: "/spec/hosts/-"},
+		"not a pointer":       {in: "spec/hosts"},
+		"empty":               {in: ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, ok := pointer(tc.in)
+			if ok != tc.ok || !slices.Equal(got, tc.want) {
+				t.Errorf("pointer(%q) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+func TestRedact(t *testing.T) {
+	const secret = "s3cr3t-value"
+	b64 := base64.StdEncoding.EncodeToString([]byte(secret))
+	tests := map[string]struct {
+		read map[string][]byte
+		msg  string
+		want string
+	}{
+		"stringData value": {
+			read: map[string][]byte{"s.yaml": []byte("kind: Secret\nstringData: {token: " + secret + "}\n")},
+			msg:  "bad " + secret, want: "bad [redacted]",
+		},
+		"data value, and what it decodes to": {
+			read: map[string][]byte{"s.yaml": []byte("kind: Secret\ndata: {token: " + b64 + "}\n")},
+			msg:  b64 + " is " + secret, want: "[redacted] is [redacted]",
+		},
+		"literal, whole and after =": {
+			read: map[string][]byte{"kustomization.yaml": []byte("secretGenerator:\n- name: g\n  literals: [k=" + secret + "]\n")},
+			msg:  "invalid literal k=" + secret + " (" + secret + ")", want: "invalid literal [redacted] ([redacted])",
+		},
+		"env file line": {
+			read: map[string][]byte{"e.env": []byte("TOKEN=" + secret + "\n")},
+			msg:  "line TOKEN=" + secret, want: "line [redacted]",
+		},
+		"names and paths are kept": {
+			read: map[string][]byte{"s.yaml": []byte("kind: Secret\nmetadata: {name: token-name}\nstringData: {token: " + secret + "}\n")},
+			msg:  "'s.yaml': token-name", want: "'s.yaml': token-name",
+		},
+		"short values are kept, as they match words": {
+			read: map[string][]byte{"s.yaml": []byte("kind: Secret\nstringData: {a: is}\n")},
+			msg:  "this is fine", want: "this is fine",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := redact(tc.msg, tc.read); got != tc.want {
+				t.Errorf("redact = %q; want %q", got, tc.want)
+			}
+		})
+	}
+}
