@@ -277,8 +277,12 @@ spec:
 }
 
 // examples returns every example repository that must render: each
-// directory under examples/ but broken/, whose repositories fail the check
-// on purpose (internal/cli's tests compare their output).
+// directory under examples/ that holds keyhole input (an agent.yaml or a
+// keyhole.yaml, which Argo CD's plugin discovers a source by, or an
+// omnia.altairalabs.ai object) outside a directory with an expected.txt. Those fail the check on purpose and internal/cli's tests
+// compare their output. So broken/ and kustomize-overlay/ (broken on
+// purpose) and argocd/ and flux/ (deployment examples, not inputs) are
+// left out, and a new example is picked up without editing this test.
 func examples(t *testing.T) []string {
 	t.Helper()
 	root := filepath.Join(the.repo, "examples")
@@ -288,14 +292,63 @@ func examples(t *testing.T) []string {
 	}
 	var dirs []string
 	for _, e := range entries {
-		if e.IsDir() && e.Name() != "broken" {
-			dirs = append(dirs, filepath.Join(root, e.Name()))
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(root, e.Name())
+		input, err := hasKeyholeInput(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if input {
+			dirs = append(dirs, dir)
 		}
 	}
 	if len(dirs) == 0 {
-		t.Fatalf("no examples under %s", root)
+		t.Fatalf("no example under %s holds keyhole input", root)
 	}
 	return dirs
+}
+
+// hasKeyholeInput reports whether dir holds keyhole input outside any
+// directory that has an expected.txt.
+func hasKeyholeInput(dir string) (bool, error) {
+	found := false
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || found {
+			return err
+		}
+		if d.IsDir() {
+			if _, err := os.Stat(filepath.Join(path, "expected.txt")); err == nil {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		switch {
+		case d.Name() == "agent.yaml" || d.Name() == "keyhole.yaml":
+			found = true
+		case isYAML(path):
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			dec := yaml.NewDecoder(bytes.NewReader(b))
+			for {
+				var doc struct {
+					APIVersion string `yaml:"apiVersion"`
+				}
+				if dec.Decode(&doc) != nil {
+					break // EOF, or YAML the check would report: not this test's concern
+				}
+				if strings.HasPrefix(doc.APIVersion, "omnia.altairalabs.ai/") {
+					found = true
+					break
+				}
+			}
+		}
+		return nil
+	})
+	return found, err
 }
 
 // keyhole runs the keyhole command in-process, as `keyhole ARGS...` from
