@@ -98,13 +98,14 @@ func startCluster(ctx context.Context) (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	etcdBin, err := exec.LookPath("etcd")
-	if err != nil {
-		return nil, fmt.Errorf("etcd is not installed: run scripts/kube-apiserver.sh (it installs it) or apt-get install -y etcd-server: %w", err)
-	}
+	// The script installs etcd when it is missing, so look for it after.
 	apiserverBin, err := locateAPIServer(repo)
 	if err != nil {
 		return nil, err
+	}
+	etcdBin, err := exec.LookPath("etcd")
+	if err != nil {
+		return nil, fmt.Errorf("etcd is not installed: run scripts/kube-apiserver.sh (it installs it) or apt-get install -y etcd-server: %w", err)
 	}
 	dir, err := os.MkdirTemp("", "keyhole-e2e-apiserver-")
 	if err != nil {
