@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -532,7 +533,11 @@ func (c *cluster) kubectl(ctx context.Context, stdin []byte, args ...string) (st
 	cmd.Stderr = &errb
 	err = cmd.Run()
 	if err != nil {
-		err = fmt.Errorf("kubectl %s: %w\n%s", strings.Join(args, " "), err, errb.String())
+		shown := args
+		if len(shown) > 8 { // a long list of -f FILE says nothing the error does not
+			shown = append(slices.Clone(shown[:6]), "...")
+		}
+		err = fmt.Errorf("kubectl %s: %w\n%s", strings.Join(shown, " "), err, errb.String())
 	}
 	return out.String(), errb.String(), err
 }
