@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Measures `keyhole check` against the floor of merely parsing the same
-# YAML into nodes, side by side in one run, at 1,000 and 10,000
-# Connections (with a tenth as many agents and 3 kustomize overlays of a
-# 100-Connection base), and the peak RSS of the
-# keyhole binary on the larger repository. Prints medians and ratios.
+# YAML into nodes, side by side in one run, and `keyhole render --stdout`
+# against check, at 1,000 and 10,000 Connections with a tenth as many
+# agents, without and with 3 kustomize overlays of a 100-Connection base;
+# and the peak RSS of the keyhole binary checking each repository. Prints
+# medians of COUNT runs and their ratios.
 #
 #   bench/check.sh [COUNT]     # COUNT runs of each benchmark, default 5
 set -euo pipefail
@@ -17,18 +18,20 @@ go test -c -o "$tmp/cli.test" ./internal/cli
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
-printf '%-8s %10s %10s %7s %11s %9s %10s %7s\n' conns parse_ms check_ms ratio ms_per_obj peak_rss render_ms r/check
+printf '%-8s %8s %10s %10s %7s %11s %9s %10s %7s\n' conns overlays parse_ms check_ms ratio ms_per_obj peak_rss render_ms r/check
+for ov in 0 3; do
 for n in 1000 10000; do
-  out=$(KEYHOLE_BENCH_N=$n "$tmp/cli.test" -test.run '^$' -test.bench 'CheckVsParse' -test.count "$count" -test.benchtime 1x)
+  out=$(KEYHOLE_BENCH_N=$n KEYHOLE_BENCH_OVERLAYS=$ov "$tmp/cli.test" -test.run '^$' -test.bench 'CheckVsParse/(parse|check|render)$' -test.count "$count" -test.benchtime 1x)
   parse=$(awk '/CheckVsParse\/parse/ {print $3/1e6}' <<<"$out" | median)
   check=$(awk '/CheckVsParse\/check/ {print $3/1e6}' <<<"$out" | median)
   render=$(awk '/CheckVsParse\/render/ {print $3/1e6}' <<<"$out" | median)
-  repo="$tmp/repo-$n"
-  go run ./bench/gen -n "$n" -agents $((n / 10)) -overlays 3 -o "$repo" >/dev/null
+  repo="$tmp/repo-$n-$ov"
+  go run ./bench/gen -n "$n" -agents $((n / 10)) -overlays "$ov" -o "$repo" >/dev/null
   objs=$("$tmp/keyhole" check "$repo" | awk '/objects checked/ {print $3}')
   rss=$( { /usr/bin/time -f '%M' "$tmp/keyhole" check "$repo" >/dev/null; } 2>&1 | tail -1)
-  printf '%-8s %10.1f %10.1f %7.2f %11.3f %6d MB %10.1f %7.2f\n' "$n" "$parse" "$check" \
+  printf '%-8s %8s %10.1f %10.1f %7.2f %11.3f %6d MB %10.1f %7.2f\n' "$n" "$ov" "$parse" "$check" \
     "$(awk -v a="$check" -v b="$parse" 'BEGIN {print a/b}')" \
     "$(awk -v a="$check" -v o="$objs" 'BEGIN {print a/o}')" $((rss / 1024)) \
     "$render" "$(awk -v a="$render" -v b="$check" 'BEGIN {print a/b}')"
+done
 done
