@@ -257,3 +257,42 @@ func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
 	slices.SortFunc(s.Env, func(a, b EnvVar) int { return strings.Compare(a.Name, b.Name) })
 	return s, true
 }
+
+// planAgent lists an agent's resolved sandbox connectors for the Plan, in
+// the order agent.yaml writes them; s is the sandbox it compiled into.
+func (p *pass) planAgent(a *agent, s Sandbox) Agent {
+	out := Agent{Name: a.w.Name, Namespace: s.Namespace, Source: a.obj, Pos: a.doc.Pos, Sandbox: a.w.Sandbox, Image: s.Image}
+	for _, c := range a.w.Connectors {
+		conn, ok := p.catalog[c.Name]
+		if !ok || !c.Sandbox {
+			continue
+		}
+		cn, err := p.agentConnection(a, c.Connection)
+		if err != nil {
+			continue
+		}
+		ac := AgentConnector{
+			Name:            c.Name,
+			Connector:       conn,
+			Connection:      cn.obj,
+			SecretName:      cn.w.Spec.Credential.SecretRef.Name,
+			SecretNamespace: cn.w.Spec.Credential.SecretRef.Namespace,
+			Key:             cn.credentialKey(),
+		}
+		for _, in := range cn.w.Spec.Placement.Inject {
+			if in.Basic == nil {
+				continue
+			}
+			for _, h := range in.Hosts {
+				if ac.UsernameKeys == nil {
+					ac.UsernameKeys = map[string]string{}
+				}
+				if _, seen := ac.UsernameKeys[h]; !seen {
+					ac.UsernameKeys[h] = in.Basic.UsernameKey
+				}
+			}
+		}
+		out.Connectors = append(out.Connectors, ac)
+	}
+	return out
+}

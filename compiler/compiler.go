@@ -193,6 +193,7 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 	case "Connection":
 		c := &connection{item: it}
 		if p.decode(doc, &it, &c.w) {
+			p.keep(&it)
 			c.tmpls = make([]*config.Template, len(c.w.Spec.Placement.Inject))
 			for i, in := range c.w.Spec.Placement.Inject {
 				if in.Value != nil {
@@ -211,6 +212,7 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 	case "SandboxClass":
 		c := &sandboxClass{item: it}
 		if p.decode(doc, &it, &c.w) {
+			p.keep(&it)
 			p.classes[c.ref()] = c
 		}
 	case schema.KindAgent:
@@ -221,9 +223,16 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 	case "AgentRuntime", "ToolRegistry":
 		o := &owner{item: it}
 		if p.decode(doc, &it, &o.w) {
+			p.keep(&it)
 			p.owners = append(p.owners, o)
 		}
 	}
+}
+
+// keep lists an omnia object that passed its schema in the Plan, for
+// targets that re-emit the inputs.
+func (p *pass) keep(it *item) {
+	p.plan.Objects = append(p.plan.Objects, Object{Source: it.obj, Pos: it.doc.Pos, Node: it.doc.Node})
 }
 
 // decode fills a wire type from a document that passed its schema. A

@@ -5,8 +5,11 @@ package compiler
 import (
 	"slices"
 
+	"go.yaml.in/yaml/v3"
+
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/proxy/config"
+	"keyhole.dev/keyhole/schema"
 )
 
 // Plan is the one compiled result every output is rendered from: per
@@ -16,6 +19,61 @@ import (
 type Plan struct {
 	// Sandboxes are sorted by namespace, then name.
 	Sandboxes []Sandbox
+	// Objects are the input's Connection, SandboxClass, AgentRuntime and
+	// ToolRegistry objects that passed their schema, in input order, for
+	// targets that re-emit them (render --target omnia). Secrets are
+	// never listed: they hold values, and the Plan holds none.
+	Objects []Object
+	// Agents are the agent.yaml agents with a sandbox, resolved, in input
+	// order, for targets that re-express them as omnia resources rather
+	// than as rendered sandboxes.
+	Agents []Agent
+}
+
+// Object is one input object of an omnia kind.
+type Object struct {
+	Source diag.Object
+	Pos    diag.Pos
+	// Node is the object's YAML mapping as it was read. Callers must not
+	// modify it: it is the loaded document itself.
+	Node *yaml.Node
+}
+
+// Agent is an agent.yaml agent with a sandbox, with every sandbox
+// connector whose connection label resolved.
+type Agent struct {
+	// Name is the agent's name; Namespace the namespace its sandbox
+	// takes (keyhole.yaml's, else its Connections'), empty when neither
+	// says.
+	Name      string
+	Namespace string
+	Source    diag.Object
+	Pos       diag.Pos
+	// Sandbox is the agent's sandbox provider, e.g. daytona.
+	Sandbox string
+	// Image is the sandbox image keyhole.yaml sets; empty when it sets none.
+	Image      string
+	Connectors []AgentConnector
+}
+
+// AgentConnector is one connector of an agent with sandbox: true, and
+// the Connection its label names. It holds names only, never a value.
+type AgentConnector struct {
+	// Name is the connector's name, e.g. github.
+	Name string
+	// Connector is its catalog entry (built in, or keyhole.yaml's).
+	Connector schema.Connector
+	// Connection is the Connection the label resolved to.
+	Connection diag.Object
+	// SecretName and SecretNamespace are that Connection's
+	// credential.secretRef; SecretNamespace is empty when it names none.
+	SecretName      string
+	SecretNamespace string
+	// Key is the Secret key holding the credential.
+	Key string
+	// UsernameKeys maps each host the Connection injects with basic auth
+	// to the Secret key of its user name.
+	UsernameKeys map[string]string
 }
 
 // Sandbox is one sandbox (a claim): an AgentRuntime's or ToolRegistry's

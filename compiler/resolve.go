@@ -39,6 +39,7 @@ func (p *pass) resolve() {
 	for _, a := range p.agents {
 		if s, ok := p.agentSandbox(a); ok {
 			p.plan.Sandboxes = append(p.plan.Sandboxes, s)
+			p.plan.Agents = append(p.plan.Agents, p.planAgent(a, s))
 		}
 	}
 	slices.SortFunc(p.plan.Sandboxes, func(a, b Sandbox) int {

@@ -30,6 +30,12 @@ func emitYAML(v any) ([]byte, error) {
 	return e.buf.Bytes(), nil
 }
 
+// rawScalar is a scalar written verbatim: a number or null carried
+// unchanged from an input object by the omnia target. Only
+// scalarOf builds one, from a value yaml.v3 decoded, so it is always one
+// of YAML's own number or null forms.
+type rawScalar string
+
 // maxKey bounds a written map key: YAML limits implicit keys to 1024
 // characters. The renderer's keys are field names and label keys.
 const maxKey = 1000
@@ -83,6 +89,8 @@ func (e *emitter) value(v any, depth int, inline bool) error {
 			return nil
 		}
 		return e.scalarLine(scalar(v), inline)
+	case rawScalar:
+		return e.scalarLine(string(v), inline)
 	case bool:
 		return e.scalarLine(strconv.FormatBool(v), inline)
 	case int:

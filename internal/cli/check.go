@@ -28,6 +28,9 @@ func (f *checkFlags) register(fs interface {
 type checked struct {
 	result    compiler.Result
 	documents int
+	// rules describes codes beyond the compiler's table that the
+	// diagnostics may hold (a render target's own), for SARIF.
+	rules []diag.Rule
 }
 
 // load reads and compiles paths. An error means the inputs could not be
@@ -71,7 +74,16 @@ func report(e *env, c checked, format string) error {
 	if err != nil {
 		return err
 	}
-	return p.Print(e.stdout, c.result.Diagnostics, diag.Summary{Documents: c.documents, Objects: c.result.Objects}, compiler.Rules())
+	return p.Print(e.stdout, c.result.Diagnostics, diag.Summary{Documents: c.documents, Objects: c.result.Objects}, c.allRules())
+}
+
+// allRules is the compiler's table plus c's extra rules, by code.
+func (c checked) allRules() map[string]diag.Rule {
+	rules := compiler.Rules()
+	for _, r := range c.rules {
+		rules[r.Code] = r
+	}
+	return rules
 }
 
 func runCheck(e *env, args []string) int {

@@ -31,7 +31,7 @@ const (
 // items keyhole does not consume (Secrets among them, which the cluster
 // still needs), and whose results are the diagnostics. On errors it
 // writes the results, no items, and exits 1, so kustomize fails the build.
-func runKRM(e *env, f *checkFlags, opts render.Options) int {
+func runKRM(e *env, f *checkFlags, opts render.Options, renderer render.Renderer) int {
 	data, err := io.ReadAll(io.LimitReader(e.stdin, maxResourceList+1))
 	if err != nil {
 		return fail(e, "render --krm", err)
@@ -70,6 +70,14 @@ func runKRM(e *env, f *checkFlags, opts render.Options) int {
 		return fail(e, "render --krm", err)
 	}
 	out := resourceList{APIVersion: "config.kubernetes.io/v1", Kind: "ResourceList", Items: []*yaml.Node{}}
+	var files []render.File
+	var rerr error
+	if !c.result.Diagnostics.HasErrors() {
+		var ds diag.List
+		files, ds, rerr = renderer(c.result.Plan, opts)
+		c.result.Diagnostics = append(c.result.Diagnostics, ds...)
+		c.result.Diagnostics.Sort()
+	}
 	for _, d := range c.result.Diagnostics {
 		if d.Suppressed == "" {
 			out.Results = append(out.Results, krmResult(d))
@@ -79,9 +87,8 @@ func runKRM(e *env, f *checkFlags, opts render.Options) int {
 	if c.result.Diagnostics.HasErrors() {
 		code = exitFailed
 	} else {
-		files, err := render.Render(c.result.Plan, opts)
-		if err != nil {
-			return fail(e, "render --krm", err)
+		if rerr != nil {
+			return fail(e, "render --krm", rerr)
 		}
 		stream, err := render.Stream(files)
 		if err != nil {

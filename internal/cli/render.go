@@ -20,9 +20,15 @@ func runRender(e *env, args []string) int {
 	fs.StringVar(&opts.ProxyImage, "proxy-image", render.DefaultProxyImage, "the egress proxy's container `image`")
 	fs.StringVar(&opts.DefaultSandboxImage, "sandbox-image", "", "container `image` for a sandbox whose SandboxClass names none")
 	fs.StringVar(&opts.DefaultNamespace, "namespace", "default", "`namespace` of a sandbox whose source names none")
+	target := fs.String("target", render.TargetKubernetes, "what to render: `kubernetes` (sandboxes as plain manifests) or omnia (the omnia.altairalabs.ai resources, for clusters that run the operator)")
 	paths, err := parse(fs, args)
 	if err != nil {
 		return flagExit(err)
+	}
+	renderer, err := render.ForTarget(*target)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "keyhole render: --target: %v\n", err)
+		return exitUsage
 	}
 	if n := count(*out != "", *stdout, *krm); n != 1 {
 		fmt.Fprintln(e.stderr, "keyhole render: give exactly one of -o DIR, --stdout and --krm")
@@ -37,23 +43,15 @@ func runRender(e *env, args []string) int {
 			fmt.Fprintln(e.stderr, "keyhole render --krm: reads its inputs from the ResourceList on stdin, not from paths")
 			return exitUsage
 		}
-		return runKRM(e, &f, opts)
+		return runKRM(e, &f, opts, renderer)
 	}
 	c, err := load(e, paths, &f)
 	if err != nil {
 		return fail(e, "render", err)
 	}
-	// The rendered stream may be on stdout, so diagnostics go to stderr.
-	if err := report(&env{stdout: e.stderr, stderr: e.stderr}, c, f.format); err != nil {
-		return fail(e, "render", err)
-	}
-	if c.result.Diagnostics.HasErrors() {
-		fmt.Fprintln(e.stderr, "keyhole render: nothing written: the check found errors")
-		return exitFailed
-	}
-	files, err := render.Render(c.result.Plan, opts)
-	if err != nil {
-		return fail(e, "render", err)
+	files, code, ok := renderChecked(e, &c, f.format, opts, renderer)
+	if !ok {
+		return code
 	}
 	if *stdout {
 		b, err := render.Stream(files)
@@ -69,8 +67,39 @@ func runRender(e *env, args []string) int {
 	if err := render.WriteDir(*out, files); err != nil {
 		return fail(e, "render", err)
 	}
+	if *target == render.TargetOmnia {
+		fmt.Fprintf(e.stderr, "keyhole render: wrote %d files (omnia target) to %s\n", len(files), *out)
+		return exitOK
+	}
 	fmt.Fprintf(e.stderr, "keyhole render: wrote %d files for %s to %s\n", len(files), plural(len(c.result.Plan.Sandboxes), "sandbox", "sandboxes"), *out)
 	return exitOK
+}
+
+// renderChecked renders a checked input with the target's renderer and
+// prints every diagnostic, the compiler's and the target's, once, to
+// stderr (the rendered stream may be on stdout). ok is false when nothing
+// may be written, with the exit code to return.
+func renderChecked(e *env, c *checked, format string, opts render.Options, renderer render.Renderer) ([]render.File, int, bool) {
+	var files []render.File
+	var rerr error
+	if !c.result.Diagnostics.HasErrors() {
+		var ds diag.List
+		files, ds, rerr = renderer(c.result.Plan, opts)
+		c.result.Diagnostics = append(c.result.Diagnostics, ds...)
+		c.result.Diagnostics.Sort()
+		c.rules = render.OmniaRules()
+	}
+	if err := report(&env{stdout: e.stderr, stderr: e.stderr}, *c, format); err != nil {
+		return nil, fail(e, "render", err), false
+	}
+	if c.result.Diagnostics.HasErrors() {
+		fmt.Fprintln(e.stderr, "keyhole render: nothing written: the check found errors")
+		return nil, exitFailed, false
+	}
+	if rerr != nil {
+		return nil, fail(e, "render", rerr), false
+	}
+	return files, exitOK, true
 }
 
 func plural(n int, one, many string) string {
