@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"go.yaml.in/yaml/v3"
+
 	"keyhole.dev/keyhole/compiler"
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/schema"
@@ -238,9 +240,12 @@ func (r *omniaRender) input(in compiler.Object) error {
 	if err := in.Node.Decode(&raw); err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrInvalidPlan, in.Source, err)
 	}
-	spec, err := plainValue(raw["spec"])
-	if err != nil {
-		return fmt.Errorf("%w: %s: spec: %w", ErrInvalidPlan, in.Source, err)
+	var spec any
+	if n := mapValue(in.Node, "spec"); n != nil {
+		var err error
+		if spec, err = plainValue(n); err != nil {
+			return fmt.Errorf("%w: %s: spec: %w", ErrInvalidPlan, in.Source, err)
+		}
 	}
 	ns := cmp.Or(in.Source.Namespace, r.opts.DefaultNamespace)
 	md := obj{"name": in.Source.Name, "namespace": ns}
@@ -255,8 +260,21 @@ func (r *omniaRender) input(in compiler.Object) error {
 	if spec != nil {
 		o["spec"] = spec
 	}
-	_, err = r.add(&omniaObject{kind: in.Source.Kind, namespace: ns, name: in.Source.Name, o: o, src: in.Source, pos: in.Pos})
+	_, err := r.add(&omniaObject{kind: in.Source.Kind, namespace: ns, name: in.Source.Name, o: o, src: in.Source, pos: in.Pos})
 	return err
+}
+
+// mapValue returns the value of key in mapping n, or nil.
+func mapValue(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
 }
 
 // droppedAnnotation reports the annotations the omnia target leaves out:
@@ -285,49 +303,95 @@ func stringMap(v any, drop func(string) bool) obj {
 // loader bound inputs already, this guards the recursion itself.
 const maxDepth = 100
 
-// plainValue converts a value yaml.v3 decoded into the values emitYAML
-// writes: maps with string keys, sequences, strings, booleans, integers,
-// and numbers or nulls as rawScalar in YAML's own spelling, so that an
-// operator's open spec field is carried with its type unchanged.
-func plainValue(v any) (any, error) { return plainAt(v, 0) }
+// plainValue converts a YAML node into the values emitYAML writes: maps
+// with string keys, sequences, strings, booleans, and numbers or nulls as
+// rawScalar in YAML's canonical spelling, so that an operator's open spec
+// field is carried with its type unchanged. A timestamp is carried as
+// the string it is written as, which is what the API server stores. The
+// caller has decoded n with yaml.v3 first, which refuses alias bombs.
+func plainValue(n *yaml.Node) (any, error) { return plainAt(n, 0) }
 
-func plainAt(v any, depth int) (any, error) {
+func plainAt(n *yaml.Node, depth int) (any, error) {
 	if depth > maxDepth {
 		return nil, fmt.Errorf("nested deeper than %d levels", maxDepth)
 	}
-	switch v := v.(type) {
-	case nil:
-		return rawScalar("null"), nil
-	case map[string]any:
-		out := make(obj, len(v))
-		for k, c := range v {
-			pc, err := plainAt(c, depth+1)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", k, err)
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) != 1 {
+			return nil, fmt.Errorf("a document of %d nodes", len(n.Content))
+		}
+		return plainAt(n.Content[0], depth+1)
+	case yaml.AliasNode:
+		if n.Alias == nil {
+			return nil, fmt.Errorf("an alias to nothing")
+		}
+		return plainAt(n.Alias, depth+1)
+	case yaml.MappingNode:
+		out := make(obj, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
+				return nil, fmt.Errorf("line %d: only string map keys are carried (merge keys and other keys are not)", k.Line)
 			}
-			out[k] = pc
+			v, err := plainAt(n.Content[i+1], depth+1)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", k.Value, err)
+			}
+			out[k.Value] = v
 		}
 		return out, nil
-	case []any:
-		out := make(list, len(v))
-		for i, c := range v {
-			pc, err := plainAt(c, depth+1)
+	case yaml.SequenceNode:
+		out := make(list, len(n.Content))
+		for i, c := range n.Content {
+			v, err := plainAt(c, depth+1)
 			if err != nil {
 				return nil, fmt.Errorf("[%d]: %w", i, err)
 			}
-			out[i] = pc
+			out[i] = v
 		}
 		return out, nil
-	case string, bool, int:
-		return v, nil
-	case int64:
-		return rawScalar(strconv.FormatInt(v, 10)), nil
-	case uint64:
-		return rawScalar(strconv.FormatUint(v, 10)), nil
-	case float64:
-		return rawScalar(floatScalar(v)), nil
+	case yaml.ScalarNode:
+		return plainScalar(n)
 	}
-	return nil, fmt.Errorf("a %T value (a non-string map key?) cannot be carried", v)
+	return nil, fmt.Errorf("line %d: a YAML node of kind %d cannot be carried", n.Line, n.Kind)
+}
+
+// plainScalar converts one scalar by its resolved tag.
+func plainScalar(n *yaml.Node) (any, error) {
+	var err error
+	switch n.ShortTag() {
+	case "!!null":
+		return rawScalar("null"), nil
+	case "!!bool":
+		var b bool
+		if err = n.Decode(&b); err == nil {
+			return b, nil
+		}
+	case "!!int":
+		var v any
+		if err = n.Decode(&v); err == nil {
+			switch v := v.(type) {
+			case int:
+				return rawScalar(strconv.Itoa(v)), nil
+			case int64:
+				return rawScalar(strconv.FormatInt(v, 10)), nil
+			case uint64:
+				return rawScalar(strconv.FormatUint(v, 10)), nil
+			case float64:
+				return rawScalar(floatScalar(v)), nil
+			}
+			err = fmt.Errorf("an integer read as %T", v)
+		}
+	case "!!float":
+		var f float64
+		if err = n.Decode(&f); err == nil {
+			return rawScalar(floatScalar(f)), nil
+		}
+	default:
+		// Strings, timestamps, binary and custom tags: the text as written.
+		return n.Value, nil
+	}
+	return nil, fmt.Errorf("line %d: %w", n.Line, err)
 }
 
 // floatScalar spells f as YAML reads back a float: special values in

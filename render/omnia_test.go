@@ -1,0 +1,512 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/compiler"
+	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/schema"
+	"keyhole.dev/keyhole/source"
+)
+
+// goldenOmniaDir holds the omnia target's expected renders, apart from
+// golden/, whose directories WriteDir replaces whole.
+const goldenOmniaDir = "../golden-omnia"
+
+// loadOmniaCRDs compiles keyhole's own CRDs (schema.CRDs) into a
+// validator per kind, made strict like the API server's field validation.
+var loadOmniaCRDs = sync.OnceValues(func() (map[string]*jsonschema.Schema, error) {
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft4
+	dec := yaml.NewDecoder(bytes.NewReader(schema.CRDs()))
+	kinds := map[string]string{}
+	for {
+		var crd struct {
+			Spec struct {
+				Group    string                `yaml:"group"`
+				Names    struct{ Kind string } `yaml:"names"`
+				Versions []struct {
+					Name   string `yaml:"name"`
+					Schema struct {
+						OpenAPIV3Schema map[string]any `yaml:"openAPIV3Schema"`
+					} `yaml:"schema"`
+				} `yaml:"versions"`
+			} `yaml:"spec"`
+		}
+		if err := dec.Decode(&crd); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, err
+		}
+		for _, v := range crd.Spec.Versions {
+			sch := v.Schema.OpenAPIV3Schema
+			strict(sch)
+			id := "crd/" + crd.Spec.Names.Kind + "/" + v.Name + ".json"
+			if err := addResource(c, id, sch); err != nil {
+				return nil, err
+			}
+			kinds[crd.Spec.Group+"/"+v.Name+"/"+crd.Spec.Names.Kind] = id
+		}
+	}
+	out := map[string]*jsonschema.Schema{}
+	for gvk, id := range kinds {
+		s, err := c.Compile(id)
+		if err != nil {
+			return nil, fmt.Errorf("compiling %s: %w", gvk, err)
+		}
+		out[gvk] = s
+	}
+	if len(out) != 4 {
+		return nil, fmt.Errorf("keyhole's CRDs define %d kinds, want 4", len(out))
+	}
+	return out, nil
+})
+
+// validateOmnia checks one emitted object against keyhole's CRD of its kind.
+func validateOmnia(data []byte) error {
+	crds, err := loadOmniaCRDs()
+	if err != nil {
+		return err
+	}
+	var o map[string]any
+	if err := yaml.Unmarshal(data, &o); err != nil {
+		return err
+	}
+	j, err := json.Marshal(o)
+	if err != nil {
+		return err
+	}
+	var v any
+	if err := json.Unmarshal(j, &v); err != nil {
+		return err
+	}
+	apiVersion, _ := o["apiVersion"].(string)
+	kind, _ := o["kind"].(string)
+	sch := crds[apiVersion+"/"+kind]
+	if sch == nil {
+		return fmt.Errorf("no CRD for %s %s", apiVersion, kind)
+	}
+	return sch.Validate(v)
+}
+
+func mustRenderOmnia(t *testing.T, p compiler.Plan) ([]File, diag.List) {
+	t.Helper()
+	files, ds, err := RenderOmnia(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds.HasErrors() {
+		t.Fatalf("render-time errors:\n%v", ds)
+	}
+	return files, ds
+}
+
+// compileBack compiles the emitted objects, with the Secrets of the
+// example they came from (the omnia target never emits a Secret), as
+// keyhole check does, and fails on any error diagnostic.
+func compileBack(t *testing.T, exampleDir string, files []File) compiler.Result {
+	t.Helper()
+	var docs []source.Document
+	for _, f := range files {
+		if f.Path == "kustomization.yaml" {
+			continue
+		}
+		ds, diags := source.Parse(f.Path, f.Data)
+		if len(diags) > 0 {
+			t.Fatalf("%s: %v", f.Path, diags)
+		}
+		docs = append(docs, ds...)
+	}
+	in, _, err := source.Load([]string{exampleDir}, source.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range in {
+		if d.Node != nil && d.Object().Kind == "Secret" {
+			docs = append(docs, d)
+		}
+	}
+	v, err := schema.NewValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := compiler.Compile(docs, v, compiler.Options{})
+	if res.Diagnostics.HasErrors() {
+		t.Fatalf("the emitted objects do not check:\n%v", res.Diagnostics)
+	}
+	return res
+}
+
+// TestOmniaGolden renders every example with the omnia target, compares
+// it with golden-omnia/<example>/ (KEYHOLE_UPDATE=1 rewrites it), renders
+// twice identically, validates every object against keyhole's CRDs and
+// compiles the objects back, clean.
+func TestOmniaGolden(t *testing.T) {
+	update := os.Getenv("KEYHOLE_UPDATE") != ""
+	for _, ex := range examples(t) {
+		t.Run(ex, func(t *testing.T) {
+			dir := filepath.Join(examplesDir, ex)
+			files, _ := mustRenderOmnia(t, compileDir(t, dir))
+			again, _ := mustRenderOmnia(t, compileDir(t, dir))
+			if !slices.EqualFunc(files, again, func(a, b File) bool { return a.Path == b.Path && bytes.Equal(a.Data, b.Data) }) {
+				t.Fatal("rendering twice gave different bytes")
+			}
+			n := 0
+			for _, f := range files {
+				if f.Path == "kustomization.yaml" {
+					continue
+				}
+				if !strings.HasPrefix(f.Path, OmniaDir+"/") {
+					t.Errorf("%s is outside %s/", f.Path, OmniaDir)
+				}
+				if err := validateOmnia(f.Data); err != nil {
+					t.Errorf("%s: %v", f.Path, err)
+				}
+				n++
+			}
+			if n == 0 {
+				t.Fatal("no object emitted")
+			}
+			compileBack(t, dir, files)
+			out := filepath.Join(goldenOmniaDir, ex)
+			if update {
+				if err := WriteDir(out, files); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			compareDir(t, out, files)
+		})
+	}
+}
+
+// TestOmniaSeed: the first seed's agent compiles into the Connection,
+// SandboxClass and AgentRuntime the design names; compiled back, the
+// sandbox holds GITHUB_TOKEN as the operator's placeholder for that
+// Connection, and its proxy injects only the read-only rules.
+func TestOmniaSeed(t *testing.T) {
+	dir := filepath.Join(examplesDir, "agent-sandbox")
+	files, ds := mustRenderOmnia(t, compileDir(t, dir))
+	objs := objects(t, files)
+	conn := find(t, objs, "Connection", "support-github")
+	class := find(t, objs, "SandboxClass", "daytona")
+	rt := find(t, objs, "AgentRuntime", "support")
+	if got := conn["spec"].(obj)["credential"].(obj)["secretRef"].(obj)["name"]; got != "company-github-token" {
+		t.Errorf("secretRef.name = %v", got)
+	}
+	if got := fmt.Sprint(class["spec"].(obj)["connections"]); got != "[map[role:github]]" {
+		t.Errorf("SandboxClass roles = %s", got)
+	}
+	want := "[map[connection:support-github role:github sandbox:daytona]]"
+	if got := fmt.Sprint(rt["spec"].(obj)["sandbox"].(obj)["connections"]); got != want {
+		t.Errorf("AgentRuntime bindings = %s, want %s", got, want)
+	}
+	codes := map[string]int{}
+	for _, d := range ds {
+		codes[d.Code]++
+		if d.Severity != diag.Warning {
+			t.Errorf("%v is not a warning", d)
+		}
+	}
+	if codes[codeOmniaRuleDropped] != 2 || len(ds) != 2 {
+		t.Errorf("diagnostics = %v, want two OmniaRuleDropped (git-upload-pack, LFS batch)", ds)
+	}
+	if !strings.Contains(ds.Error(), "git clone and fetch over HTTPS will be refused") {
+		t.Errorf("no diagnostic says git clone is refused:\n%v", ds)
+	}
+	res := compileBack(t, dir, files)
+	var sb *compiler.Sandbox
+	for i := range res.Plan.Sandboxes {
+		if res.Plan.Sandboxes[i].Name == "support-daytona" {
+			sb = &res.Plan.Sandboxes[i]
+		}
+	}
+	if sb == nil {
+		t.Fatalf("compiled back, no sandbox support-daytona: %+v", res.Plan.Sandboxes)
+	}
+	if len(sb.Env) != 1 || sb.Env[0].Name != "GITHUB_TOKEN" || sb.Env[0].Value != "omnia-injected-support-github" {
+		t.Errorf("env = %+v, want GITHUB_TOKEN=omnia-injected-support-github", sb.Env)
+	}
+	for _, h := range sb.Proxy.Hosts {
+		if len(h.Rules) != 1 || !slices.Equal(h.Rules[0].Methods, []string{"GET", "HEAD"}) {
+			t.Errorf("host %s rules = %+v, want GET, HEAD only", h.Name, h.Rules)
+		}
+	}
+	if len(sb.Proxy.Hosts) != 3 {
+		t.Errorf("hosts = %+v, want the catalog's three", sb.Proxy.Hosts)
+	}
+}
+
+// TestOmniaNoSecret: no example's Secret is emitted, nor its canary
+// value, in the files, the stream or the written directory; the
+// kustomization says why.
+func TestOmniaNoSecret(t *testing.T) {
+	for _, ex := range examples(t) {
+		t.Run(ex, func(t *testing.T) {
+			dir := plantCanary(t, filepath.Join(examplesDir, ex))
+			files, ds := mustRenderOmnia(t, compileDir(t, dir))
+			stream, err := Stream(files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(t.TempDir(), "out")
+			if err := WriteDir(out, files); err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Contains(stream, []byte(canary)) || strings.Contains(ds.Error(), canary) {
+				t.Error("the stream or a diagnostic holds the canary")
+			}
+			if bytes.Contains(stream, []byte("kind: Secret")) {
+				t.Error("the stream holds a Secret")
+			}
+			for p, data := range snapshot(t, out) {
+				if strings.Contains(data, canary) {
+					t.Errorf("written %s holds the canary", p)
+				}
+			}
+			if k := fileMap(files)["kustomization.yaml"]; !bytes.Contains(k, []byte("Secrets are never rendered")) {
+				t.Errorf("kustomization.yaml does not say Secrets are left out:\n%s", k)
+			}
+		})
+	}
+}
+
+// omniaConn is a labelled Connection for the diagnostics tests.
+func omniaConn(usernameKeys map[string]string, readOnly []schema.Rule) compiler.AgentConnector {
+	catalog, err := schema.Catalog()
+	if err != nil {
+		panic(err)
+	}
+	c := catalog["github"]
+	if readOnly != nil {
+		c.ReadOnly = readOnly
+	}
+	return compiler.AgentConnector{
+		Name: "github", Connector: c, Connection: diag.Object{Kind: "Connection", Namespace: "agents", Name: "company"},
+		SecretName: "company-github-token", Key: "token", UsernameKeys: usernameKeys,
+	}
+}
+
+func omniaAgent(name string, conns ...compiler.AgentConnector) compiler.Agent {
+	return compiler.Agent{Name: name, Namespace: "agents", Sandbox: "daytona", Connectors: conns,
+		Source: diag.Object{Kind: "Agent", Name: name}, Pos: diag.Pos{File: "agents/" + name + "/agent.yaml", Line: 1, Column: 1}}
+}
+
+// inputObject parses one YAML object into a Plan object.
+func inputObject(t *testing.T, src string) compiler.Object {
+	t.Helper()
+	docs, ds := source.Parse("in.yaml", []byte(src))
+	if len(ds) > 0 || len(docs) != 1 {
+		t.Fatalf("parsing %q: %v", src, ds)
+	}
+	return compiler.Object{Source: docs[0].Object(), Pos: docs[0].Pos, Node: docs[0].Node}
+}
+
+// TestOmniaDiagnostics: each render-time finding, by code and severity;
+// an error means no files.
+func TestOmniaDiagnostics(t *testing.T) {
+	basic := map[string]string{"github.com": "user"}
+	tests := map[string]struct {
+		plan  func(t *testing.T) compiler.Plan
+		codes []string
+	}{
+		"clean when the rules are all expressible": {
+			plan: func(t *testing.T) compiler.Plan {
+				return compiler.Plan{Agents: []compiler.Agent{omniaAgent("a", omniaConn(basic, []schema.Rule{{Methods: []string{"GET"}, PathPrefixes: []string{"/"}}}))}}
+			},
+		},
+		"git and LFS rules dropped": {
+			plan: func(t *testing.T) compiler.Plan {
+				return compiler.Plan{Agents: []compiler.Agent{omniaAgent("a", omniaConn(basic, nil))}}
+			},
+			codes: []string{codeOmniaRuleDropped, codeOmniaRuleDropped},
+		},
+		"basic host without a user name key": {
+			plan: func(t *testing.T) compiler.Plan {
+				return compiler.Plan{Agents: []compiler.Agent{omniaAgent("a", omniaConn(nil, []schema.Rule{{Methods: []string{"GET"}, PathPrefixes: []string{"/"}}}))}}
+			},
+			codes: []string{codeOmniaBasicUsernameMiss},
+		},
+		"no rule expressible": {
+			plan: func(t *testing.T) compiler.Plan {
+				return compiler.Plan{Agents: []compiler.Agent{omniaAgent("a", omniaConn(basic, []schema.Rule{{Methods: []string{"GET"}, PathPatterns: []string{"/*/x"}}}))}}
+			},
+			codes: []string{codeOmniaReadOnlyUnexpressed, codeOmniaRuleDropped},
+		},
+		"input class lacks the role": {
+			plan: func(t *testing.T) compiler.Plan {
+				return compiler.Plan{
+					Objects: []compiler.Object{inputObject(t, "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: SandboxClass\nmetadata: {name: daytona, namespace: agents}\nspec: {connections: [{role: vcs}]}\n")},
+					Agents:  []compiler.Agent{omniaAgent("a", omniaConn(basic, []schema.Rule{{Methods: []string{"GET"}, PathPrefixes: []string{"/"}}}))},
+				}
+			},
+			codes: []string{codeOmniaClassRoleMissing},
+		},
+		"compiled name taken by an input object": {
+			plan: func(t *testing.T) compiler.Plan {
+				return compiler.Plan{
+					Objects: []compiler.Object{inputObject(t, "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: AgentRuntime\nmetadata: {name: a, namespace: agents}\nspec: {}\n")},
+					Agents:  []compiler.Agent{omniaAgent("a", omniaConn(basic, []schema.Rule{{Methods: []string{"GET"}, PathPrefixes: []string{"/"}}}))},
+				}
+			},
+			codes: []string{codeOmniaNameTaken},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			files, ds, err := RenderOmnia(tc.plan(t), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var codes []string
+			for _, d := range ds {
+				codes = append(codes, d.Code)
+				if d.Severity != omniaSeverity(d.Code) || d.Pos.File == "" || d.Message == "" {
+					t.Errorf("malformed diagnostic %+v", d)
+				}
+			}
+			slices.Sort(codes)
+			want := slices.Clone(tc.codes)
+			slices.Sort(want)
+			if !slices.Equal(codes, want) {
+				t.Errorf("codes = %v, want %v\n%v", codes, want, ds)
+			}
+			if ds.HasErrors() != (files == nil) {
+				t.Errorf("errors: %v, files: %d; want files exactly when there is no error", ds.HasErrors(), len(files))
+			}
+		})
+	}
+}
+
+// TestOmniaCarriesOperatorFields: the operator's own spec fields of an
+// AgentRuntime are carried with their types (numbers, nulls, booleans,
+// nested lists); status and keyhole's annotation are dropped.
+func TestOmniaCarriesOperatorFields(t *testing.T) {
+	in := inputObject(t, `apiVersion: omnia.altairalabs.ai/v1alpha1
+kind: AgentRuntime
+metadata:
+  name: rt
+  namespace: agents
+  labels: {team: "007"}
+  annotations: {keyhole.dev/ignore: BindingRoleUnknown, note: "keep: me"}
+  uid: abc
+spec:
+  replicas: 3
+  temperature: 0.5
+  budget: 1.0e+3
+  big: 18446744073709551615
+  unset: null
+  on: true
+  date: 2024-01-02
+  text: "yes"
+  models: [{name: m, weight: 2}]
+  sandbox: {enabled: false}
+status: {phase: Ready}
+`)
+	files, ds := mustRenderOmnia(t, compiler.Plan{Objects: []compiler.Object{in}})
+	if len(ds) > 0 {
+		t.Fatalf("diagnostics: %v", ds)
+	}
+	data := fileMap(files)["omnia/agents/agentruntime-rt.yaml"]
+	var got map[string]any
+	if err := yaml.Unmarshal(data, &got); err != nil {
+		t.Fatalf("%v\n%s", err, data)
+	}
+	var want map[string]any
+	wantSrc := `apiVersion: omnia.altairalabs.ai/v1alpha1
+kind: AgentRuntime
+metadata: {name: rt, namespace: agents, labels: {team: "007"}, annotations: {note: "keep: me"}}
+spec: {replicas: 3, temperature: 0.5, budget: 1000.0, big: 18446744073709551615, unset: null, "on": true,
+  date: "2024-01-02", text: "yes", models: [{name: m, weight: 2}], sandbox: {enabled: false}}
+`
+	if err := yaml.Unmarshal([]byte(wantSrc), &want); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprintf("%#v", got) != fmt.Sprintf("%#v", want) {
+		t.Errorf("got\n%s\nwant %#v", data, want)
+	}
+	if err := validateOmnia(data); err != nil {
+		t.Errorf("does not validate: %v", err)
+	}
+}
+
+// TestForTarget: the target table, and an unknown name listing the
+// valid ones.
+func TestForTarget(t *testing.T) {
+	tests := map[string]struct {
+		name string
+		ok   bool
+	}{
+		"kubernetes": {name: TargetKubernetes, ok: true},
+		"omnia":      {name: TargetOmnia, ok: true},
+		"unknown":    {name: "helm"},
+		"empty":      {name: ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			r, err := ForTarget(tc.name)
+			if tc.ok != (err == nil) || tc.ok != (r != nil) {
+				t.Fatalf("ForTarget(%q) = %v", tc.name, err)
+			}
+			if !tc.ok && (!errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "kubernetes, omnia")) {
+				t.Errorf("error %v does not list the targets", err)
+			}
+		})
+	}
+	if _, _, err := RenderOmnia(compiler.Plan{}, Options{}); !errors.Is(err, ErrEmpty) {
+		t.Errorf("empty plan: %v, want ErrEmpty", err)
+	}
+}
+
+// FuzzOmniaCarry: whatever an operator's open spec holds, the omnia
+// target carries it or refuses it with an error; it never panics, what it
+// writes decodes, and carrying that again gives the same bytes.
+func FuzzOmniaCarry(f *testing.F) {
+	f.Add("replicas: 3\nx: 0.5\n")
+	f.Add("a: [1, null, {b: .inf}]\n")
+	f.Add("k: \"yes\"\nn: -0.0\nm: 1e300\nd: 2001-12-14\n")
+	f.Add("a: &x {b: 1}\nc: *x\n<<: {z: 1}\n")
+	f.Fuzz(func(t *testing.T, spec string) {
+		carry := func(src []byte) ([]byte, bool) {
+			var node yaml.Node
+			if yaml.Unmarshal(src, &node) != nil || len(node.Content) != 1 || node.Content[0].Kind != yaml.MappingNode {
+				return nil, false
+			}
+			var raw any
+			if node.Decode(&raw) != nil {
+				return nil, false
+			}
+			v, err := plainValue(&node)
+			if err != nil {
+				return nil, false
+			}
+			out, err := emitYAML(v)
+			return out, err == nil
+		}
+		out, ok := carry([]byte(spec))
+		if !ok {
+			return
+		}
+		again, ok := carry(out)
+		if !ok {
+			t.Fatalf("what was carried cannot be carried again:\n%s", out)
+		}
+		if !bytes.Equal(out, again) {
+			t.Fatalf("carrying twice differs:\n%s\n---\n%s", out, again)
+		}
+	})
+}
