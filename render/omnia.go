@@ -299,9 +299,13 @@ func stringMap(v any, drop func(string) bool) obj {
 	return out
 }
 
-// maxDepth bounds the nesting plainValue follows; the schema and the
-// loader bound inputs already, this guards the recursion itself.
-const maxDepth = 100
+// maxDepth bounds the nesting plainValue follows, and maxNodes the nodes
+// it visits, counting each alias expansion: YAML aliases let a few lines
+// stand for millions of nodes, which an operator's spec never needs.
+const (
+	maxDepth = 100
+	maxNodes = 100_000
+)
 
 // plainValue converts a YAML node into the values emitYAML writes: maps
 // with string keys, sequences, strings, booleans, and numbers or nulls as
@@ -309,23 +313,32 @@ const maxDepth = 100
 // field is carried with its type unchanged. A timestamp is carried as
 // the string it is written as, which is what the API server stores. The
 // caller has decoded n with yaml.v3 first, which refuses alias bombs.
-func plainValue(n *yaml.Node) (any, error) { return plainAt(n, 0) }
+func plainValue(n *yaml.Node) (any, error) {
+	var w walker
+	return w.plainAt(n, 0)
+}
 
-func plainAt(n *yaml.Node, depth int) (any, error) {
+// walker counts the nodes one plainValue call visits.
+type walker struct{ nodes int }
+
+func (w *walker) plainAt(n *yaml.Node, depth int) (any, error) {
 	if depth > maxDepth {
 		return nil, fmt.Errorf("nested deeper than %d levels", maxDepth)
+	}
+	if w.nodes++; w.nodes > maxNodes {
+		return nil, fmt.Errorf("more than %d values (aliases expanded)", maxNodes)
 	}
 	switch n.Kind {
 	case yaml.DocumentNode:
 		if len(n.Content) != 1 {
 			return nil, fmt.Errorf("a document of %d nodes", len(n.Content))
 		}
-		return plainAt(n.Content[0], depth+1)
+		return w.plainAt(n.Content[0], depth+1)
 	case yaml.AliasNode:
 		if n.Alias == nil {
 			return nil, fmt.Errorf("an alias to nothing")
 		}
-		return plainAt(n.Alias, depth+1)
+		return w.plainAt(n.Alias, depth+1)
 	case yaml.MappingNode:
 		out := make(obj, len(n.Content)/2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -333,7 +346,7 @@ func plainAt(n *yaml.Node, depth int) (any, error) {
 			if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
 				return nil, fmt.Errorf("line %d: only string map keys are carried (merge keys and other keys are not)", k.Line)
 			}
-			v, err := plainAt(n.Content[i+1], depth+1)
+			v, err := w.plainAt(n.Content[i+1], depth+1)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", k.Value, err)
 			}
@@ -343,7 +356,7 @@ func plainAt(n *yaml.Node, depth int) (any, error) {
 	case yaml.SequenceNode:
 		out := make(list, len(n.Content))
 		for i, c := range n.Content {
-			v, err := plainAt(c, depth+1)
+			v, err := w.plainAt(c, depth+1)
 			if err != nil {
 				return nil, fmt.Errorf("[%d]: %w", i, err)
 			}

@@ -510,3 +510,28 @@ func FuzzOmniaCarry(f *testing.F) {
 		}
 	})
 }
+
+// TestOmniaCRDsCatchMistakes: the CRD validator the omnia tests use is
+// strict enough to matter: a misspelt field, a wrong type and a missing
+// required field each fail, and a well-formed object passes.
+func TestOmniaCRDsCatchMistakes(t *testing.T) {
+	const head = "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: c, namespace: agents}\n"
+	tests := map[string]struct {
+		doc string
+		ok  bool
+	}{
+		"well formed":           {doc: head + "spec: {hosts: [a.example], credential: {kind: secret, secretRef: {name: s}}, placement: {inject: [{hosts: [a.example], header: X, value: v}]}}\n", ok: true},
+		"misspelt field":        {doc: head + "spec: {hosts: [a.example], credential: {kind: secret, secretRef: {name: s}}, placement: {injcet: []}}\n"},
+		"wrong type":            {doc: head + "spec: {hosts: a.example, credential: {kind: secret, secretRef: {name: s}}, placement: {}}\n"},
+		"missing field":         {doc: head + "spec: {hosts: [a.example], placement: {}}\n"},
+		"unknown kind":          {doc: "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Gadget\nmetadata: {name: x}\n"},
+		"rule without prefixes": {doc: head + "spec: {hosts: [a.example], credential: {kind: secret, secretRef: {name: s}}, placement: {inject: [{hosts: [a.example], header: X, value: v, rules: [{methods: [GET]}]}]}}\n"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if err := validateOmnia([]byte(tc.doc)); (err == nil) != tc.ok {
+				t.Errorf("validate = %v, want ok %v", err, tc.ok)
+			}
+		})
+	}
+}

@@ -1,0 +1,59 @@
+package compiler
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestPlanObjectsAndAgents: the Plan lists the input's omnia objects in
+// input order and never a Secret, and resolves each agent with a sandbox
+// to the names a target needs to re-express it (never a value).
+func TestPlanObjectsAndAgents(t *testing.T) {
+	tests := map[string]struct {
+		dir         string
+		wantObjects []string
+		wantAgents  []string
+	}{
+		"kubernetes objects": {
+			dir:         "../examples/github-acme",
+			wantObjects: []string{"AgentRuntime/agents/support", "Connection/agents/github-acme", "SandboxClass/agents/workspace"},
+		},
+		"an agent.yaml agent": {
+			dir:         "../examples/agent-sandbox",
+			wantObjects: []string{"Connection/agents/company"},
+			wantAgents:  []string{"support agents daytona ghcr.io/acme/agent-sandbox:2.0.1 github:Connection/agents/company:company-github-token:token:github.com=user"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			res := compileDir(t, tc.dir, Options{})
+			if res.Diagnostics.HasErrors() {
+				t.Fatalf("does not check:\n%v", res.Diagnostics)
+			}
+			var objs []string
+			for _, o := range res.Plan.Objects {
+				objs = append(objs, o.Source.String())
+				if o.Node == nil || o.Pos.File == "" {
+					t.Errorf("%s has no node or position", o.Source)
+				}
+			}
+			if strings.Join(objs, " ") != strings.Join(tc.wantObjects, " ") {
+				t.Errorf("objects = %v, want %v", objs, tc.wantObjects)
+			}
+			var agents []string
+			for _, a := range res.Plan.Agents {
+				s := a.Name + " " + a.Namespace + " " + a.Sandbox + " " + a.Image
+				for _, c := range a.Connectors {
+					s += " " + c.Name + ":" + c.Connection.String() + ":" + c.SecretName + ":" + c.Key
+					for h, k := range c.UsernameKeys {
+						s += ":" + h + "=" + k
+					}
+				}
+				agents = append(agents, s)
+			}
+			if strings.Join(agents, "\n") != strings.Join(tc.wantAgents, "\n") {
+				t.Errorf("agents = %q, want %q", agents, tc.wantAgents)
+			}
+		})
+	}
+}
