@@ -84,6 +84,42 @@ func TestRenderedExamplesApply(t *testing.T) {
 	}
 }
 
+// TestRenderedOmniaApply renders every example with --target omnia,
+// applies the rendered directory against keyhole's CRDs and reads every
+// object back: the operator's cluster must accept what the target emits.
+func TestRenderedOmniaApply(t *testing.T) {
+	for _, ex := range examples(t) {
+		t.Run(filepath.Base(ex), func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			keyhole(t, "render", "--target", render.TargetOmnia, "-o", out, ex)
+			files := listedManifests(t, out)
+			objs := readObjects(t, files...)
+			if len(objs) == 0 {
+				t.Fatalf("%s rendered no omnia objects", ex)
+			}
+			ensureNamespaces(t, objs)
+			args := slices.Clone(applyArgs)
+			for _, f := range files {
+				args = append(args, "-f", f)
+			}
+			_, stderr := mustKubectl(t, nil, args...)
+			noWarnings(t, stderr)
+			live := readBack(t, files)
+			for _, o := range objs {
+				got, ok := live[o.key()]
+				if !ok {
+					t.Errorf("%s (from %s) is not on the server after apply", o.key(), rel(out, o.file))
+					continue
+				}
+				for _, d := range subset(o.key(), o.doc, got) {
+					t.Errorf("%s: %s", rel(out, o.file), d)
+				}
+			}
+			noSecretValues(t, ex, out, live)
+		})
+	}
+}
+
 // TestExampleInputsApply applies the omnia.altairalabs.ai objects each
 // example is written in against keyhole's CRDs (`keyhole schema --crds`):
 // a repository keyhole compiles must also be accepted by a cluster that
