@@ -16,7 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// TestKubectlKustomize builds every rendered directory with the machine's
+// TestKubectlKustomize builds every rendered directory, of both targets, with the machine's
 // `kubectl kustomize` and checks it yields exactly the rendered objects.
 // Run with: go test -tags e2e ./render/
 func TestKubectlKustomize(t *testing.T) {
@@ -32,6 +32,7 @@ func TestKubectlKustomize(t *testing.T) {
 		for _, mode := range modes {
 			renders[ex+"-"+mode] = mustRender(t, compileDir(t, filepath.Join(examplesDir, ex)), Options{ProxyMode: mode})
 		}
+		renders[ex+"-"+TargetOmnia], _ = mustRenderOmnia(t, compileDir(t, filepath.Join(examplesDir, ex)))
 	}
 	for name, files := range renders {
 		t.Run(name, func(t *testing.T) {
