@@ -107,8 +107,14 @@ func omniaSeverity(code string) diag.Severity {
 	return diag.Error
 }
 
-// omniaKindOrder lists the kinds the omnia target emits, as Plan.Objects holds.
-var omniaKindOrder = [...]string{"Connection", "SandboxClass", "AgentRuntime", "ToolRegistry"}
+// isOmniaKind reports whether the omnia target emits objects of kind.
+func isOmniaKind(kind string) bool {
+	switch kind {
+	case "Connection", "SandboxClass", "AgentRuntime", "ToolRegistry":
+		return true
+	}
+	return false
+}
 
 // dnsSubdomain is a Kubernetes object name, which the file name embeds.
 var dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
@@ -233,7 +239,7 @@ func (r *omniaRender) add(o *omniaObject) (bool, error) {
 // keyhole owns it; the operator's open spec fields are carried unchanged.
 // status is the operator's to write and is dropped.
 func (r *omniaRender) input(in compiler.Object) error {
-	if !slices.Contains(omniaKindOrder[:], in.Source.Kind) || in.Node == nil {
+	if !isOmniaKind(in.Source.Kind) || in.Node == nil {
 		return nil
 	}
 	var raw map[string]any
@@ -601,7 +607,10 @@ func (r *omniaRender) rules(a compiler.Agent, c compiler.AgentConnector) (list, 
 
 // describeRule names a catalog rule in a message.
 func describeRule(rule schema.Rule) string {
-	s := strings.Join(rule.Methods, ",") + " " + strings.Join(slices.Concat(rule.PathPrefixes, rule.PathPatterns), " ")
+	s := strings.Join(rule.Methods, ",")
+	if paths := slices.Concat(rule.PathPrefixes, rule.PathPatterns); len(paths) > 0 {
+		s += " " + strings.Join(paths, " ")
+	}
 	if len(rule.Body) > 0 {
 		keys := make([]string, 0, len(rule.Body))
 		for k := range rule.Body {

@@ -535,3 +535,41 @@ func TestOmniaCRDsCatchMistakes(t *testing.T) {
 		})
 	}
 }
+
+// FuzzRenderOmnia feeds arbitrary names and an arbitrary input object
+// through RenderOmnia. It must never panic; when it renders, every file
+// decodes as YAML and holds the object its path names.
+func FuzzRenderOmnia(f *testing.F) {
+	f.Add("support", "agents", "daytona", "github", "token", "company-github-token", "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: SandboxClass\nmetadata: {name: daytona, namespace: agents}\nspec: {}\n")
+	f.Add("a", "", "b", "x", "k", "s", "kind: AgentRuntime\nmetadata: {name: a}\nspec: {x: [1.5, null, ~]}\n")
+	f.Add("A_b", "n", "c", "d", "e", "f", "kind: Connection\nmetadata: {name: ../x}\n")
+	f.Fuzz(func(t *testing.T, agent, ns, sandbox, key, secret, connector, input string) {
+		p := compiler.Plan{Agents: []compiler.Agent{omniaAgent(agent, omniaConn(map[string]string{"github.com": "user"}, nil))}}
+		a := &p.Agents[0]
+		a.Namespace, a.Sandbox = ns, sandbox
+		a.Connectors[0].Name, a.Connectors[0].Key, a.Connectors[0].SecretName = connector, key, secret
+		if docs, ds := source.Parse("in.yaml", []byte(input)); len(ds) == 0 && len(docs) == 1 && docs[0].Node != nil {
+			p.Objects = []compiler.Object{{Source: docs[0].Object(), Pos: docs[0].Pos, Node: docs[0].Node}}
+		}
+		files, _, err := RenderOmnia(p, Options{})
+		if err != nil {
+			return
+		}
+		for _, f := range files {
+			var o obj
+			if err := yaml.Unmarshal(f.Data, &o); err != nil {
+				t.Fatalf("%s: %v\n%s", f.Path, err, f.Data)
+			}
+			if f.Path == "kustomization.yaml" {
+				continue
+			}
+			md, _ := o["metadata"].(obj)
+			kind, _ := o["kind"].(string)
+			name, _ := md["name"].(string)
+			space, _ := md["namespace"].(string)
+			if want := OmniaDir + "/" + space + "/" + strings.ToLower(kind) + "-" + name + ".yaml"; f.Path != want {
+				t.Fatalf("%s holds %s", f.Path, want)
+			}
+		}
+	})
+}
