@@ -117,7 +117,7 @@ func mustRenderOmnia(t *testing.T, p compiler.Plan) ([]File, diag.List) {
 
 // compileBack compiles the emitted objects, with the Secrets of the
 // example they came from (the omnia target never emits a Secret), as
-// keyhole check does, and fails on any error diagnostic.
+// keyhole check does, and fails on any error or warning.
 func compileBack(t *testing.T, exampleDir string, files []File) compiler.Result {
 	t.Helper()
 	var docs []source.Document
@@ -145,8 +145,10 @@ func compileBack(t *testing.T, exampleDir string, files []File) compiler.Result 
 		t.Fatal(err)
 	}
 	res := compiler.Compile(docs, v, compiler.Options{})
-	if res.Diagnostics.HasErrors() {
-		t.Fatalf("the emitted objects do not check:\n%v", res.Diagnostics)
+	// The omnia target's own findings are its render-time warnings; what
+	// it emits must check without any, errors or warnings.
+	if res.Diagnostics.HasErrors() || res.Diagnostics.Count(diag.Warning) > 0 {
+		t.Fatalf("the emitted objects do not check clean:\n%v", res.Diagnostics)
 	}
 	return res
 }
@@ -572,4 +574,51 @@ func FuzzRenderOmnia(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestOmniaInjectShapes: how each catalog connector's hosts become
+// inject entries: header hosts grouped by header with the placeholder
+// variable on the first, basic hosts with the labelled Connection's user
+// name key, and a host taking either (gitlab.com) getting the header.
+func TestOmniaInjectShapes(t *testing.T) {
+	catalog, err := schema.Catalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]struct {
+		connector string
+		want      string
+	}{
+		"github": {connector: "github",
+			want: "[map[header:Authorization hosts:[api.github.com uploads.github.com] placeholderEnv:[GITHUB_TOKEN] value:Bearer {{ .token }}] map[basic:map[passwordKey:token usernameKey:user] hosts:[github.com]]]"},
+		"gitlab": {connector: "gitlab",
+			want: "[map[header:PRIVATE-TOKEN hosts:[gitlab.com] placeholderEnv:[GITLAB_TOKEN] value:{{ .token }}]]"},
+		"anthropic": {connector: "anthropic",
+			want: "[map[header:x-api-key hosts:[api.anthropic.com] placeholderEnv:[ANTHROPIC_API_KEY] value:{{ .token }}]]"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := omniaConn(map[string]string{"github.com": "user", "gitlab.com": "user"}, nil)
+			c.Name, c.Connector = tc.connector, catalog[tc.connector]
+			files, _ := mustRenderOmnia(t, compiler.Plan{Agents: []compiler.Agent{omniaAgent("a", c)}})
+			conn := find(t, objects(t, files), "Connection", "a-"+tc.connector)
+			inject := conn["spec"].(obj)["placement"].(obj)["inject"].([]any)
+			for _, e := range inject {
+				if e.(obj)["rules"] == nil {
+					t.Errorf("entry %v has no rules", e)
+				}
+				delete(e.(obj), "rules")
+			}
+			if got := fmt.Sprint(inject); got != tc.want {
+				t.Errorf("inject =\n%s\nwant\n%s", got, tc.want)
+			}
+			for p, data := range fileMap(files) {
+				if p != "kustomization.yaml" {
+					if err := validateOmnia(data); err != nil {
+						t.Errorf("%s: %v", p, err)
+					}
+				}
+			}
+		})
+	}
 }
