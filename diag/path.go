@@ -37,4 +37,3 @@ func isIdent(s string) bool {
 	}
 	return true
 }
-

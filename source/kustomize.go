@@ -114,7 +114,6 @@ func (d *Document) At(line, col int, fieldPath string) (diag.Pos, string) {
 	return diag.Pos{File: d.File, Line: line, Column: col}, ""
 }
 
-
 // kustomizationFile returns the kustomization file of dir (absolute), or
 // "" when dir holds none. The names are kustomize's own.
 func kustomizationFile(dir string) string {
