@@ -1,10 +1,9 @@
 package compiler
 
 import (
-	"strconv"
-	"strings"
-
 	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/diag"
 )
 
 // path is a field path inside an object: string elements are mapping keys,
@@ -13,19 +12,16 @@ import (
 type path []any
 
 func (p path) String() string {
-	var b strings.Builder
+	s := ""
 	for _, e := range p {
 		switch e := e.(type) {
 		case int:
-			b.WriteString("[" + strconv.Itoa(e) + "]")
+			s = diag.JoinIndex(s, e)
 		case string:
-			if b.Len() > 0 {
-				b.WriteByte('.')
-			}
-			b.WriteString(e)
+			s = diag.JoinKey(s, e)
 		}
 	}
-	return b.String()
+	return s
 }
 
 // with returns a new path extended by elems, never sharing p's array.

@@ -7,11 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/diag"
 )
 
 // Violation is one way a document breaks its schema.
@@ -134,35 +135,13 @@ type pathSeg struct {
 // formatPath renders path segments as a field path:
 // spec.hosts[0], metadata.labels["app.kubernetes.io/name"].
 func formatPath(segs []pathSeg) string {
-	var b strings.Builder
+	p := ""
 	for _, s := range segs {
-		switch {
-		case !s.isKey:
-			b.WriteString("[" + strconv.Itoa(s.index) + "]")
-		case isIdent(s.key):
-			if b.Len() > 0 {
-				b.WriteByte('.')
-			}
-			b.WriteString(s.key)
-		default:
-			b.WriteString("[" + strconv.Quote(s.key) + "]")
+		if s.isKey {
+			p = diag.JoinKey(p, s.key)
+		} else {
+			p = diag.JoinIndex(p, s.index)
 		}
 	}
-	return b.String()
-}
-
-// isIdent reports whether s can follow a dot in a path unquoted.
-func isIdent(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, r := range s {
-		switch {
-		case r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z':
-		case i > 0 && (r == '-' || r >= '0' && r <= '9'):
-		default:
-			return false
-		}
-	}
-	return true
+	return p
 }

@@ -94,13 +94,13 @@ func (d *Document) At(line, col int, fieldPath string) (diag.Pos, string) {
 		switch n.Kind {
 		case yaml.MappingNode:
 			for i := 0; i+1 < len(n.Content); i += 2 {
-				kp := joinPath(p, n.Content[i].Value)
+				kp := diag.JoinKey(p, n.Content[i].Value)
 				walk(n.Content[i], kp)
 				walk(n.Content[i+1], kp)
 			}
 		case yaml.SequenceNode:
 			for i, c := range n.Content {
-				walk(c, p+"["+strconv.Itoa(i)+"]")
+				walk(c, diag.JoinIndex(p, i))
 			}
 		}
 	}
@@ -112,33 +112,6 @@ func (d *Document) At(line, col int, fieldPath string) (diag.Pos, string) {
 		return d.Where(first)
 	}
 	return diag.Pos{File: d.File, Line: line, Column: col}, ""
-}
-
-// joinPath extends a field path the way the schema validator prints it:
-// spec.hosts[0], metadata.annotations["keyhole.dev/ignore"].
-func joinPath(p, key string) string {
-	if isIdent(key) {
-		if p == "" {
-			return key
-		}
-		return p + "." + key
-	}
-	return p + "[" + strconv.Quote(key) + "]"
-}
-
-func isIdent(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, r := range s {
-		switch {
-		case r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z':
-		case i > 0 && (r == '-' || r >= '0' && r <= '9'):
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // kustomizationFile returns the kustomization file of dir (absolute), or
