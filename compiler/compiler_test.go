@@ -102,7 +102,3 @@ func TestEveryCheckHasAFixture(t *testing.T) {
 		}
 	}
 }
-
-func TestChecksDoc(t *testing.T) {
-	golden(t, "../docs/checks.md", ChecksDoc())
-}
