@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/textproto"
 	"os"
 	"strings"
@@ -101,8 +100,8 @@ type Server struct {
 	tunnels  chan struct{}   // semaphore of open tunnels
 	// forwardTLS and forwardPlain send a decided request to r.Host, which
 	// the handler has set to the decision's canonical host. They never
-	// follow redirects: a ReverseProxy hands every response back as is.
-	forwardTLS, forwardPlain *httputil.ReverseProxy
+	// follow redirects: every response goes back as is.
+	forwardTLS, forwardPlain *forwarder
 	draining                 atomic.Bool
 
 	inner   *http.Server
@@ -169,8 +168,8 @@ func New(opts Options) (*Server, error) {
 	}
 	s.upstream = s.newTransport(&tls.Config{RootCAs: opts.UpstreamRoots, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12})
 	s.plain = s.newTransport(nil)
-	s.forwardTLS = s.newForwarder("https", timedTransport{rt: s.upstream, m: s.metrics})
-	s.forwardPlain = s.newForwarder("http", s.plain)
+	s.forwardTLS = newForwarder("https", timedTransport{rt: s.upstream, m: s.metrics}, s.upstreamError)
+	s.forwardPlain = newForwarder("http", s.plain, s.upstreamError)
 	s.innerLn = newConnListener()
 	s.tunnelTLS = &tls.Config{
 		MinVersion: tls.VersionTLS12,
@@ -645,33 +644,6 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 	r.Host = d.Host // the forwarders send to the canonical host
 	s.forwardTLS.ServeHTTP(rec, r)
 }
-
-func (s *Server) newForwarder(scheme string, rt http.RoundTripper) *httputil.ReverseProxy {
-	return &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.Out.URL.Scheme = scheme
-			pr.Out.URL.Host = pr.In.Host
-			pr.Out.Host = pr.In.Host
-		},
-		Transport:      rt,
-		BufferPool:     newCopyBuffers(),
-		ModifyResponse: stripRefused,
-		ErrorHandler:   s.upstreamError,
-		ErrorLog:       log.New(io.Discard, "", 0),
-	}
-}
-
-// copyBuffers lends a forwarder its 32 KiB copy buffers, which it would
-// otherwise allocate for every response: a sixth of the proxy's CPU per
-// keep-alive request went to allocating and collecting them.
-type copyBuffers struct{ pool *sync.Pool }
-
-func newCopyBuffers() copyBuffers {
-	return copyBuffers{pool: &sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
-}
-
-func (c copyBuffers) Get() []byte  { return *c.pool.Get().(*[]byte) }
-func (c copyBuffers) Put(b []byte) { c.pool.Put(&b) }
 
 // upstreamError answers a failed upstream round trip. It is not a policy
 // refusal, so it carries no X-Omnia-Egress-Refused.
