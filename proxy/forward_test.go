@@ -303,6 +303,26 @@ func TestForwarderUnreachableUpstream(t *testing.T) {
 	}
 }
 
+func TestIsEventStream(t *testing.T) {
+	tests := []struct {
+		name, ct string
+		want     bool
+	}{
+		{"empty", "", false},
+		{"plain", "text/event-stream", true},
+		{"with parameters and odd case", " Text/Event-Stream ; charset=utf-8", true},
+		{"another type", "application/json", false},
+		{"a prefix is not the type", "text/event-streams", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := isEventStream(tt.ct); got != tt.want {
+				t.Errorf("isEventStream(%q) = %v, want %v", tt.ct, got, tt.want)
+			}
+		})
+	}
+}
+
 func TestCleanQuery(t *testing.T) {
 	tests := []struct{ name, in, want string }{
 		{"empty", "", ""},
