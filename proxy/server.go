@@ -83,12 +83,19 @@ type Options struct {
 	// Logger receives one JSON line per request and reload events; nil
 	// discards them.
 	Logger *slog.Logger
+	// RequestLog, when set, receives the request lines instead of
+	// Logger, written directly in exactly the form
+	// slog.NewJSONHandler(RequestLog, nil) would give them: the same
+	// keys, order and escaping, at a fraction of the cost per request.
+	// Other events still go to Logger.
+	RequestLog io.Writer
 }
 
 // Server is the egress proxy. Create it with New, run it with Run.
 type Server struct {
 	opts    Options
 	log     *slog.Logger
+	reqLog  *requestLog // nil: request lines go through log
 	metrics *metrics
 
 	state atomic.Pointer[state]
@@ -156,6 +163,9 @@ func New(opts Options) (*Server, error) {
 		metrics:   newMetrics(),
 		tunnels:   make(chan struct{}, opts.MaxTunnels),
 		passConns: map[net.Conn]struct{}{},
+	}
+	if opts.RequestLog != nil {
+		s.reqLog = newRequestLog(opts.RequestLog)
 	}
 	s.leaves = newLeafCache(func() { s.metrics.mints.Add(1) })
 	st, err := s.loadConfig(nil)
@@ -712,16 +722,25 @@ func (s *Server) logRequest(st *state, r *http.Request, d Decision, status int, 
 	if sb.Namespace != "" {
 		sandbox = sb.Namespace + "/" + sb.Name
 	}
+	f := requestFields{
+		sandbox: sandbox, host: host, method: clip(r.Method), path: logPath(r),
+		decision: string(d.Action), reason: string(d.Reason), connection: d.Connection,
+		status: status, durationMS: float64(time.Since(start).Microseconds()) / 1000,
+	}
+	if s.reqLog != nil {
+		s.reqLog.write(time.Now(), f)
+		return
+	}
 	s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
-		slog.String("sandbox", sandbox),
-		slog.String("host", host),
-		slog.String("method", clip(r.Method)),
-		slog.String("path", logPath(r)),
-		slog.String("decision", string(d.Action)),
-		slog.String("reason", string(d.Reason)),
-		slog.String("connection", d.Connection),
-		slog.Int("status", status),
-		slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
+		slog.String("sandbox", f.sandbox),
+		slog.String("host", f.host),
+		slog.String("method", f.method),
+		slog.String("path", f.path),
+		slog.String("decision", f.decision),
+		slog.String("reason", f.reason),
+		slog.String("connection", f.connection),
+		slog.Int("status", f.status),
+		slog.Float64("duration_ms", f.durationMS),
 	)
 }
 
