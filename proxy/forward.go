@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // forwarder sends a decided request to scheme://r.Host over a pooled
@@ -22,8 +23,12 @@ import (
 // an upstream error), no X-Forwarded-* (the sandbox's are dropped, none
 // added). It never follows redirects: every response goes back as is.
 type forwarder struct {
-	scheme  string
-	rt      http.RoundTripper
+	scheme string
+	rt     http.RoundTripper
+	// pool, when set, carries bodiless GET and HEAD requests instead of
+	// rt, and observe times them to response headers as rt does itself.
+	pool    *upPool
+	observe func(time.Duration)
 	bufs    *sync.Pool // *[]byte of 32 KiB: a response copy buffer
 	onError func(w http.ResponseWriter, r *http.Request, err error)
 }
@@ -42,27 +47,7 @@ func newForwarder(scheme string, rt http.RoundTripper, onError func(http.Respons
 // http.ErrAbortHandler, so the client's connection is closed rather
 // than a truncated body looking complete.
 func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// 1xx responses (100 Continue, 103 Early Hints) are passed on as
-	// they arrive; done stops that once the final response is in.
-	var mu sync.Mutex
-	done := false
-	trace := &httptrace.ClientTrace{
-		Got1xxResponse: func(code int, header textproto.MIMEHeader) error {
-			mu.Lock()
-			defer mu.Unlock()
-			if done {
-				return nil
-			}
-			h := w.Header()
-			for k, vv := range header {
-				h[k] = append(h[k], vv...)
-			}
-			w.WriteHeader(code)
-			clear(h) // WriteHeader does not clear the map after a 1xx
-			return nil
-		},
-	}
-	out := r.WithContext(httptrace.WithClientTrace(r.Context(), trace))
+	out := r.WithContext(r.Context())
 	u := *r.URL
 	u.Scheme, u.Host = f.scheme, r.Host
 	u.RawQuery = cleanQuery(u.RawQuery)
@@ -89,10 +74,45 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		out.Header["User-Agent"] = []string{""} // no Go default
 	}
 
-	res, err := f.rt.RoundTrip(out)
-	mu.Lock()
-	done = true
-	mu.Unlock()
+	// 1xx responses (100 Continue, 103 Early Hints) are passed on as
+	// they arrive.
+	got1xx := func(code int, header map[string][]string) {
+		h := w.Header()
+		for k, vv := range header {
+			h[k] = append(h[k], vv...)
+		}
+		w.WriteHeader(code)
+		clear(h) // WriteHeader does not clear the map after a 1xx
+	}
+	var res *http.Response
+	var err error
+	if f.pool != nil && out.Body == nil && (out.Method == http.MethodGet || out.Method == http.MethodHead) {
+		start := time.Now()
+		res, err = f.pool.roundTrip(out, func(r1 *http.Response) { got1xx(r1.StatusCode, r1.Header) })
+		if err == nil {
+			f.observe(time.Since(start))
+		}
+	} else {
+		// The transport reports 1xx from its reader goroutine; done
+		// stops that once the final response is in.
+		var mu sync.Mutex
+		done := false
+		trace := &httptrace.ClientTrace{
+			Got1xxResponse: func(code int, header textproto.MIMEHeader) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if !done {
+					got1xx(code, header)
+				}
+				return nil
+			},
+		}
+		out = out.WithContext(httptrace.WithClientTrace(out.Context(), trace))
+		res, err = f.rt.RoundTrip(out)
+		mu.Lock()
+		done = true
+		mu.Unlock()
+	}
 	if err != nil {
 		f.onError(w, out, err)
 		return

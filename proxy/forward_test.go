@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"bufio"
+	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -17,35 +19,59 @@ import (
 	"time"
 )
 
-// forwardFront serves a forwarder in front of upstream addr, as the
-// proxy's handlers do: hop-by-hop stripped, Host set to the upstream.
-func forwardFront(t *testing.T, addr string) (front *httptest.Server, upstreamErrs func() []error) {
+// forwardFront serves a forwarder in front of the upstream at addr, as
+// the proxy's handlers do: hop-by-hop stripped, Host set. With ca set the
+// upstream speaks TLS with a leaf for upstreamName from ca, and the
+// forwarder has the proxy's fast path for bodiless GET and HEAD.
+func forwardFront(t *testing.T, addr string, ca *testCA) (front *httptest.Server, upstreamErrs func() []error, f *forwarder) {
 	t.Helper()
 	var mu sync.Mutex
 	var errs []error
-	f := newForwarder("http", &http.Transport{DisableCompression: true, ExpectContinueTimeout: time.Second, ResponseHeaderTimeout: 5 * time.Second},
-		func(w http.ResponseWriter, _ *http.Request, err error) {
-			mu.Lock()
-			errs = append(errs, err)
-			mu.Unlock()
-			http.Error(w, "keyhole: the upstream request failed", http.StatusBadGateway)
-		})
+	onError := func(w http.ResponseWriter, _ *http.Request, err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+		http.Error(w, "keyhole: the upstream request failed", http.StatusBadGateway)
+	}
+	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}
+	tr := &http.Transport{DisableCompression: true, ExpectContinueTimeout: time.Second, ResponseHeaderTimeout: 5 * time.Second, DialContext: dial}
+	t.Cleanup(tr.CloseIdleConnections)
+	scheme, host := "http", addr
+	var pool *upPool
+	if ca != nil {
+		scheme, host = "https", upstreamName
+		upTLS := &tls.Config{RootCAs: ca.pool, NextProtos: []string{"http/1.1"}}
+		tr.TLSClientConfig = upTLS
+		pool = &upPool{dial: dial, tls: upTLS, dialWait: 5 * time.Second, respWait: 5 * time.Second, idle: time.Minute, perHost: 4}
+		t.Cleanup(pool.closeAll)
+	}
+	f = newForwarder(scheme, tr, onError)
+	f.pool, f.observe = pool, func(time.Duration) {}
 	front = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		stripHopByHop(r.Header)
-		r.Host = addr
+		r.Host = host
 		f.ServeHTTP(w, r)
 	}))
 	t.Cleanup(front.Close)
-	return front, func() []error { mu.Lock(); defer mu.Unlock(); return append([]error(nil), errs...) }
+	return front, func() []error { mu.Lock(); defer mu.Unlock(); return append([]error(nil), errs...) }, f
 }
 
+// upstreamName is the name on a TLS test upstream's certificate.
+const upstreamName = "upstream.test"
+
 // rawUpstream answers every connection with the bytes of reply after
-// reading one request head, then closes it.
-func rawUpstream(t *testing.T, reply string) string {
+// reading one request head, then closes it; over TLS when ca is set.
+func rawUpstream(t *testing.T, reply string, ca *testCA) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if ca != nil {
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{ca.leaf(t, upstreamName)}})
 	}
 	t.Cleanup(func() { ln.Close() })
 	go func() {
@@ -266,21 +292,33 @@ func TestForwarderResponses(t *testing.T) {
 			},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var addr string
-			if tt.upstream != nil {
-				up := httptest.NewServer(tt.upstream)
-				t.Cleanup(up.Close)
-				addr = up.Listener.Addr().String()
-			} else {
-				addr = rawUpstream(t, tt.raw)
-			}
-			front, _ := forwardFront(t, addr)
-			c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableCompression: true}}
-			t.Cleanup(c.CloseIdleConnections)
-			tt.do(t, c, front.URL+"/path?q=1")
-		})
+	for _, mode := range []string{"transport", "fast path"} {
+		for _, tt := range tests {
+			t.Run(mode+"/"+tt.name, func(t *testing.T) {
+				var ca *testCA
+				if mode == "fast path" {
+					ca = newTestCA(t, "upstream CA")
+				}
+				var addr string
+				if tt.upstream != nil {
+					up := httptest.NewUnstartedServer(tt.upstream)
+					if ca != nil {
+						up.TLS = &tls.Config{Certificates: []tls.Certificate{ca.leaf(t, upstreamName)}}
+						up.StartTLS()
+					} else {
+						up.Start()
+					}
+					t.Cleanup(up.Close)
+					addr = up.Listener.Addr().String()
+				} else {
+					addr = rawUpstream(t, tt.raw, ca)
+				}
+				front, _, _ := forwardFront(t, addr, ca)
+				c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableCompression: true}}
+				t.Cleanup(c.CloseIdleConnections)
+				tt.do(t, c, front.URL+"/path?q=1")
+			})
+		}
 	}
 }
 
@@ -291,7 +329,7 @@ func TestForwarderUnreachableUpstream(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
-	front, errs := forwardFront(t, addr)
+	front, errs, _ := forwardFront(t, addr, nil)
 	resp := mustGet(t, http.DefaultClient, front.URL+"/")
 	readBody(t, resp)
 	if resp.StatusCode != http.StatusBadGateway || len(errs()) != 1 {
@@ -364,4 +402,128 @@ func mustGet(t *testing.T, c *http.Client, url string) *http.Response {
 		t.Fatal(err)
 	}
 	return resp
+}
+
+func TestUpPoolConnections(t *testing.T) {
+	tests := []struct {
+		name    string
+		handler http.HandlerFunc
+		// between runs after each request but the last.
+		between   func(up *httptest.Server)
+		requests  int
+		wantConns int
+	}{
+		{
+			name:     "sequential GETs share one connection",
+			handler:  func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") },
+			requests: 5, wantConns: 1,
+		},
+		{
+			name:      "a connection the upstream closed while idle is replaced without an error",
+			handler:   func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") },
+			between:   func(up *httptest.Server) { up.CloseClientConnections() },
+			requests:  3,
+			wantConns: 3,
+		},
+		{
+			name: "a response asking to close is not pooled",
+			handler: func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Connection", "close")
+				io.WriteString(w, "ok")
+			},
+			requests: 3, wantConns: 3,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ca := newTestCA(t, "upstream CA")
+			var mu sync.Mutex
+			conns := 0
+			up := httptest.NewUnstartedServer(tt.handler)
+			up.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+				if st == http.StateNew {
+					mu.Lock()
+					conns++
+					mu.Unlock()
+				}
+			}
+			up.TLS = &tls.Config{Certificates: []tls.Certificate{ca.leaf(t, upstreamName)}}
+			up.StartTLS()
+			t.Cleanup(up.Close)
+			front, errs, _ := forwardFront(t, up.Listener.Addr().String(), ca)
+			for i := range tt.requests {
+				resp := mustGet(t, http.DefaultClient, front.URL+"/")
+				if body := readBody(t, resp); body != "ok" || resp.StatusCode != 200 {
+					t.Fatalf("request %d: %d %q, errors %v", i, resp.StatusCode, body, errs())
+				}
+				if tt.between != nil && i < tt.requests-1 {
+					tt.between(up)
+					time.Sleep(20 * time.Millisecond) // let the close land
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if conns != tt.wantConns {
+				t.Errorf("upstream saw %d connections, want %d", conns, tt.wantConns)
+			}
+		})
+	}
+}
+
+func TestUpPoolResponseHeaderTimeout(t *testing.T) {
+	ca := newTestCA(t, "upstream CA")
+	release := make(chan struct{})
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	up.TLS = &tls.Config{Certificates: []tls.Certificate{ca.leaf(t, upstreamName)}}
+	up.StartTLS()
+	t.Cleanup(up.Close)
+	t.Cleanup(func() { close(release) })
+	front, errs, f := forwardFront(t, up.Listener.Addr().String(), ca)
+	f.pool.respWait = 100 * time.Millisecond
+	start := time.Now()
+	resp := mustGet(t, http.DefaultClient, front.URL+"/")
+	readBody(t, resp)
+	if resp.StatusCode != http.StatusBadGateway || len(errs()) != 1 || !isTimeout(errs()[0]) {
+		t.Fatalf("status %d errors %v: want one timeout", resp.StatusCode, errs())
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("took %v: the timeout did not bound the wait (or it was retried)", d)
+	}
+}
+
+func TestUpPoolSweepAndClose(t *testing.T) {
+	ca := newTestCA(t, "upstream CA")
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }))
+	up.TLS = &tls.Config{Certificates: []tls.Certificate{ca.leaf(t, upstreamName)}}
+	up.StartTLS()
+	t.Cleanup(up.Close)
+	front, _, f := forwardFront(t, up.Listener.Addr().String(), ca)
+	idle := func() int {
+		f.pool.mu.Lock()
+		defer f.pool.mu.Unlock()
+		return len(f.pool.conns[upstreamName])
+	}
+	readBody(t, mustGet(t, http.DefaultClient, front.URL+"/"))
+	if n := idle(); n != 1 {
+		t.Fatalf("%d idle connections after one request, want 1", n)
+	}
+	f.pool.sweep(time.Now())
+	if n := idle(); n != 1 {
+		t.Fatalf("a fresh connection was swept")
+	}
+	f.pool.sweep(time.Now().Add(2 * time.Minute))
+	if n := idle(); n != 0 {
+		t.Fatalf("%d idle connections after the idle timeout, want 0", n)
+	}
+	readBody(t, mustGet(t, http.DefaultClient, front.URL+"/"))
+	f.pool.closeAll()
+	readBody(t, mustGet(t, http.DefaultClient, front.URL+"/"))
+	if n := idle(); n != 0 {
+		t.Fatalf("%d idle connections after closeAll, want 0", n)
+	}
 }

@@ -176,9 +176,16 @@ func New(opts Options) (*Server, error) {
 	if err := s.loadCA(st); err != nil && len(st.cfg.Hosts) > 0 {
 		return nil, err
 	}
-	s.upstream = s.newTransport(&tls.Config{RootCAs: opts.UpstreamRoots, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12})
+	upTLS := &tls.Config{RootCAs: opts.UpstreamRoots, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12}
+	s.upstream = s.newTransport(upTLS)
 	s.plain = s.newTransport(nil)
 	s.forwardTLS = newForwarder("https", timedTransport{rt: s.upstream, m: s.metrics}, s.upstreamError)
+	s.forwardTLS.pool = &upPool{
+		dial: s.dial, tls: upTLS,
+		dialWait: opts.Timeouts.Dial, respWait: opts.Timeouts.ResponseHeader, idle: opts.Timeouts.Idle,
+		perHost: 128,
+	}
+	s.forwardTLS.observe = s.metrics.observeUpstream
 	s.forwardPlain = newForwarder("http", s.plain, s.upstreamError)
 	s.innerLn = newConnListener()
 	s.tunnelTLS = &tls.Config{
@@ -357,6 +364,7 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 				return
 			case <-t.C:
 				s.reload()
+				s.forwardTLS.pool.sweep(time.Now())
 			}
 		}
 	}()
@@ -397,6 +405,7 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 		adminSrv.Close()
 	}
 	s.upstream.CloseIdleConnections()
+	s.forwardTLS.pool.closeAll()
 	s.plain.CloseIdleConnections()
 	return runErr
 }
