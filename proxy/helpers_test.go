@@ -250,6 +250,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 		ReloadInterval: 20 * time.Millisecond,
 		Timeouts:       Timeouts{Shutdown: 5 * time.Second},
 		Logger:         slog.New(slog.NewJSONHandler(h.logs, nil)),
+		RequestLog:     h.logs,
 	}
 	for _, f := range opts {
 		f(&o)

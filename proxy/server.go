@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/textproto"
 	"os"
 	"strings"
@@ -84,12 +83,19 @@ type Options struct {
 	// Logger receives one JSON line per request and reload events; nil
 	// discards them.
 	Logger *slog.Logger
+	// RequestLog, when set, receives the request lines instead of
+	// Logger, written directly in exactly the form
+	// slog.NewJSONHandler(RequestLog, nil) would give them: the same
+	// keys, order and escaping, at a fraction of the cost per request.
+	// Other events still go to Logger.
+	RequestLog io.Writer
 }
 
 // Server is the egress proxy. Create it with New, run it with Run.
 type Server struct {
 	opts    Options
 	log     *slog.Logger
+	reqLog  *requestLog // nil: request lines go through log
 	metrics *metrics
 
 	state atomic.Pointer[state]
@@ -101,8 +107,8 @@ type Server struct {
 	tunnels  chan struct{}   // semaphore of open tunnels
 	// forwardTLS and forwardPlain send a decided request to r.Host, which
 	// the handler has set to the decision's canonical host. They never
-	// follow redirects: a ReverseProxy hands every response back as is.
-	forwardTLS, forwardPlain *httputil.ReverseProxy
+	// follow redirects: every response goes back as is.
+	forwardTLS, forwardPlain *forwarder
 	draining                 atomic.Bool
 
 	inner   *http.Server
@@ -158,6 +164,9 @@ func New(opts Options) (*Server, error) {
 		tunnels:   make(chan struct{}, opts.MaxTunnels),
 		passConns: map[net.Conn]struct{}{},
 	}
+	if opts.RequestLog != nil {
+		s.reqLog = newRequestLog(opts.RequestLog)
+	}
 	s.leaves = newLeafCache(func() { s.metrics.mints.Add(1) })
 	st, err := s.loadConfig(nil)
 	if err != nil {
@@ -167,10 +176,17 @@ func New(opts Options) (*Server, error) {
 	if err := s.loadCA(st); err != nil && len(st.cfg.Hosts) > 0 {
 		return nil, err
 	}
-	s.upstream = s.newTransport(&tls.Config{RootCAs: opts.UpstreamRoots, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12})
+	upTLS := &tls.Config{RootCAs: opts.UpstreamRoots, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12}
+	s.upstream = s.newTransport(upTLS)
 	s.plain = s.newTransport(nil)
-	s.forwardTLS = s.newForwarder("https", timedTransport{rt: s.upstream, m: s.metrics})
-	s.forwardPlain = s.newForwarder("http", s.plain)
+	s.forwardTLS = newForwarder("https", timedTransport{rt: s.upstream, m: s.metrics}, s.upstreamError)
+	s.forwardTLS.pool = &upPool{
+		dial: s.dial, tls: upTLS,
+		dialWait: opts.Timeouts.Dial, respWait: opts.Timeouts.ResponseHeader, idle: opts.Timeouts.Idle,
+		perHost: 128,
+	}
+	s.forwardTLS.observe = s.metrics.observeUpstream
+	s.forwardPlain = newForwarder("http", s.plain, s.upstreamError)
 	s.innerLn = newConnListener()
 	s.tunnelTLS = &tls.Config{
 		MinVersion: tls.VersionTLS12,
@@ -348,6 +364,7 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 				return
 			case <-t.C:
 				s.reload()
+				s.forwardTLS.pool.sweep(time.Now())
 			}
 		}
 	}()
@@ -388,6 +405,7 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 		adminSrv.Close()
 	}
 	s.upstream.CloseIdleConnections()
+	s.forwardTLS.pool.closeAll()
 	s.plain.CloseIdleConnections()
 	return runErr
 }
@@ -646,33 +664,6 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 	s.forwardTLS.ServeHTTP(rec, r)
 }
 
-func (s *Server) newForwarder(scheme string, rt http.RoundTripper) *httputil.ReverseProxy {
-	return &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.Out.URL.Scheme = scheme
-			pr.Out.URL.Host = pr.In.Host
-			pr.Out.Host = pr.In.Host
-		},
-		Transport:      rt,
-		BufferPool:     newCopyBuffers(),
-		ModifyResponse: stripRefused,
-		ErrorHandler:   s.upstreamError,
-		ErrorLog:       log.New(io.Discard, "", 0),
-	}
-}
-
-// copyBuffers lends a forwarder its 32 KiB copy buffers, which it would
-// otherwise allocate for every response: a sixth of the proxy's CPU per
-// keep-alive request went to allocating and collecting them.
-type copyBuffers struct{ pool *sync.Pool }
-
-func newCopyBuffers() copyBuffers {
-	return copyBuffers{pool: &sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
-}
-
-func (c copyBuffers) Get() []byte  { return *c.pool.Get().(*[]byte) }
-func (c copyBuffers) Put(b []byte) { c.pool.Put(&b) }
-
 // upstreamError answers a failed upstream round trip. It is not a policy
 // refusal, so it carries no X-Omnia-Egress-Refused.
 func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
@@ -740,16 +731,25 @@ func (s *Server) logRequest(st *state, r *http.Request, d Decision, status int, 
 	if sb.Namespace != "" {
 		sandbox = sb.Namespace + "/" + sb.Name
 	}
+	f := requestFields{
+		sandbox: sandbox, host: host, method: clip(r.Method), path: logPath(r),
+		decision: string(d.Action), reason: string(d.Reason), connection: d.Connection,
+		status: status, durationMS: float64(time.Since(start).Microseconds()) / 1000,
+	}
+	if s.reqLog != nil {
+		s.reqLog.write(time.Now(), f)
+		return
+	}
 	s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
-		slog.String("sandbox", sandbox),
-		slog.String("host", host),
-		slog.String("method", clip(r.Method)),
-		slog.String("path", logPath(r)),
-		slog.String("decision", string(d.Action)),
-		slog.String("reason", string(d.Reason)),
-		slog.String("connection", d.Connection),
-		slog.Int("status", status),
-		slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
+		slog.String("sandbox", f.sandbox),
+		slog.String("host", f.host),
+		slog.String("method", f.method),
+		slog.String("path", f.path),
+		slog.String("decision", f.decision),
+		slog.String("reason", f.reason),
+		slog.String("connection", f.connection),
+		slog.Int("status", f.status),
+		slog.Float64("duration_ms", f.durationMS),
 	)
 }
 

@@ -17,6 +17,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -111,6 +112,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 		fmt.Fprintln(stderr, "keyhole-proxy: --max-tunnels must be at least 1")
 		return exitUsage
 	}
+	// The request lines and slog's events share stderr, which need not
+	// be safe for concurrent writes: one lock keeps each line whole.
+	logOut := &lockedWriter{w: stderr}
 	opts := proxy.Options{
 		ConfigPath:     *configPath,
 		SecretsDir:     *secretsDir,
@@ -120,7 +124,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 		MaxTunnels:     *maxTunnels,
 		ReloadInterval: *reload,
 		Timeouts:       proxy.Timeouts{Shutdown: *shutdown},
-		Logger:         slog.New(slog.NewJSONHandler(stderr, nil)),
+		Logger:         slog.New(slog.NewJSONHandler(logOut, nil)),
+		RequestLog:     logOut,
 	}
 	if *upstreamCA != "" {
 		pem, err := os.ReadFile(*upstreamCA)
@@ -172,6 +177,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 }
 
 // buildVersion is the module version the binary was built from.
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// Write writes p to w under the lock.
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
 func buildVersion() string {
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
 		return bi.Main.Version

@@ -1,0 +1,265 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// forwarder sends a decided request to scheme://r.Host over a pooled
+// upstream connection and copies the response back. It does what
+// httputil.ReverseProxy (with a Rewrite) did for this proxy, minus what
+// the proxy never needs: no deep copy of the request and its header (the
+// handler owns both, and has already stripped and injected them), no
+// protocol upgrades (Upgrade is a stripped hop-by-hop header, so a 101 is
+// an upstream error), no X-Forwarded-* (the sandbox's are dropped, none
+// added). It never follows redirects: every response goes back as is.
+type forwarder struct {
+	scheme string
+	rt     http.RoundTripper
+	// pool, when set, carries bodiless GET and HEAD requests instead of
+	// rt, and observe times them to response headers as rt does itself.
+	pool    *upPool
+	observe func(time.Duration)
+	bufs    *sync.Pool // *[]byte of 32 KiB: a response copy buffer
+	onError func(w http.ResponseWriter, r *http.Request, err error)
+}
+
+func newForwarder(scheme string, rt http.RoundTripper, onError func(http.ResponseWriter, *http.Request, error)) *forwarder {
+	return &forwarder{
+		scheme:  scheme,
+		rt:      rt,
+		bufs:    &sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }},
+		onError: onError,
+	}
+}
+
+// ServeHTTP forwards r, whose hop-by-hop headers are already stripped.
+// A failure after the response header was sent aborts the handler with
+// http.ErrAbortHandler, so the client's connection is closed rather
+// than a truncated body looking complete.
+func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	out := r.WithContext(r.Context())
+	u := *r.URL
+	u.Scheme, u.Host = f.scheme, r.Host
+	u.RawQuery = cleanQuery(u.RawQuery)
+	out.URL = &u
+	out.RequestURI = "" // a client request must not carry one
+	out.Close = false
+	if r.ContentLength == 0 {
+		out.Body = nil // lets the transport retry on a stale pooled connection
+	}
+	if out.Body != nil {
+		// The transport closes a body it could not send; the inbound
+		// body must stay open for the server, and the transport's writer
+		// can outlive this handler, so reads after return fail.
+		body := &noCloseBody{rc: out.Body}
+		out.Body = body
+		defer body.Close()
+	}
+	// The sandbox's forwarding headers are dropped, as ReverseProxy
+	// did: none is added either.
+	for _, k := range [...]string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
+		delete(out.Header, k)
+	}
+	if _, ok := out.Header["User-Agent"]; !ok {
+		out.Header["User-Agent"] = []string{""} // no Go default
+	}
+
+	// 1xx responses (100 Continue, 103 Early Hints) are passed on as
+	// they arrive.
+	got1xx := func(code int, header map[string][]string) {
+		h := w.Header()
+		for k, vv := range header {
+			h[k] = append(h[k], vv...)
+		}
+		w.WriteHeader(code)
+		clear(h) // WriteHeader does not clear the map after a 1xx
+	}
+	var res *http.Response
+	var err error
+	// The fast path dials port 443: the only port a tunnel reaches.
+	if f.pool != nil && out.Body == nil && (out.Method == http.MethodGet || out.Method == http.MethodHead) && u.Port() == "" {
+		start := time.Now()
+		res, err = f.pool.roundTrip(out, func(r1 *http.Response) { got1xx(r1.StatusCode, r1.Header) })
+		if err == nil {
+			f.observe(time.Since(start))
+		}
+	} else {
+		// The transport reports 1xx from its reader goroutine; done
+		// stops that once the final response is in.
+		var mu sync.Mutex
+		done := false
+		trace := &httptrace.ClientTrace{
+			Got1xxResponse: func(code int, header textproto.MIMEHeader) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if !done {
+					got1xx(code, header)
+				}
+				return nil
+			},
+		}
+		out = out.WithContext(httptrace.WithClientTrace(out.Context(), trace))
+		res, err = f.rt.RoundTrip(out)
+		mu.Lock()
+		done = true
+		mu.Unlock()
+	}
+	if err != nil {
+		f.onError(w, out, err)
+		return
+	}
+	if res.StatusCode == http.StatusSwitchingProtocols {
+		res.Body.Close()
+		f.onError(w, out, errors.New("upstream switched protocols unasked"))
+		return
+	}
+	stripHopByHop(res.Header)
+	stripRefused(res)
+	h := w.Header()
+	for k, vv := range res.Header {
+		h[k] = append(h[k], vv...)
+	}
+	// The transport moves Trailer into res.Trailer: announce it again.
+	announced := len(res.Trailer)
+	if announced > 0 {
+		keys := make([]string, 0, announced)
+		for k := range res.Trailer {
+			keys = append(keys, k)
+		}
+		h.Add("Trailer", strings.Join(keys, ", "))
+	}
+	w.WriteHeader(res.StatusCode)
+
+	rc := http.NewResponseController(w)
+	stream := res.ContentLength == -1 || isEventStream(res.Header.Get("Content-Type"))
+	if stream {
+		rc.Flush() // headers now: the body may take its time
+	}
+	if err := f.copyBody(w, rc, res.Body, stream); err != nil {
+		res.Body.Close()
+		panic(http.ErrAbortHandler)
+	}
+	res.Body.Close() // fills res.Trailer
+	if len(res.Trailer) > 0 {
+		// Force chunking, so net/http neither computes a Content-Length
+		// for a short body nor drops the trailers.
+		rc.Flush()
+	}
+	if len(res.Trailer) == announced {
+		for k, vv := range res.Trailer {
+			h[k] = append(h[k], vv...)
+		}
+		return
+	}
+	for k, vv := range res.Trailer {
+		for _, v := range vv {
+			h.Add(http.TrailerPrefix+k, v)
+		}
+	}
+}
+
+// copyBody copies src to w through a pooled buffer, flushing after each
+// write when the response streams. It returns write errors and read
+// errors other than EOF.
+func (f *forwarder) copyBody(w io.Writer, rc *http.ResponseController, src io.Reader, flush bool) error {
+	bp := f.bufs.Get().(*[]byte)
+	defer f.bufs.Put(bp)
+	buf := *bp
+	for {
+		nr, rerr := src.Read(buf)
+		if nr > 0 {
+			nw, werr := w.Write(buf[:nr])
+			if werr != nil {
+				return werr
+			}
+			if nw != nr {
+				return io.ErrShortWrite
+			}
+			if flush {
+				if err := rc.Flush(); err != nil {
+					return err
+				}
+			}
+		}
+		if rerr == io.EOF {
+			return nil
+		}
+		if rerr != nil {
+			return fmt.Errorf("reading the upstream response body: %w", rerr)
+		}
+	}
+}
+
+// isEventStream reports a Server-Sent Events response, which is flushed
+// as it comes like any response of unknown length. It compares the media
+// type by hand: mime.ParseMediaType allocated a parameter map for every
+// response, a tenth of the forwarder's garbage.
+func isEventStream(ct string) bool {
+	base, _, _ := strings.Cut(ct, ";")
+	return strings.EqualFold(strings.TrimSpace(base), "text/event-stream")
+}
+
+// maxQueryParams is net/url's own limit on query parameters.
+const maxQueryParams = 10000
+
+// cleanQuery re-encodes a query that net/url cannot parse as is (a ';'
+// separator, a bad %-escape, too many parameters), dropping what it
+// cannot parse, as httputil.ReverseProxy does: the upstream then sees
+// the same parameters the proxy would parse. A clean query is unchanged.
+func cleanQuery(s string) string {
+	reencode := func(s string) string {
+		v, _ := url.ParseQuery(s)
+		return v.Encode()
+	}
+	if s == "" {
+		return s
+	}
+	if strings.Count(s, "&")+1 > maxQueryParams {
+		return reencode(s)
+	}
+	for i := 0; i < len(s); {
+		switch s[i] {
+		case ';':
+			return reencode(s)
+		case '%':
+			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+				return reencode(s)
+			}
+			i += 3
+		default:
+			i++
+		}
+	}
+	return s
+}
+
+// noCloseBody passes reads to the inbound body until closed; Close does
+// not close the inbound body, which belongs to the server.
+type noCloseBody struct {
+	rc     io.ReadCloser
+	closed atomic.Bool
+}
+
+// Read reads the inbound body, or fails once closed.
+func (b *noCloseBody) Read(p []byte) (int, error) {
+	if b.closed.Load() {
+		return 0, errors.New("read of the request body after the handler returned")
+	}
+	return b.rc.Read(p)
+}
+
+// Close marks the body closed; the inbound body stays open.
+func (b *noCloseBody) Close() error {
+	b.closed.Store(true)
+	return nil
+}
