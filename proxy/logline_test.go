@@ -17,17 +17,7 @@ func slogRequestLine(t time.Time, f requestFields) []byte {
 	var buf bytes.Buffer
 	h := slog.NewJSONHandler(&buf, nil)
 	r := slog.NewRecord(t, slog.LevelInfo, "request", 0)
-	r.AddAttrs(
-		slog.String("sandbox", f.sandbox),
-		slog.String("host", f.host),
-		slog.String("method", f.method),
-		slog.String("path", f.path),
-		slog.String("decision", f.decision),
-		slog.String("reason", f.reason),
-		slog.String("connection", f.connection),
-		slog.Int("status", f.status),
-		slog.Float64("duration_ms", f.durationMS),
-	)
+	r.AddAttrs(f.attrs()...)
 	h.Handle(context.Background(), r)
 	return buf.Bytes()
 }

@@ -740,7 +740,13 @@ func (s *Server) logRequest(st *state, r *http.Request, d Decision, status int, 
 		s.reqLog.write(time.Now(), f)
 		return
 	}
-	s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+	s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", f.attrs()...)
+}
+
+// attrs are the request line's fields as slog writes them; the
+// hand-written line (requestLog) matches their JSON byte for byte.
+func (f requestFields) attrs() []slog.Attr {
+	return []slog.Attr{
 		slog.String("sandbox", f.sandbox),
 		slog.String("host", f.host),
 		slog.String("method", f.method),
@@ -750,7 +756,7 @@ func (s *Server) logRequest(st *state, r *http.Request, d Decision, status int, 
 		slog.String("connection", f.connection),
 		slog.Int("status", f.status),
 		slog.Float64("duration_ms", f.durationMS),
-	)
+	}
 }
 
 func (s *Server) metricHost(st *state, host string) string {
