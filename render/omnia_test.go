@@ -2,7 +2,6 @@ package render
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -82,16 +81,8 @@ func validateOmnia(data []byte) error {
 	if err != nil {
 		return err
 	}
-	var o map[string]any
-	if err := yaml.Unmarshal(data, &o); err != nil {
-		return err
-	}
-	j, err := json.Marshal(o)
+	o, v, err := jsonValue(data)
 	if err != nil {
-		return err
-	}
-	var v any
-	if err := json.Unmarshal(j, &v); err != nil {
 		return err
 	}
 	apiVersion, _ := o["apiVersion"].(string)

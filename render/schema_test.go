@@ -137,19 +137,28 @@ func strict(v any) {
 	}
 }
 
-// validate checks one rendered object against the schema of its kind.
-func (s *k8sSchemas) validate(data []byte) error {
+// jsonValue decodes one rendered YAML object, as a map and as the JSON
+// values the schema validator wants (float64, not int).
+func jsonValue(data []byte) (map[string]any, any, error) {
 	var o map[string]any
 	if err := yaml.Unmarshal(data, &o); err != nil {
-		return err
+		return nil, nil, err
 	}
-	// The validator wants JSON values (float64, not int).
 	j, err := json.Marshal(o)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	var v any
 	if err := json.Unmarshal(j, &v); err != nil {
+		return nil, nil, err
+	}
+	return o, v, nil
+}
+
+// validate checks one rendered object against the schema of its kind.
+func (s *k8sSchemas) validate(data []byte) error {
+	o, v, err := jsonValue(data)
+	if err != nil {
 		return err
 	}
 	apiVersion, _ := o["apiVersion"].(string)
