@@ -6,6 +6,7 @@ GO ?= go
 .PHONY: test test-deps hermetic example fuzz bench
 
 test: test-deps
+	$(GO) mod tidy -diff
 	$(GO) vet -tags e2e ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) test -tags e2e -count=1 ./...
