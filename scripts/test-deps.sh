@@ -12,7 +12,9 @@ need git git
 need curl curl
 need gh gh
 [ -x /usr/lib/git-core/git-http-backend ] || missing+=(git)
-python3 -c 'import requests' >/dev/null 2>&1 || missing+=(python3-requests)
+# The python3 on PATH may not be Debian's; the test takes whichever of it
+# and /usr/bin/python3 can import requests.
+python3 -c 'import requests' >/dev/null 2>&1 || /usr/bin/python3 -c 'import requests' >/dev/null 2>&1 || missing+=(python3-requests)
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "test-deps: installing ${missing[*]}"
