@@ -42,31 +42,7 @@ func TestRenderedExamplesApply(t *testing.T) {
 				ctx := t.Context()
 				out := filepath.Join(t.TempDir(), "out")
 				keyhole(t, "render", "--proxy-mode", mode, "-o", out, ex)
-				files := listedManifests(t, out)
-				objs := readObjects(t, files...)
-				if len(objs) == 0 {
-					t.Fatalf("%s rendered no Kubernetes objects", ex)
-				}
-				ensureNamespaces(t, objs)
-
-				args := slices.Clone(applyArgs)
-				for _, f := range files {
-					args = append(args, "-f", f)
-				}
-				_, stderr := mustKubectl(t, nil, args...)
-				noWarnings(t, stderr)
-
-				live := readBack(t, files)
-				for _, o := range objs {
-					got, ok := live[o.key()]
-					if !ok {
-						t.Errorf("%s (from %s) is not on the server after apply", o.key(), rel(out, o.file))
-						continue
-					}
-					for _, d := range subset(o.key(), o.doc, got) {
-						t.Errorf("%s: %s", rel(out, o.file), d)
-					}
-				}
+				objs, live := applyRendered(t, ex, out, "Kubernetes")
 				if len(live) != len(objs) {
 					t.Errorf("read back %d objects, rendered %d", len(live), len(objs))
 				}
@@ -84,6 +60,38 @@ func TestRenderedExamplesApply(t *testing.T) {
 	}
 }
 
+// applyRendered applies every manifest the kustomization in out lists,
+// with strict field validation and no warnings allowed, reads each object
+// back and checks every rendered field came back unchanged. what names
+// the kind of render in a failure.
+func applyRendered(t *testing.T, ex, out, what string) ([]object, map[string]map[string]any) {
+	t.Helper()
+	files := listedManifests(t, out)
+	objs := readObjects(t, files...)
+	if len(objs) == 0 {
+		t.Fatalf("%s rendered no %s objects", ex, what)
+	}
+	ensureNamespaces(t, objs)
+	args := slices.Clone(applyArgs)
+	for _, f := range files {
+		args = append(args, "-f", f)
+	}
+	_, stderr := mustKubectl(t, nil, args...)
+	noWarnings(t, stderr)
+	live := readBack(t, files)
+	for _, o := range objs {
+		got, ok := live[o.key()]
+		if !ok {
+			t.Errorf("%s (from %s) is not on the server after apply", o.key(), rel(out, o.file))
+			continue
+		}
+		for _, d := range subset(o.key(), o.doc, got) {
+			t.Errorf("%s: %s", rel(out, o.file), d)
+		}
+	}
+	return objs, live
+}
+
 // TestRenderedOmniaApply renders every example with --target omnia,
 // applies the rendered directory against keyhole's CRDs and reads every
 // object back: the operator's cluster must accept what the target emits.
@@ -92,29 +100,7 @@ func TestRenderedOmniaApply(t *testing.T) {
 		t.Run(filepath.Base(ex), func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")
 			keyhole(t, "render", "--target", render.TargetOmnia, "-o", out, ex)
-			files := listedManifests(t, out)
-			objs := readObjects(t, files...)
-			if len(objs) == 0 {
-				t.Fatalf("%s rendered no omnia objects", ex)
-			}
-			ensureNamespaces(t, objs)
-			args := slices.Clone(applyArgs)
-			for _, f := range files {
-				args = append(args, "-f", f)
-			}
-			_, stderr := mustKubectl(t, nil, args...)
-			noWarnings(t, stderr)
-			live := readBack(t, files)
-			for _, o := range objs {
-				got, ok := live[o.key()]
-				if !ok {
-					t.Errorf("%s (from %s) is not on the server after apply", o.key(), rel(out, o.file))
-					continue
-				}
-				for _, d := range subset(o.key(), o.doc, got) {
-					t.Errorf("%s: %s", rel(out, o.file), d)
-				}
-			}
+			_, live := applyRendered(t, ex, out, "omnia")
 			noSecretValues(t, ex, out, live)
 		})
 	}
