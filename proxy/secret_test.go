@@ -374,81 +374,233 @@ func FuzzInject(f *testing.F) {
 	})
 }
 
-// TestSecretDirCache checks that the stat-keyed cache never serves a value
-// the file no longer holds: not after a ..data swap, not after a same-size
+// TestSecretDirCache checks that neither cache ever serves a value the
+// file no longer holds: not after a ..data swap, not after a same-size
 // rewrite in place (old or fresh file), not after removal.
 func TestSecretDirCache(t *testing.T) {
-	dir := t.TempDir()
-	d := NewSecretDir(dir)
-	path := filepath.Join(dir, "s", "k")
-	old := time.Now().Add(-time.Hour)
-	expect := func(step, want string) {
-		t.Helper()
-		for range 2 { // the second call may be served from the cache
-			s, err := d.Lookup("s", "k")
-			if want == "" {
-				if !errors.Is(err, ErrCredentialUnavailable) {
-					t.Fatalf("%s: Lookup = %q, %v; want unavailable", step, s.Reveal(), err)
+	modes := []struct {
+		name string
+		new  func(dir string) SecretDir
+		// caches a file modified just now: inotify sees any later write,
+		// a stat cannot tell two writes within one clock tick apart.
+		cachesFresh bool
+	}{
+		{name: "stat", new: newStatSecretDir},
+		{name: "inotify", new: NewSecretDir, cachesFresh: true},
+	}
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			dir := t.TempDir()
+			d := m.new(dir)
+			if m.name == "inotify" && d.watch == nil {
+				t.Fatal("NewSecretDir has no inotify watch on Linux")
+			}
+			path := filepath.Join(dir, "s", "k")
+			old := time.Now().Add(-time.Hour)
+			expect := func(step, want string) {
+				t.Helper()
+				for range 2 { // the second call may be served from the cache
+					s, err := d.Lookup("s", "k")
+					if want == "" {
+						if !errors.Is(err, ErrCredentialUnavailable) {
+							t.Fatalf("%s: Lookup = %q, %v; want unavailable", step, s.Reveal(), err)
+						}
+						continue
+					}
+					if err != nil || s.Reveal() != want {
+						t.Fatalf("%s: Lookup = %q, %v; want %q", step, s.Reveal(), err, want)
+					}
 				}
-				continue
 			}
-			if err != nil || s.Reveal() != want {
-				t.Fatalf("%s: Lookup = %q, %v; want %q", step, s.Reveal(), err, want)
+			writeKey(t, dir, "s", "k", "aaaa")
+			os.Chtimes(path, old, old)
+			expect("stable file", "aaaa")
+			if !d.cached(path) {
+				t.Fatal("a stable file was not cached")
 			}
-		}
-	}
-	writeKey(t, dir, "s", "k", "aaaa")
-	os.Chtimes(path, old, old)
-	expect("stable file", "aaaa")
-	if _, ok := d.cache.get(path); !ok {
-		t.Fatal("a stable file was not cached")
-	}
-	// In place, same size: the modification time moves past the cached one.
-	if err := os.WriteFile(path, []byte("bbbb"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	expect("rewritten in place", "bbbb")
-	if _, ok := d.cache.get(path); ok {
-		t.Fatal("a fresh file was cached")
-	}
-	// Fresh and rewritten again within the same clock tick: not cached,
-	// so still right.
-	os.WriteFile(path, []byte("cccc"), 0o600)
-	expect("rewritten again at once", "cccc")
-	os.Remove(path)
-	expect("removed", "")
-	writeKey(t, dir, "s", "k", "dddd")
-	os.Chtimes(path, old, old)
-	expect("restored", "dddd")
-	// The kubelet's way: a new file through ..data, here with the same
-	// size and modification time, so only the inode tells them apart.
-	k := newKubeSecret(t, filepath.Join(dir, "kube"))
-	k.write(map[string]string{"k": "eeee"})
-	target := func() string { p, _ := filepath.EvalSymlinks(filepath.Join(dir, "kube", "k")); return p }
-	os.Chtimes(target(), old, old)
-	for _, want := range []string{"eeee", "eeee"} {
-		if s, err := d.Lookup("kube", "k"); err != nil || s.Reveal() != want {
-			t.Fatalf("kube: %q, %v", s.Reveal(), err)
-		}
-	}
-	k.write(map[string]string{"k": "ffff"})
-	os.Chtimes(target(), old, old)
-	if s, err := d.Lookup("kube", "k"); err != nil || s.Reveal() != "ffff" {
-		t.Fatalf("after a ..data swap: %q, %v", s.Reveal(), err)
+			// In place, same size: the modification time moves past the cached one.
+			if err := os.WriteFile(path, []byte("bbbb"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			expect("rewritten in place", "bbbb")
+			if got := d.cached(path); got != m.cachesFresh {
+				t.Fatalf("a fresh file: cached = %v, want %v", got, m.cachesFresh)
+			}
+			// Fresh and rewritten again within the same clock tick.
+			os.WriteFile(path, []byte("cccc"), 0o600)
+			expect("rewritten again at once", "cccc")
+			os.Remove(path)
+			expect("removed", "")
+			writeKey(t, dir, "s", "k", "dddd")
+			os.Chtimes(path, old, old)
+			expect("restored", "dddd")
+			// The kubelet's way: a new file through ..data, here with the same
+			// size and modification time, so only the inode tells them apart.
+			k := newKubeSecret(t, filepath.Join(dir, "kube"))
+			k.write(map[string]string{"k": "eeee"})
+			target := func() string { p, _ := filepath.EvalSymlinks(filepath.Join(dir, "kube", "k")); return p }
+			os.Chtimes(target(), old, old)
+			for _, want := range []string{"eeee", "eeee"} {
+				if s, err := d.Lookup("kube", "k"); err != nil || s.Reveal() != want {
+					t.Fatalf("kube: %q, %v", s.Reveal(), err)
+				}
+			}
+			if !d.cached(filepath.Join(dir, "kube", "k")) {
+				t.Fatal("a kubelet-mounted key was not cached")
+			}
+			k.write(map[string]string{"k": "ffff"})
+			os.Chtimes(target(), old, old)
+			if s, err := d.Lookup("kube", "k"); err != nil || s.Reveal() != "ffff" {
+				t.Fatalf("after a ..data swap: %q, %v", s.Reveal(), err)
+			}
+		})
 	}
 }
 
-func BenchmarkSecretDirLookupCached(b *testing.B) {
-	dir := b.TempDir()
-	k := newKubeSecret(b, filepath.Join(dir, "gh"))
-	k.write(map[string]string{"token": canary})
-	p, _ := filepath.EvalSymlinks(filepath.Join(dir, "gh", "token"))
-	old := time.Now().Add(-time.Hour)
-	os.Chtimes(p, old, old)
+// TestSecretWatch drives the inotify cache through every way a key can
+// change between two lookups, with no pause in between: the lookup right
+// after a change must see it.
+func TestSecretWatch(t *testing.T) {
+	dir := t.TempDir()
 	d := NewSecretDir(dir)
-	for b.Loop() {
-		if _, err := d.Lookup("gh", "token"); err != nil {
-			b.Fatal(err)
+	if d.watch == nil {
+		t.Skip("no inotify on this platform") // never on Linux: TestSecretDirCache fails there instead
+	}
+	want := func(secret, key, v string) {
+		t.Helper()
+		for range 3 {
+			s, err := d.Lookup(secret, key)
+			if v == "" {
+				if !errors.Is(err, ErrCredentialUnavailable) {
+					t.Fatalf("%s/%s = %q, %v; want unavailable", secret, key, s.Reveal(), err)
+				}
+				continue
+			}
+			if err != nil || s.Reveal() != v {
+				t.Fatalf("%s/%s = %q, %v; want %q", secret, key, s.Reveal(), err, v)
+			}
 		}
+	}
+	t.Run("kubelet rotations", func(t *testing.T) {
+		k := newKubeSecret(t, filepath.Join(dir, "gh"))
+		for i := range 200 {
+			v := fmt.Sprintf("token-%03d", i)
+			k.write(map[string]string{"token": v, "other": "x"})
+			want("gh", "token", v)
+		}
+		k.write(map[string]string{"other": "x"})
+		want("gh", "token", "")
+		k.write(map[string]string{"token": "back"})
+		want("gh", "token", "back")
+	})
+	t.Run("in place", func(t *testing.T) {
+		for i := range 200 {
+			v := fmt.Sprintf("v%03d", i) // same size every time
+			writeKey(t, dir, "plain", "k", v)
+			want("plain", "k", v)
+		}
+		if err := os.Truncate(filepath.Join(dir, "plain", "k"), 0); err != nil {
+			t.Fatal(err)
+		}
+		want("plain", "k", "")
+	})
+	t.Run("secret directory replaced", func(t *testing.T) {
+		writeKey(t, dir, "swap", "k", "first")
+		want("swap", "k", "first")
+		if err := os.RemoveAll(filepath.Join(dir, "swap")); err != nil {
+			t.Fatal(err)
+		}
+		want("swap", "k", "")
+		writeKey(t, dir, "swap", "k", "second")
+		want("swap", "k", "second")
+		// A new directory renamed over the old one.
+		writeKey(t, dir, "swap-new", "k", "third")
+		if err := os.RemoveAll(filepath.Join(dir, "swap")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(filepath.Join(dir, "swap-new"), filepath.Join(dir, "swap")); err != nil {
+			t.Fatal(err)
+		}
+		want("swap", "k", "third")
+	})
+	t.Run("link out of the directory is never cached", func(t *testing.T) {
+		outside := filepath.Join(t.TempDir(), "value")
+		if err := os.WriteFile(outside, []byte("out-1"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(dir, "ext"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(outside, filepath.Join(dir, "ext", "k")); err != nil {
+			t.Fatal(err)
+		}
+		want("ext", "k", "out-1")
+		if d.cached(filepath.Join(dir, "ext", "k")) {
+			t.Fatal("a key resolving outside its directory was cached")
+		}
+		os.WriteFile(outside, []byte("out-2"), 0o600)
+		want("ext", "k", "out-2")
+	})
+	t.Run("concurrent lookups during rotations", func(t *testing.T) {
+		k := newKubeSecret(t, filepath.Join(dir, "busy"))
+		k.write(map[string]string{"token": "t-000"})
+		stop := make(chan struct{})
+		errs := make(chan error, 4)
+		for range 4 {
+			go func() {
+				for {
+					select {
+					case <-stop:
+						errs <- nil
+						return
+					default:
+					}
+					if s, err := d.Lookup("busy", "token"); err != nil || !strings.HasPrefix(s.Reveal(), "t-") {
+						errs <- fmt.Errorf("lookup during rotation: %q, %v", s.Reveal(), err)
+						return
+					}
+				}
+			}()
+		}
+		for i := 1; i <= 100; i++ {
+			v := fmt.Sprintf("t-%03d", i)
+			k.write(map[string]string{"token": v})
+			// This goroutine's next lookup comes after the swap.
+			if s, err := d.Lookup("busy", "token"); err != nil || s.Reveal() != v {
+				close(stop)
+				t.Fatalf("after rotation %d: %q, %v", i, s.Reveal(), err)
+			}
+		}
+		close(stop)
+		for range 4 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkSecretDirLookupCached compares the two caches on a kubelet
+// layout: inotify (one EAGAIN read) against stat (a path walk through
+// two symbolic links).
+func BenchmarkSecretDirLookupCached(b *testing.B) {
+	for _, m := range []struct {
+		name string
+		new  func(string) SecretDir
+	}{{"inotify", NewSecretDir}, {"stat", newStatSecretDir}} {
+		b.Run(m.name, func(b *testing.B) {
+			dir := b.TempDir()
+			k := newKubeSecret(b, filepath.Join(dir, "gh"))
+			k.write(map[string]string{"token": canary})
+			p, _ := filepath.EvalSymlinks(filepath.Join(dir, "gh", "token"))
+			old := time.Now().Add(-time.Hour)
+			os.Chtimes(p, old, old)
+			d := m.new(dir)
+			for b.Loop() {
+				if _, err := d.Lookup("gh", "token"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
