@@ -17,7 +17,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -86,6 +85,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 		maxTunnels  = fs.Int("max-tunnels", 1024, "maximum concurrent CONNECT tunnels")
 		reload      = fs.Duration("reload-interval", 2*time.Second, "how often to check the config and CA files for changes")
 		shutdown    = fs.Duration("shutdown-timeout", 25*time.Second, "how long to drain in-flight requests on SIGTERM")
+		logFlush    = fs.Duration("log-flush-interval", 100*time.Millisecond, "how long a log line may wait to be written with others; 0 writes each at once")
 		version     = fs.Bool("version", false, "print the version and exit")
 		resolve     = resolveFlag{}
 	)
@@ -112,9 +112,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 		fmt.Fprintln(stderr, "keyhole-proxy: --max-tunnels must be at least 1")
 		return exitUsage
 	}
+	if *logFlush < 0 {
+		fmt.Fprintln(stderr, "keyhole-proxy: --log-flush-interval must not be negative")
+		return exitUsage
+	}
 	// The request lines and slog's events share stderr, which need not
-	// be safe for concurrent writes: one lock keeps each line whole.
-	logOut := &lockedWriter{w: stderr}
+	// be safe for concurrent writes: the buffer's lock keeps each line
+	// whole and in order.
+	logOut := newLogBuffer(stderr, *logFlush)
+	defer logOut.Close()
+	// failf writes an error after the lines logged before it.
+	failf := func(format string, args ...any) {
+		logOut.Close()
+		fmt.Fprintf(stderr, format, args...)
+	}
 	opts := proxy.Options{
 		ConfigPath:     *configPath,
 		SecretsDir:     *secretsDir,
@@ -130,31 +141,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 	if *upstreamCA != "" {
 		pem, err := os.ReadFile(*upstreamCA)
 		if err != nil {
-			fmt.Fprintf(stderr, "keyhole-proxy: --upstream-ca: %v\n", err)
+			failf("keyhole-proxy: --upstream-ca: %v\n", err)
 			return exitUsage
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			fmt.Fprintf(stderr, "keyhole-proxy: --upstream-ca %s: no PEM certificates\n", *upstreamCA)
+			failf("keyhole-proxy: --upstream-ca %s: no PEM certificates\n", *upstreamCA)
 			return exitUsage
 		}
 		opts.UpstreamRoots = pool
 	}
 	srv, err := proxy.New(opts)
 	if err != nil {
-		fmt.Fprintf(stderr, "keyhole-proxy: %v\n", err)
+		failf("keyhole-proxy: %v\n", err)
 		return exitUsage
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
-		fmt.Fprintf(stderr, "keyhole-proxy: --listen: %v\n", err)
+		failf("keyhole-proxy: --listen: %v\n", err)
 		return exitRuntime
 	}
 	var admin net.Listener
 	if *adminListen != "" {
 		if admin, err = net.Listen("tcp", *adminListen); err != nil {
 			ln.Close()
-			fmt.Fprintf(stderr, "keyhole-proxy: --admin-listen: %v\n", err)
+			failf("keyhole-proxy: --admin-listen: %v\n", err)
 			return exitRuntime
 		}
 	}
@@ -165,11 +176,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 		attrs = append(attrs, "admin", adminAddr.String())
 	}
 	opts.Logger.Info("keyhole-proxy listening", attrs...)
+	logOut.Flush() // whoever waits for the proxy to be up reads this line
 	if bound != nil {
 		bound(ln.Addr(), adminAddr)
 	}
 	if err := srv.Run(ctx, ln, admin); err != nil {
-		fmt.Fprintf(stderr, "keyhole-proxy: %v\n", err)
+		failf("keyhole-proxy: %v\n", err)
 		return exitRuntime
 	}
 	opts.Logger.Info("keyhole-proxy stopped")
@@ -177,19 +189,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 }
 
 // buildVersion is the module version the binary was built from.
-// lockedWriter serialises writes to w.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-// Write writes p to w under the lock.
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
 func buildVersion() string {
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
 		return bi.Main.Version
