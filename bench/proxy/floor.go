@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The terminating floor is a contender that is not a product: the least
+// work any TLS-terminating proxy written in Go can do on this workload.
+// It answers CONNECT, terminates TLS with a leaf from the sandbox CA,
+// keeps one verified TLS connection to the upstream per tunnel, and per
+// request copies the request head with the placeholder replaced by the
+// token, then the response head and its Content-Length body back. No
+// policy, no header parsing beyond finding the end of the head and the
+// length, no log line, no metrics, no secret file.
+//
+// It exists to bound the keep-alive ratio: what keyhole's HTTP handling
+// costs is the gap between keyhole and the floor; what remains between
+// the floor and direct is the price of terminating TLS in a third
+// process on the same cores (two more TLS legs, two more syscalls each
+// way, one more scheduler), which no HTTP implementation can remove.
+// It handles exactly the driver's own requests (GET, no body) and fails
+// the connection on anything else.
+
+// placeholder is what the injected routes send in Authorization.
+const placeholder = "omnia-injected-bench"
+
+// serveFloor runs the floor process: listens on 127.0.0.1, prints its
+// address, serves until stdin closes.
+func serveFloor(dir, upstream string, stdout io.Writer) int {
+	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "floor.crt"), filepath.Join(dir, "floor.key"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "floor:", err)
+		return 1
+	}
+	caPEM, err := os.ReadFile(filepath.Join(dir, "floor-upstream-ca.crt"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "floor:", err)
+		return 1
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caPEM) {
+		fmt.Fprintln(os.Stderr, "floor: no upstream CA")
+		return 1
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "floor:", err)
+		return 1
+	}
+	fmt.Fprintln(stdout, ln.Addr().String())
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		ln.Close()
+	}()
+	srvCfg := &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}
+	upCfg := &tls.Config{RootCAs: roots, ServerName: benchHost, NextProtos: []string{"http/1.1"}}
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return 0
+		}
+		go func() {
+			defer c.Close()
+			if err := floorTunnel(c, upstream, srvCfg, upCfg); err != nil && !errors.Is(err, io.EOF) {
+				fmt.Fprintln(os.Stderr, "floor:", err)
+			}
+		}()
+	}
+}
+
+func floorTunnel(c net.Conn, upstream string, srvCfg, upCfg *tls.Config) error {
+	br := bufio.NewReader(c)
+	head, err := readHead(br)
+	if err != nil {
+		return err
+	}
+	if !bytes.HasPrefix(head, []byte("CONNECT "+benchHost+":443 ")) {
+		return fmt.Errorf("unexpected CONNECT %q", head)
+	}
+	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		return err
+	}
+	sc := tls.Server(c, srvCfg)
+	defer sc.Close()
+	raw, err := net.DialTimeout("tcp", upstream, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	uc := tls.Client(raw, upCfg)
+	defer uc.Close()
+	cr, ur := bufio.NewReaderSize(sc, 4<<10), bufio.NewReaderSize(uc, 4<<10)
+	out := make([]byte, 0, 4<<10)
+	for {
+		req, err := readHead(cr)
+		if err != nil {
+			return err
+		}
+		req = bytes.Replace(req, []byte(placeholder), []byte(token), 1)
+		if _, err := uc.Write(req); err != nil {
+			return err
+		}
+		res, err := readHead(ur)
+		if err != nil {
+			return err
+		}
+		n, err := contentLength(res)
+		if err != nil {
+			return err
+		}
+		out = append(append(out[:0], res...), make([]byte, n)...)
+		if _, err := io.ReadFull(ur, out[len(res):]); err != nil {
+			return err
+		}
+		if _, err := sc.Write(out); err != nil {
+			return err
+		}
+	}
+}
+
+// readHead reads up to and including the blank line ending a head.
+func readHead(br *bufio.Reader) ([]byte, error) {
+	var head []byte
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return nil, err
+		}
+		head = append(head, line...)
+		if len(line) <= 2 && strings.TrimRight(string(line), "\r\n") == "" {
+			return head, nil
+		}
+		if len(head) > 16<<10 {
+			return nil, errors.New("head too large")
+		}
+	}
+}
+
+// contentLength finds the Content-Length of a response head.
+func contentLength(head []byte) (int, error) {
+	for _, line := range bytes.Split(head, []byte("\r\n")) {
+		k, v, ok := bytes.Cut(line, []byte(":"))
+		if ok && strings.EqualFold(string(k), "Content-Length") {
+			n, err := strconv.Atoi(strings.TrimSpace(string(v)))
+			if err != nil || n < 0 || n > 1<<20 {
+				return 0, fmt.Errorf("bad Content-Length %q", v)
+			}
+			return n, nil
+		}
+	}
+	return 0, errors.New("response without Content-Length")
+}
+
+// startFloor runs this binary again as the floor process.
+func (e *env) startFloor() (*process, error) {
+	if err := e.sandboxCA.writeLeaf(filepath.Join(e.dir, "floor.crt"), filepath.Join(e.dir, "floor.key"), benchHost); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(e.dir, "floor-upstream-ca.crt"), e.upstreamCA.certPEM, 0o600); err != nil {
+		return nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, "-serve-floor", e.dir, "-floor-upstream", e.upstream)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = e.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		stdin.Close()
+		cmd.Wait()
+		return nil, fmt.Errorf("floor process: %w", err)
+	}
+	p := &process{name: nameFloor, cmd: cmd, addr: strings.TrimSpace(line), ended: make(chan struct{}), closeInput: stdin}
+	go func() {
+		cmd.Wait()
+		close(p.ended)
+	}()
+	return p, nil
+}
