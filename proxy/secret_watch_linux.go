@@ -75,23 +75,21 @@ func (w *secretWatch) lookup(path, secret, key string) (Secret, error, bool) {
 	// the key's own symbolic link).
 	keyDir := filepath.Dir(path)
 	cacheable := w.add(filepath.Dir(keyDir), watchDirMask) && w.add(keyDir, watchDirMask)
-	realDir, err := filepath.EvalSymlinks(keyDir)
-	cacheable = cacheable && err == nil
-	resolved, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return Secret{}, fmt.Errorf("%w: key %q of secret %q is not mounted", ErrCredentialUnavailable, key, secret), true
-	}
-	if fi, err := os.Stat(resolved); err != nil || !fi.Mode().IsRegular() {
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
 		return Secret{}, fmt.Errorf("%w: key %q of secret %q is not mounted", ErrCredentialUnavailable, key, secret), true
 	}
 	// Only a file in the key's directory or one below it (plain files, or
 	// the kubelet's ..<timestamp>/<key>) is cached: a link that leaves the
 	// directory may pass through names no watch covers, so such a key is
-	// read on every lookup.
-	cacheable = cacheable && within(resolved, realDir) &&
+	// read on every lookup. Resolving takes several syscalls and may race
+	// a swap; it only chooses watches, and the value is read through the
+	// path itself, which the kernel resolves in one step.
+	realDir, err1 := filepath.EvalSymlinks(keyDir)
+	resolved, err2 := filepath.EvalSymlinks(path)
+	cacheable = cacheable && err1 == nil && err2 == nil && within(resolved, realDir) &&
 		w.add(resolved, watchFileMask) &&
 		w.add(filepath.Dir(resolved), watchDirMask)
-	v, err := readSecret(resolved, secret, key)
+	v, err := readSecret(path, secret, key)
 	if err != nil {
 		return Secret{}, err, true
 	}
