@@ -205,7 +205,7 @@ func rules(rs []config.Rule) []string {
 	out := make([]string, 0, len(rs))
 	for _, r := range rs {
 		paths := append(slices.Clone(r.PathPrefixes), r.PathPatterns...)
-		s := strings.Join(r.Methods, ",") + " " + strings.Join(paths, " ")
+		s := strings.Join(r.Methods, ",") + " " + strings.Join(paths, ", ")
 		for _, k := range slices.Sorted(maps.Keys(r.Body)) {
 			s += fmt.Sprintf(" body %s=%s", k, strings.Join(r.Body[k], "|"))
 		}

@@ -96,19 +96,23 @@ func headline(r Result) string {
 	if !r.Changed() {
 		return fmt.Sprintf("no changes between %s and %s", r.Base, r.Head)
 	}
-	return fmt.Sprintf("%s → %s: %s added, %s removed, %s changed, in %s",
-		r.Base, r.Head, plural(r.Count(Added), "resource"), plural(r.Count(Removed), "resource"), plural(r.Count(Changed), "resource"), plural(len(r.Sandboxes), "sandbox"))
+	return fmt.Sprintf("%s → %s: %s", r.Base, r.Head, counts(r))
 }
 
-func plural(n int, one string) string {
-	if n == 1 {
-		return "1 " + one
+// counts summarises the resources and sandboxes that changed.
+func counts(r Result) string {
+	s := fmt.Sprintf("%d changed, %d added, %d removed", r.Count(Changed), r.Count(Added), r.Count(Removed))
+	if len(r.Resources) == 1 {
+		s += " resource"
+	} else {
+		s += " resources"
 	}
-	if strings.HasSuffix(one, "x") {
-		return fmt.Sprintf("%d %ses", n, one)
+	if len(r.Sandboxes) == 1 {
+		return s + "; what 1 sandbox may reach changed"
 	}
-	return fmt.Sprintf("%d %ss", n, one)
+	return fmt.Sprintf("%s; what %d sandboxes may reach changed", s, len(r.Sandboxes))
 }
+
 
 // policyLines describes a sandbox's change as lines of text, each with a
 // marker: + gained, - lost, ~ changed.
@@ -207,9 +211,7 @@ func writeMarkdown(w io.Writer, r Result) error {
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
-	fmt.Fprintf(&b, "%s → %s: **%s added, %s removed, %s changed**, in %s.\n",
-		mdCode(r.Base.String()), mdCode(r.Head.String()),
-		plural(r.Count(Added), "resource"), plural(r.Count(Removed), "resource"), plural(r.Count(Changed), "resource"), plural(len(r.Sandboxes), "sandbox"))
+	fmt.Fprintf(&b, "%s → %s: **%s**.\n", mdCode(r.Base.String()), mdCode(r.Head.String()), counts(r))
 	if len(r.Sandboxes) > 0 {
 		b.WriteString("\n#### What sandboxes may reach\n\n")
 		for _, s := range r.Sandboxes {
