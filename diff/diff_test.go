@@ -173,7 +173,7 @@ func TestCompare(t *testing.T) {
 			policyLines: []string{"+ rule on api.github.com: POST /repos/acme/widgets/pulls"},
 		},
 		"every rule removed widens the host": {
-			head: with(t, base, "connection.yaml", "        rules:\n          - methods: [GET, HEAD]\n            pathPrefixes: [/repos/acme/widgets]\n", ""),
+			head:    with(t, base, "connection.yaml", "        rules:\n          - methods: [GET, HEAD]\n            pathPrefixes: [/repos/acme/widgets]\n", ""),
 			changed: true,
 			resources: []string{
 				"changed ConfigMap agents/support-workspace-egress-proxy",
@@ -441,7 +441,7 @@ func TestMarkdownFences(t *testing.T) {
 	if err := Write(&b, FormatMarkdown, r); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "````diff\n") || !strings.Contains(b.String(), "<details><summary>changed x.env") {
+	if !strings.Contains(b.String(), "````diff\n") || !strings.Contains(b.String(), "<details><summary>changed <code>x.env</code>") {
 		t.Errorf("markdown:\n%s", b.String())
 	}
 }

@@ -101,18 +101,19 @@ func headline(r Result) string {
 
 // counts summarises the resources and sandboxes that changed.
 func counts(r Result) string {
-	s := fmt.Sprintf("%d changed, %d added, %d removed", r.Count(Changed), r.Count(Added), r.Count(Removed))
-	if len(r.Resources) == 1 {
-		s += " resource"
-	} else {
-		s += " resources"
+	noun := "resources"
+	if r.Count(Changed) == 1 {
+		noun = "resource"
 	}
-	if len(r.Sandboxes) == 1 {
+	s := fmt.Sprintf("%d %s changed, %d added, %d removed", r.Count(Changed), noun, r.Count(Added), r.Count(Removed))
+	switch len(r.Sandboxes) {
+	case 0:
+		return s
+	case 1:
 		return s + "; what 1 sandbox may reach changed"
 	}
 	return fmt.Sprintf("%s; what %d sandboxes may reach changed", s, len(r.Sandboxes))
 }
-
 
 // policyLines describes a sandbox's change as lines of text, each with a
 // marker: + gained, - lost, ~ changed.
@@ -226,8 +227,11 @@ func writeMarkdown(w io.Writer, r Result) error {
 		fmt.Fprintf(&b, "| %s | %d | %d | %d |\n", mdCell(k.Kind), k.Added, k.Removed, k.Changed)
 	}
 	for _, res := range r.Resources {
-		fmt.Fprintf(&b, "\n<details><summary>%s %s <code>%s</code> (+%d −%d)</summary>\n\n",
-			res.Change, htmlEscape(res.ID()), htmlEscape(pathNote(res)), res.LinesAdded, res.LinesRemoved)
+		what := "<code>" + htmlEscape(pathNote(res)) + "</code>"
+		if res.Name != "" {
+			what = htmlEscape(res.ID()) + " " + what
+		}
+		fmt.Fprintf(&b, "\n<details><summary>%s %s (+%d −%d)</summary>\n\n", res.Change, what, res.LinesAdded, res.LinesRemoved)
 		fence := strings.Repeat("`", max(3, longestRun(res.Diff, '`')+1))
 		fmt.Fprintf(&b, "%sdiff\n%s%s\n\n</details>\n", fence, res.Diff, fence)
 	}
