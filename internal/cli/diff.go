@@ -3,7 +3,9 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -45,7 +47,8 @@ and prints what changed per resource and, per sandbox, what it may reach.
 branch, a tag, origin/main, a full or short hash, HEAD~1. Without --head the
 head side is the working tree as it is on disk, uncommitted changes
 included. The repository is the one enclosing the working directory; PATHs
-(default .) are relative to the working directory on both sides.
+(default .) are relative to the working directory on both sides; a PATH on
+one side only (a directory the change adds or deletes) is empty on the other.
 
 --format text|markdown|json|github|sarif: the report on stdout is text,
 markdown (a PR comment), or JSON; github gives markdown with diagnostics as
@@ -122,8 +125,22 @@ func runDiff(e *env, args []string) int {
 		}
 		s.ref.Commit = s.tree.Commit()
 	}
-	for _, s := range sides {
-		if code, ok := s.render(e, wd, paths, &f, diagFormat, opts, renderer); !ok {
+	for i, s := range sides {
+		other := sides[1-i]
+		// A PATH the PR adds (or removes) is empty on the side without
+		// it, not unreadable: everything in it is added (or removed).
+		// Missing on both sides, it is the user's mistake, and Load
+		// says so.
+		var own []string
+		for _, p := range paths {
+			if s.exists(wd, p) || !other.exists(wd, p) {
+				own = append(own, p)
+			}
+		}
+		if len(own) == 0 {
+			continue
+		}
+		if code, ok := s.render(e, wd, own, &f, diagFormat, opts, renderer); !ok {
 			return code
 		}
 	}
@@ -145,6 +162,22 @@ type diffSide struct {
 	tree  *source.Tree // nil for the working tree
 	c     checked
 	files []render.File
+}
+
+// exists reports whether path p (relative to wd) is on the side; a path
+// that cannot be checked for another reason counts as there, for Load to
+// report.
+func (s *diffSide) exists(wd, p string) bool {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(wd, p)
+	}
+	var err error
+	if s.tree != nil {
+		_, err = s.tree.Stat(p)
+	} else {
+		_, err = os.Stat(p)
+	}
+	return !errors.Is(err, fs.ErrNotExist)
 }
 
 func (s *diffSide) side(opts render.Options) diff.Side {
