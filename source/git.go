@@ -78,6 +78,11 @@ func (r *Repo) Tree(rev string) (*Tree, error) {
 		return nil, fmt.Errorf("%w %q", ErrRevision, rev)
 	}
 	h, err := r.repo.ResolveRevision(plumbing.Revision(rev))
+	if errors.Is(err, io.EOF) {
+		// go-git's way of saying the walk back ran out of history
+		// (HEAD~5 of a three-commit branch, or a shallow clone).
+		return nil, fmt.Errorf("%w %q: the history holds no such commit (a shallow clone? fetch more history)", ErrRevision, rev)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w %q: %w", ErrRevision, rev, err)
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/bench/gen/synth"
 )
 
 var testSig = &object.Signature{Name: "keyhole test", Email: "test@keyhole.dev", When: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
@@ -266,7 +268,7 @@ func TestTreeErrors(t *testing.T) {
 			if !errors.Is(err, ErrRevision) {
 				t.Fatalf("Tree(%q) error = %v, want ErrRevision", rev, err)
 			}
-			if !strings.Contains(err.Error(), "unknown revision") {
+			if !strings.Contains(err.Error(), "unknown revision") || strings.HasSuffix(err.Error(), "EOF") {
 				t.Errorf("error %q does not say what is wrong", err)
 			}
 		})
@@ -316,5 +318,51 @@ func TestTreeSymlinkLoop(t *testing.T) {
 	fi, err := tree.Lstat(filepath.Join(dir, "a.yaml"))
 	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 		t.Fatalf("Lstat = %v, %v; want the link itself", fi, err)
+	}
+}
+
+// BenchmarkLoadTree loads bench/gen's synthetic repository from disk and
+// from a commit of it, the two ways keyhole diff reads a side.
+func BenchmarkLoadTree(b *testing.B) {
+	dir, _ := synth.ForBenchmark(b)
+	r, err := git.PlainInit(dir, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	wt, err := r.Worktree()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := wt.Commit("synth", &git.CommitOptions{Author: testSig, Committer: testSig}); err != nil {
+		b.Fatal(err)
+	}
+	repo, err := OpenRepo(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, tree := range map[string]func() *Tree{
+		"disk": func() *Tree { return nil },
+		"commit": func() *Tree {
+			t, err := repo.Tree("HEAD")
+			if err != nil {
+				b.Fatal(err)
+			}
+			return t
+		},
+	} {
+		b.Run(name, func(b *testing.B) {
+			docs := 0
+			for b.Loop() {
+				ds, _, err := Load([]string{"."}, Options{Dir: dir, Tree: tree()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				docs = len(ds)
+			}
+			b.ReportMetric(float64(docs), "docs")
+		})
 	}
 }

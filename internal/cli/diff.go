@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/diff"
@@ -114,11 +116,19 @@ func runDiff(e *env, args []string) int {
 		return fail(e, "diff", err)
 	}
 	sides := []*diffSide{{which: "base", rev: *base}, {which: "head", rev: *head}}
-	for _, s := range sides {
+	for i, s := range sides {
 		s.ref = diff.Ref{Name: s.rev}
 		if s.rev == "" {
 			s.ref.Name = workingTree
 			continue
+		}
+		if i > 0 {
+			// Each side reads through its own handle: the sides are
+			// rendered concurrently, and go-git's object storage is not
+			// documented as safe for concurrent use.
+			if repo, err = source.OpenRepo(wd); err != nil {
+				return fail(e, "diff", err)
+			}
 		}
 		if s.tree, err = repo.Tree(s.rev); err != nil {
 			return fail(e, "diff", fmt.Errorf("--%s: %w", s.which, err))
@@ -131,17 +141,33 @@ func runDiff(e *env, args []string) int {
 		// it, not unreadable: everything in it is added (or removed).
 		// Missing on both sides, it is the user's mistake, and Load
 		// says so.
-		var own []string
 		for _, p := range paths {
 			if s.exists(wd, p) || !other.exists(wd, p) {
-				own = append(own, p)
+				s.paths = append(s.paths, p)
 			}
 		}
-		if len(own) == 0 {
-			continue
+	}
+	// The two sides are independent: render them at once, each printing
+	// into its own buffer, and print the buffers in order, base first,
+	// so the output does not depend on which finishes first.
+	var wg sync.WaitGroup
+	for _, s := range sides {
+		wg.Go(func() {
+			if len(s.paths) == 0 {
+				s.ok = true
+				return
+			}
+			se := &env{stdout: &s.stderr, stderr: &s.stderr}
+			s.code, s.ok = s.render(se, wd, s.paths, &f, diagFormat, opts, renderer)
+		})
+	}
+	wg.Wait()
+	for _, s := range sides {
+		if _, err := e.stderr.Write(s.stderr.Bytes()); err != nil {
+			return exitUsage
 		}
-		if code, ok := s.render(e, wd, own, &f, diagFormat, opts, renderer); !ok {
-			return code
+		if !s.ok {
+			return s.code
 		}
 	}
 	res := diff.Compare(sides[0].side(opts), sides[1].side(opts))
@@ -160,8 +186,13 @@ type diffSide struct {
 	rev   string // as given; "" for the working tree
 	ref   diff.Ref
 	tree  *source.Tree // nil for the working tree
+	paths []string     // the PATHs on this side
 	c     checked
 	files []render.File
+	// What rendering it printed and returned.
+	stderr bytes.Buffer
+	code   int
+	ok     bool
 }
 
 // exists reports whether path p (relative to wd) is on the side; a path
