@@ -3,6 +3,7 @@ package diff
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -450,5 +451,29 @@ func TestWriteUnknownFormat(t *testing.T) {
 	err := Write(&bytes.Buffer{}, "yaml", Result{})
 	if err == nil || !strings.Contains(err.Error(), "json, markdown, text") {
 		t.Fatalf("Write(yaml) = %v, want an error listing the formats", err)
+	}
+}
+
+// TestMarkdownLimit: a report of many changes stays under GitHub's comment
+// limit, keeps its summary whole, and says what it left out.
+func TestMarkdownLimit(t *testing.T) {
+	var base, head []render.File
+	for i := range 2000 {
+		p := fmt.Sprintf("ns/s%04d/env.json", i)
+		base = append(base, render.File{Path: p, Data: []byte(strings.Repeat("a\n", 50))})
+		head = append(head, render.File{Path: p, Data: []byte(strings.Repeat("b\n", 50))})
+	}
+	var b bytes.Buffer
+	if err := Write(&b, FormatMarkdown, Compare(Side{Files: base}, Side{Files: head})); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if len(out) > MarkdownLimit || len(out) < MarkdownDiffBudget {
+		t.Errorf("markdown report is %d bytes, want between %d and %d", len(out), MarkdownDiffBudget, MarkdownLimit)
+	}
+	for _, want := range []string{"| env.json | 0 | 0 | 2000 |", "```diff\n", "Diff omitted to keep this comment", "more resources: run `keyhole diff`"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("markdown report lacks %q", want)
+		}
 	}
 }

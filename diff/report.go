@@ -226,18 +226,44 @@ func writeMarkdown(w io.Writer, r Result) error {
 	for _, k := range r.Kinds {
 		fmt.Fprintf(&b, "| %s | %d | %d | %d |\n", mdCell(k.Kind), k.Added, k.Removed, k.Changed)
 	}
-	for _, res := range r.Resources {
+	for i, res := range r.Resources {
 		what := "<code>" + htmlEscape(pathNote(res)) + "</code>"
 		if res.Name != "" {
 			what = htmlEscape(res.ID()) + " " + what
 		}
-		fmt.Fprintf(&b, "\n<details><summary>%s %s (+%d −%d)</summary>\n\n", res.Change, what, res.LinesAdded, res.LinesRemoved)
+		head := fmt.Sprintf("\n<details><summary>%s %s (+%d −%d)</summary>\n\n", res.Change, what, res.LinesAdded, res.LinesRemoved)
 		fence := strings.Repeat("`", max(3, longestRun(res.Diff, '`')+1))
-		fmt.Fprintf(&b, "%sdiff\n%s%s\n\n</details>\n", fence, res.Diff, fence)
+		block := fmt.Sprintf("%s%sdiff\n%s%s\n\n</details>\n", head, fence, res.Diff, fence)
+		switch {
+		case b.Len()+len(block) <= MarkdownDiffBudget:
+			b.WriteString(block)
+		case b.Len()+len(head)+len(omitted) <= MarkdownLimit-len(andMore)-20:
+			b.WriteString(head + omitted + "\n</details>\n")
+		default:
+			fmt.Fprintf(&b, andMore, len(r.Resources)-i)
+			_, err := io.WriteString(w, b.String())
+			return err
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// The markdown report is a pull request comment, which GitHub limits to
+// 65536 characters. Diffs are shown whole while the report stays under
+// MarkdownDiffBudget bytes; past it each further resource gets its summary
+// line alone, and past MarkdownLimit a count of the rest. The summary and
+// the per-sandbox changes, which reviewers need most, always come first
+// and whole.
+const (
+	MarkdownDiffBudget = 50000
+	MarkdownLimit      = 60000
+)
+
+const (
+	omitted = "Diff omitted to keep this comment under GitHub's size limit: run `keyhole diff` (text or json) for it.\n"
+	andMore = "\n…and %d more resources: run `keyhole diff` (text or json) for them.\n"
+)
 
 // mdMarker turns a policy line's marker into a word a reader of a PR
 // comment sees at a glance.
