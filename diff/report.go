@@ -173,6 +173,10 @@ func writeText(w io.Writer, r Result) error {
 			}
 		}
 	}
+	if len(r.Resources) == 0 {
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
 	b.WriteString("\nResources:\n")
 	width := len("kind")
 	for _, k := range r.Kinds {
@@ -221,6 +225,10 @@ func writeMarkdown(w io.Writer, r Result) error {
 				fmt.Fprintf(&b, "  - %s %s\n", mdMarker(l[:1]), mdCode(l[2:]))
 			}
 		}
+	}
+	if len(r.Resources) == 0 {
+		_, err := io.WriteString(w, b.String())
+		return err
 	}
 	b.WriteString("\n#### Resources\n\n| kind | added | removed | changed |\n| --- | ---: | ---: | ---: |\n")
 	for _, k := range r.Kinds {

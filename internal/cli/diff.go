@@ -170,7 +170,16 @@ func runDiff(e *env, args []string) int {
 			return s.code
 		}
 	}
-	res := diff.Compare(sides[0].side(opts), sides[1].side(opts))
+	bs, hs := sides[0].side(opts), sides[1].side(opts)
+	if *target != render.TargetKubernetes {
+		// The per-sandbox summary compares the plans' proxy configs,
+		// which are what the kubernetes target deploys. Another target's
+		// runtime derives its own from the objects rendered (the omnia
+		// operator drops what it cannot express), so for it only the
+		// rendered resources are compared.
+		bs.Sandboxes, hs.Sandboxes = nil, nil
+	}
+	res := diff.Compare(bs, hs)
 	if err := diff.Write(e.stdout, reportFormat, res); err != nil {
 		return fail(e, "diff", err)
 	}

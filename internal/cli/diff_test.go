@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -88,21 +89,21 @@ func (g *gitFixture) branch(name string, files map[string]string) {
 	}
 }
 
-// example reads an example's files.
+// example reads an example's files, by slash-separated path.
 func example(t *testing.T, name string) map[string]string {
 	t.Helper()
-	dir := filepath.Join("../../examples", name)
-	entries, err := os.ReadDir(dir)
+	root := os.DirFS(filepath.Join("../../examples", name))
+	out := map[string]string{}
+	err := fs.WalkDir(root, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(root, p)
+		out[p] = string(b)
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[e.Name()] = string(b)
 	}
 	return out
 }
@@ -266,5 +267,24 @@ func TestDiffDoc(t *testing.T) {
 	}
 	if got != string(doc) {
 		t.Errorf("%s is out of date: run KEYHOLE_UPDATE=1 go test ./internal/cli", path)
+	}
+}
+
+// TestDiffOmniaTarget: with --target omnia only the rendered objects are
+// compared. agent.yaml's allowed_domains changes the kubernetes target's
+// proxy config, and nothing the omnia target renders.
+func TestDiffOmniaTarget(t *testing.T) {
+	files := example(t, "agent-sandbox")
+	agent := files["agents/support/agent.yaml"]
+	g := newGitFixture(t, files)
+	g.write(map[string]string{"agents/support/agent.yaml": replaced(t, agent, "files.pythonhosted.org", "registry.npmjs.org")})
+	t.Chdir(g.dir)
+	code, stdout, stderr := runIn(t, "diff", "--base", "main")
+	if code != exitFailed || !strings.Contains(stdout, "+ passthrough host registry.npmjs.org") {
+		t.Errorf("kubernetes target: exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = runIn(t, "diff", "--base", "main", "--target", "omnia")
+	if code != exitOK || !strings.HasPrefix(stdout, "keyhole diff: no changes") {
+		t.Errorf("omnia target: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
