@@ -159,10 +159,10 @@ func (t *Tree) lookup(rel string, follow bool) (node, error) {
 	}
 }
 
-// walkTo walks rel from the root.
-// Its errors are the OS's own (ENOENT, ENOTDIR, ELOOP), so that what the
-// loader reports for a commit reads as it does for a checkout. When it meets a symbolic link it must
-// follow, it returns the path that replaces rel (link) instead.
+// walkTo walks rel from the root. When it meets a symbolic link it must
+// follow, it returns the path that replaces rel (link) instead. Its errors
+// are the OS's own (ENOENT, ENOTDIR), so that what the loader reports for
+// a commit reads as it does for a checkout.
 func (t *Tree) walkTo(rel string, follow bool) (n node, link string, err error) {
 	root := node{name: path.Base(t.root), mode: filemode.Dir, hash: t.top.Hash, rel: "."}
 	if rel == "." {
@@ -181,11 +181,11 @@ func (t *Tree) walkTo(rel string, follow bool) (n node, link string, err error) 
 		if err != nil {
 			return node{}, "", err
 		}
-		j := slices.IndexFunc(tr.Entries, func(e object.TreeEntry) bool { return e.Name == name })
-		if j < 0 {
+		// FindEntry indexes the tree's entries by name on first use.
+		e, err := tr.FindEntry(name)
+		if err != nil {
 			return node{}, "", syscall.ENOENT
 		}
-		e := tr.Entries[j]
 		last := i == len(parts)-1
 		next := node{name: e.Name, mode: e.Mode, hash: e.Hash, rel: path.Join(cur.rel, e.Name)}
 		if e.Mode == filemode.Symlink && (!last || follow) {
