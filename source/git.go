@@ -80,11 +80,11 @@ func (r *Repo) Tree(rev string) (*Tree, error) {
 	h, err := r.repo.ResolveRevision(plumbing.Revision(rev))
 	if errors.Is(err, io.EOF) {
 		// go-git's way of saying the walk back ran out of history
-		// (HEAD~5 of a three-commit branch, or a shallow clone).
-		return nil, fmt.Errorf("%w %q: the history holds no such commit (a shallow clone? fetch more history)", ErrRevision, rev)
+		// (HEAD~5 of a three-commit branch).
+		err = errors.New("the history holds no such commit")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w %q: %w", ErrRevision, rev, err)
+		return nil, fmt.Errorf("%w %q: %w%s", ErrRevision, rev, err, r.shallowHint())
 	}
 	c, err := r.repo.CommitObject(*h)
 	if err != nil {
@@ -95,6 +95,15 @@ func (r *Repo) Tree(rev string) (*Tree, error) {
 		return nil, fmt.Errorf("source: reading the tree of %s: %w", h, err)
 	}
 	return &Tree{repo: r.repo, root: r.root, commit: *h, top: t, trees: map[plumbing.Hash]*object.Tree{}}, nil
+}
+
+// shallowHint explains, for a shallow clone (CI checks out one commit by
+// default), why a ref may be missing.
+func (r *Repo) shallowHint() string {
+	if s, err := r.repo.Storer.Shallow(); err != nil || len(s) == 0 {
+		return ""
+	}
+	return "; the clone is shallow: fetch the history that holds it (git fetch --unshallow, or actions/checkout with fetch-depth: 0)"
 }
 
 // Tree is one commit's files as the loader reads them (Options.Tree),
