@@ -21,6 +21,7 @@ import (
 
 	"keyhole.dev/keyhole/compiler"
 	"keyhole.dev/keyhole/render"
+	"keyhole.dev/keyhole/source"
 )
 
 // Change says what became of a resource, a sandbox or a host.
@@ -272,12 +273,8 @@ func index(files []render.File, skip map[string]bool) map[string]file {
 func identify(rf render.File) file {
 	f := file{path: rf.Path, data: string(rf.Data), kind: path.Base(rf.Path)}
 	var head struct {
-		APIVersion string `yaml:"apiVersion"`
-		Kind       string `yaml:"kind"`
-		Metadata   struct {
-			Name      string `yaml:"name"`
-			Namespace string `yaml:"namespace"`
-		} `yaml:"metadata"`
+		APIVersion, Kind string
+		Metadata         struct{ Name, Namespace string }
 	}
 	var err error
 	switch path.Ext(rf.Path) {
@@ -294,12 +291,20 @@ func identify(rf render.File) file {
 		err = json.Unmarshal(rf.Data, &j)
 		head.APIVersion, head.Kind, head.Metadata.Name, head.Metadata.Namespace = j.APIVersion, j.Kind, j.Metadata.Name, j.Metadata.Namespace
 	case ".yaml", ".yml":
-		err = yaml.Unmarshal(rf.Data, &head)
+		// Into a node, not a struct: aliases stay unexpanded, so no
+		// input costs more than its size. The first document decides.
+		var doc yaml.Node
+		if err = yaml.Unmarshal(rf.Data, &doc); err == nil && len(doc.Content) == 1 {
+			m := doc.Content[0]
+			md := source.Lookup(m, "metadata")
+			head.APIVersion, head.Kind = str(source.Lookup(m, "apiVersion")), str(source.Lookup(m, "kind"))
+			head.Metadata.Name, head.Metadata.Namespace = str(source.Lookup(md, "name")), str(source.Lookup(md, "namespace"))
+		}
 	default:
 		return f
 	}
 	if err != nil {
-		return f // not one document: a file, by its path
+		return f // not YAML or JSON: a file, by its path
 	}
 	if head.Kind != "" {
 		f.kind = head.Kind
@@ -308,4 +313,12 @@ func identify(rf render.File) file {
 		f.apiVersion, f.namespace, f.name = head.APIVersion, head.Metadata.Namespace, head.Metadata.Name
 	}
 	return f
+}
+
+// str is n's value when it is a string scalar, else "".
+func str(n *yaml.Node) string {
+	if n == nil || n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+		return ""
+	}
+	return n.Value
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -476,4 +477,32 @@ func TestMarkdownLimit(t *testing.T) {
 			t.Errorf("markdown report lacks %q", want)
 		}
 	}
+}
+
+// FuzzCompare: whatever the rendered files hold (YAML or not, objects
+// or not, one claiming another's identity), Compare does not panic,
+// every resource's diff takes base's bytes to head's, and every format
+// writes.
+func FuzzCompare(f *testing.F) {
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: ns\ndata:\n  k: v\n"
+	f.Add(cm, cm, "{}\n", "{\"kind\": \"ProxyConfig\"}\n")
+	f.Add(cm, strings.Replace(cm, "v\n", "w\n", 1), "a: [\n", "a: []\n")
+	f.Add("", cm, cm, "")
+	f.Fuzz(func(t *testing.T, a1, a2, b1, b2 string) {
+		base := Side{Files: []render.File{{Path: "a/one.yaml", Data: []byte(a1)}, {Path: "a/two.json", Data: []byte(b1)}}}
+		head := Side{Files: []render.File{{Path: "b/one.yaml", Data: []byte(a2)}, {Path: "a/two.json", Data: []byte(b2)}}}
+		r := Compare(base, head)
+		bf, hf := files(base), files(head)
+		for _, res := range r.Resources {
+			got, err := apply(bf[res.BasePath], res.Diff)
+			if err != nil || got != hf[res.HeadPath] {
+				t.Fatalf("%s: applying its diff: %v", res.ID(), err)
+			}
+		}
+		for _, format := range Formats() {
+			if err := Write(io.Discard, format, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 }
