@@ -111,41 +111,9 @@ func runDiff(e *env, args []string) int {
 	if err != nil {
 		return fail(e, "diff", err)
 	}
-	repo, err := source.OpenRepo(wd)
+	sides, err := openSides(wd, *base, *head, paths)
 	if err != nil {
 		return fail(e, "diff", err)
-	}
-	sides := []*diffSide{{which: "base", rev: *base}, {which: "head", rev: *head}}
-	for i, s := range sides {
-		s.ref = diff.Ref{Name: s.rev}
-		if s.rev == "" {
-			s.ref.Name = workingTree
-			continue
-		}
-		if i > 0 {
-			// Each side reads through its own handle: the sides are
-			// rendered concurrently, and go-git's object storage is not
-			// documented as safe for concurrent use.
-			if repo, err = source.OpenRepo(wd); err != nil {
-				return fail(e, "diff", err)
-			}
-		}
-		if s.tree, err = repo.Tree(s.rev); err != nil {
-			return fail(e, "diff", fmt.Errorf("--%s: %w", s.which, err))
-		}
-		s.ref.Commit = s.tree.Commit()
-	}
-	for i, s := range sides {
-		other := sides[1-i]
-		// A PATH the PR adds (or removes) is empty on the side without
-		// it, not unreadable: everything in it is added (or removed).
-		// Missing on both sides, it is the user's mistake, and Load
-		// says so.
-		for _, p := range paths {
-			if s.exists(wd, p) || !other.exists(wd, p) {
-				s.paths = append(s.paths, p)
-			}
-		}
 	}
 	// The two sides are independent: render them at once, each printing
 	// into its own buffer, and print the buffers in order, base first,
@@ -154,11 +122,11 @@ func runDiff(e *env, args []string) int {
 	for _, s := range sides {
 		wg.Go(func() {
 			if len(s.paths) == 0 {
-				s.ok = true
+				s.ok = true // the PATHs are all on the other side only
 				return
 			}
 			se := &env{stdout: &s.stderr, stderr: &s.stderr}
-			s.code, s.ok = s.render(se, wd, s.paths, &f, diagFormat, opts, renderer)
+			s.code, s.ok = s.render(se, wd, &f, diagFormat, opts, renderer)
 		})
 	}
 	wg.Wait()
@@ -187,6 +155,43 @@ func runDiff(e *env, args []string) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// openSides resolves the base and head refs (head "" is the working tree)
+// in the repository enclosing wd, and gives each side the PATHs it has.
+func openSides(wd, base, head string, paths []string) ([]*diffSide, error) {
+	sides := []*diffSide{{which: "base", rev: base}, {which: "head", rev: head}}
+	for _, s := range sides {
+		s.ref = diff.Ref{Name: s.rev}
+		if s.rev == "" {
+			s.ref.Name = workingTree
+			continue
+		}
+		// Each side reads through its own handle: the sides are rendered
+		// concurrently, and go-git's object storage is not documented as
+		// safe for concurrent use.
+		repo, err := source.OpenRepo(wd)
+		if err != nil {
+			return nil, err
+		}
+		if s.tree, err = repo.Tree(s.rev); err != nil {
+			return nil, fmt.Errorf("--%s: %w", s.which, err)
+		}
+		s.ref.Commit = s.tree.Commit()
+	}
+	for i, s := range sides {
+		other := sides[1-i]
+		// A PATH the PR adds (or removes) is empty on the side without
+		// it, not unreadable: everything in it is added (or removed).
+		// Missing on both sides, it is the user's mistake, and Load
+		// says so.
+		for _, p := range paths {
+			if s.exists(wd, p) || !other.exists(wd, p) {
+				s.paths = append(s.paths, p)
+			}
+		}
+	}
+	return sides, nil
 }
 
 // diffSide is one side of a diff as the command loads it.
@@ -228,8 +233,8 @@ func (s *diffSide) side(opts render.Options) diff.Side {
 // printing its diagnostics to stderr; ok is false, with the exit code,
 // when it cannot be compared. A render with no sandboxes is an empty
 // side, not an error: a PR may add the first sandbox or remove the last.
-func (s *diffSide) render(e *env, wd string, paths []string, f *checkFlags, diagFormat string, opts render.Options, renderer render.Renderer) (int, bool) {
-	docs, loadDiags, err := source.Load(paths, source.Options{Dir: wd, Tree: s.tree})
+func (s *diffSide) render(e *env, wd string, f *checkFlags, diagFormat string, opts render.Options, renderer render.Renderer) (int, bool) {
+	docs, loadDiags, err := source.Load(s.paths, source.Options{Dir: wd, Tree: s.tree})
 	if err != nil {
 		return fail(e, "diff", fmt.Errorf("%s %s: %w", s.which, s.ref, err)), false
 	}
