@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -116,10 +115,10 @@ func (d *Document) At(line, col int, fieldPath string) (diag.Pos, string) {
 
 // kustomizationFile returns the kustomization file of dir (absolute), or
 // "" when dir holds none. The names are kustomize's own.
-func kustomizationFile(dir string) string {
+func kustomizationFile(fsys fileSystem, dir string) string {
 	for _, name := range konfig.RecognizedKustomizationFileNames() {
 		p := filepath.Join(dir, name)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+		if fi, err := fsys.Stat(p); err == nil && fi.Mode().IsRegular() {
 			return p
 		}
 	}
@@ -135,8 +134,8 @@ func isKustomizationName(name string) bool {
 // kustomizeRefs returns the local directories (absolute) that the
 // kustomization file kfile uses as resources or components: the bases
 // that a walk must not build again on their own.
-func kustomizeRefs(kfile string) []string {
-	root := kustomizationNode(kfile)
+func kustomizeRefs(fsys fileSystem, kfile string) []string {
+	root := kustomizationNode(fsys, kfile)
 	var out []string
 	for _, field := range []string{"resources", "components", "bases"} {
 		seq := Lookup(root, field)
@@ -148,7 +147,7 @@ func kustomizeRefs(kfile string) []string {
 				continue
 			}
 			p := filepath.Join(filepath.Dir(kfile), filepath.FromSlash(e.Value))
-			if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			if fi, err := fsys.Stat(p); err == nil && fi.IsDir() {
 				out = append(out, p)
 			}
 		}
@@ -159,8 +158,8 @@ func kustomizeRefs(kfile string) []string {
 // kustomizationNode parses a kustomization file into its root mapping, or
 // nil. It is read with yaml.v3 directly, not Parse: a kustomization needs
 // no apiVersion or kind, and kustomize itself reports what is wrong in it.
-func kustomizationNode(kfile string) *yaml.Node {
-	data, err := os.ReadFile(kfile)
+func kustomizationNode(fsys fileSystem, kfile string) *yaml.Node {
+	data, err := fsys.ReadFile(kfile)
 	if err != nil || len(data) > DefaultMaxFileSize {
 		return nil
 	}
@@ -186,6 +185,8 @@ func kustomizationNode(kfile string) *yaml.Node {
 // end), is refused before kustomize parses it.
 type metadataFS struct {
 	filesys.FileSystem
+	// fsys is the loader's view of the same files, for their sizes.
+	fsys fileSystem
 	// roots are the paths the root kustomization file may be read as.
 	roots   []string
 	maxSize int64
@@ -197,7 +198,7 @@ type metadataFS struct {
 // ReadFile adds the build metadata to the root kustomization file, and
 // refuses what the loader would refuse to expand.
 func (f metadataFS) ReadFile(path string) ([]byte, error) {
-	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Size() > f.maxSize {
+	if fi, err := f.fsys.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Size() > f.maxSize {
 		return nil, fmt.Errorf("'%s': file too large: %d bytes, over the limit of %d bytes", path, fi.Size(), f.maxSize)
 	}
 	data, err := f.FileSystem.ReadFile(path)
@@ -259,15 +260,18 @@ func withBuildMetadata(data []byte) []byte {
 // an error: no input may crash keyhole.
 //
 // It also returns the files kustomize read, by path.
-func runKustomize(dir string, maxSize int64) (m resmap.ResMap, read map[string][]byte, err error) {
+func runKustomize(fsys fileSystem, dir string, maxSize int64) (m resmap.ResMap, read map[string][]byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			m, read, err = nil, nil, errors.New("kustomize failed on this input")
 		}
 	}()
-	fs := filesys.MakeFsOnDisk()
+	fs, err := fsys.kustomize()
+	if err != nil {
+		return nil, nil, err
+	}
 	read = map[string][]byte{}
-	mfs := metadataFS{FileSystem: fs, maxSize: maxSize, read: read}
+	mfs := metadataFS{FileSystem: fs, fsys: fsys, maxSize: maxSize, read: read}
 	roots := []string{dir}
 	if cd, _, err := fs.CleanedAbs(dir); err == nil {
 		roots = append(roots, string(cd))
@@ -295,10 +299,10 @@ func (l *loader) buildKustomization(named, dir string) {
 	}
 	l.seen[dir] = true
 	b := &build{l: l, named: named, root: dir, files: map[string]*parsedFile{}, kusts: map[string]*kustPatches{}}
-	b.kfile = kustomizationFile(dir)
+	b.kfile = kustomizationFile(l.fsys, dir)
 	b.kname = b.display(b.kfile)
 	kname := b.kname
-	m, read, err := runKustomize(dir, l.opts.MaxFileSize)
+	m, read, err := runKustomize(l.fsys, dir, l.opts.MaxFileSize)
 	if err != nil {
 		l.diags = append(l.diags, b.buildFailed(redact(err.Error(), read)))
 		return
@@ -324,7 +328,7 @@ func (l *loader) buildKustomization(named, dir string) {
 func (b *build) buildFailed(errMsg string) diag.Diagnostic {
 	msg := b.scrub(errMsg)
 	pos := diag.Pos{File: b.kname, Line: 1, Column: 1}
-	if root := kustomizationNode(b.kfile); root != nil {
+	if root := kustomizationNode(b.l.fsys, b.kfile); root != nil {
 		if n := quotedIn(root, msg); n != nil {
 			pos.Line, pos.Column = n.Line, n.Column
 		}
@@ -421,7 +425,7 @@ func (b *build) source(abs string) *parsedFile {
 	}
 	f := &parsedFile{name: b.display(abs)}
 	b.files[abs] = f
-	data, err := os.ReadFile(abs)
+	data, err := b.l.fsys.ReadFile(abs)
 	if err != nil || int64(len(data)) > b.l.opts.MaxFileSize {
 		return f
 	}
@@ -479,7 +483,7 @@ func (b *build) document(r *resource.Resource) (Document, error) {
 		}
 		doc.File = kfile
 		pos := diag.Pos{File: kfile, Line: 1, Column: 1}
-		if kn := kustomizationNode(kabs); kn != nil {
+		if kn := kustomizationNode(b.l.fsys, kabs); kn != nil {
 			if g := generatorEntry(kn, stringField(Lookup(node, "metadata"), "name")); g != nil {
 				pos.Line, pos.Column = g.Line, g.Column
 			}
@@ -625,7 +629,7 @@ func (b *build) patchesOf(kfile string) *kustPatches {
 	}
 	kp := &kustPatches{}
 	b.kusts[kfile] = kp
-	k := kustomizationNode(kfile)
+	k := kustomizationNode(b.l.fsys, kfile)
 	if k == nil {
 		return kp
 	}
@@ -638,7 +642,7 @@ func (b *build) patchesOf(kfile string) *kustPatches {
 		tname := stringField(target, "name")
 		abs := filepath.Join(dir, filepath.FromSlash(file))
 		name := b.display(abs)
-		data, err := os.ReadFile(abs)
+		data, err := b.l.fsys.ReadFile(abs)
 		if err != nil || int64(len(data)) > b.l.opts.MaxFileSize {
 			return
 		}
@@ -879,11 +883,11 @@ func lookupKey(m *yaml.Node, key string) (value, k *yaml.Node) {
 // component: building them on their own as well would count their objects
 // twice, once as the base writes them and once as the overlay changes
 // them.
-func kustomizeRoots(found []string) []string {
+func kustomizeRoots(fsys fileSystem, found []string) []string {
 	used := map[string]bool{}
 	for _, f := range found {
-		if k := kustomizationFile(f); k != "" {
-			for _, r := range kustomizeRefs(k) {
+		if k := kustomizationFile(fsys, f); k != "" {
+			for _, r := range kustomizeRefs(fsys, k) {
 				used[filepath.Clean(r)] = true
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"keyhole.dev/keyhole/diag"
 )
@@ -36,6 +37,12 @@ type Options struct {
 	// Dir is the working directory that reported paths are made relative
 	// to; empty means the process's working directory.
 	Dir string
+	// Tree, when set, is read instead of the disk: the files of one
+	// commit, standing where its repository's working tree stands (see
+	// Repo.Tree). Paths are still named as on disk, relative to Dir, so
+	// documents and diagnostics read exactly as they would for a checkout
+	// of that commit.
+	Tree *Tree
 }
 
 // Load reads every path in order: a file, a directory, or "-" for
@@ -78,6 +85,7 @@ func Load(paths []string, opts Options) ([]Document, diag.List, error) {
 // loader holds the state of one Load call.
 type loader struct {
 	opts  Options
+	fsys  fileSystem
 	dir   string // absolute working directory
 	seen  map[string]bool
 	docs  []Document
@@ -101,8 +109,36 @@ func newLoader(opts Options) (*loader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("source: working directory %s: %w", dir, err)
 	}
-	return &loader{opts: opts, dir: abs, seen: map[string]bool{}}, nil
+	var fsys fileSystem = osFS{}
+	if opts.Tree != nil {
+		fsys = opts.Tree
+	}
+	return &loader{opts: opts, fsys: fsys, dir: abs, seen: map[string]bool{}}, nil
 }
+
+// fileSystem is what the loader reads from, by absolute OS path: the disk
+// (osFS), or a commit's tree (Tree) standing at its working tree's place.
+// It is closed (an unexported method) so the loader's behaviour on each
+// is this package's to test.
+type fileSystem interface {
+	Stat(name string) (fs.FileInfo, error)
+	Lstat(name string) (fs.FileInfo, error)
+	Open(name string) (fs.File, error)
+	ReadDir(name string) ([]fs.DirEntry, error)
+	ReadFile(name string) ([]byte, error)
+	// kustomize is the filesystem kustomize builds from.
+	kustomize() (filesys.FileSystem, error)
+}
+
+// osFS is the disk.
+type osFS struct{}
+
+func (osFS) Stat(name string) (fs.FileInfo, error)      { return os.Stat(name) }
+func (osFS) Lstat(name string) (fs.FileInfo, error)     { return os.Lstat(name) }
+func (osFS) Open(name string) (fs.File, error)          { return os.Open(name) }
+func (osFS) ReadDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name) }
+func (osFS) ReadFile(name string) ([]byte, error)       { return os.ReadFile(name) }
+func (osFS) kustomize() (filesys.FileSystem, error)     { return filesys.MakeFsOnDisk(), nil }
 
 // osPath turns a path as named by the user into one the OS resolves,
 // relative paths being relative to the loader's working directory.
@@ -148,7 +184,7 @@ func (l *loader) unreadable(name string, err error) {
 
 func (l *loader) loadPath(p string) {
 	abs := l.osPath(p)
-	fi, err := os.Stat(abs)
+	fi, err := l.fsys.Stat(abs)
 	if err != nil {
 		l.unreadable(l.display(p, abs), err)
 		return
@@ -162,13 +198,13 @@ func (l *loader) loadPath(p string) {
 		l.readFile(abs, l.display(p, abs), false)
 		return
 	}
-	if kustomizationFile(abs) != "" {
+	if kustomizationFile(l.fsys, abs) != "" {
 		l.buildKustomization(p, abs)
 		return
 	}
-	files, errs := walk(abs)
-	for _, f := range kustomizeRoots(files) {
-		if kustomizationFile(f) != "" {
+	files, errs := walk(l.fsys, abs)
+	for _, f := range kustomizeRoots(l.fsys, files) {
+		if kustomizationFile(l.fsys, f) != "" {
 			l.buildKustomization(l.under(p, abs, f), f)
 		} else {
 			l.readFile(f, l.under(p, abs, f), true)
@@ -198,7 +234,7 @@ func (l *loader) readFile(abs, name string, walked bool) {
 		return
 	}
 	l.seen[abs] = true
-	f, err := os.Open(abs)
+	f, err := l.fsys.Open(abs)
 	if err != nil {
 		l.unreadable(name, err)
 		return
@@ -272,22 +308,22 @@ type walkErr struct {
 
 // walk lists the input files under root (absolute), sorted by their
 // slash-separated paths, with the paths it could not read.
-func walk(root string) ([]string, []walkErr) {
+func walk(fsys fileSystem, root string) ([]string, []walkErr) {
 	var (
 		files []string
 		errs  []walkErr
 	)
-	base, inherited := enclosingIgnores(root)
+	base, inherited := enclosingIgnores(fsys, root)
 	var visit func(dir string, patterns []gitignore.Pattern)
 	visit = func(dir string, patterns []gitignore.Pattern) {
 		domain := components(base, dir)
-		if ps, err := readIgnoreFile(filepath.Join(dir, ".gitignore"), domain); err != nil {
+		if ps, err := readIgnoreFile(fsys, filepath.Join(dir, ".gitignore"), domain); err != nil {
 			errs = append(errs, walkErr{filepath.Join(dir, ".gitignore"), err})
 		} else if len(ps) > 0 {
 			patterns = append(slices.Clip(patterns), ps...)
 		}
 		m := gitignore.NewMatcher(patterns)
-		entries, err := os.ReadDir(dir)
+		entries, err := fsys.ReadDir(dir)
 		if err != nil {
 			errs = append(errs, walkErr{dir, err})
 			return
@@ -303,7 +339,7 @@ func walk(root string) ([]string, []walkErr) {
 				continue
 			}
 			if e.Type()&fs.ModeSymlink != 0 {
-				fi, err := os.Stat(full)
+				fi, err := fsys.Stat(full)
 				switch {
 				case err != nil && inputExt(name):
 					errs = append(errs, walkErr{full, err})
@@ -314,7 +350,7 @@ func walk(root string) ([]string, []walkErr) {
 				regular = fi.Mode().IsRegular()
 			}
 			switch {
-			case isDir && kustomizationFile(full) != "":
+			case isDir && kustomizationFile(fsys, full) != "":
 				files = append(files, full) // built, not walked: see kustomize.go
 			case isDir:
 				visit(full, patterns)
@@ -347,10 +383,10 @@ func components(base, dir string) []string {
 // git ignores. When those patterns would ignore root itself, which the
 // user named explicitly, they are dropped. Without an enclosing working
 // tree, root is its own base.
-func enclosingIgnores(root string) (string, []gitignore.Pattern) {
+func enclosingIgnores(fsys fileSystem, root string) (string, []gitignore.Pattern) {
 	base := ""
 	for d := root; ; {
-		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+		if _, err := fsys.Lstat(filepath.Join(d, ".git")); err == nil {
 			base = d
 			break
 		}
@@ -366,7 +402,7 @@ func enclosingIgnores(root string) (string, []gitignore.Pattern) {
 	var patterns []gitignore.Pattern
 	for d := base; d != root; {
 		domain := components(base, d)
-		ps, _ := readIgnoreFile(filepath.Join(d, ".gitignore"), domain) // an unreadable ancestor .gitignore is not the user's input
+		ps, _ := readIgnoreFile(fsys, filepath.Join(d, ".gitignore"), domain) // an unreadable ancestor .gitignore is not the user's input
 		patterns = append(patterns, ps...)
 		rest := components(d, root)
 		if len(rest) == 0 {
@@ -384,8 +420,8 @@ func enclosingIgnores(root string) (string, []gitignore.Pattern) {
 }
 
 // readIgnoreFile parses one .gitignore; a missing one has no patterns.
-func readIgnoreFile(path string, domain []string) ([]gitignore.Pattern, error) {
-	data, err := os.ReadFile(path)
+func readIgnoreFile(fsys fileSystem, path string, domain []string) ([]gitignore.Pattern, error) {
+	data, err := fsys.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -44,6 +44,7 @@ func commands() []command {
 	return []command{
 		{"check", "load, validate and print diagnostics", runCheck},
 		{"render", "check, then write proxy config, manifests and env maps", runRender},
+		{"diff", "render two git refs in-process and diff them per resource", runDiff},
 		{"explain", "what a sandbox may reach, and the proxy's verdict on one request", runExplain},
 		{"schema", "print the CUE schemas, JSON Schema or CRDs", runSchema},
 		{"proxy", "run the egress proxy", runProxy},

@@ -1,0 +1,84 @@
+package diff
+
+import (
+	"io"
+	"slices"
+	"testing"
+
+	"keyhole.dev/keyhole/bench/gen/synth"
+	"keyhole.dev/keyhole/compiler"
+	"keyhole.dev/keyhole/render"
+	"keyhole.dev/keyhole/schema"
+	"keyhole.dev/keyhole/source"
+)
+
+// benchSides renders bench/gen's synthetic repository twice: as it is,
+// and as a pull request that touches every sandbox would leave it (each
+// sandbox's first injected host loses its rules, and the proxy image is
+// bumped), the worst case for a diff: every sandbox's proxy config,
+// ConfigMap and Deployment change.
+func benchSides(b *testing.B) (base, head Side) {
+	b.Helper()
+	dir, _ := synth.ForBenchmark(b)
+	docs, _, err := source.Load([]string{"."}, source.Options{Dir: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, err := schema.NewValidator()
+	if err != nil {
+		b.Fatal(err)
+	}
+	res := compiler.Compile(docs, v, compiler.Options{})
+	if res.Diagnostics.HasErrors() {
+		b.Fatalf("the synthetic repository does not check: %v", res.Diagnostics)
+	}
+	opts := render.Options{DefaultSandboxImage: "ghcr.io/acme/sandbox:1"}
+	bf, err := render.Render(res.Plan, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	plan := res.Plan
+	plan.Sandboxes = slices.Clone(plan.Sandboxes)
+	for i := range plan.Sandboxes {
+		sb := &plan.Sandboxes[i]
+		sb.Proxy.Hosts = slices.Clone(sb.Proxy.Hosts)
+		if len(sb.Proxy.Hosts) > 0 {
+			sb.Proxy.Hosts[0].Rules = nil
+		}
+	}
+	opts.ProxyImage = "ghcr.io/keyhole-dev/keyhole-proxy:v0.2.0"
+	hf, err := render.Render(plan, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return Side{Ref: Ref{Name: "base"}, Files: bf, Sandboxes: res.Plan.Sandboxes},
+		Side{Ref: Ref{Name: "head"}, Files: hf, Sandboxes: plan.Sandboxes}
+}
+
+// BenchmarkCompare times comparing two renders of the synthetic
+// repository (KEYHOLE_BENCH_N Connections; see bench/gen), and writing the
+// text and markdown reports of the result.
+func BenchmarkCompare(b *testing.B) {
+	base, head := benchSides(b)
+	b.Run("compare", func(b *testing.B) {
+		var r Result
+		for b.Loop() {
+			r = Compare(base, head)
+		}
+		b.ReportMetric(float64(len(r.Resources)), "resources")
+		b.ReportMetric(float64(len(r.Sandboxes)), "sandboxes")
+		if len(r.Sandboxes) == 0 {
+			b.Fatal("no sandbox changed: the benchmark compares nothing")
+		}
+	})
+	r := Compare(base, head)
+	for _, f := range []string{FormatText, FormatMarkdown, FormatJSON} {
+		b.Run("write-"+f, func(b *testing.B) {
+			for b.Loop() {
+				if err := Write(io.Discard, f, r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

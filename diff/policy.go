@@ -1,0 +1,216 @@
+package diff
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"keyhole.dev/keyhole/compiler"
+	"keyhole.dev/keyhole/proxy/config"
+)
+
+// SandboxChange is what changed in what one sandbox may reach: the
+// policy its proxy enforces and the placeholders its environment holds.
+// It names hosts, Secrets, keys, header templates and variable names,
+// never a value.
+type SandboxChange struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Change    Change `json:"change"`
+	// Hosts are the injected hosts added, removed or changed, by name.
+	Hosts []HostChange `json:"hosts,omitempty"`
+	// PassthroughAdded and PassthroughRemoved are the hosts tunnelled
+	// untouched (no injection, no rules) that were added and removed.
+	PassthroughAdded   []string `json:"passthroughAdded,omitempty"`
+	PassthroughRemoved []string `json:"passthroughRemoved,omitempty"`
+	// EnvAdded and EnvRemoved are the placeholder variables added and
+	// removed, as NAME=placeholder.
+	EnvAdded   []string `json:"envAdded,omitempty"`
+	EnvRemoved []string `json:"envRemoved,omitempty"`
+	// BaseImage and HeadImage are the sandbox's image on each side when
+	// it changed.
+	BaseImage string `json:"baseImage,omitempty"`
+	HeadImage string `json:"headImage,omitempty"`
+}
+
+// HostChange is one injected host's change.
+type HostChange struct {
+	Host   string `json:"host"`
+	Change Change `json:"change"`
+	// BaseInject and HeadInject describe the Connection and the
+	// injection on each side (empty on a side without the host, and on
+	// both when they did not change).
+	BaseInject string `json:"baseInject,omitempty"`
+	HeadInject string `json:"headInject,omitempty"`
+	// RulesAdded and RulesRemoved are the rules the host gained and lost.
+	// A side without rules forwards every request, shown as the rule
+	// AnyRequest, so a widening reads as one.
+	RulesAdded   []string `json:"rulesAdded,omitempty"`
+	RulesRemoved []string `json:"rulesRemoved,omitempty"`
+}
+
+// AnyRequest stands for a host without rules: every request is forwarded.
+const AnyRequest = "any method, any path (no rules)"
+
+// ID is namespace/name.
+func (s SandboxChange) ID() string {
+	if s.Namespace == "" {
+		return s.Name
+	}
+	return s.Namespace + "/" + s.Name
+}
+
+func comparePolicies(base, head Side) []SandboxChange {
+	b, h := sandboxes(base), sandboxes(head)
+	ids := slices.Sorted(maps.Keys(b))
+	for id := range h {
+		if _, ok := b[id]; !ok {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	var out []SandboxChange
+	for _, id := range ids {
+		bs, inBase := b[id]
+		hs, inHead := h[id]
+		var empty compiler.Sandbox
+		c := SandboxChange{Change: Changed}
+		switch {
+		case !inBase:
+			c.Change, bs = Added, &empty
+			c.Namespace, c.Name = hs.Namespace, hs.Name
+		case !inHead:
+			c.Change, hs = Removed, &empty
+			c.Namespace, c.Name = bs.Namespace, bs.Name
+		default:
+			c.Namespace, c.Name = hs.Namespace, hs.Name
+		}
+		c.Hosts = compareHosts(bs.Proxy.Hosts, hs.Proxy.Hosts)
+		c.PassthroughAdded, c.PassthroughRemoved = added(bs.Proxy.Passthrough, hs.Proxy.Passthrough), added(hs.Proxy.Passthrough, bs.Proxy.Passthrough)
+		be, he := envStrings(bs.Env), envStrings(hs.Env)
+		c.EnvAdded, c.EnvRemoved = added(be, he), added(he, be)
+		if bs.Image != hs.Image && inBase && inHead {
+			c.BaseImage, c.HeadImage = bs.Image, hs.Image
+		}
+		if c.Change == Changed && len(c.Hosts)+len(c.PassthroughAdded)+len(c.PassthroughRemoved)+len(c.EnvAdded)+len(c.EnvRemoved) == 0 && c.BaseImage == c.HeadImage {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// sandboxes indexes a side's sandboxes by namespace/name, the namespace
+// defaulted as the render defaulted it.
+func sandboxes(s Side) map[string]*compiler.Sandbox {
+	out := map[string]*compiler.Sandbox{}
+	for i := range s.Sandboxes {
+		sb := s.Sandboxes[i]
+		if sb.Namespace == "" {
+			sb.Namespace = cmp.Or(s.DefaultNamespace, "default")
+		}
+		out[sb.Namespace+"/"+sb.Name] = &sb
+	}
+	return out
+}
+
+func compareHosts(base, head []config.Host) []HostChange {
+	b, h := map[string]config.Host{}, map[string]config.Host{}
+	for _, x := range base {
+		b[x.Name] = x
+	}
+	for _, x := range head {
+		h[x.Name] = x
+	}
+	names := slices.Sorted(maps.Keys(b))
+	for n := range h {
+		if _, ok := b[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	var out []HostChange
+	for _, n := range names {
+		bh, inBase := b[n]
+		hh, inHead := h[n]
+		c := HostChange{Host: n}
+		switch {
+		case !inBase:
+			c.Change, c.HeadInject, c.RulesAdded = Added, describeInject(hh), rules(hh.Rules)
+		case !inHead:
+			c.Change, c.BaseInject, c.RulesRemoved = Removed, describeInject(bh), rules(bh.Rules)
+		default:
+			c.Change = Changed
+			if bi, hi := describeInject(bh), describeInject(hh); bi != hi {
+				c.BaseInject, c.HeadInject = bi, hi
+			}
+			br, hr := rules(bh.Rules), rules(hh.Rules)
+			c.RulesAdded, c.RulesRemoved = added(br, hr), added(hr, br)
+			if c.BaseInject == "" && len(c.RulesAdded)+len(c.RulesRemoved) == 0 {
+				continue
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// added returns what is in to and not in from, sorted.
+func added(from, to []string) []string {
+	var out []string
+	for _, s := range to {
+		if !slices.Contains(from, s) {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func envStrings(env []compiler.EnvVar) []string {
+	out := make([]string, 0, len(env))
+	for _, e := range env {
+		out = append(out, e.Name+"="+e.Value)
+	}
+	return out
+}
+
+// describeInject says which Connection's credential reaches the host and
+// how: the header and its template (which names Secret keys, never
+// values), basic auth's keys, or the placeholder substituted.
+func describeInject(h config.Host) string {
+	in := h.Inject
+	var how string
+	switch {
+	case in.Header != nil:
+		how = fmt.Sprintf("header %s: %s", in.Header.Name, strconv.Quote(in.Header.Value))
+	case in.Basic != nil:
+		how = fmt.Sprintf("basic auth, user key %s, password key %s", in.Basic.UsernameKey, in.Basic.PasswordKey)
+	case in.Substitute != nil:
+		how = fmt.Sprintf("placeholder %s replaced by key %s", in.Substitute.Placeholder, in.Substitute.Key)
+	default:
+		how = "no injection"
+	}
+	return fmt.Sprintf("connection %s, Secret %s: %s", h.Connection, in.Secret, how)
+}
+
+// rules describes each rule on one line, sorted; no rules is AnyRequest.
+func rules(rs []config.Rule) []string {
+	if len(rs) == 0 {
+		return []string{AnyRequest}
+	}
+	out := make([]string, 0, len(rs))
+	for _, r := range rs {
+		paths := append(slices.Clone(r.PathPrefixes), r.PathPatterns...)
+		s := strings.Join(r.Methods, ",") + " " + strings.Join(paths, ", ")
+		for _, k := range slices.Sorted(maps.Keys(r.Body)) {
+			s += fmt.Sprintf(" body %s=%s", k, strings.Join(r.Body[k], "|"))
+		}
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}

@@ -1,0 +1,462 @@
+package source
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// Errors of reading git refs. Both are the user's to fix (another
+// directory, another ref), so the CLI maps them to exit code 2.
+var (
+	// ErrNotRepository: no git repository encloses the directory.
+	ErrNotRepository = errors.New("not a git repository")
+	// ErrRevision: the revision does not name a commit of the repository.
+	ErrRevision = errors.New("unknown revision")
+)
+
+// errOutsideTree is why a path outside the repository's working tree is
+// missing from a commit: it cannot be in one.
+var errOutsideTree = errors.New("outside the git repository, so in no commit")
+
+// maxSymlinkHops bounds symbolic links followed in one lookup, as the
+// kernel's ELOOP does, so a link cycle committed to the repository ends.
+const maxSymlinkHops = 40
+
+// Repo is the git repository enclosing a directory, opened in-process
+// with go-git: keyhole never runs the git binary.
+type Repo struct {
+	repo *git.Repository
+	root string // absolute path of the working tree
+}
+
+// OpenRepo opens the repository whose working tree encloses dir (an
+// absolute path, or relative to the process's working directory), as git
+// finds it: dir or its nearest ancestor holding .git. A bare repository
+// has no working tree to stand the commits in and is refused.
+func OpenRepo(dir string) (*Repo, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("source: %s: %w", dir, err)
+	}
+	r, err := git.PlainOpenWithOptions(abs, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		return nil, fmt.Errorf("%w (or any parent up to /): %s", ErrNotRepository, abs)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrNotRepository, abs, err)
+	}
+	wt, err := r.Worktree()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrNotRepository, abs, err)
+	}
+	return &Repo{repo: r, root: filepath.Clean(wt.Filesystem.Root())}, nil
+}
+
+// Root is the absolute path of the repository's working tree.
+func (r *Repo) Root() string { return r.root }
+
+// Tree returns the files of the commit rev names, for Options.Tree. rev is
+// anything go-git's ResolveRevision takes: a branch, a tag (annotated ones
+// are peeled), a remote-tracking branch such as origin/main, a full or
+// short hash, HEAD~1, main^2.
+func (r *Repo) Tree(rev string) (*Tree, error) {
+	if rev == "" || strings.HasPrefix(rev, "-") {
+		return nil, fmt.Errorf("%w %q", ErrRevision, rev)
+	}
+	h, err := r.repo.ResolveRevision(plumbing.Revision(rev))
+	if errors.Is(err, io.EOF) {
+		// go-git's way of saying the walk back ran out of history
+		// (HEAD~5 of a three-commit branch).
+		err = errors.New("the history holds no such commit")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w %q: %w%s", ErrRevision, rev, err, r.shallowHint())
+	}
+	c, err := r.repo.CommitObject(*h)
+	if err != nil {
+		return nil, fmt.Errorf("%w %q: %w", ErrRevision, rev, err)
+	}
+	t, err := c.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("source: reading the tree of %s: %w", h, err)
+	}
+	return &Tree{repo: r.repo, root: r.root, commit: *h, top: t, trees: map[plumbing.Hash]*object.Tree{}}, nil
+}
+
+// shallowHint explains, for a shallow clone (CI checks out one commit by
+// default), why a ref may be missing.
+func (r *Repo) shallowHint() string {
+	if s, err := r.repo.Storer.Shallow(); err != nil || len(s) == 0 {
+		return ""
+	}
+	return "; the clone is shallow: fetch the history that holds it (git fetch --unshallow, or actions/checkout with fetch-depth: 0)"
+}
+
+// Tree is one commit's files as the loader reads them (Options.Tree),
+// standing at the repository's working tree: path <root>/a/b names the
+// commit's a/b. Symbolic links committed to the repository are followed
+// inside it; a submodule is an empty directory. A Tree is not safe for
+// concurrent use.
+type Tree struct {
+	repo   *git.Repository
+	root   string
+	commit plumbing.Hash
+	top    *object.Tree
+	trees  map[plumbing.Hash]*object.Tree
+	kfs    filesys.FileSystem
+	kerr   error
+}
+
+// Commit is the full hash of the commit.
+func (t *Tree) Commit() string { return t.commit.String() }
+
+// node is one entry of the commit, found by path.
+type node struct {
+	name string // base name
+	mode filemode.FileMode
+	hash plumbing.Hash
+	rel  string // slash-separated path from the root, "." for the root
+}
+
+// rel maps an absolute OS path to its slash-separated path in the tree.
+func (t *Tree) rel(name string) (string, error) {
+	r, err := filepath.Rel(t.root, filepath.Clean(name))
+	if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+		return "", errOutsideTree
+	}
+	return filepath.ToSlash(r), nil
+}
+
+func (t *Tree) tree(h plumbing.Hash) (*object.Tree, error) {
+	if tr, ok := t.trees[h]; ok {
+		return tr, nil
+	}
+	tr, err := object.GetTree(t.repo.Storer, h)
+	if err != nil {
+		return nil, err
+	}
+	t.trees[h] = tr
+	return tr, nil
+}
+
+// lookup finds the entry at rel, following symbolic links on the way and,
+// when follow is set, at the end.
+func (t *Tree) lookup(rel string, follow bool) (node, error) {
+	for hops := 0; ; hops++ {
+		n, link, err := t.walkTo(rel, follow)
+		if err != nil || link == "" {
+			return n, err
+		}
+		if hops >= maxSymlinkHops {
+			return node{}, syscall.ELOOP
+		}
+		rel = link
+	}
+}
+
+// walkTo walks rel from the root. When it meets a symbolic link it must
+// follow, it returns the path that replaces rel (link) instead. Its errors
+// are the OS's own (ENOENT, ENOTDIR), so that what the loader reports for
+// a commit reads as it does for a checkout.
+func (t *Tree) walkTo(rel string, follow bool) (n node, link string, err error) {
+	root := node{name: path.Base(t.root), mode: filemode.Dir, hash: t.top.Hash, rel: "."}
+	if rel == "." {
+		return root, "", nil
+	}
+	parts := strings.Split(rel, "/")
+	cur := root
+	for i, name := range parts {
+		if cur.mode == filemode.Submodule {
+			return node{}, "", syscall.ENOENT
+		}
+		if cur.mode != filemode.Dir {
+			return node{}, "", syscall.ENOTDIR
+		}
+		tr, err := t.tree(cur.hash)
+		if err != nil {
+			return node{}, "", err
+		}
+		// FindEntry indexes the tree's entries by name on first use.
+		e, err := tr.FindEntry(name)
+		if err != nil {
+			return node{}, "", syscall.ENOENT
+		}
+		last := i == len(parts)-1
+		next := node{name: e.Name, mode: e.Mode, hash: e.Hash, rel: path.Join(cur.rel, e.Name)}
+		if e.Mode == filemode.Symlink && (!last || follow) {
+			target, err := t.blobBytes(e.Hash)
+			if err != nil {
+				return node{}, "", err
+			}
+			to := string(target)
+			if path.IsAbs(to) || filepath.IsAbs(to) {
+				r, err := t.rel(to)
+				if err != nil {
+					return node{}, "", syscall.ENOENT
+				}
+				to = r
+			} else {
+				to = path.Join(cur.rel, to)
+			}
+			if to == ".." || strings.HasPrefix(to, "../") {
+				return node{}, "", syscall.ENOENT // leads out of the commit
+			}
+			return node{}, path.Join(append([]string{to}, parts[i+1:]...)...), nil
+		}
+		cur = next
+	}
+	return cur, "", nil
+}
+
+func (t *Tree) blobBytes(h plumbing.Hash) ([]byte, error) {
+	b, err := object.GetBlob(t.repo.Storer, h)
+	if err != nil {
+		return nil, err
+	}
+	r, err := b.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return io.ReadAll(r)
+}
+
+// info describes n as fs.Stat does.
+func (t *Tree) info(n node) (fs.FileInfo, error) {
+	fi := treeInfo{name: n.name}
+	switch n.mode {
+	case filemode.Dir, filemode.Submodule:
+		fi.mode = fs.ModeDir | 0o755
+	case filemode.Symlink:
+		fi.mode = fs.ModeSymlink | 0o777
+	case filemode.Executable:
+		fi.mode = 0o755
+	default:
+		fi.mode = 0o644
+	}
+	if fi.mode.IsRegular() || fi.mode&fs.ModeSymlink != 0 {
+		s, err := t.repo.Storer.EncodedObjectSize(n.hash)
+		if err != nil {
+			return nil, err
+		}
+		fi.size = s
+	}
+	return fi, nil
+}
+
+func pathErr(op, name string, err error) error {
+	return &fs.PathError{Op: op, Path: name, Err: err}
+}
+
+// Stat describes the file at name (an absolute OS path), following
+// symbolic links.
+func (t *Tree) Stat(name string) (fs.FileInfo, error) { return t.stat("stat", name, true) }
+
+// Lstat is Stat without following a final symbolic link. The working
+// tree's .git is reported as a directory, as on disk, so that a walk
+// finds the working tree's .gitignore files as it does for a checkout.
+func (t *Tree) Lstat(name string) (fs.FileInfo, error) {
+	if r, err := t.rel(name); err == nil && r == ".git" {
+		return treeInfo{name: ".git", mode: fs.ModeDir | 0o755}, nil
+	}
+	return t.stat("lstat", name, false)
+}
+
+func (t *Tree) stat(op, name string, follow bool) (fs.FileInfo, error) {
+	r, err := t.rel(name)
+	if err != nil {
+		return nil, pathErr(op, name, err)
+	}
+	n, err := t.lookup(r, follow)
+	if err != nil {
+		return nil, pathErr(op, name, err)
+	}
+	fi, err := t.info(n)
+	if err != nil {
+		return nil, pathErr(op, name, err)
+	}
+	return fi, nil
+}
+
+// ReadDir lists the directory at name, sorted by name as os.ReadDir does.
+func (t *Tree) ReadDir(name string) ([]fs.DirEntry, error) {
+	r, err := t.rel(name)
+	if err != nil {
+		return nil, pathErr("readdir", name, err)
+	}
+	n, err := t.lookup(r, true)
+	if err != nil {
+		return nil, pathErr("readdir", name, err)
+	}
+	switch n.mode {
+	case filemode.Submodule:
+		return nil, nil
+	case filemode.Dir:
+	default:
+		return nil, pathErr("readdir", name, syscall.ENOTDIR)
+	}
+	tr, err := t.tree(n.hash)
+	if err != nil {
+		return nil, pathErr("readdir", name, err)
+	}
+	out := make([]fs.DirEntry, 0, len(tr.Entries))
+	for _, e := range tr.Entries {
+		fi, err := t.info(node{name: e.Name, mode: e.Mode, hash: e.Hash})
+		if err != nil {
+			return nil, pathErr("readdir", name, err)
+		}
+		out = append(out, fs.FileInfoToDirEntry(fi))
+	}
+	slices.SortFunc(out, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return out, nil
+}
+
+// Open opens the file at name for reading; its bytes are read from the
+// object store only when read, so a file refused by its size never is.
+func (t *Tree) Open(name string) (fs.File, error) {
+	r, err := t.rel(name)
+	if err != nil {
+		return nil, pathErr("open", name, err)
+	}
+	n, err := t.lookup(r, true)
+	if err != nil {
+		return nil, pathErr("open", name, err)
+	}
+	fi, err := t.info(n)
+	if err != nil {
+		return nil, pathErr("open", name, err)
+	}
+	if fi.IsDir() {
+		return nil, pathErr("open", name, syscall.EISDIR)
+	}
+	return &treeFile{t: t, fi: fi, hash: n.hash, name: name}, nil
+}
+
+// ReadFile reads the whole file at name.
+func (t *Tree) ReadFile(name string) ([]byte, error) {
+	f, err := t.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// kustomize returns the commit's files as kustomize's in-memory
+// filesystem, at the same absolute paths, built on first use. Symbolic
+// links become copies of what they lead to; a file over the loader's
+// default size limit is written empty, since the loader refuses it by its
+// real size (metadataFS) before kustomize reads it.
+func (t *Tree) kustomize() (filesys.FileSystem, error) {
+	if t.kfs == nil && t.kerr == nil {
+		mem := filesys.MakeFsInMemory()
+		if t.kerr = t.copyInto(mem, ".", 0); t.kerr == nil {
+			t.kfs = mem
+		}
+	}
+	if t.kerr != nil {
+		return nil, fmt.Errorf("reading commit %s: %w", t.commit, t.kerr)
+	}
+	return t.kfs, nil
+}
+
+func (t *Tree) copyInto(mem filesys.FileSystem, rel string, depth int) error {
+	dir := filepath.Join(t.root, filepath.FromSlash(rel))
+	if err := mem.MkdirAll(dir); err != nil {
+		return err
+	}
+	if depth > 64 {
+		return nil // symbolic links to directories may nest without end
+	}
+	entries, err := t.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		child := path.Join(rel, e.Name())
+		full := filepath.Join(dir, e.Name())
+		fi, err := t.Stat(full)
+		if err != nil {
+			continue // a broken link: absent, as kustomize would find it on disk
+		}
+		if fi.IsDir() {
+			if e.Type()&fs.ModeSymlink != 0 {
+				continue // not followed, as the loader's walk does not
+			}
+			if err := t.copyInto(mem, child, depth+1); err != nil {
+				return err
+			}
+			continue
+		}
+		var data []byte
+		if fi.Size() <= DefaultMaxFileSize {
+			if data, err = t.ReadFile(full); err != nil {
+				return err
+			}
+		}
+		if err := mem.WriteFile(full, data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// treeInfo is the fs.FileInfo of a tree entry. Commits keep no times per
+// file, so ModTime is the zero time.
+type treeInfo struct {
+	name string
+	size int64
+	mode fs.FileMode
+}
+
+func (i treeInfo) Name() string       { return i.name }
+func (i treeInfo) Size() int64        { return i.size }
+func (i treeInfo) Mode() fs.FileMode  { return i.mode }
+func (i treeInfo) ModTime() time.Time { return time.Time{} }
+func (i treeInfo) IsDir() bool        { return i.mode.IsDir() }
+func (i treeInfo) Sys() any           { return nil }
+
+// treeFile is an open file of a Tree, reading its blob on first Read.
+type treeFile struct {
+	t    *Tree
+	fi   fs.FileInfo
+	hash plumbing.Hash
+	name string
+	r    io.ReadCloser
+}
+
+func (f *treeFile) Stat() (fs.FileInfo, error) { return f.fi, nil }
+
+func (f *treeFile) Read(p []byte) (int, error) {
+	if f.r == nil {
+		b, err := object.GetBlob(f.t.repo.Storer, f.hash)
+		if err != nil {
+			return 0, pathErr("read", f.name, err)
+		}
+		if f.r, err = b.Reader(); err != nil {
+			return 0, pathErr("read", f.name, err)
+		}
+	}
+	return f.r.Read(p)
+}
+
+func (f *treeFile) Close() error {
+	if f.r == nil {
+		return nil
+	}
+	return f.r.Close()
+}

@@ -1,0 +1,368 @@
+package source
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/bench/gen/synth"
+)
+
+var testSig = &object.Signature{Name: "keyhole test", Email: "test@keyhole.dev", When: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+
+// gitRepo makes a repository in a new directory and returns its path.
+func gitRepo(t *testing.T) (string, *git.Repository) {
+	t.Helper()
+	dir := t.TempDir()
+	r, err := git.PlainInit(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, r
+}
+
+// commitAll stages everything in the working tree (deletions too) and
+// commits it.
+func commitAll(t *testing.T, r *git.Repository, msg string) plumbing.Hash {
+	t.Helper()
+	wt, err := r.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := wt.Commit(msg, &git.CommitOptions{Author: testSig, Committer: testSig, AllowEmptyCommits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// loaded is what a Load returned, as comparable text.
+func loaded(t *testing.T, paths []string, opts Options) (docs []string, diags []string, errText string) {
+	t.Helper()
+	ds, dl, err := Load(paths, opts)
+	for _, d := range ds {
+		b, merr := yaml.Marshal(d.Node)
+		if merr != nil {
+			t.Fatal(merr)
+		}
+		docs = append(docs, d.File+" #"+string(rune('0'+d.Index))+" @"+d.Pos.String()+"\n"+string(b))
+	}
+	for _, d := range dl {
+		diags = append(diags, d.String())
+	}
+	if err != nil {
+		errText = err.Error()
+	}
+	return docs, diags, errText
+}
+
+// TestTreeLoadsAsDisk commits each example (and a few trees that exercise
+// the walk) and checks that loading the commit gives exactly what loading
+// the same files from disk gives: documents, positions, diagnostics and
+// errors, with paths relative to the working directory.
+func TestTreeLoadsAsDisk(t *testing.T) {
+	examples, err := os.ReadDir("../examples")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type tc struct {
+		copyFrom string            // an examples/ directory copied in as cfg/
+		files    map[string]string // or these files
+		links    map[string]string // symbolic links to make: name → target
+		wd       string            // working directory inside the repository
+		paths    []string
+	}
+	cases := map[string]tc{}
+	for _, e := range examples {
+		cases["example "+e.Name()] = tc{copyFrom: e.Name(), paths: []string{"cfg"}}
+	}
+	cases["gitignore, hidden files and a subdirectory as working directory"] = tc{
+		files: map[string]string{
+			".gitignore":           "ignored/\n*.tmp.yaml\n",
+			"sub/ok.yaml":          "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ok}\n",
+			"sub/x.tmp.yaml":       "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: tmp}\n",
+			"sub/ignored/a.yaml":   "kind: [\n",
+			"sub/.hidden/b.yaml":   "kind: [\n",
+			"sub/deeper/bad.yaml":  "kind: [\n",
+			"sub/deeper/notes.txt": "not an input\n",
+		},
+		wd:    "sub",
+		paths: []string{"."},
+	}
+	cases["symbolic links: to a file followed, to a directory not, broken reported"] = tc{
+		files: map[string]string{
+			"d/real.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: real}\n",
+			"other/x.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+		},
+		links: map[string]string{
+			"d/link.yaml":   "real.yaml",
+			"d/dirlink":     "../other",
+			"d/broken.yaml": "nowhere.yaml",
+		},
+		paths: []string{"d"},
+	}
+	cases["a missing path and a path outside the repository"] = tc{
+		files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"},
+		paths: []string{"a.yaml", "missing.yaml"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir, r := gitRepo(t)
+			if c.copyFrom != "" {
+				if err := os.CopyFS(filepath.Join(dir, "cfg"), os.DirFS(filepath.Join("../examples", c.copyFrom))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			writeFiles(t, dir, c.files)
+			for name, target := range c.links {
+				if err := os.Symlink(target, filepath.Join(dir, filepath.FromSlash(name))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			commitAll(t, r, "files")
+			wd := filepath.Join(dir, filepath.FromSlash(c.wd))
+			wantDocs, wantDiags, wantErr := loaded(t, c.paths, Options{Dir: wd})
+			repo, err := OpenRepo(wd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tree, err := repo.Tree("HEAD")
+			if err != nil {
+				t.Fatal(err)
+			}
+			emptyWorkTree(t, dir)
+			if err := os.MkdirAll(wd, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			gotDocs, gotDiags, gotErr := loaded(t, c.paths, Options{Dir: wd, Tree: tree})
+			if len(wantDocs)+len(wantDiags) == 0 {
+				t.Fatal("the disk load found no documents: the case tests nothing")
+			}
+			if strings.Join(gotDocs, "\n---\n") != strings.Join(wantDocs, "\n---\n") {
+				t.Errorf("documents differ\ncommit:\n%s\ndisk:\n%s", strings.Join(gotDocs, "\n---\n"), strings.Join(wantDocs, "\n---\n"))
+			}
+			if strings.Join(gotDiags, "\n") != strings.Join(wantDiags, "\n") {
+				t.Errorf("diagnostics differ\ncommit:\n%s\ndisk:\n%s", strings.Join(gotDiags, "\n"), strings.Join(wantDiags, "\n"))
+			}
+			if gotErr != wantErr {
+				t.Errorf("errors differ\ncommit: %s\ndisk:   %s", gotErr, wantErr)
+			}
+		})
+	}
+}
+
+// emptyWorkTree removes every file of the working tree but .git, so that
+// a load can only have read the commit.
+func emptyWorkTree(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() != ".git" {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestTreeRevisions resolves each form of revision a user types to the
+// commit it names.
+func TestTreeRevisions(t *testing.T) {
+	dir, r := gitRepo(t)
+	writeFiles(t, dir, map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: one}\n"})
+	first := commitAll(t, r, "first")
+	writeFiles(t, dir, map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: two}\n"})
+	second := commitAll(t, r, "second")
+	if _, err := r.CreateTag("v1", first, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.CreateTag("v1-annotated", first, &git.CreateTagOptions{Tagger: testSig, Message: "v1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Storer.SetReference(plumbing.NewHashReference("refs/remotes/origin/main", first)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Storer.SetReference(plumbing.NewHashReference("refs/heads/feature", second)); err != nil {
+		t.Fatal(err)
+	}
+	repo, err := OpenRepo(filepath.Join(dir, "a.yaml", "..")) // any path inside finds it
+	if err != nil {
+		t.Fatal(err)
+	}
+	if repo.Root() != dir {
+		t.Errorf("Root() = %s, want %s", repo.Root(), dir)
+	}
+	for name, c := range map[string]struct {
+		rev  string
+		want plumbing.Hash
+	}{
+		"HEAD":                {rev: "HEAD", want: second},
+		"HEAD~1":              {rev: "HEAD~1", want: first},
+		"HEAD^":               {rev: "HEAD^", want: first},
+		"branch":              {rev: "feature", want: second},
+		"lightweight tag":     {rev: "v1", want: first},
+		"annotated tag":       {rev: "v1-annotated", want: first},
+		"remote branch":       {rev: "origin/main", want: first},
+		"full hash":           {rev: first.String(), want: first},
+		"short hash":          {rev: first.String()[:7], want: first},
+		"fully qualified ref": {rev: "refs/heads/feature", want: second},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tree, err := repo.Tree(c.rev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tree.Commit() != c.want.String() {
+				t.Errorf("Tree(%q).Commit() = %s, want %s", c.rev, tree.Commit(), c.want)
+			}
+		})
+	}
+}
+
+// TestTreeErrors: what cannot be read is a clear error of the right class.
+func TestTreeErrors(t *testing.T) {
+	dir, r := gitRepo(t)
+	writeFiles(t, dir, map[string]string{"a.yaml": "kind: x\n"})
+	commitAll(t, r, "first")
+	repo, err := OpenRepo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, rev := range map[string]string{
+		"unknown branch": "no-such-branch",
+		"empty":          "",
+		"flag-like":      "--upload-pack=x",
+		"past the root":  "HEAD~5",
+		"bad syntax":     "HEAD~~^{",
+	} {
+		t.Run("revision "+name, func(t *testing.T) {
+			_, err := repo.Tree(rev)
+			if !errors.Is(err, ErrRevision) {
+				t.Fatalf("Tree(%q) error = %v, want ErrRevision", rev, err)
+			}
+			if !strings.Contains(err.Error(), "unknown revision") || strings.HasSuffix(err.Error(), "EOF") {
+				t.Errorf("error %q does not say what is wrong", err)
+			}
+		})
+	}
+	t.Run("not a repository", func(t *testing.T) {
+		_, err := OpenRepo(t.TempDir())
+		if !errors.Is(err, ErrNotRepository) {
+			t.Fatalf("OpenRepo error = %v, want ErrNotRepository", err)
+		}
+	})
+	t.Run("path outside the repository", func(t *testing.T) {
+		tree, err := repo.Tree("HEAD")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = tree.Stat(filepath.Join(filepath.Dir(dir), "elsewhere.yaml"))
+		if !errors.Is(err, errOutsideTree) {
+			t.Fatalf("Stat outside = %v, want errOutsideTree", err)
+		}
+		_, _, err = Load([]string{"../elsewhere.yaml"}, Options{Dir: dir, Tree: tree})
+		if !errors.Is(err, ErrUnreadable) || !strings.Contains(err.Error(), "outside the git repository") {
+			t.Fatalf("Load outside = %v, want ErrUnreadable saying why", err)
+		}
+	})
+}
+
+// TestTreeSymlinkLoop: a committed link cycle ends in an error.
+func TestTreeSymlinkLoop(t *testing.T) {
+	dir, r := gitRepo(t)
+	for name, target := range map[string]string{"a.yaml": "b.yaml", "b.yaml": "a.yaml"} {
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commitAll(t, r, "loop")
+	repo, err := OpenRepo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := repo.Tree("HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tree.Stat(filepath.Join(dir, "a.yaml")); err == nil || !strings.Contains(err.Error(), "symbolic links") {
+		t.Fatalf("Stat of a link cycle = %v", err)
+	}
+	fi, err := tree.Lstat(filepath.Join(dir, "a.yaml"))
+	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Fatalf("Lstat = %v, %v; want the link itself", fi, err)
+	}
+}
+
+// BenchmarkLoadTree loads bench/gen's synthetic repository from disk and
+// from a commit of it, the two ways keyhole diff reads a side.
+func BenchmarkLoadTree(b *testing.B) {
+	dir, _ := synth.ForBenchmark(b)
+	r, err := git.PlainInit(dir, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	wt, err := r.Worktree()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := wt.Commit("synth", &git.CommitOptions{Author: testSig, Committer: testSig}); err != nil {
+		b.Fatal(err)
+	}
+	repo, err := OpenRepo(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, tree := range map[string]func() *Tree{
+		"disk": func() *Tree { return nil },
+		"commit": func() *Tree {
+			t, err := repo.Tree("HEAD")
+			if err != nil {
+				b.Fatal(err)
+			}
+			return t
+		},
+	} {
+		b.Run(name, func(b *testing.B) {
+			docs := 0
+			for b.Loop() {
+				ds, _, err := Load([]string{"."}, Options{Dir: dir, Tree: tree()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				docs = len(ds)
+			}
+			b.ReportMetric(float64(docs), "docs")
+		})
+	}
+}
