@@ -22,6 +22,7 @@ import (
 // kustomize directory that does not build (reported by the loader).
 const (
 	codeKustomizeBuildFailed = source.CodeKustomizeBuildFailed
+	codeKustomizeRemoteBase  = source.CodeKustomizeRemoteBase
 	codeValuesUnknown        = "ConnectionValuesUnknown"
 	codeKeysUnknown          = "ConnectionKeysUnknown"
 )

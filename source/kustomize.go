@@ -193,6 +193,10 @@ type metadataFS struct {
 	// read keeps what kustomize read, so that an error message quoting a
 	// file can have its Secret values taken out (see redact).
 	read map[string][]byte
+	// allowRemote lets kustomize fetch remote bases; otherwise the first
+	// kustomization naming one fails to read and refused records it.
+	allowRemote bool
+	refused     *remoteRefused
 }
 
 // ReadFile adds the build metadata to the root kustomization file, and
@@ -214,6 +218,14 @@ func (f metadataFS) ReadFile(path string) ([]byte, error) {
 		}
 	}
 	f.read[path] = data
+	if !f.allowRemote && isKustomizationName(filepath.Base(path)) {
+		if e := remoteEntry(f.fsys, path, data); e != nil {
+			if f.refused.entry == nil {
+				*f.refused = remoteRefused{file: path, entry: e}
+			}
+			return nil, f.refused
+		}
+	}
 	if !slices.Contains(f.roots, filepath.Clean(path)) {
 		return data, nil
 	}
@@ -260,7 +272,11 @@ func withBuildMetadata(data []byte) []byte {
 // an error: no input may crash keyhole.
 //
 // It also returns the files kustomize read, by path.
-func runKustomize(fsys fileSystem, dir string, maxSize int64) (m resmap.ResMap, read map[string][]byte, err error) {
+//
+// Unless allowRemote, a kustomization naming a remote base (here or in a
+// base) stops the build before kustomize fetches anything, and the error
+// is a *remoteRefused.
+func runKustomize(fsys fileSystem, dir string, maxSize int64, allowRemote bool) (m resmap.ResMap, read map[string][]byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			m, read, err = nil, nil, errors.New("kustomize failed on this input")
@@ -271,7 +287,7 @@ func runKustomize(fsys fileSystem, dir string, maxSize int64) (m resmap.ResMap, 
 		return nil, nil, err
 	}
 	read = map[string][]byte{}
-	mfs := metadataFS{FileSystem: fs, fsys: fsys, maxSize: maxSize, read: read}
+	mfs := metadataFS{FileSystem: fs, fsys: fsys, maxSize: maxSize, read: read, allowRemote: allowRemote, refused: &remoteRefused{}}
 	roots := []string{dir}
 	if cd, _, err := fs.CleanedAbs(dir); err == nil {
 		roots = append(roots, string(cd))
@@ -284,6 +300,9 @@ func runKustomize(fsys fileSystem, dir string, maxSize int64) (m resmap.ResMap, 
 	opts := krusty.MakeDefaultOptions()
 	opts.AddManagedbyLabel = false
 	m, err = krusty.MakeKustomizer(opts).Run(mfs, dir)
+	if err != nil && mfs.refused.entry != nil {
+		return nil, read, mfs.refused
+	}
 	return m, read, err
 }
 
@@ -302,7 +321,16 @@ func (l *loader) buildKustomization(named, dir string) {
 	b.kfile = kustomizationFile(l.fsys, dir)
 	b.kname = b.display(b.kfile)
 	kname := b.kname
-	m, read, err := runKustomize(l.fsys, dir, l.opts.MaxFileSize)
+	m, read, err := runKustomize(l.fsys, dir, l.opts.MaxFileSize, l.opts.AllowRemoteBases)
+	if refused, ok := err.(*remoteRefused); ok {
+		l.diags = append(l.diags, diag.Diagnostic{
+			Code:     CodeKustomizeRemoteBase,
+			Severity: diag.Error,
+			Pos:      diag.Pos{File: b.display(refused.file), Line: refused.entry.Line, Column: refused.entry.Column},
+			Message:  remoteMessage(refused.entry.Value),
+		})
+		return
+	}
 	if err != nil {
 		l.diags = append(l.diags, b.buildFailed(redact(err.Error(), read)))
 		return

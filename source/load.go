@@ -43,6 +43,12 @@ type Options struct {
 	// documents and diagnostics read exactly as they would for a checkout
 	// of that commit.
 	Tree *Tree
+	// AllowRemoteBases lets kustomize fetch the remote bases a
+	// kustomization names (git repositories, HTTP URLs), as kubectl
+	// kustomize does. Otherwise such a kustomization is not built: a
+	// KustomizeRemoteBase error points at the entry, and nothing is
+	// fetched.
+	AllowRemoteBases bool
 }
 
 // Load reads every path in order: a file, a directory, or "-" for

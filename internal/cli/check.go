@@ -14,7 +14,12 @@ import (
 type checkFlags struct {
 	format              string
 	allowMissingSecrets bool
+	allowRemoteBases    bool
 }
+
+// allowRemoteBasesUsage is --allow-remote-bases' help, the same on every
+// command that builds kustomizations.
+const allowRemoteBasesUsage = "let kustomize fetch the remote bases kustomizations name (git repositories, HTTP URLs), as kubectl kustomize does; by default nothing is fetched and such a kustomization is an error"
 
 func (f *checkFlags) register(fs interface {
 	StringVar(*string, string, string, string)
@@ -22,6 +27,7 @@ func (f *checkFlags) register(fs interface {
 }) {
 	fs.StringVar(&f.format, "format", "text", "diagnostics format: text, json, github or sarif")
 	fs.BoolVar(&f.allowMissingSecrets, "allow-missing-secrets", false, "report a Connection's missing Secret as a warning, for repositories whose Secrets live elsewhere")
+	fs.BoolVar(&f.allowRemoteBases, "allow-remote-bases", false, allowRemoteBasesUsage)
 }
 
 // checked is the outcome of loading and compiling the inputs.
@@ -39,7 +45,7 @@ func load(e *env, paths []string, f *checkFlags) (checked, error) {
 	if len(paths) == 0 {
 		paths = []string{"."}
 	}
-	docs, loadDiags, err := source.Load(paths, source.Options{Stdin: e.stdin})
+	docs, loadDiags, err := source.Load(paths, source.Options{Stdin: e.stdin, AllowRemoteBases: f.allowRemoteBases})
 	if err != nil {
 		return checked{}, err
 	}

@@ -74,6 +74,7 @@ func runDiff(e *env, args []string) int {
 	format := fs.String("format", "text", "output `format`: "+strings.Join(diffFormats(), ", "))
 	var f checkFlags
 	fs.BoolVar(&f.allowMissingSecrets, "allow-missing-secrets", false, "report a Connection's missing Secret as a warning, for repositories whose Secrets live elsewhere")
+	fs.BoolVar(&f.allowRemoteBases, "allow-remote-bases", false, allowRemoteBasesUsage)
 	var opts render.Options
 	fs.StringVar(&opts.ProxyMode, "proxy-mode", render.ModeSidecar, "run the proxy as a `sidecar` of the sandbox or as its own deployment")
 	fs.StringVar(&opts.ProxyImage, "proxy-image", render.DefaultProxyImage, "the egress proxy's container `image`")
@@ -234,7 +235,7 @@ func (s *diffSide) side(opts render.Options) diff.Side {
 // when it cannot be compared. A render with no sandboxes is an empty
 // side, not an error: a PR may add the first sandbox or remove the last.
 func (s *diffSide) render(e *env, wd string, f *checkFlags, diagFormat string, opts render.Options, renderer render.Renderer) (int, bool) {
-	docs, loadDiags, err := source.Load(s.paths, source.Options{Dir: wd, Tree: s.tree})
+	docs, loadDiags, err := source.Load(s.paths, source.Options{Dir: wd, Tree: s.tree, AllowRemoteBases: f.allowRemoteBases})
 	if err != nil {
 		return fail(e, "diff", fmt.Errorf("%s %s: %w", s.which, s.ref, err)), false
 	}

@@ -1,0 +1,130 @@
+package source
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// CodeKustomizeRemoteBase is reported at a kustomization's entry that
+// kustomize would fetch over the network (a git repository or an HTTP
+// URL) when remote bases are not allowed (Options.AllowRemoteBases).
+const CodeKustomizeRemoteBase = "KustomizeRemoteBase"
+
+// A check that fetches whatever a pull request names runs that pull
+// request's choice of git clone or HTTP request on the CI machine, and
+// gives a different answer when the remote moves. keyhole therefore does
+// not fetch by default: a kustomization that names a remote base is
+// refused, at the entry, before kustomize can fetch it. The refusal
+// happens where kustomize reads each kustomization file (metadataFS), so
+// it holds for bases of bases too.
+
+// remoteFileFields are the kustomization fields whose entries are file
+// names, which kustomize also loads from an http(s) URL.
+func remoteFileFields() []string {
+	return []string{"crds", "configurations", "generators", "transformers", "validators", "patchesStrategicMerge"}
+}
+
+// remoteTreeFields are the fields whose entries may also be a git
+// repository in kustomize's shorthand (github.com/org/repo//dir?ref=v1).
+func remoteTreeFields() []string { return []string{"resources", "bases", "components"} }
+
+// remotePathFields are the fields holding a list of objects whose path
+// is a file name.
+func remotePathFields() []string { return []string{"patches", "patchesJson6902", "replacements"} }
+
+// remoteEntry returns the first entry of the kustomization file kfile
+// (its bytes, data) that kustomize would fetch, or nil.
+func remoteEntry(fsys fileSystem, kfile string, data []byte) *yaml.Node {
+	var doc yaml.Node
+	if err := decode(yaml.NewDecoder(bytes.NewReader(data)), &doc); err != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil // kustomize reports what is wrong with it
+	}
+	root := doc.Content[0]
+	dir := filepath.Dir(kfile)
+	scalars := func(field string) []*yaml.Node {
+		seq := Lookup(root, field)
+		if seq == nil || seq.Kind != yaml.SequenceNode {
+			return nil
+		}
+		var out []*yaml.Node
+		for _, e := range seq.Content {
+			switch {
+			case e.Kind == yaml.ScalarNode:
+				out = append(out, e)
+			case e.Kind == yaml.MappingNode:
+				if p := Lookup(e, "path"); p != nil && p.Kind == yaml.ScalarNode {
+					out = append(out, p)
+				}
+			}
+		}
+		return out
+	}
+	for _, field := range remoteTreeFields() {
+		for _, e := range scalars(field) {
+			if isRemoteRef(fsys, dir, e.Value, true) {
+				return e
+			}
+		}
+	}
+	for _, field := range append(remoteFileFields(), remotePathFields()...) {
+		for _, e := range scalars(field) {
+			if isRemoteRef(fsys, dir, e.Value, false) {
+				return e
+			}
+		}
+	}
+	if oa := Lookup(root, "openapi"); oa != nil && oa.Kind == yaml.MappingNode {
+		if p := Lookup(oa, "path"); p != nil && p.Kind == yaml.ScalarNode && isRemoteRef(fsys, dir, p.Value, false) {
+			return p
+		}
+	}
+	return nil
+}
+
+// isRemoteRef reports whether kustomize would fetch ref, an entry of a
+// kustomization in dir: a URL (http, https, ssh, git, or a file:// git
+// repository, which kustomize clones too), an scp-like git address, or,
+// where trees are allowed, a name that is not on disk and reads as a git
+// host's shorthand (github.com/org/repo) or carries a ?ref= query.
+func isRemoteRef(fsys fileSystem, dir, ref string, tree bool) bool {
+	ref = strings.TrimSpace(ref)
+	if ref == "" || strings.Contains(ref, "\n") {
+		return false // not a reference; kustomize reports it
+	}
+	if strings.Contains(ref, "://") || strings.HasPrefix(ref, "git@") || strings.HasPrefix(ref, "git::") {
+		return true
+	}
+	if !tree || strings.HasPrefix(ref, "./") || strings.HasPrefix(ref, "../") || filepath.IsAbs(ref) {
+		return false
+	}
+	if _, err := fsys.Stat(filepath.Join(dir, filepath.FromSlash(ref))); err == nil {
+		return false // a local file or directory
+	}
+	if strings.Contains(ref, "?ref=") || strings.Contains(ref, "?version=") || strings.Contains(ref, "?submodules=") {
+		return true
+	}
+	host, _, ok := strings.Cut(ref, "/")
+	return ok && strings.Contains(host, ".") && !strings.HasPrefix(host, ".")
+}
+
+// remoteRefused is the error a kustomization read fails with when it names
+// a remote base; runKustomize turns it into a KustomizeRemoteBase
+// diagnostic at the entry.
+type remoteRefused struct {
+	file  string // the kustomization file, as kustomize named it
+	entry *yaml.Node
+}
+
+func (e *remoteRefused) Error() string {
+	return fmt.Sprintf("'%s': names the remote base %q, which keyhole does not fetch", e.file, e.entry.Value)
+}
+
+// remoteMessage is the diagnostic's message for the entry ref.
+func remoteMessage(ref string) string {
+	return fmt.Sprintf("%q is a remote base: keyhole does not fetch remote bases, so this kustomization is not built or checked; "+
+		"vendor the base into the repository, or run with --allow-remote-bases to let kustomize fetch it as kubectl kustomize does", ref)
+}
