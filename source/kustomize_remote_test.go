@@ -143,3 +143,28 @@ func TestRemoteBases(t *testing.T) {
 		}
 	})
 }
+
+// FuzzRemoteEntry feeds arbitrary kustomization files to the remote-base
+// scan, which runs on every kustomization kustomize reads: it must never
+// panic, and what it returns must be an entry it judges remote.
+func FuzzRemoteEntry(f *testing.F) {
+	for _, s := range []string{
+		"resources:\n- github.com/acme/base?ref=v1\n",
+		"resources: [cm.yaml, https://example.com/x.yaml]\n",
+		"patches:\n- path: http://x/p.yaml\n  target: {kind: ConfigMap}\n",
+		"openapi: {path: https://x/schema.json}\n",
+		"components: [git@github.com:acme/c.git]\n",
+		"- a\n- b\n",
+		"resources: &a [*a]\n",
+		"",
+	} {
+		f.Add([]byte(s))
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		e := remoteEntry(osFS{}, dir+"/kustomization.yaml", data)
+		if e != nil && !isRemoteRef(osFS{}, dir, e.Value, true) {
+			t.Fatalf("remoteEntry returned %q, which is not remote", e.Value)
+		}
+	})
+}
