@@ -262,7 +262,15 @@ func (s *Server) loadConfig(prev *state) (*state, error) {
 		return nil, fmt.Errorf("%s: %w", s.opts.ConfigPath, err)
 	}
 	st := &state{raw: raw, cfg: cfg, policy: p}
-	st.secrets = NewSecretDir(firstOf(s.opts.SecretsDir, cfg.SecretsDir, config.DefaultSecretsDir))
+	// A reload keeps the Secret cache when the directory is the same: its
+	// inotify instance is per user on the node (128 by default, shared by
+	// every proxy running as the same user), so one per config change
+	// would spend them until a GC closed the old ones.
+	if dir := firstOf(s.opts.SecretsDir, cfg.SecretsDir, config.DefaultSecretsDir); prev != nil && prev.secrets.Dir == dir {
+		st.secrets = prev.secrets
+	} else {
+		st.secrets = NewSecretDir(dir)
+	}
 	st.caCert = firstOf(s.opts.CACert, cfg.CA.CertFile, config.DefaultCACert)
 	st.caKey = firstOf(s.opts.CAKey, cfg.CA.KeyFile, config.DefaultCAKey)
 	return st, nil
