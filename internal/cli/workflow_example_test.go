@@ -1,0 +1,79 @@
+//go:build e2e
+
+package cli
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+	"go.yaml.in/yaml/v3"
+)
+
+// TestWorkflowExample runs the Check and Diff steps of
+// examples/github-actions/pull-request.yaml, as GitHub Actions runs them
+// (bash -eo pipefail, GITHUB_* variables set), in real git repositories
+// (testdata/script-workflow): the scripts are read from the example
+// itself, so the example cannot drift from what keyhole does.
+func TestWorkflowExample(t *testing.T) {
+	for _, tool := range []string{"git", "bash"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not on PATH (make test installs it): %v", tool, err)
+		}
+	}
+	steps, err := workflowSteps("../../examples/github-actions/pull-request.yaml", "keyhole", "Check", "Diff")
+	if err != nil {
+		t.Fatal(err)
+	}
+	examples, err := filepath.Abs("../../examples")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script-workflow",
+		Setup: func(env *testscript.Env) error {
+			dir := filepath.Join(env.WorkDir, "steps")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
+			for name, script := range steps {
+				if err := os.WriteFile(filepath.Join(dir, name+".sh"), []byte(script), 0o644); err != nil {
+					return err
+				}
+			}
+			return copyTree(examples, filepath.Join(env.WorkDir, "examples"))
+		},
+	})
+}
+
+// workflowSteps returns the run scripts of the named steps of a job.
+func workflowSteps(file, job string, names ...string) (map[string]string, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var wf struct {
+		Jobs map[string]struct {
+			Steps []struct {
+				Name string `yaml:"name"`
+				Run  string `yaml:"run"`
+			} `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	if err := yaml.Unmarshal(data, &wf); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	out := map[string]string{}
+	for _, s := range wf.Jobs[job].Steps {
+		out[s.Name] = s.Run
+	}
+	for _, n := range names {
+		if out[n] == "" {
+			return nil, fmt.Errorf("%s: job %s has no step %q with a run script", file, job, n)
+		}
+	}
+	return out, nil
+}
