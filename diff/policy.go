@@ -63,15 +63,21 @@ func (s SandboxChange) ID() string {
 	return s.Namespace + "/" + s.Name
 }
 
-func comparePolicies(base, head Side) []SandboxChange {
-	b, h := sandboxes(base), sandboxes(head)
-	ids := slices.Sorted(maps.Keys(b))
-	for id := range h {
-		if _, ok := b[id]; !ok {
-			ids = append(ids, id)
+// unionKeys returns the keys of a and b, sorted, each once.
+func unionKeys[V1, V2 any](a map[string]V1, b map[string]V2) []string {
+	keys := slices.Collect(maps.Keys(a))
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
 		}
 	}
-	slices.Sort(ids)
+	slices.Sort(keys)
+	return keys
+}
+
+func comparePolicies(base, head Side) []SandboxChange {
+	b, h := sandboxes(base), sandboxes(head)
+	ids := unionKeys(b, h)
 	var out []SandboxChange
 	for _, id := range ids {
 		bs, inBase := b[id]
@@ -125,13 +131,7 @@ func compareHosts(base, head []config.Host) []HostChange {
 	for _, x := range head {
 		h[x.Name] = x
 	}
-	names := slices.Sorted(maps.Keys(b))
-	for n := range h {
-		if _, ok := b[n]; !ok {
-			names = append(names, n)
-		}
-	}
-	slices.Sort(names)
+	names := unionKeys(b, h)
 	var out []HostChange
 	for _, n := range names {
 		bh, inBase := b[n]

@@ -16,10 +16,7 @@ func runRender(e *env, args []string) int {
 	stdout := fs.Bool("stdout", false, "print the Kubernetes objects as one YAML stream, for an Argo CD config management plugin")
 	krm := fs.Bool("krm", false, "run as a kustomize KRM function: a ResourceList in on stdin, the rendered ResourceList out")
 	var opts render.Options
-	fs.StringVar(&opts.ProxyMode, "proxy-mode", render.ModeSidecar, "run the proxy as a `sidecar` of the sandbox or as its own deployment")
-	fs.StringVar(&opts.ProxyImage, "proxy-image", render.DefaultProxyImage, "the egress proxy's container `image`")
-	fs.StringVar(&opts.DefaultSandboxImage, "sandbox-image", "", "container `image` for a sandbox whose SandboxClass names none")
-	fs.StringVar(&opts.DefaultNamespace, "namespace", "default", "`namespace` of a sandbox whose source names none")
+	registerRenderOptions(fs, &opts)
 	target := fs.String("target", render.TargetKubernetes, "what to render: `kubernetes` (sandboxes as plain manifests) or omnia (the omnia.altairalabs.ai resources, for clusters that run the operator)")
 	paths, err := parse(fs, args)
 	if err != nil {
@@ -100,6 +97,17 @@ func renderChecked(e *env, c *checked, format string, opts render.Options, rende
 		return nil, fail(e, "render", rerr), false
 	}
 	return files, exitOK, true
+}
+
+// registerRenderOptions adds the flags that choose what the plan does not
+// say, shared by render and diff (whose two sides render alike).
+func registerRenderOptions(fs interface {
+	StringVar(*string, string, string, string)
+}, opts *render.Options) {
+	fs.StringVar(&opts.ProxyMode, "proxy-mode", render.ModeSidecar, "run the proxy as a `sidecar` of the sandbox or as its own deployment")
+	fs.StringVar(&opts.ProxyImage, "proxy-image", render.DefaultProxyImage, "the egress proxy's container `image`")
+	fs.StringVar(&opts.DefaultSandboxImage, "sandbox-image", "", "container `image` for a sandbox whose SandboxClass names none")
+	fs.StringVar(&opts.DefaultNamespace, "namespace", "default", "`namespace` of a sandbox whose source names none")
 }
 
 func plural(n int, one, many string) string {

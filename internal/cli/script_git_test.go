@@ -3,9 +3,7 @@
 package cli
 
 import (
-	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -20,15 +18,5 @@ func TestGitScripts(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Fatalf("git is not on PATH (make test installs it): %v", err)
 	}
-	examples, err := filepath.Abs("../../examples")
-	if err != nil {
-		t.Fatal(err)
-	}
-	testscript.Run(t, testscript.Params{
-		Dir:           "testdata/script-git",
-		UpdateScripts: os.Getenv("KEYHOLE_UPDATE") == "1",
-		Setup: func(env *testscript.Env) error {
-			return copyTree(examples, filepath.Join(env.WorkDir, "examples"))
-		},
-	})
+	testscript.Run(t, scriptParams(t, "testdata/script-git", nil))
 }

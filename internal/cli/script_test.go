@@ -20,17 +20,29 @@ func TestMain(m *testing.M) {
 // them by the same relative paths a user would. KEYHOLE_UPDATE=1 rewrites
 // the scripts' expected output.
 func TestScripts(t *testing.T) {
+	testscript.Run(t, scriptParams(t, "testdata/script", nil))
+}
+
+// scriptParams runs the scripts in dir, each in a work directory holding
+// a copy of examples/, after setup (when set) has prepared it further.
+func scriptParams(t *testing.T, dir string, setup func(env *testscript.Env) error) testscript.Params {
+	t.Helper()
 	examples, err := filepath.Abs("../../examples")
 	if err != nil {
 		t.Fatal(err)
 	}
-	testscript.Run(t, testscript.Params{
-		Dir:           "testdata/script",
+	return testscript.Params{
+		Dir:           dir,
 		UpdateScripts: os.Getenv("KEYHOLE_UPDATE") == "1",
 		Setup: func(env *testscript.Env) error {
+			if setup != nil {
+				if err := setup(env); err != nil {
+					return err
+				}
+			}
 			return copyTree(examples, filepath.Join(env.WorkDir, "examples"))
 		},
-	})
+	}
 }
 
 func copyTree(from, to string) error {

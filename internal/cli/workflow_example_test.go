@@ -28,25 +28,18 @@ func TestWorkflowExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	examples, err := filepath.Abs("../../examples")
-	if err != nil {
-		t.Fatal(err)
-	}
-	testscript.Run(t, testscript.Params{
-		Dir: "testdata/script-workflow",
-		Setup: func(env *testscript.Env) error {
-			dir := filepath.Join(env.WorkDir, "steps")
-			if err := os.MkdirAll(dir, 0o755); err != nil {
+	testscript.Run(t, scriptParams(t, "testdata/script-workflow", func(env *testscript.Env) error {
+		dir := filepath.Join(env.WorkDir, "steps")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		for name, script := range steps {
+			if err := os.WriteFile(filepath.Join(dir, name+".sh"), []byte(script), 0o644); err != nil {
 				return err
 			}
-			for name, script := range steps {
-				if err := os.WriteFile(filepath.Join(dir, name+".sh"), []byte(script), 0o644); err != nil {
-					return err
-				}
-			}
-			return copyTree(examples, filepath.Join(env.WorkDir, "examples"))
-		},
-	})
+		}
+		return nil
+	}))
 }
 
 // workflowSteps returns the run scripts of the named steps of a job.
