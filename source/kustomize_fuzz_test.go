@@ -238,6 +238,63 @@ func kfuzzSeeds() []kfuzzSeed {
 			patch:    strategic,
 		},
 		{
+			name:     "JSON 6902 test of a Secret value",
+			kust:     "resources: [../base]\npatches:\n  - path: patch.yaml\n    target: {kind: Secret, name: plain-token}\n",
+			resource: connection,
+			patch:    "- op: test\n  path: /stringData/token\n  value: not-the-value\n- op: replace\n  path: /stringData/missing\n  value: x\n",
+		},
+		{
+			name:     "patch file of several documents and directives",
+			kust:     "resources: [../base, resource.yaml]\npatches:\n  - path: patch.yaml\n  - target: {labelSelector: app=x, annotationSelector: a=b}\n    patch: |-\n      $patch: delete\n      kind: Connection\n      metadata: {name: any}\n",
+			resource: connection,
+			patch: strategic + "---\napiVersion: omnia.altairalabs.ai/v1alpha1\nkind: SandboxClass\nmetadata: {name: workspace, namespace: agents}\nspec:\n  $patch: replace\n  image: x\n" +
+				"---\napiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: extra}\n$patch: delete\n",
+		},
+		{
+			name:     "JSON 6902 paths with escapes and indices",
+			kust:     "resources: [resource.yaml]\npatches:\n  - path: patch.yaml\n    target: {kind: Connection}\n",
+			resource: connection,
+			patch: "- op: add\n  path: /metadata/annotations\n  value: {a~b/c: d}\n- op: add\n  path: /metadata/annotations/x~1y~0z\n  value: w\n" +
+				"- op: copy\n  from: /spec/hosts/0\n  path: /spec/hosts/1\n- op: move\n  from: /spec/credential\n  path: /spec/cred\n- op: remove\n  path: /spec/hosts/0\n",
+		},
+		{
+			name: "replacement with create and delimiter",
+			kust: "resources: [../base]\nreplacements:\n  - source: {kind: Connection, fieldPath: spec.hosts.0, options: {delimiter: '.', index: 1}}\n" +
+				"    targets:\n      - select: {kind: SandboxClass}\n        reject: [{name: other}]\n        fieldPaths: [metadata.labels.host, 'spec.connections.[role=vcs].description']\n        options: {create: true}\n",
+			resource: connection,
+			patch:    strategic,
+		},
+		{
+			name:     "anchors and merge keys in the kustomization",
+			kust:     "resources: &c\n  - ../base\nlabels:\n  - &l {pairs: {a: b}}\n  - <<: *l\n    includeTemplates: true\nbuildMetadata: [managedByLabel]\n",
+			resource: connection,
+			patch:    strategic,
+		},
+		{
+			name:     "resource with a BOM, CRLF and a List",
+			kust:     "resources: [resource.yaml]\nnamespace: ns\nnameSuffix: -x\n",
+			resource: "\uFEFFapiVersion: v1\r\nkind: ConfigMapList\r\nitems:\r\n  - apiVersion: v1\r\n    kind: ConfigMap\r\n    metadata: {name: a}\r\n    data: {k: v}\r\n",
+			patch:    strategic,
+		},
+		{
+			name:     "generators reading files across the root",
+			kust:     "secretGenerator:\n  - name: s\n    files: [token=../base/secret.yaml]\nconfigMapGenerator:\n  - name: c\n    envs: [app.env]\n    behavior: create\n    options: {labels: {a: b}}\n",
+			resource: connection,
+			patch:    strategic,
+		},
+		{
+			name:     "builtin transformer configuration",
+			kust:     "resources: [resource.yaml]\ntransformers: [patch.yaml]\nsortOptions: {order: legacy}\n",
+			resource: connection,
+			patch:    "apiVersion: builtin\nkind: PrefixSuffixTransformer\nmetadata: {name: ps}\nprefix: t-\nfieldSpecs: [{path: metadata/name}]\n",
+		},
+		{
+			name:     "component that is not one",
+			kust:     "resources: [resource.yaml]\ncomponents: [../mid, ../comp]\n",
+			resource: connection,
+			patch:    strategic,
+		},
+		{
 			name:     "not a mapping",
 			kust:     "- resources\n",
 			resource: "- a\n",
@@ -283,13 +340,27 @@ func FuzzKustomize(f *testing.F) {
 	f.Setenv("no_proxy", "")
 	b64Canary := base64.StdEncoding.EncodeToString([]byte(kfuzzCanary))
 
+	// The fixed tree is written once (per fuzzing process); each input
+	// overwrites the three files it owns. Were Load to write anywhere in
+	// the tree, the snapshot check below would fail on that input.
+	dir := f.TempDir()
+	files := kfuzzTree()
+	for name, body := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			f.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			f.Fatal(err)
+		}
+	}
+
 	f.Fuzz(func(t *testing.T, kust, resource, patch []byte) {
-		dir := t.TempDir()
-		files := kfuzzTree()
-		files["k/kustomization.yaml"] = strings.ReplaceAll(string(kust), kfuzzLoopback, addr)
-		files["k/resource.yaml"] = strings.ReplaceAll(string(resource), kfuzzLoopback, addr)
-		files["k/patch.yaml"] = strings.ReplaceAll(string(patch), kfuzzLoopback, addr)
-		writeTree(t, dir, files)
+		writeTree(t, dir, map[string]string{
+			"k/kustomization.yaml": strings.ReplaceAll(string(kust), kfuzzLoopback, addr),
+			"k/resource.yaml":      strings.ReplaceAll(string(resource), kfuzzLoopback, addr),
+			"k/patch.yaml":         strings.ReplaceAll(string(patch), kfuzzLoopback, addr),
+		})
 		before := snapshot(t, dir)
 		before0 := conns.Load()
 
