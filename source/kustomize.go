@@ -934,8 +934,10 @@ const redacted = "[redacted]"
 // and every line (and every value after "=") of the files that are not
 // YAML mappings, such as generators' env files; each in plain and base64
 // form. Values shorter than four bytes are left, as they would match
-// ordinary words of the message.
+// ordinary words of the message. A byte slice the message prints in Go's
+// decimal form goes too, whatever it holds (see redactByteDumps).
 func redact(msg string, read map[string][]byte) string {
+	msg = redactByteDumps(msg)
 	var values []string
 	add := func(v string) {
 		v = strings.TrimSpace(v)
@@ -979,6 +981,54 @@ func redact(msg string, read map[string][]byte) string {
 		msg = strings.ReplaceAll(msg, v, redacted)
 	}
 	return msg
+}
+
+// redactByteDumps replaces each byte slice that msg prints as Go's %v
+// does, "[116 111 107 ...]", with redacted. kustomize prints an env file's
+// line that way when it is not UTF-8, and the line holds a Secret value in
+// a form that no plain or base64 match finds. Three numbers or fewer are
+// kept: like short values, they are more likely indices than a secret.
+func redactByteDumps(msg string) string {
+	var out strings.Builder
+	for {
+		open := strings.IndexByte(msg, '[')
+		if open < 0 {
+			break
+		}
+		end := strings.IndexByte(msg[open:], ']')
+		if end < 0 {
+			break
+		}
+		if isByteDump(msg[open+1 : open+end]) {
+			out.WriteString(msg[:open])
+			out.WriteString(redacted)
+			msg = msg[open+end+1:]
+			continue
+		}
+		out.WriteString(msg[:open+1])
+		msg = msg[open+1:]
+	}
+	out.WriteString(msg)
+	return out.String()
+}
+
+// isByteDump reports whether s is four or more decimal numbers of 0 to
+// 255 separated by single spaces: the inside of a printed []byte.
+func isByteDump(s string) bool {
+	fields := strings.Split(s, " ")
+	if len(fields) < 4 {
+		return false
+	}
+	for _, f := range fields {
+		if len(f) == 0 || len(f) > 3 {
+			return false
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 || n > 255 || f[0] == '+' || f[0] == '-' {
+			return false
+		}
+	}
+	return true
 }
 
 // secretScalars calls add with every scalar under a data, stringData,

@@ -3,6 +3,7 @@ package source
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"io/fs"
 	"net"
 	"os"
@@ -17,8 +18,8 @@ import (
 )
 
 // kfuzzCanary is the Secret value planted in the tree FuzzKustomize
-// builds: in a Secret's stringData and (base64) data, and in a
-// secretGenerator's env file. No diagnostic may hold it.
+// builds: in a Secret's stringData and (base64) data, and in env files
+// for a secretGenerator. No diagnostic may hold it.
 const kfuzzCanary = "kfz-CANARY-0b7e4f1d9a"
 
 // kfuzzLoopback in a fuzzed file stands for the address of a loopback
@@ -121,6 +122,8 @@ patches:
 `,
 		"k/hosts.json6902.yaml": "- op: replace\n  path: /spec/hosts/0\n  value: api.github.example\n",
 		"k/app.env":             "token=" + kfuzzCanary + "\nuser=bot\n",
+		// kustomize's error about a line that is not UTF-8 quotes the line.
+		"k/invalid.env": "token=" + kfuzzCanary + "\xff\n",
 	}
 }
 
@@ -295,6 +298,12 @@ func kfuzzSeeds() []kfuzzSeed {
 			patch:    strategic,
 		},
 		{
+			name:     "env file line that is not UTF-8",
+			kust:     "resources: [resource.yaml]\nsecretGenerator:\n  - name: env\n    envs: [invalid.env]\n",
+			resource: connection,
+			patch:    strategic,
+		},
+		{
 			name:     "not a mapping",
 			kust:     "- resources\n",
 			resource: "- a\n",
@@ -309,8 +318,9 @@ func kfuzzSeeds() []kfuzzSeed {
 // it returns (no panic in kustomize or in keyhole's mapping of the build
 // back to files) within kfuzzTimeout; every diagnostic, and every
 // position of a built document, is inside the file it names; the tree is
-// left as it was; no Secret value of the tree is in any message; nothing
-// is fetched (remote bases are not allowed); and two loads agree.
+// left as it was; no Secret value of the tree, and no absolute path, is
+// in any message; nothing is fetched (remote bases are not allowed);
+// and two loads agree.
 func FuzzKustomize(f *testing.F) {
 	for _, s := range kfuzzSeeds() {
 		f.Add([]byte(s.kust), []byte(s.resource), []byte(s.patch))
@@ -339,6 +349,12 @@ func FuzzKustomize(f *testing.F) {
 	f.Setenv("NO_PROXY", "")
 	f.Setenv("no_proxy", "")
 	b64Canary := base64.StdEncoding.EncodeToString([]byte(kfuzzCanary))
+	// The forms a message could hold the canary in: plain, base64, and
+	// (of a fragment, for a partial quote) as Go prints a []byte and as
+	// hex.
+	fragment := []byte("CANARY-0b7e")
+	canaryForms := []string{kfuzzCanary, b64Canary, string(fragment), b64Canary[:16],
+		strings.Trim(fmt.Sprint(fragment), "[]"), fmt.Sprintf("%x", fragment)}
 
 	// The fixed tree is written once (per fuzzing process); each input
 	// overwrites the three files it owns. Were Load to write anywhere in
@@ -376,13 +392,18 @@ func FuzzKustomize(f *testing.F) {
 		fuzzed := string(kust) + string(resource) + string(patch)
 		checkCanary := !strings.Contains(fuzzed, "CANARY") && !strings.Contains(fuzzed, b64Canary[:12])
 		for _, m := range first.messages {
+			// Paths are shown as the user would type them (scrub), the
+			// same on every machine: never the temporary directory.
+			if strings.Contains(m, dir) {
+				t.Fatalf("a diagnostic holds the absolute path of the tree: %s", m)
+			}
 			for _, marker := range []string{"fetch --depth", "failed to run '", "git clone", "timeout running", "dial tcp", "proxyconnect"} {
 				if strings.Contains(m, marker) {
 					t.Fatalf("a diagnostic shows a fetch was attempted (%q): %s", marker, m)
 				}
 			}
 			if checkCanary {
-				for _, form := range []string{kfuzzCanary, b64Canary, "CANARY-0b7e", b64Canary[:16]} {
+				for _, form := range canaryForms {
 					if strings.Contains(m, form) {
 						t.Fatalf("a diagnostic quotes the Secret value (%q): %s", form, m)
 					}

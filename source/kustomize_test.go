@@ -3,6 +3,7 @@ package source
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -431,6 +432,10 @@ func TestKustomizeErrorsNeverQuoteSecrets(t *testing.T) {
 			"k/kustomization.yaml": "secretGenerator:\n  - name: g\n    envs: [e.env]\n    literals: [x]\n",
 			"k/e.env":              "=" + canary + "\n",
 		},
+		"env file line that is not UTF-8 (printed as bytes)": {
+			"k/kustomization.yaml": "secretGenerator:\n  - name: g\n    envs: [e.env]\n",
+			"k/e.env":              "token=" + canary + "\xff\n",
+		},
 		"resource without a name holding data": {
 			"k/kustomization.yaml": "resources: [s.yaml]\n",
 			"k/s.yaml":             "apiVersion: v1\nkind: Secret\nmetadata: {labels: {a: b}}\ndata: {token: " + b64 + "}\nstringData: {other: " + canary + "}\n",
@@ -448,7 +453,7 @@ func TestKustomizeErrorsNeverQuoteSecrets(t *testing.T) {
 				t.Fatal("the build was expected to fail")
 			}
 			for _, d := range ds {
-				for _, form := range []string{canary, b64, canary[:12]} {
+				for _, form := range []string{canary, b64, canary[:12], strings.Trim(fmt.Sprint([]byte(canary[:12])), "[]")} {
 					if strings.Contains(d.String(), form) {
 						t.Errorf("diagnostic quotes the canary (%q): %s", form, d)
 					}
@@ -526,6 +531,19 @@ func TestRedact(t *testing.T) {
 		"env file line": {
 			read: map[string][]byte{"e.env": []byte("TOKEN=" + secret + "\n")},
 			msg:  "line TOKEN=" + secret, want: "line [redacted]",
+		},
+		"an env line printed as bytes": {
+			read: map[string][]byte{"e.env": []byte("T=" + secret + "\xff\n")},
+			msg:  "line [84 61 115 51 99 114 51 116 255] has invalid utf8 bytes : [redacted]",
+			want: "line [redacted] has invalid utf8 bytes : [redacted]",
+		},
+		"any byte dump, even of no file read": {
+			msg:  "[[1 2 3 4]] and [10 200 255 0 7]",
+			want: "[[redacted]] and [redacted]",
+		},
+		"short lists, numbers past a byte and words are kept": {
+			msg:  "index [1 2 3], [256 1 2 3], [1  2 3 4], [+1 2 3 4], [a b c d], [] [",
+			want: "index [1 2 3], [256 1 2 3], [1  2 3 4], [+1 2 3 4], [a b c d], [] [",
 		},
 		"names and paths are kept": {
 			read: map[string][]byte{"s.yaml": []byte("kind: Secret\nmetadata: {name: token-name}\nstringData: {token: " + secret + "}\n")},
