@@ -933,9 +933,10 @@ const redacted = "[redacted]"
 // encryptedData fields and of generator literals in the YAML files read,
 // and every line (and every value after "=") of the files that are not
 // YAML mappings, such as generators' env files; each in plain and base64
-// form. Values shorter than four bytes are left, as they would match
-// ordinary words of the message. A byte slice the message prints in Go's
-// decimal form goes too, whatever it holds (see redactByteDumps).
+// form, and escaped as %q escapes them. Values shorter than four bytes
+// are left, as they would match ordinary words of the message. A byte
+// slice the message prints in Go's decimal form goes too, whatever it
+// holds (see redactByteDumps).
 func redact(msg string, read map[string][]byte) string {
 	msg = redactByteDumps(msg)
 	var values []string
@@ -945,6 +946,17 @@ func redact(msg string, read map[string][]byte) string {
 			return
 		}
 		values = append(values, v, base64.StdEncoding.EncodeToString([]byte(v)))
+		// kustomize wraps some errors with %q, once or twice over: a
+		// value with a quote, a backslash or a control character is then
+		// in the message escaped.
+		for q, i := v, 0; i < 2; i++ {
+			next := quoted(q)
+			if next == q {
+				break
+			}
+			values = append(values, next)
+			q = next
+		}
 		if b, err := base64.StdEncoding.DecodeString(v); err == nil && len(b) >= 4 {
 			values = append(values, string(b))
 		}
@@ -981,6 +993,12 @@ func redact(msg string, read map[string][]byte) string {
 		msg = strings.ReplaceAll(msg, v, redacted)
 	}
 	return msg
+}
+
+// quoted is s as %q writes it, without the enclosing quotes.
+func quoted(s string) string {
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
 }
 
 // redactByteDumps replaces each byte slice that msg prints as Go's %v

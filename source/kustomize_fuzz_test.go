@@ -18,8 +18,8 @@ import (
 )
 
 // kfuzzCanary is the Secret value planted in the tree FuzzKustomize
-// builds: in a Secret's stringData and (base64) data, and in env files
-// for a secretGenerator. No diagnostic may hold it.
+// builds: in a Secret's stringData and (base64) data, in env files for
+// a secretGenerator, and in a component's invalid generator literal. No diagnostic may hold it.
 const kfuzzCanary = "kfz-CANARY-0b7e4f1d9a"
 
 // kfuzzLoopback in a fuzzed file stands for the address of a loopback
@@ -34,7 +34,7 @@ const kfuzzTimeout = 5 * time.Second
 // kfuzzTree is the fixed part of the tree FuzzKustomize builds: a base
 // like examples/kustomize-overlay's (a Connection, a SealedSecret, a
 // SandboxClass, an AgentRuntime) plus a Secret and a generator, a base of
-// that base, a component, and files the fuzzed overlay k/ may name. The
+// that base, two components, and files the fuzzed overlay k/ may name. The
 // fuzzer writes k/kustomization.yaml, k/resource.yaml and k/patch.yaml.
 func kfuzzTree() map[string]string {
 	b64 := base64.StdEncoding.EncodeToString([]byte(kfuzzCanary))
@@ -110,6 +110,10 @@ patches:
         path: /spec/image
         value: ghcr.io/acme/agent-workspace:2.0.0
 `,
+		// A component whose invalid literal (a Secret value holding a
+		// quote) kustomize quotes, and wraps with %q.
+		"qcomp/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nsecretGenerator:\n  - name: q\n" +
+			"    literals: ['say\"" + kfuzzCanary + "']\n",
 		"k/kustomizeconfig.yaml": `nameReference:
   - kind: Connection
     fieldSpecs:
@@ -300,6 +304,12 @@ func kfuzzSeeds() []kfuzzSeed {
 		{
 			name:     "env file line that is not UTF-8",
 			kust:     "resources: [resource.yaml]\nsecretGenerator:\n  - name: env\n    envs: [invalid.env]\n",
+			resource: connection,
+			patch:    strategic,
+		},
+		{
+			name:     "component quoting a Secret literal with %q",
+			kust:     "resources: [resource.yaml]\ncomponents: [../qcomp]\n",
 			resource: connection,
 			patch:    strategic,
 		},

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -436,6 +437,10 @@ func TestKustomizeErrorsNeverQuoteSecrets(t *testing.T) {
 			"k/kustomization.yaml": "secretGenerator:\n  - name: g\n    envs: [e.env]\n",
 			"k/e.env":              "token=" + canary + "\xff\n",
 		},
+		"literal with a quote, in a component (quoted again by %q)": {
+			"k/kustomization.yaml": "components: [../c]\n",
+			"c/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nsecretGenerator:\n  - name: g\n    literals: ['say\"" + canary + "']\n",
+		},
 		"resource without a name holding data": {
 			"k/kustomization.yaml": "resources: [s.yaml]\n",
 			"k/s.yaml":             "apiVersion: v1\nkind: Secret\nmetadata: {labels: {a: b}}\ndata: {token: " + b64 + "}\nstringData: {other: " + canary + "}\n",
@@ -544,6 +549,11 @@ func TestRedact(t *testing.T) {
 		"short lists, numbers past a byte and words are kept": {
 			msg:  "index [1 2 3], [256 1 2 3], [1  2 3 4], [+1 2 3 4], [a b c d], [] [",
 			want: "index [1 2 3], [256 1 2 3], [1  2 3 4], [+1 2 3 4], [a b c d], [] [",
+		},
+		"a literal escaped by %q, once and twice": {
+			read: map[string][]byte{"kustomization.yaml": []byte("secretGenerator:\n- name: g\n  literals: ['to\"k\\en']\n")},
+			msg:  `accumulateDirectory: "invalid literal source to\"k\\en" and ` + strconv.Quote(strconv.Quote(`to"k\en`)),
+			want: `accumulateDirectory: "invalid literal source [redacted]" and "\"[redacted]\""`,
 		},
 		"names and paths are kept": {
 			read: map[string][]byte{"s.yaml": []byte("kind: Secret\nmetadata: {name: token-name}\nstringData: {token: " + secret + "}\n")},
