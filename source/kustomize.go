@@ -933,17 +933,31 @@ const redacted = "[redacted]"
 // encryptedData fields and of generator literals in the YAML files read,
 // and every line (and every value after "=") of the files that are not
 // YAML mappings, such as generators' env files; each in plain and base64
-// form, and escaped as %q escapes them. Values shorter than four bytes
-// are left, as they would match ordinary words of the message. A byte
+// form, escaped as %q and YAML's single quotes escape them, and each line
+// of a multi-line value on its own. Values shorter than four bytes are
+// left, as they would match ordinary words of the message. A byte
 // slice the message prints in Go's decimal form goes too, whatever it
 // holds (see redactByteDumps).
 func redact(msg string, read map[string][]byte) string {
 	msg = redactByteDumps(msg)
 	var values []string
-	add := func(v string) {
+	var add func(v string)
+	add = func(v string) {
 		v = strings.TrimSpace(v)
 		if len(v) < 4 {
 			return
+		}
+		// An error that prints a node as YAML folds a multi-line value
+		// (a PEM key) into a block or quoted scalar, one line apart from
+		// the next: each line is a value too.
+		if strings.Contains(v, "\n") {
+			for line := range strings.SplitSeq(v, "\n") {
+				add(line)
+			}
+		}
+		// YAML's single-quoted form doubles a quote.
+		if strings.Contains(v, "'") {
+			values = append(values, strings.ReplaceAll(v, "'", "''"))
 		}
 		values = append(values, v, base64.StdEncoding.EncodeToString([]byte(v)))
 		// kustomize wraps some errors with %q, once or twice over: a

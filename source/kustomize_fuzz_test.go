@@ -18,8 +18,10 @@ import (
 )
 
 // kfuzzCanary is the Secret value planted in the tree FuzzKustomize
-// builds: in a Secret's stringData and (base64) data, in env files for
-// a secretGenerator, and in a component's invalid generator literal. No diagnostic may hold it.
+// builds: in a Secret's stringData and (base64) data, in env files for a
+// secretGenerator, and in a component's invalid generator literal. A
+// line of a PEM-like multi-line value holds its middle, "CANARY-0b7e".
+// No diagnostic may hold any of them.
 const kfuzzCanary = "kfz-CANARY-0b7e4f1d9a"
 
 // kfuzzLoopback in a fuzzed file stands for the address of a loopback
@@ -77,7 +79,8 @@ spec:
     token: AgCk7Tz2sYbQ9nVx4pLm+eR1uJ0aHf5WdOg3Ki==
 `,
 		"base/secret.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: plain-token\n  namespace: agents\n" +
-			"stringData:\n  token: " + kfuzzCanary + "\ndata:\n  user: " + b64 + "\n",
+			"stringData:\n  token: " + kfuzzCanary + "\n  pem: |\n    -----BEGIN KEY-----\n    pem-line-CANARY-0b7e-of-a-key\n    -----END KEY-----\n" +
+			"data:\n  user: " + b64 + "\n",
 		"base/sandboxclass.yaml": `apiVersion: omnia.altairalabs.ai/v1alpha1
 kind: SandboxClass
 metadata:
@@ -310,6 +313,13 @@ func kfuzzSeeds() []kfuzzSeed {
 		{
 			name:     "component quoting a Secret literal with %q",
 			kust:     "resources: [resource.yaml]\ncomponents: [../qcomp]\n",
+			resource: connection,
+			patch:    strategic,
+		},
+		{
+			name: "replacement printing a multi-line Secret value as node contents",
+			kust: "resources: [../base]\nreplacements:\n  - source: {kind: Secret, name: plain-token, fieldPath: metadata.name}\n" +
+				"    targets:\n      - select: {kind: Secret, name: plain-token}\n        fieldPaths: [stringData.pem.sub]\n",
 			resource: connection,
 			patch:    strategic,
 		},

@@ -441,6 +441,11 @@ func TestKustomizeErrorsNeverQuoteSecrets(t *testing.T) {
 			"k/kustomization.yaml": "components: [../c]\n",
 			"c/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nsecretGenerator:\n  - name: g\n    literals: ['say\"" + canary + "']\n",
 		},
+		"multi-line value printed as a node's contents": {
+			"k/kustomization.yaml": "resources: [s.yaml]\nreplacements:\n  - source: {kind: Secret, name: s, fieldPath: metadata.name}\n" +
+				"    targets:\n      - select: {kind: Secret}\n        fieldPaths: [stringData.pem.sub]\n",
+			"k/s.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData:\n  pem: |\n    -----BEGIN KEY-----\n    " + canary + "\n    -----END KEY-----\n",
+		},
 		"resource without a name holding data": {
 			"k/kustomization.yaml": "resources: [s.yaml]\n",
 			"k/s.yaml":             "apiVersion: v1\nkind: Secret\nmetadata: {labels: {a: b}}\ndata: {token: " + b64 + "}\nstringData: {other: " + canary + "}\n",
@@ -554,6 +559,16 @@ func TestRedact(t *testing.T) {
 			read: map[string][]byte{"kustomization.yaml": []byte("secretGenerator:\n- name: g\n  literals: ['to\"k\\en']\n")},
 			msg:  `accumulateDirectory: "invalid literal source to\"k\\en" and ` + strconv.Quote(strconv.Quote(`to"k\en`)),
 			want: `accumulateDirectory: "invalid literal source [redacted]" and "\"[redacted]\""`,
+		},
+		"a multi-line value, folded line by line into a YAML scalar": {
+			read: map[string][]byte{"s.yaml": []byte("kind: Secret\nstringData:\n  pem: |\n    -----BEGIN KEY-----\n    " + secret + "-one\n    " + secret + "-two\n    -----END KEY-----\n")},
+			msg:  "node contents: '-----BEGIN KEY-----\n\n  " + secret + "-one\n\n  " + secret + "-two\n\n  -----END KEY-----'",
+			want: "node contents: '[redacted]\n\n  [redacted]\n\n  [redacted]\n\n  [redacted]'",
+		},
+		"a value with a quote, in YAML single quotes": {
+			read: map[string][]byte{"s.yaml": []byte("kind: Secret\nstringData: {token: \"it's-" + secret + "\"}\n")},
+			msg:  "node contents: 'it''s-" + secret + "'",
+			want: "node contents: '[redacted]'",
 		},
 		"names and paths are kept": {
 			read: map[string][]byte{"s.yaml": []byte("kind: Secret\nmetadata: {name: token-name}\nstringData: {token: " + secret + "}\n")},
