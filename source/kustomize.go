@@ -934,7 +934,8 @@ const redacted = "[redacted]"
 // and every line (and every value after "=") of the files that are not
 // YAML mappings, such as generators' env files; each in plain and base64
 // form, escaped as %q and YAML's single quotes escape them, and each line
-// of a multi-line value on its own. Values shorter than four bytes are
+// of a multi-line value on its own; and every file read whole, in base64,
+// as a secretGenerator's files: source. Values shorter than four bytes are
 // left, as they would match ordinary words of the message. A byte
 // slice the message prints in Go's decimal form goes too, whatever it
 // holds (see redactByteDumps).
@@ -984,6 +985,12 @@ func redact(msg string, read map[string][]byte) string {
 		}
 	}
 	for _, data := range read {
+		// A secretGenerator's files: source is the value whole, and the
+		// generated Secret holds it in base64, whatever the file holds
+		// (a YAML mapping of credentials too).
+		if len(data) >= 4 {
+			values = append(values, base64.StdEncoding.EncodeToString(data))
+		}
 		dec := yaml.NewDecoder(bytes.NewReader(data))
 		mappings := 0
 		for {

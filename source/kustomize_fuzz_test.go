@@ -19,10 +19,14 @@ import (
 
 // kfuzzCanary is the Secret value planted in the tree FuzzKustomize
 // builds: in a Secret's stringData and (base64) data, in env files for a
-// secretGenerator, and in a component's invalid generator literal. A
-// line of a PEM-like multi-line value holds its middle, "CANARY-0b7e".
-// No diagnostic may hold any of them.
+// secretGenerator (and in a YAML file one takes whole), and in a
+// component's invalid generator literal. A line of a PEM-like multi-line
+// value holds its middle, "CANARY-0b7e". No diagnostic may hold any of
+// them.
 const kfuzzCanary = "kfz-CANARY-0b7e4f1d9a"
+
+// kfuzzCredsFile is a file a secretGenerator may take whole as a value.
+const kfuzzCredsFile = "password: " + kfuzzCanary + "\n"
 
 // kfuzzLoopback in a fuzzed file stands for the address of a loopback
 // listener that counts connections: a remote base pointed there would be
@@ -129,6 +133,9 @@ patches:
 `,
 		"k/hosts.json6902.yaml": "- op: replace\n  path: /spec/hosts/0\n  value: api.github.example\n",
 		"k/app.env":             "token=" + kfuzzCanary + "\nuser=bot\n",
+		// A secretGenerator's files: source, a YAML mapping whose whole
+		// content (in base64) is the Secret value.
+		"k/creds.yaml": kfuzzCredsFile,
 		// kustomize's error about a line that is not UTF-8 quotes the line.
 		"k/invalid.env": "token=" + kfuzzCanary + "\xff\n",
 	}
@@ -324,6 +331,13 @@ func kfuzzSeeds() []kfuzzSeed {
 			patch:    strategic,
 		},
 		{
+			name: "generator file source printed in base64",
+			kust: "secretGenerator:\n  - name: g\n    options: {disableNameSuffixHash: true}\n    files: [creds=creds.yaml]\n" +
+				"replacements:\n  - source: {kind: Secret, name: g, fieldPath: metadata.name}\n    targets:\n      - select: {kind: Secret}\n        fieldPaths: [data.creds.sub]\n",
+			resource: connection,
+			patch:    strategic,
+		},
+		{
 			name:     "not a mapping",
 			kust:     "- resources\n",
 			resource: "- a\n",
@@ -374,7 +388,8 @@ func FuzzKustomize(f *testing.F) {
 	// hex.
 	fragment := []byte("CANARY-0b7e")
 	canaryForms := []string{kfuzzCanary, b64Canary, string(fragment), b64Canary[:16],
-		strings.Trim(fmt.Sprint(fragment), "[]"), fmt.Sprintf("%x", fragment)}
+		strings.Trim(fmt.Sprint(fragment), "[]"), fmt.Sprintf("%x", fragment),
+		base64.StdEncoding.EncodeToString([]byte(kfuzzCredsFile))}
 
 	// The fixed tree is written once (per fuzzing process); each input
 	// overwrites the three files it owns. Were Load to write anywhere in

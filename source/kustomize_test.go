@@ -446,6 +446,11 @@ func TestKustomizeErrorsNeverQuoteSecrets(t *testing.T) {
 				"    targets:\n      - select: {kind: Secret}\n        fieldPaths: [stringData.pem.sub]\n",
 			"k/s.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData:\n  pem: |\n    -----BEGIN KEY-----\n    " + canary + "\n    -----END KEY-----\n",
 		},
+		"generator file source that is a YAML mapping, printed in base64": {
+			"k/kustomization.yaml": "secretGenerator:\n  - name: g\n    options: {disableNameSuffixHash: true}\n    files: [creds=creds.yaml]\n" +
+				"replacements:\n  - source: {kind: Secret, name: g, fieldPath: metadata.name}\n    targets:\n      - select: {kind: Secret}\n        fieldPaths: [data.creds.sub]\n",
+			"k/creds.yaml": "password: " + canary + "\n",
+		},
 		"resource without a name holding data": {
 			"k/kustomization.yaml": "resources: [s.yaml]\n",
 			"k/s.yaml":             "apiVersion: v1\nkind: Secret\nmetadata: {labels: {a: b}}\ndata: {token: " + b64 + "}\nstringData: {other: " + canary + "}\n",
@@ -463,7 +468,8 @@ func TestKustomizeErrorsNeverQuoteSecrets(t *testing.T) {
 				t.Fatal("the build was expected to fail")
 			}
 			for _, d := range ds {
-				for _, form := range []string{canary, b64, canary[:12], strings.Trim(fmt.Sprint([]byte(canary[:12])), "[]")} {
+				for _, form := range []string{canary, b64, canary[:12], strings.Trim(fmt.Sprint([]byte(canary[:12])), "[]"),
+					base64.StdEncoding.EncodeToString([]byte("password: " + canary + "\n"))} {
 					if strings.Contains(d.String(), form) {
 						t.Errorf("diagnostic quotes the canary (%q): %s", form, d)
 					}
@@ -569,6 +575,11 @@ func TestRedact(t *testing.T) {
 			read: map[string][]byte{"s.yaml": []byte("kind: Secret\nstringData: {token: \"it's-" + secret + "\"}\n")},
 			msg:  "node contents: 'it''s-" + secret + "'",
 			want: "node contents: '[redacted]'",
+		},
+		"a generator's file source, whole in base64": {
+			read: map[string][]byte{"creds.yaml": []byte("password: " + secret + "\n")},
+			msg:  "node contents: " + base64.StdEncoding.EncodeToString([]byte("password: "+secret+"\n")),
+			want: "node contents: [redacted]",
 		},
 		"names and paths are kept": {
 			read: map[string][]byte{"s.yaml": []byte("kind: Secret\nmetadata: {name: token-name}\nstringData: {token: " + secret + "}\n")},
