@@ -931,14 +931,14 @@ const redacted = "[redacted]"
 // secretGenerator literal is quoted whole), and no output of keyhole may
 // hold a Secret value. The values are those of data, stringData and
 // encryptedData fields and of generator literals in the YAML files read,
-// and every line (and every value after "=") of the files that are not
-// YAML mappings, such as generators' env files; each in plain and base64
-// form, escaped as %q and YAML's single quotes escape them, and each line
-// of a multi-line value on its own; and every file read whole, in base64,
-// as a secretGenerator's files: source. Values shorter than four bytes are
-// left, as they would match ordinary words of the message. A byte
-// slice the message prints in Go's decimal form goes too, whatever it
-// holds (see redactByteDumps).
+// every line (and every value after "=") of the files that are not YAML
+// mappings, such as generators' env files, and every file read whole (a
+// generator's files: source). Each is matched in plain and base64 form,
+// escaped as %q and YAML's single quotes escape it, without the quotes a
+// literal may wrap it in, and line by line when it has several lines.
+// Values shorter than four bytes are left, as they would match ordinary
+// words of the message. A byte slice the message prints in Go's decimal
+// form goes too, whatever it holds (see redactByteDumps).
 func redact(msg string, read map[string][]byte) string {
 	msg = redactByteDumps(msg)
 	var values []string
@@ -955,6 +955,11 @@ func redact(msg string, read map[string][]byte) string {
 			for line := range strings.SplitSeq(v, "\n") {
 				add(line)
 			}
+		}
+		// kustomize takes a generator literal's value out of the quotes
+		// around it (key="value"), and stores that.
+		if len(v) > 2 && v[0] == v[len(v)-1] && (v[0] == '"' || v[0] == '\'') {
+			add(v[1 : len(v)-1])
 		}
 		// YAML's single-quoted form doubles a quote.
 		if strings.Contains(v, "'") {

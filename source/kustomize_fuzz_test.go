@@ -19,14 +19,17 @@ import (
 
 // kfuzzCanary is the Secret value planted in the tree FuzzKustomize
 // builds: in a Secret's stringData and (base64) data, in env files for a
-// secretGenerator (and in a YAML file one takes whole), and in a
-// component's invalid generator literal. A line of a PEM-like multi-line
+// secretGenerator (and in a YAML file one takes whole), and in
+// components' generator literals. A line of a PEM-like multi-line
 // value holds its middle, "CANARY-0b7e". No diagnostic may hold any of
 // them.
 const kfuzzCanary = "kfz-CANARY-0b7e4f1d9a"
 
 // kfuzzCredsFile is a file a secretGenerator may take whole as a value.
 const kfuzzCredsFile = "password: " + kfuzzCanary + "\n"
+
+// kfuzzQuotedLiteral is a generator literal's value, written in quotes.
+const kfuzzQuotedLiteral = "quoted-CANARY-0b7e-literal"
 
 // kfuzzLoopback in a fuzzed file stands for the address of a loopback
 // listener that counts connections: a remote base pointed there would be
@@ -40,7 +43,7 @@ const kfuzzTimeout = 5 * time.Second
 // kfuzzTree is the fixed part of the tree FuzzKustomize builds: a base
 // like examples/kustomize-overlay's (a Connection, a SealedSecret, a
 // SandboxClass, an AgentRuntime) plus a Secret and a generator, a base of
-// that base, two components, and files the fuzzed overlay k/ may name. The
+// that base, three components, and files the fuzzed overlay k/ may name. The
 // fuzzer writes k/kustomization.yaml, k/resource.yaml and k/patch.yaml.
 func kfuzzTree() map[string]string {
 	b64 := base64.StdEncoding.EncodeToString([]byte(kfuzzCanary))
@@ -133,6 +136,9 @@ patches:
 `,
 		"k/hosts.json6902.yaml": "- op: replace\n  path: /spec/hosts/0\n  value: api.github.example\n",
 		"k/app.env":             "token=" + kfuzzCanary + "\nuser=bot\n",
+		// A component whose literal kustomize stores without its quotes.
+		"lcomp/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nsecretGenerator:\n  - name: l\n" +
+			"    options: {disableNameSuffixHash: true}\n    literals: ['pass=\"" + kfuzzQuotedLiteral + "\"']\n",
 		// A secretGenerator's files: source, a YAML mapping whose whole
 		// content (in base64) is the Secret value.
 		"k/creds.yaml": kfuzzCredsFile,
@@ -338,6 +344,13 @@ func kfuzzSeeds() []kfuzzSeed {
 			patch:    strategic,
 		},
 		{
+			name: "quoted literal printed in base64",
+			kust: "resources: [resource.yaml]\ncomponents: [../lcomp]\n" +
+				"replacements:\n  - source: {kind: Secret, name: l, fieldPath: metadata.name}\n    targets:\n      - select: {kind: Secret}\n        fieldPaths: [data.pass.sub]\n",
+			resource: connection,
+			patch:    strategic,
+		},
+		{
 			name:     "not a mapping",
 			kust:     "- resources\n",
 			resource: "- a\n",
@@ -389,7 +402,7 @@ func FuzzKustomize(f *testing.F) {
 	fragment := []byte("CANARY-0b7e")
 	canaryForms := []string{kfuzzCanary, b64Canary, string(fragment), b64Canary[:16],
 		strings.Trim(fmt.Sprint(fragment), "[]"), fmt.Sprintf("%x", fragment),
-		base64.StdEncoding.EncodeToString([]byte(kfuzzCredsFile))}
+		base64.StdEncoding.EncodeToString([]byte(kfuzzCredsFile)), base64.StdEncoding.EncodeToString([]byte(kfuzzQuotedLiteral))}
 
 	// The fixed tree is written once (per fuzzing process); each input
 	// overwrites the three files it owns. Were Load to write anywhere in

@@ -451,6 +451,10 @@ func TestKustomizeErrorsNeverQuoteSecrets(t *testing.T) {
 				"replacements:\n  - source: {kind: Secret, name: g, fieldPath: metadata.name}\n    targets:\n      - select: {kind: Secret}\n        fieldPaths: [data.creds.sub]\n",
 			"k/creds.yaml": "password: " + canary + "\n",
 		},
+		"quoted literal, printed unquoted in base64": {
+			"k/kustomization.yaml": "secretGenerator:\n  - name: g\n    options: {disableNameSuffixHash: true}\n    literals: ['creds=\"" + canary + "\"']\n" +
+				"replacements:\n  - source: {kind: Secret, name: g, fieldPath: metadata.name}\n    targets:\n      - select: {kind: Secret}\n        fieldPaths: [data.creds.sub]\n",
+		},
 		"resource without a name holding data": {
 			"k/kustomization.yaml": "resources: [s.yaml]\n",
 			"k/s.yaml":             "apiVersion: v1\nkind: Secret\nmetadata: {labels: {a: b}}\ndata: {token: " + b64 + "}\nstringData: {other: " + canary + "}\n",
@@ -580,6 +584,10 @@ func TestRedact(t *testing.T) {
 			read: map[string][]byte{"creds.yaml": []byte("password: " + secret + "\n")},
 			msg:  "node contents: " + base64.StdEncoding.EncodeToString([]byte("password: "+secret+"\n")),
 			want: "node contents: [redacted]",
+		},
+		"a quoted literal, as kustomize stores it": {
+			read: map[string][]byte{"kustomization.yaml": []byte("secretGenerator:\n- name: g\n  literals: ['k=\"" + secret + "\"']\n")},
+			msg:  "node contents: " + b64, want: "node contents: [redacted]",
 		},
 		"names and paths are kept": {
 			read: map[string][]byte{"s.yaml": []byte("kind: Secret\nmetadata: {name: token-name}\nstringData: {token: " + secret + "}\n")},
