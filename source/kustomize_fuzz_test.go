@@ -501,7 +501,10 @@ func kfuzzLoad(t *testing.T, dir string) kfuzzResult {
 			done <- o
 		}()
 		docs, ds, err := Load([]string{"k"}, Options{Dir: dir, Stdin: strings.NewReader(""), MaxFileSize: 1 << 20})
-		o.err = err
+		if err != nil {
+			o.err = fmt.Errorf("Load: %w", err)
+			return
+		}
 		for _, d := range ds {
 			o.res.messages = append(o.res.messages, d.String())
 			o.res.positions = append(o.res.positions, kfuzzPos{what: "diagnostic " + d.String(), file: d.Pos.File, line: d.Pos.Line, col: d.Pos.Column})
@@ -520,7 +523,8 @@ func kfuzzLoad(t *testing.T, dir string) kfuzzResult {
 			walk(d.Node)
 			y, err := yaml.Marshal(d.Node)
 			if err != nil {
-				panic(err)
+				o.err = fmt.Errorf("a built document does not marshal: %w", err)
+				return
 			}
 			o.res.docs = append(o.res.docs, d.File+" @"+d.Pos.String()+"\n"+string(y))
 		}
@@ -531,7 +535,7 @@ func kfuzzLoad(t *testing.T, dir string) kfuzzResult {
 			t.Fatalf("Load panicked: %v", o.panic)
 		}
 		if o.err != nil {
-			t.Fatalf("Load: %v", o.err)
+			t.Fatal(o.err)
 		}
 		return o.res
 	case <-time.After(kfuzzTimeout):
