@@ -931,18 +931,52 @@ const redacted = "[redacted]"
 // secretGenerator literal is quoted whole), and no output of keyhole may
 // hold a Secret value. The values are those of data, stringData and
 // encryptedData fields and of generator literals in the YAML files read,
-// and every line (and every value after "=") of the files that are not
-// YAML mappings, such as generators' env files; each in plain and base64
-// form. Values shorter than four bytes are left, as they would match
-// ordinary words of the message.
+// every line (and every value after "=") of the files that are not YAML
+// mappings, such as generators' env files, and every file read whole (a
+// generator's files: source). Each is matched in plain and base64 form,
+// escaped as %q and YAML's single quotes escape it, without the quotes a
+// literal may wrap it in, and line by line when it has several lines.
+// Values shorter than four bytes are left, as they would match ordinary
+// words of the message. A byte slice the message prints in Go's decimal
+// form goes too, whatever it holds (see redactByteDumps).
 func redact(msg string, read map[string][]byte) string {
+	msg = redactByteDumps(msg)
 	var values []string
-	add := func(v string) {
+	var add func(v string)
+	add = func(v string) {
 		v = strings.TrimSpace(v)
 		if len(v) < 4 {
 			return
 		}
+		// An error that prints a node as YAML folds a multi-line value
+		// (a PEM key) into a block or quoted scalar, one line apart from
+		// the next: each line is a value too.
+		if strings.Contains(v, "\n") {
+			for line := range strings.SplitSeq(v, "\n") {
+				add(line)
+			}
+		}
+		// kustomize takes a generator literal's value out of the quotes
+		// around it (key="value"), and stores that.
+		if len(v) > 2 && v[0] == v[len(v)-1] && (v[0] == '"' || v[0] == '\'') {
+			add(v[1 : len(v)-1])
+		}
+		// YAML's single-quoted form doubles a quote.
+		if strings.Contains(v, "'") {
+			values = append(values, strings.ReplaceAll(v, "'", "''"))
+		}
 		values = append(values, v, base64.StdEncoding.EncodeToString([]byte(v)))
+		// kustomize wraps some errors with %q, once or twice over: a
+		// value with a quote, a backslash or a control character is then
+		// in the message escaped.
+		for q, i := v, 0; i < 2; i++ {
+			next := quoted(q)
+			if next == q {
+				break
+			}
+			values = append(values, next)
+			q = next
+		}
 		if b, err := base64.StdEncoding.DecodeString(v); err == nil && len(b) >= 4 {
 			values = append(values, string(b))
 		}
@@ -956,6 +990,12 @@ func redact(msg string, read map[string][]byte) string {
 		}
 	}
 	for _, data := range read {
+		// A secretGenerator's files: source is the value whole, and the
+		// generated Secret holds it in base64, whatever the file holds
+		// (a YAML mapping of credentials too).
+		if len(data) >= 4 {
+			values = append(values, base64.StdEncoding.EncodeToString(data))
+		}
 		dec := yaml.NewDecoder(bytes.NewReader(data))
 		mappings := 0
 		for {
@@ -979,6 +1019,60 @@ func redact(msg string, read map[string][]byte) string {
 		msg = strings.ReplaceAll(msg, v, redacted)
 	}
 	return msg
+}
+
+// quoted is s as %q writes it, without the enclosing quotes.
+func quoted(s string) string {
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
+}
+
+// redactByteDumps replaces each byte slice that msg prints as Go's %v
+// does, "[116 111 107 ...]", with redacted. kustomize prints an env file's
+// line that way when it is not UTF-8, and the line holds a Secret value in
+// a form that no plain or base64 match finds. Three numbers or fewer are
+// kept: like short values, they are more likely indices than a secret.
+func redactByteDumps(msg string) string {
+	var out strings.Builder
+	for {
+		open := strings.IndexByte(msg, '[')
+		if open < 0 {
+			break
+		}
+		end := strings.IndexByte(msg[open:], ']')
+		if end < 0 {
+			break
+		}
+		if isByteDump(msg[open+1 : open+end]) {
+			out.WriteString(msg[:open])
+			out.WriteString(redacted)
+			msg = msg[open+end+1:]
+			continue
+		}
+		out.WriteString(msg[:open+1])
+		msg = msg[open+1:]
+	}
+	out.WriteString(msg)
+	return out.String()
+}
+
+// isByteDump reports whether s is four or more decimal numbers of 0 to
+// 255 separated by single spaces: the inside of a printed []byte.
+func isByteDump(s string) bool {
+	fields := strings.Split(s, " ")
+	if len(fields) < 4 {
+		return false
+	}
+	for _, f := range fields {
+		if len(f) == 0 || len(f) > 3 {
+			return false
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 || n > 255 || f[0] == '+' || f[0] == '-' {
+			return false
+		}
+	}
+	return true
 }
 
 // secretScalars calls add with every scalar under a data, stringData,

@@ -3,9 +3,11 @@ package source
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -431,6 +433,28 @@ func TestKustomizeErrorsNeverQuoteSecrets(t *testing.T) {
 			"k/kustomization.yaml": "secretGenerator:\n  - name: g\n    envs: [e.env]\n    literals: [x]\n",
 			"k/e.env":              "=" + canary + "\n",
 		},
+		"env file line that is not UTF-8 (printed as bytes)": {
+			"k/kustomization.yaml": "secretGenerator:\n  - name: g\n    envs: [e.env]\n",
+			"k/e.env":              "token=" + canary + "\xff\n",
+		},
+		"literal with a quote, in a component (quoted again by %q)": {
+			"k/kustomization.yaml": "components: [../c]\n",
+			"c/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nsecretGenerator:\n  - name: g\n    literals: ['say\"" + canary + "']\n",
+		},
+		"multi-line value printed as a node's contents": {
+			"k/kustomization.yaml": "resources: [s.yaml]\nreplacements:\n  - source: {kind: Secret, name: s, fieldPath: metadata.name}\n" +
+				"    targets:\n      - select: {kind: Secret}\n        fieldPaths: [stringData.pem.sub]\n",
+			"k/s.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData:\n  pem: |\n    -----BEGIN KEY-----\n    " + canary + "\n    -----END KEY-----\n",
+		},
+		"generator file source that is a YAML mapping, printed in base64": {
+			"k/kustomization.yaml": "secretGenerator:\n  - name: g\n    options: {disableNameSuffixHash: true}\n    files: [creds=creds.yaml]\n" +
+				"replacements:\n  - source: {kind: Secret, name: g, fieldPath: metadata.name}\n    targets:\n      - select: {kind: Secret}\n        fieldPaths: [data.creds.sub]\n",
+			"k/creds.yaml": "password: " + canary + "\n",
+		},
+		"quoted literal, printed unquoted in base64": {
+			"k/kustomization.yaml": "secretGenerator:\n  - name: g\n    options: {disableNameSuffixHash: true}\n    literals: ['creds=\"" + canary + "\"']\n" +
+				"replacements:\n  - source: {kind: Secret, name: g, fieldPath: metadata.name}\n    targets:\n      - select: {kind: Secret}\n        fieldPaths: [data.creds.sub]\n",
+		},
 		"resource without a name holding data": {
 			"k/kustomization.yaml": "resources: [s.yaml]\n",
 			"k/s.yaml":             "apiVersion: v1\nkind: Secret\nmetadata: {labels: {a: b}}\ndata: {token: " + b64 + "}\nstringData: {other: " + canary + "}\n",
@@ -448,7 +472,8 @@ func TestKustomizeErrorsNeverQuoteSecrets(t *testing.T) {
 				t.Fatal("the build was expected to fail")
 			}
 			for _, d := range ds {
-				for _, form := range []string{canary, b64, canary[:12]} {
+				for _, form := range []string{canary, b64, canary[:12], strings.Trim(fmt.Sprint([]byte(canary[:12])), "[]"),
+					base64.StdEncoding.EncodeToString([]byte("password: " + canary + "\n"))} {
 					if strings.Contains(d.String(), form) {
 						t.Errorf("diagnostic quotes the canary (%q): %s", form, d)
 					}
@@ -526,6 +551,43 @@ func TestRedact(t *testing.T) {
 		"env file line": {
 			read: map[string][]byte{"e.env": []byte("TOKEN=" + secret + "\n")},
 			msg:  "line TOKEN=" + secret, want: "line [redacted]",
+		},
+		"an env line printed as bytes": {
+			read: map[string][]byte{"e.env": []byte("T=" + secret + "\xff\n")},
+			msg:  "line [84 61 115 51 99 114 51 116 255] has invalid utf8 bytes : [redacted]",
+			want: "line [redacted] has invalid utf8 bytes : [redacted]",
+		},
+		"any byte dump, even of no file read": {
+			msg:  "[[1 2 3 4]] and [10 200 255 0 7]",
+			want: "[[redacted]] and [redacted]",
+		},
+		"short lists, numbers past a byte and words are kept": {
+			msg:  "index [1 2 3], [256 1 2 3], [1  2 3 4], [+1 2 3 4], [a b c d], [] [",
+			want: "index [1 2 3], [256 1 2 3], [1  2 3 4], [+1 2 3 4], [a b c d], [] [",
+		},
+		"a literal escaped by %q, once and twice": {
+			read: map[string][]byte{"kustomization.yaml": []byte("secretGenerator:\n- name: g\n  literals: ['to\"k\\en']\n")},
+			msg:  `accumulateDirectory: "invalid literal source to\"k\\en" and ` + strconv.Quote(strconv.Quote(`to"k\en`)),
+			want: `accumulateDirectory: "invalid literal source [redacted]" and "\"[redacted]\""`,
+		},
+		"a multi-line value, folded line by line into a YAML scalar": {
+			read: map[string][]byte{"s.yaml": []byte("kind: Secret\nstringData:\n  pem: |\n    -----BEGIN KEY-----\n    " + secret + "-one\n    " + secret + "-two\n    -----END KEY-----\n")},
+			msg:  "node contents: '-----BEGIN KEY-----\n\n  " + secret + "-one\n\n  " + secret + "-two\n\n  -----END KEY-----'",
+			want: "node contents: '[redacted]\n\n  [redacted]\n\n  [redacted]\n\n  [redacted]'",
+		},
+		"a value with a quote, in YAML single quotes": {
+			read: map[string][]byte{"s.yaml": []byte("kind: Secret\nstringData: {token: \"it's-" + secret + "\"}\n")},
+			msg:  "node contents: 'it''s-" + secret + "'",
+			want: "node contents: '[redacted]'",
+		},
+		"a generator's file source, whole in base64": {
+			read: map[string][]byte{"creds.yaml": []byte("password: " + secret + "\n")},
+			msg:  "node contents: " + base64.StdEncoding.EncodeToString([]byte("password: "+secret+"\n")),
+			want: "node contents: [redacted]",
+		},
+		"a quoted literal, as kustomize stores it": {
+			read: map[string][]byte{"kustomization.yaml": []byte("secretGenerator:\n- name: g\n  literals: ['k=\"" + secret + "\"']\n")},
+			msg:  "node contents: " + b64, want: "node contents: [redacted]",
 		},
 		"names and paths are kept": {
 			read: map[string][]byte{"s.yaml": []byte("kind: Secret\nmetadata: {name: token-name}\nstringData: {token: " + secret + "}\n")},
