@@ -197,6 +197,8 @@ type metadataFS struct {
 	// kustomization naming one fails to read and refused records it.
 	allowRemote bool
 	refused     *remoteRefused
+	// budget counts the objects the build has read (kustomize_budget.go).
+	budget *buildBudget
 }
 
 // ReadFile adds the build metadata to the root kustomization file, and
@@ -216,6 +218,9 @@ func (f metadataFS) ReadFile(path string) ([]byte, error) {
 		if _, ds := Parse(path, data); slices.ContainsFunc(ds, func(d diag.Diagnostic) bool { return d.Code == CodeYAMLAliasLimit }) {
 			return nil, fmt.Errorf("'%s': YAML aliases expand past keyhole's limit (a \"billion laughs\" document?); not handed to kustomize", path)
 		}
+	}
+	if err := f.budget.spend(path, data); err != nil {
+		return nil, err
 	}
 	f.read[path] = data
 	if !f.allowRemote && isKustomizationName(filepath.Base(path)) {
@@ -287,7 +292,7 @@ func runKustomize(fsys fileSystem, dir string, maxSize int64, allowRemote bool) 
 		return nil, nil, err
 	}
 	read = map[string][]byte{}
-	mfs := metadataFS{FileSystem: fs, fsys: fsys, maxSize: maxSize, read: read, allowRemote: allowRemote, refused: &remoteRefused{}}
+	mfs := metadataFS{FileSystem: fs, fsys: fsys, maxSize: maxSize, read: read, allowRemote: allowRemote, refused: &remoteRefused{}, budget: &buildBudget{}}
 	roots := []string{dir}
 	if cd, _, err := fs.CleanedAbs(dir); err == nil {
 		roots = append(roots, string(cd))
@@ -425,6 +430,10 @@ type build struct {
 type parsedFile struct {
 	name string
 	docs []Document
+	// byName and byKind index docs for bestMatch, built on first use.
+	byName map[[2]string][]int // kind and name → indices
+	byKind map[string][]int
+	names  []string // metadata.name of each doc
 }
 
 // kustPatches holds what a kustomization file patches from files, for
@@ -491,7 +500,7 @@ func (b *build) document(r *resource.Resource) (Document, error) {
 		abs := filepath.Join(b.root, filepath.FromSlash(origin.Path))
 		f := b.source(abs)
 		doc.File = f.name
-		src := bestMatch(node, f.docs)
+		src := f.bestMatch(node)
 		if src == nil {
 			note := fmt.Sprintf(kustomizeNoteSetBy, b.noteFiles(transformedIn))
 			b.placeAll(&doc, node, diag.Pos{File: f.name, Line: 1, Column: 1}, note)
@@ -742,20 +751,52 @@ func pointer(p string) ([]string, bool) {
 }
 
 // bestMatch picks the document of a source file that a built object came
-// from: kustomize's origin names the file but not the document. The
-// candidate of the same kind that shares the most field values with the
-// built object wins, the earliest on a tie.
-func bestMatch(built *yaml.Node, docs []Document) *Document {
+// from: kustomize's origin names the file but not the document. Among the
+// candidates, the one that shares the most field values with the built
+// object wins, the earliest on a tie. The candidates are the documents of
+// the same kind and name; else those whose name the built name contains
+// (a namePrefix or nameSuffix); else every document of the same kind.
+// Narrowing by name first keeps a file of thousands of documents from
+// costing thousands of tree comparisons per built object.
+func (f *parsedFile) bestMatch(built *yaml.Node) *Document {
+	if f.byKind == nil {
+		f.byName, f.byKind = map[[2]string][]int{}, map[string][]int{}
+		f.names = make([]string, len(f.docs))
+		for i := range f.docs {
+			kind := stringField(f.docs[i].Node, "kind")
+			f.names[i] = stringField(Lookup(f.docs[i].Node, "metadata"), "name")
+			f.byName[[2]string{kind, f.names[i]}] = append(f.byName[[2]string{kind, f.names[i]}], i)
+			f.byKind[kind] = append(f.byKind[kind], i)
+		}
+	}
 	kind := stringField(built, "kind")
+	name := stringField(Lookup(built, "metadata"), "name")
+	if idx := f.byName[[2]string{kind, name}]; len(idx) > 0 && name != "" {
+		return f.best(built, idx)
+	}
+	var within []int
+	for _, i := range f.byKind[kind] {
+		if n := f.names[i]; n != "" && strings.Contains(name, n) {
+			within = append(within, i)
+		}
+	}
+	if len(within) > 0 {
+		// On a tie the longest name wins: prod-cm-12 came from cm-12,
+		// not cm-1.
+		slices.SortStableFunc(within, func(a, b int) int { return len(f.names[b]) - len(f.names[a]) })
+		return f.best(built, within)
+	}
+	return f.best(built, f.byKind[kind])
+}
+
+// best returns the document among idx sharing the most field values with
+// built, the first in idx on a tie; nil when idx is empty.
+func (f *parsedFile) best(built *yaml.Node, idx []int) *Document {
 	var best *Document
 	bestScore := -1
-	for i := range docs {
-		d := &docs[i]
-		if stringField(d.Node, "kind") != kind {
-			continue
-		}
-		if s := shared(built, d.Node); s > bestScore {
-			best, bestScore = d, s
+	for _, i := range idx {
+		if s := shared(built, f.docs[i].Node); s > bestScore {
+			best, bestScore = &f.docs[i], s
 		}
 	}
 	return best

@@ -1,0 +1,128 @@
+package source
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestKustomizeBudget checks that a build past one of the limits is
+// refused before kustomize works on it, with a message that says which
+// limit, and that a build under them is built.
+func TestKustomizeBudget(t *testing.T) {
+	configMaps := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%d\ndata:\n  a: b\n", i)
+		}
+		return b.String()
+	}
+	bigMapping := func(keys int) string {
+		var b strings.Builder
+		b.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\ndata:\n")
+		for i := range keys {
+			fmt.Fprintf(&b, "  k%d: v\n", i)
+		}
+		return b.String()
+	}
+	envLines := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "K%d=v\n", i)
+		}
+		return b.String()
+	}
+	half := MaxKustomizeObjects / 2
+	tests := map[string]struct {
+		files map[string]string
+		msg   string // the refusal's message part; "" means it builds
+	}{
+		"objects over the limit in one file": {
+			files: map[string]string{"k/kustomization.yaml": "resources: [r.yaml]\n", "k/r.yaml": configMaps(MaxKustomizeObjects + 1)},
+			msg:   fmt.Sprintf("the build has read %d objects; keyhole builds at most %d objects", MaxKustomizeObjects+1, MaxKustomizeObjects),
+		},
+		"objects over the limit across a base": {
+			files: map[string]string{
+				"k/kustomization.yaml":    "resources: [r.yaml, ../base]\n",
+				"k/r.yaml":                configMaps(half + 1),
+				"base/kustomization.yaml": "resources: [r.yaml]\nnamePrefix: base-\n",
+				"base/r.yaml":             configMaps(half),
+			},
+			msg: fmt.Sprintf("keyhole builds at most %d objects in one kustomization", MaxKustomizeObjects),
+		},
+		"a mapping over the key limit": {
+			files: map[string]string{"k/kustomization.yaml": "resources: [r.yaml]\n", "k/r.yaml": bigMapping(MaxKustomizeMappingKeys + 1)},
+			msg:   fmt.Sprintf("a mapping with %d keys; keyhole hands kustomize at most %d keys", MaxKustomizeMappingKeys+1, MaxKustomizeMappingKeys),
+		},
+		"an env file over the line limit": {
+			files: map[string]string{"k/kustomization.yaml": "configMapGenerator:\n- name: env\n  envs: [e.env]\n", "k/e.env": envLines(MaxKustomizeTextLines + 1)},
+			msg:   fmt.Sprintf("%d lines; keyhole hands kustomize at most %d lines", MaxKustomizeTextLines+1, MaxKustomizeTextLines),
+		},
+		"under every limit": {
+			files: map[string]string{
+				"k/kustomization.yaml": "resources: [r.yaml]\nconfigMapGenerator:\n- name: env\n  envs: [e.env]\n",
+				"k/r.yaml":             configMaps(200) + "---\n" + bigMapping(500),
+				"k/e.env":              envLines(500),
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFiles(t, dir, tc.files)
+			docs, diags, err := Load([]string{"k"}, Options{Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.msg == "" {
+				if len(diags) != 0 || len(docs) != 202 {
+					t.Fatalf("%d documents, diagnostics %v; want 202 and none", len(docs), diags)
+				}
+				return
+			}
+			if len(docs) != 0 || len(diags) != 1 || diags[0].Code != CodeKustomizeBuildFailed || !strings.Contains(diags[0].Message, tc.msg) {
+				t.Fatalf("%d documents, diagnostics %v; want one %s saying %q", len(docs), diags, CodeKustomizeBuildFailed, tc.msg)
+			}
+		})
+	}
+}
+
+func TestMeasureYAML(t *testing.T) {
+	lineTests := map[string]struct {
+		in   string
+		want int
+	}{
+		"ending in a newline": {in: "a\nb\n", want: 2},
+		"without one":         {in: "a\nb", want: 2},
+		"empty":               {in: "", want: 0},
+		"one blank line":      {in: "\n", want: 1},
+	}
+	for name, tc := range lineTests {
+		t.Run("lines/"+name, func(t *testing.T) {
+			if got := countLines([]byte(tc.in)); got != tc.want {
+				t.Fatalf("countLines(%q) = %d, want %d", tc.in, got, tc.want)
+			}
+		})
+	}
+	tests := map[string]struct {
+		in            string
+		objects, keys int
+		ok            bool
+	}{
+		"two documents":      {in: "a: 1\nb: 2\n---\nc: {d: 1, e: 2, f: 3}\n", objects: 2, keys: 3, ok: true},
+		"a List":             {in: "kind: List\nitems:\n- {a: 1}\n- {b: 1}\n", objects: 3, keys: 2, ok: true},
+		"a top-level list":   {in: "- {a: 1}\n- {b: 1}\n- c\n", objects: 3, keys: 1, ok: true},
+		"env file":           {in: "A=1\nB=2\n", ok: false},
+		"not YAML":           {in: "a: [\n", ok: false},
+		"empty":              {in: "", ok: false},
+		"aliases not walked": {in: "a: &x {k1: 1, k2: 2}\nb: *x\nc: *x\n", objects: 1, keys: 3, ok: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			objects, keys, ok := measureYAML([]byte(tc.in))
+			if objects != tc.objects || keys != tc.keys || ok != tc.ok {
+				t.Fatalf("measureYAML = %d, %d, %v; want %d, %d, %v", objects, keys, ok, tc.objects, tc.keys, tc.ok)
+			}
+		})
+	}
+}
