@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"keyhole.dev/keyhole/diag"
@@ -65,8 +66,9 @@ func table() []Check {
 	}
 	return append(loader, []Check{
 		{Code: codeKustomizeBuildFailed, Severity: diag.Error,
-			Purpose: "A kustomize directory does not build: a missing resource or patch, an invalid kustomization, a patch that matches nothing, or more than keyhole hands kustomize in one build (3,000 objects, 20,000 keys in one mapping, 20,000 lines of an env file), since kustomize's time grows with the square of those.",
-			Help:    "Run `kubectl kustomize` on the directory to see the same failure, and fix the kustomization at the position given; split a kustomization past the limits."},
+			Purpose: fmt.Sprintf("A kustomize directory does not build: a missing resource or patch, an invalid kustomization, a patch that matches nothing, or more than keyhole hands kustomize in one build (%d objects, %d keys in one mapping, %d lines of an env file), since kustomize's time grows with the square of those.",
+				source.MaxKustomizeObjects, source.MaxKustomizeMappingKeys, source.MaxKustomizeTextLines),
+			Help: "Run `kubectl kustomize` on the directory to see the same failure, and fix the kustomization at the position given; split a kustomization past the limits."},
 		{Code: codeKustomizeRemoteBase, Severity: diag.Error,
 			Purpose: "A kustomization (or one of its bases) names a remote base: a git repository or an HTTP URL. keyhole fetches nothing by default, so a check never runs a clone or a request that a pull request chose, and gives the same answer tomorrow; the kustomization is not built.",
 			Help:    "Vendor the base into the repository, or pass `--allow-remote-bases` to let kustomize fetch it as `kubectl kustomize` does."},
