@@ -1,8 +1,10 @@
 package proxycmd
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -174,5 +176,60 @@ func TestExitCodes(t *testing.T) {
 				t.Errorf("stderr %q lacks %q", stderr.String(), tc.msg)
 			}
 		})
+	}
+}
+
+// TestRunFlushesLogOnShutdown checks the batched log end to end: with a
+// long flush interval a request line waits in the buffer, and a shutdown
+// writes it, before the "stopped" line.
+func TestRunFlushesLogOnShutdown(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "proxy.json")
+	os.WriteFile(cfg, []byte(`{"apiVersion":"proxy.keyhole.dev/v1alpha1","kind":"ProxyConfig","sandbox":{"name":"s"},"passthrough":["pypi.org"]}`), 0o600)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuf
+	listen := make(chan net.Addr, 1)
+	code := make(chan int, 1)
+	go func() {
+		code <- run(ctx, []string{"--config", cfg, "--listen", "127.0.0.1:0", "--admin-listen", "", "--log-flush-interval", "1h"}, &stdout, &stderr,
+			func(l, _ net.Addr) { listen <- l })
+	}()
+	var addr net.Addr
+	select {
+	case addr = <-listen:
+	case c := <-code:
+		t.Fatalf("exited %d: %s", c, stderr.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("did not start")
+	}
+	// A CONNECT to a host the config does not allow: refused, and logged.
+	conn, err := net.Dial("tcp", addr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	conn.Close()
+	if err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("CONNECT to a host not allowed: %v, %v", resp, err)
+	}
+	const line = `"host":"example.com","method":"CONNECT"`
+	if strings.Contains(stderr.String(), line) {
+		t.Fatalf("the request line was written before the flush interval: %s", stderr.String())
+	}
+	cancel()
+	select {
+	case c := <-code:
+		if c != exitOK {
+			t.Fatalf("exit %d after shutdown: %s", c, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("did not stop")
+	}
+	out := stderr.String()
+	i, j := strings.Index(out, line), strings.Index(out, `"msg":"keyhole-proxy stopped"`)
+	if i < 0 || j < 0 || i > j {
+		t.Fatalf("want the request line, then the stopped line, after shutdown:\n%s", out)
 	}
 }
