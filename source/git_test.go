@@ -48,7 +48,7 @@ func commitAll(t *testing.T, r *git.Repository, msg string) plumbing.Hash {
 	return h
 }
 
-func writeFiles(t *testing.T, dir string, files map[string]string) {
+func writeFiles(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
 	for name, data := range files {
 		p := filepath.Join(dir, filepath.FromSlash(name))

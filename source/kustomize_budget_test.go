@@ -126,3 +126,25 @@ func TestMeasureYAML(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkKustomizeBuild measures one build of n ConfigMaps in one file,
+// up to the object limit: the figures behind MaxKustomizeObjects
+// (docs/inputs.md). Run with -benchtime 1x; the larger sizes take seconds.
+func BenchmarkKustomizeBuild(b *testing.B) {
+	for _, n := range []int{500, 1000, 2000, MaxKustomizeObjects} {
+		b.Run(fmt.Sprintf("objects=%d", n), func(b *testing.B) {
+			dir := b.TempDir()
+			var r strings.Builder
+			for i := range n {
+				fmt.Fprintf(&r, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%d\ndata:\n  a: b\n", i)
+			}
+			writeFiles(b, dir, map[string]string{"k/kustomization.yaml": "resources: [r.yaml]\n", "k/r.yaml": r.String()})
+			for b.Loop() {
+				docs, diags, err := Load([]string{"k"}, Options{Dir: dir})
+				if err != nil || len(diags) != 0 || len(docs) != n {
+					b.Fatalf("%d documents, %v, %v", len(docs), diags, err)
+				}
+			}
+		})
+	}
+}
