@@ -37,9 +37,18 @@ import (
 // placeholder is what the injected routes send in Authorization.
 const placeholder = "omnia-injected-bench"
 
-// serveFloor runs the floor process: listens on 127.0.0.1, prints its
-// address, serves until stdin closes.
-func serveFloor(dir, upstream string, stdout io.Writer) int {
+// serveFloor runs the floor process (or, with sketch, the fast-path
+// sketch): listens on 127.0.0.1, prints its address, serves until stdin
+// closes.
+func serveFloor(dir, upstream string, sketch bool, stdout io.Writer) int {
+	h := floorHeads()
+	if sketch {
+		var err error
+		if h, err = sketchHeads(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "sketch:", err)
+			return 1
+		}
+	}
 	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "floor.crt"), filepath.Join(dir, "floor.key"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "floor:", err)
@@ -74,14 +83,30 @@ func serveFloor(dir, upstream string, stdout io.Writer) int {
 		}
 		go func() {
 			defer c.Close()
-			if err := floorTunnel(c, upstream, srvCfg, upCfg); err != nil && !errors.Is(err, io.EOF) {
+			if err := floorTunnel(c, upstream, srvCfg, upCfg, h); err != nil && !errors.Is(err, io.EOF) {
 				fmt.Fprintln(os.Stderr, "floor:", err)
 			}
 		}()
 	}
 }
 
-func floorTunnel(c net.Conn, upstream string, srvCfg, upCfg *tls.Config) error {
+// heads transforms a request head before it goes upstream and a response
+// head before it goes back; the floor's swaps the placeholder only.
+type heads struct {
+	request  func(head []byte) ([]byte, error)
+	response func(head []byte) ([]byte, error)
+}
+
+func floorHeads() heads {
+	return heads{
+		request: func(head []byte) ([]byte, error) {
+			return bytes.Replace(head, []byte(placeholder), []byte(token), 1), nil
+		},
+		response: func(head []byte) ([]byte, error) { return head, nil },
+	}
+}
+
+func floorTunnel(c net.Conn, upstream string, srvCfg, upCfg *tls.Config, h heads) error {
 	br := bufio.NewReader(c)
 	head, err := readHead(br)
 	if err != nil {
@@ -108,7 +133,9 @@ func floorTunnel(c net.Conn, upstream string, srvCfg, upCfg *tls.Config) error {
 		if err != nil {
 			return err
 		}
-		req = bytes.Replace(req, []byte(placeholder), []byte(token), 1)
+		if req, err = h.request(req); err != nil {
+			return err
+		}
 		if _, err := uc.Write(req); err != nil {
 			return err
 		}
@@ -118,6 +145,9 @@ func floorTunnel(c net.Conn, upstream string, srvCfg, upCfg *tls.Config) error {
 		}
 		n, err := contentLength(res)
 		if err != nil {
+			return err
+		}
+		if res, err = h.response(res); err != nil {
 			return err
 		}
 		out = append(append(out[:0], res...), make([]byte, n)...)
@@ -163,8 +193,9 @@ func contentLength(head []byte) (int, error) {
 	return 0, errors.New("response without Content-Length")
 }
 
-// startFloor runs this binary again as the floor process.
-func (e *env) startFloor() (*process, error) {
+// startFloor runs this binary again as the floor process, or as the
+// fast-path sketch.
+func (e *env) startFloor(sketch bool) (*process, error) {
 	if err := e.sandboxCA.writeLeaf(filepath.Join(e.dir, "floor.crt"), filepath.Join(e.dir, "floor.key"), benchHost); err != nil {
 		return nil, err
 	}
@@ -175,7 +206,7 @@ func (e *env) startFloor() (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, "-serve-floor", e.dir, "-floor-upstream", e.upstream)
+	cmd := exec.Command(self, "-serve-floor", e.dir, "-floor-upstream", e.upstream, "-floor-sketch="+strconv.FormatBool(sketch))
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -195,7 +226,11 @@ func (e *env) startFloor() (*process, error) {
 		cmd.Wait()
 		return nil, fmt.Errorf("floor process: %w", err)
 	}
-	p := &process{name: nameFloor, cmd: cmd, addr: strings.TrimSpace(line), ended: make(chan struct{}), closeInput: stdin}
+	name := nameFloor
+	if sketch {
+		name = nameSketch
+	}
+	p := &process{name: name, cmd: cmd, addr: strings.TrimSpace(line), ended: make(chan struct{}), closeInput: stdin}
 	go func() {
 		cmd.Wait()
 		close(p.ended)

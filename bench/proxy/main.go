@@ -75,11 +75,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	serve := fs.String("serve-upstream", "", "internal: run as the upstream process with the certificate in this directory")
 	serveFl := fs.String("serve-floor", "", "internal: run as the terminating floor with the files in this directory")
 	floorUp := fs.String("floor-upstream", "", "internal: the upstream address the terminating floor dials")
+	sketch := fs.Bool("floor-sketch", false, "internal: run the fast-path sketch instead of the floor")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if *serveFl != "" {
-		return serveFloor(*serveFl, *floorUp, stdout)
+		return serveFloor(*serveFl, *floorUp, *sketch, stdout)
 	}
 	if *serve != "" {
 		return serveUpstream(*serve, stdout)
@@ -931,6 +932,7 @@ const (
 	nameMitm    = "mitmproxy"
 	nameTunnel  = "keyhole passthrough"
 	nameFloor   = "terminating floor"
+	nameSketch  = "fast-path sketch"
 )
 
 // bench runs every measurement o.runs times, interleaving the contenders.
@@ -962,13 +964,19 @@ func bench(o options, stderr io.Writer) (*results, error) {
 		return nil, err
 	}
 	defer mp.stop()
-	fl, err := e.startFloor()
+	fl, err := e.startFloor(false)
 	if err != nil {
 		return nil, err
 	}
 	defer fl.stop()
-	routes := []route{e.direct(), e.injected(nameKeyhole, kh.addr), e.injected(nameMitm, mp.addr), e.tunnelled(kh.addr), e.injected(nameFloor, fl.addr)}
-	procOf := map[string]*process{nameKeyhole: kh, nameMitm: mp, nameTunnel: kh, nameFloor: fl}
+	sk, err := e.startFloor(true)
+	if err != nil {
+		return nil, err
+	}
+	defer sk.stop()
+	routes := []route{e.direct(), e.injected(nameKeyhole, kh.addr), e.injected(nameMitm, mp.addr), e.tunnelled(kh.addr),
+		e.injected(nameFloor, fl.addr), e.injected(nameSketch, sk.addr)}
+	procOf := map[string]*process{nameKeyhole: kh, nameMitm: mp, nameTunnel: kh, nameFloor: fl, nameSketch: sk}
 	for _, rt := range routes {
 		if err := e.client(rt, true).get(); err != nil {
 			return nil, fmt.Errorf("route %s cannot serve the workload: %w (logs in %s)", rt.name, err, dir)
@@ -1082,24 +1090,24 @@ func verdict(ok bool) string {
 func (r *results) print(w io.Writer, o options) {
 	med := func(m map[string]series, name string) float64 { return m[name].median() }
 	fmt.Fprintf(w, "keyhole-proxy vs direct HTTPS vs mitmproxy: loopback, %d B responses, %d runs, medians\n\n", bodySize, o.runs)
-	fmt.Fprintln(w, "| measurement | keyhole | direct | mitmproxy | keyhole passthrough (control) | terminating floor (bound) | target | keyhole |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---|---|")
-	fmt.Fprintf(w, "| keep-alive req/s, %d conns | %.0f | %.0f | %.0f | %.0f | %.0f | | |\n", o.conns,
-		med(r.rps, nameKeyhole), med(r.rps, nameDirect), med(r.rps, nameMitm), med(r.rps, nameTunnel), med(r.rps, nameFloor))
-	fmt.Fprintf(w, "| keep-alive, %% of direct (median of per-run ratios) | %.0f%% | 100%% | %.0f%% | %.0f%% | %.0f%% | >= 50%% | %s |\n",
-		med(r.ratio, nameKeyhole), med(r.ratio, nameMitm), med(r.ratio, nameTunnel), med(r.ratio, nameFloor), verdict(med(r.ratio, nameKeyhole) >= 50))
-	fmt.Fprintf(w, "| proxy CPU per keep-alive request (µs) | %.0f | | %.0f | %.0f | %.0f | | |\n",
-		med(r.proxyCPU, nameKeyhole), med(r.proxyCPU, nameMitm), med(r.proxyCPU, nameTunnel), med(r.proxyCPU, nameFloor))
-	fmt.Fprintf(w, "| upstream CPU per keep-alive request (µs) | %.0f | %.0f | %.0f | %.0f | %.0f | | |\n",
-		med(r.upstreamCPU, nameKeyhole), med(r.upstreamCPU, nameDirect), med(r.upstreamCPU, nameMitm), med(r.upstreamCPU, nameTunnel), med(r.upstreamCPU, nameFloor))
-	fmt.Fprintf(w, "| median latency, 1 conn (µs) | %.0f | %.0f | %.0f | %.0f | %.0f | | |\n",
-		med(r.latency, nameKeyhole), med(r.latency, nameDirect), med(r.latency, nameMitm), med(r.latency, nameTunnel), med(r.latency, nameFloor))
-	fmt.Fprintf(w, "| added median latency (µs) | %.0f | 0 | %.0f | %.0f | %.0f | < 500 | %s |\n",
-		med(r.added, nameKeyhole), med(r.added, nameMitm), med(r.added, nameTunnel), med(r.added, nameFloor), verdict(med(r.added, nameKeyhole) < 500))
-	fmt.Fprintf(w, "| new tunnels/s, %d clients | %.0f | | %.0f | %.0f | | >= 400 | %s |\n", o.tunnelers,
+	fmt.Fprintln(w, "| measurement | keyhole | direct | mitmproxy | keyhole passthrough (control) | terminating floor (bound) | fast-path sketch (bound) | target | keyhole |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---|---|")
+	fmt.Fprintf(w, "| keep-alive req/s, %d conns | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | | |\n", o.conns,
+		med(r.rps, nameKeyhole), med(r.rps, nameDirect), med(r.rps, nameMitm), med(r.rps, nameTunnel), med(r.rps, nameFloor), med(r.rps, nameSketch))
+	fmt.Fprintf(w, "| keep-alive, %% of direct (median of per-run ratios) | %.0f%% | 100%% | %.0f%% | %.0f%% | %.0f%% | %.0f%% | >= 50%% | %s |\n",
+		med(r.ratio, nameKeyhole), med(r.ratio, nameMitm), med(r.ratio, nameTunnel), med(r.ratio, nameFloor), med(r.ratio, nameSketch), verdict(med(r.ratio, nameKeyhole) >= 50))
+	fmt.Fprintf(w, "| proxy CPU per keep-alive request (µs) | %.0f | | %.0f | %.0f | %.0f | %.0f | | |\n",
+		med(r.proxyCPU, nameKeyhole), med(r.proxyCPU, nameMitm), med(r.proxyCPU, nameTunnel), med(r.proxyCPU, nameFloor), med(r.proxyCPU, nameSketch))
+	fmt.Fprintf(w, "| upstream CPU per keep-alive request (µs) | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | | |\n",
+		med(r.upstreamCPU, nameKeyhole), med(r.upstreamCPU, nameDirect), med(r.upstreamCPU, nameMitm), med(r.upstreamCPU, nameTunnel), med(r.upstreamCPU, nameFloor), med(r.upstreamCPU, nameSketch))
+	fmt.Fprintf(w, "| median latency, 1 conn (µs) | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | | |\n",
+		med(r.latency, nameKeyhole), med(r.latency, nameDirect), med(r.latency, nameMitm), med(r.latency, nameTunnel), med(r.latency, nameFloor), med(r.latency, nameSketch))
+	fmt.Fprintf(w, "| added median latency (µs) | %.0f | 0 | %.0f | %.0f | %.0f | %.0f | < 500 | %s |\n",
+		med(r.added, nameKeyhole), med(r.added, nameMitm), med(r.added, nameTunnel), med(r.added, nameFloor), med(r.added, nameSketch), verdict(med(r.added, nameKeyhole) < 500))
+	fmt.Fprintf(w, "| new tunnels/s, %d clients | %.0f | | %.0f | %.0f | | | >= 400 | %s |\n", o.tunnelers,
 		med(r.tunnels, nameKeyhole), med(r.tunnels, nameMitm), med(r.tunnels, nameTunnel), verdict(med(r.tunnels, nameKeyhole) >= 400))
 	if o.idle > 0 {
-		fmt.Fprintf(w, "| peak RSS (VmHWM), %d idle tunnels (MiB) | %.1f | | %.1f | | | < 100 | %s |\n", o.idle,
+		fmt.Fprintf(w, "| peak RSS (VmHWM), %d idle tunnels (MiB) | %.1f | | %.1f | | | | < 100 | %s |\n", o.idle,
 			med(r.hwm, nameKeyhole), med(r.hwm, nameMitm), verdict(med(r.hwm, nameKeyhole) < 100 && r.opened[nameKeyhole] == o.idle))
 	}
 	fmt.Fprintln(w)
@@ -1112,7 +1120,7 @@ func (r *results) print(w io.Writer, o options) {
 		{"added latency µs", r.added}, {"proxy CPU µs/request", r.proxyCPU}, {"upstream CPU µs/request", r.upstreamCPU},
 		{"new tunnels/s", r.tunnels}, {"idle VmHWM MiB", r.hwm}, {"idle VmRSS MiB", r.rss},
 	} {
-		for _, name := range []string{nameDirect, nameKeyhole, nameMitm, nameTunnel, nameFloor} {
+		for _, name := range []string{nameDirect, nameKeyhole, nameMitm, nameTunnel, nameFloor, nameSketch} {
 			if len(m.m[name]) > 0 {
 				fmt.Fprintf(w, "  %-24s %-20s %s\n", m.what, name, m.m[name])
 			}
