@@ -50,24 +50,7 @@ func kfuzzTree() map[string]string {
 	return map[string]string{
 		"base/kustomization.yaml": "resources:\n  - connection.yaml\n  - sealedsecret.yaml\n  - secret.yaml\n  - sandboxclass.yaml\n  - agentruntime.yaml\n" +
 			"configMapGenerator:\n  - name: settings\n    literals: [mode=strict]\n",
-		"base/connection.yaml": `apiVersion: omnia.altairalabs.ai/v1alpha1
-kind: Connection
-metadata:
-  name: github-acme
-  namespace: agents
-spec:
-  hosts: [api.github.com, github.com]
-  credential:
-    kind: secret
-    secretRef:
-      name: acme-github-token
-  placement:
-    inject:
-      - hosts: [api.github.com]
-        header: Authorization
-        value: "Bearer {{ .token }}"
-        placeholderEnv: [GH_TOKEN]
-        rules:
+		"base/connection.yaml": connection + `        rules:
           - methods: [GET, HEAD]
             pathPrefixes: [/repos/acme/widgets]
       - hosts: [github.com]

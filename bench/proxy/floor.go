@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -54,7 +53,7 @@ func serveFloor(dir, upstream string, sketch bool, stdout io.Writer) int {
 		fmt.Fprintln(os.Stderr, "floor:", err)
 		return 1
 	}
-	caPEM, err := os.ReadFile(filepath.Join(dir, "floor-upstream-ca.crt"))
+	caPEM, err := os.ReadFile(filepath.Join(dir, "upstream-ca.crt"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "floor:", err)
 		return 1
@@ -194,46 +193,12 @@ func contentLength(head []byte) (int, error) {
 }
 
 // startFloor runs this binary again as the floor process, or as the
-// fast-path sketch.
+// fast-path sketch; both serve with the leaf newEnv wrote (floor.crt) and
+// verify the upstream with its CA (upstream-ca.crt).
 func (e *env) startFloor(sketch bool) (*process, error) {
-	if err := e.sandboxCA.writeLeaf(filepath.Join(e.dir, "floor.crt"), filepath.Join(e.dir, "floor.key"), benchHost); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(e.dir, "floor-upstream-ca.crt"), e.upstreamCA.certPEM, 0o600); err != nil {
-		return nil, err
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(self, "-serve-floor", e.dir, "-floor-upstream", e.upstream, "-floor-sketch="+strconv.FormatBool(sketch))
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stderr = e.stderr
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		stdin.Close()
-		cmd.Wait()
-		return nil, fmt.Errorf("floor process: %w", err)
-	}
 	name := nameFloor
 	if sketch {
 		name = nameSketch
 	}
-	p := &process{name: name, cmd: cmd, addr: strings.TrimSpace(line), ended: make(chan struct{}), closeInput: stdin}
-	go func() {
-		cmd.Wait()
-		close(p.ended)
-	}()
-	return p, nil
+	return e.startSelf(name, "-serve-floor", e.dir, "-floor-upstream", e.upstream, "-floor-sketch="+strconv.FormatBool(sketch))
 }

@@ -233,6 +233,10 @@ func newEnv(dir string, stderr io.Writer) (*env, error) {
 	if err := e.upstreamCA.writeLeaf(filepath.Join(dir, "upstream.crt"), filepath.Join(dir, "upstream.key"), benchHost, tunnelHost); err != nil {
 		return nil, err
 	}
+	// The terminating floor and the sketch present this leaf (floor.go).
+	if err := e.sandboxCA.writeLeaf(filepath.Join(dir, "floor.crt"), filepath.Join(dir, "floor.key"), benchHost); err != nil {
+		return nil, err
+	}
 	if err := e.startUpstream(); err != nil {
 		return nil, err
 	}
@@ -337,40 +341,49 @@ func serveUpstream(dir string, stdout io.Writer) int {
 
 // startUpstream runs this binary again as the upstream process.
 func (e *env) startUpstream() error {
-	self, err := os.Executable()
+	p, err := e.startSelf("upstream", "-serve-upstream", e.dir)
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(self, "-serve-upstream", e.dir)
+	e.upstream, e.upstreamProc = p.addr, p
+	return nil
+}
+
+// startSelf runs this binary again with args as a helper process that
+// prints its address on the first line of stdout and runs until its
+// standard input closes (closed before SIGTERM, so it ends even if the
+// signal is not delivered).
+func (e *env) startSelf(name string, args ...string) (*process, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, args...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cmd.Stderr = e.stderr
 	if err := cmd.Start(); err != nil {
-		return err
+		return nil, err
 	}
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		stdin.Close()
 		cmd.Wait()
-		return fmt.Errorf("upstream process: %w", err)
+		return nil, fmt.Errorf("%s process: %w", name, err)
 	}
-	e.upstream = strings.TrimSpace(line)
-	p := &process{name: "upstream", cmd: cmd, addr: e.upstream, ended: make(chan struct{})}
+	p := &process{name: name, cmd: cmd, addr: strings.TrimSpace(line), ended: make(chan struct{}), closeInput: stdin}
 	go func() {
 		cmd.Wait()
 		close(p.ended)
 	}()
-	// Closing stdin ends the upstream even if SIGTERM is not delivered.
-	p.closeInput = stdin
-	e.upstreamProc = p
-	return nil
+	return p, nil
 }
 
 // stats asks the upstream what it has counted.

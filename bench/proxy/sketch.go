@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/textproto"
 	"path/filepath"
@@ -126,13 +127,7 @@ func writeHead(first string, h http.Header) []byte {
 	var b bytes.Buffer
 	b.WriteString(first)
 	b.WriteString("\r\n")
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range h {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, k := range slices.Sorted(maps.Keys(h)) {
 		for _, v := range h[k] {
 			b.WriteString(k)
 			b.WriteString(": ")

@@ -26,6 +26,15 @@ func (f *checkFlags) register(fs interface {
 	BoolVar(*bool, string, bool, string)
 }) {
 	fs.StringVar(&f.format, "format", "text", "diagnostics format: text, json, github or sarif")
+	f.registerInputs(fs)
+}
+
+// registerInputs adds the flags that choose how inputs are read and
+// checked, shared by every command that loads a repository (diff and
+// explain have their own --format, or none).
+func (f *checkFlags) registerInputs(fs interface {
+	BoolVar(*bool, string, bool, string)
+}) {
 	fs.BoolVar(&f.allowMissingSecrets, "allow-missing-secrets", false, "report a Connection's missing Secret as a warning, for repositories whose Secrets live elsewhere")
 	fs.BoolVar(&f.allowRemoteBases, "allow-remote-bases", false, allowRemoteBasesUsage)
 }

@@ -73,8 +73,7 @@ func runDiff(e *env, args []string) int {
 	head := fs.String("head", "", "the `REF` to compare to; the working tree on disk when omitted")
 	format := fs.String("format", "text", "output `format`: "+strings.Join(diffFormats(), ", "))
 	var f checkFlags
-	fs.BoolVar(&f.allowMissingSecrets, "allow-missing-secrets", false, "report a Connection's missing Secret as a warning, for repositories whose Secrets live elsewhere")
-	fs.BoolVar(&f.allowRemoteBases, "allow-remote-bases", false, allowRemoteBasesUsage)
+	f.registerInputs(fs)
 	var opts render.Options
 	registerRenderOptions(fs, &opts)
 	target := fs.String("target", render.TargetKubernetes, "what to render: `kubernetes` or omnia, as for render")

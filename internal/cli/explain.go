@@ -14,8 +14,7 @@ import (
 func runExplain(e *env, args []string) int {
 	fs := newFlags(e, "explain", "[flags] [PATH...]")
 	var f checkFlags
-	fs.BoolVar(&f.allowMissingSecrets, "allow-missing-secrets", false, "treat a Connection's missing Secret as a warning")
-	fs.BoolVar(&f.allowRemoteBases, "allow-remote-bases", false, allowRemoteBasesUsage)
+	f.registerInputs(fs)
 	sandbox := fs.String("sandbox", "", "the sandbox (claim) `NAME` or NAMESPACE/NAME to explain; without it, list the sandboxes")
 	request := fs.String("request", "", "judge one request, `'METHOD URL'`, e.g. 'GET https://api.github.com/user', as the proxy would")
 	body := fs.String("body", "", "the request's `JSON` body, for rules that look at it (e.g. a Git LFS batch request)")

@@ -103,28 +103,8 @@ func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(
 // TestRunServes starts the command in-process, probes its admin port and
 // stops it as SIGTERM would.
 func TestRunServes(t *testing.T) {
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "proxy.json")
-	// Passthrough only: no CA is needed.
-	os.WriteFile(cfg, []byte(`{"apiVersion":"proxy.keyhole.dev/v1alpha1","kind":"ProxyConfig","sandbox":{"name":"s"},"passthrough":["pypi.org"]}`), 0o600)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stdout, stderr syncBuf
-	admin := make(chan net.Addr, 1)
-	code := make(chan int, 1)
-	go func() {
-		code <- run(ctx, []string{"--config", cfg, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"}, &stdout, &stderr,
-			func(_, a net.Addr) { admin <- a })
-	}()
-	var addr net.Addr
-	select {
-	case addr = <-admin:
-	case c := <-code:
-		t.Fatalf("exited %d: %s", c, stderr.String())
-	case <-time.After(10 * time.Second):
-		t.Fatal("did not start")
-	}
-	resp, err := http.Get("http://" + addr.String() + "/readyz")
+	p := startRun(t, "--admin-listen", "127.0.0.1:0")
+	resp, err := http.Get("http://" + p.admin.String() + "/readyz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,17 +113,58 @@ func TestRunServes(t *testing.T) {
 	if resp.StatusCode != 200 || string(body) != "ok\n" {
 		t.Fatalf("/readyz = %d %q", resp.StatusCode, body)
 	}
-	cancel()
+	p.stop(t)
+	if !strings.Contains(p.stderr.String(), `"msg":"keyhole-proxy listening"`) {
+		t.Errorf("no startup log line: %s", p.stderr.String())
+	}
+}
+
+// running is the command started in-process by startRun.
+type running struct {
+	listen, admin  net.Addr
+	stdout, stderr *syncBuf
+	cancel         context.CancelFunc
+	code           chan int
+}
+
+// startRun runs the command in-process with a passthrough-only config (no
+// CA needed), listening on a free port, with the extra args, and waits
+// until it has bound its addresses.
+func startRun(t *testing.T, args ...string) *running {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "proxy.json")
+	os.WriteFile(cfg, []byte(`{"apiVersion":"proxy.keyhole.dev/v1alpha1","kind":"ProxyConfig","sandbox":{"name":"s"},"passthrough":["pypi.org"]}`), 0o600)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	p := &running{stdout: &syncBuf{}, stderr: &syncBuf{}, cancel: cancel, code: make(chan int, 1)}
+	bound := make(chan [2]net.Addr, 1)
+	go func() {
+		p.code <- run(ctx, append([]string{"--config", cfg, "--listen", "127.0.0.1:0"}, args...), p.stdout, p.stderr,
+			func(l, a net.Addr) { bound <- [2]net.Addr{l, a} })
+	}()
 	select {
-	case c := <-code:
+	case b := <-bound:
+		p.listen, p.admin = b[0], b[1]
+	case c := <-p.code:
+		t.Fatalf("exited %d: %s", c, p.stderr.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("did not start")
+	}
+	return p
+}
+
+// stop stops the command as SIGTERM would and requires a clean exit.
+func (p *running) stop(t *testing.T) {
+	t.Helper()
+	p.cancel()
+	select {
+	case c := <-p.code:
 		if c != exitOK {
-			t.Fatalf("exit %d after shutdown: %s", c, stderr.String())
+			t.Fatalf("exit %d after shutdown: %s", c, p.stderr.String())
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("did not stop")
-	}
-	if !strings.Contains(stderr.String(), `"msg":"keyhole-proxy listening"`) {
-		t.Errorf("no startup log line: %s", stderr.String())
 	}
 }
 
@@ -183,28 +204,9 @@ func TestExitCodes(t *testing.T) {
 // long flush interval a request line waits in the buffer, and a shutdown
 // writes it, before the "stopped" line.
 func TestRunFlushesLogOnShutdown(t *testing.T) {
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "proxy.json")
-	os.WriteFile(cfg, []byte(`{"apiVersion":"proxy.keyhole.dev/v1alpha1","kind":"ProxyConfig","sandbox":{"name":"s"},"passthrough":["pypi.org"]}`), 0o600)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stdout, stderr syncBuf
-	listen := make(chan net.Addr, 1)
-	code := make(chan int, 1)
-	go func() {
-		code <- run(ctx, []string{"--config", cfg, "--listen", "127.0.0.1:0", "--admin-listen", "", "--log-flush-interval", "1h"}, &stdout, &stderr,
-			func(l, _ net.Addr) { listen <- l })
-	}()
-	var addr net.Addr
-	select {
-	case addr = <-listen:
-	case c := <-code:
-		t.Fatalf("exited %d: %s", c, stderr.String())
-	case <-time.After(10 * time.Second):
-		t.Fatal("did not start")
-	}
+	p := startRun(t, "--admin-listen", "", "--log-flush-interval", "1h")
 	// A CONNECT to a host the config does not allow: refused, and logged.
-	conn, err := net.Dial("tcp", addr.String())
+	conn, err := net.Dial("tcp", p.listen.String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,19 +217,11 @@ func TestRunFlushesLogOnShutdown(t *testing.T) {
 		t.Fatalf("CONNECT to a host not allowed: %v, %v", resp, err)
 	}
 	const line = `"host":"example.com","method":"CONNECT"`
-	if strings.Contains(stderr.String(), line) {
-		t.Fatalf("the request line was written before the flush interval: %s", stderr.String())
+	if strings.Contains(p.stderr.String(), line) {
+		t.Fatalf("the request line was written before the flush interval: %s", p.stderr.String())
 	}
-	cancel()
-	select {
-	case c := <-code:
-		if c != exitOK {
-			t.Fatalf("exit %d after shutdown: %s", c, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("did not stop")
-	}
-	out := stderr.String()
+	p.stop(t)
+	out := p.stderr.String()
 	i, j := strings.Index(out, line), strings.Index(out, `"msg":"keyhole-proxy stopped"`)
 	if i < 0 || j < 0 || i > j {
 		t.Fatalf("want the request line, then the stopped line, after shutdown:\n%s", out)
