@@ -129,7 +129,7 @@ loop:
 			break loop
 		case now := <-tick.C:
 			minute++
-			rep.addMinute(minute, tr.takeWindow(), p, now)
+			rep.addMinute(minute, false, tr.takeWindow(), p, now)
 		}
 	}
 	<-done
@@ -137,7 +137,7 @@ loop:
 		rep.problems = append(rep.problems, "changes: "+err.Error())
 	}
 	minute++
-	rep.addMinute(minute, tr.takeWindow(), p, time.Now())
+	rep.addMinute(minute, true, tr.takeWindow(), p, time.Now())
 	rep.traffic = tr.totals()
 	rep.end = time.Now()
 

@@ -34,6 +34,7 @@ type report struct {
 
 type minute struct {
 	n        int
+	partial  bool // the seconds after the last whole minute
 	requests int64
 	errors   int64
 	classes  map[string]int64
@@ -52,8 +53,8 @@ type reload struct {
 	err  error
 }
 
-func (r *report) addMinute(n int, w window, p *proxyProc, now time.Time) {
-	m := minute{n: n, requests: w.requests, classes: w.classes}
+func (r *report) addMinute(n int, partial bool, w window, p *proxyProc, now time.Time) {
+	m := minute{n: n, partial: partial, requests: w.requests, classes: w.classes}
 	for c, k := range w.classes {
 		if !isOK(c) {
 			m.errors += k
@@ -175,11 +176,15 @@ func (r *report) print(w io.Writer, o options) {
 	for _, m := range r.minutes {
 		total += m.requests
 		errs += m.errors
+		label := fmt.Sprint(m.n)
+		if m.partial {
+			label = "rest"
+		}
 		if m.procErr != nil {
-			fmt.Fprintf(w, "| %d | %d | %d | %.2f | %.2f | sample failed: %v | | | |\n", m.n, m.requests, m.errors, ms(m.p50), ms(m.p99), m.procErr)
+			fmt.Fprintf(w, "| %s | %d | %d | %.2f | %.2f | sample failed: %v | | | |\n", label, m.requests, m.errors, ms(m.p50), ms(m.p99), m.procErr)
 			continue
 		}
-		fmt.Fprintf(w, "| %d | %d | %d | %.2f | %.2f | %.1f | %d | %d | %d |\n", m.n, m.requests, m.errors, ms(m.p50), ms(m.p99),
+		fmt.Fprintf(w, "| %s | %d | %d | %.2f | %.2f | %.1f | %d | %d | %d |\n", label, m.requests, m.errors, ms(m.p50), ms(m.p99),
 			mib(m.proc.rssKiB), m.proc.goroutines, m.proc.fds, m.proc.tunnels)
 	}
 	fmt.Fprintf(w, "| idle, after | | | | | %.1f | %d | %d | %d |\n\n", mib(r.idleAfter.rssKiB), r.idleAfter.goroutines, r.idleAfter.fds, r.idleAfter.tunnels)
