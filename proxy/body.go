@@ -101,12 +101,6 @@ func CheckBody(want map[string][]string, b Body) error {
 	return nil
 }
 
-// MatchBody reports whether a complete body, declared as JSON, satisfies
-// want; see CheckBody.
-func MatchBody(want map[string][]string, body []byte) bool {
-	return CheckBody(want, Body{Data: body, Complete: true, ContentType: []string{"application/json"}}) == nil
-}
-
 // checkBodyHeaders refuses a body that is not declared as uncompressed
 // UTF-8 JSON, exactly once.
 func checkBodyHeaders(b Body) error {
