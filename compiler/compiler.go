@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"encoding/base64"
 	"fmt"
-	"regexp"
+	"maps"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -246,25 +246,26 @@ func (p *pass) decode(doc *source.Document, it *item, out any) bool {
 	return true
 }
 
-// secretKeyName is what the API server accepts as a Secret's key.
-var secretKeyName = regexp.MustCompile(`^[-._a-zA-Z0-9]{1,253}$`)
-
-// checkSecretKeyNames reports keys the API server would refuse. The
-// generated JSON Schema cannot say this (a pattern on map keys does not
-// survive generation), so the compiler does; the key is named, its value
-// never.
+// checkSecretKeyNames reports keys the API server would refuse, by the
+// rule the proxy and render use (config.CheckSecretKey). The generated
+// JSON Schema cannot say this (a pattern on map keys does not survive
+// generation), so the compiler does; the key is named, its value never.
 func (p *pass) checkSecretKeyNames(it *item, w secretWire) {
 	for _, field := range []struct {
 		name string
 		m    map[string]string
 	}{{"data", w.Data}, {"stringData", w.StringData}} {
-		for k := range field.m {
-			if !secretKeyName.MatchString(k) {
-				p.report(codeSchemaInvalid, it, path{field.name, k}, true,
-					"%q is not a Secret key: want letters, digits, '-', '_' and '.', as the API server requires", clip(k))
+		for _, k := range slices.Sorted(maps.Keys(field.m)) {
+			if err := config.CheckSecretKey(k); err != nil {
+				p.report(codeSchemaInvalid, it, path{field.name, k}, true, "%s", keyProblem(err))
 			}
 		}
 	}
+}
+
+// keyProblem is CheckSecretKey's message without its sentinel's prefix.
+func keyProblem(err error) string {
+	return strings.TrimPrefix(err.Error(), config.ErrName.Error()+": ")
 }
 
 func newSecret(it item, w secretWire) *secret {

@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -98,6 +99,15 @@ func (p *pass) addSecretSource(v *schema.Validator, it *item) bool {
 }
 
 func (p *pass) addSealedSecret(it *item, w sealedSecretWire) {
+	for _, k := range slices.Sorted(maps.Keys(w.Spec.EncryptedData)) {
+		p.checkKey(it, path{"spec", "encryptedData", k}, true, k)
+	}
+	for _, k := range slices.Sorted(maps.Keys(w.Spec.Template.Data)) {
+		p.checkKey(it, path{"spec", "template", "data", k}, true, k)
+	}
+	if n := w.Spec.Template.Metadata.Name; n != "" {
+		p.checkName(it, path{"spec", "template", "metadata", "name"}, n)
+	}
 	s := &secret{item: *it, values: map[string]secretValue{}, from: "SealedSecret " + it.ref().String()}
 	for k := range w.Spec.EncryptedData {
 		s.values[k] = secretValue{}
@@ -121,6 +131,17 @@ func (p *pass) addSealedSecret(it *item, w sealedSecretWire) {
 }
 
 func (p *pass) addExternalSecret(it *item, w externalSecretWire) {
+	for i, d := range w.Spec.Data {
+		p.checkKey(it, path{"spec", "data", i, "secretKey"}, false, d.SecretKey)
+	}
+	if t := w.Spec.Target.Template; t != nil {
+		for _, k := range slices.Sorted(maps.Keys(t.Data)) {
+			p.checkKey(it, path{"spec", "target", "template", "data", k}, true, k)
+		}
+	}
+	if n := w.Spec.Target.Name; n != "" {
+		p.checkName(it, path{"spec", "target", "name"}, n)
+	}
 	s := &secret{item: *it, values: map[string]secretValue{}, from: "ExternalSecret " + it.ref().String()}
 	for _, d := range w.Spec.Data {
 		if d.SecretKey != "" {
@@ -294,4 +315,20 @@ func (p *pass) renamedHint(namespace, renamed string) string {
 		hint += fmt.Sprintf(" (a nameReference for kind Secret does not cover the %s that declares it)", kind)
 	}
 	return hint
+}
+
+// checkKey reports a key of the Secret a stand-in makes that the API
+// server would refuse, so the controller could never create it.
+func (p *pass) checkKey(it *item, at path, key bool, k string) {
+	if err := config.CheckSecretKey(k); err != nil {
+		p.report(codeSchemaInvalid, it, at, key, "%s", keyProblem(err))
+	}
+}
+
+// checkName reports a name a stand-in gives its Secret that the API
+// server would refuse.
+func (p *pass) checkName(it *item, at path, name string) {
+	if err := config.CheckSecretName(name); err != nil {
+		p.report(codeSchemaInvalid, it, at, false, "%s", keyProblem(err))
+	}
 }

@@ -10,6 +10,7 @@
 package proxy
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -104,6 +105,10 @@ type RequestInfo struct {
 	// BodyComplete is false when Body was cut at the read limit, so no
 	// Body rule can match it.
 	BodyComplete bool
+	// ContentType and ContentEncoding are every value of those request
+	// headers, as sent: a Body rule needs a body declared as JSON.
+	ContentType     []string
+	ContentEncoding []string
 }
 
 // Decision is the verdict on one request. It is a value: log it, count it,
@@ -256,15 +261,22 @@ func (p *Policy) decideTunnel(req RequestInfo) Decision {
 		return d
 	}
 	if len(h.Rules) > 0 {
-		allowed := false
+		body := Body{Data: req.Body, Complete: req.BodyComplete, ContentType: req.ContentType, ContentEncoding: req.ContentEncoding}
+		allowed, why := false, ""
 		for _, r := range h.Rules {
-			if MatchRule(r, req.Method, path, req.Body, req.BodyComplete) {
+			err := matchRule(r, req.Method, path, body)
+			if err == nil {
 				allowed = true
 				break
 			}
+			if why == "" && errors.Is(err, ErrBody) {
+				// The method and path fit this rule; say why the body
+				// did not.
+				why = ": " + strings.TrimPrefix(err.Error(), ErrBody.Error()+": ")
+			}
 		}
 		if !allowed {
-			d := Refusal(ReasonL7NotAllowed, tunnel, "no rule of connection %s allows %s %s on %s", h.Connection, clip(req.Method), clip(path), tunnel)
+			d := Refusal(ReasonL7NotAllowed, tunnel, "no rule of connection %s allows %s %s on %s%s", h.Connection, clip(req.Method), clip(path), tunnel, why)
 			d.Connection = h.Connection
 			return d
 		}

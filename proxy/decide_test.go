@@ -114,7 +114,8 @@ func TestDecide(t *testing.T) {
 }
 
 func gitReq(method, target, body string) RequestInfo {
-	return RequestInfo{Kind: KindTunnel, Method: method, Target: target, ConnectHost: "github.com:443", SNI: "github.com", Host: "github.com", Body: []byte(body), BodyComplete: true}
+	return RequestInfo{Kind: KindTunnel, Method: method, Target: target, ConnectHost: "github.com:443", SNI: "github.com", Host: "github.com", Body: []byte(body), BodyComplete: true,
+		ContentType: []string{"application/vnd.git-lfs+json; charset=utf-8"}}
 }
 
 func TestReasonStatus(t *testing.T) {
@@ -156,13 +157,16 @@ func TestDecideOneShot(t *testing.T) {
 
 func FuzzDecide(f *testing.F) {
 	p := testPolicy(f)
-	f.Add(int8(1), "GET", "/repos/acme/widgets", "api.github.com:443", "api.github.com", "api.github.com", []byte(nil))
-	f.Add(int8(1), "POST", "/acme/widgets.git/info/lfs/objects/batch", "github.com:443", "github.com", "github.com", []byte(`{"operation":"download"}`))
-	f.Add(int8(0), "CONNECT", "API.github.com.:443", "", "", "", []byte(nil))
-	f.Add(int8(2), "GET", "http://pypi.org/simple/", "", "", "pypi.org", []byte(nil))
-	f.Add(int8(1), "GET", "/repos/acme/widgets/%2e%2e/x", "api.github.com:443", "api.github.com", "api.github.com", []byte(nil))
-	f.Fuzz(func(t *testing.T, kind int8, method, target, connect, sni, host string, body []byte) {
-		req := RequestInfo{Kind: Kind(kind % 3), Method: method, Target: target, ConnectHost: connect, SNI: sni, Host: host, Body: body, BodyComplete: true}
+	const lfs = "application/vnd.git-lfs+json"
+	f.Add(int8(1), "GET", "/repos/acme/widgets", "api.github.com:443", "api.github.com", "api.github.com", []byte(nil), "")
+	f.Add(int8(1), "POST", "/acme/widgets.git/info/lfs/objects/batch", "github.com:443", "github.com", "github.com", []byte(`{"operation":"download"}`), lfs)
+	f.Add(int8(1), "POST", "/acme/widgets.git/info/lfs/objects/batch", "github.com:443", "github.com", "github.com", []byte(`{"operation":"download","OPERATION":"upload"}`), lfs)
+	f.Add(int8(0), "CONNECT", "API.github.com.:443", "", "", "", []byte(nil), "")
+	f.Add(int8(2), "GET", "http://pypi.org/simple/", "", "", "pypi.org", []byte(nil), "")
+	f.Add(int8(1), "GET", "/repos/acme/widgets/%2e%2e/x", "api.github.com:443", "api.github.com", "api.github.com", []byte(nil), "")
+	f.Fuzz(func(t *testing.T, kind int8, method, target, connect, sni, host string, body []byte, contentType string) {
+		req := RequestInfo{Kind: Kind(kind % 3), Method: method, Target: target, ConnectHost: connect, SNI: sni, Host: host, Body: body, BodyComplete: true,
+			ContentType: []string{contentType}}
 		d := p.Decide(req)
 		if d.Reason == "" || d.Action == "" {
 			t.Fatalf("empty decision for %+v", req)
@@ -174,11 +178,17 @@ func FuzzDecide(f *testing.F) {
 			if req.Kind == KindTunnel {
 				// Whatever is allowed in a tunnel is a clean origin-form
 				// path on the tunnel's own host.
-				if _, err := TargetPath(target); err != nil {
+				path, err := TargetPath(target)
+				if err != nil {
 					t.Fatalf("allowed unclean target %q", target)
 				}
 				if c, _ := CanonicalHost(host, "443"); c != d.Host {
 					t.Fatalf("allowed Host %q on tunnel %q", host, d.Host)
+				}
+				// A Git LFS batch request goes through only as a
+				// download, however a JSON reader upstream reads it.
+				if d.Host == "github.com" && method == "POST" && MatchPattern("/*/*/info/lfs/objects/batch", path) {
+					assertReadersFind(t, body, "operation", "download")
 				}
 			}
 		} else if d.Reason.Status() == 0 || strings.ContainsAny(d.Message, "\r\n") {

@@ -11,15 +11,20 @@ import (
 // with SNI and Host naming the same host; for http:// an absolute-form
 // request. The URL's path and query are used exactly as typed, never
 // normalized, so the verdict is the proxy's. body matters only for rules
-// with a Body condition. It is what `keyhole explain` prints.
+// with a Body condition, and is sent as application/json. It is what
+// `keyhole explain` prints.
 func (p *Policy) DecideURL(method, rawURL string, body []byte) Decision {
+	var contentType []string
+	if body != nil {
+		contentType = []string{"application/json"}
+	}
 	scheme, rest, ok := strings.Cut(rawURL, "://")
 	if !ok {
 		return Refusal(ReasonHostNotAllowed, "", "%q is not an absolute http:// or https:// URL", clip(rawURL))
 	}
 	switch strings.ToLower(scheme) {
 	case "http":
-		return p.Decide(RequestInfo{Kind: KindPlain, Method: method, Target: rawURL, Body: body, BodyComplete: true})
+		return p.Decide(RequestInfo{Kind: KindPlain, Method: method, Target: rawURL, Body: body, BodyComplete: true, ContentType: contentType})
 	case "https":
 	default:
 		return Refusal(ReasonHostNotAllowed, "", "scheme %q cannot go through the proxy", clip(scheme))
@@ -46,7 +51,7 @@ func (p *Policy) DecideURL(method, rawURL string, body []byte) Decision {
 	return p.Decide(RequestInfo{
 		Kind: KindTunnel, Method: method, Target: target,
 		ConnectHost: connect, SNI: d.Host, Host: d.Host,
-		Body: body, BodyComplete: true,
+		Body: body, BodyComplete: true, ContentType: contentType,
 	})
 }
 

@@ -53,8 +53,41 @@ func FuzzDecideURL(f *testing.F) {
 		if d.Action == "" || d.Reason == "" || strings.Contains(d.String(), "\n") {
 			t.Fatalf("bad decision %+v", d)
 		}
-		if d.Action == ActionInject && p.Host(d.Host) == nil {
+		if d.Action != ActionInject {
+			return
+		}
+		h := p.Host(d.Host)
+		if h == nil {
 			t.Fatalf("inject on unconfigured host %q", d.Host)
 		}
+		// What is injected is a clean path on that host that one of its
+		// rules allows, read from the URL as typed.
+		_, rest, _ := strings.Cut(rawURL, "://")
+		authority, target := rest, "/"
+		if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+			authority, target = rest[:i], rest[i:]
+		}
+		if i := strings.LastIndexByte(authority, '@'); i >= 0 {
+			authority = authority[i+1:]
+		}
+		if c, err := CanonicalHost(authority, "443"); err != nil || c != d.Host {
+			t.Fatalf("%q injected for host %q", rawURL, d.Host)
+		}
+		if !strings.HasPrefix(target, "/") {
+			target = "/" + target
+		}
+		path, err := TargetPath(target)
+		if err != nil {
+			t.Fatalf("%q injected with an unclean target: %v", rawURL, err)
+		}
+		if len(h.Rules) == 0 {
+			return
+		}
+		for _, r := range h.Rules {
+			if MatchRule(r, method, path, Body{Data: body, Complete: true, ContentType: []string{"application/json"}}) {
+				return
+			}
+		}
+		t.Fatalf("%s %q injected though no rule of %s allows it", method, rawURL, d.Host)
 	})
 }

@@ -226,13 +226,20 @@ type harnessOpt func(*Options)
 
 func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	t.Helper()
+	return newHarnessConfig(t, testConfig, opts...)
+}
+
+// newHarnessConfig is newHarness with another proxy config; its hosts
+// resolve to the same upstreams.
+func newHarnessConfig(t testing.TB, cfg string, opts ...harnessOpt) *harness {
+	t.Helper()
 	h := &harness{t: t, dir: t.TempDir(), logs: &syncBuffer{}}
 	h.sandbox = newTestCA(t, "sandbox egress CA")
 	h.upCA = newTestCA(t, "upstream CA")
 	h.api = newUpstream(t, h.upCA, "api.github.com", "github.com", "uploads.github.com", "pypi.org")
 	h.plain = newUpstream(t, nil)
 	h.cfgPath = filepath.Join(h.dir, "proxy.json")
-	writeAtomic(t, h.cfgPath, []byte(testConfig))
+	writeAtomic(t, h.cfgPath, []byte(cfg))
 	caDir := filepath.Join(h.dir, "ca")
 	os.Mkdir(caDir, 0o700)
 	certFile, keyFile := h.sandbox.writeFiles(t, caDir)

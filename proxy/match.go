@@ -1,12 +1,10 @@
 package proxy
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -149,18 +147,18 @@ func MatchPattern(pattern, path string) bool {
 
 // MatchRule reports whether a request with this method, path (from
 // TargetPath) and body matches rule r. body is consulted only when r has a
-// Body condition; bodyComplete false (the body was larger than the proxy
-// reads) never matches such a rule, since it could not be checked.
-func MatchRule(r config.Rule, method, path string, body []byte, bodyComplete bool) bool {
-	methodOK := false
-	for _, m := range r.Methods {
-		if m == method {
-			methodOK = true
-			break
-		}
-	}
-	if !methodOK {
-		return false
+// Body condition (see CheckBody).
+func MatchRule(r config.Rule, method, path string, body Body) bool {
+	return matchRule(r, method, path, body) == nil
+}
+
+// errNoMatch is matchRule's answer for a rule whose method or path does
+// not fit; a body that does not fit gets CheckBody's reason instead.
+var errNoMatch = errors.New("no match")
+
+func matchRule(r config.Rule, method, path string, body Body) error {
+	if !slices.Contains(r.Methods, method) {
+		return errNoMatch
 	}
 	pathOK := false
 	for _, p := range r.PathPrefixes {
@@ -175,68 +173,12 @@ func MatchRule(r config.Rule, method, path string, body []byte, bodyComplete boo
 		}
 	}
 	if !pathOK {
-		return false
+		return errNoMatch
 	}
 	if len(r.Body) == 0 {
-		return true
+		return nil
 	}
-	return bodyComplete && MatchBody(r.Body, body)
-}
-
-// MatchBody reports whether body is one JSON object whose top-level string
-// fields named in want each hold one of the listed values. A field given
-// twice — in any letter case, since some decoders fold case — never
-// matches, so a second copy cannot smuggle a different value past the
-// check.
-func MatchBody(want map[string][]string, body []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return false
-	}
-	got := map[string]string{}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return false
-		}
-		key, _ := t.(string)
-		folded := strings.ToLower(key)
-		if _, dup := got[folded]; dup {
-			return false
-		}
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return false
-		}
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			got[folded] = s
-		} else {
-			got[folded] = "\x00not a string"
-		}
-	}
-	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
-		return false
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return false
-	}
-	for field, values := range want {
-		v, ok := got[strings.ToLower(field)]
-		if !ok {
-			return false
-		}
-		found := false
-		for _, w := range values {
-			if v == w {
-				found = true
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
+	return CheckBody(r.Body, body)
 }
 
 // CanonicalHost lowercases an authority ("host" or "host:port"), drops a

@@ -116,56 +116,29 @@ func TestMatchPattern(t *testing.T) {
 	}
 }
 
-func TestMatchBody(t *testing.T) {
-	want := map[string][]string{"operation": {"download"}}
-	tests := map[string]struct {
-		body string
-		want bool
-	}{
-		"download":          {body: `{"operation":"download","objects":[{"oid":"x","size":1}]}`, want: true},
-		"upload":            {body: `{"operation":"upload"}`, want: false},
-		"missing":           {body: `{"objects":[]}`, want: false},
-		"not string":        {body: `{"operation":["download"]}`, want: false},
-		"duplicate":         {body: `{"operation":"download","operation":"upload"}`, want: false},
-		"duplicate folded":  {body: `{"Operation":"upload","operation":"download"}`, want: false},
-		"trailing data":     {body: `{"operation":"download"}{"operation":"upload"}`, want: false},
-		"array":             {body: `[{"operation":"download"}]`, want: false},
-		"empty":             {body: ``, want: false},
-		"truncated":         {body: `{"operation":"download"`, want: false},
-		"escaped value":     {body: `{"operation":"d\u006fwnload"}`, want: true},
-		"whitespace around": {body: " \n{\"operation\" : \"download\"}\n", want: true},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			if got := MatchBody(want, []byte(tc.body)); got != tc.want {
-				t.Fatalf("MatchBody(%s) = %v", tc.body, got)
-			}
-		})
-	}
-}
-
 func TestMatchRule(t *testing.T) {
 	r := config.Rule{Methods: []string{"GET", "HEAD"}, PathPrefixes: []string{"/a"}, PathPatterns: []string{"/x/*/y"}}
 	body := config.Rule{Methods: []string{"POST"}, PathPrefixes: []string{"/b"}, Body: map[string][]string{"op": {"read"}}}
+	json := []string{"application/json"}
 	tests := map[string]struct {
-		rule     config.Rule
-		method   string
-		path     string
-		body     string
-		complete bool
-		want     bool
+		rule   config.Rule
+		method string
+		path   string
+		body   Body
+		want   bool
 	}{
 		"prefix":          {rule: r, method: "GET", path: "/a/b", want: true},
 		"pattern":         {rule: r, method: "HEAD", path: "/x/z/y", want: true},
 		"wrong method":    {rule: r, method: "POST", path: "/a", want: false},
 		"no path":         {rule: r, method: "GET", path: "/b", want: false},
-		"body ok":         {rule: body, method: "POST", path: "/b", body: `{"op":"read"}`, complete: true, want: true},
-		"body wrong":      {rule: body, method: "POST", path: "/b", body: `{"op":"write"}`, complete: true, want: false},
-		"body incomplete": {rule: body, method: "POST", path: "/b", body: `{"op":"read"}`, complete: false, want: false},
+		"body ok":         {rule: body, method: "POST", path: "/b", body: Body{Data: []byte(`{"op":"read"}`), Complete: true, ContentType: json}, want: true},
+		"body wrong":      {rule: body, method: "POST", path: "/b", body: Body{Data: []byte(`{"op":"write"}`), Complete: true, ContentType: json}, want: false},
+		"body incomplete": {rule: body, method: "POST", path: "/b", body: Body{Data: []byte(`{"op":"read"}`), ContentType: json}, want: false},
+		"body untyped":    {rule: body, method: "POST", path: "/b", body: Body{Data: []byte(`{"op":"read"}`), Complete: true}, want: false},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got := MatchRule(tc.rule, tc.method, tc.path, []byte(tc.body), tc.complete); got != tc.want {
+			if got := MatchRule(tc.rule, tc.method, tc.path, tc.body); got != tc.want {
 				t.Fatalf("MatchRule = %v, want %v", got, tc.want)
 			}
 		})

@@ -3,6 +3,7 @@ package proxy
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,6 +38,10 @@ type metrics struct {
 
 	mints   atomic.Uint64
 	tunnels atomic.Int64
+
+	// goroutines counts the process's goroutines: a gauge that stays
+	// flat under steady load and grows when something leaks.
+	goroutines func() int
 }
 
 func newMetrics() *metrics {
@@ -44,6 +49,7 @@ func newMetrics() *metrics {
 	return &metrics{
 		requests: map[[3]string]uint64{}, injectFailures: map[string]uint64{}, reloads: map[[2]string]uint64{},
 		latencyBounds: b, latencyCounts: make([]uint64, len(b)+1),
+		goroutines: runtime.NumGoroutine,
 	}
 }
 
@@ -101,6 +107,9 @@ func (m *metrics) write(w io.Writer) {
 	b.WriteString("# HELP keyhole_proxy_tunnels_active CONNECT tunnels open now.\n")
 	b.WriteString("# TYPE keyhole_proxy_tunnels_active gauge\n")
 	fmt.Fprintf(&b, "keyhole_proxy_tunnels_active %d\n", m.tunnels.Load())
+	b.WriteString("# HELP keyhole_proxy_goroutines Goroutines in the proxy process now.\n")
+	b.WriteString("# TYPE keyhole_proxy_goroutines gauge\n")
+	fmt.Fprintf(&b, "keyhole_proxy_goroutines %d\n", m.goroutines())
 	b.WriteString("# HELP keyhole_proxy_reloads_total Config and CA reload attempts, by what and result.\n")
 	b.WriteString("# TYPE keyhole_proxy_reloads_total counter\n")
 	for _, k := range sortedKeys(m.reloads, func(k [2]string) string { return k[0] + "\x00" + k[1] }) {

@@ -24,6 +24,7 @@ func TestMetricsWrite(t *testing.T) {
 	m.observeUpstream(3 * time.Millisecond) // in le=0.005
 	m.observeUpstream(time.Minute)          // only in +Inf
 	m.mints.Add(2)
+	m.goroutines = func() int { return 7 }
 	var a, b strings.Builder
 	m.write(&a)
 	m.write(&b)
@@ -36,6 +37,7 @@ func TestMetricsWrite(t *testing.T) {
 		"escaped label": `keyhole_proxy_requests_total{host="we\"ird\\host\n",decision="refuse",reason="host-not-allowed"} 1`,
 		"failures":      `keyhole_proxy_injection_failures_total{host="api.github.com"} 1`,
 		"mints":         "keyhole_proxy_cert_mints_total 2\n",
+		"goroutines":    "keyhole_proxy_goroutines 7\n",
 		"reload ok":     `keyhole_proxy_reloads_total{what="config",result="ok"} 1`,
 		"reload error":  `keyhole_proxy_reloads_total{what="ca",result="error"} 1`,
 		"bucket below":  `keyhole_proxy_upstream_latency_seconds_bucket{le="0.0005"} 0`,

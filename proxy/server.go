@@ -633,7 +633,13 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec := &statusRecorder{ResponseWriter: w}
-	info := RequestInfo{Kind: KindTunnel, Method: r.Method, Target: r.RequestURI, ConnectHost: tc.connect, SNI: tc.sni, Host: r.Host, BodyComplete: true}
+	// Strip hop-by-hop headers before deciding, so the headers decided on
+	// are the headers sent (Connection: Content-Type cannot drop a
+	// Content-Type a body rule was checked against), and before injecting,
+	// so nothing the sandbox names in Connection can remove the credential.
+	stripHopByHop(r.Header)
+	info := RequestInfo{Kind: KindTunnel, Method: r.Method, Target: r.RequestURI, ConnectHost: tc.connect, SNI: tc.sni, Host: r.Host, BodyComplete: true,
+		ContentType: r.Header.Values("Content-Type"), ContentEncoding: r.Header.Values("Content-Encoding")}
 	hp := st.policy.Host(tc.connect)
 	if hp != nil && hp.NeedsBody() && r.Body != nil && r.Body != http.NoBody {
 		head, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyCheck+1))
@@ -658,9 +664,6 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 		writeRefusal(rec, d, d.Reason == ReasonHostMismatch || d.Reason == ReasonHostNotAllowed)
 		return
 	}
-	// Strip hop-by-hop headers first, then inject, so nothing the
-	// sandbox names in Connection can remove the credential.
-	stripHopByHop(r.Header)
 	if err := Inject(hp, r.Header, st.secrets.Lookup); err != nil {
 		s.metrics.injectFailure(hp.Name)
 		d = Refusal(ReasonCredentialUnavailable, d.Host, "keyhole cannot read the credential of connection %s for %s; check the mounted Secret", hp.Connection, hp.Name)

@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/proxy/config"
 )
 
 // reporter turns a JSON Schema validation error tree into violations: one
@@ -216,6 +217,13 @@ func (r *reporter) leaf(e *jsonschema.ValidationError) []finding {
 	case "pattern", "maxLength", "minLength":
 		if secret {
 			return []finding{r.at(node, segs, r.secretMessage(segs, fmtName))}
+		}
+		if key, ok := inst.(string); ok && fmtName == "SecretKey" {
+			// The proxy's rule says what exactly is wrong, in the words
+			// the compiler uses for a Secret's own keys.
+			if err := config.CheckSecretKey(key); err != nil {
+				return []finding{r.at(node, segs, strings.TrimPrefix(err.Error(), config.ErrName.Error()+": "))}
+			}
 		}
 		if f, ok := formatOf(fmtName); ok {
 			return []finding{r.at(node, segs, fmt.Sprintf("%s is not %s: want %s", r.quoteValue(inst, node, false), f.noun, f.want))}
@@ -465,7 +473,7 @@ func formatOf(name string) (format, bool) {
 	case "DNSLabel":
 		return format{"a DNS label", "at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit"}, true
 	case "SecretKey":
-		return format{"a Secret key", "letters, digits, '-', '_' and '.'"}, true
+		return format{"a Secret key", "letters, digits, '-', '_' and '.', not \".\" and not starting with \"..\" (the kubelet's own names)"}, true
 	case "Base64":
 		return format{"base64", "standard base64"}, true
 	}

@@ -81,7 +81,7 @@ func TestValidateFixtures(t *testing.T) {
 				{Line: 7, Column: 10, Path: "spec.hosts", Message: `want at least one item, got none`},
 				{Line: 9, Column: 11, Path: "spec.credential.kind", Message: `want "secret", got "vault"`},
 				{Line: 14, Column: 15, Path: "spec.placement.files[0].path", Message: `"relative/path" is not an absolute path: want a path starting with /`},
-				{Line: 18, Column: 14, Path: "spec.placement.env[0].key", Message: `"bad key" is not a Secret key: want letters, digits, '-', '_' and '.'`},
+				{Line: 18, Column: 14, Path: "spec.placement.env[0].key", Message: `Secret key "bad key" holds ' '; Kubernetes allows only letters, digits, '-', '_' and '.'`},
 			},
 		},
 		"connection document is a list": {

@@ -264,11 +264,26 @@ func withBuildMetadata(data []byte) []byte {
 			seq.Content = append(seq.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: opt})
 		}
 	}
+	explicitNulls(root)
 	out, err := yaml.Marshal(&doc)
 	if err != nil {
 		return data
 	}
 	return out
+}
+
+// explicitNulls writes ~ for every null that the input left empty, such as
+// the value of resources in the flow mapping {resources}: yaml.v3 would
+// marshal it as '', an empty string, which kustomize reads as a string
+// where a list belongs and refuses, where it accepts the null.
+func explicitNulls(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && n.Value == "" && n.ShortTag() == "!!null" {
+		n.Value = "~"
+		return
+	}
+	for _, c := range n.Content {
+		explicitNulls(c)
+	}
 }
 
 // runKustomize builds the kustomization in dir (absolute) as `kubectl

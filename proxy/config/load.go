@@ -246,34 +246,6 @@ func CheckHostName(name string) error {
 	return nil
 }
 
-// CheckSecretName reports whether name can be one directory under the
-// secrets dir: a Kubernetes object name, so never a path that escapes it.
-func CheckSecretName(name string) error {
-	if name == "" {
-		return errors.New("secret name is empty")
-	}
-	if err := CheckHostName(name); err != nil {
-		return fmt.Errorf("secret name %q is not a valid Kubernetes name", name)
-	}
-	return nil
-}
-
-// CheckSecretKey reports whether key is a valid Kubernetes Secret key
-// (letters, digits, '-', '_', '.'; not "." or ".."), so SecretsDir/s/key
-// never leaves the Secret's directory.
-func CheckSecretKey(key string) error {
-	if key == "" || key == "." || key == ".." || strings.HasPrefix(key, "..") || len(key) > 253 {
-		return fmt.Errorf("secret key %q is not a valid Kubernetes Secret key", key)
-	}
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return fmt.Errorf("secret key %q is not a valid Kubernetes Secret key", key)
-		}
-	}
-	return nil
-}
-
 // MinPlaceholderLen keeps placeholders long enough that substituting one
 // cannot rewrite unrelated header text by accident.
 const MinPlaceholderLen = 8

@@ -150,6 +150,29 @@ func FuzzDecode(f *testing.F) {
 			if CheckHostName(h.Name) != nil {
 				t.Fatalf("accepted host %q", h.Name)
 			}
+			// Whatever the proxy will read is a file the kubelet can
+			// have written: a Secret name and keys the API server takes.
+			if CheckSecretName(h.Inject.Secret) != nil {
+				t.Fatalf("accepted Secret name %q", h.Inject.Secret)
+			}
+			var keys []string
+			switch in := h.Inject; {
+			case in.Header != nil:
+				tmpl, err := ParseTemplate(in.Header.Value)
+				if err != nil {
+					t.Fatalf("accepted template %q: %v", in.Header.Value, err)
+				}
+				keys = tmpl.Keys()
+			case in.Basic != nil:
+				keys = []string{in.Basic.UsernameKey, in.Basic.PasswordKey}
+			case in.Substitute != nil:
+				keys = []string{in.Substitute.Key}
+			}
+			for _, k := range keys {
+				if CheckSecretKey(k) != nil {
+					t.Fatalf("accepted Secret key %q", k)
+				}
+			}
 		}
 	})
 }

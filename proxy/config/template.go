@@ -3,11 +3,12 @@ package config
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"text/template/parse"
 )
 
-// Template is a parsed header value template: literal text and plain
+// Template is a parsed header value template: literal text and
 // references to Secret keys, nothing else. The compiler checks templates
 // with it and the proxy renders them with it, so both agree on what a
 // template means.
@@ -26,10 +27,12 @@ type part struct {
 var ErrTemplate = errors.New("invalid template")
 
 // ParseTemplate parses a header value such as "Bearer {{ .token }}". Only
-// literal text and {{ .key }} references are accepted: no functions,
-// pipelines, variables, conditionals, loops or nested fields. Errors wrap
-// ErrTemplate and never quote more of the template than the offending
-// action.
+// literal text and references to Secret keys are accepted: {{ .key }}, or
+// {{ index . "key" }} for a key that is not a Go identifier (tls.crt,
+// my-token, 1st), as Go templates spell a map lookup. No other functions,
+// pipelines, variables, conditionals, loops or nested fields. A key must
+// be one the API server accepts (CheckSecretKey). Errors wrap ErrTemplate
+// and never quote more of the template than the offending action.
 func ParseTemplate(s string) (*Template, error) {
 	tree := parse.New("value")
 	// Functions are rejected below with a message naming them, rather than
@@ -42,7 +45,7 @@ func ParseTemplate(s string) (*Template, error) {
 		if i := strings.LastIndex(msg, ": "); i >= 0 {
 			msg = msg[i+2:]
 		}
-		return nil, fmt.Errorf("%w: %s", ErrTemplate, msg)
+		return nil, fmt.Errorf("%w: %s%s", ErrTemplate, msg, indexHint(s))
 	}
 	t := &Template{}
 	if len(trees) != 1 || trees["value"] != tree {
@@ -56,11 +59,14 @@ func ParseTemplate(s string) (*Template, error) {
 		case *parse.TextNode:
 			t.parts = append(t.parts, part{text: string(n.Text)})
 		case *parse.ActionNode:
-			key, err := plainKey(n)
+			key, offset, err := keyRef(n)
 			if err != nil {
 				return nil, err
 			}
-			t.parts = append(t.parts, part{key: key, offset: int(n.Pos)})
+			if err := CheckSecretKey(key); err != nil {
+				return nil, fmt.Errorf("%w: %s reads a key Kubernetes cannot hold: %s", ErrTemplate, n, strings.TrimPrefix(err.Error(), ErrName.Error()+": "))
+			}
+			t.parts = append(t.parts, part{key: key, offset: offset})
 		case *parse.CommentNode:
 			// Comments render as nothing.
 		default:
@@ -70,31 +76,81 @@ func ParseTemplate(s string) (*Template, error) {
 	return t, nil
 }
 
-func plainKey(n *parse.ActionNode) (string, error) {
+// keyRef reads the key of one action, {{ .key }} or {{ index . "key" }},
+// and the byte offset in the template of where it names the key.
+func keyRef(n *parse.ActionNode) (string, int, error) {
 	p := n.Pipe
-	if p != nil && len(p.Cmds) > 0 && len(p.Cmds[0].Args) > 0 {
-		if id, ok := p.Cmds[0].Args[0].(*parse.IdentifierNode); ok {
-			return "", fmt.Errorf("%w: %s calls the function %q; use only {{ .key }} references", ErrTemplate, n, id.Ident)
-		}
-	}
 	switch {
 	case p == nil:
-		return "", fmt.Errorf("%w: %s is not a key reference; use {{ .key }}", ErrTemplate, n)
+		return "", 0, fmt.Errorf("%w: %s is not a key reference; use {{ .key }}", ErrTemplate, n)
 	case len(p.Decl) > 0:
-		return "", fmt.Errorf("%w: %s declares a variable; use only {{ .key }} references", ErrTemplate, n)
+		return "", 0, fmt.Errorf("%w: %s declares a variable; use only {{ .key }} references", ErrTemplate, n)
 	case len(p.Cmds) != 1:
-		return "", fmt.Errorf("%w: %s is a pipeline; use only {{ .key }} references", ErrTemplate, n)
-	case len(p.Cmds[0].Args) != 1:
-		return "", fmt.Errorf("%w: %s is not a plain key reference; use {{ .key }}", ErrTemplate, n)
+		return "", 0, fmt.Errorf("%w: %s is a pipeline; use only {{ .key }} references", ErrTemplate, n)
 	}
-	f, ok := p.Cmds[0].Args[0].(*parse.FieldNode)
+	args := p.Cmds[0].Args
+	if len(args) > 0 {
+		if id, ok := args[0].(*parse.IdentifierNode); ok {
+			if id.Ident == "index" {
+				return indexKey(n, args)
+			}
+			return "", 0, fmt.Errorf("%w: %s calls the function %q; use only {{ .key }} references", ErrTemplate, n, id.Ident)
+		}
+	}
+	if len(args) != 1 {
+		return "", 0, fmt.Errorf("%w: %s is not a plain key reference; use {{ .key }}", ErrTemplate, n)
+	}
+	f, ok := args[0].(*parse.FieldNode)
 	if !ok {
-		return "", fmt.Errorf("%w: %s is not a plain key reference; use {{ .key }}", ErrTemplate, n)
+		return "", 0, fmt.Errorf("%w: %s is not a plain key reference; use {{ .key }}", ErrTemplate, n)
 	}
 	if len(f.Ident) != 1 {
-		return "", fmt.Errorf("%w: %s reads a nested field; a Secret's keys are flat, use {{ .key }}", ErrTemplate, n)
+		dotted := strings.Join(f.Ident, ".")
+		return "", 0, fmt.Errorf("%w: %s reads the key %q and then its field %q, and a Secret's values have no fields; to read the key %q, write {{ index . %q }}",
+			ErrTemplate, n, f.Ident[0], strings.Join(f.Ident[1:], "."), dotted, dotted)
 	}
-	return f.Ident[0], nil
+	return f.Ident[0], int(n.Pos), nil
+}
+
+// indexKey reads {{ index . "key" }}: the one lookup of a key that is not
+// a Go identifier.
+func indexKey(n *parse.ActionNode, args []parse.Node) (string, int, error) {
+	if len(args) != 3 {
+		return "", 0, fmt.Errorf("%w: %s is not a key reference; a key is read with {{ index . \"key\" }}, one key", ErrTemplate, n)
+	}
+	if _, ok := args[1].(*parse.DotNode); !ok {
+		return "", 0, fmt.Errorf("%w: %s does not read a key of the Secret; write {{ index . \"key\" }}", ErrTemplate, n)
+	}
+	key, ok := args[2].(*parse.StringNode)
+	if !ok {
+		return "", 0, fmt.Errorf("%w: %s does not name the key as a quoted string; write {{ index . \"key\" }}", ErrTemplate, n)
+	}
+	return key.Text, int(key.Pos), nil
+}
+
+// bareKey is an action that reads a dotted or hyphenated key as if it
+// were a field, such as {{ .my-token }}, which Go templates cannot parse.
+var bareKey = regexp.MustCompile(`\{\{-?\s*\.([-._a-zA-Z0-9]+)\s*-?\}\}`)
+
+// indexHint explains how to read a key that is not a Go identifier when
+// the template tried to read one with {{ .key }}.
+func indexHint(s string) string {
+	for _, m := range bareKey.FindAllStringSubmatch(s, -1) {
+		if !isIdentifier(m[1]) {
+			return fmt.Sprintf("; a key that is not a Go identifier is read with {{ index . %q }}", m[1])
+		}
+	}
+	return ""
+}
+
+func isIdentifier(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 func describe(n parse.Node) string {

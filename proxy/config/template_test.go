@@ -3,7 +3,9 @@ package config
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
+	"text/template"
 )
 
 func TestParseTemplate(t *testing.T) {
@@ -11,28 +13,46 @@ func TestParseTemplate(t *testing.T) {
 		in      string
 		keys    []string
 		invalid bool
+		msg     string // in the error
 	}{
-		"bearer":          {in: "Bearer {{ .token }}", keys: []string{"token"}},
-		"two keys":        {in: "{{.user}}:{{ .token }}{{.user}}", keys: []string{"user", "token"}},
-		"literal only":    {in: "static", keys: nil},
-		"comment":         {in: "Bearer {{/* c */}}{{ .t }}", keys: []string{"t"}},
-		"unclosed":        {in: "Bearer {{ .token }", invalid: true},
-		"function":        {in: `{{ printf "%s" .token }}`, invalid: true},
-		"pipeline":        {in: "{{ .token | html }}", invalid: true},
-		"conditional":     {in: "{{ if .a }}x{{ end }}", invalid: true},
-		"loop":            {in: "{{ range .a }}x{{ end }}", invalid: true},
-		"variable":        {in: "{{ $x := .a }}", invalid: true},
-		"nested":          {in: "{{ .a.b }}", invalid: true},
-		"dot":             {in: "{{ . }}", invalid: true},
-		"define":          {in: `{{ define "x" }}y{{ end }}`, invalid: true},
-		"string constant": {in: `{{ "x" }}`, invalid: true},
+		"index dotted":      {in: `Bearer {{ index . "tls.crt" }}`, keys: []string{"tls.crt"}},
+		"index hyphen":      {in: `{{ index . "my-token" }}`, keys: []string{"my-token"}},
+		"index raw string":  {in: "{{ index . `config.json` }}", keys: []string{"config.json"}},
+		"index plain":       {in: `{{ index . "token" }}{{ .token }}`, keys: []string{"token"}},
+		"index trimmed":     {in: `x {{- index . "a.b" -}} y`, keys: []string{"a.b"}},
+		"dotted as field":   {in: "{{ .tls.crt }}", invalid: true, msg: `to read the key "tls.crt", write {{ index . "tls.crt" }}`},
+		"hyphen as field":   {in: "Bearer {{ .my-token }}", invalid: true, msg: `read with {{ index . "my-token" }}`},
+		"digit as field":    {in: "{{ .1st }}", invalid: true, msg: `read with {{ index . "1st" }}`},
+		"index kubelet":     {in: `{{ index . "..data" }}`, invalid: true, msg: "kubelet keeps its own files"},
+		"index slash":       {in: `{{ index . "a/b" }}`, invalid: true, msg: "holds '/'"},
+		"index empty":       {in: `{{ index . "" }}`, invalid: true, msg: "empty"},
+		"index two keys":    {in: `{{ index . "a" "b" }}`, invalid: true, msg: "one key"},
+		"index of a key":    {in: `{{ index .a "b" }}`, invalid: true, msg: "does not read a key of the Secret"},
+		"index of variable": {in: `{{ index $ "b" }}`, invalid: true, msg: "does not read a key of the Secret"},
+		"index number":      {in: `{{ index . 1 }}`, invalid: true, msg: "quoted string"},
+		"index piped":       {in: `{{ index . "a" | html }}`, invalid: true, msg: "pipeline"},
+		"non-ASCII field":   {in: "{{ .tökén }}", invalid: true, msg: "Kubernetes cannot hold"},
+		"bearer":            {in: "Bearer {{ .token }}", keys: []string{"token"}},
+		"two keys":          {in: "{{.user}}:{{ .token }}{{.user}}", keys: []string{"user", "token"}},
+		"literal only":      {in: "static", keys: nil},
+		"comment":           {in: "Bearer {{/* c */}}{{ .t }}", keys: []string{"t"}},
+		"unclosed":          {in: "Bearer {{ .token }", invalid: true},
+		"function":          {in: `{{ printf "%s" .token }}`, invalid: true},
+		"pipeline":          {in: "{{ .token | html }}", invalid: true},
+		"conditional":       {in: "{{ if .a }}x{{ end }}", invalid: true},
+		"loop":              {in: "{{ range .a }}x{{ end }}", invalid: true},
+		"variable":          {in: "{{ $x := .a }}", invalid: true},
+		"nested":            {in: "{{ .a.b }}", invalid: true},
+		"dot":               {in: "{{ . }}", invalid: true},
+		"define":            {in: `{{ define "x" }}y{{ end }}`, invalid: true},
+		"string constant":   {in: `{{ "x" }}`, invalid: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			tmpl, err := ParseTemplate(tc.in)
 			if tc.invalid {
-				if !errors.Is(err, ErrTemplate) {
-					t.Fatalf("ParseTemplate(%q) = %v, want ErrTemplate", tc.in, err)
+				if !errors.Is(err, ErrTemplate) || !strings.Contains(err.Error(), tc.msg) {
+					t.Fatalf("ParseTemplate(%q) = %v, want ErrTemplate saying %q", tc.in, err, tc.msg)
 				}
 				return
 			}
@@ -44,6 +64,54 @@ func TestParseTemplate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParseTemplate parses arbitrary header templates: no panic, errors
+// wrap ErrTemplate, every key read is one Kubernetes accepts, and what a
+// parsed template renders is its text with each key's value in place.
+func FuzzParseTemplate(f *testing.F) {
+	for _, s := range []string{"Bearer {{ .token }}", `{{ index . "tls.crt" }}`, "{{ .a.b }}", "{{ .my-key }}", `{{ index . "..data" }}`, "{{", "x{{/* c */}}y"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		tmpl, err := ParseTemplate(s)
+		if err != nil {
+			if !errors.Is(err, ErrTemplate) {
+				t.Fatalf("error %v does not wrap ErrTemplate", err)
+			}
+			return
+		}
+		for _, r := range tmpl.Refs() {
+			if err := CheckSecretKey(r.Key); err != nil {
+				t.Fatalf("accepted a reference to %q: %v", r.Key, err)
+			}
+			if r.Offset < 0 || r.Offset >= len(s) {
+				t.Fatalf("reference offset %d outside the template", r.Offset)
+			}
+		}
+		// It renders as Go's text/template renders it over the Secret's
+		// keys, which is how the operator reads the same value.
+		value := func(k string) string { return "<" + k + ">" }
+		got, err := tmpl.Render(func(k string) (string, error) { return value(k), nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := map[string]string{}
+		for _, k := range tmpl.Keys() {
+			data[k] = value(k)
+		}
+		gt, err := template.New("value").Option("missingkey=error").Parse(s)
+		if err != nil {
+			t.Fatalf("text/template refuses %q, which ParseTemplate accepted: %v", s, err)
+		}
+		var want strings.Builder
+		if err := gt.Execute(&want, data); err != nil {
+			t.Fatalf("text/template cannot execute %q: %v", s, err)
+		}
+		if got != want.String() {
+			t.Fatalf("ParseTemplate renders %q as %q, text/template as %q", s, got, want.String())
+		}
+	})
 }
 
 func TestRender(t *testing.T) {

@@ -1,0 +1,39 @@
+package proxy
+
+import (
+	"net/http"
+	"testing"
+)
+
+// dottedKeyConfig reads a key that is not a Go identifier with the index
+// form, as `keyhole render` writes it from a Connection.
+const dottedKeyConfig = `{
+  "apiVersion": "proxy.keyhole.dev/v1alpha1", "kind": "ProxyConfig",
+  "sandbox": {"namespace": "agents", "name": "support"},
+  "hosts": [
+    {"name": "api.github.com", "connection": "github-acme",
+     "inject": {"secret": "acme-github-token", "header": {"name": "Authorization", "value": "Bearer {{ index . \"tls.crt\" }}/{{ .user }}"}}}
+  ]
+}`
+
+// TestServerDottedKey injects a dotted Secret key, mounted as the kubelet
+// mounts it, through the proxy over real sockets.
+func TestServerDottedKey(t *testing.T) {
+	h := newHarnessConfig(t, dottedKeyConfig)
+	h.secrets.write(map[string]string{"tls.crt": canary + "\n", "user": "x-access-token", "token": "unused"})
+	resp, err := h.client().Get("https://api.github.com/repos/acme/widgets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readBody(t, resp)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d (%s)", resp.StatusCode, resp.Header.Get(RefusedHeader))
+	}
+	seen := h.api.seen()
+	if len(seen) != 1 {
+		t.Fatalf("upstream saw %d requests", len(seen))
+	}
+	if got, want := seen[0].Header.Get("Authorization"), "Bearer "+canary+"/x-access-token"; got != want {
+		t.Fatalf("Authorization = %q, want %q", got, want)
+	}
+}
