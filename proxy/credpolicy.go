@@ -31,8 +31,15 @@ type MethodRule struct {
 // forwarded only when a rule of the host names it: a host without rules
 // forwards the listed methods whose Credential is true, and no others.
 func MethodPolicy() []MethodRule {
+	t := methodTable()
+	return t[:]
+}
+
+// methodTable is the method policy as an array, so that looking a method
+// up on every request copies it on the stack instead of allocating.
+func methodTable() [10]MethodRule {
 	const api = "a method APIs are called with; the host's rules narrow it"
-	return []MethodRule{
+	return [...]MethodRule{
 		{Method: http.MethodGet, Credential: true, Why: api},
 		{Method: http.MethodHead, Credential: true, Why: api},
 		{Method: http.MethodPost, Credential: true, Why: api},
@@ -49,7 +56,7 @@ func MethodPolicy() []MethodRule {
 // methodRule returns the policy row for method: an exact match, or a row
 // that never carries a credential in any letter case.
 func methodRule(method string) (MethodRule, bool) {
-	for _, r := range MethodPolicy() {
+	for _, r := range methodTable() {
 		if r.Method == method || !r.Credential && strings.EqualFold(r.Method, method) {
 			return r, true
 		}
@@ -73,9 +80,16 @@ type OverrideRule struct {
 // stripping, keeps the request from running as something the client did
 // not mean (a POST it meant as a DELETE) and tells the client why.
 func OverrideHeaders() []OverrideRule {
+	t := overrideTable()
+	return t[:]
+}
+
+// overrideTable is OverrideHeaders as an array, for the same reason as
+// methodTable.
+func overrideTable() [13]OverrideRule {
 	const method = "the method the server runs instead of the request line's (the rules checked that one)"
 	const path = "the path the server routes instead of the request line's (the rules checked that one)"
-	return []OverrideRule{
+	return [...]OverrideRule{
 		{Name: "X-HTTP-Method-Override", Why: "Rack (Rails, Sinatra), Express method-override, ASP.NET Web API, Jersey, Ktor, Symfony, Google APIs: " + method},
 		{Name: "X-HTTP-Method", Why: "OData and Microsoft REST APIs (SharePoint, Dynamics): " + method},
 		{Name: "X-Method-Override", Why: "method-override middlewares configured with it: " + method},
@@ -99,7 +113,7 @@ func overrideHeader(h http.Header) (string, bool) {
 		if len(k) < 2 || k[0] != 'X' && k[0] != 'x' {
 			continue
 		}
-		for _, r := range OverrideHeaders() {
+		for _, r := range overrideTable() {
 			if sameHeaderName(k, r.Name) {
 				return r.Name, true
 			}

@@ -173,8 +173,9 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 	// The transport moves Trailer into res.Trailer: announce it again,
 	// less what the sandbox must not get.
 	deleteFold(res.Trailer, RefusedHeader)
-	announced := make(map[string]bool, len(res.Trailer))
+	var announced map[string]bool
 	if len(res.Trailer) > 0 {
+		announced = make(map[string]bool, len(res.Trailer))
 		keys := make([]string, 0, len(res.Trailer))
 		for k := range res.Trailer {
 			keys = append(keys, k)

@@ -3,6 +3,7 @@ package proxy
 import (
 	"net"
 	"syscall"
+	"unsafe"
 )
 
 // socketReadable reports whether c's socket has anything to read, a
@@ -17,13 +18,14 @@ func socketReadable(c net.Conn) bool {
 	if err != nil {
 		return true
 	}
-	var b [1]byte
-	var rerr error
-	if err := rc.Read(func(fd uintptr) bool {
-		_, _, rerr = syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		return true
-	}); err != nil {
-		return true
-	}
-	return rerr != syscall.EAGAIN
+	readable := true
+	err = rc.Control(func(fd uintptr) {
+		var b [1]byte
+		// MSG_DONTWAIT never blocks, so the raw call needs none of the
+		// scheduler's bookkeeping for a call that may.
+		_, _, errno := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1,
+			syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
+		readable = errno != syscall.EAGAIN
+	})
+	return err != nil || readable
 }
