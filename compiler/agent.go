@@ -171,6 +171,26 @@ func (c *connection) credentialKey() string {
 	return defaultCredentialKey
 }
 
+// substituteHeaders are the headers the proxy substitutes the placeholder
+// in on a host: those the catalog says clients send the credential in.
+// Nowhere else, so that a header an upstream echoes back (X-Request-Id,
+// Origin) never carries the credential to the sandbox.
+func substituteHeaders(in schema.ConnectorInject) []string {
+	var names []string
+	add := func(n string) {
+		if !slices.ContainsFunc(names, func(m string) bool { return strings.EqualFold(m, n) }) {
+			names = append(names, n)
+		}
+	}
+	if in.Header != nil {
+		add(in.Header.Name)
+	}
+	if in.Basic != nil {
+		add("Authorization")
+	}
+	return names
+}
+
 // clientForm describes how a client sends the placeholder on a host.
 func clientForm(in schema.ConnectorInject, env string) string {
 	var forms []string
@@ -235,7 +255,7 @@ func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
 				Connection: cn.obj.Name,
 				Inject: config.Inject{
 					Secret:     cn.w.Spec.Credential.SecretRef.Name,
-					Substitute: &config.SubstituteInject{Placeholder: placeholder, Key: cn.credentialKey()},
+					Substitute: &config.SubstituteInject{Placeholder: placeholder, Key: cn.credentialKey(), Headers: substituteHeaders(h.Inject)},
 				},
 				Rules: slices.Clip(rules),
 			})

@@ -1,8 +1,11 @@
 package compiler
 
 import (
+	"slices"
 	"strings"
 	"testing"
+
+	"keyhole.dev/keyhole/schema"
 )
 
 // TestPlanObjectsAndAgents: the Plan lists the input's omnia objects in
@@ -55,5 +58,42 @@ func TestPlanObjectsAndAgents(t *testing.T) {
 				t.Errorf("agents = %q, want %q", agents, tc.wantAgents)
 			}
 		})
+	}
+}
+
+// TestSubstituteHeaders: an agent connector's placeholder is substituted
+// only in the headers the catalog says its clients send the credential
+// in, so a placeholder in any other header goes out as is.
+func TestSubstituteHeaders(t *testing.T) {
+	cat, err := schema.Catalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]struct {
+		connector, host string
+		want            []string
+	}{
+		"github API bearer":       {connector: "github", host: "api.github.com", want: []string{"Authorization"}},
+		"github git basic":        {connector: "github", host: "github.com", want: []string{"Authorization"}},
+		"gitlab header and basic": {connector: "gitlab", host: "gitlab.com", want: []string{"PRIVATE-TOKEN", "Authorization"}},
+		"anthropic api key":       {connector: "anthropic", host: "api.anthropic.com", want: []string{"x-api-key"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			for _, h := range cat[tc.connector].Hosts {
+				if h.Host == tc.host {
+					if got := substituteHeaders(h.Inject); !slices.Equal(got, tc.want) {
+						t.Fatalf("substituteHeaders = %q, want %q", got, tc.want)
+					}
+					return
+				}
+			}
+			t.Fatalf("the catalog has no host %s for %s", tc.host, tc.connector)
+		})
+	}
+	if got := substituteHeaders(schema.ConnectorInject{
+		Header: &schema.ConnectorHeader{Name: "authorization"}, Basic: &schema.ConnectorBasic{Username: "u"},
+	}); !slices.Equal(got, []string{"authorization"}) {
+		t.Errorf("a header named twice in two casings: %q, want it once", got)
 	}
 }

@@ -190,7 +190,7 @@ func describeInject(h config.Host) string {
 	case in.Basic != nil:
 		how = fmt.Sprintf("basic auth, user key %s, password key %s", in.Basic.UsernameKey, in.Basic.PasswordKey)
 	case in.Substitute != nil:
-		how = fmt.Sprintf("placeholder %s replaced by key %s", in.Substitute.Placeholder, in.Substitute.Key)
+		how = fmt.Sprintf("placeholder %s replaced by key %s in %s", in.Substitute.Placeholder, in.Substitute.Key, strings.Join(in.Substitute.HeaderNames(), ", "))
 	default:
 		how = "no injection"
 	}

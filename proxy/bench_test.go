@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"io"
 	"net/http"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -44,6 +45,15 @@ func BenchmarkServerKeepAlive(b *testing.B) {
 	})
 	b.Run("direct", func(b *testing.B) {
 		run(b, direct, "https://"+h.api.srv.Listener.Addr().String()+"/repos/acme/widgets")
+	})
+	// The same with scrubResponseBodies on: each response body is
+	// scanned for the credential.
+	b.Run("proxy scrubbing bodies", func(b *testing.B) {
+		writeAtomic(b, h.cfgPath, []byte(strings.Replace(testConfig, `"passthrough"`, `"scrubResponseBodies": true, "passthrough"`, 1)))
+		eventually(b, "the config with scrubResponseBodies", func() bool { return h.srv.state.Load().cfg.ScrubResponseBodies })
+		c := h.client()
+		c.Transport.(*http.Transport).MaxIdleConnsPerHost = 64
+		run(b, c, "https://api.github.com/repos/acme/widgets")
 	})
 }
 

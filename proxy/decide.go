@@ -100,6 +100,9 @@ type RequestInfo struct {
 	// Host is the request's Host (KindTunnel), or for an absolute-form
 	// target the target's authority, as the server read it.
 	Host string
+	// Header is the request's header (KindTunnel), checked for the
+	// override headers an injected host refuses; nil checks none.
+	Header http.Header
 	// Body is the request body, read only when the host's rules need it.
 	Body []byte
 	// BodyComplete is false when Body was cut at the read limit, so no
@@ -254,11 +257,25 @@ func (p *Policy) decideTunnel(req RequestInfo) Decision {
 			return d
 		}
 	}
-	path, err := TargetPath(req.Target)
-	if err != nil {
-		d := Refusal(ReasonL7NotAllowed, tunnel, "%v", err)
+	refuse := func(format string, args ...any) Decision {
+		d := Refusal(ReasonL7NotAllowed, tunnel, format, args...)
 		d.Connection = h.Connection
 		return d
+	}
+	if m, known := methodRule(req.Method); known && !m.Credential {
+		return refuse("%s is never forwarded with a credential: %s", clip(req.Method), m.Why)
+	} else if !known && len(h.Rules) == 0 {
+		return refuse("%s is forwarded with a credential only when a rule of connection %s names it", clip(req.Method), h.Connection)
+	}
+	path, err := TargetPath(req.Target)
+	if err != nil {
+		return refuse("%v", err)
+	}
+	if name, ok := overrideHeader(req.Header); ok {
+		return refuse("the %s header is refused on injected hosts: servers read it as another method or path than the request line's, which the rules checked", name)
+	}
+	if overrideParam(req.Target) {
+		return refuse("the %s query parameter is refused on injected hosts: servers read it as another method than the request line's, which the rules checked", OverrideParam)
 	}
 	if len(h.Rules) > 0 {
 		body := Body{Data: req.Body, Complete: req.BodyComplete, ContentType: req.ContentType, ContentEncoding: req.ContentEncoding}
@@ -276,9 +293,7 @@ func (p *Policy) decideTunnel(req RequestInfo) Decision {
 			}
 		}
 		if !allowed {
-			d := Refusal(ReasonL7NotAllowed, tunnel, "no rule of connection %s allows %s %s on %s%s", h.Connection, clip(req.Method), clip(path), tunnel, why)
-			d.Connection = h.Connection
-			return d
+			return refuse("no rule of connection %s allows %s %s on %s%s", h.Connection, clip(req.Method), clip(path), tunnel, why)
 		}
 	}
 	return Decision{Action: ActionInject, Reason: ReasonAllowed, Host: tunnel, Connection: h.Connection}

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -78,6 +79,55 @@ func TestDecide(t *testing.T) {
 		"tunnel no rules host": {req: with(tunnelReq("PUT", "/anything/at/all"), func(r *RequestInfo) {
 			r.ConnectHost, r.SNI, r.Host = "uploads.github.com:443", "uploads.github.com", "uploads.github.com"
 		}), action: ActionInject, reason: ReasonAllowed},
+		// The method policy: some methods never carry a credential,
+		// whatever the rules say; a host without rules forwards only
+		// the methods APIs are called with.
+		"no rules trace":        {req: uploadsReq("TRACE", "/"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"no rules lower trace":  {req: uploadsReq("trace", "/"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"no rules track":        {req: uploadsReq("TRACK", "/"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"no rules connect":      {req: uploadsReq("CONNECT", "uploads.github.com:443"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"no rules connect path": {req: uploadsReq("CONNECT", "/"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"no rules options star": {req: uploadsReq("OPTIONS", "*"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"no rules options path": {req: uploadsReq("OPTIONS", "/x"), action: ActionInject, reason: ReasonAllowed},
+		"no rules propfind":     {req: uploadsReq("PROPFIND", "/"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"no rules purge":        {req: uploadsReq("PURGE", "/"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"no rules lower get":    {req: uploadsReq("get", "/"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"no rules delete":       {req: uploadsReq("DELETE", "/x"), action: ActionInject, reason: ReasonAllowed},
+		"rules trace":           {req: tunnelReq("TRACE", "/repos/acme/widgets"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"rules connect":         {req: tunnelReq("CONNECT", "api.github.com:443"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		// Override headers and the _method parameter are refused on
+		// injected hosts, with or without rules.
+		"method override post":      {req: withHeader(tunnelReq("POST", "/repos/acme/widgets/pulls"), "X-HTTP-Method-Override", "DELETE"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"x-http-method":             {req: withHeader(tunnelReq("POST", "/repos/acme/widgets/pulls"), "X-HTTP-Method", "DELETE"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"x-method-override":         {req: withHeader(tunnelReq("POST", "/repos/acme/widgets/pulls"), "X-Method-Override", "DELETE"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"override lower case":       {req: withHeader(tunnelReq("POST", "/repos/acme/widgets/pulls"), "x-http-method-override", "DELETE"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"override underscores":      {req: withHeader(tunnelReq("POST", "/repos/acme/widgets/pulls"), "X_HTTP_METHOD_OVERRIDE", "DELETE"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"override empty value":      {req: withHeader(tunnelReq("GET", "/repos/acme/widgets"), "X-HTTP-Method-Override", ""), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"x-original-method":         {req: withHeader(tunnelReq("GET", "/repos/acme/widgets"), "X-Original-Method", "DELETE"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"x-forwarded-method":        {req: withHeader(tunnelReq("GET", "/repos/acme/widgets"), "X-Forwarded-Method", "DELETE"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"x-original-url":            {req: withHeader(tunnelReq("GET", "/repos/acme/widgets"), "X-Original-URL", "/user"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"x-rewrite-url":             {req: withHeader(tunnelReq("GET", "/repos/acme/widgets"), "X-Rewrite-Url", "/user"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"x-override-url":            {req: withHeader(tunnelReq("GET", "/repos/acme/widgets"), "X-Override-URL", "/user"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"x-original-uri":            {req: withHeader(tunnelReq("GET", "/repos/acme/widgets"), "X-Original-URI", "/user"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"x-forwarded-uri":           {req: withHeader(tunnelReq("GET", "/repos/acme/widgets"), "X-Forwarded-Uri", "/user"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"x-forwarded-path":          {req: withHeader(tunnelReq("GET", "/repos/acme/widgets"), "X-Forwarded-Path", "/user"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"x-forwarded-prefix":        {req: withHeader(tunnelReq("GET", "/repos/acme/widgets"), "X-Forwarded-Prefix", "/user"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"x-envoy-original-path":     {req: withHeader(tunnelReq("GET", "/repos/acme/widgets"), "X-Envoy-Original-Path", "/user"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"override on no rules":      {req: withHeader(uploadsReq("GET", "/x"), "X-HTTP-Method-Override", "TRACE"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"other x- header":           {req: withHeader(tunnelReq("GET", "/repos/acme/widgets"), "X-Request-Id", "/user"), action: ActionInject, reason: ReasonAllowed},
+		"near miss header":          {req: withHeader(tunnelReq("GET", "/repos/acme/widgets"), "X-HTTP-Method-Overrides", "DELETE"), action: ActionInject, reason: ReasonAllowed},
+		"_method query":             {req: tunnelReq("POST", "/repos/acme/widgets/pulls?_method=DELETE"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"_method after others":      {req: tunnelReq("POST", "/repos/acme/widgets/pulls?a=1&_method=DELETE"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"_method after ;":           {req: tunnelReq("POST", "/repos/acme/widgets/pulls?a=1;_method=DELETE"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"_method encoded":           {req: tunnelReq("POST", "/repos/acme/widgets/pulls?%5Fmethod=DELETE"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"_method upper case":        {req: tunnelReq("POST", "/repos/acme/widgets/pulls?_METHOD=DELETE"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"_method php dot":           {req: tunnelReq("POST", "/repos/acme/widgets/pulls?.method=DELETE"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"_method php space":         {req: tunnelReq("POST", "/repos/acme/widgets/pulls?+_method=DELETE"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"_method php array":         {req: tunnelReq("POST", "/repos/acme/widgets/pulls?_method[]=DELETE"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"_method without value":     {req: tunnelReq("GET", "/repos/acme/widgets?_method"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"_method on no rules":       {req: uploadsReq("POST", "/x?_method=TRACE"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"method query allowed":      {req: tunnelReq("GET", "/repos/acme/widgets?method=DELETE&x_method=1&_methods=2"), action: ActionInject, reason: ReasonAllowed},
+		"_method as value":          {req: tunnelReq("GET", "/repos/acme/widgets?q=_method"), action: ActionInject, reason: ReasonAllowed},
 		"git clone refs":            {req: gitReq("GET", "/acme/widgets.git/info/refs?service=git-upload-pack", ""), action: ActionInject, reason: ReasonAllowed},
 		"git clone pack":            {req: gitReq("POST", "/acme/widgets.git/git-upload-pack", ""), action: ActionInject, reason: ReasonAllowed},
 		"git push pack":             {req: gitReq("POST", "/acme/widgets.git/git-receive-pack", ""), action: ActionRefuse, reason: ReasonL7NotAllowed},
@@ -111,6 +161,23 @@ func TestDecide(t *testing.T) {
 			}
 		})
 	}
+}
+
+// uploadsReq is a request in a tunnel to uploads.github.com, a host
+// without rules.
+func uploadsReq(method, target string) RequestInfo {
+	return RequestInfo{Kind: KindTunnel, Method: method, Target: target, ConnectHost: "uploads.github.com:443", SNI: "uploads.github.com", Host: "uploads.github.com", BodyComplete: true}
+}
+
+// withHeader adds a header to r, keyed exactly as given.
+func withHeader(r RequestInfo, name, value string) RequestInfo {
+	h := r.Header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	h[name] = append(h[name], value)
+	r.Header = h
+	return r
 }
 
 func gitReq(method, target, body string) RequestInfo {
@@ -164,6 +231,8 @@ func FuzzDecide(f *testing.F) {
 	f.Add(int8(0), "CONNECT", "API.github.com.:443", "", "", "", []byte(nil), "")
 	f.Add(int8(2), "GET", "http://pypi.org/simple/", "", "", "pypi.org", []byte(nil), "")
 	f.Add(int8(1), "GET", "/repos/acme/widgets/%2e%2e/x", "api.github.com:443", "api.github.com", "api.github.com", []byte(nil), "")
+	f.Add(int8(1), "trace", "/", "uploads.github.com:443", "uploads.github.com", "uploads.github.com", []byte(nil), "")
+	f.Add(int8(1), "POST", "/x?%5fmethod=DELETE", "uploads.github.com:443", "uploads.github.com", "uploads.github.com", []byte(nil), "")
 	f.Fuzz(func(t *testing.T, kind int8, method, target, connect, sni, host string, body []byte, contentType string) {
 		req := RequestInfo{Kind: Kind(kind % 3), Method: method, Target: target, ConnectHost: connect, SNI: sni, Host: host, Body: body, BodyComplete: true,
 			ContentType: []string{contentType}}
@@ -185,6 +254,14 @@ func FuzzDecide(f *testing.F) {
 				if c, _ := CanonicalHost(host, "443"); c != d.Host {
 					t.Fatalf("allowed Host %q on tunnel %q", host, d.Host)
 				}
+				// Never a method that must not carry a credential, never
+				// one no rule names on a host with rules, never _method.
+				if m, known := methodRule(method); known && !m.Credential || !known && len(p.Host(d.Host).Rules) == 0 {
+					t.Fatalf("allowed method %q", method)
+				}
+				if overrideParam(target) {
+					t.Fatalf("allowed %q, which names %s", target, OverrideParam)
+				}
 				// A Git LFS batch request goes through only as a
 				// download, however a JSON reader upstream reads it.
 				if d.Host == "github.com" && method == "POST" && MatchPattern("/*/*/info/lfs/objects/batch", path) {
@@ -195,4 +272,66 @@ func FuzzDecide(f *testing.F) {
 			t.Fatalf("bad refusal %+v", d)
 		}
 	})
+}
+
+// TestDecideMethodPolicyOverRules: a rule cannot let a method that never
+// carries a credential through, and an extension method goes through
+// only where a rule names it.
+func TestDecideMethodPolicyOverRules(t *testing.T) {
+	cfg := &config.Config{APIVersion: config.APIVersion, Kind: config.Kind, Sandbox: config.SandboxRef{Name: "s"},
+		Hosts: []config.Host{{Name: "dav.example.com", Connection: "dav",
+			Inject: config.Inject{Secret: "sec", Header: &config.HeaderInject{Name: "Authorization", Value: "Bearer {{ .token }}"}},
+			Rules:  []config.Rule{{Methods: []string{"TRACE", "CONNECT", "TRACK", "PROPFIND", "GET"}, PathPrefixes: []string{"/"}}}}}}
+	p, err := NewPolicy(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := func(method, target string) RequestInfo {
+		return RequestInfo{Kind: KindTunnel, Method: method, Target: target, ConnectHost: "dav.example.com:443", SNI: "dav.example.com", Host: "dav.example.com", BodyComplete: true}
+	}
+	tests := map[string]struct {
+		req    RequestInfo
+		action Action
+		msg    string
+	}{
+		"TRACE named by a rule":   {req: req("TRACE", "/"), action: ActionRefuse, msg: "never forwarded with a credential"},
+		"CONNECT named by a rule": {req: req("CONNECT", "dav.example.com:443"), action: ActionRefuse, msg: "never forwarded with a credential"},
+		"TRACK named by a rule":   {req: req("TRACK", "/"), action: ActionRefuse, msg: "echoes the request"},
+		"PROPFIND named":          {req: req("PROPFIND", "/files"), action: ActionInject},
+		"MKCOL not named":         {req: req("MKCOL", "/files"), action: ActionRefuse, msg: "no rule"},
+		"GET named":               {req: req("GET", "/files"), action: ActionInject},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			d := p.Decide(tc.req)
+			if d.Action != tc.action {
+				t.Fatalf("Decide = %+v, want %s", d, tc.action)
+			}
+			if tc.action == ActionRefuse && (d.Reason != ReasonL7NotAllowed || !strings.Contains(d.Message, tc.msg)) {
+				t.Fatalf("refusal %s %q, want l7-not-allowed saying %q", d.Reason, d.Message, tc.msg)
+			}
+		})
+	}
+}
+
+// TestPolicyTablesDocumented keeps docs/proxy.md's method and header
+// tables in step with the policy: every row is there with its reason.
+func TestPolicyTablesDocumented(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "proxy.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range MethodPolicy() {
+		if !strings.Contains(string(doc), "| `"+m.Method+"` |") {
+			t.Errorf("docs/proxy.md has no row for the method %s", m.Method)
+		}
+	}
+	for _, h := range OverrideHeaders() {
+		if !strings.Contains(string(doc), "| `"+h.Name+"` |") {
+			t.Errorf("docs/proxy.md has no row for the header %s", h.Name)
+		}
+	}
+	if !strings.Contains(string(doc), "`"+OverrideParam+"`") {
+		t.Errorf("docs/proxy.md does not name the %s parameter", OverrideParam)
+	}
 }

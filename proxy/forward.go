@@ -30,10 +30,23 @@ type forwarder struct {
 	pool    *upPool
 	observe func(time.Duration)
 	bufs    *sync.Pool // *[]byte of 32 KiB: a response copy buffer
-	onError func(w http.ResponseWriter, r *http.Request, err error)
+	// onError answers a failed upstream exchange; inj is what the
+	// request carried, for the error's text to be scrubbed of.
+	onError func(w http.ResponseWriter, r *http.Request, err error, inj Injected)
+	// onScrub, when set, hears of each response part (where: "interim",
+	// "header", "trailer") whose named headers held the credential.
+	onScrub func(r *http.Request, where string, names []string)
 }
 
-func newForwarder(scheme string, rt http.RoundTripper, onError func(http.ResponseWriter, *http.Request, error)) *forwarder {
+// scrubbing is what the forwarder keeps from the sandbox on one
+// response: the credential the request carried, in every header and, when
+// body is set, in the body too.
+type scrubbing struct {
+	inj  Injected
+	body bool
+}
+
+func newForwarder(scheme string, rt http.RoundTripper, onError func(http.ResponseWriter, *http.Request, error, Injected)) *forwarder {
 	return &forwarder{
 		scheme:  scheme,
 		rt:      rt,
@@ -42,11 +55,18 @@ func newForwarder(scheme string, rt http.RoundTripper, onError func(http.Respons
 	}
 }
 
-// ServeHTTP forwards r, whose hop-by-hop headers are already stripped.
-// A failure after the response header was sent aborts the handler with
-// http.ErrAbortHandler, so the client's connection is closed rather
-// than a truncated body looking complete.
+// ServeHTTP forwards r, whose hop-by-hop headers are already stripped,
+// with nothing to scrub.
 func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.forward(w, r, scrubbing{})
+}
+
+// forward forwards r, whose hop-by-hop headers are already stripped, and
+// keeps sc's credential out of the response. A failure after the
+// response header was sent aborts the handler with http.ErrAbortHandler,
+// so the client's connection is closed rather than a truncated body
+// looking complete.
+func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing) {
 	out := r.WithContext(r.Context())
 	u := *r.URL
 	u.Scheme, u.Host = f.scheme, r.Host
@@ -54,6 +74,9 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out.URL = &u
 	out.RequestURI = "" // a client request must not carry one
 	out.Close = false
+	// Request trailers would reach the upstream unchecked (an override
+	// header among them); no client of an API needs them.
+	out.Trailer = nil
 	if r.ContentLength == 0 {
 		out.Body = nil // lets the transport retry on a stale pooled connection
 	}
@@ -73,14 +96,19 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if _, ok := out.Header["User-Agent"]; !ok {
 		out.Header["User-Agent"] = []string{""} // no Go default
 	}
+	if sc.body {
+		// A compressed body could hide the credential from the scrub.
+		out.Header["Accept-Encoding"] = []string{"identity"}
+	}
 
 	// 1xx responses (100 Continue, 103 Early Hints) are passed on as
-	// they arrive.
+	// they arrive, filtered as the final header is.
 	got1xx := func(code int, header map[string][]string) {
 		h := w.Header()
 		for k, vv := range header {
 			h[k] = append(h[k], vv...)
 		}
+		f.filterHeader(out, h, sc, "interim")
 		w.WriteHeader(code)
 		clear(h) // WriteHeader does not clear the map after a 1xx
 	}
@@ -109,32 +137,49 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			},
 		}
 		out = out.WithContext(httptrace.WithClientTrace(out.Context(), trace))
+		// An upstream that answers HEAD with a body would leave it on a
+		// reused connection, to be read as the next request's response.
+		out.Close = out.Method == http.MethodHead
 		res, err = f.rt.RoundTrip(out)
 		mu.Lock()
 		done = true
 		mu.Unlock()
 	}
 	if err != nil {
-		f.onError(w, out, err)
+		f.onError(w, out, err, sc.inj)
 		return
 	}
 	if res.StatusCode == http.StatusSwitchingProtocols {
 		res.Body.Close()
-		f.onError(w, out, errors.New("upstream switched protocols unasked"))
+		f.onError(w, out, errors.New("upstream switched protocols unasked"), sc.inj)
 		return
 	}
-	stripHopByHop(res.Header)
-	stripRefused(res)
+	var body io.Reader = res.Body
+	if sc.body && !sc.inj.Empty() {
+		if ce := res.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+			res.Body.Close()
+			f.onError(w, out, fmt.Errorf("the upstream sent a body in the %q content coding, which the proxy cannot scrub of the credential", clip(ce)), sc.inj)
+			return
+		}
+		bp := f.bufs.Get().(*[]byte)
+		defer f.bufs.Put(bp)
+		body = sc.inj.ScrubReader(res.Body, *bp)
+	}
+	f.filterHeader(out, res.Header, sc, "header")
 	h := w.Header()
 	for k, vv := range res.Header {
 		h[k] = append(h[k], vv...)
 	}
-	// The transport moves Trailer into res.Trailer: announce it again.
-	announced := len(res.Trailer)
-	if announced > 0 {
-		keys := make([]string, 0, announced)
+	// The transport moves Trailer into res.Trailer: announce it again,
+	// less what the sandbox must not get.
+	deleteFold(res.Trailer, RefusedHeader)
+	var announced map[string]bool
+	if len(res.Trailer) > 0 {
+		announced = make(map[string]bool, len(res.Trailer))
+		keys := make([]string, 0, len(res.Trailer))
 		for k := range res.Trailer {
 			keys = append(keys, k)
+			announced[k] = true
 		}
 		h.Add("Trailer", strings.Join(keys, ", "))
 	}
@@ -145,25 +190,48 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if stream {
 		rc.Flush() // headers now: the body may take its time
 	}
-	if err := f.copyBody(w, rc, res.Body, stream); err != nil {
+	if err := f.copyBody(w, rc, body, stream); err != nil {
 		res.Body.Close()
 		panic(http.ErrAbortHandler)
 	}
 	res.Body.Close() // fills res.Trailer
+	f.filterHeader(out, res.Trailer, sc, "trailer")
 	if len(res.Trailer) > 0 {
 		// Force chunking, so net/http neither computes a Content-Length
 		// for a short body nor drops the trailers.
 		rc.Flush()
 	}
-	if len(res.Trailer) == announced {
-		for k, vv := range res.Trailer {
-			h[k] = append(h[k], vv...)
-		}
-		return
-	}
 	for k, vv := range res.Trailer {
+		if announced[k] {
+			h[k] = append(h[k], vv...)
+			continue
+		}
 		for _, v := range vv {
 			h.Add(http.TrailerPrefix+k, v)
+		}
+	}
+}
+
+// filterHeader removes from an upstream's response header (interim,
+// final or trailer) what the sandbox must not get: hop-by-hop headers,
+// the upstream's own refusal header, so the sandbox only ever sees
+// refusals this proxy made, and the credential the request carried.
+func (f *forwarder) filterHeader(r *http.Request, h http.Header, sc scrubbing, where string) {
+	if len(h) == 0 {
+		return
+	}
+	stripHopByHop(h)
+	deleteFold(h, RefusedHeader)
+	if names := sc.inj.ScrubHeader(h); len(names) > 0 && f.onScrub != nil {
+		f.onScrub(r, where, names)
+	}
+}
+
+// deleteFold deletes name from h in any letter case.
+func deleteFold(h http.Header, name string) {
+	for k := range h {
+		if strings.EqualFold(k, name) {
+			delete(h, k)
 		}
 	}
 }

@@ -27,7 +27,7 @@ func forwardFront(t *testing.T, addr string, ca *testCA) (front *httptest.Server
 	t.Helper()
 	var mu sync.Mutex
 	var errs []error
-	onError := func(w http.ResponseWriter, _ *http.Request, err error) {
+	onError := func(w http.ResponseWriter, _ *http.Request, err error, _ Injected) {
 		mu.Lock()
 		errs = append(errs, err)
 		mu.Unlock()
@@ -223,6 +223,80 @@ func TestForwarderResponses(t *testing.T) {
 				}
 				if resp.Header.Get("X-Kept") != "yes" {
 					t.Errorf("X-Kept lost: %v", resp.Header)
+				}
+			},
+		},
+		{
+			name: "refusal headers in a 103 and in trailers are stripped",
+			upstream: func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set(RefusedHeader, "host-not-allowed")
+				w.Header().Set("Link", "</a.css>; rel=preload")
+				w.WriteHeader(http.StatusEarlyHints)
+				clear(w.Header())
+				w.Header().Set("Trailer", RefusedHeader+", X-Checksum")
+				io.WriteString(w, "body")
+				w.Header().Set(RefusedHeader, "l7-not-allowed")
+				w.Header().Set("X-Checksum", "abc")
+				w.Header().Set(http.TrailerPrefix+"X-Omnia-Egress-Refused", "credential-unavailable")
+			},
+			do: func(t *testing.T, c *http.Client, url string) {
+				var interim []textproto.MIMEHeader
+				req, _ := http.NewRequest(http.MethodGet, url, nil)
+				req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+					Got1xxResponse: func(_ int, h textproto.MIMEHeader) error { interim = append(interim, h); return nil },
+				}))
+				resp, err := c.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				readBody(t, resp)
+				if len(interim) != 1 || interim[0].Get(RefusedHeader) != "" || interim[0].Get("Link") == "" {
+					t.Errorf("interim responses %v, want the 103 without %s", interim, RefusedHeader)
+				}
+				if v, ok := resp.Trailer[RefusedHeader]; ok || resp.Trailer.Get("X-Checksum") != "abc" {
+					t.Errorf("trailer %s = %q, X-Checksum %q: want no refusal header, the checksum kept", RefusedHeader, v, resp.Trailer.Get("X-Checksum"))
+				}
+				if resp.Header.Get("Trailer") != "" && strings.Contains(resp.Header.Get("Trailer"), RefusedHeader) {
+					t.Errorf("the refusal header is announced as a trailer")
+				}
+			},
+		},
+		{
+			name: "request trailers are not forwarded",
+			upstream: func(w http.ResponseWriter, r *http.Request) {
+				io.ReadAll(r.Body)
+				fmt.Fprintf(w, "%v", r.Trailer)
+			},
+			do: func(t *testing.T, c *http.Client, url string) {
+				req, _ := http.NewRequest(http.MethodPost, url, io.MultiReader(strings.NewReader("x")))
+				req.Trailer = http.Header{"X-Http-Method-Override": {"DELETE"}}
+				resp, err := c.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if body := readBody(t, resp); strings.Contains(body, "DELETE") {
+					t.Errorf("the upstream saw request trailers %s", body)
+				}
+			},
+		},
+		{
+			name: "an upstream connection is not reused after HEAD",
+			upstream: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("X-Conn", r.RemoteAddr)
+			},
+			do: func(t *testing.T, c *http.Client, url string) {
+				var conns []string
+				for _, m := range []string{http.MethodHead, http.MethodGet, http.MethodGet} {
+					req, _ := http.NewRequest(m, url, nil)
+					resp, err := c.Do(req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					readBody(t, resp)
+					conns = append(conns, resp.Header.Get("X-Conn"))
+				}
+				if conns[0] == conns[1] || conns[1] != conns[2] {
+					t.Errorf("upstream connections %q: want HEAD's closed, the GETs' shared", conns)
 				}
 			},
 		},

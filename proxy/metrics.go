@@ -30,6 +30,7 @@ type metrics struct {
 	mu             sync.Mutex
 	requests       map[[3]string]uint64 // host, decision, reason
 	injectFailures map[string]uint64    // host
+	scrubs         map[[2]string]uint64 // host, where
 	reloads        map[[2]string]uint64 // what, result
 	latencyBounds  []float64
 	latencyCounts  []uint64 // one per bound, then +Inf
@@ -47,7 +48,7 @@ type metrics struct {
 func newMetrics() *metrics {
 	b := latencyBuckets()
 	return &metrics{
-		requests: map[[3]string]uint64{}, injectFailures: map[string]uint64{}, reloads: map[[2]string]uint64{},
+		requests: map[[3]string]uint64{}, injectFailures: map[string]uint64{}, scrubs: map[[2]string]uint64{}, reloads: map[[2]string]uint64{},
 		latencyBounds: b, latencyCounts: make([]uint64, len(b)+1),
 		goroutines: runtime.NumGoroutine,
 	}
@@ -62,6 +63,12 @@ func (m *metrics) request(host string, d Decision) {
 func (m *metrics) injectFailure(host string) {
 	m.mu.Lock()
 	m.injectFailures[host]++
+	m.mu.Unlock()
+}
+
+func (m *metrics) scrubbed(host, where string) {
+	m.mu.Lock()
+	m.scrubs[[2]string{host, where}]++
 	m.mu.Unlock()
 }
 
@@ -100,6 +107,11 @@ func (m *metrics) write(w io.Writer) {
 	b.WriteString("# TYPE keyhole_proxy_injection_failures_total counter\n")
 	for _, k := range sortedKeys(m.injectFailures, func(k string) string { return k }) {
 		fmt.Fprintf(&b, "keyhole_proxy_injection_failures_total{host=%s} %d\n", q(k), m.injectFailures[k])
+	}
+	b.WriteString("# HELP keyhole_proxy_response_scrubs_total Upstream responses whose headers held the injected credential, redacted, by host and part (interim, header, trailer).\n")
+	b.WriteString("# TYPE keyhole_proxy_response_scrubs_total counter\n")
+	for _, k := range sortedKeys(m.scrubs, func(k [2]string) string { return k[0] + "\x00" + k[1] }) {
+		fmt.Fprintf(&b, "keyhole_proxy_response_scrubs_total{host=%s,where=%s} %d\n", q(k[0]), q(k[1]), m.scrubs[k])
 	}
 	b.WriteString("# HELP keyhole_proxy_cert_mints_total Leaf certificates minted for injected hosts.\n")
 	b.WriteString("# TYPE keyhole_proxy_cert_mints_total counter\n")

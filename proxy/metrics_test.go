@@ -18,6 +18,7 @@ func TestMetricsWrite(t *testing.T) {
 	m.request("api.github.com", Decision{Action: ActionInject, Reason: ReasonAllowed})
 	m.request(`we"ird\host`+"\n", Refusal(ReasonHostNotAllowed, "", "x"))
 	m.injectFailure("api.github.com")
+	m.scrubbed("api.github.com", "trailer")
 	m.reload("config", nil)
 	m.reload("ca", errTest)
 	m.observeUpstream(time.Millisecond)     // exactly a bound: counted in it
@@ -38,6 +39,7 @@ func TestMetricsWrite(t *testing.T) {
 		"failures":      `keyhole_proxy_injection_failures_total{host="api.github.com"} 1`,
 		"mints":         "keyhole_proxy_cert_mints_total 2\n",
 		"goroutines":    "keyhole_proxy_goroutines 7\n",
+		"scrubs":        `keyhole_proxy_response_scrubs_total{host="api.github.com",where="trailer"} 1`,
 		"reload ok":     `keyhole_proxy_reloads_total{what="config",result="ok"} 1`,
 		"reload error":  `keyhole_proxy_reloads_total{what="ca",result="error"} 1`,
 		"bucket below":  `keyhole_proxy_upstream_latency_seconds_bucket{le="0.0005"} 0`,

@@ -207,26 +207,31 @@ func readSecret(path, secret, key string) (Secret, error) {
 }
 
 // Inject sets h's credential on an outbound request's header, reading the
-// values through lookup. It must run after hop-by-hop headers are
-// stripped, so that no Connection header can remove what it sets.
+// values through lookup, and returns what it injected, for the response
+// to be scrubbed of. It must run after hop-by-hop headers are stripped,
+// so that no Connection header can remove what it sets.
 //
 //   - Header form: every copy of the header, in any casing, is replaced by
 //     the rendered template.
 //   - Basic form: Authorization is replaced by Basic base64(user:pass).
-//   - Substitute form: the placeholder is replaced by the value wherever it
-//     appears in a header value, including inside the base64 of
-//     Authorization: Basic. URL and body are never touched, so a
-//     placeholder there stays a placeholder.
+//   - Substitute form: the placeholder is replaced by the value in the
+//     headers the injection names (Authorization by default), including
+//     inside the base64 of Authorization: Basic. Every other header, the
+//     URL and the body are never touched, so a placeholder there stays a
+//     placeholder: an upstream that echoes a request header such as
+//     X-Request-Id or Origin can only echo the placeholder.
 //
 // Errors wrap ErrCredentialUnavailable and name keys, never values; on
 // error the header may be partly stripped and must not be sent.
-func Inject(h *HostPolicy, header http.Header, lookup SecretLookup) error {
+func Inject(h *HostPolicy, header http.Header, lookup SecretLookup) (Injected, error) {
 	in := h.Inject
+	var inj Injected
 	read := func(key string) (string, error) {
 		s, err := lookup(in.Secret, key)
 		if err != nil {
 			return "", err
 		}
+		inj.add(s.v)
 		return s.Reveal(), nil
 	}
 	switch {
@@ -235,30 +240,36 @@ func Inject(h *HostPolicy, header http.Header, lookup SecretLookup) error {
 		if t == nil {
 			var err error
 			if t, err = config.ParseTemplate(in.Header.Value); err != nil {
-				return fmt.Errorf("%w: %w", ErrCredentialUnavailable, err)
+				return Injected{}, fmt.Errorf("%w: %w", ErrCredentialUnavailable, err)
 			}
 		}
 		v, err := t.Render(read)
 		if err != nil {
-			return err
+			return Injected{}, err
 		}
 		setHeader(header, in.Header.Name, v)
+		inj.add(v)
 	case in.Basic != nil:
 		user, err := read(in.Basic.UsernameKey)
 		if err != nil {
-			return err
+			return Injected{}, err
 		}
 		pass, err := read(in.Basic.PasswordKey)
 		if err != nil {
-			return err
+			return Injected{}, err
 		}
-		setHeader(header, "Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(user+":"+pass)))
+		enc := base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))
+		setHeader(header, "Authorization", "Basic "+enc)
+		inj.add(enc)
 	case in.Substitute != nil:
-		return substitute(header, in.Substitute.Placeholder, func() (string, error) { return read(in.Substitute.Key) })
+		err := substitute(header, in.Substitute, &inj, func() (string, error) { return read(in.Substitute.Key) })
+		if err != nil {
+			return Injected{}, err
+		}
 	default:
-		return fmt.Errorf("%w: host %s has no injection form", ErrCredentialUnavailable, h.Name)
+		return Injected{}, fmt.Errorf("%w: host %s has no injection form", ErrCredentialUnavailable, h.Name)
 	}
-	return nil
+	return inj, nil
 }
 
 // setHeader replaces every copy of name, in any casing, with one value.
@@ -271,9 +282,10 @@ func setHeader(header http.Header, name, value string) {
 	header.Set(name, value)
 }
 
-// substitute replaces placeholder in header values. The value is read
-// once, and only if some header holds the placeholder.
-func substitute(header http.Header, placeholder string, value func() (string, error)) error {
+// substitute replaces the placeholder in the values of the headers sub
+// names. The value is read once, and only if one of them holds the
+// placeholder.
+func substitute(header http.Header, sub *config.SubstituteInject, inj *Injected, value func() (string, error)) error {
 	var v string
 	var loaded bool
 	get := func() (string, error) {
@@ -286,13 +298,18 @@ func substitute(header http.Header, placeholder string, value func() (string, er
 		}
 		return v, nil
 	}
+	placeholder, names := sub.Placeholder, sub.HeaderNames()
 	for name, values := range header {
+		if !containsFold(names, name) {
+			continue
+		}
 		for i, hv := range values {
 			if strings.EqualFold(name, "Authorization") {
-				if out, ok, err := substituteBasic(hv, placeholder, get); err != nil {
+				if out, enc, ok, err := substituteBasic(hv, placeholder, get); err != nil {
 					return err
 				} else if ok {
 					values[i] = out
+					inj.add(enc)
 					continue
 				}
 			}
@@ -308,21 +325,32 @@ func substitute(header http.Header, placeholder string, value func() (string, er
 	return nil
 }
 
+// containsFold reports whether names holds name in any letter case.
+func containsFold(names []string, name string) bool {
+	for _, n := range names {
+		if strings.EqualFold(n, name) {
+			return true
+		}
+	}
+	return false
+}
+
 // substituteBasic handles "Basic base64(user:pass)" whose decoded form
-// holds the placeholder, as git sends x-access-token:<placeholder>.
-func substituteBasic(hv, placeholder string, get func() (string, error)) (string, bool, error) {
+// holds the placeholder, as git sends x-access-token:<placeholder>. It
+// returns the new header value and its base64 part.
+func substituteBasic(hv, placeholder string, get func() (string, error)) (string, string, bool, error) {
 	scheme, cred, ok := strings.Cut(strings.TrimSpace(hv), " ")
 	if !ok || !strings.EqualFold(scheme, "Basic") {
-		return "", false, nil
+		return "", "", false, nil
 	}
 	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
 	if err != nil || !strings.Contains(string(raw), placeholder) {
-		return "", false, nil
+		return "", "", false, nil
 	}
 	s, err := get()
 	if err != nil {
-		return "", false, err
+		return "", "", false, err
 	}
-	out := strings.ReplaceAll(string(raw), placeholder, s)
-	return "Basic " + base64.StdEncoding.EncodeToString([]byte(out)), true, nil
+	enc := base64.StdEncoding.EncodeToString([]byte(strings.ReplaceAll(string(raw), placeholder, s)))
+	return "Basic " + enc, enc, true, nil
 }

@@ -255,8 +255,17 @@ func TestInject(t *testing.T) {
 			want: http.Header{"Authorization": {"Basic " + b64("x-access-token:"+canary)}}},
 		"substitute basic lower scheme": {in: subst, header: http.Header{"Authorization": {"basic " + b64("x-access-token:"+ph)}},
 			want: http.Header{"Authorization": {"Basic " + b64("x-access-token:"+canary)}}},
-		"substitute any header": {in: subst, header: http.Header{"X-Token": {"a " + ph + " b " + ph}},
-			want: http.Header{"X-Token": {"a " + canary + " b " + canary}}},
+		"substitute every copy in Authorization": {in: subst, header: http.Header{"Authorization": {"a " + ph + " b " + ph}},
+			want: http.Header{"Authorization": {"a " + canary + " b " + canary}}},
+		"substitute leaves other headers": {in: subst,
+			header: http.Header{"X-Request-Id": {ph}, "Origin": {"https://" + ph}, "X-Token": {ph}, "Cookie": {"t=" + ph}, "Authorization": {"Bearer " + ph}},
+			want:   http.Header{"X-Request-Id": {ph}, "Origin": {"https://" + ph}, "X-Token": {ph}, "Cookie": {"t=" + ph}, "Authorization": {"Bearer " + canary}}},
+		"substitute named headers": {in: config.Inject{Secret: "sec", Substitute: &config.SubstituteInject{Placeholder: ph, Key: "token", Headers: []string{"PRIVATE-TOKEN", "Authorization"}}},
+			header: http.Header{"Private-Token": {ph}, "Authorization": {"Basic " + b64("oauth2:"+ph)}, "X-Request-Id": {ph}},
+			want:   http.Header{"Private-Token": {canary}, "Authorization": {"Basic " + b64("oauth2:"+canary)}, "X-Request-Id": {ph}}},
+		"substitute named header only": {in: config.Inject{Secret: "sec", Substitute: &config.SubstituteInject{Placeholder: ph, Key: "token", Headers: []string{"x-api-key"}}},
+			header: http.Header{"X-Api-Key": {ph}, "Authorization": {"Bearer " + ph}},
+			want:   http.Header{"X-Api-Key": {canary}, "Authorization": {"Bearer " + ph}}},
 		"substitute absent untouched": {in: subst, header: http.Header{"Authorization": {"Bearer other"}},
 			want: http.Header{"Authorization": {"Bearer other"}}},
 		"substitute basic without placeholder": {in: subst, header: http.Header{"Authorization": {"Basic " + b64("u:p")}},
@@ -269,7 +278,7 @@ func TestInject(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			h := injectHost(t, tc.in)
-			err := Inject(h, tc.header, lookup)
+			inj, err := Inject(h, tc.header, lookup)
 			if tc.wantErr {
 				if !errors.Is(err, ErrCredentialUnavailable) {
 					t.Fatalf("Inject = %v, want ErrCredentialUnavailable", err)
@@ -284,6 +293,20 @@ func TestInject(t *testing.T) {
 			}
 			if fmt.Sprint(tc.header) != fmt.Sprint(tc.want) {
 				t.Fatalf("header = %v\nwant     %v", tc.header, tc.want)
+			}
+			// Whatever went out is what the response is scrubbed of:
+			// echoed back, no value of it survives.
+			echo := tc.header.Clone()
+			inj.ScrubHeader(echo)
+			for k, vs := range echo {
+				for _, v := range vs {
+					if strings.Contains(v, canary) || strings.Contains(v, b64("x-access-token:"+canary)) {
+						t.Errorf("the echoed %s still holds the credential", k)
+					}
+				}
+			}
+			if got := fmt.Sprintf("%v %+v %#v %s", inj, inj, inj, inj); strings.Contains(got, canary) {
+				t.Errorf("Injected prints the credential")
 			}
 		})
 	}
@@ -308,7 +331,7 @@ func BenchmarkInjectBearer(b *testing.B) {
 	d := SecretDir{Dir: dir}
 	for b.Loop() {
 		hdr := http.Header{"Authorization": {"Bearer omnia-injected-c"}, "Accept": {"*/*"}, "User-Agent": {"curl"}}
-		if err := Inject(h, hdr, d.Lookup); err != nil {
+		if _, err := Inject(h, hdr, d.Lookup); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -326,8 +349,11 @@ func BenchmarkDecideTunnel(b *testing.B) {
 
 func FuzzInject(f *testing.F) {
 	const ph = "omnia-injected-c"
-	f.Add("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("x-access-token:"+ph)), uint8(2))
+	b64 := base64.StdEncoding.EncodeToString
+	f.Add("Authorization", "Basic "+b64([]byte("x-access-token:"+ph)), uint8(2))
 	f.Add("Authorization", "Bearer "+ph, uint8(2))
+	f.Add("authorization", "token "+ph+" "+ph, uint8(2))
+	f.Add("X-Request-Id", ph, uint8(2))
 	f.Add("authorization", "x", uint8(0))
 	f.Add("X-Other", ph+ph, uint8(1))
 	forms := []config.Inject{
@@ -340,17 +366,29 @@ func FuzzInject(f *testing.F) {
 		hosts[i] = injectHost(f, in)
 	}
 	lookup := func(_, key string) (Secret, error) { return NewSecret(canary + key), nil }
+	real := canary + "token"
 	f.Fuzz(func(t *testing.T, name, value string, form uint8) {
 		h := hosts[int(form)%len(hosts)]
 		hdr := http.Header{name: {value}}
-		orig := fmt.Sprint(hdr)
-		if err := Inject(h, hdr, lookup); err != nil {
+		inj, err := Inject(h, hdr, lookup)
+		if err != nil {
 			t.Fatalf("Inject: %v", err)
 		}
+		// Whatever went out, an upstream echoing every header back
+		// hands the sandbox no credential.
+		echo := hdr.Clone()
+		inj.ScrubHeader(echo)
+		for k, vs := range echo {
+			for _, v := range vs {
+				if strings.Contains(v, real) && !strings.Contains(value, real) {
+					t.Fatalf("the echoed %s holds the credential after scrubbing", k)
+				}
+			}
+		}
 		if h.Inject.Substitute == nil {
-			want := "Bearer " + canary + "token"
+			want := "Bearer " + real
 			if h.Inject.Basic != nil {
-				want = "Basic " + base64.StdEncoding.EncodeToString([]byte(canary+"user:"+canary+"token"))
+				want = "Basic " + b64([]byte(canary+"user:"+real))
 			}
 			n := 0
 			for k, vs := range hdr {
@@ -366,10 +404,32 @@ func FuzzInject(f *testing.F) {
 			}
 			return
 		}
-		// Substitution only ever acts where the placeholder was.
-		raw, _ := base64.StdEncoding.DecodeString(strings.TrimSpace(value[min(len(value), strings.IndexByte(value+" ", ' ')+1):]))
-		if !strings.Contains(value, ph) && !strings.Contains(string(raw), ph) && fmt.Sprint(hdr) != orig {
-			t.Fatalf("header without the placeholder changed: %s -> %v", orig, hdr)
+		got := hdr[name]
+		if len(hdr) != 1 || len(got) != 1 {
+			t.Fatalf("substitution added or removed headers: %v", hdr)
+		}
+		if !strings.EqualFold(name, "Authorization") {
+			// Only the headers the injection names are touched.
+			if got[0] != value {
+				t.Fatalf("substitution changed %s, which it does not name", name)
+			}
+			return
+		}
+		// Authorization: the placeholder is replaced, in the clear or
+		// inside the base64 of Basic, and nothing else changes.
+		scheme, cred, _ := strings.Cut(strings.TrimSpace(value), " ")
+		if raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred)); strings.EqualFold(scheme, "Basic") && err == nil && strings.Contains(string(raw), ph) {
+			want := "Basic " + b64([]byte(strings.ReplaceAll(string(raw), ph, real)))
+			if got[0] != want {
+				t.Fatalf("Basic credentials holding the placeholder were not substituted")
+			}
+			return
+		}
+		if want := strings.ReplaceAll(value, ph, real); got[0] != want {
+			t.Fatalf("Authorization %q: the placeholder was not replaced by the credential", value)
+		}
+		if strings.Contains(value, ph) && strings.Contains(got[0], ph) {
+			t.Fatalf("Authorization still holds the placeholder after substitution")
 		}
 	})
 }

@@ -15,10 +15,12 @@ import (
 	"net/http"
 	"net/textproto"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"keyhole.dev/keyhole/proxy/config"
 )
@@ -186,6 +188,7 @@ func New(opts Options) (*Server, error) {
 		perHost: 128,
 	}
 	s.forwardTLS.observe = s.metrics.observeUpstream
+	s.forwardTLS.onScrub = s.upstreamScrubbed
 	s.forwardPlain = newForwarder("http", s.plain, s.upstreamError)
 	s.innerLn = newConnListener()
 	s.tunnelTLS = &tls.Config{
@@ -195,11 +198,14 @@ func New(opts Options) (*Server, error) {
 		GetCertificate: s.leafFor,
 	}
 	s.inner = &http.Server{
-		Handler:           http.HandlerFunc(s.serveTunnelRequest),
-		ReadHeaderTimeout: opts.Timeouts.ReadHeader,
-		IdleTimeout:       opts.Timeouts.Idle,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          log.New(io.Discard, "", 0),
+		Handler: http.HandlerFunc(s.serveTunnelRequest),
+		// OPTIONS * goes to the handler, to be decided, logged and
+		// counted like any request, not answered 200 by net/http.
+		DisableGeneralOptionsHandler: true,
+		ReadHeaderTimeout:            opts.Timeouts.ReadHeader,
+		IdleTimeout:                  opts.Timeouts.Idle,
+		MaxHeaderBytes:               64 << 10,
+		ErrorLog:                     log.New(io.Discard, "", 0),
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			return context.WithValue(ctx, tunnelKey{}, c)
 		},
@@ -346,11 +352,12 @@ func (s *Server) Ready() bool {
 // closes what remains.
 func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 	outer := &http.Server{
-		Handler:           http.HandlerFunc(s.serveProxy),
-		ReadHeaderTimeout: s.opts.Timeouts.ReadHeader,
-		IdleTimeout:       s.opts.Timeouts.Idle,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          log.New(io.Discard, "", 0),
+		Handler:                      http.HandlerFunc(s.serveProxy),
+		DisableGeneralOptionsHandler: true, // OPTIONS * is decided too
+		ReadHeaderTimeout:            s.opts.Timeouts.ReadHeader,
+		IdleTimeout:                  s.opts.Timeouts.Idle,
+		MaxHeaderBytes:               64 << 10,
+		ErrorLog:                     log.New(io.Discard, "", 0),
 	}
 	var adminSrv *http.Server
 	errc := make(chan error, 3)
@@ -638,7 +645,7 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 	// Content-Type a body rule was checked against), and before injecting,
 	// so nothing the sandbox names in Connection can remove the credential.
 	stripHopByHop(r.Header)
-	info := RequestInfo{Kind: KindTunnel, Method: r.Method, Target: r.RequestURI, ConnectHost: tc.connect, SNI: tc.sni, Host: r.Host, BodyComplete: true,
+	info := RequestInfo{Kind: KindTunnel, Method: r.Method, Target: r.RequestURI, ConnectHost: tc.connect, SNI: tc.sni, Host: r.Host, Header: r.Header, BodyComplete: true,
 		ContentType: r.Header.Values("Content-Type"), ContentEncoding: r.Header.Values("Content-Encoding")}
 	hp := st.policy.Host(tc.connect)
 	if hp != nil && hp.NeedsBody() && r.Body != nil && r.Body != http.NoBody {
@@ -664,7 +671,8 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 		writeRefusal(rec, d, d.Reason == ReasonHostMismatch || d.Reason == ReasonHostNotAllowed)
 		return
 	}
-	if err := Inject(hp, r.Header, st.secrets.Lookup); err != nil {
+	inj, err := Inject(hp, r.Header, st.secrets.Lookup)
+	if err != nil {
 		s.metrics.injectFailure(hp.Name)
 		d = Refusal(ReasonCredentialUnavailable, d.Host, "keyhole cannot read the credential of connection %s for %s; check the mounted Secret", hp.Connection, hp.Name)
 		d.Connection = hp.Connection
@@ -672,12 +680,15 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Host = d.Host // the forwarders send to the canonical host
-	s.forwardTLS.ServeHTTP(rec, r)
+	s.forwardTLS.forward(rec, r, scrubbing{inj: inj, body: st.cfg.ScrubResponseBodies})
 }
 
 // upstreamError answers a failed upstream round trip. It is not a policy
-// refusal, so it carries no X-Omnia-Egress-Refused.
-func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+// refusal, so it carries no X-Omnia-Egress-Refused. The error's text can
+// quote what the upstream sent (a malformed header line, which may echo
+// the credential): it is scrubbed of what the request carried, cut to
+// maxLogText bytes and escaped before it is logged.
+func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error, inj Injected) {
 	status := http.StatusBadGateway
 	if errors.Is(err, context.DeadlineExceeded) {
 		status = http.StatusGatewayTimeout
@@ -686,15 +697,57 @@ func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error
 	if errors.As(err, &ne) && ne.Timeout() {
 		status = http.StatusGatewayTimeout
 	}
-	s.log.Warn("upstream request failed", "host", r.Host, "error", err.Error())
+	msg, _ := inj.ScrubString(err.Error())
+	s.log.Warn("upstream request failed", "host", r.Host, "error", logText(msg))
 	http.Error(w, "keyhole: the upstream request failed", status)
 }
 
-// stripRefused removes an upstream's own refusal header, so the sandbox
-// only ever sees refusals this proxy made.
-func stripRefused(resp *http.Response) error {
-	resp.Header.Del(RefusedHeader)
-	return nil
+// upstreamScrubbed logs that an upstream's response held the credential
+// the request carried, and counts it. The headers it names were
+// redacted before the sandbox got them.
+func (s *Server) upstreamScrubbed(r *http.Request, where string, names []string) {
+	s.metrics.scrubbed(r.Host, where)
+	for i, n := range names {
+		names[i] = logText(n)
+	}
+	slices.Sort(names)
+	s.log.Warn("upstream response held the credential; redacted", "host", r.Host, "where", where, "headers", strings.Join(names, ","))
+}
+
+// maxLogText bounds text from a peer quoted in a log line, escapes
+// included.
+const maxLogText = 256
+
+// logText makes text a peer sent safe to quote in a log line: printable
+// ASCII kept (a backslash doubled), control bytes and invalid UTF-8
+// escaped as \xNN and other characters as \uNNNN or \UNNNNNNNN, so no
+// terminal or log viewer acts on it; cut to maxLogText bytes, escapes
+// included, and marked "…" where cut.
+func logText(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		var esc string
+		switch {
+		case r == '\\':
+			esc = `\\` // so an escape in the text cannot pass for one of ours
+		case r >= 0x20 && r < 0x7f:
+			esc = s[i : i+1]
+		case r < utf8.RuneSelf || r == utf8.RuneError && size == 1:
+			esc = fmt.Sprintf(`\x%02x`, s[i]) // a control byte, or not UTF-8
+		case r <= 0xffff:
+			esc = fmt.Sprintf(`\u%04x`, r)
+		default:
+			esc = fmt.Sprintf(`\U%08x`, r)
+		}
+		if b.Len()+len(esc) > maxLogText {
+			b.WriteString("…")
+			break
+		}
+		b.WriteString(esc)
+		i += size
+	}
+	return b.String()
 }
 
 // stripHopByHop removes the hop-by-hop headers and every header the

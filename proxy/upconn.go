@@ -53,6 +53,22 @@ func (p *upPool) get(ctx context.Context, host string) (c *upConn, reused bool, 
 }
 
 func (p *upPool) take(host string, now time.Time) *upConn {
+	for {
+		c := p.pop(host, now)
+		if c == nil || c.idleClean(now) {
+			return c
+		}
+		// Bytes arrived on an idle connection: the tail of a response
+		// that was longer than it said, or anything else the upstream
+		// sent unasked. Read as the next response they would answer a
+		// request they do not belong to.
+		c.close()
+	}
+}
+
+// pop removes and returns the newest idle connection to host that has
+// not been idle too long, closing those that have.
+func (p *upPool) pop(host string, now time.Time) *upConn {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	list := p.conns[host]
@@ -68,6 +84,31 @@ func (p *upPool) take(host string, now time.Time) *upConn {
 	}
 	delete(p.conns, host)
 	return nil
+}
+
+// socketCheckAfter is how long a connection must have been idle before
+// idleClean also looks into its socket. That look is a system call (about
+// 1 to 2 µs here, a few percent of a request) and on a connection reused
+// at once it finds what a late upstream has not sent yet anyway; after a
+// pause, it finds what arrived during it, at a cost the pause dwarfs.
+const socketCheckAfter = time.Millisecond
+
+// idleClean reports whether nothing has arrived on an idle connection
+// since its last response ended: nothing left in its buffer, nothing
+// decrypted and waiting in the TLS layer and, once it has been idle for
+// socketCheckAfter, nothing (not even a close) in the socket. A
+// connection that is not clean is never reused.
+func (c *upConn) idleClean(now time.Time) bool {
+	if c.br.Buffered() > 0 || now.Sub(c.lastUsed) >= socketCheckAfter && socketReadable(c.conn.NetConn()) {
+		return false
+	}
+	// With the socket empty, a read that may not wait returns only what
+	// the TLS layer already holds: a whole record read with the last
+	// response. A timeout is the clean answer.
+	c.conn.SetReadDeadline(time.Unix(1, 0))
+	_, err := c.br.Peek(1)
+	c.conn.SetReadDeadline(time.Time{})
+	return err != nil && isTimeout(err)
 }
 
 // put returns a connection whose last response was read whole.
@@ -192,8 +233,20 @@ func (p *upPool) exchange(c *upConn, out *http.Request, got1xx func(*http.Respon
 		got1xx(res)
 	}
 	c.conn.SetReadDeadline(time.Time{})
-	res.Body = &upBody{rc: res.Body, c: c, pool: p, host: out.URL.Hostname(), keep: !res.Close, stop: stop}
+	keep := !res.Close && framedByItself(out.Method, res.StatusCode)
+	res.Body = &upBody{rc: res.Body, c: c, pool: p, host: out.URL.Hostname(), keep: keep, stop: stop}
 	return res, nil
+}
+
+// framedByItself reports whether a response's own framing
+// (Content-Length, chunked) says where it ends. A response to HEAD, and a
+// 204 or 304, ends at its header whatever its Content-Length says
+// (RFC 9112 section 6.3); an upstream that sends a body anyway, as some
+// send one with HEAD, leaves it on the connection, and it may arrive
+// after the next request is written, when no check can tell it from the
+// next response. Such a connection is closed, not reused.
+func framedByItself(method string, status int) bool {
+	return method != http.MethodHead && status != http.StatusNoContent && status != http.StatusNotModified
 }
 
 func isTimeout(err error) bool {

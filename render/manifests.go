@@ -404,6 +404,8 @@ func (in sandboxInput) proxyContainer(listen string) obj {
 		"args": list{
 			"--config", ProxyConfigDir + "/proxy.json",
 			"--listen", listen,
+			// Every interface, not the proxy's loopback default: the
+			// kubelet's httpGet probes connect to the pod's IP.
 			"--admin-listen", fmt.Sprintf(":%d", AdminPort),
 		},
 		"ports": list{

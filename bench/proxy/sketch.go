@@ -23,8 +23,9 @@ import (
 // map, the policy decision (proxy.Policy.Decide on the same config),
 // hop-by-hop headers stripped, the credential injected from the mounted
 // Secret (proxy.Inject through proxy.SecretDir, the inotify cache), the
-// head written back out, the upstream's response head parsed and stripped
-// of hop-by-hop and refusal headers, and a JSON log line formatted. What it
+// head written back out, the upstream's response head parsed, stripped
+// of hop-by-hop and refusal headers and scrubbed of the credential, and a
+// JSON log line formatted. What it
 // leaves out is net/http on both legs. It is not a product and not safe:
 // it trusts the driver's requests (no framing checks, no limits), and it
 // exists only to measure what a hand-written HTTP/1.1 fast path with
@@ -48,6 +49,7 @@ func sketchHeads(dir string) (heads, error) {
 	}
 	secrets := proxy.NewSecretDir(filepath.Join(dir, "secrets"))
 	logLine := make([]byte, 0, 512)
+	var inj proxy.Injected // what the request carried, scrubbed from its response
 	request := func(head []byte) ([]byte, error) {
 		start := time.Now()
 		method, target, header, err := parseHead(head)
@@ -55,12 +57,12 @@ func sketchHeads(dir string) (heads, error) {
 			return nil, err
 		}
 		d := policy.Decide(proxy.RequestInfo{Kind: proxy.KindTunnel, Method: method, Target: target,
-			ConnectHost: benchHost, SNI: benchHost, Host: header.Get("Host"), BodyComplete: true})
+			ConnectHost: benchHost, SNI: benchHost, Host: header.Get("Host"), Header: header, BodyComplete: true})
 		if !d.Allowed() {
 			return nil, fmt.Errorf("refused: %s", d.Reason)
 		}
 		stripHop(header)
-		if err := proxy.Inject(hp, header, secrets.Lookup); err != nil {
+		if inj, err = proxy.Inject(hp, header, secrets.Lookup); err != nil {
 			return nil, err
 		}
 		out := writeHead(method+" "+target+" HTTP/1.1", header)
@@ -88,6 +90,7 @@ func sketchHeads(dir string) (heads, error) {
 		}
 		stripHop(header)
 		header.Del(proxy.RefusedHeader)
+		inj.ScrubHeader(header)
 		return writeHead(proto+" "+status+" OK", header), nil
 	}
 	return heads{request: request, response: response}, nil

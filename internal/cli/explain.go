@@ -126,7 +126,7 @@ func injection(in config.Inject) string {
 	case in.Basic != nil:
 		return fmt.Sprintf("sets Authorization: Basic from Secret %s keys %s (user) and %s (password)", in.Secret, in.Basic.UsernameKey, in.Basic.PasswordKey)
 	case in.Substitute != nil:
-		return fmt.Sprintf("replaces %s in request headers with Secret %s key %s", in.Substitute.Placeholder, in.Secret, in.Substitute.Key)
+		return fmt.Sprintf("replaces %s in request header %s with Secret %s key %s", in.Substitute.Placeholder, strings.Join(in.Substitute.HeaderNames(), ", "), in.Secret, in.Substitute.Key)
 	}
 	return "none"
 }

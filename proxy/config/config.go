@@ -36,6 +36,13 @@ type Config struct {
 	// Passthrough hosts are tunnelled untouched: no TLS termination, no
 	// injection, no rules. Sorted, each listed once.
 	Passthrough []string `json:"passthrough,omitempty"`
+	// ScrubResponseBodies, when true, also masks the injected credential
+	// in the bodies of responses from injected hosts, not only in their
+	// headers. The proxy then asks upstreams for uncompressed bodies
+	// (a compressed one could hide the credential) and refuses to pass
+	// on a body in a content coding it cannot read. docs/proxy.md gives
+	// what it costs.
+	ScrubResponseBodies bool `json:"scrubResponseBodies,omitempty"`
 }
 
 // SandboxRef names a sandbox.
@@ -74,9 +81,10 @@ type Inject struct {
 	Header *HeaderInject `json:"header,omitempty"`
 	// Basic sets Authorization: Basic from two keys (the Connection form).
 	Basic *BasicInject `json:"basic,omitempty"`
-	// Substitute replaces the placeholder wherever it appears in a request
-	// header, including inside the base64 of Authorization: Basic, with
-	// the value of one key (the agent.yaml connector form).
+	// Substitute replaces the placeholder in the request headers it names
+	// (Authorization unless it names others), including inside the base64
+	// of Authorization: Basic, with the value of one key (the agent.yaml
+	// connector form).
 	Substitute *SubstituteInject `json:"substitute,omitempty"`
 }
 
@@ -93,10 +101,31 @@ type BasicInject struct {
 	PasswordKey string `json:"passwordKey"`
 }
 
-// SubstituteInject replaces Placeholder by the value of Key.
+// SubstituteInject replaces Placeholder by the value of Key, in the
+// request headers Headers names and nowhere else: a placeholder in any
+// other header goes out as the placeholder, so that a header an upstream
+// echoes back (X-Request-Id, Origin) never carries the credential.
 type SubstituteInject struct {
 	Placeholder string `json:"placeholder"`
 	Key         string `json:"key"`
+	// Headers are the header names (any letter case) whose values may
+	// hold the placeholder: those the connector's clients send the
+	// credential in. Empty means DefaultSubstituteHeaders.
+	Headers []string `json:"headers,omitempty"`
+}
+
+// DefaultSubstituteHeaders are the headers a substitute injection that
+// names none acts on: Authorization, which carries Bearer tokens and
+// basic auth alike.
+func DefaultSubstituteHeaders() []string { return []string{"Authorization"} }
+
+// HeaderNames returns the headers the substitution acts on: Headers, or
+// DefaultSubstituteHeaders when it is empty.
+func (s *SubstituteInject) HeaderNames() []string {
+	if len(s.Headers) == 0 {
+		return DefaultSubstituteHeaders()
+	}
+	return s.Headers
 }
 
 // Rule allows the listed methods on the listed paths. A request matches

@@ -140,6 +140,21 @@ func (v *validator) inject(at string, in Inject) {
 		if err := CheckPlaceholder(in.Substitute.Placeholder); err != nil {
 			v.addf(at+".substitute.placeholder", "%v", err)
 		}
+		seen := map[string]int{}
+		for i, name := range in.Substitute.Headers {
+			hat := fmt.Sprintf("%s.substitute.headers[%d]", at, i)
+			switch {
+			case !isToken(name):
+				v.addf(hat, "%q is not a valid header name", name)
+			case forbiddenHeader(name):
+				v.addf(hat, "%s cannot carry the credential: it is hop-by-hop or frames the request", name)
+			default:
+				if j, dup := seen[strings.ToLower(name)]; dup {
+					v.addf(hat, "%s is already listed at headers[%d]", name, j)
+				}
+				seen[strings.ToLower(name)] = i
+			}
+		}
 	}
 	if forms != 1 {
 		v.addf(at, "sets %d of header, basic and substitute; exactly one is required", forms)

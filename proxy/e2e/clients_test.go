@@ -32,9 +32,12 @@ func TestSubstitute(t *testing.T) {
 			url: "https://api.github.com/user", args: []string{"-H", "Authorization: token " + ph},
 			wantHeader: [2]string{"Authorization", "token {token}"}, wantURI: "/user",
 		},
-		"placeholder in another header": {
-			url: "https://api.github.com/user", args: []string{"-H", "X-Api-Key: " + ph},
-			wantHeader: [2]string{"X-Api-Key", "{token}"}, wantURI: "/user",
+		// Only Authorization carries the credential: an upstream that
+		// echoes another header (X-Request-Id, Origin) must only ever
+		// echo the placeholder.
+		"placeholder in another header stays": {
+			url: "https://api.github.com/user", args: []string{"-H", "X-Api-Key: " + ph, "-H", "X-Request-Id: " + ph, "-H", "Origin: https://" + ph},
+			wantHeader: [2]string{"X-Request-Id", ph}, wantURI: "/user", wantNoReal: true,
 		},
 		"no placeholder, no credential": {
 			url: "https://api.github.com/user", wantURI: "/user", wantNoReal: true,

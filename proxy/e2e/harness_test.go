@@ -656,14 +656,16 @@ func (w *world) curl(t *testing.T, url string, args ...string) curlResult {
 }
 
 // lastHeaderBlock parses the last status line and headers curl dumped:
-// after a tunnel, curl writes the CONNECT response first.
+// after a tunnel, curl writes the CONNECT response first, and 1xx
+// responses come before the final one; trailers, which curl writes after
+// it without a status line, are not part of it.
 func lastHeaderBlock(dump string) http.Header {
 	h := http.Header{}
 	blocks := strings.Split(strings.ReplaceAll(dump, "\r\n", "\n"), "\n\n")
 	last := ""
 	for _, b := range blocks {
-		if strings.TrimSpace(b) != "" {
-			last = b
+		if strings.HasPrefix(strings.TrimSpace(b), "HTTP/") {
+			last = strings.TrimSpace(b)
 		}
 	}
 	for i, line := range strings.Split(last, "\n") {

@@ -42,6 +42,26 @@ func (a *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Location", "https://evil.example/steal")
 		w.WriteHeader(http.StatusFound)
 		return
+	case r.URL.Path == "/repos/acme/widgets/echo":
+		// What echoing upstreams do: request-id middleware, CORS, debug
+		// endpoints and auth challenges hand request headers back, in a
+		// 103, the final header and trailers.
+		auth := r.Header.Get("Authorization")
+		h := w.Header()
+		h.Set("X-Echo-Authorization", auth)
+		h.Set("Link", "</a.css>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		clear(h)
+		h.Set("Content-Type", "application/json; charset=utf-8")
+		h.Set("Trailer", "X-Echo-Trailer")
+		h.Set("X-Request-Id", r.Header.Get("X-Request-Id"))
+		h.Set("Access-Control-Allow-Origin", r.Header.Get("Origin"))
+		h.Set("X-Echo-Authorization", auth)
+		h.Set("Www-Authenticate", `Bearer realm="`+auth+`"`)
+		h.Set(refusal, "host-not-allowed")
+		json.NewEncoder(w).Encode(map[string]string{"echo": "headers"})
+		h.Set("X-Echo-Trailer", auth)
+		return
 	case r.URL.Path == "/repos/acme/widgets/spoof":
 		// An upstream must not be able to fake a proxy refusal.
 		w.Header().Set(refusal, "host-not-allowed")

@@ -5,6 +5,8 @@ package e2e
 import (
 	"bufio"
 	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -319,25 +321,42 @@ func TestHostMismatch(t *testing.T) {
 
 	t.Run("SNI naming another host", func(t *testing.T) {
 		// A well-behaved client rejects the leaf, which names only the
-		// CONNECT host; a hostile one skips verification and must still
-		// be refused whichever host its requests name.
+		// CONNECT host; a hostile one skips verification, completes the
+		// handshake and must still be refused whichever host its
+		// requests name. Each step must happen as described: a proxy
+		// that is down, or does not intercept, fails this test.
 		before := len(w.api.requests()) + len(w.git.requests())
-		if _, _, err := w.tunnel(t, "api.github.com:443", "github.com"); err == nil {
-			t.Errorf("a leaf for the CONNECT host verified for the SNI github.com")
+		c, br, err := w.tunnel(t, "api.github.com:443", "api.github.com")
+		if err != nil {
+			t.Fatalf("the control tunnel, SNI naming the CONNECT host: %v", err)
+		}
+		if resp := roundTrip(t, c, br, "GET", get("api.github.com", "/repos/acme/widgets")); resp.StatusCode != 200 {
+			t.Fatalf("the control request: %s, want 200", resp.Status)
+		}
+		_, _, err = w.tunnel(t, "api.github.com:443", "github.com")
+		var hostErr x509.HostnameError
+		if !errors.As(err, &hostErr) {
+			t.Errorf("a client verifying the leaf for SNI github.com got %v, want a host name mismatch", err)
 		}
 		for _, host := range []string{"github.com", "api.github.com"} {
 			c, br, err := w.tunnelTLS(t, "api.github.com:443", &tls.Config{
 				ServerName: "github.com", InsecureSkipVerify: true, NextProtos: []string{"http/1.1"},
 			})
 			if err != nil {
-				t.Logf("handshake refused: %v", err) // as good as a 403: nothing is sent
-				continue
+				t.Fatalf("handshake with SNI github.com: %v; the proxy completes it with the CONNECT host's leaf", err)
+			}
+			leaf := c.ConnectionState().PeerCertificates[0]
+			if leaf.VerifyHostname("api.github.com") != nil || leaf.VerifyHostname("github.com") == nil {
+				t.Errorf("the leaf names %v, want the CONNECT host api.github.com only", leaf.DNSNames)
 			}
 			resp := roundTrip(t, c, br, "GET", get(host, "/repos/acme/widgets"))
 			wantRefused(t, "Host "+host, resp.StatusCode, resp.Header, 403, "host-mismatch")
 		}
-		if n := len(w.api.requests()) + len(w.git.requests()) - before; n != 0 {
-			t.Errorf("the upstreams saw %d requests", n)
+		if n := len(w.api.requests()) + len(w.git.requests()) - before; n != 1 {
+			t.Errorf("the upstreams saw %d requests, want the control request only", n)
+		}
+		if got := len(w.findLogs(t, logQuery{host: "api.github.com", path: "/repos/acme/widgets", decision: "refuse", reason: "host-mismatch"}, 2)); got < 2 {
+			t.Errorf("%d host-mismatch log lines, want one per refused request", got)
 		}
 	})
 

@@ -77,7 +77,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 	var (
 		configPath  = fs.String("config", "", "proxy config file written by `keyhole render` (required)")
 		listen      = fs.String("listen", ":3128", "address the sandbox's HTTPS_PROXY points at")
-		adminListen = fs.String("admin-listen", ":9090", "address for /healthz, /readyz and /metrics; empty disables")
+		adminListen = fs.String("admin-listen", "127.0.0.1:9090", "address for /healthz, /readyz and /metrics; empty disables (keyhole render passes :9090 for the kubelet's probes)")
 		caCert      = fs.String("ca-cert", "", "sandbox CA certificate (PEM); overrides the config")
 		caKey       = fs.String("ca-key", "", "sandbox CA private key (PEM); overrides the config")
 		secretsDir  = fs.String("secrets-dir", "", "directory of mounted Secrets, <secret>/<key>; overrides the config")

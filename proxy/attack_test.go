@@ -1,0 +1,588 @@
+package proxy
+
+import (
+	"bufio"
+	"compress/gzip"
+	"crypto/tls"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
+	"net/textproto"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The tests in this file are attacks a sandbox (or a hostile upstream)
+// can try on the credential, each over real sockets: a TLS upstream on
+// loopback, the proxy's server, a client speaking through CONNECT.
+
+// withUpstream serves h over TLS, with a leaf for names from a CA of its
+// own, and points the proxy's names:443 at it.
+func withUpstream(t *testing.T, h http.Handler, names ...string) harnessOpt {
+	t.Helper()
+	ca := newTestCA(t, "test upstream CA")
+	srv := httptest.NewUnstartedServer(h)
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.leaf(t, names...)}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return resolveTo(ca, srv.Listener.Addr().String(), names...)
+}
+
+// resolveTo points names:443 at addr, trusting ca for them.
+func resolveTo(ca *testCA, addr string, names ...string) harnessOpt {
+	return func(o *Options) {
+		o.UpstreamRoots.AddCert(ca.cert)
+		for _, n := range names {
+			o.Resolve[n+":443"] = addr
+		}
+	}
+}
+
+// rawUpstreamConns serves TLS for names with serve called on each
+// connection, and counts the connections.
+func rawUpstreamConns(t *testing.T, serve func(c net.Conn), names ...string) (harnessOpt, *atomic.Int64) {
+	t.Helper()
+	ca := newTestCA(t, "raw upstream CA")
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{ca.leaf(t, names...)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var n atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			n.Add(1)
+			go func() {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				serve(c)
+			}()
+		}
+	}()
+	return resolveTo(ca, ln.Addr().String(), names...), &n
+}
+
+// secretForms are the ways the canary could be handed back: as is, and
+// as the base64 of the basic credentials the proxy sends.
+func secretForms() []string {
+	return []string{canary, base64.StdEncoding.EncodeToString([]byte("x-access-token:" + canary))}
+}
+
+func holdsSecret(s string) bool {
+	for _, f := range secretForms() {
+		if strings.Contains(s, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// echoUpstream answers with what an echoing upstream sends back: the
+// request's Authorization, X-Request-Id and Origin in a 103, in the final
+// header and in trailers (announced and not), each part also carrying a
+// refusal header of its own. The body says whether the request carried
+// the credential.
+func echoUpstream(seen *sync.Map) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		auth := r.Header.Get("Authorization")
+		seen.Store(r.URL.Path, r.Header.Clone())
+		h := w.Header()
+		h.Set("Link", "</style.css>; rel=preload")
+		h.Set("X-Echo-Authorization", auth)
+		h.Set(RefusedHeader, "host-not-allowed")
+		w.WriteHeader(http.StatusEarlyHints)
+		clear(h)
+		h.Set("Trailer", "X-Trailer-Authorization, "+RefusedHeader)
+		h.Set("X-Request-Id", r.Header.Get("X-Request-Id"))
+		h.Set("Access-Control-Allow-Origin", r.Header.Get("Origin"))
+		h.Set("X-Echo-Authorization", auth)
+		h.Add("Set-Cookie", "session="+auth)
+		h.Set("Www-Authenticate", `Bearer realm="`+auth+`"`)
+		h.Set(RefusedHeader, "host-not-allowed")
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprintf(w, "credential carried: %v\n", holdsSecret(auth))
+		h.Set("X-Trailer-Authorization", auth)
+		h.Set(RefusedHeader, "l7-not-allowed")
+		h.Set(http.TrailerPrefix+"X-Late-Authorization", auth)
+		h.Set(http.TrailerPrefix+"x-omnia-egress-refused", "l7-not-allowed")
+	}
+}
+
+// TestServerResponseScrub: whatever form the credential goes out in, an
+// upstream that echoes request headers back in a 103, the final header or
+// trailers hands the sandbox [REDACTED], never the credential; and with
+// the substitute form, a placeholder in a header the injection does not
+// name goes out as the placeholder, so an echo of it is harmless.
+func TestServerResponseScrub(t *testing.T) {
+	var seen sync.Map
+	up := withUpstream(t, echoUpstream(&seen), "api.github.com", "github.com", "uploads.github.com")
+	h := newHarness(t, up)
+	const ph = "omnia-injected-github"
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	tests := map[string]struct {
+		url    string
+		header http.Header
+		// wantUp is what the upstream must see in each header.
+		wantUp map[string]string
+	}{
+		"substitute: only Authorization carries the credential": {
+			url: "https://uploads.github.com/sub",
+			header: http.Header{"Authorization": {"Bearer " + ph}, "X-Request-Id": {ph},
+				"Origin": {"https://" + ph + ".example"}},
+			wantUp: map[string]string{"Authorization": "Bearer " + canary, "X-Request-Id": ph, "Origin": "https://" + ph + ".example"},
+		},
+		"substitute inside basic": {
+			url:    "https://uploads.github.com/sub-basic",
+			header: http.Header{"Authorization": {"Basic " + b64("x-access-token:"+ph)}, "X-Request-Id": {ph}},
+			wantUp: map[string]string{"Authorization": "Basic " + b64("x-access-token:"+canary), "X-Request-Id": ph},
+		},
+		"header form": {
+			url:    "https://api.github.com/repos/acme/widgets/header",
+			header: http.Header{"X-Request-Id": {"r-1"}},
+			wantUp: map[string]string{"Authorization": "Bearer " + canary, "X-Request-Id": "r-1"},
+		},
+		"basic form": {
+			url:    "https://github.com/acme/widgets.git/info/refs",
+			wantUp: map[string]string{"Authorization": "Basic " + b64("x-access-token:"+canary)},
+		},
+	}
+	c := h.client()
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var interim []http.Header
+			trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, hdr textproto.MIMEHeader) error {
+				interim = append(interim, http.Header(hdr).Clone())
+				return nil
+			}}
+			req, err := http.NewRequest("GET", tc.url, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+			req.Header = tc.header.Clone()
+			if req.Header == nil {
+				req.Header = http.Header{}
+			}
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := readBody(t, resp)
+			if resp.StatusCode != 200 || body != "credential carried: true\n" {
+				t.Fatalf("%s: %q, want 200 with the credential carried", resp.Status, body)
+			}
+			path := req.URL.Path
+			v, ok := seen.Load(path)
+			if !ok {
+				t.Fatal("the upstream saw no request")
+			}
+			up := v.(http.Header)
+			for k, want := range tc.wantUp {
+				if got := up.Get(k); got != want {
+					t.Errorf("the upstream's %s is not %q", k, strings.ReplaceAll(want, canary, "<credential>"))
+				}
+			}
+			if len(interim) != 1 {
+				t.Fatalf("got %d interim responses, want the 103", len(interim))
+			}
+			parts := map[string]http.Header{"interim": interim[0], "header": resp.Header, "trailer": resp.Trailer}
+			for part, hdr := range parts {
+				for k, vs := range hdr {
+					if strings.EqualFold(k, RefusedHeader) {
+						t.Errorf("the %s holds the upstream's %s", part, k)
+					}
+					for _, v := range vs {
+						if holdsSecret(v) {
+							t.Errorf("the %s's %s holds the credential", part, k)
+						}
+					}
+				}
+			}
+			for part, want := range map[string]string{
+				"interim":                         interim[0].Get("X-Echo-Authorization"),
+				"header":                          resp.Header.Get("X-Echo-Authorization"),
+				"trailer X-Trailer-Authorization": resp.Trailer.Get("X-Trailer-Authorization"),
+				"trailer X-Late-Authorization":    resp.Trailer.Get("X-Late-Authorization"),
+			} {
+				if !strings.Contains(want, redacted) {
+					t.Errorf("the %s echo is not redacted", part)
+				}
+			}
+			if got := resp.Header.Get("X-Request-Id"); tc.header.Get("X-Request-Id") != "" && got != tc.header.Get("X-Request-Id") {
+				t.Errorf("X-Request-Id came back as %q, want what the sandbox sent", got)
+			}
+			lines := 0
+			for _, l := range h.logs.requests(t) {
+				if l["path"] == path {
+					lines++
+					if l["decision"] != "inject" || l["status"] != float64(200) {
+						t.Errorf("log line %v, want inject 200", l)
+					}
+				}
+			}
+			if lines != 1 {
+				t.Errorf("%d request lines for %s, want 1", lines, path)
+			}
+		})
+	}
+	t.Run("logged and counted, never the value", func(t *testing.T) {
+		logs := h.logs.String()
+		if holdsSecret(logs) {
+			t.Fatal("the logs hold the credential")
+		}
+		for _, where := range []string{"interim", "header", "trailer"} {
+			if !strings.Contains(logs, `"msg":"upstream response held the credential; redacted","host":"uploads.github.com","where":"`+where+`"`) {
+				t.Errorf("no redaction line for the %s", where)
+			}
+		}
+		m := h.get("/metrics")
+		if !strings.Contains(m, `keyhole_proxy_response_scrubs_total{host="github.com",where="header"} 1`) {
+			t.Errorf("redactions not counted:\n%s", m)
+		}
+	})
+}
+
+// TestServerRefusedRequests: requests that must never carry the
+// credential, sent as a hostile client would on a raw tunnel, are refused
+// with l7-not-allowed before any dial, logged once and counted.
+func TestServerRefusedRequests(t *testing.T) {
+	h := newHarness(t)
+	tests := map[string]struct {
+		host string
+		raw  string // the request, without Host
+		path string // as logged
+	}{
+		"TRACE on a host without rules":    {host: "uploads.github.com", raw: "TRACE /x HTTP/1.1\r\n", path: "/x"},
+		"trace in lower case":              {host: "uploads.github.com", raw: "trace /x HTTP/1.1\r\n", path: "/x"},
+		"TRACE on a host with rules":       {host: "api.github.com", raw: "TRACE /repos/acme/widgets HTTP/1.1\r\n", path: "/repos/acme/widgets"},
+		"CONNECT inside the tunnel":        {host: "uploads.github.com", raw: "CONNECT uploads.github.com:443 HTTP/1.1\r\n", path: ""},
+		"OPTIONS * inside the tunnel":      {host: "uploads.github.com", raw: "OPTIONS * HTTP/1.1\r\n", path: "*"},
+		"an extension method, no rules":    {host: "uploads.github.com", raw: "PROPFIND /x HTTP/1.1\r\n", path: "/x"},
+		"X-HTTP-Method-Override":           {host: "api.github.com", raw: "GET /repos/acme/widgets HTTP/1.1\r\nX-HTTP-Method-Override: DELETE\r\n", path: "/repos/acme/widgets"},
+		"X-HTTP-Method":                    {host: "api.github.com", raw: "GET /repos/acme/widgets HTTP/1.1\r\nX-HTTP-Method: DELETE\r\n", path: "/repos/acme/widgets"},
+		"X-Method-Override":                {host: "api.github.com", raw: "GET /repos/acme/widgets HTTP/1.1\r\nx-method-override: DELETE\r\n", path: "/repos/acme/widgets"},
+		"X-Original-URL":                   {host: "api.github.com", raw: "GET /repos/acme/widgets HTTP/1.1\r\nX-Original-URL: /user\r\n", path: "/repos/acme/widgets"},
+		"X-Rewrite-URL":                    {host: "api.github.com", raw: "GET /repos/acme/widgets HTTP/1.1\r\nX-Rewrite-URL: /user\r\n", path: "/repos/acme/widgets"},
+		"X-Override-URL":                   {host: "api.github.com", raw: "GET /repos/acme/widgets HTTP/1.1\r\nX-Override-URL: /user\r\n", path: "/repos/acme/widgets"},
+		"override with underscores":        {host: "api.github.com", raw: "GET /repos/acme/widgets HTTP/1.1\r\nX_Original_URL: /user\r\n", path: "/repos/acme/widgets"},
+		"override on a host without rules": {host: "uploads.github.com", raw: "GET /x HTTP/1.1\r\nX-HTTP-Method-Override: TRACE\r\n", path: "/x"},
+		"_method in the query":             {host: "api.github.com", raw: "GET /repos/acme/widgets?_method=DELETE HTTP/1.1\r\n", path: "/repos/acme/widgets"},
+		"encoded _method in the query":     {host: "uploads.github.com", raw: "POST /x?a=1&%5fMethod=DELETE HTTP/1.1\r\nContent-Length: 0\r\n", path: "/x"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			before := len(h.api.seen())
+			c, br := h.tlsTunnel(tc.host, tc.host, false)
+			defer c.Close()
+			resp := roundTrip(t, c, br, tc.raw+"Host: "+tc.host+"\r\n\r\n")
+			if resp.StatusCode != 403 || resp.Header.Get(RefusedHeader) != string(ReasonL7NotAllowed) {
+				t.Fatalf("%s with %s %q, want 403 l7-not-allowed", resp.Status, RefusedHeader, resp.Header.Get(RefusedHeader))
+			}
+			if n := len(h.api.seen()) - before; n != 0 {
+				t.Fatalf("the upstream saw %d requests", n)
+			}
+			method, _, _ := strings.Cut(tc.raw, " ")
+			var found int
+			for _, l := range h.logs.requests(t) {
+				if l["host"] == tc.host && l["method"] == method && l["path"] == tc.path && l["decision"] == "refuse" &&
+					l["reason"] == "l7-not-allowed" && l["status"] == float64(403) {
+					found++
+				}
+			}
+			if found == 0 {
+				t.Errorf("no request line for %s %s refused:\n%s", method, tc.path, h.logs.String())
+			}
+		})
+	}
+	t.Run("OPTIONS * on the proxy port", func(t *testing.T) {
+		c, err := net.DialTimeout("tcp", h.addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		resp := roundTrip(t, c, bufio.NewReader(c), "OPTIONS * HTTP/1.1\r\nHost: api.github.com\r\n\r\n")
+		if resp.StatusCode != 403 || resp.Header.Get(RefusedHeader) != string(ReasonHostNotAllowed) {
+			t.Fatalf("%s with %s %q, want 403 host-not-allowed", resp.Status, RefusedHeader, resp.Header.Get(RefusedHeader))
+		}
+		found := false
+		for _, l := range h.logs.requests(t) {
+			if l["method"] == "OPTIONS" && l["path"] == "*" && l["reason"] == "host-not-allowed" && l["status"] == float64(403) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no request line for OPTIONS * on the proxy port:\n%s", h.logs.String())
+		}
+	})
+	t.Run("counted", func(t *testing.T) {
+		m := h.get("/metrics")
+		for _, want := range []string{
+			`keyhole_proxy_requests_total{host="uploads.github.com",decision="refuse",reason="l7-not-allowed"} 7`,
+			`keyhole_proxy_requests_total{host="_other",decision="refuse",reason="host-not-allowed"} 1`,
+		} {
+			if !strings.Contains(m, want) {
+				t.Errorf("metrics lack %s:\n%s", want, m)
+			}
+		}
+	})
+}
+
+// planted is a whole response an upstream hides where a body should not
+// be: read on a reused connection, it would answer the next request.
+const planted = "HTTP/1.1 200 OK\r\nContent-Length: 7\r\nX-Planted: yes\r\n\r\nplanted"
+
+// TestServerPoolPoisoning: an upstream that sends more than its response
+// frames (a body after HEAD, a 304 or a 204, more bytes than its
+// Content-Length, at once or a little later) must not have those bytes
+// read as the response to the next request, which may come from another
+// tunnel and be served on the same pooled connection.
+func TestServerPoolPoisoning(t *testing.T) {
+	serve := func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			io.Copy(io.Discard, req.Body)
+			head := func(status string) string {
+				return "HTTP/1.1 " + status + "\r\nContent-Length: " + fmt.Sprint(len(planted)) + "\r\n\r\n"
+			}
+			switch req.URL.Path {
+			case "/head-body":
+				io.WriteString(c, head("200 OK")+planted)
+			case "/head-late-body":
+				io.WriteString(c, head("200 OK"))
+				time.Sleep(150 * time.Millisecond)
+				io.WriteString(c, planted)
+			case "/not-modified":
+				io.WriteString(c, head("304 Not Modified")+planted)
+			case "/no-content":
+				io.WriteString(c, head("204 No Content")+planted)
+			case "/overrun":
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"+planted)
+			case "/overrun-late":
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				time.Sleep(50 * time.Millisecond)
+				io.WriteString(c, planted)
+			default:
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nX-Real: yes\r\n\r\nreal")
+			}
+		}
+	}
+	up, conns := rawUpstreamConns(t, serve, "uploads.github.com")
+	h := newHarness(t, up)
+	get := func(method, path string) *http.Response {
+		c, br := h.tlsTunnel("uploads.github.com", "uploads.github.com", false)
+		defer c.Close()
+		if _, err := fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: uploads.github.com\r\n\r\n", method, path); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, &http.Request{Method: method})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body = io.NopCloser(strings.NewReader(string(b)))
+		return resp
+	}
+	tests := map[string]struct {
+		method, path string
+		wait         time.Duration // before the next request
+	}{
+		"HEAD answered with a body":      {method: "HEAD", path: "/head-body"},
+		"HEAD answered with a late body": {method: "HEAD", path: "/head-late-body", wait: 300 * time.Millisecond},
+		// The next request goes out before the late body arrives: no
+		// check of the idle connection could have seen it.
+		"HEAD answered with a late body, next request at once": {method: "HEAD", path: "/head-late-body"},
+		"304 with a body":                      {method: "GET", path: "/not-modified"},
+		"204 with a body":                      {method: "GET", path: "/no-content"},
+		"more bytes than Content-Length":       {method: "GET", path: "/overrun"},
+		"more bytes than Content-Length, late": {method: "GET", path: "/overrun-late", wait: 200 * time.Millisecond},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			first := get(tc.method, tc.path)
+			if first.Header.Get("X-Planted") != "" {
+				t.Fatalf("the first response is the planted one")
+			}
+			time.Sleep(tc.wait)
+			// A second tunnel: another client of the same sandbox.
+			for i := range 2 {
+				resp := get("GET", "/real")
+				body := readBody(t, resp)
+				if resp.StatusCode != 200 || resp.Header.Get("X-Real") != "yes" || body != "real" {
+					t.Fatalf("request %d after %s %s got %s %v %q, not the upstream's answer to it", i+1, tc.method, tc.path, resp.Status, resp.Header, body)
+				}
+			}
+		})
+	}
+	t.Run("a clean connection is still reused", func(t *testing.T) {
+		get("GET", "/real")
+		before := conns.Load()
+		for range 3 {
+			if resp := get("GET", "/real"); resp.Header.Get("X-Real") != "yes" {
+				t.Fatalf("got %v", resp.Header)
+			}
+		}
+		if n := conns.Load() - before; n != 0 {
+			t.Errorf("%d new upstream connections for 3 sequential GETs, want 0", n)
+		}
+	})
+}
+
+// TestServerUpstreamErrorLogged: an upstream's malformed header, which
+// Go's parser quotes in its error, reaches the log bounded, escaped and
+// without the credential even when the upstream echoed it there.
+func TestServerUpstreamErrorLogged(t *testing.T) {
+	serve := func(c net.Conn) {
+		req, err := http.ReadRequest(bufio.NewReader(c))
+		if err != nil {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nBroken header "+req.Header.Get("Authorization")+" \x1b[31mred\x1b[0m \u2028"+
+			strings.Repeat("A", 4096)+"\r\n\r\n")
+	}
+	up, _ := rawUpstreamConns(t, serve, "uploads.github.com")
+	h := newHarness(t, up)
+	c, br := h.tlsTunnel("uploads.github.com", "uploads.github.com", false)
+	defer c.Close()
+	resp := roundTrip(t, c, br, "GET /x HTTP/1.1\r\nHost: uploads.github.com\r\nAuthorization: Bearer omnia-injected-github\r\n\r\n")
+	if resp.StatusCode != http.StatusBadGateway || resp.Header.Get(RefusedHeader) != "" {
+		t.Fatalf("%s %v, want a 502 that is not a refusal", resp.Status, resp.Header)
+	}
+	var msg string
+	for _, line := range strings.Split(h.logs.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == "upstream request failed" {
+			msg, _ = m["error"].(string)
+		}
+	}
+	if msg == "" {
+		t.Fatalf("no upstream failure line:\n%s", h.logs.String())
+	}
+	if holdsSecret(msg) || !strings.Contains(msg, redacted) {
+		t.Errorf("the logged error is not scrubbed of the credential")
+	}
+	if len(msg) > maxLogText+len("…") || !strings.HasSuffix(msg, "…") {
+		t.Errorf("the logged error is %d bytes, want at most %d and marked cut", len(msg), maxLogText)
+	}
+	for _, r := range msg {
+		if r < 0x20 || r == 0x7f || r == '\u2028' {
+			t.Errorf("the logged error holds %U unescaped", r)
+		}
+	}
+	if !strings.Contains(msg, `\x1b[31mred`) {
+		t.Errorf("the escape sequence is not shown escaped: %q", msg)
+	}
+}
+
+func TestLogText(t *testing.T) {
+	tests := map[string]struct {
+		in, want string
+	}{
+		"plain":                {in: "malformed header", want: "malformed header"},
+		"controls":             {in: "a\r\nb\x00\x1b[0m\x7f", want: `a\x0d\x0ab\x00\x1b[0m\x7f`},
+		"backslash":            {in: `a\x1b`, want: `a\\x1b`},
+		"unicode":              {in: "é\u2028😀", want: `\u00e9\u2028\U0001f600`},
+		"invalid utf8":         {in: "a\xffb", want: `a\xffb`},
+		"cut":                  {in: strings.Repeat("a", maxLogText+1), want: strings.Repeat("a", maxLogText) + "…"},
+		"cut before an escape": {in: strings.Repeat("a", maxLogText-2) + "\x01", want: strings.Repeat("a", maxLogText-2) + "…"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := logText(tc.in); got != tc.want {
+				t.Fatalf("logText(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestServerScrubResponseBodies: with scrubResponseBodies on, the
+// credential an upstream echoes in a body is masked byte for byte (the
+// Content-Length holds), even split across writes; the upstream is asked
+// for an uncompressed body, and a compressed one is not passed on.
+func TestServerScrubResponseBodies(t *testing.T) {
+	var gotAE sync.Map
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth := r.Header.Get("Authorization")
+		gotAE.Store(r.URL.Path, r.Header.Get("Accept-Encoding"))
+		switch r.URL.Path {
+		case "/split":
+			// Streamed in pieces that cut the credential in two.
+			w.Header().Set("Content-Type", "text/event-stream")
+			for _, part := range []string{"data: " + auth[:12], auth[12:20], auth[20:] + "\n\n", "data: done\n\n"} {
+				io.WriteString(w, part)
+				w.(http.Flusher).Flush()
+				time.Sleep(5 * time.Millisecond)
+			}
+		case "/length":
+			body := `{"token":"` + strings.TrimPrefix(auth, "Bearer ") + `"}`
+			w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+			io.WriteString(w, body)
+		case "/gzip":
+			w.Header().Set("Content-Encoding", "gzip")
+			zw := gzip.NewWriter(w)
+			io.WriteString(zw, auth)
+			zw.Close()
+		}
+	})
+	h := newHarness(t, withUpstream(t, handler, "uploads.github.com"))
+	cfg := strings.Replace(testConfig, `"passthrough"`, `"scrubResponseBodies": true, "passthrough"`, 1)
+	writeAtomic(t, h.cfgPath, []byte(cfg))
+	eventually(t, "the config with scrubResponseBodies", func() bool { return h.srv.state.Load().cfg.ScrubResponseBodies })
+	c := h.client()
+	get := func(path string) (*http.Response, string) {
+		req, _ := http.NewRequest("GET", "https://uploads.github.com"+path, nil)
+		req.Header.Set("Authorization", "Bearer omnia-injected-github")
+		req.Header.Set("Accept-Encoding", "gzip")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, readBody(t, resp)
+	}
+	masked := "Bearer " + strings.Repeat("*", len(canary))
+	tests := map[string]struct {
+		path   string
+		status int
+		body   string
+	}{
+		"split across writes":      {path: "/split", status: 200, body: "data: " + masked + "\n\ndata: done\n\n"},
+		"Content-Length kept true": {path: "/length", status: 200, body: `{"token":"` + strings.Repeat("*", len(canary)) + `"}`},
+		"compressed body refused":  {path: "/gzip", status: http.StatusBadGateway},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			resp, body := get(tc.path)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("%s, want %d", resp.Status, tc.status)
+			}
+			if holdsSecret(body) {
+				t.Fatal("the body holds the credential")
+			}
+			if tc.body != "" && body != tc.body {
+				t.Errorf("body %q, want %q", body, tc.body)
+			}
+			if ae, _ := gotAE.Load(tc.path); ae != "identity" {
+				t.Errorf("the upstream was asked for Accept-Encoding %q, want identity", ae)
+			}
+		})
+	}
+	if holdsSecret(h.logs.String()) {
+		t.Error("the logs hold the credential")
+	}
+}

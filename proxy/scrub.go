@@ -1,0 +1,248 @@
+package proxy
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+)
+
+// MinScrubLen is the shortest credential value the proxy scrubs from
+// responses. Shorter values (a basic-auth user name such as "oauth2")
+// are not secrets worth the damage of masking every short string that
+// happens to match them.
+const MinScrubLen = 8
+
+// Injected is what one injection put on a request: the credential values
+// the proxy must never hand back to the sandbox, scrubbed from every
+// header of the response (interim, final, trailers) and, when the config
+// asks, from its body. The values are the Secret keys the injection read
+// and the credential as it went out where that is not simply one of
+// them (the base64 of Authorization: Basic). Every printed form of an
+// Injected is redacted. The zero value scrubs nothing.
+type Injected struct {
+	values []Secret // no value contains another
+}
+
+// String returns the redacted form.
+func (in Injected) String() string { return redacted }
+
+// GoString returns the redacted form, for %#v.
+func (in Injected) GoString() string { return redacted }
+
+// Format prints the redacted form for every verb.
+func (in Injected) Format(f fmt.State, _ rune) { io.WriteString(f, redacted) }
+
+// LogValue logs the redacted form.
+func (in Injected) LogValue() slog.Value { return slog.StringValue(redacted) }
+
+// add records v to be scrubbed, unless it is too short or already covered
+// by a value it contains (scrubbing "tok" also scrubs "Bearer tok"); a
+// recorded value that contains v gives way to it.
+func (in *Injected) add(v string) {
+	if len(v) < MinScrubLen {
+		return
+	}
+	keep := in.values[:0]
+	for _, s := range in.values {
+		switch {
+		case strings.Contains(v, s.v):
+			return // v is covered; nothing in values contains another
+		case !strings.Contains(s.v, v):
+			keep = append(keep, s)
+		}
+	}
+	in.values = append(keep, Secret{v: v})
+}
+
+// Empty reports whether there is nothing to scrub.
+func (in Injected) Empty() bool { return len(in.values) == 0 }
+
+// ScrubString replaces every injected value in s with [REDACTED] and
+// reports whether it replaced any.
+func (in Injected) ScrubString(s string) (string, bool) {
+	changed := false
+	for _, v := range in.values {
+		if strings.Contains(s, v.v) {
+			s = strings.ReplaceAll(s, v.v, redacted)
+			changed = true
+		}
+	}
+	return s, changed
+}
+
+// ScrubHeader replaces every injected value in h's values with
+// [REDACTED], in place, and returns the names of the headers it changed.
+func (in Injected) ScrubHeader(h http.Header) []string {
+	if len(in.values) == 0 {
+		return nil
+	}
+	var changed []string
+	for k, vv := range h {
+		hit := false
+		for i, v := range vv {
+			if out, ok := in.ScrubString(v); ok {
+				vv[i] = out
+				hit = true
+			}
+		}
+		if hit {
+			changed = append(changed, k)
+		}
+	}
+	return changed
+}
+
+// ScrubReader returns src with every injected value masked by as many
+// '*' as it has bytes, so a Content-Length stays true. It holds back at
+// most the longest value less one byte, and only while the data read so
+// far ends with the start of a value, so a value split across reads is
+// caught and a stream that pauses between events (Server-Sent Events) is
+// not delayed: a credential holds no line break, so a chunk ending with
+// one is passed on whole. The reader works in buf, which must not be used
+// elsewhere until it is done; one is allocated when buf is shorter than
+// twice the longest value.
+func (in Injected) ScrubReader(src io.Reader, buf []byte) io.Reader {
+	if len(in.values) == 0 {
+		return src
+	}
+	r := &scrubReader{src: src}
+	longest := 0
+	for _, v := range in.values {
+		r.pats = append(r.pats, []byte(v.v))
+		longest = max(longest, len(v.v))
+	}
+	if len(buf) < 2*longest {
+		buf = make([]byte, max(32<<10, 2*longest))
+	}
+	r.buf = buf
+	return r
+}
+
+// scrubReader is the reader ScrubReader returns. Occurrences are found
+// in the bytes as read, never in bytes already masked, so values that
+// overlap each other or themselves are masked whole, and the output does
+// not depend on how the input was split into reads.
+type scrubReader struct {
+	src  io.Reader
+	pats [][]byte
+	buf  []byte // as read, unmasked
+	// masked are the ranges of buf, sorted and disjoint, that hold a
+	// value.
+	masked [][2]int
+	// buf[start:safe] is scanned and ready; buf[safe:end] is held back,
+	// the start of a value that the next read may complete.
+	start, safe, end int
+	err              error
+}
+
+// Read returns scanned bytes, masked, reading and scanning more when
+// none are ready.
+func (r *scrubReader) Read(p []byte) (int, error) {
+	for r.start == r.safe {
+		if r.err != nil {
+			if r.safe < r.end { // the end of the stream: what was held back is not a value
+				r.safe = r.end
+				break
+			}
+			return 0, r.err
+		}
+		r.compact()
+		m, err := r.src.Read(r.buf[r.end:])
+		r.end += m
+		r.err = err
+		r.scan()
+		r.safe = r.end
+		if r.err == nil {
+			r.safe -= heldBack(r.buf[:r.end], r.pats)
+		}
+	}
+	n := copy(p, r.buf[r.start:r.safe])
+	for _, m := range r.masked {
+		lo, hi := max(m[0], r.start), min(m[1], r.start+n)
+		for i := lo; i < hi; i++ {
+			p[i-r.start] = '*'
+		}
+	}
+	r.start += n
+	return n, nil
+}
+
+// compact moves what was held back to the front of buf, with its masks.
+func (r *scrubReader) compact() {
+	off := r.safe
+	n := copy(r.buf, r.buf[off:r.end])
+	keep := r.masked[:0]
+	for _, m := range r.masked {
+		if m[1] > off {
+			keep = append(keep, [2]int{max(m[0], off) - off, m[1] - off})
+		}
+	}
+	r.masked = keep
+	r.start, r.safe, r.end = 0, 0, n
+}
+
+// scan records every occurrence of every pattern in buf[:end],
+// overlapping ones included. An occurrence already recorded (it lay in
+// what was held back) is recorded again, harmlessly.
+func (r *scrubReader) scan() {
+	b := r.buf[:r.end]
+	for _, p := range r.pats {
+		// Search for the value's first 32 bytes, which bytes.Index
+		// finds with vector instructions, then check the rest: a
+		// longer needle (the base64 of basic credentials) falls back to
+		// Rabin-Karp, several times slower.
+		anchor := p[:min(len(p), 32)]
+		for i := 0; ; {
+			j := bytes.Index(b[i:], anchor)
+			if j < 0 {
+				break
+			}
+			if bytes.HasPrefix(b[i+j:], p) {
+				r.mask(i+j, i+j+len(p))
+			}
+			i += j + 1
+		}
+	}
+}
+
+// mask adds [lo, hi) to the masked ranges, merging overlaps.
+func (r *scrubReader) mask(lo, hi int) {
+	i := 0
+	for i < len(r.masked) && r.masked[i][1] < lo {
+		i++
+	}
+	j := i
+	for j < len(r.masked) && r.masked[j][0] <= hi {
+		lo, hi = min(lo, r.masked[j][0]), max(hi, r.masked[j][1])
+		j++
+	}
+	r.masked = append(r.masked[:i], append([][2]int{{lo, hi}}, r.masked[j:]...)...)
+}
+
+// heldBack returns the length of the longest suffix of b that is a
+// proper prefix of some pattern: bytes that may begin a value the next
+// read completes.
+func heldBack(b []byte, pats [][]byte) int {
+	hold := 0
+	for _, p := range pats {
+		// Only a suffix longer than the one already found matters, and
+		// only a proper prefix of p: it starts after len(b)-len(p).
+		end := len(b) - hold
+		for i := max(len(b)-len(p)+1, 0); i < end; {
+			j := bytes.IndexByte(b[i:end], p[0])
+			if j < 0 {
+				break
+			}
+			i += j
+			if bytes.HasPrefix(p, b[i:]) {
+				hold = len(b) - i
+				break
+			}
+			i++
+		}
+	}
+	return hold
+}
