@@ -29,8 +29,9 @@ type Plan struct {
 	// than as rendered sandboxes.
 	Agents []Agent
 	// Operator is the omnia operator the input was checked for: the
-	// declared version, else schema.DefaultOperator. Targets that emit
-	// the operator's resources refuse what it cannot serve.
+	// declared version, else schema.DefaultOperator, which the zero value
+	// also stands for. Targets that emit the operator's resources refuse
+	// what it cannot serve.
 	Operator schema.Operator
 }
 

@@ -207,3 +207,27 @@ func TestOperatorProvenance(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkOperatorCompile is what the first AgentRuntime or ToolRegistry
+// of a run costs once: reading the shipped CRDs, converting them and
+// compiling their JSON Schema and CEL rules.
+func BenchmarkOperatorCompile(b *testing.B) {
+	for b.Loop() {
+		if _, err := compileOperator(OperatorVersions()[0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkValidateOperator is what each AgentRuntime costs after that:
+// defaults, the strict schema and the CEL rules, with the schema compiled.
+func BenchmarkValidateOperator(b *testing.B) {
+	v := newValidator(b)
+	doc := parseFile(b, "operator/agentruntime-valid.yaml")
+	if vs := v.ValidateOperator(DefaultOperator(), KindAgentRuntime, doc); len(vs) > 0 {
+		b.Fatal(vs)
+	}
+	for b.Loop() {
+		v.ValidateOperator(DefaultOperator(), KindAgentRuntime, doc)
+	}
+}
