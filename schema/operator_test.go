@@ -164,8 +164,10 @@ func TestOperatorVersions(t *testing.T) {
 				t.Errorf("OperatorCRDs(%s) lacks %s", v, name)
 			}
 		}
-		if _, err := compileOperator(v); err != nil {
-			t.Errorf("compiling operator %s: %v", v, err)
+		for _, k := range OperatorKinds() {
+			if _, err := compileOperator(v, k); err != nil {
+				t.Errorf("compiling operator %s's %s: %v", v, k, err)
+			}
 		}
 	}
 }
@@ -208,14 +210,18 @@ func TestOperatorProvenance(t *testing.T) {
 	}
 }
 
-// BenchmarkOperatorCompile is what the first AgentRuntime or ToolRegistry
-// of a run costs once: reading the shipped CRDs, converting them and
-// compiling their JSON Schema and CEL rules.
+// BenchmarkOperatorCompile is what the first AgentRuntime, or the first
+// ToolRegistry, of a run costs once: reading the shipped CRD, converting
+// it and compiling its JSON Schema and CEL rules.
 func BenchmarkOperatorCompile(b *testing.B) {
-	for b.Loop() {
-		if _, err := compileOperator(OperatorVersions()[0]); err != nil {
-			b.Fatal(err)
-		}
+	for _, k := range OperatorKinds() {
+		b.Run(string(k), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := compileOperator(OperatorVersions()[0], k); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

@@ -61,17 +61,13 @@ const celCostLimit = 1_000_000
 // never leaves the process.
 const operatorURL = "https://keyhole.dev/operator.json"
 
-// compileOperator converts and compiles the CRDs of one release.
-func compileOperator(version string) (*operatorSchema, error) {
-	crds := map[Kind][]byte{}
-	for _, k := range OperatorKinds() {
-		b, err := operatorCRD(version, k)
-		if err != nil {
-			return nil, err
-		}
-		crds[k] = b
+// compileOperator converts and compiles the CRD of one kind of a release.
+func compileOperator(version string, k Kind) (*operatorSchema, error) {
+	b, err := operatorCRD(version, k)
+	if err != nil {
+		return nil, err
 	}
-	o, err := compileCRDs(crds)
+	o, err := compileCRDs(map[Kind][]byte{k: b})
 	if err != nil {
 		return nil, fmt.Errorf("operator %s: %w", version, err)
 	}
@@ -95,12 +91,6 @@ func compileCRDs(crds map[Kind][]byte) (*operatorSchema, error) {
 	kinds := slices.Sorted(maps.Keys(crds))
 	for _, k := range kinds {
 		s, err := crdSchema(crds[k])
-		if err != nil {
-			return nil, fmt.Errorf("the %s CRD: %w", k, err)
-		}
-		// Through JSON, so that every number is a float64 as in a
-		// document the validator checks.
-		s, err = jsonRoundTrip(s)
 		if err != nil {
 			return nil, fmt.Errorf("the %s CRD: %w", k, err)
 		}
@@ -160,14 +150,31 @@ func rootSchema(js map[string]any, tree *crdNode) {
 	}
 }
 
-func jsonRoundTrip(v map[string]any) (map[string]any, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
+// jsonNumbers gives a value decoded from YAML the types a document
+// decoded from JSON has: every number a float64, as the validator and the
+// defaulting compare them.
+func jsonNumbers(v any) any {
+	switch v := v.(type) {
+	case int:
+		return float64(v)
+	case int64:
+		return float64(v)
+	case uint64:
+		return float64(v)
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			out[k] = jsonNumbers(x)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = jsonNumbers(x)
+		}
+		return out
 	}
-	var out map[string]any
-	err = json.Unmarshal(b, &out)
-	return out, err
+	return v
 }
 
 // crdConverter turns an OpenAPI v3 CRD schema into JSON Schema and the
@@ -231,7 +238,7 @@ func (c *crdConverter) node(s map[string]any, depth int) (map[string]any, *crdNo
 		case "required", "enum", "pattern", "minLength", "maxLength", "minimum", "maximum",
 			"exclusiveMinimum", "exclusiveMaximum", "minItems", "maxItems", "minProperties",
 			"maxProperties", "multipleOf", "uniqueItems":
-			js[k] = v
+			js[k] = jsonNumbers(v)
 		case "format":
 			// Only the formats the API server checks and draft 4 knows;
 			// int32, int64, double and the like are type hints.
@@ -239,7 +246,7 @@ func (c *crdConverter) node(s map[string]any, depth int) (map[string]any, *crdNo
 				js[k] = f
 			}
 		case "default":
-			n.def, n.hasDef = v, true
+			n.def, n.hasDef = jsonNumbers(v), true
 		case "x-kubernetes-list-type":
 			switch v {
 			case "set":
@@ -311,7 +318,7 @@ func (v *Validator) ValidateOperator(op Operator, k Kind, doc *yaml.Node) []Viol
 	if doc == nil {
 		return []Violation{{Message: "the document is empty"}}
 	}
-	os, err := v.operator(op.Version)
+	os, err := v.operator(op.Version, k)
 	if err != nil {
 		return []Violation{{Line: doc.Line, Column: doc.Column, Message: "cannot check against the operator's schema: " + err.Error()}}
 	}
@@ -355,23 +362,27 @@ func (os *operatorSchema) validate(k Kind, doc *yaml.Node) []Violation {
 	return vs
 }
 
-// operator returns the compiled schemas of a release, compiling them on
-// first use: most runs never need them, and each release's AgentRuntime
-// CRD is large.
-func (v *Validator) operator(version string) (*operatorSchema, error) {
+// operator returns the compiled schema of one kind of a release,
+// compiling it on first use: most runs never need it, and the
+// AgentRuntime CRD is large (docs/schema.md has the figures).
+func (v *Validator) operator(version string, k Kind) (*operatorSchema, error) {
 	v.opMu.Lock()
 	defer v.opMu.Unlock()
-	if o, ok := v.ops[version]; ok {
+	key := version + "/" + string(k)
+	if o, ok := v.ops[key]; ok {
 		return o.schema, o.err
 	}
 	if _, err := LookupOperator(version); err != nil {
 		return nil, err
 	}
-	o, err := compileOperator(version)
+	if _, ok := operatorFile(k); !ok {
+		return nil, fmt.Errorf("%s is not a kind the operator owns", k)
+	}
+	o, err := compileOperator(version, k)
 	if v.ops == nil {
 		v.ops = map[string]compiledOperator{}
 	}
-	v.ops[version] = compiledOperator{schema: o, err: err}
+	v.ops[key] = compiledOperator{schema: o, err: err}
 	return o, err
 }
 
