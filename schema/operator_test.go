@@ -5,10 +5,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"go.yaml.in/yaml/v3"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestValidateOperatorFixtures checks AgentRuntime and ToolRegistry
@@ -235,5 +237,79 @@ func BenchmarkValidateOperator(b *testing.B) {
 	}
 	for b.Loop() {
 		v.ValidateOperator(DefaultOperator(), KindAgentRuntime, doc)
+	}
+}
+
+// FuzzValidateOperator: whatever the document, checking it against the
+// operator's CRDs never panics or hangs, and every violation has a
+// message and a position that is not negative.
+func FuzzValidateOperator(f *testing.F) {
+	for _, s := range []string{
+		"spec: {promptPackRef: {name: p}, facades: [{type: websocket}]}\n",
+		"spec: {mode: function, facades: [{type: rest}, {type: rest}, {type: mcp}]}\n",
+		"spec: {facades: &f [{type: a2a}], runtime: {replicas: 1.5, resources: {limits: {cpu: '1e3'}}}}\n",
+		"spec: {handlers: [{name: a, type: http, timeout: 10s}, {name: a}]}\n",
+		"spec: {facades: [{type: custom, image: ''}], rollout: {trigger: {}}}\n",
+		"spec: [1, 2]\n",
+		"spec: {<<: {promptPackRef: {name: p}}}\n",
+		"status: {x: 1}\nspec: null\n",
+	} {
+		f.Add(s)
+	}
+	v := newValidator(f)
+	f.Fuzz(func(t *testing.T, src string) {
+		var n yaml.Node
+		if err := yaml.Unmarshal([]byte(src), &n); err != nil {
+			return
+		}
+		for _, k := range OperatorKinds() {
+			start := time.Now()
+			vs := v.ValidateOperator(DefaultOperator(), k, &n)
+			if d := time.Since(start); d > 3*time.Second {
+				t.Fatalf("ValidateOperator(%s) took %v", k, d)
+			}
+			for _, vi := range vs {
+				if vi.Message == "" || vi.Line < 0 || vi.Column < 0 {
+					t.Fatalf("bad violation %+v for %q", vi, src)
+				}
+			}
+		}
+	})
+}
+
+// TestOperatorAdversarial: documents built to be expensive or strange are
+// reported, not walked without end (a rule that would run past the cost
+// limit is TestOperatorSchemaFeatures').
+func TestOperatorAdversarial(t *testing.T) {
+	var facades strings.Builder
+	facades.WriteString("spec:\n  promptPackRef: {name: p}\n  facades:\n")
+	for range 3000 {
+		facades.WriteString("    - {type: websocket}\n")
+	}
+	tests := map[string]struct {
+		src  string
+		want string
+	}{
+		"a long list under a rule quadratic in it": {
+			src:  facades.String(),
+			want: "spec.facades: maximum 4 items required, but found 3000 items",
+		},
+		"an alias bomb": {
+			src:  "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]\nspec: {facades: *f}\n",
+			want: "too large to check",
+		},
+	}
+	v := newValidator(t)
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			start := time.Now()
+			got := strs(v.ValidateOperator(DefaultOperator(), KindAgentRuntime, parse(t, tc.src)))
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("took %v", d)
+			}
+			if !strings.Contains(strings.Join(got, "\n"), tc.want) {
+				t.Errorf("want %q among:\n%s", tc.want, strings.Join(got, "\n"))
+			}
+		})
 	}
 }
