@@ -84,7 +84,7 @@ func TestOperatorSchemaFeatures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os, err := compileCRDs(map[Kind][]byte{KindAgentRuntime: crd})
+	sch, err := compileCRDs(map[Kind][]byte{KindAgentRuntime: crd})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestOperatorSchemaFeatures(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got := strs(os.validate(KindAgentRuntime, parse(t, head+tc.spec)))
+			got := strs(sch.validate(KindAgentRuntime, parse(t, head+tc.spec)))
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("got:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(tc.want, "\n  "))
 			}

@@ -318,16 +318,16 @@ func (v *Validator) ValidateOperator(op Operator, k Kind, doc *yaml.Node) []Viol
 	if doc == nil {
 		return []Violation{{Message: "the document is empty"}}
 	}
-	os, err := v.operator(op.Version, k)
+	sch, err := v.operator(op.Version, k)
 	if err != nil {
 		return []Violation{{Line: doc.Line, Column: doc.Column, Message: "cannot check against the operator's schema: " + err.Error()}}
 	}
-	return os.validate(k, doc)
+	return sch.validate(k, doc)
 }
 
 // validate checks doc against the compiled schema of kind k.
-func (os *operatorSchema) validate(k Kind, doc *yaml.Node) []Violation {
-	s, ok := os.schemas[k]
+func (o *operatorSchema) validate(k Kind, doc *yaml.Node) []Violation {
+	s, ok := o.schemas[k]
 	if !ok {
 		return []Violation{{Message: fmt.Sprintf("%s is not a kind the operator owns", k)}}
 	}
@@ -336,9 +336,9 @@ func (os *operatorSchema) validate(k Kind, doc *yaml.Node) []Violation {
 	if c.overflow || len(c.vs) > 0 {
 		return sortViolations(c.vs)
 	}
-	tree := os.trees[k]
+	tree := o.trees[k]
 	val = applyDefaults(val, tree, 0)
-	r := reporter{raw: os.raw, kind: k, doc: doc, val: val, nodes: nodeIndex{root: doc}}
+	r := reporter{raw: o.raw, kind: k, doc: doc, val: val, nodes: nodeIndex{root: doc}}
 	var vs []Violation
 	var ve *jsonschema.ValidationError
 	switch err := s.Validate(val); {
