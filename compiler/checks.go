@@ -3,6 +3,7 @@ package compiler
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"keyhole.dev/keyhole/diag"
@@ -64,7 +65,7 @@ func table() []Check {
 	for _, r := range source.Rules() {
 		loader = append(loader, Check{Code: r.Code, Severity: r.Severity, Purpose: r.Purpose, Help: r.Help})
 	}
-	return append(loader, []Check{
+	return slices.Concat(loader, []Check{
 		{Code: codeKustomizeBuildFailed, Severity: diag.Error,
 			Purpose: fmt.Sprintf("A kustomize directory does not build: a missing resource or patch, an invalid kustomization, a patch that matches nothing, or more than keyhole hands kustomize in one build (%d objects, %d keys in one mapping, %d lines of an env file), since kustomize's time grows with the square of those.",
 				source.MaxKustomizeObjects, source.MaxKustomizeMappingKeys, source.MaxKustomizeTextLines),
@@ -78,6 +79,7 @@ func table() []Check {
 		{Code: codeSchemaInvalid, Severity: diag.Error,
 			Purpose: "An object does not match its schema: an unknown or misspelt field, a wrong type, a bad host, header, method, env var name or path prefix, or a Secret name or key the API server refuses (such as `..data`, the kubelet's own name in a mounted Secret).",
 			Help:    "Correct the field named in the message; `keyhole schema` prints every schema."},
+	}, operatorChecks(), []Check{
 		{Code: codeSecretMissing, Severity: diag.Error, run: checkSecretMissing,
 			Purpose: "The Secret a Connection's credential names is not in the input.",
 			Help:    "Add the Secret (or its SealedSecret/ExternalSecret) to the repository, correct `spec.credential.secretRef.name`, or pass --allow-missing-secrets when Secrets live elsewhere."},
@@ -170,7 +172,7 @@ func table() []Check {
 		{Code: codeAgentSetupWithout, Severity: diag.Error,
 			Purpose: "`sandbox_options.setup` is present but the agent has no sandbox to run it in.",
 			Help:    "Add `sandbox`, or remove `sandbox_options.setup`."},
-	}...)
+	})
 }
 
 func checkSecretMissing(p *pass) {

@@ -27,6 +27,11 @@ type Options struct {
 	// input as a warning instead of an error, for repositories whose
 	// Secrets live elsewhere.
 	AllowMissingSecrets bool
+	// OperatorVersion is the omnia operator release the cluster runs, as
+	// --operator-version gives it; it wins over keyhole.yaml's
+	// operator.version. Empty means keyhole.yaml's, else
+	// schema.DefaultOperator.
+	OperatorVersion string
 }
 
 // Result is what Compile returns: the plan, every diagnostic, and how many
@@ -55,6 +60,7 @@ func Compile(docs []source.Document, v *schema.Validator, opts Options) Result {
 		p.diags = append(p.diags, diag.Diagnostic{Code: codeConfigInvalid, Severity: diag.Error, Message: err.Error()})
 	}
 	p.catalog = catalog
+	p.setOperator()
 	// The Config comes first wherever it stands: it extends the catalog
 	// the agents are checked against.
 	for i := range docs {
@@ -221,6 +227,7 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 			p.agents = append(p.agents, a)
 		}
 	case "AgentRuntime", "ToolRegistry":
+		p.checkOperatorObject(v, doc, &it, kind)
 		o := &owner{item: it}
 		if p.decode(doc, &it, &o.w) {
 			p.keep(&it)

@@ -23,6 +23,8 @@ import (
 //	ignore:                    # codes not to report, everywhere or on one object
 //	  - code: ConnectionUnbound
 //	    object: Connection/agents/legacy
+//	operator:                  # the omnia operator release the cluster runs
+//	  version: v0.9.0-beta.17
 //
 // It is a document like any other so that it carries its own version and
 // is found wherever the paths lead, with positions for its own mistakes.
@@ -46,6 +48,8 @@ type configWire struct {
 		Code   string `yaml:"code"`
 		Object string `yaml:"object"`
 	} `yaml:"ignore"`
+	// Operator is read by readOperator, with positions.
+	Operator yaml.Node `yaml:"operator"`
 }
 
 // repoConfig is the resolved Config.
@@ -77,7 +81,7 @@ func (p *pass) addConfig(v *schema.Validator, doc *source.Document, it item) {
 		return
 	}
 	p.config.found = &it
-	known := []string{"apiVersion", "kind", "metadata", "namespace", "sandboxImage", "catalog", "ignore"}
+	known := []string{"apiVersion", "kind", "metadata", "namespace", "sandboxImage", "catalog", "ignore", "operator"}
 	for i := 0; i+1 < len(doc.Node.Content); i += 2 {
 		k := doc.Node.Content[i].Value
 		if !slices.Contains(known, k) {
@@ -93,6 +97,9 @@ func (p *pass) addConfig(v *schema.Validator, doc *source.Document, it item) {
 		p.config.namespace, p.config.hasNamespace = w.Namespace, true
 	}
 	p.config.sandboxImage = w.SandboxImage
+	if w.Operator.Kind != 0 {
+		p.readOperator(&it, &w.Operator)
+	}
 	for i, r := range w.Ignore {
 		if !slices.ContainsFunc(table(), func(c Check) bool { return c.Code == r.Code }) {
 			p.report(codeConfigInvalid, &it, path{"ignore", i, "code"}, false, "%q is not a keyhole code%s; see docs/checks.md", clip(r.Code), didYouMean(r.Code, codes()))

@@ -28,6 +28,11 @@ type Plan struct {
 	// order, for targets that re-express them as omnia resources rather
 	// than as rendered sandboxes.
 	Agents []Agent
+	// Operator is the omnia operator the input was checked for: the
+	// declared version, else schema.DefaultOperator, which the zero value
+	// also stands for. Targets that emit the operator's resources refuse
+	// what it cannot serve.
+	Operator schema.Operator
 }
 
 // Object is one input object of an omnia kind.

@@ -23,7 +23,7 @@ func TestPlanObjectsAndAgents(t *testing.T) {
 		},
 		"an agent.yaml agent": {
 			dir:         "../examples/agent-sandbox",
-			wantObjects: []string{"Connection/agents/company"},
+			wantObjects: []string{"AgentRuntime/agents/support", "Connection/agents/company"},
 			wantAgents:  []string{"support agents daytona ghcr.io/acme/agent-sandbox:2.0.1 github:Connection/agents/company:company-github-token:token:github.com=user"},
 		},
 	}

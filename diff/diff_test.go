@@ -29,6 +29,8 @@ func acme() map[string]string {
 kind: AgentRuntime
 metadata: {name: support, namespace: agents}
 spec:
+  promptPackRef: {name: support}
+  facades: [{type: websocket}]
   sandbox:
     enabled: true
     connections:
@@ -218,6 +220,8 @@ func TestCompare(t *testing.T) {
 kind: AgentRuntime
 metadata: {name: other, namespace: agents}
 spec:
+  promptPackRef: {name: support}
+  facades: [{type: websocket}]
   sandbox:
     enabled: true
     connections:

@@ -73,6 +73,9 @@ const (
 	codeOmniaBasicUsernameMiss   = "OmniaBasicUsernameMissing"
 	codeOmniaClassRoleMissing    = "OmniaClassRoleMissing"
 	codeOmniaNameTaken           = "OmniaNameTaken"
+	codeOmniaRuntimeMissing      = "OmniaAgentRuntimeMissing"
+	codeOmniaRuntimeBound        = "OmniaAgentRuntimeBound"
+	codeOmniaSandboxUnsupported  = "OmniaSandboxUnsupported"
 )
 
 // OmniaRules describes the omnia target's diagnostic codes, for docs and
@@ -95,6 +98,15 @@ func OmniaRules() []diag.Rule {
 		{Code: codeOmniaNameTaken, Severity: diag.Error,
 			Purpose: "An object the omnia target compiles from an agent has the name of an input object or of another compiled object.",
 			Help:    "Rename the agent, or the object in the way."},
+		{Code: codeOmniaRuntimeMissing, Severity: diag.Error,
+			Purpose: "An agent.yaml agent with a sandbox has no AgentRuntime of its name in its namespace in the input. The operator runs an agent from its AgentRuntime, whose required `promptPackRef` and `facades` keyhole cannot invent, so the agent's sandbox bindings have nowhere to go.",
+			Help:    "Add the agent's AgentRuntime (same name, same namespace, without spec.sandbox) to the repository; the omnia target fills in its spec.sandbox."},
+		{Code: codeOmniaRuntimeBound, Severity: diag.Error,
+			Purpose: "The AgentRuntime an agent.yaml agent composes with already has a spec.sandbox; the agent's bindings would replace it.",
+			Help:    "Bind the sandbox in one place: remove spec.sandbox from the AgentRuntime, or the sandbox connectors from agent.yaml."},
+		{Code: codeOmniaSandboxUnsupported, Severity: diag.Error,
+			Purpose: "The declared operator version has no sandbox feature, so it cannot take a Connection, a SandboxClass or an agent's sandbox bindings.",
+			Help:    "Declare an operator version that serves the sandbox feature, or keep the default kubernetes target, whose own egress proxy needs no operator."},
 	}
 }
 
@@ -138,6 +150,8 @@ func (o omniaObject) path() string {
 // omniaKustomizationHeader heads the omnia target's kustomization.yaml.
 const omniaKustomizationHeader = `# Rendered by keyhole render --target omnia: the omnia.altairalabs.ai
 # resources, for a cluster whose operator runs the sandboxes.
+# AgentRuntime and ToolRegistry are the operator's kinds, served by its own
+# CRDs; Connection and SandboxClass by keyhole's (keyhole schema --crds).
 # Secrets are never rendered: they hold values. The cluster gets each
 # Secret a Connection names from its SealedSecret, ExternalSecret or kubectl.
 `
@@ -157,7 +171,11 @@ func RenderOmnia(p compiler.Plan, opts Options) ([]File, diag.List, error) {
 	if len(p.Objects) == 0 && len(p.Agents) == 0 {
 		return nil, nil, fmt.Errorf("%w: the input has no omnia object and no agent with a sandbox", ErrEmpty)
 	}
-	r := omniaRender{opts: opts, taken: map[string]diag.Object{}, classes: map[string]*omniaObject{}}
+	op := p.Operator
+	if op.Version == "" {
+		op = schema.DefaultOperator() // a Plan built without one
+	}
+	r := omniaRender{opts: opts, op: op, taken: map[string]diag.Object{}, classes: map[string]*omniaObject{}}
 	for _, o := range p.Objects {
 		if err := r.input(o); err != nil {
 			return nil, nil, err
@@ -198,7 +216,9 @@ func RenderOmnia(p compiler.Plan, opts Options) ([]File, diag.List, error) {
 
 // omniaRender is the state of one omnia render.
 type omniaRender struct {
-	opts  Options
+	opts Options
+	// op is the operator the input was checked for.
+	op    schema.Operator
 	objs  []*omniaObject
 	diags diag.List
 	// taken maps each written path to the object that took it.
@@ -240,6 +260,12 @@ func (r *omniaRender) add(o *omniaObject) (bool, error) {
 // status is the operator's to write and is dropped.
 func (r *omniaRender) input(in compiler.Object) error {
 	if !isOmniaKind(in.Source.Kind) || in.Node == nil {
+		return nil
+	}
+	if !r.op.Sandbox && (in.Source.Kind == "Connection" || in.Source.Kind == "SandboxClass") {
+		r.report(codeOmniaSandboxUnsupported, in.Source, in.Pos,
+			"%s has no sandbox feature and serves no %s; keep the default kubernetes target for it, whose egress proxy needs no operator, or declare an operator version that serves the sandbox feature",
+			r.op, in.Source.Kind)
 		return nil
 	}
 	var raw map[string]any
@@ -433,9 +459,23 @@ func floatScalar(f float64) string {
 }
 
 // agent compiles one agent.yaml agent into a SandboxClass (unless the
-// input has it), a Connection per sandbox connector and an AgentRuntime.
+// input has it) and a Connection per sandbox connector, and binds them in
+// spec.sandbox of the agent's own AgentRuntime from the input: the
+// operator's fields of an AgentRuntime (its PromptPack, its facades) are
+// the user's, and an AgentRuntime without them is one the operator
+// refuses.
 func (r *omniaRender) agent(a compiler.Agent) error {
 	ns := cmp.Or(a.Namespace, r.opts.DefaultNamespace)
+	if !r.op.Sandbox {
+		r.report(codeOmniaSandboxUnsupported, a.Source, a.Pos,
+			"agent %s gives its sandbox connectors, but %s has no sandbox feature to run them with; keep the default kubernetes target for this agent, or declare an operator version that serves the sandbox feature",
+			a.Name, r.op)
+		return nil
+	}
+	runtime := r.runtime(a, ns)
+	if runtime == nil {
+		return nil
+	}
 	class := r.classes[ns+"/"+a.Sandbox]
 	if class == nil {
 		spec := obj{}
@@ -471,10 +511,35 @@ func (r *omniaRender) agent(a compiler.Agent) error {
 	if len(bindings) > 0 {
 		sandbox["connections"] = bindings
 	}
-	_, err := r.add(&omniaObject{kind: "AgentRuntime", namespace: ns, name: a.Name, src: a.Source, pos: a.Pos,
-		o: obj{"apiVersion": schema.Group, "kind": "AgentRuntime", "metadata": obj{"name": a.Name, "namespace": ns},
-			"spec": obj{"sandbox": sandbox}}})
-	return err
+	spec, _ := runtime.o["spec"].(obj)
+	if spec == nil {
+		spec = obj{}
+		runtime.o["spec"] = spec
+	}
+	spec["sandbox"] = sandbox
+	return nil
+}
+
+// runtime returns the input's AgentRuntime that agent a composes with:
+// the one of its name in its namespace. It reports, and returns nil,
+// when there is none or it binds its sandbox itself.
+func (r *omniaRender) runtime(a compiler.Agent, ns string) *omniaObject {
+	for _, o := range r.objs {
+		if o.kind != "AgentRuntime" || o.namespace != ns || o.name != a.Name || o.compiled {
+			continue
+		}
+		if spec, _ := o.o["spec"].(obj); spec != nil && spec["sandbox"] != nil {
+			r.report(codeOmniaRuntimeBound, a.Source, a.Pos,
+				"agent %s would bind its sandbox connectors in spec.sandbox of AgentRuntime %s/%s (%s), which binds its sandbox itself; bind in one place: remove spec.sandbox from the AgentRuntime, or sandbox: true from the agent's connectors",
+				a.Name, ns, a.Name, o.src)
+			return nil
+		}
+		return o
+	}
+	r.report(codeOmniaRuntimeMissing, a.Source, a.Pos,
+		"agent %s has a sandbox, but the input has no AgentRuntime %s/%s to bind it in: the operator runs an agent from its AgentRuntime, whose promptPackRef and facades keyhole cannot invent; add that AgentRuntime (without spec.sandbox) to the repository, and the omnia target fills in its spec.sandbox from agent.yaml",
+		a.Name, ns, a.Name)
+	return nil
 }
 
 // declareRole makes sure class declares role: a compiled class gains it,

@@ -25,40 +25,54 @@ import (
 // golden/, whose directories WriteDir replaces whole.
 const goldenOmniaDir = "../golden-omnia"
 
-// loadOmniaCRDs compiles keyhole's own CRDs (schema.CRDs) into a
-// validator per kind, made strict like the API server's field validation.
+// loadOmniaCRDs compiles the CRDs an omnia cluster serves into a
+// validator per kind, made strict like the API server's field validation:
+// keyhole's own (schema.CRDs: Connection, SandboxClass) and the
+// operator's, as published (schema.OperatorCRDs: AgentRuntime,
+// ToolRegistry), converted here independently of the check's own
+// converter.
 var loadOmniaCRDs = sync.OnceValues(func() (map[string]*jsonschema.Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft4
-	dec := yaml.NewDecoder(bytes.NewReader(schema.CRDs()))
+	operator, err := schema.OperatorCRDs(schema.OperatorVersions()[0])
+	if err != nil {
+		return nil, err
+	}
 	kinds := map[string]string{}
-	for {
-		var crd struct {
-			Spec struct {
-				Group    string                `yaml:"group"`
-				Names    struct{ Kind string } `yaml:"names"`
-				Versions []struct {
-					Name   string `yaml:"name"`
-					Schema struct {
-						OpenAPIV3Schema map[string]any `yaml:"openAPIV3Schema"`
-					} `yaml:"schema"`
-				} `yaml:"versions"`
-			} `yaml:"spec"`
-		}
-		if err := dec.Decode(&crd); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
+	for _, stream := range [][]byte{schema.CRDs(), operator} {
+		dec := yaml.NewDecoder(bytes.NewReader(stream))
+		for {
+			var crd struct {
+				Spec struct {
+					Group    string                `yaml:"group"`
+					Names    struct{ Kind string } `yaml:"names"`
+					Versions []struct {
+						Name   string `yaml:"name"`
+						Schema struct {
+							OpenAPIV3Schema map[string]any `yaml:"openAPIV3Schema"`
+						} `yaml:"schema"`
+					} `yaml:"versions"`
+				} `yaml:"spec"`
 			}
-			return nil, err
-		}
-		for _, v := range crd.Spec.Versions {
-			sch := v.Schema.OpenAPIV3Schema
-			strict(sch)
-			id := "crd/" + crd.Spec.Names.Kind + "/" + v.Name + ".json"
-			if err := addResource(c, id, sch); err != nil {
+			if err := dec.Decode(&crd); err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
 				return nil, err
 			}
-			kinds[crd.Spec.Group+"/"+v.Name+"/"+crd.Spec.Names.Kind] = id
+			for _, v := range crd.Spec.Versions {
+				sch := v.Schema.OpenAPIV3Schema
+				strict(sch)
+				id := "crd/" + crd.Spec.Names.Kind + "/" + v.Name + ".json"
+				if err := addResource(c, id, sch); err != nil {
+					return nil, err
+				}
+				gvk := crd.Spec.Group + "/" + v.Name + "/" + crd.Spec.Names.Kind
+				if _, dup := kinds[gvk]; dup {
+					return nil, fmt.Errorf("two CRDs define %s", gvk)
+				}
+				kinds[gvk] = id
+			}
 		}
 	}
 	out := map[string]*jsonschema.Schema{}
@@ -70,13 +84,17 @@ var loadOmniaCRDs = sync.OnceValues(func() (map[string]*jsonschema.Schema, error
 		out[gvk] = s
 	}
 	if len(out) != 4 {
-		return nil, fmt.Errorf("keyhole's CRDs define %d kinds, want 4", len(out))
+		return nil, fmt.Errorf("keyhole's and the operator's CRDs define %d kinds, want 4", len(out))
 	}
 	return out, nil
 })
 
-// validateOmnia checks one emitted object against keyhole's CRD of its kind.
-func validateOmnia(data []byte) error {
+// validateOmnia checks one emitted object against the CRD of its kind.
+// With sandbox, an operator kind's spec.sandbox (the sandbox feature,
+// which no published operator CRD declares yet) is taken out first, so
+// that everything else must pass the operator's CRD as published;
+// without it, the object must pass as it is.
+func validateOmnia(data []byte, sandbox bool) error {
 	crds, err := loadOmniaCRDs()
 	if err != nil {
 		return err
@@ -90,6 +108,11 @@ func validateOmnia(data []byte) error {
 	sch := crds[apiVersion+"/"+kind]
 	if sch == nil {
 		return fmt.Errorf("no CRD for %s %s", apiVersion, kind)
+	}
+	if sandbox && (kind == "AgentRuntime" || kind == "ToolRegistry") {
+		if spec, ok := v.(map[string]any)["spec"].(map[string]any); ok {
+			delete(spec, "sandbox")
+		}
 	}
 	return sch.Validate(v)
 }
@@ -146,8 +169,10 @@ func compileBack(t *testing.T, exampleDir string, files []File) compiler.Result 
 
 // TestOmniaGolden renders every example with the omnia target, compares
 // it with golden-omnia/<example>/ (KEYHOLE_UPDATE=1 rewrites it), renders
-// twice identically, validates every object against keyhole's CRDs and
-// compiles the objects back, clean.
+// twice identically, validates every object against keyhole's CRDs or,
+// for the operator's kinds, the operator's published CRDs, and compiles
+// the objects back, clean (which checks the operator's kinds against its
+// CRDs again, CEL rules included).
 func TestOmniaGolden(t *testing.T) {
 	update := os.Getenv("KEYHOLE_UPDATE") != ""
 	for _, ex := range examples(t) {
@@ -166,7 +191,7 @@ func TestOmniaGolden(t *testing.T) {
 				if !strings.HasPrefix(f.Path, OmniaDir+"/") {
 					t.Errorf("%s is outside %s/", f.Path, OmniaDir)
 				}
-				if err := validateOmnia(f.Data); err != nil {
+				if err := validateOmnia(f.Data, true); err != nil {
 					t.Errorf("%s: %v", f.Path, err)
 				}
 				n++
@@ -309,6 +334,14 @@ func inputObject(t *testing.T, src string) compiler.Object {
 	return compiler.Object{Source: docs[0].Object(), Pos: docs[0].Pos, Node: docs[0].Node}
 }
 
+// agentRuntime is the input AgentRuntime an agent named name composes
+// with: the operator's required fields, no spec.sandbox.
+func agentRuntime(t *testing.T, name string) compiler.Object {
+	t.Helper()
+	return inputObject(t, "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: AgentRuntime\nmetadata: {name: "+name+", namespace: agents}\n"+
+		"spec: {promptPackRef: {name: "+name+"}, facades: [{type: websocket}]}\n")
+}
+
 // TestOmniaDiagnostics: each render-time finding, by code and severity;
 // an error means no files.
 func TestOmniaDiagnostics(t *testing.T) {
@@ -319,31 +352,31 @@ func TestOmniaDiagnostics(t *testing.T) {
 	}{
 		"clean when the rules are all expressible": {
 			plan: func(t *testing.T) compiler.Plan {
-				return compiler.Plan{Agents: []compiler.Agent{omniaAgent("a", omniaConn(basic, []schema.Rule{{Methods: []string{"GET"}, PathPrefixes: []string{"/"}}}))}}
+				return compiler.Plan{Objects: []compiler.Object{agentRuntime(t, "a")}, Agents: []compiler.Agent{omniaAgent("a", omniaConn(basic, []schema.Rule{{Methods: []string{"GET"}, PathPrefixes: []string{"/"}}}))}}
 			},
 		},
 		"git and LFS rules dropped": {
 			plan: func(t *testing.T) compiler.Plan {
-				return compiler.Plan{Agents: []compiler.Agent{omniaAgent("a", omniaConn(basic, nil))}}
+				return compiler.Plan{Objects: []compiler.Object{agentRuntime(t, "a")}, Agents: []compiler.Agent{omniaAgent("a", omniaConn(basic, nil))}}
 			},
 			codes: []string{codeOmniaRuleDropped, codeOmniaRuleDropped},
 		},
 		"basic host without a user name key": {
 			plan: func(t *testing.T) compiler.Plan {
-				return compiler.Plan{Agents: []compiler.Agent{omniaAgent("a", omniaConn(nil, []schema.Rule{{Methods: []string{"GET"}, PathPrefixes: []string{"/"}}}))}}
+				return compiler.Plan{Objects: []compiler.Object{agentRuntime(t, "a")}, Agents: []compiler.Agent{omniaAgent("a", omniaConn(nil, []schema.Rule{{Methods: []string{"GET"}, PathPrefixes: []string{"/"}}}))}}
 			},
 			codes: []string{codeOmniaBasicUsernameMiss},
 		},
 		"no rule expressible": {
 			plan: func(t *testing.T) compiler.Plan {
-				return compiler.Plan{Agents: []compiler.Agent{omniaAgent("a", omniaConn(basic, []schema.Rule{{Methods: []string{"GET"}, PathPatterns: []string{"/*/x"}}}))}}
+				return compiler.Plan{Objects: []compiler.Object{agentRuntime(t, "a")}, Agents: []compiler.Agent{omniaAgent("a", omniaConn(basic, []schema.Rule{{Methods: []string{"GET"}, PathPatterns: []string{"/*/x"}}}))}}
 			},
 			codes: []string{codeOmniaReadOnlyUnexpressed, codeOmniaRuleDropped},
 		},
 		"input class lacks the role": {
 			plan: func(t *testing.T) compiler.Plan {
 				return compiler.Plan{
-					Objects: []compiler.Object{inputObject(t, "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: SandboxClass\nmetadata: {name: daytona, namespace: agents}\nspec: {connections: [{role: vcs}]}\n")},
+					Objects: []compiler.Object{agentRuntime(t, "a"), inputObject(t, "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: SandboxClass\nmetadata: {name: daytona, namespace: agents}\nspec: {connections: [{role: vcs}]}\n")},
 					Agents:  []compiler.Agent{omniaAgent("a", omniaConn(basic, []schema.Rule{{Methods: []string{"GET"}, PathPrefixes: []string{"/"}}}))},
 				}
 			},
@@ -352,11 +385,46 @@ func TestOmniaDiagnostics(t *testing.T) {
 		"compiled name taken by an input object": {
 			plan: func(t *testing.T) compiler.Plan {
 				return compiler.Plan{
-					Objects: []compiler.Object{inputObject(t, "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: AgentRuntime\nmetadata: {name: a, namespace: agents}\nspec: {}\n")},
+					Objects: []compiler.Object{agentRuntime(t, "a"), inputObject(t, "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: a-github, namespace: agents}\nspec: {}\n")},
 					Agents:  []compiler.Agent{omniaAgent("a", omniaConn(basic, []schema.Rule{{Methods: []string{"GET"}, PathPrefixes: []string{"/"}}}))},
 				}
 			},
 			codes: []string{codeOmniaNameTaken},
+		},
+		"no AgentRuntime for the agent": {
+			plan: func(t *testing.T) compiler.Plan {
+				return compiler.Plan{
+					Objects: []compiler.Object{agentRuntime(t, "b")},
+					Agents:  []compiler.Agent{omniaAgent("a", omniaConn(basic, []schema.Rule{{Methods: []string{"GET"}, PathPrefixes: []string{"/"}}}))},
+				}
+			},
+			codes: []string{codeOmniaRuntimeMissing},
+		},
+		"the agent's AgentRuntime binds its sandbox itself": {
+			plan: func(t *testing.T) compiler.Plan {
+				return compiler.Plan{
+					Objects: []compiler.Object{inputObject(t, "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: AgentRuntime\nmetadata: {name: a, namespace: agents}\n"+
+						"spec: {promptPackRef: {name: a}, facades: [{type: websocket}], sandbox: {enabled: true}}\n")},
+					Agents: []compiler.Agent{omniaAgent("a", omniaConn(basic, []schema.Rule{{Methods: []string{"GET"}, PathPrefixes: []string{"/"}}}))},
+				}
+			},
+			codes: []string{codeOmniaRuntimeBound},
+		},
+		"an operator without the sandbox feature": {
+			plan: func(t *testing.T) compiler.Plan {
+				op, err := schema.LookupOperator("v0.9.0-beta.17")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return compiler.Plan{
+					Operator: op,
+					Objects: []compiler.Object{agentRuntime(t, "a"),
+						inputObject(t, "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: SandboxClass\nmetadata: {name: daytona, namespace: agents}\nspec: {}\n"),
+						inputObject(t, "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: c, namespace: agents}\nspec: {}\n")},
+					Agents: []compiler.Agent{omniaAgent("a", omniaConn(basic, []schema.Rule{{Methods: []string{"GET"}, PathPrefixes: []string{"/"}}}))},
+				}
+			},
+			codes: []string{codeOmniaSandboxUnsupported, codeOmniaSandboxUnsupported, codeOmniaSandboxUnsupported},
 		},
 	}
 	for name, tc := range tests {
@@ -432,9 +500,6 @@ spec: {replicas: 3, temperature: 0.5, budget: 1000.0, big: 18446744073709551615,
 	if fmt.Sprintf("%#v", got) != fmt.Sprintf("%#v", want) {
 		t.Errorf("got\n%s\nwant %#v", data, want)
 	}
-	if err := validateOmnia(data); err != nil {
-		t.Errorf("does not validate: %v", err)
-	}
 }
 
 // TestForTarget: the target table, and an unknown name listing the
@@ -509,20 +574,26 @@ func FuzzOmniaCarry(f *testing.F) {
 // required field each fail, and a well-formed object passes.
 func TestOmniaCRDsCatchMistakes(t *testing.T) {
 	const head = "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: c, namespace: agents}\n"
+	const rt = "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: AgentRuntime\nmetadata: {name: r, namespace: agents}\n"
 	tests := map[string]struct {
 		doc string
 		ok  bool
 	}{
-		"well formed":           {doc: head + "spec: {hosts: [a.example], credential: {kind: secret, secretRef: {name: s}}, placement: {inject: [{hosts: [a.example], header: X, value: v}]}}\n", ok: true},
-		"misspelt field":        {doc: head + "spec: {hosts: [a.example], credential: {kind: secret, secretRef: {name: s}}, placement: {injcet: []}}\n"},
-		"wrong type":            {doc: head + "spec: {hosts: a.example, credential: {kind: secret, secretRef: {name: s}}, placement: {}}\n"},
-		"missing field":         {doc: head + "spec: {hosts: [a.example], placement: {}}\n"},
-		"unknown kind":          {doc: "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Gadget\nmetadata: {name: x}\n"},
-		"rule without prefixes": {doc: head + "spec: {hosts: [a.example], credential: {kind: secret, secretRef: {name: s}}, placement: {inject: [{hosts: [a.example], header: X, value: v, rules: [{methods: [GET]}]}]}}\n"},
+		"well formed":                                {doc: head + "spec: {hosts: [a.example], credential: {kind: secret, secretRef: {name: s}}, placement: {inject: [{hosts: [a.example], header: X, value: v}]}}\n", ok: true},
+		"misspelt field":                             {doc: head + "spec: {hosts: [a.example], credential: {kind: secret, secretRef: {name: s}}, placement: {injcet: []}}\n"},
+		"wrong type":                                 {doc: head + "spec: {hosts: a.example, credential: {kind: secret, secretRef: {name: s}}, placement: {}}\n"},
+		"missing field":                              {doc: head + "spec: {hosts: [a.example], placement: {}}\n"},
+		"unknown kind":                               {doc: "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Gadget\nmetadata: {name: x}\n"},
+		"rule without prefixes":                      {doc: head + "spec: {hosts: [a.example], credential: {kind: secret, secretRef: {name: s}}, placement: {inject: [{hosts: [a.example], header: X, value: v, rules: [{methods: [GET]}]}]}}\n"},
+		"operator's kind, well formed":               {doc: rt + "spec: {promptPackRef: {name: p}, facades: [{type: websocket, port: 8080}]}\n", ok: true},
+		"operator's kind, required field missing":    {doc: rt + "spec: {facades: [{type: websocket}]}\n"},
+		"operator's kind, misspelt field":            {doc: rt + "spec: {promptPackRef: {name: p}, facades: [{type: websocket}], replica: 2}\n"},
+		"operator's kind, spec.sandbox as published": {doc: rt + "spec: {promptPackRef: {name: p}, facades: [{type: websocket}], sandbox: {enabled: true}}\n"},
+		"operator's ToolRegistry without handlers":   {doc: "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: ToolRegistry\nmetadata: {name: t}\nspec: {}\n"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if err := validateOmnia([]byte(tc.doc)); (err == nil) != tc.ok {
+			if err := validateOmnia([]byte(tc.doc), false); (err == nil) != tc.ok {
 				t.Errorf("validate = %v, want ok %v", err, tc.ok)
 			}
 		})
@@ -543,6 +614,11 @@ func FuzzRenderOmnia(f *testing.F) {
 		a.Connectors[0].Name, a.Connectors[0].Key, a.Connectors[0].SecretName = connector, key, secret
 		if docs, ds := source.Parse("in.yaml", []byte(input)); len(ds) == 0 && len(docs) == 1 && docs[0].Node != nil {
 			p.Objects = []compiler.Object{{Source: docs[0].Object(), Pos: docs[0].Pos, Node: docs[0].Node}}
+		}
+		// The agent's own AgentRuntime, which the render binds the sandbox in.
+		rt := fmt.Sprintf("apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: AgentRuntime\nmetadata: {name: %q, namespace: %q}\nspec: {}\n", agent, ns)
+		if docs, ds := source.Parse("rt.yaml", []byte(rt)); len(ds) == 0 && len(docs) == 1 && docs[0].Node != nil {
+			p.Objects = append(p.Objects, compiler.Object{Source: docs[0].Object(), Pos: docs[0].Pos, Node: docs[0].Node})
 		}
 		files, _, err := RenderOmnia(p, Options{})
 		if err != nil {
@@ -591,7 +667,7 @@ func TestOmniaInjectShapes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := omniaConn(map[string]string{"github.com": "user", "gitlab.com": "user"}, nil)
 			c.Name, c.Connector = tc.connector, catalog[tc.connector]
-			files, _ := mustRenderOmnia(t, compiler.Plan{Agents: []compiler.Agent{omniaAgent("a", c)}})
+			files, _ := mustRenderOmnia(t, compiler.Plan{Objects: []compiler.Object{agentRuntime(t, "a")}, Agents: []compiler.Agent{omniaAgent("a", c)}})
 			conn := find(t, objects(t, files), "Connection", "a-"+tc.connector)
 			inject := conn["spec"].(obj)["placement"].(obj)["inject"].([]any)
 			for _, e := range inject {
@@ -605,11 +681,47 @@ func TestOmniaInjectShapes(t *testing.T) {
 			}
 			for p, data := range fileMap(files) {
 				if p != "kustomization.yaml" {
-					if err := validateOmnia(data); err != nil {
+					if err := validateOmnia(data, true); err != nil {
 						t.Errorf("%s: %v", p, err)
 					}
 				}
 			}
 		})
+	}
+}
+
+// TestOmniaWithoutSandboxFeature: for a declared operator release without
+// the sandbox feature, what the omnia target emits must pass the
+// operator's CRDs as published, spec.sandbox included (there is none);
+// the same repository with an agent.yaml agent is refused at render time.
+func TestOmniaWithoutSandboxFeature(t *testing.T) {
+	dir := filepath.Join("testdata", "omnia-without-sandbox")
+	p := compileDir(t, dir)
+	if p.Operator.Sandbox || p.Operator.Version != "v0.9.0-beta.17" {
+		t.Fatalf("Plan.Operator = %+v, want the declared release without the sandbox feature", p.Operator)
+	}
+	files, _ := mustRenderOmnia(t, p)
+	n := 0
+	for path, data := range fileMap(files) {
+		if path == "kustomization.yaml" {
+			continue
+		}
+		if err := validateOmnia(data, false); err != nil {
+			t.Errorf("%s: %v", path, err)
+		}
+		n++
+	}
+	if n != 2 {
+		t.Errorf("emitted %d objects, want the AgentRuntime and the ToolRegistry", n)
+	}
+	compileBack(t, dir, files)
+
+	p.Agents = []compiler.Agent{omniaAgent("support", omniaConn(map[string]string{"github.com": "user"}, nil))}
+	files, ds, err := RenderOmnia(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files != nil || len(ds) != 1 || ds[0].Code != codeOmniaSandboxUnsupported {
+		t.Errorf("an agent with a sandbox on a release without the feature: files %d, diagnostics %v", len(files), ds)
 	}
 }

@@ -17,7 +17,8 @@ import (
 // reporter turns a JSON Schema validation error tree into violations: one
 // per real problem, positioned on the YAML node, in a sentence.
 type reporter struct {
-	v     *Validator
+	// raw is the decoded schema document the failing keywords point into.
+	raw   map[string]any
 	kind  Kind
 	doc   *yaml.Node
 	val   any
@@ -129,10 +130,10 @@ func (r *reporter) branches(e *jsonschema.ValidationError) []finding {
 	// Every branch is equally the wrong shape. If each branch is told
 	// apart by one required field, say which fields are the choice.
 	schPtr, kw := splitKeyword(e.AbsoluteKeywordLocation)
-	alts, _ := r.v.rawAt(schPtr + "/" + kw).([]any)
+	alts, _ := rawAt(r.raw, schPtr+"/"+kw).([]any)
 	var names []string
 	for _, a := range alts {
-		req, _ := deref2(r.v, a)["required"].([]any)
+		req, _ := deref2(r.raw, a)["required"].([]any)
 		if len(req) != 1 {
 			return best
 		}
@@ -148,14 +149,14 @@ func (r *reporter) branches(e *jsonschema.ValidationError) []finding {
 }
 
 // deref2 resolves a raw schema that is only a local $ref.
-func deref2(v *Validator, s any) map[string]any {
+func deref2(raw map[string]any, s any) map[string]any {
 	m, _ := s.(map[string]any)
 	for i := 0; i < 8 && m != nil; i++ {
 		ref, ok := m["$ref"].(string)
 		if !ok {
 			break
 		}
-		next, _ := v.rawAt(strings.TrimPrefix(ref, "#")).(map[string]any)
+		next, _ := rawAt(raw, strings.TrimPrefix(ref, "#")).(map[string]any)
 		if next == nil {
 			break
 		}
@@ -175,7 +176,7 @@ func (r *reporter) at(n *yaml.Node, segs []string, msg string) finding {
 // leaf explains one failed keyword.
 func (r *reporter) leaf(e *jsonschema.ValidationError) []finding {
 	schPtr, kw := splitKeyword(e.AbsoluteKeywordLocation)
-	sch, _ := r.v.rawAt(schPtr).(map[string]any)
+	sch, _ := rawAt(r.raw, schPtr).(map[string]any)
 	segs := pointerSegs(e.InstanceLocation)
 	node, _ := r.nodes.lookup(segs)
 	inst := valueAt(r.val, segs)
@@ -385,9 +386,9 @@ func lenOf(v any) int {
 	return 0
 }
 
-// rawAt returns the part of the raw schema document at a JSON pointer.
-func (v *Validator) rawAt(ptr string) any {
-	var cur any = v.raw
+// rawAt returns the part of a raw schema document at a JSON pointer.
+func rawAt(raw map[string]any, ptr string) any {
+	var cur any = raw
 	for _, s := range pointerSegs(ptr) {
 		switch c := cur.(type) {
 		case map[string]any:

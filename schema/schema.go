@@ -31,10 +31,12 @@ func CUE() []byte { return clone(cueSource) }
 // CUE: one document with every kind under $defs, for `keyhole schema`.
 func JSONSchema() []byte { return clone(jsonSchemaSource) }
 
-// CRDs returns the CustomResourceDefinitions of Connection, SandboxClass,
-// AgentRuntime and ToolRegistry as one multi-document YAML stream. Their
-// structural schemas are generated from the same CUE; the specs keyhole
-// does not own (AgentRuntime's, ToolRegistry's) preserve unknown fields.
+// CRDs returns the CustomResourceDefinitions of the kinds keyhole owns the
+// shape of, Connection and SandboxClass, as one multi-document YAML
+// stream, their structural schemas generated from the same CUE. There is
+// none for AgentRuntime or ToolRegistry: the operator ships those, and
+// applying a CRD of keyhole's would replace the operator's (OperatorCRDs
+// returns the operator's own, for tests).
 func CRDs() []byte { return clone(crdSource) }
 
 // clone keeps callers from writing into the embedded bytes, which every

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"go.yaml.in/yaml/v3"
@@ -49,6 +50,10 @@ type Validator struct {
 	// raw is the decoded schema document, read when a failure needs the
 	// schema that failed (its properties, required fields, enum, format).
 	raw map[string]any
+
+	// ops holds the operator schemas compiled so far, by version.
+	opMu sync.Mutex
+	ops  map[string]compiledOperator
 }
 
 // NewValidator compiles the schema of every kind, once.
@@ -96,7 +101,7 @@ func (v *Validator) Validate(k Kind, doc *yaml.Node) []Violation {
 	switch {
 	case err == nil:
 	case errors.As(err, &ve):
-		r := reporter{v: v, kind: k, doc: doc, val: val, nodes: nodeIndex{root: doc}}
+		r := reporter{raw: v.raw, kind: k, doc: doc, val: val, nodes: nodeIndex{root: doc}}
 		vs = append(vs, r.report(ve)...)
 	default:
 		// Only a schema bug (an infinite $ref loop) gets here.

@@ -555,10 +555,22 @@ func withoutKubeEnv(env []string) []string {
 	return out
 }
 
-// installCRDs installs keyhole's CRDs (schema.CRDs, what `keyhole schema
-// --crds` prints) and cert-manager's (the pinned copies the render tests
-// validate against) and waits until the server serves them.
+// installCRDs installs, as a cluster running the omnia operator has them,
+// the operator's own CRDs for AgentRuntime and ToolRegistry (the release
+// keyhole carries, schema.OperatorCRDs), then keyhole's (schema.CRDs, what
+// `keyhole schema --crds` prints: Connection and SandboxClass) next to
+// them, and cert-manager's (the pinned copies the render tests validate
+// against), each applied with strict field validation, and waits until
+// the server serves them.
 func (c *cluster) installCRDs(ctx context.Context) error {
+	operator, err := schema.OperatorCRDs(schema.OperatorVersions()[0])
+	if err != nil {
+		return err
+	}
+	operatorCRDs := filepath.Join(c.dir, "operator-crds.yaml")
+	if err := os.WriteFile(operatorCRDs, operator, 0o600); err != nil {
+		return err
+	}
 	keyholeCRDs := filepath.Join(c.dir, "keyhole-crds.yaml")
 	if err := os.WriteFile(keyholeCRDs, schema.CRDs(), 0o600); err != nil {
 		return err
@@ -570,6 +582,11 @@ func (c *cluster) installCRDs(ctx context.Context) error {
 	if len(certManager) == 0 {
 		return errors.New("no cert-manager CRDs in render/testdata/cert-manager-crds")
 	}
+	// The operator's first, under its own field manager, as its install
+	// would: keyhole's, applied after, must leave them as they are.
+	if _, _, err := c.kubectl(ctx, nil, "apply", "--server-side", "--field-manager=omnia-operator", "--validate=strict", "-f", operatorCRDs); err != nil {
+		return err
+	}
 	var files []string
 	for _, f := range append([]string{keyholeCRDs}, certManager...) {
 		files = append(files, "-f", f)
@@ -577,6 +594,6 @@ func (c *cluster) installCRDs(ctx context.Context) error {
 	if _, _, err := c.kubectl(ctx, nil, append([]string{"apply", "--server-side", "--field-manager=keyhole-e2e", "--validate=strict"}, files...)...); err != nil {
 		return err
 	}
-	_, _, err = c.kubectl(ctx, nil, append([]string{"wait", "--for=condition=Established", "--timeout=60s"}, files...)...)
+	_, _, err = c.kubectl(ctx, nil, append([]string{"wait", "--for=condition=Established", "--timeout=60s", "-f", operatorCRDs}, files...)...)
 	return err
 }

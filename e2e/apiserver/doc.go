@@ -3,7 +3,8 @@
 // Package apiserver checks every keyhole render against a real
 // kube-apiserver. TestMain starts etcd and a kube-apiserver (built from
 // upstream sources by scripts/kube-apiserver.sh) on loopback ports, installs
-// keyhole's CRDs and cert-manager's, and the tests then server-side apply
+// the omnia operator's CRDs, keyhole's beside them, and cert-manager's, and
+// the tests then server-side apply
 // each rendered example with strict field validation and read every object
 // back with kubectl. The pinned OpenAPI schemas in render/testdata catch
 // most mistakes hermetically; this catches what only the server's own

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"keyhole.dev/keyhole/compiler"
 	"keyhole.dev/keyhole/diag"
@@ -15,6 +16,7 @@ type checkFlags struct {
 	format              string
 	allowMissingSecrets bool
 	allowRemoteBases    bool
+	operatorVersion     string
 }
 
 // allowRemoteBasesUsage is --allow-remote-bases' help, the same on every
@@ -33,10 +35,12 @@ func (f *checkFlags) register(fs interface {
 // checked, shared by every command that loads a repository (diff and
 // explain have their own --format, or none).
 func (f *checkFlags) registerInputs(fs interface {
+	StringVar(*string, string, string, string)
 	BoolVar(*bool, string, bool, string)
 }) {
 	fs.BoolVar(&f.allowMissingSecrets, "allow-missing-secrets", false, "report a Connection's missing Secret as a warning, for repositories whose Secrets live elsewhere")
 	fs.BoolVar(&f.allowRemoteBases, "allow-remote-bases", false, allowRemoteBasesUsage)
+	fs.StringVar(&f.operatorVersion, "operator-version", "", "the omnia operator release the cluster runs ("+strings.Join(schema.OperatorVersions(), ", ")+"); overrides keyhole.yaml's operator.version")
 }
 
 // checked is the outcome of loading and compiling the inputs.
@@ -63,11 +67,16 @@ func load(e *env, paths []string, f *checkFlags) (checked, error) {
 
 // compileDocs checks loaded documents, with the loader's diagnostics.
 func compileDocs(docs []source.Document, loadDiags diag.List, f *checkFlags) (checked, error) {
+	if f.operatorVersion != "" {
+		if _, err := schema.LookupOperator(f.operatorVersion); err != nil {
+			return checked{}, fmt.Errorf("--operator-version: %w", err)
+		}
+	}
 	v, err := schema.NewValidator()
 	if err != nil {
 		return checked{}, fmt.Errorf("loading the schemas: %w", err)
 	}
-	res := compiler.Compile(docs, v, compiler.Options{AllowMissingSecrets: f.allowMissingSecrets})
+	res := compiler.Compile(docs, v, compiler.Options{AllowMissingSecrets: f.allowMissingSecrets, OperatorVersion: f.operatorVersion})
 	res.Diagnostics = append(loadDiags, res.Diagnostics...)
 	res.Diagnostics.Sort()
 	return checked{result: res, documents: countDocs(docs)}, nil

@@ -10,7 +10,7 @@ func runSchema(e *env, args []string) int {
 	fs := newFlags(e, "schema", "[--cue | --json-schema | --crds]")
 	cue := fs.Bool("cue", false, "print the CUE schemas (the default)")
 	js := fs.Bool("json-schema", false, "print the JSON Schema generated from the CUE")
-	crds := fs.Bool("crds", false, "print the CustomResourceDefinitions generated from the CUE")
+	crds := fs.Bool("crds", false, "print the CRDs of the kinds keyhole owns (Connection, SandboxClass), generated from the CUE; the operator ships those of AgentRuntime and ToolRegistry")
 	rest, err := parse(fs, args)
 	if err != nil {
 		return flagExit(err)

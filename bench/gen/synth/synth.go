@@ -328,6 +328,8 @@ metadata:
   name: runtime-%05d
   namespace: %s
 spec:
+  promptPackRef: {name: agent}
+  facades: [{type: websocket}]
   sandbox:
     enabled: true
     connections:

@@ -12,17 +12,23 @@ import (
 // crd describes one CustomResourceDefinition keyhole publishes.
 type crd struct {
 	kind, plural string
-	// open marks a spec that belongs to another controller: keyhole's
-	// schema covers only spec.sandbox and must preserve the rest.
-	open bool
 }
 
+// crds are the kinds keyhole owns the shape of. AgentRuntime and
+// ToolRegistry are the omnia operator's: it ships their CRDs, with
+// required fields and CEL rules keyhole's schema does not have, and a CRD
+// of keyhole's for either would replace the operator's on apply.
 var crds = []crd{
 	{kind: "Connection", plural: "connections"},
 	{kind: "SandboxClass", plural: "sandboxclasses"},
-	{kind: "AgentRuntime", plural: "agentruntimes", open: true},
-	{kind: "ToolRegistry", plural: "toolregistries", open: true},
 }
+
+// crdsHeader heads crds/all.yaml, what `keyhole schema --crds` prints.
+const crdsHeader = `# The CRDs of the kinds keyhole owns the shape of: Connection and
+# SandboxClass. AgentRuntime and ToolRegistry are the omnia operator's
+# kinds; install the operator's own CRDs for them. keyhole never publishes
+# a CRD for a kind the operator ships.
+`
 
 const (
 	crdGroup   = "omnia.altairalabs.ai"
@@ -35,7 +41,7 @@ func crdFiles(doc map[string]any) (map[string][]byte, error) {
 	defs, _ := doc["$defs"].(map[string]any)
 	out := map[string][]byte{}
 	var all bytes.Buffer
-	all.WriteString("# " + generatedComment + "\n")
+	all.WriteString("# " + generatedComment + "\n" + crdsHeader)
 	for i, c := range crds {
 		root, ok := defs[c.kind].(map[string]any)
 		if !ok {
@@ -57,10 +63,6 @@ func crdFiles(doc map[string]any) (map[string][]byte, error) {
 			s["required"] = slices.DeleteFunc(slices.Clone(req), func(f any) bool {
 				return f == "apiVersion" || f == "kind" || f == "metadata"
 			})
-		}
-		if c.open {
-			spec := props["spec"].(map[string]any)
-			spec["x-kubernetes-preserve-unknown-fields"] = true
 		}
 		if st, ok := props["status"].(map[string]any); ok {
 			delete(st, "additionalProperties")
