@@ -23,7 +23,7 @@ func bindingPath(j int) path { return path{"spec", "sandbox", "connections", j} 
 
 func checkBindingRefs(p *pass) {
 	for _, o := range p.owners {
-		ns := o.obj.Namespace
+		ns := o.ns
 		for j, b := range o.w.Spec.Sandbox.Connections {
 			class := p.classes[ref{ns, b.Sandbox}]
 			if class == nil {
@@ -47,7 +47,7 @@ func checkBindingRefs(p *pass) {
 // apply only one, and which would be an accident of ordering.
 func checkBindingConflicts(p *pass) {
 	for _, o := range p.owners {
-		ns := o.obj.Namespace
+		ns := o.ns
 		type claim struct {
 			connection string
 			binding    int
@@ -101,7 +101,7 @@ func checkUnbound(p *pass) {
 	}
 	for _, o := range p.owners {
 		for _, b := range o.w.Spec.Sandbox.Connections {
-			bound[ref{o.obj.Namespace, b.Connection}] = true
+			bound[ref{o.ns, b.Connection}] = true
 		}
 	}
 	for _, c := range p.connList {
