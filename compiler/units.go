@@ -254,3 +254,34 @@ func merge(all diag.List, multi bool) diag.List {
 func within(file, dir string) bool {
 	return dir == "." || file == dir || strings.HasPrefix(file, dir+"/")
 }
+
+// SkippedOf counts, from a check's diagnostics, what it skipped as not
+// keyhole's business: objects of other kinds (KindUnknown) and of how many
+// kinds, and the files, charts and kustomizations not read as objects
+// (InputSkipped), for the summary the printers give. Suppressed
+// diagnostics do not count.
+func SkippedOf(ds diag.List) diag.Skipped {
+	var sk diag.Skipped
+	kinds, files := map[[2]string]bool{}, map[string]bool{}
+	for _, d := range ds {
+		if d.Suppressed != "" {
+			continue
+		}
+		switch d.Code {
+		case codeKindUnknown:
+			sk.Objects++
+			sk.Notes++
+			kinds[[2]string{d.Object.APIVersion, d.Object.Kind}] = true
+		case source.CodeInputSkipped:
+			sk.Notes++
+			if d.Object.Kind != "" { // an object skipped, such as a Secret no Connection reads
+				sk.Objects++
+				kinds[[2]string{d.Object.APIVersion, d.Object.Kind}] = true
+			} else {
+				files[d.Pos.File] = true
+			}
+		}
+	}
+	sk.Kinds, sk.Files = len(kinds), len(files)
+	return sk
+}

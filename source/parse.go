@@ -42,8 +42,8 @@ func Rules() []diag.Rule {
 		{
 			Code:     CodeInputSkipped,
 			Severity: diag.Info,
-			Purpose:  "A document in a file found by walking a directory has neither apiVersion nor kind: it is some other tool's file (package.json, docker-compose.yml), not an object, and is skipped.",
-			Help:     "Nothing to fix. Name the file explicitly to have it checked as an object.",
+			Purpose:  "Something a walk found is not keyhole's business and is skipped: a document with neither apiVersion nor kind (package.json, docker-compose.yml); a file that cannot be read as objects and names none of keyhole's kinds (templated YAML, a JSON array, a docs snippet); a Helm chart's directory, said once; a kustomization that does not build and holds no keyhole object; a Secret no Connection reads, whose own findings are then not reported.",
+			Help:     "Nothing to fix. Name the file or directory explicitly to have it checked; exclude it (keyhole.yaml's exclude, --exclude) to have it not read at all.",
 		},
 		{
 			Code:     CodeYAMLAliasLimit,
@@ -350,9 +350,10 @@ const maxListDepth = 8
 
 // listItems returns a List's items node (nil for an empty List) and
 // whether n is a List at all: a kind ending in List with an items field,
-// as kustomize expands them.
+// as kustomize expands them. A KRM function's ResourceList is its
+// input, not a List of objects, and is read as one object.
 func listItems(n *yaml.Node) (*yaml.Node, bool) {
-	if !strings.HasSuffix(stringField(n, "kind"), "List") {
+	if kind := stringField(n, "kind"); !strings.HasSuffix(kind, "List") || kind == "ResourceList" {
 		return nil, false
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {

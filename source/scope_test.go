@@ -195,6 +195,10 @@ func TestList(t *testing.T) {
 			data: "apiVersion: v1\nkind: List\nitems:\n  - apiVersion: v1\n    kind: List\n    items:\n      - {apiVersion: v1, kind: Secret, metadata: {name: s}}\n",
 			docs: []string{"l.yaml#0 Secret/s@7:9"},
 		},
+		"a KRM function's ResourceList is one object": {
+			data: "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n  - {apiVersion: v1, kind: Secret, metadata: {name: s}}\n",
+			docs: []string{"l.yaml#0 ResourceList/@1:1"},
+		},
 		"a kind ending in List without items is an object": {
 			data: "apiVersion: example.com/v1\nkind: AllowList\nmetadata: {name: a}\n",
 			docs: []string{"l.yaml#0 AllowList/a@1:1"},
