@@ -95,6 +95,9 @@ func Compile(docs []source.Document, v *schema.Validator, opts Options) Result {
 		names = []string{source.LooseUnit} // a Config alone is still checked
 	}
 	counted := map[diag.Pos]bool{}
+	for _, d := range configs {
+		counted[d.Pos] = true
+	}
 	passes := make([]*pass, len(names))
 	for i, u := range names {
 		p := &pass{

@@ -116,12 +116,22 @@ func (d *Document) At(line, col int, fieldPath string) (diag.Pos, string) {
 	return diag.Pos{File: d.File, Line: line, Column: col}, ""
 }
 
+// kustomizeGroup is the API group of kustomize's Kustomization and
+// Component (types.KustomizationVersion, types.ComponentVersion).
+const kustomizeGroup = "kustomize.config.k8s.io/"
+
 // kustomizationFile returns the kustomization file of dir (absolute), or
-// "" when dir holds none. The names are kustomize's own.
+// "" when dir holds none. The names are kustomize's own. A file of such a
+// name whose apiVersion is another API's is not a kustomization: a Flux
+// Kustomization (kustomize.toolkit.fluxcd.io) saved as kustomization.yaml
+// is an object like any other, and its directory is walked.
 func kustomizationFile(fsys fileSystem, dir string) string {
 	for _, name := range konfig.RecognizedKustomizationFileNames() {
 		p := filepath.Join(dir, name)
 		if fi, err := fsys.Stat(p); err == nil && fi.Mode().IsRegular() {
+			if v := stringField(kustomizationNode(fsys, p), "apiVersion"); v != "" && !strings.HasPrefix(v, kustomizeGroup) {
+				return ""
+			}
 			return p
 		}
 	}

@@ -205,7 +205,7 @@ func (l *loader) loadPath(p string) {
 		l.unreadable(l.display(p, abs), err)
 		return
 	}
-	if !fi.IsDir() && isKustomizationName(filepath.Base(abs)) {
+	if !fi.IsDir() && isKustomizationName(filepath.Base(abs)) && kustomizationFile(l.fsys, filepath.Dir(abs)) == abs {
 		// A kustomization names a build, not objects: build its directory.
 		l.buildKustomization(filepath.Dir(p), filepath.Dir(abs), false)
 		return

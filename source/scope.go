@@ -21,8 +21,9 @@ import (
 // error, since the user asked for it.
 
 // keyholeMarkers are byte strings that only a file about keyhole's objects
-// holds: the API groups of its kinds and of its Config and annotations.
-var keyholeMarkers = [][]byte{[]byte("omnia.altairalabs.ai/"), []byte("keyhole.dev/")}
+// holds: the API group of its kinds, its Config's apiVersion and its
+// annotation (not keyhole.dev/ alone, which a Go module path also holds).
+var keyholeMarkers = [][]byte{[]byte("omnia.altairalabs.ai/"), []byte("keyhole.dev/v1"), []byte("keyhole.dev/ignore")}
 
 // keyholeFileNames are the file names keyhole reads by name alone.
 var keyholeFileNames = []string{"agent.yaml", "agent.yml", "keyhole.yaml", "keyhole.yml"}

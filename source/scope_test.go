@@ -39,6 +39,10 @@ func TestScope(t *testing.T) {
 		// The same mistake in a kustomization that holds a Connection.
 		"mine/kustomization.yaml": "resources: [c.yaml]\npatches:\n  - patch.yaml\n",
 		"mine/c.yaml":             "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: SandboxClass\nmetadata: {name: x}\nspec: {image: a}\n",
+		// A Flux Kustomization saved as kustomization.yaml is an object,
+		// and its directory is walked.
+		"flux/kustomization.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps, namespace: flux-system}\nspec: {path: ./apps}\n",
+		"flux/other.yaml":         cm,
 		// A kustomization whose base holds the keyhole object.
 		"overlay/kustomization.yaml": "resources: [../base]\npatches:\n  - p.yaml\n",
 		"base/kustomization.yaml":    "resources: [c.yaml]\n",
@@ -82,7 +86,7 @@ func TestScope(t *testing.T) {
 				t.Errorf("unexpected %s %s", pos, g)
 			}
 		}
-		if ids := docIDs(docs); !slices.Equal(ids, []string{"other/chartlike/app.yaml#0 ConfigMap/x"}) {
+		if ids := docIDs(docs); !slices.Equal(ids, []string{"flux/other.yaml#0 ConfigMap/x", "other/chartlike/app.yaml#0 ConfigMap/x"}) {
 			t.Errorf("documents: %q", ids)
 		}
 		for _, d := range ds {
@@ -143,6 +147,8 @@ func TestNamesKeyhole(t *testing.T) {
 	}{
 		"an omnia object":              {name: "c.yaml", data: "apiVersion: omnia.altairalabs.ai/v1alpha1\n", want: true},
 		"an ignore annotation":         {name: "s.yaml", data: "annotations: {keyhole.dev/ignore: X}\n", want: true},
+		"the Config's apiVersion":      {name: "k.yaml", data: "apiVersion: keyhole.dev/v1alpha1\n", want: true},
+		"a Go module path":             {name: "w.yaml", data: "run: go install keyhole.dev/keyhole/cmd/keyhole@v0.1.0\n", want: false},
 		"a keyhole kind without group": {name: "c.yaml", data: "kind: AgentRuntime\n", want: true},
 		"in JSON":                      {name: "c.json", data: `{"kind": "Connection"}`, want: true},
 		"agent.yaml by name":           {name: "a/agent.yaml", data: "x: [\n", want: true},
