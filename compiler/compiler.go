@@ -109,6 +109,7 @@ func Compile(docs []source.Document, v *schema.Validator, opts Options) Result {
 			conns:   map[ref]*connection{},
 			defined: map[string]*item{},
 			pending: map[ref]diag.List{},
+			invalid: map[string]bool{},
 			read:    map[ref]bool{},
 			counted: counted,
 		}
@@ -238,6 +239,11 @@ type pass struct {
 	// settleSecrets); read marks those that one does.
 	pending map[ref]diag.List
 	read    map[ref]bool
+	// invalid holds the objects of keyhole's kinds that failed their
+	// schema, by kind and reference (and by kind and name alone, for an
+	// agent's connection label), so that what names them is not also
+	// reported as naming something missing.
+	invalid map[string]bool
 	// lastSecret is the reference indexSecret last indexed, and the
 	// document that declared it, for deferSecret.
 	lastSecret    ref
@@ -297,6 +303,12 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 		for _, vi := range vs {
 			pos, note := doc.At(vi.Line, vi.Column, vi.Path)
 			p.diags = append(p.diags, p.diagnostic(codeSchemaInvalid, &it, pos, vi.Path, vi.Message+note))
+		}
+		// What names it is not told it is missing: its own findings
+		// say what is wrong with it.
+		p.invalid[string(kind)+"/"+it.ref().String()] = true
+		if kind == schema.KindAgent || kind == "Connection" {
+			p.invalid[string(kind)+"/"+it.obj.Name] = true
 		}
 		if kind == "Secret" {
 			// Still a Secret a Connection can name: its own findings

@@ -196,38 +196,58 @@ func (p *pass) settleSecrets() {
 }
 
 // merge turns the diagnostics of every unit (and the loader's) into one
-// list: a finding several units share, at the same position with the same
-// message, is one diagnostic naming them all. When the input has several
-// units and a finding's file lies outside each unit's own directory (a
-// base the units build), its message says which units it affects.
+// list: a finding several units share, the same code at the same position
+// and field, is one diagnostic naming them all. Its message is the first
+// unit's (by name); where another unit's differs (an overlay's namespace
+// in a name it quotes), the note says whose it is. When the input has
+// several units and a finding's file lies outside each unit's own
+// directory (a base the units build), its message says which units it
+// affects.
 func merge(all diag.List, multi bool) diag.List {
 	type key struct {
-		code, path, message, suppressed string
-		severity                        diag.Severity
-		pos                             diag.Pos
+		code, path, suppressed string
+		severity               diag.Severity
+		pos                    diag.Pos
 	}
-	index := map[key]int{}
+	index := map[key][]int{}
 	var out diag.List
+	differs := map[int]bool{}
 	for _, d := range all {
 		units := d.Units
 		if len(units) == 0 {
 			units = []string{source.LooseUnit}
 		}
-		k := key{d.Code, d.Path, d.Message, d.Suppressed, d.Severity, d.Pos}
-		if i, ok := index[k]; ok {
-			for _, u := range units {
-				if !slices.Contains(out[i].Units, u) {
-					out[i].Units = append(out[i].Units, u)
-				}
+		k := key{d.Code, d.Path, d.Suppressed, d.Severity, d.Pos}
+		// The same finding from another unit: the entry with the same
+		// message, else the first one that unit has not joined yet (two
+		// findings of one unit at one place stay two).
+		at := -1
+		for _, i := range index[k] {
+			if slices.ContainsFunc(units, func(u string) bool { return slices.Contains(out[i].Units, u) }) {
+				continue
+			}
+			if out[i].Message == d.Message {
+				at = i
+				break
+			}
+			if at < 0 {
+				at = i
+			}
+		}
+		if at >= 0 {
+			out[at].Units = append(out[at].Units, units...)
+			if d.Message != out[at].Message {
+				differs[at] = true
 			}
 			continue
 		}
 		d.Units = slices.Clone(units)
-		index[k] = len(out)
+		index[k] = append(index[k], len(out))
 		out = append(out, d)
 	}
 	for i := range out {
 		d := &out[i]
+		first := d.Units[0]
 		slices.Sort(d.Units)
 		if !multi {
 			continue
@@ -241,9 +261,12 @@ func merge(all diag.List, multi bool) diag.List {
 		if len(built) == 0 || slices.ContainsFunc(built, func(u string) bool { return within(d.Pos.File, u) }) {
 			continue
 		}
-		if len(built) == 1 {
+		switch {
+		case len(built) == 1:
 			d.Message += fmt.Sprintf(" (in deploy unit %s)", built[0])
-		} else {
+		case differs[i]:
+			d.Message += fmt.Sprintf(" (in %d deploy units: %s; as %s builds it)", len(built), strings.Join(built, ", "), first)
+		default:
 			d.Message += fmt.Sprintf(" (in %d deploy units: %s)", len(built), strings.Join(built, ", "))
 		}
 	}
