@@ -151,7 +151,6 @@ func copyRepo(t *testing.T, name string) string {
 	return dir
 }
 
-
 // goldenFile compares got with the file at path, or rewrites it when
 // KEYHOLE_UPDATE=1.
 func goldenFile(t *testing.T, path string, got []byte) {
