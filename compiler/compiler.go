@@ -98,6 +98,9 @@ func Compile(docs []source.Document, v *schema.Validator, opts Options) Result {
 	for _, d := range configs {
 		counted[d.Pos] = true
 	}
+	// The Config's own findings are about the repository, not a unit:
+	// kept once, from the first unit's reading of it.
+	var configDiags diag.List
 	passes := make([]*pass, len(names))
 	for i, u := range names {
 		p := &pass{
@@ -119,9 +122,14 @@ func Compile(docs []source.Document, v *schema.Validator, opts Options) Result {
 		}
 		// The Config comes first wherever it stands: it extends the
 		// catalog the agents are checked against.
+		mark := len(p.diags)
 		for _, d := range configs {
 			p.addConfig(v, d, item{doc: d, obj: d.Object()})
 		}
+		if i == 0 {
+			configDiags = slices.Clone(p.diags[mark:])
+		}
+		p.diags = p.diags[:mark]
 		for _, d := range byUnit[u] {
 			p.add(v, d)
 		}
@@ -137,7 +145,7 @@ func Compile(docs []source.Document, v *schema.Validator, opts Options) Result {
 		p.resolve()
 	}
 	res := Result{Objects: len(counted)}
-	all := slices.Clone(opts.Loaded)
+	all := append(slices.Clone(opts.Loaded), configDiags...)
 	for _, p := range passes {
 		p.settleSecrets()
 		for i := range p.diags {

@@ -229,9 +229,14 @@ func (l *loader) loadPath(p string) {
 	}
 	w := walk(l.fsys, abs, &l.paths)
 	for _, f := range kustomizeRoots(l.fsys, w.files) {
-		if kustomizationFile(l.fsys, f) != "" {
+		switch k := kustomizationFile(l.fsys, f); {
+		case k != "" && !l.kustomizationMatters(f):
+			// Nothing in it is keyhole's business: said once, not built.
+			l.diags = append(l.diags, skipped(diag.Pos{File: l.under(p, abs, k), Line: 1, Column: 1},
+				"kustomization not built: none of its files names keyhole's kinds or declares a Secret; skipped (name it explicitly to check it)"))
+		case k != "":
 			l.buildKustomization(l.under(p, abs, f), f, true)
-		} else {
+		default:
 			l.readFile(f, l.under(p, abs, f), true)
 		}
 	}

@@ -123,6 +123,27 @@ func firstClause(msg string) string {
 // It reads each file at most once, and only up to the size limit; it runs
 // only when a build that a walk found has failed.
 func (l *loader) kustomizationNamesKeyhole(dir string) bool {
+	return l.kustomizationHolds(dir, namesKeyhole)
+}
+
+// secretMarkers are what a kustomization that makes a Secret holds: a
+// Connection in another deploy unit may read it (see docs/inputs.md).
+var secretMarkers = regexp.MustCompile(`(?m)(^|[{,\s])"?kind"?\s*:\s*["']?(Secret|SealedSecret|ExternalSecret)["']?\s*($|[,}#])|secretGenerator`)
+
+// kustomizationMatters reports whether a kustomization a walk found is
+// worth building: one of its local files names keyhole's kinds, or
+// declares a Secret (or a stand-in, or generates one) that a Connection
+// may read. Others hold nothing keyhole checks, and building them would
+// only cost kustomize's time.
+func (l *loader) kustomizationMatters(dir string) bool {
+	return l.kustomizationHolds(dir, func(name string, data []byte) bool {
+		return namesKeyhole(name, data) || secretMarkers.Match(data)
+	})
+}
+
+// kustomizationHolds reports whether a local file of the kustomization in
+// dir satisfies holds; see kustomizationNamesKeyhole.
+func (l *loader) kustomizationHolds(dir string, holds func(name string, data []byte) bool) bool {
 	seen := map[string]bool{}
 	var visit func(p string) bool
 	visit = func(p string) bool {
@@ -143,7 +164,7 @@ func (l *loader) kustomizationNamesKeyhole(dir string) bool {
 			if err != nil {
 				return false
 			}
-			if namesKeyhole(p, data) {
+			if holds(p, data) {
 				return true
 			}
 			if isKustomizationName(filepath.Base(p)) {

@@ -43,6 +43,10 @@ func TestScope(t *testing.T) {
 		// and its directory is walked.
 		"flux/kustomization.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps, namespace: flux-system}\nspec: {path: ./apps}\n",
 		"flux/other.yaml":         cm,
+		// A kustomization of other objects that builds: not built at
+		// all, said once.
+		"apps/web/kustomization.yaml": "resources: [cm.yaml]\n",
+		"apps/web/cm.yaml":            cm,
 		// A kustomization whose base holds the keyhole object.
 		"overlay/kustomization.yaml": "resources: [../base]\npatches:\n  - p.yaml\n",
 		"base/kustomization.yaml":    "resources: [c.yaml]\n",
@@ -57,20 +61,21 @@ func TestScope(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := map[string]string{
-			"agents/broken.yaml:3:1":         "error YAMLInvalid",
-			"agents/nokind.yaml:1:1":         "error KindMissing",
-			"agents/template.yaml:8:1":       "error YAMLInvalid",
-			"charts/web/Chart.yaml:1:1":      "info InputSkipped",
-			"docs/helm-values.yaml:1:1":      "info InputSkipped",
-			"docs/snippet.yaml:1:1":          "info InputSkipped",
-			"legacy/kustomization.yaml:1:1":  "info InputSkipped",
-			"mine/kustomization.yaml:3:5":    "error KustomizeBuildFailed",
-			"overlay/kustomization.yaml:3:5": "error KustomizeBuildFailed",
-			"site/config.yaml:2:1":           "info InputSkipped",
-			"testdata/array.json:1:1":        "info InputSkipped",
-			"testdata/index.yaml:1:1":        "info InputSkipped",
-			"testdata/latin1.yaml:1:7":       "info InputSkipped",
-			"testdata/scalar.yaml:1:1":       "info InputSkipped",
+			"agents/broken.yaml:3:1":          "error YAMLInvalid",
+			"agents/nokind.yaml:1:1":          "error KindMissing",
+			"agents/template.yaml:8:1":        "error YAMLInvalid",
+			"charts/web/Chart.yaml:1:1":       "info InputSkipped",
+			"docs/helm-values.yaml:1:1":       "info InputSkipped",
+			"docs/snippet.yaml:1:1":           "info InputSkipped",
+			"legacy/kustomization.yaml:1:1":   "info InputSkipped",
+			"apps/web/kustomization.yaml:1:1": "info InputSkipped",
+			"mine/kustomization.yaml:3:5":     "error KustomizeBuildFailed",
+			"overlay/kustomization.yaml:3:5":  "error KustomizeBuildFailed",
+			"site/config.yaml:2:1":            "info InputSkipped",
+			"testdata/array.json:1:1":         "info InputSkipped",
+			"testdata/index.yaml:1:1":         "info InputSkipped",
+			"testdata/latin1.yaml:1:7":        "info InputSkipped",
+			"testdata/scalar.yaml:1:1":        "info InputSkipped",
 		}
 		got := map[string]string{}
 		for _, d := range ds {
@@ -298,7 +303,7 @@ func TestExclude(t *testing.T) {
 		"apps/fixtures/f.yaml":         cm,
 		"docs/d.yaml":                  cm,
 		"docs/kust/kustomization.yaml": "resources: [c.yaml]\n",
-		"docs/kust/c.yaml":             cm,
+		"docs/kust/c.yaml":             "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n",
 		"notes (draft)/ü.yaml":         cm,
 	}
 	tests := map[string]struct {
