@@ -102,7 +102,7 @@ func checkAgents(p *pass) {
 				p.report(codeAgentReadOnlyUnenforced, &a.item, at.with("sandbox"), false,
 					"connector %s cannot tell reads from writes by method and path, so the proxy cannot keep code in the sandbox to reads; remove sandbox: true, or give the connector readOnly rules in keyhole.yaml's catalog", c.Name)
 			}
-			if _, err := p.agentConnection(a, c.Connection); err != nil {
+			if _, err := p.agentConnection(a, c.Connection); err != nil && !p.invalid["Connection/"+c.Connection] {
 				p.report(codeAgentConnectionMissing, &a.item, cmpPath(c.Connection != "", at.with("connection"), at), false, "%v", err)
 			}
 		}

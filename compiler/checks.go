@@ -79,6 +79,9 @@ func table() []Check {
 		{Code: codeSchemaInvalid, Severity: diag.Error,
 			Purpose: "An object does not match its schema: an unknown or misspelt field, a wrong type, a bad host, header, method, env var name or path prefix, or a Secret name or key the API server refuses (such as `..data`, the kubelet's own name in a mounted Secret).",
 			Help:    "Correct the field named in the message; `keyhole schema` prints every schema."},
+		{Code: codeDuplicateObject, Severity: diag.Error,
+			Purpose: "One deploy unit (a kustomization root, or the files outside any kustomization) defines the same Connection, SandboxClass, AgentRuntime, ToolRegistry or agent twice, or the same Secret a Connection reads: the cluster keeps one, and which one is an accident of order. The message names both positions and how the two differ.",
+			Help:    "Remove one definition, or rename it. The same object in two deploy units (two overlays of one base) is normal and not reported."},
 	}, operatorChecks(), []Check{
 		{Code: codeSecretMissing, Severity: diag.Error, run: checkSecretMissing,
 			Purpose: "The Secret a Connection's credential names is not in the input.",
@@ -184,6 +187,12 @@ func checkSecretMissing(p *pass) {
 		hint := didYouMean(r.name, p.secretNames(r.namespace))
 		if renamed := p.renamedSecret(r); renamed != "" {
 			hint = p.renamedHint(r.namespace, renamed)
+		} else if elsewhere, unnamed := p.secretNamespaces(r.name); len(elsewhere) > 0 {
+			ns := fmt.Sprintf("; a Secret %s is in namespace %s", r.name, strings.Join(elsewhere, ", "))
+			if c.obj.Namespace == "" || unnamed {
+				ns += fmt.Sprintf(" (an object that names no namespace is in %s, where render places it; --namespace changes that)", p.opts.DefaultNamespace)
+			}
+			hint = ns + hint
 		}
 		p.report(codeSecretMissing, &c.item, path{"spec", "credential", "secretRef", "name"}, false,
 			"Secret %s is not in the input; the claim fails at run time when the proxy cannot read it%s", r, hint)
@@ -279,6 +288,23 @@ func checkInjectionValues(p *pass) {
 			}
 		}
 	}
+}
+
+// secretNamespaces lists the namespaces that hold a Secret of that name
+// in this unit, and whether one of those Secrets names no namespace of
+// its own (and so is in the default one).
+func (p *pass) secretNamespaces(name string) (namespaces []string, unnamed bool) {
+	for r, s := range p.secrets {
+		if r.name != name {
+			continue
+		}
+		if !slices.Contains(namespaces, r.namespace) {
+			namespaces = append(namespaces, r.namespace)
+		}
+		unnamed = unnamed || s.obj.Namespace == ""
+	}
+	slices.Sort(namespaces)
+	return namespaces, unnamed
 }
 
 func (p *pass) secretNames(namespace string) []string {

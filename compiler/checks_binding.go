@@ -23,10 +23,12 @@ func bindingPath(j int) path { return path{"spec", "sandbox", "connections", j} 
 
 func checkBindingRefs(p *pass) {
 	for _, o := range p.owners {
-		ns := o.obj.Namespace
+		ns := o.ns
 		for j, b := range o.w.Spec.Sandbox.Connections {
 			class := p.classes[ref{ns, b.Sandbox}]
-			if class == nil {
+			if class == nil && p.invalid["SandboxClass/"+ref{ns, b.Sandbox}.String()] {
+				// the class's own findings say what is wrong
+			} else if class == nil {
 				msg := fmt.Sprintf("SandboxClass %s is not in the input", ref{ns, b.Sandbox})
 				p.report(codeBindingClassMissing, &o.item, bindingPath(j).with("sandbox"), false, "%s%s", msg, didYouMean(b.Sandbox, p.classNames(ns)))
 			} else if roles := class.roles(); !slices.Contains(roles, b.Role) {
@@ -34,7 +36,7 @@ func checkBindingRefs(p *pass) {
 					"SandboxClass %s declares no role %q (it declares: %s); declare it in the class's spec.connections or bind a declared role%s",
 					class.ref(), b.Role, listOrNone(roles), didYouMean(b.Role, roles))
 			}
-			if p.conns[ref{ns, b.Connection}] == nil {
+			if p.conns[ref{ns, b.Connection}] == nil && !p.invalid["Connection/"+ref{ns, b.Connection}.String()] {
 				p.report(codeBindingConnectionMissing, &o.item, bindingPath(j).with("connection"), false,
 					"Connection %s is not in the input%s", ref{ns, b.Connection}, didYouMean(b.Connection, p.connNames(ns)))
 			}
@@ -47,7 +49,7 @@ func checkBindingRefs(p *pass) {
 // apply only one, and which would be an accident of ordering.
 func checkBindingConflicts(p *pass) {
 	for _, o := range p.owners {
-		ns := o.obj.Namespace
+		ns := o.ns
 		type claim struct {
 			connection string
 			binding    int
@@ -101,7 +103,7 @@ func checkUnbound(p *pass) {
 	}
 	for _, o := range p.owners {
 		for _, b := range o.w.Spec.Sandbox.Connections {
-			bound[ref{o.obj.Namespace, b.Connection}] = true
+			bound[ref{o.ns, b.Connection}] = true
 		}
 	}
 	for _, c := range p.connList {

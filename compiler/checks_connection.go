@@ -243,18 +243,11 @@ func checkPlaceholderEnv(p *pass) {
 func checkSecretNamespace(p *pass) {
 	for _, c := range p.connList {
 		ns := c.w.Spec.Credential.SecretRef.Namespace
-		if ns != "" && ns != c.obj.Namespace {
+		if ns != "" && ns != c.ns {
 			p.report(codeSecretCrossNamespace, &c.item, path{"spec", "credential", "secretRef", "namespace"}, false,
-				"the Secret is in namespace %s but the Connection in %s; the proxy mounts Secrets from the sandbox's namespace only, so create the Secret in %s", ns, orDefault(c.obj.Namespace), orDefault(c.obj.Namespace))
+				"the Secret is in namespace %s but the Connection in %s; the proxy mounts Secrets from the sandbox's namespace only, so create the Secret in %s", ns, c.ns, c.ns)
 		}
 	}
-}
-
-func orDefault(ns string) string {
-	if ns == "" {
-		return "(the default namespace)"
-	}
-	return ns
 }
 
 // clip shortens a user value quoted in a message.

@@ -32,54 +32,140 @@ type Options struct {
 	// operator.version. Empty means keyhole.yaml's, else
 	// schema.DefaultOperator.
 	OperatorVersion string
+	// DefaultNamespace is the namespace of an object that names none, as
+	// render places it (render.Options.DefaultNamespace): references
+	// resolve in it, so a namespace-less Secret is found by a Connection
+	// in that namespace. "default" when empty.
+	DefaultNamespace string
+	// Loaded are the loader's diagnostics. They are returned with the
+	// compiler's, merged across deploy units like them, and the Config's
+	// ignores apply to them too.
+	Loaded diag.List
 }
 
-// Result is what Compile returns: the plan, every diagnostic, and how many
-// objects it checked.
+// Result is what Compile returns: the plan of each deploy unit, every
+// diagnostic, and how many objects it checked.
 type Result struct {
-	Plan        Plan
+	// Plan is the plan of the input's one deploy unit; when the input has
+	// several, it is empty and Units holds each one's.
+	Plan Plan
+	// Units are the deploy units, sorted by name, each with its plan
+	// (docs/inputs.md). The loose files' unit is named "".
+	Units       []Unit
 	Diagnostics diag.List
-	// Objects counts the documents of a known kind that were checked.
+	// Objects counts the documents of a known kind that were checked,
+	// once each however many units build them.
 	Objects int
 }
 
+// Unit is one deploy unit's plan.
+type Unit struct {
+	// Name is the kustomization root's directory as reported, or "" for
+	// the files read outside any kustomization.
+	Name string
+	Plan Plan
+}
+
 // Compile checks the loaded documents against their schemas and the check
-// table and resolves them into a Plan. It never fails: every problem is a
-// diagnostic, and the Plan holds what could be resolved. Callers must not
-// render a Plan whose diagnostics hold errors.
+// table and resolves them into a Plan per deploy unit. It never fails:
+// every problem is a diagnostic, and the Plans hold what could be
+// resolved. Callers must not render a Plan whose diagnostics hold errors.
+//
+// Each deploy unit (docs/inputs.md) is compiled on its own, as the
+// cluster applies it: duplicates are found, and references resolved,
+// within it. The one exception is a Secret (or what declares it): a unit
+// that does not hold the Secret a Connection reads finds it in another
+// unit, since a cluster applies several. The Config applies to every
+// unit. A diagnostic that several units share (a mistake in a base two
+// overlays build) is reported once, naming them.
 func Compile(docs []source.Document, v *schema.Validator, opts Options) Result {
-	p := &pass{
-		opts:    opts,
-		secrets: map[ref]*secret{},
-		classes: map[ref]*sandboxClass{},
-		conns:   map[ref]*connection{},
-	}
-	catalog, err := schema.Catalog()
-	if err != nil {
-		// The built-in catalog is compiled in; this is a bug in keyhole.
-		p.diags = append(p.diags, diag.Diagnostic{Code: codeConfigInvalid, Severity: diag.Error, Message: err.Error()})
-	}
-	p.catalog = catalog
-	p.setOperator()
-	// The Config comes first wherever it stands: it extends the catalog
-	// the agents are checked against.
+	opts.DefaultNamespace = cmp.Or(opts.DefaultNamespace, "default")
+	catalog, catErr := schema.Catalog()
+	var configs []*source.Document
+	byUnit := map[string][]*source.Document{}
 	for i := range docs {
-		if d := &docs[i]; d.Node != nil && isConfig(d.Object()) {
+		d := &docs[i]
+		if d.Node == nil {
+			continue
+		}
+		if isConfig(d.Object()) {
+			configs = append(configs, d)
+			continue
+		}
+		byUnit[d.Unit] = append(byUnit[d.Unit], d)
+	}
+	names := slices.Sorted(maps.Keys(byUnit))
+	if len(names) == 0 {
+		names = []string{source.LooseUnit} // a Config alone is still checked
+	}
+	counted := map[diag.Pos]bool{}
+	for _, d := range configs {
+		counted[d.Pos] = true
+	}
+	// The Config's own findings are about the repository, not a unit:
+	// kept once, from the first unit's reading of it.
+	var configDiags diag.List
+	passes := make([]*pass, len(names))
+	for i, u := range names {
+		p := &pass{
+			unit:    u,
+			opts:    opts,
+			catalog: catalog,
+			secrets: map[ref]*secret{},
+			classes: map[ref]*sandboxClass{},
+			conns:   map[ref]*connection{},
+			defined: map[string]*item{},
+			pending: map[ref]diag.List{},
+			invalid: map[string]bool{},
+			read:    map[ref]bool{},
+			counted: counted,
+		}
+		if catErr != nil {
+			// The built-in catalog is compiled in; this is a bug in keyhole.
+			p.diags = append(p.diags, diag.Diagnostic{Code: codeConfigInvalid, Severity: diag.Error, Message: catErr.Error()})
+		}
+		p.setOperator()
+		// The Config comes first wherever it stands: it extends the
+		// catalog the agents are checked against.
+		mark := len(p.diags)
+		for _, d := range configs {
 			p.addConfig(v, d, item{doc: d, obj: d.Object()})
 		}
-	}
-	for i := range docs {
-		p.add(v, &docs[i])
-	}
-	for _, c := range table() {
-		if c.run != nil {
-			c.run(p)
+		if i == 0 {
+			configDiags = slices.Clone(p.diags[mark:])
 		}
+		p.diags = p.diags[:mark]
+		for _, d := range byUnit[u] {
+			p.add(v, d)
+		}
+		passes[i] = p
 	}
-	p.resolve()
-	p.applyConfigIgnores()
-	p.diags.Sort()
-	return Result{Plan: p.plan, Diagnostics: p.diags, Objects: p.objects}
+	for _, p := range passes {
+		p.units = passes
+		for _, c := range table() {
+			if c.run != nil {
+				c.run(p)
+			}
+		}
+		p.resolve()
+	}
+	res := Result{Objects: len(counted)}
+	all := append(slices.Clone(opts.Loaded), configDiags...)
+	for _, p := range passes {
+		p.settleSecrets()
+		for i := range p.diags {
+			p.diags[i].Units = []string{p.unit}
+		}
+		all = append(all, p.diags...)
+		res.Units = append(res.Units, Unit{Name: p.unit, Plan: p.plan})
+	}
+	if len(res.Units) == 1 {
+		res.Plan = res.Units[0].Plan
+	}
+	res.Diagnostics = merge(all, len(names) > 1)
+	passes[0].applyConfigIgnores(res.Diagnostics)
+	res.Diagnostics.Sort()
+	return res
 }
 
 // ref names a namespaced object.
@@ -97,9 +183,12 @@ type item struct {
 	doc    *source.Document
 	obj    diag.Object
 	ignore []string
+	// ns is the namespace the object is in: its own, else the default
+	// namespace (Options.DefaultNamespace), where render places it.
+	ns string
 }
 
-func (it *item) ref() ref { return ref{it.obj.Namespace, it.obj.Name} }
+func (it *item) ref() ref { return ref{it.ns, it.obj.Name} }
 
 type connection struct {
 	item
@@ -122,6 +211,9 @@ type secret struct {
 	// will hold (an ExternalSecret with dataFrom), so no key can be called
 	// missing.
 	keysUnknown bool
+	// invalid is true when the Secret failed its own checks: they say
+	// what is wrong, and the Connection's key checks do not run on it.
+	invalid bool
 }
 
 type secretValue struct {
@@ -141,11 +233,34 @@ type owner struct {
 	w bindingOwnerWire
 }
 
-// pass is the state of one compilation.
+// pass is the state of the compilation of one deploy unit.
 type pass struct {
-	opts    Options
-	diags   diag.List
-	objects int
+	unit  string
+	opts  Options
+	diags diag.List
+	// units are every unit's pass, this one's included, in order of
+	// name, for the Secrets a unit finds in another (see secretOf).
+	units []*pass
+	// counted holds the position of every object checked, shared by all
+	// units, so that an object two units build counts once.
+	counted map[diag.Pos]bool
+	// defined indexes the objects of keyhole's kinds by kind and name,
+	// for DuplicateObject.
+	defined map[string]*item
+	// pending holds the diagnostics about a Secret (or its stand-in) that
+	// a walk found, reported only once a Connection reads it (see
+	// settleSecrets); read marks those that one does.
+	pending map[ref]diag.List
+	read    map[ref]bool
+	// invalid holds the objects of keyhole's kinds that failed their
+	// schema, by kind and reference (and by kind and name alone, for an
+	// agent's connection label), so that what names them is not also
+	// reported as naming something missing.
+	invalid map[string]bool
+	// lastSecret is the reference indexSecret last indexed, and the
+	// document that declared it, for deferSecret.
+	lastSecret    ref
+	lastSecretDoc *source.Document
 
 	conns   map[ref]*connection
 	secrets map[ref]*secret
@@ -166,6 +281,7 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 		return
 	}
 	it := item{doc: doc, obj: doc.Object()}
+	it.ns = cmp.Or(it.obj.Namespace, p.opts.DefaultNamespace)
 	if ann := annotations(doc.Node); ann != "" {
 		for _, c := range strings.Split(ann, ",") {
 			if c = strings.TrimSpace(c); c != "" {
@@ -174,10 +290,12 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 		}
 	}
 	if isConfig(it.obj) {
-		p.objects++
+		p.count(doc)
 		return // read first, by addConfig
 	}
+	mark := len(p.diags)
 	if p.addSecretSource(v, &it) {
+		p.deferSecret(&it, mark)
 		return
 	}
 	kind, ok := schema.Lookup(it.obj.APIVersion, it.obj.Kind)
@@ -187,11 +305,28 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 		}
 		return
 	}
-	p.objects++
+	p.count(doc)
+	if kind == "Secret" {
+		defer p.deferSecret(&it, mark)
+	}
+	if p.duplicate(kind, &it) {
+		return
+	}
 	if vs := v.Validate(kind, doc.Node); len(vs) > 0 {
 		for _, vi := range vs {
 			pos, note := doc.At(vi.Line, vi.Column, vi.Path)
 			p.diags = append(p.diags, p.diagnostic(codeSchemaInvalid, &it, pos, vi.Path, vi.Message+note))
+		}
+		// What names it is not told it is missing: its own findings
+		// say what is wrong with it.
+		p.invalid[string(kind)+"/"+it.ref().String()] = true
+		if kind == schema.KindAgent || kind == "Connection" {
+			p.invalid[string(kind)+"/"+it.obj.Name] = true
+		}
+		if kind == "Secret" {
+			// Still a Secret a Connection can name: its own findings
+			// stand for whatever the Connection would find in it.
+			p.indexSecret(it.ref(), &secret{item: it, values: map[string]secretValue{}, keysUnknown: true, invalid: true})
 		}
 		return
 	}
@@ -213,7 +348,7 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 		var w secretWire
 		if p.decode(doc, &it, &w) {
 			p.checkSecretKeyNames(&it, w)
-			p.secrets[it.ref()] = newSecret(it, w)
+			p.indexSecret(it.ref(), newSecret(it, w))
 		}
 	case "SandboxClass":
 		c := &sandboxClass{item: it}
@@ -235,6 +370,9 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 		}
 	}
 }
+
+// count records an object checked.
+func (p *pass) count(doc *source.Document) { p.counted[doc.Pos] = true }
 
 // keep lists an omnia object that passed its schema in the Plan, for
 // targets that re-emit the inputs.
@@ -303,10 +441,23 @@ func (s *secret) keys() []string {
 	return ks
 }
 
-// secretOf returns the Secret a Connection reads, and its reference.
+// secretOf returns the Secret a Connection reads, and its reference: from
+// the Connection's own deploy unit, else from the first other unit that
+// holds it (a cluster applies several units; Secrets are often kept in a
+// unit of their own). Either way the Secret is marked as read.
 func (p *pass) secretOf(c *connection) (*secret, ref) {
-	r := ref{namespace: cmp.Or(c.w.Spec.Credential.SecretRef.Namespace, c.obj.Namespace), name: c.w.Spec.Credential.SecretRef.Name}
-	return p.secrets[r], r
+	r := ref{namespace: cmp.Or(c.w.Spec.Credential.SecretRef.Namespace, c.ns), name: c.w.Spec.Credential.SecretRef.Name}
+	if s := p.secrets[r]; s != nil {
+		p.read[r] = true
+		return s, r
+	}
+	for _, o := range p.units {
+		if s := o.secrets[r]; s != nil && o != p {
+			o.read[r] = true
+			return s, r
+		}
+	}
+	return nil, r
 }
 
 func annotations(n *yaml.Node) string {

@@ -33,9 +33,19 @@ func golden(t *testing.T, path string, got []byte) {
 	}
 }
 
+// compileDir loads and compiles a fixture directory: walked, or, when it
+// holds paths.txt, the paths that lists (one a line, relative to the
+// fixture), named explicitly as a user would.
 func compileDir(t *testing.T, dir string, opts Options) Result {
 	t.Helper()
-	docs, ds, err := source.Load([]string{dir}, source.Options{})
+	paths := []string{dir}
+	if b, err := os.ReadFile(filepath.Join(dir, "paths.txt")); err == nil {
+		paths = nil
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			paths = append(paths, filepath.Join(dir, line))
+		}
+	}
+	docs, ds, err := source.Load(paths, source.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,10 +53,8 @@ func compileDir(t *testing.T, dir string, opts Options) Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := Compile(docs, v, opts)
-	res.Diagnostics = append(ds, res.Diagnostics...)
-	res.Diagnostics.Sort()
-	return res
+	opts.Loaded = ds
+	return Compile(docs, v, opts)
 }
 
 func render(ds diag.List) []byte {

@@ -29,8 +29,8 @@ import (
 // It is a document like any other so that it carries its own version and
 // is found wherever the paths lead, with positions for its own mistakes.
 const (
-	ConfigAPIVersion = "keyhole.dev/v1alpha1"
-	ConfigKind       = "Config"
+	ConfigAPIVersion = source.ConfigAPIVersion
+	ConfigKind       = source.ConfigKind
 )
 
 const (
@@ -44,9 +44,14 @@ type configWire struct {
 	Namespace    string      `yaml:"namespace"`
 	SandboxImage string      `yaml:"sandboxImage"`
 	Catalog      []yaml.Node `yaml:"catalog"`
-	Ignore       []struct {
+	// Include and Exclude are path patterns the loader reads before it
+	// walks (source.Options.Exclude); here they are only validated.
+	Include []string `yaml:"include"`
+	Exclude []string `yaml:"exclude"`
+	Ignore  []struct {
 		Code   string `yaml:"code"`
 		Object string `yaml:"object"`
+		Path   string `yaml:"path"`
 	} `yaml:"ignore"`
 	// Operator is read by readOperator, with positions.
 	Operator yaml.Node `yaml:"operator"`
@@ -62,8 +67,11 @@ type repoConfig struct {
 }
 
 type ignoreRule struct {
-	code   string
+	code   string // "" for every code
 	object string // Kind/namespace/name or Kind/name; "" for every object
+	// path matches the diagnostic's file: a .gitignore-style pattern
+	// relative to the Config's directory; nil for every file.
+	path *pathPattern
 }
 
 func (p *pass) configNamespace() (string, bool) {
@@ -81,7 +89,7 @@ func (p *pass) addConfig(v *schema.Validator, doc *source.Document, it item) {
 		return
 	}
 	p.config.found = &it
-	known := []string{"apiVersion", "kind", "metadata", "namespace", "sandboxImage", "catalog", "ignore", "operator"}
+	known := []string{"apiVersion", "kind", "metadata", "namespace", "sandboxImage", "catalog", "include", "exclude", "ignore", "operator"}
 	for i := 0; i+1 < len(doc.Node.Content); i += 2 {
 		k := doc.Node.Content[i].Value
 		if !slices.Contains(known, k) {
@@ -101,11 +109,19 @@ func (p *pass) addConfig(v *schema.Validator, doc *source.Document, it item) {
 		p.readOperator(&it, &w.Operator)
 	}
 	for i, r := range w.Ignore {
-		if !slices.ContainsFunc(table(), func(c Check) bool { return c.Code == r.Code }) {
+		if r.Code == "" && r.Object == "" && r.Path == "" {
+			p.report(codeConfigInvalid, &it, path{"ignore", i}, false, "ignore entry %d names no code, object or path, so it would silence everything; give at least one", i)
+			continue
+		}
+		if r.Code != "" && !slices.ContainsFunc(table(), func(c Check) bool { return c.Code == r.Code }) {
 			p.report(codeConfigInvalid, &it, path{"ignore", i, "code"}, false, "%q is not a keyhole code%s; see docs/checks.md", clip(r.Code), didYouMean(r.Code, codes()))
 			continue
 		}
-		p.config.ignore = append(p.config.ignore, ignoreRule{code: r.Code, object: r.Object})
+		rule := ignoreRule{code: r.Code, object: r.Object}
+		if r.Path != "" {
+			rule.path = newPathPattern(r.Path, pathDir(doc.File))
+		}
+		p.config.ignore = append(p.config.ignore, rule)
 	}
 	extra := map[string]schema.Connector{}
 	for i := range w.Catalog {
@@ -126,15 +142,19 @@ func (p *pass) addConfig(v *schema.Validator, doc *source.Document, it item) {
 	p.catalog = schema.MergeCatalog(p.catalog, extra)
 }
 
-// applyConfigIgnores marks the diagnostics keyhole.yaml silences.
-func (p *pass) applyConfigIgnores() {
-	for i := range p.diags {
-		d := &p.diags[i]
+// applyConfigIgnores marks the diagnostics keyhole.yaml silences: the
+// loader's and the compiler's alike. A rule matches when each of its
+// code, object and path that it gives matches.
+func (p *pass) applyConfigIgnores(ds diag.List) {
+	for i := range ds {
+		d := &ds[i]
 		if d.Suppressed != "" {
 			continue
 		}
 		for _, r := range p.config.ignore {
-			if r.code == d.Code && (r.object == "" || r.object == d.Object.String()) {
+			if (r.code == "" || r.code == d.Code) &&
+				(r.object == "" || r.object == d.Object.String()) &&
+				(r.path == nil || r.path.match(d.Pos.File)) {
 				d.Suppressed = "config"
 				break
 			}

@@ -48,6 +48,9 @@ func (p *pass) resolve() {
 }
 
 func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
+	// The plan keeps the namespace as written (render places a sandbox
+	// without one in its default namespace); references resolve in the
+	// namespace the owner is in.
 	ns := o.obj.Namespace
 	s := Sandbox{
 		Name:      o.obj.Name + "-" + class,
@@ -56,7 +59,7 @@ func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
 		Pos:       o.doc.Pos,
 		Class:     class,
 	}
-	if c := p.classes[ref{ns, class}]; c != nil {
+	if c := p.classes[ref{o.ns, class}]; c != nil {
 		s.Image = c.w.Spec.Image
 	}
 	s.Proxy = config.Config{
@@ -68,7 +71,7 @@ func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
 	passthrough := map[string]bool{}
 	envs := map[string]bool{}
 	for _, b := range bindings {
-		c := p.conns[ref{ns, b.Connection}]
+		c := p.conns[ref{o.ns, b.Connection}]
 		if c == nil {
 			continue
 		}

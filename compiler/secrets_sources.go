@@ -78,19 +78,19 @@ func (p *pass) addSecretSource(v *schema.Validator, it *item) bool {
 	o := it.obj
 	switch {
 	case o.APIVersion == sealedSecretAPIVersion && o.Kind == "SealedSecret":
-		p.objects++
+		p.count(it.doc)
 		var w sealedSecretWire
 		if p.decode(it.doc, it, &w) {
 			p.addSealedSecret(it, w)
 		}
 	case (o.APIVersion == externalSecretAPIVersion || o.APIVersion == externalSecretAPIVersionBeta) && o.Kind == "ExternalSecret":
-		p.objects++
+		p.count(it.doc)
 		var w externalSecretWire
 		if p.decode(it.doc, it, &w) {
 			p.addExternalSecret(it, w)
 		}
 	case o.APIVersion == "v1" && o.Kind == "Secret" && source.Lookup(it.doc.Node, "sops") != nil:
-		p.objects++
+		p.count(it.doc)
 		p.addSOPSSecret(v, it)
 	default:
 		return false
@@ -125,9 +125,9 @@ func (p *pass) addSealedSecret(it *item, w sealedSecretWire) {
 	}
 	ns := w.Spec.Template.Metadata.Namespace
 	if ns == "" {
-		ns = it.obj.Namespace
+		ns = it.ns
 	}
-	p.secrets[ref{namespace: ns, name: name}] = s
+	p.indexSecret(ref{namespace: ns, name: name}, s)
 }
 
 func (p *pass) addExternalSecret(it *item, w externalSecretWire) {
@@ -163,7 +163,7 @@ func (p *pass) addExternalSecret(it *item, w externalSecretWire) {
 	if name == "" {
 		name = it.obj.Name
 	}
-	p.secrets[ref{namespace: it.obj.Namespace, name: name}] = s
+	p.indexSecret(ref{namespace: it.ns, name: name}, s)
 }
 
 // addSOPSSecret validates a SOPS-encrypted Secret as the Secret it
@@ -179,6 +179,7 @@ func (p *pass) addSOPSSecret(v *schema.Validator, it *item) {
 			pos, note := doc.At(vi.Line, vi.Column, vi.Path)
 			p.diags = append(p.diags, p.diagnostic(codeSchemaInvalid, it, pos, vi.Path, vi.Message+note))
 		}
+		p.indexSecret(it.ref(), &secret{item: *it, values: map[string]secretValue{}, keysUnknown: true, invalid: true, from: "SOPS-encrypted Secret " + it.ref().String()})
 		return
 	}
 	var w secretWire
@@ -200,7 +201,7 @@ func (p *pass) addSOPSSecret(v *schema.Validator, it *item) {
 			}
 		}
 	}
-	p.secrets[it.ref()] = s
+	p.indexSecret(it.ref(), s)
 }
 
 // withoutSOPS returns a copy of a SOPS Secret's root mapping without its
@@ -236,7 +237,7 @@ func withoutSOPS(root *yaml.Node) *yaml.Node {
 func checkKeysUnknown(p *pass) {
 	for _, c := range p.connList {
 		s, r := p.secretOf(c)
-		if s == nil || !s.keysUnknown {
+		if s == nil || !s.keysUnknown || s.invalid {
 			continue
 		}
 		named := ""

@@ -79,6 +79,16 @@ spec:
   placement:
     inject:
       - {hosts: [a.example.com], header: Authorization, value: "{{ .plain }}{{ .token }}{{ .nope }}"}
+---
+apiVersion: omnia.altairalabs.ai/v1alpha1
+kind: Connection
+metadata: {name: c, namespace: ns}
+spec:
+  hosts: [a.example.com]
+  credential: {kind: secret, secretRef: {name: sopz}}
+  placement:
+    inject:
+      - {hosts: [a.example.com], header: Authorization, value: "{{ .plain }}"}
 `
 	docs, ds := source.Parse("in.yaml", []byte(input))
 	if len(ds) > 0 {
@@ -97,7 +107,8 @@ spec:
 		}
 	}
 	// The SOPS Secret has a non-string stringData value, so it fails its
-	// schema and is not indexed: Connection b's Secret is then missing.
+	// schema: that is reported on it, and Connection b's key checks do not
+	// run on it. Connection c's Secret is missing (did you mean "sops"?).
 	want := map[string]int{codeInjectionInvalid: 1, codeSecretKeyMissing: 1, codeValuesUnknown: 1, codeSchemaInvalid: 1, codeSecretMissing: 1}
 	for code, n := range want {
 		if codes[code] != n {

@@ -98,6 +98,10 @@ type Diagnostic struct {
 	// "config"); suppressed diagnostics are reported only in JSON and
 	// never count towards the exit code.
 	Suppressed string
+	// Units names the deploy units the finding was made in, sorted: the
+	// kustomization roots whose builds hold it ("apps/production"), or ""
+	// for the files read outside any kustomization. Empty when unknown.
+	Units []string
 }
 
 // String renders the diagnostic in the text format:

@@ -8,9 +8,34 @@ import (
 )
 
 // Summary is what was checked, for the closing line of the text-like
-// formats.
+// formats and the summary of the json format.
 type Summary struct {
 	Documents, Objects int
+	// Skipped counts what the check left alone as not keyhole's business.
+	Skipped Skipped
+	// Units names the deploy units checked, sorted; "" is the files read
+	// outside any kustomization.
+	Units []string
+}
+
+// Skipped counts the inputs a check skipped, from its diagnostics.
+type Skipped struct {
+	// Objects of kinds keyhole does not check, and how many kinds.
+	Objects int `json:"objects"`
+	Kinds   int `json:"kinds"`
+	// Files (and Helm charts, and kustomizations) not read as objects.
+	Files int `json:"files"`
+	// Notes is how many info diagnostics say what was skipped: the text
+	// format shows them only with -v, and counts them here instead.
+	Notes int `json:"-"`
+}
+
+// Options choose what a printer shows.
+type Options struct {
+	// Verbose lists, in the text format, the info diagnostics (what was
+	// skipped, what could not be checked) and the suppressed ones, which
+	// it otherwise only counts.
+	Verbose bool
 }
 
 // Printer writes a list of diagnostics in one output format. Printers sort
@@ -25,12 +50,12 @@ type Printer interface {
 
 // printers is the name → constructor table behind NewPrinter and Formats;
 // a function rather than a package variable so that nothing can change it.
-func printers() map[string]func() Printer {
-	return map[string]func() Printer{
-		"text":   func() Printer { return textPrinter{} },
-		"json":   func() Printer { return jsonPrinter{} },
-		"github": func() Printer { return githubPrinter{} },
-		"sarif":  func() Printer { return sarifPrinter{} },
+func printers() map[string]func(Options) Printer {
+	return map[string]func(Options) Printer{
+		"text":   func(o Options) Printer { return textPrinter{verbose: o.Verbose} },
+		"json":   func(Options) Printer { return jsonPrinter{} },
+		"github": func(Options) Printer { return githubPrinter{} },
+		"sarif":  func(Options) Printer { return sarifPrinter{} },
 	}
 }
 
@@ -46,9 +71,12 @@ func Formats() []string {
 
 // NewPrinter returns the printer for a --format name; an unknown name is an
 // error that lists the valid ones.
-func NewPrinter(format string) (Printer, error) {
+func NewPrinter(format string) (Printer, error) { return NewPrinterWith(format, Options{}) }
+
+// NewPrinterWith is NewPrinter with options.
+func NewPrinterWith(format string, o Options) (Printer, error) {
 	if p, ok := printers()[format]; ok {
-		return p(), nil
+		return p(o), nil
 	}
 	return nil, fmt.Errorf("unknown format %q (valid formats: %s)", format, strings.Join(Formats(), ", "))
 }

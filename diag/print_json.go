@@ -5,32 +5,65 @@ import (
 	"io"
 )
 
-// jsonDiagnostic is the wire form of one diagnostic in the json format.
-// It is kept apart from Diagnostic so that the domain type can change
-// without breaking the scripts that read this output.
-type jsonDiagnostic struct {
-	Code       string `json:"code"`
-	Severity   string `json:"severity"`
-	File       string `json:"file"`
-	Line       int    `json:"line"`
-	Column     int    `json:"column"`
-	Object     Object `json:"object"`
-	Path       string `json:"path"`
-	Message    string `json:"message"`
-	Suppressed string `json:"suppressed,omitempty"`
+// jsonReport is the json format: one JSON document holding every
+// diagnostic (suppressed and info ones included) and a summary. Its shape
+// is documented in docs/checks.md; it is kept apart from the domain types
+// so that they can change without breaking the scripts that read it.
+type jsonReport struct {
+	Diagnostics []jsonDiagnostic `json:"diagnostics"`
+	Summary     jsonSummary      `json:"summary"`
 }
 
-// jsonPrinter writes JSON Lines: one object per diagnostic, suppressed ones
-// included (with "suppressed" set), and nothing else — no summary object,
-// so every line has the same shape and `jq` or a line-by-line reader needs
-// no special case. No diagnostics means no output.
+// jsonDiagnostic is the wire form of one diagnostic.
+type jsonDiagnostic struct {
+	Code       string   `json:"code"`
+	Severity   string   `json:"severity"`
+	File       string   `json:"file"`
+	Line       int      `json:"line"`
+	Column     int      `json:"column"`
+	Object     Object   `json:"object"`
+	Path       string   `json:"path"`
+	Message    string   `json:"message"`
+	Suppressed string   `json:"suppressed,omitempty"`
+	Units      []string `json:"units,omitempty"`
+}
+
+// jsonSummary counts what was checked and found. Errors, warnings and
+// info count the unsuppressed diagnostics, as the exit status does.
+type jsonSummary struct {
+	Documents  int      `json:"documents"`
+	Objects    int      `json:"objects"`
+	Errors     int      `json:"errors"`
+	Warnings   int      `json:"warnings"`
+	Info       int      `json:"info"`
+	Suppressed int      `json:"suppressed"`
+	Skipped    Skipped  `json:"skipped"`
+	Units      []string `json:"units"`
+}
+
 type jsonPrinter struct{}
 
-func (jsonPrinter) Print(w io.Writer, ds List, _ Summary, _ map[string]Rule) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
+func (jsonPrinter) Print(w io.Writer, ds List, sum Summary, _ map[string]Rule) error {
+	r := jsonReport{
+		Diagnostics: []jsonDiagnostic{},
+		Summary: jsonSummary{
+			Documents: sum.Documents,
+			Objects:   sum.Objects,
+			Errors:    ds.Count(Error),
+			Warnings:  ds.Count(Warning),
+			Info:      ds.Count(Info),
+			Skipped:   sum.Skipped,
+			Units:     sum.Units,
+		},
+	}
+	if r.Summary.Units == nil {
+		r.Summary.Units = []string{}
+	}
 	for _, d := range sorted(ds) {
-		err := enc.Encode(jsonDiagnostic{
+		if d.Suppressed != "" {
+			r.Summary.Suppressed++
+		}
+		r.Diagnostics = append(r.Diagnostics, jsonDiagnostic{
 			Code:       d.Code,
 			Severity:   d.Severity.String(),
 			File:       d.Pos.File,
@@ -40,10 +73,11 @@ func (jsonPrinter) Print(w io.Writer, ds List, _ Summary, _ map[string]Rule) err
 			Path:       d.Path,
 			Message:    d.Message,
 			Suppressed: d.Suppressed,
+			Units:      d.Units,
 		})
-		if err != nil {
-			return err
-		}
 	}
-	return nil
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
 }

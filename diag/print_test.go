@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -22,7 +23,7 @@ func sample() List {
 	return List{
 		{Code: "ConnectionTemplateInvalid", Severity: Error, Pos: Pos{File: "deploy/connections.yaml", Line: 17, Column: 16}, Object: conn, Path: "spec.placement.inject[0].value", Message: "template \"Bearer {{ .tok\" is not closed: add }}"},
 		{Code: "KindMissing", Severity: Error, Pos: Pos{File: "a b/x,y:z.yaml", Line: 1, Column: 1}, Message: "100% wrong\r\nsecond line: with, commas"},
-		{Code: "UnknownKind", Severity: Info, Pos: Pos{File: "deploy/extra.yaml", Line: 3, Column: 1}, Object: Object{APIVersion: "v1", Kind: "ConfigMap", Name: "x"}, Message: "kind ConfigMap is not checked"},
+		{Code: "UnknownKind", Severity: Info, Pos: Pos{File: "deploy/extra.yaml", Line: 3, Column: 1}, Object: Object{APIVersion: "v1", Kind: "ConfigMap", Name: "x"}, Message: "kind ConfigMap is not checked", Units: []string{"apps/production"}},
 		{Code: "HostNotCovered", Severity: Warning, Pos: Pos{File: "deploy/connections.yaml", Line: 7, Column: 10}, Object: conn, Path: "spec.hosts[1]", Message: "host github.com has no inject entry"},
 		{Code: "HostNotCovered", Severity: Warning, Pos: Pos{File: "deploy/connections.yaml", Line: 40, Column: 10}, Object: conn, Path: "spec.hosts[0]", Message: "suppressed finding", Suppressed: "annotation"},
 		{Code: "PlaceholderUnused", Severity: Info, Pos: Pos{File: "/abs/outside.yaml", Line: 2, Column: 3}, Message: "suppressed by config", Suppressed: "config"},
@@ -40,7 +41,7 @@ func sampleRules() map[string]Rule {
 	}
 }
 
-var sampleSummary = Summary{Documents: 3, Objects: 2}
+var sampleSummary = Summary{Documents: 3, Objects: 2, Skipped: Skipped{Objects: 1, Kinds: 1, Notes: 1}, Units: []string{"", "apps/production"}}
 
 // golden compares got with testdata/name, rewriting the file instead when
 // KEYHOLE_UPDATE is set.
@@ -82,7 +83,7 @@ func TestPrintersGolden(t *testing.T) {
 				if err := p.Print(&buf, ds, tc.sum, sampleRules()); err != nil {
 					t.Fatal(err)
 				}
-				if !slices.Equal(ds, tc.ds) {
+				if !slices.EqualFunc(ds, tc.ds, func(a, b Diagnostic) bool { return reflect.DeepEqual(a, b) }) {
 					t.Error("Print reordered the caller's list")
 				}
 				golden(t, name+"."+format+".golden", buf.Bytes())
@@ -165,26 +166,34 @@ func TestGitHubEscaping(t *testing.T) {
 	}
 }
 
-// TestJSONLines checks every line is one object with the documented
-// fields, suppressed ones included.
-func TestJSONLines(t *testing.T) {
+// TestJSONShape checks the json format's one document: every
+// diagnostic with the documented fields, suppressed and info ones
+// included, and the summary's counts.
+func TestJSONShape(t *testing.T) {
 	var buf bytes.Buffer
 	if err := (jsonPrinter{}).Print(&buf, sample(), sampleSummary, nil); err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
-	if len(lines) != len(sample()) {
-		t.Fatalf("%d lines for %d diagnostics", len(lines), len(sample()))
+	var doc struct {
+		Diagnostics []map[string]any `json:"diagnostics"`
+		Summary     map[string]any   `json:"summary"`
+	}
+	dec := json.NewDecoder(&buf)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	if dec.More() {
+		t.Error("more than one JSON document")
+	}
+	if len(doc.Diagnostics) != len(sample()) {
+		t.Fatalf("%d diagnostics listed for %d", len(doc.Diagnostics), len(sample()))
 	}
 	suppressed := 0
-	for _, l := range lines {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(l), &m); err != nil {
-			t.Fatalf("line %q: %v", l, err)
-		}
+	for _, m := range doc.Diagnostics {
 		for _, k := range []string{"code", "severity", "file", "line", "column", "object", "path", "message"} {
 			if _, ok := m[k]; !ok {
-				t.Errorf("line %q has no %s", l, k)
+				t.Errorf("%v has no %s", m, k)
 			}
 		}
 		if _, ok := m["suppressed"]; ok {
@@ -193,6 +202,53 @@ func TestJSONLines(t *testing.T) {
 	}
 	if suppressed != 2 {
 		t.Errorf("%d suppressed diagnostics listed, want 2", suppressed)
+	}
+	want := map[string]any{"documents": 3.0, "objects": 2.0, "errors": 3.0, "warnings": 1.0, "info": 1.0, "suppressed": 2.0}
+	for k, v := range want {
+		if doc.Summary[k] != v {
+			t.Errorf("summary %s = %v, want %v", k, doc.Summary[k], v)
+		}
+	}
+	if sk, _ := doc.Summary["skipped"].(map[string]any); sk["objects"] != 1.0 || sk["kinds"] != 1.0 || sk["files"] != 0.0 {
+		t.Errorf("summary skipped = %v", doc.Summary["skipped"])
+	}
+	if u, _ := doc.Summary["units"].([]any); len(u) != 2 {
+		t.Errorf("summary units = %v", doc.Summary["units"])
+	}
+}
+
+// TestTextVerbose: the default text output shows errors and warnings and
+// counts the rest; -v lists every diagnostic, suppressed ones marked.
+func TestTextVerbose(t *testing.T) {
+	for name, verbose := range map[string]bool{"quiet": false, "verbose": true} {
+		t.Run(name, func(t *testing.T) {
+			p, err := NewPrinterWith("text", Options{Verbose: verbose})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			if err := p.Print(&buf, sample(), sampleSummary, nil); err != nil {
+				t.Fatal(err)
+			}
+			out := buf.String()
+			for _, s := range []string{"error KindMissing", "warning HostNotCovered: host github.com", "1 object of 1 other kind skipped"} {
+				if !strings.Contains(out, s) {
+					t.Errorf("%s output lacks %q:\n%s", name, s, out)
+				}
+			}
+			for s, want := range map[string]bool{
+				"info UnknownKind": verbose,
+				"suppressed finding (suppressed by annotation)": verbose,
+				"(-v lists them)": !verbose,
+			} {
+				if strings.Contains(out, s) != want {
+					t.Errorf("%s output: %q shown %v, want %v:\n%s", name, s, !want, want, out)
+				}
+			}
+			if verbose {
+				golden(t, "sample.text-verbose.golden", buf.Bytes())
+			}
+		})
 	}
 }
 

@@ -1,24 +1,73 @@
 package diag
 
 import (
+	"fmt"
 	"io"
 	"strings"
 )
 
 // textPrinter writes file:line:col: severity CODE: message, one per line,
-// then a summary line. Suppressed diagnostics are left out.
-type textPrinter struct{}
+// then a summary line. By default it shows errors and warnings only, and
+// one line that counts what it does not show: what was skipped as not
+// keyhole's business, and the other info. Verbose shows every diagnostic,
+// the suppressed ones marked so.
+type textPrinter struct{ verbose bool }
 
-func (textPrinter) Print(w io.Writer, ds List, sum Summary, _ map[string]Rule) error {
+func (p textPrinter) Print(w io.Writer, ds List, sum Summary, _ map[string]Rule) error {
 	ew := &errWriter{w: w}
 	for _, d := range sorted(ds) {
-		if d.Suppressed != "" {
-			continue
+		switch {
+		case p.verbose && d.Suppressed != "":
+			ew.printf("%s (suppressed by %s)\n", textLine(d), d.Suppressed)
+		case d.Suppressed != "":
+		case p.verbose || d.Severity > Info:
+			ew.printf("%s\n", textLine(d))
 		}
-		ew.printf("%s\n", textLine(d))
+	}
+	if line := skippedLine(ds, sum, p.verbose); line != "" {
+		ew.printf("%s\n", line)
 	}
 	ew.printf("%s\n", SummaryLine(ds, sum))
 	return ew.err
+}
+
+// skippedLine counts what was skipped, and says how to see what the
+// default output leaves out: "412 objects of 37 other kinds and 3 files
+// skipped, 2 info not shown (-v lists them)". It is empty when there is
+// nothing to count.
+func skippedLine(ds List, sum Summary, verbose bool) string {
+	var parts []string
+	sk := sum.Skipped
+	if sk.Objects > 0 {
+		parts = append(parts, fmt.Sprintf("%s of %s", plural(sk.Objects, "object"), pluralOther(sk.Kinds)))
+	}
+	if sk.Files > 0 {
+		parts = append(parts, plural(sk.Files, "file"))
+	}
+	line := ""
+	if len(parts) > 0 {
+		line = strings.Join(parts, " and ") + " skipped"
+	}
+	if verbose {
+		return line
+	}
+	if more := ds.Count(Info) - sk.Notes; more > 0 {
+		if line != "" {
+			line += ", "
+		}
+		line += fmt.Sprintf("%d info not shown", more)
+	}
+	if line != "" {
+		line += " (-v lists them)"
+	}
+	return line
+}
+
+func pluralOther(n int) string {
+	if n == 1 {
+		return "1 other kind"
+	}
+	return fmt.Sprintf("%d other kinds", n)
 }
 
 // textLine renders one diagnostic. A diagnostic without a file has no

@@ -63,6 +63,10 @@ type Side struct {
 	// DefaultNamespace names the namespace of a sandbox whose plan names
 	// none, as the render did (render.Options.DefaultNamespace).
 	DefaultNamespace string
+	// Unit names the deploy unit rendered, when the repository has
+	// several and each is compared on its own (see Merge); empty
+	// otherwise.
+	Unit string
 }
 
 // Result is the comparison of two sides.
@@ -207,7 +211,32 @@ func Compare(base, head Side) Result {
 	})
 	res.Kinds = kindCounts(res.Resources)
 	res.Sandboxes = comparePolicies(base, head)
+	for i := range res.Sandboxes {
+		res.Sandboxes[i].Unit = cmp.Or(head.Unit, base.Unit)
+	}
 	return res
+}
+
+// Merge joins the comparisons of several deploy units, each made by
+// Compare on its own (the same object in two units is not one resource),
+// into one report: the refs of the first, every resource and sandbox
+// change, and the counts per kind of them all. Resource paths are the
+// callers' to make distinct (render writes each unit to a directory of
+// its own).
+func Merge(rs ...Result) Result {
+	var out Result
+	if len(rs) > 0 {
+		out.Base, out.Head = rs[0].Base, rs[0].Head
+	}
+	for _, r := range rs {
+		out.Resources = append(out.Resources, r.Resources...)
+		out.Sandboxes = append(out.Sandboxes, r.Sandboxes...)
+	}
+	slices.SortFunc(out.Resources, func(x, y Resource) int {
+		return cmp.Or(strings.Compare(x.Path(), y.Path()), strings.Compare(x.ID(), y.ID()), strings.Compare(x.APIVersion, y.APIVersion))
+	})
+	out.Kinds = kindCounts(out.Resources)
+	return out
 }
 
 func kindCounts(rs []Resource) []KindCount {

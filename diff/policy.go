@@ -17,6 +17,9 @@ import (
 // It names hosts, Secrets, keys, header templates and variable names,
 // never a value.
 type SandboxChange struct {
+	// Unit is the deploy unit the sandbox is in, when the repository has
+	// several (Side.Unit).
+	Unit      string `json:"unit,omitempty"`
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	Change    Change `json:"change"`
@@ -55,12 +58,16 @@ type HostChange struct {
 // AnyRequest stands for a host without rules: every request is forwarded.
 const AnyRequest = "any method, any path (no rules)"
 
-// ID is namespace/name.
+// ID is namespace/name, and the deploy unit when there is one.
 func (s SandboxChange) ID() string {
-	if s.Namespace == "" {
-		return s.Name
+	id := s.Name
+	if s.Namespace != "" {
+		id = s.Namespace + "/" + s.Name
 	}
-	return s.Namespace + "/" + s.Name
+	if s.Unit != "" {
+		id += " (unit " + s.Unit + ")"
+	}
+	return id
 }
 
 // unionKeys returns the keys of a and b, sorted, each once.

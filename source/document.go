@@ -36,12 +36,27 @@ type Document struct {
 	Node *yaml.Node
 	// Pos is where the document's root mapping starts.
 	Pos diag.Pos
+	// Unit names the deploy unit the document belongs to (see
+	// docs/inputs.md): the directory of the kustomization root that built
+	// it, as reported ("apps/production"), or LooseUnit for a file read on
+	// its own.
+	Unit string
+	// Walked is true when the document was found by walking a directory
+	// (directly, or through a kustomization the walk found) rather than
+	// named: the scope rule then applies to it, and to what it declares
+	// (docs/inputs.md).
+	Walked bool
 
 	// where places the nodes of a document kustomize built whose values
 	// were not written at their own line and column of File (see Where);
 	// nil for a document read as it is.
 	where map[*yaml.Node]placed
 }
+
+// LooseUnit is the Unit of the documents read from files outside any
+// kustomization: all of them, whatever path named them, are one deploy
+// unit.
+const LooseUnit = ""
 
 // AgentKind is the Kind that Object reports for an agent.yaml file, which
 // carries no apiVersion or kind of its own.

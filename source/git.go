@@ -117,8 +117,8 @@ type Tree struct {
 	commit plumbing.Hash
 	top    *object.Tree
 	trees  map[plumbing.Hash]*object.Tree
-	kfs    filesys.FileSystem
-	kerr   error
+	// blobsRead counts the blobs read, for tests of what a build costs.
+	blobsRead int
 }
 
 // Commit is the full hash of the commit.
@@ -223,6 +223,7 @@ func (t *Tree) walkTo(rel string, follow bool) (n node, link string, err error) 
 }
 
 func (t *Tree) blobBytes(h plumbing.Hash) ([]byte, error) {
+	t.blobsRead++
 	b, err := object.GetBlob(t.repo.Storer, h)
 	if err != nil {
 		return nil, err
@@ -356,64 +357,9 @@ func (t *Tree) ReadFile(name string) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
-// kustomize returns the commit's files as kustomize's in-memory
-// filesystem, at the same absolute paths, built on first use. Symbolic
-// links become copies of what they lead to; a file over the loader's
-// default size limit is written empty, since the loader refuses it by its
-// real size (metadataFS) before kustomize reads it.
-func (t *Tree) kustomize() (filesys.FileSystem, error) {
-	if t.kfs == nil && t.kerr == nil {
-		mem := filesys.MakeFsInMemory()
-		if t.kerr = t.copyInto(mem, ".", 0); t.kerr == nil {
-			t.kfs = mem
-		}
-	}
-	if t.kerr != nil {
-		return nil, fmt.Errorf("reading commit %s: %w", t.commit, t.kerr)
-	}
-	return t.kfs, nil
-}
-
-func (t *Tree) copyInto(mem filesys.FileSystem, rel string, depth int) error {
-	dir := filepath.Join(t.root, filepath.FromSlash(rel))
-	if err := mem.MkdirAll(dir); err != nil {
-		return err
-	}
-	if depth > 64 {
-		return nil // symbolic links to directories may nest without end
-	}
-	entries, err := t.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		child := path.Join(rel, e.Name())
-		full := filepath.Join(dir, e.Name())
-		fi, err := t.Stat(full)
-		if err != nil {
-			continue // a broken link: absent, as kustomize would find it on disk
-		}
-		if fi.IsDir() {
-			if e.Type()&fs.ModeSymlink != 0 {
-				continue // not followed, as the loader's walk does not
-			}
-			if err := t.copyInto(mem, child, depth+1); err != nil {
-				return err
-			}
-			continue
-		}
-		var data []byte
-		if fi.Size() <= DefaultMaxFileSize {
-			if data, err = t.ReadFile(full); err != nil {
-				return err
-			}
-		}
-		if err := mem.WriteFile(full, data); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// kustomize returns the commit's files as kustomize's filesystem (see
+// treeFS): nothing is copied, and a build reads only the blobs it opens.
+func (t *Tree) kustomize() (filesys.FileSystem, error) { return treeFS{t}, nil }
 
 // treeInfo is the fs.FileInfo of a tree entry. Commits keep no times per
 // file, so ModTime is the zero time.
@@ -443,6 +389,7 @@ func (f *treeFile) Stat() (fs.FileInfo, error) { return f.fi, nil }
 
 func (f *treeFile) Read(p []byte) (int, error) {
 	if f.r == nil {
+		f.t.blobsRead++
 		b, err := object.GetBlob(f.t.repo.Storer, f.hash)
 		if err != nil {
 			return 0, pathErr("read", f.name, err)

@@ -2,6 +2,7 @@ package source
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -125,6 +126,20 @@ func TestTreeLoadsAsDisk(t *testing.T) {
 			"d/broken.yaml": "nowhere.yaml",
 		},
 		paths: []string{"d"},
+	}
+	cases["kustomize: any file name git allows, a linked base, a failing build"] = tc{
+		files: map[string]string{
+			"notes (draft).md":                   "# not an input\n",
+			"base/kustomization.yaml":            "resources:\n  - connection (draft).yaml\n  - klasse-ü.yaml\n",
+			"base/connection (draft).yaml":       "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: draft}\n",
+			"base/klasse-ü.yaml":                 "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: SandboxClass\nmetadata: {name: ü}\nspec: {image: a}\n",
+			"overlays/prod/kustomization.yaml":   "resources: [../../linked]\nnamePrefix: prod-\n",
+			"overlays/broken/kustomization.yaml": "resources:\n  - ../../base\n  - gone (too).yaml\n",
+			"helm/chart/Chart.yaml":              "apiVersion: v2\nname: c\n",
+			"helm/chart/templates/t.yaml":        "a: {{ .Values.a }}\n",
+		},
+		links: map[string]string{"linked": "base"},
+		paths: []string{"overlays", "helm", "notes (draft).md"},
 	}
 	cases["a missing path and a path outside the repository"] = tc{
 		files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"},
@@ -364,5 +379,35 @@ func BenchmarkLoadTree(b *testing.B) {
 			}
 			b.ReportMetric(float64(docs), "docs")
 		})
+	}
+}
+
+// TestTreeBuildReadsOnlyWhatItOpens: a kustomize build of a commit reads
+// the blobs of the files it opens, not the whole commit.
+func TestTreeBuildReadsOnlyWhatItOpens(t *testing.T) {
+	dir, r := gitRepo(t)
+	files := map[string]string{
+		"app/kustomization.yaml": "resources: [class.yaml]\n",
+		"app/class.yaml":         "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: SandboxClass\nmetadata: {name: c}\nspec: {image: a}\n",
+	}
+	for i := range 300 {
+		files[fmt.Sprintf("vendor/d%d/f%d.yaml", i%7, i)] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"
+	}
+	writeFiles(t, dir, files)
+	commitAll(t, r, "files")
+	repo, err := OpenRepo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := repo.Tree("HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, ds, err := Load([]string{"app"}, Options{Dir: dir, Tree: tree})
+	if err != nil || len(ds) > 0 || len(docs) != 1 {
+		t.Fatalf("Load: %d docs, %v, %v", len(docs), ds, err)
+	}
+	if tree.blobsRead > 10 {
+		t.Errorf("the build read %d blobs of a commit of %d files; it should read only the few it opens", tree.blobsRead, len(files))
 	}
 }

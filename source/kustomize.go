@@ -6,7 +6,10 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
+	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -113,12 +116,22 @@ func (d *Document) At(line, col int, fieldPath string) (diag.Pos, string) {
 	return diag.Pos{File: d.File, Line: line, Column: col}, ""
 }
 
+// kustomizeGroup is the API group of kustomize's Kustomization and
+// Component (types.KustomizationVersion, types.ComponentVersion).
+const kustomizeGroup = "kustomize.config.k8s.io/"
+
 // kustomizationFile returns the kustomization file of dir (absolute), or
-// "" when dir holds none. The names are kustomize's own.
+// "" when dir holds none. The names are kustomize's own. A file of such a
+// name whose apiVersion is another API's is not a kustomization: a Flux
+// Kustomization (kustomize.toolkit.fluxcd.io) saved as kustomization.yaml
+// is an object like any other, and its directory is walked.
 func kustomizationFile(fsys fileSystem, dir string) string {
 	for _, name := range konfig.RecognizedKustomizationFileNames() {
 		p := filepath.Join(dir, name)
 		if fi, err := fsys.Stat(p); err == nil && fi.Mode().IsRegular() {
+			if v := stringField(kustomizationNode(fsys, p), "apiVersion"); v != "" && !strings.HasPrefix(v, kustomizeGroup) {
+				return ""
+			}
 			return p
 		}
 	}
@@ -332,16 +345,39 @@ func runKustomize(fsys fileSystem, dir string, maxSize int64, allowRemote bool) 
 //
 // named is the directory as the user named it (or as a walk found it), for
 // the paths reported.
-func (l *loader) buildKustomization(named, dir string) {
+//
+// walked says a walk found the kustomization: then, when it cannot be
+// built and none of its local files names keyhole's kinds, it is some
+// other tool's business, and one InputSkipped note says so instead of an
+// error (docs/inputs.md).
+//
+// Its documents, and its diagnostics, belong to the deploy unit named
+// after the directory.
+func (l *loader) buildKustomization(named, dir string, walked bool) {
 	if l.seen[dir] {
 		return
 	}
 	l.seen[dir] = true
+	unit := l.display(named, dir)
+	d0, docs0 := len(l.diags), len(l.docs)
+	defer func() {
+		for i := d0; i < len(l.diags); i++ {
+			l.diags[i].Units = []string{unit}
+		}
+		for i := docs0; i < len(l.docs); i++ {
+			l.docs[i].Unit, l.docs[i].Walked = unit, walked
+		}
+	}()
 	b := &build{l: l, named: named, root: dir, files: map[string]*parsedFile{}, kusts: map[string]*kustPatches{}}
 	b.kfile = kustomizationFile(l.fsys, dir)
 	b.kname = b.display(b.kfile)
 	kname := b.kname
 	m, read, err := runKustomize(l.fsys, dir, l.opts.MaxFileSize, l.opts.AllowRemoteBases)
+	if err != nil && walked && !l.kustomizationNamesKeyhole(dir) {
+		l.diags = append(l.diags[:d0], skipped(diag.Pos{File: kname, Line: 1, Column: 1},
+			"kustomization not built: none of its files names keyhole's kinds, and kustomize cannot build it here ("+firstClause(b.scrub(redact(err.Error(), read)))+"); skipped (name it explicitly to check it)"))
+		return
+	}
 	if refused, ok := err.(*remoteRefused); ok {
 		l.diags = append(l.diags, diag.Diagnostic{
 			Code:     CodeKustomizeRemoteBase,
@@ -352,7 +388,7 @@ func (l *loader) buildKustomization(named, dir string) {
 		return
 	}
 	if err != nil {
-		l.diags = append(l.diags, b.buildFailed(redact(err.Error(), read)))
+		l.diags = append(l.diags, b.buildFailed(redact(err.Error(), read), read))
 		return
 	}
 	for _, r := range m.Resources() {
@@ -370,23 +406,204 @@ func (l *loader) buildKustomization(named, dir string) {
 	}
 }
 
-// buildFailed turns a kustomize error into a diagnostic at the
-// kustomization file: at the entry the error quotes when there is one
-// (a missing resource, a bad patch path), else at its first line.
-func (b *build) buildFailed(errMsg string) diag.Diagnostic {
+// buildFailed turns a kustomize error into a diagnostic. When kustomize
+// failed on a YAML syntax error in a file it read, the loader's own
+// diagnostic for that file says where, exactly (see yamlFailure);
+// otherwise it is a KustomizeBuildFailed at the kustomization entry the
+// error is about (see failurePos).
+func (b *build) buildFailed(errMsg string, read map[string][]byte) diag.Diagnostic {
 	msg := b.scrub(errMsg)
-	pos := diag.Pos{File: b.kname, Line: 1, Column: 1}
-	if root := kustomizationNode(b.l.fsys, b.kfile); root != nil {
-		if n := quotedIn(root, msg); n != nil {
-			pos.Line, pos.Column = n.Line, n.Column
-		}
+	if d, ok := b.yamlFailure(msg, read); ok {
+		return d
 	}
 	return diag.Diagnostic{
 		Code:     CodeKustomizeBuildFailed,
 		Severity: diag.Error,
-		Pos:      pos,
+		Pos:      b.failurePos(msg, read),
 		Message:  fmt.Sprintf("kustomize cannot build %s: %s", b.display(b.root), msg),
 	}
+}
+
+// malformedYAML is how kustomize reports a resource that is not YAML:
+// "MalformedYAMLError: yaml: line 6: ... in File: r.yaml".
+var malformedYAML = regexp.MustCompile(`MalformedYAMLError: yaml: line (\d+): .*? in File: (\S+)`)
+
+// yamlFailure finds the file a MalformedYAMLError is about among the files
+// kustomize read, and returns the loader's YAMLInvalid for it, which has
+// its exact line.
+func (b *build) yamlFailure(msg string, read map[string][]byte) (diag.Diagnostic, bool) {
+	m := malformedYAML.FindStringSubmatch(msg)
+	if m == nil {
+		return diag.Diagnostic{}, false
+	}
+	line, _ := strconv.Atoi(m[1])
+	for _, abs := range slices.Sorted(maps.Keys(read)) {
+		if filepath.Base(abs) != filepath.Base(filepath.FromSlash(strings.TrimRight(m[2], `'":;,)`))) || isKustomizationName(filepath.Base(abs)) {
+			continue
+		}
+		name := b.display(abs)
+		_, ds := Parse(name, read[abs])
+		for _, d := range ds {
+			if d.Severity == diag.Error && d.Code == CodeYAMLInvalid && d.Pos.Line == line {
+				return d, true
+			}
+		}
+	}
+	return diag.Diagnostic{}, false
+}
+
+// failurePos finds where a kustomize error points: in the kustomization
+// the error is about (the innermost base it names, else the root), the
+// entry it quotes (a missing resource, patch, component or generator
+// file), the field it could not decode, or the patch that matched
+// nothing; else the kustomization's first line.
+func (b *build) failurePos(msg string, read map[string][]byte) diag.Pos {
+	// scrub writes a directory above the one built as ./dir; entries are
+	// matched as the user would type them.
+	msg = strings.NewReplacer("'./", "'", `"./`, `"`, " ./", " ", "(./", "(", "[./", "[").Replace(msg)
+	kfiles := []string{b.kfile}
+	for _, abs := range slices.Sorted(maps.Keys(read)) {
+		if isKustomizationName(filepath.Base(abs)) && abs != b.kfile {
+			kfiles = append(kfiles, abs)
+		}
+	}
+	// The base a nested failure is in is named last.
+	at := func(kfile string) int { return strings.LastIndex(msg, "'"+b.display(filepath.Dir(kfile))+"'") }
+	slices.SortStableFunc(kfiles, func(x, y string) int { return at(y) - at(x) })
+	for _, kf := range kfiles {
+		name := b.display(kf)
+		if m := yamlLine.FindStringSubmatch(msg); m != nil && kf == b.kfile {
+			line, _ := strconv.Atoi(m[1])
+			return diag.Pos{File: name, Line: line, Column: 1}
+		}
+		root := kustomizationNode(b.l.fsys, kf)
+		if root == nil {
+			continue
+		}
+		if n := b.quotedEntry(root, filepath.Dir(kf), msg); n != nil {
+			return diag.Pos{File: name, Line: n.Line, Column: n.Column}
+		}
+		if n := badField(root, msg); n != nil {
+			return diag.Pos{File: name, Line: n.Line, Column: n.Column}
+		}
+		if p, ok := b.unmatchedPatch(root, filepath.Dir(kf), msg); ok {
+			return p
+		}
+	}
+	return diag.Pos{File: b.kname, Line: 1, Column: 1}
+}
+
+// yamlLine is a YAML syntax error in a kustomization itself.
+var yamlLine = regexp.MustCompile(`invalid Kustomization: yaml: line (\d+):`)
+
+// quotedEntry returns the first scalar of the kustomization root (in dir)
+// whose value, or the path it names as the user would type it, the
+// message quotes; failing that, one whose last path element ends a
+// quoted path in the message.
+func (b *build) quotedEntry(root *yaml.Node, dir, msg string) *yaml.Node {
+	quotes := func(c string) bool {
+		return strings.Contains(msg, "'"+c+"'") || strings.Contains(msg, `"`+c+`"`) ||
+			strings.Contains(msg, "("+c+")") || strings.Contains(msg, "["+c+"]")
+	}
+	var exact, byBase *yaml.Node
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if exact != nil {
+			return
+		}
+		if n.Kind == yaml.ScalarNode && len(n.Value) > 1 && !strings.Contains(n.Value, "\n") {
+			shown := b.display(filepath.Join(dir, filepath.FromSlash(n.Value)))
+			if quotes(n.Value) || quotes(shown) {
+				exact = n
+				return
+			}
+			base := path.Base(n.Value)
+			if byBase == nil && base != "." && base != ".." && base != "/" &&
+				(strings.Contains(msg, "/"+base+"'") || strings.Contains(msg, "/"+base+`"`)) {
+				byBase = n
+			}
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(root)
+	if exact != nil {
+		return exact
+	}
+	return byBase
+}
+
+// structField is how a kustomization field of the wrong type is reported.
+var structField = regexp.MustCompile(`Go struct field Kustomization\.(\w+)`)
+
+// badField returns the field of the kustomization that kustomize could not
+// decode: its first entry when it is a list, else its value.
+func badField(root *yaml.Node, msg string) *yaml.Node {
+	m := structField.FindStringSubmatch(msg)
+	if m == nil {
+		return nil
+	}
+	v, k := lookupKey(root, m[1])
+	if v == nil {
+		return nil
+	}
+	// A list where a string belongs is wrong as a whole; a string where
+	// an object belongs is wrong in the entry that holds it.
+	if v.Kind == yaml.SequenceNode && len(v.Content) > 0 && !strings.Contains(msg, "unmarshal array") {
+		for _, e := range v.Content {
+			if e.Kind == yaml.ScalarNode {
+				return e // the string where an object belongs, as in a legacy patches entry
+			}
+		}
+		return v.Content[0]
+	}
+	return k
+}
+
+// noMatch is how kustomize reports a strategic-merge patch that matches
+// no object: "no matches for Id Kind.version.group/name.[namespace]".
+var noMatch = regexp.MustCompile(`no matches for Id ([A-Za-z0-9]+)\.[^/\s]*/([^.\s]+(?:\.[^.\s\[]+)*)\.`)
+
+// unmatchedPatch finds, among the patch files the kustomization root (in
+// dir) names, the document a "no matches for Id" error is about, and
+// returns the position of its name.
+func (b *build) unmatchedPatch(root *yaml.Node, dir, msg string) (diag.Pos, bool) {
+	m := noMatch.FindStringSubmatch(msg)
+	if m == nil {
+		return diag.Pos{}, false
+	}
+	kind, name := m[1], m[2]
+	var files []string
+	if seq := Lookup(root, "patchesStrategicMerge"); seq != nil && seq.Kind == yaml.SequenceNode {
+		for _, e := range seq.Content {
+			if e.Kind == yaml.ScalarNode {
+				files = append(files, e.Value)
+			}
+		}
+	}
+	if seq := Lookup(root, "patches"); seq != nil && seq.Kind == yaml.SequenceNode {
+		for _, e := range seq.Content {
+			if p := stringField(e, "path"); p != "" {
+				files = append(files, p)
+			}
+		}
+	}
+	for _, f := range files {
+		abs := filepath.Join(dir, filepath.FromSlash(f))
+		data, err := b.l.fsys.ReadFile(abs)
+		if err != nil || int64(len(data)) > b.l.opts.MaxFileSize {
+			continue
+		}
+		docs, _ := Parse(b.display(abs), data)
+		for _, d := range docs {
+			md := Lookup(d.Node, "metadata")
+			if n := Lookup(md, "name"); n != nil && stringField(d.Node, "kind") == kind && n.Value == name {
+				return diag.Pos{File: d.File, Line: n.Line, Column: n.Column}, true
+			}
+		}
+	}
+	return diag.Pos{}, false
 }
 
 // scrub makes a kustomize error readable and the same on every machine:
@@ -414,21 +631,6 @@ func (b *build) scrub(msg string) string {
 
 // display is the path reported for abs, a file of this build.
 func (b *build) display(abs string) string { return b.l.under(b.named, b.root, abs) }
-
-// quotedIn returns the first scalar of n, in document order, whose value
-// the message quotes.
-func quotedIn(n *yaml.Node, msg string) *yaml.Node {
-	if n.Kind == yaml.ScalarNode && len(n.Value) > 1 &&
-		(strings.Contains(msg, "'"+n.Value+"'") || strings.Contains(msg, `"`+n.Value+`"`) || strings.Contains(msg, "("+n.Value+")")) {
-		return n
-	}
-	for _, c := range n.Content {
-		if f := quotedIn(c, msg); f != nil {
-			return f
-		}
-	}
-	return nil
-}
 
 // build is the state of one kustomize build's mapping back to files.
 type build struct {

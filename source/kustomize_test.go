@@ -2,6 +2,7 @@ package source
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"fmt"
 	"os"
@@ -230,6 +231,7 @@ func TestKustomizeBuildFailed(t *testing.T) {
 		files map[string]string
 		want  string // position of the diagnostic
 		msg   string // a part of its message
+		code  string // KustomizeBuildFailed when empty
 	}{
 		"missing resource points at its entry": {
 			files: map[string]string{"k/kustomization.yaml": "resources:\n  - there.yaml\n  - missing.yaml\n", "k/there.yaml": resource},
@@ -250,6 +252,69 @@ func TestKustomizeBuildFailed(t *testing.T) {
 			files: map[string]string{"k/kustomization.yaml": "resources: [\n"},
 			want:  "k/kustomization.yaml:1:1",
 			msg:   "invalid Kustomization",
+		},
+		"invalid YAML on a later line": {
+			files: map[string]string{"k/kustomization.yaml": "resources:\n  - r.yaml\nnamespace: [\n", "k/r.yaml": resource},
+			want:  "k/kustomization.yaml:3:1",
+			msg:   "line 3",
+		},
+		"missing configurations entry": {
+			files: map[string]string{"k/kustomization.yaml": "resources: [r.yaml]\nconfigurations:\n  - kustomizeconfig.yaml\n", "k/r.yaml": resource},
+			want:  "k/kustomization.yaml:3:5",
+			msg:   "kustomizeconfig.yaml",
+		},
+		"missing generator file": {
+			files: map[string]string{"k/kustomization.yaml": "configMapGenerator:\n  - name: c\n    files: [missing.txt]\n"},
+			want:  "k/kustomization.yaml:3:13",
+			msg:   "missing.txt",
+		},
+		"missing component": {
+			files: map[string]string{"k/kustomization.yaml": "resources: [r.yaml]\ncomponents: [../nocomp]\n", "k/r.yaml": resource},
+			want:  "k/kustomization.yaml:2:14",
+			msg:   "nocomp",
+		},
+		"legacy string patches entry": {
+			files: map[string]string{"k/kustomization.yaml": "resources: [r.yaml]\npatches:\n  - patch.yaml\n", "k/r.yaml": resource},
+			want:  "k/kustomization.yaml:3:5",
+			msg:   "Kustomization.patches",
+		},
+		"a list where a string belongs": {
+			files: map[string]string{"k/kustomization.yaml": "resources: [r.yaml]\nnamePrefix: [a]\n", "k/r.yaml": resource},
+			want:  "k/kustomization.yaml:2:1",
+			msg:   "Kustomization.namePrefix",
+		},
+		"duplicate object": {
+			files: map[string]string{"k/kustomization.yaml": "resources: [r.yaml, r2.yaml]\n", "k/r.yaml": resource, "k/r2.yaml": resource},
+			want:  "k/kustomization.yaml:1:21",
+			msg:   "already registered id",
+		},
+		"strategic-merge patch matching nothing points at its name": {
+			files: map[string]string{
+				"k/kustomization.yaml": "resources: [r.yaml]\npatches:\n  - path: p.yaml\n",
+				"k/r.yaml":             resource,
+				"k/p.yaml":             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y\ndata: {a: b}\n",
+			},
+			want: "k/p.yaml:4:9",
+			msg:  "ConfigMap.v1.[noGrp]/y",
+		},
+		"malformed resource in a base points at its line": {
+			files: map[string]string{
+				"k/kustomization.yaml":    "resources: [../base]\n",
+				"base/kustomization.yaml": "resources: [r.yaml]\n",
+				"base/r.yaml":             resource + "data:\n  a: [\n",
+			},
+			want: "base/r.yaml:5:1",
+			msg:  "invalid YAML",
+			code: CodeYAMLInvalid,
+		},
+		"missing resource in a base points at the base's entry": {
+			files: map[string]string{
+				"k/kustomization.yaml":    "resources: [../base]\n",
+				"base/kustomization.yaml": "resources:\n  - r.yaml\n  - gone.yaml\n",
+				"base/r.yaml":             resource,
+			},
+			want: "base/kustomization.yaml:3:5",
+			msg:  "gone.yaml",
 		},
 		"binary": {
 			files: map[string]string{"k/kustomization.yaml": "resources: []\n\x00\x01\x02"},
@@ -288,8 +353,9 @@ func TestKustomizeBuildFailed(t *testing.T) {
 			if len(docs) != 0 {
 				t.Errorf("a failed build returned documents: %q", docIDs(docs))
 			}
-			if len(ds) != 1 || ds[0].Code != CodeKustomizeBuildFailed || ds[0].Severity != diag.Error {
-				t.Fatalf("want one KustomizeBuildFailed error, got:\n%v", ds)
+			code := cmp.Or(tc.code, CodeKustomizeBuildFailed)
+			if len(ds) != 1 || ds[0].Code != code || ds[0].Severity != diag.Error {
+				t.Fatalf("want one %s error, got:\n%v", code, ds)
 			}
 			d := ds[0]
 			if d.Pos.String() != tc.want || !strings.Contains(d.Message, tc.msg) {

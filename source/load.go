@@ -49,6 +49,11 @@ type Options struct {
 	// KustomizeRemoteBase error points at the entry, and nothing is
 	// fetched.
 	AllowRemoteBases bool
+	// Exclude lists patterns, in .gitignore's syntax and relative to
+	// Dir, of paths a walk does not read (the keyhole.yaml Config's
+	// exclude and include add theirs; see docs/inputs.md). A path named
+	// explicitly is read whatever they say.
+	Exclude []string
 }
 
 // Load reads every path in order: a file, a directory, or "-" for
@@ -78,6 +83,7 @@ func Load(paths []string, opts Options) ([]Document, diag.List, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	l.readConfigs(paths)
 	for _, p := range paths {
 		if p == "-" {
 			l.readStdin()
@@ -97,6 +103,8 @@ type loader struct {
 	docs  []Document
 	diags diag.List
 	errs  []error
+	// paths filters what walks read (--exclude, keyhole.yaml).
+	paths pathFilter
 }
 
 func newLoader(opts Options) (*loader, error) {
@@ -119,7 +127,9 @@ func newLoader(opts Options) (*loader, error) {
 	if opts.Tree != nil {
 		fsys = opts.Tree
 	}
-	return &loader{opts: opts, fsys: fsys, dir: abs, seen: map[string]bool{}}, nil
+	l := &loader{opts: opts, fsys: fsys, dir: abs, seen: map[string]bool{}}
+	l.paths.exclude = parsePatterns(opts.Exclude, abs)
+	return l, nil
 }
 
 // fileSystem is what the loader reads from, by absolute OS path: the disk
@@ -195,9 +205,9 @@ func (l *loader) loadPath(p string) {
 		l.unreadable(l.display(p, abs), err)
 		return
 	}
-	if !fi.IsDir() && isKustomizationName(filepath.Base(abs)) {
+	if !fi.IsDir() && isKustomizationName(filepath.Base(abs)) && kustomizationFile(l.fsys, filepath.Dir(abs)) == abs {
 		// A kustomization names a build, not objects: build its directory.
-		l.buildKustomization(filepath.Dir(p), filepath.Dir(abs))
+		l.buildKustomization(filepath.Dir(p), filepath.Dir(abs), false)
 		return
 	}
 	if !fi.IsDir() {
@@ -205,18 +215,36 @@ func (l *loader) loadPath(p string) {
 		return
 	}
 	if kustomizationFile(l.fsys, abs) != "" {
-		l.buildKustomization(p, abs)
+		l.buildKustomization(p, abs, false)
 		return
 	}
-	files, errs := walk(l.fsys, abs)
-	for _, f := range kustomizeRoots(l.fsys, files) {
-		if kustomizationFile(l.fsys, f) != "" {
-			l.buildKustomization(l.under(p, abs, f), f)
-		} else {
+	if chart := helmChartFile(l.fsys, abs); chart != "" {
+		l.diags = append(l.diags, diag.Diagnostic{
+			Code:     CodeInputInvalid,
+			Severity: diag.Error,
+			Pos:      diag.Pos{File: l.display(filepath.Join(p, filepath.Base(chart)), chart), Line: 1, Column: 1},
+			Message:  "this directory is a Helm chart: keyhole does not render Helm templates, so it cannot check them; check what the chart deploys with helm template ... | keyhole check -",
+		})
+		return
+	}
+	w := walk(l.fsys, abs, &l.paths)
+	for _, f := range kustomizeRoots(l.fsys, w.files) {
+		switch k := kustomizationFile(l.fsys, f); {
+		case k != "" && !l.kustomizationMatters(f):
+			// Nothing in it is keyhole's business: said once, not built.
+			l.diags = append(l.diags, skipped(diag.Pos{File: l.under(p, abs, k), Line: 1, Column: 1},
+				"kustomization not built: none of its files names keyhole's kinds or declares a Secret; skipped (name it explicitly to check it)"))
+		case k != "":
+			l.buildKustomization(l.under(p, abs, f), f, true)
+		default:
 			l.readFile(f, l.under(p, abs, f), true)
 		}
 	}
-	for _, e := range errs {
+	for _, c := range w.charts {
+		l.diags = append(l.diags, skipped(diag.Pos{File: l.under(p, abs, c), Line: 1, Column: 1},
+			"Helm chart: keyhole does not render Helm templates, so the chart's directory is skipped as a whole (to check what it deploys: helm template ... | keyhole check -)"))
+	}
+	for _, e := range w.errs {
 		l.unreadable(l.under(p, abs, e.path), e.err)
 	}
 }
@@ -252,7 +280,7 @@ func (l *loader) readFile(abs, name string, walked bool) {
 		return
 	}
 	if fi.Mode().IsRegular() && fi.Size() > l.opts.MaxFileSize {
-		l.tooLarge(name, fmt.Sprintf("%d bytes", fi.Size()))
+		l.tooLarge(name, fmt.Sprintf("%d bytes", fi.Size()), walked)
 		return
 	}
 	l.readFrom(name, f, fi.Size(), walked)
@@ -272,21 +300,29 @@ func (l *loader) readFrom(name string, r io.Reader, sizeHint int64, walked bool)
 		return
 	}
 	if int64(len(data)) > l.opts.MaxFileSize {
-		l.tooLarge(name, "more than that")
+		l.tooLarge(name, "more than that", walked)
 		return
 	}
 	docs, ds := parse(name, data, walked)
+	for i := range docs {
+		docs[i].Unit, docs[i].Walked = LooseUnit, walked
+	}
 	l.docs = append(l.docs, docs...)
 	l.diags = append(l.diags, ds...)
 }
 
-func (l *loader) tooLarge(name, size string) {
-	l.diags = append(l.diags, diag.Diagnostic{
+func (l *loader) tooLarge(name, size string, walked bool) {
+	d := diag.Diagnostic{
 		Code:     CodeInputInvalid,
 		Severity: diag.Error,
 		Pos:      diag.Pos{File: name, Line: 1, Column: 1},
 		Message:  fmt.Sprintf("file too large: %s, over the limit of %d bytes; keyhole reads configuration, not data dumps: split the file or exclude it", size, l.opts.MaxFileSize),
-	})
+	}
+	_, ds := skipUnreadable(name, nil, nil, diag.List{d})
+	if !walked {
+		ds = diag.List{d}
+	}
+	l.diags = append(l.diags, ds...)
 }
 
 // inputExt reports whether a file found by walking a directory is an
@@ -312,12 +348,25 @@ type walkErr struct {
 	err  error
 }
 
-// walk lists the input files under root (absolute), sorted by their
-// slash-separated paths, with the paths it could not read.
-func walk(fsys fileSystem, root string) ([]string, []walkErr) {
+// walked is what a walk found.
+type walked struct {
+	// files are the input files and kustomize directories, sorted by
+	// their slash-separated paths.
+	files []string
+	// charts are the Chart.yaml files of the Helm charts skipped, sorted.
+	charts []string
+	// errs are the paths that could not be read.
+	errs []walkErr
+}
+
+// walk lists the input files under root (absolute), with the Helm charts
+// it skipped and the paths it could not read. filter, when set, says
+// which paths it may read.
+func walk(fsys fileSystem, root string, filter *pathFilter) walked {
 	var (
-		files []string
-		errs  []walkErr
+		files  []string
+		charts []string
+		errs   []walkErr
 	)
 	base, inherited := enclosingIgnores(fsys, root)
 	var visit func(dir string, patterns []gitignore.Pattern)
@@ -355,23 +404,48 @@ func walk(fsys fileSystem, root string) ([]string, []walkErr) {
 				}
 				regular = fi.Mode().IsRegular()
 			}
+			if filter.excluded(full, isDir) {
+				continue
+			}
 			switch {
 			case isDir && kustomizationFile(fsys, full) != "":
-				files = append(files, full) // built, not walked: see kustomize.go
+				if filter.included(full, true) {
+					files = append(files, full) // built, not walked: see kustomize.go
+				}
+			case isDir && helmChartFile(fsys, full) != "":
+				// Templates are not YAML until helm renders them: the
+				// chart is skipped whole, and said once.
+				if filter.included(full, true) {
+					charts = append(charts, helmChartFile(fsys, full))
+				}
 			case isDir:
 				visit(full, patterns)
 			case regular && inputExt(name):
 				// Only regular files: opening a FIFO found by a walk
 				// would block until someone writes to it.
-				files = append(files, full)
+				if filter.included(full, false) {
+					files = append(files, full)
+				}
 			}
 		}
 	}
 	visit(root, inherited)
-	slices.SortFunc(files, func(a, b string) int {
+	bySlash := func(a, b string) int {
 		return strings.Compare(filepath.ToSlash(a), filepath.ToSlash(b))
-	})
-	return files, errs
+	}
+	slices.SortFunc(files, bySlash)
+	slices.SortFunc(charts, bySlash)
+	return walked{files: files, charts: charts, errs: errs}
+}
+
+// helmChartFile returns the Chart.yaml of dir (absolute) when dir is a
+// Helm chart, else "".
+func helmChartFile(fsys fileSystem, dir string) string {
+	p := filepath.Join(dir, "Chart.yaml")
+	if fi, err := fsys.Stat(p); err == nil && fi.Mode().IsRegular() {
+		return p
+	}
+	return ""
 }
 
 // components splits dir, relative to base, into path elements.

@@ -110,7 +110,9 @@ func TestLoadTree(t *testing.T) {
 				"repo/sub/UPPER.YAML":              connection,
 				"repo/agents/support/other.yml":    connection,
 				"repo/agents/support/agent.yml.md": "x",
-				"repo/overlay/kustomization.yaml":  "resources: []\n",
+				"repo/overlay/kustomization.yaml":  "resources: [secret.yaml]\n",
+				"repo/overlay/secret.yaml":         "apiVersion: v1\nkind: Secret\nmetadata: {name: overlaid}\n",
+				"repo/overlay/unlisted.yaml":       connection,
 			},
 			paths: []string{"repo"},
 			want: []string{
@@ -120,6 +122,7 @@ func TestLoadTree(t *testing.T) {
 				"repo/agents/support/agent.yaml#0 Agent/support",
 				"repo/agents/support/other.yml#0 Connection/github-acme",
 				"repo/b.yaml#0 Connection/github-acme",
+				"repo/overlay/secret.yaml#0 Secret/overlaid",
 				"repo/sub/UPPER.YAML#0 Connection/github-acme",
 				"repo/sub/ended.yaml#0 Connection/github-acme",
 			},

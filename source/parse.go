@@ -42,8 +42,8 @@ func Rules() []diag.Rule {
 		{
 			Code:     CodeInputSkipped,
 			Severity: diag.Info,
-			Purpose:  "A document in a file found by walking a directory has neither apiVersion nor kind: it is some other tool's file (package.json, docker-compose.yml), not an object, and is skipped.",
-			Help:     "Nothing to fix. Name the file explicitly to have it checked as an object.",
+			Purpose:  "Something a walk found is not keyhole's business and is skipped: a document with neither apiVersion nor kind (package.json, docker-compose.yml); a file that cannot be read as objects and names none of keyhole's kinds (templated YAML, a JSON array, a docs snippet); a Helm chart's directory, said once; a kustomization that does not build and holds no keyhole object; a Secret no Connection reads, whose own findings are then not reported.",
+			Help:     "Nothing to fix. Name the file or directory explicitly to have it checked; exclude it (keyhole.yaml's exclude, --exclude) to have it not read at all.",
 		},
 		{
 			Code:     CodeYAMLAliasLimit,
@@ -80,7 +80,20 @@ func Parse(file string, data []byte) ([]Document, diag.List) {
 // parse is Parse; walked says the file was found by walking a directory
 // rather than named, so a document that is plainly not an object is
 // skipped at info rather than reported as an error.
+//
+// A file found by a walk that cannot be read as objects (a template, a
+// document that is a list or a scalar, invalid YAML, a missing kind) and
+// that names none of keyhole's kinds is skipped with one InputSkipped note
+// (see skipUnreadable and docs/inputs.md).
 func parse(file string, data []byte, walked bool) ([]Document, diag.List) {
+	docs, diags := parseAll(file, data, walked)
+	if walked {
+		return skipUnreadable(file, data, docs, diags)
+	}
+	return docs, diags
+}
+
+func parseAll(file string, data []byte, walked bool) ([]Document, diag.List) {
 	if d, bad := checkBytes(file, data); bad {
 		return nil, diag.List{d}
 	}
@@ -99,11 +112,9 @@ func parse(file string, data []byte, walked bool) ([]Document, diag.List) {
 			diags = append(diags, syntaxError(file, data, index, err))
 			break
 		}
-		doc, ds := document(file, index, &n, walked)
-		diags = append(diags, ds...)
-		if doc != nil {
-			docs = append(docs, *doc)
-		}
+		ds, errs := document(file, index, &n, walked)
+		diags = append(diags, errs...)
+		docs = append(docs, ds...)
 	}
 	return docs, diags
 }
@@ -251,9 +262,12 @@ func printable(r rune) bool {
 	return false
 }
 
-// document checks one decoded document and returns it ready for callers,
-// or nil when it is empty or the loader reported an error for it.
-func document(file string, index int, n *yaml.Node, walked bool) (*Document, diag.List) {
+// document checks one decoded document and returns it ready for callers:
+// one Document, or the items of a List (v1 List, or any kind ending in
+// List with an items field, as kubectl and kustomize read them), each a
+// Document of its own; none when it is empty or the loader reported an
+// error for it.
+func document(file string, index int, n *yaml.Node, walked bool) ([]Document, diag.List) {
 	root := n
 	if n.Kind == yaml.DocumentNode {
 		if len(n.Content) == 0 {
@@ -268,20 +282,7 @@ func document(file string, index int, n *yaml.Node, walked bool) (*Document, dia
 		return nil, nil // an empty document: "---" alone, or only comments
 	}
 	if root.Kind != yaml.MappingNode {
-		what := map[yaml.Kind]string{
-			yaml.SequenceNode: "a list",
-			yaml.ScalarNode:   "a scalar",
-			yaml.AliasNode:    "an alias",
-		}[root.Kind]
-		if what == "" {
-			what = "not a mapping"
-		}
-		return nil, diag.List{{
-			Code:     CodeInputInvalid,
-			Severity: diag.Error,
-			Pos:      pos(root),
-			Message:  fmt.Sprintf("document %d is %s, not a mapping: each document must be one object with apiVersion and kind (split a list into documents separated by ---)", index+1, what),
-		}}
+		return nil, diag.List{notMapping(pos(root), fmt.Sprintf("document %d", index+1), root)}
 	}
 	if ds := duplicateKeys(file, root); len(ds) > 0 {
 		return nil, ds
@@ -303,37 +304,117 @@ func document(file string, index int, n *yaml.Node, walked bool) (*Document, dia
 		}
 		return nil, diag.List{{Code: code, Severity: diag.Error, Pos: p, Message: err.Error()}}
 	}
-	doc := &Document{File: file, Index: index, Node: resolved, Pos: pos(resolved)}
-	if !doc.IsAgent() {
-		var missing []string
-		for _, k := range []string{"apiVersion", "kind"} {
-			if stringField(resolved, k) == "" {
-				missing = append(missing, k)
+	var (
+		docs  []Document
+		diags diag.List
+	)
+	var add func(n *yaml.Node, what string, depth int)
+	add = func(n *yaml.Node, what string, depth int) {
+		doc := &Document{File: file, Index: index, Node: n, Pos: pos(n)}
+		if items, isList := listItems(n); isList && !doc.IsAgent() && depth < maxListDepth {
+			if items != nil && items.Kind != yaml.SequenceNode {
+				diags = append(diags, diag.Diagnostic{
+					Code:     CodeInputInvalid,
+					Severity: diag.Error,
+					Pos:      pos(items),
+					Message:  fmt.Sprintf("the items of the %s in %s are not a list: a List holds its objects as a list under items", stringField(n, "kind"), what),
+				})
+				return
 			}
-		}
-		if len(missing) > 0 {
-			what := missing[0]
-			if len(missing) == 2 {
-				what = "apiVersion and no kind"
-				if walked {
-					return nil, diag.List{{
-						Code:     CodeInputSkipped,
-						Severity: diag.Info,
-						Pos:      doc.Pos,
-						Message:  fmt.Sprintf("document %d has neither apiVersion nor kind, so it is not an object; skipped (name the file explicitly to check it as one)", index+1),
-					}}
+			if items == nil {
+				return // an empty List
+			}
+			for i, it := range items.Content {
+				itWhat := fmt.Sprintf("item %d of the %s in %s", i+1, stringField(n, "kind"), what)
+				if it.Kind != yaml.MappingNode {
+					diags = append(diags, notMapping(pos(it), itWhat, it))
+					continue
 				}
+				add(it, itWhat, depth+1)
 			}
-			return nil, diag.List{{
-				Code:     CodeKindMissing,
-				Severity: diag.Error,
-				Pos:      doc.Pos,
-				Object:   doc.Object(),
-				Message:  fmt.Sprintf("document %d has no %s: every object needs both as non-empty strings, e.g. apiVersion: omnia.altairalabs.ai/v1alpha1 and kind: Connection (an agent file must be named agent.yaml)", index+1, what),
-			}}
+			return
+		}
+		if d, ok := checkKind(doc, what, walked); !ok {
+			diags = append(diags, d)
+			return
+		}
+		docs = append(docs, *doc)
+	}
+	add(resolved, fmt.Sprintf("document %d", index+1), 0)
+	return docs, diags
+}
+
+// maxListDepth bounds Lists nested in Lists; deeper ones are read as
+// objects (and fail their kind's checks) rather than expanded.
+const maxListDepth = 8
+
+// listItems returns a List's items node (nil for an empty List) and
+// whether n is a List at all: a kind ending in List with an items field,
+// as kustomize expands them. A KRM function's ResourceList is its
+// input, not a List of objects, and is read as one object.
+func listItems(n *yaml.Node) (*yaml.Node, bool) {
+	if kind := stringField(n, "kind"); !strings.HasSuffix(kind, "List") || kind == "ResourceList" {
+		return nil, false
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; k.Kind == yaml.ScalarNode && k.Value == "items" {
+			items := n.Content[i+1]
+			if items.Kind == yaml.ScalarNode && items.ShortTag() == "!!null" {
+				return nil, true
+			}
+			return items, true
 		}
 	}
-	return doc, nil
+	return nil, false
+}
+
+// notMapping reports a document (or List item) that is not an object.
+func notMapping(pos diag.Pos, what string, n *yaml.Node) diag.Diagnostic {
+	kind := map[yaml.Kind]string{
+		yaml.SequenceNode: "a list",
+		yaml.ScalarNode:   "a scalar",
+		yaml.AliasNode:    "an alias",
+	}[n.Kind]
+	if kind == "" {
+		kind = "not a mapping"
+	}
+	return diag.Diagnostic{
+		Code:     CodeInputInvalid,
+		Severity: diag.Error,
+		Pos:      pos,
+		Message:  fmt.Sprintf("%s is %s, not a mapping: each document must be one object with apiVersion and kind (split a list into documents separated by ---)", what, kind),
+	}
+}
+
+// checkKind reports a document (other than an agent file) without
+// apiVersion or kind; ok is false when it is not an object to return.
+func checkKind(doc *Document, what string, walked bool) (diag.Diagnostic, bool) {
+	if doc.IsAgent() {
+		return diag.Diagnostic{}, true
+	}
+	var missing []string
+	for _, k := range []string{"apiVersion", "kind"} {
+		if stringField(doc.Node, k) == "" {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) == 0 {
+		return diag.Diagnostic{}, true
+	}
+	miss := missing[0]
+	if len(missing) == 2 {
+		miss = "apiVersion and no kind"
+		if walked {
+			return skipped(doc.Pos, fmt.Sprintf("%s has neither apiVersion nor kind, so it is not an object; skipped (name the file explicitly to check it as one)", what)), false
+		}
+	}
+	return diag.Diagnostic{
+		Code:     CodeKindMissing,
+		Severity: diag.Error,
+		Pos:      doc.Pos,
+		Object:   doc.Object(),
+		Message:  fmt.Sprintf("%s has no %s: every object needs both as non-empty strings, e.g. apiVersion: omnia.altairalabs.ai/v1alpha1 and kind: Connection (an agent file must be named agent.yaml)", what, miss),
+	}, false
 }
 
 // keyID identifies a scalar mapping key the way YAML compares keys: by

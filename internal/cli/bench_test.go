@@ -3,11 +3,15 @@ package cli
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -73,4 +77,86 @@ func parseAll(b *testing.B, files []string) {
 			}
 		}
 	}
+}
+
+// realShaped writes, into a new directory, a repository of at least
+// minFiles files shaped as real GitOps repositories are: copies of the
+// corpus under testdata/repos (a Flux monorepo, an Argo CD app of apps, a
+// Helm chart repository, a kubebuilder controller), one per team
+// directory, each team's agents in their own deploy units. It returns the
+// directory and the number of files.
+func realShaped(b *testing.B, minFiles int) (string, int) {
+	b.Helper()
+	dir := b.TempDir()
+	n := 0
+	for team := 0; n < minFiles; team++ {
+		for _, repo := range corpus {
+			dst := filepath.Join(dir, fmt.Sprintf("team-%02d", team), repo)
+			if err := os.CopyFS(dst, os.DirFS(filepath.Join("testdata", "repos", repo))); err != nil {
+				b.Fatal(err)
+			}
+			if team > 0 { // one repository, one Config
+				if err := os.Remove(filepath.Join(dst, "keyhole.yaml")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					b.Fatal(err)
+				}
+			}
+			err := filepath.WalkDir(dst, func(_ string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					n++
+				}
+				return err
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return dir, n
+}
+
+// BenchmarkCheckRealShaped checks a 500-file repository shaped as real
+// GitOps repositories are (see realShaped): Helm charts, templated docs,
+// Flux and Argo CD objects, CRDs and kustomize overlays around keyhole's
+// own objects. parse is the floor, as in BenchmarkCheckVsParse: reading
+// and parsing every YAML file, templates excepted.
+func BenchmarkCheckRealShaped(b *testing.B) {
+	dir, n := realShaped(b, 500)
+	b.ReportMetric(float64(n), "files")
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".json")) && !strings.Contains(p, "/templates/") && !strings.Contains(p, "snippets") && !strings.HasSuffix(p, "config.yaml") {
+			files = append(files, p)
+		}
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("parse", func(b *testing.B) {
+		for b.Loop() {
+			parseAll(b, files)
+		}
+	})
+	b.Run("check", func(b *testing.B) {
+		start := cpuTime(b)
+		for b.Loop() {
+			var out bytes.Buffer
+			e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: io.Discard}
+			if code := run(e, []string{"check", dir}); code != exitOK {
+				b.Fatalf("exit %d:\n%s", code, out.String())
+			}
+		}
+		// On a shared machine wall time includes waiting for a core; the
+		// process's CPU time (user and system, GC included) does not.
+		b.ReportMetric((cpuTime(b)-start).Seconds()/float64(b.N), "cpu-s/op")
+	})
+}
+
+// cpuTime is the CPU time the process has used, user and system.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"strings"
 
 	"keyhole.dev/keyhole/compiler"
@@ -14,33 +16,39 @@ import (
 // checkFlags are shared by every command that checks its inputs first.
 type checkFlags struct {
 	format              string
+	verbose             bool
 	allowMissingSecrets bool
 	allowRemoteBases    bool
 	operatorVersion     string
+	exclude             patterns
+	namespace           string
 }
+
+// patterns is a repeatable flag of path patterns.
+type patterns []string
+
+func (p *patterns) String() string     { return strings.Join(*p, ",") }
+func (p *patterns) Set(v string) error { *p = append(*p, v); return nil }
 
 // allowRemoteBasesUsage is --allow-remote-bases' help, the same on every
 // command that builds kustomizations.
 const allowRemoteBasesUsage = "let kustomize fetch the remote bases kustomizations name (git repositories, HTTP URLs), as kubectl kustomize does; by default nothing is fetched and such a kustomization is an error"
 
-func (f *checkFlags) register(fs interface {
-	StringVar(*string, string, string, string)
-	BoolVar(*bool, string, bool, string)
-}) {
+func (f *checkFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.format, "format", "text", "diagnostics format: text, json, github or sarif")
+	fs.BoolVar(&f.verbose, "v", false, "list every diagnostic in the text format: also the info ones (what was skipped as not keyhole's business, what could not be checked) and the suppressed ones, which it otherwise only counts")
 	f.registerInputs(fs)
 }
 
 // registerInputs adds the flags that choose how inputs are read and
 // checked, shared by every command that loads a repository (diff and
 // explain have their own --format, or none).
-func (f *checkFlags) registerInputs(fs interface {
-	StringVar(*string, string, string, string)
-	BoolVar(*bool, string, bool, string)
-}) {
+func (f *checkFlags) registerInputs(fs *flag.FlagSet) {
 	fs.BoolVar(&f.allowMissingSecrets, "allow-missing-secrets", false, "report a Connection's missing Secret as a warning, for repositories whose Secrets live elsewhere")
 	fs.BoolVar(&f.allowRemoteBases, "allow-remote-bases", false, allowRemoteBasesUsage)
 	fs.StringVar(&f.operatorVersion, "operator-version", "", "the omnia operator release the cluster runs ("+strings.Join(schema.OperatorVersions(), ", ")+"); overrides keyhole.yaml's operator.version")
+	fs.Var(&f.exclude, "exclude", "do not read what a walk finds at paths matching `PATTERN` (.gitignore syntax, relative to the working directory; repeatable; keyhole.yaml's exclude adds its own)")
+	fs.StringVar(&f.namespace, "namespace", "default", "`namespace` of an object whose source names none, where render places it and where its references resolve")
 }
 
 // checked is the outcome of loading and compiling the inputs.
@@ -58,11 +66,16 @@ func load(e *env, paths []string, f *checkFlags) (checked, error) {
 	if len(paths) == 0 {
 		paths = []string{"."}
 	}
-	docs, loadDiags, err := source.Load(paths, source.Options{Stdin: e.stdin, AllowRemoteBases: f.allowRemoteBases})
+	docs, loadDiags, err := source.Load(paths, f.sourceOptions(e.stdin))
 	if err != nil {
 		return checked{}, err
 	}
 	return compileDocs(docs, loadDiags, f)
+}
+
+// sourceOptions are the loader's options the flags choose.
+func (f *checkFlags) sourceOptions(stdin io.Reader) source.Options {
+	return source.Options{Stdin: stdin, AllowRemoteBases: f.allowRemoteBases, Exclude: f.exclude}
 }
 
 // compileDocs checks loaded documents, with the loader's diagnostics.
@@ -76,29 +89,38 @@ func compileDocs(docs []source.Document, loadDiags diag.List, f *checkFlags) (ch
 	if err != nil {
 		return checked{}, fmt.Errorf("loading the schemas: %w", err)
 	}
-	res := compiler.Compile(docs, v, compiler.Options{AllowMissingSecrets: f.allowMissingSecrets, OperatorVersion: f.operatorVersion})
-	res.Diagnostics = append(loadDiags, res.Diagnostics...)
-	res.Diagnostics.Sort()
+	res := compiler.Compile(docs, v, compiler.Options{
+		AllowMissingSecrets: f.allowMissingSecrets,
+		DefaultNamespace:    f.namespace,
+		Loaded:              loadDiags,
+		OperatorVersion:     f.operatorVersion,
+	})
 	return checked{result: res, documents: countDocs(docs)}, nil
 }
 
+// countDocs counts the documents read, once each however many deploy
+// units build them.
 func countDocs(docs []source.Document) int {
-	n := 0
+	seen := map[diag.Pos]bool{}
 	for _, d := range docs {
 		if d.Node != nil {
-			n++
+			seen[d.Pos] = true
 		}
 	}
-	return n
+	return len(seen)
 }
 
 // report prints the diagnostics in the chosen format.
-func report(e *env, c checked, format string) error {
-	p, err := diag.NewPrinter(format)
+func report(e *env, c checked, format string, verbose bool) error {
+	p, err := diag.NewPrinterWith(format, diag.Options{Verbose: verbose})
 	if err != nil {
 		return err
 	}
-	return p.Print(e.stdout, c.result.Diagnostics, diag.Summary{Documents: c.documents, Objects: c.result.Objects}, c.allRules())
+	sum := diag.Summary{Documents: c.documents, Objects: c.result.Objects, Skipped: compiler.SkippedOf(c.result.Diagnostics)}
+	for _, u := range c.result.Units {
+		sum.Units = append(sum.Units, u.Name)
+	}
+	return p.Print(e.stdout, c.result.Diagnostics, sum, c.allRules())
 }
 
 // allRules is the compiler's table plus c's extra rules, by code.
@@ -126,7 +148,7 @@ func runCheck(e *env, args []string) int {
 	if err != nil {
 		return fail(e, "check", err)
 	}
-	if err := report(e, c, f.format); err != nil {
+	if err := report(e, c, f.format, f.verbose); err != nil {
 		return fail(e, "check", err)
 	}
 	if c.result.Diagnostics.HasErrors() {

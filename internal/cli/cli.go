@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -53,9 +54,38 @@ func commands() []command {
 }
 
 // Main runs keyhole with args (without the program name) and returns the
-// exit code.
+// exit code. It is the process's entry point: keyhole's output goes to
+// stdout and stderr as given, and what libraries would write on their own
+// to the process's standard error and standard logger is silenced (see
+// quietLibraries).
 func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] != "proxy" {
+		defer quietLibraries()()
+	}
 	return run(&env{stdin: os.Stdin, stdout: stdout, stderr: stderr}, args)
+}
+
+// quietLibraries points the process's os.Stderr and the standard logger
+// away from the terminal until the returned function restores them.
+// kustomize writes its deprecation notices ("# Warning: 'bases' is
+// deprecated") to os.Stderr and some log lines to the standard logger,
+// which would interleave with keyhole's own diagnostics and say nothing
+// about keyhole's objects. The writer Main was given is unaffected: it
+// holds the terminal's file itself. The proxy command, which logs through
+// its own writers, keeps them as they are.
+func quietLibraries() func() {
+	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return func() {}
+	}
+	prevStderr, prevLog := os.Stderr, log.Writer()
+	os.Stderr = devNull
+	log.SetOutput(io.Discard)
+	return func() {
+		os.Stderr = prevStderr
+		log.SetOutput(prevLog)
+		devNull.Close()
+	}
 }
 
 func run(e *env, args []string) int {

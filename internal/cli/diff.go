@@ -76,11 +76,13 @@ func runDiff(e *env, args []string) int {
 	f.registerInputs(fs)
 	var opts render.Options
 	registerRenderOptions(fs, &opts)
+	unit := registerUnit(fs)
 	target := fs.String("target", render.TargetKubernetes, "what to render: `kubernetes` or omnia, as for render")
 	paths, err := parse(fs, args)
 	if err != nil {
 		return flagExit(err)
 	}
+	opts.DefaultNamespace = f.namespace
 	if err := oneOf("format", *format, diffFormats()...); err != nil {
 		fmt.Fprintf(e.stderr, "keyhole diff: %v\n", err)
 		return exitUsage
@@ -135,16 +137,32 @@ func runDiff(e *env, args []string) int {
 			return s.code
 		}
 	}
-	bs, hs := sides[0].side(opts), sides[1].side(opts)
-	if *target != render.TargetKubernetes {
-		// The per-sandbox summary compares the plans' proxy configs,
-		// which are what the kubernetes target deploys. Another target's
-		// runtime derives its own from the objects rendered (the omnia
-		// operator drops what it cannot express), so for it only the
-		// rendered resources are compared.
-		bs.Sandboxes, hs.Sandboxes = nil, nil
+	names := sideUnits(sides, *unit)
+	if *unit != "" && len(names) == 0 {
+		fmt.Fprintf(e.stderr, "keyhole diff: --unit %q: neither side has such a deploy unit with something to render\n", *unit)
+		return exitUsage
 	}
-	res := diff.Compare(bs, hs)
+	// Each deploy unit is compared on its own, as the cluster applies it:
+	// the same object in two units is two resources, not one. Several
+	// units' files are compared where render -o writes them, each under
+	// its unit's directory.
+	var results []diff.Result
+	for _, name := range names {
+		bs, hs := sides[0].side(opts, name, len(names) > 1), sides[1].side(opts, name, len(names) > 1)
+		if *target != render.TargetKubernetes {
+			// The per-sandbox summary compares the plans' proxy configs,
+			// which are what the kubernetes target deploys. Another
+			// target's runtime derives its own from the objects rendered
+			// (the omnia operator drops what it cannot express), so for
+			// it only the rendered resources are compared.
+			bs.Sandboxes, hs.Sandboxes = nil, nil
+		}
+		results = append(results, diff.Compare(bs, hs))
+	}
+	res := diff.Merge(results...)
+	if len(results) == 0 {
+		res = diff.Compare(diff.Side{Ref: sides[0].ref}, diff.Side{Ref: sides[1].ref})
+	}
 	if err := diff.Write(e.stdout, reportFormat, res); err != nil {
 		return fail(e, "diff", err)
 	}
@@ -199,7 +217,7 @@ type diffSide struct {
 	tree  *source.Tree // nil for the working tree
 	paths []string     // the PATHs on this side
 	c     checked
-	files []render.File
+	units []rendered
 	// What rendering it printed and returned.
 	stderr bytes.Buffer
 	code   int
@@ -222,8 +240,40 @@ func (s *diffSide) exists(wd, p string) bool {
 	return !errors.Is(err, fs.ErrNotExist)
 }
 
-func (s *diffSide) side(opts render.Options) diff.Side {
-	return diff.Side{Ref: s.ref, Files: s.files, Sandboxes: s.c.result.Plan.Sandboxes, DefaultNamespace: opts.DefaultNamespace}
+// side is the deploy unit named name of the side, empty when the side
+// lacks it; with several units compared, its files are under the unit's
+// directory and its sandboxes name the unit.
+func (s *diffSide) side(opts render.Options, name string, several bool) diff.Side {
+	out := diff.Side{Ref: s.ref, DefaultNamespace: opts.DefaultNamespace}
+	for _, u := range s.units {
+		if u.name != name {
+			continue
+		}
+		out.Files, out.Sandboxes = u.files, u.plan.Sandboxes
+		if several {
+			out.Files = placed(u)
+			out.Unit = unitName(name)
+		}
+	}
+	return out
+}
+
+// sideUnits lists the deploy units with something rendered on either
+// side, sorted, or only the one --unit names.
+func sideUnits(sides []*diffSide, only string) []string {
+	var names []string
+	for _, s := range sides {
+		for _, u := range s.units {
+			if only != "" && u.name != only && unitName(u.name) != only {
+				continue
+			}
+			if !slices.Contains(names, u.name) {
+				names = append(names, u.name)
+			}
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // render loads, checks and renders the side as 'keyhole render' does,
@@ -239,18 +289,11 @@ func (s *diffSide) render(e *env, wd string, f *checkFlags, diagFormat string, o
 	if err != nil {
 		return fail(e, "diff", err), false
 	}
-	var rerr error
-	if !c.result.Diagnostics.HasErrors() {
-		var ds diag.List
-		s.files, ds, rerr = renderer(c.result.Plan, opts)
-		c.result.Diagnostics = append(c.result.Diagnostics, ds...)
-		c.result.Diagnostics.Sort()
-		c.rules = render.OmniaRules()
-	}
+	s.units, err = renderUnits(&c, opts, renderer, nil)
 	s.c = c
 	hasErrors := c.result.Diagnostics.HasErrors()
-	if len(c.result.Diagnostics) > 0 && (s.which == "head" || hasErrors) {
-		if err := report(&env{stdout: e.stderr, stderr: e.stderr}, c, diagFormat); err != nil {
+	if shown(c.result.Diagnostics, diagFormat, f.verbose) && (s.which == "head" || hasErrors) {
+		if err := report(&env{stdout: e.stderr, stderr: e.stderr}, c, diagFormat, f.verbose); err != nil {
 			return fail(e, "diff", err), false
 		}
 		if !hasErrors {
@@ -261,12 +304,21 @@ func (s *diffSide) render(e *env, wd string, f *checkFlags, diagFormat string, o
 		fmt.Fprintf(e.stderr, "keyhole diff: %s %s: the check found errors; nothing compared\n", s.which, s.ref)
 		return exitUsage, false
 	}
-	if errors.Is(rerr, render.ErrEmpty) {
-		s.files = nil
+	if errors.Is(err, render.ErrEmpty) {
+		s.units = nil
 		return exitOK, true
 	}
-	if rerr != nil {
-		return fail(e, "diff", fmt.Errorf("%s %s: %w", s.which, s.ref, rerr)), false
+	if err != nil {
+		return fail(e, "diff", fmt.Errorf("%s %s: %w", s.which, s.ref, err)), false
 	}
 	return exitOK, true
+}
+
+// shown reports whether printing ds in the format shows anything: the
+// text format leaves the info diagnostics out unless verbose.
+func shown(ds diag.List, format string, verbose bool) bool {
+	if format != "text" || verbose {
+		return len(ds) > 0
+	}
+	return ds.Count(diag.Error)+ds.Count(diag.Warning) > 0
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -16,6 +17,7 @@ func runExplain(e *env, args []string) int {
 	var f checkFlags
 	f.registerInputs(fs)
 	sandbox := fs.String("sandbox", "", "the sandbox (claim) `NAME` or NAMESPACE/NAME to explain; without it, list the sandboxes")
+	unit := registerUnit(fs)
 	request := fs.String("request", "", "judge one request, `'METHOD URL'`, e.g. 'GET https://api.github.com/user', as the proxy would")
 	body := fs.String("body", "", "the request's `JSON` body, for rules that look at it (e.g. a Git LFS batch request)")
 	paths, err := parse(fs, args)
@@ -23,21 +25,32 @@ func runExplain(e *env, args []string) int {
 		return flagExit(err)
 	}
 	f.format = "text"
-	p, code, ok := plan(e, paths, &f)
+	units, code, ok := plan(e, paths, &f)
 	if !ok {
 		return code
+	}
+	units, err = selectUnit(units, *unit)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "keyhole explain: %v\n", err)
+		return exitUsage
 	}
 	if *sandbox == "" {
 		if *request != "" {
 			fmt.Fprintln(e.stderr, "keyhole explain: --request needs --sandbox")
 			return exitUsage
 		}
-		for _, s := range p.Sandboxes {
-			fmt.Fprintf(e.stdout, "%s\t%s %s\n", sandboxName(s), s.Source.Kind, s.Source.Name)
+		for _, u := range units {
+			for _, s := range u.Plan.Sandboxes {
+				if len(units) > 1 {
+					fmt.Fprintf(e.stdout, "%s\t%s %s\tunit %s\n", sandboxName(s), s.Source.Kind, s.Source.Name, unitName(u.Name))
+					continue
+				}
+				fmt.Fprintf(e.stdout, "%s\t%s %s\n", sandboxName(s), s.Source.Kind, s.Source.Name)
+			}
 		}
 		return exitOK
 	}
-	s, err := findSandbox(p, *sandbox)
+	s, err := findSandbox(units, *sandbox)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "keyhole explain: %v\n", err)
 		return exitUsage
@@ -62,22 +75,52 @@ func sandboxName(s compiler.Sandbox) string {
 	return s.Namespace + "/" + s.Name
 }
 
-func findSandbox(p compiler.Plan, name string) (compiler.Sandbox, error) {
+// selectUnit keeps the deploy unit --unit names; every unit when it
+// names none.
+func selectUnit(units []compiler.Unit, name string) ([]compiler.Unit, error) {
+	if name == "" {
+		return units, nil
+	}
 	var names []string
-	var found []compiler.Sandbox
-	for _, s := range p.Sandboxes {
-		names = append(names, sandboxName(s))
-		if s.Name == name || sandboxName(s) == name {
-			found = append(found, s)
+	for _, u := range units {
+		names = append(names, unitName(u.Name))
+		if u.Name == name || unitName(u.Name) == name {
+			return []compiler.Unit{u}, nil
 		}
 	}
-	switch len(found) {
-	case 1:
-		return found[0], nil
-	case 0:
+	return nil, fmt.Errorf("%w: --unit %q: the input has no such deploy unit (it has: %s)", errUsage, name, strings.Join(names, ", "))
+}
+
+// findSandbox finds a sandbox by name in the units. The same sandbox in
+// several units (two overlays of one base) is one answer when what it may
+// reach is the same in each; otherwise --unit must choose.
+func findSandbox(units []compiler.Unit, name string) (compiler.Sandbox, error) {
+	var names []string
+	var found []compiler.Sandbox
+	var in []string
+	for _, u := range units {
+		for _, s := range u.Plan.Sandboxes {
+			if !slices.Contains(names, sandboxName(s)) {
+				names = append(names, sandboxName(s))
+			}
+			if s.Name == name || sandboxName(s) == name {
+				found = append(found, s)
+				in = append(in, unitName(u.Name))
+			}
+		}
+	}
+	if len(found) == 0 {
 		return compiler.Sandbox{}, fmt.Errorf("%w: no sandbox %q (the input has: %s)", errUsage, name, strings.Join(names, ", "))
 	}
-	return compiler.Sandbox{}, fmt.Errorf("%w: %q names several sandboxes; give NAMESPACE/NAME", errUsage, name)
+	for _, s := range found[1:] {
+		if sandboxName(s) != sandboxName(found[0]) {
+			return compiler.Sandbox{}, fmt.Errorf("%w: %q names several sandboxes; give NAMESPACE/NAME", errUsage, name)
+		}
+		if !reflect.DeepEqual(s.Proxy, found[0].Proxy) || !reflect.DeepEqual(s.Env, found[0].Env) {
+			return compiler.Sandbox{}, fmt.Errorf("%w: sandbox %q differs between deploy units %s; choose one with --unit", errUsage, name, strings.Join(in, ", "))
+		}
+	}
+	return found[0], nil
 }
 
 // describeSandbox prints what a sandbox may reach: per host the injection

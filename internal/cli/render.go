@@ -1,27 +1,35 @@
 package cli
 
 import (
+	"errors"
+	"flag"
 	"fmt"
+	"path"
+	"slices"
+	"strings"
 
 	"keyhole.dev/keyhole/compiler"
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/render"
+	"keyhole.dev/keyhole/source"
 )
 
 func runRender(e *env, args []string) int {
 	fs := newFlags(e, "render", "[flags] (-o DIR | --stdout) [PATH...]")
 	var f checkFlags
 	f.register(fs)
-	out := fs.String("o", "", "write the rendered files to `DIR` (replaced atomically; never written when the check finds errors)")
-	stdout := fs.Bool("stdout", false, "print the Kubernetes objects as one YAML stream, for an Argo CD config management plugin")
+	out := fs.String("o", "", "write the rendered files to `DIR` (replaced atomically; never written when the check finds errors); with several deploy units, each to DIR/<unit>")
+	stdout := fs.Bool("stdout", false, "print the Kubernetes objects as one YAML stream, for an Argo CD config management plugin (one deploy unit: see --unit)")
 	krm := fs.Bool("krm", false, "run as a kustomize KRM function: a ResourceList in on stdin, the rendered ResourceList out")
 	var opts render.Options
 	registerRenderOptions(fs, &opts)
+	unit := registerUnit(fs)
 	target := fs.String("target", render.TargetKubernetes, "what to render: `kubernetes` (sandboxes as plain manifests) or omnia (the omnia.altairalabs.ai resources, for clusters that run the operator)")
 	paths, err := parse(fs, args)
 	if err != nil {
 		return flagExit(err)
 	}
+	opts.DefaultNamespace = f.namespace
 	renderer, err := render.ForTarget(*target)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "keyhole render: --target: %v\n", err)
@@ -46,12 +54,16 @@ func runRender(e *env, args []string) int {
 	if err != nil {
 		return fail(e, "render", err)
 	}
-	files, code, ok := renderChecked(e, &c, f.format, opts, renderer)
+	units, code, ok := renderChecked(e, &c, &f, opts, renderer, unit)
 	if !ok {
 		return code
 	}
 	if *stdout {
-		b, err := render.Stream(files)
+		if len(units) > 1 {
+			fmt.Fprintf(e.stderr, "keyhole render: --stdout prints one deploy unit, and %d have something to render (%s): choose one with --unit, as each Argo CD application renders one\n", len(units), unitNames(units))
+			return exitUsage
+		}
+		b, err := render.Stream(units[0].files)
 		if err != nil {
 			return fail(e, "render", err)
 		}
@@ -61,53 +73,164 @@ func runRender(e *env, args []string) int {
 		}
 		return exitOK
 	}
+	files := layout(units)
 	if err := render.WriteDir(*out, files); err != nil {
 		return fail(e, "render", err)
 	}
+	where := *out
+	if len(units) > 1 {
+		where = fmt.Sprintf("%s, one directory per deploy unit (%s)", *out, unitNames(units))
+	}
 	if *target == render.TargetOmnia {
-		fmt.Fprintf(e.stderr, "keyhole render: wrote %d files (omnia target) to %s\n", len(files), *out)
+		fmt.Fprintf(e.stderr, "keyhole render: wrote %d files (omnia target) to %s\n", len(files), where)
 		return exitOK
 	}
-	fmt.Fprintf(e.stderr, "keyhole render: wrote %d files for %s to %s\n", len(files), plural(len(c.result.Plan.Sandboxes), "sandbox", "sandboxes"), *out)
+	sandboxes := 0
+	for _, u := range units {
+		sandboxes += len(u.plan.Sandboxes)
+	}
+	fmt.Fprintf(e.stderr, "keyhole render: wrote %d files for %s to %s\n", len(files), plural(sandboxes, "sandbox", "sandboxes"), where)
 	return exitOK
 }
 
-// renderChecked renders a checked input with the target's renderer and
+// rendered is one deploy unit's render.
+type rendered struct {
+	name  string // the unit's name; "" for the files outside any kustomization
+	plan  compiler.Plan
+	files []render.File
+}
+
+// registerUnit adds --unit, shared by the commands that render or explain.
+func registerUnit(fs *flag.FlagSet) *string {
+	return fs.String("unit", "", "the deploy `unit` to render or explain, as check names it: a kustomization root's directory (e.g. apps/production), or \"(loose files)\" for the files outside any kustomization; every unit when empty")
+}
+
+// renderChecked renders each deploy unit of a checked input with the
+// target's renderer (only the one --unit names, when it names one) and
 // prints every diagnostic, the compiler's and the target's, once, to
-// stderr (the rendered stream may be on stdout). ok is false when nothing
-// may be written, with the exit code to return.
-func renderChecked(e *env, c *checked, format string, opts render.Options, renderer render.Renderer) ([]render.File, int, bool) {
-	var files []render.File
-	var rerr error
-	if !c.result.Diagnostics.HasErrors() {
-		var ds diag.List
-		files, ds, rerr = renderer(c.result.Plan, opts)
-		c.result.Diagnostics = append(c.result.Diagnostics, ds...)
-		c.result.Diagnostics.Sort()
-		c.rules = render.OmniaRules()
-	}
-	if err := report(&env{stdout: e.stderr, stderr: e.stderr}, *c, format); err != nil {
+// stderr (the rendered stream may be on stdout). A unit with nothing to
+// render is left out; when none has anything, render.ErrEmpty is the
+// error. ok is false when nothing may be written, with the exit code to
+// return.
+func renderChecked(e *env, c *checked, f *checkFlags, opts render.Options, renderer render.Renderer, unit *string) ([]rendered, int, bool) {
+	units, rerr := renderUnits(c, opts, renderer, unit)
+	if err := report(&env{stdout: e.stderr, stderr: e.stderr}, *c, f.format, f.verbose); err != nil {
 		return nil, fail(e, "render", err), false
 	}
 	if c.result.Diagnostics.HasErrors() {
 		fmt.Fprintln(e.stderr, "keyhole render: nothing written: the check found errors")
 		return nil, exitFailed, false
 	}
+	if errors.Is(rerr, errUsage) {
+		fmt.Fprintf(e.stderr, "keyhole render: %v\n", rerr)
+		return nil, exitUsage, false
+	}
 	if rerr != nil {
 		return nil, fail(e, "render", rerr), false
 	}
-	return files, exitOK, true
+	return units, exitOK, true
+}
+
+// renderUnits renders the units of a checked input that has no errors,
+// adding the target's diagnostics to it. only, when it names a unit,
+// keeps that one.
+func renderUnits(c *checked, opts render.Options, renderer render.Renderer, only *string) ([]rendered, error) {
+	if c.result.Diagnostics.HasErrors() {
+		return nil, nil
+	}
+	c.rules = render.OmniaRules()
+	var names []string
+	var out []rendered
+	found := false
+	for _, u := range c.result.Units {
+		names = append(names, unitName(u.Name))
+		if only != nil && *only != "" && u.Name != *only && !(u.Name == source.LooseUnit && *only == looseName) {
+			continue
+		}
+		found = true
+		files, ds, err := renderer(u.Plan, opts)
+		c.result.Diagnostics = append(c.result.Diagnostics, ds...)
+		if errors.Is(err, render.ErrEmpty) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rendered{name: u.Name, plan: u.Plan, files: files})
+	}
+	c.result.Diagnostics.Sort()
+	if only != nil && *only != "" && !found {
+		return nil, fmt.Errorf("%w: --unit %q: the input has no such deploy unit (it has: %s)", errUsage, *only, strings.Join(names, ", "))
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: no deploy unit has a sandbox", render.ErrEmpty)
+	}
+	return out, nil
+}
+
+// looseName is how the files outside any kustomization are named to the
+// user, and to --unit.
+const looseName = "(loose files)"
+
+func unitName(u string) string {
+	if u == source.LooseUnit {
+		return looseName
+	}
+	return u
+}
+
+func unitNames(us []rendered) string {
+	var names []string
+	for _, u := range us {
+		names = append(names, unitName(u.name))
+	}
+	return strings.Join(names, ", ")
+}
+
+// layout places the units' files in one output directory: one unit's at
+// its top, as they are; several units' each under the unit's directory
+// (the loose files' at the top), so that each is a kustomization of its
+// own for a Flux Kustomization or an Argo CD application to point at.
+func layout(units []rendered) []render.File {
+	if len(units) == 1 {
+		return units[0].files
+	}
+	var files []render.File
+	for _, u := range units {
+		files = append(files, placed(u)...)
+	}
+	slices.SortFunc(files, func(a, b render.File) int { return strings.Compare(a.Path, b.Path) })
+	return files
+}
+
+// placed is a unit's files where a render of several units writes them.
+func placed(u rendered) []render.File {
+	if u.name == source.LooseUnit || u.name == "." {
+		return u.files
+	}
+	// A unit named outside the working directory (../apps/prod, or an
+	// absolute path) is still written inside the output directory.
+	var dir []string
+	for _, e := range strings.Split(u.name, "/") {
+		if e != "" && e != "." && e != ".." {
+			dir = append(dir, e)
+		}
+	}
+	out := make([]render.File, len(u.files))
+	for i, f := range u.files {
+		out[i] = render.File{Path: path.Join(path.Join(dir...), f.Path), Data: f.Data}
+	}
+	return out
 }
 
 // registerRenderOptions adds the flags that choose what the plan does not
 // say, shared by render and diff (whose two sides render alike).
-func registerRenderOptions(fs interface {
-	StringVar(*string, string, string, string)
-}, opts *render.Options) {
+// (The default namespace is an input flag, --namespace: check resolves
+// references in it as render places objects in it.)
+func registerRenderOptions(fs *flag.FlagSet, opts *render.Options) {
 	fs.StringVar(&opts.ProxyMode, "proxy-mode", render.ModeSidecar, "run the proxy as a `sidecar` of the sandbox or as its own deployment")
 	fs.StringVar(&opts.ProxyImage, "proxy-image", render.DefaultProxyImage, "the egress proxy's container `image`")
 	fs.StringVar(&opts.DefaultSandboxImage, "sandbox-image", "", "container `image` for a sandbox whose SandboxClass names none")
-	fs.StringVar(&opts.DefaultNamespace, "namespace", "default", "`namespace` of a sandbox whose source names none")
 }
 
 func plural(n int, one, many string) string {
@@ -127,19 +250,19 @@ func count(bs ...bool) int {
 	return n
 }
 
-// plan loads, checks and returns the plan, printing diagnostics to
-// stderr; ok is false when the check found errors.
-func plan(e *env, paths []string, f *checkFlags) (compiler.Plan, int, bool) {
+// plan loads, checks and returns each deploy unit's plan, printing
+// diagnostics to stderr; ok is false when the check found errors.
+func plan(e *env, paths []string, f *checkFlags) ([]compiler.Unit, int, bool) {
 	c, err := load(e, paths, f)
 	if err != nil {
-		return compiler.Plan{}, fail(e, "explain", err), false
+		return nil, fail(e, "explain", err), false
 	}
 	if c.result.Diagnostics.HasErrors() {
-		if err := report(&env{stdout: e.stderr, stderr: e.stderr}, c, "text"); err != nil {
-			return compiler.Plan{}, fail(e, "explain", err), false
+		if err := report(&env{stdout: e.stderr, stderr: e.stderr}, c, "text", false); err != nil {
+			return nil, fail(e, "explain", err), false
 		}
 		fmt.Fprintln(e.stderr, "keyhole explain: the check found errors; fix them first")
-		return compiler.Plan{}, exitFailed, false
+		return nil, exitFailed, false
 	}
-	return c.result.Plan, exitOK, true
+	return c.result.Units, exitOK, true
 }

@@ -1,0 +1,310 @@
+package compiler
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/schema"
+	"keyhole.dev/keyhole/source"
+)
+
+// Deploy units (docs/inputs.md): each kustomization root, and the files
+// outside any kustomization, is what a cluster applies as one. An object
+// defined twice in one unit is an error, since the cluster keeps one and
+// silently loses the other; the same object in two units is normal (two
+// overlays of one base).
+
+const codeDuplicateObject = "DuplicateObject"
+
+// duplicate reports, and returns true for, an object of keyhole's kinds
+// that its deploy unit already defines; the first definition is kept.
+// Secrets are indexSecret's.
+func (p *pass) duplicate(kind schema.Kind, it *item) bool {
+	var key, what string
+	at := path{"metadata", "name"}
+	switch kind {
+	case "Connection", "SandboxClass", "AgentRuntime", "ToolRegistry":
+		key, what = string(kind)+"/"+it.ref().String(), string(kind)+" "+it.ref().String()
+	case schema.KindAgent:
+		name := source.Lookup(it.doc.Node, "name")
+		if name == nil || name.Kind != yaml.ScalarNode || name.Value == "" {
+			return false // the schema says what is wrong
+		}
+		key, what, at = "Agent/"+name.Value, "agent "+name.Value, path{"name"}
+	default:
+		return false
+	}
+	prev := p.defined[key]
+	if prev == nil {
+		p.defined[key] = it
+		return false
+	}
+	p.report(codeDuplicateObject, it, at, false, "%s", p.duplicateMessage(what, prev, it))
+	return true
+}
+
+// duplicateMessage says what is defined twice, where, and how the two
+// differ.
+func (p *pass) duplicateMessage(what string, prev, it *item) string {
+	differ := "; the two are identical"
+	if fields := differences(prev.doc.Node, it.doc.Node); len(fields) > 0 {
+		if len(fields) > 3 {
+			fields = append(fields[:3], "more")
+		}
+		differ = "; they differ in " + strings.Join(fields, ", ")
+	}
+	return fmt.Sprintf("%s is defined twice in %s: here and at %s; the cluster keeps only one of them, and which one is an accident of order, so remove one or rename it%s",
+		what, unitPhrase(p.unit), prev.doc.Pos, differ)
+}
+
+// unitPhrase names a deploy unit in a message.
+func unitPhrase(unit string) string {
+	if unit == source.LooseUnit {
+		return "the files read outside any kustomization (one deploy unit)"
+	}
+	return "deploy unit " + unit
+}
+
+// differences lists, in order, the field paths (at most three levels
+// deep) where two objects differ.
+func differences(a, b *yaml.Node) []string {
+	var out []string
+	var walk func(a, b *yaml.Node, at string, depth int)
+	walk = func(a, b *yaml.Node, at string, depth int) {
+		if a == nil || b == nil || a.Kind != b.Kind || depth == 3 || a.Kind != yaml.MappingNode {
+			if !sameNode(a, b) && !slices.Contains(out, at) {
+				out = append(out, at)
+			}
+			return
+		}
+		keys := map[string]bool{}
+		var order []string
+		for _, m := range []*yaml.Node{a, b} {
+			for i := 0; i+1 < len(m.Content); i += 2 {
+				if k := m.Content[i].Value; !keys[k] {
+					keys[k] = true
+					order = append(order, k)
+				}
+			}
+		}
+		for _, k := range order {
+			walk(source.Lookup(a, k), source.Lookup(b, k), diag.JoinKey(at, k), depth+1)
+		}
+	}
+	walk(a, b, "", 0)
+	return out
+}
+
+// sameNode reports whether two nodes hold the same value, wherever they
+// were written.
+func sameNode(a, b *yaml.Node) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if a.Kind != b.Kind || len(a.Content) != len(b.Content) {
+		return false
+	}
+	if a.Kind == yaml.ScalarNode {
+		return a.Value == b.Value && a.ShortTag() == b.ShortTag()
+	}
+	for i := range a.Content {
+		if !sameNode(a.Content[i], b.Content[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// indexSecret indexes a Secret (or what declares one) under r. A second
+// declaration of r in the unit is a DuplicateObject, kept with the
+// Secret's findings (see deferSecret); the first stays.
+func (p *pass) indexSecret(r ref, s *secret) {
+	p.lastSecret, p.lastSecretDoc = r, s.doc
+	prev := p.secrets[r]
+	if prev == nil {
+		p.secrets[r] = s
+		return
+	}
+	what := "Secret " + r.String()
+	if s.from != "" || prev.from != "" {
+		what += " (declared by " + orPlain(prev.from) + " and by " + orPlain(s.from) + ")"
+	}
+	p.report(codeDuplicateObject, &s.item, path{"metadata", "name"}, false, "%s", p.duplicateMessage(what, &prev.item, &s.item))
+}
+
+func orPlain(from string) string {
+	if from == "" {
+		return "a Secret"
+	}
+	return from
+}
+
+// deferSecret sets aside the findings about a Secret (or its stand-in)
+// that a walk found, made since mark: such a Secret is keyhole's
+// business only when a Connection reads it (docs/inputs.md), and
+// settleSecrets reports them then. A Secret named explicitly is checked
+// whatever reads it.
+func (p *pass) deferSecret(it *item, mark int) {
+	if !it.doc.Walked || len(p.diags) == mark {
+		return
+	}
+	r := it.ref()
+	if p.lastSecretDoc == it.doc {
+		r = p.lastSecret
+	}
+	p.pending[r] = append(p.pending[r], p.diags[mark:]...)
+	p.diags = p.diags[:mark]
+}
+
+// settleSecrets reports the set-aside findings of each Secret a
+// Connection reads (in any unit), and says once, at info, for each other
+// one, that its findings were skipped.
+func (p *pass) settleSecrets() {
+	for _, r := range slices.SortedFunc(maps.Keys(p.pending), func(a, b ref) int { return strings.Compare(a.String(), b.String()) }) {
+		ds := p.pending[r]
+		if p.read[r] {
+			p.diags = append(p.diags, ds...)
+			continue
+		}
+		var codes []string
+		for _, d := range ds {
+			if d.Severity > diag.Info && !slices.Contains(codes, d.Code) {
+				codes = append(codes, d.Code)
+			}
+		}
+		if len(codes) == 0 {
+			continue
+		}
+		pos := ds[0].Pos
+		if s := p.secrets[r]; s != nil {
+			pos = s.doc.Pos
+		}
+		p.diags = append(p.diags, diag.Diagnostic{
+			Code:     source.CodeInputSkipped,
+			Severity: diag.Info,
+			Pos:      pos,
+			Object:   ds[0].Object,
+			Message: fmt.Sprintf("Secret %s is read by no Connection, so what is wrong in it (%s) is not keyhole's to report; skipped (name its file explicitly to check it)",
+				r, strings.Join(codes, ", ")),
+		})
+	}
+}
+
+// merge turns the diagnostics of every unit (and the loader's) into one
+// list: a finding several units share, the same code at the same position
+// and field, is one diagnostic naming them all. Its message is the first
+// unit's (by name); where another unit's differs (an overlay's namespace
+// in a name it quotes), the note says whose it is. When the input has
+// several units and a finding's file lies outside each unit's own
+// directory (a base the units build), its message says which units it
+// affects.
+func merge(all diag.List, multi bool) diag.List {
+	type key struct {
+		code, path, suppressed string
+		severity               diag.Severity
+		pos                    diag.Pos
+	}
+	index := map[key][]int{}
+	var out diag.List
+	differs := map[int]bool{}
+	for _, d := range all {
+		units := d.Units
+		if len(units) == 0 {
+			units = []string{source.LooseUnit}
+		}
+		k := key{d.Code, d.Path, d.Suppressed, d.Severity, d.Pos}
+		// The same finding from another unit: the entry with the same
+		// message, else the first one that unit has not joined yet (two
+		// findings of one unit at one place stay two).
+		at := -1
+		for _, i := range index[k] {
+			if slices.ContainsFunc(units, func(u string) bool { return slices.Contains(out[i].Units, u) }) {
+				continue
+			}
+			if out[i].Message == d.Message {
+				at = i
+				break
+			}
+			if at < 0 {
+				at = i
+			}
+		}
+		if at >= 0 {
+			out[at].Units = append(out[at].Units, units...)
+			if d.Message != out[at].Message {
+				differs[at] = true
+			}
+			continue
+		}
+		d.Units = slices.Clone(units)
+		index[k] = append(index[k], len(out))
+		out = append(out, d)
+	}
+	for i := range out {
+		d := &out[i]
+		first := d.Units[0]
+		slices.Sort(d.Units)
+		if !multi {
+			continue
+		}
+		var built []string
+		for _, u := range d.Units {
+			if u != source.LooseUnit {
+				built = append(built, u)
+			}
+		}
+		if len(built) == 0 || slices.ContainsFunc(built, func(u string) bool { return within(d.Pos.File, u) }) {
+			continue
+		}
+		switch {
+		case len(built) == 1:
+			d.Message += fmt.Sprintf(" (in deploy unit %s)", built[0])
+		case differs[i]:
+			d.Message += fmt.Sprintf(" (in %d deploy units: %s; as %s builds it)", len(built), strings.Join(built, ", "), first)
+		default:
+			d.Message += fmt.Sprintf(" (in %d deploy units: %s)", len(built), strings.Join(built, ", "))
+		}
+	}
+	return out
+}
+
+// within reports whether file lies in directory dir (both as reported).
+func within(file, dir string) bool {
+	return dir == "." || file == dir || strings.HasPrefix(file, dir+"/")
+}
+
+// SkippedOf counts, from a check's diagnostics, what it skipped as not
+// keyhole's business: objects of other kinds (KindUnknown) and of how many
+// kinds, and the files, charts and kustomizations not read as objects
+// (InputSkipped), for the summary the printers give. Suppressed
+// diagnostics do not count.
+func SkippedOf(ds diag.List) diag.Skipped {
+	var sk diag.Skipped
+	kinds, files := map[[2]string]bool{}, map[string]bool{}
+	for _, d := range ds {
+		if d.Suppressed != "" {
+			continue
+		}
+		switch d.Code {
+		case codeKindUnknown:
+			sk.Objects++
+			sk.Notes++
+			kinds[[2]string{d.Object.APIVersion, d.Object.Kind}] = true
+		case source.CodeInputSkipped:
+			sk.Notes++
+			if d.Object.Kind != "" { // an object skipped, such as a Secret no Connection reads
+				sk.Objects++
+				kinds[[2]string{d.Object.APIVersion, d.Object.Kind}] = true
+			} else {
+				files[d.Pos.File] = true
+			}
+		}
+	}
+	sk.Kinds, sk.Files = len(kinds), len(files)
+	return sk
+}

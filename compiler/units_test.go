@@ -1,0 +1,100 @@
+package compiler
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/diag"
+)
+
+func parseNode(t *testing.T, s string) *yaml.Node {
+	t.Helper()
+	var n yaml.Node
+	if err := yaml.Unmarshal([]byte(s), &n); err != nil {
+		t.Fatal(err)
+	}
+	return n.Content[0]
+}
+
+func TestMerge(t *testing.T) {
+	at := diag.Pos{File: "apps/base/c.yaml", Line: 3, Column: 5}
+	d := func(msg string, units ...string) diag.Diagnostic {
+		return diag.Diagnostic{Code: "X", Severity: diag.Error, Pos: at, Path: "spec", Message: msg, Units: units}
+	}
+	tests := map[string]struct {
+		in    diag.List
+		multi bool
+		want  []string // message | units
+	}{
+		"one finding of a shared base, named once with its units": {
+			in:    diag.List{d("m", "apps/prod"), d("m", "apps/staging")},
+			multi: true,
+			want:  []string{"m (in 2 deploy units: apps/prod, apps/staging)|apps/prod,apps/staging"},
+		},
+		"messages that differ by unit: the first unit's, said so": {
+			in:    diag.List{d("in ns staging", "apps/staging"), d("in ns prod", "apps/prod")},
+			multi: true,
+			want:  []string{"in ns staging (in 2 deploy units: apps/prod, apps/staging; as apps/staging builds it)|apps/prod,apps/staging"},
+		},
+		"two findings of one unit at one place stay two": {
+			in:    diag.List{d("host a", "apps/prod"), d("host b", "apps/prod"), d("host a", "apps/staging"), d("host b", "apps/staging")},
+			multi: true,
+			want: []string{
+				"host a (in 2 deploy units: apps/prod, apps/staging)|apps/prod,apps/staging",
+				"host b (in 2 deploy units: apps/prod, apps/staging)|apps/prod,apps/staging",
+			},
+		},
+		"a file in the unit's own directory needs no note": {
+			in:    diag.List{d("m", "apps"), d("m", "apps/base/..")},
+			multi: true,
+			want:  []string{"m|apps,apps/base/.."},
+		},
+		"one unit: no note": {
+			in:   diag.List{d("m", "apps/prod")},
+			want: []string{"m|apps/prod"},
+		},
+		"the loose files' unit is named by no note": {
+			in:    diag.List{d("m")},
+			multi: true,
+			want:  []string{"m|"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var got []string
+			for _, d := range merge(tc.in, tc.multi) {
+				got = append(got, d.Message+"|"+strings.Join(d.Units, ","))
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
+
+func TestDifferences(t *testing.T) {
+	docs := map[string]string{
+		"a": "kind: Connection\nspec:\n  hosts: [a]\n  credential: {secretRef: {name: s}}\n",
+		"b": "kind: Connection\nspec:\n  hosts: [a, b]\n  credential: {secretRef: {name: s}}\n",
+		"c": "kind: Connection\nspec:\n  hosts: [a]\n  credential: {secretRef: {name: t}}\nextra: 1\n",
+	}
+	node := func(k string) *yaml.Node { return parseNode(t, docs[k]) }
+	tests := map[string]struct {
+		a, b string
+		want []string
+	}{
+		"identical":             {a: "a", b: "a"},
+		"a list that differs":   {a: "a", b: "b", want: []string{"spec.hosts"}},
+		"deep and added fields": {a: "a", b: "c", want: []string{"spec.credential.secretRef", "extra"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := differences(node(tc.a), node(tc.b)); !slices.Equal(got, tc.want) {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

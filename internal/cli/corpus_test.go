@@ -1,0 +1,174 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The corpus under testdata/repos is fixture repositories written for
+// these tests, each modeled on the layout of a kind of public GitOps
+// repository that also holds everything else a cluster runs:
+//
+//   - flux-monorepo: a Flux monorepo (clusters/<cluster> with Flux's own
+//     objects, infrastructure/ controllers and configs, apps/base and one
+//     overlay per cluster), the agents in a base both overlays build.
+//   - argocd-apps: an Argo CD app of apps (a Helm chart of Applications),
+//     plain and Helm and kustomize guestbooks, a legacy kustomization with
+//     string patches, jsonnet, the agents as a base with two overlays.
+//   - helm-charts: a Helm chart repository (charts/<chart> with templates
+//     and ci values, a ct.yaml), docs with templated snippets, a JSON index
+//     and a docs example Secret no Connection reads, the agents in deploy/.
+//   - controller: a kubebuilder controller (config/ crd, rbac, manager,
+//     default with a namePrefix, samples, testdata; a Helm chart, JSON
+//     and list fixtures under internal/), the agents in config/agents,
+//     which config/default and config/dev both build.
+
+// corpus lists the fixture repositories.
+var corpus = []string{"argocd-apps", "controller", "flux-monorepo", "helm-charts"}
+
+// TestCorpusClean: each repository checks clean, as a new user would run
+// keyhole on it: exit 0, no error or warning, and the one line that counts
+// what was skipped. render, explain and the JSON output agree.
+func TestCorpusClean(t *testing.T) {
+	for _, name := range corpus {
+		t.Run(name, func(t *testing.T) {
+			pkg, err := os.Getwd()
+			if err != nil {
+				t.Fatal(err)
+			}
+			copyRepo(t, name)
+			code, out, errOut := runIn(t, "check", ".")
+			if code != exitOK || errOut != "" {
+				t.Fatalf("check: exit %d\n%s%s", code, out, errOut)
+			}
+			for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+				if strings.Contains(l, " error ") || strings.Contains(l, " warning ") {
+					t.Errorf("check is not clean: %s", l)
+				}
+			}
+			goldenFile(t, filepath.Join(pkg, "testdata", "repos-want", name+".txt"), []byte(out))
+
+			code, out, errOut = runIn(t, "check", "--format", "json", ".")
+			var doc struct {
+				Summary struct {
+					Errors, Warnings int
+					Units            []string
+				}
+			}
+			if err := json.Unmarshal([]byte(out), &doc); err != nil || code != exitOK {
+				t.Fatalf("check --format json: exit %d, %v\n%s", code, err, errOut)
+			}
+			if doc.Summary.Errors+doc.Summary.Warnings != 0 || len(doc.Summary.Units) < 2 {
+				t.Errorf("json summary: %+v", doc.Summary)
+			}
+
+			if code, _, errOut = runIn(t, "render", "-o", "out", "."); code != exitOK {
+				t.Errorf("render: exit %d\n%s", code, errOut)
+			}
+			if code, out, errOut = runIn(t, "explain", "."); code != exitOK || !strings.Contains(out, "support-workspace") {
+				t.Errorf("explain: exit %d\n%s%s", code, out, errOut)
+			}
+		})
+	}
+}
+
+// TestCorpusSeeded: each repository with one keyhole mistake seeded into
+// the base its overlays share gives exactly that one error, at its line,
+// once, naming the deploy units it affects.
+func TestCorpusSeeded(t *testing.T) {
+	tests := map[string]struct {
+		repo, file, old, new string
+		want                 string // the one line check prints about it
+	}{
+		"flux: a key the Secret does not have": {
+			repo: "flux-monorepo", file: "apps/base/agents/connection.yaml",
+			old: `value: "Bearer {{ .token }}"`, new: `value: "Bearer {{ .tokn }}"`,
+			want: `apps/base/agents/connection.yaml:15:27: error ConnectionSecretKeyMissing: key "tokn" is not in Secret agents/acme-github-token (it has: token, user); did you mean "token"? (in 2 deploy units: apps/production, apps/staging)`,
+		},
+		"argocd: a binding to a Connection that is not there": {
+			repo: "argocd-apps", file: "agents/base/agentruntime.yaml",
+			old: "connection: github-acme", new: "connection: github-acm",
+			want: `agents/base/agentruntime.yaml:11:21: error BindingConnectionMissing: Connection agents-dev/github-acm is not in the input; did you mean "github-acme"? (in 2 deploy units: agents/overlays/dev, agents/overlays/prod; as agents/overlays/dev builds it)`,
+		},
+		"helm repo: a placeholder variable that is not a variable name": {
+			repo: "helm-charts", file: "deploy/base/connection.yaml",
+			old: "placeholderEnv: [GH_TOKEN]", new: "placeholderEnv: [GH-TOKEN]",
+			want: `deploy/base/connection.yaml:16:26: error SchemaInvalid: "GH-TOKEN" is not an environment variable name: want letters, digits and underscores, not starting with a digit (in 2 deploy units: deploy/overlays/ci, deploy/overlays/release)`,
+		},
+		"controller: an injection for a host the Connection does not list": {
+			repo: "controller", file: "config/agents/connection.yaml",
+			old: "- hosts: [api.github.com]", new: "- hosts: [api.github.com, uploads.github.com]",
+			want: `config/agents/connection.yaml:13:33: error ConnectionInjectHostUnlisted: inject entry 0 covers uploads.github.com, which spec.hosts does not list; add it to spec.hosts or remove it here (in 2 deploy units: config/default, config/dev)`,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := copyRepo(t, tc.repo)
+			p := filepath.Join(dir, filepath.FromSlash(tc.file))
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Count(b, []byte(tc.old)) != 1 {
+				t.Fatalf("%s holds %q %d times, want once", tc.file, tc.old, bytes.Count(b, []byte(tc.old)))
+			}
+			if err := os.WriteFile(p, bytes.Replace(b, []byte(tc.old), []byte(tc.new), 1), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut := runIn(t, "check", ".")
+			if code != exitFailed || errOut != "" {
+				t.Fatalf("check: exit %d, want %d\n%s%s", code, exitFailed, out, errOut)
+			}
+			var found []string
+			for _, l := range strings.Split(out, "\n") {
+				if strings.Contains(l, " error ") || strings.Contains(l, " warning ") {
+					found = append(found, l)
+				}
+			}
+			if len(found) != 1 || found[0] != tc.want {
+				t.Errorf("got:\n%s\nwant exactly:\n%s", strings.Join(found, "\n"), tc.want)
+			}
+			if code, _, _ := runIn(t, "render", "-o", "out", "."); code != exitFailed {
+				t.Errorf("render: exit %d, want %d", code, exitFailed)
+			}
+		})
+	}
+}
+
+// copyRepo copies a corpus repository into a new directory and makes it
+// the working directory.
+func copyRepo(t *testing.T, name string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "repos", name))); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	return dir
+}
+
+// goldenFile compares got with the file at path, or rewrites it when
+// KEYHOLE_UPDATE=1.
+func goldenFile(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if os.Getenv("KEYHOLE_UPDATE") == "1" {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (KEYHOLE_UPDATE=1 writes it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (KEYHOLE_UPDATE=1 rewrites it)\n--- got\n%s--- want\n%s", path, got, want)
+	}
+}

@@ -1,0 +1,224 @@
+package source
+
+import (
+	"bytes"
+	"fmt"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/diag"
+)
+
+// keyhole's scope (docs/inputs.md): its findings are about its own objects
+// and what they depend on. A file or kustomization found by walking a
+// directory that cannot be read as objects, and that names none of
+// keyhole's kinds, is some other tool's business: it is skipped with one
+// InputSkipped note instead of an error. Named explicitly, it is still an
+// error, since the user asked for it.
+
+// keyholeMarkers are byte strings that only a file about keyhole's objects
+// holds: the API group of its kinds, its Config's apiVersion and its
+// annotation (not keyhole.dev/ alone, which a Go module path also holds).
+var keyholeMarkers = [][]byte{[]byte("omnia.altairalabs.ai/"), []byte("keyhole.dev/v1"), []byte("keyhole.dev/ignore")}
+
+// keyholeFileNames are the file names keyhole reads by name alone.
+var keyholeFileNames = []string{"agent.yaml", "agent.yml", "keyhole.yaml", "keyhole.yml"}
+
+// keyholeKind matches a kind field naming one of keyhole's kinds, in YAML
+// or JSON, for a document that lost its apiVersion.
+var keyholeKind = regexp.MustCompile(`(?m)(^|[{,\s])"?kind"?\s*:\s*["']?(Connection|SandboxClass|AgentRuntime|ToolRegistry)["']?\s*($|[,}#])`)
+
+// namesKeyhole reports whether a file, by its name or its bytes, is about
+// keyhole's objects: it is agent.yaml or keyhole.yaml, or it names an API
+// group of keyhole's (omnia.altairalabs.ai/, keyhole.dev/), or a kind
+// field names one of keyhole's kinds.
+func namesKeyhole(name string, data []byte) bool {
+	base := path.Base(name)
+	for _, n := range keyholeFileNames {
+		if base == n {
+			return true
+		}
+	}
+	for _, m := range keyholeMarkers {
+		if bytes.Contains(data, m) {
+			return true
+		}
+	}
+	return keyholeKind.Match(data)
+}
+
+// templateAction finds a template action: a Go template's {{ ... }} or a
+// Jinja/Liquid {% ... %} or {# ... #}.
+var templateAction = regexp.MustCompile(`\{\{-?\s*(.*?)\s*-?\}\}|\{%|\{#`)
+
+// keyReference is what a Connection's inject value may hold between {{
+// and }}: a reference to a Secret key, plain (.token) or by index (index .
+// "tls.crt").
+var keyReference = regexp.MustCompile(`^(\.[A-Za-z0-9_-]+|index \. "[^"]*")$`)
+
+// templated reports whether data is a template rather than YAML: it holds
+// a Jinja or Liquid tag, or a Go template action other than a plain key
+// reference such as a Connection's {{ .token }}. Such a file is YAML only
+// after the tool that owns it renders it (Helm, a docs generator).
+func templated(data []byte) bool {
+	for _, m := range templateAction.FindAllSubmatch(data, -1) {
+		if len(m[1]) == 0 || !keyReference.Match(m[1]) {
+			return true
+		}
+	}
+	return false
+}
+
+// skipUnreadable decides the fate of a file found by a walk whose reading
+// gave errors: when it is templated, or names none of keyhole's kinds, it
+// is skipped, and the one InputSkipped note that says why replaces its
+// documents and diagnostics. Otherwise they stand.
+func skipUnreadable(file string, data []byte, docs []Document, ds diag.List) ([]Document, diag.List) {
+	first := -1
+	for i, d := range ds {
+		if d.Severity == diag.Error {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		return docs, ds
+	}
+	var why string
+	switch {
+	case data != nil && templated(data):
+		why = "it is a template (Go template, Jinja or Liquid), YAML only once the tool that owns it renders it"
+	case !namesKeyhole(file, data):
+		why = "it names none of keyhole's kinds"
+	default:
+		return docs, ds
+	}
+	e := ds[first]
+	return nil, diag.List{skipped(e.Pos, fmt.Sprintf("not read as objects: %s (%s: %s); skipped (name the file explicitly to check it)", why, e.Code, firstClause(e.Message)))}
+}
+
+// skipped is an InputSkipped note.
+func skipped(pos diag.Pos, msg string) diag.Diagnostic {
+	return diag.Diagnostic{Code: CodeInputSkipped, Severity: diag.Info, Pos: pos, Message: msg}
+}
+
+// firstClause is a loader message up to its first semicolon: what is
+// wrong, without the advice that follows, which a skipped file does not
+// need.
+func firstClause(msg string) string {
+	if i := bytes.IndexByte([]byte(msg), ';'); i > 0 {
+		return msg[:i]
+	}
+	return msg
+}
+
+// kustomizationNamesKeyhole reports whether any local file of the
+// kustomization in dir (absolute) names keyhole's kinds: the files under
+// dir, and those under every local path its kustomization files name
+// (resources, components, patches, generators), followed through bases.
+// It reads each file at most once, and only up to the size limit; it runs
+// only when a build that a walk found has failed.
+func (l *loader) kustomizationNamesKeyhole(dir string) bool {
+	return l.kustomizationHolds(dir, namesKeyhole)
+}
+
+// secretMarkers are what a kustomization that makes a Secret holds: a
+// Connection in another deploy unit may read it (see docs/inputs.md).
+var secretMarkers = regexp.MustCompile(`(?m)(^|[{,\s])"?kind"?\s*:\s*["']?(Secret|SealedSecret|ExternalSecret)["']?\s*($|[,}#])|secretGenerator`)
+
+// kustomizationMatters reports whether a kustomization a walk found is
+// worth building: one of its local files names keyhole's kinds, or
+// declares a Secret (or a stand-in, or generates one) that a Connection
+// may read. Others hold nothing keyhole checks, and building them would
+// only cost kustomize's time.
+func (l *loader) kustomizationMatters(dir string) bool {
+	return l.kustomizationHolds(dir, func(name string, data []byte) bool {
+		return namesKeyhole(name, data) || secretMarkers.Match(data)
+	})
+}
+
+// kustomizationHolds reports whether a local file of the kustomization in
+// dir satisfies holds; see kustomizationNamesKeyhole.
+func (l *loader) kustomizationHolds(dir string, holds func(name string, data []byte) bool) bool {
+	seen := map[string]bool{}
+	var visit func(p string) bool
+	visit = func(p string) bool {
+		p = filepath.Clean(p)
+		if seen[p] || len(seen) > maxScopeFiles {
+			return false
+		}
+		seen[p] = true
+		fi, err := l.fsys.Stat(p)
+		if err != nil {
+			return false
+		}
+		if !fi.IsDir() {
+			if !fi.Mode().IsRegular() || fi.Size() > l.opts.MaxFileSize {
+				return false
+			}
+			data, err := l.fsys.ReadFile(p)
+			if err != nil {
+				return false
+			}
+			if holds(p, data) {
+				return true
+			}
+			if isKustomizationName(filepath.Base(p)) {
+				for _, ref := range localPaths(kustomizationNode(l.fsys, p)) {
+					if visit(filepath.Join(filepath.Dir(p), filepath.FromSlash(ref))) {
+						return true
+					}
+				}
+			}
+			return false
+		}
+		entries, err := l.fsys.ReadDir(p)
+		if err != nil {
+			return false
+		}
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), ".") {
+				continue
+			}
+			if visit(filepath.Join(p, e.Name())) {
+				return true
+			}
+		}
+		return false
+	}
+	return visit(dir)
+}
+
+// maxScopeFiles bounds the files and directories one scope question
+// reads: a kustomization that reaches more is taken to name none.
+const maxScopeFiles = 20000
+
+// localPaths returns every string scalar of a kustomization that could
+// name a local file or directory: the loader tries each, and those that
+// do not exist cost a stat.
+func localPaths(n *yaml.Node) []string {
+	if n == nil {
+		return nil
+	}
+	var out []string
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		switch n.Kind {
+		case yaml.ScalarNode:
+			v := n.Value
+			if v != "" && len(v) < 4096 && !strings.ContainsAny(v, "\n:") {
+				out = append(out, v)
+			}
+		default:
+			for _, c := range n.Content {
+				walk(c)
+			}
+		}
+	}
+	walk(n)
+	return out
+}
