@@ -287,7 +287,7 @@ func withBuildMetadata(data []byte) []byte {
 
 // explicitNulls writes ~ for every null that the input left empty, such as
 // the value of resources in the flow mapping {resources}: yaml.v3 would
-// marshal it as '', an empty string, which kustomize reads as a string
+// marshal it as a quoted empty string, which kustomize reads as a string
 // where a list belongs and refuses, where it accepts the null.
 func explicitNulls(n *yaml.Node) {
 	if n.Kind == yaml.ScalarNode && n.Value == "" && n.ShortTag() == "!!null" {
