@@ -36,6 +36,7 @@ type upPool struct {
 // upConn is one upstream connection with its buffers.
 type upConn struct {
 	conn     *tls.Conn
+	peek     *socketPeek
 	br       *bufio.Reader
 	bw       *bufio.Writer
 	lastUsed time.Time
@@ -99,7 +100,7 @@ const socketCheckAfter = time.Millisecond
 // socketCheckAfter, nothing (not even a close) in the socket. A
 // connection that is not clean is never reused.
 func (c *upConn) idleClean(now time.Time) bool {
-	if c.br.Buffered() > 0 || now.Sub(c.lastUsed) >= socketCheckAfter && socketReadable(c.conn.NetConn()) {
+	if c.br.Buffered() > 0 || now.Sub(c.lastUsed) >= socketCheckAfter && c.peek.readable() {
 		return false
 	}
 	// With the socket empty, a read that may not wait returns only what
@@ -176,7 +177,7 @@ func (p *upPool) dialTLS(ctx context.Context, host string) (*upConn, error) {
 		raw.Close()
 		return nil, err
 	}
-	return &upConn{conn: tc, br: bufio.NewReaderSize(tc, 4<<10), bw: bufio.NewWriterSize(tc, 4<<10)}, nil
+	return &upConn{conn: tc, peek: newSocketPeek(raw), br: bufio.NewReaderSize(tc, 4<<10), bw: bufio.NewWriterSize(tc, 4<<10)}, nil
 }
 
 // roundTrip sends out (GET or HEAD, no body) to https://out.Host and
