@@ -223,16 +223,19 @@ func TestServerResponseScrub(t *testing.T) {
 			if got := resp.Header.Get("X-Request-Id"); tc.header.Get("X-Request-Id") != "" && got != tc.header.Get("X-Request-Id") {
 				t.Errorf("X-Request-Id came back as %q, want what the sandbox sent", got)
 			}
-			lines := 0
-			for _, l := range h.logs.requests(t) {
-				if l["path"] == path {
-					lines++
-					if l["decision"] != "inject" || l["status"] != float64(200) {
-						t.Errorf("log line %v, want inject 200", l)
+			count := func() (lines int) {
+				for _, l := range h.logs.requests(t) {
+					if l["path"] == path {
+						lines++
+						if l["decision"] != "inject" || l["status"] != float64(200) {
+							t.Errorf("log line %v, want inject 200", l)
+						}
 					}
 				}
+				return lines
 			}
-			if lines != 1 {
+			eventually(t, "the request's log line", func() bool { return count() > 0 })
+			if lines := count(); lines != 1 {
 				t.Errorf("%d request lines for %s, want 1", lines, path)
 			}
 		})
@@ -283,7 +286,7 @@ func TestServerRefusedRequests(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			before := len(h.api.seen())
+			before, linesBefore := len(h.api.seen()), len(h.logs.requests(t))
 			c, br := h.tlsTunnel(tc.host, tc.host, false)
 			defer c.Close()
 			resp := roundTrip(t, c, br, tc.raw+"Host: "+tc.host+"\r\n\r\n")
@@ -292,6 +295,11 @@ func TestServerRefusedRequests(t *testing.T) {
 			}
 			if n := len(h.api.seen()) - before; n != 0 {
 				t.Fatalf("the upstream saw %d requests", n)
+			}
+			// One line for the CONNECT, one for the request: no more.
+			eventually(t, "the request's log line", func() bool { return len(h.logs.requests(t)) >= linesBefore+2 })
+			if n := len(h.logs.requests(t)) - linesBefore; n != 2 {
+				t.Errorf("%d request lines for a CONNECT and one request, want 2", n)
 			}
 			method, _, _ := strings.Cut(tc.raw, " ")
 			var found int

@@ -4,6 +4,10 @@ package proxy
 
 import "net"
 
-// socketReadable cannot look into the socket on this platform; the TLS
-// layer's check in idleClean still catches what has been read into it.
-func socketReadable(net.Conn) bool { return false }
+// socketPeek cannot look into a socket on this platform; idleClean's look
+// at the TLS layer still catches what has been read into it.
+type socketPeek struct{}
+
+func newSocketPeek(net.Conn) *socketPeek { return &socketPeek{} }
+
+func (*socketPeek) readable() bool { return false }

@@ -47,9 +47,9 @@ type ConnectorHost struct {
 
 // ConnectorInject says how clients present the credential on a host: in a
 // header, as the basic-auth password, or (gitlab.com) either. At least one
-// is set. The proxy substitutes the placeholder wherever it appears in a
-// header; these say what a client is expected to send, for docs, explain
-// and the placeholder's shape.
+// is set. They say what a client is expected to send, for docs, explain
+// and the placeholder's shape, and where the proxy substitutes it: only in
+// the header named here, and in Authorization when basic is set.
 type ConnectorInject struct {
 	Header *ConnectorHeader `json:"header,omitempty" yaml:"header,omitempty"`
 	Basic  *ConnectorBasic  `json:"basic,omitempty" yaml:"basic,omitempty"`
