@@ -33,12 +33,18 @@ func benchSides(b *testing.B) (base, head Side) {
 		b.Fatalf("the synthetic repository does not check: %v", res.Diagnostics)
 	}
 	opts := render.Options{DefaultSandboxImage: "ghcr.io/acme/sandbox:1"}
-	bf, err := render.Render(res.Plan, opts)
+	// The repository's deploy units (its loose files and its overlays)
+	// hold sandboxes of distinct namespaces: one plan of them all is
+	// what one cluster would run.
+	var baseSandboxes []compiler.Sandbox
+	for _, u := range res.Units {
+		baseSandboxes = append(baseSandboxes, u.Plan.Sandboxes...)
+	}
+	bf, err := render.Render(compiler.Plan{Sandboxes: baseSandboxes}, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
-	plan := res.Plan
-	plan.Sandboxes = slices.Clone(plan.Sandboxes)
+	plan := compiler.Plan{Sandboxes: slices.Clone(baseSandboxes)}
 	for i := range plan.Sandboxes {
 		sb := &plan.Sandboxes[i]
 		sb.Proxy.Hosts = slices.Clone(sb.Proxy.Hosts)
@@ -51,7 +57,7 @@ func benchSides(b *testing.B) (base, head Side) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return Side{Ref: Ref{Name: "base"}, Files: bf, Sandboxes: res.Plan.Sandboxes},
+	return Side{Ref: Ref{Name: "base"}, Files: bf, Sandboxes: baseSandboxes},
 		Side{Ref: Ref{Name: "head"}, Files: hf, Sandboxes: plan.Sandboxes}
 }
 

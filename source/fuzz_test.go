@@ -3,6 +3,7 @@ package source
 import (
 	"bytes"
 	"reflect"
+	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
@@ -80,4 +81,53 @@ func checkPlain(t *testing.T, n *yaml.Node, depth int) {
 		}
 		checkPlain(t, c, depth+1)
 	}
+}
+
+// FuzzParseWalked reads any bytes as a file a walk found, under the scope
+// rule (scope.go) and with Lists expanded: no panic, every diagnostic
+// inside the input, every document a mapping at a position of its own,
+// the same answer twice, and a file that is skipped yields one note and
+// nothing else.
+func FuzzParseWalked(f *testing.F) {
+	for _, seed := range []string{
+		connection,
+		"{% raw %}\na: {{ .Values.x }}\n{% endraw %}\n",
+		"value: \"Bearer {{ .token }}\"\nx: [\n",
+		"apiVersion: v1\nkind: List\nitems:\n  - {apiVersion: v1, kind: Secret, metadata: {name: s}}\n  - 3\n",
+		"apiVersion: v1\nkind: FooList\nitems: {a: b}\n",
+		"apiVersion: v1\nkind: List\nitems:\n  - apiVersion: v1\n    kind: List\n    items: [{kind: X}]\n",
+		"[1, 2, 3]\n",
+		"title: a\ntitle: b\n",
+		"kind: Connection\nmetadata: [\n",
+		"apiVersion: omnia.altairalabs.ai/v1alpha1\n\x00",
+	} {
+		f.Add([]byte(seed), "x.yaml")
+	}
+	f.Add([]byte("name: a\nconnectors: [\n"), "agent.yaml")
+	f.Fuzz(func(t *testing.T, data []byte, name string) {
+		if name == "" || strings.ContainsAny(name, "/\x00") {
+			name = "x.yaml"
+		}
+		lines := 1 + bytes.Count(data, []byte("\n")) + bytes.Count(data, []byte("\r")) +
+			bytes.Count(data, []byte("\u0085")) + bytes.Count(data, []byte("\u2028")) + bytes.Count(data, []byte("\u2029"))
+		docs, ds := parse(name, data, true)
+		for _, d := range ds {
+			if d.Pos.File != name || d.Pos.Line < 1 || d.Pos.Column < 1 || d.Pos.Line > lines {
+				t.Fatalf("diagnostic outside the input (%d lines): %v", lines, d)
+			}
+			if d.Code == CodeInputSkipped && strings.Contains(d.Message, "not read as objects") && (len(ds) != 1 || len(docs) != 0) {
+				t.Fatalf("a skipped file gave more than its note: %d docs, %v", len(docs), ds)
+			}
+		}
+		for _, d := range docs {
+			if d.Node == nil || d.Node.Kind != yaml.MappingNode || d.Pos.Line < 1 || d.Pos.Column < 1 {
+				t.Fatalf("document %d at %v is not a placed mapping", d.Index, d.Pos)
+			}
+			checkPlain(t, d.Node, 0)
+		}
+		docs2, ds2 := parse(name, data, true)
+		if !reflect.DeepEqual(ds, ds2) || len(docs) != len(docs2) {
+			t.Fatalf("two parses differ:\n%v\n%v", ds, ds2)
+		}
+	})
 }

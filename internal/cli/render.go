@@ -19,7 +19,7 @@ func runRender(e *env, args []string) int {
 	var f checkFlags
 	f.register(fs)
 	out := fs.String("o", "", "write the rendered files to `DIR` (replaced atomically; never written when the check finds errors); with several deploy units, each to DIR/<unit>")
-	stdout := fs.Bool("stdout", false, "print the Kubernetes objects as one YAML stream, for an Argo CD config management plugin (one deploy unit: see --unit)")
+	stdout := fs.Bool("stdout", false, "print the Kubernetes objects as one YAML stream, for an Argo CD config management plugin (every deploy unit's, unless two render the same object: see --unit)")
 	krm := fs.Bool("krm", false, "run as a kustomize KRM function: a ResourceList in on stdin, the rendered ResourceList out")
 	var opts render.Options
 	registerRenderOptions(fs, &opts)
@@ -59,11 +59,19 @@ func runRender(e *env, args []string) int {
 		return code
 	}
 	if *stdout {
-		if len(units) > 1 {
-			fmt.Fprintf(e.stderr, "keyhole render: --stdout prints one deploy unit, and %d have something to render (%s): choose one with --unit, as each Argo CD application renders one\n", len(units), unitNames(units))
+		// One stream is what one cluster applies: several units' objects
+		// go in it when no two units render the same object; when they
+		// do (two overlays of one base), a stream of both would apply
+		// one over the other, and --unit chooses.
+		if a, b, clash := clashing(units); clash != "" {
+			fmt.Fprintf(e.stderr, "keyhole render: --stdout prints one stream, and deploy units %s and %s both render %s: choose one with --unit, as each Argo CD application renders one\n", unitName(a), unitName(b), clash)
 			return exitUsage
 		}
-		b, err := render.Stream(units[0].files)
+		var all []render.File
+		for _, u := range units {
+			all = append(all, u.files...)
+		}
+		b, err := render.Stream(all)
 		if err != nil {
 			return fail(e, "render", err)
 		}
@@ -166,6 +174,25 @@ func renderUnits(c *checked, opts render.Options, renderer render.Renderer, only
 		return nil, fmt.Errorf("%w: no deploy unit has a sandbox", render.ErrEmpty)
 	}
 	return out, nil
+}
+
+// clashing returns two units that render a file of the same path (so the
+// same object: paths derive from namespaces and names), and that path;
+// "" when none do. Kustomizations are not streamed, and do not count.
+func clashing(units []rendered) (a, b, path string) {
+	seen := map[string]string{}
+	for _, u := range units {
+		for _, f := range u.files {
+			if strings.HasSuffix(f.Path, "kustomization.yaml") {
+				continue
+			}
+			if prev, ok := seen[f.Path]; ok && prev != u.name {
+				return prev, u.name, f.Path
+			}
+			seen[f.Path] = u.name
+		}
+	}
+	return "", "", ""
 }
 
 // looseName is how the files outside any kustomization are named to the
