@@ -1,14 +1,19 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"maps"
+	"os"
 	"slices"
 	"strings"
 
 	"keyhole.dev/keyhole/compiler"
+	"keyhole.dev/keyhole/diff"
 	"keyhole.dev/keyhole/proxy"
 	"keyhole.dev/keyhole/proxy/config"
+	"keyhole.dev/keyhole/render"
 )
 
 func runExplain(e *env, args []string) int {
@@ -18,11 +23,20 @@ func runExplain(e *env, args []string) int {
 	sandbox := fs.String("sandbox", "", "the sandbox (claim) `NAME` or NAMESPACE/NAME to explain; without it, list the sandboxes")
 	request := fs.String("request", "", "judge one request, `'METHOD URL'`, e.g. 'GET https://api.github.com/user', as the proxy would")
 	body := fs.String("body", "", "the request's `JSON` body, for rules that look at it (e.g. a Git LFS batch request)")
+	base := fs.String("base", "", "compare with the inputs at git `REF`: the sandbox's access verdict and witnesses, as keyhole diff gives them, and --request decided on both sides")
+	head := fs.String("head", "", "with --base, the git `REF` to compare to; the working tree on disk when omitted")
 	paths, err := parse(fs, args)
 	if err != nil {
 		return flagExit(err)
 	}
 	f.format = "text"
+	if *base != "" {
+		return explainChange(e, paths, &f, *base, *head, *sandbox, *request, []byte(*body))
+	}
+	if *head != "" {
+		fmt.Fprintln(e.stderr, "keyhole explain: --head needs --base")
+		return exitUsage
+	}
 	p, code, ok := plan(e, paths, &f)
 	if !ok {
 		return code
@@ -185,4 +199,118 @@ func printDecision(w io.Writer, s compiler.Sandbox, d proxy.Decision) {
 	default:
 		fmt.Fprintf(w, "%s: %s %s\n", d.Action, d.Reason, d.Message)
 	}
+}
+
+// explainChange answers for one sandbox what keyhole diff answers for all:
+// the access verdict between two git refs, the witnesses that prove it,
+// and with --request the decision of each side on that request. Without
+// --sandbox it lists every sandbox with its verdict.
+func explainChange(e *env, paths []string, f *checkFlags, base, head, sandbox, request string, body []byte) int {
+	if request != "" && sandbox == "" {
+		fmt.Fprintln(e.stderr, "keyhole explain: --request needs --sandbox")
+		return exitUsage
+	}
+	if slices.Contains(paths, "-") {
+		fmt.Fprintln(e.stderr, "keyhole explain: with --base the inputs come from git refs and the working tree, not from standard input (-)")
+		return exitUsage
+	}
+	if len(paths) == 0 {
+		paths = []string{"."}
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return fail(e, "explain", err)
+	}
+	sides, err := openSides(wd, base, head, paths)
+	if err != nil {
+		return fail(e, "explain", err)
+	}
+	renderer, err := render.ForTarget(render.TargetKubernetes)
+	if err != nil {
+		return fail(e, "explain", err)
+	}
+	var opts render.Options
+	for _, s := range sides {
+		s.ok = true
+		if len(s.paths) > 0 {
+			s.code, s.ok = s.render(&env{stdout: &s.stderr, stderr: &s.stderr}, wd, f, "text", opts, renderer)
+		}
+		if _, err := e.stderr.Write(s.stderr.Bytes()); err != nil {
+			return exitUsage
+		}
+		if !s.ok {
+			return s.code
+		}
+	}
+	bs, hs := sides[0].side(opts), sides[1].side(opts)
+	res := diff.Compare(bs, hs)
+	changes := map[string]diff.SandboxChange{}
+	for _, c := range res.Sandboxes {
+		changes[c.ID()] = c
+	}
+	if sandbox == "" {
+		names := map[string]bool{}
+		for _, p := range []diff.Side{bs, hs} {
+			for _, sb := range p.Sandboxes {
+				names[p.SandboxID(sb)] = true
+			}
+		}
+		for _, c := range res.Sandboxes {
+			names[c.ID()] = true
+		}
+		for _, n := range slices.Sorted(maps.Keys(names)) {
+			v := diff.VerdictUnchanged
+			if c, ok := changes[n]; ok {
+				v = c.Verdict
+			}
+			fmt.Fprintf(e.stdout, "%s\t%s\n", n, v)
+		}
+		return exitOK
+	}
+	var found [2]*compiler.Sandbox
+	var errs []error
+	for i, p := range []diff.Side{bs, hs} {
+		s, err := findSandbox(compiler.Plan{Sandboxes: p.Sandboxes}, sandbox)
+		if err == nil {
+			found[i] = &s
+		}
+		errs = append(errs, err)
+	}
+	if found[0] == nil && found[1] == nil {
+		fmt.Fprintf(e.stderr, "keyhole explain: %v\n", cmp.Or(errs[1], errs[0]))
+		return exitUsage
+	}
+	side, sb := hs, found[1]
+	if sb == nil {
+		side, sb = bs, found[0]
+	}
+	id := side.SandboxID(*sb)
+	c, ok := changes[id]
+	if !ok {
+		ns, name, _ := strings.Cut(id, "/")
+		c = diff.SandboxChange{Namespace: ns, Name: name}
+	}
+	if err := diff.WriteSandbox(e.stdout, res.Base, res.Head, c); err != nil {
+		return fail(e, "explain", err)
+	}
+	if request == "" {
+		return exitOK
+	}
+	fmt.Fprintln(e.stdout)
+	for i, ref := range []diff.Ref{res.Base, res.Head} {
+		which := []string{"base", "head"}[i]
+		if found[i] == nil {
+			fmt.Fprintf(e.stdout, "%s %s: refused: the sandbox does not exist there\n", which, ref)
+			continue
+		}
+		d, err := judge(found[i].Proxy, request, body)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "keyhole explain: %v\n", err)
+			return exitUsage
+		}
+		var b strings.Builder
+		printDecision(&b, *found[i], d)
+		fmt.Fprintf(e.stdout, "%s %s: %s", which, ref, b.String())
+	}
+	return exitOK
 }
