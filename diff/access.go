@@ -318,8 +318,16 @@ func compareHost(host string, b, h entry) hostAccess {
 	}
 	var ha hostAccess
 	var gained, lost []found
-	for _, scheme := range []string{"https", "http"} {
-		for _, r := range reqs {
+	// The proxy decides a plain http:// request by its host alone
+	// (forwarded to a passthrough host, refused elsewhere: credentials go
+	// only over HTTPS), so one such request stands for them all.
+	plain := []request{{method: "GET", path: "/"}}
+	for _, try := range []struct {
+		scheme string
+		reqs   []request
+	}{{"https", reqs}, {"http", plain}} {
+		scheme := try.scheme
+		for _, r := range try.reqs {
 			url := scheme + "://" + host + r.path
 			ob := outcome(pb, pb.DecideURL(r.method, url, r.body))
 			oh := outcome(ph, ph.DecideURL(r.method, url, r.body))

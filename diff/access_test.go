@@ -574,3 +574,26 @@ func randomRequest(rng *rand.Rand) (method, url string, body []byte) {
 	}
 	return method, scheme + "://" + host + path, body
 }
+
+// FuzzCompareAccessConfigs: whatever two proxy configs hold, valid or
+// not, CompareAccess returns a verdict without panicking; for two valid
+// ones, every witness is proven on both plans.
+func FuzzCompareAccessConfigs(f *testing.F) {
+	f.Add([]byte(dump(plan([]config.Host{gh(prefixes("GET,HEAD", "/repos/acme/widgets"))}))), []byte(dump(plan([]config.Host{gh(patterns("GET", "/repos/*/**"))}, "pypi.org"))))
+	f.Add([]byte(`{"hosts":[{"name":"a","rules":[{"methods":["GET"],"pathPrefixes":["x"]}]}]}`), []byte(`{}`))
+	f.Fuzz(func(t *testing.T, b, h []byte) {
+		var base, head config.Config
+		errB, errH := json.Unmarshal(b, &base), json.Unmarshal(h, &head)
+		if errB != nil || errH != nil {
+			return
+		}
+		a := CompareAccess(&base, &head)
+		if base.Validate() != nil || head.Validate() != nil {
+			if a.Verdict != VerdictUndecided {
+				t.Fatalf("an invalid config gave verdict %s", a.Verdict)
+			}
+			return
+		}
+		checkAccess(t, &base, &head, a)
+	})
+}

@@ -124,12 +124,13 @@ func counts(r Result) string {
 // review first: "access widened for 2 sandboxes, narrowed for 1".
 func accessSummary(r Result) string {
 	var parts []string
+	counts := r.Verdicts()
 	for _, v := range Verdicts() {
-		n := r.Verdicts()[v]
+		n := counts[v]
 		if n == 0 {
 			continue
 		}
-		p := fmt.Sprintf("%s for %d", verdictWords(v), n)
+		p := fmt.Sprintf("%s for %d", v, n)
 		if len(parts) == 0 {
 			p = "access " + p + " " + plural(n, "sandbox", "sandboxes")
 		}
@@ -143,14 +144,6 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
-}
-
-// verdictWords is how prose names a verdict.
-func verdictWords(v Verdict) string {
-	if v == VerdictUndecided {
-		return "undecided"
-	}
-	return string(v)
 }
 
 // policyLines describes a sandbox's change as lines of text, each with a
@@ -276,7 +269,7 @@ func writeText(w io.Writer, r Result) error {
 	if len(r.Sandboxes) > 0 {
 		b.WriteString("\nAccess, as the proxy decides each request on both sides:\n")
 		for _, g := range groups(r) {
-			fmt.Fprintf(&b, "  %s: %s\n", verdictWords(g.verdict), groupTitle(g))
+			fmt.Fprintf(&b, "  %s: %s\n", g.verdict, groupTitle(g))
 			accessText(&b, g.first(), "    ")
 		}
 	}
@@ -344,7 +337,7 @@ func WriteSandbox(w io.Writer, base, head Ref, s SandboxChange) error {
 	if v == "" {
 		v = VerdictUnchanged
 	}
-	fmt.Fprintf(&b, "sandbox %s: access %s, %s → %s", s.ID(), verdictWords(v), base, head)
+	fmt.Fprintf(&b, "sandbox %s: access %s, %s → %s", s.ID(), v, base, head)
 	if s.Change == Added || s.Change == Removed {
 		fmt.Fprintf(&b, " (the sandbox is %s)", s.Change)
 	}
@@ -451,7 +444,7 @@ func writeMarkdown(w io.Writer, r Result) error {
 			var parts []string
 			for _, v := range Verdicts() {
 				if left[v] > 0 {
-					parts = append(parts, fmt.Sprintf("%d %s", left[v], verdictWords(v)))
+					parts = append(parts, fmt.Sprintf("%d %s", left[v], v))
 				}
 			}
 			fmt.Fprintf(&m.b, groupsOmitted, n, plural(n, "sandbox", "sandboxes"), strings.Join(parts, ", "))

@@ -22,7 +22,7 @@ import (
 // its shape-3 one stops allowing DELETE (one change per runtime, each on
 // its own hosts), and every agent gets one more allowed domain (the same
 // change, shared by hundreds of sandboxes).
-func generatedChange(t *testing.T) (base, head Side) {
+func generatedChange(t testing.TB) (base, head Side) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "repo")
 	if _, err := synth.Generate(dir, synth.Options{Connections: 400, Agents: 600}); err != nil {
@@ -314,4 +314,3 @@ func TestSandboxVerdicts(t *testing.T) {
 		})
 	}
 }
-
