@@ -133,7 +133,8 @@ func runIn(t *testing.T, args ...string) (int, string, string) {
 }
 
 // TestDiffExitCodes pins diff's exit codes: 0 no change, 1 changed, 2
-// when no diff can be computed.
+// when no diff can be computed, 3 when the change trips --fail-on; and
+// explain --base's: 0 whatever the verdict, 2 on a mistake.
 func TestDiffExitCodes(t *testing.T) {
 	files := example(t, "github-acme")
 	g := newGitFixture(t, files)
@@ -171,6 +172,19 @@ func TestDiffExitCodes(t *testing.T) {
 		"a path only on head":       {args: []string{"diff", "--base", "main", "--head", "team", "team"}, want: exitFailed},
 		"a path only on base":       {args: []string{"diff", "--base", "team", "--head", "main", "team"}, want: exitFailed},
 		"a path on neither side":    {args: []string{"diff", "--base", "main", "--head", "moved", "nowhere"}, want: exitUsage},
+		"gate, widened":             {args: []string{"diff", "--base", "main", "--head", "changed", "--fail-on", "widened"}, want: exitGate},
+		"gate, narrowed":            {args: []string{"diff", "--base", "changed", "--head", "main", "--fail-on", "narrowed"}, want: exitGate},
+		"gate not tripped":          {args: []string{"diff", "--base", "main", "--head", "changed", "--fail-on", "narrowed"}, want: exitFailed},
+		"gate, several":             {args: []string{"diff", "--base", "changed", "--head", "main", "--fail-on", "widened,narrowed", "--format", "json"}, want: exitGate},
+		"gate, any":                 {args: []string{"diff", "--base", "main", "--head", "changed", "--fail-on", "any"}, want: exitGate},
+		"gate, no change":           {args: []string{"diff", "--base", "main", "--head", "moved", "--fail-on", "any"}, want: exitOK},
+		"gate, unknown":             {args: []string{"diff", "--base", "main", "--fail-on", "wider"}, want: exitUsage},
+		"gate, omnia target":        {args: []string{"diff", "--base", "main", "--head", "changed", "--fail-on", "widened", "--target", "omnia"}, want: exitUsage},
+		"explain --base":            {args: []string{"explain", "--base", "main", "--head", "changed", "--sandbox", "support-workspace"}, want: exitOK},
+		"explain --base, list":      {args: []string{"explain", "--base", "main", "--head", "changed"}, want: exitOK},
+		"explain --head alone":      {args: []string{"explain", "--head", "changed"}, want: exitUsage},
+		"explain --base, no such":   {args: []string{"explain", "--base", "main", "--sandbox", "nobody"}, want: exitUsage},
+		"explain --base, broken":    {args: []string{"explain", "--base", "main", "--head", "broken", "--sandbox", "support-workspace"}, want: exitUsage},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if tc.dir != "" {
@@ -221,6 +235,22 @@ func TestDiffCanary(t *testing.T) {
 				assertNoCanary(t, "stderr", []byte(stderr))
 			})
 		}
+	}
+	// explain --base says what diff says, for one sandbox.
+	for name, args := range map[string][]string{
+		"explain":         {"explain", "--base", "main", "--head", "changed", "--sandbox", "support-workspace"},
+		"explain request": {"explain", "--base", "main", "--head", "changed", "--sandbox", "support-workspace", "--request", "GET https://uploads.github.com/"},
+		"explain list":    {"explain", "--base", "main", "--head", "changed"},
+		"explain broken":  {"explain", "--base", "changed", "--head", "broken", "--sandbox", "support-workspace"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, stdout, stderr := runIn(t, args...)
+			if stdout+stderr == "" {
+				t.Fatalf("keyhole %s printed nothing", strings.Join(args, " "))
+			}
+			assertNoCanary(t, "stdout", []byte(stdout))
+			assertNoCanary(t, "stderr", []byte(stderr))
+		})
 	}
 }
 
