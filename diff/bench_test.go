@@ -3,6 +3,7 @@ package diff
 import (
 	"io"
 	"slices"
+	"strings"
 	"testing"
 
 	"keyhole.dev/keyhole/bench/gen/synth"
@@ -77,6 +78,27 @@ func BenchmarkCompare(b *testing.B) {
 			b.Fatal("no sandbox changed: the benchmark compares nothing")
 		}
 	})
+	b.Run("policies", func(b *testing.B) {
+		// The per-sandbox summary and access verdicts alone, which
+		// Compare includes.
+		var n int
+		for b.Loop() {
+			n = len(comparePolicies(base, head))
+		}
+		b.ReportMetric(float64(n), "sandboxes")
+	})
+	b.Run("access", func(b *testing.B) {
+		// Each sandbox's access comparison on its own, without the
+		// cache Compare shares between sandboxes.
+		bs, hs := sandboxes(base), sandboxes(head)
+		for b.Loop() {
+			for id, s := range bs {
+				if a := CompareAccess(&s.Proxy, &hs[id].Proxy); a.Verdict == VerdictUndecided {
+					b.Fatalf("%s: undecided: %s", id, a.Undecided)
+				}
+			}
+		}
+	})
 	r := Compare(base, head)
 	for _, f := range []string{FormatText, FormatMarkdown, FormatJSON} {
 		b.Run("write-"+f, func(b *testing.B) {
@@ -87,4 +109,31 @@ func BenchmarkCompare(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkGenerated times Compare and the markdown report on 4,000
+// sandboxes: TestMarkdownLimitGenerated's repository, its sandboxes
+// copied eight times, each copy on its own hosts.
+func BenchmarkGenerated(b *testing.B) {
+	base, head := generatedChange(b)
+	base, head = copies(base, 8, true), copies(head, 8, true)
+	b.Run("compare", func(b *testing.B) {
+		var r Result
+		for b.Loop() {
+			r = Compare(base, head)
+		}
+		b.ReportMetric(float64(len(r.Sandboxes)), "sandboxes")
+	})
+	r := Compare(base, head)
+	b.Run("write-markdown", func(b *testing.B) {
+		var n int
+		for b.Loop() {
+			var w strings.Builder
+			if err := Write(&w, FormatMarkdown, r); err != nil {
+				b.Fatal(err)
+			}
+			n = w.Len()
+		}
+		b.ReportMetric(float64(n), "bytes")
+	})
 }

@@ -37,6 +37,10 @@ type SandboxChange struct {
 	// it changed.
 	BaseImage string `json:"baseImage,omitempty"`
 	HeadImage string `json:"headImage,omitempty"`
+	// Access is the verdict on what the sandbox may now do, with
+	// witnesses. Placeholder variables and the image do not enter it:
+	// they change what the sandbox holds, not what its proxy lets through.
+	Access
 }
 
 // HostChange is one injected host's change.
@@ -85,6 +89,7 @@ func unionKeys[V1, V2 any](a map[string]V1, b map[string]V2) []string {
 func comparePolicies(base, head Side) []SandboxChange {
 	b, h := sandboxes(base), sandboxes(head)
 	ids := unionKeys(b, h)
+	cache := newAccessCache()
 	var out []SandboxChange
 	for _, id := range ids {
 		bs, inBase := b[id]
@@ -111,6 +116,14 @@ func comparePolicies(base, head Side) []SandboxChange {
 		if c.Change == Changed && len(c.Hosts)+len(c.PassthroughAdded)+len(c.PassthroughRemoved)+len(c.EnvAdded)+len(c.EnvRemoved) == 0 && c.BaseImage == c.HeadImage {
 			continue
 		}
+		var bp, hp *config.Config
+		if inBase {
+			bp = &bs.Proxy
+		}
+		if inHead {
+			hp = &hs.Proxy
+		}
+		c.Access = cache.compare(bp, hp)
 		out = append(out, c)
 	}
 	return out
@@ -122,12 +135,20 @@ func sandboxes(s Side) map[string]*compiler.Sandbox {
 	out := map[string]*compiler.Sandbox{}
 	for i := range s.Sandboxes {
 		sb := s.Sandboxes[i]
-		if sb.Namespace == "" {
-			sb.Namespace = cmp.Or(s.DefaultNamespace, "default")
-		}
+		sb.Namespace = s.namespace(sb)
 		out[sb.Namespace+"/"+sb.Name] = &sb
 	}
 	return out
+}
+
+func (s Side) namespace(sb compiler.Sandbox) string {
+	return cmp.Or(sb.Namespace, s.DefaultNamespace, "default")
+}
+
+// SandboxID names one of the side's sandboxes as the reports do:
+// namespace/name, the namespace defaulted as the render defaulted it.
+func (s Side) SandboxID(sb compiler.Sandbox) string {
+	return s.namespace(sb) + "/" + sb.Name
 }
 
 func compareHosts(base, head []config.Host) []HostChange {
@@ -189,7 +210,11 @@ func envStrings(env []compiler.EnvVar) []string {
 // how: the header and its template (which names Secret keys, never
 // values), basic auth's keys, or the placeholder substituted.
 func describeInject(h config.Host) string {
-	in := h.Inject
+	return fmt.Sprintf("connection %s, %s", h.Connection, describeCredential(h.Inject))
+}
+
+// describeCredential says which Secret an injection reads and how.
+func describeCredential(in config.Inject) string {
 	var how string
 	switch {
 	case in.Header != nil:
@@ -201,7 +226,7 @@ func describeInject(h config.Host) string {
 	default:
 		how = "no injection"
 	}
-	return fmt.Sprintf("connection %s, Secret %s: %s", h.Connection, in.Secret, how)
+	return fmt.Sprintf("Secret %s: %s", in.Secret, how)
 }
 
 // rules describes each rule on one line, sorted; no rules is AnyRequest.
@@ -211,13 +236,18 @@ func rules(rs []config.Rule) []string {
 	}
 	out := make([]string, 0, len(rs))
 	for _, r := range rs {
-		paths := append(slices.Clone(r.PathPrefixes), r.PathPatterns...)
-		s := strings.Join(r.Methods, ",") + " " + strings.Join(paths, ", ")
-		for _, k := range slices.Sorted(maps.Keys(r.Body)) {
-			s += fmt.Sprintf(" body %s=%s", k, strings.Join(r.Body[k], "|"))
-		}
-		out = append(out, s)
+		out = append(out, describeRule(r))
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// describeRule writes a rule on one line: methods, paths, body conditions.
+func describeRule(r config.Rule) string {
+	paths := append(slices.Clone(r.PathPrefixes), r.PathPatterns...)
+	s := strings.Join(r.Methods, ",") + " " + strings.Join(paths, ", ")
+	for _, k := range slices.Sorted(maps.Keys(r.Body)) {
+		s += fmt.Sprintf(" body %s=%s", k, strings.Join(r.Body[k], "|"))
+	}
+	return s
 }

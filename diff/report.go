@@ -1,12 +1,16 @@
 package diff
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
+	"unicode/utf8"
+
+	"keyhole.dev/keyhole/proxy"
 )
 
 // ErrUnknownFormat is returned for a report format no writer has.
@@ -55,11 +59,13 @@ const JSONVersion = "keyhole.dev/diff/v1"
 // jsonReport is the JSON report: its own type, so the schema is written
 // down once and Result can change without changing it unnoticed.
 type jsonReport struct {
-	Version   string          `json:"version"`
-	Base      Ref             `json:"base"`
-	Head      Ref             `json:"head"`
-	Changed   bool            `json:"changed"`
-	Summary   jsonSummary     `json:"summary"`
+	Version string      `json:"version"`
+	Base    Ref         `json:"base"`
+	Head    Ref         `json:"head"`
+	Changed bool        `json:"changed"`
+	Summary jsonSummary `json:"summary"`
+	// Access counts the sandboxes of Sandboxes by verdict.
+	Access    AccessCounts    `json:"access"`
 	Sandboxes []SandboxChange `json:"sandboxes"`
 	Resources []Resource      `json:"resources"`
 }
@@ -75,6 +81,7 @@ func writeJSON(w io.Writer, r Result) error {
 	rep := jsonReport{
 		Version: JSONVersion, Base: r.Base, Head: r.Head, Changed: r.Changed(),
 		Summary:   jsonSummary{Added: r.Count(Added), Removed: r.Count(Removed), Changed: r.Count(Changed), Kinds: nonNil(r.Kinds)},
+		Access:    accessCounts(r),
 		Sandboxes: nonNil(r.Sandboxes), Resources: nonNil(r.Resources),
 	}
 	enc := json.NewEncoder(w)
@@ -91,7 +98,8 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-// headline is the one-line summary both text and markdown start with.
+// headline is the one-line summary both text and markdown start with:
+// the access verdicts first, then the resources.
 func headline(r Result) string {
 	if !r.Changed() {
 		return fmt.Sprintf("no changes between %s and %s", r.Base, r.Head)
@@ -99,20 +107,43 @@ func headline(r Result) string {
 	return fmt.Sprintf("%s → %s: %s", r.Base, r.Head, counts(r))
 }
 
-// counts summarises the resources and sandboxes that changed.
+// counts summarises the access verdicts and the resources that changed.
 func counts(r Result) string {
 	noun := "resources"
 	if r.Count(Changed) == 1 {
 		noun = "resource"
 	}
 	s := fmt.Sprintf("%d %s changed, %d added, %d removed", r.Count(Changed), noun, r.Count(Added), r.Count(Removed))
-	switch len(r.Sandboxes) {
-	case 0:
-		return s
-	case 1:
-		return s + "; what 1 sandbox may reach changed"
+	if a := accessSummary(r); a != "" {
+		return a + "; " + s
 	}
-	return fmt.Sprintf("%s; what %d sandboxes may reach changed", s, len(r.Sandboxes))
+	return s
+}
+
+// accessSummary says how many sandboxes got each verdict, what most needs
+// review first: "access widened for 2 sandboxes, narrowed for 1".
+func accessSummary(r Result) string {
+	var parts []string
+	counts := r.Verdicts()
+	for _, v := range Verdicts() {
+		n := counts[v]
+		if n == 0 {
+			continue
+		}
+		p := fmt.Sprintf("%s for %d", v, n)
+		if len(parts) == 0 {
+			p = "access " + p + " " + plural(n, "sandbox", "sandboxes")
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // policyLines describes a sandbox's change as lines of text, each with a
@@ -157,6 +188,77 @@ func policyLines(s SandboxChange) []string {
 	return out
 }
 
+// witnessLine says what became of one request: "METHOD URL: before;
+// now", naming the rule that allows it on the side that does.
+func witnessLine(w Witness, widened bool) string {
+	before, now := w.Base.String(), w.Head.String()
+	if w.Rule != "" {
+		if widened {
+			now += ", by rule " + w.Rule
+		} else {
+			before += ", by rule " + w.Rule
+		}
+	}
+	return fmt.Sprintf("%s: before %s; now %s", w.Request(), before, now)
+}
+
+// group is the sandboxes that share one change, said once.
+type group struct {
+	verdict   Verdict
+	sandboxes []SandboxChange
+}
+
+func (g group) first() SandboxChange { return g.sandboxes[0] }
+
+// groups gathers the sandboxes whose changes read the same (verdict,
+// witnesses, what changed), most in need of review first: by verdict,
+// then the largest group, then by name.
+func groups(r Result) []group {
+	index := map[string]int{}
+	var out []group
+	for _, s := range r.Sandboxes {
+		var k strings.Builder
+		fmt.Fprintf(&k, "%s\x00%s\x00%s\x00", s.Verdict, s.Change, s.Undecided)
+		for _, w := range s.Widened {
+			k.WriteString(witnessLine(w, true) + "\x00")
+		}
+		k.WriteString("\x01")
+		for _, w := range s.Narrowed {
+			k.WriteString(witnessLine(w, false) + "\x00")
+		}
+		k.WriteString("\x01")
+		for _, l := range policyLines(s) {
+			k.WriteString(l + "\x00")
+		}
+		if i, ok := index[k.String()]; ok {
+			out[i].sandboxes = append(out[i].sandboxes, s)
+			continue
+		}
+		index[k.String()] = len(out)
+		out = append(out, group{verdict: s.Verdict, sandboxes: []SandboxChange{s}})
+	}
+	slices.SortStableFunc(out, func(a, b group) int {
+		return cmp.Or(cmp.Compare(a.verdict.rank(), b.verdict.rank()), cmp.Compare(len(b.sandboxes), len(a.sandboxes)))
+	})
+	return out
+}
+
+// groupTitle names a group's sandboxes and what became of them, for text.
+func groupTitle(g group) string {
+	names := make([]string, len(g.sandboxes))
+	for i, s := range g.sandboxes {
+		names[i] = s.ID()
+	}
+	title := strings.Join(names, ", ")
+	if len(names) > 1 {
+		title += fmt.Sprintf(" (%d sandboxes, the same change)", len(names))
+	}
+	if c := g.first().Change; c != Changed {
+		title += fmt.Sprintf(" (%s)", c)
+	}
+	return title
+}
+
 func writeText(w io.Writer, r Result) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "keyhole diff: %s\n", headline(r))
@@ -165,12 +267,10 @@ func writeText(w io.Writer, r Result) error {
 		return err
 	}
 	if len(r.Sandboxes) > 0 {
-		b.WriteString("\nWhat sandboxes may reach:\n")
-		for _, s := range r.Sandboxes {
-			fmt.Fprintf(&b, "  sandbox %s: %s\n", s.ID(), s.Change)
-			for _, l := range policyLines(s) {
-				fmt.Fprintf(&b, "    %s\n", l)
-			}
+		b.WriteString("\nAccess, as the proxy decides each request on both sides:\n")
+		for _, g := range groups(r) {
+			fmt.Fprintf(&b, "  %s: %s\n", g.verdict, groupTitle(g))
+			accessText(&b, g.first(), "    ")
 		}
 	}
 	if len(r.Resources) == 0 {
@@ -200,6 +300,56 @@ func writeText(w io.Writer, r Result) error {
 	return err
 }
 
+// accessText writes a sandbox's witnesses and what changed, each line
+// indented.
+func accessText(b *strings.Builder, s SandboxChange, indent string) {
+	if s.Undecided != "" {
+		fmt.Fprintf(b, "%scannot decide: %s\n", indent, s.Undecided)
+	}
+	if len(s.Widened) > 0 {
+		fmt.Fprintf(b, "%snewly allowed:\n", indent)
+		for _, wi := range s.Widened {
+			fmt.Fprintf(b, "%s  %s\n", indent, witnessLine(wi, true))
+		}
+	}
+	if len(s.Narrowed) > 0 {
+		fmt.Fprintf(b, "%snewly refused:\n", indent)
+		for _, wi := range s.Narrowed {
+			fmt.Fprintf(b, "%s  %s\n", indent, witnessLine(wi, false))
+		}
+	}
+	if lines := policyLines(s); len(lines) > 0 {
+		fmt.Fprintf(b, "%swhat changed:\n", indent)
+		for _, l := range lines {
+			fmt.Fprintf(b, "%s  %s\n", indent, l)
+		}
+	}
+}
+
+// WriteSandbox writes one sandbox's access verdict, its witnesses and
+// what changed in its policy, as the text report gives them; for
+// `keyhole explain --base`. s is the sandbox's entry in a Result's
+// Sandboxes, or a zero SandboxChange with its name for a sandbox whose
+// policy did not change.
+func WriteSandbox(w io.Writer, base, head Ref, s SandboxChange) error {
+	var b strings.Builder
+	v := s.Verdict
+	if v == "" {
+		v = VerdictUnchanged
+	}
+	fmt.Fprintf(&b, "sandbox %s: access %s, %s → %s", s.ID(), v, base, head)
+	if s.Change == Added || s.Change == Removed {
+		fmt.Fprintf(&b, " (the sandbox is %s)", s.Change)
+	}
+	b.WriteString("\n")
+	if s.Change == "" {
+		b.WriteString("  its proxy config, placeholders and image are the same on both sides\n")
+	}
+	accessText(&b, s, "  ")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
 // pathNote is the resource's path, or both when it moved.
 func pathNote(res Resource) string {
 	if res.BasePath != "" && res.HeadPath != "" && res.BasePath != res.HeadPath {
@@ -208,70 +358,239 @@ func pathNote(res Resource) string {
 	return res.Path()
 }
 
+// The markdown report is a pull request comment, which GitHub limits to
+// 65536 characters; it never exceeds MarkdownLimit bytes, which leaves
+// room for a marker the workflow puts before it. What reviewers need most
+// comes first: the verdict counts, always; then the sandboxes, grouped,
+// most in need of review first, each group in full while the report is
+// under MarkdownAccessBudget and by its names alone after that; then the
+// resources, each diff whole while the report is under MarkdownDiffBudget
+// and its summary line alone after that. Whatever does not fit is
+// counted in a last line.
+const (
+	MarkdownAccessBudget = 40000
+	MarkdownDiffBudget   = 50000
+	MarkdownLimit        = 60000
+)
+
+// Bounds on one group of sandboxes in the markdown report.
+const (
+	mdNames     = 5   // sandbox names given before "and N more"
+	mdWitnesses = 6   // witnesses of each direction
+	mdLines     = 12  // lines of what changed
+	mdLineBytes = 400 // one line's text, cut past it
+	mdReserve   = 800 // room kept for the lines that count what was left out
+)
+
+const (
+	compactNote   = "\nThe sandboxes below are shown by their first witnesses, to keep this comment under GitHub's size limit: run `keyhole diff` (text or json), or `keyhole explain --base REF --sandbox NAME`, for all of them.\n\n"
+	omitted       = "Diff omitted to keep this comment under GitHub's size limit: run `keyhole diff` (text or json) for it.\n"
+	andMore       = "\n…and %d more resources: run `keyhole diff` (text or json) for them.\n"
+	groupsOmitted = "\n…and %d more %s (%s) left out to keep this comment under GitHub's size limit: run `keyhole diff` (text or json) for them.\n"
+)
+
+// mdWriter builds the markdown report within MarkdownLimit.
+type mdWriter struct{ b strings.Builder }
+
+// add appends s when the report then keeps room for the closing counts
+// under MarkdownLimit and stays within budget; it reports whether it did.
+func (w *mdWriter) add(s string, budget int) bool {
+	if w.b.Len()+len(s) > min(budget, MarkdownLimit-mdReserve) {
+		return false
+	}
+	w.b.WriteString(s)
+	return true
+}
+
 func writeMarkdown(w io.Writer, r Result) error {
-	var b strings.Builder
-	b.WriteString("### keyhole diff\n\n")
+	var m mdWriter
+	m.b.WriteString("### keyhole diff\n\n")
+	base, head := mdCode(clipText(r.Base.String(), 200)), mdCode(clipText(r.Head.String(), 200))
 	if !r.Changed() {
-		fmt.Fprintf(&b, "No changes between %s and %s.\n", mdCode(r.Base.String()), mdCode(r.Head.String()))
-		_, err := io.WriteString(w, b.String())
+		fmt.Fprintf(&m.b, "No changes between %s and %s.\n", base, head)
+		_, err := io.WriteString(w, m.b.String())
 		return err
 	}
-	fmt.Fprintf(&b, "%s → %s: **%s**.\n", mdCode(r.Base.String()), mdCode(r.Head.String()), counts(r))
+	fmt.Fprintf(&m.b, "%s → %s: **%s**.\n", base, head, counts(r))
 	if len(r.Sandboxes) > 0 {
-		b.WriteString("\n#### What sandboxes may reach\n\n")
-		for _, s := range r.Sandboxes {
-			fmt.Fprintf(&b, "- sandbox %s: %s\n", mdCode(s.ID()), s.Change)
-			for _, l := range policyLines(s) {
-				fmt.Fprintf(&b, "  - %s %s\n", mdMarker(l[:1]), mdCode(l[2:]))
+		m.b.WriteString("\n| access | sandboxes |\n| --- | ---: |\n")
+		for _, v := range Verdicts() {
+			if n := r.Verdicts()[v]; n > 0 {
+				fmt.Fprintf(&m.b, "| %s | %d |\n", mdVerdict(v), n)
 			}
+		}
+		m.b.WriteString("\n#### Access\n\nEach request below was decided by the proxy's own decision function on both sides.\n\n")
+		gs := groups(r)
+		full := true
+		for i, g := range gs {
+			if full && m.add(mdGroup(g, true), MarkdownAccessBudget) {
+				continue
+			}
+			if full {
+				// From here on, every group on one line: none of a
+				// later verdict gets more room than an earlier one.
+				full = false
+				m.add(compactNote, MarkdownLimit)
+			}
+			if m.add(mdGroup(g, false), MarkdownLimit) {
+				continue
+			}
+			left := map[Verdict]int{}
+			n := 0
+			for _, g := range gs[i:] {
+				left[g.verdict] += len(g.sandboxes)
+				n += len(g.sandboxes)
+			}
+			var parts []string
+			for _, v := range Verdicts() {
+				if left[v] > 0 {
+					parts = append(parts, fmt.Sprintf("%d %s", left[v], v))
+				}
+			}
+			fmt.Fprintf(&m.b, groupsOmitted, n, plural(n, "sandbox", "sandboxes"), strings.Join(parts, ", "))
+			_, err := io.WriteString(w, m.b.String())
+			return err
 		}
 	}
 	if len(r.Resources) == 0 {
-		_, err := io.WriteString(w, b.String())
+		_, err := io.WriteString(w, m.b.String())
 		return err
 	}
-	b.WriteString("\n#### Resources\n\n| kind | added | removed | changed |\n| --- | ---: | ---: | ---: |\n")
-	for _, k := range r.Kinds {
-		fmt.Fprintf(&b, "| %s | %d | %d | %d |\n", mdCell(k.Kind), k.Added, k.Removed, k.Changed)
+	if !m.add("\n#### Resources\n\n| kind | added | removed | changed |\n| --- | ---: | ---: | ---: |\n", MarkdownLimit) {
+		fmt.Fprintf(&m.b, andMore, len(r.Resources))
+		_, err := io.WriteString(w, m.b.String())
+		return err
+	}
+	for i, k := range r.Kinds {
+		if !m.add(fmt.Sprintf("| %s | %d | %d | %d |\n", mdCell(clipText(k.Kind, 200)), k.Added, k.Removed, k.Changed), MarkdownLimit) {
+			fmt.Fprintf(&m.b, "\n…and %d more kinds.\n", len(r.Kinds)-i)
+			break
+		}
 	}
 	for i, res := range r.Resources {
-		what := "<code>" + htmlEscape(pathNote(res)) + "</code>"
+		what := "<code>" + htmlEscape(clipText(pathNote(res), 300)) + "</code>"
 		if res.Name != "" {
-			what = htmlEscape(res.ID()) + " " + what
+			what = htmlEscape(clipText(res.ID(), 300)) + " " + what
 		}
 		head := fmt.Sprintf("\n<details><summary>%s %s (+%d −%d)</summary>\n\n", res.Change, what, res.LinesAdded, res.LinesRemoved)
 		fence := strings.Repeat("`", max(3, longestRun(res.Diff, '`')+1))
 		block := fmt.Sprintf("%s%sdiff\n%s%s\n\n</details>\n", head, fence, res.Diff, fence)
-		switch {
-		case b.Len()+len(block) <= MarkdownDiffBudget:
-			b.WriteString(block)
-		case b.Len()+len(head)+len(omitted) <= MarkdownLimit-len(andMore)-20:
-			b.WriteString(head + omitted + "\n</details>\n")
-		default:
-			fmt.Fprintf(&b, andMore, len(r.Resources)-i)
-			_, err := io.WriteString(w, b.String())
-			return err
+		if m.add(block, MarkdownDiffBudget) || m.add(head+omitted+"\n</details>\n", MarkdownLimit) {
+			continue
 		}
+		fmt.Fprintf(&m.b, andMore, len(r.Resources)-i)
+		break
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, m.b.String())
 	return err
 }
 
-// The markdown report is a pull request comment, which GitHub limits to
-// 65536 characters. Diffs are shown whole while the report stays under
-// MarkdownDiffBudget bytes; past it each further resource gets its summary
-// line alone, and past MarkdownLimit a count of the rest. The summary and
-// the per-sandbox changes, which reviewers need most, always come first
-// and whole.
-const (
-	MarkdownDiffBudget = 50000
-	MarkdownLimit      = 60000
-)
+// mdVerdict is a verdict as a PR comment shows it: the ones that need a
+// reviewer stand out.
+func mdVerdict(v Verdict) string {
+	switch v {
+	case VerdictWidened, VerdictChanged:
+		return ":warning: **" + string(v) + "**"
+	case VerdictUndecided:
+		return ":warning: **cannot decide**"
+	}
+	return string(v)
+}
 
-const (
-	omitted = "Diff omitted to keep this comment under GitHub's size limit: run `keyhole diff` (text or json) for it.\n"
-	andMore = "\n…and %d more resources: run `keyhole diff` (text or json) for them.\n"
-)
+// mdGroup writes one group of sandboxes: in full, with bounded lists, or
+// by its names alone.
+func mdGroup(g group, full bool) string {
+	var b strings.Builder
+	names := make([]string, 0, mdNames)
+	for _, s := range g.sandboxes[:min(len(g.sandboxes), mdNames)] {
+		names = append(names, mdCode(clipText(s.ID(), 300)))
+	}
+	fmt.Fprintf(&b, "- %s: %s", mdVerdict(g.verdict), strings.Join(names, ", "))
+	if n := len(g.sandboxes); n > mdNames {
+		fmt.Fprintf(&b, " and %d more (%d sandboxes, the same change)", n-mdNames, n)
+	} else if n > 1 {
+		fmt.Fprintf(&b, " (%d sandboxes, the same change)", n)
+	}
+	s := g.first()
+	if s.Change != Changed {
+		fmt.Fprintf(&b, " (%s)", s.Change)
+	}
+	if !full {
+		// One line: the smallest witness of each direction.
+		for _, dir := range []struct {
+			label string
+			ws    []Witness
+		}{{"newly allowed", s.Widened}, {"newly refused", s.Narrowed}} {
+			if len(dir.ws) > 0 {
+				fmt.Fprintf(&b, "; %s %s", dir.label, mdCode(clipText(dir.ws[0].Request(), mdLineBytes)))
+				if len(dir.ws) > 1 {
+					fmt.Fprintf(&b, " and %d more", len(dir.ws)-1)
+				}
+			}
+		}
+		b.WriteString("\n")
+		return b.String()
+	}
+	b.WriteString("\n")
+	if s.Undecided != "" {
+		fmt.Fprintf(&b, "  - **cannot decide**: %s\n", mdCode(clipText(s.Undecided, mdLineBytes)))
+	}
+	for _, dir := range []struct {
+		label   string
+		ws      []Witness
+		widened bool
+	}{{"newly allowed", s.Widened, true}, {"newly refused", s.Narrowed, false}} {
+		for i, wi := range dir.ws {
+			if i == mdWitnesses {
+				fmt.Fprintf(&b, "  - …and %d more %s\n", len(dir.ws)-i, dir.label)
+				break
+			}
+			before, now := mdOutcome(wi.Base), mdOutcome(wi.Head)
+			if wi.Rule != "" {
+				rule := " by rule " + mdCode(clipText(wi.Rule, mdLineBytes))
+				if dir.widened {
+					now += rule
+				} else {
+					before += rule
+				}
+			}
+			fmt.Fprintf(&b, "  - **%s** %s: before %s; now %s\n", dir.label, mdCode(clipText(wi.Request(), mdLineBytes)), before, now)
+		}
+	}
+	lines := policyLines(s)
+	if len(lines) > 0 {
+		b.WriteString("  - what changed:\n")
+	}
+	for i, l := range lines {
+		if i == mdLines {
+			fmt.Fprintf(&b, "    - …and %d more changes\n", len(lines)-i)
+			break
+		}
+		fmt.Fprintf(&b, "    - %s %s\n", mdMarker(l[:1]), mdCode(clipText(l[2:], mdLineBytes)))
+	}
+	return b.String()
+}
+
+// mdOutcome is Outcome.String with the credential as code.
+func mdOutcome(o Outcome) string {
+	if o.Action == proxy.ActionInject {
+		return "allowed with " + mdCode(clipText(o.Credential, mdLineBytes))
+	}
+	return o.String()
+}
+
+// clipText cuts s to at most n bytes, on a character boundary, marking
+// the cut.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
 
 // mdMarker turns a policy line's marker into a word a reader of a PR
 // comment sees at a glance.

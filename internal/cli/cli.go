@@ -21,6 +21,7 @@ const (
 	exitOK      = 0 // clean (warnings allowed); for diff: no change
 	exitFailed  = 1 // errors found; for diff: changed
 	exitUsage   = 2 // usage error or unreadable input
+	exitGate    = 3 // for diff: the change trips --fail-on
 	exitUnknown = exitUsage
 )
 

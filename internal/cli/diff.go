@@ -57,9 +57,21 @@ markdown (a PR comment), or JSON; github gives markdown with diagnostics as
 GitHub annotations, sarif gives JSON with diagnostics as SARIF. Diagnostics
 go to stderr: the head's whenever it has any, the base's when it has errors.
 
+Per sandbox the report leads with an access verdict, decided with the
+proxy's own decision function on both sides: widened (some request is
+allowed now that was refused, or carries a credential it did not),
+narrowed, changed (both), unchanged, or undecided where the comparison
+exceeds its bounds; with witnesses, the smallest requests that prove it.
+
+--fail-on widened|narrowed|any (comma-separated for several) makes a CI
+gate: exit 3 when a sandbox's verdict trips it. widened trips on widened,
+changed and undecided; narrowed on narrowed, changed and undecided; any on
+every verdict but unchanged.
+
 Exit status: 0 no change, 1 changed, 2 error: a usage error, a ref that
 does not resolve, no git repository, unreadable input, or a side whose check
-finds errors (nothing is compared then; fix the side the message names).
+finds errors (nothing is compared then; fix the side the message names);
+3 the change trips --fail-on (the report is printed all the same).
 `
 
 func runDiff(e *env, args []string) int {
@@ -78,12 +90,18 @@ func runDiff(e *env, args []string) int {
 	registerRenderOptions(fs, &opts)
 	unit := registerUnit(fs)
 	target := fs.String("target", render.TargetKubernetes, "what to render: `kubernetes` or omnia, as for render")
+	failOn := fs.String("fail-on", "", "exit 3 when a sandbox's access `verdict` trips it: "+strings.Join(diff.Gates(), ", ")+" (comma-separated for several)")
 	paths, err := parse(fs, args)
 	if err != nil {
 		return flagExit(err)
 	}
 	opts.DefaultNamespace = f.namespace
 	if err := oneOf("format", *format, diffFormats()...); err != nil {
+		fmt.Fprintf(e.stderr, "keyhole diff: %v\n", err)
+		return exitUsage
+	}
+	gates, err := parseGates(*failOn, *target)
+	if err != nil {
 		fmt.Fprintf(e.stderr, "keyhole diff: %v\n", err)
 		return exitUsage
 	}
@@ -166,10 +184,50 @@ func runDiff(e *env, args []string) int {
 	if err := diff.Write(e.stdout, reportFormat, res); err != nil {
 		return fail(e, "diff", err)
 	}
+	if tripped := res.Tripped(gates); len(tripped) > 0 {
+		fmt.Fprintf(e.stderr, "keyhole diff: --fail-on %s: %s\n", *failOn, trippedNames(tripped))
+		return exitGate
+	}
 	if res.Changed() {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// parseGates reads --fail-on: gate names, comma-separated. The gates
+// judge the access verdicts, which only the kubernetes target's plans
+// give.
+func parseGates(v, target string) ([]string, error) {
+	if v == "" {
+		return nil, nil
+	}
+	var gates []string
+	for _, g := range strings.Split(v, ",") {
+		g = strings.TrimSpace(g)
+		if err := oneOf("fail-on", g, diff.Gates()...); err != nil {
+			return nil, err
+		}
+		gates = append(gates, g)
+	}
+	if target != render.TargetKubernetes {
+		return nil, fmt.Errorf("%w: --fail-on judges the access verdicts, which --target %s does not give: the operator derives that target's policy from the rendered objects", errUsage, target)
+	}
+	return gates, nil
+}
+
+// trippedNames names the sandboxes that tripped the gate with their
+// verdicts, the first few of them.
+func trippedNames(ss []diff.SandboxChange) string {
+	const shown = 5
+	var parts []string
+	for _, s := range ss[:min(len(ss), shown)] {
+		parts = append(parts, fmt.Sprintf("%s %s", s.ID(), s.Verdict))
+	}
+	out := strings.Join(parts, ", ")
+	if len(ss) > shown {
+		out += fmt.Sprintf(" and %d more", len(ss)-shown)
+	}
+	return out
 }
 
 // openSides resolves the base and head refs (head "" is the working tree)

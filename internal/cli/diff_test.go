@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -132,7 +133,8 @@ func runIn(t *testing.T, args ...string) (int, string, string) {
 }
 
 // TestDiffExitCodes pins diff's exit codes: 0 no change, 1 changed, 2
-// when no diff can be computed.
+// when no diff can be computed, 3 when the change trips --fail-on; and
+// explain --base's: 0 whatever the verdict, 2 on a mistake.
 func TestDiffExitCodes(t *testing.T) {
 	files := example(t, "github-acme")
 	g := newGitFixture(t, files)
@@ -170,6 +172,19 @@ func TestDiffExitCodes(t *testing.T) {
 		"a path only on head":       {args: []string{"diff", "--base", "main", "--head", "team", "team"}, want: exitFailed},
 		"a path only on base":       {args: []string{"diff", "--base", "team", "--head", "main", "team"}, want: exitFailed},
 		"a path on neither side":    {args: []string{"diff", "--base", "main", "--head", "moved", "nowhere"}, want: exitUsage},
+		"gate, widened":             {args: []string{"diff", "--base", "main", "--head", "changed", "--fail-on", "widened"}, want: exitGate},
+		"gate, narrowed":            {args: []string{"diff", "--base", "changed", "--head", "main", "--fail-on", "narrowed"}, want: exitGate},
+		"gate not tripped":          {args: []string{"diff", "--base", "main", "--head", "changed", "--fail-on", "narrowed"}, want: exitFailed},
+		"gate, several":             {args: []string{"diff", "--base", "changed", "--head", "main", "--fail-on", "widened,narrowed", "--format", "json"}, want: exitGate},
+		"gate, any":                 {args: []string{"diff", "--base", "main", "--head", "changed", "--fail-on", "any"}, want: exitGate},
+		"gate, no change":           {args: []string{"diff", "--base", "main", "--head", "moved", "--fail-on", "any"}, want: exitOK},
+		"gate, unknown":             {args: []string{"diff", "--base", "main", "--fail-on", "wider"}, want: exitUsage},
+		"gate, omnia target":        {args: []string{"diff", "--base", "main", "--head", "changed", "--fail-on", "widened", "--target", "omnia"}, want: exitUsage},
+		"explain --base":            {args: []string{"explain", "--base", "main", "--head", "changed", "--sandbox", "support-workspace"}, want: exitOK},
+		"explain --base, list":      {args: []string{"explain", "--base", "main", "--head", "changed"}, want: exitOK},
+		"explain --head alone":      {args: []string{"explain", "--head", "changed"}, want: exitUsage},
+		"explain --base, no such":   {args: []string{"explain", "--base", "main", "--sandbox", "nobody"}, want: exitUsage},
+		"explain --base, broken":    {args: []string{"explain", "--base", "main", "--head", "broken", "--sandbox", "support-workspace"}, want: exitUsage},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if tc.dir != "" {
@@ -221,31 +236,137 @@ func TestDiffCanary(t *testing.T) {
 			})
 		}
 	}
+	// explain --base says what diff says, for one sandbox.
+	for name, args := range map[string][]string{
+		"explain":         {"explain", "--base", "main", "--head", "changed", "--sandbox", "support-workspace"},
+		"explain request": {"explain", "--base", "main", "--head", "changed", "--sandbox", "support-workspace", "--request", "GET https://uploads.github.com/"},
+		"explain list":    {"explain", "--base", "main", "--head", "changed"},
+		"explain broken":  {"explain", "--base", "changed", "--head", "broken", "--sandbox", "support-workspace"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, stdout, stderr := runIn(t, args...)
+			if stdout+stderr == "" {
+				t.Fatalf("keyhole %s printed nothing", strings.Join(args, " "))
+			}
+			assertNoCanary(t, "stdout", []byte(stdout))
+			assertNoCanary(t, "stderr", []byte(stderr))
+		})
+	}
+}
+
+// fleet is github-acme with three more AgentRuntimes bound to its
+// Connection, and one bound to a read-only Connection of its own: five
+// sandboxes, four of which share every change to github-acme.
+func fleet(t *testing.T) map[string]string {
+	files := example(t, "github-acme")
+	for _, rt := range []string{"triage", "release", "docs"} {
+		files["agentruntime-"+rt+".yaml"] = replaced(t, files["agentruntime.yaml"], "name: support", "name: "+rt)
+	}
+	files["audit.yaml"] = `apiVersion: omnia.altairalabs.ai/v1alpha1
+kind: Connection
+metadata:
+  name: github-audit
+  namespace: agents
+spec:
+  hosts: [api.github.com]
+  credential:
+    kind: secret
+    secretRef:
+      name: acme-github-token
+  placement:
+    inject:
+      - hosts: [api.github.com]
+        header: Authorization
+        value: "Bearer {{ .token }}"
+        rules:
+          - methods: [GET, HEAD]
+            pathPrefixes: [/orgs/acme/audit-log]
+---
+apiVersion: omnia.altairalabs.ai/v1alpha1
+kind: AgentRuntime
+metadata:
+  name: audit
+  namespace: agents
+spec:
+  promptPackRef: {name: audit}
+  facades: [{type: websocket, port: 8080}]
+  sandbox:
+    enabled: true
+    connections:
+      - {sandbox: workspace, role: vcs, connection: github-audit}
+`
+	return files
+}
+
+// fleetChange is the change docs/diff.md shows on fleet: github-acme's
+// POST rule widened from the pulls of one repository to every path under
+// the organisation's repositories, and the audit Connection's HEAD dropped.
+func fleetChange(t *testing.T, files map[string]string) map[string]string {
+	return map[string]string{
+		"connection.yaml": replaced(t, files["connection.yaml"], "pathPrefixes: [/repos/acme/widgets/pulls]", "pathPrefixes: [/repos/acme]"),
+		"audit.yaml":      replaced(t, files["audit.yaml"], "methods: [GET, HEAD]", "methods: [GET]"),
+	}
 }
 
 // TestDiffDoc keeps the example outputs in docs/diff.md equal to what
-// keyhole diff prints for them; KEYHOLE_UPDATE=1 rewrites them. Each
-// example sits between <!-- generated: NAME --> and <!-- end: NAME -->;
-// the prose around them is the doc's own.
+// keyhole prints for them; KEYHOLE_UPDATE=1 rewrites them. Each example
+// sits between <!-- generated: NAME --> and <!-- end: NAME -->; the prose
+// around them is the doc's own.
 func TestDiffDoc(t *testing.T) {
 	const path = "../../docs/diff.md"
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := example(t, "github-acme")
-	g := newGitFixture(t, files)
-	g.write(map[string]string{"connection.yaml": acmeChange(t, files["connection.yaml"])})
-	t.Chdir(g.dir)
-	gen := map[string]string{}
-	for name, format := range map[string]string{"text": "text", "markdown": "markdown", "json": "json"} {
-		code, stdout, stderr := runIn(t, "diff", "--base", "main", "--format", format)
-		if code != exitFailed || stderr != "" {
-			t.Fatalf("diff --format %s: exit %d, stderr:\n%s", format, code, stderr)
-		}
-		gen[name] = stdout
+	acme := example(t, "github-acme")
+	ga := newGitFixture(t, acme)
+	ga.write(map[string]string{"connection.yaml": acmeChange(t, acme["connection.yaml"])})
+	fl := fleet(t)
+	gf := newGitFixture(t, fl)
+	gf.write(fleetChange(t, fl))
+	type section struct {
+		dir   string
+		args  []string
+		code  int
+		fence string
+		// cut, when set, ends the example before the line starting
+		// with it: the doc shows the head of the report.
+		cut string
+		// shell shows the command, its stderr and its exit status
+		// instead of its stdout.
+		shell bool
 	}
-	fence := map[string]string{"text": "text", "markdown": "markdown", "json": "json"}
+	gen := map[string]string{}
+	for name, s := range map[string]section{
+		"text":     {dir: ga.dir, args: []string{"diff", "--base", "main"}, code: exitFailed, fence: "text"},
+		"markdown": {dir: gf.dir, args: []string{"diff", "--base", "main", "--format", "markdown"}, code: exitFailed, fence: "markdown", cut: "#### Resources"},
+		"json":     {dir: ga.dir, args: []string{"diff", "--base", "main", "--format", "json"}, code: exitFailed, fence: "json"},
+		"gate":     {dir: gf.dir, args: []string{"diff", "--base", "main", "--format", "markdown", "--fail-on", "widened"}, code: exitGate, fence: "console", shell: true},
+		"explain":  {dir: ga.dir, args: []string{"explain", "--base", "main", "--sandbox", "support-workspace", "--request", "POST https://api.github.com/repos/acme/widgets/issues"}, fence: "text"},
+	} {
+		t.Chdir(s.dir)
+		code, stdout, stderr := runIn(t, s.args...)
+		if code != s.code || (stderr != "") != s.shell {
+			t.Fatalf("keyhole %s: exit %d, stderr:\n%s", strings.Join(s.args, " "), code, stderr)
+		}
+		out := stdout
+		if s.cut != "" {
+			i := strings.Index(out, "\n"+s.cut)
+			if i < 0 {
+				t.Fatalf("keyhole %s: no line %q to cut at", strings.Join(s.args, " "), s.cut)
+			}
+			out = out[:i+1]
+		}
+		if s.shell {
+			out = fmt.Sprintf("$ keyhole %s > diff.md\n%s$ echo $?\n%d\n", shellQuote(s.args), stderr, code)
+		} else {
+			out = fmt.Sprintf("$ keyhole %s\n%s", shellQuote(s.args), out)
+			if s.fence == "json" || s.fence == "markdown" {
+				out = strings.SplitN(out, "\n", 2)[1] // the command is in the prose
+			}
+		}
+		gen[name] = "````" + s.fence + "\n" + out + "````\n"
+	}
 	doc, err := os.ReadFile(abs)
 	if err != nil {
 		t.Fatal(err)
@@ -256,8 +377,7 @@ func TestDiffDoc(t *testing.T) {
 		if !re.MatchString(got) {
 			t.Fatalf("%s has no generated section %q", path, name)
 		}
-		f := strings.Repeat("`", 4)
-		got = re.ReplaceAllLiteralString(got, "<!-- generated: "+name+" -->\n"+f+fence[name]+"\n"+out+f+"\n<!-- end: "+name+" -->")
+		got = re.ReplaceAllLiteralString(got, "<!-- generated: "+name+" -->\n"+out+"<!-- end: "+name+" -->")
 	}
 	if os.Getenv("KEYHOLE_UPDATE") == "1" {
 		if err := os.WriteFile(abs, []byte(got), 0o644); err != nil {
@@ -268,6 +388,18 @@ func TestDiffDoc(t *testing.T) {
 	if got != string(doc) {
 		t.Errorf("%s is out of date: run KEYHOLE_UPDATE=1 go test ./internal/cli", path)
 	}
+}
+
+// shellQuote writes args as a shell would need them typed.
+func shellQuote(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if strings.ContainsAny(a, " '\"$") {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // TestDiffOmniaTarget: with --target omnia only the rendered objects are

@@ -1,15 +1,20 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"maps"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
 
 	"keyhole.dev/keyhole/compiler"
+	"keyhole.dev/keyhole/diff"
 	"keyhole.dev/keyhole/proxy"
 	"keyhole.dev/keyhole/proxy/config"
+	"keyhole.dev/keyhole/render"
 )
 
 func runExplain(e *env, args []string) int {
@@ -20,11 +25,20 @@ func runExplain(e *env, args []string) int {
 	unit := registerUnit(fs)
 	request := fs.String("request", "", "judge one request, `'METHOD URL'`, e.g. 'GET https://api.github.com/user', as the proxy would")
 	body := fs.String("body", "", "the request's `JSON` body, for rules that look at it (e.g. a Git LFS batch request)")
+	base := fs.String("base", "", "compare with the inputs at git `REF`: the sandbox's access verdict and witnesses, as keyhole diff gives them, and --request decided on both sides")
+	head := fs.String("head", "", "with --base, the git `REF` to compare to; the working tree on disk when omitted")
 	paths, err := parse(fs, args)
 	if err != nil {
 		return flagExit(err)
 	}
 	f.format = "text"
+	if *base != "" {
+		return explainChange(e, paths, &f, *base, *head, *sandbox, *request, []byte(*body))
+	}
+	if *head != "" {
+		fmt.Fprintln(e.stderr, "keyhole explain: --head needs --base")
+		return exitUsage
+	}
 	units, code, ok := plan(e, paths, &f)
 	if !ok {
 		return code
@@ -228,4 +242,137 @@ func printDecision(w io.Writer, s compiler.Sandbox, d proxy.Decision) {
 	default:
 		fmt.Fprintf(w, "%s: %s %s\n", d.Action, d.Reason, d.Message)
 	}
+}
+
+// explainChange answers for one sandbox what keyhole diff answers for all:
+// the access verdict between two git refs, the witnesses that prove it,
+// and with --request the decision of each side on that request. Without
+// --sandbox it lists every sandbox with its verdict.
+func explainChange(e *env, paths []string, f *checkFlags, base, head, sandbox, request string, body []byte) int {
+	if request != "" && sandbox == "" {
+		fmt.Fprintln(e.stderr, "keyhole explain: --request needs --sandbox")
+		return exitUsage
+	}
+	if slices.Contains(paths, "-") {
+		fmt.Fprintln(e.stderr, "keyhole explain: with --base the inputs come from git refs and the working tree, not from standard input (-)")
+		return exitUsage
+	}
+	if len(paths) == 0 {
+		paths = []string{"."}
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return fail(e, "explain", err)
+	}
+	sides, err := openSides(wd, base, head, paths)
+	if err != nil {
+		return fail(e, "explain", err)
+	}
+	renderer, err := render.ForTarget(render.TargetKubernetes)
+	if err != nil {
+		return fail(e, "explain", err)
+	}
+	var opts render.Options
+	for _, s := range sides {
+		s.ok = true
+		if len(s.paths) > 0 {
+			s.code, s.ok = s.render(&env{stdout: &s.stderr, stderr: &s.stderr}, wd, f, "text", opts, renderer)
+		}
+		if _, err := e.stderr.Write(s.stderr.Bytes()); err != nil {
+			return exitUsage
+		}
+		if !s.ok {
+			return s.code
+		}
+	}
+	// Each deploy unit is compared on its own, as keyhole diff compares it.
+	names := sideUnits(sides, "")
+	var results []diff.Result
+	var sideLists [2][]diff.Side
+	for _, name := range names {
+		bs, hs := sides[0].side(opts, name, len(names) > 1), sides[1].side(opts, name, len(names) > 1)
+		sideLists[0], sideLists[1] = append(sideLists[0], bs), append(sideLists[1], hs)
+		results = append(results, diff.Compare(bs, hs))
+	}
+	res := diff.Merge(results...)
+	if len(results) == 0 {
+		res = diff.Compare(diff.Side{Ref: sides[0].ref}, diff.Side{Ref: sides[1].ref})
+	}
+	changes := map[string]diff.SandboxChange{}
+	for _, c := range res.Sandboxes {
+		changes[c.ID()] = c
+	}
+	if sandbox == "" {
+		names := map[string]bool{}
+		for _, list := range sideLists {
+			for _, p := range list {
+				for _, sb := range p.Sandboxes {
+					names[p.SandboxID(sb)] = true
+				}
+			}
+		}
+		for _, c := range res.Sandboxes {
+			names[c.ID()] = true
+		}
+		for _, n := range slices.Sorted(maps.Keys(names)) {
+			v := diff.VerdictUnchanged
+			if c, ok := changes[n]; ok {
+				v = c.Verdict
+			}
+			fmt.Fprintf(e.stdout, "%s\t%s\n", n, v)
+		}
+		return exitOK
+	}
+	var found [2]*compiler.Sandbox
+	var foundIn [2]diff.Side
+	var errs [2]error
+	for i, list := range sideLists {
+		var all []compiler.Sandbox
+		for _, p := range list {
+			all = append(all, p.Sandboxes...)
+			if s, err := findSandbox([]compiler.Unit{{Plan: compiler.Plan{Sandboxes: p.Sandboxes}}}, sandbox); err == nil && found[i] == nil {
+				found[i], foundIn[i] = &s, p
+			}
+		}
+		if found[i] == nil {
+			_, errs[i] = findSandbox([]compiler.Unit{{Plan: compiler.Plan{Sandboxes: all}}}, sandbox)
+		}
+	}
+	if found[0] == nil && found[1] == nil {
+		fmt.Fprintf(e.stderr, "keyhole explain: %v\n", cmp.Or(errs[1], errs[0]))
+		return exitUsage
+	}
+	side, sb := foundIn[1], found[1]
+	if sb == nil {
+		side, sb = foundIn[0], found[0]
+	}
+	id := side.SandboxID(*sb)
+	c, ok := changes[id]
+	if !ok {
+		ns, name, _ := strings.Cut(id, "/")
+		c = diff.SandboxChange{Namespace: ns, Name: name}
+	}
+	if err := diff.WriteSandbox(e.stdout, res.Base, res.Head, c); err != nil {
+		return fail(e, "explain", err)
+	}
+	if request == "" {
+		return exitOK
+	}
+	fmt.Fprintln(e.stdout)
+	for i, ref := range []diff.Ref{res.Base, res.Head} {
+		which := []string{"base", "head"}[i]
+		if found[i] == nil {
+			fmt.Fprintf(e.stdout, "%s %s: refused: the sandbox does not exist there\n", which, ref)
+			continue
+		}
+		d, err := judge(found[i].Proxy, request, body)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "keyhole explain: %v\n", err)
+			return exitUsage
+		}
+		var b strings.Builder
+		printDecision(&b, *found[i], d)
+		fmt.Fprintf(e.stdout, "%s %s: %s", which, ref, b.String())
+	}
+	return exitOK
 }

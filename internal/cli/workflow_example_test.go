@@ -7,13 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"go.yaml.in/yaml/v3"
 )
 
-// TestWorkflowExample runs the Check and Diff steps of
+// TestWorkflowExample runs the Check, Diff and Access review steps of
 // examples/github-actions/pull-request.yaml, as GitHub Actions runs them
 // (bash -eo pipefail, GITHUB_* variables set), in real git repositories
 // (testdata/script-workflow): the scripts are read from the example
@@ -24,7 +25,7 @@ func TestWorkflowExample(t *testing.T) {
 			t.Fatalf("%s is not on PATH (make test installs it): %v", tool, err)
 		}
 	}
-	steps, err := workflowSteps("../../examples/github-actions/pull-request.yaml", "keyhole", "Check", "Diff")
+	steps, err := workflowSteps("../../examples/github-actions/pull-request.yaml", "keyhole", "Check", "Diff", "Access review")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func TestWorkflowExample(t *testing.T) {
 			return err
 		}
 		for name, script := range steps {
-			if err := os.WriteFile(filepath.Join(dir, name+".sh"), []byte(script), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".sh"), []byte(script), 0o644); err != nil {
 				return err
 			}
 		}

@@ -1,0 +1,619 @@
+package diff
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"keyhole.dev/keyhole/proxy"
+	"keyhole.dev/keyhole/proxy/config"
+	"keyhole.dev/keyhole/schema"
+)
+
+// plan builds a valid proxy config of hosts and passthrough hosts.
+func plan(hosts []config.Host, passthrough ...string) *config.Config {
+	return &config.Config{
+		APIVersion: config.APIVersion, Kind: config.Kind,
+		Sandbox: config.SandboxRef{Namespace: "agents", Name: "support-workspace"},
+		Hosts:   hosts, Passthrough: passthrough,
+	}
+}
+
+// bearer is api.github.com's injection in the github-acme example.
+func bearer(secret string) config.Inject {
+	return config.Inject{Secret: secret, Header: &config.HeaderInject{Name: "Authorization", Value: "Bearer {{ .token }}"}}
+}
+
+func basic(secret string) config.Inject {
+	return config.Inject{Secret: secret, Basic: &config.BasicInject{UsernameKey: "user", PasswordKey: "token"}}
+}
+
+func gh(rules ...config.Rule) config.Host {
+	return config.Host{Name: "api.github.com", Connection: "github-acme", Inject: bearer("acme-github-token"), Rules: rules}
+}
+
+func prefixes(methods string, paths ...string) config.Rule {
+	return config.Rule{Methods: strings.Split(methods, ","), PathPrefixes: paths}
+}
+
+func patterns(methods string, paths ...string) config.Rule {
+	return config.Rule{Methods: strings.Split(methods, ","), PathPatterns: paths}
+}
+
+// TestCompareAccess: containment over the rule language, decided exactly,
+// and the smallest witnesses of each direction.
+func TestCompareAccess(t *testing.T) {
+	lfs := func(ops ...string) config.Rule {
+		r := patterns("POST", "/*/*/info/lfs/objects/batch")
+		r.Body = map[string][]string{"operation": ops}
+		return r
+	}
+	for name, tc := range map[string]struct {
+		base, head *config.Config
+		want       Verdict
+		// widened and narrowed are the witnesses' requests, in order.
+		widened, narrowed []string
+	}{
+		"the same plan": {
+			base: plan([]config.Host{gh(prefixes("GET,HEAD", "/repos/acme/widgets"))}),
+			head: plan([]config.Host{gh(prefixes("GET,HEAD", "/repos/acme/widgets"))}),
+			want: VerdictUnchanged,
+		},
+		"a longer prefix widened to a shorter one": {
+			base:    plan([]config.Host{gh(prefixes("POST", "/repos/acme/widgets/pulls"))}),
+			head:    plan([]config.Host{gh(prefixes("POST", "/repos/acme"))}),
+			want:    VerdictWidened,
+			widened: []string{"POST https://api.github.com/repos/acme", "POST https://api.github.com/repos/acme/other", "POST https://api.github.com/repos/acme/widgets"},
+		},
+		"a shorter prefix narrowed to a longer one": {
+			base:     plan([]config.Host{gh(prefixes("POST", "/repos/acme"))}),
+			head:     plan([]config.Host{gh(prefixes("POST", "/repos/acme/widgets/pulls"))}),
+			want:     VerdictNarrowed,
+			narrowed: []string{"POST https://api.github.com/repos/acme", "POST https://api.github.com/repos/acme/other", "POST https://api.github.com/repos/acme/widgets"},
+		},
+		"a sibling that shares a prefix of characters is not under the prefix": {
+			base:    plan([]config.Host{gh(prefixes("GET", "/repos/acme"))}),
+			head:    plan([]config.Host{gh(prefixes("GET", "/repos/acme", "/repos/acme-old"))}),
+			want:    VerdictWidened,
+			widened: []string{"GET https://api.github.com/repos/acme-old"},
+		},
+		"a new prefix under an old one is covered": {
+			base: plan([]config.Host{gh(prefixes("GET", "/repos/acme"))}),
+			head: plan([]config.Host{gh(prefixes("GET", "/repos/acme"), prefixes("GET", "/repos/acme/widgets/pulls"))}),
+			want: VerdictUnchanged,
+		},
+		"a new rule covered by two old ones together": {
+			base: plan([]config.Host{gh(prefixes("GET", "/repos"), prefixes("POST", "/repos/acme"))}),
+			head: plan([]config.Host{gh(prefixes("GET", "/repos"), prefixes("POST", "/repos/acme"), prefixes("GET,POST", "/repos/acme/widgets"))}),
+			want: VerdictUnchanged,
+		},
+		"a rule removal that widens nothing: the rule was covered": {
+			base: plan([]config.Host{gh(prefixes("GET,HEAD", "/repos/acme"), prefixes("GET", "/repos/acme/widgets"))}),
+			head: plan([]config.Host{gh(prefixes("GET,HEAD", "/repos/acme"))}),
+			want: VerdictUnchanged,
+		},
+		"a rule removal narrows": {
+			base:     plan([]config.Host{gh(prefixes("GET,HEAD", "/repos/acme/widgets"), prefixes("POST", "/repos/acme/widgets/pulls"))}),
+			head:     plan([]config.Host{gh(prefixes("GET,HEAD", "/repos/acme/widgets"))}),
+			want:     VerdictNarrowed,
+			narrowed: []string{"POST https://api.github.com/repos/acme/widgets/pulls"},
+		},
+		"removing every rule forwards every request": {
+			base:    plan([]config.Host{gh(prefixes("GET,HEAD", "/repos/acme/widgets"))}),
+			head:    plan([]config.Host{gh()}),
+			want:    VerdictWidened,
+			widened: []string{"GET https://api.github.com/", "HEAD https://api.github.com/", "POST https://api.github.com/"},
+		},
+		"a root prefix with every method named is not every request": {
+			base:    plan([]config.Host{gh(prefixes("GET,HEAD,POST,PUT,PATCH,DELETE", "/"))}),
+			head:    plan([]config.Host{gh()}),
+			want:    VerdictWidened,
+			widened: []string{"OPTIONS https://api.github.com/"},
+		},
+		"a method added": {
+			base:    plan([]config.Host{gh(prefixes("GET", "/repos/acme/widgets"))}),
+			head:    plan([]config.Host{gh(prefixes("GET,HEAD", "/repos/acme/widgets"))}),
+			want:    VerdictWidened,
+			widened: []string{"HEAD https://api.github.com/repos/acme/widgets"},
+		},
+		"a method traded for another": {
+			base:     plan([]config.Host{gh(prefixes("GET,PUT", "/v1/items"))}),
+			head:     plan([]config.Host{gh(prefixes("GET,PATCH", "/v1/items"))}),
+			want:     VerdictChanged,
+			widened:  []string{"PATCH https://api.github.com/v1/items"},
+			narrowed: []string{"PUT https://api.github.com/v1/items"},
+		},
+		"a single-segment wildcard replaced by a prefix": {
+			base:     plan([]config.Host{gh(patterns("POST", "/*/*/git-upload-pack"))}),
+			head:     plan([]config.Host{gh(prefixes("POST", "/acme"))}),
+			want:     VerdictChanged,
+			widened:  []string{"POST https://api.github.com/acme", "POST https://api.github.com/acme/other", "POST https://api.github.com/acme/other/other"},
+			narrowed: []string{"POST https://api.github.com/other/other/git-upload-pack"},
+		},
+		"a ** pattern is the prefix without the prefix itself": {
+			base:     plan([]config.Host{gh(prefixes("GET", "/repos/acme"))}),
+			head:     plan([]config.Host{gh(patterns("GET", "/repos/acme/**"))}),
+			want:     VerdictNarrowed,
+			narrowed: []string{"GET https://api.github.com/repos/acme"},
+		},
+		"a ** pattern and an exact pattern make the prefix": {
+			base: plan([]config.Host{gh(prefixes("GET", "/repos/acme"))}),
+			head: plan([]config.Host{gh(patterns("GET", "/repos/acme/**", "/repos/acme"))}),
+			want: VerdictUnchanged,
+		},
+		"* covers every literal in its place": {
+			base: plan([]config.Host{gh(patterns("GET", "/repos/*/widgets"))}),
+			head: plan([]config.Host{gh(patterns("GET", "/repos/*/widgets", "/repos/acme/widgets"))}),
+			want: VerdictUnchanged,
+		},
+		"* is one segment, ** one or more": {
+			base:    plan([]config.Host{gh(patterns("GET", "/repos/*"))}),
+			head:    plan([]config.Host{gh(patterns("GET", "/repos/**"))}),
+			want:    VerdictWidened,
+			widened: []string{"GET https://api.github.com/repos/other/other"},
+		},
+		"the root pattern is the root path only": {
+			base:    plan([]config.Host{gh(patterns("GET", "/"))}),
+			head:    plan([]config.Host{gh(prefixes("GET", "/"))}),
+			want:    VerdictWidened,
+			widened: []string{"GET https://api.github.com/other"},
+		},
+		"a body condition widened to another value": {
+			base:    plan([]config.Host{gh(lfs("download"))}),
+			head:    plan([]config.Host{gh(lfs("download", "upload"))}),
+			want:    VerdictWidened,
+			widened: []string{`POST https://api.github.com/other/other/info/lfs/objects/batch {"operation":"upload"}`},
+		},
+		"a body condition dropped": {
+			base:    plan([]config.Host{gh(lfs("download"))}),
+			head:    plan([]config.Host{gh(patterns("POST", "/*/*/info/lfs/objects/batch"))}),
+			want:    VerdictWidened,
+			widened: []string{"POST https://api.github.com/other/other/info/lfs/objects/batch"},
+		},
+		"a body field in another letter case is another field": {
+			base: plan([]config.Host{gh(lfs("download"))}),
+			head: plan([]config.Host{gh(func() config.Rule {
+				r := lfs()
+				r.Body = map[string][]string{"Operation": {"download"}}
+				return r
+			}())}),
+			want: VerdictChanged,
+		},
+		"a new injected host": {
+			base:    plan([]config.Host{gh()}),
+			head:    plan([]config.Host{gh(), {Name: "uploads.github.com", Connection: "github-acme", Inject: bearer("acme-github-token")}}),
+			want:    VerdictWidened,
+			widened: []string{"GET https://uploads.github.com/"},
+		},
+		"an injected host removed": {
+			base:     plan([]config.Host{gh(prefixes("GET", "/user"))}),
+			head:     plan(nil),
+			want:     VerdictNarrowed,
+			narrowed: []string{"GET https://api.github.com/user"},
+		},
+		"another Secret injected": {
+			base:    plan([]config.Host{gh(prefixes("GET", "/user"))}),
+			head:    plan([]config.Host{{Name: "api.github.com", Connection: "github-acme", Inject: bearer("admin-token"), Rules: []config.Rule{prefixes("GET", "/user")}}}),
+			want:    VerdictWidened,
+			widened: []string{"GET https://api.github.com/user"},
+		},
+		"another key in the template": {
+			base: plan([]config.Host{gh()}),
+			head: plan([]config.Host{{Name: "api.github.com", Connection: "github-acme", Inject: config.Inject{
+				Secret: "acme-github-token", Header: &config.HeaderInject{Name: "Authorization", Value: "Bearer {{ .admin }}"},
+			}}}),
+			want:    VerdictWidened,
+			widened: []string{"GET https://api.github.com/"},
+		},
+		"basic auth replacing a header": {
+			base:    plan([]config.Host{gh()}),
+			head:    plan([]config.Host{{Name: "api.github.com", Connection: "github-acme", Inject: basic("acme-github-token")}}),
+			want:    VerdictWidened,
+			widened: []string{"GET https://api.github.com/"},
+		},
+		"another placeholder substituted": {
+			base: plan([]config.Host{{Name: "api.github.com", Connection: "github", Inject: config.Inject{Secret: "s", Substitute: &config.SubstituteInject{Placeholder: "omnia-injected-github", Key: "token"}}}}),
+			head: plan([]config.Host{{Name: "api.github.com", Connection: "github", Inject: config.Inject{Secret: "s", Substitute: &config.SubstituteInject{Placeholder: "omnia-injected-github-2", Key: "token"}}}}),
+			want: VerdictWidened,
+		},
+		"a host moved to another Connection with the same credential": {
+			base: plan([]config.Host{gh(prefixes("GET", "/user"))}),
+			head: plan([]config.Host{{Name: "api.github.com", Connection: "github-other", Inject: bearer("acme-github-token"), Rules: []config.Rule{prefixes("GET", "/user")}}}),
+			want: VerdictUnchanged,
+		},
+		"a passthrough host added": {
+			base:    plan(nil),
+			head:    plan(nil, "pypi.org"),
+			want:    VerdictWidened,
+			widened: []string{"GET https://pypi.org/", "GET http://pypi.org/"},
+		},
+		"a passthrough host injected now": {
+			base:     plan(nil, "api.github.com"),
+			head:     plan([]config.Host{gh(prefixes("GET", "/user"))}),
+			want:     VerdictChanged,
+			widened:  []string{"GET https://api.github.com/user"},
+			narrowed: []string{"GET https://api.github.com/", "HEAD https://api.github.com/", "GET http://api.github.com/"},
+		},
+		"an injected host passed through now": {
+			base:     plan([]config.Host{gh()}),
+			head:     plan(nil, "api.github.com"),
+			want:     VerdictChanged,
+			widened:  []string{"GET http://api.github.com/"},
+			narrowed: []string{"GET https://api.github.com/"},
+		},
+		"a sandbox added": {
+			base:    nil,
+			head:    plan([]config.Host{gh(prefixes("GET", "/user"))}),
+			want:    VerdictWidened,
+			widened: []string{"GET https://api.github.com/user"},
+		},
+		"a sandbox removed": {
+			base:     plan(nil, "pypi.org"),
+			head:     nil,
+			want:     VerdictNarrowed,
+			narrowed: []string{"GET https://pypi.org/", "GET http://pypi.org/"},
+		},
+		"a sandbox added that reaches nothing": {
+			base: nil,
+			head: plan(nil),
+			want: VerdictUnchanged,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			a := CompareAccess(tc.base, tc.head)
+			if a.Verdict != tc.want {
+				t.Errorf("verdict %s (%s), want %s", a.Verdict, a.Undecided, tc.want)
+			}
+			if got := requests(a.Widened); tc.widened != nil && !slices.Equal(got, tc.widened) {
+				t.Errorf("widened:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.widened, "\n"))
+			}
+			if got := requests(a.Narrowed); tc.narrowed != nil && !slices.Equal(got, tc.narrowed) {
+				t.Errorf("narrowed:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.narrowed, "\n"))
+			}
+			checkAccess(t, tc.base, tc.head, a)
+		})
+	}
+}
+
+func requests(ws []Witness) []string {
+	var out []string
+	for _, w := range ws {
+		out = append(out, w.Request())
+	}
+	return out
+}
+
+// TestCompareAccessUndecided: past its bounds the comparison says it
+// cannot decide, and keeps what it proved on other hosts.
+func TestCompareAccessUndecided(t *testing.T) {
+	wide := patterns("POST", "/batch")
+	wide.Body = map[string][]string{}
+	for i := range 8 {
+		wide.Body[fmt.Sprintf("field%d", i)] = []string{"a", "b", "c"}
+	}
+	a := CompareAccess(
+		plan([]config.Host{gh()}),
+		plan([]config.Host{gh(wide), {Name: "uploads.github.com", Connection: "github-acme", Inject: bearer("acme-github-token")}}),
+	)
+	if a.Verdict != VerdictUndecided || !strings.Contains(a.Undecided, "host api.github.com: its rules' body conditions fall into more than 256 classes") {
+		t.Errorf("verdict %s: %s", a.Verdict, a.Undecided)
+	}
+	if got := requests(a.Widened); !slices.Equal(got, []string{"GET https://uploads.github.com/"}) {
+		t.Errorf("widened = %v, want the new host's witness", got)
+	}
+}
+
+// checkAccess asserts what every reported access must satisfy, with the
+// proxy's own decision function on the two whole plans: each widened
+// witness gains (allowed by head and refused by base, or given a
+// credential base did not give it) and each narrowed one loses; the
+// witnesses agree with the verdict.
+func checkAccess(t *testing.T, base, head *config.Config, a Access) {
+	t.Helper()
+	pb, ph := policyOf(t, base), policyOf(t, head)
+	for _, w := range a.Widened {
+		ob, oh := decide(pb, w.Method, w.URL, []byte(w.Body)), decide(ph, w.Method, w.URL, []byte(w.Body))
+		if !gains(ob, oh) || ob != w.Base || oh != w.Head {
+			t.Errorf("widened witness %s: base %s, head %s; reported %s → %s", w.Request(), ob, oh, w.Base, w.Head)
+		}
+	}
+	for _, w := range a.Narrowed {
+		ob, oh := decide(pb, w.Method, w.URL, []byte(w.Body)), decide(ph, w.Method, w.URL, []byte(w.Body))
+		if !loses(ob, oh) || ob != w.Base || oh != w.Head {
+			t.Errorf("narrowed witness %s: base %s, head %s; reported %s → %s", w.Request(), ob, oh, w.Base, w.Head)
+		}
+	}
+	switch a.Verdict {
+	case VerdictUnchanged:
+		if len(a.Widened)+len(a.Narrowed) > 0 {
+			t.Errorf("unchanged with witnesses %v %v", a.Widened, a.Narrowed)
+		}
+	case VerdictWidened:
+		if len(a.Widened) == 0 || len(a.Narrowed) > 0 {
+			t.Errorf("widened with witnesses %v %v", a.Widened, a.Narrowed)
+		}
+	case VerdictNarrowed:
+		if len(a.Widened) > 0 || len(a.Narrowed) == 0 {
+			t.Errorf("narrowed with witnesses %v %v", a.Widened, a.Narrowed)
+		}
+	case VerdictChanged:
+		if len(a.Widened) == 0 || len(a.Narrowed) == 0 {
+			t.Errorf("changed with witnesses %v %v", a.Widened, a.Narrowed)
+		}
+	}
+}
+
+// gains reports whether a request decided from → to gains: it is allowed
+// now and was refused, or now carries a credential it did not.
+func gains(from, to Outcome) bool {
+	if !to.Allowed() {
+		return false
+	}
+	return !from.Allowed() || to.Credential != "" && to.Credential != from.Credential
+}
+
+// loses reports whether a request decided from → to loses: it is refused
+// now and was allowed, or no longer carries a credential.
+func loses(from, to Outcome) bool {
+	if !from.Allowed() {
+		return false
+	}
+	return !to.Allowed() || from.Credential != "" && to.Credential == ""
+}
+
+func policyOf(t *testing.T, c *config.Config) *proxy.Policy {
+	t.Helper()
+	if c == nil {
+		c = plan(nil)
+	}
+	p, err := proxy.NewPolicy(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func decide(p *proxy.Policy, method, url string, body []byte) Outcome {
+	return outcome(p, p.DecideURL(method, url, body))
+}
+
+// TestAccessProperty: for random pairs of plans over a small rule
+// language, every witness is proven by the proxy's decision function,
+// and random requests never contradict the verdict: none gains when it
+// says nothing widened, none loses when it says nothing narrowed.
+func TestAccessProperty(t *testing.T) {
+	for seed := range uint64(1000) {
+		accessProperty(t, seed, seed*7919+1)
+		if t.Failed() {
+			t.Fatalf("seed %d", seed)
+		}
+	}
+}
+
+// FuzzAccess is TestAccessProperty driven by the fuzzer's seeds.
+func FuzzAccess(f *testing.F) {
+	f.Add(uint64(1), uint64(2))
+	f.Add(uint64(42), uint64(7))
+	f.Fuzz(func(t *testing.T, s1, s2 uint64) {
+		accessProperty(t, s1, s2)
+	})
+}
+
+func accessProperty(t *testing.T, s1, s2 uint64) {
+	rng := rand.New(rand.NewPCG(s1, s2))
+	base, head := randomPlan(rng), randomPlan(rng)
+	if rng.IntN(3) == 0 {
+		// Often a small edit of the base, where verdicts are subtle.
+		head = mutate(rng, base)
+	}
+	a := CompareAccess(base, head)
+	checkAccess(t, base, head, a)
+	if a.Verdict == VerdictUndecided {
+		return
+	}
+	pb, ph := policyOf(t, base), policyOf(t, head)
+	for range 300 {
+		method, url, body := randomRequest(rng)
+		ob, oh := decide(pb, method, url, body), decide(ph, method, url, body)
+		if gains(ob, oh) && !a.Verdict.MayWiden() {
+			t.Fatalf("%s %s %s gains (%s → %s) but the verdict is %s\nbase %s\nhead %s", method, url, body, ob, oh, a.Verdict, dump(base), dump(head))
+		}
+		if loses(ob, oh) && !a.Verdict.MayNarrow() {
+			t.Fatalf("%s %s %s loses (%s → %s) but the verdict is %s\nbase %s\nhead %s", method, url, body, ob, oh, a.Verdict, dump(base), dump(head))
+		}
+		if a.Verdict == VerdictUnchanged && (ob.Allowed() != oh.Allowed() || ob.Credential != oh.Credential) {
+			t.Fatalf("%s %s %s: %s → %s but the verdict is unchanged", method, url, body, ob, oh)
+		}
+	}
+}
+
+func dump(c *config.Config) string {
+	b, _ := json.Marshal(c)
+	return string(b)
+}
+
+// The small language the property test draws from: few literals, so that
+// random rules overlap and random requests hit them.
+var (
+	propSegs    = []string{"a", "b", "a-old", "c"}
+	propMethods = []string{"GET", "HEAD", "POST"}
+	propHosts   = []string{"one.example", "two.example"}
+)
+
+func pick[T any](rng *rand.Rand, xs []T) T { return xs[rng.IntN(len(xs))] }
+
+func randomPath(rng *rand.Rand, pattern bool) string {
+	n := rng.IntN(4)
+	if n == 0 {
+		return "/"
+	}
+	var segs []string
+	for i := range n {
+		switch {
+		case pattern && i == n-1 && rng.IntN(3) == 0:
+			segs = append(segs, "**")
+		case pattern && rng.IntN(3) == 0:
+			segs = append(segs, "*")
+		default:
+			segs = append(segs, pick(rng, propSegs))
+		}
+	}
+	return "/" + strings.Join(segs, "/")
+}
+
+func randomRule(rng *rand.Rand) config.Rule {
+	var r config.Rule
+	for _, m := range propMethods {
+		if rng.IntN(2) == 0 {
+			r.Methods = append(r.Methods, m)
+		}
+	}
+	if len(r.Methods) == 0 {
+		r.Methods = []string{pick(rng, propMethods)}
+	}
+	for range 1 + rng.IntN(2) {
+		if rng.IntN(2) == 0 {
+			r.PathPrefixes = append(r.PathPrefixes, randomPath(rng, false))
+		} else {
+			r.PathPatterns = append(r.PathPatterns, randomPath(rng, true))
+		}
+	}
+	if rng.IntN(4) == 0 {
+		r.Body = map[string][]string{pick(rng, []string{"operation", "Operation", "ref"}): {pick(rng, []string{"download", "upload"})}}
+	}
+	return r
+}
+
+func randomInject(rng *rand.Rand) config.Inject {
+	switch rng.IntN(4) {
+	case 0:
+		return basic(pick(rng, []string{"s1", "s2"}))
+	case 1:
+		return config.Inject{Secret: "s1", Substitute: &config.SubstituteInject{Placeholder: "omnia-injected-one", Key: "token"}}
+	}
+	return bearer(pick(rng, []string{"s1", "s2"}))
+}
+
+func randomPlan(rng *rand.Rand) *config.Config {
+	if rng.IntN(20) == 0 {
+		return nil
+	}
+	var hosts []config.Host
+	var pass []string
+	for _, h := range propHosts {
+		switch rng.IntN(4) {
+		case 0:
+		case 1:
+			pass = append(pass, h)
+		default:
+			host := config.Host{Name: h, Connection: pick(rng, []string{"c1", "c2"}), Inject: randomInject(rng)}
+			for range rng.IntN(4) {
+				host.Rules = append(host.Rules, randomRule(rng))
+			}
+			hosts = append(hosts, host)
+		}
+	}
+	return plan(hosts, pass...)
+}
+
+// mutate returns a copy of c with one small edit.
+func mutate(rng *rand.Rand, c *config.Config) *config.Config {
+	if c == nil || len(c.Hosts) == 0 {
+		return randomPlan(rng)
+	}
+	var out config.Config
+	if err := json.Unmarshal([]byte(dump(c)), &out); err != nil {
+		panic(err)
+	}
+	h := &out.Hosts[rng.IntN(len(out.Hosts))]
+	switch rng.IntN(5) {
+	case 0:
+		h.Rules = append(h.Rules, randomRule(rng))
+	case 1:
+		if len(h.Rules) > 0 {
+			h.Rules = slices.Delete(h.Rules, 0, 1)
+		}
+	case 2:
+		if len(h.Rules) > 0 {
+			h.Rules[0].Methods = append(h.Rules[0].Methods, pick(rng, propMethods))
+			slices.Sort(h.Rules[0].Methods)
+			h.Rules[0].Methods = slices.Compact(h.Rules[0].Methods)
+		}
+	case 3:
+		if len(h.Rules) > 0 {
+			h.Rules[0].PathPrefixes = append(h.Rules[0].PathPrefixes, randomPath(rng, false))
+		}
+	default:
+		h.Inject = randomInject(rng)
+	}
+	return &out
+}
+
+func randomRequest(rng *rand.Rand) (method, url string, body []byte) {
+	method = pick(rng, append(slices.Clone(propMethods), "PUT", "get", "OPTIONS"))
+	scheme := pick(rng, []string{"https", "https", "http"})
+	host := pick(rng, append(slices.Clone(propHosts), "three.example", "ONE.example", "one.example:443", "one.example:80", "one.example:8443"))
+	n := rng.IntN(6)
+	var segs []string
+	for range n {
+		segs = append(segs, pick(rng, append(slices.Clone(propSegs), "z", "*", "**", "a-old", "other")))
+	}
+	path := "/" + strings.Join(segs, "/")
+	if rng.IntN(8) == 0 {
+		path += "?q=/a"
+	}
+	switch rng.IntN(4) {
+	case 0:
+		body = []byte(`{"operation":"download"}`)
+	case 1:
+		body = []byte(`{"OPERATION":"upload","ref":"download"}`)
+	case 2:
+		body = []byte(`{"ref":"upload"}`)
+	}
+	return method, scheme + "://" + host + path, body
+}
+
+// FuzzCompareAccessConfigs: whatever two proxy configs hold, valid or
+// not, CompareAccess returns a verdict without panicking; for two valid
+// ones, every witness is proven on both plans.
+func FuzzCompareAccessConfigs(f *testing.F) {
+	f.Add([]byte(dump(plan([]config.Host{gh(prefixes("GET,HEAD", "/repos/acme/widgets"))}))), []byte(dump(plan([]config.Host{gh(patterns("GET", "/repos/*/**"))}, "pypi.org"))))
+	f.Add([]byte(`{"hosts":[{"name":"a","rules":[{"methods":["GET"],"pathPrefixes":["x"]}]}]}`), []byte(`{}`))
+	f.Fuzz(func(t *testing.T, b, h []byte) {
+		var base, head config.Config
+		errB, errH := json.Unmarshal(b, &base), json.Unmarshal(h, &head)
+		if errB != nil || errH != nil {
+			return
+		}
+		a := CompareAccess(&base, &head)
+		if base.Validate() != nil || head.Validate() != nil {
+			if a.Verdict != VerdictUndecided {
+				t.Fatalf("an invalid config gave verdict %s", a.Verdict)
+			}
+			return
+		}
+		checkAccess(t, &base, &head, a)
+	})
+}
+
+// TestCatalogDecidable: every connector's read-only rules in the built-in
+// catalog stay within the comparison's bounds, so a change to an agent's
+// connectors is never undecided for want of room.
+func TestCatalogDecidable(t *testing.T) {
+	cat, err := schema.Catalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range cat {
+		var rules []config.Rule
+		for _, r := range c.ReadOnly {
+			rules = append(rules, config.Rule{Methods: r.Methods, PathPrefixes: r.PathPrefixes, PathPatterns: r.PathPatterns, Body: r.Body})
+		}
+		if reqs, why := requestClasses(rules); why != "" || len(reqs) > maxRequests/8 {
+			t.Errorf("%s: %d classes of request: %s", name, len(reqs), why)
+		}
+	}
+}
