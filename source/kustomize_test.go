@@ -467,7 +467,7 @@ func TestKustomizeSourceUntouched(t *testing.T) {
 // mapping comes back as a mapping with every field of the input unchanged,
 // a buildMetadata list that keeps the input's entries in order and holds
 // each annotation option exactly once, and applying it again changes
-// nothing. An identity function fails on the first seed.
+// nothing. An identity function fails on the first corpus entry.
 // TestKustomizeFlowNulls builds kustomizations that leave a field null,
 // as kubectl kustomize accepts them: adding buildMetadata must not turn
 // the null into an empty string kustomize refuses.
