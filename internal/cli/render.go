@@ -103,11 +103,17 @@ func renderChecked(e *env, c *checked, format string, opts render.Options, rende
 // say, shared by render and diff (whose two sides render alike).
 func registerRenderOptions(fs interface {
 	StringVar(*string, string, string, string)
+	Func(string, string, func(string) error)
 }, opts *render.Options) {
 	fs.StringVar(&opts.ProxyMode, "proxy-mode", render.ModeSidecar, "run the proxy as a `sidecar` of the sandbox or as its own deployment")
 	fs.StringVar(&opts.ProxyImage, "proxy-image", render.DefaultProxyImage, "the egress proxy's container `image`")
 	fs.StringVar(&opts.DefaultSandboxImage, "sandbox-image", "", "container `image` for a sandbox whose SandboxClass names none")
 	fs.StringVar(&opts.DefaultNamespace, "namespace", "default", "`namespace` of a sandbox whose source names none")
+	fs.Func("proxy-resolve", "HOST:PORT:ADDR the proxy connects to ADDR for, as curl --resolve (repeatable)", func(v string) error {
+		opts.ProxyResolve = append(opts.ProxyResolve, v)
+		return nil
+	})
+	fs.StringVar(&opts.UpstreamCAConfigMap, "upstream-ca-configmap", "", "ConfigMap `name` whose ca.crt the proxy verifies upstreams with instead of the system roots")
 }
 
 func plural(n int, one, many string) string {
