@@ -26,6 +26,9 @@ const (
 	placeholder    = "omnia-injected-github-acme"
 	upstreamCAName = "upstream-ca"
 	refusalHeader  = "X-Omnia-Egress-Refused"
+	// acmeImage is the example SandboxClass's image: the test's sandbox
+	// image is tagged so in containerd, as a user's registry would serve it.
+	acmeImage = "ghcr.io/acme/agent-workspace:1.4.2"
 )
 
 // TestGitHubAcme renders examples/github-acme as a user would (the proxy
@@ -40,6 +43,9 @@ func TestGitHubAcme(t *testing.T) {
 	ctx := context.Background()
 	c := the
 	if err := c.installCertManagerCRDs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ctr(ctx, "images", "tag", "--force", sandboxImage, acmeImage); err != nil {
 		t.Fatal(err)
 	}
 	token := "ghp_keyholeE2Ecanary" + randomSuffix(t)
