@@ -39,8 +39,11 @@ start=$(date +%s)
 (
   cd "$mod"
   # -mod=mod only here: the tools module may record sums the main module
-  # never needs, and this never touches the main module's go.mod.
-  GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0 go build -trimpath \
+  # never needs, and this never touches the main module's go.mod. The same
+  # flags and cgo setting as scripts/kube-apiserver.sh, so the packages the
+  # two builds share come from Go's build cache (CGO_ENABLED=0 would change
+  # every package that imports net, that is nearly all of them).
+  GOFLAGS="-mod=mod -buildvcs=false" go build -trimpath \
     -ldflags "-s -w -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean" \
     -o "$tmp/" $(printf './%s ' "${cmds[@]}")
 )
