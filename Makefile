@@ -1,15 +1,21 @@
 # The test command the README gives: it installs what the end-to-end tests
 # need, then runs every test, end-to-end ones included (build tag e2e).
-# Plain `go test ./...` runs only the hermetic tests.
+# Plain `go test ./...` runs only the hermetic tests. The real-cluster test
+# (e2e/cluster, `make e2e-cluster`) is not part of `test` yet.
 GO ?= go
 
-.PHONY: test test-deps hermetic example fuzz bench
+# The images a release publishes (scripts/images.sh): render's default
+# proxy image is $(IMAGE_REGISTRY)/keyhole-proxy:$(IMAGE_TAG).
+IMAGE_REGISTRY ?= ghcr.io/keyhole-dev
+IMAGE_TAG ?= v0.1.0
+
+.PHONY: test test-deps hermetic example fuzz bench images e2e-cluster
 
 test: test-deps
 	$(GO) mod tidy -diff
 	$(GO) vet -tags e2e ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
-	$(GO) test -tags e2e -count=1 ./...
+	$(GO) test -tags e2e -count=1 $$($(GO) list -tags e2e ./... | grep -v '/e2e/cluster$$')
 
 test-deps:
 	./scripts/test-deps.sh
@@ -19,3 +25,15 @@ hermetic:
 
 example:
 	$(GO) run ./cmd/keyhole check examples/github-acme
+
+# keyhole-proxy and keyhole images, built without a container engine, as
+# image tarballs in .cache/images/ (ctr images import, docker load).
+images:
+	IMAGE_REGISTRY=$(IMAGE_REGISTRY) IMAGE_TAG=$(IMAGE_TAG) ./scripts/images.sh
+
+# The real single-node cluster: installs containerd and friends, builds
+# the cluster binaries and images (cached), and runs what render writes.
+# docs/e2e.md says how long it takes and what it proves.
+e2e-cluster:
+	./scripts/cluster-deps.sh
+	$(GO) test -tags e2e -count=1 -timeout 60m -v ./e2e/cluster/

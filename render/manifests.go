@@ -25,14 +25,16 @@ const (
 	volCAPublic    = "egress-ca-public"
 	volTrust       = "egress-trust"
 	volAPIAccess   = "kube-api-access"
-	volKubectlHome = "kubectl-home"
+	volUpstreamCA  = "upstream-ca"
 
 	// caPublicDir holds only the CA's public certificate, for the
 	// init container that builds bundle.pem.
 	caPublicDir = "/var/run/keyhole/ca-public"
-	// trustWorkDir is where the init container writes bundle.pem and the
-	// ConfigMap it publishes.
+	// trustWorkDir is where the init container writes bundle.pem, which
+	// the sandbox container of a sidecar pod mounts.
 	trustWorkDir = "/var/run/keyhole/trust"
+	// upstreamCADir is where Options.UpstreamCAConfigMap is mounted.
+	upstreamCADir = "/etc/keyhole/upstream-ca"
 	// caDir is where the CA's certificate and key are mounted, matching
 	// config.DefaultCACert and config.DefaultCAKey.
 	caDir = "/var/run/keyhole/ca"
@@ -50,25 +52,6 @@ const (
 	// does, so a new config rolls the pods that load it.
 	configHashAnnotation = "keyhole.dev/proxy-config-sha256"
 )
-
-// buildBundleScript concatenates the image's system roots and the CA's
-// public certificate into bundle.pem, and writes the ConfigMap manifest
-// that publishes it. It reads only ca.crt: the CA key is never mounted in
-// this container. It must not hold a literal "${", which Flux would try to
-// substitute.
-const buildBundleScript = `set -eu
-roots=/etc/ssl/certs/ca-certificates.crt
-out=` + trustWorkDir + `
-if [ ! -s "$roots" ]; then
-  echo "egress-trust: this image has no system roots at $roots" >&2
-  exit 1
-fi
-cat "$roots" ` + caPublicDir + `/ca.crt > "$out/bundle.pem"
-{
-  printf 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\ndata:\n  bundle.pem: |\n' "$TRUST_CONFIGMAP" "$POD_NAMESPACE"
-  sed 's/^/    /' "$out/bundle.pem"
-} > "$out/configmap.yaml"
-`
 
 // sandboxInput is what one sandbox's manifests are built from.
 type sandboxInput struct {
@@ -306,7 +289,7 @@ func (in sandboxInput) addProxy(pod obj, sidecar bool) {
 		listen = fmt.Sprintf("127.0.0.1:%d", ProxyPort)
 	}
 	proxy := in.proxyContainer(listen)
-	inits := list{in.bundleContainer(), in.publishContainer()}
+	inits := list{in.trustContainer()}
 	if sidecar {
 		proxy["restartPolicy"] = "Always"
 		inits = append(inits, proxy)
@@ -346,12 +329,17 @@ func (in sandboxInput) proxyVolumes() list {
 			"defaultMode": 0o444,
 			"items":       list{obj{"key": "ca.crt", "path": "ca.crt"}},
 		}},
-		obj{"name": volKubectlHome, "emptyDir": obj{"medium": "Memory", "sizeLimit": "16Mi"}},
 		obj{"name": volProxyConfig, "configMap": obj{
 			"name":  in.name(compProxy),
 			"items": list{obj{"key": "proxy.json", "path": "proxy.json"}},
 		}},
 		obj{"name": volTrust, "emptyDir": obj{"medium": "Memory", "sizeLimit": "4Mi"}},
+	}
+	if in.opts.UpstreamCAConfigMap != "" {
+		vols = append(vols, obj{"name": volUpstreamCA, "configMap": obj{
+			"name":  in.opts.UpstreamCAConfigMap,
+			"items": list{obj{"key": "ca.crt", "path": "ca.crt"}},
+		}})
 	}
 	for _, s := range in.sb.Secrets() {
 		items := make(list, 0, len(s.Keys))
@@ -384,6 +372,18 @@ func (in sandboxInput) proxyContainer(listen string) obj {
 		obj{"name": volProxyConfig, "mountPath": ProxyConfigDir, "readOnly": true},
 		obj{"name": volCA, "mountPath": caDir, "readOnly": true},
 	}
+	args := list{
+		"--config", ProxyConfigDir + "/proxy.json",
+		"--listen", listen,
+		"--admin-listen", fmt.Sprintf(":%d", AdminPort),
+	}
+	for _, r := range in.opts.ProxyResolve {
+		args = append(args, "--resolve", r)
+	}
+	if in.opts.UpstreamCAConfigMap != "" {
+		mounts = append(mounts, obj{"name": volUpstreamCA, "mountPath": upstreamCADir, "readOnly": true})
+		args = append(args, "--upstream-ca", upstreamCADir+"/ca.crt")
+	}
 	for _, s := range in.sb.Secrets() {
 		mounts = append(mounts, obj{
 			"name":      secretVolume(s.Name),
@@ -401,13 +401,7 @@ func (in sandboxInput) proxyContainer(listen string) obj {
 	return obj{
 		"name":  compProxy,
 		"image": in.opts.ProxyImage,
-		"args": list{
-			"--config", ProxyConfigDir + "/proxy.json",
-			"--listen", listen,
-			// Every interface, not the proxy's loopback default: the
-			// kubelet's httpGet probes connect to the pod's IP.
-			"--admin-listen", fmt.Sprintf(":%d", AdminPort),
-		},
+		"args":  args,
 		"ports": list{
 			obj{"name": "proxy", "containerPort": ProxyPort, "protocol": "TCP"},
 			obj{"name": "admin", "containerPort": AdminPort, "protocol": "TCP"},
@@ -424,40 +418,30 @@ func (in sandboxInput) proxyContainer(listen string) obj {
 	}
 }
 
-func (in sandboxInput) bundleContainer() obj {
+// trustContainer builds bundle.pem from the proxy image's system roots and
+// the CA's public certificate, writes it for the pod's containers, and
+// publishes it to the <claim>-egress-trust ConfigMap: the proxy binary's
+// trust-bundle command, so the pod needs no image but the proxy's. It
+// mounts only ca.crt: the CA key is never mounted in this container.
+func (in sandboxInput) trustContainer() obj {
 	return obj{
-		"name":    "egress-trust-bundle",
-		"image":   in.opts.TrustImage,
-		"command": list{"/bin/sh", "-c", buildBundleScript},
+		"name":  "egress-trust-publish",
+		"image": in.opts.ProxyImage,
+		"args": list{
+			"trust-bundle",
+			"--ca", caPublicDir + "/ca.crt",
+			"--out", trustWorkDir + "/bundle.pem",
+			"--configmap", in.name(compTrust),
+			"--field-manager", trustFieldManager,
+		},
 		"env": list{
 			obj{"name": "POD_NAMESPACE", "valueFrom": obj{"fieldRef": obj{"apiVersion": "v1", "fieldPath": "metadata.namespace"}}},
-			obj{"name": "TRUST_CONFIGMAP", "value": in.name(compTrust)},
 		},
 		"resources":       obj{"requests": obj{"cpu": "10m", "memory": "16Mi"}},
 		"securityContext": restricted(),
 		"volumeMounts": list{
 			obj{"name": volCAPublic, "mountPath": caPublicDir, "readOnly": true},
 			obj{"name": volTrust, "mountPath": trustWorkDir},
-		},
-	}
-}
-
-func (in sandboxInput) publishContainer() obj {
-	return obj{
-		"name":    "egress-trust-publish",
-		"image":   in.opts.KubectlImage,
-		"command": list{"kubectl"},
-		"args": list{
-			"apply", "--server-side", "--force-conflicts",
-			"--field-manager=" + trustFieldManager,
-			"--filename=" + trustWorkDir + "/configmap.yaml",
-		},
-		"env":             list{obj{"name": "HOME", "value": "/home/kubectl"}},
-		"resources":       obj{"requests": obj{"cpu": "10m", "memory": "32Mi"}},
-		"securityContext": restricted(),
-		"volumeMounts": list{
-			obj{"name": volTrust, "mountPath": trustWorkDir, "readOnly": true},
-			obj{"name": volKubectlHome, "mountPath": "/home/kubectl"},
 			obj{"name": volAPIAccess, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": true},
 		},
 	}

@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,13 +34,11 @@ const (
 	ModeDeployment = "deployment"
 )
 
-// Defaults for Options fields left empty. Images are pinned by tag so a
-// render is reproducible; override them to pin by digest.
-const (
-	DefaultProxyImage   = "ghcr.io/keyhole-dev/keyhole-proxy:v0.1.0"
-	DefaultTrustImage   = "docker.io/library/alpine:3.22"
-	DefaultKubectlImage = "registry.k8s.io/kubectl:v1.34.2"
-)
+// DefaultProxyImage is the proxy image when Options.ProxyImage is empty:
+// the image `make images` builds (scripts/images.sh), pinned by tag so a
+// render is reproducible; override it to pin by digest. It is the only
+// image the proxy's pod runs: its init container is the same binary.
+const DefaultProxyImage = "ghcr.io/keyhole-dev/keyhole-proxy:v0.1.0"
 
 // Ports the rendered proxy listens on. The admin port serves /healthz,
 // /readyz and /metrics and is what the probes call.
@@ -91,15 +90,18 @@ type Options struct {
 	// DefaultSandboxImage is used for a sandbox whose Plan names no image.
 	// A sandbox with neither is an error: a Deployment needs an image.
 	DefaultSandboxImage string
-	// TrustImage builds bundle.pem in an init container: it needs /bin/sh,
-	// cat, sed and the system roots at /etc/ssl/certs/ca-certificates.crt.
-	// DefaultTrustImage when empty.
-	TrustImage string
-	// KubectlImage publishes bundle.pem to the <claim>-egress-trust
-	// ConfigMap; DefaultKubectlImage when empty.
-	KubectlImage string
 	// NoProxy lists extra NO_PROXY entries, appended after loopback.
 	NoProxy []string
+	// ProxyResolve maps upstream names for the proxy, each HOST:PORT:ADDR
+	// as curl's --resolve: the proxy connects to ADDR for HOST:PORT. For
+	// an upstream reached at another address than DNS gives (a test's
+	// fake, an internal mirror); the names still must verify.
+	ProxyResolve []string
+	// UpstreamCAConfigMap names a ConfigMap in the sandbox's namespace
+	// whose key ca.crt the proxy verifies upstreams with instead of its
+	// image's system roots (a TLS-inspecting egress gateway's CA, a
+	// test's fake). Empty: the system roots.
+	UpstreamCAConfigMap string
 	// DefaultNamespace is the namespace of a sandbox whose Plan names
 	// none (an agent.yaml agent); "default" when empty. A RoleBinding to
 	// a ServiceAccount must name its namespace, so every object gets one.
@@ -123,17 +125,19 @@ func (o Options) withDefaults() (Options, error) {
 	if o.ProxyImage == "" {
 		o.ProxyImage = DefaultProxyImage
 	}
-	if o.TrustImage == "" {
-		o.TrustImage = DefaultTrustImage
-	}
 	if o.DefaultNamespace == "" {
 		o.DefaultNamespace = "default"
 	}
 	if !dnsLabel.MatchString(o.DefaultNamespace) || len(o.DefaultNamespace) > 63 {
 		return o, fmt.Errorf("%w: default namespace %q is not a DNS label", ErrInvalidOptions, o.DefaultNamespace)
 	}
-	if o.KubectlImage == "" {
-		o.KubectlImage = DefaultKubectlImage
+	for _, r := range o.ProxyResolve {
+		if err := checkResolve(r); err != nil {
+			return o, fmt.Errorf("%w: proxy resolve %q: %w", ErrInvalidOptions, r, err)
+		}
+	}
+	if n := o.UpstreamCAConfigMap; n != "" && (len(n) > 253 || !dnsSubdomain.MatchString(n)) {
+		return o, fmt.Errorf("%w: upstream CA ConfigMap %q is not a DNS subdomain", ErrInvalidOptions, n)
 	}
 	for _, n := range o.NoProxy {
 		if n == "" || strings.ContainsAny(n, ", \t\r\n'\"\\") {
@@ -233,6 +237,24 @@ func renderAll(sandboxes []compiler.Sandbox, dirs []string, opts Options) ([][]F
 // dnsLabel is a Kubernetes DNS-1123 label: what a namespace, a Service and
 // a label value built from the claim name must be.
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// checkResolve accepts HOST:PORT:ADDR, where ADDR is an IP address or a
+// host name, optionally with its own port (ADDR:PORT, [IPv6]:PORT), as the
+// proxy's --resolve flag does.
+func checkResolve(v string) error {
+	host, rest, ok1 := strings.Cut(v, ":")
+	port, addr, ok2 := strings.Cut(rest, ":")
+	if !ok1 || !ok2 || host == "" || addr == "" {
+		return errors.New("not HOST:PORT:ADDR")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("port %q is not a number from 1 to 65535", port)
+	}
+	if strings.ContainsAny(v, " \t\r\n,'\"\\$") {
+		return errors.New("holds a space, comma, quote, backslash or dollar sign")
+	}
+	return nil
+}
 
 // longestSuffix is the longest suffix appended to a claim name for a
 // Service or label value, which are limited to 63 characters.

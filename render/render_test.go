@@ -305,7 +305,7 @@ func TestProxyMounts(t *testing.T) {
 				t.Errorf("pod template has no %s", configHashAnnotation)
 			}
 			// The init container that builds bundle.pem sees only ca.crt.
-			bundle := container(t, dep, "egress-trust-bundle")
+			bundle := container(t, dep, "egress-trust-publish")
 			for _, m := range bundle["volumeMounts"].([]any) {
 				v := vols[m.(obj)["name"].(string)]
 				if s, ok := v["secret"].(obj); ok {
@@ -401,10 +401,10 @@ func TestEnv(t *testing.T) {
 		opts  Options
 		proxy string
 	}{
-		"sidecar":         {opts: Options{}, proxy: "http://127.0.0.1:3128"},
-		"deployment":      {opts: Options{ProxyMode: ModeDeployment}, proxy: "http://support-workspace-egress-proxy:3128"},
-		"extra no_proxy":  {opts: Options{NoProxy: []string{".internal"}}, proxy: "http://127.0.0.1:3128"},
-		"explicit images": {opts: Options{ProxyImage: "example.com/p:1", TrustImage: "example.com/t:1", KubectlImage: "example.com/k:1"}, proxy: "http://127.0.0.1:3128"},
+		"sidecar":        {opts: Options{}, proxy: "http://127.0.0.1:3128"},
+		"deployment":     {opts: Options{ProxyMode: ModeDeployment}, proxy: "http://support-workspace-egress-proxy:3128"},
+		"extra no_proxy": {opts: Options{NoProxy: []string{".internal"}}, proxy: "http://127.0.0.1:3128"},
+		"explicit image": {opts: Options{ProxyImage: "example.com/p:1"}, proxy: "http://127.0.0.1:3128"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -433,8 +433,13 @@ func TestEnv(t *testing.T) {
 			if c := envOf(container(t, dep, "sandbox")); fmt.Sprint(c) != fmt.Sprint(want) {
 				t.Errorf("container env = %v\nwant %v", c, want)
 			}
-			if tc.opts.ProxyImage != "" && container(t, findProxyPod(t, files, tc.opts), "egress-proxy")["image"] != tc.opts.ProxyImage {
-				t.Errorf("proxy image not %s", tc.opts.ProxyImage)
+			if tc.opts.ProxyImage != "" {
+				pod := findProxyPod(t, files, tc.opts)
+				for _, name := range []string{"egress-proxy", "egress-trust-publish"} {
+					if img := container(t, pod, name)["image"]; img != tc.opts.ProxyImage {
+						t.Errorf("container %s image = %v, want %s", name, img, tc.opts.ProxyImage)
+					}
+				}
 			}
 		})
 	}
@@ -566,6 +571,52 @@ func TestFluxSubstitution(t *testing.T) {
 	}
 }
 
+// TestProxyOverrides: --proxy-resolve and --upstream-ca-configmap reach the
+// proxy container's flags, in both modes, and the upstream CA is mounted
+// from the named ConfigMap's ca.crt only.
+func TestProxyOverrides(t *testing.T) {
+	tests := map[string]struct {
+		opts     Options
+		wantArgs []string // after the fixed --config, --listen and --admin-listen
+	}{
+		"none": {opts: Options{}},
+		"resolve and upstream CA, sidecar": {
+			opts:     Options{ProxyResolve: []string{"github.com:443:10.88.0.1:8443", "api.github.com:443:[fd00::1]:8443"}, UpstreamCAConfigMap: "upstream-ca"},
+			wantArgs: []string{"--resolve", "github.com:443:10.88.0.1:8443", "--resolve", "api.github.com:443:[fd00::1]:8443", "--upstream-ca", "/etc/keyhole/upstream-ca/ca.crt"},
+		},
+		"upstream CA, deployment": {
+			opts:     Options{ProxyMode: ModeDeployment, UpstreamCAConfigMap: "corp.egress-ca"},
+			wantArgs: []string{"--upstream-ca", "/etc/keyhole/upstream-ca/ca.crt"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			pod := findProxyPod(t, mustRender(t, testPlan(), tc.opts), tc.opts)
+			proxy := container(t, pod, "egress-proxy")
+			var args []string
+			for _, a := range proxy["args"].([]any) {
+				args = append(args, a.(string))
+			}
+			if got := args[6:]; !slices.Equal(got, tc.wantArgs) && len(got)+len(tc.wantArgs) > 0 {
+				t.Errorf("proxy args after the fixed six = %q, want %q", got, tc.wantArgs)
+			}
+			vol := volumes(pod)[volUpstreamCA]
+			if tc.opts.UpstreamCAConfigMap == "" {
+				if vol != nil {
+					t.Errorf("upstream CA volume without the option: %v", vol)
+				}
+				return
+			}
+			if dig(vol, "configMap", "name") != tc.opts.UpstreamCAConfigMap {
+				t.Errorf("upstream CA volume = %v", vol)
+			}
+			if items := dig(vol, "configMap", "items").([]any); len(items) != 1 || items[0].(obj)["key"] != "ca.crt" {
+				t.Errorf("upstream CA items = %v, want only ca.crt", items)
+			}
+		})
+	}
+}
+
 // TestRenderErrors: a Plan or Options the renderer cannot honour is an
 // error wrapping the right class, naming the sandbox, never a panic.
 func TestRenderErrors(t *testing.T) {
@@ -578,6 +629,10 @@ func TestRenderErrors(t *testing.T) {
 		"unknown mode":      {opts: Options{ProxyMode: "daemonset"}, want: ErrInvalidOptions},
 		"bad namespace opt": {opts: Options{DefaultNamespace: "Bad_NS"}, want: ErrInvalidOptions},
 		"bad no_proxy":      {opts: Options{NoProxy: []string{"a,b"}}, want: ErrInvalidOptions},
+		"resolve no addr":   {opts: Options{ProxyResolve: []string{"github.com:443"}}, want: ErrInvalidOptions},
+		"resolve bad port":  {opts: Options{ProxyResolve: []string{"github.com:https:10.0.0.1"}}, want: ErrInvalidOptions},
+		"resolve comma":     {opts: Options{ProxyResolve: []string{"github.com:443:10.0.0.1,10.0.0.2"}}, want: ErrInvalidOptions},
+		"upstream CA name":  {opts: Options{UpstreamCAConfigMap: "Upstream_CA"}, want: ErrInvalidOptions},
 		"no image":          {edit: func(p *compiler.Plan) { p.Sandboxes[0].Image = "" }, want: ErrInvalidPlan},
 		"name not a label":  {edit: func(p *compiler.Plan) { p.Sandboxes[0].Name = "Support_WS" }, want: ErrInvalidPlan},
 		"name too long":     {edit: func(p *compiler.Plan) { p.Sandboxes[0].Name = strings.Repeat("a", 51) }, want: ErrInvalidPlan},

@@ -258,6 +258,11 @@ func registerRenderOptions(fs *flag.FlagSet, opts *render.Options) {
 	fs.StringVar(&opts.ProxyMode, "proxy-mode", render.ModeSidecar, "run the proxy as a `sidecar` of the sandbox or as its own deployment")
 	fs.StringVar(&opts.ProxyImage, "proxy-image", render.DefaultProxyImage, "the egress proxy's container `image`")
 	fs.StringVar(&opts.DefaultSandboxImage, "sandbox-image", "", "container `image` for a sandbox whose SandboxClass names none")
+	fs.Func("proxy-resolve", "HOST:PORT:ADDR the proxy connects to ADDR for, as curl --resolve (repeatable)", func(v string) error {
+		opts.ProxyResolve = append(opts.ProxyResolve, v)
+		return nil
+	})
+	fs.StringVar(&opts.UpstreamCAConfigMap, "upstream-ca-configmap", "", "ConfigMap `name` whose ca.crt the proxy verifies upstreams with instead of the system roots")
 }
 
 func plural(n int, one, many string) string {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"keyhole.dev/keyhole/proxy"
+	"keyhole.dev/keyhole/proxy/trust"
 )
 
 // Exit codes.
@@ -68,10 +69,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 // run is Main with the context and a hook that receives the bound
 // addresses, for in-process tests.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound func(proxyAddr, adminAddr net.Addr)) int {
+	if len(args) > 0 && args[0] == trustBundleCommand {
+		return runTrustBundle(ctx, args[1:], stderr, os.Getenv, trust.ServiceAccountDir)
+	}
 	fs := flag.NewFlagSet("keyhole-proxy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: keyhole-proxy --config FILE [flags]")
+		fmt.Fprintln(stderr, "usage: keyhole-proxy --config FILE [flags]\n       keyhole-proxy "+trustBundleCommand+" --ca FILE [--out FILE] [--configmap NAME] [flags]")
 		fs.PrintDefaults()
 	}
 	var (

@@ -1,0 +1,365 @@
+//go:build e2e
+
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"keyhole.dev/keyhole/internal/cli"
+)
+
+// What the rendered github-acme example is called in the cluster.
+const (
+	acmeNS         = "agents"
+	acmeSandbox    = "support-workspace-sandbox"
+	acmeProxy      = "support-workspace-egress-proxy"
+	acmeCASecret   = "support-workspace-egress-ca"
+	acmeTrust      = "support-workspace-egress-trust"
+	acmeSecret     = "acme-github-token"
+	placeholder    = "omnia-injected-github-acme"
+	upstreamCAName = "upstream-ca"
+	refusalHeader  = "X-Omnia-Egress-Refused"
+	// acmeImage is the example SandboxClass's image: the test's sandbox
+	// image is tagged so in containerd, as a user's registry would serve it.
+	acmeImage = "ghcr.io/acme/agent-workspace:1.4.2"
+)
+
+// TestGitHubAcme renders examples/github-acme as a user would (the proxy
+// pointed at the fake GitHub with --proxy-resolve and
+// --upstream-ca-configmap, nothing edited by hand), applies the rendered
+// kustomization server-side, and then, from inside the running sandbox
+// container, uses git, curl and Python requests through the proxy with
+// only the placeholder; checks that nothing in the sandbox container holds
+// the Secret; and rotates the Secret through the API. Both proxy modes,
+// one after the other (they share the example's names).
+func TestGitHubAcme(t *testing.T) {
+	ctx := context.Background()
+	c := the
+	if err := c.installCertManagerCRDs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ctr(ctx, "images", "tag", "--force", sandboxImage, acmeImage); err != nil {
+		t.Fatal(err)
+	}
+	token := "ghp_keyholeE2Ecanary" + randomSuffix(t)
+	up, err := startUpstream(t.TempDir(), token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.close()
+	for _, mode := range []string{"sidecar", "deployment"} {
+		t.Run(mode, func(t *testing.T) {
+			up.setToken(token)
+			dir := c.renderAcme(t, mode)
+			c.deployAcme(t, ctx, dir, up, token)
+			defer c.removeAcme(t, ctx)
+			c.waitAcme(t, ctx, mode)
+
+			t.Run("trust bundle published", func(t *testing.T) {
+				out, err := c.kubectl(ctx, nil, "get", "configmap", acmeTrust, "-n", acmeNS, "-o", "jsonpath={.data.bundle\\.pem}")
+				if err != nil {
+					t.Fatal(err)
+				}
+				caPEM, err := c.kubectl(ctx, nil, "get", "secret", acmeCASecret, "-n", acmeNS, "-o", "jsonpath={.data.ca\\.crt}")
+				if err != nil {
+					t.Fatal(err)
+				}
+				ca, _ := base64.StdEncoding.DecodeString(caPEM)
+				if n := strings.Count(out, "BEGIN CERTIFICATE"); n < 50 || !strings.HasSuffix(out, string(ca)) {
+					t.Errorf("bundle.pem holds %d certificates and ends with the CA: %v", n, strings.HasSuffix(out, string(ca)))
+				}
+			})
+			c.checkClients(t, ctx, up)
+			c.checkNoSecretInSandbox(t, ctx, token, mode)
+			t.Run("rotation", func(t *testing.T) {
+				before := c.proxyPod(t, ctx, mode)
+				rotated := "ghp_keyholeE2Erotated" + randomSuffix(t)
+				c.applySecret(t, ctx, rotated)
+				up.setToken(rotated)
+				deadline := time.Now().Add(2 * time.Minute)
+				var code string
+				for time.Now().Before(deadline) {
+					code, _ = c.sandboxSh(ctx, `curl -sS -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $GH_TOKEN" https://api.github.com/repos/acme/widgets`)
+					if code == "200" {
+						break
+					}
+					time.Sleep(2 * time.Second)
+				}
+				if code != "200" {
+					t.Fatalf("after rotating the Secret the API answered %q for 2 minutes", code)
+				}
+				after := c.proxyPod(t, ctx, mode)
+				if after != before {
+					t.Errorf("the proxy pod changed (%s to %s): the rotation restarted it", before, after)
+				}
+				c.checkNoSecretInSandbox(t, ctx, rotated, mode)
+			})
+		})
+	}
+}
+
+// renderAcme runs `keyhole render` in process on the example.
+func (c *cluster) renderAcme(t *testing.T, mode string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "rendered")
+	var stdout, stderr bytes.Buffer
+	args := []string{
+		"render", "-o", dir, "--proxy-mode", mode,
+		"--proxy-resolve", "github.com:443:" + upstreamAddr,
+		"--proxy-resolve", "api.github.com:443:" + upstreamAddr,
+		"--upstream-ca-configmap", upstreamCAName,
+		filepath.Join(c.tools[repoRoot], "examples", "github-acme"),
+	}
+	if code := cli.Main(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("keyhole %s: exit %d\n%s", strings.Join(args, " "), code, stderr.String())
+	}
+	return dir
+}
+
+// deployAcme creates what lives outside git (the namespace, the Secret,
+// the upstream's CA) and what cert-manager would issue (the sandbox CA),
+// then applies the render as a GitOps tool would: server-side, the
+// kustomization whole.
+func (c *cluster) deployAcme(t *testing.T, ctx context.Context, dir string, up *upstream, token string) {
+	t.Helper()
+	if _, err := c.kubectl(ctx, nil, "create", "namespace", acmeNS); err != nil {
+		t.Fatal(err)
+	}
+	c.applySecret(t, ctx, token)
+	caCert, caKey, err := sandboxCA(acmeCASecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := fmt.Sprintf(`apiVersion: v1
+kind: ConfigMap
+metadata: {name: %s, namespace: %s}
+data:
+  ca.crt: %q
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: %s, namespace: %s}
+type: kubernetes.io/tls
+data:
+  ca.crt: %s
+  tls.crt: %s
+  tls.key: %s
+`, upstreamCAName, acmeNS, up.caPEM, acmeCASecret, acmeNS,
+		base64.StdEncoding.EncodeToString(caCert), base64.StdEncoding.EncodeToString(caCert), base64.StdEncoding.EncodeToString(caKey))
+	if _, err := c.kubectl(ctx, []byte(objs), "apply", "--server-side", "--field-manager=keyhole-e2e-setup", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.kubectl(ctx, nil, "apply", "--server-side", "--field-manager=keyhole-e2e", "-k", dir); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (c *cluster) applySecret(t *testing.T, ctx context.Context, token string) {
+	t.Helper()
+	secret := fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata: {name: %s, namespace: %s}
+type: Opaque
+data:
+  user: %s
+  token: %s
+`, acmeSecret, acmeNS, base64.StdEncoding.EncodeToString([]byte("x-access-token")), base64.StdEncoding.EncodeToString([]byte(token)))
+	if _, err := c.kubectl(ctx, []byte(secret), "apply", "--server-side", "--field-manager=keyhole-e2e-setup", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitAcme waits for the rendered Deployments to be available.
+func (c *cluster) waitAcme(t *testing.T, ctx context.Context, mode string) {
+	t.Helper()
+	deps := []string{acmeSandbox}
+	if mode == "deployment" {
+		deps = []string{acmeProxy, acmeSandbox}
+	}
+	for _, d := range deps {
+		if _, err := c.kubectl(ctx, nil, "rollout", "status", "-n", acmeNS, "deployment/"+d, "--timeout=300s"); err != nil {
+			pods, _ := c.kubectl(ctx, nil, "describe", "pods", "-n", acmeNS)
+			events, _ := c.kubectl(ctx, nil, "get", "events", "-n", acmeNS, "--sort-by=.lastTimestamp")
+			logs, _ := c.kubectl(ctx, nil, "logs", "-n", acmeNS, "deployment/"+d, "--all-containers", "--tail=40")
+			t.Fatalf("%v\n%s\n%s\n%s", err, pods, events, logs)
+		}
+	}
+}
+
+// removeAcme deletes the namespace and waits until it is gone, so the
+// next mode starts clean.
+func (c *cluster) removeAcme(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if _, err := c.kubectl(ctx, nil, "delete", "namespace", acmeNS, "--wait=true", "--timeout=180s"); err != nil {
+		t.Errorf("removing namespace %s: %v", acmeNS, err)
+	}
+}
+
+// sandboxSh runs a shell script in the running sandbox container, as the
+// agent's code would run, and returns its stdout.
+func (c *cluster) sandboxSh(ctx context.Context, script string) (string, error) {
+	return c.kubectl(ctx, nil, "exec", "-n", acmeNS, "deployment/"+acmeSandbox, "-c", "sandbox", "--", "/bin/sh", "-c", script)
+}
+
+// checkClients uses real clients in the sandbox container through the
+// proxy, holding only the placeholder.
+func (c *cluster) checkClients(t *testing.T, ctx context.Context, up *upstream) {
+	head, err := up.head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]struct {
+		script string
+		want   []string // substrings of stdout
+	}{
+		"git ls-remote with the placeholder": {
+			script: `git ls-remote https://x-access-token:$GH_TOKEN@github.com/acme/widgets.git`,
+			want:   []string{head + "\trefs/heads/main"},
+		},
+		"git clone without credentials": {
+			script: `rm -rf /tmp/widgets && git clone --quiet https://github.com/acme/widgets.git /tmp/widgets && cat /tmp/widgets/README.md && git -C /tmp/widgets rev-parse HEAD`,
+			want:   []string{"widgets\n", head},
+		},
+		"curl to an allowed path gets the token injected": {
+			script: `curl -sS -w ' %{http_code}' -H "Authorization: Bearer $GH_TOKEN" https://api.github.com/repos/acme/widgets`,
+			want:   []string{`"full_name":"acme/widgets"`, " 200"},
+		},
+		"curl to a refused path": {
+			script: `curl -sS -o /dev/null -D - https://api.github.com/user`,
+			want:   []string{" 403", refusalHeader + ": l7-not-allowed"},
+		},
+		"Python requests trusts the bundle": {
+			script: `python3 -c 'import os, requests; r = requests.get("https://api.github.com/repos/acme/widgets", headers={"Authorization": "Bearer " + os.environ["GH_TOKEN"]}); print(r.status_code, os.environ["REQUESTS_CA_BUNDLE"])'`,
+			want:   []string{"200 /etc/keyhole/trust/bundle.pem"},
+		},
+		"the sandbox holds the placeholder": {
+			script: `echo "$GH_TOKEN"`,
+			want:   []string{placeholder},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			out, err := c.sandboxSh(ctx, tc.script)
+			if err != nil {
+				t.Fatalf("%v\nupstream saw: %q", err, up.requests())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s\nupstream saw: %q", w, out, up.requests())
+				}
+			}
+		})
+	}
+}
+
+// checkNoSecretInSandbox prints everything the sandbox container can read
+// that the pod mounted or set (every file under every mount but the
+// image's root, /proc, /sys and /dev, and its environment) and requires
+// the Secret's value to be in none of it. The value never enters the
+// container: the search happens here.
+func (c *cluster) checkNoSecretInSandbox(t *testing.T, ctx context.Context, token, mode string) {
+	t.Run("no secret in the sandbox container", func(t *testing.T) {
+		out, err := c.sandboxSh(ctx, `set -e
+env
+cat /proc/1/environ | tr '\0' '\n'
+awk '{print $2}' /proc/self/mounts | sort -u | while read -r m; do
+  case "$m" in /|/proc|/proc/*|/sys|/sys/*|/dev|/dev/*) continue ;; esac
+  echo "== mount $m"
+  find "$m" -xdev -type f -size -1024k -exec cat {} + 2>/dev/null || true
+done
+test ! -e /var/run/secrets/kubernetes.io/serviceaccount/token && echo "no service account token"
+test ! -e /var/run/keyhole/secrets && echo "no proxy secrets directory"
+`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out, token) {
+			t.Errorf("the sandbox container can read the Secret's value")
+		}
+		for _, w := range []string{"== mount /etc/keyhole/trust", "BEGIN CERTIFICATE", "GH_TOKEN=" + placeholder, "no service account token", "no proxy secrets directory"} {
+			if !strings.Contains(out, w) {
+				t.Errorf("the sandbox container's listing lacks %q", w)
+			}
+		}
+		// Every other container of the sandbox pod but the proxy mounts
+		// no Secret but ca.crt of the CA (read from the pod spec: the
+		// init container has exited).
+		spec, err := c.kubectl(ctx, nil, "get", "pods", "-n", acmeNS, "-l", "app.kubernetes.io/component=sandbox",
+			"-o", `jsonpath={range .items[*].spec.initContainers[*]}{.name}={range .volumeMounts[*]}{.name},{end};{end}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, entry := range strings.Split(strings.TrimSuffix(spec, ";"), ";") {
+			name, mounts, _ := strings.Cut(entry, "=")
+			if name == "" || name == "egress-proxy" {
+				continue
+			}
+			if strings.Contains(mounts, "secret-"+acmeSecret) || strings.Contains(mounts, "egress-ca,") {
+				t.Errorf("init container %s mounts %s", name, mounts)
+			}
+		}
+		if mode == "deployment" {
+			vols, err := c.kubectl(ctx, nil, "get", "pods", "-n", acmeNS, "-l", "app.kubernetes.io/component=sandbox",
+				"-o", `jsonpath={range .items[*].spec.volumes[*]}{.secret.secretName}{.projected.sources[*].secret.name}{end}`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if vols != "" {
+				t.Errorf("the sandbox pod mounts Secrets %q in deployment mode", vols)
+			}
+		}
+	})
+}
+
+// proxyPod names the pod the proxy runs in, with its restart count.
+func (c *cluster) proxyPod(t *testing.T, ctx context.Context, mode string) string {
+	t.Helper()
+	comp := "sandbox"
+	if mode == "deployment" {
+		comp = "egress-proxy"
+	}
+	out, err := c.kubectl(ctx, nil, "get", "pods", "-n", acmeNS, "-l", "app.kubernetes.io/component="+comp,
+		"--field-selector=status.phase=Running",
+		"-o", `jsonpath={range .items[*]}{.metadata.name}/{range .status.initContainerStatuses[*]}{.restartCount}{end}{range .status.containerStatuses[*]}{.restartCount}{end}{end}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// installCertManagerCRDs installs the pinned cert-manager CRDs the render
+// tests validate against: the rendered Issuer and Certificate need them.
+// No cert-manager controller runs; the test writes the CA Secret itself.
+func (c *cluster) installCertManagerCRDs(ctx context.Context) error {
+	files, err := filepath.Glob(filepath.Join(c.tools[repoRoot], "render", "testdata", "cert-manager-crds", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		return fmt.Errorf("no cert-manager CRDs in render/testdata/cert-manager-crds (%v)", err)
+	}
+	args := []string{"apply", "--server-side", "--field-manager=keyhole-e2e"}
+	wait := []string{"wait", "--for=condition=Established", "--timeout=60s"}
+	for _, f := range files {
+		args = append(args, "-f", f)
+		wait = append(wait, "-f", f)
+	}
+	if _, err := c.kubectl(ctx, nil, args...); err != nil {
+		return err
+	}
+	_, err = c.kubectl(ctx, nil, wait...)
+	return err
+}
+
+func randomSuffix(t *testing.T) string {
+	t.Helper()
+	tok, err := randomToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok[:16]
+}

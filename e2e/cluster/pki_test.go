@@ -1,0 +1,158 @@
+//go:build e2e
+
+package cluster
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// pki is what the API server is started with and its clients trust.
+type pki struct {
+	caPEM        []byte
+	caFile       string
+	certFile     string // serving certificate for loopback, the node and the kubernetes Service
+	keyFile      string
+	saKeyFile    string
+	saPubFile    string
+	tokenFile    string
+	adminToken   string // system:masters
+	kubeletToken string // system:node:<node> in system:nodes, for the Node authorizer
+}
+
+func writePKI(dir string) (pki, error) {
+	p := pki{
+		caFile:    filepath.Join(dir, "ca.crt"),
+		certFile:  filepath.Join(dir, "serving.crt"),
+		keyFile:   filepath.Join(dir, "serving.key"),
+		saKeyFile: filepath.Join(dir, "service-account.key"),
+		saPubFile: filepath.Join(dir, "service-account.pub"),
+		tokenFile: filepath.Join(dir, "tokens.csv"),
+	}
+	now := time.Now()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return p, err
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "keyhole-e2e-cluster-ca"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return p, err
+	}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return p, err
+	}
+	p.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	if err := os.WriteFile(p.caFile, p.caPEM, 0o644); err != nil {
+		return p, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return p, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: "kube-apiserver"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc." + dnsDomain},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(nodeIP), net.ParseIP(apiService)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		return p, err
+	}
+	if err := os.WriteFile(p.certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		return p, err
+	}
+	if err := writeKey(p.keyFile, key); err != nil {
+		return p, err
+	}
+	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return p, err
+	}
+	if err := writeKey(p.saKeyFile, saKey); err != nil {
+		return p, err
+	}
+	pubDER, err := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
+	if err != nil {
+		return p, err
+	}
+	if err := os.WriteFile(p.saPubFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o600); err != nil {
+		return p, err
+	}
+	if p.adminToken, err = randomToken(); err != nil {
+		return p, err
+	}
+	if p.kubeletToken, err = randomToken(); err != nil {
+		return p, err
+	}
+	// token,user,uid,"groups"
+	lines := fmt.Sprintf("%s,keyhole-e2e-admin,keyhole-e2e-admin,\"system:masters\"\n%s,system:node:%s,system:node:%s,\"system:nodes\"\n",
+		p.adminToken, p.kubeletToken, nodeName, nodeName)
+	return p, os.WriteFile(p.tokenFile, []byte(lines), 0o600)
+}
+
+func randomToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+func writeKey(path string, key *ecdsa.PrivateKey) error {
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600)
+}
+
+func writeKubeconfig(path, server, user, token string, caPEM []byte) error {
+	cfg := map[string]any{
+		"apiVersion":      "v1",
+		"kind":            "Config",
+		"current-context": "keyhole-e2e",
+		"clusters": []any{map[string]any{
+			"name": "keyhole-e2e",
+			"cluster": map[string]any{
+				"server":                     server,
+				"certificate-authority-data": base64.StdEncoding.EncodeToString(caPEM),
+			},
+		}},
+		"users":    []any{map[string]any{"name": user, "user": map[string]any{"token": token}}},
+		"contexts": []any{map[string]any{"name": "keyhole-e2e", "context": map[string]any{"cluster": "keyhole-e2e", "user": user}}},
+	}
+	b, err := yaml.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
+}

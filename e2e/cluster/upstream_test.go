@@ -1,0 +1,236 @@
+//go:build e2e
+
+package cluster
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/cgi"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// upstreamAddr is where the fake GitHub listens: the node's address, in
+// the cluster's network, which the rendered proxy reaches through
+// --proxy-resolve.
+const upstreamAddr = nodeIP + ":8443"
+
+// gitHTTPBackend is git's smart-HTTP server, from Debian's git package.
+const gitHTTPBackend = "/usr/lib/git-core/git-http-backend"
+
+// upstream stands in for github.com and api.github.com: TLS with a
+// certificate for both names from its own CA (which the proxy is given
+// with --upstream-ca-configmap), the real git http-backend behind the
+// Basic auth GitHub asks git for, and an API that answers only the current
+// real token. A 200 through the proxy is therefore proof that the proxy
+// injected the credential. It records the Authorization headers it saw,
+// and never sends one back.
+type upstream struct {
+	caPEM  []byte
+	srv    *http.Server
+	ln     net.Listener
+	token  atomic.Pointer[string]
+	gitCGI *cgi.Handler
+	root   string
+
+	mu   sync.Mutex
+	seen []string // "HOST METHOD PATH" of every request
+}
+
+func startUpstream(dir, token string) (*upstream, error) {
+	u := &upstream{root: filepath.Join(dir, "git")}
+	u.token.Store(&token)
+	cert, caPEM, err := upstreamCert()
+	if err != nil {
+		return nil, err
+	}
+	u.caPEM = caPEM
+	if err := u.initRepo(dir); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", upstreamAddr)
+	if err != nil {
+		return nil, err
+	}
+	u.ln = ln
+	u.srv = &http.Server{
+		Handler:           u,
+		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}},
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go u.srv.ServeTLS(ln, "", "")
+	return u, nil
+}
+
+func (u *upstream) close() { u.srv.Close() }
+
+func (u *upstream) setToken(tok string) { u.token.Store(&tok) }
+
+// requests returns what the upstream has seen.
+func (u *upstream) requests() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]string(nil), u.seen...)
+}
+
+func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	u.mu.Lock()
+	u.seen = append(u.seen, r.Host+" "+r.Method+" "+r.URL.Path)
+	u.mu.Unlock()
+	tok := *u.token.Load()
+	switch strings.ToLower(strings.TrimSuffix(r.Host, ":443")) {
+	case "api.github.com":
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		if r.Header.Get("Authorization") != "Bearer "+tok {
+			w.WriteHeader(http.StatusUnauthorized)
+			json.NewEncoder(w).Encode(map[string]string{"message": "Bad credentials"})
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{"full_name": strings.TrimPrefix(r.URL.Path, "/repos/"), "private": true})
+	case "github.com":
+		user, pass, ok := r.BasicAuth()
+		if !ok || user != "x-access-token" || pass != tok {
+			w.Header().Set("WWW-Authenticate", `Basic realm="GitHub"`)
+			http.Error(w, "Authentication required", http.StatusUnauthorized)
+			return
+		}
+		u.gitCGI.ServeHTTP(w, r)
+	default:
+		http.Error(w, "unknown host", http.StatusMisdirectedRequest)
+	}
+}
+
+// initRepo makes the bare repository acme/widgets.git with one commit.
+func (u *upstream) initRepo(dir string) error {
+	if _, err := os.Stat(gitHTTPBackend); err != nil {
+		return fmt.Errorf("%s is missing: run scripts/test-deps.sh (Debian's git): %w", gitHTTPBackend, err)
+	}
+	home := filepath.Join(dir, "git-home")
+	env := []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + home, "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=Acme", "GIT_AUTHOR_EMAIL=dev@acme.invalid",
+		"GIT_COMMITTER_NAME=Acme", "GIT_COMMITTER_EMAIL=dev@acme.invalid",
+	}
+	bare := filepath.Join(u.root, "acme", "widgets.git")
+	work := filepath.Join(dir, "git-work")
+	for _, d := range []string{home, work, u.root} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(work, "README.md"), []byte("widgets\n"), 0o644); err != nil {
+		return err
+	}
+	for _, step := range []struct {
+		dir  string
+		args []string
+	}{
+		{u.root, []string{"init", "--quiet", "--bare", "-b", "main", bare}},
+		{work, []string{"init", "--quiet", "-b", "main"}},
+		{work, []string{"add", "README.md"}},
+		{work, []string{"commit", "--quiet", "-m", "Initial commit"}},
+		{work, []string{"push", "--quiet", bare, "main"}},
+	} {
+		cmd := exec.Command("git", step.args...)
+		cmd.Dir = step.dir
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("git %s: %w: %s", strings.Join(step.args, " "), err, out)
+		}
+	}
+	u.gitCGI = &cgi.Handler{
+		Path:   gitHTTPBackend,
+		Dir:    u.root,
+		Stderr: io.Discard,
+		Env:    []string{"GIT_PROJECT_ROOT=" + u.root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "HOME=" + home},
+	}
+	return nil
+}
+
+// head is the commit main points at upstream.
+func (u *upstream) head() (string, error) {
+	cmd := exec.Command("git", "rev-parse", "refs/heads/main")
+	cmd.Dir = filepath.Join(u.root, "acme", "widgets.git")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "GIT_CONFIG_NOSYSTEM=1", "HOME=" + u.root}
+	out, err := cmd.Output()
+	return strings.TrimSpace(string(out)), err
+}
+
+// upstreamCert is a CA and a serving certificate for github.com and
+// api.github.com signed by it.
+func upstreamCert() (tls.Certificate, []byte, error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "keyhole-e2e fake GitHub CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "github.com"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		DNSNames:    []string{"github.com", "api.github.com"},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key},
+		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), nil
+}
+
+// sandboxCA is what cert-manager would write to <claim>-egress-ca: a
+// self-signed ECDSA P-256 CA, as the rendered Certificate asks for.
+func sandboxCA(cn string) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn, Organization: []string{"keyhole"}},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(90 * 24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), nil
+}

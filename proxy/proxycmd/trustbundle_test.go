@@ -1,0 +1,143 @@
+package proxycmd
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func selfSigned(t *testing.T, cn string, isCA bool) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: isCA, BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// TestTrustBundle runs `keyhole-proxy trust-bundle` against a fake API
+// server: it writes roots plus the CA to --out and applies the same bytes
+// to the ConfigMap, in the namespace $POD_NAMESPACE names.
+func TestTrustBundle(t *testing.T) {
+	var mu sync.Mutex
+	var applied []string // "PATH?QUERY BODY"
+	api := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		applied = append(applied, r.Method+" "+r.URL.String()+" "+string(b))
+		mu.Unlock()
+		w.Write([]byte(`{}`))
+	}))
+	defer api.Close()
+	u, _ := url.Parse(api.URL)
+	host, port, _ := net.SplitHostPort(u.Host)
+
+	dir := t.TempDir()
+	sa := filepath.Join(dir, "sa")
+	os.Mkdir(sa, 0o700)
+	apiCA := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: api.Certificate().Raw})
+	roots, ca, leaf := selfSigned(t, "root", true), selfSigned(t, "egress-ca", true), selfSigned(t, "leaf", false)
+	files := map[string][]byte{"sa/ca.crt": apiCA, "sa/token": []byte("tok"), "roots.pem": roots, "ca.crt": ca, "leaf.crt": leaf}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := map[string]string{"KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": port, "POD_NAMESPACE": "agents"}
+	p := func(name string) string { return filepath.Join(dir, name) }
+	tests := map[string]struct {
+		args      []string
+		code      int
+		stderrHas string
+		applies   int
+	}{
+		"file and ConfigMap": {
+			args: []string{"--ca", p("ca.crt"), "--roots", p("roots.pem"), "--out", p("out.pem"), "--configmap", "support-egress-trust"},
+			code: exitOK, stderrHas: "applied ConfigMap agents/support-egress-trust key bundle.pem", applies: 1,
+		},
+		"file only": {
+			args: []string{"--ca", p("ca.crt"), "--roots", p("roots.pem"), "--out", p("only.pem")},
+			code: exitOK, stderrHas: "wrote " + p("only.pem"),
+		},
+		"no destination": {args: []string{"--ca", p("ca.crt")}, code: exitUsage, stderrHas: "at least one of --out and --configmap"},
+		"a leaf as CA":   {args: []string{"--ca", p("leaf.crt"), "--roots", p("roots.pem"), "--out", p("x.pem")}, code: exitUsage, stderrHas: "is not a CA"},
+		"missing roots":  {args: []string{"--ca", p("ca.crt"), "--roots", p("nope.pem"), "--out", p("x.pem")}, code: exitUsage, stderrHas: "--roots"},
+		"extra argument": {args: []string{"--ca", p("ca.crt"), "--out", p("x.pem"), "more"}, code: exitUsage, stderrHas: `unexpected argument "more"`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			mu.Lock()
+			applied = nil
+			mu.Unlock()
+			var stderr bytes.Buffer
+			code := runTrustBundle(context.Background(), tc.args, &stderr, func(k string) string { return env[k] }, sa)
+			if code != tc.code || !strings.Contains(stderr.String(), tc.stderrHas) {
+				t.Fatalf("exit %d, stderr %q; want %d with %q", code, stderr.String(), tc.code, tc.stderrHas)
+			}
+			if strings.Contains(stderr.String(), "tok") {
+				t.Errorf("stderr holds the token: %q", stderr.String())
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(applied) != tc.applies {
+				t.Fatalf("%d applies, want %d: %q", len(applied), tc.applies, applied)
+			}
+			if code != exitOK {
+				return
+			}
+			out := tc.args[len(tc.args)-1]
+			for i, a := range tc.args {
+				if a == "--out" {
+					out = tc.args[i+1]
+				}
+			}
+			got, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := string(roots) + string(ca); string(got) != want {
+				t.Errorf("bundle =\n%s\nwant roots then CA", got)
+			}
+			if tc.applies == 0 {
+				return
+			}
+			path, body, _ := strings.Cut(strings.TrimPrefix(applied[0], "PATCH "), " ")
+			if path != "/api/v1/namespaces/agents/configmaps/support-egress-trust?fieldManager=keyhole-egress-trust&force=true" {
+				t.Errorf("applied to %s", path)
+			}
+			var cm struct {
+				Data map[string]string `json:"data"`
+			}
+			if err := json.Unmarshal([]byte(body), &cm); err != nil || cm.Data["bundle.pem"] != string(got) {
+				t.Errorf("applied data %v (%v) is not the bundle written", cm.Data, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,194 @@
+// Package trust builds a sandbox's trust bundle, the system roots plus the
+// public certificate of the sandbox's CA, and publishes it to the
+// <claim>-egress-trust ConfigMap through the Kubernetes API. It is what
+// the proxy image's `trust-bundle` command runs in the init container of
+// the rendered proxy pod (docs/render.md), so it uses the standard library
+// only: the proxy's image holds one binary and no kubectl or shell. It
+// never reads the CA's private key.
+package trust
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Errors wrap one of these.
+var (
+	// ErrInvalidPEM: the roots or the CA certificate are not what they
+	// must be (no certificate, a block that is not one, a CA that is not).
+	ErrInvalidPEM = errors.New("invalid certificate input")
+	// ErrNotInCluster: the service account files or the API server's
+	// address the kubelet provides are missing.
+	ErrNotInCluster = errors.New("no in-cluster API access")
+	// ErrAPI: the API server refused or failed the request.
+	ErrAPI = errors.New("kubernetes API request failed")
+)
+
+// Bundle returns roots followed by ca, each certificate re-encoded as
+// PEM. roots must hold at least one certificate and only certificates;
+// ca must hold exactly one, a CA certificate. Anything else in either
+// (a private key above all) is an error that names the block type only.
+func Bundle(roots, ca []byte) ([]byte, error) {
+	rootCerts, err := certificates("roots", roots)
+	if err != nil {
+		return nil, err
+	}
+	caCerts, err := certificates("CA certificate", ca)
+	if err != nil {
+		return nil, err
+	}
+	if len(caCerts) != 1 {
+		return nil, fmt.Errorf("%w: the CA certificate file holds %d certificates, want 1", ErrInvalidPEM, len(caCerts))
+	}
+	if !caCerts[0].IsCA {
+		return nil, fmt.Errorf("%w: the CA certificate (subject %q) is not a CA", ErrInvalidPEM, caCerts[0].Subject.String())
+	}
+	var b bytes.Buffer
+	for _, c := range append(rootCerts, caCerts[0]) {
+		if err := pem.Encode(&b, &pem.Block{Type: "CERTIFICATE", Bytes: c.Raw}); err != nil {
+			return nil, err
+		}
+	}
+	return b.Bytes(), nil
+}
+
+func certificates(what string, data []byte) ([]*x509.Certificate, error) {
+	var out []*x509.Certificate
+	rest := data
+	for i := 1; ; i++ {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			return nil, fmt.Errorf("%w: %s: block %d is a %q, not a CERTIFICATE", ErrInvalidPEM, what, i, block.Type)
+		}
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: block %d: %w", ErrInvalidPEM, what, i, err)
+		}
+		out = append(out, c)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: %s: no PEM certificate", ErrInvalidPEM, what)
+	}
+	if len(bytes.TrimSpace(rest)) > 0 {
+		return nil, fmt.Errorf("%w: %s: text after the last certificate is not PEM", ErrInvalidPEM, what)
+	}
+	return out, nil
+}
+
+// ServiceAccountDir is where the kubelet mounts a pod's API credentials.
+const ServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// Client talks to the API server the way an in-cluster client does: the
+// server from KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT, its CA
+// and the pod's token from the service account directory. The token is
+// re-read for every request, since the kubelet rotates it.
+type Client struct {
+	server    string
+	tokenFile string
+	http      *http.Client
+}
+
+// InCluster returns the Client of the pod it runs in; getenv is
+// os.Getenv outside tests, saDir usually ServiceAccountDir.
+func InCluster(getenv func(string) string, saDir string) (*Client, error) {
+	host, port := getenv("KUBERNETES_SERVICE_HOST"), getenv("KUBERNETES_SERVICE_PORT")
+	if host == "" || port == "" {
+		return nil, fmt.Errorf("%w: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set", ErrNotInCluster)
+	}
+	caPEM, err := os.ReadFile(filepath.Join(saDir, "ca.crt"))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotInCluster, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("%w: %s holds no PEM certificate", ErrNotInCluster, filepath.Join(saDir, "ca.crt"))
+	}
+	tokenFile := filepath.Join(saDir, "token")
+	if _, err := os.Stat(tokenFile); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotInCluster, err)
+	}
+	return NewClient("https://"+net.JoinHostPort(host, port), tokenFile, pool), nil
+}
+
+// NewClient returns a Client for server (an https URL), authenticating
+// with the bearer token in tokenFile and trusting roots.
+func NewClient(server, tokenFile string, roots *x509.CertPool) *Client {
+	return &Client{
+		server:    strings.TrimSuffix(server, "/"),
+		tokenFile: tokenFile,
+		http: &http.Client{
+			Timeout: 30 * time.Second,
+			Transport: &http.Transport{
+				TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+				Proxy:           nil, // the API server is never reached through a proxy
+			},
+		},
+	}
+}
+
+// ApplyConfigMap server-side applies data as the only data of the
+// ConfigMap namespace/name, as fieldManager, taking over the fields from
+// any other manager (force): the ConfigMap's declaration belongs to the
+// GitOps tool, the key's value to this manager.
+func (c *Client) ApplyConfigMap(ctx context.Context, namespace, name, fieldManager string, data map[string]string) error {
+	if namespace == "" || name == "" || fieldManager == "" {
+		return fmt.Errorf("%w: a ConfigMap apply needs a namespace, a name and a field manager", ErrAPI)
+	}
+	body, err := json.Marshal(map[string]any{
+		"apiVersion": "v1",
+		"kind":       "ConfigMap",
+		"metadata":   map[string]any{"name": name, "namespace": namespace},
+		"data":       data,
+	})
+	if err != nil {
+		return err
+	}
+	u := c.server + "/api/v1/namespaces/" + url.PathEscape(namespace) + "/configmaps/" + url.PathEscape(name) +
+		"?" + url.Values{"fieldManager": {fieldManager}, "force": {"true"}}.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, u, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	token, err := os.ReadFile(c.tokenFile)
+	if err != nil {
+		return fmt.Errorf("%w: reading the service account token: %w", ErrNotInCluster, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	req.Header.Set("Content-Type", "application/apply-patch+yaml")
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrAPI, err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode/100 == 2 {
+		return nil
+	}
+	var status struct {
+		Message string `json:"message"`
+		Reason  string `json:"reason"`
+	}
+	if json.Unmarshal(msg, &status) == nil && status.Message != "" {
+		return fmt.Errorf("%w: apply ConfigMap %s/%s: %s (%s): %s", ErrAPI, namespace, name, resp.Status, status.Reason, status.Message)
+	}
+	return fmt.Errorf("%w: apply ConfigMap %s/%s: %s", ErrAPI, namespace, name, resp.Status)
+}
