@@ -25,12 +25,12 @@ type Printer interface {
 
 // printers is the name → constructor table behind NewPrinter and Formats;
 // a function rather than a package variable so that nothing can change it.
-func printers() map[string]func() Printer {
-	return map[string]func() Printer{
-		"text":   func() Printer { return textPrinter{} },
-		"json":   func() Printer { return jsonPrinter{} },
-		"github": func() Printer { return githubPrinter{} },
-		"sarif":  func() Printer { return sarifPrinter{} },
+func printers() map[string]func(Options) Printer {
+	return map[string]func(Options) Printer{
+		"text":   func(o Options) Printer { return filtered{textPrinter{}, o.MinSeverity} },
+		"json":   func(o Options) Printer { return filtered{jsonPrinter{}, o.MinSeverity} },
+		"github": func(o Options) Printer { return githubPrinter{o} },
+		"sarif":  func(o Options) Printer { return sarifPrinter{o} },
 	}
 }
 
@@ -44,11 +44,16 @@ func Formats() []string {
 	return names
 }
 
-// NewPrinter returns the printer for a --format name; an unknown name is an
-// error that lists the valid ones.
+// NewPrinter returns the printer for a --format name with the zero
+// Options; an unknown name is an error that lists the valid ones.
 func NewPrinter(format string) (Printer, error) {
+	return NewPrinterWith(format, Options{})
+}
+
+// NewPrinterWith is NewPrinter with Options.
+func NewPrinterWith(format string, o Options) (Printer, error) {
 	if p, ok := printers()[format]; ok {
-		return p(), nil
+		return p(o), nil
 	}
 	return nil, fmt.Errorf("unknown format %q (valid formats: %s)", format, strings.Join(Formats(), ", "))
 }

@@ -15,6 +15,7 @@ type checkFlags struct {
 	format              string
 	allowMissingSecrets bool
 	allowRemoteBases    bool
+	print               printFlags
 }
 
 // allowRemoteBasesUsage is --allow-remote-bases' help, the same on every
@@ -26,6 +27,7 @@ func (f *checkFlags) register(fs interface {
 	BoolVar(*bool, string, bool, string)
 }) {
 	fs.StringVar(&f.format, "format", "text", "diagnostics format: text, json, github or sarif")
+	f.print.register(fs)
 	f.registerInputs(fs)
 }
 
@@ -84,8 +86,12 @@ func countDocs(docs []source.Document) int {
 }
 
 // report prints the diagnostics in the chosen format.
-func report(e *env, c checked, format string) error {
-	p, err := diag.NewPrinter(format)
+func report(e *env, c checked, format string, pf printFlags) error {
+	o, err := pf.options(format)
+	if err != nil {
+		return err
+	}
+	p, err := diag.NewPrinterWith(format, o)
 	if err != nil {
 		return err
 	}
@@ -109,7 +115,7 @@ func runCheck(e *env, args []string) int {
 	if err != nil {
 		return flagExit(err)
 	}
-	if _, err := diag.NewPrinter(f.format); err != nil {
+	if err := f.validate(); err != nil {
 		fmt.Fprintf(e.stderr, "keyhole check: %v\n", err)
 		return exitUsage
 	}
@@ -117,7 +123,7 @@ func runCheck(e *env, args []string) int {
 	if err != nil {
 		return fail(e, "check", err)
 	}
-	if err := report(e, c, f.format); err != nil {
+	if err := report(e, c, f.format, f.print); err != nil {
 		return fail(e, "check", err)
 	}
 	if c.result.Diagnostics.HasErrors() {

@@ -9,10 +9,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
+
+	"keyhole.dev/keyhole/internal/version"
 )
 
 // Exit codes, as DESIGN.md's CLI contract gives them.
@@ -145,34 +145,6 @@ func runVersion(e *env, args []string) int {
 	if _, err := parse(fs, args); err != nil {
 		return flagExit(err)
 	}
-	fmt.Fprintf(e.stdout, "keyhole %s %s %s/%s\n", version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(e.stdout, "keyhole %s\n", version.Get())
 	return exitOK
-}
-
-// version is the module version and, for a build from a checkout, the
-// commit it was built from.
-func version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	v := bi.Main.Version
-	var rev, dirty string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = "-dirty"
-			}
-		}
-	}
-	if (v == "" || v == "(devel)") && rev != "" {
-		return "devel-" + rev[:min(12, len(rev))] + dirty
-	}
-	if v == "" {
-		return "(devel)"
-	}
-	return v
 }

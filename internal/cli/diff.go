@@ -250,7 +250,7 @@ func (s *diffSide) render(e *env, wd string, f *checkFlags, diagFormat string, o
 	s.c = c
 	hasErrors := c.result.Diagnostics.HasErrors()
 	if len(c.result.Diagnostics) > 0 && (s.which == "head" || hasErrors) {
-		if err := report(&env{stdout: e.stderr, stderr: e.stderr}, c, diagFormat); err != nil {
+		if err := report(&env{stdout: e.stderr, stderr: e.stderr}, c, diagFormat, printFlags{}); err != nil {
 			return fail(e, "diff", err), false
 		}
 		if !hasErrors {

@@ -31,7 +31,7 @@ func runRender(e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "keyhole render: give exactly one of -o DIR, --stdout and --krm")
 		return exitUsage
 	}
-	if _, err := diag.NewPrinter(f.format); err != nil {
+	if err := f.validate(); err != nil {
 		fmt.Fprintf(e.stderr, "keyhole render: %v\n", err)
 		return exitUsage
 	}
@@ -46,7 +46,7 @@ func runRender(e *env, args []string) int {
 	if err != nil {
 		return fail(e, "render", err)
 	}
-	files, code, ok := renderChecked(e, &c, f.format, opts, renderer)
+	files, code, ok := renderChecked(e, &c, &f, opts, renderer)
 	if !ok {
 		return code
 	}
@@ -76,7 +76,7 @@ func runRender(e *env, args []string) int {
 // prints every diagnostic, the compiler's and the target's, once, to
 // stderr (the rendered stream may be on stdout). ok is false when nothing
 // may be written, with the exit code to return.
-func renderChecked(e *env, c *checked, format string, opts render.Options, renderer render.Renderer) ([]render.File, int, bool) {
+func renderChecked(e *env, c *checked, f *checkFlags, opts render.Options, renderer render.Renderer) ([]render.File, int, bool) {
 	var files []render.File
 	var rerr error
 	if !c.result.Diagnostics.HasErrors() {
@@ -86,7 +86,7 @@ func renderChecked(e *env, c *checked, format string, opts render.Options, rende
 		c.result.Diagnostics.Sort()
 		c.rules = render.OmniaRules()
 	}
-	if err := report(&env{stdout: e.stderr, stderr: e.stderr}, *c, format); err != nil {
+	if err := report(&env{stdout: e.stderr, stderr: e.stderr}, *c, f.format, f.print); err != nil {
 		return nil, fail(e, "render", err), false
 	}
 	if c.result.Diagnostics.HasErrors() {
@@ -135,7 +135,7 @@ func plan(e *env, paths []string, f *checkFlags) (compiler.Plan, int, bool) {
 		return compiler.Plan{}, fail(e, "explain", err), false
 	}
 	if c.result.Diagnostics.HasErrors() {
-		if err := report(&env{stdout: e.stderr, stderr: e.stderr}, c, "text"); err != nil {
+		if err := report(&env{stdout: e.stderr, stderr: e.stderr}, c, "text", printFlags{}); err != nil {
 			return compiler.Plan{}, fail(e, "explain", err), false
 		}
 		fmt.Fprintln(e.stderr, "keyhole explain: the check found errors; fix them first")
