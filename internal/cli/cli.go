@@ -49,6 +49,7 @@ func commands() []command {
 		{"schema", "print the CUE schemas, JSON Schema or CRDs", runSchema},
 		{"proxy", "run the egress proxy", runProxy},
 		{"version", "print the version", runVersion},
+		{"completion", "print a shell completion script: bash, zsh or fish", runCompletion},
 	}
 }
 
@@ -88,7 +89,7 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'keyhole <command> -h' for a command's flags.")
+	fmt.Fprintln(w, "Run 'keyhole <command> -h' for a command's flags and examples.")
 }
 
 // parse parses flags that may come before, between or after the
@@ -118,7 +119,9 @@ func newFlags(e *env, name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet("keyhole "+name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "usage: keyhole %s %s\n\nflags:\n", name, synopsis)
+		fmt.Fprintf(e.stderr, "usage: keyhole %s %s\n", name, synopsis)
+		printExamples(e.stderr, name)
+		fmt.Fprintln(e.stderr, "\nflags:")
 		fs.PrintDefaults()
 	}
 	return fs

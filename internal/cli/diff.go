@@ -21,13 +21,14 @@ import (
 const workingTree = "working tree"
 
 // diffFormats are --format's values for diff: the report's format on
-// stdout, and the diagnostics' on stderr (see diffFormat).
-func diffFormats() []string { return []string{"text", "markdown", "json", "github", "sarif"} }
+// stdout, and the diagnostics' on stderr (see diffFormat). There is no
+// sarif: a diff is not a list of findings, and code scanning takes the
+// head's from `keyhole check --format sarif`.
+func diffFormats() []string { return []string{"text", "markdown", "json", "github"} }
 
 // diffFormat maps --format to the report's format and the diagnostics'.
 // github prints the report as markdown (for a PR comment or the job
-// summary) and diagnostics as annotations; sarif prints the report as
-// JSON and diagnostics as SARIF for code scanning.
+// summary) and diagnostics as annotations.
 func diffFormat(f string) (report, diags string) {
 	switch f {
 	case "markdown":
@@ -36,8 +37,6 @@ func diffFormat(f string) (report, diags string) {
 		return diff.FormatJSON, "json"
 	case "github":
 		return diff.FormatMarkdown, "github"
-	case "sarif":
-		return diff.FormatJSON, "sarif"
 	}
 	return diff.FormatText, "text"
 }
@@ -52,10 +51,11 @@ included. The repository is the one enclosing the working directory; PATHs
 (default .) are relative to the working directory on both sides; a PATH on
 one side only (a directory the change adds or deletes) is empty on the other.
 
---format text|markdown|json|github|sarif: the report on stdout is text,
-markdown (a PR comment), or JSON; github gives markdown with diagnostics as
-GitHub annotations, sarif gives JSON with diagnostics as SARIF. Diagnostics
-go to stderr: the head's whenever it has any, the base's when it has errors.
+--format text|markdown|json|github: the report on stdout is text, markdown
+(a PR comment), or JSON; github gives markdown with diagnostics as GitHub
+annotations. Diagnostics go to stderr: the head's whenever it has any, the
+base's when it has errors. For code scanning, run 'keyhole check --format
+sarif' on the head.
 
 Exit status: 0 no change, 1 changed, 2 error: a usage error, a ref that
 does not resolve, no git repository, unreadable input, or a side whose check
@@ -80,6 +80,10 @@ func runDiff(e *env, args []string) int {
 	paths, err := parse(fs, args)
 	if err != nil {
 		return flagExit(err)
+	}
+	if *format == "sarif" {
+		fmt.Fprintln(e.stderr, "keyhole diff: --format sarif: a diff is not a list of findings; for code scanning run keyhole check --format sarif on the head")
+		return exitUsage
 	}
 	if err := oneOf("format", *format, diffFormats()...); err != nil {
 		fmt.Fprintf(e.stderr, "keyhole diff: %v\n", err)

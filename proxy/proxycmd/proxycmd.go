@@ -72,6 +72,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: keyhole-proxy --config FILE [flags]")
+		fmt.Fprintln(stderr, "\nexamples:")
+		fmt.Fprintln(stderr, "  keyhole-proxy --config /etc/keyhole/proxy.json --listen :3128 --admin-listen :9090")
+		fmt.Fprintln(stderr, "  keyhole proxy --config rendered/agents/support-workspace/proxy.json --listen 127.0.0.1:3128 --admin-listen ''")
+		fmt.Fprintln(stderr, "\nflags:")
 		fs.PrintDefaults()
 	}
 	var (
