@@ -89,8 +89,16 @@ func TestActionlint(t *testing.T) {
 			t.Errorf("actionlint: %v\n%s", err, out)
 		}
 	})
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, a := range actions {
-		t.Run("action "+filepath.Base(filepath.Dir(a)), func(t *testing.T) {
+		rel, err := filepath.Rel(root, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(rel, func(t *testing.T) {
 			steps := actionSteps(t, a)
 			if len(steps) == 0 {
 				t.Fatal("no run steps")
