@@ -6,14 +6,15 @@ import (
 )
 
 // examples are the command lines each command's -h shows, run from the
-// root of a repository (as in keyhole's own, whose examples/ they name).
-// TestHelpExamples runs every one of them, so they cannot go stale.
+// root of keyhole's repository, whose examples/ they name.
+// TestHelpExamples runs every one of them (but the proxy's, which runs
+// until stopped), so they cannot go stale.
 func examples(command string) []string {
 	return map[string][]string{
 		"check": {
-			"keyhole check .",
+			"keyhole check examples/github-acme",
 			"keyhole check --format json examples/broken/secret-key-missing",
-			"keyhole check --format sarif --min-severity info . > keyhole.sarif",
+			"keyhole check --format sarif --min-severity info examples/ > keyhole.sarif",
 		},
 		"render": {
 			"keyhole render examples/github-acme -o rendered/",
@@ -21,8 +22,8 @@ func examples(command string) []string {
 			"keyhole render --target omnia examples/agent-sandbox -o omnia/",
 		},
 		"diff": {
-			"keyhole diff --base main",
-			"keyhole diff --base origin/main --format markdown . > diff.md",
+			"keyhole diff --base main examples/github-acme",
+			"keyhole diff --base origin/main --format markdown examples/github-acme > diff.md",
 		},
 		"explain": {
 			"keyhole explain examples/github-acme",
@@ -38,7 +39,7 @@ func examples(command string) []string {
 		},
 		"completion": {
 			"keyhole completion bash > ~/.local/share/bash-completion/completions/keyhole",
-			"keyhole completion zsh > \"${fpath[1]}/_keyhole\"",
+			"keyhole completion zsh > ~/.zsh/completions/_keyhole",
 			"keyhole completion fish > ~/.config/fish/completions/keyhole.fish",
 		},
 	}[command]
