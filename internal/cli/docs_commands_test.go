@@ -64,9 +64,10 @@ func docBlocks(t *testing.T, file string) []docBlock {
 	var fence, prev string
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
+		// A fence may be indented, inside a list item.
 		line := sc.Text()
 		if cur != nil {
-			if strings.HasPrefix(line, fence) && strings.TrimSpace(strings.TrimLeft(line, fence[:1])) == "" && len(strings.TrimSpace(line)) >= len(fence) {
+			if l := strings.TrimLeft(line, " "); strings.HasPrefix(l, fence) && strings.TrimSpace(strings.TrimLeft(l, fence[:1])) == "" {
 				blocks = append(blocks, *cur)
 				cur = nil
 			} else {
@@ -74,7 +75,7 @@ func docBlocks(t *testing.T, file string) []docBlock {
 			}
 			continue
 		}
-		if m := fenceOpen.FindStringSubmatch(line); m != nil {
+		if m := fenceOpen.FindStringSubmatch(strings.TrimLeft(line, " ")); m != nil {
 			fence = m[1]
 			cur = &docBlock{file: file, line: n}
 			if words := strings.Fields(m[2]); len(words) > 0 {
