@@ -15,7 +15,7 @@ test: test-deps
 	$(GO) mod tidy -diff
 	$(GO) vet -tags e2e ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
-	$(GO) test -tags e2e -count=1 $$($(GO) list -tags e2e ./... | grep -v '/e2e/cluster$$')
+	$(GO) test -tags e2e -count=1 -timeout 30m $$($(GO) list -tags e2e ./... | grep -v '/e2e/cluster$$')
 
 test-deps:
 	./scripts/test-deps.sh
@@ -37,3 +37,9 @@ images:
 e2e-cluster:
 	./scripts/cluster-deps.sh
 	$(GO) test -tags e2e -count=1 -timeout 60m -v ./e2e/cluster/
+
+# Binaries stamped as every build outside `go install` is
+# (scripts/version-ldflags.sh; docs/action.md#versions).
+.PHONY: build
+build:
+	$(GO) build -ldflags "$$(scripts/version-ldflags.sh)" -o bin/ ./cmd/keyhole ./cmd/keyhole-proxy

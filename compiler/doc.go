@@ -19,7 +19,7 @@ func ChecksDoc(extra map[string][]diag.Rule) []byte {
 	b.WriteString(checksDocIntro)
 	b.WriteString("| code | severity | what it catches | how to fix it |\n| --- | --- | --- | --- |\n")
 	for _, c := range table() {
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", c.Code, c.Severity, cell(c.Purpose), cell(c.Help))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", codeCell(c.Code), c.Severity, cell(c.Purpose), cell(c.Help))
 	}
 	sections := make([]string, 0, len(extra))
 	for s := range extra {
@@ -29,7 +29,7 @@ func ChecksDoc(extra map[string][]diag.Rule) []byte {
 	for _, s := range sections {
 		fmt.Fprintf(&b, "\n## %s\n\n| code | severity | what it catches | how to fix it |\n| --- | --- | --- | --- |\n", s)
 		for _, r := range extra[s] {
-			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", r.Code, r.Severity, cell(r.Purpose), cell(r.Help))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", codeCell(r.Code), r.Severity, cell(r.Purpose), cell(r.Help))
 		}
 	}
 	b.WriteString(checksDocOutput)
@@ -103,3 +103,12 @@ apps/staging)¤.
 `
 
 func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+// codeCell is a code with an anchor, CheckAnchor(code), that SARIF's
+// helpUri and other links point at.
+func codeCell(code string) string {
+	return fmt.Sprintf(`<a id="%s"></a>`+"`%s`", CheckAnchor(code), code)
+}
+
+// CheckAnchor is the fragment of a code's row in docs/checks.md.
+func CheckAnchor(code string) string { return strings.ToLower(code) }

@@ -30,14 +30,6 @@ type Skipped struct {
 	Notes int `json:"-"`
 }
 
-// Options choose what a printer shows.
-type Options struct {
-	// Verbose lists, in the text format, the info diagnostics (what was
-	// skipped, what could not be checked) and the suppressed ones, which
-	// it otherwise only counts.
-	Verbose bool
-}
-
 // Printer writes a list of diagnostics in one output format. Printers sort
 // a copy of the list, so the same diagnostics give the same bytes in
 // whatever order they were found.
@@ -52,10 +44,10 @@ type Printer interface {
 // a function rather than a package variable so that nothing can change it.
 func printers() map[string]func(Options) Printer {
 	return map[string]func(Options) Printer{
-		"text":   func(o Options) Printer { return textPrinter{verbose: o.Verbose} },
-		"json":   func(Options) Printer { return jsonPrinter{} },
-		"github": func(Options) Printer { return githubPrinter{} },
-		"sarif":  func(Options) Printer { return sarifPrinter{} },
+		"text":   func(o Options) Printer { return filtered{textPrinter{verbose: o.Verbose}, o.MinSeverity} },
+		"json":   func(o Options) Printer { return filtered{jsonPrinter{}, o.MinSeverity} },
+		"github": func(o Options) Printer { return githubPrinter{o} },
+		"sarif":  func(o Options) Printer { return sarifPrinter{o} },
 	}
 }
 
@@ -69,11 +61,13 @@ func Formats() []string {
 	return names
 }
 
-// NewPrinter returns the printer for a --format name; an unknown name is an
-// error that lists the valid ones.
-func NewPrinter(format string) (Printer, error) { return NewPrinterWith(format, Options{}) }
+// NewPrinter returns the printer for a --format name with the zero
+// Options; an unknown name is an error that lists the valid ones.
+func NewPrinter(format string) (Printer, error) {
+	return NewPrinterWith(format, Options{})
+}
 
-// NewPrinterWith is NewPrinter with options.
+// NewPrinterWith is NewPrinter with Options.
 func NewPrinterWith(format string, o Options) (Printer, error) {
 	if p, ok := printers()[format]; ok {
 		return p(o), nil

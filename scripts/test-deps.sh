@@ -1,8 +1,27 @@
 #!/usr/bin/env bash
 # Installs what the end-to-end tests run as real clients and servers:
-# git (with git-http-backend), curl, Python requests, gh and kubectl.
-# Installs only what is missing, so a second run is quick and offline.
+# git (with git-http-backend), curl, Python requests, gh, kubectl, the
+# shells the completion tests run (zsh, fish), shellcheck (actionlint runs
+# it), pre-commit, and etcd with a kube-apiserver. Installs only what is
+# missing, so a second run is quick and offline; starts and enables no
+# service. Quiet: one line per thing it installs, everything else only
+# when a step fails.
 set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# quiet runs a command with its output in a log that is printed only when
+# it fails.
+quiet() {
+  local log
+  log=$(mktemp)
+  if ! "$@" >"$log" 2>&1; then
+    cat "$log" >&2
+    rm -f "$log"
+    echo "test-deps: failed: $*" >&2
+    return 1
+  fi
+  rm -f "$log"
+}
 
 missing=()
 need() { # need COMMAND DEBIAN-PACKAGE
@@ -11,6 +30,10 @@ need() { # need COMMAND DEBIAN-PACKAGE
 need git git
 need curl curl
 need gh gh
+need zsh zsh
+need fish fish
+need shellcheck shellcheck
+need pre-commit pre-commit
 [ -x /usr/lib/git-core/git-http-backend ] || missing+=(git)
 # The python3 on PATH may not be Debian's; the test takes whichever of it
 # and /usr/bin/python3 can import requests.
@@ -20,13 +43,23 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "test-deps: installing ${missing[*]}"
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO=sudo
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  quiet $SUDO apt-get update -qq
+  # None of these packages ships a service; policy-rc.d makes sure none
+  # that a dependency brings is started here.
+  policy=/usr/sbin/policy-rc.d
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+    $SUDO chmod 0755 "$policy"
+    trap '$SUDO rm -f "$policy"' EXIT
+  fi
+  quiet $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
 if ! command -v kubectl >/dev/null 2>&1; then
   echo "test-deps: kubectl is missing; install it (Debian: apt-get install kubectl from the Kubernetes or Google Cloud apt repository)" >&2
   exit 1
 fi
-go mod download
-"$(dirname "${BASH_SOURCE[0]}")/kube-apiserver.sh" >/dev/null # etcd, and kube-apiserver for e2e/apiserver (built once, ~10 min)
+# The modules of keyhole and of its test tools, so the tests run offline.
+quiet go mod download
+(cd tools/actionlint && quiet go mod download)
+scripts/kube-apiserver.sh >/dev/null # etcd, and kube-apiserver for e2e/apiserver (built once, ~10 min)

@@ -16,12 +16,12 @@ import (
 // checkFlags are shared by every command that checks its inputs first.
 type checkFlags struct {
 	format              string
-	verbose             bool
 	allowMissingSecrets bool
 	allowRemoteBases    bool
 	operatorVersion     string
 	exclude             patterns
 	namespace           string
+	print               printFlags
 }
 
 // patterns is a repeatable flag of path patterns.
@@ -36,7 +36,7 @@ const allowRemoteBasesUsage = "let kustomize fetch the remote bases kustomizatio
 
 func (f *checkFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.format, "format", "text", "diagnostics format: text, json, github or sarif")
-	fs.BoolVar(&f.verbose, "v", false, "list every diagnostic in the text format: also the info ones (what was skipped as not keyhole's business, what could not be checked) and the suppressed ones, which it otherwise only counts")
+	f.print.register(fs)
 	f.registerInputs(fs)
 }
 
@@ -111,8 +111,12 @@ func countDocs(docs []source.Document) int {
 }
 
 // report prints the diagnostics in the chosen format.
-func report(e *env, c checked, format string, verbose bool) error {
-	p, err := diag.NewPrinterWith(format, diag.Options{Verbose: verbose})
+func report(e *env, c checked, format string, pf printFlags) error {
+	o, err := pf.options(format)
+	if err != nil {
+		return err
+	}
+	p, err := diag.NewPrinterWith(format, o)
 	if err != nil {
 		return err
 	}
@@ -140,7 +144,7 @@ func runCheck(e *env, args []string) int {
 	if err != nil {
 		return flagExit(err)
 	}
-	if _, err := diag.NewPrinter(f.format); err != nil {
+	if err := f.validate(); err != nil {
 		fmt.Fprintf(e.stderr, "keyhole check: %v\n", err)
 		return exitUsage
 	}
@@ -148,7 +152,7 @@ func runCheck(e *env, args []string) int {
 	if err != nil {
 		return fail(e, "check", err)
 	}
-	if err := report(e, c, f.format, f.verbose); err != nil {
+	if err := report(e, c, f.format, f.print); err != nil {
 		return fail(e, "check", err)
 	}
 	if c.result.Diagnostics.HasErrors() {

@@ -10,10 +10,10 @@ import (
 	"io"
 	"log"
 	"os"
-	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
+
+	"keyhole.dev/keyhole/internal/version"
 )
 
 // Exit codes, as DESIGN.md's CLI contract gives them.
@@ -51,6 +51,7 @@ func commands() []command {
 		{"schema", "print the CUE schemas, JSON Schema or CRDs", runSchema},
 		{"proxy", "run the egress proxy", runProxy},
 		{"version", "print the version", runVersion},
+		{"completion", "print a shell completion script: bash, zsh or fish", runCompletion},
 	}
 }
 
@@ -119,7 +120,7 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'keyhole <command> -h' for a command's flags.")
+	fmt.Fprintln(w, "Run 'keyhole <command> -h' for a command's flags and examples.")
 }
 
 // parse parses flags that may come before, between or after the
@@ -149,7 +150,9 @@ func newFlags(e *env, name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet("keyhole "+name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "usage: keyhole %s %s\n\nflags:\n", name, synopsis)
+		fmt.Fprintf(e.stderr, "usage: keyhole %s %s\n", name, synopsis)
+		printExamples(e.stderr, name)
+		fmt.Fprintln(e.stderr, "\nflags:")
 		fs.PrintDefaults()
 	}
 	return fs
@@ -176,34 +179,6 @@ func runVersion(e *env, args []string) int {
 	if _, err := parse(fs, args); err != nil {
 		return flagExit(err)
 	}
-	fmt.Fprintf(e.stdout, "keyhole %s %s %s/%s\n", version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(e.stdout, "keyhole %s\n", version.Get())
 	return exitOK
-}
-
-// version is the module version and, for a build from a checkout, the
-// commit it was built from.
-func version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	v := bi.Main.Version
-	var rev, dirty string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = "-dirty"
-			}
-		}
-	}
-	if (v == "" || v == "(devel)") && rev != "" {
-		return "devel-" + rev[:min(12, len(rev))] + dirty
-	}
-	if v == "" {
-		return "(devel)"
-	}
-	return v
 }

@@ -21,13 +21,14 @@ import (
 const workingTree = "working tree"
 
 // diffFormats are --format's values for diff: the report's format on
-// stdout, and the diagnostics' on stderr (see diffFormat).
-func diffFormats() []string { return []string{"text", "markdown", "json", "github", "sarif"} }
+// stdout, and the diagnostics' on stderr (see diffFormat). There is no
+// sarif: a diff is not a list of findings, and code scanning takes the
+// head's from `keyhole check --format sarif`.
+func diffFormats() []string { return []string{"text", "markdown", "json", "github"} }
 
 // diffFormat maps --format to the report's format and the diagnostics'.
 // github prints the report as markdown (for a PR comment or the job
-// summary) and diagnostics as annotations; sarif prints the report as
-// JSON and diagnostics as SARIF for code scanning.
+// summary) and diagnostics as annotations.
 func diffFormat(f string) (report, diags string) {
 	switch f {
 	case "markdown":
@@ -36,8 +37,6 @@ func diffFormat(f string) (report, diags string) {
 		return diff.FormatJSON, "json"
 	case "github":
 		return diff.FormatMarkdown, "github"
-	case "sarif":
-		return diff.FormatJSON, "sarif"
 	}
 	return diff.FormatText, "text"
 }
@@ -52,10 +51,11 @@ included. The repository is the one enclosing the working directory; PATHs
 (default .) are relative to the working directory on both sides; a PATH on
 one side only (a directory the change adds or deletes) is empty on the other.
 
---format text|markdown|json|github|sarif: the report on stdout is text,
-markdown (a PR comment), or JSON; github gives markdown with diagnostics as
-GitHub annotations, sarif gives JSON with diagnostics as SARIF. Diagnostics
-go to stderr: the head's whenever it has any, the base's when it has errors.
+--format text|markdown|json|github: the report on stdout is text, markdown
+(a PR comment), or JSON; github gives markdown with diagnostics as GitHub
+annotations. Diagnostics go to stderr: the head's whenever it has any, the
+base's when it has errors. For code scanning, run 'keyhole check --format
+sarif' on the head.
 
 Per sandbox the report leads with an access verdict, decided with the
 proxy's own decision function on both sides: widened (some request is
@@ -96,6 +96,10 @@ func runDiff(e *env, args []string) int {
 		return flagExit(err)
 	}
 	opts.DefaultNamespace = f.namespace
+	if *format == "sarif" {
+		fmt.Fprintln(e.stderr, "keyhole diff: --format sarif: a diff is not a list of findings; for code scanning run keyhole check --format sarif on the head")
+		return exitUsage
+	}
 	if err := oneOf("format", *format, diffFormats()...); err != nil {
 		fmt.Fprintf(e.stderr, "keyhole diff: %v\n", err)
 		return exitUsage
@@ -350,8 +354,8 @@ func (s *diffSide) render(e *env, wd string, f *checkFlags, diagFormat string, o
 	s.units, err = renderUnits(&c, opts, renderer, nil)
 	s.c = c
 	hasErrors := c.result.Diagnostics.HasErrors()
-	if shown(c.result.Diagnostics, diagFormat, f.verbose) && (s.which == "head" || hasErrors) {
-		if err := report(&env{stdout: e.stderr, stderr: e.stderr}, c, diagFormat, f.verbose); err != nil {
+	if shown(c.result.Diagnostics, diagFormat, f.print.verbose) && (s.which == "head" || hasErrors) {
+		if err := report(&env{stdout: e.stderr, stderr: e.stderr}, c, diagFormat, f.print); err != nil {
 			return fail(e, "diff", err), false
 		}
 		if !hasErrors {

@@ -358,9 +358,9 @@ func TestDiffDoc(t *testing.T) {
 			out = out[:i+1]
 		}
 		if s.shell {
-			out = fmt.Sprintf("$ keyhole %s > diff.md\n%s$ echo $?\n%d\n", shellQuote(s.args), stderr, code)
+			out = fmt.Sprintf("$ keyhole %s > diff.md\n%s$ echo $?\n%d\n", shellWords(s.args), stderr, code)
 		} else {
-			out = fmt.Sprintf("$ keyhole %s\n%s", shellQuote(s.args), out)
+			out = fmt.Sprintf("$ keyhole %s\n%s", shellWords(s.args), out)
 			if s.fence == "json" || s.fence == "markdown" {
 				out = strings.SplitN(out, "\n", 2)[1] // the command is in the prose
 			}
@@ -390,8 +390,8 @@ func TestDiffDoc(t *testing.T) {
 	}
 }
 
-// shellQuote writes args as a shell would need them typed.
-func shellQuote(args []string) string {
+// shellWords writes args as a shell would need them typed.
+func shellWords(args []string) string {
 	out := make([]string, len(args))
 	for i, a := range args {
 		out[i] = a

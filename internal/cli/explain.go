@@ -17,8 +17,24 @@ import (
 	"keyhole.dev/keyhole/render"
 )
 
+// explainHelp follows explain's flags in its -h.
+const explainHelp = `Without --sandbox, lists the sandboxes the inputs define. With --sandbox,
+prints what that sandbox may reach: its placeholders, the injected hosts
+with their credential (by Secret key name, never a value) and rules, and
+the passthrough hosts. With --request, judges one request as the proxy
+would, with the proxy's own decision function.
+
+Exit status: 0 listed, described or allowed; 1 the request is refused;
+2 a usage error, unreadable input, or inputs whose check finds errors.
+`
+
 func runExplain(e *env, args []string) int {
 	fs := newFlags(e, "explain", "[flags] [PATH...]")
+	usage := fs.Usage
+	fs.Usage = func() {
+		usage()
+		fmt.Fprintf(e.stderr, "\n%s", explainHelp)
+	}
 	var f checkFlags
 	f.registerInputs(fs)
 	sandbox := fs.String("sandbox", "", "the sandbox (claim) `NAME` or NAMESPACE/NAME to explain; without it, list the sandboxes")
@@ -41,6 +57,11 @@ func runExplain(e *env, args []string) int {
 	}
 	units, code, ok := plan(e, paths, &f)
 	if !ok {
+		// 1 means refused: inputs that do not check are an error, as a
+		// ref that does not resolve is for diff.
+		if code == exitFailed {
+			code = exitUsage
+		}
 		return code
 	}
 	units, err = selectUnit(units, *unit)
@@ -79,6 +100,9 @@ func runExplain(e *env, args []string) int {
 		return exitUsage
 	}
 	printDecision(e.stdout, s, d)
+	if d.Action == proxy.ActionRefuse {
+		return exitFailed
+	}
 	return exitOK
 }
 

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"keyhole.dev/keyhole/compiler"
-	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/render"
 	"keyhole.dev/keyhole/source"
 )
@@ -39,7 +38,7 @@ func runRender(e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "keyhole render: give exactly one of -o DIR, --stdout and --krm")
 		return exitUsage
 	}
-	if _, err := diag.NewPrinter(f.format); err != nil {
+	if err := f.validate(); err != nil {
 		fmt.Fprintf(e.stderr, "keyhole render: %v\n", err)
 		return exitUsage
 	}
@@ -122,7 +121,7 @@ func registerUnit(fs *flag.FlagSet) *string {
 // return.
 func renderChecked(e *env, c *checked, f *checkFlags, opts render.Options, renderer render.Renderer, unit *string) ([]rendered, int, bool) {
 	units, rerr := renderUnits(c, opts, renderer, unit)
-	if err := report(&env{stdout: e.stderr, stderr: e.stderr}, *c, f.format, f.verbose); err != nil {
+	if err := report(&env{stdout: e.stderr, stderr: e.stderr}, *c, f.format, f.print); err != nil {
 		return nil, fail(e, "render", err), false
 	}
 	if c.result.Diagnostics.HasErrors() {
@@ -290,7 +289,7 @@ func plan(e *env, paths []string, f *checkFlags) ([]compiler.Unit, int, bool) {
 		return nil, fail(e, "explain", err), false
 	}
 	if c.result.Diagnostics.HasErrors() {
-		if err := report(&env{stdout: e.stderr, stderr: e.stderr}, c, "text", false); err != nil {
+		if err := report(&env{stdout: e.stderr, stderr: e.stderr}, c, "text", printFlags{}); err != nil {
 			return nil, fail(e, "explain", err), false
 		}
 		fmt.Fprintln(e.stderr, "keyhole explain: the check found errors; fix them first")

@@ -14,12 +14,12 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"keyhole.dev/keyhole/internal/version"
 	"keyhole.dev/keyhole/proxy"
 	"keyhole.dev/keyhole/proxy/trust"
 )
@@ -76,10 +76,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: keyhole-proxy --config FILE [flags]\n       keyhole-proxy "+trustBundleCommand+" --ca FILE [--out FILE] [--configmap NAME] [flags]")
+		fmt.Fprintln(stderr, "\nexamples:")
+		fmt.Fprintln(stderr, "  keyhole-proxy --config /etc/keyhole/proxy.json --listen :3128 --admin-listen :9090")
+		fmt.Fprintln(stderr, "  keyhole proxy --config rendered/agents/support-workspace/proxy.json --listen 127.0.0.1:3128 --admin-listen ''")
+		fmt.Fprintln(stderr, "\nflags:")
 		fs.PrintDefaults()
 	}
 	var (
-		configPath  = fs.String("config", "", "proxy config file written by `keyhole render` (required)")
+		configPath  = fs.String("config", "", "the proxy config `FILE`, proxy.json as keyhole render writes it (required)")
 		listen      = fs.String("listen", ":3128", "address the sandbox's HTTPS_PROXY points at")
 		adminListen = fs.String("admin-listen", "127.0.0.1:9090", "address for /healthz, /readyz and /metrics; empty disables (keyhole render passes :9090 for the kubelet's probes)")
 		caCert      = fs.String("ca-cert", "", "sandbox CA certificate (PEM); overrides the config")
@@ -90,7 +94,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 		reload      = fs.Duration("reload-interval", 2*time.Second, "how often to check the config and CA files for changes")
 		shutdown    = fs.Duration("shutdown-timeout", 25*time.Second, "how long to drain in-flight requests on SIGTERM")
 		logFlush    = fs.Duration("log-flush-interval", 100*time.Millisecond, "how long a log line may wait to be written with others; 0 writes each at once")
-		version     = fs.Bool("version", false, "print the version and exit")
+		showVersion = fs.Bool("version", false, "print the version and exit")
 		resolve     = resolveFlag{}
 	)
 	fs.Var(resolve, "resolve", "HOST:PORT:ADDR: connect to ADDR for HOST:PORT, as curl --resolve (repeatable)")
@@ -100,8 +104,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 		}
 		return exitUsage
 	}
-	if *version {
-		fmt.Fprintln(stdout, "keyhole-proxy", buildVersion())
+	if *showVersion {
+		fmt.Fprintln(stdout, "keyhole-proxy", version.Get())
 		return exitOK
 	}
 	if fs.NArg() > 0 {
@@ -190,12 +194,4 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 	}
 	opts.Logger.Info("keyhole-proxy stopped")
 	return exitOK
-}
-
-// buildVersion is the module version the binary was built from.
-func buildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
 }

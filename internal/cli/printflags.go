@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"keyhole.dev/keyhole/compiler"
+	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/internal/version"
+)
+
+// repoURL is where keyhole's sources and docs are published; SARIF's
+// helpUri links into it at the revision that wrote the log.
+const repoURL = "https://github.com/keyhole-dev/keyhole"
+
+// printFlags choose what the diagnostics printers leave out and how SARIF
+// names its run, on the commands that print diagnostics in a chosen format.
+type printFlags struct {
+	verbose     bool
+	minSeverity string // "" is the format's default
+	category    string
+}
+
+func (pf *printFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&pf.verbose, "v", false, "list every diagnostic in the text format: also the info ones (what was skipped as not keyhole's business, what could not be checked) and the suppressed ones, which it otherwise only counts")
+	fs.StringVar(&pf.minSeverity, "min-severity", "", "the least severe diagnostic to print: `info`, warning or error (default: warning for --format sarif and github, info otherwise); exit codes do not change")
+	fs.StringVar(&pf.category, "sarif-category", "keyhole", "the SARIF run's `category` (automationDetails.id), one per upload that checks different paths")
+}
+
+// validate checks the format and print flags before any input is read.
+func (f *checkFlags) validate() error {
+	if _, err := diag.NewPrinter(f.format); err != nil {
+		return err
+	}
+	_, err := f.print.options(f.format)
+	return err
+}
+
+// options builds the printer options for format.
+func (pf printFlags) options(format string) (diag.Options, error) {
+	min := diag.DefaultMinSeverity(format)
+	if pf.minSeverity != "" {
+		s, err := diag.ParseSeverity(pf.minSeverity)
+		if err != nil {
+			return diag.Options{}, fmt.Errorf("%w: --min-severity: %v", errUsage, err)
+		}
+		min = s
+	}
+	if strings.Contains(pf.category, "/") {
+		return diag.Options{}, fmt.Errorf("%w: --sarif-category %q: a category holds no /", errUsage, pf.category)
+	}
+	o := diag.Options{MinSeverity: min, Category: pf.category, Verbose: pf.verbose}
+	if format != "sarif" && format != "github" {
+		return o, nil
+	}
+	// Annotations and SARIF name files relative to the repository root,
+	// whatever directory keyhole ran in.
+	wd, err := os.Getwd()
+	if err != nil {
+		return diag.Options{}, err
+	}
+	o.WorkDir = filepath.ToSlash(wd)
+	o.Root = filepath.ToSlash(repoRoot(wd))
+	o.Source = func(file string) ([]byte, error) {
+		if !filepath.IsAbs(file) {
+			file = filepath.Join(wd, filepath.FromSlash(file))
+		}
+		return os.ReadFile(file)
+	}
+	info := version.Get()
+	o.Version, o.SemanticVersion = info.Short(), info.Semantic()
+	ref := "main"
+	switch {
+	case info.Revision != "" && !info.Modified:
+		ref = info.Revision
+	case pseudoRevision(info.Version) != "":
+		ref = pseudoRevision(info.Version)
+	case info.Semantic() != "" && !strings.Contains(info.Version, "+"):
+		ref = info.Version
+	}
+	o.HelpURI = func(code string) string {
+		return repoURL + "/blob/" + ref + "/docs/checks.md#" + compiler.CheckAnchor(code)
+	}
+	return o, nil
+}
+
+// repoRoot is the root of the git repository enclosing dir (the nearest
+// directory holding .git, a directory or, in a worktree, a file), or dir
+// itself outside any repository.
+func repoRoot(dir string) string {
+	for d := dir; ; {
+		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return dir
+		}
+		d = parent
+	}
+}
+
+// pseudoRevision is the commit a pseudo-version
+// (v0.0.0-20261130120000-5124f20c9e5e) names, or "".
+func pseudoRevision(v string) string {
+	parts := strings.Split(v, "-")
+	if len(parts) < 3 {
+		return ""
+	}
+	rev := parts[len(parts)-1]
+	if len(rev) != 12 || strings.Trim(rev, "0123456789abcdef") != "" {
+		return ""
+	}
+	return rev
+}
