@@ -8,29 +8,15 @@ import (
 	"testing"
 
 	"keyhole.dev/keyhole/diag"
+	goldenfile "keyhole.dev/keyhole/internal/golden"
 	"keyhole.dev/keyhole/schema"
 	"keyhole.dev/keyhole/source"
 )
 
-var update = os.Getenv("KEYHOLE_UPDATE") == "1"
-
-// golden compares got with the file at path, or rewrites it when
-// KEYHOLE_UPDATE=1.
+// golden compares got with the file at path (KEYHOLE_UPDATE=1 rewrites it).
 func golden(t *testing.T, path string, got []byte) {
 	t.Helper()
-	if update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (KEYHOLE_UPDATE=1 writes it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (KEYHOLE_UPDATE=1 rewrites it)\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
+	goldenfile.Check(t, path, got)
 }
 
 // compileDir loads and compiles a fixture directory: walked, or, when it

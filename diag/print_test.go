@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	golden_ "keyhole.dev/keyhole/internal/golden"
 )
 
 // sample covers what printers must get right: every severity, a
@@ -43,24 +45,10 @@ func sampleRules() map[string]Rule {
 
 var sampleSummary = Summary{Documents: 3, Objects: 2, Skipped: Skipped{Objects: 1, Kinds: 1, Notes: 1}, Units: []string{"", "apps/production"}}
 
-// golden compares got with testdata/name, rewriting the file instead when
-// KEYHOLE_UPDATE is set.
+// golden compares got with testdata/name (KEYHOLE_UPDATE=1 rewrites it).
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if os.Getenv("KEYHOLE_UPDATE") != "" {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with KEYHOLE_UPDATE=1 to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file:\n--- got ---\n%s\n--- want ---\n%s", name, got, want)
-	}
+	golden_.Check(t, filepath.Join("testdata", name), got)
 }
 
 func TestPrintersGolden(t *testing.T) {

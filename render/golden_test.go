@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"keyhole.dev/keyhole/compiler"
+	"keyhole.dev/keyhole/internal/golden"
 	"keyhole.dev/keyhole/proxy/config"
 	"keyhole.dev/keyhole/schema"
 	"keyhole.dev/keyhole/source"
@@ -118,7 +119,7 @@ func compileDir(t *testing.T, dir string) compiler.Plan {
 func TestGolden(t *testing.T) {
 	// KEYHOLE_UPDATE=1 rewrites golden/ from the current render instead
 	// of comparing; golden files are never edited by hand.
-	update := os.Getenv("KEYHOLE_UPDATE") != ""
+	update := golden.Update()
 	schemas, err := loadSchemas()
 	if err != nil {
 		t.Fatal(err)

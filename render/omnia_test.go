@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"keyhole.dev/keyhole/compiler"
 	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/internal/golden"
 	"keyhole.dev/keyhole/schema"
 	"keyhole.dev/keyhole/source"
 )
@@ -174,7 +174,7 @@ func compileBack(t *testing.T, exampleDir string, files []File) compiler.Result 
 // the objects back, clean (which checks the operator's kinds against its
 // CRDs again, CEL rules included).
 func TestOmniaGolden(t *testing.T) {
-	update := os.Getenv("KEYHOLE_UPDATE") != ""
+	update := golden.Update()
 	for _, ex := range examples(t) {
 		t.Run(ex, func(t *testing.T) {
 			dir := filepath.Join(examplesDir, ex)

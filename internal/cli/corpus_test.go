@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"keyhole.dev/keyhole/internal/golden"
 )
 
 // The corpus under testdata/repos is fixture repositories written for
@@ -151,24 +153,9 @@ func copyRepo(t *testing.T, name string) string {
 	return dir
 }
 
-// goldenFile compares got with the file at path, or rewrites it when
-// KEYHOLE_UPDATE=1.
+// goldenFile compares got with the file at path (KEYHOLE_UPDATE=1
+// rewrites it).
 func goldenFile(t *testing.T, path string, got []byte) {
 	t.Helper()
-	if os.Getenv("KEYHOLE_UPDATE") == "1" {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (KEYHOLE_UPDATE=1 writes it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (KEYHOLE_UPDATE=1 rewrites it)\n--- got\n%s--- want\n%s", path, got, want)
-	}
+	golden.Check(t, path, got)
 }

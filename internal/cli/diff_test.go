@@ -14,6 +14,8 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"keyhole.dev/keyhole/internal/golden"
 )
 
 // gitFixture is a repository made with go-git, with fixed dates so its
@@ -379,15 +381,7 @@ func TestDiffDoc(t *testing.T) {
 		}
 		got = re.ReplaceAllLiteralString(got, "<!-- generated: "+name+" -->\n"+out+"<!-- end: "+name+" -->")
 	}
-	if os.Getenv("KEYHOLE_UPDATE") == "1" {
-		if err := os.WriteFile(abs, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	if got != string(doc) {
-		t.Errorf("%s is out of date: run KEYHOLE_UPDATE=1 go test ./internal/cli", path)
-	}
+	golden.Check(t, abs, []byte(got))
 }
 
 // shellWords writes args as a shell would need them typed.

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"keyhole.dev/keyhole/internal/golden"
 )
 
 func TestMain(m *testing.M) {
@@ -33,7 +35,7 @@ func scriptParams(t *testing.T, dir string, setup func(env *testscript.Env) erro
 	}
 	return testscript.Params{
 		Dir:           dir,
-		UpdateScripts: os.Getenv("KEYHOLE_UPDATE") == "1",
+		UpdateScripts: golden.Update(),
 		Setup: func(env *testscript.Env) error {
 			if setup != nil {
 				if err := setup(env); err != nil {

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"keyhole.dev/keyhole/internal/golden"
 )
 
 func TestMain(m *testing.M) {
@@ -29,7 +31,7 @@ func TestMain(m *testing.M) {
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:           filepath.Join("testdata", "script"),
-		UpdateScripts: os.Getenv("KEYHOLE_UPDATE") != "",
+		UpdateScripts: golden.Update(),
 	})
 }
 

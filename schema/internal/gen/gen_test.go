@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"keyhole.dev/keyhole/internal/golden"
 )
 
 // TestGeneratedFilesMatchCUE is the drift test: the committed generated
@@ -22,7 +24,7 @@ func TestGeneratedFilesMatchCUE(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatal("generate produced no files")
 	}
-	if os.Getenv("KEYHOLE_UPDATE") == "1" {
+	if golden.Update() {
 		// The repository's one way to refresh generated and golden files.
 		if err := write(dir, files); err != nil {
 			t.Fatal(err)
