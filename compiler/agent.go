@@ -11,7 +11,7 @@ import (
 	"keyhole.dev/keyhole/schema"
 )
 
-// An agent.yaml (the first seed) compiles into the same plan as the
+// An agent.yaml (docs/spec.md §8) compiles into the same plan as the
 // Kubernetes resources. A connector with sandbox: true gives the sandbox
 // the catalog's placeholder variable; the proxy substitutes the
 // Connection's credential for the placeholder in request headers, only to

@@ -12,7 +12,7 @@ import (
 	"keyhole.dev/keyhole/source"
 )
 
-// Benchmark scale from issue 4: 10,000 Connections across 1,000 sandboxes.
+// Benchmark scale: 10,000 Connections across 1,000 sandboxes.
 const (
 	benchSandboxes       = 1000
 	benchConnsPerSandbox = 10
@@ -90,7 +90,7 @@ func benchCheck(b *testing.B, dir string, v *schema.Validator) compiler.Plan {
 
 // BenchmarkCheck is `keyhole check` on the benchmark repository;
 // BenchmarkCheckRender is `keyhole render` (check, then render, in
-// memory). Issue 4 asks CheckRender to cost at most 1.5x Check.
+// memory). docs/benchmarks.md holds CheckRender to at most 1.5x Check.
 func BenchmarkCheck(b *testing.B) {
 	dir := b.TempDir()
 	writeBenchRepo(b, dir)

@@ -96,7 +96,7 @@ func TestEmitRefuses(t *testing.T) {
 }
 
 // TestEmitRenderedObjects round-trips every object the renderer builds for
-// the seed's plan, in both proxy modes.
+// the test plan, in both proxy modes.
 func TestEmitRenderedObjects(t *testing.T) {
 	for _, mode := range []string{ModeSidecar, ModeDeployment} {
 		files, err := Render(testPlan(), Options{ProxyMode: mode})

@@ -224,7 +224,7 @@ func TestExampleCanary(t *testing.T) {
 							t.Errorf("written %s holds the canary", p)
 						}
 					}
-					// The second seed's verify steps, for every sandbox.
+					// The per-claim trust objects (docs/spec.md §7), for every sandbox.
 					objs := objects(t, files)
 					for _, sb := range plan.Sandboxes {
 						find(t, objs, "Certificate", sb.Name+"-egress-ca")

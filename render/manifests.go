@@ -245,9 +245,9 @@ func (in sandboxInput) sandboxDeployment() obj {
 }
 
 // sandboxContainer mounts only the trust bundle: never a Secret, never the
-// CA key. The sandbox image is the user's, so it may run as root (the
-// first seed installs packages in setup); it still gets the runtime's
-// default seccomp profile and no privilege escalation.
+// CA key. The sandbox image is the user's, so it may run as root (an
+// agent file's sandbox_options.setup installs packages); it still gets
+// the runtime's default seccomp profile and no privilege escalation.
 func (in sandboxInput) sandboxContainer() obj {
 	env := make(list, 0, len(in.env))
 	for _, e := range in.env {

@@ -212,11 +212,11 @@ func TestOmniaGolden(t *testing.T) {
 	}
 }
 
-// TestOmniaSeed: the first seed's agent compiles into the Connection,
-// SandboxClass and AgentRuntime the design names; compiled back, the
+// TestOmniaAgentExample: the example agent.yaml compiles into the
+// Connection, SandboxClass and AgentRuntime docs/render.md names; compiled back, the
 // sandbox holds GITHUB_TOKEN as the operator's placeholder for that
 // Connection, and its proxy injects only the read-only rules.
-func TestOmniaSeed(t *testing.T) {
+func TestOmniaAgentExample(t *testing.T) {
 	dir := filepath.Join(examplesDir, "agent-sandbox")
 	files, ds := mustRenderOmnia(t, compileDir(t, dir))
 	objs := objects(t, files)

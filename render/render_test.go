@@ -20,7 +20,7 @@ import (
 // only reach the output by a bug; tests assert it never does.
 const canary = "CANARY-4b1d9e-never-rendered"
 
-// testPlan mirrors the second seed: a claim bound to Connection
+// testPlan is the github-acme example as a Plan: a claim bound to Connection
 // github-acme in namespace agents, placeholder GH_TOKEN, api.github.com
 // with a header and rules, github.com with basic auth, and the Secret
 // acme-github-token with keys user and token.
@@ -137,10 +137,10 @@ func dig(v any, keys ...string) any {
 
 var modes = []string{ModeSidecar, ModeDeployment}
 
-// TestSeedVerify checks the second seed's verify steps against the
-// render: the placeholder, the CA Secret's Certificate and the trust
+// TestTrustObjects checks the per-claim trust objects (docs/spec.md §7)
+// against the render: the placeholder, the CA Secret's Certificate and the trust
 // ConfigMap.
-func TestSeedVerify(t *testing.T) {
+func TestTrustObjects(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
 			files := mustRender(t, testPlan(), Options{ProxyMode: mode})
@@ -499,8 +499,8 @@ func TestDeterministic(t *testing.T) {
 	}
 }
 
-// TestNoCanary: no rendered byte holds the canary standing for the seed
-// Secret's token. The Plan cannot carry it; TestExampleCanary plants it in
+// TestNoCanary: no rendered byte holds the canary standing for the
+// example Secret's token. The Plan cannot carry it; TestExampleCanary plants it in
 // a compiled repository.
 func TestNoCanary(t *testing.T) {
 	for _, mode := range modes {

@@ -57,7 +57,7 @@ func TestCatalogGitHub(t *testing.T) {
 	if len(gh.Hosts) != len(tests) {
 		t.Errorf("github has %d hosts, want %d", len(gh.Hosts), len(tests))
 	}
-	// The read-only rules of the seed: reads, git fetch, LFS download.
+	// The read-only rules docs/spec.md §8 gives: reads, git fetch, LFS download.
 	want := []config.Rule{
 		{Methods: []string{"GET", "HEAD"}, PathPrefixes: []string{"/"}},
 		{Methods: []string{"POST"}, PathPatterns: []string{"/*/*/git-upload-pack"}},

@@ -147,7 +147,7 @@ func TestValidateFixtures(t *testing.T) {
 				{Line: 6, Column: 12, Path: "spec.sandbox", Message: `want a mapping, got a list`},
 			},
 		},
-		"agent.yaml from the seed": {
+		"example agent.yaml": {
 			kind: KindAgent,
 			file: "agent/agent.yaml",
 		},

@@ -140,8 +140,8 @@ func startCluster(ctx context.Context) (*cluster, error) {
 	return c, nil
 }
 
-// lookKubectl prefers the machine's /usr/bin/kubectl, as the brief for
-// these tests asks, and falls back to PATH.
+// lookKubectl prefers the machine's /usr/bin/kubectl, the one the
+// test dependencies install, and falls back to PATH.
 func lookKubectl() (string, error) {
 	if fi, err := os.Stat("/usr/bin/kubectl"); err == nil && fi.Mode()&0o111 != 0 {
 		return "/usr/bin/kubectl", nil

@@ -16,7 +16,7 @@ import (
 	"keyhole.dev/keyhole/internal/version"
 )
 
-// Exit codes, as DESIGN.md's CLI contract gives them.
+// Exit codes, the same for every command (README.md, Commands).
 const (
 	exitOK      = 0 // clean (warnings allowed); for diff: no change
 	exitFailed  = 1 // errors found; for diff: changed

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// TestSubstitute checks the first seed's promise with curl: the
+// TestSubstitute checks the promise of docs/spec.md §1 with curl: the
 // placeholder is replaced only inside request headers; in the path, the
 // query or the body it stays a placeholder and gets no access.
 func TestSubstitute(t *testing.T) {

@@ -67,7 +67,7 @@ func TestGitClone(t *testing.T) {
 			if !w.sawBasicToken(w.git.find("POST", "/acme/widgets.git/git-upload-pack")) {
 				t.Errorf("the upstream's upload-pack request did not carry the injected Basic credential")
 			}
-			// The first seed's example: ls-remote with the same URL.
+			// The agent file's example: ls-remote with the same URL.
 			res := w.runClient(t, work, w.sandboxEnv(t), requireTool(t, "git"), "ls-remote", tc.url)
 			if res.err != nil || !strings.Contains(res.stdout, "refs/heads/main") {
 				t.Errorf("git ls-remote: %v\n%s%s", res.err, res.stdout, res.stderr)
@@ -79,7 +79,7 @@ func TestGitClone(t *testing.T) {
 
 // TestGitPush pushes a new commit through the proxy: read-only rules (the
 // Connection with git read rules, and the agent connector's read-only
-// default) refuse it before the upstream sees the pack; the seed's
+// default) refuse it before the upstream sees the pack; the example
 // Connection without rules on github.com forwards it, which shows the
 // upstream itself would have accepted the push.
 func TestGitPush(t *testing.T) {

@@ -90,8 +90,8 @@ func TestSecretRotation(t *testing.T) {
 }
 
 // TestConfigReload rewrites the config file while the proxy runs, turning
-// the github.com entry off; the first seed promises new requests lose
-// access within a minute, with no restart.
+// the github.com entry off; new requests lose access within a minute
+// (docs/spec.md §4), with no restart.
 func TestConfigReload(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "proxy.json")
 	data, err := os.ReadFile(filepath.Join("testdata", "github-acme.json"))

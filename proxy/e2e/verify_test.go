@@ -16,11 +16,11 @@ import (
 	"time"
 )
 
-// TestSecondSeedVerify is the second seed's Verify section with real curl:
+// TestVerifyWithCurl walks the checks docs/spec.md §6 and §7 promise with real curl:
 // the sandbox holds only the placeholder, an allowed path gets 200 with
-// the real token injected, and everything else is refused with the seed's
-// reasons and statuses.
-func TestSecondSeedVerify(t *testing.T) {
+// the real token injected, and everything else is refused with the
+// contract's reasons and statuses.
+func TestVerifyWithCurl(t *testing.T) {
 	w := newWorld(t, "github-acme.json")
 	placeholder := "Authorization: Bearer omnia-injected-github-acme"
 
