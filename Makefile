@@ -15,6 +15,7 @@ test: test-deps
 	$(GO) mod tidy -diff
 	$(GO) vet -tags e2e ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) tool -modfile=tools/staticcheck/go.mod staticcheck -tags e2e ./...
 	$(GO) test -tags e2e -count=1 -timeout 30m $$($(GO) list -tags e2e ./... | grep -v '/e2e/cluster$$')
 
 test-deps:

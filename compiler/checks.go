@@ -39,9 +39,6 @@ func (c Check) Rule() diag.Rule {
 	return diag.Rule{Code: c.Code, Severity: c.Severity, Purpose: c.Purpose, Help: c.Help}
 }
 
-// Checks returns the check table, in the order the checks run.
-func Checks() []Check { return table() }
-
 // Rules returns the table keyed by code, for the printers.
 func Rules() map[string]diag.Rule {
 	m := map[string]diag.Rule{}

@@ -185,9 +185,6 @@ func NewPolicy(cfg *config.Config) (*Policy, error) {
 	return p, nil
 }
 
-// Sandbox names the sandbox the policy serves.
-func (p *Policy) Sandbox() config.SandboxRef { return p.sandbox }
-
 // Host returns the injected host named by a canonical name, or nil.
 func (p *Policy) Host(name string) *HostPolicy { return p.hosts[name] }
 
@@ -207,16 +204,6 @@ func (p *Policy) Decide(req RequestInfo) Decision {
 		return p.decidePlain(req)
 	}
 	return Refusal(ReasonHostNotAllowed, "", "unknown request kind")
-}
-
-// Decide compiles cfg and decides req: the one-shot form for callers such
-// as `keyhole explain` that judge a single request.
-func Decide(cfg *config.Config, req RequestInfo) (Decision, error) {
-	p, err := NewPolicy(cfg)
-	if err != nil {
-		return Decision{}, err
-	}
-	return p.Decide(req), nil
 }
 
 func (p *Policy) decideConnect(req RequestInfo) Decision {

@@ -213,11 +213,11 @@ func TestDecideOneShot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := Decide(cfg, tunnelReq("GET", "/user"))
+	d, err := decideOnce(cfg, tunnelReq("GET", "/user"))
 	if err != nil || d.Reason != ReasonL7NotAllowed {
 		t.Fatalf("Decide = %+v, %v; want l7-not-allowed", d, err)
 	}
-	if _, err := Decide(&config.Config{}, tunnelReq("GET", "/")); err == nil {
+	if _, err := decideOnce(&config.Config{}, tunnelReq("GET", "/")); err == nil {
 		t.Fatal("Decide accepted an invalid config")
 	}
 }

@@ -32,9 +32,6 @@ const redacted = "[REDACTED]"
 // calls it.
 type Secret struct{ v string }
 
-// NewSecret wraps a value.
-func NewSecret(v string) Secret { return Secret{v: v} }
-
 // Reveal returns the value, for writing into an outbound header.
 func (s Secret) Reveal() string { return s.v }
 
@@ -90,18 +87,6 @@ func NewSecretDir(dir string) SecretDir {
 // per lookup, the portable fallback.
 func newStatSecretDir(dir string) SecretDir {
 	return SecretDir{Dir: dir, cache: &secretCache{m: map[string]cachedSecret{}}}
-}
-
-// cached reports whether path's value is held by the cache, for tests.
-func (d SecretDir) cached(path string) bool {
-	if d.watch != nil {
-		return d.watch.has(path)
-	}
-	if d.cache != nil {
-		_, ok := d.cache.get(path)
-		return ok
-	}
-	return false
 }
 
 // secretCache maps a key file's path to the value read from it and the

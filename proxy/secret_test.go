@@ -20,7 +20,7 @@ import (
 const canary = "CANARY-7f3e9b1c-do-not-leak"
 
 func TestSecretRedacts(t *testing.T) {
-	s := NewSecret(canary)
+	s := newSecret(canary)
 	var logbuf bytes.Buffer
 	slog.New(slog.NewJSONHandler(&logbuf, nil)).Info("x", "secret", s, "group", slog.GroupValue(slog.Any("s", s)))
 	js, err := json.Marshal(map[string]any{"s": s, "p": &s})
@@ -224,7 +224,7 @@ func TestInject(t *testing.T) {
 	values := map[string]string{"token": canary, "user": "x-access-token"}
 	lookup := func(secret, key string) (Secret, error) {
 		if v, ok := values[key]; ok && secret == "sec" {
-			return NewSecret(v), nil
+			return newSecret(v), nil
 		}
 		return Secret{}, fmt.Errorf("%w: key %q missing", ErrCredentialUnavailable, key)
 	}
@@ -365,7 +365,7 @@ func FuzzInject(f *testing.F) {
 	for i, in := range forms {
 		hosts[i] = injectHost(f, in)
 	}
-	lookup := func(_, key string) (Secret, error) { return NewSecret(canary + key), nil }
+	lookup := func(_, key string) (Secret, error) { return newSecret(canary + key), nil }
 	real := canary + "token"
 	f.Fuzz(func(t *testing.T, name, value string, form uint8) {
 		h := hosts[int(form)%len(hosts)]

@@ -141,11 +141,3 @@ func (w *secretWatch) add(path string, mask uint32) bool {
 	w.watched[path] = true
 	return true
 }
-
-// has reports whether path's value is cached, for tests.
-func (w *secretWatch) has(path string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	_, ok := w.vals[path]
-	return ok
-}

@@ -131,3 +131,11 @@ func TestSecretWatch(t *testing.T) {
 		}
 	})
 }
+
+// has reports whether path's value is cached, for tests.
+func (w *secretWatch) has(path string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.vals[path]
+	return ok
+}

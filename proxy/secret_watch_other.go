@@ -11,5 +11,3 @@ func newSecretWatch() *secretWatch { return nil }
 func (*secretWatch) lookup(path, secret, key string) (Secret, error, bool) {
 	return Secret{}, nil, false
 }
-
-func (*secretWatch) has(string) bool { return false }

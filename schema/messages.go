@@ -39,7 +39,8 @@ func (r *reporter) report(e *jsonschema.ValidationError) []Violation {
 type cause int
 
 const (
-	causeOther cause = iota
+	// The zero value: a finding no merge or choice rule looks at.
+	_ cause = iota
 	// causeUnknown: field is the unknown field, parent the mapping's path,
 	// suggestion the field it is likely a misspelling of, if any.
 	causeUnknown

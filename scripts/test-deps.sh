@@ -62,4 +62,5 @@ fi
 # The modules of keyhole and of its test tools, so the tests run offline.
 quiet go mod download
 (cd tools/actionlint && quiet go mod download)
+(cd tools/staticcheck && quiet go mod download)
 scripts/kube-apiserver.sh >/dev/null # etcd, and kube-apiserver for e2e/apiserver (built once, ~10 min)

@@ -66,9 +66,6 @@ func OpenRepo(dir string) (*Repo, error) {
 	return &Repo{repo: r, root: filepath.Clean(wt.Filesystem.Root())}, nil
 }
 
-// Root is the absolute path of the repository's working tree.
-func (r *Repo) Root() string { return r.root }
-
 // Tree returns the files of the commit rev names, for Options.Tree. rev is
 // anything go-git's ResolveRevision takes: a branch, a tag (annotated ones
 // are peeled), a remote-tracking branch such as origin/main, a full or

@@ -232,8 +232,8 @@ func TestTreeRevisions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if repo.Root() != dir {
-		t.Errorf("Root() = %s, want %s", repo.Root(), dir)
+	if repo.root != dir {
+		t.Errorf("Root() = %s, want %s", repo.root, dir)
 	}
 	for name, c := range map[string]struct {
 		rev  string

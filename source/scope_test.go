@@ -218,10 +218,7 @@ func TestList(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			docs, ds := Parse("l.yaml", []byte(tc.data))
-			var got []string
-			for _, id := range docIDs(docs) {
-				got = append(got, id)
-			}
+			got := docIDs(docs)
 			for i := range got {
 				got[i] += "@" + strings.TrimPrefix(docs[i].Pos.String(), "l.yaml:")
 			}

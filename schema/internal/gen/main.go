@@ -18,6 +18,7 @@ import (
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/build"
+	"cuelang.org/go/cue/parser"
 	"cuelang.org/go/cue/cuecontext"
 	"cuelang.org/go/encoding/jsonschema"
 )
@@ -104,8 +105,12 @@ func loadPackage(dir string) (cue.Value, error) {
 		if err != nil {
 			return cue.Value{}, err
 		}
-		if err := inst.AddFile(filepath.Base(name), src); err != nil {
+		f, err := parser.ParseFile(filepath.Base(name), src, parser.ParseComments)
+		if err != nil {
 			return cue.Value{}, fmt.Errorf("parsing %s: %w", name, err)
+		}
+		if err := inst.AddSyntax(f); err != nil {
+			return cue.Value{}, fmt.Errorf("adding %s: %w", name, err)
 		}
 	}
 	v := cuecontext.New().BuildInstance(inst)
@@ -132,7 +137,8 @@ func jsonSchema(v cue.Value) (map[string]any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("generating JSON Schema for #%s: %w", kind, err)
 		}
-		b, err := json.Marshal(v.Context().BuildExpr(expr))
+		// A one-off context: values of different contexts combine.
+		b, err := json.Marshal(cuecontext.New().BuildExpr(expr))
 		if err != nil {
 			return nil, fmt.Errorf("encoding JSON Schema for #%s: %w", kind, err)
 		}
