@@ -70,14 +70,9 @@ func runKRM(e *env, f *checkFlags, opts render.Options, renderer render.Renderer
 		return fail(e, "render --krm", err)
 	}
 	out := resourceList{APIVersion: "config.kubernetes.io/v1", Kind: "ResourceList", Items: []*yaml.Node{}}
-	var files []render.File
-	var rerr error
-	if !c.result.Diagnostics.HasErrors() {
-		var ds diag.List
-		files, ds, rerr = renderer(c.result.Plan, opts)
-		c.result.Diagnostics = append(c.result.Diagnostics, ds...)
-		c.result.Diagnostics.Sort()
-	}
+	// The same unit render as render's other outputs: the target's rules
+	// and diagnostics, a unit without sandboxes left out.
+	units, rerr := renderUnits(&c, opts, renderer, nil)
 	for _, d := range c.result.Diagnostics {
 		if d.Suppressed == "" {
 			out.Results = append(out.Results, krmResult(d))
@@ -90,11 +85,11 @@ func runKRM(e *env, f *checkFlags, opts render.Options, renderer render.Renderer
 		if rerr != nil {
 			return fail(e, "render --krm", rerr)
 		}
-		stream, err := render.Stream(files)
+		objs, err := stream(units)
 		if err != nil {
 			return fail(e, "render --krm", err)
 		}
-		dec := yaml.NewDecoder(bytes.NewReader(stream))
+		dec := yaml.NewDecoder(bytes.NewReader(objs))
 		for {
 			var n yaml.Node
 			if err := dec.Decode(&n); errors.Is(err, io.EOF) {

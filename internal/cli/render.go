@@ -58,19 +58,11 @@ func runRender(e *env, args []string) int {
 		return code
 	}
 	if *stdout {
-		// One stream is what one cluster applies: several units' objects
-		// go in it when no two units render the same object; when they
-		// do (two overlays of one base), a stream of both would apply
-		// one over the other, and --unit chooses.
-		if a, b, clash := clashing(units); clash != "" {
-			fmt.Fprintf(e.stderr, "keyhole render: --stdout prints one stream, and deploy units %s and %s both render %s: choose one with --unit, as each Argo CD application renders one\n", unitName(a), unitName(b), clash)
+		b, err := stream(units)
+		if errors.Is(err, errUsage) {
+			fmt.Fprintf(e.stderr, "keyhole render: --stdout: %v\n", err)
 			return exitUsage
 		}
-		var all []render.File
-		for _, u := range units {
-			all = append(all, u.files...)
-		}
-		b, err := render.Stream(all)
 		if err != nil {
 			return fail(e, "render", err)
 		}
@@ -173,6 +165,22 @@ func renderUnits(c *checked, opts render.Options, renderer render.Renderer, only
 		return nil, fmt.Errorf("%w: no deploy unit has a sandbox", render.ErrEmpty)
 	}
 	return out, nil
+}
+
+// stream is every unit's objects as one YAML stream, which --stdout and
+// --krm print. One stream is what one cluster applies: several units'
+// objects go in it when no two units render the same object; when they do
+// (two overlays of one base), a stream of both would apply one over the
+// other, and --unit chooses.
+func stream(units []rendered) ([]byte, error) {
+	if a, b, clash := clashing(units); clash != "" {
+		return nil, fmt.Errorf("%w: one stream holds each object once, and deploy units %s and %s both render %s: choose one with --unit, as each Argo CD application renders one", errUsage, unitName(a), unitName(b), clash)
+	}
+	var all []render.File
+	for _, u := range units {
+		all = append(all, u.files...)
+	}
+	return render.Stream(all)
 }
 
 // clashing returns two units that render a file of the same path (so the
