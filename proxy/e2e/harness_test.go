@@ -205,6 +205,12 @@ func startUpstream(t *testing.T, ca *testCA, names []string, h http.Handler) *up
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveUpstream(t, ln, ca, names, h)
+}
+
+// serveUpstream is startUpstream on a listener the caller made.
+func serveUpstream(t *testing.T, ln net.Listener, ca *testCA, names []string, h http.Handler) *upstream {
+	t.Helper()
 	u := &upstream{addr: ln.Addr().String()}
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

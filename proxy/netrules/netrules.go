@@ -74,7 +74,7 @@ func IPv4(c Config) ([]byte, error) {
 	}
 	w("-A %s -p tcp -j REDIRECT --to-ports %d", Chain, c.Port)
 	w("COMMIT")
-	filter(&b, c, func(r netip.Addr) (string, bool) {
+	filter(&b, c, true, func(r netip.Addr) (string, bool) {
 		if r.Is4() || r.Is4In6() {
 			return r.Unmap().String() + "/32", true
 		}
@@ -91,7 +91,7 @@ func IPv6(c Config) ([]byte, error) {
 	}
 	var b bytes.Buffer
 	b.WriteString("# keyhole transparent mode, IPv6: docs/proxy.md\n")
-	filter(&b, c, func(r netip.Addr) (string, bool) {
+	filter(&b, c, false, func(r netip.Addr) (string, bool) {
 		if r.Is6() && !r.Is4In6() {
 			return r.String() + "/128", true
 		}
@@ -103,13 +103,18 @@ func IPv6(c Config) ([]byte, error) {
 // filter writes the filter table: the proxy's user, loopback, replies to
 // connections already allowed, packets the kernel makes itself, and DNS
 // to the resolvers pass; TCP is reset and the rest rejected.
-func filter(b *bytes.Buffer, c Config, resolver func(netip.Addr) (string, bool), reject string) {
+func filter(b *bytes.Buffer, c Config, redirect bool, resolver func(netip.Addr) (string, bool), reject string) {
 	w := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
 	w("*filter")
 	w(":%s - [0:0]", Chain)
 	w("-A OUTPUT -j %s", Chain)
 	w("-A %s -m owner --uid-owner %d -j RETURN", Chain, c.ProxyUID)
 	w("-A %s -o lo -j RETURN", Chain)
+	if redirect {
+		// The nat redirect's packets: the filter still sees their
+		// first route's interface, not lo.
+		w("-A %s -d 127.0.0.1/32 -p tcp --dport %d -m conntrack --ctstate DNAT -j RETURN", Chain, c.Port)
+	}
 	w("-A %s -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN", Chain)
 	w("-A %s -m owner ! --socket-exists -j RETURN", Chain)
 	for _, r := range c.Resolvers {

@@ -1,0 +1,338 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// sandboxUID runs the clients of the transparent test: any user but the
+// proxy's (root here, as the exemption is by UID whatever the UID is).
+const sandboxUID = "65000"
+
+// TestTransparentNetns builds a sandbox pod's network in two network
+// namespaces of its own: "up" holds the real upstream, a resolver and an
+// attacker's servers; "sb" holds the proxy (root) and the clients (UID
+// 65000), its nat and filter rules installed by keyhole-proxy
+// transparent-init with the machine's iptables-restore. Clients that
+// ignore any proxy must reach only what the policy allows, and only
+// through the proxy. Nothing outside the two namespaces is touched; both
+// are deleted on every exit path.
+func TestTransparentNetns(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("the transparent-mode test creates network namespaces and iptables rules: run it as root")
+	}
+	ipTool := requireTool(t, "ip")
+	requireTool(t, "iptables-restore")
+	requireTool(t, "ip6tables-restore")
+	curl := requireTool(t, "curl")
+	setpriv := requireTool(t, "setpriv")
+	bash := requireTool(t, "bash")
+
+	sfx := make([]byte, 3)
+	rand.Read(sfx)
+	id := hex.EncodeToString(sfx)
+	nsUp, nsSb := "khtp-up-"+id, "khtp-sb-"+id
+	run := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command(ipTool, args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	t.Cleanup(func() {
+		// Deleting a namespace deletes its veth end, and the peer with it.
+		for _, ns := range []string{nsSb, nsUp} {
+			exec.Command(ipTool, "netns", "del", ns).Run()
+		}
+	})
+	run("netns", "add", nsUp)
+	run("netns", "add", nsSb)
+	run("-n", nsUp, "link", "add", "khu"+id, "type", "veth", "peer", "name", "khs"+id, "netns", nsSb)
+	for _, c := range [][]string{
+		{"-n", nsUp, "link", "set", "lo", "up"},
+		{"-n", nsUp, "link", "set", "khu" + id, "up"},
+		{"-n", nsUp, "addr", "add", "198.18.0.1/24", "dev", "khu" + id},
+		{"-n", nsUp, "addr", "add", "198.18.0.3/24", "dev", "khu" + id},
+		{"-n", nsUp, "addr", "add", "fd6b:6b::3/64", "dev", "khu" + id, "nodad"},
+		{"-n", nsSb, "link", "set", "lo", "up"},
+		{"-n", nsSb, "link", "set", "khs" + id, "up"},
+		{"-n", nsSb, "addr", "add", "198.18.0.2/24", "dev", "khs" + id},
+		{"-n", nsSb, "addr", "add", "fd6b:6b::2/64", "dev", "khs" + id, "nodad"},
+		{"-n", nsSb, "route", "add", "default", "via", "198.18.0.1"},
+	} {
+		run(c...)
+	}
+
+	w := &world{dir: t.TempDir()}
+	w.sandboxCA = newCA(t, filepath.Join(w.dir, "sandbox-ca"), "keyhole-e2e-sandbox-ca")
+	w.upstreamCA = newCA(t, filepath.Join(w.dir, "upstream-ca"), "keyhole-e2e-upstream-ca")
+	w.secretsDir = filepath.Join(w.dir, "secrets")
+	w.setToken(t, canary(t))
+	w.secret = newSecretVolume(t, w.secretsDir, "acme-github-token", map[string]string{"user": "x-access-token", "token": w.token})
+	w.apiState = &fakeAPI{}
+	w.apiState.setToken(w.token)
+
+	// What the clients read must be readable by their UID.
+	pub, err := os.MkdirTemp("", "keyhole-e2e-transparent-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(pub) })
+	os.Chmod(pub, 0o755)
+	bundle := filepath.Join(pub, "bundle.pem")
+	if err := os.WriteFile(bundle, w.sandboxCA.certPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	resolv := filepath.Join(w.dir, "resolv.conf")
+	writeFile(t, resolv, []byte("nameserver 198.18.0.1\n"))
+
+	// The upstream network: the real api.github.com, an attacker's
+	// TCP and UDP servers, a resolver.
+	var api *upstream
+	tcpHits := map[string]*atomic.Int32{}
+	udpHits := map[string]*atomic.Int32{}
+	inNetns(t, nsUp, func() {
+		ln, err := net.Listen("tcp", "198.18.0.1:443")
+		if err != nil {
+			t.Fatal(err)
+		}
+		api = serveUpstream(t, ln, w.upstreamCA, []string{"api.github.com"}, w.apiState)
+		for _, a := range []string{"198.18.0.3:443", "198.18.0.3:8080", "[fd6b:6b::3]:443"} {
+			tcpHits[a] = countTCP(t, a)
+		}
+		for _, a := range []string{"198.18.0.3:443", "198.18.0.3:53", "198.18.0.1:53"} {
+			udpHits[a] = countUDP(t, a)
+		}
+	})
+
+	// The proxy, as the sidecar: root, in the sandbox's namespace.
+	proxy := exec.Command(ipTool, "netns", "exec", nsSb, proxyBin,
+		"--config", mustAbs(t, "testdata/github-acme.json"),
+		"--listen", "127.0.0.1:3128", "--transparent-listen", "127.0.0.1:3129", "--admin-listen", "127.0.0.1:0",
+		"--ca-cert", w.sandboxCA.certFile, "--ca-key", w.sandboxCA.keyFile, "--secrets-dir", w.secretsDir,
+		"--resolve", "api.github.com:443:198.18.0.1:443", "--upstream-ca", w.upstreamCA.certFile,
+		"--log-flush-interval", "0")
+	proxy.Env = []string{"PATH=" + os.Getenv("PATH")}
+	logs := &lockedBuffer{}
+	proxy.Stdout, proxy.Stderr = logs, logs
+	if err := proxy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { proxy.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		proxy.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			proxy.Process.Kill()
+			<-exited
+		}
+		w.assertNoSecret(t, "proxy output", logs.String())
+		if t.Failed() {
+			t.Logf("proxy output:\n%s", logs.String())
+		}
+	})
+	eventually(t, "the proxy listening", func() bool { return strings.Contains(logs.String(), `"transparent":"127.0.0.1:3129"`) })
+
+	// The rules, as the init container installs them.
+	if out, err := exec.Command(ipTool, "netns", "exec", nsSb, proxyBin, "transparent-init",
+		"--proxy-uid", "0", "--port", "3129", "--resolv-conf", resolv).CombinedOutput(); err != nil {
+		t.Fatalf("transparent-init: %v\n%s", err, out)
+	}
+
+	// asSandbox runs a client in the sandbox's namespace as the
+	// sandbox's user, with no proxy in its environment.
+	asSandbox := func(env []string, name string, args ...string) (string, error) {
+		full := append([]string{"netns", "exec", nsSb, setpriv, "--reuid", sandboxUID, "--regid", sandboxUID, "--clear-groups", "--", name}, args...)
+		cmd := exec.Command(ipTool, full...)
+		cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + pub}, env...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	curlArgs := func(extra ...string) []string {
+		return append([]string{"-sS", "--max-time", "5", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", bundle}, extra...)
+	}
+	const path = "https://api.github.com/repos/acme/widgets"
+	tests := map[string]struct {
+		env     []string
+		name    string
+		args    []string
+		want    string // curl's status code, "" for a failure
+		apiSeen bool   // the upstream got the request with the credential
+		tcp     string // an attacker TCP server that must see nothing
+		udp     string // a UDP server that must see nothing ("" none)
+		udpOK   string // a UDP server that must see the datagram
+	}{
+		"injected host, no proxy env": {name: curl, args: curlArgs("--resolve", "api.github.com:443:198.18.0.1", path),
+			want: "200", apiSeen: true},
+		"allowed SNI at the attacker's address": {name: curl, args: curlArgs("--resolve", "api.github.com:443:198.18.0.3", path),
+			want: "200", apiSeen: true, tcp: "198.18.0.3:443"},
+		"forbidden host": {name: curl, args: curlArgs("-k", "--resolve", "evil.example:443:198.18.0.3", "https://evil.example/"),
+			tcp: "198.18.0.3:443"},
+		"IP literal, no SNI": {name: curl, args: curlArgs("-k", "https://198.18.0.3/"), tcp: "198.18.0.3:443"},
+		"plain TCP elsewhere": {name: curl, args: curlArgs("http://198.18.0.3:8080/"), tcp: "198.18.0.3:8080"},
+		"IPv6 egress":         {name: curl, args: curlArgs("-k", "-g", "https://[fd6b:6b::3]/"), tcp: "[fd6b:6b::3]:443"},
+		"explicit proxy on loopback": {env: []string{"HTTPS_PROXY=http://127.0.0.1:3128"}, name: curl,
+			args: curlArgs(path), want: "200", apiSeen: true},
+		"UDP (QUIC) to the attacker": {name: bash, args: []string{"-c", "echo x >/dev/udp/198.18.0.3/443"}, udp: "198.18.0.3:443"},
+		"DNS to another server":      {name: bash, args: []string{"-c", "echo x >/dev/udp/198.18.0.3/53"}, udp: "198.18.0.3:53"},
+		"DNS to the resolver":        {name: bash, args: []string{"-c", "echo x >/dev/udp/198.18.0.1/53"}, udpOK: "198.18.0.1:53"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			before := len(api.requests())
+			tcpBefore, udpBefore := int32(0), int32(0)
+			if tc.tcp != "" {
+				tcpBefore = tcpHits[tc.tcp].Load()
+			}
+			if tc.udp != "" {
+				udpBefore = udpHits[tc.udp].Load()
+			}
+			okBefore := int32(0)
+			if tc.udpOK != "" {
+				okBefore = udpHits[tc.udpOK].Load()
+			}
+			out, err := asSandbox(tc.env, tc.name, tc.args...)
+			if tc.want != "" && (err != nil || out != tc.want) {
+				t.Fatalf("got %q (%v), want status %s", out, err, tc.want)
+			}
+			if tc.want == "" && tc.name == curl && err == nil && out != "000" {
+				t.Fatalf("curl got status %s, want a failed connection", out)
+			}
+			seen := api.requests()[before:]
+			if tc.apiSeen != (len(seen) == 1) {
+				t.Fatalf("upstream saw %d requests, want apiSeen=%v", len(seen), tc.apiSeen)
+			}
+			if tc.apiSeen && seen[0].Header.Get("Authorization") != "Bearer "+w.token {
+				t.Errorf("upstream did not get the injected credential")
+			}
+			time.Sleep(100 * time.Millisecond) // a datagram in flight lands
+			if tc.tcp != "" && tcpHits[tc.tcp].Load() != tcpBefore {
+				t.Errorf("the attacker's %s accepted a connection", tc.tcp)
+			}
+			if tc.udp != "" && udpHits[tc.udp].Load() != udpBefore {
+				t.Errorf("the attacker's %s/udp got a datagram", tc.udp)
+			}
+			if tc.udpOK != "" {
+				eventually(t, "the resolver's datagram", func() bool { return udpHits[tc.udpOK].Load() > okBefore })
+			}
+		})
+	}
+}
+
+// inNetns runs f on a thread switched into the named network namespace:
+// the sockets f opens stay in it after the thread switches back.
+func inNetns(t *testing.T, name string, f func()) {
+	t.Helper()
+	target, err := os.Open(filepath.Join("/var/run/netns", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		runtime.LockOSThread()
+		self, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
+		if err != nil {
+			t.Error(err)
+			runtime.UnlockOSThread()
+			return
+		}
+		defer self.Close()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			t.Error(err)
+			runtime.UnlockOSThread()
+			return
+		}
+		f()
+		if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err != nil {
+			// The thread stays locked and dies with this goroutine,
+			// so no other goroutine runs in the wrong namespace.
+			t.Error(err)
+			return
+		}
+		runtime.UnlockOSThread()
+	}()
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+}
+
+// countTCP counts connections accepted on addr.
+func countTCP(t *testing.T, addr string) *atomic.Int32 {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	n := &atomic.Int32{}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			n.Add(1)
+			c.Close()
+		}
+	}()
+	return n
+}
+
+// countUDP counts datagrams received on addr.
+func countUDP(t *testing.T, addr string) *atomic.Int32 {
+	c, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	n := &atomic.Int32{}
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			if _, _, err := c.ReadFrom(buf); err != nil {
+				return
+			}
+			n.Add(1)
+		}
+	}()
+	return n
+}
+
+func mustAbs(t *testing.T, p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// eventually polls cond for up to 10s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
