@@ -26,7 +26,11 @@ import (
 // Proxy modes: where the egress proxy runs relative to its sandbox.
 const (
 	// ModeSidecar runs the proxy as a native sidecar container in the
-	// sandbox's pod; the sandbox reaches it on loopback.
+	// sandbox's pod, in transparent mode: the sandbox reaches it on
+	// loopback through HTTPS_PROXY, and an init container's nat rules
+	// redirect every other TCP connection of the pod but the proxy's to
+	// it, so a client that ignores HTTPS_PROXY is held to the same policy
+	// (docs/proxy.md, transparent mode).
 	ModeSidecar = "sidecar"
 	// ModeDeployment runs the proxy as its own Deployment and Service, so
 	// the sandbox's pod holds no Secret volume at all and a NetworkPolicy
@@ -40,11 +44,20 @@ const (
 // image the proxy's pod runs: its init container is the same binary.
 const DefaultProxyImage = "ghcr.io/keyhole-dev/keyhole-proxy:v0.1.0"
 
+// DefaultNetInitImage is the transparent-mode init container's image when
+// Options.NetInitImage is empty: Debian's iptables package and the
+// keyhole-proxy binary, whose transparent-init command writes the rules
+// (scripts/images.sh builds it).
+const DefaultNetInitImage = "ghcr.io/keyhole-dev/keyhole-netinit:v0.1.0"
+
 // Ports the rendered proxy listens on. The admin port serves /healthz,
 // /readyz and /metrics and is what the probes call.
 const (
 	ProxyPort = 3128
 	AdminPort = 9090
+	// TransparentPort is the sidecar's transparent listener on
+	// 127.0.0.1, where the pod's nat rules redirect the sandbox's TCP.
+	TransparentPort = 3129
 )
 
 // Paths inside the containers. The proxy's Secret and CA paths are the
@@ -87,6 +100,9 @@ type Options struct {
 	ProxyMode string
 	// ProxyImage runs the egress proxy; DefaultProxyImage when empty.
 	ProxyImage string
+	// NetInitImage installs the transparent-mode rules in a sidecar
+	// pod; DefaultNetInitImage when empty.
+	NetInitImage string
 	// DefaultSandboxImage is used for a sandbox whose Plan names no image.
 	// A sandbox with neither is an error: a Deployment needs an image.
 	DefaultSandboxImage string
@@ -124,6 +140,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.ProxyImage == "" {
 		o.ProxyImage = DefaultProxyImage
+	}
+	if o.NetInitImage == "" {
+		o.NetInitImage = DefaultNetInitImage
 	}
 	if o.DefaultNamespace == "" {
 		o.DefaultNamespace = "default"

@@ -184,7 +184,7 @@ func TestTransparentNetns(t *testing.T) {
 			want: "200", apiSeen: true, tcp: "198.18.0.3:443"},
 		"forbidden host": {name: curl, args: curlArgs("-k", "--resolve", "evil.example:443:198.18.0.3", "https://evil.example/"),
 			tcp: "198.18.0.3:443"},
-		"IP literal, no SNI": {name: curl, args: curlArgs("-k", "https://198.18.0.3/"), tcp: "198.18.0.3:443"},
+		"IP literal, no SNI":  {name: curl, args: curlArgs("-k", "https://198.18.0.3/"), tcp: "198.18.0.3:443"},
 		"plain TCP elsewhere": {name: curl, args: curlArgs("http://198.18.0.3:8080/"), tcp: "198.18.0.3:8080"},
 		"IPv6 egress":         {name: curl, args: curlArgs("-k", "-g", "https://[fd6b:6b::3]/"), tcp: "[fd6b:6b::3]:443"},
 		"explicit proxy on loopback": {env: []string{"HTTPS_PROXY=http://127.0.0.1:3128"}, name: curl,
