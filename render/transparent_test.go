@@ -73,6 +73,3 @@ func TestTransparentSidecar(t *testing.T) {
 		})
 	}
 }
-
-
-

@@ -9,6 +9,7 @@ import (
 	"keyhole.dev/keyhole/compiler"
 	"keyhole.dev/keyhole/proxy"
 	"keyhole.dev/keyhole/proxy/config"
+	"keyhole.dev/keyhole/render"
 )
 
 func runExplain(e *env, args []string) int {
@@ -18,11 +19,17 @@ func runExplain(e *env, args []string) int {
 	sandbox := fs.String("sandbox", "", "the sandbox (claim) `NAME` or NAMESPACE/NAME to explain; without it, list the sandboxes")
 	request := fs.String("request", "", "judge one request, `'METHOD URL'`, e.g. 'GET https://api.github.com/user', as the proxy would")
 	body := fs.String("body", "", "the request's `JSON` body, for rules that look at it (e.g. a Git LFS batch request)")
+	mode := fs.String("proxy-mode", render.ModeSidecar, "the proxy mode the sandbox is rendered with (`sidecar` or deployment), for what it enforces")
 	paths, err := parse(fs, args)
 	if err != nil {
 		return flagExit(err)
 	}
 	f.format = "text"
+	modeLines, err := render.DescribeMode(*mode)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "keyhole explain: --proxy-mode: %v\n", err)
+		return exitUsage
+	}
 	p, code, ok := plan(e, paths, &f)
 	if !ok {
 		return code
@@ -43,7 +50,7 @@ func runExplain(e *env, args []string) int {
 		return exitUsage
 	}
 	if *request == "" {
-		describeSandbox(e.stdout, s)
+		describeSandbox(e.stdout, s, modeLines)
 		return exitOK
 	}
 	d, err := judge(s.Proxy, *request, []byte(*body))
@@ -82,8 +89,12 @@ func findSandbox(p compiler.Plan, name string) (compiler.Sandbox, error) {
 
 // describeSandbox prints what a sandbox may reach: per host the injection
 // by Secret key name (never a value), the rules and the placeholders.
-func describeSandbox(w io.Writer, s compiler.Sandbox) {
+func describeSandbox(w io.Writer, s compiler.Sandbox, modeLines []string) {
 	fmt.Fprintf(w, "sandbox %s (%s %s, class %s)\n", sandboxName(s), s.Source.Kind, s.Source.Name, s.Class)
+	fmt.Fprintln(w)
+	for _, l := range modeLines {
+		fmt.Fprintln(w, l)
+	}
 	if len(s.Env) > 0 {
 		fmt.Fprintln(w, "\nplaceholders in the sandbox's environment:")
 		for _, v := range s.Env {
