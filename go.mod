@@ -12,6 +12,7 @@ require (
 	golang.org/x/sys v0.48.0
 	sigs.k8s.io/kustomize/api v0.21.2
 	sigs.k8s.io/kustomize/kyaml v0.21.2
+	software.sslmate.com/src/go-pkcs12 v0.7.4
 )
 
 require (
