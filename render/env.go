@@ -17,10 +17,45 @@ type envVar struct {
 	Value string
 }
 
-// caBundleVars point the common HTTP clients at the sandbox's bundle.pem:
-// Python requests, git, OpenSSL-based tools, Node.js and curl.
+// caBundleVars point the common clients at the sandbox's bundle.pem, which
+// holds the system roots too, so a variable that replaces a client's own
+// roots (rather than adding to them) loses nothing. docs/render.md has the
+// table of runtimes and what each reads.
 func caBundleVars() []string {
-	return []string{"CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"}
+	return []string{
+		"AWS_CA_BUNDLE",                      // AWS CLI and SDKs
+		"CARGO_HTTP_CAINFO",                  // cargo
+		"CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE", // gcloud
+		"CURL_CA_BUNDLE",                     // curl, and Python requests after REQUESTS_CA_BUNDLE
+		"DENO_CERT",                          // Deno
+		"GIT_SSL_CAINFO",                     // git
+		"GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",   // gRPC C core (Python, Ruby, PHP, C++)
+		"NODE_EXTRA_CA_CERTS",                // Node.js, Bun
+		"NPM_CONFIG_CAFILE",                  // npm, over an image's npmrc cafile
+		"REQUESTS_CA_BUNDLE",                 // Python requests, pip
+		"SSL_CERT_FILE",                      // OpenSSL (Python ssl, httpx, aiohttp, Ruby, PHP, .NET, Rust native-tls), Go, rustls-native-certs
+	}
+}
+
+// javaToolOptions makes every JVM started in the sandbox use the proxy and
+// trust the bundle: Java's HTTP clients read no proxy variable and no PEM
+// bundle. The JVM prints "Picked up JAVA_TOOL_OPTIONS" on stderr.
+func javaToolOptions(proxyHost string, noProxy []string) string {
+	non := []string{"localhost", "127.*", "[::1]"}
+	for _, n := range noProxy {
+		if strings.HasPrefix(n, ".") {
+			n = "*" + n
+		}
+		non = append(non, n)
+	}
+	port := strconv.Itoa(ProxyPort)
+	return strings.Join([]string{
+		"-Dhttps.proxyHost=" + proxyHost, "-Dhttps.proxyPort=" + port,
+		"-Dhttp.proxyHost=" + proxyHost, "-Dhttp.proxyPort=" + port,
+		"-Dhttp.nonProxyHosts=" + strings.Join(non, "|"),
+		"-Djavax.net.ssl.trustStore=" + TrustDir + "/" + TrustStoreName,
+		"-Djavax.net.ssl.trustStoreType=PKCS12",
+	}, " ")
 }
 
 // envName is a portable environment variable name: what a shell, a .env
@@ -50,6 +85,15 @@ func envVars(sb compiler.Sandbox, opts Options) ([]envVar, error) {
 	for _, n := range caBundleVars() {
 		added[n] = BundleFile
 	}
+	proxyHost := "127.0.0.1"
+	if opts.ProxyMode == ModeDeployment {
+		proxyHost = sb.Name + longestSuffix
+	}
+	added["JAVA_TOOL_OPTIONS"] = javaToolOptions(proxyHost, opts.NoProxy)
+	added["WGETRC"] = TrustDir + "/" + WgetRCName
+	// Node 22.21+ and 24.5+ route fetch and https through HTTPS_PROXY
+	// only when asked; older versions ignore the variable.
+	added["NODE_USE_ENV_PROXY"] = "1"
 	vars := map[string]string{}
 	for n, v := range added {
 		vars[n] = v

@@ -239,8 +239,12 @@ func (in sandboxInput) sandboxDeployment() obj {
 		pod["volumes"] = list{obj{
 			"name": volTrust,
 			"configMap": obj{
-				"name":  in.name(compTrust),
-				"items": list{obj{"key": "bundle.pem", "path": "bundle.pem"}},
+				"name": in.name(compTrust),
+				"items": list{
+					obj{"key": "bundle.pem", "path": "bundle.pem"},
+					obj{"key": TrustStoreName, "path": TrustStoreName},
+					obj{"key": WgetRCName, "path": WgetRCName},
+				},
 			},
 		}}
 	}
@@ -451,6 +455,9 @@ func (in sandboxInput) trustContainer() obj {
 			"trust-bundle",
 			"--ca", caPublicDir + "/ca.crt",
 			"--out", trustWorkDir + "/bundle.pem",
+			"--truststore", trustWorkDir + "/" + TrustStoreName,
+			"--wgetrc", trustWorkDir + "/" + WgetRCName,
+			"--bundle-path", BundleFile,
 			"--configmap", in.name(compTrust),
 			"--field-manager", trustFieldManager,
 		},

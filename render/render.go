@@ -70,6 +70,11 @@ const (
 	TrustDir = "/etc/keyhole/trust"
 	// BundleFile is the CA bundle the sandbox's CA variables point at.
 	BundleFile = TrustDir + "/bundle.pem"
+	// TrustStoreName is the bundle as a passwordless PKCS#12 trust store
+	// in TrustDir, for Java (JAVA_TOOL_OPTIONS).
+	TrustStoreName = "truststore.p12"
+	// WgetRCName is a wgetrc in TrustDir naming the bundle (WGETRC).
+	WgetRCName = "wgetrc"
 )
 
 // MarkerFile is written by WriteDir at the top of every output directory.
