@@ -20,64 +20,89 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// sandboxUID runs the clients of the transparent test: any user but the
-// proxy's (root here, as the exemption is by UID whatever the UID is).
-const sandboxUID = "65000"
+// proxyUID runs the proxy in the network-namespace tests, as the render
+// runs it: not root. The clients run as root, as a sandbox may; the rules
+// exempt the proxy's UID only.
+const proxyUID = 64123
 
-// TestTransparentNetns builds a sandbox pod's network in two network
-// namespaces of its own: "up" holds the real upstream, a resolver and an
-// attacker's servers; "sb" holds the proxy (root) and the clients (UID
-// 65000), its nat and filter rules installed by keyhole-proxy
-// transparent-init with the machine's iptables-restore. Clients that
-// ignore any proxy must reach only what the policy allows, and only
-// through the proxy. Nothing outside the two namespaces is touched; both
-// are deleted on every exit path.
-func TestTransparentNetns(t *testing.T) {
+// netnsSandbox is a sandbox pod's network built in two network
+// namespaces of the test's own: "up" holds the upstreams (api.github.com
+// and github.com), a resolver and an attacker's servers; "sb" holds the
+// proxy (UID proxyUID, explicit listener 127.0.0.1:3128 and transparent
+// listener 127.0.0.1:3129, as rendered) and the clients, its rules
+// installed by keyhole-proxy transparent-init with the machine's
+// iptables-restore. In "sb", /etc/hosts (ip netns exec's
+// /etc/netns/NAME/hosts) points the GitHub names at the attacker's
+// address: a client that bypasses the proxy reaches the right server only
+// because the proxy dials by name. Nothing outside the two namespaces and
+// that hosts file is touched; all are removed on every exit path.
+type netnsSandbox struct {
+	w       *world
+	ipTool  string
+	nsUp    string
+	nsSb    string
+	pub     string // a directory every UID may read: the trust files
+	api     *upstream
+	tcpHits map[string]*atomic.Int32
+	udpHits map[string]*atomic.Int32
+	logs    *lockedBuffer
+}
+
+func newNetnsSandbox(t *testing.T) *netnsSandbox {
+	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Fatal("the transparent-mode test creates network namespaces and iptables rules: run it as root")
+		t.Fatal("the transparent-mode tests create network namespaces and iptables rules: run them as root")
 	}
-	ipTool := requireTool(t, "ip")
+	n := &netnsSandbox{ipTool: requireTool(t, "ip"), tcpHits: map[string]*atomic.Int32{}, udpHits: map[string]*atomic.Int32{}, logs: &lockedBuffer{}}
 	requireTool(t, "iptables-restore")
 	requireTool(t, "ip6tables-restore")
-	curl := requireTool(t, "curl")
-	setpriv := requireTool(t, "setpriv")
-	bash := requireTool(t, "bash")
-
 	sfx := make([]byte, 3)
 	rand.Read(sfx)
 	id := hex.EncodeToString(sfx)
-	nsUp, nsSb := "khtp-up-"+id, "khtp-sb-"+id
+	n.nsUp, n.nsSb = "khtp-up-"+id, "khtp-sb-"+id
+	hostsDir := filepath.Join("/etc/netns", n.nsSb)
+	_, statErr := os.Stat("/etc/netns")
+	madeEtcNetns := os.IsNotExist(statErr)
 	run := func(args ...string) {
 		t.Helper()
-		if out, err := exec.Command(ipTool, args...).CombinedOutput(); err != nil {
+		if out, err := exec.Command(n.ipTool, args...).CombinedOutput(); err != nil {
 			t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
 	t.Cleanup(func() {
 		// Deleting a namespace deletes its veth end, and the peer with it.
-		for _, ns := range []string{nsSb, nsUp} {
-			exec.Command(ipTool, "netns", "del", ns).Run()
+		for _, ns := range []string{n.nsSb, n.nsUp} {
+			exec.Command(n.ipTool, "netns", "del", ns).Run()
+		}
+		os.RemoveAll(hostsDir)
+		if madeEtcNetns {
+			os.Remove("/etc/netns") // only if empty: another test's may be there
 		}
 	})
-	run("netns", "add", nsUp)
-	run("netns", "add", nsSb)
-	run("-n", nsUp, "link", "add", "khu"+id, "type", "veth", "peer", "name", "khs"+id, "netns", nsSb)
+	run("netns", "add", n.nsUp)
+	run("netns", "add", n.nsSb)
+	run("-n", n.nsUp, "link", "add", "khu"+id, "type", "veth", "peer", "name", "khs"+id, "netns", n.nsSb)
 	for _, c := range [][]string{
-		{"-n", nsUp, "link", "set", "lo", "up"},
-		{"-n", nsUp, "link", "set", "khu" + id, "up"},
-		{"-n", nsUp, "addr", "add", "198.18.0.1/24", "dev", "khu" + id},
-		{"-n", nsUp, "addr", "add", "198.18.0.3/24", "dev", "khu" + id},
-		{"-n", nsUp, "addr", "add", "fd6b:6b::3/64", "dev", "khu" + id, "nodad"},
-		{"-n", nsSb, "link", "set", "lo", "up"},
-		{"-n", nsSb, "link", "set", "khs" + id, "up"},
-		{"-n", nsSb, "addr", "add", "198.18.0.2/24", "dev", "khs" + id},
-		{"-n", nsSb, "addr", "add", "fd6b:6b::2/64", "dev", "khs" + id, "nodad"},
-		{"-n", nsSb, "route", "add", "default", "via", "198.18.0.1"},
+		{"-n", n.nsUp, "link", "set", "lo", "up"},
+		{"-n", n.nsUp, "link", "set", "khu" + id, "up"},
+		{"-n", n.nsUp, "addr", "add", "198.18.0.1/24", "dev", "khu" + id},
+		{"-n", n.nsUp, "addr", "add", "198.18.0.3/24", "dev", "khu" + id},
+		{"-n", n.nsUp, "addr", "add", "fd6b:6b::3/64", "dev", "khu" + id, "nodad"},
+		{"-n", n.nsSb, "link", "set", "lo", "up"},
+		{"-n", n.nsSb, "link", "set", "khs" + id, "up"},
+		{"-n", n.nsSb, "addr", "add", "198.18.0.2/24", "dev", "khs" + id},
+		{"-n", n.nsSb, "addr", "add", "fd6b:6b::2/64", "dev", "khs" + id, "nodad"},
+		{"-n", n.nsSb, "route", "add", "default", "via", "198.18.0.1"},
 	} {
 		run(c...)
 	}
+	if err := os.MkdirAll(hostsDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(hostsDir, "hosts"), []byte("127.0.0.1 localhost\n198.18.0.3 api.github.com github.com\n"))
 
 	w := &world{dir: t.TempDir()}
+	n.w = w
 	w.sandboxCA = newCA(t, filepath.Join(w.dir, "sandbox-ca"), "keyhole-e2e-sandbox-ca")
 	w.upstreamCA = newCA(t, filepath.Join(w.dir, "upstream-ca"), "keyhole-e2e-upstream-ca")
 	w.secretsDir = filepath.Join(w.dir, "secrets")
@@ -85,50 +110,56 @@ func TestTransparentNetns(t *testing.T) {
 	w.secret = newSecretVolume(t, w.secretsDir, "acme-github-token", map[string]string{"user": "x-access-token", "token": w.token})
 	w.apiState = &fakeAPI{}
 	w.apiState.setToken(w.token)
-
-	// What the clients read must be readable by their UID.
+	w.gitState = newGitServer(t, filepath.Join(w.dir, "git-root"))
+	w.gitState.setToken(w.token)
+	// The proxy's user reads the CA and the Secret, as the kubelet's
+	// fsGroup lets it; the clients' files are readable by anyone.
+	os.Chmod(filepath.Dir(w.dir), 0o755)
+	os.Chmod(w.dir, 0o755)
+	for _, d := range []string{w.secretsDir, filepath.Join(w.dir, "sandbox-ca"), filepath.Join(w.dir, "upstream-ca")} {
+		filepath.Walk(d, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, proxyUID, proxyUID) })
+	}
 	pub, err := os.MkdirTemp("", "keyhole-e2e-transparent-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(pub) })
 	os.Chmod(pub, 0o755)
-	bundle := filepath.Join(pub, "bundle.pem")
-	if err := os.WriteFile(bundle, w.sandboxCA.certPEM, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	n.pub = pub
 	resolv := filepath.Join(w.dir, "resolv.conf")
 	writeFile(t, resolv, []byte("nameserver 198.18.0.1\n"))
 
-	// The upstream network: the real api.github.com, an attacker's
-	// TCP and UDP servers, a resolver.
-	var api *upstream
-	tcpHits := map[string]*atomic.Int32{}
-	udpHits := map[string]*atomic.Int32{}
-	inNetns(t, nsUp, func() {
+	inNetns(t, n.nsUp, func() {
 		ln, err := net.Listen("tcp", "198.18.0.1:443")
 		if err != nil {
 			t.Fatal(err)
 		}
-		api = serveUpstream(t, ln, w.upstreamCA, []string{"api.github.com"}, w.apiState)
+		n.api = serveUpstream(t, ln, w.upstreamCA, []string{"api.github.com"}, w.apiState)
+		w.api = n.api
+		gln, err := net.Listen("tcp", "198.18.0.1:8443")
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.git = serveUpstream(t, gln, w.upstreamCA, []string{"github.com"}, w.gitState)
 		for _, a := range []string{"198.18.0.3:443", "198.18.0.3:8080", "[fd6b:6b::3]:443"} {
-			tcpHits[a] = countTCP(t, a)
+			n.tcpHits[a] = countTCP(t, a)
 		}
 		for _, a := range []string{"198.18.0.3:443", "198.18.0.3:53", "198.18.0.1:53"} {
-			udpHits[a] = countUDP(t, a)
+			n.udpHits[a] = countUDP(t, a)
 		}
 	})
 
-	// The proxy, as the sidecar: root, in the sandbox's namespace.
-	proxy := exec.Command(ipTool, "netns", "exec", nsSb, proxyBin,
+	// The proxy, as the sidecar, as its own user.
+	setpriv := requireTool(t, "setpriv")
+	uid := fmt.Sprint(proxyUID)
+	proxy := exec.Command(n.ipTool, "netns", "exec", n.nsSb, setpriv, "--reuid", uid, "--regid", uid, "--clear-groups", "--", proxyBin,
 		"--config", mustAbs(t, "testdata/github-acme.json"),
 		"--listen", "127.0.0.1:3128", "--transparent-listen", "127.0.0.1:3129", "--admin-listen", "127.0.0.1:0",
 		"--ca-cert", w.sandboxCA.certFile, "--ca-key", w.sandboxCA.keyFile, "--secrets-dir", w.secretsDir,
-		"--resolve", "api.github.com:443:198.18.0.1:443", "--upstream-ca", w.upstreamCA.certFile,
-		"--log-flush-interval", "0")
+		"--resolve", "api.github.com:443:198.18.0.1:443", "--resolve", "github.com:443:198.18.0.1:8443",
+		"--upstream-ca", w.upstreamCA.certFile, "--log-flush-interval", "0")
 	proxy.Env = []string{"PATH=" + os.Getenv("PATH")}
-	logs := &lockedBuffer{}
-	proxy.Stdout, proxy.Stderr = logs, logs
+	proxy.Stdout, proxy.Stderr = n.logs, n.logs
 	if err := proxy.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -142,27 +173,39 @@ func TestTransparentNetns(t *testing.T) {
 			proxy.Process.Kill()
 			<-exited
 		}
-		w.assertNoSecret(t, "proxy output", logs.String())
+		w.assertNoSecret(t, "proxy output", n.logs.String())
 		if t.Failed() {
-			t.Logf("proxy output:\n%s", logs.String())
+			t.Logf("proxy output:\n%s", n.logs.String())
 		}
 	})
-	eventually(t, "the proxy listening", func() bool { return strings.Contains(logs.String(), `"transparent":"127.0.0.1:3129"`) })
+	eventually(t, "the proxy listening", func() bool { return strings.Contains(n.logs.String(), `"transparent":"127.0.0.1:3129"`) })
 
 	// The rules, as the init container installs them.
-	if out, err := exec.Command(ipTool, "netns", "exec", nsSb, proxyBin, "transparent-init",
-		"--proxy-uid", "0", "--port", "3129", "--resolv-conf", resolv).CombinedOutput(); err != nil {
+	if out, err := exec.Command(n.ipTool, "netns", "exec", n.nsSb, proxyBin, "transparent-init",
+		"--proxy-uid", uid, "--port", "3129", "--resolv-conf", resolv).CombinedOutput(); err != nil {
 		t.Fatalf("transparent-init: %v\n%s", err, out)
 	}
+	return n
+}
 
-	// asSandbox runs a client in the sandbox's namespace as the
-	// sandbox's user, with no proxy in its environment.
-	asSandbox := func(env []string, name string, args ...string) (string, error) {
-		full := append([]string{"netns", "exec", nsSb, setpriv, "--reuid", sandboxUID, "--regid", sandboxUID, "--clear-groups", "--", name}, args...)
-		cmd := exec.Command(ipTool, full...)
-		cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + pub}, env...)
-		out, err := cmd.CombinedOutput()
-		return string(out), err
+// run runs a client in the sandbox's namespace as root, with exactly env.
+func (n *netnsSandbox) run(env []string, dir, name string, args ...string) (string, error) {
+	cmd := exec.Command(n.ipTool, append([]string{"netns", "exec", n.nsSb, name}, args...)...)
+	cmd.Env = env
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// TestTransparentNetns: clients that ignore any proxy reach only what the
+// policy allows, and only through the proxy.
+func TestTransparentNetns(t *testing.T) {
+	curl := requireTool(t, "curl")
+	bash := requireTool(t, "bash")
+	n := newNetnsSandbox(t)
+	bundle := filepath.Join(n.pub, "bundle.pem")
+	if err := os.WriteFile(bundle, n.w.sandboxCA.certPEM, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	curlArgs := func(extra ...string) []string {
 		return append([]string{"-sS", "--max-time", "5", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", bundle}, extra...)
@@ -195,41 +238,40 @@ func TestTransparentNetns(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			before := len(api.requests())
-			tcpBefore, udpBefore := int32(0), int32(0)
+			before := len(n.api.requests())
+			tcpBefore, udpBefore, okBefore := int32(0), int32(0), int32(0)
 			if tc.tcp != "" {
-				tcpBefore = tcpHits[tc.tcp].Load()
+				tcpBefore = n.tcpHits[tc.tcp].Load()
 			}
 			if tc.udp != "" {
-				udpBefore = udpHits[tc.udp].Load()
+				udpBefore = n.udpHits[tc.udp].Load()
 			}
-			okBefore := int32(0)
 			if tc.udpOK != "" {
-				okBefore = udpHits[tc.udpOK].Load()
+				okBefore = n.udpHits[tc.udpOK].Load()
 			}
-			out, err := asSandbox(tc.env, tc.name, tc.args...)
+			out, err := n.run(append([]string{"PATH=/usr/bin:/bin", "HOME=" + n.pub}, tc.env...), n.pub, tc.name, tc.args...)
 			if tc.want != "" && (err != nil || out != tc.want) {
 				t.Fatalf("got %q (%v), want status %s", out, err, tc.want)
 			}
 			if tc.want == "" && tc.name == curl && err == nil && out != "000" {
 				t.Fatalf("curl got status %s, want a failed connection", out)
 			}
-			seen := api.requests()[before:]
+			seen := n.api.requests()[before:]
 			if tc.apiSeen != (len(seen) == 1) {
 				t.Fatalf("upstream saw %d requests, want apiSeen=%v", len(seen), tc.apiSeen)
 			}
-			if tc.apiSeen && seen[0].Header.Get("Authorization") != "Bearer "+w.token {
+			if tc.apiSeen && seen[0].Header.Get("Authorization") != "Bearer "+n.w.token {
 				t.Errorf("upstream did not get the injected credential")
 			}
 			time.Sleep(100 * time.Millisecond) // a datagram in flight lands
-			if tc.tcp != "" && tcpHits[tc.tcp].Load() != tcpBefore {
+			if tc.tcp != "" && n.tcpHits[tc.tcp].Load() != tcpBefore {
 				t.Errorf("the attacker's %s accepted a connection", tc.tcp)
 			}
-			if tc.udp != "" && udpHits[tc.udp].Load() != udpBefore {
+			if tc.udp != "" && n.udpHits[tc.udp].Load() != udpBefore {
 				t.Errorf("the attacker's %s/udp got a datagram", tc.udp)
 			}
 			if tc.udpOK != "" {
-				eventually(t, "the resolver's datagram", func() bool { return udpHits[tc.udpOK].Load() > okBefore })
+				eventually(t, "the resolver's datagram", func() bool { return n.udpHits[tc.udpOK].Load() > okBefore })
 			}
 		})
 	}
