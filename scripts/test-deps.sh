@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the end-to-end tests run as real clients and servers:
-# git (with git-http-backend), curl, Python requests, gh and kubectl.
+# git (with git-http-backend), curl, Python requests, gh and kubectl; for
+# the client matrix and the transparent-mode tests also wget, Node.js,
+# a headless Java runtime, iptables, iproute2 and setpriv (util-linux).
 # Installs only what is missing, so a second run is quick and offline.
 set -euo pipefail
 
@@ -11,6 +13,12 @@ need() { # need COMMAND DEBIAN-PACKAGE
 need git git
 need curl curl
 need gh gh
+need wget wget
+need node nodejs
+need java default-jre-headless
+need iptables-restore iptables
+need ip iproute2
+need setpriv util-linux
 [ -x /usr/lib/git-core/git-http-backend ] || missing+=(git)
 # The python3 on PATH may not be Debian's; the test takes whichever of it
 # and /usr/bin/python3 can import requests.

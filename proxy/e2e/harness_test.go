@@ -66,7 +66,19 @@ func aptPackage(tool string) string {
 	switch tool {
 	case "python3":
 		return "python3 python3-requests"
-	default: // curl, git and gh are packaged under their own names
+	case "node":
+		return "nodejs"
+	case "java":
+		return "default-jre-headless"
+	case "iptables-restore", "ip6tables-restore":
+		return "iptables"
+	case "ip":
+		return "iproute2"
+	case "setpriv":
+		return "util-linux"
+	case "go":
+		return "golang (or the Go toolchain the module names)"
+	default: // curl, git, gh, wget and bash are packaged under their own names
 		return tool
 	}
 }
