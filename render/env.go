@@ -158,3 +158,40 @@ func encodeDotEnv(env []envVar) []byte {
 	}
 	return b.Bytes()
 }
+
+// Runtime is one client runtime and what in the rendered environment
+// makes it reach the proxy and trust the sandbox CA.
+type Runtime struct {
+	// Name names the runtime or client.
+	Name string
+	// Via is what makes it work: the variables it reads, or how the
+	// proxy mode carries a client that reads none.
+	Via string
+	// Proxy is false for a client that ignores the proxy variables: the
+	// sidecar's transparent listener carries it, deployment mode's
+	// NetworkPolicy stops it.
+	Proxy bool
+}
+
+// Runtimes lists the runtimes the rendered environment covers, for
+// `keyhole explain` and docs/render.md.
+func Runtimes() []Runtime {
+	return []Runtime{
+		{Name: "curl", Via: "https_proxy, CURL_CA_BUNDLE", Proxy: true},
+		{Name: "wget", Via: "https_proxy, WGETRC (ca_certificate)", Proxy: true},
+		{Name: "git", Via: "https_proxy, GIT_SSL_CAINFO", Proxy: true},
+		{Name: "gh, Go net/http", Via: "HTTPS_PROXY, SSL_CERT_FILE", Proxy: true},
+		{Name: "Python urllib, httpx", Via: "HTTPS_PROXY, SSL_CERT_FILE", Proxy: true},
+		{Name: "Python requests, pip", Via: "HTTPS_PROXY, REQUESTS_CA_BUNDLE", Proxy: true},
+		{Name: "Python aiohttp (trust_env=False, the default)", Via: "SSL_CERT_FILE; ignores the proxy variables"},
+		{Name: "Node.js >= 22.21 / 24.5 fetch and https", Via: "NODE_USE_ENV_PROXY, HTTPS_PROXY, NODE_EXTRA_CA_CERTS", Proxy: true},
+		{Name: "Node.js 20 fetch and https, plain undici", Via: "NODE_EXTRA_CA_CERTS; ignore the proxy variables"},
+		{Name: "undici EnvHttpProxyAgent, axios >= 1.16.1", Via: "HTTPS_PROXY, NODE_EXTRA_CA_CERTS", Proxy: true},
+		{Name: "axios <= 1.16.0", Via: "sends GET https://... in clear to the proxy, which refuses it (host-not-allowed): upgrade axios, or pass proxy: false", Proxy: true},
+		{Name: "npm", Via: "HTTPS_PROXY, NPM_CONFIG_CAFILE (over an npmrc cafile)", Proxy: true},
+		{Name: "Java HttpClient, HttpURLConnection", Via: "JAVA_TOOL_OPTIONS (proxy properties, PKCS#12 trust store)", Proxy: true},
+		{Name: ".NET HttpClient, Ruby Net::HTTP, PHP", Via: "HTTPS_PROXY, SSL_CERT_FILE", Proxy: true},
+		{Name: "Rust reqwest (native-tls or rustls with native roots), cargo", Via: "HTTPS_PROXY, SSL_CERT_FILE, CARGO_HTTP_CAINFO", Proxy: true},
+		{Name: "AWS CLI and SDKs, gcloud, gRPC, Deno", Via: "HTTPS_PROXY, AWS_CA_BUNDLE, CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE, GRPC_DEFAULT_SSL_ROOTS_FILE_PATH, DENO_CERT", Proxy: true},
+	}
+}

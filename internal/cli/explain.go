@@ -51,6 +51,7 @@ func runExplain(e *env, args []string) int {
 	}
 	if *request == "" {
 		describeSandbox(e.stdout, s, modeLines)
+		describeRuntimes(e.stdout, *mode)
 		return exitOK
 	}
 	d, err := judge(s.Proxy, *request, []byte(*body))
@@ -128,6 +129,24 @@ func describeSandbox(w io.Writer, s compiler.Sandbox, modeLines []string) {
 		fmt.Fprintf(w, "  %s\n", h)
 	}
 	fmt.Fprintln(w, "\nevery other host is refused: X-Omnia-Egress-Refused: host-not-allowed")
+}
+
+// describeRuntimes lists the client runtimes the rendered environment
+// covers and how, and what the mode does with one that ignores
+// HTTPS_PROXY.
+func describeRuntimes(w io.Writer, mode string) {
+	fmt.Fprintln(w, "\nruntimes the rendered environment covers (docs/render.md):")
+	for _, r := range render.Runtimes() {
+		how := r.Via
+		if !r.Proxy {
+			if mode == render.ModeDeployment {
+				how += "; refused here: the NetworkPolicy lets the pod reach only the proxy"
+			} else {
+				how += "; carried by the transparent listener"
+			}
+		}
+		fmt.Fprintf(w, "  %s: %s\n", r.Name, how)
+	}
 }
 
 func injection(in config.Inject) string {
