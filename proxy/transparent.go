@@ -72,7 +72,10 @@ func (s *Server) handleTransparent(c net.Conn) {
 	select {
 	case s.tunnels <- struct{}{}:
 	default:
-		s.refuseTransparent(st, c, Refusal(ReasonHostNotAllowed, "", "too many open tunnels"), false, start)
+		// Not a policy refusal (CONNECT answers 503 here): no request
+		// line, only the event.
+		c.Close()
+		s.log.Warn("transparent connection dropped: too many open tunnels", "max", s.opts.MaxTunnels)
 		return
 	}
 	s.metrics.tunnels.Add(1)
