@@ -15,13 +15,13 @@ import (
 	"time"
 )
 
-// MaxClientHello bounds what the transparent listener reads before it
+// maxClientHello bounds what the transparent listener reads before it
 // knows which server a connection names: the ClientHello with its record
 // headers. Real ClientHellos, post-quantum key shares included, are under
 // 2 KiB; crypto/tls itself refuses a handshake message over 64 KiB.
-const MaxClientHello = 64 << 10
+const maxClientHello = 64 << 10
 
-// errHelloTooLarge ends a ClientHello read that passed MaxClientHello.
+// errHelloTooLarge ends a ClientHello read that passed maxClientHello.
 var errHelloTooLarge = errors.New("ClientHello larger than the proxy reads")
 
 // errHelloRead stops the handshake once the ClientHello is parsed: the
@@ -97,7 +97,7 @@ func (s *Server) handleTransparent(c net.Conn) {
 	}
 	port := strconv.Itoa(int(dst.Port()))
 	c.SetReadDeadline(time.Now().Add(s.opts.Timeouts.Handshake))
-	hello, sni, err := ReadClientHello(c, MaxClientHello)
+	hello, sni, err := readClientHello(c, maxClientHello)
 	if err != nil {
 		refuse(Refusal(ReasonHostNotAllowed, "", "port %s: the first bytes are not a TLS ClientHello the proxy can read (%v); transparent mode carries TLS only, send plain HTTP through HTTP_PROXY", port, err), false)
 		return
@@ -158,12 +158,12 @@ func (s *Server) logTransparent(st *state, d Decision, status int, start time.Ti
 	s.logRequest(st, &http.Request{Method: "TLS"}, d, status, start)
 }
 
-// ReadClientHello reads a TLS ClientHello from c with crypto/tls's own
+// readClientHello reads a TLS ClientHello from c with crypto/tls's own
 // parser and returns every byte it read (to replay to whoever handles the
 // connection next) and the server name the hello carries, "" for none. It
 // writes nothing to c. An error means the bytes are not a ClientHello
 // crypto/tls accepts, or more than max bytes came before one was whole.
-func ReadClientHello(c io.Reader, max int) (read []byte, sni string, err error) {
+func readClientHello(c io.Reader, max int) (read []byte, sni string, err error) {
 	rc := &recordConn{r: c, max: max}
 	seen := false
 	conf := &tls.Config{GetConfigForClient: func(h *tls.ClientHelloInfo) (*tls.Config, error) {
@@ -182,7 +182,7 @@ func ReadClientHello(c io.Reader, max int) (read []byte, sni string, err error) 
 
 // recordConn is the net.Conn crypto/tls reads the ClientHello through: it
 // keeps what it reads, up to max bytes, and swallows what tls writes (the
-// alert for the handshake ReadClientHello aborts).
+// alert for the handshake readClientHello aborts).
 type recordConn struct {
 	r   io.Reader
 	buf []byte

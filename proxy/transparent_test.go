@@ -249,16 +249,16 @@ func TestReadClientHello(t *testing.T) {
 		sni     string
 		wantErr bool
 	}{
-		"whole":          {in: hello, max: MaxClientHello, sni: "api.github.com"},
-		"trailing bytes": {in: append(append([]byte{}, hello...), "more"...), max: MaxClientHello, sni: "api.github.com"},
-		"truncated":      {in: hello[:len(hello)-3], max: MaxClientHello, wantErr: true},
+		"whole":          {in: hello, max: maxClientHello, sni: "api.github.com"},
+		"trailing bytes": {in: append(append([]byte{}, hello...), "more"...), max: maxClientHello, sni: "api.github.com"},
+		"truncated":      {in: hello[:len(hello)-3], max: maxClientHello, wantErr: true},
 		"over the bound": {in: hello, max: 100, wantErr: true},
-		"not TLS":        {in: []byte("GET / HTTP/1.1\r\n\r\n"), max: MaxClientHello, wantErr: true},
-		"empty":          {in: nil, max: MaxClientHello, wantErr: true},
+		"not TLS":        {in: []byte("GET / HTTP/1.1\r\n\r\n"), max: maxClientHello, wantErr: true},
+		"empty":          {in: nil, max: maxClientHello, wantErr: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			read, sni, err := ReadClientHello(bytes.NewReader(tc.in), tc.max)
+			read, sni, err := readClientHello(bytes.NewReader(tc.in), tc.max)
 			if (err != nil) != tc.wantErr || sni != tc.sni {
 				t.Fatalf("got %q, %v; want %q, error %v", sni, err, tc.sni, tc.wantErr)
 			}
@@ -275,7 +275,7 @@ func FuzzReadClientHello(f *testing.F) {
 	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
 	f.Add([]byte{0x16, 3, 1, 0, 4, 1, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, in []byte) {
-		read, sni, err := ReadClientHello(bytes.NewReader(in), 4096)
+		read, sni, err := readClientHello(bytes.NewReader(in), 4096)
 		if !bytes.HasPrefix(in, read) || len(read) > 4096 {
 			t.Fatalf("read %d bytes, not a bounded prefix of the input", len(read))
 		}
