@@ -62,6 +62,7 @@ func TestDecide(t *testing.T) {
 		"tunnel encoded slash":      {req: tunnelReq("GET", "/repos/acme/widgets%2fx"), action: ActionRefuse, reason: ReasonL7NotAllowed},
 		"tunnel encoded backslash":  {req: tunnelReq("GET", "/repos/acme/widgets/%5cx"), action: ActionRefuse, reason: ReasonL7NotAllowed},
 		"tunnel empty segment":      {req: tunnelReq("GET", "/repos//acme/widgets"), action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"tunnel trailing slash":     {req: tunnelReq("GET", "/repos/acme/widgets/"), action: ActionInject, reason: ReasonAllowed},
 		"tunnel semicolon":          {req: tunnelReq("GET", "/repos/acme/widgets;x=1"), action: ActionRefuse, reason: ReasonL7NotAllowed},
 		"tunnel control char":       {req: tunnelReq("GET", "/repos/acme/widgets\x01"), action: ActionRefuse, reason: ReasonL7NotAllowed},
 		"tunnel asterisk form":      {req: tunnelReq("OPTIONS", "*"), action: ActionRefuse, reason: ReasonL7NotAllowed},

@@ -19,11 +19,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -198,6 +200,8 @@ type harness struct {
 	plain   *upstream // http pypi.org
 	addr    string
 	admin   string
+	trans   string       // the transparent listener
+	dstPort atomic.Int32 // the original port its connections report
 	logs    *syncBuffer
 	srv     *Server
 	stop    context.CancelFunc
@@ -275,10 +279,21 @@ func newHarnessConfig(t testing.TB, cfg string, opts ...harnessOpt) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.addr, h.admin = ln.Addr().String(), admin.Addr().String()
+	trans, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.addr, h.admin, h.trans = ln.Addr().String(), admin.Addr().String(), trans.Addr().String()
+	// Only a real nat redirect gives an original destination: report
+	// an address the proxy must never dial (TEST-NET-1) and the port
+	// the test sets.
+	h.dstPort.Store(443)
+	srv.origDst = func(net.Conn) (netip.AddrPort, error) {
+		return netip.AddrPortFrom(netip.MustParseAddr("192.0.2.1"), uint16(h.dstPort.Load())), nil
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.stop, h.done = cancel, make(chan error, 1)
-	go func() { h.done <- srv.Run(ctx, ln, admin) }()
+	go func() { h.done <- srv.Serve(ctx, Listeners{Proxy: ln, Transparent: trans, Admin: admin}) }()
 	t.Cleanup(func() { h.shutdown() })
 	return h
 }

@@ -19,9 +19,11 @@ var ErrTarget = errors.New("request target refused")
 // TargetPath checks an origin-form request target ("/path?query") and
 // returns its path exactly as sent. It refuses, never normalizes: dot
 // segments (plain or percent-encoded), encoded '/' or '\', a literal '\',
-// empty segments (including a trailing '/'), ';' parameters, fragments,
-// control characters (plain or encoded), malformed percent escapes and any
-// target that is not origin-form. "/" alone is accepted.
+// empty segments ("//"), ';' parameters, fragments, control characters
+// (plain or encoded), malformed percent escapes and any target that is not
+// origin-form. "/" alone is accepted, and so is one trailing '/' after a
+// segment (a directory-style URL such as a package index's
+// /simple/requests/): MatchRule matches it as the path without it.
 func TargetPath(target string) (string, error) {
 	if !strings.HasPrefix(target, "/") {
 		return "", fmt.Errorf("%w: %q is not an origin-form target", ErrTarget, clip(target))
@@ -41,9 +43,13 @@ func TargetPath(target string) (string, error) {
 	if path == "/" {
 		return path, nil
 	}
-	for _, seg := range strings.Split(path[1:], "/") {
+	segs := strings.Split(path[1:], "/")
+	for i, seg := range segs {
 		if seg == "" {
-			return "", fmt.Errorf("%w: the path has an empty segment", ErrTarget)
+			if i == len(segs)-1 {
+				continue // one trailing slash
+			}
+			return "", fmt.Errorf("%w: the path has an empty segment (\"//\"), which upstreams read differently (some merge the slashes, some do not), so keyhole cannot tell which rule it falls under", ErrTarget)
 		}
 		if strings.ContainsAny(seg, ";\\") {
 			return "", fmt.Errorf("%w: the path holds ';' or '\\'", ErrTarget)
@@ -159,6 +165,12 @@ var errNoMatch = errors.New("no match")
 func matchRule(r config.Rule, method, path string, body Body) error {
 	if !slices.Contains(r.Methods, method) {
 		return errNoMatch
+	}
+	// A trailing slash names the same place as the path without it for
+	// the rules: /simple/requests/ lies under the prefix /simple and
+	// matches the pattern /simple/*, never more.
+	if len(path) > 1 {
+		path = strings.TrimSuffix(path, "/")
 	}
 	pathOK := false
 	for _, p := range r.PathPrefixes {

@@ -32,7 +32,9 @@ func TestTargetPath(t *testing.T) {
 		"encoded backslash l": {target: "/a%5cb"},
 		"backslash":           {target: "/a\\b"},
 		"empty segment":       {target: "/a//b"},
-		"trailing slash":      {target: "/a/b/"},
+		"trailing slash":      {target: "/a/b/", path: "/a/b/"},
+		"trailing slashes":    {target: "/a/b//"},
+		"empty then trailing": {target: "/a//"},
 		"semicolon":           {target: "/a;b=c"},
 		"encoded semicolon":   {target: "/a%3Bb"},
 		"control":             {target: "/a\x00b"},
@@ -127,14 +129,18 @@ func TestMatchRule(t *testing.T) {
 		body   Body
 		want   bool
 	}{
-		"prefix":          {rule: r, method: "GET", path: "/a/b", want: true},
-		"pattern":         {rule: r, method: "HEAD", path: "/x/z/y", want: true},
-		"wrong method":    {rule: r, method: "POST", path: "/a", want: false},
-		"no path":         {rule: r, method: "GET", path: "/b", want: false},
-		"body ok":         {rule: body, method: "POST", path: "/b", body: Body{Data: []byte(`{"op":"read"}`), Complete: true, ContentType: json}, want: true},
-		"body wrong":      {rule: body, method: "POST", path: "/b", body: Body{Data: []byte(`{"op":"write"}`), Complete: true, ContentType: json}, want: false},
-		"body incomplete": {rule: body, method: "POST", path: "/b", body: Body{Data: []byte(`{"op":"read"}`), ContentType: json}, want: false},
-		"body untyped":    {rule: body, method: "POST", path: "/b", body: Body{Data: []byte(`{"op":"read"}`), Complete: true}, want: false},
+		"prefix":                          {rule: r, method: "GET", path: "/a/b", want: true},
+		"pattern":                         {rule: r, method: "HEAD", path: "/x/z/y", want: true},
+		"prefix, trailing slash":          {rule: r, method: "GET", path: "/a/b/", want: true},
+		"pattern, trailing slash":         {rule: r, method: "GET", path: "/x/z/y/", want: true},
+		"pattern, slash is not a segment": {rule: r, method: "GET", path: "/x/z/", want: false},
+		"sibling, trailing slash":         {rule: r, method: "GET", path: "/ab/", want: false},
+		"wrong method":                    {rule: r, method: "POST", path: "/a", want: false},
+		"no path":                         {rule: r, method: "GET", path: "/b", want: false},
+		"body ok":                         {rule: body, method: "POST", path: "/b", body: Body{Data: []byte(`{"op":"read"}`), Complete: true, ContentType: json}, want: true},
+		"body wrong":                      {rule: body, method: "POST", path: "/b", body: Body{Data: []byte(`{"op":"write"}`), Complete: true, ContentType: json}, want: false},
+		"body incomplete":                 {rule: body, method: "POST", path: "/b", body: Body{Data: []byte(`{"op":"read"}`), ContentType: json}, want: false},
+		"body untyped":                    {rule: body, method: "POST", path: "/b", body: Body{Data: []byte(`{"op":"read"}`), Complete: true}, want: false},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -199,8 +205,9 @@ func FuzzTargetPath(f *testing.F) {
 		}
 		// An accepted path has no segment that any upstream could read as
 		// a separator, a dot segment or a parameter.
-		if path != "/" {
-			for _, seg := range strings.Split(path[1:], "/") {
+		// One trailing slash is allowed; the segments before it are not empty.
+		if trimmed := strings.TrimSuffix(path, "/"); trimmed != "" {
+			for _, seg := range strings.Split(trimmed[1:], "/") {
 				dec, err := url.PathUnescape(seg)
 				if err != nil || seg == "" || dec == "." || dec == ".." || strings.ContainsAny(dec, "/\\;") || strings.ContainsAny(seg, "\\;?#") {
 					t.Fatalf("TargetPath(%q) accepted segment %q", target, seg)

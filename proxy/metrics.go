@@ -32,6 +32,7 @@ type metrics struct {
 	injectFailures map[string]uint64    // host
 	scrubs         map[[2]string]uint64 // host, where
 	reloads        map[[2]string]uint64 // what, result
+	transparents   map[[2]string]uint64 // decision, reason
 	latencyBounds  []float64
 	latencyCounts  []uint64 // one per bound, then +Inf
 	latencySum     float64
@@ -48,7 +49,7 @@ type metrics struct {
 func newMetrics() *metrics {
 	b := latencyBuckets()
 	return &metrics{
-		requests: map[[3]string]uint64{}, injectFailures: map[string]uint64{}, scrubs: map[[2]string]uint64{}, reloads: map[[2]string]uint64{},
+		requests: map[[3]string]uint64{}, injectFailures: map[string]uint64{}, scrubs: map[[2]string]uint64{}, reloads: map[[2]string]uint64{}, transparents: map[[2]string]uint64{},
 		latencyBounds: b, latencyCounts: make([]uint64, len(b)+1),
 		goroutines: runtime.NumGoroutine,
 	}
@@ -57,6 +58,14 @@ func newMetrics() *metrics {
 func (m *metrics) request(host string, d Decision) {
 	m.mu.Lock()
 	m.requests[[3]string{host, string(d.Action), string(d.Reason)}]++
+	m.mu.Unlock()
+}
+
+// transparent counts a redirected connection's decision; the request
+// counter counts it too, by host.
+func (m *metrics) transparent(d Decision) {
+	m.mu.Lock()
+	m.transparents[[2]string{string(d.Action), string(d.Reason)}]++
 	m.mu.Unlock()
 }
 
@@ -102,6 +111,11 @@ func (m *metrics) write(w io.Writer) {
 	b.WriteString("# TYPE keyhole_proxy_requests_total counter\n")
 	for _, k := range sortedKeys(m.requests, func(k [3]string) string { return k[0] + "\x00" + k[1] + "\x00" + k[2] }) {
 		fmt.Fprintf(&b, "keyhole_proxy_requests_total{host=%s,decision=%s,reason=%s} %d\n", q(k[0]), q(k[1]), q(k[2]), m.requests[k])
+	}
+	b.WriteString("# HELP keyhole_proxy_transparent_connections_total Connections redirected to the transparent listener, by decision and reason.\n")
+	b.WriteString("# TYPE keyhole_proxy_transparent_connections_total counter\n")
+	for _, k := range sortedKeys(m.transparents, func(k [2]string) string { return k[0] + "\x00" + k[1] }) {
+		fmt.Fprintf(&b, "keyhole_proxy_transparent_connections_total{decision=%s,reason=%s} %d\n", q(k[0]), q(k[1]), m.transparents[k])
 	}
 	b.WriteString("# HELP keyhole_proxy_injection_failures_total Requests refused because a credential could not be read.\n")
 	b.WriteString("# TYPE keyhole_proxy_injection_failures_total counter\n")

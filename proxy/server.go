@@ -112,6 +112,9 @@ type Server struct {
 	// follow redirects: every response goes back as is.
 	forwardTLS, forwardPlain *forwarder
 	draining                 atomic.Bool
+	// origDst reads a redirected connection's original destination;
+	// tests replace it, as only a real nat redirect gives one.
+	origDst origDstFunc
 
 	inner   *http.Server
 	innerLn *connListener
@@ -165,6 +168,7 @@ func New(opts Options) (*Server, error) {
 		metrics:   newMetrics(),
 		tunnels:   make(chan struct{}, opts.MaxTunnels),
 		passConns: map[net.Conn]struct{}{},
+		origDst:   originalDst,
 	}
 	if opts.RequestLog != nil {
 		s.reqLog = newRequestLog(opts.RequestLog)
@@ -351,6 +355,12 @@ func (s *Server) Ready() bool {
 // accepting, lets in-flight requests finish within Timeouts.Shutdown, and
 // closes what remains.
 func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
+	return s.Serve(ctx, Listeners{Proxy: ln, Admin: admin})
+}
+
+// Serve is Run with every listener, the transparent one included.
+func (s *Server) Serve(ctx context.Context, lns Listeners) error {
+	ln, admin := lns.Proxy, lns.Admin
 	outer := &http.Server{
 		Handler:                      http.HandlerFunc(s.serveProxy),
 		DisableGeneralOptionsHandler: true, // OPTIONS * is decided too
@@ -360,8 +370,11 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 		ErrorLog:                     log.New(io.Discard, "", 0),
 	}
 	var adminSrv *http.Server
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
 	go func() { errc <- outer.Serve(ln) }()
+	if lns.Transparent != nil {
+		go func() { errc <- s.serveTransparent(lns.Transparent) }()
+	}
 	go func() { errc <- s.inner.Serve(s.innerLn) }()
 	if admin != nil {
 		adminSrv = &http.Server{Handler: s.AdminHandler(), ReadHeaderTimeout: s.opts.Timeouts.ReadHeader}
@@ -396,6 +409,9 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 	s.draining.Store(true)
 	sctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeouts.Shutdown)
 	defer cancel()
+	if lns.Transparent != nil {
+		lns.Transparent.Close()
+	}
 	outer.Shutdown(sctx)
 	s.innerLn.Close()
 	s.inner.Shutdown(sctx)

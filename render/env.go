@@ -17,10 +17,45 @@ type envVar struct {
 	Value string
 }
 
-// caBundleVars point the common HTTP clients at the sandbox's bundle.pem:
-// Python requests, git, OpenSSL-based tools, Node.js and curl.
+// caBundleVars point the common clients at the sandbox's bundle.pem, which
+// holds the system roots too, so a variable that replaces a client's own
+// roots (rather than adding to them) loses nothing. docs/render.md has the
+// table of runtimes and what each reads.
 func caBundleVars() []string {
-	return []string{"CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"}
+	return []string{
+		"AWS_CA_BUNDLE",                      // AWS CLI and SDKs
+		"CARGO_HTTP_CAINFO",                  // cargo
+		"CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE", // gcloud
+		"CURL_CA_BUNDLE",                     // curl, and Python requests after REQUESTS_CA_BUNDLE
+		"DENO_CERT",                          // Deno
+		"GIT_SSL_CAINFO",                     // git
+		"GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",   // gRPC C core (Python, Ruby, PHP, C++)
+		"NODE_EXTRA_CA_CERTS",                // Node.js, Bun
+		"NPM_CONFIG_CAFILE",                  // npm, over an image's npmrc cafile
+		"REQUESTS_CA_BUNDLE",                 // Python requests, pip
+		"SSL_CERT_FILE",                      // OpenSSL (Python ssl, httpx, aiohttp, Ruby, PHP, .NET, Rust native-tls), Go, rustls-native-certs
+	}
+}
+
+// javaToolOptions makes every JVM started in the sandbox use the proxy and
+// trust the bundle: Java's HTTP clients read no proxy variable and no PEM
+// bundle. The JVM prints "Picked up JAVA_TOOL_OPTIONS" on stderr.
+func javaToolOptions(proxyHost string, noProxy []string) string {
+	non := []string{"localhost", "127.*", "[::1]"}
+	for _, n := range noProxy {
+		if strings.HasPrefix(n, ".") {
+			n = "*" + n
+		}
+		non = append(non, n)
+	}
+	port := strconv.Itoa(ProxyPort)
+	return strings.Join([]string{
+		"-Dhttps.proxyHost=" + proxyHost, "-Dhttps.proxyPort=" + port,
+		"-Dhttp.proxyHost=" + proxyHost, "-Dhttp.proxyPort=" + port,
+		"-Dhttp.nonProxyHosts=" + strings.Join(non, "|"),
+		"-Djavax.net.ssl.trustStore=" + TrustDir + "/" + TrustStoreName,
+		"-Djavax.net.ssl.trustStoreType=PKCS12",
+	}, " ")
 }
 
 // envName is a portable environment variable name: what a shell, a .env
@@ -50,6 +85,15 @@ func envVars(sb compiler.Sandbox, opts Options) ([]envVar, error) {
 	for _, n := range caBundleVars() {
 		added[n] = BundleFile
 	}
+	proxyHost := "127.0.0.1"
+	if opts.ProxyMode == ModeDeployment {
+		proxyHost = sb.Name + longestSuffix
+	}
+	added["JAVA_TOOL_OPTIONS"] = javaToolOptions(proxyHost, opts.NoProxy)
+	added["WGETRC"] = TrustDir + "/" + WgetRCName
+	// Node 22.21+ and 24.5+ route fetch and https through HTTPS_PROXY
+	// only when asked; older versions ignore the variable.
+	added["NODE_USE_ENV_PROXY"] = "1"
 	vars := map[string]string{}
 	for n, v := range added {
 		vars[n] = v
@@ -113,4 +157,41 @@ func encodeDotEnv(env []envVar) []byte {
 		b.WriteString("'\n")
 	}
 	return b.Bytes()
+}
+
+// Runtime is one client runtime and what in the rendered environment
+// makes it reach the proxy and trust the sandbox CA.
+type Runtime struct {
+	// Name names the runtime or client.
+	Name string
+	// Via is what makes it work: the variables it reads, or how the
+	// proxy mode carries a client that reads none.
+	Via string
+	// Proxy is false for a client that ignores the proxy variables: the
+	// sidecar's transparent listener carries it, deployment mode's
+	// NetworkPolicy stops it.
+	Proxy bool
+}
+
+// Runtimes lists the runtimes the rendered environment covers, for
+// `keyhole explain` and docs/render.md.
+func Runtimes() []Runtime {
+	return []Runtime{
+		{Name: "curl", Via: "https_proxy, CURL_CA_BUNDLE", Proxy: true},
+		{Name: "wget", Via: "https_proxy, WGETRC (ca_certificate)", Proxy: true},
+		{Name: "git", Via: "https_proxy, GIT_SSL_CAINFO", Proxy: true},
+		{Name: "gh, Go net/http", Via: "HTTPS_PROXY, SSL_CERT_FILE", Proxy: true},
+		{Name: "Python urllib, httpx", Via: "HTTPS_PROXY, SSL_CERT_FILE", Proxy: true},
+		{Name: "Python requests, pip", Via: "HTTPS_PROXY, REQUESTS_CA_BUNDLE", Proxy: true},
+		{Name: "Python aiohttp (trust_env=False, the default)", Via: "SSL_CERT_FILE; ignores the proxy variables"},
+		{Name: "Node.js >= 22.21 / 24.5 fetch and https", Via: "NODE_USE_ENV_PROXY, HTTPS_PROXY, NODE_EXTRA_CA_CERTS", Proxy: true},
+		{Name: "Node.js 20 fetch and https, plain undici", Via: "NODE_EXTRA_CA_CERTS; ignore the proxy variables"},
+		{Name: "undici EnvHttpProxyAgent, axios >= 1.16.1", Via: "HTTPS_PROXY, NODE_EXTRA_CA_CERTS", Proxy: true},
+		{Name: "axios <= 1.16.0", Via: "sends GET https://... in clear to the proxy, which refuses it (host-not-allowed): upgrade axios, or pass proxy: false", Proxy: true},
+		{Name: "npm", Via: "HTTPS_PROXY, NPM_CONFIG_CAFILE (over an npmrc cafile)", Proxy: true},
+		{Name: "Java HttpClient, HttpURLConnection", Via: "JAVA_TOOL_OPTIONS (proxy properties, PKCS#12 trust store)", Proxy: true},
+		{Name: ".NET HttpClient, Ruby Net::HTTP, PHP", Via: "HTTPS_PROXY, SSL_CERT_FILE", Proxy: true},
+		{Name: "Rust reqwest (native-tls or rustls with native roots), cargo", Via: "HTTPS_PROXY, SSL_CERT_FILE, CARGO_HTTP_CAINFO", Proxy: true},
+		{Name: "AWS CLI and SDKs, gcloud, gRPC, Deno", Via: "HTTPS_PROXY, AWS_CA_BUNDLE, CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE, GRPC_DEFAULT_SSL_ROOTS_FILE_PATH, DENO_CERT", Proxy: true},
+	}
 }

@@ -44,9 +44,12 @@ const (
 	// fight the init container over it.
 	trustFieldManager = "keyhole-egress-trust"
 
-	// proxyUID runs the proxy and its init containers: any non-root ID
-	// works; 65532 is the distroless "nonroot" user.
-	proxyUID = 65532
+	// proxyUID runs the proxy and its init containers. In a sidecar pod
+	// it is the one user whose connections the nat rules leave
+	// unredirected, so it must be a user no sandbox image runs as: not
+	// 0, not 65532 (the distroless and Chainguard "nonroot" that many
+	// images use), not 65534 (nobody). docs/render.md.
+	proxyUID = 64123
 
 	// configHashAnnotation on a pod template changes when proxy.json
 	// does, so a new config rolls the pods that load it.
@@ -236,8 +239,12 @@ func (in sandboxInput) sandboxDeployment() obj {
 		pod["volumes"] = list{obj{
 			"name": volTrust,
 			"configMap": obj{
-				"name":  in.name(compTrust),
-				"items": list{obj{"key": "bundle.pem", "path": "bundle.pem"}},
+				"name": in.name(compTrust),
+				"items": list{
+					obj{"key": "bundle.pem", "path": "bundle.pem"},
+					obj{"key": TrustStoreName, "path": TrustStoreName},
+					obj{"key": WgetRCName, "path": WgetRCName},
+				},
 			},
 		}}
 	}
@@ -260,11 +267,24 @@ func (in sandboxInput) sandboxContainer() obj {
 		"volumeMounts": list{obj{
 			"name": volTrust, "mountPath": TrustDir, "readOnly": true,
 		}},
-		"securityContext": obj{
-			"allowPrivilegeEscalation": false,
-			"seccompProfile":           obj{"type": "RuntimeDefault"},
-		},
+		"securityContext": in.sandboxSecurity(),
 	}
+}
+
+// sandboxSecurity is the sandbox container's securityContext. In a
+// sidecar pod the nat rules exempt the proxy's UID, so the sandbox, which
+// may run as root, loses the capabilities that would let it become that
+// user (SETUID, SETGID) or change the rules (NET_ADMIN), and raw sockets
+// (NET_RAW); no_new_privs keeps a setuid binary from giving them back.
+func (in sandboxInput) sandboxSecurity() obj {
+	sc := obj{
+		"allowPrivilegeEscalation": false,
+		"seccompProfile":           obj{"type": "RuntimeDefault"},
+	}
+	if in.sidecar() {
+		sc["capabilities"] = obj{"drop": list{"NET_ADMIN", "NET_RAW", "SETGID", "SETUID"}}
+	}
+	return sc
 }
 
 func restricted() obj {
@@ -291,6 +311,10 @@ func (in sandboxInput) addProxy(pod obj, sidecar bool) {
 	proxy := in.proxyContainer(listen)
 	inits := list{in.trustContainer()}
 	if sidecar {
+		// The rules go in first: no container of the pod starts with
+		// its egress open.
+		inits = append(list{in.netInitContainer()}, inits...)
+		proxy["args"] = append(proxy["args"].(list), "--transparent-listen", fmt.Sprintf("127.0.0.1:%d", TransparentPort))
 		proxy["restartPolicy"] = "Always"
 		inits = append(inits, proxy)
 	} else {
@@ -431,6 +455,9 @@ func (in sandboxInput) trustContainer() obj {
 			"trust-bundle",
 			"--ca", caPublicDir + "/ca.crt",
 			"--out", trustWorkDir + "/bundle.pem",
+			"--truststore", trustWorkDir + "/" + TrustStoreName,
+			"--wgetrc", trustWorkDir + "/" + WgetRCName,
+			"--bundle-path", BundleFile,
 			"--configmap", in.name(compTrust),
 			"--field-manager", trustFieldManager,
 		},
@@ -443,6 +470,31 @@ func (in sandboxInput) trustContainer() obj {
 			obj{"name": volCAPublic, "mountPath": caPublicDir, "readOnly": true},
 			obj{"name": volTrust, "mountPath": trustWorkDir},
 			obj{"name": volAPIAccess, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": true},
+		},
+	}
+}
+
+// netInitContainer installs transparent mode's nat and filter rules in
+// the pod's network namespace and exits. It is the pod's only container
+// with NET_ADMIN, and needs root for it: Kubernetes grants an added
+// capability only to a root process.
+func (in sandboxInput) netInitContainer() obj {
+	return obj{
+		"name":  "egress-transparent-init",
+		"image": in.opts.NetInitImage,
+		"args": list{
+			"transparent-init",
+			"--proxy-uid", fmt.Sprint(proxyUID),
+			"--port", fmt.Sprint(TransparentPort),
+		},
+		"resources": obj{"requests": obj{"cpu": "10m", "memory": "16Mi"}},
+		"securityContext": obj{
+			"runAsUser":                0,
+			"runAsNonRoot":             false,
+			"readOnlyRootFilesystem":   true,
+			"allowPrivilegeEscalation": false,
+			"capabilities":             obj{"drop": list{"ALL"}, "add": list{"NET_ADMIN"}},
+			"seccompProfile":           obj{"type": "RuntimeDefault"},
 		},
 	}
 }
@@ -470,9 +522,11 @@ func tcp(port int) obj { return obj{"protocol": "TCP", "port": port} }
 // sandboxNetworkPolicy confines the sandbox's egress. With the proxy in
 // its own Deployment the sandbox reaches only the proxy and DNS. As a
 // sidecar the proxy shares the sandbox's network namespace, and a
-// NetworkPolicy, which applies to whole pods, must let the proxy reach
-// its upstreams (HTTPS on 443) and the API server (443 or 6443, for the
-// trust bundle); docs/render.md says what that costs.
+// NetworkPolicy, which applies to whole pods and knows addresses, not
+// names, must let the proxy reach its upstreams (HTTPS on 443) and the
+// API server (443 or 6443, for the trust bundle); inside the pod the
+// transparent-mode rules hold every other user to the proxy
+// (docs/render.md).
 func (in sandboxInput) sandboxNetworkPolicy() obj {
 	o := in.object("networking.k8s.io/v1", "NetworkPolicy", in.name(compSandbox), compSandbox)
 	dns := obj{"ports": list{obj{"protocol": "UDP", "port": 53}, tcp(53)}}

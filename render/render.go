@@ -26,7 +26,11 @@ import (
 // Proxy modes: where the egress proxy runs relative to its sandbox.
 const (
 	// ModeSidecar runs the proxy as a native sidecar container in the
-	// sandbox's pod; the sandbox reaches it on loopback.
+	// sandbox's pod, in transparent mode: the sandbox reaches it on
+	// loopback through HTTPS_PROXY, and an init container's nat rules
+	// redirect every other TCP connection of the pod but the proxy's to
+	// it, so a client that ignores HTTPS_PROXY is held to the same policy
+	// (docs/proxy.md, transparent mode).
 	ModeSidecar = "sidecar"
 	// ModeDeployment runs the proxy as its own Deployment and Service, so
 	// the sandbox's pod holds no Secret volume at all and a NetworkPolicy
@@ -40,11 +44,20 @@ const (
 // image the proxy's pod runs: its init container is the same binary.
 const DefaultProxyImage = "ghcr.io/keyhole-dev/keyhole-proxy:v0.1.0"
 
+// DefaultNetInitImage is the transparent-mode init container's image when
+// Options.NetInitImage is empty: Debian's iptables package and the
+// keyhole-proxy binary, whose transparent-init command writes the rules
+// (scripts/images.sh builds it).
+const DefaultNetInitImage = "ghcr.io/keyhole-dev/keyhole-netinit:v0.1.0"
+
 // Ports the rendered proxy listens on. The admin port serves /healthz,
 // /readyz and /metrics and is what the probes call.
 const (
 	ProxyPort = 3128
 	AdminPort = 9090
+	// TransparentPort is the sidecar's transparent listener on
+	// 127.0.0.1, where the pod's nat rules redirect the sandbox's TCP.
+	TransparentPort = 3129
 )
 
 // Paths inside the containers. The proxy's Secret and CA paths are the
@@ -57,6 +70,11 @@ const (
 	TrustDir = "/etc/keyhole/trust"
 	// BundleFile is the CA bundle the sandbox's CA variables point at.
 	BundleFile = TrustDir + "/bundle.pem"
+	// TrustStoreName is the bundle as a passwordless PKCS#12 trust store
+	// in TrustDir, for Java (JAVA_TOOL_OPTIONS).
+	TrustStoreName = "truststore.p12"
+	// WgetRCName is a wgetrc in TrustDir naming the bundle (WGETRC).
+	WgetRCName = "wgetrc"
 )
 
 // MarkerFile is written by WriteDir at the top of every output directory.
@@ -87,6 +105,9 @@ type Options struct {
 	ProxyMode string
 	// ProxyImage runs the egress proxy; DefaultProxyImage when empty.
 	ProxyImage string
+	// NetInitImage installs the transparent-mode rules in a sidecar
+	// pod; DefaultNetInitImage when empty.
+	NetInitImage string
 	// DefaultSandboxImage is used for a sandbox whose Plan names no image.
 	// A sandbox with neither is an error: a Deployment needs an image.
 	DefaultSandboxImage string
@@ -124,6 +145,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.ProxyImage == "" {
 		o.ProxyImage = DefaultProxyImage
+	}
+	if o.NetInitImage == "" {
+		o.NetInitImage = DefaultNetInitImage
 	}
 	if o.DefaultNamespace == "" {
 		o.DefaultNamespace = "default"
@@ -318,4 +342,27 @@ func renderSandbox(sb compiler.Sandbox, dir string, opts Options) ([]File, error
 		files = append(files, File{Path: dir + "/" + manifestName(o), Data: data})
 	}
 	return files, nil
+}
+
+// DescribeMode says, in lines for `keyhole explain`, what a proxy mode
+// enforces: where the proxy runs and what holds a client that ignores
+// HTTPS_PROXY.
+func DescribeMode(mode string) ([]string, error) {
+	switch mode {
+	case ModeSidecar, "":
+		return []string{
+			"proxy mode: sidecar, transparent (enforcing)",
+			fmt.Sprintf("  clients that honour HTTPS_PROXY reach the proxy on 127.0.0.1:%d", ProxyPort),
+			fmt.Sprintf("  every other TCP connection of the pod, except the proxy's own (UID %d), is redirected to the proxy", proxyUID),
+			"  and decided by its TLS server name with the same policy; TLS without a server name and non-TLS TCP are refused",
+			"  UDP is refused except DNS to the pod's resolvers; IPv6 egress is refused",
+		}, nil
+	case ModeDeployment:
+		return []string{
+			"proxy mode: deployment (enforcing)",
+			fmt.Sprintf("  clients that honour HTTPS_PROXY reach the proxy's Service on port %d", ProxyPort),
+			"  the sandbox's NetworkPolicy lets its pod reach only the proxy and DNS: a client that ignores HTTPS_PROXY reaches nothing",
+		}, nil
+	}
+	return nil, fmt.Errorf("%w: proxy mode %q (want %s or %s)", ErrInvalidOptions, mode, ModeSidecar, ModeDeployment)
 }

@@ -398,13 +398,15 @@ func sortedJSONKeys(t *testing.T, data []byte) bool {
 // TestEnv: the full environment in both env files and the container.
 func TestEnv(t *testing.T) {
 	tests := map[string]struct {
-		opts  Options
-		proxy string
+		opts      Options
+		proxy     string
+		javaProxy string // the proxy host Java is given
+		javaNon   string // Java's http.nonProxyHosts
 	}{
-		"sidecar":        {opts: Options{}, proxy: "http://127.0.0.1:3128"},
-		"deployment":     {opts: Options{ProxyMode: ModeDeployment}, proxy: "http://support-workspace-egress-proxy:3128"},
-		"extra no_proxy": {opts: Options{NoProxy: []string{".internal"}}, proxy: "http://127.0.0.1:3128"},
-		"explicit image": {opts: Options{ProxyImage: "example.com/p:1"}, proxy: "http://127.0.0.1:3128"},
+		"sidecar":        {opts: Options{}, proxy: "http://127.0.0.1:3128", javaProxy: "127.0.0.1", javaNon: "localhost|127.*|[::1]"},
+		"deployment":     {opts: Options{ProxyMode: ModeDeployment}, proxy: "http://support-workspace-egress-proxy:3128", javaProxy: "support-workspace-egress-proxy", javaNon: "localhost|127.*|[::1]"},
+		"extra no_proxy": {opts: Options{NoProxy: []string{".internal"}}, proxy: "http://127.0.0.1:3128", javaProxy: "127.0.0.1", javaNon: "localhost|127.*|[::1]|*.internal"},
+		"explicit image": {opts: Options{ProxyImage: "example.com/p:1"}, proxy: "http://127.0.0.1:3128", javaProxy: "127.0.0.1", javaNon: "localhost|127.*|[::1]"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -418,6 +420,13 @@ func TestEnv(t *testing.T) {
 				"NO_PROXY": noProxy, "no_proxy": noProxy,
 				"REQUESTS_CA_BUNDLE": BundleFile, "GIT_SSL_CAINFO": BundleFile, "SSL_CERT_FILE": BundleFile,
 				"NODE_EXTRA_CA_CERTS": BundleFile, "CURL_CA_BUNDLE": BundleFile,
+				"AWS_CA_BUNDLE": BundleFile, "CARGO_HTTP_CAINFO": BundleFile, "CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE": BundleFile,
+				"DENO_CERT": BundleFile, "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH": BundleFile, "NPM_CONFIG_CAFILE": BundleFile,
+				"NODE_USE_ENV_PROXY": "1",
+				"WGETRC":             "/etc/keyhole/trust/wgetrc",
+				"JAVA_TOOL_OPTIONS": "-Dhttps.proxyHost=" + tc.javaProxy + " -Dhttps.proxyPort=3128 -Dhttp.proxyHost=" + tc.javaProxy +
+					" -Dhttp.proxyPort=3128 -Dhttp.nonProxyHosts=" + tc.javaNon +
+					" -Djavax.net.ssl.trustStore=/etc/keyhole/trust/truststore.p12 -Djavax.net.ssl.trustStoreType=PKCS12",
 			}
 			var got map[string]string
 			if err := json.Unmarshal(fm["agents/support-workspace/env.json"], &got); err != nil {
@@ -579,10 +588,10 @@ func TestProxyOverrides(t *testing.T) {
 		opts     Options
 		wantArgs []string // after the fixed --config, --listen and --admin-listen
 	}{
-		"none": {opts: Options{}},
+		"none": {opts: Options{}, wantArgs: []string{"--transparent-listen", "127.0.0.1:3129"}},
 		"resolve and upstream CA, sidecar": {
 			opts:     Options{ProxyResolve: []string{"github.com:443:10.88.0.1:8443", "api.github.com:443:[fd00::1]:8443"}, UpstreamCAConfigMap: "upstream-ca"},
-			wantArgs: []string{"--resolve", "github.com:443:10.88.0.1:8443", "--resolve", "api.github.com:443:[fd00::1]:8443", "--upstream-ca", "/etc/keyhole/upstream-ca/ca.crt"},
+			wantArgs: []string{"--resolve", "github.com:443:10.88.0.1:8443", "--resolve", "api.github.com:443:[fd00::1]:8443", "--upstream-ca", "/etc/keyhole/upstream-ca/ca.crt", "--transparent-listen", "127.0.0.1:3129"},
 		},
 		"upstream CA, deployment": {
 			opts:     Options{ProxyMode: ModeDeployment, UpstreamCAConfigMap: "corp.egress-ca"},

@@ -5,7 +5,12 @@
 # with the Mozilla roots, a non-root user and OCI labels naming this
 # commit. Writes ${KEYHOLE_CACHE:-.cache}/images/keyhole-proxy.tar and
 # keyhole.tar, image tarballs that `ctr -n k8s.io images import`,
-# `docker load` and `crane push` take, and prints their paths.
+# `docker load` and `crane push` take, and prints their paths. Then
+# keyhole-netinit.tar, the sidecar pod's transparent-mode init image:
+# Debian's iptables package (a root filesystem made by mmdebstrap from
+# Debian's packages, no container engine) plus the keyhole-proxy binary,
+# whose transparent-init command writes the rules iptables-restore loads.
+# The root filesystem is kept while its package list is unchanged.
 #
 #   IMAGE_REGISTRY  repository prefix (default ghcr.io/keyhole-dev)
 #   IMAGE_TAG       tag (default v0.1.0, render's default proxy image)
@@ -35,3 +40,27 @@ for cmd in keyhole-proxy keyhole; do
     -revision "$revision" -version "$tag" -created "$created" -arch "$arch" >&2
   echo "$out/$cmd.tar"
 done
+
+# The transparent-mode init image. Debian's iptables (nf_tables backend)
+# is the reference implementation of the rules' syntax; the essential
+# variant adds only what dpkg itself needs.
+if ! command -v mmdebstrap >/dev/null 2>&1; then
+  echo "images.sh: mmdebstrap is missing (apt-get install -y mmdebstrap): it builds the keyhole-netinit root filesystem" >&2
+  exit 1
+fi
+suite=bookworm
+mirror=${KEYHOLE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+rootfs="$out/netinit-rootfs-$arch.tar"
+stamp="$rootfs.stamp"
+opts=(--quiet --variant=essential --include=iptables --architectures="$arch" --format=tar --skip=output/dev
+  --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*')
+want=$(echo "$suite ${opts[*]}" | sha256sum | cut -d' ' -f1)
+if [ ! -s "$rootfs" ] || [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "images.sh: building the keyhole-netinit root filesystem (Debian $suite, iptables)" >&2
+  mmdebstrap "${opts[@]}" "$suite" "$rootfs.tmp" "$mirror" >&2
+  mv -f "$rootfs.tmp" "$rootfs"
+  echo "$want" >"$stamp"
+fi
+"$tool" rootfs -rootfs "$rootfs" -binary "$out/bin/$arch/keyhole-proxy" -ref "$registry/keyhole-netinit:$tag" \
+  -out "$out/keyhole-netinit.tar" -revision "$revision" -version "$tag" -created "$created" -arch "$arch" >&2
+echo "$out/keyhole-netinit.tar"

@@ -2,7 +2,9 @@
 # Installs what the end-to-end tests run as real clients and servers:
 # git (with git-http-backend), curl, Python requests, gh, kubectl, the
 # shells the completion tests run (zsh, fish), shellcheck (actionlint runs
-# it), pre-commit, and etcd with a kube-apiserver. Installs only what is
+# it), pre-commit, etcd with a kube-apiserver; for the client matrix and
+# the transparent-mode tests also wget, Node.js, a headless Java runtime,
+# iptables, iproute2 and setpriv (util-linux). Installs only what is
 # missing, so a second run is quick and offline; starts and enables no
 # service. Quiet: one line per thing it installs, everything else only
 # when a step fails.
@@ -34,6 +36,12 @@ need zsh zsh
 need fish fish
 need shellcheck shellcheck
 need pre-commit pre-commit
+need wget wget
+need node nodejs
+need java default-jre-headless
+need iptables-restore iptables
+need ip iproute2
+need setpriv util-linux
 [ -x /usr/lib/git-core/git-http-backend ] || missing+=(git)
 # The python3 on PATH may not be Debian's; the test takes whichever of it
 # and /usr/bin/python3 can import requests.

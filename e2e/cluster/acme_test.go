@@ -75,8 +75,18 @@ func TestGitHubAcme(t *testing.T) {
 				if n := strings.Count(out, "BEGIN CERTIFICATE"); n < 50 || !strings.HasSuffix(out, string(ca)) {
 					t.Errorf("bundle.pem holds %d certificates and ends with the CA: %v", n, strings.HasSuffix(out, string(ca)))
 				}
+				// The Java trust store and the wgetrc, published beside it
+				// and mounted in the sandbox.
+				p12, err := c.kubectl(ctx, nil, "get", "configmap", acmeTrust, "-n", acmeNS, "-o", "jsonpath={.binaryData.truststore\\.p12}")
+				if err != nil || len(p12) < 1000 {
+					t.Errorf("truststore.p12 not published (%d bytes of base64): %v", len(p12), err)
+				}
+				if out, err := c.sandboxSh(ctx, `cat "$WGETRC"; test -s /etc/keyhole/trust/truststore.p12 && echo p12-mounted`); err != nil ||
+					!strings.Contains(out, "ca_certificate = /etc/keyhole/trust/bundle.pem") || !strings.Contains(out, "p12-mounted") {
+					t.Errorf("the sandbox's trust directory: %q, %v", out, err)
+				}
 			})
-			c.checkClients(t, ctx, up)
+			c.checkClients(t, ctx, up, mode)
 			c.checkNoSecretInSandbox(t, ctx, token, mode)
 			t.Run("rotation", func(t *testing.T) {
 				before := c.proxyPod(t, ctx, mode)
@@ -210,7 +220,7 @@ func (c *cluster) sandboxSh(ctx context.Context, script string) (string, error) 
 
 // checkClients uses real clients in the sandbox container through the
 // proxy, holding only the placeholder.
-func (c *cluster) checkClients(t *testing.T, ctx context.Context, up *upstream) {
+func (c *cluster) checkClients(t *testing.T, ctx context.Context, up *upstream, mode string) {
 	head, err := up.head()
 	if err != nil {
 		t.Fatal(err)
@@ -243,6 +253,25 @@ func (c *cluster) checkClients(t *testing.T, ctx context.Context, up *upstream) 
 			script: `echo "$GH_TOKEN"`,
 			want:   []string{placeholder},
 		},
+	}
+	if mode == "sidecar" {
+		// Transparent mode: a client that ignores HTTPS_PROXY, aimed at
+		// an address of its choosing (TEST-NET-1), is redirected to the
+		// proxy, which dials the name it allows and refuses the rest.
+		tests["curl ignoring the proxy is carried by the transparent listener"] = struct {
+			script string
+			want   []string
+		}{
+			script: `curl --noproxy '*' -sS -w ' %{http_code}' --resolve api.github.com:443:192.0.2.10 https://api.github.com/repos/acme/widgets`,
+			want:   []string{`"full_name":"acme/widgets"`, " 200"},
+		}
+		tests["curl ignoring the proxy to another host is refused"] = struct {
+			script string
+			want   []string
+		}{
+			script: `curl --noproxy '*' -sS -o /dev/null -w '%{http_code}' --max-time 10 --resolve evil.example:443:192.0.2.10 https://evil.example/ 2>&1; echo " exit=$?"`,
+			want:   []string{"alert access denied", "000 exit=35"},
+		}
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

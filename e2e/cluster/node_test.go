@@ -368,7 +368,7 @@ const (
 // importImages imports the repository-built images; no image is ever
 // pulled, since this machine reaches no registry.
 func (c *cluster) importImages(ctx context.Context) error {
-	for _, k := range []string{imgPause, imgProxy, imgKeyhole, imgSandbox} {
+	for _, k := range []string{imgPause, imgProxy, imgNetInit, imgKeyhole, imgSandbox} {
 		if _, err := c.ctr(ctx, "images", "import", "--no-unpack=false", c.tools[k]); err != nil {
 			return fmt.Errorf("importing %s: %w", c.tools[k], err)
 		}

@@ -34,6 +34,7 @@ const (
 	toolKubectl   = "kubectl"
 	toolCNI       = "cni-bin-dir"
 	imgProxy      = "image:keyhole-proxy"
+	imgNetInit    = "image:keyhole-netinit"
 	imgKeyhole    = "image:keyhole"
 	imgPause      = "image:pause"
 	imgSandbox    = "image:sandbox"
@@ -140,7 +141,7 @@ func locateTools() (tools, error) {
 	for _, p := range out {
 		t["image:"+strings.TrimSuffix(filepath.Base(p), ".tar")] = p
 	}
-	for _, k := range []string{toolAPIServer, toolKubelet, toolKCM, toolScheduler, toolKubeProxy, imgProxy, imgKeyhole, imgPause, imgSandbox} {
+	for _, k := range []string{toolAPIServer, toolKubelet, toolKCM, toolScheduler, toolKubeProxy, imgProxy, imgNetInit, imgKeyhole, imgPause, imgSandbox} {
 		if _, err := os.Stat(t[k]); err != nil {
 			return nil, fmt.Errorf("%s: the build scripts did not leave it at %q: %w", k, t[k], err)
 		}

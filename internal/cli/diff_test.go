@@ -343,7 +343,7 @@ func TestDiffDoc(t *testing.T) {
 		"text":     {dir: ga.dir, args: []string{"diff", "--base", "main"}, code: exitFailed, fence: "text"},
 		"markdown": {dir: gf.dir, args: []string{"diff", "--base", "main", "--format", "markdown"}, code: exitFailed, fence: "markdown", cut: "#### Resources"},
 		"json":     {dir: ga.dir, args: []string{"diff", "--base", "main", "--format", "json"}, code: exitFailed, fence: "json"},
-		"gate":     {dir: gf.dir, args: []string{"diff", "--base", "main", "--format", "markdown", "--fail-on", "widened"}, code: exitGate, fence: "console", shell: true},
+		"gate":     {dir: gf.dir, args: []string{"diff", "--base", "main", "--format", "markdown", "--fail-on", "widened"}, code: exitGate, fence: "text", shell: true},
 		"explain":  {dir: ga.dir, args: []string{"explain", "--base", "main", "--sandbox", "support-workspace", "--request", "POST https://api.github.com/repos/acme/widgets/issues"}, fence: "text"},
 	} {
 		t.Chdir(s.dir)

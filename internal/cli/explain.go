@@ -43,11 +43,17 @@ func runExplain(e *env, args []string) int {
 	body := fs.String("body", "", "the request's `JSON` body, for rules that look at it (e.g. a Git LFS batch request)")
 	base := fs.String("base", "", "compare with the inputs at git `REF`: the sandbox's access verdict and witnesses, as keyhole diff gives them, and --request decided on both sides")
 	head := fs.String("head", "", "with --base, the git `REF` to compare to; the working tree on disk when omitted")
+	mode := fs.String("proxy-mode", render.ModeSidecar, "the proxy mode the sandbox is rendered with (`sidecar` or deployment), for what it enforces")
 	paths, err := parse(fs, args)
 	if err != nil {
 		return flagExit(err)
 	}
 	f.format = "text"
+	modeLines, err := render.DescribeMode(*mode)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "keyhole explain: --proxy-mode: %v\n", err)
+		return exitUsage
+	}
 	if *base != "" {
 		return explainChange(e, paths, &f, *base, *head, *sandbox, *request, []byte(*body))
 	}
@@ -91,7 +97,8 @@ func runExplain(e *env, args []string) int {
 		return exitUsage
 	}
 	if *request == "" {
-		describeSandbox(e.stdout, s)
+		describeSandbox(e.stdout, s, modeLines)
+		describeRuntimes(e.stdout, *mode)
 		return exitOK
 	}
 	d, err := judge(s.Proxy, *request, []byte(*body))
@@ -163,8 +170,12 @@ func findSandbox(units []compiler.Unit, name string) (compiler.Sandbox, error) {
 
 // describeSandbox prints what a sandbox may reach: per host the injection
 // by Secret key name (never a value), the rules and the placeholders.
-func describeSandbox(w io.Writer, s compiler.Sandbox) {
+func describeSandbox(w io.Writer, s compiler.Sandbox, modeLines []string) {
 	fmt.Fprintf(w, "sandbox %s (%s %s, class %s)\n", sandboxName(s), s.Source.Kind, s.Source.Name, s.Class)
+	fmt.Fprintln(w)
+	for _, l := range modeLines {
+		fmt.Fprintln(w, l)
+	}
 	if len(s.Env) > 0 {
 		fmt.Fprintln(w, "\nplaceholders in the sandbox's environment:")
 		for _, v := range s.Env {
@@ -198,6 +209,24 @@ func describeSandbox(w io.Writer, s compiler.Sandbox) {
 		fmt.Fprintf(w, "  %s\n", h)
 	}
 	fmt.Fprintln(w, "\nevery other host is refused: X-Omnia-Egress-Refused: host-not-allowed")
+}
+
+// describeRuntimes lists the client runtimes the rendered environment
+// covers and how, and what the mode does with one that ignores
+// HTTPS_PROXY.
+func describeRuntimes(w io.Writer, mode string) {
+	fmt.Fprintln(w, "\nruntimes the rendered environment covers (docs/render.md):")
+	for _, r := range render.Runtimes() {
+		how := r.Via
+		if !r.Proxy {
+			if mode == render.ModeDeployment {
+				how += "; refused here: the NetworkPolicy lets the pod reach only the proxy"
+			} else {
+				how += "; carried by the transparent listener"
+			}
+		}
+		fmt.Fprintf(w, "  %s: %s\n", r.Name, how)
+	}
 }
 
 func injection(in config.Inject) string {

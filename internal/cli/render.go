@@ -264,6 +264,7 @@ func placed(u rendered) []render.File {
 func registerRenderOptions(fs *flag.FlagSet, opts *render.Options) {
 	fs.StringVar(&opts.ProxyMode, "proxy-mode", render.ModeSidecar, "run the proxy as a `sidecar` of the sandbox or as its own deployment")
 	fs.StringVar(&opts.ProxyImage, "proxy-image", render.DefaultProxyImage, "the egress proxy's container `image`")
+	fs.StringVar(&opts.NetInitImage, "netinit-image", render.DefaultNetInitImage, "the `image` of the sidecar pod's transparent-mode init container (iptables and keyhole-proxy)")
 	fs.StringVar(&opts.DefaultSandboxImage, "sandbox-image", "", "container `image` for a sandbox whose SandboxClass names none")
 	fs.Func("proxy-resolve", "HOST:PORT:ADDR the proxy connects to ADDR for, as curl --resolve (repeatable)", func(v string) error {
 		opts.ProxyResolve = append(opts.ProxyResolve, v)

@@ -66,14 +66,26 @@ func aptPackage(tool string) string {
 	switch tool {
 	case "python3":
 		return "python3 python3-requests"
-	default: // curl, git and gh are packaged under their own names
+	case "node":
+		return "nodejs"
+	case "java":
+		return "default-jre-headless"
+	case "iptables-restore", "ip6tables-restore":
+		return "iptables"
+	case "ip":
+		return "iproute2"
+	case "setpriv":
+		return "util-linux"
+	case "go":
+		return "golang (or the Go toolchain the module names)"
+	default: // curl, git, gh, wget and bash are packaged under their own names
 		return tool
 	}
 }
 
 // requireTool returns the absolute path of a tool, failing the test (never
 // skipping it) with the Debian package to install when it is missing.
-func requireTool(t *testing.T, name string) string {
+func requireTool(t testing.TB, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
@@ -95,7 +107,7 @@ type testCA struct {
 	keyFile  string
 }
 
-func newCA(t *testing.T, dir, name string) *testCA {
+func newCA(t testing.TB, dir, name string) *testCA {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -134,7 +146,7 @@ func newCA(t *testing.T, dir, name string) *testCA {
 	return ca
 }
 
-func randomSerial(t *testing.T) *big.Int {
+func randomSerial(t testing.TB) *big.Int {
 	t.Helper()
 	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 	if err != nil {
@@ -144,7 +156,7 @@ func randomSerial(t *testing.T) *big.Int {
 }
 
 // leaf issues a server certificate for names, signed by the CA.
-func (ca *testCA) leaf(t *testing.T, names ...string) tls.Certificate {
+func (ca *testCA) leaf(t testing.TB, names ...string) tls.Certificate {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -173,7 +185,7 @@ func (ca *testCA) pool() *x509.CertPool {
 	return p
 }
 
-func writeFile(t *testing.T, path string, data []byte) {
+func writeFile(t testing.TB, path string, data []byte) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -199,12 +211,18 @@ type upstream struct {
 	seen []recorded
 }
 
-func startUpstream(t *testing.T, ca *testCA, names []string, h http.Handler) *upstream {
+func startUpstream(t testing.TB, ca *testCA, names []string, h http.Handler) *upstream {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveUpstream(t, ln, ca, names, h)
+}
+
+// serveUpstream is startUpstream on a listener the caller made.
+func serveUpstream(t testing.TB, ln net.Listener, ca *testCA, names []string, h http.Handler) *upstream {
+	t.Helper()
 	u := &upstream{addr: ln.Addr().String()}
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -253,7 +271,7 @@ type secretVolume struct {
 	keys map[string]bool
 }
 
-func newSecretVolume(t *testing.T, secretsDir, name string, data map[string]string) *secretVolume {
+func newSecretVolume(t testing.TB, secretsDir, name string, data map[string]string) *secretVolume {
 	t.Helper()
 	v := &secretVolume{dir: filepath.Join(secretsDir, name), keys: map[string]bool{}}
 	if err := os.MkdirAll(v.dir, 0o755); err != nil {
@@ -263,7 +281,7 @@ func newSecretVolume(t *testing.T, secretsDir, name string, data map[string]stri
 	return v
 }
 
-func (v *secretVolume) update(t *testing.T, data map[string]string) {
+func (v *secretVolume) update(t testing.TB, data map[string]string) {
 	t.Helper()
 	v.gen++
 	ts := fmt.Sprintf("..2026_01_01_00_00_%02d.%d", v.gen, v.gen)
@@ -307,7 +325,7 @@ func (v *secretVolume) update(t *testing.T, data map[string]string) {
 // age sets the current values' modification times an hour back, as a
 // long-running proxy sees files mounted long ago, so a proxy that caches
 // settled files does cache them.
-func (v *secretVolume) age(t *testing.T) {
+func (v *secretVolume) age(t testing.TB) {
 	t.Helper()
 	old := time.Now().Add(-time.Hour)
 	for k := range v.keys {
@@ -406,7 +424,7 @@ type world struct {
 }
 
 // canary makes a token no other test or output could contain by chance.
-func canary(t *testing.T) string {
+func canary(t testing.TB) string {
 	t.Helper()
 	b := make([]byte, 16)
 	if _, err := rand.Read(b); err != nil {
@@ -417,7 +435,7 @@ func canary(t *testing.T) string {
 
 // newWorld builds the surroundings and starts the proxy with config: a
 // file name under testdata/, or an absolute path.
-func newWorld(t *testing.T, config string, proxyArgs ...string) *world {
+func newWorld(t testing.TB, config string, proxyArgs ...string) *world {
 	t.Helper()
 	dir := t.TempDir()
 	w := &world{
@@ -456,7 +474,7 @@ func newWorld(t *testing.T, config string, proxyArgs ...string) *world {
 
 // setToken rotates the canary the world expects, remembering the old one
 // as a secret too.
-func (w *world) setToken(t *testing.T, token string) {
+func (w *world) setToken(t testing.TB, token string) {
 	t.Helper()
 	w.secretsMu.Lock()
 	defer w.secretsMu.Unlock()
@@ -468,7 +486,7 @@ func (w *world) setToken(t *testing.T, token string) {
 }
 
 // assertNoSecret fails the test if any secret value appears in out.
-func (w *world) assertNoSecret(t *testing.T, what, out string) {
+func (w *world) assertNoSecret(t testing.TB, what, out string) {
 	t.Helper()
 	w.secretsMu.Lock()
 	defer w.secretsMu.Unlock()
@@ -483,7 +501,7 @@ func (w *world) assertNoSecret(t *testing.T, what, out string) {
 // startProxy runs keyhole-proxy with the config file and this world's CA,
 // Secrets and upstreams, plus any extra flags, and waits until /readyz
 // answers 200.
-func (w *world) startProxy(t *testing.T, config string, extra ...string) *proxyProc {
+func (w *world) startProxy(t testing.TB, config string, extra ...string) *proxyProc {
 	t.Helper()
 	p := &proxyProc{
 		stdout: &lockedBuffer{},
@@ -559,7 +577,7 @@ func (w *world) startProxy(t *testing.T, config string, extra ...string) *proxyP
 // the placeholder and every CA-bundle variable pointing at the sandbox
 // bundle, set explicitly because this machine exports them pointing at the
 // system bundle. HOME is a fresh directory so no user config leaks in.
-func (w *world) sandboxEnv(t *testing.T, extra ...string) []string {
+func (w *world) sandboxEnv(t testing.TB, extra ...string) []string {
 	t.Helper()
 	home := t.TempDir()
 	env := []string{
@@ -602,7 +620,7 @@ type clientResult struct {
 
 // runClient runs a sandbox-side tool with the sandbox environment, bounded
 // in time, and checks that nothing it printed holds a secret.
-func (w *world) runClient(t *testing.T, dir string, env []string, name string, args ...string) clientResult {
+func (w *world) runClient(t testing.TB, dir string, env []string, name string, args ...string) clientResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -634,7 +652,7 @@ type curlResult struct {
 
 // curl fetches url through the proxy with the sandbox environment; args go
 // before the URL.
-func (w *world) curl(t *testing.T, url string, args ...string) curlResult {
+func (w *world) curl(t testing.TB, url string, args ...string) curlResult {
 	t.Helper()
 	curlBin := requireTool(t, "curl")
 	dir := t.TempDir()
@@ -683,7 +701,7 @@ func lastHeaderBlock(dump string) http.Header {
 const refusal = "X-Omnia-Egress-Refused"
 
 // wantRefused checks a refusal's status and its single reason header.
-func wantRefused(t *testing.T, what string, gotCode int, h http.Header, wantCode int, reason string) {
+func wantRefused(t testing.TB, what string, gotCode int, h http.Header, wantCode int, reason string) {
 	t.Helper()
 	if gotCode != wantCode {
 		t.Errorf("%s: status %d, want %d", what, gotCode, wantCode)

@@ -90,7 +90,7 @@ type gitServer struct {
 
 // newGitServer creates the bare repository acme/widgets.git under root with
 // one commit, using the real git.
-func newGitServer(t *testing.T, root string) *gitServer {
+func newGitServer(t testing.TB, root string) *gitServer {
 	t.Helper()
 	gitBin := requireTool(t, "git")
 	if _, err := os.Stat(gitHTTPBackend); err != nil {
@@ -163,7 +163,7 @@ func (g *gitServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // head returns the commit main points at in the bare repository.
-func (g *gitServer) head(t *testing.T) string {
+func (g *gitServer) head(t testing.TB) string {
 	t.Helper()
 	cmd := exec.Command(requireTool(t, "git"), "rev-parse", "refs/heads/main")
 	cmd.Dir = filepath.Join(g.root, "acme", "widgets.git")

@@ -72,10 +72,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 	if len(args) > 0 && args[0] == trustBundleCommand {
 		return runTrustBundle(ctx, args[1:], stderr, os.Getenv, trust.ServiceAccountDir)
 	}
+	if len(args) > 0 && args[0] == transparentInitCommand {
+		return runTransparentInit(ctx, args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("keyhole-proxy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: keyhole-proxy --config FILE [flags]\n       keyhole-proxy "+trustBundleCommand+" --ca FILE [--out FILE] [--configmap NAME] [flags]")
+		fmt.Fprintln(stderr, "usage: keyhole-proxy --config FILE [flags]\n       keyhole-proxy "+trustBundleCommand+" --ca FILE [--out FILE] [--configmap NAME] [flags]\n       keyhole-proxy "+transparentInitCommand+" --proxy-uid UID --port PORT [flags]")
 		fmt.Fprintln(stderr, "\nexamples:")
 		fmt.Fprintln(stderr, "  keyhole-proxy --config /etc/keyhole/proxy.json --listen :3128 --admin-listen :9090")
 		fmt.Fprintln(stderr, "  keyhole proxy --config rendered/agents/support-workspace/proxy.json --listen 127.0.0.1:3128 --admin-listen ''")
@@ -85,6 +88,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 	var (
 		configPath  = fs.String("config", "", "the proxy config `FILE`, proxy.json as keyhole render writes it (required)")
 		listen      = fs.String("listen", ":3128", "address the sandbox's HTTPS_PROXY points at")
+		transparent = fs.String("transparent-listen", "", "address the pod's nat rules redirect the sandbox's TCP to (transparent mode); empty disables")
 		adminListen = fs.String("admin-listen", "127.0.0.1:9090", "address for /healthz, /readyz and /metrics; empty disables (keyhole render passes :9090 for the kubelet's probes)")
 		caCert      = fs.String("ca-cert", "", "sandbox CA certificate (PEM); overrides the config")
 		caKey       = fs.String("ca-key", "", "sandbox CA private key (PEM); overrides the config")
@@ -169,15 +173,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 		failf("keyhole-proxy: --listen: %v\n", err)
 		return exitRuntime
 	}
+	var tln net.Listener
+	if *transparent != "" {
+		if tln, err = net.Listen("tcp", *transparent); err != nil {
+			ln.Close()
+			failf("keyhole-proxy: --transparent-listen: %v\n", err)
+			return exitRuntime
+		}
+	}
 	var admin net.Listener
 	if *adminListen != "" {
 		if admin, err = net.Listen("tcp", *adminListen); err != nil {
 			ln.Close()
+			if tln != nil {
+				tln.Close()
+			}
 			failf("keyhole-proxy: --admin-listen: %v\n", err)
 			return exitRuntime
 		}
 	}
 	attrs := []any{"listen", ln.Addr().String()}
+	if tln != nil {
+		attrs = append(attrs, "transparent", tln.Addr().String())
+	}
 	var adminAddr net.Addr
 	if admin != nil {
 		adminAddr = admin.Addr()
@@ -188,7 +206,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 	if bound != nil {
 		bound(ln.Addr(), adminAddr)
 	}
-	if err := srv.Run(ctx, ln, admin); err != nil {
+	if err := srv.Serve(ctx, proxy.Listeners{Proxy: ln, Transparent: tln, Admin: admin}); err != nil {
 		failf("keyhole-proxy: %v\n", err)
 		return exitRuntime
 	}

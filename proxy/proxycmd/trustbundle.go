@@ -39,6 +39,9 @@ func runTrustBundle(ctx context.Context, args []string, stderr io.Writer, getenv
 		key          = fs.String("key", "bundle.pem", "the ConfigMap key")
 		fieldManager = fs.String("field-manager", "keyhole-egress-trust", "the field manager that owns the key")
 		timeout      = fs.Duration("timeout", 2*time.Minute, "how long to retry the apply")
+		truststore   = fs.String("truststore", "", "also write the bundle as a PKCS#12 trust store without password (Java) to this `file`")
+		wgetrc       = fs.String("wgetrc", "", "also write a wgetrc pointing wget at the bundle to this `file`")
+		bundlePath   = fs.String("bundle-path", "/etc/keyhole/trust/bundle.pem", "where the sandbox sees bundle.pem, for the wgetrc")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -69,12 +72,24 @@ func runTrustBundle(ctx context.Context, args []string, stderr io.Writer, getenv
 		fmt.Fprintf(stderr, "keyhole-proxy %s: %v\n", trustBundleCommand, err)
 		return exitUsage
 	}
-	if *out != "" {
-		if err := writeFileAtomic(*out, bundle); err != nil {
-			fmt.Fprintf(stderr, "keyhole-proxy %s: --out: %v\n", trustBundleCommand, err)
+	p12, err := trust.TrustStore(bundle)
+	if err != nil {
+		fmt.Fprintf(stderr, "keyhole-proxy %s: %v\n", trustBundleCommand, err)
+		return exitUsage
+	}
+	rc := trust.WgetRC(*bundlePath)
+	for _, f := range []struct {
+		flag, path string
+		data       []byte
+	}{{"--out", *out, bundle}, {"--truststore", *truststore, p12}, {"--wgetrc", *wgetrc, rc}} {
+		if f.path == "" {
+			continue
+		}
+		if err := writeFileAtomic(f.path, f.data); err != nil {
+			fmt.Fprintf(stderr, "keyhole-proxy %s: %s: %v\n", trustBundleCommand, f.flag, err)
 			return exitRuntime
 		}
-		fmt.Fprintf(stderr, "keyhole-proxy %s: wrote %s\n", trustBundleCommand, *out)
+		fmt.Fprintf(stderr, "keyhole-proxy %s: wrote %s\n", trustBundleCommand, f.path)
 	}
 	if *configMap == "" {
 		return exitOK
@@ -99,9 +114,11 @@ func runTrustBundle(ctx context.Context, args []string, stderr io.Writer, getenv
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	for wait := time.Second; ; wait = min(2*wait, 10*time.Second) {
-		err = client.ApplyConfigMap(ctx, ns, *configMap, *fieldManager, map[string]string{*key: string(bundle)})
+		err = client.ApplyConfigMap(ctx, ns, *configMap, *fieldManager,
+			map[string]string{*key: string(bundle), trust.WgetRCKey: string(rc)},
+			map[string][]byte{trust.TrustStoreKey: p12})
 		if err == nil {
-			fmt.Fprintf(stderr, "keyhole-proxy %s: applied ConfigMap %s/%s key %s\n", trustBundleCommand, ns, *configMap, *key)
+			fmt.Fprintf(stderr, "keyhole-proxy %s: applied ConfigMap %s/%s keys %s, %s, %s\n", trustBundleCommand, ns, *configMap, *key, trust.WgetRCKey, trust.TrustStoreKey)
 			return exitOK
 		}
 		fmt.Fprintf(stderr, "keyhole-proxy %s: %v\n", trustBundleCommand, err)

@@ -79,8 +79,8 @@ func TestTrustBundle(t *testing.T) {
 		applies   int
 	}{
 		"file and ConfigMap": {
-			args: []string{"--ca", p("ca.crt"), "--roots", p("roots.pem"), "--out", p("out.pem"), "--configmap", "support-egress-trust"},
-			code: exitOK, stderrHas: "applied ConfigMap agents/support-egress-trust key bundle.pem", applies: 1,
+			args: []string{"--ca", p("ca.crt"), "--roots", p("roots.pem"), "--truststore", p("ts.p12"), "--wgetrc", p("wgetrc"), "--out", p("out.pem"), "--configmap", "support-egress-trust"},
+			code: exitOK, stderrHas: "applied ConfigMap agents/support-egress-trust keys bundle.pem, wgetrc, truststore.p12", applies: 1,
 		},
 		"file only": {
 			args: []string{"--ca", p("ca.crt"), "--roots", p("roots.pem"), "--out", p("only.pem")},
@@ -133,10 +133,19 @@ func TestTrustBundle(t *testing.T) {
 				t.Errorf("applied to %s", path)
 			}
 			var cm struct {
-				Data map[string]string `json:"data"`
+				Data       map[string]string `json:"data"`
+				BinaryData map[string][]byte `json:"binaryData"`
 			}
 			if err := json.Unmarshal([]byte(body), &cm); err != nil || cm.Data["bundle.pem"] != string(got) {
 				t.Errorf("applied data %v (%v) is not the bundle written", cm.Data, err)
+			}
+			ts, _ := os.ReadFile(p("ts.p12"))
+			rc, _ := os.ReadFile(p("wgetrc"))
+			if len(ts) == 0 || !bytes.Equal(cm.BinaryData["truststore.p12"], ts) {
+				t.Errorf("applied truststore.p12 (%d bytes) is not the one written (%d bytes)", len(cm.BinaryData["truststore.p12"]), len(ts))
+			}
+			if cm.Data["wgetrc"] != string(rc) || string(rc) != "# Written by keyhole-proxy trust-bundle: wget reads no CA variable.\nca_certificate = /etc/keyhole/trust/bundle.pem\n" {
+				t.Errorf("wgetrc %q, applied %q", rc, cm.Data["wgetrc"])
 			}
 		})
 	}

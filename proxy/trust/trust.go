@@ -2,9 +2,10 @@
 // public certificate of the sandbox's CA, and publishes it to the
 // <claim>-egress-trust ConfigMap through the Kubernetes API. It is what
 // the proxy image's `trust-bundle` command runs in the init container of
-// the rendered proxy pod (docs/render.md), so it uses the standard library
-// only: the proxy's image holds one binary and no kubectl or shell. It
-// never reads the CA's private key.
+// the rendered proxy pod (docs/render.md): the proxy's image holds one
+// binary and no kubectl, shell or keytool. Beside bundle.pem it makes what
+// the runtimes that cannot read a PEM bundle need: a PKCS#12 trust store
+// for Java and a wgetrc for wget. It never reads the CA's private key.
 package trust
 
 import (
@@ -24,6 +25,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"software.sslmate.com/src/go-pkcs12"
 )
 
 // Errors wrap one of these.
@@ -93,6 +96,40 @@ func certificates(what string, data []byte) ([]*x509.Certificate, error) {
 	return out, nil
 }
 
+// Keys of the trust ConfigMap beside bundle.pem.
+const (
+	TrustStoreKey = "truststore.p12"
+	WgetRCKey     = "wgetrc"
+)
+
+// TrustStore returns every certificate of bundle (as Bundle returns it)
+// as a PKCS#12 trust store without password, encryption or MAC, each
+// certificate marked trusted for Java (JDK 8 and later read it with
+// -Djavax.net.ssl.trustStoreType=PKCS12 and no password). Nothing in it
+// is secret: it holds public certificates only.
+func TrustStore(bundle []byte) ([]byte, error) {
+	certs, err := certificates("bundle", bundle)
+	if err != nil {
+		return nil, err
+	}
+	entries := make([]pkcs12.TrustStoreEntry, 0, len(certs))
+	for i, c := range certs {
+		// Stable aliases keep the bytes the same for the same bundle.
+		entries = append(entries, pkcs12.TrustStoreEntry{Cert: c, FriendlyName: fmt.Sprintf("keyhole-%03d", i)})
+	}
+	p12, err := pkcs12.Passwordless.EncodeTrustStoreEntries(entries, "")
+	if err != nil {
+		return nil, fmt.Errorf("%w: encoding the trust store: %w", ErrInvalidPEM, err)
+	}
+	return p12, nil
+}
+
+// WgetRC is a wgetrc that points wget, which reads no CA variable, at the
+// bundle: WGETRC names it in the sandbox's environment.
+func WgetRC(bundlePath string) []byte {
+	return []byte("# Written by keyhole-proxy trust-bundle: wget reads no CA variable.\nca_certificate = " + bundlePath + "\n")
+}
+
 // ServiceAccountDir is where the kubelet mounts a pod's API credentials.
 const ServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
@@ -144,20 +181,24 @@ func NewClient(server, tokenFile string, roots *x509.CertPool) *Client {
 	}
 }
 
-// ApplyConfigMap server-side applies data as the only data of the
+// ApplyConfigMap server-side applies data and binaryData as the only data of the
 // ConfigMap namespace/name, as fieldManager, taking over the fields from
 // any other manager (force): the ConfigMap's declaration belongs to the
 // GitOps tool, the key's value to this manager.
-func (c *Client) ApplyConfigMap(ctx context.Context, namespace, name, fieldManager string, data map[string]string) error {
+func (c *Client) ApplyConfigMap(ctx context.Context, namespace, name, fieldManager string, data map[string]string, binaryData map[string][]byte) error {
 	if namespace == "" || name == "" || fieldManager == "" {
 		return fmt.Errorf("%w: a ConfigMap apply needs a namespace, a name and a field manager", ErrAPI)
 	}
-	body, err := json.Marshal(map[string]any{
+	cm := map[string]any{
 		"apiVersion": "v1",
 		"kind":       "ConfigMap",
 		"metadata":   map[string]any{"name": name, "namespace": namespace},
 		"data":       data,
-	})
+	}
+	if len(binaryData) > 0 {
+		cm["binaryData"] = binaryData // []byte marshals as base64, as the API wants
+	}
+	body, err := json.Marshal(cm)
 	if err != nil {
 		return err
 	}

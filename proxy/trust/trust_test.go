@@ -22,6 +22,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"software.sslmate.com/src/go-pkcs12"
 )
 
 // certPEM returns a self-signed certificate; isCA sets basic constraints.
@@ -150,7 +152,7 @@ func TestApplyConfigMap(t *testing.T) {
 			pool := x509.NewCertPool()
 			pool.AddCert(srv.Certificate())
 			c := NewClient(srv.URL, token, pool)
-			err := c.ApplyConfigMap(context.Background(), "agents", "support-egress-trust", "keyhole-egress-trust", map[string]string{"bundle.pem": "PEM"})
+			err := c.ApplyConfigMap(context.Background(), "agents", "support-egress-trust", "keyhole-egress-trust", map[string]string{"bundle.pem": "PEM"}, nil)
 			if tc.errHas == "" && err != nil {
 				t.Fatal(err)
 			}
@@ -239,4 +241,40 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// TestTrustStore: the PKCS#12 trust store holds every certificate of the
+// bundle, in order, marked trusted, and is the same bytes for the same
+// bundle.
+func TestTrustStore(t *testing.T) {
+	roots := append(append(certPEM(t, "root one", true), certPEM(t, "root two", true)...), certPEM(t, "root three", true)...)
+	ca := certPEM(t, "egress-ca", true)
+	bundle, err := Bundle(roots, ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p12, err := TrustStore(bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := TrustStore(bundle)
+	if !bytes.Equal(p12, again) {
+		t.Error("two trust stores of one bundle differ")
+	}
+	certs, err := pkcs12.DecodeTrustStore(p12, "")
+	if err != nil {
+		t.Fatalf("decoding with no password: %v", err)
+	}
+	want, _ := certificates("bundle", bundle)
+	if len(certs) != len(want) {
+		t.Fatalf("%d certificates, want %d", len(certs), len(want))
+	}
+	for i := range want {
+		if !certs[i].Equal(want[i]) {
+			t.Errorf("certificate %d differs", i)
+		}
+	}
+	if _, err := TrustStore([]byte("not PEM")); !errors.Is(err, ErrInvalidPEM) {
+		t.Errorf("TrustStore(not PEM) = %v, want ErrInvalidPEM", err)
+	}
 }

@@ -4,7 +4,7 @@
 // take.
 //
 //	images binary -binary PATH -ref REF -out FILE [-revision R] [-version V] [-created T]
-//	images rootfs -rootfs TAR -ref REF -out FILE [-cmd ARG]...
+//	images rootfs -rootfs TAR -ref REF -out FILE [-cmd ARG]... [-binary PATH]
 //
 // `binary` builds a one-binary image: the static binary at
 // /usr/local/bin/<name> as the entrypoint, the Mozilla root certificates
@@ -12,7 +12,8 @@
 // the same bytes everywhere) at /etc/ssl/certs/ca-certificates.crt, a
 // non-root user 65532, and OCI labels naming the source revision and
 // version. `rootfs` turns a root filesystem tarball (mmdebstrap's output)
-// into a one-layer image. Every timestamp is -created, so the same inputs
+// into a one-layer image, with -binary a second layer holding the binary
+// as its entrypoint. Every timestamp is -created, so the same inputs
 // give the same image digest.
 package main
 
@@ -97,6 +98,9 @@ func run(args []string, stderr io.Writer) error {
 			return errors.New("-rootfs is required")
 		}
 		img, err = rootfsImage(*rootfs, cmd, labels(path.Base(*ref), *source, *revision, *version))
+		if err == nil && *binary != "" {
+			img, err = addBinary(img, *binary, when)
+		}
 	default:
 		return fmt.Errorf("unknown image kind %q (want binary or rootfs)", args[0])
 	}
@@ -227,6 +231,43 @@ func rootfsImage(rootfs string, cmd []string, lbls map[string]string) (v1.Image,
 		},
 		Labels: lbls,
 	})
+}
+
+// addBinary adds a static binary at /usr/local/bin/<name> to a root
+// filesystem image as its own layer, and makes it the entrypoint: the
+// transparent-mode init image is Debian's iptables plus keyhole-proxy.
+func addBinary(img v1.Image, bin string, when time.Time) (v1.Image, error) {
+	exe, err := os.ReadFile(bin)
+	if err != nil {
+		return nil, err
+	}
+	name := path.Base(bin)
+	layerTar, err := buildTar([]tarEntry{
+		{name: "usr/", mode: 0o755, dir: true},
+		{name: "usr/local/", mode: 0o755, dir: true},
+		{name: "usr/local/bin/", mode: 0o755, dir: true},
+		{name: "usr/local/bin/" + name, mode: 0o755, data: exe},
+	}, when)
+	if err != nil {
+		return nil, err
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(layerTar)), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if img, err = mutate.AppendLayers(img, layer); err != nil {
+		return nil, err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	c := cf.Config
+	c.Entrypoint = []string{"/usr/local/bin/" + name}
+	c.Cmd = nil
+	return mutate.Config(img, c)
 }
 
 // rootsPEM is the Mozilla root store that golang.org/x/crypto ships. A

@@ -1,0 +1,102 @@
+package proxycmd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+
+	"keyhole.dev/keyhole/proxy/netrules"
+)
+
+// transparentInitCommand installs transparent mode's packet-filter rules
+// in the pod's network namespace; the rendered pod runs it as its first
+// init container, the only one with NET_ADMIN.
+const transparentInitCommand = "transparent-init"
+
+// runTransparentInit builds the rules from the flags and the pod's
+// resolv.conf and applies them with iptables-restore and, when the
+// kernel has IPv6, ip6tables-restore. Any failure is an error: a pod
+// whose rules did not install must not start its sandbox.
+func runTransparentInit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("keyhole-proxy "+transparentInitCommand, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: keyhole-proxy "+transparentInitCommand+" --proxy-uid UID --port PORT [--resolv-conf FILE] [--print]")
+		fs.PrintDefaults()
+	}
+	var (
+		uid        = fs.Int("proxy-uid", -1, "the user the proxy runs as; its connections alone leave unredirected (required)")
+		port       = fs.Int("port", 0, "the proxy's transparent listener port on 127.0.0.1 (required)")
+		resolvConf = fs.String("resolv-conf", "/etc/resolv.conf", "the pod's resolv.conf: its nameservers stay reachable on port 53")
+		printOnly  = fs.Bool("print", false, "print the iptables-restore input instead of applying it")
+		ipv6Probe  = fs.String("ipv6-probe", "/proc/net/if_inet6", "a file that exists when the kernel has IPv6")
+	)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	fail := func(code int, format string, args ...any) int {
+		fmt.Fprintf(stderr, "keyhole-proxy "+transparentInitCommand+": "+format+"\n", args...)
+		return code
+	}
+	if fs.NArg() > 0 {
+		return fail(exitUsage, "unexpected argument %q", fs.Arg(0))
+	}
+	rc, err := os.ReadFile(*resolvConf)
+	if err != nil {
+		return fail(exitUsage, "--resolv-conf: %v", err)
+	}
+	resolvers, err := netrules.Resolvers(rc)
+	if err != nil {
+		return fail(exitUsage, "%s: %v", *resolvConf, err)
+	}
+	c := netrules.Config{ProxyUID: *uid, Port: *port, Resolvers: resolvers}
+	v4, err := netrules.IPv4(c)
+	if err != nil {
+		return fail(exitUsage, "%v", err)
+	}
+	v6, err := netrules.IPv6(c)
+	if err != nil {
+		return fail(exitUsage, "%v", err)
+	}
+	if *printOnly {
+		stdout.Write(v4)
+		stdout.Write(v6)
+		return exitOK
+	}
+	if err := restore(ctx, "iptables-restore", v4); err != nil {
+		return fail(exitRuntime, "%v", err)
+	}
+	if _, err := os.Stat(*ipv6Probe); err != nil {
+		fmt.Fprintf(stderr, "keyhole-proxy %s: IPv6 rules skipped: the kernel has no IPv6 (%s absent), so the pod has no IPv6 egress\n", transparentInitCommand, *ipv6Probe)
+	} else if err := restore(ctx, "ip6tables-restore", v6); err != nil {
+		return fail(exitRuntime, "%v", err)
+	}
+	fmt.Fprintf(stderr, "keyhole-proxy %s: TCP of every user but %d redirected to 127.0.0.1:%d; DNS to %d resolvers; other egress refused\n", transparentInitCommand, *uid, *port, len(resolvers))
+	return exitOK
+}
+
+// restore feeds rules to an iptables-restore tool, adding to the tables
+// (--noflush) so rules another init container installed stay.
+func restore(ctx context.Context, tool string, rules []byte) error {
+	path, err := exec.LookPath(tool)
+	if err != nil {
+		return fmt.Errorf("%s not found: the image needs the Debian iptables package: %w", tool, err)
+	}
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, path, "--noflush")
+	cmd.Stdin = bytes.NewReader(rules)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %w: %s", tool, err, strings.TrimSpace(out.String()))
+	}
+	return nil
+}
