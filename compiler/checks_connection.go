@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"keyhole.dev/keyhole/proxy"
+	"keyhole.dev/keyhole/proxy/policy"
 )
 
 // Codes of the Connection shape checks: what the schema cannot say about
@@ -220,7 +220,7 @@ func covers(a, b ruleWire) bool {
 		}
 	}
 	for _, bp := range b.PathPrefixes {
-		if !slices.ContainsFunc(a.PathPrefixes, func(ap string) bool { return proxy.MatchPrefix(ap, bp) }) {
+		if !slices.ContainsFunc(a.PathPrefixes, func(ap string) bool { return policy.MatchPrefix(ap, bp) }) {
 			return false
 		}
 	}

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"keyhole.dev/keyhole/proxy"
 	"keyhole.dev/keyhole/proxy/config"
+	"keyhole.dev/keyhole/proxy/policy"
 )
 
 // Verdict says how what a sandbox may do changed between two plans.
@@ -101,10 +101,10 @@ func (w Witness) Request() string {
 // puts on it: Secret and key names, never a value.
 type Outcome struct {
 	// Action is the proxy's: refuse, tunnel, forward or inject.
-	Action proxy.Action `json:"action"`
+	Action policy.Action `json:"action"`
 	// Reason is the refusal reason the sandbox sees in
 	// X-Omnia-Egress-Refused, for a refusal.
-	Reason proxy.Reason `json:"reason,omitempty"`
+	Reason policy.Reason `json:"reason,omitempty"`
 	// Connection and Credential say whose credential is injected and how,
 	// for an injection.
 	Connection string `json:"connection,omitempty"`
@@ -112,17 +112,17 @@ type Outcome struct {
 }
 
 // Allowed reports whether the proxy lets the request through.
-func (o Outcome) Allowed() bool { return o.Action != proxy.ActionRefuse }
+func (o Outcome) Allowed() bool { return o.Action != policy.ActionRefuse }
 
 func (o Outcome) String() string {
 	switch o.Action {
-	case proxy.ActionRefuse:
+	case policy.ActionRefuse:
 		return fmt.Sprintf("refused (%d %s)", o.Reason.Status(), o.Reason)
-	case proxy.ActionTunnel:
+	case policy.ActionTunnel:
 		return "tunnelled, no credential"
-	case proxy.ActionForward:
+	case policy.ActionForward:
 		return "forwarded over plain HTTP, no credential"
-	case proxy.ActionInject:
+	case policy.ActionInject:
 		return "allowed with " + o.Credential
 	}
 	return string(o.Action)
@@ -260,15 +260,15 @@ func (ac accessCache) compare(base, head *config.Config) Access {
 
 // fullPolicy compiles a sandbox's config; a missing side is an empty
 // config, which refuses everything.
-func fullPolicy(c *config.Config, name string) (*proxy.Policy, error) {
+func fullPolicy(c *config.Config, name string) (*policy.Policy, error) {
 	if c == nil {
 		c = &config.Config{APIVersion: config.APIVersion, Kind: config.Kind, Sandbox: config.SandboxRef{Name: name}}
 	}
-	return proxy.NewPolicy(c)
+	return policy.NewPolicy(c)
 }
 
 // hostPolicy compiles a config holding one host's entry alone.
-func hostPolicy(host string, e entry) (*proxy.Policy, error) {
+func hostPolicy(host string, e entry) (*policy.Policy, error) {
 	c := &config.Config{APIVersion: config.APIVersion, Kind: config.Kind, Sandbox: config.SandboxRef{Name: "sandbox"}}
 	switch {
 	case e.h != nil:
@@ -276,17 +276,17 @@ func hostPolicy(host string, e entry) (*proxy.Policy, error) {
 	case e.passthrough:
 		c.Passthrough = []string{host}
 	}
-	return proxy.NewPolicy(c)
+	return policy.NewPolicy(c)
 }
 
 // outcome reads a decision, and the credential the policy injects with
 // it.
-func outcome(p *proxy.Policy, d proxy.Decision) Outcome {
+func outcome(p *policy.Policy, d policy.Decision) Outcome {
 	o := Outcome{Action: d.Action}
 	switch d.Action {
-	case proxy.ActionRefuse:
+	case policy.ActionRefuse:
 		o.Reason = d.Reason
-	case proxy.ActionInject:
+	case policy.ActionInject:
 		o.Connection = d.Connection
 		if h := p.Host(d.Host); h != nil {
 			o.Credential = describeCredential(h.Inject)
@@ -361,7 +361,7 @@ func matchingRule(e entry, r request) string {
 		return ""
 	}
 	for _, rule := range e.h.Rules {
-		if proxy.MatchRule(rule, r.method, r.path, proxy.Body{Data: r.body, Complete: true, ContentType: []string{"application/json"}}) {
+		if policy.MatchRule(rule, r.method, r.path, policy.Body{Data: r.body, Complete: true, ContentType: []string{"application/json"}}) {
 			return describeRule(rule)
 		}
 	}

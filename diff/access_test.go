@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"keyhole.dev/keyhole/proxy"
 	"keyhole.dev/keyhole/proxy/config"
+	"keyhole.dev/keyhole/proxy/policy"
 	"keyhole.dev/keyhole/schema"
 )
 
@@ -364,19 +364,19 @@ func loses(from, to Outcome) bool {
 	return !to.Allowed() || from.Credential != "" && to.Credential == ""
 }
 
-func policyOf(t *testing.T, c *config.Config) *proxy.Policy {
+func policyOf(t *testing.T, c *config.Config) *policy.Policy {
 	t.Helper()
 	if c == nil {
 		c = plan(nil)
 	}
-	p, err := proxy.NewPolicy(c)
+	p, err := policy.NewPolicy(c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
 
-func decide(p *proxy.Policy, method, url string, body []byte) Outcome {
+func decide(p *policy.Policy, method, url string, body []byte) Outcome {
 	return outcome(p, p.DecideURL(method, url, body))
 }
 

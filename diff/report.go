@@ -10,7 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"keyhole.dev/keyhole/proxy"
+	"keyhole.dev/keyhole/proxy/policy"
 )
 
 // ErrUnknownFormat is returned for a report format no writer has.
@@ -573,7 +573,7 @@ func mdGroup(g group, full bool) string {
 
 // mdOutcome is Outcome.String with the credential as code.
 func mdOutcome(o Outcome) string {
-	if o.Action == proxy.ActionInject {
+	if o.Action == policy.ActionInject {
 		return "allowed with " + mdCode(clipText(o.Credential, mdLineBytes))
 	}
 	return o.String()

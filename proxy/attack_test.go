@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"keyhole.dev/keyhole/proxy/policy"
 )
 
 // The tests in this file are attacks a sandbox (or a hostile upstream)
@@ -101,20 +103,20 @@ func echoUpstream(seen *sync.Map) http.HandlerFunc {
 		h := w.Header()
 		h.Set("Link", "</style.css>; rel=preload")
 		h.Set("X-Echo-Authorization", auth)
-		h.Set(RefusedHeader, "host-not-allowed")
+		h.Set(policy.RefusedHeader, "host-not-allowed")
 		w.WriteHeader(http.StatusEarlyHints)
 		clear(h)
-		h.Set("Trailer", "X-Trailer-Authorization, "+RefusedHeader)
+		h.Set("Trailer", "X-Trailer-Authorization, "+policy.RefusedHeader)
 		h.Set("X-Request-Id", r.Header.Get("X-Request-Id"))
 		h.Set("Access-Control-Allow-Origin", r.Header.Get("Origin"))
 		h.Set("X-Echo-Authorization", auth)
 		h.Add("Set-Cookie", "session="+auth)
 		h.Set("Www-Authenticate", `Bearer realm="`+auth+`"`)
-		h.Set(RefusedHeader, "host-not-allowed")
+		h.Set(policy.RefusedHeader, "host-not-allowed")
 		w.WriteHeader(http.StatusOK)
 		fmt.Fprintf(w, "credential carried: %v\n", holdsSecret(auth))
 		h.Set("X-Trailer-Authorization", auth)
-		h.Set(RefusedHeader, "l7-not-allowed")
+		h.Set(policy.RefusedHeader, "l7-not-allowed")
 		h.Set(http.TrailerPrefix+"X-Late-Authorization", auth)
 		h.Set(http.TrailerPrefix+"x-omnia-egress-refused", "l7-not-allowed")
 	}
@@ -200,7 +202,7 @@ func TestServerResponseScrub(t *testing.T) {
 			parts := map[string]http.Header{"interim": interim[0], "header": resp.Header, "trailer": resp.Trailer}
 			for part, hdr := range parts {
 				for k, vs := range hdr {
-					if strings.EqualFold(k, RefusedHeader) {
+					if strings.EqualFold(k, policy.RefusedHeader) {
 						t.Errorf("the %s holds the upstream's %s", part, k)
 					}
 					for _, v := range vs {
@@ -290,8 +292,8 @@ func TestServerRefusedRequests(t *testing.T) {
 			c, br := h.tlsTunnel(tc.host, tc.host, false)
 			defer c.Close()
 			resp := roundTrip(t, c, br, tc.raw+"Host: "+tc.host+"\r\n\r\n")
-			if resp.StatusCode != 403 || resp.Header.Get(RefusedHeader) != string(ReasonL7NotAllowed) {
-				t.Fatalf("%s with %s %q, want 403 l7-not-allowed", resp.Status, RefusedHeader, resp.Header.Get(RefusedHeader))
+			if resp.StatusCode != 403 || resp.Header.Get(policy.RefusedHeader) != string(policy.ReasonL7NotAllowed) {
+				t.Fatalf("%s with %s %q, want 403 l7-not-allowed", resp.Status, policy.RefusedHeader, resp.Header.Get(policy.RefusedHeader))
 			}
 			if n := len(h.api.seen()) - before; n != 0 {
 				t.Fatalf("the upstream saw %d requests", n)
@@ -322,8 +324,8 @@ func TestServerRefusedRequests(t *testing.T) {
 		defer c.Close()
 		c.SetDeadline(time.Now().Add(5 * time.Second))
 		resp := roundTrip(t, c, bufio.NewReader(c), "OPTIONS * HTTP/1.1\r\nHost: api.github.com\r\n\r\n")
-		if resp.StatusCode != 403 || resp.Header.Get(RefusedHeader) != string(ReasonHostNotAllowed) {
-			t.Fatalf("%s with %s %q, want 403 host-not-allowed", resp.Status, RefusedHeader, resp.Header.Get(RefusedHeader))
+		if resp.StatusCode != 403 || resp.Header.Get(policy.RefusedHeader) != string(policy.ReasonHostNotAllowed) {
+			t.Fatalf("%s with %s %q, want 403 host-not-allowed", resp.Status, policy.RefusedHeader, resp.Header.Get(policy.RefusedHeader))
 		}
 		found := false
 		for _, l := range h.logs.requests(t) {
@@ -469,7 +471,7 @@ func TestServerUpstreamErrorLogged(t *testing.T) {
 	c, br := h.tlsTunnel("uploads.github.com", "uploads.github.com", false)
 	defer c.Close()
 	resp := roundTrip(t, c, br, "GET /x HTTP/1.1\r\nHost: uploads.github.com\r\nAuthorization: Bearer omnia-injected-github\r\n\r\n")
-	if resp.StatusCode != http.StatusBadGateway || resp.Header.Get(RefusedHeader) != "" {
+	if resp.StatusCode != http.StatusBadGateway || resp.Header.Get(policy.RefusedHeader) != "" {
 		t.Fatalf("%s %v, want a 502 that is not a refusal", resp.Status, resp.Header)
 	}
 	var msg string

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"keyhole.dev/keyhole/proxy/policy"
 )
 
 // bodyRuleConfig lets the sandbox reopen a pull request on api.github.com
@@ -68,8 +70,8 @@ func TestServerBodyRule(t *testing.T) {
 			resp := roundTrip(t, c, br, raw)
 			got := h.api.seen()[before:]
 			if !tc.allowed {
-				if resp.StatusCode != http.StatusForbidden || resp.Header.Get(RefusedHeader) != string(ReasonL7NotAllowed) {
-					t.Fatalf("status %d %s=%q, want 403 l7-not-allowed", resp.StatusCode, RefusedHeader, resp.Header.Get(RefusedHeader))
+				if resp.StatusCode != http.StatusForbidden || resp.Header.Get(policy.RefusedHeader) != string(policy.ReasonL7NotAllowed) {
+					t.Fatalf("status %d %s=%q, want 403 l7-not-allowed", resp.StatusCode, policy.RefusedHeader, resp.Header.Get(policy.RefusedHeader))
 				}
 				if len(got) != 0 {
 					t.Fatalf("the refused body reached the upstream: %q", got[0].Body)

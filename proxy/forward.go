@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"keyhole.dev/keyhole/proxy/policy"
 )
 
 // forwarder sends a decided request to scheme://r.Host over a pooled
@@ -158,7 +160,7 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 	if sc.body && !sc.inj.Empty() {
 		if ce := res.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
 			res.Body.Close()
-			f.onError(w, out, fmt.Errorf("the upstream sent a body in the %q content coding, which the proxy cannot scrub of the credential", clip(ce)), sc.inj)
+			f.onError(w, out, fmt.Errorf("the upstream sent a body in the %q content coding, which the proxy cannot scrub of the credential", policy.Clip(ce)), sc.inj)
 			return
 		}
 		bp := f.bufs.Get().(*[]byte)
@@ -172,7 +174,7 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 	}
 	// The transport moves Trailer into res.Trailer: announce it again,
 	// less what the sandbox must not get.
-	deleteFold(res.Trailer, RefusedHeader)
+	deleteFold(res.Trailer, policy.RefusedHeader)
 	var announced map[string]bool
 	if len(res.Trailer) > 0 {
 		announced = make(map[string]bool, len(res.Trailer))
@@ -221,7 +223,7 @@ func (f *forwarder) filterHeader(r *http.Request, h http.Header, sc scrubbing, w
 		return
 	}
 	stripHopByHop(h)
-	deleteFold(h, RefusedHeader)
+	deleteFold(h, policy.RefusedHeader)
 	if names := sc.inj.ScrubHeader(h); len(names) > 0 && f.onScrub != nil {
 		f.onScrub(r, where, names)
 	}
@@ -300,7 +302,7 @@ func cleanQuery(s string) string {
 		case ';':
 			return reencode(s)
 		case '%':
-			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+			if i+2 >= len(s) || !policy.IsHex(s[i+1]) || !policy.IsHex(s[i+2]) {
 				return reencode(s)
 			}
 			i += 3

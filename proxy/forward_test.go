@@ -17,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"keyhole.dev/keyhole/proxy/policy"
 )
 
 // forwardFront serves a forwarder in front of the upstream at addr, as
@@ -212,11 +214,11 @@ func TestForwarderResponses(t *testing.T) {
 		{
 			name: "hop-by-hop and refusal headers of the response are stripped",
 			raw: "HTTP/1.1 200 OK\r\nConnection: X-Hop\r\nX-Hop: 1\r\nKeep-Alive: timeout=5\r\n" +
-				RefusedHeader + ": l7-not-allowed\r\nX-Kept: yes\r\nContent-Length: 2\r\n\r\nok",
+				policy.RefusedHeader + ": l7-not-allowed\r\nX-Kept: yes\r\nContent-Length: 2\r\n\r\nok",
 			do: func(t *testing.T, c *http.Client, url string) {
 				resp := mustGet(t, c, url)
 				readBody(t, resp)
-				for _, k := range []string{"X-Hop", "Keep-Alive", RefusedHeader} {
+				for _, k := range []string{"X-Hop", "Keep-Alive", policy.RefusedHeader} {
 					if v := resp.Header.Get(k); v != "" {
 						t.Errorf("%s: %q reached the client", k, v)
 					}
@@ -229,13 +231,13 @@ func TestForwarderResponses(t *testing.T) {
 		{
 			name: "refusal headers in a 103 and in trailers are stripped",
 			upstream: func(w http.ResponseWriter, _ *http.Request) {
-				w.Header().Set(RefusedHeader, "host-not-allowed")
+				w.Header().Set(policy.RefusedHeader, "host-not-allowed")
 				w.Header().Set("Link", "</a.css>; rel=preload")
 				w.WriteHeader(http.StatusEarlyHints)
 				clear(w.Header())
-				w.Header().Set("Trailer", RefusedHeader+", X-Checksum")
+				w.Header().Set("Trailer", policy.RefusedHeader+", X-Checksum")
 				io.WriteString(w, "body")
-				w.Header().Set(RefusedHeader, "l7-not-allowed")
+				w.Header().Set(policy.RefusedHeader, "l7-not-allowed")
 				w.Header().Set("X-Checksum", "abc")
 				w.Header().Set(http.TrailerPrefix+"X-Omnia-Egress-Refused", "credential-unavailable")
 			},
@@ -250,13 +252,13 @@ func TestForwarderResponses(t *testing.T) {
 					t.Fatal(err)
 				}
 				readBody(t, resp)
-				if len(interim) != 1 || interim[0].Get(RefusedHeader) != "" || interim[0].Get("Link") == "" {
-					t.Errorf("interim responses %v, want the 103 without %s", interim, RefusedHeader)
+				if len(interim) != 1 || interim[0].Get(policy.RefusedHeader) != "" || interim[0].Get("Link") == "" {
+					t.Errorf("interim responses %v, want the 103 without %s", interim, policy.RefusedHeader)
 				}
-				if v, ok := resp.Trailer[RefusedHeader]; ok || resp.Trailer.Get("X-Checksum") != "abc" {
-					t.Errorf("trailer %s = %q, X-Checksum %q: want no refusal header, the checksum kept", RefusedHeader, v, resp.Trailer.Get("X-Checksum"))
+				if v, ok := resp.Trailer[policy.RefusedHeader]; ok || resp.Trailer.Get("X-Checksum") != "abc" {
+					t.Errorf("trailer %s = %q, X-Checksum %q: want no refusal header, the checksum kept", policy.RefusedHeader, v, resp.Trailer.Get("X-Checksum"))
 				}
-				if resp.Header.Get("Trailer") != "" && strings.Contains(resp.Header.Get("Trailer"), RefusedHeader) {
+				if resp.Header.Get("Trailer") != "" && strings.Contains(resp.Header.Get("Trailer"), policy.RefusedHeader) {
 					t.Errorf("the refusal header is announced as a trailer")
 				}
 			},

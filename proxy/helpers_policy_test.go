@@ -1,18 +1,6 @@
 package proxy
 
-import "keyhole.dev/keyhole/proxy/config"
-
 // Test-only helpers over the package's API.
-
-// decideOnce compiles cfg and decides req, for tests that judge a single
-// request.
-func decideOnce(cfg *config.Config, req RequestInfo) (Decision, error) {
-	p, err := NewPolicy(cfg)
-	if err != nil {
-		return Decision{}, err
-	}
-	return p.Decide(req), nil
-}
 
 // newSecret wraps a value.
 func newSecret(v string) Secret { return Secret{v: v} }

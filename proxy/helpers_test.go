@@ -28,6 +28,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"keyhole.dev/keyhole/proxy/policy"
 )
 
 // testCA is a CA made for a test, with its PEM files.
@@ -171,7 +173,7 @@ func newUpstream(t testing.TB, ca *testCA, names ...string) *upstream {
 			http.Redirect(w, r, "https://evil.example/steal", http.StatusFound)
 			return
 		case "/refuses":
-			w.Header().Set(RefusedHeader, "l7-not-allowed")
+			w.Header().Set(policy.RefusedHeader, "l7-not-allowed")
 		case "/slow":
 			time.Sleep(300 * time.Millisecond)
 		}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"keyhole.dev/keyhole/proxy/policy"
 )
 
 // otherHost is the host label of requests to hosts the config does not
@@ -55,7 +57,7 @@ func newMetrics() *metrics {
 	}
 }
 
-func (m *metrics) request(host string, d Decision) {
+func (m *metrics) request(host string, d policy.Decision) {
 	m.mu.Lock()
 	m.requests[[3]string{host, string(d.Action), string(d.Reason)}]++
 	m.mu.Unlock()
@@ -63,7 +65,7 @@ func (m *metrics) request(host string, d Decision) {
 
 // transparent counts a redirected connection's decision; the request
 // counter counts it too, by host.
-func (m *metrics) transparent(d Decision) {
+func (m *metrics) transparent(d policy.Decision) {
 	m.mu.Lock()
 	m.transparents[[2]string{string(d.Action), string(d.Reason)}]++
 	m.mu.Unlock()

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"keyhole.dev/keyhole/proxy/policy"
 )
 
 type testError string
@@ -14,9 +16,9 @@ const errTest = testError("boom")
 
 func TestMetricsWrite(t *testing.T) {
 	m := newMetrics()
-	m.request("api.github.com", Decision{Action: ActionInject, Reason: ReasonAllowed})
-	m.request("api.github.com", Decision{Action: ActionInject, Reason: ReasonAllowed})
-	m.request(`we"ird\host`+"\n", Refusal(ReasonHostNotAllowed, "", "x"))
+	m.request("api.github.com", policy.Decision{Action: policy.ActionInject, Reason: policy.ReasonAllowed})
+	m.request("api.github.com", policy.Decision{Action: policy.ActionInject, Reason: policy.ReasonAllowed})
+	m.request(`we"ird\host`+"\n", policy.Refusal(policy.ReasonHostNotAllowed, "", "x"))
 	m.injectFailure("api.github.com")
 	m.scrubbed("api.github.com", "trailer")
 	m.reload("config", nil)

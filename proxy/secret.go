@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"keyhole.dev/keyhole/proxy/config"
+	"keyhole.dev/keyhole/proxy/policy"
 )
 
 // ErrCredentialUnavailable is wrapped when a Secret key the injection
@@ -208,7 +209,7 @@ func readSecret(path, secret, key string) (Secret, error) {
 //
 // Errors wrap ErrCredentialUnavailable and name keys, never values; on
 // error the header may be partly stripped and must not be sent.
-func Inject(h *HostPolicy, header http.Header, lookup SecretLookup) (Injected, error) {
+func Inject(h *policy.HostPolicy, header http.Header, lookup SecretLookup) (Injected, error) {
 	in := h.Inject
 	var inj Injected
 	read := func(key string) (string, error) {
@@ -221,7 +222,7 @@ func Inject(h *HostPolicy, header http.Header, lookup SecretLookup) (Injected, e
 	}
 	switch {
 	case in.Header != nil:
-		t := h.template
+		t := h.Template()
 		if t == nil {
 			var err error
 			if t, err = config.ParseTemplate(in.Header.Value); err != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"keyhole.dev/keyhole/proxy/config"
+	"keyhole.dev/keyhole/proxy/policy"
 )
 
 const canary = "CANARY-7f3e9b1c-do-not-leak"
@@ -208,11 +209,11 @@ func (k *kubeSecret) write(data map[string]string) {
 	}
 }
 
-func injectHost(t testing.TB, in config.Inject) *HostPolicy {
+func injectHost(t testing.TB, in config.Inject) *policy.HostPolicy {
 	t.Helper()
 	cfg := &config.Config{APIVersion: config.APIVersion, Kind: config.Kind, Sandbox: config.SandboxRef{Name: "s"},
 		Hosts: []config.Host{{Name: "api.example.com", Connection: "c", Inject: in}}}
-	p, err := NewPolicy(cfg)
+	p, err := policy.NewPolicy(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,16 +338,6 @@ func BenchmarkInjectBearer(b *testing.B) {
 	}
 }
 
-func BenchmarkDecideTunnel(b *testing.B) {
-	p := testPolicy(b)
-	req := tunnelReq("GET", "/repos/acme/widgets/issues?state=open")
-	for b.Loop() {
-		if d := p.Decide(req); !d.Allowed() {
-			b.Fatal(d)
-		}
-	}
-}
-
 func FuzzInject(f *testing.F) {
 	const ph = "omnia-injected-c"
 	b64 := base64.StdEncoding.EncodeToString
@@ -361,7 +352,7 @@ func FuzzInject(f *testing.F) {
 		{Secret: "sec", Basic: &config.BasicInject{UsernameKey: "user", PasswordKey: "token"}},
 		{Secret: "sec", Substitute: &config.SubstituteInject{Placeholder: ph, Key: "token"}},
 	}
-	hosts := make([]*HostPolicy, len(forms))
+	hosts := make([]*policy.HostPolicy, len(forms))
 	for i, in := range forms {
 		hosts[i] = injectHost(f, in)
 	}

@@ -23,11 +23,8 @@ import (
 	"unicode/utf8"
 
 	"keyhole.dev/keyhole/proxy/config"
+	"keyhole.dev/keyhole/proxy/policy"
 )
-
-// MaxBodyCheck is how much of a request body the proxy reads to match a
-// rule's Body condition; a longer body matches no such rule.
-const MaxBodyCheck = 1 << 20
 
 // Timeouts bound every wait, so a slow or silent peer costs a goroutine
 // for a while, not forever. Zero fields take the defaults.
@@ -133,7 +130,7 @@ type Server struct {
 type state struct {
 	raw     []byte
 	cfg     *config.Config
-	policy  *Policy
+	policy  *policy.Policy
 	secrets SecretDir
 	caCert  string
 	caKey   string
@@ -267,7 +264,7 @@ func (s *Server) loadConfig(prev *state) (*state, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.opts.ConfigPath, err)
 	}
-	p, err := NewPolicy(cfg)
+	p, err := policy.NewPolicy(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.opts.ConfigPath, err)
 	}
@@ -470,7 +467,7 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request) {
 		s.serveConnect(w, r, st, start)
 		return
 	}
-	d := st.policy.Decide(RequestInfo{Kind: KindPlain, Method: r.Method, Target: r.RequestURI, Host: r.Host})
+	d := st.policy.Decide(policy.RequestInfo{Kind: policy.KindPlain, Method: r.Method, Target: r.RequestURI, Host: r.Host})
 	rec := &statusRecorder{ResponseWriter: w}
 	defer func() { s.logRequest(st, r, d, rec.status, start) }()
 	if !d.Allowed() {
@@ -483,7 +480,7 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request, st *state, start time.Time) {
-	d := st.policy.Decide(RequestInfo{Kind: KindConnect, Method: r.Method, Target: r.RequestURI})
+	d := st.policy.Decide(policy.RequestInfo{Kind: policy.KindConnect, Method: r.Method, Target: r.RequestURI})
 	if !d.Allowed() {
 		writeRefusal(w, d, true)
 		s.logRequest(st, r, d, d.Reason.Status(), start)
@@ -500,7 +497,7 @@ func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request, st *state,
 	s.metrics.tunnels.Add(1)
 	release := sync.OnceFunc(func() { <-s.tunnels; s.metrics.tunnels.Add(-1) })
 	var upstream net.Conn
-	if d.Action == ActionTunnel {
+	if d.Action == policy.ActionTunnel {
 		var err error
 		upstream, err = s.dial(r.Context(), "tcp", net.JoinHostPort(d.Host, "443"))
 		if err != nil {
@@ -533,7 +530,7 @@ func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request, st *state,
 		return
 	}
 	s.logRequest(st, r, d, http.StatusOK, start)
-	if d.Action == ActionTunnel {
+	if d.Action == policy.ActionTunnel {
 		s.splice(client, upstream, release)
 		return
 	}
@@ -661,17 +658,17 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 	// Content-Type a body rule was checked against), and before injecting,
 	// so nothing the sandbox names in Connection can remove the credential.
 	stripHopByHop(r.Header)
-	info := RequestInfo{Kind: KindTunnel, Method: r.Method, Target: r.RequestURI, ConnectHost: tc.connect, SNI: tc.sni, Host: r.Host, Header: r.Header, BodyComplete: true,
+	info := policy.RequestInfo{Kind: policy.KindTunnel, Method: r.Method, Target: r.RequestURI, ConnectHost: tc.connect, SNI: tc.sni, Host: r.Host, Header: r.Header, BodyComplete: true,
 		ContentType: r.Header.Values("Content-Type"), ContentEncoding: r.Header.Values("Content-Encoding")}
 	hp := st.policy.Host(tc.connect)
 	if hp != nil && hp.NeedsBody() && r.Body != nil && r.Body != http.NoBody {
-		head, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyCheck+1))
+		head, err := io.ReadAll(io.LimitReader(r.Body, policy.MaxBodyCheck+1))
 		if err != nil {
 			w.Header().Set("Connection", "close")
 			http.Error(w, "keyhole: cannot read the request body", http.StatusBadRequest)
 			return
 		}
-		info.Body, info.BodyComplete = head, len(head) <= MaxBodyCheck
+		info.Body, info.BodyComplete = head, len(head) <= policy.MaxBodyCheck
 		// Replay what was read, then the rest, so the upstream gets the
 		// body exactly as sent.
 		r.Body = struct {
@@ -684,13 +681,13 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 	if !d.Allowed() {
 		// After a host-mismatch the connection cannot be trusted to
 		// name one host: close it.
-		writeRefusal(rec, d, d.Reason == ReasonHostMismatch || d.Reason == ReasonHostNotAllowed)
+		writeRefusal(rec, d, d.Reason == policy.ReasonHostMismatch || d.Reason == policy.ReasonHostNotAllowed)
 		return
 	}
 	inj, err := Inject(hp, r.Header, st.secrets.Lookup)
 	if err != nil {
 		s.metrics.injectFailure(hp.Name)
-		d = Refusal(ReasonCredentialUnavailable, d.Host, "keyhole cannot read the credential of connection %s for %s; check the mounted Secret", hp.Connection, hp.Name)
+		d = policy.Refusal(policy.ReasonCredentialUnavailable, d.Host, "keyhole cannot read the credential of connection %s for %s; check the mounted Secret", hp.Connection, hp.Name)
 		d.Connection = hp.Connection
 		writeRefusal(rec, d, false)
 		return
@@ -787,9 +784,9 @@ func stripHopByHop(h http.Header) {
 
 // writeRefusal answers a refused request: the reason's status, the
 // refusal header and a one-line message.
-func writeRefusal(w http.ResponseWriter, d Decision, closeConn bool) {
+func writeRefusal(w http.ResponseWriter, d policy.Decision, closeConn bool) {
 	h := w.Header()
-	h.Set(RefusedHeader, string(d.Reason))
+	h.Set(policy.RefusedHeader, string(d.Reason))
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
 	if closeConn {
@@ -800,10 +797,10 @@ func writeRefusal(w http.ResponseWriter, d Decision, closeConn bool) {
 }
 
 // logRequest writes the one log line of a request.
-func (s *Server) logRequest(st *state, r *http.Request, d Decision, status int, start time.Time) {
+func (s *Server) logRequest(st *state, r *http.Request, d policy.Decision, status int, start time.Time) {
 	host := d.Host
 	if host == "" {
-		host = clip(r.Host)
+		host = policy.Clip(r.Host)
 	}
 	s.metrics.request(s.metricHost(st, d.Host), d)
 	sb := st.cfg.Sandbox
@@ -812,7 +809,7 @@ func (s *Server) logRequest(st *state, r *http.Request, d Decision, status int, 
 		sandbox = sb.Namespace + "/" + sb.Name
 	}
 	f := requestFields{
-		sandbox: sandbox, host: host, method: clip(r.Method), path: logPath(r),
+		sandbox: sandbox, host: host, method: policy.Clip(r.Method), path: logPath(r),
 		decision: string(d.Action), reason: string(d.Reason), connection: d.Connection,
 		status: status, durationMS: float64(time.Since(start).Microseconds()) / 1000,
 	}
@@ -843,7 +840,7 @@ func (s *Server) metricHost(st *state, host string) string {
 	if st.policy.Host(host) != nil {
 		return host
 	}
-	if _, ok := st.policy.passthrough[strings.TrimSuffix(host, ":80")]; ok {
+	if st.policy.Passthrough(strings.TrimSuffix(host, ":80")) {
 		return strings.TrimSuffix(host, ":80")
 	}
 	return otherHost

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"keyhole.dev/keyhole/proxy/policy"
 )
 
 func TestServerInjection(t *testing.T) {
@@ -25,7 +27,7 @@ func TestServerInjection(t *testing.T) {
 		header      http.Header
 		body        string
 		status      int
-		refused     Reason
+		refused     policy.Reason
 		wantAuth    string // Authorization the upstream saw
 	}{
 		"bearer set": {method: "GET", url: "https://api.github.com/repos/acme/widgets",
@@ -33,17 +35,17 @@ func TestServerInjection(t *testing.T) {
 			status: 200, wantAuth: "Bearer " + canary},
 		"bearer set without header": {method: "GET", url: "https://api.github.com/repos/acme/widgets/pulls?state=open",
 			status: 200, wantAuth: "Bearer " + canary},
-		"l7 refused": {method: "GET", url: "https://api.github.com/user", status: 403, refused: ReasonL7NotAllowed},
-		"l7 method":  {method: "DELETE", url: "https://api.github.com/repos/acme/widgets", status: 403, refused: ReasonL7NotAllowed},
+		"l7 refused": {method: "GET", url: "https://api.github.com/user", status: 403, refused: policy.ReasonL7NotAllowed},
+		"l7 method":  {method: "DELETE", url: "https://api.github.com/repos/acme/widgets", status: 403, refused: policy.ReasonL7NotAllowed},
 		"basic for git": {method: "GET", url: "https://github.com/acme/widgets.git/info/refs?service=git-upload-pack",
 			status: 200, wantAuth: "Basic " + b64("x-access-token:"+canary)},
 		"git push refused": {method: "POST", url: "https://github.com/acme/widgets.git/git-receive-pack", body: "0000",
-			status: 403, refused: ReasonL7NotAllowed},
+			status: 403, refused: policy.ReasonL7NotAllowed},
 		"lfs download": {method: "POST", url: "https://github.com/acme/widgets.git/info/lfs/objects/batch",
 			header: http.Header{"Content-Type": {"application/vnd.git-lfs+json; charset=utf-8"}},
 			body:   `{"operation":"download","objects":[]}`, status: 200, wantAuth: "Basic " + b64("x-access-token:"+canary)},
 		"lfs upload refused": {method: "POST", url: "https://github.com/acme/widgets.git/info/lfs/objects/batch",
-			body: `{"operation":"upload","objects":[]}`, status: 403, refused: ReasonL7NotAllowed},
+			body: `{"operation":"upload","objects":[]}`, status: 403, refused: policy.ReasonL7NotAllowed},
 		"substitute in basic": {method: "GET", url: "https://uploads.github.com/x",
 			header: http.Header{"Authorization": {"Basic " + b64("x-access-token:omnia-injected-github")}},
 			status: 200, wantAuth: "Basic " + b64("x-access-token:"+canary)},
@@ -85,8 +87,8 @@ func TestServerInjection(t *testing.T) {
 			if resp.StatusCode != tc.status {
 				t.Fatalf("status = %d (%s), want %d", resp.StatusCode, body, tc.status)
 			}
-			if got := resp.Header.Get(RefusedHeader); got != string(tc.refused) {
-				t.Fatalf("%s = %q, want %q", RefusedHeader, got, tc.refused)
+			if got := resp.Header.Get(policy.RefusedHeader); got != string(tc.refused) {
+				t.Fatalf("%s = %q, want %q", policy.RefusedHeader, got, tc.refused)
 			}
 			got := h.api.seen()[before:]
 			if tc.refused != "" {
@@ -179,8 +181,8 @@ func TestServerConnectRefusal(t *testing.T) {
 			before := len(h.api.seen())
 			c, br, resp := h.connect(target)
 			defer c.Close()
-			if resp.StatusCode != 403 || resp.Header.Get(RefusedHeader) != string(ReasonHostNotAllowed) {
-				t.Fatalf("CONNECT %s = %s %q", target, resp.Status, resp.Header.Get(RefusedHeader))
+			if resp.StatusCode != 403 || resp.Header.Get(policy.RefusedHeader) != string(policy.ReasonHostNotAllowed) {
+				t.Fatalf("CONNECT %s = %s %q", target, resp.Status, resp.Header.Get(policy.RefusedHeader))
 			}
 			io.Copy(io.Discard, resp.Body)
 			// The connection is closed: nothing more can be sent on it.
@@ -211,8 +213,8 @@ func TestServerHostMismatch(t *testing.T) {
 		}
 		before := len(h.api.seen())
 		resp := roundTrip(t, c, br, get("github.com"))
-		if resp.StatusCode != 403 || resp.Header.Get(RefusedHeader) != string(ReasonHostMismatch) {
-			t.Fatalf("second host on the connection = %s %q", resp.Status, resp.Header.Get(RefusedHeader))
+		if resp.StatusCode != 403 || resp.Header.Get(policy.RefusedHeader) != string(policy.ReasonHostMismatch) {
+			t.Fatalf("second host on the connection = %s %q", resp.Status, resp.Header.Get(policy.RefusedHeader))
 		}
 		if len(h.api.seen()) != before {
 			t.Fatal("a mismatched request reached the upstream")
@@ -233,12 +235,12 @@ func TestServerHostMismatch(t *testing.T) {
 			defer c.Close()
 			before := len(h.api.seen())
 			resp := roundTrip(t, c, br, tc.raw)
-			want := ReasonHostMismatch
+			want := policy.ReasonHostMismatch
 			if strings.HasSuffix(name, "l7") {
-				want = ReasonL7NotAllowed
+				want = policy.ReasonL7NotAllowed
 			}
-			if resp.StatusCode != 403 || resp.Header.Get(RefusedHeader) != string(want) {
-				t.Fatalf("= %s %q, want 403 %s", resp.Status, resp.Header.Get(RefusedHeader), want)
+			if resp.StatusCode != 403 || resp.Header.Get(policy.RefusedHeader) != string(want) {
+				t.Fatalf("= %s %q, want 403 %s", resp.Status, resp.Header.Get(policy.RefusedHeader), want)
 			}
 			if len(h.api.seen()) != before {
 				t.Fatal("reached the upstream")
@@ -273,7 +275,7 @@ func TestServerHeaderStripping(t *testing.T) {
 	if hdr.Get("X-Kept") != "yes" {
 		t.Error("an end-to-end header was dropped")
 	}
-	if resp.Header.Get(RefusedHeader) != "" {
+	if resp.Header.Get(policy.RefusedHeader) != "" {
 		t.Error("refusal header on an allowed response")
 	}
 }
@@ -292,7 +294,7 @@ func TestServerSecretRotation(t *testing.T) {
 		if resp.StatusCode == 200 {
 			auth = got[len(got)-1].Header.Get("Authorization")
 		}
-		return resp.StatusCode, resp.Header.Get(RefusedHeader) + auth
+		return resp.StatusCode, resp.Header.Get(policy.RefusedHeader) + auth
 	}
 	steps := []struct {
 		name   string
@@ -302,8 +304,8 @@ func TestServerSecretRotation(t *testing.T) {
 	}{
 		{name: "initial", status: 200, want: "Bearer " + canary},
 		{name: "rotated", data: map[string]string{"token": "rotated-" + canary, "user": "u"}, status: 200, want: "Bearer rotated-" + canary},
-		{name: "removed", data: map[string]string{"user": "u"}, status: 502, want: string(ReasonCredentialUnavailable)},
-		{name: "multi-line", data: map[string]string{"token": "a\nb", "user": "u"}, status: 502, want: string(ReasonCredentialUnavailable)},
+		{name: "removed", data: map[string]string{"user": "u"}, status: 502, want: string(policy.ReasonCredentialUnavailable)},
+		{name: "multi-line", data: map[string]string{"token": "a\nb", "user": "u"}, status: 502, want: string(policy.ReasonCredentialUnavailable)},
 		{name: "restored", data: map[string]string{"token": "restored-" + canary, "user": "u"}, status: 200, want: "Bearer restored-" + canary},
 	}
 	for _, st := range steps {
@@ -357,8 +359,8 @@ func TestServerConfigReload(t *testing.T) {
 		return status() == 403
 	})
 	resp := roundTrip(t, tc, br, "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\n\r\n")
-	if resp.StatusCode != 403 || resp.Header.Get(RefusedHeader) != string(ReasonHostNotAllowed) {
-		t.Fatalf("old tunnel after the connection was turned off: %s %q", resp.Status, resp.Header.Get(RefusedHeader))
+	if resp.StatusCode != 403 || resp.Header.Get(policy.RefusedHeader) != string(policy.ReasonHostNotAllowed) {
+		t.Fatalf("old tunnel after the connection was turned off: %s %q", resp.Status, resp.Header.Get(policy.RefusedHeader))
 	}
 	if h.get("/readyz") != "200 ok\n" {
 		t.Error("not ready after a reload")
@@ -531,8 +533,8 @@ func TestServerPlainAndPassthrough(t *testing.T) {
 			t.Fatal(err)
 		}
 		body := readBody(t, resp)
-		if resp.StatusCode != 403 || resp.Header.Get(RefusedHeader) != string(ReasonL7NotAllowed) || !strings.Contains(body, "HTTPS") {
-			t.Fatalf("= %d %q %q", resp.StatusCode, resp.Header.Get(RefusedHeader), body)
+		if resp.StatusCode != 403 || resp.Header.Get(policy.RefusedHeader) != string(policy.ReasonL7NotAllowed) || !strings.Contains(body, "HTTPS") {
+			t.Fatalf("= %d %q %q", resp.StatusCode, resp.Header.Get(policy.RefusedHeader), body)
 		}
 	})
 	t.Run("plain unknown", func(t *testing.T) {
@@ -541,8 +543,8 @@ func TestServerPlainAndPassthrough(t *testing.T) {
 			t.Fatal(err)
 		}
 		readBody(t, resp)
-		if resp.StatusCode != 403 || resp.Header.Get(RefusedHeader) != string(ReasonHostNotAllowed) {
-			t.Fatalf("= %d %q", resp.StatusCode, resp.Header.Get(RefusedHeader))
+		if resp.StatusCode != 403 || resp.Header.Get(policy.RefusedHeader) != string(policy.ReasonHostNotAllowed) {
+			t.Fatalf("= %d %q", resp.StatusCode, resp.Header.Get(policy.RefusedHeader))
 		}
 	})
 	t.Run("passthrough tunnel", func(t *testing.T) {
@@ -703,8 +705,8 @@ func TestServerSessionResumption(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp := roundTrip(t, tc, bufio.NewReader(tc), "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\n\r\n")
-	if resp.StatusCode != 403 || resp.Header.Get(RefusedHeader) != string(ReasonHostMismatch) {
-		t.Fatalf("resumed session on another tunnel = %s %q", resp.Status, resp.Header.Get(RefusedHeader))
+	if resp.StatusCode != 403 || resp.Header.Get(policy.RefusedHeader) != string(policy.ReasonHostMismatch) {
+		t.Fatalf("resumed session on another tunnel = %s %q", resp.Status, resp.Header.Get(policy.RefusedHeader))
 	}
 }
 
@@ -766,8 +768,8 @@ func TestServerTimeouts(t *testing.T) {
 			t.Fatal(err)
 		}
 		readBody(t, resp)
-		if resp.StatusCode != http.StatusGatewayTimeout || resp.Header.Get(RefusedHeader) != "" {
-			t.Fatalf("slow upstream = %d %q, want 504 without a refusal header", resp.StatusCode, resp.Header.Get(RefusedHeader))
+		if resp.StatusCode != http.StatusGatewayTimeout || resp.Header.Get(policy.RefusedHeader) != "" {
+			t.Fatalf("slow upstream = %d %q, want 504 without a refusal header", resp.StatusCode, resp.Header.Get(policy.RefusedHeader))
 		}
 	})
 }

@@ -3,6 +3,8 @@ package proxy
 import (
 	"net/http"
 	"testing"
+
+	"keyhole.dev/keyhole/proxy/policy"
 )
 
 // dottedKeyConfig reads a key that is not a Go identifier with the index
@@ -27,7 +29,7 @@ func TestServerDottedKey(t *testing.T) {
 	}
 	readBody(t, resp)
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("status %d (%s)", resp.StatusCode, resp.Header.Get(RefusedHeader))
+		t.Fatalf("status %d (%s)", resp.StatusCode, resp.Header.Get(policy.RefusedHeader))
 	}
 	seen := h.api.seen()
 	if len(seen) != 1 {

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"keyhole.dev/keyhole/proxy/policy"
 )
 
 // maxClientHello bounds what the transparent listener reads before it
@@ -80,40 +82,40 @@ func (s *Server) handleTransparent(c net.Conn) {
 	}
 	s.metrics.tunnels.Add(1)
 	release := sync.OnceFunc(func() { <-s.tunnels; s.metrics.tunnels.Add(-1) })
-	refuse := func(d Decision, alert bool) {
+	refuse := func(d policy.Decision, alert bool) {
 		s.refuseTransparent(st, c, d, alert, start)
 		release()
 	}
 	dst, err := s.origDst(c)
 	if err != nil {
-		refuse(Refusal(ReasonHostNotAllowed, "", "cannot read the connection's original destination: %v", err), false)
+		refuse(policy.Refusal(policy.ReasonHostNotAllowed, "", "cannot read the connection's original destination: %v", err), false)
 		return
 	}
 	if local, ok := c.LocalAddr().(*net.TCPAddr); ok && local.AddrPort() == dst {
 		// Not redirected: addressed to this listener itself. Serving it
 		// would let a name resolve back here in a loop.
-		refuse(Refusal(ReasonHostNotAllowed, "", "connection addressed to the transparent listener itself, not redirected to it"), false)
+		refuse(policy.Refusal(policy.ReasonHostNotAllowed, "", "connection addressed to the transparent listener itself, not redirected to it"), false)
 		return
 	}
 	port := strconv.Itoa(int(dst.Port()))
 	c.SetReadDeadline(time.Now().Add(s.opts.Timeouts.Handshake))
 	hello, sni, err := readClientHello(c, maxClientHello)
 	if err != nil {
-		refuse(Refusal(ReasonHostNotAllowed, "", "port %s: the first bytes are not a TLS ClientHello the proxy can read (%v); transparent mode carries TLS only, send plain HTTP through HTTP_PROXY", port, err), false)
+		refuse(policy.Refusal(policy.ReasonHostNotAllowed, "", "port %s: the first bytes are not a TLS ClientHello the proxy can read (%v); transparent mode carries TLS only, send plain HTTP through HTTP_PROXY", port, err), false)
 		return
 	}
 	if sni == "" {
-		refuse(Refusal(ReasonHostNotAllowed, "", "port %s: the TLS ClientHello names no server (SNI); transparent mode decides by name and refuses TLS without one, IP literals included", port), true)
+		refuse(policy.Refusal(policy.ReasonHostNotAllowed, "", "port %s: the TLS ClientHello names no server (SNI); transparent mode decides by name and refuses TLS without one, IP literals included", port), true)
 		return
 	}
-	d := st.policy.Decide(RequestInfo{Kind: KindConnect, Method: http.MethodConnect, Target: net.JoinHostPort(sni, port)})
+	d := st.policy.Decide(policy.RequestInfo{Kind: policy.KindConnect, Method: http.MethodConnect, Target: net.JoinHostPort(sni, port)})
 	if !d.Allowed() {
 		refuse(d, true)
 		return
 	}
 	c.SetReadDeadline(time.Time{})
 	client := &prefixConn{Conn: c, r: io.MultiReader(bytes.NewReader(hello), c)}
-	if d.Action == ActionTunnel {
+	if d.Action == policy.ActionTunnel {
 		addr := d.Host
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			addr = net.JoinHostPort(addr, port)
@@ -138,7 +140,7 @@ func (s *Server) handleTransparent(c net.Conn) {
 // access_denied alert when the client spoke TLS (no HTTP header can be
 // sent before a handshake), a reset otherwise; then the request line, the
 // metric and an event line that says why.
-func (s *Server) refuseTransparent(st *state, c net.Conn, d Decision, alert bool, start time.Time) {
+func (s *Server) refuseTransparent(st *state, c net.Conn, d policy.Decision, alert bool, start time.Time) {
 	c.SetWriteDeadline(time.Now().Add(time.Second))
 	if alert {
 		// A TLS 1.2 record: type alert, level fatal, access_denied (49).
@@ -153,7 +155,7 @@ func (s *Server) refuseTransparent(st *state, c net.Conn, d Decision, alert bool
 
 // logTransparent writes the request line of a redirected connection:
 // method TLS, no path, the decision on its server name.
-func (s *Server) logTransparent(st *state, d Decision, status int, start time.Time) {
+func (s *Server) logTransparent(st *state, d policy.Decision, status int, start time.Time) {
 	s.metrics.transparent(d)
 	s.logRequest(st, &http.Request{Method: "TLS"}, d, status, start)
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"keyhole.dev/keyhole/proxy/policy"
 )
 
 // captureHello returns the ClientHello crypto/tls's client sends for sni,
@@ -66,8 +68,8 @@ func TestTransparentListener(t *testing.T) {
 	roots := h.sandbox.pool.Clone()
 	roots.AddCert(h.upCA.cert)
 	type result struct {
-		status  int    // HTTP status of the request sent after the handshake; 0: none
-		refused Reason // X-Omnia-Egress-Refused
+		status  int           // HTTP status of the request sent after the handshake; 0: none
+		refused policy.Reason // X-Omnia-Egress-Refused
 	}
 	tests := map[string]struct {
 		sni     string
@@ -77,40 +79,40 @@ func TestTransparentListener(t *testing.T) {
 		host    string                    // Host header; default the SNI
 		path    string
 		want    result
-		handErr bool   // the handshake (or raw write) must fail
-		reason  Reason // the log line's reason
-		auth    string // Authorization the upstream saw
-		seen    bool   // the upstream saw a request
+		handErr bool          // the handshake (or raw write) must fail
+		reason  policy.Reason // the log line's reason
+		auth    string        // Authorization the upstream saw
+		seen    bool          // the upstream saw a request
 	}{
 		"injected host, allowed path": {sni: "api.github.com", path: "/repos/acme/widgets",
-			want: result{status: 200}, reason: ReasonAllowed, auth: "Bearer " + canary, seen: true},
+			want: result{status: 200}, reason: policy.ReasonAllowed, auth: "Bearer " + canary, seen: true},
 		"uppercase SNI is the same host": {sni: "API.GITHUB.COM", host: "api.github.com", path: "/repos/acme/widgets",
-			want: result{status: 200}, reason: ReasonAllowed, auth: "Bearer " + canary, seen: true},
+			want: result{status: 200}, reason: policy.ReasonAllowed, auth: "Bearer " + canary, seen: true},
 		"ClientHello split across segments": {sni: "api.github.com", split: true, path: "/repos/acme/widgets",
-			want: result{status: 200}, reason: ReasonAllowed, auth: "Bearer " + canary, seen: true},
+			want: result{status: 200}, reason: policy.ReasonAllowed, auth: "Bearer " + canary, seen: true},
 		"passthrough host tunnelled untouched": {sni: "pypi.org", path: "/simple/",
-			want: result{status: 200}, reason: ReasonAllowed, seen: true},
+			want: result{status: 200}, reason: policy.ReasonAllowed, seen: true},
 		"allowed SNI, forbidden Host": {sni: "api.github.com", host: "evil.example", path: "/repos/acme/widgets",
-			want: result{status: 403, refused: ReasonHostMismatch}, reason: ReasonHostMismatch},
+			want: result{status: 403, refused: policy.ReasonHostMismatch}, reason: policy.ReasonHostMismatch},
 		"Host names another injected host": {sni: "api.github.com", host: "github.com", path: "/repos/acme/widgets",
-			want: result{status: 403, refused: ReasonHostMismatch}, reason: ReasonHostMismatch},
+			want: result{status: 403, refused: policy.ReasonHostMismatch}, reason: policy.ReasonHostMismatch},
 		"allowed SNI, path not allowed": {sni: "api.github.com", path: "/user",
-			want: result{status: 403, refused: ReasonL7NotAllowed}, reason: ReasonL7NotAllowed},
-		"SNI not allowed":             {sni: "evil.example", handErr: true, reason: ReasonHostNotAllowed},
-		"allowed SNI on another port": {sni: "api.github.com", port: 8443, handErr: true, reason: ReasonHostNotAllowed},
-		"no SNI (IP literal dialled)": {sni: "127.0.0.1", handErr: true, reason: ReasonHostNotAllowed},
+			want: result{status: 403, refused: policy.ReasonL7NotAllowed}, reason: policy.ReasonL7NotAllowed},
+		"SNI not allowed":             {sni: "evil.example", handErr: true, reason: policy.ReasonHostNotAllowed},
+		"allowed SNI on another port": {sni: "api.github.com", port: 8443, handErr: true, reason: policy.ReasonHostNotAllowed},
+		"no SNI (IP literal dialled)": {sni: "127.0.0.1", handErr: true, reason: policy.ReasonHostNotAllowed},
 		"SNI is an IP literal": {raw: func(t *testing.T) []byte {
 			return bytes.Replace(captureHello(t, "api.github.com"), []byte("api.github.com"), []byte("192.168.100.10"), 1)
-		}, handErr: true, reason: ReasonHostNotAllowed},
+		}, handErr: true, reason: policy.ReasonHostNotAllowed},
 		"SNI with a trailing dot": {raw: func(t *testing.T) []byte {
 			return bytes.Replace(captureHello(t, "api.github.com"), []byte("api.github.com"), []byte("pi.github.com."), 1)
-		}, handErr: true, reason: ReasonHostNotAllowed},
+		}, handErr: true, reason: policy.ReasonHostNotAllowed},
 		"plain HTTP on 443": {raw: func(*testing.T) []byte {
 			return []byte("GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\n\r\n")
-		}, handErr: true, reason: ReasonHostNotAllowed},
+		}, handErr: true, reason: policy.ReasonHostNotAllowed},
 		"plain HTTP on 80 to an injected host": {port: 80, raw: func(*testing.T) []byte {
 			return []byte("GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\n\r\n")
-		}, handErr: true, reason: ReasonHostNotAllowed},
+		}, handErr: true, reason: policy.ReasonHostNotAllowed},
 		"oversized ClientHello": {raw: func(*testing.T) []byte {
 			// Records of a 65535-byte handshake message, more than the
 			// proxy reads before it knows the name.
@@ -123,7 +125,7 @@ func TestTransparentListener(t *testing.T) {
 				msg = msg[n:]
 			}
 			return b
-		}, handErr: true, reason: ReasonHostNotAllowed},
+		}, handErr: true, reason: policy.ReasonHostNotAllowed},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -171,8 +173,8 @@ func TestTransparentListener(t *testing.T) {
 						host = tc.sni
 					}
 					resp := roundTrip(t, tc2, bufio.NewReader(tc2), "GET "+tc.path+" HTTP/1.1\r\nHost: "+host+"\r\nConnection: close\r\n\r\n")
-					if resp.StatusCode != tc.want.status || Reason(resp.Header.Get(RefusedHeader)) != tc.want.refused {
-						t.Fatalf("got %d %q, want %d %q", resp.StatusCode, resp.Header.Get(RefusedHeader), tc.want.status, tc.want.refused)
+					if resp.StatusCode != tc.want.status || policy.Reason(resp.Header.Get(policy.RefusedHeader)) != tc.want.refused {
+						t.Fatalf("got %d %q, want %d %q", resp.StatusCode, resp.Header.Get(policy.RefusedHeader), tc.want.status, tc.want.refused)
 					}
 				}
 			}
@@ -217,7 +219,7 @@ func TestTransparentSlowloris(t *testing.T) {
 	if d := time.Since(start); d > 3*time.Second {
 		t.Fatalf("proxy held the connection %v", d)
 	}
-	if line := h.lastRequest(t, 0); line["reason"] != string(ReasonHostNotAllowed) || line["method"] != "TLS" {
+	if line := h.lastRequest(t, 0); line["reason"] != string(policy.ReasonHostNotAllowed) || line["method"] != "TLS" {
 		t.Errorf("log line %v", line)
 	}
 }
@@ -236,7 +238,7 @@ func TestTransparentNotRedirected(t *testing.T) {
 		c.Close()
 		t.Fatal("handshake succeeded through an unredirected connection")
 	}
-	if line := h.lastRequest(t, 0); line["reason"] != string(ReasonHostNotAllowed) {
+	if line := h.lastRequest(t, 0); line["reason"] != string(policy.ReasonHostNotAllowed) {
 		t.Errorf("log line %v", line)
 	}
 }
@@ -285,7 +287,7 @@ func FuzzReadClientHello(f *testing.F) {
 		if strings.ContainsAny(sni, "\x00/") && err == nil {
 			// crypto/tls accepts any bytes in a name; the policy's
 			// CanonicalHost refuses these, so only check it says so.
-			if _, cerr := CanonicalHost(sni, "443"); cerr == nil {
+			if _, cerr := policy.CanonicalHost(sni, "443"); cerr == nil {
 				t.Fatalf("CanonicalHost accepted server name %q", sni)
 			}
 		}

@@ -16,11 +16,12 @@ import (
 
 	"keyhole.dev/keyhole/proxy"
 	"keyhole.dev/keyhole/proxy/config"
+	"keyhole.dev/keyhole/proxy/policy"
 )
 
 // The fast-path sketch is the floor plus keyhole's own per-request work,
 // done by keyhole's own functions: the request head parsed into a header
-// map, the policy decision (proxy.Policy.Decide on the same config),
+// map, the policy decision (policy.Policy.Decide on the same config),
 // hop-by-hop headers stripped, the credential injected from the mounted
 // Secret (proxy.Inject through proxy.SecretDir, the inotify cache), the
 // head written back out, the upstream's response head parsed, stripped
@@ -39,11 +40,11 @@ func sketchHeads(dir string) (heads, error) {
 	if err != nil {
 		return heads{}, err
 	}
-	policy, err := proxy.NewPolicy(cfg)
+	pol, err := policy.NewPolicy(cfg)
 	if err != nil {
 		return heads{}, err
 	}
-	hp := policy.Host(benchHost)
+	hp := pol.Host(benchHost)
 	if hp == nil {
 		return heads{}, errors.New("the bench config has no injected host")
 	}
@@ -56,7 +57,7 @@ func sketchHeads(dir string) (heads, error) {
 		if err != nil {
 			return nil, err
 		}
-		d := policy.Decide(proxy.RequestInfo{Kind: proxy.KindTunnel, Method: method, Target: target,
+		d := pol.Decide(policy.RequestInfo{Kind: policy.KindTunnel, Method: method, Target: target,
 			ConnectHost: benchHost, SNI: benchHost, Host: header.Get("Host"), Header: header, BodyComplete: true})
 		if !d.Allowed() {
 			return nil, fmt.Errorf("refused: %s", d.Reason)
@@ -89,7 +90,7 @@ func sketchHeads(dir string) (heads, error) {
 			return nil, err
 		}
 		stripHop(header)
-		header.Del(proxy.RefusedHeader)
+		header.Del(policy.RefusedHeader)
 		inj.ScrubHeader(header)
 		return writeHead(proto+" "+status+" OK", header), nil
 	}

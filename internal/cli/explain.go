@@ -12,8 +12,8 @@ import (
 
 	"keyhole.dev/keyhole/compiler"
 	"keyhole.dev/keyhole/diff"
-	"keyhole.dev/keyhole/proxy"
 	"keyhole.dev/keyhole/proxy/config"
+	"keyhole.dev/keyhole/proxy/policy"
 	"keyhole.dev/keyhole/render"
 )
 
@@ -107,7 +107,7 @@ func runExplain(e *env, args []string) int {
 		return exitUsage
 	}
 	printDecision(e.stdout, s, d)
-	if d.Action == proxy.ActionRefuse {
+	if d.Action == policy.ActionRefuse {
 		return exitFailed
 	}
 	return exitOK
@@ -262,25 +262,25 @@ func rule(r config.Rule) string {
 // judge decides a request as the proxy would, with the proxy's own
 // decision function: the CONNECT (or the plain http:// request) first,
 // then the request inside the tunnel.
-func judge(cfg config.Config, request string, body []byte) (proxy.Decision, error) {
+func judge(cfg config.Config, request string, body []byte) (policy.Decision, error) {
 	method, raw, ok := strings.Cut(strings.TrimSpace(request), " ")
 	raw = strings.TrimSpace(raw)
 	if !ok || method == "" || !strings.Contains(raw, "://") {
-		return proxy.Decision{}, fmt.Errorf("%w: --request %q: want 'METHOD URL' with an absolute http:// or https:// URL", errUsage, request)
+		return policy.Decision{}, fmt.Errorf("%w: --request %q: want 'METHOD URL' with an absolute http:// or https:// URL", errUsage, request)
 	}
-	policy, err := proxy.NewPolicy(&cfg)
+	pol, err := policy.NewPolicy(&cfg)
 	if err != nil {
-		return proxy.Decision{}, err
+		return policy.Decision{}, err
 	}
-	return policy.DecideURL(method, raw, body), nil
+	return pol.DecideURL(method, raw, body), nil
 }
 
-func printDecision(w io.Writer, s compiler.Sandbox, d proxy.Decision) {
+func printDecision(w io.Writer, s compiler.Sandbox, d policy.Decision) {
 	switch d.Action {
-	case proxy.ActionRefuse:
+	case policy.ActionRefuse:
 		fmt.Fprintf(w, "refused: %d %s: %s\n", d.Reason.Status(), d.Reason, d.Message)
-		fmt.Fprintf(w, "the sandbox sees: %s: %s\n", proxy.RefusedHeader, d.Reason)
-	case proxy.ActionInject:
+		fmt.Fprintf(w, "the sandbox sees: %s: %s\n", policy.RefusedHeader, d.Reason)
+	case policy.ActionInject:
 		for _, h := range s.Proxy.Hosts {
 			if h.Name == d.Host {
 				fmt.Fprintf(w, "allowed: forwarded to %s over verified TLS; the proxy %s (connection %s)\n", d.Host, injection(h.Inject), d.Connection)
@@ -288,9 +288,9 @@ func printDecision(w io.Writer, s compiler.Sandbox, d proxy.Decision) {
 			}
 		}
 		fmt.Fprintf(w, "allowed: forwarded to %s with the credential injected\n", d.Host)
-	case proxy.ActionTunnel:
+	case policy.ActionTunnel:
 		fmt.Fprintf(w, "allowed: %s is a passthrough host; the request is tunnelled untouched, without a credential\n", d.Host)
-	case proxy.ActionForward:
+	case policy.ActionForward:
 		fmt.Fprintf(w, "allowed: forwarded to %s as plain HTTP, without a credential\n", d.Host)
 	default:
 		fmt.Fprintf(w, "%s: %s %s\n", d.Action, d.Reason, d.Message)

@@ -7,7 +7,7 @@
 // config.Config, and Policy.Decide turns a RequestInfo into a Decision with
 // an enumerated Reason. `keyhole explain` calls the same functions to show
 // the verdict the proxy would give, without a server or secret files.
-package proxy
+package policy
 
 import (
 	"errors"
@@ -188,6 +188,14 @@ func NewPolicy(cfg *config.Config) (*Policy, error) {
 // Host returns the injected host named by a canonical name, or nil.
 func (p *Policy) Host(name string) *HostPolicy { return p.hosts[name] }
 
+// Template is the compiled value template of the host's header
+// injection; nil when the injection is basic auth.
+func (h *HostPolicy) Template() *config.Template { return h.template }
+
+// Passthrough reports whether host (host:port, canonical) is tunnelled
+// without injection.
+func (p *Policy) Passthrough(host string) bool { return p.passthrough[host] }
+
 // NeedsBody reports whether a rule of this host looks at request bodies,
 // so the server knows to read (bounded) and replay them.
 func (h *HostPolicy) NeedsBody() bool { return h.needsBody }
@@ -217,7 +225,7 @@ func (p *Policy) decideConnect(req RequestInfo) Decision {
 	if p.passthrough[host] {
 		return Decision{Action: ActionTunnel, Reason: ReasonAllowed, Host: host}
 	}
-	return Refusal(ReasonHostNotAllowed, host, "%s is not an allowed host for sandbox %s (only port 443 is reachable through CONNECT)", clip(host), p.sandbox.Name)
+	return Refusal(ReasonHostNotAllowed, host, "%s is not an allowed host for sandbox %s (only port 443 is reachable through CONNECT)", Clip(host), p.sandbox.Name)
 }
 
 func (p *Policy) decideTunnel(req RequestInfo) Decision {
@@ -225,7 +233,7 @@ func (p *Policy) decideTunnel(req RequestInfo) Decision {
 	h := p.hosts[tunnel]
 	if err != nil || h == nil {
 		// The tunnel was opened under an older config that allowed it.
-		return Refusal(ReasonHostNotAllowed, tunnel, "%s is no longer an injected host for sandbox %s", clip(tunnel), p.sandbox.Name)
+		return Refusal(ReasonHostNotAllowed, tunnel, "%s is no longer an injected host for sandbox %s", Clip(tunnel), p.sandbox.Name)
 	}
 	if d, ok := sameHost(tunnel, "TLS server name", req.SNI); !ok {
 		return d
@@ -250,9 +258,9 @@ func (p *Policy) decideTunnel(req RequestInfo) Decision {
 		return d
 	}
 	if m, known := methodRule(req.Method); known && !m.Credential {
-		return refuse("%s is never forwarded with a credential: %s", clip(req.Method), m.Why)
+		return refuse("%s is never forwarded with a credential: %s", Clip(req.Method), m.Why)
 	} else if !known && len(h.Rules) == 0 {
-		return refuse("%s is forwarded with a credential only when a rule of connection %s names it", clip(req.Method), h.Connection)
+		return refuse("%s is forwarded with a credential only when a rule of connection %s names it", Clip(req.Method), h.Connection)
 	}
 	path, err := TargetPath(req.Target)
 	if err != nil {
@@ -280,7 +288,7 @@ func (p *Policy) decideTunnel(req RequestInfo) Decision {
 			}
 		}
 		if !allowed {
-			return refuse("no rule of connection %s allows %s %s on %s%s", h.Connection, clip(req.Method), clip(path), tunnel, why)
+			return refuse("no rule of connection %s allows %s %s on %s%s", h.Connection, Clip(req.Method), Clip(path), tunnel, why)
 		}
 	}
 	return Decision{Action: ActionInject, Reason: ReasonAllowed, Host: tunnel, Connection: h.Connection}
@@ -291,7 +299,7 @@ func (p *Policy) decideTunnel(req RequestInfo) Decision {
 func sameHost(tunnel, what, got string) (Decision, bool) {
 	c, err := CanonicalHost(got, "443")
 	if err != nil || c != tunnel {
-		return Refusal(ReasonHostMismatch, tunnel, "the %s %q does not name the tunnel's host %s; send each host's requests on its own connection", what, clip(got), tunnel), false
+		return Refusal(ReasonHostMismatch, tunnel, "the %s %q does not name the tunnel's host %s; send each host's requests on its own connection", what, Clip(got), tunnel), false
 	}
 	return Decision{}, true
 }
@@ -321,5 +329,5 @@ func (p *Policy) decidePlain(req RequestInfo) Decision {
 	if scheme == "http" && p.passthrough[host] {
 		return Decision{Action: ActionForward, Reason: ReasonAllowed, Host: host}
 	}
-	return Refusal(ReasonHostNotAllowed, host, "%s://%s is not an allowed target for sandbox %s (plain requests reach passthrough hosts on port 80 only)", clip(scheme), clip(host), p.sandbox.Name)
+	return Refusal(ReasonHostNotAllowed, host, "%s://%s is not an allowed target for sandbox %s (plain requests reach passthrough hosts on port 80 only)", Clip(scheme), Clip(host), p.sandbox.Name)
 }

@@ -1,4 +1,4 @@
-package proxy
+package policy
 
 import (
 	"bytes"
@@ -15,6 +15,10 @@ import (
 
 // ErrBody is wrapped when a request body cannot satisfy a rule's body
 // condition. Its message says why, without quoting a value.
+// MaxBodyCheck is how much of a request body the proxy reads to match a
+// rule's Body condition; a longer body matches no such rule.
+const MaxBodyCheck = 1 << 20
+
 var ErrBody = errors.New("body refused")
 
 // Body is what a rule's body condition looks at: the bytes the proxy read
@@ -81,11 +85,11 @@ func CheckBody(want map[string][]string, b Body) error {
 		v, ok := fields[fieldKey(field)]
 		switch {
 		case !ok:
-			return fmt.Errorf("%w: the body has no field %q", ErrBody, clip(field))
+			return fmt.Errorf("%w: the body has no field %q", ErrBody, Clip(field))
 		case v.name != field:
-			return fmt.Errorf("%w: the body spells the field %q as %q; send it exactly as %q", ErrBody, clip(field), clip(v.name), clip(field))
+			return fmt.Errorf("%w: the body spells the field %q as %q; send it exactly as %q", ErrBody, Clip(field), Clip(v.name), Clip(field))
 		case !v.isString:
-			return fmt.Errorf("%w: the body's field %q is not a string", ErrBody, clip(field))
+			return fmt.Errorf("%w: the body's field %q is not a string", ErrBody, Clip(field))
 		}
 		found := false
 		for _, w := range want[field] {
@@ -95,7 +99,7 @@ func CheckBody(want map[string][]string, b Body) error {
 			}
 		}
 		if !found {
-			return fmt.Errorf("%w: the body's field %q holds a value the rule does not allow", ErrBody, clip(field))
+			return fmt.Errorf("%w: the body's field %q holds a value the rule does not allow", ErrBody, Clip(field))
 		}
 	}
 	return nil
@@ -112,16 +116,16 @@ func checkBodyHeaders(b Body) error {
 	}
 	mt, params, err := mime.ParseMediaType(b.ContentType[0])
 	if err != nil || !isJSONType(mt) {
-		return fmt.Errorf("%w: a body rule needs Content-Type: application/json, not %q", ErrBody, clip(b.ContentType[0]))
+		return fmt.Errorf("%w: a body rule needs Content-Type: application/json, not %q", ErrBody, Clip(b.ContentType[0]))
 	}
 	for k, v := range params {
 		if k != "charset" || !strings.EqualFold(v, "utf-8") {
-			return fmt.Errorf("%w: Content-Type %q has a parameter other than charset=utf-8", ErrBody, clip(b.ContentType[0]))
+			return fmt.Errorf("%w: Content-Type %q has a parameter other than charset=utf-8", ErrBody, Clip(b.ContentType[0]))
 		}
 	}
 	for _, ce := range b.ContentEncoding {
 		if !strings.EqualFold(strings.TrimSpace(ce), "identity") {
-			return fmt.Errorf("%w: a body rule cannot read a body with Content-Encoding %q", ErrBody, clip(ce))
+			return fmt.Errorf("%w: a body rule cannot read a body with Content-Encoding %q", ErrBody, Clip(ce))
 		}
 	}
 	return nil
@@ -167,9 +171,9 @@ func topLevelFields(data []byte) (map[string]field, error) {
 		key := fieldKey(name)
 		if prev, dup := fields[key]; dup {
 			if prev.name == name {
-				return nil, fmt.Errorf("%w: the body gives the field %q twice", ErrBody, clip(name))
+				return nil, fmt.Errorf("%w: the body gives the field %q twice", ErrBody, Clip(name))
 			}
-			return nil, fmt.Errorf("%w: the body has the fields %q and %q, which some JSON readers take as one", ErrBody, clip(prev.name), clip(name))
+			return nil, fmt.Errorf("%w: the body has the fields %q and %q, which some JSON readers take as one", ErrBody, Clip(prev.name), Clip(name))
 		}
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {

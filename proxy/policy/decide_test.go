@@ -1,4 +1,4 @@
-package proxy
+package policy
 
 import (
 	"net/http"
@@ -12,7 +12,7 @@ import (
 
 func testPolicy(t testing.TB) *Policy {
 	t.Helper()
-	cfg, err := config.Load(filepath.Join("config", "testdata", "github-acme.json"))
+	cfg, err := config.Load(filepath.Join("..", "config", "testdata", "github-acme.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestReasonStatus(t *testing.T) {
 }
 
 func TestDecideOneShot(t *testing.T) {
-	cfg, err := config.Load(filepath.Join("config", "testdata", "github-acme.json"))
+	cfg, err := config.Load(filepath.Join("..", "config", "testdata", "github-acme.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +318,7 @@ func TestDecideMethodPolicyOverRules(t *testing.T) {
 // TestPolicyTablesDocumented keeps docs/proxy.md's method and header
 // tables in step with the policy: every row is there with its reason.
 func TestPolicyTablesDocumented(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "docs", "proxy.md"))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "proxy.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,5 +334,15 @@ func TestPolicyTablesDocumented(t *testing.T) {
 	}
 	if !strings.Contains(string(doc), "`"+OverrideParam+"`") {
 		t.Errorf("docs/proxy.md does not name the %s parameter", OverrideParam)
+	}
+}
+
+func BenchmarkDecideTunnel(b *testing.B) {
+	p := testPolicy(b)
+	req := tunnelReq("GET", "/repos/acme/widgets/issues?state=open")
+	for b.Loop() {
+		if d := p.Decide(req); !d.Allowed() {
+			b.Fatal(d)
+		}
 	}
 }

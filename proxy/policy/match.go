@@ -1,4 +1,4 @@
-package proxy
+package policy
 
 import (
 	"errors"
@@ -26,7 +26,7 @@ var ErrTarget = errors.New("request target refused")
 // /simple/requests/): MatchRule matches it as the path without it.
 func TargetPath(target string) (string, error) {
 	if !strings.HasPrefix(target, "/") {
-		return "", fmt.Errorf("%w: %q is not an origin-form target", ErrTarget, clip(target))
+		return "", fmt.Errorf("%w: %q is not an origin-form target", ErrTarget, Clip(target))
 	}
 	for i := 0; i < len(target); i++ {
 		if c := target[i]; c < 0x21 || c == 0x7f {
@@ -77,7 +77,7 @@ func decodeSegment(seg string) (string, error) {
 			b.WriteByte(seg[i])
 			continue
 		}
-		if i+2 >= len(seg) || !isHex(seg[i+1]) || !isHex(seg[i+2]) {
+		if i+2 >= len(seg) || !IsHex(seg[i+1]) || !IsHex(seg[i+2]) {
 			return "", fmt.Errorf("%w: the path has a malformed percent escape", ErrTarget)
 		}
 		c := unhex(seg[i+1])<<4 | unhex(seg[i+2])
@@ -100,7 +100,9 @@ func decodeSegment(seg string) (string, error) {
 	return b.String(), nil
 }
 
-func isHex(c byte) bool {
+// IsHex reports whether c is a hexadecimal digit, as a percent-escape
+// takes.
+func IsHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
@@ -204,7 +206,7 @@ func CanonicalHost(authority, defaultPort string) (string, error) {
 	} else if strings.HasPrefix(authority, "[") && strings.HasSuffix(authority, "]") {
 		host = authority[1 : len(authority)-1]
 	} else if strings.Contains(authority, ":") {
-		return "", fmt.Errorf("malformed host %q", clip(authority))
+		return "", fmt.Errorf("malformed host %q", Clip(authority))
 	}
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
 	if host == "" {
@@ -212,12 +214,12 @@ func CanonicalHost(authority, defaultPort string) (string, error) {
 	}
 	for i := 0; i < len(host); i++ {
 		if c := host[i]; c <= ' ' || c >= 0x7f || strings.IndexByte("/\\@?#%[]", c) >= 0 {
-			return "", fmt.Errorf("malformed host %q", clip(authority))
+			return "", fmt.Errorf("malformed host %q", Clip(authority))
 		}
 	}
 	for i := 0; i < len(port); i++ {
 		if port[i] < '0' || port[i] > '9' {
-			return "", fmt.Errorf("malformed port in %q", clip(authority))
+			return "", fmt.Errorf("malformed port in %q", Clip(authority))
 		}
 	}
 	if port == defaultPort {
@@ -229,8 +231,9 @@ func CanonicalHost(authority, defaultPort string) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
-// clip shortens attacker-supplied text before it goes into a message.
-func clip(s string) string {
+// Clip shortens s to 64 bytes for a message or a log line, so what a
+// sandbox sends cannot flood either.
+func Clip(s string) string {
 	const max = 64
 	if len(s) > max {
 		return s[:max] + "…"

@@ -1,4 +1,4 @@
-package proxy
+package policy
 
 import (
 	"strings"

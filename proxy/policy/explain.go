@@ -1,4 +1,4 @@
-package proxy
+package policy
 
 import (
 	"fmt"
@@ -20,14 +20,14 @@ func (p *Policy) DecideURL(method, rawURL string, body []byte) Decision {
 	}
 	scheme, rest, ok := strings.Cut(rawURL, "://")
 	if !ok {
-		return Refusal(ReasonHostNotAllowed, "", "%q is not an absolute http:// or https:// URL", clip(rawURL))
+		return Refusal(ReasonHostNotAllowed, "", "%q is not an absolute http:// or https:// URL", Clip(rawURL))
 	}
 	switch strings.ToLower(scheme) {
 	case "http":
 		return p.Decide(RequestInfo{Kind: KindPlain, Method: method, Target: rawURL, Body: body, BodyComplete: true, ContentType: contentType})
 	case "https":
 	default:
-		return Refusal(ReasonHostNotAllowed, "", "scheme %q cannot go through the proxy", clip(scheme))
+		return Refusal(ReasonHostNotAllowed, "", "scheme %q cannot go through the proxy", Clip(scheme))
 	}
 	authority, target := rest, "/"
 	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
