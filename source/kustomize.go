@@ -309,7 +309,20 @@ func explicitNulls(n *yaml.Node) {
 // Unless allowRemote, a kustomization naming a remote base (here or in a
 // base) stops the build before kustomize fetches anything, and the error
 // is a *remoteRefused.
-func runKustomize(fsys fileSystem, dir string, maxSize int64, allowRemote bool) (m resmap.ResMap, read map[string][]byte, err error) {
+func runKustomize(fsys fileSystem, dir string, maxSize int64, allowRemote bool) kustomizeRun {
+	m, read, err := kustomize(fsys, dir, maxSize, allowRemote)
+	return kustomizeRun{m: m, read: read, err: err}
+}
+
+// kustomizeRun is what runKustomize returns.
+type kustomizeRun struct {
+	m    resmap.ResMap
+	read map[string][]byte
+	err  error
+}
+
+// kustomize is runKustomize's work.
+func kustomize(fsys fileSystem, dir string, maxSize int64, allowRemote bool) (m resmap.ResMap, read map[string][]byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			m, read, err = nil, nil, errors.New("kustomize failed on this input")
@@ -354,6 +367,12 @@ func runKustomize(fsys fileSystem, dir string, maxSize int64, allowRemote bool) 
 // Its documents, and its diagnostics, belong to the deploy unit named
 // after the directory.
 func (l *loader) buildKustomization(named, dir string, walked bool) {
+	l.buildKustomizationFrom(named, dir, walked, nil)
+}
+
+// buildKustomizationFrom is buildKustomization with kustomize's build of
+// dir already run, when pre is not nil (see prefetch).
+func (l *loader) buildKustomizationFrom(named, dir string, walked bool, pre *kustomizeRun) {
 	if l.seen[dir] {
 		return
 	}
@@ -372,7 +391,11 @@ func (l *loader) buildKustomization(named, dir string, walked bool) {
 	b.kfile = kustomizationFile(l.fsys, dir)
 	b.kname = b.display(b.kfile)
 	kname := b.kname
-	m, read, err := runKustomize(l.fsys, dir, l.opts.MaxFileSize, l.opts.AllowRemoteBases)
+	if pre == nil {
+		run := runKustomize(l.fsys, dir, l.opts.MaxFileSize, l.opts.AllowRemoteBases)
+		pre = &run
+	}
+	m, read, err := pre.m, pre.read, pre.err
 	if err != nil && walked && !l.kustomizationNamesKeyhole(dir) {
 		l.diags = append(l.diags[:d0], skipped(diag.Pos{File: kname, Line: 1, Column: 1},
 			"kustomization not built: none of its files names keyhole's kinds, and kustomize cannot build it here ("+firstClause(b.scrub(redact(err.Error(), read)))+"); skipped (name it explicitly to check it)"))

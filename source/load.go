@@ -233,31 +233,32 @@ func (l *loader) loadPath(p string) {
 	}
 	w := walk(l.fsys, abs, &l.paths)
 	roots := kustomizeRoots(l.fsys, w.files)
+	// What each root is, decided in walk order: a kustomization worth
+	// building, one that is not, or a file to read.
 	kfiles := make([]string, len(roots))
-	var loose, names []string
+	matters := make([]bool, len(roots))
 	for i, f := range roots {
-		if kfiles[i] = kustomizationFile(l.fsys, f); kfiles[i] == "" && !l.seen[f] {
-			loose = append(loose, f)
-			names = append(names, l.under(p, abs, f))
+		if kfiles[i] = kustomizationFile(l.fsys, f); kfiles[i] != "" {
+			matters[i] = l.kustomizationMatters(f)
 		}
 	}
-	// The files outside kustomizations are read and parsed up front, on
-	// every core; they are taken below in walk order, among the builds.
-	reads := l.readAll(loose, names)
+	// Files parse, and kustomizations build, independently of each
+	// other: that work is done up front on every core, and its results
+	// are taken below in walk order.
+	pre := l.prefetch(roots, kfiles, matters, func(f string) string { return l.under(p, abs, f) })
 	for i, f := range roots {
 		switch k := kfiles[i]; {
-		case k != "" && !l.kustomizationMatters(f):
+		case k != "" && !matters[i]:
 			// Nothing in it is keyhole's business: said once, not built.
 			l.diags = append(l.diags, skipped(diag.Pos{File: l.under(p, abs, k), Line: 1, Column: 1},
 				"kustomization not built: none of its files names keyhole's kinds or declares a Secret; skipped (name it explicitly to check it)"))
 		case k != "":
-			l.buildKustomization(l.under(p, abs, f), f, true)
-		case len(loose) > 0 && loose[0] == f:
+			l.buildKustomizationFrom(l.under(p, abs, f), f, true, pre[i].build)
+		case pre[i].file != nil:
 			if !l.seen[f] {
 				l.seen[f] = true
-				l.take(names[0], reads[0])
+				l.take(l.under(p, abs, f), *pre[i].file)
 			}
-			loose, names, reads = loose[1:], names[1:], reads[1:]
 		default:
 			l.readFile(f, l.under(p, abs, f), true)
 		}
@@ -364,28 +365,51 @@ func (l *loader) take(name string, r fileRead) {
 	l.diags = append(l.diags, r.diags...)
 }
 
-// readAll reads and parses the files at abs (reported as names), found
-// by a walk, and returns what each gave, in their order. Files parse
-// independently, so the work is spread over Options.Parallelism workers;
-// the results are taken in order, so the output does not depend on how
-// many there were. Files on disk are also read in parallel; a commit's
-// tree is read by one goroutine (go-git's object cache is not safe for
-// concurrent use), and only the parsing is spread.
-func (l *loader) readAll(abs, names []string) []fileRead {
-	reads := make([]fileRead, len(abs))
+// prefetched is what was done for one root of a walk before the walk's
+// results are taken in order: its file read and parsed, or its
+// kustomization built; nil when it was not done beforehand.
+type prefetched struct {
+	file  *fileRead
+	build *kustomizeRun
+}
+
+// prefetch reads and parses the files among roots (kfiles[i] empty) and
+// builds the kustomizations that matter, not yet seen, spreading the work
+// over Options.Parallelism workers; name gives a file's reported path.
+// Files on disk are read, and kustomizations built, in parallel; a
+// commit's tree is read by one goroutine (go-git's object cache is not
+// safe for concurrent use), so there only the parsing is spread.
+func (l *loader) prefetch(roots, kfiles []string, matters []bool, name func(string) string) []prefetched {
+	pre := make([]prefetched, len(roots))
 	_, onDisk := l.fsys.(osFS)
-	if !onDisk {
-		for i := range abs {
-			reads[i] = l.read(abs[i], names[i], true)
+	var jobs []int
+	for i, f := range roots {
+		switch {
+		case l.seen[f]:
+		case kfiles[i] == "":
+			pre[i].file = &fileRead{}
+			if !onDisk {
+				*pre[i].file = l.read(f, name(f), true)
+			}
+			jobs = append(jobs, i)
+		case matters[i] && onDisk:
+			pre[i].build = &kustomizeRun{}
+			jobs = append(jobs, i)
 		}
 	}
-	parallel(len(abs), l.opts.Parallelism, func(i int) {
-		if onDisk {
-			reads[i] = l.read(abs[i], names[i], true)
+	parallel(len(jobs), l.opts.Parallelism, func(j int) {
+		i := jobs[j]
+		f := roots[i]
+		switch {
+		case pre[i].build != nil:
+			*pre[i].build = runKustomize(l.fsys, f, l.opts.MaxFileSize, l.opts.AllowRemoteBases)
+		case onDisk:
+			*pre[i].file = l.parseRead(name(f), l.read(f, name(f), true), true)
+		default:
+			*pre[i].file = l.parseRead(name(f), *pre[i].file, true)
 		}
-		reads[i] = l.parseRead(names[i], reads[i], true)
 	})
-	return reads
+	return pre
 }
 
 // tooLarge is the diagnostic of a file over the size limit.
