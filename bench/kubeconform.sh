@@ -37,25 +37,27 @@ go run ./bench/kubeconform -o "$tmp/schemas"
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
-# measure NAME CMD...: COUNT runs of CMD, one line per run: wall, cpu, rss (MiB).
-measure() {
-  for _ in $(seq "$count"); do
-    /usr/bin/time -o "$tmp/time" -f '%e %U %S %M' "$@" >/dev/null 2>&1 || true
-    tail -1 "$tmp/time" | awk '{printf "%s %.2f %.1f\n", $1, $2+$3, $4/1024}'
-  done
+# once CMD...: one run of CMD, as a line: wall, cpu (user and system), rss (MiB).
+once() {
+  /usr/bin/time -o "$tmp/time" -f '%e %U %S %M' "$@" >/dev/null 2>&1 || true
+  tail -1 "$tmp/time" | awk '{printf "%s %.2f %.1f\n", $1, $2+$3, $4/1024}'
 }
 
 printf '%-8s %-12s %8s %8s %9s\n' conns tool wall_s cpu_s rss_MiB
 for n in "${sizes[@]}"; do
   repo="$tmp/repo-$n"
   go run ./bench/gen -n "$n" -agents $((n / 10)) -o "$repo" >/dev/null
-  kcs=$(measure "$kc" -n 2 -schema-location "$tmp/schemas/{{ .ResourceKind }}.json" -ignore-missing-schemas -summary "$repo")
-  khs=$(measure "$tmp/keyhole" check "$repo")
+  # The two alternate, run by run, so that both see the same machine.
+  kcs= khs=
+  for _ in $(seq "$count"); do
+    kcs+=$(once "$kc" -n 2 -schema-location "$tmp/schemas/{{ .ResourceKind }}.json" -ignore-missing-schemas -summary "$repo")$'\n'
+    khs+=$(once "$tmp/keyhole" check "$repo")$'\n'
+  done
   declare -A med=()
   for t in kubeconform keyhole; do
     if [ "$t" = kubeconform ]; then rows=$kcs; else rows=$khs; fi
     for col in 1 2 3; do
-      med[$t$col]=$(awk -v c="$col" '{print $c}' <<<"$rows" | median)
+      med[$t$col]=$(awk -v c="$col" 'NF {print $c}' <<<"$rows" | median)
     done
     printf '%-8s %-12s %8.2f %8.2f %9.1f\n' "$n" "$t" "${med[${t}1]}" "${med[${t}2]}" "${med[${t}3]}"
   done
