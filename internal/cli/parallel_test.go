@@ -22,9 +22,24 @@ func TestOutputSameOnOneCoreAndMany(t *testing.T) {
 	if _, err := synth.Generate(synthDir, synth.Options{Connections: 200, Agents: 20, Overlays: 1}); err != nil {
 		t.Fatal(err)
 	}
-	// Broken files among the generated ones, so diagnostics are compared too.
+	// Broken files among the generated ones, so diagnostics are compared
+	// too: the examples' broken references and templates, and documents
+	// that fail their schemas, spread over several files.
 	if err := os.CopyFS(filepath.Join(synthDir, "namespaces", "broken"), os.DirFS("../../examples/broken")); err != nil {
 		t.Fatal(err)
+	}
+	for i := range 12 {
+		var doc strings.Builder
+		for j := range 5 {
+			fmt.Fprintf(&doc, "---\napiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: invalid-%d-%d, namespace: team-0%d}\nspec:\n  hosts: [%q]\n  bogus%d: %d\n", i, j, i%3, strings.Repeat("h", i+j), j, i)
+		}
+		dir := filepath.Join(synthDir, "namespaces", fmt.Sprintf("team-0%d", i%3))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("invalid-%02d.yaml", i)), []byte(doc.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	inputs := map[string]string{"generated": synthDir}
 	examples, err := os.ReadDir("../../examples")
