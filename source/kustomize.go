@@ -718,15 +718,10 @@ func (b *build) document(r *resource.Resource) (Document, error) {
 	if err != nil {
 		return Document{}, fmt.Errorf("reading its origin: %w", err)
 	}
-	y, err := r.AsYAML()
-	if err != nil {
-		return Document{}, err
-	}
-	var top yaml.Node
-	if err := yaml.Unmarshal(y, &top); err != nil || len(top.Content) == 0 || top.Content[0].Kind != yaml.MappingNode {
+	node := builtNode(r)
+	if node == nil {
 		return Document{}, errors.New("not a mapping")
 	}
-	node := top.Content[0]
 	transformedIn := b.transformedIn(node)
 	stripAnnotations(node)
 	doc := Document{Node: node, where: map[*yaml.Node]placed{}}
@@ -772,6 +767,37 @@ func (b *build) document(r *resource.Resource) (Document, error) {
 		doc.Pos = diag.Pos{File: doc.File, Line: node.Line, Column: node.Column}
 	}
 	return doc, nil
+}
+
+// builtNode is a copy of the built resource's mapping node, or nil when it
+// is not a mapping. The copy is taken from kustomize's own node rather
+// than by parsing Resource.AsYAML, whose JSON round trip cost about as
+// much as the rest of the mapping of a built object to its source.
+func builtNode(r *resource.Resource) *yaml.Node {
+	n := r.YNode()
+	for n != nil && n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		n = n.Content[0]
+	}
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	return copyNode(n)
+}
+
+// copyNode copies n deeply, as a plain tree: the positions of the copy
+// are set by the mapping to sources, never kustomize's.
+func copyNode(n *yaml.Node) *yaml.Node {
+	c := &yaml.Node{Kind: n.Kind, Style: n.Style, Tag: n.Tag, Value: n.Value}
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		return copyNode(n.Alias)
+	}
+	if len(n.Content) > 0 {
+		c.Content = make([]*yaml.Node, len(n.Content))
+		for i, k := range n.Content {
+			c.Content[i] = copyNode(k)
+		}
+	}
+	return c
 }
 
 // placeAll places every node of n at pos with note.
