@@ -37,6 +37,10 @@ type Options struct {
 	// resolve in it, so a namespace-less Secret is found by a Connection
 	// in that namespace. "default" when empty.
 	DefaultNamespace string
+	// Parallelism is how many documents are validated against their
+	// schemas at once; zero means runtime.GOMAXPROCS(0). Whatever it is,
+	// Compile returns the same Result.
+	Parallelism int
 	// Loaded are the loader's diagnostics. They are returned with the
 	// compiler's, merged across deploy units like them, and the Config's
 	// ignores apply to them too.
@@ -135,10 +139,14 @@ func Compile(docs []source.Document, v *schema.Validator, opts Options) Result {
 			configDiags = slices.Clone(p.diags[mark:])
 		}
 		p.diags = p.diags[:mark]
-		for _, d := range byUnit[u] {
-			p.add(v, d)
-		}
 		passes[i] = p
+	}
+	pre := prevalidate(docs, v, passes[0].plan.Operator, opts.Parallelism)
+	for i, u := range names {
+		passes[i].pre = pre
+		for _, d := range byUnit[u] {
+			passes[i].add(v, d)
+		}
 	}
 	for _, p := range passes {
 		p.units = passes
@@ -273,6 +281,9 @@ type pass struct {
 	config   repoConfig
 
 	plan Plan
+	// pre holds the schema findings of every document, found before the
+	// pass on every core (see prevalidate).
+	pre prevalidated
 }
 
 // add validates one document and indexes it by kind.
@@ -312,7 +323,7 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 	if p.duplicate(kind, &it) {
 		return
 	}
-	if vs := v.Validate(kind, doc.Node); len(vs) > 0 {
+	if vs := p.validate(v, kind, doc); len(vs) > 0 {
 		for _, vi := range vs {
 			pos, note := doc.At(vi.Line, vi.Column, vi.Path)
 			p.diags = append(p.diags, p.diagnostic(codeSchemaInvalid, &it, pos, vi.Path, vi.Message+note))

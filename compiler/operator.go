@@ -80,7 +80,7 @@ func (p *pass) readOperator(it *item, n *yaml.Node) {
 // keyhole's schema against the operator's own.
 func (p *pass) checkOperatorObject(v *schema.Validator, doc *source.Document, it *item, kind schema.Kind) {
 	op := p.plan.Operator
-	for _, vi := range v.ValidateOperator(op, kind, doc.Node) {
+	for _, vi := range p.validateOperator(v, op, kind, doc) {
 		pos, note := doc.At(vi.Line, vi.Column, vi.Path)
 		p.diags = append(p.diags, p.diagnostic(codeOperatorSchemaInvalid, it, pos, vi.Path,
 			fmt.Sprintf("%s (%s CRD of operator %s)%s", vi.Message, kind, op.Version, note)))

@@ -169,8 +169,8 @@ func writeTree(root string, files []File) error {
 // a build instruction, not an object, and is left out. An empty stream is
 // an error (ErrEmpty), since Argo CD would prune every object it manages.
 func Stream(files []File) ([]byte, error) {
-	var b bytes.Buffer
-	n := 0
+	var streamed []File
+	size := 0
 	for _, f := range sortedFiles(files) {
 		if !strings.HasSuffix(f.Path, ".yaml") || path.Base(f.Path) == "kustomization.yaml" {
 			continue
@@ -178,6 +178,14 @@ func Stream(files []File) ([]byte, error) {
 		if len(bytes.TrimSpace(f.Data)) == 0 {
 			continue
 		}
+		streamed = append(streamed, f)
+		size += len("---\n") + len(f.Data) + 1
+	}
+	// One allocation of the whole stream: growing a buffer of tens of
+	// megabytes by doubling cost a render as much as its YAML encoding.
+	b := bytes.NewBuffer(make([]byte, 0, size))
+	n := 0
+	for _, f := range streamed {
 		b.WriteString("---\n")
 		b.Write(f.Data)
 		if !bytes.HasSuffix(f.Data, []byte("\n")) {

@@ -309,7 +309,20 @@ func explicitNulls(n *yaml.Node) {
 // Unless allowRemote, a kustomization naming a remote base (here or in a
 // base) stops the build before kustomize fetches anything, and the error
 // is a *remoteRefused.
-func runKustomize(fsys fileSystem, dir string, maxSize int64, allowRemote bool) (m resmap.ResMap, read map[string][]byte, err error) {
+func runKustomize(fsys fileSystem, dir string, maxSize int64, allowRemote bool) kustomizeRun {
+	m, read, err := kustomize(fsys, dir, maxSize, allowRemote)
+	return kustomizeRun{m: m, read: read, err: err}
+}
+
+// kustomizeRun is what runKustomize returns.
+type kustomizeRun struct {
+	m    resmap.ResMap
+	read map[string][]byte
+	err  error
+}
+
+// kustomize is runKustomize's work.
+func kustomize(fsys fileSystem, dir string, maxSize int64, allowRemote bool) (m resmap.ResMap, read map[string][]byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			m, read, err = nil, nil, errors.New("kustomize failed on this input")
@@ -354,6 +367,12 @@ func runKustomize(fsys fileSystem, dir string, maxSize int64, allowRemote bool) 
 // Its documents, and its diagnostics, belong to the deploy unit named
 // after the directory.
 func (l *loader) buildKustomization(named, dir string, walked bool) {
+	l.buildKustomizationFrom(named, dir, walked, nil)
+}
+
+// buildKustomizationFrom is buildKustomization with kustomize's build of
+// dir already run, when pre is not nil (see prefetch).
+func (l *loader) buildKustomizationFrom(named, dir string, walked bool, pre *kustomizeRun) {
 	if l.seen[dir] {
 		return
 	}
@@ -372,7 +391,11 @@ func (l *loader) buildKustomization(named, dir string, walked bool) {
 	b.kfile = kustomizationFile(l.fsys, dir)
 	b.kname = b.display(b.kfile)
 	kname := b.kname
-	m, read, err := runKustomize(l.fsys, dir, l.opts.MaxFileSize, l.opts.AllowRemoteBases)
+	if pre == nil {
+		run := runKustomize(l.fsys, dir, l.opts.MaxFileSize, l.opts.AllowRemoteBases)
+		pre = &run
+	}
+	m, read, err := pre.m, pre.read, pre.err
 	if err != nil && walked && !l.kustomizationNamesKeyhole(dir) {
 		l.diags = append(l.diags[:d0], skipped(diag.Pos{File: kname, Line: 1, Column: 1},
 			"kustomization not built: none of its files names keyhole's kinds, and kustomize cannot build it here ("+firstClause(b.scrub(redact(err.Error(), read)))+"); skipped (name it explicitly to check it)"))
@@ -695,15 +718,10 @@ func (b *build) document(r *resource.Resource) (Document, error) {
 	if err != nil {
 		return Document{}, fmt.Errorf("reading its origin: %w", err)
 	}
-	y, err := r.AsYAML()
-	if err != nil {
-		return Document{}, err
-	}
-	var top yaml.Node
-	if err := yaml.Unmarshal(y, &top); err != nil || len(top.Content) == 0 || top.Content[0].Kind != yaml.MappingNode {
+	node := builtNode(r)
+	if node == nil {
 		return Document{}, errors.New("not a mapping")
 	}
-	node := top.Content[0]
 	transformedIn := b.transformedIn(node)
 	stripAnnotations(node)
 	doc := Document{Node: node, where: map[*yaml.Node]placed{}}
@@ -749,6 +767,37 @@ func (b *build) document(r *resource.Resource) (Document, error) {
 		doc.Pos = diag.Pos{File: doc.File, Line: node.Line, Column: node.Column}
 	}
 	return doc, nil
+}
+
+// builtNode is a copy of the built resource's mapping node, or nil when it
+// is not a mapping. The copy is taken from kustomize's own node rather
+// than by parsing Resource.AsYAML, whose JSON round trip cost about as
+// much as the rest of the mapping of a built object to its source.
+func builtNode(r *resource.Resource) *yaml.Node {
+	n := r.YNode()
+	for n != nil && n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		n = n.Content[0]
+	}
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	return copyNode(n)
+}
+
+// copyNode copies n deeply, as a plain tree: the positions of the copy
+// are set by the mapping to sources, never kustomize's.
+func copyNode(n *yaml.Node) *yaml.Node {
+	c := &yaml.Node{Kind: n.Kind, Style: n.Style, Tag: n.Tag, Value: n.Value}
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		return copyNode(n.Alias)
+	}
+	if len(n.Content) > 0 {
+		c.Content = make([]*yaml.Node, len(n.Content))
+		for i, k := range n.Content {
+			c.Content[i] = copyNode(k)
+		}
+	}
+	return c
 }
 
 // placeAll places every node of n at pos with note.

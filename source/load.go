@@ -54,6 +54,10 @@ type Options struct {
 	// exclude and include add theirs; see docs/inputs.md). A path named
 	// explicitly is read whatever they say.
 	Exclude []string
+	// Parallelism is how many files are read and parsed at once; zero
+	// means runtime.GOMAXPROCS(0). Whatever it is, Load returns the same
+	// documents and diagnostics in the same order.
+	Parallelism int
 }
 
 // Load reads every path in order: a file, a directory, or "-" for
@@ -228,14 +232,33 @@ func (l *loader) loadPath(p string) {
 		return
 	}
 	w := walk(l.fsys, abs, &l.paths)
-	for _, f := range kustomizeRoots(l.fsys, w.files) {
-		switch k := kustomizationFile(l.fsys, f); {
-		case k != "" && !l.kustomizationMatters(f):
+	roots := kustomizeRoots(l.fsys, w.files)
+	// What each root is, decided in walk order: a kustomization worth
+	// building, one that is not, or a file to read.
+	kfiles := make([]string, len(roots))
+	matters := make([]bool, len(roots))
+	for i, f := range roots {
+		if kfiles[i] = kustomizationFile(l.fsys, f); kfiles[i] != "" {
+			matters[i] = l.kustomizationMatters(f)
+		}
+	}
+	// Files parse, and kustomizations build, independently of each
+	// other: that work is done up front on every core, and its results
+	// are taken below in walk order.
+	pre := l.prefetch(roots, kfiles, matters, func(f string) string { return l.under(p, abs, f) })
+	for i, f := range roots {
+		switch k := kfiles[i]; {
+		case k != "" && !matters[i]:
 			// Nothing in it is keyhole's business: said once, not built.
 			l.diags = append(l.diags, skipped(diag.Pos{File: l.under(p, abs, k), Line: 1, Column: 1},
 				"kustomization not built: none of its files names keyhole's kinds or declares a Secret; skipped (name it explicitly to check it)"))
 		case k != "":
-			l.buildKustomization(l.under(p, abs, f), f, true)
+			l.buildKustomizationFrom(l.under(p, abs, f), f, true, pre[i].build)
+		case pre[i].file != nil:
+			if !l.seen[f] {
+				l.seen[f] = true
+				l.take(l.under(p, abs, f), *pre[i].file)
+			}
 		default:
 			l.readFile(f, l.under(p, abs, f), true)
 		}
@@ -258,7 +281,7 @@ func (l *loader) readStdin() {
 		l.errs = append(l.errs, fmt.Errorf("%w: -: no standard input", ErrUnreadable))
 		return
 	}
-	l.readFrom("-", l.opts.Stdin, 0, false)
+	l.take("-", l.parseRead("-", l.readFrom("-", l.opts.Stdin, 0, false), false))
 }
 
 // readFile reads one file, reported as name, refusing it by its size
@@ -268,50 +291,129 @@ func (l *loader) readFile(abs, name string, walked bool) {
 		return
 	}
 	l.seen[abs] = true
+	l.take(name, l.parseRead(name, l.read(abs, name, walked), walked))
+}
+
+// fileRead is what reading one file gave, then what parsing it gave: its
+// bytes until they are parsed, its documents and diagnostics, or why it
+// could not be read at all.
+type fileRead struct {
+	data   []byte
+	docs   []Document
+	diags  diag.List
+	err    error // the reason the file is unreadable, without its path
+	parsed bool  // data was parsed, or there was nothing to parse
+}
+
+// read reads the file at abs, reported as name, without parsing it. It
+// touches no loader state but the file system's, so reads of files on
+// disk run in parallel (see readAll).
+func (l *loader) read(abs, name string, walked bool) fileRead {
 	f, err := l.fsys.Open(abs)
 	if err != nil {
-		l.unreadable(name, err)
-		return
+		return fileRead{err: err, parsed: true}
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		l.unreadable(name, err)
-		return
+		return fileRead{err: err, parsed: true}
 	}
 	if fi.Mode().IsRegular() && fi.Size() > l.opts.MaxFileSize {
-		l.tooLarge(name, fmt.Sprintf("%d bytes", fi.Size()), walked)
-		return
+		return fileRead{diags: l.tooLarge(name, fmt.Sprintf("%d bytes", fi.Size()), walked), parsed: true}
 	}
-	l.readFrom(name, f, fi.Size(), walked)
+	return l.readFrom(name, f, fi.Size(), walked)
 }
 
 // readFrom reads at most MaxFileSize+1 bytes of r, whose size is expected
-// to be sizeHint (0 when unknown), and parses them.
-func (l *loader) readFrom(name string, r io.Reader, sizeHint int64, walked bool) {
+// to be sizeHint (0 when unknown).
+func (l *loader) readFrom(name string, r io.Reader, sizeHint int64, walked bool) fileRead {
 	var buf bytes.Buffer
 	if sizeHint > 0 && sizeHint <= l.opts.MaxFileSize {
 		buf.Grow(int(sizeHint) + bytes.MinRead) // one allocation for the common case
 	}
 	_, err := buf.ReadFrom(io.LimitReader(r, l.opts.MaxFileSize+1))
-	data := buf.Bytes()
 	if err != nil {
-		l.unreadable(name, err)
-		return
+		return fileRead{err: err, parsed: true}
 	}
-	if int64(len(data)) > l.opts.MaxFileSize {
-		l.tooLarge(name, "more than that", walked)
-		return
+	if int64(buf.Len()) > l.opts.MaxFileSize {
+		return fileRead{diags: l.tooLarge(name, "more than that", walked), parsed: true}
 	}
-	docs, ds := parse(name, data, walked)
-	for i := range docs {
-		docs[i].Unit, docs[i].Walked = LooseUnit, walked
-	}
-	l.docs = append(l.docs, docs...)
-	l.diags = append(l.diags, ds...)
+	return fileRead{data: buf.Bytes()}
 }
 
-func (l *loader) tooLarge(name, size string, walked bool) {
+// parseRead parses what read gave, unless there is nothing to parse. It
+// depends on its arguments alone, so files parse in parallel.
+func (l *loader) parseRead(name string, r fileRead, walked bool) fileRead {
+	if r.parsed {
+		return r
+	}
+	r.docs, r.diags = parse(name, r.data, walked)
+	for i := range r.docs {
+		r.docs[i].Unit, r.docs[i].Walked = LooseUnit, walked
+	}
+	r.data, r.parsed = nil, true
+	return r
+}
+
+// take adds what reading the file reported as name gave.
+func (l *loader) take(name string, r fileRead) {
+	if r.err != nil {
+		l.unreadable(name, r.err)
+		return
+	}
+	l.docs = append(l.docs, r.docs...)
+	l.diags = append(l.diags, r.diags...)
+}
+
+// prefetched is what was done for one root of a walk before the walk's
+// results are taken in order: its file read and parsed, or its
+// kustomization built; nil when it was not done beforehand.
+type prefetched struct {
+	file  *fileRead
+	build *kustomizeRun
+}
+
+// prefetch reads and parses the files among roots (kfiles[i] empty) and
+// builds the kustomizations that matter, not yet seen, spreading the work
+// over Options.Parallelism workers; name gives a file's reported path.
+// Files on disk are read, and kustomizations built, in parallel; a
+// commit's tree is read by one goroutine (go-git's object cache is not
+// safe for concurrent use), so there only the parsing is spread.
+func (l *loader) prefetch(roots, kfiles []string, matters []bool, name func(string) string) []prefetched {
+	pre := make([]prefetched, len(roots))
+	_, onDisk := l.fsys.(osFS)
+	var jobs []int
+	for i, f := range roots {
+		switch {
+		case l.seen[f]:
+		case kfiles[i] == "":
+			pre[i].file = &fileRead{}
+			if !onDisk {
+				*pre[i].file = l.read(f, name(f), true)
+			}
+			jobs = append(jobs, i)
+		case matters[i] && onDisk:
+			pre[i].build = &kustomizeRun{}
+			jobs = append(jobs, i)
+		}
+	}
+	parallel(len(jobs), l.opts.Parallelism, func(j int) {
+		i := jobs[j]
+		f := roots[i]
+		switch {
+		case pre[i].build != nil:
+			*pre[i].build = runKustomize(l.fsys, f, l.opts.MaxFileSize, l.opts.AllowRemoteBases)
+		case onDisk:
+			*pre[i].file = l.parseRead(name(f), l.read(f, name(f), true), true)
+		default:
+			*pre[i].file = l.parseRead(name(f), *pre[i].file, true)
+		}
+	})
+	return pre
+}
+
+// tooLarge is the diagnostic of a file over the size limit.
+func (l *loader) tooLarge(name, size string, walked bool) diag.List {
 	d := diag.Diagnostic{
 		Code:     CodeInputInvalid,
 		Severity: diag.Error,
@@ -322,7 +424,7 @@ func (l *loader) tooLarge(name, size string, walked bool) {
 	if !walked {
 		ds = diag.List{d}
 	}
-	l.diags = append(l.diags, ds...)
+	return ds
 }
 
 // inputExt reports whether a file found by walking a directory is an

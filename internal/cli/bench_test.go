@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"testing"
@@ -159,4 +161,41 @@ func cpuTime(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkCheckHeap loads and compiles the repository of
+// BenchmarkCheckVsParse as check does and, with the result still held,
+// reports the live heap after a collection (live-MB): what check keeps
+// per object, apart from the garbage a run makes on the way. With
+// KEYHOLE_BENCH_HEAPPROFILE=FILE it also writes that heap's profile, for
+// `go tool pprof -sample_index=inuse_space`.
+func BenchmarkCheckHeap(b *testing.B) {
+	dir, _ := synth.ForBenchmark(b)
+	var live uint64
+	for b.Loop() {
+		var f checkFlags
+		f.namespace = "default"
+		c, err := load(&env{stdin: strings.NewReader("")}, []string{dir}, &f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		live = ms.HeapAlloc
+		if p := os.Getenv("KEYHOLE_BENCH_HEAPPROFILE"); p != "" {
+			out, err := os.Create(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := pprof.Lookup("heap").WriteTo(out, 0); err != nil {
+				b.Fatal(err)
+			}
+			if err := out.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runtime.KeepAlive(c)
+	}
+	b.ReportMetric(float64(live)/(1<<20), "live-MB")
 }

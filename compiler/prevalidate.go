@@ -1,0 +1,108 @@
+package compiler
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"keyhole.dev/keyhole/schema"
+	"keyhole.dev/keyhole/source"
+)
+
+// prevalidated holds, by document, what validating it against its kind's
+// schema (and, for the operator's kinds, the operator's) found. Validation
+// reads nothing but the document and the schemas, so it runs before the
+// passes, spread over every core; the passes then read the findings in
+// their own order, which keeps the output the same whatever the number
+// of workers.
+type prevalidated struct {
+	// operator is the operator the operator findings were made against.
+	operator schema.Operator
+	docs     map[*source.Document]*validation
+}
+
+type validation struct {
+	schema, operator []schema.Violation
+}
+
+// prevalidate validates every document of a kind keyhole checks, on
+// workers goroutines (runtime.GOMAXPROCS(0) when workers <= 0).
+func prevalidate(docs []source.Document, v *schema.Validator, op schema.Operator, workers int) prevalidated {
+	type job struct {
+		doc  *source.Document
+		kind schema.Kind
+	}
+	var jobs []job
+	for i := range docs {
+		d := &docs[i]
+		if d.Node == nil {
+			continue
+		}
+		obj := d.Object()
+		if isConfig(obj) {
+			continue
+		}
+		if kind, ok := schema.Lookup(obj.APIVersion, obj.Kind); ok {
+			jobs = append(jobs, job{d, kind})
+		}
+	}
+	found := make([]validation, len(jobs))
+	parallel(len(jobs), workers, func(i int) {
+		j := jobs[i]
+		found[i].schema = v.Validate(j.kind, j.doc.Node)
+		if len(found[i].schema) == 0 && (j.kind == "AgentRuntime" || j.kind == "ToolRegistry") {
+			found[i].operator = v.ValidateOperator(op, j.kind, j.doc.Node)
+		}
+	})
+	pre := prevalidated{operator: op, docs: make(map[*source.Document]*validation, len(jobs))}
+	for i, j := range jobs {
+		pre.docs[j.doc] = &found[i]
+	}
+	return pre
+}
+
+// validate is v.Validate(kind, doc.Node), found beforehand when it could be.
+func (p *pass) validate(v *schema.Validator, kind schema.Kind, doc *source.Document) []schema.Violation {
+	if f := p.pre.docs[doc]; f != nil {
+		return f.schema
+	}
+	return v.Validate(kind, doc.Node)
+}
+
+// validateOperator is v.ValidateOperator(op, kind, doc.Node), found
+// beforehand when it could be.
+func (p *pass) validateOperator(v *schema.Validator, op schema.Operator, kind schema.Kind, doc *source.Document) []schema.Violation {
+	if f := p.pre.docs[doc]; f != nil && op == p.pre.operator && len(f.schema) == 0 {
+		return f.operator
+	}
+	return v.ValidateOperator(op, kind, doc.Node)
+}
+
+// parallel calls f(i) for every i in [0, n), on at most workers
+// goroutines (runtime.GOMAXPROCS(0) when workers <= 0), and returns when
+// all calls have. With one worker, or one call, it runs them in order on
+// the caller's goroutine.
+func parallel(n, workers int, f func(i int)) {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, n)
+	if workers <= 1 {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	var (
+		wg   sync.WaitGroup
+		next atomic.Int64
+	)
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
+}
