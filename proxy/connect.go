@@ -1,0 +1,232 @@
+package proxy
+
+import (
+	"bytes"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"keyhole.dev/keyhole/proxy/policy"
+)
+
+func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request, st *state, start time.Time) {
+	d := st.policy.Decide(policy.RequestInfo{Kind: policy.KindConnect, Method: r.Method, Target: r.RequestURI})
+	if !d.Allowed() {
+		writeRefusal(w, d, true)
+		s.logRequest(st, r, d, d.Reason.Status(), start)
+		return
+	}
+	select {
+	case s.tunnels <- struct{}{}:
+	default:
+		w.Header().Set("Connection", "close")
+		http.Error(w, "keyhole: too many open tunnels; retry later", http.StatusServiceUnavailable)
+		s.logRequest(st, r, d, http.StatusServiceUnavailable, start)
+		return
+	}
+	s.metrics.tunnels.Add(1)
+	release := sync.OnceFunc(func() { <-s.tunnels; s.metrics.tunnels.Add(-1) })
+	var upstream net.Conn
+	if d.Action == policy.ActionTunnel {
+		var err error
+		upstream, err = s.dial(r.Context(), "tcp", net.JoinHostPort(d.Host, "443"))
+		if err != nil {
+			release()
+			w.Header().Set("Connection", "close")
+			http.Error(w, "keyhole: cannot reach "+d.Host, http.StatusBadGateway)
+			s.logRequest(st, r, d, http.StatusBadGateway, start)
+			return
+		}
+	}
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		release()
+		if upstream != nil {
+			upstream.Close()
+		}
+		return
+	}
+	conn.SetDeadline(time.Time{})
+	var client net.Conn = conn
+	if brw.Reader.Buffered() > 0 {
+		client = &bufferedConn{Conn: conn, r: brw.Reader}
+	}
+	if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		release()
+		conn.Close()
+		if upstream != nil {
+			upstream.Close()
+		}
+		return
+	}
+	s.logRequest(st, r, d, http.StatusOK, start)
+	if d.Action == policy.ActionTunnel {
+		s.splice(client, upstream, release)
+		return
+	}
+	s.intercept(client, d.Host, release)
+}
+
+// intercept terminates the sandbox's TLS with a leaf for host and hands
+// the connection to the inner HTTP server.
+func (s *Server) intercept(conn net.Conn, host string, release func()) {
+	tconn := tls.Server(&hostConn{Conn: conn, host: host}, s.tunnelTLS)
+	tconn.SetDeadline(time.Now().Add(s.opts.Timeouts.Handshake))
+	if err := tconn.Handshake(); err != nil {
+		s.log.Warn("tls handshake with the sandbox failed", "host", host, "error", err.Error())
+		tconn.Close()
+		release()
+		return
+	}
+	tconn.SetDeadline(time.Time{})
+	tc := &tunnelConn{Conn: tconn, connect: host, sni: tconn.ConnectionState().ServerName, release: release}
+	if !s.innerLn.push(tc) {
+		tc.Close()
+	}
+}
+
+// leafFor serves the leaf for the tunnel's CONNECT host whatever the SNI
+// says: a different SNI gets host-mismatch on its first request, and no
+// leaf is ever minted for a name the config does not inject.
+func (s *Server) leafFor(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	hc, ok := hello.Conn.(*hostConn)
+	if !ok {
+		return nil, errors.New("handshake outside a tunnel")
+	}
+	cs := s.ca.Load()
+	if cs == nil {
+		return nil, fmt.Errorf("%w: not loaded", ErrCA)
+	}
+	return s.leaves.get(cs.ca, hc.host, time.Now())
+}
+
+// hostConn is the sandbox side of an intercepted tunnel before TLS: it
+// tells leafFor which host the CONNECT named.
+type hostConn struct {
+	net.Conn
+	host string
+}
+
+// splice copies bytes both ways between a passthrough tunnel's ends. Any
+// traffic in either direction keeps both alive; Timeouts.Idle of silence
+// closes them.
+func (s *Server) splice(client, upstream net.Conn, release func()) {
+	s.passMu.Lock()
+	if s.passClosed {
+		s.passMu.Unlock()
+		client.Close()
+		upstream.Close()
+		release()
+		return
+	}
+	s.passConns[client] = struct{}{}
+	s.passConns[upstream] = struct{}{}
+	s.passWG.Add(1)
+	s.passMu.Unlock()
+	defer func() {
+		s.passMu.Lock()
+		delete(s.passConns, client)
+		delete(s.passConns, upstream)
+		s.passMu.Unlock()
+		release()
+		s.passWG.Done()
+	}()
+	idle := s.opts.Timeouts.Idle
+	touch := func() {
+		dl := time.Now().Add(idle)
+		client.SetReadDeadline(dl)
+		upstream.SetReadDeadline(dl)
+	}
+	touch()
+	var wg sync.WaitGroup
+	pipe := func(dst, src net.Conn) {
+		defer wg.Done()
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				touch()
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		// Half-close so the other side sees EOF, then make sure the
+		// other direction ends too.
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+		}
+		src.SetReadDeadline(time.Now())
+	}
+	wg.Add(2)
+	go pipe(upstream, client)
+	pipe(client, upstream)
+	wg.Wait()
+	client.Close()
+	upstream.Close()
+}
+
+// tunnelKey carries a request's *tunnelConn in its context.
+type tunnelKey struct{}
+
+// serveTunnelRequest handles one request read inside an intercepted
+// tunnel: decide, inject, forward.
+func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	st := s.state.Load()
+	tc, _ := r.Context().Value(tunnelKey{}).(*tunnelConn)
+	if tc == nil {
+		http.Error(w, "keyhole: internal error", http.StatusInternalServerError)
+		return
+	}
+	rec := &statusRecorder{ResponseWriter: w}
+	// Strip hop-by-hop headers before deciding, so the headers decided on
+	// are the headers sent (Connection: Content-Type cannot drop a
+	// Content-Type a body rule was checked against), and before injecting,
+	// so nothing the sandbox names in Connection can remove the credential.
+	stripHopByHop(r.Header)
+	info := policy.RequestInfo{Kind: policy.KindTunnel, Method: r.Method, Target: r.RequestURI, ConnectHost: tc.connect, SNI: tc.sni, Host: r.Host, Header: r.Header, BodyComplete: true,
+		ContentType: r.Header.Values("Content-Type"), ContentEncoding: r.Header.Values("Content-Encoding")}
+	hp := st.policy.Host(tc.connect)
+	if hp != nil && hp.NeedsBody() && r.Body != nil && r.Body != http.NoBody {
+		head, err := io.ReadAll(io.LimitReader(r.Body, policy.MaxBodyCheck+1))
+		if err != nil {
+			w.Header().Set("Connection", "close")
+			http.Error(w, "keyhole: cannot read the request body", http.StatusBadRequest)
+			return
+		}
+		info.Body, info.BodyComplete = head, len(head) <= policy.MaxBodyCheck
+		// Replay what was read, then the rest, so the upstream gets the
+		// body exactly as sent.
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+	}
+	d := st.policy.Decide(info)
+	defer func() { s.logRequest(st, r, d, rec.status, start) }()
+	if !d.Allowed() {
+		// After a host-mismatch the connection cannot be trusted to
+		// name one host: close it.
+		writeRefusal(rec, d, d.Reason == policy.ReasonHostMismatch || d.Reason == policy.ReasonHostNotAllowed)
+		return
+	}
+	inj, err := Inject(hp, r.Header, st.secrets.Lookup)
+	if err != nil {
+		s.metrics.injectFailure(hp.Name)
+		d = policy.Refusal(policy.ReasonCredentialUnavailable, d.Host, "keyhole cannot read the credential of connection %s for %s; check the mounted Secret", hp.Connection, hp.Name)
+		d.Connection = hp.Connection
+		writeRefusal(rec, d, false)
+		return
+	}
+	r.Host = d.Host // the forwarders send to the canonical host
+	s.forwardTLS.forward(rec, r, scrubbing{inj: inj, body: st.cfg.ScrubResponseBodies})
+}

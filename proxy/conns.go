@@ -1,0 +1,134 @@
+package proxy
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// statusRecorder remembers the status written through it.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+// WriteHeader records the first final status.
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 && code >= 200 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+// Write records an implicit 200.
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach Flush and friends.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// timedTransport observes upstream latency to response headers.
+type timedTransport struct {
+	rt http.RoundTripper
+	m  *metrics
+}
+
+// RoundTrip times the upstream round trip to its response headers.
+func (t timedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	start := time.Now()
+	resp, err := t.rt.RoundTrip(r)
+	if err == nil {
+		t.m.observeUpstream(time.Since(start))
+	}
+	return resp, err
+}
+
+// tunnelConn is an intercepted tunnel's TLS connection with what the
+// CONNECT and handshake said. Closing it frees its tunnel slot.
+type tunnelConn struct {
+	net.Conn
+	connect string // canonical CONNECT host
+	sni     string
+	release func()
+}
+
+// Close closes the tunnel and frees its slot.
+func (c *tunnelConn) Close() error {
+	err := c.Conn.Close()
+	c.release()
+	return err
+}
+
+// bufferedConn reads first what the CONNECT's reader already buffered
+// (a client may send its ClientHello without waiting for our 200).
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+// Read drains the buffered bytes first.
+func (c *bufferedConn) Read(b []byte) (int, error) { return c.r.Read(b) }
+
+// CloseWrite half-closes the underlying TCP connection.
+func (c *bufferedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// connListener is a net.Listener fed by intercept: the inner HTTP server
+// serves tunnels from it, sharing keep-alive handling, timeouts and
+// graceful shutdown with an ordinary server.
+type connListener struct {
+	conns  chan net.Conn
+	done   chan struct{}
+	closed sync.Once
+}
+
+func newConnListener() *connListener {
+	return &connListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+// push hands c to the server; false when the listener is closed.
+func (l *connListener) push(c net.Conn) bool {
+	select {
+	case l.conns <- c:
+		return true
+	case <-l.done:
+		return false
+	}
+}
+
+// Accept returns the next intercepted tunnel.
+func (l *connListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close stops Accept; pushes fail from then on.
+func (l *connListener) Close() error {
+	l.closed.Do(func() { close(l.done) })
+	return nil
+}
+
+// Addr names the listener for logs.
+func (l *connListener) Addr() net.Addr { return tunnelAddr{} }
+
+type tunnelAddr struct{}
+
+// Network is "tunnel".
+func (tunnelAddr) Network() string { return "tunnel" }
+
+// String is "tunnel".
+func (tunnelAddr) String() string { return "tunnel" }

@@ -1,0 +1,230 @@
+package source
+
+import (
+	"fmt"
+	"maps"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/diag"
+)
+
+// How a kustomization that does not build is reported: at the position in
+// the input that caused the failure, with the kustomization's own message.
+
+// buildFailed turns a kustomize error into a diagnostic. When kustomize
+// failed on a YAML syntax error in a file it read, the loader's own
+// diagnostic for that file says where, exactly (see yamlFailure);
+// otherwise it is a KustomizeBuildFailed at the kustomization entry the
+// error is about (see failurePos).
+func (b *build) buildFailed(errMsg string, read map[string][]byte) diag.Diagnostic {
+	msg := b.scrub(errMsg)
+	if d, ok := b.yamlFailure(msg, read); ok {
+		return d
+	}
+	return diag.Diagnostic{
+		Code:     CodeKustomizeBuildFailed,
+		Severity: diag.Error,
+		Pos:      b.failurePos(msg, read),
+		Message:  fmt.Sprintf("kustomize cannot build %s: %s", b.display(b.root), msg),
+	}
+}
+
+// yamlFailure finds the file a MalformedYAMLError is about among the files
+// kustomize read, and returns the loader's YAMLInvalid for it, which has
+// its exact line.
+func (b *build) yamlFailure(msg string, read map[string][]byte) (diag.Diagnostic, bool) {
+	m := malformedYAML.FindStringSubmatch(msg)
+	if m == nil {
+		return diag.Diagnostic{}, false
+	}
+	line, _ := strconv.Atoi(m[1])
+	for _, abs := range slices.Sorted(maps.Keys(read)) {
+		if filepath.Base(abs) != filepath.Base(filepath.FromSlash(strings.TrimRight(m[2], `'":;,)`))) || isKustomizationName(filepath.Base(abs)) {
+			continue
+		}
+		name := b.display(abs)
+		_, ds := Parse(name, read[abs])
+		for _, d := range ds {
+			if d.Severity == diag.Error && d.Code == CodeYAMLInvalid && d.Pos.Line == line {
+				return d, true
+			}
+		}
+	}
+	return diag.Diagnostic{}, false
+}
+
+// failurePos finds where a kustomize error points: in the kustomization
+// the error is about (the innermost base it names, else the root), the
+// entry it quotes (a missing resource, patch, component or generator
+// file), the field it could not decode, or the patch that matched
+// nothing; else the kustomization's first line.
+func (b *build) failurePos(msg string, read map[string][]byte) diag.Pos {
+	// scrub writes a directory above the one built as ./dir; entries are
+	// matched as the user would type them.
+	msg = strings.NewReplacer("'./", "'", `"./`, `"`, " ./", " ", "(./", "(", "[./", "[").Replace(msg)
+	kfiles := []string{b.kfile}
+	for _, abs := range slices.Sorted(maps.Keys(read)) {
+		if isKustomizationName(filepath.Base(abs)) && abs != b.kfile {
+			kfiles = append(kfiles, abs)
+		}
+	}
+	// The base a nested failure is in is named last.
+	at := func(kfile string) int { return strings.LastIndex(msg, "'"+b.display(filepath.Dir(kfile))+"'") }
+	slices.SortStableFunc(kfiles, func(x, y string) int { return at(y) - at(x) })
+	for _, kf := range kfiles {
+		name := b.display(kf)
+		if m := yamlLine.FindStringSubmatch(msg); m != nil && kf == b.kfile {
+			line, _ := strconv.Atoi(m[1])
+			return diag.Pos{File: name, Line: line, Column: 1}
+		}
+		root := kustomizationNode(b.l.fsys, kf)
+		if root == nil {
+			continue
+		}
+		if n := b.quotedEntry(root, filepath.Dir(kf), msg); n != nil {
+			return diag.Pos{File: name, Line: n.Line, Column: n.Column}
+		}
+		if n := badField(root, msg); n != nil {
+			return diag.Pos{File: name, Line: n.Line, Column: n.Column}
+		}
+		if p, ok := b.unmatchedPatch(root, filepath.Dir(kf), msg); ok {
+			return p
+		}
+	}
+	return diag.Pos{File: b.kname, Line: 1, Column: 1}
+}
+
+// quotedEntry returns the first scalar of the kustomization root (in dir)
+// whose value, or the path it names as the user would type it, the
+// message quotes; failing that, one whose last path element ends a
+// quoted path in the message.
+func (b *build) quotedEntry(root *yaml.Node, dir, msg string) *yaml.Node {
+	quotes := func(c string) bool {
+		return strings.Contains(msg, "'"+c+"'") || strings.Contains(msg, `"`+c+`"`) ||
+			strings.Contains(msg, "("+c+")") || strings.Contains(msg, "["+c+"]")
+	}
+	var exact, byBase *yaml.Node
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if exact != nil {
+			return
+		}
+		if n.Kind == yaml.ScalarNode && len(n.Value) > 1 && !strings.Contains(n.Value, "\n") {
+			shown := b.display(filepath.Join(dir, filepath.FromSlash(n.Value)))
+			if quotes(n.Value) || quotes(shown) {
+				exact = n
+				return
+			}
+			base := path.Base(n.Value)
+			if byBase == nil && base != "." && base != ".." && base != "/" &&
+				(strings.Contains(msg, "/"+base+"'") || strings.Contains(msg, "/"+base+`"`)) {
+				byBase = n
+			}
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(root)
+	if exact != nil {
+		return exact
+	}
+	return byBase
+}
+
+// badField returns the field of the kustomization that kustomize could not
+// decode: its first entry when it is a list, else its value.
+func badField(root *yaml.Node, msg string) *yaml.Node {
+	m := structField.FindStringSubmatch(msg)
+	if m == nil {
+		return nil
+	}
+	v, k := lookupKey(root, m[1])
+	if v == nil {
+		return nil
+	}
+	// A list where a string belongs is wrong as a whole; a string where
+	// an object belongs is wrong in the entry that holds it.
+	if v.Kind == yaml.SequenceNode && len(v.Content) > 0 && !strings.Contains(msg, "unmarshal array") {
+		for _, e := range v.Content {
+			if e.Kind == yaml.ScalarNode {
+				return e // the string where an object belongs, as in a legacy patches entry
+			}
+		}
+		return v.Content[0]
+	}
+	return k
+}
+
+// unmatchedPatch finds, among the patch files the kustomization root (in
+// dir) names, the document a "no matches for Id" error is about, and
+// returns the position of its name.
+func (b *build) unmatchedPatch(root *yaml.Node, dir, msg string) (diag.Pos, bool) {
+	m := noMatch.FindStringSubmatch(msg)
+	if m == nil {
+		return diag.Pos{}, false
+	}
+	kind, name := m[1], m[2]
+	var files []string
+	if seq := Lookup(root, "patchesStrategicMerge"); seq != nil && seq.Kind == yaml.SequenceNode {
+		for _, e := range seq.Content {
+			if e.Kind == yaml.ScalarNode {
+				files = append(files, e.Value)
+			}
+		}
+	}
+	if seq := Lookup(root, "patches"); seq != nil && seq.Kind == yaml.SequenceNode {
+		for _, e := range seq.Content {
+			if p := stringField(e, "path"); p != "" {
+				files = append(files, p)
+			}
+		}
+	}
+	for _, f := range files {
+		abs := filepath.Join(dir, filepath.FromSlash(f))
+		data, err := b.l.fsys.ReadFile(abs)
+		if err != nil || int64(len(data)) > b.l.opts.MaxFileSize {
+			continue
+		}
+		docs, _ := Parse(b.display(abs), data)
+		for _, d := range docs {
+			md := Lookup(d.Node, "metadata")
+			if n := Lookup(md, "name"); n != nil && stringField(d.Node, "kind") == kind && n.Value == name {
+				return diag.Pos{File: d.File, Line: n.Line, Column: n.Column}, true
+			}
+		}
+	}
+	return diag.Pos{}, false
+}
+
+// scrub makes a kustomize error readable and the same on every machine:
+// absolute paths become the paths the user would type.
+func (b *build) scrub(msg string) string {
+	type sub struct{ abs, shown string }
+	var subs []sub
+	for _, d := range []string{b.root, filepath.Dir(b.root), b.l.dir} {
+		shown := b.display(d)
+		subs = append(subs, sub{d, shown})
+		if real, err := filepath.EvalSymlinks(d); err == nil && real != d {
+			subs = append(subs, sub{real, shown})
+		}
+	}
+	// Longest first, so that the directory built wins over the working
+	// directory that holds it.
+	slices.SortStableFunc(subs, func(x, y sub) int { return len(y.abs) - len(x.abs) })
+	for _, s := range subs {
+		msg = strings.ReplaceAll(msg, s.abs+string(filepath.Separator), s.shown+"/")
+		msg = strings.ReplaceAll(msg, s.abs, s.shown)
+	}
+	msg = strings.ReplaceAll(msg, "\n", " ")
+	return strings.TrimSpace(msg)
+}
+
+// display is the path reported for abs, a file of this build.
+func (b *build) display(abs string) string { return b.l.under(b.named, b.root, abs) }
