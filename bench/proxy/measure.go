@@ -29,20 +29,20 @@ type route struct {
 // direct is the baseline: the client holds the real token and talks TLS
 // to the upstream itself.
 func (e *env) direct() route {
-	return route{name: "direct", host: benchHost, roots: e.upstreamCA.pool(), auth: "Bearer " + token}
+	return route{name: "direct", host: benchHost, roots: e.upstreamCA.Pool(), auth: "Bearer " + token}
 }
 
 // injected goes through a proxy that terminates TLS with the sandbox CA
 // and replaces the placeholder the client sends with the real token.
 func (e *env) injected(name, proxyAddr string) route {
-	return route{name: name, proxy: proxyAddr, host: benchHost, roots: e.sandboxCA.pool(), auth: "Bearer omnia-injected-bench"}
+	return route{name: name, proxy: proxyAddr, host: benchHost, roots: e.sandboxCA.Pool(), auth: "Bearer omnia-injected-bench"}
 }
 
 // tunnelled goes through keyhole's passthrough: CONNECT, then TLS end to
 // end with the upstream. It is the control that shows what one extra
 // process hop costs on this machine, without termination or injection.
 func (e *env) tunnelled(proxyAddr string) route {
-	return route{name: "keyhole passthrough", proxy: proxyAddr, host: tunnelHost, roots: e.upstreamCA.pool(), auth: "Bearer " + token}
+	return route{name: "keyhole passthrough", proxy: proxyAddr, host: tunnelHost, roots: e.upstreamCA.Pool(), auth: "Bearer " + token}
 }
 
 // client is one HTTP/1.1 client with at most one connection.
@@ -225,7 +225,7 @@ func (e *env) openTunnel(proxyAddr string) (net.Conn, error) {
 		conn.Close()
 		return nil, fmt.Errorf("CONNECT: %s", resp.Status)
 	}
-	tc := tls.Client(conn, &tls.Config{ServerName: benchHost, RootCAs: e.sandboxCA.pool(), NextProtos: []string{"http/1.1"}})
+	tc := tls.Client(conn, &tls.Config{ServerName: benchHost, RootCAs: e.sandboxCA.Pool(), NextProtos: []string{"http/1.1"}})
 	fmt.Fprintf(tc, "GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer omnia-injected-bench\r\n\r\n", benchPath, benchHost)
 	tbr := bufio.NewReader(tc)
 	resp, err = http.ReadResponse(tbr, &http.Request{Method: http.MethodGet})

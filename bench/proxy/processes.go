@@ -309,7 +309,7 @@ func (e *env) startMitm(bin string) (*process, error) {
 	if err := os.MkdirAll(confdir, 0o700); err != nil {
 		return nil, err
 	}
-	pemBoth := append(append([]byte{}, e.sandboxCA.keyPEM...), e.sandboxCA.certPEM...)
+	pemBoth := append(append([]byte{}, e.sandboxCA.KeyPEM...), e.sandboxCA.CertPEM...)
 	if err := os.WriteFile(filepath.Join(confdir, "mitmproxy-ca.pem"), pemBoth, 0o600); err != nil {
 		return nil, err
 	}

@@ -3,19 +3,13 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -26,6 +20,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"keyhole.dev/keyhole/internal/testpki"
 )
 
 // The hosts of the soak. Every one resolves to the one local upstream.
@@ -74,7 +70,7 @@ func newEnv(dir string) (*env, error) {
 	if err := e.writeConfig(false); err != nil {
 		return nil, err
 	}
-	leaf, err := e.upstreamCA.leaf(apiHost, gitHost, upHost, gwHost, passHost)
+	leaf, err := e.upstreamCA.Leaf(apiHost, gitHost, upHost, gwHost, passHost)
 	if err != nil {
 		return nil, err
 	}
@@ -382,67 +378,20 @@ func worse(a, b string) string {
 	return a
 }
 
-// ca is a test CA.
+// ca is a throwaway CA written to <dir>/<name>.crt and .key, for the
+// proxy to read.
 type ca struct {
-	cert     *x509.Certificate
-	key      *ecdsa.PrivateKey
-	certFile string
-	keyFile  string
+	*testpki.CA
+	certFile, keyFile string
 }
 
 func newCA(dir, name string) (*ca, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	c, err := testpki.NewCA(name)
 	if err != nil {
 		return nil, err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(time.Now().UnixNano()),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(48 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	c := &ca{cert: cert, key: key, certFile: filepath.Join(dir, name+".crt"), keyFile: filepath.Join(dir, name+".key")}
-	if err := os.WriteFile(c.certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		return nil, err
-	}
-	return c, os.WriteFile(c.keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
-}
-
-// leaf issues a server certificate for names.
-func (c *ca) leaf(names ...string) (tls.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: names[0]},
-		DNSNames:     names,
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(48 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+	out := &ca{CA: c, certFile: filepath.Join(dir, name+".crt"), keyFile: filepath.Join(dir, name+".key")}
+	return out, c.WriteFiles(out.certFile, out.keyFile)
 }
 
 // proxyProc is the keyhole-proxy process.

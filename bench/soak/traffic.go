@@ -131,8 +131,8 @@ func newTraffic(e *env, proxyAddr string, o options) *traffic {
 		t.total += s.weight
 	}
 	t.roots = x509.NewCertPool()
-	t.roots.AddCert(e.sandboxCA.cert)
-	t.roots.AddCert(e.upstreamCA.cert)
+	t.roots.AddCert(e.sandboxCA.Cert)
+	t.roots.AddCert(e.upstreamCA.Cert)
 	t.window.classes = map[string]int64{}
 	return t
 }

@@ -5,18 +5,13 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -27,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"keyhole.dev/keyhole/internal/testpki"
 )
 
 // proxyBin is the keyhole-proxy binary TestMain builds once for every test
@@ -100,8 +97,7 @@ const gitHTTPBackend = "/usr/lib/git-core/git-http-backend"
 // testCA is a throwaway certificate authority written to PEM files, as
 // cert-manager writes tls.crt and tls.key.
 type testCA struct {
-	cert     *x509.Certificate
-	key      *ecdsa.PrivateKey
+	*testpki.CA
 	certPEM  []byte
 	certFile string
 	keyFile  string
@@ -109,81 +105,27 @@ type testCA struct {
 
 func newCA(t testing.TB, dir, name string) *testCA {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	c, err := testpki.NewCA(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          randomSerial(t),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca := &testCA{
-		cert:     cert,
-		key:      key,
-		certPEM:  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		certFile: filepath.Join(dir, name+".crt"),
-		keyFile:  filepath.Join(dir, name+".key"),
-	}
-	writeFile(t, ca.certFile, ca.certPEM)
-	writeFile(t, ca.keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
+	ca := &testCA{CA: c, certPEM: c.CertPEM, certFile: filepath.Join(dir, name+".crt"), keyFile: filepath.Join(dir, name+".key")}
+	writeFile(t, ca.certFile, c.CertPEM)
+	writeFile(t, ca.keyFile, c.KeyPEM)
 	return ca
-}
-
-func randomSerial(t testing.TB) *big.Int {
-	t.Helper()
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 // leaf issues a server certificate for names, signed by the CA.
 func (ca *testCA) leaf(t testing.TB, names ...string) tls.Certificate {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	leaf, err := ca.Leaf(names...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: randomSerial(t),
-		Subject:      pkix.Name{CommonName: names[0]},
-		DNSNames:     names,
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	return leaf
 }
 
-func (ca *testCA) pool() *x509.CertPool {
-	p := x509.NewCertPool()
-	p.AddCert(ca.cert)
-	return p
-}
+func (ca *testCA) pool() *x509.CertPool { return ca.Pool() }
 
 func writeFile(t testing.TB, path string, data []byte) {
 	t.Helper()

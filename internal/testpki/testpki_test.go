@@ -1,0 +1,44 @@
+package testpki
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"testing"
+)
+
+// TestLeafVerifies: a leaf verifies against the CA's pool for each of its
+// names and for 127.0.0.1, as a server certificate, and not for another
+// name; the PEM forms load as a key pair.
+func TestLeafVerifies(t *testing.T) {
+	ca, err := NewCA("test CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := ca.Leaf("api.example", "other.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(leaf.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{"api.example": true, "other.example": true, "127.0.0.1": true, "evil.example": false} {
+		_, err := cert.Verify(x509.VerifyOptions{DNSName: name, Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+		if (err == nil) != want {
+			t.Errorf("verify for %s: %v, want ok=%v", name, err, want)
+		}
+	}
+	certPEM, keyPEM, err := ca.LeafPEM("api.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
+		t.Errorf("LeafPEM does not load: %v", err)
+	}
+	if _, err := tls.X509KeyPair(ca.CertPEM, ca.KeyPEM); err != nil {
+		t.Errorf("the CA's PEM does not load: %v", err)
+	}
+	if _, err := ca.Leaf(); err == nil {
+		t.Error("a leaf without a name was issued")
+	}
+}
