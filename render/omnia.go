@@ -151,16 +151,11 @@ func RenderOmnia(p compiler.Plan, opts Options) ([]File, diag.List, error) {
 		files = append(files, File{Path: o.path(), Data: data})
 		resources = append(resources, o.path())
 	}
-	slices.Sort(resources)
-	k, err := encodeYAML(obj{
-		"apiVersion": "kustomize.config.k8s.io/v1beta1",
-		"kind":       "Kustomization",
-		"resources":  resources,
-	})
+	k, err := kustomization(omniaKustomizationHeader, resources)
 	if err != nil {
 		return nil, nil, err
 	}
-	files = append(files, File{Path: "kustomization.yaml", Data: append([]byte(omniaKustomizationHeader), k...)})
+	files = append(files, k)
 	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
 	return files, r.diags, nil
 }

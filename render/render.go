@@ -214,16 +214,11 @@ func Render(p compiler.Plan, opts Options) ([]File, error) {
 		}
 		files = append(files, fs...)
 	}
-	slices.Sort(manifests)
-	k, err := encodeYAML(obj{
-		"apiVersion": "kustomize.config.k8s.io/v1beta1",
-		"kind":       "Kustomization",
-		"resources":  manifests,
-	})
+	k, err := kustomization("", manifests)
 	if err != nil {
 		return nil, err
 	}
-	files = append(files, File{Path: "kustomization.yaml", Data: k})
+	files = append(files, k)
 	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
 	return files, nil
 }

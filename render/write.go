@@ -204,3 +204,20 @@ func sortedFiles(files []File) []File {
 	slices.SortStableFunc(out, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
 	return out
 }
+
+// kustomization is the kustomization.yaml of a render: header (comment
+// lines, or "") and a Kustomization listing resources, sorted, so that
+// `kubectl apply -k` takes the whole render. Both targets write theirs
+// here.
+func kustomization(header string, resources []string) (File, error) {
+	sorted := slices.Sorted(slices.Values(resources))
+	k, err := encodeYAML(obj{
+		"apiVersion": "kustomize.config.k8s.io/v1beta1",
+		"kind":       "Kustomization",
+		"resources":  sorted,
+	})
+	if err != nil {
+		return File{}, err
+	}
+	return File{Path: "kustomization.yaml", Data: append([]byte(header), k...)}, nil
+}
