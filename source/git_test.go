@@ -49,6 +49,7 @@ func commitAll(t *testing.T, r *git.Repository, msg string) plumbing.Hash {
 	return h
 }
 
+// writeFiles creates files (slash-separated names → contents) under dir.
 func writeFiles(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
 	for name, data := range files {

@@ -403,7 +403,7 @@ func FuzzKustomize(f *testing.F) {
 	}
 
 	f.Fuzz(func(t *testing.T, kust, resource, patch []byte) {
-		writeTree(t, dir, map[string]string{
+		writeFiles(t, dir, map[string]string{
 			"k/kustomization.yaml": strings.ReplaceAll(string(kust), kfuzzLoopback, addr),
 			"k/resource.yaml":      strings.ReplaceAll(string(resource), kfuzzLoopback, addr),
 			"k/patch.yaml":         strings.ReplaceAll(string(patch), kfuzzLoopback, addr),

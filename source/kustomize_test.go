@@ -345,7 +345,7 @@ func TestKustomizeBuildFailed(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeTree(t, dir, tc.files)
+			writeFiles(t, dir, tc.files)
 			docs, ds, err := Load([]string{"k"}, Options{Dir: dir, MaxFileSize: 2048})
 			if err != nil {
 				t.Fatalf("Load: %v", err)
@@ -452,7 +452,7 @@ func TestDocumentAtSharedPositions(t *testing.T) {
 func TestKustomizeSourceUntouched(t *testing.T) {
 	dir := t.TempDir()
 	const k = "resources: [r.yaml]\n"
-	writeTree(t, dir, map[string]string{"k/kustomization.yaml": k, "k/r.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"})
+	writeFiles(t, dir, map[string]string{"k/kustomization.yaml": k, "k/r.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"})
 	if _, ds, err := Load([]string{"k"}, Options{Dir: dir}); err != nil || len(ds) > 0 {
 		t.Fatalf("Load: %v %v", err, ds)
 	}
@@ -480,7 +480,7 @@ func TestKustomizeFlowNulls(t *testing.T) {
 	for name, k := range tests {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeTree(t, dir, map[string]string{"k/kustomization.yaml": k, "k/r.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"})
+			writeFiles(t, dir, map[string]string{"k/kustomization.yaml": k, "k/r.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"})
 			docs, ds, err := Load([]string{"k"}, Options{Dir: dir})
 			if err != nil || len(ds) > 0 || len(docs) != 1 {
 				t.Fatalf("Load = %d documents, %v, %v; want the one ConfigMap", len(docs), ds, err)
@@ -638,7 +638,7 @@ func TestKustomizeErrorsNeverQuoteSecrets(t *testing.T) {
 	for name, files := range tests {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeTree(t, dir, files)
+			writeFiles(t, dir, files)
 			_, ds, err := Load([]string{"k"}, Options{Dir: dir})
 			if err != nil {
 				t.Fatalf("Load: %v", err)

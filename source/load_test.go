@@ -18,20 +18,6 @@ import (
 	"keyhole.dev/keyhole/diag"
 )
 
-// writeTree creates files (slash-separated names → contents) under dir.
-func writeTree(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, body := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // docIDs renders documents as file#index kind/name for compact comparison.
 func docIDs(docs []Document) []string {
 	var out []string
@@ -177,7 +163,7 @@ func TestLoadTree(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeTree(t, dir, tc.files)
+			writeFiles(t, dir, tc.files)
 			docs, ds, err := Load(tc.paths, Options{Dir: dir})
 			if err != nil {
 				t.Fatalf("Load: %v", err)
@@ -194,7 +180,7 @@ func TestLoadTree(t *testing.T) {
 
 func TestLoadPathsOutsideTheWorkingDirectory(t *testing.T) {
 	root := t.TempDir()
-	writeTree(t, root, map[string]string{"wd/x": "", "other/a.yaml": connection, "other/sub/b.yaml": connection})
+	writeFiles(t, root, map[string]string{"wd/x": "", "other/a.yaml": connection, "other/sub/b.yaml": connection})
 	docs, ds, err := Load([]string{"../other", "../other/a.yaml", filepath.Join(root, "other", "sub", "b.yaml")}, Options{Dir: filepath.Join(root, "wd")})
 	if err != nil || len(ds) > 0 {
 		t.Fatalf("Load: %v %v", err, ds)
@@ -207,9 +193,9 @@ func TestLoadPathsOutsideTheWorkingDirectory(t *testing.T) {
 
 func TestLoadStdinAndAbsolutePaths(t *testing.T) {
 	dir := t.TempDir()
-	writeTree(t, dir, map[string]string{"in/a.yaml": connection})
+	writeFiles(t, dir, map[string]string{"in/a.yaml": connection})
 	outside := t.TempDir()
-	writeTree(t, outside, map[string]string{"b.yaml": connection})
+	writeFiles(t, outside, map[string]string{"b.yaml": connection})
 	docs, ds, err := Load(
 		[]string{filepath.Join(dir, "in", "a.yaml"), "-", filepath.Join(outside, "b.yaml"), "-"},
 		Options{Dir: dir, Stdin: strings.NewReader(secretAndClass)},
@@ -230,7 +216,7 @@ func TestLoadStdinAndAbsolutePaths(t *testing.T) {
 
 func TestLoadUnreadable(t *testing.T) {
 	dir := t.TempDir()
-	writeTree(t, dir, map[string]string{"ok.yaml": connection})
+	writeFiles(t, dir, map[string]string{"ok.yaml": connection})
 	docs, _, err := Load([]string{"missing.yaml", "ok.yaml", "nodir/"}, Options{Dir: dir})
 	if !errors.Is(err, ErrUnreadable) {
 		t.Fatalf("err = %v, want ErrUnreadable", err)
@@ -474,7 +460,7 @@ func TestLoadTooLarge(t *testing.T) {
 
 func TestLoadSymlinksAndPermissions(t *testing.T) {
 	dir := t.TempDir()
-	writeTree(t, dir, map[string]string{
+	writeFiles(t, dir, map[string]string{
 		"repo/real/a.yaml": connection,
 		"repo/secret.yaml": secretAndClass,
 	})

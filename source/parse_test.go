@@ -303,7 +303,7 @@ func TestNoSecretInDiagnostics(t *testing.T) {
 	for name, input := range tests {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeTree(t, dir, map[string]string{"s.yaml": input})
+			writeFiles(t, dir, map[string]string{"s.yaml": input})
 			_, ds, err := Load([]string{"s.yaml", "missing-" + canary[:6] + ".yaml"}, Options{Dir: dir})
 			if len(ds) == 0 {
 				t.Fatal("no diagnostic: the input was meant to be broken")

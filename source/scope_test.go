@@ -53,7 +53,7 @@ func TestScope(t *testing.T) {
 		"base/c.yaml":                "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: SandboxClass\nmetadata: {name: y}\nspec: {image: a}\n",
 	}
 	dir := t.TempDir()
-	writeTree(t, dir, tree)
+	writeFiles(t, dir, tree)
 
 	t.Run("walked", func(t *testing.T) {
 		docs, ds, err := Load([]string{"."}, Options{Dir: dir})
@@ -243,7 +243,7 @@ func TestList(t *testing.T) {
 func TestUnits(t *testing.T) {
 	const class = "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: SandboxClass\nmetadata: {name: c}\nspec: {image: a}\n"
 	dir := t.TempDir()
-	writeTree(t, dir, map[string]string{
+	writeFiles(t, dir, map[string]string{
 		"apps/base/kustomization.yaml":       "resources: [class.yaml]\n",
 		"apps/base/class.yaml":               class,
 		"apps/production/kustomization.yaml": "resources: [../base]\nnamespace: prod\n",
@@ -276,7 +276,7 @@ func TestUnits(t *testing.T) {
 	}
 
 	// A build's diagnostics name its unit.
-	writeTree(t, dir, map[string]string{"apps/staging/kustomization.yaml": "resources: [../base, gone.yaml]\n"})
+	writeFiles(t, dir, map[string]string{"apps/staging/kustomization.yaml": "resources: [../base, gone.yaml]\n"})
 	_, ds, _ = Load([]string{"."}, Options{Dir: dir})
 	if len(ds) != 1 || !slices.Equal(ds[0].Units, []string{"apps/staging"}) {
 		t.Errorf("want one diagnostic of unit apps/staging, got %v (units %v)", ds, unitsOf(ds))
@@ -342,9 +342,9 @@ func TestExclude(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeTree(t, dir, tree)
+			writeFiles(t, dir, tree)
 			if tc.config != "" {
-				writeTree(t, dir, map[string]string{"keyhole.yaml": "apiVersion: keyhole.dev/v1alpha1\nkind: Config\n" + tc.config})
+				writeFiles(t, dir, map[string]string{"keyhole.yaml": "apiVersion: keyhole.dev/v1alpha1\nkind: Config\n" + tc.config})
 			}
 			paths := tc.paths
 			if paths == nil {
