@@ -345,15 +345,10 @@ func (s *Server) Ready() bool {
 	return st != nil && !s.draining.Load() && (len(st.cfg.Hosts) == 0 || s.ca.Load() != nil)
 }
 
-// Run serves the proxy on ln and the admin endpoints on admin (which may
-// be nil) until ctx is done, then shuts down gracefully: it stops
-// accepting, lets in-flight requests finish within Timeouts.Shutdown, and
-// closes what remains.
-func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
-	return s.Serve(ctx, Listeners{Proxy: ln, Admin: admin})
-}
-
-// Serve is Run with every listener, the transparent one included.
+// Serve serves the proxy, the transparent listener and the admin
+// endpoints on lns (only Proxy is required) until ctx is done, then shuts
+// down gracefully: it stops accepting, lets in-flight requests finish
+// within Timeouts.Shutdown, and closes what remains.
 func (s *Server) Serve(ctx context.Context, lns Listeners) error {
 	ln, admin := lns.Proxy, lns.Admin
 	outer := &http.Server{
