@@ -1,10 +1,7 @@
 package compiler
 
 import (
-	"runtime"
-	"sync"
-	"sync/atomic"
-
+	"keyhole.dev/keyhole/internal/parallel"
 	"keyhole.dev/keyhole/schema"
 	"keyhole.dev/keyhole/source"
 )
@@ -47,7 +44,7 @@ func prevalidate(docs []source.Document, v *schema.Validator, op schema.Operator
 		}
 	}
 	found := make([]validation, len(jobs))
-	parallel(len(jobs), workers, func(i int) {
+	parallel.For(len(jobs), workers, func(i int) {
 		j := jobs[i]
 		found[i].schema = v.Validate(j.kind, j.doc.Node)
 		if len(found[i].schema) == 0 && (j.kind == "AgentRuntime" || j.kind == "ToolRegistry") {
@@ -76,33 +73,4 @@ func (p *pass) validateOperator(v *schema.Validator, op schema.Operator, kind sc
 		return f.operator
 	}
 	return v.ValidateOperator(op, kind, doc.Node)
-}
-
-// parallel calls f(i) for every i in [0, n), on at most workers
-// goroutines (runtime.GOMAXPROCS(0) when workers <= 0), and returns when
-// all calls have. With one worker, or one call, it runs them in order on
-// the caller's goroutine.
-func parallel(n, workers int, f func(i int)) {
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	workers = min(workers, n)
-	if workers <= 1 {
-		for i := range n {
-			f(i)
-		}
-		return
-	}
-	var (
-		wg   sync.WaitGroup
-		next atomic.Int64
-	)
-	for range workers {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				f(i)
-			}
-		})
-	}
-	wg.Wait()
 }

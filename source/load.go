@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/internal/parallel"
 )
 
 // ErrUnreadable marks a path that could not be read at all: missing, not
@@ -397,7 +398,7 @@ func (l *loader) prefetch(roots, kfiles []string, matters []bool, name func(stri
 			jobs = append(jobs, i)
 		}
 	}
-	parallel(len(jobs), l.opts.Parallelism, func(j int) {
+	parallel.For(len(jobs), l.opts.Parallelism, func(j int) {
 		i := jobs[j]
 		f := roots[i]
 		switch {
