@@ -62,8 +62,8 @@ func (c *CA) Pool() *x509.CertPool {
 	return p
 }
 
-// Leaf issues a server certificate for names (the first is its subject),
-// valid for 127.0.0.1 too.
+// Leaf issues a server certificate for names (the first is its subject):
+// host names, and IP addresses written as such; valid for 127.0.0.1 too.
 func (c *CA) Leaf(names ...string) (tls.Certificate, error) {
 	der, key, err := c.leaf(names)
 	if err != nil {
@@ -106,8 +106,15 @@ func (c *CA) leaf(names []string) ([]byte, *ecdsa.PrivateKey, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	tmpl.DNSNames = names
-	tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
+	loopback := net.IPv4(127, 0, 0, 1)
+	tmpl.IPAddresses = []net.IP{loopback}
+	for _, n := range names {
+		if ip := net.ParseIP(n); ip == nil {
+			tmpl.DNSNames = append(tmpl.DNSNames, n)
+		} else if !ip.Equal(loopback) {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		}
+	}
 	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
 	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.Cert, &key.PublicKey, c.Key)

@@ -14,7 +14,7 @@ func TestLeafVerifies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leaf, err := ca.Leaf("api.example", "other.example")
+	leaf, err := ca.Leaf("api.example", "other.example", "10.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +22,7 @@ func TestLeafVerifies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]bool{"api.example": true, "other.example": true, "127.0.0.1": true, "evil.example": false} {
+	for name, want := range map[string]bool{"api.example": true, "other.example": true, "127.0.0.1": true, "10.0.0.1": true, "10.0.0.2": false, "evil.example": false} {
 		_, err := cert.Verify(x509.VerifyOptions{DNSName: name, Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
 		if (err == nil) != want {
 			t.Errorf("verify for %s: %v, want ok=%v", name, err, want)
