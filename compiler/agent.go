@@ -56,7 +56,7 @@ type agentWire struct {
 
 type agent struct {
 	item
-	w agentWire
+	w *agentWire
 }
 
 func agentPath(elems ...any) path { return path(elems) }

@@ -89,7 +89,7 @@ func Compile(docs []source.Document, v *schema.Validator, opts Options) Result {
 	byUnit := map[string][]*source.Document{}
 	for i := range docs {
 		d := &docs[i]
-		if d.Node == nil {
+		if d.Node == nil && !d.Released() {
 			continue
 		}
 		if isConfig(d.Object()) {
@@ -200,7 +200,7 @@ func (it *item) ref() ref { return ref{it.ns, it.obj.Name} }
 
 type connection struct {
 	item
-	w connectionWire
+	w *connectionWire
 	// tmpls holds each inject entry's parsed value template, nil where the
 	// entry has no value or it does not parse.
 	tmpls []*config.Template
@@ -233,12 +233,12 @@ type secretValue struct {
 
 type sandboxClass struct {
 	item
-	w sandboxClassWire
+	w *sandboxClassWire
 }
 
 type owner struct {
 	item
-	w bindingOwnerWire
+	w *bindingOwnerWire
 }
 
 // pass is the state of the compilation of one deploy unit.
@@ -288,17 +288,16 @@ type pass struct {
 
 // add validates one document and indexes it by kind.
 func (p *pass) add(v *schema.Validator, doc *source.Document) {
-	if doc.Node == nil {
+	if doc.Node == nil && !doc.Released() {
 		return
 	}
 	it := item{doc: doc, obj: doc.Object()}
 	it.ns = cmp.Or(it.obj.Namespace, p.opts.DefaultNamespace)
-	if ann := annotations(doc.Node); ann != "" {
-		for _, c := range strings.Split(ann, ",") {
-			if c = strings.TrimSpace(c); c != "" {
-				it.ignore = append(it.ignore, c)
-			}
-		}
+	dg := digestOfDoc(doc)
+	if dg != nil {
+		it.ignore = dg.ignore
+	} else {
+		it.ignore = ignoreList(annotations(doc.Node))
 	}
 	if isConfig(it.obj) {
 		p.count(doc)
@@ -312,7 +311,12 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 	kind, ok := schema.Lookup(it.obj.APIVersion, it.obj.Kind)
 	if !ok {
 		if !doc.IsAgent() && it.obj.Kind != "" {
-			p.report(codeKindUnknown, &it, path{"kind"}, false, "%s %s is not a kind keyhole checks; skipped", it.obj.APIVersion, it.obj.Kind)
+			msg := fmt.Sprintf("%s %s is not a kind keyhole checks; skipped", it.obj.APIVersion, it.obj.Kind)
+			if dg != nil && dg.kindAt.Line > 0 {
+				p.diags = append(p.diags, p.diagnostic(codeKindUnknown, &it, dg.kindAt, "kind", msg))
+			} else {
+				p.report(codeKindUnknown, &it, path{"kind"}, false, "%s", msg)
+			}
 		}
 		return
 	}
@@ -344,7 +348,7 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 	switch kind {
 	case "Connection":
 		c := &connection{item: it}
-		if p.decode(doc, &it, &c.w) {
+		if c.w = decodeWire[connectionWire](p, doc, &it); c.w != nil {
 			p.keep(&it)
 			c.tmpls = make([]*config.Template, len(c.w.Spec.Placement.Inject))
 			for i, in := range c.w.Spec.Placement.Inject {
@@ -356,26 +360,31 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 			p.connList = append(p.connList, c)
 		}
 	case "Secret":
+		if sd, ok := dg.decoded().(*secretDigest); ok {
+			p.checkSecretKeyNames(&it, sd.w)
+			p.indexSecret(it.ref(), &secret{item: it, values: sd.values})
+			break
+		}
 		var w secretWire
 		if p.decode(doc, &it, &w) {
 			p.checkSecretKeyNames(&it, w)
-			p.indexSecret(it.ref(), newSecret(it, w))
+			p.indexSecret(it.ref(), &secret{item: it, values: secretValues(w)})
 		}
 	case "SandboxClass":
 		c := &sandboxClass{item: it}
-		if p.decode(doc, &it, &c.w) {
+		if c.w = decodeWire[sandboxClassWire](p, doc, &it); c.w != nil {
 			p.keep(&it)
 			p.classes[c.ref()] = c
 		}
 	case schema.KindAgent:
 		a := &agent{item: it}
-		if p.decode(doc, &it, &a.w) {
+		if a.w = decodeWire[agentWire](p, doc, &it); a.w != nil {
 			p.agents = append(p.agents, a)
 		}
 	case "AgentRuntime", "ToolRegistry":
 		p.checkOperatorObject(v, doc, &it, kind)
 		o := &owner{item: it}
-		if p.decode(doc, &it, &o.w) {
+		if o.w = decodeWire[bindingOwnerWire](p, doc, &it); o.w != nil {
 			p.keep(&it)
 			p.owners = append(p.owners, o)
 		}
@@ -388,18 +397,36 @@ func (p *pass) count(doc *source.Document) { p.counted[doc.Pos] = true }
 // keep lists an omnia object that passed its schema in the Plan, for
 // targets that re-emit the inputs.
 func (p *pass) keep(it *item) {
-	p.plan.Objects = append(p.plan.Objects, Object{Source: it.obj, Pos: it.doc.Pos, Node: it.doc.Node})
+	p.plan.Objects = append(p.plan.Objects, Object{Source: it.obj, Pos: it.doc.Pos, Node: it.doc.Node, doc: it.doc})
 }
 
 // decode fills a wire type from a document that passed its schema. A
 // failure here means the schema let through a shape the wire type cannot
 // hold; it is reported rather than ignored.
 func (p *pass) decode(doc *source.Document, it *item, out any) bool {
-	if err := doc.Node.Decode(out); err != nil {
+	n, err := doc.Tree()
+	if err == nil {
+		err = n.Decode(out)
+	}
+	if err != nil {
 		p.report(codeSchemaInvalid, it, nil, false, "cannot read %s: %s", it.obj.Kind, strings.TrimPrefix(err.Error(), "yaml: "))
 		return false
 	}
 	return true
+}
+
+// decodeWire is the object Digest decoded, else the document decoded
+// (reported when it cannot be); nil when it cannot be. The object is
+// shared with the digest: it is only read.
+func decodeWire[T any](p *pass, doc *source.Document, it *item) *T {
+	if w, ok := digestOfDoc(doc).decoded().(*T); ok {
+		return w
+	}
+	w := new(T)
+	if !p.decode(doc, it, w) {
+		return nil
+	}
+	return w
 }
 
 // checkSecretKeyNames reports keys the API server would refuse, by the
@@ -424,23 +451,24 @@ func keyProblem(err error) string {
 	return strings.TrimPrefix(err.Error(), config.ErrName.Error()+": ")
 }
 
-func newSecret(it item, w secretWire) *secret {
-	s := &secret{item: it, values: map[string]secretValue{}}
+// secretValues is what each of a Secret's values is fit for.
+func secretValues(w secretWire) map[string]secretValue {
+	values := map[string]secretValue{}
 	for k, v := range w.Data {
 		b, err := base64.StdEncoding.DecodeString(v)
 		if err != nil {
-			s.values[k] = secretValue{}
+			values[k] = secretValue{}
 			continue
 		}
 		_, herr := config.HeaderValue(b)
-		s.values[k] = secretValue{known: true, err: herr}
+		values[k] = secretValue{known: true, err: herr}
 	}
 	// stringData wins over data for the same key, as the API server merges it.
 	for k, v := range w.StringData {
 		_, herr := config.HeaderValue([]byte(v))
-		s.values[k] = secretValue{known: true, err: herr}
+		values[k] = secretValue{known: true, err: herr}
 	}
-	return s
+	return values
 }
 
 func (s *secret) keys() []string {
@@ -484,18 +512,24 @@ func annotations(n *yaml.Node) string {
 // report records a diagnostic about it at path p (its key node when key
 // is true), with the table's severity for code.
 func (p *pass) report(code string, it *item, at path, key bool, format string, args ...any) {
-	n := at.find(it.doc.Node, key)
-	pos, note := it.doc.Where(n)
+	root, note := it.tree()
+	pos := it.doc.Pos
+	if root != nil {
+		pos, note = it.doc.Where(at.find(root, key))
+	}
 	p.diags = append(p.diags, p.diagnostic(code, it, pos, at.String(), fmt.Sprintf(format, args...)+note))
 }
 
 // reportUse reports on a key use, pointing at the reference itself inside
 // a template value where the column can be known exactly.
 func (p *pass) reportUse(code string, it *item, u keyUse, format string, args ...any) {
-	n := u.at.find(it.doc.Node, false)
-	pos, note := it.doc.Where(n)
-	if note == "" {
-		pos.Column = refColumn(n, u.offset)
+	root, note := it.tree()
+	pos := it.doc.Pos
+	if root != nil {
+		n := u.at.find(root, false)
+		if pos, note = it.doc.Where(n); note == "" {
+			pos.Column = refColumn(n, u.offset)
+		}
 	}
 	p.diags = append(p.diags, p.diagnostic(code, it, pos, u.at.String(), fmt.Sprintf(format, args...)+note))
 }
@@ -533,4 +567,12 @@ func (p *pass) diagnostic(code string, it *item, pos diag.Pos, fieldPath, msg st
 		d.Suppressed = "annotation"
 	}
 	return d
+}
+
+// decoded is the decoded object Digest kept, nil when none.
+func (dg *digested) decoded() any {
+	if dg == nil {
+		return nil
+	}
+	return dg.wire
 }

@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 
 	"keyhole.dev/keyhole/diag"
 	goldenfile "keyhole.dev/keyhole/internal/golden"
@@ -21,7 +25,9 @@ func golden(t *testing.T, path string, got []byte) {
 
 // compileDir loads and compiles a fixture directory: walked, or, when it
 // holds paths.txt, the paths that lists (one a line, relative to the
-// fixture), named explicitly as a user would.
+// fixture), named explicitly as a user would. It compiles it twice, with
+// the loader keeping every node tree and with Digest releasing them as
+// the CLI does, requires the same Result of both, and returns the second.
 func compileDir(t *testing.T, dir string, opts Options) Result {
 	t.Helper()
 	paths := []string{dir}
@@ -31,16 +37,61 @@ func compileDir(t *testing.T, dir string, opts Options) Result {
 			paths = append(paths, filepath.Join(dir, line))
 		}
 	}
-	docs, ds, err := source.Load(paths, source.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	v, err := schema.NewValidator()
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Loaded = ds
-	return Compile(docs, v, opts)
+	var results [2]Result
+	for i, digest := range []source.Digest{nil, Digest(v, opts)} {
+		docs, ds, err := source.Load(paths, source.Options{Digest: digest})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := opts
+		o.Loaded = ds
+		results[i] = Compile(docs, v, o)
+	}
+	sameResult(t, results[0], results[1])
+	return results[1]
+}
+
+// sameResult fails t unless a and b are the same Result, their objects'
+// trees compared by content (one may hold the tree, the other read it
+// again).
+func sameResult(t *testing.T, a, b Result) {
+	t.Helper()
+	if got, want := render(b.Diagnostics), render(a.Diagnostics); !bytes.Equal(got, want) {
+		t.Fatalf("diagnostics with Digest:\n%s\nwithout:\n%s", got, want)
+	}
+	norm := func(r Result) (Result, []string) {
+		var trees []string
+		plans := []*Plan{&r.Plan}
+		r.Units = slices.Clone(r.Units)
+		for i := range r.Units {
+			plans = append(plans, &r.Units[i].Plan)
+		}
+		for _, p := range plans {
+			p.Objects = slices.Clone(p.Objects)
+			for i, o := range p.Objects {
+				n, err := o.Tree()
+				if err != nil {
+					t.Fatalf("%s: %v", o.Source, err)
+				}
+				out, err := yaml.Marshal(n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				trees = append(trees, string(out))
+				p.Objects[i] = Object{Source: o.Source, Pos: o.Pos}
+			}
+		}
+		return r, trees
+	}
+	ra, ta := norm(a)
+	rb, tb := norm(b)
+	if !reflect.DeepEqual(ra, rb) || !slices.Equal(ta, tb) {
+		t.Fatalf("the Result with Digest differs from the Result without:\n%+v\n%+v", rb, ra)
+	}
 }
 
 func render(ds diag.List) []byte {

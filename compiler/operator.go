@@ -88,8 +88,15 @@ func (p *pass) checkOperatorObject(v *schema.Validator, doc *source.Document, it
 	if op.Sandbox {
 		return
 	}
-	sp, _ := child(doc.Node, "spec")
-	if sb, _ := child(sp, "sandbox"); sb != nil {
+	sandbox := false
+	if dg := digestOfDoc(doc); dg != nil {
+		sandbox = dg.sandbox
+	} else {
+		sp, _ := child(doc.Node, "spec")
+		sb, _ := child(sp, "sandbox")
+		sandbox = sb != nil
+	}
+	if sandbox {
 		p.report(codeOperatorSandboxUnsupported, it, path{"spec", "sandbox"}, true,
 			"operator %s has no sandbox feature: its %s CRD declares no spec.sandbox, so the API server refuses this %s under strict field validation and drops the field otherwise, leaving the sandbox without its Connections",
 			op.Version, kind, kind)

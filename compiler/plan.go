@@ -10,6 +10,7 @@ import (
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/proxy/config"
 	"keyhole.dev/keyhole/schema"
+	"keyhole.dev/keyhole/source"
 )
 
 // Plan is the one compiled result every output is rendered from: per
@@ -39,9 +40,20 @@ type Plan struct {
 type Object struct {
 	Source diag.Object
 	Pos    diag.Pos
-	// Node is the object's YAML mapping as it was read. Callers must not
-	// modify it: it is the loaded document itself.
+	// Node is the object's YAML mapping as it was read, nil when the
+	// loader released it (see Digest): Tree reads it either way. Callers
+	// must not modify it: it is the loaded document itself.
 	Node *yaml.Node
+	doc  *source.Document
+}
+
+// Tree returns the object's YAML mapping: Node, or the tree read again
+// from its file when the loader released it.
+func (o Object) Tree() (*yaml.Node, error) {
+	if o.Node != nil || o.doc == nil {
+		return o.Node, nil
+	}
+	return o.doc.Tree()
 }
 
 // Agent is an agent.yaml agent with a sandbox, with every sandbox

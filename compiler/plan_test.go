@@ -36,8 +36,8 @@ func TestPlanObjectsAndAgents(t *testing.T) {
 			var objs []string
 			for _, o := range res.Plan.Objects {
 				objs = append(objs, o.Source.String())
-				if o.Node == nil || o.Pos.File == "" {
-					t.Errorf("%s has no node or position", o.Source)
+				if n, err := o.Tree(); err != nil || n == nil || o.Pos.File == "" {
+					t.Errorf("%s has no tree (%v) or position", o.Source, err)
 				}
 			}
 			if strings.Join(objs, " ") != strings.Join(tc.wantObjects, " ") {

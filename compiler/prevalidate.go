@@ -32,8 +32,8 @@ func prevalidate(docs []source.Document, v *schema.Validator, op schema.Operator
 	var jobs []job
 	for i := range docs {
 		d := &docs[i]
-		if d.Node == nil {
-			continue
+		if d.Node == nil || digestOfDoc(d) != nil {
+			continue // Digest validated it, or it was not read
 		}
 		obj := d.Object()
 		if isConfig(obj) {
@@ -60,6 +60,9 @@ func prevalidate(docs []source.Document, v *schema.Validator, op schema.Operator
 
 // validate is v.Validate(kind, doc.Node), found beforehand when it could be.
 func (p *pass) validate(v *schema.Validator, kind schema.Kind, doc *source.Document) []schema.Violation {
+	if dg := digestOfDoc(doc); dg != nil && dg.validated && dg.kind == kind {
+		return dg.schema
+	}
 	if f := p.pre.docs[doc]; f != nil {
 		return f.schema
 	}
@@ -69,8 +72,15 @@ func (p *pass) validate(v *schema.Validator, kind schema.Kind, doc *source.Docum
 // validateOperator is v.ValidateOperator(op, kind, doc.Node), found
 // beforehand when it could be.
 func (p *pass) validateOperator(v *schema.Validator, op schema.Operator, kind schema.Kind, doc *source.Document) []schema.Violation {
+	if dg := digestOfDoc(doc); dg != nil && dg.validated && dg.kind == kind && len(dg.schema) == 0 && dg.operator == op.Version {
+		return dg.opFindings
+	}
 	if f := p.pre.docs[doc]; f != nil && op == p.pre.operator && len(f.schema) == 0 {
 		return f.operator
 	}
-	return v.ValidateOperator(op, kind, doc.Node)
+	n, err := doc.Tree()
+	if err != nil {
+		return []schema.Violation{{Line: doc.Pos.Line, Column: doc.Pos.Column, Message: "cannot check it against the operator's schema: " + err.Error()}}
+	}
+	return v.ValidateOperator(op, kind, n)
 }

@@ -188,7 +188,7 @@ func (p *pass) addSOPSSecret(v *schema.Validator, it *item) {
 		return
 	}
 	p.checkSecretKeyNames(it, w)
-	s := newSecret(*it, w)
+	s := &secret{item: *it, values: secretValues(w)}
 	s.from = "SOPS-encrypted Secret " + it.ref().String()
 	for _, field := range []string{"data", "stringData"} {
 		m := source.Lookup(doc.Node, field)

@@ -31,11 +31,16 @@ func (p *pass) duplicate(kind schema.Kind, it *item) bool {
 	case "Connection", "SandboxClass", "AgentRuntime", "ToolRegistry":
 		key, what = string(kind)+"/"+it.ref().String(), string(kind)+" "+it.ref().String()
 	case schema.KindAgent:
-		name := source.Lookup(it.doc.Node, "name")
-		if name == nil || name.Kind != yaml.ScalarNode || name.Value == "" {
+		name := ""
+		if dg := digestOfDoc(it.doc); dg != nil {
+			name = dg.agentName
+		} else if n := source.Lookup(it.doc.Node, "name"); n != nil && n.Kind == yaml.ScalarNode {
+			name = n.Value
+		}
+		if name == "" {
 			return false // the schema says what is wrong
 		}
-		key, what, at = "Agent/"+name.Value, "agent "+name.Value, path{"name"}
+		key, what, at = "Agent/"+name, "agent "+name, path{"name"}
 	default:
 		return false
 	}
@@ -52,7 +57,9 @@ func (p *pass) duplicate(kind schema.Kind, it *item) bool {
 // differ.
 func (p *pass) duplicateMessage(what string, prev, it *item) string {
 	differ := "; the two are identical"
-	if fields := differences(prev.doc.Node, it.doc.Node); len(fields) > 0 {
+	a, _ := prev.tree()
+	b, _ := it.tree()
+	if fields := differences(a, b); len(fields) > 0 {
 		if len(fields) > 3 {
 			fields = append(fields[:3], "more")
 		}

@@ -205,7 +205,14 @@ func (r *omniaRender) add(o *omniaObject) (bool, error) {
 // keyhole owns it; the operator's open spec fields are carried unchanged.
 // status is the operator's to write and is dropped.
 func (r *omniaRender) input(in compiler.Object) error {
-	if !isOmniaKind(in.Source.Kind) || in.Node == nil {
+	if !isOmniaKind(in.Source.Kind) {
+		return nil
+	}
+	node, err := in.Tree()
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrInvalidPlan, in.Source, err)
+	}
+	if node == nil {
 		return nil
 	}
 	if !r.op.Sandbox && (in.Source.Kind == "Connection" || in.Source.Kind == "SandboxClass") {
@@ -215,11 +222,11 @@ func (r *omniaRender) input(in compiler.Object) error {
 		return nil
 	}
 	var raw map[string]any
-	if err := in.Node.Decode(&raw); err != nil {
+	if err := node.Decode(&raw); err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrInvalidPlan, in.Source, err)
 	}
 	var spec any
-	if n := mapValue(in.Node, "spec"); n != nil {
+	if n := mapValue(node, "spec"); n != nil {
 		var err error
 		if spec, err = plainValue(n); err != nil {
 			return fmt.Errorf("%w: %s: spec: %w", ErrInvalidPlan, in.Source, err)
@@ -238,6 +245,6 @@ func (r *omniaRender) input(in compiler.Object) error {
 	if spec != nil {
 		o["spec"] = spec
 	}
-	_, err := r.add(&omniaObject{kind: in.Source.Kind, namespace: ns, name: in.Source.Name, o: o, src: in.Source, pos: in.Pos})
+	_, err = r.add(&omniaObject{kind: in.Source.Kind, namespace: ns, name: in.Source.Name, o: o, src: in.Source, pos: in.Pos})
 	return err
 }

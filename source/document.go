@@ -51,6 +51,13 @@ type Document struct {
 	// were not written at their own line and column of File (see Where);
 	// nil for a document read as it is.
 	where map[*yaml.Node]placed
+
+	// digest is what Options.Digest took of the document; obj and
+	// origin are set when the loader released its node tree (see
+	// release.go): Object's answer, and where to read the tree again.
+	digest any
+	obj    diag.Object
+	origin *origin
 }
 
 // LooseUnit is the Unit of the documents read from files outside any
@@ -82,7 +89,7 @@ func (d *Document) IsAgent() bool {
 // name.
 func (d *Document) Object() diag.Object {
 	if d.Node == nil {
-		return diag.Object{}
+		return d.obj
 	}
 	if d.IsAgent() {
 		return diag.Object{Kind: AgentKind, Name: stringField(d.Node, "name")}

@@ -59,6 +59,15 @@ type Options struct {
 	// means runtime.GOMAXPROCS(0). Whatever it is, Load returns the same
 	// documents and diagnostics in the same order.
 	Parallelism int
+	// Digest, when set, is given each document read from a file or
+	// standard input as soon as it is parsed, on the goroutine that parsed
+	// it (so calls run concurrently), before any other document of a
+	// later file is taken. What it returns is the document's Digested;
+	// when it says release, the loader drops the node tree of a document
+	// read from a file (Node is nil, Released is true, Object still
+	// answers), and Tree reads it again when needed. Documents kustomize
+	// built, and those of standard input, always keep their trees.
+	Digest Digest
 }
 
 // Load reads every path in order: a file, a directory, or "-" for
@@ -110,6 +119,8 @@ type loader struct {
 	errs  []error
 	// paths filters what walks read (--exclude, keyhole.yaml).
 	paths pathFilter
+	// reread reads released documents' files again (see release.go).
+	reread *rereader
 }
 
 func newLoader(opts Options) (*loader, error) {
@@ -132,7 +143,7 @@ func newLoader(opts Options) (*loader, error) {
 	if opts.Tree != nil {
 		fsys = opts.Tree
 	}
-	l := &loader{opts: opts, fsys: fsys, dir: abs, seen: map[string]bool{}}
+	l := &loader{opts: opts, fsys: fsys, dir: abs, seen: map[string]bool{}, reread: &rereader{fsys: fsys}}
 	l.paths.exclude = parsePatterns(opts.Exclude, abs)
 	return l, nil
 }
@@ -255,11 +266,13 @@ func (l *loader) loadPath(p string) {
 				"kustomization not built: none of its files names keyhole's kinds or declares a Secret; skipped (name it explicitly to check it)"))
 		case k != "":
 			l.buildKustomizationFrom(l.under(p, abs, f), f, true, pre[i].build)
+			pre[i].build = nil // what it built is in l.docs now
 		case pre[i].file != nil:
 			if !l.seen[f] {
 				l.seen[f] = true
 				l.take(l.under(p, abs, f), *pre[i].file)
 			}
+			pre[i].file = nil
 		default:
 			l.readFile(f, l.under(p, abs, f), true)
 		}
@@ -282,7 +295,7 @@ func (l *loader) readStdin() {
 		l.errs = append(l.errs, fmt.Errorf("%w: -: no standard input", ErrUnreadable))
 		return
 	}
-	l.take("-", l.parseRead("-", l.readFrom("-", l.opts.Stdin, 0, false), false))
+	l.take("-", l.parseRead("-", "", l.readFrom("-", l.opts.Stdin, 0, false), false))
 }
 
 // readFile reads one file, reported as name, refusing it by its size
@@ -292,7 +305,7 @@ func (l *loader) readFile(abs, name string, walked bool) {
 		return
 	}
 	l.seen[abs] = true
-	l.take(name, l.parseRead(name, l.read(abs, name, walked), walked))
+	l.take(name, l.parseRead(name, abs, l.read(abs, name, walked), walked))
 }
 
 // fileRead is what reading one file gave, then what parsing it gave: its
@@ -342,9 +355,11 @@ func (l *loader) readFrom(name string, r io.Reader, sizeHint int64, walked bool)
 	return fileRead{data: buf.Bytes()}
 }
 
-// parseRead parses what read gave, unless there is nothing to parse. It
-// depends on its arguments alone, so files parse in parallel.
-func (l *loader) parseRead(name string, r fileRead, walked bool) fileRead {
+// parseRead parses what read gave, unless there is nothing to parse, and
+// gives the documents to Options.Digest; abs is where the file is read
+// again from ("" for standard input). It depends on its arguments alone,
+// so files parse in parallel.
+func (l *loader) parseRead(name, abs string, r fileRead, walked bool) fileRead {
 	if r.parsed {
 		return r
 	}
@@ -352,6 +367,7 @@ func (l *loader) parseRead(name string, r fileRead, walked bool) fileRead {
 	for i := range r.docs {
 		r.docs[i].Unit, r.docs[i].Walked = LooseUnit, walked
 	}
+	l.digest(r.docs, l.originOf(name, abs, walked, r.data))
 	r.data, r.parsed = nil, true
 	return r
 }
@@ -405,9 +421,9 @@ func (l *loader) prefetch(roots, kfiles []string, matters []bool, name func(stri
 		case pre[i].build != nil:
 			*pre[i].build = runKustomize(l.fsys, f, l.opts.MaxFileSize, l.opts.AllowRemoteBases)
 		case onDisk:
-			*pre[i].file = l.parseRead(name(f), l.read(f, name(f), true), true)
+			*pre[i].file = l.parseRead(name(f), f, l.read(f, name(f), true), true)
 		default:
-			*pre[i].file = l.parseRead(name(f), *pre[i].file, true)
+			*pre[i].file = l.parseRead(name(f), f, *pre[i].file, true)
 		}
 	})
 	return pre

@@ -66,11 +66,17 @@ func load(e *env, paths []string, f *checkFlags) (checked, error) {
 	if len(paths) == 0 {
 		paths = []string{"."}
 	}
-	docs, loadDiags, err := source.Load(paths, f.sourceOptions(e.stdin))
+	v, err := validator(f)
 	if err != nil {
 		return checked{}, err
 	}
-	return compileDocs(docs, loadDiags, f)
+	opts := f.sourceOptions(e.stdin)
+	opts.Digest = f.digest(v)
+	docs, loadDiags, err := source.Load(paths, opts)
+	if err != nil {
+		return checked{}, err
+	}
+	return compileDocs(docs, loadDiags, f, v)
 }
 
 // sourceOptions are the loader's options the flags choose.
@@ -78,16 +84,42 @@ func (f *checkFlags) sourceOptions(stdin io.Reader) source.Options {
 	return source.Options{Stdin: stdin, AllowRemoteBases: f.allowRemoteBases, Exclude: f.exclude}
 }
 
-// compileDocs checks loaded documents, with the loader's diagnostics.
-func compileDocs(docs []source.Document, loadDiags diag.List, f *checkFlags) (checked, error) {
+// digested is false only in tests that compare the output with and
+// without compiler.Digest, which must be the same.
+var digested = true
+
+// digest is the loader's Digest: what the compiler needs of each document,
+// taken as it is parsed so that its node tree can be dropped.
+func (f *checkFlags) digest(v *schema.Validator) source.Digest {
+	if !digested {
+		return nil
+	}
+	return compiler.Digest(v, compiler.Options{OperatorVersion: f.operatorVersion})
+}
+
+// validator checks the flags that choose the schemas and returns the
+// validator the loader's Digest and the compiler share.
+func validator(f *checkFlags) (*schema.Validator, error) {
 	if f.operatorVersion != "" {
 		if _, err := schema.LookupOperator(f.operatorVersion); err != nil {
-			return checked{}, fmt.Errorf("--operator-version: %w", err)
+			return nil, fmt.Errorf("--operator-version: %w", err)
 		}
 	}
 	v, err := schema.NewValidator()
 	if err != nil {
-		return checked{}, fmt.Errorf("loading the schemas: %w", err)
+		return nil, fmt.Errorf("loading the schemas: %w", err)
+	}
+	return v, nil
+}
+
+// compileDocs checks loaded documents, with the loader's diagnostics,
+// against v (a new validator when nil).
+func compileDocs(docs []source.Document, loadDiags diag.List, f *checkFlags, v *schema.Validator) (checked, error) {
+	if v == nil {
+		var err error
+		if v, err = validator(f); err != nil {
+			return checked{}, err
+		}
 	}
 	res := compiler.Compile(docs, v, compiler.Options{
 		AllowMissingSecrets: f.allowMissingSecrets,
@@ -103,7 +135,7 @@ func compileDocs(docs []source.Document, loadDiags diag.List, f *checkFlags) (ch
 func countDocs(docs []source.Document) int {
 	seen := map[diag.Pos]bool{}
 	for _, d := range docs {
-		if d.Node != nil {
+		if d.Node != nil || d.Released() {
 			seen[d.Pos] = true
 		}
 	}

@@ -343,11 +343,15 @@ func sideUnits(sides []*diffSide, only string) []string {
 // when it cannot be compared. A render with no sandboxes is an empty
 // side, not an error: a PR may add the first sandbox or remove the last.
 func (s *diffSide) render(e *env, wd string, f *checkFlags, diagFormat string, opts render.Options, renderer render.Renderer) (int, bool) {
-	docs, loadDiags, err := source.Load(s.paths, source.Options{Dir: wd, Tree: s.tree, AllowRemoteBases: f.allowRemoteBases})
+	v, err := validator(f)
+	if err != nil {
+		return fail(e, "diff", err), false
+	}
+	docs, loadDiags, err := source.Load(s.paths, source.Options{Dir: wd, Tree: s.tree, AllowRemoteBases: f.allowRemoteBases, Digest: f.digest(v)})
 	if err != nil {
 		return fail(e, "diff", fmt.Errorf("%s %s: %w", s.which, s.ref, err)), false
 	}
-	c, err := compileDocs(docs, loadDiags, f)
+	c, err := compileDocs(docs, loadDiags, f, v)
 	if err != nil {
 		return fail(e, "diff", err), false
 	}

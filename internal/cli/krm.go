@@ -65,7 +65,7 @@ func runKRM(e *env, f *checkFlags, opts render.Options, renderer render.Renderer
 			}
 		}
 	}
-	c, err := compileDocs(inputs, nil, f)
+	c, err := compileDocs(inputs, nil, f, nil)
 	if err != nil {
 		return fail(e, "render --krm", err)
 	}

@@ -1,0 +1,193 @@
+package compiler
+
+import (
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/proxy/config"
+	"keyhole.dev/keyhole/schema"
+	"keyhole.dev/keyhole/source"
+)
+
+// Digest returns what source.Options.Digest takes: for each document as
+// the loader parses it, on the loader's workers, what Compile needs of it
+// (its schema findings, and for the kinds the checks read, the decoded
+// object), so that the loader can drop the node trees of the documents
+// most repositories are made of. The trees of the rest stay: a kind the
+// operator's schemas also check (those depend on the Config's operator
+// version, read later), a Config, what declares a Secret in other ways,
+// and any document that failed its schema or could not be decoded.
+//
+// An AgentRuntime or ToolRegistry is checked here against the operator
+// opts.OperatorVersion names, else the default one; when keyhole.yaml
+// names another, Compile reads its tree again to check it against that.
+//
+// Compile gives the same Result with or without a Digest: a diagnostic
+// about a released document reads its tree again for the position.
+func Digest(v *schema.Validator, opts Options) source.Digest {
+	op := schema.DefaultOperator()
+	if o, err := schema.LookupOperator(opts.OperatorVersion); opts.OperatorVersion != "" && err == nil {
+		op = o
+	}
+	return func(d *source.Document) (any, bool) {
+		dg := digestOf(v, op, d)
+		if dg == nil {
+			return nil, false
+		}
+		return dg, dg.release
+	}
+}
+
+// digested is what Digest took of one document.
+type digested struct {
+	ignore []string
+	// kind is the keyhole kind, "" for a kind keyhole does not check.
+	kind schema.Kind
+	// validated is true when schema holds the document's schema findings.
+	validated bool
+	schema    []schema.Violation
+	// wire is the decoded object: *connectionWire, *sandboxClassWire,
+	// *agentWire or *secretDigest.
+	wire any
+	// kindAt is where the kind of a kind keyhole does not check is
+	// written, for the note that says it is skipped.
+	kindAt diag.Pos
+	// agentName is an agent's name as duplicate reads it.
+	agentName string
+	// operator is what an AgentRuntime or ToolRegistry was checked
+	// against, opFindings what that found; sandbox is true when it sets
+	// spec.sandbox.
+	operator   string
+	opFindings []schema.Violation
+	sandbox    bool
+	release    bool
+}
+
+// secretDigest is a Secret's keys and what each value is fit for; the
+// values themselves are not kept.
+type secretDigest struct {
+	w      secretWire // only its keys the API server refuses, without values
+	values map[string]secretValue
+}
+
+func digestOf(v *schema.Validator, op schema.Operator, d *source.Document) *digested {
+	if d.Node == nil {
+		return nil
+	}
+	obj := d.Object()
+	if isConfig(obj) || isSecretSource(obj, d.Node) {
+		return nil
+	}
+	dg := &digested{ignore: ignoreList(annotations(d.Node))}
+	kind, ok := schema.Lookup(obj.APIVersion, obj.Kind)
+	if !ok {
+		if n := source.Lookup(d.Node, "kind"); n != nil {
+			dg.kindAt = diag.Pos{File: d.File, Line: n.Line, Column: n.Column}
+		}
+		dg.release = true
+		return dg
+	}
+	dg.kind = kind
+	if kind == schema.KindAgent {
+		if n := source.Lookup(d.Node, "name"); n != nil && n.Kind == yaml.ScalarNode {
+			dg.agentName = n.Value
+		}
+	}
+	dg.schema, dg.validated = v.Validate(kind, d.Node), true
+	if len(dg.schema) > 0 {
+		return dg
+	}
+	var err error
+	switch kind {
+	case "Connection":
+		w := new(connectionWire)
+		err, dg.wire = d.Node.Decode(w), w
+	case "SandboxClass":
+		w := new(sandboxClassWire)
+		err, dg.wire = d.Node.Decode(w), w
+	case schema.KindAgent:
+		w := new(agentWire)
+		err, dg.wire = d.Node.Decode(w), w
+	case "AgentRuntime", "ToolRegistry":
+		dg.operator, dg.opFindings = op.Version, v.ValidateOperator(op, kind, d.Node)
+		sp, _ := child(d.Node, "spec")
+		sb, _ := child(sp, "sandbox")
+		dg.sandbox = sb != nil
+		w := new(bindingOwnerWire)
+		err, dg.wire = d.Node.Decode(w), w
+	case "Secret":
+		var w secretWire
+		if err = d.Node.Decode(&w); err == nil {
+			dg.wire = &secretDigest{values: secretValues(w), w: refusedKeys(w)}
+		}
+	default:
+		return dg
+	}
+	if err != nil {
+		dg.wire = nil // decode reports it, from the tree
+		return dg
+	}
+	dg.release = true
+	return dg
+}
+
+// digestOfDoc returns what Digest took of doc, nil when nothing.
+func digestOfDoc(doc *source.Document) *digested {
+	dg, _ := doc.Digested().(*digested)
+	return dg
+}
+
+// isSecretSource reports whether addSecretSource reads the document.
+func isSecretSource(o diag.Object, n *yaml.Node) bool {
+	switch {
+	case o.APIVersion == sealedSecretAPIVersion && o.Kind == "SealedSecret":
+	case (o.APIVersion == externalSecretAPIVersion || o.APIVersion == externalSecretAPIVersionBeta) && o.Kind == "ExternalSecret":
+	case o.APIVersion == "v1" && o.Kind == "Secret" && source.Lookup(n, "sops") != nil:
+	default:
+		return false
+	}
+	return true
+}
+
+// ignoreList splits the ignore annotation's codes.
+func ignoreList(ann string) []string {
+	var codes []string
+	for _, c := range strings.Split(ann, ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			codes = append(codes, c)
+		}
+	}
+	return codes
+}
+
+// refusedKeys is w with only the keys checkSecretKeyNames reports, and
+// no values.
+func refusedKeys(w secretWire) secretWire {
+	refused := func(m map[string]string) map[string]string {
+		var out map[string]string
+		for k := range m {
+			if config.CheckSecretKey(k) != nil {
+				if out == nil {
+					out = map[string]string{}
+				}
+				out[k] = ""
+			}
+		}
+		return out
+	}
+	w.Data, w.StringData = refused(w.Data), refused(w.StringData)
+	return w
+}
+
+// tree returns it's node tree, read again when the loader released it,
+// or nil when it cannot be (its file changed since): the object's own
+// position then stands for the field's, and note says why.
+func (it *item) tree() (n *yaml.Node, note string) {
+	n, err := it.doc.Tree()
+	if err != nil {
+		return nil, " (at the object, not the field: " + err.Error() + ")"
+	}
+	return n, ""
+}

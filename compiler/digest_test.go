@@ -1,0 +1,157 @@
+package compiler
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"keyhole.dev/keyhole/schema"
+	"keyhole.dev/keyhole/source"
+)
+
+// TestDigestKeepsNoSecretValue digests Secrets whose every value is a
+// canary (plain, base64, one with a line break, one under a key the API
+// server refuses) and requires the canary nowhere in what Digest keeps:
+// a released Secret's values must not outlive its tree.
+func TestDigestKeepsNoSecretValue(t *testing.T) {
+	const canary = "CANARY-5e1d-do-not-keep"
+	dir := t.TempDir()
+	in := `apiVersion: v1
+kind: Secret
+metadata: {name: plain, namespace: agents}
+stringData:
+  token: ` + canary + `
+  "bad key!": ` + canary + `
+  multi: "` + canary + `\nsecond line"
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: encoded, namespace: agents}
+data:
+  token: Q0FOQVJZLTVlMWQtZG8tbm90LWtlZXA=
+  "also bad/": Q0FOQVJZLTVlMWQtZG8tbm90LWtlZXA=
+`
+	if err := os.WriteFile(filepath.Join(dir, "secrets.yaml"), []byte(in), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v, err := schema.NewValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, _, err := source.Load([]string{filepath.Join(dir, "secrets.yaml")}, source.Options{Digest: Digest(v, Options{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) != 2 {
+		t.Fatalf("%d documents, want 2", len(docs))
+	}
+	for _, d := range docs {
+		if !d.Released() {
+			t.Errorf("%s: a valid Secret's tree was kept", d.Object())
+		}
+		dg := digestOfDoc(&d)
+		sd, ok := dg.decoded().(*secretDigest)
+		if !ok {
+			t.Fatalf("%s: digest holds %T, want the Secret's keys", d.Object(), dg.decoded())
+		}
+		if got := fmt.Sprintf("%#v %#v %#v", *dg, *sd, sd.values); strings.Contains(got, canary) || strings.Contains(got, "Q0FOQVJZ") {
+			t.Errorf("%s: the digest keeps a value: %s", d.Object(), got)
+		}
+		if len(sd.values) == 0 {
+			t.Errorf("%s: the digest lost the keys", d.Object())
+		}
+	}
+	// What the checks say of them is the same as from the trees, and
+	// quotes no value either.
+	res := Compile(docs, v, Options{})
+	if out := string(render(res.Diagnostics)); strings.Contains(out, canary) || !strings.Contains(out, "bad key!") {
+		t.Errorf("diagnostics:\n%s", out)
+	}
+}
+
+// TestDigestOperatorOtherThanConfigs covers an AgentRuntime digested
+// against another operator than the one the Compile ends up with (as when
+// keyhole.yaml names a version): its findings are made again from its
+// tree, read again from the file, and are those of a Compile without
+// Digest.
+func TestDigestOperatorOtherThanConfigs(t *testing.T) {
+	dir := filepath.Join("testdata", "checks", "operator-schema")
+	v, err := schema.NewValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := func(d *source.Document) (any, bool) {
+		dg := digestOf(v, schema.Operator{Version: "v0.0.0-not-this-one"}, d)
+		if dg == nil {
+			return nil, false
+		}
+		return dg, dg.release
+	}
+	var results []Result
+	released := 0
+	for _, digest := range []source.Digest{nil, other} {
+		docs, ds, err := source.Load([]string{dir}, source.Options{Digest: digest})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range docs {
+			if d.Released() && (d.Object().Kind == "AgentRuntime" || d.Object().Kind == "ToolRegistry") {
+				released++
+			}
+		}
+		results = append(results, Compile(docs, v, Options{Loaded: ds}))
+	}
+	if released == 0 {
+		t.Fatal("no AgentRuntime or ToolRegistry was released: the test tests nothing")
+	}
+	sameResult(t, results[0], results[1])
+	if !strings.Contains(string(render(results[1].Diagnostics)), codeOperatorSchemaInvalid) {
+		t.Fatalf("no operator findings:\n%s", render(results[1].Diagnostics))
+	}
+}
+
+// TestReleasedFileChanged edits a file between the load and the compile:
+// a diagnostic about a released document then points at the object, says
+// why, and nothing panics.
+func TestReleasedFileChanged(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "conn.yaml")
+	in := `apiVersion: omnia.altairalabs.ai/v1alpha1
+kind: Connection
+metadata: {name: github, namespace: agents}
+spec:
+  hosts: [api.github.com]
+  credential:
+    kind: secret
+    secretRef: {name: missing}
+  placement:
+    inject:
+      - hosts: [api.github.com]
+        header: Authorization
+        value: "Bearer {{ .token }}"
+`
+	if err := os.WriteFile(file, []byte(in), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v, err := schema.NewValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, ds, err := source.Load([]string{dir}, source.Options{Digest: Digest(v, Options{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) != 1 || !docs[0].Released() {
+		t.Fatalf("want one released document, got %d:\n%s", len(docs), render(Compile(docs, v, Options{Loaded: ds}).Diagnostics))
+	}
+	if err := os.WriteFile(file, []byte("# emptied\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := Compile(docs, v, Options{Loaded: ds})
+	out := string(render(res.Diagnostics))
+	if !strings.Contains(out, "SecretMissing") || !strings.Contains(out, source.ErrChanged.Error()) || !strings.Contains(out, docs[0].Pos.String()) {
+		t.Fatalf("diagnostics:\n%s", out)
+	}
+}

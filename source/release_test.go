@@ -1,0 +1,197 @@
+package source
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// releaseAll is a Digest that releases every document and remembers its
+// position, so tests can tell the digest came back.
+func releaseAll(d *Document) (any, bool) { return "digest of " + d.Pos.String(), true }
+
+// releaseFiles are inputs whose trees are worth reading back: several
+// documents a file, a List, anchors and merge keys, JSON, an agent.yaml,
+// comments and an empty document.
+var releaseFiles = map[string]string{
+	"multi.yaml": `# leading comment
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: one}
+data: {a: "1"}
+---
+---
+base: &base {x: 1, y: [a, b]}
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: two}
+data:
+  <<: *base
+  z: *base
+`,
+	"list.yaml": `apiVersion: v1
+kind: List
+items:
+  - {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}
+  - apiVersion: v1
+    kind: ConfigMap
+    metadata: {name: b}
+`,
+	"obj.json":                `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "j"}}`,
+	"agents/x/agent.yaml":     "name: x\nsandbox: s\n",
+	"kust/kustomization.yaml": "resources: [cm.yaml]\nnamePrefix: p-\n",
+	"kust/cm.yaml":            "apiVersion: v1\nkind: Secret\nmetadata: {name: k}\nstringData: {token: t}\n",
+}
+
+// TestReleaseReadsTreesBack loads the same inputs with and without a
+// Digest that releases everything, from disk and from a commit: the
+// documents are the same, a released one has no Node but the same Object,
+// and Tree reads back a tree with the same content and positions. What
+// kustomize built keeps its tree (its positions are tied to its nodes).
+func TestReleaseReadsTreesBack(t *testing.T) {
+	dir, r := gitRepo(t)
+	writeFiles(t, dir, releaseFiles)
+	commitAll(t, r, "inputs")
+	repo, err := OpenRepo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := repo.Tree("HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, base := range map[string]Options{"disk": {Dir: dir}, "commit": {Dir: dir, Tree: tree}} {
+		t.Run(name, func(t *testing.T) {
+			kept, keptDiags, err := Load([]string{"."}, base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := base
+			opts.Digest = releaseAll
+			released, diags, err := Load([]string{"."}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(diags) != len(keptDiags) || len(released) != len(kept) || len(kept) < 7 {
+				t.Fatalf("%d documents and %d diagnostics with Digest, %d and %d without", len(released), len(diags), len(kept), len(keptDiags))
+			}
+			nReleased := 0
+			for i := range kept {
+				k, d := &kept[i], &released[i]
+				if d.Pos != k.Pos || d.Index != k.Index || d.Unit != k.Unit || d.Walked != k.Walked || d.Object() != k.Object() {
+					t.Errorf("document %d: %s %+v, want %s %+v", i, d.Pos, d.Object(), k.Pos, k.Object())
+				}
+				if d.Unit != LooseUnit {
+					if d.Released() || d.Node == nil || d.Digested() != nil {
+						t.Errorf("%s: a document kustomize built was digested or released", d.Pos)
+					}
+					continue
+				}
+				if d.Digested() != "digest of "+d.Pos.String() {
+					t.Errorf("%s: Digested() = %v", d.Pos, d.Digested())
+				}
+				if !d.Released() || d.Node != nil {
+					t.Errorf("%s: not released", d.Pos)
+					continue
+				}
+				nReleased++
+				n, err := d.Tree()
+				if err != nil {
+					t.Fatalf("%s: %v", d.Pos, err)
+				}
+				if got, want := dump(n), dump(k.Node); got != want {
+					t.Errorf("%s: tree read back:\n%s\nwant:\n%s", d.Pos, got, want)
+				}
+			}
+			if nReleased < 6 {
+				t.Errorf("%d documents released, want every file's", nReleased)
+			}
+		})
+	}
+}
+
+// dump prints a tree with every node's position, so two trees compare by
+// content and place.
+func dump(n *yaml.Node) string {
+	var b strings.Builder
+	var walk func(n *yaml.Node, depth int)
+	walk = func(n *yaml.Node, depth int) {
+		b.WriteString(strings.Repeat(" ", depth))
+		fmt.Fprintf(&b, "%s %q @%d:%d\n", n.ShortTag(), n.Value, n.Line, n.Column)
+		for _, c := range n.Content {
+			walk(c, depth+1)
+		}
+	}
+	walk(n, 0)
+	return b.String()
+}
+
+// TestReleaseStdinKeepsTrees: standard input cannot be read again, so its
+// documents keep their trees whatever the Digest says.
+func TestReleaseStdinKeepsTrees(t *testing.T) {
+	docs, _, err := Load([]string{"-"}, Options{Stdin: strings.NewReader(releaseFiles["multi.yaml"]), Digest: releaseAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) != 2 {
+		t.Fatalf("%d documents, want 2", len(docs))
+	}
+	for _, d := range docs {
+		if d.Released() || d.Node == nil || d.Digested() == nil {
+			t.Errorf("%s: released %t, node %v, digest %v", d.Pos, d.Released(), d.Node != nil, d.Digested())
+		}
+	}
+}
+
+// TestReleaseFileGoneOrChanged: a released document's file edited,
+// truncated or removed after the load gives ErrChanged or the read error,
+// never another file's tree and never a panic.
+func TestReleaseFileGoneOrChanged(t *testing.T) {
+	tests := map[string]func(path string) error{
+		"same length, other bytes": func(p string) error {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(p, []byte(strings.Replace(string(b), "one", "uno", 1)), 0o644)
+		},
+		"emptied": func(p string) error { return os.WriteFile(p, nil, 0o644) },
+		"removed": os.Remove,
+	}
+	for name, change := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "multi.yaml")
+			if err := os.WriteFile(path, []byte(releaseFiles["multi.yaml"]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			docs, _, err := Load([]string{path}, Options{Digest: releaseAll})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(docs) != 2 || !docs[0].Released() {
+				t.Fatalf("want 2 released documents, got %d", len(docs))
+			}
+			if err := change(path); err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range docs {
+				n, err := d.Tree()
+				if err == nil || n != nil {
+					t.Fatalf("%s: Tree() = %v, %v after the file changed", d.Pos, n, err)
+				}
+				if name != "removed" && !errors.Is(err, ErrChanged) {
+					t.Errorf("%s: %v, want ErrChanged", d.Pos, err)
+				}
+				if !strings.Contains(err.Error(), "multi.yaml") {
+					t.Errorf("%s: %v does not name the file", d.Pos, err)
+				}
+			}
+		})
+	}
+}
