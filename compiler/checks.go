@@ -247,7 +247,7 @@ func checkSecretKeys(p *pass) {
 		for i := range c.w.Spec.Placement.Inject {
 			reported := map[string]bool{}
 			for _, u := range c.keysUsed(i) {
-				if _, ok := s.values[u.key]; ok || reported[u.key] {
+				if _, ok := s.values.get(u.key); ok || reported[u.key] {
 					continue
 				}
 				reported[u.key] = true
@@ -267,7 +267,7 @@ func checkInjectionValues(p *pass) {
 		for i := range c.w.Spec.Placement.Inject {
 			reported := map[string]bool{}
 			for _, u := range c.keysUsed(i) {
-				v, ok := s.values[u.key]
+				v, ok := s.values.get(u.key)
 				if reported[u.key] {
 					continue
 				}

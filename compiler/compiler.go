@@ -210,7 +210,7 @@ type secret struct {
 	item
 	// values maps each key to its decoded value; known is false for a key
 	// whose value is not in the input (e.g. undecodable base64).
-	values map[string]secretValue
+	values secretKeys
 	// from names what declares the Secret when it is not a plain Secret
 	// (a SealedSecret, an ExternalSecret, a SOPS-encrypted Secret), for
 	// messages; see secrets_sources.go.
@@ -222,6 +222,35 @@ type secret struct {
 	// invalid is true when the Secret failed its own checks: they say
 	// what is wrong, and the Connection's key checks do not run on it.
 	invalid bool
+}
+
+// secretKeys are a Secret's keys in order, each with what its value is
+// fit for: a map per Secret cost ten times as much, for the one or two
+// keys most hold.
+type secretKeys []secretKey
+
+type secretKey struct {
+	name string
+	v    secretValue
+}
+
+// get returns what key k's value is fit for, and whether the Secret has k.
+func (ks secretKeys) get(k string) (secretValue, bool) {
+	i, ok := slices.BinarySearchFunc(ks, k, func(e secretKey, k string) int { return strings.Compare(e.name, k) })
+	if !ok {
+		return secretValue{}, false
+	}
+	return ks[i].v, true
+}
+
+// set records key k, replacing what was recorded of it.
+func (ks *secretKeys) set(k string, v secretValue) {
+	i, ok := slices.BinarySearchFunc(*ks, k, func(e secretKey, k string) int { return strings.Compare(e.name, k) })
+	if ok {
+		(*ks)[i].v = v
+		return
+	}
+	*ks = slices.Insert(*ks, i, secretKey{k, v})
 }
 
 type secretValue struct {
@@ -312,8 +341,8 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 	if !ok {
 		if !doc.IsAgent() && it.obj.Kind != "" {
 			msg := fmt.Sprintf("%s %s is not a kind keyhole checks; skipped", it.obj.APIVersion, it.obj.Kind)
-			if dg != nil && dg.kindAt.Line > 0 {
-				p.diags = append(p.diags, p.diagnostic(codeKindUnknown, &it, dg.kindAt, "kind", msg))
+			if dg != nil && dg.more != nil && dg.more.kindAt.Line > 0 {
+				p.diags = append(p.diags, p.diagnostic(codeKindUnknown, &it, dg.more.kindAt, "kind", msg))
 			} else {
 				p.report(codeKindUnknown, &it, path{"kind"}, false, "%s", msg)
 			}
@@ -341,7 +370,7 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 		if kind == "Secret" {
 			// Still a Secret a Connection can name: its own findings
 			// stand for whatever the Connection would find in it.
-			p.indexSecret(it.ref(), &secret{item: it, values: map[string]secretValue{}, keysUnknown: true, invalid: true})
+			p.indexSecret(it.ref(), &secret{item: it, values: nil, keysUnknown: true, invalid: true})
 		}
 		return
 	}
@@ -452,31 +481,30 @@ func keyProblem(err error) string {
 }
 
 // secretValues is what each of a Secret's values is fit for.
-func secretValues(w secretWire) map[string]secretValue {
-	values := map[string]secretValue{}
+func secretValues(w secretWire) secretKeys {
+	var values secretKeys
 	for k, v := range w.Data {
 		b, err := base64.StdEncoding.DecodeString(v)
 		if err != nil {
-			values[k] = secretValue{}
+			values.set(k, secretValue{})
 			continue
 		}
 		_, herr := config.HeaderValue(b)
-		values[k] = secretValue{known: true, err: herr}
+		values.set(k, secretValue{known: true, err: herr})
 	}
 	// stringData wins over data for the same key, as the API server merges it.
 	for k, v := range w.StringData {
 		_, herr := config.HeaderValue([]byte(v))
-		values[k] = secretValue{known: true, err: herr}
+		values.set(k, secretValue{known: true, err: herr})
 	}
 	return values
 }
 
 func (s *secret) keys() []string {
-	ks := make([]string, 0, len(s.values))
-	for k := range s.values {
-		ks = append(ks, k)
+	ks := make([]string, len(s.values))
+	for i, k := range s.values {
+		ks[i] = k.name
 	}
-	slices.Sort(ks)
 	return ks
 }
 

@@ -49,8 +49,15 @@ type digested struct {
 	validated bool
 	schema    []schema.Violation
 	// wire is the decoded object: *connectionWire, *sandboxClassWire,
-	// *agentWire or *secretDigest.
+	// *agentWire, *bindingOwnerWire or *secretDigest.
 	wire any
+	// more is what only some kinds need, nil for the rest: a digest is
+	// kept for every document, so it is kept small.
+	more    *digestMore
+	release bool
+}
+
+type digestMore struct {
 	// kindAt is where the kind of a kind keyhole does not check is
 	// written, for the note that says it is skipped.
 	kindAt diag.Pos
@@ -62,14 +69,13 @@ type digested struct {
 	operator   string
 	opFindings []schema.Violation
 	sandbox    bool
-	release    bool
 }
 
 // secretDigest is a Secret's keys and what each value is fit for; the
 // values themselves are not kept.
 type secretDigest struct {
 	w      secretWire // only its keys the API server refuses, without values
-	values map[string]secretValue
+	values secretKeys
 }
 
 func digestOf(v *schema.Validator, op schema.Operator, d *source.Document) *digested {
@@ -84,7 +90,7 @@ func digestOf(v *schema.Validator, op schema.Operator, d *source.Document) *dige
 	kind, ok := schema.Lookup(obj.APIVersion, obj.Kind)
 	if !ok {
 		if n := source.Lookup(d.Node, "kind"); n != nil {
-			dg.kindAt = diag.Pos{File: d.File, Line: n.Line, Column: n.Column}
+			dg.more = &digestMore{kindAt: diag.Pos{File: d.File, Line: n.Line, Column: n.Column}}
 		}
 		dg.release = true
 		return dg
@@ -92,7 +98,7 @@ func digestOf(v *schema.Validator, op schema.Operator, d *source.Document) *dige
 	dg.kind = kind
 	if kind == schema.KindAgent {
 		if n := source.Lookup(d.Node, "name"); n != nil && n.Kind == yaml.ScalarNode {
-			dg.agentName = n.Value
+			dg.more = &digestMore{agentName: n.Value}
 		}
 	}
 	dg.schema, dg.validated = v.Validate(kind, d.Node), true
@@ -111,10 +117,9 @@ func digestOf(v *schema.Validator, op schema.Operator, d *source.Document) *dige
 		w := new(agentWire)
 		err, dg.wire = d.Node.Decode(w), w
 	case "AgentRuntime", "ToolRegistry":
-		dg.operator, dg.opFindings = op.Version, v.ValidateOperator(op, kind, d.Node)
 		sp, _ := child(d.Node, "spec")
 		sb, _ := child(sp, "sandbox")
-		dg.sandbox = sb != nil
+		dg.more = &digestMore{operator: op.Version, opFindings: v.ValidateOperator(op, kind, d.Node), sandbox: sb != nil}
 		w := new(bindingOwnerWire)
 		err, dg.wire = d.Node.Decode(w), w
 	case "Secret":

@@ -108,16 +108,16 @@ func (p *pass) addSealedSecret(it *item, w sealedSecretWire) {
 	if n := w.Spec.Template.Metadata.Name; n != "" {
 		p.checkName(it, path{"spec", "template", "metadata", "name"}, n)
 	}
-	s := &secret{item: *it, values: map[string]secretValue{}, from: "SealedSecret " + it.ref().String()}
+	s := &secret{item: *it, values: nil, from: "SealedSecret " + it.ref().String()}
 	for k := range w.Spec.EncryptedData {
-		s.values[k] = secretValue{}
+		s.values.set(k, secretValue{})
 	}
 	for k, val := range w.Spec.Template.Data {
-		if _, sealed := s.values[k]; sealed || strings.Contains(val, "{{") {
-			s.values[k] = secretValue{} // the controller renders it from sealed keys
+		if _, sealed := s.values.get(k); sealed || strings.Contains(val, "{{") {
+			s.values.set(k, secretValue{}) // the controller renders it from sealed keys
 			continue
 		}
-		s.values[k] = plainValue([]byte(val))
+		s.values.set(k, plainValue([]byte(val)))
 	}
 	name := w.Spec.Template.Metadata.Name
 	if name == "" {
@@ -142,15 +142,15 @@ func (p *pass) addExternalSecret(it *item, w externalSecretWire) {
 	if n := w.Spec.Target.Name; n != "" {
 		p.checkName(it, path{"spec", "target", "name"}, n)
 	}
-	s := &secret{item: *it, values: map[string]secretValue{}, from: "ExternalSecret " + it.ref().String()}
+	s := &secret{item: *it, values: nil, from: "ExternalSecret " + it.ref().String()}
 	for _, d := range w.Spec.Data {
 		if d.SecretKey != "" {
-			s.values[d.SecretKey] = secretValue{}
+			s.values.set(d.SecretKey, secretValue{})
 		}
 	}
 	if t := w.Spec.Target.Template; t != nil {
 		for k := range t.Data {
-			s.values[k] = secretValue{}
+			s.values.set(k, secretValue{})
 		}
 		if len(t.TemplateFrom) > 0 {
 			s.keysUnknown = true
@@ -179,7 +179,7 @@ func (p *pass) addSOPSSecret(v *schema.Validator, it *item) {
 			pos, note := doc.At(vi.Line, vi.Column, vi.Path)
 			p.diags = append(p.diags, p.diagnostic(codeSchemaInvalid, it, pos, vi.Path, vi.Message+note))
 		}
-		p.indexSecret(it.ref(), &secret{item: *it, values: map[string]secretValue{}, keysUnknown: true, invalid: true, from: "SOPS-encrypted Secret " + it.ref().String()})
+		p.indexSecret(it.ref(), &secret{item: *it, values: nil, keysUnknown: true, invalid: true, from: "SOPS-encrypted Secret " + it.ref().String()})
 		return
 	}
 	var w secretWire
@@ -197,7 +197,7 @@ func (p *pass) addSOPSSecret(v *schema.Validator, it *item) {
 		}
 		for i := 0; i+1 < len(m.Content); i += 2 {
 			if val := m.Content[i+1]; val.Kind == yaml.ScalarNode && strings.HasPrefix(val.Value, sopsEncrypted) {
-				s.values[m.Content[i].Value] = secretValue{}
+				s.values.set(m.Content[i].Value, secretValue{})
 			}
 		}
 	}
@@ -259,7 +259,7 @@ func checkValuesUnknown(p *pass) {
 		var unknown []string
 		for i := range c.w.Spec.Placement.Inject {
 			for _, u := range c.keysUsed(i) {
-				if v, ok := s.values[u.key]; ok && !v.known && !slices.Contains(unknown, u.key) {
+				if v, ok := s.values.get(u.key); ok && !v.known && !slices.Contains(unknown, u.key) {
 					unknown = append(unknown, u.key)
 				}
 			}

@@ -33,7 +33,9 @@ func (p *pass) duplicate(kind schema.Kind, it *item) bool {
 	case schema.KindAgent:
 		name := ""
 		if dg := digestOfDoc(it.doc); dg != nil {
-			name = dg.agentName
+			if dg.more != nil {
+				name = dg.more.agentName
+			}
 		} else if n := source.Lookup(it.doc.Node, "name"); n != nil && n.Kind == yaml.ScalarNode {
 			name = n.Value
 		}
