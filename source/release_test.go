@@ -195,3 +195,52 @@ func TestReleaseFileGoneOrChanged(t *testing.T) {
 		})
 	}
 }
+
+// FuzzReleaseReadsBack writes any input to a file, loads it keeping the
+// trees and releasing them, and requires the same documents, and from
+// Tree the same content at the same positions: reading a file again
+// must give back exactly what the first parse gave, or an error.
+func FuzzReleaseReadsBack(f *testing.F) {
+	for _, seed := range []string{
+		releaseFiles["multi.yaml"],
+		releaseFiles["list.yaml"],
+		releaseFiles["obj.json"],
+		"apiVersion: v1\nkind: A\nx: &x {a: [1, 2]}\ny: *x\nz: {<<: *x, b: 3}\n",
+		"---\n---\napiVersion: v1\nkind: A\n...\n---\napiVersion: v1\nkind: B\n",
+		"apiVersion: v1\nkind: List\nitems:\n  - apiVersion: v1\n    kind: List\n    items: [{apiVersion: v1, kind: X}]\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "in.yaml"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		opts := Options{Dir: dir, MaxFileSize: 1 << 20}
+		kept, keptDiags, err := Load([]string{"in.yaml"}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Digest = releaseAll
+		released, diags, err := Load([]string{"in.yaml"}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(released) != len(kept) || len(diags) != len(keptDiags) {
+			t.Fatalf("%d documents, %d diagnostics released; %d, %d kept", len(released), len(diags), len(kept), len(keptDiags))
+		}
+		for i := range kept {
+			d := &released[i]
+			if !d.Released() || d.Pos != kept[i].Pos || d.Object() != kept[i].Object() {
+				t.Fatalf("document %d: released %t at %s %+v, kept at %s %+v", i, d.Released(), d.Pos, d.Object(), kept[i].Pos, kept[i].Object())
+			}
+			n, err := d.Tree()
+			if err != nil {
+				t.Fatalf("%s: %v", d.Pos, err)
+			}
+			if got, want := dump(n), dump(kept[i].Node); got != want {
+				t.Fatalf("%s: read back\n%s\nwant\n%s", d.Pos, got, want)
+			}
+		}
+	})
+}
