@@ -199,8 +199,8 @@ func checkSecretMissing(p *pass) {
 func checkTemplates(p *pass) {
 	for _, c := range p.connList {
 		for i, in := range c.w.Spec.Placement.Inject {
-			if in.Value == nil {
-				continue
+			if in.Value == nil || c.tmpls[i] != nil {
+				continue // none, or it parsed
 			}
 			if _, err := config.ParseTemplate(*in.Value); err != nil {
 				p.report(codeTemplateInvalid, &c.item, path{"spec", "placement", "inject", i, "value"}, false,

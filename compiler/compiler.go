@@ -377,14 +377,13 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 	switch kind {
 	case "Connection":
 		c := &connection{item: it}
-		if c.w = decodeWire[connectionWire](p, doc, &it); c.w != nil {
+		if cd, ok := dg.decoded().(*connectionDigest); ok {
+			c.w, c.tmpls = &cd.w, cd.tmpls
+		} else if c.w = decodeWire[connectionWire](p, doc, &it); c.w != nil {
+			c.tmpls = parseTemplates(c.w)
+		}
+		if c.w != nil {
 			p.keep(&it)
-			c.tmpls = make([]*config.Template, len(c.w.Spec.Placement.Inject))
-			for i, in := range c.w.Spec.Placement.Inject {
-				if in.Value != nil {
-					c.tmpls[i], _ = config.ParseTemplate(*in.Value)
-				}
-			}
 			p.conns[c.ref()] = c
 			p.connList = append(p.connList, c)
 		}
@@ -442,6 +441,18 @@ func (p *pass) decode(doc *source.Document, it *item, out any) bool {
 		return false
 	}
 	return true
+}
+
+// parseTemplates parses each inject entry's value template, nil where the
+// entry has none or it does not parse (checkTemplates says why).
+func parseTemplates(w *connectionWire) []*config.Template {
+	tmpls := make([]*config.Template, len(w.Spec.Placement.Inject))
+	for i, in := range w.Spec.Placement.Inject {
+		if in.Value != nil {
+			tmpls[i], _ = config.ParseTemplate(*in.Value)
+		}
+	}
+	return tmpls
 }
 
 // decodeWire is the object Digest decoded, else the document decoded

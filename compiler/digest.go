@@ -48,7 +48,7 @@ type digested struct {
 	// validated is true when schema holds the document's schema findings.
 	validated bool
 	schema    []schema.Violation
-	// wire is the decoded object: *connectionWire, *sandboxClassWire,
+	// wire is the decoded object: *connectionDigest, *sandboxClassWire,
 	// *agentWire, *bindingOwnerWire or *secretDigest.
 	wire any
 	// more is what only some kinds need, nil for the rest: a digest is
@@ -69,6 +69,13 @@ type digestMore struct {
 	operator   string
 	opFindings []schema.Violation
 	sandbox    bool
+}
+
+// connectionDigest is a Connection decoded, with its value templates
+// parsed.
+type connectionDigest struct {
+	w     connectionWire
+	tmpls []*config.Template
 }
 
 // secretDigest is a Secret's keys and what each value is fit for; the
@@ -108,8 +115,11 @@ func digestOf(v *schema.Validator, op schema.Operator, d *source.Document) *dige
 	var err error
 	switch kind {
 	case "Connection":
-		w := new(connectionWire)
-		err, dg.wire = d.Node.Decode(w), w
+		cd := new(connectionDigest)
+		if err = d.Node.Decode(&cd.w); err == nil {
+			cd.tmpls = parseTemplates(&cd.w)
+			dg.wire = cd
+		}
 	case "SandboxClass":
 		w := new(sandboxClassWire)
 		err, dg.wire = d.Node.Decode(w), w

@@ -258,6 +258,13 @@ func (l *loader) loadPath(p string) {
 	// other: that work is done up front on every core, and its results
 	// are taken below in walk order.
 	pre := l.prefetch(roots, kfiles, matters, func(f string) string { return l.under(p, abs, f) })
+	n := 0
+	for _, r := range pre {
+		if r.file != nil {
+			n += len(r.file.docs)
+		}
+	}
+	l.docs = slices.Grow(l.docs, n) // one copy of the array, not one per doubling
 	for i, f := range roots {
 		switch k := kfiles[i]; {
 		case k != "" && !matters[i]:
