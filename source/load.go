@@ -59,6 +59,10 @@ type Options struct {
 	// means runtime.GOMAXPROCS(0). Whatever it is, Load returns the same
 	// documents and diagnostics in the same order.
 	Parallelism int
+	// Memo, when set, gives a file the documents an earlier parse of
+	// the same name and bytes gave, rather than parsing it again (see
+	// Memo). Load returns the same either way.
+	Memo *Memo
 }
 
 // Load reads every path in order: a file, a directory, or "-" for
@@ -348,7 +352,7 @@ func (l *loader) parseRead(name string, r fileRead, walked bool) fileRead {
 	if r.parsed {
 		return r
 	}
-	r.docs, r.diags = parse(name, r.data, walked)
+	r.docs, r.diags = l.opts.Memo.parse(name, r.data, walked)
 	for i := range r.docs {
 		r.docs[i].Unit, r.docs[i].Walked = LooseUnit, walked
 	}
