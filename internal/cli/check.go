@@ -80,6 +80,12 @@ func (f *checkFlags) sourceOptions(stdin io.Reader) source.Options {
 
 // compileDocs checks loaded documents, with the loader's diagnostics.
 func compileDocs(docs []source.Document, loadDiags diag.List, f *checkFlags) (checked, error) {
+	return compileMemo(docs, loadDiags, f, nil)
+}
+
+// compileMemo is compileDocs taking from memo (when not nil) the
+// validations an earlier compile found.
+func compileMemo(docs []source.Document, loadDiags diag.List, f *checkFlags, memo *compiler.Memo) (checked, error) {
 	if f.operatorVersion != "" {
 		if _, err := schema.LookupOperator(f.operatorVersion); err != nil {
 			return checked{}, fmt.Errorf("--operator-version: %w", err)
@@ -94,6 +100,7 @@ func compileDocs(docs []source.Document, loadDiags diag.List, f *checkFlags) (ch
 		DefaultNamespace:    f.namespace,
 		Loaded:              loadDiags,
 		OperatorVersion:     f.operatorVersion,
+		Memo:                memo,
 	})
 	return checked{result: res, documents: countDocs(docs)}, nil
 }
