@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,11 +21,12 @@ import (
 // committed with the real git binary: KEYHOLE_BENCH_N Connections (default
 // 10,000) and a tenth as many agents, and a second commit changing one
 // Connection's injected header, the usual pull request. Each iteration
-// runs one render and one diff, alternately, so the two share the
-// machine's load; it reports the medians of both, in wall and CPU
-// seconds, and their ratios (diff/render). Run it with -benchtime=5x or
-// more for medians worth reading; with -cpuprofile, each command's
-// samples carry its name (see labelled).
+// runs one render, one diff, and one diff reusing nothing between its
+// sides (afresh), in turn, so that they share the machine's load; it
+// reports the medians of each, in wall and CPU seconds, and their ratios
+// to render's. Run it with -benchtime=5x or more for medians worth
+// reading; with -cpuprofile, each command's samples carry its name (see
+// labelled): go tool pprof -tagfocus=cmd=diff.
 func BenchmarkDiffAtScale(b *testing.B) {
 	if _, err := exec.LookPath("git"); err != nil {
 		b.Fatalf("git is not on PATH (make test installs it): %v", err)
@@ -59,41 +59,44 @@ func BenchmarkDiffAtScale(b *testing.B) {
 	gitCommit(b, dir, "one Connection")
 	b.Chdir(dir)
 
-	var renderWall, diffWall, renderCPU, diffCPU []float64
+	// Each iteration times render, then diff, then diff with each side
+	// rendered on its own (diffAfresh: how diff ran before it reused
+	// anything), so all three see the same load.
+	var wall, cpu [3][]float64
 	for b.Loop() {
-		start, cpu := time.Now(), cpuTime(b)
-		var errs bytes.Buffer
-		code := labelled("render", func() int {
-			return run(&env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: &errs}, []string{"render", "--stdout"})
-		})
-		if code != exitOK {
-			b.Fatalf("render: exit %d:\n%s", code, errs.String())
-		}
-		renderWall = append(renderWall, time.Since(start).Seconds())
-		renderCPU = append(renderCPU, (cpuTime(b) - cpu).Seconds())
-
-		start, cpu = time.Now(), cpuTime(b)
-		var out bytes.Buffer
-		errs.Reset()
-		code = labelled("diff", func() int {
-			return run(&env{stdin: strings.NewReader(""), stdout: &out, stderr: &errs}, []string{"diff", "--base", "HEAD~1", "--head", "HEAD"})
-		})
-		if code != exitFailed {
-			b.Fatalf("diff: exit %d, want %d (changed):\n%s%s", code, exitFailed, out.String(), errs.String())
-		}
-		diffWall = append(diffWall, time.Since(start).Seconds())
-		diffCPU = append(diffCPU, (cpuTime(b) - cpu).Seconds())
-		if !strings.Contains(out.String(), "3 resources changed, 0 added, 0 removed") {
-			b.Fatalf("diff reports another change than the one Connection's:\n%s", out.String())
+		for i, name := range []string{"render", "diff", "diff-afresh"} {
+			var out, errs bytes.Buffer
+			e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errs, diffAfresh: name == "diff-afresh"}
+			args, want := []string{"diff", "--base", "HEAD~1", "--head", "HEAD"}, exitFailed
+			if name == "render" {
+				args, want = []string{"render", "--stdout"}, exitOK
+			}
+			start, startCPU := time.Now(), cpuTime(b)
+			code := labelled(name, func() int { return run(e, args) })
+			wall[i] = append(wall[i], time.Since(start).Seconds())
+			cpu[i] = append(cpu[i], (cpuTime(b) - startCPU).Seconds())
+			if code != want {
+				b.Fatalf("%s: exit %d, want %d:\n%s", name, code, want, errs.String())
+			}
+			if name != "render" && !strings.Contains(out.String(), "3 resources changed, 0 added, 0 removed") {
+				b.Fatalf("%s reports another change than the one Connection's:\n%s", name, out.String())
+			}
 		}
 	}
-	rw, dw, rc, dc := median(renderWall), median(diffWall), median(renderCPU), median(diffCPU)
-	b.ReportMetric(rw, "render-s")
-	b.ReportMetric(dw, "diff-s")
-	b.ReportMetric(dw/rw, "wall-ratio")
-	b.ReportMetric(rc, "render-cpu-s")
-	b.ReportMetric(dc, "diff-cpu-s")
-	b.ReportMetric(dc/rc, "cpu-ratio")
+	var mw, mc [3]float64
+	for i := range wall {
+		mw[i], mc[i] = median(wall[i]), median(cpu[i])
+	}
+	b.ReportMetric(mw[0], "render-s")
+	b.ReportMetric(mw[1], "diff-s")
+	b.ReportMetric(mw[2], "afresh-s")
+	b.ReportMetric(mc[0], "render-cpu-s")
+	b.ReportMetric(mc[1], "diff-cpu-s")
+	b.ReportMetric(mc[2], "afresh-cpu-s")
+	b.ReportMetric(mw[1]/mw[0], "wall-ratio")
+	b.ReportMetric(mc[1]/mc[0], "cpu-ratio")
+	b.ReportMetric(mw[2]/mw[0], "afresh-wall-ratio")
+	b.ReportMetric(mc[2]/mc[0], "afresh-cpu-ratio")
 }
 
 // labelled runs f with the profiler label cmd=name, which the goroutines
