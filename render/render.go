@@ -127,6 +127,10 @@ type Options struct {
 	// none (an agent.yaml agent); "default" when empty. A RoleBinding to
 	// a ServiceAccount must name its namespace, so every object gets one.
 	DefaultNamespace string
+	// Reuse, when set, gives a sandbox the files an equal sandbox
+	// rendered to before, rather than rendering it again (see Reuse).
+	// The files are the same either way.
+	Reuse *Reuse
 }
 
 // File is one rendered output file.
@@ -240,7 +244,7 @@ func renderAll(sandboxes []compiler.Sandbox, dirs []string, opts Options) ([][]F
 				if i >= len(sandboxes) {
 					return
 				}
-				out[i], errs[i] = renderSandbox(sandboxes[i], dirs[i], opts)
+				out[i], errs[i] = opts.Reuse.render(sandboxes[i], dirs[i], opts)
 			}
 		})
 	}

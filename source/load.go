@@ -68,6 +68,10 @@ type Options struct {
 	// answers), and Tree reads it again when needed. Documents kustomize
 	// built, and those of standard input, always keep their trees.
 	Digest Digest
+	// Memo, when set, gives a file the documents an earlier parse of
+	// the same name and bytes gave, rather than parsing it again (see
+	// Memo). Load returns the same either way.
+	Memo *Memo
 }
 
 // Load reads every path in order: a file, a directory, or "-" for
@@ -370,11 +374,12 @@ func (l *loader) parseRead(name, abs string, r fileRead, walked bool) fileRead {
 	if r.parsed {
 		return r
 	}
-	r.docs, r.diags = parse(name, r.data, walked)
-	for i := range r.docs {
-		r.docs[i].Unit, r.docs[i].Walked = LooseUnit, walked
-	}
-	l.digest(r.docs, l.originOf(name, abs, walked, r.data))
+	r.docs, r.diags = l.opts.Memo.parse(name, r.data, walked, func(docs []Document) {
+		for i := range docs {
+			docs[i].Unit, docs[i].Walked = LooseUnit, walked
+		}
+		l.digest(docs, l.originOf(name, abs, walked, r.data))
+	})
 	r.data, r.parsed = nil, true
 	return r
 }

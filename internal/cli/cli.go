@@ -34,6 +34,13 @@ var errUsage = errors.New("usage")
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	// diffAfresh makes diff load, check and render each side on its
+	// own, reusing nothing of the other's: tests compare its output with
+	// the output reuse gives.
+	diffAfresh bool
+	// diffReuse, when set, is what diff's sides share (a new one when
+	// nil), for tests to see what was reused.
+	diffReuse *reuse
 }
 
 type command struct {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"keyhole.dev/keyhole/compiler"
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/diff"
 	"keyhole.dev/keyhole/render"
@@ -136,21 +137,36 @@ func runDiff(e *env, args []string) int {
 	if err != nil {
 		return fail(e, "diff", err)
 	}
-	// The two sides are independent: render them at once, each printing
-	// into its own buffer, and print the buffers in order, base first,
-	// so the output does not depend on which finishes first.
-	var wg sync.WaitGroup
-	for _, s := range sides {
-		wg.Go(func() {
-			if len(s.paths) == 0 {
-				s.ok = true // the PATHs are all on the other side only
-				return
-			}
-			se := &env{stdout: &s.stderr, stderr: &s.stderr}
-			s.code, s.ok = s.render(se, wd, &f, diagFormat, opts, renderer)
-		})
+	renderSide := func(s *diffSide, r *reuse) {
+		if len(s.paths) == 0 {
+			s.ok = true // the PATHs are all on the other side only
+			return
+		}
+		se := &env{stdout: &s.stderr, stderr: &s.stderr}
+		s.code, s.ok = s.render(se, wd, &f, diagFormat, opts, renderer, r)
 	}
-	wg.Wait()
+	if e.diffAfresh {
+		// The two sides are independent: render them at once, each
+		// printing into its own buffer, and print the buffers in order,
+		// base first, so the output does not depend on which finishes
+		// first.
+		var wg sync.WaitGroup
+		for _, s := range sides {
+			wg.Go(func() { renderSide(s, nil) })
+		}
+		wg.Wait()
+	} else {
+		// A pull request leaves most files as they were: the head takes
+		// from the base what the same inputs gave (see reuse), so it
+		// comes second. Each step spreads its work over every core.
+		r := e.diffReuse
+		if r == nil {
+			r = newReuse()
+		}
+		for _, s := range sides {
+			renderSide(s, r)
+		}
+	}
 	for _, s := range sides {
 		if _, err := e.stderr.Write(s.stderr.Bytes()); err != nil {
 			return exitUsage
@@ -342,16 +358,17 @@ func sideUnits(sides []*diffSide, only string) []string {
 // printing its diagnostics to stderr; ok is false, with the exit code,
 // when it cannot be compared. A render with no sandboxes is an empty
 // side, not an error: a PR may add the first sandbox or remove the last.
-func (s *diffSide) render(e *env, wd string, f *checkFlags, diagFormat string, opts render.Options, renderer render.Renderer) (int, bool) {
+func (s *diffSide) render(e *env, wd string, f *checkFlags, diagFormat string, opts render.Options, renderer render.Renderer, r *reuse) (int, bool) {
 	v, err := validator(f)
 	if err != nil {
 		return fail(e, "diff", err), false
 	}
-	docs, loadDiags, err := source.Load(s.paths, source.Options{Dir: wd, Tree: s.tree, AllowRemoteBases: f.allowRemoteBases, Digest: f.digest(v)})
+	docs, loadDiags, err := source.Load(s.paths, source.Options{Dir: wd, Tree: s.tree, AllowRemoteBases: f.allowRemoteBases, Digest: f.digest(v), Memo: r.source()})
 	if err != nil {
 		return fail(e, "diff", fmt.Errorf("%s %s: %w", s.which, s.ref, err)), false
 	}
-	c, err := compileDocs(docs, loadDiags, f, v)
+	opts.Reuse = r.render()
+	c, err := compileMemo(docs, loadDiags, f, v, r.compiler())
 	if err != nil {
 		return fail(e, "diff", err), false
 	}
@@ -378,6 +395,45 @@ func (s *diffSide) render(e *env, wd string, f *checkFlags, diagFormat string, o
 		return fail(e, "diff", fmt.Errorf("%s %s: %w", s.which, s.ref, err)), false
 	}
 	return exitOK, true
+}
+
+// reuse is what the diff's second side takes from its first, by content:
+// a file of the same name and bytes parses to the same documents, the
+// same document node validates the same, and an equal sandbox renders to
+// the same files, so that a pull request that changes one object of
+// thousands costs little more than one render. Each step still runs on
+// its whole side (the checks resolve references across every document,
+// and a render lists every file), so nothing that changed can be missed:
+// only the results of identical inputs are shared.
+type reuse struct {
+	parsed    *source.Memo
+	validated *compiler.Memo
+	rendered  *render.Reuse
+}
+
+func newReuse() *reuse {
+	return &reuse{parsed: source.NewMemo(), validated: compiler.NewMemo(), rendered: render.NewReuse()}
+}
+
+func (r *reuse) source() *source.Memo {
+	if r == nil {
+		return nil
+	}
+	return r.parsed
+}
+
+func (r *reuse) compiler() *compiler.Memo {
+	if r == nil {
+		return nil
+	}
+	return r.validated
+}
+
+func (r *reuse) render() *render.Reuse {
+	if r == nil {
+		return nil
+	}
+	return r.rendered
 }
 
 // shown reports whether printing ds in the format shows anything: the

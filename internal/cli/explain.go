@@ -329,7 +329,7 @@ func explainChange(e *env, paths []string, f *checkFlags, base, head, sandbox, r
 	for _, s := range sides {
 		s.ok = true
 		if len(s.paths) > 0 {
-			s.code, s.ok = s.render(&env{stdout: &s.stderr, stderr: &s.stderr}, wd, f, "text", opts, renderer)
+			s.code, s.ok = s.render(&env{stdout: &s.stderr, stderr: &s.stderr}, wd, f, "text", opts, renderer, nil)
 		}
 		if _, err := e.stderr.Write(s.stderr.Bytes()); err != nil {
 			return exitUsage
