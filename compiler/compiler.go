@@ -45,10 +45,6 @@ type Options struct {
 	// compiler's, merged across deploy units like them, and the Config's
 	// ignores apply to them too.
 	Loaded diag.List
-	// Memo, when set, gives a document the validation of the same node
-	// found before, rather than validating it again (see Memo). The
-	// Result is the same either way.
-	Memo *Memo
 }
 
 // Result is what Compile returns: the plan of each deploy unit, every
@@ -145,7 +141,7 @@ func Compile(docs []source.Document, v *schema.Validator, opts Options) Result {
 		p.diags = p.diags[:mark]
 		passes[i] = p
 	}
-	pre := prevalidate(docs, v, passes[0].plan.Operator, opts.Parallelism, opts.Memo)
+	pre := prevalidate(docs, v, passes[0].plan.Operator, opts.Parallelism)
 	for i, u := range names {
 		passes[i].pre = pre
 		for _, d := range byUnit[u] {

@@ -23,9 +23,8 @@ type validation struct {
 }
 
 // prevalidate validates every document of a kind keyhole checks, on
-// workers goroutines (runtime.GOMAXPROCS(0) when workers <= 0), taking
-// from memo (when not nil) what it found before.
-func prevalidate(docs []source.Document, v *schema.Validator, op schema.Operator, workers int, memo *Memo) prevalidated {
+// workers goroutines (runtime.GOMAXPROCS(0) when workers <= 0).
+func prevalidate(docs []source.Document, v *schema.Validator, op schema.Operator, workers int) prevalidated {
 	type job struct {
 		doc  *source.Document
 		kind schema.Kind
@@ -46,7 +45,11 @@ func prevalidate(docs []source.Document, v *schema.Validator, op schema.Operator
 	}
 	found := make([]validation, len(jobs))
 	parallel.For(len(jobs), workers, func(i int) {
-		found[i] = memo.validation(v, jobs[i].doc.Node, jobs[i].kind, op)
+		j := jobs[i]
+		found[i].schema = v.Validate(j.kind, j.doc.Node)
+		if len(found[i].schema) == 0 && (j.kind == "AgentRuntime" || j.kind == "ToolRegistry") {
+			found[i].operator = v.ValidateOperator(op, j.kind, j.doc.Node)
+		}
 	})
 	pre := prevalidated{operator: op, docs: make(map[*source.Document]*validation, len(jobs))}
 	for i, j := range jobs {

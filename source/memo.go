@@ -15,8 +15,8 @@ import (
 // the same name and bytes parses to the same documents and diagnostics,
 // whether it was read from a commit or from disk: the bytes are hashed as
 // read, never taken on a tree entry's word. The documents it gives share
-// their nodes with the Load that parsed them, so they compare equal by
-// node (see compiler.Memo); nothing may modify them. They also carry what
+// their nodes with the Load that parsed them; nothing may modify them.
+// They also carry what
 // that Load's Options.Digest took of them, released or not as it said, so
 // every Load given one Memo must be given the same Digest (or none); a
 // released one reads its tree again as the Load that parsed it would,

@@ -115,12 +115,6 @@ func validator(f *checkFlags) (*schema.Validator, error) {
 // compileDocs checks loaded documents, with the loader's diagnostics,
 // against v (a new validator when nil).
 func compileDocs(docs []source.Document, loadDiags diag.List, f *checkFlags, v *schema.Validator) (checked, error) {
-	return compileMemo(docs, loadDiags, f, v, nil)
-}
-
-// compileMemo is compileDocs taking from memo (when not nil) the
-// validations an earlier compile found.
-func compileMemo(docs []source.Document, loadDiags diag.List, f *checkFlags, v *schema.Validator, memo *compiler.Memo) (checked, error) {
 	if v == nil {
 		var err error
 		if v, err = validator(f); err != nil {
@@ -132,7 +126,6 @@ func compileMemo(docs []source.Document, loadDiags diag.List, f *checkFlags, v *
 		DefaultNamespace:    f.namespace,
 		Loaded:              loadDiags,
 		OperatorVersion:     f.operatorVersion,
-		Memo:                memo,
 	})
 	return checked{result: res, documents: countDocs(docs)}, nil
 }

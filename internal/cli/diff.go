@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 
-	"keyhole.dev/keyhole/compiler"
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/diff"
 	"keyhole.dev/keyhole/render"
@@ -368,7 +367,7 @@ func (s *diffSide) render(e *env, wd string, f *checkFlags, diagFormat string, o
 		return fail(e, "diff", fmt.Errorf("%s %s: %w", s.which, s.ref, err)), false
 	}
 	opts.Reuse = r.render()
-	c, err := compileMemo(docs, loadDiags, f, v, r.compiler())
+	c, err := compileDocs(docs, loadDiags, f, v)
 	if err != nil {
 		return fail(e, "diff", err), false
 	}
@@ -398,21 +397,21 @@ func (s *diffSide) render(e *env, wd string, f *checkFlags, diagFormat string, o
 }
 
 // reuse is what the diff's second side takes from its first, by content:
-// a file of the same name and bytes parses to the same documents, the
-// same document node validates the same, and an equal sandbox renders to
+// a file of the same name and bytes parses to the same documents, with
+// what compiler.Digest found in them (their schema findings, the decoded
+// objects), and an equal sandbox renders to
 // the same files, so that a pull request that changes one object of
 // thousands costs little more than one render. Each step still runs on
 // its whole side (the checks resolve references across every document,
 // and a render lists every file), so nothing that changed can be missed:
 // only the results of identical inputs are shared.
 type reuse struct {
-	parsed    *source.Memo
-	validated *compiler.Memo
-	rendered  *render.Reuse
+	parsed   *source.Memo
+	rendered *render.Reuse
 }
 
 func newReuse() *reuse {
-	return &reuse{parsed: source.NewMemo(), validated: compiler.NewMemo(), rendered: render.NewReuse()}
+	return &reuse{parsed: source.NewMemo(), rendered: render.NewReuse()}
 }
 
 func (r *reuse) source() *source.Memo {
@@ -420,13 +419,6 @@ func (r *reuse) source() *source.Memo {
 		return nil
 	}
 	return r.parsed
-}
-
-func (r *reuse) compiler() *compiler.Memo {
-	if r == nil {
-		return nil
-	}
-	return r.validated
 }
 
 func (r *reuse) render() *render.Reuse {

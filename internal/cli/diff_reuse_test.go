@@ -247,8 +247,8 @@ func TestDiffReuseGenerated(t *testing.T) {
 			if code == exitUsage && !strings.Contains(stderr, "the check found errors") {
 				t.Errorf("exit %d, and no side's check failed:\n%s%s", code, stdout, stderr)
 			}
-			if r.parsed.Hits() == 0 || r.validated.Hits() == 0 {
-				t.Errorf("reused %d parses and %d validations: want some of each", r.parsed.Hits(), r.validated.Hits())
+			if r.parsed.Hits() == 0 {
+				t.Error("no file's parse (and what the Digest took of it) was reused")
 			}
 			if tc.rendered && code == exitFailed && r.rendered.Hits() == 0 {
 				t.Error("no sandbox's render was reused")
