@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -61,6 +62,45 @@ func BenchmarkCheckVsParse(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkRenderVsCheck times `keyhole check` and `keyhole render
+// --stdout` on the repository of BenchmarkCheckVsParse, one after the
+// other in every iteration, so that on a shared machine both see the same
+// load. It reports the medians over the iterations of each one's wall
+// time and of the ratio render/check within an iteration: run it with
+// -benchtime 5x (or more) for medians of as many alternating runs.
+func BenchmarkRenderVsCheck(b *testing.B) {
+	dir, _ := synth.ForBenchmark(b)
+	var checks, renders, ratios []float64
+	for b.Loop() {
+		start := time.Now()
+		var out bytes.Buffer
+		e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: io.Discard}
+		if code := run(e, []string{"check", dir}); code != exitOK {
+			b.Fatalf("check: exit %d:\n%s", code, out.String())
+		}
+		mid := time.Now()
+		var errs bytes.Buffer
+		e = &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: &errs}
+		if code := run(e, []string{"render", "--stdout", dir}); code != exitOK {
+			b.Fatalf("render: exit %d:\n%s", code, errs.String())
+		}
+		end := time.Now()
+		check, render := mid.Sub(start).Seconds()*1e3, end.Sub(mid).Seconds()*1e3
+		checks, renders, ratios = append(checks, check), append(renders, render), append(ratios, render/check)
+	}
+	b.ReportMetric(median(checks), "check-ms")
+	b.ReportMetric(median(renders), "render-ms")
+	b.ReportMetric(median(ratios), "render/check")
+}
+
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func parseAll(b *testing.B, files []string) {
