@@ -37,9 +37,15 @@ const fluxSubstitute = "kustomize.toolkit.fluxcd.io/substitute"
 // holds a literal "${" is annotated so that Flux's post-build substitution
 // leaves it alone instead of rewriting, say, a header template.
 func encodeObject(o obj) ([]byte, error) {
-	data, err := encodeYAML(o)
+	var e emitter
+	return e.object(o)
+}
+
+// object is encodeObject with e's buffer.
+func (e *emitter) object(o obj) ([]byte, error) {
+	data, err := e.emit(o)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("encoding YAML: %w", err)
 	}
 	if !bytes.Contains(data, []byte("${")) {
 		return data, nil
@@ -51,7 +57,11 @@ func encodeObject(o obj) ([]byte, error) {
 		md["annotations"] = ann
 	}
 	ann[fluxSubstitute] = "disabled"
-	return encodeYAML(o)
+	data, err = e.emit(o)
+	if err != nil {
+		return nil, fmt.Errorf("encoding YAML: %w", err)
+	}
+	return data, nil
 }
 
 // manifestName is an object's file name inside its sandbox directory:

@@ -235,12 +235,13 @@ func renderAll(sandboxes []compiler.Sandbox, dirs []string, opts Options) ([][]F
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
+			var e emitter
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(sandboxes) {
 					return
 				}
-				out[i], errs[i] = renderSandbox(sandboxes[i], dirs[i], opts)
+				out[i], errs[i] = renderSandbox(&e, sandboxes[i], dirs[i], opts)
 			}
 		})
 	}
@@ -303,7 +304,9 @@ func describe(sb compiler.Sandbox) string {
 	return s
 }
 
-func renderSandbox(sb compiler.Sandbox, dir string, opts Options) ([]File, error) {
+// renderSandbox renders one sandbox's files, encoding its manifests with
+// e.
+func renderSandbox(e *emitter, sb compiler.Sandbox, dir string, opts Options) ([]File, error) {
 	image := sb.Image
 	if image == "" {
 		image = opts.DefaultSandboxImage
@@ -330,7 +333,7 @@ func renderSandbox(sb compiler.Sandbox, dir string, opts Options) ([]File, error
 	}
 	objs := manifests(sandboxInput{sb: sb, image: image, env: env, proxyJSON: proxyJSON, opts: opts})
 	for _, o := range objs {
-		data, err := encodeObject(o)
+		data, err := e.object(o)
 		if err != nil {
 			return nil, fmt.Errorf("sandbox %s: %w", describe(sb), err)
 		}
