@@ -204,8 +204,12 @@ func Render(p compiler.Plan, opts Options) ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
-	var files []File
-	var manifests []string
+	n := 1
+	for _, fs := range rendered {
+		n += len(fs)
+	}
+	files := make([]File, 0, n)
+	manifests := make([]string, 0, n)
 	for _, fs := range rendered {
 		for _, f := range fs {
 			if strings.HasSuffix(f.Path, ".yaml") {
@@ -230,6 +234,7 @@ func Render(p compiler.Plan, opts Options) ([]File, error) {
 func renderAll(sandboxes []compiler.Sandbox, dirs []string, opts Options) ([][]File, error) {
 	out := make([][]File, len(sandboxes))
 	errs := make([]error, len(sandboxes))
+	sh := newShared(opts)
 	workers := min(runtime.GOMAXPROCS(0), len(sandboxes))
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -241,7 +246,7 @@ func renderAll(sandboxes []compiler.Sandbox, dirs []string, opts Options) ([][]F
 				if i >= len(sandboxes) {
 					return
 				}
-				out[i], errs[i] = renderSandbox(&e, sandboxes[i], dirs[i], opts)
+				out[i], errs[i] = renderSandbox(&e, sh, sandboxes[i], dirs[i], opts)
 			}
 		})
 	}
@@ -305,8 +310,8 @@ func describe(sb compiler.Sandbox) string {
 }
 
 // renderSandbox renders one sandbox's files, encoding its manifests with
-// e.
-func renderSandbox(e *emitter, sb compiler.Sandbox, dir string, opts Options) ([]File, error) {
+// e and putting sh's parts in them.
+func renderSandbox(e *emitter, sh *shared, sb compiler.Sandbox, dir string, opts Options) ([]File, error) {
 	image := sb.Image
 	if image == "" {
 		image = opts.DefaultSandboxImage
@@ -331,7 +336,7 @@ func renderSandbox(e *emitter, sb compiler.Sandbox, dir string, opts Options) ([
 		{Path: dir + "/env.json", Data: envJSON},
 		{Path: dir + "/.env", Data: encodeDotEnv(env)},
 	}
-	objs := manifests(sandboxInput{sb: sb, image: image, env: env, proxyJSON: proxyJSON, opts: opts})
+	objs := manifests(sandboxInput{sb: sb, image: image, env: env, proxyJSON: proxyJSON, opts: opts, shared: sh})
 	for _, o := range objs {
 		data, err := e.object(o)
 		if err != nil {

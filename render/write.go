@@ -204,7 +204,7 @@ func WriteStream(w io.Writer, files []File) error {
 // streamFiles returns the files a stream holds, in Path order, and the
 // stream's size; ErrEmpty when there are none.
 func streamFiles(files []File) ([]File, int, error) {
-	var streamed []File
+	streamed := make([]File, 0, len(files))
 	size := 0
 	for _, f := range sortedFiles(files) {
 		if !strings.HasSuffix(f.Path, ".yaml") || path.Base(f.Path) == "kustomization.yaml" {
@@ -251,13 +251,20 @@ func sortedFiles(files []File) []File {
 // here.
 func kustomization(header string, resources []string) (File, error) {
 	sorted := slices.Sorted(slices.Values(resources))
-	k, err := encodeYAML(obj{
+	// A render of thousands of sandboxes lists tens of thousands of
+	// files: size the buffer once rather than grow it by doubling.
+	size := len(header) + 128
+	for _, r := range resources {
+		size += len("- ") + len(r) + 3
+	}
+	e := emitter{buf: make([]byte, 0, size)}
+	e.buf = append(e.buf, header...)
+	if err := e.value(obj{
 		"apiVersion": "kustomize.config.k8s.io/v1beta1",
 		"kind":       "Kustomization",
 		"resources":  sorted,
-	})
-	if err != nil {
-		return File{}, err
+	}, 0, false); err != nil {
+		return File{}, fmt.Errorf("encoding YAML: %w", err)
 	}
-	return File{Path: "kustomization.yaml", Data: append([]byte(header), k...)}, nil
+	return File{Path: "kustomization.yaml", Data: e.buf}, nil
 }
