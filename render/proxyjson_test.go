@@ -164,3 +164,36 @@ func FuzzAppendProxyConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestEncodeEnvJSON: env.json written directly is what encoding/json
+// writes for the same variables as a map, whatever the names and values
+// hold, sorted or not.
+func TestEncodeEnvJSON(t *testing.T) {
+	tests := map[string][]envVar{
+		"none":          {},
+		"sorted":        {{"A", "1"}, {"HTTPS_PROXY", "http://127.0.0.1:3128"}, {"a", "x"}},
+		"escapes":       {{"A", `q"b\s`}, {"B", "<&>"}, {"C", "\u2028é\x01\t"}},
+		"invalid UTF-8": {{"A", "a\xffb"}, {"B", "\xe2\x80"}},
+		"unsorted":      {{"B", "1"}, {"A", "2"}},
+		"twice":         {{"A", "1"}, {"A", "2"}},
+	}
+	for name, env := range tests {
+		t.Run(name, func(t *testing.T) {
+			m := map[string]string{}
+			for _, e := range env {
+				m[e.Name] = e.Value
+			}
+			want, err := encodeJSON(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := encodeEnvJSON(env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("encodeEnvJSON wrote\n%s\nencoding/json writes\n%s", got, want)
+			}
+		})
+	}
+}
