@@ -42,6 +42,41 @@ const maxKey = 1000
 // An emitter is not safe for concurrent use; each render worker has one.
 type emitter struct {
 	buf []byte
+	// fixed holds what each fixed value was written as, by where.
+	fixed map[fixedAt][]byte
+}
+
+// fixed is a map or sequence that is the same value, pointer for pointer,
+// wherever it appears and is never changed once built: a part of the
+// manifests every sandbox of a render shares. Its YAML depends only on
+// where it is written, so an emitter writes it once for each place and
+// copies those bytes after.
+type fixed struct{ v any }
+
+func fix(v any) *fixed { return &fixed{v: v} }
+
+type fixedAt struct {
+	f      *fixed
+	depth  int
+	inline bool
+}
+
+// writeFixed writes f as value would write f.v.
+func (e *emitter) writeFixed(f *fixed, depth int, inline bool) error {
+	at := fixedAt{f, depth, inline}
+	if b, ok := e.fixed[at]; ok {
+		e.buf = append(e.buf, b...)
+		return nil
+	}
+	start := len(e.buf)
+	if err := e.value(f.v, depth, inline); err != nil {
+		return err
+	}
+	if e.fixed == nil {
+		e.fixed = map[fixedAt][]byte{}
+	}
+	e.fixed[at] = slices.Clone(e.buf[start:])
+	return nil
 }
 
 // emit writes v as emitYAML does and returns a copy of exactly its size.
@@ -125,6 +160,8 @@ func (e *emitter) value(v any, depth int, inline bool) error {
 	case rawScalar:
 		e.line(string(v))
 		return nil
+	case *fixed:
+		return e.writeFixed(v, depth, inline)
 	case bool:
 		e.buf = strconv.AppendBool(e.buf, v)
 	case int:
@@ -148,6 +185,12 @@ func (e *emitter) value(v any, depth int, inline bool) error {
 // child writes the value of a map key, after its "key:".
 func (e *emitter) child(v any, depth int) error {
 	switch c := v.(type) {
+	case *fixed:
+		if seqLen(c.v) == 0 && mapLen(c.v) == 0 {
+			return e.child(c.v, depth)
+		}
+		e.buf = append(e.buf, '\n')
+		return e.writeFixed(c, depth+1, false)
 	case map[string]any:
 		if len(c) == 0 {
 			e.buf = append(e.buf, " {}\n"...)
@@ -165,6 +208,13 @@ func (e *emitter) child(v any, depth int) error {
 	}
 	e.buf = append(e.buf, ' ')
 	return e.value(v, depth+1, true)
+}
+
+func mapLen(v any) int {
+	if m, ok := v.(map[string]any); ok {
+		return len(m)
+	}
+	return 0
 }
 
 func seqLen(v any) int {
@@ -190,6 +240,11 @@ func (e *emitter) item(i, depth int, inline bool) {
 // non-empty map or sequence starts on the "- " line.
 func (e *emitter) seqItem(item any, depth int) error {
 	switch c := item.(type) {
+	case *fixed:
+		if seqLen(c.v) == 0 && mapLen(c.v) == 0 {
+			return e.seqItem(c.v, depth)
+		}
+		return e.writeFixed(c, depth+1, true)
 	case map[string]any:
 		if len(c) > 0 {
 			return e.value(c, depth+1, true)
@@ -261,7 +316,9 @@ func plain(s string) bool {
 // any string of digits and the characters of number syntax, so that every
 // integer, float, hex, octal, binary and sexagesimal form is quoted.
 func ambiguous(s string) bool {
-	if len(s) <= len("false") {
+	// Every word starts with one of these, in either case; most
+	// scalars do not, and skip the comparisons.
+	if len(s) <= len("false") && strings.IndexByte("yYnNoOtTfF~.-+", s[0]) >= 0 {
 		for _, w := range [...]string{"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~",
 			".inf", "-.inf", "+.inf", ".nan"} {
 			if strings.EqualFold(s, w) {
@@ -271,11 +328,10 @@ func ambiguous(s string) bool {
 	}
 	digit := false
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case '0' <= c && c <= '9':
+		switch c := s[i]; c {
+		case '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 			digit = true
-		case strings.IndexByte("_.:+-eExXoObBaAcCdDfF", c) >= 0:
+		case '_', '.', ':', '+', '-', 'e', 'E', 'x', 'X', 'o', 'O', 'b', 'B', 'a', 'A', 'c', 'C', 'd', 'D', 'f', 'F':
 		default:
 			return false
 		}

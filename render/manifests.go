@@ -73,22 +73,23 @@ type sandboxInput struct {
 // only read once built (the emitter only reads; nothing that builds an
 // object changes a part it did not make), so the render workers share
 // them. TestSharedUnchanged checks that a render leaves them as built.
+// Each is fixed, so that an emitter writes it once and copies it after.
 type shared struct {
-	restricted       obj // the proxy's and trust publisher's securityContext
-	sandboxSecurity  obj
-	podSeccomp       obj // the sandbox-only pod's securityContext
-	proxyPodSecurity obj
-	sandboxMounts    list
-	netInit          obj
-	trustEnv         list
-	initResources    obj
-	proxyPorts       list
-	proxyResources   obj
-	startupProbe     obj
-	readinessProbe   obj
-	livenessProbe    obj
-	apiAccessVolume  obj
-	trustVolume      obj
+	restricted       *fixed // the proxy's and trust publisher's securityContext
+	sandboxSecurity  *fixed
+	podSeccomp       *fixed // the sandbox-only pod's securityContext
+	proxyPodSecurity *fixed
+	sandboxMounts    *fixed
+	netInit          *fixed
+	trustEnv         *fixed
+	initResources    *fixed
+	proxyPorts       *fixed
+	proxyResources   *fixed
+	startupProbe     *fixed
+	readinessProbe   *fixed
+	livenessProbe    *fixed
+	apiAccessVolume  *fixed
+	trustVolume      *fixed
 }
 
 func newShared(opts Options) *shared {
@@ -101,41 +102,41 @@ func newShared(opts Options) *shared {
 	}
 	in := sandboxInput{opts: opts}
 	return &shared{
-		restricted:      restricted(),
-		sandboxSecurity: in.sandboxSecurity(),
-		podSeccomp:      obj{"seccompProfile": obj{"type": "RuntimeDefault"}},
-		proxyPodSecurity: obj{
+		restricted:      fix(restricted()),
+		sandboxSecurity: fix(in.sandboxSecurity()),
+		podSeccomp:      fix(obj{"seccompProfile": obj{"type": "RuntimeDefault"}}),
+		proxyPodSecurity: fix(obj{
 			"fsGroup":        proxyUID,
 			"seccompProfile": obj{"type": "RuntimeDefault"},
-		},
-		sandboxMounts: list{obj{
+		}),
+		sandboxMounts: fix(list{obj{
 			"name": volTrust, "mountPath": TrustDir, "readOnly": true,
-		}},
-		netInit: in.netInitContainer(),
-		trustEnv: list{
+		}}),
+		netInit: fix(in.netInitContainer()),
+		trustEnv: fix(list{
 			obj{"name": "POD_NAMESPACE", "valueFrom": obj{"fieldRef": obj{"apiVersion": "v1", "fieldPath": "metadata.namespace"}}},
-		},
-		initResources: obj{"requests": obj{"cpu": "10m", "memory": "16Mi"}},
-		proxyPorts: list{
+		}),
+		initResources: fix(obj{"requests": obj{"cpu": "10m", "memory": "16Mi"}}),
+		proxyPorts: fix(list{
 			obj{"name": "proxy", "containerPort": ProxyPort, "protocol": "TCP"},
 			obj{"name": "admin", "containerPort": AdminPort, "protocol": "TCP"},
-		},
-		proxyResources: obj{
+		}),
+		proxyResources: fix(obj{
 			"requests": obj{"cpu": "50m", "memory": "64Mi"},
 			"limits":   obj{"memory": "256Mi"},
-		},
-		startupProbe:   probe("/readyz", 1, 120),
-		readinessProbe: probe("/readyz", 5, 3),
-		livenessProbe:  probe("/healthz", 10, 3),
-		apiAccessVolume: obj{"name": volAPIAccess, "projected": obj{
+		}),
+		startupProbe:   fix(probe("/readyz", 1, 120)),
+		readinessProbe: fix(probe("/readyz", 5, 3)),
+		livenessProbe:  fix(probe("/healthz", 10, 3)),
+		apiAccessVolume: fix(obj{"name": volAPIAccess, "projected": obj{
 			"defaultMode": 0o444,
 			"sources": list{
 				obj{"serviceAccountToken": obj{"path": "token", "expirationSeconds": 3607}},
 				obj{"configMap": obj{"name": "kube-root-ca.crt", "items": list{obj{"key": "ca.crt", "path": "ca.crt"}}}},
 				obj{"downwardAPI": obj{"items": list{obj{"path": "namespace", "fieldRef": obj{"apiVersion": "v1", "fieldPath": "metadata.namespace"}}}}},
 			},
-		}},
-		trustVolume: obj{"name": volTrust, "emptyDir": obj{"medium": "Memory", "sizeLimit": "4Mi"}},
+		}}),
+		trustVolume: fix(obj{"name": volTrust, "emptyDir": obj{"medium": "Memory", "sizeLimit": "4Mi"}}),
 	}
 }
 
