@@ -1,7 +1,6 @@
 package render
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"slices"
@@ -24,10 +23,7 @@ import (
 // target, so the two cannot disagree on what a manifest says.
 func emitYAML(v any) ([]byte, error) {
 	var e emitter
-	if err := e.value(v, 0, false); err != nil {
-		return nil, err
-	}
-	return e.buf.Bytes(), nil
+	return e.emit(v)
 }
 
 // rawScalar is a scalar written verbatim: a number or null carried
@@ -40,14 +36,67 @@ type rawScalar string
 // characters. The renderer's keys are field names and label keys.
 const maxKey = 1000
 
+// emitter writes YAML into buf, which it keeps from one object to the
+// next: a render writes tens of thousands of objects of a few kilobytes,
+// and growing a fresh buffer for each made most of the emitter's garbage.
+// An emitter is not safe for concurrent use; each render worker has one.
 type emitter struct {
-	buf bytes.Buffer
+	buf []byte
+	// fixed holds what each fixed value was written as, by where.
+	fixed map[fixedAt][]byte
 }
 
-func (e *emitter) indent(n int) {
-	for range n {
-		e.buf.WriteString("  ")
+// fixed is a map or sequence that is the same value, pointer for pointer,
+// wherever it appears and is never changed once built: a part of the
+// manifests every sandbox of a render shares. Its YAML depends only on
+// where it is written, so an emitter writes it once for each place and
+// copies those bytes after.
+type fixed struct{ v any }
+
+func fix(v any) *fixed { return &fixed{v: v} }
+
+type fixedAt struct {
+	f      *fixed
+	depth  int
+	inline bool
+}
+
+// writeFixed writes f as value would write f.v.
+func (e *emitter) writeFixed(f *fixed, depth int, inline bool) error {
+	at := fixedAt{f, depth, inline}
+	if b, ok := e.fixed[at]; ok {
+		e.buf = append(e.buf, b...)
+		return nil
 	}
+	start := len(e.buf)
+	if err := e.value(f.v, depth, inline); err != nil {
+		return err
+	}
+	if e.fixed == nil {
+		e.fixed = map[fixedAt][]byte{}
+	}
+	e.fixed[at] = slices.Clone(e.buf[start:])
+	return nil
+}
+
+// emit writes v as emitYAML does and returns a copy of exactly its size.
+func (e *emitter) emit(v any) ([]byte, error) {
+	e.buf = e.buf[:0]
+	if err := e.value(v, 0, false); err != nil {
+		return nil, err
+	}
+	return slices.Clone(e.buf), nil
+}
+
+// spaces indents up to 32 levels in one append.
+const spaces = "                                                                "
+
+func (e *emitter) indent(n int) {
+	for n > len(spaces)/2 {
+		e.buf = append(e.buf, spaces...)
+		n -= len(spaces) / 2
+	}
+	e.buf = append(e.buf, spaces[:2*n]...)
 }
 
 // value writes v at indentation level depth. inline is true when v
@@ -56,9 +105,13 @@ func (e *emitter) value(v any, depth int, inline bool) error {
 	switch v := v.(type) {
 	case map[string]any:
 		if len(v) == 0 {
-			return e.scalarLine("{}", inline)
+			e.line("{}")
+			return nil
 		}
-		keys := make([]string, 0, len(v))
+		// The renderer's maps have a handful of keys: sort them on the
+		// stack.
+		var small [16]string
+		keys := small[:0]
 		for k := range v {
 			keys = append(keys, k)
 		}
@@ -68,72 +121,100 @@ func (e *emitter) value(v any, depth int, inline bool) error {
 			if !inline || i > 0 {
 				e.indent(depth)
 			}
-			key := scalar(k)
-			if len(key) > maxKey {
-				return fmt.Errorf("a map key of %d bytes is longer than YAML's implicit keys may be", len(key))
+			n := len(e.buf)
+			e.buf = appendScalar(e.buf, k)
+			if len(e.buf)-n > maxKey {
+				return fmt.Errorf("a map key of %d bytes is longer than YAML's implicit keys may be", len(e.buf)-n)
 			}
-			e.buf.WriteString(key)
-			e.buf.WriteByte(':')
+			e.buf = append(e.buf, ':')
 			if err := e.child(v[k], depth); err != nil {
 				return fmt.Errorf("%s: %w", k, err)
 			}
 		}
 		return nil
 	case []any:
-		return e.seq(len(v), func(i int) any { return v[i] }, depth, inline)
-	case []string:
-		return e.seq(len(v), func(i int) any { return v[i] }, depth, inline)
-	case string:
-		if block, ok := literal(v, depth); ok {
-			e.buf.WriteString(block)
+		if len(v) == 0 {
+			e.line("[]")
 			return nil
 		}
-		return e.scalarLine(scalar(v), inline)
+		for i, item := range v {
+			e.item(i, depth, inline)
+			if err := e.seqItem(item, depth); err != nil {
+				return fmt.Errorf("[%d]: %w", i, err)
+			}
+		}
+		return nil
+	case []string:
+		if len(v) == 0 {
+			e.line("[]")
+			return nil
+		}
+		for i, item := range v {
+			e.item(i, depth, inline)
+			e.str(item, depth+1)
+		}
+		return nil
+	case string:
+		e.str(v, depth)
+		return nil
 	case rawScalar:
-		return e.scalarLine(string(v), inline)
+		e.line(string(v))
+		return nil
+	case *fixed:
+		return e.writeFixed(v, depth, inline)
 	case bool:
-		return e.scalarLine(strconv.FormatBool(v), inline)
+		e.buf = strconv.AppendBool(e.buf, v)
 	case int:
-		return e.scalarLine(strconv.Itoa(v), inline)
+		e.buf = strconv.AppendInt(e.buf, int64(v), 10)
 	case int64:
-		return e.scalarLine(strconv.FormatInt(v, 10), inline)
+		e.buf = strconv.AppendInt(e.buf, v, 10)
 	case int32:
-		return e.scalarLine(strconv.FormatInt(int64(v), 10), inline)
+		e.buf = strconv.AppendInt(e.buf, int64(v), 10)
 	case float64:
 		if v != math.Trunc(v) || math.IsInf(v, 0) || math.Abs(v) > 1<<53 {
 			return fmt.Errorf("the renderer writes no non-integer number (%v)", v)
 		}
-		return e.scalarLine(strconv.FormatInt(int64(v), 10), inline)
+		e.buf = strconv.AppendInt(e.buf, int64(v), 10)
+	default:
+		return fmt.Errorf("the renderer cannot write a %T", v)
 	}
-	return fmt.Errorf("the renderer cannot write a %T", v)
+	e.buf = append(e.buf, '\n')
+	return nil
 }
 
 // child writes the value of a map key, after its "key:".
 func (e *emitter) child(v any, depth int) error {
 	switch c := v.(type) {
+	case *fixed:
+		if seqLen(c.v) == 0 && mapLen(c.v) == 0 {
+			return e.child(c.v, depth)
+		}
+		e.buf = append(e.buf, '\n')
+		return e.writeFixed(c, depth+1, false)
 	case map[string]any:
 		if len(c) == 0 {
-			e.buf.WriteString(" {}\n")
+			e.buf = append(e.buf, " {}\n"...)
 			return nil
 		}
-		e.buf.WriteByte('\n')
+		e.buf = append(e.buf, '\n')
 		return e.value(c, depth+1, false)
 	case []any, []string:
 		if seqLen(c) == 0 {
-			e.buf.WriteString(" []\n")
+			e.buf = append(e.buf, " []\n"...)
 			return nil
 		}
-		e.buf.WriteByte('\n')
+		e.buf = append(e.buf, '\n')
 		return e.value(c, depth+1, false)
-	case string:
-		if block, ok := literal(c, depth+1); ok {
-			e.buf.WriteByte(' ')
-			e.buf.WriteString(block)
-			return nil
-		}
 	}
-	e.buf.WriteByte(' ')
+	e.buf = append(e.buf, ' ')
 	return e.value(v, depth+1, true)
+}
+
+func mapLen(v any) int {
+	if m, ok := v.(map[string]any); ok {
+		return len(m)
+	}
+	return 0
 }
 
 func seqLen(v any) int {
@@ -146,48 +227,51 @@ func seqLen(v any) int {
 	return 0
 }
 
-func (e *emitter) seq(n int, at func(int) any, depth int, inline bool) error {
-	if n == 0 {
-		return e.scalarLine("[]", inline)
+// item starts the i-th item of a sequence at depth: "- ", on the line
+// already started for the first item of an inline sequence.
+func (e *emitter) item(i, depth int, inline bool) {
+	if !inline || i > 0 {
+		e.indent(depth)
 	}
-	for i := range n {
-		if !inline || i > 0 {
-			e.indent(depth)
-		}
-		e.buf.WriteString("- ")
-		item := at(i)
-		switch c := item.(type) {
-		case map[string]any:
-			if len(c) > 0 {
-				if err := e.value(c, depth+1, true); err != nil {
-					return fmt.Errorf("[%d]: %w", i, err)
-				}
-				continue
-			}
-		case []any, []string:
-			if seqLen(c) > 0 {
-				if err := e.value(c, depth+1, true); err != nil {
-					return fmt.Errorf("[%d]: %w", i, err)
-				}
-				continue
-			}
-		case string:
-			if block, ok := literal(c, depth+1); ok {
-				e.buf.WriteString(block)
-				continue
-			}
-		}
-		if err := e.value(item, depth+1, true); err != nil {
-			return fmt.Errorf("[%d]: %w", i, err)
-		}
-	}
-	return nil
+	e.buf = append(e.buf, '-', ' ')
 }
 
-func (e *emitter) scalarLine(s string, _ bool) error {
-	e.buf.WriteString(s)
-	e.buf.WriteByte('\n')
-	return nil
+// seqItem writes an item of a sequence at depth, after its "- ". A
+// non-empty map or sequence starts on the "- " line.
+func (e *emitter) seqItem(item any, depth int) error {
+	switch c := item.(type) {
+	case *fixed:
+		if seqLen(c.v) == 0 && mapLen(c.v) == 0 {
+			return e.seqItem(c.v, depth)
+		}
+		return e.writeFixed(c, depth+1, true)
+	case map[string]any:
+		if len(c) > 0 {
+			return e.value(c, depth+1, true)
+		}
+	case []any, []string:
+		if seqLen(c) > 0 {
+			return e.value(c, depth+1, true)
+		}
+	}
+	return e.value(item, depth+1, true)
+}
+
+// str writes a string that follows a "key: " or "- ": a literal block
+// whose lines are indented at depth when it is one, a flow scalar
+// otherwise.
+func (e *emitter) str(s string, depth int) {
+	if isLiteral(s) {
+		e.literal(s, depth)
+		return
+	}
+	e.buf = appendScalar(e.buf, s)
+	e.buf = append(e.buf, '\n')
+}
+
+func (e *emitter) line(s string) {
+	e.buf = append(e.buf, s...)
+	e.buf = append(e.buf, '\n')
 }
 
 // plain reports whether s reads back as the same string when written
@@ -195,23 +279,35 @@ func (e *emitter) scalarLine(s string, _ bool) error {
 // characters that cannot start a comment, a flow collection, a tag, an
 // anchor or a mapping (a space, ',' or ':' inside, but never ": " or
 // " #"), and is not a word or number YAML reads as something else. It is
-// written out by hand: this runs for every scalar of every rendered
-// object, and regular expressions made it most of the render's cost.
+// written out by hand, in one pass: this runs for every scalar of every
+// rendered object, and regular expressions made it most of the render's
+// cost.
 func plain(s string) bool {
-	if s == "" || strings.HasSuffix(s, ":") || strings.HasSuffix(s, " ") ||
-		strings.Contains(s, ": ") || strings.Contains(s, " #") || ambiguous(s) {
+	if s == "" {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '/', c == '.':
-		case i > 0 && strings.IndexByte("_+=@, :()-", c) >= 0:
+		case i == 0:
+			return false
+		case c == ' ':
+			// Neither ": " nor a trailing space. ('#' is never
+			// allowed, so " #" cannot occur.)
+			if s[i-1] == ':' || i == len(s)-1 {
+				return false
+			}
+		case c == ':':
+			if i == len(s)-1 {
+				return false
+			}
+		case c == '_' || c == '+' || c == '=' || c == '@' || c == ',' || c == '(' || c == ')' || c == '-':
 		default:
 			return false
 		}
 	}
-	return true
+	return !ambiguous(s)
 }
 
 // ambiguous reports whether a plain scalar would read, in YAML 1.1 or 1.2,
@@ -220,18 +316,22 @@ func plain(s string) bool {
 // any string of digits and the characters of number syntax, so that every
 // integer, float, hex, octal, binary and sexagesimal form is quoted.
 func ambiguous(s string) bool {
-	switch strings.ToLower(s) {
-	case "y", "n", "yes", "no", "on", "off", "true", "false", "null", "~",
-		".inf", "-.inf", "+.inf", ".nan":
-		return true
+	// Every word starts with one of these, in either case; most
+	// scalars do not, and skip the comparisons.
+	if len(s) <= len("false") && strings.IndexByte("yYnNoOtTfF~.-+", s[0]) >= 0 {
+		for _, w := range [...]string{"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~",
+			".inf", "-.inf", "+.inf", ".nan"} {
+			if strings.EqualFold(s, w) {
+				return true
+			}
+		}
 	}
 	digit := false
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case '0' <= c && c <= '9':
+		switch c := s[i]; c {
+		case '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 			digit = true
-		case strings.IndexByte("_.:+-eExXoObBaAcCdDfF", c) >= 0:
+		case '_', '.', ':', '+', '-', 'e', 'E', 'x', 'X', 'o', 'O', 'b', 'B', 'a', 'A', 'c', 'C', 'd', 'D', 'f', 'F':
 		default:
 			return false
 		}
@@ -239,53 +339,72 @@ func ambiguous(s string) bool {
 	return digit
 }
 
-// scalar returns s as a YAML flow scalar: plain when that reads back as
-// the same string, double-quoted otherwise. Go's quoting is YAML's: both
-// use \" \\ \n \t \uXXXX and the like for valid UTF-8.
-func scalar(s string) string {
+// appendScalar appends s to b as a YAML flow scalar: plain when that
+// reads back as the same string, double-quoted otherwise. Go's quoting is
+// YAML's: both use \" \\ \n \t \uXXXX and the like for valid UTF-8.
+func appendScalar(b []byte, s string) []byte {
 	if plain(s) {
-		return s
+		return append(b, s...)
 	}
-	return strconv.Quote(s)
+	return strconv.AppendQuote(b, s)
 }
 
-// literal returns s as a literal block scalar ("|" or "|-") when it is a
-// multi-line text that reads back exactly that way at the given depth: no
+// isLiteral reports whether s is written as a literal block scalar ("|"
+// or "|-"): a multi-line text that reads back exactly that way, with no
 // carriage returns or other control characters, a first line that is
 // there and starts with no white space, at most one trailing newline and
-// no trailing spaces. ok is
-// false otherwise, and the string is quoted instead.
-func literal(s string, depth int) (string, bool) {
-	if !strings.Contains(strings.TrimSuffix(s, "\n"), "\n") || !utf8.ValidString(s) {
-		return "", false
-	}
-	body, chomp := strings.TrimSuffix(s, "\n"), "|"
-	if body == s {
-		chomp = "|-"
+// no trailing spaces. Other strings are quoted instead.
+func isLiteral(s string) bool {
+	body := strings.TrimSuffix(s, "\n")
+	if strings.IndexByte(body, '\n') < 0 {
+		return false
 	}
 	// The block's indentation is read from its first line, which must
 	// therefore be there and not start with white space.
-	if strings.HasSuffix(body, "\n") || body == "" || strings.ContainsAny(body[:1], " \t\n") {
-		return "", false
+	if strings.HasSuffix(body, "\n") || body[0] == ' ' || body[0] == '\t' || body[0] == '\n' {
+		return false
 	}
-	for _, r := range body {
-		if r != '\n' && r != '\t' && (!unicode.IsPrint(r) || r == '\ufeff') {
-			return "", false
+	last := byte('\n')
+	for i := 0; i < len(body); {
+		c := body[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '\n':
+				if last == ' ' || last == '\t' {
+					return false
+				}
+			case c == '\t':
+			case c < 0x20 || c == 0x7f:
+				return false
+			}
+			last = c
+			i++
+			continue
 		}
+		r, size := utf8.DecodeRuneInString(body[i:])
+		if r == utf8.RuneError && size == 1 || !unicode.IsPrint(r) || r == '\ufeff' {
+			return false
+		}
+		last = 0
+		i += size
 	}
-	var b strings.Builder
-	b.WriteString(chomp)
-	b.WriteByte('\n')
-	pad := strings.Repeat("  ", depth)
-	for _, line := range strings.Split(body, "\n") {
-		if strings.HasSuffix(line, " ") || strings.HasSuffix(line, "\t") {
-			return "", false
-		}
+	return last != ' ' && last != '\t'
+}
+
+// literal writes s, which isLiteral accepts, as a literal block scalar
+// whose lines are indented at depth.
+func (e *emitter) literal(s string, depth int) {
+	body := strings.TrimSuffix(s, "\n")
+	if body == s {
+		e.buf = append(e.buf, "|-\n"...)
+	} else {
+		e.buf = append(e.buf, "|\n"...)
+	}
+	for line := range strings.SplitSeq(body, "\n") {
 		if line != "" {
-			b.WriteString(pad)
-			b.WriteString(line)
+			e.indent(depth)
+			e.buf = append(e.buf, line...)
 		}
-		b.WriteByte('\n')
+		e.buf = append(e.buf, '\n')
 	}
-	return b.String(), true
 }

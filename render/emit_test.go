@@ -133,3 +133,46 @@ func FuzzEmit(f *testing.F) {
 		roundTrip(t, map[string]any{k: v, "l": []any{v, map[string]any{k: []string{v}}}})
 	})
 }
+
+// TestEmitFixed: a fixed value is written as the value it holds, wherever
+// it is (a map's value, a sequence item, inline or not, at any depth,
+// empty or not), the first time and from the emitter's copy after.
+func TestEmitFixed(t *testing.T) {
+	m := obj{"b": list{"x", obj{"c": 1}}, "a": "y"}
+	l := list{obj{"k": "v", "l": list{}}, "s", list{"n"}}
+	values := map[string]any{
+		"map":           m,
+		"list":          l,
+		"strings":       []string{"p", "q"},
+		"empty map":     obj{},
+		"empty list":    list{},
+		"scalar":        "z",
+		"literal block": "line one\nline two\n",
+	}
+	for name, v := range values {
+		t.Run(name, func(t *testing.T) {
+			build := func(v any) obj {
+				return obj{
+					"value": v,
+					"items": list{v, obj{"in": v, "deeper": list{list{v}}}},
+					"again": obj{"value": v},
+				}
+			}
+			want, err := emitYAML(build(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var e emitter
+			f := fix(v)
+			for i := range 2 {
+				got, err := e.emit(build(f))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if string(got) != string(want) {
+					t.Errorf("emit %d wrote\n%s\nwant\n%s", i, got, want)
+				}
+			}
+		})
+	}
+}

@@ -37,9 +37,15 @@ const fluxSubstitute = "kustomize.toolkit.fluxcd.io/substitute"
 // holds a literal "${" is annotated so that Flux's post-build substitution
 // leaves it alone instead of rewriting, say, a header template.
 func encodeObject(o obj) ([]byte, error) {
-	data, err := encodeYAML(o)
+	var e emitter
+	return e.object(o)
+}
+
+// object is encodeObject with e's buffer.
+func (e *emitter) object(o obj) ([]byte, error) {
+	data, err := e.emit(o)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("encoding YAML: %w", err)
 	}
 	if !bytes.Contains(data, []byte("${")) {
 		return data, nil
@@ -51,7 +57,11 @@ func encodeObject(o obj) ([]byte, error) {
 		md["annotations"] = ann
 	}
 	ann[fluxSubstitute] = "disabled"
-	return encodeYAML(o)
+	data, err = e.emit(o)
+	if err != nil {
+		return nil, fmt.Errorf("encoding YAML: %w", err)
+	}
+	return data, nil
 }
 
 // manifestName is an object's file name inside its sandbox directory:
@@ -86,19 +96,32 @@ func proxyConfigJSON(sb compiler.Sandbox) ([]byte, error) {
 	}
 	c.SecretsDir = config.DefaultSecretsDir
 	c.CA = config.CA{CertFile: config.DefaultCACert, KeyFile: config.DefaultCAKey}
-	// Round-trip through a generic value so that keys come out sorted
-	// whatever the struct's field order is.
-	raw, err := json.Marshal(c)
+	out, valid := appendProxyConfig(nil, &c)
+	if !valid {
+		return genericProxyConfigJSON(c)
+	}
+	// What is written must be what the proxy loads, and exactly the
+	// Plan's config: a config the proxy would refuse is refused here
+	// rather than deployed, and what the proxy reads back must write the
+	// same bytes again, so that no field was lost or changed on the way.
+	loaded, err := config.Decode(out)
 	if err != nil {
-		return nil, fmt.Errorf("encoding proxy config: %w", err)
+		return nil, fmt.Errorf("%w: the proxy would refuse its config: %w", ErrInvalidPlan, err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var generic any
-	if err := dec.Decode(&generic); err != nil {
-		return nil, fmt.Errorf("encoding proxy config: %w", err)
+	if back, _ := appendProxyConfig(make([]byte, 0, len(out)), loaded); !bytes.Equal(back, out) {
+		return nil, errNotSurvived
 	}
-	out, err := encodeJSON(generic)
+	return out, nil
+}
+
+var errNotSurvived = fmt.Errorf("%w: the proxy config does not survive JSON encoding unchanged (invalid UTF-8?)", ErrInvalidPlan)
+
+// genericProxyConfigJSON is proxyConfigJSON by way of encoding/json and a
+// generic value, whose sorted map keys order the fields. It is the
+// reference appendProxyConfig is tested against, and the path of a config
+// holding invalid UTF-8, which it refuses as it always has.
+func genericProxyConfigJSON(c config.Config) ([]byte, error) {
+	raw, out, err := encodeGeneric(c)
 	if err != nil {
 		return nil, err
 	}
@@ -111,9 +134,30 @@ func proxyConfigJSON(sb compiler.Sandbox) ([]byte, error) {
 		return nil, fmt.Errorf("%w: the proxy would refuse its config: %w", ErrInvalidPlan, err)
 	}
 	if back, err := json.Marshal(loaded); err != nil || !bytes.Equal(back, raw) {
-		return nil, fmt.Errorf("%w: the proxy config does not survive JSON encoding unchanged (invalid UTF-8?)", ErrInvalidPlan)
+		return nil, errNotSurvived
 	}
 	return out, nil
+}
+
+// encodeGeneric encodes c with encoding/json (raw) and, by way of a
+// generic value whose map keys come out sorted whatever the struct's field
+// order is, as encodeJSON writes it (out).
+func encodeGeneric(c config.Config) (raw, out []byte, err error) {
+	raw, err = json.Marshal(c)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encoding proxy config: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var generic any
+	if err := dec.Decode(&generic); err != nil {
+		return nil, nil, fmt.Errorf("encoding proxy config: %w", err)
+	}
+	out, err = encodeJSON(generic)
+	if err != nil {
+		return nil, nil, err
+	}
+	return raw, out, nil
 }
 
 // encodeJSON writes v with sorted keys (maps), 2-space indentation, no

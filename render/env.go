@@ -134,8 +134,25 @@ func checkEnvValue(v string) error {
 	return nil
 }
 
-// encodeEnvJSON is env.json: one object, name to value, sorted.
+// encodeEnvJSON is env.json: one object, name to value, sorted. env is
+// sorted by name, each once, and is written as it is; otherwise, or when
+// a string is not valid UTF-8, it goes by way of a map and encoding/json,
+// which write the same bytes for a sorted env (TestEncodeEnvJSON).
 func encodeEnvJSON(env []envVar) ([]byte, error) {
+	w := jsonWriter{b: make([]byte, 0, 64*len(env)+4), valid: true}
+	n := w.open('{')
+	for i, e := range env {
+		if i > 0 && env[i-1].Name >= e.Name {
+			w.valid = false
+			break
+		}
+		w.key(&n, 1, e.Name)
+		w.str(e.Value)
+	}
+	if w.valid {
+		w.close(n, 0, '}')
+		return append(w.b, '\n'), nil
+	}
 	m := make(map[string]string, len(env))
 	for _, e := range env {
 		m[e.Name] = e.Value

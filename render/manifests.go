@@ -63,6 +63,81 @@ type sandboxInput struct {
 	env       []envVar
 	proxyJSON []byte
 	opts      Options
+	shared    *shared
+}
+
+// shared holds the parts of the manifests that depend on the Options
+// alone, built once per render and put, as they are, into every sandbox's
+// objects: at 10,000 Connections building them again for each of
+// thousands of pods was most of what the manifests allocated. They are
+// only read once built (the emitter only reads; nothing that builds an
+// object changes a part it did not make), so the render workers share
+// them. TestSharedUnchanged checks that a render leaves them as built.
+// Each is fixed, so that an emitter writes it once and copies it after.
+type shared struct {
+	restricted       *fixed // the proxy's and trust publisher's securityContext
+	sandboxSecurity  *fixed
+	podSeccomp       *fixed // the sandbox-only pod's securityContext
+	proxyPodSecurity *fixed
+	sandboxMounts    *fixed
+	netInit          *fixed
+	trustEnv         *fixed
+	initResources    *fixed
+	proxyPorts       *fixed
+	proxyResources   *fixed
+	startupProbe     *fixed
+	readinessProbe   *fixed
+	livenessProbe    *fixed
+	apiAccessVolume  *fixed
+	trustVolume      *fixed
+}
+
+func newShared(opts Options) *shared {
+	probe := func(path string, period, failures int) obj {
+		return obj{
+			"httpGet":          obj{"path": path, "port": "admin"},
+			"periodSeconds":    period,
+			"failureThreshold": failures,
+		}
+	}
+	in := sandboxInput{opts: opts}
+	return &shared{
+		restricted:      fix(restricted()),
+		sandboxSecurity: fix(in.sandboxSecurity()),
+		podSeccomp:      fix(obj{"seccompProfile": obj{"type": "RuntimeDefault"}}),
+		proxyPodSecurity: fix(obj{
+			"fsGroup":        proxyUID,
+			"seccompProfile": obj{"type": "RuntimeDefault"},
+		}),
+		sandboxMounts: fix(list{obj{
+			"name": volTrust, "mountPath": TrustDir, "readOnly": true,
+		}}),
+		netInit: fix(in.netInitContainer()),
+		trustEnv: fix(list{
+			obj{"name": "POD_NAMESPACE", "valueFrom": obj{"fieldRef": obj{"apiVersion": "v1", "fieldPath": "metadata.namespace"}}},
+		}),
+		initResources: fix(obj{"requests": obj{"cpu": "10m", "memory": "16Mi"}}),
+		proxyPorts: fix(list{
+			obj{"name": "proxy", "containerPort": ProxyPort, "protocol": "TCP"},
+			obj{"name": "admin", "containerPort": AdminPort, "protocol": "TCP"},
+		}),
+		proxyResources: fix(obj{
+			"requests": obj{"cpu": "50m", "memory": "64Mi"},
+			"limits":   obj{"memory": "256Mi"},
+		}),
+		startupProbe:   fix(probe("/readyz", 1, 120)),
+		readinessProbe: fix(probe("/readyz", 5, 3)),
+		livenessProbe:  fix(probe("/healthz", 10, 3)),
+		apiAccessVolume: fix(obj{"name": volAPIAccess, "projected": obj{
+			"defaultMode": 0o444,
+			"sources": list{
+				obj{"serviceAccountToken": obj{"path": "token", "expirationSeconds": 3607}},
+				obj{"configMap": obj{"name": "kube-root-ca.crt", "items": list{obj{"key": "ca.crt", "path": "ca.crt"}}}},
+				obj{"downwardAPI": obj{"items": list{obj{"path": "namespace", "fieldRef": obj{"apiVersion": "v1", "fieldPath": "metadata.namespace"}}}}},
+			},
+		}}),
+		trustVolume: fix(obj{"name": volTrust, "emptyDir": obj{"medium": "Memory", "sizeLimit": "4Mi"}}),
+	}
 }
 
 func (in sandboxInput) name(comp string) string { return in.sb.Name + "-" + comp }
@@ -228,7 +303,7 @@ func (in sandboxInput) sandboxDeployment() obj {
 	o := in.object("apps/v1", "Deployment", in.name(compSandbox), compSandbox)
 	pod := obj{
 		"automountServiceAccountToken": false,
-		"securityContext":              obj{"seccompProfile": obj{"type": "RuntimeDefault"}},
+		"securityContext":              in.shared.podSeccomp,
 		"containers":                   list{in.sandboxContainer()},
 	}
 	var ann obj
@@ -261,13 +336,11 @@ func (in sandboxInput) sandboxContainer() obj {
 		env = append(env, obj{"name": e.Name, "value": e.Value})
 	}
 	return obj{
-		"name":  compSandbox,
-		"image": in.image,
-		"env":   env,
-		"volumeMounts": list{obj{
-			"name": volTrust, "mountPath": TrustDir, "readOnly": true,
-		}},
-		"securityContext": in.sandboxSecurity(),
+		"name":            compSandbox,
+		"image":           in.image,
+		"env":             env,
+		"volumeMounts":    in.shared.sandboxMounts,
+		"securityContext": in.shared.sandboxSecurity,
 	}
 }
 
@@ -313,7 +386,7 @@ func (in sandboxInput) addProxy(pod obj, sidecar bool) {
 	if sidecar {
 		// The rules go in first: no container of the pod starts with
 		// its egress open.
-		inits = append(list{in.netInitContainer()}, inits...)
+		inits = append(list{in.shared.netInit}, inits...)
 		proxy["args"] = append(proxy["args"].(list), "--transparent-listen", fmt.Sprintf("127.0.0.1:%d", TransparentPort))
 		proxy["restartPolicy"] = "Always"
 		inits = append(inits, proxy)
@@ -323,23 +396,13 @@ func (in sandboxInput) addProxy(pod obj, sidecar bool) {
 	pod["initContainers"] = inits
 	pod["serviceAccountName"] = in.name(compProxy)
 	pod["automountServiceAccountToken"] = false
-	pod["securityContext"] = obj{
-		"fsGroup":        proxyUID,
-		"seccompProfile": obj{"type": "RuntimeDefault"},
-	}
+	pod["securityContext"] = in.shared.proxyPodSecurity
 	pod["volumes"] = in.proxyVolumes()
 }
 
 func (in sandboxInput) proxyVolumes() list {
 	vols := list{
-		obj{"name": volAPIAccess, "projected": obj{
-			"defaultMode": 0o444,
-			"sources": list{
-				obj{"serviceAccountToken": obj{"path": "token", "expirationSeconds": 3607}},
-				obj{"configMap": obj{"name": "kube-root-ca.crt", "items": list{obj{"key": "ca.crt", "path": "ca.crt"}}}},
-				obj{"downwardAPI": obj{"items": list{obj{"path": "namespace", "fieldRef": obj{"apiVersion": "v1", "fieldPath": "metadata.namespace"}}}}},
-			},
-		}},
+		in.shared.apiAccessVolume,
 		obj{"name": volCA, "secret": obj{
 			"secretName":  in.name(compCA),
 			"defaultMode": 0o440,
@@ -357,7 +420,7 @@ func (in sandboxInput) proxyVolumes() list {
 			"name":  in.name(compProxy),
 			"items": list{obj{"key": "proxy.json", "path": "proxy.json"}},
 		}},
-		obj{"name": volTrust, "emptyDir": obj{"medium": "Memory", "sizeLimit": "4Mi"}},
+		in.shared.trustVolume,
 	}
 	if in.opts.UpstreamCAConfigMap != "" {
 		vols = append(vols, obj{"name": volUpstreamCA, "configMap": obj{
@@ -415,29 +478,16 @@ func (in sandboxInput) proxyContainer(listen string) obj {
 			"readOnly":  true,
 		})
 	}
-	probe := func(path string, period, failures int) obj {
-		return obj{
-			"httpGet":          obj{"path": path, "port": "admin"},
-			"periodSeconds":    period,
-			"failureThreshold": failures,
-		}
-	}
 	return obj{
-		"name":  compProxy,
-		"image": in.opts.ProxyImage,
-		"args":  args,
-		"ports": list{
-			obj{"name": "proxy", "containerPort": ProxyPort, "protocol": "TCP"},
-			obj{"name": "admin", "containerPort": AdminPort, "protocol": "TCP"},
-		},
-		"startupProbe":   probe("/readyz", 1, 120),
-		"readinessProbe": probe("/readyz", 5, 3),
-		"livenessProbe":  probe("/healthz", 10, 3),
-		"resources": obj{
-			"requests": obj{"cpu": "50m", "memory": "64Mi"},
-			"limits":   obj{"memory": "256Mi"},
-		},
-		"securityContext": restricted(),
+		"name":            compProxy,
+		"image":           in.opts.ProxyImage,
+		"args":            args,
+		"ports":           in.shared.proxyPorts,
+		"startupProbe":    in.shared.startupProbe,
+		"readinessProbe":  in.shared.readinessProbe,
+		"livenessProbe":   in.shared.livenessProbe,
+		"resources":       in.shared.proxyResources,
+		"securityContext": in.shared.restricted,
 		"volumeMounts":    mounts,
 	}
 }
@@ -461,11 +511,9 @@ func (in sandboxInput) trustContainer() obj {
 			"--configmap", in.name(compTrust),
 			"--field-manager", trustFieldManager,
 		},
-		"env": list{
-			obj{"name": "POD_NAMESPACE", "valueFrom": obj{"fieldRef": obj{"apiVersion": "v1", "fieldPath": "metadata.namespace"}}},
-		},
-		"resources":       obj{"requests": obj{"cpu": "10m", "memory": "16Mi"}},
-		"securityContext": restricted(),
+		"env":             in.shared.trustEnv,
+		"resources":       in.shared.initResources,
+		"securityContext": in.shared.restricted,
 		"volumeMounts": list{
 			obj{"name": volCAPublic, "mountPath": caPublicDir, "readOnly": true},
 			obj{"name": volTrust, "mountPath": trustWorkDir},

@@ -208,8 +208,12 @@ func Render(p compiler.Plan, opts Options) ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
-	var files []File
-	var manifests []string
+	n := 1
+	for _, fs := range rendered {
+		n += len(fs)
+	}
+	files := make([]File, 0, n)
+	manifests := make([]string, 0, n)
 	for _, fs := range rendered {
 		for _, f := range fs {
 			if strings.HasSuffix(f.Path, ".yaml") {
@@ -234,17 +238,21 @@ func Render(p compiler.Plan, opts Options) ([]File, error) {
 func renderAll(sandboxes []compiler.Sandbox, dirs []string, opts Options) ([][]File, error) {
 	out := make([][]File, len(sandboxes))
 	errs := make([]error, len(sandboxes))
+	sh := newShared(opts)
 	workers := min(runtime.GOMAXPROCS(0), len(sandboxes))
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
+			var e emitter
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(sandboxes) {
 					return
 				}
-				out[i], errs[i] = opts.Reuse.render(sandboxes[i], dirs[i], opts)
+				out[i], errs[i] = opts.Reuse.render(sandboxes[i], dirs[i], opts, func() ([]File, error) {
+					return renderSandbox(&e, sh, sandboxes[i], dirs[i], opts)
+				})
 			}
 		})
 	}
@@ -307,7 +315,9 @@ func describe(sb compiler.Sandbox) string {
 	return s
 }
 
-func renderSandbox(sb compiler.Sandbox, dir string, opts Options) ([]File, error) {
+// renderSandbox renders one sandbox's files, encoding its manifests with
+// e and putting sh's parts in them.
+func renderSandbox(e *emitter, sh *shared, sb compiler.Sandbox, dir string, opts Options) ([]File, error) {
 	image := sb.Image
 	if image == "" {
 		image = opts.DefaultSandboxImage
@@ -332,9 +342,9 @@ func renderSandbox(sb compiler.Sandbox, dir string, opts Options) ([]File, error
 		{Path: dir + "/env.json", Data: envJSON},
 		{Path: dir + "/.env", Data: encodeDotEnv(env)},
 	}
-	objs := manifests(sandboxInput{sb: sb, image: image, env: env, proxyJSON: proxyJSON, opts: opts})
+	objs := manifests(sandboxInput{sb: sb, image: image, env: env, proxyJSON: proxyJSON, opts: opts, shared: sh})
 	for _, o := range objs {
-		data, err := encodeObject(o)
+		data, err := e.object(o)
 		if err != nil {
 			return nil, fmt.Errorf("sandbox %s: %w", describe(sb), err)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -766,5 +767,35 @@ func TestNetworkPolicy(t *testing.T) {
 	svc := find(t, objs, "Service", "support-workspace-egress-proxy")
 	if dig(svc, "spec", "selector", "app.kubernetes.io/component") != compProxy {
 		t.Errorf("Service selector = %v", dig(svc, "spec", "selector"))
+	}
+}
+
+// TestSharedUnchanged: rendering sandboxes leaves the parts every sandbox
+// shares as they were built, in both proxy modes and with an object that
+// takes the Flux substitution annotation, since the render workers read
+// them at the same time.
+func TestSharedUnchanged(t *testing.T) {
+	for _, mode := range []string{ModeSidecar, ModeDeployment} {
+		t.Run(mode, func(t *testing.T) {
+			opts, err := Options{ProxyMode: mode, DefaultSandboxImage: "img:1", UpstreamCAConfigMap: "ca", ProxyResolve: []string{"a:443:b"}}.withDefaults()
+			if err != nil {
+				t.Fatal(err)
+			}
+			sh := newShared(opts)
+			p := twoSandboxPlan()
+			p.Sandboxes[0].Proxy.Hosts[0].Inject.Header.Value = "${TOKEN} {{ .token }}"
+			var e emitter
+			for _, sb := range p.Sandboxes {
+				if sb.Namespace == "" {
+					sb.Namespace = opts.DefaultNamespace
+				}
+				if _, err := renderSandbox(&e, sh, sb, sb.Namespace+"/"+sb.Name, opts); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !reflect.DeepEqual(sh, newShared(opts)) {
+				t.Error("rendering changed a part the sandboxes share")
+			}
+		})
 	}
 }

@@ -41,11 +41,11 @@ func (r *Reuse) Hits() int {
 	return r.hits
 }
 
-// render is renderSandbox(sb, dir, opts), reusing an earlier result when
-// it has one for an equal sandbox, directory and options.
-func (r *Reuse) render(sb compiler.Sandbox, dir string, opts Options) ([]File, error) {
+// render is fresh(), the render of sb into dir with opts, or an earlier
+// result when it has one for an equal sandbox, directory and options.
+func (r *Reuse) render(sb compiler.Sandbox, dir string, opts Options, fresh func() ([]File, error)) ([]File, error) {
 	if r == nil {
-		return renderSandbox(sb, dir, opts)
+		return fresh()
 	}
 	opts.Reuse = nil // not an input of the files
 	r.mu.Lock()
@@ -57,7 +57,7 @@ func (r *Reuse) render(sb compiler.Sandbox, dir string, opts Options) ([]File, e
 		r.mu.Unlock()
 		return prev.files, nil
 	}
-	files, err := renderSandbox(sb, dir, opts)
+	files, err := fresh()
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,11 @@
 package render
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -169,7 +171,40 @@ func writeTree(root string, files []File) error {
 // a build instruction, not an object, and is left out. An empty stream is
 // an error (ErrEmpty), since Argo CD would prune every object it manages.
 func Stream(files []File) ([]byte, error) {
-	var streamed []File
+	streamed, size, err := streamFiles(files)
+	if err != nil {
+		return nil, err
+	}
+	// One allocation of the whole stream: growing a buffer of tens of
+	// megabytes by doubling cost a render as much as its YAML encoding.
+	b := bytes.NewBuffer(make([]byte, 0, size))
+	if err := writeStream(b, streamed); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// WriteStream writes to w the stream Stream returns, without holding it
+// whole in memory: at 10,000 Connections the stream is tens of megabytes,
+// and allocating and filling it cost a render more than writing it did.
+// Nothing is written when the stream would be empty (ErrEmpty). An error
+// from w can leave part of the stream written, as any failed write can.
+func WriteStream(w io.Writer, files []File) error {
+	streamed, _, err := streamFiles(files)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 256<<10)
+	if err := writeStream(bw, streamed); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// streamFiles returns the files a stream holds, in Path order, and the
+// stream's size; ErrEmpty when there are none.
+func streamFiles(files []File) ([]File, int, error) {
+	streamed := make([]File, 0, len(files))
 	size := 0
 	for _, f := range sortedFiles(files) {
 		if !strings.HasSuffix(f.Path, ".yaml") || path.Base(f.Path) == "kustomization.yaml" {
@@ -181,22 +216,27 @@ func Stream(files []File) ([]byte, error) {
 		streamed = append(streamed, f)
 		size += len("---\n") + len(f.Data) + 1
 	}
-	// One allocation of the whole stream: growing a buffer of tens of
-	// megabytes by doubling cost a render as much as its YAML encoding.
-	b := bytes.NewBuffer(make([]byte, 0, size))
-	n := 0
+	if len(streamed) == 0 {
+		return nil, 0, fmt.Errorf("%w: no Kubernetes objects to stream", ErrEmpty)
+	}
+	return streamed, size, nil
+}
+
+func writeStream(w io.Writer, streamed []File) error {
 	for _, f := range streamed {
-		b.WriteString("---\n")
-		b.Write(f.Data)
-		if !bytes.HasSuffix(f.Data, []byte("\n")) {
-			b.WriteByte('\n')
+		if _, err := io.WriteString(w, "---\n"); err != nil {
+			return err
 		}
-		n++
+		if _, err := w.Write(f.Data); err != nil {
+			return err
+		}
+		if !bytes.HasSuffix(f.Data, []byte("\n")) {
+			if _, err := io.WriteString(w, "\n"); err != nil {
+				return err
+			}
+		}
 	}
-	if n == 0 {
-		return nil, fmt.Errorf("%w: no Kubernetes objects to stream", ErrEmpty)
-	}
-	return b.Bytes(), nil
+	return nil
 }
 
 func sortedFiles(files []File) []File {
@@ -211,13 +251,20 @@ func sortedFiles(files []File) []File {
 // here.
 func kustomization(header string, resources []string) (File, error) {
 	sorted := slices.Sorted(slices.Values(resources))
-	k, err := encodeYAML(obj{
+	// A render of thousands of sandboxes lists tens of thousands of
+	// files: size the buffer once rather than grow it by doubling.
+	size := len(header) + 128
+	for _, r := range resources {
+		size += len("- ") + len(r) + 3
+	}
+	e := emitter{buf: make([]byte, 0, size)}
+	e.buf = append(e.buf, header...)
+	if err := e.value(obj{
 		"apiVersion": "kustomize.config.k8s.io/v1beta1",
 		"kind":       "Kustomization",
 		"resources":  sorted,
-	})
-	if err != nil {
-		return File{}, err
+	}, 0, false); err != nil {
+		return File{}, fmt.Errorf("encoding YAML: %w", err)
 	}
-	return File{Path: "kustomization.yaml", Data: append([]byte(header), k...)}, nil
+	return File{Path: "kustomization.yaml", Data: e.buf}, nil
 }

@@ -252,6 +252,49 @@ func TestStream(t *testing.T) {
 			if out, err := Stream(fs); !errors.Is(err, ErrEmpty) || out != nil {
 				t.Errorf("Stream = %q, %v; want ErrEmpty", out, err)
 			}
+			var w bytes.Buffer
+			if err := WriteStream(&w, fs); !errors.Is(err, ErrEmpty) || w.Len() != 0 {
+				t.Errorf("WriteStream wrote %q, %v; want nothing and ErrEmpty", w.String(), err)
+			}
 		})
 	}
 }
+
+// TestWriteStream: WriteStream writes what Stream returns, byte for byte,
+// including for a file without a final newline and a stream larger than
+// its write buffer; a failing writer's error is returned.
+func TestWriteStream(t *testing.T) {
+	big := bytes.Repeat([]byte("a: b\n"), 100_000)
+	tests := map[string][]File{
+		"rendered": mustRender(t, twoSandboxPlan(), Options{ProxyMode: ModeDeployment, DefaultSandboxImage: "img:1"}),
+		"no final newline": {
+			{Path: "b.yaml", Data: []byte("kind: B")},
+			{Path: "a.yaml", Data: []byte("kind: A\n")},
+		},
+		"larger than the buffer": {{Path: "a.yaml", Data: big}, {Path: "b.yaml", Data: big}},
+	}
+	for name, files := range tests {
+		t.Run(name, func(t *testing.T) {
+			want, err := Stream(files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got bytes.Buffer
+			if err := WriteStream(&got, files); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Bytes(), want) {
+				t.Errorf("WriteStream wrote %d bytes that differ from Stream's %d", got.Len(), len(want))
+			}
+			if err := WriteStream(failingWriter{}, files); !errors.Is(err, errWrite) {
+				t.Errorf("WriteStream to a failing writer = %v, want %v", err, errWrite)
+			}
+		})
+	}
+}
+
+var errWrite = errors.New("write refused")
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errWrite }

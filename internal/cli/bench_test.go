@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -61,6 +62,59 @@ func BenchmarkCheckVsParse(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkRenderVsCheck times `keyhole check` and `keyhole render
+// --stdout` on the repository of BenchmarkCheckVsParse, one after the
+// other in every iteration, so that on a shared machine both see the same
+// load, each after a garbage collection. It reports the medians over the iterations of each one's wall
+// time and of the ratio render/check within an iteration: run it with
+// -benchtime 5x (or more) for medians of as many alternating runs.
+func BenchmarkRenderVsCheck(b *testing.B) {
+	dir, _ := synth.ForBenchmark(b)
+	var checks, renders, ratios, checkCPU, renderCPU []float64
+	for b.Loop() {
+		// Each starts from a collected heap, as a process of its own
+		// would, rather than paying for the other's garbage.
+		runtime.GC()
+		start, cpu0 := time.Now(), cpuTime(b)
+		var out bytes.Buffer
+		e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: io.Discard}
+		if code := run(e, []string{"check", dir}); code != exitOK {
+			b.Fatalf("check: exit %d:\n%s", code, out.String())
+		}
+		check, cpu1 := time.Since(start), cpuTime(b)
+		runtime.GC()
+		mid, cpu2 := time.Now(), cpuTime(b)
+		var errs bytes.Buffer
+		e = &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: &errs}
+		if code := run(e, []string{"render", "--stdout", dir}); code != exitOK {
+			b.Fatalf("render: exit %d:\n%s", code, errs.String())
+		}
+		render, cpu3 := time.Since(mid), cpuTime(b)
+		checks, renders = append(checks, check.Seconds()*1e3), append(renders, render.Seconds()*1e3)
+		ratios = append(ratios, render.Seconds()/check.Seconds())
+		checkCPU, renderCPU = append(checkCPU, (cpu1-cpu0).Seconds()*1e3), append(renderCPU, (cpu3-cpu2).Seconds()*1e3)
+	}
+	b.ReportMetric(median(checks), "check-ms")
+	b.ReportMetric(median(renders), "render-ms")
+	b.ReportMetric(median(ratios), "render/check")
+	// CPU time, user and system, GC included: what the work costs apart
+	// from waiting for a core on a shared machine.
+	b.ReportMetric(median(checkCPU), "check-cpu-ms")
+	b.ReportMetric(median(renderCPU), "render-cpu-ms")
+}
+
+// median is the median of xs, 0 for none; xs is left as it was.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func parseAll(b *testing.B, files []string) {

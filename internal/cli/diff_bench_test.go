@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -106,18 +105,6 @@ func labelled(name string, f func() int) int {
 	var code int
 	pprof.Do(context.Background(), pprof.Labels("cmd", name), func(context.Context) { code = f() })
 	return code
-}
-
-// median is the median of xs, which it sorts.
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	slices.Sort(xs)
-	if len(xs)%2 == 1 {
-		return xs[len(xs)/2]
-	}
-	return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
 }
 
 // gitCommit commits everything in dir with the real git binary, making

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"path"
 	"slices"
 	"strings"
@@ -58,15 +59,11 @@ func runRender(e *env, args []string) int {
 		return code
 	}
 	if *stdout {
-		b, err := stream(units)
+		err := writeStream(e.stdout, units)
 		if errors.Is(err, errUsage) {
 			fmt.Fprintf(e.stderr, "keyhole render: --stdout: %v\n", err)
 			return exitUsage
 		}
-		if err != nil {
-			return fail(e, "render", err)
-		}
-		_, err = e.stdout.Write(b)
 		if err != nil {
 			return fail(e, "render", err)
 		}
@@ -167,12 +164,32 @@ func renderUnits(c *checked, opts render.Options, renderer render.Renderer, only
 	return out, nil
 }
 
-// stream is every unit's objects as one YAML stream, which --stdout and
-// --krm print. One stream is what one cluster applies: several units'
+// stream is every unit's objects as one YAML stream, which --krm prints
+// and --stdout writes (writeStream). One stream is what one cluster applies: several units'
 // objects go in it when no two units render the same object; when they do
 // (two overlays of one base), a stream of both would apply one over the
 // other, and --unit chooses.
 func stream(units []rendered) ([]byte, error) {
+	all, err := streamed(units)
+	if err != nil {
+		return nil, err
+	}
+	return render.Stream(all)
+}
+
+// writeStream writes the stream of stream to w as it goes, rather than
+// building it first: nothing is written when it is refused.
+func writeStream(w io.Writer, units []rendered) error {
+	all, err := streamed(units)
+	if err != nil {
+		return err
+	}
+	return render.WriteStream(w, all)
+}
+
+// streamed is every unit's files, for one stream; an error when two units
+// render the same object.
+func streamed(units []rendered) ([]render.File, error) {
 	if a, b, clash := clashing(units); clash != "" {
 		return nil, fmt.Errorf("%w: one stream holds each object once, and deploy units %s and %s both render %s: choose one with --unit, as each Argo CD application renders one", errUsage, unitName(a), unitName(b), clash)
 	}
@@ -180,7 +197,7 @@ func stream(units []rendered) ([]byte, error) {
 	for _, u := range units {
 		all = append(all, u.files...)
 	}
-	return render.Stream(all)
+	return all, nil
 }
 
 // clashing returns two units that render a file of the same path (so the

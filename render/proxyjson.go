@@ -1,0 +1,279 @@
+package render
+
+import (
+	"slices"
+	"unicode/utf8"
+
+	"keyhole.dev/keyhole/proxy/config"
+)
+
+// appendProxyConfig appends c to b as encodeJSON writes it after a round
+// trip through a generic value (genericProxyConfigJSON): object keys
+// sorted, 2-space indentation, fields left out where their json tag says
+// omitempty, no HTML escaping and a final newline. It writes the fields
+// directly, without reflection and without the generic value, which cost
+// a render at 10,000 Connections more than checking them did.
+//
+// valid is false when a string in c is not valid UTF-8: JSON cannot carry
+// it unchanged, and the caller takes the generic path, whose bytes and
+// refusal are then exactly what they always were. TestAppendProxyConfig
+// holds the two paths to the same bytes and fails when config.Config
+// gains a field this function does not write.
+func appendProxyConfig(b []byte, c *config.Config) (out []byte, valid bool) {
+	w := jsonWriter{b: b, valid: true}
+	n := w.open('{')
+	w.key(&n, 1, "apiVersion")
+	w.str(c.APIVersion)
+	w.key(&n, 1, "ca")
+	w.ca(c.CA, 1)
+	if len(c.Hosts) > 0 {
+		w.key(&n, 1, "hosts")
+		m := w.open('[')
+		for i := range c.Hosts {
+			w.item(&m, 2)
+			w.host(&c.Hosts[i], 2)
+		}
+		w.close(m, 1, ']')
+	}
+	w.key(&n, 1, "kind")
+	w.str(c.Kind)
+	if len(c.Passthrough) > 0 {
+		w.key(&n, 1, "passthrough")
+		w.strs(c.Passthrough, 1)
+	}
+	w.key(&n, 1, "sandbox")
+	m := w.open('{')
+	w.key(&m, 2, "name")
+	w.str(c.Sandbox.Name)
+	if c.Sandbox.Namespace != "" {
+		w.key(&m, 2, "namespace")
+		w.str(c.Sandbox.Namespace)
+	}
+	w.close(m, 1, '}')
+	if c.ScrubResponseBodies {
+		w.key(&n, 1, "scrubResponseBodies")
+		w.b = append(w.b, "true"...)
+	}
+	if c.SecretsDir != "" {
+		w.key(&n, 1, "secretsDir")
+		w.str(c.SecretsDir)
+	}
+	w.close(n, 0, '}')
+	w.b = append(w.b, '\n')
+	return w.b, w.valid
+}
+
+// jsonWriter appends indented JSON. Objects and arrays count their
+// members so far (n) to place commas and to write an empty one as {} or
+// [], as encoding/json's indentation does.
+type jsonWriter struct {
+	b     []byte
+	valid bool
+}
+
+func (w *jsonWriter) open(c byte) int {
+	w.b = append(w.b, c)
+	return 0
+}
+
+func (w *jsonWriter) close(n, depth int, c byte) {
+	if n > 0 {
+		w.newline(depth)
+	}
+	w.b = append(w.b, c)
+}
+
+func (w *jsonWriter) newline(depth int) {
+	w.b = append(w.b, '\n')
+	for range depth {
+		w.b = append(w.b, ' ', ' ')
+	}
+}
+
+// item starts the next member of an array at depth.
+func (w *jsonWriter) item(n *int, depth int) {
+	if *n > 0 {
+		w.b = append(w.b, ',')
+	}
+	*n++
+	w.newline(depth)
+}
+
+// key starts the next member of an object at depth: "k": .
+func (w *jsonWriter) key(n *int, depth int, k string) {
+	w.item(n, depth)
+	w.str(k)
+	w.b = append(w.b, ':', ' ')
+}
+
+func (w *jsonWriter) ca(ca config.CA, depth int) {
+	n := w.open('{')
+	if ca.CertFile != "" {
+		w.key(&n, depth+1, "certFile")
+		w.str(ca.CertFile)
+	}
+	if ca.KeyFile != "" {
+		w.key(&n, depth+1, "keyFile")
+		w.str(ca.KeyFile)
+	}
+	w.close(n, depth, '}')
+}
+
+func (w *jsonWriter) host(h *config.Host, depth int) {
+	n := w.open('{')
+	w.key(&n, depth+1, "connection")
+	w.str(h.Connection)
+	w.key(&n, depth+1, "inject")
+	w.inject(&h.Inject, depth+1)
+	w.key(&n, depth+1, "name")
+	w.str(h.Name)
+	if len(h.Rules) > 0 {
+		w.key(&n, depth+1, "rules")
+		m := w.open('[')
+		for i := range h.Rules {
+			w.item(&m, depth+2)
+			w.rule(&h.Rules[i], depth+2)
+		}
+		w.close(m, depth+1, ']')
+	}
+	w.close(n, depth, '}')
+}
+
+func (w *jsonWriter) inject(in *config.Inject, depth int) {
+	n := w.open('{')
+	if b := in.Basic; b != nil {
+		w.key(&n, depth+1, "basic")
+		m := w.open('{')
+		w.key(&m, depth+2, "passwordKey")
+		w.str(b.PasswordKey)
+		w.key(&m, depth+2, "usernameKey")
+		w.str(b.UsernameKey)
+		w.close(m, depth+1, '}')
+	}
+	if h := in.Header; h != nil {
+		w.key(&n, depth+1, "header")
+		m := w.open('{')
+		w.key(&m, depth+2, "name")
+		w.str(h.Name)
+		w.key(&m, depth+2, "value")
+		w.str(h.Value)
+		w.close(m, depth+1, '}')
+	}
+	w.key(&n, depth+1, "secret")
+	w.str(in.Secret)
+	if s := in.Substitute; s != nil {
+		w.key(&n, depth+1, "substitute")
+		m := w.open('{')
+		if len(s.Headers) > 0 {
+			w.key(&m, depth+2, "headers")
+			w.strs(s.Headers, depth+2)
+		}
+		w.key(&m, depth+2, "key")
+		w.str(s.Key)
+		w.key(&m, depth+2, "placeholder")
+		w.str(s.Placeholder)
+		w.close(m, depth+1, '}')
+	}
+	w.close(n, depth, '}')
+}
+
+func (w *jsonWriter) rule(r *config.Rule, depth int) {
+	n := w.open('{')
+	if len(r.Body) > 0 {
+		w.key(&n, depth+1, "body")
+		fields := make([]string, 0, len(r.Body))
+		for f := range r.Body {
+			fields = append(fields, f)
+		}
+		slices.Sort(fields)
+		m := w.open('{')
+		for _, f := range fields {
+			w.key(&m, depth+2, f)
+			w.strs(r.Body[f], depth+2)
+		}
+		w.close(m, depth+1, '}')
+	}
+	// methods has no omitempty: a nil list is written as null.
+	w.key(&n, depth+1, "methods")
+	w.strs(r.Methods, depth+1)
+	if len(r.PathPatterns) > 0 {
+		w.key(&n, depth+1, "pathPatterns")
+		w.strs(r.PathPatterns, depth+1)
+	}
+	if len(r.PathPrefixes) > 0 {
+		w.key(&n, depth+1, "pathPrefixes")
+		w.strs(r.PathPrefixes, depth+1)
+	}
+	w.close(n, depth, '}')
+}
+
+// strs writes a list of strings whose key is at depth; nil is null, as
+// encoding/json writes a nil slice.
+func (w *jsonWriter) strs(ss []string, depth int) {
+	if ss == nil {
+		w.b = append(w.b, "null"...)
+		return
+	}
+	n := w.open('[')
+	for _, s := range ss {
+		w.item(&n, depth+1)
+		w.str(s)
+	}
+	w.close(n, depth, ']')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// str writes s quoted as encoding/json does with HTML escaping off: \" \\
+// \b \f \n \r \t, \u00XX for the other control characters, \u2028 and
+// \u2029 escaped, everything else as is. A string that is not valid UTF-8
+// marks the writer invalid.
+func (w *jsonWriter) str(s string) {
+	w.b = append(w.b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			w.b = append(w.b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				w.b = append(w.b, '\\', c)
+			case '\b':
+				w.b = append(w.b, '\\', 'b')
+			case '\f':
+				w.b = append(w.b, '\\', 'f')
+			case '\n':
+				w.b = append(w.b, '\\', 'n')
+			case '\r':
+				w.b = append(w.b, '\\', 'r')
+			case '\t':
+				w.b = append(w.b, '\\', 't')
+			default:
+				w.b = append(w.b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			w.valid = false
+			i++
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			w.b = append(w.b, s[start:i]...)
+			w.b = append(w.b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	w.b = append(w.b, s[start:]...)
+	w.b = append(w.b, '"')
+}

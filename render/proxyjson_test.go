@@ -1,0 +1,199 @@
+package render
+
+import (
+	"bytes"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"keyhole.dev/keyhole/proxy/config"
+)
+
+// proxyConfigCases are configs whose encoding exercises every field, every
+// omitempty, nil against empty lists and the strings JSON escapes.
+func proxyConfigCases() map[string]config.Config {
+	full := config.Config{
+		APIVersion: config.APIVersion,
+		Kind:       config.Kind,
+		Sandbox:    config.SandboxRef{Namespace: "agents", Name: "support"},
+		SecretsDir: config.DefaultSecretsDir,
+		CA:         config.CA{CertFile: config.DefaultCACert, KeyFile: config.DefaultCAKey},
+		Hosts: []config.Host{
+			{
+				Name: "api.github.com", Connection: "github",
+				Inject: config.Inject{Secret: "gh", Header: &config.HeaderInject{Name: "Authorization", Value: "Bearer {{ .token }}"}},
+				Rules: []config.Rule{
+					{Methods: []string{"GET", "HEAD"}, PathPrefixes: []string{"/repos/acme", "/user"}},
+					{Methods: []string{"POST"}, PathPatterns: []string{"/*/*/git-upload-pack", "/a/**"}, Body: map[string][]string{"operation": {"download"}, "a": {"x", "y"}, "z": nil, "e": {}}},
+				},
+			},
+			{Name: "registry.npmjs.org", Connection: "npm", Inject: config.Inject{Secret: "npm", Basic: &config.BasicInject{UsernameKey: "user", PasswordKey: "pass"}}},
+			{Name: "api.openai.com", Connection: "openai", Inject: config.Inject{Secret: "oa", Substitute: &config.SubstituteInject{Placeholder: "omnia-injected-openai", Key: "key", Headers: []string{"Authorization", "X-Api-Key"}}}},
+			{Name: "x.example.com", Connection: "x", Inject: config.Inject{Secret: "x", Substitute: &config.SubstituteInject{Placeholder: "p", Key: "k", Headers: []string{}}}},
+		},
+		Passthrough:         []string{"proxy.golang.org", "sum.golang.org"},
+		ScrubResponseBodies: true,
+	}
+	escapes := full
+	escapes.Hosts = []config.Host{{
+		Name: "a<b>&c", Connection: `q"uo\te`,
+		Inject: config.Inject{Secret: "\x00\x01\x1f\x7f", Header: &config.HeaderInject{Name: "\b\f\n\r\t", Value: "line\u2028para\u2029 é ☃ 😀 \ufffd ${X}"}},
+		Rules:  []config.Rule{{Methods: nil}, {Methods: []string{}}, {Methods: []string{""}, Body: map[string][]string{"<&>": {"\u2028"}, "é": {"\"\\"}}}},
+	}}
+	return map[string]config.Config{
+		"every field":       full,
+		"escaped strings":   escapes,
+		"zero":              {},
+		"empty lists":       {Hosts: []config.Host{}, Passthrough: []string{}},
+		"empty nested":      {Hosts: []config.Host{{Rules: []config.Rule{}}}},
+		"CA cert only":      {CA: config.CA{CertFile: "c"}},
+		"no namespace":      {Sandbox: config.SandboxRef{Name: "n"}},
+		"rule without body": {Hosts: []config.Host{{Rules: []config.Rule{{Methods: []string{"GET"}, Body: map[string][]string{}}}}}},
+	}
+}
+
+// TestAppendProxyConfig: the direct writer produces, byte for byte, what
+// the generic path through encoding/json does, and flags invalid UTF-8.
+func TestAppendProxyConfig(t *testing.T) {
+	for name, c := range proxyConfigCases() {
+		t.Run(name, func(t *testing.T) {
+			_, want, err := encodeGeneric(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, valid := appendProxyConfig(nil, &c)
+			if !valid {
+				t.Fatal("valid UTF-8 reported invalid")
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("appendProxyConfig wrote\n%s\nthe generic path writes\n%s", got, want)
+			}
+		})
+	}
+	invalid := map[string]config.Config{
+		"host name":  {Hosts: []config.Host{{Name: "a\xffb"}}},
+		"body field": {Hosts: []config.Host{{Rules: []config.Rule{{Body: map[string][]string{"\xfe": {"v"}}}}}}},
+		"truncated":  {Sandbox: config.SandboxRef{Name: "\xe2\x80"}},
+	}
+	for name, c := range invalid {
+		t.Run("invalid UTF-8 in "+name, func(t *testing.T) {
+			if _, valid := appendProxyConfig(nil, &c); valid {
+				t.Error("invalid UTF-8 reported valid")
+			}
+		})
+	}
+}
+
+// TestAppendProxyConfigFields: appendProxyConfig writes each field of
+// config.Config and the types within it; a field added there must be
+// added to it (and to proxyConfigCases), or a config would lose it on the
+// way to the proxy. The check after decoding compares what this writer
+// writes, so it would not notice.
+func TestAppendProxyConfigFields(t *testing.T) {
+	written := map[string][]string{
+		"Config":           {"apiVersion", "kind", "sandbox", "secretsDir", "ca", "hosts", "passthrough", "scrubResponseBodies"},
+		"SandboxRef":       {"namespace", "name"},
+		"CA":               {"certFile", "keyFile"},
+		"Host":             {"name", "connection", "inject", "rules"},
+		"Inject":           {"secret", "header", "basic", "substitute"},
+		"HeaderInject":     {"name", "value"},
+		"BasicInject":      {"usernameKey", "passwordKey"},
+		"SubstituteInject": {"placeholder", "key", "headers"},
+		"Rule":             {"methods", "pathPrefixes", "pathPatterns", "body"},
+	}
+	seen := map[string]bool{}
+	var walk func(t reflect.Type)
+	walk = func(typ reflect.Type) {
+		for typ.Kind() == reflect.Pointer || typ.Kind() == reflect.Slice || typ.Kind() == reflect.Map {
+			typ = typ.Elem()
+		}
+		if typ.Kind() != reflect.Struct || seen[typ.Name()] {
+			return
+		}
+		seen[typ.Name()] = true
+		var tags []string
+		for f := range typ.Fields() {
+			tags = append(tags, strings.Split(f.Tag.Get("json"), ",")[0])
+			walk(f.Type)
+		}
+		want, ok := written[typ.Name()]
+		if !ok {
+			t.Errorf("config.%s is not written by appendProxyConfig", typ.Name())
+			return
+		}
+		if !slices.Equal(slices.Sorted(slices.Values(tags)), slices.Sorted(slices.Values(want))) {
+			t.Errorf("config.%s has the fields %v; appendProxyConfig writes %v", typ.Name(), tags, want)
+		}
+	}
+	walk(reflect.TypeFor[config.Config]())
+	if len(seen) != len(written) {
+		t.Errorf("appendProxyConfig writes %d types, config.Config holds %d", len(written), len(seen))
+	}
+}
+
+// FuzzAppendProxyConfig: for any strings, the direct writer and the
+// generic path write the same bytes, or the writer reports invalid UTF-8.
+func FuzzAppendProxyConfig(f *testing.F) {
+	f.Add("api.github.com", "Bearer {{ .token }}", "/repos", "operation", "GET", true)
+	f.Add("a<b>", "\u2028\x00\"\\", "", "", "", false)
+	f.Add("\xff", "é", "\t", "\xfe", "\x7f", true)
+	f.Fuzz(func(t *testing.T, host, value, path, field, method string, scrub bool) {
+		c := config.Config{
+			APIVersion: config.APIVersion, Kind: config.Kind,
+			Sandbox: config.SandboxRef{Name: host, Namespace: value},
+			Hosts: []config.Host{{
+				Name: host, Connection: method,
+				Inject: config.Inject{Secret: field, Header: &config.HeaderInject{Name: method, Value: value}},
+				Rules:  []config.Rule{{Methods: []string{method}, PathPrefixes: []string{path}, Body: map[string][]string{field: {value, path}}}},
+			}},
+			Passthrough:         []string{path, host},
+			ScrubResponseBodies: scrub,
+		}
+		got, valid := appendProxyConfig(nil, &c)
+		_, want, err := encodeGeneric(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if valid && !bytes.Equal(got, want) {
+			t.Fatalf("appendProxyConfig wrote\n%s\nthe generic path writes\n%s", got, want)
+		}
+		if !valid && utf8.ValidString(host+value+path+field+method) {
+			t.Fatal("valid UTF-8 reported invalid")
+		}
+	})
+}
+
+// TestEncodeEnvJSON: env.json written directly is what encoding/json
+// writes for the same variables as a map, whatever the names and values
+// hold, sorted or not.
+func TestEncodeEnvJSON(t *testing.T) {
+	tests := map[string][]envVar{
+		"none":          {},
+		"sorted":        {{"A", "1"}, {"HTTPS_PROXY", "http://127.0.0.1:3128"}, {"a", "x"}},
+		"escapes":       {{"A", `q"b\s`}, {"B", "<&>"}, {"C", "\u2028é\x01\t"}},
+		"invalid UTF-8": {{"A", "a\xffb"}, {"B", "\xe2\x80"}},
+		"unsorted":      {{"B", "1"}, {"A", "2"}},
+		"twice":         {{"A", "1"}, {"A", "2"}},
+	}
+	for name, env := range tests {
+		t.Run(name, func(t *testing.T) {
+			m := map[string]string{}
+			for _, e := range env {
+				m[e.Name] = e.Value
+			}
+			want, err := encodeJSON(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := encodeEnvJSON(env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("encodeEnvJSON wrote\n%s\nencoding/json writes\n%s", got, want)
+			}
+		})
+	}
+}
