@@ -49,6 +49,20 @@ func commitAll(t *testing.T, r *git.Repository, msg string) plumbing.Hash {
 	return h
 }
 
+// headTree opens the repository at dir and returns its HEAD commit's tree.
+func headTree(t testing.TB, dir string) *Tree {
+	t.Helper()
+	repo, err := OpenRepo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := repo.Tree("HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tree
+}
+
 // writeFiles creates files (slash-separated names → contents) under dir.
 func writeFiles(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
@@ -320,14 +334,7 @@ func TestTreeSymlinkLoop(t *testing.T) {
 		}
 	}
 	commitAll(t, r, "loop")
-	repo, err := OpenRepo(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tree, err := repo.Tree("HEAD")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tree := headTree(t, dir)
 	if _, err := tree.Stat(filepath.Join(dir, "a.yaml")); err == nil || !strings.Contains(err.Error(), "symbolic links") {
 		t.Fatalf("Stat of a link cycle = %v", err)
 	}
@@ -396,14 +403,7 @@ func TestTreeBuildReadsOnlyWhatItOpens(t *testing.T) {
 	}
 	writeFiles(t, dir, files)
 	commitAll(t, r, "files")
-	repo, err := OpenRepo(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tree, err := repo.Tree("HEAD")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tree := headTree(t, dir)
 	docs, ds, err := Load([]string{"app"}, Options{Dir: dir, Tree: tree})
 	if err != nil || len(ds) > 0 || len(docs) != 1 {
 		t.Fatalf("Load: %d docs, %v, %v", len(docs), ds, err)

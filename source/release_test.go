@@ -57,14 +57,7 @@ func TestReleaseReadsTreesBack(t *testing.T) {
 	dir, r := gitRepo(t)
 	writeFiles(t, dir, releaseFiles)
 	commitAll(t, r, "inputs")
-	repo, err := OpenRepo(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tree, err := repo.Tree("HEAD")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tree := headTree(t, dir)
 	for name, base := range map[string]Options{"disk": {Dir: dir}, "commit": {Dir: dir, Tree: tree}} {
 		t.Run(name, func(t *testing.T) {
 			kept, keptDiags, err := Load([]string{"."}, base)
