@@ -64,6 +64,8 @@ type sandboxInput struct {
 	proxyJSON []byte
 	opts      Options
 	shared    *shared
+	// secrets is sb.Secrets(), which two objects read.
+	secrets []compiler.SecretKeys
 }
 
 // shared holds the parts of the manifests that depend on the Options
@@ -428,7 +430,7 @@ func (in sandboxInput) proxyVolumes() list {
 			"items": list{obj{"key": "ca.crt", "path": "ca.crt"}},
 		}})
 	}
-	for _, s := range in.sb.Secrets() {
+	for _, s := range in.secrets {
 		items := make(list, 0, len(s.Keys))
 		for _, k := range s.Keys {
 			items = append(items, obj{"key": k, "path": k})
@@ -471,7 +473,7 @@ func (in sandboxInput) proxyContainer(listen string) obj {
 		mounts = append(mounts, obj{"name": volUpstreamCA, "mountPath": upstreamCADir, "readOnly": true})
 		args = append(args, "--upstream-ca", upstreamCADir+"/ca.crt")
 	}
-	for _, s := range in.sb.Secrets() {
+	for _, s := range in.secrets {
 		mounts = append(mounts, obj{
 			"name":      secretVolume(s.Name),
 			"mountPath": config.DefaultSecretsDir + "/" + s.Name,

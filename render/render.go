@@ -342,7 +342,7 @@ func renderSandbox(e *emitter, sh *shared, sb compiler.Sandbox, dir string, opts
 		{Path: dir + "/env.json", Data: envJSON},
 		{Path: dir + "/.env", Data: encodeDotEnv(env)},
 	}
-	objs := manifests(sandboxInput{sb: sb, image: image, env: env, proxyJSON: proxyJSON, opts: opts, shared: sh})
+	objs := manifests(sandboxInput{sb: sb, image: image, env: env, proxyJSON: proxyJSON, opts: opts, shared: sh, secrets: sb.Secrets()})
 	for _, o := range objs {
 		data, err := e.object(o)
 		if err != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"text/template/parse"
 )
 
@@ -34,6 +36,30 @@ var ErrTemplate = errors.New("invalid template")
 // be one the API server accepts (CheckSecretKey). Errors wrap ErrTemplate
 // and never quote more of the template than the offending action.
 func ParseTemplate(s string) (*Template, error) {
+	if t, ok := parsed.Load(s); ok {
+		return t.(*Template), nil
+	}
+	t, err := parseTemplate(s)
+	if err == nil && parsedCount.Add(1) <= maxParsed {
+		parsed.Store(s, t)
+	}
+	return t, err
+}
+
+// parsed remembers the templates that parsed, by their text: the same few
+// values ("Bearer {{ .token }}") recur in every Connection, and a render
+// reads each again for every sandbox that uses it, and then once more to
+// check the proxy config it wrote. A Template is never modified once
+// parsed, so one serves every caller. At most maxParsed are kept, so a
+// proxy reloading configs over months keeps a bounded set.
+var (
+	parsed      sync.Map
+	parsedCount atomic.Int64
+)
+
+const maxParsed = 4096
+
+func parseTemplate(s string) (*Template, error) {
 	tree := parse.New("value")
 	// Functions are rejected below with a message naming them, rather than
 	// by the parser as undefined.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -152,5 +153,40 @@ func TestHeaderValue(t *testing.T) {
 				t.Fatalf("HeaderValue(%q) = %q, %v; want %q, %v", tc.in, got, err, tc.want, tc.err)
 			}
 		})
+	}
+}
+
+// TestParseTemplateRemembers: a template parsed once is the same Template
+// the next time, a template that fails fails every time, and past
+// maxParsed texts nothing more is kept, though every text still parses.
+func TestParseTemplateRemembers(t *testing.T) {
+	a, err := ParseTemplate("Bearer {{ .remembered }}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ParseTemplate("Bearer {{ .remembered }}")
+	if err != nil || a != b {
+		t.Fatalf("second parse: %p, %v; want %p", b, err, a)
+	}
+	for range 2 {
+		if _, err := ParseTemplate("Bearer {{ .bad"); err == nil {
+			t.Fatal("a broken template parsed")
+		}
+	}
+	for i := range maxParsed + 1 {
+		if _, err := ParseTemplate(fmt.Sprintf("x%d {{ .k }}", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := ParseTemplate("after the bound {{ .k }}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := ParseTemplate("after the bound {{ .k }}")
+	if err != nil || c == d || !slices.Equal(c.Keys(), d.Keys()) {
+		t.Fatalf("past the bound: %p and %p (%v), want two equal parses", c, d, err)
+	}
+	if got := parsedCount.Load(); got < maxParsed {
+		t.Fatalf("%d parses counted", got)
 	}
 }
