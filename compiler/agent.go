@@ -131,8 +131,8 @@ func (p *pass) agentConnection(a *agent, label string) (*connection, error) {
 	var found []*connection
 	var names []string
 	for _, c := range p.connList {
-		names = append(names, c.obj.Name)
-		if c.obj.Name == label {
+		names = append(names, c.obj().Name)
+		if c.obj().Name == label {
 			found = append(found, c)
 		}
 	}
@@ -220,7 +220,7 @@ func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
 	ns, _ := p.configNamespace()
 	s := Sandbox{
 		Name:   a.w.Name + "-" + a.w.Sandbox,
-		Source: a.obj,
+		Source: a.obj(),
 		Pos:    a.doc.Pos,
 		Class:  a.w.Sandbox,
 		Image:  p.config.sandboxImage,
@@ -235,8 +235,8 @@ func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
 		if err != nil {
 			continue
 		}
-		ns = cmp.Or(ns, cn.obj.Namespace)
-		placeholder := Placeholder(cn.obj.Name)
+		ns = cmp.Or(ns, cn.obj().Namespace)
+		placeholder := Placeholder(cn.obj().Name)
 		rules := make([]config.Rule, 0, len(conn.ReadOnly))
 		for _, r := range conn.ReadOnly {
 			rules = append(rules, config.Rule(r))
@@ -252,7 +252,7 @@ func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
 			s.ClientForms[h.Host] = clientForm(h.Inject, conn.Env)
 			s.Proxy.Hosts = append(s.Proxy.Hosts, config.Host{
 				Name:       h.Host,
-				Connection: cn.obj.Name,
+				Connection: cn.obj().Name,
 				Inject: config.Inject{
 					Secret:     cn.w.Spec.Credential.SecretRef.Name,
 					Substitute: &config.SubstituteInject{Placeholder: placeholder, Key: cn.credentialKey(), Headers: substituteHeaders(h.Inject)},
@@ -261,7 +261,7 @@ func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
 			})
 		}
 		if !slices.ContainsFunc(s.Env, func(e EnvVar) bool { return e.Name == conn.Env }) {
-			s.Env = append(s.Env, EnvVar{Name: conn.Env, Value: placeholder, Connection: cn.obj.Name})
+			s.Env = append(s.Env, EnvVar{Name: conn.Env, Value: placeholder, Connection: cn.obj().Name})
 		}
 	}
 	for _, d := range a.w.AllowedDomains {
@@ -281,7 +281,7 @@ func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
 // planAgent lists an agent's resolved sandbox connectors for the Plan, in
 // the order agent.yaml writes them; s is the sandbox it compiled into.
 func (p *pass) planAgent(a *agent, s Sandbox) Agent {
-	out := Agent{Name: a.w.Name, Namespace: s.Namespace, Source: a.obj, Pos: a.doc.Pos, Sandbox: a.w.Sandbox, Image: s.Image}
+	out := Agent{Name: a.w.Name, Namespace: s.Namespace, Source: a.obj(), Pos: a.doc.Pos, Sandbox: a.w.Sandbox, Image: s.Image}
 	for _, c := range a.w.Connectors {
 		conn, ok := p.catalog[c.Name]
 		if !ok || !c.Sandbox {
@@ -294,7 +294,7 @@ func (p *pass) planAgent(a *agent, s Sandbox) Agent {
 		ac := AgentConnector{
 			Name:            c.Name,
 			Connector:       conn,
-			Connection:      cn.obj,
+			Connection:      cn.obj(),
 			SecretName:      cn.w.Spec.Credential.SecretRef.Name,
 			SecretNamespace: cn.w.Spec.Credential.SecretRef.Namespace,
 			Key:             cn.credentialKey(),

@@ -186,7 +186,7 @@ func checkSecretMissing(p *pass) {
 			hint = p.renamedHint(r.namespace, renamed)
 		} else if elsewhere, unnamed := p.secretNamespaces(r.name); len(elsewhere) > 0 {
 			ns := fmt.Sprintf("; a Secret %s is in namespace %s", r.name, strings.Join(elsewhere, ", "))
-			if c.obj.Namespace == "" || unnamed {
+			if c.obj().Namespace == "" || unnamed {
 				ns += fmt.Sprintf(" (an object that names no namespace is in %s, where render places it; --namespace changes that)", p.opts.DefaultNamespace)
 			}
 			hint = ns + hint
@@ -298,7 +298,7 @@ func (p *pass) secretNamespaces(name string) (namespaces []string, unnamed bool)
 		if !slices.Contains(namespaces, r.namespace) {
 			namespaces = append(namespaces, r.namespace)
 		}
-		unnamed = unnamed || s.obj.Namespace == ""
+		unnamed = unnamed || s.obj().Namespace == ""
 	}
 	slices.Sort(namespaces)
 	return namespaces, unnamed

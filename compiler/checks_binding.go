@@ -66,19 +66,19 @@ func checkBindingConflicts(p *pass) {
 			}
 			for _, in := range c.w.Spec.Placement.Inject {
 				for _, h := range in.Hosts {
-					if first, ok := hosts[b.Sandbox][h]; ok && first.connection != c.obj.Name {
+					if first, ok := hosts[b.Sandbox][h]; ok && first.connection != c.obj().Name {
 						p.report(codeBindingHostConflict, &o.item, bindingPath(j).with("connection"), false,
-							"Connections %s (binding %d) and %s both inject %s in sandbox %s; the proxy can apply only one, so bind one of them", first.connection, first.binding, c.obj.Name, h, b.Sandbox)
+							"Connections %s (binding %d) and %s both inject %s in sandbox %s; the proxy can apply only one, so bind one of them", first.connection, first.binding, c.obj().Name, h, b.Sandbox)
 					} else if !ok {
-						hosts[b.Sandbox][h] = claim{c.obj.Name, j}
+						hosts[b.Sandbox][h] = claim{c.obj().Name, j}
 					}
 				}
 				for _, e := range in.PlaceholderEnv {
-					if first, ok := envs[b.Sandbox][e]; ok && first.connection != c.obj.Name {
+					if first, ok := envs[b.Sandbox][e]; ok && first.connection != c.obj().Name {
 						p.report(codeBindingEnvConflict, &o.item, bindingPath(j).with("connection"), false,
-							"Connections %s (binding %d) and %s both set %s in sandbox %s; rename one placeholderEnv", first.connection, first.binding, c.obj.Name, e, b.Sandbox)
+							"Connections %s (binding %d) and %s both set %s in sandbox %s; rename one placeholderEnv", first.connection, first.binding, c.obj().Name, e, b.Sandbox)
 					} else if !ok {
-						envs[b.Sandbox][e] = claim{c.obj.Name, j}
+						envs[b.Sandbox][e] = claim{c.obj().Name, j}
 					}
 				}
 			}

@@ -45,6 +45,10 @@ type Options struct {
 	// compiler's, merged across deploy units like them, and the Config's
 	// ignores apply to them too.
 	Loaded diag.List
+	// OmitObjects leaves Plan.Objects empty, for callers whose output
+	// does not re-emit the input objects (check, the kubernetes target):
+	// at a hundred thousand objects the list is tens of megabytes.
+	OmitObjects bool
 }
 
 // Result is what Compile returns: the plan of each deploy unit, every
@@ -102,9 +106,9 @@ func Compile(docs []source.Document, v *schema.Validator, opts Options) Result {
 	if len(names) == 0 {
 		names = []string{source.LooseUnit} // a Config alone is still checked
 	}
-	counted := map[diag.Pos]bool{}
+	counted := diag.NewPosSet()
 	for _, d := range configs {
-		counted[d.Pos] = true
+		counted.Add(d.Pos)
 	}
 	// The Config's own findings are about the repository, not a unit:
 	// kept once, from the first unit's reading of it.
@@ -118,10 +122,9 @@ func Compile(docs []source.Document, v *schema.Validator, opts Options) Result {
 			secrets: map[ref]*secret{},
 			classes: map[ref]*sandboxClass{},
 			conns:   map[ref]*connection{},
-			defined: map[string]*item{},
+			defined: map[string]*source.Document{},
 			pending: map[ref]diag.List{},
 			invalid: map[string]bool{},
-			read:    map[ref]bool{},
 			counted: counted,
 		}
 		if catErr != nil {
@@ -133,7 +136,7 @@ func Compile(docs []source.Document, v *schema.Validator, opts Options) Result {
 		// catalog the agents are checked against.
 		mark := len(p.diags)
 		for _, d := range configs {
-			p.addConfig(v, d, item{doc: d, obj: d.Object()})
+			p.addConfig(v, d, item{doc: d})
 		}
 		if i == 0 {
 			configDiags = slices.Clone(p.diags[mark:])
@@ -157,7 +160,7 @@ func Compile(docs []source.Document, v *schema.Validator, opts Options) Result {
 		}
 		p.resolve()
 	}
-	res := Result{Objects: len(counted)}
+	res := Result{Objects: counted.Len()}
 	all := append(slices.Clone(opts.Loaded), configDiags...)
 	for _, p := range passes {
 		p.settleSecrets()
@@ -186,17 +189,22 @@ func (r ref) String() string {
 	return r.namespace + "/" + r.name
 }
 
-// item is one checked object: where it came from and what it is.
+// item is one checked object: where it came from and what it is. The
+// compiler keeps one per object, so it holds no more than it must: what
+// the object is comes from its document (see obj).
 type item struct {
 	doc    *source.Document
-	obj    diag.Object
 	ignore []string
 	// ns is the namespace the object is in: its own, else the default
 	// namespace (Options.DefaultNamespace), where render places it.
 	ns string
 }
 
-func (it *item) ref() ref { return ref{it.ns, it.obj.Name} }
+// obj is what the object is: its document's apiVersion, kind, namespace
+// and name.
+func (it *item) obj() diag.Object { return it.doc.Object() }
+
+func (it *item) ref() ref { return ref{it.ns, it.obj().Name} }
 
 type connection struct {
 	item
@@ -222,6 +230,9 @@ type secret struct {
 	// invalid is true when the Secret failed its own checks: they say
 	// what is wrong, and the Connection's key checks do not run on it.
 	invalid bool
+	// read is true once a Connection reads the Secret (in any unit):
+	// its set-aside findings are reported then (see settleSecrets).
+	read bool
 }
 
 // secretKeys are a Secret's keys in order, each with what its value is
@@ -280,15 +291,14 @@ type pass struct {
 	units []*pass
 	// counted holds the position of every object checked, shared by all
 	// units, so that an object two units build counts once.
-	counted map[diag.Pos]bool
+	counted *diag.PosSet
 	// defined indexes the objects of keyhole's kinds by kind and name,
 	// for DuplicateObject.
-	defined map[string]*item
+	defined map[string]*source.Document
 	// pending holds the diagnostics about a Secret (or its stand-in) that
 	// a walk found, reported only once a Connection reads it (see
-	// settleSecrets); read marks those that one does.
+	// settleSecrets); secret.read marks those that one does.
 	pending map[ref]diag.List
-	read    map[ref]bool
 	// invalid holds the objects of keyhole's kinds that failed their
 	// schema, by kind and reference (and by kind and name alone, for an
 	// agent's connection label), so that what names them is not also
@@ -320,15 +330,15 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 	if doc.Node == nil && !doc.Released() {
 		return
 	}
-	it := item{doc: doc, obj: doc.Object()}
-	it.ns = cmp.Or(it.obj.Namespace, p.opts.DefaultNamespace)
+	it := item{doc: doc}
+	it.ns = cmp.Or(it.obj().Namespace, p.opts.DefaultNamespace)
 	dg := digestOfDoc(doc)
 	if dg != nil {
-		it.ignore = dg.ignore
+		it.ignore = dg.ignoreList()
 	} else {
 		it.ignore = ignoreList(annotations(doc.Node))
 	}
-	if isConfig(it.obj) {
+	if isConfig(it.obj()) {
 		p.count(doc)
 		return // read first, by addConfig
 	}
@@ -337,10 +347,10 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 		p.deferSecret(&it, mark)
 		return
 	}
-	kind, ok := schema.Lookup(it.obj.APIVersion, it.obj.Kind)
+	kind, ok := schema.Lookup(it.obj().APIVersion, it.obj().Kind)
 	if !ok {
-		if !doc.IsAgent() && it.obj.Kind != "" {
-			msg := fmt.Sprintf("%s %s is not a kind keyhole checks; skipped", it.obj.APIVersion, it.obj.Kind)
+		if !doc.IsAgent() && it.obj().Kind != "" {
+			msg := fmt.Sprintf("%s %s is not a kind keyhole checks; skipped", it.obj().APIVersion, it.obj().Kind)
 			if dg != nil && dg.more != nil && dg.more.kindAt.Line > 0 {
 				p.diags = append(p.diags, p.diagnostic(codeKindUnknown, &it, dg.more.kindAt, "kind", msg))
 			} else {
@@ -365,7 +375,7 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 		// say what is wrong with it.
 		p.invalid[string(kind)+"/"+it.ref().String()] = true
 		if kind == schema.KindAgent || kind == "Connection" {
-			p.invalid[string(kind)+"/"+it.obj.Name] = true
+			p.invalid[string(kind)+"/"+it.obj().Name] = true
 		}
 		if kind == "Secret" {
 			// Still a Secret a Connection can name: its own findings
@@ -420,12 +430,15 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 }
 
 // count records an object checked.
-func (p *pass) count(doc *source.Document) { p.counted[doc.Pos] = true }
+func (p *pass) count(doc *source.Document) { p.counted.Add(doc.Pos) }
 
 // keep lists an omnia object that passed its schema in the Plan, for
 // targets that re-emit the inputs.
 func (p *pass) keep(it *item) {
-	p.plan.Objects = append(p.plan.Objects, Object{Source: it.obj, Pos: it.doc.Pos, Node: it.doc.Node, doc: it.doc})
+	if p.opts.OmitObjects {
+		return
+	}
+	p.plan.Objects = append(p.plan.Objects, Object{Source: it.obj(), Pos: it.doc.Pos, Node: it.doc.Node, doc: it.doc})
 }
 
 // decode fills a wire type from a document that passed its schema. A
@@ -437,7 +450,7 @@ func (p *pass) decode(doc *source.Document, it *item, out any) bool {
 		err = n.Decode(out)
 	}
 	if err != nil {
-		p.report(codeSchemaInvalid, it, nil, false, "cannot read %s: %s", it.obj.Kind, strings.TrimPrefix(err.Error(), "yaml: "))
+		p.report(codeSchemaInvalid, it, nil, false, "cannot read %s: %s", it.obj().Kind, strings.TrimPrefix(err.Error(), "yaml: "))
 		return false
 	}
 	return true
@@ -526,12 +539,12 @@ func (s *secret) keys() []string {
 func (p *pass) secretOf(c *connection) (*secret, ref) {
 	r := ref{namespace: cmp.Or(c.w.Spec.Credential.SecretRef.Namespace, c.ns), name: c.w.Spec.Credential.SecretRef.Name}
 	if s := p.secrets[r]; s != nil {
-		p.read[r] = true
+		s.read = true
 		return s, r
 	}
 	for _, o := range p.units {
 		if s := o.secrets[r]; s != nil && o != p {
-			o.read[r] = true
+			s.read = true
 			return s, r
 		}
 	}
@@ -598,7 +611,7 @@ func refColumn(n *yaml.Node, offset int) int {
 }
 
 func (p *pass) diagnostic(code string, it *item, pos diag.Pos, fieldPath, msg string) diag.Diagnostic {
-	d := diag.Diagnostic{Code: code, Severity: severity(code), Pos: pos, Object: it.obj, Path: fieldPath, Message: msg}
+	d := diag.Diagnostic{Code: code, Severity: severity(code), Pos: pos, Object: it.obj(), Path: fieldPath, Message: msg}
 	if code == codeSecretMissing && p.opts.AllowMissingSecrets {
 		d.Severity = diag.Warning
 	}

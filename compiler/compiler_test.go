@@ -41,17 +41,26 @@ func compileDir(t *testing.T, dir string, opts Options) Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var results [2]Result
-	for i, digest := range []source.Digest{nil, Digest(v, opts)} {
+	var results [3]Result
+	for i, digest := range []source.Digest{nil, Digest(v, opts), Digest(v, opts)} {
 		docs, ds, err := source.Load(paths, source.Options{Digest: digest})
 		if err != nil {
 			t.Fatal(err)
 		}
 		o := opts
 		o.Loaded = ds
+		o.OmitObjects = i == 2
 		results[i] = Compile(docs, v, o)
 	}
 	sameResult(t, results[0], results[1])
+	// OmitObjects empties Plan.Objects and changes nothing else.
+	withObjects := results[1]
+	withObjects.Plan.Objects = nil
+	withObjects.Units = slices.Clone(withObjects.Units)
+	for i := range withObjects.Units {
+		withObjects.Units[i].Plan.Objects = nil
+	}
+	sameResult(t, withObjects, results[2])
 	return results[1]
 }
 

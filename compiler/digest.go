@@ -31,8 +31,9 @@ func Digest(v *schema.Validator, opts Options) source.Digest {
 	if o, err := schema.LookupOperator(opts.OperatorVersion); opts.OperatorVersion != "" && err == nil {
 		op = o
 	}
+	in := newInterner()
 	return func(d *source.Document) (any, bool) {
-		dg := digestOf(v, op, d)
+		dg := digestOf(v, op, in, d)
 		if dg == nil {
 			return nil, false
 		}
@@ -42,22 +43,47 @@ func Digest(v *schema.Validator, opts Options) source.Digest {
 
 // digested is what Digest took of one document.
 type digested struct {
-	ignore []string
 	// kind is the keyhole kind, "" for a kind keyhole does not check.
 	kind schema.Kind
-	// validated is true when schema holds the document's schema findings.
-	validated bool
-	schema    []schema.Violation
 	// wire is the decoded object: *connectionDigest, *sandboxClassWire,
 	// *agentWire, *bindingOwnerWire or *secretDigest.
 	wire any
-	// more is what only some kinds need, nil for the rest: a digest is
-	// kept for every document, so it is kept small.
-	more    *digestMore
-	release bool
+	// more is what only some documents need, nil for the rest: a digest
+	// is kept for every document, so it is kept small (48 bytes).
+	more *digestMore
+	// validated is true when the document's schema findings were taken
+	// (more.schema, none when more is nil).
+	validated bool
+	release   bool
+}
+
+// ignoreList returns the codes the document's ignore annotation names.
+func (dg *digested) ignoreList() []string {
+	if dg.more == nil {
+		return nil
+	}
+	return dg.more.ignore
+}
+
+// schemaFindings returns the document's schema findings.
+func (dg *digested) schemaFindings() []schema.Violation {
+	if dg.more == nil {
+		return nil
+	}
+	return dg.more.schema
+}
+
+// extra returns more, allocated when it was nil.
+func (dg *digested) extra() *digestMore {
+	if dg.more == nil {
+		dg.more = new(digestMore)
+	}
+	return dg.more
 }
 
 type digestMore struct {
+	ignore []string
+	schema []schema.Violation
 	// kindAt is where the kind of a kind keyhole does not check is
 	// written, for the note that says it is skipped.
 	kindAt diag.Pos
@@ -85,7 +111,7 @@ type secretDigest struct {
 	values secretKeys
 }
 
-func digestOf(v *schema.Validator, op schema.Operator, d *source.Document) *digested {
+func digestOf(v *schema.Validator, op schema.Operator, in *interner, d *source.Document) *digested {
 	if d.Node == nil {
 		return nil
 	}
@@ -93,11 +119,15 @@ func digestOf(v *schema.Validator, op schema.Operator, d *source.Document) *dige
 	if isConfig(obj) || isSecretSource(obj, d.Node) {
 		return nil
 	}
-	dg := &digested{ignore: ignoreList(annotations(d.Node))}
+	in.document(obj.Kind, d.Node)
+	dg := new(digested)
+	if ignore := ignoreList(annotations(d.Node)); ignore != nil {
+		dg.extra().ignore = ignore
+	}
 	kind, ok := schema.Lookup(obj.APIVersion, obj.Kind)
 	if !ok {
 		if n := source.Lookup(d.Node, "kind"); n != nil {
-			dg.more = &digestMore{kindAt: diag.Pos{File: d.File, Line: n.Line, Column: n.Column}}
+			dg.extra().kindAt = diag.Pos{File: d.File, Line: n.Line, Column: n.Column}
 		}
 		dg.release = true
 		return dg
@@ -105,11 +135,12 @@ func digestOf(v *schema.Validator, op schema.Operator, d *source.Document) *dige
 	dg.kind = kind
 	if kind == schema.KindAgent {
 		if n := source.Lookup(d.Node, "name"); n != nil && n.Kind == yaml.ScalarNode {
-			dg.more = &digestMore{agentName: n.Value}
+			dg.extra().agentName = n.Value
 		}
 	}
-	dg.schema, dg.validated = v.Validate(kind, d.Node), true
-	if len(dg.schema) > 0 {
+	dg.validated = true
+	if vs := v.Validate(kind, d.Node); len(vs) > 0 {
+		dg.extra().schema = vs
 		return dg
 	}
 	var err error
@@ -129,7 +160,8 @@ func digestOf(v *schema.Validator, op schema.Operator, d *source.Document) *dige
 	case "AgentRuntime", "ToolRegistry":
 		sp, _ := child(d.Node, "spec")
 		sb, _ := child(sp, "sandbox")
-		dg.more = &digestMore{operator: op.Version, opFindings: v.ValidateOperator(op, kind, d.Node), sandbox: sb != nil}
+		m := dg.extra()
+		m.operator, m.opFindings, m.sandbox = op.Version, v.ValidateOperator(op, kind, d.Node), sb != nil
 		w := new(bindingOwnerWire)
 		err, dg.wire = d.Node.Decode(w), w
 	case "Secret":

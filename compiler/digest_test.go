@@ -83,7 +83,7 @@ func TestDigestOperatorOtherThanConfigs(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := func(d *source.Document) (any, bool) {
-		dg := digestOf(v, schema.Operator{Version: "v0.0.0-not-this-one"}, d)
+		dg := digestOf(v, schema.Operator{Version: "v0.0.0-not-this-one"}, nil, d)
 		if dg == nil {
 			return nil, false
 		}

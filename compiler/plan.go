@@ -22,8 +22,9 @@ type Plan struct {
 	Sandboxes []Sandbox
 	// Objects are the input's Connection, SandboxClass, AgentRuntime and
 	// ToolRegistry objects that passed their schema, in input order, for
-	// targets that re-emit them (render --target omnia). Secrets are
-	// never listed: they hold values, and the Plan holds none.
+	// targets that re-emit them (render --target omnia), left empty
+	// when Options.OmitObjects says so. Secrets are never listed: they hold
+	// values, and the Plan holds none.
 	Objects []Object
 	// Agents are the agent.yaml agents with a sandbox, resolved, in input
 	// order, for targets that re-express them as omnia resources rather

@@ -51,11 +51,11 @@ func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
 	// The plan keeps the namespace as written (render places a sandbox
 	// without one in its default namespace); references resolve in the
 	// namespace the owner is in.
-	ns := o.obj.Namespace
+	ns := o.obj().Namespace
 	s := Sandbox{
-		Name:      o.obj.Name + "-" + class,
+		Name:      o.obj().Name + "-" + class,
 		Namespace: ns,
-		Source:    o.obj,
+		Source:    o.obj(),
 		Pos:       o.doc.Pos,
 		Class:     class,
 	}
@@ -70,6 +70,22 @@ func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
 	injected := map[string]bool{}
 	passthrough := map[string]bool{}
 	envs := map[string]bool{}
+	// The plan of every sandbox is kept to the end: its lists are made
+	// to size, not grown by doubling.
+	var hosts, env int
+	for _, b := range bindings {
+		if c := p.conns[ref{o.ns, b.Connection}]; c != nil {
+			for _, in := range c.w.Spec.Placement.Inject {
+				hosts, env = hosts+len(in.Hosts), env+len(in.PlaceholderEnv)
+			}
+		}
+	}
+	if hosts > 0 {
+		s.Proxy.Hosts = make([]config.Host, 0, hosts)
+	}
+	if env > 0 {
+		s.Env = make([]EnvVar, 0, env)
+	}
 	for _, b := range bindings {
 		c := p.conns[ref{o.ns, b.Connection}]
 		if c == nil {
@@ -97,12 +113,12 @@ func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
 					continue // two entries for one host; the checks report it
 				}
 				injected[h] = true
-				s.Proxy.Hosts = append(s.Proxy.Hosts, config.Host{Name: h, Connection: c.obj.Name, Inject: inject, Rules: rules})
+				s.Proxy.Hosts = append(s.Proxy.Hosts, config.Host{Name: h, Connection: c.obj().Name, Inject: inject, Rules: rules})
 			}
 			for _, e := range in.PlaceholderEnv {
 				if !envs[e] {
 					envs[e] = true
-					s.Env = append(s.Env, EnvVar{Name: e, Value: Placeholder(c.obj.Name), Connection: c.obj.Name})
+					s.Env = append(s.Env, EnvVar{Name: e, Value: Placeholder(c.obj().Name), Connection: c.obj().Name})
 				}
 			}
 		}

@@ -75,7 +75,7 @@ type externalSecretWire struct {
 // ENC[...] values would fail the Secret schema that plain Secrets must
 // pass.
 func (p *pass) addSecretSource(v *schema.Validator, it *item) bool {
-	o := it.obj
+	o := it.obj()
 	switch {
 	case o.APIVersion == sealedSecretAPIVersion && o.Kind == "SealedSecret":
 		p.count(it.doc)
@@ -121,7 +121,7 @@ func (p *pass) addSealedSecret(it *item, w sealedSecretWire) {
 	}
 	name := w.Spec.Template.Metadata.Name
 	if name == "" {
-		name = it.obj.Name
+		name = it.obj().Name
 	}
 	ns := w.Spec.Template.Metadata.Namespace
 	if ns == "" {
@@ -161,7 +161,7 @@ func (p *pass) addExternalSecret(it *item, w externalSecretWire) {
 	}
 	name := w.Spec.Target.Name
 	if name == "" {
-		name = it.obj.Name
+		name = it.obj().Name
 	}
 	p.indexSecret(ref{namespace: it.ns, name: name}, s)
 }

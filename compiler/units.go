@@ -48,7 +48,7 @@ func (p *pass) duplicate(kind schema.Kind, it *item) bool {
 	}
 	prev := p.defined[key]
 	if prev == nil {
-		p.defined[key] = it
+		p.defined[key] = it.doc
 		return false
 	}
 	p.report(codeDuplicateObject, it, at, false, "%s", p.duplicateMessage(what, prev, it))
@@ -57,8 +57,9 @@ func (p *pass) duplicate(kind schema.Kind, it *item) bool {
 
 // duplicateMessage says what is defined twice, where, and how the two
 // differ.
-func (p *pass) duplicateMessage(what string, prev, it *item) string {
+func (p *pass) duplicateMessage(what string, prevDoc *source.Document, it *item) string {
 	differ := "; the two are identical"
+	prev := &item{doc: prevDoc}
 	a, _ := prev.tree()
 	b, _ := it.tree()
 	if fields := differences(a, b); len(fields) > 0 {
@@ -143,7 +144,7 @@ func (p *pass) indexSecret(r ref, s *secret) {
 	if s.from != "" || prev.from != "" {
 		what += " (declared by " + orPlain(prev.from) + " and by " + orPlain(s.from) + ")"
 	}
-	p.report(codeDuplicateObject, &s.item, path{"metadata", "name"}, false, "%s", p.duplicateMessage(what, &prev.item, &s.item))
+	p.report(codeDuplicateObject, &s.item, path{"metadata", "name"}, false, "%s", p.duplicateMessage(what, prev.doc, &s.item))
 }
 
 func orPlain(from string) string {
@@ -176,7 +177,7 @@ func (p *pass) deferSecret(it *item, mark int) {
 func (p *pass) settleSecrets() {
 	for _, r := range slices.SortedFunc(maps.Keys(p.pending), func(a, b ref) int { return strings.Compare(a.String(), b.String()) }) {
 		ds := p.pending[r]
-		if p.read[r] {
+		if s := p.secrets[r]; s != nil && s.read {
 			p.diags = append(p.diags, ds...)
 			continue
 		}

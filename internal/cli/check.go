@@ -22,6 +22,9 @@ type checkFlags struct {
 	exclude             patterns
 	namespace           string
 	print               printFlags
+	// objects is set by the commands whose target re-emits the input
+	// objects (--target omnia): only they need the Plan to list them.
+	objects bool
 }
 
 // patterns is a repeatable flag of path patterns.
@@ -126,6 +129,7 @@ func compileDocs(docs []source.Document, loadDiags diag.List, f *checkFlags, v *
 		DefaultNamespace:    f.namespace,
 		Loaded:              loadDiags,
 		OperatorVersion:     f.operatorVersion,
+		OmitObjects:         !f.objects,
 	})
 	return checked{result: res, documents: countDocs(docs)}, nil
 }
@@ -133,13 +137,13 @@ func compileDocs(docs []source.Document, loadDiags diag.List, f *checkFlags, v *
 // countDocs counts the documents read, once each however many deploy
 // units build them.
 func countDocs(docs []source.Document) int {
-	seen := map[diag.Pos]bool{}
+	seen := diag.NewPosSet()
 	for _, d := range docs {
 		if d.Node != nil || d.Released() {
-			seen[d.Pos] = true
+			seen.Add(d.Pos)
 		}
 	}
-	return len(seen)
+	return seen.Len()
 }
 
 // report prints the diagnostics in the chosen format.

@@ -118,6 +118,7 @@ func runDiff(e *env, args []string) int {
 		return exitUsage
 	}
 	renderer, err := render.ForTarget(*target)
+	f.objects = *target == render.TargetOmnia
 	if err != nil {
 		fmt.Fprintf(e.stderr, "keyhole diff: --target: %v\n", err)
 		return exitUsage

@@ -35,6 +35,7 @@ func runRender(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "keyhole render: --target: %v\n", err)
 		return exitUsage
 	}
+	f.objects = *target == render.TargetOmnia
 	if n := count(*out != "", *stdout, *krm); n != 1 {
 		fmt.Fprintln(e.stderr, "keyhole render: give exactly one of -o DIR, --stdout and --krm")
 		return exitUsage

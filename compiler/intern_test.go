@@ -1,0 +1,130 @@
+package compiler
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// TestInternerShares: what recurs from document to document ends up as
+// one string in memory; a Secret's values are never handed to the
+// interner, and names are left as they were parsed.
+func TestInternerShares(t *testing.T) {
+	const canary = "CANARY-intern-never"
+	docs := map[string]string{
+		"Connection": `apiVersion: omnia.altairalabs.ai/v1alpha1
+kind: Connection
+metadata: {name: NAME, namespace: team-01}
+spec:
+  hosts: [api.example.com]
+  credential: {kind: secret, secretRef: {name: tok}}
+  placement:
+    inject:
+      - hosts: [api.example.com]
+        header: Authorization
+        value: "Bearer {{ .token }}"
+        rules: [{methods: [GET], pathPrefixes: [/repos]}]
+`,
+		"Secret": `apiVersion: v1
+kind: Secret
+metadata: {name: NAME, namespace: team-01}
+stringData:
+  token: ` + canary + `
+  user: x-access-token
+`,
+	}
+	for kind, text := range docs {
+		t.Run(kind, func(t *testing.T) {
+			in := newInterner()
+			var trees [2]*yaml.Node
+			for i := range trees {
+				var n yaml.Node
+				if err := yaml.Unmarshal([]byte(strings.Replace(text, "NAME", fmt.Sprint("obj-", i), 1)), &n); err != nil {
+					t.Fatal(err)
+				}
+				trees[i] = n.Content[0]
+				in.document(kind, trees[i])
+			}
+			scalars := func(n *yaml.Node) []*yaml.Node {
+				var out []*yaml.Node
+				var walk func(*yaml.Node)
+				walk = func(n *yaml.Node) {
+					if n.Kind == yaml.ScalarNode {
+						out = append(out, n)
+					}
+					for _, c := range n.Content {
+						walk(c)
+					}
+				}
+				walk(n)
+				return out
+			}
+			a, b := scalars(trees[0]), scalars(trees[1])
+			shared := map[string]bool{}
+			for i := range a {
+				if a[i].Value == b[i].Value && unsafe.StringData(a[i].Value) == unsafe.StringData(b[i].Value) {
+					shared[a[i].Value] = true
+				}
+			}
+			want := []string{"omnia.altairalabs.ai/v1alpha1", "Connection", "team-01", "secret", "Authorization", "Bearer {{ .token }}", "GET", "/repos"}
+			if kind == "Secret" {
+				want = []string{"v1", "Secret", "team-01", "token", "user"}
+			}
+			for _, w := range want {
+				if !shared[w] {
+					t.Errorf("%q is not shared between the two documents", w)
+				}
+			}
+			for _, never := range []string{canary, "x-access-token", "obj-0", "api.example.com"} {
+				if shared[never] {
+					t.Errorf("%q was interned", never)
+				}
+				if _, ok := in.m[never]; ok {
+					t.Errorf("the interner holds %q", never)
+				}
+			}
+		})
+	}
+}
+
+// TestInternerBounded: past internMax distinct strings the interner
+// returns its input and holds no more; from several goroutines at once
+// it returns equal strings.
+func TestInternerBounded(t *testing.T) {
+	in := newInterner()
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range internMax + 100 {
+				s := fmt.Sprint("s-", (i+g*1000)%(internMax+100))
+				if got := in.str(s); got != s {
+					t.Errorf("str(%q) = %q", s, got)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(in.m) != internMax {
+		t.Errorf("the interner holds %d strings, want its bound %d", len(in.m), internMax)
+	}
+	var none *interner
+	if got := none.str("x"); got != "x" {
+		t.Errorf("a nil interner returned %q", got)
+	}
+}
+
+// TestDigestSmall: a digest is kept for every document of the input; a
+// field added to it costs as much again per document as the field's
+// size, and what is rare belongs in digestMore.
+func TestDigestSmall(t *testing.T) {
+	if size := unsafe.Sizeof(digested{}); size > 48 {
+		t.Errorf("a digest is %d bytes, want at most 48", size)
+	}
+}
