@@ -57,6 +57,28 @@ type digested struct {
 	release   bool
 }
 
+// DigestObject says what the document is, from its decoded object, for
+// the loader (source.ObjectDigest): ok is false when there is none.
+func (dg *digested) DigestObject() (diag.Object, bool) {
+	var md *metadata
+	apiVersion := schema.Group
+	switch w := dg.wire.(type) {
+	case *connectionDigest:
+		md = &w.w.Metadata
+	case *sandboxClassWire:
+		md = &w.Metadata
+	case *bindingOwnerWire:
+		md = &w.Metadata
+	case *secretDigest:
+		md, apiVersion = &w.w.Metadata, "v1"
+	case *agentWire:
+		return diag.Object{Kind: source.AgentKind, Name: w.Name}, true
+	default:
+		return diag.Object{}, false
+	}
+	return diag.Object{APIVersion: apiVersion, Kind: string(dg.kind), Namespace: md.Namespace, Name: md.Name}, true
+}
+
 // ignoreList returns the codes the document's ignore annotation names.
 func (dg *digested) ignoreList() []string {
 	if dg.more == nil {

@@ -155,3 +155,45 @@ spec:
 		t.Fatalf("diagnostics:\n%s", out)
 	}
 }
+
+// TestDigestSaysWhatItIs: for every document of the examples that Digest
+// decoded, the digest says what the document is, as the tree says it, so
+// that the loader keeps no copy of it (source.ObjectDigest).
+func TestDigestSaysWhatItIs(t *testing.T) {
+	v, err := schema.NewValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs, err := filepath.Glob("../examples/*")
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	decoded := 0
+	for _, dir := range dirs {
+		docs, _, err := source.Load([]string{dir}, source.Options{Digest: Digest(v, Options{})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range docs {
+			d := &docs[i]
+			dg := digestOfDoc(d)
+			if dg == nil || dg.wire == nil {
+				continue
+			}
+			decoded++
+			o, ok := dg.DigestObject()
+			if tree, err := d.Tree(); err == nil {
+				fresh := *d
+				fresh.Node = tree
+				if want := fresh.Object(); !ok || o != want {
+					t.Errorf("%s: the digest says %+v (%v), the tree %+v", d.Pos, o, ok, want)
+				}
+			} else {
+				t.Errorf("%s: %v", d.Pos, err)
+			}
+		}
+	}
+	if decoded < 10 {
+		t.Errorf("%d documents decoded in the examples, want at least 10", decoded)
+	}
+}

@@ -52,11 +52,11 @@ type Document struct {
 	// nil for a document read as it is.
 	where map[*yaml.Node]placed
 
-	// digest is what Options.Digest took of the document; obj and
-	// origin are set when the loader released its node tree (see
-	// release.go): Object's answer, and where to read the tree again.
+	// digest is what Options.Digest took of the document (wrapped in a
+	// keptObject when the tree was released and the digest cannot answer
+	// Object); origin is set when the loader released the node tree (see
+	// release.go): where to read the tree again.
 	digest any
-	obj    diag.Object
 	origin *origin
 }
 
@@ -89,7 +89,7 @@ func (d *Document) IsAgent() bool {
 // name.
 func (d *Document) Object() diag.Object {
 	if d.Node == nil {
-		return d.obj
+		return d.releasedObject()
 	}
 	if d.IsAgent() {
 		return diag.Object{Kind: AgentKind, Name: stringField(d.Node, "name")}

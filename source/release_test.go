@@ -6,9 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/diag"
 )
 
 // releaseAll is a Digest that releases every document and remembers its
@@ -236,4 +239,66 @@ func FuzzReleaseReadsBack(f *testing.F) {
 			}
 		}
 	})
+}
+
+// objDigest is a digest that says what its document is: right, wrong,
+// or that it cannot.
+type objDigest struct {
+	o  diag.Object
+	ok bool
+}
+
+func (o *objDigest) DigestObject() (diag.Object, bool) { return o.o, o.ok }
+
+// TestReleaseObjectFromDigest: a released document answers Object from a
+// digest that says what it is, and from the loader's own copy when the
+// digest cannot or says otherwise than the tree; Digested returns the
+// digest as Options.Digest gave it either way.
+func TestReleaseObjectFromDigest(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, releaseFiles)
+	kept, _, err := Load([]string{"."}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]func(d *Document) *objDigest{
+		"right":  func(d *Document) *objDigest { return &objDigest{o: d.Object(), ok: true} },
+		"wrong":  func(d *Document) *objDigest { o := d.Object(); o.Name += "-not"; return &objDigest{o: o, ok: true} },
+		"cannot": func(d *Document) *objDigest { return &objDigest{o: d.Object(), ok: false} },
+	}
+	for name, digest := range tests {
+		t.Run(name, func(t *testing.T) {
+			var mu sync.Mutex // Digest runs on the loader's workers
+			given := map[diag.Pos]any{}
+			released, _, err := Load([]string{"."}, Options{Dir: dir, Digest: func(d *Document) (any, bool) {
+				dg := digest(d)
+				mu.Lock()
+				defer mu.Unlock()
+				given[d.Pos] = dg
+				return dg, true
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(released) != len(kept) {
+				t.Fatalf("%d documents, want %d", len(released), len(kept))
+			}
+			n := 0
+			for i := range kept {
+				d := &released[i]
+				if d.Released() {
+					n++
+				}
+				if got, want := d.Object(), kept[i].Object(); got != want {
+					t.Errorf("%s: Object() = %+v, want %+v", d.Pos, got, want)
+				}
+				if dg, ok := given[d.Pos]; ok && d.Digested() != dg {
+					t.Errorf("%s: Digested() = %#v, want the digest given, %#v", d.Pos, d.Digested(), dg)
+				}
+			}
+			if n < 5 {
+				t.Errorf("%d documents released, want at least 5", n)
+			}
+		})
+	}
 }
