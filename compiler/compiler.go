@@ -49,6 +49,11 @@ type Options struct {
 	// does not re-emit the input objects (check, the kubernetes target):
 	// at a hundred thousand objects the list is tens of megabytes.
 	OmitObjects bool
+	// OmitPlans has Compile run every check and build no plan: the
+	// Result's plans hold only the operator, the diagnostics and counts
+	// are the same. For callers that only report (keyhole check): the
+	// plans of every sandbox are a quarter of the compiler's memory.
+	OmitPlans bool
 }
 
 // Result is what Compile returns: the plan of each deploy unit, every
@@ -158,7 +163,9 @@ func Compile(docs []source.Document, v *schema.Validator, opts Options) Result {
 				c.run(p)
 			}
 		}
-		p.resolve()
+		if !opts.OmitPlans {
+			p.resolve()
+		}
 	}
 	res := Result{Objects: counted.Len()}
 	all := append(slices.Clone(opts.Loaded), configDiags...)
@@ -435,7 +442,7 @@ func (p *pass) count(doc *source.Document) { p.counted.Add(doc.Pos) }
 // keep lists an omnia object that passed its schema in the Plan, for
 // targets that re-emit the inputs.
 func (p *pass) keep(it *item) {
-	if p.opts.OmitObjects {
+	if p.opts.OmitObjects || p.opts.OmitPlans {
 		return
 	}
 	p.plan.Objects = append(p.plan.Objects, Object{Source: it.obj(), Pos: it.doc.Pos, Node: it.doc.Node, doc: it.doc})

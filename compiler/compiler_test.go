@@ -41,8 +41,8 @@ func compileDir(t *testing.T, dir string, opts Options) Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var results [3]Result
-	for i, digest := range []source.Digest{nil, Digest(v, opts), Digest(v, opts)} {
+	var results [4]Result
+	for i, digest := range []source.Digest{nil, Digest(v, opts), Digest(v, opts), Digest(v, opts)} {
 		docs, ds, err := source.Load(paths, source.Options{Digest: digest})
 		if err != nil {
 			t.Fatal(err)
@@ -50,6 +50,7 @@ func compileDir(t *testing.T, dir string, opts Options) Result {
 		o := opts
 		o.Loaded = ds
 		o.OmitObjects = i == 2
+		o.OmitPlans = i == 3
 		results[i] = Compile(docs, v, o)
 	}
 	sameResult(t, results[0], results[1])
@@ -61,6 +62,15 @@ func compileDir(t *testing.T, dir string, opts Options) Result {
 		withObjects.Units[i].Plan.Objects = nil
 	}
 	sameResult(t, withObjects, results[2])
+	// OmitPlans leaves every plan empty but for its operator, and
+	// changes nothing else.
+	noPlans := results[1]
+	noPlans.Plan = Plan{Operator: noPlans.Plan.Operator}
+	noPlans.Units = slices.Clone(noPlans.Units)
+	for i := range noPlans.Units {
+		noPlans.Units[i].Plan = Plan{Operator: noPlans.Units[i].Plan.Operator}
+	}
+	sameResult(t, noPlans, results[3])
 	return results[1]
 }
 

@@ -24,7 +24,8 @@ type checkFlags struct {
 	print               printFlags
 	// objects is set by the commands whose target re-emits the input
 	// objects (--target omnia): only they need the Plan to list them.
-	objects bool
+	// diagnosticsOnly is set by check, which needs no plan at all.
+	objects, diagnosticsOnly bool
 }
 
 // patterns is a repeatable flag of path patterns.
@@ -130,6 +131,7 @@ func compileDocs(docs []source.Document, loadDiags diag.List, f *checkFlags, v *
 		Loaded:              loadDiags,
 		OperatorVersion:     f.operatorVersion,
 		OmitObjects:         !f.objects,
+		OmitPlans:           f.diagnosticsOnly,
 	})
 	return checked{result: res, documents: countDocs(docs)}, nil
 }
@@ -176,6 +178,7 @@ func runCheck(e *env, args []string) int {
 	fs := newFlags(e, "check", "[flags] [PATH...]")
 	var f checkFlags
 	f.register(fs)
+	f.diagnosticsOnly = true
 	paths, err := parse(fs, args)
 	if err != nil {
 		return flagExit(err)
