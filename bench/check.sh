@@ -21,7 +21,13 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 printf '%-8s %8s %10s %10s %7s %11s %9s %10s %7s\n' conns overlays parse_ms check_ms ratio ms_per_obj peak_rss render_ms r/check
 for ov in 0 3; do
 for n in 1000 10000; do
-  out=$(KEYHOLE_BENCH_N=$n KEYHOLE_BENCH_OVERLAYS=$ov "$tmp/cli.test" -test.run '^$' -test.bench 'CheckVsParse/(parse|check|render)$' -test.count "$count" -test.benchtime 1x)
+  # One parse, check and render per invocation, COUNT invocations: the
+  # three alternate, so a load that changes during the run falls on all
+  # of them alike (-test.count would run every parse, then every check).
+  out=
+  for _ in $(seq "$count"); do
+    out+=$(KEYHOLE_BENCH_N=$n KEYHOLE_BENCH_OVERLAYS=$ov "$tmp/cli.test" -test.run '^$' -test.bench 'CheckVsParse/(parse|check|render)$' -test.benchtime 1x)$'\n'
+  done
   parse=$(awk '/CheckVsParse\/parse/ {print $3/1e6}' <<<"$out" | median)
   check=$(awk '/CheckVsParse\/check/ {print $3/1e6}' <<<"$out" | median)
   render=$(awk '/CheckVsParse\/render/ {print $3/1e6}' <<<"$out" | median)
