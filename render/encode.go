@@ -4,16 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"keyhole.dev/keyhole/compiler"
 	"keyhole.dev/keyhole/proxy/config"
 )
 
-// obj is a Kubernetes object or a part of one. Manifests are built as maps
-// rather than typed structs because the renderer would otherwise pull in
-// k8s.io/api; maps also encode with sorted keys, which is what makes the
-// bytes deterministic.
+// obj is a Kubernetes object or a part of one: the omnia target's objects
+// and the parts every sandbox's objects share (newShared), whose keys the
+// emitter writes sorted, which makes the bytes deterministic. Maps rather
+// than typed structs keep k8s.io/api out of the renderer. A sandbox's own
+// objects are written directly instead (writeManifests).
 type obj = map[string]any
 
 // list is a YAML sequence inside an obj.
@@ -64,14 +64,6 @@ func (e *emitter) object(o obj) ([]byte, error) {
 	return data, nil
 }
 
-// manifestName is an object's file name inside its sandbox directory:
-// <kind>-<name>.yaml, lower case, so a directory listing reads like
-// `kubectl get`.
-func manifestName(o obj) string {
-	name := o["metadata"].(obj)["name"].(string)
-	return strings.ToLower(o["kind"].(string)) + "-" + name + ".yaml"
-}
-
 // proxyConfigJSON is the sandbox's proxy config exactly as the Plan holds
 // it, with the file locations filled in where the rendered manifests mount
 // them, encoded as JSON with sorted keys and 2-space indentation.
@@ -96,7 +88,9 @@ func proxyConfigJSON(sb compiler.Sandbox) ([]byte, error) {
 	}
 	c.SecretsDir = config.DefaultSecretsDir
 	c.CA = config.CA{CertFile: config.DefaultCACert, KeyFile: config.DefaultCAKey}
-	out, valid := appendProxyConfig(nil, &c)
+	// Sized for a typical host's few hundred bytes, so that the buffer
+	// seldom grows.
+	out, valid := appendProxyConfig(make([]byte, 0, 256+640*len(c.Hosts)+48*len(c.Passthrough)), &c)
 	if !valid {
 		return genericProxyConfigJSON(c)
 	}
