@@ -227,7 +227,11 @@ func (v *validator) rule(at string, r Rule) {
 	}
 	// In field order, so the same config is always refused with the
 	// same message.
-	for _, field := range slices.Sorted(maps.Keys(r.Body)) {
+	var fields []string
+	if len(r.Body) > 0 {
+		fields = slices.Sorted(maps.Keys(r.Body))
+	}
+	for _, field := range fields {
 		values := r.Body[field]
 		if field == "" {
 			v.addf(at+".body", "has an empty field name")
