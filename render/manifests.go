@@ -293,6 +293,14 @@ func writeManifests(e *emitter, in sandboxInput, dir string, files []File) ([]Fi
 	return files, nil
 }
 
+// head writes an object's apiVersion, kind and metadata (see metadata),
+// for the objects with no other key before metadata.
+func (w *manifestWriter) head(o *ymap, apiVersion, kind, name, comp string, flux bool) {
+	o.str("apiVersion", apiVersion)
+	o.str("kind", kind)
+	w.metadata(o, name, comp, "", flux)
+}
+
 // metadata writes an object's metadata: its name, namespace and labels,
 // and its annotations, bundle's keyhole.dev/bundle and Flux's.
 func (w *manifestWriter) metadata(o *ymap, name, comp, bundle string, flux bool) {
@@ -354,17 +362,13 @@ func (w *manifestWriter) trustConfigMap(o ymap, flux bool) {
 // issuer is a self-signed Issuer that bootstraps the sandbox's CA. No CA
 // Issuer follows it: the proxy mints its leaf certificates in process.
 func (w *manifestWriter) issuer(o ymap, flux bool) {
-	o.str("apiVersion", "cert-manager.io/v1")
-	o.str("kind", "Issuer")
-	w.metadata(&o, w.n.selfSigned, compCA, "", flux)
+	w.head(&o, "cert-manager.io/v1", "Issuer", w.n.selfSigned, compCA, flux)
 	spec := o.mapping("spec")
 	spec.empty("selfSigned", "{}")
 }
 
 func (w *manifestWriter) certificate(o ymap, flux bool) {
-	o.str("apiVersion", "cert-manager.io/v1")
-	o.str("kind", "Certificate")
-	w.metadata(&o, w.n.ca, compCA, "", flux)
+	w.head(&o, "cert-manager.io/v1", "Certificate", w.n.ca, compCA, flux)
 	spec := o.mapping("spec")
 	spec.str("commonName", w.n.ca)
 	// 90 days, renewed 30 days ahead; the proxy re-reads a renewed CA.
@@ -399,9 +403,7 @@ func (w *manifestWriter) serviceAccount(o ymap, flux bool) {
 
 // trustRole may read and patch one ConfigMap: <claim>-egress-trust.
 func (w *manifestWriter) trustRole(o ymap, flux bool) {
-	o.str("apiVersion", "rbac.authorization.k8s.io/v1")
-	o.str("kind", "Role")
-	w.metadata(&o, w.n.trust, compTrust, "", flux)
+	w.head(&o, "rbac.authorization.k8s.io/v1", "Role", w.n.trust, compTrust, flux)
 	rules := o.seq("rules")
 	r := rules.mapping()
 	r.strs("apiGroups", "")
@@ -411,9 +413,7 @@ func (w *manifestWriter) trustRole(o ymap, flux bool) {
 }
 
 func (w *manifestWriter) trustRoleBinding(o ymap, flux bool) {
-	o.str("apiVersion", "rbac.authorization.k8s.io/v1")
-	o.str("kind", "RoleBinding")
-	w.metadata(&o, w.n.trust, compTrust, "", flux)
+	w.head(&o, "rbac.authorization.k8s.io/v1", "RoleBinding", w.n.trust, compTrust, flux)
 	ref := o.mapping("roleRef")
 	ref.str("apiGroup", "rbac.authorization.k8s.io")
 	ref.str("kind", "Role")
@@ -429,9 +429,7 @@ func (w *manifestWriter) trustRoleBinding(o ymap, flux bool) {
 // which it returns for the caller to write. hash adds the annotation that
 // rolls the pods when proxy.json changes.
 func (w *manifestWriter) deployment(o ymap, name, comp string, hash, flux bool) ymap {
-	o.str("apiVersion", "apps/v1")
-	o.str("kind", "Deployment")
-	w.metadata(&o, name, comp, "", flux)
+	w.head(&o, "apps/v1", "Deployment", name, comp, flux)
 	spec := o.mapping("spec")
 	spec.int("replicas", 1)
 	sel := spec.mapping("selector")
@@ -648,9 +646,7 @@ func (w *manifestWriter) proxyDeployment(o ymap, flux bool) {
 }
 
 func (w *manifestWriter) proxyService(o ymap, flux bool) {
-	o.str("apiVersion", "v1")
-	o.str("kind", "Service")
-	w.metadata(&o, w.n.proxy, compProxy, "", flux)
+	w.head(&o, "v1", "Service", w.n.proxy, compProxy, flux)
 	spec := o.mapping("spec")
 	p := spec.seq("ports").mapping()
 	p.str("name", "proxy")
@@ -675,9 +671,7 @@ func port(ports yseq, protocol string, n int) {
 // transparent-mode rules hold every other user to the proxy
 // (docs/render.md).
 func (w *manifestWriter) sandboxNetworkPolicy(o ymap, flux bool) {
-	o.str("apiVersion", "networking.k8s.io/v1")
-	o.str("kind", "NetworkPolicy")
-	w.metadata(&o, w.n.sandbox, compSandbox, "", flux)
+	w.head(&o, "networking.k8s.io/v1", "NetworkPolicy", w.n.sandbox, compSandbox, flux)
 	spec := o.mapping("spec")
 	egress := spec.seq("egress")
 	dns := egress.mapping()
@@ -701,9 +695,7 @@ func (w *manifestWriter) sandboxNetworkPolicy(o ymap, flux bool) {
 // proxyNetworkPolicy admits only the sandbox to the proxy port; the admin
 // port stays open for the kubelet's probes and metrics scrapers.
 func (w *manifestWriter) proxyNetworkPolicy(o ymap, flux bool) {
-	o.str("apiVersion", "networking.k8s.io/v1")
-	o.str("kind", "NetworkPolicy")
-	w.metadata(&o, w.n.proxy, compProxy, "", flux)
+	w.head(&o, "networking.k8s.io/v1", "NetworkPolicy", w.n.proxy, compProxy, flux)
 	spec := o.mapping("spec")
 	ingress := spec.seq("ingress")
 	fromSandbox := ingress.mapping()
