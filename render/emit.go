@@ -44,6 +44,8 @@ type emitter struct {
 	buf []byte
 	// fixed holds what each fixed value was written as, by where.
 	fixed map[fixedAt][]byte
+	// err is the first error of the object being written with top.
+	err error
 }
 
 // fixed is a map or sequence that is the same value, pointer for pointer,
@@ -406,5 +408,126 @@ func (e *emitter) literal(s string, depth int) {
 			e.buf = append(e.buf, line...)
 		}
 		e.buf = append(e.buf, '\n')
+	}
+}
+
+// ymap writes one block mapping straight into an emitter's buffer, for
+// objects written without building them as maps first (writeManifests).
+// Its keys must come in the order emitYAML sorts them, and a key out of
+// order sets the emitter's error, so that a slip fails every render and
+// test rather than writing a manifest that reads unlike the others. A
+// mapping or sequence started with mapping or seq must get at least one
+// key or item; an empty one is written with empty.
+type ymap struct {
+	e     *emitter
+	depth int
+	// first: the first key goes on the line already started by "- ".
+	first bool
+	last  string
+}
+
+// top starts an object: a mapping at depth 0 in an empty buffer.
+func (e *emitter) top() ymap {
+	e.buf = e.buf[:0]
+	e.err = nil
+	return ymap{e: e}
+}
+
+func (m *ymap) key(k string) {
+	if k <= m.last && m.e.err == nil {
+		m.e.err = fmt.Errorf("key %q written after %q", k, m.last)
+	}
+	m.last = k
+	if m.first {
+		m.first = false
+	} else {
+		m.e.indent(m.depth)
+	}
+	m.e.buf = appendScalar(m.e.buf, k)
+	m.e.buf = append(m.e.buf, ':')
+}
+
+func (m *ymap) str(k, v string) {
+	m.key(k)
+	m.e.buf = append(m.e.buf, ' ')
+	m.e.str(v, m.depth+1)
+}
+
+func (m *ymap) int(k string, v int) {
+	m.key(k)
+	m.e.buf = append(m.e.buf, ' ')
+	m.e.buf = strconv.AppendInt(m.e.buf, int64(v), 10)
+	m.e.buf = append(m.e.buf, '\n')
+}
+
+func (m *ymap) bool(k string, v bool) {
+	m.key(k)
+	m.e.buf = append(m.e.buf, ' ')
+	m.e.buf = strconv.AppendBool(m.e.buf, v)
+	m.e.buf = append(m.e.buf, '\n')
+}
+
+// empty writes k with an empty mapping ("{}") or sequence ("[]").
+func (m *ymap) empty(k, v string) {
+	m.key(k)
+	m.e.buf = append(m.e.buf, ' ')
+	m.e.line(v)
+}
+
+// fixed writes k with a shared part, as emitYAML writes it.
+func (m *ymap) fixed(k string, f *fixed) {
+	m.key(k)
+	if err := m.e.child(f, m.depth); err != nil && m.e.err == nil {
+		m.e.err = fmt.Errorf("%s: %w", k, err)
+	}
+}
+
+func (m *ymap) mapping(k string) ymap {
+	m.key(k)
+	m.e.buf = append(m.e.buf, '\n')
+	return ymap{e: m.e, depth: m.depth + 1}
+}
+
+func (m *ymap) seq(k string) yseq {
+	m.key(k)
+	m.e.buf = append(m.e.buf, '\n')
+	return yseq{e: m.e, depth: m.depth + 1}
+}
+
+// strs writes k with a sequence of strings, [] for none.
+func (m *ymap) strs(k string, ss ...string) {
+	if len(ss) == 0 {
+		m.empty(k, "[]")
+		return
+	}
+	s := m.seq(k)
+	for _, v := range ss {
+		s.str(v)
+	}
+}
+
+// yseq writes the items of one block sequence, each on its own "- " line.
+type yseq struct {
+	e     *emitter
+	depth int
+}
+
+func (s yseq) mapping() ymap {
+	s.e.indent(s.depth)
+	s.e.buf = append(s.e.buf, '-', ' ')
+	return ymap{e: s.e, depth: s.depth + 1, first: true}
+}
+
+func (s yseq) str(v string) {
+	s.e.indent(s.depth)
+	s.e.buf = append(s.e.buf, '-', ' ')
+	s.e.str(v, s.depth+1)
+}
+
+func (s yseq) fixed(f *fixed) {
+	s.e.indent(s.depth)
+	s.e.buf = append(s.e.buf, '-', ' ')
+	if err := s.e.seqItem(f, s.depth); err != nil && s.e.err == nil {
+		s.e.err = err
 	}
 }

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"bytes"
 	"fmt"
 	"regexp"
 	"slices"
@@ -77,49 +76,66 @@ func proxyURL(sb compiler.Sandbox, opts Options) string {
 func envVars(sb compiler.Sandbox, opts Options) ([]envVar, error) {
 	proxy := proxyURL(sb, opts)
 	noProxy := strings.Join(append([]string{"localhost", "127.0.0.1", "::1"}, opts.NoProxy...), ",")
-	added := map[string]string{
-		"HTTPS_PROXY": proxy, "https_proxy": proxy,
-		"HTTP_PROXY": proxy, "http_proxy": proxy,
-		"NO_PROXY": noProxy, "no_proxy": noProxy,
-	}
-	for _, n := range caBundleVars() {
-		added[n] = BundleFile
-	}
 	proxyHost := "127.0.0.1"
 	if opts.ProxyMode == ModeDeployment {
 		proxyHost = sb.Name + longestSuffix
 	}
-	added["JAVA_TOOL_OPTIONS"] = javaToolOptions(proxyHost, opts.NoProxy)
-	added["WGETRC"] = TrustDir + "/" + WgetRCName
-	// Node 22.21+ and 24.5+ route fetch and https through HTTPS_PROXY
-	// only when asked; older versions ignore the variable.
-	added["NODE_USE_ENV_PROXY"] = "1"
-	vars := map[string]string{}
-	for n, v := range added {
-		vars[n] = v
+	cas := caBundleVars()
+	out := make([]envVar, 0, 10+len(cas)+len(sb.Env))
+	out = append(out,
+		envVar{"HTTPS_PROXY", proxy}, envVar{"https_proxy", proxy},
+		envVar{"HTTP_PROXY", proxy}, envVar{"http_proxy", proxy},
+		envVar{"NO_PROXY", noProxy}, envVar{"no_proxy", noProxy},
+		envVar{"JAVA_TOOL_OPTIONS", javaToolOptions(proxyHost, opts.NoProxy)},
+		envVar{"WGETRC", TrustDir + "/" + WgetRCName},
+		// Node 22.21+ and 24.5+ route fetch and https through
+		// HTTPS_PROXY only when asked; older versions ignore the
+		// variable.
+		envVar{"NODE_USE_ENV_PROXY", "1"},
+	)
+	for _, n := range cas {
+		out = append(out, envVar{n, BundleFile})
+	}
+	added := len(out)
+	slices.SortFunc(out, compareEnv)
+	// The Plan's variables go after the renderer's, each name once;
+	// found looks a name up among the ones so far.
+	found := func(name string) (envVar, bool) {
+		if i, ok := slices.BinarySearchFunc(out[:added], name, compareEnvName); ok {
+			return out[i], true
+		}
+		for _, v := range out[added:] {
+			if v.Name == name {
+				return v, true
+			}
+		}
+		return envVar{}, false
 	}
 	for _, e := range sb.Env {
 		if !envName.MatchString(e.Name) {
 			return nil, fmt.Errorf("%w: placeholder variable name %q is not a portable variable name", ErrInvalidPlan, e.Name)
 		}
-		if _, ok := added[e.Name]; ok {
+		if _, ok := slices.BinarySearchFunc(out[:added], e.Name, compareEnvName); ok {
 			return nil, fmt.Errorf("%w: placeholder variable %s would override the variable the renderer sets", ErrInvalidPlan, e.Name)
 		}
 		if err := checkEnvValue(e.Value); err != nil {
 			return nil, fmt.Errorf("%w: placeholder variable %s: %w", ErrInvalidPlan, e.Name, err)
 		}
-		if prev, ok := vars[e.Name]; ok && prev != e.Value {
-			return nil, fmt.Errorf("%w: placeholder variable %s is set twice, for two different connections", ErrInvalidPlan, e.Name)
+		if prev, ok := found(e.Name); ok {
+			if prev.Value != e.Value {
+				return nil, fmt.Errorf("%w: placeholder variable %s is set twice, for two different connections", ErrInvalidPlan, e.Name)
+			}
+			continue
 		}
-		vars[e.Name] = e.Value
+		out = append(out, envVar{Name: e.Name, Value: e.Value})
 	}
-	out := make([]envVar, 0, len(vars))
-	for n, v := range vars {
-		out = append(out, envVar{Name: n, Value: v})
-	}
-	slices.SortFunc(out, func(a, b envVar) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, compareEnv)
 	return out, nil
 }
+
+func compareEnv(a, b envVar) int { return strings.Compare(a.Name, b.Name) }
+
+func compareEnvName(v envVar, name string) int { return strings.Compare(v.Name, name) }
 
 // checkEnvValue accepts what a single-quoted .env value can hold: printable
 // text without a single quote. Placeholders, URLs and paths all qualify.
@@ -165,15 +181,20 @@ func encodeEnvJSON(env []envVar) ([]byte, error) {
 // read literally by docker compose and the dotenv libraries; checkEnvValue
 // has already refused the one character single quotes cannot hold.
 func encodeDotEnv(env []envVar) []byte {
-	var b bytes.Buffer
-	b.WriteString("# Rendered by keyhole; placeholders only, never a credential.\n")
+	const header = "# Rendered by keyhole; placeholders only, never a credential.\n"
+	n := len(header)
 	for _, e := range env {
-		b.WriteString(e.Name)
-		b.WriteString("='")
-		b.WriteString(e.Value)
-		b.WriteString("'\n")
+		n += len(e.Name) + len(e.Value) + len("=''\n")
 	}
-	return b.Bytes()
+	b := make([]byte, 0, n)
+	b = append(b, header...)
+	for _, e := range env {
+		b = append(b, e.Name...)
+		b = append(b, '=', '\'')
+		b = append(b, e.Value...)
+		b = append(b, '\'', '\n')
+	}
+	return b
 }
 
 // Runtime is one client runtime and what in the rendered environment

@@ -1,9 +1,11 @@
 package render
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 
 	"keyhole.dev/keyhole/compiler"
 	"keyhole.dev/keyhole/proxy/config"
@@ -68,6 +70,21 @@ type sandboxInput struct {
 	secrets []compiler.SecretKeys
 }
 
+// names are the names of a sandbox's objects, each used by several.
+type names struct {
+	sandbox, proxy, trust, ca, selfSigned string
+}
+
+func (in sandboxInput) names() names {
+	return names{
+		sandbox:    in.name(compSandbox),
+		proxy:      in.name(compProxy),
+		trust:      in.name(compTrust),
+		ca:         in.name(compCA),
+		selfSigned: in.name("egress-selfsigned"),
+	}
+}
+
 // shared holds the parts of the manifests that depend on the Options
 // alone, built once per render and put, as they are, into every sandbox's
 // objects: at 10,000 Connections building them again for each of
@@ -92,6 +109,8 @@ type shared struct {
 	livenessProbe    *fixed
 	apiAccessVolume  *fixed
 	trustVolume      *fixed
+	// The proxy's listen addresses, as its arguments give them.
+	listen, loopbackListen, adminListen, transparentListen string
 }
 
 func newShared(opts Options) *shared {
@@ -138,213 +157,17 @@ func newShared(opts Options) *shared {
 				obj{"downwardAPI": obj{"items": list{obj{"path": "namespace", "fieldRef": obj{"apiVersion": "v1", "fieldPath": "metadata.namespace"}}}}},
 			},
 		}}),
-		trustVolume: fix(obj{"name": volTrust, "emptyDir": obj{"medium": "Memory", "sizeLimit": "4Mi"}}),
+		trustVolume:       fix(obj{"name": volTrust, "emptyDir": obj{"medium": "Memory", "sizeLimit": "4Mi"}}),
+		listen:            fmt.Sprintf(":%d", ProxyPort),
+		loopbackListen:    fmt.Sprintf("127.0.0.1:%d", ProxyPort),
+		adminListen:       fmt.Sprintf(":%d", AdminPort),
+		transparentListen: fmt.Sprintf("127.0.0.1:%d", TransparentPort),
 	}
 }
 
 func (in sandboxInput) name(comp string) string { return in.sb.Name + "-" + comp }
 
 func (in sandboxInput) sidecar() bool { return in.opts.ProxyMode == ModeSidecar }
-
-// selector is the immutable subset of labels a Deployment, Service and
-// NetworkPolicy select a component's pods by.
-func (in sandboxInput) selector(comp string) obj {
-	return obj{
-		"app.kubernetes.io/name":      "keyhole",
-		"app.kubernetes.io/instance":  in.sb.Name,
-		"app.kubernetes.io/component": comp,
-	}
-}
-
-func (in sandboxInput) labels(comp string) obj {
-	l := in.selector(comp)
-	l["app.kubernetes.io/part-of"] = "keyhole"
-	l["app.kubernetes.io/managed-by"] = "keyhole"
-	return l
-}
-
-func (in sandboxInput) object(apiVersion, kind, name, comp string) obj {
-	return obj{
-		"apiVersion": apiVersion,
-		"kind":       kind,
-		"metadata": obj{
-			"name":      name,
-			"namespace": in.sb.Namespace,
-			"labels":    in.labels(comp),
-		},
-	}
-}
-
-// manifests lists a sandbox's Kubernetes objects.
-func manifests(in sandboxInput) []obj {
-	objs := []obj{
-		in.proxyConfigMap(),
-		in.trustConfigMap(),
-		in.issuer(),
-		in.certificate(),
-		in.serviceAccount(),
-		in.trustRole(),
-		in.trustRoleBinding(),
-		in.sandboxDeployment(),
-		in.sandboxNetworkPolicy(),
-	}
-	if !in.sidecar() {
-		objs = append(objs, in.proxyDeployment(), in.proxyService(), in.proxyNetworkPolicy())
-	}
-	return objs
-}
-
-func (in sandboxInput) proxyConfigMap() obj {
-	o := in.object("v1", "ConfigMap", in.name(compProxy), compProxy)
-	o["data"] = obj{"proxy.json": string(in.proxyJSON)}
-	return o
-}
-
-// trustConfigMap declares <claim>-egress-trust without data: its
-// bundle.pem is published by the proxy pod's init container, because the
-// CA is only known once cert-manager has issued it.
-func (in sandboxInput) trustConfigMap() obj {
-	o := in.object("v1", "ConfigMap", in.name(compTrust), compTrust)
-	o["metadata"].(obj)["annotations"] = obj{
-		"keyhole.dev/bundle": "bundle.pem is written in the cluster by the " + in.proxyPodOwner() +
-			" init container egress-trust-publish (field manager " + trustFieldManager + "): the system roots plus the public ca.crt of " + in.name(compCA),
-	}
-	return o
-}
-
-func (in sandboxInput) proxyPodOwner() string {
-	if in.sidecar() {
-		return "Deployment " + in.name(compSandbox)
-	}
-	return "Deployment " + in.name(compProxy)
-}
-
-// issuer is a self-signed Issuer that bootstraps the sandbox's CA. No CA
-// Issuer follows it: the proxy mints its leaf certificates in process.
-func (in sandboxInput) issuer() obj {
-	o := in.object("cert-manager.io/v1", "Issuer", in.name("egress-selfsigned"), compCA)
-	o["spec"] = obj{"selfSigned": obj{}}
-	return o
-}
-
-func (in sandboxInput) certificate() obj {
-	o := in.object("cert-manager.io/v1", "Certificate", in.name(compCA), compCA)
-	o["spec"] = obj{
-		"secretName": in.name(compCA),
-		"secretTemplate": obj{
-			"labels": in.labels(compCA),
-		},
-		"isCA":       true,
-		"commonName": in.name(compCA),
-		"subject":    obj{"organizations": list{"keyhole"}},
-		// 90 days, renewed 30 days ahead; the proxy re-reads a renewed CA.
-		"duration":    "2160h0m0s",
-		"renewBefore": "720h0m0s",
-		"privateKey": obj{
-			"algorithm":      "ECDSA",
-			"size":           256,
-			"rotationPolicy": "Always",
-		},
-		"usages": list{"cert sign", "crl sign", "digital signature"},
-		"issuerRef": obj{
-			"group": "cert-manager.io",
-			"kind":  "Issuer",
-			"name":  in.name("egress-selfsigned"),
-		},
-	}
-	return o
-}
-
-// serviceAccount is the proxy pod's identity, used only by the init
-// container that publishes bundle.pem; no container gets its token
-// automatically.
-func (in sandboxInput) serviceAccount() obj {
-	o := in.object("v1", "ServiceAccount", in.name(compProxy), compProxy)
-	o["automountServiceAccountToken"] = false
-	return o
-}
-
-// trustRole may read and patch one ConfigMap: <claim>-egress-trust.
-func (in sandboxInput) trustRole() obj {
-	o := in.object("rbac.authorization.k8s.io/v1", "Role", in.name(compTrust), compTrust)
-	o["rules"] = list{obj{
-		"apiGroups":     list{""},
-		"resources":     list{"configmaps"},
-		"resourceNames": list{in.name(compTrust)},
-		"verbs":         list{"get", "patch"},
-	}}
-	return o
-}
-
-func (in sandboxInput) trustRoleBinding() obj {
-	o := in.object("rbac.authorization.k8s.io/v1", "RoleBinding", in.name(compTrust), compTrust)
-	o["roleRef"] = obj{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": in.name(compTrust)}
-	o["subjects"] = list{obj{"kind": "ServiceAccount", "name": in.name(compProxy), "namespace": in.sb.Namespace}}
-	return o
-}
-
-func deployment(o obj, selector obj, podLabels obj, annotations obj, podSpec obj) obj {
-	tmd := obj{"labels": podLabels}
-	if len(annotations) > 0 {
-		tmd["annotations"] = annotations
-	}
-	o["spec"] = obj{
-		"replicas": 1,
-		"selector": obj{"matchLabels": selector},
-		"template": obj{"metadata": tmd, "spec": podSpec},
-	}
-	return o
-}
-
-func (in sandboxInput) configHash() obj {
-	sum := sha256.Sum256(in.proxyJSON)
-	return obj{configHashAnnotation: hex.EncodeToString(sum[:])}
-}
-
-func (in sandboxInput) sandboxDeployment() obj {
-	o := in.object("apps/v1", "Deployment", in.name(compSandbox), compSandbox)
-	pod := obj{
-		"automountServiceAccountToken": false,
-		"securityContext":              in.shared.podSeccomp,
-		"containers":                   list{in.sandboxContainer()},
-	}
-	var ann obj
-	if in.sidecar() {
-		in.addProxy(pod, true)
-		ann = in.configHash()
-	} else {
-		pod["volumes"] = list{obj{
-			"name": volTrust,
-			"configMap": obj{
-				"name": in.name(compTrust),
-				"items": list{
-					obj{"key": "bundle.pem", "path": "bundle.pem"},
-					obj{"key": TrustStoreName, "path": TrustStoreName},
-					obj{"key": WgetRCName, "path": WgetRCName},
-				},
-			},
-		}}
-	}
-	return deployment(o, in.selector(compSandbox), in.labels(compSandbox), ann, pod)
-}
-
-// sandboxContainer mounts only the trust bundle: never a Secret, never the
-// CA key. The sandbox image is the user's, so it may run as root (an
-// agent file's sandbox_options.setup installs packages); it still gets
-// the runtime's default seccomp profile and no privilege escalation.
-func (in sandboxInput) sandboxContainer() obj {
-	env := make(list, 0, len(in.env))
-	for _, e := range in.env {
-		env = append(env, obj{"name": e.Name, "value": e.Value})
-	}
-	return obj{
-		"name":            compSandbox,
-		"image":           in.image,
-		"env":             env,
-		"volumeMounts":    in.shared.sandboxMounts,
-		"securityContext": in.shared.sandboxSecurity,
-	}
-}
 
 // sandboxSecurity is the sandbox container's securityContext. In a
 // sidecar pod the nat rules exempt the proxy's UID, so the sandbox, which
@@ -374,76 +197,6 @@ func restricted() obj {
 	}
 }
 
-// addProxy adds the egress proxy, the init containers that build and
-// publish bundle.pem, and their volumes to pod. As a sidecar the proxy is
-// a native sidecar (an init container that keeps running), started and
-// ready before the sandbox container starts.
-func (in sandboxInput) addProxy(pod obj, sidecar bool) {
-	listen := fmt.Sprintf(":%d", ProxyPort)
-	if sidecar {
-		listen = fmt.Sprintf("127.0.0.1:%d", ProxyPort)
-	}
-	proxy := in.proxyContainer(listen)
-	inits := list{in.trustContainer()}
-	if sidecar {
-		// The rules go in first: no container of the pod starts with
-		// its egress open.
-		inits = append(list{in.shared.netInit}, inits...)
-		proxy["args"] = append(proxy["args"].(list), "--transparent-listen", fmt.Sprintf("127.0.0.1:%d", TransparentPort))
-		proxy["restartPolicy"] = "Always"
-		inits = append(inits, proxy)
-	} else {
-		pod["containers"] = list{proxy}
-	}
-	pod["initContainers"] = inits
-	pod["serviceAccountName"] = in.name(compProxy)
-	pod["automountServiceAccountToken"] = false
-	pod["securityContext"] = in.shared.proxyPodSecurity
-	pod["volumes"] = in.proxyVolumes()
-}
-
-func (in sandboxInput) proxyVolumes() list {
-	vols := list{
-		in.shared.apiAccessVolume,
-		obj{"name": volCA, "secret": obj{
-			"secretName":  in.name(compCA),
-			"defaultMode": 0o440,
-			"items": list{
-				obj{"key": "tls.crt", "path": "tls.crt"},
-				obj{"key": "tls.key", "path": "tls.key"},
-			},
-		}},
-		obj{"name": volCAPublic, "secret": obj{
-			"secretName":  in.name(compCA),
-			"defaultMode": 0o444,
-			"items":       list{obj{"key": "ca.crt", "path": "ca.crt"}},
-		}},
-		obj{"name": volProxyConfig, "configMap": obj{
-			"name":  in.name(compProxy),
-			"items": list{obj{"key": "proxy.json", "path": "proxy.json"}},
-		}},
-		in.shared.trustVolume,
-	}
-	if in.opts.UpstreamCAConfigMap != "" {
-		vols = append(vols, obj{"name": volUpstreamCA, "configMap": obj{
-			"name":  in.opts.UpstreamCAConfigMap,
-			"items": list{obj{"key": "ca.crt", "path": "ca.crt"}},
-		}})
-	}
-	for _, s := range in.secrets {
-		items := make(list, 0, len(s.Keys))
-		for _, k := range s.Keys {
-			items = append(items, obj{"key": k, "path": k})
-		}
-		vols = append(vols, obj{"name": secretVolume(s.Name), "secret": obj{
-			"secretName":  s.Name,
-			"defaultMode": 0o440,
-			"items":       items,
-		}})
-	}
-	return vols
-}
-
 // secretVolume names the volume of one Secret. Volume names are DNS
 // labels, Secret names DNS subdomains (dots, up to 253 characters), so a
 // name that does not fit is replaced by a stable hash of it.
@@ -454,74 +207,6 @@ func secretVolume(secret string) string {
 	}
 	sum := sha256.Sum256([]byte(secret))
 	return "secret-" + hex.EncodeToString(sum[:8])
-}
-
-func (in sandboxInput) proxyContainer(listen string) obj {
-	mounts := list{
-		obj{"name": volProxyConfig, "mountPath": ProxyConfigDir, "readOnly": true},
-		obj{"name": volCA, "mountPath": caDir, "readOnly": true},
-	}
-	args := list{
-		"--config", ProxyConfigDir + "/proxy.json",
-		"--listen", listen,
-		"--admin-listen", fmt.Sprintf(":%d", AdminPort),
-	}
-	for _, r := range in.opts.ProxyResolve {
-		args = append(args, "--resolve", r)
-	}
-	if in.opts.UpstreamCAConfigMap != "" {
-		mounts = append(mounts, obj{"name": volUpstreamCA, "mountPath": upstreamCADir, "readOnly": true})
-		args = append(args, "--upstream-ca", upstreamCADir+"/ca.crt")
-	}
-	for _, s := range in.secrets {
-		mounts = append(mounts, obj{
-			"name":      secretVolume(s.Name),
-			"mountPath": config.DefaultSecretsDir + "/" + s.Name,
-			"readOnly":  true,
-		})
-	}
-	return obj{
-		"name":            compProxy,
-		"image":           in.opts.ProxyImage,
-		"args":            args,
-		"ports":           in.shared.proxyPorts,
-		"startupProbe":    in.shared.startupProbe,
-		"readinessProbe":  in.shared.readinessProbe,
-		"livenessProbe":   in.shared.livenessProbe,
-		"resources":       in.shared.proxyResources,
-		"securityContext": in.shared.restricted,
-		"volumeMounts":    mounts,
-	}
-}
-
-// trustContainer builds bundle.pem from the proxy image's system roots and
-// the CA's public certificate, writes it for the pod's containers, and
-// publishes it to the <claim>-egress-trust ConfigMap: the proxy binary's
-// trust-bundle command, so the pod needs no image but the proxy's. It
-// mounts only ca.crt: the CA key is never mounted in this container.
-func (in sandboxInput) trustContainer() obj {
-	return obj{
-		"name":  "egress-trust-publish",
-		"image": in.opts.ProxyImage,
-		"args": list{
-			"trust-bundle",
-			"--ca", caPublicDir + "/ca.crt",
-			"--out", trustWorkDir + "/bundle.pem",
-			"--truststore", trustWorkDir + "/" + TrustStoreName,
-			"--wgetrc", trustWorkDir + "/" + WgetRCName,
-			"--bundle-path", BundleFile,
-			"--configmap", in.name(compTrust),
-			"--field-manager", trustFieldManager,
-		},
-		"env":             in.shared.trustEnv,
-		"resources":       in.shared.initResources,
-		"securityContext": in.shared.restricted,
-		"volumeMounts": list{
-			obj{"name": volCAPublic, "mountPath": caPublicDir, "readOnly": true},
-			obj{"name": volTrust, "mountPath": trustWorkDir},
-			obj{"name": volAPIAccess, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": true},
-		},
-	}
 }
 
 // netInitContainer installs transparent mode's nat and filter rules in
@@ -549,25 +234,433 @@ func (in sandboxInput) netInitContainer() obj {
 	}
 }
 
-func (in sandboxInput) proxyDeployment() obj {
-	o := in.object("apps/v1", "Deployment", in.name(compProxy), compProxy)
-	pod := obj{}
-	in.addProxy(pod, false)
-	return deployment(o, in.selector(compProxy), in.labels(compProxy), in.configHash(), pod)
+// objectWriter writes one object of a sandbox, with the Flux substitution
+// annotation when flux is set (see writeManifests).
+type objectWriter func(w *manifestWriter, m ymap, flux bool)
+
+// manifestWriter writes a sandbox's objects straight into an emitter's
+// buffer, keys in sorted order, the bytes emitYAML would write for the
+// same objects built as maps. Building them as maps first made up most
+// of a render's allocations (docs/benchmarks.md, "Render at scale");
+// TestManifestsMatchMaps and FuzzManifestsMatchMaps hold the two to the
+// same bytes.
+type manifestWriter struct {
+	sandboxInput
+	n names
+	// hash is the proxy config's SHA-256, hex encoded.
+	hash string
 }
 
-func (in sandboxInput) proxyService() obj {
-	o := in.object("v1", "Service", in.name(compProxy), compProxy)
-	o["spec"] = obj{
-		"selector": in.selector(compProxy),
-		"ports": list{obj{
-			"name": "proxy", "port": ProxyPort, "targetPort": "proxy", "protocol": "TCP",
-		}},
+// writeManifests appends a sandbox's Kubernetes objects to files, one
+// file each in dir. An object whose bytes hold a literal "${" is written
+// again with an annotation that keeps Flux's post-build substitution
+// from rewriting, say, a header template.
+func writeManifests(e *emitter, in sandboxInput, dir string, files []File) ([]File, error) {
+	sum := sha256.Sum256(in.proxyJSON)
+	w := &manifestWriter{sandboxInput: in, n: in.names(), hash: hex.EncodeToString(sum[:])}
+	type object struct {
+		kind, name string
+		write      objectWriter
 	}
-	return o
+	objs := [...]object{
+		{"configmap", w.n.proxy, (*manifestWriter).proxyConfigMap},
+		{"configmap", w.n.trust, (*manifestWriter).trustConfigMap},
+		{"issuer", w.n.selfSigned, (*manifestWriter).issuer},
+		{"certificate", w.n.ca, (*manifestWriter).certificate},
+		{"serviceaccount", w.n.proxy, (*manifestWriter).serviceAccount},
+		{"role", w.n.trust, (*manifestWriter).trustRole},
+		{"rolebinding", w.n.trust, (*manifestWriter).trustRoleBinding},
+		{"deployment", w.n.sandbox, (*manifestWriter).sandboxDeployment},
+		{"networkpolicy", w.n.sandbox, (*manifestWriter).sandboxNetworkPolicy},
+		{"deployment", w.n.proxy, (*manifestWriter).proxyDeployment},
+		{"service", w.n.proxy, (*manifestWriter).proxyService},
+		{"networkpolicy", w.n.proxy, (*manifestWriter).proxyNetworkPolicy},
+	}
+	todo := objs[:9]
+	if !in.sidecar() {
+		todo = objs[:]
+	}
+	for _, o := range todo {
+		o.write(w, e.top(), false)
+		if e.err == nil && bytes.Contains(e.buf, []byte("${")) {
+			o.write(w, e.top(), true)
+		}
+		if e.err != nil {
+			return nil, fmt.Errorf("encoding YAML: %s %s: %w", o.kind, o.name, e.err)
+		}
+		files = append(files, File{Path: dir + "/" + o.kind + "-" + o.name + ".yaml", Data: slices.Clone(e.buf)})
+	}
+	return files, nil
 }
 
-func tcp(port int) obj { return obj{"protocol": "TCP", "port": port} }
+// head writes an object's apiVersion, kind and metadata (see metadata),
+// for the objects with no other key before metadata.
+func (w *manifestWriter) head(o *ymap, apiVersion, kind, name, comp string, flux bool) {
+	o.str("apiVersion", apiVersion)
+	o.str("kind", kind)
+	w.metadata(o, name, comp, "", flux)
+}
+
+// metadata writes an object's metadata: its name, namespace and labels,
+// and its annotations, bundle's keyhole.dev/bundle and Flux's.
+func (w *manifestWriter) metadata(o *ymap, name, comp, bundle string, flux bool) {
+	md := o.mapping("metadata")
+	if bundle != "" || flux {
+		ann := md.mapping("annotations")
+		if bundle != "" {
+			ann.str("keyhole.dev/bundle", bundle)
+		}
+		if flux {
+			ann.str(fluxSubstitute, "disabled")
+		}
+	}
+	w.labels(&md, "labels", comp)
+	md.str("name", name)
+	md.str("namespace", w.sb.Namespace)
+}
+
+// selector writes, as key, the immutable subset of labels a Deployment,
+// Service and NetworkPolicy select a component's pods by.
+func (w *manifestWriter) selector(m *ymap, key, comp string) {
+	l := m.mapping(key)
+	l.str("app.kubernetes.io/component", comp)
+	l.str("app.kubernetes.io/instance", w.sb.Name)
+	l.str("app.kubernetes.io/name", "keyhole")
+}
+
+func (w *manifestWriter) labels(m *ymap, key, comp string) {
+	l := m.mapping(key)
+	l.str("app.kubernetes.io/component", comp)
+	l.str("app.kubernetes.io/instance", w.sb.Name)
+	l.str("app.kubernetes.io/managed-by", "keyhole")
+	l.str("app.kubernetes.io/name", "keyhole")
+	l.str("app.kubernetes.io/part-of", "keyhole")
+}
+
+func (w *manifestWriter) proxyConfigMap(o ymap, flux bool) {
+	o.str("apiVersion", "v1")
+	d := o.mapping("data")
+	d.str("proxy.json", string(w.proxyJSON))
+	o.str("kind", "ConfigMap")
+	w.metadata(&o, w.n.proxy, compProxy, "", flux)
+}
+
+// trustConfigMap declares <claim>-egress-trust without data: its
+// bundle.pem is published by the proxy pod's init container, because the
+// CA is only known once cert-manager has issued it.
+func (w *manifestWriter) trustConfigMap(o ymap, flux bool) {
+	owner := "Deployment " + w.n.proxy
+	if w.sidecar() {
+		owner = "Deployment " + w.n.sandbox
+	}
+	o.str("apiVersion", "v1")
+	o.str("kind", "ConfigMap")
+	w.metadata(&o, w.n.trust, compTrust, "bundle.pem is written in the cluster by the "+owner+
+		" init container egress-trust-publish (field manager "+trustFieldManager+"): the system roots plus the public ca.crt of "+w.n.ca, flux)
+}
+
+// issuer is a self-signed Issuer that bootstraps the sandbox's CA. No CA
+// Issuer follows it: the proxy mints its leaf certificates in process.
+func (w *manifestWriter) issuer(o ymap, flux bool) {
+	w.head(&o, "cert-manager.io/v1", "Issuer", w.n.selfSigned, compCA, flux)
+	spec := o.mapping("spec")
+	spec.empty("selfSigned", "{}")
+}
+
+func (w *manifestWriter) certificate(o ymap, flux bool) {
+	w.head(&o, "cert-manager.io/v1", "Certificate", w.n.ca, compCA, flux)
+	spec := o.mapping("spec")
+	spec.str("commonName", w.n.ca)
+	// 90 days, renewed 30 days ahead; the proxy re-reads a renewed CA.
+	spec.str("duration", "2160h0m0s")
+	spec.bool("isCA", true)
+	ref := spec.mapping("issuerRef")
+	ref.str("group", "cert-manager.io")
+	ref.str("kind", "Issuer")
+	ref.str("name", w.n.selfSigned)
+	key := spec.mapping("privateKey")
+	key.str("algorithm", "ECDSA")
+	key.str("rotationPolicy", "Always")
+	key.int("size", 256)
+	spec.str("renewBefore", "720h0m0s")
+	spec.str("secretName", w.n.ca)
+	tmpl := spec.mapping("secretTemplate")
+	w.labels(&tmpl, "labels", compCA)
+	subject := spec.mapping("subject")
+	subject.strs("organizations", "keyhole")
+	spec.strs("usages", "cert sign", "crl sign", "digital signature")
+}
+
+// serviceAccount is the proxy pod's identity, used only by the init
+// container that publishes bundle.pem; no container gets its token
+// automatically.
+func (w *manifestWriter) serviceAccount(o ymap, flux bool) {
+	o.str("apiVersion", "v1")
+	o.bool("automountServiceAccountToken", false)
+	o.str("kind", "ServiceAccount")
+	w.metadata(&o, w.n.proxy, compProxy, "", flux)
+}
+
+// trustRole may read and patch one ConfigMap: <claim>-egress-trust.
+func (w *manifestWriter) trustRole(o ymap, flux bool) {
+	w.head(&o, "rbac.authorization.k8s.io/v1", "Role", w.n.trust, compTrust, flux)
+	rules := o.seq("rules")
+	r := rules.mapping()
+	r.strs("apiGroups", "")
+	r.strs("resourceNames", w.n.trust)
+	r.strs("resources", "configmaps")
+	r.strs("verbs", "get", "patch")
+}
+
+func (w *manifestWriter) trustRoleBinding(o ymap, flux bool) {
+	w.head(&o, "rbac.authorization.k8s.io/v1", "RoleBinding", w.n.trust, compTrust, flux)
+	ref := o.mapping("roleRef")
+	ref.str("apiGroup", "rbac.authorization.k8s.io")
+	ref.str("kind", "Role")
+	ref.str("name", w.n.trust)
+	subjects := o.seq("subjects")
+	s := subjects.mapping()
+	s.str("kind", "ServiceAccount")
+	s.str("name", w.n.proxy)
+	s.str("namespace", w.sb.Namespace)
+}
+
+// deployment writes a Deployment of one replica up to its pod's spec,
+// which it returns for the caller to write. hash adds the annotation that
+// rolls the pods when proxy.json changes.
+func (w *manifestWriter) deployment(o ymap, name, comp string, hash, flux bool) ymap {
+	w.head(&o, "apps/v1", "Deployment", name, comp, flux)
+	spec := o.mapping("spec")
+	spec.int("replicas", 1)
+	sel := spec.mapping("selector")
+	w.selector(&sel, "matchLabels", comp)
+	tmpl := spec.mapping("template")
+	md := tmpl.mapping("metadata")
+	if hash {
+		ann := md.mapping("annotations")
+		ann.str(configHashAnnotation, w.hash)
+	}
+	w.labels(&md, "labels", comp)
+	return tmpl.mapping("spec")
+}
+
+func (w *manifestWriter) sandboxDeployment(o ymap, flux bool) {
+	pod := w.deployment(o, w.n.sandbox, compSandbox, w.sidecar(), flux)
+	pod.bool("automountServiceAccountToken", false)
+	containers := pod.seq("containers")
+	w.sandboxContainer(containers.mapping())
+	if w.sidecar() {
+		// The rules go in first: no container of the pod starts with its
+		// egress open. The proxy is a native sidecar (an init container
+		// that keeps running), started and ready before the sandbox
+		// container starts.
+		inits := pod.seq("initContainers")
+		inits.fixed(w.shared.netInit)
+		w.trustContainer(inits.mapping())
+		w.proxyContainer(inits.mapping(), true)
+		w.proxyPod(&pod)
+		return
+	}
+	pod.fixed("securityContext", w.shared.podSeccomp)
+	vols := pod.seq("volumes")
+	v := vols.mapping()
+	cm := v.mapping("configMap")
+	items := cm.seq("items")
+	keyPath(items, "bundle.pem")
+	keyPath(items, TrustStoreName)
+	keyPath(items, WgetRCName)
+	cm.str("name", w.n.trust)
+	v.str("name", volTrust)
+}
+
+// keyPath writes an item of a volume: key k at path k.
+func keyPath(items yseq, k string) {
+	it := items.mapping()
+	it.str("key", k)
+	it.str("path", k)
+}
+
+// sandboxContainer mounts only the trust bundle: never a Secret, never the
+// CA key. The sandbox image is the user's, so it may run as root (an
+// agent file's sandbox_options.setup installs packages); it still gets
+// the runtime's default seccomp profile and no privilege escalation.
+func (w *manifestWriter) sandboxContainer(c ymap) {
+	if len(w.env) == 0 {
+		c.empty("env", "[]")
+	} else {
+		env := c.seq("env")
+		for _, v := range w.env {
+			m := env.mapping()
+			m.str("name", v.Name)
+			m.str("value", v.Value)
+		}
+	}
+	c.str("image", w.image)
+	c.str("name", compSandbox)
+	c.fixed("securityContext", w.shared.sandboxSecurity)
+	c.fixed("volumeMounts", w.shared.sandboxMounts)
+}
+
+// proxyPod writes, after the containers of a pod that runs the proxy, its
+// security context, identity and volumes.
+func (w *manifestWriter) proxyPod(pod *ymap) {
+	pod.fixed("securityContext", w.shared.proxyPodSecurity)
+	pod.str("serviceAccountName", w.n.proxy)
+	vols := pod.seq("volumes")
+	vols.fixed(w.shared.apiAccessVolume)
+	v := vols.mapping()
+	v.str("name", volCA)
+	s := v.mapping("secret")
+	s.int("defaultMode", 0o440)
+	items := s.seq("items")
+	keyPath(items, "tls.crt")
+	keyPath(items, "tls.key")
+	s.str("secretName", w.n.ca)
+	v = vols.mapping()
+	v.str("name", volCAPublic)
+	s = v.mapping("secret")
+	s.int("defaultMode", 0o444)
+	keyPath(s.seq("items"), "ca.crt")
+	s.str("secretName", w.n.ca)
+	v = vols.mapping()
+	cm := v.mapping("configMap")
+	keyPath(cm.seq("items"), "proxy.json")
+	cm.str("name", w.n.proxy)
+	v.str("name", volProxyConfig)
+	vols.fixed(w.shared.trustVolume)
+	if w.opts.UpstreamCAConfigMap != "" {
+		v := vols.mapping()
+		cm := v.mapping("configMap")
+		keyPath(cm.seq("items"), "ca.crt")
+		cm.str("name", w.opts.UpstreamCAConfigMap)
+		v.str("name", volUpstreamCA)
+	}
+	for _, sec := range w.secrets {
+		v := vols.mapping()
+		v.str("name", secretVolume(sec.Name))
+		s := v.mapping("secret")
+		s.int("defaultMode", 0o440)
+		if len(sec.Keys) == 0 {
+			s.empty("items", "[]")
+		} else {
+			items := s.seq("items")
+			for _, k := range sec.Keys {
+				keyPath(items, k)
+			}
+		}
+		s.str("secretName", sec.Name)
+	}
+}
+
+func mount(mounts yseq, name, path string, readOnly bool) {
+	m := mounts.mapping()
+	m.str("mountPath", path)
+	m.str("name", name)
+	if readOnly {
+		m.bool("readOnly", true)
+	}
+}
+
+func (w *manifestWriter) proxyContainer(c ymap, sidecar bool) {
+	args := c.seq("args")
+	args.str("--config")
+	args.str(ProxyConfigDir + "/proxy.json")
+	args.str("--listen")
+	if sidecar {
+		args.str(w.shared.loopbackListen)
+	} else {
+		args.str(w.shared.listen)
+	}
+	args.str("--admin-listen")
+	args.str(w.shared.adminListen)
+	for _, r := range w.opts.ProxyResolve {
+		args.str("--resolve")
+		args.str(r)
+	}
+	if w.opts.UpstreamCAConfigMap != "" {
+		args.str("--upstream-ca")
+		args.str(upstreamCADir + "/ca.crt")
+	}
+	if sidecar {
+		args.str("--transparent-listen")
+		args.str(w.shared.transparentListen)
+	}
+	c.str("image", w.opts.ProxyImage)
+	c.fixed("livenessProbe", w.shared.livenessProbe)
+	c.str("name", compProxy)
+	c.fixed("ports", w.shared.proxyPorts)
+	c.fixed("readinessProbe", w.shared.readinessProbe)
+	c.fixed("resources", w.shared.proxyResources)
+	if sidecar {
+		c.str("restartPolicy", "Always")
+	}
+	c.fixed("securityContext", w.shared.restricted)
+	c.fixed("startupProbe", w.shared.startupProbe)
+	mounts := c.seq("volumeMounts")
+	mount(mounts, volProxyConfig, ProxyConfigDir, true)
+	mount(mounts, volCA, caDir, true)
+	if w.opts.UpstreamCAConfigMap != "" {
+		mount(mounts, volUpstreamCA, upstreamCADir, true)
+	}
+	for _, s := range w.secrets {
+		mount(mounts, secretVolume(s.Name), config.DefaultSecretsDir+"/"+s.Name, true)
+	}
+}
+
+// trustContainer builds bundle.pem from the proxy image's system roots and
+// the CA's public certificate, writes it for the pod's containers, and
+// publishes it to the <claim>-egress-trust ConfigMap: the proxy binary's
+// trust-bundle command, so the pod needs no image but the proxy's. It
+// mounts only ca.crt: the CA key is never mounted in this container.
+func (w *manifestWriter) trustContainer(c ymap) {
+	args := c.seq("args")
+	for _, a := range [...]string{
+		"trust-bundle",
+		"--ca", caPublicDir + "/ca.crt",
+		"--out", trustWorkDir + "/bundle.pem",
+		"--truststore", trustWorkDir + "/" + TrustStoreName,
+		"--wgetrc", trustWorkDir + "/" + WgetRCName,
+		"--bundle-path", BundleFile,
+		"--configmap", w.n.trust,
+		"--field-manager", trustFieldManager,
+	} {
+		args.str(a)
+	}
+	c.fixed("env", w.shared.trustEnv)
+	c.str("image", w.opts.ProxyImage)
+	c.str("name", "egress-trust-publish")
+	c.fixed("resources", w.shared.initResources)
+	c.fixed("securityContext", w.shared.restricted)
+	mounts := c.seq("volumeMounts")
+	mount(mounts, volCAPublic, caPublicDir, true)
+	mount(mounts, volTrust, trustWorkDir, false)
+	mount(mounts, volAPIAccess, "/var/run/secrets/kubernetes.io/serviceaccount", true)
+}
+
+func (w *manifestWriter) proxyDeployment(o ymap, flux bool) {
+	pod := w.deployment(o, w.n.proxy, compProxy, true, flux)
+	pod.bool("automountServiceAccountToken", false)
+	w.proxyContainer(pod.seq("containers").mapping(), false)
+	w.trustContainer(pod.seq("initContainers").mapping())
+	w.proxyPod(&pod)
+}
+
+func (w *manifestWriter) proxyService(o ymap, flux bool) {
+	w.head(&o, "v1", "Service", w.n.proxy, compProxy, flux)
+	spec := o.mapping("spec")
+	p := spec.seq("ports").mapping()
+	p.str("name", "proxy")
+	p.int("port", ProxyPort)
+	p.str("protocol", "TCP")
+	p.str("targetPort", "proxy")
+	w.selector(&spec, "selector", compProxy)
+}
+
+func port(ports yseq, protocol string, n int) {
+	p := ports.mapping()
+	p.int("port", n)
+	p.str("protocol", protocol)
+}
 
 // sandboxNetworkPolicy confines the sandbox's egress. With the proxy in
 // its own Deployment the sandbox reaches only the proxy and DNS. As a
@@ -577,40 +670,42 @@ func tcp(port int) obj { return obj{"protocol": "TCP", "port": port} }
 // API server (443 or 6443, for the trust bundle); inside the pod the
 // transparent-mode rules hold every other user to the proxy
 // (docs/render.md).
-func (in sandboxInput) sandboxNetworkPolicy() obj {
-	o := in.object("networking.k8s.io/v1", "NetworkPolicy", in.name(compSandbox), compSandbox)
-	dns := obj{"ports": list{obj{"protocol": "UDP", "port": 53}, tcp(53)}}
-	var egress list
-	if in.sidecar() {
-		egress = list{dns, obj{"ports": list{tcp(443), tcp(6443)}}}
+func (w *manifestWriter) sandboxNetworkPolicy(o ymap, flux bool) {
+	w.head(&o, "networking.k8s.io/v1", "NetworkPolicy", w.n.sandbox, compSandbox, flux)
+	spec := o.mapping("spec")
+	egress := spec.seq("egress")
+	dns := egress.mapping()
+	ports := dns.seq("ports")
+	port(ports, "UDP", 53)
+	port(ports, "TCP", 53)
+	rule := egress.mapping()
+	ports = rule.seq("ports")
+	if w.sidecar() {
+		port(ports, "TCP", 443)
+		port(ports, "TCP", 6443)
 	} else {
-		egress = list{dns, obj{
-			"to":    list{obj{"podSelector": obj{"matchLabels": in.selector(compProxy)}}},
-			"ports": list{tcp(ProxyPort)},
-		}}
+		port(ports, "TCP", ProxyPort)
+		to := rule.seq("to").mapping()
+		w.selector(ptr(to.mapping("podSelector")), "matchLabels", compProxy)
 	}
-	o["spec"] = obj{
-		"podSelector": obj{"matchLabels": in.selector(compSandbox)},
-		"policyTypes": list{"Egress"},
-		"egress":      egress,
-	}
-	return o
+	w.selector(ptr(spec.mapping("podSelector")), "matchLabels", compSandbox)
+	spec.strs("policyTypes", "Egress")
 }
 
 // proxyNetworkPolicy admits only the sandbox to the proxy port; the admin
 // port stays open for the kubelet's probes and metrics scrapers.
-func (in sandboxInput) proxyNetworkPolicy() obj {
-	o := in.object("networking.k8s.io/v1", "NetworkPolicy", in.name(compProxy), compProxy)
-	o["spec"] = obj{
-		"podSelector": obj{"matchLabels": in.selector(compProxy)},
-		"policyTypes": list{"Ingress"},
-		"ingress": list{
-			obj{
-				"from":  list{obj{"podSelector": obj{"matchLabels": in.selector(compSandbox)}}},
-				"ports": list{tcp(ProxyPort)},
-			},
-			obj{"ports": list{tcp(AdminPort)}},
-		},
-	}
-	return o
+func (w *manifestWriter) proxyNetworkPolicy(o ymap, flux bool) {
+	w.head(&o, "networking.k8s.io/v1", "NetworkPolicy", w.n.proxy, compProxy, flux)
+	spec := o.mapping("spec")
+	ingress := spec.seq("ingress")
+	fromSandbox := ingress.mapping()
+	from := fromSandbox.seq("from").mapping()
+	w.selector(ptr(from.mapping("podSelector")), "matchLabels", compSandbox)
+	port(fromSandbox.seq("ports"), "TCP", ProxyPort)
+	admin := ingress.mapping()
+	port(admin.seq("ports"), "TCP", AdminPort)
+	w.selector(ptr(spec.mapping("podSelector")), "matchLabels", compProxy)
+	spec.strs("policyTypes", "Ingress")
 }
+
+func ptr(m ymap) *ymap { return &m }

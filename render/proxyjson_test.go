@@ -2,6 +2,9 @@ package render
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -159,10 +162,74 @@ func FuzzAppendProxyConfig(f *testing.F) {
 		if valid && !bytes.Equal(got, want) {
 			t.Fatalf("appendProxyConfig wrote\n%s\nthe generic path writes\n%s", got, want)
 		}
-		if !valid && utf8.ValidString(host+value+path+field+method) {
+		// Each string on its own: two halves of a character are each
+		// invalid, though valid put together.
+		allValid := true
+		for _, s := range []string{host, value, path, field, method} {
+			allValid = allValid && utf8.ValidString(s)
+		}
+		if !valid && allValid {
 			t.Fatal("valid UTF-8 reported invalid")
 		}
+		checkReadBack(t, c)
 	})
+}
+
+// TestProxyConfigReadBack: what appendProxyConfig writes is what the
+// proxy loads (see checkReadBack), for configs the proxy accepts and for
+// configs it refuses.
+func TestProxyConfigReadBack(t *testing.T) {
+	cases := proxyConfigCases()
+	valid := cases["every field"]
+	valid.Hosts = slices.Clone(valid.Hosts[:3])
+	valid.Hosts[0].Rules = []config.Rule{
+		{Methods: []string{"GET", "HEAD"}, PathPrefixes: []string{"/repos/acme", "/user"}},
+		{Methods: []string{"POST"}, PathPatterns: []string{"/*/*/git-upload-pack", "/a/**"}, Body: map[string][]string{"operation": {"download"}}},
+	}
+	cases["valid"] = valid
+	if err := valid.Validate(); err != nil {
+		t.Fatalf("the valid case is invalid: %v", err)
+	}
+	nilAndEmpty := valid
+	nilAndEmpty.Hosts = slices.Clone(valid.Hosts)
+	nilAndEmpty.Hosts[2].Inject.Substitute = &config.SubstituteInject{Placeholder: "omnia-injected-openai", Key: "key", Headers: []string{}}
+	nilAndEmpty.Hosts[0].Rules = []config.Rule{{Methods: []string{"GET"}, PathPrefixes: []string{}, PathPatterns: []string{"/a"}, Body: map[string][]string{}}}
+	cases["empty lists the proxy reads as nil"] = nilAndEmpty
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) { checkReadBack(t, c) })
+	}
+}
+
+// checkReadBack holds appendProxyConfig to what a render relies on when
+// it validates the config it wrote rather than reading the bytes back:
+// config.Decode decodes what was written, accepts it exactly when
+// c.Validate does, with the same errors, and what it reads writes the same
+// bytes again, so no field is lost or changed on the way to the proxy.
+func checkReadBack(t *testing.T, c config.Config) {
+	t.Helper()
+	out, valid := appendProxyConfig(nil, &c)
+	if !valid {
+		return
+	}
+	loaded, err := config.Decode(out)
+	if errors.Is(err, config.ErrDecode) {
+		t.Fatalf("the proxy cannot decode what was written: %v\n%s", err, out)
+	}
+	if want := c.Validate(); fmt.Sprint(err) != fmt.Sprint(want) {
+		t.Fatalf("the proxy loading what was written says\n%v\nvalidating the config says\n%v", err, want)
+	}
+	if err != nil {
+		// Refused: read the bytes as Decode does before it validates.
+		dec := json.NewDecoder(bytes.NewReader(out))
+		dec.DisallowUnknownFields()
+		loaded = &config.Config{}
+		if err := dec.Decode(loaded); err != nil {
+			t.Fatalf("decoding what was written: %v", err)
+		}
+	}
+	if back, _ := appendProxyConfig(nil, loaded); !bytes.Equal(back, out) {
+		t.Fatalf("what the proxy reads back writes\n%s\nwhat was written is\n%s", back, out)
+	}
 }
 
 // TestEncodeEnvJSON: env.json written directly is what encoding/json

@@ -337,18 +337,16 @@ func renderSandbox(e *emitter, sh *shared, sb compiler.Sandbox, dir string, opts
 	if err != nil {
 		return nil, err
 	}
-	files := []File{
-		{Path: dir + "/proxy.json", Data: proxyJSON},
-		{Path: dir + "/env.json", Data: envJSON},
-		{Path: dir + "/.env", Data: encodeDotEnv(env)},
-	}
-	objs := manifests(sandboxInput{sb: sb, image: image, env: env, proxyJSON: proxyJSON, opts: opts, shared: sh, secrets: sb.Secrets()})
-	for _, o := range objs {
-		data, err := e.object(o)
-		if err != nil {
-			return nil, fmt.Errorf("sandbox %s: %w", describe(sb), err)
-		}
-		files = append(files, File{Path: dir + "/" + manifestName(o), Data: data})
+	files := make([]File, 0, 3+12)
+	files = append(files,
+		File{Path: dir + "/proxy.json", Data: proxyJSON},
+		File{Path: dir + "/env.json", Data: envJSON},
+		File{Path: dir + "/.env", Data: encodeDotEnv(env)},
+	)
+	in := sandboxInput{sb: sb, image: image, env: env, proxyJSON: proxyJSON, opts: opts, shared: sh, secrets: sb.Secrets()}
+	files, err = writeManifests(e, in, dir, files)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox %s: %w", describe(sb), err)
 	}
 	return files, nil
 }

@@ -240,8 +240,13 @@ func writeStream(w io.Writer, streamed []File) error {
 }
 
 func sortedFiles(files []File) []File {
+	byPath := func(a, b File) int { return strings.Compare(a.Path, b.Path) }
+	if slices.IsSortedFunc(files, byPath) {
+		// As Render returns them; its callers only read the result.
+		return files
+	}
 	out := slices.Clone(files)
-	slices.SortStableFunc(out, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortStableFunc(out, byPath)
 	return out
 }
 

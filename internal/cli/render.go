@@ -194,7 +194,14 @@ func streamed(units []rendered) ([]render.File, error) {
 	if a, b, clash := clashing(units); clash != "" {
 		return nil, fmt.Errorf("%w: one stream holds each object once, and deploy units %s and %s both render %s: choose one with --unit, as each Argo CD application renders one", errUsage, unitName(a), unitName(b), clash)
 	}
-	var all []render.File
+	if len(units) == 1 {
+		return units[0].files, nil
+	}
+	n := 0
+	for _, u := range units {
+		n += len(u.files)
+	}
+	all := make([]render.File, 0, n)
 	for _, u := range units {
 		all = append(all, u.files...)
 	}
@@ -205,6 +212,10 @@ func streamed(units []rendered) ([]render.File, error) {
 // same object: paths derive from namespaces and names), and that path;
 // "" when none do. Kustomizations are not streamed, and do not count.
 func clashing(units []rendered) (a, b, path string) {
+	if len(units) < 2 {
+		// A unit renders each path once.
+		return "", "", ""
+	}
 	seen := map[string]string{}
 	for _, u := range units {
 		for _, f := range u.files {

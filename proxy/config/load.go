@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -223,7 +225,14 @@ func (v *validator) rule(at string, r Rule) {
 			v.addf(fmt.Sprintf("%s.pathPatterns[%d]", at, i), "%v", err)
 		}
 	}
-	for field, values := range r.Body {
+	// In field order, so the same config is always refused with the
+	// same message.
+	var fields []string
+	if len(r.Body) > 0 {
+		fields = slices.Sorted(maps.Keys(r.Body))
+	}
+	for _, field := range fields {
+		values := r.Body[field]
 		if field == "" {
 			v.addf(at+".body", "has an empty field name")
 		}
