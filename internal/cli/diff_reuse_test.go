@@ -19,6 +19,13 @@ import (
 // reused and its outputs.
 func diffBoth(t *testing.T, args ...string) (*reuse, int, string, string) {
 	t.Helper()
+	return bothWays(t, "diff", args...)
+}
+
+// bothWays runs the command (diff, or explain with --base) with args
+// twice, reusing and afresh, as diffBoth says.
+func bothWays(t *testing.T, cmd string, args ...string) (*reuse, int, string, string) {
+	t.Helper()
 	var out [2]struct {
 		code           int
 		stdout, stderr bytes.Buffer
@@ -29,17 +36,17 @@ func diffBoth(t *testing.T, args ...string) (*reuse, int, string, string) {
 		if !afresh {
 			e.diffReuse = r
 		}
-		out[i].code = run(e, append([]string{"diff"}, args...))
+		out[i].code = run(e, append([]string{cmd}, args...))
 	}
 	reused, afresh := &out[0], &out[1]
 	if reused.code != afresh.code {
-		t.Errorf("diff %s: exit %d reusing, %d afresh", strings.Join(args, " "), reused.code, afresh.code)
+		t.Errorf("%s %s: exit %d reusing, %d afresh", cmd, strings.Join(args, " "), reused.code, afresh.code)
 	}
 	if !bytes.Equal(reused.stdout.Bytes(), afresh.stdout.Bytes()) {
-		t.Errorf("diff %s: stdout differs:\nreusing:\n%s\nafresh:\n%s", strings.Join(args, " "), reused.stdout.String(), afresh.stdout.String())
+		t.Errorf("%s %s: stdout differs:\nreusing:\n%s\nafresh:\n%s", cmd, strings.Join(args, " "), reused.stdout.String(), afresh.stdout.String())
 	}
 	if !bytes.Equal(reused.stderr.Bytes(), afresh.stderr.Bytes()) {
-		t.Errorf("diff %s: stderr differs:\nreusing:\n%s\nafresh:\n%s", strings.Join(args, " "), reused.stderr.String(), afresh.stderr.String())
+		t.Errorf("%s %s: stderr differs:\nreusing:\n%s\nafresh:\n%s", cmd, strings.Join(args, " "), reused.stderr.String(), afresh.stderr.String())
 	}
 	return r, reused.code, reused.stdout.String(), reused.stderr.String()
 }
@@ -255,6 +262,25 @@ func TestDiffReuseGenerated(t *testing.T) {
 			}
 			if strings.Contains(stdout+stderr, canary) {
 				t.Errorf("a Secret's value is in the output:\n%s%s", stdout, stderr)
+			}
+			// explain --base compares the same two sides, reusing as
+			// diff does: every sandbox's verdict, and one sandbox's
+			// request decided on both sides.
+			r, code, stdout, stderr = bothWays(t, "explain", args...)
+			if code != exitOK && !strings.Contains(stderr, "the check found errors") {
+				t.Errorf("explain --base: exit %d, and no side's check failed:\n%s%s", code, stdout, stderr)
+			}
+			if code == exitOK && r.parsed.Hits() == 0 {
+				t.Error("explain --base: no file's parse was reused")
+			}
+			if sandbox, _, _ := strings.Cut(stdout, "\t"); code == exitOK {
+				_, code, stdout, stderr = bothWays(t, "explain", append(slices.Clone(args), "--sandbox", sandbox, "--request", "GET https://api-00000.example.com/repos/acme")...)
+				if code != exitOK || !strings.Contains(stdout, sandbox) {
+					t.Errorf("explain --base --sandbox %s: exit %d\n%s%s", sandbox, code, stdout, stderr)
+				}
+			}
+			if strings.Contains(stdout+stderr, canary) {
+				t.Errorf("explain --base: a Secret's value is in the output:\n%s%s", stdout, stderr)
 			}
 		})
 	}

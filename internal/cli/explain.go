@@ -326,10 +326,16 @@ func explainChange(e *env, paths []string, f *checkFlags, base, head, sandbox, r
 		return fail(e, "explain", err)
 	}
 	var opts render.Options
+	// The head takes from the base what the same inputs gave, as in
+	// keyhole diff (see reuse).
+	var r *reuse
+	if !e.diffAfresh {
+		r = cmp.Or(e.diffReuse, newReuse())
+	}
 	for _, s := range sides {
 		s.ok = true
 		if len(s.paths) > 0 {
-			s.code, s.ok = s.render(&env{stdout: &s.stderr, stderr: &s.stderr}, wd, f, "text", opts, renderer, nil)
+			s.code, s.ok = s.render(&env{stdout: &s.stderr, stderr: &s.stderr}, wd, f, "text", opts, renderer, r)
 		}
 		if _, err := e.stderr.Write(s.stderr.Bytes()); err != nil {
 			return exitUsage
