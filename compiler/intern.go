@@ -45,26 +45,19 @@ func (in *interner) scalar(n *yaml.Node) {
 	}
 }
 
-// at interns the scalar at path under n, where each element of path is
-// a key, or "[]" for every item of a sequence.
-func (in *interner) at(n *yaml.Node, path ...string) {
-	if n == nil {
-		return
-	}
-	if len(path) == 0 {
-		in.scalar(n)
-		return
-	}
-	if path[0] == "[]" {
-		if n.Kind == yaml.SequenceNode {
-			for _, it := range n.Content {
-				in.at(it, path[1:]...)
-			}
+// at interns the scalar value of key in the mapping n, if any.
+func (in *interner) at(n *yaml.Node, key string) {
+	v, _ := child(n, key)
+	in.scalar(v)
+}
+
+// items interns every scalar item of the sequence n.
+func (in *interner) items(n *yaml.Node) {
+	if n != nil && n.Kind == yaml.SequenceNode {
+		for _, it := range n.Content {
+			in.scalar(it)
 		}
-		return
 	}
-	v, _ := child(n, path[0])
-	in.at(v, path[1:]...)
 }
 
 // keys interns the keys of the mapping n, never its values.
@@ -77,18 +70,43 @@ func (in *interner) keys(n *yaml.Node) {
 	}
 }
 
+// sequence returns the items of n when it is a sequence.
+func sequence(n *yaml.Node) []*yaml.Node {
+	if n == nil || n.Kind != yaml.SequenceNode {
+		return nil
+	}
+	return n.Content
+}
+
 // document interns, in a document's tree, what recurs in documents of
 // its kind, before the digest and the loader take their strings from
-// it. Only scalar values change, to equal strings.
+// it. Only scalar values change, to equal strings. Each mapping on the
+// way is looked up once: this runs for every document of the input.
 func (in *interner) document(kind string, n *yaml.Node) {
 	in.at(n, "apiVersion")
 	in.at(n, "kind")
-	in.at(n, "metadata", "namespace")
+	md, _ := child(n, "metadata")
+	in.at(md, "namespace")
+	spec, _ := child(n, "spec")
 	switch kind {
 	case "Connection":
-		in.at(n, "spec", "credential", "kind")
-		for _, f := range [][]string{{"header"}, {"value"}, {"basic", "usernameKey"}, {"basic", "passwordKey"}, {"rules", "[]", "methods", "[]"}, {"rules", "[]", "pathPrefixes", "[]"}} {
-			in.at(n, append([]string{"spec", "placement", "inject", "[]"}, f...)...)
+		cred, _ := child(spec, "credential")
+		in.at(cred, "kind")
+		placement, _ := child(spec, "placement")
+		inject, _ := child(placement, "inject")
+		for _, e := range sequence(inject) {
+			in.at(e, "header")
+			in.at(e, "value")
+			basic, _ := child(e, "basic")
+			in.at(basic, "usernameKey")
+			in.at(basic, "passwordKey")
+			rules, _ := child(e, "rules")
+			for _, r := range sequence(rules) {
+				methods, _ := child(r, "methods")
+				in.items(methods)
+				prefixes, _ := child(r, "pathPrefixes")
+				in.items(prefixes)
+			}
 		}
 	case "Secret":
 		for _, f := range []string{"data", "stringData"} {
@@ -96,10 +114,17 @@ func (in *interner) document(kind string, n *yaml.Node) {
 			in.keys(v)
 		}
 	case "SandboxClass":
-		in.at(n, "spec", "image")
-		in.at(n, "spec", "connections", "[]", "role")
+		in.at(spec, "image")
+		conns, _ := child(spec, "connections")
+		for _, c := range sequence(conns) {
+			in.at(c, "role")
+		}
 	case "AgentRuntime", "ToolRegistry":
-		in.at(n, "spec", "sandbox", "connections", "[]", "sandbox")
-		in.at(n, "spec", "sandbox", "connections", "[]", "role")
+		sandbox, _ := child(spec, "sandbox")
+		conns, _ := child(sandbox, "connections")
+		for _, c := range sequence(conns) {
+			in.at(c, "sandbox")
+			in.at(c, "role")
+		}
 	}
 }

@@ -128,3 +128,31 @@ func TestDigestSmall(t *testing.T) {
 		t.Errorf("a digest is %d bytes, want at most 48", size)
 	}
 }
+
+// BenchmarkInternDocument interns a Connection with two inject entries
+// and rules, as the digest does for each one it reads.
+func BenchmarkInternDocument(b *testing.B) {
+	var n yaml.Node
+	src := `apiVersion: omnia.altairalabs.ai/v1alpha1
+kind: Connection
+metadata: {name: c, namespace: team-01}
+spec:
+  hosts: [api.example.com, git.example.com]
+  credential: {kind: secret, secretRef: {name: tok}}
+  placement:
+    inject:
+      - hosts: [api.example.com]
+        header: Authorization
+        value: "Bearer {{ .token }}"
+        rules: [{methods: [GET, HEAD], pathPrefixes: [/repos]}]
+      - hosts: [git.example.com]
+        basic: {usernameKey: user, passwordKey: token}
+`
+	if err := yaml.Unmarshal([]byte(src), &n); err != nil {
+		b.Fatal(err)
+	}
+	in := newInterner()
+	for b.Loop() {
+		in.document("Connection", n.Content[0])
+	}
+}
