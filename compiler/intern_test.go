@@ -10,25 +10,31 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// TestInternerShares: what recurs from document to document ends up as
-// one string in memory; a Secret's values are never handed to the
-// interner, and names are left as they were parsed.
-func TestInternerShares(t *testing.T) {
-	const canary = "CANARY-intern-never"
-	docs := map[string]string{
-		"Connection": `apiVersion: omnia.altairalabs.ai/v1alpha1
+// internConnection is a Connection of two inject entries, one with a
+// value and rules, one with basic; NAME stands for its name.
+const internConnection = `apiVersion: omnia.altairalabs.ai/v1alpha1
 kind: Connection
 metadata: {name: NAME, namespace: team-01}
 spec:
-  hosts: [api.example.com]
+  hosts: [api.example.com, git.example.com]
   credential: {kind: secret, secretRef: {name: tok}}
   placement:
     inject:
       - hosts: [api.example.com]
         header: Authorization
         value: "Bearer {{ .token }}"
-        rules: [{methods: [GET], pathPrefixes: [/repos]}]
-`,
+        rules: [{methods: [GET, HEAD], pathPrefixes: [/repos]}]
+      - hosts: [git.example.com]
+        basic: {usernameKey: user, passwordKey: token}
+`
+
+// TestInternerShares: what recurs from document to document ends up as
+// one string in memory; a Secret's values are never handed to the
+// interner, and names are left as they were parsed.
+func TestInternerShares(t *testing.T) {
+	const canary = "CANARY-intern-never"
+	docs := map[string]string{
+		"Connection": internConnection,
 		"Secret": `apiVersion: v1
 kind: Secret
 metadata: {name: NAME, namespace: team-01}
@@ -70,7 +76,7 @@ stringData:
 					shared[a[i].Value] = true
 				}
 			}
-			want := []string{"omnia.altairalabs.ai/v1alpha1", "Connection", "team-01", "secret", "Authorization", "Bearer {{ .token }}", "GET", "/repos"}
+			want := []string{"omnia.altairalabs.ai/v1alpha1", "Connection", "team-01", "secret", "Authorization", "Bearer {{ .token }}", "GET", "HEAD", "/repos", "user", "token"}
 			if kind == "Secret" {
 				want = []string{"v1", "Secret", "team-01", "token", "user"}
 			}
@@ -79,7 +85,7 @@ stringData:
 					t.Errorf("%q is not shared between the two documents", w)
 				}
 			}
-			for _, never := range []string{canary, "x-access-token", "obj-0", "api.example.com"} {
+			for _, never := range []string{canary, "x-access-token", "obj-0", "api.example.com", "git.example.com"} {
 				if shared[never] {
 					t.Errorf("%q was interned", never)
 				}
@@ -133,22 +139,7 @@ func TestDigestSmall(t *testing.T) {
 // and rules, as the digest does for each one it reads.
 func BenchmarkInternDocument(b *testing.B) {
 	var n yaml.Node
-	src := `apiVersion: omnia.altairalabs.ai/v1alpha1
-kind: Connection
-metadata: {name: c, namespace: team-01}
-spec:
-  hosts: [api.example.com, git.example.com]
-  credential: {kind: secret, secretRef: {name: tok}}
-  placement:
-    inject:
-      - hosts: [api.example.com]
-        header: Authorization
-        value: "Bearer {{ .token }}"
-        rules: [{methods: [GET, HEAD], pathPrefixes: [/repos]}]
-      - hosts: [git.example.com]
-        basic: {usernameKey: user, passwordKey: token}
-`
-	if err := yaml.Unmarshal([]byte(src), &n); err != nil {
+	if err := yaml.Unmarshal([]byte(internConnection), &n); err != nil {
 		b.Fatal(err)
 	}
 	in := newInterner()
