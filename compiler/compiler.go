@@ -338,14 +338,16 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 		return
 	}
 	it := item{doc: doc}
-	it.ns = cmp.Or(it.obj().Namespace, p.opts.DefaultNamespace)
+	// Read once here: for a document that kept its tree, obj walks it.
+	obj := it.obj()
+	it.ns = cmp.Or(obj.Namespace, p.opts.DefaultNamespace)
 	dg := digestOfDoc(doc)
 	if dg != nil {
 		it.ignore = dg.ignoreList()
 	} else {
 		it.ignore = ignoreList(annotations(doc.Node))
 	}
-	if isConfig(it.obj()) {
+	if isConfig(obj) {
 		p.count(doc)
 		return // read first, by addConfig
 	}
@@ -354,10 +356,10 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 		p.deferSecret(&it, mark)
 		return
 	}
-	kind, ok := schema.Lookup(it.obj().APIVersion, it.obj().Kind)
+	kind, ok := schema.Lookup(obj.APIVersion, obj.Kind)
 	if !ok {
-		if !doc.IsAgent() && it.obj().Kind != "" {
-			msg := fmt.Sprintf("%s %s is not a kind keyhole checks; skipped", it.obj().APIVersion, it.obj().Kind)
+		if !doc.IsAgent() && obj.Kind != "" {
+			msg := fmt.Sprintf("%s %s is not a kind keyhole checks; skipped", obj.APIVersion, obj.Kind)
 			if dg != nil && dg.more != nil && dg.more.kindAt.Line > 0 {
 				p.diags = append(p.diags, p.diagnostic(codeKindUnknown, &it, dg.more.kindAt, "kind", msg))
 			} else {
@@ -382,7 +384,7 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 		// say what is wrong with it.
 		p.invalid[string(kind)+"/"+it.ref().String()] = true
 		if kind == schema.KindAgent || kind == "Connection" {
-			p.invalid[string(kind)+"/"+it.obj().Name] = true
+			p.invalid[string(kind)+"/"+obj.Name] = true
 		}
 		if kind == "Secret" {
 			// Still a Secret a Connection can name: its own findings
