@@ -8,6 +8,7 @@ import (
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/cuecontext"
+	"github.com/santhosh-tekuri/jsonschema/v5"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -89,6 +90,22 @@ func BenchmarkConnection(b *testing.B) {
 			}
 		}
 	})
+	// What Validate's fast path saves: the same schema, with references
+	// (original) and written out in place (inlined), conversion included.
+	for _, sch := range []struct {
+		name string
+		s    *jsonschema.Schema
+	}{{"original", v.schemas[KindConnection]}, {"inlined", v.inlined[KindConnection]}} {
+		s := sch.s
+		b.Run("validate/jsonschema-"+sch.name, func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				c := converter{}
+				if err := s.Validate(c.value(nodes[i%n], 0)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 	b.Run("validate/cue", func(b *testing.B) {
 		ctx := cuecontext.New()
 		pkg := ctx.CompileBytes(CUE())

@@ -295,6 +295,7 @@ func FuzzValidate(f *testing.F) {
 			return
 		}
 		for _, k := range kinds {
+			agree(t, v, k, &n)
 			start := time.Now()
 			vs := v.Validate(k, &n)
 			if d := time.Since(start); d > 3*time.Second {

@@ -47,6 +47,9 @@ const schemaURL = "https://keyhole.dev/schema.json"
 // with NewValidator and share it: it is safe for concurrent use.
 type Validator struct {
 	schemas map[Kind]*jsonschema.Schema
+	// inlined holds each kind's schema with its references written out
+	// in place, which Validate tries first (see inline.go).
+	inlined map[Kind]*jsonschema.Schema
 	// raw is the decoded schema document, read when a failure needs the
 	// schema that failed (its properties, required fields, enum, format).
 	raw map[string]any
@@ -62,12 +65,15 @@ func NewValidator() (*Validator, error) {
 	if err := json.Unmarshal(jsonSchemaSource, &raw); err != nil {
 		return nil, fmt.Errorf("decoding the embedded JSON Schema: %w", err)
 	}
-	c := jsonschema.NewCompiler()
-	c.Draft = jsonschema.Draft2020
+	c := newCompiler()
 	if err := c.AddResource(schemaURL, bytes.NewReader(jsonSchemaSource)); err != nil {
 		return nil, fmt.Errorf("loading the embedded JSON Schema: %w", err)
 	}
-	v := &Validator{schemas: map[Kind]*jsonschema.Schema{}, raw: raw}
+	inlined, err := compileInlined(jsonSchemaSource)
+	if err != nil {
+		return nil, err
+	}
+	v := &Validator{schemas: map[Kind]*jsonschema.Schema{}, inlined: inlined, raw: raw}
 	for _, k := range kinds {
 		s, err := c.Compile(schemaURL + "#/$defs/" + string(k))
 		if err != nil {
@@ -96,7 +102,10 @@ func (v *Validator) Validate(k Kind, doc *yaml.Node) []Violation {
 		return c.vs
 	}
 	vs := c.vs
-	err := s.Validate(val)
+	var err error
+	if in := v.inlined[k]; in == nil || in.Validate(val) != nil {
+		err = s.Validate(val)
+	}
 	var ve *jsonschema.ValidationError
 	switch {
 	case err == nil:
