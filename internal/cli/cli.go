@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"keyhole.dev/keyhole/internal/memlimit"
 	"keyhole.dev/keyhole/internal/version"
 )
 
@@ -68,6 +69,9 @@ func commands() []command {
 // to the process's standard error and standard logger is silenced (see
 // quietLibraries).
 func Main(args []string, stdout, stderr io.Writer) int {
+	// In a container, the collector keeps the heap under the
+	// container's memory limit rather than be killed at it.
+	memlimit.Apply(os.Getenv)
 	if len(args) > 0 && args[0] != "proxy" {
 		defer quietLibraries()()
 	}

@@ -11,14 +11,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"keyhole.dev/keyhole/internal/memlimit"
 	"keyhole.dev/keyhole/internal/version"
 	"keyhole.dev/keyhole/proxy"
 	"keyhole.dev/keyhole/proxy/trust"
@@ -61,6 +64,9 @@ func (r resolveFlag) Set(v string) error {
 
 // Main runs the proxy until SIGTERM or SIGINT and returns the exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
+	// A proxy beside a sandbox runs in a pod with a memory limit: the
+	// collector keeps the heap under it rather than be killed at it.
+	memlimit.Apply(os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	return run(ctx, args, stdout, stderr, nil)
@@ -193,6 +199,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 		}
 	}
 	attrs := []any{"listen", ln.Addr().String()}
+	if lim := debug.SetMemoryLimit(-1); lim < math.MaxInt64 {
+		attrs = append(attrs, "memory_limit", lim) // GOMEMLIMIT's, or the cgroup's share
+	}
 	if tln != nil {
 		attrs = append(attrs, "transparent", tln.Addr().String())
 	}

@@ -6,11 +6,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -118,6 +120,38 @@ func TestRunServes(t *testing.T) {
 	p.stop(t)
 	if !strings.Contains(p.stderr.String(), `"msg":"keyhole-proxy listening"`) {
 		t.Errorf("no startup log line: %s", p.stderr.String())
+	}
+}
+
+// TestRunLogsMemoryLimit: the startup line says the soft memory limit
+// the collector works to, when there is one (set by GOMEMLIMIT or from
+// the cgroup's limit), so that an operator reading a pod's log sees it.
+func TestRunLogsMemoryLimit(t *testing.T) {
+	for name, tt := range map[string]struct {
+		limit int64
+		want  string
+	}{
+		"none":    {limit: math.MaxInt64},
+		"a limit": {limit: 123 << 20, want: `"memory_limit":128974848`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			prev := debug.SetMemoryLimit(tt.limit)
+			defer debug.SetMemoryLimit(prev)
+			p := startRun(t)
+			p.stop(t)
+			var line string
+			for l := range strings.Lines(p.stderr.String()) {
+				if strings.Contains(l, `"msg":"keyhole-proxy listening"`) {
+					line = l
+				}
+			}
+			if line == "" {
+				t.Fatalf("no startup line: %s", p.stderr.String())
+			}
+			if got := strings.Contains(line, `"memory_limit"`); got != (tt.want != "") || !strings.Contains(line, tt.want) {
+				t.Fatalf("startup line %s, want memory_limit %q", line, tt.want)
+			}
+		})
 	}
 }
 

@@ -1,0 +1,156 @@
+//go:build e2e
+
+package memlimit
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"keyhole.dev/keyhole/bench/gen/synth"
+)
+
+// TestCheckInALimitedCgroup runs keyhole check in a real memory cgroup
+// whose limit is below what the same check uses unconstrained: it must
+// finish, with the same output, and not be killed. The run without the
+// soft limit (GOMEMLIMIT=off) at the same cgroup limit is logged for
+// comparison; whether the kernel kills it depends on what else the
+// cgroup is charged for, so it is not asserted.
+func TestCheckInALimitedCgroup(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "keyhole")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/keyhole").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	repo := filepath.Join(t.TempDir(), "repo")
+	if _, err := synth.Generate(repo, synth.Options{Connections: 10000, Agents: 1000}); err != nil {
+		t.Fatal(err)
+	}
+
+	free := run(t, newCgroup(t, 1<<30), bin, repo)
+	if free.killed || free.code != 0 {
+		t.Fatalf("unconstrained check: exit %d, killed %v\n%s", free.code, free.killed, free.out)
+	}
+	limit := free.peak * 8 / 10
+	got := run(t, newCgroup(t, limit), bin, repo)
+	if got.killed || got.code != 0 {
+		t.Fatalf("check in a cgroup of %d MiB (80%% of the %d MiB it uses unconstrained): exit %d, killed %v",
+			limit>>20, free.peak>>20, got.code, got.killed)
+	}
+	if !bytes.Equal(got.out, free.out) {
+		t.Fatalf("the output differs under the limit:\n%s\nunconstrained:\n%s", got.out, free.out)
+	}
+	off := run(t, newCgroup(t, limit), bin, repo, "GOMEMLIMIT=off")
+	t.Logf("cgroup peak: %d MiB unconstrained; %d MiB under a %d MiB limit; with GOMEMLIMIT=off under it: %d MiB, killed %v",
+		free.peak>>20, got.peak>>20, limit>>20, off.peak>>20, off.killed)
+}
+
+type result struct {
+	code   int
+	killed bool
+	out    []byte
+	peak   int64 // the cgroup's peak usage
+}
+
+// run runs keyhole check on repo in cgroup dir.
+func run(t *testing.T, cg cgroup, bin, repo string, env ...string) result {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", `echo $$ > "$0" && exec "$@"`, filepath.Join(cg.dir, "cgroup.procs"), bin, "check", repo)
+	cmd.Env = append(os.Environ(), env...)
+	var r result
+	var err error
+	r.out, err = cmd.Output()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		r.code, r.killed = ee.ExitCode(), ee.ExitCode() == -1
+	case err != nil:
+		t.Fatal(err)
+	}
+	r.peak = cg.read(t, cg.peakFile)
+	return r
+}
+
+// cgroup is a memory cgroup this test made, v1 or v2.
+type cgroup struct {
+	dir, peakFile string
+}
+
+func (c cgroup) read(t *testing.T, name string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(c.dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return n
+}
+
+// cgroups counts the cgroups made, to name them.
+var cgroups int
+
+// newCgroup makes a child of this process's memory cgroup with the given
+// limit, removed at the end of the test.
+func newCgroup(t *testing.T, limit int64) cgroup {
+	t.Helper()
+	cg, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatalf("reading /proc/self/cgroup: %v (this test needs Linux with cgroups)", err)
+	}
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1, v2 := cgroupPaths(cg)
+	mounts := parseMountinfo(mi)
+	var parent, limitFile, peakFile string
+	if m, ok := findMount(mounts, func(m mount) bool { return m.fstype == "cgroup" && hasOption(m.superOptions, "memory") }); ok && v1 != "" {
+		parent, limitFile, peakFile = cgroupDir(m, v1), "memory.limit_in_bytes", "memory.max_usage_in_bytes"
+	} else if m, ok := findMount(mounts, func(m mount) bool { return m.fstype == "cgroup2" }); ok && v2 != "" {
+		// In v2 a process may only join a leaf: the test makes its own
+		// parent, with the memory controller enabled for its children.
+		parent, limitFile, peakFile = cgroupDir(m, v2), "memory.max", "memory.peak"
+		p := filepath.Join(parent, fmt.Sprintf("keyhole-e2e-%d", os.Getpid()))
+		if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			t.Fatalf("making a cgroup: %v (this test needs root and a writable cgroup file system)", err)
+		}
+		t.Cleanup(func() { os.Remove(p) })
+		if err := os.WriteFile(filepath.Join(p, "cgroup.subtree_control"), []byte("+memory"), 0o644); err != nil {
+			t.Fatalf("enabling the memory controller: %v", err)
+		}
+		parent = p
+	} else {
+		t.Fatal("no memory cgroup controller is mounted: this test needs one (cgroup v1 memory or v2)")
+	}
+	cgroups++
+	dir := filepath.Join(parent, fmt.Sprintf("keyhole-e2e-%d-%d", os.Getpid(), cgroups))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatalf("making a cgroup: %v (this test needs root and a writable cgroup file system)", err)
+	}
+	t.Cleanup(func() {
+		if err := os.Remove(dir); err != nil {
+			t.Errorf("removing the cgroup: %v", err)
+		}
+	})
+	if err := os.WriteFile(filepath.Join(dir, limitFile), []byte(strconv.FormatInt(limit, 10)), 0o644); err != nil {
+		t.Fatalf("setting the cgroup's limit: %v", err)
+	}
+	return cgroup{dir: dir, peakFile: peakFile}
+}
+
+// cgroupDir is where the directory of cgroup p is under mount m.
+func cgroupDir(m mount, p string) string {
+	rel := filepath.Clean(p)
+	if m.root != "/" {
+		rel = strings.TrimPrefix(rel, filepath.Clean(m.root))
+	}
+	return filepath.Join(m.point, rel)
+}
