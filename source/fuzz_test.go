@@ -110,7 +110,7 @@ func FuzzParseWalked(f *testing.F) {
 		}
 		lines := 1 + bytes.Count(data, []byte("\n")) + bytes.Count(data, []byte("\r")) +
 			bytes.Count(data, []byte("\u0085")) + bytes.Count(data, []byte("\u2028")) + bytes.Count(data, []byte("\u2029"))
-		docs, ds := parse(name, data, true)
+		docs, ds := parse(name, data, true, nil)
 		for _, d := range ds {
 			if d.Pos.File != name || d.Pos.Line < 1 || d.Pos.Column < 1 || d.Pos.Line > lines {
 				t.Fatalf("diagnostic outside the input (%d lines): %v", lines, d)
@@ -125,7 +125,7 @@ func FuzzParseWalked(f *testing.F) {
 			}
 			checkPlain(t, d.Node, 0)
 		}
-		docs2, ds2 := parse(name, data, true)
+		docs2, ds2 := parse(name, data, true, nil)
 		if !reflect.DeepEqual(ds, ds2) || len(docs) != len(docs2) {
 			t.Fatalf("two parses differ:\n%v\n%v", ds, ds2)
 		}

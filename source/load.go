@@ -374,11 +374,13 @@ func (l *loader) parseRead(name, abs string, r fileRead, walked bool) fileRead {
 	if r.parsed {
 		return r
 	}
-	r.docs, r.diags = l.opts.Memo.parse(name, r.data, walked, func(docs []Document) {
-		for i := range docs {
-			docs[i].Unit, docs[i].Walked = LooseUnit, walked
+	var o *origin // where a released document is read again from, once one is
+	r.docs, r.diags = l.opts.Memo.parse(name, r.data, walked, func(d *Document) {
+		d.Unit, d.Walked = LooseUnit, walked
+		if o == nil {
+			o = l.originOf(name, abs, walked, r.data)
 		}
-		l.digest(docs, l.originOf(name, abs, walked, r.data))
+		l.digest(d, o)
 	})
 	r.data, r.parsed = nil, true
 	return r

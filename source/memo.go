@@ -52,14 +52,12 @@ func (m *Memo) Hits() int {
 	return m.hits
 }
 
-// parse is parse(name, data, walked) followed by then(docs), reusing an
-// earlier parse of the same name and bytes and what then did to it. The
+// parse is parse(name, data, walked, each), reusing an earlier parse of
+// the same name and bytes and what each did to its documents. The
 // slices returned are the caller's own.
-func (m *Memo) parse(name string, data []byte, walked bool, then func([]Document)) ([]Document, diag.List) {
+func (m *Memo) parse(name string, data []byte, walked bool, each func(*Document)) ([]Document, diag.List) {
 	if m == nil {
-		docs, diags := parse(name, data, walked)
-		then(docs)
-		return docs, diags
+		return parse(name, data, walked, each)
 	}
 	key := memoKey{name: name, walked: walked, sum: sha256.Sum256(data)}
 	m.mu.Lock()
@@ -69,8 +67,7 @@ func (m *Memo) parse(name string, data []byte, walked bool, then func([]Document
 	}
 	m.mu.Unlock()
 	if !ok {
-		p.docs, p.diags = parse(name, data, walked)
-		then(p.docs)
+		p.docs, p.diags = parse(name, data, walked, each)
 		m.mu.Lock()
 		m.parsed[key] = p
 		m.mu.Unlock()

@@ -75,7 +75,7 @@ const maxAliasNodes = 10000
 // inputs another way than Load (for example blobs of a git tree) use it
 // directly; file is used as given for positions.
 func Parse(file string, data []byte) ([]Document, diag.List) {
-	return parse(file, data, false)
+	return parse(file, data, false, nil)
 }
 
 // parse is Parse; walked says the file was found by walking a directory
@@ -86,15 +86,15 @@ func Parse(file string, data []byte) ([]Document, diag.List) {
 // document that is a list or a scalar, invalid YAML, a missing kind) and
 // that names none of keyhole's kinds is skipped with one InputSkipped note
 // (see skipUnreadable and docs/inputs.md).
-func parse(file string, data []byte, walked bool) ([]Document, diag.List) {
-	docs, diags := parseAll(file, data, walked)
+func parse(file string, data []byte, walked bool, each func(*Document)) ([]Document, diag.List) {
+	docs, diags := parseAll(file, data, walked, each)
 	if walked {
 		return skipUnreadable(file, data, docs, diags)
 	}
 	return docs, diags
 }
 
-func parseAll(file string, data []byte, walked bool) ([]Document, diag.List) {
+func parseAll(file string, data []byte, walked bool, each func(*Document)) ([]Document, diag.List) {
 	if d, bad := checkBytes(file, data); bad {
 		return nil, diag.List{d}
 	}
@@ -115,6 +115,14 @@ func parseAll(file string, data []byte, walked bool) ([]Document, diag.List) {
 		}
 		ds, errs := document(file, index, &n, walked)
 		diags = append(diags, errs...)
+		if each != nil {
+			// Each document as soon as it is parsed: its tree can then be
+			// dropped before the next one is built, rather than a whole
+			// file's trees being held at once.
+			for i := range ds {
+				each(&ds[i])
+			}
+		}
 		docs = append(docs, ds...)
 	}
 	if cap(docs) > len(docs)+len(docs)/8 {

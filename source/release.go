@@ -74,23 +74,21 @@ func (l *loader) originOf(name, abs string, walked bool, data []byte) *origin {
 	return &origin{name: name, abs: abs, walked: walked, size: len(data), sum: maphash.Bytes(seed, data), files: l.reread}
 }
 
-// digest gives each document of a file just parsed to Options.Digest and
-// drops the node trees it releases, when the file can be read again.
-func (l *loader) digest(docs []Document, o *origin) {
+// digest gives a document just parsed to Options.Digest and drops its
+// node tree if the digest releases it and the file can be read again (o
+// is not nil).
+func (l *loader) digest(d *Document, o *origin) {
 	if l.opts.Digest == nil {
 		return
 	}
-	for i := range docs {
-		d := &docs[i]
-		dg, release := l.opts.Digest(d)
-		d.digest = dg
-		if release && o != nil && d.where == nil {
-			if od, ok := dg.(ObjectDigest); !ok || !sameObject(od, d.Object()) {
-				d.digest = &keptObject{digest: dg, obj: d.Object()}
-			}
-			d.origin = o
-			d.Node = nil
+	dg, release := l.opts.Digest(d)
+	d.digest = dg
+	if release && o != nil && d.where == nil {
+		if od, ok := dg.(ObjectDigest); !ok || !sameObject(od, d.Object()) {
+			d.digest = &keptObject{digest: dg, obj: d.Object()}
 		}
+		d.origin = o
+		d.Node = nil
 	}
 }
 
@@ -151,7 +149,7 @@ func (r *rereader) tree(o *origin, index int, pos diag.Pos) (*yaml.Node, error) 
 		if len(data) != o.size || maphash.Bytes(seed, data) != o.sum {
 			return nil, fmt.Errorf("%s: %w", o.name, ErrChanged)
 		}
-		r.docs, _ = parse(o.name, data, o.walked)
+		r.docs, _ = parse(o.name, data, o.walked, nil)
 		r.last = o
 	}
 	for i := range r.docs {

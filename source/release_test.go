@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/metrics"
 	"strings"
 	"sync"
 	"testing"
@@ -318,5 +320,48 @@ func TestReleaseObjectFromDigest(t *testing.T) {
 				t.Errorf("%d documents released, want at least 5", n)
 			}
 		})
+	}
+}
+
+// TestReleaseAsParsed: a file's documents are given to the Digest as each
+// is parsed, so that a released tree is garbage before the next one is
+// built: a file of thousands of documents (an install manifest) costs the
+// memory of one tree, not of all of them. When the Digest meets the first
+// document, the heap holds no more objects than one document's tree and
+// the loader's own; had the file been parsed whole first, it would hold
+// every document's tree.
+func TestReleaseAsParsed(t *testing.T) {
+	const docs = 2000
+	var b strings.Builder
+	for i := range docs {
+		fmt.Fprintf(&b, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%d, namespace: ns}\ndata: {a: '1', b: '2', c: '3'}\n---\n", i)
+	}
+	path := filepath.Join(t.TempDir(), "all.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	objects := func() uint64 {
+		runtime.GC()
+		s := []metrics.Sample{{Name: "/gc/heap/objects:objects"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	before := objects()
+	var first uint64
+	got, _, err := Load([]string{path}, Options{Digest: func(d *Document) (any, bool) {
+		if d.Index == 0 {
+			first = objects()
+		}
+		return nil, true
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != docs {
+		t.Fatalf("%d documents, want %d", len(got), docs)
+	}
+	// A document here is some 25 nodes; all of them would be 50,000.
+	if grown := int64(first) - int64(before); grown > 5000 {
+		t.Fatalf("%d more objects on the heap at the first document's digest: the file's trees were all built first", grown)
 	}
 }
