@@ -113,6 +113,9 @@ func inline(defs map[string]any, v any, stack []string) (out any, ok bool) {
 			case key == "$comment":
 			case strings.HasPrefix(key, "$"):
 				return nil, false
+			case key == "const" || key == "enum" || key == "default" || key == "examples":
+				m[key] = e // values, not schemas: a "$ref" in them is data
+				continue
 			}
 			// Under properties, $defs and the like, keys are names, not
 			// keywords; inlining them as schemas changes nothing, since

@@ -56,6 +56,10 @@ func TestInline(t *testing.T) {
 			in:   map[string]any{"$comment": "c", "type": "string"},
 			want: map[string]any{"$comment": "c", "type": "string"},
 		},
+		"values are data, not schemas": {
+			in:   map[string]any{"const": map[string]any{"$ref": "#/$defs/A"}, "enum": []any{map[string]any{"$id": "x"}}},
+			want: map[string]any{"const": map[string]any{"$ref": "#/$defs/A"}, "enum": []any{map[string]any{"$id": "x"}}},
+		},
 		"a definition that refers to itself": {in: map[string]any{"$ref": "#/$defs/Self"}},
 		"a reference into a definition":      {in: map[string]any{"$ref": "#/$defs/B/properties/a"}},
 		"a reference to another document":    {in: map[string]any{"$ref": "https://example.com/s.json"}},
