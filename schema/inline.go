@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
@@ -66,74 +67,114 @@ func newCompiler() *jsonschema.Compiler {
 	return c
 }
 
-// inline returns v with every reference to a definition ("#/$defs/Name")
-// replaced by that definition, itself inlined. A reference alone becomes
-// the definition; a reference beside other keywords becomes one more
-// entry of allOf, which is what a reference means in draft 2020-12. ok is
-// false when v holds what cannot be written out in place and keep its
-// meaning: a reference to anything but a whole definition, a definition
-// that refers to itself, or a keyword that names or resolves a schema
-// ($id, $anchor, $dynamicRef and the like). stack holds the definitions
-// being inlined, to find the cycles.
+// inline returns schema v with every reference to a definition
+// ("#/$defs/Name") replaced by that definition, itself inlined. A
+// reference alone becomes the definition; a reference beside other
+// keywords becomes one more entry of allOf, which is what a reference
+// means in draft 2020-12. Only the keywords whose values are schemas are
+// walked; the others (type, enum, const, pattern, ...) hold data and are
+// copied. ok is false when v holds what cannot be written out in place
+// and keep its meaning: a reference to anything but a whole definition, a
+// definition that refers to itself, or another keyword that names or
+// resolves a schema ($id, $anchor, $dynamicRef and the like). stack holds
+// the definitions being inlined, to find the cycles.
 func inline(defs map[string]any, v any, stack []string) (out any, ok bool) {
-	switch v := v.(type) {
-	case []any:
-		items := make([]any, len(v))
-		for i, e := range v {
-			if items[i], ok = inline(defs, e, stack); !ok {
+	obj, isObject := v.(map[string]any)
+	if !isObject {
+		return v, true // true and false are schemas too
+	}
+	m := make(map[string]any, len(obj))
+	var ref any
+	for key, e := range obj {
+		switch {
+		case key == "$ref":
+			s, isString := e.(string)
+			name, local := strings.CutPrefix(s, "#/$defs/")
+			if !isString || !local || strings.Contains(name, "/") {
 				return nil, false
 			}
-		}
-		return items, true
-	case map[string]any:
-		m := make(map[string]any, len(v))
-		var ref any
-		for key, e := range v {
-			switch {
-			case key == "$ref":
-				s, isString := e.(string)
-				name, local := strings.CutPrefix(s, "#/$defs/")
-				if !isString || !local || strings.Contains(name, "/") {
-					return nil, false
-				}
-				name = unescapePointer(name)
-				def, found := defs[name]
-				if !found {
-					return nil, false
-				}
-				for _, s := range stack {
-					if s == name {
-						return nil, false
-					}
-				}
-				if ref, ok = inline(defs, def, append(stack, name)); !ok {
-					return nil, false
-				}
-				continue
-			case key == "$comment":
-			case strings.HasPrefix(key, "$"):
-				return nil, false
-			case key == "const" || key == "enum" || key == "default" || key == "examples":
-				m[key] = e // values, not schemas: a "$ref" in them is data
-				continue
-			}
-			// Under properties, $defs and the like, keys are names, not
-			// keywords; inlining them as schemas changes nothing, since
-			// a name is never "$ref" in a schema keyhole generates, and
-			// if it were, the refusal above keeps the original.
-			if m[key], ok = inline(defs, e, stack); !ok {
+			name = unescapePointer(name)
+			def, found := defs[name]
+			if !found || slices.Contains(stack, name) {
 				return nil, false
 			}
+			if ref, ok = inline(defs, def, append(stack, name)); !ok {
+				return nil, false
+			}
+			continue
+		case key == "$comment":
+			m[key] = e
+			continue
+		case strings.HasPrefix(key, "$"):
+			return nil, false
 		}
-		if ref == nil {
-			return m, true
+		switch schemaKeywords[key] {
+		case oneSchema:
+			m[key], ok = inline(defs, e, stack)
+		case schemaList:
+			m[key], ok = inlineEach(e, func(e any) (any, bool) { return inline(defs, e, stack) })
+		case schemaByName:
+			m[key], ok = inlineByName(e, func(e any) (any, bool) { return inline(defs, e, stack) })
+		default:
+			m[key], ok = e, true
 		}
-		if len(m) == 0 {
-			return ref, true
+		if !ok {
+			return nil, false
 		}
-		all, _ := m["allOf"].([]any)
-		m["allOf"] = append(append([]any(nil), all...), ref)
+	}
+	if ref == nil {
 		return m, true
 	}
-	return v, true
+	if len(m) == 0 {
+		return ref, true
+	}
+	all, _ := m["allOf"].([]any)
+	m["allOf"] = append(slices.Clip(all), ref)
+	return m, true
+}
+
+// What the value of each applicator keyword of draft 2020-12 is: a schema,
+// a list of them, or a map of names to them.
+const (
+	oneSchema = iota + 1
+	schemaList
+	schemaByName
+)
+
+var schemaKeywords = map[string]int{
+	"additionalProperties": oneSchema, "items": oneSchema, "contains": oneSchema,
+	"propertyNames": oneSchema, "not": oneSchema, "if": oneSchema, "then": oneSchema,
+	"else": oneSchema, "unevaluatedProperties": oneSchema, "unevaluatedItems": oneSchema,
+	"allOf": schemaList, "anyOf": schemaList, "oneOf": schemaList, "prefixItems": schemaList,
+	"properties": schemaByName, "patternProperties": schemaByName, "dependentSchemas": schemaByName,
+}
+
+// inlineEach inlines each schema of a list.
+func inlineEach(v any, f func(any) (any, bool)) (any, bool) {
+	list, ok := v.([]any)
+	if !ok {
+		return v, true // not a list: the compiler says so, for both
+	}
+	out := make([]any, len(list))
+	for i, e := range list {
+		if out[i], ok = f(e); !ok {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// inlineByName inlines each schema of a map of names to schemas.
+func inlineByName(v any, f func(any) (any, bool)) (any, bool) {
+	byName, ok := v.(map[string]any)
+	if !ok {
+		return v, true
+	}
+	out := make(map[string]any, len(byName))
+	for name, e := range byName {
+		if out[name], ok = f(e); !ok {
+			return nil, false
+		}
+	}
+	return out, true
 }

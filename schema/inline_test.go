@@ -66,7 +66,32 @@ func TestInline(t *testing.T) {
 		"a missing definition":               {in: map[string]any{"$ref": "#/$defs/Nope"}},
 		"a reference that is not a string":   {in: map[string]any{"$ref": 1}},
 		"an $id":                             {in: map[string]any{"$id": "x", "type": "string"}},
-		"a dynamic reference":                {in: []any{map[string]any{"$dynamicRef": "#x"}}},
+		"a dynamic reference":                {in: map[string]any{"items": map[string]any{"$dynamicRef": "#x"}}},
+		"nested definitions":                 {in: map[string]any{"$defs": map[string]any{"X": true}}},
+		"properties are names, whatever they are called": {
+			in: map[string]any{"properties": map[string]any{
+				"const": map[string]any{"$ref": "#/$defs/A"},
+				"$ref":  map[string]any{"items": map[string]any{"$ref": "#/$defs/A"}},
+			}},
+			want: map[string]any{"properties": map[string]any{
+				"const": map[string]any{"type": "string"},
+				"$ref":  map[string]any{"items": map[string]any{"type": "string"}},
+			}},
+		},
+		"every applicator is walked": {
+			in: map[string]any{
+				"anyOf":             []any{map[string]any{"$ref": "#/$defs/A"}, true},
+				"not":               map[string]any{"$ref": "#/$defs/A"},
+				"patternProperties": map[string]any{"^x": map[string]any{"$ref": "#/$defs/A"}},
+				"prefixItems":       []any{map[string]any{"$ref": "#/$defs/A"}},
+			},
+			want: map[string]any{
+				"anyOf":             []any{map[string]any{"type": "string"}, true},
+				"not":               map[string]any{"type": "string"},
+				"patternProperties": map[string]any{"^x": map[string]any{"type": "string"}},
+				"prefixItems":       []any{map[string]any{"type": "string"}},
+			},
+		},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
