@@ -210,30 +210,41 @@ func checkTemplates(p *pass) {
 	}
 }
 
-// keyUse is one Secret key an inject entry reads, and where it names it.
+// keyUse is one Secret key an inject entry reads, and where it names it:
+// in the value of inject entry inject, or in its basic field (field). The
+// path is built only for a diagnostic: every Connection's keys are looked
+// at by several checks, and few are reported.
 type keyUse struct {
-	key string
-	at  path
+	key    string
+	inject int
+	field  string // "value", "usernameKey" or "passwordKey"
 	// offset is where in the template value the reference starts, or -1
 	// when the use is a whole field (a basic key).
 	offset int
+}
+
+// at is the path of the field that names the key.
+func (u keyUse) at() path {
+	if u.field == "value" {
+		return path{"spec", "placement", "inject", u.inject, "value"}
+	}
+	return path{"spec", "placement", "inject", u.inject, "basic", u.field}
 }
 
 // keysUsed lists the keys inject entry i reads: its template's references
 // or its basic keys.
 func (c *connection) keysUsed(i int) []keyUse {
 	in := c.w.Spec.Placement.Inject[i]
-	at := path{"spec", "placement", "inject", i}
 	var uses []keyUse
 	if t := c.tmpls[i]; t != nil {
 		for _, r := range t.Refs() {
-			uses = append(uses, keyUse{key: r.Key, at: at.with("value"), offset: r.Offset})
+			uses = append(uses, keyUse{key: r.Key, inject: i, field: "value", offset: r.Offset})
 		}
 	}
 	if b := in.Basic; b != nil {
 		uses = append(uses,
-			keyUse{key: b.UsernameKey, at: at.with("basic", "usernameKey"), offset: -1},
-			keyUse{key: b.PasswordKey, at: at.with("basic", "passwordKey"), offset: -1})
+			keyUse{key: b.UsernameKey, inject: i, field: "usernameKey", offset: -1},
+			keyUse{key: b.PasswordKey, inject: i, field: "passwordKey", offset: -1})
 	}
 	return uses
 }

@@ -76,17 +76,17 @@ func hostUnsupported(h string) (string, bool) {
 
 func checkInjectHosts(p *pass) {
 	for _, c := range p.connList {
-		inj := path{"spec", "placement", "inject"}
 		covered := map[string]int{}
 		for i, in := range c.w.Spec.Placement.Inject {
 			for j, h := range in.Hosts {
-				at := inj.with(i, "hosts", j)
+				// Built only to report: most hosts are fine.
+				at := func() path { return path{"spec", "placement", "inject", i, "hosts", j} }
 				if !slices.Contains(c.w.Spec.Hosts, h) {
-					p.report(codeInjectHostUnlisted, &c.item, at, false,
+					p.report(codeInjectHostUnlisted, &c.item, at(), false,
 						"inject entry %d covers %s, which spec.hosts does not list; add it to spec.hosts or remove it here", i, h)
 				}
 				if first, ok := covered[h]; ok {
-					p.report(codeHostInjectedTwice, &c.item, at, false,
+					p.report(codeHostInjectedTwice, &c.item, at(), false,
 						"%s is already covered by inject entry %d; a host takes one injection, so merge the entries or drop one", h, first)
 					continue
 				}

@@ -585,14 +585,14 @@ func (p *pass) report(code string, it *item, at path, key bool, format string, a
 // a template value where the column can be known exactly.
 func (p *pass) reportUse(code string, it *item, u keyUse, format string, args ...any) {
 	root, note := it.tree()
-	pos := it.doc.Pos
+	pos, at := it.doc.Pos, u.at()
 	if root != nil {
-		n := u.at.find(root, false)
+		n := at.find(root, false)
 		if pos, note = it.doc.Where(n); note == "" {
 			pos.Column = refColumn(n, u.offset)
 		}
 	}
-	p.diags = append(p.diags, p.diagnostic(code, it, pos, u.at.String(), fmt.Sprintf(format, args...)+note))
+	p.diags = append(p.diags, p.diagnostic(code, it, pos, at.String(), fmt.Sprintf(format, args...)+note))
 }
 
 // refColumn returns the column of the byte at offset in scalar n's value,
