@@ -93,7 +93,7 @@ func (b *build) failurePos(msg string, read map[string][]byte) diag.Pos {
 		if n := badField(root, msg); n != nil {
 			return diag.Pos{File: name, Line: n.Line, Column: n.Column}
 		}
-		if p, ok := b.unmatchedPatch(root, filepath.Dir(kf), msg); ok {
+		if p, ok := b.unmatchedPatch(root, kf, msg); ok {
 			return p
 		}
 	}
@@ -162,19 +162,30 @@ func badField(root *yaml.Node, msg string) *yaml.Node {
 	return k
 }
 
-// unmatchedPatch finds, among the patch files the kustomization root (in
-// dir) names, the document a "no matches for Id" error is about, and
-// returns the position of its name.
-func (b *build) unmatchedPatch(root *yaml.Node, dir, msg string) (diag.Pos, bool) {
+// unmatchedPatch finds, among the patches the kustomization file kf
+// (parsed as root) holds inline or names as files, the document a "no
+// matches for Id" error is about, and returns the position of its name.
+func (b *build) unmatchedPatch(root *yaml.Node, kf, msg string) (diag.Pos, bool) {
 	m := noMatch.FindStringSubmatch(msg)
 	if m == nil {
 		return diag.Pos{}, false
 	}
 	kind, name := m[1], m[2]
+	named := func(d Document) *yaml.Node {
+		if n := Lookup(Lookup(d.Node, "metadata"), "name"); n != nil && stringField(d.Node, "kind") == kind && n.Value == name {
+			return n
+		}
+		return nil
+	}
 	var files []string
+	var inline []*yaml.Node
 	if seq := Lookup(root, "patchesStrategicMerge"); seq != nil && seq.Kind == yaml.SequenceNode {
 		for _, e := range seq.Content {
-			if e.Kind == yaml.ScalarNode {
+			switch {
+			case e.Kind != yaml.ScalarNode:
+			case strings.Contains(e.Value, "\n") || strings.HasPrefix(strings.TrimSpace(e.Value), "{"):
+				inline = append(inline, e)
+			default:
 				files = append(files, e.Value)
 			}
 		}
@@ -184,8 +195,22 @@ func (b *build) unmatchedPatch(root *yaml.Node, dir, msg string) (diag.Pos, bool
 			if p := stringField(e, "path"); p != "" {
 				files = append(files, p)
 			}
+			if v := Lookup(e, "patch"); v != nil && v.Kind == yaml.ScalarNode {
+				inline = append(inline, v)
+			}
 		}
 	}
+	for _, v := range inline {
+		docs, _ := Parse(b.display(kf), []byte(v.Value))
+		for _, d := range docs {
+			if n := named(d); n != nil {
+				data, _ := b.l.fsys.ReadFile(kf)
+				line, col := inlinePos(data, v, n)
+				return diag.Pos{File: b.display(kf), Line: line, Column: col}, true
+			}
+		}
+	}
+	dir := filepath.Dir(kf)
 	for _, f := range files {
 		abs := filepath.Join(dir, filepath.FromSlash(f))
 		data, err := b.l.fsys.ReadFile(abs)
@@ -194,13 +219,44 @@ func (b *build) unmatchedPatch(root *yaml.Node, dir, msg string) (diag.Pos, bool
 		}
 		docs, _ := Parse(b.display(abs), data)
 		for _, d := range docs {
-			md := Lookup(d.Node, "metadata")
-			if n := Lookup(md, "name"); n != nil && stringField(d.Node, "kind") == kind && n.Value == name {
+			if n := named(d); n != nil {
 				return diag.Pos{File: d.File, Line: n.Line, Column: n.Column}, true
 			}
 		}
 	}
 	return diag.Pos{}, false
+}
+
+// inlinePos returns where the node n, found by parsing the text of the
+// scalar v, is in the file (data) that holds v. A literal block (|) keeps
+// its text's lines as they are, indented: n is on the file's line
+// v.Line+n.Line, shifted right by the block's indentation (that of its
+// first line that is not blank). Any other style (folded, quoted, flow)
+// reflows the text, and an unexpected file gives no certain answer: then
+// the position is v's own.
+func inlinePos(data []byte, v, n *yaml.Node) (line, col int) {
+	if v.Style&yaml.LiteralStyle == 0 {
+		return v.Line, v.Column
+	}
+	lines := strings.Split(string(data), "\n")
+	indent := -1
+	for i := v.Line; i < len(lines); i++ { // lines[v.Line] is the line after the block's header
+		l := strings.TrimRight(lines[i], "\r")
+		if strings.TrimSpace(l) != "" {
+			indent = len(l) - len(strings.TrimLeft(l, " "))
+			break
+		}
+	}
+	line, col = v.Line+n.Line, indent+n.Column
+	if indent < 0 || line > len(lines) {
+		return v.Line, v.Column
+	}
+	// The node's text must start there (or its opening quote).
+	l := strings.TrimRight(lines[line-1], "\r")
+	if col > len(l) || !(strings.HasPrefix(l[col-1:], n.Value) || l[col-1] == '"' || l[col-1] == '\'') {
+		return v.Line, v.Column
+	}
+	return line, col
 }
 
 // scrub makes a kustomize error readable and the same on every machine:

@@ -297,6 +297,46 @@ func TestKustomizeBuildFailed(t *testing.T) {
 			want: "k/p.yaml:4:9",
 			msg:  "ConfigMap.v1.[noGrp]/y",
 		},
+		"inline strategic-merge patch matching nothing points at its name": {
+			files: map[string]string{
+				"k/kustomization.yaml": "resources: [r.yaml]\npatches:\n  - patch: |-\n      apiVersion: v1\n      kind: ConfigMap\n      metadata:\n        name: y\n      data: {a: b}\n",
+				"k/r.yaml":             resource,
+			},
+			want: "k/kustomization.yaml:7:15",
+			msg:  "ConfigMap.v1.[noGrp]/y",
+		},
+		"inline patch with CRLF line ends points at its name": {
+			files: map[string]string{
+				"k/kustomization.yaml": "resources: [r.yaml]\r\npatches:\r\n- patch: |\r\n    apiVersion: v1\r\n    kind: ConfigMap\r\n    metadata:\r\n      name: y\r\n",
+				"k/r.yaml":             resource,
+			},
+			want: "k/kustomization.yaml:7:13",
+			msg:  "ConfigMap.v1.[noGrp]/y",
+		},
+		"inline patchesStrategicMerge entry points at its name": {
+			files: map[string]string{
+				"k/kustomization.yaml": "resources: [r.yaml]\npatchesStrategicMerge:\n  - |-\n    apiVersion: v1\n    kind: ConfigMap\n    metadata: {name: y}\n",
+				"k/r.yaml":             resource,
+			},
+			want: "k/kustomization.yaml:6:22",
+			msg:  "ConfigMap.v1.[noGrp]/y",
+		},
+		"inline patch in flow style points at the patch": {
+			files: map[string]string{
+				"k/kustomization.yaml": "resources: [r.yaml]\npatches:\n  - patch: '{apiVersion: v1, kind: ConfigMap, metadata: {name: y}}'\n",
+				"k/r.yaml":             resource,
+			},
+			want: "k/kustomization.yaml:3:12",
+			msg:  "ConfigMap.v1.[noGrp]/y",
+		},
+		"folded inline patch points at the patch": {
+			files: map[string]string{
+				"k/kustomization.yaml": "resources: [r.yaml]\npatches:\n  - patch: >\n      {apiVersion: v1, kind: ConfigMap,\n      metadata: {name: y}}\n",
+				"k/r.yaml":             resource,
+			},
+			want: "k/kustomization.yaml:3:12",
+			msg:  "ConfigMap.v1.[noGrp]/y",
+		},
 		"malformed resource in a base points at its line": {
 			files: map[string]string{
 				"k/kustomization.yaml":    "resources: [../base]\n",
