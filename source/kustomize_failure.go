@@ -43,12 +43,13 @@ func (b *build) yamlFailure(msg string, read map[string][]byte) (diag.Diagnostic
 	if m == nil {
 		return diag.Diagnostic{}, false
 	}
-	line, _ := strconv.Atoi(m[1])
+	n, _ := strconv.Atoi(m[1])
 	for _, abs := range slices.Sorted(maps.Keys(read)) {
-		if filepath.Base(abs) != filepath.Base(filepath.FromSlash(strings.TrimRight(m[2], `'":;,)`))) || isKustomizationName(filepath.Base(abs)) {
+		if filepath.Base(abs) != filepath.Base(filepath.FromSlash(strings.TrimRight(m[3], `'":;,)`))) || isKustomizationName(filepath.Base(abs)) {
 			continue
 		}
 		name := b.display(abs)
+		line := errorLine(read[abs], n, m[2]) // kustomize's YAML library counts as keyhole's does
 		_, ds := Parse(name, read[abs])
 		for _, d := range ds {
 			if d.Severity == diag.Error && d.Code == CodeYAMLInvalid && d.Pos.Line == line {
@@ -80,8 +81,9 @@ func (b *build) failurePos(msg string, read map[string][]byte) diag.Pos {
 	for _, kf := range kfiles {
 		name := b.display(kf)
 		if m := yamlLine.FindStringSubmatch(msg); m != nil && kf == b.kfile {
-			line, _ := strconv.Atoi(m[1])
-			return diag.Pos{File: name, Line: line, Column: 1}
+			n, _ := strconv.Atoi(m[1])
+			data, _ := b.l.fsys.ReadFile(kf)
+			return diag.Pos{File: name, Line: max(errorLine(data, n, m[2]), 1), Column: 1}
 		}
 		root := kustomizationNode(b.l.fsys, kf)
 		if root == nil {

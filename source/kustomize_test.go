@@ -258,6 +258,16 @@ func TestKustomizeBuildFailed(t *testing.T) {
 			want:  "k/kustomization.yaml:3:1",
 			msg:   "line 3",
 		},
+		"a key indented short in the kustomization points at that key": {
+			files: map[string]string{"k/kustomization.yaml": "resources:\n  - r.yaml\n namespace: x\n", "k/r.yaml": resource},
+			want:  "k/kustomization.yaml:3:1",
+			msg:   "did not find expected key",
+		},
+		"a list item among keys of the kustomization points at it": {
+			files: map[string]string{"k/kustomization.yaml": "resources:\n- r.yaml\ncommonAnnotations:\n  a: b\n  - c\n", "k/r.yaml": resource},
+			want:  "k/kustomization.yaml:5:1",
+			msg:   "did not find expected key",
+		},
 		"missing configurations entry": {
 			files: map[string]string{"k/kustomization.yaml": "resources: [r.yaml]\nconfigurations:\n  - kustomizeconfig.yaml\n", "k/r.yaml": resource},
 			want:  "k/kustomization.yaml:3:5",
@@ -345,6 +355,15 @@ func TestKustomizeBuildFailed(t *testing.T) {
 			},
 			want: "base/r.yaml:5:1",
 			msg:  "invalid YAML",
+			code: CodeYAMLInvalid,
+		},
+		"unclosed flow in a resource points at its line": {
+			files: map[string]string{
+				"k/kustomization.yaml": "resources: [r.yaml]\n",
+				"k/r.yaml":             resource + "data:\n  a: [1, 2\n  b: c\n",
+			},
+			want: "k/r.yaml:5:1",
+			msg:  "did not find expected ',' or ']'",
 			code: CodeYAMLInvalid,
 		},
 		"missing resource in a base points at the base's entry": {
