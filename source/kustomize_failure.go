@@ -31,8 +31,49 @@ func (b *build) buildFailed(errMsg string, read map[string][]byte) diag.Diagnost
 		Code:     CodeKustomizeBuildFailed,
 		Severity: diag.Error,
 		Pos:      b.failurePos(msg, read),
-		Message:  fmt.Sprintf("kustomize cannot build %s: %s", b.display(b.root), msg),
+		Message:  fmt.Sprintf("kustomize cannot build %s: %s%s", b.display(b.root), msg, b.pluginHint(msg)),
 	}
+}
+
+// pluginHint says what to do about a build that needs what keyhole, like
+// kubectl kustomize by default, does not run: helm for helmCharts, or a
+// plugin or KRM function. kustomize's own advice names a flag of the
+// kustomize command, which keyhole does not have.
+func (b *build) pluginHint(msg string) string {
+	dir := b.display(b.root)
+	if strings.ContainsAny(dir, " \t'\"$`\\;&|<>()*?[]{}~#!") {
+		dir = "'" + strings.ReplaceAll(dir, "'", `'\''`) + "'"
+	}
+	switch {
+	case strings.Contains(msg, "--enable-helm"):
+		return "; keyhole runs no helm, as kubectl kustomize by default: check what the chart deploys with kustomize build --enable-helm " + dir + " | keyhole check -"
+	case strings.Contains(msg, "external plugins disabled"):
+		return "; keyhole runs no plugins or KRM functions, as kubectl kustomize by default: check what the build makes with kustomize build --enable-alpha-plugins --enable-exec " + dir + " | keyhole check -"
+	}
+	return ""
+}
+
+// pluginField returns the key of the kustomization's field that needs
+// what keyhole does not run (see pluginHint), or nil.
+func pluginField(root *yaml.Node, msg string) *yaml.Node {
+	var keys []string
+	switch {
+	case strings.Contains(msg, "--enable-helm"):
+		keys = []string{"helmCharts", "helmChartInflationGenerator"}
+	case strings.Contains(msg, "external plugins disabled"):
+		keys = []string{"generators", "transformers", "validators"}
+		for i, k := range keys {
+			if strings.Contains(msg, "failed to load "+strings.TrimSuffix(k, "s")) {
+				keys[0], keys[i] = keys[i], keys[0] // the kind of plugin kustomize names first
+			}
+		}
+	}
+	for _, k := range keys {
+		if _, key := lookupKey(root, k); key != nil {
+			return key
+		}
+	}
+	return nil
 }
 
 // yamlFailure finds the file a MalformedYAMLError is about among the files
@@ -93,6 +134,9 @@ func (b *build) failurePos(msg string, read map[string][]byte) diag.Pos {
 			return diag.Pos{File: name, Line: n.Line, Column: n.Column}
 		}
 		if n := badField(root, msg); n != nil {
+			return diag.Pos{File: name, Line: n.Line, Column: n.Column}
+		}
+		if n := pluginField(root, msg); n != nil {
 			return diag.Pos{File: name, Line: n.Line, Column: n.Column}
 		}
 		if p, ok := b.unmatchedPatch(root, kf, msg); ok {

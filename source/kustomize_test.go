@@ -268,6 +268,20 @@ func TestKustomizeBuildFailed(t *testing.T) {
 			want:  "k/kustomization.yaml:5:1",
 			msg:   "did not find expected key",
 		},
+		"helmCharts point at the field and say how to check the chart": {
+			files: map[string]string{"k/kustomization.yaml": "resources: [r.yaml]\nhelmCharts:\n  - name: podinfo\n    repo: https://charts.example.com\n    version: 6.5.0\n", "k/r.yaml": resource},
+			want:  "k/kustomization.yaml:2:1",
+			msg:   "must specify --enable-helm; keyhole runs no helm, as kubectl kustomize by default: check what the chart deploys with kustomize build --enable-helm k | keyhole check -",
+		},
+		"an exec generator points at generators and says how to check it": {
+			files: map[string]string{
+				"k/kustomization.yaml": "resources: [r.yaml]\ngenerators:\n  - gen.yaml\n",
+				"k/r.yaml":             resource,
+				"k/gen.yaml":           "apiVersion: example.com/v1\nkind: Nginx\nmetadata:\n  name: x\n  annotations:\n    config.kubernetes.io/function: |\n      exec:\n        path: ./run.sh\n",
+			},
+			want: "k/kustomization.yaml:2:1",
+			msg:  "unable to load external plugin 'Nginx'; keyhole runs no plugins or KRM functions, as kubectl kustomize by default: check what the build makes with kustomize build --enable-alpha-plugins --enable-exec k | keyhole check -",
+		},
 		"missing configurations entry": {
 			files: map[string]string{"k/kustomization.yaml": "resources: [r.yaml]\nconfigurations:\n  - kustomizeconfig.yaml\n", "k/r.yaml": resource},
 			want:  "k/kustomization.yaml:3:5",
