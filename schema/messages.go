@@ -200,7 +200,7 @@ func (r *reporter) leaf(e *jsonschema.ValidationError) []finding {
 		}
 		return out
 	case "type":
-		f := r.at(node, segs, fmt.Sprintf("want %s, got %s", typeWant(sch["type"]), typeGot(inst)))
+		f := r.at(node, segs, fmt.Sprintf("want %s, got %s%s", typeWant(sch["type"]), typeGot(inst), yaml11Bool(sch["type"], node)))
 		f.cause = causeType
 		return []finding{f}
 	case "const":
@@ -515,6 +515,27 @@ func typeWant(t any) string {
 		return strings.Join(out, " or ")
 	}
 	return "another type"
+}
+
+// yaml11Bools are the words YAML 1.1 (kubectl's YAML) reads as booleans
+// and YAML 1.2 (keyhole's, and kustomize's) as strings.
+var yaml11Bools = map[string]bool{
+	"y": true, "Y": true, "yes": true, "Yes": true, "YES": true, "on": true, "On": true, "ON": true,
+	"n": false, "N": false, "no": false, "No": false, "NO": false, "off": false, "Off": false, "OFF": false,
+}
+
+// yaml11Bool explains a boolean written as an unquoted yes, no, on or off:
+// the same file applied with kubectl reads it as a boolean, so the user
+// meant one.
+func yaml11Bool(want any, n *yaml.Node) string {
+	if want != "boolean" || n == nil || n.Kind != yaml.ScalarNode || n.Style != 0 {
+		return ""
+	}
+	b, ok := yaml11Bools[n.Value]
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf(": YAML 1.2 reads an unquoted %s as a string (kubectl, with YAML 1.1, as %t); write %t", n.Value, b, b)
 }
 
 // typeGot names the type of a converted value.

@@ -136,6 +136,13 @@ func TestValidateFixtures(t *testing.T) {
 				{Line: 13, Column: 66, Path: "spec.sandbox.connections[1].extra", Message: `unknown field "extra"; want one of connection, role, sandbox`},
 			},
 		},
+		"agent runtime with a YAML 1.1 boolean says how to write it": {
+			kind: KindAgentRuntime,
+			file: "agentruntime/yaml11-bool.yaml",
+			want: []Violation{
+				{Line: 9, Column: 14, Path: "spec.sandbox.enabled", Message: `want true or false, got a string: YAML 1.2 reads an unquoted yes as a string (kubectl, with YAML 1.1, as true); write true`},
+			},
+		},
 		"tool registry valid": {
 			kind: KindToolRegistry,
 			file: "toolregistry/valid.yaml",

@@ -223,7 +223,7 @@ func (t *Tree) blobBytes(h plumbing.Hash) ([]byte, error) {
 	t.blobsRead++
 	b, err := object.GetBlob(t.repo.Storer, h)
 	if err != nil {
-		return nil, err
+		return nil, objectErr(err)
 	}
 	r, err := b.Reader()
 	if err != nil {
@@ -233,28 +233,56 @@ func (t *Tree) blobBytes(h plumbing.Hash) ([]byte, error) {
 	return io.ReadAll(r)
 }
 
+// modeOf is the fs.FileMode of a tree entry's git mode.
+func modeOf(m filemode.FileMode) fs.FileMode {
+	switch m {
+	case filemode.Dir, filemode.Submodule:
+		return fs.ModeDir | 0o755
+	case filemode.Symlink:
+		return fs.ModeSymlink | 0o777
+	case filemode.Executable:
+		return 0o755
+	default:
+		return 0o644
+	}
+}
+
 // info describes n as fs.Stat does.
 func (t *Tree) info(n node) (fs.FileInfo, error) {
-	fi := treeInfo{name: n.name}
-	switch n.mode {
-	case filemode.Dir, filemode.Submodule:
-		fi.mode = fs.ModeDir | 0o755
-	case filemode.Symlink:
-		fi.mode = fs.ModeSymlink | 0o777
-	case filemode.Executable:
-		fi.mode = 0o755
-	default:
-		fi.mode = 0o644
-	}
+	fi := treeInfo{name: n.name, mode: modeOf(n.mode)}
 	if fi.mode.IsRegular() || fi.mode&fs.ModeSymlink != 0 {
 		s, err := t.repo.Storer.EncodedObjectSize(n.hash)
 		if err != nil {
-			return nil, err
+			return nil, objectErr(err)
 		}
 		fi.size = s
 	}
 	return fi, nil
 }
+
+// objectErr explains an object the repository does not hold: a partial
+// clone (git clone --filter=blob:none) holds only the blobs git checked
+// out, and go-git cannot fetch the others.
+func objectErr(err error) error {
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return fmt.Errorf("%w (the commit's file is not in the local repository, as in a partial clone: fetch the commit's files, or clone without --filter)", err)
+	}
+	return err
+}
+
+// treeEntry is a directory entry of a Tree. Its type comes from the tree
+// itself and its size (Info) from the object store only when asked, so
+// listing a directory reads no blob: a blob the repository lacks (an image
+// a partial clone never fetched) fails only a read that needs it.
+type treeEntry struct {
+	t *Tree
+	n node
+}
+
+func (e treeEntry) Name() string               { return e.n.name }
+func (e treeEntry) IsDir() bool                { return e.Type().IsDir() }
+func (e treeEntry) Type() fs.FileMode          { return modeOf(e.n.mode).Type() }
+func (e treeEntry) Info() (fs.FileInfo, error) { return e.t.info(e.n) }
 
 func pathErr(op, name string, err error) error {
 	return &fs.PathError{Op: op, Path: name, Err: err}
@@ -313,11 +341,7 @@ func (t *Tree) ReadDir(name string) ([]fs.DirEntry, error) {
 	}
 	out := make([]fs.DirEntry, 0, len(tr.Entries))
 	for _, e := range tr.Entries {
-		fi, err := t.info(node{name: e.Name, mode: e.Mode, hash: e.Hash})
-		if err != nil {
-			return nil, pathErr("readdir", name, err)
-		}
-		out = append(out, fs.FileInfoToDirEntry(fi))
+		out = append(out, treeEntry{t: t, n: node{name: e.Name, mode: e.Mode, hash: e.Hash, rel: path.Join(n.rel, e.Name)}})
 	}
 	slices.SortFunc(out, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return out, nil

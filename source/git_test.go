@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -130,7 +131,7 @@ func TestTreeLoadsAsDisk(t *testing.T) {
 		wd:    "sub",
 		paths: []string{"."},
 	}
-	cases["symbolic links: to a file followed, to a directory not, broken reported"] = tc{
+	cases["symbolic links: to a file followed, to a directory not, broken skipped"] = tc{
 		files: map[string]string{
 			"d/real.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: real}\n",
 			"other/x.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
@@ -410,5 +411,62 @@ func TestTreeBuildReadsOnlyWhatItOpens(t *testing.T) {
 	}
 	if tree.blobsRead > 10 {
 		t.Errorf("the build read %d blobs of a commit of %d files; it should read only the few it opens", tree.blobsRead, len(files))
+	}
+}
+
+// TestTreeMissingBlobs: a repository may lack some of a commit's blobs (a
+// partial clone, git clone --filter=blob:none, fetches them only when git
+// checks them out). A walk never reads a blob it does not need, so a
+// missing image is no error; a missing input says what is wrong.
+func TestTreeMissingBlobs(t *testing.T) {
+	dir, r := gitRepo(t)
+	writeFiles(t, dir, map[string]string{
+		"docs/img/diagram.png": "\x89PNG not needed",
+		"docs/notes.md":        "# notes\n",
+		"apps/cm.yaml":         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+		"other/lost.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: lost}\n",
+	})
+	commitAll(t, r, "first")
+	drop := func(name string) {
+		t.Helper()
+		h := plumbing.ComputeHash(plumbing.BlobObject, []byte(map[string]string{
+			"png":  "\x89PNG not needed",
+			"lost": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: lost}\n",
+		}[name]))
+		p := filepath.Join(dir, ".git", "objects", h.String()[:2], h.String()[2:])
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drop("png")
+	drop("lost")
+	tree := headTree(t, dir)
+	tests := map[string]struct {
+		paths   []string
+		docs    []string
+		errText string // a part of the error, "" for none
+	}{
+		"a missing blob that is not an input is never read": {
+			paths: []string{"docs", "apps"},
+			docs:  []string{"apps/cm.yaml#0 ConfigMap/a"},
+		},
+		"a missing input says the clone lacks it": {
+			paths:   []string{"other"},
+			errText: "other/lost.yaml: object not found (the commit's file is not in the local repository",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			docs, _, err := Load(tc.paths, Options{Dir: dir, Tree: tree})
+			switch {
+			case tc.errText == "" && err != nil:
+				t.Fatalf("Load: %v", err)
+			case tc.errText != "" && (err == nil || !strings.Contains(err.Error(), tc.errText)):
+				t.Fatalf("Load error = %v, want one saying %q", err, tc.errText)
+			}
+			if got := docIDs(docs); tc.errText == "" && !slices.Equal(got, tc.docs) {
+				t.Errorf("documents:\n got %q\nwant %q", got, tc.docs)
+			}
+		})
 	}
 }

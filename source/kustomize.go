@@ -358,10 +358,10 @@ func (l *loader) buildKustomizationFrom(named, dir string, walked bool, pre *kus
 
 // malformedYAML is how kustomize reports a resource that is not YAML:
 // "MalformedYAMLError: yaml: line 6: ... in File: r.yaml".
-var malformedYAML = regexp.MustCompile(`MalformedYAMLError: yaml: line (\d+): .*? in File: (\S+)`)
+var malformedYAML = regexp.MustCompile(`MalformedYAMLError: yaml: line (\d+): (.*?) in File: (\S+)`)
 
 // yamlLine is a YAML syntax error in a kustomization itself.
-var yamlLine = regexp.MustCompile(`invalid Kustomization: yaml: line (\d+):`)
+var yamlLine = regexp.MustCompile(`invalid Kustomization: yaml: line (\d+): (.*)`)
 
 // structField is how a kustomization field of the wrong type is reported.
 var structField = regexp.MustCompile(`Go struct field Kustomization\.(\w+)`)

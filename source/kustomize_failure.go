@@ -31,8 +31,49 @@ func (b *build) buildFailed(errMsg string, read map[string][]byte) diag.Diagnost
 		Code:     CodeKustomizeBuildFailed,
 		Severity: diag.Error,
 		Pos:      b.failurePos(msg, read),
-		Message:  fmt.Sprintf("kustomize cannot build %s: %s", b.display(b.root), msg),
+		Message:  fmt.Sprintf("kustomize cannot build %s: %s%s", b.display(b.root), msg, b.pluginHint(msg)),
 	}
+}
+
+// pluginHint says what to do about a build that needs what keyhole, like
+// kubectl kustomize by default, does not run: helm for helmCharts, or a
+// plugin or KRM function. kustomize's own advice names a flag of the
+// kustomize command, which keyhole does not have.
+func (b *build) pluginHint(msg string) string {
+	dir := b.display(b.root)
+	if strings.ContainsAny(dir, " \t'\"$`\\;&|<>()*?[]{}~#!") {
+		dir = "'" + strings.ReplaceAll(dir, "'", `'\''`) + "'"
+	}
+	switch {
+	case strings.Contains(msg, "--enable-helm"):
+		return "; keyhole runs no helm, as kubectl kustomize by default: check what the chart deploys with kustomize build --enable-helm " + dir + " | keyhole check -"
+	case strings.Contains(msg, "external plugins disabled"):
+		return "; keyhole runs no plugins or KRM functions, as kubectl kustomize by default: check what the build makes with kustomize build --enable-alpha-plugins --enable-exec " + dir + " | keyhole check -"
+	}
+	return ""
+}
+
+// pluginField returns the key of the kustomization's field that needs
+// what keyhole does not run (see pluginHint), or nil.
+func pluginField(root *yaml.Node, msg string) *yaml.Node {
+	var keys []string
+	switch {
+	case strings.Contains(msg, "--enable-helm"):
+		keys = []string{"helmCharts", "helmChartInflationGenerator"}
+	case strings.Contains(msg, "external plugins disabled"):
+		keys = []string{"generators", "transformers", "validators"}
+		for i, k := range keys {
+			if strings.Contains(msg, "failed to load "+strings.TrimSuffix(k, "s")) {
+				keys[0], keys[i] = keys[i], keys[0] // the kind of plugin kustomize names first
+			}
+		}
+	}
+	for _, k := range keys {
+		if _, key := lookupKey(root, k); key != nil {
+			return key
+		}
+	}
+	return nil
 }
 
 // yamlFailure finds the file a MalformedYAMLError is about among the files
@@ -43,12 +84,13 @@ func (b *build) yamlFailure(msg string, read map[string][]byte) (diag.Diagnostic
 	if m == nil {
 		return diag.Diagnostic{}, false
 	}
-	line, _ := strconv.Atoi(m[1])
+	n, _ := strconv.Atoi(m[1])
 	for _, abs := range slices.Sorted(maps.Keys(read)) {
-		if filepath.Base(abs) != filepath.Base(filepath.FromSlash(strings.TrimRight(m[2], `'":;,)`))) || isKustomizationName(filepath.Base(abs)) {
+		if filepath.Base(abs) != filepath.Base(filepath.FromSlash(strings.TrimRight(m[3], `'":;,)`))) || isKustomizationName(filepath.Base(abs)) {
 			continue
 		}
 		name := b.display(abs)
+		line := errorLine(read[abs], n, m[2]) // kustomize's YAML library counts as keyhole's does
 		_, ds := Parse(name, read[abs])
 		for _, d := range ds {
 			if d.Severity == diag.Error && d.Code == CodeYAMLInvalid && d.Pos.Line == line {
@@ -80,8 +122,9 @@ func (b *build) failurePos(msg string, read map[string][]byte) diag.Pos {
 	for _, kf := range kfiles {
 		name := b.display(kf)
 		if m := yamlLine.FindStringSubmatch(msg); m != nil && kf == b.kfile {
-			line, _ := strconv.Atoi(m[1])
-			return diag.Pos{File: name, Line: line, Column: 1}
+			n, _ := strconv.Atoi(m[1])
+			data, _ := b.l.fsys.ReadFile(kf)
+			return diag.Pos{File: name, Line: max(errorLine(data, n, m[2]), 1), Column: 1}
 		}
 		root := kustomizationNode(b.l.fsys, kf)
 		if root == nil {
@@ -93,7 +136,10 @@ func (b *build) failurePos(msg string, read map[string][]byte) diag.Pos {
 		if n := badField(root, msg); n != nil {
 			return diag.Pos{File: name, Line: n.Line, Column: n.Column}
 		}
-		if p, ok := b.unmatchedPatch(root, filepath.Dir(kf), msg); ok {
+		if n := pluginField(root, msg); n != nil {
+			return diag.Pos{File: name, Line: n.Line, Column: n.Column}
+		}
+		if p, ok := b.unmatchedPatch(root, kf, msg); ok {
 			return p
 		}
 	}
@@ -162,19 +208,30 @@ func badField(root *yaml.Node, msg string) *yaml.Node {
 	return k
 }
 
-// unmatchedPatch finds, among the patch files the kustomization root (in
-// dir) names, the document a "no matches for Id" error is about, and
-// returns the position of its name.
-func (b *build) unmatchedPatch(root *yaml.Node, dir, msg string) (diag.Pos, bool) {
+// unmatchedPatch finds, among the patches the kustomization file kf
+// (parsed as root) holds inline or names as files, the document a "no
+// matches for Id" error is about, and returns the position of its name.
+func (b *build) unmatchedPatch(root *yaml.Node, kf, msg string) (diag.Pos, bool) {
 	m := noMatch.FindStringSubmatch(msg)
 	if m == nil {
 		return diag.Pos{}, false
 	}
 	kind, name := m[1], m[2]
+	named := func(d Document) *yaml.Node {
+		if n := Lookup(Lookup(d.Node, "metadata"), "name"); n != nil && stringField(d.Node, "kind") == kind && n.Value == name {
+			return n
+		}
+		return nil
+	}
 	var files []string
+	var inline []*yaml.Node
 	if seq := Lookup(root, "patchesStrategicMerge"); seq != nil && seq.Kind == yaml.SequenceNode {
 		for _, e := range seq.Content {
-			if e.Kind == yaml.ScalarNode {
+			switch {
+			case e.Kind != yaml.ScalarNode:
+			case strings.Contains(e.Value, "\n") || strings.HasPrefix(strings.TrimSpace(e.Value), "{"):
+				inline = append(inline, e)
+			default:
 				files = append(files, e.Value)
 			}
 		}
@@ -184,8 +241,22 @@ func (b *build) unmatchedPatch(root *yaml.Node, dir, msg string) (diag.Pos, bool
 			if p := stringField(e, "path"); p != "" {
 				files = append(files, p)
 			}
+			if v := Lookup(e, "patch"); v != nil && v.Kind == yaml.ScalarNode {
+				inline = append(inline, v)
+			}
 		}
 	}
+	for _, v := range inline {
+		docs, _ := Parse(b.display(kf), []byte(v.Value))
+		for _, d := range docs {
+			if n := named(d); n != nil {
+				data, _ := b.l.fsys.ReadFile(kf)
+				line, col := inlinePos(data, v, n)
+				return diag.Pos{File: b.display(kf), Line: line, Column: col}, true
+			}
+		}
+	}
+	dir := filepath.Dir(kf)
 	for _, f := range files {
 		abs := filepath.Join(dir, filepath.FromSlash(f))
 		data, err := b.l.fsys.ReadFile(abs)
@@ -194,13 +265,44 @@ func (b *build) unmatchedPatch(root *yaml.Node, dir, msg string) (diag.Pos, bool
 		}
 		docs, _ := Parse(b.display(abs), data)
 		for _, d := range docs {
-			md := Lookup(d.Node, "metadata")
-			if n := Lookup(md, "name"); n != nil && stringField(d.Node, "kind") == kind && n.Value == name {
+			if n := named(d); n != nil {
 				return diag.Pos{File: d.File, Line: n.Line, Column: n.Column}, true
 			}
 		}
 	}
 	return diag.Pos{}, false
+}
+
+// inlinePos returns where the node n, found by parsing the text of the
+// scalar v, is in the file (data) that holds v. A literal block (|) keeps
+// its text's lines as they are, indented: n is on the file's line
+// v.Line+n.Line, shifted right by the block's indentation (that of its
+// first line that is not blank). Any other style (folded, quoted, flow)
+// reflows the text, and an unexpected file gives no certain answer: then
+// the position is v's own.
+func inlinePos(data []byte, v, n *yaml.Node) (line, col int) {
+	if v.Style&yaml.LiteralStyle == 0 {
+		return v.Line, v.Column
+	}
+	lines := strings.Split(string(data), "\n")
+	indent := -1
+	for i := v.Line; i < len(lines); i++ { // lines[v.Line] is the line after the block's header
+		l := strings.TrimRight(lines[i], "\r")
+		if strings.TrimSpace(l) != "" {
+			indent = len(l) - len(strings.TrimLeft(l, " "))
+			break
+		}
+	}
+	line, col = v.Line+n.Line, indent+n.Column
+	if indent < 0 || line > len(lines) {
+		return v.Line, v.Column
+	}
+	// The node's text must start there (or its opening quote).
+	l := strings.TrimRight(lines[line-1], "\r")
+	if col > len(l) || !(strings.HasPrefix(l[col-1:], n.Value) || l[col-1] == '"' || l[col-1] == '\'') {
+		return v.Line, v.Column
+	}
+	return line, col
 }
 
 // scrub makes a kustomize error readable and the same on every machine:

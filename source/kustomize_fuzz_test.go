@@ -157,6 +157,13 @@ func kfuzzSeeds() []kfuzzSeed {
 			patch:    strategic,
 		},
 		{
+			name: "inline strategic patches that match nothing, literal and flow",
+			kust: "resources: [../base]\npatches:\n  - patch: |-\n      apiVersion: omnia.altairalabs.ai/v1alpha1\n      kind: Connection\n      metadata:\n        name: nowhere\n" +
+				"  - patch: '{kind: Connection, metadata: {name: \"gone\"}}'\npatchesStrategicMerge:\n  - |\n    kind: Connection\n    metadata: {name: lost}\n",
+			resource: connection,
+			patch:    strategic,
+		},
+		{
 			name:     "JSON 6902 patch file with a target",
 			kust:     "resources: [../base, resource.yaml]\npatchesJson6902:\n  - path: patch.yaml\n    target: {group: omnia.altairalabs.ai, version: v1alpha1, kind: Connection, name: extra}\n",
 			resource: connection,

@@ -258,6 +258,30 @@ func TestKustomizeBuildFailed(t *testing.T) {
 			want:  "k/kustomization.yaml:3:1",
 			msg:   "line 3",
 		},
+		"a key indented short in the kustomization points at that key": {
+			files: map[string]string{"k/kustomization.yaml": "resources:\n  - r.yaml\n namespace: x\n", "k/r.yaml": resource},
+			want:  "k/kustomization.yaml:3:1",
+			msg:   "did not find expected key",
+		},
+		"a list item among keys of the kustomization points at it": {
+			files: map[string]string{"k/kustomization.yaml": "resources:\n- r.yaml\ncommonAnnotations:\n  a: b\n  - c\n", "k/r.yaml": resource},
+			want:  "k/kustomization.yaml:5:1",
+			msg:   "did not find expected key",
+		},
+		"helmCharts point at the field and say how to check the chart": {
+			files: map[string]string{"k/kustomization.yaml": "resources: [r.yaml]\nhelmCharts:\n  - name: podinfo\n    repo: https://charts.example.com\n    version: 6.5.0\n", "k/r.yaml": resource},
+			want:  "k/kustomization.yaml:2:1",
+			msg:   "must specify --enable-helm; keyhole runs no helm, as kubectl kustomize by default: check what the chart deploys with kustomize build --enable-helm k | keyhole check -",
+		},
+		"an exec generator points at generators and says how to check it": {
+			files: map[string]string{
+				"k/kustomization.yaml": "resources: [r.yaml]\ngenerators:\n  - gen.yaml\n",
+				"k/r.yaml":             resource,
+				"k/gen.yaml":           "apiVersion: example.com/v1\nkind: Nginx\nmetadata:\n  name: x\n  annotations:\n    config.kubernetes.io/function: |\n      exec:\n        path: ./run.sh\n",
+			},
+			want: "k/kustomization.yaml:2:1",
+			msg:  "unable to load external plugin 'Nginx'; keyhole runs no plugins or KRM functions, as kubectl kustomize by default: check what the build makes with kustomize build --enable-alpha-plugins --enable-exec k | keyhole check -",
+		},
 		"missing configurations entry": {
 			files: map[string]string{"k/kustomization.yaml": "resources: [r.yaml]\nconfigurations:\n  - kustomizeconfig.yaml\n", "k/r.yaml": resource},
 			want:  "k/kustomization.yaml:3:5",
@@ -297,6 +321,46 @@ func TestKustomizeBuildFailed(t *testing.T) {
 			want: "k/p.yaml:4:9",
 			msg:  "ConfigMap.v1.[noGrp]/y",
 		},
+		"inline strategic-merge patch matching nothing points at its name": {
+			files: map[string]string{
+				"k/kustomization.yaml": "resources: [r.yaml]\npatches:\n  - patch: |-\n      apiVersion: v1\n      kind: ConfigMap\n      metadata:\n        name: y\n      data: {a: b}\n",
+				"k/r.yaml":             resource,
+			},
+			want: "k/kustomization.yaml:7:15",
+			msg:  "ConfigMap.v1.[noGrp]/y",
+		},
+		"inline patch with CRLF line ends points at its name": {
+			files: map[string]string{
+				"k/kustomization.yaml": "resources: [r.yaml]\r\npatches:\r\n- patch: |\r\n    apiVersion: v1\r\n    kind: ConfigMap\r\n    metadata:\r\n      name: y\r\n",
+				"k/r.yaml":             resource,
+			},
+			want: "k/kustomization.yaml:7:13",
+			msg:  "ConfigMap.v1.[noGrp]/y",
+		},
+		"inline patchesStrategicMerge entry points at its name": {
+			files: map[string]string{
+				"k/kustomization.yaml": "resources: [r.yaml]\npatchesStrategicMerge:\n  - |-\n    apiVersion: v1\n    kind: ConfigMap\n    metadata: {name: y}\n",
+				"k/r.yaml":             resource,
+			},
+			want: "k/kustomization.yaml:6:22",
+			msg:  "ConfigMap.v1.[noGrp]/y",
+		},
+		"inline patch in flow style points at the patch": {
+			files: map[string]string{
+				"k/kustomization.yaml": "resources: [r.yaml]\npatches:\n  - patch: '{apiVersion: v1, kind: ConfigMap, metadata: {name: y}}'\n",
+				"k/r.yaml":             resource,
+			},
+			want: "k/kustomization.yaml:3:12",
+			msg:  "ConfigMap.v1.[noGrp]/y",
+		},
+		"folded inline patch points at the patch": {
+			files: map[string]string{
+				"k/kustomization.yaml": "resources: [r.yaml]\npatches:\n  - patch: >\n      {apiVersion: v1, kind: ConfigMap,\n      metadata: {name: y}}\n",
+				"k/r.yaml":             resource,
+			},
+			want: "k/kustomization.yaml:3:12",
+			msg:  "ConfigMap.v1.[noGrp]/y",
+		},
 		"malformed resource in a base points at its line": {
 			files: map[string]string{
 				"k/kustomization.yaml":    "resources: [../base]\n",
@@ -305,6 +369,15 @@ func TestKustomizeBuildFailed(t *testing.T) {
 			},
 			want: "base/r.yaml:5:1",
 			msg:  "invalid YAML",
+			code: CodeYAMLInvalid,
+		},
+		"unclosed flow in a resource points at its line": {
+			files: map[string]string{
+				"k/kustomization.yaml": "resources: [r.yaml]\n",
+				"k/r.yaml":             resource + "data:\n  a: [1, 2\n  b: c\n",
+			},
+			want: "k/r.yaml:5:1",
+			msg:  "did not find expected ',' or ']'",
 			code: CodeYAMLInvalid,
 		},
 		"missing resource in a base points at the base's entry": {

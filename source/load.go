@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -292,9 +293,30 @@ func (l *loader) loadPath(p string) {
 		l.diags = append(l.diags, skipped(diag.Pos{File: l.under(p, abs, c), Line: 1, Column: 1},
 			"Helm chart: keyhole does not render Helm templates, so the chart's directory is skipped as a whole (to check what it deploys: helm template ... | keyhole check -)"))
 	}
+	for _, e := range w.broken {
+		// Nothing can be read from it, so only its name can make it
+		// keyhole's: a broken agent.yaml is an input that is missing.
+		name := l.under(p, abs, e.path)
+		if namesKeyhole(name, nil) {
+			l.unreadable(name, e.err)
+			continue
+		}
+		l.diags = append(l.diags, skipped(diag.Pos{File: name, Line: 1, Column: 1},
+			fmt.Sprintf("symbolic link that leads nowhere readable (%s); skipped", linkReason(e.err))))
+	}
 	for _, e := range w.errs {
 		l.unreadable(l.under(p, abs, e.path), e.err)
 	}
+}
+
+// linkReason is why a symbolic link cannot be followed, in the OS's words
+// without the path it already names.
+func linkReason(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return err.Error()
 }
 
 func (l *loader) readStdin() {
@@ -490,6 +512,10 @@ type walked struct {
 	charts []string
 	// errs are the paths that could not be read.
 	errs []walkErr
+	// broken are the symbolic links to input files whose target is
+	// missing or that loop: git keeps them, and they are part of the
+	// repository as committed, not a fault of the machine reading it.
+	broken []walkErr
 }
 
 // walk lists the input files under root (absolute), with the Helm charts
@@ -500,6 +526,7 @@ func walk(fsys fileSystem, root string, filter *pathFilter) walked {
 		files  []string
 		charts []string
 		errs   []walkErr
+		broken []walkErr
 	)
 	base, inherited := enclosingIgnores(fsys, root)
 	var visit func(dir string, patterns []gitignore.Pattern)
@@ -529,6 +556,9 @@ func walk(fsys fileSystem, root string, filter *pathFilter) walked {
 			if e.Type()&fs.ModeSymlink != 0 {
 				fi, err := fsys.Stat(full)
 				switch {
+				case err != nil && inputExt(name) && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ELOOP)):
+					broken = append(broken, walkErr{full, err})
+					continue
 				case err != nil && inputExt(name):
 					errs = append(errs, walkErr{full, err})
 					continue
@@ -568,7 +598,7 @@ func walk(fsys fileSystem, root string, filter *pathFilter) walked {
 	}
 	slices.SortFunc(files, bySlash)
 	slices.SortFunc(charts, bySlash)
-	return walked{files: files, charts: charts, errs: errs}
+	return walked{files: files, charts: charts, errs: errs, broken: broken}
 }
 
 // helmChartFile returns the Chart.yaml of dir (absolute) when dir is a

@@ -461,16 +461,19 @@ func TestLoadTooLarge(t *testing.T) {
 func TestLoadSymlinksAndPermissions(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
-		"repo/real/a.yaml": connection,
-		"repo/secret.yaml": secretAndClass,
+		"repo/real/a.yaml":      connection,
+		"repo/secret.yaml":      secretAndClass,
+		"repo/agents/README.md": "agents\n",
 	})
 	links := map[string]string{
-		"repo/loop1.yaml":   "loop2.yaml", // a file link loop
-		"repo/loop2.yaml":   "loop1.yaml",
-		"repo/real/up":      "..", // a directory link back up the tree
-		"repo/self":         ".",
-		"repo/linked.yaml":  "real/a.yaml", // a file link is followed
-		"repo/dangling.txt": "nowhere",     // not an input: ignored
+		"repo/loop1.yaml":        "loop2.yaml", // a file link loop: skipped, said once each
+		"repo/loop2.yaml":        "loop1.yaml",
+		"repo/gone.json":         "nowhere.json", // a dangling link to an input: skipped
+		"repo/agents/agent.yaml": "gone.yaml",    // but keyhole's own file name: unreadable
+		"repo/real/up":           "..",           // a directory link back up the tree
+		"repo/self":              ".",
+		"repo/linked.yaml":       "real/a.yaml", // a file link is followed
+		"repo/dangling.txt":      "nowhere",     // not an input: ignored
 	}
 	for name, target := range links {
 		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
@@ -502,16 +505,31 @@ func TestLoadSymlinksAndPermissions(t *testing.T) {
 		t.Fatal("Load hung")
 	}
 	docs, ds, err := r.docs, r.ds, r.err
-	if len(ds) > 0 {
-		t.Errorf("diagnostics: %v", ds)
+	var notes []string
+	for _, d := range ds {
+		notes = append(notes, d.String())
+	}
+	slices.Sort(notes)
+	wantNotes := []string{
+		"repo/gone.json:1:1: info InputSkipped: symbolic link that leads nowhere readable (no such file or directory); skipped",
+		"repo/loop1.yaml:1:1: info InputSkipped: symbolic link that leads nowhere readable (too many levels of symbolic links); skipped",
+		"repo/loop2.yaml:1:1: info InputSkipped: symbolic link that leads nowhere readable (too many levels of symbolic links); skipped",
+	}
+	if !slices.Equal(notes, wantNotes) {
+		t.Errorf("diagnostics:\n got %q\nwant %q", notes, wantNotes)
 	}
 	if !errors.Is(err, ErrUnreadable) {
 		t.Fatalf("err = %v, want ErrUnreadable", err)
 	}
 	msg := err.Error()
-	for _, w := range []string{"repo/loop1.yaml", "repo/loop2.yaml", "repo/missing.yaml"} {
+	for _, w := range []string{"repo/agents/agent.yaml: no such file", "repo/missing.yaml"} {
 		if !strings.Contains(msg, w) {
 			t.Errorf("error does not name %s:\n%s", w, msg)
+		}
+	}
+	for _, w := range []string{"loop1", "loop2", "gone.json"} {
+		if strings.Contains(msg, w) {
+			t.Errorf("error names %s, which a walk skips:\n%s", w, msg)
 		}
 	}
 	want := []string{

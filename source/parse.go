@@ -147,8 +147,8 @@ func decode(dec *yaml.Decoder, n *yaml.Node) (err error) {
 }
 
 // syntaxError turns a yaml.v3 error into a YAMLInvalid diagnostic at the
-// line the library reports in its "yaml: line N: " prefix (it reports no
-// column; we say column 1). For an unknown anchor, which it reports
+// line the library reports in its "yaml: line N: " prefix, counted from 1
+// (see errorLine; it reports no column; we say column 1). For an unknown anchor, which it reports
 // without a line, the position is that of the first alias of that name.
 func syntaxError(file string, data []byte, index int, err error) diag.Diagnostic {
 	msg := err.Error()
@@ -164,8 +164,10 @@ func syntaxError(file string, data []byte, index int, err error) diag.Diagnostic
 	msg, _ = strings.CutPrefix(msg, "yaml: ")
 	if rest, ok := strings.CutPrefix(msg, "line "); ok {
 		if n, text, ok := strings.Cut(rest, ": "); ok {
-			if l, convErr := strconv.Atoi(n); convErr == nil && l >= 1 {
-				line, msg = l, text
+			if l, convErr := strconv.Atoi(n); convErr == nil {
+				if l = errorLine(data, l, text); l >= 1 {
+					line, msg = l, text
+				}
 			}
 		}
 	}
@@ -179,6 +181,47 @@ func syntaxError(file string, data []byte, index int, err error) diag.Diagnostic
 		Pos:      diag.Pos{File: file, Line: line, Column: col},
 		Message:  fmt.Sprintf("invalid YAML%s: %s; the rest of the file was not read, since after a syntax error it cannot be trusted", where, msg),
 	}
+}
+
+// parserProblems are the problems yaml.v3's parser (not its scanner)
+// reports, whose "line N" counts from 0 (decode.go's fail adds 1 only for
+// scanner errors).
+var parserProblems = map[string]bool{
+	"did not find expected ',' or ']'":       true,
+	"did not find expected ',' or '}'":       true,
+	"did not find expected '-' indicator":    true,
+	"did not find expected <document start>": true,
+	"did not find expected <stream-start>":   true,
+	"did not find expected key":              true,
+	"did not find expected node content":     true,
+	"found duplicate %TAG directive":         true,
+	"found duplicate %YAML directive":        true,
+	"found incompatible YAML document":       true,
+	"found undefined tag handle":             true,
+}
+
+// errorLine is the line (from 1) of a yaml.v3 error "line n: problem" in
+// data. The parser's marks count lines from 0, and the library adds 1 only
+// to the scanner's: without this, the line before the construct would be
+// named. At the end of the file, the parser's mark is past its last line.
+// The problem may be followed by more text, as a wrapping error adds.
+func errorLine(data []byte, n int, problem string) int {
+	for p := range parserProblems {
+		if strings.HasPrefix(problem, p) {
+			return min(n+1, max(lineCount(data), 1))
+		}
+	}
+	return n
+}
+
+// lineCount is the number of lines of data, a last line without a line
+// break included.
+func lineCount(data []byte) int {
+	n := bytes.Count(data, []byte("\n"))
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		n++
+	}
+	return n
 }
 
 // unknownAnchor recognises yaml.v3's "unknown anchor 'NAME' referenced".

@@ -109,7 +109,7 @@ func TestParseAdversarial(t *testing.T) {
 		"syntax error stops the stream once": {
 			input:    "apiVersion: v1\nkind: A\n---\napiVersion: v1\nkind: [\n---\napiVersion: v1\nkind: B\n---\nalso: [broken\n",
 			wantDocs: 1,
-			want:     []want{{code: CodeYAMLInvalid, line: 5, col: 1, contains: "in document 2"}},
+			want:     []want{{code: CodeYAMLInvalid, line: 6, col: 1, contains: "in document 2"}}, // the marker that ends the open flow
 		},
 		"duplicate key at the repeat": {
 			input: "apiVersion: v1\nkind: A\nspec:\n  hosts: [a]\n  other: 1\n  hosts: [b]\n",
@@ -149,7 +149,27 @@ func TestParseAdversarial(t *testing.T) {
 		},
 		"JSON with a syntax error": {
 			input: "{\"apiVersion\": \"v1\",\n \"kind\": \"Secret\"\n \"data\": {}}",
-			want:  []want{{code: CodeYAMLInvalid, line: 2, col: 1, contains: "did not find expected ',' or '}'"}},
+			want:  []want{{code: CodeYAMLInvalid, line: 3, col: 1, contains: "did not find expected ',' or '}'"}},
+		},
+		"unclosed flow sequence points at its line, not the one before": {
+			input: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: broken\ndata:\n  a: [1, 2\n  b: c\n",
+			want:  []want{{code: CodeYAMLInvalid, line: 6, col: 1, contains: "did not find expected ',' or ']'"}},
+		},
+		"a key indented short points at that key": {
+			input: "apiVersion: v1\nkind: A\nspec:\n  a: 1\n b: 2\n",
+			want:  []want{{code: CodeYAMLInvalid, line: 5, col: 1, contains: "did not find expected key"}},
+		},
+		"a key among list items points at the list": {
+			input: "apiVersion: v1\nkind: A\nspec:\n  - x\n  y: 2\n",
+			want:  []want{{code: CodeYAMLInvalid, line: 4, col: 1, contains: "did not find expected '-' indicator"}},
+		},
+		"unclosed flow at the end of the file points at its last line": {
+			input: "apiVersion: v1\nkind: A\nspec: [\n",
+			want:  []want{{code: CodeYAMLInvalid, line: 3, col: 1, contains: "did not find expected node content"}},
+		},
+		"a scanner error keeps its line": {
+			input: "apiVersion: v1\nkind: A\nspec:\n  - b\n  c\n",
+			want:  []want{{code: CodeYAMLInvalid, line: 5, col: 1, contains: "could not find expected ':'"}},
 		},
 		"bad merge key": {
 			input: "apiVersion: v1\nkind: A\nx:\n  <<: [1]\n",
