@@ -2,6 +2,8 @@ package compiler
 
 import (
 	"bytes"
+	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -164,5 +166,22 @@ func TestEveryCheckHasAFixture(t *testing.T) {
 		if !seen[c.Code] {
 			t.Errorf("no fixture under testdata/checks produces %s", c.Code)
 		}
+	}
+}
+
+// TestAgentFieldsAreTheSchemas: the loader tells keyhole's agent.yaml from
+// another tool's by the agent's fields, so it must know the schema's.
+func TestAgentFieldsAreTheSchemas(t *testing.T) {
+	var doc struct {
+		Defs map[string]struct {
+			Properties map[string]any `json:"properties"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(schema.JSONSchema(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Sorted(maps.Keys(doc.Defs["Agent"].Properties))
+	if got := slices.Sorted(slices.Values(source.AgentFields())); !slices.Equal(got, want) || len(want) == 0 {
+		t.Fatalf("source.AgentFields() = %v, the schema's Agent has %v", got, want)
 	}
 }

@@ -51,7 +51,8 @@ const kustomizeGroup = "kustomize.config.k8s.io/"
 // "" when dir holds none. The names are kustomize's own. A file of such a
 // name whose apiVersion is another API's is not a kustomization: a Flux
 // Kustomization (kustomize.toolkit.fluxcd.io) saved as kustomization.yaml
-// is an object like any other, and its directory is walked.
+// is not built, and its directory is walked (the file itself is not read:
+// a walk reads no file named like a kustomization).
 func kustomizationFile(fsys fileSystem, dir string) string {
 	for _, name := range konfig.RecognizedKustomizationFileNames() {
 		p := filepath.Join(dir, name)

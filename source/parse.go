@@ -448,6 +448,13 @@ func notMapping(pos diag.Pos, what string, n *yaml.Node) diag.Diagnostic {
 // apiVersion or kind; ok is false when it is not an object to return.
 func checkKind(doc *Document, what string, walked bool) (diag.Diagnostic, bool) {
 	if doc.IsAgent() {
+		// Other tools name their files agent.yaml too (an OpAMP bridge's,
+		// Grafana Agent's): one that a walk found and that has none of an
+		// agent's fields is theirs.
+		if walked && !slices.ContainsFunc(agentFields, func(f string) bool { return Lookup(doc.Node, f) != nil }) {
+			return skipped(doc.Pos, fmt.Sprintf("%s is named like an agent file but has none of an agent's fields (%s), so it is another tool's; skipped (name the file explicitly to check it as an agent)",
+				what, strings.Join(agentFields, ", "))), false
+		}
 		return diag.Diagnostic{}, true
 	}
 	var missing []string
@@ -474,6 +481,15 @@ func checkKind(doc *Document, what string, walked bool) (diag.Diagnostic, bool) 
 		Message:  fmt.Sprintf("%s has no %s: every object needs both as non-empty strings, e.g. apiVersion: omnia.altairalabs.ai/v1alpha1 and kind: Connection (an agent file must be named agent.yaml)", what, miss),
 	}, false
 }
+
+// agentFields are the top-level fields of an agent file (docs/spec.md,
+// section 8); compiler's TestAgentFieldsAreTheSchemas keeps them the
+// schema's.
+var agentFields = []string{"name", "mode", "llm", "description", "instructions", "connectors", "allowed_domains", "sandbox", "sandbox_options"}
+
+// AgentFields returns the top-level fields of an agent file, by which a
+// walk tells an agent.yaml of keyhole's from another tool's.
+func AgentFields() []string { return slices.Clone(agentFields) }
 
 // keyID identifies a scalar mapping key the way YAML compares keys: by
 // resolved tag and value, so that a and "a" collide but 1 and "1" do not.

@@ -39,7 +39,7 @@ func TestScope(t *testing.T) {
 		// The same mistake in a kustomization that holds a Connection.
 		"mine/kustomization.yaml": "resources: [c.yaml]\npatches:\n  - patch.yaml\n",
 		"mine/c.yaml":             "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: SandboxClass\nmetadata: {name: x}\nspec: {image: a}\n",
-		// A Flux Kustomization saved as kustomization.yaml is an object,
+		// A Flux Kustomization saved as kustomization.yaml is not built,
 		// and its directory is walked.
 		"flux/kustomization.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps, namespace: flux-system}\nspec: {path: ./apps}\n",
 		"flux/other.yaml":         cm,
