@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"net/textproto"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -594,5 +595,59 @@ func TestServerScrubResponseBodies(t *testing.T) {
 	}
 	if holdsSecret(h.logs.String()) {
 		t.Error("the logs hold the credential")
+	}
+}
+
+// TestServerPathAsChecked: the path the upstream reads is the path the
+// rules checked. The proxy's HTTP client re-encodes a target whose raw
+// form it would not send as is (raw bytes above 0x7f, '|', '"'), so a
+// target is allowed only when the upstream, decoding what it gets, reads
+// the same path as the proxy decoding what the sandbox sent. Raw bytes
+// that are not UTF-8 would go out as the overlong escapes (%C0%AE for
+// '.') the proxy refuses when they are sent escaped: they are refused too.
+func TestServerPathAsChecked(t *testing.T) {
+	h := newHarness(t)
+	tests := map[string]struct {
+		target  string
+		allowed bool
+	}{
+		"raw overlong dot-dot":        {target: "/repos/acme/widgets/\xc0\xae\xc0\xae/\xc0\xae\xc0\xae/\xc0\xae\xc0\xae/user"},
+		"raw overlong slash":          {target: "/repos/acme/widgets/x\xc0\xaf\xc0\xae\xc0\xae\xc0\xafuser"},
+		"raw 3-byte overlong dot":     {target: "/repos/acme/widgets/\xe0\x80\xae\xe0\x80\xae/user"},
+		"raw lone high byte":          {target: "/repos/acme/widgets/\xff"},
+		"raw overlong beside escape":  {target: "/repos/acme/widgets/%41\xc0\xae"},
+		"raw UTF-8":                   {target: "/repos/acme/widgets/caf\xc3\xa9", allowed: true},
+		"characters sent re-encoded":  {target: "/repos/acme/widgets/a|b\"c%3A%40", allowed: true},
+		"encoded UTF-8":               {target: "/repos/acme/widgets/caf%C3%A9", allowed: true},
+		"raw high byte in the query":  {target: "/repos/acme/widgets?q=\xc0\xae", allowed: true},
+		"overlong escape (reference)": {target: "/repos/acme/widgets/%c0%ae%c0%ae/user"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			before := len(h.api.seen())
+			c, br := h.tlsTunnel("api.github.com", "api.github.com", false)
+			defer c.Close()
+			resp := roundTrip(t, c, br, "GET "+tc.target+" HTTP/1.1\r\nHost: api.github.com\r\n\r\n")
+			seen := h.api.seen()[before:]
+			if !tc.allowed {
+				if resp.StatusCode != 403 || resp.Header.Get(policy.RefusedHeader) != string(policy.ReasonL7NotAllowed) {
+					t.Fatalf("%s with %s %q, want 403 l7-not-allowed", resp.Status, policy.RefusedHeader, resp.Header.Get(policy.RefusedHeader))
+				}
+				if len(seen) != 0 {
+					t.Fatalf("the upstream saw %q", seen[0].URI)
+				}
+				return
+			}
+			if resp.StatusCode != 200 || len(seen) != 1 {
+				t.Fatalf("%s, the upstream saw %d requests; want 200 and one", resp.Status, len(seen))
+			}
+			sentPath, _, _ := strings.Cut(tc.target, "?")
+			gotPath, _, _ := strings.Cut(seen[0].URI, "?")
+			want, err1 := url.PathUnescape(sentPath)
+			got, err2 := url.PathUnescape(gotPath)
+			if err1 != nil || err2 != nil || got != want {
+				t.Fatalf("the upstream read the path %q (sent %q), the rules checked %q", got, gotPath, want)
+			}
+		})
 	}
 }
