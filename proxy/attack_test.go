@@ -651,3 +651,69 @@ func TestServerPathAsChecked(t *testing.T) {
 		})
 	}
 }
+
+// TestServerBodyCheckBounded: on a host whose rules read bodies, the
+// proxy buffers up to policy.MaxBodyCheck of each request body before it
+// decides. A sandbox that sends most of that and then stalls must neither
+// hold the buffer (and its tunnel) forever nor, over many tunnels at once,
+// make the proxy hold more than a bounded number of such buffers: 200
+// tunnels stalled just short of 1 MiB were some 240 MiB of heap, the
+// rendered sidecar's whole memory limit.
+func TestServerBodyCheckBounded(t *testing.T) {
+	const lfs = "POST /acme/widgets/info/lfs/objects/batch HTTP/1.1\r\nHost: github.com\r\nContent-Type: application/json\r\n"
+	// stall sends a request whose body stops short of its length.
+	stall := func(t *testing.T, h *harness, sent int) (net.Conn, *bufio.Reader) {
+		c, br := h.tlsTunnel("github.com", "github.com", false)
+		fmt.Fprintf(c, "%sContent-Length: %d\r\n\r\n%s", lfs, sent+1, strings.Repeat(" ", sent))
+		return c, br
+	}
+	tests := map[string]struct {
+		maxChecks int
+		stalled   int    // requests stalled before the one observed
+		sent      int    // bytes of the observed request's body sent
+		whole     bool   // the observed request's body is sent whole
+		status    int    // what the observed request gets
+		within    string // and how soon
+	}{
+		"a stalled body is given up on": {sent: policy.MaxBodyCheck / 2, status: http.StatusBadRequest, within: "2s"},
+		"checks beyond the bound wait, then are turned away": {
+			maxChecks: 2, stalled: 2, whole: true, status: http.StatusServiceUnavailable, within: "3s",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, func(o *Options) {
+				o.Timeouts.ReadHeader = 5 * time.Second
+				if tc.stalled == 0 {
+					o.Timeouts.ReadHeader = 500 * time.Millisecond
+				}
+				o.MaxBodyChecks = tc.maxChecks
+			})
+			for range tc.stalled {
+				c, _ := stall(t, h, policy.MaxBodyCheck-1)
+				defer c.Close()
+			}
+			time.Sleep(100 * time.Millisecond) // the stalled ones hold their slots
+			var c net.Conn
+			var br *bufio.Reader
+			if tc.whole {
+				c, br = h.tlsTunnel("github.com", "github.com", false)
+				body := `{"operation":"download"}`
+				fmt.Fprintf(c, "%sContent-Length: %d\r\n\r\n%s", lfs, len(body), body)
+			} else {
+				c, br = stall(t, h, tc.sent)
+			}
+			defer c.Close()
+			within, _ := time.ParseDuration(tc.within)
+			c.SetReadDeadline(time.Now().Add(within))
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("no answer within %s: %v", within, err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || resp.Header.Get(policy.RefusedHeader) != "" {
+				t.Fatalf("%s (%s %q), want %d, no refusal header", resp.Status, policy.RefusedHeader, resp.Header.Get(policy.RefusedHeader), tc.status)
+			}
+		})
+	}
+}
