@@ -717,3 +717,70 @@ func TestServerBodyCheckBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestServerProxyConnCap: each connection still sending its request
+// header may hold up to 64 KiB of it in the proxy, for up to the header
+// timeout. A sandbox opening connections faster than they time out (2,000
+// such were 141 MiB of heap; the rendered sidecar's limit is 256 MiB)
+// must not run the proxy out of memory: past Options.MaxProxyConns, new
+// connections wait to be accepted. Connections that became tunnels do not
+// count: the tunnel cap counts them.
+func TestServerProxyConnCap(t *testing.T) {
+	const stalledHeader = "GET http://pypi.org/ HTTP/1.1\r\nHost: pypi.org\r\nX-Pad: "
+	connect := func(t *testing.T, h *harness, within time.Duration) (net.Conn, *bufio.Reader, error) {
+		c, err := net.DialTimeout("tcp", h.addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetDeadline(time.Now().Add(within))
+		fmt.Fprintf(c, "CONNECT api.github.com:443 HTTP/1.1\r\nHost: api.github.com:443\r\n\r\n")
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+		if err == nil && resp.StatusCode != 200 {
+			err = fmt.Errorf("CONNECT: %s", resp.Status)
+		}
+		return c, br, err
+	}
+	t.Run("stalled headers hold the slots, then free them", func(t *testing.T) {
+		h := newHarness(t, func(o *Options) { o.MaxProxyConns = 3 })
+		var stalled []net.Conn
+		for range 3 {
+			c, err := net.DialTimeout("tcp", h.addr, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			io.WriteString(c, stalledHeader+strings.Repeat("a", 60<<10))
+			stalled = append(stalled, c)
+		}
+		time.Sleep(100 * time.Millisecond)
+		c, err := net.DialTimeout("tcp", h.addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "CONNECT api.github.com:443 HTTP/1.1\r\nHost: api.github.com:443\r\n\r\n")
+		c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		br := bufio.NewReader(c)
+		if _, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect}); err == nil || !isTimeout(err) {
+			t.Fatalf("a connection past the cap was served (%v)", err)
+		}
+		stalled[0].Close()
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("once a slot was free: %v %v", resp, err)
+		}
+	})
+	t.Run("tunnels do not hold slots", func(t *testing.T) {
+		h := newHarness(t, func(o *Options) { o.MaxProxyConns = 2 })
+		for i := range 5 {
+			c, _, err := connect(t, h, 2*time.Second)
+			if err != nil {
+				t.Fatalf("tunnel %d: %v", i+1, err)
+			}
+			c.SetDeadline(time.Time{})
+		}
+	})
+}

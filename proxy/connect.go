@@ -52,6 +52,7 @@ func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request, st *state,
 		return
 	}
 	conn.SetDeadline(time.Time{})
+	freeSlot(conn) // the tunnel cap counts it from here
 	var client net.Conn = conn
 	if brw.Reader.Buffered() > 0 {
 		client = &bufferedConn{Conn: conn, r: brw.Reader}

@@ -73,6 +73,10 @@ type Options struct {
 	UpstreamRoots *x509.CertPool
 	// MaxTunnels caps concurrent CONNECT tunnels; 0 means 1024.
 	MaxTunnels int
+	// MaxProxyConns caps the connections open on the proxy listener
+	// that are not tunnels (reading a request, or idle between two);
+	// more wait to be accepted. 0 means 512.
+	MaxProxyConns int
 	// MaxBodyChecks caps the request bodies read at once for a rule to
 	// check, each up to policy.MaxBodyCheck in memory; 0 means 16.
 	MaxBodyChecks int
@@ -157,6 +161,9 @@ func New(opts Options) (*Server, error) {
 	opts.Timeouts = opts.Timeouts.withDefaults()
 	if opts.MaxTunnels <= 0 {
 		opts.MaxTunnels = 1024
+	}
+	if opts.MaxProxyConns <= 0 {
+		opts.MaxProxyConns = 512
 	}
 	if opts.MaxBodyChecks <= 0 {
 		opts.MaxBodyChecks = 16
@@ -362,7 +369,7 @@ func (s *Server) Ready() bool {
 // down gracefully: it stops accepting, lets in-flight requests finish
 // within Timeouts.Shutdown, and closes what remains.
 func (s *Server) Serve(ctx context.Context, lns Listeners) error {
-	ln, admin := lns.Proxy, lns.Admin
+	ln, admin := newSlotListener(lns.Proxy, s.opts.MaxProxyConns), lns.Admin
 	outer := &http.Server{
 		Handler:                      http.HandlerFunc(s.serveProxy),
 		DisableGeneralOptionsHandler: true, // OPTIONS * is decided too
