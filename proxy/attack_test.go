@@ -784,3 +784,87 @@ func TestServerProxyConnCap(t *testing.T) {
 		}
 	})
 }
+
+// TestServerScrubEscapedEcho: an upstream that echoes the credential
+// percent-encoded (a cookie set from the Authorization header, as
+// Express's res.cookie encodes it; a Location carrying it in a query)
+// hands back [REDACTED] too. With the substitute form the sandbox
+// chooses the user of a basic credential, so it can make the base64 end
+// in '=' or hold '+' and '/', which an encoded echo spells differently
+// from what went out.
+func TestServerScrubEscapedEcho(t *testing.T) {
+	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth := r.Header.Get("Authorization")
+		w.Header().Add("Set-Cookie", "auth="+url.QueryEscape(auth))
+		w.Header().Add("Set-Cookie", "auth_path="+url.PathEscape(auth))
+		w.Header().Set("Location", "/login?auth="+lowerEscapes(url.QueryEscape(auth)))
+		fmt.Fprintf(w, "credential carried: %v\n", echoHolds(auth))
+	})
+	h := newHarness(t, withUpstream(t, echo, "api.github.com", "github.com", "uploads.github.com"))
+	const ph = "omnia-injected-github"
+	tests := map[string]struct {
+		url, auth string
+	}{
+		"basic form":                             {url: "https://github.com/acme/widgets/info/refs"},
+		"substituted basic, padded":              {url: "https://uploads.github.com/x", auth: "Basic " + b64("x:"+ph)},
+		"substituted basic, unpadded":            {url: "https://uploads.github.com/x", auth: "Basic " + b64("xy:"+ph)},
+		"substituted basic, '+' and '/'":         {url: "https://uploads.github.com/x", auth: "Basic " + b64("\xfb\xff:"+ph)},
+		"substituted basic, placeholder as user": {url: "https://uploads.github.com/x", auth: "Basic " + b64(ph+":?")},
+		"substituted bearer":                     {url: "https://uploads.github.com/x", auth: "Bearer " + ph},
+	}
+	c := h.client()
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			req, err := http.NewRequest("GET", tc.url, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
+			}
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := readBody(t, resp)
+			if resp.StatusCode != 200 || body != "credential carried: true\n" {
+				t.Fatalf("%s: %q, want 200 with the credential carried", resp.Status, body)
+			}
+			for k, vv := range resp.Header {
+				for _, v := range vv {
+					for _, part := range strings.FieldsFunc(v, func(r rune) bool { return r == '?' || r == '&' || r == ';' }) {
+						_, val, _ := strings.Cut(part, "=")
+						if dec, err := url.QueryUnescape(val); err == nil && echoHolds(dec) {
+							t.Errorf("%s: %q hands back the credential", k, v)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// echoHolds reports whether an Authorization value holds the canary, as
+// is or in the base64 of basic credentials.
+func echoHolds(auth string) bool {
+	if strings.Contains(auth, canary) {
+		return true
+	}
+	_, cred, _ := strings.Cut(auth, " ")
+	raw, err := base64.StdEncoding.DecodeString(cred)
+	return err == nil && strings.Contains(string(raw), canary)
+}
+
+// lowerEscapes writes the hex digits of s's percent-escapes in lower
+// case, as some encoders do.
+func lowerEscapes(s string) string {
+	b := []byte(s)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' {
+			b[i+1], b[i+2] = toLower(b[i+1]), toLower(b[i+2])
+		}
+	}
+	return string(b)
+}
