@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"cmp"
 	"compress/gzip"
 	"crypto/tls"
 	"encoding/base64"
@@ -867,4 +868,103 @@ func lowerEscapes(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// TestServerTunnelFramingEdges: framing a hostile client may try inside
+// a tunnel, beyond proxy/e2e's TestTunnelFraming. Each request is decided
+// on its own, the proxy re-frames what it forwards, and what it cannot
+// frame unambiguously it refuses: nothing unchecked reaches the upstream.
+func TestServerTunnelFramingEdges(t *testing.T) {
+	h := newHarness(t)
+	const allowed = "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\n"
+	const refused = "GET /user HTTP/1.1\r\nHost: api.github.com\r\n\r\n"
+	tests := map[string]struct {
+		host, raw string
+		codes     []int    // the responses, in order, until the connection ends
+		upstream  []string // the request lines the upstream sees, in order
+	}{
+		"two different Content-Lengths": {
+			raw: "POST /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\nContent-Length: 0\r\nContent-Length: 44\r\n\r\n" + refused, codes: []int{400},
+		},
+		"Transfer-Encoding other than chunked": {
+			raw: allowed + "Transfer-Encoding: identity, chunked\r\n\r\n0\r\n\r\n" + refused, codes: []int{501},
+		},
+		"Transfer-Encoding with a space before the colon": {
+			raw: allowed + "Transfer-Encoding : chunked\r\n\r\n0\r\n\r\n" + refused, codes: []int{400},
+		},
+		"Transfer-Encoding folded onto a second line": {
+			raw: allowed + "Transfer-Encoding:\r\n chunked\r\n\r\n0\r\n\r\n" + refused, codes: []int{200, 403},
+			upstream: []string{"GET /repos/acme/widgets"},
+		},
+		"bare LF line ends": {
+			raw: "GET /repos/acme/widgets HTTP/1.1\nHost: api.github.com\n\n" + refused, codes: []int{200, 403},
+			upstream: []string{"GET /repos/acme/widgets"},
+		},
+		"HTTP/1.0 keep-alive, then a refused request": {
+			raw: "GET /repos/acme/widgets HTTP/1.0\r\nHost: api.github.com\r\nConnection: keep-alive\r\n\r\n" + refused, codes: []int{200, 403},
+			upstream: []string{"GET /repos/acme/widgets"},
+		},
+		"HTTP/1.0 without Host": {raw: "GET /repos/acme/widgets HTTP/1.0\r\n\r\n", codes: []int{403}},
+		"HTTP/0.9":              {raw: "GET /repos/acme/widgets\r\n\r\n", codes: []int{400}},
+		"h2c upgrade, then a refused request": {
+			raw: allowed + "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n" + refused, codes: []int{200, 403},
+			upstream: []string{"GET /repos/acme/widgets"},
+		},
+		"HTTP/2 preface": {raw: "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", codes: []int{403}},
+		// The chunk extension's quoted string is not a line end: the
+		// "request" in it is body bytes, which end malformed.
+		"a request inside a chunk extension": {
+			raw: allowed + "Transfer-Encoding: chunked\r\n\r\n2c;x=\"\r\n0\r\n\r\n\"\r\n" + refused + "\r\n0\r\n\r\n", codes: []int{502},
+			upstream: []string{"GET /repos/acme/widgets"},
+		},
+		"an override header in a request trailer": {
+			host:  "uploads.github.com",
+			raw:   "POST /x HTTP/1.1\r\nHost: uploads.github.com\r\nTransfer-Encoding: chunked\r\nTrailer: X-HTTP-Method-Override\r\n\r\n0\r\nX-HTTP-Method-Override: DELETE\r\n\r\n",
+			codes: []int{200}, upstream: []string{"POST /x"},
+		},
+		"absolute form naming another injected host": {
+			raw: "GET https://github.com/acme/widgets/info/refs HTTP/1.1\r\nHost: api.github.com\r\n\r\n", codes: []int{403},
+		},
+		"a lower-case method": {raw: "get /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\n\r\n", codes: []int{403}},
+		"a Host with another port": {
+			raw: "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com:8443\r\n\r\n", codes: []int{403},
+		},
+		"a Host with userinfo": {raw: "GET /repos/acme/widgets HTTP/1.1\r\nHost: x@api.github.com\r\n\r\n", codes: []int{400}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			host := cmp.Or(tc.host, "api.github.com")
+			before := len(h.api.seen())
+			c, br := h.tlsTunnel(host, host, false)
+			defer c.Close()
+			io.WriteString(c, tc.raw)
+			var codes []int
+			for {
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					break
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				codes = append(codes, resp.StatusCode)
+				if len(codes) == len(tc.codes) {
+					break
+				}
+			}
+			// The upstream may record a request after its response is
+			// in (a body that ended malformed): let it settle.
+			eventually(t, "the upstream's requests", func() bool { return len(h.api.seen())-before >= len(tc.upstream) })
+			time.Sleep(50 * time.Millisecond)
+			var got []string
+			for _, s := range h.api.seen()[before:] {
+				got = append(got, s.Method+" "+s.URI)
+				if len(s.Header.Values("X-Http-Method-Override")) > 0 {
+					t.Errorf("the upstream saw an override header")
+				}
+			}
+			if fmt.Sprint(codes) != fmt.Sprint(tc.codes) || fmt.Sprint(got) != fmt.Sprint(tc.upstream) {
+				t.Fatalf("responses %v, upstream saw %q; want %v and %q", codes, got, tc.codes, tc.upstream)
+			}
+		})
+	}
 }
