@@ -545,8 +545,18 @@ func TestServerScrubResponseBodies(t *testing.T) {
 			body := `{"token":"` + strings.TrimPrefix(auth, "Bearer ") + `"}`
 			w.Header().Set("Content-Length", fmt.Sprint(len(body)))
 			io.WriteString(w, body)
-		case "/gzip":
-			w.Header().Set("Content-Encoding", "gzip")
+		case "/gzip", "/gzip-second-line", "/gzip-after-empty":
+			// Compressed, declared as such in one of the ways a
+			// client reads: the first Content-Encoding line need not be
+			// the only one.
+			switch r.URL.Path {
+			case "/gzip":
+				w.Header().Set("Content-Encoding", "gzip")
+			case "/gzip-second-line":
+				w.Header()["Content-Encoding"] = []string{"identity", "gzip"}
+			case "/gzip-after-empty":
+				w.Header()["Content-Encoding"] = []string{"", "gzip"}
+			}
 			zw := gzip.NewWriter(w)
 			io.WriteString(zw, auth)
 			zw.Close()
@@ -573,9 +583,11 @@ func TestServerScrubResponseBodies(t *testing.T) {
 		status int
 		body   string
 	}{
-		"split across writes":      {path: "/split", status: 200, body: "data: " + masked + "\n\ndata: done\n\n"},
-		"Content-Length kept true": {path: "/length", status: 200, body: `{"token":"` + strings.Repeat("*", len(canary)) + `"}`},
-		"compressed body refused":  {path: "/gzip", status: http.StatusBadGateway},
+		"split across writes":                                    {path: "/split", status: 200, body: "data: " + masked + "\n\ndata: done\n\n"},
+		"Content-Length kept true":                               {path: "/length", status: 200, body: `{"token":"` + strings.Repeat("*", len(canary)) + `"}`},
+		"compressed body refused":                                {path: "/gzip", status: http.StatusBadGateway},
+		"compressed, declared on a second Content-Encoding line": {path: "/gzip-second-line", status: http.StatusBadGateway},
+		"compressed, declared after an empty Content-Encoding":   {path: "/gzip-after-empty", status: http.StatusBadGateway},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
