@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"cmp"
 	"compress/gzip"
 	"crypto/tls"
 	"encoding/base64"
@@ -13,6 +14,7 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"net/textproto"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -543,8 +545,18 @@ func TestServerScrubResponseBodies(t *testing.T) {
 			body := `{"token":"` + strings.TrimPrefix(auth, "Bearer ") + `"}`
 			w.Header().Set("Content-Length", fmt.Sprint(len(body)))
 			io.WriteString(w, body)
-		case "/gzip":
-			w.Header().Set("Content-Encoding", "gzip")
+		case "/gzip", "/gzip-second-line", "/gzip-after-empty":
+			// Compressed, declared as such in one of the ways a
+			// client reads: the first Content-Encoding line need not be
+			// the only one.
+			switch r.URL.Path {
+			case "/gzip":
+				w.Header().Set("Content-Encoding", "gzip")
+			case "/gzip-second-line":
+				w.Header()["Content-Encoding"] = []string{"identity", "gzip"}
+			case "/gzip-after-empty":
+				w.Header()["Content-Encoding"] = []string{"", "gzip"}
+			}
 			zw := gzip.NewWriter(w)
 			io.WriteString(zw, auth)
 			zw.Close()
@@ -571,9 +583,11 @@ func TestServerScrubResponseBodies(t *testing.T) {
 		status int
 		body   string
 	}{
-		"split across writes":      {path: "/split", status: 200, body: "data: " + masked + "\n\ndata: done\n\n"},
-		"Content-Length kept true": {path: "/length", status: 200, body: `{"token":"` + strings.Repeat("*", len(canary)) + `"}`},
-		"compressed body refused":  {path: "/gzip", status: http.StatusBadGateway},
+		"split across writes":                                    {path: "/split", status: 200, body: "data: " + masked + "\n\ndata: done\n\n"},
+		"Content-Length kept true":                               {path: "/length", status: 200, body: `{"token":"` + strings.Repeat("*", len(canary)) + `"}`},
+		"compressed body refused":                                {path: "/gzip", status: http.StatusBadGateway},
+		"compressed, declared on a second Content-Encoding line": {path: "/gzip-second-line", status: http.StatusBadGateway},
+		"compressed, declared after an empty Content-Encoding":   {path: "/gzip-after-empty", status: http.StatusBadGateway},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -594,5 +608,375 @@ func TestServerScrubResponseBodies(t *testing.T) {
 	}
 	if holdsSecret(h.logs.String()) {
 		t.Error("the logs hold the credential")
+	}
+}
+
+// TestServerPathAsChecked: the path the upstream reads is the path the
+// rules checked. The proxy's HTTP client re-encodes a target whose raw
+// form it would not send as is (raw bytes above 0x7f, '|', '"'), so a
+// target is allowed only when the upstream, decoding what it gets, reads
+// the same path as the proxy decoding what the sandbox sent. Raw bytes
+// that are not UTF-8 would go out as the overlong escapes (%C0%AE for
+// '.') the proxy refuses when they are sent escaped: they are refused too.
+func TestServerPathAsChecked(t *testing.T) {
+	h := newHarness(t)
+	tests := map[string]struct {
+		target  string
+		allowed bool
+	}{
+		"raw overlong dot-dot":        {target: "/repos/acme/widgets/\xc0\xae\xc0\xae/\xc0\xae\xc0\xae/\xc0\xae\xc0\xae/user"},
+		"raw overlong slash":          {target: "/repos/acme/widgets/x\xc0\xaf\xc0\xae\xc0\xae\xc0\xafuser"},
+		"raw 3-byte overlong dot":     {target: "/repos/acme/widgets/\xe0\x80\xae\xe0\x80\xae/user"},
+		"raw lone high byte":          {target: "/repos/acme/widgets/\xff"},
+		"raw overlong beside escape":  {target: "/repos/acme/widgets/%41\xc0\xae"},
+		"raw UTF-8":                   {target: "/repos/acme/widgets/caf\xc3\xa9", allowed: true},
+		"characters sent re-encoded":  {target: "/repos/acme/widgets/a|b\"c%3A%40", allowed: true},
+		"encoded UTF-8":               {target: "/repos/acme/widgets/caf%C3%A9", allowed: true},
+		"raw high byte in the query":  {target: "/repos/acme/widgets?q=\xc0\xae", allowed: true},
+		"overlong escape (reference)": {target: "/repos/acme/widgets/%c0%ae%c0%ae/user"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			before := len(h.api.seen())
+			c, br := h.tlsTunnel("api.github.com", "api.github.com", false)
+			defer c.Close()
+			resp := roundTrip(t, c, br, "GET "+tc.target+" HTTP/1.1\r\nHost: api.github.com\r\n\r\n")
+			seen := h.api.seen()[before:]
+			if !tc.allowed {
+				if resp.StatusCode != 403 || resp.Header.Get(policy.RefusedHeader) != string(policy.ReasonL7NotAllowed) {
+					t.Fatalf("%s with %s %q, want 403 l7-not-allowed", resp.Status, policy.RefusedHeader, resp.Header.Get(policy.RefusedHeader))
+				}
+				if len(seen) != 0 {
+					t.Fatalf("the upstream saw %q", seen[0].URI)
+				}
+				return
+			}
+			if resp.StatusCode != 200 || len(seen) != 1 {
+				t.Fatalf("%s, the upstream saw %d requests; want 200 and one", resp.Status, len(seen))
+			}
+			sentPath, _, _ := strings.Cut(tc.target, "?")
+			gotPath, _, _ := strings.Cut(seen[0].URI, "?")
+			want, err1 := url.PathUnescape(sentPath)
+			got, err2 := url.PathUnescape(gotPath)
+			if err1 != nil || err2 != nil || got != want {
+				t.Fatalf("the upstream read the path %q (sent %q), the rules checked %q", got, gotPath, want)
+			}
+		})
+	}
+}
+
+// TestServerBodyCheckBounded: on a host whose rules read bodies, the
+// proxy buffers up to policy.MaxBodyCheck of each request body before it
+// decides. A sandbox that sends most of that and then stalls must neither
+// hold the buffer (and its tunnel) forever nor, over many tunnels at once,
+// make the proxy hold more than a bounded number of such buffers: 200
+// tunnels stalled just short of 1 MiB were some 240 MiB of heap, the
+// rendered sidecar's whole memory limit.
+func TestServerBodyCheckBounded(t *testing.T) {
+	const lfs = "POST /acme/widgets/info/lfs/objects/batch HTTP/1.1\r\nHost: github.com\r\nContent-Type: application/json\r\n"
+	// stall sends a request whose body stops short of its length.
+	stall := func(t *testing.T, h *harness, sent int) (net.Conn, *bufio.Reader) {
+		c, br := h.tlsTunnel("github.com", "github.com", false)
+		fmt.Fprintf(c, "%sContent-Length: %d\r\n\r\n%s", lfs, sent+1, strings.Repeat(" ", sent))
+		return c, br
+	}
+	tests := map[string]struct {
+		maxChecks int
+		stalled   int    // requests stalled before the one observed
+		sent      int    // bytes of the observed request's body sent
+		whole     bool   // the observed request's body is sent whole
+		status    int    // what the observed request gets
+		within    string // and how soon
+	}{
+		"a stalled body is given up on": {sent: policy.MaxBodyCheck / 2, status: http.StatusBadRequest, within: "2s"},
+		"checks beyond the bound wait, then are turned away": {
+			maxChecks: 2, stalled: 2, whole: true, status: http.StatusServiceUnavailable, within: "3s",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, func(o *Options) {
+				o.Timeouts.ReadHeader = 5 * time.Second
+				if tc.stalled == 0 {
+					o.Timeouts.ReadHeader = 500 * time.Millisecond
+				}
+				o.MaxBodyChecks = tc.maxChecks
+			})
+			for range tc.stalled {
+				c, _ := stall(t, h, policy.MaxBodyCheck-1)
+				defer c.Close()
+			}
+			time.Sleep(100 * time.Millisecond) // the stalled ones hold their slots
+			var c net.Conn
+			var br *bufio.Reader
+			if tc.whole {
+				c, br = h.tlsTunnel("github.com", "github.com", false)
+				body := `{"operation":"download"}`
+				fmt.Fprintf(c, "%sContent-Length: %d\r\n\r\n%s", lfs, len(body), body)
+			} else {
+				c, br = stall(t, h, tc.sent)
+			}
+			defer c.Close()
+			within, _ := time.ParseDuration(tc.within)
+			c.SetReadDeadline(time.Now().Add(within))
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("no answer within %s: %v", within, err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || resp.Header.Get(policy.RefusedHeader) != "" {
+				t.Fatalf("%s (%s %q), want %d, no refusal header", resp.Status, policy.RefusedHeader, resp.Header.Get(policy.RefusedHeader), tc.status)
+			}
+		})
+	}
+}
+
+// TestServerProxyConnCap: each connection still sending its request
+// header may hold up to 64 KiB of it in the proxy, for up to the header
+// timeout. A sandbox opening connections faster than they time out (2,000
+// such were 141 MiB of heap; the rendered sidecar's limit is 256 MiB)
+// must not run the proxy out of memory: past Options.MaxProxyConns, new
+// connections wait to be accepted. Connections that became tunnels do not
+// count: the tunnel cap counts them.
+func TestServerProxyConnCap(t *testing.T) {
+	const stalledHeader = "GET http://pypi.org/ HTTP/1.1\r\nHost: pypi.org\r\nX-Pad: "
+	connect := func(t *testing.T, h *harness, within time.Duration) (net.Conn, *bufio.Reader, error) {
+		c, err := net.DialTimeout("tcp", h.addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetDeadline(time.Now().Add(within))
+		fmt.Fprintf(c, "CONNECT api.github.com:443 HTTP/1.1\r\nHost: api.github.com:443\r\n\r\n")
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+		if err == nil && resp.StatusCode != 200 {
+			err = fmt.Errorf("CONNECT: %s", resp.Status)
+		}
+		return c, br, err
+	}
+	t.Run("stalled headers hold the slots, then free them", func(t *testing.T) {
+		h := newHarness(t, func(o *Options) { o.MaxProxyConns = 3 })
+		var stalled []net.Conn
+		for range 3 {
+			c, err := net.DialTimeout("tcp", h.addr, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			io.WriteString(c, stalledHeader+strings.Repeat("a", 60<<10))
+			stalled = append(stalled, c)
+		}
+		time.Sleep(100 * time.Millisecond)
+		c, err := net.DialTimeout("tcp", h.addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "CONNECT api.github.com:443 HTTP/1.1\r\nHost: api.github.com:443\r\n\r\n")
+		c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		br := bufio.NewReader(c)
+		if _, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect}); err == nil || !isTimeout(err) {
+			t.Fatalf("a connection past the cap was served (%v)", err)
+		}
+		stalled[0].Close()
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("once a slot was free: %v %v", resp, err)
+		}
+	})
+	t.Run("tunnels do not hold slots", func(t *testing.T) {
+		h := newHarness(t, func(o *Options) { o.MaxProxyConns = 2 })
+		for i := range 5 {
+			c, _, err := connect(t, h, 2*time.Second)
+			if err != nil {
+				t.Fatalf("tunnel %d: %v", i+1, err)
+			}
+			c.SetDeadline(time.Time{})
+		}
+	})
+}
+
+// TestServerScrubEscapedEcho: an upstream that echoes the credential
+// percent-encoded (a cookie set from the Authorization header, as
+// Express's res.cookie encodes it; a Location carrying it in a query)
+// hands back [REDACTED] too. With the substitute form the sandbox
+// chooses the user of a basic credential, so it can make the base64 end
+// in '=' or hold '+' and '/', which an encoded echo spells differently
+// from what went out.
+func TestServerScrubEscapedEcho(t *testing.T) {
+	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth := r.Header.Get("Authorization")
+		w.Header().Add("Set-Cookie", "auth="+url.QueryEscape(auth))
+		w.Header().Add("Set-Cookie", "auth_path="+url.PathEscape(auth))
+		w.Header().Set("Location", "/login?auth="+lowerEscapes(url.QueryEscape(auth)))
+		fmt.Fprintf(w, "credential carried: %v\n", echoHolds(auth))
+	})
+	h := newHarness(t, withUpstream(t, echo, "api.github.com", "github.com", "uploads.github.com"))
+	const ph = "omnia-injected-github"
+	tests := map[string]struct {
+		url, auth string
+	}{
+		"basic form":                             {url: "https://github.com/acme/widgets/info/refs"},
+		"substituted basic, padded":              {url: "https://uploads.github.com/x", auth: "Basic " + b64("x:"+ph)},
+		"substituted basic, unpadded":            {url: "https://uploads.github.com/x", auth: "Basic " + b64("xy:"+ph)},
+		"substituted basic, '+' and '/'":         {url: "https://uploads.github.com/x", auth: "Basic " + b64("\xfb\xff:"+ph)},
+		"substituted basic, placeholder as user": {url: "https://uploads.github.com/x", auth: "Basic " + b64(ph+":?")},
+		"substituted bearer":                     {url: "https://uploads.github.com/x", auth: "Bearer " + ph},
+	}
+	c := h.client()
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			req, err := http.NewRequest("GET", tc.url, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
+			}
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := readBody(t, resp)
+			if resp.StatusCode != 200 || body != "credential carried: true\n" {
+				t.Fatalf("%s: %q, want 200 with the credential carried", resp.Status, body)
+			}
+			for k, vv := range resp.Header {
+				for _, v := range vv {
+					for _, part := range strings.FieldsFunc(v, func(r rune) bool { return r == '?' || r == '&' || r == ';' }) {
+						_, val, _ := strings.Cut(part, "=")
+						if dec, err := url.QueryUnescape(val); err == nil && echoHolds(dec) {
+							t.Errorf("%s: %q hands back the credential", k, v)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// echoHolds reports whether an Authorization value holds the canary, as
+// is or in the base64 of basic credentials.
+func echoHolds(auth string) bool {
+	if strings.Contains(auth, canary) {
+		return true
+	}
+	_, cred, _ := strings.Cut(auth, " ")
+	raw, err := base64.StdEncoding.DecodeString(cred)
+	return err == nil && strings.Contains(string(raw), canary)
+}
+
+// lowerEscapes writes the hex digits of s's percent-escapes in lower
+// case, as some encoders do.
+func lowerEscapes(s string) string {
+	b := []byte(s)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' {
+			b[i+1], b[i+2] = toLower(b[i+1]), toLower(b[i+2])
+		}
+	}
+	return string(b)
+}
+
+// TestServerTunnelFramingEdges: framing a hostile client may try inside
+// a tunnel, beyond proxy/e2e's TestTunnelFraming. Each request is decided
+// on its own, the proxy re-frames what it forwards, and what it cannot
+// frame unambiguously it refuses: nothing unchecked reaches the upstream.
+func TestServerTunnelFramingEdges(t *testing.T) {
+	h := newHarness(t)
+	const allowed = "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\n"
+	const refused = "GET /user HTTP/1.1\r\nHost: api.github.com\r\n\r\n"
+	tests := map[string]struct {
+		host, raw string
+		codes     []int    // the responses, in order, until the connection ends
+		upstream  []string // the request lines the upstream sees, in order
+	}{
+		"two different Content-Lengths": {
+			raw: "POST /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\nContent-Length: 0\r\nContent-Length: 44\r\n\r\n" + refused, codes: []int{400},
+		},
+		"Transfer-Encoding other than chunked": {
+			raw: allowed + "Transfer-Encoding: identity, chunked\r\n\r\n0\r\n\r\n" + refused, codes: []int{501},
+		},
+		"Transfer-Encoding with a space before the colon": {
+			raw: allowed + "Transfer-Encoding : chunked\r\n\r\n0\r\n\r\n" + refused, codes: []int{400},
+		},
+		"Transfer-Encoding folded onto a second line": {
+			raw: allowed + "Transfer-Encoding:\r\n chunked\r\n\r\n0\r\n\r\n" + refused, codes: []int{200, 403},
+			upstream: []string{"GET /repos/acme/widgets"},
+		},
+		"bare LF line ends": {
+			raw: "GET /repos/acme/widgets HTTP/1.1\nHost: api.github.com\n\n" + refused, codes: []int{200, 403},
+			upstream: []string{"GET /repos/acme/widgets"},
+		},
+		"HTTP/1.0 keep-alive, then a refused request": {
+			raw: "GET /repos/acme/widgets HTTP/1.0\r\nHost: api.github.com\r\nConnection: keep-alive\r\n\r\n" + refused, codes: []int{200, 403},
+			upstream: []string{"GET /repos/acme/widgets"},
+		},
+		"HTTP/1.0 without Host": {raw: "GET /repos/acme/widgets HTTP/1.0\r\n\r\n", codes: []int{403}},
+		"HTTP/0.9":              {raw: "GET /repos/acme/widgets\r\n\r\n", codes: []int{400}},
+		"h2c upgrade, then a refused request": {
+			raw: allowed + "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n" + refused, codes: []int{200, 403},
+			upstream: []string{"GET /repos/acme/widgets"},
+		},
+		"HTTP/2 preface": {raw: "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", codes: []int{403}},
+		// The chunk extension's quoted string is not a line end: the
+		// "request" in it is body bytes, which end malformed.
+		"a request inside a chunk extension": {
+			raw: allowed + "Transfer-Encoding: chunked\r\n\r\n2c;x=\"\r\n0\r\n\r\n\"\r\n" + refused + "\r\n0\r\n\r\n", codes: []int{502},
+			upstream: []string{"GET /repos/acme/widgets"},
+		},
+		"an override header in a request trailer": {
+			host:  "uploads.github.com",
+			raw:   "POST /x HTTP/1.1\r\nHost: uploads.github.com\r\nTransfer-Encoding: chunked\r\nTrailer: X-HTTP-Method-Override\r\n\r\n0\r\nX-HTTP-Method-Override: DELETE\r\n\r\n",
+			codes: []int{200}, upstream: []string{"POST /x"},
+		},
+		"absolute form naming another injected host": {
+			raw: "GET https://github.com/acme/widgets/info/refs HTTP/1.1\r\nHost: api.github.com\r\n\r\n", codes: []int{403},
+		},
+		"a lower-case method": {raw: "get /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\n\r\n", codes: []int{403}},
+		"a Host with another port": {
+			raw: "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com:8443\r\n\r\n", codes: []int{403},
+		},
+		"a Host with userinfo": {raw: "GET /repos/acme/widgets HTTP/1.1\r\nHost: x@api.github.com\r\n\r\n", codes: []int{400}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			host := cmp.Or(tc.host, "api.github.com")
+			before := len(h.api.seen())
+			c, br := h.tlsTunnel(host, host, false)
+			defer c.Close()
+			io.WriteString(c, tc.raw)
+			var codes []int
+			for {
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					break
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				codes = append(codes, resp.StatusCode)
+				if len(codes) == len(tc.codes) {
+					break
+				}
+			}
+			// The upstream may record a request after its response is
+			// in (a body that ended malformed): let it settle.
+			eventually(t, "the upstream's requests", func() bool { return len(h.api.seen())-before >= len(tc.upstream) })
+			time.Sleep(50 * time.Millisecond)
+			var got []string
+			for _, s := range h.api.seen()[before:] {
+				got = append(got, s.Method+" "+s.URI)
+				if len(s.Header.Values("X-Http-Method-Override")) > 0 {
+					t.Errorf("the upstream saw an override header")
+				}
+			}
+			if fmt.Sprint(codes) != fmt.Sprint(tc.codes) || fmt.Sprint(got) != fmt.Sprint(tc.upstream) {
+				t.Fatalf("responses %v, upstream saw %q; want %v and %q", codes, got, tc.codes, tc.upstream)
+			}
+		})
 	}
 }

@@ -52,6 +52,7 @@ func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request, st *state,
 		return
 	}
 	conn.SetDeadline(time.Time{})
+	freeSlot(conn) // the tunnel cap counts it from here
 	var client net.Conn = conn
 	if brw.Reader.Buffered() > 0 {
 		client = &bufferedConn{Conn: conn, r: brw.Reader}
@@ -197,10 +198,8 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 		ContentType: r.Header.Values("Content-Type"), ContentEncoding: r.Header.Values("Content-Encoding")}
 	hp := st.policy.Host(tc.connect)
 	if hp != nil && hp.NeedsBody() && r.Body != nil && r.Body != http.NoBody {
-		head, err := io.ReadAll(io.LimitReader(r.Body, policy.MaxBodyCheck+1))
-		if err != nil {
-			w.Header().Set("Connection", "close")
-			http.Error(w, "keyhole: cannot read the request body", http.StatusBadRequest)
+		head, ok := s.readBodyHead(w, r, tc.connect)
+		if !ok {
 			return
 		}
 		info.Body, info.BodyComplete = head, len(head) <= policy.MaxBodyCheck
@@ -229,4 +228,43 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Host = d.Host // the forwarders send to the canonical host
 	s.forwardTLS.forward(rec, r, scrubbing{inj: inj, body: st.cfg.ScrubResponseBodies})
+}
+
+// bodySlotWait is how long a request waits for one of the
+// Options.MaxBodyChecks slots before it is turned away.
+const bodySlotWait = time.Second
+
+// readBodyHead reads the first policy.MaxBodyCheck+1 bytes of r's body
+// for a rule to check. It holds one of the server's body-check slots while
+// it reads, and gives the sandbox Timeouts.ReadHeader to send them: a
+// stalled body would otherwise hold its buffer, and its tunnel, forever,
+// and a stalled body per tunnel, over a thousand tunnels, would hold a
+// gigabyte. When it fails it has answered the request: 503 when no slot
+// freed up in time, 400 when the body did not arrive in time.
+func (s *Server) readBodyHead(w http.ResponseWriter, r *http.Request, host string) ([]byte, bool) {
+	fail := func(status int, msg string) ([]byte, bool) {
+		w.Header().Set("Connection", "close")
+		http.Error(w, "keyhole: "+msg, status)
+		return nil, false
+	}
+	wait := time.NewTimer(min(bodySlotWait, s.opts.Timeouts.ReadHeader))
+	defer wait.Stop()
+	select {
+	case s.bodyChecks <- struct{}{}:
+	case <-wait.C:
+		s.log.Warn("request body not checked: too many being read", "host", host, "max", cap(s.bodyChecks))
+		return fail(http.StatusServiceUnavailable, "too many request bodies being checked; retry later")
+	case <-r.Context().Done():
+		return nil, false
+	}
+	defer func() { <-s.bodyChecks }()
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Now().Add(s.opts.Timeouts.ReadHeader))
+	head, err := io.ReadAll(io.LimitReader(r.Body, policy.MaxBodyCheck+1))
+	if err != nil {
+		return fail(http.StatusBadRequest, "cannot read the request body")
+	}
+	// The rest of the body, if any, streams upstream like any other.
+	rc.SetReadDeadline(time.Time{})
+	return head, true
 }

@@ -132,3 +132,71 @@ func (tunnelAddr) Network() string { return "tunnel" }
 
 // String is "tunnel".
 func (tunnelAddr) String() string { return "tunnel" }
+
+// slotListener accepts a connection only while fewer than cap(slots) it
+// accepted are open and not yet tunnels; past that, Accept waits and the
+// kernel's backlog holds the rest. Each connection still reading a
+// request header may hold up to the server's MaxHeaderBytes in memory,
+// and timeouts bound only how long, not how many: without the cap, a
+// sandbox opening thousands of connections a second, each sending most
+// of a header and stalling, would run the proxy out of memory.
+type slotListener struct {
+	net.Listener
+	slots  chan struct{}
+	done   chan struct{}
+	closed sync.Once
+}
+
+func newSlotListener(ln net.Listener, n int) *slotListener {
+	return &slotListener{Listener: ln, slots: make(chan struct{}, n), done: make(chan struct{})}
+}
+
+// Accept waits for a free slot, then for a connection.
+func (l *slotListener) Accept() (net.Conn, error) {
+	select {
+	case l.slots <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	return &slotConn{Conn: c, free: sync.OnceFunc(func() { <-l.slots })}, nil
+}
+
+// Close closes the listener and ends an Accept waiting for a slot.
+func (l *slotListener) Close() error {
+	l.closed.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+// slotConn is a connection holding a slot of its slotListener.
+type slotConn struct {
+	net.Conn
+	free func()
+}
+
+// Close closes the connection and frees its slot.
+func (c *slotConn) Close() error {
+	err := c.Conn.Close()
+	c.free()
+	return err
+}
+
+// CloseWrite half-closes the underlying TCP connection.
+func (c *slotConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// freeSlot frees c's slot when c came from a slotListener: a connection
+// that became a tunnel is counted by the tunnel cap instead.
+func freeSlot(c net.Conn) {
+	if sc, ok := c.(*slotConn); ok {
+		sc.free()
+	}
+}

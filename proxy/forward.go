@@ -158,7 +158,7 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 	}
 	var body io.Reader = res.Body
 	if sc.body && !sc.inj.Empty() {
-		if ce := res.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		if ce, ok := encoded(res.Header); ok {
 			res.Body.Close()
 			f.onError(w, out, fmt.Errorf("the upstream sent a body in the %q content coding, which the proxy cannot scrub of the credential", policy.Clip(ce)), sc.inj)
 			return
@@ -268,6 +268,25 @@ func (f *forwarder) copyBody(w io.Writer, rc *http.ResponseController, src io.Re
 			return fmt.Errorf("reading the upstream response body: %w", rerr)
 		}
 	}
+}
+
+// encoded reports whether h declares a content coding other than
+// identity, on any of its Content-Encoding lines (a client applies them
+// all, not only the first), and returns it.
+func encoded(h http.Header) (string, bool) {
+	for k, vv := range h {
+		if !strings.EqualFold(k, "Content-Encoding") {
+			continue
+		}
+		for _, v := range vv {
+			for c := range strings.SplitSeq(v, ",") {
+				if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+					return c, true
+				}
+			}
+		}
+	}
+	return "", false
 }
 
 // isEventStream reports a Server-Sent Events response, which is flushed

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -38,10 +39,45 @@ func (in Injected) Format(f fmt.State, _ rune) { io.WriteString(f, redacted) }
 // LogValue logs the redacted form.
 func (in Injected) LogValue() slog.Value { return slog.StringValue(redacted) }
 
-// add records v to be scrubbed, unless it is too short or already covered
-// by a value it contains (scrubbing "tok" also scrubs "Bearer tok"); a
-// recorded value that contains v gives way to it.
+// add records v to be scrubbed, with the forms an upstream's echo may
+// percent-encode it in (a cookie or a URL built from the header, with
+// upper- or lower-case hex): base64 holds '+', '/' and '=', and with the
+// substitute form the sandbox chooses the user of a basic credential, so
+// it can make the base64 hold them.
 func (in *Injected) add(v string) {
+	in.addOne(v)
+	for _, e := range [...]string{url.QueryEscape(v), url.PathEscape(v)} {
+		if e != v {
+			in.addOne(e)
+			in.addOne(lowerHexEscapes(e))
+		}
+	}
+}
+
+// lowerHexEscapes writes the hex digits of s's percent-escapes in lower
+// case.
+func lowerHexEscapes(s string) string {
+	b := []byte(s)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' {
+			b[i+1], b[i+2] = toLower(b[i+1]), toLower(b[i+2])
+			i += 2
+		}
+	}
+	return string(b)
+}
+
+func toLower(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// addOne records v to be scrubbed, unless it is too short or already
+// covered by a value it contains (scrubbing "tok" also scrubs "Bearer
+// tok"); a recorded value that contains v gives way to it.
+func (in *Injected) addOne(v string) {
 	if len(v) < MinScrubLen {
 		return
 	}

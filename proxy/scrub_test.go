@@ -68,8 +68,15 @@ func TestInjectedAdd(t *testing.T) {
 		"short values are not scrubbed": {add: []string{"oauth2", "tok"}, want: nil},
 		"a value covering another goes": {add: []string{"ghp_token12345", "Bearer ghp_token12345"}, want: []string{"ghp_token12345"}},
 		"the covered one replaces it":   {add: []string{"Bearer ghp_token12345", "ghp_token12345"}, want: []string{"ghp_token12345"}},
-		"distinct values stay":          {add: []string{"x-access-token", "ghp_token12345", "eC1hY2Nlc3M="}, want: []string{"x-access-token", "ghp_token12345", "eC1hY2Nlc3M="}},
-		"a repeat is kept once":         {add: []string{"ghp_token12345", "ghp_token12345"}, want: []string{"ghp_token12345"}},
+		"distinct values stay":          {add: []string{"x-access-token", "ghp_token12345", "eC1hY2Nlc3Mu"}, want: []string{"x-access-token", "ghp_token12345", "eC1hY2Nlc3Mu"}},
+		// An echo may percent-encode what it hands back, in either
+		// case of hex.
+		"escaped forms of base64 too": {add: []string{"eC1hY2Nlc3M="}, want: []string{"eC1hY2Nlc3M=", "eC1hY2Nlc3M%3D", "eC1hY2Nlc3M%3d"}},
+		"path and query escaping": {add: []string{"ab+cd/ef=="}, want: []string{
+			"ab+cd/ef==", "ab%2Bcd%2Fef%3D%3D", "ab%2bcd%2fef%3d%3d", "ab+cd%2Fef==", "ab+cd%2fef==",
+		}},
+		"a space escapes as '+' or %20, covered by the bare value": {add: []string{"ghp_token12345", "Bearer ghp_token12345"}, want: []string{"ghp_token12345"}},
+		"a repeat is kept once": {add: []string{"ghp_token12345", "ghp_token12345"}, want: []string{"ghp_token12345"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

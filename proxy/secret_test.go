@@ -245,6 +245,11 @@ func TestInject(t *testing.T) {
 		"set when absent": {in: bearer, header: http.Header{}, want: http.Header{"Authorization": {"Bearer " + canary}}},
 		"set other header": {in: config.Inject{Secret: "sec", Header: &config.HeaderInject{Name: "X-Api-Key", Value: "{{ .token }}"}},
 			header: http.Header{"x-api-key": {"ph"}}, want: http.Header{"X-Api-Key": {canary}}},
+		// CGI-style servers (and Puma before 6.4.3, CVE-2024-45614) read
+		// X_Api_Key as X-Api-Key: left in, the sandbox's value could win
+		// over the credential.
+		"set replaces the underscore spelling": {in: config.Inject{Secret: "sec", Header: &config.HeaderInject{Name: "X-Api-Key", Value: "{{ .token }}"}},
+			header: http.Header{"X_api_key": {"mine"}, "X-API_KEY": {"mine"}, "X-Api-Keys": {"k"}, "Xapi-Key": {"k"}}, want: http.Header{"X-Api-Key": {canary}, "X-Api-Keys": {"k"}, "Xapi-Key": {"k"}}},
 		"set missing key": {in: config.Inject{Secret: "sec", Header: &config.HeaderInject{Name: "Authorization", Value: "{{ .nope }}"}},
 			header: http.Header{}, wantErr: true},
 		"basic": {in: basic, header: http.Header{"Authorization": {"Bearer " + ph}},

@@ -29,7 +29,8 @@ import (
 type Timeouts struct {
 	// Handshake bounds the sandbox's TLS handshake in a tunnel.
 	Handshake time.Duration
-	// ReadHeader bounds reading a request's headers.
+	// ReadHeader bounds reading a request's headers, and reading the
+	// part of its body a rule checks (policy.MaxBodyCheck at most).
 	ReadHeader time.Duration
 	// Idle closes keep-alive connections and passthrough tunnels with no
 	// traffic for this long.
@@ -72,6 +73,13 @@ type Options struct {
 	UpstreamRoots *x509.CertPool
 	// MaxTunnels caps concurrent CONNECT tunnels; 0 means 1024.
 	MaxTunnels int
+	// MaxProxyConns caps the connections open on the proxy listener
+	// that are not tunnels (reading a request, or idle between two);
+	// more wait to be accepted. 0 means 512.
+	MaxProxyConns int
+	// MaxBodyChecks caps the request bodies read at once for a rule to
+	// check, each up to policy.MaxBodyCheck in memory; 0 means 16.
+	MaxBodyChecks int
 	// ReloadInterval is how often the config and CA files are checked for
 	// changes; 0 means 2s.
 	ReloadInterval time.Duration
@@ -102,6 +110,10 @@ type Server struct {
 	upstream *http.Transport // TLS to injected hosts
 	plain    *http.Transport // http:// to passthrough hosts
 	tunnels  chan struct{}   // semaphore of open tunnels
+	// bodyChecks is a semaphore of request bodies being read for a rule
+	// to check, so that stalled ones cannot hold the memory of one
+	// buffer per tunnel.
+	bodyChecks chan struct{}
 	// forwardTLS and forwardPlain send a decided request to r.Host, which
 	// the handler has set to the decision's canonical host. They never
 	// follow redirects: every response goes back as is.
@@ -150,6 +162,12 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxTunnels <= 0 {
 		opts.MaxTunnels = 1024
 	}
+	if opts.MaxProxyConns <= 0 {
+		opts.MaxProxyConns = 512
+	}
+	if opts.MaxBodyChecks <= 0 {
+		opts.MaxBodyChecks = 16
+	}
 	if opts.ReloadInterval <= 0 {
 		opts.ReloadInterval = 2 * time.Second
 	}
@@ -158,12 +176,13 @@ func New(opts Options) (*Server, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
-		opts:      opts,
-		log:       logger,
-		metrics:   newMetrics(),
-		tunnels:   make(chan struct{}, opts.MaxTunnels),
-		passConns: map[net.Conn]struct{}{},
-		origDst:   originalDst,
+		opts:       opts,
+		log:        logger,
+		metrics:    newMetrics(),
+		tunnels:    make(chan struct{}, opts.MaxTunnels),
+		bodyChecks: make(chan struct{}, opts.MaxBodyChecks),
+		passConns:  map[net.Conn]struct{}{},
+		origDst:    originalDst,
 	}
 	if opts.RequestLog != nil {
 		s.reqLog = newRequestLog(opts.RequestLog)
@@ -350,7 +369,7 @@ func (s *Server) Ready() bool {
 // down gracefully: it stops accepting, lets in-flight requests finish
 // within Timeouts.Shutdown, and closes what remains.
 func (s *Server) Serve(ctx context.Context, lns Listeners) error {
-	ln, admin := lns.Proxy, lns.Admin
+	ln, admin := newSlotListener(lns.Proxy, s.opts.MaxProxyConns), lns.Admin
 	outer := &http.Server{
 		Handler:                      http.HandlerFunc(s.serveProxy),
 		DisableGeneralOptionsHandler: true, // OPTIONS * is decided too

@@ -29,6 +29,7 @@ func TestPathTricks(t *testing.T) {
 		"leading double slash":           {target: "//repos/acme/widgets"},
 		"semicolon parameter":            {target: "/repos/acme/widgets;/../../../user"},
 		"encoded NUL":                    {target: "/repos/acme/widgets/%00"},
+		"raw overlong dot-dot":           {target: "/repos/acme/widgets/\xc0\xae\xc0\xae/\xc0\xae\xc0\xae/\xc0\xae\xc0\xae/user"},
 		"encoded newline":                {target: "/repos/acme/widgets/%0d%0aX-Evil:%201"},
 		"fragment":                       {target: "/repos/acme/widgets#/../../user"},
 		"asterisk form":                  {target: "*"},

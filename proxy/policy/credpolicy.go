@@ -160,8 +160,8 @@ const OverrideParam = "_method"
 // overrideParam reports whether the query of target names OverrideParam,
 // spelt as any server could read it: in any letter case, percent-encoded,
 // with PHP's dropping of leading spaces and renaming of '.', ' ' and '['
-// to '_', and as PHP's array form "_method[]". Parameters are split on
-// '&' and ';'.
+// to '_', as PHP's array form "_method[]", and cut at an encoded NUL as
+// PHP cuts it ("_method%00x"). Parameters are split on '&' and ';'.
 func overrideParam(target string) bool {
 	_, query, ok := strings.Cut(target, "?")
 	if !ok {
@@ -180,6 +180,11 @@ func overrideParam(target string) bool {
 		}
 		if dec, err := url.QueryUnescape(name); err == nil {
 			name = dec
+		}
+		// PHP, and any reader that keeps names as C strings, ends a
+		// name at NUL: "_method%00x" is _method to it.
+		if i := strings.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
 		}
 		name = strings.TrimLeft(name, " ")
 		// PHP reads "_method[]" as an array named _method.

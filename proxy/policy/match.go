@@ -69,6 +69,12 @@ func TargetPath(target string) (string, error) {
 // could change how an upstream splits or reads the path.
 func decodeSegment(seg string) (string, error) {
 	if strings.IndexByte(seg, '%') < 0 {
+		// Bytes that are not UTF-8 sent as they are: the proxy's HTTP
+		// client percent-encodes them on the way out, so the upstream
+		// would get the very escapes refused below (%c0%ae).
+		if !utf8.ValidString(seg) {
+			return "", fmt.Errorf("%w: the path holds bytes that are not UTF-8", ErrTarget)
+		}
 		return seg, nil
 	}
 	var b strings.Builder

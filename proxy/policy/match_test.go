@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"keyhole.dev/keyhole/proxy/config"
 )
@@ -44,14 +45,24 @@ func TestTargetPath(t *testing.T) {
 		"overlong slash":      {target: "/a%c0%afb"},
 		"lone high byte":      {target: "/a%ffb"},
 		"encoded utf-8":       {target: "/a/caf%C3%A9", path: "/a/caf%C3%A9"},
-		"space":               {target: "/a b"},
-		"del":                 {target: "/a\x7fb"},
-		"fragment":            {target: "/a#b"},
-		"bad escape":          {target: "/a%zz"},
-		"short escape":        {target: "/a%2"},
-		"absolute form":       {target: "https://api.github.com/a"},
-		"asterisk":            {target: "*"},
-		"empty":               {target: ""},
+		// Raw bytes are percent-encoded by the proxy's HTTP client on the
+		// way out: raw non-UTF-8 would reach the upstream as the escapes
+		// refused above.
+		"raw overlong dotdot":    {target: "/repos/acme/widgets/\xc0\xae\xc0\xae/x"},
+		"raw overlong slash":     {target: "/a\xc0\xafb"},
+		"raw lone high byte":     {target: "/a\xffb"},
+		"raw truncated utf-8":    {target: "/a/caf\xc3"},
+		"raw beside an escape":   {target: "/a/%41\xc0\xae"},
+		"raw utf-8":              {target: "/a/caf\xc3\xa9", path: "/a/caf\xc3\xa9"},
+		"raw high byte in query": {target: "/a?q=\xff", path: "/a"},
+		"space":                  {target: "/a b"},
+		"del":                    {target: "/a\x7fb"},
+		"fragment":               {target: "/a#b"},
+		"bad escape":             {target: "/a%zz"},
+		"short escape":           {target: "/a%2"},
+		"absolute form":          {target: "https://api.github.com/a"},
+		"asterisk":               {target: "*"},
+		"empty":                  {target: ""},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -195,7 +206,7 @@ func TestCanonicalHost(t *testing.T) {
 }
 
 func FuzzTargetPath(f *testing.F) {
-	for _, s := range []string{"/", "/a/b?c", "/a/%2e%2E/b", "/a;b", "/a%2Fb", "//", "/a/b/"} {
+	for _, s := range []string{"/", "/a/b?c", "/a/%2e%2E/b", "/a;b", "/a%2Fb", "//", "/a/b/", "/a/\xc0\xae", "/a|%3A"} {
 		f.Add(s, "/a")
 	}
 	f.Fuzz(func(t *testing.T, target, prefix string) {
@@ -217,6 +228,19 @@ func FuzzTargetPath(f *testing.F) {
 						t.Fatalf("TargetPath(%q) accepted a control character", target)
 					}
 				}
+				if !utf8.ValidString(dec) {
+					t.Fatalf("TargetPath(%q) accepted bytes that are not UTF-8", target)
+				}
+			}
+		}
+		// What Go's HTTP client sends upstream for an accepted target
+		// (re-encoded where the raw form is not a valid encoding) reads
+		// as the same path.
+		if u, err := url.ParseRequestURI(target); err == nil {
+			sent, err1 := url.PathUnescape(u.EscapedPath())
+			checked, err2 := url.PathUnescape(path)
+			if err1 != nil || err2 != nil || sent != checked {
+				t.Fatalf("TargetPath(%q) checked %q, the upstream would read %q", target, checked, sent)
 			}
 		}
 		if config.CheckPathPrefix(prefix) == nil && MatchPrefix(prefix, path) && prefix != "/" {
