@@ -31,6 +31,7 @@ func TestPathTricks(t *testing.T) {
 		"encoded NUL":                    {target: "/repos/acme/widgets/%00"},
 		"raw overlong dot-dot":           {target: "/repos/acme/widgets/\xc0\xae\xc0\xae/\xc0\xae\xc0\xae/\xc0\xae\xc0\xae/user"},
 		"encoded newline":                {target: "/repos/acme/widgets/%0d%0aX-Evil:%201"},
+		"fullwidth dot-dot (NFKC)":       {target: "/repos/acme/widgets/%EF%BC%8E%EF%BC%8E/%EF%BC%8E%EF%BC%8E/%EF%BC%8E%EF%BC%8E/user"},
 		"fragment":                       {target: "/repos/acme/widgets#/../../user"},
 		"asterisk form":                  {target: "*"},
 		"absolute form to the same host": {target: "https://api.github.com/repos/acme/widgets/../../../user"},

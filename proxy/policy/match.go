@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"golang.org/x/text/unicode/norm"
+
 	"keyhole.dev/keyhole/proxy/config"
 )
 
@@ -61,8 +63,36 @@ func TargetPath(target string) (string, error) {
 		if dec == "." || dec == ".." {
 			return "", fmt.Errorf("%w: the path has a dot segment", ErrTarget)
 		}
+		if err := compatible(dec); err != nil {
+			return "", err
+		}
 	}
 	return path, nil
+}
+
+// compatible refuses a segment that an upstream normalizing paths by
+// compatibility (Unicode NFKC, as some frameworks and file systems do)
+// would read differently from what the rules matched: fullwidth or other
+// forms of '.', '/', '\', ';', '%', '?' and '#' (U+FF0E FULLWIDTH FULL
+// STOP twice is ".." to it). Other letters are left alone, "ﬁle" and
+// "日本" included; so is a fullwidth dot inside a name, which normalizes to
+// a dot inside a name.
+func compatible(seg string) error {
+	ascii := true
+	for i := 0; i < len(seg); i++ {
+		if seg[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return nil
+	}
+	n := norm.NFKC.String(seg)
+	if n == "." || n == ".." || strings.ContainsAny(n, "/\\;%?#") {
+		return fmt.Errorf("%w: the path holds characters that Unicode compatibility normalization reads as '.', '/', '\\', ';', '%%', '?' or '#'", ErrTarget)
+	}
+	return nil
 }
 
 // decodeSegment percent-decodes one segment and refuses escapes that
