@@ -103,6 +103,7 @@ func Load(paths []string, opts Options) ([]Document, diag.List, error) {
 		return nil, nil, err
 	}
 	l.readConfigs(paths)
+	l.connections = l.mayHoldConnections(paths)
 	for _, p := range paths {
 		if p == "-" {
 			l.readStdin()
@@ -126,6 +127,11 @@ type loader struct {
 	paths pathFilter
 	// reread reads released documents' files again (see release.go).
 	reread *rereader
+	// connections is false when nothing the paths hold names keyhole's
+	// kinds, so no Connection can read a Secret (see mayHoldConnections).
+	connections bool
+	// walks keeps each walk mayHoldConnections made, for loadPath.
+	walks map[string]walked
 }
 
 func newLoader(opts Options) (*loader, error) {
@@ -248,7 +254,10 @@ func (l *loader) loadPath(p string) {
 		})
 		return
 	}
-	w := walk(l.fsys, abs, &l.paths)
+	w, ok := l.walks[abs]
+	if !ok {
+		w = walk(l.fsys, abs, &l.paths)
+	}
 	roots := kustomizeRoots(l.fsys, w.files)
 	// What each root is, decided in walk order: a kustomization worth
 	// building, one that is not, or a file to read.
@@ -274,8 +283,11 @@ func (l *loader) loadPath(p string) {
 		switch k := kfiles[i]; {
 		case k != "" && !matters[i]:
 			// Nothing in it is keyhole's business: said once, not built.
-			l.diags = append(l.diags, skipped(diag.Pos{File: l.under(p, abs, k), Line: 1, Column: 1},
-				"kustomization not built: none of its files names keyhole's kinds or declares a Secret; skipped (name it explicitly to check it)"))
+			msg := "kustomization not built: none of its files names keyhole's kinds or declares a Secret; skipped (name it explicitly to check it)"
+			if !l.connections && l.kustomizationHolds(f, func(_ string, data []byte) bool { return declaresSecret(data) }) {
+				msg = "kustomization not built: it declares Secrets, but nothing keyhole read names keyhole's kinds, so no Connection can read them; skipped (name it explicitly to check it)"
+			}
+			l.diags = append(l.diags, skipped(diag.Pos{File: l.under(p, abs, k), Line: 1, Column: 1}, msg))
 		case k != "":
 			l.buildKustomizationFrom(l.under(p, abs, f), f, true, pre[i].build)
 			pre[i].build = nil // what it built is in l.docs now

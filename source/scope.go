@@ -48,8 +48,19 @@ func namesKeyhole(name string, data []byte) bool {
 			return true
 		}
 	}
-	return keyholeKind.Match(data)
+	// The expression only where it can match: most files name none of
+	// these words, and a search for a word is many times faster than the
+	// expression over a large file (a CRD of a megabyte).
+	for _, k := range keyholeKindNames {
+		if bytes.Contains(data, k) {
+			return keyholeKind.Match(data)
+		}
+	}
+	return false
 }
+
+// keyholeKindNames are the kinds keyholeKind matches.
+var keyholeKindNames = [][]byte{[]byte("Connection"), []byte("SandboxClass"), []byte("AgentRuntime"), []byte("ToolRegistry")}
 
 // templateAction finds a template action: a Go template's {{ ... }} or a
 // Jinja/Liquid {% ... %} or {# ... #}.
@@ -130,6 +141,12 @@ func (l *loader) kustomizationNamesKeyhole(dir string) bool {
 // Connection in another deploy unit may read it (see docs/inputs.md).
 var secretMarkers = regexp.MustCompile(`(?m)(^|[{,\s])"?kind"?\s*:\s*["']?(Secret|SealedSecret|ExternalSecret)["']?\s*($|[,}#])|secretGenerator`)
 
+// declaresSecret reports whether data declares a Secret (secretMarkers),
+// looking for the word first, as namesKeyhole does.
+func declaresSecret(data []byte) bool {
+	return bytes.Contains(data, []byte("ecret")) && secretMarkers.Match(data)
+}
+
 // kustomizationMatters reports whether a kustomization a walk found is
 // worth building: one of its local files names keyhole's kinds, or
 // declares a Secret (or a stand-in, or generates one) that a Connection
@@ -137,8 +154,65 @@ var secretMarkers = regexp.MustCompile(`(?m)(^|[{,\s])"?kind"?\s*:\s*["']?(Secre
 // only cost kustomize's time.
 func (l *loader) kustomizationMatters(dir string) bool {
 	return l.kustomizationHolds(dir, func(name string, data []byte) bool {
-		return namesKeyhole(name, data) || secretMarkers.Match(data)
+		return namesKeyhole(name, data) || (l.connections && declaresSecret(data))
 	})
+}
+
+// mayHoldConnections reports whether anything paths name, or a walk of
+// them finds, names keyhole's kinds: a file, or a local file of a
+// kustomization. A Secret is checked only for a Connection that reads it
+// (docs/inputs.md), so when none can, a kustomization found by a walk
+// that only declares Secrets is not built. In a cluster's repository that
+// holds nothing of keyhole's yet, building those is most of the work.
+// Standard input, which cannot be read twice, counts as naming them. The
+// walks made here are kept for loadPath.
+func (l *loader) mayHoldConnections(paths []string) bool {
+	l.walks = map[string]walked{}
+	names := func(name string, data []byte) bool { return namesKeyhole(name, data) }
+	file := func(p string) bool {
+		fi, err := l.fsys.Stat(p)
+		if err != nil || !fi.Mode().IsRegular() || fi.Size() > l.opts.MaxFileSize {
+			return false // what cannot be read names nothing; loadPath says why
+		}
+		data, err := l.fsys.ReadFile(p)
+		return err == nil && names(p, data)
+	}
+	for _, p := range paths {
+		if p == "-" {
+			return true
+		}
+		abs := l.osPath(p)
+		fi, err := l.fsys.Stat(abs)
+		switch {
+		case err != nil:
+		case !fi.IsDir():
+			if isKustomizationName(filepath.Base(abs)) && kustomizationFile(l.fsys, filepath.Dir(abs)) == abs {
+				if l.kustomizationHolds(filepath.Dir(abs), names) {
+					return true
+				}
+			} else if file(abs) {
+				return true
+			}
+		case kustomizationFile(l.fsys, abs) != "":
+			if l.kustomizationHolds(abs, names) {
+				return true
+			}
+		case helmChartFile(l.fsys, abs) != "":
+		default:
+			w := walk(l.fsys, abs, &l.paths)
+			l.walks[abs] = w
+			for _, f := range kustomizeRoots(l.fsys, w.files) {
+				if kustomizationFile(l.fsys, f) != "" {
+					if l.kustomizationHolds(f, names) {
+						return true
+					}
+				} else if file(f) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // kustomizationHolds reports whether a local file of the kustomization in

@@ -302,6 +302,8 @@ func TestExclude(t *testing.T) {
 		"docs/kust/kustomization.yaml": "resources: [c.yaml]\n",
 		"docs/kust/c.yaml":             "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n",
 		"notes (draft)/ü.yaml":         cm,
+		// One of keyhole's objects, so that a Secret is worth building for.
+		"apps/b.yaml": "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: SandboxClass\nmetadata: {name: x}\nspec: {image: a}\n",
 	}
 	tests := map[string]struct {
 		config  string
@@ -310,28 +312,28 @@ func TestExclude(t *testing.T) {
 		want    []string
 	}{
 		"nothing excluded": {
-			want: []string{"apps/a.yaml", "apps/fixtures/f.yaml", "docs/d.yaml", "docs/kust/c.yaml", "notes (draft)/ü.yaml"},
+			want: []string{"apps/a.yaml", "apps/b.yaml", "apps/fixtures/f.yaml", "docs/d.yaml", "docs/kust/c.yaml", "notes (draft)/ü.yaml"},
 		},
 		"--exclude a directory and a glob": {
 			exclude: []string{"docs/", "**/fixtures"},
-			want:    []string{"apps/a.yaml", "notes (draft)/ü.yaml"},
+			want:    []string{"apps/a.yaml", "apps/b.yaml", "notes (draft)/ü.yaml"},
 		},
 		"--exclude a name with a space": {
 			exclude: []string{"notes (draft)"},
-			want:    []string{"apps/a.yaml", "apps/fixtures/f.yaml", "docs/d.yaml", "docs/kust/c.yaml"},
+			want:    []string{"apps/a.yaml", "apps/b.yaml", "apps/fixtures/f.yaml", "docs/d.yaml", "docs/kust/c.yaml"},
 		},
 		"keyhole.yaml exclude": {
 			config: "exclude: [docs/kust, 'apps/fixtures/']\n",
-			want:   []string{"apps/a.yaml", "docs/d.yaml", "notes (draft)/ü.yaml"},
+			want:   []string{"apps/a.yaml", "apps/b.yaml", "docs/d.yaml", "notes (draft)/ü.yaml"},
 		},
 		"keyhole.yaml include": {
 			config: "include: [apps/]\nexclude: [fixtures]\n",
-			want:   []string{"apps/a.yaml"},
+			want:   []string{"apps/a.yaml", "apps/b.yaml"},
 		},
 		"keyhole.yaml above the path named": {
 			config: "exclude: [fixtures]\n",
 			paths:  []string{"apps"},
-			want:   []string{"apps/a.yaml"},
+			want:   []string{"apps/a.yaml", "apps/b.yaml"},
 		},
 		"a path named explicitly is read": {
 			exclude: []string{"docs/"},
@@ -363,6 +365,59 @@ func TestExclude(t *testing.T) {
 			}
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("read %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSecretsBuiltOnlyForConnections: a Secret is checked only for a
+// Connection that reads it, so a kustomization a walk finds that only
+// declares Secrets is built only when something the Load reads names
+// keyhole's kinds: a file or a kustomization under any path it was given,
+// or standard input, which cannot be looked at twice. Named explicitly,
+// such a kustomization is always built.
+func TestSecretsBuiltOnlyForConnections(t *testing.T) {
+	tree := map[string]string{
+		"infra/kustomization.yaml": "resources: [secret.yaml]\n",
+		"infra/secret.yaml":        "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData: {token: x}\n",
+		"infra/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+		"apps/web.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: w}\n",
+	}
+	conn := "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: c}\n"
+	const notBuilt = "kustomization not built: it declares Secrets, but nothing keyhole read names keyhole's kinds, so no Connection can read them"
+	tests := map[string]struct {
+		extra   map[string]string
+		exclude []string
+		paths   []string
+		stdin   string
+		built   bool
+	}{
+		"nothing of keyhole's":                  {paths: []string{"."}},
+		"a Connection in the walk":              {extra: map[string]string{"apps/conn.yaml": conn}, paths: []string{"."}, built: true},
+		"a Connection under another path named": {extra: map[string]string{"team/conn.yaml": conn}, paths: []string{"infra", "apps", "team"}, built: true},
+		"a Connection in another kustomization": {extra: map[string]string{"k/kustomization.yaml": "resources: [c.yaml]\n", "k/c.yaml": conn}, paths: []string{"."}, built: true},
+		"a Connection in a file named":          {extra: map[string]string{"c.yaml": conn}, exclude: []string{"c.yaml"}, paths: []string{".", "c.yaml"}, built: true},
+		"a Connection the walk excludes":        {extra: map[string]string{"c.yaml": conn}, exclude: []string{"c.yaml"}, paths: []string{"."}},
+		"an agent.yaml":                         {extra: map[string]string{"agents/a/agent.yaml": "name: a\n"}, paths: []string{"."}, built: true},
+		"standard input":                        {paths: []string{".", "-"}, stdin: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: s}\n", built: true},
+		"the kustomization named explicitly":    {paths: []string{"infra"}, built: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFiles(t, dir, tree)
+			writeFiles(t, dir, tc.extra)
+			docs, ds, err := Load(tc.paths, Options{Dir: dir, Exclude: tc.exclude, Stdin: strings.NewReader(tc.stdin)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			built := slices.ContainsFunc(docs, func(d Document) bool { return d.File == "infra/secret.yaml" })
+			noted := slices.ContainsFunc(ds, func(d diag.Diagnostic) bool { return strings.Contains(d.Message, notBuilt) })
+			if built != tc.built || noted == tc.built {
+				t.Fatalf("Secret built: %v, noted as not built: %v; want built %v\n%v", built, noted, tc.built, ds)
+			}
+			if !slices.ContainsFunc(docs, func(d Document) bool { return d.File == "apps/web.yaml" }) && slices.Contains(tc.paths, ".") {
+				t.Fatalf("the walk's plain files were not read: %v", docs)
 			}
 		})
 	}
