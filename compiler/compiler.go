@@ -306,6 +306,9 @@ type pass struct {
 	// a walk found, reported only once a Connection reads it (see
 	// settleSecrets); secret.read marks those that one does.
 	pending map[ref]diag.List
+	// lazyDups are the DuplicateObject findings about walked Secrets,
+	// written only when reported (see indexSecret).
+	lazyDups []lazyDup
 	// invalid holds the objects of keyhole's kinds that failed their
 	// schema, by kind and reference (and by kind and name alone, for an
 	// agent's connection label), so that what names them is not also

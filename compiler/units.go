@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -144,7 +145,42 @@ func (p *pass) indexSecret(r ref, s *secret) {
 	if s.from != "" || prev.from != "" {
 		what += " (declared by " + orPlain(prev.from) + " and by " + orPlain(s.from) + ")"
 	}
+	if s.doc.Walked {
+		// A walked Secret's findings wait for a Connection to read it
+		// (deferSecret), and most are never read. The message reads both
+		// trees again, from their files, to say how they differ: it is
+		// written only if settleSecrets reports it. Until then a
+		// placeholder holds its place and its code, which the note on
+		// an unread Secret lists.
+		p.lazyDups = append(p.lazyDups, lazyDup{what: what, prev: prev.doc, it: s.item})
+		p.diags = append(p.diags, diag.Diagnostic{Code: codeDuplicateObject, Severity: severity(codeDuplicateObject),
+			Pos: s.doc.Pos, Object: s.item.obj(), Message: lazyMarker + strconv.Itoa(len(p.lazyDups)-1)})
+		return
+	}
 	p.report(codeDuplicateObject, &s.item, path{"metadata", "name"}, false, "%s", p.duplicateMessage(what, prev.doc, &s.item))
+}
+
+// lazyDup is a walked Secret's DuplicateObject finding, not yet written.
+type lazyDup struct {
+	what string
+	prev *source.Document
+	it   item
+}
+
+// lazyMarker begins the message of a lazyDup's placeholder, followed by
+// its index in pass.lazyDups; no message keyhole writes begins with NUL.
+const lazyMarker = "\x00lazy "
+
+// written is d, or the finding its placeholder stands for, written now.
+func (p *pass) written(d diag.Diagnostic) {
+	i, ok := strings.CutPrefix(d.Message, lazyMarker)
+	if !ok {
+		p.diags = append(p.diags, d)
+		return
+	}
+	n, _ := strconv.Atoi(i)
+	l := p.lazyDups[n]
+	p.report(codeDuplicateObject, &l.it, path{"metadata", "name"}, false, "%s", p.duplicateMessage(l.what, l.prev, &l.it))
 }
 
 func orPlain(from string) string {
@@ -178,7 +214,9 @@ func (p *pass) settleSecrets() {
 	for _, r := range slices.SortedFunc(maps.Keys(p.pending), func(a, b ref) int { return strings.Compare(a.String(), b.String()) }) {
 		ds := p.pending[r]
 		if s := p.secrets[r]; s != nil && s.read {
-			p.diags = append(p.diags, ds...)
+			for _, d := range ds {
+				p.written(d)
+			}
 			continue
 		}
 		var codes []string
