@@ -263,32 +263,11 @@ func Inject(h *policy.HostPolicy, header http.Header, lookup SecretLookup) (Inje
 // so a copy the sandbox sent so spelt could win over the credential.
 func setHeader(header http.Header, name, value string) {
 	for k := range header {
-		if sameFieldName(k, name) {
+		if policy.SameHeaderName(k, name) {
 			delete(header, k)
 		}
 	}
 	header.Set(name, value)
-}
-
-// sameFieldName compares header names in any letter case, with '_' and
-// '-' equal.
-func sameFieldName(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if x == '_' {
-			x = '-'
-		}
-		if y == '_' {
-			y = '-'
-		}
-		if toLower(x) != toLower(y) {
-			return false
-		}
-	}
-	return true
 }
 
 // substitute replaces the placeholder in the values of the headers sub

@@ -114,7 +114,7 @@ func overrideHeader(h http.Header) (string, bool) {
 			continue
 		}
 		for _, r := range overrideTable() {
-			if sameHeaderName(k, r.Name) {
+			if SameHeaderName(k, r.Name) {
 				return r.Name, true
 			}
 		}
@@ -122,9 +122,9 @@ func overrideHeader(h http.Header) (string, bool) {
 	return "", false
 }
 
-// sameHeaderName compares header names in any letter case, with '_' and
-// '-' equal.
-func sameHeaderName(a, b string) bool {
+// SameHeaderName compares header names in any letter case, with '_' and
+// '-' equal: CGI-style servers read X_Api_Key as X-Api-Key.
+func SameHeaderName(a, b string) bool {
 	if len(a) != len(b) {
 		return false
 	}

@@ -47,8 +47,8 @@ func TestSameHeaderName(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got := sameHeaderName(tc.a, tc.b); got != tc.same {
-				t.Fatalf("sameHeaderName(%q, %q) = %v", tc.a, tc.b, got)
+			if got := SameHeaderName(tc.a, tc.b); got != tc.same {
+				t.Fatalf("SameHeaderName(%q, %q) = %v", tc.a, tc.b, got)
 			}
 		})
 	}
