@@ -191,11 +191,8 @@ func TestApply(t *testing.T) {
 }
 
 // TestFromCgroupHere reads this machine's own files: whatever they say,
-// they must say it without an error.
+// they must say it without an error (a system without them has no limit).
 func TestFromCgroupHere(t *testing.T) {
-	if _, err := os.Stat("/proc/self/cgroup"); err != nil {
-		t.Skip("no /proc/self/cgroup: not Linux")
-	}
 	if _, err := FromCgroup(os.DirFS("/")); err != nil {
 		t.Fatal(err)
 	}
