@@ -69,10 +69,11 @@ func commands() []command {
 // to the process's standard error and standard logger is silenced (see
 // quietLibraries).
 func Main(args []string, stdout, stderr io.Writer) int {
-	// In a container, the collector keeps the heap under the
-	// container's memory limit rather than be killed at it.
-	memlimit.Apply(os.Getenv)
 	if len(args) > 0 && args[0] != "proxy" {
+		// In a container, the collector keeps the heap under the
+		// container's memory limit rather than be killed at it (the
+		// proxy command sets it itself, and logs it).
+		memlimit.Apply(os.Getenv)
 		defer quietLibraries()()
 	}
 	return run(&env{stdin: os.Stdin, stdout: stdout, stderr: stderr}, args)

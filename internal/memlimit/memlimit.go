@@ -189,23 +189,9 @@ func hasOption(list, opt string) bool {
 // m and in each of its parents up to the mount's own directory, and
 // returns the smallest limit found, 0 for none.
 func smallest(root fs.FS, m mount, p string, files []string) (int64, error) {
-	rel := path.Clean(p)
-	if m.root != "/" {
-		// The mount shows the hierarchy from m.root down; a cgroup
-		// outside it (a namespace's ".." path) is read from the mount's
-		// own directory, the nearest the process can see.
-		r, ok := strings.CutPrefix(rel, path.Clean(m.root))
-		if !ok || (r != "" && r[0] != '/') {
-			r = "/"
-		}
-		rel = r
-	}
-	if strings.HasPrefix(rel, "/..") || !strings.HasPrefix(rel, "/") {
-		rel = "/"
-	}
 	base := strings.TrimPrefix(path.Clean(m.point), "/")
 	var least int64
-	for dir := rel; ; dir = path.Dir(dir) {
+	for dir := inMount(m, p); ; dir = path.Dir(dir) {
 		for _, f := range files {
 			b, err := fs.ReadFile(root, path.Join(base, dir, f))
 			if err != nil {
@@ -220,6 +206,26 @@ func smallest(root fs.FS, m mount, p string, files []string) (int64, error) {
 			return least, nil
 		}
 	}
+}
+
+// inMount is where cgroup p is under mount m, as a path from the mount's
+// own directory ("/" for that directory itself).
+func inMount(m mount, p string) string {
+	rel := path.Clean(p)
+	if m.root != "/" {
+		// The mount shows the hierarchy from m.root down; a cgroup
+		// outside it (a namespace's ".." path) is read from the mount's
+		// own directory, the nearest the process can see.
+		r, ok := strings.CutPrefix(rel, path.Clean(m.root))
+		if !ok || (r != "" && r[0] != '/') {
+			r = "/"
+		}
+		rel = r
+	}
+	if strings.HasPrefix(rel, "/..") || !strings.HasPrefix(rel, "/") {
+		return "/"
+	}
+	return rel
 }
 
 // parseLimit reads a limit file: a number of bytes, or "max" (v2) and

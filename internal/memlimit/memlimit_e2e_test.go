@@ -113,11 +113,11 @@ func newCgroup(t *testing.T, limit int64) cgroup {
 	mounts := parseMountinfo(mi)
 	var parent, limitFile, peakFile string
 	if m, ok := findMount(mounts, func(m mount) bool { return m.fstype == "cgroup" && hasOption(m.superOptions, "memory") }); ok && v1 != "" {
-		parent, limitFile, peakFile = cgroupDir(m, v1), "memory.limit_in_bytes", "memory.max_usage_in_bytes"
+		parent, limitFile, peakFile = filepath.Join(m.point, inMount(m, v1)), "memory.limit_in_bytes", "memory.max_usage_in_bytes"
 	} else if m, ok := findMount(mounts, func(m mount) bool { return m.fstype == "cgroup2" }); ok && v2 != "" {
 		// In v2 a process may only join a leaf: the test makes its own
 		// parent, with the memory controller enabled for its children.
-		parent, limitFile, peakFile = cgroupDir(m, v2), "memory.max", "memory.peak"
+		parent, limitFile, peakFile = filepath.Join(m.point, inMount(m, v2)), "memory.max", "memory.peak"
 		p := filepath.Join(parent, fmt.Sprintf("keyhole-e2e-%d", os.Getpid()))
 		if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			t.Fatalf("making a cgroup: %v (this test needs root and a writable cgroup file system)", err)
@@ -144,13 +144,4 @@ func newCgroup(t *testing.T, limit int64) cgroup {
 		t.Fatalf("setting the cgroup's limit: %v", err)
 	}
 	return cgroup{dir: dir, peakFile: peakFile}
-}
-
-// cgroupDir is where the directory of cgroup p is under mount m.
-func cgroupDir(m mount, p string) string {
-	rel := filepath.Clean(p)
-	if m.root != "/" {
-		rel = strings.TrimPrefix(rel, filepath.Clean(m.root))
-	}
-	return filepath.Join(m.point, rel)
 }
