@@ -152,7 +152,7 @@ func digestOf(v *schema.Validator, op schema.Operator, in *interner, d *source.D
 			dg.extra().kindAt = diag.Pos{File: d.File, Line: n.Line, Column: n.Column}
 		}
 		dg.release = true
-		return dg
+		return in.digest(dg)
 	}
 	dg.kind = kind
 	if kind == schema.KindAgent {
@@ -168,38 +168,43 @@ func digestOf(v *schema.Validator, op schema.Operator, in *interner, d *source.D
 	var err error
 	switch kind {
 	case "Connection":
-		cd := new(connectionDigest)
-		if err = d.Node.Decode(&cd.w); err == nil {
-			cd.tmpls = parseTemplates(&cd.w)
-			dg.wire = cd
+		var w connectionWire
+		if err = d.Node.Decode(&w); err == nil {
+			p := packed(in, &w)
+			dg.wire = in.connection(p, parseTemplates(p))
 		}
 	case "SandboxClass":
-		w := new(sandboxClassWire)
-		err, dg.wire = d.Node.Decode(w), w
+		var w sandboxClassWire
+		if err = d.Node.Decode(&w); err == nil {
+			dg.wire = packed(in, &w)
+		}
 	case schema.KindAgent:
-		w := new(agentWire)
-		err, dg.wire = d.Node.Decode(w), w
+		var w agentWire
+		if err = d.Node.Decode(&w); err == nil {
+			dg.wire = packed(in, &w)
+		}
 	case "AgentRuntime", "ToolRegistry":
 		sp, _ := child(d.Node, "spec")
 		sb, _ := child(sp, "sandbox")
 		m := dg.extra()
 		m.operator, m.opFindings, m.sandbox = op.Version, v.ValidateOperator(op, kind, d.Node), sb != nil
-		w := new(bindingOwnerWire)
-		err, dg.wire = d.Node.Decode(w), w
+		var w bindingOwnerWire
+		if err = d.Node.Decode(&w); err == nil {
+			dg.wire = packed(in, &w)
+		}
 	case "Secret":
 		var w secretWire
 		if err = d.Node.Decode(&w); err == nil {
-			dg.wire = &secretDigest{values: secretValues(w), w: refusedKeys(w)}
+			dg.wire = in.secret(refusedKeys(w), secretValues(w))
 		}
 	default:
 		return dg
 	}
 	if err != nil {
-		dg.wire = nil // decode reports it, from the tree
-		return dg
+		return dg // decode reports it, from the tree
 	}
 	dg.release = true
-	return dg
+	return in.digest(dg)
 }
 
 // digestOfDoc returns what Digest took of doc, nil when nothing.

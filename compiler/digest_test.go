@@ -82,8 +82,9 @@ func TestDigestOperatorOtherThanConfigs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	in := newInterner()
 	other := func(d *source.Document) (any, bool) {
-		dg := digestOf(v, schema.Operator{Version: "v0.0.0-not-this-one"}, nil, d)
+		dg := digestOf(v, schema.Operator{Version: "v0.0.0-not-this-one"}, in, d)
 		if dg == nil {
 			return nil, false
 		}

@@ -1,9 +1,12 @@
 package compiler
 
 import (
+	"reflect"
 	"sync"
 
 	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/proxy/config"
 )
 
 // interner keeps one copy of the strings that recur from document to
@@ -14,9 +17,13 @@ import (
 // "Authorization". Names and hosts, which seldom recur, are not passed
 // to it. It is safe for concurrent use (the loader's workers share one),
 // and holds at most internMax strings, past which it returns its input.
+//
+// It also holds the slab the digests are packed into (see slab), under
+// the same lock: an interned string is kept as the slab's copy.
 type interner struct {
 	mu sync.Mutex
 	m  map[string]string
+	sl slab
 }
 
 const internMax = 1 << 14
@@ -33,9 +40,27 @@ func (in *interner) str(s string) string {
 		return v
 	}
 	if len(in.m) < internMax {
+		s = in.sl.str(s)
 		in.m[s] = s
 	}
 	return s
+}
+
+// interned returns the interned copy of s, if there is one. The caller
+// holds in.mu.
+func (in *interner) interned(s string) (string, bool) {
+	v, ok := in.m[s]
+	return v, ok
+}
+
+// packed returns a copy of *x in the slab, with every string, slice and
+// pointer its exported fields hold copied there too (see slab.pack).
+func packed[T any](in *interner, x *T) *T {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	p := slabNew(&in.sl, *x)
+	in.sl.pack(reflect.ValueOf(p).Elem(), in.interned)
+	return p
 }
 
 // scalar interns the value of n when it is a scalar.
@@ -127,4 +152,49 @@ func (in *interner) document(kind string, n *yaml.Node) {
 			in.at(c, "role")
 		}
 	}
+}
+
+// connection returns a connectionDigest in the slab, of w (already
+// packed) and its templates.
+func (in *interner) connection(w *connectionWire, tmpls []*config.Template) *connectionDigest {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return slabNew(&in.sl, connectionDigest{w: *w, tmpls: slabSlice(&in.sl, tmpls)})
+}
+
+// secret returns a secretDigest in the slab, of w and values.
+func (in *interner) secret(w secretWire, values secretKeys) *secretDigest {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.sl.pack(reflect.ValueOf(&w).Elem(), in.interned)
+	values = slabSlice(&in.sl, values)
+	for i := range values {
+		values[i].name = in.keep(values[i].name)
+	}
+	return slabNew(&in.sl, secretDigest{w: w, values: values})
+}
+
+// digest returns a copy of dg in the slab, and of what more it keeps.
+func (in *interner) digest(dg *digested) *digested {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if dg.more != nil {
+		m := *dg.more
+		m.agentName = in.keep(m.agentName)
+		m.ignore = slabSlice(&in.sl, m.ignore)
+		for i := range m.ignore {
+			m.ignore[i] = in.keep(m.ignore[i])
+		}
+		dg.more = slabNew(&in.sl, m)
+	}
+	return slabNew(&in.sl, *dg)
+}
+
+// keep returns the interned copy of s, else a copy in the slab. The
+// caller holds in.mu.
+func (in *interner) keep(s string) string {
+	if v, ok := in.m[s]; ok {
+		return v
+	}
+	return in.sl.str(s)
 }
