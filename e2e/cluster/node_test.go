@@ -134,6 +134,9 @@ func (c *cluster) setupNamespaces() error {
 		{ip, "link", "set", "lo", "up"},
 		{ip, "link", "add", bridgeName, "type", "bridge"},
 		{ip, "addr", "add", nodeIP + "/24", "dev", bridgeName},
+		// The cloud metadata address, held by the node as a cloud's
+		// node answers it, so a pod's attempt to reach it is seen.
+		{ip, "addr", "add", metadataIP + "/32", "dev", bridgeName},
 		{ip, "link", "set", bridgeName, "up"},
 	}
 	for _, s := range steps {
