@@ -437,8 +437,33 @@ func (c *cluster) checkPodAttacks(t *testing.T, ctx context.Context, mode, token
 					t.Errorf("reached the node past the proxy:\n%s", strings.Join(hits, "\n"))
 				}
 			}},
+			"the proxy runs unprivileged on a read-only root": {check: func(t *testing.T) {
+				comp := "sandbox"
+				if !sidecar {
+					comp = "egress-proxy"
+				}
+				pid := c.containerPID(t, ctx, comp, "egress-proxy")
+				st, err := os.ReadFile(filepath.Join("/proc", pid, "status"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, w := range []string{"Uid:\t64123\t64123\t64123\t64123\n", "Gid:\t64123\t64123\t64123\t64123\n", "CapEff:\t0000000000000000\n", "CapBnd:\t0000000000000000\n", "NoNewPrivs:\t1\n", "Seccomp:\t2\n"} {
+					if !strings.Contains(string(st), w) {
+						t.Errorf("the proxy's status lacks %q:\n%s", w, st)
+					}
+				}
+				mi, err := os.ReadFile(filepath.Join("/proc", pid, "mountinfo"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, l := range strings.Split(string(mi), "\n") {
+					if f := strings.Fields(l); len(f) > 5 && f[4] == "/" && !strings.HasPrefix(f[5], "ro") {
+						t.Errorf("the proxy's root filesystem is writable: %s", l)
+					}
+				}
+			}},
 			"the proxy's name resolution is its own": {sidecarOnly: true, check: func(t *testing.T) {
-				pid := c.containerPID(t, ctx, "egress-proxy")
+				pid := c.containerPID(t, ctx, "sandbox", "egress-proxy")
 				for _, f := range []string{"/etc/hosts", "/etc/resolv.conf"} {
 					b, err := os.ReadFile(filepath.Join("/proc", pid, "root", f))
 					if err != nil {
@@ -467,11 +492,12 @@ func (c *cluster) checkPodAttacks(t *testing.T, ctx context.Context, mode, token
 	})
 }
 
-// containerPID finds the node's PID of a running container of the
-// sandbox pod, so the test can read that container's files from the node.
-func (c *cluster) containerPID(t *testing.T, ctx context.Context, name string) string {
+// containerPID finds the node's PID of a running container of the pod of
+// a component, so the test can read that container's files and status
+// from the node.
+func (c *cluster) containerPID(t *testing.T, ctx context.Context, comp, name string) string {
 	t.Helper()
-	id, err := c.kubectl(ctx, nil, "get", "pods", "-n", acmeNS, "-l", "app.kubernetes.io/component=sandbox", "--field-selector=status.phase=Running",
+	id, err := c.kubectl(ctx, nil, "get", "pods", "-n", acmeNS, "-l", "app.kubernetes.io/component="+comp, "--field-selector=status.phase=Running",
 		"-o", `jsonpath={.items[0].status.initContainerStatuses[?(@.name=="`+name+`")].containerID}{.items[0].status.containerStatuses[?(@.name=="`+name+`")].containerID}`)
 	if err != nil {
 		t.Fatal(err)
