@@ -28,6 +28,7 @@ const (
 	volTrust       = "egress-trust"
 	volAPIAccess   = "kube-api-access"
 	volUpstreamCA  = "upstream-ca"
+	volNames       = "egress-names"
 
 	// caPublicDir holds only the CA's public certificate, for the
 	// init container that builds bundle.pem.
@@ -35,6 +36,11 @@ const (
 	// trustWorkDir is where the init container writes bundle.pem, which
 	// the sandbox container of a sidecar pod mounts.
 	trustWorkDir = "/var/run/keyhole/trust"
+	// namesDir is where a sidecar pod's first init container copies the
+	// pod's resolv.conf and hosts file for the proxy, which mounts them
+	// over its own /etc/resolv.conf and /etc/hosts: the ones every
+	// container of a pod shares are the sandbox's to write.
+	namesDir = "/var/run/keyhole/names"
 	// upstreamCADir is where Options.UpstreamCAConfigMap is mounted.
 	upstreamCADir = "/etc/keyhole/upstream-ca"
 	// caDir is where the CA's certificate and key are mounted, matching
@@ -109,6 +115,7 @@ type shared struct {
 	livenessProbe    *fixed
 	apiAccessVolume  *fixed
 	trustVolume      *fixed
+	namesVolume      *fixed // a sidecar pod's copies of resolv.conf and hosts, for the proxy
 	// The proxy's listen addresses, as its arguments give them.
 	listen, loopbackListen, adminListen, transparentListen string
 }
@@ -158,6 +165,7 @@ func newShared(opts Options) *shared {
 			},
 		}}),
 		trustVolume:       fix(obj{"name": volTrust, "emptyDir": obj{"medium": "Memory", "sizeLimit": "4Mi"}}),
+		namesVolume:       fix(obj{"name": volNames, "emptyDir": obj{"medium": "Memory", "sizeLimit": "1Mi"}}),
 		listen:            fmt.Sprintf(":%d", ProxyPort),
 		loopbackListen:    fmt.Sprintf("127.0.0.1:%d", ProxyPort),
 		adminListen:       fmt.Sprintf(":%d", AdminPort),
@@ -169,14 +177,17 @@ func (in sandboxInput) name(comp string) string { return in.sb.Name + "-" + comp
 
 func (in sandboxInput) sidecar() bool { return in.opts.ProxyMode == ModeSidecar }
 
-// sandboxSecurity is the sandbox container's securityContext. In a
-// sidecar pod the nat rules exempt the proxy's UID, so the sandbox, which
-// may run as root, loses the capabilities that would let it become that
-// user (SETUID, SETGID) or change the rules (NET_ADMIN), and raw sockets
-// (NET_RAW); no_new_privs keeps a setuid binary from giving them back.
+// sandboxSecurity is the sandbox container's securityContext. The
+// sandbox, which may run as root, never gets raw sockets (NET_RAW: forged
+// packets and ARP on the pod network, which a NetworkPolicy does not
+// see) or a say over the pod's network (NET_ADMIN). In a sidecar pod the
+// nat rules exempt the proxy's UID, so it also loses the capabilities that
+// would let it become that user (SETUID, SETGID); no_new_privs keeps a
+// setuid binary from giving them back.
 func (in sandboxInput) sandboxSecurity() obj {
 	sc := obj{
 		"allowPrivilegeEscalation": false,
+		"capabilities":             obj{"drop": list{"NET_ADMIN", "NET_RAW"}},
 		"seccompProfile":           obj{"type": "RuntimeDefault"},
 	}
 	if in.sidecar() {
@@ -212,7 +223,9 @@ func secretVolume(secret string) string {
 // netInitContainer installs transparent mode's nat and filter rules in
 // the pod's network namespace and exits. It is the pod's only container
 // with NET_ADMIN, and needs root for it: Kubernetes grants an added
-// capability only to a root process.
+// capability only to a root process. Being first, it also copies the
+// pod's resolv.conf and hosts file for the proxy before any sandbox code
+// has run.
 func (in sandboxInput) netInitContainer() obj {
 	return obj{
 		"name":  "egress-transparent-init",
@@ -221,8 +234,10 @@ func (in sandboxInput) netInitContainer() obj {
 			"transparent-init",
 			"--proxy-uid", fmt.Sprint(proxyUID),
 			"--port", fmt.Sprint(TransparentPort),
+			"--names-dir", namesDir,
 		},
-		"resources": obj{"requests": obj{"cpu": "10m", "memory": "16Mi"}},
+		"volumeMounts": list{obj{"name": volNames, "mountPath": namesDir}},
+		"resources":    obj{"requests": obj{"cpu": "10m", "memory": "16Mi"}},
 		"securityContext": obj{
 			"runAsUser":                0,
 			"runAsNonRoot":             false,
@@ -528,6 +543,9 @@ func (w *manifestWriter) proxyPod(pod *ymap) {
 	cm.str("name", w.n.proxy)
 	v.str("name", volProxyConfig)
 	vols.fixed(w.shared.trustVolume)
+	if w.sidecar() {
+		vols.fixed(w.shared.namesVolume)
+	}
 	if w.opts.UpstreamCAConfigMap != "" {
 		v := vols.mapping()
 		cm := v.mapping("configMap")
@@ -604,6 +622,16 @@ func (w *manifestWriter) proxyContainer(c ymap, sidecar bool) {
 	}
 	for _, s := range w.secrets {
 		mount(mounts, secretVolume(s.Name), config.DefaultSecretsDir+"/"+s.Name, true)
+	}
+	if sidecar {
+		// Its own name files, not the ones the sandbox can write.
+		for _, f := range [...]string{"hosts", "resolv.conf"} {
+			m := mounts.mapping()
+			m.str("mountPath", "/etc/"+f)
+			m.str("name", volNames)
+			m.bool("readOnly", true)
+			m.str("subPath", f)
+		}
 	}
 }
 

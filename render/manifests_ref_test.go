@@ -239,6 +239,9 @@ func (in refInput) addProxy(pod obj, sidecar bool) {
 		inits = append(list{in.shared.netInit}, inits...)
 		proxy["args"] = append(proxy["args"].(list), "--transparent-listen", fmt.Sprintf("127.0.0.1:%d", TransparentPort))
 		proxy["restartPolicy"] = "Always"
+		proxy["volumeMounts"] = append(proxy["volumeMounts"].(list),
+			obj{"name": volNames, "mountPath": "/etc/hosts", "subPath": "hosts", "readOnly": true},
+			obj{"name": volNames, "mountPath": "/etc/resolv.conf", "subPath": "resolv.conf", "readOnly": true})
 		inits = append(inits, proxy)
 	} else {
 		pod["containers"] = list{proxy}
@@ -247,10 +250,10 @@ func (in refInput) addProxy(pod obj, sidecar bool) {
 	pod["serviceAccountName"] = in.name(compProxy)
 	pod["automountServiceAccountToken"] = false
 	pod["securityContext"] = in.shared.proxyPodSecurity
-	pod["volumes"] = in.proxyVolumes()
+	pod["volumes"] = in.proxyVolumes(sidecar)
 }
 
-func (in refInput) proxyVolumes() list {
+func (in refInput) proxyVolumes(sidecar bool) list {
 	vols := list{
 		in.shared.apiAccessVolume,
 		obj{"name": volCA, "secret": obj{
@@ -271,6 +274,9 @@ func (in refInput) proxyVolumes() list {
 			"items": list{obj{"key": "proxy.json", "path": "proxy.json"}},
 		}},
 		in.shared.trustVolume,
+	}
+	if sidecar {
+		vols = append(vols, in.shared.namesVolume)
 	}
 	if in.opts.UpstreamCAConfigMap != "" {
 		vols = append(vols, obj{"name": volUpstreamCA, "configMap": obj{

@@ -46,7 +46,7 @@ func TestTransparentSidecar(t *testing.T) {
 				t.Errorf("proxy args %s lack the transparent listener", args)
 			}
 			ni := container(t, sandbox, "egress-transparent-init")
-			if got, want := fmt.Sprint(ni["args"]), fmt.Sprintf("[transparent-init --proxy-uid %d --port %d]", proxyUID, TransparentPort); got != want {
+			if got, want := fmt.Sprint(ni["args"]), fmt.Sprintf("[transparent-init --proxy-uid %d --port %d --names-dir %s]", proxyUID, TransparentPort, namesDir); got != want {
 				t.Errorf("transparent-init args %s, want %s", got, want)
 			}
 			if ni["image"] != DefaultNetInitImage {
@@ -68,6 +68,89 @@ func TestTransparentSidecar(t *testing.T) {
 				}
 				if add := dig(c, "securityContext", "capabilities", "add"); add != nil {
 					t.Errorf("container %s adds capabilities %v", c["name"], add)
+				}
+			}
+		})
+	}
+}
+
+// TestSandboxPodIsolation: what the sandbox container shares with the
+// proxy. Every container of a pod is given the same /etc/hosts (the
+// kubelet's) and /etc/resolv.conf (the runtime's), writable by a sandbox
+// that runs as root; the proxy dials upstreams by name, so in a sidecar
+// pod it mounts its own copies, taken by the first init container before
+// the sandbox starts, from a volume the sandbox never mounts. In either
+// mode the sandbox has no raw sockets and cannot change the pod's
+// network.
+func TestSandboxPodIsolation(t *testing.T) {
+	tests := map[string]struct {
+		mode string
+		// wantNames: the proxy's resolv.conf and hosts come from the
+		// init container's copies.
+		wantNames bool
+	}{
+		"sidecar":    {mode: ModeSidecar, wantNames: true},
+		"deployment": {mode: ModeDeployment},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			objs := objects(t, mustRender(t, testPlan(), Options{ProxyMode: tc.mode}))
+			sandbox := find(t, objs, "Deployment", "support-workspace-sandbox")
+			sb := container(t, sandbox, "sandbox")
+			drop := fmt.Sprint(dig(sb, "securityContext", "capabilities", "drop"))
+			for _, c := range []string{"NET_ADMIN", "NET_RAW"} {
+				if !strings.Contains(drop, c) {
+					t.Errorf("the sandbox keeps %s (drops %s)", c, drop)
+				}
+			}
+			var sandboxVols []string
+			for _, m := range sb["volumeMounts"].([]any) {
+				sandboxVols = append(sandboxVols, m.(obj)["name"].(string))
+			}
+			if !tc.wantNames {
+				return
+			}
+			proxy := container(t, sandbox, "egress-proxy")
+			var vol string
+			for _, path := range []string{"/etc/hosts", "/etc/resolv.conf"} {
+				var m obj
+				proxyMounts, _ := proxy["volumeMounts"].([]any)
+				for _, mm := range proxyMounts {
+					if mm.(obj)["mountPath"] == path {
+						m = mm.(obj)
+					}
+				}
+				if m == nil {
+					t.Fatalf("the proxy mounts no %s of its own: it reads the one the sandbox can write", path)
+				}
+				if m["readOnly"] != true || m["subPath"] != strings.TrimPrefix(path, "/etc/") {
+					t.Errorf("the proxy's %s: %v, want read-only subPath %s", path, m, strings.TrimPrefix(path, "/etc/"))
+				}
+				vol = m["name"].(string)
+			}
+			if slices.Contains(sandboxVols, vol) {
+				t.Errorf("the sandbox mounts %s, the proxy's name files", vol)
+			}
+			ni := container(t, sandbox, "egress-transparent-init")
+			var niMount string
+			niMounts, _ := ni["volumeMounts"].([]any)
+			for _, mm := range niMounts {
+				if mm.(obj)["name"] == vol {
+					niMount = mm.(obj)["mountPath"].(string)
+				}
+			}
+			if niMount == "" || !strings.Contains(fmt.Sprint(ni["args"]), "--names-dir "+niMount) {
+				t.Errorf("egress-transparent-init does not copy the name files into %s: args %v, mounts %v", vol, ni["args"], ni["volumeMounts"])
+			}
+			for _, c := range allContainers(sandbox) {
+				if n := c["name"]; n == "egress-proxy" || n == "egress-transparent-init" {
+					continue
+				}
+				mounts, _ := c["volumeMounts"].([]any)
+				for _, mm := range mounts {
+					if mm.(obj)["name"] == vol {
+						t.Errorf("container %s mounts %s", c["name"], vol)
+					}
 				}
 			}
 		})

@@ -54,6 +54,11 @@ func TestGitHubAcme(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer up.close()
+	can, err := startCanaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer can.close()
 	for _, mode := range []string{"sidecar", "deployment"} {
 		t.Run(mode, func(t *testing.T) {
 			up.setToken(token)
@@ -88,6 +93,7 @@ func TestGitHubAcme(t *testing.T) {
 			})
 			c.checkClients(t, ctx, up, mode)
 			c.checkNoSecretInSandbox(t, ctx, token, mode)
+			c.checkPodAttacks(t, ctx, mode, token, can)
 			t.Run("rotation", func(t *testing.T) {
 				before := c.proxyPod(t, ctx, mode)
 				rotated := "ghp_keyholeE2Erotated" + randomSuffix(t)

@@ -134,6 +134,9 @@ func (c *cluster) setupNamespaces() error {
 		{ip, "link", "set", "lo", "up"},
 		{ip, "link", "add", bridgeName, "type", "bridge"},
 		{ip, "addr", "add", nodeIP + "/24", "dev", bridgeName},
+		// The cloud metadata address, held by the node as a cloud's
+		// node answers it, so a pod's attempt to reach it is seen.
+		{ip, "addr", "add", metadataIP + "/32", "dev", bridgeName},
 		{ip, "link", "set", bridgeName, "up"},
 	}
 	for _, s := range steps {
@@ -208,6 +211,8 @@ func (c *cluster) startControlPlane(ctx context.Context) error {
 		"--service-account-signing-key-file="+p.saKeyFile,
 		"--service-cluster-ip-range="+serviceCIDR,
 		"--kubelet-preferred-address-types=InternalIP",
+		"--kubelet-client-certificate="+p.kubeletClientCert,
+		"--kubelet-client-key="+p.kubeletClientKey,
 		"--allow-privileged=false",
 		"--profiling=false",
 	)
@@ -421,13 +426,19 @@ address: ` + nodeIP + `
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
 healthzPort: 10248
+# As a real cluster's kubelet: every caller authenticated (the API
+# server by its client certificate, others by a token the API server
+# reviews) and authorized by the API server. A pod can reach this port;
+# an anonymous caller gets 401.
 authentication:
   anonymous:
-    enabled: true
-  webhook:
     enabled: false
+  webhook:
+    enabled: true
+  x509:
+    clientCAFile: ` + c.pki.caFile + `
 authorization:
-  mode: AlwaysAllow
+  mode: Webhook
 clusterDNS: [` + nodeIP + `]
 clusterDomain: ` + dnsDomain + `
 resolvConf: ` + c.path("resolv.conf") + `

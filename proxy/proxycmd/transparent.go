@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 
 	"keyhole.dev/keyhole/proxy/netrules"
@@ -27,14 +28,16 @@ func runTransparentInit(ctx context.Context, args []string, stdout, stderr io.Wr
 	fs := flag.NewFlagSet("keyhole-proxy "+transparentInitCommand, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: keyhole-proxy "+transparentInitCommand+" --proxy-uid UID --port PORT [--resolv-conf FILE] [--print]")
+		fmt.Fprintln(stderr, "usage: keyhole-proxy "+transparentInitCommand+" --proxy-uid UID --port PORT [--resolv-conf FILE] [--hosts FILE] [--names-dir DIR] [--print]")
 		fs.PrintDefaults()
 	}
 	var (
 		uid        = fs.Int("proxy-uid", -1, "the user the proxy runs as; its connections alone leave unredirected (required)")
 		port       = fs.Int("port", 0, "the proxy's transparent listener port on 127.0.0.1 (required)")
 		resolvConf = fs.String("resolv-conf", "/etc/resolv.conf", "the pod's resolv.conf: its nameservers stay reachable on port 53")
-		printOnly  = fs.Bool("print", false, "print the iptables-restore input instead of applying it")
+		hosts      = fs.String("hosts", "/etc/hosts", "the pod's hosts file, copied with resolv.conf by --names-dir")
+		namesDir   = fs.String("names-dir", "", "copy resolv.conf and the hosts file into this directory, for the proxy to mount as its own")
+		printOnly  = fs.Bool("print", false, "print the iptables-restore input instead of applying it (--names-dir still copies)")
 		ipv6Probe  = fs.String("ipv6-probe", "/proc/net/if_inet6", "a file that exists when the kernel has IPv6")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -67,6 +70,15 @@ func runTransparentInit(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err != nil {
 		return fail(exitUsage, "%v", err)
 	}
+	if *namesDir != "" {
+		hostsData, err := os.ReadFile(*hosts)
+		if err != nil {
+			return fail(exitUsage, "--hosts: %v", err)
+		}
+		if err := copyNames(*namesDir, rc, hostsData); err != nil {
+			return fail(exitRuntime, "--names-dir: %v", err)
+		}
+	}
 	if *printOnly {
 		stdout.Write(v4)
 		stdout.Write(v6)
@@ -82,6 +94,40 @@ func runTransparentInit(ctx context.Context, args []string, stdout, stderr io.Wr
 	}
 	fmt.Fprintf(stderr, "keyhole-proxy %s: TCP of every user but %d redirected to 127.0.0.1:%d; DNS to %d resolvers; other egress refused\n", transparentInitCommand, *uid, *port, len(resolvers))
 	return exitOK
+}
+
+// copyNames writes the pod's resolv.conf (the bytes the rules were made
+// from) and hosts file into dir, read-only, each replaced in one rename.
+// Every container of a pod shares one /etc/hosts and one
+// /etc/resolv.conf, writable by a sandbox that runs as root; the proxy
+// mounts these copies over its own instead, taken before the sandbox
+// starts, so what names resolve to for the proxy is not the sandbox's
+// to change (docs/render.md).
+func copyNames(dir string, resolvConf, hosts []byte) error {
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{"resolv.conf", resolvConf}, {"hosts", hosts}} {
+		tmp, err := os.CreateTemp(dir, "."+f.name+"-*")
+		if err != nil {
+			return err
+		}
+		_, err = tmp.Write(f.data)
+		if err == nil {
+			err = tmp.Chmod(0o444)
+		}
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(tmp.Name(), filepath.Join(dir, f.name))
+		}
+		if err != nil {
+			os.Remove(tmp.Name())
+			return err
+		}
+	}
+	return nil
 }
 
 // restore feeds rules to an iptables-restore tool, adding to the tables
