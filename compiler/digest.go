@@ -170,8 +170,7 @@ func digestOf(v *schema.Validator, op schema.Operator, in *interner, d *source.D
 	case "Connection":
 		var w connectionWire
 		if err = d.Node.Decode(&w); err == nil {
-			p := packed(in, &w)
-			dg.wire = in.connection(p, parseTemplates(p))
+			dg.wire = in.connection(&w, parseTemplates(&w))
 		}
 	case "SandboxClass":
 		var w sandboxClassWire

@@ -154,12 +154,14 @@ func (in *interner) document(kind string, n *yaml.Node) {
 	}
 }
 
-// connection returns a connectionDigest in the slab, of w (already
-// packed) and its templates.
+// connection returns a connectionDigest in the slab, of w and its
+// templates, w packed in it.
 func (in *interner) connection(w *connectionWire, tmpls []*config.Template) *connectionDigest {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	return slabNew(&in.sl, connectionDigest{w: *w, tmpls: slabSlice(&in.sl, tmpls)})
+	cd := slabNew(&in.sl, connectionDigest{w: *w, tmpls: slabSlice(&in.sl, tmpls)})
+	in.sl.pack(reflect.ValueOf(&cd.w).Elem(), in.interned)
+	return cd
 }
 
 // secret returns a secretDigest in the slab, of w and values.

@@ -79,11 +79,12 @@ func decodeSlabDoc(t testing.TB, kind, text string) reflect.Value {
 	return reflect.ValueOf(p)
 }
 
-// packedValue packs a copy of the value p points to, as Digest does.
+// packedValue packs a copy of the value p points to, as Digest does
+// for its kind.
 func packedValue(in *interner, p reflect.Value) reflect.Value {
 	switch w := p.Interface().(type) {
 	case *connectionWire:
-		return reflect.ValueOf(packed(in, w))
+		return reflect.ValueOf(&in.connection(w, parseTemplates(w)).w)
 	case *sandboxClassWire:
 		return reflect.ValueOf(packed(in, w))
 	case *agentWire:
