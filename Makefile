@@ -40,7 +40,8 @@ e2e-cluster:
 	$(GO) test -tags e2e -count=1 -timeout 60m -v ./e2e/cluster/
 
 # Binaries stamped as every build outside `go install` is
-# (scripts/version-ldflags.sh; docs/action.md#versions).
+# (scripts/version-ldflags.sh; docs/action.md#versions), and static as the
+# release builds them (docs/benchmarks.md, "The binary as released").
 .PHONY: build
 build:
-	$(GO) build -ldflags "$$(scripts/version-ldflags.sh)" -o bin/ ./cmd/keyhole ./cmd/keyhole-proxy
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$$(scripts/version-ldflags.sh)" -o bin/ ./cmd/keyhole ./cmd/keyhole-proxy
