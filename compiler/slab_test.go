@@ -58,19 +58,26 @@ spec: {}
 `},
 }
 
-// decodeSlabDoc decodes text into a fresh value of the wire type of kind.
-func decodeSlabDoc(t testing.TB, kind, text string) reflect.Value {
-	var p any
+// newWire returns a new value of the wire type a digest of kind keeps,
+// nil for another kind.
+func newWire(kind string) any {
 	switch kind {
 	case "Connection":
-		p = new(connectionWire)
+		return new(connectionWire)
 	case "SandboxClass":
-		p = new(sandboxClassWire)
+		return new(sandboxClassWire)
 	case "agent":
-		p = new(agentWire)
+		return new(agentWire)
 	case "AgentRuntime":
-		p = new(bindingOwnerWire)
-	default:
+		return new(bindingOwnerWire)
+	}
+	return nil
+}
+
+// decodeSlabDoc decodes text into a fresh value of the wire type of kind.
+func decodeSlabDoc(t testing.TB, kind, text string) reflect.Value {
+	p := newWire(kind)
+	if p == nil {
 		t.Fatalf("no wire type for %s", kind)
 	}
 	if err := yaml.Unmarshal([]byte(text), p); err != nil {
@@ -231,20 +238,8 @@ func FuzzPacked(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, kind, text string) {
-		var p any
-		switch kind {
-		case "Connection":
-			p = new(connectionWire)
-		case "SandboxClass":
-			p = new(sandboxClassWire)
-		case "agent":
-			p = new(agentWire)
-		case "AgentRuntime":
-			p = new(bindingOwnerWire)
-		default:
-			return
-		}
-		if yaml.Unmarshal([]byte(text), p) != nil {
+		p := newWire(kind)
+		if p == nil || yaml.Unmarshal([]byte(text), p) != nil {
 			return
 		}
 		orig := reflect.ValueOf(p)
