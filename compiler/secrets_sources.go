@@ -43,7 +43,9 @@ type sealedSecretWire struct {
 	Spec     struct {
 		EncryptedData map[string]string `yaml:"encryptedData"`
 		Template      struct {
-			Metadata metadata `yaml:"metadata"`
+			// spec.template.metadata is not read: the Secret takes the
+			// SealedSecret's own name and namespace.
+
 			// Data holds keys written in plaintext beside the sealed ones;
 			// a value may itself be a template over the sealed keys.
 			Data map[string]string `yaml:"data"`
@@ -107,9 +109,6 @@ func (p *pass) addSealedSecret(it *item, w sealedSecretWire) {
 	for _, k := range slices.Sorted(maps.Keys(w.Spec.Template.Data)) {
 		p.checkKey(it, path{"spec", "template", "data", k}, true, k)
 	}
-	if n := w.Spec.Template.Metadata.Name; n != "" {
-		p.checkName(it, path{"spec", "template", "metadata", "name"}, n)
-	}
 	s := &secret{item: *it, values: nil, from: "SealedSecret " + it.ref().String()}
 	for k := range w.Spec.EncryptedData {
 		s.values.set(k, secretValue{})
@@ -121,15 +120,10 @@ func (p *pass) addSealedSecret(it *item, w sealedSecretWire) {
 		}
 		s.values.set(k, plainValue([]byte(val)))
 	}
-	name := w.Spec.Template.Metadata.Name
-	if name == "" {
-		name = it.obj().Name
-	}
-	ns := w.Spec.Template.Metadata.Namespace
-	if ns == "" {
-		ns = it.ns
-	}
-	p.indexSecret(ref{namespace: ns, name: name}, s)
+	// The controller names the Secret after the SealedSecret, whatever
+	// spec.template.metadata says (kubeseal copies the names it sealed for
+	// there, and kustomize renames only the SealedSecret's own).
+	p.indexSecret(it.ref(), s)
 }
 
 func (p *pass) addExternalSecret(it *item, w externalSecretWire) {
