@@ -59,10 +59,20 @@ type externalSecretWire struct {
 		Target struct {
 			Name           string `yaml:"name"`
 			CreationPolicy string `yaml:"creationPolicy"`
-			Template       *struct {
+			// Manifest, when set, is the kind of object made instead of
+			// a Secret.
+			Manifest *struct {
+				APIVersion string `yaml:"apiVersion"`
+				Kind       string `yaml:"kind"`
+			} `yaml:"manifest"`
+			Template *struct {
 				MergePolicy  string            `yaml:"mergePolicy"`
 				Data         map[string]string `yaml:"data"`
-				TemplateFrom []yaml.Node       `yaml:"templateFrom"`
+				TemplateFrom []struct {
+					// Target is where the template's result goes: Data
+					// (the default), Annotations or Labels.
+					Target string `yaml:"target"`
+				} `yaml:"templateFrom"`
 			} `yaml:"template"`
 		} `yaml:"target"`
 		Data []struct {
@@ -166,8 +176,10 @@ func (p *pass) addExternalSecret(it *item, w externalSecretWire) {
 		for k := range t.Data {
 			s.values.set(k, secretValue{})
 		}
-		if len(t.TemplateFrom) > 0 {
-			s.keysUnknown, s.unknownWhy = true, "whose spec.target.template.templateFrom takes keys from objects outside the input"
+		for _, tf := range t.TemplateFrom {
+			if tf.Target == "" || strings.EqualFold(tf.Target, "Data") {
+				s.keysUnknown, s.unknownWhy = true, "whose spec.target.template.templateFrom takes keys from objects outside the input"
+			}
 		}
 	}
 	if len(s.replaced) > 0 || s.replacedAny {
@@ -177,6 +189,9 @@ func (p *pass) addExternalSecret(it *item, w externalSecretWire) {
 	switch w.Spec.Target.CreationPolicy {
 	case "Merge", "CreateOrMerge":
 		s.merges = true
+	}
+	if m := w.Spec.Target.Manifest; m != nil && (m.APIVersion != "v1" || m.Kind != "Secret") {
+		return // it makes another kind of object, not a Secret
 	}
 	name := w.Spec.Target.Name
 	if name == "" {

@@ -191,6 +191,27 @@ spec:
 			reads: "{{ .GITHUB_TOKEN }}",
 			want:  map[string]int{codeKeysUnknown: 1},
 		},
+		"templateFrom into the data: keys unknown": {
+			input: es("    template:\n      templateFrom:\n        - {configMap: {name: tpl, items: [{key: k}]}}\n  data:\n    - {secretKey: raw, remoteRef: {key: gh}}\n"),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeKeysUnknown: 1},
+		},
+		"templateFrom into labels only: the fetched keys are replaced by none": {
+			input:   es("    template:\n      templateFrom:\n        - {target: labels, literal: \"team: a\"}\n  data:\n    - {secretKey: raw, remoteRef: {key: gh}}\n"),
+			reads:   "{{ .raw }}",
+			want:    map[string]int{codeSecretKeyMissing: 1},
+			missing: `key "raw" is not in Secret ns/target (it has: no keys); ExternalSecret ns/es fetches it`,
+		},
+		"a manifest target makes no Secret": {
+			input: es("    manifest: {apiVersion: v1, kind: ConfigMap}\n  data:\n    - {secretKey: raw, remoteRef: {key: gh}}\n"),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeSecretMissing: 1},
+		},
+		"a manifest target of kind Secret is one": {
+			input: es("    manifest: {apiVersion: v1, kind: Secret}\n  data:\n    - {secretKey: raw, remoteRef: {key: gh}}\n"),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeValuesUnknown: 1},
+		},
 		"creationPolicy Merge keeps the Secret's other keys": {
 			input: es("    creationPolicy: Merge\n  data:\n    - {secretKey: raw, remoteRef: {key: gh}}\n"),
 			reads: "{{ .other }}",
