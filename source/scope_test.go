@@ -163,13 +163,13 @@ func TestNamesKeyhole(t *testing.T) {
 		"a word in prose":              {name: "d.yaml", data: "# a Connection here\n", want: false},
 		"the value on the next line":   {name: "c.yaml", data: "kind:\n  Connection\n", want: true},
 		"blank lines between":          {name: "c.yaml", data: "kind:\n\n\n  'Connection'\n", want: true},
-		"the colon on its own line":     {name: "c.json", data: "{\"kind\"\n:\n\"ToolRegistry\"}", want: true},
-		"CRLF line ends":                {name: "c.yaml", data: "a: b\r\nkind: SandboxClass\r\n", want: true},
-		"in a flow mapping of a list":   {name: "l.yaml", data: "items:\n- {apiVersion: x/v1, kind: Connection, metadata: {name: c}}\n", want: true},
-		"after the word in prose":       {name: "d.yaml", data: "# Connection\nkind: Connection # the kind\n", want: true},
-		"a comment after":               {name: "d.yaml", data: "x: 1\nkind: AgentRuntime#c\n", want: true},
-		"text after the value":          {name: "d.yaml", data: "kind: Connection pool\n", want: false},
-		"a key ending in kind":          {name: "d.yaml", data: "subkind: Connection\n", want: false},
+		"the colon on its own line":    {name: "c.json", data: "{\"kind\"\n:\n\"ToolRegistry\"}", want: true},
+		"CRLF line ends":               {name: "c.yaml", data: "a: b\r\nkind: SandboxClass\r\n", want: true},
+		"in a flow mapping of a list":  {name: "l.yaml", data: "items:\n- {apiVersion: x/v1, kind: Connection, metadata: {name: c}}\n", want: true},
+		"after the word in prose":      {name: "d.yaml", data: "# Connection\nkind: Connection # the kind\n", want: true},
+		"a comment after":              {name: "d.yaml", data: "x: 1\nkind: AgentRuntime#c\n", want: true},
+		"text after the value":         {name: "d.yaml", data: "kind: Connection pool\n", want: false},
+		"a key ending in kind":         {name: "d.yaml", data: "subkind: Connection\n", want: false},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
