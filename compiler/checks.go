@@ -93,8 +93,8 @@ func table() []Check {
 			Purpose: "An injected value renders to more than one line: a key it reads holds a line break other than a trailing one.",
 			Help:    "Store the value on one line."},
 		{Code: codeKeysUnknown, Severity: diag.Info, run: checkKeysUnknown,
-			Purpose: "The Secret a Connection reads comes from an ExternalSecret whose keys only the external store knows (spec.dataFrom, templateFrom), so whether a key the `value` or `basic` names is in the Secret cannot be checked.",
-			Help:    "Nothing to fix in git; list the keys with spec.data[].secretKey to have them checked, or make sure the store holds every key the Connection reads."},
+			Purpose: "The Secret a Connection reads comes from an ExternalSecret whose keys the input does not list (spec.dataFrom and templateFrom take them from the external store or other objects; creationPolicy Merge keeps the keys the Secret already has), so whether a key the `value` or `basic` names is in the Secret cannot be checked.",
+			Help:    "Nothing to fix in git; list the keys with spec.data[].secretKey or spec.target.template.data to have them checked, or make sure the store holds every key the Connection reads."},
 		{Code: codeValuesUnknown, Severity: diag.Info, run: checkValuesUnknown,
 			Purpose: "The values of the Secret a Connection reads are not in the input (a SealedSecret, an ExternalSecret or a SOPS-encrypted Secret), so whether a key it reads holds a line break other than a trailing one cannot be checked.",
 			Help:    "Nothing to fix in git; store each value on one line where the Secret is made."},
@@ -252,7 +252,7 @@ func (c *connection) keysUsed(i int) []keyUse {
 func checkSecretKeys(p *pass) {
 	for _, c := range p.connList {
 		s, r := p.secretOf(c)
-		if s == nil || s.keysUnknown {
+		if s == nil || s.keysUnknown || s.merges {
 			continue // keys unknown: checkKeysUnknown says so
 		}
 		for i := range c.w.Spec.Placement.Inject {
@@ -263,7 +263,7 @@ func checkSecretKeys(p *pass) {
 				}
 				reported[u.key] = true
 				keys := s.keys()
-				p.reportUse(codeSecretKeyMissing, &c.item, u, "key %q is not in Secret %s (it has: %s)%s", u.key, r, listOrNone(keys), didYouMean(u.key, keys))
+				p.reportUse(codeSecretKeyMissing, &c.item, u, "key %q is not in Secret %s (it has: %s)%s%s", u.key, r, listOrNone(keys), didYouMean(u.key, keys), s.replacedNote(u.key))
 			}
 		}
 	}

@@ -232,8 +232,22 @@ type secret struct {
 	from string
 	// keysUnknown is true when the input cannot list every key the Secret
 	// will hold (an ExternalSecret with dataFrom), so no key can be called
-	// missing.
+	// missing; unknownWhy says why, for ConnectionKeysUnknown.
 	keysUnknown bool
+	unknownWhy  string
+	// merges is true while the Secret is declared only by ExternalSecrets
+	// whose creationPolicy is Merge or CreateOrMerge: they add their keys
+	// to a Secret that something else creates, whose other keys the input
+	// does not show. Indexed beside the Secret they merge into, they are no
+	// duplicate of it, and its keys are the union (see indexSecret).
+	merges bool
+	// replaced names the keys an ExternalSecret fetches that its template
+	// drops (the template's mergePolicy is Replace), replacedAny says it
+	// drops whatever spec.dataFrom fetches, and replacedBy names the
+	// ExternalSecret, for ConnectionSecretKeyMissing's message.
+	replaced    []string
+	replacedAny bool
+	replacedBy  string
 	// invalid is true when the Secret failed its own checks: they say
 	// what is wrong, and the Connection's key checks do not run on it.
 	invalid bool

@@ -43,7 +43,9 @@ type sealedSecretWire struct {
 	Spec     struct {
 		EncryptedData map[string]string `yaml:"encryptedData"`
 		Template      struct {
-			Metadata metadata `yaml:"metadata"`
+			// spec.template.metadata is not read: the Secret takes the
+			// SealedSecret's own name and namespace.
+
 			// Data holds keys written in plaintext beside the sealed ones;
 			// a value may itself be a template over the sealed keys.
 			Data map[string]string `yaml:"data"`
@@ -55,10 +57,22 @@ type externalSecretWire struct {
 	Metadata metadata `yaml:"metadata"`
 	Spec     struct {
 		Target struct {
-			Name     string `yaml:"name"`
+			Name           string `yaml:"name"`
+			CreationPolicy string `yaml:"creationPolicy"`
+			// Manifest, when set, is the kind of object made instead of
+			// a Secret.
+			Manifest *struct {
+				APIVersion string `yaml:"apiVersion"`
+				Kind       string `yaml:"kind"`
+			} `yaml:"manifest"`
 			Template *struct {
+				MergePolicy  string            `yaml:"mergePolicy"`
 				Data         map[string]string `yaml:"data"`
-				TemplateFrom []yaml.Node       `yaml:"templateFrom"`
+				TemplateFrom []struct {
+					// Target is where the template's result goes: Data
+					// (the default), Annotations or Labels.
+					Target string `yaml:"target"`
+				} `yaml:"templateFrom"`
 			} `yaml:"template"`
 		} `yaml:"target"`
 		Data []struct {
@@ -105,9 +119,6 @@ func (p *pass) addSealedSecret(it *item, w sealedSecretWire) {
 	for _, k := range slices.Sorted(maps.Keys(w.Spec.Template.Data)) {
 		p.checkKey(it, path{"spec", "template", "data", k}, true, k)
 	}
-	if n := w.Spec.Template.Metadata.Name; n != "" {
-		p.checkName(it, path{"spec", "template", "metadata", "name"}, n)
-	}
 	s := &secret{item: *it, values: nil, from: "SealedSecret " + it.ref().String()}
 	for k := range w.Spec.EncryptedData {
 		s.values.set(k, secretValue{})
@@ -119,15 +130,10 @@ func (p *pass) addSealedSecret(it *item, w sealedSecretWire) {
 		}
 		s.values.set(k, plainValue([]byte(val)))
 	}
-	name := w.Spec.Template.Metadata.Name
-	if name == "" {
-		name = it.obj().Name
-	}
-	ns := w.Spec.Template.Metadata.Namespace
-	if ns == "" {
-		ns = it.ns
-	}
-	p.indexSecret(ref{namespace: ns, name: name}, s)
+	// The controller names the Secret after the SealedSecret, whatever
+	// spec.template.metadata says (kubeseal copies the names it sealed for
+	// there, and kustomize renames only the SealedSecret's own).
+	p.indexSecret(it.ref(), s)
 }
 
 func (p *pass) addExternalSecret(it *item, w externalSecretWire) {
@@ -143,21 +149,49 @@ func (p *pass) addExternalSecret(it *item, w externalSecretWire) {
 		p.checkName(it, path{"spec", "target", "name"}, n)
 	}
 	s := &secret{item: *it, values: nil, from: "ExternalSecret " + it.ref().String()}
+	// The keys the controller writes (docs/inputs.md): those it fetches
+	// (spec.data, spec.dataFrom) unless a template with data or
+	// templateFrom replaces them (mergePolicy Replace, the default), then
+	// the template's.
+	t := w.Spec.Target.Template
+	fetched := t == nil || t.MergePolicy == "Merge" || len(t.Data) == 0 && len(t.TemplateFrom) == 0
 	for _, d := range w.Spec.Data {
-		if d.SecretKey != "" {
+		if d.SecretKey == "" {
+			continue
+		}
+		if fetched {
 			s.values.set(d.SecretKey, secretValue{})
-		}
-	}
-	if t := w.Spec.Target.Template; t != nil {
-		for k := range t.Data {
-			s.values.set(k, secretValue{})
-		}
-		if len(t.TemplateFrom) > 0 {
-			s.keysUnknown = true
+		} else if !slices.Contains(s.replaced, d.SecretKey) {
+			s.replaced = append(s.replaced, d.SecretKey)
 		}
 	}
 	if len(w.Spec.DataFrom) > 0 {
-		s.keysUnknown = true
+		if fetched {
+			s.keysUnknown, s.unknownWhy = true, "whose spec.dataFrom takes keys only the external store knows"
+		} else {
+			s.replacedAny = true
+		}
+	}
+	if t != nil {
+		for k := range t.Data {
+			s.values.set(k, secretValue{})
+		}
+		for _, tf := range t.TemplateFrom {
+			if tf.Target == "" || strings.EqualFold(tf.Target, "Data") {
+				s.keysUnknown, s.unknownWhy = true, "whose spec.target.template.templateFrom takes keys from objects outside the input"
+			}
+		}
+	}
+	if len(s.replaced) > 0 || s.replacedAny {
+		slices.Sort(s.replaced)
+		s.replacedBy = "ExternalSecret " + it.ref().String()
+	}
+	switch w.Spec.Target.CreationPolicy {
+	case "Merge", "CreateOrMerge":
+		s.merges = true
+	}
+	if m := w.Spec.Target.Manifest; m != nil && (m.APIVersion != "v1" || m.Kind != "Secret") {
+		return // it makes another kind of object, not a Secret
 	}
 	name := w.Spec.Target.Name
 	if name == "" {
@@ -237,24 +271,28 @@ func withoutSOPS(root *yaml.Node) *yaml.Node {
 func checkKeysUnknown(p *pass) {
 	for _, c := range p.connList {
 		s, r := p.secretOf(c)
-		if s == nil || !s.keysUnknown || s.invalid {
+		if s == nil || !s.keysUnknown && !s.merges || s.invalid {
 			continue
+		}
+		why := s.unknownWhy
+		if !s.keysUnknown {
+			why = "whose creationPolicy (Merge or CreateOrMerge) keeps the keys the Secret already has, and nothing in the input creates it"
 		}
 		named := ""
 		if keys := s.keys(); len(keys) > 0 {
 			named = "; besides, it names " + strings.Join(keys, ", ")
 		}
 		p.report(codeKeysUnknown, &c.item, path{"spec", "credential", "secretRef", "name"}, false,
-			"%s could not run: Secret %s comes from %s, whose spec.dataFrom (or template.templateFrom) takes keys only the external store knows%s; its values are not in the input either",
-			codeSecretKeyMissing, r, s.from, named)
+			"%s could not run: Secret %s comes from %s, %s%s; its values are not in the input either",
+			codeSecretKeyMissing, r, s.from, why, named)
 	}
 }
 
 func checkValuesUnknown(p *pass) {
 	for _, c := range p.connList {
 		s, r := p.secretOf(c)
-		if s == nil || s.keysUnknown {
-			continue
+		if s == nil || s.keysUnknown || s.merges {
+			continue // checkKeysUnknown says so
 		}
 		var unknown []string
 		for i := range c.w.Spec.Placement.Inject {
@@ -332,4 +370,17 @@ func (p *pass) checkName(it *item, at path, name string) {
 	if err := config.CheckSecretName(name); err != nil {
 		p.report(codeSchemaInvalid, it, at, false, "%s", keyProblem(err))
 	}
+}
+
+// replacedNote says, when key is one an ExternalSecret fetches (or may
+// fetch, through spec.dataFrom) but its template drops, why it is not in
+// the Secret.
+func (s *secret) replacedNote(key string) string {
+	if s.replacedBy == "" || !s.replacedAny && !slices.Contains(s.replaced, key) {
+		return ""
+	}
+	if !slices.Contains(s.replaced, key) {
+		return fmt.Sprintf("; %s may fetch it through spec.dataFrom, but its spec.target.template has data (or templateFrom), which replaces the fetched keys (mergePolicy Replace, the default): read a key of the template, or set spec.target.template.mergePolicy: Merge", s.replacedBy)
+	}
+	return fmt.Sprintf("; %s fetches it, but its spec.target.template has data (or templateFrom), which replaces the fetched keys (mergePolicy Replace, the default): read a key of the template, or set spec.target.template.mergePolicy: Merge", s.replacedBy)
 }

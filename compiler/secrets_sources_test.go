@@ -1,6 +1,8 @@
 package compiler
 
 import (
+	"fmt"
+	"maps"
 	"strings"
 	"testing"
 
@@ -117,5 +119,156 @@ spec:
 	}
 	if codes[codeKindUnknown] > 0 {
 		t.Errorf("a Secret stand-in was reported as an unknown kind:\n%v", diag.List(res.Diagnostics))
+	}
+}
+
+// TestExternalSecretKeys holds the keys keyhole expects of an
+// ExternalSecret's Secret to what the external-secrets controller writes:
+// a template with data (or templateFrom) replaces the fetched keys unless
+// its mergePolicy is Merge; creationPolicy Merge (or CreateOrMerge) keeps
+// the keys the Secret already has, and several ExternalSecrets may merge
+// into one Secret.
+func TestExternalSecretKeys(t *testing.T) {
+	const conn = `
+---
+apiVersion: omnia.altairalabs.ai/v1alpha1
+kind: Connection
+metadata: {name: c, namespace: ns}
+spec:
+  hosts: [a.example.com]
+  credential: {kind: secret, secretRef: {name: target}}
+  placement:
+    inject:
+      - {hosts: [a.example.com], header: Authorization, value: "%s"}
+`
+	es := func(target string) string {
+		return "apiVersion: external-secrets.io/v1\nkind: ExternalSecret\nmetadata: {name: es, namespace: ns}\nspec:\n  secretStoreRef: {name: vault, kind: ClusterSecretStore}\n  target:\n    name: target\n" + target
+	}
+	tests := map[string]struct {
+		input string
+		reads string
+		// want counts the codes reported; missing, when set, is a part of
+		// the ConnectionSecretKeyMissing message.
+		want    map[string]int
+		missing string
+	}{
+		"template data replaces spec.data": {
+			input: es("    template:\n      data: {header: \"Bearer {{ .raw }}\"}\n  data:\n    - {secretKey: raw, remoteRef: {key: gh}}\n"),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeSecretKeyMissing: 1},
+			// The Secret holds only the template's keys.
+			missing: `key "raw" is not in Secret ns/target (it has: header); ExternalSecret ns/es fetches it, but its spec.target.template has data`,
+		},
+		"template data replaces spec.data, the template's key read": {
+			input: es("    template:\n      data: {header: \"Bearer {{ .raw }}\"}\n  data:\n    - {secretKey: raw, remoteRef: {key: gh}}\n"),
+			reads: "{{ .header }}",
+			want:  map[string]int{codeValuesUnknown: 1},
+		},
+		"mergePolicy Merge keeps spec.data": {
+			input: es("    template:\n      mergePolicy: Merge\n      data: {header: \"Bearer {{ .raw }}\"}\n  data:\n    - {secretKey: raw, remoteRef: {key: gh}}\n"),
+			reads: "{{ .raw }}{{ .header }}",
+			want:  map[string]int{codeValuesUnknown: 1},
+		},
+		"a template without data keeps spec.data": {
+			input: es("    template:\n      type: Opaque\n  data:\n    - {secretKey: raw, remoteRef: {key: gh}}\n"),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeValuesUnknown: 1},
+		},
+		"template data over dataFrom: the keys are the template's": {
+			input:   es("    template:\n      data: {token: \"{{ .GITHUB_TOKEN }}\"}\n  dataFrom:\n    - extract: {key: github}\n"),
+			reads:   "{{ .tokn }}",
+			want:    map[string]int{codeSecretKeyMissing: 1},
+			missing: `key "tokn" is not in Secret ns/target (it has: token); did you mean "token"?`,
+		},
+		"template data over dataFrom, a store key read": {
+			input:   es("    template:\n      data: {token: \"{{ .GITHUB_TOKEN }}\"}\n  dataFrom:\n    - extract: {key: github}\n"),
+			reads:   "{{ .GITHUB_TOKEN }}",
+			want:    map[string]int{codeSecretKeyMissing: 1},
+			missing: `(it has: token); ExternalSecret ns/es may fetch it through spec.dataFrom, but its spec.target.template has data`,
+		},
+		"dataFrom merged into the template: keys unknown": {
+			input: es("    template:\n      mergePolicy: Merge\n      data: {token: \"{{ .GITHUB_TOKEN }}\"}\n  dataFrom:\n    - extract: {key: github}\n"),
+			reads: "{{ .GITHUB_TOKEN }}",
+			want:  map[string]int{codeKeysUnknown: 1},
+		},
+		"templateFrom into the data: keys unknown": {
+			input: es("    template:\n      templateFrom:\n        - {configMap: {name: tpl, items: [{key: k}]}}\n  data:\n    - {secretKey: raw, remoteRef: {key: gh}}\n"),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeKeysUnknown: 1},
+		},
+		"templateFrom into labels only: the fetched keys are replaced by none": {
+			input:   es("    template:\n      templateFrom:\n        - {target: labels, literal: \"team: a\"}\n  data:\n    - {secretKey: raw, remoteRef: {key: gh}}\n"),
+			reads:   "{{ .raw }}",
+			want:    map[string]int{codeSecretKeyMissing: 1},
+			missing: `key "raw" is not in Secret ns/target (it has: no keys); ExternalSecret ns/es fetches it`,
+		},
+		"a manifest target makes no Secret": {
+			input: es("    manifest: {apiVersion: v1, kind: ConfigMap}\n  data:\n    - {secretKey: raw, remoteRef: {key: gh}}\n"),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeSecretMissing: 1},
+		},
+		"a manifest target of kind Secret is one": {
+			input: es("    manifest: {apiVersion: v1, kind: Secret}\n  data:\n    - {secretKey: raw, remoteRef: {key: gh}}\n"),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeValuesUnknown: 1},
+		},
+		"creationPolicy Merge keeps the Secret's other keys": {
+			input: es("    creationPolicy: Merge\n  data:\n    - {secretKey: raw, remoteRef: {key: gh}}\n"),
+			reads: "{{ .other }}",
+			want:  map[string]int{codeKeysUnknown: 1},
+		},
+		"creationPolicy CreateOrMerge keeps the Secret's other keys": {
+			input: es("    creationPolicy: CreateOrMerge\n  data:\n    - {secretKey: raw, remoteRef: {key: gh}}\n"),
+			reads: "{{ .other }}",
+			want:  map[string]int{codeKeysUnknown: 1},
+		},
+		"merged into a Secret the input holds: no duplicate, keys known": {
+			input: "apiVersion: v1\nkind: Secret\nmetadata: {name: target, namespace: ns}\nstringData: {user: u}\n---\n" +
+				es("    creationPolicy: Merge\n  data:\n    - {secretKey: raw, remoteRef: {key: gh}}\n"),
+			reads:   "{{ .user }}{{ .raw }}{{ .nope }}",
+			want:    map[string]int{codeSecretKeyMissing: 1, codeValuesUnknown: 1},
+			missing: `key "nope" is not in Secret ns/target (it has: raw, user)`,
+		},
+		"merged before the Secret it merges into": {
+			input: es("    creationPolicy: Merge\n  data:\n    - {secretKey: raw, remoteRef: {key: gh}}\n") +
+				"---\napiVersion: v1\nkind: Secret\nmetadata: {name: target, namespace: ns}\nstringData: {user: u}\n",
+			reads: "{{ .user }}{{ .raw }}",
+			want:  map[string]int{codeValuesUnknown: 1},
+		},
+		"two ExternalSecrets merging into one Secret": {
+			input: es("    creationPolicy: Merge\n  data:\n    - {secretKey: raw, remoteRef: {key: gh}}\n") +
+				"---\n" + strings.Replace(es("    creationPolicy: Merge\n  data:\n    - {secretKey: other, remoteRef: {key: gh}}\n"), "name: es,", "name: es2,", 1),
+			reads: "{{ .raw }}{{ .other }}{{ .third }}",
+			want:  map[string]int{codeKeysUnknown: 1},
+		},
+		"two owners are still a duplicate": {
+			input: es("  data:\n    - {secretKey: raw, remoteRef: {key: gh}}\n") +
+				"---\n" + strings.Replace(es("  data:\n    - {secretKey: raw, remoteRef: {key: gh}}\n"), "name: es,", "name: es2,", 1),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeDuplicateObject: 1, codeValuesUnknown: 1},
+		},
+	}
+	v, err := schema.NewValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			docs, ds := source.Parse("in.yaml", []byte(tc.input+fmt.Sprintf(conn, tc.reads)))
+			if len(ds) > 0 {
+				t.Fatal(ds)
+			}
+			res := Compile(docs, v, Options{})
+			codes := map[string]int{}
+			for _, d := range res.Diagnostics {
+				codes[d.Code]++
+				if d.Code == codeSecretKeyMissing && tc.missing != "" && !strings.Contains(d.Message, tc.missing) {
+					t.Errorf("%s: %q does not hold %q", d.Code, d.Message, tc.missing)
+				}
+			}
+			if !maps.Equal(codes, tc.want) {
+				t.Errorf("codes %v; want %v\n%v", codes, tc.want, diag.List(res.Diagnostics))
+			}
+		})
 	}
 }

@@ -141,6 +141,10 @@ func (p *pass) indexSecret(r ref, s *secret) {
 		p.secrets[r] = s
 		return
 	}
+	if prev.merges || s.merges {
+		p.secrets[r] = mergedSecret(prev, s)
+		return
+	}
 	what := "Secret " + r.String()
 	if s.from != "" || prev.from != "" {
 		what += " (declared by " + orPlain(prev.from) + " and by " + orPlain(s.from) + ")"
@@ -158,6 +162,35 @@ func (p *pass) indexSecret(r ref, s *secret) {
 		return
 	}
 	p.report(codeDuplicateObject, &s.item, path{"metadata", "name"}, false, "%s", p.duplicateMessage(what, prev.doc, &s.item))
+}
+
+// mergedSecret is the Secret that a and b declare together when one of
+// them (or both) is an ExternalSecret with creationPolicy Merge or
+// CreateOrMerge: the controller adds its keys to the Secret something
+// else creates, so the two are no duplicate. The one that creates the
+// Secret, if either does, is the base; the keys are both's, a merged
+// key's value the fetched one.
+func mergedSecret(a, b *secret) *secret {
+	base, other := a, b
+	if base.merges && !other.merges {
+		base, other = b, a
+	}
+	m := *base
+	m.values = slices.Clone(base.values)
+	for _, k := range other.values {
+		m.values.set(k.name, k.v)
+	}
+	m.merges = base.merges && other.merges
+	m.from = orPlain(base.from) + " and " + other.from + " (creationPolicy Merge)"
+	if !m.keysUnknown && other.keysUnknown {
+		m.keysUnknown, m.unknownWhy = true, other.unknownWhy
+	}
+	if m.replacedBy == "" {
+		m.replaced, m.replacedAny, m.replacedBy = other.replaced, other.replacedAny, other.replacedBy
+	}
+	m.invalid = base.invalid || other.invalid
+	m.read = base.read || other.read
+	return &m
 }
 
 // lazyDup is a walked Secret's DuplicateObject finding, not yet written.

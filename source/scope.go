@@ -48,19 +48,54 @@ func namesKeyhole(name string, data []byte) bool {
 			return true
 		}
 	}
-	// The expression only where it can match: most files name none of
-	// these words, and a search for a word is many times faster than the
-	// expression over a large file (a CRD of a megabyte).
-	for _, k := range keyholeKindNames {
-		if bytes.Contains(data, k) {
-			return keyholeKind.Match(data)
+	return kindField(data, keyholeKind, keyholeKindNames)
+}
+
+// keyholeKindNames are the kinds keyholeKind matches.
+var keyholeKindNames = [][]byte{[]byte("Connection"), []byte("SandboxClass"), []byte("AgentRuntime"), []byte("ToolRegistry")}
+
+// kindField reports whether re, an expression for a kind field whose
+// value is one of names (keyholeKind, secretMarkers), matches data. It runs
+// re only around each occurrence of a name: most files hold none, and
+// over a large file (an operator's release manifest of a megabyte, whose
+// prose says "Connection" or "Secret" somewhere) the expression scans a
+// few megabytes a second, where a search for a word scans gigabytes.
+func kindField(data []byte, re *regexp.Regexp, names [][]byte) bool {
+	for _, n := range names {
+		for off := 0; ; {
+			i := bytes.Index(data[off:], n)
+			if i < 0 {
+				break
+			}
+			i += off
+			if re.Match(kindWindow(data, i, i+len(n))) {
+				return true
+			}
+			off = i + len(n)
 		}
 	}
 	return false
 }
 
-// keyholeKindNames are the kinds keyholeKind matches.
-var keyholeKindNames = [][]byte{[]byte("Connection"), []byte("SandboxClass"), []byte("AgentRuntime"), []byte("ToolRegistry")}
+// kindWindow is the part of data where a kind field whose value is
+// data[i:j] can lie: from the start of the line where its key can begin
+// (back over the blanks, quotes and colon between key and value, and the
+// key itself) to the end of the value's line. Its ends are line ends, so
+// ^ and $ match in it where they match in data, and a match of the
+// expression there is one in data.
+func kindWindow(data []byte, i, j int) []byte {
+	s := i
+	for s > 0 && strings.IndexByte(" \t\n\v\f\r\"':", data[s-1]) >= 0 {
+		s--
+	}
+	s = max(0, s-len(`"kind`)-1) // the key, and the character before it
+	s = bytes.LastIndexByte(data[:s], '\n') + 1
+	e := len(data)
+	if k := bytes.IndexByte(data[j:], '\n'); k >= 0 {
+		e = j + k
+	}
+	return data[s:e]
+}
 
 // templateAction finds a template action: a Go template's {{ ... }} or a
 // Jinja/Liquid {% ... %} or {# ... #}.
@@ -142,10 +177,13 @@ func (l *loader) kustomizationNamesKeyhole(dir string) bool {
 var secretMarkers = regexp.MustCompile(`(?m)(^|[{,\s])"?kind"?\s*:\s*["']?(Secret|SealedSecret|ExternalSecret)["']?\s*($|[,}#])|secretGenerator`)
 
 // declaresSecret reports whether data declares a Secret (secretMarkers),
-// looking for the word first, as namesKeyhole does.
+// looking for the words first, as namesKeyhole does.
 func declaresSecret(data []byte) bool {
-	return bytes.Contains(data, []byte("ecret")) && secretMarkers.Match(data)
+	return bytes.Contains(data, []byte("secretGenerator")) || kindField(data, secretMarkers, secretKindNames)
 }
+
+// secretKindNames are the kinds secretMarkers matches.
+var secretKindNames = [][]byte{[]byte("Secret"), []byte("SealedSecret"), []byte("ExternalSecret")}
 
 // kustomizationMatters reports whether a kustomization a walk found is
 // worth building: one of its local files names keyhole's kinds, or

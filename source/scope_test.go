@@ -161,6 +161,15 @@ func TestNamesKeyhole(t *testing.T) {
 		"another kind":                 {name: "d.yaml", data: "kind: Deployment\n", want: false},
 		"a kind that contains one":     {name: "d.yaml", data: "kind: ConnectionPool\n", want: false},
 		"a word in prose":              {name: "d.yaml", data: "# a Connection here\n", want: false},
+		"the value on the next line":   {name: "c.yaml", data: "kind:\n  Connection\n", want: true},
+		"blank lines between":          {name: "c.yaml", data: "kind:\n\n\n  'Connection'\n", want: true},
+		"the colon on its own line":    {name: "c.json", data: "{\"kind\"\n:\n\"ToolRegistry\"}", want: true},
+		"CRLF line ends":               {name: "c.yaml", data: "a: b\r\nkind: SandboxClass\r\n", want: true},
+		"in a flow mapping of a list":  {name: "l.yaml", data: "items:\n- {apiVersion: x/v1, kind: Connection, metadata: {name: c}}\n", want: true},
+		"after the word in prose":      {name: "d.yaml", data: "# Connection\nkind: Connection # the kind\n", want: true},
+		"a comment after":              {name: "d.yaml", data: "x: 1\nkind: AgentRuntime#c\n", want: true},
+		"text after the value":         {name: "d.yaml", data: "kind: Connection pool\n", want: false},
+		"a key ending in kind":         {name: "d.yaml", data: "subkind: Connection\n", want: false},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -421,4 +430,48 @@ func TestSecretsBuiltOnlyForConnections(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestDeclaresSecret(t *testing.T) {
+	tests := map[string]struct {
+		data string
+		want bool
+	}{
+		"a Secret":                   {data: "apiVersion: v1\nkind: Secret\n", want: true},
+		"a SealedSecret":             {data: "kind: SealedSecret\n", want: true},
+		"an ExternalSecret in JSON":  {data: `{"kind":"ExternalSecret"}`, want: true},
+		"the value on the next line": {data: "kind:\n  SealedSecret\n", want: true},
+		"a generator":                {data: "secretGenerator:\n- name: s\n", want: true},
+		"a secretKeyRef":             {data: "valueFrom: {secretKeyRef: {name: s, key: k}}\n", want: false},
+		"another kind":               {data: "kind: SecretStore\n", want: false},
+		"a word in prose":            {data: "description: the Secret to read\n", want: false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := declaresSecret([]byte(tc.data)); got != tc.want {
+				t.Errorf("declaresSecret(%q) = %v, want %v", tc.data, got, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzKindField holds the scope checks, which look at the lines around
+// each occurrence of a kind's name, to their expressions run over the
+// whole file: the same answer on every input.
+func FuzzKindField(f *testing.F) {
+	for _, s := range []string{
+		"kind: Connection\n", "kind:\n\n  'SealedSecret'\n", "{\"kind\"\n:\n\"Secret\"}", "a\r\nkind: ToolRegistry\r\n",
+		"- {kind: Secret}", "subkind: Connection", "kind: Connection pool", "# Connection\nkind: AgentRuntime #x",
+		"kind :\t\"ExternalSecret\" ,", "kind:Secret", "\"kind\": 'SandboxClass'}", "secretGenerator:",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if got, want := kindField(data, keyholeKind, keyholeKindNames), keyholeKind.Match(data); got != want {
+			t.Errorf("kindField(%q) = %v; the expression over the whole file says %v", data, got, want)
+		}
+		if got, want := declaresSecret(data), secretMarkers.Match(data); got != want {
+			t.Errorf("declaresSecret(%q) = %v; the expression over the whole file says %v", data, got, want)
+		}
+	})
 }

@@ -18,7 +18,8 @@ import (
 )
 
 // explainHelp follows explain's flags in its -h.
-const explainHelp = `Without --sandbox, lists the sandboxes the inputs define. With --sandbox,
+const explainHelp = `Without --sandbox, lists the sandboxes the inputs define, one a line on
+stdout (none: a note on stderr, exit 0). With --sandbox,
 prints what that sandbox may reach: its placeholders, the injected hosts
 with their credential (by Secret key name, never a value) and rules, and
 the passthrough hosts. With --request, judges one request as the proxy
@@ -79,6 +80,10 @@ func runExplain(e *env, args []string) int {
 		if *request != "" {
 			fmt.Fprintln(e.stderr, "keyhole explain: --request needs --sandbox")
 			return exitUsage
+		}
+		if !slices.ContainsFunc(units, func(u compiler.Unit) bool { return len(u.Plan.Sandboxes) > 0 }) {
+			fmt.Fprintln(e.stderr, "keyhole explain: no deploy unit has a sandbox: nothing to explain (a sandbox comes from an AgentRuntime or ToolRegistry with spec.sandbox, or an agent.yaml with sandbox)")
+			return exitOK
 		}
 		for _, u := range units {
 			for _, s := range u.Plan.Sandboxes {
@@ -155,7 +160,11 @@ func findSandbox(units []compiler.Unit, name string) (compiler.Sandbox, error) {
 		}
 	}
 	if len(found) == 0 {
-		return compiler.Sandbox{}, fmt.Errorf("%w: no sandbox %q (the input has: %s)", errUsage, name, strings.Join(names, ", "))
+		has := "has none"
+		if len(names) > 0 {
+			has = "has: " + strings.Join(names, ", ")
+		}
+		return compiler.Sandbox{}, fmt.Errorf("%w: no sandbox %q (the input %s)", errUsage, name, has)
 	}
 	for _, s := range found[1:] {
 		if sandboxName(s) != sandboxName(found[0]) {
