@@ -101,6 +101,13 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 	if sc.body {
 		// A compressed body could hide the credential from the scrub.
 		out.Header["Accept-Encoding"] = []string{"identity"}
+		// So could a part of one: a range that cuts the credential, or
+		// several ranges of one response, each piece in its own part
+		// between multipart boundaries, each too short to be found.
+		// Without Range the upstream sends the whole body, which the
+		// scrub sees whole.
+		deleteFold(out.Header, "Range")
+		deleteFold(out.Header, "If-Range")
 	}
 
 	// 1xx responses (100 Continue, 103 Early Hints) are passed on as
