@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"compress/gzip"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -994,6 +995,53 @@ func TestServerTunnelFramingEdges(t *testing.T) {
 			if fmt.Sprint(codes) != fmt.Sprint(tc.codes) || fmt.Sprint(got) != fmt.Sprint(tc.upstream) {
 				t.Fatalf("responses %v, upstream saw %q; want %v and %q", codes, got, tc.codes, tc.upstream)
 			}
+		})
+	}
+}
+
+// TestServerStalledReader: a sandbox that asks for a long response and
+// then reads none of it, on many tunnels, must not hold the proxy's
+// buffers, its tunnel slots and the upstream connections forever. With
+// the idle timeout at a second, each tunnel is closed once a write to it
+// has waited that long, and the upstream sees its connection end.
+func TestServerStalledReader(t *testing.T) {
+	chunk := []byte(strings.Repeat("x", 32<<10))
+	var ended atomic.Int64
+	up := withUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer ended.Add(1)
+		for range 256 { // 8 MiB, far more than the sockets' buffers hold
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}), "api.github.com", "pypi.org")
+	h := newHarness(t, up, func(o *Options) { o.Timeouts.Idle = time.Second })
+	tests := map[string]struct {
+		host, path string
+		roots      *x509.CertPool
+	}{
+		"intercepted, the credential injected": {host: "api.github.com", path: "/repos/acme/widgets", roots: h.sandbox.pool},
+		"passthrough":                          {host: "pypi.org", path: "/simple/", roots: h.srv.opts.UpstreamRoots},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			before := ended.Load()
+			const n = 8
+			for range n {
+				c, _, resp := h.connect(tc.host + ":443")
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("CONNECT: %s", resp.Status)
+				}
+				c.SetDeadline(time.Time{})
+				t.Cleanup(func() { c.Close() })
+				tlc := tls.Client(c, &tls.Config{ServerName: tc.host, RootCAs: tc.roots})
+				if err := tlc.Handshake(); err != nil {
+					t.Fatal(err)
+				}
+				fmt.Fprintf(tlc, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", tc.path, tc.host)
+			}
+			eventually(t, "the stalled tunnels to close", func() bool { return h.srv.metrics.tunnels.Load() == 0 })
+			eventually(t, "the upstream's writes to end", func() bool { return ended.Load()-before == n })
 		})
 	}
 }
