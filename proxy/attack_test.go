@@ -1045,3 +1045,66 @@ func TestServerStalledReader(t *testing.T) {
 		})
 	}
 }
+
+// TestServerUpgrade: a WebSocket (or any) upgrade to an injected host.
+// After a 101 the proxy could check nothing more, so the upgrade is never
+// asked for: Upgrade and Connection are hop-by-hop and stripped, and the
+// request goes out as a plain one. An upstream that switches protocols
+// anyway, then sends what it echoes in the new protocol, gets the
+// sandbox a 502 and none of it.
+func TestServerUpgrade(t *testing.T) {
+	type sawT struct{ upgrade, connection, auth string }
+	saw := make(chan sawT, 4)
+	opt, _ := rawUpstreamConns(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		io.Copy(io.Discard, req.Body)
+		saw <- sawT{req.Header.Get("Upgrade"), req.Header.Get("Connection"), req.Header.Get("Authorization")}
+		io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+			"Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n\x81\x7e"+req.Header.Get("Authorization"))
+		time.Sleep(200 * time.Millisecond)
+	}, "api.github.com", "uploads.github.com")
+	h := newHarness(t, opt)
+	upgrade := "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+	tests := map[string]struct {
+		host, raw string
+	}{
+		"GET, header form": {host: "api.github.com",
+			raw: "GET /repos/acme/widgets/socket HTTP/1.1\r\nHost: api.github.com\r\n" + upgrade + "\r\n"},
+		"POST with a body, substitute form": {host: "uploads.github.com",
+			raw: "POST /socket HTTP/1.1\r\nHost: uploads.github.com\r\nAuthorization: Bearer omnia-injected-github\r\nContent-Length: 2\r\n" + upgrade + "\r\nhi"},
+		"h2c": {host: "api.github.com",
+			raw: "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c, br := h.tlsTunnel(tc.host, tc.host, false)
+			defer c.Close()
+			resp := roundTrip(t, c, br, tc.raw)
+			body := readBody(t, resp)
+			if resp.StatusCode != http.StatusBadGateway {
+				t.Errorf("%s, want 502", resp.Status)
+			}
+			// Nothing follows the 502: the switched connection's bytes
+			// are not passed on.
+			c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+			rest, _ := io.ReadAll(br)
+			if got := fmt.Sprint(resp.Header) + body + string(rest); holdsSecret(got) {
+				t.Error("the sandbox got the credential")
+			}
+			if len(rest) > 0 {
+				t.Errorf("after the 502 the sandbox got %q", strings.ReplaceAll(string(rest), canary, "<credential>"))
+			}
+			s := <-saw
+			if s.upgrade != "" || s.connection != "" {
+				t.Errorf("the upstream was asked to upgrade: Upgrade %q, Connection %q", s.upgrade, s.connection)
+			}
+			if s.auth != "Bearer "+canary {
+				t.Errorf("the upstream got no credential; the request should go out as a plain one")
+			}
+		})
+	}
+}
