@@ -566,16 +566,42 @@ func TestServerPlainAndPassthrough(t *testing.T) {
 	})
 }
 
-func TestServerHTTP2OnlyFails(t *testing.T) {
+// TestServerTunnelHandshakeRefusals: what a client may offer in the TLS
+// handshake of a tunnel that the proxy does not speak: HTTP/2 only (which
+// would carry requests in frames the inner server does not read),
+// HTTP/1.0 only, TLS before 1.2. Each handshake fails, and the upstream
+// gets nothing.
+func TestServerTunnelHandshakeRefusals(t *testing.T) {
 	h := newHarness(t)
-	c, _, resp := h.connect("api.github.com:443")
-	defer c.Close()
-	if resp.StatusCode != 200 {
-		t.Fatal(resp.Status)
+	tests := map[string]*tls.Config{
+		"HTTP/2 only":   {NextProtos: []string{"h2"}},
+		"HTTP/1.0 only": {NextProtos: []string{"http/1.0"}},
+		"TLS 1.0":       {MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS10},
+		"TLS 1.1":       {MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11},
 	}
-	err := tls.Client(c, &tls.Config{ServerName: "api.github.com", RootCAs: h.sandbox.pool, NextProtos: []string{"h2"}}).Handshake()
-	if err == nil {
-		t.Fatal("an HTTP/2-only client completed the handshake")
+	for name, cfg := range tests {
+		t.Run(name, func(t *testing.T) {
+			before := len(h.api.seen())
+			c, _, resp := h.connect("api.github.com:443")
+			defer c.Close()
+			if resp.StatusCode != 200 {
+				t.Fatal(resp.Status)
+			}
+			cfg.ServerName, cfg.RootCAs = "api.github.com", h.sandbox.pool
+			tc := tls.Client(c, cfg)
+			err := tc.Handshake()
+			if err != nil && !strings.Contains(err.Error(), "remote error") {
+				t.Fatalf("the client gave up by itself (%v): the proxy was never asked", err)
+			}
+			if err == nil {
+				// Try a request anyway: it must not reach the upstream.
+				io.WriteString(tc, "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\n\r\n")
+				t.Fatalf("the handshake succeeded (%s, ALPN %q)", tls.VersionName(tc.ConnectionState().Version), tc.ConnectionState().NegotiatedProtocol)
+			}
+			if n := len(h.api.seen()) - before; n != 0 {
+				t.Fatalf("the upstream got %d requests", n)
+			}
+		})
 	}
 }
 
