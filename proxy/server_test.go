@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -320,6 +321,63 @@ func TestServerSecretRotation(t *testing.T) {
 	if !strings.Contains(h.get("/metrics"), `keyhole_proxy_injection_failures_total{host="api.github.com"} 2`) {
 		t.Error("injection failures not counted")
 	}
+	if strings.Contains(h.logs.String(), canary) {
+		t.Fatal("the secret appears in the logs")
+	}
+}
+
+// TestServerSecretChangedAfterCheck: a mounted Secret changed after
+// keyhole check passed it (the kubelet projects whatever the API server
+// holds) to a value no header may carry. The proxy refuses it as check
+// would, with credential-unavailable, on both of its forwarding paths (a
+// bodiless GET and a POST): nothing goes upstream, and the value is in
+// no log.
+func TestServerSecretChangedAfterCheck(t *testing.T) {
+	var arrived atomic.Int64
+	up := withUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { arrived.Add(1) }), "uploads.github.com")
+	h := newHarness(t, up)
+	c := h.client()
+	tests := map[string]string{
+		"line break inside":        canary + "\nX-Injected: yes",
+		"obs-fold":                 canary + "\r\n X-Folded",
+		"NUL":                      canary + "\x00tail",
+		"terminal escape sequence": canary + "\x1b]0;owned\x07",
+		"vertical tab":             canary + "\vX-Injected: yes",
+		"DEL":                      canary + "\x7f",
+	}
+	for name, value := range tests {
+		t.Run(name, func(t *testing.T) {
+			h.secrets.write(map[string]string{"token": value, "user": "u"})
+			for _, method := range []string{"GET", "POST"} {
+				before := arrived.Load()
+				var body io.Reader
+				if method == "POST" {
+					body = strings.NewReader("{}")
+				}
+				req, _ := http.NewRequest(method, "https://uploads.github.com/x", body)
+				req.Header.Set("Authorization", "Bearer omnia-injected-github")
+				resp, err := c.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				readBody(t, resp)
+				if r := resp.Header.Get(policy.RefusedHeader); resp.StatusCode != http.StatusBadGateway || r != string(policy.ReasonCredentialUnavailable) {
+					t.Errorf("%s: %s %q, want 502 credential-unavailable", method, resp.Status, r)
+				}
+				if n := arrived.Load() - before; n != 0 {
+					t.Errorf("%s: the upstream got the request", method)
+				}
+			}
+		})
+	}
+	h.secrets.write(map[string]string{"token": canary, "user": "u"})
+	req, _ := http.NewRequest("GET", "https://uploads.github.com/x", nil)
+	req.Header.Set("Authorization", "Bearer omnia-injected-github")
+	resp, err := c.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("restored value: %v %v", resp, err)
+	}
+	resp.Body.Close()
 	if strings.Contains(h.logs.String(), canary) {
 		t.Fatal("the secret appears in the logs")
 	}
