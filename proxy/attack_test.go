@@ -1108,3 +1108,82 @@ func TestServerUpgrade(t *testing.T) {
 		})
 	}
 }
+
+// TestServerLogAndMetricsForging: what the sandbox controls and the
+// proxy records (the CONNECT target, Host, the method and the path) made
+// to look like another metric series or another log line, or to be very
+// long. The metrics name only configured hosts (others are "_other"),
+// and each request is one JSON line of bounded length whose fields hold
+// what was sent, escaped.
+func TestServerLogAndMetricsForging(t *testing.T) {
+	h := newHarness(t)
+	forged := `x"} 1` + "\u2028" + `keyhole_proxy_requests_total{host="api.github.com",decision="inject",reason="allowed`
+	long := strings.Repeat("a", 60<<10)
+	tests := map[string]struct {
+		connect string // a CONNECT target; "" for a request in a tunnel to api.github.com
+		raw     string // the request in the tunnel
+	}{
+		"CONNECT target forging a series":       {connect: "evil.example" + url.PathEscape(forged) + ":443"},
+		"CONNECT target with quotes and braces": {connect: `"evil"{}:443`},
+		"CONNECT target of 60 KiB":              {connect: long + ".example:443"},
+		"Host forging a series":                 {raw: "GET /repos/acme/widgets HTTP/1.1\r\nHost: " + forged + "\r\n\r\n"},
+		"path forging a log line":               {raw: "GET /user/\",\"decision\":\"inject\",\"reason\":\"allowed\"}\u2028{\"x\":\" HTTP/1.1\r\nHost: api.github.com\r\n\r\n"},
+		"path of 60 KiB":                        {raw: "GET /" + long + " HTTP/1.1\r\nHost: api.github.com\r\n\r\n"},
+		"method of 60 KiB":                      {raw: "G" + long + " /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\n\r\n"},
+		"escape sequence in the path":           {raw: "GET /user/\x1b[2J\x1b]0;owned\x07 HTTP/1.1\r\nHost: api.github.com\r\n\r\n"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			lines := len(h.logs.requests(t))
+			if tc.connect != "" {
+				c, err := net.Dial("tcp", h.addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: evil.example:443\r\n\r\n", tc.connect)
+				resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodConnect})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if resp.StatusCode == http.StatusBadRequest {
+					return // Go's server refused to parse it: nothing to log
+				}
+				if resp.StatusCode != http.StatusForbidden {
+					t.Fatalf("CONNECT: %s", resp.Status)
+				}
+			} else {
+				c, br := h.tlsTunnel("api.github.com", "api.github.com", false)
+				defer c.Close()
+				io.WriteString(c, tc.raw)
+				if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode < 400 {
+					t.Fatalf("got %v, %v; want a refusal", resp, err)
+				}
+			}
+			eventually(t, "the request's log line", func() bool { return len(h.logs.requests(t)) > lines })
+		})
+	}
+	// Every request line is one JSON object on one line, none long.
+	for _, line := range strings.Split(strings.TrimSpace(h.logs.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Errorf("a log line is not one JSON object: %q", policy.Clip(line))
+		}
+		if len(line) > 1024 {
+			t.Errorf("a log line of %d bytes: %q", len(line), policy.Clip(line))
+		}
+		if strings.ContainsAny(line, "\x1b\x07\u2028") {
+			t.Errorf("a log line holds a raw control or separator character: %q", line)
+		}
+	}
+	m := h.get("/metrics")
+	for _, l := range strings.Split(m, "\n") {
+		if strings.HasPrefix(l, "keyhole_proxy_requests_total{") && !strings.HasPrefix(l, `keyhole_proxy_requests_total{host="api.github.com",`) &&
+			!strings.HasPrefix(l, `keyhole_proxy_requests_total{host="_other",`) {
+			t.Errorf("a series names a host the config does not: %q", l)
+		}
+		if strings.Contains(l, "evil") || strings.Contains(l, "aaaa") {
+			t.Errorf("a metric line holds what the sandbox sent: %q", policy.Clip(l))
+		}
+	}
+}
