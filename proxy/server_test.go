@@ -488,6 +488,36 @@ func TestServerConcurrentMintOnce(t *testing.T) {
 	}
 }
 
+// TestServerLeavesBoundedByConfig: tunnels to every injected host, each
+// with many different TLS server names (another host, random names, the
+// host in other letter cases, names with a NUL), mint one leaf per
+// injected host and no more: the leaf is for the CONNECT host, never the
+// SNI, so a sandbox cannot grow the cache with names of its choosing.
+func TestServerLeavesBoundedByConfig(t *testing.T) {
+	h := newHarness(t)
+	hosts := []string{"api.github.com", "github.com", "uploads.github.com"}
+	for _, host := range hosts {
+		for i := range 20 {
+			sni := []string{fmt.Sprintf("n%d.evil.example", i), strings.ToUpper(host), "pypi.org", host + "\x00x", "xn--pi-6kc.github.com"}[i%5]
+			c, _, resp := h.connect(host + ":443")
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("CONNECT %s: %s", host, resp.Status)
+			}
+			tc := tls.Client(c, &tls.Config{ServerName: sni, InsecureSkipVerify: true})
+			if err := tc.Handshake(); err != nil {
+				t.Fatalf("handshake with SNI %q: %v", sni, err)
+			}
+			if cn := tc.ConnectionState().PeerCertificates[0].DNSNames; len(cn) != 1 || cn[0] != host {
+				t.Errorf("SNI %q in a tunnel to %s got a leaf for %q", sni, host, cn)
+			}
+			c.Close()
+		}
+	}
+	if m := h.get("/metrics"); !strings.Contains(m, fmt.Sprintf("keyhole_proxy_cert_mints_total %d\n", len(hosts))) {
+		t.Fatalf("want %d mints:\n%s", len(hosts), m)
+	}
+}
+
 func TestLeafCache(t *testing.T) {
 	ca1, ca2 := newTestCA(t, "one"), newTestCA(t, "two")
 	p1, err := ParseCA(ca1.certPEM, ca1.keyPEM)
