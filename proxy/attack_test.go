@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"net/http/httptrace"
 	"net/textproto"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1185,5 +1187,89 @@ func TestServerLogAndMetricsForging(t *testing.T) {
 		if strings.Contains(l, "evil") || strings.Contains(l, "aaaa") {
 			t.Errorf("a metric line holds what the sandbox sent: %q", policy.Clip(l))
 		}
+	}
+}
+
+// encodedForms are the encodings an upstream may hand a credential back
+// in, beyond the percent-escapes: hex in either case, and base64
+// (standard or URL-safe, padded or not) of the bare credential, of the
+// header it went out in, of basic credentials, and of a document that
+// holds it at any offset (a session cookie built from it).
+func encodedForms(tok string) map[string]string {
+	forms := map[string]string{
+		"hex":         hex.EncodeToString([]byte(tok)),
+		"HEX":         strings.ToUpper(hex.EncodeToString([]byte(tok))),
+		"hex, bearer": hex.EncodeToString([]byte("Bearer " + tok)),
+	}
+	for name, enc := range map[string]*base64.Encoding{"base64": base64.StdEncoding, "base64url": base64.URLEncoding, "raw base64url": base64.RawURLEncoding} {
+		forms[name] = enc.EncodeToString([]byte(tok))
+		forms[name+", bearer"] = enc.EncodeToString([]byte("Bearer " + tok))
+		forms[name+", basic"] = enc.EncodeToString([]byte("x-access-token:" + tok))
+		for off := range 3 {
+			forms[fmt.Sprintf("%s, in a document at %d", name, off)] = enc.EncodeToString([]byte(`{"s":"` + strings.Repeat("x", off) + tok + `","t":1}`))
+		}
+	}
+	return forms
+}
+
+// TestServerScrubEncodedEcho: an upstream that hands the credential back
+// encoded (hex, base64 of it or of what holds it), in a header or, with
+// scrubResponseBodies, in the body, hands back none of those forms: the
+// scrub knows the hex and every base64 alignment of each credential
+// value, so what reaches the sandbox decodes to no credential.
+func TestServerScrubEncodedEcho(t *testing.T) {
+	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth := r.Header.Get("Authorization")
+		tok := strings.TrimPrefix(auth, "Bearer ")
+		if raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(auth, "Basic ")); err == nil {
+			_, tok, _ = strings.Cut(string(raw), ":")
+		}
+		forms := encodedForms(tok)
+		names := make([]string, 0, len(forms))
+		for n := range forms {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		for i, n := range names {
+			w.Header().Add("Set-Cookie", fmt.Sprintf("s%d=%s", i, forms[n]))
+		}
+		for _, n := range names {
+			fmt.Fprintf(w, "%s: %s\n", n, forms[n])
+		}
+	})
+	h := newHarness(t, withUpstream(t, echo, "github.com", "uploads.github.com"))
+	cfg := strings.Replace(testConfig, `"passthrough"`, `"scrubResponseBodies": true, "passthrough"`, 1)
+	writeAtomic(t, h.cfgPath, []byte(cfg))
+	eventually(t, "the config with scrubResponseBodies", func() bool { return h.srv.state.Load().cfg.ScrubResponseBodies })
+	tests := map[string]struct{ url, auth string }{
+		"basic form":                     {url: "https://github.com/acme/widgets/info/refs"},
+		"substituted bearer":             {url: "https://uploads.github.com/x", auth: "Bearer omnia-injected-github"},
+		"substituted basic, user chosen": {url: "https://uploads.github.com/x", auth: "Basic " + b64("\xfb\xff:omnia-injected-github")},
+	}
+	c := h.client()
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			req, _ := http.NewRequest("GET", tc.url, nil)
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
+			}
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := readBody(t, resp)
+			if resp.StatusCode != 200 {
+				t.Fatalf("%s", resp.Status)
+			}
+			got := body + fmt.Sprint(resp.Header)
+			for form, v := range encodedForms(canary) {
+				if strings.Contains(got, v) {
+					t.Errorf("the response holds the credential as %s", form)
+				}
+			}
+			if !strings.Contains(body, "hex: *") {
+				t.Errorf("the echo was not masked: %q", policy.Clip(body))
+			}
+		})
 	}
 }

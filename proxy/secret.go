@@ -214,12 +214,19 @@ func readSecret(path, secret, key string) (Secret, error) {
 func Inject(h *policy.HostPolicy, header http.Header, lookup SecretLookup) (Injected, error) {
 	in := h.Inject
 	var inj Injected
-	read := func(key string) (string, error) {
+	// read reads a key; secret says whether its value is a credential,
+	// to be scrubbed from responses in its encoded forms too, or (a
+	// basic user name) only as it is.
+	read := func(key string, secret bool) (string, error) {
 		s, err := lookup(in.Secret, key)
 		if err != nil {
 			return "", err
 		}
-		inj.add(s.v)
+		if secret {
+			inj.addEncoded(s.v)
+		} else {
+			inj.add(s.v)
+		}
 		return s.Reveal(), nil
 	}
 	switch {
@@ -231,18 +238,18 @@ func Inject(h *policy.HostPolicy, header http.Header, lookup SecretLookup) (Inje
 				return Injected{}, fmt.Errorf("%w: %w", ErrCredentialUnavailable, err)
 			}
 		}
-		v, err := t.Render(read)
+		v, err := t.Render(func(key string) (string, error) { return read(key, true) })
 		if err != nil {
 			return Injected{}, err
 		}
 		setHeader(header, in.Header.Name, v)
 		inj.add(v)
 	case in.Basic != nil:
-		user, err := read(in.Basic.UsernameKey)
+		user, err := read(in.Basic.UsernameKey, false)
 		if err != nil {
 			return Injected{}, err
 		}
-		pass, err := read(in.Basic.PasswordKey)
+		pass, err := read(in.Basic.PasswordKey, true)
 		if err != nil {
 			return Injected{}, err
 		}
@@ -250,7 +257,7 @@ func Inject(h *policy.HostPolicy, header http.Header, lookup SecretLookup) (Inje
 		setHeader(header, "Authorization", "Basic "+enc)
 		inj.add(enc)
 	case in.Substitute != nil:
-		err := substitute(header, in.Substitute, &inj, func() (string, error) { return read(in.Substitute.Key) })
+		err := substitute(header, in.Substitute, &inj, func() (string, error) { return read(in.Substitute.Key, true) })
 		if err != nil {
 			return Injected{}, err
 		}
