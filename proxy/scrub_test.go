@@ -277,6 +277,12 @@ func basicInjected() (plain, encoded Injected) {
 
 func BenchmarkScrubReader(b *testing.B) {
 	plain, encoded := basicInjected()
+	// What a header template of one token leaves.
+	const token = "ghp_0123456789abcdefghij0123456789abcdef"
+	bearer := injectedOf(token, "Bearer "+token)
+	var bearerEncoded Injected
+	bearerEncoded.addEncoded(token)
+	bearerEncoded.add("Bearer " + token)
 	for _, size := range []int{1 << 10, 64 << 10, 1 << 20} {
 		// JSON-ish text with no value in it: the usual case, and the
 		// one that must be cheap.
@@ -292,7 +298,7 @@ func BenchmarkScrubReader(b *testing.B) {
 			}
 			b.ReportMetric(float64((cpuTime()-before).Nanoseconds())/float64(b.N), "cpu-ns/op")
 		})
-		for name, in := range map[string]Injected{"scrub values": plain, "scrub values and encodings": encoded} {
+		for name, in := range map[string]Injected{"scrub values": plain, "scrub values and encodings": encoded, "scrub token": bearer, "scrub token and encodings": bearerEncoded} {
 			b.Run(fmt.Sprintf("%s/%dKiB", name, size>>10), func(b *testing.B) {
 				b.SetBytes(int64(size))
 				before := cpuTime()
