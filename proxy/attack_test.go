@@ -1241,7 +1241,8 @@ func TestServerScrubEncodedEcho(t *testing.T) {
 	cfg := strings.Replace(testConfig, `"passthrough"`, `"scrubResponseBodies": true, "passthrough"`, 1)
 	writeAtomic(t, h.cfgPath, []byte(cfg))
 	eventually(t, "the config with scrubResponseBodies", func() bool { return h.srv.state.Load().cfg.ScrubResponseBodies })
-	tests := map[string]struct{ url, auth string }{
+	tests := map[string]struct{ method, url, auth string }{
+		"HEAD, headers only":             {method: "HEAD", url: "https://uploads.github.com/x", auth: "Bearer omnia-injected-github"},
 		"basic form":                     {url: "https://github.com/acme/widgets/info/refs"},
 		"substituted bearer":             {url: "https://uploads.github.com/x", auth: "Bearer omnia-injected-github"},
 		"substituted basic, user chosen": {url: "https://uploads.github.com/x", auth: "Basic " + b64("\xfb\xff:omnia-injected-github")},
@@ -1249,7 +1250,7 @@ func TestServerScrubEncodedEcho(t *testing.T) {
 	c := h.client()
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			req, _ := http.NewRequest("GET", tc.url, nil)
+			req, _ := http.NewRequest(cmp.Or(tc.method, "GET"), tc.url, nil)
 			if tc.auth != "" {
 				req.Header.Set("Authorization", tc.auth)
 			}
@@ -1267,7 +1268,10 @@ func TestServerScrubEncodedEcho(t *testing.T) {
 					t.Errorf("the response holds the credential as %s", form)
 				}
 			}
-			if !strings.Contains(body, "hex: *") {
+			if len(resp.Header.Values("Set-Cookie")) < 20 {
+				t.Errorf("the echo's cookies did not come back: %d", len(resp.Header.Values("Set-Cookie")))
+			}
+			if tc.method != "HEAD" && !strings.Contains(body, "hex: *") {
 				t.Errorf("the echo was not masked: %q", policy.Clip(body))
 			}
 		})
