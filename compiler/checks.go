@@ -90,8 +90,8 @@ func table() []Check {
 			Purpose: "A key that an inject entry's `value` or `basic` names is not in the Secret.",
 			Help:    "Add the key to the Secret, or correct the template or key name."},
 		{Code: codeInjectionInvalid, Severity: diag.Error, run: checkInjectionValues,
-			Purpose: "An injected value renders to more than one line: a key it reads holds a line break other than a trailing one.",
-			Help:    "Store the value on one line."},
+			Purpose: "An injected value cannot go into a header: a key it reads holds a line break other than a trailing one, a NUL or another control character but tab.",
+			Help:    "Store the value on one line, without control characters."},
 		{Code: codeKeysUnknown, Severity: diag.Info, run: checkKeysUnknown,
 			Purpose: "The Secret a Connection reads comes from an ExternalSecret whose keys the input does not list (spec.dataFrom and templateFrom take them from the external store or other objects; creationPolicy Merge keeps the keys the Secret already has), so whether a key the `value` or `basic` names is in the Secret cannot be checked.",
 			Help:    "Nothing to fix in git; list the keys with spec.data[].secretKey or spec.target.template.data to have them checked, or make sure the store holds every key the Connection reads."},
@@ -284,6 +284,11 @@ func checkInjectionValues(p *pass) {
 				}
 				reported[u.key] = true
 				if !ok || !v.known || v.err == nil || errors.Is(v.err, config.ErrValueEmpty) {
+					continue
+				}
+				if errors.Is(v.err, config.ErrValueControl) {
+					p.reportUse(codeInjectionInvalid, &c.item, u,
+						"key %q of Secret %s holds a control character (other than tab), which a header value may not hold; store the value without it", u.key, r)
 					continue
 				}
 				if errors.Is(v.err, config.ErrValueNUL) {

@@ -5,7 +5,9 @@ import (
 	"cmp"
 	"compress/gzip"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +17,7 @@ import (
 	"net/http/httptrace"
 	"net/textproto"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -528,11 +531,17 @@ func TestLogText(t *testing.T) {
 // Content-Length holds), even split across writes; the upstream is asked
 // for an uncompressed body, and a compressed one is not passed on.
 func TestServerScrubResponseBodies(t *testing.T) {
-	var gotAE sync.Map
+	var gotAE, gotRange sync.Map
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		auth := r.Header.Get("Authorization")
 		gotAE.Store(r.URL.Path, r.Header.Get("Accept-Encoding"))
+		gotRange.Store(r.URL.Path, r.Header.Get("Range")+r.Header.Get("If-Range"))
 		switch r.URL.Path {
+		case "/range":
+			// An echo served as content is, with Range support: each
+			// part the sandbox asks for holds a piece of the
+			// credential too short to be recognised.
+			http.ServeContent(w, r, "", time.Time{}, strings.NewReader(`{"auth":"`+auth+`"}`))
 		case "/split":
 			// Streamed in pieces that cut the credential in two.
 			w.Header().Set("Content-Type", "text/event-stream")
@@ -567,10 +576,13 @@ func TestServerScrubResponseBodies(t *testing.T) {
 	writeAtomic(t, h.cfgPath, []byte(cfg))
 	eventually(t, "the config with scrubResponseBodies", func() bool { return h.srv.state.Load().cfg.ScrubResponseBodies })
 	c := h.client()
-	get := func(path string) (*http.Response, string) {
+	get := func(path string, hdr map[string]string) (*http.Response, string) {
 		req, _ := http.NewRequest("GET", "https://uploads.github.com"+path, nil)
 		req.Header.Set("Authorization", "Bearer omnia-injected-github")
 		req.Header.Set("Accept-Encoding", "gzip")
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
 		resp, err := c.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -578,11 +590,16 @@ func TestServerScrubResponseBodies(t *testing.T) {
 		return resp, readBody(t, resp)
 	}
 	masked := "Bearer " + strings.Repeat("*", len(canary))
+	echoed := `{"auth":"` + masked + `"}`
 	tests := map[string]struct {
 		path   string
+		header map[string]string
 		status int
 		body   string
 	}{
+		"a range of an echo":                                     {path: "/range", header: map[string]string{"Range": "bytes=16-23"}, status: 200, body: echoed},
+		"ranges of an echo":                                      {path: "/range", header: map[string]string{"Range": "bytes=0-15,16-23,24-"}, status: 200, body: echoed},
+		"a range of an echo, with If-Range":                      {path: "/range", header: map[string]string{"Range": "bytes=16-23", "If-Range": `"x"`}, status: 200, body: echoed},
 		"split across writes":                                    {path: "/split", status: 200, body: "data: " + masked + "\n\ndata: done\n\n"},
 		"Content-Length kept true":                               {path: "/length", status: 200, body: `{"token":"` + strings.Repeat("*", len(canary)) + `"}`},
 		"compressed body refused":                                {path: "/gzip", status: http.StatusBadGateway},
@@ -591,9 +608,9 @@ func TestServerScrubResponseBodies(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			resp, body := get(tc.path)
+			resp, body := get(tc.path, tc.header)
 			if resp.StatusCode != tc.status {
-				t.Fatalf("%s, want %d", resp.Status, tc.status)
+				t.Fatalf("%s, want %d (body %q)", resp.Status, tc.status, body)
 			}
 			if holdsSecret(body) {
 				t.Fatal("the body holds the credential")
@@ -603,6 +620,9 @@ func TestServerScrubResponseBodies(t *testing.T) {
 			}
 			if ae, _ := gotAE.Load(tc.path); ae != "identity" {
 				t.Errorf("the upstream was asked for Accept-Encoding %q, want identity", ae)
+			}
+			if rg, _ := gotRange.Load(tc.path); rg != "" {
+				t.Errorf("the upstream was asked for the range %q, want the whole body", rg)
 			}
 		})
 	}
@@ -976,6 +996,283 @@ func TestServerTunnelFramingEdges(t *testing.T) {
 			}
 			if fmt.Sprint(codes) != fmt.Sprint(tc.codes) || fmt.Sprint(got) != fmt.Sprint(tc.upstream) {
 				t.Fatalf("responses %v, upstream saw %q; want %v and %q", codes, got, tc.codes, tc.upstream)
+			}
+		})
+	}
+}
+
+// TestServerStalledReader: a sandbox that asks for a long response and
+// then reads none of it, on many tunnels, must not hold the proxy's
+// buffers, its tunnel slots and the upstream connections forever. With
+// the idle timeout at a second, each tunnel is closed once a write to it
+// has waited that long, and the upstream sees its connection end.
+func TestServerStalledReader(t *testing.T) {
+	chunk := []byte(strings.Repeat("x", 32<<10))
+	var ended atomic.Int64
+	up := withUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer ended.Add(1)
+		for range 256 { // 8 MiB, far more than the sockets' buffers hold
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}), "api.github.com", "pypi.org")
+	h := newHarness(t, up, func(o *Options) { o.Timeouts.Idle = time.Second })
+	tests := map[string]struct {
+		host, path string
+		roots      *x509.CertPool
+	}{
+		"intercepted, the credential injected": {host: "api.github.com", path: "/repos/acme/widgets", roots: h.sandbox.pool},
+		"passthrough":                          {host: "pypi.org", path: "/simple/", roots: h.srv.opts.UpstreamRoots},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			before := ended.Load()
+			const n = 8
+			for range n {
+				c, _, resp := h.connect(tc.host + ":443")
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("CONNECT: %s", resp.Status)
+				}
+				c.SetDeadline(time.Time{})
+				t.Cleanup(func() { c.Close() })
+				tlc := tls.Client(c, &tls.Config{ServerName: tc.host, RootCAs: tc.roots})
+				if err := tlc.Handshake(); err != nil {
+					t.Fatal(err)
+				}
+				fmt.Fprintf(tlc, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", tc.path, tc.host)
+			}
+			eventually(t, "the stalled tunnels to close", func() bool { return h.srv.metrics.tunnels.Load() == 0 })
+			eventually(t, "the upstream's writes to end", func() bool { return ended.Load()-before == n })
+		})
+	}
+}
+
+// TestServerUpgrade: a WebSocket (or any) upgrade to an injected host.
+// After a 101 the proxy could check nothing more, so the upgrade is never
+// asked for: Upgrade and Connection are hop-by-hop and stripped, and the
+// request goes out as a plain one. An upstream that switches protocols
+// anyway, then sends what it echoes in the new protocol, gets the
+// sandbox a 502 and none of it.
+func TestServerUpgrade(t *testing.T) {
+	type sawT struct{ upgrade, connection, auth string }
+	saw := make(chan sawT, 4)
+	opt, _ := rawUpstreamConns(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		io.Copy(io.Discard, req.Body)
+		saw <- sawT{req.Header.Get("Upgrade"), req.Header.Get("Connection"), req.Header.Get("Authorization")}
+		io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+			"Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n\x81\x7e"+req.Header.Get("Authorization"))
+		time.Sleep(200 * time.Millisecond)
+	}, "api.github.com", "uploads.github.com")
+	h := newHarness(t, opt)
+	upgrade := "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+	tests := map[string]struct {
+		host, raw string
+	}{
+		"GET, header form": {host: "api.github.com",
+			raw: "GET /repos/acme/widgets/socket HTTP/1.1\r\nHost: api.github.com\r\n" + upgrade + "\r\n"},
+		"POST with a body, substitute form": {host: "uploads.github.com",
+			raw: "POST /socket HTTP/1.1\r\nHost: uploads.github.com\r\nAuthorization: Bearer omnia-injected-github\r\nContent-Length: 2\r\n" + upgrade + "\r\nhi"},
+		"h2c": {host: "api.github.com",
+			raw: "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c, br := h.tlsTunnel(tc.host, tc.host, false)
+			defer c.Close()
+			resp := roundTrip(t, c, br, tc.raw)
+			body := readBody(t, resp)
+			if resp.StatusCode != http.StatusBadGateway {
+				t.Errorf("%s, want 502", resp.Status)
+			}
+			// Nothing follows the 502: the switched connection's bytes
+			// are not passed on.
+			c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+			rest, _ := io.ReadAll(br)
+			if got := fmt.Sprint(resp.Header) + body + string(rest); holdsSecret(got) {
+				t.Error("the sandbox got the credential")
+			}
+			if len(rest) > 0 {
+				t.Errorf("after the 502 the sandbox got %q", strings.ReplaceAll(string(rest), canary, "<credential>"))
+			}
+			s := <-saw
+			if s.upgrade != "" || s.connection != "" {
+				t.Errorf("the upstream was asked to upgrade: Upgrade %q, Connection %q", s.upgrade, s.connection)
+			}
+			if s.auth != "Bearer "+canary {
+				t.Errorf("the upstream got no credential; the request should go out as a plain one")
+			}
+		})
+	}
+}
+
+// TestServerLogAndMetricsForging: what the sandbox controls and the
+// proxy records (the CONNECT target, Host, the method and the path) made
+// to look like another metric series or another log line, or to be very
+// long. The metrics name only configured hosts (others are "_other"),
+// and each request is one JSON line of bounded length whose fields hold
+// what was sent, escaped.
+func TestServerLogAndMetricsForging(t *testing.T) {
+	h := newHarness(t)
+	forged := `x"} 1` + "\u2028" + `keyhole_proxy_requests_total{host="api.github.com",decision="inject",reason="allowed`
+	long := strings.Repeat("a", 60<<10)
+	tests := map[string]struct {
+		connect string // a CONNECT target; "" for a request in a tunnel to api.github.com
+		raw     string // the request in the tunnel
+	}{
+		"CONNECT target forging a series":       {connect: "evil.example" + url.PathEscape(forged) + ":443"},
+		"CONNECT target with quotes and braces": {connect: `"evil"{}:443`},
+		"CONNECT target of 60 KiB":              {connect: long + ".example:443"},
+		"Host forging a series":                 {raw: "GET /repos/acme/widgets HTTP/1.1\r\nHost: " + forged + "\r\n\r\n"},
+		"path forging a log line":               {raw: "GET /user/\",\"decision\":\"inject\",\"reason\":\"allowed\"}\u2028{\"x\":\" HTTP/1.1\r\nHost: api.github.com\r\n\r\n"},
+		"path of 60 KiB":                        {raw: "GET /" + long + " HTTP/1.1\r\nHost: api.github.com\r\n\r\n"},
+		"method of 60 KiB":                      {raw: "G" + long + " /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\n\r\n"},
+		"escape sequence in the path":           {raw: "GET /user/\x1b[2J\x1b]0;owned\x07 HTTP/1.1\r\nHost: api.github.com\r\n\r\n"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			lines := len(h.logs.requests(t))
+			if tc.connect != "" {
+				c, err := net.Dial("tcp", h.addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: evil.example:443\r\n\r\n", tc.connect)
+				resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodConnect})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if resp.StatusCode == http.StatusBadRequest {
+					return // Go's server refused to parse it: nothing to log
+				}
+				if resp.StatusCode != http.StatusForbidden {
+					t.Fatalf("CONNECT: %s", resp.Status)
+				}
+			} else {
+				c, br := h.tlsTunnel("api.github.com", "api.github.com", false)
+				defer c.Close()
+				io.WriteString(c, tc.raw)
+				if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode < 400 {
+					t.Fatalf("got %v, %v; want a refusal", resp, err)
+				}
+			}
+			eventually(t, "the request's log line", func() bool { return len(h.logs.requests(t)) > lines })
+		})
+	}
+	// Every request line is one JSON object on one line, none long.
+	for _, line := range strings.Split(strings.TrimSpace(h.logs.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Errorf("a log line is not one JSON object: %q", policy.Clip(line))
+		}
+		if len(line) > 1024 {
+			t.Errorf("a log line of %d bytes: %q", len(line), policy.Clip(line))
+		}
+		if strings.ContainsAny(line, "\x1b\x07\u2028") {
+			t.Errorf("a log line holds a raw control or separator character: %q", line)
+		}
+	}
+	m := h.get("/metrics")
+	for _, l := range strings.Split(m, "\n") {
+		if strings.HasPrefix(l, "keyhole_proxy_requests_total{") && !strings.HasPrefix(l, `keyhole_proxy_requests_total{host="api.github.com",`) &&
+			!strings.HasPrefix(l, `keyhole_proxy_requests_total{host="_other",`) {
+			t.Errorf("a series names a host the config does not: %q", l)
+		}
+		if strings.Contains(l, "evil") || strings.Contains(l, "aaaa") {
+			t.Errorf("a metric line holds what the sandbox sent: %q", policy.Clip(l))
+		}
+	}
+}
+
+// encodedForms are the encodings an upstream may hand a credential back
+// in, beyond the percent-escapes: hex in either case, and base64
+// (standard or URL-safe, padded or not) of the bare credential, of the
+// header it went out in, of basic credentials, and of a document that
+// holds it at any offset (a session cookie built from it).
+func encodedForms(tok string) map[string]string {
+	forms := map[string]string{
+		"hex":         hex.EncodeToString([]byte(tok)),
+		"HEX":         strings.ToUpper(hex.EncodeToString([]byte(tok))),
+		"hex, bearer": hex.EncodeToString([]byte("Bearer " + tok)),
+	}
+	for name, enc := range map[string]*base64.Encoding{"base64": base64.StdEncoding, "base64url": base64.URLEncoding, "raw base64url": base64.RawURLEncoding} {
+		forms[name] = enc.EncodeToString([]byte(tok))
+		forms[name+", bearer"] = enc.EncodeToString([]byte("Bearer " + tok))
+		forms[name+", basic"] = enc.EncodeToString([]byte("x-access-token:" + tok))
+		for off := range 3 {
+			forms[fmt.Sprintf("%s, in a document at %d", name, off)] = enc.EncodeToString([]byte(`{"s":"` + strings.Repeat("x", off) + tok + `","t":1}`))
+		}
+	}
+	return forms
+}
+
+// TestServerScrubEncodedEcho: an upstream that hands the credential back
+// encoded (hex, base64 of it or of what holds it), in a header or, with
+// scrubResponseBodies, in the body, hands back none of those forms: the
+// scrub knows the hex and every base64 alignment of each credential
+// value, so what reaches the sandbox decodes to no credential.
+func TestServerScrubEncodedEcho(t *testing.T) {
+	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth := r.Header.Get("Authorization")
+		tok := strings.TrimPrefix(auth, "Bearer ")
+		if raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(auth, "Basic ")); err == nil {
+			_, tok, _ = strings.Cut(string(raw), ":")
+		}
+		forms := encodedForms(tok)
+		names := make([]string, 0, len(forms))
+		for n := range forms {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		for i, n := range names {
+			w.Header().Add("Set-Cookie", fmt.Sprintf("s%d=%s", i, forms[n]))
+		}
+		for _, n := range names {
+			fmt.Fprintf(w, "%s: %s\n", n, forms[n])
+		}
+	})
+	h := newHarness(t, withUpstream(t, echo, "github.com", "uploads.github.com"))
+	cfg := strings.Replace(testConfig, `"passthrough"`, `"scrubResponseBodies": true, "passthrough"`, 1)
+	writeAtomic(t, h.cfgPath, []byte(cfg))
+	eventually(t, "the config with scrubResponseBodies", func() bool { return h.srv.state.Load().cfg.ScrubResponseBodies })
+	tests := map[string]struct{ method, url, auth string }{
+		"HEAD, headers only":             {method: "HEAD", url: "https://uploads.github.com/x", auth: "Bearer omnia-injected-github"},
+		"basic form":                     {url: "https://github.com/acme/widgets/info/refs"},
+		"substituted bearer":             {url: "https://uploads.github.com/x", auth: "Bearer omnia-injected-github"},
+		"substituted basic, user chosen": {url: "https://uploads.github.com/x", auth: "Basic " + b64("\xfb\xff:omnia-injected-github")},
+	}
+	c := h.client()
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			req, _ := http.NewRequest(cmp.Or(tc.method, "GET"), tc.url, nil)
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
+			}
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := readBody(t, resp)
+			if resp.StatusCode != 200 {
+				t.Fatalf("%s", resp.Status)
+			}
+			got := body + fmt.Sprint(resp.Header)
+			for form, v := range encodedForms(canary) {
+				if strings.Contains(got, v) {
+					t.Errorf("the response holds the credential as %s", form)
+				}
+			}
+			if len(resp.Header.Values("Set-Cookie")) < 20 {
+				t.Errorf("the echo's cookies did not come back: %d", len(resp.Header.Values("Set-Cookie")))
+			}
+			if tc.method != "HEAD" && !strings.Contains(body, "hex: *") {
+				t.Errorf("the echo was not masked: %q", policy.Clip(body))
 			}
 		})
 	}

@@ -3,9 +3,12 @@ package proxy
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"keyhole.dev/keyhole/proxy/policy"
 )
@@ -93,6 +96,67 @@ func TestServerBodyRule(t *testing.T) {
 			}
 			if ct := got[0].Header.Values("Content-Type"); len(ct) != 1 {
 				t.Fatalf("upstream Content-Type %q", ct)
+			}
+		})
+	}
+}
+
+// TestServerExpectContinue: a client that sends Expect: 100-continue
+// and waits gets the proxy's 100 before it sends the body, but the
+// upstream gets nothing, the credential included, until the body has
+// arrived and a rule has allowed it; a refused body never reaches it.
+func TestServerExpectContinue(t *testing.T) {
+	var arrived atomic.Int64
+	var gotBody atomic.Value
+	up := withUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived.Add(1) // on the request's header, before its body
+		b, _ := io.ReadAll(r.Body)
+		gotBody.Store(string(b))
+	}), "api.github.com")
+	h := newHarnessConfig(t, bodyRuleConfig, up)
+	tests := map[string]struct {
+		body   string
+		status int
+	}{
+		"allowed body": {body: `{"state":"open"}`, status: http.StatusOK},
+		"refused body": {body: `{"state":"closed"}`, status: http.StatusForbidden},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			before := arrived.Load()
+			c, br := h.tlsTunnel("api.github.com", "api.github.com", false)
+			defer c.Close()
+			fmt.Fprintf(c, "PATCH /repos/acme/widgets/pulls/7 HTTP/1.1\r\nHost: api.github.com\r\nContent-Type: application/json\r\n"+
+				"Content-Length: %d\r\nExpect: 100-continue\r\n\r\n", len(tc.body))
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil || resp.StatusCode != http.StatusContinue {
+				t.Fatalf("got %v, %v; want 100 Continue before the body", resp, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+			if n := arrived.Load() - before; n != 0 {
+				t.Fatalf("the upstream got the request before its body was checked")
+			}
+			io.WriteString(c, tc.body)
+			// The upstream's own 100 may be passed on too: a client
+			// takes any number of 1xx before the final response.
+			for resp.StatusCode == http.StatusContinue {
+				if resp, err = http.ReadResponse(br, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Fatalf("%s, want %d", resp.Status, tc.status)
+			}
+			want := int64(0)
+			if tc.status == http.StatusOK {
+				want = 1
+				if b, _ := gotBody.Load().(string); b != tc.body {
+					t.Errorf("the upstream got the body %q, want %q", b, tc.body)
+				}
+			}
+			if n := arrived.Load() - before; n != want {
+				t.Errorf("the upstream got %d requests, want %d", n, want)
 			}
 		})
 	}

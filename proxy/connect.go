@@ -152,6 +152,9 @@ func (s *Server) splice(client, upstream net.Conn, release func()) {
 			n, err := src.Read(buf)
 			if n > 0 {
 				touch()
+				// A peer that stops reading must not hold the tunnel
+				// forever: a write may wait as long as a read.
+				dst.SetWriteDeadline(time.Now().Add(idle))
 				if _, werr := dst.Write(buf[:n]); werr != nil {
 					break
 				}

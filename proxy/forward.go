@@ -38,6 +38,12 @@ type forwarder struct {
 	// onScrub, when set, hears of each response part (where: "interim",
 	// "header", "trailer") whose named headers held the credential.
 	onScrub func(r *http.Request, where string, names []string)
+	// stall, when set, is how long a write of the response to the
+	// sandbox may wait: a sandbox that stops reading a long response
+	// would otherwise hold the handler, its buffers, its tunnel and the
+	// upstream connection forever, as no other timeout runs while a
+	// response is written.
+	stall time.Duration
 }
 
 // scrubbing is what the forwarder keeps from the sandbox on one
@@ -101,6 +107,13 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 	if sc.body {
 		// A compressed body could hide the credential from the scrub.
 		out.Header["Accept-Encoding"] = []string{"identity"}
+		// So could a part of one: a range that cuts the credential, or
+		// several ranges of one response, each piece in its own part
+		// between multipart boundaries, each too short to be found.
+		// Without Range the upstream sends the whole body, which the
+		// scrub sees whole.
+		deleteFold(out.Header, "Range")
+		deleteFold(out.Header, "If-Range")
 	}
 
 	// 1xx responses (100 Continue, 103 Early Hints) are passed on as
@@ -185,9 +198,15 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 		}
 		h.Add("Trailer", strings.Join(keys, ", "))
 	}
+	rc := http.NewResponseController(w)
+	if f.stall > 0 {
+		// Each write may wait this long (copyBody extends it); the
+		// connection's next response starts without one.
+		rc.SetWriteDeadline(time.Now().Add(f.stall))
+		defer rc.SetWriteDeadline(time.Time{})
+	}
 	w.WriteHeader(res.StatusCode)
 
-	rc := http.NewResponseController(w)
 	stream := res.ContentLength == -1 || isEventStream(res.Header.Get("Content-Type"))
 	if stream {
 		rc.Flush() // headers now: the body may take its time
@@ -248,6 +267,9 @@ func (f *forwarder) copyBody(w io.Writer, rc *http.ResponseController, src io.Re
 	for {
 		nr, rerr := src.Read(buf)
 		if nr > 0 {
+			if f.stall > 0 {
+				rc.SetWriteDeadline(time.Now().Add(f.stall))
+			}
 			nw, werr := w.Write(buf[:nr])
 			if werr != nil {
 				return werr

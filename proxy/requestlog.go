@@ -49,10 +49,14 @@ func logText(s string) string {
 
 // logRequest writes the one log line of a request.
 func (s *Server) logRequest(st *state, r *http.Request, d policy.Decision, status int, start time.Time) {
+	// A refused CONNECT's decision names the host as sent, of any
+	// length the header limit allows: clipped like every field the
+	// sandbox chooses.
 	host := d.Host
 	if host == "" {
-		host = policy.Clip(r.Host)
+		host = r.Host
 	}
+	host = policy.Clip(host)
 	s.metrics.request(s.metricHost(st, d.Host), d)
 	sb := st.cfg.Sandbox
 	sandbox := sb.Name

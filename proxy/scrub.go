@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -50,6 +52,34 @@ func (in *Injected) add(v string) {
 		if e != v {
 			in.addOne(e)
 			in.addOne(lowerHexEscapes(e))
+		}
+	}
+}
+
+// addEncoded records, besides v itself (add), the encodings an upstream
+// may hand a credential value back in: hex in either case, and base64,
+// standard and URL-safe, at each of the three offsets v can start at in
+// what is encoded. Of each base64 form only the characters that v's own
+// bytes determine are recorded, so base64 of anything holding v (the
+// bare value, "Bearer v", "user:v", a session cookie's document) holds
+// one of them, padded or not, whatever comes before or after.
+func (in *Injected) addEncoded(v string) {
+	in.add(v)
+	h := hex.EncodeToString([]byte(v))
+	in.addOne(h)
+	in.addOne(strings.ToUpper(h))
+	buf := make([]byte, 2, 2+len(v))
+	buf = append(buf, v...)
+	for off := range 3 {
+		src := buf[2-off:] // off zero bytes, then v
+		// Character i holds bits 6i to 6i+5 of src: it is v's alone
+		// when it starts at or after v's first bit and ends within
+		// its last.
+		lo, hi := (8*off+5)/6, 8*len(src)/6
+		for _, enc := range [...]*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+			if e := enc.EncodeToString(src); lo < hi {
+				in.addOne(e[lo:hi])
+			}
 		}
 	}
 }

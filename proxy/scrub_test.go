@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -89,6 +91,44 @@ func TestInjectedAdd(t *testing.T) {
 				t.Fatalf("values = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestInjectedAddEncoded: whatever holds a credential value, at any
+// offset, hex or base64 of it (standard or URL-safe, padded or not)
+// holds one of the forms addEncoded records, so the scrub masks it.
+func TestInjectedAddEncoded(t *testing.T) {
+	encodings := map[string]func([]byte) string{
+		"hex":           hex.EncodeToString,
+		"HEX":           func(b []byte) string { return strings.ToUpper(hex.EncodeToString(b)) },
+		"base64":        base64.StdEncoding.EncodeToString,
+		"raw base64":    base64.RawStdEncoding.EncodeToString,
+		"base64url":     base64.URLEncoding.EncodeToString,
+		"raw base64url": base64.RawURLEncoding.EncodeToString,
+	}
+	values := map[string]string{
+		"shortest scrubbed":                "12345678",
+		"token":                            "ghp_0123456789abcdefghij0123456789abcdef",
+		"bytes base64 spells with + and /": "\xfb\xff\xbf\xfb\xff\xbf\xfb\xff\xbf",
+	}
+	for vname, v := range values {
+		var in Injected
+		in.addEncoded(v)
+		for _, val := range in.values {
+			if len(val.v) < MinScrubLen {
+				t.Errorf("%s: a form of %d bytes is recorded", vname, len(val.v))
+			}
+		}
+		for ename, enc := range encodings {
+			for _, around := range [][2]string{{"", ""}, {"x", ""}, {"xy", "z"}, {"Bearer ", ""}, {"x-access-token:", ""}, {`{"s":"`, `"}`}} {
+				t.Run(fmt.Sprintf("%s/%s/%q", vname, ename, around[0]), func(t *testing.T) {
+					e := enc([]byte(around[0] + v + around[1]))
+					if _, ok := in.ScrubString(e); !ok {
+						t.Errorf("%s of %q around the value is not scrubbed", ename, around)
+					}
+				})
+			}
+		}
 	}
 }
 
@@ -222,8 +262,27 @@ func FuzzScrubReader(f *testing.F) {
 // response body costs against copying it untouched, for an API-sized
 // body and a download-sized one, with the values a Basic injection
 // leaves to scrub (three).
+// basicInjected is what a basic injection leaves to scrub: the user
+// name, the password with its encoded forms, the base64 that went out.
+// plain is the same without the password's encoded forms.
+func basicInjected() (plain, encoded Injected) {
+	const user, pass = "x-access-token", "ghp_0123456789abcdefghij0123456789abcdef"
+	enc := base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))
+	plain = injectedOf(user, pass, enc)
+	encoded.add(user)
+	encoded.addEncoded(pass)
+	encoded.add(enc)
+	return plain, encoded
+}
+
 func BenchmarkScrubReader(b *testing.B) {
-	in := injectedOf("x-access-token", "ghp_0123456789abcdefghij0123456789abcdef", "eC1hY2Nlc3MtdG9rZW46Z2hwXzAxMjM0NTY3ODlhYmNkZWZnaGlqMDEyMzQ1Njc4OWFiY2RlZg==")
+	plain, encoded := basicInjected()
+	// What a header template of one token leaves.
+	const token = "ghp_0123456789abcdefghij0123456789abcdef"
+	bearer := injectedOf(token, "Bearer "+token)
+	var bearerEncoded Injected
+	bearerEncoded.addEncoded(token)
+	bearerEncoded.add("Bearer " + token)
 	for _, size := range []int{1 << 10, 64 << 10, 1 << 20} {
 		// JSON-ish text with no value in it: the usual case, and the
 		// one that must be cheap.
@@ -239,14 +298,16 @@ func BenchmarkScrubReader(b *testing.B) {
 			}
 			b.ReportMetric(float64((cpuTime()-before).Nanoseconds())/float64(b.N), "cpu-ns/op")
 		})
-		b.Run(fmt.Sprintf("scrub/%dKiB", size>>10), func(b *testing.B) {
-			b.SetBytes(int64(size))
-			before := cpuTime()
-			for b.Loop() {
-				io.CopyBuffer(io.Discard, in.ScrubReader(bytes.NewReader(body), sbuf), buf)
-			}
-			b.ReportMetric(float64((cpuTime()-before).Nanoseconds())/float64(b.N), "cpu-ns/op")
-		})
+		for name, in := range map[string]Injected{"scrub values": plain, "scrub values and encodings": encoded, "scrub token": bearer, "scrub token and encodings": bearerEncoded} {
+			b.Run(fmt.Sprintf("%s/%dKiB", name, size>>10), func(b *testing.B) {
+				b.SetBytes(int64(size))
+				before := cpuTime()
+				for b.Loop() {
+					io.CopyBuffer(io.Discard, in.ScrubReader(bytes.NewReader(body), sbuf), buf)
+				}
+				b.ReportMetric(float64((cpuTime()-before).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			})
+		}
 	}
 }
 
@@ -259,7 +320,7 @@ func (o onlyReader) Read(p []byte) (int, error) { return o.r.Read(p) }
 // BenchmarkScrubHeader measures the check every response header from an
 // injected host goes through: ten fields, none holding the credential.
 func BenchmarkScrubHeader(b *testing.B) {
-	in := injectedOf("x-access-token", "ghp_0123456789abcdefghij0123456789abcdef", "eC1hY2Nlc3MtdG9rZW46Z2hwXzAxMjM0NTY3ODlhYmNkZWZnaGlqMDEyMzQ1Njc4OWFiY2RlZg==")
+	plain, encoded := basicInjected()
 	h := http.Header{
 		"Content-Type": {"application/json; charset=utf-8"}, "Date": {"Mon, 30 Nov 2026 14:00:00 GMT"},
 		"Etag": {`W/"6d3f5a0e0b2c4d1e"`}, "Cache-Control": {"private, max-age=60, s-maxage=60"},
@@ -267,11 +328,15 @@ func BenchmarkScrubHeader(b *testing.B) {
 		"X-Ratelimit-Remaining": {"4999"}, "Vary": {"Accept, Authorization, Cookie, X-GitHub-OTP"},
 		"Content-Length": {"1024"}, "Server": {"github.com"},
 	}
-	before := cpuTime()
-	for b.Loop() {
-		if in.ScrubHeader(h) != nil {
-			b.Fatal("scrubbed a clean header")
-		}
+	for name, in := range map[string]Injected{"values": plain, "values and encodings": encoded} {
+		b.Run(name, func(b *testing.B) {
+			before := cpuTime()
+			for b.Loop() {
+				if in.ScrubHeader(h) != nil {
+					b.Fatal("scrubbed a clean header")
+				}
+			}
+			b.ReportMetric(float64((cpuTime()-before).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		})
 	}
-	b.ReportMetric(float64((cpuTime()-before).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }

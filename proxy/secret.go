@@ -112,8 +112,9 @@ type cachedSecret struct {
 const stableAfter = 2 * time.Second
 
 // Lookup reads secret/key. The value is the file's content with one
-// trailing "\n" trimmed; it must then be non-empty and hold no CR, LF or
-// NUL, or the error wraps ErrCredentialUnavailable.
+// trailing "\n" trimmed; it must then be what config.HeaderValue takes
+// (non-empty, no CR, LF, NUL or other control character but tab), or the
+// error wraps ErrCredentialUnavailable.
 func (d SecretDir) Lookup(secret, key string) (Secret, error) {
 	if config.CheckSecretName(secret) != nil || config.CheckSecretKey(key) != nil {
 		return Secret{}, fmt.Errorf("%w: invalid secret or key name", ErrCredentialUnavailable)
@@ -182,14 +183,15 @@ func readSecret(path, secret, key string) (Secret, error) {
 	if len(b) > maxSecretSize {
 		return Secret{}, fmt.Errorf("%w: key %q of secret %q is larger than %d bytes", ErrCredentialUnavailable, key, secret, maxSecretSize)
 	}
-	v := strings.TrimSuffix(string(b), "\n")
-	switch {
-	case v == "":
-		return Secret{}, fmt.Errorf("%w: key %q of secret %q is empty", ErrCredentialUnavailable, key, secret)
-	case strings.ContainsAny(v, "\r\n\x00"):
-		return Secret{}, fmt.Errorf("%w: key %q of secret %q holds a line break or NUL", ErrCredentialUnavailable, key, secret)
+	// The same rule as keyhole check's, so that a value check passed is
+	// one the proxy uses, and a Secret changed after the check that the
+	// rule refuses is unavailable rather than sent by one forwarding path
+	// and refused by the other.
+	v, err := config.HeaderValue(b)
+	if err != nil {
+		return Secret{}, fmt.Errorf("%w: key %q of secret %q: %w", ErrCredentialUnavailable, key, secret, err)
 	}
-	return Secret{v: v}, nil
+	return Secret{v: string(v)}, nil
 }
 
 // Inject sets h's credential on an outbound request's header, reading the
@@ -212,12 +214,19 @@ func readSecret(path, secret, key string) (Secret, error) {
 func Inject(h *policy.HostPolicy, header http.Header, lookup SecretLookup) (Injected, error) {
 	in := h.Inject
 	var inj Injected
-	read := func(key string) (string, error) {
+	// read reads a key; secret says whether its value is a credential,
+	// to be scrubbed from responses in its encoded forms too, or (a
+	// basic user name) only as it is.
+	read := func(key string, secret bool) (string, error) {
 		s, err := lookup(in.Secret, key)
 		if err != nil {
 			return "", err
 		}
-		inj.add(s.v)
+		if secret {
+			inj.addEncoded(s.v)
+		} else {
+			inj.add(s.v)
+		}
 		return s.Reveal(), nil
 	}
 	switch {
@@ -229,18 +238,18 @@ func Inject(h *policy.HostPolicy, header http.Header, lookup SecretLookup) (Inje
 				return Injected{}, fmt.Errorf("%w: %w", ErrCredentialUnavailable, err)
 			}
 		}
-		v, err := t.Render(read)
+		v, err := t.Render(func(key string) (string, error) { return read(key, true) })
 		if err != nil {
 			return Injected{}, err
 		}
 		setHeader(header, in.Header.Name, v)
 		inj.add(v)
 	case in.Basic != nil:
-		user, err := read(in.Basic.UsernameKey)
+		user, err := read(in.Basic.UsernameKey, false)
 		if err != nil {
 			return Injected{}, err
 		}
-		pass, err := read(in.Basic.PasswordKey)
+		pass, err := read(in.Basic.PasswordKey, true)
 		if err != nil {
 			return Injected{}, err
 		}
@@ -248,7 +257,7 @@ func Inject(h *policy.HostPolicy, header http.Header, lookup SecretLookup) (Inje
 		setHeader(header, "Authorization", "Basic "+enc)
 		inj.add(enc)
 	case in.Substitute != nil:
-		err := substitute(header, in.Substitute, &inj, func() (string, error) { return read(in.Substitute.Key) })
+		err := substitute(header, in.Substitute, &inj, func() (string, error) { return read(in.Substitute.Key, true) })
 		if err != nil {
 			return Injected{}, err
 		}

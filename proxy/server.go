@@ -208,6 +208,7 @@ func New(opts Options) (*Server, error) {
 	s.forwardTLS.observe = s.metrics.observeUpstream
 	s.forwardTLS.onScrub = s.upstreamScrubbed
 	s.forwardPlain = newForwarder("http", s.plain, s.upstreamError)
+	s.forwardTLS.stall, s.forwardPlain.stall = opts.Timeouts.Idle, opts.Timeouts.Idle
 	s.innerLn = newConnListener()
 	s.tunnelTLS = &tls.Config{
 		MinVersion: tls.VersionTLS12,

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -325,6 +326,63 @@ func TestServerSecretRotation(t *testing.T) {
 	}
 }
 
+// TestServerSecretChangedAfterCheck: a mounted Secret changed after
+// keyhole check passed it (the kubelet projects whatever the API server
+// holds) to a value no header may carry. The proxy refuses it as check
+// would, with credential-unavailable, on both of its forwarding paths (a
+// bodiless GET and a POST): nothing goes upstream, and the value is in
+// no log.
+func TestServerSecretChangedAfterCheck(t *testing.T) {
+	var arrived atomic.Int64
+	up := withUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { arrived.Add(1) }), "uploads.github.com")
+	h := newHarness(t, up)
+	c := h.client()
+	tests := map[string]string{
+		"line break inside":        canary + "\nX-Injected: yes",
+		"obs-fold":                 canary + "\r\n X-Folded",
+		"NUL":                      canary + "\x00tail",
+		"terminal escape sequence": canary + "\x1b]0;owned\x07",
+		"vertical tab":             canary + "\vX-Injected: yes",
+		"DEL":                      canary + "\x7f",
+	}
+	for name, value := range tests {
+		t.Run(name, func(t *testing.T) {
+			h.secrets.write(map[string]string{"token": value, "user": "u"})
+			for _, method := range []string{"GET", "POST"} {
+				before := arrived.Load()
+				var body io.Reader
+				if method == "POST" {
+					body = strings.NewReader("{}")
+				}
+				req, _ := http.NewRequest(method, "https://uploads.github.com/x", body)
+				req.Header.Set("Authorization", "Bearer omnia-injected-github")
+				resp, err := c.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				readBody(t, resp)
+				if r := resp.Header.Get(policy.RefusedHeader); resp.StatusCode != http.StatusBadGateway || r != string(policy.ReasonCredentialUnavailable) {
+					t.Errorf("%s: %s %q, want 502 credential-unavailable", method, resp.Status, r)
+				}
+				if n := arrived.Load() - before; n != 0 {
+					t.Errorf("%s: the upstream got the request", method)
+				}
+			}
+		})
+	}
+	h.secrets.write(map[string]string{"token": canary, "user": "u"})
+	req, _ := http.NewRequest("GET", "https://uploads.github.com/x", nil)
+	req.Header.Set("Authorization", "Bearer omnia-injected-github")
+	resp, err := c.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("restored value: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if strings.Contains(h.logs.String(), canary) {
+		t.Fatal("the secret appears in the logs")
+	}
+}
+
 func TestServerConfigReload(t *testing.T) {
 	h := newHarness(t)
 	c := h.client()
@@ -427,6 +485,36 @@ func TestServerConcurrentMintOnce(t *testing.T) {
 	}
 	if m := h.get("/metrics"); !strings.Contains(m, "keyhole_proxy_cert_mints_total 1\n") {
 		t.Fatalf("want exactly one mint:\n%s", m)
+	}
+}
+
+// TestServerLeavesBoundedByConfig: tunnels to every injected host, each
+// with many different TLS server names (another host, random names, the
+// host in other letter cases, names with a NUL), mint one leaf per
+// injected host and no more: the leaf is for the CONNECT host, never the
+// SNI, so a sandbox cannot grow the cache with names of its choosing.
+func TestServerLeavesBoundedByConfig(t *testing.T) {
+	h := newHarness(t)
+	hosts := []string{"api.github.com", "github.com", "uploads.github.com"}
+	for _, host := range hosts {
+		for i := range 20 {
+			sni := []string{fmt.Sprintf("n%d.evil.example", i), strings.ToUpper(host), "pypi.org", host + "\x00x", "xn--pi-6kc.github.com"}[i%5]
+			c, _, resp := h.connect(host + ":443")
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("CONNECT %s: %s", host, resp.Status)
+			}
+			tc := tls.Client(c, &tls.Config{ServerName: sni, InsecureSkipVerify: true})
+			if err := tc.Handshake(); err != nil {
+				t.Fatalf("handshake with SNI %q: %v", sni, err)
+			}
+			if cn := tc.ConnectionState().PeerCertificates[0].DNSNames; len(cn) != 1 || cn[0] != host {
+				t.Errorf("SNI %q in a tunnel to %s got a leaf for %q", sni, host, cn)
+			}
+			c.Close()
+		}
+	}
+	if m := h.get("/metrics"); !strings.Contains(m, fmt.Sprintf("keyhole_proxy_cert_mints_total %d\n", len(hosts))) {
+		t.Fatalf("want %d mints:\n%s", len(hosts), m)
 	}
 }
 
@@ -566,16 +654,42 @@ func TestServerPlainAndPassthrough(t *testing.T) {
 	})
 }
 
-func TestServerHTTP2OnlyFails(t *testing.T) {
+// TestServerTunnelHandshakeRefusals: what a client may offer in the TLS
+// handshake of a tunnel that the proxy does not speak: HTTP/2 only (which
+// would carry requests in frames the inner server does not read),
+// HTTP/1.0 only, TLS before 1.2. Each handshake fails, and the upstream
+// gets nothing.
+func TestServerTunnelHandshakeRefusals(t *testing.T) {
 	h := newHarness(t)
-	c, _, resp := h.connect("api.github.com:443")
-	defer c.Close()
-	if resp.StatusCode != 200 {
-		t.Fatal(resp.Status)
+	tests := map[string]*tls.Config{
+		"HTTP/2 only":   {NextProtos: []string{"h2"}},
+		"HTTP/1.0 only": {NextProtos: []string{"http/1.0"}},
+		"TLS 1.0":       {MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS10},
+		"TLS 1.1":       {MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11},
 	}
-	err := tls.Client(c, &tls.Config{ServerName: "api.github.com", RootCAs: h.sandbox.pool, NextProtos: []string{"h2"}}).Handshake()
-	if err == nil {
-		t.Fatal("an HTTP/2-only client completed the handshake")
+	for name, cfg := range tests {
+		t.Run(name, func(t *testing.T) {
+			before := len(h.api.seen())
+			c, _, resp := h.connect("api.github.com:443")
+			defer c.Close()
+			if resp.StatusCode != 200 {
+				t.Fatal(resp.Status)
+			}
+			cfg.ServerName, cfg.RootCAs = "api.github.com", h.sandbox.pool
+			tc := tls.Client(c, cfg)
+			err := tc.Handshake()
+			if err != nil && !strings.Contains(err.Error(), "remote error") {
+				t.Fatalf("the client gave up by itself (%v): the proxy was never asked", err)
+			}
+			if err == nil {
+				// Try a request anyway: it must not reach the upstream.
+				io.WriteString(tc, "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\n\r\n")
+				t.Fatalf("the handshake succeeded (%s, ALPN %q)", tls.VersionName(tc.ConnectionState().Version), tc.ConnectionState().NegotiatedProtocol)
+			}
+			if n := len(h.api.seen()) - before; n != 0 {
+				t.Fatalf("the upstream got %d requests", n)
+			}
+		})
 	}
 }
 

@@ -107,6 +107,17 @@ func TestTransparentListener(t *testing.T) {
 		"SNI with a trailing dot": {raw: func(t *testing.T) []byte {
 			return bytes.Replace(captureHello(t, "api.github.com"), []byte("api.github.com"), []byte("pi.github.com."), 1)
 		}, handErr: true, reason: policy.ReasonHostNotAllowed},
+		"SNI an allowed name, a NUL, another name": {raw: func(t *testing.T) []byte {
+			hello := captureHello(t, "api.github.com\x00.evil.example")
+			if !bytes.Contains(hello, []byte("api.github.com\x00.evil.example")) {
+				t.Fatal("the ClientHello does not carry the NUL")
+			}
+			return hello
+		}, handErr: true, reason: policy.ReasonHostNotAllowed},
+		"SNI a homograph of an allowed name (Cyrillic а), as UTF-8": {raw: func(t *testing.T) []byte {
+			return captureHello(t, "\u0430pi.github.com")
+		}, handErr: true, reason: policy.ReasonHostNotAllowed},
+		"SNI a homograph of an allowed name, as punycode": {sni: "xn--pi-6kc.github.com", handErr: true, reason: policy.ReasonHostNotAllowed},
 		"plain HTTP on 443": {raw: func(*testing.T) []byte {
 			return []byte("GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\n\r\n")
 		}, handErr: true, reason: policy.ReasonHostNotAllowed},

@@ -11,9 +11,11 @@ import (
 // with SNI and Host naming the same host; for http:// an absolute-form
 // request. The URL's path and query are used exactly as typed, never
 // normalized, so the verdict is the proxy's. body matters only for rules
-// with a Body condition, and is sent as application/json. It is what
+// with a Body condition, and is sent as application/json. A fragment
+// (#...) is dropped first: clients never send one. It is what
 // `keyhole explain` prints.
 func (p *Policy) DecideURL(method, rawURL string, body []byte) Decision {
+	rawURL, _, _ = strings.Cut(rawURL, "#")
 	var contentType []string
 	if body != nil {
 		contentType = []string{"application/json"}

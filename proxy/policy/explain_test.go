@@ -28,6 +28,12 @@ func TestDecideURL(t *testing.T) {
 		"userinfo":          {method: "GET", url: "https://x-access-token:t@github.com/acme/w.git/info/refs", action: ActionInject, reason: ReasonAllowed},
 		"ftp":               {method: "GET", url: "ftp://pypi.org/", action: ActionRefuse, reason: ReasonHostNotAllowed},
 		"not a url":         {method: "GET", url: "/user", action: ActionRefuse, reason: ReasonHostNotAllowed},
+		// Clients drop the fragment; what it hides is never sent.
+		"fragment":             {method: "GET", url: "https://api.github.com/repos/acme/widgets#x", action: ActionInject, reason: ReasonAllowed},
+		"fragment hiding dots": {method: "GET", url: "https://api.github.com/repos/acme/widgets#/../../user", action: ActionInject, reason: ReasonAllowed},
+		"fragment before path": {method: "GET", url: "https://api.github.com#/repos/acme/widgets", action: ActionRefuse, reason: ReasonL7NotAllowed},
+		"fragment hiding host": {method: "GET", url: "https://evil.example#@api.github.com/repos/acme/widgets", action: ActionRefuse, reason: ReasonHostNotAllowed},
+		"plain, fragment":      {method: "GET", url: "http://pypi.org/simple/#x", action: ActionForward, reason: ReasonAllowed},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -61,10 +67,12 @@ func FuzzDecideURL(f *testing.F) {
 			t.Fatalf("inject on unconfigured host %q", d.Host)
 		}
 		// What is injected is a clean path on that host that one of its
-		// rules allows, read from the URL as typed.
-		_, rest, _ := strings.Cut(rawURL, "://")
+		// rules allows, read from the URL as typed less its fragment,
+		// which clients never send.
+		sent, _, _ := strings.Cut(rawURL, "#")
+		_, rest, _ := strings.Cut(sent, "://")
 		authority, target := rest, "/"
-		if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		if i := strings.IndexAny(rest, "/?"); i >= 0 {
 			authority, target = rest[:i], rest[i:]
 		}
 		if i := strings.LastIndexByte(authority, '@'); i >= 0 {
