@@ -335,8 +335,12 @@ type pass struct {
 
 	conns   map[ref]*connection
 	secrets map[ref]*secret
-	classes map[ref]*sandboxClass
-	owners  []*owner
+	// anyNamespace holds, by name, the Secrets a ClusterExternalSecret
+	// makes in the namespaces its selector picks: a Connection whose
+	// Secret is in no unit reads one of these (docs/inputs.md).
+	anyNamespace map[string]*secret
+	classes      map[ref]*sandboxClass
+	owners       []*owner
 	// connList keeps Connections in input order for deterministic checks.
 	connList []*connection
 	agents   []*agent
@@ -570,6 +574,12 @@ func (p *pass) secretOf(c *connection) (*secret, ref) {
 	}
 	for _, o := range p.units {
 		if s := o.secrets[r]; s != nil && o != p {
+			s.read = true
+			return s, r
+		}
+	}
+	for _, o := range p.units {
+		if s := o.anyNamespace[r.name]; s != nil {
 			s.read = true
 			return s, r
 		}

@@ -216,7 +216,7 @@ func digestOfDoc(doc *source.Document) *digested {
 func isSecretSource(o diag.Object, n *yaml.Node) bool {
 	switch {
 	case o.APIVersion == sealedSecretAPIVersion && o.Kind == "SealedSecret":
-	case (o.APIVersion == externalSecretAPIVersion || o.APIVersion == externalSecretAPIVersionBeta) && o.Kind == "ExternalSecret":
+	case (o.APIVersion == externalSecretAPIVersion || o.APIVersion == externalSecretAPIVersionBeta) && (o.Kind == "ExternalSecret" || o.Kind == "ClusterExternalSecret"):
 	case o.APIVersion == "v1" && o.Kind == "Secret" && source.Lookup(n, "sops") != nil:
 	default:
 		return false

@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -54,32 +55,48 @@ type sealedSecretWire struct {
 }
 
 type externalSecretWire struct {
+	Metadata metadata           `yaml:"metadata"`
+	Spec     externalSecretSpec `yaml:"spec"`
+}
+
+// clusterExternalSecretWire is a ClusterExternalSecret: the ExternalSecret
+// its spec.externalSecretSpec describes, made by the controller in each
+// namespace it names or its selectors pick.
+type clusterExternalSecretWire struct {
 	Metadata metadata `yaml:"metadata"`
 	Spec     struct {
-		Target struct {
-			Name           string `yaml:"name"`
-			CreationPolicy string `yaml:"creationPolicy"`
-			// Manifest, when set, is the kind of object made instead of
-			// a Secret.
-			Manifest *struct {
-				APIVersion string `yaml:"apiVersion"`
-				Kind       string `yaml:"kind"`
-			} `yaml:"manifest"`
-			Template *struct {
-				MergePolicy  string            `yaml:"mergePolicy"`
-				Data         map[string]string `yaml:"data"`
-				TemplateFrom []struct {
-					// Target is where the template's result goes: Data
-					// (the default), Annotations or Labels.
-					Target string `yaml:"target"`
-				} `yaml:"templateFrom"`
-			} `yaml:"template"`
-		} `yaml:"target"`
-		Data []struct {
-			SecretKey string `yaml:"secretKey"`
-		} `yaml:"data"`
-		DataFrom []yaml.Node `yaml:"dataFrom"`
+		ExternalSecretName string             `yaml:"externalSecretName"`
+		ExternalSecretSpec externalSecretSpec `yaml:"externalSecretSpec"`
+		Namespaces         []string           `yaml:"namespaces"`
+		NamespaceSelector  *yaml.Node         `yaml:"namespaceSelector"`
+		NamespaceSelectors []yaml.Node        `yaml:"namespaceSelectors"`
 	} `yaml:"spec"`
+}
+
+type externalSecretSpec struct {
+	Target struct {
+		Name           string `yaml:"name"`
+		CreationPolicy string `yaml:"creationPolicy"`
+		// Manifest, when set, is the kind of object made instead of
+		// a Secret.
+		Manifest *struct {
+			APIVersion string `yaml:"apiVersion"`
+			Kind       string `yaml:"kind"`
+		} `yaml:"manifest"`
+		Template *struct {
+			MergePolicy  string            `yaml:"mergePolicy"`
+			Data         map[string]string `yaml:"data"`
+			TemplateFrom []struct {
+				// Target is where the template's result goes: Data
+				// (the default), Annotations or Labels.
+				Target string `yaml:"target"`
+			} `yaml:"templateFrom"`
+		} `yaml:"template"`
+	} `yaml:"target"`
+	Data []struct {
+		SecretKey string `yaml:"secretKey"`
+	} `yaml:"data"`
+	DataFrom []yaml.Node `yaml:"dataFrom"`
 }
 
 // addSecretSource indexes a SealedSecret, an ExternalSecret or a
@@ -101,7 +118,13 @@ func (p *pass) addSecretSource(v *schema.Validator, it *item) bool {
 		p.count(it.doc)
 		var w externalSecretWire
 		if p.decode(it.doc, it, &w) {
-			p.addExternalSecret(it, w)
+			p.addExternalSecret(it, path{"spec"}, w.Spec, it.obj().Name, []string{it.ns}, "ExternalSecret "+it.ref().String())
+		}
+	case (o.APIVersion == externalSecretAPIVersion || o.APIVersion == externalSecretAPIVersionBeta) && o.Kind == "ClusterExternalSecret":
+		p.count(it.doc)
+		var w clusterExternalSecretWire
+		if p.decode(it.doc, it, &w) {
+			p.addClusterExternalSecret(it, w)
 		}
 	case o.APIVersion == "v1" && o.Kind == "Secret" && source.Lookup(it.doc.Node, "sops") != nil:
 		p.count(it.doc)
@@ -136,26 +159,58 @@ func (p *pass) addSealedSecret(it *item, w sealedSecretWire) {
 	p.indexSecret(it.ref(), s)
 }
 
-func (p *pass) addExternalSecret(it *item, w externalSecretWire) {
-	for i, d := range w.Spec.Data {
-		p.checkKey(it, path{"spec", "data", i, "secretKey"}, false, d.SecretKey)
-	}
-	if t := w.Spec.Target.Template; t != nil {
-		for _, k := range slices.Sorted(maps.Keys(t.Data)) {
-			p.checkKey(it, path{"spec", "target", "template", "data", k}, true, k)
+// addClusterExternalSecret indexes the Secret a ClusterExternalSecret's
+// ExternalSecrets make: in each namespace spec.namespaces lists, and, when
+// a selector picks namespaces, in any namespace (see anyNamespace): keyhole
+// does not see which namespaces carry the labels a selector names.
+func (p *pass) addClusterExternalSecret(it *item, w clusterExternalSecretWire) {
+	esName := cmp.Or(w.Spec.ExternalSecretName, it.obj().Name)
+	from := "ClusterExternalSecret " + it.obj().Name
+	namespaces := slices.Compact(slices.Sorted(slices.Values(w.Spec.Namespaces)))
+	namespaces = slices.DeleteFunc(namespaces, func(ns string) bool { return ns == "" })
+	s := p.addExternalSecret(it, path{"spec", "externalSecretSpec"}, w.Spec.ExternalSecretSpec, esName, namespaces, from)
+	if s != nil && (w.Spec.NamespaceSelector != nil || len(w.Spec.NamespaceSelectors) > 0) {
+		if p.anyNamespace == nil {
+			p.anyNamespace = map[string]*secret{}
+		}
+		name := cmp.Or(w.Spec.ExternalSecretSpec.Target.Name, esName)
+		if _, ok := p.anyNamespace[name]; !ok {
+			s.from += ", in the namespaces its selector picks"
+			p.anyNamespace[name] = s
+		}
+		if len(namespaces) == 0 {
+			// No one Secret stands for it: its findings are reported
+			// now, not set aside until a Connection reads it.
+			p.lastSecret, p.lastSecretDoc = ref{}, it.doc
 		}
 	}
-	if n := w.Spec.Target.Name; n != "" {
-		p.checkName(it, path{"spec", "target", "name"}, n)
+}
+
+// addExternalSecret indexes the Secret an ExternalSecret of this spec,
+// named esName, makes in each of namespaces; at is where the spec is in
+// the document, from what the Secret's messages say it comes from. It
+// returns the Secret, nil when the spec makes none.
+func (p *pass) addExternalSecret(it *item, at path, spec externalSecretSpec, esName string, namespaces []string, from string) *secret {
+	in := func(elems ...any) path { return append(slices.Clone(at), elems...) }
+	for i, d := range spec.Data {
+		p.checkKey(it, in("data", i, "secretKey"), false, d.SecretKey)
 	}
-	s := &secret{item: *it, values: nil, from: "ExternalSecret " + it.ref().String()}
+	if t := spec.Target.Template; t != nil {
+		for _, k := range slices.Sorted(maps.Keys(t.Data)) {
+			p.checkKey(it, in("target", "template", "data", k), true, k)
+		}
+	}
+	if n := spec.Target.Name; n != "" {
+		p.checkName(it, in("target", "name"), n)
+	}
+	s := &secret{item: *it, values: nil, from: from}
 	// The keys the controller writes (docs/inputs.md): those it fetches
 	// (spec.data, spec.dataFrom) unless a template with data or
 	// templateFrom replaces them (mergePolicy Replace, the default), then
 	// the template's.
-	t := w.Spec.Target.Template
+	t := spec.Target.Template
 	fetched := t == nil || t.MergePolicy == "Merge" || len(t.Data) == 0 && len(t.TemplateFrom) == 0
-	for _, d := range w.Spec.Data {
+	for _, d := range spec.Data {
 		if d.SecretKey == "" {
 			continue
 		}
@@ -165,7 +220,7 @@ func (p *pass) addExternalSecret(it *item, w externalSecretWire) {
 			s.replaced = append(s.replaced, d.SecretKey)
 		}
 	}
-	if len(w.Spec.DataFrom) > 0 {
+	if len(spec.DataFrom) > 0 {
 		if fetched {
 			s.keysUnknown, s.unknownWhy = true, "whose spec.dataFrom takes keys only the external store knows"
 		} else {
@@ -184,20 +239,22 @@ func (p *pass) addExternalSecret(it *item, w externalSecretWire) {
 	}
 	if len(s.replaced) > 0 || s.replacedAny {
 		slices.Sort(s.replaced)
-		s.replacedBy = "ExternalSecret " + it.ref().String()
+		s.replacedBy = from
 	}
-	switch w.Spec.Target.CreationPolicy {
+	switch spec.Target.CreationPolicy {
 	case "Merge", "CreateOrMerge":
 		s.merges = true
 	}
-	if m := w.Spec.Target.Manifest; m != nil && (m.APIVersion != "v1" || m.Kind != "Secret") {
-		return // it makes another kind of object, not a Secret
+	if m := spec.Target.Manifest; m != nil && (m.APIVersion != "v1" || m.Kind != "Secret") {
+		return nil // it makes another kind of object, not a Secret
 	}
-	name := w.Spec.Target.Name
-	if name == "" {
-		name = it.obj().Name
+	name := cmp.Or(spec.Target.Name, esName)
+	for _, ns := range namespaces {
+		// One Secret in each namespace, read by any: its findings are
+		// the document's, reported once when any of them is read.
+		p.indexSecret(ref{namespace: ns, name: name}, s)
 	}
-	p.indexSecret(ref{namespace: it.ns, name: name}, s)
+	return s
 }
 
 // addSOPSSecret validates a SOPS-encrypted Secret as the Secret it

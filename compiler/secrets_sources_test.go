@@ -272,3 +272,118 @@ spec:
 		})
 	}
 }
+
+// TestClusterExternalSecret: the Secret a ClusterExternalSecret makes is
+// in each namespace it lists, and, when a selector picks namespaces, in
+// whichever namespace a Connection reads it from; it is named as the
+// ExternalSecret's would be, after spec.externalSecretName, else the
+// ClusterExternalSecret's own name.
+func TestClusterExternalSecret(t *testing.T) {
+	const conn = `
+---
+apiVersion: omnia.altairalabs.ai/v1alpha1
+kind: Connection
+metadata: {name: c, namespace: ns}
+spec:
+  hosts: [a.example.com]
+  credential: {kind: secret, secretRef: {name: target}}
+  placement:
+    inject:
+      - {hosts: [a.example.com], header: Authorization, value: "%s"}
+`
+	ces := func(name, spec string) string {
+		return "apiVersion: external-secrets.io/v1\nkind: ClusterExternalSecret\nmetadata: {name: " + name + "}\nspec:\n" + spec
+	}
+	const store = "  externalSecretSpec:\n    secretStoreRef: {name: vault, kind: ClusterSecretStore}\n"
+	const targetRaw = store + "    target: {name: target}\n    data:\n      - {secretKey: raw, remoteRef: {key: gh}}\n"
+	tests := map[string]struct {
+		input string
+		reads string
+		want  map[string]int
+		// in, when set, is a part of the first message of its code.
+		in map[string]string
+	}{
+		"a listed namespace": {
+			input: ces("cs", "  namespaces: [other, ns]\n"+targetRaw),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeValuesUnknown: 1},
+			in:    map[string]string{codeValuesUnknown: "ClusterExternalSecret cs"},
+		},
+		"a listed namespace, a key it does not fetch": {
+			input: ces("cs", "  namespaces: [ns]\n"+targetRaw),
+			reads: "{{ .tokn }}",
+			want:  map[string]int{codeSecretKeyMissing: 1},
+			in:    map[string]string{codeSecretKeyMissing: `key "tokn" is not in Secret ns/target (it has: raw)`},
+		},
+		"the Connection's namespace not listed": {
+			input: ces("cs", "  namespaces: [other]\n"+targetRaw),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeSecretMissing: 1},
+		},
+		"a selector": {
+			input: ces("cs", "  namespaceSelectors:\n    - matchLabels: {team: a}\n"+targetRaw),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeValuesUnknown: 1},
+			in:    map[string]string{codeValuesUnknown: "ClusterExternalSecret cs, in the namespaces its selector picks"},
+		},
+		"the older single selector, a key it does not fetch": {
+			input: ces("cs", "  namespaceSelector:\n    matchLabels: {team: a}\n"+targetRaw),
+			reads: "{{ .tokn }}",
+			want:  map[string]int{codeSecretKeyMissing: 1},
+		},
+		"no namespaces and no selector": {
+			input: ces("cs", targetRaw),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeSecretMissing: 1},
+		},
+		"named after externalSecretName": {
+			input: ces("cs", "  namespaces: [ns]\n  externalSecretName: target\n"+store+"    data:\n      - {secretKey: raw, remoteRef: {key: gh}}\n"),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeValuesUnknown: 1},
+		},
+		"named after itself": {
+			input: ces("target", "  namespaces: [ns]\n"+store+"    data:\n      - {secretKey: raw, remoteRef: {key: gh}}\n"),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeValuesUnknown: 1},
+		},
+		"a key the API server refuses, at its path": {
+			input: ces("cs", "  namespaces: [ns]\n"+store+"    target: {name: target}\n    data:\n      - {secretKey: \"bad key\", remoteRef: {key: gh}}\n"),
+			reads: `{{ index . \"bad key\" }}`,
+			want:  map[string]int{codeSchemaInvalid: 1, codeTemplateInvalid: 1},
+			in:    map[string]string{codeSchemaInvalid: "spec.externalSecretSpec.data[0].secretKey"},
+		},
+		"a manifest target makes no Secret": {
+			input: ces("cs", "  namespaces: [ns]\n"+store+"    target: {name: target, manifest: {apiVersion: v1, kind: ConfigMap}}\n    data:\n      - {secretKey: raw, remoteRef: {key: gh}}\n"),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeSecretMissing: 1},
+		},
+		"v1beta1": {
+			input: strings.Replace(ces("cs", "  namespaces: [ns]\n"+targetRaw), "external-secrets.io/v1", "external-secrets.io/v1beta1", 1),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeValuesUnknown: 1},
+		},
+	}
+	v, err := schema.NewValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			docs, ds := source.Parse("in.yaml", []byte(tc.input+fmt.Sprintf(conn, tc.reads)))
+			if len(ds) > 0 {
+				t.Fatal(ds)
+			}
+			res := Compile(docs, v, Options{})
+			codes := map[string]int{}
+			for _, d := range res.Diagnostics {
+				codes[d.Code]++
+				if want, ok := tc.in[d.Code]; ok && codes[d.Code] == 1 && !strings.Contains(d.Message+" "+d.Path, want) {
+					t.Errorf("%s: %q (at %s) does not hold %q", d.Code, d.Message, d.Path, want)
+				}
+			}
+			if !maps.Equal(codes, tc.want) {
+				t.Errorf("codes %v; want %v\n%v", codes, tc.want, diag.List(res.Diagnostics))
+			}
+		})
+	}
+}

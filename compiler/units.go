@@ -234,7 +234,9 @@ func (p *pass) deferSecret(it *item, mark int) {
 	}
 	r := it.ref()
 	if p.lastSecretDoc == it.doc {
-		r = p.lastSecret
+		if r = p.lastSecret; r == (ref{}) {
+			return
+		}
 	}
 	p.pending[r] = append(p.pending[r], p.diags[mark:]...)
 	p.diags = p.diags[:mark]

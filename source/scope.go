@@ -174,7 +174,7 @@ func (l *loader) kustomizationNamesKeyhole(dir string) bool {
 
 // secretMarkers are what a kustomization that makes a Secret holds: a
 // Connection in another deploy unit may read it (see docs/inputs.md).
-var secretMarkers = regexp.MustCompile(`(?m)(^|[{,\s])"?kind"?\s*:\s*["']?(Secret|SealedSecret|ExternalSecret)["']?\s*($|[,}#])|secretGenerator`)
+var secretMarkers = regexp.MustCompile(`(?m)(^|[{,\s])"?kind"?\s*:\s*["']?(Secret|SealedSecret|ExternalSecret|ClusterExternalSecret)["']?\s*($|[,}#])|secretGenerator`)
 
 // declaresSecret reports whether data declares a Secret (secretMarkers),
 // looking for the words first, as namesKeyhole does.
@@ -183,7 +183,7 @@ func declaresSecret(data []byte) bool {
 }
 
 // secretKindNames are the kinds secretMarkers matches.
-var secretKindNames = [][]byte{[]byte("Secret"), []byte("SealedSecret"), []byte("ExternalSecret")}
+var secretKindNames = [][]byte{[]byte("Secret"), []byte("SealedSecret"), []byte("ExternalSecret"), []byte("ClusterExternalSecret")}
 
 // kustomizationMatters reports whether a kustomization a walk found is
 // worth building: one of its local files names keyhole's kinds, or

@@ -440,6 +440,7 @@ func TestDeclaresSecret(t *testing.T) {
 		"a Secret":                   {data: "apiVersion: v1\nkind: Secret\n", want: true},
 		"a SealedSecret":             {data: "kind: SealedSecret\n", want: true},
 		"an ExternalSecret in JSON":  {data: `{"kind":"ExternalSecret"}`, want: true},
+		"a ClusterExternalSecret":    {data: "kind: ClusterExternalSecret\n", want: true},
 		"the value on the next line": {data: "kind:\n  SealedSecret\n", want: true},
 		"a generator":                {data: "secretGenerator:\n- name: s\n", want: true},
 		"a secretKeyRef":             {data: "valueFrom: {secretKeyRef: {name: s, key: k}}\n", want: false},
