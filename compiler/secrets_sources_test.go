@@ -254,22 +254,34 @@ spec:
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			docs, ds := source.Parse("in.yaml", []byte(tc.input+fmt.Sprintf(conn, tc.reads)))
-			if len(ds) > 0 {
-				t.Fatal(ds)
+			var holds map[string]string
+			if tc.missing != "" {
+				holds = map[string]string{codeSecretKeyMissing: tc.missing}
 			}
-			res := Compile(docs, v, Options{})
-			codes := map[string]int{}
-			for _, d := range res.Diagnostics {
-				codes[d.Code]++
-				if d.Code == codeSecretKeyMissing && tc.missing != "" && !strings.Contains(d.Message, tc.missing) {
-					t.Errorf("%s: %q does not hold %q", d.Code, d.Message, tc.missing)
-				}
-			}
-			if !maps.Equal(codes, tc.want) {
-				t.Errorf("codes %v; want %v\n%v", codes, tc.want, diag.List(res.Diagnostics))
-			}
+			checkCodes(t, v, tc.input+fmt.Sprintf(conn, tc.reads), tc.want, holds)
 		})
+	}
+}
+
+// checkCodes compiles text and requires its diagnostics to count want's
+// codes, and the first of each code in holds to hold that text in its
+// message or field path.
+func checkCodes(t *testing.T, v *schema.Validator, text string, want map[string]int, holds map[string]string) {
+	t.Helper()
+	docs, ds := source.Parse("in.yaml", []byte(text))
+	if len(ds) > 0 {
+		t.Fatal(ds)
+	}
+	res := Compile(docs, v, Options{})
+	codes := map[string]int{}
+	for _, d := range res.Diagnostics {
+		codes[d.Code]++
+		if h, ok := holds[d.Code]; ok && codes[d.Code] == 1 && !strings.Contains(d.Message+" "+d.Path, h) {
+			t.Errorf("%s: %q (at %s) does not hold %q", d.Code, d.Message, d.Path, h)
+		}
+	}
+	if !maps.Equal(codes, want) {
+		t.Errorf("codes %v; want %v\n%v", codes, want, diag.List(res.Diagnostics))
 	}
 }
 
@@ -369,21 +381,7 @@ spec:
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			docs, ds := source.Parse("in.yaml", []byte(tc.input+fmt.Sprintf(conn, tc.reads)))
-			if len(ds) > 0 {
-				t.Fatal(ds)
-			}
-			res := Compile(docs, v, Options{})
-			codes := map[string]int{}
-			for _, d := range res.Diagnostics {
-				codes[d.Code]++
-				if want, ok := tc.in[d.Code]; ok && codes[d.Code] == 1 && !strings.Contains(d.Message+" "+d.Path, want) {
-					t.Errorf("%s: %q (at %s) does not hold %q", d.Code, d.Message, d.Path, want)
-				}
-			}
-			if !maps.Equal(codes, tc.want) {
-				t.Errorf("codes %v; want %v\n%v", codes, tc.want, diag.List(res.Diagnostics))
-			}
+			checkCodes(t, v, tc.input+fmt.Sprintf(conn, tc.reads), tc.want, tc.in)
 		})
 	}
 }
