@@ -122,14 +122,9 @@ spec:
 	}
 }
 
-// TestExternalSecretKeys holds the keys keyhole expects of an
-// ExternalSecret's Secret to what the external-secrets controller writes:
-// a template with data (or templateFrom) replaces the fetched keys unless
-// its mergePolicy is Merge; creationPolicy Merge (or CreateOrMerge) keeps
-// the keys the Secret already has, and several ExternalSecrets may merge
-// into one Secret.
-func TestExternalSecretKeys(t *testing.T) {
-	const conn = `
+// readsTarget is a Connection in namespace ns that reads Secret target
+// through the value template %s.
+const readsTarget = `
 ---
 apiVersion: omnia.altairalabs.ai/v1alpha1
 kind: Connection
@@ -141,6 +136,14 @@ spec:
     inject:
       - {hosts: [a.example.com], header: Authorization, value: "%s"}
 `
+
+// TestExternalSecretKeys holds the keys keyhole expects of an
+// ExternalSecret's Secret to what the external-secrets controller writes:
+// a template with data (or templateFrom) replaces the fetched keys unless
+// its mergePolicy is Merge; creationPolicy Merge (or CreateOrMerge) keeps
+// the keys the Secret already has, and several ExternalSecrets may merge
+// into one Secret.
+func TestExternalSecretKeys(t *testing.T) {
 	es := func(target string) string {
 		return "apiVersion: external-secrets.io/v1\nkind: ExternalSecret\nmetadata: {name: es, namespace: ns}\nspec:\n  secretStoreRef: {name: vault, kind: ClusterSecretStore}\n  target:\n    name: target\n" + target
 	}
@@ -258,7 +261,7 @@ spec:
 			if tc.missing != "" {
 				holds = map[string]string{codeSecretKeyMissing: tc.missing}
 			}
-			checkCodes(t, v, tc.input+fmt.Sprintf(conn, tc.reads), tc.want, holds)
+			checkCodes(t, v, tc.input+fmt.Sprintf(readsTarget, tc.reads), tc.want, holds)
 		})
 	}
 }
@@ -291,18 +294,6 @@ func checkCodes(t *testing.T, v *schema.Validator, text string, want map[string]
 // ExternalSecret's would be, after spec.externalSecretName, else the
 // ClusterExternalSecret's own name.
 func TestClusterExternalSecret(t *testing.T) {
-	const conn = `
----
-apiVersion: omnia.altairalabs.ai/v1alpha1
-kind: Connection
-metadata: {name: c, namespace: ns}
-spec:
-  hosts: [a.example.com]
-  credential: {kind: secret, secretRef: {name: target}}
-  placement:
-    inject:
-      - {hosts: [a.example.com], header: Authorization, value: "%s"}
-`
 	ces := func(name, spec string) string {
 		return "apiVersion: external-secrets.io/v1\nkind: ClusterExternalSecret\nmetadata: {name: " + name + "}\nspec:\n" + spec
 	}
@@ -381,7 +372,7 @@ spec:
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			checkCodes(t, v, tc.input+fmt.Sprintf(conn, tc.reads), tc.want, tc.in)
+			checkCodes(t, v, tc.input+fmt.Sprintf(readsTarget, tc.reads), tc.want, tc.in)
 		})
 	}
 }
