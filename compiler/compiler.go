@@ -91,13 +91,12 @@ type Unit struct {
 // unit, since a cluster applies several. The Config applies to every
 // unit. A diagnostic that several units share (a mistake in a base two
 // overlays build) is reported once, naming them.
-func Compile(docs []source.Document, v *schema.Validator, opts Options) Result {
+func Compile(docs []*source.Document, v *schema.Validator, opts Options) Result {
 	opts.DefaultNamespace = cmp.Or(opts.DefaultNamespace, "default")
 	catalog, catErr := schema.Catalog()
 	var configs []*source.Document
 	byUnit := map[string][]*source.Document{}
-	for i := range docs {
-		d := &docs[i]
+	for _, d := range docs {
 		if d.Node == nil && !d.Released() {
 			continue
 		}

@@ -51,7 +51,7 @@ data:
 		if !d.Released() {
 			t.Errorf("%s: a valid Secret's tree was kept", d.Object())
 		}
-		dg := digestOfDoc(&d)
+		dg := digestOfDoc(d)
 		sd, ok := dg.decoded().(*secretDigest)
 		if !ok {
 			t.Fatalf("%s: digest holds %T, want the Secret's keys", d.Object(), dg.decoded())
@@ -175,8 +175,7 @@ func TestDigestSaysWhatItIs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := range docs {
-			d := &docs[i]
+		for _, d := range docs {
 			dg := digestOfDoc(d)
 			if dg == nil || dg.wire == nil {
 				continue

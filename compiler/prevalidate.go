@@ -24,14 +24,13 @@ type validation struct {
 
 // prevalidate validates every document of a kind keyhole checks, on
 // workers goroutines (runtime.GOMAXPROCS(0) when workers <= 0).
-func prevalidate(docs []source.Document, v *schema.Validator, op schema.Operator, workers int) prevalidated {
+func prevalidate(docs []*source.Document, v *schema.Validator, op schema.Operator, workers int) prevalidated {
 	type job struct {
 		doc  *source.Document
 		kind schema.Kind
 	}
 	var jobs []job
-	for i := range docs {
-		d := &docs[i]
+	for _, d := range docs {
 		if d.Node == nil || digestOfDoc(d) != nil {
 			continue // Digest validated it, or it was not read
 		}

@@ -134,7 +134,7 @@ func mustRenderOmnia(t *testing.T, p compiler.Plan) ([]File, diag.List) {
 // keyhole check does, and fails on any error or warning.
 func compileBack(t *testing.T, exampleDir string, files []File) compiler.Result {
 	t.Helper()
-	var docs []source.Document
+	var docs []*source.Document
 	for _, f := range files {
 		if f.Path == "kustomization.yaml" {
 			continue

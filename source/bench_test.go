@@ -53,7 +53,7 @@ func BenchmarkLoad(b *testing.B) {
 		size += fi.Size()
 	}
 	b.SetBytes(size)
-	var docs []Document
+	var docs []*Document
 	for b.Loop() {
 		d, ds, err := Load([]string{dir}, Options{})
 		if err != nil || len(ds) > 0 {

@@ -31,7 +31,7 @@ func FuzzLoad(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		load := func() ([]Document, []string) {
+		load := func() ([]*Document, []string) {
 			docs, ds, err := Load([]string{"-"}, Options{Stdin: bytes.NewReader(data), MaxFileSize: 1 << 20, Dir: "/"})
 			if err != nil {
 				t.Fatalf("Load: %v", err)

@@ -342,6 +342,7 @@ func (l *loader) buildKustomizationFrom(named, dir string, walked bool, pre *kus
 		l.diags = append(l.diags, b.buildFailed(redact(err.Error(), read), read))
 		return
 	}
+	built := make([]Document, 0, m.Size())
 	for _, r := range m.Resources() {
 		doc, err := b.document(r)
 		if err != nil {
@@ -353,7 +354,8 @@ func (l *loader) buildKustomizationFrom(named, dir string, walked bool, pre *kus
 			})
 			continue
 		}
-		l.docs = append(l.docs, doc)
+		built = append(built, doc)
+		l.docs = append(l.docs, &built[len(built)-1])
 	}
 }
 

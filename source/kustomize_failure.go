@@ -91,7 +91,7 @@ func (b *build) yamlFailure(msg string, read map[string][]byte) (diag.Diagnostic
 		}
 		name := b.display(abs)
 		line := errorLine(read[abs], n, m[2]) // kustomize's YAML library counts as keyhole's does
-		_, ds := Parse(name, read[abs])
+		_, ds := parse(name, read[abs], false, nil)
 		for _, d := range ds {
 			if d.Severity == diag.Error && d.Code == CodeYAMLInvalid && d.Pos.Line == line {
 				return d, true
@@ -247,7 +247,7 @@ func (b *build) unmatchedPatch(root *yaml.Node, kf, msg string) (diag.Pos, bool)
 		}
 	}
 	for _, v := range inline {
-		docs, _ := Parse(b.display(kf), []byte(v.Value))
+		docs, _ := parse(b.display(kf), []byte(v.Value), false, nil)
 		for _, d := range docs {
 			if n := named(d); n != nil {
 				data, _ := b.l.fsys.ReadFile(kf)
@@ -263,7 +263,7 @@ func (b *build) unmatchedPatch(root *yaml.Node, kf, msg string) (diag.Pos, bool)
 		if err != nil || int64(len(data)) > b.l.opts.MaxFileSize {
 			continue
 		}
-		docs, _ := Parse(b.display(abs), data)
+		docs, _ := parse(b.display(abs), data, false, nil)
 		for _, d := range docs {
 			if n := named(d); n != nil {
 				return diag.Pos{File: d.File, Line: n.Line, Column: n.Column}, true

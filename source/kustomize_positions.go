@@ -137,7 +137,7 @@ func (b *build) source(abs string) *parsedFile {
 	if err != nil || int64(len(data)) > b.l.opts.MaxFileSize {
 		return f
 	}
-	docs, ds := Parse(f.name, data)
+	docs, ds := parse(f.name, data, false, nil)
 	f.docs = docs
 	b.l.diags = append(b.l.diags, ds...)
 	return f

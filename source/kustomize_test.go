@@ -19,7 +19,7 @@ import (
 
 // loadKustomize loads paths with the working directory at
 // testdata/kustomize, failing on any error or diagnostic.
-func loadKustomize(t *testing.T, paths ...string) []Document {
+func loadKustomize(t *testing.T, paths ...string) []*Document {
 	t.Helper()
 	docs, ds, err := Load(paths, Options{Dir: filepath.Join("testdata", "kustomize")})
 	if err != nil {
@@ -32,11 +32,11 @@ func loadKustomize(t *testing.T, paths ...string) []Document {
 }
 
 // find returns the document of the given kind and name.
-func find(t *testing.T, docs []Document, kind, name string) *Document {
+func find(t *testing.T, docs []*Document, kind, name string) *Document {
 	t.Helper()
 	for i := range docs {
 		if o := docs[i].Object(); o.Kind == kind && o.Name == name {
-			return &docs[i]
+			return docs[i]
 		}
 	}
 	t.Fatalf("no %s %s in %q", kind, name, docIDs(docs))

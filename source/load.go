@@ -97,7 +97,7 @@ type Options struct {
 // order, and diagnostics for what it could not accept. When a path cannot
 // be read at all, the returned error wraps ErrUnreadable (several are
 // joined); the documents of every other path are still returned.
-func Load(paths []string, opts Options) ([]Document, diag.List, error) {
+func Load(paths []string, opts Options) ([]*Document, diag.List, error) {
 	l, err := newLoader(opts)
 	if err != nil {
 		return nil, nil, err
@@ -116,11 +116,13 @@ func Load(paths []string, opts Options) ([]Document, diag.List, error) {
 
 // loader holds the state of one Load call.
 type loader struct {
-	opts  Options
-	fsys  fileSystem
-	dir   string // absolute working directory
-	seen  map[string]bool
-	docs  []Document
+	opts Options
+	fsys fileSystem
+	dir  string // absolute working directory
+	seen map[string]bool
+	// docs points into each file's own array of documents (fileRead.docs)
+	// and each build's: they are never copied again.
+	docs  []*Document
 	diags diag.List
 	errs  []error
 	// paths filters what walks read (--exclude, keyhole.yaml).
@@ -278,7 +280,7 @@ func (l *loader) loadPath(p string) {
 			n += len(r.file.docs)
 		}
 	}
-	l.docs = slices.Grow(l.docs, n) // one copy of the array, not one per doubling
+	l.docs = slices.Grow(l.docs, n) // one array of pointers, not one per doubling
 	for i, f := range roots {
 		switch k := kfiles[i]; {
 		case k != "" && !matters[i]:
@@ -426,7 +428,9 @@ func (l *loader) take(name string, r fileRead) {
 		l.unreadable(name, r.err)
 		return
 	}
-	l.docs = append(l.docs, r.docs...)
+	for i := range r.docs {
+		l.docs = append(l.docs, &r.docs[i])
+	}
 	l.diags = append(l.diags, r.diags...)
 }
 

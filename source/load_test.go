@@ -19,7 +19,7 @@ import (
 )
 
 // docIDs renders documents as file#index kind/name for compact comparison.
-func docIDs(docs []Document) []string {
+func docIDs(docs []*Document) []string {
 	var out []string
 	for _, d := range docs {
 		o := d.Object()
@@ -293,7 +293,7 @@ func TestPositions(t *testing.T) {
 			var doc *Document
 			for i := range docs {
 				if docs[i].Index == tc.doc {
-					doc = &docs[i]
+					doc = docs[i]
 				}
 			}
 			if doc == nil {
@@ -489,7 +489,7 @@ func TestLoadSymlinksAndPermissions(t *testing.T) {
 		t.Fatal(err)
 	}
 	type result struct {
-		docs []Document
+		docs []*Document
 		ds   diag.List
 		err  error
 	}

@@ -73,9 +73,23 @@ const maxAliasNodes = 10000
 // past data and never panics; what it cannot accept it reports as
 // diagnostics, and such documents are not returned. Callers that read
 // inputs another way than Load (for example blobs of a git tree) use it
-// directly; file is used as given for positions.
-func Parse(file string, data []byte) ([]Document, diag.List) {
-	return parse(file, data, false, nil)
+// directly; file is used as given for positions. The documents are
+// returned as Load returns them: pointers, here into one array.
+func Parse(file string, data []byte) ([]*Document, diag.List) {
+	docs, diags := parse(file, data, false, nil)
+	return refs(docs), diags
+}
+
+// refs points at each of docs.
+func refs(docs []Document) []*Document {
+	if docs == nil {
+		return nil
+	}
+	out := make([]*Document, len(docs))
+	for i := range docs {
+		out[i] = &docs[i]
+	}
+	return out
 }
 
 // parse is Parse; walked says the file was found by walking a directory

@@ -80,7 +80,7 @@ func TestReleaseReadsTreesBack(t *testing.T) {
 			}
 			nReleased := 0
 			for i := range kept {
-				k, d := &kept[i], &released[i]
+				k, d := kept[i], released[i]
 				if d.Pos != k.Pos || d.Index != k.Index || d.Unit != k.Unit || d.Walked != k.Walked || d.Object() != k.Object() {
 					t.Errorf("document %d: %s %+v, want %s %+v", i, d.Pos, d.Object(), k.Pos, k.Object())
 				}
@@ -228,7 +228,7 @@ func FuzzReleaseReadsBack(f *testing.F) {
 			t.Fatalf("%d documents, %d diagnostics released; %d, %d kept", len(released), len(diags), len(kept), len(keptDiags))
 		}
 		for i := range kept {
-			d := &released[i]
+			d := released[i]
 			if !d.Released() || d.Pos != kept[i].Pos || d.Object() != kept[i].Object() {
 				t.Fatalf("document %d: released %t at %s %+v, kept at %s %+v", i, d.Released(), d.Pos, d.Object(), kept[i].Pos, kept[i].Object())
 			}
@@ -254,7 +254,7 @@ func FuzzReleaseReadsBack(f *testing.F) {
 			t.Fatal(err)
 		}
 		for i := range kept {
-			if d := &said[i]; d.Object() != kept[i].Object() {
+			if d := said[i]; d.Object() != kept[i].Object() {
 				t.Fatalf("document %d: a digest's Object %+v, the tree's %+v", i, d.Object(), kept[i].Object())
 			}
 		}
@@ -305,7 +305,7 @@ func TestReleaseObjectFromDigest(t *testing.T) {
 			}
 			n := 0
 			for i := range kept {
-				d := &released[i]
+				d := released[i]
 				if d.Released() {
 					n++
 				}

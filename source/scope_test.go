@@ -420,12 +420,12 @@ func TestSecretsBuiltOnlyForConnections(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			built := slices.ContainsFunc(docs, func(d Document) bool { return d.File == "infra/secret.yaml" })
+			built := slices.ContainsFunc(docs, func(d *Document) bool { return d.File == "infra/secret.yaml" })
 			noted := slices.ContainsFunc(ds, func(d diag.Diagnostic) bool { return strings.Contains(d.Message, notBuilt) })
 			if built != tc.built || noted == tc.built {
 				t.Fatalf("Secret built: %v, noted as not built: %v; want built %v\n%v", built, noted, tc.built, ds)
 			}
-			if !slices.ContainsFunc(docs, func(d Document) bool { return d.File == "apps/web.yaml" }) && slices.Contains(tc.paths, ".") {
+			if !slices.ContainsFunc(docs, func(d *Document) bool { return d.File == "apps/web.yaml" }) && slices.Contains(tc.paths, ".") {
 				t.Fatalf("the walk's plain files were not read: %v", docs)
 			}
 		})

@@ -118,7 +118,7 @@ func validator(f *checkFlags) (*schema.Validator, error) {
 
 // compileDocs checks loaded documents, with the loader's diagnostics,
 // against v (a new validator when nil).
-func compileDocs(docs []source.Document, loadDiags diag.List, f *checkFlags, v *schema.Validator) (checked, error) {
+func compileDocs(docs []*source.Document, loadDiags diag.List, f *checkFlags, v *schema.Validator) (checked, error) {
 	if v == nil {
 		var err error
 		if v, err = validator(f); err != nil {
@@ -138,7 +138,7 @@ func compileDocs(docs []source.Document, loadDiags diag.List, f *checkFlags, v *
 
 // countDocs counts the documents read, once each however many deploy
 // units build them.
-func countDocs(docs []source.Document) int {
+func countDocs(docs []*source.Document) int {
 	seen := diag.NewPosSet()
 	for _, d := range docs {
 		if d.Node != nil || d.Released() {

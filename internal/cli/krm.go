@@ -47,7 +47,7 @@ func runKRM(e *env, f *checkFlags, opts render.Options, renderer render.Renderer
 		}
 		return exitUsage
 	}
-	var inputs []source.Document
+	var inputs []*source.Document
 	var passthrough []*yaml.Node
 	if items := source.Lookup(docs[0].Node, "items"); items != nil {
 		if items.Kind != yaml.SequenceNode {
@@ -58,7 +58,7 @@ func runKRM(e *env, f *checkFlags, opts render.Options, renderer render.Renderer
 			if it.Kind != yaml.MappingNode {
 				continue
 			}
-			doc := source.Document{File: itemPath(it, i), Index: i, Node: it, Pos: diag.Pos{File: "-", Line: it.Line, Column: it.Column}}
+			doc := &source.Document{File: itemPath(it, i), Index: i, Node: it, Pos: diag.Pos{File: "-", Line: it.Line, Column: it.Column}}
 			inputs = append(inputs, doc)
 			if !consumed(doc) {
 				passthrough = append(passthrough, it)
@@ -118,7 +118,7 @@ func runKRM(e *env, f *checkFlags, opts render.Options, renderer render.Renderer
 
 // consumed reports whether keyhole's render replaces the item: its own
 // input kinds. Everything else, Secrets included, passes through.
-func consumed(d source.Document) bool {
+func consumed(d *source.Document) bool {
 	o := d.Object()
 	if o.APIVersion == compiler.ConfigAPIVersion && o.Kind == compiler.ConfigKind {
 		return true
