@@ -178,6 +178,7 @@ type harness struct {
 	admin   string
 	trans   string       // the transparent listener
 	dstPort atomic.Int32 // the original port its connections report
+	dstSelf atomic.Bool  // its connections report the listener itself: not redirected
 	logs    *syncBuffer
 	srv     *Server
 	stop    context.CancelFunc
@@ -264,7 +265,10 @@ func newHarnessConfig(t testing.TB, cfg string, opts ...harnessOpt) *harness {
 	// an address the proxy must never dial (TEST-NET-1) and the port
 	// the test sets.
 	h.dstPort.Store(443)
-	srv.origDst = func(net.Conn) (netip.AddrPort, error) {
+	srv.origDst = func(c net.Conn) (netip.AddrPort, error) {
+		if h.dstSelf.Load() {
+			return c.LocalAddr().(*net.TCPAddr).AddrPort(), nil
+		}
 		return netip.AddrPortFrom(netip.MustParseAddr("192.0.2.1"), uint16(h.dstPort.Load())), nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
