@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -954,6 +955,15 @@ func TestServerTunnelFramingEdges(t *testing.T) {
 			raw:   "POST /x HTTP/1.1\r\nHost: uploads.github.com\r\nTransfer-Encoding: chunked\r\nTrailer: X-HTTP-Method-Override\r\n\r\n0\r\nX-HTTP-Method-Override: DELETE\r\n\r\n",
 			codes: []int{200}, upstream: []string{"POST /x"},
 		},
+		// Trailers arrive after a body rule has passed the body, and
+		// after the credential was set: neither may be changed by them.
+		"Authorization and Content-Type in a trailer after a body rule passed": {
+			host: "github.com",
+			raw: "POST /acme/widgets/info/lfs/objects/batch HTTP/1.1\r\nHost: github.com\r\nContent-Type: application/json\r\n" +
+				"Transfer-Encoding: chunked\r\nTE: trailers\r\nTrailer: Authorization, Content-Type\r\n\r\n" +
+				"18\r\n{\"operation\":\"download\"}\r\n0\r\nAuthorization: Bearer sandbox-chosen\r\nContent-Type: text/plain\r\n\r\n",
+			codes: []int{200}, upstream: []string{"POST /acme/widgets/info/lfs/objects/batch"},
+		},
 		"absolute form naming another injected host": {
 			raw: "GET https://github.com/acme/widgets/info/refs HTTP/1.1\r\nHost: api.github.com\r\n\r\n", codes: []int{403},
 		},
@@ -992,6 +1002,9 @@ func TestServerTunnelFramingEdges(t *testing.T) {
 				got = append(got, s.Method+" "+s.URI)
 				if len(s.Header.Values("X-Http-Method-Override")) > 0 {
 					t.Errorf("the upstream saw an override header")
+				}
+				if len(s.Trailer) > 0 {
+					t.Errorf("the upstream saw request trailers %q", slices.Sorted(maps.Keys(s.Trailer)))
 				}
 			}
 			if fmt.Sprint(codes) != fmt.Sprint(tc.codes) || fmt.Sprint(got) != fmt.Sprint(tc.upstream) {

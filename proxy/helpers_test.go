@@ -120,6 +120,8 @@ type seen struct {
 	URI    string
 	Header http.Header
 	Body   string
+	// Trailer is the request's trailer, read after its body.
+	Trailer http.Header
 }
 
 // upstream is a TLS server standing in for the real APIs.
@@ -140,7 +142,7 @@ func newUpstream(t testing.TB, ca *testCA, names ...string) *upstream {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		u.mu.Lock()
-		u.reqs = append(u.reqs, seen{Host: r.Host, Method: r.Method, URI: r.RequestURI, Header: r.Header.Clone(), Body: string(body)})
+		u.reqs = append(u.reqs, seen{Host: r.Host, Method: r.Method, URI: r.RequestURI, Header: r.Header.Clone(), Body: string(body), Trailer: r.Trailer.Clone()})
 		u.mu.Unlock()
 		switch r.URL.Path {
 		case "/redirect":
