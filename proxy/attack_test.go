@@ -925,6 +925,13 @@ func TestServerTunnelFramingEdges(t *testing.T) {
 		"Transfer-Encoding with a space before the colon": {
 			raw: allowed + "Transfer-Encoding : chunked\r\n\r\n0\r\n\r\n" + refused, codes: []int{400},
 		},
+		"an override header with a space before the colon": {
+			raw: allowed + "X-HTTP-Method-Override : DELETE\r\n\r\n", codes: []int{400},
+		},
+		"an override header folded into another header's value": {
+			raw: allowed + "X-Note: x\r\n X-HTTP-Method-Override: DELETE\r\n\r\n" + refused, codes: []int{200, 403},
+			upstream: []string{"GET /repos/acme/widgets"},
+		},
 		"Transfer-Encoding folded onto a second line": {
 			raw: allowed + "Transfer-Encoding:\r\n chunked\r\n\r\n0\r\n\r\n" + refused, codes: []int{200, 403},
 			upstream: []string{"GET /repos/acme/widgets"},

@@ -55,6 +55,13 @@ func TestServerInjection(t *testing.T) {
 			status: 200, wantAuth: "token " + canary},
 		"substitute not in url": {method: "GET", url: "https://uploads.github.com/omnia-injected-github?t=omnia-injected-github",
 			status: 200, wantAuth: ""},
+		// Only the header the injection names gets the credential; the
+		// placeholder elsewhere (a cookie, another header a client might
+		// carry a token in, an encoded path, the body) goes out as sent.
+		"substitute only where named": {method: "POST", url: "https://uploads.github.com/omnia%2Dinjected%2Dgithub/omnia-injected-github",
+			header: http.Header{"Authorization": {"token omnia-injected-github"}, "Cookie": {"session=omnia-injected-github"},
+				"X-Api-Key": {"omnia-injected-github"}, "Private-Token": {"omnia-injected-github"}, "X-Request-Id": {"omnia-injected-github"}},
+			body: `{"token":"omnia-injected-github"}`, status: 200, wantAuth: "token " + canary},
 		"redirect untouched":        {method: "GET", url: "https://api.github.com/redirect", status: 302, wantAuth: "Bearer " + canary},
 		"upstream refusal stripped": {method: "GET", url: "https://api.github.com/refuses", status: 200, wantAuth: "Bearer " + canary},
 		"host not allowed":          {method: "GET", url: "https://evil.example/", status: -1},
@@ -106,6 +113,14 @@ func TestServerInjection(t *testing.T) {
 			}
 			if a := got[0].Header.Get("Authorization"); a != tc.wantAuth {
 				t.Errorf("upstream Authorization = %q, want %q", a, tc.wantAuth)
+			}
+			for k, vv := range got[0].Header {
+				if k != "Authorization" && strings.Contains(strings.Join(vv, "\n"), canary) {
+					t.Errorf("upstream header %s holds the credential", k)
+				}
+			}
+			if strings.Contains(got[0].URI, canary) {
+				t.Errorf("upstream target %q holds the credential", got[0].URI)
 			}
 			if got[0].Body != tc.body {
 				t.Errorf("upstream body = %q, want %q", got[0].Body, tc.body)
