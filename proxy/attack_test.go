@@ -460,6 +460,80 @@ func TestServerPoolPoisoning(t *testing.T) {
 	})
 }
 
+// TestServerUpstreamConnPerHost: the proxy's upstream connections are
+// pooled, on both forwarding paths, across every tunnel of the sandbox.
+// A connection opened for one injected host must carry only that host's
+// requests, whatever the sandbox sends next: another injected host (whose
+// upstream may be the same server), a passthrough host, a refused path.
+// The upstream here serves every name on one address and records, per
+// TLS connection, its server name and the Host of each request.
+func TestServerUpstreamConnPerHost(t *testing.T) {
+	var mu sync.Mutex
+	hosts := map[net.Conn][]string{} // connection → SNI, then each request's Host
+	serve := func(c net.Conn) {
+		tc := c.(*tls.Conn)
+		if tc.Handshake() != nil {
+			return
+		}
+		mu.Lock()
+		hosts[c] = []string{tc.ConnectionState().ServerName}
+		mu.Unlock()
+		br := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			io.Copy(io.Discard, req.Body)
+			mu.Lock()
+			hosts[c] = append(hosts[c], req.Host)
+			mu.Unlock()
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+	}
+	names := []string{"api.github.com", "github.com", "uploads.github.com", "pypi.org"}
+	up, _ := rawUpstreamConns(t, serve, names...)
+	h := newHarness(t, up)
+	c := h.client()
+	// The sandbox trusts its own CA and, through passthrough, the upstream's.
+	roots := h.srv.opts.UpstreamRoots.Clone()
+	roots.AddCert(h.sandbox.cert)
+	c.Transport.(*http.Transport).TLSClientConfig.RootCAs = roots
+	send := func(method, url, body string) {
+		req, _ := http.NewRequest(method, url, strings.NewReader(body))
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, url, err)
+		}
+		readBody(t, resp)
+	}
+	for range 3 { // interleaved, so that each could find another's idle connection
+		send("GET", "https://api.github.com/repos/acme/widgets", "")                                       // the fast path
+		send("GET", "https://uploads.github.com/x", "")                                                    // the fast path, same upstream
+		send("POST", "https://uploads.github.com/x", "{}")                                                 // the transport
+		send("POST", "https://github.com/acme/widgets/info/lfs/objects/batch", `{"operation":"download"}`) // a body rule
+		send("GET", "https://github.com/user", "")                                                         // refused
+		send("GET", "https://api.github.com/user", "")                                                     // refused
+		send("GET", "https://pypi.org/simple/", "")                                                        // passthrough
+	}
+	c.CloseIdleConnections() // the passthrough tunnel, which shutdown would wait for
+	mu.Lock()
+	defer mu.Unlock()
+	if len(hosts) == 0 {
+		t.Fatal("the upstream saw no connection")
+	}
+	for conn, hs := range hosts {
+		for _, got := range hs[1:] {
+			if got != hs[0] {
+				t.Errorf("connection %s for %s carried a request for %s (all: %q)", conn.RemoteAddr(), hs[0], got, hs)
+			}
+		}
+	}
+}
+
 // TestServerUpstreamErrorLogged: an upstream's malformed header, which
 // Go's parser quotes in its error, reaches the log bounded, escaped and
 // without the credential even when the upstream echoed it there.
