@@ -82,6 +82,20 @@ func rawUpstreamConns(t *testing.T, serve func(c net.Conn), names ...string) (ha
 	return resolveTo(ca, ln.Addr().String(), names...), &n
 }
 
+// eachRequest reads requests from an upstream's connection until it
+// ends, each body read whole, and has answer write each response.
+func eachRequest(c net.Conn, answer func(req *http.Request)) {
+	br := bufio.NewReader(c)
+	for {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		io.Copy(io.Discard, req.Body)
+		answer(req)
+	}
+}
+
 // secretForms are the ways the canary could be handed back: as is, and
 // as the base64 of the basic credentials the proxy sends.
 func secretForms() []string {
@@ -367,13 +381,7 @@ const planted = "HTTP/1.1 200 OK\r\nContent-Length: 7\r\nX-Planted: yes\r\n\r\np
 // tunnel and be served on the same pooled connection.
 func TestServerPoolPoisoning(t *testing.T) {
 	serve := func(c net.Conn) {
-		br := bufio.NewReader(c)
-		for {
-			req, err := http.ReadRequest(br)
-			if err != nil {
-				return
-			}
-			io.Copy(io.Discard, req.Body)
+		eachRequest(c, func(req *http.Request) {
 			head := func(status string) string {
 				return "HTTP/1.1 " + status + "\r\nContent-Length: " + fmt.Sprint(len(planted)) + "\r\n\r\n"
 			}
@@ -397,7 +405,7 @@ func TestServerPoolPoisoning(t *testing.T) {
 			default:
 				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nX-Real: yes\r\n\r\nreal")
 			}
-		}
+		})
 	}
 	up, conns := rawUpstreamConns(t, serve, "uploads.github.com")
 	h := newHarness(t, up)
@@ -478,18 +486,12 @@ func TestServerUpstreamConnPerHost(t *testing.T) {
 		mu.Lock()
 		hosts[c] = []string{tc.ConnectionState().ServerName}
 		mu.Unlock()
-		br := bufio.NewReader(c)
-		for {
-			req, err := http.ReadRequest(br)
-			if err != nil {
-				return
-			}
-			io.Copy(io.Discard, req.Body)
+		eachRequest(c, func(req *http.Request) {
 			mu.Lock()
 			hosts[c] = append(hosts[c], req.Host)
 			mu.Unlock()
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-		}
+		})
 	}
 	names := []string{"api.github.com", "github.com", "uploads.github.com", "pypi.org"}
 	up, _ := rawUpstreamConns(t, serve, names...)
