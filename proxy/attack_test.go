@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -79,6 +80,20 @@ func rawUpstreamConns(t *testing.T, serve func(c net.Conn), names ...string) (ha
 		}
 	}()
 	return resolveTo(ca, ln.Addr().String(), names...), &n
+}
+
+// eachRequest reads requests from an upstream's connection until it
+// ends, each body read whole, and has answer write each response.
+func eachRequest(c net.Conn, answer func(req *http.Request)) {
+	br := bufio.NewReader(c)
+	for {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		io.Copy(io.Discard, req.Body)
+		answer(req)
+	}
 }
 
 // secretForms are the ways the canary could be handed back: as is, and
@@ -366,13 +381,7 @@ const planted = "HTTP/1.1 200 OK\r\nContent-Length: 7\r\nX-Planted: yes\r\n\r\np
 // tunnel and be served on the same pooled connection.
 func TestServerPoolPoisoning(t *testing.T) {
 	serve := func(c net.Conn) {
-		br := bufio.NewReader(c)
-		for {
-			req, err := http.ReadRequest(br)
-			if err != nil {
-				return
-			}
-			io.Copy(io.Discard, req.Body)
+		eachRequest(c, func(req *http.Request) {
 			head := func(status string) string {
 				return "HTTP/1.1 " + status + "\r\nContent-Length: " + fmt.Sprint(len(planted)) + "\r\n\r\n"
 			}
@@ -396,7 +405,7 @@ func TestServerPoolPoisoning(t *testing.T) {
 			default:
 				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nX-Real: yes\r\n\r\nreal")
 			}
-		}
+		})
 	}
 	up, conns := rawUpstreamConns(t, serve, "uploads.github.com")
 	h := newHarness(t, up)
@@ -457,6 +466,74 @@ func TestServerPoolPoisoning(t *testing.T) {
 			t.Errorf("%d new upstream connections for 3 sequential GETs, want 0", n)
 		}
 	})
+}
+
+// TestServerUpstreamConnPerHost: the proxy's upstream connections are
+// pooled, on both forwarding paths, across every tunnel of the sandbox.
+// A connection opened for one injected host must carry only that host's
+// requests, whatever the sandbox sends next: another injected host (whose
+// upstream may be the same server), a passthrough host, a refused path.
+// The upstream here serves every name on one address and records, per
+// TLS connection, its server name and the Host of each request.
+func TestServerUpstreamConnPerHost(t *testing.T) {
+	var mu sync.Mutex
+	hosts := map[net.Conn][]string{} // connection → SNI, then each request's Host
+	serve := func(c net.Conn) {
+		tc := c.(*tls.Conn)
+		if tc.Handshake() != nil {
+			return
+		}
+		mu.Lock()
+		hosts[c] = []string{tc.ConnectionState().ServerName}
+		mu.Unlock()
+		eachRequest(c, func(req *http.Request) {
+			mu.Lock()
+			hosts[c] = append(hosts[c], req.Host)
+			mu.Unlock()
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		})
+	}
+	names := []string{"api.github.com", "github.com", "uploads.github.com", "pypi.org"}
+	up, _ := rawUpstreamConns(t, serve, names...)
+	h := newHarness(t, up)
+	c := h.client()
+	// The sandbox trusts its own CA and, through passthrough, the upstream's.
+	roots := h.srv.opts.UpstreamRoots.Clone()
+	roots.AddCert(h.sandbox.cert)
+	c.Transport.(*http.Transport).TLSClientConfig.RootCAs = roots
+	send := func(method, url, body string) {
+		req, _ := http.NewRequest(method, url, strings.NewReader(body))
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, url, err)
+		}
+		readBody(t, resp)
+	}
+	for range 3 { // interleaved, so that each could find another's idle connection
+		send("GET", "https://api.github.com/repos/acme/widgets", "")                                       // the fast path
+		send("GET", "https://uploads.github.com/x", "")                                                    // the fast path, same upstream
+		send("POST", "https://uploads.github.com/x", "{}")                                                 // the transport
+		send("POST", "https://github.com/acme/widgets/info/lfs/objects/batch", `{"operation":"download"}`) // a body rule
+		send("GET", "https://github.com/user", "")                                                         // refused
+		send("GET", "https://api.github.com/user", "")                                                     // refused
+		send("GET", "https://pypi.org/simple/", "")                                                        // passthrough
+	}
+	c.CloseIdleConnections() // the passthrough tunnel, which shutdown would wait for
+	mu.Lock()
+	defer mu.Unlock()
+	if len(hosts) == 0 {
+		t.Fatal("the upstream saw no connection")
+	}
+	for conn, hs := range hosts {
+		for _, got := range hs[1:] {
+			if got != hs[0] {
+				t.Errorf("connection %s for %s carried a request for %s (all: %q)", conn.RemoteAddr(), hs[0], got, hs)
+			}
+		}
+	}
 }
 
 // TestServerUpstreamErrorLogged: an upstream's malformed header, which
@@ -924,6 +1001,13 @@ func TestServerTunnelFramingEdges(t *testing.T) {
 		"Transfer-Encoding with a space before the colon": {
 			raw: allowed + "Transfer-Encoding : chunked\r\n\r\n0\r\n\r\n" + refused, codes: []int{400},
 		},
+		"an override header with a space before the colon": {
+			raw: allowed + "X-HTTP-Method-Override : DELETE\r\n\r\n", codes: []int{400},
+		},
+		"an override header folded into another header's value": {
+			raw: allowed + "X-Note: x\r\n X-HTTP-Method-Override: DELETE\r\n\r\n" + refused, codes: []int{200, 403},
+			upstream: []string{"GET /repos/acme/widgets"},
+		},
 		"Transfer-Encoding folded onto a second line": {
 			raw: allowed + "Transfer-Encoding:\r\n chunked\r\n\r\n0\r\n\r\n" + refused, codes: []int{200, 403},
 			upstream: []string{"GET /repos/acme/widgets"},
@@ -953,6 +1037,15 @@ func TestServerTunnelFramingEdges(t *testing.T) {
 			host:  "uploads.github.com",
 			raw:   "POST /x HTTP/1.1\r\nHost: uploads.github.com\r\nTransfer-Encoding: chunked\r\nTrailer: X-HTTP-Method-Override\r\n\r\n0\r\nX-HTTP-Method-Override: DELETE\r\n\r\n",
 			codes: []int{200}, upstream: []string{"POST /x"},
+		},
+		// Trailers arrive after a body rule has passed the body, and
+		// after the credential was set: neither may be changed by them.
+		"Authorization and Content-Type in a trailer after a body rule passed": {
+			host: "github.com",
+			raw: "POST /acme/widgets/info/lfs/objects/batch HTTP/1.1\r\nHost: github.com\r\nContent-Type: application/json\r\n" +
+				"Transfer-Encoding: chunked\r\nTE: trailers\r\nTrailer: Authorization, Content-Type\r\n\r\n" +
+				"18\r\n{\"operation\":\"download\"}\r\n0\r\nAuthorization: Bearer sandbox-chosen\r\nContent-Type: text/plain\r\n\r\n",
+			codes: []int{200}, upstream: []string{"POST /acme/widgets/info/lfs/objects/batch"},
 		},
 		"absolute form naming another injected host": {
 			raw: "GET https://github.com/acme/widgets/info/refs HTTP/1.1\r\nHost: api.github.com\r\n\r\n", codes: []int{403},
@@ -992,6 +1085,9 @@ func TestServerTunnelFramingEdges(t *testing.T) {
 				got = append(got, s.Method+" "+s.URI)
 				if len(s.Header.Values("X-Http-Method-Override")) > 0 {
 					t.Errorf("the upstream saw an override header")
+				}
+				if len(s.Trailer) > 0 {
+					t.Errorf("the upstream saw request trailers %q", slices.Sorted(maps.Keys(s.Trailer)))
 				}
 			}
 			if fmt.Sprint(codes) != fmt.Sprint(tc.codes) || fmt.Sprint(got) != fmt.Sprint(tc.upstream) {

@@ -67,7 +67,7 @@ func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request, st *state,
 	}
 	s.logRequest(st, r, d, http.StatusOK, start)
 	if d.Action == policy.ActionTunnel {
-		s.splice(client, upstream, release)
+		s.splice(client, upstream, d.Host, release)
 		return
 	}
 	s.intercept(client, d.Host, release)
@@ -115,18 +115,23 @@ type hostConn struct {
 
 // splice copies bytes both ways between a passthrough tunnel's ends. Any
 // traffic in either direction keeps both alive; Timeouts.Idle of silence
-// closes them.
-func (s *Server) splice(client, upstream net.Conn, release func()) {
+// closes them. A config reload that no longer passes host through closes
+// them too (closeRevokedTunnels): the bytes of a tunnel are never
+// decided, so a tunnel opened under the old config would otherwise carry
+// on as long as it has traffic. The check here covers a reload that came
+// between the CONNECT's decision and this registration (the dial can
+// take Timeouts.Dial).
+func (s *Server) splice(client, upstream net.Conn, host string, release func()) {
 	s.passMu.Lock()
-	if s.passClosed {
+	if s.passClosed || !s.state.Load().policy.Passthrough(host) {
 		s.passMu.Unlock()
 		client.Close()
 		upstream.Close()
 		release()
 		return
 	}
-	s.passConns[client] = struct{}{}
-	s.passConns[upstream] = struct{}{}
+	s.passConns[client] = host
+	s.passConns[upstream] = host
 	s.passWG.Add(1)
 	s.passMu.Unlock()
 	defer func() {
@@ -178,6 +183,24 @@ func (s *Server) splice(client, upstream net.Conn, release func()) {
 	upstream.Close()
 }
 
+// closeRevokedTunnels closes the passthrough tunnels whose host st no
+// longer passes through: removed from the config, or made an injected
+// host whose requests must now be decided one by one. It runs after st
+// is stored, under the lock splice registers under, so no tunnel can be
+// registered under the old config and missed.
+func (s *Server) closeRevokedTunnels(st *state) int {
+	s.passMu.Lock()
+	defer s.passMu.Unlock()
+	n := 0
+	for c, host := range s.passConns {
+		if !st.policy.Passthrough(host) {
+			c.Close()
+			n++
+		}
+	}
+	return n / 2 // each tunnel has two ends
+}
+
 // tunnelKey carries a request's *tunnelConn in its context.
 type tunnelKey struct{}
 
@@ -200,18 +223,31 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 	info := policy.RequestInfo{Kind: policy.KindTunnel, Method: r.Method, Target: r.RequestURI, ConnectHost: tc.connect, SNI: tc.sni, Host: r.Host, Header: r.Header, BodyComplete: true,
 		ContentType: r.Header.Values("Content-Type"), ContentEncoding: r.Header.Values("Content-Encoding")}
 	hp := st.policy.Host(tc.connect)
-	if hp != nil && hp.NeedsBody() && r.Body != nil && r.Body != http.NoBody {
-		head, ok := s.readBodyHead(w, r, tc.connect)
-		if !ok {
-			return
+	read := false
+	for {
+		if !read && hp != nil && hp.NeedsBody() && r.Body != nil && r.Body != http.NoBody {
+			head, ok := s.readBodyHead(w, r, tc.connect)
+			if !ok {
+				return
+			}
+			read = true
+			info.Body, info.BodyComplete = head, len(head) <= policy.MaxBodyCheck
+			// Replay what was read, then the rest, so the upstream gets
+			// the body exactly as sent.
+			r.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
 		}
-		info.Body, info.BodyComplete = head, len(head) <= policy.MaxBodyCheck
-		// Replay what was read, then the rest, so the upstream gets the
-		// body exactly as sent.
-		r.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+		// Reading the body can take Timeouts.ReadHeader: a config
+		// reloaded meanwhile decides the request, as it decides every
+		// request after it, so a sandbox cannot hold a body back to have
+		// a revoked rule pass it after the revocation.
+		cur := s.state.Load()
+		if cur == st {
+			break
+		}
+		st, hp = cur, cur.policy.Host(tc.connect)
 	}
 	d := st.policy.Decide(info)
 	defer func() { s.logRequest(st, r, d, rec.status, start) }()

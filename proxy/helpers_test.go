@@ -120,6 +120,8 @@ type seen struct {
 	URI    string
 	Header http.Header
 	Body   string
+	// Trailer is the request's trailer, read after its body.
+	Trailer http.Header
 }
 
 // upstream is a TLS server standing in for the real APIs.
@@ -140,7 +142,7 @@ func newUpstream(t testing.TB, ca *testCA, names ...string) *upstream {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		u.mu.Lock()
-		u.reqs = append(u.reqs, seen{Host: r.Host, Method: r.Method, URI: r.RequestURI, Header: r.Header.Clone(), Body: string(body)})
+		u.reqs = append(u.reqs, seen{Host: r.Host, Method: r.Method, URI: r.RequestURI, Header: r.Header.Clone(), Body: string(body), Trailer: r.Trailer.Clone()})
 		u.mu.Unlock()
 		switch r.URL.Path {
 		case "/redirect":
@@ -178,6 +180,7 @@ type harness struct {
 	admin   string
 	trans   string       // the transparent listener
 	dstPort atomic.Int32 // the original port its connections report
+	dstSelf atomic.Bool  // its connections report the listener itself: not redirected
 	logs    *syncBuffer
 	srv     *Server
 	stop    context.CancelFunc
@@ -264,7 +267,10 @@ func newHarnessConfig(t testing.TB, cfg string, opts ...harnessOpt) *harness {
 	// an address the proxy must never dial (TEST-NET-1) and the port
 	// the test sets.
 	h.dstPort.Store(443)
-	srv.origDst = func(net.Conn) (netip.AddrPort, error) {
+	srv.origDst = func(c net.Conn) (netip.AddrPort, error) {
+		if h.dstSelf.Load() {
+			return c.LocalAddr().(*net.TCPAddr).AddrPort(), nil
+		}
 		return netip.AddrPortFrom(netip.MustParseAddr("192.0.2.1"), uint16(h.dstPort.Load())), nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())

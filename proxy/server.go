@@ -131,7 +131,7 @@ type Server struct {
 	tunnelTLS *tls.Config
 
 	passMu     sync.Mutex
-	passConns  map[net.Conn]struct{}
+	passConns  map[net.Conn]string // both ends of each passthrough tunnel → its host
 	passWG     sync.WaitGroup
 	passClosed bool // set on shutdown: no new splices after passWG.Wait starts
 }
@@ -181,7 +181,7 @@ func New(opts Options) (*Server, error) {
 		metrics:    newMetrics(),
 		tunnels:    make(chan struct{}, opts.MaxTunnels),
 		bodyChecks: make(chan struct{}, opts.MaxBodyChecks),
-		passConns:  map[net.Conn]struct{}{},
+		passConns:  map[net.Conn]string{},
 		origDst:    originalDst,
 	}
 	if opts.RequestLog != nil {
@@ -343,8 +343,9 @@ func (s *Server) reload() {
 		st = prev
 	case st != prev:
 		s.state.Store(st)
+		closed := s.closeRevokedTunnels(st)
 		s.metrics.reload("config", nil)
-		s.log.Info("config reloaded", "hosts", len(st.cfg.Hosts), "passthrough", len(st.cfg.Passthrough))
+		s.log.Info("config reloaded", "hosts", len(st.cfg.Hosts), "passthrough", len(st.cfg.Passthrough), "tunnels_closed", closed)
 	}
 	before := s.ca.Load()
 	if err := s.loadCA(st); err != nil {

@@ -55,6 +55,13 @@ func TestServerInjection(t *testing.T) {
 			status: 200, wantAuth: "token " + canary},
 		"substitute not in url": {method: "GET", url: "https://uploads.github.com/omnia-injected-github?t=omnia-injected-github",
 			status: 200, wantAuth: ""},
+		// Only the header the injection names gets the credential; the
+		// placeholder elsewhere (a cookie, another header a client might
+		// carry a token in, an encoded path, the body) goes out as sent.
+		"substitute only where named": {method: "POST", url: "https://uploads.github.com/omnia%2Dinjected%2Dgithub/omnia-injected-github",
+			header: http.Header{"Authorization": {"token omnia-injected-github"}, "Cookie": {"session=omnia-injected-github"},
+				"X-Api-Key": {"omnia-injected-github"}, "Private-Token": {"omnia-injected-github"}, "X-Request-Id": {"omnia-injected-github"}},
+			body: `{"token":"omnia-injected-github"}`, status: 200, wantAuth: "token " + canary},
 		"redirect untouched":        {method: "GET", url: "https://api.github.com/redirect", status: 302, wantAuth: "Bearer " + canary},
 		"upstream refusal stripped": {method: "GET", url: "https://api.github.com/refuses", status: 200, wantAuth: "Bearer " + canary},
 		"host not allowed":          {method: "GET", url: "https://evil.example/", status: -1},
@@ -106,6 +113,14 @@ func TestServerInjection(t *testing.T) {
 			}
 			if a := got[0].Header.Get("Authorization"); a != tc.wantAuth {
 				t.Errorf("upstream Authorization = %q, want %q", a, tc.wantAuth)
+			}
+			for k, vv := range got[0].Header {
+				if k != "Authorization" && strings.Contains(strings.Join(vv, "\n"), canary) {
+					t.Errorf("upstream header %s holds the credential", k)
+				}
+			}
+			if strings.Contains(got[0].URI, canary) {
+				t.Errorf("upstream target %q holds the credential", got[0].URI)
 			}
 			if got[0].Body != tc.body {
 				t.Errorf("upstream body = %q, want %q", got[0].Body, tc.body)
@@ -422,6 +437,109 @@ func TestServerConfigReload(t *testing.T) {
 	}
 	if h.get("/readyz") != "200 ok\n" {
 		t.Error("not ready after a reload")
+	}
+}
+
+// TestServerReloadMidRequest: a config change that lands while a request
+// or a tunnel is already open. A body held back (or sent after a 100
+// Continue) until a rule or its host is revoked is decided by the config
+// in force when it is decided, not the one its header arrived under; a
+// passthrough tunnel, whose bytes are never decided, is closed once its
+// host is no longer passed through (removed, or made an injected host),
+// on the proxy port and on the transparent listener alike.
+func TestServerReloadMidRequest(t *testing.T) {
+	const passthrough = `],
+  "passthrough": ["pypi.org", "files.example"]`
+	cfg := strings.Replace(bodyRuleConfig, "]}\n  ]", "]}\n  "+passthrough, 1)
+	const body = `{"state":"open"}`
+	tests := map[string]struct {
+		from, to string        // the reload replaces from with to in cfg
+		expect   bool          // the client waits for 100 Continue before the body
+		tunnel   string        // "connect" or "transparent": a passthrough tunnel to pypi.org instead of a request
+		want     policy.Reason // a request's refusal after the reload
+		open     bool          // a tunnel still carries requests after the reload
+	}{
+		"a body held back until its rule is revoked": {from: `["open"]`, to: `["reopened"]`, want: policy.ReasonL7NotAllowed},
+		"a body sent after 100 Continue, its rule revoked meanwhile": {from: `["open"]`, to: `["reopened"]`, expect: true,
+			want: policy.ReasonL7NotAllowed},
+		"a body held back until its host is removed": {from: `"name": "api.github.com"`, to: `"name": "api2.github.com"`,
+			want: policy.ReasonHostNotAllowed},
+		"a passthrough tunnel, its host removed": {from: `"pypi.org", `, tunnel: "connect"},
+		"a passthrough tunnel, its host made injected": {tunnel: "connect", from: passthrough, to: `,
+    {"name": "pypi.org", "connection": "pypi", "inject": {"secret": "acme-github-token", "header": {"name": "Authorization", "value": "{{ .token }}"}}}
+  ], "passthrough": ["files.example"]`},
+		"a transparent passthrough tunnel, its host removed": {from: `"pypi.org", `, tunnel: "transparent"},
+		"a passthrough tunnel, another host removed":         {from: `, "files.example"`, tunnel: "connect", open: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if !strings.Contains(cfg, tc.from) {
+				t.Fatalf("the config holds no %q", tc.from)
+			}
+			h := newHarnessConfig(t, cfg)
+			reload := func() {
+				writeAtomic(t, h.cfgPath, []byte(strings.Replace(cfg, tc.from, tc.to, 1)))
+				eventually(t, "the reload", func() bool { return strings.Contains(h.logs.String(), "config reloaded") })
+			}
+			if tc.tunnel == "" {
+				c, br := h.tlsTunnel("api.github.com", "api.github.com", false)
+				defer c.Close()
+				expect := ""
+				if tc.expect {
+					expect = "Expect: 100-continue\r\n"
+				}
+				fmt.Fprintf(c, "PATCH /repos/acme/widgets/pulls/7 HTTP/1.1\r\nHost: api.github.com\r\nContent-Type: application/json\r\n"+
+					"Content-Length: %d\r\n%s\r\n", len(body), expect)
+				if tc.expect {
+					if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != http.StatusContinue {
+						t.Fatalf("got %v, %v; want 100 Continue", resp, err)
+					}
+				} else {
+					time.Sleep(100 * time.Millisecond) // the proxy is reading the body
+				}
+				reload()
+				resp := roundTrip(t, c, br, body)
+				for resp.StatusCode == http.StatusContinue { // the upstream's own, passed on
+					resp = roundTrip(t, c, br, "")
+				}
+				if resp.StatusCode != tc.want.Status() || resp.Header.Get(policy.RefusedHeader) != string(tc.want) {
+					t.Fatalf("after the reload: %s %q, want %q", resp.Status, resp.Header.Get(policy.RefusedHeader), tc.want)
+				}
+				if n := len(h.api.seen()); n != 0 {
+					t.Fatalf("the upstream got %d requests", n)
+				}
+				return
+			}
+			var raw net.Conn
+			if tc.tunnel == "transparent" {
+				var err error
+				if raw, err = net.DialTimeout("tcp", h.trans, 5*time.Second); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				var resp *http.Response
+				if raw, _, resp = h.connect("pypi.org:443"); resp.StatusCode != http.StatusOK {
+					t.Fatalf("CONNECT = %s", resp.Status)
+				}
+			}
+			defer raw.Close()
+			raw.SetDeadline(time.Now().Add(5 * time.Second))
+			c := tls.Client(raw, &tls.Config{ServerName: "pypi.org", RootCAs: h.upCA.pool})
+			br := bufio.NewReader(c)
+			const get = "GET /simple/ HTTP/1.1\r\nHost: pypi.org\r\n\r\n"
+			if resp := roundTrip(t, c, br, get); resp.StatusCode != http.StatusOK {
+				t.Fatalf("before the reload: %s", resp.Status)
+			}
+			reload()
+			io.WriteString(c, get)
+			resp, err := http.ReadResponse(br, nil)
+			switch {
+			case tc.open && err != nil:
+				t.Fatalf("the tunnel was closed: %v", err)
+			case !tc.open && err == nil:
+				t.Fatalf("the tunnel still carries requests after the reload: %s", resp.Status)
+			}
+		})
 	}
 }
 

@@ -129,7 +129,7 @@ func (s *Server) handleTransparent(c net.Conn) {
 			return
 		}
 		s.logTransparent(st, d, http.StatusOK, start)
-		s.splice(client, upstream, release)
+		s.splice(client, upstream, d.Host, release)
 		return
 	}
 	s.logTransparent(st, d, http.StatusOK, start)

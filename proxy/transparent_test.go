@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -98,9 +97,10 @@ func TestTransparentListener(t *testing.T) {
 			want: result{status: 403, refused: policy.ReasonHostMismatch}, reason: policy.ReasonHostMismatch},
 		"allowed SNI, path not allowed": {sni: "api.github.com", path: "/user",
 			want: result{status: 403, refused: policy.ReasonL7NotAllowed}, reason: policy.ReasonL7NotAllowed},
-		"SNI not allowed":             {sni: "evil.example", handErr: true, reason: policy.ReasonHostNotAllowed},
-		"allowed SNI on another port": {sni: "api.github.com", port: 8443, handErr: true, reason: policy.ReasonHostNotAllowed},
-		"no SNI (IP literal dialled)": {sni: "127.0.0.1", handErr: true, reason: policy.ReasonHostNotAllowed},
+		"SNI not allowed":                 {sni: "evil.example", handErr: true, reason: policy.ReasonHostNotAllowed},
+		"allowed SNI on another port":     {sni: "api.github.com", port: 8443, handErr: true, reason: policy.ReasonHostNotAllowed},
+		"TLS on 80 to a passthrough host": {sni: "pypi.org", port: 80, handErr: true, reason: policy.ReasonHostNotAllowed},
+		"no SNI (IP literal dialled)":     {sni: "127.0.0.1", handErr: true, reason: policy.ReasonHostNotAllowed},
 		"SNI is an IP literal": {raw: func(t *testing.T) []byte {
 			return bytes.Replace(captureHello(t, "api.github.com"), []byte("api.github.com"), []byte("192.168.100.10"), 1)
 		}, handErr: true, reason: policy.ReasonHostNotAllowed},
@@ -243,7 +243,7 @@ func isReset(err error) bool {
 // refused, so a name resolving back to it cannot loop.
 func TestTransparentNotRedirected(t *testing.T) {
 	h := newHarness(t)
-	h.srv.origDst = func(c net.Conn) (netip.AddrPort, error) { return c.LocalAddr().(*net.TCPAddr).AddrPort(), nil }
+	h.dstSelf.Store(true) // set through the harness: the listener is already serving
 	c, err := tls.Dial("tcp", h.trans, &tls.Config{ServerName: "pypi.org", RootCAs: h.upCA.pool})
 	if err == nil {
 		c.Close()
