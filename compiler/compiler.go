@@ -104,7 +104,7 @@ func Compile(docs []*source.Document, v *schema.Validator, opts Options) Result 
 			configs = append(configs, d)
 			continue
 		}
-		byUnit[d.Unit] = append(byUnit[d.Unit], d)
+		byUnit[d.Unit()] = append(byUnit[d.Unit()], d)
 	}
 	names := slices.Sorted(maps.Keys(byUnit))
 	if len(names) == 0 {

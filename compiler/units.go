@@ -149,7 +149,7 @@ func (p *pass) indexSecret(r ref, s *secret) {
 	if s.from != "" || prev.from != "" {
 		what += " (declared by " + orPlain(prev.from) + " and by " + orPlain(s.from) + ")"
 	}
-	if s.doc.Walked {
+	if s.doc.Walked() {
 		// A walked Secret's findings wait for a Connection to read it
 		// (deferSecret), and most are never read. The message reads both
 		// trees again, from their files, to say how they differ: it is
@@ -229,7 +229,7 @@ func orPlain(from string) string {
 // settleSecrets reports them then. A Secret named explicitly is checked
 // whatever reads it.
 func (p *pass) deferSecret(it *item, mark int) {
-	if !it.doc.Walked || len(p.diags) == mark {
+	if !it.doc.Walked() || len(p.diags) == mark {
 		return
 	}
 	r := it.ref()

@@ -36,28 +36,60 @@ type Document struct {
 	Node *yaml.Node
 	// Pos is where the document's root mapping starts.
 	Pos diag.Pos
-	// Unit names the deploy unit the document belongs to (see
-	// docs/inputs.md): the directory of the kustomization root that built
-	// it, as reported ("apps/production"), or LooseUnit for a file read on
-	// its own.
-	Unit string
-	// Walked is true when the document was found by walking a directory
-	// (directly, or through a kustomization the walk found) rather than
-	// named: the scope rule then applies to it, and to what it declares
-	// (docs/inputs.md).
-	Walked bool
-
-	// where places the nodes of a document kustomize built whose values
-	// were not written at their own line and column of File (see Where);
-	// nil for a document read as it is.
-	where map[*yaml.Node]placed
 
 	// digest is what Options.Digest took of the document (wrapped in a
 	// keptObject when the tree was released and the digest cannot answer
-	// Object); origin is set when the loader released the node tree (see
-	// release.go): where to read the tree again.
+	// Object).
 	digest any
+	// from is what the document shares with the others of its file, or
+	// of its kustomize build; nil for a document the loader did not read
+	// (Parse's).
+	from *sharedFrom
+}
+
+// sharedFrom is what every document of one file, or of one kustomize
+// build, has in common. A Document is kept for every document of the
+// input, so what all of a file's share is kept once, not in each.
+type sharedFrom struct {
+	// unit names the deploy unit (see Document.Unit).
+	unit string
+	// walked says the documents were found by walking a directory (see
+	// Document.Walked).
+	walked bool
+	// origin is where the file is read again from when a document's tree
+	// was released (see release.go); nil when it cannot be (standard
+	// input, a kustomize build, no Options.Digest).
 	origin *origin
+	// where places the nodes of the documents kustomize built whose
+	// values were not written at their own line and column of File (see
+	// Where); nil for a file read as it is.
+	where map[*yaml.Node]placed
+}
+
+// Unit names the deploy unit the document belongs to (see
+// docs/inputs.md): the directory of the kustomization root that built it,
+// as reported ("apps/production"), or LooseUnit for a file read on its
+// own.
+func (d *Document) Unit() string {
+	if d.from == nil {
+		return LooseUnit
+	}
+	return d.from.unit
+}
+
+// Walked is true when the document was found by walking a directory
+// (directly, or through a kustomization the walk found) rather than
+// named: the scope rule then applies to it, and to what it declares
+// (docs/inputs.md).
+func (d *Document) Walked() bool { return d.from != nil && d.from.walked }
+
+// placedAt is where Where places node n when kustomize moved it.
+func (d *Document) placedAt(n *yaml.Node) (placed, bool) {
+	if d.from == nil {
+		return placed{}, false
+	}
+	p, ok := d.from.where[n]
+	return p, ok
 }
 
 // LooseUnit is the Unit of the documents read from files outside any

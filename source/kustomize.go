@@ -306,16 +306,14 @@ func (l *loader) buildKustomizationFrom(named, dir string, walked bool, pre *kus
 	}
 	l.seen[dir] = true
 	unit := l.display(named, dir)
-	d0, docs0 := len(l.diags), len(l.docs)
+	d0 := len(l.diags)
 	defer func() {
 		for i := d0; i < len(l.diags); i++ {
 			l.diags[i].Units = []string{unit}
 		}
-		for i := docs0; i < len(l.docs); i++ {
-			l.docs[i].Unit, l.docs[i].Walked = unit, walked
-		}
 	}()
-	b := &build{l: l, named: named, root: dir, files: map[string]*parsedFile{}, kusts: map[string]*kustPatches{}}
+	b := &build{l: l, named: named, root: dir, files: map[string]*parsedFile{}, kusts: map[string]*kustPatches{},
+		from: &sharedFrom{unit: unit, walked: walked, where: map[*yaml.Node]placed{}}}
 	b.kfile = kustomizationFile(l.fsys, dir)
 	b.kname = b.display(b.kfile)
 	kname := b.kname

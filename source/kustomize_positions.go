@@ -39,7 +39,7 @@ type placed struct {
 // (or its nearest parent) in the source file, and a note naming the
 // kustomization that changed it.
 func (d *Document) Where(n *yaml.Node) (diag.Pos, string) {
-	if p, ok := d.where[n]; ok {
+	if p, ok := d.placedAt(n); ok {
 		return p.pos, p.note
 	}
 	return diag.Pos{File: d.File, Line: n.Line, Column: n.Column}, ""
@@ -49,7 +49,7 @@ func (d *Document) Where(n *yaml.Node) (diag.Pos, string) {
 // schema validator reports them. Of several nodes at one position (a base
 // and a patch file may share line numbers) the one at fieldPath wins.
 func (d *Document) At(line, col int, fieldPath string) (diag.Pos, string) {
-	if len(d.where) == 0 || d.Node == nil {
+	if d.from == nil || len(d.from.where) == 0 || d.Node == nil {
 		return diag.Pos{File: d.File, Line: line, Column: col}, ""
 	}
 	var first, onPath *yaml.Node
@@ -95,6 +95,9 @@ type build struct {
 	kname string // its kustomization file, as displayed
 	files map[string]*parsedFile
 	kusts map[string]*kustPatches
+	// from is what every document the build makes shares: its unit, and
+	// where kustomize moved their nodes from.
+	from *sharedFrom
 }
 
 // parsedFile is a source file parsed with the loader's own parser.
@@ -155,7 +158,7 @@ func (b *build) document(r *resource.Resource) (Document, error) {
 	}
 	transformedIn := b.transformedIn(node)
 	stripAnnotations(node)
-	doc := Document{Node: node, where: map[*yaml.Node]placed{}}
+	doc := Document{Node: node, from: b.from}
 
 	switch {
 	case origin != nil && origin.Repo != "":
@@ -234,7 +237,7 @@ func copyNode(n *yaml.Node) *yaml.Node {
 // placeAll places every node of n at pos with note.
 func (b *build) placeAll(doc *Document, n *yaml.Node, pos diag.Pos, note string) {
 	n.Line, n.Column = pos.Line, pos.Column
-	doc.where[n] = placed{pos: pos, note: note}
+	doc.from.where[n] = placed{pos: pos, note: note}
 	for _, c := range n.Content {
 		b.placeAll(doc, c, pos, note)
 	}
@@ -586,12 +589,12 @@ func (m *mapper) changed(n, near *yaml.Node, at []string, key bool) {
 		p := m.patches[i]
 		if pn := p.find(at, n, key); pn != nil {
 			n.Line, n.Column, n.Style = pn.Line, pn.Column, pn.Style
-			m.doc.where[n] = placed{pos: diag.Pos{File: p.file, Line: pn.Line, Column: pn.Column}}
+			m.doc.from.where[n] = placed{pos: diag.Pos{File: p.file, Line: pn.Line, Column: pn.Column}}
 			return
 		}
 	}
 	n.Line, n.Column = near.Line, near.Column
-	m.doc.where[n] = placed{pos: diag.Pos{File: m.doc.File, Line: near.Line, Column: near.Column}, note: m.note}
+	m.doc.from.where[n] = placed{pos: diag.Pos{File: m.doc.File, Line: near.Line, Column: near.Column}, note: m.note}
 }
 
 // find returns the patch's node at field path at when it wrote what the

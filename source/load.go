@@ -410,13 +410,13 @@ func (l *loader) parseRead(name, abs string, r fileRead, walked bool) fileRead {
 	if r.parsed {
 		return r
 	}
-	var o *origin // where a released document is read again from, once one is
+	var from *sharedFrom // made with the first document
 	r.docs, r.diags = l.opts.Memo.parse(name, r.data, walked, func(d *Document) {
-		d.Unit, d.Walked = LooseUnit, walked
-		if o == nil {
-			o = l.originOf(name, abs, walked, r.data)
+		if from == nil {
+			from = &sharedFrom{unit: LooseUnit, walked: walked, origin: l.originOf(name, abs, walked, r.data)}
 		}
-		l.digest(d, o)
+		d.from = from
+		l.digest(d)
 	})
 	r.data, r.parsed = nil, true
 	return r

@@ -75,19 +75,18 @@ func (l *loader) originOf(name, abs string, walked bool, data []byte) *origin {
 }
 
 // digest gives a document just parsed to Options.Digest and drops its
-// node tree if the digest releases it and the file can be read again (o
-// is not nil).
-func (l *loader) digest(d *Document, o *origin) {
+// node tree if the digest releases it and the file can be read again
+// (its origin is known).
+func (l *loader) digest(d *Document) {
 	if l.opts.Digest == nil {
 		return
 	}
 	dg, release := l.opts.Digest(d)
 	d.digest = dg
-	if release && o != nil && d.where == nil {
+	if release && d.from != nil && d.from.origin != nil && d.from.where == nil {
 		if od, ok := dg.(ObjectDigest); !ok || !sameObject(od, d.Object()) {
 			d.digest = &keptObject{digest: dg, obj: d.Object()}
 		}
-		d.origin = o
 		d.Node = nil
 	}
 }
@@ -122,7 +121,9 @@ func (d *Document) releasedObject() diag.Object {
 
 // Released reports whether the loader dropped the document's node tree
 // (Node is nil); Tree reads it again.
-func (d *Document) Released() bool { return d.origin != nil }
+func (d *Document) Released() bool {
+	return d.Node == nil && d.from != nil && d.from.origin != nil
+}
 
 // ErrChanged is Tree's error when a released document's file no longer
 // holds what was read the first time.
@@ -131,10 +132,11 @@ var ErrChanged = errors.New("the file changed while keyhole read it")
 // Tree returns the document's node tree: Node when the loader kept it,
 // else the tree read again from its file, with the same positions.
 func (d *Document) Tree() (*yaml.Node, error) {
-	if d.Node != nil || d.origin == nil {
+	if !d.Released() {
 		return d.Node, nil
 	}
-	return d.origin.files.tree(d.origin, d.Index, d.Pos)
+	o := d.from.origin
+	return o.files.tree(o, d.Index, d.Pos)
 }
 
 func (r *rereader) tree(o *origin, index int, pos diag.Pos) (*yaml.Node, error) {

@@ -267,7 +267,7 @@ func TestUnits(t *testing.T) {
 	var got []string
 	for _, d := range docs {
 		o := d.Object()
-		got = append(got, d.Unit+" "+o.Namespace+"/"+o.Name+" "+d.File)
+		got = append(got, d.Unit()+" "+o.Namespace+"/"+o.Name+" "+d.File)
 	}
 	want := []string{
 		"apps/production prod/c apps/base/class.yaml",
@@ -279,7 +279,7 @@ func TestUnits(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	for _, d := range docs {
-		if !d.Walked {
+		if !d.Walked() {
 			t.Errorf("%s: found by a walk but not marked so", d.File)
 		}
 	}
