@@ -43,19 +43,38 @@ func Digest(v *schema.Validator, opts Options) source.Digest {
 
 // digested is what Digest took of one document.
 type digested struct {
-	// kind is the keyhole kind, "" for a kind keyhole does not check.
-	kind schema.Kind
 	// wire is the decoded object: *connectionDigest, *sandboxClassWire,
 	// *agentWire, *bindingOwnerWire or *secretDigest.
 	wire any
 	// more is what only some documents need, nil for the rest: a digest
-	// is kept for every document, so it is kept small (48 bytes).
+	// is kept for every document, so it is kept small (32 bytes).
 	more *digestMore
+	// kind is the keyhole kind, as its index in digestKinds (0 for a kind
+	// keyhole does not check): a byte, where the string would be 16.
+	kind uint8
 	// validated is true when the document's schema findings were taken
 	// (more.schema, none when more is nil).
 	validated bool
 	release   bool
 }
+
+// digestKinds are the kinds a digest records, by index; the first is
+// none. schema.Lookup returns no other (TestDigestKinds).
+var digestKinds = [...]schema.Kind{"", schema.KindConnection, schema.KindSandboxClass, schema.KindAgentRuntime,
+	schema.KindToolRegistry, schema.KindSecret, schema.KindAgent, schema.KindConnector}
+
+// kindIndex is k's index in digestKinds; ok is false for a kind not there.
+func kindIndex(k schema.Kind) (i uint8, ok bool) {
+	for j, dk := range digestKinds {
+		if dk == k {
+			return uint8(j), true
+		}
+	}
+	return 0, false
+}
+
+// schemaKind is the keyhole kind the digest records, "" for none.
+func (dg *digested) schemaKind() schema.Kind { return digestKinds[dg.kind] }
 
 // DigestObject says what the document is, from its decoded object, for
 // the loader (source.ObjectDigest): ok is false when there is none.
@@ -76,7 +95,7 @@ func (dg *digested) DigestObject() (diag.Object, bool) {
 	default:
 		return diag.Object{}, false
 	}
-	return diag.Object{APIVersion: apiVersion, Kind: string(dg.kind), Namespace: md.Namespace, Name: md.Name}, true
+	return diag.Object{APIVersion: apiVersion, Kind: string(dg.schemaKind()), Namespace: md.Namespace, Name: md.Name}, true
 }
 
 // ignoreList returns the codes the document's ignore annotation names.
@@ -154,7 +173,11 @@ func digestOf(v *schema.Validator, op schema.Operator, in *interner, d *source.D
 		dg.release = true
 		return in.digest(dg)
 	}
-	dg.kind = kind
+	ki, known := kindIndex(kind)
+	if !known {
+		return dg // not one a digest records: the compiler reads the tree
+	}
+	dg.kind = ki
 	if kind == schema.KindAgent {
 		if n := source.Lookup(d.Node, "name"); n != nil && n.Kind == yaml.ScalarNode {
 			dg.extra().agentName = n.Value

@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/schema"
 )
 
 // internConnection is a Connection of two inject entries, one with a
@@ -130,8 +132,40 @@ func TestInternerBounded(t *testing.T) {
 // field added to it costs as much again per document as the field's
 // size, and what is rare belongs in digestMore.
 func TestDigestSmall(t *testing.T) {
-	if size := unsafe.Sizeof(digested{}); size > 48 {
-		t.Errorf("a digest is %d bytes, want at most 48", size)
+	if size := unsafe.Sizeof(digested{}); size > 32 {
+		t.Errorf("a digest is %d bytes, want at most 32", size)
+	}
+}
+
+// TestDigestKinds: every kind schema.Lookup returns has its byte in a
+// digest, and reads back as itself.
+func TestDigestKinds(t *testing.T) {
+	kinds := map[string][2]string{
+		"Connection":   {schema.Group, "Connection"},
+		"SandboxClass": {schema.Group, "SandboxClass"},
+		"AgentRuntime": {schema.Group, "AgentRuntime"},
+		"ToolRegistry": {schema.Group, "ToolRegistry"},
+		"Secret":       {"v1", "Secret"},
+		"Agent":        {"", "Agent"},
+		"Connector":    {"", "Connector"},
+	}
+	for name, av := range kinds {
+		t.Run(name, func(t *testing.T) {
+			k, ok := schema.Lookup(av[0], av[1])
+			if !ok {
+				t.Fatalf("schema.Lookup(%q, %q) knows no kind", av[0], av[1])
+			}
+			i, ok := kindIndex(k)
+			if !ok || i == 0 {
+				t.Fatalf("kind %s has no byte in a digest", k)
+			}
+			if got := (&digested{kind: i}).schemaKind(); got != k {
+				t.Errorf("kind %s reads back as %q", k, got)
+			}
+		})
+	}
+	if got := (&digested{}).schemaKind(); got != "" {
+		t.Errorf("a digest of no kind reads back as %q", got)
 	}
 }
 

@@ -59,7 +59,7 @@ func prevalidate(docs []*source.Document, v *schema.Validator, op schema.Operato
 
 // validate is v.Validate(kind, doc.Node), found beforehand when it could be.
 func (p *pass) validate(v *schema.Validator, kind schema.Kind, doc *source.Document) []schema.Violation {
-	if dg := digestOfDoc(doc); dg != nil && dg.validated && dg.kind == kind {
+	if dg := digestOfDoc(doc); dg != nil && dg.validated && dg.schemaKind() == kind {
 		return dg.schemaFindings()
 	}
 	if f := p.pre.docs[doc]; f != nil {
@@ -71,7 +71,7 @@ func (p *pass) validate(v *schema.Validator, kind schema.Kind, doc *source.Docum
 // validateOperator is v.ValidateOperator(op, kind, doc.Node), found
 // beforehand when it could be.
 func (p *pass) validateOperator(v *schema.Validator, op schema.Operator, kind schema.Kind, doc *source.Document) []schema.Violation {
-	if dg := digestOfDoc(doc); dg != nil && dg.validated && dg.kind == kind && len(dg.schemaFindings()) == 0 && dg.more != nil && dg.more.operator == op.Version {
+	if dg := digestOfDoc(doc); dg != nil && dg.validated && dg.schemaKind() == kind && len(dg.schemaFindings()) == 0 && dg.more != nil && dg.more.operator == op.Version {
 		return dg.more.opFindings
 	}
 	if f := p.pre.docs[doc]; f != nil && op == p.pre.operator && len(f.schema) == 0 {
