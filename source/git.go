@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
@@ -37,10 +38,13 @@ var errOutsideTree = errors.New("outside the git repository, so in no commit")
 const maxSymlinkHops = 40
 
 // Repo is the git repository enclosing a directory, opened in-process
-// with go-git: keyhole never runs the git binary.
+// with go-git: keyhole never runs the git binary. Its objects are read
+// in place (objectStore), so reading a commit costs what the commit's
+// files hold, not the length of the history.
 type Repo struct {
-	repo *git.Repository
-	root string // absolute path of the working tree
+	repo  *git.Repository
+	root  string       // absolute path of the working tree
+	store *objectStore // nil when go-git's own storage reads the objects
 }
 
 // OpenRepo opens the repository whose working tree encloses dir (an
@@ -63,7 +67,27 @@ func OpenRepo(dir string) (*Repo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrNotRepository, abs, err)
 	}
-	return &Repo{repo: r, root: filepath.Clean(wt.Filesystem.Root())}, nil
+	repo := &Repo{repo: r, root: filepath.Clean(wt.Filesystem.Root())}
+	// go-git found the repository (a linked worktree's common directory
+	// too); the same storage, with the objects read in place, opens it
+	// again.
+	if fsStore, ok := r.Storer.(*filesystem.Storage); ok {
+		st := newObjectStore(fsStore)
+		if repo.repo, err = git.Open(st, wt.Filesystem); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrNotRepository, abs, err)
+		}
+		repo.store = st
+	}
+	return repo, nil
+}
+
+// Close closes the files the repository's reads opened; the Trees it
+// gave cannot be read after.
+func (r *Repo) Close() error {
+	if r.store == nil {
+		return nil
+	}
+	return r.store.Close()
 }
 
 // Tree returns the files of the commit rev names, for Options.Tree. rev is
@@ -91,7 +115,7 @@ func (r *Repo) Tree(rev string) (*Tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("source: reading the tree of %s: %w", h, err)
 	}
-	return &Tree{repo: r.repo, root: r.root, commit: *h, top: t, trees: map[plumbing.Hash]*object.Tree{}}, nil
+	return &Tree{repo: r.repo, owner: r, root: r.root, commit: *h, top: t, trees: map[plumbing.Hash]*object.Tree{}}, nil
 }
 
 // shallowHint explains, for a shallow clone (CI checks out one commit by
@@ -110,6 +134,7 @@ func (r *Repo) shallowHint() string {
 // concurrent use.
 type Tree struct {
 	repo   *git.Repository
+	owner  *Repo
 	root   string
 	commit plumbing.Hash
 	top    *object.Tree
@@ -117,6 +142,9 @@ type Tree struct {
 	// blobsRead counts the blobs read, for tests of what a build costs.
 	blobsRead int
 }
+
+// Close closes the repository the Tree reads (Repo.Close).
+func (t *Tree) Close() error { return t.owner.Close() }
 
 // Commit is the full hash of the commit.
 func (t *Tree) Commit() string { return t.commit.String() }
