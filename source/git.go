@@ -1,6 +1,7 @@
 package source
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -258,7 +259,18 @@ func (t *Tree) blobBytes(h plumbing.Hash) ([]byte, error) {
 		return nil, err
 	}
 	defer r.Close()
-	return io.ReadAll(r)
+	return readSized(r, b.Size)
+}
+
+// readSized reads r to its end into one buffer of the size the object
+// store gave (io.ReadAll would grow one, copying, to many times that).
+func readSized(r io.Reader, size int64) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(int(min(max(size, 0), 64<<20)) + bytes.MinRead)
+	if _, err := buf.ReadFrom(r); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // modeOf is the fs.FileMode of a tree entry's git mode.
@@ -403,7 +415,7 @@ func (t *Tree) ReadFile(name string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(f)
+	return readSized(f, f.(*treeFile).fi.Size())
 }
 
 // kustomize returns the commit's files as kustomize's filesystem (see

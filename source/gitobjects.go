@@ -17,7 +17,6 @@ import (
 	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/objfile"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 )
@@ -30,7 +29,7 @@ const (
 	// object: the trees of one commit are deltas of one another, so
 	// keeping recent bases spares inflating the chain again (git keeps
 	// its own, core.deltaBaseCacheLimit, for the same reason).
-	deltaBaseCacheBytes = 16 << 20
+	deltaBaseCacheBytes = 8 << 20
 	// maxDeltaChain bounds the deltas applied for one object: git makes
 	// chains of at most 50 (--depth, 250 with gc --aggressive), so a
 	// longer one is a corrupt pack, or a loop of reference deltas.
@@ -420,7 +419,7 @@ func (r *objectReader) unpack(p *packIndex, off int64, depth int, cache bool) (p
 	}
 	for i := len(chain) - 1; i >= 0; i-- {
 		var err error
-		if data, err = packfile.PatchDelta(data, chain[i].data); err != nil {
+		if data, err = applyDelta(data, chain[i].data); err != nil {
 			return 0, nil, fmt.Errorf("%w: pack %s: object at %d: %w", errCorrupt, p.name, chain[i].off, err)
 		}
 		if i > 0 || cache {
@@ -428,6 +427,74 @@ func (r *objectReader) unpack(p *packIndex, off int64, depth int, cache bool) (p
 		}
 	}
 	return typ, data, nil
+}
+
+// applyDelta applies a delta of git's pack format (the sizes of base and
+// target, then instructions to copy a range of base or insert bytes of
+// the delta) to base. It writes into one buffer of the target's size,
+// which a chain of deltas on a large file makes once per step.
+func applyDelta(base, delta []byte) ([]byte, error) {
+	bad := func(why string) error { return fmt.Errorf("a delta %s", why) }
+	baseSize, n := binary.Uvarint(delta)
+	if n <= 0 || baseSize != uint64(len(base)) {
+		return nil, bad("for a base of another size")
+	}
+	delta = delta[n:]
+	size, n := binary.Uvarint(delta)
+	if n <= 0 {
+		return nil, bad("without its target's size")
+	}
+	delta = delta[n:]
+	// A target is its base with a few changes, as a rule: that much is
+	// made at once, not what a corrupt size claims.
+	out := make([]byte, 0, min(size, 2*uint64(len(base)+len(delta))))
+	for len(delta) > 0 {
+		cmd := delta[0]
+		delta = delta[1:]
+		switch {
+		case cmd&0x80 != 0: // copy: which offset and size bytes follow
+			var off, sz uint64
+			for i := range 7 {
+				if cmd&(1<<i) == 0 {
+					continue
+				}
+				if len(delta) == 0 {
+					return nil, bad("cut in an instruction")
+				}
+				if i < 4 {
+					off |= uint64(delta[0]) << (8 * i)
+				} else {
+					sz |= uint64(delta[0]) << (8 * (i - 4))
+				}
+				delta = delta[1:]
+			}
+			if sz == 0 {
+				sz = 0x10000
+			}
+			if off+sz > uint64(len(base)) {
+				return nil, bad("copying from beyond its base")
+			}
+			if uint64(len(out))+sz > size {
+				return nil, bad("longer than its target's size")
+			}
+			out = append(out, base[off:off+sz]...)
+		case cmd != 0: // insert the next cmd bytes
+			if len(delta) < int(cmd) {
+				return nil, bad("cut in an insert")
+			}
+			if uint64(len(out))+uint64(cmd) > size {
+				return nil, bad("longer than its target's size")
+			}
+			out = append(out, delta[:cmd]...)
+			delta = delta[cmd:]
+		default:
+			return nil, bad("with the reserved instruction 0")
+		}
+	}
+	if uint64(len(out)) != size {
+		return nil, bad("shorter than its target's size")
+	}
+	return out, nil
 }
 
 // packedSize is the size of the object at off of p: its header's, or for
