@@ -14,7 +14,6 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/objfile"
 	"github.com/go-git/go-git/v5/storage/filesystem"
@@ -123,7 +122,7 @@ func (r *objectReader) open() error {
 		return fmt.Errorf("listing packs: %w", err)
 	}
 	for _, h := range hashes {
-		p, err := openPack(r.dir.Fs(), h)
+		p, err := openPack(r.dir, h)
 		if err != nil {
 			r.closeLocked()
 			return err
@@ -630,8 +629,8 @@ var _ plumbing.EncodedObject = (*readObject)(nil)
 // since 2007), read in place: only the fan-out table is held.
 type packIndex struct {
 	name     string
-	idx      billy.File
-	pack     billy.File
+	idx      packFile
+	pack     packFile
 	packSize int64
 	fanout   [256]uint32
 	count    int64 // objects in the pack
@@ -642,6 +641,16 @@ type packIndex struct {
 	scratch [idxWindow * 20]byte
 }
 
+// packFile is what is read of a pack or its index: go-git's files, opened
+// through the repository's filesystem (a linked worktree's common
+// directory included).
+type packFile interface {
+	io.ReaderAt
+	io.Seeker
+	io.Closer
+	Name() string
+}
+
 // Layout of a version 2 pack index: header, fan-out, then per object its
 // name, CRC and offset, then the 64-bit offsets, then two checksums.
 const (
@@ -650,7 +659,8 @@ const (
 	idxTrailer = 2 * 20
 )
 
-func openPack(fsys billy.Filesystem, h plumbing.Hash) (_ *packIndex, err error) {
+func openPack(dir *dotgit.DotGit, h plumbing.Hash) (_ *packIndex, err error) {
+	fsys := dir.Fs()
 	base := fsys.Join("objects", "pack", "pack-"+h.String())
 	p := &packIndex{name: h.String()}
 	defer func() {
@@ -709,7 +719,7 @@ func openPack(fsys billy.Filesystem, h plumbing.Hash) (_ *packIndex, err error) 
 	return p, nil
 }
 
-func fileSize(f billy.File) (int64, error) {
+func fileSize(f packFile) (int64, error) {
 	n, err := f.Seek(0, io.SeekEnd)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", f.Name(), err)
@@ -719,7 +729,7 @@ func fileSize(f billy.File) (int64, error) {
 
 func (p *packIndex) close() error {
 	var errs []error
-	for _, f := range []billy.File{p.idx, p.pack} {
+	for _, f := range []packFile{p.idx, p.pack} {
 		if f != nil {
 			errs = append(errs, f.Close())
 		}

@@ -11,10 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -166,8 +164,13 @@ func (h *history) store(tb testing.TB, dir string, refDeltas bool, packs [][]plu
 
 // goGitStorage opens the repository at dir with go-git's own storage,
 // what keyhole read objects through before objectStore.
-func goGitStorage(dir string) *filesystem.Storage {
-	return filesystem.NewStorage(osfs.New(filepath.Join(dir, ".git")), cache.NewObjectLRUDefault())
+func goGitStorage(tb testing.TB, dir string) *filesystem.Storage {
+	tb.Helper()
+	r, err := git.PlainOpen(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r.Storer.(*filesystem.Storage)
 }
 
 // TestObjectStoreAsGoGit: every object of a repository reads through
@@ -202,9 +205,9 @@ func TestObjectStoreAsGoGit(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			h.store(t, dir, tc.refDeltas, tc.packs, tc.loose)
-			want := goGitStorage(dir)
+			want := goGitStorage(t, dir)
 			defer want.Close()
-			got := newObjectStore(goGitStorage(dir))
+			got := newObjectStore(goGitStorage(t, dir))
 			defer got.Close()
 			for _, hash := range all {
 				wo, err := want.EncodedObject(plumbing.AnyObject, hash)
@@ -390,7 +393,7 @@ func TestObjectStoreCorrupt(t *testing.T) {
 			if err := os.WriteFile(files[0], tc.change(b), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			s := newObjectStore(goGitStorage(dir))
+			s := newObjectStore(goGitStorage(t, dir))
 			defer s.Close()
 			var errs []error
 			for _, hash := range all {
@@ -427,7 +430,11 @@ func FuzzObjectStore(f *testing.F) {
 	f.Add(seed[:len(seed)/3], uint16(len(seed)/3))
 	f.Fuzz(func(t *testing.T, pack []byte, at uint16) {
 		// The index is kept, so the lookups reach the bytes fuzzed.
-		dir := filepath.Join(t.TempDir(), ".git", "objects", "pack")
+		root := t.TempDir()
+		if _, err := git.PlainInit(root, false); err != nil {
+			t.Fatal(err)
+		}
+		dir := filepath.Join(root, ".git", "objects", "pack")
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -438,7 +445,7 @@ func FuzzObjectStore(f *testing.F) {
 		if err := os.WriteFile(base+".pack", pack, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		s := newObjectStore(goGitStorage(filepath.Dir(filepath.Dir(dir))))
+		s := newObjectStore(goGitStorage(t, root))
 		defer s.Close()
 		for _, hash := range all {
 			o, err := s.EncodedObject(plumbing.AnyObject, hash)
@@ -463,8 +470,8 @@ func BenchmarkTreeHistory(b *testing.B) {
 		dir := b.TempDir()
 		h.store(b, dir, false, [][]plumbing.Hash{h.hashes(b)}, nil)
 		readers := map[string]func() storer.EncodedObjectStorer{
-			"go-git":   func() storer.EncodedObjectStorer { return goGitStorage(dir) },
-			"in-place": func() storer.EncodedObjectStorer { return newObjectStore(goGitStorage(dir)) },
+			"go-git":   func() storer.EncodedObjectStorer { return goGitStorage(b, dir) },
+			"in-place": func() storer.EncodedObjectStorer { return newObjectStore(goGitStorage(b, dir)) },
 		}
 		for _, name := range []string{"go-git", "in-place"} {
 			b.Run(fmt.Sprintf("commits=%d/%s", commits, name), func(b *testing.B) {
