@@ -1,6 +1,7 @@
 package source
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
@@ -37,10 +39,13 @@ var errOutsideTree = errors.New("outside the git repository, so in no commit")
 const maxSymlinkHops = 40
 
 // Repo is the git repository enclosing a directory, opened in-process
-// with go-git: keyhole never runs the git binary.
+// with go-git: keyhole never runs the git binary. Its objects are read
+// in place (objectStore), so reading a commit costs what the commit's
+// files hold, not the length of the history.
 type Repo struct {
-	repo *git.Repository
-	root string // absolute path of the working tree
+	repo  *git.Repository
+	root  string       // absolute path of the working tree
+	store *objectStore // nil when go-git's own storage reads the objects
 }
 
 // OpenRepo opens the repository whose working tree encloses dir (an
@@ -63,7 +68,27 @@ func OpenRepo(dir string) (*Repo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrNotRepository, abs, err)
 	}
-	return &Repo{repo: r, root: filepath.Clean(wt.Filesystem.Root())}, nil
+	repo := &Repo{repo: r, root: filepath.Clean(wt.Filesystem.Root())}
+	// go-git found the repository (a linked worktree's common directory
+	// too); the same storage, with the objects read in place, opens it
+	// again.
+	if fsStore, ok := r.Storer.(*filesystem.Storage); ok {
+		st := newObjectStore(fsStore)
+		if repo.repo, err = git.Open(st, wt.Filesystem); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrNotRepository, abs, err)
+		}
+		repo.store = st
+	}
+	return repo, nil
+}
+
+// Close closes the files the repository's reads opened; the Trees it
+// gave cannot be read after.
+func (r *Repo) Close() error {
+	if r.store == nil {
+		return nil
+	}
+	return r.store.Close()
 }
 
 // Tree returns the files of the commit rev names, for Options.Tree. rev is
@@ -91,7 +116,7 @@ func (r *Repo) Tree(rev string) (*Tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("source: reading the tree of %s: %w", h, err)
 	}
-	return &Tree{repo: r.repo, root: r.root, commit: *h, top: t, trees: map[plumbing.Hash]*object.Tree{}}, nil
+	return &Tree{repo: r.repo, owner: r, root: r.root, commit: *h, top: t, trees: map[plumbing.Hash]*object.Tree{}}, nil
 }
 
 // shallowHint explains, for a shallow clone (CI checks out one commit by
@@ -110,6 +135,7 @@ func (r *Repo) shallowHint() string {
 // concurrent use.
 type Tree struct {
 	repo   *git.Repository
+	owner  *Repo
 	root   string
 	commit plumbing.Hash
 	top    *object.Tree
@@ -117,6 +143,9 @@ type Tree struct {
 	// blobsRead counts the blobs read, for tests of what a build costs.
 	blobsRead int
 }
+
+// Close closes the repository the Tree reads (Repo.Close).
+func (t *Tree) Close() error { return t.owner.Close() }
 
 // Commit is the full hash of the commit.
 func (t *Tree) Commit() string { return t.commit.String() }
@@ -230,7 +259,18 @@ func (t *Tree) blobBytes(h plumbing.Hash) ([]byte, error) {
 		return nil, err
 	}
 	defer r.Close()
-	return io.ReadAll(r)
+	return readSized(r, b.Size)
+}
+
+// readSized reads r to its end into one buffer of the size the object
+// store gave (io.ReadAll would grow one, copying, to many times that).
+func readSized(r io.Reader, size int64) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(int(min(max(size, 0), 64<<20)) + bytes.MinRead)
+	if _, err := buf.ReadFrom(r); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // modeOf is the fs.FileMode of a tree entry's git mode.
@@ -375,7 +415,7 @@ func (t *Tree) ReadFile(name string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(f)
+	return readSized(f, f.(*treeFile).fi.Size())
 }
 
 // kustomize returns the commit's files as kustomize's filesystem (see

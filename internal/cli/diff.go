@@ -137,6 +137,7 @@ func runDiff(e *env, args []string) int {
 	if err != nil {
 		return fail(e, "diff", err)
 	}
+	defer closeSides(sides)
 	renderSide := func(s *diffSide, r *reuse) {
 		if len(s.paths) == 0 {
 			s.ok = true // the PATHs are all on the other side only
@@ -265,9 +266,12 @@ func openSides(wd, base, head string, paths []string) ([]*diffSide, error) {
 		// safe for concurrent use.
 		repo, err := source.OpenRepo(wd)
 		if err != nil {
+			closeSides(sides)
 			return nil, err
 		}
 		if s.tree, err = repo.Tree(s.rev); err != nil {
+			_ = repo.Close()
+			closeSides(sides)
 			return nil, fmt.Errorf("--%s: %w", s.which, err)
 		}
 		s.ref.Commit = s.tree.Commit()
@@ -285,6 +289,17 @@ func openSides(wd, base, head string, paths []string) ([]*diffSide, error) {
 		}
 	}
 	return sides, nil
+}
+
+// closeSides closes the repository handles the sides read their commits
+// through. Nothing is read after, so an error closing a file read only is
+// no error of the command's.
+func closeSides(sides []*diffSide) {
+	for _, s := range sides {
+		if s.tree != nil {
+			_ = s.tree.Close()
+		}
+	}
 }
 
 // diffSide is one side of a diff as the command loads it.

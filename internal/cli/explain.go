@@ -330,6 +330,7 @@ func explainChange(e *env, paths []string, f *checkFlags, base, head, sandbox, r
 	if err != nil {
 		return fail(e, "explain", err)
 	}
+	defer closeSides(sides)
 	renderer, err := render.ForTarget(render.TargetKubernetes)
 	if err != nil {
 		return fail(e, "explain", err)
