@@ -192,7 +192,7 @@ func checkSecretMissing(p *pass) {
 			hint = ns + hint
 		}
 		p.report(codeSecretMissing, &c.item, path{"spec", "credential", "secretRef", "name"}, false,
-			"Secret %s is not in the input; the claim fails at run time when the proxy cannot read it%s", r, hint)
+			"Secret %s is not in the input; the claim fails at run time when the proxy cannot read it%s%s", r, p.notCreatedNote(r), hint)
 	}
 }
 

@@ -65,11 +65,11 @@ type externalSecretWire struct {
 type clusterExternalSecretWire struct {
 	Metadata metadata `yaml:"metadata"`
 	Spec     struct {
-		ExternalSecretName string             `yaml:"externalSecretName"`
-		ExternalSecretSpec externalSecretSpec `yaml:"externalSecretSpec"`
-		Namespaces         []string           `yaml:"namespaces"`
-		NamespaceSelector  *yaml.Node         `yaml:"namespaceSelector"`
-		NamespaceSelectors []yaml.Node        `yaml:"namespaceSelectors"`
+		ExternalSecretName string               `yaml:"externalSecretName"`
+		ExternalSecretSpec externalSecretSpec   `yaml:"externalSecretSpec"`
+		Namespaces         []string             `yaml:"namespaces"`
+		NamespaceSelector  *labelSelectorWire   `yaml:"namespaceSelector"`
+		NamespaceSelectors []*labelSelectorWire `yaml:"namespaceSelectors"`
 	} `yaml:"spec"`
 }
 
@@ -126,6 +126,11 @@ func (p *pass) addSecretSource(v *schema.Validator, it *item) bool {
 		if p.decode(it.doc, it, &w) {
 			p.addClusterExternalSecret(it, w)
 		}
+	case o.APIVersion == "v1" && o.Kind == "Namespace":
+		// Not a Secret stand-in, and not a kind keyhole checks: kept for
+		// the ClusterExternalSecret selectors evaluated against it.
+		p.addNamespace(it)
+		return false
 	case o.APIVersion == "v1" && o.Kind == "Secret" && source.Lookup(it.doc.Node, "sops") != nil:
 		p.count(it.doc)
 		p.addSOPSSecret(v, it)
@@ -160,29 +165,41 @@ func (p *pass) addSealedSecret(it *item, w sealedSecretWire) {
 }
 
 // addClusterExternalSecret indexes the Secret a ClusterExternalSecret's
-// ExternalSecrets make: in each namespace spec.namespaces lists, and, when
-// a selector picks namespaces, in any namespace (see anyNamespace): keyhole
-// does not see which namespaces carry the labels a selector names.
+// ExternalSecrets make: in each namespace spec.namespaces lists, and in
+// those its selectors pick (see selectedSecret), evaluated once the unit's
+// Namespace objects are all known. A selector the controller refuses makes
+// it fail as a whole: it makes no ExternalSecret anywhere.
 func (p *pass) addClusterExternalSecret(it *item, w clusterExternalSecretWire) {
 	esName := cmp.Or(w.Spec.ExternalSecretName, it.obj().Name)
 	from := "ClusterExternalSecret " + it.obj().Name
+	name := cesSecretName(w, esName)
 	namespaces := slices.Compact(slices.Sorted(slices.Values(w.Spec.Namespaces)))
 	namespaces = slices.DeleteFunc(namespaces, func(ns string) bool { return ns == "" })
+	selectors, bad := cesSelectors(w.Spec.NamespaceSelector, w.Spec.NamespaceSelectors)
+	if bad != nil {
+		p.report(codeSchemaInvalid, it, bad.at, bad.key, "the external-secrets controller refuses this selector, and then makes no ExternalSecret at all: %s", bad.msg)
+		why := from + " would make it, but the external-secrets controller refuses its selector, and then makes it nowhere"
+		for _, ns := range namespaces {
+			p.noteNotCreated(ref{namespace: ns, name: name}, why)
+		}
+		p.noteNotCreated(ref{name: name}, why)
+		// Nothing else stands for it: its findings are reported now.
+		p.lastSecret, p.lastSecretDoc = ref{}, it.doc
+		return
+	}
 	s := p.addExternalSecret(it, path{"spec", "externalSecretSpec"}, w.Spec.ExternalSecretSpec, esName, namespaces, from)
-	if s != nil && (w.Spec.NamespaceSelector != nil || len(w.Spec.NamespaceSelectors) > 0) {
-		if p.anyNamespace == nil {
-			p.anyNamespace = map[string]*secret{}
-		}
-		name := cmp.Or(w.Spec.ExternalSecretSpec.Target.Name, esName)
-		if _, ok := p.anyNamespace[name]; !ok {
-			s.from += ", in the namespaces its selector picks"
-			p.anyNamespace[name] = s
-		}
-		if len(namespaces) == 0 {
-			// No one Secret stands for it: its findings are reported
-			// now, not set aside until a Connection reads it.
-			p.lastSecret, p.lastSecretDoc = ref{}, it.doc
-		}
+	if len(selectors) == 0 {
+		return
+	}
+	if s != nil {
+		p.selectInNamespaces(name, from, s, selectors)
+	} else if w.Spec.ExternalSecretSpec.Target.CreationPolicy == "None" {
+		p.noteNotCreated(ref{name: name}, from+" does not create it (spec.externalSecretSpec.target.creationPolicy: None)")
+	}
+	if len(namespaces) == 0 {
+		// No one Secret stands for it: its findings are reported
+		// now, not set aside until a Connection reads it.
+		p.lastSecret, p.lastSecretDoc = ref{}, it.doc
 	}
 }
 
@@ -249,6 +266,15 @@ func (p *pass) addExternalSecret(it *item, at path, spec externalSecretSpec, esN
 		return nil // it makes another kind of object, not a Secret
 	}
 	name := cmp.Or(spec.Target.Name, esName)
+	if spec.Target.CreationPolicy == "None" {
+		// The controller fetches the data and writes no Secret: the
+		// Secret, if any, comes from elsewhere. Orphan creates it as
+		// Owner does, without an owner reference.
+		for _, ns := range namespaces {
+			p.noteNotCreated(ref{namespace: ns, name: name}, fmt.Sprintf("%s does not create it (%s: None)", from, in("target", "creationPolicy")))
+		}
+		return nil
+	}
 	for _, ns := range namespaces {
 		// One Secret in each namespace, read by any: its findings are
 		// the document's, reported once when any of them is read.
