@@ -30,7 +30,7 @@ func checkBindingRefs(p *pass) {
 				// the class's own findings say what is wrong
 			} else if class == nil {
 				msg := fmt.Sprintf("SandboxClass %s is not in the input", ref{ns, b.Sandbox})
-				p.report(codeBindingClassMissing, &o.item, bindingPath(j).with("sandbox"), false, "%s%s", msg, didYouMean(b.Sandbox, p.classNames(ns)))
+				p.report(codeBindingClassMissing, &o.item, bindingPath(j).with("sandbox"), false, "%s%s", msg, bindingHint(o, "SandboxClass", "sandbox", b.Sandbox, p.classNames(ns)))
 			} else if roles := class.roles(); !slices.Contains(roles, b.Role) {
 				p.report(codeBindingRoleUndeclared, &o.item, bindingPath(j).with("role"), false,
 					"SandboxClass %s declares no role %q (it declares: %s); declare it in the class's spec.connections or bind a declared role%s",
@@ -38,7 +38,7 @@ func checkBindingRefs(p *pass) {
 			}
 			if p.conns[ref{ns, b.Connection}] == nil && !p.invalid["Connection/"+ref{ns, b.Connection}.String()] {
 				p.report(codeBindingConnectionMissing, &o.item, bindingPath(j).with("connection"), false,
-					"Connection %s is not in the input%s", ref{ns, b.Connection}, didYouMean(b.Connection, p.connNames(ns)))
+					"Connection %s is not in the input%s", ref{ns, b.Connection}, bindingHint(o, "Connection", "connection", b.Connection, p.connNames(ns)))
 			}
 		}
 	}
@@ -120,6 +120,20 @@ func (c *sandboxClass) roles() []string {
 		roles = append(roles, r.Role)
 	}
 	return roles
+}
+
+// bindingHint is what a binding's message suggests for name, of kind,
+// which its field names and which is none of names: the one of names a
+// kustomize namePrefix or nameSuffix made of it, as kustomize renames
+// the object but follows a reference only CRDs know only when a
+// nameReference entry tells it to; else a near name.
+func bindingHint(o *owner, kind, field, name string, names []string) string {
+	renamed := renamedName(name, names)
+	if renamed == "" {
+		return didYouMean(name, names)
+	}
+	return fmt.Sprintf("; did you mean %q? A kustomize namePrefix or nameSuffix renamed the %s but not this reference, which kustomize follows only with a nameReference entry for kind %s at %s's spec/sandbox/connections/%s in the kustomization's configurations",
+		renamed, kind, kind, o.obj().Kind, field)
 }
 
 func (p *pass) classNames(ns string) []string {

@@ -411,12 +411,18 @@ func plainValue(b []byte) secretValue {
 // them to every object's name but not to references only a CRD knows,
 // such as a Connection's secretRef; "" when there is none or several.
 func (p *pass) renamedSecret(r ref) string {
+	return renamedName(r.name, p.secretNames(r.namespace))
+}
+
+// renamedName returns the one of names that is name with a prefix or
+// suffix added at a word boundary, "" when there is none or several.
+func renamedName(name string, names []string) string {
 	var found []string
-	for _, name := range p.secretNames(r.namespace) {
-		if i := strings.Index(name, r.name); i >= 0 && name != r.name {
-			pre, suf := name[:i], name[i+len(r.name):]
+	for _, n := range names {
+		if i := strings.Index(n, name); i >= 0 && n != name {
+			pre, suf := n[:i], n[i+len(name):]
 			if (pre == "" || strings.HasSuffix(pre, "-")) && (suf == "" || strings.HasPrefix(suf, "-")) {
-				found = append(found, name)
+				found = append(found, n)
 			}
 		}
 	}
@@ -428,15 +434,16 @@ func (p *pass) renamedSecret(r ref) string {
 
 // renamedHint explains a reference that a kustomize namePrefix or
 // nameSuffix left behind: kustomize renames the references it is
-// configured to follow, and a nameReference for kind Secret does not
-// follow the SealedSecret or ExternalSecret that declares one.
+// configured to follow, a Connection's secretRef only with a nameReference
+// entry for it, and a nameReference for kind Secret does not follow the
+// SealedSecret or ExternalSecret that declares one.
 func (p *pass) renamedHint(namespace, renamed string) string {
-	hint := fmt.Sprintf("; did you mean %q? A kustomize namePrefix or nameSuffix renamed the Secret but not this reference, which kustomize does not follow", renamed)
+	hint := fmt.Sprintf("; did you mean %q? A kustomize namePrefix or nameSuffix renamed the Secret but not this reference", renamed)
 	if s := p.secrets[ref{namespace: namespace, name: renamed}]; s != nil && s.from != "" && !strings.HasPrefix(s.from, "SOPS") {
 		kind, _, _ := strings.Cut(s.from, " ")
-		hint += fmt.Sprintf(" (a nameReference for kind Secret does not cover the %s that declares it)", kind)
+		return hint + fmt.Sprintf(", which kustomize does not follow (a nameReference for kind Secret does not cover the %s that declares it)", kind)
 	}
-	return hint
+	return hint + ", which kustomize follows only with a nameReference entry for kind Secret at Connection's spec/credential/secretRef/name in the kustomization's configurations"
 }
 
 // checkKey reports a key of the Secret a stand-in makes that the API
