@@ -102,7 +102,8 @@ func parseAll(file string, data []byte, walked bool, each func(*Document)) ([]Do
 		docs  []Document
 		diags diag.List
 	)
-	dec := yaml.NewDecoder(bytes.NewReader(neutralizeSuffixes(data)))
+	src, shifts := jsonSlashes(neutralizeSuffixes(data))
+	dec := yaml.NewDecoder(bytes.NewReader(src))
 	for index := 0; ; index++ {
 		var n yaml.Node
 		err := decode(dec, &n)
@@ -113,6 +114,7 @@ func parseAll(file string, data []byte, walked bool, each func(*Document)) ([]Do
 			diags = append(diags, syntaxError(file, data, index, err))
 			break
 		}
+		shifts.restore(&n)
 		ds, errs := document(file, index, &n, walked)
 		diags = append(diags, errs...)
 		if each != nil {
