@@ -281,18 +281,28 @@ func (p *pass) selectedSecret(r ref) *secret {
 // names it.
 func (p *pass) notCreatedNote(r ref) string {
 	var notes []string
+	add := func(why string) {
+		if !slices.Contains(notes, why) {
+			notes = append(notes, why)
+		}
+	}
 	for _, o := range p.units {
-		notes = append(notes, o.stand.notCreated[r]...)
-		notes = append(notes, o.stand.notCreated[ref{name: r.name}]...)
+		for _, why := range o.stand.notCreated[r] {
+			add(why)
+		}
+		for _, why := range o.stand.notCreated[ref{name: r.name}] {
+			add(why)
+		}
 	}
 	if labels, ok := p.namespaceLabels(r.namespace); ok {
+		// selectedSecret found none: no selector picks the namespace.
+		pairs := make([]string, 0, len(labels))
+		for _, k := range slices.Sorted(maps.Keys(labels)) {
+			pairs = append(pairs, k+"="+labels[k])
+		}
 		for _, o := range p.units {
 			for _, sel := range o.stand.selected[r.name] {
-				pairs := make([]string, 0, len(labels))
-				for _, k := range slices.Sorted(maps.Keys(labels)) {
-					pairs = append(pairs, k+"="+labels[k])
-				}
-				notes = append(notes, fmt.Sprintf("%s makes it only in the namespaces its selector picks, and Namespace %s (labels: %s) is not one of them",
+				add(fmt.Sprintf("%s makes it only in the namespaces its selector picks, and Namespace %s (labels: %s) is not one of them",
 					sel.ces, r.namespace, strings.Join(pairs, ", ")))
 			}
 		}
@@ -300,7 +310,7 @@ func (p *pass) notCreatedNote(r ref) string {
 	if len(notes) == 0 {
 		return ""
 	}
-	return "; " + strings.Join(slices.Compact(notes), "; ")
+	return "; " + strings.Join(notes, "; ")
 }
 
 // noteNotCreated records why Secret r is not created (see notCreated).
