@@ -34,3 +34,49 @@ func TestLabelSyntax(t *testing.T) {
 		})
 	}
 }
+
+// FuzzLabelSelector holds the conversion and matching of one selector
+// requirement to the controller's meaning: no panic on any input, and each
+// operator picks exactly the namespaces it names.
+func FuzzLabelSelector(f *testing.F) {
+	f.Add("team", "In", "a", "a", true)
+	f.Add("keyhole.dev/team", "NotIn", "a", "b", true)
+	f.Add("team", "Exists", "", "", false)
+	f.Add("team", "DoesNotExist", "", "x", true)
+	f.Add("bad key", "in", "a b", "", false)
+	f.Fuzz(func(t *testing.T, key, op, value, label string, has bool) {
+		w := &labelSelectorWire{}
+		w.MatchExpressions = append(w.MatchExpressions, struct {
+			Key      string   `yaml:"key"`
+			Operator string   `yaml:"operator"`
+			Values   []string `yaml:"values"`
+		}{Key: key, Operator: op})
+		if op == "In" || op == "NotIn" {
+			w.MatchExpressions[0].Values = []string{value}
+		}
+		s, bad := convertSelector(w, path{"spec", "namespaceSelector"})
+		if bad != nil {
+			if bad.msg == "" || len(bad.at) < 3 {
+				t.Fatalf("a refusal without a reason or a place: %+v", bad)
+			}
+			return
+		}
+		labels := map[string]string{}
+		if has {
+			labels[key] = label
+		}
+		want := map[string]bool{
+			"In":           has && label == value,
+			"NotIn":        !has || label != value,
+			"Exists":       has,
+			"DoesNotExist": !has,
+		}[op]
+		if got := s.matches(labels); got != want {
+			t.Fatalf("%s %s %q on %v: %v, want %v", key, op, value, labels, got, want)
+		}
+		ml, bad := convertSelector(&labelSelectorWire{MatchLabels: map[string]string{key: value}}, nil)
+		if bad == nil && ml.matches(labels) != (has && label == value) {
+			t.Fatalf("matchLabels {%s: %s} on %v", key, value, labels)
+		}
+	})
+}
