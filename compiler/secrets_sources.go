@@ -177,14 +177,15 @@ func (p *pass) addClusterExternalSecret(it *item, w clusterExternalSecretWire) {
 	namespaces = slices.DeleteFunc(namespaces, func(ns string) bool { return ns == "" })
 	selectors, bad := cesSelectors(w.Spec.NamespaceSelector, w.Spec.NamespaceSelectors)
 	if bad != nil {
+		// Found by a walk, the finding waits, as a Secret's own do, for a
+		// Connection to read the Secret (deferSecret); the note on that
+		// Connection's ConnectionSecretMissing says why.
 		p.report(codeSchemaInvalid, it, bad.at, bad.key, "the external-secrets controller refuses this selector, and then makes no ExternalSecret at all: %s", bad.msg)
-		why := from + " would make it, but the external-secrets controller refuses its selector, and then makes it nowhere"
+		why := fmt.Sprintf("%s would make it, but the external-secrets controller refuses its selector (%s: %s), and then makes it nowhere", from, bad.at, bad.msg)
 		for _, ns := range namespaces {
 			p.noteNotCreated(ref{namespace: ns, name: name}, why)
 		}
 		p.noteNotCreated(ref{name: name}, why)
-		// Nothing else stands for it: its findings are reported now.
-		p.lastSecret, p.lastSecretDoc = ref{}, it.doc
 		return
 	}
 	s := p.addExternalSecret(it, path{"spec", "externalSecretSpec"}, w.Spec.ExternalSecretSpec, esName, namespaces, from)
