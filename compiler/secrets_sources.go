@@ -186,6 +186,7 @@ func (p *pass) addClusterExternalSecret(it *item, w clusterExternalSecretWire) {
 			p.noteNotCreated(ref{namespace: ns, name: name}, why)
 		}
 		p.noteNotCreated(ref{name: name}, why)
+		p.lastSecret, p.lastSecretDoc = ref{name: name}, it.doc
 		return
 	}
 	s := p.addExternalSecret(it, path{"spec", "externalSecretSpec"}, w.Spec.ExternalSecretSpec, esName, namespaces, from)
@@ -198,9 +199,10 @@ func (p *pass) addClusterExternalSecret(it *item, w clusterExternalSecretWire) {
 		p.noteNotCreated(ref{name: name}, from+" does not create it (spec.externalSecretSpec.target.creationPolicy: None)")
 	}
 	if len(namespaces) == 0 {
-		// No one Secret stands for it: its findings are reported
-		// now, not set aside until a Connection reads it.
-		p.lastSecret, p.lastSecretDoc = ref{}, it.doc
+		// No one namespace's Secret stands for it: its findings wait
+		// under its name alone until a Connection reads the Secret
+		// from a namespace its selector picks (see settleSecrets).
+		p.lastSecret, p.lastSecretDoc = ref{name: name}, it.doc
 	}
 }
 

@@ -358,3 +358,11 @@ func cesSelectors(single *labelSelectorWire, list []*labelSelectorWire) ([]label
 func cesSecretName(w clusterExternalSecretWire, esName string) string {
 	return cmp.Or(w.Spec.ExternalSecretSpec.Target.Name, esName)
 }
+
+// selectionRead reports whether a Connection read the Secret name that a
+// ClusterExternalSecret of this unit makes where its selector picks: the
+// findings set aside under the name alone (a ref without a namespace) are
+// reported then.
+func (p *pass) selectionRead(name string) bool {
+	return slices.ContainsFunc(p.stand.selected[name], func(sel *selection) bool { return sel.s.read })
+}
