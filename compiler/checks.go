@@ -144,6 +144,9 @@ func table() []Check {
 		{Code: codeBindingEnvConflict, Severity: diag.Error,
 			Purpose: "Two Connections bound to one sandbox set the same placeholder variable.",
 			Help:    "Rename one of the placeholderEnv entries."},
+		{Code: codeSandboxNameInvalid, Severity: diag.Error, run: checkSandboxNames,
+			Purpose: fmt.Sprintf("A sandbox's name, `<AgentRuntime or ToolRegistry>-<SandboxClass>` for a binding and `<name>-<sandbox>` for an agent, is not a DNS label of at most %d characters: render names the sandbox's objects `<name>%s`, and a Service's name holds at most 63.", MaxSandboxName, SandboxNameSuffix),
+			Help:    "Rename the AgentRuntime, ToolRegistry or agent, or the SandboxClass, so that the two joined by `-` make a short DNS label (or change the kustomize namePrefix or nameSuffix that lengthens both)."},
 		{Code: codeConnectionUnbound, Severity: diag.Info, run: checkUnbound,
 			Purpose: "No AgentRuntime or ToolRegistry binds the Connection (reported only when the input binds some Connections).",
 			Help:    "Bind it to a sandbox role, or remove it if it is no longer used."},
@@ -192,7 +195,7 @@ func checkSecretMissing(p *pass) {
 			hint = ns + hint
 		}
 		p.report(codeSecretMissing, &c.item, path{"spec", "credential", "secretRef", "name"}, false,
-			"Secret %s is not in the input; the claim fails at run time when the proxy cannot read it%s", r, hint)
+			"Secret %s is not in the input; the claim fails at run time when the proxy cannot read it%s%s", r, p.notCreatedNote(r), hint)
 	}
 }
 

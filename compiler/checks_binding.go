@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -17,7 +18,76 @@ const (
 	codeBindingHostConflict      = "BindingHostConflict"
 	codeBindingEnvConflict       = "BindingEnvConflict"
 	codeConnectionUnbound        = "ConnectionUnbound"
+	codeSandboxNameInvalid       = "SandboxNameInvalid"
 )
+
+// SandboxNameSuffix is the longest suffix render appends to a sandbox's
+// name in the names of its objects (<name>-egress-proxy, a Service): a
+// Service's name and a label's value hold at most 63 characters, so a
+// sandbox's name holds at most MaxSandboxName.
+const (
+	SandboxNameSuffix = "-egress-proxy"
+	MaxSandboxName    = 63 - len(SandboxNameSuffix)
+)
+
+// CheckSandboxName reports a sandbox name render cannot name objects
+// after: one that is not a DNS label, or longer than MaxSandboxName.
+func CheckSandboxName(name string) error {
+	if len(name) > MaxSandboxName {
+		return fmt.Errorf("it is %d characters, and render names its objects <name>%s, which a Service's name limits to 63: at most %d", len(name), SandboxNameSuffix, MaxSandboxName)
+	}
+	if !isDNSLabel(name) {
+		return errors.New("it is not a DNS label (lowercase letters, digits and '-', starting and ending with a letter or digit), as the names render gives its objects must be")
+	}
+	return nil
+}
+
+func isDNSLabel(s string) bool {
+	if s == "" || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// checkSandboxNames reports each sandbox the plan would hold whose name
+// render refuses, so that check fails where render would: a binding's
+// sandbox is named <owner>-<SandboxClass>, an agent's <name>-<sandbox>.
+func checkSandboxNames(p *pass) {
+	for _, o := range p.owners {
+		sb := o.w.Spec.Sandbox
+		if sb.Enabled != nil && !*sb.Enabled {
+			continue
+		}
+		seen := map[string]bool{}
+		for j, b := range sb.Connections {
+			if seen[b.Sandbox] {
+				continue
+			}
+			seen[b.Sandbox] = true
+			name := o.obj().Name + "-" + b.Sandbox
+			if err := CheckSandboxName(name); err != nil {
+				p.report(codeSandboxNameInvalid, &o.item, bindingPath(j).with("sandbox"), false,
+					"the sandbox of %s %s and SandboxClass %s is named %s, which render cannot use: %s; rename the %s or the SandboxClass (or change the kustomize namePrefix or nameSuffix that lengthens both)",
+					o.obj().Kind, o.obj().Name, b.Sandbox, name, err, o.obj().Kind)
+			}
+		}
+	}
+	for _, a := range p.agents {
+		if a.w.Sandbox == "" {
+			continue
+		}
+		name := a.w.Name + "-" + a.w.Sandbox
+		if err := CheckSandboxName(name); err != nil {
+			p.report(codeSandboxNameInvalid, &a.item, path{"name"}, false,
+				"the sandbox of agent %s is named %s, which render cannot use: %s; rename the agent or its sandbox", a.w.Name, name, err)
+		}
+	}
+}
 
 func bindingPath(j int) path { return path{"spec", "sandbox", "connections", j} }
 
@@ -30,7 +100,7 @@ func checkBindingRefs(p *pass) {
 				// the class's own findings say what is wrong
 			} else if class == nil {
 				msg := fmt.Sprintf("SandboxClass %s is not in the input", ref{ns, b.Sandbox})
-				p.report(codeBindingClassMissing, &o.item, bindingPath(j).with("sandbox"), false, "%s%s", msg, didYouMean(b.Sandbox, p.classNames(ns)))
+				p.report(codeBindingClassMissing, &o.item, bindingPath(j).with("sandbox"), false, "%s%s", msg, bindingHint(o, "SandboxClass", "sandbox", b.Sandbox, p.classNames(ns)))
 			} else if roles := class.roles(); !slices.Contains(roles, b.Role) {
 				p.report(codeBindingRoleUndeclared, &o.item, bindingPath(j).with("role"), false,
 					"SandboxClass %s declares no role %q (it declares: %s); declare it in the class's spec.connections or bind a declared role%s",
@@ -38,7 +108,7 @@ func checkBindingRefs(p *pass) {
 			}
 			if p.conns[ref{ns, b.Connection}] == nil && !p.invalid["Connection/"+ref{ns, b.Connection}.String()] {
 				p.report(codeBindingConnectionMissing, &o.item, bindingPath(j).with("connection"), false,
-					"Connection %s is not in the input%s", ref{ns, b.Connection}, didYouMean(b.Connection, p.connNames(ns)))
+					"Connection %s is not in the input%s", ref{ns, b.Connection}, bindingHint(o, "Connection", "connection", b.Connection, p.connNames(ns)))
 			}
 		}
 	}
@@ -120,6 +190,20 @@ func (c *sandboxClass) roles() []string {
 		roles = append(roles, r.Role)
 	}
 	return roles
+}
+
+// bindingHint is what a binding's message suggests for name, of kind,
+// which its field names and which is none of names: the one of names a
+// kustomize namePrefix or nameSuffix made of it, as kustomize renames
+// the object but follows a reference only CRDs know only when a
+// nameReference entry tells it to; else a near name.
+func bindingHint(o *owner, kind, field, name string, names []string) string {
+	renamed := renamedName(name, names)
+	if renamed == "" {
+		return didYouMean(name, names)
+	}
+	return fmt.Sprintf("; did you mean %q? A kustomize namePrefix or nameSuffix renamed the %s but not this reference, which kustomize follows only with a nameReference entry for kind %s at %s's spec/sandbox/connections/%s in the kustomization's configurations",
+		renamed, kind, kind, o.obj().Kind, field)
 }
 
 func (p *pass) classNames(ns string) []string {

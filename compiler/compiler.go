@@ -334,12 +334,13 @@ type pass struct {
 
 	conns   map[ref]*connection
 	secrets map[ref]*secret
-	// anyNamespace holds, by name, the Secrets a ClusterExternalSecret
-	// makes in the namespaces its selector picks: a Connection whose
-	// Secret is in no unit reads one of these (docs/inputs.md).
-	anyNamespace map[string]*secret
-	classes      map[ref]*sandboxClass
-	owners       []*owner
+	// stand holds the Secrets a ClusterExternalSecret makes in the
+	// namespaces its selector picks, which a Connection whose Secret is
+	// in no unit may read, and why a Secret named is not created
+	// (selectors.go).
+	stand   standIns
+	classes map[ref]*sandboxClass
+	owners  []*owner
 	// connList keeps Connections in input order for deterministic checks.
 	connList []*connection
 	agents   []*agent
@@ -577,11 +578,9 @@ func (p *pass) secretOf(c *connection) (*secret, ref) {
 			return s, r
 		}
 	}
-	for _, o := range p.units {
-		if s := o.anyNamespace[r.name]; s != nil {
-			s.read = true
-			return s, r
-		}
+	if s := p.selectedSecret(r); s != nil {
+		s.read = true
+		return s, r
 	}
 	return nil, r
 }

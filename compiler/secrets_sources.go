@@ -65,11 +65,11 @@ type externalSecretWire struct {
 type clusterExternalSecretWire struct {
 	Metadata metadata `yaml:"metadata"`
 	Spec     struct {
-		ExternalSecretName string             `yaml:"externalSecretName"`
-		ExternalSecretSpec externalSecretSpec `yaml:"externalSecretSpec"`
-		Namespaces         []string           `yaml:"namespaces"`
-		NamespaceSelector  *yaml.Node         `yaml:"namespaceSelector"`
-		NamespaceSelectors []yaml.Node        `yaml:"namespaceSelectors"`
+		ExternalSecretName string               `yaml:"externalSecretName"`
+		ExternalSecretSpec externalSecretSpec   `yaml:"externalSecretSpec"`
+		Namespaces         []string             `yaml:"namespaces"`
+		NamespaceSelector  *labelSelectorWire   `yaml:"namespaceSelector"`
+		NamespaceSelectors []*labelSelectorWire `yaml:"namespaceSelectors"`
 	} `yaml:"spec"`
 }
 
@@ -126,6 +126,11 @@ func (p *pass) addSecretSource(v *schema.Validator, it *item) bool {
 		if p.decode(it.doc, it, &w) {
 			p.addClusterExternalSecret(it, w)
 		}
+	case o.APIVersion == "v1" && o.Kind == "Namespace":
+		// Not a Secret stand-in, and not a kind keyhole checks: kept for
+		// the ClusterExternalSecret selectors evaluated against it.
+		p.addNamespace(it)
+		return false
 	case o.APIVersion == "v1" && o.Kind == "Secret" && source.Lookup(it.doc.Node, "sops") != nil:
 		p.count(it.doc)
 		p.addSOPSSecret(v, it)
@@ -160,29 +165,44 @@ func (p *pass) addSealedSecret(it *item, w sealedSecretWire) {
 }
 
 // addClusterExternalSecret indexes the Secret a ClusterExternalSecret's
-// ExternalSecrets make: in each namespace spec.namespaces lists, and, when
-// a selector picks namespaces, in any namespace (see anyNamespace): keyhole
-// does not see which namespaces carry the labels a selector names.
+// ExternalSecrets make: in each namespace spec.namespaces lists, and in
+// those its selectors pick (see selectedSecret), evaluated once the unit's
+// Namespace objects are all known. A selector the controller refuses makes
+// it fail as a whole: it makes no ExternalSecret anywhere.
 func (p *pass) addClusterExternalSecret(it *item, w clusterExternalSecretWire) {
 	esName := cmp.Or(w.Spec.ExternalSecretName, it.obj().Name)
 	from := "ClusterExternalSecret " + it.obj().Name
+	name := cesSecretName(w, esName)
 	namespaces := slices.Compact(slices.Sorted(slices.Values(w.Spec.Namespaces)))
 	namespaces = slices.DeleteFunc(namespaces, func(ns string) bool { return ns == "" })
+	selectors, bad := cesSelectors(w.Spec.NamespaceSelector, w.Spec.NamespaceSelectors)
+	if bad != nil {
+		// Found by a walk, the finding waits, as a Secret's own do, for a
+		// Connection to read the Secret (deferSecret); the note on that
+		// Connection's ConnectionSecretMissing says why.
+		p.report(codeSchemaInvalid, it, bad.at, bad.key, "the external-secrets controller refuses this selector, and then makes no ExternalSecret at all: %s", bad.msg)
+		why := fmt.Sprintf("%s would make it, but the external-secrets controller refuses its selector (%s: %s), and then makes it nowhere", from, bad.at, bad.msg)
+		for _, ns := range namespaces {
+			p.noteNotCreated(ref{namespace: ns, name: name}, why)
+		}
+		p.noteNotCreated(ref{name: name}, why)
+		p.lastSecret, p.lastSecretDoc = ref{name: name}, it.doc
+		return
+	}
 	s := p.addExternalSecret(it, path{"spec", "externalSecretSpec"}, w.Spec.ExternalSecretSpec, esName, namespaces, from)
-	if s != nil && (w.Spec.NamespaceSelector != nil || len(w.Spec.NamespaceSelectors) > 0) {
-		if p.anyNamespace == nil {
-			p.anyNamespace = map[string]*secret{}
-		}
-		name := cmp.Or(w.Spec.ExternalSecretSpec.Target.Name, esName)
-		if _, ok := p.anyNamespace[name]; !ok {
-			s.from += ", in the namespaces its selector picks"
-			p.anyNamespace[name] = s
-		}
-		if len(namespaces) == 0 {
-			// No one Secret stands for it: its findings are reported
-			// now, not set aside until a Connection reads it.
-			p.lastSecret, p.lastSecretDoc = ref{}, it.doc
-		}
+	if len(selectors) == 0 {
+		return
+	}
+	if s != nil {
+		p.selectInNamespaces(name, from, s, selectors)
+	} else if w.Spec.ExternalSecretSpec.Target.CreationPolicy == "None" {
+		p.noteNotCreated(ref{name: name}, from+" does not create it (spec.externalSecretSpec.target.creationPolicy: None)")
+	}
+	if len(namespaces) == 0 {
+		// No one namespace's Secret stands for it: its findings wait
+		// under its name alone until a Connection reads the Secret
+		// from a namespace its selector picks (see settleSecrets).
+		p.lastSecret, p.lastSecretDoc = ref{name: name}, it.doc
 	}
 }
 
@@ -249,6 +269,15 @@ func (p *pass) addExternalSecret(it *item, at path, spec externalSecretSpec, esN
 		return nil // it makes another kind of object, not a Secret
 	}
 	name := cmp.Or(spec.Target.Name, esName)
+	if spec.Target.CreationPolicy == "None" {
+		// The controller fetches the data and writes no Secret: the
+		// Secret, if any, comes from elsewhere. Orphan creates it as
+		// Owner does, without an owner reference.
+		for _, ns := range namespaces {
+			p.noteNotCreated(ref{namespace: ns, name: name}, fmt.Sprintf("%s does not create it (%s: None)", from, in("target", "creationPolicy")))
+		}
+		return nil
+	}
 	for _, ns := range namespaces {
 		// One Secret in each namespace, read by any: its findings are
 		// the document's, reported once when any of them is read.
@@ -385,12 +414,18 @@ func plainValue(b []byte) secretValue {
 // them to every object's name but not to references only a CRD knows,
 // such as a Connection's secretRef; "" when there is none or several.
 func (p *pass) renamedSecret(r ref) string {
+	return renamedName(r.name, p.secretNames(r.namespace))
+}
+
+// renamedName returns the one of names that is name with a prefix or
+// suffix added at a word boundary, "" when there is none or several.
+func renamedName(name string, names []string) string {
 	var found []string
-	for _, name := range p.secretNames(r.namespace) {
-		if i := strings.Index(name, r.name); i >= 0 && name != r.name {
-			pre, suf := name[:i], name[i+len(r.name):]
+	for _, n := range names {
+		if i := strings.Index(n, name); i >= 0 && n != name {
+			pre, suf := n[:i], n[i+len(name):]
 			if (pre == "" || strings.HasSuffix(pre, "-")) && (suf == "" || strings.HasPrefix(suf, "-")) {
-				found = append(found, name)
+				found = append(found, n)
 			}
 		}
 	}
@@ -402,15 +437,16 @@ func (p *pass) renamedSecret(r ref) string {
 
 // renamedHint explains a reference that a kustomize namePrefix or
 // nameSuffix left behind: kustomize renames the references it is
-// configured to follow, and a nameReference for kind Secret does not
-// follow the SealedSecret or ExternalSecret that declares one.
+// configured to follow, a Connection's secretRef only with a nameReference
+// entry for it, and a nameReference for kind Secret does not follow the
+// SealedSecret or ExternalSecret that declares one.
 func (p *pass) renamedHint(namespace, renamed string) string {
-	hint := fmt.Sprintf("; did you mean %q? A kustomize namePrefix or nameSuffix renamed the Secret but not this reference, which kustomize does not follow", renamed)
+	hint := fmt.Sprintf("; did you mean %q? A kustomize namePrefix or nameSuffix renamed the Secret but not this reference", renamed)
 	if s := p.secrets[ref{namespace: namespace, name: renamed}]; s != nil && s.from != "" && !strings.HasPrefix(s.from, "SOPS") {
 		kind, _, _ := strings.Cut(s.from, " ")
-		hint += fmt.Sprintf(" (a nameReference for kind Secret does not cover the %s that declares it)", kind)
+		return hint + fmt.Sprintf(", which kustomize does not follow (a nameReference for kind Secret does not cover the %s that declares it)", kind)
 	}
-	return hint
+	return hint + ", which kustomize follows only with a nameReference entry for kind Secret at Connection's spec/credential/secretRef/name in the kustomization's configurations"
 }
 
 // checkKey reports a key of the Secret a stand-in makes that the API

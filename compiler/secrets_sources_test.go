@@ -154,7 +154,27 @@ func TestExternalSecretKeys(t *testing.T) {
 		// the ConnectionSecretKeyMissing message.
 		want    map[string]int
 		missing string
+		// in, when set, is a part of the first message of its code.
+		in map[string]string
 	}{
+		"creationPolicy None creates no Secret": {
+			input: es("    creationPolicy: None\n  data:\n    - {secretKey: raw, remoteRef: {key: gh}}\n"),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeSecretMissing: 1},
+			in:    map[string]string{codeSecretMissing: "ExternalSecret ns/es does not create it (spec.target.creationPolicy: None)"},
+		},
+		"creationPolicy None beside the Secret it reads: no duplicate, the Secret's keys": {
+			input: "apiVersion: v1\nkind: Secret\nmetadata: {name: target, namespace: ns}\nstringData: {user: u}\n---\n" +
+				es("    creationPolicy: None\n  data:\n    - {secretKey: raw, remoteRef: {key: gh}}\n"),
+			reads:   "{{ .user }}{{ .raw }}",
+			want:    map[string]int{codeSecretKeyMissing: 1},
+			missing: `key "raw" is not in Secret ns/target (it has: user)`,
+		},
+		"creationPolicy Orphan creates the Secret": {
+			input: es("    creationPolicy: Orphan\n  data:\n    - {secretKey: raw, remoteRef: {key: gh}}\n"),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeValuesUnknown: 1},
+		},
 		"template data replaces spec.data": {
 			input: es("    template:\n      data: {header: \"Bearer {{ .raw }}\"}\n  data:\n    - {secretKey: raw, remoteRef: {key: gh}}\n"),
 			reads: "{{ .raw }}",
@@ -257,9 +277,12 @@ func TestExternalSecretKeys(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			var holds map[string]string
+			holds := maps.Clone(tc.in)
 			if tc.missing != "" {
-				holds = map[string]string{codeSecretKeyMissing: tc.missing}
+				if holds == nil {
+					holds = map[string]string{}
+				}
+				holds[codeSecretKeyMissing] = tc.missing
 			}
 			checkCodes(t, v, tc.input+fmt.Sprintf(readsTarget, tc.reads), tc.want, holds)
 		})
@@ -299,6 +322,15 @@ func TestClusterExternalSecret(t *testing.T) {
 	}
 	const store = "  externalSecretSpec:\n    secretStoreRef: {name: vault, kind: ClusterSecretStore}\n"
 	const targetRaw = store + "    target: {name: target}\n    data:\n      - {secretKey: raw, remoteRef: {key: gh}}\n"
+	// namespace is a Namespace object with these labels (a flow mapping,
+	// or "" for none).
+	namespace := func(name, labels string) string {
+		md := "{name: " + name + "}"
+		if labels != "" {
+			md = "{name: " + name + ", labels: " + labels + "}"
+		}
+		return "---\napiVersion: v1\nkind: Namespace\nmetadata: " + md + "\n"
+	}
 	tests := map[string]struct {
 		input string
 		reads string
@@ -323,11 +355,129 @@ func TestClusterExternalSecret(t *testing.T) {
 			reads: "{{ .raw }}",
 			want:  map[string]int{codeSecretMissing: 1},
 		},
-		"a selector": {
+		"a selector, no Namespace object: taken to pick the Connection's": {
 			input: ces("cs", "  namespaceSelectors:\n    - matchLabels: {team: a}\n"+targetRaw),
 			reads: "{{ .raw }}",
 			want:  map[string]int{codeValuesUnknown: 1},
-			in:    map[string]string{codeValuesUnknown: "ClusterExternalSecret cs, in the namespaces its selector picks"},
+			in:    map[string]string{codeValuesUnknown: "ClusterExternalSecret cs, taken to pick namespace ns, which no Namespace object in the input describes"},
+		},
+		"a selector, only another namespace's Namespace object: taken to pick": {
+			input: ces("cs", "  namespaceSelectors:\n    - matchLabels: {team: a}\n"+targetRaw) + namespace("other", "{team: a}"),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeKindUnknown: 1, codeValuesUnknown: 1},
+			in:    map[string]string{codeValuesUnknown: "taken to pick namespace ns"},
+		},
+		"matchLabels the Namespace has": {
+			input: ces("cs", "  namespaceSelectors:\n    - matchLabels: {team: a}\n"+targetRaw) + namespace("ns", "{team: a, env: prod}"),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeKindUnknown: 1, codeValuesUnknown: 1},
+			in:    map[string]string{codeValuesUnknown: "ClusterExternalSecret cs, whose selector picks namespace ns by the labels of its Namespace object"},
+		},
+		"matchLabels the Namespace does not have": {
+			input: ces("cs", "  namespaceSelectors:\n    - matchLabels: {team: a}\n"+targetRaw) + namespace("ns", "{team: b}"),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeKindUnknown: 1, codeSecretMissing: 1},
+			in:    map[string]string{codeSecretMissing: "ClusterExternalSecret cs makes it only in the namespaces its selector picks, and Namespace ns (labels: kubernetes.io/metadata.name=ns, team=b) is not one of them"},
+		},
+		"a Namespace without labels, matched by the name label the API server sets": {
+			input: ces("cs", "  namespaceSelectors:\n    - matchLabels: {kubernetes.io/metadata.name: ns}\n"+targetRaw) + namespace("ns", ""),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeKindUnknown: 1, codeValuesUnknown: 1},
+		},
+		"the older single selector, not matched": {
+			input: ces("cs", "  namespaceSelector:\n    matchLabels: {team: a}\n"+targetRaw) + namespace("ns", "{}"),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeKindUnknown: 1, codeSecretMissing: 1},
+		},
+		"selectors are OR'ed": {
+			input: ces("cs", "  namespaceSelectors:\n    - matchLabels: {team: a}\n    - matchLabels: {env: prod}\n"+targetRaw) + namespace("ns", "{env: prod}"),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeKindUnknown: 1, codeValuesUnknown: 1},
+		},
+		"namespaceSelector OR'ed with namespaceSelectors": {
+			input: ces("cs", "  namespaceSelector:\n    matchLabels: {env: prod}\n  namespaceSelectors:\n    - matchLabels: {team: a}\n"+targetRaw) + namespace("ns", "{env: prod}"),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeKindUnknown: 1, codeValuesUnknown: 1},
+		},
+		"matchLabels and matchExpressions of one selector are AND'ed": {
+			input: ces("cs", "  namespaceSelectors:\n    - matchLabels: {team: a}\n      matchExpressions: [{key: env, operator: In, values: [prod]}]\n"+targetRaw) + namespace("ns", "{team: a, env: dev}"),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeKindUnknown: 1, codeSecretMissing: 1},
+		},
+		"In": {
+			input: ces("cs", "  namespaceSelectors:\n    - matchExpressions: [{key: env, operator: In, values: [dev, prod]}]\n"+targetRaw) + namespace("ns", "{env: prod}"),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeKindUnknown: 1, codeValuesUnknown: 1},
+		},
+		"NotIn picks a Namespace without the label": {
+			input: ces("cs", "  namespaceSelectors:\n    - matchExpressions: [{key: env, operator: NotIn, values: [prod]}]\n"+targetRaw) + namespace("ns", "{team: a}"),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeKindUnknown: 1, codeValuesUnknown: 1},
+		},
+		"NotIn, the value listed": {
+			input: ces("cs", "  namespaceSelectors:\n    - matchExpressions: [{key: env, operator: NotIn, values: [prod]}]\n"+targetRaw) + namespace("ns", "{env: prod}"),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeKindUnknown: 1, codeSecretMissing: 1},
+		},
+		"Exists": {
+			input: ces("cs", "  namespaceSelectors:\n    - matchExpressions: [{key: team, operator: Exists}]\n"+targetRaw) + namespace("ns", "{team: \"\"}"),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeKindUnknown: 1, codeValuesUnknown: 1},
+		},
+		"DoesNotExist": {
+			input: ces("cs", "  namespaceSelectors:\n    - matchExpressions: [{key: team, operator: DoesNotExist}]\n"+targetRaw) + namespace("ns", "{team: a}"),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeKindUnknown: 1, codeSecretMissing: 1},
+		},
+		"an empty selector picks every namespace": {
+			input: ces("cs", "  namespaceSelectors:\n    - {}\n"+targetRaw) + namespace("ns", "{team: a}"),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeKindUnknown: 1, codeValuesUnknown: 1},
+		},
+		"listed namespaces and selectors are OR'ed": {
+			input: ces("cs", "  namespaces: [ns]\n  namespaceSelectors:\n    - matchLabels: {team: b}\n"+targetRaw) + namespace("ns", "{team: a}"),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeKindUnknown: 1, codeValuesUnknown: 1},
+		},
+		"a second ClusterExternalSecret of the same Secret picks it": {
+			input: ces("cs", "  namespaceSelectors:\n    - matchLabels: {team: b}\n"+targetRaw) + "---\n" +
+				ces("cs2", "  namespaceSelectors:\n    - matchLabels: {team: a}\n"+targetRaw) + namespace("ns", "{team: a}"),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeKindUnknown: 1, codeValuesUnknown: 1},
+			in:    map[string]string{codeValuesUnknown: "ClusterExternalSecret cs2, whose selector picks"},
+		},
+		"an operator the controller refuses: it makes nothing": {
+			input: ces("cs", "  namespaces: [ns]\n  namespaceSelectors:\n    - matchExpressions: [{key: team, operator: in, values: [a]}]\n"+targetRaw),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeSchemaInvalid: 1, codeSecretMissing: 1},
+			in: map[string]string{
+				codeSchemaInvalid: `spec.namespaceSelectors[0].matchExpressions[0].operator`,
+				codeSecretMissing: "ClusterExternalSecret cs would make it, but the external-secrets controller refuses its selector",
+			},
+		},
+		"In without values: the controller makes nothing": {
+			input: ces("cs", "  namespaceSelector:\n    matchExpressions: [{key: team, operator: In}]\n"+targetRaw),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeSchemaInvalid: 1, codeSecretMissing: 1},
+			in:    map[string]string{codeSchemaInvalid: `spec.namespaceSelector.matchExpressions[0].values`},
+		},
+		"a label key the controller refuses: it makes nothing": {
+			input: ces("cs", "  namespaceSelector:\n    matchLabels: {\"bad key\": a}\n"+targetRaw),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeSchemaInvalid: 1, codeSecretMissing: 1},
+			in:    map[string]string{codeSchemaInvalid: `spec.namespaceSelector.matchLabels["bad key"]`},
+		},
+		"creationPolicy None: no Secret in the namespaces it lists": {
+			input: ces("cs", "  namespaces: [ns]\n"+store+"    target: {name: target, creationPolicy: None}\n    data:\n      - {secretKey: raw, remoteRef: {key: gh}}\n"),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeSecretMissing: 1},
+			in:    map[string]string{codeSecretMissing: "ClusterExternalSecret cs does not create it (spec.externalSecretSpec.target.creationPolicy: None)"},
+		},
+		"creationPolicy None: no Secret where its selector picks": {
+			input: ces("cs", "  namespaceSelectors:\n    - {}\n"+store+"    target: {name: target, creationPolicy: None}\n    data:\n      - {secretKey: raw, remoteRef: {key: gh}}\n"),
+			reads: "{{ .raw }}",
+			want:  map[string]int{codeSecretMissing: 1},
+			in:    map[string]string{codeSecretMissing: "ClusterExternalSecret cs does not create it (spec.externalSecretSpec.target.creationPolicy: None)"},
 		},
 		"the older single selector, a key it does not fetch": {
 			input: ces("cs", "  namespaceSelector:\n    matchLabels: {team: a}\n"+targetRaw),

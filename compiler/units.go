@@ -248,7 +248,7 @@ func (p *pass) deferSecret(it *item, mark int) {
 func (p *pass) settleSecrets() {
 	for _, r := range slices.SortedFunc(maps.Keys(p.pending), func(a, b ref) int { return strings.Compare(a.String(), b.String()) }) {
 		ds := p.pending[r]
-		if s := p.secrets[r]; s != nil && s.read {
+		if s := p.secrets[r]; s != nil && s.read || r.namespace == "" && p.selectionRead(r.name) {
 			for _, d := range ds {
 				p.written(d)
 			}

@@ -288,13 +288,14 @@ func checkResolve(v string) error {
 }
 
 // longestSuffix is the longest suffix appended to a claim name for a
-// Service or label value, which are limited to 63 characters.
-const longestSuffix = "-egress-proxy"
+// Service or label value, which are limited to 63 characters; check holds
+// sandbox names to the same rule (compiler.CheckSandboxName).
+const longestSuffix = compiler.SandboxNameSuffix
 
 func sandboxDir(sb compiler.Sandbox) (string, error) {
-	if !dnsLabel.MatchString(sb.Name) || len(sb.Name)+len(longestSuffix) > 63 {
+	if compiler.CheckSandboxName(sb.Name) != nil {
 		return "", fmt.Errorf("%w: sandbox %s: name must be a DNS label of at most %d characters, since objects are named <name>%s",
-			ErrInvalidPlan, describe(sb), 63-len(longestSuffix), longestSuffix)
+			ErrInvalidPlan, describe(sb), compiler.MaxSandboxName, longestSuffix)
 	}
 	if !dnsLabel.MatchString(sb.Namespace) || len(sb.Namespace) > 63 {
 		return "", fmt.Errorf("%w: sandbox %s: namespace is not a DNS label", ErrInvalidPlan, describe(sb))

@@ -116,7 +116,8 @@ func parseAll(file string, data []byte, walked bool, each func(*Document)) ([]Do
 		docs  []Document
 		diags diag.List
 	)
-	dec := yaml.NewDecoder(bytes.NewReader(neutralizeSuffixes(data)))
+	src, shifts := jsonSlashes(neutralizeSuffixes(data))
+	dec := yaml.NewDecoder(bytes.NewReader(src))
 	for index := 0; ; index++ {
 		var n yaml.Node
 		err := decode(dec, &n)
@@ -127,6 +128,7 @@ func parseAll(file string, data []byte, walked bool, each func(*Document)) ([]Do
 			diags = append(diags, syntaxError(file, data, index, err))
 			break
 		}
+		shifts.restore(&n)
 		ds, errs := document(file, index, &n, walked)
 		diags = append(diags, errs...)
 		if each != nil {
