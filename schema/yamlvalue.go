@@ -71,24 +71,22 @@ func (c *converter) value(n *yaml.Node, depth int) any {
 		c.mapping(out, n, depth, true)
 		return out
 	case yaml.ScalarNode:
-		if nonFinite(n) {
+		tag := n.ShortTag()
+		if tag == "!!float" && nonFinite(n.Value) {
 			// Not quoted: the value may be a Secret's.
 			c.fail(n, "infinity and NaN are numbers JSON has no form for; quote the value if it is text")
 			return n.Value
 		}
-		return scalar(n)
+		return scalar(n, tag)
 	}
 	return nil
 }
 
-// nonFinite reports whether n is a YAML infinity or NaN (.inf, -.Inf,
-// .NAN...), a number JSON cannot hold: Kubernetes' YAML-to-JSON conversion
-// refuses a document with one, wherever it is.
-func nonFinite(n *yaml.Node) bool {
-	if n.ShortTag() != "!!float" {
-		return false
-	}
-	switch strings.ToLower(strings.TrimLeft(n.Value, "+-")) {
+// nonFinite reports whether the text of a !!float is a YAML infinity or
+// NaN (.inf, -.Inf, .NAN...), a number JSON cannot hold: Kubernetes'
+// YAML-to-JSON conversion refuses a document with one, wherever it is.
+func nonFinite(text string) bool {
+	switch strings.ToLower(strings.TrimLeft(text, "+-")) {
 	case ".inf", ".nan":
 		return true
 	}
@@ -182,10 +180,10 @@ func keyString(k *yaml.Node) (string, bool) {
 	return k.Value, true
 }
 
-// scalar resolves a scalar by its tag. Custom tags and tags JSON has no
-// type for (timestamps, binary) keep their text.
-func scalar(n *yaml.Node) any {
-	switch n.ShortTag() {
+// scalar resolves a scalar by its tag, n.ShortTag(). Custom tags and tags
+// JSON has no type for (timestamps, binary) keep their text.
+func scalar(n *yaml.Node, tag string) any {
+	switch tag {
 	case "!!null":
 		return nil
 	case "!!bool":
