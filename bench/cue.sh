@@ -178,7 +178,7 @@ vetter ByKind
 # run that fails stops the benchmark: every tool must pass every document.
 once() {
   if ! /usr/bin/time -o "$tmp/time" -f '%e %U %S %M' "$@" >"$tmp/out" 2>&1; then
-    echo "failed: $*" >&2
+    echo "failed: $* (a cue invocation over ${limit}s, CUE_TIMEOUT, is stopped and fails too)" >&2
     tail -20 "$tmp/out" >&2
     tail -1 "$tmp/time" >&2
     exit 1
