@@ -43,7 +43,7 @@ cue=$cache/bin/cue-$version-static
 if [ ! -x "$cue" ]; then
   mkdir -p "$cache/bin"
   tmpbin=$(mktemp -d)
-  # As its release builds it (its .goreleaser.yaml): static, trimmed.
+  # Static and with trimmed paths, as keyhole is built below.
   CGO_ENABLED=0 GOBIN=$tmpbin go install -trimpath "cuelang.org/go/cmd/cue@$version"
   mv "$tmpbin/cue" "$cue"
   rmdir "$tmpbin"
