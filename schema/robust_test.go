@@ -79,8 +79,35 @@ llm: l
 			src:  "name: a\nmode: text\nllm: 0x1F\ndescription: .inf\nallowed_domains: [1e3]\n",
 			want: []Violation{
 				{Line: 3, Column: 6, Path: "llm", Message: `want a string, got a number`},
+				{Line: 4, Column: 14, Path: "description", Message: noJSONNumber},
 				{Line: 5, Column: 19, Path: "allowed_domains[0]", Message: `want a string, got a number`},
 			},
+		},
+		// Kubernetes' YAML-to-JSON conversion refuses the whole document
+		// (json: unsupported value: +Inf), so a field that takes anything
+		// does not take these.
+		"infinity and NaN where anything goes": {
+			kind: KindConnection,
+			src: `apiVersion: omnia.altairalabs.ai/v1alpha1
+kind: Connection
+metadata: {name: c}
+spec:
+  hosts: [a.example.com]
+  credential: {kind: secret, secretRef: {name: s}}
+  placement: {}
+status: {a: [-.Inf, .NaN, +.inf, !!float .nan], b: ".inf", c: 1e3}
+`,
+			want: []Violation{
+				{Line: 8, Column: 14, Path: "status.a[0]", Message: noJSONNumber},
+				{Line: 8, Column: 21, Path: "status.a[1]", Message: noJSONNumber},
+				{Line: 8, Column: 27, Path: "status.a[2]", Message: noJSONNumber},
+				{Line: 8, Column: 34, Path: "status.a[3]", Message: noJSONNumber},
+			},
+		},
+		"infinity as a secret value is not quoted": {
+			kind: KindSecret,
+			src:  "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData:\n  token: .inf\n",
+			want: []Violation{{Line: 5, Column: 10, Path: "stringData.token", Message: noJSONNumber}},
 		},
 		"null document": {
 			kind: KindConnection,
@@ -327,3 +354,6 @@ func TestViolationCap(t *testing.T) {
 		t.Errorf("last violation = %v", last)
 	}
 }
+
+// noJSONNumber is the violation of a YAML infinity or NaN.
+const noJSONNumber = `infinity and NaN are numbers JSON has no form for; quote the value if it is text`

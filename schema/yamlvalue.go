@@ -21,8 +21,8 @@ const (
 
 // converter turns a YAML node tree into the values encoding/json would
 // decode the equivalent JSON into, which is what the JSON Schema validator
-// takes. Problems JSON cannot represent (non-string keys, duplicate keys)
-// become violations; the rest is the schema's to judge.
+// takes. Problems JSON cannot represent (non-string keys, duplicate keys,
+// infinities and NaN) become violations; the rest is the schema's to judge.
 type converter struct {
 	nodes int
 	// path is the stack of keys and indexes down to the current node,
@@ -71,9 +71,26 @@ func (c *converter) value(n *yaml.Node, depth int) any {
 		c.mapping(out, n, depth, true)
 		return out
 	case yaml.ScalarNode:
-		return scalar(n)
+		tag := n.ShortTag()
+		if tag == "!!float" && nonFinite(n.Value) {
+			// Not quoted: the value may be a Secret's.
+			c.fail(n, "infinity and NaN are numbers JSON has no form for; quote the value if it is text")
+			return n.Value
+		}
+		return scalar(n, tag)
 	}
 	return nil
+}
+
+// nonFinite reports whether the text of a !!float is a YAML infinity or
+// NaN (.inf, -.Inf, .NAN...), a number JSON cannot hold: Kubernetes'
+// YAML-to-JSON conversion refuses a document with one, wherever it is.
+func nonFinite(text string) bool {
+	switch strings.ToLower(strings.TrimLeft(text, "+-")) {
+	case ".inf", ".nan":
+		return true
+	}
+	return false
 }
 
 // mapping adds n's pairs to out. Keys written in the mapping itself win
@@ -163,10 +180,10 @@ func keyString(k *yaml.Node) (string, bool) {
 	return k.Value, true
 }
 
-// scalar resolves a scalar by its tag. Custom tags and tags JSON has no
-// type for (timestamps, binary) keep their text.
-func scalar(n *yaml.Node) any {
-	switch n.ShortTag() {
+// scalar resolves a scalar by its tag, n.ShortTag(). Custom tags and tags
+// JSON has no type for (timestamps, binary) keep their text.
+func scalar(n *yaml.Node, tag string) any {
+	switch tag {
 	case "!!null":
 		return nil
 	case "!!bool":
@@ -190,8 +207,8 @@ func scalar(n *yaml.Node) any {
 	return n.Value
 }
 
-// parseFloat parses a YAML float. Infinities and NaN have no JSON form and
-// stay text.
+// parseFloat parses a YAML float. Infinities and NaN have no JSON form:
+// the converter reports them (nonFinite), and here they stay text.
 func parseFloat(s string) (float64, bool) {
 	f, err := strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64)
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
