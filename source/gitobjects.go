@@ -117,17 +117,9 @@ func (r *objectReader) open() error {
 	if r.opened {
 		return nil
 	}
-	hashes, err := r.dir.ObjectPacks()
-	if err != nil {
-		return fmt.Errorf("listing packs: %w", err)
-	}
-	for _, h := range hashes {
-		p, err := openPack(r.dir, h)
-		if err != nil {
-			r.closeLocked()
-			return err
-		}
-		r.packs = append(r.packs, p)
+	if _, err := r.rescan(); err != nil {
+		r.closeLocked()
+		return err
 	}
 	if r.level < maxAlternates {
 		alts, err := r.dir.Alternates()
@@ -141,6 +133,50 @@ func (r *objectReader) open() error {
 	}
 	r.opened = true
 	return nil
+}
+
+// rescan opens the packs not open yet, and reports whether there were
+// any. A pack listed without its index is left for a later rescan: git
+// writes the index last. Git itself looks again this way when an object
+// is missing, because a `git gc` running beside the reader (`git commit`
+// starts one in the background) moves loose objects into a new pack,
+// then deletes them.
+func (r *objectReader) rescan() (bool, error) {
+	hashes, err := r.dir.ObjectPacks()
+	if err != nil {
+		return false, fmt.Errorf("listing packs: %w", err)
+	}
+	added := false
+	for _, h := range hashes {
+		if slices.ContainsFunc(r.packs, func(p *packIndex) bool { return p.name == h.String() }) {
+			continue
+		}
+		p, err := openPack(r.dir, h)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return added, err
+		}
+		r.packs = append(r.packs, p)
+		added = true
+	}
+	return added, nil
+}
+
+// retry reports whether a read that found no object should run again:
+// when packs appeared since they were listed (see rescan).
+func (r *objectReader) retry(err error) (bool, error) {
+	if !errors.Is(err, plumbing.ErrObjectNotFound) {
+		return false, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	added, rerr := r.rescan()
+	if rerr != nil {
+		return false, rerr
+	}
+	return added, err
 }
 
 func (r *objectReader) close() error {
@@ -176,6 +212,15 @@ func (r *objectReader) object(t plumbing.ObjectType, h plumbing.Hash) (plumbing.
 }
 
 func (r *objectReader) read(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+	typ, data, err := r.readOnce(h)
+	again, err := r.retry(err)
+	if again {
+		return r.readOnce(h)
+	}
+	return typ, data, err
+}
+
+func (r *objectReader) readOnce(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.open(); err != nil {
@@ -243,6 +288,15 @@ func closeInto(c io.Closer, err *error) {
 
 // size is EncodedObjectSize's.
 func (r *objectReader) size(h plumbing.Hash) (int64, error) {
+	size, err := r.sizeOnce(h)
+	again, err := r.retry(err)
+	if again {
+		return r.sizeOnce(h)
+	}
+	return size, err
+}
+
+func (r *objectReader) sizeOnce(h plumbing.Hash) (int64, error) {
 	r.mu.Lock()
 	if err := r.open(); err != nil {
 		r.mu.Unlock()
@@ -298,6 +352,14 @@ func (r *objectReader) looseSize(h plumbing.Hash) (_ int64, err error) {
 
 // has is HasEncodedObject's.
 func (r *objectReader) has(h plumbing.Hash) error {
+	again, err := r.retry(r.hasOnce(h))
+	if again {
+		return r.hasOnce(h)
+	}
+	return err
+}
+
+func (r *objectReader) hasOnce(h plumbing.Hash) error {
 	r.mu.Lock()
 	if err := r.open(); err != nil {
 		r.mu.Unlock()

@@ -290,6 +290,72 @@ func sortedHashes(hs []plumbing.Hash) []plumbing.Hash {
 
 // TestTreeOfPackedHistory: a commit deep in a packed history loads as
 // the same commit does from loose objects, through OpenRepo and the
+// TestObjectStoreRepackedMeanwhile: a git gc that runs while keyhole
+// reads (git commit starts one in the background) moves the loose
+// objects into a new pack and deletes them; every object still reads,
+// as git reads it, through the pack that appeared. A pack whose index
+// git has not written yet is passed over until it has one.
+func TestObjectStoreRepackedMeanwhile(t *testing.T) {
+	h := makeHistory(t, 30, 2, 4)
+	all := h.hashes(t)
+	tests := map[string]struct {
+		read func(s *objectStore, hash plumbing.Hash) error
+	}{
+		"EncodedObject": {read: func(s *objectStore, hash plumbing.Hash) error {
+			_, err := s.EncodedObject(plumbing.AnyObject, hash)
+			return err
+		}},
+		"EncodedObjectSize": {read: func(s *objectStore, hash plumbing.Hash) error {
+			_, err := s.EncodedObjectSize(hash)
+			return err
+		}},
+		"HasEncodedObject": {read: func(s *objectStore, hash plumbing.Hash) error { return s.HasEncodedObject(hash) }},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			h.store(t, dir, false, nil, all)
+			got := newObjectStore(goGitStorage(t, dir))
+			defer got.Close()
+			if err := tc.read(got, all[0]); err != nil {
+				t.Fatalf("before the gc: %v", err)
+			}
+			// The gc: one pack of every object, then the loose ones deleted.
+			gc := goGitStorage(t, dir)
+			w, err := gc.PackfileWriter()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := packfile.NewEncoder(w, h.mem, false).Encode(all, 10); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			for _, hash := range all {
+				s := hash.String()
+				if err := os.Remove(filepath.Join(dir, ".git", "objects", s[:2], s[2:])); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Another pack still being written: no index yet.
+			unfinished := filepath.Join(dir, ".git", "objects", "pack", "pack-"+strings.Repeat("ab", 20)+".pack")
+			if err := os.WriteFile(unfinished, []byte("PACK"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, hash := range all {
+				if err := tc.read(got, hash); err != nil {
+					t.Fatalf("after the gc: %s: %v", hash, err)
+				}
+			}
+			missing := plumbing.ComputeHash(plumbing.BlobObject, []byte("in no commit"))
+			if err := tc.read(got, missing); !errors.Is(err, plumbing.ErrObjectNotFound) {
+				t.Errorf("a name in no pack: %v, want ErrObjectNotFound", err)
+			}
+		})
+	}
+}
+
 // revisions a user types.
 func TestTreeOfPackedHistory(t *testing.T) {
 	h := makeHistory(t, 60, 3, 4)
