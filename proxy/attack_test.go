@@ -1373,3 +1373,57 @@ func TestServerScrubEncodedEcho(t *testing.T) {
 		})
 	}
 }
+
+// TestServerScrubHeaderNames: an upstream that echoes the credential as
+// a header name, in a 103, the final header, an announced trailer and
+// one it did not announce. Go reads names in canonical case
+// (X-Canary-7f3e9b1c-Do-Not-Leak), so the echo comes back with its
+// letters' case changed but otherwise whole. Every such header is
+// dropped, on both forwarding paths; the log names it redacted.
+func TestServerScrubHeaderNames(t *testing.T) {
+	up, _ := rawUpstreamConns(t, func(c net.Conn) {
+		eachRequest(c, func(req *http.Request) {
+			_, cred, _ := strings.Cut(req.Header.Get("Authorization"), " ")
+			fmt.Fprintf(c, "HTTP/1.1 103 Early Hints\r\nX-%s: 1\r\nLink: </a.css>; rel=preload\r\n\r\n", cred)
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nX-%s: 1\r\nX-Kept: yes\r\nTrailer: X-T-%s\r\nTransfer-Encoding: chunked\r\n\r\n"+
+				"2\r\nok\r\n0\r\nX-T-%s: 1\r\nX-U-%s: 1\r\nX-Kept-Trailer: yes\r\n\r\n", cred, cred, cred, cred)
+		})
+	}, "api.github.com", "uploads.github.com")
+	h := newHarness(t, up)
+	tests := map[string]struct{ host, raw string }{
+		"a bodiless GET (the pooled fast path)": {
+			host: "api.github.com",
+			raw:  "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\n\r\n",
+		},
+		"a POST with the placeholder substituted (the transport)": {
+			host: "uploads.github.com",
+			raw:  "POST /up HTTP/1.1\r\nHost: uploads.github.com\r\nAuthorization: Bearer omnia-injected-github\r\nContent-Length: 2\r\n\r\nhi",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c, br := h.tlsTunnel(tc.host, tc.host, false)
+			defer c.Close()
+			io.WriteString(c, tc.raw+"GET /x HTTP/1.1\r\nHost: "+tc.host+"\r\nConnection: close\r\n\r\n")
+			raw, _ := io.ReadAll(br)
+			low := strings.ToLower(string(raw))
+			if strings.Contains(low, strings.ToLower(canary)) {
+				t.Fatalf("the sandbox got the credential as a header name:\n%s", strings.ReplaceAll(low, strings.ToLower(canary), "<credential>"))
+			}
+			for _, want := range []string{"103 early hints", "link: </a.css>", "x-kept: yes", "\r\nok\r\n", "x-kept-trailer: yes"} {
+				if !strings.Contains(low, want) {
+					t.Errorf("the response lacks %q:\n%s", want, low)
+				}
+			}
+		})
+	}
+	logs := strings.ToLower(h.logs.String())
+	if strings.Contains(logs, strings.ToLower(canary)) {
+		t.Fatal("the logs hold the credential")
+	}
+	for _, where := range []string{"interim", "header", "trailer"} {
+		if !strings.Contains(logs, `"where":"`+where+`","headers":"x-`) || !strings.Contains(logs, "[redacted]") {
+			t.Errorf("no redaction line for the %s:\n%s", where, logs)
+		}
+	}
+}
