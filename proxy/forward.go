@@ -186,8 +186,9 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 		h[k] = append(h[k], vv...)
 	}
 	// The transport moves Trailer into res.Trailer: announce it again,
-	// less what the sandbox must not get.
-	deleteFold(res.Trailer, policy.RefusedHeader)
+	// less what the sandbox must not get (the values arrive after the
+	// body, the names are known now).
+	f.filterHeader(out, res.Trailer, sc, "trailer")
 	var announced map[string]bool
 	if len(res.Trailer) > 0 {
 		announced = make(map[string]bool, len(res.Trailer))
@@ -236,14 +237,17 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 // filterHeader removes from an upstream's response header (interim,
 // final or trailer) what the sandbox must not get: hop-by-hop headers,
 // the upstream's own refusal header, so the sandbox only ever sees
-// refusals this proxy made, and the credential the request carried.
+// refusals this proxy made, and the credential the request carried, in
+// the values and in the names.
 func (f *forwarder) filterHeader(r *http.Request, h http.Header, sc scrubbing, where string) {
 	if len(h) == 0 {
 		return
 	}
 	stripHopByHop(h)
 	deleteFold(h, policy.RefusedHeader)
-	if names := sc.inj.ScrubHeader(h); len(names) > 0 && f.onScrub != nil {
+	names := sc.inj.ScrubHeaderNames(h)
+	names = append(names, sc.inj.ScrubHeader(h)...)
+	if len(names) > 0 && f.onScrub != nil {
 		f.onScrub(r, where, names)
 	}
 }
