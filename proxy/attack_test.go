@@ -1055,6 +1055,45 @@ func TestServerTunnelFramingEdges(t *testing.T) {
 			raw: "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com:8443\r\n\r\n", codes: []int{403},
 		},
 		"a Host with userinfo": {raw: "GET /repos/acme/widgets HTTP/1.1\r\nHost: x@api.github.com\r\n\r\n", codes: []int{400}},
+		// The same host however spelt: decided and sent as its
+		// canonical name.
+		"a Host in upper case, with a trailing dot and :443": {
+			raw: "GET /repos/acme/widgets HTTP/1.1\r\nHost: API.GITHUB.COM.:443\r\n\r\n", codes: []int{200},
+			upstream: []string{"GET /repos/acme/widgets"},
+		},
+		"a Host with an empty port": {
+			raw: "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com:\r\n\r\n", codes: []int{200},
+			upstream: []string{"GET /repos/acme/widgets"},
+		},
+		"a Host that is an IPv6 literal": {raw: "GET /repos/acme/widgets HTTP/1.1\r\nHost: [::1]\r\n\r\n", codes: []int{403}},
+		"two hosts in one Host": {
+			raw: "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com, github.com\r\n\r\n", codes: []int{400},
+		},
+		"absolute form of the tunnel's own host": {
+			raw: "GET https://api.github.com/repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\n\r\n", codes: []int{403},
+		},
+		"absolute form with userinfo": {
+			raw: "GET https://x@api.github.com/repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\n\r\n", codes: []int{403},
+		},
+		"an origin form naming another authority (//host/path)": {
+			raw: "GET //github.com/repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\n\r\n", codes: []int{403},
+		},
+		// After a response that closes the connection, nothing more
+		// is read from it: the second request never goes out.
+		"Connection: close, then another request": {
+			raw: allowed + "Connection: close\r\n\r\n" + allowed + "\r\n", codes: []int{200},
+			upstream: []string{"GET /repos/acme/widgets"},
+		},
+		"HTTP/1.0 without keep-alive, then another request": {
+			raw: "GET /repos/acme/widgets HTTP/1.0\r\nHost: api.github.com\r\n\r\n" + allowed + "\r\n", codes: []int{200},
+			upstream: []string{"GET /repos/acme/widgets"},
+		},
+		// The body is the start of the next request's bytes; what
+		// follows it is not a request.
+		"a Content-Length shorter than the request behind it": {
+			raw: allowed + "Content-Length: 5\r\n\r\n" + refused, codes: []int{200, 400},
+			upstream: []string{"GET /repos/acme/widgets"},
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
