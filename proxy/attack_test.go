@@ -1414,7 +1414,7 @@ func TestServerScrubEncodedEcho(t *testing.T) {
 }
 
 // TestServerScrubHeaderNames: an upstream that echoes the credential as
-// a header name, in a 103, the final header, an announced trailer and
+// a header name, in a 100 no Expect asked for, a 103, the final header, an announced trailer and
 // one it did not announce. Go reads names in canonical case
 // (X-Canary-7f3e9b1c-Do-Not-Leak), so the echo comes back with its
 // letters' case changed but otherwise whole. Every such header is
@@ -1423,6 +1423,9 @@ func TestServerScrubHeaderNames(t *testing.T) {
 	up, _ := rawUpstreamConns(t, func(c net.Conn) {
 		eachRequest(c, func(req *http.Request) {
 			_, cred, _ := strings.Cut(req.Header.Get("Authorization"), " ")
+			// A 100 no Expect asked for, then a 103, each echoing it
+			// as a name and as a value.
+			fmt.Fprintf(c, "HTTP/1.1 100 Continue\r\nX-%s: 1\r\nX-Echo: %s\r\n\r\n", cred, cred)
 			fmt.Fprintf(c, "HTTP/1.1 103 Early Hints\r\nX-%s: 1\r\nLink: </a.css>; rel=preload\r\n\r\n", cred)
 			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nX-%s: 1\r\nX-Kept: yes\r\nTrailer: X-T-%s\r\nTransfer-Encoding: chunked\r\n\r\n"+
 				"2\r\nok\r\n0\r\nX-T-%s: 1\r\nX-U-%s: 1\r\nX-Kept-Trailer: yes\r\n\r\n", cred, cred, cred, cred)
@@ -1449,7 +1452,7 @@ func TestServerScrubHeaderNames(t *testing.T) {
 			if strings.Contains(low, strings.ToLower(canary)) {
 				t.Fatalf("the sandbox got the credential as a header name:\n%s", strings.ReplaceAll(low, strings.ToLower(canary), "<credential>"))
 			}
-			for _, want := range []string{"103 early hints", "link: </a.css>", "x-kept: yes", "\r\nok\r\n", "x-kept-trailer: yes"} {
+			for _, want := range []string{"100 continue", "x-echo: [redacted]", "103 early hints", "link: </a.css>", "x-kept: yes", "\r\nok\r\n", "x-kept-trailer: yes"} {
 				if !strings.Contains(low, want) {
 					t.Errorf("the response lacks %q:\n%s", want, low)
 				}
