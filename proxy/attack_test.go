@@ -1418,7 +1418,9 @@ func TestServerScrubEncodedEcho(t *testing.T) {
 // one it did not announce. Go reads names in canonical case
 // (X-Canary-7f3e9b1c-Do-Not-Leak), so the echo comes back with its
 // letters' case changed but otherwise whole. Every such header is
-// dropped, on both forwarding paths; the log names it redacted.
+// dropped, on both forwarding paths; the log names it redacted. A value
+// folded onto a line that looks like a header of its own comes back as
+// one line, scrubbed.
 func TestServerScrubHeaderNames(t *testing.T) {
 	up, _ := rawUpstreamConns(t, func(c net.Conn) {
 		eachRequest(c, func(req *http.Request) {
@@ -1427,8 +1429,11 @@ func TestServerScrubHeaderNames(t *testing.T) {
 			// as a name and as a value.
 			fmt.Fprintf(c, "HTTP/1.1 100 Continue\r\nX-%s: 1\r\nX-Echo: %s\r\n\r\n", cred, cred)
 			fmt.Fprintf(c, "HTTP/1.1 103 Early Hints\r\nX-%s: 1\r\nLink: </a.css>; rel=preload\r\n\r\n", cred)
-			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nX-%s: 1\r\nX-Kept: yes\r\nTrailer: X-T-%s\r\nTransfer-Encoding: chunked\r\n\r\n"+
-				"2\r\nok\r\n0\r\nX-T-%s: 1\r\nX-U-%s: 1\r\nX-Kept-Trailer: yes\r\n\r\n", cred, cred, cred, cred)
+			// A value folded onto a second line, whose continuation
+			// looks like a header of its own: Go joins the two with a
+			// space, and the sandbox gets one line, scrubbed.
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nX-%s: 1\r\nX-Folded: a\r\n X-Injected: %s\r\nX-Kept: yes\r\nTrailer: X-T-%s\r\nTransfer-Encoding: chunked\r\n\r\n"+
+				"2\r\nok\r\n0\r\nX-T-%s: 1\r\nX-U-%s: 1\r\nX-Kept-Trailer: yes\r\n\r\n", cred, cred, cred, cred, cred)
 		})
 	}, "api.github.com", "uploads.github.com")
 	h := newHarness(t, up)
@@ -1452,10 +1457,13 @@ func TestServerScrubHeaderNames(t *testing.T) {
 			if strings.Contains(low, strings.ToLower(canary)) {
 				t.Fatalf("the sandbox got the credential as a header name:\n%s", strings.ReplaceAll(low, strings.ToLower(canary), "<credential>"))
 			}
-			for _, want := range []string{"100 continue", "x-echo: [redacted]", "103 early hints", "link: </a.css>", "x-kept: yes", "\r\nok\r\n", "x-kept-trailer: yes"} {
+			for _, want := range []string{"100 continue", "x-echo: [redacted]", "103 early hints", "link: </a.css>", "x-folded: a x-injected: [redacted]\r\n", "x-kept: yes", "\r\nok\r\n", "x-kept-trailer: yes"} {
 				if !strings.Contains(low, want) {
 					t.Errorf("the response lacks %q:\n%s", want, low)
 				}
+			}
+			if strings.Contains(low, "\r\nx-injected:") {
+				t.Errorf("a folded line came back as a header of its own:\n%s", low)
 			}
 		})
 	}
