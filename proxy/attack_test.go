@@ -1437,15 +1437,11 @@ func TestServerScrubHeaderNames(t *testing.T) {
 		})
 	}, "api.github.com", "uploads.github.com")
 	h := newHarness(t, up)
+	// Each path's request, on the host it is sent to.
 	tests := map[string]struct{ host, raw string }{
-		"a bodiless GET (the pooled fast path)": {
-			host: "api.github.com",
-			raw:  "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\n\r\n",
-		},
-		"a POST with the placeholder substituted (the transport)": {
-			host: "uploads.github.com",
-			raw:  "POST /up HTTP/1.1\r\nHost: uploads.github.com\r\nAuthorization: Bearer omnia-injected-github\r\nContent-Length: 2\r\n\r\nhi",
-		},
+		"a bodiless GET (the pooled fast path)": {"api.github.com", "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\n\r\n"},
+		"a POST with the placeholder substituted (the transport)": {"uploads.github.com",
+			"POST /up HTTP/1.1\r\nHost: uploads.github.com\r\nAuthorization: Bearer omnia-injected-github\r\nContent-Length: 2\r\n\r\nhi"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
