@@ -378,7 +378,8 @@ const planted = "HTTP/1.1 200 OK\r\nContent-Length: 7\r\nX-Planted: yes\r\n\r\np
 // frames (a body after HEAD, a 304 or a 204, more bytes than its
 // Content-Length, at once or a little later) must not have those bytes
 // read as the response to the next request, which may come from another
-// tunnel and be served on the same pooled connection.
+// tunnel and be served on the same pooled connection, on either
+// forwarding path.
 func TestServerPoolPoisoning(t *testing.T) {
 	serve := func(c net.Conn) {
 		eachRequest(c, func(req *http.Request) {
@@ -396,6 +397,14 @@ func TestServerPoolPoisoning(t *testing.T) {
 				io.WriteString(c, head("304 Not Modified")+planted)
 			case "/no-content":
 				io.WriteString(c, head("204 No Content")+planted)
+			case "/no-content-late":
+				io.WriteString(c, head("204 No Content"))
+				time.Sleep(150 * time.Millisecond)
+				io.WriteString(c, planted)
+			case "/not-modified-late":
+				io.WriteString(c, head("304 Not Modified"))
+				time.Sleep(150 * time.Millisecond)
+				io.WriteString(c, planted)
 			case "/overrun":
 				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"+planted)
 			case "/overrun-late":
@@ -426,6 +435,7 @@ func TestServerPoolPoisoning(t *testing.T) {
 	tests := map[string]struct {
 		method, path string
 		wait         time.Duration // before the next request
+		next         string        // the next requests' method; GET unless set
 	}{
 		"HEAD answered with a body":      {method: "HEAD", path: "/head-body"},
 		"HEAD answered with a late body": {method: "HEAD", path: "/head-late-body", wait: 300 * time.Millisecond},
@@ -436,6 +446,11 @@ func TestServerPoolPoisoning(t *testing.T) {
 		"204 with a body":                      {method: "GET", path: "/no-content"},
 		"more bytes than Content-Length":       {method: "GET", path: "/overrun"},
 		"more bytes than Content-Length, late": {method: "GET", path: "/overrun-late", wait: 200 * time.Millisecond},
+		// The same through Go's Transport, which carries every request
+		// but a bodiless GET or HEAD.
+		"POST answered 204 with a body":                      {method: "POST", path: "/no-content", next: "POST"},
+		"POST answered 204 with a late body, next at once":   {method: "POST", path: "/no-content-late", next: "POST"},
+		"DELETE answered 304 with a late body, next at once": {method: "DELETE", path: "/not-modified-late", next: "DELETE"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -446,7 +461,7 @@ func TestServerPoolPoisoning(t *testing.T) {
 			time.Sleep(tc.wait)
 			// A second tunnel: another client of the same sandbox.
 			for i := range 2 {
-				resp := get("GET", "/real")
+				resp := get(cmp.Or(tc.next, "GET"), "/real")
 				body := readBody(t, resp)
 				if resp.StatusCode != 200 || resp.Header.Get("X-Real") != "yes" || body != "real" {
 					t.Fatalf("request %d after %s %s got %s %v %q, not the upstream's answer to it", i+1, tc.method, tc.path, resp.Status, resp.Header, body)
