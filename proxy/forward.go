@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/textproto"
@@ -141,7 +142,13 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 		// stops that once the final response is in.
 		var mu sync.Mutex
 		done := false
+		var conn net.Conn
 		trace := &httptrace.ClientTrace{
+			GotConn: func(info httptrace.GotConnInfo) {
+				mu.Lock()
+				conn = info.Conn
+				mu.Unlock()
+			},
 			Got1xxResponse: func(code int, header textproto.MIMEHeader) error {
 				mu.Lock()
 				defer mu.Unlock()
@@ -159,6 +166,18 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 		mu.Lock()
 		done = true
 		mu.Unlock()
+		if err == nil && conn != nil && !framedByItself(out.Method, res.StatusCode) {
+			// The Transport pools the connection after a 204 or a
+			// 304, which end at their header: a body the upstream
+			// sends anyway, after the next request was written, would
+			// be read as that request's response. Closing it here
+			// leaves the pool a dead connection, which the Transport
+			// drops. (It is idle from the moment the response was
+			// read, so a request taking it in the few microseconds
+			// before this close fails rather than reading those
+			// bytes, unless they arrive within them.)
+			conn.Close()
+		}
 	}
 	if err != nil {
 		f.onError(w, out, err, sc.inj)
