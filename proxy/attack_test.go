@@ -378,7 +378,8 @@ const planted = "HTTP/1.1 200 OK\r\nContent-Length: 7\r\nX-Planted: yes\r\n\r\np
 // frames (a body after HEAD, a 304 or a 204, more bytes than its
 // Content-Length, at once or a little later) must not have those bytes
 // read as the response to the next request, which may come from another
-// tunnel and be served on the same pooled connection.
+// tunnel and be served on the same pooled connection, on either
+// forwarding path.
 func TestServerPoolPoisoning(t *testing.T) {
 	serve := func(c net.Conn) {
 		eachRequest(c, func(req *http.Request) {
@@ -396,6 +397,14 @@ func TestServerPoolPoisoning(t *testing.T) {
 				io.WriteString(c, head("304 Not Modified")+planted)
 			case "/no-content":
 				io.WriteString(c, head("204 No Content")+planted)
+			case "/no-content-late":
+				io.WriteString(c, head("204 No Content"))
+				time.Sleep(150 * time.Millisecond)
+				io.WriteString(c, planted)
+			case "/not-modified-late":
+				io.WriteString(c, head("304 Not Modified"))
+				time.Sleep(150 * time.Millisecond)
+				io.WriteString(c, planted)
 			case "/overrun":
 				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"+planted)
 			case "/overrun-late":
@@ -426,6 +435,7 @@ func TestServerPoolPoisoning(t *testing.T) {
 	tests := map[string]struct {
 		method, path string
 		wait         time.Duration // before the next request
+		next         string        // the next requests' method; GET unless set
 	}{
 		"HEAD answered with a body":      {method: "HEAD", path: "/head-body"},
 		"HEAD answered with a late body": {method: "HEAD", path: "/head-late-body", wait: 300 * time.Millisecond},
@@ -436,6 +446,11 @@ func TestServerPoolPoisoning(t *testing.T) {
 		"204 with a body":                      {method: "GET", path: "/no-content"},
 		"more bytes than Content-Length":       {method: "GET", path: "/overrun"},
 		"more bytes than Content-Length, late": {method: "GET", path: "/overrun-late", wait: 200 * time.Millisecond},
+		// The same through Go's Transport, which carries every request
+		// but a bodiless GET or HEAD.
+		"POST answered 204 with a body":                      {method: "POST", path: "/no-content", next: "POST"},
+		"POST answered 204 with a late body, next at once":   {method: "POST", path: "/no-content-late", next: "POST"},
+		"DELETE answered 304 with a late body, next at once": {method: "DELETE", path: "/not-modified-late", next: "DELETE"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -446,7 +461,7 @@ func TestServerPoolPoisoning(t *testing.T) {
 			time.Sleep(tc.wait)
 			// A second tunnel: another client of the same sandbox.
 			for i := range 2 {
-				resp := get("GET", "/real")
+				resp := get(cmp.Or(tc.next, "GET"), "/real")
 				body := readBody(t, resp)
 				if resp.StatusCode != 200 || resp.Header.Get("X-Real") != "yes" || body != "real" {
 					t.Fatalf("request %d after %s %s got %s %v %q, not the upstream's answer to it", i+1, tc.method, tc.path, resp.Status, resp.Header, body)
@@ -1055,6 +1070,45 @@ func TestServerTunnelFramingEdges(t *testing.T) {
 			raw: "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com:8443\r\n\r\n", codes: []int{403},
 		},
 		"a Host with userinfo": {raw: "GET /repos/acme/widgets HTTP/1.1\r\nHost: x@api.github.com\r\n\r\n", codes: []int{400}},
+		// The same host however spelt: decided and sent as its
+		// canonical name.
+		"a Host in upper case, with a trailing dot and :443": {
+			raw: "GET /repos/acme/widgets HTTP/1.1\r\nHost: API.GITHUB.COM.:443\r\n\r\n", codes: []int{200},
+			upstream: []string{"GET /repos/acme/widgets"},
+		},
+		"a Host with an empty port": {
+			raw: "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com:\r\n\r\n", codes: []int{200},
+			upstream: []string{"GET /repos/acme/widgets"},
+		},
+		"a Host that is an IPv6 literal": {raw: "GET /repos/acme/widgets HTTP/1.1\r\nHost: [::1]\r\n\r\n", codes: []int{403}},
+		"two hosts in one Host": {
+			raw: "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com, github.com\r\n\r\n", codes: []int{400},
+		},
+		"absolute form of the tunnel's own host": {
+			raw: "GET https://api.github.com/repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\n\r\n", codes: []int{403},
+		},
+		"absolute form with userinfo": {
+			raw: "GET https://x@api.github.com/repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\n\r\n", codes: []int{403},
+		},
+		"an origin form naming another authority (//host/path)": {
+			raw: "GET //github.com/repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\n\r\n", codes: []int{403},
+		},
+		// After a response that closes the connection, nothing more
+		// is read from it: the second request never goes out.
+		"Connection: close, then another request": {
+			raw: allowed + "Connection: close\r\n\r\n" + allowed + "\r\n", codes: []int{200},
+			upstream: []string{"GET /repos/acme/widgets"},
+		},
+		"HTTP/1.0 without keep-alive, then another request": {
+			raw: "GET /repos/acme/widgets HTTP/1.0\r\nHost: api.github.com\r\n\r\n" + allowed + "\r\n", codes: []int{200},
+			upstream: []string{"GET /repos/acme/widgets"},
+		},
+		// The body is the start of the next request's bytes; what
+		// follows it is not a request.
+		"a Content-Length shorter than the request behind it": {
+			raw: allowed + "Content-Length: 5\r\n\r\n" + refused, codes: []int{200, 400},
+			upstream: []string{"GET /repos/acme/widgets"},
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -1371,5 +1425,66 @@ func TestServerScrubEncodedEcho(t *testing.T) {
 				t.Errorf("the echo was not masked: %q", policy.Clip(body))
 			}
 		})
+	}
+}
+
+// TestServerScrubHeaderNames: an upstream that echoes the credential as
+// a header name, in a 100 no Expect asked for, a 103, the final header, an announced trailer and
+// one it did not announce. Go reads names in canonical case
+// (X-Canary-7f3e9b1c-Do-Not-Leak), so the echo comes back with its
+// letters' case changed but otherwise whole. Every such header is
+// dropped, on both forwarding paths; the log names it redacted. A value
+// folded onto a line that looks like a header of its own comes back as
+// one line, scrubbed.
+func TestServerScrubHeaderNames(t *testing.T) {
+	up, _ := rawUpstreamConns(t, func(c net.Conn) {
+		eachRequest(c, func(req *http.Request) {
+			_, cred, _ := strings.Cut(req.Header.Get("Authorization"), " ")
+			// A 100 no Expect asked for, then a 103, each echoing it
+			// as a name and as a value.
+			fmt.Fprintf(c, "HTTP/1.1 100 Continue\r\nX-%s: 1\r\nX-Echo: %s\r\n\r\n", cred, cred)
+			fmt.Fprintf(c, "HTTP/1.1 103 Early Hints\r\nX-%s: 1\r\nLink: </a.css>; rel=preload\r\n\r\n", cred)
+			// A value folded onto a second line, whose continuation
+			// looks like a header of its own: Go joins the two with a
+			// space, and the sandbox gets one line, scrubbed.
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nX-%s: 1\r\nX-Folded: a\r\n X-Injected: %s\r\nX-Kept: yes\r\nTrailer: X-T-%s\r\nTransfer-Encoding: chunked\r\n\r\n"+
+				"2\r\nok\r\n0\r\nX-T-%s: 1\r\nX-U-%s: 1\r\nX-Kept-Trailer: yes\r\n\r\n", cred, cred, cred, cred, cred)
+		})
+	}, "api.github.com", "uploads.github.com")
+	h := newHarness(t, up)
+	// Each path's request, on the host it is sent to.
+	tests := map[string]struct{ host, raw string }{
+		"a bodiless GET (the pooled fast path)": {"api.github.com", "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\n\r\n"},
+		"a POST with the placeholder substituted (the transport)": {"uploads.github.com",
+			"POST /up HTTP/1.1\r\nHost: uploads.github.com\r\nAuthorization: Bearer omnia-injected-github\r\nContent-Length: 2\r\n\r\nhi"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c, br := h.tlsTunnel(tc.host, tc.host, false)
+			defer c.Close()
+			io.WriteString(c, tc.raw+"GET /x HTTP/1.1\r\nHost: "+tc.host+"\r\nConnection: close\r\n\r\n")
+			raw, _ := io.ReadAll(br)
+			low := strings.ToLower(string(raw))
+			if strings.Contains(low, strings.ToLower(canary)) {
+				t.Fatalf("the sandbox got the credential as a header name:\n%s", strings.ReplaceAll(low, strings.ToLower(canary), "<credential>"))
+			}
+			for _, want := range []string{"100 continue", "x-echo: [redacted]", "103 early hints", "link: </a.css>", "x-folded: a x-injected: [redacted]\r\n", "x-kept: yes", "\r\nok\r\n", "x-kept-trailer: yes"} {
+				if !strings.Contains(low, want) {
+					t.Errorf("the response lacks %q:\n%s", want, low)
+				}
+			}
+			if strings.Contains(low, "\r\nx-injected:") {
+				t.Errorf("a folded line came back as a header of its own:\n%s", low)
+			}
+		})
+	}
+	logs := strings.ToLower(h.logs.String())
+	if strings.Contains(logs, strings.ToLower(canary)) {
+		t.Fatal("the logs hold the credential")
+	}
+	for _, where := range []string{"interim", "header", "trailer"} {
+		if !strings.Contains(logs, `"where":"`+where+`","headers":"x-`) || !strings.Contains(logs, "[redacted]") {
+			t.Errorf("no redaction line for the %s:\n%s", where, logs)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/textproto"
@@ -141,7 +142,13 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 		// stops that once the final response is in.
 		var mu sync.Mutex
 		done := false
+		var conn net.Conn
 		trace := &httptrace.ClientTrace{
+			GotConn: func(info httptrace.GotConnInfo) {
+				mu.Lock()
+				conn = info.Conn
+				mu.Unlock()
+			},
 			Got1xxResponse: func(code int, header textproto.MIMEHeader) error {
 				mu.Lock()
 				defer mu.Unlock()
@@ -159,6 +166,18 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 		mu.Lock()
 		done = true
 		mu.Unlock()
+		if err == nil && conn != nil && !framedByItself(out.Method, res.StatusCode) {
+			// The Transport pools the connection after a 204 or a
+			// 304, which end at their header: a body the upstream
+			// sends anyway, after the next request was written, would
+			// be read as that request's response. Closing it here
+			// leaves the pool a dead connection, which the Transport
+			// drops. (It is idle from the moment the response was
+			// read, so a request taking it in the few microseconds
+			// before this close fails rather than reading those
+			// bytes, unless they arrive within them.)
+			conn.Close()
+		}
 	}
 	if err != nil {
 		f.onError(w, out, err, sc.inj)
@@ -186,8 +205,9 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 		h[k] = append(h[k], vv...)
 	}
 	// The transport moves Trailer into res.Trailer: announce it again,
-	// less what the sandbox must not get.
-	deleteFold(res.Trailer, policy.RefusedHeader)
+	// less what the sandbox must not get (the values arrive after the
+	// body, the names are known now).
+	f.filterHeader(out, res.Trailer, sc, "trailer")
 	var announced map[string]bool
 	if len(res.Trailer) > 0 {
 		announced = make(map[string]bool, len(res.Trailer))
@@ -236,14 +256,17 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 // filterHeader removes from an upstream's response header (interim,
 // final or trailer) what the sandbox must not get: hop-by-hop headers,
 // the upstream's own refusal header, so the sandbox only ever sees
-// refusals this proxy made, and the credential the request carried.
+// refusals this proxy made, and the credential the request carried, in
+// the values and in the names.
 func (f *forwarder) filterHeader(r *http.Request, h http.Header, sc scrubbing, where string) {
 	if len(h) == 0 {
 		return
 	}
 	stripHopByHop(h)
 	deleteFold(h, policy.RefusedHeader)
-	if names := sc.inj.ScrubHeader(h); len(names) > 0 && f.onScrub != nil {
+	names := sc.inj.ScrubHeaderNames(h)
+	names = append(names, sc.inj.ScrubHeader(h)...)
+	if len(names) > 0 && f.onScrub != nil {
 		f.onScrub(r, where, names)
 	}
 }

@@ -161,6 +161,65 @@ func (in Injected) ScrubHeader(h http.Header) []string {
 	return changed
 }
 
+// ScrubHeaderNames deletes from h every header whose name holds an
+// injected value in any letter case, and returns those names with the
+// value redacted, for a log line. An upstream that echoes the credential
+// as a header name hands it back whole but for the case of its letters,
+// which Go's reader canonicalizes (x-abc-def becomes X-Abc-Def); such a
+// name cannot be rewritten into a valid one, so the header goes.
+func (in Injected) ScrubHeaderNames(h http.Header) []string {
+	var dropped []string
+	for k := range h {
+		if out, ok := in.scrubFold(k); ok {
+			delete(h, k)
+			dropped = append(dropped, out)
+		}
+	}
+	return dropped
+}
+
+// scrubFold is ScrubString matching the values in any ASCII letter case.
+// A value longer than s is skipped at the cost of a length test, so the
+// short header names of most responses cost next to nothing.
+func (in Injected) scrubFold(s string) (string, bool) {
+	changed := false
+	for _, v := range in.values {
+		for from := 0; from+len(v.v) <= len(s); {
+			i := indexFold(s[from:], v.v)
+			if i < 0 {
+				break
+			}
+			i += from
+			s = s[:i] + redacted + s[i+len(v.v):]
+			from = i + len(redacted)
+			changed = true
+		}
+	}
+	return s, changed
+}
+
+// indexFold is strings.Index ignoring the case of ASCII letters.
+func indexFold(s, sub string) int {
+	first := toLower(sub[0])
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if toLower(s[i]) == first && equalFoldASCII(s[i+1:i+len(sub)], sub[1:]) {
+			return i
+		}
+	}
+	return -1
+}
+
+// equalFoldASCII reports whether a and b, of equal length, are equal but
+// for the case of ASCII letters.
+func equalFoldASCII(a, b string) bool {
+	for i := 0; i < len(a); i++ {
+		if toLower(a[i]) != toLower(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // ScrubReader returns src with every injected value masked by as many
 // '*' as it has bytes, so a Content-Length stays true. It holds back at
 // most the longest value less one byte, and only while the data read so

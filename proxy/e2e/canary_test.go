@@ -33,6 +33,11 @@ func TestCanary(t *testing.T) {
 			url: "https://api.github.com/repos/acme/widgets", args: []string{"-H", "Connection: Authorization"},
 		},
 		"redirect": {url: "https://api.github.com/repos/acme/widgets/redirect"},
+		// Go's HTTP client reports bytes it finds on an idle
+		// connection through the standard logger, quoting them.
+		"bytes beyond the response, echoing the credential": {
+			url: "https://api.github.com/repos/acme/widgets/pulls/overrun", args: []string{"--data", "{}"},
+		},
 	}
 	for name, tc := range requests {
 		t.Run(name, func(t *testing.T) {

@@ -65,6 +65,19 @@ func (a *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/repos/acme/widgets/spoof":
 		// An upstream must not be able to fake a proxy refusal.
 		w.Header().Set(refusal, "host-not-allowed")
+	case r.Method == http.MethodPost && r.URL.Path == "/repos/acme/widgets/pulls/overrun":
+		// More bytes than the response frames, echoing the
+		// credential: the proxy's HTTP client finds them on an idle
+		// connection.
+		c, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		brw.WriteString("HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\n{}HTTP/1.1 200 OK\r\nX-Echo: " + r.Header.Get("Authorization") + "\r\n\r\n")
+		brw.Flush()
+		time.Sleep(200 * time.Millisecond)
+		return
 	case r.Method == http.MethodPost && r.URL.Path == "/repos/acme/widgets/pulls":
 		w.WriteHeader(http.StatusCreated)
 		json.NewEncoder(w).Encode(map[string]any{"number": 1, "state": "open"})

@@ -2,6 +2,8 @@ package proxycmd
 
 import (
 	"io"
+	"log/slog"
+	"strings"
 	"sync"
 	"time"
 )
@@ -86,4 +88,21 @@ func (b *logBuffer) Close() {
 	}
 	b.flushLocked()
 	b.closed = true
+}
+
+// stdLogSink takes the standard logger's lines (net/http's reports) and
+// logs each as one WARN event, cut before its first quote: net/http
+// quotes what a peer sent (%q), and what an upstream sent may echo the
+// credential. What is kept is net/http's own words, at most 200 bytes.
+type stdLogSink struct{ log *slog.Logger }
+
+// Write logs p, one line of the standard logger.
+func (s stdLogSink) Write(p []byte) (int, error) {
+	msg, _, _ := strings.Cut(string(p), `"`)
+	msg = strings.TrimSpace(msg)
+	if len(msg) > 200 {
+		msg = msg[:200]
+	}
+	s.log.Warn("net/http reported a problem; what it quoted is dropped", "report", msg)
+	return len(p), nil
 }

@@ -2,7 +2,10 @@ package proxycmd
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"log"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -132,4 +135,31 @@ func TestLogBuffer(t *testing.T) {
 			next[w]++
 		}
 	})
+}
+
+// TestStdLogSink: net/http's reports through the standard logger become
+// one JSON WARN event each, without what they quote.
+func TestStdLogSink(t *testing.T) {
+	tests := map[string]struct{ line, report string }{
+		"bytes on an idle connection, quoted": {
+			line:   "Unsolicited response received on idle HTTP channel starting with \"HTTP/1.1 200 OK\\r\\nX-Echo: Bearer ghp_secret\\r\\n\"; err=<nil>\n",
+			report: "Unsolicited response received on idle HTTP channel starting with",
+		},
+		"nothing quoted":  {line: "http: a report\n", report: "http: a report"},
+		"a quote at once": {line: "\"ghp_secret\"\n", report: ""},
+		"a long report":   {line: strings.Repeat("x", 300) + "\n", report: strings.Repeat("x", 200)},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var out bytes.Buffer
+			log.New(stdLogSink{slog.New(slog.NewJSONHandler(&out, nil))}, "", 0).Print(tc.line)
+			var ev map[string]any
+			if err := json.Unmarshal(out.Bytes(), &ev); err != nil {
+				t.Fatalf("not one JSON line: %q", out.String())
+			}
+			if ev["level"] != "WARN" || ev["report"] != tc.report || strings.Contains(out.String(), "ghp_secret") {
+				t.Fatalf("logged %q, want a WARN reporting %q and nothing quoted", out.String(), tc.report)
+			}
+		})
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"math"
 	"net"
@@ -144,6 +145,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 		logOut.Close()
 		fmt.Fprintf(stderr, format, args...)
 	}
+	logger := slog.New(slog.NewJSONHandler(logOut, nil))
+	// net/http reports some upstream misbehaviour through the standard
+	// logger, quoting what the upstream sent (bytes found on an idle
+	// connection), which may echo the credential. Such a line becomes a
+	// WARN event without the quoted part.
+	prevOut, prevFlags := log.Writer(), log.Flags()
+	log.SetOutput(stdLogSink{logger})
+	log.SetFlags(0)
+	defer func() { log.SetOutput(prevOut); log.SetFlags(prevFlags) }()
 	opts := proxy.Options{
 		ConfigPath:     *configPath,
 		SecretsDir:     *secretsDir,
@@ -153,7 +163,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 		MaxTunnels:     *maxTunnels,
 		ReloadInterval: *reload,
 		Timeouts:       proxy.Timeouts{Shutdown: *shutdown},
-		Logger:         slog.New(slog.NewJSONHandler(logOut, nil)),
+		Logger:         logger,
 		RequestLog:     logOut,
 	}
 	if *upstreamCA != "" {
