@@ -104,6 +104,33 @@ status: {a: [-.Inf, .NaN, +.inf, !!float .nan], b: ".inf", c: 1e3}
 				{Line: 8, Column: 34, Path: "status.a[3]", Message: noJSONNumber},
 			},
 		},
+		// yaml.v3, which kustomize, Flux and keyhole's loader read with,
+		// refuses a tag its text is not a value of: `!!bool yes` is YAML
+		// 1.1's. The message names the tag, never the text, which may be
+		// a Secret's.
+		"explicit tags their text is not a value of": {
+			kind: KindConnection,
+			src: `apiVersion: omnia.altairalabs.ai/v1alpha1
+kind: Connection
+metadata: {name: c}
+spec:
+  hosts: [a.example.com]
+  credential: {kind: secret, secretRef: {name: s}}
+  placement: {}
+status: {a: !!bool yes, b: !!int 12x, c: !!float one, d: !!null nil, e: !!bool true, f: !!int 0x1F, g: !!float 1, h: !!null ~, i: !!str 12}
+`,
+			want: []Violation{
+				{Line: 8, Column: 13, Path: "status.a", Message: taggedNot("!!bool", "true or false")},
+				{Line: 8, Column: 28, Path: "status.b", Message: taggedNot("!!int", "a number")},
+				{Line: 8, Column: 42, Path: "status.c", Message: taggedNot("!!float", "a number")},
+				{Line: 8, Column: 58, Path: "status.d", Message: taggedNot("!!null", "null")},
+			},
+		},
+		"a tagged secret value that does not hold": {
+			kind: KindSecret,
+			src:  "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData:\n  token: !!int canary-s3cr3t\n",
+			want: []Violation{{Line: 5, Column: 10, Path: "stringData.token", Message: taggedNot("!!int", "a number")}},
+		},
 		"infinity as a secret value is not quoted": {
 			kind: KindSecret,
 			src:  "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData:\n  token: .inf\n",
@@ -353,6 +380,12 @@ func TestViolationCap(t *testing.T) {
 	if last := got[maxViolations]; last.Message != "150 more violations not shown; fix these first" || last.Line != 1 {
 		t.Errorf("last violation = %v", last)
 	}
+}
+
+// taggedNot is the violation of a scalar whose explicit tag its text is
+// not a value of.
+func taggedNot(tag, want string) string {
+	return "the text tagged " + tag + " is not a value of that type, and YAML 1.2 readers (kustomize, Flux, keyhole) refuse the document; drop the tag, or write " + want
 }
 
 // noJSONNumber is the violation of a YAML infinity or NaN.

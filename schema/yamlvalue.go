@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -77,9 +78,38 @@ func (c *converter) value(n *yaml.Node, depth int) any {
 			c.fail(n, "infinity and NaN are numbers JSON has no form for; quote the value if it is text")
 			return n.Value
 		}
+		if n.Style&yaml.TaggedStyle != 0 && !tagHolds(n, tag) {
+			// Not quoted either: the value may be a Secret's.
+			c.fail(n, fmt.Sprintf("the text tagged %s is not a value of that type, and YAML 1.2 readers (kustomize, Flux, keyhole) refuse the document; drop the tag, or write %s", tag, tagExample(tag)))
+			return n.Value
+		}
 		return scalar(n, tag)
 	}
 	return nil
+}
+
+// tagHolds reports whether a scalar whose tag was written explicitly is
+// a value of that tag as yaml.v3, the reader of kustomize, Flux and
+// keyhole's own decoder, resolves it: `!!bool yes` is YAML 1.1's, and
+// they refuse it where a schema reading it as true would pass it.
+func tagHolds(n *yaml.Node, tag string) bool {
+	switch tag {
+	case "!!bool", "!!int", "!!float", "!!null":
+		var v any
+		return n.Decode(&v) == nil
+	}
+	return true
+}
+
+// tagExample is what a value of tag looks like, for messages.
+func tagExample(tag string) string {
+	switch tag {
+	case "!!bool":
+		return "true or false"
+	case "!!null":
+		return "null"
+	}
+	return "a number"
 }
 
 // nonFinite reports whether the text of a !!float is a YAML infinity or
