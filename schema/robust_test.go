@@ -337,6 +337,7 @@ func FuzzValidate(f *testing.F) {
 		"? {a: 1}\n: b\n",
 		"hosts: [API.example.com]\nhsots: 1\n",
 		"- - - - [1, 2, {a: !!binary aGk=}]\n",
+		"{a: !!bool yes, b: !!int 0x1F, c: !!float 1_0, d: !!null ~}\n",
 		"name: a\nmode: text\nllm: l\nconnectors: [{name: github, sandbox: true}]\n",
 		"inject: {}\nhosts: [{host: x, inject: {header: {name: a}, basic: {username: ''}}}]\n",
 	} {
