@@ -71,11 +71,12 @@ type Options struct {
 	Resolve map[string]string
 	// UpstreamRoots verifies upstream TLS; nil means the system roots.
 	UpstreamRoots *x509.CertPool
-	// MaxTunnels caps concurrent CONNECT tunnels; 0 means 1024.
+	// MaxTunnels caps concurrent CONNECT tunnels; 0 means
+	// DefaultMaxTunnels.
 	MaxTunnels int
 	// MaxProxyConns caps the connections open on the proxy listener
 	// that are not tunnels (reading a request, or idle between two);
-	// more wait to be accepted. 0 means 512.
+	// more wait to be accepted. 0 means DefaultMaxProxyConns.
 	MaxProxyConns int
 	// MaxBodyChecks caps the request bodies read at once for a rule to
 	// check, each up to policy.MaxBodyCheck in memory; 0 means 16.
@@ -95,6 +96,17 @@ type Options struct {
 	// Other events still go to Logger.
 	RequestLog io.Writer
 }
+
+// The default caps on what a sandbox holds open. Each tunnel can be made
+// to hold some 170 KiB of the proxy's heap (a long response asked for and
+// not read, after a ClientHello near maxClientHello) and each other
+// connection some 80 KiB (most of a 64 KiB header): at these caps about
+// 125 MiB, within the rendered sidecar's 256 MiB limit, where 1024
+// tunnels were 212 MiB. TestServerTunnelMemory measures them.
+const (
+	DefaultMaxTunnels    = 512
+	DefaultMaxProxyConns = 512
+)
 
 // Server is the egress proxy. Create it with New, run it with Run.
 type Server struct {
@@ -160,10 +172,10 @@ func New(opts Options) (*Server, error) {
 	}
 	opts.Timeouts = opts.Timeouts.withDefaults()
 	if opts.MaxTunnels <= 0 {
-		opts.MaxTunnels = 1024
+		opts.MaxTunnels = DefaultMaxTunnels
 	}
 	if opts.MaxProxyConns <= 0 {
-		opts.MaxProxyConns = 512
+		opts.MaxProxyConns = DefaultMaxProxyConns
 	}
 	if opts.MaxBodyChecks <= 0 {
 		opts.MaxBodyChecks = 16

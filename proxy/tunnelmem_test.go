@@ -78,13 +78,13 @@ type tunnelAttack struct {
 //     60 KiB one (a long ALPN list) left each idle tunnel holding 120 KiB
 //     instead of 20 KiB. The handshake now reads at most maxClientHello
 //     (16 KiB), through CONNECT as through the transparent listener.
-//   - at the old default of 1024 tunnels, each with such a ClientHello
-//     and a long response asked for and not read, plus the 512 other
-//     connections each sending most of a header, the keyhole-proxy
-//     binary held 243 MiB of live heap and 298 MiB of RSS under
-//     GOMEMLIMIT=230MiB: the rendered sidecar's 256 MiB limit kills it.
-//     The worst measured here, at the default caps, must stay within
-//     memBudget.
+//   - with a cap of 1024 tunnels (the default before it was 512), each
+//     with such a ClientHello and a long response asked for and not
+//     read, plus the 512 other connections each sending most of a
+//     header, the keyhole-proxy binary held 253 MiB of live heap and
+//     296 MiB resident under GOMEMLIMIT=230MiB: the rendered sidecar's
+//     256 MiB limit kills it. The worst measured here, at the default
+//     caps, must stay within memBudget.
 func TestServerTunnelMemory(t *testing.T) {
 	if attack := os.Getenv(attackerEnv); attack != "" {
 		runTunnelAttacker(t, attack)
