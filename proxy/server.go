@@ -235,8 +235,15 @@ func New(opts Options) (*Server, error) {
 		DisableGeneralOptionsHandler: true,
 		ReadHeaderTimeout:            opts.Timeouts.ReadHeader,
 		IdleTimeout:                  opts.Timeouts.Idle,
-		MaxHeaderBytes:               64 << 10,
-		ErrorLog:                     log.New(io.Discard, "", 0),
+		// Writes to the sandbox wait at most this long from each
+		// request's header on (the forwarder extends it as a long
+		// response flows): a sandbox that pipelines requests and reads
+		// none of the answers would otherwise hold the tunnel forever,
+		// blocked on a refusal or on the last bytes net/http flushes
+		// after the handler returned.
+		WriteTimeout:   opts.Timeouts.Idle,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       log.New(io.Discard, "", 0),
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			return context.WithValue(ctx, tunnelKey{}, c)
 		},
@@ -389,8 +396,12 @@ func (s *Server) Serve(ctx context.Context, lns Listeners) error {
 		DisableGeneralOptionsHandler: true, // OPTIONS * is decided too
 		ReadHeaderTimeout:            s.opts.Timeouts.ReadHeader,
 		IdleTimeout:                  s.opts.Timeouts.Idle,
-		MaxHeaderBytes:               64 << 10,
-		ErrorLog:                     log.New(io.Discard, "", 0),
+		// As the tunnels' server: a connection that pipelines requests
+		// and reads no answer must not hold its slot forever. A CONNECT
+		// clears it once hijacked.
+		WriteTimeout:   s.opts.Timeouts.Idle,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       log.New(io.Discard, "", 0),
 	}
 	var adminSrv *http.Server
 	errc := make(chan error, 4)
@@ -521,6 +532,9 @@ func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error
 	}
 	msg, _ := inj.ScrubString(err.Error())
 	s.log.Warn("upstream request failed", "host", r.Host, "error", logText(msg))
+	// The request's write deadline ran from its header on; the failure
+	// may come later (a long upload, a slow upstream).
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.opts.Timeouts.Idle))
 	http.Error(w, "keyhole: the upstream request failed", status)
 }
 
