@@ -66,6 +66,15 @@ var hostname = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)(\.[a-z0
 
 func checkAgents(p *pass) {
 	for _, a := range p.agents {
+		// What the agent's sandbox connectors claim, first come: the
+		// plan keeps the first connector on a host and the first
+		// placeholder of a variable, so a later one with another
+		// Connection would be dropped unseen.
+		type claim struct {
+			connection string
+			connector  int
+		}
+		hosts, envs := map[string]claim{}, map[string]claim{}
 		if len(a.w.SandboxOptions.Setup) > 0 && a.w.Sandbox == "" {
 			p.report(codeAgentSetupWithout, &a.item, agentPath("sandbox_options", "setup"), true,
 				"sandbox_options.setup runs in a sandbox, but the agent has none; add sandbox (e.g. daytona) or remove the setup")
@@ -102,8 +111,37 @@ func checkAgents(p *pass) {
 				p.report(codeAgentReadOnlyUnenforced, &a.item, at.with("sandbox"), false,
 					"connector %s cannot tell reads from writes by method and path, so the proxy cannot keep code in the sandbox to reads; remove sandbox: true, or give the connector readOnly rules in keyhole.yaml's catalog", c.Name)
 			}
-			if _, err := p.agentConnection(a, c.Connection); err != nil && !p.invalid["Connection/"+c.Connection] {
-				p.report(codeAgentConnectionMissing, &a.item, cmpPath(c.Connection != "", at.with("connection"), at), false, "%v", err)
+			cn, err := p.agentConnection(a, c.Connection)
+			if err != nil {
+				if !p.invalid["Connection/"+c.Connection] {
+					p.report(codeAgentConnectionMissing, &a.item, cmpPath(c.Connection != "", at.with("connection"), at), false, "%v", err)
+				}
+				continue
+			}
+			if a.w.Sandbox == "" {
+				continue
+			}
+			name := cn.obj().Name
+			var clash []string
+			var first claim
+			for _, h := range conn.Hosts {
+				if f, ok := hosts[h.Host]; !ok {
+					hosts[h.Host] = claim{name, i}
+				} else if f.connection != name {
+					clash, first = append(clash, h.Host), f
+				}
+			}
+			if len(clash) > 0 {
+				p.report(codeBindingHostConflict, &a.item, at.with("connection"), false,
+					"connectors %d and %d inject %s in the sandbox, with Connections %s and %s; the proxy can apply only one, so connector %d would go unused: give both one connection, or remove one",
+					first.connector, i, strings.Join(clash, ", "), first.connection, name, i)
+			}
+			if f, ok := envs[conn.Env]; !ok {
+				envs[conn.Env] = claim{name, i}
+			} else if f.connection != name {
+				p.report(codeBindingEnvConflict, &a.item, at.with("connection"), false,
+					"connectors %d and %d both set %s in the sandbox, to the placeholders of Connections %s and %s; it can hold only one",
+					f.connector, i, conn.Env, f.connection, name)
 			}
 		}
 	}

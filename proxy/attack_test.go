@@ -1198,6 +1198,77 @@ func TestServerStalledReader(t *testing.T) {
 	}
 }
 
+// TestServerStalledReaderPipelined: TestServerStalledReader with short
+// responses. A sandbox that pipelines requests and reads none of the
+// answers fills the socket's buffers with responses the proxy wrote
+// itself (refusals) or whole small ones it forwarded, whose last bytes
+// net/http flushes after the handler has returned: no deadline ran on
+// those writes, so each such connection held its tunnel slot, or its
+// slot on the proxy port, forever. At the caps, every new tunnel got
+// 503 and the proxy port accepted nothing until a restart.
+func TestServerStalledReaderPipelined(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.Timeouts.Idle = time.Second; o.MaxProxyConns = 1 })
+	// flood writes req over and over until the connection fails.
+	flood := func(c io.Writer, req string) {
+		batch := strings.Repeat(req, 256)
+		go func() {
+			for {
+				if _, err := io.WriteString(c, batch); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	for name, path := range map[string]string{
+		"refusals in a tunnel":                  "/user",
+		"short forwarded responses in a tunnel": "/repos/acme/widgets",
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, _, resp := h.connect("api.github.com:443")
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("CONNECT: %s", resp.Status)
+			}
+			c.SetDeadline(time.Time{})
+			defer c.Close()
+			tlc := tls.Client(c, &tls.Config{ServerName: "api.github.com", RootCAs: h.sandbox.pool})
+			if err := tlc.Handshake(); err != nil {
+				t.Fatal(err)
+			}
+			flood(tlc, "GET "+path+" HTTP/1.1\r\nHost: api.github.com\r\n\r\n")
+			// The idle timeout, then the 5 s crypto/tls gives its
+			// close_notify alert before it closes a connection.
+			for deadline := time.Now().Add(10 * time.Second); h.srv.metrics.tunnels.Load() != 0; time.Sleep(50 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the stalled tunnel is still open after 10 s")
+				}
+			}
+		})
+	}
+	t.Run("refusals on the proxy port", func(t *testing.T) {
+		c, err := net.DialTimeout("tcp", h.addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		flood(c, "GET http://evil.example/ HTTP/1.1\r\nHost: evil.example\r\n\r\n")
+		time.Sleep(100 * time.Millisecond) // it holds the only slot
+		c2, err := net.DialTimeout("tcp", h.addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c2.Close()
+		c2.SetDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(c2, "CONNECT api.github.com:443 HTTP/1.1\r\nHost: api.github.com:443\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c2), &http.Request{Method: http.MethodConnect})
+		if err != nil {
+			t.Fatalf("no answer to a CONNECT while the stalled connection held the proxy port's only slot: %v", err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("CONNECT once the stalled connection was let go: %s", resp.Status)
+		}
+	})
+}
+
 // TestServerUpgrade: a WebSocket (or any) upgrade to an injected host.
 // After a 101 the proxy could check nothing more, so the upgrade is never
 // asked for: Upgrade and Connection are hop-by-hop and stripped, and the

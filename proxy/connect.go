@@ -76,7 +76,8 @@ func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request, st *state,
 // intercept terminates the sandbox's TLS with a leaf for host and hands
 // the connection to the inner HTTP server.
 func (s *Server) intercept(conn net.Conn, host string, release func()) {
-	tconn := tls.Server(&hostConn{Conn: conn, host: host}, s.tunnelTLS)
+	hc := &hostConn{Conn: conn, host: host, budget: maxClientHello}
+	tconn := tls.Server(hc, s.tunnelTLS)
 	tconn.SetDeadline(time.Now().Add(s.opts.Timeouts.Handshake))
 	if err := tconn.Handshake(); err != nil {
 		s.log.Warn("tls handshake with the sandbox failed", "host", host, "error", err.Error())
@@ -84,6 +85,7 @@ func (s *Server) intercept(conn net.Conn, host string, release func()) {
 		release()
 		return
 	}
+	hc.budget = -1 // the handshake is over: reads are the tunnel's requests
 	tconn.SetDeadline(time.Time{})
 	tc := &tunnelConn{Conn: tconn, connect: host, sni: tconn.ConnectionState().ServerName, release: release}
 	if !s.innerLn.push(tc) {
@@ -107,10 +109,37 @@ func (s *Server) leafFor(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 }
 
 // hostConn is the sandbox side of an intercepted tunnel before TLS: it
-// tells leafFor which host the CONNECT named.
+// tells leafFor which host the CONNECT named, and bounds what the
+// handshake reads from the sandbox. crypto/tls keeps the buffers a
+// handshake grew for the life of the connection, so a ClientHello as
+// large as crypto/tls takes (64 KiB) would cost every idle tunnel the
+// sandbox keeps open some 100 KiB more than a real one does.
 type hostConn struct {
 	net.Conn
 	host string
+	// budget is how many more bytes the handshake may read; -1 once it
+	// is over. The reads of one connection are sequential: the
+	// handshake's, then the HTTP server's, after the handshake returned.
+	budget int
+}
+
+// Read reads the connection, within the handshake's budget. Each read is
+// cut to the budget left, so that bytes the sandbox sent after its
+// Finished (a first request) count only as far as crypto/tls asks for
+// them; only a handshake that needs more fails.
+func (c *hostConn) Read(b []byte) (int, error) {
+	if c.budget < 0 {
+		return c.Conn.Read(b)
+	}
+	if c.budget == 0 {
+		return 0, errHelloTooLarge
+	}
+	if len(b) > c.budget {
+		b = b[:c.budget]
+	}
+	n, err := c.Conn.Read(b)
+	c.budget -= n
+	return n, err
 }
 
 // splice copies bytes both ways between a passthrough tunnel's ends. Any

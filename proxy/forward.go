@@ -125,6 +125,7 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 			h[k] = append(h[k], vv...)
 		}
 		f.filterHeader(out, h, sc, "interim")
+		f.extendWrite(w)
 		w.WriteHeader(code)
 		clear(h) // WriteHeader does not clear the map after a 1xx
 	}
@@ -220,10 +221,11 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 	}
 	rc := http.NewResponseController(w)
 	if f.stall > 0 {
-		// Each write may wait this long (copyBody extends it); the
-		// connection's next response starts without one.
+		// Each write may wait this long (copyBody extends it), and so
+		// may the flush of what is left once the handler returns; the
+		// server sets the next request's deadline when it reads it.
 		rc.SetWriteDeadline(time.Now().Add(f.stall))
-		defer rc.SetWriteDeadline(time.Time{})
+		defer func() { rc.SetWriteDeadline(time.Now().Add(f.stall)) }()
 	}
 	w.WriteHeader(res.StatusCode)
 
@@ -250,6 +252,15 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 		for _, v := range vv {
 			h.Add(http.TrailerPrefix+k, v)
 		}
+	}
+}
+
+// extendWrite gives the next write to the sandbox f.stall from now: a
+// 1xx can come long after the request's header, which the server's own
+// deadline runs from.
+func (f *forwarder) extendWrite(w http.ResponseWriter) {
+	if f.stall > 0 {
+		http.NewResponseController(w).SetWriteDeadline(time.Now().Add(f.stall))
 	}
 }
 

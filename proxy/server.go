@@ -71,11 +71,12 @@ type Options struct {
 	Resolve map[string]string
 	// UpstreamRoots verifies upstream TLS; nil means the system roots.
 	UpstreamRoots *x509.CertPool
-	// MaxTunnels caps concurrent CONNECT tunnels; 0 means 1024.
+	// MaxTunnels caps concurrent CONNECT tunnels; 0 means
+	// DefaultMaxTunnels.
 	MaxTunnels int
 	// MaxProxyConns caps the connections open on the proxy listener
 	// that are not tunnels (reading a request, or idle between two);
-	// more wait to be accepted. 0 means 512.
+	// more wait to be accepted. 0 means DefaultMaxProxyConns.
 	MaxProxyConns int
 	// MaxBodyChecks caps the request bodies read at once for a rule to
 	// check, each up to policy.MaxBodyCheck in memory; 0 means 16.
@@ -95,6 +96,17 @@ type Options struct {
 	// Other events still go to Logger.
 	RequestLog io.Writer
 }
+
+// The default caps on what a sandbox holds open. Each tunnel can be made
+// to hold some 170 KiB of the proxy's heap (a long response asked for and
+// not read, after a ClientHello near maxClientHello) and each other
+// connection some 80 KiB (most of a 64 KiB header): at these caps about
+// 125 MiB, within the rendered sidecar's 256 MiB limit, where 1024
+// tunnels were 212 MiB. TestServerTunnelMemory measures them.
+const (
+	DefaultMaxTunnels    = 512
+	DefaultMaxProxyConns = 512
+)
 
 // Server is the egress proxy. Create it with New, run it with Run.
 type Server struct {
@@ -160,10 +172,10 @@ func New(opts Options) (*Server, error) {
 	}
 	opts.Timeouts = opts.Timeouts.withDefaults()
 	if opts.MaxTunnels <= 0 {
-		opts.MaxTunnels = 1024
+		opts.MaxTunnels = DefaultMaxTunnels
 	}
 	if opts.MaxProxyConns <= 0 {
-		opts.MaxProxyConns = 512
+		opts.MaxProxyConns = DefaultMaxProxyConns
 	}
 	if opts.MaxBodyChecks <= 0 {
 		opts.MaxBodyChecks = 16
@@ -223,8 +235,15 @@ func New(opts Options) (*Server, error) {
 		DisableGeneralOptionsHandler: true,
 		ReadHeaderTimeout:            opts.Timeouts.ReadHeader,
 		IdleTimeout:                  opts.Timeouts.Idle,
-		MaxHeaderBytes:               64 << 10,
-		ErrorLog:                     log.New(io.Discard, "", 0),
+		// Writes to the sandbox wait at most this long from each
+		// request's header on (the forwarder extends it as a long
+		// response flows): a sandbox that pipelines requests and reads
+		// none of the answers would otherwise hold the tunnel forever,
+		// blocked on a refusal or on the last bytes net/http flushes
+		// after the handler returned.
+		WriteTimeout:   opts.Timeouts.Idle,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       log.New(io.Discard, "", 0),
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			return context.WithValue(ctx, tunnelKey{}, c)
 		},
@@ -377,8 +396,12 @@ func (s *Server) Serve(ctx context.Context, lns Listeners) error {
 		DisableGeneralOptionsHandler: true, // OPTIONS * is decided too
 		ReadHeaderTimeout:            s.opts.Timeouts.ReadHeader,
 		IdleTimeout:                  s.opts.Timeouts.Idle,
-		MaxHeaderBytes:               64 << 10,
-		ErrorLog:                     log.New(io.Discard, "", 0),
+		// As the tunnels' server: a connection that pipelines requests
+		// and reads no answer must not hold its slot forever. A CONNECT
+		// clears it once hijacked.
+		WriteTimeout:   s.opts.Timeouts.Idle,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       log.New(io.Discard, "", 0),
 	}
 	var adminSrv *http.Server
 	errc := make(chan error, 4)
@@ -509,6 +532,9 @@ func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error
 	}
 	msg, _ := inj.ScrubString(err.Error())
 	s.log.Warn("upstream request failed", "host", r.Host, "error", logText(msg))
+	// The request's write deadline ran from its header on; the failure
+	// may come later (a long upload, a slow upstream).
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.opts.Timeouts.Idle))
 	http.Error(w, "keyhole: the upstream request failed", status)
 }
 

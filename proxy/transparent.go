@@ -18,13 +18,17 @@ import (
 )
 
 // maxClientHello bounds what the transparent listener reads before it
-// knows which server a connection names: the ClientHello with its record
-// headers. Real ClientHellos, post-quantum key shares included, are under
-// 2 KiB; crypto/tls itself refuses a handshake message over 64 KiB.
-const maxClientHello = 64 << 10
+// knows which server a connection names (the ClientHello with its record
+// headers), and what an intercepted tunnel's handshake reads from the
+// sandbox (hostConn). Real ClientHellos, post-quantum key shares
+// included, are under 4 KiB, and a handshake reads little more (a
+// second, smaller ClientHello after a HelloRetryRequest, then Finished);
+// crypto/tls itself takes a handshake message of up to 64 KiB, and keeps
+// the buffers it grew for one for the life of the connection.
+const maxClientHello = 16 << 10
 
 // errHelloTooLarge ends a ClientHello read that passed maxClientHello.
-var errHelloTooLarge = errors.New("ClientHello larger than the proxy reads")
+var errHelloTooLarge = errors.New("TLS handshake larger than the proxy reads")
 
 // errHelloRead stops the handshake once the ClientHello is parsed: the
 // transparent listener only wants its server name.

@@ -30,6 +30,7 @@ need() { # need COMMAND DEBIAN-PACKAGE
   command -v "$1" >/dev/null 2>&1 || missing+=("$2")
 }
 need git git
+need git-lfs git-lfs
 need curl curl
 need gh gh
 need zsh zsh

@@ -5,6 +5,7 @@ package e2e
 import (
 	"encoding/json"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -176,5 +177,50 @@ func TestGhAPI(t *testing.T) {
 	}
 	if !strings.Contains(res.stdout, "X-Omnia-Egress-Refused: l7-not-allowed") {
 		t.Errorf("gh api --include /user did not show the refusal:\n%s\n%s", res.stdout, res.stderr)
+	}
+}
+
+// TestGhAPIWrites runs the real gh CLI's writes through the read-only
+// agent connector (GH_TOKEN is its placeholder): each is refused by the
+// proxy before api.github.com sees it, whichever way gh is told the
+// method or the write: -X, --method, a GraphQL mutation, an override
+// header, fields sent as a body, --input.
+func TestGhAPIWrites(t *testing.T) {
+	gh := requireTool(t, "gh")
+	w := newWorld(t, "substitute.json")
+	env := w.sandboxEnv(t,
+		"GH_TOKEN=omnia-injected-company",
+		"GH_CONFIG_DIR="+t.TempDir(),
+		"GH_NO_UPDATE_NOTIFIER=1",
+		"GH_PROMPT_DISABLED=1",
+		"NO_COLOR=1",
+	)
+	input := filepath.Join(t.TempDir(), "issue.json")
+	writeFile(t, input, []byte(`{"title":"from the sandbox"}`))
+	tests := map[string][]string{
+		"-X POST":                     {"-X", "POST", "/repos/acme/widgets/issues", "-f", "title=t"},
+		"--method PATCH":              {"--method", "PATCH", "/repos/acme/widgets", "-f", "name=gadgets"},
+		"--method DELETE":             {"--method", "DELETE", "/repos/acme/widgets"},
+		"-X PUT":                      {"-X", "PUT", "/repos/acme/widgets/subscription", "-F", "subscribed=true"},
+		"fields without a method":     {"/repos/acme/widgets/issues", "-f", "title=t"},
+		"--input":                     {"/repos/acme/widgets/issues", "--input", input},
+		"a GraphQL mutation":          {"graphql", "-f", "query=mutation { addStar(input: {starrableId: \"1\"}) { clientMutationId } }"},
+		"GET with an override header": {"-H", "X-HTTP-Method-Override: DELETE", "/repos/acme/widgets"},
+		"GET with _method":            {"/repos/acme/widgets?_method=DELETE"},
+	}
+	for name, args := range tests {
+		t.Run(name, func(t *testing.T) {
+			before := len(w.api.requests())
+			res := w.runClient(t, t.TempDir(), env, gh, append([]string{"api", "--include"}, args...)...)
+			if res.err == nil {
+				t.Fatalf("gh api %s succeeded through a read-only connector\n%s", strings.Join(args, " "), res.stdout)
+			}
+			if !strings.Contains(res.stdout, "X-Omnia-Egress-Refused: l7-not-allowed") {
+				t.Errorf("gh did not get the proxy's refusal:\n%s\n%s", res.stdout, res.stderr)
+			}
+			if n := len(w.api.requests()) - before; n != 0 {
+				t.Errorf("api.github.com saw %d requests", n)
+			}
+		})
 	}
 }

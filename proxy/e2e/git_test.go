@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/base64"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -182,4 +183,90 @@ func TestGitLFSBatch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGitLFS runs the real git-lfs through the proxy against a small LFS
+// server on github.com (lfsStore), with the read-only connector: git lfs
+// pull downloads an object through a batch download, and git lfs push
+// (git push's pre-push hook) is refused at its upload batch, so the
+// object never reaches the upstream and the push fails.
+func TestGitLFS(t *testing.T) {
+	w := newWorld(t, "substitute.json")
+	gitBin := requireTool(t, "git")
+	requireTool(t, "git-lfs")
+	const url = "https://x-access-token:omnia-injected-company@github.com/acme/widgets.git"
+	data := []byte("a large widget\n")
+	oid := w.gitState.lfs.put(data)
+	// The upstream's repository gets an LFS pointer to the object,
+	// committed by a git with no LFS filter, as a pointer.
+	server := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=Acme", "GIT_AUTHOR_EMAIL=dev@acme.invalid", "GIT_COMMITTER_NAME=Acme", "GIT_COMMITTER_EMAIL=dev@acme.invalid"}
+	seed := filepath.Join(t.TempDir(), "seed")
+	bare := filepath.Join(w.gitState.root, "acme", "widgets.git")
+	run := func(env []string, dir string, args ...string) clientResult {
+		return w.runClient(t, dir, env, gitBin, args...)
+	}
+	if res := run(server, filepath.Dir(seed), "clone", "--quiet", bare, seed); res.err != nil {
+		t.Fatalf("git clone %s: %v\n%s", bare, res.err, res.stderr)
+	}
+	writeFile(t, filepath.Join(seed, ".gitattributes"), []byte("*.bin filter=lfs diff=lfs merge=lfs -text\n"))
+	writeFile(t, filepath.Join(seed, "widget.bin"), fmt.Appendf(nil, "version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize %d\n", oid, len(data)))
+	for _, args := range [][]string{{"add", ".gitattributes", "widget.bin"}, {"commit", "--quiet", "-m", "Track widgets in LFS"}, {"push", "--quiet", "origin", "main"}} {
+		if res := run(server, seed, args...); res.err != nil {
+			t.Fatalf("git %s: %v\n%s", args[0], res.err, res.stderr)
+		}
+	}
+
+	env := w.sandboxEnv(t, "GIT_LFS_SKIP_SMUDGE=1")
+	parent := t.TempDir()
+	work := filepath.Join(parent, "widgets")
+	for _, step := range []struct {
+		dir  string
+		args []string
+	}{
+		{dir: parent, args: []string{"lfs", "install", "--skip-repo"}},
+		{dir: parent, args: []string{"clone", "--quiet", url, "widgets"}},
+		{dir: work, args: []string{"lfs", "pull"}},
+	} {
+		if res := run(env, step.dir, step.args...); res.err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(step.args, " "), res.err, res.stderr)
+		}
+	}
+	if got, err := os.ReadFile(filepath.Join(work, "widget.bin")); err != nil || string(got) != string(data) {
+		t.Fatalf("git lfs pull left widget.bin as %q (%v), want the object", got, err)
+	}
+	if _, downloads := w.gitState.lfs.counts("download"); downloads == 0 {
+		t.Errorf("the upstream saw no download batch")
+	}
+	if !w.sawBasicToken(w.git.find("POST", "/acme/widgets.git/info/lfs/objects/batch")) {
+		t.Errorf("the download batch did not carry the substituted credential")
+	}
+
+	before := w.gitState.head(t)
+	writeFile(t, filepath.Join(work, "second.bin"), []byte("another large widget\n"))
+	for _, args := range [][]string{
+		// Straight to the upload batch: the locking API is refused too,
+		// and git-lfs could stop there.
+		{"config", "lfs.locksverify", "false"},
+		{"add", "second.bin"},
+		{"commit", "--quiet", "-m", "Add a widget"},
+	} {
+		if res := run(env, work, args...); res.err != nil {
+			t.Fatalf("git %s: %v\n%s", args[0], res.err, res.stderr)
+		}
+	}
+	res := run(env, work, "push", "origin", "main")
+	if res.err == nil {
+		t.Fatalf("git push with an LFS object succeeded through a read-only connector\n%s", res.stderr)
+	}
+	if !strings.Contains(res.stderr, "batch response") {
+		t.Errorf("git push did not fail at the LFS upload batch:\n%s", res.stderr)
+	}
+	if objects, uploads := w.gitState.lfs.counts("upload"); objects != 1 || uploads != 0 {
+		t.Errorf("the upstream holds %d objects and saw %d upload batches, want 1 and 0", objects, uploads)
+	}
+	if after := w.gitState.head(t); after != before {
+		t.Errorf("the upstream's main moved from %s to %s", before, after)
+	}
+	w.wantLog(t, logQuery{host: "github.com", path: "/acme/widgets.git/info/lfs/objects/batch", reason: "l7-not-allowed"})
 }

@@ -3,6 +3,8 @@
 package e2e
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -11,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -99,6 +102,102 @@ type gitServer struct {
 	root  string
 	token atomic.Pointer[string]
 	cgi   *cgi.Handler
+	lfs   lfsStore
+}
+
+// lfsStore is github.com's Git LFS, as small as git-lfs can use: the batch
+// API behind the same Basic auth as git, and objects under /lfs-objects/,
+// which stand in for the pre-signed URLs of GitHub's object storage (no
+// credential needed, as there).
+type lfsStore struct {
+	mu      sync.Mutex
+	objects map[string][]byte // by sha256 oid
+	batches map[string]int    // batch requests received, by operation
+}
+
+// put stores an object and returns its oid.
+func (s *lfsStore) put(data []byte) string {
+	sum := sha256.Sum256(data)
+	oid := hex.EncodeToString(sum[:])
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.objects == nil {
+		s.objects = map[string][]byte{}
+	}
+	s.objects[oid] = data
+	return oid
+}
+
+// stored reports how many objects the store holds, and how many batch
+// requests of an operation it received.
+func (s *lfsStore) counts(operation string) (objects, batches int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.objects), s.batches[operation]
+}
+
+// serveBatch answers a batch request: each object to download gets a
+// download action if stored, each to upload an upload action.
+func (s *lfsStore) serveBatch(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Operation string `json:"operation"`
+		Objects   []struct {
+			Oid  string `json:"oid"`
+			Size int64  `json:"size"`
+		} `json:"objects"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, "bad batch request", http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	if s.batches == nil {
+		s.batches = map[string]int{}
+	}
+	s.batches[req.Operation]++
+	type action struct {
+		Href string `json:"href"`
+	}
+	var objects []map[string]any
+	for _, o := range req.Objects {
+		href := map[string]action{}
+		switch _, ok := s.objects[o.Oid]; {
+		case req.Operation == "download" && ok:
+			href["download"] = action{Href: "https://github.com/lfs-objects/" + o.Oid}
+		case req.Operation == "upload" && !ok:
+			href["upload"] = action{Href: "https://github.com/lfs-objects/" + o.Oid}
+		}
+		objects = append(objects, map[string]any{"oid": o.Oid, "size": o.Size, "actions": href})
+	}
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/vnd.git-lfs+json")
+	json.NewEncoder(w).Encode(map[string]any{"transfer": "basic", "objects": objects})
+}
+
+// serveObject serves GET and stores PUT of /lfs-objects/<oid>.
+func (s *lfsStore) serveObject(w http.ResponseWriter, r *http.Request) {
+	oid := strings.TrimPrefix(r.URL.Path, "/lfs-objects/")
+	switch r.Method {
+	case http.MethodGet:
+		s.mu.Lock()
+		data, ok := s.objects[oid]
+		s.mu.Unlock()
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(data)
+	case http.MethodPut:
+		data, _ := io.ReadAll(r.Body)
+		s.mu.Lock()
+		if s.objects == nil {
+			s.objects = map[string][]byte{}
+		}
+		s.objects[oid] = data
+		s.mu.Unlock()
+	default:
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	}
 }
 
 // newGitServer creates the bare repository acme/widgets.git under root with
@@ -166,10 +265,18 @@ func newGitServer(t testing.TB, root string) *gitServer {
 func (g *gitServer) setToken(tok string) { g.token.Store(&tok) }
 
 func (g *gitServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/lfs-objects/") {
+		g.lfs.serveObject(w, r)
+		return
+	}
 	user, pass, ok := r.BasicAuth()
 	if !ok || user != "x-access-token" || pass != *g.token.Load() {
 		w.Header().Set("WWW-Authenticate", `Basic realm="GitHub"`)
 		http.Error(w, "Authentication required", http.StatusUnauthorized)
+		return
+	}
+	if strings.HasSuffix(r.URL.Path, "/info/lfs/objects/batch") && r.Method == http.MethodPost {
+		g.lfs.serveBatch(w, r)
 		return
 	}
 	g.cgi.ServeHTTP(w, r)

@@ -101,7 +101,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 		caKey       = fs.String("ca-key", "", "sandbox CA private key (PEM); overrides the config")
 		secretsDir  = fs.String("secrets-dir", "", "directory of mounted Secrets, <secret>/<key>; overrides the config")
 		upstreamCA  = fs.String("upstream-ca", "", "PEM bundle to verify upstreams with instead of the system roots")
-		maxTunnels  = fs.Int("max-tunnels", 1024, "maximum concurrent CONNECT tunnels")
+		maxTunnels  = fs.Int("max-tunnels", proxy.DefaultMaxTunnels, "maximum concurrent CONNECT tunnels")
 		reload      = fs.Duration("reload-interval", 2*time.Second, "how often to check the config and CA files for changes")
 		shutdown    = fs.Duration("shutdown-timeout", 25*time.Second, "how long to drain in-flight requests on SIGTERM")
 		logFlush    = fs.Duration("log-flush-interval", 100*time.Millisecond, "how long a log line may wait to be written with others; 0 writes each at once")
