@@ -197,13 +197,32 @@ func (r ref) String() string {
 
 // item is one checked object: where it came from and what it is. The
 // compiler keeps one per object, so it holds no more than it must: what
-// the object is comes from its document (see obj).
+// the object is comes from its document (see obj), and what its ignore
+// annotation names is read only when a diagnostic is reported (see
+// ignores).
 type item struct {
-	doc    *source.Document
-	ignore []string
+	doc *source.Document
 	// ns is the namespace the object is in: its own, else the default
 	// namespace (Options.DefaultNamespace), where render places it.
 	ns string
+	// annotated is true when the object's ignore annotation applies to
+	// what is reported about it: true for every object add indexes.
+	annotated bool
+}
+
+// ignores reports whether the object's ignore annotation names code,
+// read from its digest, else from its tree.
+func (it *item) ignores(code string) bool {
+	if !it.annotated {
+		return false
+	}
+	var codes []string
+	if dg := digestOfDoc(it.doc); dg != nil {
+		codes = dg.ignoreList()
+	} else {
+		codes = ignoreList(annotations(it.doc.Node))
+	}
+	return slices.Contains(codes, code)
 }
 
 // obj is what the object is: its document's apiVersion, kind, namespace
@@ -225,34 +244,66 @@ type secret struct {
 	// values maps each key to its decoded value; known is false for a key
 	// whose value is not in the input (e.g. undecodable base64).
 	values secretKeys
-	// from names what declares the Secret when it is not a plain Secret
-	// (a SealedSecret, an ExternalSecret, a SOPS-encrypted Secret), for
-	// messages; see secrets_sources.go.
-	from string
+	// declared is what only a Secret declared in other ways carries, nil
+	// for a plain Secret, which most are: read it through decl, write it
+	// through edit.
+	declared *secretDeclared
 	// keysUnknown is true when the input cannot list every key the Secret
 	// will hold (an ExternalSecret with dataFrom), so no key can be called
-	// missing; unknownWhy says why, for ConnectionKeysUnknown.
+	// missing; decl().unknownWhy says why, for ConnectionKeysUnknown.
 	keysUnknown bool
-	unknownWhy  string
 	// merges is true while the Secret is declared only by ExternalSecrets
 	// whose creationPolicy is Merge or CreateOrMerge: they add their keys
 	// to a Secret that something else creates, whose other keys the input
 	// does not show. Indexed beside the Secret they merge into, they are no
 	// duplicate of it, and its keys are the union (see indexSecret).
 	merges bool
-	// replaced names the keys an ExternalSecret fetches that its template
-	// drops (the template's mergePolicy is Replace), replacedAny says it
-	// drops whatever spec.dataFrom fetches, and replacedBy names the
-	// ExternalSecret, for ConnectionSecretKeyMissing's message.
-	replaced    []string
+	// replacedAny is true when an ExternalSecret's template drops whatever
+	// its spec.dataFrom fetches (see secretDeclared.replaced).
 	replacedAny bool
-	replacedBy  string
 	// invalid is true when the Secret failed its own checks: they say
 	// what is wrong, and the Connection's key checks do not run on it.
 	invalid bool
 	// read is true once a Connection reads the Secret (in any unit):
 	// its set-aside findings are reported then (see settleSecrets).
 	read bool
+}
+
+// secretDeclared is what a Secret declared other than as a plain Secret
+// (a SealedSecret, an ExternalSecret, a SOPS-encrypted Secret) carries
+// for messages. It is shared by the copies of a secret, so it is never
+// written in place: edit gives each writer its own.
+type secretDeclared struct {
+	// from names what declares the Secret, for messages; see
+	// secrets_sources.go.
+	from string
+	// unknownWhy says why keysUnknown is true.
+	unknownWhy string
+	// replaced names the keys an ExternalSecret fetches that its template
+	// drops (the template's mergePolicy is Replace), and replacedBy names
+	// the ExternalSecret, for ConnectionSecretKeyMissing's message.
+	replaced   []string
+	replacedBy string
+}
+
+// undeclared is what decl returns for a plain Secret; never written.
+var undeclared secretDeclared
+
+// decl returns what the Secret's declaration carries, to read only.
+func (s *secret) decl() *secretDeclared {
+	if s.declared == nil {
+		return &undeclared
+	}
+	return s.declared
+}
+
+// edit returns what the Secret's declaration carries, to write: a copy
+// of its own, since a copy of the secret may share the one it had.
+func (s *secret) edit() *secretDeclared {
+	d := *s.decl()
+	d.replaced = slices.Clip(d.replaced)
+	s.declared = &d
+	return s.declared
 }
 
 // secretKeys are a Secret's keys in order, each with what its value is
@@ -358,16 +409,11 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 	if doc.Node == nil && !doc.Released() {
 		return
 	}
-	it := item{doc: doc}
+	it := item{doc: doc, annotated: true}
 	// Read once here: for a document that kept its tree, obj walks it.
 	obj := it.obj()
 	it.ns = cmp.Or(obj.Namespace, p.opts.DefaultNamespace)
 	dg := digestOfDoc(doc)
-	if dg != nil {
-		it.ignore = dg.ignoreList()
-	} else {
-		it.ignore = ignoreList(annotations(doc.Node))
-	}
 	if isConfig(obj) {
 		p.count(doc)
 		return // read first, by addConfig
@@ -649,7 +695,7 @@ func (p *pass) diagnostic(code string, it *item, pos diag.Pos, fieldPath, msg st
 	if code == codeSecretMissing && p.opts.AllowMissingSecrets {
 		d.Severity = diag.Warning
 	}
-	if slices.Contains(it.ignore, code) {
+	if it.ignores(code) {
 		d.Suppressed = "annotation"
 	}
 	return d

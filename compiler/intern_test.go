@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -179,5 +180,45 @@ func BenchmarkInternDocument(b *testing.B) {
 	in := newInterner()
 	for b.Loop() {
 		in.document("Connection", n.Content[0])
+	}
+}
+
+// TestIndexedObjectsSmall: Compile keeps an item for every object it
+// indexes and a secret for every Secret; what few objects need (what a
+// Secret declared in other ways carries, the ignore annotation's codes)
+// is kept apart or read again when asked.
+func TestIndexedObjectsSmall(t *testing.T) {
+	if size := unsafe.Sizeof(item{}); size > 32 {
+		t.Errorf("an item is %d bytes, want at most 32", size)
+	}
+	if size := unsafe.Sizeof(secret{}); size > 72 {
+		t.Errorf("a secret is %d bytes, want at most 72", size)
+	}
+}
+
+// TestSecretEditCopies: a secret copied by value (a stand-in picked in
+// a namespace, a merge of two) shares what its declaration carries until
+// one of them writes it; the write is its own.
+func TestSecretEditCopies(t *testing.T) {
+	a := &secret{declared: &secretDeclared{from: "ExternalSecret a", replaced: []string{"k"}}}
+	b := *a
+	b.edit().from = "ExternalSecret b"
+	e := b.edit()
+	e.replaced = append(e.replaced, "l")
+	if got := a.decl().from; got != "ExternalSecret a" {
+		t.Errorf("the original's from is %q after its copy's edit", got)
+	}
+	if got := a.decl().replaced; !slices.Equal(got, []string{"k"}) {
+		t.Errorf("the original's replaced is %q after its copy's edit", got)
+	}
+	if got := b.decl().from; got != "ExternalSecret b" {
+		t.Errorf("the copy's from is %q", got)
+	}
+	var plain secret
+	if d := plain.decl(); d.from != "" || d.replaced != nil {
+		t.Errorf("a plain Secret's declaration carries %+v", *d)
+	}
+	if plain.declared != nil {
+		t.Error("reading a plain Secret's declaration allocated one")
 	}
 }

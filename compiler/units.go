@@ -146,8 +146,8 @@ func (p *pass) indexSecret(r ref, s *secret) {
 		return
 	}
 	what := "Secret " + r.String()
-	if s.from != "" || prev.from != "" {
-		what += " (declared by " + orPlain(prev.from) + " and by " + orPlain(s.from) + ")"
+	if s.decl().from != "" || prev.decl().from != "" {
+		what += " (declared by " + orPlain(prev.decl().from) + " and by " + orPlain(s.decl().from) + ")"
 	}
 	if s.doc.Walked() {
 		// A walked Secret's findings wait for a Connection to read it
@@ -181,12 +181,14 @@ func mergedSecret(a, b *secret) *secret {
 		m.values.set(k.name, k.v)
 	}
 	m.merges = base.merges && other.merges
-	m.from = orPlain(base.from) + " and " + other.from + " (creationPolicy Merge)"
+	d := m.edit()
+	d.from = orPlain(base.decl().from) + " and " + other.decl().from + " (creationPolicy Merge)"
 	if !m.keysUnknown && other.keysUnknown {
-		m.keysUnknown, m.unknownWhy = true, other.unknownWhy
+		m.keysUnknown, d.unknownWhy = true, other.decl().unknownWhy
 	}
-	if m.replacedBy == "" {
-		m.replaced, m.replacedAny, m.replacedBy = other.replaced, other.replacedAny, other.replacedBy
+	if d.replacedBy == "" {
+		o := other.decl()
+		d.replaced, m.replacedAny, d.replacedBy = o.replaced, other.replacedAny, o.replacedBy
 	}
 	m.invalid = base.invalid || other.invalid
 	m.read = base.read || other.read
