@@ -197,3 +197,58 @@ func TestDigestSaysWhatItIs(t *testing.T) {
 		t.Errorf("%d documents decoded in the examples, want at least 10", decoded)
 	}
 }
+
+// TestDigestOperatorCheckInTheDigest: an AgentRuntime the operator's
+// schemas accept carries what it was checked against, and whether it
+// sets spec.sandbox, in the digest itself, with nothing in digestMore
+// (which cost 144 bytes an object); one they refuse keeps its findings
+// there, and both read back as the tree says.
+func TestDigestOperatorCheckInTheDigest(t *testing.T) {
+	dir := filepath.Join("testdata", "checks", "operator-schema")
+	v, err := schema.NewValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, _, err := source.Load([]string{dir}, source.Options{Digest: Digest(v, Options{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := schema.DefaultOperator()
+	var accepted, refused int
+	for _, d := range docs {
+		dg := digestOfDoc(d)
+		if dg == nil || dg.schemaKind() != schema.KindAgentRuntime && dg.schemaKind() != schema.KindToolRegistry || len(dg.schemaFindings()) > 0 {
+			continue
+		}
+		if !dg.checkedAgainst(op) {
+			t.Errorf("%s: the digest says it was not checked against %s", d.Object(), op.Version)
+		}
+		if dg.checkedAgainst(schema.Operator{Version: "v0.0.0-not-this-one"}) {
+			t.Errorf("%s: the digest says it was checked against an operator keyhole does not know", d.Object())
+		}
+		n, err := d.Tree()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp, _ := child(n, "spec")
+		sb, _ := child(sp, "sandbox")
+		if dg.sandbox != (sb != nil) {
+			t.Errorf("%s: the digest says spec.sandbox is set: %v", d.Object(), dg.sandbox)
+		}
+		want := v.ValidateOperator(op, dg.schemaKind(), n)
+		if got := dg.opFindings(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: the digest's operator findings are %v, want %v", d.Object(), got, want)
+		}
+		if len(want) == 0 {
+			accepted++
+			if dg.more != nil {
+				t.Errorf("%s: an accepted object's digest keeps %+v", d.Object(), *dg.more)
+			}
+		} else {
+			refused++
+		}
+	}
+	if accepted == 0 || refused == 0 {
+		t.Errorf("%d accepted and %d refused objects, want some of each", accepted, refused)
+	}
+}
