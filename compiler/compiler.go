@@ -126,7 +126,7 @@ func Compile(docs []*source.Document, v *schema.Validator, opts Options) Result 
 			secrets: map[ref]*secret{},
 			classes: map[ref]*sandboxClass{},
 			conns:   map[ref]*connection{},
-			defined: map[string]*source.Document{},
+			defined: newDefinedIndex(),
 			pending: map[ref]diag.List{},
 			invalid: map[string]bool{},
 			counted: counted,
@@ -365,7 +365,7 @@ type pass struct {
 	counted *diag.PosSet
 	// defined indexes the objects of keyhole's kinds by kind and name,
 	// for DuplicateObject.
-	defined map[string]*source.Document
+	defined definedIndex
 	// pending holds the diagnostics about a Secret (or its stand-in) that
 	// a walk found, reported only once a Connection reads it (see
 	// settleSecrets); secret.read marks those that one does.
