@@ -286,15 +286,15 @@ func checkInjectionValues(p *pass) {
 					continue
 				}
 				reported[u.key] = true
-				if !ok || !v.known || v.err == nil || errors.Is(v.err, config.ErrValueEmpty) {
+				if !ok || !v.known || v.err() == nil || errors.Is(v.err(), config.ErrValueEmpty) {
 					continue
 				}
-				if errors.Is(v.err, config.ErrValueControl) {
+				if errors.Is(v.err(), config.ErrValueControl) {
 					p.reportUse(codeInjectionInvalid, &c.item, u,
 						"key %q of Secret %s holds a control character (other than tab), which a header value may not hold; store the value without it", u.key, r)
 					continue
 				}
-				if errors.Is(v.err, config.ErrValueNUL) {
+				if errors.Is(v.err(), config.ErrValueNUL) {
 					p.reportUse(codeInjectionInvalid, &c.item, u,
 						"key %q of Secret %s holds a NUL byte, which cannot go into a header; store the value without it", u.key, r)
 					continue

@@ -3,6 +3,7 @@ package compiler
 import (
 	"cmp"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -337,9 +338,40 @@ func (ks *secretKeys) set(k string, v secretValue) {
 
 type secretValue struct {
 	known bool
-	// err is why the value cannot go into a header, from
-	// config.HeaderValue; the value itself is never kept.
-	err error
+	// fault is why the value cannot go into a header, from
+	// config.HeaderValue, as 1 + its index in valueFaults (0 for none):
+	// a byte, where the error was 16 in every key of every Secret. The
+	// value itself is never kept.
+	fault uint8
+}
+
+// valueFaults are the errors config.HeaderValue returns, as
+// secretValue.fault counts them; one it does not name is errValueOther.
+var valueFaults = [...]error{config.ErrValueEmpty, config.ErrValueLineBreak, config.ErrValueNUL, config.ErrValueControl, errValueOther}
+
+var errValueOther = errors.New("the value cannot go into a header")
+
+// plainValue is a value the input holds in plaintext: known, and checked
+// for what cannot go into a header. The value itself is not kept.
+func plainValue(b []byte) secretValue {
+	_, err := config.HeaderValue(b)
+	v := secretValue{known: true}
+	if err != nil {
+		i := slices.Index(valueFaults[:], err)
+		if i < 0 {
+			i = len(valueFaults) - 1
+		}
+		v.fault = uint8(i + 1)
+	}
+	return v
+}
+
+// err is why the value cannot go into a header, nil when it can.
+func (v secretValue) err() error {
+	if v.fault == 0 {
+		return nil
+	}
+	return valueFaults[v.fault-1]
 }
 
 type sandboxClass struct {
@@ -589,13 +621,11 @@ func secretValues(w secretWire) secretKeys {
 			values.set(k, secretValue{})
 			continue
 		}
-		_, herr := config.HeaderValue(b)
-		values.set(k, secretValue{known: true, err: herr})
+		values.set(k, plainValue(b))
 	}
 	// stringData wins over data for the same key, as the API server merges it.
 	for k, v := range w.StringData {
-		_, herr := config.HeaderValue([]byte(v))
-		values.set(k, secretValue{known: true, err: herr})
+		values.set(k, plainValue([]byte(v)))
 	}
 	return values
 }

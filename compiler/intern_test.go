@@ -10,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"keyhole.dev/keyhole/proxy/config"
 	"keyhole.dev/keyhole/schema"
 )
 
@@ -220,5 +221,27 @@ func TestSecretEditCopies(t *testing.T) {
 	}
 	if plain.declared != nil {
 		t.Error("reading a plain Secret's declaration allocated one")
+	}
+}
+
+// TestSecretValueFault: a Secret's value is kept as a byte saying what
+// config.HeaderValue found, which reads back as the error it returned;
+// a key is kept for every key of every Secret, in 24 bytes.
+func TestSecretValueFault(t *testing.T) {
+	for _, in := range []string{"", "\n", "ok", "ok\n", "two\nlines", "cr\rhere", "nul\x00", "bell\x07", "tab\there", "del\x7f", "obs-text\xff"} {
+		_, want := config.HeaderValue([]byte(in))
+		v := plainValue([]byte(in))
+		if !v.known {
+			t.Errorf("%q: a plaintext value is not known", in)
+		}
+		if got := v.err(); got != want {
+			t.Errorf("%q: err() is %v, want %v", in, got, want)
+		}
+	}
+	if err := (secretValue{}).err(); err != nil {
+		t.Errorf("an unknown value's err() is %v", err)
+	}
+	if size := unsafe.Sizeof(secretKey{}); size > 24 {
+		t.Errorf("a Secret's key is %d bytes, want at most 24", size)
 	}
 }

@@ -404,13 +404,6 @@ func checkValuesUnknown(p *pass) {
 	}
 }
 
-// plainValue is a value the input holds in plaintext: known, and checked
-// for what cannot go into a header. The value itself is not kept.
-func plainValue(b []byte) secretValue {
-	_, err := config.HeaderValue(b)
-	return secretValue{known: true, err: err}
-}
-
 // renamedSecret returns the Secret of r's namespace whose name is r's with
 // a prefix or suffix added, as kustomize's namePrefix and nameSuffix add
 // them to every object's name but not to references only a CRD knows,
