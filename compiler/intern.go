@@ -59,7 +59,7 @@ func packed[T any](in *interner, x *T) *T {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	p := slabNew(&in.sl, *x)
-	in.sl.pack(reflect.ValueOf(p).Elem(), in.interned)
+	in.sl.packObject(reflect.ValueOf(p).Elem(), in.interned)
 	return p
 }
 
@@ -160,7 +160,7 @@ func (in *interner) connection(w *connectionWire, tmpls []*config.Template) *con
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	cd := slabNew(&in.sl, connectionDigest{w: *w, tmpls: slabSlice(&in.sl, tmpls)})
-	in.sl.pack(reflect.ValueOf(&cd.w).Elem(), in.interned)
+	in.sl.packObject(reflect.ValueOf(&cd.w).Elem(), in.interned)
 	return cd
 }
 
@@ -168,7 +168,7 @@ func (in *interner) connection(w *connectionWire, tmpls []*config.Template) *con
 func (in *interner) secret(w secretWire, values secretKeys) *secretDigest {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.sl.pack(reflect.ValueOf(&w).Elem(), in.interned)
+	in.sl.packObject(reflect.ValueOf(&w).Elem(), in.interned)
 	values = slabSlice(&in.sl, values)
 	for i := range values {
 		values[i].name = in.keep(values[i].name)
