@@ -202,7 +202,7 @@ func checkSecretMissing(p *pass) {
 func checkTemplates(p *pass) {
 	for _, c := range p.connList {
 		for i, in := range c.w.Spec.Placement.Inject {
-			if in.Value == nil || c.tmpls[i] != nil {
+			if in.Value == nil || in.tmpl != nil {
 				continue // none, or it parsed
 			}
 			if _, err := config.ParseTemplate(*in.Value); err != nil {
@@ -239,7 +239,7 @@ func (u keyUse) at() path {
 func (c *connection) keysUsed(i int) []keyUse {
 	in := c.w.Spec.Placement.Inject[i]
 	var uses []keyUse
-	if t := c.tmpls[i]; t != nil {
+	if t := in.tmpl; t != nil {
 		for _, r := range t.Refs() {
 			uses = append(uses, keyUse{key: r.Key, inject: i, field: "value", offset: r.Offset})
 		}

@@ -234,10 +234,9 @@ func (it *item) ref() ref { return ref{it.ns, it.obj().Name} }
 
 type connection struct {
 	item
+	// w is the Connection decoded, each inject entry's value template
+	// parsed (see parseTemplates).
 	w *connectionWire
-	// tmpls holds each inject entry's parsed value template, nil where the
-	// entry has no value or it does not parse.
-	tmpls []*config.Template
 }
 
 type secret struct {
@@ -496,9 +495,9 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 	case "Connection":
 		c := &connection{item: it}
 		if cd, ok := dg.decoded().(*connectionDigest); ok {
-			c.w, c.tmpls = &cd.w, cd.tmpls
+			c.w = &cd.w
 		} else if c.w = decodeWire[connectionWire](p, doc, &it); c.w != nil {
-			c.tmpls = parseTemplates(c.w)
+			parseTemplates(c.w)
 		}
 		if c.w != nil {
 			p.keep(&it)
@@ -564,16 +563,15 @@ func (p *pass) decode(doc *source.Document, it *item, out any) bool {
 	return true
 }
 
-// parseTemplates parses each inject entry's value template, nil where the
-// entry has none or it does not parse (checkTemplates says why).
-func parseTemplates(w *connectionWire) []*config.Template {
-	tmpls := make([]*config.Template, len(w.Spec.Placement.Inject))
+// parseTemplates parses each inject entry's value template into the
+// entry, nil where it has none or it does not parse (checkTemplates says
+// why).
+func parseTemplates(w *connectionWire) {
 	for i, in := range w.Spec.Placement.Inject {
 		if in.Value != nil {
-			tmpls[i], _ = config.ParseTemplate(*in.Value)
+			w.Spec.Placement.Inject[i].tmpl, _ = config.ParseTemplate(*in.Value)
 		}
 	}
-	return tmpls
 }
 
 // decodeWire is the object Digest decoded, else the document decoded

@@ -164,10 +164,9 @@ type digestMore struct {
 }
 
 // connectionDigest is a Connection decoded, with its value templates
-// parsed.
+// parsed (see parseTemplates).
 type connectionDigest struct {
-	w     connectionWire
-	tmpls []*config.Template
+	w connectionWire
 }
 
 // secretDigest is a Secret's keys and what each value is fit for; the
@@ -218,7 +217,8 @@ func digestOf(v *schema.Validator, op schema.Operator, in *interner, d *source.D
 	case "Connection":
 		var w connectionWire
 		if err = d.Node.Decode(&w); err == nil {
-			dg.wire = in.connection(&w, parseTemplates(&w))
+			parseTemplates(&w)
+			dg.wire = in.connection(&w)
 		}
 	case "SandboxClass":
 		var w sandboxClassWire

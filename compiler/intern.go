@@ -5,8 +5,6 @@ import (
 	"sync"
 
 	"go.yaml.in/yaml/v3"
-
-	"keyhole.dev/keyhole/proxy/config"
 )
 
 // interner keeps one copy of the strings that recur from document to
@@ -154,12 +152,11 @@ func (in *interner) document(kind string, n *yaml.Node) {
 	}
 }
 
-// connection returns a connectionDigest in the slab, of w and its
-// templates, w packed in it.
-func (in *interner) connection(w *connectionWire, tmpls []*config.Template) *connectionDigest {
+// connection returns a connectionDigest in the slab, of w, packed in it.
+func (in *interner) connection(w *connectionWire) *connectionDigest {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	cd := slabNew(&in.sl, connectionDigest{w: *w, tmpls: slabSlice(&in.sl, tmpls)})
+	cd := slabNew(&in.sl, connectionDigest{w: *w})
 	in.sl.packObject(reflect.ValueOf(&cd.w).Elem(), in.interned)
 	return cd
 }

@@ -91,7 +91,8 @@ func decodeSlabDoc(t testing.TB, kind, text string) reflect.Value {
 func packedValue(in *interner, p reflect.Value) reflect.Value {
 	switch w := p.Interface().(type) {
 	case *connectionWire:
-		return reflect.ValueOf(&in.connection(w, parseTemplates(w)).w)
+		parseTemplates(w)
+		return reflect.ValueOf(&in.connection(w).w)
 	case *sandboxClassWire:
 		return reflect.ValueOf(packed(in, w))
 	case *agentWire:
