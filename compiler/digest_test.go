@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/schema"
 	"keyhole.dev/keyhole/source"
 )
@@ -136,14 +137,7 @@ spec:
 	if err := os.WriteFile(file, []byte(in), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	v, err := schema.NewValidator()
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs, ds, err := source.Load([]string{dir}, source.Options{Digest: Digest(v, Options{})})
-	if err != nil {
-		t.Fatal(err)
-	}
+	docs, ds, v := loadDigested(t, dir)
 	if len(docs) != 1 || !docs[0].Released() {
 		t.Fatalf("want one released document, got %d:\n%s", len(docs), render(Compile(docs, v, Options{Loaded: ds}).Diagnostics))
 	}
@@ -204,15 +198,7 @@ func TestDigestSaysWhatItIs(t *testing.T) {
 // (which cost 144 bytes an object); one they refuse keeps its findings
 // there, and both read back as the tree says.
 func TestDigestOperatorCheckInTheDigest(t *testing.T) {
-	dir := filepath.Join("testdata", "checks", "operator-schema")
-	v, err := schema.NewValidator()
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs, _, err := source.Load([]string{dir}, source.Options{Digest: Digest(v, Options{})})
-	if err != nil {
-		t.Fatal(err)
-	}
+	docs, _, v := loadDigested(t, filepath.Join("testdata", "checks", "operator-schema"))
 	op := schema.DefaultOperator()
 	var accepted, refused int
 	for _, d := range docs {
@@ -251,4 +237,19 @@ func TestDigestOperatorCheckInTheDigest(t *testing.T) {
 	if accepted == 0 || refused == 0 {
 		t.Errorf("%d accepted and %d refused objects, want some of each", accepted, refused)
 	}
+}
+
+// loadDigested loads path with Digest, as the CLI does, and returns the
+// documents, the loader's diagnostics and the validator.
+func loadDigested(t *testing.T, path string) ([]*source.Document, diag.List, *schema.Validator) {
+	t.Helper()
+	v, err := schema.NewValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, ds, err := source.Load([]string{path}, source.Options{Digest: Digest(v, Options{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return docs, ds, v
 }
