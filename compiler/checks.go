@@ -202,7 +202,7 @@ func checkSecretMissing(p *pass) {
 func checkTemplates(p *pass) {
 	for _, c := range p.connList {
 		for i, in := range c.w.Spec.Placement.Inject {
-			if in.Value == nil || c.tmpls[i] != nil {
+			if in.Value == nil || in.tmpl != nil {
 				continue // none, or it parsed
 			}
 			if _, err := config.ParseTemplate(*in.Value); err != nil {
@@ -239,7 +239,7 @@ func (u keyUse) at() path {
 func (c *connection) keysUsed(i int) []keyUse {
 	in := c.w.Spec.Placement.Inject[i]
 	var uses []keyUse
-	if t := c.tmpls[i]; t != nil {
+	if t := in.tmpl; t != nil {
 		for _, r := range t.Refs() {
 			uses = append(uses, keyUse{key: r.Key, inject: i, field: "value", offset: r.Offset})
 		}
@@ -286,15 +286,15 @@ func checkInjectionValues(p *pass) {
 					continue
 				}
 				reported[u.key] = true
-				if !ok || !v.known || v.err == nil || errors.Is(v.err, config.ErrValueEmpty) {
+				if !ok || !v.known || v.err() == nil || errors.Is(v.err(), config.ErrValueEmpty) {
 					continue
 				}
-				if errors.Is(v.err, config.ErrValueControl) {
+				if errors.Is(v.err(), config.ErrValueControl) {
 					p.reportUse(codeInjectionInvalid, &c.item, u,
 						"key %q of Secret %s holds a control character (other than tab), which a header value may not hold; store the value without it", u.key, r)
 					continue
 				}
-				if errors.Is(v.err, config.ErrValueNUL) {
+				if errors.Is(v.err(), config.ErrValueNUL) {
 					p.reportUse(codeInjectionInvalid, &c.item, u,
 						"key %q of Secret %s holds a NUL byte, which cannot go into a header; store the value without it", u.key, r)
 					continue

@@ -3,6 +3,7 @@ package compiler
 import (
 	"cmp"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -126,7 +127,7 @@ func Compile(docs []*source.Document, v *schema.Validator, opts Options) Result 
 			secrets: map[ref]*secret{},
 			classes: map[ref]*sandboxClass{},
 			conns:   map[ref]*connection{},
-			defined: map[string]*source.Document{},
+			defined: newDefinedIndex(),
 			pending: map[ref]diag.List{},
 			invalid: map[string]bool{},
 			counted: counted,
@@ -197,13 +198,32 @@ func (r ref) String() string {
 
 // item is one checked object: where it came from and what it is. The
 // compiler keeps one per object, so it holds no more than it must: what
-// the object is comes from its document (see obj).
+// the object is comes from its document (see obj), and what its ignore
+// annotation names is read only when a diagnostic is reported (see
+// ignores).
 type item struct {
-	doc    *source.Document
-	ignore []string
+	doc *source.Document
 	// ns is the namespace the object is in: its own, else the default
 	// namespace (Options.DefaultNamespace), where render places it.
 	ns string
+	// annotated is true when the object's ignore annotation applies to
+	// what is reported about it: true for every object add indexes.
+	annotated bool
+}
+
+// ignores reports whether the object's ignore annotation names code,
+// read from its digest, else from its tree.
+func (it *item) ignores(code string) bool {
+	if !it.annotated {
+		return false
+	}
+	var codes []string
+	if dg := digestOfDoc(it.doc); dg != nil {
+		codes = dg.ignoreList()
+	} else {
+		codes = ignoreList(annotations(it.doc.Node))
+	}
+	return slices.Contains(codes, code)
 }
 
 // obj is what the object is: its document's apiVersion, kind, namespace
@@ -214,10 +234,9 @@ func (it *item) ref() ref { return ref{it.ns, it.obj().Name} }
 
 type connection struct {
 	item
+	// w is the Connection decoded, each inject entry's value template
+	// parsed (see parseTemplates).
 	w *connectionWire
-	// tmpls holds each inject entry's parsed value template, nil where the
-	// entry has no value or it does not parse.
-	tmpls []*config.Template
 }
 
 type secret struct {
@@ -225,34 +244,66 @@ type secret struct {
 	// values maps each key to its decoded value; known is false for a key
 	// whose value is not in the input (e.g. undecodable base64).
 	values secretKeys
-	// from names what declares the Secret when it is not a plain Secret
-	// (a SealedSecret, an ExternalSecret, a SOPS-encrypted Secret), for
-	// messages; see secrets_sources.go.
-	from string
+	// declared is what only a Secret declared in other ways carries, nil
+	// for a plain Secret, which most are: read it through decl, write it
+	// through edit.
+	declared *secretDeclared
 	// keysUnknown is true when the input cannot list every key the Secret
 	// will hold (an ExternalSecret with dataFrom), so no key can be called
-	// missing; unknownWhy says why, for ConnectionKeysUnknown.
+	// missing; decl().unknownWhy says why, for ConnectionKeysUnknown.
 	keysUnknown bool
-	unknownWhy  string
 	// merges is true while the Secret is declared only by ExternalSecrets
 	// whose creationPolicy is Merge or CreateOrMerge: they add their keys
 	// to a Secret that something else creates, whose other keys the input
 	// does not show. Indexed beside the Secret they merge into, they are no
 	// duplicate of it, and its keys are the union (see indexSecret).
 	merges bool
-	// replaced names the keys an ExternalSecret fetches that its template
-	// drops (the template's mergePolicy is Replace), replacedAny says it
-	// drops whatever spec.dataFrom fetches, and replacedBy names the
-	// ExternalSecret, for ConnectionSecretKeyMissing's message.
-	replaced    []string
+	// replacedAny is true when an ExternalSecret's template drops whatever
+	// its spec.dataFrom fetches (see secretDeclared.replaced).
 	replacedAny bool
-	replacedBy  string
 	// invalid is true when the Secret failed its own checks: they say
 	// what is wrong, and the Connection's key checks do not run on it.
 	invalid bool
 	// read is true once a Connection reads the Secret (in any unit):
 	// its set-aside findings are reported then (see settleSecrets).
 	read bool
+}
+
+// secretDeclared is what a Secret declared other than as a plain Secret
+// (a SealedSecret, an ExternalSecret, a SOPS-encrypted Secret) carries
+// for messages. It is shared by the copies of a secret, so it is never
+// written in place: edit gives each writer its own.
+type secretDeclared struct {
+	// from names what declares the Secret, for messages; see
+	// secrets_sources.go.
+	from string
+	// unknownWhy says why keysUnknown is true.
+	unknownWhy string
+	// replaced names the keys an ExternalSecret fetches that its template
+	// drops (the template's mergePolicy is Replace), and replacedBy names
+	// the ExternalSecret, for ConnectionSecretKeyMissing's message.
+	replaced   []string
+	replacedBy string
+}
+
+// undeclared is what decl returns for a plain Secret; never written.
+var undeclared secretDeclared
+
+// decl returns what the Secret's declaration carries, to read only.
+func (s *secret) decl() *secretDeclared {
+	if s.declared == nil {
+		return &undeclared
+	}
+	return s.declared
+}
+
+// edit returns what the Secret's declaration carries, to write: a copy
+// of its own, since a copy of the secret may share the one it had.
+func (s *secret) edit() *secretDeclared {
+	d := *s.decl()
+	d.replaced = slices.Clip(d.replaced)
+	s.declared = &d
+	return s.declared
 }
 
 // secretKeys are a Secret's keys in order, each with what its value is
@@ -286,9 +337,40 @@ func (ks *secretKeys) set(k string, v secretValue) {
 
 type secretValue struct {
 	known bool
-	// err is why the value cannot go into a header, from
-	// config.HeaderValue; the value itself is never kept.
-	err error
+	// fault is why the value cannot go into a header, from
+	// config.HeaderValue, as 1 + its index in valueFaults (0 for none):
+	// a byte, where the error was 16 in every key of every Secret. The
+	// value itself is never kept.
+	fault uint8
+}
+
+// valueFaults are the errors config.HeaderValue returns, as
+// secretValue.fault counts them; one it does not name is errValueOther.
+var valueFaults = [...]error{config.ErrValueEmpty, config.ErrValueLineBreak, config.ErrValueNUL, config.ErrValueControl, errValueOther}
+
+var errValueOther = errors.New("the value cannot go into a header")
+
+// plainValue is a value the input holds in plaintext: known, and checked
+// for what cannot go into a header. The value itself is not kept.
+func plainValue(b []byte) secretValue {
+	_, err := config.HeaderValue(b)
+	v := secretValue{known: true}
+	if err != nil {
+		i := slices.Index(valueFaults[:], err)
+		if i < 0 {
+			i = len(valueFaults) - 1
+		}
+		v.fault = uint8(i + 1)
+	}
+	return v
+}
+
+// err is why the value cannot go into a header, nil when it can.
+func (v secretValue) err() error {
+	if v.fault == 0 {
+		return nil
+	}
+	return valueFaults[v.fault-1]
 }
 
 type sandboxClass struct {
@@ -314,7 +396,7 @@ type pass struct {
 	counted *diag.PosSet
 	// defined indexes the objects of keyhole's kinds by kind and name,
 	// for DuplicateObject.
-	defined map[string]*source.Document
+	defined definedIndex
 	// pending holds the diagnostics about a Secret (or its stand-in) that
 	// a walk found, reported only once a Connection reads it (see
 	// settleSecrets); secret.read marks those that one does.
@@ -358,16 +440,11 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 	if doc.Node == nil && !doc.Released() {
 		return
 	}
-	it := item{doc: doc}
+	it := item{doc: doc, annotated: true}
 	// Read once here: for a document that kept its tree, obj walks it.
 	obj := it.obj()
 	it.ns = cmp.Or(obj.Namespace, p.opts.DefaultNamespace)
 	dg := digestOfDoc(doc)
-	if dg != nil {
-		it.ignore = dg.ignoreList()
-	} else {
-		it.ignore = ignoreList(annotations(doc.Node))
-	}
 	if isConfig(obj) {
 		p.count(doc)
 		return // read first, by addConfig
@@ -418,9 +495,9 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 	case "Connection":
 		c := &connection{item: it}
 		if cd, ok := dg.decoded().(*connectionDigest); ok {
-			c.w, c.tmpls = &cd.w, cd.tmpls
+			c.w = &cd.w
 		} else if c.w = decodeWire[connectionWire](p, doc, &it); c.w != nil {
-			c.tmpls = parseTemplates(c.w)
+			parseTemplates(c.w)
 		}
 		if c.w != nil {
 			p.keep(&it)
@@ -486,16 +563,15 @@ func (p *pass) decode(doc *source.Document, it *item, out any) bool {
 	return true
 }
 
-// parseTemplates parses each inject entry's value template, nil where the
-// entry has none or it does not parse (checkTemplates says why).
-func parseTemplates(w *connectionWire) []*config.Template {
-	tmpls := make([]*config.Template, len(w.Spec.Placement.Inject))
+// parseTemplates parses each inject entry's value template into the
+// entry, nil where it has none or it does not parse (checkTemplates says
+// why).
+func parseTemplates(w *connectionWire) {
 	for i, in := range w.Spec.Placement.Inject {
 		if in.Value != nil {
-			tmpls[i], _ = config.ParseTemplate(*in.Value)
+			w.Spec.Placement.Inject[i].tmpl, _ = config.ParseTemplate(*in.Value)
 		}
 	}
-	return tmpls
 }
 
 // decodeWire is the object Digest decoded, else the document decoded
@@ -543,13 +619,11 @@ func secretValues(w secretWire) secretKeys {
 			values.set(k, secretValue{})
 			continue
 		}
-		_, herr := config.HeaderValue(b)
-		values.set(k, secretValue{known: true, err: herr})
+		values.set(k, plainValue(b))
 	}
 	// stringData wins over data for the same key, as the API server merges it.
 	for k, v := range w.StringData {
-		_, herr := config.HeaderValue([]byte(v))
-		values.set(k, secretValue{known: true, err: herr})
+		values.set(k, plainValue([]byte(v)))
 	}
 	return values
 }
@@ -649,7 +723,7 @@ func (p *pass) diagnostic(code string, it *item, pos diag.Pos, fieldPath, msg st
 	if code == codeSecretMissing && p.opts.AllowMissingSecrets {
 		d.Severity = diag.Warning
 	}
-	if slices.Contains(it.ignore, code) {
+	if it.ignores(code) {
 		d.Suppressed = "annotation"
 	}
 	return d

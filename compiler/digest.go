@@ -1,7 +1,9 @@
 package compiler
 
 import (
+	"slices"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -56,6 +58,32 @@ type digested struct {
 	// (more.schema, none when more is nil).
 	validated bool
 	release   bool
+	// operator is the operator release an AgentRuntime or ToolRegistry
+	// was checked against, as 1 + its index in operatorVersions, 0 when
+	// none was: a byte, where its name took a digestMore of 144 bytes for
+	// every such object. more.opFindings holds what the check found.
+	// sandbox is true when the object sets spec.sandbox.
+	operator uint8
+	sandbox  bool
+}
+
+// operatorVersions are the operator releases keyhole knows, as
+// digested.operator counts them.
+var operatorVersions = sync.OnceValue(schema.OperatorVersions)
+
+// checkedAgainst reports whether the digest holds what checking the
+// document against op's schemas found (see opFindings).
+func (dg *digested) checkedAgainst(op schema.Operator) bool {
+	return dg.operator > 0 && operatorVersions()[dg.operator-1] == op.Version
+}
+
+// opFindings returns what checking the document against the operator's
+// schemas found.
+func (dg *digested) opFindings() []schema.Violation {
+	if dg.more == nil {
+		return nil
+	}
+	return dg.more.opFindings
 }
 
 // digestKinds are the kinds a digest records, by index; the first is
@@ -130,19 +158,15 @@ type digestMore struct {
 	kindAt diag.Pos
 	// agentName is an agent's name as duplicate reads it.
 	agentName string
-	// operator is what an AgentRuntime or ToolRegistry was checked
-	// against, opFindings what that found; sandbox is true when it sets
-	// spec.sandbox.
-	operator   string
+	// opFindings is what checking an AgentRuntime or ToolRegistry against
+	// the operator's schemas found (see digested.operator).
 	opFindings []schema.Violation
-	sandbox    bool
 }
 
 // connectionDigest is a Connection decoded, with its value templates
-// parsed.
+// parsed (see parseTemplates).
 type connectionDigest struct {
-	w     connectionWire
-	tmpls []*config.Template
+	w connectionWire
 }
 
 // secretDigest is a Secret's keys and what each value is fit for; the
@@ -193,7 +217,8 @@ func digestOf(v *schema.Validator, op schema.Operator, in *interner, d *source.D
 	case "Connection":
 		var w connectionWire
 		if err = d.Node.Decode(&w); err == nil {
-			dg.wire = in.connection(&w, parseTemplates(&w))
+			parseTemplates(&w)
+			dg.wire = in.connection(&w)
 		}
 	case "SandboxClass":
 		var w sandboxClassWire
@@ -208,8 +233,12 @@ func digestOf(v *schema.Validator, op schema.Operator, in *interner, d *source.D
 	case "AgentRuntime", "ToolRegistry":
 		sp, _ := child(d.Node, "spec")
 		sb, _ := child(sp, "sandbox")
-		m := dg.extra()
-		m.operator, m.opFindings, m.sandbox = op.Version, v.ValidateOperator(op, kind, d.Node), sb != nil
+		if vs := v.ValidateOperator(op, kind, d.Node); len(vs) > 0 {
+			dg.extra().opFindings = vs
+		}
+		// A version keyhole does not know (LookupOperator returns none)
+		// counts as unchecked: Compile checks the tree again.
+		dg.operator, dg.sandbox = uint8(slices.Index(operatorVersions(), op.Version)+1), sb != nil
 		var w bindingOwnerWire
 		if err = d.Node.Decode(&w); err == nil {
 			dg.wire = packed(in, &w)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/schema"
 	"keyhole.dev/keyhole/source"
 )
@@ -136,14 +137,7 @@ spec:
 	if err := os.WriteFile(file, []byte(in), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	v, err := schema.NewValidator()
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs, ds, err := source.Load([]string{dir}, source.Options{Digest: Digest(v, Options{})})
-	if err != nil {
-		t.Fatal(err)
-	}
+	docs, ds, v := loadDigested(t, dir)
 	if len(docs) != 1 || !docs[0].Released() {
 		t.Fatalf("want one released document, got %d:\n%s", len(docs), render(Compile(docs, v, Options{Loaded: ds}).Diagnostics))
 	}
@@ -196,4 +190,66 @@ func TestDigestSaysWhatItIs(t *testing.T) {
 	if decoded < 10 {
 		t.Errorf("%d documents decoded in the examples, want at least 10", decoded)
 	}
+}
+
+// TestDigestOperatorCheckInTheDigest: an AgentRuntime the operator's
+// schemas accept carries what it was checked against, and whether it
+// sets spec.sandbox, in the digest itself, with nothing in digestMore
+// (which cost 144 bytes an object); one they refuse keeps its findings
+// there, and both read back as the tree says.
+func TestDigestOperatorCheckInTheDigest(t *testing.T) {
+	docs, _, v := loadDigested(t, filepath.Join("testdata", "checks", "operator-schema"))
+	op := schema.DefaultOperator()
+	var accepted, refused int
+	for _, d := range docs {
+		dg := digestOfDoc(d)
+		if dg == nil || dg.schemaKind() != schema.KindAgentRuntime && dg.schemaKind() != schema.KindToolRegistry || len(dg.schemaFindings()) > 0 {
+			continue
+		}
+		if !dg.checkedAgainst(op) {
+			t.Errorf("%s: the digest says it was not checked against %s", d.Object(), op.Version)
+		}
+		if dg.checkedAgainst(schema.Operator{Version: "v0.0.0-not-this-one"}) {
+			t.Errorf("%s: the digest says it was checked against an operator keyhole does not know", d.Object())
+		}
+		n, err := d.Tree()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp, _ := child(n, "spec")
+		sb, _ := child(sp, "sandbox")
+		if dg.sandbox != (sb != nil) {
+			t.Errorf("%s: the digest says spec.sandbox is set: %v", d.Object(), dg.sandbox)
+		}
+		want := v.ValidateOperator(op, dg.schemaKind(), n)
+		if got := dg.opFindings(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: the digest's operator findings are %v, want %v", d.Object(), got, want)
+		}
+		if len(want) == 0 {
+			accepted++
+			if dg.more != nil {
+				t.Errorf("%s: an accepted object's digest keeps %+v", d.Object(), *dg.more)
+			}
+		} else {
+			refused++
+		}
+	}
+	if accepted == 0 || refused == 0 {
+		t.Errorf("%d accepted and %d refused objects, want some of each", accepted, refused)
+	}
+}
+
+// loadDigested loads path with Digest, as the CLI does, and returns the
+// documents, the loader's diagnostics and the validator.
+func loadDigested(t *testing.T, path string) ([]*source.Document, diag.List, *schema.Validator) {
+	t.Helper()
+	v, err := schema.NewValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, ds, err := source.Load([]string{path}, source.Options{Digest: Digest(v, Options{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return docs, ds, v
 }

@@ -5,8 +5,6 @@ import (
 	"sync"
 
 	"go.yaml.in/yaml/v3"
-
-	"keyhole.dev/keyhole/proxy/config"
 )
 
 // interner keeps one copy of the strings that recur from document to
@@ -59,7 +57,7 @@ func packed[T any](in *interner, x *T) *T {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	p := slabNew(&in.sl, *x)
-	in.sl.pack(reflect.ValueOf(p).Elem(), in.interned)
+	in.sl.packObject(reflect.ValueOf(p).Elem(), in.interned)
 	return p
 }
 
@@ -154,13 +152,12 @@ func (in *interner) document(kind string, n *yaml.Node) {
 	}
 }
 
-// connection returns a connectionDigest in the slab, of w and its
-// templates, w packed in it.
-func (in *interner) connection(w *connectionWire, tmpls []*config.Template) *connectionDigest {
+// connection returns a connectionDigest in the slab, of w, packed in it.
+func (in *interner) connection(w *connectionWire) *connectionDigest {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	cd := slabNew(&in.sl, connectionDigest{w: *w, tmpls: slabSlice(&in.sl, tmpls)})
-	in.sl.pack(reflect.ValueOf(&cd.w).Elem(), in.interned)
+	cd := slabNew(&in.sl, connectionDigest{w: *w})
+	in.sl.packObject(reflect.ValueOf(&cd.w).Elem(), in.interned)
 	return cd
 }
 
@@ -168,7 +165,7 @@ func (in *interner) connection(w *connectionWire, tmpls []*config.Template) *con
 func (in *interner) secret(w secretWire, values secretKeys) *secretDigest {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.sl.pack(reflect.ValueOf(&w).Elem(), in.interned)
+	in.sl.packObject(reflect.ValueOf(&w).Elem(), in.interned)
 	values = slabSlice(&in.sl, values)
 	for i := range values {
 		values[i].name = in.keep(values[i].name)

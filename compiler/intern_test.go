@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"keyhole.dev/keyhole/proxy/config"
 	"keyhole.dev/keyhole/schema"
 )
 
@@ -179,5 +181,74 @@ func BenchmarkInternDocument(b *testing.B) {
 	in := newInterner()
 	for b.Loop() {
 		in.document("Connection", n.Content[0])
+	}
+}
+
+// TestIndexedObjectsSmall: Compile keeps an item for every object it
+// indexes and a secret for every Secret; what few objects need (what a
+// Secret declared in other ways carries, the ignore annotation's codes)
+// is kept apart or read again when asked.
+func TestIndexedObjectsSmall(t *testing.T) {
+	if size := unsafe.Sizeof(item{}); size > 32 {
+		t.Errorf("an item is %d bytes, want at most 32", size)
+	}
+	if size := unsafe.Sizeof(secret{}); size > 72 {
+		t.Errorf("a secret is %d bytes, want at most 72", size)
+	}
+	if size := unsafe.Sizeof(connection{}); size > 40 {
+		t.Errorf("a connection is %d bytes, want at most 40", size)
+	}
+	// A digest keeps these for every Connection: nothing but the wire.
+	if size, wire := unsafe.Sizeof(connectionDigest{}), unsafe.Sizeof(connectionWire{}); size > wire || wire > 128 {
+		t.Errorf("a Connection's digest is %d bytes, its wire %d; want the wire's, at most 128", size, wire)
+	}
+}
+
+// TestSecretEditCopies: a secret copied by value (a stand-in picked in
+// a namespace, a merge of two) shares what its declaration carries until
+// one of them writes it; the write is its own.
+func TestSecretEditCopies(t *testing.T) {
+	a := &secret{declared: &secretDeclared{from: "ExternalSecret a", replaced: []string{"k"}}}
+	b := *a
+	b.edit().from = "ExternalSecret b"
+	e := b.edit()
+	e.replaced = append(e.replaced, "l")
+	if got := a.decl().from; got != "ExternalSecret a" {
+		t.Errorf("the original's from is %q after its copy's edit", got)
+	}
+	if got := a.decl().replaced; !slices.Equal(got, []string{"k"}) {
+		t.Errorf("the original's replaced is %q after its copy's edit", got)
+	}
+	if got := b.decl().from; got != "ExternalSecret b" {
+		t.Errorf("the copy's from is %q", got)
+	}
+	var plain secret
+	if d := plain.decl(); d.from != "" || d.replaced != nil {
+		t.Errorf("a plain Secret's declaration carries %+v", *d)
+	}
+	if plain.declared != nil {
+		t.Error("reading a plain Secret's declaration allocated one")
+	}
+}
+
+// TestSecretValueFault: a Secret's value is kept as a byte saying what
+// config.HeaderValue found, which reads back as the error it returned;
+// a key is kept for every key of every Secret, in 24 bytes.
+func TestSecretValueFault(t *testing.T) {
+	for _, in := range []string{"", "\n", "ok", "ok\n", "two\nlines", "cr\rhere", "nul\x00", "bell\x07", "tab\there", "del\x7f", "obs-text\xff"} {
+		_, want := config.HeaderValue([]byte(in))
+		v := plainValue([]byte(in))
+		if !v.known {
+			t.Errorf("%q: a plaintext value is not known", in)
+		}
+		if got := v.err(); got != want {
+			t.Errorf("%q: err() is %v, want %v", in, got, want)
+		}
+	}
+	if err := (secretValue{}).err(); err != nil {
+		t.Errorf("an unknown value's err() is %v", err)
+	}
+	if size := unsafe.Sizeof(secretKey{}); size > 24 {
+		t.Errorf("a Secret's key is %d bytes, want at most 24", size)
 	}
 }

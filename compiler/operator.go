@@ -90,7 +90,7 @@ func (p *pass) checkOperatorObject(v *schema.Validator, doc *source.Document, it
 	}
 	sandbox := false
 	if dg := digestOfDoc(doc); dg != nil {
-		sandbox = dg.more != nil && dg.more.sandbox
+		sandbox = dg.sandbox
 	} else {
 		sp, _ := child(doc.Node, "spec")
 		sb, _ := child(sp, "sandbox")

@@ -71,8 +71,8 @@ func (p *pass) validate(v *schema.Validator, kind schema.Kind, doc *source.Docum
 // validateOperator is v.ValidateOperator(op, kind, doc.Node), found
 // beforehand when it could be.
 func (p *pass) validateOperator(v *schema.Validator, op schema.Operator, kind schema.Kind, doc *source.Document) []schema.Violation {
-	if dg := digestOfDoc(doc); dg != nil && dg.validated && dg.schemaKind() == kind && len(dg.schemaFindings()) == 0 && dg.more != nil && dg.more.operator == op.Version {
-		return dg.more.opFindings
+	if dg := digestOfDoc(doc); dg != nil && dg.validated && dg.schemaKind() == kind && len(dg.schemaFindings()) == 0 && dg.checkedAgainst(op) {
+		return dg.opFindings()
 	}
 	if f := p.pre.docs[doc]; f != nil && op == p.pre.operator && len(f.schema) == 0 {
 		return f.operator

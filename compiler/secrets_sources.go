@@ -147,7 +147,7 @@ func (p *pass) addSealedSecret(it *item, w sealedSecretWire) {
 	for _, k := range slices.Sorted(maps.Keys(w.Spec.Template.Data)) {
 		p.checkKey(it, path{"spec", "template", "data", k}, true, k)
 	}
-	s := &secret{item: *it, values: nil, from: "SealedSecret " + it.ref().String()}
+	s := &secret{item: *it, values: nil, declared: &secretDeclared{from: "SealedSecret " + it.ref().String()}}
 	for k := range w.Spec.EncryptedData {
 		s.values.set(k, secretValue{})
 	}
@@ -223,7 +223,7 @@ func (p *pass) addExternalSecret(it *item, at path, spec externalSecretSpec, esN
 	if n := spec.Target.Name; n != "" {
 		p.checkName(it, in("target", "name"), n)
 	}
-	s := &secret{item: *it, values: nil, from: from}
+	s := &secret{item: *it, values: nil, declared: &secretDeclared{from: from}}
 	// The keys the controller writes (docs/inputs.md): those it fetches
 	// (spec.data, spec.dataFrom) unless a template with data or
 	// templateFrom replaces them (mergePolicy Replace, the default), then
@@ -236,13 +236,14 @@ func (p *pass) addExternalSecret(it *item, at path, spec externalSecretSpec, esN
 		}
 		if fetched {
 			s.values.set(d.SecretKey, secretValue{})
-		} else if !slices.Contains(s.replaced, d.SecretKey) {
-			s.replaced = append(s.replaced, d.SecretKey)
+		} else if !slices.Contains(s.decl().replaced, d.SecretKey) {
+			e := s.edit()
+			e.replaced = append(e.replaced, d.SecretKey)
 		}
 	}
 	if len(spec.DataFrom) > 0 {
 		if fetched {
-			s.keysUnknown, s.unknownWhy = true, "whose spec.dataFrom takes keys only the external store knows"
+			s.keysUnknown, s.edit().unknownWhy = true, "whose spec.dataFrom takes keys only the external store knows"
 		} else {
 			s.replacedAny = true
 		}
@@ -253,13 +254,14 @@ func (p *pass) addExternalSecret(it *item, at path, spec externalSecretSpec, esN
 		}
 		for _, tf := range t.TemplateFrom {
 			if tf.Target == "" || strings.EqualFold(tf.Target, "Data") {
-				s.keysUnknown, s.unknownWhy = true, "whose spec.target.template.templateFrom takes keys from objects outside the input"
+				s.keysUnknown, s.edit().unknownWhy = true, "whose spec.target.template.templateFrom takes keys from objects outside the input"
 			}
 		}
 	}
-	if len(s.replaced) > 0 || s.replacedAny {
-		slices.Sort(s.replaced)
-		s.replacedBy = from
+	if len(s.decl().replaced) > 0 || s.replacedAny {
+		e := s.edit()
+		slices.Sort(e.replaced)
+		e.replacedBy = from
 	}
 	switch spec.Target.CreationPolicy {
 	case "Merge", "CreateOrMerge":
@@ -299,7 +301,7 @@ func (p *pass) addSOPSSecret(v *schema.Validator, it *item) {
 			pos, note := doc.At(vi.Line, vi.Column, vi.Path)
 			p.diags = append(p.diags, p.diagnostic(codeSchemaInvalid, it, pos, vi.Path, vi.Message+note))
 		}
-		p.indexSecret(it.ref(), &secret{item: *it, values: nil, keysUnknown: true, invalid: true, from: "SOPS-encrypted Secret " + it.ref().String()})
+		p.indexSecret(it.ref(), &secret{item: *it, values: nil, keysUnknown: true, invalid: true, declared: &secretDeclared{from: "SOPS-encrypted Secret " + it.ref().String()}})
 		return
 	}
 	var w secretWire
@@ -309,7 +311,7 @@ func (p *pass) addSOPSSecret(v *schema.Validator, it *item) {
 	}
 	p.checkSecretKeyNames(it, w)
 	s := &secret{item: *it, values: secretValues(w)}
-	s.from = "SOPS-encrypted Secret " + it.ref().String()
+	s.declared = &secretDeclared{from: "SOPS-encrypted Secret " + it.ref().String()}
 	for _, field := range []string{"data", "stringData"} {
 		m := source.Lookup(doc.Node, field)
 		if m == nil || m.Kind != yaml.MappingNode {
@@ -360,7 +362,7 @@ func checkKeysUnknown(p *pass) {
 		if s == nil || !s.keysUnknown && !s.merges || s.invalid {
 			continue
 		}
-		why := s.unknownWhy
+		why := s.decl().unknownWhy
 		if !s.keysUnknown {
 			why = "whose creationPolicy (Merge or CreateOrMerge) keeps the keys the Secret already has, and nothing in the input creates it"
 		}
@@ -370,7 +372,7 @@ func checkKeysUnknown(p *pass) {
 		}
 		p.report(codeKeysUnknown, &c.item, path{"spec", "credential", "secretRef", "name"}, false,
 			"%s could not run: Secret %s comes from %s, %s%s; its values are not in the input either",
-			codeSecretKeyMissing, r, s.from, why, named)
+			codeSecretKeyMissing, r, s.decl().from, why, named)
 	}
 }
 
@@ -392,7 +394,7 @@ func checkValuesUnknown(p *pass) {
 			continue
 		}
 		slices.Sort(unknown)
-		from := s.from
+		from := s.decl().from
 		if from == "" {
 			from = "a Secret whose data cannot be decoded"
 		}
@@ -400,13 +402,6 @@ func checkValuesUnknown(p *pass) {
 			"%s could not run: values are not in the input (Secret %s comes from %s; keys read: %s); the keys themselves were checked",
 			codeInjectionInvalid, r, from, strings.Join(unknown, ", "))
 	}
-}
-
-// plainValue is a value the input holds in plaintext: known, and checked
-// for what cannot go into a header. The value itself is not kept.
-func plainValue(b []byte) secretValue {
-	_, err := config.HeaderValue(b)
-	return secretValue{known: true, err: err}
 }
 
 // renamedSecret returns the Secret of r's namespace whose name is r's with
@@ -442,8 +437,8 @@ func renamedName(name string, names []string) string {
 // SealedSecret or ExternalSecret that declares one.
 func (p *pass) renamedHint(namespace, renamed string) string {
 	hint := fmt.Sprintf("; did you mean %q? A kustomize namePrefix or nameSuffix renamed the Secret but not this reference", renamed)
-	if s := p.secrets[ref{namespace: namespace, name: renamed}]; s != nil && s.from != "" && !strings.HasPrefix(s.from, "SOPS") {
-		kind, _, _ := strings.Cut(s.from, " ")
+	if s := p.secrets[ref{namespace: namespace, name: renamed}]; s != nil && s.decl().from != "" && !strings.HasPrefix(s.decl().from, "SOPS") {
+		kind, _, _ := strings.Cut(s.decl().from, " ")
 		return hint + fmt.Sprintf(", which kustomize does not follow (a nameReference for kind Secret does not cover the %s that declares it)", kind)
 	}
 	return hint + ", which kustomize follows only with a nameReference entry for kind Secret at Connection's spec/credential/secretRef/name in the kustomization's configurations"
@@ -469,11 +464,12 @@ func (p *pass) checkName(it *item, at path, name string) {
 // fetch, through spec.dataFrom) but its template drops, why it is not in
 // the Secret.
 func (s *secret) replacedNote(key string) string {
-	if s.replacedBy == "" || !s.replacedAny && !slices.Contains(s.replaced, key) {
+	d := s.decl()
+	if d.replacedBy == "" || !s.replacedAny && !slices.Contains(d.replaced, key) {
 		return ""
 	}
-	if !slices.Contains(s.replaced, key) {
-		return fmt.Sprintf("; %s may fetch it through spec.dataFrom, but its spec.target.template has data (or templateFrom), which replaces the fetched keys (mergePolicy Replace, the default): read a key of the template, or set spec.target.template.mergePolicy: Merge", s.replacedBy)
+	if !slices.Contains(d.replaced, key) {
+		return fmt.Sprintf("; %s may fetch it through spec.dataFrom, but its spec.target.template has data (or templateFrom), which replaces the fetched keys (mergePolicy Replace, the default): read a key of the template, or set spec.target.template.mergePolicy: Merge", d.replacedBy)
 	}
-	return fmt.Sprintf("; %s fetches it, but its spec.target.template has data (or templateFrom), which replaces the fetched keys (mergePolicy Replace, the default): read a key of the template, or set spec.target.template.mergePolicy: Merge", s.replacedBy)
+	return fmt.Sprintf("; %s fetches it, but its spec.target.template has data (or templateFrom), which replaces the fetched keys (mergePolicy Replace, the default): read a key of the template, or set spec.target.template.mergePolicy: Merge", d.replacedBy)
 }

@@ -258,9 +258,9 @@ func (p *pass) selectedSecret(r ref) *secret {
 			}
 			s := *sel.s
 			if described {
-				s.from = fmt.Sprintf("%s, whose selector picks namespace %s by the labels of its Namespace object", sel.ces, r.namespace)
+				s.edit().from = fmt.Sprintf("%s, whose selector picks namespace %s by the labels of its Namespace object", sel.ces, r.namespace)
 			} else {
-				s.from = fmt.Sprintf("%s, taken to pick namespace %s, which no Namespace object in the input describes", sel.ces, r.namespace)
+				s.edit().from = fmt.Sprintf("%s, taken to pick namespace %s, which no Namespace object in the input describes", sel.ces, r.namespace)
 			}
 			if sel.picked == nil {
 				sel.picked = map[string]*secret{}

@@ -1,7 +1,9 @@
 package compiler
 
 import (
+	"cmp"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"slices"
 	"strconv"
@@ -26,11 +28,57 @@ const codeDuplicateObject = "DuplicateObject"
 // that its deploy unit already defines; the first definition is kept.
 // Secrets are indexSecret's.
 func (p *pass) duplicate(kind schema.Kind, it *item) bool {
-	var key, what string
-	at := path{"metadata", "name"}
+	k, ok := objectKeyOf(kind, it)
+	if !ok {
+		return false
+	}
+	prev := p.defined.add(k, it.doc, p.objectKeyOfDoc)
+	if prev == nil {
+		return false
+	}
+	what, at := string(kind)+" "+it.ref().String(), path{"metadata", "name"}
+	if kind == schema.KindAgent {
+		what, at = "agent "+k.name, path{"name"}
+	}
+	p.report(codeDuplicateObject, it, at, false, "%s", p.duplicateMessage(what, prev, it))
+	return true
+}
+
+// objectKey is what tells apart the objects duplicate compares: kind,
+// namespace and name, and for an agent its name alone. Two keys are the
+// same object when their String is.
+type objectKey struct {
+	kind     schema.Kind
+	ns, name string
+}
+
+// String is the key written out: kind, namespace and name, joined by
+// slashes.
+func (k objectKey) String() string {
+	return string(k.kind) + "/" + ref{k.ns, k.name}.String()
+}
+
+// sum hashes what String writes, without writing it.
+func (k objectKey) sum(seed maphash.Seed) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	h.WriteString(string(k.kind))
+	h.WriteByte('/')
+	if k.ns != "" {
+		h.WriteString(k.ns)
+		h.WriteByte('/')
+	}
+	h.WriteString(k.name)
+	return h.Sum64()
+}
+
+// objectKeyOf is the key of it, an object of kind; ok is false for a
+// kind duplicate does not compare, or an agent without a name (the
+// schema says what is wrong).
+func objectKeyOf(kind schema.Kind, it *item) (k objectKey, ok bool) {
 	switch kind {
 	case "Connection", "SandboxClass", "AgentRuntime", "ToolRegistry":
-		key, what = string(kind)+"/"+it.ref().String(), string(kind)+" "+it.ref().String()
+		return objectKey{kind, it.ns, it.obj().Name}, true
 	case schema.KindAgent:
 		name := ""
 		if dg := digestOfDoc(it.doc); dg != nil {
@@ -40,20 +88,67 @@ func (p *pass) duplicate(kind schema.Kind, it *item) bool {
 		} else if n := source.Lookup(it.doc.Node, "name"); n != nil && n.Kind == yaml.ScalarNode {
 			name = n.Value
 		}
-		if name == "" {
-			return false // the schema says what is wrong
-		}
-		key, what, at = "Agent/"+name, "agent "+name, path{"name"}
-	default:
-		return false
+		return objectKey{kind: kind, name: name}, name != ""
 	}
-	prev := p.defined[key]
-	if prev == nil {
-		p.defined[key] = it.doc
-		return false
+	return objectKey{}, false
+}
+
+// objectKeyOfDoc is the key duplicate gave doc, read again from it as
+// add read it.
+func (p *pass) objectKeyOfDoc(doc *source.Document) objectKey {
+	obj := doc.Object()
+	it := item{doc: doc, ns: cmp.Or(obj.Namespace, p.opts.DefaultNamespace)}
+	kind, _ := schema.Lookup(obj.APIVersion, obj.Kind)
+	k, _ := objectKeyOf(kind, &it)
+	return k
+}
+
+// definedIndex holds the objects of keyhole's kinds one deploy unit
+// defines, by their objectKey, for DuplicateObject. It keeps a word per
+// object, a hash of its key, where a map of the keys written out kept a
+// string of 30 to 60 bytes besides: at a hundred thousand objects, 6 MB.
+// A key whose hash another already holds is told apart by reading the
+// other's key again from its document, and kept whole.
+type definedIndex struct {
+	hash   func(objectKey) uint64
+	byHash map[uint64]*source.Document
+	// byKey holds the objects whose key's hash another key held first.
+	byKey map[string]*source.Document
+}
+
+func newDefinedIndex() definedIndex {
+	return definedIndex{hash: definedHash(), byHash: map[uint64]*source.Document{}}
+}
+
+// definedHash returns the hash a definedIndex keys by; tests replace it
+// with one under which every key collides.
+var definedHash = func() func(objectKey) uint64 {
+	seed := maphash.MakeSeed()
+	return func(k objectKey) uint64 { return k.sum(seed) }
+}
+
+// add returns the document that already defines k, else records doc as
+// defining it and returns nil. keyOf reads a recorded document's key
+// again.
+func (ix *definedIndex) add(k objectKey, doc *source.Document, keyOf func(*source.Document) objectKey) *source.Document {
+	h := ix.hash(k)
+	prev, ok := ix.byHash[h]
+	if !ok {
+		ix.byHash[h] = doc
+		return nil
 	}
-	p.report(codeDuplicateObject, it, at, false, "%s", p.duplicateMessage(what, prev, it))
-	return true
+	key := k.String()
+	if keyOf(prev).String() == key {
+		return prev
+	}
+	if prev := ix.byKey[key]; prev != nil {
+		return prev
+	}
+	if ix.byKey == nil {
+		ix.byKey = map[string]*source.Document{}
+	}
+	ix.byKey[key] = doc
+	return nil
 }
 
 // duplicateMessage says what is defined twice, where, and how the two
@@ -146,8 +241,8 @@ func (p *pass) indexSecret(r ref, s *secret) {
 		return
 	}
 	what := "Secret " + r.String()
-	if s.from != "" || prev.from != "" {
-		what += " (declared by " + orPlain(prev.from) + " and by " + orPlain(s.from) + ")"
+	if s.decl().from != "" || prev.decl().from != "" {
+		what += " (declared by " + orPlain(prev.decl().from) + " and by " + orPlain(s.decl().from) + ")"
 	}
 	if s.doc.Walked() {
 		// A walked Secret's findings wait for a Connection to read it
@@ -181,12 +276,14 @@ func mergedSecret(a, b *secret) *secret {
 		m.values.set(k.name, k.v)
 	}
 	m.merges = base.merges && other.merges
-	m.from = orPlain(base.from) + " and " + other.from + " (creationPolicy Merge)"
+	d := m.edit()
+	d.from = orPlain(base.decl().from) + " and " + other.decl().from + " (creationPolicy Merge)"
 	if !m.keysUnknown && other.keysUnknown {
-		m.keysUnknown, m.unknownWhy = true, other.unknownWhy
+		m.keysUnknown, d.unknownWhy = true, other.decl().unknownWhy
 	}
-	if m.replacedBy == "" {
-		m.replaced, m.replacedAny, m.replacedBy = other.replaced, other.replacedAny, other.replacedBy
+	if d.replacedBy == "" {
+		o := other.decl()
+		d.replaced, m.replacedAny, d.replacedBy = o.replaced, other.replacedAny, o.replacedBy
 	}
 	m.invalid = base.invalid || other.invalid
 	m.read = base.read || other.read

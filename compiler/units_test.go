@@ -1,6 +1,8 @@
 package compiler
 
 import (
+	"hash/maphash"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -8,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/schema"
 )
 
 func parseNode(t *testing.T, s string) *yaml.Node {
@@ -96,5 +99,50 @@ func TestDifferences(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestDuplicateWhenHashesCollide: DuplicateObject keys its index by a
+// hash of each object's kind, namespace and name; with every hash the
+// same, what it reports is what it reports with its own, and objects
+// whose keys differ are still told apart.
+func TestDuplicateWhenHashesCollide(t *testing.T) {
+	dirs := []string{"duplicate-object", "deploy-units", "bindings", "agents"}
+	want := map[string][]byte{}
+	for _, d := range dirs {
+		want[d] = render(compileDir(t, filepath.Join("testdata", "checks", d), Options{}).Diagnostics)
+	}
+	saved := definedHash
+	t.Cleanup(func() { definedHash = saved })
+	definedHash = func() func(objectKey) uint64 { return func(objectKey) uint64 { return 7 } }
+	for _, d := range dirs {
+		got := render(compileDir(t, filepath.Join("testdata", "checks", d), Options{}).Diagnostics)
+		if string(got) != string(want[d]) {
+			t.Errorf("%s: with every hash colliding:\n%s\nwant:\n%s", d, got, want[d])
+		}
+	}
+	if !strings.Contains(string(want["duplicate-object"]), "DuplicateObject") {
+		t.Errorf("duplicate-object reports no DuplicateObject:\n%s", want["duplicate-object"])
+	}
+}
+
+// TestObjectKeyString: the index tells keys apart as the keys written
+// out are told apart, and hashes what it writes.
+func TestObjectKeyString(t *testing.T) {
+	seed := maphash.MakeSeed()
+	for _, c := range []struct {
+		k    objectKey
+		want string
+	}{
+		{objectKey{"Connection", "team-a", "github"}, "Connection/team-a/github"},
+		{objectKey{kind: schema.KindAgent, name: "support"}, "Agent/support"},
+		{objectKey{"SandboxClass", "", "default"}, "SandboxClass/default"},
+	} {
+		if got := c.k.String(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.k, got, c.want)
+		}
+		if got, want := c.k.sum(seed), maphash.String(seed, c.want); got != want {
+			t.Errorf("%+v: sum %x, want the hash of %q, %x", c.k, got, c.want, want)
+		}
 	}
 }

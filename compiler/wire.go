@@ -4,10 +4,14 @@ package compiler
 // document has passed its schema. They carry no policy; resolve turns them
 // into the Plan.
 
+import "keyhole.dev/keyhole/proxy/config"
+
+// metadata is what the compiler reads of an object's metadata: its
+// annotations are read from the tree, when a diagnostic asks (see
+// item.ignores).
 type metadata struct {
-	Name        string            `yaml:"name"`
-	Namespace   string            `yaml:"namespace"`
-	Annotations map[string]string `yaml:"annotations"`
+	Name      string `yaml:"name"`
+	Namespace string `yaml:"namespace"`
 }
 
 type connectionWire struct {
@@ -34,6 +38,10 @@ type injectWire struct {
 	Basic          *basicWire `yaml:"basic"`
 	PlaceholderEnv []string   `yaml:"placeholderEnv"`
 	Rules          []ruleWire `yaml:"rules"`
+	// tmpl is Value parsed, nil where the entry has none or it does not
+	// parse (checkTemplates says why): not decoded, set by
+	// parseTemplates.
+	tmpl *config.Template
 }
 
 type basicWire struct {
