@@ -1,0 +1,109 @@
+package source
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-billy/v5"
+	"github.com/go-git/go-billy/v5/osfs"
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
+)
+
+// readOnlyExtensions are the repository extensions git lets a format-0
+// repository set (gitrepository-layout(5), "extensions"), which change
+// nothing of how a commit, tree, blob or reference is read: worktreeConfig
+// (per-worktree configuration, which git sparse-checkout turns on),
+// partialClone (objects a promisor remote may still hold: a missing one
+// is reported as such, loadTree), preciousObjects (never prune) and noop.
+// keyhole never writes to a repository, so it reads past them; go-git v5
+// refuses every one. Any other extension (objectFormat, refStorage) is
+// left for go-git to refuse.
+var readOnlyExtensions = []string{"worktreeConfig", "partialClone", "preciousObjects", "noop"}
+
+// extensionRefused reports whether go-git refused to open a repository
+// for an extension it does not know.
+func extensionRefused(err error) bool {
+	return errors.Is(err, git.ErrUnsupportedExtensionRepositoryFormatVersion) || errors.Is(err, git.ErrUnknownExtension)
+}
+
+// Config is the repository's configuration without readOnlyExtensions,
+// so that go-git opens a repository that sets them.
+func (s *objectStore) Config() (*config.Config, error) {
+	cfg, err := s.Storage.Config()
+	if err != nil || cfg.Raw == nil || !cfg.Raw.HasSection("extensions") {
+		return cfg, err
+	}
+	sec := cfg.Raw.Section("extensions")
+	for _, name := range readOnlyExtensions {
+		sec.RemoveOption(name)
+	}
+	return cfg, nil
+}
+
+// openWithExtensions opens the repository enclosing abs as
+// git.PlainOpenWithOptions does (the nearest .git at or above it, a
+// directory or a linked worktree's "gitdir:" file, and its commondir),
+// on the objectStore, whose Config drops readOnlyExtensions: what OpenRepo
+// falls back to when go-git refused one of them.
+func openWithExtensions(abs string) (*git.Repository, *objectStore, error) {
+	dot, wt, err := findDotGit(abs)
+	if err != nil {
+		return nil, nil, err
+	}
+	repoFS := billy.Filesystem(dot)
+	if b, err := os.ReadFile(filepath.Join(dot.Root(), "commondir")); err == nil {
+		common := strings.TrimSpace(string(b))
+		if !filepath.IsAbs(common) {
+			common = filepath.Join(dot.Root(), common)
+		}
+		repoFS = dotgit.NewRepositoryFilesystem(dot, osfs.New(common))
+	} else if !os.IsNotExist(err) {
+		return nil, nil, err
+	}
+	st := newObjectStore(filesystem.NewStorage(repoFS, cache.NewObjectLRUDefault()))
+	r, err := git.Open(st, wt)
+	if err != nil {
+		return nil, nil, errors.Join(err, st.Close())
+	}
+	return r, st, nil
+}
+
+// findDotGit returns the git directory of the nearest directory at or
+// above abs that holds .git, and that directory, the working tree.
+func findDotGit(abs string) (dot, wt billy.Filesystem, err error) {
+	for dir := abs; ; dir = filepath.Dir(dir) {
+		p := filepath.Join(dir, git.GitDirName)
+		fi, err := os.Stat(p)
+		switch {
+		case err == nil && fi.IsDir():
+			return osfs.New(p), osfs.New(dir), nil
+		case err == nil:
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return nil, nil, err
+			}
+			line, _, _ := strings.Cut(string(b), "\n")
+			gitdir, ok := strings.CutPrefix(line, "gitdir: ")
+			if !ok {
+				return nil, nil, fmt.Errorf("%s has no gitdir: line", p)
+			}
+			gitdir = strings.TrimSpace(gitdir)
+			if !filepath.IsAbs(gitdir) {
+				gitdir = filepath.Join(dir, gitdir)
+			}
+			return osfs.New(gitdir), osfs.New(dir), nil
+		case !os.IsNotExist(err):
+			return nil, nil, err
+		}
+		if filepath.Dir(dir) == dir {
+			return nil, nil, git.ErrRepositoryNotExists
+		}
+	}
+}
