@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/go-git/go-billy/v5"
@@ -106,4 +107,44 @@ func findDotGit(abs string) (dot, wt billy.Filesystem, err error) {
 			return nil, nil, git.ErrRepositoryNotExists
 		}
 	}
+}
+
+// SparseOmitted returns the files under paths (relative to wd, as the
+// working tree's side of a diff reads them) that the index holds but a
+// sparse checkout leaves out of the working tree: marked skip-worktree
+// and absent on disk. git counts them unchanged; read from disk they
+// would be deleted. Each is relative to wd, in the index's order. An
+// index go-git cannot read (a sparse index, a newer version) gives none.
+func (r *Repo) SparseOmitted(wd string, paths []string) []string {
+	idx, err := r.repo.Storer.Index()
+	if err != nil {
+		return nil
+	}
+	var under []string // the paths, relative to the root, slash-separated
+	for _, p := range paths {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(wd, p)
+		}
+		rel, err := filepath.Rel(r.root, p)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			continue
+		}
+		under = append(under, filepath.ToSlash(rel))
+	}
+	var out []string
+	for _, e := range idx.Entries {
+		if !e.SkipWorktree || !slices.ContainsFunc(under, func(u string) bool {
+			return u == "." || e.Name == u || strings.HasPrefix(e.Name, u+"/")
+		}) {
+			continue
+		}
+		abs := filepath.Join(r.root, filepath.FromSlash(e.Name))
+		if _, err := os.Lstat(abs); !os.IsNotExist(err) {
+			continue
+		}
+		if rel, err := filepath.Rel(wd, abs); err == nil {
+			out = append(out, rel)
+		}
+	}
+	return out
 }
