@@ -17,6 +17,10 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 )
 
+// ErrSparseIndex: the working tree is a sparse checkout whose index
+// go-git cannot read, so what it leaves out is not known.
+var ErrSparseIndex = errors.New("the working tree is a sparse checkout whose index keyhole cannot read (a sparse index?)")
+
 // readOnlyExtensions are the repository extensions git lets a format-0
 // repository set (gitrepository-layout(5), "extensions"), which change
 // nothing of how a commit, tree, blob or reference is read: worktreeConfig
@@ -114,11 +118,20 @@ func findDotGit(abs string) (dot, wt billy.Filesystem, err error) {
 // sparse checkout leaves out of the working tree: marked skip-worktree
 // and absent on disk. git counts them unchanged; read from disk they
 // would be deleted. Each is relative to wd, in the index's order. An
-// index go-git cannot read (a sparse index, a newer version) gives none.
-func (r *Repo) SparseOmitted(wd string, paths []string) []string {
+// index go-git cannot read gives none, unless the working tree is a
+// sparse checkout (its git directory has info/sparse-checkout), whose
+// index is then likely a sparse one: ErrSparseIndex.
+func (r *Repo) SparseOmitted(wd string, paths []string) ([]string, error) {
 	idx, err := r.repo.Storer.Index()
 	if err != nil {
-		return nil
+		dot, _, ferr := findDotGit(r.root)
+		if ferr != nil {
+			return nil, nil
+		}
+		if _, serr := os.Stat(filepath.Join(dot.Root(), "info", "sparse-checkout")); serr != nil {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("%w: %w", ErrSparseIndex, err)
 	}
 	var under []string // the paths, relative to the root, slash-separated
 	for _, p := range paths {
@@ -146,5 +159,5 @@ func (r *Repo) SparseOmitted(wd string, paths []string) []string {
 			out = append(out, rel)
 		}
 	}
-	return out
+	return out, nil
 }

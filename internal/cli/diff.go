@@ -306,9 +306,12 @@ func sparseOmitted(wd string, paths []string) error {
 		return err
 	}
 	defer func() { _ = repo.Close() }()
-	omitted := repo.SparseOmitted(wd, paths)
-	if len(omitted) == 0 {
-		return nil
+	omitted, err := repo.SparseOmitted(wd, paths)
+	if errors.Is(err, source.ErrSparseIndex) {
+		return fmt.Errorf("%w; without one (git sparse-checkout set --no-sparse-index) keyhole tells what it leaves out, or compare commits with --head", err)
+	}
+	if err != nil || len(omitted) == 0 {
+		return err
 	}
 	files := fmt.Sprintf("%d files", len(omitted))
 	if len(omitted) == 1 {
