@@ -84,7 +84,7 @@ func table() []Check {
 			Purpose: "The Secret a Connection's credential names is not in the input.",
 			Help:    "Add the Secret (or its SealedSecret/ExternalSecret) to the repository, correct `spec.credential.secretRef.name`, or pass --allow-missing-secrets when Secrets live elsewhere."},
 		{Code: codeTemplateInvalid, Severity: diag.Error, run: checkTemplates,
-			Purpose: "An inject entry's `value` does not parse as a template, uses more than references to Secret keys, or reads a key Kubernetes cannot hold.",
+			Purpose: "An inject entry's `value` does not parse as a template, uses more than references to Secret keys, holds a line break outside them (a block scalar, `value: |`, ends with one), or reads a key Kubernetes cannot hold.",
 			Help:    "Write the value as literal text and key references only: `{{ .token }}`, or `{{ index . \"tls.crt\" }}` for a key that is not a Go identifier (a dot, a dash, a leading digit), e.g. `Bearer {{ .token }}`."},
 		{Code: codeSecretKeyMissing, Severity: diag.Error, run: checkSecretKeys,
 			Purpose: "A key that an inject entry's `value` or `basic` names is not in the Secret.",
@@ -202,8 +202,16 @@ func checkSecretMissing(p *pass) {
 func checkTemplates(p *pass) {
 	for _, c := range p.connList {
 		for i, in := range c.w.Spec.Placement.Inject {
-			if in.Value == nil || in.tmpl != nil {
-				continue // none, or it parsed
+			if in.Value == nil {
+				continue
+			}
+			if t := in.tmpl; t != nil {
+				// The proxy's loader refuses it too (spec.md §5).
+				if t.LiteralBreak() {
+					p.report(codeTemplateInvalid, &c.item, path{"spec", "placement", "inject", i, "value"}, false,
+						"value of inject entry %d holds a line break outside a key reference, which a header value cannot hold (a block scalar, value: |, ends with one); write the value on one line", i)
+				}
+				continue
 			}
 			if _, err := config.ParseTemplate(*in.Value); err != nil {
 				p.report(codeTemplateInvalid, &c.item, path{"spec", "placement", "inject", i, "value"}, false,

@@ -40,7 +40,7 @@ func TestOperatorDeclared(t *testing.T) {
 			dir:      "../examples/github-acme",
 			opts:     Options{OperatorVersion: "v1.0.0"},
 			want:     schema.DefaultOperator(),
-			wantDiag: `ConfigInvalid: --operator-version "v1.0.0" has no schema in keyhole (it knows v0.9.0-beta.17)`,
+			wantDiag: `ConfigInvalid: --operator-version "v1.0.0" has no schema in keyhole (it knows v0.9.0-beta.17.0.20260724164730-c7428e31ec64, v0.9.0-beta.17)`,
 		},
 	}
 	for name, tc := range tests {

@@ -55,9 +55,17 @@ type operatorRelease struct {
 }
 
 // operatorReleases lists the releases keyhole knows, newest first. Each
-// has a directory operator/<version>/ with its two CRDs.
+// has a directory operator/<version>/ with its two CRDs. The first is
+// also the default's (DefaultOperator).
 func operatorReleases() []operatorRelease {
-	return []operatorRelease{{version: "v0.9.0-beta.17"}}
+	return []operatorRelease{
+		// The operator's main branch after v0.9.0-beta.17, named as Go
+		// names an untagged commit (a pseudo-version): promptPackRef.track,
+		// externalAuth.clientKeys in place of apiKeys and sharedToken,
+		// custom facades, a ToolRegistry's probe and no handler selector.
+		{version: "v0.9.0-beta.17.0.20260724164730-c7428e31ec64"},
+		{version: "v0.9.0-beta.17"},
+	}
 }
 
 // OperatorVersions lists the operator versions keyhole can check
@@ -71,9 +79,9 @@ func OperatorVersions() []string {
 }
 
 // DefaultOperator is what a repository that declares no operator version
-// is checked for: the newest release's AgentRuntime and ToolRegistry
-// schemas, with the sandbox feature the Connection contract describes
-// (docs/schema.md says why).
+// is checked for: the newest AgentRuntime and ToolRegistry schemas
+// keyhole carries, with the sandbox feature the Connection contract
+// describes (docs/schema.md says why).
 func DefaultOperator() Operator {
 	return Operator{Version: operatorReleases()[0].version, Sandbox: true}
 }

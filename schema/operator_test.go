@@ -20,12 +20,25 @@ func TestValidateOperatorFixtures(t *testing.T) {
 	tests := map[string]struct {
 		kind Kind
 		file string
-		want []string
+		// version is the operator declared; empty for DefaultOperator.
+		version string
+		want    []string
 	}{
 		"agentruntime valid": {kind: KindAgentRuntime, file: "operator/agentruntime-valid.yaml"},
 		"toolregistry valid": {kind: KindToolRegistry, file: "operator/toolregistry-valid.yaml"},
 		"agentruntime misspelt, mistyped and against its rules": {
 			kind: KindAgentRuntime, file: "operator/agentruntime-errors.yaml",
+			want: []string{
+				`5:1: spec: mode 'agent' allows only 'websocket', 'a2a' and 'custom' facades`,
+				`5:1: spec: spec.facades must not contain duplicate facade types`,
+				`6:3: spec.promptPackref: unknown field "promptPackref" (did you mean "promptPackRef"?)`,
+				`10:13: spec.facades[0].port: want an integer, got a string`,
+				`12:13: spec.facades[2].type: "grpc" is not allowed here; want one of websocket, a2a, rest, mcp, custom`,
+				`14:15: spec.runtime.replicas: want an integer, got a string`,
+			},
+		},
+		"agentruntime against the rules of operator v0.9.0-beta.17": {
+			kind: KindAgentRuntime, file: "operator/agentruntime-errors.yaml", version: "v0.9.0-beta.17",
 			want: []string{
 				`5:1: spec: mode 'agent' allows only 'websocket' and 'a2a' facades`,
 				`5:1: spec: spec.facades must not contain duplicate facade types`,
@@ -59,7 +72,14 @@ func TestValidateOperatorFixtures(t *testing.T) {
 	v := newValidator(t)
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got := strs(v.ValidateOperator(DefaultOperator(), tc.kind, parseFile(t, tc.file)))
+			op := DefaultOperator()
+			if tc.version != "" {
+				var err error
+				if op, err = LookupOperator(tc.version); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := strs(v.ValidateOperator(op, tc.kind, parseFile(t, tc.file)))
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("got:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(tc.want, "\n  "))
 			}

@@ -58,6 +58,10 @@ func OpenRepo(dir string) (*Repo, error) {
 		return nil, fmt.Errorf("source: %s: %w", dir, err)
 	}
 	r, err := git.PlainOpenWithOptions(abs, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	var store *objectStore
+	if extensionRefused(err) {
+		r, store, err = openWithExtensions(abs)
+	}
 	if errors.Is(err, git.ErrRepositoryNotExists) {
 		return nil, fmt.Errorf("%w (or any parent up to /): %s", ErrNotRepository, abs)
 	}
@@ -66,9 +70,12 @@ func OpenRepo(dir string) (*Repo, error) {
 	}
 	wt, err := r.Worktree()
 	if err != nil {
+		if store != nil {
+			err = errors.Join(err, store.Close())
+		}
 		return nil, fmt.Errorf("%w: %s: %w", ErrNotRepository, abs, err)
 	}
-	repo := &Repo{repo: r, root: filepath.Clean(wt.Filesystem.Root())}
+	repo := &Repo{repo: r, root: filepath.Clean(wt.Filesystem.Root()), store: store}
 	// go-git found the repository (a linked worktree's common directory
 	// too); the same storage, with the objects read in place, opens it
 	// again.

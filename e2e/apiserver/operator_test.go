@@ -16,10 +16,10 @@ import (
 	"keyhole.dev/keyhole/render"
 )
 
-// The operator's CRDs installed by installCRDs are the release keyhole
-// carries, which has no sandbox feature: no published operator CRD
-// declares spec.sandbox yet. What keyhole renders for the operator's kinds
-// must pass them in everything else.
+// The operator's CRDs installed by installCRDs are the newest keyhole
+// carries (schema.OperatorVersions()[0]), which has no sandbox feature: no
+// published operator CRD declares spec.sandbox yet. What keyhole renders
+// for the operator's kinds must pass them in everything else.
 
 // sandboxRefused proves that the only thing the published operator CRD
 // refuses in the AgentRuntime or ToolRegistry of file is spec.sandbox, the
@@ -110,8 +110,27 @@ func TestOperatorVerdictsAgree(t *testing.T) {
 			keyhole: `missing required field "promptPackRef"`, server: "spec.promptPackRef: Required value",
 		},
 		"undeclared field": {
-			doc:     ar + "spec: {promptPackRef: {name: p, track: stable}, facades: [{type: websocket}]}\n",
-			keyhole: `unknown field "track"`, server: ".spec.promptPackRef.track: field not declared in schema",
+			doc:     ar + "spec: {promptPackRef: {name: p, channel: stable}, facades: [{type: websocket}]}\n",
+			keyhole: `unknown field "channel"`, server: ".spec.promptPackRef.channel: field not declared in schema",
+		},
+		"a field the newest CRD added": {
+			doc: ar + "spec: {promptPackRef: {name: p, track: stable}, facades: [{type: websocket}, {type: custom, image: 'ghcr.io/acme/facade:1'}], externalAuth: {clientKeys: {defaultRole: analyst}}}\n",
+		},
+		"a field the newest CRD removed": {
+			doc:     ar + "spec: {promptPackRef: {name: p}, facades: [{type: websocket}], externalAuth: {apiKeys: {}}}\n",
+			keyhole: `unknown field "apiKeys"`, server: ".spec.externalAuth.apiKeys: field not declared in schema",
+		},
+		"a CEL rule the newest CRD added": {
+			doc:     ar + "spec: {promptPackRef: {name: p, version: 1.0.0, track: stable}, facades: [{type: websocket}]}\n",
+			keyhole: "promptPackRef.version and promptPackRef.track are mutually exclusive", server: "promptPackRef.version and promptPackRef.track are mutually exclusive",
+		},
+		"a custom facade without its image": {
+			doc:     ar + "spec: {promptPackRef: {name: p}, facades: [{type: custom}]}\n",
+			keyhole: "facade type 'custom' requires spec.facades[].image", server: "facade type 'custom' requires spec.facades[].image",
+		},
+		"a ToolRegistry handler's selector, removed": {
+			doc:     tr + "spec: {handlers: [{name: lookup, type: http, httpConfig: {endpoint: 'https://tools.example.com/lookup', method: GET}, selector: {matchLabels: {app: tools}}}]}\n",
+			keyhole: `unknown field "selector"`, server: ".spec.handlers[0].selector: field not declared in schema",
 		},
 		"wrong type": {
 			doc:     ar + "spec: {promptPackRef: {name: p}, facades: [{type: websocket}], runtime: {replicas: two}}\n",

@@ -276,6 +276,12 @@ func openSides(wd, base, head string, paths []string) ([]*diffSide, error) {
 		}
 		s.ref.Commit = s.tree.Commit()
 	}
+	if head == "" {
+		if err := sparseOmitted(wd, paths); err != nil {
+			closeSides(sides)
+			return nil, err
+		}
+	}
 	for i, s := range sides {
 		other := sides[1-i]
 		// A PATH the PR adds (or removes) is empty on the side without
@@ -289,6 +295,30 @@ func openSides(wd, base, head string, paths []string) ([]*diffSide, error) {
 		}
 	}
 	return sides, nil
+}
+
+// sparseOmitted refuses a working-tree side whose PATHs reach files a
+// sparse checkout leaves out: read from disk they would be deleted, and
+// their sandboxes' access reported narrowed, where git sees no change.
+func sparseOmitted(wd string, paths []string) error {
+	repo, err := source.OpenRepo(wd)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = repo.Close() }()
+	omitted, err := repo.SparseOmitted(wd, paths)
+	if errors.Is(err, source.ErrSparseIndex) {
+		return fmt.Errorf("%w; without one (git sparse-checkout set --no-sparse-index) keyhole tells what it leaves out, or compare commits with --head", err)
+	}
+	if err != nil || len(omitted) == 0 {
+		return err
+	}
+	files := fmt.Sprintf("%d files", len(omitted))
+	if len(omitted) == 1 {
+		files = "a file"
+	}
+	return fmt.Errorf("the working tree is a sparse checkout that leaves out %s under %s, such as %s: they would read as deleted; name PATHs inside the checkout, or compare commits with --head",
+		files, strings.Join(paths, ", "), filepath.ToSlash(omitted[0]))
 }
 
 // closeSides closes the repository handles the sides read their commits

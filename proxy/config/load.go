@@ -187,10 +187,8 @@ func (v *validator) header(at string, h *HeaderInject) {
 		v.errs = append(v.errs, fmt.Errorf("%w: %s: %w", ErrInvalid, at+".value", err))
 		return
 	}
-	for _, p := range t.parts {
-		if p.key == "" && strings.ContainsAny(p.text, "\r\n\x00") {
-			v.addf(at+".value", "holds a line break or NUL outside a key reference")
-		}
+	if t.LiteralBreak() {
+		v.addf(at+".value", "holds a line break or NUL outside a key reference")
 	}
 	for _, k := range t.Keys() {
 		v.key(at+".value", k)

@@ -208,6 +208,18 @@ func (t *Template) Keys() []string {
 	return keys
 }
 
+// LiteralBreak reports whether the template's literal text (outside its
+// key references) holds a line break or a NUL, which no header value may
+// hold: the loader refuses such a value, and check reports it.
+func (t *Template) LiteralBreak() bool {
+	for _, p := range t.parts {
+		if p.key == "" && strings.ContainsAny(p.text, "\r\n\x00") {
+			return true
+		}
+	}
+	return false
+}
+
 // KeyRef is one reference to a key, and the byte offset of the .key in
 // the template, for diagnostics that point at it.
 type KeyRef struct {
