@@ -126,6 +126,14 @@ status: {a: !!bool yes, b: !!int 12x, c: !!float one, d: !!null nil, e: !!bool t
 				{Line: 8, Column: 58, Path: "status.d", Message: taggedNot("!!null", "null")},
 			},
 		},
+		"a tagged value that does not hold where a type is wanted is said once": {
+			kind: KindAgent,
+			src:  "name: a\nmode: text\nllm: l\nconnectors: [{name: github, sandbox: !!bool yes}, {name: x, sandbox: .inf}]\n",
+			want: []Violation{
+				{Line: 4, Column: 38, Path: "connectors[0].sandbox", Message: taggedNot("!!bool", "true or false")},
+				{Line: 4, Column: 70, Path: "connectors[1].sandbox", Message: noJSONNumber},
+			},
+		},
 		"a tagged secret value that does not hold": {
 			kind: KindSecret,
 			src:  "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData:\n  token: !!int canary-s3cr3t\n",

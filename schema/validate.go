@@ -111,7 +111,7 @@ func (v *Validator) Validate(k Kind, doc *yaml.Node) []Violation {
 	case err == nil:
 	case errors.As(err, &ve):
 		r := reporter{raw: v.raw, kind: k, doc: doc, val: val, nodes: nodeIndex{root: doc}}
-		vs = append(vs, r.report(ve)...)
+		vs = append(vs, notAt(r.report(ve), c.vs)...)
 	default:
 		// Only a schema bug (an infinite $ref loop) gets here.
 		vs = append(vs, Violation{Line: doc.Line, Column: doc.Column, Message: "cannot check the document: " + err.Error()})
@@ -123,6 +123,22 @@ func (v *Validator) Validate(k Kind, doc *yaml.Node) []Violation {
 			Message: fmt.Sprintf("%d more violations not shown; fix these first", more)})
 	}
 	return vs
+}
+
+// notAt drops the violations at a node the converter already reported
+// (at): what it said, such as a tag the text is not a value of, is the
+// cause, and the schema's word on the text kept in the node's place
+// ("want true or false, got a string") would only repeat it.
+func notAt(vs, at []Violation) []Violation {
+	if len(at) == 0 {
+		return vs
+	}
+	type pos struct{ line, col int }
+	seen := make(map[pos]bool, len(at))
+	for _, a := range at {
+		seen[pos{a.Line, a.Column}] = true
+	}
+	return slices.DeleteFunc(vs, func(v Violation) bool { return seen[pos{v.Line, v.Column}] })
 }
 
 // maxViolations caps what one document reports: past a hundred problems
