@@ -55,6 +55,10 @@ type Options struct {
 	// are the same. For callers that only report (keyhole check): the
 	// plans of every sandbox are a quarter of the compiler's memory.
 	OmitPlans bool
+	// keyHash is what DuplicateObject's index hashes an object's key
+	// with; nil means a seeded maphash. Tests set one under which every
+	// key collides.
+	keyHash func(objectKey) uint64
 }
 
 // Result is what Compile returns: the plan of each deploy unit, every
@@ -127,7 +131,7 @@ func Compile(docs []*source.Document, v *schema.Validator, opts Options) Result 
 			secrets: map[ref]*secret{},
 			classes: map[ref]*sandboxClass{},
 			conns:   map[ref]*connection{},
-			defined: newDefinedIndex(),
+			defined: newDefinedIndex(opts.keyHash),
 			pending: map[ref]diag.List{},
 			invalid: map[string]bool{},
 			counted: counted,

@@ -116,15 +116,14 @@ type definedIndex struct {
 	byKey map[string]*source.Document
 }
 
-func newDefinedIndex() definedIndex {
-	return definedIndex{hash: definedHash(), byHash: map[uint64]*source.Document{}}
-}
-
-// definedHash returns the hash a definedIndex keys by; tests replace it
-// with one under which every key collides.
-var definedHash = func() func(objectKey) uint64 {
-	seed := maphash.MakeSeed()
-	return func(k objectKey) uint64 { return k.sum(seed) }
+// newDefinedIndex returns an empty index keyed by hash, or by a seeded
+// maphash when hash is nil.
+func newDefinedIndex(hash func(objectKey) uint64) definedIndex {
+	if hash == nil {
+		seed := maphash.MakeSeed()
+		hash = func(k objectKey) uint64 { return k.sum(seed) }
+	}
+	return definedIndex{hash: hash, byHash: map[uint64]*source.Document{}}
 }
 
 // add returns the document that already defines k, else records doc as

@@ -112,11 +112,9 @@ func TestDuplicateWhenHashesCollide(t *testing.T) {
 	for _, d := range dirs {
 		want[d] = render(compileDir(t, filepath.Join("testdata", "checks", d), Options{}).Diagnostics)
 	}
-	saved := definedHash
-	t.Cleanup(func() { definedHash = saved })
-	definedHash = func() func(objectKey) uint64 { return func(objectKey) uint64 { return 7 } }
+	colliding := Options{keyHash: func(objectKey) uint64 { return 7 }}
 	for _, d := range dirs {
-		got := render(compileDir(t, filepath.Join("testdata", "checks", d), Options{}).Diagnostics)
+		got := render(compileDir(t, filepath.Join("testdata", "checks", d), colliding).Diagnostics)
 		if string(got) != string(want[d]) {
 			t.Errorf("%s: with every hash colliding:\n%s\nwant:\n%s", d, got, want[d])
 		}
