@@ -161,7 +161,7 @@ func (p *pass) agentConnection(a *agent, label string) (*connection, error) {
 		return nil, fmt.Errorf("the connector has sandbox: true but names no connection; add connection: <label> naming a Connection")
 	}
 	if ns, ok := p.configNamespace(); ok {
-		if c := p.conns[ref{ns, label}]; c != nil {
+		if c := p.conns.get(ref{ns, label}); c != nil {
 			return c, nil
 		}
 		return nil, fmt.Errorf("connection %q resolves to nothing: no Connection %s in the input%s", label, ref{ns, label}, didYouMean(label, p.connNames(ns)))
@@ -189,16 +189,17 @@ func (p *pass) agentConnection(a *agent, label string) (*connection, error) {
 
 // credentialKey is the Secret key an agent connector substitutes.
 func (c *connection) credentialKey() string {
+	inject := c.wire().Spec.Placement.Inject
 	var keys []string
-	for i := range c.w.Spec.Placement.Inject {
-		for _, u := range c.keysUsed(i) {
+	for i := range inject {
+		for _, u := range keysUsed(&inject[i], i) {
 			if !slices.Contains(keys, u.key) {
 				keys = append(keys, u.key)
 			}
 		}
 	}
 	// basic reads a user and a password key; the password is the token.
-	for _, in := range c.w.Spec.Placement.Inject {
+	for _, in := range inject {
 		if in.Basic != nil && in.Value == nil {
 			return in.Basic.PasswordKey
 		}
@@ -292,7 +293,7 @@ func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
 				Name:       h.Host,
 				Connection: cn.obj().Name,
 				Inject: config.Inject{
-					Secret:     cn.w.Spec.Credential.SecretRef.Name,
+					Secret:     cn.secretName(),
 					Substitute: &config.SubstituteInject{Placeholder: placeholder, Key: cn.credentialKey(), Headers: substituteHeaders(h.Inject)},
 				},
 				Rules: slices.Clip(rules),
@@ -329,15 +330,16 @@ func (p *pass) planAgent(a *agent, s Sandbox) Agent {
 		if err != nil {
 			continue
 		}
+		secretName, secretNamespace := cn.packed.secretRef()
 		ac := AgentConnector{
 			Name:            c.Name,
 			Connector:       conn,
 			Connection:      cn.obj(),
-			SecretName:      cn.w.Spec.Credential.SecretRef.Name,
-			SecretNamespace: cn.w.Spec.Credential.SecretRef.Namespace,
+			SecretName:      secretName,
+			SecretNamespace: secretNamespace,
 			Key:             cn.credentialKey(),
 		}
-		for _, in := range cn.w.Spec.Placement.Inject {
+		for _, in := range cn.wire().Spec.Placement.Inject {
 			if in.Basic == nil {
 				continue
 			}

@@ -201,21 +201,19 @@ func checkSecretMissing(p *pass) {
 
 func checkTemplates(p *pass) {
 	for _, c := range p.connList {
-		for i, in := range c.w.Spec.Placement.Inject {
+		for i, in := range c.wire().Spec.Placement.Inject {
 			if in.Value == nil {
 				continue
 			}
-			if t := in.tmpl; t != nil {
-				// The proxy's loader refuses it too (spec.md §5).
-				if t.LiteralBreak() {
-					p.report(codeTemplateInvalid, &c.item, path{"spec", "placement", "inject", i, "value"}, false,
-						"value of inject entry %d holds a line break outside a key reference, which a header value cannot hold (a block scalar, value: |, ends with one); write the value on one line", i)
-				}
-				continue
-			}
-			if _, err := config.ParseTemplate(*in.Value); err != nil {
+			t, err := config.ParseTemplate(*in.Value)
+			switch {
+			case err != nil:
 				p.report(codeTemplateInvalid, &c.item, path{"spec", "placement", "inject", i, "value"}, false,
 					"value of inject entry %d is not a valid template: %s", i, strings.TrimPrefix(err.Error(), config.ErrTemplate.Error()+": "))
+			case t.LiteralBreak():
+				// The proxy's loader refuses it too (spec.md §5).
+				p.report(codeTemplateInvalid, &c.item, path{"spec", "placement", "inject", i, "value"}, false,
+					"value of inject entry %d holds a line break outside a key reference, which a header value cannot hold (a block scalar, value: |, ends with one); write the value on one line", i)
 			}
 		}
 	}
@@ -242,12 +240,11 @@ func (u keyUse) at() path {
 	return path{"spec", "placement", "inject", u.inject, "basic", u.field}
 }
 
-// keysUsed lists the keys inject entry i reads: its template's references
-// or its basic keys.
-func (c *connection) keysUsed(i int) []keyUse {
-	in := c.w.Spec.Placement.Inject[i]
+// keysUsed lists the keys in, inject entry i, reads: its template's
+// references or its basic keys.
+func keysUsed(in *injectWire, i int) []keyUse {
 	var uses []keyUse
-	if t := in.tmpl; t != nil {
+	if t := in.template(); t != nil {
 		for _, r := range t.Refs() {
 			uses = append(uses, keyUse{key: r.Key, inject: i, field: "value", offset: r.Offset})
 		}
@@ -266,9 +263,10 @@ func checkSecretKeys(p *pass) {
 		if s == nil || s.keysUnknown || s.merges {
 			continue // keys unknown: checkKeysUnknown says so
 		}
-		for i := range c.w.Spec.Placement.Inject {
+		inject := c.wire().Spec.Placement.Inject
+		for i := range inject {
 			reported := map[string]bool{}
-			for _, u := range c.keysUsed(i) {
+			for _, u := range keysUsed(&inject[i], i) {
 				if _, ok := s.values.get(u.key); ok || reported[u.key] {
 					continue
 				}
@@ -286,9 +284,10 @@ func checkInjectionValues(p *pass) {
 		if s == nil {
 			continue
 		}
-		for i := range c.w.Spec.Placement.Inject {
+		inject := c.wire().Spec.Placement.Inject
+		for i := range inject {
 			reported := map[string]bool{}
-			for _, u := range c.keysUsed(i) {
+			for _, u := range keysUsed(&inject[i], i) {
 				v, ok := s.values.get(u.key)
 				if reported[u.key] {
 					continue

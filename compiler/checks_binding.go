@@ -106,7 +106,7 @@ func checkBindingRefs(p *pass) {
 					"SandboxClass %s declares no role %q (it declares: %s); declare it in the class's spec.connections or bind a declared role%s",
 					class.ref(), b.Role, listOrNone(roles), didYouMean(b.Role, roles))
 			}
-			if p.conns[ref{ns, b.Connection}] == nil && !p.invalid["Connection/"+ref{ns, b.Connection}.String()] {
+			if p.conns.get(ref{ns, b.Connection}) == nil && !p.invalid["Connection/"+ref{ns, b.Connection}.String()] {
 				p.report(codeBindingConnectionMissing, &o.item, bindingPath(j).with("connection"), false,
 					"Connection %s is not in the input%s", ref{ns, b.Connection}, bindingHint(o, "Connection", "connection", b.Connection, p.connNames(ns)))
 			}
@@ -127,14 +127,14 @@ func checkBindingConflicts(p *pass) {
 		hosts := map[string]map[string]claim{} // sandbox → host → first claim
 		envs := map[string]map[string]claim{}
 		for j, b := range o.w.Spec.Sandbox.Connections {
-			c := p.conns[ref{ns, b.Connection}]
+			c := p.conns.get(ref{ns, b.Connection})
 			if c == nil {
 				continue
 			}
 			if hosts[b.Sandbox] == nil {
 				hosts[b.Sandbox], envs[b.Sandbox] = map[string]claim{}, map[string]claim{}
 			}
-			for _, in := range c.w.Spec.Placement.Inject {
+			for _, in := range c.wire().Spec.Placement.Inject {
 				for _, h := range in.Hosts {
 					if first, ok := hosts[b.Sandbox][h]; ok && first.connection != c.obj().Name {
 						p.report(codeBindingHostConflict, &o.item, bindingPath(j).with("connection"), false,
@@ -218,8 +218,8 @@ func (p *pass) classNames(ns string) []string {
 
 func (p *pass) connNames(ns string) []string {
 	var names []string
-	for r := range p.conns {
-		if r.namespace == ns {
+	for _, c := range p.conns {
+		if r := c.ref(); r.namespace == ns {
 			names = append(names, r.name)
 		}
 	}

@@ -76,12 +76,13 @@ func hostUnsupported(h string) (string, bool) {
 
 func checkInjectHosts(p *pass) {
 	for _, c := range p.connList {
+		w := c.wire()
 		covered := map[string]int{}
-		for i, in := range c.w.Spec.Placement.Inject {
+		for i, in := range w.Spec.Placement.Inject {
 			for j, h := range in.Hosts {
 				// Built only to report: most hosts are fine.
 				at := func() path { return path{"spec", "placement", "inject", i, "hosts", j} }
-				if !slices.Contains(c.w.Spec.Hosts, h) {
+				if !slices.Contains(w.Spec.Hosts, h) {
 					p.report(codeInjectHostUnlisted, &c.item, at(), false,
 						"inject entry %d covers %s, which spec.hosts does not list; add it to spec.hosts or remove it here", i, h)
 				}
@@ -93,8 +94,8 @@ func checkInjectHosts(p *pass) {
 				covered[h] = i
 			}
 		}
-		for j, h := range c.w.Spec.Hosts {
-			if _, ok := covered[h]; !ok && len(c.w.Spec.Placement.Inject) > 0 {
+		for j, h := range w.Spec.Hosts {
+			if _, ok := covered[h]; !ok && len(w.Spec.Placement.Inject) > 0 {
 				p.report(codeHostNotInjected, &c.item, path{"spec", "hosts", j}, false,
 					"no inject entry covers %s: the sandbox reaches it through the proxy but without the credential; add it to an entry's hosts if it needs one", h)
 			}
@@ -108,7 +109,7 @@ func checkInjectHosts(p *pass) {
 
 func checkInjectForm(p *pass) {
 	for _, c := range p.connList {
-		for i, in := range c.w.Spec.Placement.Inject {
+		for i, in := range c.wire().Spec.Placement.Inject {
 			at := path{"spec", "placement", "inject", i}
 			hasValue := in.Value != nil
 			switch {
@@ -131,7 +132,7 @@ func checkInjectForm(p *pass) {
 
 func checkRules(p *pass) {
 	for _, c := range p.connList {
-		for i, in := range c.w.Spec.Placement.Inject {
+		for i, in := range c.wire().Spec.Placement.Inject {
 			for r, rule := range in.Rules {
 				at := path{"spec", "placement", "inject", i, "rules", r}
 				seen := map[string]bool{}
@@ -229,7 +230,7 @@ func covers(a, b ruleWire) bool {
 
 func checkPlaceholderEnv(p *pass) {
 	for _, c := range p.connList {
-		for i, in := range c.w.Spec.Placement.Inject {
+		for i, in := range c.wire().Spec.Placement.Inject {
 			for j, name := range in.PlaceholderEnv {
 				if slices.Contains(ProxyEnvNames(), name) || slices.Contains(CABundleEnvNames(), name) {
 					p.report(codePlaceholderReserved, &c.item, path{"spec", "placement", "inject", i, "placeholderEnv", j}, false,
@@ -242,7 +243,7 @@ func checkPlaceholderEnv(p *pass) {
 
 func checkSecretNamespace(p *pass) {
 	for _, c := range p.connList {
-		ns := c.w.Spec.Credential.SecretRef.Namespace
+		_, ns := c.packed.secretRef()
 		if ns != "" && ns != c.ns {
 			p.report(codeSecretCrossNamespace, &c.item, path{"spec", "credential", "secretRef", "namespace"}, false,
 				"the Secret is in namespace %s but the Connection in %s; the proxy mounts Secrets from the sandbox's namespace only, so create the Secret in %s", ns, c.ns, c.ns)

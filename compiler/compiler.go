@@ -130,7 +130,6 @@ func Compile(docs []*source.Document, v *schema.Validator, opts Options) Result 
 			catalog: catalog,
 			secrets: map[ref]*secret{},
 			classes: map[ref]*sandboxClass{},
-			conns:   map[ref]*connection{},
 			defined: newDefinedIndex(opts.keyHash),
 			pending: map[ref]diag.List{},
 			invalid: map[string]bool{},
@@ -159,6 +158,7 @@ func Compile(docs []*source.Document, v *schema.Validator, opts Options) Result 
 		for _, d := range byUnit[u] {
 			passes[i].add(v, d)
 		}
+		passes[i].conns = newConnIndex(passes[i].connList)
 	}
 	for _, p := range passes {
 		p.units = passes
@@ -238,9 +238,45 @@ func (it *item) ref() ref { return ref{it.ns, it.obj().Name} }
 
 type connection struct {
 	item
-	// w is the Connection decoded, each inject entry's value template
-	// parsed (see parseTemplates).
-	w *connectionWire
+	// packed is the Connection, packed (see packedConnection): read it
+	// through wire.
+	packed packedConnection
+}
+
+// wire returns the Connection unpacked, a copy of its own: a check reads
+// it and drops it, so that Compile holds every Connection packed.
+func (c *connection) wire() *connectionWire { return c.packed.wire() }
+
+// connIndex is a pass's Connections sorted by reference, for lookups by
+// it: a pointer a Connection, where a map from ref took some 77 bytes.
+// A pass holds one Connection per reference (DuplicateObject drops the
+// others).
+type connIndex []*connection
+
+// newConnIndex returns the index of conns.
+func newConnIndex(conns []*connection) connIndex {
+	ix := connIndex(slices.Clone(conns))
+	slices.SortStableFunc(ix, func(a, b *connection) int { return compareRefs(a.ref(), b.ref()) })
+	return ix
+}
+
+func compareRefs(a, b ref) int {
+	return cmp.Or(strings.Compare(a.namespace, b.namespace), strings.Compare(a.name, b.name))
+}
+
+// get returns the Connection r names, nil when none.
+func (ix connIndex) get(r ref) *connection {
+	i, ok := slices.BinarySearchFunc(ix, r, func(c *connection, r ref) int { return compareRefs(c.ref(), r) })
+	if !ok {
+		return nil
+	}
+	return ix[i]
+}
+
+// secretName is the name of the Secret the Connection reads.
+func (c *connection) secretName() string {
+	name, _ := c.packed.secretRef()
+	return name
 }
 
 type secret struct {
@@ -418,7 +454,9 @@ type pass struct {
 	lastSecret    ref
 	lastSecretDoc *source.Document
 
-	conns   map[ref]*connection
+	// conns finds the Connections by reference, once every document is
+	// added (see connIndex).
+	conns   connIndex
 	secrets map[ref]*secret
 	// stand holds the Secrets a ClusterExternalSecret makes in the
 	// namespaces its selector picks, which a Connection whose Secret is
@@ -499,19 +537,18 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 	case "Connection":
 		c := &connection{item: it}
 		if cd, ok := dg.decoded().(*connectionDigest); ok {
-			c.w = &cd.w
-		} else if c.w = decodeWire[connectionWire](p, doc, &it); c.w != nil {
-			parseTemplates(c.w)
+			c.packed = cd.p
+		} else if w := decodeWire[connectionWire](p, doc, &it); w != nil {
+			c.packed = packedConnection(packConnection(nil, w))
 		}
-		if c.w != nil {
+		if c.packed != "" {
 			p.keep(&it)
-			p.conns[c.ref()] = c
 			p.connList = append(p.connList, c)
 		}
 	case "Secret":
 		if sd, ok := dg.decoded().(*secretDigest); ok {
-			p.checkSecretKeyNames(&it, sd.w)
-			p.indexSecret(it.ref(), &secret{item: it, values: sd.values})
+			p.checkSecretKeyNames(&it, sd.p.refused())
+			p.indexSecret(it.ref(), &secret{item: it, values: sd.p.values()})
 			break
 		}
 		var w secretWire
@@ -565,17 +602,6 @@ func (p *pass) decode(doc *source.Document, it *item, out any) bool {
 		return false
 	}
 	return true
-}
-
-// parseTemplates parses each inject entry's value template into the
-// entry, nil where it has none or it does not parse (checkTemplates says
-// why).
-func parseTemplates(w *connectionWire) {
-	for i, in := range w.Spec.Placement.Inject {
-		if in.Value != nil {
-			w.Spec.Placement.Inject[i].tmpl, _ = config.ParseTemplate(*in.Value)
-		}
-	}
 }
 
 // decodeWire is the object Digest decoded, else the document decoded
@@ -645,7 +671,8 @@ func (s *secret) keys() []string {
 // holds it (a cluster applies several units; Secrets are often kept in a
 // unit of their own). Either way the Secret is marked as read.
 func (p *pass) secretOf(c *connection) (*secret, ref) {
-	r := ref{namespace: cmp.Or(c.w.Spec.Credential.SecretRef.Namespace, c.ns), name: c.w.Spec.Credential.SecretRef.Name}
+	name, ns := c.packed.secretRef()
+	r := ref{namespace: cmp.Or(ns, c.ns), name: name}
 	if s := p.secrets[r]; s != nil {
 		s.read = true
 		return s, r

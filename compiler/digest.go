@@ -111,13 +111,15 @@ func (dg *digested) DigestObject() (diag.Object, bool) {
 	apiVersion := schema.Group
 	switch w := dg.wire.(type) {
 	case *connectionDigest:
-		md = &w.w.Metadata
+		m := w.p.metadata()
+		md = &m
 	case *sandboxClassWire:
 		md = &w.Metadata
 	case *bindingOwnerWire:
 		md = &w.Metadata
 	case *secretDigest:
-		md, apiVersion = &w.w.Metadata, "v1"
+		m := w.p.metadata()
+		md, apiVersion = &m, "v1"
 	case *agentWire:
 		return diag.Object{Kind: source.AgentKind, Name: w.Name}, true
 	default:
@@ -163,17 +165,15 @@ type digestMore struct {
 	opFindings []schema.Violation
 }
 
-// connectionDigest is a Connection decoded, with its value templates
-// parsed (see parseTemplates).
+// connectionDigest is a Connection, packed (see packedConnection).
 type connectionDigest struct {
-	w connectionWire
+	p packedConnection
 }
 
-// secretDigest is a Secret's keys and what each value is fit for; the
-// values themselves are not kept.
+// secretDigest is a Secret's keys and what each value is fit for, packed
+// (see packedSecret); the values themselves are not kept.
 type secretDigest struct {
-	w      secretWire // only its keys the API server refuses, without values
-	values secretKeys
+	p packedSecret
 }
 
 func digestOf(v *schema.Validator, op schema.Operator, in *interner, d *source.Document) *digested {
@@ -217,7 +217,6 @@ func digestOf(v *schema.Validator, op schema.Operator, in *interner, d *source.D
 	case "Connection":
 		var w connectionWire
 		if err = d.Node.Decode(&w); err == nil {
-			parseTemplates(&w)
 			dg.wire = in.connection(&w)
 		}
 	case "SandboxClass":
@@ -246,7 +245,7 @@ func digestOf(v *schema.Validator, op schema.Operator, in *interner, d *source.D
 	case "Secret":
 		var w secretWire
 		if err = d.Node.Decode(&w); err == nil {
-			dg.wire = in.secret(refusedKeys(w), secretValues(w))
+			dg.wire = in.secret(w.Metadata, secretValues(w), refusedKeys(w))
 		}
 	default:
 		return dg

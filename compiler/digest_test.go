@@ -57,10 +57,10 @@ data:
 		if !ok {
 			t.Fatalf("%s: digest holds %T, want the Secret's keys", d.Object(), dg.decoded())
 		}
-		if got := fmt.Sprintf("%#v %#v %#v", *dg, *sd, sd.values); strings.Contains(got, canary) || strings.Contains(got, "Q0FOQVJZ") {
+		if got := fmt.Sprintf("%#v %#v %#v", *dg, *sd, sd.p.values()); strings.Contains(got, canary) || strings.Contains(got, "Q0FOQVJZ") {
 			t.Errorf("%s: the digest keeps a value: %s", d.Object(), got)
 		}
-		if len(sd.values) == 0 {
+		if len(sd.p.values()) == 0 {
 			t.Errorf("%s: the digest lost the keys", d.Object())
 		}
 	}

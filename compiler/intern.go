@@ -22,6 +22,8 @@ type interner struct {
 	mu sync.Mutex
 	m  map[string]string
 	sl slab
+	// buf is where a Connection is packed before the slab copies it.
+	buf []byte
 }
 
 const internMax = 1 << 14
@@ -57,7 +59,7 @@ func packed[T any](in *interner, x *T) *T {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	p := slabNew(&in.sl, *x)
-	in.sl.packObject(reflect.ValueOf(p).Elem(), in.interned)
+	in.sl.pack(reflect.ValueOf(p).Elem(), in.interned)
 	return p
 }
 
@@ -152,25 +154,23 @@ func (in *interner) document(kind string, n *yaml.Node) {
 	}
 }
 
-// connection returns a connectionDigest in the slab, of w, packed in it.
+// connection returns a connectionDigest in the slab, of w packed into
+// the slab's bytes (see packedConnection).
 func (in *interner) connection(w *connectionWire) *connectionDigest {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	cd := slabNew(&in.sl, connectionDigest{w: *w})
-	in.sl.packObject(reflect.ValueOf(&cd.w).Elem(), in.interned)
-	return cd
+	in.buf = packConnection(in.buf[:0], w)
+	return slabNew(&in.sl, connectionDigest{p: packedConnection(in.sl.strOf(in.buf))})
 }
 
-// secret returns a secretDigest in the slab, of w and values.
-func (in *interner) secret(w secretWire, values secretKeys) *secretDigest {
+// secret returns a secretDigest in the slab, of the Secret md names,
+// whose keys are values and refused those the API server refuses (see
+// packSecret), packed into the slab's bytes.
+func (in *interner) secret(md metadata, values secretKeys, refused secretWire) *secretDigest {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.sl.packObject(reflect.ValueOf(&w).Elem(), in.interned)
-	values = slabSlice(&in.sl, values)
-	for i := range values {
-		values[i].name = in.keep(values[i].name)
-	}
-	return slabNew(&in.sl, secretDigest{w: w, values: values})
+	in.buf = packSecret(in.buf[:0], md, values, refused)
+	return slabNew(&in.sl, secretDigest{p: packedSecret(in.sl.strOf(in.buf))})
 }
 
 // digest returns a copy of dg in the slab, and of what more it keeps.

@@ -73,9 +73,11 @@ func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
 	// The plan of every sandbox is kept to the end: its lists are made
 	// to size, not grown by doubling.
 	var hosts, env int
-	for _, b := range bindings {
-		if c := p.conns[ref{o.ns, b.Connection}]; c != nil {
-			for _, in := range c.w.Spec.Placement.Inject {
+	wires := make([]*connectionWire, len(bindings))
+	for i, b := range bindings {
+		if c := p.conns.get(ref{o.ns, b.Connection}); c != nil {
+			wires[i] = c.wire()
+			for _, in := range wires[i].Spec.Placement.Inject {
 				hosts, env = hosts+len(in.Hosts), env+len(in.PlaceholderEnv)
 			}
 		}
@@ -86,13 +88,13 @@ func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
 	if env > 0 {
 		s.Env = make([]EnvVar, 0, env)
 	}
-	for _, b := range bindings {
-		c := p.conns[ref{o.ns, b.Connection}]
+	for i, b := range bindings {
+		c, w := p.conns.get(ref{o.ns, b.Connection}), wires[i]
 		if c == nil {
 			continue
 		}
-		for _, in := range c.w.Spec.Placement.Inject {
-			inject := config.Inject{Secret: c.w.Spec.Credential.SecretRef.Name}
+		for _, in := range w.Spec.Placement.Inject {
+			inject := config.Inject{Secret: w.Spec.Credential.SecretRef.Name}
 			switch {
 			case in.Basic != nil:
 				inject.Basic = &config.BasicInject{UsernameKey: in.Basic.UsernameKey, PasswordKey: in.Basic.PasswordKey}
@@ -122,7 +124,7 @@ func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
 				}
 			}
 		}
-		for _, h := range c.w.Spec.Hosts {
+		for _, h := range w.Spec.Hosts {
 			passthrough[h] = true
 		}
 	}

@@ -383,8 +383,9 @@ func checkValuesUnknown(p *pass) {
 			continue // checkKeysUnknown says so
 		}
 		var unknown []string
-		for i := range c.w.Spec.Placement.Inject {
-			for _, u := range c.keysUsed(i) {
+		inject := c.wire().Spec.Placement.Inject
+		for i := range inject {
+			for _, u := range keysUsed(&inject[i], i) {
 				if v, ok := s.values.get(u.key); ok && !v.known && !slices.Contains(unknown, u.key) {
 					unknown = append(unknown, u.key)
 				}

@@ -2,7 +2,6 @@ package compiler
 
 import (
 	"reflect"
-	"slices"
 	"unsafe"
 )
 
@@ -28,11 +27,6 @@ import (
 type slab struct {
 	bytes  []byte
 	blocks map[reflect.Type]reflect.Value // a slice of each element type, with room after its length
-	// lists are the lists of strings packed into the object packObject
-	// packs, which it hands out again for a list equal to one of them or
-	// to a run of one: an inject entry's hosts are most often the
-	// Connection's, or some of them.
-	lists [][]string
 }
 
 const (
@@ -56,6 +50,15 @@ func (sl *slab) str(s string) string {
 	return unsafe.String(&sl.bytes[n], len(s))
 }
 
+// strOf returns a copy of b as a string: in the slab, unless it is too
+// long for a byte block.
+func (sl *slab) strOf(b []byte) string {
+	if len(b) > slabBytes/16 {
+		return string(b)
+	}
+	return sl.str(unsafe.String(unsafe.SliceData(b), len(b)))
+}
+
 // slice returns n zero values of the slice type t, from t's block.
 func (sl *slab) slice(t reflect.Type, n int) reflect.Value {
 	size := int(t.Elem().Size())
@@ -72,29 +75,6 @@ func (sl *slab) slice(t reflect.Type, n int) reflect.Value {
 	l := b.Len()
 	sl.blocks[t] = b.Slice(0, l+n)
 	return b.Slice3(l, l+n, l+n)
-}
-
-// packObject packs v, one object, as pack does, with each list of
-// strings that repeats one packed before it in the object, or a run of
-// one, sharing that one's memory. Its capacity is cut to its length as
-// every list's is, so neither is ever written through the other.
-func (sl *slab) packObject(v reflect.Value, keep func(string) (string, bool)) {
-	sl.lists = sl.lists[:0]
-	sl.pack(v, keep)
-	clear(sl.lists[:cap(sl.lists)])
-	sl.lists = sl.lists[:0]
-}
-
-// packedRun returns the run of a list packObject packed that equals xs.
-func (sl *slab) packedRun(xs []string) ([]string, bool) {
-	for _, l := range sl.lists {
-		for i := 0; i+len(xs) <= len(l); i++ {
-			if slices.Equal(l[i:i+len(xs)], xs) {
-				return l[i : i+len(xs) : i+len(xs)], true
-			}
-		}
-	}
-	return nil, false
 }
 
 // pack rewrites v, which must be settable, so that every string, slice
@@ -122,22 +102,12 @@ func (sl *slab) pack(v reflect.Value, keep func(string) (string, bool)) {
 		if v.IsNil() {
 			return
 		}
-		strs, isStrs := v.Addr().Interface().(*[]string)
-		if isStrs && len(*strs) > 0 {
-			if run, ok := sl.packedRun(*strs); ok {
-				*strs = run
-				return
-			}
-		}
 		c := sl.slice(v.Type(), v.Len())
 		reflect.Copy(c, v)
 		for i := range c.Len() {
 			sl.pack(c.Index(i), keep)
 		}
 		v.Set(c)
-		if isStrs && len(*strs) > 0 {
-			sl.lists = append(sl.lists, *strs)
-		}
 	case reflect.Pointer:
 		if v.IsNil() {
 			return

@@ -38,10 +38,19 @@ type injectWire struct {
 	Basic          *basicWire `yaml:"basic"`
 	PlaceholderEnv []string   `yaml:"placeholderEnv"`
 	Rules          []ruleWire `yaml:"rules"`
-	// tmpl is Value parsed, nil where the entry has none or it does not
-	// parse (checkTemplates says why): not decoded, set by
-	// parseTemplates.
-	tmpl *config.Template
+}
+
+// template returns the entry's value template parsed, nil where it has
+// no value or the value does not parse (checkTemplates says why).
+func (in *injectWire) template() *config.Template {
+	if in.Value == nil {
+		return nil
+	}
+	t, err := config.ParseTemplate(*in.Value)
+	if err != nil {
+		return nil
+	}
+	return t
 }
 
 type basicWire struct {
