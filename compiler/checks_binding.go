@@ -59,7 +59,7 @@ func isDNSLabel(s string) bool {
 // sandbox is named <owner>-<SandboxClass>, an agent's <name>-<sandbox>.
 func checkSandboxNames(p *pass) {
 	for _, o := range p.owners {
-		sb := o.w.Spec.Sandbox
+		sb := o.wire().Spec.Sandbox
 		if sb.Enabled != nil && !*sb.Enabled {
 			continue
 		}
@@ -94,7 +94,7 @@ func bindingPath(j int) path { return path{"spec", "sandbox", "connections", j} 
 func checkBindingRefs(p *pass) {
 	for _, o := range p.owners {
 		ns := o.ns
-		for j, b := range o.w.Spec.Sandbox.Connections {
+		for j, b := range o.wire().Spec.Sandbox.Connections {
 			class := p.classes[ref{ns, b.Sandbox}]
 			if class == nil && p.invalid["SandboxClass/"+ref{ns, b.Sandbox}.String()] {
 				// the class's own findings say what is wrong
@@ -126,7 +126,7 @@ func checkBindingConflicts(p *pass) {
 		}
 		hosts := map[string]map[string]claim{} // sandbox → host → first claim
 		envs := map[string]map[string]claim{}
-		for j, b := range o.w.Spec.Sandbox.Connections {
+		for j, b := range o.wire().Spec.Sandbox.Connections {
 			c := p.conns.get(ref{ns, b.Connection})
 			if c == nil {
 				continue
@@ -172,7 +172,7 @@ func checkUnbound(p *pass) {
 		}
 	}
 	for _, o := range p.owners {
-		for _, b := range o.w.Spec.Sandbox.Connections {
+		for _, b := range o.wire().Spec.Sandbox.Connections {
 			bound[ref{o.ns, b.Connection}] = true
 		}
 	}

@@ -420,8 +420,13 @@ type sandboxClass struct {
 
 type owner struct {
 	item
-	w *bindingOwnerWire
+	// packed is the object, packed (see packedOwner): read it through
+	// wire.
+	packed packedOwner
 }
+
+// wire returns the object unpacked, a copy of its own.
+func (o *owner) wire() *bindingOwnerWire { return o.packed.wire() }
 
 // pass is the state of the compilation of one deploy unit.
 type pass struct {
@@ -570,7 +575,12 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 	case "AgentRuntime", "ToolRegistry":
 		p.checkOperatorObject(v, doc, &it, kind)
 		o := &owner{item: it}
-		if o.w = decodeWire[bindingOwnerWire](p, doc, &it); o.w != nil {
+		if od, ok := dg.decoded().(*ownerDigest); ok {
+			o.packed = od.p
+		} else if w := decodeWire[bindingOwnerWire](p, doc, &it); w != nil {
+			o.packed = packedOwner(packOwner(nil, w))
+		}
+		if o.packed != "" {
 			p.keep(&it)
 			p.owners = append(p.owners, o)
 		}

@@ -46,7 +46,7 @@ func Digest(v *schema.Validator, opts Options) source.Digest {
 // digested is what Digest took of one document.
 type digested struct {
 	// wire is the decoded object: *connectionDigest, *sandboxClassWire,
-	// *agentWire, *bindingOwnerWire or *secretDigest.
+	// *agentWire, *ownerDigest or *secretDigest.
 	wire any
 	// more is what only some documents need, nil for the rest: a digest
 	// is kept for every document, so it is kept small (32 bytes).
@@ -115,8 +115,9 @@ func (dg *digested) DigestObject() (diag.Object, bool) {
 		md = &m
 	case *sandboxClassWire:
 		md = &w.Metadata
-	case *bindingOwnerWire:
-		md = &w.Metadata
+	case *ownerDigest:
+		m := w.p.metadata()
+		md = &m
 	case *secretDigest:
 		m := w.p.metadata()
 		md, apiVersion = &m, "v1"
@@ -168,6 +169,12 @@ type digestMore struct {
 // connectionDigest is a Connection, packed (see packedConnection).
 type connectionDigest struct {
 	p packedConnection
+}
+
+// ownerDigest is an AgentRuntime or ToolRegistry, packed (see
+// packedOwner).
+type ownerDigest struct {
+	p packedOwner
 }
 
 // secretDigest is a Secret's keys and what each value is fit for, packed
@@ -240,7 +247,7 @@ func digestOf(v *schema.Validator, op schema.Operator, in *interner, d *source.D
 		dg.operator, dg.sandbox = uint8(slices.Index(operatorVersions(), op.Version)+1), sb != nil
 		var w bindingOwnerWire
 		if err = d.Node.Decode(&w); err == nil {
-			dg.wire = packed(in, &w)
+			dg.wire = in.owner(&w)
 		}
 	case "Secret":
 		var w secretWire

@@ -163,6 +163,15 @@ func (in *interner) connection(w *connectionWire) *connectionDigest {
 	return slabNew(&in.sl, connectionDigest{p: packedConnection(in.sl.strOf(in.buf))})
 }
 
+// owner returns an ownerDigest in the slab, of w packed into the slab's
+// bytes (see packedOwner).
+func (in *interner) owner(w *bindingOwnerWire) *ownerDigest {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.buf = packOwner(in.buf[:0], w)
+	return slabNew(&in.sl, ownerDigest{p: packedOwner(in.sl.strOf(in.buf))})
+}
+
 // secret returns a secretDigest in the slab, of the Secret md names,
 // whose keys are values and refused those the API server refuses (see
 // packSecret), packed into the slab's bytes.

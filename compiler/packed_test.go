@@ -168,3 +168,28 @@ func TestPackedSecretRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// TestPackedOwnerRoundTrip: an AgentRuntime or ToolRegistry unpacks to
+// what was packed, every field set (by fill, so a field added to
+// bindingOwnerWire and not to packOwner fails here), none set, enabled
+// false, and no bindings rather than absent ones.
+func TestPackedOwnerRoundTrip(t *testing.T) {
+	var full bindingOwnerWire
+	fill(reflect.ValueOf(&full).Elem(), new(int), nil)
+	disabled, empty := bindingOwnerWire{}, bindingOwnerWire{}
+	disabled.Spec.Sandbox.Enabled = new(bool)
+	empty.Spec.Sandbox.Connections = []bindingWire{}
+	for name, w := range map[string]bindingOwnerWire{"every field": full, "none": {}, "disabled": disabled, "no bindings": empty} {
+		t.Run(name, func(t *testing.T) {
+			po := packedOwner(packOwner(nil, &w))
+			got := po.wire()
+			if !reflect.DeepEqual(*got, w) {
+				t.Fatalf("unpacked %+v\npacked   %+v", *got, w)
+			}
+			if md := po.metadata(); md != w.Metadata {
+				t.Errorf("metadata %+v, want %+v", md, w.Metadata)
+			}
+			substringsOf(t, "", reflect.ValueOf(got).Elem(), string(po))
+		})
+	}
+}

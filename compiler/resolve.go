@@ -19,7 +19,7 @@ func Placeholder(connection string) string { return PlaceholderPrefix + connecti
 // binding that names something missing is left out; the checks report it.
 func (p *pass) resolve() {
 	for _, o := range p.owners {
-		sb := o.w.Spec.Sandbox
+		sb := o.wire().Spec.Sandbox
 		if sb.Enabled != nil && !*sb.Enabled {
 			continue
 		}

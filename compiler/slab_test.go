@@ -97,7 +97,7 @@ func packedValue(in *interner, p reflect.Value) reflect.Value {
 	case *agentWire:
 		return reflect.ValueOf(packed(in, w))
 	case *bindingOwnerWire:
-		return reflect.ValueOf(packed(in, w))
+		return reflect.ValueOf(in.owner(w).p.wire())
 	}
 	panic("unreachable")
 }
