@@ -56,8 +56,12 @@ type agentWire struct {
 
 type agent struct {
 	item
-	w *agentWire
+	// packed is the agent, packed: read it through wire.
+	packed packedAny[agentWire]
 }
+
+// wire returns the agent unpacked, a copy of its own.
+func (a *agent) wire() *agentWire { return a.packed.wire() }
 
 func agentPath(elems ...any) path { return path(elems) }
 
@@ -66,6 +70,7 @@ var hostname = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)(\.[a-z0
 
 func checkAgents(p *pass) {
 	for _, a := range p.agents {
+		aw := a.wire()
 		// What the agent's sandbox connectors claim, first come: the
 		// plan keeps the first connector on a host and the first
 		// placeholder of a variable, so a later one with another
@@ -75,17 +80,17 @@ func checkAgents(p *pass) {
 			connector  int
 		}
 		hosts, envs := map[string]claim{}, map[string]claim{}
-		if len(a.w.SandboxOptions.Setup) > 0 && a.w.Sandbox == "" {
+		if len(aw.SandboxOptions.Setup) > 0 && aw.Sandbox == "" {
 			p.report(codeAgentSetupWithout, &a.item, agentPath("sandbox_options", "setup"), true,
 				"sandbox_options.setup runs in a sandbox, but the agent has none; add sandbox (e.g. daytona) or remove the setup")
 		}
-		for i, d := range a.w.AllowedDomains {
+		for i, d := range aw.AllowedDomains {
 			if len(d) > 253 || !hostname.MatchString(d) {
 				p.report(codeAgentAllowedDomain, &a.item, agentPath("allowed_domains", i), false,
 					"%q is not a hostname: want a lowercase DNS name without scheme, port, path or wildcard, e.g. pypi.org", clip(d))
 			}
 		}
-		for i, c := range a.w.Connectors {
+		for i, c := range aw.Connectors {
 			at := agentPath("connectors", i)
 			conn, ok := p.catalog[c.Name]
 			if !ok {
@@ -103,7 +108,7 @@ func checkAgents(p *pass) {
 			if !c.Sandbox {
 				continue
 			}
-			if a.w.Sandbox == "" {
+			if aw.Sandbox == "" {
 				p.report(codeAgentSandboxMissing, &a.item, at.with("sandbox"), false,
 					"sandbox: true gives code in the agent's sandbox the connector's placeholder, but the agent has no sandbox; add sandbox (e.g. daytona) to the agent")
 			}
@@ -118,7 +123,7 @@ func checkAgents(p *pass) {
 				}
 				continue
 			}
-			if a.w.Sandbox == "" {
+			if aw.Sandbox == "" {
 				continue
 			}
 			name := cn.obj().Name
@@ -253,19 +258,20 @@ func (p *pass) catalogNames() []string {
 
 // agentSandbox compiles an agent with a sandbox into a Sandbox of the plan.
 func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
-	if a.w.Sandbox == "" {
+	aw := a.wire()
+	if aw.Sandbox == "" {
 		return Sandbox{}, false
 	}
 	ns, _ := p.configNamespace()
 	s := Sandbox{
-		Name:   a.w.Name + "-" + a.w.Sandbox,
+		Name:   aw.Name + "-" + aw.Sandbox,
 		Source: a.obj(),
 		Pos:    a.doc.Pos,
-		Class:  a.w.Sandbox,
+		Class:  aw.Sandbox,
 		Image:  p.config.sandboxImage,
 	}
 	injected := map[string]bool{}
-	for _, c := range a.w.Connectors {
+	for _, c := range aw.Connectors {
 		conn, ok := p.catalog[c.Name]
 		if !ok || !c.Sandbox {
 			continue
@@ -303,7 +309,7 @@ func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
 			s.Env = append(s.Env, EnvVar{Name: conn.Env, Value: placeholder, Connection: cn.obj().Name})
 		}
 	}
-	for _, d := range a.w.AllowedDomains {
+	for _, d := range aw.AllowedDomains {
 		if hostname.MatchString(d) && !injected[d] && !slices.Contains(s.Proxy.Passthrough, d) {
 			s.Proxy.Passthrough = append(s.Proxy.Passthrough, d)
 		}
@@ -320,8 +326,9 @@ func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
 // planAgent lists an agent's resolved sandbox connectors for the Plan, in
 // the order agent.yaml writes them; s is the sandbox it compiled into.
 func (p *pass) planAgent(a *agent, s Sandbox) Agent {
-	out := Agent{Name: a.w.Name, Namespace: s.Namespace, Source: a.obj(), Pos: a.doc.Pos, Sandbox: a.w.Sandbox, Image: s.Image}
-	for _, c := range a.w.Connectors {
+	aw := a.wire()
+	out := Agent{Name: aw.Name, Namespace: s.Namespace, Source: a.obj(), Pos: a.doc.Pos, Sandbox: aw.Sandbox, Image: s.Image}
+	for _, c := range aw.Connectors {
 		conn, ok := p.catalog[c.Name]
 		if !ok || !c.Sandbox {
 			continue

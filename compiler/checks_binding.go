@@ -78,13 +78,14 @@ func checkSandboxNames(p *pass) {
 		}
 	}
 	for _, a := range p.agents {
-		if a.w.Sandbox == "" {
+		aw := a.wire()
+		if aw.Sandbox == "" {
 			continue
 		}
-		name := a.w.Name + "-" + a.w.Sandbox
+		name := aw.Name + "-" + aw.Sandbox
 		if err := CheckSandboxName(name); err != nil {
 			p.report(codeSandboxNameInvalid, &a.item, path{"name"}, false,
-				"the sandbox of agent %s is named %s, which render cannot use: %s; rename the agent or its sandbox", a.w.Name, name, err)
+				"the sandbox of agent %s is named %s, which render cannot use: %s; rename the agent or its sandbox", aw.Name, name, err)
 		}
 	}
 }
@@ -165,7 +166,8 @@ func checkUnbound(p *pass) {
 	}
 	bound := map[ref]bool{}
 	for _, a := range p.agents {
-		for _, c := range a.w.Connectors {
+		aw := a.wire()
+		for _, c := range aw.Connectors {
 			if cn, err := p.agentConnection(a, c.Connection); err == nil {
 				bound[cn.ref()] = true
 			}
@@ -186,7 +188,7 @@ func checkUnbound(p *pass) {
 
 func (c *sandboxClass) roles() []string {
 	var roles []string
-	for _, r := range c.w.Spec.Connections {
+	for _, r := range c.wire().Spec.Connections {
 		roles = append(roles, r.Role)
 	}
 	return roles

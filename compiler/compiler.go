@@ -415,8 +415,12 @@ func (v secretValue) err() error {
 
 type sandboxClass struct {
 	item
-	w *sandboxClassWire
+	// packed is the SandboxClass, packed: read it through wire.
+	packed packedAny[sandboxClassWire]
 }
+
+// wire returns the SandboxClass unpacked, a copy of its own.
+func (c *sandboxClass) wire() *sandboxClassWire { return c.packed.wire() }
 
 type owner struct {
 	item
@@ -563,13 +567,13 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 		}
 	case "SandboxClass":
 		c := &sandboxClass{item: it}
-		if c.w = decodeWire[sandboxClassWire](p, doc, &it); c.w != nil {
+		if c.packed = packedWire[sandboxClassWire](p, doc, &it); c.packed != "" {
 			p.keep(&it)
 			p.classes[c.ref()] = c
 		}
 	case schema.KindAgent:
 		a := &agent{item: it}
-		if a.w = decodeWire[agentWire](p, doc, &it); a.w != nil {
+		if a.packed = packedWire[agentWire](p, doc, &it); a.packed != "" {
 			p.agents = append(p.agents, a)
 		}
 	case "AgentRuntime", "ToolRegistry":
@@ -612,6 +616,19 @@ func (p *pass) decode(doc *source.Document, it *item, out any) bool {
 		return false
 	}
 	return true
+}
+
+// packedWire is the object Digest packed, else the document decoded and
+// packed (reported when it cannot be decoded); "" when it cannot be.
+func packedWire[T any](p *pass, doc *source.Document, it *item) packedAny[T] {
+	if d, ok := digestOfDoc(doc).decoded().(*anyDigest[T]); ok {
+		return d.p
+	}
+	w := new(T)
+	if !p.decode(doc, it, w) {
+		return ""
+	}
+	return packedAny[T](packAny(nil, w))
 }
 
 // decodeWire is the object Digest decoded, else the document decoded

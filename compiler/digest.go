@@ -45,8 +45,9 @@ func Digest(v *schema.Validator, opts Options) source.Digest {
 
 // digested is what Digest took of one document.
 type digested struct {
-	// wire is the decoded object: *connectionDigest, *sandboxClassWire,
-	// *agentWire, *ownerDigest or *secretDigest.
+	// wire is the object packed: *connectionDigest, *ownerDigest,
+	// *secretDigest, or an *anyDigest of a sandboxClassWire or an
+	// agentWire.
 	wire any
 	// more is what only some documents need, nil for the rest: a digest
 	// is kept for every document, so it is kept small (32 bytes).
@@ -113,16 +114,16 @@ func (dg *digested) DigestObject() (diag.Object, bool) {
 	case *connectionDigest:
 		m := w.p.metadata()
 		md = &m
-	case *sandboxClassWire:
-		md = &w.Metadata
+	case *anyDigest[sandboxClassWire]:
+		md = &w.p.wire().Metadata
 	case *ownerDigest:
 		m := w.p.metadata()
 		md = &m
 	case *secretDigest:
 		m := w.p.metadata()
 		md, apiVersion = &m, "v1"
-	case *agentWire:
-		return diag.Object{Kind: source.AgentKind, Name: w.Name}, true
+	case *anyDigest[agentWire]:
+		return diag.Object{Kind: source.AgentKind, Name: w.p.wire().Name}, true
 	default:
 		return diag.Object{}, false
 	}
@@ -169,6 +170,11 @@ type digestMore struct {
 // connectionDigest is a Connection, packed (see packedConnection).
 type connectionDigest struct {
 	p packedConnection
+}
+
+// anyDigest is an object of another wire type, packed (see packedAny).
+type anyDigest[T any] struct {
+	p packedAny[T]
 }
 
 // ownerDigest is an AgentRuntime or ToolRegistry, packed (see
@@ -229,12 +235,12 @@ func digestOf(v *schema.Validator, op schema.Operator, in *interner, d *source.D
 	case "SandboxClass":
 		var w sandboxClassWire
 		if err = d.Node.Decode(&w); err == nil {
-			dg.wire = packed(in, &w)
+			dg.wire = packedDigest(in, &w)
 		}
 	case schema.KindAgent:
 		var w agentWire
 		if err = d.Node.Decode(&w); err == nil {
-			dg.wire = packed(in, &w)
+			dg.wire = packedDigest(in, &w)
 		}
 	case "AgentRuntime", "ToolRegistry":
 		sp, _ := child(d.Node, "spec")

@@ -1,7 +1,6 @@
 package compiler
 
 import (
-	"reflect"
 	"sync"
 
 	"go.yaml.in/yaml/v3"
@@ -46,21 +45,13 @@ func (in *interner) str(s string) string {
 	return s
 }
 
-// interned returns the interned copy of s, if there is one. The caller
-// holds in.mu.
-func (in *interner) interned(s string) (string, bool) {
-	v, ok := in.m[s]
-	return v, ok
-}
-
-// packed returns a copy of *x in the slab, with every string, slice and
-// pointer its exported fields hold copied there too (see slab.pack).
-func packed[T any](in *interner, x *T) *T {
+// packedDigest returns an anyDigest in in's slab, of *x packed into the
+// slab's bytes (see packedAny).
+func packedDigest[T any](in *interner, x *T) *anyDigest[T] {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	p := slabNew(&in.sl, *x)
-	in.sl.pack(reflect.ValueOf(p).Elem(), in.interned)
-	return p
+	in.buf = packAny(in.buf[:0], x)
+	return slabNew(&in.sl, anyDigest[T]{p: packedAny[T](in.sl.strOf(in.buf))})
 }
 
 // scalar interns the value of n when it is a scalar.

@@ -3,6 +3,7 @@ package compiler
 import (
 	"encoding/binary"
 	"maps"
+	"reflect"
 	"slices"
 )
 
@@ -391,4 +392,87 @@ func (po packedOwner) wire() *bindingOwnerWire {
 func (po packedOwner) metadata() metadata {
 	u := unpacker{s: string(po)}
 	return metadata{Name: u.str(), Namespace: u.str()}
+}
+
+// packedAny is an object of a wire type packed by reflection (see
+// packValue), for the kinds the checks read a few times each: agents and
+// SandboxClasses. The hand-written packings above are for the kinds read
+// in every check, where unpacking by reflection would cost.
+type packedAny[T any] string
+
+// packAny appends *x packed to buf and returns the result.
+func packAny[T any](buf []byte, x *T) []byte {
+	p := packer{buf: buf, start: len(buf)}
+	p.value(reflect.ValueOf(x).Elem())
+	return p.buf
+}
+
+// value writes v, field by exported field, in the layout packedConnection
+// describes; a bool is an optional byte's flag. A kind no wire type holds
+// panics, which TestPackedAnyRoundTrip would show first.
+func (p *packer) value(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.String:
+		p.str(v.String())
+	case reflect.Bool:
+		p.optional(v.Bool())
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				p.value(v.Field(i))
+			}
+		}
+	case reflect.Slice:
+		p.list(v.IsNil(), v.Len())
+		for i := range v.Len() {
+			p.value(v.Index(i))
+		}
+	case reflect.Pointer:
+		if p.optional(!v.IsNil()) {
+			p.value(v.Elem())
+		}
+	default:
+		panic("compiler: packAny cannot pack a " + v.Kind().String())
+	}
+}
+
+// wire returns the object unpacked, a copy of its own whose strings are
+// substrings of pa.
+func (pa packedAny[T]) wire() *T {
+	u := unpacker{s: string(pa)}
+	x := new(T)
+	u.value(reflect.ValueOf(x).Elem())
+	return x
+}
+
+// value reads into v, which must be settable, what packer.value wrote.
+func (u *unpacker) value(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(u.str())
+	case reflect.Bool:
+		v.SetBool(u.optional())
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				u.value(v.Field(i))
+			}
+		}
+	case reflect.Slice:
+		if n, ok := u.list(); ok {
+			s := reflect.MakeSlice(v.Type(), n, n)
+			for i := range n {
+				u.value(s.Index(i))
+			}
+			v.Set(s)
+		}
+	case reflect.Pointer:
+		if u.optional() {
+			e := reflect.New(v.Type().Elem())
+			u.value(e.Elem())
+			v.Set(e)
+		}
+	default:
+		panic("compiler: packAny cannot unpack a " + v.Kind().String())
+	}
 }

@@ -193,3 +193,37 @@ func TestPackedOwnerRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// TestPackedAnyRoundTrip: an agent and a SandboxClass, packed by
+// reflection, unpack to what was packed, every field set (a field of a
+// kind packAny cannot pack panics in fill first), none set, and lists
+// empty rather than absent.
+func TestPackedAnyRoundTrip(t *testing.T) {
+	roundTrip := func(t *testing.T, x any, wire func() any, packed string) {
+		t.Helper()
+		got := wire()
+		if !reflect.DeepEqual(got, x) {
+			t.Fatalf("unpacked %+v\npacked   %+v", got, x)
+		}
+		substringsOf(t, "", reflect.ValueOf(got).Elem(), packed)
+	}
+	var fullAgent agentWire
+	fill(reflect.ValueOf(&fullAgent).Elem(), new(int), nil)
+	emptyAgent := agentWire{AllowedDomains: []string{}, SandboxOptions: struct {
+		Setup []string `yaml:"setup"`
+	}{Setup: []string{}}}
+	for name, w := range map[string]agentWire{"every field": fullAgent, "none": {}, "empty lists": emptyAgent} {
+		t.Run("agent/"+name, func(t *testing.T) {
+			pa := packedAny[agentWire](packAny(nil, &w))
+			roundTrip(t, &w, func() any { return pa.wire() }, string(pa))
+		})
+	}
+	var fullClass sandboxClassWire
+	fill(reflect.ValueOf(&fullClass).Elem(), new(int), nil)
+	for name, w := range map[string]sandboxClassWire{"every field": fullClass, "none": {}} {
+		t.Run("class/"+name, func(t *testing.T) {
+			pa := packedAny[sandboxClassWire](packAny(nil, &w))
+			roundTrip(t, &w, func() any { return pa.wire() }, string(pa))
+		})
+	}
+}

@@ -60,7 +60,7 @@ func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
 		Class:     class,
 	}
 	if c := p.classes[ref{o.ns, class}]; c != nil {
-		s.Image = c.w.Spec.Image
+		s.Image = c.wire().Spec.Image
 	}
 	s.Proxy = config.Config{
 		APIVersion: config.APIVersion,

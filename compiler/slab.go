@@ -19,8 +19,9 @@ import (
 // trees are freed whole.
 //
 // Strings go into byte blocks, which hold no pointers and cost the
-// collector nothing to scan; every other value into a block of its own
-// type. A block is never written again where it was handed out: a string
+// collector nothing to scan, and so do the objects the digests keep,
+// each packed into one string (packed.go); every other value (the digests
+// themselves) into a block of its own type. A block is never written again where it was handed out: a string
 // is never modified, and a slice is handed out with its capacity cut to
 // its length, so an append copies it elsewhere. A slab is not safe for
 // concurrent use: the interner holds it under its lock.
@@ -75,48 +76,6 @@ func (sl *slab) slice(t reflect.Type, n int) reflect.Value {
 	l := b.Len()
 	sl.blocks[t] = b.Slice(0, l+n)
 	return b.Slice3(l, l+n, l+n)
-}
-
-// pack rewrites v, which must be settable, so that every string, slice
-// and pointer it holds, at any depth, is a copy in the slab. Unexported
-// fields, maps and interfaces are left as they are: the decoded objects
-// the digests keep have exported fields only, and maps only for the
-// annotations that few documents carry. keep returns the copy to use for
-// a string instead of the slab's, when it has one (an interned string).
-func (sl *slab) pack(v reflect.Value, keep func(string) (string, bool)) {
-	switch v.Kind() {
-	case reflect.String:
-		s := v.String()
-		if k, ok := keep(s); ok {
-			v.SetString(k)
-		} else {
-			v.SetString(sl.str(s))
-		}
-	case reflect.Struct:
-		for i := range v.NumField() {
-			if f := v.Field(i); f.CanSet() {
-				sl.pack(f, keep)
-			}
-		}
-	case reflect.Slice:
-		if v.IsNil() {
-			return
-		}
-		c := sl.slice(v.Type(), v.Len())
-		reflect.Copy(c, v)
-		for i := range c.Len() {
-			sl.pack(c.Index(i), keep)
-		}
-		v.Set(c)
-	case reflect.Pointer:
-		if v.IsNil() {
-			return
-		}
-		c := sl.slice(reflect.SliceOf(v.Type().Elem()), 1).Index(0)
-		c.Set(v.Elem())
-		sl.pack(c, keep)
-		v.Set(c.Addr())
-	}
 }
 
 // slabNew returns a pointer to a copy of x in sl.

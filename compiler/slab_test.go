@@ -93,9 +93,9 @@ func packedValue(in *interner, p reflect.Value) reflect.Value {
 	case *connectionWire:
 		return reflect.ValueOf(in.connection(w).p.wire())
 	case *sandboxClassWire:
-		return reflect.ValueOf(packed(in, w))
+		return reflect.ValueOf(packedDigest(in, w).p.wire())
 	case *agentWire:
-		return reflect.ValueOf(packed(in, w))
+		return reflect.ValueOf(packedDigest(in, w).p.wire())
 	case *bindingOwnerWire:
 		return reflect.ValueOf(in.owner(w).p.wire())
 	}
