@@ -624,20 +624,17 @@ func packedWire[T any](p *pass, doc *source.Document, it *item) packedAny[T] {
 	if d, ok := digestOfDoc(doc).decoded().(*anyDigest[T]); ok {
 		return d.p
 	}
-	w := new(T)
-	if !p.decode(doc, it, w) {
+	w := decodeWire[T](p, doc, it)
+	if w == nil {
 		return ""
 	}
 	return packedAny[T](packAny(nil, w))
 }
 
-// decodeWire is the object Digest decoded, else the document decoded
-// (reported when it cannot be); nil when it cannot be. The object is
-// shared with the digest: it is only read.
+// decodeWire is the document decoded, for an object whose digest holds
+// none (its tree was kept); it is reported when it cannot be decoded, and
+// nil then.
 func decodeWire[T any](p *pass, doc *source.Document, it *item) *T {
-	if w, ok := digestOfDoc(doc).decoded().(*T); ok {
-		return w
-	}
 	w := new(T)
 	if !p.decode(doc, it, w) {
 		return nil
@@ -787,7 +784,7 @@ func (p *pass) diagnostic(code string, it *item, pos diag.Pos, fieldPath, msg st
 	return d
 }
 
-// decoded is the decoded object Digest kept, nil when none.
+// decoded is the object Digest kept, packed, nil when none.
 func (dg *digested) decoded() any {
 	if dg == nil {
 		return nil

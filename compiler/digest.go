@@ -15,8 +15,8 @@ import (
 
 // Digest returns what source.Options.Digest takes: for each document as
 // the loader parses it, on the loader's workers, what Compile needs of it
-// (its schema findings, and for the kinds the checks read, the decoded
-// object), so that the loader can drop the node trees of the documents
+// (its schema findings, and for the kinds the checks read, the object
+// packed: see packedConnection), so that the loader can drop the node trees of the documents
 // most repositories are made of. The trees of the rest stay: a kind the
 // operator's schemas also check (those depend on the Config's operator
 // version, read later), a Config, what declares a Secret in other ways,
@@ -105,7 +105,7 @@ func kindIndex(k schema.Kind) (i uint8, ok bool) {
 // schemaKind is the keyhole kind the digest records, "" for none.
 func (dg *digested) schemaKind() schema.Kind { return digestKinds[dg.kind] }
 
-// DigestObject says what the document is, from its decoded object, for
+// DigestObject says what the document is, from its packed object, for
 // the loader (source.ObjectDigest): ok is false when there is none.
 func (dg *digested) DigestObject() (diag.Object, bool) {
 	var md *metadata
