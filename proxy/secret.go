@@ -115,11 +115,48 @@ const stableAfter = 2 * time.Second
 // trailing "\n" trimmed; it must then be what config.HeaderValue takes
 // (non-empty, no CR, LF, NUL or other control character but tab), or the
 // error wraps ErrCredentialUnavailable.
+//
+// A key the kubelet is rotating is read again when it looks absent: the
+// kubelet swaps ..data to the new timestamped directory and then removes
+// the old one, so a lookup that resolved ..data just before the swap can
+// find the old directory gone (ENOENT) although the key is there. The
+// next resolution follows the new ..data.
 func (d SecretDir) Lookup(secret, key string) (Secret, error) {
 	if config.CheckSecretName(secret) != nil || config.CheckSecretKey(key) != nil {
 		return Secret{}, fmt.Errorf("%w: invalid secret or key name", ErrCredentialUnavailable)
 	}
 	path := filepath.Join(d.Dir, secret, key)
+	var v Secret
+	var err error
+	for range lookupAttempts {
+		if v, err = d.lookup(path, secret, key); !errors.As(err, new(*notMountedError)) {
+			break
+		}
+	}
+	return v, err
+}
+
+// lookupAttempts is how many times Lookup reads a key that looks absent:
+// a lookup that loses the race with a swap once is unlucky, and three
+// times in a row it would have to lose it to three rotations.
+const lookupAttempts = 3
+
+// notMountedError says a key's file is not there; it wraps
+// ErrCredentialUnavailable.
+type notMountedError struct{ secret, key string }
+
+func (e *notMountedError) Error() string {
+	return fmt.Sprintf("%v: key %q of secret %q is not mounted", ErrCredentialUnavailable, e.key, e.secret)
+}
+
+func (e *notMountedError) Unwrap() error { return ErrCredentialUnavailable }
+
+// notMounted is the error of a key whose file is not there.
+func notMounted(secret, key string) error { return &notMountedError{secret: secret, key: key} }
+
+// lookup is one reading of path, from the inotify cache, else the stat
+// cache, else the file.
+func (d SecretDir) lookup(path, secret, key string) (Secret, error) {
 	if d.watch != nil {
 		if v, err, ok := d.watch.lookup(path, secret, key); ok {
 			return v, err
@@ -131,7 +168,7 @@ func (d SecretDir) Lookup(secret, key string) (Secret, error) {
 	fi, err := os.Stat(path)
 	if err != nil || !fi.Mode().IsRegular() {
 		d.cache.drop(path)
-		return Secret{}, fmt.Errorf("%w: key %q of secret %q is not mounted", ErrCredentialUnavailable, key, secret)
+		return Secret{}, notMounted(secret, key)
 	}
 	if c, ok := d.cache.get(path); ok && os.SameFile(c.fi, fi) && c.fi.Size() == fi.Size() && c.fi.ModTime().Equal(fi.ModTime()) {
 		return c.val, nil
@@ -173,7 +210,7 @@ func (c *secretCache) drop(path string) {
 func readSecret(path, secret, key string) (Secret, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return Secret{}, fmt.Errorf("%w: key %q of secret %q is not mounted", ErrCredentialUnavailable, key, secret)
+		return Secret{}, notMounted(secret, key)
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxSecretSize+1))

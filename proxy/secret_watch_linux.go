@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -76,7 +75,7 @@ func (w *secretWatch) lookup(path, secret, key string) (Secret, error, bool) {
 	keyDir := filepath.Dir(path)
 	cacheable := w.add(filepath.Dir(keyDir), watchDirMask) && w.add(keyDir, watchDirMask)
 	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
-		return Secret{}, fmt.Errorf("%w: key %q of secret %q is not mounted", ErrCredentialUnavailable, key, secret), true
+		return Secret{}, notMounted(secret, key), true
 	}
 	// Only a file in the key's directory or one below it (plain files, or
 	// the kubelet's ..<timestamp>/<key>) is cached: a link that leaves the
