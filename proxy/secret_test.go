@@ -537,3 +537,50 @@ func BenchmarkSecretDirLookupCached(b *testing.B) {
 		})
 	}
 }
+
+// TestSecretRotationConcurrent: lookups that race the kubelet's rotations
+// never find the key absent, whichever cache serves them. The kubelet
+// removes the old timestamped directory right after swapping ..data, so a
+// lookup that resolved ..data just before finds it gone; Lookup reads the
+// key again rather than refusing the request.
+func TestSecretRotationConcurrent(t *testing.T) {
+	for name, d := range map[string]func(string) SecretDir{
+		"no cache":   func(dir string) SecretDir { return SecretDir{Dir: dir} },
+		"stat cache": newStatSecretDir,
+		"default":    NewSecretDir,
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			sd := d(dir)
+			k := newKubeSecret(t, filepath.Join(dir, "busy"))
+			k.write(map[string]string{"token": "t-000"})
+			stop := make(chan struct{})
+			errs := make(chan error, 4)
+			for range 4 {
+				go func() {
+					for {
+						select {
+						case <-stop:
+							errs <- nil
+							return
+						default:
+						}
+						if s, err := sd.Lookup("busy", "token"); err != nil || !strings.HasPrefix(s.Reveal(), "t-") {
+							errs <- fmt.Errorf("lookup during rotation: %q, %v", s.Reveal(), err)
+							return
+						}
+					}
+				}()
+			}
+			for i := 1; i <= 200; i++ {
+				k.write(map[string]string{"token": fmt.Sprintf("t-%03d", i)})
+			}
+			close(stop)
+			for range 4 {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
