@@ -554,33 +554,48 @@ func TestSecretRotationConcurrent(t *testing.T) {
 			sd := d(dir)
 			k := newKubeSecret(t, filepath.Join(dir, "busy"))
 			k.write(map[string]string{"token": "t-000"})
-			stop := make(chan struct{})
-			errs := make(chan error, 4)
-			for range 4 {
-				go func() {
-					for {
-						select {
-						case <-stop:
-							errs <- nil
-							return
-						default:
-						}
-						if s, err := sd.Lookup("busy", "token"); err != nil || !strings.HasPrefix(s.Reveal(), "t-") {
-							errs <- fmt.Errorf("lookup during rotation: %q, %v", s.Reveal(), err)
-							return
-						}
-					}
-				}()
-			}
-			for i := 1; i <= 200; i++ {
-				k.write(map[string]string{"token": fmt.Sprintf("t-%03d", i)})
-			}
-			close(stop)
-			for range 4 {
-				if err := <-errs; err != nil {
-					t.Fatal(err)
+			raceRotations(t, sd, k, 200, nil)
+		})
+	}
+}
+
+// raceRotations rotates k's token n times (t-001 on) while 4 goroutines
+// look it up through d, and fails if one of them ever finds it absent or
+// not one of k's values. after, when set, runs after each rotation, on
+// the test's goroutine.
+func raceRotations(t *testing.T, d SecretDir, k *kubeSecret, n int, after func(i int, v string)) {
+	t.Helper()
+	stop := make(chan struct{})
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			for {
+				select {
+				case <-stop:
+					errs <- nil
+					return
+				default:
+				}
+				if s, err := d.Lookup("busy", "token"); err != nil || !strings.HasPrefix(s.Reveal(), "t-") {
+					errs <- fmt.Errorf("lookup during rotation: %q, %v", s.Reveal(), err)
+					return
 				}
 			}
-		})
+		}()
+	}
+	defer func() {
+		for range 4 {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	defer close(stop)
+	for i := 1; i <= n; i++ {
+		v := fmt.Sprintf("t-%03d", i)
+		k.write(map[string]string{"token": v})
+		if after != nil {
+			after(i, v)
+		}
 	}
 }

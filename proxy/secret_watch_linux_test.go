@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -96,39 +95,12 @@ func TestSecretWatch(t *testing.T) {
 	t.Run("concurrent lookups during rotations", func(t *testing.T) {
 		k := newKubeSecret(t, filepath.Join(dir, "busy"))
 		k.write(map[string]string{"token": "t-000"})
-		stop := make(chan struct{})
-		errs := make(chan error, 4)
-		for range 4 {
-			go func() {
-				for {
-					select {
-					case <-stop:
-						errs <- nil
-						return
-					default:
-					}
-					if s, err := d.Lookup("busy", "token"); err != nil || !strings.HasPrefix(s.Reveal(), "t-") {
-						errs <- fmt.Errorf("lookup during rotation: %q, %v", s.Reveal(), err)
-						return
-					}
-				}
-			}()
-		}
-		for i := 1; i <= 100; i++ {
-			v := fmt.Sprintf("t-%03d", i)
-			k.write(map[string]string{"token": v})
+		raceRotations(t, d, k, 100, func(i int, v string) {
 			// This goroutine's next lookup comes after the swap.
 			if s, err := d.Lookup("busy", "token"); err != nil || s.Reveal() != v {
-				close(stop)
 				t.Fatalf("after rotation %d: %q, %v", i, s.Reveal(), err)
 			}
-		}
-		close(stop)
-		for range 4 {
-			if err := <-errs; err != nil {
-				t.Fatal(err)
-			}
-		}
+		})
 	})
 }
 
