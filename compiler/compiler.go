@@ -78,9 +78,11 @@ type Result struct {
 
 // Unit is one deploy unit's plan.
 type Unit struct {
-	// Name is the kustomization root's directory as reported, or "" for
-	// the files read outside any kustomization.
-	Name string
+	// Unit is the deploy unit: its Name is how the user names it (a
+	// kustomization root's directory as reported, a Flux Kustomization
+	// as flux:NS/NAME, "" for the files read outside any kustomization),
+	// its Dir where render -o writes it among several.
+	source.Unit
 	Plan Plan
 }
 
@@ -100,7 +102,7 @@ func Compile(docs []*source.Document, v *schema.Validator, opts Options) Result 
 	opts.DefaultNamespace = cmp.Or(opts.DefaultNamespace, "default")
 	catalog, catErr := schema.Catalog()
 	var configs []*source.Document
-	byUnit := map[string][]*source.Document{}
+	byUnit := map[*source.Unit][]*source.Document{}
 	for _, d := range docs {
 		if d.Node == nil && !d.Released() {
 			continue
@@ -111,9 +113,9 @@ func Compile(docs []*source.Document, v *schema.Validator, opts Options) Result 
 		}
 		byUnit[d.Unit()] = append(byUnit[d.Unit()], d)
 	}
-	names := slices.Sorted(maps.Keys(byUnit))
+	names := slices.SortedFunc(maps.Keys(byUnit), func(a, b *source.Unit) int { return cmp.Compare(a.Name, b.Name) })
 	if len(names) == 0 {
-		names = []string{source.LooseUnit} // a Config alone is still checked
+		names = []*source.Unit{source.LooseUnitValue()} // a Config alone is still checked
 	}
 	counted := diag.NewPosSet()
 	for _, d := range configs {
@@ -176,10 +178,10 @@ func Compile(docs []*source.Document, v *schema.Validator, opts Options) Result 
 	for _, p := range passes {
 		p.settleSecrets()
 		for i := range p.diags {
-			p.diags[i].Units = []string{p.unit}
+			p.diags[i].Units = []string{p.unit.Name}
 		}
 		all = append(all, p.diags...)
-		res.Units = append(res.Units, Unit{Name: p.unit, Plan: p.plan})
+		res.Units = append(res.Units, Unit{Unit: *p.unit, Plan: p.plan})
 	}
 	if len(res.Units) == 1 {
 		res.Plan = res.Units[0].Plan
@@ -434,7 +436,7 @@ func (o *owner) wire() *bindingOwnerWire { return o.packed.wire() }
 
 // pass is the state of the compilation of one deploy unit.
 type pass struct {
-	unit  string
+	unit  *source.Unit
 	opts  Options
 	diags diag.List
 	// units are every unit's pass, this one's included, in order of
@@ -702,7 +704,7 @@ func (p *pass) secretOf(c *connection) (*secret, ref) {
 		return s, r
 	}
 	for _, o := range p.units {
-		if s := o.secrets[r]; s != nil && o != p {
+		if s := o.secrets[r]; s != nil && o != p && o.unit.Cluster == p.unit.Cluster {
 			s.read = true
 			return s, r
 		}

@@ -168,11 +168,11 @@ func (p *pass) duplicateMessage(what string, prevDoc *source.Document, it *item)
 }
 
 // unitPhrase names a deploy unit in a message.
-func unitPhrase(unit string) string {
-	if unit == source.LooseUnit {
+func unitPhrase(unit *source.Unit) string {
+	if unit.Loose() {
 		return "the files read outside any kustomization (one deploy unit)"
 	}
-	return "deploy unit " + unit
+	return "deploy unit " + unit.Name
 }
 
 // differences lists, in order, the field paths (at most three levels

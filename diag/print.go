@@ -16,6 +16,46 @@ type Summary struct {
 	// Units names the deploy units checked, sorted; "" is the files read
 	// outside any kustomization.
 	Units []string
+	// Built says, for each unit checked, in the order of Units, what
+	// declared it and how many documents it holds: the coverage a reader
+	// of a green run needs to trust it.
+	Built []BuiltUnit
+}
+
+// BuiltUnit is one deploy unit checked.
+type BuiltUnit struct {
+	Name string `json:"name"`
+	// Source is what declared it: flux, kustomization or loose.
+	Source    string `json:"source"`
+	Documents int    `json:"documents"`
+}
+
+// unitsLine says how many deploy units were checked and from what: "3
+// deploy units: 2 Flux Kustomizations, 1 kustomization root"; empty when
+// the only unit is the loose files (nothing was built).
+func unitsLine(sum Summary) string {
+	bySource := map[string]int{}
+	for _, u := range sum.Built {
+		bySource[u.Source]++
+	}
+	if len(sum.Built) == 0 || len(bySource) == 1 && bySource["loose"] > 0 {
+		return ""
+	}
+	var parts []string
+	for _, s := range []struct{ source, one, many string }{
+		{"flux", "Flux Kustomization", "Flux Kustomizations"},
+		{"kustomization", "kustomization root", "kustomization roots"},
+	} {
+		if n := bySource[s.source]; n == 1 {
+			parts = append(parts, "1 "+s.one)
+		} else if n > 1 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, s.many))
+		}
+	}
+	if bySource["loose"] > 0 {
+		parts = append(parts, "the loose files")
+	}
+	return plural(len(sum.Built), "deploy unit") + " checked: " + strings.Join(parts, ", ")
 }
 
 // Skipped counts the inputs a check skipped, from its diagnostics.

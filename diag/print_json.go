@@ -31,14 +31,15 @@ type jsonDiagnostic struct {
 // jsonSummary counts what was checked and found. Errors, warnings and
 // info count the unsuppressed diagnostics, as the exit status does.
 type jsonSummary struct {
-	Documents  int      `json:"documents"`
-	Objects    int      `json:"objects"`
-	Errors     int      `json:"errors"`
-	Warnings   int      `json:"warnings"`
-	Info       int      `json:"info"`
-	Suppressed int      `json:"suppressed"`
-	Skipped    Skipped  `json:"skipped"`
-	Units      []string `json:"units"`
+	Documents  int         `json:"documents"`
+	Objects    int         `json:"objects"`
+	Errors     int         `json:"errors"`
+	Warnings   int         `json:"warnings"`
+	Info       int         `json:"info"`
+	Suppressed int         `json:"suppressed"`
+	Skipped    Skipped     `json:"skipped"`
+	Units      []string    `json:"units"`
+	Built      []BuiltUnit `json:"built"`
 }
 
 type jsonPrinter struct{}
@@ -54,10 +55,14 @@ func (jsonPrinter) Print(w io.Writer, ds List, sum Summary, _ map[string]Rule) e
 			Info:      ds.Count(Info),
 			Skipped:   sum.Skipped,
 			Units:     sum.Units,
+			Built:     sum.Built,
 		},
 	}
 	if r.Summary.Units == nil {
 		r.Summary.Units = []string{}
+	}
+	if r.Summary.Built == nil {
+		r.Summary.Built = []BuiltUnit{}
 	}
 	for _, d := range sorted(ds) {
 		if d.Suppressed != "" {

@@ -24,6 +24,18 @@ func (p textPrinter) Print(w io.Writer, ds List, sum Summary, _ map[string]Rule)
 			ew.printf("%s\n", textLine(d))
 		}
 	}
+	if line := unitsLine(sum); line != "" {
+		ew.printf("%s\n", line)
+		if p.verbose {
+			for _, u := range sum.Built {
+				name := u.Name
+				if name == "" {
+					name = "(loose files)"
+				}
+				ew.printf("  %s (%s): %s\n", name, u.Source, plural(u.Documents, "document"))
+			}
+		}
+	}
 	if line := skippedLine(ds, sum, p.verbose); line != "" {
 		ew.printf("%s\n", line)
 	}

@@ -51,8 +51,8 @@ type Document struct {
 // build, has in common. A Document is kept for every document of the
 // input, so what all of a file's share is kept once, not in each.
 type sharedFrom struct {
-	// unit names the deploy unit (see Document.Unit).
-	unit string
+	// unit is the deploy unit (see Document.Unit).
+	unit *Unit
 	// walked says the documents were found by walking a directory (see
 	// Document.Walked).
 	walked bool
@@ -66,13 +66,12 @@ type sharedFrom struct {
 	where map[*yaml.Node]placed
 }
 
-// Unit names the deploy unit the document belongs to (see
-// docs/inputs.md): the directory of the kustomization root that built it,
-// as reported ("apps/production"), or LooseUnit for a file read on its
-// own.
-func (d *Document) Unit() string {
-	if d.from == nil {
-		return LooseUnit
+// Unit is the deploy unit the document belongs to (see docs/inputs.md):
+// the kustomization root or engine object that built it, or the loose
+// files' unit for a file read on its own. It is never nil.
+func (d *Document) Unit() *Unit {
+	if d.from == nil || d.from.unit == nil {
+		return looseUnit
 	}
 	return d.from.unit
 }
@@ -92,9 +91,9 @@ func (d *Document) placedAt(n *yaml.Node) (placed, bool) {
 	return p, ok
 }
 
-// LooseUnit is the Unit of the documents read from files outside any
-// kustomization: all of them, whatever path named them, are one deploy
-// unit.
+// LooseUnit is the Name of the unit of the documents read from files
+// outside any kustomization: all of them, whatever path named them, are
+// one deploy unit.
 const LooseUnit = ""
 
 // AgentKind is the Kind that Object reports for an agent.yaml file, which

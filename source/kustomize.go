@@ -140,11 +140,24 @@ type metadataFS struct {
 	refused     *remoteRefused
 	// budget counts the objects the build has read (kustomize_budget.go).
 	budget *buildBudget
+	// kfile, when set, reads as kdata: the root kustomization an engine
+	// generates (see buildOptions).
+	kfile string
+	kdata []byte
+}
+
+// Exists is true of the generated root kustomization too.
+func (f metadataFS) Exists(path string) bool {
+	return (f.kfile != "" && filepath.Clean(path) == f.kfile) || f.FileSystem.Exists(path)
 }
 
 // ReadFile adds the build metadata to the root kustomization file, and
 // refuses what the loader would refuse to expand.
 func (f metadataFS) ReadFile(path string) ([]byte, error) {
+	if f.kfile != "" && filepath.Clean(path) == f.kfile {
+		f.read[path] = f.kdata
+		return withBuildMetadata(f.kdata), nil
+	}
 	if fi, err := f.fsys.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Size() > f.maxSize {
 		return nil, fmt.Errorf("'%s': file too large: %d bytes, over the limit of %d bytes", path, fi.Size(), f.maxSize)
 	}
@@ -229,7 +242,7 @@ func explicitNulls(n *yaml.Node) {
 
 // runKustomize builds the kustomization in dir (absolute) as `kubectl
 // kustomize` would by default: plugins off, loads restricted to the
-// kustomization's root, no managed-by label. A panic inside kustomize is
+// kustomization's root unless bo says otherwise, no managed-by label. A panic inside kustomize is
 // an error: no input may crash keyhole.
 //
 // It also returns the files kustomize read, by path.
@@ -237,9 +250,31 @@ func explicitNulls(n *yaml.Node) {
 // Unless allowRemote, a kustomization naming a remote base (here or in a
 // base) stops the build before kustomize fetches anything, and the error
 // is a *remoteRefused.
-func runKustomize(fsys fileSystem, dir string, maxSize int64, allowRemote bool) kustomizeRun {
-	m, read, err := kustomize(fsys, dir, maxSize, allowRemote)
+func runKustomize(fsys fileSystem, dir string, bo buildOptions) kustomizeRun {
+	m, read, err := kustomize(fsys, dir, bo)
 	return kustomizeRun{m: m, read: read, err: err}
+}
+
+// buildOptions are how the loader builds a kustomization root: as
+// kubectl kustomize does, except that in a repository Flux deploys (one
+// holding Flux Kustomizations) loads are not restricted to the root, as
+// kustomize-controller builds.
+func (l *loader) buildOptions() buildOptions {
+	return buildOptions{maxSize: l.opts.MaxFileSize, allowRemote: l.opts.AllowRemoteBases, unrestricted: len(l.flux) > 0}
+}
+
+// buildOptions are what a build of one directory is told.
+type buildOptions struct {
+	maxSize     int64
+	allowRemote bool
+	// unrestricted lets the build read files outside its directory, as
+	// kustomize-controller builds (LoadRestrictionsNone).
+	unrestricted bool
+	// kfile and kdata, when set, are the root kustomization file and what
+	// it reads as: the one a GitOps engine generates or rewrites, which
+	// the repository does not hold as such.
+	kfile string
+	kdata []byte
 }
 
 // kustomizeRun is what runKustomize returns.
@@ -250,7 +285,8 @@ type kustomizeRun struct {
 }
 
 // kustomize is runKustomize's work.
-func kustomize(fsys fileSystem, dir string, maxSize int64, allowRemote bool) (m resmap.ResMap, read map[string][]byte, err error) {
+func kustomize(fsys fileSystem, dir string, bo buildOptions) (m resmap.ResMap, read map[string][]byte, err error) {
+	maxSize, allowRemote := bo.maxSize, bo.allowRemote
 	defer func() {
 		if r := recover(); r != nil {
 			m, read, err = nil, nil, errors.New("kustomize failed on this input")
@@ -261,7 +297,8 @@ func kustomize(fsys fileSystem, dir string, maxSize int64, allowRemote bool) (m 
 		return nil, nil, err
 	}
 	read = map[string][]byte{}
-	mfs := metadataFS{FileSystem: fs, fsys: fsys, maxSize: maxSize, read: read, allowRemote: allowRemote, refused: &remoteRefused{}, budget: &buildBudget{}}
+	mfs := metadataFS{FileSystem: fs, fsys: fsys, maxSize: maxSize, read: read, allowRemote: allowRemote, refused: &remoteRefused{}, budget: &buildBudget{},
+		kfile: bo.kfile, kdata: bo.kdata}
 	roots := []string{dir}
 	if cd, _, err := fs.CleanedAbs(dir); err == nil {
 		roots = append(roots, string(cd))
@@ -273,6 +310,9 @@ func kustomize(fsys fileSystem, dir string, maxSize int64, allowRemote bool) (m 
 	}
 	opts := krusty.MakeDefaultOptions()
 	opts.AddManagedbyLabel = false
+	if bo.unrestricted {
+		opts.LoadRestrictions = types.LoadRestrictionsNone
+	}
 	m, err = krusty.MakeKustomizer(opts).Run(mfs, dir)
 	if err != nil && mfs.refused.entry != nil {
 		return nil, read, mfs.refused
@@ -292,33 +332,43 @@ func kustomize(fsys fileSystem, dir string, maxSize int64, allowRemote bool) (m 
 // other tool's business, and one InputSkipped note says so instead of an
 // error (docs/inputs.md).
 //
-// Its documents, and its diagnostics, belong to the deploy unit named
-// after the directory.
+// Its documents, and its diagnostics, belong to the deploy unit the
+// kustomization root makes.
 func (l *loader) buildKustomization(named, dir string, walked bool) {
-	l.buildKustomizationFrom(named, dir, walked, nil)
+	l.buildKustomizationFrom(l.rootUnit(named, dir), named, dir, walked, nil)
 }
 
-// buildKustomizationFrom is buildKustomization with kustomize's build of
-// dir already run, when pre is not nil (see prefetch).
-func (l *loader) buildKustomizationFrom(named, dir string, walked bool, pre *kustomizeRun) {
-	if l.seen[dir] {
+// rootUnit is the unit of the kustomization root dir (absolute), named as
+// named.
+func (l *loader) rootUnit(named, dir string) *Unit {
+	return kustomizationUnit(l.display(named, dir), dir, l.under(named, dir, kustomizationFile(l.fsys, dir)))
+}
+
+// buildKustomizationFrom is buildKustomization of unit u with kustomize's
+// build of dir already run, when pre is not nil (see prefetch).
+func (l *loader) buildKustomizationFrom(u *Unit, named, dir string, walked bool, pre *kustomizeRun) {
+	if l.seen[dir] && u.Source == UnitKustomization {
 		return
 	}
 	l.seen[dir] = true
-	unit := l.display(named, dir)
 	d0 := len(l.diags)
 	defer func() {
 		for i := d0; i < len(l.diags); i++ {
-			l.diags[i].Units = []string{unit}
+			l.diags[i].Units = []string{u.Name}
 		}
 	}()
 	b := &build{l: l, named: named, root: dir, files: map[string]*parsedFile{}, kusts: map[string]*kustPatches{},
-		from: &sharedFrom{unit: unit, walked: walked, where: map[*yaml.Node]placed{}}}
+		from: &sharedFrom{unit: u, walked: walked, where: map[*yaml.Node]placed{}}}
 	b.kfile = kustomizationFile(l.fsys, dir)
 	b.kname = b.display(b.kfile)
+	if b.kfile == "" {
+		// An engine's unit on a path with no kustomization: what is
+		// wrong in the build is the engine object's.
+		b.kname = u.Decl.File
+	}
 	kname := b.kname
 	if pre == nil {
-		run := runKustomize(l.fsys, dir, l.opts.MaxFileSize, l.opts.AllowRemoteBases)
+		run := runKustomize(l.fsys, dir, l.buildOptions())
 		pre = &run
 	}
 	m, read, err := pre.m, pre.read, pre.err
@@ -386,6 +436,85 @@ func kustomizeRoots(fsys fileSystem, found []string) []string {
 		}
 	}
 	return slices.DeleteFunc(slices.Clone(found), func(f string) bool { return used[filepath.Clean(f)] })
+}
+
+// kustomizeCycles finds, among what a walk found, the kustomize
+// directories that no root reaches because they use each other in a
+// cycle (a lists ../b, b lists ../a): each cycle once, as its directories
+// in order from the first by path, the first repeated at the end.
+// kustomize refuses to build them, and without a root nothing would say
+// so.
+func kustomizeCycles(fsys fileSystem, found []string) [][]string {
+	refs := map[string][]string{}
+	var dirs []string
+	for _, f := range found {
+		if k := kustomizationFile(fsys, f); k != "" {
+			f = filepath.Clean(f)
+			dirs = append(dirs, f)
+			for _, r := range kustomizeRefs(fsys, k) {
+				refs[f] = append(refs[f], filepath.Clean(r))
+			}
+		}
+	}
+	used := map[string]bool{}
+	for _, rs := range refs {
+		for _, r := range rs {
+			used[r] = true
+		}
+	}
+	reached := map[string]bool{}
+	var reach func(d string)
+	reach = func(d string) {
+		if reached[d] {
+			return
+		}
+		reached[d] = true
+		for _, r := range refs[d] {
+			reach(r)
+		}
+	}
+	for _, d := range dirs {
+		if !used[d] {
+			reach(d)
+		}
+	}
+	var cycles [][]string
+	inCycle := map[string]bool{}
+	for _, d := range dirs {
+		if reached[d] || inCycle[d] {
+			continue
+		}
+		// Follow references from d until one repeats: the repeated part
+		// is a cycle.
+		var trail []string
+		at := map[string]int{}
+		for cur := d; ; {
+			if i, ok := at[cur]; ok {
+				c := slices.Clone(trail[i:])
+				for _, m := range c {
+					inCycle[m] = true
+				}
+				first := slices.IndexFunc(c, func(m string) bool { return m == slices.Min(c) })
+				c = append(c[first:], c[:first]...)
+				cycles = append(cycles, append(c, c[0]))
+				break
+			}
+			at[cur] = len(trail)
+			trail = append(trail, cur)
+			next := ""
+			for _, r := range refs[cur] {
+				if !reached[r] && slices.Contains(dirs, r) {
+					next = r
+					break
+				}
+			}
+			if next == "" || inCycle[next] {
+				break
+			}
+			cur = next
+		}
+	}
+	return cycles
 }
 
 // redacted stands in for a Secret value in a kustomize error.

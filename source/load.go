@@ -104,12 +104,20 @@ func Load(paths []string, opts Options) ([]*Document, diag.List, error) {
 	}
 	l.readConfigs(paths)
 	l.connections = l.mayHoldConnections(paths)
+	// The units a GitOps engine declares come first: what lies under
+	// their paths is theirs to build, not a walk's.
+	flux, ds := l.fluxUnits(paths)
+	l.flux = flux
+	l.diags = append(l.diags, ds...)
 	for _, p := range paths {
 		if p == "-" {
 			l.readStdin()
 			continue
 		}
 		l.loadPath(p)
+	}
+	for _, u := range l.flux {
+		l.buildFlux(u)
 	}
 	return l.docs, l.diags, errors.Join(l.errs...)
 }
@@ -134,6 +142,8 @@ type loader struct {
 	connections bool
 	// walks keeps each walk mayHoldConnections made, for loadPath.
 	walks map[string]walked
+	// flux are the units of the Flux Kustomizations found (flux.go).
+	flux []*Unit
 }
 
 func newLoader(opts Options) (*loader, error) {
@@ -244,7 +254,9 @@ func (l *loader) loadPath(p string) {
 		return
 	}
 	if kustomizationFile(l.fsys, abs) != "" {
-		l.buildKustomization(p, abs, false)
+		if coveredBy(l.flux, abs) == nil {
+			l.buildKustomization(p, abs, false)
+		}
 		return
 	}
 	if chart := helmChartFile(l.fsys, abs); chart != "" {
@@ -261,6 +273,12 @@ func (l *loader) loadPath(p string) {
 		w = walk(l.fsys, abs, &l.paths)
 	}
 	roots := kustomizeRoots(l.fsys, w.files)
+	for _, c := range kustomizeCycles(l.fsys, w.files) {
+		l.cycle(p, abs, c)
+	}
+	// What a Flux unit's path holds is built by that unit, as Flux
+	// builds it (buildFlux), not on its own.
+	roots = slices.DeleteFunc(roots, func(f string) bool { return coveredBy(l.flux, f) != nil })
 	// What each root is, decided in walk order: a kustomization worth
 	// building, one that is not, or a file to read.
 	kfiles := make([]string, len(roots))
@@ -291,7 +309,7 @@ func (l *loader) loadPath(p string) {
 			}
 			l.diags = append(l.diags, skipped(diag.Pos{File: l.under(p, abs, k), Line: 1, Column: 1}, msg))
 		case k != "":
-			l.buildKustomizationFrom(l.under(p, abs, f), f, true, pre[i].build)
+			l.buildKustomizationFrom(l.rootUnit(l.under(p, abs, f), f), l.under(p, abs, f), f, true, pre[i].build)
 			pre[i].build = nil // what it built is in l.docs now
 		case pre[i].file != nil:
 			if !l.seen[f] {
@@ -321,6 +339,24 @@ func (l *loader) loadPath(p string) {
 	for _, e := range w.errs {
 		l.unreadable(l.under(p, abs, e.path), e.err)
 	}
+}
+
+// cycle reports a cycle of kustomizations a walk of the directory the user
+// named as p (at abs) found: an error when one of them names keyhole's
+// kinds, else a note, as for any kustomization that does not build.
+func (l *loader) cycle(p, abs string, c []string) {
+	names := make([]string, len(c))
+	for i, d := range c {
+		names[i] = l.under(p, abs, d)
+	}
+	first := c[0]
+	pos := diag.Pos{File: l.under(p, abs, kustomizationFile(l.fsys, first)), Line: 1, Column: 1}
+	msg := "kustomization cycle: " + strings.Join(names, " → ") + "; each uses the next as a base, so kustomize builds none of them and nothing in them is deployed"
+	if slices.ContainsFunc(c[:len(c)-1], l.kustomizationNamesKeyhole) {
+		l.diags = append(l.diags, diag.Diagnostic{Code: CodeKustomizeBuildFailed, Severity: diag.Error, Pos: pos, Message: msg + "; break the cycle"})
+		return
+	}
+	l.diags = append(l.diags, skipped(pos, msg+"; none of their files names keyhole's kinds, so skipped"))
 }
 
 // linkReason is why a symbolic link cannot be followed, in the OS's words
@@ -413,7 +449,7 @@ func (l *loader) parseRead(name, abs string, r fileRead, walked bool) fileRead {
 	var from *sharedFrom // made with the first document
 	r.docs, r.diags = l.opts.Memo.parse(name, r.data, walked, func(d *Document) {
 		if from == nil {
-			from = &sharedFrom{unit: LooseUnit, walked: walked, origin: l.originOf(name, abs, walked, r.data)}
+			from = &sharedFrom{unit: looseUnit, walked: walked, origin: l.originOf(name, abs, walked, r.data)}
 		}
 		d.from = from
 		l.digest(d)
@@ -471,7 +507,7 @@ func (l *loader) prefetch(roots, kfiles []string, matters []bool, name func(stri
 		f := roots[i]
 		switch {
 		case pre[i].build != nil:
-			*pre[i].build = runKustomize(l.fsys, f, l.opts.MaxFileSize, l.opts.AllowRemoteBases)
+			*pre[i].build = runKustomize(l.fsys, f, l.buildOptions())
 		case onDisk:
 			*pre[i].file = l.parseRead(name(f), f, l.read(f, name(f), true), true)
 		default:

@@ -47,6 +47,12 @@ func Rules() []diag.Rule {
 			Help:     "Nothing to fix. Name the file or directory explicitly to have it checked; exclude it (keyhole.yaml's exclude, --exclude) to have it not read at all.",
 		},
 		{
+			Code:     CodeInputNotDeployed,
+			Severity: diag.Warning,
+			Purpose:  "A file names keyhole's kinds and lies under the path of a GitOps engine's deploy unit (a Flux Kustomization's spec.path) whose kustomization does not list it: the engine never applies it, so keyhole does not check it as deployed.",
+			Help:     "List the file in the kustomization of that path (resources), or move it out of the path if it is not meant to be deployed.",
+		},
+		{
 			Code:     CodeYAMLAliasLimit,
 			Severity: diag.Error,
 			Purpose:  "A document's aliases expand to too many nodes (a \"billion laughs\" document).",

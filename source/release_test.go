@@ -81,10 +81,10 @@ func TestReleaseReadsTreesBack(t *testing.T) {
 			nReleased := 0
 			for i := range kept {
 				k, d := kept[i], released[i]
-				if d.Pos != k.Pos || d.Index != k.Index || d.Unit() != k.Unit() || d.Walked() != k.Walked() || d.Object() != k.Object() {
+				if d.Pos != k.Pos || d.Index != k.Index || d.Unit().ID != k.Unit().ID || d.Walked() != k.Walked() || d.Object() != k.Object() {
 					t.Errorf("document %d: %s %+v, want %s %+v", i, d.Pos, d.Object(), k.Pos, k.Object())
 				}
-				if d.Unit() != LooseUnit {
+				if !d.Unit().Loose() {
 					if d.Released() || d.Node == nil || d.Digested() != nil {
 						t.Errorf("%s: a document kustomize built was digested or released", d.Pos)
 					}

@@ -267,7 +267,7 @@ func TestUnits(t *testing.T) {
 	var got []string
 	for _, d := range docs {
 		o := d.Object()
-		got = append(got, d.Unit()+" "+o.Namespace+"/"+o.Name+" "+d.File)
+		got = append(got, d.Unit().Name+" "+o.Namespace+"/"+o.Name+" "+d.File)
 	}
 	want := []string{
 		"apps/production prod/c apps/base/class.yaml",

@@ -59,6 +59,8 @@ func (f *checkFlags) registerInputs(fs *flag.FlagSet) {
 type checked struct {
 	result    compiler.Result
 	documents int
+	// unitDocs counts the documents of each deploy unit, by its ID.
+	unitDocs map[string]int
 	// rules describes codes beyond the compiler's table that the
 	// diagnostics may hold (a render target's own), for SARIF.
 	rules []diag.Rule
@@ -133,7 +135,13 @@ func compileDocs(docs []*source.Document, loadDiags diag.List, f *checkFlags, v 
 		OmitObjects:         !f.objects,
 		OmitPlans:           f.diagnosticsOnly,
 	})
-	return checked{result: res, documents: countDocs(docs)}, nil
+	unitDocs := map[string]int{}
+	for _, d := range docs {
+		if d.Node != nil || d.Released() {
+			unitDocs[d.Unit().ID]++
+		}
+	}
+	return checked{result: res, documents: countDocs(docs), unitDocs: unitDocs}, nil
 }
 
 // countDocs counts the documents read, once each however many deploy
@@ -161,6 +169,7 @@ func report(e *env, c checked, format string, pf printFlags) error {
 	sum := diag.Summary{Documents: c.documents, Objects: c.result.Objects, Skipped: compiler.SkippedOf(c.result.Diagnostics)}
 	for _, u := range c.result.Units {
 		sum.Units = append(sum.Units, u.Name)
+		sum.Built = append(sum.Built, diag.BuiltUnit{Name: u.Name, Source: string(u.Source), Documents: c.unitDocs[u.ID]})
 	}
 	return p.Print(e.stdout, c.result.Diagnostics, sum, c.allRules())
 }

@@ -89,7 +89,7 @@ func TestCorpusSeeded(t *testing.T) {
 		"flux: a key the Secret does not have": {
 			repo: "flux-monorepo", file: "apps/base/agents/connection.yaml",
 			old: `value: "Bearer {{ .token }}"`, new: `value: "Bearer {{ .tokn }}"`,
-			want: `apps/base/agents/connection.yaml:15:27: error ConnectionSecretKeyMissing: key "tokn" is not in Secret agents/acme-github-token (it has: token, user); did you mean "token"? (in 2 deploy units: apps/production, apps/staging)`,
+			want: `apps/base/agents/connection.yaml:15:27: error ConnectionSecretKeyMissing: key "tokn" is not in Secret agents/acme-github-token (it has: token, user); did you mean "token"? (in 2 deploy units: flux:flux-system/apps@clusters/production, flux:flux-system/apps@clusters/staging)`,
 		},
 		"argocd: a binding to a Connection that is not there": {
 			repo: "argocd-apps", file: "agents/base/agentruntime.yaml",

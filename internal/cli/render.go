@@ -93,13 +93,14 @@ func runRender(e *env, args []string) int {
 // rendered is one deploy unit's render.
 type rendered struct {
 	name  string // the unit's name; "" for the files outside any kustomization
+	dir   string // where -o writes the unit's files among several (source.Unit.Dir)
 	plan  compiler.Plan
 	files []render.File
 }
 
 // registerUnit adds --unit, shared by the commands that render or explain.
 func registerUnit(fs *flag.FlagSet) *string {
-	return fs.String("unit", "", "the deploy `unit` to render or explain, as check names it: a kustomization root's directory (e.g. apps/production), or \"(loose files)\" for the files outside any kustomization; every unit when empty")
+	return fs.String("unit", "", "the deploy `unit` to render or explain, as check names it: a kustomization root's directory (e.g. apps/production), a Flux Kustomization as flux:NAMESPACE/NAME, or \"(loose files)\" for the files outside any kustomization; every unit when empty")
 }
 
 // renderChecked renders each deploy unit of a checked input with the
@@ -153,7 +154,7 @@ func renderUnits(c *checked, opts render.Options, renderer render.Renderer, only
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, rendered{name: u.Name, plan: u.Plan, files: files})
+		out = append(out, rendered{name: u.Name, dir: u.Dir, plan: u.Plan, files: files})
 	}
 	c.result.Diagnostics.Sort()
 	if only != nil && *only != "" && !found {
@@ -268,20 +269,12 @@ func layout(units []rendered) []render.File {
 
 // placed is a unit's files where a render of several units writes them.
 func placed(u rendered) []render.File {
-	if u.name == source.LooseUnit || u.name == "." {
+	if u.dir == "" {
 		return u.files
-	}
-	// A unit named outside the working directory (../apps/prod, or an
-	// absolute path) is still written inside the output directory.
-	var dir []string
-	for _, e := range strings.Split(u.name, "/") {
-		if e != "" && e != "." && e != ".." {
-			dir = append(dir, e)
-		}
 	}
 	out := make([]render.File, len(u.files))
 	for i, f := range u.files {
-		out[i] = render.File{Path: path.Join(path.Join(dir...), f.Path), Data: f.Data}
+		out[i] = render.File{Path: path.Join(u.dir, f.Path), Data: f.Data}
 	}
 	return out
 }

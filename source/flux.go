@@ -1,0 +1,561 @@
+package source
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	fluxkustomize "github.com/fluxcd/pkg/kustomize"
+	"go.yaml.in/yaml/v3"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/kustomize/api/resmap"
+
+	"keyhole.dev/keyhole/diag"
+)
+
+// A repository deployed by Flux says what a cluster applies in Flux's own
+// objects: each Kustomization (kustomize.toolkit.fluxcd.io) builds its
+// spec.path, relative to the root of the source it names, with
+// kustomize-controller's semantics. keyhole reads such a repository the
+// same way, with the library kustomize-controller builds with
+// (github.com/fluxcd/pkg/kustomize): it generates the kustomization Flux
+// generates (targetNamespace, namePrefix, nameSuffix, patches, images,
+// components; one listing the path's files where the path has none),
+// builds it with load restrictions off, and applies postBuild
+// substitution. See docs/inputs.md.
+
+// fluxGroup is the API group of Flux's Kustomization.
+const fluxGroup = "kustomize.toolkit.fluxcd.io/"
+
+// fluxOwnSource is the name Flux's bootstrap gives the GitRepository of
+// the repository it is bootstrapped into: a Kustomization whose sourceRef
+// names it builds from this repository.
+const fluxOwnSource = "flux-system"
+
+// CodeInputNotDeployed is reported at a file that names keyhole's kinds
+// and lies under the path of a GitOps engine's unit that does not deploy
+// it: the cluster never sees it, and keyhole does not check it as if it
+// did.
+const CodeInputNotDeployed = "InputNotDeployed"
+
+// FluxOverlay is what kustomize-controller applies to a Flux unit's path:
+// the Kustomization object as the repository writes it.
+type FluxOverlay struct {
+	// Object is the Kustomization, as Flux's library reads it.
+	Object unstructured.Unstructured
+	// SourceRoot is the root of the source spec.path is relative to
+	// (absolute, OS form).
+	SourceRoot string
+}
+
+// fluxFound is a Flux Kustomization a scan found: the unit it makes, or
+// why it makes none.
+type fluxFound struct {
+	unit *Unit
+	// skip, when not empty, is why the object makes no unit here (its
+	// source is another repository): said once, at pos.
+	skip string
+	pos  diag.Pos
+	// err is a mistake in the object that Flux would refuse it for.
+	err string
+	// declDir is the directory of the file declaring it, relative to
+	// its source's root.
+	declDir string
+}
+
+// fluxUnits finds the Flux Kustomizations in the files under the named
+// directories (kustomize directories included: a cluster's kustomization
+// lists them) and returns the units they make. Units of two objects of one
+// namespace and name (the same Kustomization in two clusters' trees) are
+// told apart by the file that declares them.
+func (l *loader) fluxUnits(paths []string) ([]*Unit, diag.List) {
+	var found []fluxFound
+	var ds diag.List
+	scanned := map[string]bool{}
+	for _, p := range paths {
+		if p == "-" {
+			continue
+		}
+		abs := l.osPath(p)
+		fi, err := l.fsys.Stat(abs)
+		if err != nil || !fi.IsDir() {
+			continue
+		}
+		srcRoots := []string{l.sourceRoot(abs)}
+		if srcRoots[0] != abs {
+			srcRoots = append(srcRoots, abs)
+		}
+		for _, f := range walkAll(l.fsys, abs, &l.paths) {
+			if scanned[f] {
+				continue
+			}
+			scanned[f] = true
+			data := l.sniff(f, []byte(fluxGroup))
+			if data == nil {
+				continue
+			}
+			docs, _ := Parse(l.under(p, abs, f), data)
+			for _, d := range docs {
+				o := d.Object()
+				if !strings.HasPrefix(o.APIVersion, fluxGroup) || o.Kind != "Kustomization" {
+					continue
+				}
+				ff := l.fluxUnit(d, srcRoots)
+				if ff.unit != nil {
+					ff.declDir = filepath.ToSlash(relOrAbs(ff.unit.Flux.SourceRoot, filepath.Dir(f)))
+				}
+				found = append(found, ff)
+			}
+		}
+	}
+	// Names, made unique.
+	byName := map[string]int{}
+	for _, f := range found {
+		if f.unit != nil {
+			byName[f.unit.Name]++
+		}
+	}
+	var units []*Unit
+	for _, f := range found {
+		switch {
+		case f.err != "":
+			ds = append(ds, diag.Diagnostic{Code: CodeKustomizeBuildFailed, Severity: diag.Error, Pos: f.pos, Message: f.err})
+			continue
+		case f.skip != "":
+			ds = append(ds, skipped(f.pos, f.skip))
+			continue
+		}
+		u := f.unit
+		if byName[u.Name] > 1 {
+			// The same Kustomization in two clusters' trees: told apart
+			// by the directory declaring it.
+			u.Name += "@" + f.declDir
+			u.Dir = path.Join("flux", outputDir(f.declDir), strings.TrimPrefix(u.Dir, "flux/"))
+		}
+		u.ID = "flux:" + u.Name
+		units = append(units, u)
+	}
+	fluxClusters(units)
+	return units, ds
+}
+
+// fluxUnit is the unit the Flux Kustomization d makes. Its spec.path is
+// relative to the root of the repository it was found in, the first of
+// srcRoots; where it names no directory there, to the next one (the
+// directory named on the command line, for a repository kept inside
+// another).
+func (l *loader) fluxUnit(d *Document, srcRoots []string) fluxFound {
+	o := d.Object()
+	ns := cmp.Or(o.Namespace, fluxOwnSource)
+	pos := d.Pos
+	at := func(field ...string) diag.Pos {
+		n := d.Node
+		for _, f := range field {
+			if c := Lookup(n, f); c != nil {
+				n = c
+			} else {
+				break
+			}
+		}
+		return diag.Pos{File: d.File, Line: n.Line, Column: n.Column}
+	}
+	spec := Lookup(d.Node, "spec")
+	ref := Lookup(spec, "sourceRef")
+	refName, refNs := stringField(ref, "name"), cmp.Or(stringField(ref, "namespace"), ns)
+	if refName != fluxOwnSource || refNs != fluxOwnSource {
+		return fluxFound{pos: at("spec", "sourceRef"), skip: fmt.Sprintf(
+			"Flux Kustomization %s/%s builds from %s %s/%s, not from this repository (%s/%s, as Flux's bootstrap names it); out of reach, skipped",
+			ns, o.Name, cmp.Or(stringField(ref, "kind"), "GitRepository"), refNs, refName, fluxOwnSource, fluxOwnSource)}
+	}
+	rel := stringField(spec, "path")
+	clean := path.Clean("/" + filepath.ToSlash(rel))
+	var root, srcRoot string
+	for _, r := range srcRoots {
+		p := filepath.Join(r, filepath.FromSlash(clean))
+		if fi, err := l.fsys.Stat(p); err == nil && fi.IsDir() {
+			root, srcRoot = p, r
+			break
+		}
+	}
+	if root == "" {
+		return fluxFound{pos: at("spec", "path"), err: fmt.Sprintf(
+			"Flux Kustomization %s/%s: spec.path %q is not a directory of this repository; kustomize-controller fails to build it", ns, o.Name, rel)}
+	}
+	var m map[string]any
+	if err := d.Node.Decode(&m); err != nil {
+		return fluxFound{pos: pos, err: fmt.Sprintf("Flux Kustomization %s/%s cannot be read: %v", ns, o.Name, err)}
+	}
+	js, err := json.Marshal(m)
+	var obj unstructured.Unstructured
+	if err == nil {
+		err = obj.UnmarshalJSON(js)
+	}
+	if err != nil {
+		return fluxFound{pos: pos, err: fmt.Sprintf("Flux Kustomization %s/%s cannot be read: %v", ns, o.Name, err)}
+	}
+	obj.SetNamespace(ns)
+	name := "flux:" + ns + "/" + o.Name
+	u := &Unit{
+		Name:   name,
+		Dir:    path.Join("flux", ns, outputDir(o.Name)),
+		Source: UnitFlux,
+		Root:   root,
+		Decl:   pos,
+		Flux:   &FluxOverlay{Object: obj, SourceRoot: srcRoot},
+	}
+	if kc := Lookup(spec, "kubeConfig"); kc != nil {
+		u.Cluster = "kubeConfig " + ns + "/" + stringField(Lookup(kc, "secretRef"), "name")
+	}
+	return fluxFound{unit: u, pos: pos}
+}
+
+// fluxClusters says which cluster each Flux unit deploys to: the one of
+// the unit that deploys the file declaring it, up to a unit no other
+// deploys (a cluster's flux-system), whose own path names the cluster.
+// Objects declared outside every Flux unit's path deploy to the cluster
+// keyhole's caller means ("").
+func fluxClusters(units []*Unit) {
+	parent := func(u *Unit) *Unit {
+		var best *Unit
+		for _, v := range units {
+			if v != u && v.Flux != nil && declaredUnder(u, v) && (best == nil || len(v.Root) > len(best.Root)) {
+				best = v
+			}
+		}
+		return best
+	}
+	for _, u := range units {
+		if u.Cluster != "" {
+			continue
+		}
+		top, seen := u, map[*Unit]bool{}
+		for p := parent(top); p != nil && !seen[p]; p = parent(top) {
+			seen[top] = true
+			if p.Cluster != "" {
+				top = p
+				break
+			}
+			top = p
+		}
+		switch {
+		case top.Cluster != "":
+			u.Cluster = top.Cluster
+		case top != u || declaredUnder(u, u):
+			u.Cluster = "flux " + filepath.ToSlash(relOrAbs(top.Flux.SourceRoot, top.Root))
+		}
+	}
+}
+
+// declaredUnder reports whether u's Kustomization is declared in a file
+// under v's path.
+func declaredUnder(u, v *Unit) bool {
+	file := u.Decl.File
+	if !filepath.IsAbs(file) {
+		file = filepath.Join(v.Flux.SourceRoot, filepath.FromSlash(file))
+	}
+	return within(v.Root, file)
+}
+
+// within reports whether abs is dir or under it (both absolute, OS form).
+func within(dir, abs string) bool {
+	rel, err := filepath.Rel(dir, abs)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+func relOrAbs(base, abs string) string {
+	if rel, err := filepath.Rel(base, abs); err == nil {
+		return rel
+	}
+	return abs
+}
+
+// sourceRoot is the root of the repository holding the directory abs:
+// the enclosing git working tree (a commit's tree stands at its working
+// tree's place), else abs itself.
+func (l *loader) sourceRoot(abs string) string {
+	if t := l.opts.Tree; t != nil {
+		return t.root
+	}
+	if r := l.gitRoot(abs); r != "" {
+		return r
+	}
+	return abs
+}
+
+// sniff returns the bytes of the regular file abs when they hold marker
+// and the file is within the size limit, else nil.
+func (l *loader) sniff(abs string, marker []byte) []byte {
+	fi, err := l.fsys.Stat(abs)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > l.opts.MaxFileSize {
+		return nil
+	}
+	data, err := l.fsys.ReadFile(abs)
+	if err != nil || !bytes.Contains(data, marker) {
+		return nil
+	}
+	return data
+}
+
+// walkAll lists every input file under root, the files of kustomize
+// directories included (Flux objects stand in a cluster's kustomization).
+func walkAll(fsys fileSystem, root string, filter *pathFilter) []string {
+	w := walk(fsys, root, filter)
+	var out []string
+	for _, f := range w.files {
+		if fi, err := fsys.Stat(f); err == nil && fi.IsDir() {
+			out = append(out, walkAll(fsys, f, filter)...)
+			continue
+		}
+		out = append(out, f)
+	}
+	// A kustomize directory's own walk skips nothing a walk of it would
+	// not; its kustomization file is configuration, not objects.
+	return out
+}
+
+// coveredBy returns the Flux unit whose path holds abs, the deepest one,
+// or nil.
+func coveredBy(units []*Unit, abs string) *Unit {
+	var best *Unit
+	for _, u := range units {
+		if within(u.Root, abs) && (best == nil || len(u.Root) > len(best.Root)) {
+			best = u
+		}
+	}
+	return best
+}
+
+// fluxManifest is the kustomization Flux builds u's path with, and the
+// path it stands at: the path's own, with the Kustomization's fields
+// applied, or one Flux generates.
+func (l *loader) fluxManifest(u *Unit) (data []byte, kfile string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			data, kfile, err = nil, "", fmt.Errorf("Flux's generator failed on this input")
+		}
+	}()
+	root, dir := u.Flux.SourceRoot, u.Root
+	if _, onDisk := l.fsys.(osFS); !onDisk {
+		// Flux's generator reads the disk: a commit's files are laid
+		// out for it in a directory of their own.
+		tmp, err := os.MkdirTemp("", "keyhole-flux-")
+		if err != nil {
+			return nil, "", err
+		}
+		defer os.RemoveAll(tmp)
+		rel, _ := filepath.Rel(root, dir)
+		if err := copyTree(l.fsys, dir, filepath.Join(tmp, rel), l.opts.MaxFileSize); err != nil {
+			return nil, "", err
+		}
+		data, kfile, _, err := fluxkustomize.NewGenerator(tmp, u.Flux.Object).GenerateManifest(filepath.Join(tmp, rel))
+		if err != nil {
+			return nil, "", err
+		}
+		return data, filepath.Join(dir, filepath.Base(kfile)), nil
+	}
+	data, kfile, _, err = fluxkustomize.NewGenerator(root, u.Flux.Object).GenerateManifest(dir)
+	return data, kfile, err
+}
+
+// copyTree copies the YAML files (and kustomization files) under src, read
+// through fsys, to dst on disk.
+func copyTree(fsys fileSystem, src, dst string, maxSize int64) error {
+	entries, err := fsys.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		s, d := filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())
+		fi, err := fsys.Stat(s)
+		if err != nil {
+			continue
+		}
+		if fi.IsDir() {
+			if err := copyTree(fsys, s, d, maxSize); err != nil {
+				return err
+			}
+			continue
+		}
+		if !fi.Mode().IsRegular() || fi.Size() > maxSize || !(inputExt(e.Name()) || isKustomizationName(e.Name())) {
+			continue
+		}
+		data, err := fsys.ReadFile(s)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(d, data, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// substitute applies u's postBuild substitution to what kustomize built,
+// as kustomize-controller does after the build; vars are read from the
+// ConfigMaps and Secrets the repository declares.
+func (l *loader) substitute(u *Unit, m resmap.ResMap) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("Flux's substitution failed on this input")
+		}
+	}()
+	obj := u.Flux.Object
+	if _, ok, _ := unstructured.NestedMap(obj.Object, "spec", "postBuild"); !ok {
+		return nil
+	}
+	_, from, _ := unstructured.NestedSlice(obj.Object, "spec", "postBuild", "substituteFrom")
+	c := &repoClient{l: l, root: u.Flux.SourceRoot}
+	for _, r := range m.Resources() {
+		if _, err := fluxkustomize.SubstituteVariables(context.Background(), c, obj, r, fluxkustomize.SubstituteWithDryRun(!from)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// repoClient answers Flux's library the one question substitution asks a
+// cluster, a ConfigMap's or Secret's data, from the repository's files.
+// Every other method is the nil client's: substitution calls none.
+type repoClient struct {
+	client.Client
+	l    *loader
+	root string
+	objs map[[3]string]*Document
+}
+
+// Get fills obj with the ConfigMap or Secret of key the repository
+// declares, or says it is not found.
+func (c *repoClient) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	if c.objs == nil {
+		c.index()
+	}
+	switch o := obj.(type) {
+	case *corev1.ConfigMap:
+		d := c.objs[[3]string{"ConfigMap", key.Namespace, key.Name}]
+		if d == nil {
+			return apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, key.Name)
+		}
+		o.Data = map[string]string{}
+		for k, v := range stringMap(Lookup(d.Node, "data")) {
+			o.Data[k] = v
+		}
+	case *corev1.Secret:
+		d := c.objs[[3]string{"Secret", key.Namespace, key.Name}]
+		if d == nil {
+			return apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, key.Name)
+		}
+		o.Data = map[string][]byte{}
+		for k, v := range stringMap(Lookup(d.Node, "data")) {
+			if b, err := base64.StdEncoding.DecodeString(v); err == nil {
+				o.Data[k] = b
+			}
+		}
+		for k, v := range stringMap(Lookup(d.Node, "stringData")) {
+			o.Data[k] = []byte(v)
+		}
+	default:
+		return apierrors.NewNotFound(schema.GroupResource{}, key.Name)
+	}
+	return nil
+}
+
+// index reads the ConfigMaps and Secrets of the repository once.
+func (c *repoClient) index() {
+	c.objs = map[[3]string]*Document{}
+	for _, f := range walkAll(c.l.fsys, c.root, &c.l.paths) {
+		data := c.l.sniff(f, []byte("kind"))
+		if data == nil || !(bytes.Contains(data, []byte("ConfigMap")) || bytes.Contains(data, []byte("Secret"))) {
+			continue
+		}
+		docs, _ := Parse(f, data)
+		for _, d := range docs {
+			o := d.Object()
+			if o.APIVersion != "v1" || (o.Kind != "ConfigMap" && o.Kind != "Secret") || Lookup(d.Node, "sops") != nil {
+				continue
+			}
+			k := [3]string{o.Kind, cmp.Or(o.Namespace, "default"), o.Name}
+			if c.objs[k] == nil {
+				c.objs[k] = d
+			}
+		}
+	}
+}
+
+// stringMap returns a mapping node's string values by key.
+func stringMap(n *yaml.Node) map[string]string {
+	out := map[string]string{}
+	if n == nil || n.Kind != yaml.MappingNode {
+		return out
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if v := n.Content[i+1]; v.Kind == yaml.ScalarNode {
+			out[n.Content[i].Value] = v.Value
+		}
+	}
+	return out
+}
+
+// buildFlux builds the Flux unit u as kustomize-controller does, and says
+// which files under its path that name keyhole's kinds it does not
+// deploy.
+func (l *loader) buildFlux(u *Unit) {
+	named := u.Root
+	if rel, err := filepath.Rel(l.dir, u.Root); err == nil && within(l.dir, u.Root) {
+		named = rel
+	}
+	if !l.kustomizationMatters(u.Root) {
+		l.diags = append(l.diags, skipped(u.Decl, "Flux Kustomization "+strings.TrimPrefix(u.Name, "flux:")+" not built: nothing under its path names keyhole's kinds or declares a Secret"))
+		return
+	}
+	kdata, kfile, err := l.fluxManifest(u)
+	if err != nil {
+		l.diags = append(l.diags, diag.Diagnostic{Code: CodeKustomizeBuildFailed, Severity: diag.Error, Pos: u.Decl, Units: []string{u.Name},
+			Message: fmt.Sprintf("Flux cannot generate the kustomization of %s: %v", strings.TrimPrefix(u.Name, "flux:"), err)})
+		return
+	}
+	bo := l.buildOptions()
+	bo.kfile, bo.kdata = filepath.Clean(kfile), kdata
+	m, read, err := kustomize(l.fsys, u.Root, bo)
+	if err == nil {
+		err = l.substitute(u, m)
+	}
+	l.buildKustomizationFrom(u, named, u.Root, true, &kustomizeRun{m: m, read: read, err: err})
+	if err != nil {
+		return
+	}
+	deployed := map[string]bool{}
+	for f := range read {
+		deployed[filepath.Clean(f)] = true
+	}
+	for _, f := range walkAll(l.fsys, u.Root, &l.paths) {
+		if deployed[f] || coveredBy(l.flux, f) != u {
+			continue
+		}
+		data := l.sniff(f, nil)
+		if data == nil || !namesKeyhole(f, data) {
+			continue
+		}
+		l.diags = append(l.diags, diag.Diagnostic{
+			Code:     CodeInputNotDeployed,
+			Severity: diag.Warning,
+			Pos:      diag.Pos{File: l.display(f, f), Line: 1, Column: 1},
+			Units:    []string{u.Name},
+			Message: fmt.Sprintf("this file names keyhole's kinds, but Flux Kustomization %s (%s) does not deploy it: the kustomization of %s does not list it, so keyhole does not check it; list it there, or move it out of that path",
+				strings.TrimPrefix(u.Name, "flux:"), u.Decl, l.display(named, u.Root)),
+		})
+	}
+}
