@@ -194,6 +194,10 @@ func checkSecretMissing(p *pass) {
 			}
 			hint = ns + hint
 		}
+		if other := p.otherClusterSecret(r); other != nil {
+			hint = fmt.Sprintf("; deploy unit %s declares it, but that unit deploys to another cluster (%s), and units of different clusters never share Secrets%s",
+				other.Name, orThisCluster(other.Cluster), hint)
+		}
 		p.report(codeSecretMissing, &c.item, path{"spec", "credential", "secretRef", "name"}, false,
 			"Secret %s is not in the input; the claim fails at run time when the proxy cannot read it%s%s", r, p.notCreatedNote(r), hint)
 	}
@@ -345,4 +349,23 @@ func listOrNone(keys []string) string {
 		return "no keys"
 	}
 	return strings.Join(keys, ", ")
+}
+
+// otherClusterSecret returns the first unit of another cluster that holds
+// the Secret r, or nil.
+func (p *pass) otherClusterSecret(r ref) *source.Unit {
+	for _, o := range p.units {
+		if o.unit.Cluster != p.unit.Cluster && o.secrets[r] != nil {
+			return o.unit
+		}
+	}
+	return nil
+}
+
+// orThisCluster names a unit's cluster in a message.
+func orThisCluster(cluster string) string {
+	if cluster == "" {
+		return "the cluster the repository's plain kustomizations deploy to"
+	}
+	return cluster
 }

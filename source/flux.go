@@ -113,6 +113,7 @@ func (l *loader) fluxUnits(paths []string) ([]*Unit, diag.List) {
 				}
 				ff := l.fluxUnit(d, srcRoots)
 				if ff.unit != nil {
+					ff.unit.declFile = f
 					ff.declDir = filepath.ToSlash(relOrAbs(ff.unit.Flux.SourceRoot, filepath.Dir(f)))
 				}
 				found = append(found, ff)
@@ -260,11 +261,7 @@ func fluxClusters(units []*Unit) {
 // declaredUnder reports whether u's Kustomization is declared in a file
 // under v's path.
 func declaredUnder(u, v *Unit) bool {
-	file := u.Decl.File
-	if !filepath.IsAbs(file) {
-		file = filepath.Join(v.Flux.SourceRoot, filepath.FromSlash(file))
-	}
-	return within(v.Root, file)
+	return within(v.Root, u.declFile)
 }
 
 // within reports whether abs is dir or under it (both absolute, OS form).

@@ -59,6 +59,9 @@ type Unit struct {
 	Cluster string
 	// Flux is the overlay kustomize-controller applies, for a Flux unit.
 	Flux *FluxOverlay
+
+	// declFile is the file declaring the unit (absolute, OS form).
+	declFile string
 }
 
 // Loose reports whether u is the unit of the files read outside any
