@@ -44,6 +44,7 @@ func unitsLine(sum Summary) string {
 	var parts []string
 	for _, s := range []struct{ source, one, many string }{
 		{"flux", "Flux Kustomization", "Flux Kustomizations"},
+		{"argocd", "Argo CD Application source", "Argo CD Application sources"},
 		{"kustomization", "kustomization root", "kustomization roots"},
 	} {
 		if n := bySource[s.source]; n == 1 {

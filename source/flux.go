@@ -72,6 +72,8 @@ type fluxFound struct {
 	// declDir is the directory of the file declaring it, relative to
 	// its source's root.
 	declDir string
+	// srcRoot is the root of the source its path is relative to.
+	srcRoot string
 }
 
 // fluxUnits finds the Flux Kustomizations in the files under the named
@@ -79,7 +81,7 @@ type fluxFound struct {
 // lists them) and returns the units they make. Units of two objects of one
 // namespace and name (the same Kustomization in two clusters' trees) are
 // told apart by the file that declares them.
-func (l *loader) fluxUnits(paths []string) ([]*Unit, diag.List) {
+func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 	var found []fluxFound
 	var ds diag.List
 	scanned := map[string]bool{}
@@ -101,22 +103,27 @@ func (l *loader) fluxUnits(paths []string) ([]*Unit, diag.List) {
 				continue
 			}
 			scanned[f] = true
-			data := l.sniff(f, []byte(fluxGroup))
-			if data == nil {
+			data := l.sniff(f, nil)
+			if data == nil || !bytes.Contains(data, []byte(fluxGroup)) && !bytes.Contains(data, []byte(argoGroup)) {
 				continue
 			}
 			docs, _ := Parse(l.under(p, abs, f), data)
 			for _, d := range docs {
 				o := d.Object()
-				if !strings.HasPrefix(o.APIVersion, fluxGroup) || o.Kind != "Kustomization" {
-					continue
+				var ffs []fluxFound
+				switch {
+				case strings.HasPrefix(o.APIVersion, fluxGroup) && o.Kind == "Kustomization":
+					ffs = []fluxFound{l.fluxUnit(d, srcRoots)}
+				case strings.HasPrefix(o.APIVersion, argoGroup) && (o.Kind == "Application" || o.Kind == "ApplicationSet"):
+					ffs = l.argoUnits(d, srcRoots)
 				}
-				ff := l.fluxUnit(d, srcRoots)
-				if ff.unit != nil {
-					ff.unit.declFile = f
-					ff.declDir = filepath.ToSlash(relOrAbs(ff.unit.Flux.SourceRoot, filepath.Dir(f)))
+				for _, ff := range ffs {
+					if ff.unit != nil {
+						ff.unit.declFile = f
+						ff.declDir = filepath.ToSlash(relOrAbs(ff.srcRoot, filepath.Dir(f)))
+					}
+					found = append(found, ff)
 				}
-				found = append(found, ff)
 			}
 		}
 	}
@@ -142,9 +149,9 @@ func (l *loader) fluxUnits(paths []string) ([]*Unit, diag.List) {
 			// The same Kustomization in two clusters' trees: told apart
 			// by the directory declaring it.
 			u.Name += "@" + f.declDir
-			u.Dir = path.Join("flux", outputDir(f.declDir), strings.TrimPrefix(u.Dir, "flux/"))
+			u.Dir = path.Join(string(u.Source), outputDir(f.declDir), strings.TrimPrefix(u.Dir, string(u.Source)+"/"))
 		}
-		u.ID = "flux:" + u.Name
+		u.ID = u.Name
 		units = append(units, u)
 	}
 	fluxClusters(units)
@@ -218,7 +225,7 @@ func (l *loader) fluxUnit(d *Document, srcRoots []string) fluxFound {
 	if kc := Lookup(spec, "kubeConfig"); kc != nil {
 		u.Cluster = "kubeConfig " + ns + "/" + stringField(Lookup(kc, "secretRef"), "name")
 	}
-	return fluxFound{unit: u, pos: pos}
+	return fluxFound{unit: u, pos: pos, srcRoot: srcRoot}
 }
 
 // fluxClusters says which cluster each Flux unit deploys to: the one of
@@ -227,6 +234,13 @@ func (l *loader) fluxUnit(d *Document, srcRoots []string) fluxFound {
 // Objects declared outside every Flux unit's path deploy to the cluster
 // keyhole's caller means ("").
 func fluxClusters(units []*Unit) {
+	var fl []*Unit
+	for _, u := range units {
+		if u.Flux != nil {
+			fl = append(fl, u)
+		}
+	}
+	units = fl
 	parent := func(u *Unit) *Unit {
 		var best *Unit
 		for _, v := range units {
@@ -531,15 +545,25 @@ func (l *loader) buildFlux(u *Unit) {
 		err = l.substitute(u, m)
 	}
 	l.buildKustomizationFrom(u, named, u.Root, true, &kustomizeRun{m: m, read: read, err: err})
-	if err != nil {
-		return
+	if err == nil {
+		l.notDeployed(u, named, read)
+	}
+}
+
+// notDeployed says, for each file under the engine unit u's path that
+// names keyhole's kinds, that the unit's build (which read the files of
+// read) does not deploy it.
+func (l *loader) notDeployed(u *Unit, named string, read map[string][]byte) {
+	what := "Flux Kustomization " + strings.TrimPrefix(u.Name, "flux:")
+	if u.Argo != nil {
+		what = "Argo CD Application " + strings.TrimPrefix(u.Name, "argocd:")
 	}
 	deployed := map[string]bool{}
 	for f := range read {
 		deployed[filepath.Clean(f)] = true
 	}
 	for _, f := range walkAll(l.fsys, u.Root, &l.paths) {
-		if deployed[f] || coveredBy(l.flux, f) != u {
+		if deployed[f] || coveredBy(l.engine, f) != u {
 			continue
 		}
 		data := l.sniff(f, nil)
@@ -551,8 +575,8 @@ func (l *loader) buildFlux(u *Unit) {
 			Severity: diag.Warning,
 			Pos:      diag.Pos{File: l.display(f, f), Line: 1, Column: 1},
 			Units:    []string{u.Name},
-			Message: fmt.Sprintf("this file names keyhole's kinds, but Flux Kustomization %s (%s) does not deploy it: the kustomization of %s does not list it, so keyhole does not check it; list it there, or move it out of that path",
-				strings.TrimPrefix(u.Name, "flux:"), u.Decl, l.display(named, u.Root)),
+			Message: fmt.Sprintf("this file names keyhole's kinds, but %s (%s) does not deploy it: what it builds of %s does not include it, so keyhole does not check it; list it in that path's kustomization, or move it out of that path",
+				what, u.Decl, l.display(named, u.Root)),
 		})
 	}
 }

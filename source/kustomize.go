@@ -146,6 +146,16 @@ type metadataFS struct {
 	kdata []byte
 }
 
+// CleanedAbs answers for the generated root kustomization too, which a
+// build restricted to its root asks before reading it.
+func (f metadataFS) CleanedAbs(path string) (filesys.ConfirmedDir, string, error) {
+	if f.kfile != "" && filepath.Clean(path) == f.kfile {
+		d, _, err := f.FileSystem.CleanedAbs(filepath.Dir(path))
+		return d, filepath.Base(path), err
+	}
+	return f.FileSystem.CleanedAbs(path)
+}
+
 // Exists is true of the generated root kustomization too.
 func (f metadataFS) Exists(path string) bool {
 	return (f.kfile != "" && filepath.Clean(path) == f.kfile) || f.FileSystem.Exists(path)
@@ -260,7 +270,7 @@ func runKustomize(fsys fileSystem, dir string, bo buildOptions) kustomizeRun {
 // holding Flux Kustomizations) loads are not restricted to the root, as
 // kustomize-controller builds.
 func (l *loader) buildOptions() buildOptions {
-	return buildOptions{maxSize: l.opts.MaxFileSize, allowRemote: l.opts.AllowRemoteBases, unrestricted: len(l.flux) > 0}
+	return buildOptions{maxSize: l.opts.MaxFileSize, allowRemote: l.opts.AllowRemoteBases, unrestricted: slices.ContainsFunc(l.engine, func(u *Unit) bool { return u.Flux != nil })}
 }
 
 // buildOptions are what a build of one directory is told.

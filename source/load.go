@@ -106,8 +106,8 @@ func Load(paths []string, opts Options) ([]*Document, diag.List, error) {
 	l.connections = l.mayHoldConnections(paths)
 	// The units a GitOps engine declares come first: what lies under
 	// their paths is theirs to build, not a walk's.
-	flux, ds := l.fluxUnits(paths)
-	l.flux = flux
+	engine, ds := l.engineUnits(paths)
+	l.engine = engine
 	l.diags = append(l.diags, ds...)
 	for _, p := range paths {
 		if p == "-" {
@@ -116,8 +116,12 @@ func Load(paths []string, opts Options) ([]*Document, diag.List, error) {
 		}
 		l.loadPath(p)
 	}
-	for _, u := range l.flux {
-		l.buildFlux(u)
+	for _, u := range l.engine {
+		if u.Flux != nil {
+			l.buildFlux(u)
+		} else {
+			l.buildArgo(u)
+		}
 	}
 	return l.docs, l.diags, errors.Join(l.errs...)
 }
@@ -142,8 +146,9 @@ type loader struct {
 	connections bool
 	// walks keeps each walk mayHoldConnections made, for loadPath.
 	walks map[string]walked
-	// flux are the units of the Flux Kustomizations found (flux.go).
-	flux []*Unit
+	// engine are the units GitOps engines' objects declare (flux.go,
+	// argocd.go).
+	engine []*Unit
 }
 
 func newLoader(opts Options) (*loader, error) {
@@ -254,7 +259,7 @@ func (l *loader) loadPath(p string) {
 		return
 	}
 	if kustomizationFile(l.fsys, abs) != "" {
-		if coveredBy(l.flux, abs) == nil {
+		if coveredBy(l.engine, abs) == nil {
 			l.buildKustomization(p, abs, false)
 		}
 		return
@@ -278,7 +283,7 @@ func (l *loader) loadPath(p string) {
 	}
 	// What a Flux unit's path holds is built by that unit, as Flux
 	// builds it (buildFlux), not on its own.
-	roots = slices.DeleteFunc(roots, func(f string) bool { return coveredBy(l.flux, f) != nil })
+	roots = slices.DeleteFunc(roots, func(f string) bool { return coveredBy(l.engine, f) != nil })
 	// What each root is, decided in walk order: a kustomization worth
 	// building, one that is not, or a file to read.
 	kfiles := make([]string, len(roots))

@@ -59,6 +59,9 @@ type Unit struct {
 	Cluster string
 	// Flux is the overlay kustomize-controller applies, for a Flux unit.
 	Flux *FluxOverlay
+	// Argo is the overlay Argo CD's repo server applies, for an Argo CD
+	// unit.
+	Argo *ArgoOverlay
 
 	// declFile is the file declaring the unit (absolute, OS form).
 	declFile string

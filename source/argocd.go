@@ -1,0 +1,573 @@
+package source
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"text/template"
+
+	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/diag"
+)
+
+// A repository deployed by Argo CD says what a cluster applies in its
+// Applications: each source's path (spec.source, or each of
+// spec.sources), built as Argo CD's repo server builds it. A path with a
+// kustomization is built with kustomize after the Application's
+// kustomize options are written into it (as the repo server's `kustomize
+// edit` does); a path without one is a directory application, its YAML
+// and JSON files read as they are (recurse, include and exclude as
+// spec.source.directory says). An ApplicationSet's git directory and git
+// file generators make one Application per directory or file found in
+// the repository. Helm and plugin sources are not rendered: said once.
+// See docs/inputs.md.
+
+// argoGroup is the API group of Argo CD's Application and ApplicationSet.
+const argoGroup = "argoproj.io/"
+
+// UnitArgoCD is an Argo CD Application's source (or one an ApplicationSet
+// generates).
+const UnitArgoCD UnitSource = "argocd"
+
+// ArgoOverlay is what Argo CD's repo server applies to an Application
+// source's path.
+type ArgoOverlay struct {
+	// Kustomize is spec.source.kustomize, as written.
+	Kustomize *yaml.Node
+	// Directory is spec.source.directory, as written.
+	Directory *yaml.Node
+}
+
+// argoUnits is the units the Application or ApplicationSet d makes, one
+// per source (or per generated Application).
+func (l *loader) argoUnits(d *Document, srcRoots []string) []fluxFound {
+	o := d.Object()
+	ns := cmp.Or(o.Namespace, "argocd")
+	if o.Kind == "ApplicationSet" {
+		return l.appSetUnits(d, ns, srcRoots)
+	}
+	return l.appUnits(d.Node, d, ns, o.Name, srcRoots)
+}
+
+// appUnits is the units of one Application's spec (app, which may be an
+// ApplicationSet's generated one), declared by d.
+func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots []string) []fluxFound {
+	spec := Lookup(app, "spec")
+	var sources []*yaml.Node
+	if s := Lookup(spec, "source"); s != nil {
+		sources = append(sources, s)
+	}
+	if ss := Lookup(spec, "sources"); ss != nil && ss.Kind == yaml.SequenceNode {
+		sources = append(sources, ss.Content...)
+	}
+	dest := Lookup(spec, "destination")
+	cluster := cmp.Or(stringField(dest, "name"), stringField(dest, "server"))
+	if cluster == "https://kubernetes.default.svc" || cluster == "in-cluster" {
+		cluster = ""
+	} else if cluster != "" {
+		cluster = "Argo CD destination " + cluster
+	}
+	var out []fluxFound
+	for i, src := range sources {
+		pos := diag.Pos{File: d.File, Line: src.Line, Column: src.Column}
+		what := fmt.Sprintf("Argo CD Application %s/%s", ns, name)
+		if len(sources) > 1 {
+			what += fmt.Sprintf(" (source %d)", i+1)
+		}
+		rel := stringField(src, "path")
+		switch {
+		case stringField(src, "chart") != "" || Lookup(src, "helm") != nil:
+			out = append(out, fluxFound{pos: pos, skip: what + " renders a Helm chart: keyhole does not render Helm templates; check what it deploys with helm template ... | keyhole check -"})
+			continue
+		case Lookup(src, "plugin") != nil:
+			out = append(out, fluxFound{pos: pos, skip: what + " renders through a config management plugin, which keyhole does not run; skipped"})
+			continue
+		case rel == "" && Lookup(src, "ref") != nil:
+			continue // a values-only source of a multi-source Application
+		case strings.Contains(rel, "{{"):
+			continue // a template an ApplicationSet fills in
+		}
+		clean := path.Clean("/" + filepath.ToSlash(rel))
+		var root, srcRoot string
+		for _, r := range srcRoots {
+			p := filepath.Join(r, filepath.FromSlash(clean))
+			if fi, err := l.fsys.Stat(p); err == nil && fi.IsDir() {
+				root, srcRoot = p, r
+				break
+			}
+		}
+		if root == "" {
+			out = append(out, fluxFound{pos: pos, skip: fmt.Sprintf("%s builds %s from %s, which is not a directory of this repository; out of reach, skipped",
+				what, rel, cmp.Or(stringField(src, "repoURL"), "its repository"))})
+			continue
+		}
+		if helmChartFile(l.fsys, root) != "" {
+			out = append(out, fluxFound{pos: pos, skip: what + " renders the Helm chart at " + rel + ": keyhole does not render Helm templates; check what it deploys with helm template ... | keyhole check -"})
+			continue
+		}
+		unitName := "argocd:" + ns + "/" + name
+		dir := path.Join("argocd", ns, outputDir(name))
+		if len(sources) > 1 {
+			unitName += "#" + strconv.Itoa(i+1)
+			dir = path.Join(dir, strconv.Itoa(i+1))
+		}
+		out = append(out, fluxFound{srcRoot: srcRoot, pos: pos, unit: &Unit{
+			Name:    unitName,
+			Dir:     dir,
+			Source:  UnitArgoCD,
+			Root:    root,
+			Decl:    diag.Pos{File: d.File, Line: app.Line, Column: app.Column},
+			Cluster: cluster,
+			Argo:    &ArgoOverlay{Kustomize: Lookup(src, "kustomize"), Directory: Lookup(src, "directory")},
+		}})
+	}
+	return out
+}
+
+// appSetUnits is the units of the Applications an ApplicationSet's git
+// generators make from this repository.
+func (l *loader) appSetUnits(d *Document, ns string, srcRoots []string) []fluxFound {
+	spec := Lookup(d.Node, "spec")
+	tmpl := Lookup(spec, "template")
+	goTemplate := stringField(spec, "goTemplate") == "true" || boolField(spec, "goTemplate")
+	gens := Lookup(spec, "generators")
+	what := "Argo CD ApplicationSet " + ns + "/" + stringField(Lookup(d.Node, "metadata"), "name")
+	if tmpl == nil || gens == nil || gens.Kind != yaml.SequenceNode {
+		return nil
+	}
+	var out []fluxFound
+	for _, g := range gens.Content {
+		git := Lookup(g, "git")
+		pos := diag.Pos{File: d.File, Line: g.Line, Column: g.Column}
+		if git == nil {
+			out = append(out, fluxFound{pos: pos, skip: what + ": only git directory and git file generators are read; this generator's Applications are not checked"})
+			continue
+		}
+		params, err := l.gitGenerator(git, srcRoots[len(srcRoots)-1], srcRoots[0])
+		if err != "" {
+			out = append(out, fluxFound{pos: pos, err: what + ": " + err})
+			continue
+		}
+		for _, p := range params {
+			app, err := fillTemplate(tmpl, p, goTemplate)
+			if err != nil {
+				out = append(out, fluxFound{pos: pos, err: fmt.Sprintf("%s: its template cannot be filled for %s: %v", what, p["path"], err)})
+				break
+			}
+			name := stringField(Lookup(app, "metadata"), "name")
+			for _, f := range l.appUnits(app, d, cmp.Or(stringField(Lookup(app, "metadata"), "namespace"), ns), name, srcRoots) {
+				if f.unit != nil {
+					f.unit.Decl = pos
+				}
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
+// gitGenerator lists the parameters of a git generator's directories or
+// files, found under the repository: named (the directory named on the
+// command line) and root (the repository's root, where the generator's
+// paths are relative to, when they match there).
+func (l *loader) gitGenerator(git *yaml.Node, named, root string) ([]map[string]any, string) {
+	base := root
+	var out []map[string]any
+	if dirs := Lookup(git, "directories"); dirs != nil && dirs.Kind == yaml.SequenceNode {
+		var include, exclude []string
+		for _, e := range dirs.Content {
+			if boolField(e, "exclude") {
+				exclude = append(exclude, stringField(e, "path"))
+			} else {
+				include = append(include, stringField(e, "path"))
+			}
+		}
+		found := l.globDirs(base, include, exclude)
+		if len(found) == 0 && named != root {
+			base = named
+			found = l.globDirs(base, include, exclude)
+		}
+		for _, rel := range found {
+			out = append(out, pathParams(rel))
+		}
+		return out, ""
+	}
+	if files := Lookup(git, "files"); files != nil && files.Kind == yaml.SequenceNode {
+		var include []string
+		for _, e := range files.Content {
+			if !boolField(e, "exclude") {
+				include = append(include, stringField(e, "path"))
+			}
+		}
+		for _, b := range []string{root, named} {
+			for _, f := range walkAll(l.fsys, b, &l.paths) {
+				rel := filepath.ToSlash(relOrAbs(b, f))
+				if !slices.ContainsFunc(include, func(g string) bool { return globMatch(g, rel) }) {
+					continue
+				}
+				data := l.sniff(f, nil)
+				var v map[string]any
+				if data == nil || yaml.Unmarshal(data, &v) != nil {
+					return nil, "git file generator cannot read " + rel
+				}
+				p := flatten(v)
+				for k, x := range pathParams(path.Dir(rel)) {
+					p[k] = x
+				}
+				p["path.filename"] = path.Base(rel)
+				out = append(out, p)
+			}
+			if len(out) > 0 || named == root {
+				break
+			}
+		}
+	}
+	return out, ""
+}
+
+// globDirs lists the directories under base (relative, slash-separated)
+// that match an include pattern and no exclude pattern, sorted.
+func (l *loader) globDirs(base string, include, exclude []string) []string {
+	var out []string
+	var visit func(dir string)
+	visit = func(dir string) {
+		entries, err := l.fsys.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, e := range entries {
+			full := filepath.Join(dir, e.Name())
+			if strings.HasPrefix(e.Name(), ".") {
+				continue
+			}
+			if fi, err := l.fsys.Stat(full); err != nil || !fi.IsDir() {
+				continue
+			}
+			rel := filepath.ToSlash(relOrAbs(base, full))
+			if slices.ContainsFunc(include, func(g string) bool { return globMatch(g, rel) }) &&
+				!slices.ContainsFunc(exclude, func(g string) bool { return globMatch(g, rel) }) {
+				out = append(out, rel)
+			}
+			visit(full)
+		}
+	}
+	visit(base)
+	slices.Sort(out)
+	return out
+}
+
+// globMatch matches a slash-separated path against a glob whose "*"
+// stays within one element and whose "**" spans any number.
+func globMatch(glob, p string) bool {
+	g, s := strings.Split(glob, "/"), strings.Split(p, "/")
+	var match func(g, s []string) bool
+	match = func(g, s []string) bool {
+		if len(g) == 0 {
+			return len(s) == 0
+		}
+		if g[0] == "**" {
+			for i := 0; i <= len(s); i++ {
+				if match(g[1:], s[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(s) == 0 {
+			return false
+		}
+		ok, err := path.Match(g[0], s[0])
+		return err == nil && ok && match(g[1:], s[1:])
+	}
+	return match(g, s)
+}
+
+// pathParams are a git generator's parameters for the directory rel.
+func pathParams(rel string) map[string]any {
+	segs := strings.Split(rel, "/")
+	base := path.Base(rel)
+	p := map[string]any{
+		"path":                    rel,
+		"path.path":               rel,
+		"path.basename":           base,
+		"path.basenameNormalized": normalizeName(base),
+		"path.segments":           segs,
+	}
+	for i, s := range segs {
+		p["path["+strconv.Itoa(i)+"]"] = s
+	}
+	return p
+}
+
+var notDNS = regexp.MustCompile(`[^a-z0-9-.]`)
+
+// normalizeName is Argo CD's basenameNormalized: lower case, characters a
+// name may not hold turned into "-".
+func normalizeName(s string) string { return notDNS.ReplaceAllString(strings.ToLower(s), "-") }
+
+// flatten is a git file generator's parameters of a file's values:
+// nested keys joined with ".".
+func flatten(v map[string]any) map[string]any {
+	out := map[string]any{}
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		if m, ok := v.(map[string]any); ok {
+			for k, x := range m {
+				walk(strings.TrimPrefix(prefix+"."+k, "."), x)
+			}
+			return
+		}
+		out[prefix] = fmt.Sprint(v)
+	}
+	walk("", v)
+	return out
+}
+
+// placeholder is a fasttemplate parameter, {{name}}, as ApplicationSets
+// without goTemplate write them.
+var placeholder = regexp.MustCompile(`\{\{\s*([A-Za-z0-9_.\[\]-]+)\s*\}\}`)
+
+// fillTemplate is an ApplicationSet's template filled with params.
+func fillTemplate(tmpl *yaml.Node, params map[string]any, goTemplate bool) (*yaml.Node, error) {
+	data, err := yaml.Marshal(tmpl)
+	if err != nil {
+		return nil, err
+	}
+	if goTemplate {
+		nested := map[string]any{}
+		for k, v := range params {
+			setNested(nested, strings.Split(strings.ReplaceAll(strings.ReplaceAll(k, "[", "."), "]", ""), "."), v)
+		}
+		if pm, ok := nested["path"].(map[string]any); ok {
+			pm["path"] = params["path"]
+		}
+		t, err := template.New("template").Option("missingkey=error").Parse(string(data))
+		if err != nil {
+			return nil, err
+		}
+		var b bytes.Buffer
+		if err := t.Execute(&b, nested); err != nil {
+			return nil, err
+		}
+		data = b.Bytes()
+	} else {
+		data = placeholder.ReplaceAllFunc(data, func(m []byte) []byte {
+			if v, ok := params[string(placeholder.FindSubmatch(m)[1])]; ok {
+				return []byte(fmt.Sprint(v))
+			}
+			return m
+		})
+	}
+	var n yaml.Node
+	if err := yaml.Unmarshal(data, &n); err != nil || len(n.Content) == 0 {
+		return nil, fmt.Errorf("the filled template is not YAML")
+	}
+	return n.Content[0], nil
+}
+
+func setNested(m map[string]any, keys []string, v any) {
+	for _, k := range keys[:len(keys)-1] {
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[k] = next
+		}
+		m = next
+	}
+	if _, exists := m[keys[len(keys)-1]].(map[string]any); !exists {
+		m[keys[len(keys)-1]] = v
+	}
+}
+
+// boolField reports whether key of mapping n is the boolean true.
+func boolField(n *yaml.Node, key string) bool {
+	v := Lookup(n, key)
+	return v != nil && v.Kind == yaml.ScalarNode && v.Value == "true"
+}
+
+// buildArgo builds the Argo CD unit u as the repo server does.
+func (l *loader) buildArgo(u *Unit) {
+	named := u.Root
+	if rel, err := filepath.Rel(l.dir, u.Root); err == nil && within(l.dir, u.Root) {
+		named = rel
+	}
+	if !l.kustomizationMatters(u.Root) {
+		l.diags = append(l.diags, skipped(u.Decl, "Argo CD Application "+strings.TrimPrefix(u.Name, "argocd:")+" not built: nothing under its path names keyhole's kinds or declares a Secret"))
+		return
+	}
+	bo := l.buildOptions()
+	if kfile := kustomizationFile(l.fsys, u.Root); kfile != "" {
+		bo.kfile, bo.kdata = kfile, argoKustomization(kustomizationNode(l.fsys, kfile), u.Argo.Kustomize)
+	} else {
+		bo.kfile, bo.kdata = filepath.Join(u.Root, "kustomization.yaml"), l.directoryKustomization(u)
+	}
+	m, read, err := kustomize(l.fsys, u.Root, bo)
+	l.buildKustomizationFrom(u, named, u.Root, true, &kustomizeRun{m: m, read: read, err: err})
+	if err == nil {
+		l.notDeployed(u, named, read)
+	}
+}
+
+// argoKustomization is the kustomization k with an Application's
+// kustomize options written into it, as the repo server's `kustomize
+// edit` writes them: name prefix, suffix and namespace set; labels,
+// annotations and images merged; patches and components added.
+func argoKustomization(k, opts *yaml.Node) []byte {
+	if k == nil {
+		k = &yaml.Node{Kind: yaml.MappingNode}
+	}
+	if opts != nil && opts.Kind == yaml.MappingNode {
+		for _, f := range []string{"namePrefix", "nameSuffix", "namespace"} {
+			if v := Lookup(opts, f); v != nil && v.Kind == yaml.ScalarNode {
+				setField(k, f, &yaml.Node{Kind: yaml.ScalarNode, Value: v.Value})
+			}
+		}
+		for _, f := range []string{"commonLabels", "commonAnnotations"} {
+			if v := Lookup(opts, f); v != nil && v.Kind == yaml.MappingNode {
+				cur := Lookup(k, f)
+				if cur == nil || cur.Kind != yaml.MappingNode {
+					cur = &yaml.Node{Kind: yaml.MappingNode}
+					setField(k, f, cur)
+				}
+				for i := 0; i+1 < len(v.Content); i += 2 {
+					setField(cur, v.Content[i].Value, v.Content[i+1])
+				}
+			}
+		}
+		if v := Lookup(opts, "images"); v != nil && v.Kind == yaml.SequenceNode {
+			cur := Lookup(k, "images")
+			if cur == nil || cur.Kind != yaml.SequenceNode {
+				cur = &yaml.Node{Kind: yaml.SequenceNode}
+				setField(k, "images", cur)
+			}
+			for _, img := range v.Content {
+				if img.Kind == yaml.ScalarNode {
+					cur.Content = append(cur.Content, imageEntry(img.Value))
+				}
+			}
+		}
+		for _, f := range []string{"patches", "components", "replicas"} {
+			if v := Lookup(opts, f); v != nil && v.Kind == yaml.SequenceNode {
+				cur := Lookup(k, f)
+				if cur == nil || cur.Kind != yaml.SequenceNode {
+					cur = &yaml.Node{Kind: yaml.SequenceNode}
+					setField(k, f, cur)
+				}
+				cur.Content = append(cur.Content, v.Content...)
+			}
+		}
+	}
+	out, err := yaml.Marshal(k)
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+// imageEntry is a kustomization images entry for an Application's
+// "name=newName:tag" or "name:tag" override.
+func imageEntry(s string) *yaml.Node {
+	name, to, ok := strings.Cut(s, "=")
+	if !ok {
+		to = s
+	}
+	ref, digest, _ := strings.Cut(to, "@")
+	newName, tag := ref, ""
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		newName, tag = ref[:i], ref[i+1:]
+	}
+	if !ok {
+		name = newName
+	}
+	m := &yaml.Node{Kind: yaml.MappingNode}
+	setField(m, "name", &yaml.Node{Kind: yaml.ScalarNode, Value: name})
+	if newName != name {
+		setField(m, "newName", &yaml.Node{Kind: yaml.ScalarNode, Value: newName})
+	}
+	if tag != "" {
+		setField(m, "newTag", &yaml.Node{Kind: yaml.ScalarNode, Value: tag})
+	}
+	if digest != "" {
+		setField(m, "digest", &yaml.Node{Kind: yaml.ScalarNode, Value: digest})
+	}
+	return m
+}
+
+// setField sets key of mapping m to v.
+func setField(m *yaml.Node, key string, v *yaml.Node) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			m.Content[i+1] = v
+			return
+		}
+	}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key}, v)
+}
+
+// directoryKustomization is a kustomization listing what a directory
+// application reads of its path: the YAML and JSON files at its top, or
+// under it when recurse is set, kept by include and exclude.
+func (l *loader) directoryKustomization(u *Unit) []byte {
+	recurse := boolField(u.Argo.Directory, "recurse")
+	include, exclude := stringField(u.Argo.Directory, "include"), stringField(u.Argo.Directory, "exclude")
+	var files []string
+	var visit func(dir string)
+	visit = func(dir string) {
+		entries, err := l.fsys.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, e := range entries {
+			full := filepath.Join(dir, e.Name())
+			if strings.HasPrefix(e.Name(), ".") {
+				continue
+			}
+			fi, err := l.fsys.Stat(full)
+			if err != nil {
+				continue
+			}
+			rel := filepath.ToSlash(relOrAbs(u.Root, full))
+			switch {
+			case fi.IsDir():
+				if recurse {
+					visit(full)
+				}
+			case fi.Mode().IsRegular() && inputExt(e.Name()) && e.Name() != "agent.yaml" && e.Name() != "agent.yml":
+				if include != "" && !braceMatch(include, rel) || exclude != "" && braceMatch(exclude, rel) {
+					continue
+				}
+				files = append(files, rel)
+			}
+		}
+	}
+	visit(u.Root)
+	slices.Sort(files)
+	k := &yaml.Node{Kind: yaml.MappingNode}
+	seq := &yaml.Node{Kind: yaml.SequenceNode}
+	for _, f := range files {
+		seq.Content = append(seq.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: f})
+	}
+	setField(k, "resources", seq)
+	out, _ := yaml.Marshal(k)
+	return out
+}
+
+// braceMatch matches rel against a directory application's include or
+// exclude pattern: a glob, or {a,b} of globs.
+func braceMatch(pattern, rel string) bool {
+	alts := []string{pattern}
+	if strings.HasPrefix(pattern, "{") && strings.HasSuffix(pattern, "}") {
+		alts = strings.Split(pattern[1:len(pattern)-1], ",")
+	}
+	return slices.ContainsFunc(alts, func(g string) bool {
+		g = strings.TrimSpace(g)
+		return globMatch(g, rel) || globMatch(g, path.Base(rel))
+	})
+}
