@@ -94,12 +94,13 @@ apps/staging)¤.
 | ¤object¤ | the object the finding is about (its fields empty when none) |
 | ¤path¤ | the field path inside the object, e.g. ¤spec.hosts[1]¤ |
 | ¤suppressed¤ | ¤config¤ or ¤annotation¤ when silenced; absent otherwise |
-| ¤units¤ | the deploy units the finding was made in: kustomization roots' directories, ¤""¤ for the files outside any kustomization |
+| ¤units¤ | the deploy units the finding was made in: kustomization roots' directories, ¤flux:NAMESPACE/NAME¤, ¤argocd:NAMESPACE/NAME¤, ¤""¤ for the files outside any kustomization |
 | ¤summary.documents¤, ¤summary.objects¤ | documents read, and objects of keyhole's kinds and Secrets checked, each once however many units build it |
 | ¤summary.errors¤, ¤warnings¤, ¤info¤ | unsuppressed diagnostics by severity, as the exit status counts them |
 | ¤summary.suppressed¤ | diagnostics silenced |
 | ¤summary.skipped¤ | objects of other kinds skipped and how many kinds; files (charts, templates, other tools' files, kustomizations) not read as objects |
 | ¤summary.units¤ | the deploy units checked |
+| ¤summary.built¤ | each unit checked, in the order of ¤units¤: its ¤name¤, its ¤source¤ (¤flux¤, ¤argocd¤, ¤kustomization¤, ¤loose¤) and how many ¤documents¤ it holds |
 `
 
 func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
