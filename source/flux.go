@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	fluxkustomize "github.com/fluxcd/pkg/kustomize"
@@ -113,7 +114,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 				var ffs []fluxFound
 				switch {
 				case strings.HasPrefix(o.APIVersion, fluxGroup) && o.Kind == "Kustomization":
-					ffs = []fluxFound{l.fluxUnit(d, srcRoots)}
+					ffs = []fluxFound{l.fluxUnit(d, cmp.Or(o.Namespace, l.listedNamespace(f, srcRoots[0])), srcRoots)}
 				case strings.HasPrefix(o.APIVersion, argoGroup) && (o.Kind == "Application" || o.Kind == "ApplicationSet"):
 					ffs = l.argoUnits(d, srcRoots)
 				}
@@ -163,9 +164,9 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 // srcRoots; where it names no directory there, to the next one (the
 // directory named on the command line, for a repository kept inside
 // another).
-func (l *loader) fluxUnit(d *Document, srcRoots []string) fluxFound {
+func (l *loader) fluxUnit(d *Document, ns string, srcRoots []string) fluxFound {
 	o := d.Object()
-	ns := cmp.Or(o.Namespace, fluxOwnSource)
+	ns = cmp.Or(ns, fluxOwnSource)
 	pos := d.Pos
 	at := func(field ...string) diag.Pos {
 		n := d.Node
@@ -226,6 +227,28 @@ func (l *loader) fluxUnit(d *Document, srcRoots []string) fluxFound {
 		u.Cluster = "kubeConfig " + ns + "/" + stringField(Lookup(kc, "secretRef"), "name")
 	}
 	return fluxFound{unit: u, pos: pos, srcRoot: srcRoot}
+}
+
+// listedNamespace is the namespace the kustomization that lists the file
+// abs sets (kustomize's namespace field), or "": the namespace a Flux
+// Kustomization written without one is applied in. The kustomization is
+// the nearest one, up to root, whose resources name the file.
+func (l *loader) listedNamespace(abs, root string) string {
+	for dir := filepath.Dir(abs); within(root, dir); dir = filepath.Dir(dir) {
+		if k := kustomizationFile(l.fsys, dir); k != "" {
+			n := kustomizationNode(l.fsys, k)
+			rel := filepath.ToSlash(relOrAbs(dir, abs))
+			for _, r := range stringList(Lookup(n, "resources")) {
+				if path.Clean(r) == rel {
+					return stringField(n, "namespace")
+				}
+			}
+		}
+		if dir == root || filepath.Dir(dir) == dir {
+			break
+		}
+	}
+	return ""
 }
 
 // fluxClusters says which cluster each Flux unit deploys to: the one of
@@ -429,13 +452,57 @@ func (l *loader) substitute(u *Unit, m resmap.ResMap) (err error) {
 		return nil
 	}
 	_, from, _ := unstructured.NestedSlice(obj.Object, "spec", "postBuild", "substituteFrom")
-	c := &repoClient{l: l, root: u.Flux.SourceRoot}
+	c := &repoClient{l: l, root: u.Flux.SourceRoot, unknown: map[string]string{}}
+	if from {
+		// A variable that only an object the repository does not hold
+		// (or holds encrypted) can give stays as written: keyhole does
+		// not know its value, and an empty one would be a finding of
+		// its own making.
+		used := map[string]bool{}
+		for _, r := range m.Resources() {
+			if y, err := r.AsYAML(); err == nil {
+				for _, v := range varRef.FindAllSubmatch(y, -1) {
+					used[string(v[1])] = true
+				}
+			}
+		}
+		known := c.knownVars(obj)
+		for v := range used {
+			if !known[v] {
+				c.unknown[v] = "${" + v + "}"
+			}
+		}
+	}
 	for _, r := range m.Resources() {
 		if _, err := fluxkustomize.SubstituteVariables(context.Background(), c, obj, r, fluxkustomize.SubstituteWithDryRun(!from)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// varRef is a variable reference Flux substitutes: ${NAME}, ${NAME:=x}.
+var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)`)
+
+// knownVars are the variables the substituteFrom objects of obj that the
+// repository holds in the clear give.
+func (c *repoClient) knownVars(obj unstructured.Unstructured) map[string]bool {
+	known := map[string]bool{}
+	refs, _, _ := unstructured.NestedSlice(obj.Object, "spec", "postBuild", "substituteFrom")
+	for _, r := range refs {
+		m, _ := r.(map[string]any)
+		kind, _ := m["kind"].(string)
+		name, _ := m["name"].(string)
+		if d := c.lookup(kind, obj.GetNamespace(), name); d != nil {
+			for k := range stringMap(Lookup(d.Node, "data")) {
+				known[k] = true
+			}
+			for k := range stringMap(Lookup(d.Node, "stringData")) {
+				known[k] = true
+			}
+		}
+	}
+	return known
 }
 
 // repoClient answers Flux's library the one question substitution asks a
@@ -446,30 +513,52 @@ type repoClient struct {
 	l    *loader
 	root string
 	objs map[[3]string]*Document
+	// byName holds the first object of each kind and name, for an object
+	// whose namespace a kustomization sets where the file names none.
+	byName map[[2]string]*Document
+	// unknown are the variables an object the repository does not hold
+	// in the clear stands for, each as written.
+	unknown map[string]string
+}
+
+// lookup returns the ConfigMap or Secret of kind, namespace and name the
+// repository holds in the clear: in that namespace, else of that name in
+// any.
+func (c *repoClient) lookup(kind, ns, name string) *Document {
+	if c.objs == nil {
+		c.index()
+	}
+	if d := c.objs[[3]string{kind, ns, name}]; d != nil {
+		return d
+	}
+	return c.byName[[2]string{kind, name}]
 }
 
 // Get fills obj with the ConfigMap or Secret of key the repository
 // declares, or says it is not found.
 func (c *repoClient) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	if c.objs == nil {
-		c.index()
-	}
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
-		d := c.objs[[3]string{"ConfigMap", key.Namespace, key.Name}]
-		if d == nil {
-			return apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, key.Name)
-		}
 		o.Data = map[string]string{}
+		d := c.lookup("ConfigMap", key.Namespace, key.Name)
+		if d == nil {
+			for k, v := range c.unknown {
+				o.Data[k] = v
+			}
+			return nil
+		}
 		for k, v := range stringMap(Lookup(d.Node, "data")) {
 			o.Data[k] = v
 		}
 	case *corev1.Secret:
-		d := c.objs[[3]string{"Secret", key.Namespace, key.Name}]
-		if d == nil {
-			return apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, key.Name)
-		}
 		o.Data = map[string][]byte{}
+		d := c.lookup("Secret", key.Namespace, key.Name)
+		if d == nil {
+			for k, v := range c.unknown {
+				o.Data[k] = []byte(v)
+			}
+			return nil
+		}
 		for k, v := range stringMap(Lookup(d.Node, "data")) {
 			if b, err := base64.StdEncoding.DecodeString(v); err == nil {
 				o.Data[k] = b
@@ -487,6 +576,7 @@ func (c *repoClient) Get(_ context.Context, key client.ObjectKey, obj client.Obj
 // index reads the ConfigMaps and Secrets of the repository once.
 func (c *repoClient) index() {
 	c.objs = map[[3]string]*Document{}
+	c.byName = map[[2]string]*Document{}
 	for _, f := range walkAll(c.l.fsys, c.root, &c.l.paths) {
 		data := c.l.sniff(f, []byte("kind"))
 		if data == nil || !(bytes.Contains(data, []byte("ConfigMap")) || bytes.Contains(data, []byte("Secret"))) {
@@ -501,6 +591,9 @@ func (c *repoClient) index() {
 			k := [3]string{o.Kind, cmp.Or(o.Namespace, "default"), o.Name}
 			if c.objs[k] == nil {
 				c.objs[k] = d
+			}
+			if n := [2]string{o.Kind, o.Name}; c.byName[n] == nil {
+				c.byName[n] = d
 			}
 		}
 	}
