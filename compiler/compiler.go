@@ -141,6 +141,9 @@ func Compile(docs []*source.Document, v *schema.Validator, opts Options) Result 
 			// The built-in catalog is compiled in; this is a bug in keyhole.
 			p.diags = append(p.diags, diag.Diagnostic{Code: codeConfigInvalid, Severity: diag.Error, Message: catErr.Error()})
 		}
+		// An engine that applies the unit in a namespace of its own
+		// places there what names none.
+		p.opts.DefaultNamespace = cmp.Or(u.Namespace, opts.DefaultNamespace)
 		p.setOperator()
 		// The Config comes first wherever it stands: it extends the
 		// catalog the agents are checked against.

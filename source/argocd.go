@@ -108,7 +108,7 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 				what, rel, cmp.Or(stringField(src, "repoURL"), "its repository"))})
 			continue
 		}
-		if helmChartFile(l.fsys, root) != "" {
+		if chartAbove(l.fsys, root, srcRoot) {
 			out = append(out, fluxFound{pos: pos, skip: what + " renders the Helm chart at " + rel + ": keyhole does not render Helm templates; check what it deploys with helm template ... | keyhole check -"})
 			continue
 		}
@@ -119,13 +119,14 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 			dir = path.Join(dir, strconv.Itoa(i+1))
 		}
 		out = append(out, fluxFound{srcRoot: srcRoot, pos: pos, unit: &Unit{
-			Name:    unitName,
-			Dir:     dir,
-			Source:  UnitArgoCD,
-			Root:    root,
-			Decl:    diag.Pos{File: d.File, Line: app.Line, Column: app.Column},
-			Cluster: cluster,
-			Argo:    &ArgoOverlay{Kustomize: Lookup(src, "kustomize"), Directory: Lookup(src, "directory")},
+			Name:      unitName,
+			Dir:       dir,
+			Source:    UnitArgoCD,
+			Root:      root,
+			Decl:      diag.Pos{File: d.File, Line: app.Line, Column: app.Column},
+			Cluster:   cluster,
+			Namespace: stringField(dest, "namespace"),
+			Argo:      &ArgoOverlay{Kustomize: Lookup(src, "kustomize"), Directory: Lookup(src, "directory")},
 		}})
 	}
 	return out
@@ -273,7 +274,13 @@ func globMatch(glob, p string) bool {
 			return len(s) == 0
 		}
 		if g[0] == "**" {
-			for i := 0; i <= len(s); i++ {
+			// A final ** names what lies below, not the directory
+			// itself.
+			start := 0
+			if len(g) == 1 {
+				start = 1
+			}
+			for i := start; i <= len(s); i++ {
 				if match(g[1:], s[i:]) {
 					return true
 				}
@@ -570,4 +577,18 @@ func braceMatch(pattern, rel string) bool {
 		g = strings.TrimSpace(g)
 		return globMatch(g, rel) || globMatch(g, path.Base(rel))
 	})
+}
+
+// chartAbove reports whether dir, or a directory above it up to root, is
+// a Helm chart.
+func chartAbove(fsys fileSystem, dir, root string) bool {
+	for d := dir; within(root, d); d = filepath.Dir(d) {
+		if helmChartFile(fsys, d) != "" {
+			return true
+		}
+		if d == root || filepath.Dir(d) == d {
+			break
+		}
+	}
+	return false
 }

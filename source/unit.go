@@ -57,6 +57,10 @@ type Unit struct {
 	// Kustomization's spec.kubeConfig makes it another. Units of
 	// different clusters never read each other's Secrets.
 	Cluster string
+	// Namespace is where the engine applies the unit's objects that name
+	// none (an Argo CD Application's destination.namespace); "" for the
+	// namespace keyhole's caller means.
+	Namespace string
 	// Flux is the overlay kustomize-controller applies, for a Flux unit.
 	Flux *FluxOverlay
 	// Argo is the overlay Argo CD's repo server applies, for an Argo CD

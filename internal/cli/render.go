@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -146,7 +147,9 @@ func renderUnits(c *checked, opts render.Options, renderer render.Renderer, only
 			continue
 		}
 		found = true
-		files, ds, err := renderer(u.Plan, opts)
+		uopts := opts
+		uopts.DefaultNamespace = cmp.Or(u.Namespace, opts.DefaultNamespace)
+		files, ds, err := renderer(u.Plan, uopts)
 		c.result.Diagnostics = append(c.result.Diagnostics, ds...)
 		if errors.Is(err, render.ErrEmpty) {
 			continue
