@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -559,13 +558,13 @@ func (c *repoClient) Get(_ context.Context, key client.ObjectKey, obj client.Obj
 			}
 			return nil
 		}
-		for k, v := range stringMap(Lookup(d.Node, "data")) {
-			if b, err := base64.StdEncoding.DecodeString(v); err == nil {
-				o.Data[k] = b
+		// A Secret's values never enter what keyhole reads: each of its
+		// variables stays as written, so no diagnostic, render or diff
+		// can quote one.
+		for _, field := range []string{"data", "stringData"} {
+			for k := range stringMap(Lookup(d.Node, field)) {
+				o.Data[k] = []byte("${" + k + "}")
 			}
-		}
-		for k, v := range stringMap(Lookup(d.Node, "stringData")) {
-			o.Data[k] = []byte(v)
 		}
 	default:
 		return apierrors.NewNotFound(schema.GroupResource{}, key.Name)

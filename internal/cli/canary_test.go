@@ -112,3 +112,67 @@ func TestCanaryNeverPrinted(t *testing.T) {
 		assertNoCanary(t, "stderr", stderr.Bytes())
 	})
 }
+
+// TestCanaryFluxSubstitution: a Secret that a Flux Kustomization
+// substitutes from holds the canary; the variable stands in a
+// Connection's host, header value and name, where diagnostics quote
+// fields. Neither check nor render may print it.
+func TestCanaryFluxSubstitution(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"ks.yaml": `apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: app, namespace: flux-system}
+spec:
+  path: ./app
+  sourceRef: {kind: GitRepository, name: flux-system}
+  targetNamespace: ns
+  postBuild:
+    substituteFrom:
+      - {kind: Secret, name: vars}
+`,
+		"vars.yaml": `apiVersion: v1
+kind: Secret
+metadata: {name: vars, namespace: flux-system}
+stringData:
+  HOST: ` + canary + `.example.com
+  TOKEN: ` + canary + `
+`,
+		"app/connection.yaml": `apiVersion: omnia.altairalabs.ai/v1alpha1
+kind: Connection
+metadata:
+  name: c-${TOKEN}
+spec:
+  hosts:
+    - ${HOST}
+  credential:
+    kind: secret
+    secretRef:
+      name: missing-${TOKEN}
+  placement:
+    inject:
+      - hosts:
+          - ${HOST}
+        header: Authorization
+        value: "Bearer ${TOKEN}"
+`,
+	}
+	for name, body := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"check", "-v", dir}, {"check", "--format", "json", dir}, {"render", "--stdout", dir}} {
+		var stdout, stderr bytes.Buffer
+		e := &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr}
+		run(e, args)
+		if !bytes.Contains(stdout.Bytes(), []byte("flux:flux-system/app")) && !bytes.Contains(stderr.Bytes(), []byte("flux:flux-system/app")) {
+			t.Fatalf("%v did not build the Flux unit:\n%s%s", args, stdout.String(), stderr.String())
+		}
+		assertNoCanary(t, strings.Join(args[:1], " ")+" stdout", stdout.Bytes())
+		assertNoCanary(t, strings.Join(args[:1], " ")+" stderr", stderr.Bytes())
+	}
+}
