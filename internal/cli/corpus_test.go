@@ -28,9 +28,17 @@ import (
 //     default with a namePrefix, samples, testdata; a Helm chart, JSON
 //     and list fixtures under internal/), the agents in config/agents,
 //     which config/default and config/dev both build.
+//   - flux-home-ops: a Flux home-lab (a cluster Kustomization over
+//     kubernetes/apps, one ks.yaml per app listed by its namespace's
+//     kustomization, postBuild substitution from a ConfigMap and a
+//     SOPS-encrypted Secret), the agents' Connection host and Secret name
+//     made by substitution, their credential from an ExternalSecret.
+//   - argocd-appset: Argo CD ApplicationSets (a git directory generator
+//     over the agents' environments, each to its own cluster), a
+//     directory Application and a local Helm chart's.
 
 // corpus lists the fixture repositories.
-var corpus = []string{"argocd-apps", "controller", "flux-monorepo", "helm-charts"}
+var corpus = []string{"argocd-apps", "argocd-appset", "controller", "flux-home-ops", "flux-monorepo", "helm-charts"}
 
 // TestCorpusClean: each repository checks clean, as a new user would run
 // keyhole on it: exit 0, no error or warning, and the one line that counts
@@ -90,6 +98,16 @@ func TestCorpusSeeded(t *testing.T) {
 			repo: "flux-monorepo", file: "apps/base/agents/connection.yaml",
 			old: `value: "Bearer {{ .token }}"`, new: `value: "Bearer {{ .tokn }}"`,
 			want: `apps/base/agents/connection.yaml:15:27: error ConnectionSecretKeyMissing: key "tokn" is not in Secret agents/acme-github-token (it has: token, user); did you mean "token"? (in 2 deploy units: flux:flux-system/apps@clusters/production, flux:flux-system/apps@clusters/staging)`,
+		},
+		"flux home-ops: a key the Secret does not have, in an app a ks.yaml builds": {
+			repo: "flux-home-ops", file: "kubernetes/apps/default/agents/app/connection.yaml",
+			old: `value: "Bearer {{ .token }}"`, new: `value: "Bearer {{ .tokn }}"`,
+			want: `kubernetes/apps/default/agents/app/connection.yaml:18:27: error ConnectionSecretKeyMissing: key "tokn" is not in Secret default/agents-github-secret (it has: token); did you mean "token"?; ExternalSecret default/agents-github may fetch it through spec.dataFrom, but its spec.target.template has data (or templateFrom), which replaces the fetched keys (mergePolicy Replace, the default): read a key of the template, or set spec.target.template.mergePolicy: Merge (in deploy unit flux:default/agents)`,
+		},
+		"argocd appset: a binding to a Connection that is not there": {
+			repo: "argocd-appset", file: "apps/agents/base/agentruntime.yaml",
+			old: "connection: github-acme", new: "connection: github-acm",
+			want: `apps/agents/base/agentruntime.yaml:17:21: error BindingConnectionMissing: Connection agents/github-acm is not in the input; did you mean "github-acme"? (in 2 deploy units: argocd:argocd/agents-dev, argocd:argocd/agents-prod)`,
 		},
 		"argocd: a binding to a Connection that is not there": {
 			repo: "argocd-apps", file: "agents/base/agentruntime.yaml",
