@@ -184,7 +184,7 @@ func Compile(docs []*source.Document, v *schema.Validator, opts Options) Result 
 	if len(res.Units) == 1 {
 		res.Plan = res.Units[0].Plan
 	}
-	res.Diagnostics = merge(all, len(names) > 1)
+	res.Diagnostics = redactCredentials(merge(all, len(names) > 1))
 	passes[0].applyConfigIgnores(res.Diagnostics)
 	res.Diagnostics.Sort()
 	return res
