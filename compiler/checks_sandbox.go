@@ -12,6 +12,7 @@ import (
 // by check with positions.
 const (
 	codeSandboxNameCollision = "SandboxNameCollision"
+	codeSandboxImageMissing  = "SandboxImageMissing"
 )
 
 // sandboxSource is what declares one sandbox: an AgentRuntime's or
@@ -87,4 +88,39 @@ func checkSandboxCollisions(p *pass) {
 			"the sandbox of %s is named %s, as is the sandbox of %s at %s: render names each sandbox's objects after it, so it cannot render both; rename one of them, or its SandboxClass",
 			s.what, r, prev.what, prev.pos())
 	})
+}
+
+// checkSandboxImages reports a sandbox render could give no image: its
+// SandboxClass names none (or, for an agent, keyhole.yaml's sandboxImage
+// is unset) and no default image is set. A SandboxClass is reported
+// once, at its spec, however many bindings use it.
+func checkSandboxImages(p *pass) {
+	if p.opts.DefaultSandboxImage != "" || p.opts.NoSandboxImages {
+		return
+	}
+	reported := map[ref]bool{}
+	for _, o := range p.owners {
+		sb := o.wire().Spec.Sandbox
+		if sb.Enabled != nil && !*sb.Enabled {
+			continue
+		}
+		for _, b := range sb.Connections {
+			r := ref{o.ns, b.Sandbox}
+			c := p.classes[r]
+			if c == nil || reported[r] || c.wire().Spec.Image != "" {
+				continue // BindingSandboxClassMissing, or it has one
+			}
+			reported[r] = true
+			p.report(codeSandboxImageMissing, &c.item, path{"spec", "image"}, false,
+				"SandboxClass %s names no image, and no default sandbox image is set, so render cannot write the Deployment of sandbox %s-%s (%s %s) or of any other sandbox of this class; set spec.image, or pass --sandbox-image IMAGE to check, render and diff alike",
+				r, o.obj().Name, b.Sandbox, o.obj().Kind, o.obj().Name)
+		}
+	}
+	for _, a := range p.agents {
+		if aw := a.wire(); aw.Sandbox != "" && p.config.sandboxImage == "" {
+			p.report(codeSandboxImageMissing, &a.item, path{"sandbox"}, false,
+				"the sandbox of agent %s has no image: keyhole.yaml sets no sandboxImage, and no default sandbox image is set, so render cannot write its Deployment; set sandboxImage in keyhole.yaml, or pass --sandbox-image IMAGE to check, render and diff alike",
+				aw.Name)
+		}
+	}
 }

@@ -38,6 +38,15 @@ type Options struct {
 	// resolve in it, so a namespace-less Secret is found by a Connection
 	// in that namespace. "default" when empty.
 	DefaultNamespace string
+	// DefaultSandboxImage is the image render gives a sandbox whose
+	// SandboxClass (or, for an agent, keyhole.yaml) names none
+	// (render.Options.DefaultSandboxImage, --sandbox-image); without
+	// one, such a sandbox is SandboxImageMissing.
+	DefaultSandboxImage string
+	// NoSandboxImages is set by callers whose output runs no sandbox
+	// Deployment (render --target omnia): SandboxImageMissing is not
+	// reported.
+	NoSandboxImages bool
 	// Parallelism is how many documents are validated against their
 	// schemas at once; zero means runtime.GOMAXPROCS(0). Whatever it is,
 	// Compile returns the same Result.
