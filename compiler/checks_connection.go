@@ -22,6 +22,7 @@ const (
 	codePlaceholderReserved  = "ConnectionPlaceholderEnvReserved"
 	codeHostUnsupported      = "ConnectionHostUnsupported"
 	codeSecretCrossNamespace = "ConnectionSecretCrossNamespace"
+	codeMethodNeverForwarded = "ConnectionMethodNeverForwarded"
 )
 
 // ProxyEnvNames returns the variables the renderer sets in every sandbox
@@ -155,6 +156,36 @@ func checkRules(p *pass) {
 			checkShadowed(p, c, i, in.Rules)
 		}
 	}
+}
+
+// checkNeverForwarded warns about a rule that names a method the proxy
+// never forwards with a credential, whatever the rules say (TRACE echoes
+// the request, the credential included; CONNECT opens a tunnel no rule
+// checks): the rule allows less than it reads as allowing.
+func checkNeverForwarded(p *pass) {
+	for _, c := range p.connList {
+		for i, in := range c.wire().Spec.Placement.Inject {
+			for r, rule := range in.Rules {
+				for m, method := range rule.Methods {
+					if why, never := neverForwarded(method); never && slices.Contains(rfc9110Methods(), method) {
+						p.report(codeMethodNeverForwarded, &c.item, path{"spec", "placement", "inject", i, "rules", r, "methods", m}, false,
+							"the proxy never forwards %s to an injected host, whatever the rules allow (its method policy: %s); remove it from the rule", method, why)
+					}
+				}
+			}
+		}
+	}
+}
+
+// neverForwarded reports whether the proxy's method policy refuses
+// method on injected hosts, and why.
+func neverForwarded(method string) (string, bool) {
+	for _, r := range policy.MethodPolicy() {
+		if !r.Credential && strings.EqualFold(r.Method, method) {
+			return r.Why, true
+		}
+	}
+	return "", false
 }
 
 // prefixProblem says why a path prefix cannot mean what it seems to, or
