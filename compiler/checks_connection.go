@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"keyhole.dev/keyhole/proxy/config"
 	"keyhole.dev/keyhole/proxy/policy"
 )
 
@@ -23,6 +24,7 @@ const (
 	codeHostUnsupported      = "ConnectionHostUnsupported"
 	codeSecretCrossNamespace = "ConnectionSecretCrossNamespace"
 	codeMethodNeverForwarded = "ConnectionMethodNeverForwarded"
+	codeHeaderForbidden      = "ConnectionHeaderForbidden"
 )
 
 // ProxyEnvNames returns the variables the renderer sets in every sandbox
@@ -33,10 +35,39 @@ func ProxyEnvNames() []string {
 }
 
 // CABundleEnvNames returns the variables the renderer sets in every
-// sandbox to point tools at the trust bundle. A placeholderEnv may not
-// take their names.
+// sandbox to point the common clients at the sandbox's bundle.pem, which
+// holds the system roots too, so a variable that replaces a client's own
+// roots (rather than adding to them) loses nothing. docs/render.md has the
+// table of runtimes and what each reads. A placeholderEnv may not take
+// their names.
 func CABundleEnvNames() []string {
-	return []string{"REQUESTS_CA_BUNDLE", "GIT_SSL_CAINFO", "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "CURL_CA_BUNDLE"}
+	return []string{
+		"AWS_CA_BUNDLE",                      // AWS CLI and SDKs
+		"CARGO_HTTP_CAINFO",                  // cargo
+		"CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE", // gcloud
+		"CURL_CA_BUNDLE",                     // curl, and Python requests after REQUESTS_CA_BUNDLE
+		"DENO_CERT",                          // Deno
+		"GIT_SSL_CAINFO",                     // git
+		"GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",   // gRPC C core (Python, Ruby, PHP, C++)
+		"NODE_EXTRA_CA_CERTS",                // Node.js, Bun
+		"NPM_CONFIG_CAFILE",                  // npm, over an image's npmrc cafile
+		"REQUESTS_CA_BUNDLE",                 // Python requests, pip
+		"SSL_CERT_FILE",                      // OpenSSL (Python ssl, httpx, aiohttp, Ruby, PHP, .NET, Rust native-tls), Go, rustls-native-certs
+	}
+}
+
+// ToolEnvNames returns the other variables the renderer sets in every
+// sandbox for runtimes that read neither the proxy nor the CA-bundle
+// variables (Java's JAVA_TOOL_OPTIONS, wget's WGETRC, Node's opt-in to
+// HTTPS_PROXY). A placeholderEnv may not take their names.
+func ToolEnvNames() []string {
+	return []string{"JAVA_TOOL_OPTIONS", "NODE_USE_ENV_PROXY", "WGETRC"}
+}
+
+// ReservedEnvNames returns every variable name a placeholder may not
+// take: the proxy, CA-bundle and tool variables the renderer sets.
+func ReservedEnvNames() []string {
+	return slices.Concat(ProxyEnvNames(), CABundleEnvNames(), ToolEnvNames())
 }
 
 // rfc9110Methods returns the methods of RFC 9110 section 9 plus PATCH
@@ -103,6 +134,20 @@ func checkInjectHosts(p *pass) {
 			if why, ok := hostUnsupported(h); ok {
 				p.report(codeHostUnsupported, &c.item, path{"spec", "hosts", j}, false,
 					"%s cannot take an injected credential: %s; place that credential with env or files instead", h, why)
+			}
+		}
+	}
+}
+
+// checkForbiddenHeaders reports an inject entry whose header is one the
+// proxy never sets (Host, Content-Length, Proxy-Authorization, ...): the
+// proxy refuses a config that names one, so render refuses the plan.
+func checkForbiddenHeaders(p *pass) {
+	for _, c := range p.connList {
+		for i, in := range c.wire().Spec.Placement.Inject {
+			if in.Header != "" && config.HeaderForbidden(in.Header) {
+				p.report(codeHeaderForbidden, &c.item, path{"spec", "placement", "inject", i, "header"}, false,
+					"inject entry %d sets %s, which the proxy never injects: it frames the request or is hop-by-hop, so the proxy would refuse its config; put the credential in the header the API reads, e.g. Authorization", i, in.Header)
 			}
 		}
 	}
@@ -263,9 +308,9 @@ func checkPlaceholderEnv(p *pass) {
 	for _, c := range p.connList {
 		for i, in := range c.wire().Spec.Placement.Inject {
 			for j, name := range in.PlaceholderEnv {
-				if slices.Contains(ProxyEnvNames(), name) || slices.Contains(CABundleEnvNames(), name) {
+				if slices.Contains(ReservedEnvNames(), name) {
 					p.report(codePlaceholderReserved, &c.item, path{"spec", "placement", "inject", i, "placeholderEnv", j}, false,
-						"%s is set by keyhole in every sandbox (proxy and CA-bundle variables); choose another name for the placeholder", name)
+						"%s is set by keyhole in every sandbox (proxy, CA-bundle and tool variables); choose another name for the placeholder", name)
 				}
 			}
 		}

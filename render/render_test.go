@@ -815,3 +815,26 @@ func TestSharedUnchanged(t *testing.T) {
 		})
 	}
 }
+
+// TestRendererEnvIsReserved: every variable render sets in a sandbox is
+// one the compiler's ConnectionPlaceholderEnvReserved keeps placeholders
+// from taking, so that check refuses what render would.
+func TestRendererEnvIsReserved(t *testing.T) {
+	reserved := compiler.ReservedEnvNames()
+	for _, mode := range modes {
+		p := testPlan()
+		p.Sandboxes[0].Env = nil
+		env, err := envVars(p.Sandboxes[0], Options{ProxyMode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(env) == 0 {
+			t.Fatal("render sets no variable")
+		}
+		for _, v := range env {
+			if !slices.Contains(reserved, v.Name) {
+				t.Errorf("render sets %s (%s mode), which compiler.ReservedEnvNames lacks: check would let a placeholder take it", v.Name, mode)
+			}
+		}
+	}
+}
