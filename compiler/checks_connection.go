@@ -252,6 +252,14 @@ func prefixProblem(prefix string) string {
 		return "holds a ; parameter, which the proxy refuses in requests"
 	case strings.IndexFunc(prefix, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
 		return "holds a control character"
+	case strings.Contains(prefix, "*"):
+		return "holds *, which a prefix matches only literally (the proxy refuses it); write the literal path above what varies, which also matches everything under it"
+	case strings.Contains(prefix, "%"):
+		return "holds a percent-encoding, which the proxy refuses in a rule: it matches the path as sent; write the path literally"
+	case strings.Contains(prefix, "\\"):
+		return "holds a backslash, which the proxy refuses in requests"
+	case strings.IndexFunc(prefix, func(r rune) bool { return r > 0x7e || r == ' ' }) >= 0:
+		return "holds a space or a character outside ASCII, which the proxy refuses in a rule: a request sends it percent-encoded"
 	}
 	if prefix == "/" {
 		return ""
@@ -266,6 +274,10 @@ func prefixProblem(prefix string) string {
 		case ".", "..":
 			return "has a dot segment (. or ..), which the proxy refuses in requests"
 		}
+	}
+	// Whatever else the proxy's loader refuses, render would refuse.
+	if err := config.CheckPathPrefix(prefix); err != nil {
+		return "is refused by the proxy: " + err.Error()
 	}
 	return ""
 }
