@@ -133,7 +133,7 @@ func table() []Check {
 			Purpose: "A rule lists TRACE or CONNECT, which the proxy never forwards to an injected host whatever the rules say (TRACE echoes the request, credential included, back to the sandbox; CONNECT would open a tunnel no rule checks): the rule allows less than it reads as allowing.",
 			Help:    "Remove the method from the rule."},
 		{Code: codePathPrefixInvalid, Severity: diag.Error,
-			Purpose: "A rule's path prefix holds a query, fragment, dot or empty segment, a percent-encoding (`%2F`, `%41`), a `;` parameter, a `*`, a backslash, a space or a character outside ASCII, or a trailing slash that changes its meaning: the proxy refuses all but the last, so render would refuse the plan.",
+			Purpose: "A rule's path prefix holds a query, fragment, dot or empty segment, a percent-encoding (`%2F`, `%41`), a `;` parameter, a `*`, a backslash, a space or a character outside ASCII, or a trailing slash that changes its meaning: the proxy refuses all but the last, so render would refuse the plan. A keyhole.yaml catalog connector's `readOnly` prefixes and patterns are held to the same rules.",
 			Help:    "Write the prefix as plain whole segments, e.g. `/repos/acme/widgets`; it also matches everything under it."},
 		{Code: codeRuleShadowed, Severity: diag.Warning,
 			Purpose: "A rule allows nothing another rule of the same entry does not already allow.",
