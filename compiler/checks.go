@@ -164,7 +164,7 @@ func table() []Check {
 			Help:    "Rename one of the AgentRuntime, ToolRegistry or agent, or its SandboxClass."},
 		{Code: codeSandboxImageMissing, Severity: diag.Error, run: checkSandboxImages,
 			Purpose: "A sandbox has no container image: its SandboxClass sets no `spec.image` (for an agent.yaml agent: keyhole.yaml sets no `sandboxImage`), and no default image is given with `--sandbox-image`, so render cannot write its Deployment. A SandboxClass is reported once, however many bindings use it.",
-			Help:    "Set the SandboxClass's `spec.image` (an agent's: keyhole.yaml's `sandboxImage`), or pass `--sandbox-image IMAGE`, which check, render, diff and explain all take, so that each judges the same render."},
+			Help:    "Set the SandboxClass's `spec.image` (an agent's: keyhole.yaml's `sandboxImage`), or pass `--sandbox-image IMAGE`, which check, render and diff all take, so that each judges the same render. `render --target omnia` and `explain` need no image and do not report it; a repository rendered only with `--target omnia` can ignore the code in keyhole.yaml."},
 		{Code: codeConnectionUnbound, Severity: diag.Info, run: checkUnbound,
 			Purpose: "No AgentRuntime or ToolRegistry binds the Connection (reported only when the input binds some Connections).",
 			Help:    "Bind it to a sandbox role, or remove it if it is no longer used."},
