@@ -42,6 +42,15 @@ func CheckSandboxName(name string) error {
 	return nil
 }
 
+// CheckNamespace reports a namespace render cannot place objects in: one
+// that is not a DNS label of at most 63 characters (--namespace).
+func CheckNamespace(ns string) error {
+	if len(ns) > 63 || !isDNSLabel(ns) {
+		return errors.New("not a DNS label (at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit)")
+	}
+	return nil
+}
+
 func isDNSLabel(s string) bool {
 	if s == "" || s[0] == '-' || s[len(s)-1] == '-' {
 		return false

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"keyhole.dev/keyhole/proxy/config"
 	"keyhole.dev/keyhole/proxy/policy"
 )
 
@@ -22,6 +23,8 @@ const (
 	codePlaceholderReserved  = "ConnectionPlaceholderEnvReserved"
 	codeHostUnsupported      = "ConnectionHostUnsupported"
 	codeSecretCrossNamespace = "ConnectionSecretCrossNamespace"
+	codeMethodNeverForwarded = "ConnectionMethodNeverForwarded"
+	codeHeaderForbidden      = "ConnectionHeaderForbidden"
 )
 
 // ProxyEnvNames returns the variables the renderer sets in every sandbox
@@ -32,10 +35,39 @@ func ProxyEnvNames() []string {
 }
 
 // CABundleEnvNames returns the variables the renderer sets in every
-// sandbox to point tools at the trust bundle. A placeholderEnv may not
-// take their names.
+// sandbox to point the common clients at the sandbox's bundle.pem, which
+// holds the system roots too, so a variable that replaces a client's own
+// roots (rather than adding to them) loses nothing. docs/render.md has the
+// table of runtimes and what each reads. A placeholderEnv may not take
+// their names.
 func CABundleEnvNames() []string {
-	return []string{"REQUESTS_CA_BUNDLE", "GIT_SSL_CAINFO", "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "CURL_CA_BUNDLE"}
+	return []string{
+		"AWS_CA_BUNDLE",                      // AWS CLI and SDKs
+		"CARGO_HTTP_CAINFO",                  // cargo
+		"CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE", // gcloud
+		"CURL_CA_BUNDLE",                     // curl, and Python requests after REQUESTS_CA_BUNDLE
+		"DENO_CERT",                          // Deno
+		"GIT_SSL_CAINFO",                     // git
+		"GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",   // gRPC C core (Python, Ruby, PHP, C++)
+		"NODE_EXTRA_CA_CERTS",                // Node.js, Bun
+		"NPM_CONFIG_CAFILE",                  // npm, over an image's npmrc cafile
+		"REQUESTS_CA_BUNDLE",                 // Python requests, pip
+		"SSL_CERT_FILE",                      // OpenSSL (Python ssl, httpx, aiohttp, Ruby, PHP, .NET, Rust native-tls), Go, rustls-native-certs
+	}
+}
+
+// ToolEnvNames returns the other variables the renderer sets in every
+// sandbox for runtimes that read neither the proxy nor the CA-bundle
+// variables (Java's JAVA_TOOL_OPTIONS, wget's WGETRC, Node's opt-in to
+// HTTPS_PROXY). A placeholderEnv may not take their names.
+func ToolEnvNames() []string {
+	return []string{"JAVA_TOOL_OPTIONS", "NODE_USE_ENV_PROXY", "WGETRC"}
+}
+
+// ReservedEnvNames returns every variable name a placeholder may not
+// take: the proxy, CA-bundle and tool variables the renderer sets.
+func ReservedEnvNames() []string {
+	return slices.Concat(ProxyEnvNames(), CABundleEnvNames(), ToolEnvNames())
 }
 
 // rfc9110Methods returns the methods of RFC 9110 section 9 plus PATCH
@@ -107,6 +139,20 @@ func checkInjectHosts(p *pass) {
 	}
 }
 
+// checkForbiddenHeaders reports an inject entry whose header is one the
+// proxy never sets (Host, Content-Length, Proxy-Authorization, ...): the
+// proxy refuses a config that names one, so render refuses the plan.
+func checkForbiddenHeaders(p *pass) {
+	for _, c := range p.connList {
+		for i, in := range c.wire().Spec.Placement.Inject {
+			if in.Header != "" && config.HeaderForbidden(in.Header) {
+				p.report(codeHeaderForbidden, &c.item, path{"spec", "placement", "inject", i, "header"}, false,
+					"inject entry %d sets %s, which the proxy never injects: it frames the request or is hop-by-hop, so the proxy would refuse its config; put the credential in the header the API reads, e.g. Authorization", i, in.Header)
+			}
+		}
+	}
+}
+
 func checkInjectForm(p *pass) {
 	for _, c := range p.connList {
 		for i, in := range c.wire().Spec.Placement.Inject {
@@ -157,6 +203,36 @@ func checkRules(p *pass) {
 	}
 }
 
+// checkNeverForwarded warns about a rule that names a method the proxy
+// never forwards with a credential, whatever the rules say (TRACE echoes
+// the request, the credential included; CONNECT opens a tunnel no rule
+// checks): the rule allows less than it reads as allowing.
+func checkNeverForwarded(p *pass) {
+	for _, c := range p.connList {
+		for i, in := range c.wire().Spec.Placement.Inject {
+			for r, rule := range in.Rules {
+				for m, method := range rule.Methods {
+					if why, never := neverForwarded(method); never && slices.Contains(rfc9110Methods(), method) {
+						p.report(codeMethodNeverForwarded, &c.item, path{"spec", "placement", "inject", i, "rules", r, "methods", m}, false,
+							"the proxy never forwards %s to an injected host, whatever the rules allow (its method policy: %s); remove it from the rule", method, why)
+					}
+				}
+			}
+		}
+	}
+}
+
+// neverForwarded reports whether the proxy's method policy refuses
+// method on injected hosts, and why.
+func neverForwarded(method string) (string, bool) {
+	for _, r := range policy.MethodPolicy() {
+		if !r.Credential && strings.EqualFold(r.Method, method) {
+			return r.Why, true
+		}
+	}
+	return "", false
+}
+
 // prefixProblem says why a path prefix cannot mean what it seems to, or
 // "" when it is sound. The proxy matches prefixes against the path as
 // sent and refuses these forms in requests rather than normalizing them,
@@ -176,6 +252,14 @@ func prefixProblem(prefix string) string {
 		return "holds a ; parameter, which the proxy refuses in requests"
 	case strings.IndexFunc(prefix, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
 		return "holds a control character"
+	case strings.Contains(prefix, "*"):
+		return "holds *, which a prefix matches only literally (the proxy refuses it); write the literal path above what varies, which also matches everything under it"
+	case strings.Contains(prefix, "%"):
+		return "holds a percent-encoding, which the proxy refuses in a rule: it matches the path as sent; write the path literally"
+	case strings.Contains(prefix, "\\"):
+		return "holds a backslash, which the proxy refuses in requests"
+	case strings.IndexFunc(prefix, func(r rune) bool { return r > 0x7e || r == ' ' }) >= 0:
+		return "holds a space or a character outside ASCII, which the proxy refuses in a rule: a request sends it percent-encoded"
 	}
 	if prefix == "/" {
 		return ""
@@ -190,6 +274,10 @@ func prefixProblem(prefix string) string {
 		case ".", "..":
 			return "has a dot segment (. or ..), which the proxy refuses in requests"
 		}
+	}
+	// Whatever else the proxy's loader refuses, render would refuse.
+	if err := config.CheckPathPrefix(prefix); err != nil {
+		return "is refused by the proxy: " + err.Error()
 	}
 	return ""
 }
@@ -232,9 +320,9 @@ func checkPlaceholderEnv(p *pass) {
 	for _, c := range p.connList {
 		for i, in := range c.wire().Spec.Placement.Inject {
 			for j, name := range in.PlaceholderEnv {
-				if slices.Contains(ProxyEnvNames(), name) || slices.Contains(CABundleEnvNames(), name) {
+				if slices.Contains(ReservedEnvNames(), name) {
 					p.report(codePlaceholderReserved, &c.item, path{"spec", "placement", "inject", i, "placeholderEnv", j}, false,
-						"%s is set by keyhole in every sandbox (proxy and CA-bundle variables); choose another name for the placeholder", name)
+						"%s is set by keyhole in every sandbox (proxy, CA-bundle and tool variables); choose another name for the placeholder", name)
 				}
 			}
 		}

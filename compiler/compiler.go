@@ -38,6 +38,15 @@ type Options struct {
 	// resolve in it, so a namespace-less Secret is found by a Connection
 	// in that namespace. "default" when empty.
 	DefaultNamespace string
+	// DefaultSandboxImage is the image render gives a sandbox whose
+	// SandboxClass (or, for an agent, keyhole.yaml) names none
+	// (render.Options.DefaultSandboxImage, --sandbox-image); without
+	// one, such a sandbox is SandboxImageMissing.
+	DefaultSandboxImage string
+	// NoSandboxImages is set by callers whose output runs no sandbox
+	// Deployment (render --target omnia): SandboxImageMissing is not
+	// reported.
+	NoSandboxImages bool
 	// Parallelism is how many documents are validated against their
 	// schemas at once; zero means runtime.GOMAXPROCS(0). Whatever it is,
 	// Compile returns the same Result.
@@ -189,7 +198,7 @@ func Compile(docs []*source.Document, v *schema.Validator, opts Options) Result 
 	if len(res.Units) == 1 {
 		res.Plan = res.Units[0].Plan
 	}
-	res.Diagnostics = merge(all, len(names) > 1)
+	res.Diagnostics = redactCredentials(merge(all, len(names) > 1))
 	passes[0].applyConfigIgnores(res.Diagnostics)
 	res.Diagnostics.Sort()
 	return res

@@ -128,7 +128,9 @@ func render(ds diag.List) []byte {
 
 // TestCheckFixtures runs every directory under testdata/checks: its YAML
 // inputs and want.txt, the diagnostics expected, with code, severity,
-// file, line and column.
+// file, line and column. A fixture named -allowed runs with
+// AllowMissingSecrets; one named sandbox-image... without a default
+// sandbox image, which the others have.
 func TestCheckFixtures(t *testing.T) {
 	t.Chdir("testdata/checks")
 	dirs, err := os.ReadDir(".")
@@ -140,7 +142,12 @@ func TestCheckFixtures(t *testing.T) {
 			continue
 		}
 		t.Run(d.Name(), func(t *testing.T) {
-			res := compileDir(t, d.Name(), Options{AllowMissingSecrets: strings.HasSuffix(d.Name(), "-allowed")})
+			opts := Options{AllowMissingSecrets: strings.HasSuffix(d.Name(), "-allowed")}
+			// Only the fixtures about images go without a default one.
+			if !strings.HasPrefix(d.Name(), "sandbox-image") {
+				opts.DefaultSandboxImage = "ghcr.io/acme/fixture:1"
+			}
+			res := compileDir(t, d.Name(), opts)
 			golden(t, filepath.Join(d.Name(), "want.txt"), render(res.Diagnostics))
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/proxy/config"
 	"keyhole.dev/keyhole/schema"
 	"keyhole.dev/keyhole/source"
 )
@@ -136,6 +137,29 @@ func (p *pass) addConfig(v *schema.Validator, doc *source.Document, it item) {
 		if err := n.Decode(&c); err != nil {
 			p.report(codeConfigInvalid, &it, path{"catalog", i}, false, "cannot read catalog entry %d: %s", i, strings.TrimPrefix(err.Error(), "yaml: "))
 			continue
+		}
+		for j, h := range c.Hosts {
+			if h.Inject.Header != nil && config.HeaderForbidden(h.Inject.Header.Name) {
+				p.report(codeHeaderForbidden, &it, path{"catalog", i, "hosts", j, "inject", "header", "name"}, false,
+					"connector %s sets %s on %s, which the proxy never injects: it frames the request or is hop-by-hop, so the proxy would refuse the config of an agent's sandbox; name the header the API reads, e.g. Authorization", c.Name, h.Inject.Header.Name, h.Host)
+			}
+		}
+		for k, r := range c.ReadOnly {
+			at := path{"catalog", i, "readOnly", k}
+			for x, prefix := range r.PathPrefixes {
+				if why := prefixProblem(prefix); why != "" {
+					p.report(codePathPrefixInvalid, &it, at.with("pathPrefixes", x), false, "path prefix %q of connector %s %s", clip(prefix), c.Name, why)
+				}
+			}
+			for x, pattern := range r.PathPatterns {
+				if err := config.CheckPathPattern(pattern); err != nil {
+					p.report(codePathPrefixInvalid, &it, at.with("pathPatterns", x), false, "path pattern of connector %s is refused by the proxy: %v", c.Name, err)
+				}
+			}
+		}
+		if slices.Contains(ReservedEnvNames(), c.Env) {
+			p.report(codePlaceholderReserved, &it, path{"catalog", i, "env"}, false,
+				"%s is set by keyhole in every sandbox (proxy, CA-bundle and tool variables), so an agent's sandbox could not hold the placeholder of connector %s; choose another name", c.Env, c.Name)
 		}
 		extra[c.Name] = c
 	}

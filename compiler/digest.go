@@ -165,6 +165,9 @@ type digestMore struct {
 	// opFindings is what checking an AgentRuntime or ToolRegistry against
 	// the operator's schemas found (see digested.operator).
 	opFindings []schema.Violation
+	// credentials are the token-shaped strings of a Connection or an
+	// agent (see findCredentials): where, never what.
+	credentials []credentialFinding
 }
 
 // connectionDigest is a Connection, packed (see packedConnection).
@@ -215,6 +218,11 @@ func digestOf(v *schema.Validator, op schema.Operator, in *interner, d *source.D
 		return dg // not one a digest records: the compiler reads the tree
 	}
 	dg.kind = ki
+	if kind == schema.KindConnection || kind == schema.KindAgent {
+		if fs := findCredentials(d.Node); fs != nil {
+			dg.extra().credentials = fs
+		}
+	}
 	if kind == schema.KindAgent {
 		if n := source.Lookup(d.Node, "name"); n != nil && n.Kind == yaml.ScalarNode {
 			dg.extra().agentName = n.Value

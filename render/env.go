@@ -16,25 +16,9 @@ type envVar struct {
 	Value string
 }
 
-// caBundleVars point the common clients at the sandbox's bundle.pem, which
-// holds the system roots too, so a variable that replaces a client's own
-// roots (rather than adding to them) loses nothing. docs/render.md has the
-// table of runtimes and what each reads.
-func caBundleVars() []string {
-	return []string{
-		"AWS_CA_BUNDLE",                      // AWS CLI and SDKs
-		"CARGO_HTTP_CAINFO",                  // cargo
-		"CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE", // gcloud
-		"CURL_CA_BUNDLE",                     // curl, and Python requests after REQUESTS_CA_BUNDLE
-		"DENO_CERT",                          // Deno
-		"GIT_SSL_CAINFO",                     // git
-		"GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",   // gRPC C core (Python, Ruby, PHP, C++)
-		"NODE_EXTRA_CA_CERTS",                // Node.js, Bun
-		"NPM_CONFIG_CAFILE",                  // npm, over an image's npmrc cafile
-		"REQUESTS_CA_BUNDLE",                 // Python requests, pip
-		"SSL_CERT_FILE",                      // OpenSSL (Python ssl, httpx, aiohttp, Ruby, PHP, .NET, Rust native-tls), Go, rustls-native-certs
-	}
-}
+// caBundleVars point the common clients at the sandbox's bundle.pem: the
+// compiler's list, which a placeholder may not take.
+func caBundleVars() []string { return compiler.CABundleEnvNames() }
 
 // javaToolOptions makes every JVM started in the sandbox use the proxy and
 // trust the bundle: Java's HTTP clients read no proxy variable and no PEM

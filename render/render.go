@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 
 	"keyhole.dev/keyhole/compiler"
+	"keyhole.dev/keyhole/proxy/config"
 )
 
 // Proxy modes: where the egress proxy runs relative to its sandbox.
@@ -327,6 +328,9 @@ func renderSandbox(e *emitter, sh *shared, sb compiler.Sandbox, dir string, opts
 		return nil, fmt.Errorf("%w: sandbox %s names no image and no default sandbox image is set", ErrInvalidPlan, describe(sb))
 	}
 	proxyJSON, err := proxyConfigJSON(sb)
+	if err == nil {
+		err = refuseLiterals(&sb.Proxy, proxyJSON)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("sandbox %s: %w", describe(sb), err)
 	}
@@ -350,6 +354,27 @@ func renderSandbox(e *emitter, sh *shared, sb compiler.Sandbox, dir string, opts
 		return nil, fmt.Errorf("sandbox %s: %w", describe(sb), err)
 	}
 	return files, nil
+}
+
+// refuseLiterals refuses a proxy config that would put a credential into
+// the proxy's ConfigMap: a header value that reads no Secret key (so it
+// is sent as written), or any string with the shape of a known token.
+// Check reports both at their positions (ConnectionValueLiteral,
+// CredentialLiteral); this holds for any Plan. The error names the host
+// or the shape, never the value.
+func refuseLiterals(c *config.Config, proxyJSON []byte) error {
+	for _, h := range c.Hosts {
+		if h.Inject.Header == nil {
+			continue
+		}
+		if t, err := config.ParseTemplate(h.Inject.Header.Value); err == nil && len(t.Keys()) == 0 {
+			return fmt.Errorf("%w: the %s header value for %s reads no Secret key, so the proxy's ConfigMap would hold it as written", ErrInvalidPlan, h.Inject.Header.Name, h.Name)
+		}
+	}
+	if sh, ok := compiler.MatchCredential(string(proxyJSON)); ok {
+		return fmt.Errorf("%w: the proxy config holds a token of the shape %s (%s...), which its ConfigMap would hold in plain text", ErrInvalidPlan, sh.Name, sh.Prefix)
+	}
+	return nil
 }
 
 // DescribeMode says, in lines for `keyhole explain`, what a proxy mode

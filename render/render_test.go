@@ -627,6 +627,10 @@ func TestProxyOverrides(t *testing.T) {
 	}
 }
 
+// renderCanaryToken has a GitHub token's shape; no rendered file and no
+// error may hold it.
+const renderCanaryToken = "ghp_R3nd3rC4n4ryQx9Zr7Wm2Lp5Vb8Nd1Hs6Jf3"
+
 // TestRenderErrors: a Plan or Options the renderer cannot honour is an
 // error wrapping the right class, naming the sandbox, never a panic.
 func TestRenderErrors(t *testing.T) {
@@ -660,6 +664,15 @@ func TestRenderErrors(t *testing.T) {
 			p.Sandboxes[0].Env = append(p.Sandboxes[0].Env, compiler.EnvVar{Name: "GH_TOKEN", Value: "omnia-injected-other"})
 		}, want: ErrInvalidPlan},
 		"wrong config version": {edit: func(p *compiler.Plan) { p.Sandboxes[0].Proxy.APIVersion = "proxy.keyhole.dev/v9" }, want: ErrInvalidPlan},
+		"literal header value": {edit: func(p *compiler.Plan) {
+			p.Sandboxes[0].Proxy.Hosts[0].Inject.Header.Value = "Bearer ${GITHUB_TOKEN}"
+		}, want: ErrInvalidPlan},
+		"token in a header value": {edit: func(p *compiler.Plan) {
+			p.Sandboxes[0].Proxy.Hosts[0].Inject.Header.Value = "Bearer {{ .token }} " + renderCanaryToken
+		}, want: ErrInvalidPlan},
+		"token in a rule": {edit: func(p *compiler.Plan) {
+			p.Sandboxes[0].Proxy.Hosts[0].Rules[0].PathPrefixes = []string{"/x/" + renderCanaryToken}
+		}, want: ErrInvalidPlan},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -670,6 +683,9 @@ func TestRenderErrors(t *testing.T) {
 			files, err := Render(p, tc.opts)
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("Render = %d files, %v; want %v", len(files), err, tc.want)
+			}
+			if strings.Contains(err.Error(), renderCanaryToken[4:]) || strings.Contains(err.Error(), "GITHUB_TOKEN") {
+				t.Errorf("the error quotes the value: %v", err)
 			}
 			if files != nil {
 				t.Errorf("Render returned files with an error")
@@ -797,5 +813,28 @@ func TestSharedUnchanged(t *testing.T) {
 				t.Error("rendering changed a part the sandboxes share")
 			}
 		})
+	}
+}
+
+// TestRendererEnvIsReserved: every variable render sets in a sandbox is
+// one the compiler's ConnectionPlaceholderEnvReserved keeps placeholders
+// from taking, so that check refuses what render would.
+func TestRendererEnvIsReserved(t *testing.T) {
+	reserved := compiler.ReservedEnvNames()
+	for _, mode := range modes {
+		p := testPlan()
+		p.Sandboxes[0].Env = nil
+		env, err := envVars(p.Sandboxes[0], Options{ProxyMode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(env) == 0 {
+			t.Fatal("render sets no variable")
+		}
+		for _, v := range env {
+			if !slices.Contains(reserved, v.Name) {
+				t.Errorf("render sets %s (%s mode), which compiler.ReservedEnvNames lacks: check would let a placeholder take it", v.Name, mode)
+			}
+		}
 	}
 }

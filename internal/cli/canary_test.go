@@ -14,6 +14,11 @@ import (
 // holds, whatever the format and whatever goes wrong.
 const canary = "CANARY-7f3a9c1e-do-not-print"
 
+// tokenCanary has the shape of a GitHub token and is written where no
+// credential belongs, into a Connection: CredentialLiteral must fire on
+// it, and no output may hold it either.
+const tokenCanary = "ghp_C4n4ryT0k3nXq9Zr7Wm2Lp5Vb8Nd1Hs6Jf3K"
+
 // canaryRepo writes a repository whose Secrets hold the canary in every
 // form the checks read (stringData, data, a multi-line value, a value with
 // a NUL) next to Connections that make every Connection check fire on
@@ -62,6 +67,29 @@ spec:
       - {hosts: [a.example.com], header: Authorization, value: "{{ .multi }}{{ .nul }}{{ .notbase64 }}"}
       - hosts: [b.example.com]
         basic: {usernameKey: multi, passwordKey: tokens}
+---
+apiVersion: omnia.altairalabs.ai/v1alpha1
+kind: Connection
+metadata:
+  name: literal
+  namespace: ns
+  annotations: {previous: "` + tokenCanary + `"}
+spec:
+  hosts: [a.example.com]
+  credential: {kind: secret, secretRef: {name: plain}}
+  placement:
+    inject:
+      - {hosts: [a.example.com], header: Authorization, value: "Bearer ` + tokenCanary + `"}
+---
+apiVersion: omnia.altairalabs.ai/v1alpha1
+kind: Connection
+metadata: {name: invalid, namespace: ns}
+spec:
+  hosts: [` + tokenCanary + `]
+  credential: {kind: secret, secretRef: {name: plain}}
+  placement:
+    inject:
+      - {hosts: [a.example.com], header: "` + tokenCanary + `", value: "{{ .token }}", placeholderEnv: [` + tokenCanary + `-]}
 `,
 	}
 	for name, body := range files {
@@ -76,7 +104,7 @@ spec:
 // printer could produce.
 func assertNoCanary(t *testing.T, what string, out []byte) {
 	t.Helper()
-	for _, form := range []string{canary, base64.StdEncoding.EncodeToString([]byte(canary)), canary[:16]} {
+	for _, form := range []string{canary, base64.StdEncoding.EncodeToString([]byte(canary)), canary[:16], tokenCanary[4:20]} {
 		if bytes.Contains(out, []byte(form)) {
 			t.Errorf("%s holds the canary secret (%q):\n%s", what, form, out)
 		}
@@ -93,8 +121,21 @@ func TestCanaryNeverPrinted(t *testing.T) {
 			if code != exitFailed {
 				t.Fatalf("exit %d, want %d (the repository is broken on purpose)\n%s%s", code, exitFailed, stdout.String(), stderr.String())
 			}
-			if !bytes.Contains(stdout.Bytes(), []byte("ConnectionInjectionInvalid")) || !bytes.Contains(stdout.Bytes(), []byte("ConnectionSecretKeyMissing")) {
-				t.Fatalf("the checks that read Secret values did not fire:\n%s", stdout.String())
+			for _, code := range []string{"ConnectionInjectionInvalid", "ConnectionSecretKeyMissing", "CredentialLiteral", "ConnectionValueLiteral"} {
+				if !bytes.Contains(stdout.Bytes(), []byte(code)) {
+					t.Fatalf("%s did not fire:\n%s", code, stdout.String())
+				}
+			}
+			assertNoCanary(t, "stdout", stdout.Bytes())
+			assertNoCanary(t, "stderr", stderr.Bytes())
+		})
+	}
+	for _, cmd := range [][]string{{"render", "--stdout", dir}, {"render", "-o", filepath.Join(t.TempDir(), "out"), dir}, {"explain", dir}} {
+		t.Run(cmd[0]+" "+cmd[1], func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			e := &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr}
+			if code := run(e, cmd); code == exitOK {
+				t.Fatalf("exit 0, want a failure (the repository is broken on purpose)\n%s%s", stdout.String(), stderr.String())
 			}
 			assertNoCanary(t, "stdout", stdout.Bytes())
 			assertNoCanary(t, "stderr", stderr.Bytes())

@@ -21,11 +21,14 @@ type checkFlags struct {
 	operatorVersion     string
 	exclude             patterns
 	namespace           string
+	sandboxImage        string
 	print               printFlags
 	// objects is set by the commands whose target re-emits the input
 	// objects (--target omnia): only they need the Plan to list them.
 	// diagnosticsOnly is set by check, which needs no plan at all.
-	objects, diagnosticsOnly bool
+	// noImages is set by the commands whose target runs no sandbox
+	// Deployment (--target omnia), which need no sandbox image.
+	objects, diagnosticsOnly, noImages bool
 }
 
 // patterns is a repeatable flag of path patterns.
@@ -42,6 +45,7 @@ func (f *checkFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.format, "format", "text", "diagnostics format: text, json, github or sarif")
 	f.print.register(fs)
 	f.registerInputs(fs)
+	f.registerImage(fs)
 }
 
 // registerInputs adds the flags that choose how inputs are read and
@@ -53,6 +57,13 @@ func (f *checkFlags) registerInputs(fs *flag.FlagSet) {
 	fs.StringVar(&f.operatorVersion, "operator-version", "", "the omnia operator release the cluster runs ("+strings.Join(schema.OperatorVersions(), ", ")+"); overrides keyhole.yaml's operator.version")
 	fs.Var(&f.exclude, "exclude", "do not read what a walk finds at paths matching `PATTERN` (.gitignore syntax, relative to the working directory; repeatable; keyhole.yaml's exclude adds its own)")
 	fs.StringVar(&f.namespace, "namespace", "default", "`namespace` of an object whose source names none, where render places it and where its references resolve")
+}
+
+// registerImage adds --sandbox-image, shared by check, render and diff:
+// check reports a sandbox without an image as render would refuse it, so
+// it takes the same default. (explain judges access, not images.)
+func (f *checkFlags) registerImage(fs *flag.FlagSet) {
+	fs.StringVar(&f.sandboxImage, "sandbox-image", "", "container `image` for a sandbox whose SandboxClass (for an agent.yaml agent, keyhole.yaml's sandboxImage) names none; check, render and diff take the same")
 }
 
 // checked is the outcome of loading and compiling the inputs.
@@ -130,6 +141,8 @@ func compileDocs(docs []*source.Document, loadDiags diag.List, f *checkFlags, v 
 	res := compiler.Compile(docs, v, compiler.Options{
 		AllowMissingSecrets: f.allowMissingSecrets,
 		DefaultNamespace:    f.namespace,
+		DefaultSandboxImage: f.sandboxImage,
+		NoSandboxImages:     f.noImages,
 		Loaded:              loadDiags,
 		OperatorVersion:     f.operatorVersion,
 		OmitObjects:         !f.objects,

@@ -28,6 +28,8 @@ func TestExitCodes(t *testing.T) {
 		"version":                 {args: []string{"version"}, want: exitOK},
 		"double dash ends flags":  {args: []string{"check", "--", "examples/github-acme"}, want: exitOK},
 		"flag-like path after --": {args: []string{"check", "--", "--format"}, want: exitUsage},
+		"namespace not a label":   {args: []string{"check", "--namespace", "Bad_NS", "examples/github-acme"}, want: exitUsage},
+		"render namespace":        {args: []string{"render", "--stdout", "--namespace", "Bad_NS", "examples/github-acme"}, want: exitUsage},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

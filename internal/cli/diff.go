@@ -86,6 +86,7 @@ func runDiff(e *env, args []string) int {
 	format := fs.String("format", "text", "output `format`: "+strings.Join(diffFormats(), ", "))
 	var f checkFlags
 	f.registerInputs(fs)
+	f.registerImage(fs)
 	var opts render.Options
 	registerRenderOptions(fs, &opts)
 	unit := registerUnit(fs)
@@ -95,7 +96,7 @@ func runDiff(e *env, args []string) int {
 	if err != nil {
 		return flagExit(err)
 	}
-	opts.DefaultNamespace = f.namespace
+	opts.DefaultNamespace, opts.DefaultSandboxImage = f.namespace, f.sandboxImage
 	if *format == "sarif" {
 		fmt.Fprintln(e.stderr, "keyhole diff: --format sarif: a diff is not a list of findings; for code scanning run keyhole check --format sarif on the head")
 		return exitUsage
@@ -119,6 +120,7 @@ func runDiff(e *env, args []string) int {
 	}
 	renderer, err := render.ForTarget(*target)
 	f.objects = *target == render.TargetOmnia
+	f.noImages = *target == render.TargetOmnia
 	if err != nil {
 		fmt.Fprintf(e.stderr, "keyhole diff: --target: %v\n", err)
 		return exitUsage

@@ -38,6 +38,7 @@ func runExplain(e *env, args []string) int {
 	}
 	var f checkFlags
 	f.registerInputs(fs)
+	f.noImages = true // what a sandbox may reach does not depend on its image
 	sandbox := fs.String("sandbox", "", "the sandbox (claim) `NAME` or NAMESPACE/NAME to explain; without it, list the sandboxes")
 	unit := registerUnit(fs)
 	request := fs.String("request", "", "judge one request, `'METHOD URL'`, e.g. 'GET https://api.github.com/user', as the proxy would")

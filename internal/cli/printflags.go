@@ -35,6 +35,11 @@ func (f *checkFlags) validate() error {
 	if _, err := diag.NewPrinter(f.format); err != nil {
 		return err
 	}
+	// render places objects without a namespace in it, and refuses one
+	// that is no namespace: check refuses it alike.
+	if err := compiler.CheckNamespace(f.namespace); err != nil {
+		return fmt.Errorf("%w: --namespace %q: %v", errUsage, f.namespace, err)
+	}
 	_, err := f.print.options(f.format)
 	return err
 }

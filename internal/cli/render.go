@@ -30,13 +30,14 @@ func runRender(e *env, args []string) int {
 	if err != nil {
 		return flagExit(err)
 	}
-	opts.DefaultNamespace = f.namespace
+	opts.DefaultNamespace, opts.DefaultSandboxImage = f.namespace, f.sandboxImage
 	renderer, err := render.ForTarget(*target)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "keyhole render: --target: %v\n", err)
 		return exitUsage
 	}
 	f.objects = *target == render.TargetOmnia
+	f.noImages = *target == render.TargetOmnia
 	if n := count(*out != "", *stdout, *krm); n != 1 {
 		fmt.Fprintln(e.stderr, "keyhole render: give exactly one of -o DIR, --stdout and --krm")
 		return exitUsage
@@ -284,13 +285,14 @@ func placed(u rendered) []render.File {
 
 // registerRenderOptions adds the flags that choose what the plan does not
 // say, shared by render and diff (whose two sides render alike).
-// (The default namespace is an input flag, --namespace: check resolves
-// references in it as render places objects in it.)
+// (The default namespace and the default sandbox image are input flags,
+// --namespace and --sandbox-image: check resolves references in the one
+// as render places objects in it, and reports a sandbox without the other
+// as render would refuse it.)
 func registerRenderOptions(fs *flag.FlagSet, opts *render.Options) {
 	fs.StringVar(&opts.ProxyMode, "proxy-mode", render.ModeSidecar, "run the proxy as a `sidecar` of the sandbox or as its own deployment")
 	fs.StringVar(&opts.ProxyImage, "proxy-image", render.DefaultProxyImage, "the egress proxy's container `image`")
 	fs.StringVar(&opts.NetInitImage, "netinit-image", render.DefaultNetInitImage, "the `image` of the sidecar pod's transparent-mode init container (iptables and keyhole-proxy)")
-	fs.StringVar(&opts.DefaultSandboxImage, "sandbox-image", "", "container `image` for a sandbox whose SandboxClass names none")
 	fs.Func("proxy-resolve", "HOST:PORT:ADDR the proxy connects to ADDR for, as curl --resolve (repeatable)", func(v string) error {
 		opts.ProxyResolve = append(opts.ProxyResolve, v)
 		return nil

@@ -163,6 +163,12 @@ func (v *validator) inject(at string, in Inject) {
 	}
 }
 
+// HeaderForbidden reports whether the proxy refuses to inject a
+// credential into header name (in any letter case): it frames the message
+// or is hop-by-hop. The compiler reports such a header before a config
+// holding it is rendered.
+func HeaderForbidden(name string) bool { return forbiddenHeader(name) }
+
 // forbiddenHeader reports whether name may not be injected: it frames the
 // message or is hop-by-hop, so setting it would break or smuggle requests.
 func forbiddenHeader(name string) bool {

@@ -1,0 +1,126 @@
+package compiler
+
+import (
+	"cmp"
+	"fmt"
+
+	"keyhole.dev/keyhole/diag"
+)
+
+// Codes of the checks on the sandboxes a unit's plan would hold, as
+// render names and builds them: what render or diff would refuse, found
+// by check with positions.
+const (
+	codeSandboxNameCollision = "SandboxNameCollision"
+	codeSandboxImageMissing  = "SandboxImageMissing"
+)
+
+// sandboxSource is what declares one sandbox: an AgentRuntime's or
+// ToolRegistry's first binding to a SandboxClass, or an agent with a
+// sandbox, and the field that names it.
+type sandboxSource struct {
+	it   *item
+	at   path
+	what string
+}
+
+// pos is where the source names its sandbox, read from the tree only
+// when a message needs it.
+func (s sandboxSource) pos() diag.Pos {
+	root, _ := s.it.tree()
+	if root == nil {
+		return s.it.doc.Pos
+	}
+	pos, _ := s.it.doc.Where(s.at.find(root, false))
+	return pos
+}
+
+// sandboxSources calls yield with each sandbox the unit's plan would
+// hold, in input order (bindings, then agents), with its namespace as
+// render places it and its name.
+func (p *pass) sandboxSources(yield func(r ref, s sandboxSource)) {
+	for _, o := range p.owners {
+		sb := o.wire().Spec.Sandbox
+		if sb.Enabled != nil && !*sb.Enabled {
+			continue
+		}
+		seen := map[string]bool{}
+		for j, b := range sb.Connections {
+			if seen[b.Sandbox] {
+				continue
+			}
+			seen[b.Sandbox] = true
+			yield(ref{o.ns, o.obj().Name + "-" + b.Sandbox}, sandboxSource{
+				it: &o.item, at: bindingPath(j).with("sandbox"),
+				what: fmt.Sprintf("%s %s with SandboxClass %s", o.obj().Kind, o.obj().Name, b.Sandbox),
+			})
+		}
+	}
+	for _, a := range p.agents {
+		s, ok := p.agentSandbox(a)
+		if !ok {
+			continue
+		}
+		yield(ref{cmp.Or(s.Namespace, p.opts.DefaultNamespace), s.Name}, sandboxSource{
+			it: &a.item, at: path{"sandbox"},
+			what: fmt.Sprintf("agent %s with sandbox %s", a.wire().Name, s.Class),
+		})
+	}
+}
+
+// checkSandboxCollisions reports two sources whose sandboxes have one
+// name in one namespace (AgentRuntime a-b with class c and AgentRuntime
+// a with class b-c; an AgentRuntime and a ToolRegistry of one name on one
+// class; an agent and an AgentRuntime of one name): render names every
+// object of a sandbox after it, so it refuses the plan.
+func checkSandboxCollisions(p *pass) {
+	first := map[ref]sandboxSource{}
+	p.sandboxSources(func(r ref, s sandboxSource) {
+		if CheckSandboxName(r.name) != nil {
+			return // SandboxNameInvalid says why
+		}
+		prev, ok := first[r]
+		if !ok {
+			first[r] = s
+			return
+		}
+		p.report(codeSandboxNameCollision, s.it, s.at, false,
+			"the sandbox of %s is named %s, as is the sandbox of %s at %s: render names each sandbox's objects after it, so it cannot render both; rename one of them, or its SandboxClass",
+			s.what, r, prev.what, prev.pos())
+	})
+}
+
+// checkSandboxImages reports a sandbox render could give no image: its
+// SandboxClass names none (or, for an agent, keyhole.yaml's sandboxImage
+// is unset) and no default image is set. A SandboxClass is reported
+// once, at its spec, however many bindings use it.
+func checkSandboxImages(p *pass) {
+	if p.opts.DefaultSandboxImage != "" || p.opts.NoSandboxImages {
+		return
+	}
+	reported := map[ref]bool{}
+	for _, o := range p.owners {
+		sb := o.wire().Spec.Sandbox
+		if sb.Enabled != nil && !*sb.Enabled {
+			continue
+		}
+		for _, b := range sb.Connections {
+			r := ref{o.ns, b.Sandbox}
+			c := p.classes[r]
+			if c == nil || reported[r] || c.wire().Spec.Image != "" {
+				continue // BindingSandboxClassMissing, or it has one
+			}
+			reported[r] = true
+			p.report(codeSandboxImageMissing, &c.item, path{"spec", "image"}, false,
+				"SandboxClass %s names no image, and no default sandbox image is set, so render cannot write the Deployment of sandbox %s-%s (%s %s) or of any other sandbox of this class; set spec.image, or pass --sandbox-image IMAGE to check, render and diff alike",
+				r, o.obj().Name, b.Sandbox, o.obj().Kind, o.obj().Name)
+		}
+	}
+	for _, a := range p.agents {
+		if aw := a.wire(); aw.Sandbox != "" && p.config.sandboxImage == "" {
+			p.report(codeSandboxImageMissing, &a.item, path{"sandbox"}, false,
+				"the sandbox of agent %s has no image: keyhole.yaml sets no sandboxImage, and no default sandbox image is set, so render cannot write its Deployment; set sandboxImage in keyhole.yaml, or pass --sandbox-image IMAGE to check, render and diff alike",
+				aw.Name)
+		}
+	}
+}
