@@ -8,7 +8,9 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Severity orders how much a diagnostic matters. Only Error fails a check.
@@ -51,14 +53,53 @@ type Pos struct {
 }
 
 // String renders the position as file:line:col, dropping unknown parts.
+//
+// The file name is written with its control characters escaped (see
+// EscapeControl): a name holding a line break must not start a line of
+// its own in a log, where a CI runner reads "::error ..." as a command.
 func (p Pos) String() string {
+	file := EscapeControl(p.File)
 	switch {
 	case p.Line == 0:
-		return p.File
+		return file
 	case p.Column == 0:
-		return fmt.Sprintf("%s:%d", p.File, p.Line)
+		return fmt.Sprintf("%s:%d", file, p.Line)
 	}
-	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Column)
+	return fmt.Sprintf("%s:%d:%d", file, p.Line, p.Column)
+}
+
+// EscapeControl writes s with its control characters, line and paragraph
+// separators and bidirectional overrides escaped as Go writes them in a
+// quoted string (\n, \x1b, \u202e), so that text printed from it stays on
+// its line and reads as it is. Other text is unchanged.
+func EscapeControl(s string) string { return escapeRunes(s, unsafeRune) }
+
+// escapeRunes escapes, as EscapeControl does, the runes of s that unsafe
+// reports.
+func escapeRunes(s string, unsafe func(rune) bool) string {
+	if strings.IndexFunc(s, unsafe) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if !unsafe(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRune(r)
+		if q == "'"+string(r)+"'" { // QuoteRune kept it: write it as a code point
+			q = fmt.Sprintf("'\\u%04x'", r)
+		}
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
+}
+
+// unsafeRune reports whether r changes how the text around it reads on a
+// terminal or in a log: a control character, a line or paragraph
+// separator, or a bidirectional embedding, override or isolate.
+func unsafeRune(r rune) bool {
+	return unicode.IsControl(r) || r == 0x2028 || r == 0x2029 || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
 }
 
 // Compare orders positions by file, line, then column.

@@ -97,11 +97,15 @@ func oneLine(s string) string {
 // githubData escapes a command's message as the runner unescapes it, so a
 // message can never end the command early or start a new one.
 func githubData(s string) string {
+	// Line breaks are the runner's to render; any other control
+	// character is written out.
+	s = escapeRunes(s, func(r rune) bool { return r != '\n' && r != '\r' && unsafeRune(r) })
 	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
 }
 
 // githubProperty escapes a property value, where ':' and ',' are also
 // delimiters.
 func githubProperty(s string) string {
+	s = escapeRunes(s, func(r rune) bool { return r != '\n' && r != '\r' && unsafeRune(r) })
 	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
 }

@@ -217,3 +217,44 @@ spec:
 		assertNoCanary(t, strings.Join(args[:1], " ")+" stderr", stderr.Bytes())
 	}
 }
+
+// TestFileNameCannotForgeLines: a file whose name holds a line break and
+// a workflow command is reported on one line in every text format, so a
+// CI runner reading the log sees no command keyhole did not write.
+func TestFileNameCannotForgeLines(t *testing.T) {
+	dir := t.TempDir()
+	conn, err := os.ReadFile("../../examples/broken/secret-key-missing/connection.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, err := os.ReadFile("../../examples/broken/secret-key-missing/secret.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := "conn\n::error file=x::forged\x1b[2K.yaml"
+	for name, body := range map[string][]byte{forged: conn, "secret.yaml": secret} {
+		if err := os.WriteFile(filepath.Join(dir, name), body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, format := range []string{"text", "github"} {
+		var stdout, stderr bytes.Buffer
+		e := &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr}
+		if code := run(e, []string{"check", "-v", "--format", format, dir}); code != exitFailed {
+			t.Fatalf("%s: exit %d, want %d\n%s%s", format, code, exitFailed, stdout.String(), stderr.String())
+		}
+		commands := 0
+		for _, l := range strings.Split(stdout.String(), "\n") {
+			if strings.HasPrefix(l, "::") {
+				commands++
+			}
+			if strings.Contains(l, "\x1b") {
+				t.Errorf("%s: an escape sequence reached the output: %q", format, l)
+			}
+		}
+		want := map[string]int{"text": 0, "github": 2}[format] // github: one annotation per error
+		if commands != want || !strings.Contains(stdout.String(), "forged") {
+			t.Errorf("%s: %d lines start a workflow command, want %d:\n%s", format, commands, want, stdout.String())
+		}
+	}
+}
