@@ -191,6 +191,7 @@ func Compile(docs []*source.Document, v *schema.Validator, opts Options) Result 
 		p.settleSecrets()
 		for i := range p.diags {
 			p.diags[i].Units = []string{p.unit.Name}
+			p.diags[i].Message += variableNote(p.diags[i], p.unit)
 		}
 		all = append(all, p.diags...)
 		res.Units = append(res.Units, Unit{Unit: *p.unit, Plan: p.plan})
@@ -804,4 +805,17 @@ func (dg *digested) decoded() any {
 		return nil
 	}
 	return dg.wire
+}
+
+// variableNote explains a schema finding about a value that still holds
+// a GitOps engine's variable (${NAME}): why keyhole did not substitute
+// it, which depends on whether a Flux Kustomization builds the unit.
+func variableNote(d diag.Diagnostic, u *source.Unit) string {
+	if d.Code != codeSchemaInvalid || !strings.Contains(d.Message, "${") {
+		return ""
+	}
+	if u.Flux != nil {
+		return "; the variable is one keyhole leaves as written: Flux substitutes it from a Secret, whose values keyhole never reads, or from an object the repository does not hold in the clear"
+	}
+	return "; ${...} is a variable Flux's postBuild substitutes, and keyhole substitutes it only in a deploy unit a Flux Kustomization of the repository builds: check the repository from its root, where the Kustomization that builds this file is found"
 }

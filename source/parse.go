@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -197,12 +198,33 @@ func syntaxError(file string, data []byte, index int, err error) diag.Diagnostic
 	if index > 0 {
 		where = fmt.Sprintf(" in document %d", index+1)
 	}
+	if strings.HasPrefix(msg, "did not find expected ',' or") && flowVariableNear(data, line) {
+		msg += "; a ${VAR} inside a flow sequence or mapping ([...] or {...}) must be quoted, as in [\"${VAR}\"]: YAML reads its { as the start of a mapping"
+	}
 	return diag.Diagnostic{
 		Code:     CodeYAMLInvalid,
 		Severity: diag.Error,
 		Pos:      diag.Pos{File: file, Line: line, Column: col},
 		Message:  fmt.Sprintf("invalid YAML%s: %s; the rest of the file was not read, since after a syntax error it cannot be trusted", where, msg),
 	}
+}
+
+// flowVariable is a line that opens a flow sequence or mapping and holds
+// an unquoted ${...} after it.
+var flowVariable = regexp.MustCompile(`[\[{,][^"'\n]*\$\{`)
+
+// flowVariableNear reports whether one of the lines of data up to line
+// (from 1), and the three before it, holds a flowVariable: what a parser
+// error about a flow collection most often means in a repository whose
+// variables a GitOps engine substitutes.
+func flowVariableNear(data []byte, line int) bool {
+	lines := bytes.Split(data, []byte("\n"))
+	for l := max(line-4, 0); l < min(line, len(lines)); l++ {
+		if flowVariable.Match(lines[l]) {
+			return true
+		}
+	}
+	return false
 }
 
 // parserProblems are the problems yaml.v3's parser (not its scanner)

@@ -339,3 +339,26 @@ func TestNoSecretInDiagnostics(t *testing.T) {
 		})
 	}
 }
+
+func TestFlowVariableHint(t *testing.T) {
+	tests := map[string]struct {
+		data string
+		hint bool
+	}{
+		"unquoted variable in a flow sequence":  {data: "hosts: [api.${DOMAIN}, github.com]\n", hint: true},
+		"unquoted variable in a flow mapping":   {data: "c: {sandbox: w, connection: ${APP}-github}\n", hint: true},
+		"quoted variable in a flow sequence":    {data: "hosts: [\"api.${DOMAIN}\", [\n", hint: false},
+		"flow sequence broken, no variable":     {data: "hosts: [a, b\nnext: x\n", hint: false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, ds := Parse("f.yaml", []byte(tc.data))
+			if len(ds) != 1 || ds[0].Code != CodeYAMLInvalid {
+				t.Fatalf("want one YAMLInvalid, got %v", ds)
+			}
+			if got := strings.Contains(ds[0].Message, "must be quoted"); got != tc.hint {
+				t.Errorf("hint = %v, want %v: %s", got, tc.hint, ds[0].Message)
+			}
+		})
+	}
+}
