@@ -345,10 +345,10 @@ func TestFlowVariableHint(t *testing.T) {
 		data string
 		hint bool
 	}{
-		"unquoted variable in a flow sequence":  {data: "hosts: [api.${DOMAIN}, github.com]\n", hint: true},
-		"unquoted variable in a flow mapping":   {data: "c: {sandbox: w, connection: ${APP}-github}\n", hint: true},
-		"quoted variable in a flow sequence":    {data: "hosts: [\"api.${DOMAIN}\", [\n", hint: false},
-		"flow sequence broken, no variable":     {data: "hosts: [a, b\nnext: x\n", hint: false},
+		"unquoted variable in a flow sequence": {data: "hosts: [api.${DOMAIN}, github.com]\n", hint: true},
+		"unquoted variable in a flow mapping":  {data: "c: {sandbox: w, connection: ${APP}-github}\n", hint: true},
+		"quoted variable in a flow sequence":   {data: "hosts: [\"api.${DOMAIN}\", [\n", hint: false},
+		"flow sequence broken, no variable":    {data: "hosts: [a, b\nnext: x\n", hint: false},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
