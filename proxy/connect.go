@@ -254,7 +254,9 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 	hp := st.policy.Host(tc.connect)
 	read := false
 	for {
-		if !read && hp != nil && hp.NeedsBody() && r.Body != nil && r.Body != http.NoBody {
+		// The body is read for a rule that checks it, and wherever a
+		// server could read a method override from it as a field.
+		if !read && hp != nil && (hp.NeedsBody() || policy.OverrideBodyType(info.ContentType)) && r.Body != nil && r.Body != http.NoBody {
 			head, ok := s.readBodyHead(w, r, tc.connect)
 			if !ok {
 				return

@@ -103,7 +103,9 @@ type RequestInfo struct {
 	// Header is the request's header (KindTunnel), checked for the
 	// override headers an injected host refuses; nil checks none.
 	Header http.Header
-	// Body is the request body, read only when the host's rules need it.
+	// Body is the request body (KindTunnel), read when the host's rules
+	// need it or when its Content-Type (OverrideBodyType) lets servers
+	// read fields from it, which are checked for overrides.
 	Body []byte
 	// BodyComplete is false when Body was cut at the read limit, so no
 	// Body rule can match it.
@@ -269,11 +271,16 @@ func (p *Policy) decideTunnel(req RequestInfo) Decision {
 	if name, ok := overrideHeader(req.Header); ok {
 		return refuse("the %s header is refused on injected hosts: servers read it as another method or path than the request line's, which the rules checked", name)
 	}
-	if overrideParam(req.Target) {
-		return refuse("the %s query parameter is refused on injected hosts: servers read it as another method than the request line's, which the rules checked", OverrideParam)
+	if name, ok := overrideParam(req.Target); ok {
+		return refuse("the %s query parameter is refused on injected hosts: servers read it as another method than the request line's, which the rules checked", name)
+	}
+	body := Body{Data: req.Body, Complete: req.BodyComplete, ContentType: req.ContentType, ContentEncoding: req.ContentEncoding}
+	if name, err := overrideInBody(body); err != nil {
+		return refuse("%v", err)
+	} else if name != "" {
+		return refuse("the body's %s field is refused on injected hosts: servers read it as another method than the request line's, which the rules checked", name)
 	}
 	if len(h.Rules) > 0 {
-		body := Body{Data: req.Body, Complete: req.BodyComplete, ContentType: req.ContentType, ContentEncoding: req.ContentEncoding}
 		allowed, why := false, ""
 		for _, r := range h.Rules {
 			err := matchRule(r, req.Method, path, body)
