@@ -78,6 +78,9 @@ type Options struct {
 	// that are not tunnels (reading a request, or idle between two);
 	// more wait to be accepted. 0 means DefaultMaxProxyConns.
 	MaxProxyConns int
+	// MaxAdminConns caps the connections open on the admin listener, as
+	// MaxProxyConns does the proxy's; 0 means DefaultMaxAdminConns.
+	MaxAdminConns int
 	// MaxBodyChecks caps the request bodies read at once for a rule to
 	// check, each up to policy.MaxBodyCheck in memory; 0 means 16.
 	MaxBodyChecks int
@@ -106,7 +109,13 @@ type Options struct {
 const (
 	DefaultMaxTunnels    = 512
 	DefaultMaxProxyConns = 512
+	// DefaultMaxAdminConns is enough for the kubelet's probes and a few
+	// scrapers: at most some 5 MiB of stalled headers.
+	DefaultMaxAdminConns = 64
 )
+
+// maxHeaderBytes bounds a request header on every listener.
+const maxHeaderBytes = 64 << 10
 
 // Server is the egress proxy. Create it with New, run it with Run.
 type Server struct {
@@ -177,6 +186,9 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxProxyConns <= 0 {
 		opts.MaxProxyConns = DefaultMaxProxyConns
 	}
+	if opts.MaxAdminConns <= 0 {
+		opts.MaxAdminConns = DefaultMaxAdminConns
+	}
 	if opts.MaxBodyChecks <= 0 {
 		opts.MaxBodyChecks = 16
 	}
@@ -242,7 +254,7 @@ func New(opts Options) (*Server, error) {
 		// blocked on a refusal or on the last bytes net/http flushes
 		// after the handler returned.
 		WriteTimeout:   opts.Timeouts.Idle,
-		MaxHeaderBytes: 64 << 10,
+		MaxHeaderBytes: maxHeaderBytes,
 		ErrorLog:       log.New(io.Discard, "", 0),
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			return context.WithValue(ctx, tunnelKey{}, c)
@@ -390,19 +402,8 @@ func (s *Server) Ready() bool {
 // down gracefully: it stops accepting, lets in-flight requests finish
 // within Timeouts.Shutdown, and closes what remains.
 func (s *Server) Serve(ctx context.Context, lns Listeners) error {
-	ln, admin := newSlotListener(lns.Proxy, s.opts.MaxProxyConns), lns.Admin
-	outer := &http.Server{
-		Handler:                      http.HandlerFunc(s.serveProxy),
-		DisableGeneralOptionsHandler: true, // OPTIONS * is decided too
-		ReadHeaderTimeout:            s.opts.Timeouts.ReadHeader,
-		IdleTimeout:                  s.opts.Timeouts.Idle,
-		// As the tunnels' server: a connection that pipelines requests
-		// and reads no answer must not hold its slot forever. A CONNECT
-		// clears it once hijacked.
-		WriteTimeout:   s.opts.Timeouts.Idle,
-		MaxHeaderBytes: 64 << 10,
-		ErrorLog:       log.New(io.Discard, "", 0),
-	}
+	ln := newSlotListener(lns.Proxy, s.opts.MaxProxyConns)
+	outer := s.cappedServer(http.HandlerFunc(s.serveProxy))
 	var adminSrv *http.Server
 	errc := make(chan error, 4)
 	go func() { errc <- outer.Serve(ln) }()
@@ -410,8 +411,13 @@ func (s *Server) Serve(ctx context.Context, lns Listeners) error {
 		go func() { errc <- s.serveTransparent(lns.Transparent) }()
 	}
 	go func() { errc <- s.inner.Serve(s.innerLn) }()
-	if admin != nil {
-		adminSrv = &http.Server{Handler: s.AdminHandler(), ReadHeaderTimeout: s.opts.Timeouts.ReadHeader}
+	if lns.Admin != nil {
+		// The admin port gets the proxy port's caps: the sandbox can
+		// reach it (over the pod's loopback in sidecar mode, the
+		// proxy's address in deployment mode), and stalled headers
+		// of a megabyte each, uncapped, ran the proxy out of memory.
+		admin := newSlotListener(lns.Admin, s.opts.MaxAdminConns)
+		adminSrv = s.cappedServer(s.AdminHandler())
 		go func() { errc <- adminSrv.Serve(admin) }()
 	}
 	reloadDone := make(chan struct{})
@@ -473,6 +479,25 @@ func (s *Server) Serve(ctx context.Context, lns Listeners) error {
 	s.forwardTLS.pool.closeAll()
 	s.plain.CloseIdleConnections()
 	return runErr
+}
+
+// cappedServer is the HTTP server of a listener the sandbox can reach
+// (the proxy port, the admin port), with the caps that bound what each
+// connection holds and for how long; the listener, a slotListener,
+// bounds how many.
+func (s *Server) cappedServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:                      h,
+		DisableGeneralOptionsHandler: true, // OPTIONS * is decided too
+		ReadHeaderTimeout:            s.opts.Timeouts.ReadHeader,
+		IdleTimeout:                  s.opts.Timeouts.Idle,
+		// As the tunnels' server: a connection that pipelines requests
+		// and reads no answer must not hold its slot forever. A CONNECT
+		// clears it once hijacked.
+		WriteTimeout:   s.opts.Timeouts.Idle,
+		MaxHeaderBytes: maxHeaderBytes,
+		ErrorLog:       log.New(io.Discard, "", 0),
+	}
 }
 
 // AdminHandler serves /healthz, /readyz and /metrics.
