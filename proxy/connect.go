@@ -35,6 +35,13 @@ func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request, st *state,
 	if d.Action == policy.ActionTunnel {
 		var err error
 		upstream, err = s.dial(r.Context(), "tcp", net.JoinHostPort(d.Host, "443"))
+		if e, ok := refusedDial(err); ok {
+			release()
+			s.dialRefused(e)
+			writeRefusal(w, e.d, true)
+			s.logRequest(st, r, e.d, e.d.Reason.Status(), start)
+			return
+		}
 		if err != nil {
 			release()
 			w.Header().Set("Connection", "close")
@@ -281,7 +288,7 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 		st, hp = cur, cur.policy.Host(tc.connect)
 	}
 	d := st.policy.Decide(info)
-	defer func() { s.logRequest(st, r, d, rec.status, start) }()
+	defer func() { s.logRequest(st, r, rec.decided(d), rec.status, start) }()
 	if !d.Allowed() {
 		// After a host-mismatch the connection cannot be trusted to
 		// name one host: close it.

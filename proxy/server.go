@@ -12,12 +12,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/textproto"
 	"os"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"keyhole.dev/keyhole/proxy/config"
@@ -284,13 +286,60 @@ func (s *Server) newTransport(tlsConf *tls.Config) *http.Transport {
 	}
 }
 
-// dial connects to addr, or to what --resolve maps it to.
+// dial connects to addr, or to what --resolve maps it to. It refuses an
+// internal address (policy.DecideDial) unless the config lists the host
+// in internalHosts, deciding on the address it is about to connect to,
+// after resolution, so a name that resolves to one only at dial time
+// (DNS rebinding) is refused too. An address --resolve gives literally
+// is the operator's own choice and is dialled as given; a name it gives
+// is resolved and checked like any other. The error of a refusal is a
+// *dialRefusedError.
 func (s *Server) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	// The host as decisions name it: port 443 dropped, another kept.
+	host := strings.TrimSuffix(addr, ":443")
+	guard := true
 	if to, ok := s.opts.Resolve[strings.ToLower(addr)]; ok {
 		addr = to
+		if h, _, err := net.SplitHostPort(to); err == nil {
+			_, err := netip.ParseAddr(h)
+			guard = err != nil
+		}
 	}
 	d := net.Dialer{Timeout: s.opts.Timeouts.Dial, KeepAlive: 30 * time.Second}
+	if guard {
+		p := s.state.Load().policy
+		d.Control = func(_, address string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(address)
+			dec, class := p.DecideDial(host, ap.Addr())
+			if err != nil || !dec.Allowed() {
+				return &dialRefusedError{d: dec, class: class}
+			}
+			return nil
+		}
+	}
 	return d.DialContext(ctx, network, addr)
+}
+
+// dialRefusedError is a dial the proxy refused: the address it resolved
+// to is internal, and the config does not let the host reach one.
+type dialRefusedError struct {
+	d     policy.Decision
+	class policy.AddrClass
+}
+
+func (e *dialRefusedError) Error() string { return e.d.Message }
+
+// refusedDial returns the refusal inside err, if it is one.
+func refusedDial(err error) (*dialRefusedError, bool) {
+	var e *dialRefusedError
+	ok := errors.As(err, &e)
+	return e, ok
+}
+
+// dialRefused logs and counts a refused dial.
+func (s *Server) dialRefused(e *dialRefusedError) {
+	s.metrics.dialRefused(e.d.Host, e.class)
+	s.log.Warn("upstream address refused", "host", e.d.Host, "class", string(e.class), "message", e.d.Message)
 }
 
 func (s *Server) loadConfig(prev *state) (*state, error) {
@@ -531,7 +580,7 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request) {
 	}
 	d := st.policy.Decide(policy.RequestInfo{Kind: policy.KindPlain, Method: r.Method, Target: r.RequestURI, Host: r.Host})
 	rec := &statusRecorder{ResponseWriter: w}
-	defer func() { s.logRequest(st, r, d, rec.status, start) }()
+	defer func() { s.logRequest(st, r, rec.decided(d), rec.status, start) }()
 	if !d.Allowed() {
 		writeRefusal(rec, d, false)
 		return
@@ -547,6 +596,14 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request) {
 // the credential): it is scrubbed of what the request carried, cut to
 // maxLogText bytes and escaped before it is logged.
 func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error, inj Injected) {
+	if e, ok := refusedDial(err); ok {
+		s.dialRefused(e)
+		if rec, ok := w.(*statusRecorder); ok {
+			rec.refusal = &e.d
+		}
+		writeRefusal(w, e.d, true)
+		return
+	}
 	status := http.StatusBadGateway
 	if errors.Is(err, context.DeadlineExceeded) {
 		status = http.StatusGatewayTimeout

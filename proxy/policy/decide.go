@@ -149,6 +149,7 @@ type Policy struct {
 	sandbox     config.SandboxRef
 	hosts       map[string]*HostPolicy
 	passthrough map[string]bool
+	internal    map[string]bool // hosts that may resolve to internal addresses
 }
 
 // HostPolicy is one injected host, compiled.
@@ -183,6 +184,10 @@ func NewPolicy(cfg *config.Config) (*Policy, error) {
 	}
 	for _, name := range cfg.Passthrough {
 		p.passthrough[name] = true
+	}
+	p.internal = map[string]bool{}
+	for _, name := range cfg.InternalHosts {
+		p.internal[name] = true
 	}
 	return p, nil
 }
