@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"keyhole.dev/keyhole/proxy/policy"
 )
@@ -80,6 +81,70 @@ func TestServerOverrideFields(t *testing.T) {
 			}
 			if holdsSecret(h.logs.String()) {
 				t.Errorf("the log holds the credential")
+			}
+		})
+	}
+}
+
+// TestServerOverrideFieldsStreamed: a body too long to read before
+// deciding (over policy.MaxBodyCheck, as an LLM prompt with images can
+// be) is checked as it streams. One with an override field at its end
+// is refused l7-not-allowed, and the upstream never has the whole of it:
+// its last byte is held back until the scan is done. One without goes
+// through byte for byte.
+func TestServerOverrideFieldsStreamed(t *testing.T) {
+	h := newHarness(t)
+	pad := strings.Repeat("x", 3<<20)
+	json := "Content-Type: application/json\r\n"
+	tests := map[string]struct {
+		headers, body string
+		allowed       bool
+	}{
+		"JSON, _method last": {headers: json, body: `{"prompt":"` + pad + `","_method":"DELETE"}`},
+		"form, _method last": {headers: "Content-Type: application/x-www-form-urlencoded\r\n", body: "a=" + pad + "&_method=DELETE"},
+		"multipart, _method last": {headers: "Content-Type: multipart/form-data; boundary=b\r\n",
+			body: "--b\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\n" + pad + "\r\n--b\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nDELETE\r\n--b--\r\n"},
+		"JSON, chunked, _method last": {headers: json + "Transfer-Encoding: chunked\r\n", body: `{"prompt":"` + pad + `","_method":"DELETE"}`},
+		"JSON, a single-quoted name":  {headers: json, body: `{"prompt":"` + pad + `",'_method':'DELETE'}`},
+		"JSON without one":            {headers: json, body: `{"model":"m","prompt":"` + pad + `","_methods":1}`, allowed: true},
+		"JSON, chunked, without one":  {headers: json + "Transfer-Encoding: chunked\r\n", body: `{"prompt":"` + pad + `"}`, allowed: true},
+		"octet-stream holding one":    {headers: "Content-Type: application/octet-stream\r\n", body: pad + "&_method=DELETE", allowed: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			before := len(h.api.seen())
+			c, br := h.tlsTunnel("uploads.github.com", "uploads.github.com", false)
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(20 * time.Second))
+			framed := fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(tc.body), tc.body)
+			if strings.Contains(tc.headers, "chunked") {
+				framed = fmt.Sprintf("\r\n%x\r\n%s\r\n0\r\n\r\n", len(tc.body), tc.body)
+			}
+			resp := roundTrip(t, c, br, "POST /x HTTP/1.1\r\nHost: uploads.github.com\r\nAuthorization: Bearer omnia-injected-github\r\n"+tc.headers+framed)
+			var seen []seen
+			if tc.allowed {
+				eventually(t, "the upstream's request", func() bool { return len(h.api.seen()) > before })
+			} else {
+				time.Sleep(100 * time.Millisecond) // what the upstream got, if anything
+			}
+			seen = h.api.seen()[before:]
+			if tc.allowed {
+				if resp.StatusCode != 200 || len(seen) != 1 || seen[0].Body != tc.body {
+					t.Fatalf("%s; the upstream saw %d requests; want the body forwarded whole", resp.Status, len(seen))
+				}
+				return
+			}
+			if resp.StatusCode != 403 || resp.Header.Get(policy.RefusedHeader) != string(policy.ReasonL7NotAllowed) {
+				t.Fatalf("%s with %s %q, want 403 l7-not-allowed", resp.Status, policy.RefusedHeader, resp.Header.Get(policy.RefusedHeader))
+			}
+			for _, s := range seen {
+				if len(s.Body) >= len(tc.body) {
+					t.Fatalf("the upstream got the whole body (%d bytes)", len(s.Body))
+				}
+			}
+			lines := h.logs.requests(t)
+			if l := lines[len(lines)-1]; l["method"] != "POST" || l["decision"] != "refuse" || l["reason"] != "l7-not-allowed" || l["status"] != float64(403) {
+				t.Errorf("request line %v, want POST refused l7-not-allowed", l)
 			}
 		})
 	}

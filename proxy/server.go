@@ -604,6 +604,13 @@ func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error
 		writeRefusal(w, e.d, true)
 		return
 	}
+	if e := (*bodyRefusedError)(nil); errors.As(err, &e) {
+		if rec, ok := w.(*statusRecorder); ok {
+			rec.refusal = &e.d
+		}
+		writeRefusal(w, e.d, true)
+		return
+	}
 	status := http.StatusBadGateway
 	if errors.Is(err, context.DeadlineExceeded) {
 		status = http.StatusGatewayTimeout

@@ -315,7 +315,9 @@ func overrideInBody(b Body) (string, error) {
 		return "", nil
 	}
 	if !b.Complete {
-		return "", fmt.Errorf("a form or JSON body longer than the %d bytes the proxy reads cannot be checked for method override fields", MaxBodyCheck)
+		// Too long to read before deciding: the server checks it as
+		// it streams (OverrideScanner), holding its last byte back.
+		return "", nil
 	}
 	for _, ce := range b.ContentEncoding {
 		if !strings.EqualFold(strings.TrimSpace(ce), "identity") {
@@ -374,11 +376,17 @@ func overrideInJSON(data []byte) (string, bool) {
 // overrideInMultipart returns the refused name a multipart body has as a
 // part's form name, or an error when it does not parse.
 func overrideInMultipart(data []byte, boundary string) (string, error) {
+	return scanMultipart(bytes.NewReader(data), boundary)
+}
+
+// scanMultipart is overrideInMultipart over a stream: part bodies are
+// read through and dropped, never held.
+func scanMultipart(r io.Reader, boundary string) (string, error) {
 	bad := errors.New("a multipart body that does not parse cannot be checked for method override fields")
 	if boundary == "" {
 		return "", bad
 	}
-	mr := multipart.NewReader(bytes.NewReader(data), boundary)
+	mr := multipart.NewReader(r, boundary)
 	for {
 		p, err := mr.NextRawPart()
 		if err == io.EOF {

@@ -170,7 +170,7 @@ func TestOverrides(t *testing.T) {
 		"multipart other field":            {body: "--b\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\n_method=DELETE\r\n--b--\r\n", ct: []string{"multipart/form-data; boundary=b"}},
 		"multipart without boundary":       {body: "--b\r\n\r\n", ct: []string{"multipart/form-data"}, err: "does not parse"},
 		"multipart broken":                 {body: "--b\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nx", ct: []string{"multipart/form-data; boundary=b"}, err: "does not parse"},
-		"form too long to check":           {body: "a=1", ct: form, long: true, err: "longer than"},
+		"form too long to read first":      {body: "_method=DELETE", ct: form, long: true},
 		"JSON gzip":                        {body: "\x1f\x8b", ct: jsonCT, ce: []string{"gzip"}, err: "Content-Encoding"},
 		"octet-stream holding one":         {body: "_method=DELETE", ct: []string{"application/octet-stream"}},
 		"git pack holding one":             {body: "_method=DELETE", ct: []string{"application/x-git-receive-pack-request"}},
@@ -221,4 +221,127 @@ func TestSameHeaderName(t *testing.T) {
 			}
 		})
 	}
+}
+
+// scanAll runs an OverrideScanner over body, in writes of the given size.
+func scanAll(ct, ce []string, body []byte, size int) (string, error, bool) {
+	sc := NewOverrideScanner(ct, ce)
+	if sc == nil {
+		return "", nil, false
+	}
+	for len(body) > 0 {
+		n := min(size, len(body))
+		sc.Write(body[:n])
+		body = body[n:]
+	}
+	name, err := sc.Close()
+	return name, err, true
+}
+
+// TestOverrideScanner: the streaming scan finds what overrideInBody
+// finds, in every case of TestOverrides' kind, whatever the writes'
+// sizes; and a name or a body too long to keep whole is still judged.
+func TestOverrideScanner(t *testing.T) {
+	form := []string{"application/x-www-form-urlencoded"}
+	jsonCT := []string{"application/json"}
+	multi := []string{"multipart/form-data; boundary=b"}
+	pad := strings.Repeat("x", 3<<20)
+	tests := map[string]struct {
+		ct, ce []string
+		body   string
+		want   string
+		err    string
+	}{
+		"form _method":                  {ct: form, body: "a=1&_method=DELETE", want: "_method"},
+		"form _method last, no value":   {ct: form, body: "a=" + pad + "&_method", want: "_method"},
+		"form, long value then _method": {ct: form, body: "a=" + pad + "&%5FHttpMethod=DELETE", want: "_HttpMethod"},
+		"form, long leading spaces":     {ct: form, body: strings.Repeat("+", 10000) + "_method=x", want: "_method"},
+		"form, long name with a NUL":    {ct: form, body: "_method%00" + pad + "=x", want: "_method"},
+		"form, long array name":         {ct: form, body: "_method[" + pad + "]=x", want: "_method"},
+		"form, long plain name":         {ct: form, body: pad + "=x"},
+		"form, none":                    {ct: form, body: "a=1&b=" + pad},
+		"no type, form":                 {body: "_method=DELETE", want: "_method"},
+		"no type, JSON":                 {body: `{"a":"` + pad + `","_method":"DELETE"}`, want: "_method"},
+		"JSON, long value then _method": {ct: jsonCT, body: `{"a":"` + pad + `","_method":"DELETE"}`, want: "_method"},
+		"JSON, escaped":                 {ct: jsonCT, body: `{"a":1,"\u005f\u006Dethod":"DELETE"}`, want: "_method"},
+		"JSON, upper case":              {ct: jsonCT, body: `{"X-HTTP-METHOD-OVERRIDE":"PUT"}`, want: "X-HTTP-Method-Override"},
+		"JSON, NUL":                     {ct: jsonCT, body: `{"_method\u0000` + pad + `":1}`, want: "_method"},
+		"JSON, leading spaces":          {ct: jsonCT, body: `{"` + strings.Repeat(" ", 10000) + `_method":1}`, want: "_method"},
+		"JSON, missing comma":           {ct: jsonCT, body: `{"a":1 "_method":"DELETE"}`, want: "_method"},
+		"JSON, nested":                  {ct: jsonCT, body: `{"a":{"_method":"DELETE"},"b":[{"_method":1}]}`},
+		"JSON, a value":                 {ct: jsonCT, body: `{"a":"_method","b":["_method"]}`},
+		"JSON, array at the top":        {ct: jsonCT, body: `[{"_method":1}]`},
+		"JSON, long and clean":          {ct: jsonCT, body: `{"model":"m","messages":[{"role":"user","content":"` + pad + `"}],"n":-1.5e3,"t":true,"f":false,"z":null}`},
+		"JSON, non-ASCII name":          {ct: jsonCT, body: `{"_méthod":1,"\u017ftate":2}`},
+		"JSON, comment":                 {ct: jsonCT, body: `{"a":1 /* c */}`, err: "not valid JSON"},
+		"JSON, single quotes":           {ct: jsonCT, body: `{'_method':'DELETE'}`, err: "not valid JSON"},
+		"JSON, unquoted name":           {ct: jsonCT, body: `{_method: "DELETE"}`, err: "not valid JSON"},
+		"JSON, cut short":               {ct: jsonCT, body: `{"a":"` + pad, err: "not valid JSON"},
+		"JSON, two texts":               {ct: jsonCT, body: `{"a":1}{"b":2}`, err: "not valid JSON"},
+		"JSON, gzip":                    {ct: jsonCT, ce: []string{"gzip"}, body: "\x1f\x8b", err: "content coding"},
+		"multipart, _method last":       {ct: multi, body: "--b\r\nContent-Disposition: form-data; name=\"f\"\r\n\r\n" + pad + "\r\n--b\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nDELETE\r\n--b--\r\n", want: "_method"},
+		"multipart, clean":              {ct: multi, body: "--b\r\nContent-Disposition: form-data; name=\"f\"; filename=\"a.png\"\r\n\r\n" + pad + "\r\n--b--\r\n"},
+		"multipart, broken":             {ct: multi, body: "--b\r\nContent-Disposition: form-data; name=\"f\"\r\n\r\n" + pad, err: "does not parse"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			for _, size := range []int{1 << 20, 4093, 1} {
+				if size == 1 && len(tc.body) > 1<<16 {
+					continue
+				}
+				got, err, ok := scanAll(tc.ct, tc.ce, []byte(tc.body), size)
+				if !ok {
+					t.Fatal("no scanner for a type servers read fields from")
+				}
+				switch {
+				case tc.err != "":
+					if err == nil || !strings.Contains(err.Error(), tc.err) {
+						t.Fatalf("writes of %d: %q, %v; want an error saying %q", size, got, err, tc.err)
+					}
+				case err != nil || got != tc.want:
+					t.Fatalf("writes of %d: %q, %v; want %q", size, got, err, tc.want)
+				}
+			}
+		})
+	}
+	if sc := NewOverrideScanner([]string{"application/octet-stream"}, nil); sc != nil {
+		t.Error("a scanner for a body no server reads fields from")
+	}
+}
+
+// FuzzOverrideScanner: on every body overrideInBody can judge whole, the
+// streaming scan, in writes of any size, refuses whatever it refuses, and
+// never panics or hangs.
+func FuzzOverrideScanner(f *testing.F) {
+	for _, s := range []struct {
+		ct, body string
+		size     int
+	}{
+		{"application/x-www-form-urlencoded", "a=1&_method=DELETE", 3},
+		{"", "_method=DELETE", 1},
+		{"application/json", `{"operation":"download","_method":"DELETE"}`, 5},
+		{"application/json", `{"\u005fmethod":"DELETE"}`, 2},
+		{"application/json", `{"a":[1,{"b":"c"}],"d":"\ud83d\ude00"}`, 7},
+		{"multipart/form-data; boundary=b", "--b\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nDELETE\r\n--b--\r\n", 4},
+	} {
+		f.Add(s.ct, []byte(s.body), s.size)
+	}
+	f.Fuzz(func(t *testing.T, ct string, body []byte, size int) {
+		var cts []string
+		if ct != "" {
+			cts = []string{ct}
+		}
+		size = max(1, size%4096)
+		got, gotErr, ok := scanAll(cts, nil, body, size)
+		if !ok {
+			if OverrideBodyType(cts) {
+				t.Fatalf("no scanner for %q", ct)
+			}
+			return
+		}
+		whole, _ := overrideInBody(Body{Data: body, Complete: true, ContentType: cts})
+		if whole != "" && got == "" && gotErr == nil {
+			t.Fatalf("%q (%q): the whole body holds %s, the scan passed it", body, ct, whole)
+		}
+	})
 }

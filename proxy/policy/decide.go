@@ -108,7 +108,9 @@ type RequestInfo struct {
 	// read fields from it, which are checked for overrides.
 	Body []byte
 	// BodyComplete is false when Body was cut at the read limit, so no
-	// Body rule can match it.
+	// Body rule can match it; nor can Decide see all of its override
+	// fields, which the server then looks for as the body streams
+	// (NewOverrideScanner).
 	BodyComplete bool
 	// ContentType and ContentEncoding are every value of those request
 	// headers, as sent: a Body rule needs a body declared as JSON.
