@@ -288,6 +288,10 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 		st, hp = cur, cur.policy.Host(tc.connect)
 	}
 	d := st.policy.Decide(info)
+	// The body's head stays only in the replay, which drops it once
+	// the upstream has read it: a request waiting on a slow upstream
+	// does not hold a megabyte.
+	info.Body = nil
 	defer func() { s.logRequest(st, r, rec.decided(d), rec.status, start) }()
 	if !d.Allowed() {
 		// After a host-mismatch the connection cannot be trusted to

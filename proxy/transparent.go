@@ -127,7 +127,6 @@ func (s *Server) handleTransparent(c net.Conn) {
 		upstream, err := s.dial(context.Background(), "tcp", addr)
 		if e, ok := refusedDial(err); ok {
 			s.dialRefused(e)
-			release()
 			refuse(e.d, true)
 			return
 		}

@@ -310,8 +310,11 @@ func OverrideBodyType(contentType []string) bool {
 // reads, compressed, declared JSON but not JSON, multipart that does not
 // parse).
 func overrideInBody(b Body) (string, error) {
+	if len(b.Data) == 0 && b.Complete {
+		return "", nil // most requests: no body, no Content-Type to parse
+	}
 	form, multi, isJSON, strictJSON, boundaries := bodyKinds(b.ContentType)
-	if !form && !multi && !isJSON || len(b.Data) == 0 && b.Complete {
+	if !form && !multi && !isJSON {
 		return "", nil
 	}
 	if !b.Complete {
