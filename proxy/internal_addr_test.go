@@ -85,6 +85,14 @@ func TestServerInternalAddresses(t *testing.T) {
 		}
 		refused(t, resp, body)
 	})
+	t.Run("injected host, a request with a body", func(t *testing.T) {
+		// Through Go's Transport, not the pooled fast path.
+		resp, err := c.Post("https://api.github.com/repos/acme/widgets/pulls", "application/json", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		refused(t, resp, readBody(t, resp))
+	})
 	t.Run("injected host listed in internalHosts", func(t *testing.T) {
 		resp, body, err := get("https://git.corp.internal/x")
 		if err != nil || resp.StatusCode != 200 || !strings.Contains(body, "internal service") {
@@ -139,7 +147,7 @@ func TestServerInternalAddresses(t *testing.T) {
 		}
 	})
 	t.Run("logged and counted", func(t *testing.T) {
-		eventually(t, "the request lines", func() bool { return len(h.logs.requests(t)) >= 8 })
+		eventually(t, "the request lines", func() bool { return len(h.logs.requests(t)) >= 9 })
 		want := map[string]bool{"GET api.github.com": false, "CONNECT pypi.org": false, "GET pypi.org:80": false, "TLS pypi.org": false}
 		for _, l := range h.logs.requests(t) {
 			k := fmt.Sprint(l["method"], " ", l["host"])
@@ -152,15 +160,15 @@ func TestServerInternalAddresses(t *testing.T) {
 				t.Errorf("no request line refusing %s host-not-allowed:\n%s", k, h.logs.String())
 			}
 		}
-		if n := strings.Count(h.logs.String(), `"msg":"upstream address refused"`); n != 4 {
-			t.Errorf("%d events naming the refused address, want 4", n)
+		if n := strings.Count(h.logs.String(), `"msg":"upstream address refused"`); n != 5 {
+			t.Errorf("%d events naming the refused address, want 5", n)
 		}
 		m := h.get("/metrics")
 		for _, line := range []string{
-			`keyhole_proxy_dials_refused_total{host="api.github.com",class="loopback"} 1`,
+			`keyhole_proxy_dials_refused_total{host="api.github.com",class="loopback"} 2`,
 			`keyhole_proxy_dials_refused_total{host="pypi.org",class="loopback"} 2`,
 			`keyhole_proxy_dials_refused_total{host="pypi.org:80",class="loopback"} 1`,
-			`keyhole_proxy_requests_total{host="api.github.com",decision="refuse",reason="host-not-allowed"} 1`,
+			`keyhole_proxy_requests_total{host="api.github.com",decision="refuse",reason="host-not-allowed"} 2`,
 		} {
 			if !strings.Contains(m, line) {
 				t.Errorf("metrics lack %s:\n%s", line, m)
