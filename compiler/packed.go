@@ -40,6 +40,7 @@ func packConnection(buf []byte, w *connectionWire) []byte {
 	p.str(w.Spec.Credential.SecretRef.Namespace)
 	p.str(w.Spec.Credential.Kind)
 	p.strs(w.Spec.Hosts)
+	p.optional(w.Spec.AllowInternalAddresses)
 	inject := w.Spec.Placement.Inject
 	p.list(inject == nil, len(inject))
 	for i := range inject {
@@ -209,6 +210,7 @@ func (pc packedConnection) wire() *connectionWire {
 	w.Spec.Credential.SecretRef.Namespace = u.str()
 	w.Spec.Credential.Kind = u.str()
 	w.Spec.Hosts = u.strs()
+	w.Spec.AllowInternalAddresses = u.optional()
 	if n, ok := u.list(); ok {
 		inject := make([]injectWire, n)
 		for i := range inject {

@@ -1,6 +1,8 @@
 package compiler
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -95,5 +97,47 @@ func TestSubstituteHeaders(t *testing.T) {
 		Header: &schema.ConnectorHeader{Name: "authorization"}, Basic: &schema.ConnectorBasic{Username: "u"},
 	}); !slices.Equal(got, []string{"authorization"}) {
 		t.Errorf("a header named twice in two casings: %q, want it once", got)
+	}
+}
+
+// TestInternalHosts: a Connection with allowInternalAddresses puts its
+// hosts in the proxy config's internalHosts, so the proxy may dial them
+// at internal addresses; without it, none is there.
+func TestInternalHosts(t *testing.T) {
+	conn, err := os.ReadFile("../examples/github-acme/connection.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		edit func(string) string
+		want []string
+	}{
+		"by default": {edit: func(s string) string { return s }},
+		"allowInternalAddresses": {edit: func(s string) string {
+			return strings.Replace(s, "spec:\n", "spec:\n  allowInternalAddresses: true\n", 1)
+		}, want: []string{"api.github.com", "github.com"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, f := range []string{"agentruntime.yaml", "sandboxclass.yaml", "secret.yaml"} {
+				b, err := os.ReadFile(filepath.Join("../examples/github-acme", f))
+				if err != nil {
+					t.Fatal(err)
+				}
+				os.WriteFile(filepath.Join(dir, f), b, 0o644)
+			}
+			os.WriteFile(filepath.Join(dir, "connection.yaml"), []byte(tc.edit(string(conn))), 0o644)
+			res := compileDir(t, dir, Options{})
+			if res.Diagnostics.HasErrors() || len(res.Plan.Sandboxes) != 1 {
+				t.Fatalf("does not check:\n%v", res.Diagnostics)
+			}
+			p := res.Plan.Sandboxes[0].Proxy
+			if !slices.Equal(p.InternalHosts, tc.want) {
+				t.Fatalf("internalHosts %q, want %q", p.InternalHosts, tc.want)
+			}
+			if err := p.Validate(); err != nil {
+				t.Fatalf("the proxy would refuse its config: %v", err)
+			}
+		})
 	}
 }

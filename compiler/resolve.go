@@ -69,6 +69,10 @@ func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
 	}
 	injected := map[string]bool{}
 	passthrough := map[string]bool{}
+	// Hosts the proxy may dial at internal addresses: an injected host
+	// when the Connection that injects it says so, a passthrough host
+	// when any Connection listing it does (it carries no credential).
+	internal, internalPass := map[string]bool{}, map[string]bool{}
 	envs := map[string]bool{}
 	// The plan of every sandbox is kept to the end: its lists are made
 	// to size, not grown by doubling.
@@ -115,6 +119,7 @@ func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
 					continue // two entries for one host; the checks report it
 				}
 				injected[h] = true
+				internal[h] = w.Spec.AllowInternalAddresses
 				s.Proxy.Hosts = append(s.Proxy.Hosts, config.Host{Name: h, Connection: c.obj().Name, Inject: inject, Rules: rules})
 			}
 			for _, e := range in.PlaceholderEnv {
@@ -126,14 +131,19 @@ func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
 		}
 		for _, h := range w.Spec.Hosts {
 			passthrough[h] = true
+			internalPass[h] = internalPass[h] || w.Spec.AllowInternalAddresses
 		}
 	}
 	for h := range passthrough {
 		if !injected[h] {
 			s.Proxy.Passthrough = append(s.Proxy.Passthrough, h)
 		}
+		if internal[h] || !injected[h] && internalPass[h] {
+			s.Proxy.InternalHosts = append(s.Proxy.InternalHosts, h)
+		}
 	}
 	slices.Sort(s.Proxy.Passthrough)
+	slices.Sort(s.Proxy.InternalHosts)
 	slices.SortFunc(s.Proxy.Hosts, func(a, b config.Host) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(s.Env, func(a, b EnvVar) int { return strings.Compare(a.Name, b.Name) })
 	return s

@@ -28,6 +28,7 @@ type connectionWire struct {
 		Placement struct {
 			Inject []injectWire `yaml:"inject"`
 		} `yaml:"placement"`
+		AllowInternalAddresses bool `yaml:"allowInternalAddresses"`
 	} `yaml:"spec"`
 }
 

@@ -35,6 +35,13 @@ func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request, st *state,
 	if d.Action == policy.ActionTunnel {
 		var err error
 		upstream, err = s.dial(r.Context(), "tcp", net.JoinHostPort(d.Host, "443"))
+		if e, ok := refusedDial(err); ok {
+			release()
+			s.dialRefused(e)
+			writeRefusal(w, e.d, true)
+			s.logRequest(st, r, e.d, e.d.Reason.Status(), start)
+			return
+		}
 		if err != nil {
 			release()
 			w.Header().Set("Connection", "close")
@@ -254,7 +261,9 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 	hp := st.policy.Host(tc.connect)
 	read := false
 	for {
-		if !read && hp != nil && hp.NeedsBody() && r.Body != nil && r.Body != http.NoBody {
+		// The body is read for a rule that checks it, and wherever a
+		// server could read a method override from it as a field.
+		if !read && hp != nil && (hp.NeedsBody() || policy.OverrideBodyType(info.ContentType)) && r.Body != nil && r.Body != http.NoBody {
 			head, ok := s.readBodyHead(w, r, tc.connect)
 			if !ok {
 				return
@@ -279,7 +288,11 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 		st, hp = cur, cur.policy.Host(tc.connect)
 	}
 	d := st.policy.Decide(info)
-	defer func() { s.logRequest(st, r, d, rec.status, start) }()
+	// The body's head stays only in the replay, which drops it once
+	// the upstream has read it: a request waiting on a slow upstream
+	// does not hold a megabyte.
+	info.Body = nil
+	defer func() { s.logRequest(st, r, rec.decided(d), rec.status, start) }()
 	if !d.Allowed() {
 		// After a host-mismatch the connection cannot be trusted to
 		// name one host: close it.
@@ -294,9 +307,109 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 		writeRefusal(rec, d, false)
 		return
 	}
+	if !info.BodyComplete {
+		// Too long to read before deciding: look for override fields
+		// as it streams, its last byte held back until the scan ends.
+		if sc := policy.NewOverrideScanner(info.ContentType, info.ContentEncoding); sc != nil {
+			host, conn := d.Host, d.Connection
+			sb := newScannedBody(r.Body, sc, func(name string, err error) *bodyRefusedError {
+				d := policy.Refusal(policy.ReasonL7NotAllowed, host, "the body's %s field is refused on injected hosts: servers read it as another method than the request line's, which the rules checked", name)
+				if err != nil {
+					d = policy.Refusal(policy.ReasonL7NotAllowed, host, "%v", err)
+				}
+				d.Connection = conn
+				return &bodyRefusedError{d: d}
+			})
+			// An upstream that answers early stops the body's reads:
+			// end the scan (and its goroutine, for multipart) anyway.
+			defer sb.finish()
+			r.Body = sb
+		}
+	}
 	r.Host = d.Host // the forwarders send to the canonical host
 	s.forwardTLS.forward(rec, r, scrubbing{inj: inj, body: st.cfg.ScrubResponseBodies})
 }
+
+// bodyRefusedError is a request refused once its body had streamed: it
+// held an override field the decision could not see.
+type bodyRefusedError struct{ d policy.Decision }
+
+func (e *bodyRefusedError) Error() string { return e.d.Message }
+
+// scannedBody passes a request body on through an OverrideScanner,
+// always holding its last byte back until the body has ended and the
+// scan has given its verdict: refused, the upstream never gets the whole
+// body (a server runs no request whose body it has not had whole), and
+// Read fails with the refusal.
+type scannedBody struct {
+	mu      sync.Mutex // the transport may read while the handler ends
+	ended   bool       // the scan is closed
+	r       io.ReadCloser
+	sc      *policy.OverrideScanner
+	refuse  func(name string, err error) *bodyRefusedError
+	space   []byte
+	pend    []byte // read and scanned, not yet passed on
+	eof     bool
+	refusal error
+}
+
+func newScannedBody(r io.ReadCloser, sc *policy.OverrideScanner, refuse func(string, error) *bodyRefusedError) *scannedBody {
+	return &scannedBody{r: r, sc: sc, refuse: refuse, space: make([]byte, 32<<10)}
+}
+
+// Read passes on what has been scanned but the last byte, and that byte
+// too once the body ended and the scan passed it.
+func (b *scannedBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for {
+		if b.ended && !b.eof {
+			return 0, errors.New("read of the request body after the handler returned")
+		}
+		if b.refusal != nil {
+			return 0, b.refusal // what is pending never goes
+		}
+		if k := len(b.pend); k > 1 || b.eof && k > 0 {
+			if !b.eof {
+				k--
+			}
+			n := copy(p, b.pend[:k])
+			b.pend = b.pend[n:]
+			return n, nil
+		}
+		if b.eof {
+			return 0, io.EOF
+		}
+		n := copy(b.space, b.pend)
+		m, err := b.r.Read(b.space[n:])
+		b.sc.Write(b.space[n : n+m])
+		b.pend = b.space[:n+m]
+		switch {
+		case err == io.EOF:
+			b.eof, b.ended = true, true
+			if name, err := b.sc.Close(); name != "" || err != nil {
+				b.refusal = b.refuse(name, err)
+			}
+		case err != nil:
+			b.ended = true
+			b.sc.Close()
+			return 0, err
+		}
+	}
+}
+
+// finish ends the scan if the body was not read to its end.
+func (b *scannedBody) finish() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.ended {
+		b.ended = true
+		b.sc.Close()
+	}
+}
+
+// Close closes the inbound body.
+func (b *scannedBody) Close() error { return b.r.Close() }
 
 // bodySlotWait is how long a request waits for one of the
 // Options.MaxBodyChecks slots before it is turned away.

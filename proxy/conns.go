@@ -6,12 +6,24 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"keyhole.dev/keyhole/proxy/policy"
 )
 
-// statusRecorder remembers the status written through it.
+// statusRecorder remembers the status written through it, and a refusal
+// made after the request's decision (a dial to an internal address).
 type statusRecorder struct {
 	http.ResponseWriter
-	status int
+	status  int
+	refusal *policy.Decision
+}
+
+// decided is the decision to log: d, unless a refusal came after it.
+func (r *statusRecorder) decided(d policy.Decision) policy.Decision {
+	if r.refusal != nil {
+		return *r.refusal
+	}
+	return d
 }
 
 // WriteHeader records the first final status.

@@ -162,7 +162,13 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 		out = out.WithContext(httptrace.WithClientTrace(out.Context(), trace))
 		// An upstream that answers HEAD with a body would leave it on a
 		// reused connection, to be read as the next request's response.
-		out.Close = out.Method == http.MethodHead
+		// And a request body is bytes the sandbox chose: an upstream
+		// that answers without reading it (many ignore a GET's or a
+		// DELETE's body, any may answer an error first) reads them as
+		// the start of the next request on the connection, which would
+		// be one the proxy decided, credential included. So no
+		// connection that carried a body carries anything after it.
+		out.Close = out.Method == http.MethodHead || out.Body != nil
 		res, err = f.rt.RoundTrip(out)
 		mu.Lock()
 		done = true

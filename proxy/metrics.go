@@ -35,6 +35,7 @@ type metrics struct {
 	scrubs         map[[2]string]uint64 // host, where
 	reloads        map[[2]string]uint64 // what, result
 	transparents   map[[2]string]uint64 // decision, reason
+	dialsRefused   map[[2]string]uint64 // host, class
 	latencyBounds  []float64
 	latencyCounts  []uint64 // one per bound, then +Inf
 	latencySum     float64
@@ -52,6 +53,7 @@ func newMetrics() *metrics {
 	b := latencyBuckets()
 	return &metrics{
 		requests: map[[3]string]uint64{}, injectFailures: map[string]uint64{}, scrubs: map[[2]string]uint64{}, reloads: map[[2]string]uint64{}, transparents: map[[2]string]uint64{},
+		dialsRefused:  map[[2]string]uint64{},
 		latencyBounds: b, latencyCounts: make([]uint64, len(b)+1),
 		goroutines: runtime.NumGoroutine,
 	}
@@ -68,6 +70,14 @@ func (m *metrics) request(host string, d policy.Decision) {
 func (m *metrics) transparent(d policy.Decision) {
 	m.mu.Lock()
 	m.transparents[[2]string{string(d.Action), string(d.Reason)}]++
+	m.mu.Unlock()
+}
+
+// dialRefused counts a dial refused for its address's class; the host
+// is a configured one (only allowed hosts are dialled).
+func (m *metrics) dialRefused(host string, class policy.AddrClass) {
+	m.mu.Lock()
+	m.dialsRefused[[2]string{host, string(class)}]++
 	m.mu.Unlock()
 }
 
@@ -123,6 +133,11 @@ func (m *metrics) write(w io.Writer) {
 	b.WriteString("# TYPE keyhole_proxy_injection_failures_total counter\n")
 	for _, k := range sortedKeys(m.injectFailures, func(k string) string { return k }) {
 		fmt.Fprintf(&b, "keyhole_proxy_injection_failures_total{host=%s} %d\n", q(k), m.injectFailures[k])
+	}
+	b.WriteString("# HELP keyhole_proxy_dials_refused_total Upstream dials refused because the host resolved to an internal address, by host and address class.\n")
+	b.WriteString("# TYPE keyhole_proxy_dials_refused_total counter\n")
+	for _, k := range sortedKeys(m.dialsRefused, func(k [2]string) string { return k[0] + "\x00" + k[1] }) {
+		fmt.Fprintf(&b, "keyhole_proxy_dials_refused_total{host=%s,class=%s} %d\n", q(k[0]), q(k[1]), m.dialsRefused[k])
 	}
 	b.WriteString("# HELP keyhole_proxy_response_scrubs_total Upstream responses whose headers held the injected credential, redacted, by host and part (interim, header, trailer).\n")
 	b.WriteString("# TYPE keyhole_proxy_response_scrubs_total counter\n")

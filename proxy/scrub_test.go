@@ -383,3 +383,82 @@ func BenchmarkScrubHeader(b *testing.B) {
 		})
 	}
 }
+
+// wrapLines cuts s into lines of n characters, each ended by eol, as MIME
+// (76, CRLF) and PEM (64, LF) wrap base64.
+func wrapLines(s string, n int, eol string) string {
+	var b strings.Builder
+	for len(s) > n {
+		b.WriteString(s[:n] + eol)
+		s = s[n:]
+	}
+	b.WriteString(s)
+	return b.String()
+}
+
+// TestScrubReaderWrappedBase64 holds the scrub of bodies to exactly what
+// docs/proxy.md claims for base64 wrapped into lines: the credential's
+// characters are masked where one line holds all of them, and a line
+// break inside them is beyond what the scrub recognizes. An upstream
+// echoes the request's header block in MIME base64 (76-character lines,
+// CRLF) and in PEM's (64, LF), with a header before Authorization whose
+// length shifts where the lines break.
+func TestScrubReaderWrappedBase64(t *testing.T) {
+	var in Injected
+	in.addEncoded(canary)
+	within, across := 0, 0
+	for _, wrap := range []struct {
+		n   int
+		eol string
+	}{{76, "\r\n"}, {64, "\n"}} {
+		for pad := range 19 {
+			doc := "X-Pad: " + strings.Repeat("p", pad) + "\r\nAuthorization: Bearer " + canary + "\r\n"
+			flat := base64.StdEncoding.EncodeToString([]byte(doc))
+			// The credential's own characters in the flat base64: the
+			// form addEncoded recorded that this alignment holds.
+			var form string
+			at := -1
+			for _, v := range in.values {
+				if i := strings.Index(flat, v.Reveal()); i >= 0 && len(v.Reveal()) > len(form) && isBase64(v.Reveal()) {
+					form, at = v.Reveal(), i
+				}
+			}
+			if at < 0 {
+				t.Fatalf("pad %d: no recorded base64 form is in %q", pad, flat)
+			}
+			body := wrapLines(flat, wrap.n, wrap.eol)
+			got, err := io.ReadAll(in.ScrubReader(strings.NewReader(body), nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if at/wrap.n != (at+len(form)-1)/wrap.n {
+				across++ // documented as not caught
+				continue
+			}
+			within++
+			if strings.Contains(string(got), form) || len(got) != len(body) {
+				t.Errorf("%d-character lines, pad %d: the credential's base64, within one line, was not masked", wrap.n, pad)
+			}
+			for line := range strings.SplitSeq(string(got), wrap.eol) {
+				if dec, err := base64.StdEncoding.DecodeString(line); err == nil && strings.Contains(string(dec), canary) {
+					t.Errorf("%d-character lines, pad %d: a line still decodes to the credential", wrap.n, pad)
+				}
+			}
+		}
+	}
+	t.Logf("%d cases within one line (masked), %d across a break", within, across)
+	if within == 0 || across == 0 {
+		t.Fatalf("%d cases within a line, %d across a break: the pads no longer cover both", within, across)
+	}
+}
+
+// isBase64 reports whether s uses only the standard base64 alphabet.
+func isBase64(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/') {
+			return false
+		}
+	}
+	return true
+}

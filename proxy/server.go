@@ -12,12 +12,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/textproto"
 	"os"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"keyhole.dev/keyhole/proxy/config"
@@ -78,6 +80,9 @@ type Options struct {
 	// that are not tunnels (reading a request, or idle between two);
 	// more wait to be accepted. 0 means DefaultMaxProxyConns.
 	MaxProxyConns int
+	// MaxAdminConns caps the connections open on the admin listener, as
+	// MaxProxyConns does the proxy's; 0 means DefaultMaxAdminConns.
+	MaxAdminConns int
 	// MaxBodyChecks caps the request bodies read at once for a rule to
 	// check, each up to policy.MaxBodyCheck in memory; 0 means 16.
 	MaxBodyChecks int
@@ -106,7 +111,13 @@ type Options struct {
 const (
 	DefaultMaxTunnels    = 512
 	DefaultMaxProxyConns = 512
+	// DefaultMaxAdminConns is enough for the kubelet's probes and a few
+	// scrapers: at most some 5 MiB of stalled headers.
+	DefaultMaxAdminConns = 64
 )
+
+// maxHeaderBytes bounds a request header on every listener.
+const maxHeaderBytes = 64 << 10
 
 // Server is the egress proxy. Create it with New, run it with Run.
 type Server struct {
@@ -177,6 +188,9 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxProxyConns <= 0 {
 		opts.MaxProxyConns = DefaultMaxProxyConns
 	}
+	if opts.MaxAdminConns <= 0 {
+		opts.MaxAdminConns = DefaultMaxAdminConns
+	}
 	if opts.MaxBodyChecks <= 0 {
 		opts.MaxBodyChecks = 16
 	}
@@ -242,7 +256,7 @@ func New(opts Options) (*Server, error) {
 		// blocked on a refusal or on the last bytes net/http flushes
 		// after the handler returned.
 		WriteTimeout:   opts.Timeouts.Idle,
-		MaxHeaderBytes: 64 << 10,
+		MaxHeaderBytes: maxHeaderBytes,
 		ErrorLog:       log.New(io.Discard, "", 0),
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			return context.WithValue(ctx, tunnelKey{}, c)
@@ -272,13 +286,60 @@ func (s *Server) newTransport(tlsConf *tls.Config) *http.Transport {
 	}
 }
 
-// dial connects to addr, or to what --resolve maps it to.
+// dial connects to addr, or to what --resolve maps it to. It refuses an
+// internal address (policy.DecideDial) unless the config lists the host
+// in internalHosts, deciding on the address it is about to connect to,
+// after resolution, so a name that resolves to one only at dial time
+// (DNS rebinding) is refused too. An address --resolve gives literally
+// is the operator's own choice and is dialled as given; a name it gives
+// is resolved and checked like any other. The error of a refusal is a
+// *dialRefusedError.
 func (s *Server) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	// The host as decisions name it: port 443 dropped, another kept.
+	host := strings.TrimSuffix(addr, ":443")
+	guard := true
 	if to, ok := s.opts.Resolve[strings.ToLower(addr)]; ok {
 		addr = to
+		if h, _, err := net.SplitHostPort(to); err == nil {
+			_, err := netip.ParseAddr(h)
+			guard = err != nil
+		}
 	}
 	d := net.Dialer{Timeout: s.opts.Timeouts.Dial, KeepAlive: 30 * time.Second}
+	if guard {
+		p := s.state.Load().policy
+		d.Control = func(_, address string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(address)
+			dec, class := p.DecideDial(host, ap.Addr())
+			if err != nil || !dec.Allowed() {
+				return &dialRefusedError{d: dec, class: class}
+			}
+			return nil
+		}
+	}
 	return d.DialContext(ctx, network, addr)
+}
+
+// dialRefusedError is a dial the proxy refused: the address it resolved
+// to is internal, and the config does not let the host reach one.
+type dialRefusedError struct {
+	d     policy.Decision
+	class policy.AddrClass
+}
+
+func (e *dialRefusedError) Error() string { return e.d.Message }
+
+// refusedDial returns the refusal inside err, if it is one.
+func refusedDial(err error) (*dialRefusedError, bool) {
+	var e *dialRefusedError
+	ok := errors.As(err, &e)
+	return e, ok
+}
+
+// dialRefused logs and counts a refused dial.
+func (s *Server) dialRefused(e *dialRefusedError) {
+	s.metrics.dialRefused(e.d.Host, e.class)
+	s.log.Warn("upstream address refused", "host", e.d.Host, "class", string(e.class), "message", e.d.Message)
 }
 
 func (s *Server) loadConfig(prev *state) (*state, error) {
@@ -390,19 +451,8 @@ func (s *Server) Ready() bool {
 // down gracefully: it stops accepting, lets in-flight requests finish
 // within Timeouts.Shutdown, and closes what remains.
 func (s *Server) Serve(ctx context.Context, lns Listeners) error {
-	ln, admin := newSlotListener(lns.Proxy, s.opts.MaxProxyConns), lns.Admin
-	outer := &http.Server{
-		Handler:                      http.HandlerFunc(s.serveProxy),
-		DisableGeneralOptionsHandler: true, // OPTIONS * is decided too
-		ReadHeaderTimeout:            s.opts.Timeouts.ReadHeader,
-		IdleTimeout:                  s.opts.Timeouts.Idle,
-		// As the tunnels' server: a connection that pipelines requests
-		// and reads no answer must not hold its slot forever. A CONNECT
-		// clears it once hijacked.
-		WriteTimeout:   s.opts.Timeouts.Idle,
-		MaxHeaderBytes: 64 << 10,
-		ErrorLog:       log.New(io.Discard, "", 0),
-	}
+	ln := newSlotListener(lns.Proxy, s.opts.MaxProxyConns)
+	outer := s.cappedServer(http.HandlerFunc(s.serveProxy))
 	var adminSrv *http.Server
 	errc := make(chan error, 4)
 	go func() { errc <- outer.Serve(ln) }()
@@ -410,8 +460,13 @@ func (s *Server) Serve(ctx context.Context, lns Listeners) error {
 		go func() { errc <- s.serveTransparent(lns.Transparent) }()
 	}
 	go func() { errc <- s.inner.Serve(s.innerLn) }()
-	if admin != nil {
-		adminSrv = &http.Server{Handler: s.AdminHandler(), ReadHeaderTimeout: s.opts.Timeouts.ReadHeader}
+	if lns.Admin != nil {
+		// The admin port gets the proxy port's caps: the sandbox can
+		// reach it (over the pod's loopback in sidecar mode, the
+		// proxy's address in deployment mode), and stalled headers
+		// of a megabyte each, uncapped, ran the proxy out of memory.
+		admin := newSlotListener(lns.Admin, s.opts.MaxAdminConns)
+		adminSrv = s.cappedServer(s.AdminHandler())
 		go func() { errc <- adminSrv.Serve(admin) }()
 	}
 	reloadDone := make(chan struct{})
@@ -475,6 +530,25 @@ func (s *Server) Serve(ctx context.Context, lns Listeners) error {
 	return runErr
 }
 
+// cappedServer is the HTTP server of a listener the sandbox can reach
+// (the proxy port, the admin port), with the caps that bound what each
+// connection holds and for how long; the listener, a slotListener,
+// bounds how many.
+func (s *Server) cappedServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:                      h,
+		DisableGeneralOptionsHandler: true, // OPTIONS * is decided too
+		ReadHeaderTimeout:            s.opts.Timeouts.ReadHeader,
+		IdleTimeout:                  s.opts.Timeouts.Idle,
+		// As the tunnels' server: a connection that pipelines requests
+		// and reads no answer must not hold its slot forever. A CONNECT
+		// clears it once hijacked.
+		WriteTimeout:   s.opts.Timeouts.Idle,
+		MaxHeaderBytes: maxHeaderBytes,
+		ErrorLog:       log.New(io.Discard, "", 0),
+	}
+}
+
 // AdminHandler serves /healthz, /readyz and /metrics.
 func (s *Server) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
@@ -506,7 +580,7 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request) {
 	}
 	d := st.policy.Decide(policy.RequestInfo{Kind: policy.KindPlain, Method: r.Method, Target: r.RequestURI, Host: r.Host})
 	rec := &statusRecorder{ResponseWriter: w}
-	defer func() { s.logRequest(st, r, d, rec.status, start) }()
+	defer func() { s.logRequest(st, r, rec.decided(d), rec.status, start) }()
 	if !d.Allowed() {
 		writeRefusal(rec, d, false)
 		return
@@ -522,6 +596,21 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request) {
 // the credential): it is scrubbed of what the request carried, cut to
 // maxLogText bytes and escaped before it is logged.
 func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error, inj Injected) {
+	if e, ok := refusedDial(err); ok {
+		s.dialRefused(e)
+		if rec, ok := w.(*statusRecorder); ok {
+			rec.refusal = &e.d
+		}
+		writeRefusal(w, e.d, true)
+		return
+	}
+	if e := (*bodyRefusedError)(nil); errors.As(err, &e) {
+		if rec, ok := w.(*statusRecorder); ok {
+			rec.refusal = &e.d
+		}
+		writeRefusal(w, e.d, true)
+		return
+	}
 	status := http.StatusBadGateway
 	if errors.Is(err, context.DeadlineExceeded) {
 		status = http.StatusGatewayTimeout

@@ -125,6 +125,11 @@ func (s *Server) handleTransparent(c net.Conn) {
 			addr = net.JoinHostPort(addr, port)
 		}
 		upstream, err := s.dial(context.Background(), "tcp", addr)
+		if e, ok := refusedDial(err); ok {
+			s.dialRefused(e)
+			refuse(e.d, true)
+			return
+		}
 		if err != nil {
 			s.log.Warn("transparent tunnel cannot reach its upstream", "host", d.Host, "error", err.Error())
 			c.Close()

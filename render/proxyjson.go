@@ -35,6 +35,10 @@ func appendProxyConfig(b []byte, c *config.Config) (out []byte, valid bool) {
 		}
 		w.close(m, 1, ']')
 	}
+	if len(c.InternalHosts) > 0 {
+		w.key(&n, 1, "internalHosts")
+		w.strs(c.InternalHosts, 1)
+	}
 	w.key(&n, 1, "kind")
 	w.str(c.Kind)
 	if len(c.Passthrough) > 0 {

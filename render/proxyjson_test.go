@@ -37,6 +37,7 @@ func proxyConfigCases() map[string]config.Config {
 			{Name: "x.example.com", Connection: "x", Inject: config.Inject{Secret: "x", Substitute: &config.SubstituteInject{Placeholder: "p", Key: "k", Headers: []string{}}}},
 		},
 		Passthrough:         []string{"proxy.golang.org", "sum.golang.org"},
+		InternalHosts:       []string{"api.github.com", "proxy.golang.org"},
 		ScrubResponseBodies: true,
 	}
 	escapes := full
@@ -49,7 +50,7 @@ func proxyConfigCases() map[string]config.Config {
 		"every field":       full,
 		"escaped strings":   escapes,
 		"zero":              {},
-		"empty lists":       {Hosts: []config.Host{}, Passthrough: []string{}},
+		"empty lists":       {Hosts: []config.Host{}, Passthrough: []string{}, InternalHosts: []string{}},
 		"empty nested":      {Hosts: []config.Host{{Rules: []config.Rule{}}}},
 		"CA cert only":      {CA: config.CA{CertFile: "c"}},
 		"no namespace":      {Sandbox: config.SandboxRef{Name: "n"}},
@@ -96,7 +97,7 @@ func TestAppendProxyConfig(t *testing.T) {
 // writes, so it would not notice.
 func TestAppendProxyConfigFields(t *testing.T) {
 	written := map[string][]string{
-		"Config":           {"apiVersion", "kind", "sandbox", "secretsDir", "ca", "hosts", "passthrough", "scrubResponseBodies"},
+		"Config":           {"apiVersion", "kind", "sandbox", "secretsDir", "ca", "hosts", "passthrough", "internalHosts", "scrubResponseBodies"},
 		"SandboxRef":       {"namespace", "name"},
 		"CA":               {"certFile", "keyFile"},
 		"Host":             {"name", "connection", "inject", "rules"},

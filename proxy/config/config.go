@@ -36,6 +36,12 @@ type Config struct {
 	// Passthrough hosts are tunnelled untouched: no TLS termination, no
 	// injection, no rules. Sorted, each listed once.
 	Passthrough []string `json:"passthrough,omitempty"`
+	// InternalHosts are the hosts (each injected or passed through)
+	// that the proxy may dial at internal addresses: loopback,
+	// link-local (the cloud metadata address), private, shared (CGNAT)
+	// and reserved ranges. Any other host that resolves to one is
+	// refused. Sorted, each listed once.
+	InternalHosts []string `json:"internalHosts,omitempty"`
 	// ScrubResponseBodies, when true, also masks the injected credential
 	// in the bodies of responses from injected hosts, not only in their
 	// headers. The proxy then asks upstreams for uncompressed bodies

@@ -113,6 +113,17 @@ func (c *Config) Validate() error {
 			seen[name] = at
 		}
 	}
+	listed := map[string]bool{}
+	for i, name := range c.InternalHosts {
+		at := fmt.Sprintf("internalHosts[%d]", i)
+		switch {
+		case seen[name] == "":
+			v.addf(at, "%q is neither an injected nor a passthrough host", name)
+		case listed[name]:
+			v.addf(at, "%q is listed twice", name)
+		}
+		listed[name] = true
+	}
 	return errors.Join(v.errs...)
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // sawBasicToken reports whether any request the git upstream saw carried
@@ -269,4 +270,42 @@ func TestGitLFS(t *testing.T) {
 		t.Errorf("the upstream's main moved from %s to %s", before, after)
 	}
 	w.wantLog(t, logQuery{host: "github.com", path: "/acme/widgets.git/info/lfs/objects/batch", reason: "l7-not-allowed"})
+}
+
+// BenchmarkGitCloneAndPush times what git over smart HTTP costs through
+// the proxy, per operation: a fresh clone (GET info/refs, then POSTs to
+// git-upload-pack) and the push of one new commit (GET info/refs, POST
+// git-receive-pack). The proxy opens a new upstream connection for each
+// request with a body, which these POSTs all are; upstream_posts/op says
+// how many each operation made.
+func BenchmarkGitCloneAndPush(b *testing.B) {
+	w := newWorld(b, "github-acme.json")
+	gitBin := requireTool(b, "git")
+	const url = "https://github.com/acme/widgets.git"
+	var clone, push time.Duration
+	for i := 0; b.Loop(); i++ {
+		parent := b.TempDir()
+		start := time.Now()
+		res := w.runClient(b, parent, w.sandboxEnv(b), gitBin, "clone", "--quiet", url, "widgets")
+		clone += time.Since(start)
+		if res.err != nil {
+			b.Fatalf("git clone: %v\n%s", res.err, res.stderr)
+		}
+		work := filepath.Join(parent, "widgets")
+		writeFile(b, filepath.Join(work, fmt.Sprintf("change-%d.md", i)), []byte("pushed from the sandbox\n"))
+		for _, args := range [][]string{{"add", "."}, {"commit", "--quiet", "-m", "Change from the sandbox"}} {
+			if res := w.runClient(b, work, w.sandboxEnv(b), gitBin, args...); res.err != nil {
+				b.Fatalf("git %s: %v\n%s", args[0], res.err, res.stderr)
+			}
+		}
+		start = time.Now()
+		res = w.runClient(b, work, w.sandboxEnv(b), gitBin, "push", "--quiet", "origin", "main")
+		push += time.Since(start)
+		if res.err != nil {
+			b.Fatalf("git push: %v\n%s", res.err, res.stderr)
+		}
+	}
+	b.ReportMetric(float64(clone.Microseconds())/float64(b.N), "clone-µs/op")
+	b.ReportMetric(float64(push.Microseconds())/float64(b.N), "push-µs/op")
+	b.ReportMetric(float64(len(w.git.find("POST", "")))/float64(b.N), "upstream_posts/op")
 }

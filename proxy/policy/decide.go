@@ -103,10 +103,14 @@ type RequestInfo struct {
 	// Header is the request's header (KindTunnel), checked for the
 	// override headers an injected host refuses; nil checks none.
 	Header http.Header
-	// Body is the request body, read only when the host's rules need it.
+	// Body is the request body (KindTunnel), read when the host's rules
+	// need it or when its Content-Type (OverrideBodyType) lets servers
+	// read fields from it, which are checked for overrides.
 	Body []byte
 	// BodyComplete is false when Body was cut at the read limit, so no
-	// Body rule can match it.
+	// Body rule can match it; nor can Decide see all of its override
+	// fields, which the server then looks for as the body streams
+	// (NewOverrideScanner).
 	BodyComplete bool
 	// ContentType and ContentEncoding are every value of those request
 	// headers, as sent: a Body rule needs a body declared as JSON.
@@ -147,6 +151,7 @@ type Policy struct {
 	sandbox     config.SandboxRef
 	hosts       map[string]*HostPolicy
 	passthrough map[string]bool
+	internal    map[string]bool // hosts that may resolve to internal addresses
 }
 
 // HostPolicy is one injected host, compiled.
@@ -181,6 +186,10 @@ func NewPolicy(cfg *config.Config) (*Policy, error) {
 	}
 	for _, name := range cfg.Passthrough {
 		p.passthrough[name] = true
+	}
+	p.internal = map[string]bool{}
+	for _, name := range cfg.InternalHosts {
+		p.internal[name] = true
 	}
 	return p, nil
 }
@@ -269,11 +278,16 @@ func (p *Policy) decideTunnel(req RequestInfo) Decision {
 	if name, ok := overrideHeader(req.Header); ok {
 		return refuse("the %s header is refused on injected hosts: servers read it as another method or path than the request line's, which the rules checked", name)
 	}
-	if overrideParam(req.Target) {
-		return refuse("the %s query parameter is refused on injected hosts: servers read it as another method than the request line's, which the rules checked", OverrideParam)
+	if name, ok := overrideParam(req.Target); ok {
+		return refuse("the %s query parameter is refused on injected hosts: servers read it as another method than the request line's, which the rules checked", name)
+	}
+	body := Body{Data: req.Body, Complete: req.BodyComplete, ContentType: req.ContentType, ContentEncoding: req.ContentEncoding}
+	if name, err := overrideInBody(body); err != nil {
+		return refuse("%v", err)
+	} else if name != "" {
+		return refuse("the body's %s field is refused on injected hosts: servers read it as another method than the request line's, which the rules checked", name)
 	}
 	if len(h.Rules) > 0 {
-		body := Body{Data: req.Body, Complete: req.BodyComplete, ContentType: req.ContentType, ContentEncoding: req.ContentEncoding}
 		allowed, why := false, ""
 		for _, r := range h.Rules {
 			err := matchRule(r, req.Method, path, body)

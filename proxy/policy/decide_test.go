@@ -263,8 +263,11 @@ func FuzzDecide(f *testing.F) {
 				if m, known := methodRule(method); known && !m.Credential || !known && len(p.Host(d.Host).Rules) == 0 {
 					t.Fatalf("allowed method %q", method)
 				}
-				if overrideParam(target) {
-					t.Fatalf("allowed %q, which names %s", target, OverrideParam)
+				if name, ok := overrideParam(target); ok {
+					t.Fatalf("allowed %q, which names %s", target, name)
+				}
+				if name, err := overrideInBody(Body{Data: body, Complete: true, ContentType: []string{contentType}}); name != "" || err != nil {
+					t.Fatalf("allowed a body with the override %q (%v)", name, err)
 				}
 				// A Git LFS batch request goes through only as a
 				// download, however a JSON reader upstream reads it.
@@ -330,13 +333,10 @@ func TestPolicyTablesDocumented(t *testing.T) {
 			t.Errorf("docs/proxy.md has no row for the method %s", m.Method)
 		}
 	}
-	for _, h := range OverrideHeaders() {
-		if !strings.Contains(string(doc), "| `"+h.Name+"` |") {
-			t.Errorf("docs/proxy.md has no row for the header %s", h.Name)
+	for _, o := range Overrides() {
+		if row := "| `" + o.Name + "` | " + o.In.String() + " |"; !strings.Contains(string(doc), row) {
+			t.Errorf("docs/proxy.md has no row %q", row)
 		}
-	}
-	if !strings.Contains(string(doc), "`"+OverrideParam+"`") {
-		t.Errorf("docs/proxy.md does not name the %s parameter", OverrideParam)
 	}
 }
 

@@ -107,7 +107,7 @@ func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(
 // TestRunServes starts the command in-process, probes its admin port and
 // stops it as SIGTERM would.
 func TestRunServes(t *testing.T) {
-	p := startRun(t, "--admin-listen", "127.0.0.1:0")
+	p := startRun(t)
 	resp, err := http.Get("http://" + p.admin.String() + "/readyz")
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +164,9 @@ type running struct {
 }
 
 // startRun runs the command in-process with a passthrough-only config (no
-// CA needed), listening on a free port, with the extra args, and waits
+// CA needed), the proxy and admin listeners on free ports (never the
+// default admin port, which anything else on the machine may hold), with
+// the extra args after (so they can set --admin-listen again), and waits
 // until it has bound its addresses.
 func startRun(t *testing.T, args ...string) *running {
 	t.Helper()
@@ -176,7 +178,7 @@ func startRun(t *testing.T, args ...string) *running {
 	p := &running{stdout: &syncBuf{}, stderr: &syncBuf{}, cancel: cancel, code: make(chan int, 1)}
 	bound := make(chan [2]net.Addr, 1)
 	go func() {
-		p.code <- run(ctx, append([]string{"--config", cfg, "--listen", "127.0.0.1:0"}, args...), p.stdout, p.stderr,
+		p.code <- run(ctx, append([]string{"--config", cfg, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"}, args...), p.stdout, p.stderr,
 			func(l, a net.Addr) { bound <- [2]net.Addr{l, a} })
 	}()
 	select {
