@@ -47,7 +47,7 @@ type ArgoOverlay struct {
 
 // argoUnits is the units the Application or ApplicationSet d makes, one
 // per source (or per generated Application).
-func (l *loader) argoUnits(d *Document, srcRoots []string) []fluxFound {
+func (l *loader) argoUnits(d *Document, srcRoots []string) []engineFound {
 	o := d.Object()
 	ns := cmp.Or(o.Namespace, "argocd")
 	if o.Kind == "ApplicationSet" {
@@ -58,7 +58,7 @@ func (l *loader) argoUnits(d *Document, srcRoots []string) []fluxFound {
 
 // appUnits is the units of one Application's spec (app, which may be an
 // ApplicationSet's generated one), declared by d.
-func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots []string) []fluxFound {
+func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots []string) []engineFound {
 	spec := Lookup(app, "spec")
 	var sources []*yaml.Node
 	if s := Lookup(spec, "source"); s != nil {
@@ -74,7 +74,7 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 	} else if cluster != "" {
 		cluster = "Argo CD destination " + cluster
 	}
-	var out []fluxFound
+	var out []engineFound
 	for i, src := range sources {
 		pos := diag.Pos{File: d.File, Line: src.Line, Column: src.Column}
 		what := fmt.Sprintf("Argo CD Application %s/%s", ns, name)
@@ -84,10 +84,10 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 		rel := stringField(src, "path")
 		switch {
 		case stringField(src, "chart") != "" || Lookup(src, "helm") != nil:
-			out = append(out, fluxFound{pos: pos, skip: what + " renders a Helm chart: keyhole does not render Helm templates; check what it deploys with helm template ... | keyhole check -"})
+			out = append(out, engineFound{pos: pos, skip: what + " renders a Helm chart: keyhole does not render Helm templates; check what it deploys with helm template ... | keyhole check -"})
 			continue
 		case Lookup(src, "plugin") != nil:
-			out = append(out, fluxFound{pos: pos, skip: what + " renders through a config management plugin, which keyhole does not run; skipped"})
+			out = append(out, engineFound{pos: pos, skip: what + " renders through a config management plugin, which keyhole does not run; skipped"})
 			continue
 		case rel == "" && Lookup(src, "ref") != nil:
 			continue // a values-only source of a multi-source Application
@@ -104,12 +104,12 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 			}
 		}
 		if root == "" {
-			out = append(out, fluxFound{pos: pos, skip: fmt.Sprintf("%s builds %s from %s, which is not a directory of this repository; out of reach, skipped",
+			out = append(out, engineFound{pos: pos, skip: fmt.Sprintf("%s builds %s from %s, which is not a directory of this repository; out of reach, skipped",
 				what, rel, cmp.Or(stringField(src, "repoURL"), "its repository"))})
 			continue
 		}
 		if chartAbove(l.fsys, root, srcRoot) {
-			out = append(out, fluxFound{pos: pos, skip: what + " renders the Helm chart at " + rel + ": keyhole does not render Helm templates; check what it deploys with helm template ... | keyhole check -"})
+			out = append(out, engineFound{pos: pos, skip: what + " renders the Helm chart at " + rel + ": keyhole does not render Helm templates; check what it deploys with helm template ... | keyhole check -"})
 			continue
 		}
 		unitName := "argocd:" + ns + "/" + name
@@ -118,7 +118,7 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 			unitName += "#" + strconv.Itoa(i+1)
 			dir = path.Join(dir, strconv.Itoa(i+1))
 		}
-		out = append(out, fluxFound{srcRoot: srcRoot, pos: pos, unit: &Unit{
+		out = append(out, engineFound{srcRoot: srcRoot, pos: pos, unit: &Unit{
 			Name:      unitName,
 			Dir:       dir,
 			Source:    UnitArgoCD,
@@ -134,7 +134,7 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 
 // appSetUnits is the units of the Applications an ApplicationSet's git
 // generators make from this repository.
-func (l *loader) appSetUnits(d *Document, ns string, srcRoots []string) []fluxFound {
+func (l *loader) appSetUnits(d *Document, ns string, srcRoots []string) []engineFound {
 	spec := Lookup(d.Node, "spec")
 	tmpl := Lookup(spec, "template")
 	goTemplate := stringField(spec, "goTemplate") == "true" || boolField(spec, "goTemplate")
@@ -143,23 +143,23 @@ func (l *loader) appSetUnits(d *Document, ns string, srcRoots []string) []fluxFo
 	if tmpl == nil || gens == nil || gens.Kind != yaml.SequenceNode {
 		return nil
 	}
-	var out []fluxFound
+	var out []engineFound
 	for _, g := range gens.Content {
 		git := Lookup(g, "git")
 		pos := diag.Pos{File: d.File, Line: g.Line, Column: g.Column}
 		if git == nil {
-			out = append(out, fluxFound{pos: pos, skip: what + ": only git directory and git file generators are read; this generator's Applications are not checked"})
+			out = append(out, engineFound{pos: pos, skip: what + ": only git directory and git file generators are read; this generator's Applications are not checked"})
 			continue
 		}
 		params, err := l.gitGenerator(git, srcRoots[len(srcRoots)-1], srcRoots[0])
 		if err != "" {
-			out = append(out, fluxFound{pos: pos, err: what + ": " + err})
+			out = append(out, engineFound{pos: pos, err: what + ": " + err})
 			continue
 		}
 		for _, p := range params {
 			app, err := fillTemplate(tmpl, p, goTemplate)
 			if err != nil {
-				out = append(out, fluxFound{pos: pos, err: fmt.Sprintf("%s: its template cannot be filled for %s: %v", what, p["path"], err)})
+				out = append(out, engineFound{pos: pos, err: fmt.Sprintf("%s: its template cannot be filled for %s: %v", what, p["path"], err)})
 				break
 			}
 			name := stringField(Lookup(app, "metadata"), "name")

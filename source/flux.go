@@ -59,111 +59,12 @@ type FluxOverlay struct {
 	SourceRoot string
 }
 
-// fluxFound is a Flux Kustomization a scan found: the unit it makes, or
-// why it makes none.
-type fluxFound struct {
-	unit *Unit
-	// skip, when not empty, is why the object makes no unit here (its
-	// source is another repository): said once, at pos.
-	skip string
-	pos  diag.Pos
-	// err is a mistake in the object that Flux would refuse it for.
-	err string
-	// declDir is the directory of the file declaring it, relative to
-	// its source's root.
-	declDir string
-	// srcRoot is the root of the source its path is relative to.
-	srcRoot string
-}
-
-// fluxUnits finds the Flux Kustomizations in the files under the named
-// directories (kustomize directories included: a cluster's kustomization
-// lists them) and returns the units they make. Units of two objects of one
-// namespace and name (the same Kustomization in two clusters' trees) are
-// told apart by the file that declares them.
-func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
-	var found []fluxFound
-	var ds diag.List
-	scanned := map[string]bool{}
-	for _, p := range paths {
-		if p == "-" {
-			continue
-		}
-		abs := l.osPath(p)
-		fi, err := l.fsys.Stat(abs)
-		if err != nil || !fi.IsDir() {
-			continue
-		}
-		srcRoots := []string{l.sourceRoot(abs)}
-		if srcRoots[0] != abs {
-			srcRoots = append(srcRoots, abs)
-		}
-		for _, f := range walkAll(l.fsys, abs, &l.paths) {
-			if scanned[f] {
-				continue
-			}
-			scanned[f] = true
-			data := l.sniff(f, nil)
-			if data == nil || !bytes.Contains(data, []byte(fluxGroup)) && !bytes.Contains(data, []byte(argoGroup)) {
-				continue
-			}
-			docs, _ := Parse(l.under(p, abs, f), data)
-			for _, d := range docs {
-				o := d.Object()
-				var ffs []fluxFound
-				switch {
-				case strings.HasPrefix(o.APIVersion, fluxGroup) && o.Kind == "Kustomization":
-					ffs = []fluxFound{l.fluxUnit(d, cmp.Or(o.Namespace, l.listedNamespace(f, srcRoots[0])), srcRoots)}
-				case strings.HasPrefix(o.APIVersion, argoGroup) && (o.Kind == "Application" || o.Kind == "ApplicationSet"):
-					ffs = l.argoUnits(d, srcRoots)
-				}
-				for _, ff := range ffs {
-					if ff.unit != nil {
-						ff.unit.declFile = f
-						ff.declDir = filepath.ToSlash(relOrAbs(ff.srcRoot, filepath.Dir(f)))
-					}
-					found = append(found, ff)
-				}
-			}
-		}
-	}
-	// Names, made unique.
-	byName := map[string]int{}
-	for _, f := range found {
-		if f.unit != nil {
-			byName[f.unit.Name]++
-		}
-	}
-	var units []*Unit
-	for _, f := range found {
-		switch {
-		case f.err != "":
-			ds = append(ds, diag.Diagnostic{Code: CodeKustomizeBuildFailed, Severity: diag.Error, Pos: f.pos, Message: f.err})
-			continue
-		case f.skip != "":
-			ds = append(ds, skipped(f.pos, f.skip))
-			continue
-		}
-		u := f.unit
-		if byName[u.Name] > 1 {
-			// The same Kustomization in two clusters' trees: told apart
-			// by the directory declaring it.
-			u.Name += "@" + f.declDir
-			u.Dir = path.Join(string(u.Source), outputDir(f.declDir), strings.TrimPrefix(u.Dir, string(u.Source)+"/"))
-		}
-		u.ID = u.Name
-		units = append(units, u)
-	}
-	fluxClusters(units)
-	return units, ds
-}
-
 // fluxUnit is the unit the Flux Kustomization d makes. Its spec.path is
 // relative to the root of the repository it was found in, the first of
 // srcRoots; where it names no directory there, to the next one (the
 // directory named on the command line, for a repository kept inside
 // another).
-func (l *loader) fluxUnit(d *Document, ns string, srcRoots []string) fluxFound {
+func (l *loader) fluxUnit(d *Document, ns string, srcRoots []string) engineFound {
 	o := d.Object()
 	ns = cmp.Or(ns, fluxOwnSource)
 	pos := d.Pos
@@ -182,7 +83,7 @@ func (l *loader) fluxUnit(d *Document, ns string, srcRoots []string) fluxFound {
 	ref := Lookup(spec, "sourceRef")
 	refName, refNs := stringField(ref, "name"), cmp.Or(stringField(ref, "namespace"), ns)
 	if refName != fluxOwnSource || refNs != fluxOwnSource {
-		return fluxFound{pos: at("spec", "sourceRef"), skip: fmt.Sprintf(
+		return engineFound{pos: at("spec", "sourceRef"), skip: fmt.Sprintf(
 			"Flux Kustomization %s/%s builds from %s %s/%s, not from this repository (%s/%s, as Flux's bootstrap names it); out of reach, skipped",
 			ns, o.Name, cmp.Or(stringField(ref, "kind"), "GitRepository"), refNs, refName, fluxOwnSource, fluxOwnSource)}
 	}
@@ -197,12 +98,12 @@ func (l *loader) fluxUnit(d *Document, ns string, srcRoots []string) fluxFound {
 		}
 	}
 	if root == "" {
-		return fluxFound{pos: at("spec", "path"), err: fmt.Sprintf(
+		return engineFound{pos: at("spec", "path"), err: fmt.Sprintf(
 			"Flux Kustomization %s/%s: spec.path %q is not a directory of this repository; kustomize-controller fails to build it", ns, o.Name, rel)}
 	}
 	var m map[string]any
 	if err := d.Node.Decode(&m); err != nil {
-		return fluxFound{pos: pos, err: fmt.Sprintf("Flux Kustomization %s/%s cannot be read: %v", ns, o.Name, err)}
+		return engineFound{pos: pos, err: fmt.Sprintf("Flux Kustomization %s/%s cannot be read: %v", ns, o.Name, err)}
 	}
 	js, err := json.Marshal(m)
 	var obj unstructured.Unstructured
@@ -210,7 +111,7 @@ func (l *loader) fluxUnit(d *Document, ns string, srcRoots []string) fluxFound {
 		err = obj.UnmarshalJSON(js)
 	}
 	if err != nil {
-		return fluxFound{pos: pos, err: fmt.Sprintf("Flux Kustomization %s/%s cannot be read: %v", ns, o.Name, err)}
+		return engineFound{pos: pos, err: fmt.Sprintf("Flux Kustomization %s/%s cannot be read: %v", ns, o.Name, err)}
 	}
 	obj.SetNamespace(ns)
 	name := "flux:" + ns + "/" + o.Name
@@ -225,7 +126,7 @@ func (l *loader) fluxUnit(d *Document, ns string, srcRoots []string) fluxFound {
 	if kc := Lookup(spec, "kubeConfig"); kc != nil {
 		u.Cluster = "kubeConfig " + ns + "/" + stringField(Lookup(kc, "secretRef"), "name")
 	}
-	return fluxFound{unit: u, pos: pos, srcRoot: srcRoot}
+	return engineFound{unit: u, pos: pos, srcRoot: srcRoot}
 }
 
 // listedNamespace is the namespace the kustomization that lists the file
@@ -292,81 +193,6 @@ func fluxClusters(units []*Unit) {
 			u.Cluster = "flux " + filepath.ToSlash(relOrAbs(top.Flux.SourceRoot, top.Root))
 		}
 	}
-}
-
-// declaredUnder reports whether u's Kustomization is declared in a file
-// under v's path.
-func declaredUnder(u, v *Unit) bool {
-	return within(v.Root, u.declFile)
-}
-
-// within reports whether abs is dir or under it (both absolute, OS form).
-func within(dir, abs string) bool {
-	rel, err := filepath.Rel(dir, abs)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
-}
-
-func relOrAbs(base, abs string) string {
-	if rel, err := filepath.Rel(base, abs); err == nil {
-		return rel
-	}
-	return abs
-}
-
-// sourceRoot is the root of the repository holding the directory abs:
-// the enclosing git working tree (a commit's tree stands at its working
-// tree's place), else abs itself.
-func (l *loader) sourceRoot(abs string) string {
-	if t := l.opts.Tree; t != nil {
-		return t.root
-	}
-	if r := l.gitRoot(abs); r != "" {
-		return r
-	}
-	return abs
-}
-
-// sniff returns the bytes of the regular file abs when they hold marker
-// and the file is within the size limit, else nil.
-func (l *loader) sniff(abs string, marker []byte) []byte {
-	fi, err := l.fsys.Stat(abs)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > l.opts.MaxFileSize {
-		return nil
-	}
-	data, err := l.fsys.ReadFile(abs)
-	if err != nil || !bytes.Contains(data, marker) {
-		return nil
-	}
-	return data
-}
-
-// walkAll lists every input file under root, the files of kustomize
-// directories included (Flux objects stand in a cluster's kustomization).
-func walkAll(fsys fileSystem, root string, filter *pathFilter) []string {
-	w := walk(fsys, root, filter)
-	var out []string
-	for _, f := range w.files {
-		if fi, err := fsys.Stat(f); err == nil && fi.IsDir() {
-			out = append(out, walkAll(fsys, f, filter)...)
-			continue
-		}
-		out = append(out, f)
-	}
-	// A kustomize directory's own walk skips nothing a walk of it would
-	// not; its kustomization file is configuration, not objects.
-	return out
-}
-
-// coveredBy returns the Flux unit whose path holds abs, the deepest one,
-// or nil.
-func coveredBy(units []*Unit, abs string) *Unit {
-	var best *Unit
-	for _, u := range units {
-		if within(u.Root, abs) && (best == nil || len(u.Root) > len(best.Root)) {
-			best = u
-		}
-	}
-	return best
 }
 
 // fluxManifest is the kustomization Flux builds u's path with, and the
@@ -642,33 +468,8 @@ func (l *loader) buildFlux(u *Unit) {
 	}
 }
 
-// notDeployed says, for each file under the engine unit u's path that
-// names keyhole's kinds, that the unit's build (which read the files of
-// read) does not deploy it.
-func (l *loader) notDeployed(u *Unit, named string, read map[string][]byte) {
-	what := "Flux Kustomization " + strings.TrimPrefix(u.Name, "flux:")
-	if u.Argo != nil {
-		what = "Argo CD Application " + strings.TrimPrefix(u.Name, "argocd:")
-	}
-	deployed := map[string]bool{}
-	for f := range read {
-		deployed[filepath.Clean(f)] = true
-	}
-	for _, f := range walkAll(l.fsys, u.Root, &l.paths) {
-		if deployed[f] || coveredBy(l.engine, f) != u {
-			continue
-		}
-		data := l.sniff(f, nil)
-		if data == nil || !namesKeyhole(f, data) {
-			continue
-		}
-		l.diags = append(l.diags, diag.Diagnostic{
-			Code:     CodeInputNotDeployed,
-			Severity: diag.Warning,
-			Pos:      diag.Pos{File: l.display(f, f), Line: 1, Column: 1},
-			Units:    []string{u.Name},
-			Message: fmt.Sprintf("this file names keyhole's kinds, but %s (%s) does not deploy it: what it builds of %s does not include it, so keyhole does not check it; list it in that path's kustomization, or move it out of that path",
-				what, u.Decl, l.display(named, u.Root)),
-		})
-	}
+// declaredUnder reports whether u's Kustomization is declared in a file
+// under v's path.
+func declaredUnder(u, v *Unit) bool {
+	return within(v.Root, u.declFile)
 }

@@ -1,0 +1,218 @@
+package source
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"keyhole.dev/keyhole/diag"
+)
+
+// A GitOps engine's objects, where the repository holds them, say what a
+// cluster applies: each is a deploy unit (docs/inputs.md, "Deploy units").
+// engineUnits finds them before anything is built; flux.go and argocd.go
+// say what each engine's objects mean and build them as it does.
+
+// engineFound is an engine's object a scan found (a Flux Kustomization,
+// one source of an Argo CD Application): the unit it makes, or why it
+// makes none.
+type engineFound struct {
+	unit *Unit
+	// skip, when not empty, is why the object makes no unit here (its
+	// source is another repository, a Helm chart): said once, at pos.
+	skip string
+	pos  diag.Pos
+	// err is a mistake in the object that its engine would refuse it for.
+	err string
+	// declDir is the directory of the file declaring it, relative to
+	// its source's root.
+	declDir string
+	// srcRoot is the root of the source its path is relative to.
+	srcRoot string
+}
+
+// engineUnits finds the Flux Kustomizations and Argo CD Applications and
+// ApplicationSets in the files under the named directories (kustomize
+// directories included: a cluster's kustomization lists them) and returns
+// the units they make. Units of two objects of one namespace and name
+// (the same Kustomization in two clusters' trees) are told apart by the
+// directory that declares them.
+func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
+	var found []engineFound
+	var ds diag.List
+	scanned := map[string]bool{}
+	for _, p := range paths {
+		if p == "-" {
+			continue
+		}
+		abs := l.osPath(p)
+		fi, err := l.fsys.Stat(abs)
+		if err != nil || !fi.IsDir() {
+			continue
+		}
+		srcRoots := []string{l.sourceRoot(abs)}
+		if srcRoots[0] != abs {
+			srcRoots = append(srcRoots, abs)
+		}
+		for _, f := range walkAll(l.fsys, abs, &l.paths) {
+			if scanned[f] {
+				continue
+			}
+			scanned[f] = true
+			data := l.sniff(f, nil)
+			if data == nil || !bytes.Contains(data, []byte(fluxGroup)) && !bytes.Contains(data, []byte(argoGroup)) {
+				continue
+			}
+			docs, _ := Parse(l.under(p, abs, f), data)
+			for _, d := range docs {
+				o := d.Object()
+				var founds []engineFound
+				switch {
+				case strings.HasPrefix(o.APIVersion, fluxGroup) && o.Kind == "Kustomization":
+					founds = []engineFound{l.fluxUnit(d, cmp.Or(o.Namespace, l.listedNamespace(f, srcRoots[0])), srcRoots)}
+				case strings.HasPrefix(o.APIVersion, argoGroup) && (o.Kind == "Application" || o.Kind == "ApplicationSet"):
+					founds = l.argoUnits(d, srcRoots)
+				}
+				for _, ef := range founds {
+					if ef.unit != nil {
+						ef.unit.declFile = f
+						ef.declDir = filepath.ToSlash(relOrAbs(ef.srcRoot, filepath.Dir(f)))
+					}
+					found = append(found, ef)
+				}
+			}
+		}
+	}
+	// Names, made unique.
+	byName := map[string]int{}
+	for _, f := range found {
+		if f.unit != nil {
+			byName[f.unit.Name]++
+		}
+	}
+	var units []*Unit
+	for _, f := range found {
+		switch {
+		case f.err != "":
+			ds = append(ds, diag.Diagnostic{Code: CodeKustomizeBuildFailed, Severity: diag.Error, Pos: f.pos, Message: f.err})
+			continue
+		case f.skip != "":
+			ds = append(ds, skipped(f.pos, f.skip))
+			continue
+		}
+		u := f.unit
+		if byName[u.Name] > 1 {
+			// The same Kustomization in two clusters' trees: told apart
+			// by the directory declaring it.
+			u.Name += "@" + f.declDir
+			u.Dir = path.Join(string(u.Source), outputDir(f.declDir), strings.TrimPrefix(u.Dir, string(u.Source)+"/"))
+		}
+		u.ID = u.Name
+		units = append(units, u)
+	}
+	fluxClusters(units)
+	return units, ds
+}
+
+// within reports whether abs is dir or under it (both absolute, OS form).
+func within(dir, abs string) bool {
+	rel, err := filepath.Rel(dir, abs)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+func relOrAbs(base, abs string) string {
+	if rel, err := filepath.Rel(base, abs); err == nil {
+		return rel
+	}
+	return abs
+}
+
+// sourceRoot is the root of the repository holding the directory abs:
+// the enclosing git working tree (a commit's tree stands at its working
+// tree's place), else abs itself.
+func (l *loader) sourceRoot(abs string) string {
+	if t := l.opts.Tree; t != nil {
+		return t.root
+	}
+	if r := l.gitRoot(abs); r != "" {
+		return r
+	}
+	return abs
+}
+
+// sniff returns the bytes of the regular file abs when they hold marker
+// and the file is within the size limit, else nil.
+func (l *loader) sniff(abs string, marker []byte) []byte {
+	fi, err := l.fsys.Stat(abs)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > l.opts.MaxFileSize {
+		return nil
+	}
+	data, err := l.fsys.ReadFile(abs)
+	if err != nil || !bytes.Contains(data, marker) {
+		return nil
+	}
+	return data
+}
+
+// walkAll lists every input file under root, the files of kustomize
+// directories included (Flux objects stand in a cluster's kustomization).
+func walkAll(fsys fileSystem, root string, filter *pathFilter) []string {
+	w := walk(fsys, root, filter)
+	var out []string
+	for _, f := range w.files {
+		if fi, err := fsys.Stat(f); err == nil && fi.IsDir() {
+			out = append(out, walkAll(fsys, f, filter)...)
+			continue
+		}
+		out = append(out, f)
+	}
+	// A kustomize directory's own walk skips nothing a walk of it would
+	// not; its kustomization file is configuration, not objects.
+	return out
+}
+
+// coveredBy returns the Flux unit whose path holds abs, the deepest one,
+// or nil.
+func coveredBy(units []*Unit, abs string) *Unit {
+	var best *Unit
+	for _, u := range units {
+		if within(u.Root, abs) && (best == nil || len(u.Root) > len(best.Root)) {
+			best = u
+		}
+	}
+	return best
+}
+
+// notDeployed says, for each file under the engine unit u's path that
+// names keyhole's kinds, that the unit's build (which read the files of
+// read) does not deploy it.
+func (l *loader) notDeployed(u *Unit, named string, read map[string][]byte) {
+	what := "Flux Kustomization " + strings.TrimPrefix(u.Name, "flux:")
+	if u.Argo != nil {
+		what = "Argo CD Application " + strings.TrimPrefix(u.Name, "argocd:")
+	}
+	deployed := map[string]bool{}
+	for f := range read {
+		deployed[filepath.Clean(f)] = true
+	}
+	for _, f := range walkAll(l.fsys, u.Root, &l.paths) {
+		if deployed[f] || coveredBy(l.engine, f) != u {
+			continue
+		}
+		data := l.sniff(f, nil)
+		if data == nil || !namesKeyhole(f, data) {
+			continue
+		}
+		l.diags = append(l.diags, diag.Diagnostic{
+			Code:     CodeInputNotDeployed,
+			Severity: diag.Warning,
+			Pos:      diag.Pos{File: l.display(f, f), Line: 1, Column: 1},
+			Units:    []string{u.Name},
+			Message: fmt.Sprintf("this file names keyhole's kinds, but %s (%s) does not deploy it: what it builds of %s does not include it, so keyhole does not check it; list it in that path's kustomization, or move it out of that path",
+				what, u.Decl, l.display(named, u.Root)),
+		})
+	}
+}
