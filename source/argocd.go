@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"io/fs"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -94,15 +95,7 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 		case strings.Contains(rel, "{{"):
 			continue // a template an ApplicationSet fills in
 		}
-		clean := path.Clean("/" + filepath.ToSlash(rel))
-		var root, srcRoot string
-		for _, r := range srcRoots {
-			p := filepath.Join(r, filepath.FromSlash(clean))
-			if fi, err := l.fsys.Stat(p); err == nil && fi.IsDir() {
-				root, srcRoot = p, r
-				break
-			}
-		}
+		root, srcRoot := l.enginePath(rel, srcRoots)
 		if root == "" {
 			out = append(out, engineFound{pos: pos, skip: fmt.Sprintf("%s builds %s from %s, which is not a directory of this repository; out of reach, skipped",
 				what, rel, cmp.Or(stringField(src, "repoURL"), "its repository"))})
@@ -237,8 +230,26 @@ func (l *loader) gitGenerator(git *yaml.Node, named, root string) ([]map[string]
 // that match an include pattern and no exclude pattern, sorted.
 func (l *loader) globDirs(base string, include, exclude []string) []string {
 	var out []string
-	var visit func(dir string)
-	visit = func(dir string) {
+	l.visitTree(base, func(rel string, fi fs.FileInfo) bool {
+		if !fi.IsDir() {
+			return false
+		}
+		if slices.ContainsFunc(include, func(g string) bool { return globMatch(g, rel) }) &&
+			!slices.ContainsFunc(exclude, func(g string) bool { return globMatch(g, rel) }) {
+			out = append(out, rel)
+		}
+		return true
+	})
+	slices.Sort(out)
+	return out
+}
+
+// visitTree calls visit for each entry under root but hidden ones, in
+// order, with its path relative to root (slash-separated); it descends
+// into a directory when visit returns true for it.
+func (l *loader) visitTree(root string, visit func(rel string, fi fs.FileInfo) bool) {
+	var walk func(dir string)
+	walk = func(dir string) {
 		entries, err := l.fsys.ReadDir(dir)
 		if err != nil {
 			return
@@ -248,20 +259,16 @@ func (l *loader) globDirs(base string, include, exclude []string) []string {
 			if strings.HasPrefix(e.Name(), ".") {
 				continue
 			}
-			if fi, err := l.fsys.Stat(full); err != nil || !fi.IsDir() {
+			fi, err := l.fsys.Stat(full)
+			if err != nil {
 				continue
 			}
-			rel := filepath.ToSlash(relOrAbs(base, full))
-			if slices.ContainsFunc(include, func(g string) bool { return globMatch(g, rel) }) &&
-				!slices.ContainsFunc(exclude, func(g string) bool { return globMatch(g, rel) }) {
-				out = append(out, rel)
+			if visit(filepath.ToSlash(relOrAbs(root, full)), fi) && fi.IsDir() {
+				walk(full)
 			}
-			visit(full)
 		}
 	}
-	visit(base)
-	slices.Sort(out)
-	return out
+	walk(root)
 }
 
 // globMatch matches a slash-separated path against a glob whose "*"
@@ -433,7 +440,7 @@ func argoKustomization(k, opts *yaml.Node) []byte {
 	if opts != nil && opts.Kind == yaml.MappingNode {
 		for _, f := range []string{"namePrefix", "nameSuffix", "namespace"} {
 			if v := Lookup(opts, f); v != nil && v.Kind == yaml.ScalarNode {
-				setField(k, f, &yaml.Node{Kind: yaml.ScalarNode, Value: v.Value})
+				setField(k, f, strNode(v.Value))
 			}
 		}
 		for _, f := range []string{"commonLabels", "commonAnnotations"} {
@@ -494,15 +501,15 @@ func imageEntry(s string) *yaml.Node {
 		name = newName
 	}
 	m := &yaml.Node{Kind: yaml.MappingNode}
-	setField(m, "name", &yaml.Node{Kind: yaml.ScalarNode, Value: name})
+	setField(m, "name", strNode(name))
 	if newName != name {
-		setField(m, "newName", &yaml.Node{Kind: yaml.ScalarNode, Value: newName})
+		setField(m, "newName", strNode(newName))
 	}
 	if tag != "" {
-		setField(m, "newTag", &yaml.Node{Kind: yaml.ScalarNode, Value: tag})
+		setField(m, "newTag", strNode(tag))
 	}
 	if digest != "" {
-		setField(m, "digest", &yaml.Node{Kind: yaml.ScalarNode, Value: digest})
+		setField(m, "digest", strNode(digest))
 	}
 	return m
 }
@@ -515,7 +522,7 @@ func setField(m *yaml.Node, key string, v *yaml.Node) {
 			return
 		}
 	}
-	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key}, v)
+	m.Content = append(m.Content, strNode(key), v)
 }
 
 // directoryKustomization is a kustomization listing what a directory
@@ -525,41 +532,23 @@ func (l *loader) directoryKustomization(u *Unit) []byte {
 	recurse := boolField(u.Argo.Directory, "recurse")
 	include, exclude := stringField(u.Argo.Directory, "include"), stringField(u.Argo.Directory, "exclude")
 	var files []string
-	var visit func(dir string)
-	visit = func(dir string) {
-		entries, err := l.fsys.ReadDir(dir)
-		if err != nil {
-			return
-		}
-		for _, e := range entries {
-			full := filepath.Join(dir, e.Name())
-			if strings.HasPrefix(e.Name(), ".") {
-				continue
-			}
-			fi, err := l.fsys.Stat(full)
-			if err != nil {
-				continue
-			}
-			rel := filepath.ToSlash(relOrAbs(u.Root, full))
-			switch {
-			case fi.IsDir():
-				if recurse {
-					visit(full)
-				}
-			case fi.Mode().IsRegular() && inputExt(e.Name()) && e.Name() != "agent.yaml" && e.Name() != "agent.yml":
-				if include != "" && !braceMatch(include, rel) || exclude != "" && braceMatch(exclude, rel) {
-					continue
-				}
+	l.visitTree(u.Root, func(rel string, fi fs.FileInfo) bool {
+		name := path.Base(rel)
+		switch {
+		case fi.IsDir():
+			return recurse
+		case fi.Mode().IsRegular() && inputExt(name) && name != "agent.yaml" && name != "agent.yml":
+			if (include == "" || braceMatch(include, rel)) && (exclude == "" || !braceMatch(exclude, rel)) {
 				files = append(files, rel)
 			}
 		}
-	}
-	visit(u.Root)
+		return false
+	})
 	slices.Sort(files)
 	k := &yaml.Node{Kind: yaml.MappingNode}
 	seq := &yaml.Node{Kind: yaml.SequenceNode}
 	for _, f := range files {
-		seq.Content = append(seq.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: f})
+		seq.Content = append(seq.Content, strNode(f))
 	}
 	setField(k, "resources", seq)
 	out, _ := yaml.Marshal(k)
@@ -591,4 +580,10 @@ func chartAbove(fsys fileSystem, dir, root string) bool {
 		}
 	}
 	return false
+}
+
+// strNode is a string scalar, quoted where YAML would read it as another
+// type (a tag "1.27" is a string, not a number).
+func strNode(v string) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v}
 }

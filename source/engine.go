@@ -117,6 +117,21 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 	return units, ds
 }
 
+// enginePath resolves an engine object's path (spec.path, a source's
+// path) against srcRoots in order, as the engine resolves it against its
+// source's root: the directory and the root it was found under, or ""
+// when it names no directory of any. A path cannot leave its root.
+func (l *loader) enginePath(rel string, srcRoots []string) (dir, root string) {
+	clean := path.Clean("/" + filepath.ToSlash(rel))
+	for _, r := range srcRoots {
+		p := filepath.Join(r, filepath.FromSlash(clean))
+		if fi, err := l.fsys.Stat(p); err == nil && fi.IsDir() {
+			return p, r
+		}
+	}
+	return "", ""
+}
+
 // within reports whether abs is dir or under it (both absolute, OS form).
 func within(dir, abs string) bool {
 	rel, err := filepath.Rel(dir, abs)

@@ -88,15 +88,7 @@ func (l *loader) fluxUnit(d *Document, ns string, srcRoots []string) engineFound
 			ns, o.Name, cmp.Or(stringField(ref, "kind"), "GitRepository"), refNs, refName, fluxOwnSource, fluxOwnSource)}
 	}
 	rel := stringField(spec, "path")
-	clean := path.Clean("/" + filepath.ToSlash(rel))
-	var root, srcRoot string
-	for _, r := range srcRoots {
-		p := filepath.Join(r, filepath.FromSlash(clean))
-		if fi, err := l.fsys.Stat(p); err == nil && fi.IsDir() {
-			root, srcRoot = p, r
-			break
-		}
-	}
+	root, srcRoot := l.enginePath(rel, srcRoots)
 	if root == "" {
 		return engineFound{pos: at("spec", "path"), err: fmt.Sprintf(
 			"Flux Kustomization %s/%s: spec.path %q is not a directory of this repository; kustomize-controller fails to build it", ns, o.Name, rel)}

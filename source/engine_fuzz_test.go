@@ -1,0 +1,50 @@
+package source
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzEngineUnits: whatever a file of GitOps engine objects holds (a Flux
+// Kustomization, an Argo CD Application or ApplicationSet, with any
+// path, template, generator or overlay), Load finds its units and builds
+// them without a panic or a hang, and never reads outside the tree: the
+// units' roots stay under it.
+func FuzzEngineUnits(f *testing.F) {
+	seeds := []string{
+		"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: a}\nspec:\n  path: ./app\n  sourceRef: {kind: GitRepository, name: flux-system}\n  targetNamespace: x\n  postBuild: {substitute: {A: b}, substituteFrom: [{kind: ConfigMap, name: c}, {kind: Secret, name: s, optional: true}]}\n  patches: [{patch: 'x', target: {kind: Connection}}]\n  images: [{name: a, newTag: '1'}]\n  components: [../c]\n",
+		"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: a}\nspec: {path: ../../../../etc, sourceRef: {name: flux-system}}\n",
+		"apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: a}\nspec:\n  source: {path: app, kustomize: {namePrefix: p-, images: ['a=b:1'], patches: [{patch: x}]}}\n  destination: {name: d, namespace: n}\n",
+		"apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: a}\nspec:\n  sources: [{path: app, directory: {recurse: true, include: '{*.yaml,*.json}'}}, {ref: values}]\n",
+		"apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: a}\nspec:\n  goTemplate: true\n  generators: [{git: {directories: [{path: '**'}, {path: app, exclude: true}]}}, {list: {}}]\n  template: {metadata: {name: '{{.path.basename}}'}, spec: {source: {path: '{{.path.path}}'}}}\n",
+		"apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: a}\nspec:\n  generators: [{git: {files: [{path: '*.json'}]}}]\n  template: {metadata: {name: '{{name}}'}, spec: {source: {path: '{{path}}'}}}\n",
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		files := map[string]string{
+			"engine.yaml":            string(data),
+			"app/kustomization.yaml": "resources: [c.yaml]\n",
+			"app/c.yaml":             "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: c}\nspec: {hosts: [a.example.com]}\n",
+			"values.json":            `{"name": "x", "path": "app"}`,
+		}
+		for name, body := range files {
+			p := filepath.Join(dir, name)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		docs, _, _ := Load([]string{dir}, Options{Dir: dir})
+		for _, d := range docs {
+			if u := d.Unit(); u.Root != "" && !within(dir, u.Root) {
+				t.Fatalf("unit %s builds %s, outside the tree", u.Name, u.Root)
+			}
+		}
+	})
+}
