@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -193,7 +194,7 @@ func fluxClusters(units []*Unit) {
 func (l *loader) fluxManifest(u *Unit) (data []byte, kfile string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			data, kfile, err = nil, "", fmt.Errorf("Flux's generator failed on this input")
+			data, kfile, err = nil, "", errors.New("the Flux generator failed on this input")
 		}
 	}()
 	root, dir := u.Flux.SourceRoot, u.Root
@@ -261,7 +262,7 @@ func copyTree(fsys fileSystem, src, dst string, maxSize int64) error {
 func (l *loader) substitute(u *Unit, m resmap.ResMap) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("Flux's substitution failed on this input")
+			err = errors.New("the Flux substitution failed on this input")
 		}
 	}()
 	obj := u.Flux.Object
