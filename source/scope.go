@@ -35,7 +35,8 @@ var keyholeKind = regexp.MustCompile(`(?m)(^|[{,\s])"?kind"?\s*:\s*["']?(Connect
 // namesKeyhole reports whether a file, by its name or its bytes, is about
 // keyhole's objects: it is agent.yaml or keyhole.yaml, or it names an API
 // group of keyhole's (omnia.altairalabs.ai/, keyhole.dev/), or a kind
-// field names one of keyhole's kinds.
+// field names one of keyhole's kinds. A file in UTF-16 or UTF-32 is
+// sniffed as its text.
 func namesKeyhole(name string, data []byte) bool {
 	base := path.Base(name)
 	for _, n := range keyholeFileNames {
@@ -43,6 +44,7 @@ func namesKeyhole(name string, data []byte) bool {
 			return true
 		}
 	}
+	data = sniffText(data)
 	for _, m := range keyholeMarkers {
 		if bytes.Contains(data, m) {
 			return true
@@ -179,6 +181,7 @@ var secretMarkers = regexp.MustCompile(`(?m)(^|[{,\s])"?kind"?\s*:\s*["']?(Secre
 // declaresSecret reports whether data declares a Secret (secretMarkers),
 // looking for the words first, as namesKeyhole does.
 func declaresSecret(data []byte) bool {
+	data = sniffText(data)
 	return bytes.Contains(data, []byte("secretGenerator")) || kindField(data, secretMarkers, secretKindNames)
 }
 
