@@ -173,14 +173,14 @@ func (f metadataFS) ReadFile(path string) ([]byte, error) {
 		return withBuildMetadata(f.kdata), nil
 	}
 	if fi, err := f.fsys.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Size() > f.maxSize {
-		return nil, fmt.Errorf("'%s': file too large: %d bytes, over the limit of %d bytes", path, fi.Size(), f.maxSize)
+		return nil, f.tooLarge(path, fi.Size())
 	}
 	data, err := f.FileSystem.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	if int64(len(data)) > f.maxSize {
-		return nil, fmt.Errorf("'%s': file too large: over the limit of %d bytes", path, f.maxSize)
+		return nil, f.tooLarge(path, -1)
 	}
 	if data, err = f.decodeForKustomize(path, data); err != nil {
 		return nil, err

@@ -8,7 +8,7 @@ import (
 
 // fileRefused is the error a kustomize build fails with when a file it
 // reads breaks one of the loader's own rules at that file (bytes that
-// are not valid in the file's encoding): the build reports the loader's
+// are not valid in the file's encoding, a size over the limit): the build reports the loader's
 // diagnostic at the file, as reading the file directly would, rather than
 // kustomize's message about the entry that named it.
 type fileRefused struct {
@@ -44,4 +44,15 @@ func (b *build) reportRefused(e *fileRefused) {
 	d := e.d
 	d.Pos.File = b.display(e.abs)
 	b.l.diags = append(b.l.diags, d)
+}
+
+// tooLarge refuses a file over the size limit, at the file, as the
+// loader refuses one it reads directly.
+func (f metadataFS) tooLarge(path string, size int64) error {
+	return f.refuse(path, diag.Diagnostic{
+		Code:     CodeInputInvalid,
+		Severity: diag.Error,
+		Pos:      diag.Pos{Line: 1, Column: 1},
+		Message:  tooLargeMessage(size, f.maxSize) + "; keyhole reads configuration, not data dumps: split the file or exclude it",
+	})
 }

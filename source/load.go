@@ -421,7 +421,7 @@ func (l *loader) read(abs, name string, walked bool) fileRead {
 		return fileRead{err: err, parsed: true}
 	}
 	if fi.Mode().IsRegular() && fi.Size() > l.opts.MaxFileSize {
-		return fileRead{diags: l.tooLarge(name, fmt.Sprintf("%d bytes, ", fi.Size()), walked), parsed: true}
+		return fileRead{diags: l.tooLarge(name, f, fi.Size(), walked), parsed: true}
 	}
 	return l.readFrom(name, f, fi.Size(), walked)
 }
@@ -438,7 +438,7 @@ func (l *loader) readFrom(name string, r io.Reader, sizeHint int64, walked bool)
 		return fileRead{err: err, parsed: true}
 	}
 	if int64(buf.Len()) > l.opts.MaxFileSize {
-		return fileRead{diags: l.tooLarge(name, "", walked), parsed: true}
+		return fileRead{diags: l.tooLarge(name, nil, -1, walked), parsed: true}
 	}
 	return fileRead{data: buf.Bytes()}
 }
@@ -520,23 +520,6 @@ func (l *loader) prefetch(roots, kfiles []string, matters []bool, name func(stri
 		}
 	})
 	return pre
-}
-
-// tooLarge is the diagnostic of a file over the size limit; size is its
-// size and a comma ("52428800 bytes, "), or "" when it is not known (a
-// stream read up to the limit).
-func (l *loader) tooLarge(name, size string, walked bool) diag.List {
-	d := diag.Diagnostic{
-		Code:     CodeInputInvalid,
-		Severity: diag.Error,
-		Pos:      diag.Pos{File: name, Line: 1, Column: 1},
-		Message:  fmt.Sprintf("file too large: %sover the limit of %d bytes; keyhole reads configuration, not data dumps: split the file or exclude it", size, l.opts.MaxFileSize),
-	}
-	_, ds := skipUnreadable(name, nil, nil, diag.List{d})
-	if !walked {
-		ds = diag.List{d}
-	}
-	return ds
 }
 
 // inputExt reports whether a file found by walking a directory is an

@@ -213,7 +213,10 @@ func (l *loader) mayHoldConnections(paths []string) bool {
 	file := func(p string) bool {
 		fi, err := l.fsys.Stat(p)
 		if err != nil || !fi.Mode().IsRegular() || fi.Size() > l.opts.MaxFileSize {
-			return false // what cannot be read names nothing; loadPath says why
+			// What cannot be read names nothing; loadPath says why (and
+			// a file over the limit that names keyhole's kinds fails
+			// the check whatever is built).
+			return false
 		}
 		data, err := l.fsys.ReadFile(p)
 		return err == nil && names(p, data)
@@ -272,8 +275,11 @@ func (l *loader) kustomizationHolds(dir string, holds func(name string, data []b
 			return false
 		}
 		if !fi.IsDir() {
-			if !fi.Mode().IsRegular() || fi.Size() > l.opts.MaxFileSize {
+			if !fi.Mode().IsRegular() {
 				return false
+			}
+			if fi.Size() > l.opts.MaxFileSize {
+				return largeFileHolds(l.fsys, p, l.opts.MaxFileSize, holds)
 			}
 			data, err := l.fsys.ReadFile(p)
 			if err != nil {
