@@ -142,6 +142,10 @@ type metadataFS struct {
 	// refusedFile is the first file the loader's own rules refused
 	// (kustomize_refused.go).
 	refusedFile *fileRefused
+	// confine is the root the build's symbolic links must stay in, and
+	// confineGit says it is a git working tree's (confine.go).
+	confine    string
+	confineGit bool
 	// budget counts the objects the build has read (kustomize_budget.go).
 	budget *buildBudget
 	// kfile, when set, reads as kdata: the root kustomization an engine
@@ -157,6 +161,9 @@ func (f metadataFS) CleanedAbs(path string) (filesys.ConfirmedDir, string, error
 		d, _, err := f.FileSystem.CleanedAbs(filepath.Dir(path))
 		return d, filepath.Base(path), err
 	}
+	if err := f.outside(path); err != nil {
+		return "", "", err
+	}
 	return f.FileSystem.CleanedAbs(path)
 }
 
@@ -171,6 +178,9 @@ func (f metadataFS) ReadFile(path string) ([]byte, error) {
 	if f.kfile != "" && filepath.Clean(path) == f.kfile {
 		f.read[path] = f.kdata
 		return withBuildMetadata(f.kdata), nil
+	}
+	if err := f.outside(path); err != nil {
+		return nil, err
 	}
 	if fi, err := f.fsys.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Size() > f.maxSize {
 		return nil, f.tooLarge(path, fi.Size())
@@ -316,6 +326,7 @@ func kustomize(fsys fileSystem, dir string, bo buildOptions) (m resmap.ResMap, r
 	read = map[string][]byte{}
 	mfs := metadataFS{FileSystem: fs, fsys: fsys, maxSize: maxSize, read: read, allowRemote: allowRemote, refused: &remoteRefused{}, refusedFile: &fileRefused{}, budget: &buildBudget{},
 		kfile: bo.kfile, kdata: bo.kdata}
+	mfs.confine, mfs.confineGit = confinement(fsys, dir)
 	roots := []string{dir}
 	if cd, _, err := fs.CleanedAbs(dir); err == nil {
 		roots = append(roots, string(cd))

@@ -3,6 +3,8 @@ package source
 import (
 	"path/filepath"
 
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
 	"keyhole.dev/keyhole/diag"
 )
 
@@ -55,4 +57,24 @@ func (f metadataFS) tooLarge(path string, size int64) error {
 		Pos:      diag.Pos{Line: 1, Column: 1},
 		Message:  tooLargeMessage(size, f.maxSize) + "; keyhole reads configuration, not data dumps: split the file or exclude it",
 	})
+}
+
+// Open and ReadDir refuse a path that leads outside the build's root
+// through a symbolic link, as ReadFile and CleanedAbs (kustomize.go) do:
+// kustomize resolves every path it loads with CleanedAbs first.
+
+// Open: see CleanedAbs.
+func (f metadataFS) Open(p string) (filesys.File, error) {
+	if err := f.outside(p); err != nil {
+		return nil, err
+	}
+	return f.FileSystem.Open(p)
+}
+
+// ReadDir: see CleanedAbs.
+func (f metadataFS) ReadDir(p string) ([]string, error) {
+	if err := f.outside(p); err != nil {
+		return nil, err
+	}
+	return f.FileSystem.ReadDir(p)
 }

@@ -85,7 +85,8 @@ type Options struct {
 // the tree, and those of its enclosing git working tree (unless they
 // ignore the named directory itself). Symbolic links to files are
 // followed; symbolic links to directories are not, which also makes link
-// loops harmless. A path named explicitly is read whatever its name or
+// loops harmless. A link that leads outside the repository is never
+// followed, found or named (confine.go). A path named explicitly is read whatever its name or
 // type. A file named twice is read once.
 //
 // A directory holding a kustomization (named, or found by a walk, or a
@@ -186,6 +187,8 @@ type fileSystem interface {
 	Open(name string) (fs.File, error)
 	ReadDir(name string) ([]fs.DirEntry, error)
 	ReadFile(name string) ([]byte, error)
+	// readlink is the target of the symbolic link at name (confine.go).
+	readlink(name string) (string, error)
 	// kustomize is the filesystem kustomize builds from.
 	kustomize() (filesys.FileSystem, error)
 }
@@ -244,6 +247,9 @@ func (l *loader) unreadable(name string, err error) {
 
 func (l *loader) loadPath(p string) {
 	abs := l.osPath(p)
+	if l.namedOutside(p, abs) {
+		return
+	}
 	fi, err := l.fsys.Stat(abs)
 	if err != nil {
 		l.unreadable(l.display(p, abs), err)
@@ -343,6 +349,9 @@ func (l *loader) loadPath(p string) {
 	}
 	for _, e := range w.errs {
 		l.unreadable(l.under(p, abs, e.path), e.err)
+	}
+	for _, link := range w.outside {
+		l.diags = append(l.diags, linkOutsideDiag(l.under(p, abs, link), w.outsideGit))
 	}
 }
 
@@ -558,6 +567,11 @@ type walked struct {
 	// missing or that loop: git keeps them, and they are part of the
 	// repository as committed, not a fault of the machine reading it.
 	broken []walkErr
+	// outside are the symbolic links to input files whose target is
+	// outside the root (confine.go), not followed; outsideGit says the
+	// root is a git working tree's.
+	outside    []string
+	outsideGit bool
 }
 
 // walk lists the input files under root (absolute), with the Helm charts
@@ -570,6 +584,8 @@ func walk(fsys fileSystem, root string, filter *pathFilter) walked {
 		errs   []walkErr
 		broken []walkErr
 	)
+	var outside []string
+	confine, confineGit := confinement(fsys, root)
 	base, inherited := enclosingIgnores(fsys, root)
 	var visit func(dir string, patterns []gitignore.Pattern)
 	visit = func(dir string, patterns []gitignore.Pattern) {
@@ -593,6 +609,12 @@ func walk(fsys fileSystem, root string, filter *pathFilter) walked {
 			full := filepath.Join(dir, name)
 			isDir, regular := e.IsDir(), e.Type().IsRegular()
 			if m.Match(append(domain, name), isDir) {
+				continue
+			}
+			if e.Type()&fs.ModeSymlink != 0 && inputExt(name) && linkOutside(fsys, confine, full) != "" {
+				if !filter.excluded(full, false) && filter.included(full, false) {
+					outside = append(outside, full)
+				}
 				continue
 			}
 			if e.Type()&fs.ModeSymlink != 0 {
@@ -640,7 +662,8 @@ func walk(fsys fileSystem, root string, filter *pathFilter) walked {
 	}
 	slices.SortFunc(files, bySlash)
 	slices.SortFunc(charts, bySlash)
-	return walked{files: files, charts: charts, errs: errs, broken: broken}
+	slices.SortFunc(outside, bySlash)
+	return walked{files: files, charts: charts, errs: errs, broken: broken, outside: outside, outsideGit: confineGit}
 }
 
 // helmChartFile returns the Chart.yaml of dir (absolute) when dir is a

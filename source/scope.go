@@ -263,6 +263,7 @@ func (l *loader) mayHoldConnections(paths []string) bool {
 // dir satisfies holds; see kustomizationNamesKeyhole.
 func (l *loader) kustomizationHolds(dir string, holds func(name string, data []byte) bool) bool {
 	seen := map[string]bool{}
+	confine, _ := confinement(l.fsys, dir)
 	var visit func(p string) bool
 	visit = func(p string) bool {
 		p = filepath.Clean(p)
@@ -270,6 +271,10 @@ func (l *loader) kustomizationHolds(dir string, holds func(name string, data []b
 			return false
 		}
 		seen[p] = true
+		if linkOutside(l.fsys, confine, p) != "" {
+			// Not read: its build says where the link is.
+			return true
+		}
 		fi, err := l.fsys.Stat(p)
 		if err != nil {
 			return false
