@@ -403,6 +403,7 @@ func (l *loader) buildKustomizationFrom(u *Unit, named, dir string, walked bool,
 		pre = &run
 	}
 	m, read, err := pre.m, pre.read, pre.err
+	defer l.agentsBeside(b, dir, read)
 	if err != nil && walked && !l.kustomizationNamesKeyhole(dir) {
 		l.diags = append(l.diags[:d0], skipped(diag.Pos{File: kname, Line: 1, Column: 1},
 			"kustomization not built: none of its files names keyhole's kinds, and kustomize cannot build it here ("+firstClause(b.scrub(redact(err.Error(), read)))+"); skipped (name it explicitly to check it)"))

@@ -91,8 +91,9 @@ type Options struct {
 //
 // A directory holding a kustomization (named, or found by a walk, or a
 // kustomization file named itself) is built with kustomize instead of
-// walked, and yields the objects the build yields; see buildKustomization
-// and docs/inputs.md.
+// walked, and yields the objects the build yields, and the agent files
+// beside its kustomizations; see buildKustomization, agentsBeside and
+// docs/inputs.md.
 //
 // Load returns the documents that passed its checks, in a deterministic
 // order, and diagnostics for what it could not accept. When a path cannot
