@@ -218,6 +218,9 @@ func (l *loader) mayHoldConnections(paths []string) bool {
 			// the check whatever is built).
 			return false
 		}
+		if root, git := confinement(l.fsys, filepath.Dir(p)); git && linkOutside(l.fsys, root, p) != "" {
+			return false // never read: loadPath says where the link is
+		}
 		data, err := l.fsys.ReadFile(p)
 		return err == nil && names(p, data)
 	}
