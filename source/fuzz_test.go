@@ -2,7 +2,9 @@ package source
 
 import (
 	"bytes"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -30,16 +32,16 @@ func FuzzLoad(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
+	for _, seed := range encodedSeeds(f) {
+		f.Add([]byte(seed))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		load := func() ([]*Document, []string) {
 			docs, ds, err := Load([]string{"-"}, Options{Stdin: bytes.NewReader(data), MaxFileSize: 1 << 20, Dir: "/"})
 			if err != nil {
 				t.Fatalf("Load: %v", err)
 			}
-			// An upper bound on the lines yaml.v3 counts: every LF, CR,
-			// NEL, LS and PS may end one.
-			lines := 1 + bytes.Count(data, []byte("\n")) + bytes.Count(data, []byte("\r")) +
-				bytes.Count(data, []byte("\u0085")) + bytes.Count(data, []byte("\u2028")) + bytes.Count(data, []byte("\u2029"))
+			lines := lineBound(data)
 			var out []string
 			for _, d := range ds {
 				if d.Pos.File != "-" || d.Pos.Line < 1 || d.Pos.Column < 1 || d.Pos.Line > lines {
@@ -65,6 +67,35 @@ func FuzzLoad(f *testing.F) {
 			t.Fatalf("two loads differ:\n%v\n%v", ds, ds2)
 		}
 	})
+}
+
+// lineBound is an upper bound on the lines yaml.v3 counts in data: every
+// LF, CR, NEL, LS and PS may end one, in the bytes as given or in their
+// text decoded from UTF-16 or UTF-32.
+func lineBound(data []byte) int {
+	n := 0
+	for _, b := range [][]byte{data, sniffText(data)} {
+		n = max(n, 1+bytes.Count(b, []byte("\n"))+bytes.Count(b, []byte("\r"))+
+			bytes.Count(b, []byte("\u0085"))+bytes.Count(b, []byte("\u2028"))+bytes.Count(b, []byte("\u2029")))
+	}
+	return n
+}
+
+// encodedSeeds are seeds saved in UTF-16 and UTF-32, with and without a
+// byte order mark, valid and not.
+func encodedSeeds(f *testing.F) []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(encodings)) {
+		out = append(out,
+			encode(f, name, connection),
+			encode(f, name, "apiVersion: v1\r\nkind: A\u2028x: {a: 1, a: 2}\n"),
+			encode(f, name, "kind: Connection\nmetadata: [\n"))
+	}
+	return append(out,
+		"\xFF\xFEa\x00:\x00 \x00\x3D\xD8\n\x00",
+		"\xFE\xFF\x00a\x00:\x00",
+		"\xFF\xFE\x00\x00k\x00\x00\x00:\x00\x00\x00\x00\x00\x11\x00",
+		"\x00\x00\xFE\xFF\x00\x00\xD8\x00")
 }
 
 // checkPlain fails when an alias or a merge key is left in the tree.
@@ -103,13 +134,15 @@ func FuzzParseWalked(f *testing.F) {
 	} {
 		f.Add([]byte(seed), "x.yaml")
 	}
+	for _, seed := range encodedSeeds(f) {
+		f.Add([]byte(seed), "x.yaml")
+	}
 	f.Add([]byte("name: a\nconnectors: [\n"), "agent.yaml")
 	f.Fuzz(func(t *testing.T, data []byte, name string) {
 		if name == "" || strings.ContainsAny(name, "/\x00") {
 			name = "x.yaml"
 		}
-		lines := 1 + bytes.Count(data, []byte("\n")) + bytes.Count(data, []byte("\r")) +
-			bytes.Count(data, []byte("\u0085")) + bytes.Count(data, []byte("\u2028")) + bytes.Count(data, []byte("\u2029"))
+		lines := lineBound(data)
 		docs, ds := parse(name, data, true, nil)
 		for _, d := range ds {
 			if d.Pos.File != name || d.Pos.Line < 1 || d.Pos.Column < 1 || d.Pos.Line > lines {

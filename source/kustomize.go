@@ -104,6 +104,7 @@ func kustomizationNode(fsys fileSystem, kfile string) *yaml.Node {
 	if err != nil || len(data) > DefaultMaxFileSize {
 		return nil
 	}
+	data = sniffText(data)
 	var doc yaml.Node
 	if err := decode(yaml.NewDecoder(bytes.NewReader(data)), &doc); err != nil || len(doc.Content) == 0 {
 		return nil
@@ -138,6 +139,13 @@ type metadataFS struct {
 	// kustomization naming one fails to read and refused records it.
 	allowRemote bool
 	refused     *remoteRefused
+	// refusedFile is the first file the loader's own rules refused
+	// (kustomize_refused.go).
+	refusedFile *fileRefused
+	// confine is the root the build's symbolic links must stay in, and
+	// confineGit says it is a git working tree's (confine.go).
+	confine    string
+	confineGit bool
 	// budget counts the objects the build has read (kustomize_budget.go).
 	budget *buildBudget
 	// kfile, when set, reads as kdata: the root kustomization an engine
@@ -152,6 +160,9 @@ func (f metadataFS) CleanedAbs(path string) (filesys.ConfirmedDir, string, error
 	if f.kfile != "" && filepath.Clean(path) == f.kfile {
 		d, _, err := f.FileSystem.CleanedAbs(filepath.Dir(path))
 		return d, filepath.Base(path), err
+	}
+	if err := f.outside(path); err != nil {
+		return "", "", err
 	}
 	return f.FileSystem.CleanedAbs(path)
 }
@@ -168,15 +179,21 @@ func (f metadataFS) ReadFile(path string) ([]byte, error) {
 		f.read[path] = f.kdata
 		return withBuildMetadata(f.kdata), nil
 	}
+	if err := f.outside(path); err != nil {
+		return nil, err
+	}
 	if fi, err := f.fsys.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Size() > f.maxSize {
-		return nil, fmt.Errorf("'%s': file too large: %d bytes, over the limit of %d bytes", path, fi.Size(), f.maxSize)
+		return nil, f.tooLarge(path, fi.Size())
 	}
 	data, err := f.FileSystem.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	if int64(len(data)) > f.maxSize {
-		return nil, fmt.Errorf("'%s': file too large: over the limit of %d bytes", path, f.maxSize)
+		return nil, f.tooLarge(path, -1)
+	}
+	if data, err = f.decodeForKustomize(path, data); err != nil {
+		return nil, err
 	}
 	if bytes.ContainsRune(data, '*') {
 		if _, ds := Parse(path, data); slices.ContainsFunc(ds, func(d diag.Diagnostic) bool { return d.Code == CodeYAMLAliasLimit }) {
@@ -307,8 +324,9 @@ func kustomize(fsys fileSystem, dir string, bo buildOptions) (m resmap.ResMap, r
 		return nil, nil, err
 	}
 	read = map[string][]byte{}
-	mfs := metadataFS{FileSystem: fs, fsys: fsys, maxSize: maxSize, read: read, allowRemote: allowRemote, refused: &remoteRefused{}, budget: &buildBudget{},
+	mfs := metadataFS{FileSystem: fs, fsys: fsys, maxSize: maxSize, read: read, allowRemote: allowRemote, refused: &remoteRefused{}, refusedFile: &fileRefused{}, budget: &buildBudget{},
 		kfile: bo.kfile, kdata: bo.kdata}
+	mfs.confine, mfs.confineGit = confinement(fsys, dir)
 	roots := []string{dir}
 	if cd, _, err := fs.CleanedAbs(dir); err == nil {
 		roots = append(roots, string(cd))
@@ -326,6 +344,9 @@ func kustomize(fsys fileSystem, dir string, bo buildOptions) (m resmap.ResMap, r
 	m, err = krusty.MakeKustomizer(opts).Run(mfs, dir)
 	if err != nil && mfs.refused.entry != nil {
 		return nil, read, mfs.refused
+	}
+	if err != nil && mfs.refusedFile.abs != "" {
+		return nil, read, mfs.refusedFile
 	}
 	return m, read, err
 }
@@ -382,9 +403,14 @@ func (l *loader) buildKustomizationFrom(u *Unit, named, dir string, walked bool,
 		pre = &run
 	}
 	m, read, err := pre.m, pre.read, pre.err
+	defer l.agentsBeside(b, dir, read)
 	if err != nil && walked && !l.kustomizationNamesKeyhole(dir) {
 		l.diags = append(l.diags[:d0], skipped(diag.Pos{File: kname, Line: 1, Column: 1},
 			"kustomization not built: none of its files names keyhole's kinds, and kustomize cannot build it here ("+firstClause(b.scrub(redact(err.Error(), read)))+"); skipped (name it explicitly to check it)"))
+		return
+	}
+	if refused, ok := err.(*fileRefused); ok {
+		b.reportRefused(refused)
 		return
 	}
 	if refused, ok := err.(*remoteRefused); ok {

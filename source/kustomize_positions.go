@@ -383,6 +383,7 @@ func (b *build) patchesOf(kfile string) *kustPatches {
 		if err != nil || int64(len(data)) > b.l.opts.MaxFileSize {
 			return
 		}
+		data = sniffText(data)
 		var top yaml.Node
 		dec := yaml.NewDecoder(bytes.NewReader(data))
 		for decode(dec, &top) == nil {

@@ -411,8 +411,9 @@ func TestKustomizeBuildFailed(t *testing.T) {
 		},
 		"resource over the size limit": {
 			files: map[string]string{"k/kustomization.yaml": "resources: [big.yaml]\n", "k/big.yaml": resource + "data:\n  big: " + strings.Repeat("x", 4096) + "\n"},
-			want:  "k/kustomization.yaml:1:13",
-			msg:   "file too large",
+			code:  CodeInputInvalid,
+			want:  "k/big.yaml:1:1",
+			msg:   "file too large: 4161 bytes, over the 2048 bytes limit",
 		},
 	}
 	for name, tc := range tests {

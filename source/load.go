@@ -85,13 +85,15 @@ type Options struct {
 // the tree, and those of its enclosing git working tree (unless they
 // ignore the named directory itself). Symbolic links to files are
 // followed; symbolic links to directories are not, which also makes link
-// loops harmless. A path named explicitly is read whatever its name or
+// loops harmless. A link that leads outside the repository is never
+// followed, found or named (confine.go). A path named explicitly is read whatever its name or
 // type. A file named twice is read once.
 //
 // A directory holding a kustomization (named, or found by a walk, or a
 // kustomization file named itself) is built with kustomize instead of
-// walked, and yields the objects the build yields; see buildKustomization
-// and docs/inputs.md.
+// walked, and yields the objects the build yields, and the agent files
+// beside its kustomizations; see buildKustomization, agentsBeside and
+// docs/inputs.md.
 //
 // Load returns the documents that passed its checks, in a deterministic
 // order, and diagnostics for what it could not accept. When a path cannot
@@ -186,6 +188,8 @@ type fileSystem interface {
 	Open(name string) (fs.File, error)
 	ReadDir(name string) ([]fs.DirEntry, error)
 	ReadFile(name string) ([]byte, error)
+	// readlink is the target of the symbolic link at name (confine.go).
+	readlink(name string) (string, error)
 	// kustomize is the filesystem kustomize builds from.
 	kustomize() (filesys.FileSystem, error)
 }
@@ -244,6 +248,9 @@ func (l *loader) unreadable(name string, err error) {
 
 func (l *loader) loadPath(p string) {
 	abs := l.osPath(p)
+	if l.namedOutside(p, abs) {
+		return
+	}
 	fi, err := l.fsys.Stat(abs)
 	if err != nil {
 		l.unreadable(l.display(p, abs), err)
@@ -344,6 +351,9 @@ func (l *loader) loadPath(p string) {
 	for _, e := range w.errs {
 		l.unreadable(l.under(p, abs, e.path), e.err)
 	}
+	for _, link := range w.outside {
+		l.diags = append(l.diags, linkOutsideDiag(l.under(p, abs, link), w.outsideGit))
+	}
 }
 
 // cycle reports a cycle of kustomizations a walk of the directory the user
@@ -421,7 +431,7 @@ func (l *loader) read(abs, name string, walked bool) fileRead {
 		return fileRead{err: err, parsed: true}
 	}
 	if fi.Mode().IsRegular() && fi.Size() > l.opts.MaxFileSize {
-		return fileRead{diags: l.tooLarge(name, fmt.Sprintf("%d bytes, ", fi.Size()), walked), parsed: true}
+		return fileRead{diags: l.tooLarge(name, f, fi.Size(), walked), parsed: true}
 	}
 	return l.readFrom(name, f, fi.Size(), walked)
 }
@@ -438,7 +448,7 @@ func (l *loader) readFrom(name string, r io.Reader, sizeHint int64, walked bool)
 		return fileRead{err: err, parsed: true}
 	}
 	if int64(buf.Len()) > l.opts.MaxFileSize {
-		return fileRead{diags: l.tooLarge(name, "", walked), parsed: true}
+		return fileRead{diags: l.tooLarge(name, nil, -1, walked), parsed: true}
 	}
 	return fileRead{data: buf.Bytes()}
 }
@@ -522,23 +532,6 @@ func (l *loader) prefetch(roots, kfiles []string, matters []bool, name func(stri
 	return pre
 }
 
-// tooLarge is the diagnostic of a file over the size limit; size is its
-// size and a comma ("52428800 bytes, "), or "" when it is not known (a
-// stream read up to the limit).
-func (l *loader) tooLarge(name, size string, walked bool) diag.List {
-	d := diag.Diagnostic{
-		Code:     CodeInputInvalid,
-		Severity: diag.Error,
-		Pos:      diag.Pos{File: name, Line: 1, Column: 1},
-		Message:  fmt.Sprintf("file too large: %sover the limit of %d bytes; keyhole reads configuration, not data dumps: split the file or exclude it", size, l.opts.MaxFileSize),
-	}
-	_, ds := skipUnreadable(name, nil, nil, diag.List{d})
-	if !walked {
-		ds = diag.List{d}
-	}
-	return ds
-}
-
 // inputExt reports whether a file found by walking a directory is an
 // input: YAML or JSON, except kustomize's own kustomization files, which
 // configure a build rather than declare objects (their apiVersion and kind
@@ -575,6 +568,11 @@ type walked struct {
 	// missing or that loop: git keeps them, and they are part of the
 	// repository as committed, not a fault of the machine reading it.
 	broken []walkErr
+	// outside are the symbolic links to input files whose target is
+	// outside the root (confine.go), not followed; outsideGit says the
+	// root is a git working tree's.
+	outside    []string
+	outsideGit bool
 }
 
 // walk lists the input files under root (absolute), with the Helm charts
@@ -587,6 +585,8 @@ func walk(fsys fileSystem, root string, filter *pathFilter) walked {
 		errs   []walkErr
 		broken []walkErr
 	)
+	var outside []string
+	confine, confineGit := confinement(fsys, root)
 	base, inherited := enclosingIgnores(fsys, root)
 	var visit func(dir string, patterns []gitignore.Pattern)
 	visit = func(dir string, patterns []gitignore.Pattern) {
@@ -610,6 +610,12 @@ func walk(fsys fileSystem, root string, filter *pathFilter) walked {
 			full := filepath.Join(dir, name)
 			isDir, regular := e.IsDir(), e.Type().IsRegular()
 			if m.Match(append(domain, name), isDir) {
+				continue
+			}
+			if e.Type()&fs.ModeSymlink != 0 && inputExt(name) && linkOutside(fsys, confine, full) != "" {
+				if !filter.excluded(full, false) && filter.included(full, false) {
+					outside = append(outside, full)
+				}
 				continue
 			}
 			if e.Type()&fs.ModeSymlink != 0 {
@@ -657,7 +663,8 @@ func walk(fsys fileSystem, root string, filter *pathFilter) walked {
 	}
 	slices.SortFunc(files, bySlash)
 	slices.SortFunc(charts, bySlash)
-	return walked{files: files, charts: charts, errs: errs, broken: broken}
+	slices.SortFunc(outside, bySlash)
+	return walked{files: files, charts: charts, errs: errs, broken: broken, outside: outside, outsideGit: confineGit}
 }
 
 // helmChartFile returns the Chart.yaml of dir (absolute) when dir is a

@@ -415,20 +415,20 @@ func TestLoadTooLarge(t *testing.T) {
 	}{
 		"50 MB file, default limit": {
 			paths:    []string{"big.yaml"},
-			contains: "file too large: 52428800 bytes, over the limit of 16777216 bytes;",
+			contains: "file too large: 52428800 bytes, over the 16 MiB limit;",
 			maxAlloc: 1 << 20,
 		},
 		"50 MB on stdin": {
 			paths:    []string{"-"},
 			stdin:    &repeatReader{b: ' ', n: 50 << 20},
 			max:      1 << 20,
-			contains: "file too large: over the limit of 1048576 bytes;",
+			contains: "file too large: over the 1 MiB limit;",
 			maxAlloc: 8 << 20,
 		},
 		"endless device": {
 			paths:    []string{"/dev/zero"},
 			max:      1 << 20,
-			contains: "file too large: over the limit of 1048576 bytes;",
+			contains: "file too large: over the 1 MiB limit;",
 			maxAlloc: 8 << 20,
 		},
 	}

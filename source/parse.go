@@ -32,8 +32,8 @@ func Rules() []diag.Rule {
 		{
 			Code:     CodeInputInvalid,
 			Severity: diag.Error,
-			Purpose:  "An input file is not UTF-8 text keyhole can read, is larger than the size limit, or holds a document that is not a mapping.",
-			Help:     "Save the file as UTF-8 YAML or JSON without NUL bytes or control characters, keep it under the size limit, and make each document one object (a mapping), not a list or a scalar.",
+			Purpose:  "An input file is not text keyhole can read (bytes that are not valid UTF-8, or not valid in the UTF-16 or UTF-32 its byte order mark declares; NUL bytes or control characters), is larger than the size limit, is a symbolic link whose target is outside the repository, or holds a document that is not a mapping.",
+			Help:     "Save the file as UTF-8 (or UTF-16 or UTF-32 with a byte order mark) YAML or JSON without NUL bytes or control characters, keep it under the size limit, commit a file where a link leads out of the repository, and make each document one object (a mapping), not a list or a scalar.",
 		},
 		{
 			Code:     CodeKindMissing,
@@ -107,10 +107,22 @@ func refs(docs []Document) []*Document {
 // document that is a list or a scalar, invalid YAML, a missing kind) and
 // that names none of keyhole's kinds is skipped with one InputSkipped note
 // (see skipUnreadable and docs/inputs.md).
+//
+// A file in UTF-16 or UTF-32 is decoded first (see decodeText), so it is
+// read, and sniffed, as its text.
 func parse(file string, data []byte, walked bool, each func(*Document)) ([]Document, diag.List) {
-	docs, diags := parseAll(file, data, walked, each)
+	text, bad := decodeText(file, data)
+	var (
+		docs  []Document
+		diags diag.List
+	)
+	if bad != nil {
+		diags = diag.List{*bad}
+	} else {
+		docs, diags = parseAll(file, text, walked, each)
+	}
 	if walked {
-		return skipUnreadable(file, data, docs, diags)
+		return skipUnreadable(file, text, docs, diags)
 	}
 	return docs, diags
 }
@@ -278,7 +290,7 @@ func unknownAnchor(msg string) (string, bool) {
 }
 
 // checkBytes refuses what the YAML parser should never see: binary data,
-// UTF-16, invalid UTF-8 and control characters YAML does not allow. It
+// invalid UTF-8 and control characters YAML does not allow. It
 // points at the first offending byte, counting columns in characters as
 // yaml.v3 does.
 func checkBytes(file string, data []byte) (diag.Diagnostic, bool) {
@@ -289,9 +301,6 @@ func checkBytes(file string, data []byte) (diag.Diagnostic, bool) {
 			Pos:      diag.Pos{File: file, Line: line, Column: col},
 			Message:  fmt.Sprintf(format, args...),
 		}, true
-	}
-	if bytes.HasPrefix(data, []byte{0xFE, 0xFF}) || bytes.HasPrefix(data, []byte{0xFF, 0xFE}) {
-		return bad(1, 1, "the file is UTF-16 encoded; keyhole reads only UTF-8 YAML and JSON: convert it to UTF-8")
 	}
 	line, col := 1, 1
 	for off := 0; off < len(data); {

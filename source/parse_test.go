@@ -60,9 +60,9 @@ func TestParseAdversarial(t *testing.T) {
 			input: "apiVersion: v1\rkind: A\u0085x: ab\xff\n",
 			want:  []want{{code: CodeInputInvalid, line: 3, col: 6, contains: "0xFF"}},
 		},
-		"UTF-16": {
-			input: "\xff\xfea\x00:\x00",
-			want:  []want{{code: CodeInputInvalid, line: 1, col: 1, contains: "UTF-16"}},
+		"UTF-16 with a truncated last character": {
+			input: "\xff\xfea\x00:",
+			want:  []want{{code: CodeInputInvalid, line: 1, col: 2, contains: "invalid UTF-16LE"}},
 		},
 		"control character": {
 			input: "apiVersion: v1\nkind: A\nx: \"a\x07b\"\n",

@@ -137,6 +137,9 @@ func (l *loader) nearestConfig(dir string) string {
 		for _, n := range configFileNames {
 			p := filepath.Join(d, n)
 			if fi, err := l.fsys.Stat(p); err == nil && fi.Mode().IsRegular() {
+				if root, git := confinement(l.fsys, d); git && linkOutside(l.fsys, root, p) != "" {
+					return "" // not followed: a walk that finds it says so
+				}
 				return p
 			}
 		}

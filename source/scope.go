@@ -35,7 +35,8 @@ var keyholeKind = regexp.MustCompile(`(?m)(^|[{,\s])"?kind"?\s*:\s*["']?(Connect
 // namesKeyhole reports whether a file, by its name or its bytes, is about
 // keyhole's objects: it is agent.yaml or keyhole.yaml, or it names an API
 // group of keyhole's (omnia.altairalabs.ai/, keyhole.dev/), or a kind
-// field names one of keyhole's kinds.
+// field names one of keyhole's kinds. A file in UTF-16 or UTF-32 is
+// sniffed as its text.
 func namesKeyhole(name string, data []byte) bool {
 	base := path.Base(name)
 	for _, n := range keyholeFileNames {
@@ -43,6 +44,7 @@ func namesKeyhole(name string, data []byte) bool {
 			return true
 		}
 	}
+	data = sniffText(data)
 	for _, m := range keyholeMarkers {
 		if bytes.Contains(data, m) {
 			return true
@@ -179,6 +181,7 @@ var secretMarkers = regexp.MustCompile(`(?m)(^|[{,\s])"?kind"?\s*:\s*["']?(Secre
 // declaresSecret reports whether data declares a Secret (secretMarkers),
 // looking for the words first, as namesKeyhole does.
 func declaresSecret(data []byte) bool {
+	data = sniffText(data)
 	return bytes.Contains(data, []byte("secretGenerator")) || kindField(data, secretMarkers, secretKindNames)
 }
 
@@ -210,7 +213,13 @@ func (l *loader) mayHoldConnections(paths []string) bool {
 	file := func(p string) bool {
 		fi, err := l.fsys.Stat(p)
 		if err != nil || !fi.Mode().IsRegular() || fi.Size() > l.opts.MaxFileSize {
-			return false // what cannot be read names nothing; loadPath says why
+			// What cannot be read names nothing; loadPath says why (and
+			// a file over the limit that names keyhole's kinds fails
+			// the check whatever is built).
+			return false
+		}
+		if root, git := confinement(l.fsys, filepath.Dir(p)); git && linkOutside(l.fsys, root, p) != "" {
+			return false // never read: loadPath says where the link is
 		}
 		data, err := l.fsys.ReadFile(p)
 		return err == nil && names(p, data)
@@ -257,6 +266,7 @@ func (l *loader) mayHoldConnections(paths []string) bool {
 // dir satisfies holds; see kustomizationNamesKeyhole.
 func (l *loader) kustomizationHolds(dir string, holds func(name string, data []byte) bool) bool {
 	seen := map[string]bool{}
+	confine, _ := confinement(l.fsys, dir)
 	var visit func(p string) bool
 	visit = func(p string) bool {
 		p = filepath.Clean(p)
@@ -264,13 +274,20 @@ func (l *loader) kustomizationHolds(dir string, holds func(name string, data []b
 			return false
 		}
 		seen[p] = true
+		if linkOutside(l.fsys, confine, p) != "" {
+			// Not read: its build says where the link is.
+			return true
+		}
 		fi, err := l.fsys.Stat(p)
 		if err != nil {
 			return false
 		}
 		if !fi.IsDir() {
-			if !fi.Mode().IsRegular() || fi.Size() > l.opts.MaxFileSize {
+			if !fi.Mode().IsRegular() {
 				return false
+			}
+			if fi.Size() > l.opts.MaxFileSize {
+				return largeFileHolds(l.fsys, p, l.opts.MaxFileSize, holds)
 			}
 			data, err := l.fsys.ReadFile(p)
 			if err != nil {

@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"golang.org/x/text/encoding"
+	"golang.org/x/text/encoding/unicode"
+	"golang.org/x/text/encoding/unicode/utf32"
 
 	"keyhole.dev/keyhole/internal/golden"
 )
@@ -36,6 +39,7 @@ func scriptParams(t *testing.T, dir string, setup func(env *testscript.Env) erro
 	return testscript.Params{
 		Dir:           dir,
 		UpdateScripts: golden.Update(),
+		Cmds:          map[string]func(ts *testscript.TestScript, neg bool, args []string){"encode": cmdEncode},
 		Setup: func(env *testscript.Env) error {
 			if setup != nil {
 				if err := setup(env); err != nil {
@@ -66,4 +70,29 @@ func copyTree(from, to string) error {
 		}
 		return os.WriteFile(dst, b, 0o644)
 	})
+}
+
+// cmdEncode saves a file of the script in another encoding, as Windows
+// tools save YAML: "encode utf-16le|utf-16be|utf-32le|utf-32be FILE"
+// rewrites FILE in place, with a byte order mark.
+func cmdEncode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: encode utf-16le|utf-16be|utf-32le|utf-32be FILE")
+	}
+	encs := map[string]encoding.Encoding{
+		"utf-16le": unicode.UTF16(unicode.LittleEndian, unicode.UseBOM),
+		"utf-16be": unicode.UTF16(unicode.BigEndian, unicode.UseBOM),
+		"utf-32le": utf32.UTF32(utf32.LittleEndian, utf32.UseBOM),
+		"utf-32be": utf32.UTF32(utf32.BigEndian, utf32.UseBOM),
+	}
+	enc, ok := encs[args[0]]
+	if !ok {
+		ts.Fatalf("encode: unknown encoding %q", args[0])
+	}
+	p := ts.MkAbs(args[1])
+	data, err := os.ReadFile(p)
+	ts.Check(err)
+	out, err := enc.NewEncoder().Bytes(data)
+	ts.Check(err)
+	ts.Check(os.WriteFile(p, out, 0o644))
 }

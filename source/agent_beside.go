@@ -1,0 +1,66 @@
+package source
+
+import (
+	"path/filepath"
+	"slices"
+)
+
+// An agent.yaml is not a Kubernetes object, so kustomize never builds
+// one; but one that sits beside a kustomization belongs to the deploy
+// unit that kustomization builds, as the objects beside it do. A walk
+// does not read a kustomization's directory (the build does), so the
+// build reads it: the agent files beside the kustomization built and
+// beside every base kustomization the build read.
+
+// agentsBeside reads, into the build's deploy unit, the agent files
+// (agent.yaml, agent.yml) in the directory of the kustomization built
+// (dir, absolute) and in the directory of each kustomization file the
+// build read (read's keys).
+func (l *loader) agentsBeside(b *build, dir string, read map[string][]byte) {
+	dirs := []string{filepath.Clean(dir)}
+	for p := range read {
+		if isKustomizationName(filepath.Base(p)) {
+			dirs = append(dirs, filepath.Clean(filepath.Dir(p)))
+		}
+	}
+	slices.Sort(dirs)
+	dirs = slices.Compact(dirs)
+	for _, d := range dirs {
+		for _, n := range []string{"agent.yaml", "agent.yml"} {
+			abs := filepath.Join(d, n)
+			if fi, err := l.fsys.Lstat(abs); err != nil || fi.IsDir() {
+				continue
+			}
+			l.readAgentBeside(b, abs)
+		}
+	}
+}
+
+// readAgentBeside reads one agent file into the build's unit.
+func (l *loader) readAgentBeside(b *build, abs string) {
+	name := b.display(abs)
+	l.seen[abs] = true // not read again on its own
+	if root, git := confinement(l.fsys, filepath.Dir(abs)); linkOutside(l.fsys, root, abs) != "" {
+		l.diags = append(l.diags, linkOutsideDiag(name, git))
+		return
+	}
+	r := l.parseRead(name, abs, l.read(abs, name, b.from.walked), b.from.walked)
+	if r.err != nil {
+		l.unreadable(name, r.err)
+		return
+	}
+	var from *sharedFrom
+	for i := range r.docs {
+		if from == nil && r.docs[i].from != nil {
+			// A copy: a Memo may share the file's with another Load.
+			f := *r.docs[i].from
+			f.unit = b.from.unit
+			from = &f
+		}
+		if from != nil {
+			r.docs[i].from = from
+		}
+		l.docs = append(l.docs, &r.docs[i])
+	}
+	l.diags = append(l.diags, r.diags...)
+}

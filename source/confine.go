@@ -1,0 +1,164 @@
+package source
+
+import (
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+
+	"keyhole.dev/keyhole/diag"
+)
+
+// Symbolic links never lead outside the repository (docs/inputs.md): a
+// link whose target lies outside its root is an InputInvalid error at the
+// link, and nothing is read through it, on disk as in a commit (whose
+// tree holds nothing outside it). The root is the enclosing git working
+// tree's; outside one, the directory walked, or the kustomization's
+// directory for what its build reads. Targets are resolved as the commit
+// reader resolves them, a path element at a time and lexically, so the
+// disk and a commit give the same answer, whether or not the target
+// exists.
+
+// confinement returns the root links under dir (absolute) must stay in:
+// the nearest ancestor holding .git, and true; else dir itself, and
+// false.
+func confinement(fsys fileSystem, dir string) (root string, git bool) {
+	for d := dir; ; {
+		if _, err := fsys.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d, true
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return dir, false
+		}
+		d = parent
+	}
+}
+
+// linkOutside returns the first symbolic link met in resolving abs whose
+// target lies outside root, as its path (its directory resolved), or ""
+// when there is none. A path outside root is not its business (""): a
+// kustomize build's own load restrictions govern what it reads there. What
+// cannot be resolved (a missing element, a link loop) is "" too: reading
+// the path reports it.
+func linkOutside(fsys fileSystem, root, abs string) string {
+	root, abs = filepath.Clean(root), filepath.Clean(abs)
+	if !within(root, abs) {
+		return ""
+	}
+	rest := components(root, abs)
+	cur := root
+	for hops := 0; len(rest) > 0; {
+		next := filepath.Join(cur, rest[0])
+		rest = rest[1:]
+		fi, err := fsys.Lstat(next)
+		if err != nil {
+			return ""
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if hops++; hops > maxSymlinkHops {
+			return ""
+		}
+		target, err := fsys.readlink(next)
+		if err != nil {
+			return ""
+		}
+		var to string
+		if path.IsAbs(target) || filepath.IsAbs(target) {
+			to = filepath.Clean(filepath.FromSlash(target))
+		} else {
+			to = filepath.Join(cur, filepath.FromSlash(target))
+		}
+		if !within(root, to) {
+			return next
+		}
+		rest = append(components(root, to), rest...)
+		cur = root
+	}
+	return ""
+}
+
+// readlink is os.Readlink.
+func (osFS) readlink(name string) (string, error) { return os.Readlink(name) }
+
+// readlink returns the target of the symbolic link at name, as committed.
+func (t *Tree) readlink(name string) (string, error) {
+	r, err := t.rel(name)
+	if err != nil {
+		return "", pathErr("readlink", name, err)
+	}
+	n, err := t.lookup(r, false)
+	if err != nil {
+		return "", pathErr("readlink", name, err)
+	}
+	if modeOf(n.mode)&fs.ModeSymlink == 0 {
+		return "", pathErr("readlink", name, fs.ErrInvalid)
+	}
+	b, err := t.blobBytes(n.hash)
+	if err != nil {
+		return "", pathErr("readlink", name, err)
+	}
+	return string(b), nil
+}
+
+// linkOutsideMessage is what is said of a link that leads outside the
+// root; it never names the target, which is not the repository's.
+func linkOutsideMessage(git bool) string {
+	where := "the git working tree it is in"
+	if !git {
+		where = "the directory checked (there is no enclosing git working tree)"
+	}
+	return "symbolic link whose target is outside " + where + ": keyhole does not follow it, so nothing is read through it; commit the file itself, or point the link inside the repository"
+}
+
+// linkOutsideDiag is the error at a link that leads outside the root,
+// reported as name.
+func linkOutsideDiag(name string, git bool) diag.Diagnostic {
+	return diag.Diagnostic{
+		Code:     CodeInputInvalid,
+		Severity: diag.Error,
+		Pos:      diag.Pos{File: name, Line: 1, Column: 1},
+		Message:  linkOutsideMessage(git),
+	}
+}
+
+// namedOutside reports, for a path named explicitly (p, at abs) inside a
+// git working tree, a symbolic link on its way that leads outside that
+// tree: an error at the link, and true. A path named outside any git
+// working tree is the user's to name, and followed.
+func (l *loader) namedOutside(p, abs string) bool {
+	root, git := confinement(l.fsys, filepath.Dir(abs))
+	if !git {
+		return false
+	}
+	link := linkOutside(l.fsys, root, abs)
+	if link == "" {
+		return false
+	}
+	name := l.display(p, abs)
+	if link != abs {
+		name = l.display(link, link)
+	}
+	l.diags = append(l.diags, linkOutsideDiag(name, true))
+	return true
+}
+
+// outside checks, for a kustomize build, that the path it reads leads
+// nowhere outside the build's root; it refuses the path when it does.
+func (f metadataFS) outside(p string) error {
+	if f.confine == "" {
+		return nil
+	}
+	abs := p
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(f.confine, abs)
+	}
+	if link := linkOutside(f.fsys, f.confine, abs); link != "" {
+		d := linkOutsideDiag("", f.confineGit)
+		return f.refuse(link, d)
+	}
+	return nil
+}
