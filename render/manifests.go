@@ -117,7 +117,7 @@ type shared struct {
 	trustVolume      *fixed
 	namesVolume      *fixed // a sidecar pod's copies of resolv.conf and hosts, for the proxy
 	// The proxy's listen addresses, as its arguments give them.
-	listen, loopbackListen, adminListen, transparentListen string
+	listen, loopbackListen, adminListen, transparentListen, dnsListen string
 }
 
 func newShared(opts Options) *shared {
@@ -170,6 +170,7 @@ func newShared(opts Options) *shared {
 		loopbackListen:    fmt.Sprintf("127.0.0.1:%d", ProxyPort),
 		adminListen:       fmt.Sprintf(":%d", AdminPort),
 		transparentListen: fmt.Sprintf("127.0.0.1:%d", TransparentPort),
+		dnsListen:         fmt.Sprintf("127.0.0.1:%d", DNSPort),
 	}
 }
 
@@ -234,6 +235,8 @@ func (in sandboxInput) netInitContainer() obj {
 			"transparent-init",
 			"--proxy-uid", fmt.Sprint(proxyUID),
 			"--port", fmt.Sprint(TransparentPort),
+			"--dns-port", fmt.Sprint(DNSPort),
+			"--admin-port", fmt.Sprint(AdminPort),
 			"--names-dir", namesDir,
 		},
 		"volumeMounts": list{obj{"name": volNames, "mountPath": namesDir}},
@@ -602,6 +605,8 @@ func (w *manifestWriter) proxyContainer(c ymap, sidecar bool) {
 	if sidecar {
 		args.str("--transparent-listen")
 		args.str(w.shared.transparentListen)
+		args.str("--dns-listen")
+		args.str(w.shared.dnsListen)
 	}
 	c.str("image", w.opts.ProxyImage)
 	c.fixed("livenessProbe", w.shared.livenessProbe)

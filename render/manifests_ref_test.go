@@ -237,7 +237,7 @@ func (in refInput) addProxy(pod obj, sidecar bool) {
 		// The rules go in first: no container of the pod starts with
 		// its egress open.
 		inits = append(list{in.shared.netInit}, inits...)
-		proxy["args"] = append(proxy["args"].(list), "--transparent-listen", fmt.Sprintf("127.0.0.1:%d", TransparentPort))
+		proxy["args"] = append(proxy["args"].(list), "--transparent-listen", fmt.Sprintf("127.0.0.1:%d", TransparentPort), "--dns-listen", fmt.Sprintf("127.0.0.1:%d", DNSPort))
 		proxy["restartPolicy"] = "Always"
 		proxy["volumeMounts"] = append(proxy["volumeMounts"].(list),
 			obj{"name": volNames, "mountPath": "/etc/hosts", "subPath": "hosts", "readOnly": true},

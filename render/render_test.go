@@ -589,10 +589,10 @@ func TestProxyOverrides(t *testing.T) {
 		opts     Options
 		wantArgs []string // after the fixed --config, --listen and --admin-listen
 	}{
-		"none": {opts: Options{}, wantArgs: []string{"--transparent-listen", "127.0.0.1:3129"}},
+		"none": {opts: Options{}, wantArgs: []string{"--transparent-listen", "127.0.0.1:3129", "--dns-listen", "127.0.0.1:3053"}},
 		"resolve and upstream CA, sidecar": {
 			opts:     Options{ProxyResolve: []string{"github.com:443:10.88.0.1:8443", "api.github.com:443:[fd00::1]:8443"}, UpstreamCAConfigMap: "upstream-ca"},
-			wantArgs: []string{"--resolve", "github.com:443:10.88.0.1:8443", "--resolve", "api.github.com:443:[fd00::1]:8443", "--upstream-ca", "/etc/keyhole/upstream-ca/ca.crt", "--transparent-listen", "127.0.0.1:3129"},
+			wantArgs: []string{"--resolve", "github.com:443:10.88.0.1:8443", "--resolve", "api.github.com:443:[fd00::1]:8443", "--upstream-ca", "/etc/keyhole/upstream-ca/ca.crt", "--transparent-listen", "127.0.0.1:3129", "--dns-listen", "127.0.0.1:3053"},
 		},
 		"upstream CA, deployment": {
 			opts:     Options{ProxyMode: ModeDeployment, UpstreamCAConfigMap: "corp.egress-ca"},
