@@ -725,8 +725,12 @@ func (w *manifestWriter) sandboxNetworkPolicy(o ymap, flux bool) {
 	spec.strs("policyTypes", "Egress")
 }
 
-// proxyNetworkPolicy admits only the sandbox to the proxy port; the admin
-// port stays open for the kubelet's probes and metrics scrapers.
+// proxyNetworkPolicy admits only the sandbox to the proxy port, and to
+// the admin port every pod but keyhole's sandboxes: metrics scrapers run
+// in pods, and the kubelet's probes come from the node, which a
+// NetworkPolicy always admits. The two peers of the admin rule are
+// "not a sandbox" or "not keyhole's": a selector's expressions all hold
+// at once, so one peer could not say "not a keyhole sandbox".
 func (w *manifestWriter) proxyNetworkPolicy(o ymap, flux bool) {
 	w.head(&o, "networking.k8s.io/v1", "NetworkPolicy", w.n.proxy, compProxy, flux)
 	spec := o.mapping("spec")
@@ -736,6 +740,16 @@ func (w *manifestWriter) proxyNetworkPolicy(o ymap, flux bool) {
 	w.selector(ptr(from.mapping("podSelector")), "matchLabels", compSandbox)
 	port(fromSandbox.seq("ports"), "TCP", ProxyPort)
 	admin := ingress.mapping()
+	peers := admin.seq("from")
+	for _, not := range [...][2]string{{"app.kubernetes.io/component", compSandbox}, {"app.kubernetes.io/name", "keyhole"}} {
+		peer := peers.mapping()
+		peer.empty("namespaceSelector", "{}")
+		sel := peer.mapping("podSelector")
+		expr := sel.seq("matchExpressions").mapping()
+		expr.str("key", not[0])
+		expr.str("operator", "NotIn")
+		expr.strs("values", not[1])
+	}
 	port(admin.seq("ports"), "TCP", AdminPort)
 	w.selector(ptr(spec.mapping("podSelector")), "matchLabels", compProxy)
 	spec.strs("policyTypes", "Ingress")

@@ -780,6 +780,52 @@ func TestNetworkPolicy(t *testing.T) {
 	if dig(from[0], "podSelector", "matchLabels", "app.kubernetes.io/component") != compSandbox {
 		t.Errorf("proxy ingress = %v", in)
 	}
+	// The admin port: every pod but keyhole's sandboxes, evaluated as a
+	// network plugin does (any peer; every expression of a peer).
+	admin := in[1].(obj)
+	if fmt.Sprint(admin["ports"]) != fmt.Sprintf("[map[port:%d protocol:TCP]]", AdminPort) {
+		t.Fatalf("admin rule = %v", admin)
+	}
+	peers, _ := admin["from"].([]any)
+	if len(peers) == 0 {
+		t.Fatalf("the admin port admits every source: %v", admin)
+	}
+	admits := func(labels map[string]string) bool {
+		for _, p := range peers {
+			if fmt.Sprint(dig(p, "namespaceSelector")) != "map[]" {
+				t.Fatalf("admin peer %v: want every namespace", p)
+			}
+			all := true
+			for _, e := range dig(p, "podSelector", "matchExpressions").([]any) {
+				e := e.(obj)
+				if e["operator"] != "NotIn" {
+					t.Fatalf("admin peer expression %v", e)
+				}
+				if v, ok := labels[e["key"].(string)]; ok && slices.Contains(e["values"].([]any), any(v)) {
+					all = false
+				}
+			}
+			if all {
+				return true
+			}
+		}
+		return false
+	}
+	for who, c := range map[string]struct {
+		labels map[string]string
+		want   bool
+	}{
+		"this sandbox":              {labels: map[string]string{"app.kubernetes.io/component": compSandbox, "app.kubernetes.io/instance": "support-workspace", "app.kubernetes.io/name": "keyhole"}},
+		"another keyhole sandbox":   {labels: map[string]string{"app.kubernetes.io/component": compSandbox, "app.kubernetes.io/instance": "other", "app.kubernetes.io/name": "keyhole"}},
+		"a metrics scraper":         {labels: map[string]string{"app.kubernetes.io/name": "prometheus"}, want: true},
+		"an unlabelled pod":         {labels: map[string]string{}, want: true},
+		"another app's sandbox":     {labels: map[string]string{"app.kubernetes.io/component": compSandbox, "app.kubernetes.io/name": "other"}, want: true},
+		"keyhole's trust publisher": {labels: map[string]string{"app.kubernetes.io/component": compProxy, "app.kubernetes.io/name": "keyhole"}, want: true},
+	} {
+		if got := admits(c.labels); got != c.want {
+			t.Errorf("admin port admits %s: %v, want %v", who, got, c.want)
+		}
+	}
 	svc := find(t, objs, "Service", "support-workspace-egress-proxy")
 	if dig(svc, "spec", "selector", "app.kubernetes.io/component") != compProxy {
 		t.Errorf("Service selector = %v", dig(svc, "spec", "selector"))
