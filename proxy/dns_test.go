@@ -300,3 +300,24 @@ func FuzzAnswerDNS(f *testing.F) {
 		}
 	})
 }
+
+// TestDNSFollowsReload: a host the config drops stops resolving at the
+// next reload, as it stops being allowed.
+func TestDNSFollowsReload(t *testing.T) {
+	h := newHarness(t)
+	rcode := func() int {
+		r, _, err := (&dns.Client{Net: "udp", Timeout: 5 * time.Second}).Exchange(query("files.example.", dns.TypeA), h.dnsUDP)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Rcode
+	}
+	if got := rcode(); got != dns.RcodeSuccess {
+		t.Fatalf("files.example before the reload: %s", dns.RcodeToString[got])
+	}
+	writeAtomic(t, h.cfgPath, []byte(strings.Replace(testConfig, `"pypi.org", "files.example"`, `"pypi.org"`, 1)))
+	eventually(t, "the reload", func() bool { return strings.Contains(h.logs.String(), "config reloaded") })
+	if got := rcode(); got != dns.RcodeNameError {
+		t.Fatalf("files.example after the reload: %s, want NXDOMAIN", dns.RcodeToString[got])
+	}
+}
