@@ -179,6 +179,8 @@ type harness struct {
 	addr    string
 	admin   string
 	trans   string       // the transparent listener
+	dnsUDP  string       // the DNS listener, UDP
+	dnsTCP  string       // the DNS listener, TCP
 	dstPort atomic.Int32 // the original port its connections report
 	dstSelf atomic.Bool  // its connections report the listener itself: not redirected
 	logs    *syncBuffer
@@ -262,7 +264,16 @@ func newHarnessConfig(t testing.TB, cfg string, opts ...harnessOpt) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	dnsUDP, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dnsTCP, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	h.addr, h.admin, h.trans = ln.Addr().String(), admin.Addr().String(), trans.Addr().String()
+	h.dnsUDP, h.dnsTCP = dnsUDP.LocalAddr().String(), dnsTCP.Addr().String()
 	// Only a real nat redirect gives an original destination: report
 	// an address the proxy must never dial (TEST-NET-1) and the port
 	// the test sets.
@@ -275,7 +286,9 @@ func newHarnessConfig(t testing.TB, cfg string, opts ...harnessOpt) *harness {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.stop, h.done = cancel, make(chan error, 1)
-	go func() { h.done <- srv.Serve(ctx, Listeners{Proxy: ln, Transparent: trans, Admin: admin}) }()
+	go func() {
+		h.done <- srv.Serve(ctx, Listeners{Proxy: ln, Transparent: trans, Admin: admin, DNS: dnsUDP, DNSTCP: dnsTCP})
+	}()
 	t.Cleanup(func() { h.shutdown() })
 	return h
 }

@@ -36,6 +36,7 @@ type metrics struct {
 	reloads        map[[2]string]uint64 // what, result
 	transparents   map[[2]string]uint64 // decision, reason
 	dialsRefused   map[[2]string]uint64 // host, class
+	dnsQueries     map[[2]string]uint64 // decision, reason
 	latencyBounds  []float64
 	latencyCounts  []uint64 // one per bound, then +Inf
 	latencySum     float64
@@ -53,7 +54,7 @@ func newMetrics() *metrics {
 	b := latencyBuckets()
 	return &metrics{
 		requests: map[[3]string]uint64{}, injectFailures: map[string]uint64{}, scrubs: map[[2]string]uint64{}, reloads: map[[2]string]uint64{}, transparents: map[[2]string]uint64{},
-		dialsRefused:  map[[2]string]uint64{},
+		dialsRefused: map[[2]string]uint64{}, dnsQueries: map[[2]string]uint64{},
 		latencyBounds: b, latencyCounts: make([]uint64, len(b)+1),
 		goroutines: runtime.NumGoroutine,
 	}
@@ -78,6 +79,13 @@ func (m *metrics) transparent(d policy.Decision) {
 func (m *metrics) dialRefused(host string, class policy.AddrClass) {
 	m.mu.Lock()
 	m.dialsRefused[[2]string{host, string(class)}]++
+	m.mu.Unlock()
+}
+
+// dns counts a DNS message's decision: refused names among them.
+func (m *metrics) dns(d DNSDecision) {
+	m.mu.Lock()
+	m.dnsQueries[[2]string{string(d.Action), string(d.Reason)}]++
 	m.mu.Unlock()
 }
 
@@ -138,6 +146,11 @@ func (m *metrics) write(w io.Writer) {
 	b.WriteString("# TYPE keyhole_proxy_dials_refused_total counter\n")
 	for _, k := range sortedKeys(m.dialsRefused, func(k [2]string) string { return k[0] + "\x00" + k[1] }) {
 		fmt.Fprintf(&b, "keyhole_proxy_dials_refused_total{host=%s,class=%s} %d\n", q(k[0]), q(k[1]), m.dialsRefused[k])
+	}
+	b.WriteString("# HELP keyhole_proxy_dns_queries_total DNS messages the proxy's DNS listener decided, by decision (answer, refuse, drop) and reason.\n")
+	b.WriteString("# TYPE keyhole_proxy_dns_queries_total counter\n")
+	for _, k := range sortedKeys(m.dnsQueries, func(k [2]string) string { return k[0] + "\x00" + k[1] }) {
+		fmt.Fprintf(&b, "keyhole_proxy_dns_queries_total{decision=%s,reason=%s} %d\n", q(k[0]), q(k[1]), m.dnsQueries[k])
 	}
 	b.WriteString("# HELP keyhole_proxy_response_scrubs_total Upstream responses whose headers held the injected credential, redacted, by host and part (interim, header, trailer).\n")
 	b.WriteString("# TYPE keyhole_proxy_response_scrubs_total counter\n")

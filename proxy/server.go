@@ -454,10 +454,19 @@ func (s *Server) Serve(ctx context.Context, lns Listeners) error {
 	ln := newSlotListener(lns.Proxy, s.opts.MaxProxyConns)
 	outer := s.cappedServer(http.HandlerFunc(s.serveProxy))
 	var adminSrv *http.Server
-	errc := make(chan error, 4)
+	errc := make(chan error, 6)
 	go func() { errc <- outer.Serve(ln) }()
 	if lns.Transparent != nil {
 		go func() { errc <- s.serveTransparent(lns.Transparent) }()
+	}
+	if lns.DNS != nil {
+		go func() { errc <- s.serveDNSUDP(lns.DNS) }()
+	}
+	dnsTCPDone := make(chan struct{})
+	if lns.DNSTCP != nil {
+		go func() { defer close(dnsTCPDone); errc <- s.serveDNSTCP(lns.DNSTCP) }()
+	} else {
+		close(dnsTCPDone)
 	}
 	go func() { errc <- s.inner.Serve(s.innerLn) }()
 	if lns.Admin != nil {
@@ -501,6 +510,13 @@ func (s *Server) Serve(ctx context.Context, lns Listeners) error {
 	if lns.Transparent != nil {
 		lns.Transparent.Close()
 	}
+	if lns.DNS != nil {
+		lns.DNS.Close()
+	}
+	if lns.DNSTCP != nil {
+		lns.DNSTCP.Close()
+	}
+	<-dnsTCPDone
 	outer.Shutdown(sctx)
 	s.innerLn.Close()
 	s.inner.Shutdown(sctx)

@@ -44,6 +44,11 @@ type Listeners struct {
 	Transparent net.Listener
 	// Admin serves /healthz, /readyz and /metrics.
 	Admin net.Listener
+	// DNS and DNSTCP, when set, answer the sandbox's DNS over UDP and
+	// TCP in sidecar mode, where the pod's rules redirect its port 53
+	// to them: allowed names only, nothing forwarded (docs/proxy.md).
+	DNS    net.PacketConn
+	DNSTCP net.Listener
 }
 
 // serveTransparent accepts redirected connections until ln is closed.

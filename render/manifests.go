@@ -117,7 +117,7 @@ type shared struct {
 	trustVolume      *fixed
 	namesVolume      *fixed // a sidecar pod's copies of resolv.conf and hosts, for the proxy
 	// The proxy's listen addresses, as its arguments give them.
-	listen, loopbackListen, adminListen, transparentListen string
+	listen, loopbackListen, adminListen, transparentListen, dnsListen string
 }
 
 func newShared(opts Options) *shared {
@@ -170,6 +170,7 @@ func newShared(opts Options) *shared {
 		loopbackListen:    fmt.Sprintf("127.0.0.1:%d", ProxyPort),
 		adminListen:       fmt.Sprintf(":%d", AdminPort),
 		transparentListen: fmt.Sprintf("127.0.0.1:%d", TransparentPort),
+		dnsListen:         fmt.Sprintf("127.0.0.1:%d", DNSPort),
 	}
 }
 
@@ -234,6 +235,8 @@ func (in sandboxInput) netInitContainer() obj {
 			"transparent-init",
 			"--proxy-uid", fmt.Sprint(proxyUID),
 			"--port", fmt.Sprint(TransparentPort),
+			"--dns-port", fmt.Sprint(DNSPort),
+			"--admin-port", fmt.Sprint(AdminPort),
 			"--names-dir", namesDir,
 		},
 		"volumeMounts": list{obj{"name": volNames, "mountPath": namesDir}},
@@ -602,6 +605,8 @@ func (w *manifestWriter) proxyContainer(c ymap, sidecar bool) {
 	if sidecar {
 		args.str("--transparent-listen")
 		args.str(w.shared.transparentListen)
+		args.str("--dns-listen")
+		args.str(w.shared.dnsListen)
 	}
 	c.str("image", w.opts.ProxyImage)
 	c.fixed("livenessProbe", w.shared.livenessProbe)
@@ -720,8 +725,12 @@ func (w *manifestWriter) sandboxNetworkPolicy(o ymap, flux bool) {
 	spec.strs("policyTypes", "Egress")
 }
 
-// proxyNetworkPolicy admits only the sandbox to the proxy port; the admin
-// port stays open for the kubelet's probes and metrics scrapers.
+// proxyNetworkPolicy admits only the sandbox to the proxy port, and to
+// the admin port every pod but keyhole's sandboxes: metrics scrapers run
+// in pods, and the kubelet's probes come from the node, which a
+// NetworkPolicy always admits. The two peers of the admin rule are
+// "not a sandbox" or "not keyhole's": a selector's expressions all hold
+// at once, so one peer could not say "not a keyhole sandbox".
 func (w *manifestWriter) proxyNetworkPolicy(o ymap, flux bool) {
 	w.head(&o, "networking.k8s.io/v1", "NetworkPolicy", w.n.proxy, compProxy, flux)
 	spec := o.mapping("spec")
@@ -731,6 +740,16 @@ func (w *manifestWriter) proxyNetworkPolicy(o ymap, flux bool) {
 	w.selector(ptr(from.mapping("podSelector")), "matchLabels", compSandbox)
 	port(fromSandbox.seq("ports"), "TCP", ProxyPort)
 	admin := ingress.mapping()
+	peers := admin.seq("from")
+	for _, not := range [...][2]string{{"app.kubernetes.io/component", compSandbox}, {"app.kubernetes.io/name", "keyhole"}} {
+		peer := peers.mapping()
+		peer.empty("namespaceSelector", "{}")
+		sel := peer.mapping("podSelector")
+		expr := sel.seq("matchExpressions").mapping()
+		expr.str("key", not[0])
+		expr.str("operator", "NotIn")
+		expr.strs("values", not[1])
+	}
 	port(admin.seq("ports"), "TCP", AdminPort)
 	w.selector(ptr(spec.mapping("podSelector")), "matchLabels", compProxy)
 	spec.strs("policyTypes", "Ingress")

@@ -237,7 +237,7 @@ func (in refInput) addProxy(pod obj, sidecar bool) {
 		// The rules go in first: no container of the pod starts with
 		// its egress open.
 		inits = append(list{in.shared.netInit}, inits...)
-		proxy["args"] = append(proxy["args"].(list), "--transparent-listen", fmt.Sprintf("127.0.0.1:%d", TransparentPort))
+		proxy["args"] = append(proxy["args"].(list), "--transparent-listen", fmt.Sprintf("127.0.0.1:%d", TransparentPort), "--dns-listen", fmt.Sprintf("127.0.0.1:%d", DNSPort))
 		proxy["restartPolicy"] = "Always"
 		proxy["volumeMounts"] = append(proxy["volumeMounts"].(list),
 			obj{"name": volNames, "mountPath": "/etc/hosts", "subPath": "hosts", "readOnly": true},
@@ -414,8 +414,8 @@ func (in refInput) sandboxNetworkPolicy() obj {
 	return o
 }
 
-// proxyNetworkPolicy admits only the sandbox to the proxy port; the admin
-// port stays open for the kubelet's probes and metrics scrapers.
+// proxyNetworkPolicy admits only the sandbox to the proxy port, and every
+// pod but keyhole's sandboxes to the admin port.
 func (in refInput) proxyNetworkPolicy() obj {
 	o := in.object("networking.k8s.io/v1", "NetworkPolicy", in.name(compProxy), compProxy)
 	o["spec"] = obj{
@@ -426,7 +426,13 @@ func (in refInput) proxyNetworkPolicy() obj {
 				"from":  list{obj{"podSelector": obj{"matchLabels": in.selector(compSandbox)}}},
 				"ports": list{tcp(ProxyPort)},
 			},
-			obj{"ports": list{tcp(AdminPort)}},
+			obj{
+				"from": list{
+					obj{"namespaceSelector": obj{}, "podSelector": obj{"matchExpressions": list{obj{"key": "app.kubernetes.io/component", "operator": "NotIn", "values": list{compSandbox}}}}},
+					obj{"namespaceSelector": obj{}, "podSelector": obj{"matchExpressions": list{obj{"key": "app.kubernetes.io/name", "operator": "NotIn", "values": list{"keyhole"}}}}},
+				},
+				"ports": list{tcp(AdminPort)},
+			},
 		},
 	}
 	return o

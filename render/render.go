@@ -59,6 +59,10 @@ const (
 	// TransparentPort is the sidecar's transparent listener on
 	// 127.0.0.1, where the pod's nat rules redirect the sandbox's TCP.
 	TransparentPort = 3129
+	// DNSPort is the sidecar's DNS listener on 127.0.0.1, UDP and TCP,
+	// where the pod's nat rules redirect the sandbox's port 53: it
+	// answers only the names the proxy config allows.
+	DNSPort = 3053
 )
 
 // Paths inside the containers. The proxy's Secret and CA paths are the

@@ -589,10 +589,10 @@ func TestProxyOverrides(t *testing.T) {
 		opts     Options
 		wantArgs []string // after the fixed --config, --listen and --admin-listen
 	}{
-		"none": {opts: Options{}, wantArgs: []string{"--transparent-listen", "127.0.0.1:3129"}},
+		"none": {opts: Options{}, wantArgs: []string{"--transparent-listen", "127.0.0.1:3129", "--dns-listen", "127.0.0.1:3053"}},
 		"resolve and upstream CA, sidecar": {
 			opts:     Options{ProxyResolve: []string{"github.com:443:10.88.0.1:8443", "api.github.com:443:[fd00::1]:8443"}, UpstreamCAConfigMap: "upstream-ca"},
-			wantArgs: []string{"--resolve", "github.com:443:10.88.0.1:8443", "--resolve", "api.github.com:443:[fd00::1]:8443", "--upstream-ca", "/etc/keyhole/upstream-ca/ca.crt", "--transparent-listen", "127.0.0.1:3129"},
+			wantArgs: []string{"--resolve", "github.com:443:10.88.0.1:8443", "--resolve", "api.github.com:443:[fd00::1]:8443", "--upstream-ca", "/etc/keyhole/upstream-ca/ca.crt", "--transparent-listen", "127.0.0.1:3129", "--dns-listen", "127.0.0.1:3053"},
 		},
 		"upstream CA, deployment": {
 			opts:     Options{ProxyMode: ModeDeployment, UpstreamCAConfigMap: "corp.egress-ca"},
@@ -779,6 +779,52 @@ func TestNetworkPolicy(t *testing.T) {
 	from := in[0].(obj)["from"].([]any)
 	if dig(from[0], "podSelector", "matchLabels", "app.kubernetes.io/component") != compSandbox {
 		t.Errorf("proxy ingress = %v", in)
+	}
+	// The admin port: every pod but keyhole's sandboxes, evaluated as a
+	// network plugin does (any peer; every expression of a peer).
+	admin := in[1].(obj)
+	if fmt.Sprint(admin["ports"]) != fmt.Sprintf("[map[port:%d protocol:TCP]]", AdminPort) {
+		t.Fatalf("admin rule = %v", admin)
+	}
+	peers, _ := admin["from"].([]any)
+	if len(peers) == 0 {
+		t.Fatalf("the admin port admits every source: %v", admin)
+	}
+	admits := func(labels map[string]string) bool {
+		for _, p := range peers {
+			if fmt.Sprint(dig(p, "namespaceSelector")) != "map[]" {
+				t.Fatalf("admin peer %v: want every namespace", p)
+			}
+			all := true
+			for _, e := range dig(p, "podSelector", "matchExpressions").([]any) {
+				e := e.(obj)
+				if e["operator"] != "NotIn" {
+					t.Fatalf("admin peer expression %v", e)
+				}
+				if v, ok := labels[e["key"].(string)]; ok && slices.Contains(e["values"].([]any), any(v)) {
+					all = false
+				}
+			}
+			if all {
+				return true
+			}
+		}
+		return false
+	}
+	for who, c := range map[string]struct {
+		labels map[string]string
+		want   bool
+	}{
+		"this sandbox":              {labels: map[string]string{"app.kubernetes.io/component": compSandbox, "app.kubernetes.io/instance": "support-workspace", "app.kubernetes.io/name": "keyhole"}},
+		"another keyhole sandbox":   {labels: map[string]string{"app.kubernetes.io/component": compSandbox, "app.kubernetes.io/instance": "other", "app.kubernetes.io/name": "keyhole"}},
+		"a metrics scraper":         {labels: map[string]string{"app.kubernetes.io/name": "prometheus"}, want: true},
+		"an unlabelled pod":         {labels: map[string]string{}, want: true},
+		"another app's sandbox":     {labels: map[string]string{"app.kubernetes.io/component": compSandbox, "app.kubernetes.io/name": "other"}, want: true},
+		"keyhole's trust publisher": {labels: map[string]string{"app.kubernetes.io/component": compProxy, "app.kubernetes.io/name": "keyhole"}, want: true},
+	} {
+		if got := admits(c.labels); got != c.want {
+			t.Errorf("admin port admits %s: %v, want %v", who, got, c.want)
+		}
 	}
 	svc := find(t, objs, "Service", "support-workspace-egress-proxy")
 	if dig(svc, "spec", "selector", "app.kubernetes.io/component") != compProxy {

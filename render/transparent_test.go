@@ -45,8 +45,11 @@ func TestTransparentSidecar(t *testing.T) {
 			if !strings.Contains(args, fmt.Sprintf("--transparent-listen 127.0.0.1:%d", TransparentPort)) {
 				t.Errorf("proxy args %s lack the transparent listener", args)
 			}
+			if !strings.Contains(args, fmt.Sprintf("--dns-listen 127.0.0.1:%d", DNSPort)) {
+				t.Errorf("proxy args %s lack the DNS listener", args)
+			}
 			ni := container(t, sandbox, "egress-transparent-init")
-			if got, want := fmt.Sprint(ni["args"]), fmt.Sprintf("[transparent-init --proxy-uid %d --port %d --names-dir %s]", proxyUID, TransparentPort, namesDir); got != want {
+			if got, want := fmt.Sprint(ni["args"]), fmt.Sprintf("[transparent-init --proxy-uid %d --port %d --dns-port %d --admin-port %d --names-dir %s]", proxyUID, TransparentPort, DNSPort, AdminPort, namesDir); got != want {
 				t.Errorf("transparent-init args %s, want %s", got, want)
 			}
 			if ni["image"] != DefaultNetInitImage {

@@ -2,45 +2,12 @@ package netrules
 
 import (
 	"errors"
-	"net/netip"
 	"strings"
 	"testing"
 )
 
-func TestResolvers(t *testing.T) {
-	tests := map[string]struct {
-		in      string
-		want    []string
-		wantErr bool
-	}{
-		"cluster resolver": {in: "search a.svc.cluster.local\nnameserver 10.96.0.10\noptions ndots:5\n", want: []string{"10.96.0.10"}},
-		"dual stack, dup":  {in: "nameserver 10.96.0.10\nnameserver fd00::a\nnameserver 10.96.0.10\n", want: []string{"10.96.0.10", "fd00::a"}},
-		"none":             {in: "search x\n", want: nil},
-		"a name":           {in: "nameserver dns.example\n", wantErr: true},
-		"a zone":           {in: "nameserver fe80::1%eth0\n", wantErr: true},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			got, err := Resolvers([]byte(tc.in))
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("error %v, want error %v", err, tc.wantErr)
-			}
-			if err != nil && !errors.Is(err, ErrInvalid) {
-				t.Fatalf("error %v does not wrap ErrInvalid", err)
-			}
-			var s []string
-			for _, a := range got {
-				s = append(s, a.String())
-			}
-			if strings.Join(s, ",") != strings.Join(tc.want, ",") {
-				t.Fatalf("got %v, want %v", s, tc.want)
-			}
-		})
-	}
-}
-
 func TestRules(t *testing.T) {
-	ok := Config{ProxyUID: 65531, Port: 3129, Resolvers: []netip.Addr{netip.MustParseAddr("10.96.0.10"), netip.MustParseAddr("fd00::a")}}
+	ok := Config{ProxyUID: 65531, Port: 3129, DNSPort: 3053, AdminPort: 9090}
 	tests := map[string]struct {
 		c       Config
 		wantErr bool
@@ -48,15 +15,47 @@ func TestRules(t *testing.T) {
 		v4Not   []string
 		v6Has   []string
 		v6Not   []string
+		// v4Order lists lines that must appear in this order.
+		v4Order []string
 	}{
 		"valid": {c: ok,
-			v4Has: []string{"-A KEYHOLE_OUTPUT -m owner --uid-owner 65531 -j RETURN", "-j REDIRECT --to-ports 3129", "-d 10.96.0.10/32 -p udp --dport 53 -j RETURN", "--ctstate DNAT"},
-			v4Not: []string{"fd00::a"},
-			v6Has: []string{"-d fd00::a/128 -p udp --dport 53 -j RETURN", "icmp6-adm-prohibited"},
-			v6Not: []string{"REDIRECT", "*nat", "10.96.0.10"}},
-		"negative UID": {c: Config{ProxyUID: -1, Port: 3129}, wantErr: true},
-		"port zero":    {c: Config{ProxyUID: 1, Port: 0}, wantErr: true},
-		"port too big": {c: Config{ProxyUID: 1, Port: 70000}, wantErr: true},
+			v4Has: []string{
+				"-A KEYHOLE_OUTPUT -m owner --uid-owner 65531 -j RETURN",
+				"-A KEYHOLE_OUTPUT -p tcp -j REDIRECT --to-ports 3129",
+				"-A OUTPUT -p udp --dport 53 -j KEYHOLE_OUTPUT",
+				"-A KEYHOLE_OUTPUT -p udp --dport 53 -j REDIRECT --to-ports 3053",
+				"-A KEYHOLE_OUTPUT -p tcp --dport 53 -j REDIRECT --to-ports 3053",
+				"-A KEYHOLE_OUTPUT -d 127.0.0.1/32 -p udp --dport 3053 -m conntrack --ctstate DNAT -j RETURN",
+				"-A KEYHOLE_OUTPUT -o lo -p tcp --dport 9090 -j REJECT --reject-with tcp-reset",
+			},
+			// No DNS leaves the pod but the proxy's: no rule lets port 53 pass.
+			v4Not: []string{"--dport 53 -j RETURN", "-j ACCEPT"},
+			v6Has: []string{"-A KEYHOLE_OUTPUT -o lo -p tcp --dport 9090 -j REJECT --reject-with tcp-reset", "icmp6-adm-prohibited"},
+			v6Not: []string{"REDIRECT", "*nat", "--dport 53", "127.0.0.1"},
+			v4Order: []string{
+				// nat: the proxy's own DNS is its resolvers'; everyone
+				// else's, loopback included, is redirected.
+				"-A KEYHOLE_OUTPUT -m owner --uid-owner 65531 -j RETURN",
+				"-A KEYHOLE_OUTPUT -p udp --dport 53 -j REDIRECT --to-ports 3053",
+				"-A KEYHOLE_OUTPUT -o lo -j RETURN",
+				"-A KEYHOLE_OUTPUT -p tcp -j REDIRECT --to-ports 3129",
+				// filter: the proxy's user first, then the admin
+				// refusal before loopback passes.
+				"*filter",
+				"-A KEYHOLE_OUTPUT -m owner --uid-owner 65531 -j RETURN",
+				"-A KEYHOLE_OUTPUT -o lo -p tcp --dport 9090 -j REJECT --reject-with tcp-reset",
+				"-A KEYHOLE_OUTPUT -o lo -j RETURN",
+			}},
+		"no admin port": {c: Config{ProxyUID: 65531, Port: 3129, DNSPort: 3053},
+			v4Not: []string{"--dport 0", "--dport 9090"}, v6Not: []string{"--dport 0"}},
+		"negative UID":                {c: Config{ProxyUID: -1, Port: 3129, DNSPort: 3053}, wantErr: true},
+		"port zero":                   {c: Config{ProxyUID: 1, Port: 0, DNSPort: 3053}, wantErr: true},
+		"port too big":                {c: Config{ProxyUID: 1, Port: 70000, DNSPort: 3053}, wantErr: true},
+		"no DNS port":                 {c: Config{ProxyUID: 1, Port: 3129}, wantErr: true},
+		"DNS port 53":                 {c: Config{ProxyUID: 1, Port: 3129, DNSPort: 53}, wantErr: true},
+		"admin port too big":          {c: Config{ProxyUID: 1, Port: 3129, DNSPort: 3053, AdminPort: 65536}, wantErr: true},
+		"ports collide":               {c: Config{ProxyUID: 1, Port: 3129, DNSPort: 3053, AdminPort: 3129}, wantErr: true},
+		"DNS on the transparent port": {c: Config{ProxyUID: 1, Port: 3129, DNSPort: 3129}, wantErr: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -65,9 +64,15 @@ func TestRules(t *testing.T) {
 			if (err4 != nil) != tc.wantErr || (err6 != nil) != tc.wantErr {
 				t.Fatalf("errors %v, %v; want error %v", err4, err6, tc.wantErr)
 			}
+			if tc.wantErr {
+				if !errors.Is(err4, ErrInvalid) || !errors.Is(err6, ErrInvalid) {
+					t.Fatalf("errors %v, %v do not wrap ErrInvalid", err4, err6)
+				}
+				return
+			}
 			check := func(what, got string, has, not []string) {
 				for _, h := range has {
-					if !strings.Contains(got, h) {
+					if !strings.Contains(got, h+"\n") {
 						t.Errorf("%s lacks %q:\n%s", what, h, got)
 					}
 				}
@@ -79,6 +84,14 @@ func TestRules(t *testing.T) {
 			}
 			check("IPv4", string(v4), tc.v4Has, tc.v4Not)
 			check("IPv6", string(v6), tc.v6Has, tc.v6Not)
+			rest := string(v4)
+			for _, l := range tc.v4Order {
+				i := strings.Index(rest, l)
+				if i < 0 {
+					t.Fatalf("IPv4 lacks %q after the lines before it:\n%s", l, v4)
+				}
+				rest = rest[i+len(l):]
+			}
 		})
 	}
 }

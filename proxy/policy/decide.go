@@ -152,6 +152,7 @@ type Policy struct {
 	hosts       map[string]*HostPolicy
 	passthrough map[string]bool
 	internal    map[string]bool // hosts that may resolve to internal addresses
+	names       map[string]bool // every host's name without its port
 }
 
 // HostPolicy is one injected host, compiled.
@@ -191,8 +192,20 @@ func NewPolicy(cfg *config.Config) (*Policy, error) {
 	for _, name := range cfg.InternalHosts {
 		p.internal[name] = true
 	}
+	p.names = map[string]bool{}
+	for _, h := range cfg.Hosts {
+		p.names[hostName(h.Name)] = true
+	}
+	for _, name := range cfg.Passthrough {
+		p.names[hostName(name)] = true
+	}
 	return p, nil
 }
+
+// NameAllowed reports whether name (lowercase, no trailing dot, no port)
+// is the name of a host the config injects or passes through, on any
+// port: the names the sandbox may resolve.
+func (p *Policy) NameAllowed(name string) bool { return p.names[name] }
 
 // Host returns the injected host named by a canonical name, or nil.
 func (p *Policy) Host(name string) *HostPolicy { return p.hosts[name] }

@@ -349,3 +349,27 @@ func BenchmarkDecideTunnel(b *testing.B) {
 		}
 	}
 }
+
+// TestNameAllowed: the names a sandbox may resolve are exactly the
+// injected and passthrough hosts' names.
+func TestNameAllowed(t *testing.T) {
+	p := testPolicy(t)
+	tests := map[string]bool{
+		"api.github.com":           true,
+		"github.com":               true,
+		"uploads.github.com":       true,
+		"pypi.org":                 true,
+		"x.api.github.com":         false,
+		"api.github.com.svc.local": false,
+		"exfil.example":            false,
+		"":                         false,
+		"api.github.com:443":       false,
+		"files.pythonhosted.org":   false,
+		"c2VjcmV0.api.github.com":  false,
+	}
+	for name, want := range tests {
+		if got := p.NameAllowed(name); got != want {
+			t.Errorf("NameAllowed(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -96,6 +96,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 		configPath  = fs.String("config", "", "the proxy config `FILE`, proxy.json as keyhole render writes it (required)")
 		listen      = fs.String("listen", ":3128", "address the sandbox's HTTPS_PROXY points at")
 		transparent = fs.String("transparent-listen", "", "address the pod's nat rules redirect the sandbox's TCP to (transparent mode); empty disables")
+		dnsListen   = fs.String("dns-listen", "", "address to answer the sandbox's DNS on, UDP and TCP (sidecar mode: the pod's rules redirect port 53 to it); allowed names only, nothing forwarded; empty disables")
 		adminListen = fs.String("admin-listen", "127.0.0.1:9090", "address for /healthz, /readyz and /metrics; empty disables (keyhole render passes :9090 for the kubelet's probes)")
 		caCert      = fs.String("ca-cert", "", "sandbox CA certificate (PEM); overrides the config")
 		caKey       = fs.String("ca-key", "", "sandbox CA private key (PEM); overrides the config")
@@ -197,12 +198,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 			return exitRuntime
 		}
 	}
+	var dnsUDP net.PacketConn
+	var dnsTCP net.Listener
+	if *dnsListen != "" {
+		if dnsUDP, dnsTCP, err = listenDNS(*dnsListen); err != nil {
+			ln.Close()
+			if tln != nil {
+				tln.Close()
+			}
+			failf("keyhole-proxy: --dns-listen: %v\n", err)
+			return exitRuntime
+		}
+	}
 	var admin net.Listener
 	if *adminListen != "" {
 		if admin, err = net.Listen("tcp", *adminListen); err != nil {
 			ln.Close()
 			if tln != nil {
 				tln.Close()
+			}
+			if dnsUDP != nil {
+				dnsUDP.Close()
+				dnsTCP.Close()
 			}
 			failf("keyhole-proxy: --admin-listen: %v\n", err)
 			return exitRuntime
@@ -215,6 +232,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 	if tln != nil {
 		attrs = append(attrs, "transparent", tln.Addr().String())
 	}
+	if dnsUDP != nil {
+		attrs = append(attrs, "dns", dnsUDP.LocalAddr().String())
+	}
 	var adminAddr net.Addr
 	if admin != nil {
 		adminAddr = admin.Addr()
@@ -225,10 +245,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 	if bound != nil {
 		bound(ln.Addr(), adminAddr)
 	}
-	if err := srv.Serve(ctx, proxy.Listeners{Proxy: ln, Transparent: tln, Admin: admin}); err != nil {
+	if err := srv.Serve(ctx, proxy.Listeners{Proxy: ln, Transparent: tln, Admin: admin, DNS: dnsUDP, DNSTCP: dnsTCP}); err != nil {
 		failf("keyhole-proxy: %v\n", err)
 		return exitRuntime
 	}
 	opts.Logger.Info("keyhole-proxy stopped")
 	return exitOK
+}
+
+// listenDNS binds addr for UDP, then the same port for TCP: a port 0
+// becomes one port for both.
+func listenDNS(addr string) (net.PacketConn, net.Listener, error) {
+	pc, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	_, port, _ := net.SplitHostPort(pc.LocalAddr().String())
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		pc.Close()
+		return nil, nil, err
+	}
+	return pc, ln, nil
 }

@@ -12,12 +12,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/miekg/dns"
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"keyhole.dev/keyhole/internal/golden"
@@ -263,5 +265,56 @@ func TestRunFlushesLogOnShutdown(t *testing.T) {
 	i, j := strings.Index(out, line), strings.Index(out, `"msg":"keyhole-proxy stopped"`)
 	if i < 0 || j < 0 || i > j {
 		t.Fatalf("want the request line, then the stopped line, after shutdown:\n%s", out)
+	}
+}
+
+// TestRunDNSListen: --dns-listen answers on one port, UDP and TCP, the
+// config's names only, and says where in the listening line; an address
+// it cannot bind is a runtime failure naming the flag.
+func TestRunDNSListen(t *testing.T) {
+	p := startRun(t, "--dns-listen", "127.0.0.1:0", "--log-flush-interval", "0")
+	m := regexp.MustCompile(`"dns":"(127\.0\.0\.1:[0-9]+)"`).FindStringSubmatch(p.stderr.String())
+	if m == nil {
+		t.Fatalf("no dns address in the listening line: %s", p.stderr.String())
+	}
+	tests := map[string]struct {
+		net, name string
+		rcode     int
+	}{
+		"udp, allowed":     {net: "udp", name: "pypi.org.", rcode: dns.RcodeSuccess},
+		"tcp, allowed":     {net: "tcp", name: "pypi.org.", rcode: dns.RcodeSuccess},
+		"udp, not allowed": {net: "udp", name: "data.exfil.example.", rcode: dns.RcodeNameError},
+		"tcp, not allowed": {net: "tcp", name: "data.exfil.example.", rcode: dns.RcodeNameError},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			q := new(dns.Msg)
+			q.SetQuestion(tc.name, dns.TypeA)
+			r, _, err := (&dns.Client{Net: tc.net, Timeout: 5 * time.Second}).Exchange(q, m[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Rcode != tc.rcode || (len(r.Answer) == 1) != (tc.rcode == dns.RcodeSuccess) {
+				t.Fatalf("reply %v, want %s", r, dns.RcodeToString[tc.rcode])
+			}
+		})
+	}
+	p.stop(t)
+	if n := strings.Count(p.stderr.String(), `"msg":"dns"`); n != len(tests) {
+		t.Errorf("%d dns log lines, want %d:\n%s", n, len(tests), p.stderr.String())
+	}
+
+	taken, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "proxy.json")
+	os.WriteFile(cfg, []byte(`{"apiVersion":"proxy.keyhole.dev/v1alpha1","kind":"ProxyConfig","sandbox":{"name":"s"},"passthrough":["pypi.org"]}`), 0o600)
+	var stdout, stderr syncBuf
+	code := run(context.Background(), []string{"--config", cfg, "--listen", "127.0.0.1:0", "--admin-listen", "", "--dns-listen", taken.LocalAddr().String()}, &stdout, &stderr, nil)
+	if code != exitRuntime || !strings.Contains(stderr.String(), "--dns-listen: ") {
+		t.Fatalf("exit %d, stderr %q; want %d naming --dns-listen", code, stderr.String(), exitRuntime)
 	}
 }

@@ -20,21 +20,22 @@ import (
 // init container, the only one with NET_ADMIN.
 const transparentInitCommand = "transparent-init"
 
-// runTransparentInit builds the rules from the flags and the pod's
-// resolv.conf and applies them with iptables-restore and, when the
+// runTransparentInit builds the rules from the flags and applies them with iptables-restore and, when the
 // kernel has IPv6, ip6tables-restore. Any failure is an error: a pod
 // whose rules did not install must not start its sandbox.
 func runTransparentInit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("keyhole-proxy "+transparentInitCommand, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: keyhole-proxy "+transparentInitCommand+" --proxy-uid UID --port PORT [--resolv-conf FILE] [--hosts FILE] [--names-dir DIR] [--print]")
+		fmt.Fprintln(stderr, "usage: keyhole-proxy "+transparentInitCommand+" --proxy-uid UID --port PORT --dns-port PORT [--admin-port PORT] [--resolv-conf FILE] [--hosts FILE] [--names-dir DIR] [--print]")
 		fs.PrintDefaults()
 	}
 	var (
 		uid        = fs.Int("proxy-uid", -1, "the user the proxy runs as; its connections alone leave unredirected (required)")
 		port       = fs.Int("port", 0, "the proxy's transparent listener port on 127.0.0.1 (required)")
-		resolvConf = fs.String("resolv-conf", "/etc/resolv.conf", "the pod's resolv.conf: its nameservers stay reachable on port 53")
+		dnsPort    = fs.Int("dns-port", 0, "the proxy's DNS listener port on 127.0.0.1, UDP and TCP: every other user's port 53 is redirected to it (required)")
+		adminPort  = fs.Int("admin-port", 0, "the proxy's admin port, refused to every other user of the pod; 0 for none")
+		resolvConf = fs.String("resolv-conf", "/etc/resolv.conf", "the pod's resolv.conf, copied with the hosts file by --names-dir")
 		hosts      = fs.String("hosts", "/etc/hosts", "the pod's hosts file, copied with resolv.conf by --names-dir")
 		namesDir   = fs.String("names-dir", "", "copy resolv.conf and the hosts file into this directory, for the proxy to mount as its own")
 		printOnly  = fs.Bool("print", false, "print the iptables-restore input instead of applying it (--names-dir still copies)")
@@ -53,15 +54,7 @@ func runTransparentInit(ctx context.Context, args []string, stdout, stderr io.Wr
 	if fs.NArg() > 0 {
 		return fail(exitUsage, "unexpected argument %q", fs.Arg(0))
 	}
-	rc, err := os.ReadFile(*resolvConf)
-	if err != nil {
-		return fail(exitUsage, "--resolv-conf: %v", err)
-	}
-	resolvers, err := netrules.Resolvers(rc)
-	if err != nil {
-		return fail(exitUsage, "%s: %v", *resolvConf, err)
-	}
-	c := netrules.Config{ProxyUID: *uid, Port: *port, Resolvers: resolvers}
+	c := netrules.Config{ProxyUID: *uid, Port: *port, DNSPort: *dnsPort, AdminPort: *adminPort}
 	v4, err := netrules.IPv4(c)
 	if err != nil {
 		return fail(exitUsage, "%v", err)
@@ -71,6 +64,10 @@ func runTransparentInit(ctx context.Context, args []string, stdout, stderr io.Wr
 		return fail(exitUsage, "%v", err)
 	}
 	if *namesDir != "" {
+		rc, err := os.ReadFile(*resolvConf)
+		if err != nil {
+			return fail(exitUsage, "--resolv-conf: %v", err)
+		}
 		hostsData, err := os.ReadFile(*hosts)
 		if err != nil {
 			return fail(exitUsage, "--hosts: %v", err)
@@ -92,7 +89,11 @@ func runTransparentInit(ctx context.Context, args []string, stdout, stderr io.Wr
 	} else if err := restore(ctx, "ip6tables-restore", v6); err != nil {
 		return fail(exitRuntime, "%v", err)
 	}
-	fmt.Fprintf(stderr, "keyhole-proxy %s: TCP of every user but %d redirected to 127.0.0.1:%d; DNS to %d resolvers; other egress refused\n", transparentInitCommand, *uid, *port, len(resolvers))
+	admin := "no admin port"
+	if *adminPort != 0 {
+		admin = fmt.Sprintf("admin port %d refused", *adminPort)
+	}
+	fmt.Fprintf(stderr, "keyhole-proxy %s: TCP of every user but %d redirected to 127.0.0.1:%d, DNS to 127.0.0.1:%d; %s; other egress refused\n", transparentInitCommand, *uid, *port, *dnsPort, admin)
 	return exitOK
 }
 
