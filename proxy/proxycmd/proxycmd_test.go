@@ -55,7 +55,7 @@ func TestDeps(t *testing.T) {
 		t.Fatalf("go list -deps listed only %d packages: %s", len(deps), out)
 	}
 	for _, d := range deps {
-		for _, banned := range []string{"cuelang.org/", "github.com/go-git/", "sigs.k8s.io/kustomize/", "keyhole.dev/keyhole/compiler", "keyhole.dev/keyhole/render"} {
+		for _, banned := range []string{"cuelang.org/", "github.com/go-git/", "sigs.k8s.io/kustomize/", "github.com/fluxcd/", "k8s.io/", "sigs.k8s.io/controller-runtime", "keyhole.dev/keyhole/compiler", "keyhole.dev/keyhole/render", "keyhole.dev/keyhole/source"} {
 			if strings.HasPrefix(d, banned) {
 				t.Errorf("keyhole-proxy depends on %s", d)
 			}
