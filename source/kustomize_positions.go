@@ -595,7 +595,13 @@ func (m *mapper) changed(n, near *yaml.Node, at []string, key bool) {
 		}
 	}
 	n.Line, n.Column = near.Line, near.Column
-	m.doc.from.where[n] = placed{pos: diag.Pos{File: m.doc.File, Line: near.Line, Column: near.Column}, note: m.note}
+	note := m.note
+	if u := m.doc.from.unit; u != nil && u.Flux != nil && near.Kind == yaml.ScalarNode && strings.Contains(near.Value, "${") {
+		// The source held a variable: Flux's post-build substitution
+		// wrote the value, not a kustomization.
+		note = fmt.Sprintf(" (value substituted by Flux Kustomization %s's postBuild, %s)", strings.TrimPrefix(u.Name, "flux:"), u.Decl)
+	}
+	m.doc.from.where[n] = placed{pos: diag.Pos{File: m.doc.File, Line: near.Line, Column: near.Column}, note: note}
 }
 
 // find returns the patch's node at field path at when it wrote what the
