@@ -201,6 +201,7 @@ func runCheck(e *env, args []string) int {
 	var f checkFlags
 	f.register(fs)
 	f.diagnosticsOnly = true
+	strict := fs.Bool("strict", false, "fail the check (exit 1) on warnings too, not only on errors; suppressed ones do not count")
 	paths, err := parse(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -217,7 +218,7 @@ func runCheck(e *env, args []string) int {
 		return fail(e, "check", err)
 	}
 	noteEmpty(e, "check", paths, c)
-	if c.result.Diagnostics.HasErrors() {
+	if c.result.Diagnostics.HasErrors() || *strict && c.result.Diagnostics.Count(diag.Warning) > 0 {
 		return exitFailed
 	}
 	return exitOK
