@@ -185,9 +185,17 @@ func flagProblem(fs *flag.FlagSet, err error) string {
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 	if near := diag.Suggest(name, names); near != "" {
-		return fmt.Sprintf("unknown flag --%s (did you mean --%s?)", name, near)
+		return fmt.Sprintf("unknown flag %s (did you mean %s?)", dashed(name), dashed(near))
 	}
-	return fmt.Sprintf("unknown flag --%s", name)
+	return "unknown flag " + dashed(name)
+}
+
+// dashed writes a flag's name as users type it: -v, --format.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }
 
 // newFlags returns a flag set that never exits: its help (-h) goes to
