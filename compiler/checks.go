@@ -217,7 +217,7 @@ func checkSecretMissing(p *pass) {
 				other.Name, orThisCluster(other.Cluster), hint)
 		}
 		p.report(codeSecretMissing, &c.item, path{"spec", "credential", "secretRef", "name"}, false,
-			"Secret %s is not in the input; the claim fails at run time when the proxy cannot read it%s%s", r, p.notCreatedNote(r), hint)
+			"Secret %s is not in the input; the claim fails at run time when the proxy cannot read it%s%s%s", r, p.notCreatedNote(r), hint, p.unreadNote())
 	}
 }
 
@@ -294,7 +294,8 @@ func checkSecretKeys(p *pass) {
 				}
 				reported[u.key] = true
 				keys := s.keys()
-				p.reportUse(codeSecretKeyMissing, &c.item, u, "key %q is not in Secret %s (it has: %s)%s%s", u.key, r, listOrNone(keys), didYouMean(u.key, keys), s.replacedNote(u.key))
+				near := didYouMean(u.key, keys)
+				p.reportUse(codeSecretKeyMissing, &c.item, u, "key %q is not in Secret %s%s (it has: %s)%s", u.key, r, near, listOrNone(keys), s.replacedNote(u.key, near != ""))
 			}
 		}
 	}
@@ -362,11 +363,30 @@ func (p *pass) secretNames(namespace string) []string {
 	return names
 }
 
+// listCap is how many names a message lists before it says how many more
+// there are: a Secret may hold thousands of keys, and a message is one
+// line a reader takes in at a glance.
+const listCap = 20
+
+// listOrNone lists keys sorted, at most listCap of them, or says there are
+// none.
 func listOrNone(keys []string) string {
 	if len(keys) == 0 {
 		return "no keys"
 	}
-	return strings.Join(keys, ", ")
+	return capList(keys)
+}
+
+// capList lists names sorted, at most listCap of them and then how many
+// more there are.
+func capList(names []string) string {
+	names = slices.Clone(names)
+	slices.Sort(names)
+	names = slices.Compact(names)
+	if len(names) <= listCap {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:listCap], ", "), len(names)-listCap)
 }
 
 // otherClusterSecret returns the first unit of another cluster that holds

@@ -110,15 +110,20 @@ func checkBindingRefs(p *pass) {
 				// the class's own findings say what is wrong
 			} else if class == nil {
 				msg := fmt.Sprintf("SandboxClass %s is not in the input", ref{ns, b.Sandbox})
-				p.report(codeBindingClassMissing, &o.item, bindingPath(j).with("sandbox"), false, "%s%s", msg, bindingHint(o, "SandboxClass", "sandbox", b.Sandbox, p.classNames(ns)))
+				p.report(codeBindingClassMissing, &o.item, bindingPath(j).with("sandbox"), false, "%s%s%s", msg, p.bindingHint(o, "SandboxClass", "sandbox", b.Sandbox, p.classNames(ns)), p.unreadNote())
 			} else if roles := class.roles(); !slices.Contains(roles, b.Role) {
 				p.report(codeBindingRoleUndeclared, &o.item, bindingPath(j).with("role"), false,
 					"SandboxClass %s declares no role %q (it declares: %s); declare it in the class's spec.connections or bind a declared role%s",
 					class.ref(), b.Role, listOrNone(roles), didYouMean(b.Role, roles))
 			}
 			if p.conns.get(ref{ns, b.Connection}) == nil && !p.invalid["Connection/"+ref{ns, b.Connection}.String()] {
+				names := p.connNames(ns)
+				hint := p.bindingHint(o, "Connection", "connection", b.Connection, names)
+				if hint == "" && len(names) > 0 {
+					hint = fmt.Sprintf("; the Connections of namespace %s are: %s", ns, capList(names))
+				}
 				p.report(codeBindingConnectionMissing, &o.item, bindingPath(j).with("connection"), false,
-					"Connection %s is not in the input%s", ref{ns, b.Connection}, bindingHint(o, "Connection", "connection", b.Connection, p.connNames(ns)))
+					"Connection %s is not in the input%s%s", ref{ns, b.Connection}, hint, p.unreadNote())
 			}
 		}
 	}
@@ -141,6 +146,9 @@ func checkBindingConflicts(p *pass) {
 			if c == nil {
 				continue
 			}
+			// The sandbox is named after its owner and class, as
+			// checkSandboxNames says.
+			sandbox := fmt.Sprintf("%s-%s (SandboxClass %s)", o.obj().Name, b.Sandbox, b.Sandbox)
 			if hosts[b.Sandbox] == nil {
 				hosts[b.Sandbox], envs[b.Sandbox] = map[string]claim{}, map[string]claim{}
 			}
@@ -148,7 +156,7 @@ func checkBindingConflicts(p *pass) {
 				for _, h := range in.Hosts {
 					if first, ok := hosts[b.Sandbox][h]; ok && first.connection != c.obj().Name {
 						p.report(codeBindingHostConflict, &o.item, bindingPath(j).with("connection"), false,
-							"Connections %s (binding %d) and %s both inject %s in sandbox %s; the proxy can apply only one, so bind one of them", first.connection, first.binding, c.obj().Name, h, b.Sandbox)
+							"Connections %s (binding %d) and %s both inject %s in sandbox %s; the proxy can apply only one, so bind one of them", first.connection, first.binding, c.obj().Name, h, sandbox)
 					} else if !ok {
 						hosts[b.Sandbox][h] = claim{c.obj().Name, j}
 					}
@@ -156,7 +164,7 @@ func checkBindingConflicts(p *pass) {
 				for _, e := range in.PlaceholderEnv {
 					if first, ok := envs[b.Sandbox][e]; ok && first.connection != c.obj().Name {
 						p.report(codeBindingEnvConflict, &o.item, bindingPath(j).with("connection"), false,
-							"Connections %s (binding %d) and %s both set %s in sandbox %s; rename one placeholderEnv", first.connection, first.binding, c.obj().Name, e, b.Sandbox)
+							"Connections %s (binding %d) and %s both set %s in sandbox %s; rename one placeholderEnv", first.connection, first.binding, c.obj().Name, e, sandbox)
 					} else if !ok {
 						envs[b.Sandbox][e] = claim{c.obj().Name, j}
 					}
@@ -208,8 +216,8 @@ func (c *sandboxClass) roles() []string {
 // kustomize namePrefix or nameSuffix made of it, as kustomize renames
 // the object but follows a reference only CRDs know only when a
 // nameReference entry tells it to; else a near name.
-func bindingHint(o *owner, kind, field, name string, names []string) string {
-	renamed := renamedName(name, names)
+func (p *pass) bindingHint(o *owner, kind, field, name string, names []string) string {
+	renamed := p.renamedName(name, names)
 	if renamed == "" {
 		return didYouMean(name, names)
 	}

@@ -44,8 +44,8 @@ var (
 )
 
 const checksDocIntroText = `Every diagnostic ¤keyhole check¤ reports, by stable code. Errors fail the check (exit 1);
-warnings and info do not. keyhole's findings are about its own objects and what they depend on;
-what a walk finds that is some other tool's business is skipped, and said at info
+warnings and info do not (with ¤--strict¤, warnings do). keyhole's findings are about its own
+objects and what they depend on; what a walk finds that is some other tool's business is skipped, and said at info
 ([inputs.md](inputs.md#scope)).
 
 Any code can be silenced: everywhere, on one object or under a path with keyhole.yaml's

@@ -410,7 +410,31 @@ func checkValuesUnknown(p *pass) {
 // them to every object's name but not to references only a CRD knows,
 // such as a Connection's secretRef; "" when there is none or several.
 func (p *pass) renamedSecret(r ref) string {
-	return renamedName(r.name, p.secretNames(r.namespace))
+	return p.renamedName(r.name, p.secretNames(r.namespace))
+}
+
+// renamedName is renamedName(name, names) where a kustomization may have
+// renamed objects: in a deploy unit a kustomization or engine builds, never
+// among loose files, where nothing adds a prefix or suffix.
+func (p *pass) renamedName(name string, names []string) string {
+	if p.unit.Source == source.UnitLoose {
+		return ""
+	}
+	return renamedName(name, names)
+}
+
+// unreadNote names the files of the input a walk could not read, which
+// may hold what a message says is not in the input; "" when there are
+// none.
+func (p *pass) unreadNote() string {
+	files := source.Unread(p.opts.Loaded)
+	switch len(files) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf("; %s could not be read and may hold it", files[0])
+	}
+	return fmt.Sprintf("; %s could not be read and may hold it", capList(files))
 }
 
 // renamedName returns the one of names that is name with a prefix or
@@ -463,14 +487,22 @@ func (p *pass) checkName(it *item, at path, name string) {
 
 // replacedNote says, when key is one an ExternalSecret fetches (or may
 // fetch, through spec.dataFrom) but its template drops, why it is not in
-// the Secret.
-func (s *secret) replacedNote(key string) string {
+// the Secret. When key is a near miss of a key the template makes (near),
+// the likely fault is a typo, which mergePolicy Merge would hide: the note
+// then says nothing of a key dataFrom may fetch, and does not advise Merge.
+func (s *secret) replacedNote(key string, near bool) string {
 	d := s.decl()
 	if d.replacedBy == "" || !s.replacedAny && !slices.Contains(d.replaced, key) {
 		return ""
 	}
 	if !slices.Contains(d.replaced, key) {
+		if near {
+			return ""
+		}
 		return fmt.Sprintf("; %s may fetch it through spec.dataFrom, but its spec.target.template has data (or templateFrom), which replaces the fetched keys (mergePolicy Replace, the default): read a key of the template, or set spec.target.template.mergePolicy: Merge", d.replacedBy)
+	}
+	if near {
+		return fmt.Sprintf("; %s fetches it, but its spec.target.template has data (or templateFrom), which replaces the fetched keys (mergePolicy Replace, the default): read a key of the template", d.replacedBy)
 	}
 	return fmt.Sprintf("; %s fetches it, but its spec.target.template has data (or templateFrom), which replaces the fetched keys (mergePolicy Replace, the default): read a key of the template, or set spec.target.template.mergePolicy: Merge", d.replacedBy)
 }

@@ -14,8 +14,12 @@ import (
 func TestRenamedSecret(t *testing.T) {
 	tests := map[string]struct {
 		secrets []string
-		want    string
+		// loose reads the Secrets as loose files, which no
+		// kustomization renames.
+		loose bool
+		want  string
 	}{
+		"loose files":             {secrets: []string{"prod-token"}, loose: true},
 		"namePrefix":              {secrets: []string{"prod-token"}, want: "prod-token"},
 		"nameSuffix":              {secrets: []string{"token-dev"}, want: "token-dev"},
 		"both":                    {secrets: []string{"prod-token-eu"}, want: "prod-token-eu"},
@@ -30,6 +34,10 @@ func TestRenamedSecret(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			p := &pass{secrets: map[ref]*secret{{namespace: "other", name: "prod-token"}: {}}}
+			p.unit = &source.Unit{Source: source.UnitKustomization}
+			if tc.loose {
+				p.unit = source.LooseUnitValue()
+			}
 			for _, s := range tc.secrets {
 				p.secrets[ref{namespace: "ns", name: s}] = &secret{}
 			}
@@ -201,7 +209,7 @@ func TestExternalSecretKeys(t *testing.T) {
 			input:   es("    template:\n      data: {token: \"{{ .GITHUB_TOKEN }}\"}\n  dataFrom:\n    - extract: {key: github}\n"),
 			reads:   "{{ .tokn }}",
 			want:    map[string]int{codeSecretKeyMissing: 1},
-			missing: `key "tokn" is not in Secret ns/target (it has: token); did you mean "token"?`,
+			missing: `key "tokn" is not in Secret ns/target; did you mean "token"? (it has: token)`,
 		},
 		"template data over dataFrom, a store key read": {
 			input:   es("    template:\n      data: {token: \"{{ .GITHUB_TOKEN }}\"}\n  dataFrom:\n    - extract: {key: github}\n"),

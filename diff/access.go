@@ -362,7 +362,7 @@ func matchingRule(e entry, r request) string {
 	}
 	for _, rule := range e.h.Rules {
 		if policy.MatchRule(rule, r.method, r.path, policy.Body{Data: r.body, Complete: true, ContentType: []string{"application/json"}}) {
-			return describeRule(rule)
+			return DescribeRule(rule)
 		}
 	}
 	return ""

@@ -236,18 +236,24 @@ func rules(rs []config.Rule) []string {
 	}
 	out := make([]string, 0, len(rs))
 	for _, r := range rs {
-		out = append(out, describeRule(r))
+		out = append(out, DescribeRule(r))
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
 }
 
-// describeRule writes a rule on one line: methods, paths, body conditions.
-func describeRule(r config.Rule) string {
+// DescribeRule writes a rule on one line, as diff and explain both show
+// it: methods, paths (a comma between them), body conditions
+// ("GET,HEAD /repos/a, /repos/b with JSON body action in [opened,closed]").
+func DescribeRule(r config.Rule) string {
 	paths := append(slices.Clone(r.PathPrefixes), r.PathPatterns...)
 	s := strings.Join(r.Methods, ",") + " " + strings.Join(paths, ", ")
+	var conds []string
 	for _, k := range slices.Sorted(maps.Keys(r.Body)) {
-		s += fmt.Sprintf(" body %s=%s", k, strings.Join(r.Body[k], "|"))
+		conds = append(conds, fmt.Sprintf("%s in [%s]", k, strings.Join(r.Body[k], ",")))
+	}
+	if len(conds) > 0 {
+		s += " with JSON body " + strings.Join(conds, ", ")
 	}
 	return s
 }

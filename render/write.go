@@ -84,6 +84,11 @@ func WriteDir(dir string, files []File) error {
 	}
 
 	parent := filepath.Dir(dir)
+	// -o a/b/c where a/b does not exist yet: make it, as mkdir -p would,
+	// for the staged tree to sit next to where it goes.
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return fmt.Errorf("making the output directory's parent: %w", err)
+	}
 	stage, err := os.MkdirTemp(parent, "."+base+".keyhole-new-")
 	if err != nil {
 		return fmt.Errorf("staging the render next to %q: %w", dir, err)

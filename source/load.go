@@ -346,7 +346,7 @@ func (l *loader) loadPath(p string) {
 			continue
 		}
 		l.diags = append(l.diags, skipped(diag.Pos{File: name, Line: 1, Column: 1},
-			fmt.Sprintf("symbolic link that leads nowhere readable (%s); skipped", linkReason(e.err))))
+			fmt.Sprintf(linkUnreadable+" (%s); skipped", linkReason(e.err))))
 	}
 	for _, e := range w.errs {
 		l.unreadable(l.under(p, abs, e.path), e.err)

@@ -149,6 +149,24 @@ func skipUnreadable(file string, data []byte, docs []Document, ds diag.List) ([]
 	return nil, diag.List{skipped(e.Pos, fmt.Sprintf("not read as objects: %s (%s: %s); skipped (name the file explicitly to check it)", why, e.Code, firstClause(e.Message)))}
 }
 
+// linkUnreadable begins the note of a symbolic link a walk could not
+// follow (see Unread).
+const linkUnreadable = "symbolic link that leads nowhere readable"
+
+// Unread returns the files of ds (the loader's diagnostics) a walk could
+// not read at all, in order: symbolic links that lead nowhere. Whatever
+// they were meant to hold is not in the input, so a message about
+// something missing names them as where it may be.
+func Unread(ds diag.List) []string {
+	var files []string
+	for _, d := range ds {
+		if d.Code == CodeInputSkipped && strings.HasPrefix(d.Message, linkUnreadable) {
+			files = append(files, d.Pos.File)
+		}
+	}
+	return files
+}
+
 // skipped is an InputSkipped note.
 func skipped(pos diag.Pos, msg string) diag.Diagnostic {
 	return diag.Diagnostic{Code: CodeInputSkipped, Severity: diag.Info, Pos: pos, Message: msg}

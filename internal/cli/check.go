@@ -201,6 +201,7 @@ func runCheck(e *env, args []string) int {
 	var f checkFlags
 	f.register(fs)
 	f.diagnosticsOnly = true
+	strict := fs.Bool("strict", false, "fail the check (exit 1) on warnings too, not only on errors; suppressed ones do not count")
 	paths, err := parse(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -216,10 +217,32 @@ func runCheck(e *env, args []string) int {
 	if err := report(e, c, f.format, f.print); err != nil {
 		return fail(e, "check", err)
 	}
-	if c.result.Diagnostics.HasErrors() {
+	noteEmpty(e, "check", paths, c)
+	if c.result.Diagnostics.HasErrors() || *strict && c.result.Diagnostics.Count(diag.Warning) > 0 {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// noteEmpty says on stderr, where no format's output is disturbed, that
+// the inputs held no document at all: an empty file or an empty standard
+// input (a generator upstream that wrote nothing) is checked clean, which
+// is true, and would otherwise say nothing of why.
+func noteEmpty(e *env, cmd string, paths []string, c checked) {
+	if c.documents > 0 || len(c.result.Diagnostics) > 0 {
+		return
+	}
+	if len(paths) == 0 {
+		paths = []string{"."}
+	}
+	named := make([]string, len(paths))
+	for i, p := range paths {
+		named[i] = p
+		if p == "-" {
+			named[i] = "standard input"
+		}
+	}
+	fmt.Fprintf(e.stderr, "keyhole %s: note: no document in %s: nothing was checked\n", cmd, strings.Join(named, ", "))
 }
 
 // fail prints err and returns the exit code it maps to.

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/internal/memlimit"
 	"keyhole.dev/keyhole/internal/version"
 )
@@ -103,11 +104,13 @@ func quietLibraries() func() {
 }
 
 func run(e *env, args []string) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
 		usage(e.stderr)
-		if len(args) == 0 {
-			return exitUsage
-		}
+		return exitUsage
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		// Asked for, help is the output: stdout, exit 0.
+		usage(e.stdout)
 		return exitOK
 	}
 	if args[0] == "--version" {
@@ -138,10 +141,23 @@ func usage(w io.Writer) {
 // parse parses flags that may come before, between or after the
 // positional arguments, as users type them (`keyhole check dir --format
 // json`). A "--" ends the flags. It returns the positional arguments.
+//
+// Help asked for (-h, --help) goes to stdout. A bad flag is one line on
+// the flag set's output (stderr), with a did-you-mean for an unknown flag
+// and a pointer to -h, rather than the whole help.
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	help, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	defer func() { fs.Usage = help; fs.SetOutput(out) }()
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				help()
+			} else {
+				fmt.Fprintf(out, "%s: %s\nRun '%s -h' for its flags and examples.\n", fs.Name(), flagProblem(fs, err), fs.Name())
+			}
 			return nil, err
 		}
 		rest := fs.Args()
@@ -157,15 +173,43 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// newFlags returns a flag set that reports to e.stderr and never exits.
+// flagProblem says what is wrong with a command line the flag package
+// refused: for an unknown flag, its name and the nearest flag there is.
+func flagProblem(fs *flag.FlagSet, err error) string {
+	const unknown = "flag provided but not defined: -"
+	msg := err.Error()
+	name, ok := strings.CutPrefix(msg, unknown)
+	if !ok {
+		return msg
+	}
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	if near := diag.Suggest(name, names); near != "" {
+		return fmt.Sprintf("unknown flag %s (did you mean %s?)", dashed(name), dashed(near))
+	}
+	return "unknown flag " + dashed(name)
+}
+
+// dashed writes a flag's name as users type it: -v, --format.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// newFlags returns a flag set that never exits: its help (-h) goes to
+// e.stdout, its errors to e.stderr (see parse).
 func newFlags(e *env, name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet("keyhole "+name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "usage: keyhole %s %s\n", name, synopsis)
-		printExamples(e.stderr, name)
-		fmt.Fprintln(e.stderr, "\nflags:")
+		fmt.Fprintf(e.stdout, "usage: keyhole %s %s\n", name, synopsis)
+		printExamples(e.stdout, name)
+		fmt.Fprintln(e.stdout, "\nflags:")
+		fs.SetOutput(e.stdout)
 		fs.PrintDefaults()
+		fs.SetOutput(e.stderr)
 	}
 	return fs
 }

@@ -26,8 +26,8 @@ func runCompletion(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "keyhole completion: name one shell: %s\n", strings.Join(completionShells(), ", "))
 		return exitUsage
 	}
-	if err := oneOf("shell", rest[0], completionShells()...); err != nil {
-		fmt.Fprintf(e.stderr, "keyhole completion: %v\n", err)
+	if !slices.Contains(completionShells(), rest[0]) {
+		fmt.Fprintf(e.stderr, "keyhole completion: no completion script for shell %q: want one of %s\n", rest[0], strings.Join(completionShells(), ", "))
 		return exitUsage
 	}
 	cmds := completionCommands()
@@ -103,7 +103,9 @@ func completionCommands() []compCommand {
 	var out []compCommand
 	for _, c := range commands() {
 		var help bytes.Buffer
-		c.run(&env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: &help}, []string{"-h"})
+		// keyhole's commands write -h to stdout; the proxy's, its own
+		// package's, to stderr: either is the help.
+		c.run(&env{stdin: strings.NewReader(""), stdout: &help, stderr: &help}, []string{"-h"})
 		cc := compCommand{name: c.name, summary: c.summary, flags: parseFlagHelp(help.String())}
 		for i, f := range cc.flags {
 			cc.flags[i].values = flagValues(c.name, f.name)

@@ -53,8 +53,8 @@ one side only (a directory the change adds or deletes) is empty on the other.
 
 --format text|markdown|json|github: the report on stdout is text, markdown
 (a PR comment), or JSON; github gives markdown with diagnostics as GitHub
-annotations. Diagnostics go to stderr: the head's whenever it has any, the
-base's when it has errors. For code scanning, run 'keyhole check --format
+annotations. Diagnostics go to stderr, in every format alike: the head's
+when it has errors or warnings, the base's when it has errors. For code scanning, run 'keyhole check --format
 sarif' on the head.
 
 Per sandbox the report leads with an access verdict, decided with the
@@ -476,11 +476,13 @@ func (r *reuse) render() *render.Reuse {
 	return r.rendered
 }
 
-// shown reports whether printing ds in the format shows anything: the
-// text format leaves the info diagnostics out unless verbose.
+// shown reports whether a side's diagnostics are printed: when it has
+// errors or warnings, or with -v any at all.
 func shown(ds diag.List, format string, verbose bool) bool {
-	if format != "text" || verbose {
+	if verbose {
 		return len(ds) > 0
 	}
+	// Every format alike: info alone (what was skipped) is no reason to
+	// print a side's diagnostics, which -v asks for.
 	return ds.Count(diag.Error)+ds.Count(diag.Warning) > 0
 }

@@ -252,21 +252,7 @@ func injection(in config.Inject) string {
 }
 
 func rule(r config.Rule) string {
-	paths := slices.Concat(r.PathPrefixes, r.PathPatterns)
-	s := strings.Join(r.Methods, ",") + " " + strings.Join(paths, " ")
-	if len(r.Body) > 0 {
-		keys := make([]string, 0, len(r.Body))
-		for k := range r.Body {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		var conds []string
-		for _, k := range keys {
-			conds = append(conds, fmt.Sprintf("%s in [%s]", k, strings.Join(r.Body[k], ",")))
-		}
-		s += " with JSON body " + strings.Join(conds, ", ")
-	}
-	return s
+	return diff.DescribeRule(r)
 }
 
 // judge decides a request as the proxy would, with the proxy's own

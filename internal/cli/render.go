@@ -16,7 +16,7 @@ import (
 )
 
 func runRender(e *env, args []string) int {
-	fs := newFlags(e, "render", "[flags] (-o DIR | --stdout) [PATH...]")
+	fs := newFlags(e, "render", "[flags] (-o DIR | --stdout) [PATH...]\n       keyhole render --krm < resource-list.yaml")
 	var f checkFlags
 	f.register(fs)
 	out := fs.String("o", "", "write the rendered files to `DIR` (replaced atomically; never written when the check finds errors); with several deploy units, each to DIR/<unit>")
