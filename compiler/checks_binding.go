@@ -67,25 +67,14 @@ func isDNSLabel(s string) bool {
 // render refuses, so that check fails where render would: a binding's
 // sandbox is named <owner>-<SandboxClass>, an agent's <name>-<sandbox>.
 func checkSandboxNames(p *pass) {
-	for _, o := range p.owners {
-		sb := o.wire().Spec.Sandbox
-		if sb.Enabled != nil && !*sb.Enabled {
-			continue
+	p.bindingSandboxes(func(o *owner, j int, class string) {
+		name := o.obj().Name + "-" + class
+		if err := CheckSandboxName(name); err != nil {
+			p.report(codeSandboxNameInvalid, &o.item, bindingPath(j).with("sandbox"), false,
+				"the sandbox of %s %s and SandboxClass %s is named %s, which render cannot use: %s; rename the %s or the SandboxClass (or change the kustomize namePrefix or nameSuffix that lengthens both)",
+				o.obj().Kind, o.obj().Name, class, name, err, o.obj().Kind)
 		}
-		seen := map[string]bool{}
-		for j, b := range sb.Connections {
-			if seen[b.Sandbox] {
-				continue
-			}
-			seen[b.Sandbox] = true
-			name := o.obj().Name + "-" + b.Sandbox
-			if err := CheckSandboxName(name); err != nil {
-				p.report(codeSandboxNameInvalid, &o.item, bindingPath(j).with("sandbox"), false,
-					"the sandbox of %s %s and SandboxClass %s is named %s, which render cannot use: %s; rename the %s or the SandboxClass (or change the kustomize namePrefix or nameSuffix that lengthens both)",
-					o.obj().Kind, o.obj().Name, b.Sandbox, name, err, o.obj().Kind)
-			}
-		}
-	}
+	})
 	for _, a := range p.agents {
 		aw := a.wire()
 		if aw.Sandbox == "" {

@@ -35,10 +35,11 @@ func (s sandboxSource) pos() diag.Pos {
 	return pos
 }
 
-// sandboxSources calls yield with each sandbox the unit's plan would
-// hold, in input order (bindings, then agents), with its namespace as
-// render places it and its name.
-func (p *pass) sandboxSources(yield func(r ref, s sandboxSource)) {
+// bindingSandboxes calls yield with each sandbox an AgentRuntime's or
+// ToolRegistry's bindings make, in input order: its owner, the index of
+// the first binding to the SandboxClass, and the class. An owner whose
+// sandbox is disabled makes none.
+func (p *pass) bindingSandboxes(yield func(o *owner, j int, class string)) {
 	for _, o := range p.owners {
 		sb := o.wire().Spec.Sandbox
 		if sb.Enabled != nil && !*sb.Enabled {
@@ -46,16 +47,24 @@ func (p *pass) sandboxSources(yield func(r ref, s sandboxSource)) {
 		}
 		seen := map[string]bool{}
 		for j, b := range sb.Connections {
-			if seen[b.Sandbox] {
-				continue
+			if !seen[b.Sandbox] {
+				seen[b.Sandbox] = true
+				yield(o, j, b.Sandbox)
 			}
-			seen[b.Sandbox] = true
-			yield(ref{o.ns, o.obj().Name + "-" + b.Sandbox}, sandboxSource{
-				it: &o.item, at: bindingPath(j).with("sandbox"),
-				what: fmt.Sprintf("%s %s with SandboxClass %s", o.obj().Kind, o.obj().Name, b.Sandbox),
-			})
 		}
 	}
+}
+
+// sandboxSources calls yield with each sandbox the unit's plan would
+// hold, in input order (bindings, then agents), with its namespace as
+// render places it and its name.
+func (p *pass) sandboxSources(yield func(r ref, s sandboxSource)) {
+	p.bindingSandboxes(func(o *owner, j int, class string) {
+		yield(ref{o.ns, o.obj().Name + "-" + class}, sandboxSource{
+			it: &o.item, at: bindingPath(j).with("sandbox"),
+			what: fmt.Sprintf("%s %s with SandboxClass %s", o.obj().Kind, o.obj().Name, class),
+		})
+	})
 	for _, a := range p.agents {
 		s, ok := p.agentSandbox(a)
 		if !ok {
