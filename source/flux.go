@@ -270,7 +270,7 @@ func (l *loader) substitute(u *Unit, m resmap.ResMap) (err error) {
 		return nil
 	}
 	_, from, _ := unstructured.NestedSlice(obj.Object, "spec", "postBuild", "substituteFrom")
-	c := &repoClient{l: l, root: u.Flux.SourceRoot, unknown: map[string]string{}}
+	c := &repoClient{objs: l.repoObjects(u.Flux.SourceRoot), unknown: map[string]string{}}
 	if from {
 		// A variable that only an object the repository does not hold
 		// (or holds encrypted) can give stays as written: keyhole does
@@ -328,28 +328,30 @@ func (c *repoClient) knownVars(obj unstructured.Unstructured) map[string]bool {
 // Every other method is the nil client's: substitution calls none.
 type repoClient struct {
 	client.Client
-	l    *loader
-	root string
-	objs map[[3]string]*Document
-	// byName holds the first object of each kind and name, for an object
-	// whose namespace a kustomization sets where the file names none.
-	byName map[[2]string]*Document
+	objs *repoObjects
 	// unknown are the variables an object the repository does not hold
 	// in the clear stands for, each as written.
 	unknown map[string]string
+}
+
+// repoObjects are the ConfigMaps and Secrets a repository holds in the
+// clear, read once per Load however many Flux units substitute from
+// them.
+type repoObjects struct {
+	byKey map[[3]string]*Document
+	// byName holds the first object of each kind and name, for an object
+	// whose namespace a kustomization sets where the file names none.
+	byName map[[2]string]*Document
 }
 
 // lookup returns the ConfigMap or Secret of kind, namespace and name the
 // repository holds in the clear: in that namespace, else of that name in
 // any.
 func (c *repoClient) lookup(kind, ns, name string) *Document {
-	if c.objs == nil {
-		c.index()
-	}
-	if d := c.objs[[3]string{kind, ns, name}]; d != nil {
+	if d := c.objs.byKey[[3]string{kind, ns, name}]; d != nil {
 		return d
 	}
-	return c.byName[[2]string{kind, name}]
+	return c.objs.byName[[2]string{kind, name}]
 }
 
 // Get fills obj with the ConfigMap or Secret of key the repository
@@ -391,12 +393,15 @@ func (c *repoClient) Get(_ context.Context, key client.ObjectKey, obj client.Obj
 	return nil
 }
 
-// index reads the ConfigMaps and Secrets of the repository once.
-func (c *repoClient) index() {
-	c.objs = map[[3]string]*Document{}
-	c.byName = map[[2]string]*Document{}
-	for _, f := range walkAll(c.l.fsys, c.root, &c.l.paths) {
-		data := c.l.sniff(f, []byte("kind"))
+// repoObjects returns the ConfigMaps and Secrets of the repository at
+// root, reading them on the first call for that root.
+func (l *loader) repoObjects(root string) *repoObjects {
+	if r := l.repoObjs[root]; r != nil {
+		return r
+	}
+	r := &repoObjects{byKey: map[[3]string]*Document{}, byName: map[[2]string]*Document{}}
+	for _, f := range walkAll(l.fsys, root, &l.paths) {
+		data := l.sniff(f, []byte("kind"))
 		if data == nil || !(bytes.Contains(data, []byte("ConfigMap")) || bytes.Contains(data, []byte("Secret"))) {
 			continue
 		}
@@ -406,15 +411,19 @@ func (c *repoClient) index() {
 			if o.APIVersion != "v1" || (o.Kind != "ConfigMap" && o.Kind != "Secret") || Lookup(d.Node, "sops") != nil {
 				continue
 			}
-			k := [3]string{o.Kind, cmp.Or(o.Namespace, "default"), o.Name}
-			if c.objs[k] == nil {
-				c.objs[k] = d
+			if k := [3]string{o.Kind, cmp.Or(o.Namespace, "default"), o.Name}; r.byKey[k] == nil {
+				r.byKey[k] = d
 			}
-			if n := [2]string{o.Kind, o.Name}; c.byName[n] == nil {
-				c.byName[n] = d
+			if n := [2]string{o.Kind, o.Name}; r.byName[n] == nil {
+				r.byName[n] = d
 			}
 		}
 	}
+	if l.repoObjs == nil {
+		l.repoObjs = map[string]*repoObjects{}
+	}
+	l.repoObjs[root] = r
+	return r
 }
 
 // stringMap returns a mapping node's string values by key.

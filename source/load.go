@@ -151,6 +151,9 @@ type loader struct {
 	// engine are the units GitOps engines' objects declare (flux.go,
 	// argocd.go).
 	engine []*Unit
+	// repoObjs are the ConfigMaps and Secrets Flux substitution reads,
+	// by repository root (flux.go).
+	repoObjs map[string]*repoObjects
 }
 
 func newLoader(opts Options) (*loader, error) {
