@@ -25,7 +25,7 @@ for dir in "$@"; do
   for _ in $(seq "$count"); do
     for b in old new; do
       /usr/bin/time -f '%e %M' -o "$tmp/time" "$tmp/keyhole-$b" check "$dir" >"$tmp/$b.out" 2>&1 || true
-      read -r s kb <"$tmp/time"
+      read -r s kb < <(tail -n 1 "$tmp/time")
       awk -v s="$s" 'BEGIN {print s*1000}' >>"$tmp/$b.t"
       awk -v k="$kb" 'BEGIN {print k/1024}' >>"$tmp/$b.m"
     done
