@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Checks that a refactor changed no output: builds keyhole at a git ref and
+# from the working tree, runs check (text and json), render --stdout (both
+# proxy modes), explain and diff --base REF~20 on every directory given (the
+# bundled examples, the checks fixtures and the corpus repositories when none
+# is), and compares what the two binaries print and their exit codes. Prints
+# each difference and exits 1 if there is any.
+#
+#   bench/same-output.sh REF [DIR...]     # e.g. bench/same-output.sh main
+#   KEYHOLE_SAME_GEN=10000 bench/same-output.sh main   # adds a generated repository of N Connections
+set -euo pipefail
+ref=$1; shift
+cd "$(dirname "$0")/.."
+root=$(pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+git archive "$ref" | tar -x -C "$tmp" --one-top-level=old
+(cd "$tmp/old" && CGO_ENABLED=0 go build -trimpath -o "$tmp/keyhole-old" ./cmd/keyhole)
+CGO_ENABLED=0 go build -trimpath -o "$tmp/keyhole-new" ./cmd/keyhole
+
+dirs=("$@")
+if [ ${#dirs[@]} -eq 0 ]; then
+  for d in examples/* compiler/testdata/checks/* internal/cli/testdata/repos/*; do
+    [ -d "$d" ] && dirs+=("$d")
+  done
+fi
+if [ -n "${KEYHOLE_SAME_GEN:-}" ]; then
+  go run ./bench/gen -n "$KEYHOLE_SAME_GEN" -agents $((KEYHOLE_SAME_GEN / 100 + 1)) -o "$tmp/gen" >/dev/null
+  dirs+=("$tmp/gen")
+fi
+
+runs=(
+  "check"
+  "check --format json"
+  "render --stdout --sandbox-image example.com/sandbox:1"
+  "render --stdout --sandbox-image example.com/sandbox:1 --proxy-mode deployment"
+  "explain"
+  "diff --base $(git rev-parse "$ref~20") --sandbox-image example.com/sandbox:1"
+)
+differ=0
+for dir in "${dirs[@]}"; do
+  for args in "${runs[@]}"; do
+    for b in old new; do
+      # shellcheck disable=SC2086 # args are words
+      (cd "$root" && "$tmp/keyhole-$b" $args "$dir" >"$tmp/$b.out" 2>"$tmp/$b.err"; echo "exit $?" >>"$tmp/$b.err") || true
+    done
+    if ! cmp -s "$tmp/old.out" "$tmp/new.out" || ! cmp -s "$tmp/old.err" "$tmp/new.err"; then
+      echo "DIFFERS: keyhole $args $dir"
+      diff "$tmp/old.out" "$tmp/new.out" | head -5 || true
+      diff "$tmp/old.err" "$tmp/new.err" | head -5 || true
+      differ=1
+    fi
+  done
+done
+[ "$differ" = 0 ] && echo "same output on ${#dirs[@]} directories, ${#runs[@]} commands each"
+exit "$differ"
