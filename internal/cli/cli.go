@@ -121,9 +121,20 @@ func run(e *env, args []string) int {
 			return c.run(e, args[1:])
 		}
 	}
-	fmt.Fprintf(e.stderr, "keyhole: unknown command %q\n", args[0])
-	usage(e.stderr)
+	fmt.Fprintf(e.stderr, "keyhole: %s; run 'keyhole help' for the commands\n", commandProblem(args[0]))
 	return exitUnknown
+}
+
+// commandProblem names an unknown command and the nearest command there is.
+func commandProblem(name string) string {
+	var names []string
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	if near := diag.Suggest(name, names); near != "" {
+		return fmt.Sprintf("unknown command %q (did you mean %q?)", name, near)
+	}
+	return fmt.Sprintf("unknown command %q", name)
 }
 
 func usage(w io.Writer) {
