@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/internal/memlimit"
 	"keyhole.dev/keyhole/internal/version"
 	"keyhole.dev/keyhole/proxy"
@@ -83,14 +84,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 		return runTransparentInit(ctx, args[1:], stdout, stderr)
 	}
 	fs := flag.NewFlagSet("keyhole-proxy", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: keyhole-proxy --config FILE [flags]\n       keyhole-proxy "+trustBundleCommand+" --ca FILE [--out FILE] [--configmap NAME] [flags]\n       keyhole-proxy "+transparentInitCommand+" --proxy-uid UID --port PORT [flags]")
-		fmt.Fprintln(stderr, "\nexamples:")
-		fmt.Fprintln(stderr, "  keyhole-proxy --config /etc/keyhole/proxy.json --listen :3128 --admin-listen :9090")
-		fmt.Fprintln(stderr, "  keyhole proxy --config rendered/agents/support-workspace/proxy.json --listen 127.0.0.1:3128 --admin-listen ''")
-		fmt.Fprintln(stderr, "\nflags:")
+	// Asked for, help is the output (stdout, exit 0); a mistake is one
+	// line on stderr, not the whole help.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {} // the flag package calls it on every error too
+	usage := func() {
+		fmt.Fprintln(stdout, "usage: keyhole-proxy --config FILE [flags]\n       keyhole-proxy "+trustBundleCommand+" --ca FILE [--out FILE] [--configmap NAME] [flags]\n       keyhole-proxy "+transparentInitCommand+" --proxy-uid UID --port PORT [flags]")
+		io.WriteString(stdout, helpExamples)
+		fmt.Fprintln(stdout, "\nflags:")
+		fs.SetOutput(stdout)
 		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
 	}
 	var (
 		configPath  = fs.String("config", "", "the proxy config `FILE`, proxy.json as keyhole render writes it (required)")
@@ -100,6 +104,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 		adminListen = fs.String("admin-listen", "127.0.0.1:9090", "address for /healthz, /readyz and /metrics; empty disables (keyhole render passes :9090 for the kubelet's probes)")
 		caCert      = fs.String("ca-cert", "", "sandbox CA certificate (PEM); overrides the config")
 		caKey       = fs.String("ca-key", "", "sandbox CA private key (PEM); overrides the config")
+		localCAOut  = fs.String("local-ca", "", "mint a sandbox CA for this run and write its certificate to `FILE` for clients to trust (its key stays private to the run and is removed at exit); for runs outside a cluster, instead of --ca-cert and --ca-key")
 		secretsDir  = fs.String("secrets-dir", "", "directory of mounted Secrets, <secret>/<key>; overrides the config")
 		upstreamCA  = fs.String("upstream-ca", "", "PEM bundle to verify upstreams with instead of the system roots")
 		maxTunnels  = fs.Int("max-tunnels", proxy.DefaultMaxTunnels, "maximum concurrent CONNECT tunnels")
@@ -112,8 +117,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 	fs.Var(resolve, "resolve", "HOST:PORT:ADDR: connect to ADDR for HOST:PORT, as curl --resolve (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			usage()
 			return exitOK
 		}
+		fmt.Fprintf(stderr, "keyhole-proxy: %s; run 'keyhole-proxy -h' for the flags\n", flagProblem(fs, err))
 		return exitUsage
 	}
 	if *showVersion {
@@ -135,6 +142,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 	if *logFlush < 0 {
 		fmt.Fprintln(stderr, "keyhole-proxy: --log-flush-interval must not be negative")
 		return exitUsage
+	}
+	if *localCAOut != "" {
+		if *caCert != "" || *caKey != "" {
+			fmt.Fprintln(stderr, "keyhole-proxy: --local-ca mints the CA that --ca-cert and --ca-key would name: give one or the other")
+			return exitUsage
+		}
+		certFile, keyFile, cleanup, err := localCA(*localCAOut, time.Now())
+		if err != nil {
+			fmt.Fprintf(stderr, "keyhole-proxy: %v\n", err)
+			return exitUsage
+		}
+		defer cleanup()
+		*caCert, *caKey = certFile, keyFile
 	}
 	// The request lines and slog's events share stderr, which need not
 	// be safe for concurrent writes: the buffer's lock keeps each line
@@ -251,6 +271,38 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 	}
 	opts.Logger.Info("keyhole-proxy stopped")
 	return exitOK
+}
+
+// helpExamples are -h's examples: in a pod, as keyhole render runs the
+// proxy, and on a workstation with what render wrote, where the Secret's
+// keys are files and the CA is minted for the run.
+const helpExamples = `
+examples:
+  # in a pod, as keyhole render runs it
+  keyhole-proxy --config /etc/keyhole/proxy.json --listen :3128 --admin-listen :9090
+
+  # on a workstation, over what 'keyhole render examples/github-acme -o rendered/' wrote:
+  # the Secret's keys as files, <secret>/<key>, and a CA minted for the run
+  mkdir -p secrets/acme-github-token && printf %s "$GITHUB_TOKEN" > secrets/acme-github-token/token
+  keyhole proxy --config rendered/agents/support-workspace/proxy.json --secrets-dir secrets \
+    --local-ca ca.pem --listen 127.0.0.1:3128 --admin-listen ''
+  # then, from another shell: the proxy puts the token on the request
+  curl --proxy http://127.0.0.1:3128 --cacert ca.pem https://api.github.com/repos/acme/widgets
+`
+
+// flagProblem says what is wrong with a command line the flag package
+// refused: for an unknown flag, its name and the nearest flag there is.
+func flagProblem(fs *flag.FlagSet, err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return err.Error()
+	}
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	if near := diag.Suggest(name, names); near != "" {
+		return fmt.Sprintf("unknown flag --%s (did you mean --%s?)", name, near)
+	}
+	return "unknown flag --" + name
 }
 
 // listenDNS binds addr for UDP, then the same port for TCP: a port 0

@@ -220,7 +220,7 @@ func TestExitCodes(t *testing.T) {
 		"version":        {args: []string{"--version"}, code: exitOK},
 		"help":           {args: []string{"--help"}, code: exitOK},
 		"no config":      {args: nil, code: exitUsage, msg: "--config is required"},
-		"unknown flag":   {args: []string{"--nope"}, code: exitUsage, msg: "flag provided but not defined"},
+		"unknown flag":   {args: []string{"--nope"}, code: exitUsage, msg: "unknown flag --nope"},
 		"extra argument": {args: []string{"--config", bad, "extra"}, code: exitUsage, msg: "unexpected argument"},
 		"bad config":     {args: []string{"--config", bad}, code: exitUsage, msg: "invalid proxy config"},
 		"bad tunnels":    {args: []string{"--config", bad, "--max-tunnels", "0"}, code: exitUsage, msg: "--max-tunnels"},
