@@ -278,8 +278,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 // keys are files and the CA is minted for the run.
 const helpExamples = `
 examples:
-  # in a pod, as keyhole render runs it
-  keyhole-proxy --config /etc/keyhole/proxy.json --listen :3128 --admin-listen :9090
+  keyhole-proxy --config /etc/keyhole/proxy.json --listen :3128 --admin-listen :9090   # in a pod, as render runs it
 
   # on a workstation, over what 'keyhole render examples/github-acme -o rendered/' wrote:
   # the Secret's keys as files, <secret>/<key>, and a CA minted for the run
