@@ -2,8 +2,8 @@ package render
 
 import (
 	"bytes"
-	"fmt"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
