@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // markerText is the content of MarkerFile.
@@ -106,6 +107,7 @@ func WriteDir(dir string, files []File) error {
 		if err := os.Rename(stage, dir); err != nil {
 			return fmt.Errorf("moving the render into place: %w", err)
 		}
+		removeStale(parent, base, time.Now())
 		return nil
 	}
 	// The previous render moves into a fresh directory of its own, so no
@@ -129,7 +131,38 @@ func WriteDir(dir string, files []File) error {
 	// The new render is in place; a leftover old tree is only clutter, so
 	// failing to remove it does not fail the write.
 	os.RemoveAll(old)
+	removeStale(parent, base, time.Now())
 	return nil
+}
+
+// staleAfter is how old a staged or set-aside tree of an earlier render
+// must be for a later render to remove it. A render's own trees live for
+// the seconds it takes to write; one left older than this was left by a
+// render that was killed (kill -9, a lost machine) between staging and
+// cleaning up, and a render running beside this one is never this old.
+const staleAfter = 10 * time.Minute
+
+// removeStale removes what killed renders of dir left beside it: the
+// directories .BASE.keyhole-new-* and .BASE.keyhole-old-* that WriteDir
+// makes, once older than staleAfter. It runs after a render is in place,
+// so what it removes is never the only copy of the output. Like the old
+// tree's removal, a failure here does not fail the write.
+func removeStale(parent, base string, now time.Time) {
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() || (!strings.HasPrefix(name, "."+base+".keyhole-new-") && !strings.HasPrefix(name, "."+base+".keyhole-old-")) {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil || now.Sub(info.ModTime()) < staleAfter {
+			continue
+		}
+		os.RemoveAll(filepath.Join(parent, name))
+	}
 }
 
 // checkOwned refuses a non-empty directory without MarkerFile.

@@ -3,12 +3,15 @@ package render
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -299,3 +302,45 @@ var errWrite = errors.New("write refused")
 type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, errWrite }
+
+// TestWriteDirRemovesStale: what a killed render left beside the output
+// (a staged tree, a set-aside previous render) is removed by the next
+// render once it is older than any running render's; a fresh one, which
+// may belong to a render running beside this one, and another output's,
+// are kept.
+func TestWriteDirRemovesStale(t *testing.T) {
+	for _, exists := range []bool{false, true} {
+		t.Run(fmt.Sprintf("output exists %v", exists), func(t *testing.T) {
+			root := t.TempDir()
+			out := filepath.Join(root, "out")
+			if exists {
+				writePrevious(t, out)
+			}
+			long := time.Now().Add(-staleAfter - time.Minute)
+			stale := []string{".out.keyhole-new-111", ".out.keyhole-old-222"}
+			kept := []string{".out.keyhole-new-333", ".other.keyhole-new-444"}
+			for _, d := range append(slices.Clone(stale), kept...) {
+				mkfile(t, filepath.Join(root, d, "out", "proxy.json"), "{}")
+			}
+			mkfile(t, filepath.Join(root, ".out.keyhole-new-file"), "a file, not a render's tree")
+			for _, d := range append(slices.Clone(stale), ".other.keyhole-new-444", ".out.keyhole-new-file") {
+				if err := os.Chtimes(filepath.Join(root, d), long, long); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := WriteDir(out, []File{{Path: "a", Data: []byte("a")}}); err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range stale {
+				if _, err := os.Lstat(filepath.Join(root, d)); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("%s left in place (%v)", d, err)
+				}
+			}
+			for _, d := range append(kept, ".out.keyhole-new-file") {
+				if _, err := os.Lstat(filepath.Join(root, d)); err != nil {
+					t.Errorf("%s removed: %v", d, err)
+				}
+			}
+		})
+	}
+}

@@ -46,18 +46,24 @@ func runExplain(e *env, args []string) int {
 	base := fs.String("base", "", "compare with the inputs at git `REF`: the sandbox's access verdict and witnesses, as keyhole diff gives them, and --request decided on both sides")
 	head := fs.String("head", "", "with --base, the git `REF` to compare to; the working tree on disk when omitted")
 	mode := fs.String("proxy-mode", render.ModeSidecar, "the proxy mode the sandbox is rendered with (`sidecar` or deployment), for what it enforces")
+	format := fs.String("format", "text", "output: `text` or json (one JSON object on stdout, for scripts and policy engines; docs/diff.md has its shape)")
 	paths, err := parse(fs, args)
 	if err != nil {
 		return flagExit(err)
 	}
 	f.format = "text"
+	if *format != "text" && *format != "json" {
+		fmt.Fprintf(e.stderr, "keyhole explain: unknown format %q (want text or json)\n", *format)
+		return exitUsage
+	}
+	asJSON := *format == "json"
 	modeLines, err := render.DescribeMode(*mode)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "keyhole explain: --proxy-mode: %v\n", err)
 		return exitUsage
 	}
 	if *base != "" {
-		return explainChange(e, paths, &f, *base, *head, *sandbox, *request, []byte(*body))
+		return explainChange(e, paths, &f, *base, *head, *sandbox, *request, []byte(*body), asJSON)
 	}
 	if *head != "" {
 		fmt.Fprintln(e.stderr, "keyhole explain: --head needs --base")
@@ -82,6 +88,18 @@ func runExplain(e *env, args []string) int {
 			fmt.Fprintln(e.stderr, "keyhole explain: --request needs --sandbox")
 			return exitUsage
 		}
+		if asJSON {
+			list := explainListJSON{Sandboxes: []explainSandboxJSON{}}
+			for _, u := range units {
+				for _, s := range u.Plan.Sandboxes {
+					list.Sandboxes = append(list.Sandboxes, sandboxJSON(s, unitName(u.Name), *mode))
+				}
+			}
+			if err := writeJSON(e.stdout, list); err != nil {
+				return fail(e, "explain", err)
+			}
+			return exitOK
+		}
 		if !slices.ContainsFunc(units, func(u compiler.Unit) bool { return len(u.Plan.Sandboxes) > 0 }) {
 			fmt.Fprintln(e.stderr, "keyhole explain: no deploy unit has a sandbox: nothing to explain (a sandbox comes from an AgentRuntime or ToolRegistry with spec.sandbox, or an agent.yaml with sandbox)")
 			return exitOK
@@ -101,6 +119,24 @@ func runExplain(e *env, args []string) int {
 	if err != nil {
 		fmt.Fprintf(e.stderr, "keyhole explain: %v\n", err)
 		return exitUsage
+	}
+	if asJSON {
+		one := explainOneJSON{Sandbox: sandboxJSON(s, "", *mode)}
+		var d policy.Decision
+		if *request != "" {
+			if d, err = judge(s.Proxy, *request, []byte(*body)); err != nil {
+				fmt.Fprintf(e.stderr, "keyhole explain: %v\n", err)
+				return exitUsage
+			}
+			one.Request, one.Decision = *request, decisionJSON(s, d)
+		}
+		if err := writeJSON(e.stdout, one); err != nil {
+			return fail(e, "explain", err)
+		}
+		if *request != "" && d.Action == policy.ActionRefuse {
+			return exitFailed
+		}
+		return exitOK
 	}
 	if *request == "" {
 		describeSandbox(e.stdout, s, modeLines)
@@ -297,7 +333,7 @@ func printDecision(w io.Writer, s compiler.Sandbox, d policy.Decision) {
 // the access verdict between two git refs, the witnesses that prove it,
 // and with --request the decision of each side on that request. Without
 // --sandbox it lists every sandbox with its verdict.
-func explainChange(e *env, paths []string, f *checkFlags, base, head, sandbox, request string, body []byte) int {
+func explainChange(e *env, paths []string, f *checkFlags, base, head, sandbox, request string, body []byte, asJSON bool) int {
 	if request != "" && sandbox == "" {
 		fmt.Fprintln(e.stderr, "keyhole explain: --request needs --sandbox")
 		return exitUsage
@@ -370,12 +406,22 @@ func explainChange(e *env, paths []string, f *checkFlags, base, head, sandbox, r
 		for _, c := range res.Sandboxes {
 			names[c.ID()] = true
 		}
+		list := explainChangeListJSON{Base: res.Base, Head: res.Head, Sandboxes: []explainVerdictJSON{}}
 		for _, n := range slices.Sorted(maps.Keys(names)) {
 			v := diff.VerdictUnchanged
 			if c, ok := changes[n]; ok {
 				v = c.Verdict
 			}
+			if asJSON {
+				list.Sandboxes = append(list.Sandboxes, explainVerdictJSON{Sandbox: n, Verdict: v})
+				continue
+			}
 			fmt.Fprintf(e.stdout, "%s\t%s\n", n, v)
+		}
+		if asJSON {
+			if err := writeJSON(e.stdout, list); err != nil {
+				return fail(e, "explain", err)
+			}
 		}
 		return exitOK
 	}
@@ -407,6 +453,30 @@ func explainChange(e *env, paths []string, f *checkFlags, base, head, sandbox, r
 	if !ok {
 		ns, name, _ := strings.Cut(id, "/")
 		c = diff.SandboxChange{Namespace: ns, Name: name}
+	}
+	if c.Verdict == "" {
+		c.Verdict = diff.VerdictUnchanged
+	}
+	if asJSON {
+		out := explainChangeJSON{Base: res.Base, Head: res.Head, Sandbox: c}
+		if request != "" {
+			out.Request, out.Decision = request, &explainSidesJSON{}
+			for i, side := range []**explainDecisionJSON{&out.Decision.Base, &out.Decision.Head} {
+				if found[i] == nil {
+					continue
+				}
+				d, err := judge(found[i].Proxy, request, body)
+				if err != nil {
+					fmt.Fprintf(e.stderr, "keyhole explain: %v\n", err)
+					return exitUsage
+				}
+				*side = decisionJSON(*found[i], d)
+			}
+		}
+		if err := writeJSON(e.stdout, out); err != nil {
+			return fail(e, "explain", err)
+		}
+		return exitOK
 	}
 	if err := diff.WriteSandbox(e.stdout, res.Base, res.Head, c); err != nil {
 		return fail(e, "explain", err)
