@@ -82,13 +82,7 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 	u.RawQuery = cleanQuery(u.RawQuery)
 	out.URL = &u
 	out.RequestURI = "" // a client request must not carry one
-	out.Close = false
-	// Request trailers would reach the upstream unchecked (an override
-	// header among them); no client of an API needs them.
-	out.Trailer = nil
-	if r.ContentLength == 0 {
-		out.Body = nil // lets the transport retry on a stale pooled connection
-	}
+	frameRequest(out)
 	if out.Body != nil {
 		// The transport closes a body it could not send; the inbound
 		// body must stay open for the server, and the transport's writer
@@ -131,8 +125,7 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 	}
 	var res *http.Response
 	var err error
-	// The fast path dials port 443: the only port a tunnel reaches.
-	if f.pool != nil && out.Body == nil && (out.Method == http.MethodGet || out.Method == http.MethodHead) && u.Port() == "" {
+	if f.pool != nil && fastPath(out) {
 		start := time.Now()
 		res, err = f.pool.roundTrip(out, func(r1 *http.Response) { got1xx(r1.StatusCode, r1.Header) })
 		if err == nil {
@@ -160,15 +153,7 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 			},
 		}
 		out = out.WithContext(httptrace.WithClientTrace(out.Context(), trace))
-		// An upstream that answers HEAD with a body would leave it on a
-		// reused connection, to be read as the next request's response.
-		// And a request body is bytes the sandbox chose: an upstream
-		// that answers without reading it (many ignore a GET's or a
-		// DELETE's body, any may answer an error first) reads them as
-		// the start of the next request on the connection, which would
-		// be one the proxy decided, credential included. So no
-		// connection that carried a body carries anything after it.
-		out.Close = out.Method == http.MethodHead || out.Body != nil
+		out.Close = closesAfter(out)
 		res, err = f.rt.RoundTrip(out)
 		mu.Lock()
 		done = true
