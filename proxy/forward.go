@@ -21,10 +21,12 @@ import (
 // upstream connection and copies the response back. It does what
 // httputil.ReverseProxy (with a Rewrite) did for this proxy, minus what
 // the proxy never needs: no deep copy of the request and its header (the
-// handler owns both, and has already stripped and injected them), no
-// protocol upgrades (Upgrade is a stripped hop-by-hop header, so a 101 is
-// an upstream error), no X-Forwarded-* (the sandbox's are dropped, none
-// added). It never follows redirects: every response goes back as is.
+// handler owns both, and prepareHeader has already made the header the
+// upstream gets), no protocol upgrades (Upgrade is a stripped hop-by-hop
+// header, so a 101 is an upstream error), no X-Forwarded-* (the
+// sandbox's are dropped, none added). It edits no request header itself;
+// how the request is framed comes from framing.go. It never follows
+// redirects: every response goes back as is.
 type forwarder struct {
 	scheme string
 	rt     http.RoundTripper
@@ -64,14 +66,8 @@ func newForwarder(scheme string, rt http.RoundTripper, onError func(http.Respons
 	}
 }
 
-// ServeHTTP forwards r, whose hop-by-hop headers are already stripped,
-// with nothing to scrub.
-func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f.forward(w, r, scrubbing{})
-}
-
-// forward forwards r, whose hop-by-hop headers are already stripped, and
-// keeps sc's credential out of the response. A failure after the
+// forward forwards r, whose header prepareHeader made, and keeps sc's
+// credential out of the response. A failure after the
 // response header was sent aborts the handler with http.ErrAbortHandler,
 // so the client's connection is closed rather than a truncated body
 // looking complete.
@@ -90,25 +86,6 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 		body := &noCloseBody{rc: out.Body}
 		out.Body = body
 		defer body.Close()
-	}
-	// The sandbox's forwarding headers are dropped, as ReverseProxy
-	// did: none is added either.
-	for _, k := range [...]string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
-		delete(out.Header, k)
-	}
-	if _, ok := out.Header["User-Agent"]; !ok {
-		out.Header["User-Agent"] = []string{""} // no Go default
-	}
-	if sc.body {
-		// A compressed body could hide the credential from the scrub.
-		out.Header["Accept-Encoding"] = []string{"identity"}
-		// So could a part of one: a range that cuts the credential, or
-		// several ranges of one response, each piece in its own part
-		// between multipart boundaries, each too short to be found.
-		// Without Range the upstream sends the whole body, which the
-		// scrub sees whole.
-		deleteFold(out.Header, "Range")
-		deleteFold(out.Header, "If-Range")
 	}
 
 	// 1xx responses (100 Continue, 103 Early Hints) are passed on as
@@ -270,15 +247,6 @@ func (f *forwarder) filterHeader(r *http.Request, h http.Header, sc scrubbing, w
 	names = append(names, sc.inj.ScrubHeader(h)...)
 	if len(names) > 0 && f.onScrub != nil {
 		f.onScrub(r, where, names)
-	}
-}
-
-// deleteFold deletes name from h in any letter case.
-func deleteFold(h http.Header, name string) {
-	for k := range h {
-		if strings.EqualFold(k, name) {
-			delete(h, k)
-		}
 	}
 }
 
