@@ -14,95 +14,36 @@ import (
 	"keyhole.dev/keyhole/proxy/policy"
 )
 
+// serveConnect admits and serves a CONNECT's tunnel.
 func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request, st *state, start time.Time) {
-	d := st.policy.Decide(policy.RequestInfo{Kind: policy.KindConnect, Method: r.Method, Target: r.RequestURI})
-	if !d.Allowed() {
-		writeRefusal(w, d, true)
-		s.logRequest(st, r, d, d.Reason.Status(), start)
-		return
-	}
-	select {
-	case s.tunnels <- struct{}{}:
-	default:
-		w.Header().Set("Connection", "close")
-		http.Error(w, "keyhole: too many open tunnels; retry later", http.StatusServiceUnavailable)
-		s.logRequest(st, r, d, http.StatusServiceUnavailable, start)
-		return
-	}
-	s.metrics.tunnels.Add(1)
-	release := sync.OnceFunc(func() { <-s.tunnels; s.metrics.tunnels.Add(-1) })
-	var upstream net.Conn
-	if d.Action == policy.ActionTunnel {
-		var err error
-		upstream, err = s.dial(r.Context(), "tcp", net.JoinHostPort(d.Host, "443"))
-		if e, ok := refusedDial(err); ok {
-			release()
-			s.dialRefused(e)
-			writeRefusal(w, e.d, true)
-			s.logRequest(st, r, e.d, e.d.Reason.Status(), start)
-			return
-		}
-		if err != nil {
-			release()
-			w.Header().Set("Connection", "close")
-			http.Error(w, "keyhole: cannot reach "+d.Host, http.StatusBadGateway)
-			s.logRequest(st, r, d, http.StatusBadGateway, start)
-			return
-		}
-	}
-	conn, brw, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		release()
-		if upstream != nil {
-			upstream.Close()
-		}
-		return
-	}
-	conn.SetDeadline(time.Time{})
-	freeSlot(conn) // the tunnel cap counts it from here
-	var client net.Conn = conn
-	if brw.Reader.Buffered() > 0 {
-		client = &bufferedConn{Conn: conn, r: brw.Reader}
-	}
-	if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
-		release()
-		conn.Close()
-		if upstream != nil {
-			upstream.Close()
-		}
-		return
-	}
-	s.logRequest(st, r, d, http.StatusOK, start)
-	if d.Action == policy.ActionTunnel {
-		s.splice(client, upstream, d.Host, release)
-		return
-	}
-	s.intercept(client, d.Host, release)
+	f := &connectFront{s: s, w: w, r: r, st: st, start: start}
+	s.serveTunnel(r.Context(), f, st, r.RequestURI, s.reserveTunnel)
 }
 
-// intercept terminates the sandbox's TLS with a leaf for host and hands
-// the connection to the inner HTTP server.
-func (s *Server) intercept(conn net.Conn, host string, release func()) {
-	hc := &hostConn{Conn: conn, host: host, budget: maxClientHello}
+// intercept terminates the sandbox's TLS with a leaf for the admitted
+// host and hands the connection to the inner HTTP server.
+func (s *Server) intercept(conn net.Conn, a interception) {
+	host := a.d.Host
+	hc := &hostConn{Conn: conn, tunnel: a, budget: maxClientHello}
 	tconn := tls.Server(hc, s.tunnelTLS)
 	tconn.SetDeadline(time.Now().Add(s.opts.Timeouts.Handshake))
 	if err := tconn.Handshake(); err != nil {
 		s.log.Warn("tls handshake with the sandbox failed", "host", host, "error", err.Error())
 		tconn.Close()
-		release()
+		a.release()
 		return
 	}
 	hc.budget = -1 // the handshake is over: reads are the tunnel's requests
 	tconn.SetDeadline(time.Time{})
-	tc := &tunnelConn{Conn: tconn, connect: host, sni: tconn.ConnectionState().ServerName, release: release}
+	tc := &tunnelConn{Conn: tconn, connect: host, sni: tconn.ConnectionState().ServerName, release: a.release}
 	if !s.innerLn.push(tc) {
 		tc.Close()
 	}
 }
 
-// leafFor serves the leaf for the tunnel's CONNECT host whatever the SNI
-// says: a different SNI gets host-mismatch on its first request, and no
-// leaf is ever minted for a name the config does not inject.
+// leafFor serves the leaf of the interception the handshake runs on:
+// only an intercepted tunnel's handshake gets one, and no leaf is ever
+// minted for a name the config does not inject.
 func (s *Server) leafFor(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	hc, ok := hello.Conn.(*hostConn)
 	if !ok {
@@ -112,18 +53,18 @@ func (s *Server) leafFor(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	if cs == nil {
 		return nil, fmt.Errorf("%w: not loaded", ErrCA)
 	}
-	return s.leaves.get(cs.ca, hc.host, time.Now())
+	return hc.tunnel.leaf(s.leaves, cs.ca, time.Now())
 }
 
 // hostConn is the sandbox side of an intercepted tunnel before TLS: it
-// tells leafFor which host the CONNECT named, and bounds what the
-// handshake reads from the sandbox. crypto/tls keeps the buffers a
+// carries the interception, whose leaf leafFor serves, and bounds what
+// the handshake reads from the sandbox. crypto/tls keeps the buffers a
 // handshake grew for the life of the connection, so a ClientHello as
 // large as crypto/tls takes (64 KiB) would cost every idle tunnel the
 // sandbox keeps open some 100 KiB more than a real one does.
 type hostConn struct {
 	net.Conn
-	host string
+	tunnel interception
 	// budget is how many more bytes the handshake may read; -1 once it
 	// is over. The reads of one connection are sequential: the
 	// handshake's, then the HTTP server's, after the handshake returned.

@@ -128,7 +128,7 @@ type Server struct {
 	state atomic.Pointer[state]
 	ca    atomic.Pointer[caState]
 
-	leaves   *leafCache
+	leaves   *leafCache      // reached only through interception.leaf
 	upstream *http.Transport // TLS to injected hosts
 	plain    *http.Transport // http:// to passthrough hosts
 	tunnels  chan struct{}   // semaphore of open tunnels
