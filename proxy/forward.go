@@ -67,10 +67,9 @@ func newForwarder(scheme string, rt http.RoundTripper, onError func(http.Respons
 }
 
 // forward forwards r, whose header prepareHeader made, and keeps sc's
-// credential out of the response. A failure after the
-// response header was sent aborts the handler with http.ErrAbortHandler,
-// so the client's connection is closed rather than a truncated body
-// looking complete.
+// credential out of the response. A failure after the response header
+// was sent aborts the handler with http.ErrAbortHandler, so the client's
+// connection is closed rather than a truncated body looking complete.
 func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing) {
 	out := r.WithContext(r.Context())
 	u := *r.URL
