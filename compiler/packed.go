@@ -15,7 +15,7 @@ import (
 // header), about 400 bytes that the collector scans on each cycle; packed,
 // a Connection is about 180 bytes it never scans, and the peak of a
 // check at 100,000 Connections a tenth lower (docs/benchmarks.md,
-// "Connections and Secrets packed into bytes").
+// "The compiler's representation of documents").
 //
 // wire unpacks it into a new connectionWire whose strings are substrings
 // of the packed one, so unpacking copies no string; a check that reads a

@@ -13,8 +13,8 @@ import (
 // garbage as soon as the digest is taken. The collector does not move
 // objects, so each kept string or slice pins the whole span it was
 // allocated in: at 100,000 Connections, spans holding 146 MB of live
-// objects took 313 MB of heap (docs/benchmarks.md, "Digests packed
-// apart from the parser's garbage"). Copied here instead, what lives until
+// objects took 313 MB of heap (docs/benchmarks.md, "The compiler's
+// representation of documents"). Copied here instead, what lives until
 // Compile ends sits in blocks nothing else shares, and the spans of the
 // trees are freed whole.
 //
