@@ -21,7 +21,7 @@ const (
 // rendered as written into the proxy's config and sent as the header.
 func checkValueLiterals(p *pass) {
 	for _, c := range p.connList {
-		w := c.wire()
+		w := c.w
 		for i, in := range w.Spec.Placement.Inject {
 			if in.Value == nil {
 				continue
@@ -75,7 +75,7 @@ func reportCredentials(p *pass, it *item, kind string) {
 // credentialsOf returns the token findings of it's document: those the
 // digest took while the document was parsed, else those of its tree.
 func credentialsOf(it *item) []credentialFinding {
-	if dg := digestOfDoc(it.doc); dg != nil {
+	if dg := it.dg; dg != nil {
 		if k := dg.schemaKind(); k == schema.KindConnection || k == schema.KindAgent {
 			if dg.more == nil {
 				return nil

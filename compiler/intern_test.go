@@ -157,8 +157,8 @@ func TestDigestKinds(t *testing.T) {
 			if !ok {
 				t.Fatalf("schema.Lookup(%q, %q) knows no kind", av[0], av[1])
 			}
-			i, ok := kindIndex(k)
-			if !ok || i == 0 {
+			i := kindIndex(k)
+			if i == 0 {
 				t.Fatalf("kind %s has no byte in a digest", k)
 			}
 			if got := (&digested{kind: i}).schemaKind(); got != k {
@@ -189,19 +189,15 @@ func BenchmarkInternDocument(b *testing.B) {
 // Secret declared in other ways carries, the ignore annotation's codes)
 // is kept apart or read again when asked.
 func TestIndexedObjectsSmall(t *testing.T) {
-	if size := unsafe.Sizeof(item{}); size > 32 {
-		t.Errorf("an item is %d bytes, want at most 32", size)
+	if size := unsafe.Sizeof(item{}); size > 40 {
+		t.Errorf("an item is %d bytes, want at most 40", size)
 	}
-	if size := unsafe.Sizeof(secret{}); size > 72 {
-		t.Errorf("a secret is %d bytes, want at most 72", size)
+	if size := unsafe.Sizeof(secret{}); size > 80 {
+		t.Errorf("a secret is %d bytes, want at most 80", size)
 	}
-	// An item and the packed Connection's string header.
+	// An item and a pointer to the Connection's digest.
 	if size := unsafe.Sizeof(connection{}); size > 48 {
 		t.Errorf("a connection is %d bytes, want at most 48", size)
-	}
-	// A digest keeps this for every Connection: the packed string alone.
-	if size := unsafe.Sizeof(connectionDigest{}); size > 16 {
-		t.Errorf("a Connection's digest is %d bytes, want at most 16", size)
 	}
 }
 

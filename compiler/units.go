@@ -76,17 +76,13 @@ func (k objectKey) sum(seed maphash.Seed) uint64 {
 // kind duplicate does not compare, or an agent without a name (the
 // schema says what is wrong).
 func objectKeyOf(kind schema.Kind, it *item) (k objectKey, ok bool) {
-	switch kind {
-	case "Connection", "SandboxClass", "AgentRuntime", "ToolRegistry":
+	switch {
+	case slices.Contains(groupKinds(), kind):
 		return objectKey{kind, it.ns, it.obj().Name}, true
-	case schema.KindAgent:
+	case kind == schema.KindAgent:
 		name := ""
-		if dg := digestOfDoc(it.doc); dg != nil {
-			if dg.more != nil {
-				name = dg.more.agentName
-			}
-		} else if n := source.Lookup(it.doc.Node, "name"); n != nil && n.Kind == yaml.ScalarNode {
-			name = n.Value
+		if it.dg.more != nil {
+			name = it.dg.more.agentName
 		}
 		return objectKey{kind: kind, name: name}, name != ""
 	}
@@ -97,7 +93,7 @@ func objectKeyOf(kind schema.Kind, it *item) (k objectKey, ok bool) {
 // add read it.
 func (p *pass) objectKeyOfDoc(doc *source.Document) objectKey {
 	obj := doc.Object()
-	it := item{doc: doc, ns: cmp.Or(obj.Namespace, p.opts.DefaultNamespace)}
+	it := item{doc: doc, dg: p.digests.of(doc), ns: cmp.Or(obj.Namespace, p.opts.DefaultNamespace)}
 	kind, _ := schema.Lookup(obj.APIVersion, obj.Kind)
 	k, _ := objectKeyOf(kind, &it)
 	return k
