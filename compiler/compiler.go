@@ -222,9 +222,6 @@ func (r ref) String() string {
 // ignores).
 type item struct {
 	doc *source.Document
-	// dg is what Digest took of the document, nil for one read from its
-	// tree (what declares a Secret in other ways, a Config).
-	dg *digested
 	// ns is the namespace the object is in: its own, else the default
 	// namespace (Options.DefaultNamespace), where render places it.
 	ns string
@@ -234,14 +231,14 @@ type item struct {
 }
 
 // ignores reports whether the object's ignore annotation names code,
-// read from its digest, else from its tree.
-func (it *item) ignores(code string) bool {
+// read from its digest (dg), else from its tree.
+func (it *item) ignores(dg *digested, code string) bool {
 	if !it.annotated {
 		return false
 	}
 	var codes []string
-	if it.dg != nil {
-		codes = it.dg.ignoreList()
+	if dg != nil {
+		codes = dg.ignoreList()
 	} else {
 		codes = ignoreList(annotations(it.doc.Node))
 	}
@@ -491,7 +488,8 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 	if doc.Node == nil && !doc.Released() {
 		return
 	}
-	it := item{doc: doc, dg: p.digests.of(doc), annotated: true}
+	it := item{doc: doc, annotated: true}
+	dg := p.digests.of(doc)
 	// Read once here: for a document that kept its tree, obj walks it.
 	obj := it.obj()
 	it.ns = cmp.Or(obj.Namespace, p.opts.DefaultNamespace)
@@ -504,7 +502,6 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 		p.deferSecret(&it, mark)
 		return
 	}
-	dg := it.dg
 	kind, ok := schema.Lookup(obj.APIVersion, obj.Kind)
 	if !ok {
 		if !doc.IsAgent() && obj.Kind != "" {
@@ -521,7 +518,7 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 	if kind == schema.KindSecret {
 		defer p.deferSecret(&it, mark)
 	}
-	if p.duplicate(kind, &it) {
+	if p.duplicate(kind, &it, dg) {
 		return
 	}
 	if vs := dg.schemaFindings(); len(vs) > 0 {
@@ -543,7 +540,7 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 		return
 	}
 	if kind == schema.KindAgentRuntime || kind == schema.KindToolRegistry {
-		p.checkOperatorObject(&it, kind)
+		p.checkOperatorObject(&it, dg, kind)
 	}
 	if dg.more != nil && dg.more.unreadable != "" {
 		// The schema let through a shape the wire type cannot hold: said
@@ -734,7 +731,7 @@ func (p *pass) diagnostic(code string, it *item, pos diag.Pos, fieldPath, msg st
 	if code == codeSecretMissing && p.opts.AllowMissingSecrets {
 		d.Severity = diag.Warning
 	}
-	if it.ignores(code) {
+	if it.ignores(p.digests.of(it.doc), code) {
 		d.Suppressed = "annotation"
 	}
 	return d

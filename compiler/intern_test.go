@@ -189,13 +189,13 @@ func BenchmarkInternDocument(b *testing.B) {
 // Secret declared in other ways carries, the ignore annotation's codes)
 // is kept apart or read again when asked.
 func TestIndexedObjectsSmall(t *testing.T) {
-	if size := unsafe.Sizeof(item{}); size > 40 {
-		t.Errorf("an item is %d bytes, want at most 40", size)
+	if size := unsafe.Sizeof(item{}); size > 32 {
+		t.Errorf("an item is %d bytes, want at most 32", size)
 	}
-	if size := unsafe.Sizeof(secret{}); size > 80 {
-		t.Errorf("a secret is %d bytes, want at most 80", size)
+	if size := unsafe.Sizeof(secret{}); size > 72 {
+		t.Errorf("a secret is %d bytes, want at most 72", size)
 	}
-	// An item and a pointer to the Connection's digest.
+	// An item and a pointer to the Connection.s wire struct.
 	if size := unsafe.Sizeof(connection{}); size > 48 {
 		t.Errorf("a connection is %d bytes, want at most 48", size)
 	}

@@ -78,11 +78,11 @@ func (p *pass) readOperator(it *item, n *yaml.Node) {
 // checkOperatorObject reports what checking an AgentRuntime or
 // ToolRegistry that passed keyhole's schema against the operator's own
 // found, as its digest holds it.
-func (p *pass) checkOperatorObject(it *item, kind schema.Kind) {
+func (p *pass) checkOperatorObject(it *item, dg *digested, kind schema.Kind) {
 	op, doc := p.plan.Operator, it.doc
 	var found []schema.Violation
-	if it.dg.more != nil {
-		found = it.dg.more.opFindings
+	if dg.more != nil {
+		found = dg.more.opFindings
 	}
 	for _, vi := range found {
 		pos, note := doc.At(vi.Line, vi.Column, vi.Path)
@@ -92,7 +92,7 @@ func (p *pass) checkOperatorObject(it *item, kind schema.Kind) {
 	if op.Sandbox {
 		return
 	}
-	if it.dg.sandbox {
+	if dg.sandbox {
 		p.report(codeOperatorSandboxUnsupported, it, path{"spec", "sandbox"}, true,
 			"operator %s has no sandbox feature: its %s CRD declares no spec.sandbox, so the API server refuses this %s under strict field validation and drops the field otherwise, leaving the sandbox without its Connections",
 			op.Version, kind, kind)
