@@ -227,13 +227,13 @@ func TestArenaAppendsApart(t *testing.T) {
 // TestArenaNeverHoldsSecretValues: a Secret's digest keeps its keys, in
 // the arenas, and never its values, of either field.
 func TestArenaNeverHoldsSecretValues(t *testing.T) {
-	const canary = "CANARY-slab-never"
+	const canary = "CANARY-arena-never"
 	text := `apiVersion: v1
 kind: Secret
 metadata: {name: tok, namespace: team-01}
 data:
-  b64: ` + "Q0FOQVJZLXNsYWItbmV2ZXI=" + `
-  "bad key": ` + "Q0FOQVJZLXNsYWItbmV2ZXI=" + `
+  b64: ` + "Q0FOQVJZLWFyZW5hLW5ldmVy" + `
+  "bad key": ` + "Q0FOQVJZLWFyZW5hLW5ldmVy" + `
 stringData:
   token: ` + canary + `
   user: x-access-token

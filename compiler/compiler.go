@@ -47,9 +47,9 @@ type Options struct {
 	// Deployment (render --target omnia): SandboxImageMissing is not
 	// reported.
 	NoSandboxImages bool
-	// Parallelism is how many documents are validated against their
-	// schemas at once; zero means runtime.GOMAXPROCS(0). Whatever it is,
-	// Compile returns the same Result.
+	// Parallelism is how many documents Compile digests at once (those
+	// the loader's Digest did not); zero means runtime.GOMAXPROCS(0).
+	// Whatever it is, Compile returns the same Result.
 	Parallelism int
 	// Loaded are the loader's diagnostics. They are returned with the
 	// compiler's, merged across deploy units like them, and the Config's
