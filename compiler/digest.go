@@ -212,24 +212,34 @@ type secretDigest struct {
 	// values is read, never written: a Secret merged with another
 	// copies it (see mergedSecret).
 	values secretKeys
-	// refusedData and refusedStringData are the keys of data and
-	// stringData the API server refuses, sorted, for their findings.
-	refusedData, refusedStringData []string
+	// refusedKeys are the keys the API server refuses, for their
+	// findings; nil for the Secrets, nearly all, that have none.
+	refusedKeys *refusedKeyLists
 }
+
+// refusedKeyLists are the keys of a Secret's data and stringData the API
+// server refuses, each list sorted.
+type refusedKeyLists struct{ data, stringData []string }
 
 // refused returns the Secret with only its refused keys, without values.
 func (sd *secretDigest) refused() secretWire {
-	set := func(keys []string) map[string]string {
-		if keys == nil {
-			return nil
-		}
-		m := make(map[string]string, len(keys))
-		for _, k := range keys {
-			m[k] = ""
-		}
-		return m
+	w := secretWire{Metadata: sd.metadata}
+	if r := sd.refusedKeys; r != nil {
+		w.Data, w.StringData = keySet(r.data), keySet(r.stringData)
 	}
-	return secretWire{Metadata: sd.metadata, Data: set(sd.refusedData), StringData: set(sd.refusedStringData)}
+	return w
+}
+
+// keySet is keys as a map to empty values, nil for none.
+func keySet(keys []string) map[string]string {
+	if keys == nil {
+		return nil
+	}
+	m := make(map[string]string, len(keys))
+	for _, k := range keys {
+		m[k] = ""
+	}
+	return m
 }
 
 // digestOf digests d, checking an AgentRuntime or ToolRegistry against

@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"slices"
 	"sync"
 
 	"go.yaml.in/yaml/v3"
@@ -44,6 +45,7 @@ type arenas struct {
 	bindings    arena[bindingWire]
 	flags       arena[bool]
 	secrets     arena[secretDigest]
+	refused     arena[refusedKeyLists]
 	keyLists    arena[secretKey]
 }
 
@@ -198,7 +200,13 @@ func (in *interner) connection(w *connectionWire) *connectionWire {
 	sp.Placement.Inject = in.injects.clone(w.Spec.Placement.Inject)
 	for i := range sp.Placement.Inject {
 		e := &sp.Placement.Inject[i]
-		e.Hosts = in.list(e.Hosts)
+		if len(e.Hosts) > 0 && slices.Equal(e.Hosts, w.Spec.Hosts) {
+			// Most entries name the Connection's hosts: one copy, capacity
+			// cut to length, serves both.
+			e.Hosts = sp.Hosts
+		} else {
+			e.Hosts = in.list(e.Hosts)
+		}
 		e.Header = in.keep(e.Header)
 		if e.Value != nil {
 			e.Value = in.values.new(in.keep(*e.Value))
@@ -274,7 +282,9 @@ func (in *interner) secret(md metadata, values secretKeys, refused secretWire) *
 	for i := range sd.values {
 		sd.values[i].name = in.keep(sd.values[i].name)
 	}
-	sd.refusedData, sd.refusedStringData = in.list(sortedKeys(refused.Data)), in.list(sortedKeys(refused.StringData))
+	if refused.Data != nil || refused.StringData != nil {
+		sd.refusedKeys = in.refused.new(refusedKeyLists{data: in.list(sortedKeys(refused.Data)), stringData: in.list(sortedKeys(refused.StringData))})
+	}
 	return in.secrets.new(sd)
 }
 
