@@ -12,8 +12,8 @@ import (
 // allocated between the node trees of the same documents, which are
 // garbage as soon as the digest is taken. The collector does not move
 // objects, so each kept string or slice pins the whole span it was
-// allocated in (docs/benchmarks.md, "Digests packed apart from the parser's
-// garbage"). Copied into chunks of their own, what lives until Compile
+// allocated in (docs/benchmarks.md, "The compiler's representation of
+// documents"). Copied into chunks of their own, what lives until Compile
 // ends sits in spans nothing else shares, and the spans of the trees are
 // freed whole.
 //
