@@ -45,23 +45,22 @@ type agentWire struct {
 	SandboxOptions struct {
 		Setup []string `yaml:"setup"`
 	} `yaml:"sandbox_options"`
-	Connectors []struct {
-		Name       string   `yaml:"name"`
-		Connection string   `yaml:"connection"`
-		Sandbox    bool     `yaml:"sandbox"`
-		Tools      []string `yaml:"tools"`
-	} `yaml:"connectors"`
-	AllowedDomains []string `yaml:"allowed_domains"`
+	Connectors     []agentConnectorWire `yaml:"connectors"`
+	AllowedDomains []string             `yaml:"allowed_domains"`
+}
+
+// agentConnectorWire is one of an agent's connectors.
+type agentConnectorWire struct {
+	Name       string   `yaml:"name"`
+	Connection string   `yaml:"connection"`
+	Sandbox    bool     `yaml:"sandbox"`
+	Tools      []string `yaml:"tools"`
 }
 
 type agent struct {
 	item
-	// packed is the agent, packed: read it through wire.
-	packed packedAny[agentWire]
+	w *agentWire
 }
-
-// wire returns the agent unpacked, a copy of its own.
-func (a *agent) wire() *agentWire { return a.packed.wire() }
 
 func agentPath(elems ...any) path { return path(elems) }
 
@@ -70,7 +69,7 @@ var hostname = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)(\.[a-z0
 
 func checkAgents(p *pass) {
 	for _, a := range p.agents {
-		aw := a.wire()
+		aw := a.w
 		// What the agent's sandbox connectors claim, first come: the
 		// plan keeps the first connector on a host and the first
 		// placeholder of a variable, so a later one with another
@@ -194,7 +193,7 @@ func (p *pass) agentConnection(a *agent, label string) (*connection, error) {
 
 // credentialKey is the Secret key an agent connector substitutes.
 func (c *connection) credentialKey() string {
-	inject := c.wire().Spec.Placement.Inject
+	inject := c.w.Spec.Placement.Inject
 	var keys []string
 	for i := range inject {
 		for _, u := range keysUsed(&inject[i], i) {
@@ -258,7 +257,7 @@ func (p *pass) catalogNames() []string {
 
 // agentSandbox compiles an agent with a sandbox into a Sandbox of the plan.
 func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
-	aw := a.wire()
+	aw := a.w
 	if aw.Sandbox == "" {
 		return Sandbox{}, false
 	}
@@ -326,7 +325,7 @@ func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
 // planAgent lists an agent's resolved sandbox connectors for the Plan, in
 // the order agent.yaml writes them; s is the sandbox it compiled into.
 func (p *pass) planAgent(a *agent, s Sandbox) Agent {
-	aw := a.wire()
+	aw := a.w
 	out := Agent{Name: aw.Name, Namespace: s.Namespace, Source: a.obj(), Pos: a.doc.Pos, Sandbox: aw.Sandbox, Image: s.Image}
 	for _, c := range aw.Connectors {
 		conn, ok := p.catalog[c.Name]
@@ -337,7 +336,7 @@ func (p *pass) planAgent(a *agent, s Sandbox) Agent {
 		if err != nil {
 			continue
 		}
-		secretName, secretNamespace := cn.packed.secretRef()
+		secretName, secretNamespace := cn.w.Spec.Credential.SecretRef.Name, cn.w.Spec.Credential.SecretRef.Namespace
 		ac := AgentConnector{
 			Name:            c.Name,
 			Connector:       conn,
@@ -346,7 +345,7 @@ func (p *pass) planAgent(a *agent, s Sandbox) Agent {
 			SecretNamespace: secretNamespace,
 			Key:             cn.credentialKey(),
 		}
-		for _, in := range cn.wire().Spec.Placement.Inject {
+		for _, in := range cn.w.Spec.Placement.Inject {
 			if in.Basic == nil {
 				continue
 			}

@@ -226,7 +226,7 @@ func checkSecretMissing(p *pass) {
 
 func checkTemplates(p *pass) {
 	for _, c := range p.connList {
-		for i, in := range c.wire().Spec.Placement.Inject {
+		for i, in := range c.w.Spec.Placement.Inject {
 			if in.Value == nil {
 				continue
 			}
@@ -288,7 +288,7 @@ func checkSecretKeys(p *pass) {
 		if s == nil || s.keysUnknown || s.merges {
 			continue // keys unknown: checkKeysUnknown says so
 		}
-		inject := c.wire().Spec.Placement.Inject
+		inject := c.w.Spec.Placement.Inject
 		for i := range inject {
 			reported := map[string]bool{}
 			for _, u := range keysUsed(&inject[i], i) {
@@ -310,7 +310,7 @@ func checkInjectionValues(p *pass) {
 		if s == nil {
 			continue
 		}
-		inject := c.wire().Spec.Placement.Inject
+		inject := c.w.Spec.Placement.Inject
 		for i := range inject {
 			reported := map[string]bool{}
 			for _, u := range keysUsed(&inject[i], i) {

@@ -76,7 +76,7 @@ func checkSandboxNames(p *pass) {
 		}
 	})
 	for _, a := range p.agents {
-		aw := a.wire()
+		aw := a.w
 		if aw.Sandbox == "" {
 			continue
 		}
@@ -93,7 +93,7 @@ func bindingPath(j int) path { return path{"spec", "sandbox", "connections", j} 
 func checkBindingRefs(p *pass) {
 	for _, o := range p.owners {
 		ns := o.ns
-		for j, b := range o.wire().Spec.Sandbox.Connections {
+		for j, b := range o.w.Spec.Sandbox.Connections {
 			class := p.classes[ref{ns, b.Sandbox}]
 			if class == nil && p.invalid["SandboxClass/"+ref{ns, b.Sandbox}.String()] {
 				// the class's own findings say what is wrong
@@ -130,7 +130,7 @@ func checkBindingConflicts(p *pass) {
 		}
 		hosts := map[string]map[string]claim{} // sandbox → host → first claim
 		envs := map[string]map[string]claim{}
-		for j, b := range o.wire().Spec.Sandbox.Connections {
+		for j, b := range o.w.Spec.Sandbox.Connections {
 			c := p.conns.get(ref{ns, b.Connection})
 			if c == nil {
 				continue
@@ -141,7 +141,7 @@ func checkBindingConflicts(p *pass) {
 			if hosts[b.Sandbox] == nil {
 				hosts[b.Sandbox], envs[b.Sandbox] = map[string]claim{}, map[string]claim{}
 			}
-			for _, in := range c.wire().Spec.Placement.Inject {
+			for _, in := range c.w.Spec.Placement.Inject {
 				for _, h := range in.Hosts {
 					if first, ok := hosts[b.Sandbox][h]; ok && first.connection != c.obj().Name {
 						p.report(codeBindingHostConflict, &o.item, bindingPath(j).with("connection"), false,
@@ -172,7 +172,7 @@ func checkUnbound(p *pass) {
 	}
 	bound := map[ref]bool{}
 	for _, a := range p.agents {
-		aw := a.wire()
+		aw := a.w
 		for _, c := range aw.Connectors {
 			if cn, err := p.agentConnection(a, c.Connection); err == nil {
 				bound[cn.ref()] = true
@@ -180,7 +180,7 @@ func checkUnbound(p *pass) {
 		}
 	}
 	for _, o := range p.owners {
-		for _, b := range o.wire().Spec.Sandbox.Connections {
+		for _, b := range o.w.Spec.Sandbox.Connections {
 			bound[ref{o.ns, b.Connection}] = true
 		}
 	}
@@ -194,7 +194,7 @@ func checkUnbound(p *pass) {
 
 func (c *sandboxClass) roles() []string {
 	var roles []string
-	for _, r := range c.wire().Spec.Connections {
+	for _, r := range c.w.Spec.Connections {
 		roles = append(roles, r.Role)
 	}
 	return roles

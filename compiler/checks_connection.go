@@ -109,7 +109,7 @@ func hostUnsupported(h string) (string, bool) {
 
 func checkInjectHosts(p *pass) {
 	for _, c := range p.connList {
-		w := c.wire()
+		w := c.w
 		covered := map[string]int{}
 		for i, in := range w.Spec.Placement.Inject {
 			for j, h := range in.Hosts {
@@ -145,7 +145,7 @@ func checkInjectHosts(p *pass) {
 // proxy refuses a config that names one, so render refuses the plan.
 func checkForbiddenHeaders(p *pass) {
 	for _, c := range p.connList {
-		for i, in := range c.wire().Spec.Placement.Inject {
+		for i, in := range c.w.Spec.Placement.Inject {
 			if in.Header != "" && config.HeaderForbidden(in.Header) {
 				p.report(codeHeaderForbidden, &c.item, path{"spec", "placement", "inject", i, "header"}, false,
 					"inject entry %d sets %s, which the proxy never injects: it frames the request or is hop-by-hop, so the proxy would refuse its config; put the credential in the header the API reads, e.g. Authorization", i, in.Header)
@@ -156,7 +156,7 @@ func checkForbiddenHeaders(p *pass) {
 
 func checkInjectForm(p *pass) {
 	for _, c := range p.connList {
-		for i, in := range c.wire().Spec.Placement.Inject {
+		for i, in := range c.w.Spec.Placement.Inject {
 			at := path{"spec", "placement", "inject", i}
 			hasValue := in.Value != nil
 			switch {
@@ -179,7 +179,7 @@ func checkInjectForm(p *pass) {
 
 func checkRules(p *pass) {
 	for _, c := range p.connList {
-		for i, in := range c.wire().Spec.Placement.Inject {
+		for i, in := range c.w.Spec.Placement.Inject {
 			for r, rule := range in.Rules {
 				at := path{"spec", "placement", "inject", i, "rules", r}
 				seen := map[string]bool{}
@@ -243,7 +243,7 @@ func checkUnrestricted(p *pass) {
 // checks): the rule allows less than it reads as allowing.
 func checkNeverForwarded(p *pass) {
 	for _, c := range p.connList {
-		for i, in := range c.wire().Spec.Placement.Inject {
+		for i, in := range c.w.Spec.Placement.Inject {
 			for r, rule := range in.Rules {
 				for m, method := range rule.Methods {
 					if why, never := neverForwarded(method); never && slices.Contains(rfc9110Methods(), method) {
@@ -352,7 +352,7 @@ func covers(a, b ruleWire) bool {
 
 func checkPlaceholderEnv(p *pass) {
 	for _, c := range p.connList {
-		for i, in := range c.wire().Spec.Placement.Inject {
+		for i, in := range c.w.Spec.Placement.Inject {
 			for j, name := range in.PlaceholderEnv {
 				if slices.Contains(ReservedEnvNames(), name) {
 					p.report(codePlaceholderReserved, &c.item, path{"spec", "placement", "inject", i, "placeholderEnv", j}, false,
@@ -365,7 +365,7 @@ func checkPlaceholderEnv(p *pass) {
 
 func checkSecretNamespace(p *pass) {
 	for _, c := range p.connList {
-		_, ns := c.packed.secretRef()
+		ns := c.w.Spec.Credential.SecretRef.Namespace
 		if ns != "" && ns != c.ns {
 			p.report(codeSecretCrossNamespace, &c.item, path{"spec", "credential", "secretRef", "namespace"}, false,
 				"the Secret is in namespace %s but the Connection in %s; the proxy mounts Secrets from the sandbox's namespace only, so create the Secret in %s", ns, c.ns, c.ns)

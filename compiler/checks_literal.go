@@ -21,7 +21,7 @@ const (
 // rendered as written into the proxy's config and sent as the header.
 func checkValueLiterals(p *pass) {
 	for _, c := range p.connList {
-		w := c.wire()
+		w := c.w
 		for i, in := range w.Spec.Placement.Inject {
 			if in.Value == nil {
 				continue
@@ -58,7 +58,7 @@ func checkCredentialLiterals(p *pass) {
 }
 
 func reportCredentials(p *pass, it *item, kind string) {
-	for _, f := range credentialsOf(it) {
+	for _, f := range credentialsOf(p, it) {
 		where := "field " + f.at.String()
 		if f.key {
 			where = "a key of " + f.at.String()
@@ -74,8 +74,8 @@ func reportCredentials(p *pass, it *item, kind string) {
 
 // credentialsOf returns the token findings of it's document: those the
 // digest took while the document was parsed, else those of its tree.
-func credentialsOf(it *item) []credentialFinding {
-	if dg := digestOfDoc(it.doc); dg != nil {
+func credentialsOf(p *pass, it *item) []credentialFinding {
+	if dg := p.digests.of(it.doc); dg != nil {
 		if k := dg.schemaKind(); k == schema.KindConnection || k == schema.KindAgent {
 			if dg.more == nil {
 				return nil

@@ -41,7 +41,7 @@ func (s sandboxSource) pos() diag.Pos {
 // sandbox is disabled makes none.
 func (p *pass) bindingSandboxes(yield func(o *owner, j int, class string)) {
 	for _, o := range p.owners {
-		sb := o.wire().Spec.Sandbox
+		sb := o.w.Spec.Sandbox
 		if sb.Enabled != nil && !*sb.Enabled {
 			continue
 		}
@@ -72,7 +72,7 @@ func (p *pass) sandboxSources(yield func(r ref, s sandboxSource)) {
 		}
 		yield(ref{cmp.Or(s.Namespace, p.opts.DefaultNamespace), s.Name}, sandboxSource{
 			it: &a.item, at: path{"sandbox"},
-			what: fmt.Sprintf("agent %s with sandbox %s", a.wire().Name, s.Class),
+			what: fmt.Sprintf("agent %s with sandbox %s", a.w.Name, s.Class),
 		})
 	}
 }
@@ -109,14 +109,14 @@ func checkSandboxImages(p *pass) {
 	}
 	reported := map[ref]bool{}
 	for _, o := range p.owners {
-		sb := o.wire().Spec.Sandbox
+		sb := o.w.Spec.Sandbox
 		if sb.Enabled != nil && !*sb.Enabled {
 			continue
 		}
 		for _, b := range sb.Connections {
 			r := ref{o.ns, b.Sandbox}
 			c := p.classes[r]
-			if c == nil || reported[r] || c.wire().Spec.Image != "" {
+			if c == nil || reported[r] || c.w.Spec.Image != "" {
 				continue // BindingSandboxClassMissing, or it has one
 			}
 			reported[r] = true
@@ -126,7 +126,7 @@ func checkSandboxImages(p *pass) {
 		}
 	}
 	for _, a := range p.agents {
-		if aw := a.wire(); aw.Sandbox != "" && p.config.sandboxImage == "" {
+		if aw := a.w; aw.Sandbox != "" && p.config.sandboxImage == "" {
 			p.report(codeSandboxImageMissing, &a.item, path{"sandbox"}, false,
 				"the sandbox of agent %s has no image: keyhole.yaml sets no sandboxImage, and no default sandbox image is set, so render cannot write its Deployment; set sandboxImage in keyhole.yaml, or pass --sandbox-image IMAGE to check, render and diff alike",
 				aw.Name)

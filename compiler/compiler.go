@@ -47,9 +47,9 @@ type Options struct {
 	// Deployment (render --target omnia): SandboxImageMissing is not
 	// reported.
 	NoSandboxImages bool
-	// Parallelism is how many documents are validated against their
-	// schemas at once; zero means runtime.GOMAXPROCS(0). Whatever it is,
-	// Compile returns the same Result.
+	// Parallelism is how many documents Compile digests at once (those
+	// the loader's Digest did not); zero means runtime.GOMAXPROCS(0).
+	// Whatever it is, Compile returns the same Result.
 	Parallelism int
 	// Loaded are the loader's diagnostics. They are returned with the
 	// compiler's, merged across deploy units like them, and the Config's
@@ -166,9 +166,9 @@ func Compile(docs []*source.Document, v *schema.Validator, opts Options) Result 
 		p.diags = p.diags[:mark]
 		passes[i] = p
 	}
-	pre := prevalidate(docs, v, passes[0].plan.Operator, opts.Parallelism)
+	dgs := digestAll(docs, v, passes[0].plan.Operator, opts.Parallelism)
 	for i, u := range names {
-		passes[i].pre = pre
+		passes[i].digests = dgs
 		for _, d := range byUnit[u] {
 			passes[i].add(v, d)
 		}
@@ -231,13 +231,13 @@ type item struct {
 }
 
 // ignores reports whether the object's ignore annotation names code,
-// read from its digest, else from its tree.
-func (it *item) ignores(code string) bool {
+// read from its digest (dg), else from its tree.
+func (it *item) ignores(dg *digested, code string) bool {
 	if !it.annotated {
 		return false
 	}
 	var codes []string
-	if dg := digestOfDoc(it.doc); dg != nil {
+	if dg != nil {
 		codes = dg.ignoreList()
 	} else {
 		codes = ignoreList(annotations(it.doc.Node))
@@ -253,14 +253,8 @@ func (it *item) ref() ref { return ref{it.ns, it.obj().Name} }
 
 type connection struct {
 	item
-	// packed is the Connection, packed (see packedConnection): read it
-	// through wire.
-	packed packedConnection
+	w *connectionWire
 }
-
-// wire returns the Connection unpacked, a copy of its own: a check reads
-// it and drops it, so that Compile holds every Connection packed.
-func (c *connection) wire() *connectionWire { return c.packed.wire() }
 
 // connIndex is a pass's Connections sorted by reference, for lookups by
 // it: a pointer a Connection, where a map from ref took some 77 bytes.
@@ -289,10 +283,7 @@ func (ix connIndex) get(r ref) *connection {
 }
 
 // secretName is the name of the Secret the Connection reads.
-func (c *connection) secretName() string {
-	name, _ := c.packed.secretRef()
-	return name
-}
+func (c *connection) secretName() string { return c.w.Spec.Credential.SecretRef.Name }
 
 type secret struct {
 	item
@@ -430,22 +421,13 @@ func (v secretValue) err() error {
 
 type sandboxClass struct {
 	item
-	// packed is the SandboxClass, packed: read it through wire.
-	packed packedAny[sandboxClassWire]
+	w *sandboxClassWire
 }
-
-// wire returns the SandboxClass unpacked, a copy of its own.
-func (c *sandboxClass) wire() *sandboxClassWire { return c.packed.wire() }
 
 type owner struct {
 	item
-	// packed is the object, packed (see packedOwner): read it through
-	// wire.
-	packed packedOwner
+	w *bindingOwnerWire
 }
-
-// wire returns the object unpacked, a copy of its own.
-func (o *owner) wire() *bindingOwnerWire { return o.packed.wire() }
 
 // pass is the state of the compilation of one deploy unit.
 type pass struct {
@@ -496,21 +478,21 @@ type pass struct {
 	config   repoConfig
 
 	plan Plan
-	// pre holds the schema findings of every document, found before the
-	// pass on every core (see prevalidate).
-	pre prevalidated
+	// digests are the documents' digests that Compile made (see
+	// digestAll).
+	digests digests
 }
 
-// add validates one document and indexes it by kind.
+// add indexes one document by kind, with what its digest found.
 func (p *pass) add(v *schema.Validator, doc *source.Document) {
 	if doc.Node == nil && !doc.Released() {
 		return
 	}
 	it := item{doc: doc, annotated: true}
+	dg := p.digests.of(doc)
 	// Read once here: for a document that kept its tree, obj walks it.
 	obj := it.obj()
 	it.ns = cmp.Or(obj.Namespace, p.opts.DefaultNamespace)
-	dg := digestOfDoc(doc)
 	if isConfig(obj) {
 		p.count(doc)
 		return // read first, by addConfig
@@ -533,13 +515,13 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 		return
 	}
 	p.count(doc)
-	if kind == "Secret" {
+	if kind == schema.KindSecret {
 		defer p.deferSecret(&it, mark)
 	}
-	if p.duplicate(kind, &it) {
+	if p.duplicate(kind, &it, dg) {
 		return
 	}
-	if vs := p.validate(v, kind, doc); len(vs) > 0 {
+	if vs := dg.schemaFindings(); len(vs) > 0 {
 		for _, vi := range vs {
 			pos, note := doc.At(vi.Line, vi.Column, vi.Path)
 			p.diags = append(p.diags, p.diagnostic(codeSchemaInvalid, &it, pos, vi.Path, vi.Message+note))
@@ -547,62 +529,41 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 		// What names it is not told it is missing: its own findings
 		// say what is wrong with it.
 		p.invalid[string(kind)+"/"+it.ref().String()] = true
-		if kind == schema.KindAgent || kind == "Connection" {
+		if kind == schema.KindAgent || kind == schema.KindConnection {
 			p.invalid[string(kind)+"/"+obj.Name] = true
 		}
-		if kind == "Secret" {
+		if kind == schema.KindSecret {
 			// Still a Secret a Connection can name: its own findings
 			// stand for whatever the Connection would find in it.
 			p.indexSecret(it.ref(), &secret{item: it, values: nil, keysUnknown: true, invalid: true})
 		}
 		return
 	}
-	switch kind {
-	case "Connection":
-		c := &connection{item: it}
-		if cd, ok := dg.decoded().(*connectionDigest); ok {
-			c.packed = cd.p
-		} else if w := decodeWire[connectionWire](p, doc, &it); w != nil {
-			c.packed = packedConnection(packConnection(nil, w))
-		}
-		if c.packed != "" {
-			p.keep(&it)
-			p.connList = append(p.connList, c)
-		}
-	case "Secret":
-		if sd, ok := dg.decoded().(*secretDigest); ok {
-			p.checkSecretKeyNames(&it, sd.p.refused())
-			p.indexSecret(it.ref(), &secret{item: it, values: sd.p.values()})
-			break
-		}
-		var w secretWire
-		if p.decode(doc, &it, &w) {
-			p.checkSecretKeyNames(&it, w)
-			p.indexSecret(it.ref(), &secret{item: it, values: secretValues(w)})
-		}
-	case "SandboxClass":
-		c := &sandboxClass{item: it}
-		if c.packed = packedWire[sandboxClassWire](p, doc, &it); c.packed != "" {
-			p.keep(&it)
-			p.classes[c.ref()] = c
-		}
-	case schema.KindAgent:
-		a := &agent{item: it}
-		if a.packed = packedWire[agentWire](p, doc, &it); a.packed != "" {
-			p.agents = append(p.agents, a)
-		}
-	case "AgentRuntime", "ToolRegistry":
-		p.checkOperatorObject(v, doc, &it, kind)
-		o := &owner{item: it}
-		if od, ok := dg.decoded().(*ownerDigest); ok {
-			o.packed = od.p
-		} else if w := decodeWire[bindingOwnerWire](p, doc, &it); w != nil {
-			o.packed = packedOwner(packOwner(nil, w))
-		}
-		if o.packed != "" {
-			p.keep(&it)
-			p.owners = append(p.owners, o)
-		}
+	if kind == schema.KindAgentRuntime || kind == schema.KindToolRegistry {
+		p.checkOperatorObject(&it, dg, kind)
+	}
+	if dg.more != nil && dg.more.unreadable != "" {
+		// The schema let through a shape the wire type cannot hold: said
+		// rather than ignored.
+		p.report(codeSchemaInvalid, &it, nil, false, "cannot read %s: %s", obj.Kind, dg.more.unreadable)
+		return
+	}
+	switch w := dg.wire.(type) {
+	case *connectionWire:
+		p.keep(&it)
+		p.connList = append(p.connList, &connection{item: it, w: w})
+	case *secretDigest:
+		p.checkSecretKeyNames(&it, w.refused())
+		p.indexSecret(it.ref(), &secret{item: it, values: w.values})
+	case *sandboxClassWire:
+		c := &sandboxClass{item: it, w: w}
+		p.keep(&it)
+		p.classes[c.ref()] = c
+	case *agentWire:
+		p.agents = append(p.agents, &agent{item: it, w: w})
+	case *bindingOwnerWire:
+		p.keep(&it)
+		p.owners = append(p.owners, &owner{item: it, w: w})
 	}
 }
 
@@ -618,9 +579,10 @@ func (p *pass) keep(it *item) {
 	p.plan.Objects = append(p.plan.Objects, Object{Source: it.obj(), Pos: it.doc.Pos, Node: it.doc.Node, doc: it.doc})
 }
 
-// decode fills a wire type from a document that passed its schema. A
-// failure here means the schema let through a shape the wire type cannot
-// hold; it is reported rather than ignored.
+// decode fills a wire type from a document that passed its schema, for
+// what declares a Secret in other ways. A failure here means the schema
+// let through a shape the wire type cannot hold; it is reported rather
+// than ignored.
 func (p *pass) decode(doc *source.Document, it *item, out any) bool {
 	n, err := doc.Tree()
 	if err == nil {
@@ -631,30 +593,6 @@ func (p *pass) decode(doc *source.Document, it *item, out any) bool {
 		return false
 	}
 	return true
-}
-
-// packedWire is the object Digest packed, else the document decoded and
-// packed (reported when it cannot be decoded); "" when it cannot be.
-func packedWire[T any](p *pass, doc *source.Document, it *item) packedAny[T] {
-	if d, ok := digestOfDoc(doc).decoded().(*anyDigest[T]); ok {
-		return d.p
-	}
-	w := decodeWire[T](p, doc, it)
-	if w == nil {
-		return ""
-	}
-	return packedAny[T](packAny(nil, w))
-}
-
-// decodeWire is the document decoded, for an object whose digest holds
-// none (its tree was kept); it is reported when it cannot be decoded, and
-// nil then.
-func decodeWire[T any](p *pass, doc *source.Document, it *item) *T {
-	w := new(T)
-	if !p.decode(doc, it, w) {
-		return nil
-	}
-	return w
 }
 
 // checkSecretKeyNames reports keys the API server would refuse, by the
@@ -710,8 +648,8 @@ func (s *secret) keys() []string {
 // holds it (a cluster applies several units; Secrets are often kept in a
 // unit of their own). Either way the Secret is marked as read.
 func (p *pass) secretOf(c *connection) (*secret, ref) {
-	name, ns := c.packed.secretRef()
-	r := ref{namespace: cmp.Or(ns, c.ns), name: name}
+	sr := c.w.Spec.Credential.SecretRef
+	r := ref{namespace: cmp.Or(sr.Namespace, c.ns), name: sr.Name}
 	if s := p.secrets[r]; s != nil {
 		s.read = true
 		return s, r
@@ -793,18 +731,10 @@ func (p *pass) diagnostic(code string, it *item, pos diag.Pos, fieldPath, msg st
 	if code == codeSecretMissing && p.opts.AllowMissingSecrets {
 		d.Severity = diag.Warning
 	}
-	if it.ignores(code) {
+	if it.ignores(p.digests.of(it.doc), code) {
 		d.Suppressed = "annotation"
 	}
 	return d
-}
-
-// decoded is the object Digest kept, packed, nil when none.
-func (dg *digested) decoded() any {
-	if dg == nil {
-		return nil
-	}
-	return dg.wire
 }
 
 // variableNote explains a schema finding about a value that still holds

@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -8,6 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/internal/parallel"
 	"keyhole.dev/keyhole/proxy/config"
 	"keyhole.dev/keyhole/schema"
 	"keyhole.dev/keyhole/source"
@@ -16,26 +18,30 @@ import (
 // Digest returns what source.Options.Digest takes: for each document as
 // the loader parses it, on the loader's workers, what Compile needs of it
 // (its schema findings, and for the kinds the checks read, the object
-// packed: see packedConnection), so that the loader can drop the node trees of the documents
-// most repositories are made of. The trees of the rest stay: a kind the
-// operator's schemas also check (those depend on the Config's operator
-// version, read later), a Config, what declares a Secret in other ways,
-// and any document that failed its schema or could not be decoded.
+// decoded into its wire type and copied apart from the parser's memory:
+// see arena), so that the loader can drop the node trees of the documents
+// most repositories are made of. The trees of the rest stay: a Config,
+// what declares a Secret in other ways, and any document that failed its
+// schema or could not be decoded.
 //
-// An AgentRuntime or ToolRegistry is checked here against the operator
-// opts.OperatorVersion names, else the default one; when keyhole.yaml
-// names another, Compile reads its tree again to check it against that.
+// An AgentRuntime or ToolRegistry is checked against the operator
+// opts.OperatorVersion names, else the one the first Config it is given
+// names (the loader reads the keyhole.yaml that governs the paths before
+// it walks them), else the default one. Compile digests again, from its
+// tree, a document digested for another operator than its own (see
+// digestAll): one whose keyhole.yaml only the walk found, or that a
+// source.Memo carries over from a load under another keyhole.yaml.
 //
-// Compile gives the same Result with or without a Digest: a diagnostic
-// about a released document reads its tree again for the position.
+// Compile gives the same Result with or without a Digest: it digests
+// itself what the loader did not, and a diagnostic about a released
+// document reads its tree again for the position.
 func Digest(v *schema.Validator, opts Options) source.Digest {
-	op := schema.DefaultOperator()
-	if o, err := schema.LookupOperator(opts.OperatorVersion); opts.OperatorVersion != "" && err == nil {
-		op = o
+	d := &digester{v: v, in: newInterner(), op: schema.DefaultOperator(), settled: opts.OperatorVersion != ""}
+	if op, err := schema.LookupOperator(opts.OperatorVersion); opts.OperatorVersion != "" && err == nil {
+		d.op = op
 	}
-	in := newInterner()
-	return func(d *source.Document) (any, bool) {
-		dg := digestOf(v, op, in, d)
+	return func(doc *source.Document) (any, bool) {
+		dg := digestOf(d.v, d.operator(doc), d.in, doc)
 		if dg == nil {
 			return nil, false
 		}
@@ -43,87 +49,112 @@ func Digest(v *schema.Validator, opts Options) source.Digest {
 	}
 }
 
+// digester is the state of one Digest.
+type digester struct {
+	v  *schema.Validator
+	in *interner
+	mu sync.Mutex
+	// op is the operator AgentRuntimes and ToolRegistries are checked
+	// against; settled is true once the flag or a Config named it.
+	op      schema.Operator
+	settled bool
+}
+
+// operator returns the operator to check doc against: a Config settles
+// it, when the flag did not and no Config did before.
+func (d *digester) operator(doc *source.Document) schema.Operator {
+	cfg := doc.Node != nil && isConfig(doc.Object())
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if cfg && !d.settled {
+		d.settled = true
+		if op, ok := configOperator(doc.Node); ok {
+			d.op = op
+		}
+	}
+	return d.op
+}
+
+// configOperator returns the operator a Config's operator section names,
+// as readOperator reads it; ok is false when it names none keyhole knows.
+func configOperator(n *yaml.Node) (op schema.Operator, ok bool) {
+	var w configWire
+	if n.Decode(&w) != nil || w.Operator.Kind != yaml.MappingNode {
+		return op, false
+	}
+	var ow operatorWire
+	if w.Operator.Decode(&ow) != nil || ow.Version == "" {
+		return op, false
+	}
+	op, err := schema.LookupOperator(ow.Version)
+	return op, err == nil
+}
+
 // digested is what Digest took of one document.
 type digested struct {
-	// wire is the object packed: *connectionDigest, *ownerDigest,
-	// *secretDigest, or an *anyDigest of a sandboxClassWire or an
-	// agentWire.
+	// wire is the object decoded, in the arenas: a *connectionWire,
+	// *sandboxClassWire, *agentWire, *bindingOwnerWire or *secretDigest;
+	// nil for a document that failed its schema, or of another kind.
 	wire any
 	// more is what only some documents need, nil for the rest: a digest
 	// is kept for every document, so it is kept small (32 bytes).
 	more *digestMore
-	// kind is the keyhole kind, as its index in digestKinds (0 for a kind
-	// keyhole does not check): a byte, where the string would be 16.
-	kind uint8
-	// validated is true when the document's schema findings were taken
-	// (more.schema, none when more is nil).
-	validated bool
-	release   bool
+	// kind is the keyhole kind, as 1 + its index in schema.Kinds() (0
+	// for a kind keyhole does not check): a byte, where the string would
+	// be 16.
+	kind    uint8
+	release bool
 	// operator is the operator release an AgentRuntime or ToolRegistry
-	// was checked against, as 1 + its index in operatorVersions, 0 when
-	// none was: a byte, where its name took a digestMore of 144 bytes for
-	// every such object. more.opFindings holds what the check found.
-	// sandbox is true when the object sets spec.sandbox.
+	// was checked against, as 1 + its index in operatorVersions;
+	// more.opFindings holds what the check found. sandbox is true when
+	// the object sets spec.sandbox.
 	operator uint8
 	sandbox  bool
 }
 
-// operatorVersions are the operator releases keyhole knows, as
-// digested.operator counts them.
-var operatorVersions = sync.OnceValue(schema.OperatorVersions)
+// operatorVersions are the operator releases keyhole knows, and
+// digestKinds the kinds it checks, as digested counts them; groupKinds
+// are the kinds of schema.Group.
+var (
+	operatorVersions = sync.OnceValue(schema.OperatorVersions)
+	digestKinds      = sync.OnceValue(schema.Kinds)
+	groupKinds       = sync.OnceValue(schema.GroupKinds)
+)
 
-// checkedAgainst reports whether the digest holds what checking the
-// document against op's schemas found (see opFindings).
-func (dg *digested) checkedAgainst(op schema.Operator) bool {
-	return dg.operator > 0 && operatorVersions()[dg.operator-1] == op.Version
+// operatorIndex is op as digested.operator counts it.
+func operatorIndex(op schema.Operator) uint8 {
+	return uint8(slices.Index(operatorVersions(), op.Version) + 1)
 }
 
-// opFindings returns what checking the document against the operator's
-// schemas found.
-func (dg *digested) opFindings() []schema.Violation {
-	if dg.more == nil {
-		return nil
-	}
-	return dg.more.opFindings
-}
-
-// digestKinds are the kinds a digest records, by index; the first is
-// none. schema.Lookup returns no other (TestDigestKinds).
-var digestKinds = [...]schema.Kind{"", schema.KindConnection, schema.KindSandboxClass, schema.KindAgentRuntime,
-	schema.KindToolRegistry, schema.KindSecret, schema.KindAgent, schema.KindConnector}
-
-// kindIndex is k's index in digestKinds; ok is false for a kind not there.
-func kindIndex(k schema.Kind) (i uint8, ok bool) {
-	for j, dk := range digestKinds {
-		if dk == k {
-			return uint8(j), true
-		}
-	}
-	return 0, false
+// kindIndex is k as digested.kind counts it, 0 for a kind not there.
+func kindIndex(k schema.Kind) uint8 {
+	return uint8(slices.Index(digestKinds(), k) + 1)
 }
 
 // schemaKind is the keyhole kind the digest records, "" for none.
-func (dg *digested) schemaKind() schema.Kind { return digestKinds[dg.kind] }
+func (dg *digested) schemaKind() schema.Kind {
+	if dg.kind == 0 {
+		return ""
+	}
+	return digestKinds()[dg.kind-1]
+}
 
-// DigestObject says what the document is, from its packed object, for
+// DigestObject says what the document is, from its decoded object, for
 // the loader (source.ObjectDigest): ok is false when there is none.
 func (dg *digested) DigestObject() (diag.Object, bool) {
-	var md *metadata
+	var md metadata
 	apiVersion := schema.Group
 	switch w := dg.wire.(type) {
-	case *connectionDigest:
-		m := w.p.metadata()
-		md = &m
-	case *anyDigest[sandboxClassWire]:
-		md = &w.p.wire().Metadata
-	case *ownerDigest:
-		m := w.p.metadata()
-		md = &m
+	case *connectionWire:
+		md = w.Metadata
+	case *sandboxClassWire:
+		md = w.Metadata
+	case *bindingOwnerWire:
+		md = w.Metadata
 	case *secretDigest:
-		m := w.p.metadata()
-		md, apiVersion = &m, "v1"
-	case *anyDigest[agentWire]:
-		return diag.Object{Kind: source.AgentKind, Name: w.p.wire().Name}, true
+		md, apiVersion = w.metadata, "v1"
+	case *agentWire:
+		return diag.Object{Kind: source.AgentKind, Name: w.Name}, true
 	default:
 		return diag.Object{}, false
 	}
@@ -157,6 +188,10 @@ func (dg *digested) extra() *digestMore {
 type digestMore struct {
 	ignore []string
 	schema []schema.Violation
+	// unreadable is why a document that passed its schema could not be
+	// decoded into its wire type (the schema let a shape through that
+	// the type cannot hold).
+	unreadable string
 	// kindAt is where the kind of a kind keyhole does not check is
 	// written, for the note that says it is skipped.
 	kindAt diag.Pos
@@ -170,28 +205,46 @@ type digestMore struct {
 	credentials []credentialFinding
 }
 
-// connectionDigest is a Connection, packed (see packedConnection).
-type connectionDigest struct {
-	p packedConnection
-}
-
-// anyDigest is an object of another wire type, packed (see packedAny).
-type anyDigest[T any] struct {
-	p packedAny[T]
-}
-
-// ownerDigest is an AgentRuntime or ToolRegistry, packed (see
-// packedOwner).
-type ownerDigest struct {
-	p packedOwner
-}
-
-// secretDigest is a Secret's keys and what each value is fit for, packed
-// (see packedSecret); the values themselves are not kept.
+// secretDigest is a Secret's keys and what each value is fit for; the
+// values themselves are not kept.
 type secretDigest struct {
-	p packedSecret
+	metadata metadata
+	// values is read, never written: a Secret merged with another
+	// copies it (see mergedSecret).
+	values secretKeys
+	// refusedKeys are the keys the API server refuses, for their
+	// findings; nil for the Secrets, nearly all, that have none.
+	refusedKeys *refusedKeyLists
 }
 
+// refusedKeyLists are the keys of a Secret's data and stringData the API
+// server refuses, each list sorted.
+type refusedKeyLists struct{ data, stringData []string }
+
+// refused returns the Secret with only its refused keys, without values.
+func (sd *secretDigest) refused() secretWire {
+	w := secretWire{Metadata: sd.metadata}
+	if r := sd.refusedKeys; r != nil {
+		w.Data, w.StringData = keySet(r.data), keySet(r.stringData)
+	}
+	return w
+}
+
+// keySet is keys as a map to empty values, nil for none.
+func keySet(keys []string) map[string]string {
+	if keys == nil {
+		return nil
+	}
+	m := make(map[string]string, len(keys))
+	for _, k := range keys {
+		m[k] = ""
+	}
+	return m
+}
+
+// digestOf digests d, checking an AgentRuntime or ToolRegistry against
+// op; nil for a document Compile reads from its tree (a Config, what
+// declares a Secret in other ways) or that was not read.
 func digestOf(v *schema.Validator, op schema.Operator, in *interner, d *source.Document) *digested {
 	if d.Node == nil {
 		return nil
@@ -213,11 +266,7 @@ func digestOf(v *schema.Validator, op schema.Operator, in *interner, d *source.D
 		dg.release = true
 		return in.digest(dg)
 	}
-	ki, known := kindIndex(kind)
-	if !known {
-		return dg // not one a digest records: the compiler reads the tree
-	}
-	dg.kind = ki
+	dg.kind = kindIndex(kind)
 	if kind == schema.KindConnection || kind == schema.KindAgent {
 		if fs := findCredentials(d.Node); fs != nil {
 			dg.extra().credentials = fs
@@ -228,60 +277,120 @@ func digestOf(v *schema.Validator, op schema.Operator, in *interner, d *source.D
 			dg.extra().agentName = n.Value
 		}
 	}
-	dg.validated = true
 	if vs := v.Validate(kind, d.Node); len(vs) > 0 {
 		dg.extra().schema = vs
-		return dg
+		return in.digest(dg)
 	}
 	var err error
 	switch kind {
-	case "Connection":
+	case schema.KindConnection:
 		var w connectionWire
 		if err = d.Node.Decode(&w); err == nil {
 			dg.wire = in.connection(&w)
 		}
-	case "SandboxClass":
+	case schema.KindSandboxClass:
 		var w sandboxClassWire
 		if err = d.Node.Decode(&w); err == nil {
-			dg.wire = packedDigest(in, &w)
+			dg.wire = in.sandboxClass(&w)
 		}
 	case schema.KindAgent:
 		var w agentWire
 		if err = d.Node.Decode(&w); err == nil {
-			dg.wire = packedDigest(in, &w)
+			dg.wire = in.agent(&w)
 		}
-	case "AgentRuntime", "ToolRegistry":
+	case schema.KindAgentRuntime, schema.KindToolRegistry:
 		sp, _ := child(d.Node, "spec")
 		sb, _ := child(sp, "sandbox")
 		if vs := v.ValidateOperator(op, kind, d.Node); len(vs) > 0 {
 			dg.extra().opFindings = vs
 		}
-		// A version keyhole does not know (LookupOperator returns none)
-		// counts as unchecked: Compile checks the tree again.
-		dg.operator, dg.sandbox = uint8(slices.Index(operatorVersions(), op.Version)+1), sb != nil
+		dg.operator, dg.sandbox = operatorIndex(op), sb != nil
 		var w bindingOwnerWire
 		if err = d.Node.Decode(&w); err == nil {
 			dg.wire = in.owner(&w)
 		}
-	case "Secret":
+	case schema.KindSecret:
 		var w secretWire
 		if err = d.Node.Decode(&w); err == nil {
 			dg.wire = in.secret(w.Metadata, secretValues(w), refusedKeys(w))
 		}
 	default:
-		return dg
+		return in.digest(dg) // a catalog entry: its schema is all there is to check
 	}
 	if err != nil {
-		return dg // decode reports it, from the tree
+		dg.extra().unreadable = strings.TrimPrefix(err.Error(), "yaml: ")
+		return in.digest(dg)
 	}
 	dg.release = true
 	return in.digest(dg)
 }
 
-// digestOfDoc returns what Digest took of doc, nil when nothing.
-func digestOfDoc(doc *source.Document) *digested {
+// digests are the digests Compile made itself (see digestAll).
+type digests map[*source.Document]*digested
+
+// of returns the digest of doc: Compile's own, else the loader's; nil for
+// a document Compile reads from its tree.
+func (ds digests) of(doc *source.Document) *digested {
+	if dg, ok := ds[doc]; ok {
+		return dg
+	}
 	dg, _ := doc.Digested().(*digested)
 	return dg
+}
+
+// digestAll digests, on workers goroutines (runtime.GOMAXPROCS(0) when
+// workers <= 0), the documents the loader did not (those kustomize built,
+// standard input's, every one when Load was given no Digest), and again
+// those it digested for another operator than op. What it returns, with
+// the loader's, is every document's digest.
+func digestAll(docs []*source.Document, v *schema.Validator, op schema.Operator, workers int) digests {
+	var todo []*source.Document
+	for _, d := range docs {
+		dg, _ := d.Digested().(*digested)
+		switch {
+		case dg == nil && d.Node != nil:
+		case dg != nil && dg.operator != 0 && dg.operator != operatorIndex(op):
+		default:
+			continue
+		}
+		todo = append(todo, d)
+	}
+	made := make([]*digested, len(todo))
+	in := newInterner()
+	parallel.For(len(todo), workers, func(i int) {
+		made[i] = redigest(v, op, in, todo[i])
+	})
+	ds := make(digests, len(todo))
+	for i, d := range todo {
+		if made[i] != nil {
+			ds[d] = made[i]
+		}
+	}
+	return ds
+}
+
+// redigest digests d, from its tree read again when the loader released
+// it. A tree that cannot be read again keeps the loader's digest, with
+// the reason as its operator finding.
+func redigest(v *schema.Validator, op schema.Operator, in *interner, d *source.Document) *digested {
+	if !d.Released() {
+		return digestOf(v, op, in, d)
+	}
+	n, err := d.Tree()
+	if err != nil {
+		dg, _ := d.Digested().(*digested)
+		c := *dg
+		m := digestMore{}
+		if dg.more != nil {
+			m = *dg.more
+		}
+		m.opFindings = []schema.Violation{{Line: d.Pos.Line, Column: d.Pos.Column, Message: "cannot check it against the operator's schema: " + err.Error()}}
+		c.more, c.operator = &m, operatorIndex(op)
+		return &c
+	}
+	fresh := *d
+	fresh.Node = n
+	return digestOf(v, op, in, &fresh)
 }
 
 // isSecretSource reports whether addSecretSource reads the document.
@@ -324,6 +433,14 @@ func refusedKeys(w secretWire) secretWire {
 	}
 	w.Data, w.StringData = refused(w.Data), refused(w.StringData)
 	return w
+}
+
+// sortedKeys are m's keys, sorted; nil for a nil map.
+func sortedKeys(m map[string]string) []string {
+	if m == nil {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(m))
 }
 
 // tree returns it's node tree, read again when the loader released it,

@@ -52,15 +52,15 @@ data:
 		if !d.Released() {
 			t.Errorf("%s: a valid Secret's tree was kept", d.Object())
 		}
-		dg := digestOfDoc(d)
-		sd, ok := dg.decoded().(*secretDigest)
+		dg, _ := d.Digested().(*digested)
+		sd, ok := dg.wire.(*secretDigest)
 		if !ok {
-			t.Fatalf("%s: digest holds %T, want the Secret's keys", d.Object(), dg.decoded())
+			t.Fatalf("%s: digest holds %T, want the Secret's keys", d.Object(), dg.wire)
 		}
-		if got := fmt.Sprintf("%#v %#v %#v", *dg, *sd, sd.p.values()); strings.Contains(got, canary) || strings.Contains(got, "Q0FOQVJZ") {
+		if got := fmt.Sprintf("%#v %#v", *dg, *sd); strings.Contains(got, canary) || strings.Contains(got, "Q0FOQVJZ") {
 			t.Errorf("%s: the digest keeps a value: %s", d.Object(), got)
 		}
-		if len(sd.p.values()) == 0 {
+		if len(sd.values) == 0 {
 			t.Errorf("%s: the digest lost the keys", d.Object())
 		}
 	}
@@ -74,9 +74,9 @@ data:
 
 // TestDigestOperatorOtherThanConfigs covers an AgentRuntime digested
 // against another operator than the one the Compile ends up with (as when
-// keyhole.yaml names a version): its findings are made again from its
-// tree, read again from the file, and are those of a Compile without
-// Digest.
+// a source.Memo carries it over from a load under another keyhole.yaml):
+// Compile digests it again from its tree, read again from the file, and
+// finds what a Compile without Digest does.
 func TestDigestOperatorOtherThanConfigs(t *testing.T) {
 	dir := filepath.Join("testdata", "checks", "operator-schema")
 	v, err := schema.NewValidator()
@@ -85,7 +85,11 @@ func TestDigestOperatorOtherThanConfigs(t *testing.T) {
 	}
 	in := newInterner()
 	other := func(d *source.Document) (any, bool) {
-		dg := digestOf(v, schema.Operator{Version: "v0.0.0-not-this-one"}, in, d)
+		other, err := schema.LookupOperator("v0.9.0-beta.17")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dg := digestOf(v, other, in, d)
 		if dg == nil {
 			return nil, false
 		}
@@ -170,7 +174,7 @@ func TestDigestSaysWhatItIs(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, d := range docs {
-			dg := digestOfDoc(d)
+			dg, _ := d.Digested().(*digested)
 			if dg == nil || dg.wire == nil {
 				continue
 			}
@@ -192,50 +196,59 @@ func TestDigestSaysWhatItIs(t *testing.T) {
 	}
 }
 
-// TestDigestOperatorCheckInTheDigest: an AgentRuntime the operator's
-// schemas accept carries what it was checked against, and whether it
-// sets spec.sandbox, in the digest itself, with nothing in digestMore
-// (which cost 144 bytes an object); one they refuse keeps its findings
-// there, and both read back as the tree says.
-func TestDigestOperatorCheckInTheDigest(t *testing.T) {
-	docs, _, v := loadDigested(t, filepath.Join("testdata", "checks", "operator-schema"))
-	op := schema.DefaultOperator()
-	var accepted, refused int
-	for _, d := range docs {
-		dg := digestOfDoc(d)
-		if dg == nil || dg.schemaKind() != schema.KindAgentRuntime && dg.schemaKind() != schema.KindToolRegistry || len(dg.schemaFindings()) > 0 {
-			continue
-		}
-		if !dg.checkedAgainst(op) {
-			t.Errorf("%s: the digest says it was not checked against %s", d.Object(), op.Version)
-		}
-		if dg.checkedAgainst(schema.Operator{Version: "v0.0.0-not-this-one"}) {
-			t.Errorf("%s: the digest says it was checked against an operator keyhole does not know", d.Object())
-		}
-		n, err := d.Tree()
-		if err != nil {
-			t.Fatal(err)
-		}
-		sp, _ := child(n, "spec")
-		sb, _ := child(sp, "sandbox")
-		if dg.sandbox != (sb != nil) {
-			t.Errorf("%s: the digest says spec.sandbox is set: %v", d.Object(), dg.sandbox)
-		}
-		want := v.ValidateOperator(op, dg.schemaKind(), n)
-		if got := dg.opFindings(); fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Errorf("%s: the digest's operator findings are %v, want %v", d.Object(), got, want)
-		}
-		if len(want) == 0 {
-			accepted++
-			if dg.more != nil {
-				t.Errorf("%s: an accepted object's digest keeps %+v", d.Object(), *dg.more)
-			}
-		} else {
-			refused++
-		}
+// TestDigestOperatorFromConfig: the operator keyhole.yaml names, which
+// the loader reads before it walks, is the one AgentRuntimes are checked
+// against as they are digested; the flag wins over it. Either way the
+// digests hold what the Compile reports, with nothing to check again.
+func TestDigestOperatorFromConfig(t *testing.T) {
+	declared, err := schema.LookupOperator("v0.9.0-beta.17")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if accepted == 0 || refused == 0 {
-		t.Errorf("%d accepted and %d refused objects, want some of each", accepted, refused)
+	tests := map[string]struct {
+		dir  string
+		opts Options
+		want schema.Operator
+	}{
+		"keyhole.yaml names it": {dir: filepath.Join("testdata", "checks", "operator-sandbox-unsupported"), want: declared},
+		"the flag names it":     {dir: "../examples/github-acme", opts: Options{OperatorVersion: "v0.9.0-beta.17"}, want: declared},
+		"nothing names it":      {dir: filepath.Join("testdata", "checks", "operator-schema"), want: schema.DefaultOperator()},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			v, err := schema.NewValidator()
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs, _, err := source.Load([]string{tc.dir}, source.Options{Digest: Digest(v, tc.opts)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			owners := 0
+			for _, d := range docs {
+				dg, _ := d.Digested().(*digested)
+				if dg == nil || dg.operator == 0 {
+					continue
+				}
+				owners++
+				if dg.operator != operatorIndex(tc.want) {
+					t.Errorf("%s: digested for operator %s, want %s", d.Object(), operatorVersions()[dg.operator-1], tc.want.Version)
+				}
+				if !d.Released() && len(dg.schemaFindings()) == 0 {
+					t.Errorf("%s: the tree of an object that passed its schema was kept", d.Object())
+				}
+			}
+			if owners == 0 {
+				t.Fatal("no AgentRuntime or ToolRegistry was digested: the test tests nothing")
+			}
+			if made := digestAll(docs, v, tc.want, 0); len(made) > 0 {
+				for d := range made {
+					if dg, _ := d.Digested().(*digested); dg != nil {
+						t.Errorf("%s: digested again", d.Object())
+					}
+				}
+			}
+		})
 	}
 }
 

@@ -1,9 +1,12 @@
 package compiler
 
 import (
+	"slices"
 	"sync"
 
 	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/schema"
 )
 
 // interner keeps one copy of the strings that recur from document to
@@ -15,14 +18,35 @@ import (
 // to it. It is safe for concurrent use (the loader's workers share one),
 // and holds at most internMax strings, past which it returns its input.
 //
-// It also holds the slab the digests are packed into (see slab), under
-// the same lock: an interned string is kept as the slab's copy.
+// It also holds the arenas the digests are copied into (see arena), under
+// the same lock: an interned string is kept as the arenas' copy.
 type interner struct {
 	mu sync.Mutex
 	m  map[string]string
-	sl slab
-	// buf is where a Connection is packed before the slab copies it.
-	buf []byte
+	arenas
+}
+
+// arenas are where the digests keep what they hold, one arena per type.
+type arenas struct {
+	strs        stringArena
+	lists       arena[string]
+	values      arena[string]
+	digests     arena[digested]
+	more        arena[digestMore]
+	connections arena[connectionWire]
+	injects     arena[injectWire]
+	basics      arena[basicWire]
+	rules       arena[ruleWire]
+	classes     arena[sandboxClassWire]
+	roles       arena[roleWire]
+	agents      arena[agentWire]
+	connectors  arena[agentConnectorWire]
+	owners      arena[bindingOwnerWire]
+	bindings    arena[bindingWire]
+	flags       arena[bool]
+	secrets     arena[secretDigest]
+	refused     arena[refusedKeyLists]
+	keyLists    arena[secretKey]
 }
 
 const internMax = 1 << 14
@@ -39,19 +63,10 @@ func (in *interner) str(s string) string {
 		return v
 	}
 	if len(in.m) < internMax {
-		s = in.sl.str(s)
+		s = in.strs.str(s)
 		in.m[s] = s
 	}
 	return s
-}
-
-// packedDigest returns an anyDigest in in's slab, of *x packed into the
-// slab's bytes (see packedAny).
-func packedDigest[T any](in *interner, x *T) *anyDigest[T] {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	in.buf = packAny(in.buf[:0], x)
-	return slabNew(&in.sl, anyDigest[T]{p: packedAny[T](in.sl.strOf(in.buf))})
 }
 
 // scalar interns the value of n when it is a scalar.
@@ -104,8 +119,8 @@ func (in *interner) document(kind string, n *yaml.Node) {
 	md, _ := child(n, "metadata")
 	in.at(md, "namespace")
 	spec, _ := child(n, "spec")
-	switch kind {
-	case "Connection":
+	switch schema.Kind(kind) {
+	case schema.KindConnection:
 		cred, _ := child(spec, "credential")
 		in.at(cred, "kind")
 		placement, _ := child(spec, "placement")
@@ -124,18 +139,18 @@ func (in *interner) document(kind string, n *yaml.Node) {
 				in.items(prefixes)
 			}
 		}
-	case "Secret":
+	case schema.KindSecret:
 		for _, f := range []string{"data", "stringData"} {
 			v, _ := child(n, f)
 			in.keys(v)
 		}
-	case "SandboxClass":
+	case schema.KindSandboxClass:
 		in.at(spec, "image")
 		conns, _ := child(spec, "connections")
 		for _, c := range sequence(conns) {
 			in.at(c, "role")
 		}
-	case "AgentRuntime", "ToolRegistry":
+	case schema.KindAgentRuntime, schema.KindToolRegistry:
 		sandbox, _ := child(spec, "sandbox")
 		conns, _ := child(sandbox, "connections")
 		for _, c := range sequence(conns) {
@@ -145,55 +160,144 @@ func (in *interner) document(kind string, n *yaml.Node) {
 	}
 }
 
-// connection returns a connectionDigest in the slab, of w packed into
-// the slab's bytes (see packedConnection).
-func (in *interner) connection(w *connectionWire) *connectionDigest {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	in.buf = packConnection(in.buf[:0], w)
-	return slabNew(&in.sl, connectionDigest{p: packedConnection(in.sl.strOf(in.buf))})
+// The copies below are of what a digest keeps: each returns its input
+// copied into the arenas, every string and list its own, so that nothing
+// it holds shares a span with the parser's garbage. Those that take the
+// lock say so; the others expect the caller to hold it.
+
+// keep returns the interned copy of s, else a copy in the arenas.
+func (in *interner) keep(s string) string {
+	if v, ok := in.m[s]; ok {
+		return v
+	}
+	return in.strs.str(s)
 }
 
-// owner returns an ownerDigest in the slab, of w packed into the slab's
-// bytes (see packedOwner).
-func (in *interner) owner(w *bindingOwnerWire) *ownerDigest {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	in.buf = packOwner(in.buf[:0], w)
-	return slabNew(&in.sl, ownerDigest{p: packedOwner(in.sl.strOf(in.buf))})
+// list returns a copy of xs, nil for nil.
+func (in *interner) list(xs []string) []string {
+	c := in.lists.clone(xs)
+	for i := range c {
+		c[i] = in.keep(c[i])
+	}
+	return c
 }
 
-// secret returns a secretDigest in the slab, of the Secret md names,
-// whose keys are values and refused those the API server refuses (see
-// packSecret), packed into the slab's bytes.
+func (in *interner) metadata(m metadata) metadata {
+	return metadata{Name: in.keep(m.Name), Namespace: in.keep(m.Namespace)}
+}
+
+// connection takes the lock.
+func (in *interner) connection(w *connectionWire) *connectionWire {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	c := *w
+	c.Metadata = in.metadata(w.Metadata)
+	sp := &c.Spec
+	sp.Hosts = in.list(w.Spec.Hosts)
+	sp.Credential.Kind = in.keep(sp.Credential.Kind)
+	sp.Credential.SecretRef.Name = in.keep(sp.Credential.SecretRef.Name)
+	sp.Credential.SecretRef.Namespace = in.keep(sp.Credential.SecretRef.Namespace)
+	sp.Placement.Inject = in.injects.clone(w.Spec.Placement.Inject)
+	for i := range sp.Placement.Inject {
+		e := &sp.Placement.Inject[i]
+		if len(e.Hosts) > 0 && slices.Equal(e.Hosts, w.Spec.Hosts) {
+			// Most entries name the Connection's hosts: one copy, capacity
+			// cut to length, serves both.
+			e.Hosts = sp.Hosts
+		} else {
+			e.Hosts = in.list(e.Hosts)
+		}
+		e.Header = in.keep(e.Header)
+		if e.Value != nil {
+			e.Value = in.values.new(in.keep(*e.Value))
+		}
+		if e.Basic != nil {
+			e.Basic = in.basics.new(basicWire{UsernameKey: in.keep(e.Basic.UsernameKey), PasswordKey: in.keep(e.Basic.PasswordKey)})
+		}
+		e.PlaceholderEnv = in.list(e.PlaceholderEnv)
+		e.Rules = in.rules.clone(e.Rules)
+		for j := range e.Rules {
+			r := &e.Rules[j]
+			r.Methods, r.PathPrefixes = in.list(r.Methods), in.list(r.PathPrefixes)
+		}
+	}
+	return in.connections.new(c)
+}
+
+// sandboxClass takes the lock.
+func (in *interner) sandboxClass(w *sandboxClassWire) *sandboxClassWire {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	c := *w
+	c.Metadata = in.metadata(w.Metadata)
+	c.Spec.Image = in.keep(w.Spec.Image)
+	c.Spec.Connections = in.roles.clone(w.Spec.Connections)
+	for i := range c.Spec.Connections {
+		c.Spec.Connections[i].Role = in.keep(c.Spec.Connections[i].Role)
+	}
+	return in.classes.new(c)
+}
+
+// agent takes the lock.
+func (in *interner) agent(w *agentWire) *agentWire {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	a := *w
+	a.Name, a.Sandbox = in.keep(w.Name), in.keep(w.Sandbox)
+	a.SandboxOptions.Setup = in.list(w.SandboxOptions.Setup)
+	a.Connectors = in.connectors.clone(w.Connectors)
+	for i := range a.Connectors {
+		c := &a.Connectors[i]
+		c.Name, c.Connection, c.Tools = in.keep(c.Name), in.keep(c.Connection), in.list(c.Tools)
+	}
+	a.AllowedDomains = in.list(w.AllowedDomains)
+	return in.agents.new(a)
+}
+
+// owner takes the lock.
+func (in *interner) owner(w *bindingOwnerWire) *bindingOwnerWire {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	o := *w
+	o.Metadata = in.metadata(w.Metadata)
+	sb := &o.Spec.Sandbox
+	if sb.Enabled != nil {
+		sb.Enabled = in.flags.new(*sb.Enabled)
+	}
+	sb.Connections = in.bindings.clone(sb.Connections)
+	for i := range sb.Connections {
+		b := &sb.Connections[i]
+		b.Sandbox, b.Role, b.Connection = in.keep(b.Sandbox), in.keep(b.Role), in.keep(b.Connection)
+	}
+	return in.owners.new(o)
+}
+
+// secret returns the digest of a Secret: md names it, values are its
+// keys, refused those of w the API server refuses (see refusedKeys). It
+// takes the lock.
 func (in *interner) secret(md metadata, values secretKeys, refused secretWire) *secretDigest {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.buf = packSecret(in.buf[:0], md, values, refused)
-	return slabNew(&in.sl, secretDigest{p: packedSecret(in.sl.strOf(in.buf))})
+	sd := secretDigest{metadata: in.metadata(md), values: in.keyLists.clone(values)}
+	for i := range sd.values {
+		sd.values[i].name = in.keep(sd.values[i].name)
+	}
+	if refused.Data != nil || refused.StringData != nil {
+		sd.refusedKeys = in.refused.new(refusedKeyLists{data: in.list(sortedKeys(refused.Data)), stringData: in.list(sortedKeys(refused.StringData))})
+	}
+	return in.secrets.new(sd)
 }
 
-// digest returns a copy of dg in the slab, and of what more it keeps.
+// digest returns a copy of dg in the arenas, and of what more it keeps.
+// It takes the lock.
 func (in *interner) digest(dg *digested) *digested {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if dg.more != nil {
 		m := *dg.more
 		m.agentName = in.keep(m.agentName)
-		m.ignore = slabSlice(&in.sl, m.ignore)
-		for i := range m.ignore {
-			m.ignore[i] = in.keep(m.ignore[i])
-		}
-		dg.more = slabNew(&in.sl, m)
+		m.ignore = in.list(m.ignore)
+		dg.more = in.more.new(m)
 	}
-	return slabNew(&in.sl, *dg)
-}
-
-// keep returns the interned copy of s, else a copy in the slab. The
-// caller holds in.mu.
-func (in *interner) keep(s string) string {
-	if v, ok := in.m[s]; ok {
-		return v
-	}
-	return in.sl.str(s)
+	return in.digests.new(*dg)
 }

@@ -9,7 +9,6 @@ import (
 
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/schema"
-	"keyhole.dev/keyhole/source"
 )
 
 // Codes of the operator checks: an AgentRuntime or ToolRegistry the omnia
@@ -76,11 +75,16 @@ func (p *pass) readOperator(it *item, n *yaml.Node) {
 	p.plan.Operator = op
 }
 
-// checkOperatorObject checks an AgentRuntime or ToolRegistry that passed
-// keyhole's schema against the operator's own.
-func (p *pass) checkOperatorObject(v *schema.Validator, doc *source.Document, it *item, kind schema.Kind) {
-	op := p.plan.Operator
-	for _, vi := range p.validateOperator(v, op, kind, doc) {
+// checkOperatorObject reports what checking an AgentRuntime or
+// ToolRegistry that passed keyhole's schema against the operator's own
+// found, as its digest holds it.
+func (p *pass) checkOperatorObject(it *item, dg *digested, kind schema.Kind) {
+	op, doc := p.plan.Operator, it.doc
+	var found []schema.Violation
+	if dg.more != nil {
+		found = dg.more.opFindings
+	}
+	for _, vi := range found {
 		pos, note := doc.At(vi.Line, vi.Column, vi.Path)
 		p.diags = append(p.diags, p.diagnostic(codeOperatorSchemaInvalid, it, pos, vi.Path,
 			fmt.Sprintf("%s (%s CRD of operator %s)%s", vi.Message, kind, op.Version, note)))
@@ -88,15 +92,7 @@ func (p *pass) checkOperatorObject(v *schema.Validator, doc *source.Document, it
 	if op.Sandbox {
 		return
 	}
-	sandbox := false
-	if dg := digestOfDoc(doc); dg != nil {
-		sandbox = dg.sandbox
-	} else {
-		sp, _ := child(doc.Node, "spec")
-		sb, _ := child(sp, "sandbox")
-		sandbox = sb != nil
-	}
-	if sandbox {
+	if dg.sandbox {
 		p.report(codeOperatorSandboxUnsupported, it, path{"spec", "sandbox"}, true,
 			"operator %s has no sandbox feature: its %s CRD declares no spec.sandbox, so the API server refuses this %s under strict field validation and drops the field otherwise, leaving the sandbox without its Connections",
 			op.Version, kind, kind)

@@ -19,7 +19,7 @@ func Placeholder(connection string) string { return PlaceholderPrefix + connecti
 // binding that names something missing is left out; the checks report it.
 func (p *pass) resolve() {
 	for _, o := range p.owners {
-		sb := o.wire().Spec.Sandbox
+		sb := o.w.Spec.Sandbox
 		if sb.Enabled != nil && !*sb.Enabled {
 			continue
 		}
@@ -60,7 +60,7 @@ func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
 		Class:     class,
 	}
 	if c := p.classes[ref{o.ns, class}]; c != nil {
-		s.Image = c.wire().Spec.Image
+		s.Image = c.w.Spec.Image
 	}
 	s.Proxy = config.Config{
 		APIVersion: config.APIVersion,
@@ -80,7 +80,7 @@ func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
 	wires := make([]*connectionWire, len(bindings))
 	for i, b := range bindings {
 		if c := p.conns.get(ref{o.ns, b.Connection}); c != nil {
-			wires[i] = c.wire()
+			wires[i] = c.w
 			for _, in := range wires[i].Spec.Placement.Inject {
 				hosts, env = hosts+len(in.Hosts), env+len(in.PlaceholderEnv)
 			}

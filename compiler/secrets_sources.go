@@ -383,7 +383,7 @@ func checkValuesUnknown(p *pass) {
 			continue // checkKeysUnknown says so
 		}
 		var unknown []string
-		inject := c.wire().Spec.Placement.Inject
+		inject := c.w.Spec.Placement.Inject
 		for i := range inject {
 			for _, u := range keysUsed(&inject[i], i) {
 				if v, ok := s.values.get(u.key); ok && !v.known && !slices.Contains(unknown, u.key) {

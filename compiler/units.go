@@ -27,8 +27,8 @@ const codeDuplicateObject = "DuplicateObject"
 // duplicate reports, and returns true for, an object of keyhole's kinds
 // that its deploy unit already defines; the first definition is kept.
 // Secrets are indexSecret's.
-func (p *pass) duplicate(kind schema.Kind, it *item) bool {
-	k, ok := objectKeyOf(kind, it)
+func (p *pass) duplicate(kind schema.Kind, it *item, dg *digested) bool {
+	k, ok := objectKeyOf(kind, it, dg)
 	if !ok {
 		return false
 	}
@@ -72,21 +72,17 @@ func (k objectKey) sum(seed maphash.Seed) uint64 {
 	return h.Sum64()
 }
 
-// objectKeyOf is the key of it, an object of kind; ok is false for a
-// kind duplicate does not compare, or an agent without a name (the
-// schema says what is wrong).
-func objectKeyOf(kind schema.Kind, it *item) (k objectKey, ok bool) {
-	switch kind {
-	case "Connection", "SandboxClass", "AgentRuntime", "ToolRegistry":
+// objectKeyOf is the key of it, an object of kind whose digest is dg; ok
+// is false for a kind duplicate does not compare, or an agent without a
+// name (the schema says what is wrong).
+func objectKeyOf(kind schema.Kind, it *item, dg *digested) (k objectKey, ok bool) {
+	switch {
+	case slices.Contains(groupKinds(), kind):
 		return objectKey{kind, it.ns, it.obj().Name}, true
-	case schema.KindAgent:
+	case kind == schema.KindAgent:
 		name := ""
-		if dg := digestOfDoc(it.doc); dg != nil {
-			if dg.more != nil {
-				name = dg.more.agentName
-			}
-		} else if n := source.Lookup(it.doc.Node, "name"); n != nil && n.Kind == yaml.ScalarNode {
-			name = n.Value
+		if dg.more != nil {
+			name = dg.more.agentName
 		}
 		return objectKey{kind: kind, name: name}, name != ""
 	}
@@ -99,7 +95,7 @@ func (p *pass) objectKeyOfDoc(doc *source.Document) objectKey {
 	obj := doc.Object()
 	it := item{doc: doc, ns: cmp.Or(obj.Namespace, p.opts.DefaultNamespace)}
 	kind, _ := schema.Lookup(obj.APIVersion, obj.Kind)
-	k, _ := objectKeyOf(kind, &it)
+	k, _ := objectKeyOf(kind, &it, p.digests.of(doc))
 	return k
 }
 

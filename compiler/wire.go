@@ -73,11 +73,14 @@ type secretWire struct {
 type sandboxClassWire struct {
 	Metadata metadata `yaml:"metadata"`
 	Spec     struct {
-		Image       string `yaml:"image"`
-		Connections []struct {
-			Role string `yaml:"role"`
-		} `yaml:"connections"`
+		Image       string     `yaml:"image"`
+		Connections []roleWire `yaml:"connections"`
 	} `yaml:"spec"`
+}
+
+// roleWire is a role a SandboxClass offers its Connections.
+type roleWire struct {
+	Role string `yaml:"role"`
 }
 
 // bindingOwnerWire is an AgentRuntime or a ToolRegistry: both bind

@@ -14,95 +14,36 @@ import (
 	"keyhole.dev/keyhole/proxy/policy"
 )
 
+// serveConnect admits and serves a CONNECT's tunnel.
 func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request, st *state, start time.Time) {
-	d := st.policy.Decide(policy.RequestInfo{Kind: policy.KindConnect, Method: r.Method, Target: r.RequestURI})
-	if !d.Allowed() {
-		writeRefusal(w, d, true)
-		s.logRequest(st, r, d, d.Reason.Status(), start)
-		return
-	}
-	select {
-	case s.tunnels <- struct{}{}:
-	default:
-		w.Header().Set("Connection", "close")
-		http.Error(w, "keyhole: too many open tunnels; retry later", http.StatusServiceUnavailable)
-		s.logRequest(st, r, d, http.StatusServiceUnavailable, start)
-		return
-	}
-	s.metrics.tunnels.Add(1)
-	release := sync.OnceFunc(func() { <-s.tunnels; s.metrics.tunnels.Add(-1) })
-	var upstream net.Conn
-	if d.Action == policy.ActionTunnel {
-		var err error
-		upstream, err = s.dial(r.Context(), "tcp", net.JoinHostPort(d.Host, "443"))
-		if e, ok := refusedDial(err); ok {
-			release()
-			s.dialRefused(e)
-			writeRefusal(w, e.d, true)
-			s.logRequest(st, r, e.d, e.d.Reason.Status(), start)
-			return
-		}
-		if err != nil {
-			release()
-			w.Header().Set("Connection", "close")
-			http.Error(w, "keyhole: cannot reach "+d.Host, http.StatusBadGateway)
-			s.logRequest(st, r, d, http.StatusBadGateway, start)
-			return
-		}
-	}
-	conn, brw, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		release()
-		if upstream != nil {
-			upstream.Close()
-		}
-		return
-	}
-	conn.SetDeadline(time.Time{})
-	freeSlot(conn) // the tunnel cap counts it from here
-	var client net.Conn = conn
-	if brw.Reader.Buffered() > 0 {
-		client = &bufferedConn{Conn: conn, r: brw.Reader}
-	}
-	if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
-		release()
-		conn.Close()
-		if upstream != nil {
-			upstream.Close()
-		}
-		return
-	}
-	s.logRequest(st, r, d, http.StatusOK, start)
-	if d.Action == policy.ActionTunnel {
-		s.splice(client, upstream, d.Host, release)
-		return
-	}
-	s.intercept(client, d.Host, release)
+	f := &connectFront{s: s, w: w, r: r, st: st, start: start}
+	s.serveTunnel(r.Context(), f, st, r.RequestURI, s.reserveTunnel)
 }
 
-// intercept terminates the sandbox's TLS with a leaf for host and hands
-// the connection to the inner HTTP server.
-func (s *Server) intercept(conn net.Conn, host string, release func()) {
-	hc := &hostConn{Conn: conn, host: host, budget: maxClientHello}
+// intercept terminates the sandbox's TLS with a leaf for the admitted
+// host and hands the connection to the inner HTTP server.
+func (s *Server) intercept(conn net.Conn, a interception) {
+	host := a.d.Host
+	hc := &hostConn{Conn: conn, tunnel: a, budget: maxClientHello}
 	tconn := tls.Server(hc, s.tunnelTLS)
 	tconn.SetDeadline(time.Now().Add(s.opts.Timeouts.Handshake))
 	if err := tconn.Handshake(); err != nil {
 		s.log.Warn("tls handshake with the sandbox failed", "host", host, "error", err.Error())
 		tconn.Close()
-		release()
+		a.release()
 		return
 	}
 	hc.budget = -1 // the handshake is over: reads are the tunnel's requests
 	tconn.SetDeadline(time.Time{})
-	tc := &tunnelConn{Conn: tconn, connect: host, sni: tconn.ConnectionState().ServerName, release: release}
+	tc := &tunnelConn{Conn: tconn, connect: host, sni: tconn.ConnectionState().ServerName, release: a.release}
 	if !s.innerLn.push(tc) {
 		tc.Close()
 	}
 }
 
-// leafFor serves the leaf for the tunnel's CONNECT host whatever the SNI
-// says: a different SNI gets host-mismatch on its first request, and no
-// leaf is ever minted for a name the config does not inject.
+// leafFor serves the leaf of the interception the handshake runs on:
+// only an intercepted tunnel's handshake gets one, and no leaf is ever
+// minted for a name the config does not inject.
 func (s *Server) leafFor(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	hc, ok := hello.Conn.(*hostConn)
 	if !ok {
@@ -112,18 +53,18 @@ func (s *Server) leafFor(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	if cs == nil {
 		return nil, fmt.Errorf("%w: not loaded", ErrCA)
 	}
-	return s.leaves.get(cs.ca, hc.host, time.Now())
+	return hc.tunnel.leaf(s.leaves, cs.ca, time.Now())
 }
 
 // hostConn is the sandbox side of an intercepted tunnel before TLS: it
-// tells leafFor which host the CONNECT named, and bounds what the
-// handshake reads from the sandbox. crypto/tls keeps the buffers a
+// carries the interception, whose leaf leafFor serves, and bounds what
+// the handshake reads from the sandbox. crypto/tls keeps the buffers a
 // handshake grew for the life of the connection, so a ClientHello as
 // large as crypto/tls takes (64 KiB) would cost every idle tunnel the
 // sandbox keeps open some 100 KiB more than a real one does.
 type hostConn struct {
 	net.Conn
-	host string
+	tunnel interception
 	// budget is how many more bytes the handshake may read; -1 once it
 	// is over. The reads of one connection are sequential: the
 	// handshake's, then the HTTP server's, after the handshake returned.
@@ -241,7 +182,7 @@ func (s *Server) closeRevokedTunnels(st *state) int {
 type tunnelKey struct{}
 
 // serveTunnelRequest handles one request read inside an intercepted
-// tunnel: decide, inject, forward.
+// tunnel.
 func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	st := s.state.Load()
@@ -250,12 +191,83 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "keyhole: internal error", http.StatusInternalServerError)
 		return
 	}
+	s.serveRequest(w, r, st, tc, start)
+}
+
+// serveRequest handles one request that is not a CONNECT: an
+// absolute-form request on the proxy listener (tc nil), or one read
+// inside the intercepted tunnel tc. It decides the request, prepares its
+// header from the decision (prepareHeader) and forwards it: to a
+// passthrough host over http://, to an injected host over verified TLS.
+func (s *Server) serveRequest(w http.ResponseWriter, r *http.Request, st *state, tc *tunnelConn, start time.Time) {
 	rec := &statusRecorder{ResponseWriter: w}
 	// Strip hop-by-hop headers before deciding, so the headers decided on
 	// are the headers sent (Connection: Content-Type cannot drop a
 	// Content-Type a body rule was checked against), and before injecting,
 	// so nothing the sandbox names in Connection can remove the credential.
 	stripHopByHop(r.Header)
+	info := policy.RequestInfo{Kind: policy.KindPlain, Method: r.Method, Target: r.RequestURI, Host: r.Host}
+	if tc != nil {
+		var ok bool
+		if st, info, ok = s.readTunnelRequest(w, r, st, tc); !ok {
+			return
+		}
+	}
+	d := st.policy.Decide(info)
+	// The body's head stays only in the replay, which drops it once
+	// the upstream has read it: a request waiting on a slow upstream
+	// does not hold a megabyte.
+	info.Body = nil
+	defer func() { s.logRequest(st, r, rec.decided(d), rec.status, start) }()
+	if !d.Allowed() {
+		// After a host-mismatch the connection cannot be trusted to
+		// name one host: close it.
+		writeRefusal(rec, d, tc != nil && (d.Reason == policy.ReasonHostMismatch || d.Reason == policy.ReasonHostNotAllowed))
+		return
+	}
+	sc, err := prepareHeader(r.Header, d, st.secrets.Lookup)
+	if err != nil {
+		hp := d.HostPolicy()
+		s.metrics.injectFailure(hp.Name)
+		d = policy.Refusal(policy.ReasonCredentialUnavailable, d.Host, "keyhole cannot read the credential of connection %s for %s; check the mounted Secret", hp.Connection, hp.Name)
+		d.Connection = hp.Connection
+		writeRefusal(rec, d, false)
+		return
+	}
+	r.Host = d.Host // the forwarders send to the canonical host
+	if d.Action != policy.ActionInject {
+		s.forwardPlain.forward(rec, r, sc)
+		return
+	}
+	if !info.BodyComplete {
+		// Too long to read before deciding: look for override fields
+		// as it streams, its last byte held back until the scan ends.
+		if scan := policy.NewOverrideScanner(info.ContentType, info.ContentEncoding); scan != nil {
+			host, conn := d.Host, d.Connection
+			sb := newScannedBody(r.Body, scan, func(name string, err error) *bodyRefusedError {
+				d := policy.Refusal(policy.ReasonL7NotAllowed, host, "the body's %s field is refused on injected hosts: servers read it as another method than the request line's, which the rules checked", name)
+				if err != nil {
+					d = policy.Refusal(policy.ReasonL7NotAllowed, host, "%v", err)
+				}
+				d.Connection = conn
+				return &bodyRefusedError{d: d}
+			})
+			// An upstream that answers early stops the body's reads:
+			// end the scan (and its goroutine, for multipart) anyway.
+			defer sb.finish()
+			r.Body = sb
+		}
+	}
+	s.forwardTLS.forward(rec, r, sc)
+}
+
+// readTunnelRequest reads what the decision on a request in tunnel tc
+// looks at: its header (already stripped of hop-by-hop headers) and, for
+// a rule that checks it or for override fields a server could read from
+// it, the head of its body, which it replays to the upstream. It returns
+// the state that decides the request, which is the newest: reading the
+// body can take a while. When it fails it has answered the request.
+func (s *Server) readTunnelRequest(w http.ResponseWriter, r *http.Request, st *state, tc *tunnelConn) (*state, policy.RequestInfo, bool) {
 	info := policy.RequestInfo{Kind: policy.KindTunnel, Method: r.Method, Target: r.RequestURI, ConnectHost: tc.connect, SNI: tc.sni, Host: r.Host, Header: r.Header, BodyComplete: true,
 		ContentType: r.Header.Values("Content-Type"), ContentEncoding: r.Header.Values("Content-Encoding")}
 	hp := st.policy.Host(tc.connect)
@@ -266,7 +278,7 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 		if !read && hp != nil && (hp.NeedsBody() || policy.OverrideBodyType(info.ContentType)) && r.Body != nil && r.Body != http.NoBody {
 			head, ok := s.readBodyHead(w, r, tc.connect)
 			if !ok {
-				return
+				return st, info, false
 			}
 			read = true
 			info.Body, info.BodyComplete = head, len(head) <= policy.MaxBodyCheck
@@ -283,51 +295,10 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 		// a revoked rule pass it after the revocation.
 		cur := s.state.Load()
 		if cur == st {
-			break
+			return st, info, true
 		}
 		st, hp = cur, cur.policy.Host(tc.connect)
 	}
-	d := st.policy.Decide(info)
-	// The body's head stays only in the replay, which drops it once
-	// the upstream has read it: a request waiting on a slow upstream
-	// does not hold a megabyte.
-	info.Body = nil
-	defer func() { s.logRequest(st, r, rec.decided(d), rec.status, start) }()
-	if !d.Allowed() {
-		// After a host-mismatch the connection cannot be trusted to
-		// name one host: close it.
-		writeRefusal(rec, d, d.Reason == policy.ReasonHostMismatch || d.Reason == policy.ReasonHostNotAllowed)
-		return
-	}
-	inj, err := Inject(hp, r.Header, st.secrets.Lookup)
-	if err != nil {
-		s.metrics.injectFailure(hp.Name)
-		d = policy.Refusal(policy.ReasonCredentialUnavailable, d.Host, "keyhole cannot read the credential of connection %s for %s; check the mounted Secret", hp.Connection, hp.Name)
-		d.Connection = hp.Connection
-		writeRefusal(rec, d, false)
-		return
-	}
-	if !info.BodyComplete {
-		// Too long to read before deciding: look for override fields
-		// as it streams, its last byte held back until the scan ends.
-		if sc := policy.NewOverrideScanner(info.ContentType, info.ContentEncoding); sc != nil {
-			host, conn := d.Host, d.Connection
-			sb := newScannedBody(r.Body, sc, func(name string, err error) *bodyRefusedError {
-				d := policy.Refusal(policy.ReasonL7NotAllowed, host, "the body's %s field is refused on injected hosts: servers read it as another method than the request line's, which the rules checked", name)
-				if err != nil {
-					d = policy.Refusal(policy.ReasonL7NotAllowed, host, "%v", err)
-				}
-				d.Connection = conn
-				return &bodyRefusedError{d: d}
-			})
-			// An upstream that answers early stops the body's reads:
-			// end the scan (and its goroutine, for multipart) anyway.
-			defer sb.finish()
-			r.Body = sb
-		}
-	}
-	r.Host = d.Host // the forwarders send to the canonical host
-	s.forwardTLS.forward(rec, r, scrubbing{inj: inj, body: st.cfg.ScrubResponseBodies})
 }
 
 // bodyRefusedError is a request refused once its body had streamed: it

@@ -21,10 +21,12 @@ import (
 // upstream connection and copies the response back. It does what
 // httputil.ReverseProxy (with a Rewrite) did for this proxy, minus what
 // the proxy never needs: no deep copy of the request and its header (the
-// handler owns both, and has already stripped and injected them), no
-// protocol upgrades (Upgrade is a stripped hop-by-hop header, so a 101 is
-// an upstream error), no X-Forwarded-* (the sandbox's are dropped, none
-// added). It never follows redirects: every response goes back as is.
+// handler owns both, and prepareHeader has already made the header the
+// upstream gets), no protocol upgrades (Upgrade is a stripped hop-by-hop
+// header, so a 101 is an upstream error), no X-Forwarded-* (the
+// sandbox's are dropped, none added). It edits no request header itself;
+// how the request is framed comes from framing.go. It never follows
+// redirects: every response goes back as is.
 type forwarder struct {
 	scheme string
 	rt     http.RoundTripper
@@ -64,17 +66,10 @@ func newForwarder(scheme string, rt http.RoundTripper, onError func(http.Respons
 	}
 }
 
-// ServeHTTP forwards r, whose hop-by-hop headers are already stripped,
-// with nothing to scrub.
-func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f.forward(w, r, scrubbing{})
-}
-
-// forward forwards r, whose hop-by-hop headers are already stripped, and
-// keeps sc's credential out of the response. A failure after the
-// response header was sent aborts the handler with http.ErrAbortHandler,
-// so the client's connection is closed rather than a truncated body
-// looking complete.
+// forward forwards r, whose header prepareHeader made, and keeps sc's
+// credential out of the response. A failure after the response header
+// was sent aborts the handler with http.ErrAbortHandler, so the client's
+// connection is closed rather than a truncated body looking complete.
 func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing) {
 	out := r.WithContext(r.Context())
 	u := *r.URL
@@ -82,13 +77,7 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 	u.RawQuery = cleanQuery(u.RawQuery)
 	out.URL = &u
 	out.RequestURI = "" // a client request must not carry one
-	out.Close = false
-	// Request trailers would reach the upstream unchecked (an override
-	// header among them); no client of an API needs them.
-	out.Trailer = nil
-	if r.ContentLength == 0 {
-		out.Body = nil // lets the transport retry on a stale pooled connection
-	}
+	frameRequest(out)
 	if out.Body != nil {
 		// The transport closes a body it could not send; the inbound
 		// body must stay open for the server, and the transport's writer
@@ -96,25 +85,6 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 		body := &noCloseBody{rc: out.Body}
 		out.Body = body
 		defer body.Close()
-	}
-	// The sandbox's forwarding headers are dropped, as ReverseProxy
-	// did: none is added either.
-	for _, k := range [...]string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
-		delete(out.Header, k)
-	}
-	if _, ok := out.Header["User-Agent"]; !ok {
-		out.Header["User-Agent"] = []string{""} // no Go default
-	}
-	if sc.body {
-		// A compressed body could hide the credential from the scrub.
-		out.Header["Accept-Encoding"] = []string{"identity"}
-		// So could a part of one: a range that cuts the credential, or
-		// several ranges of one response, each piece in its own part
-		// between multipart boundaries, each too short to be found.
-		// Without Range the upstream sends the whole body, which the
-		// scrub sees whole.
-		deleteFold(out.Header, "Range")
-		deleteFold(out.Header, "If-Range")
 	}
 
 	// 1xx responses (100 Continue, 103 Early Hints) are passed on as
@@ -131,8 +101,7 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 	}
 	var res *http.Response
 	var err error
-	// The fast path dials port 443: the only port a tunnel reaches.
-	if f.pool != nil && out.Body == nil && (out.Method == http.MethodGet || out.Method == http.MethodHead) && u.Port() == "" {
+	if f.pool != nil && fastPath(out) {
 		start := time.Now()
 		res, err = f.pool.roundTrip(out, func(r1 *http.Response) { got1xx(r1.StatusCode, r1.Header) })
 		if err == nil {
@@ -160,15 +129,7 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 			},
 		}
 		out = out.WithContext(httptrace.WithClientTrace(out.Context(), trace))
-		// An upstream that answers HEAD with a body would leave it on a
-		// reused connection, to be read as the next request's response.
-		// And a request body is bytes the sandbox chose: an upstream
-		// that answers without reading it (many ignore a GET's or a
-		// DELETE's body, any may answer an error first) reads them as
-		// the start of the next request on the connection, which would
-		// be one the proxy decided, credential included. So no
-		// connection that carried a body carries anything after it.
-		out.Close = out.Method == http.MethodHead || out.Body != nil
+		out.Close = closesAfter(out)
 		res, err = f.rt.RoundTrip(out)
 		mu.Lock()
 		done = true
@@ -285,15 +246,6 @@ func (f *forwarder) filterHeader(r *http.Request, h http.Header, sc scrubbing, w
 	names = append(names, sc.inj.ScrubHeader(h)...)
 	if len(names) > 0 && f.onScrub != nil {
 		f.onScrub(r, where, names)
-	}
-}
-
-// deleteFold deletes name from h in any letter case.
-func deleteFold(h http.Header, name string) {
-	for k := range h {
-		if strings.EqualFold(k, name) {
-			delete(h, k)
-		}
 	}
 }
 

@@ -22,7 +22,8 @@ import (
 )
 
 // forwardFront serves a forwarder in front of the upstream at addr, as
-// the proxy's handlers do: hop-by-hop stripped, Host set. With ca set the
+// the proxy's handlers do for a passthrough host: hop-by-hop stripped,
+// the header prepared, Host set. With ca set the
 // upstream speaks TLS with a leaf for upstreamName from ca, and the
 // forwarder has the proxy's fast path for bodiless GET and HEAD.
 func forwardFront(t *testing.T, addr string, ca *testCA) (front *httptest.Server, upstreamErrs func() []error, f *forwarder) {
@@ -54,8 +55,9 @@ func forwardFront(t *testing.T, addr string, ca *testCA) (front *httptest.Server
 	f.pool, f.observe = pool, func(time.Duration) {}
 	front = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		stripHopByHop(r.Header)
+		sc, _ := prepareHeader(r.Header, policy.Decision{Action: policy.ActionForward, Reason: policy.ReasonAllowed}, nil)
 		r.Host = host
-		f.ServeHTTP(w, r)
+		f.forward(w, r, sc)
 	}))
 	t.Cleanup(front.Close)
 	return front, func() []error { mu.Lock(); defer mu.Unlock(); return append([]error(nil), errs...) }, f

@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"net/textproto"
 	"os"
 	"slices"
 	"strings"
@@ -129,7 +128,7 @@ type Server struct {
 	state atomic.Pointer[state]
 	ca    atomic.Pointer[caState]
 
-	leaves   *leafCache
+	leaves   *leafCache      // reached only through interception.leaf
 	upstream *http.Transport // TLS to injected hosts
 	plain    *http.Transport // http:// to passthrough hosts
 	tunnels  chan struct{}   // semaphore of open tunnels
@@ -594,16 +593,7 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request) {
 		s.serveConnect(w, r, st, start)
 		return
 	}
-	d := st.policy.Decide(policy.RequestInfo{Kind: policy.KindPlain, Method: r.Method, Target: r.RequestURI, Host: r.Host})
-	rec := &statusRecorder{ResponseWriter: w}
-	defer func() { s.logRequest(st, r, rec.decided(d), rec.status, start) }()
-	if !d.Allowed() {
-		writeRefusal(rec, d, false)
-		return
-	}
-	stripHopByHop(r.Header)
-	r.Host = d.Host // the forwarders send to the canonical host
-	s.forwardPlain.ServeHTTP(rec, r)
+	s.serveRequest(w, r, st, nil, start)
 }
 
 // upstreamError answers a failed upstream round trip. It is not a policy
@@ -653,25 +643,6 @@ func (s *Server) upstreamScrubbed(r *http.Request, where string, names []string)
 	}
 	slices.Sort(names)
 	s.log.Warn("upstream response held the credential; redacted", "host", r.Host, "where", where, "headers", strings.Join(names, ","))
-}
-
-// stripHopByHop removes the hop-by-hop headers and every header the
-// Connection header names.
-func stripHopByHop(h http.Header) {
-	for _, v := range h["Connection"] {
-		for f := range strings.SplitSeq(v, ",") {
-			if f = textproto.TrimString(f); f != "" {
-				h.Del(f)
-			}
-		}
-	}
-	// The RFC 9110 connection-specific headers, plus the proxy ones.
-	for _, k := range [...]string{
-		"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
-		"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
-	} {
-		h.Del(k)
-	}
 }
 
 // writeRefusal answers a refused request: the reason's status, the

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
-	"sync"
 	"time"
 
 	"keyhole.dev/keyhole/proxy/policy"
@@ -80,17 +78,16 @@ func (s *Server) serveTransparent(ln net.Listener) error {
 func (s *Server) handleTransparent(c net.Conn) {
 	start := time.Now()
 	st := s.state.Load()
-	select {
-	case s.tunnels <- struct{}{}:
-	default:
+	// The slot is taken before the ClientHello is read, so that the
+	// reads of ClientHellos are bounded too.
+	release, ok := s.reserveTunnel()
+	if !ok {
 		// Not a policy refusal (CONNECT answers 503 here): no request
 		// line, only the event.
 		c.Close()
 		s.log.Warn("transparent connection dropped: too many open tunnels", "max", s.opts.MaxTunnels)
 		return
 	}
-	s.metrics.tunnels.Add(1)
-	release := sync.OnceFunc(func() { <-s.tunnels; s.metrics.tunnels.Add(-1) })
 	refuse := func(d policy.Decision, alert bool) {
 		s.refuseTransparent(st, c, d, alert, start)
 		release()
@@ -117,37 +114,9 @@ func (s *Server) handleTransparent(c net.Conn) {
 		refuse(policy.Refusal(policy.ReasonHostNotAllowed, "", "port %s: the TLS ClientHello names no server (SNI); transparent mode decides by name and refuses TLS without one, IP literals included", port), true)
 		return
 	}
-	d := st.policy.Decide(policy.RequestInfo{Kind: policy.KindConnect, Method: http.MethodConnect, Target: net.JoinHostPort(sni, port)})
-	if !d.Allowed() {
-		refuse(d, true)
-		return
-	}
-	c.SetReadDeadline(time.Time{})
-	client := &prefixConn{Conn: c, r: io.MultiReader(bytes.NewReader(hello), c)}
-	if d.Action == policy.ActionTunnel {
-		addr := d.Host
-		if _, _, err := net.SplitHostPort(addr); err != nil {
-			addr = net.JoinHostPort(addr, port)
-		}
-		upstream, err := s.dial(context.Background(), "tcp", addr)
-		if e, ok := refusedDial(err); ok {
-			s.dialRefused(e)
-			refuse(e.d, true)
-			return
-		}
-		if err != nil {
-			s.log.Warn("transparent tunnel cannot reach its upstream", "host", d.Host, "error", err.Error())
-			c.Close()
-			release()
-			s.logTransparent(st, d, http.StatusBadGateway, start)
-			return
-		}
-		s.logTransparent(st, d, http.StatusOK, start)
-		s.splice(client, upstream, d.Host, release)
-		return
-	}
-	s.logTransparent(st, d, http.StatusOK, start)
-	s.intercept(client, d.Host, release)
+	f := &transparentFront{s: s, c: c, hello: hello, st: st, start: start, release: release}
+	held := func() (func(), bool) { return release, true }
+	s.serveTunnel(context.Background(), f, st, net.JoinHostPort(sni, port), held)
 }
 
 // refuseTransparent ends a refused redirected connection: a fatal TLS

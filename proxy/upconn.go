@@ -236,20 +236,9 @@ func (p *upPool) exchange(c *upConn, out *http.Request, got1xx func(*http.Respon
 		got1xx(res)
 	}
 	c.conn.SetReadDeadline(time.Time{})
-	keep := !res.Close && framedByItself(out.Method, res.StatusCode)
+	keep := reusable(out, res)
 	res.Body = &upBody{rc: res.Body, c: c, pool: p, host: out.URL.Hostname(), keep: keep, stop: stop}
 	return res, nil
-}
-
-// framedByItself reports whether a response's own framing
-// (Content-Length, chunked) says where it ends. A response to HEAD, and a
-// 204 or 304, ends at its header whatever its Content-Length says
-// (RFC 9112 section 6.3); an upstream that sends a body anyway, as some
-// send one with HEAD, leaves it on the connection, and it may arrive
-// after the next request is written, when no check can tell it from the
-// next response. Such a connection is closed, not reused.
-func framedByItself(method string, status int) bool {
-	return method != http.MethodHead && status != http.StatusNoContent && status != http.StatusNotModified
 }
 
 func isTimeout(err error) bool {

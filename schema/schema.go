@@ -13,6 +13,7 @@ package schema
 
 import (
 	_ "embed"
+	"slices"
 )
 
 //go:embed schema.cue
@@ -64,8 +65,22 @@ const (
 // Group is the API group and version of the omnia resources.
 const Group = "omnia.altairalabs.ai/v1alpha1"
 
-// kinds lists every Kind, in the order documentation lists them.
+// kinds lists every Kind, in the order documentation lists them: first
+// the kinds of Group (groupKinds), then the Secret, then those without an
+// apiVersion.
 var kinds = [...]Kind{KindConnection, KindSandboxClass, KindAgentRuntime, KindToolRegistry, KindSecret, KindAgent, KindConnector}
+
+// groupKinds is how many of kinds are Group's.
+const groupKinds = 4
+
+// Kinds returns every Kind keyhole has a schema for, in the order
+// documentation lists them: the one list of keyhole's kinds, which
+// Lookup answers from.
+func Kinds() []Kind { return slices.Clone(kinds[:]) }
+
+// GroupKinds returns the kinds of Group: the omnia objects, which a kind
+// field alone names as keyhole's.
+func GroupKinds() []Kind { return slices.Clone(kinds[:groupKinds]) }
 
 // Lookup maps a document's apiVersion and kind to a schema kind; agent.yaml
 // files are looked up as ("", "Agent") and catalog entries as
@@ -73,8 +88,7 @@ var kinds = [...]Kind{KindConnection, KindSandboxClass, KindAgentRuntime, KindTo
 func Lookup(apiVersion, kind string) (Kind, bool) {
 	switch apiVersion {
 	case Group:
-		switch Kind(kind) {
-		case KindConnection, KindSandboxClass, KindAgentRuntime, KindToolRegistry:
+		if slices.Contains(kinds[:groupKinds], Kind(kind)) {
 			return Kind(kind), true
 		}
 	case "v1":

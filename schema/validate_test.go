@@ -248,3 +248,31 @@ func TestLookup(t *testing.T) {
 		})
 	}
 }
+
+// TestKinds: Kinds is every kind Lookup returns, each once, and
+// GroupKinds those of Group; neither lets a caller change the list.
+func TestKinds(t *testing.T) {
+	apiVersions := []string{Group, "v1", ""}
+	for _, k := range Kinds() {
+		var found []string
+		for _, av := range apiVersions {
+			if got, ok := Lookup(av, string(k)); ok && got == k {
+				found = append(found, av)
+			}
+		}
+		if len(found) != 1 {
+			t.Errorf("kind %s is looked up under %q, want one apiVersion", k, found)
+			continue
+		}
+		if inGroup := slices.Contains(GroupKinds(), k); inGroup != (found[0] == Group) {
+			t.Errorf("kind %s: in GroupKinds %v, looked up under %q", k, inGroup, found[0])
+		}
+	}
+	if n := len(Kinds()); n != 7 {
+		t.Errorf("%d kinds, want 7", n)
+	}
+	Kinds()[0], GroupKinds()[0] = "changed", "changed"
+	if Kinds()[0] != KindConnection || GroupKinds()[0] != KindConnection {
+		t.Error("a caller changed the list of kinds")
+	}
+}

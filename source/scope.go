@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/schema"
 )
 
 // keyhole's scope (docs/inputs.md): its findings are about its own objects
@@ -30,7 +31,7 @@ var keyholeFileNames = []string{"agent.yaml", "agent.yml", "keyhole.yaml", "keyh
 
 // keyholeKind matches a kind field naming one of keyhole's kinds, in YAML
 // or JSON, for a document that lost its apiVersion.
-var keyholeKind = regexp.MustCompile(`(?m)(^|[{,\s])"?kind"?\s*:\s*["']?(Connection|SandboxClass|AgentRuntime|ToolRegistry)["']?\s*($|[,}#])`)
+var keyholeKind = regexp.MustCompile(`(?m)(^|[{,\s])"?kind"?\s*:\s*["']?(` + strings.Join(kindStrings(schema.GroupKinds()), "|") + `)["']?\s*($|[,}#])`)
 
 // namesKeyhole reports whether a file, by its name or its bytes, is about
 // keyhole's objects: it is agent.yaml or keyhole.yaml, or it names an API
@@ -54,7 +55,25 @@ func namesKeyhole(name string, data []byte) bool {
 }
 
 // keyholeKindNames are the kinds keyholeKind matches.
-var keyholeKindNames = [][]byte{[]byte("Connection"), []byte("SandboxClass"), []byte("AgentRuntime"), []byte("ToolRegistry")}
+var keyholeKindNames = kindBytes(schema.GroupKinds())
+
+// kindStrings are kinds as strings.
+func kindStrings(kinds []schema.Kind) []string {
+	out := make([]string, len(kinds))
+	for i, k := range kinds {
+		out[i] = string(k)
+	}
+	return out
+}
+
+// kindBytes are kinds as byte strings.
+func kindBytes(kinds []schema.Kind) [][]byte {
+	out := make([][]byte, len(kinds))
+	for i, k := range kinds {
+		out[i] = []byte(k)
+	}
+	return out
+}
 
 // kindField reports whether re, an expression for a kind field whose
 // value is one of names (keyholeKind, secretMarkers), matches data. It runs

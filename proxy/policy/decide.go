@@ -1,12 +1,13 @@
-// Package proxy is keyhole's runtime egress proxy: an HTTP/1.1 forward
-// proxy that runs beside one sandbox, tunnels its passthrough hosts,
-// terminates TLS for its injected hosts to set the real credential, and
-// refuses everything else with X-Omnia-Egress-Refused.
-//
-// The policy is pure and apart from the network: NewPolicy compiles a
-// config.Config, and Policy.Decide turns a RequestInfo into a Decision with
-// an enumerated Reason. `keyhole explain` calls the same functions to show
-// the verdict the proxy would give, without a server or secret files.
+// Package policy is the egress proxy's decision, apart from the network:
+// NewPolicy compiles a config.Config, and Policy.Decide turns a
+// RequestInfo into a Decision with an enumerated Reason and, when it
+// allows an injected host, the compiled HostPolicy it was made against,
+// which is all the server then applies. It also owns what a request to
+// an injected host may be (the method and override policy, the rules
+// and their body conditions) and the classes of address the proxy dials.
+// `keyhole explain`, `keyhole diff` and the compiler call the same
+// functions to show the verdict the proxy would give, without a server
+// or secret files.
 package policy
 
 import (
@@ -129,7 +130,17 @@ type Decision struct {
 	Connection string
 	// Message is a one-line human explanation for a refusal.
 	Message string
+	// host is the injected host's compiled policy the decision was
+	// made against: set for ActionIntercept and ActionInject, nil
+	// otherwise.
+	host *HostPolicy
 }
+
+// HostPolicy is the injected host's compiled policy the decision was made
+// against, which is what the proxy applies (the credential, the header it
+// sets, whether response bodies are scrubbed): set for ActionIntercept
+// and ActionInject, nil for every other action, refusals included.
+func (d Decision) HostPolicy() *HostPolicy { return d.host }
 
 // Allowed reports whether the proxy goes ahead with the request.
 func (d Decision) Allowed() bool { return d.Action != ActionRefuse }
@@ -161,6 +172,8 @@ type HostPolicy struct {
 	config.Host
 	template  *config.Template // nil unless Inject.Header is set
 	needsBody bool
+	// scrubBodies is the config's ScrubResponseBodies.
+	scrubBodies bool
 }
 
 // NewPolicy validates cfg and compiles it.
@@ -170,7 +183,7 @@ func NewPolicy(cfg *config.Config) (*Policy, error) {
 	}
 	p := &Policy{sandbox: cfg.Sandbox, hosts: map[string]*HostPolicy{}, passthrough: map[string]bool{}}
 	for _, h := range cfg.Hosts {
-		hp := &HostPolicy{Host: h}
+		hp := &HostPolicy{Host: h, scrubBodies: cfg.ScrubResponseBodies}
 		if h.Inject.Header != nil {
 			t, err := config.ParseTemplate(h.Inject.Header.Value)
 			if err != nil {
@@ -222,6 +235,11 @@ func (p *Policy) Passthrough(host string) bool { return p.passthrough[host] }
 // so the server knows to read (bounded) and replay them.
 func (h *HostPolicy) NeedsBody() bool { return h.needsBody }
 
+// ScrubResponseBodies reports whether the credential is scrubbed from the
+// bodies of this host's responses too, not only from their headers (the
+// config's ScrubResponseBodies).
+func (h *HostPolicy) ScrubResponseBodies() bool { return h.scrubBodies }
+
 // Decide gives the verdict on req. It never reads files or the network;
 // the credential itself is checked later, by Inject.
 func (p *Policy) Decide(req RequestInfo) Decision {
@@ -242,7 +260,7 @@ func (p *Policy) decideConnect(req RequestInfo) Decision {
 		return Refusal(ReasonHostNotAllowed, "", "CONNECT target refused: %v", err)
 	}
 	if h := p.hosts[host]; h != nil {
-		return Decision{Action: ActionIntercept, Reason: ReasonAllowed, Host: host, Connection: h.Connection}
+		return Decision{Action: ActionIntercept, Reason: ReasonAllowed, Host: host, Connection: h.Connection, host: h}
 	}
 	if p.passthrough[host] {
 		return Decision{Action: ActionTunnel, Reason: ReasonAllowed, Host: host}
@@ -318,7 +336,7 @@ func (p *Policy) decideTunnel(req RequestInfo) Decision {
 			return refuse("no rule of connection %s allows %s %s on %s%s", h.Connection, Clip(req.Method), Clip(path), tunnel, why)
 		}
 	}
-	return Decision{Action: ActionInject, Reason: ReasonAllowed, Host: tunnel, Connection: h.Connection}
+	return Decision{Action: ActionInject, Reason: ReasonAllowed, Host: tunnel, Connection: h.Connection, host: h}
 }
 
 // sameHost checks that got (an SNI, Host or absolute-form authority) names

@@ -212,6 +212,51 @@ func TestReasonStatus(t *testing.T) {
 	}
 }
 
+// TestDecisionHostPolicy: a decision to intercept or inject carries the
+// compiled policy of the host it names, what the server applies, with
+// the config's scrubbing; no other decision carries one.
+func TestDecisionHostPolicy(t *testing.T) {
+	cfg, err := config.Load(filepath.Join("..", "config", "testdata", "github-acme.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ScrubResponseBodies = true
+	p, err := NewPolicy(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]struct {
+		req  RequestInfo
+		host string // the host policy's name; "" for none
+	}{
+		"intercept":           {req: RequestInfo{Kind: KindConnect, Method: "CONNECT", Target: "API.github.com.:443"}, host: "api.github.com"},
+		"inject":              {req: tunnelReq("GET", "/repos/acme/widgets"), host: "api.github.com"},
+		"tunnel":              {req: RequestInfo{Kind: KindConnect, Method: "CONNECT", Target: "pypi.org:443"}},
+		"forward":             {req: RequestInfo{Kind: KindPlain, Method: "GET", Target: "http://pypi.org/simple/"}},
+		"refused, not listed": {req: RequestInfo{Kind: KindConnect, Method: "CONNECT", Target: "example.com:443"}},
+		"refused by a rule":   {req: tunnelReq("GET", "/user")},
+		"refused, plain http to an injected host": {req: RequestInfo{Kind: KindPlain, Method: "GET", Target: "http://api.github.com/"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			d := p.Decide(tc.req)
+			hp := d.HostPolicy()
+			if tc.host == "" {
+				if hp != nil {
+					t.Fatalf("%s decision carries the host policy of %s", d.Action, hp.Name)
+				}
+				return
+			}
+			if hp == nil || hp.Name != tc.host || hp != p.Host(tc.host) {
+				t.Fatalf("%s decision carries %v, want the host policy of %s", d.Action, hp, tc.host)
+			}
+			if hp.Connection != d.Connection || !hp.ScrubResponseBodies() {
+				t.Fatalf("host policy of connection %s, scrubbing %v; want connection %s, scrubbing", hp.Connection, hp.ScrubResponseBodies(), d.Connection)
+			}
+		})
+	}
+}
+
 func TestDecideOneShot(t *testing.T) {
 	cfg, err := config.Load(filepath.Join("..", "config", "testdata", "github-acme.json"))
 	if err != nil {
@@ -243,6 +288,12 @@ func FuzzDecide(f *testing.F) {
 		d := p.Decide(req)
 		if d.Reason == "" || d.Action == "" {
 			t.Fatalf("empty decision for %+v", req)
+		}
+		// Only a decision to intercept or inject carries a host policy,
+		// and it is the policy of the host it names.
+		hp := d.HostPolicy()
+		if carries := d.Action == ActionIntercept || d.Action == ActionInject; carries != (hp != nil) || hp != nil && hp != p.Host(d.Host) {
+			t.Fatalf("%s decision on %q carries host policy %v", d.Action, d.Host, hp)
 		}
 		if d.Allowed() {
 			if d.Reason != ReasonAllowed {

@@ -307,16 +307,25 @@ func flagProblem(fs *flag.FlagSet, err error) string {
 // listenDNS binds addr for UDP, then the same port for TCP: a port 0
 // becomes one port for both.
 func listenDNS(addr string) (net.PacketConn, net.Listener, error) {
-	pc, err := net.ListenPacket("udp", addr)
+	host, want, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, nil, err
 	}
-	host, _, _ := net.SplitHostPort(addr)
-	_, port, _ := net.SplitHostPort(pc.LocalAddr().String())
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
-	if err != nil {
+	// With port 0 the system picks a free UDP port, which another
+	// program may hold in TCP: pick again, a few times.
+	for attempt := 0; ; attempt++ {
+		pc, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			return nil, nil, err
+		}
+		_, port, _ := net.SplitHostPort(pc.LocalAddr().String())
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+		if err == nil {
+			return pc, ln, nil
+		}
 		pc.Close()
-		return nil, nil, err
+		if want != "0" || attempt == 15 || !errors.Is(err, syscall.EADDRINUSE) {
+			return nil, nil, err
+		}
 	}
-	return pc, ln, nil
 }

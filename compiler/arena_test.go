@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"bytes"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -13,11 +14,11 @@ import (
 	"keyhole.dev/keyhole/source"
 )
 
-// slabDocs are objects of every decoded kind a digest keeps, with the
-// shapes packing must keep apart: empty lists (not nil), absent lists
-// (nil), pointers set and unset, a string too long for a byte block and a
-// list too long for a block of values.
-var slabDocs = map[string]struct {
+// arenaDocs are objects of every decoded kind a digest keeps, with the
+// shapes a copy must keep apart: empty lists (not nil), absent lists
+// (nil), pointers set and unset, a string too long for a byte chunk and a
+// list too long for a chunk of values.
+var arenaDocs = map[string]struct {
 	kind string
 	text string
 }{
@@ -32,11 +33,11 @@ spec:
 	"connection with a long value": {"Connection", `metadata: {name: c}
 spec:
   placement:
-    inject: [{value: "` + strings.Repeat("v", slabBytes) + `"}]
+    inject: [{value: "` + strings.Repeat("v", stringChunk) + `"}]
 `},
 	"connection with many hosts": {"Connection", `metadata: {name: c}
 spec:
-  hosts: [` + strings.Repeat("h.example.com, ", slabBlock) + `last.example.com]
+  hosts: [` + strings.Repeat("h.example.com, ", arenaChunk) + `last.example.com]
 `},
 	"sandbox class": {"SandboxClass", `metadata: {name: s, namespace: n}
 spec: {image: img, connections: [{role: a}, {role: b}]}
@@ -74,8 +75,8 @@ func newWire(kind string) any {
 	return nil
 }
 
-// decodeSlabDoc decodes text into a fresh value of the wire type of kind.
-func decodeSlabDoc(t testing.TB, kind, text string) reflect.Value {
+// decodeArenaDoc decodes text into a fresh value of the wire type of kind.
+func decodeArenaDoc(t testing.TB, kind, text string) reflect.Value {
 	p := newWire(kind)
 	if p == nil {
 		t.Fatalf("no wire type for %s", kind)
@@ -86,50 +87,88 @@ func decodeSlabDoc(t testing.TB, kind, text string) reflect.Value {
 	return reflect.ValueOf(p)
 }
 
-// packedValue packs a copy of the value p points to, as Digest does
-// for its kind.
-func packedValue(in *interner, p reflect.Value) reflect.Value {
+// arenaCopy copies the value p points to into in's arenas, as Digest
+// does for its kind.
+func arenaCopy(in *interner, p reflect.Value) reflect.Value {
 	switch w := p.Interface().(type) {
 	case *connectionWire:
-		return reflect.ValueOf(in.connection(w).p.wire())
+		return reflect.ValueOf(in.connection(w))
 	case *sandboxClassWire:
-		return reflect.ValueOf(packedDigest(in, w).p.wire())
+		return reflect.ValueOf(in.sandboxClass(w))
 	case *agentWire:
-		return reflect.ValueOf(packedDigest(in, w).p.wire())
+		return reflect.ValueOf(in.agent(w))
 	case *bindingOwnerWire:
-		return reflect.ValueOf(in.owner(w).p.wire())
+		return reflect.ValueOf(in.owner(w))
 	}
 	panic("unreachable")
 }
 
-// TestSlabPack: a packed object is equal to the decoded one, nil and empty
-// lists included; it shares no string, list or pointer with it (what it
-// holds is in the slab, apart from the parser's memory); and each list's
-// capacity is its length, so an append never writes over the next one.
-func TestSlabPack(t *testing.T) {
-	for name, tc := range slabDocs {
+// TestArenaCopy: an object copied into the arenas is equal to the decoded
+// one, nil and empty lists included; it shares no string, list or pointer
+// with it (what it holds is in the arenas, apart from the parser's
+// memory); and each list's capacity is its length, so an append never
+// writes over the next one. Every field is set once (by fill), so a field
+// a wire type gains and its copy does not is found here.
+func TestArenaCopy(t *testing.T) {
+	cases := map[string]reflect.Value{}
+	for name, tc := range arenaDocs {
+		cases[name] = decodeArenaDoc(t, tc.kind, tc.text)
+	}
+	for _, kind := range []string{"Connection", "SandboxClass", "agent", "AgentRuntime"} {
+		w := reflect.ValueOf(newWire(kind))
+		fill(w.Elem(), new(int))
+		cases[kind+" with every field set"] = w
+	}
+	for name, orig := range cases {
 		t.Run(name, func(t *testing.T) {
 			in := newInterner()
-			orig := decodeSlabDoc(t, tc.kind, tc.text)
-			got := packedValue(in, orig)
+			got := arenaCopy(in, orig)
 			if !reflect.DeepEqual(got.Interface(), orig.Interface()) {
-				t.Fatalf("packed %+v, decoded %+v", got.Elem().Interface(), orig.Elem().Interface())
+				t.Fatalf("copied %+v, decoded %+v", got.Elem().Interface(), orig.Elem().Interface())
 			}
 			if got.Pointer() == orig.Pointer() {
-				t.Error("the packed object is the decoded one")
+				t.Error("the copy is the decoded object")
 			}
 			sharesNothing(t, "", got.Elem(), orig.Elem())
 		})
 	}
 }
 
+// fill sets every field of v, at any depth, to a value of its own: each
+// string a distinct one, each list two items, each pointer set.
+func fill(v reflect.Value, n *int) {
+	switch v.Kind() {
+	case reflect.String:
+		*n++
+		v.SetString(fmt.Sprintf("field-%d", *n))
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				fill(v.Field(i), n)
+			}
+		}
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 2, 2))
+		for i := range 2 {
+			fill(v.Index(i), n)
+		}
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		fill(v.Elem(), n)
+	case reflect.Bool:
+		v.SetBool(true)
+	default:
+		panic("fill: a field of kind " + v.Kind().String())
+	}
+}
+
 // sharesNothing requires that a, at any depth, hold no string data, list
-// array or pointer of b but the long values the slab leaves where they are.
+// array or pointer of b.
 func sharesNothing(t *testing.T, at string, a, b reflect.Value) {
 	t.Helper()
 	switch a.Kind() {
 	case reflect.String:
-		if s := a.String(); s != "" && len(s) <= slabBytes/16 && unsafe.StringData(s) == unsafe.StringData(b.String()) {
+		if s := a.String(); s != "" && unsafe.StringData(s) == unsafe.StringData(b.String()) {
 			t.Errorf("%s: the string %.20q is the decoder's", at, s)
 		}
 	case reflect.Struct:
@@ -145,7 +184,7 @@ func sharesNothing(t *testing.T, at string, a, b reflect.Value) {
 		if a.Cap() != a.Len() {
 			t.Errorf("%s: capacity %d past length %d", at, a.Cap(), a.Len())
 		}
-		if small := a.Len()*int(a.Type().Elem().Size()) <= slabBlock/4; small && a.Len() > 0 && a.Pointer() == b.Pointer() {
+		if a.Len() > 0 && a.Pointer() == b.Pointer() {
 			t.Errorf("%s: the list is the decoder's", at)
 		}
 		for i := range a.Len() {
@@ -162,35 +201,39 @@ func sharesNothing(t *testing.T, at string, a, b reflect.Value) {
 	}
 }
 
-// TestSlabAppendsApart: appending to a list handed out from a block, or
+// TestArenaAppendsApart: appending to a list handed out from a chunk, or
 // writing to it, leaves the list handed out after it as it was.
-func TestSlabAppendsApart(t *testing.T) {
-	var sl slab
-	a := slabSlice(&sl, []string{"a1", "a2"})
-	b := slabSlice(&sl, []string{"b1"})
+func TestArenaAppendsApart(t *testing.T) {
+	var ar arena[string]
+	a := ar.clone([]string{"a1", "a2"})
+	b := ar.clone([]string{"b1"})
 	a = append(a, "a3")
 	a[0] = "changed"
 	if !reflect.DeepEqual(b, []string{"b1"}) {
 		t.Errorf("the next list is %q", b)
 	}
-	if s := sl.str("xyz"); s != "xyz" {
+	if got := ar.clone([]string{}); got == nil || len(got) != 0 {
+		t.Errorf("an empty list copies as %#v", got)
+	}
+	var sa stringArena
+	if s := sa.str("xyz"); s != "xyz" {
 		t.Errorf("str gave %q", s)
 	}
-	if s := sl.str(""); s != "" {
+	if s := sa.str(""); s != "" {
 		t.Errorf("str of nothing gave %q", s)
 	}
 }
 
-// TestSlabNeverHoldsSecretValues: a Secret's digest keeps its keys, in
-// the slab, and never its values, of either field.
-func TestSlabNeverHoldsSecretValues(t *testing.T) {
-	const canary = "CANARY-slab-never"
+// TestArenaNeverHoldsSecretValues: a Secret's digest keeps its keys, in
+// the arenas, and never its values, of either field.
+func TestArenaNeverHoldsSecretValues(t *testing.T) {
+	const canary = "CANARY-arena-never"
 	text := `apiVersion: v1
 kind: Secret
 metadata: {name: tok, namespace: team-01}
 data:
-  b64: ` + "Q0FOQVJZLXNsYWItbmV2ZXI=" + `
-  "bad key": ` + "Q0FOQVJZLXNsYWItbmV2ZXI=" + `
+  b64: ` + "Q0FOQVJZLWFyZW5hLW5ldmVy" + `
+  "bad key": ` + "Q0FOQVJZLWFyZW5hLW5ldmVy" + `
 stringData:
   token: ` + canary + `
   user: x-access-token
@@ -210,17 +253,15 @@ stringData:
 		t.Fatalf("digest of the Secret holds %T", dg.wire)
 	}
 	for _, k := range []string{"b64", "bad key", "token", "user"} {
-		if _, ok := sd.p.values().get(k); !ok {
+		if _, ok := sd.values.get(k); !ok {
 			t.Errorf("key %q not kept", k)
 		}
 	}
-	if _, ok := sd.p.refused().Data["bad key"]; !ok {
+	if _, ok := sd.refused().Data["bad key"]; !ok {
 		t.Error("the key the API server refuses was not kept for its finding")
 	}
-	for _, block := range [][]byte{in.sl.bytes, in.buf} {
-		if bytes.Contains(block, []byte(canary)) || bytes.Contains(block, []byte("Q0FOQVJZ")) {
-			t.Error("the slab holds a Secret value")
-		}
+	if block := in.strs.bytes; bytes.Contains(block, []byte(canary)) || bytes.Contains(block, []byte("Q0FOQVJZ")) {
+		t.Error("the arenas hold a Secret value")
 	}
 	for k, v := range in.m {
 		if strings.Contains(k+v, "CANARY") || strings.Contains(k+v, "Q0FOQVJZ") {
@@ -229,10 +270,10 @@ stringData:
 	}
 }
 
-// FuzzPacked: whatever a document decodes to, packing it gives an equal
-// object.
-func FuzzPacked(f *testing.F) {
-	for _, tc := range slabDocs {
+// FuzzArenaCopy: whatever a document decodes to, its copy in the arenas
+// is an equal object.
+func FuzzArenaCopy(f *testing.F) {
+	for _, tc := range arenaDocs {
 		if len(tc.text) < 4096 {
 			f.Add(tc.kind, tc.text)
 		}
@@ -243,9 +284,9 @@ func FuzzPacked(f *testing.F) {
 			return
 		}
 		orig := reflect.ValueOf(p)
-		got := packedValue(newInterner(), orig)
+		got := arenaCopy(newInterner(), orig)
 		if !reflect.DeepEqual(got.Interface(), orig.Interface()) {
-			t.Fatalf("packed %+v, decoded %+v", got.Elem().Interface(), orig.Elem().Interface())
+			t.Fatalf("copied %+v, decoded %+v", got.Elem().Interface(), orig.Elem().Interface())
 		}
 	})
 }
