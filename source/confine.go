@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/internal/gitfs"
 )
 
 // Symbolic links never lead outside the repository (docs/inputs.md): a
@@ -59,7 +60,7 @@ func linkOutside(fsys fileSystem, root, abs string) string {
 			cur = next
 			continue
 		}
-		if hops++; hops > maxSymlinkHops {
+		if hops++; hops > gitfs.MaxSymlinkHops {
 			return ""
 		}
 		target, err := fsys.readlink(next)
@@ -83,26 +84,6 @@ func linkOutside(fsys fileSystem, root, abs string) string {
 
 // readlink is os.Readlink.
 func (osFS) readlink(name string) (string, error) { return os.Readlink(name) }
-
-// readlink returns the target of the symbolic link at name, as committed.
-func (t *Tree) readlink(name string) (string, error) {
-	r, err := t.rel(name)
-	if err != nil {
-		return "", pathErr("readlink", name, err)
-	}
-	n, err := t.lookup(r, false)
-	if err != nil {
-		return "", pathErr("readlink", name, err)
-	}
-	if modeOf(n.mode)&fs.ModeSymlink == 0 {
-		return "", pathErr("readlink", name, fs.ErrInvalid)
-	}
-	b, err := t.blobBytes(n.hash)
-	if err != nil {
-		return "", pathErr("readlink", name, err)
-	}
-	return string(b), nil
-}
 
 // linkOutsideMessage is what is said of a link that leads outside the
 // root; it never names the target, which is not the repository's.
