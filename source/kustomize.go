@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -17,6 +16,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/internal/kustbuild"
 )
 
 // CodeKustomizeBuildFailed is reported, at the kustomization file, when
@@ -68,9 +68,7 @@ func kustomizationFile(fsys fileSystem, dir string) string {
 
 // isKustomizationName reports whether a file name is one kustomize reads
 // as a kustomization.
-func isKustomizationName(name string) bool {
-	return slices.Contains(konfig.RecognizedKustomizationFileNames(), name)
-}
+func isKustomizationName(name string) bool { return kustbuild.IsKustomizationName(name) }
 
 // kustomizeRefs returns the local directories (absolute) that the
 // kustomization file kfile uses as resources or components: the bases
@@ -146,8 +144,8 @@ type metadataFS struct {
 	// confineGit says it is a git working tree's (confine.go).
 	confine    string
 	confineGit bool
-	// budget counts the objects the build has read (kustomize_budget.go).
-	budget *buildBudget
+	// budget counts the objects the build has read (kustbuild.Budget).
+	budget *kustbuild.Budget
 	// kfile, when set, reads as kdata: the root kustomization an engine
 	// generates (see buildOptions).
 	kfile string
@@ -200,7 +198,7 @@ func (f metadataFS) ReadFile(path string) ([]byte, error) {
 			return nil, fmt.Errorf("'%s': YAML aliases expand past keyhole's limit (a \"billion laughs\" document?); not handed to kustomize", path)
 		}
 	}
-	if err := f.budget.spend(path, data); err != nil {
+	if err := f.budget.Spend(path, data); err != nil {
 		return nil, err
 	}
 	f.read[path] = data
@@ -324,7 +322,7 @@ func kustomize(fsys fileSystem, dir string, bo buildOptions) (m resmap.ResMap, r
 		return nil, nil, err
 	}
 	read = map[string][]byte{}
-	mfs := metadataFS{FileSystem: fs, fsys: fsys, maxSize: maxSize, read: read, allowRemote: allowRemote, refused: &remoteRefused{}, refusedFile: &fileRefused{}, budget: &buildBudget{},
+	mfs := metadataFS{FileSystem: fs, fsys: fsys, maxSize: maxSize, read: read, allowRemote: allowRemote, refused: &remoteRefused{}, refusedFile: &fileRefused{}, budget: &kustbuild.Budget{},
 		kfile: bo.kfile, kdata: bo.kdata}
 	mfs.confine, mfs.confineGit = confinement(fsys, dir)
 	roots := []string{dir}
@@ -406,7 +404,7 @@ func (l *loader) buildKustomizationFrom(u *Unit, named, dir string, walked bool,
 	defer l.agentsBeside(b, dir, read)
 	if err != nil && walked && !l.kustomizationNamesKeyhole(dir) {
 		l.diags = append(l.diags[:d0], skipped(diag.Pos{File: kname, Line: 1, Column: 1},
-			"kustomization not built: none of its files names keyhole's kinds, and kustomize cannot build it here ("+firstClause(b.scrub(redact(err.Error(), read)))+"); skipped (name it explicitly to check it)"))
+			"kustomization not built: none of its files names keyhole's kinds, and kustomize cannot build it here ("+firstClause(b.scrub(kustbuild.Redact(err.Error(), read)))+"); skipped (name it explicitly to check it)"))
 		return
 	}
 	if refused, ok := err.(*fileRefused); ok {
@@ -423,7 +421,7 @@ func (l *loader) buildKustomizationFrom(u *Unit, named, dir string, walked bool,
 		return
 	}
 	if err != nil {
-		l.diags = append(l.diags, b.buildFailed(redact(err.Error(), read), read))
+		l.diags = append(l.diags, b.buildFailed(err, read))
 		return
 	}
 	built := make([]Document, 0, m.Size())
@@ -434,7 +432,7 @@ func (l *loader) buildKustomizationFrom(u *Unit, named, dir string, walked bool,
 				Code:     CodeKustomizeBuildFailed,
 				Severity: diag.Error,
 				Pos:      diag.Pos{File: kname, Line: 1, Column: 1},
-				Message:  fmt.Sprintf("kustomize built an object keyhole cannot read: %s", b.scrub(redact(err.Error(), read))),
+				Message:  fmt.Sprintf("kustomize built an object keyhole cannot read: %s", b.scrub(kustbuild.Redact(err.Error(), read))),
 			})
 			continue
 		}
@@ -443,19 +441,12 @@ func (l *loader) buildKustomizationFrom(u *Unit, named, dir string, walked bool,
 	}
 }
 
-// malformedYAML is how kustomize reports a resource that is not YAML:
-// "MalformedYAMLError: yaml: line 6: ... in File: r.yaml".
-var malformedYAML = regexp.MustCompile(`MalformedYAMLError: yaml: line (\d+): (.*?) in File: (\S+)`)
-
-// yamlLine is a YAML syntax error in a kustomization itself.
-var yamlLine = regexp.MustCompile(`invalid Kustomization: yaml: line (\d+): (.*)`)
-
-// structField is how a kustomization field of the wrong type is reported.
-var structField = regexp.MustCompile(`Go struct field Kustomization\.(\w+)`)
-
-// noMatch is how kustomize reports a strategic-merge patch that matches
-// no object: "no matches for Id Kind.version.group/name.[namespace]".
-var noMatch = regexp.MustCompile(`no matches for Id ([A-Za-z0-9]+)\.[^/\s]*/([^.\s]+(?:\.[^.\s\[]+)*)\.`)
+// The bounds on what one kustomize build reads (see kustbuild.Budget).
+const (
+	MaxKustomizeObjects     = kustbuild.MaxKustomizeObjects
+	MaxKustomizeMappingKeys = kustbuild.MaxKustomizeMappingKeys
+	MaxKustomizeTextLines   = kustbuild.MaxKustomizeTextLines
+)
 
 // kustomizeRoots drops, from what a walk found, the kustomize directories
 // that another kustomization found by the same walk uses as a base or
@@ -552,6 +543,3 @@ func kustomizeCycles(fsys fileSystem, found []string) [][]string {
 	}
 	return cycles
 }
-
-// redacted stands in for a Secret value in a kustomize error.
-const redacted = "[redacted]"
