@@ -23,6 +23,12 @@ import (
 // kustomize cannot build a directory.
 const CodeKustomizeBuildFailed = "KustomizeBuildFailed"
 
+// CodeKustomizeRemoteBase is reported at a kustomization's entry that
+// kustomize would fetch over the network (a git repository or an HTTP
+// URL) when remote bases are not allowed (Options.AllowRemoteBases; see
+// kustbuild.RemoteEntry).
+const CodeKustomizeRemoteBase = "KustomizeRemoteBase"
+
 // The annotations kustomize writes when buildMetadata asks for them. They
 // say where a built object came from; keyhole reads them and strips them
 // from the node the compiler sees.
@@ -30,9 +36,6 @@ const CodeKustomizeBuildFailed = "KustomizeBuildFailed"
 const (
 	originAnnotation     = "config.kubernetes.io/origin"
 	transformsAnnotation = "alpha.config.kubernetes.io/transformations"
-	buildMetadataField   = "buildMetadata"
-	originAnnotationsOpt = types.OriginAnnotations
-	transformerAnnotsOpt = types.TransformerAnnotations
 )
 
 // The notes appended to messages about a value no input file holds as
@@ -136,7 +139,7 @@ type metadataFS struct {
 	// allowRemote lets kustomize fetch remote bases; otherwise the first
 	// kustomization naming one fails to read and refused records it.
 	allowRemote bool
-	refused     *remoteRefused
+	refused     *kustbuild.RemoteRefused
 	// refusedFile is the first file the loader's own rules refused
 	// (kustomize_refused.go).
 	refusedFile *fileRefused
@@ -175,7 +178,7 @@ func (f metadataFS) Exists(path string) bool {
 func (f metadataFS) ReadFile(path string) ([]byte, error) {
 	if f.kfile != "" && filepath.Clean(path) == f.kfile {
 		f.read[path] = f.kdata
-		return withBuildMetadata(f.kdata), nil
+		return kustbuild.WithBuildMetadata(f.kdata), nil
 	}
 	if err := f.outside(path); err != nil {
 		return nil, err
@@ -203,9 +206,9 @@ func (f metadataFS) ReadFile(path string) ([]byte, error) {
 	}
 	f.read[path] = data
 	if !f.allowRemote && isKustomizationName(filepath.Base(path)) {
-		if e := remoteEntry(f.fsys, path, data); e != nil {
-			if f.refused.entry == nil {
-				*f.refused = remoteRefused{file: path, entry: e}
+		if e := kustbuild.RemoteEntry(f.fsys, path, data); e != nil {
+			if f.refused.Entry == nil {
+				*f.refused = kustbuild.RemoteRefused{File: path, Entry: e}
 			}
 			return nil, f.refused
 		}
@@ -213,56 +216,7 @@ func (f metadataFS) ReadFile(path string) ([]byte, error) {
 	if !slices.Contains(f.roots, filepath.Clean(path)) {
 		return data, nil
 	}
-	return withBuildMetadata(data), nil
-}
-
-// withBuildMetadata returns the kustomization data with origin and
-// transformer annotations enabled, keeping the options it already sets.
-// Data that is not a YAML mapping is returned as it is, for kustomize to
-// report.
-func withBuildMetadata(data []byte) []byte {
-	var doc yaml.Node
-	if err := decode(yaml.NewDecoder(bytes.NewReader(data)), &doc); err != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
-		return data
-	}
-	root := doc.Content[0]
-	seq := Lookup(root, buildMetadataField)
-	if seq == nil || seq.Kind != yaml.SequenceNode {
-		seq = &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
-		for i := 0; i+1 < len(root.Content); i += 2 {
-			if root.Content[i].Value == buildMetadataField {
-				root.Content = slices.Delete(root.Content, i, i+2)
-				break
-			}
-		}
-		root.Content = append(root.Content,
-			&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: buildMetadataField}, seq)
-	}
-	for _, opt := range []string{originAnnotationsOpt, transformerAnnotsOpt} {
-		if !slices.ContainsFunc(seq.Content, func(n *yaml.Node) bool { return n.Value == opt }) {
-			seq.Content = append(seq.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: opt})
-		}
-	}
-	explicitNulls(root)
-	out, err := yaml.Marshal(&doc)
-	if err != nil {
-		return data
-	}
-	return out
-}
-
-// explicitNulls writes ~ for every null that the input left empty, such as
-// the value of resources in the flow mapping {resources}: yaml.v3 would
-// marshal it as a quoted empty string, which kustomize reads as a string
-// where a list belongs and refuses, where it accepts the null.
-func explicitNulls(n *yaml.Node) {
-	if n.Kind == yaml.ScalarNode && n.Value == "" && n.ShortTag() == "!!null" {
-		n.Value = "~"
-		return
-	}
-	for _, c := range n.Content {
-		explicitNulls(c)
-	}
+	return kustbuild.WithBuildMetadata(data), nil
 }
 
 // runKustomize builds the kustomization in dir (absolute) as `kubectl
@@ -274,7 +228,7 @@ func explicitNulls(n *yaml.Node) {
 //
 // Unless allowRemote, a kustomization naming a remote base (here or in a
 // base) stops the build before kustomize fetches anything, and the error
-// is a *remoteRefused.
+// is a *kustbuild.RemoteRefused.
 func runKustomize(fsys fileSystem, dir string, bo buildOptions) kustomizeRun {
 	m, read, err := kustomize(fsys, dir, bo)
 	return kustomizeRun{m: m, read: read, err: err}
@@ -322,7 +276,7 @@ func kustomize(fsys fileSystem, dir string, bo buildOptions) (m resmap.ResMap, r
 		return nil, nil, err
 	}
 	read = map[string][]byte{}
-	mfs := metadataFS{FileSystem: fs, fsys: fsys, maxSize: maxSize, read: read, allowRemote: allowRemote, refused: &remoteRefused{}, refusedFile: &fileRefused{}, budget: &kustbuild.Budget{},
+	mfs := metadataFS{FileSystem: fs, fsys: fsys, maxSize: maxSize, read: read, allowRemote: allowRemote, refused: &kustbuild.RemoteRefused{}, refusedFile: &fileRefused{}, budget: &kustbuild.Budget{},
 		kfile: bo.kfile, kdata: bo.kdata}
 	mfs.confine, mfs.confineGit = confinement(fsys, dir)
 	roots := []string{dir}
@@ -340,7 +294,7 @@ func kustomize(fsys fileSystem, dir string, bo buildOptions) (m resmap.ResMap, r
 		opts.LoadRestrictions = types.LoadRestrictionsNone
 	}
 	m, err = krusty.MakeKustomizer(opts).Run(mfs, dir)
-	if err != nil && mfs.refused.entry != nil {
+	if err != nil && mfs.refused.Entry != nil {
 		return nil, read, mfs.refused
 	}
 	if err != nil && mfs.refusedFile.abs != "" {
@@ -411,12 +365,12 @@ func (l *loader) buildKustomizationFrom(u *Unit, named, dir string, walked bool,
 		b.reportRefused(refused)
 		return
 	}
-	if refused, ok := err.(*remoteRefused); ok {
+	if refused, ok := err.(*kustbuild.RemoteRefused); ok {
 		l.diags = append(l.diags, diag.Diagnostic{
 			Code:     CodeKustomizeRemoteBase,
 			Severity: diag.Error,
-			Pos:      diag.Pos{File: b.display(refused.file), Line: refused.entry.Line, Column: refused.entry.Column},
-			Message:  remoteMessage(refused.entry.Value),
+			Pos:      diag.Pos{File: b.display(refused.File), Line: refused.Entry.Line, Column: refused.Entry.Column},
+			Message:  kustbuild.RemoteMessage(refused.Entry.Value),
 		})
 		return
 	}
