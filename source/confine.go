@@ -127,19 +127,19 @@ func (l *loader) namedOutside(p, abs string) bool {
 	return true
 }
 
-// outside checks, for a kustomize build, that the path it reads leads
-// nowhere outside the build's root; it refuses the path when it does.
-func (f metadataFS) outside(p string) error {
-	if f.confine == "" {
-		return nil
+// Outside checks, for a kustomize build, that the path it reads leads
+// nowhere outside the build's root: it returns the link that does, and
+// the error at it.
+func (r buildRules) Outside(p string) (string, diag.Diagnostic) {
+	if r.confine == "" {
+		return "", diag.Diagnostic{}
 	}
 	abs := p
 	if !filepath.IsAbs(abs) {
-		abs = filepath.Join(f.confine, abs)
+		abs = filepath.Join(r.confine, abs)
 	}
-	if link := linkOutside(f.fsys, f.confine, abs); link != "" {
-		d := linkOutsideDiag("", f.confineGit)
-		return f.refuse(link, d)
+	if link := linkOutside(r.fsys, r.confine, abs); link != "" {
+		return link, linkOutsideDiag("", r.confineGit)
 	}
-	return nil
+	return "", diag.Diagnostic{}
 }

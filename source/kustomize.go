@@ -2,7 +2,6 @@ package source
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -10,10 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 	"sigs.k8s.io/kustomize/api/konfig"
-	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resmap"
-	"sigs.k8s.io/kustomize/api/types"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/internal/kustbuild"
@@ -116,109 +112,6 @@ func kustomizationNode(fsys fileSystem, kfile string) *yaml.Node {
 	return doc.Content[0]
 }
 
-// metadataFS is the real filesystem, except that the root kustomization
-// reads with buildMetadata: [originAnnotations, transformerAnnotations]
-// added. kustomize enables origin tracking only from the kustomization
-// file (krusty.Options has no switch for it) and hands the setting down to
-// every base; adding it here leaves the user's files untouched.
-//
-// It is also where keyhole's limits hold for what kustomize reads: a file
-// over the size limit, or YAML whose aliases expand past the loader's
-// bounds (kustomize would expand a "billion laughs" resource without
-// end), is refused before kustomize parses it.
-type metadataFS struct {
-	filesys.FileSystem
-	// fsys is the loader's view of the same files, for their sizes.
-	fsys fileSystem
-	// roots are the paths the root kustomization file may be read as.
-	roots   []string
-	maxSize int64
-	// read keeps what kustomize read, so that an error message quoting a
-	// file can have its Secret values taken out (see redact).
-	read map[string][]byte
-	// allowRemote lets kustomize fetch remote bases; otherwise the first
-	// kustomization naming one fails to read and refused records it.
-	allowRemote bool
-	refused     *kustbuild.RemoteRefused
-	// refusedFile is the first file the loader's own rules refused
-	// (kustomize_refused.go).
-	refusedFile *fileRefused
-	// confine is the root the build's symbolic links must stay in, and
-	// confineGit says it is a git working tree's (confine.go).
-	confine    string
-	confineGit bool
-	// budget counts the objects the build has read (kustbuild.Budget).
-	budget *kustbuild.Budget
-	// kfile, when set, reads as kdata: the root kustomization an engine
-	// generates (see buildOptions).
-	kfile string
-	kdata []byte
-}
-
-// CleanedAbs answers for the generated root kustomization too, which a
-// build restricted to its root asks before reading it.
-func (f metadataFS) CleanedAbs(path string) (filesys.ConfirmedDir, string, error) {
-	if f.kfile != "" && filepath.Clean(path) == f.kfile {
-		d, _, err := f.FileSystem.CleanedAbs(filepath.Dir(path))
-		return d, filepath.Base(path), err
-	}
-	if err := f.outside(path); err != nil {
-		return "", "", err
-	}
-	return f.FileSystem.CleanedAbs(path)
-}
-
-// Exists is true of the generated root kustomization too.
-func (f metadataFS) Exists(path string) bool {
-	return (f.kfile != "" && filepath.Clean(path) == f.kfile) || f.FileSystem.Exists(path)
-}
-
-// ReadFile adds the build metadata to the root kustomization file, and
-// refuses what the loader would refuse to expand.
-func (f metadataFS) ReadFile(path string) ([]byte, error) {
-	if f.kfile != "" && filepath.Clean(path) == f.kfile {
-		f.read[path] = f.kdata
-		return kustbuild.WithBuildMetadata(f.kdata), nil
-	}
-	if err := f.outside(path); err != nil {
-		return nil, err
-	}
-	if fi, err := f.fsys.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Size() > f.maxSize {
-		return nil, f.tooLarge(path, fi.Size())
-	}
-	data, err := f.FileSystem.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > f.maxSize {
-		return nil, f.tooLarge(path, -1)
-	}
-	if data, err = f.decodeForKustomize(path, data); err != nil {
-		return nil, err
-	}
-	if bytes.ContainsRune(data, '*') {
-		if _, ds := Parse(path, data); slices.ContainsFunc(ds, func(d diag.Diagnostic) bool { return d.Code == CodeYAMLAliasLimit }) {
-			return nil, fmt.Errorf("'%s': YAML aliases expand past keyhole's limit (a \"billion laughs\" document?); not handed to kustomize", path)
-		}
-	}
-	if err := f.budget.Spend(path, data); err != nil {
-		return nil, err
-	}
-	f.read[path] = data
-	if !f.allowRemote && isKustomizationName(filepath.Base(path)) {
-		if e := kustbuild.RemoteEntry(f.fsys, path, data); e != nil {
-			if f.refused.Entry == nil {
-				*f.refused = kustbuild.RemoteRefused{File: path, Entry: e}
-			}
-			return nil, f.refused
-		}
-	}
-	if !slices.Contains(f.roots, filepath.Clean(path)) {
-		return data, nil
-	}
-	return kustbuild.WithBuildMetadata(data), nil
-}
-
 // runKustomize builds the kustomization in dir (absolute) as `kubectl
 // kustomize` would by default: plugins off, loads restricted to the
 // kustomization's root unless bo says otherwise, no managed-by label. A panic inside kustomize is
@@ -229,7 +122,7 @@ func (f metadataFS) ReadFile(path string) ([]byte, error) {
 // Unless allowRemote, a kustomization naming a remote base (here or in a
 // base) stops the build before kustomize fetches anything, and the error
 // is a *kustbuild.RemoteRefused.
-func runKustomize(fsys fileSystem, dir string, bo buildOptions) kustomizeRun {
+func runKustomize(fsys fileSystem, dir string, bo kustbuild.Options) kustomizeRun {
 	m, read, err := kustomize(fsys, dir, bo)
 	return kustomizeRun{m: m, read: read, err: err}
 }
@@ -238,22 +131,8 @@ func runKustomize(fsys fileSystem, dir string, bo buildOptions) kustomizeRun {
 // kubectl kustomize does, except that in a repository Flux deploys (one
 // holding Flux Kustomizations) loads are not restricted to the root, as
 // kustomize-controller builds.
-func (l *loader) buildOptions() buildOptions {
-	return buildOptions{maxSize: l.opts.MaxFileSize, allowRemote: l.opts.AllowRemoteBases, unrestricted: slices.ContainsFunc(l.engine, func(u *Unit) bool { return u.Flux != nil })}
-}
-
-// buildOptions are what a build of one directory is told.
-type buildOptions struct {
-	maxSize     int64
-	allowRemote bool
-	// unrestricted lets the build read files outside its directory, as
-	// kustomize-controller builds (LoadRestrictionsNone).
-	unrestricted bool
-	// kfile and kdata, when set, are the root kustomization file and what
-	// it reads as: the one a GitOps engine generates or rewrites, which
-	// the repository does not hold as such.
-	kfile string
-	kdata []byte
+func (l *loader) buildOptions() kustbuild.Options {
+	return kustbuild.Options{MaxSize: l.opts.MaxFileSize, AllowRemote: l.opts.AllowRemoteBases, Unrestricted: slices.ContainsFunc(l.engine, func(u *Unit) bool { return u.Flux != nil })}
 }
 
 // kustomizeRun is what runKustomize returns.
@@ -263,44 +142,16 @@ type kustomizeRun struct {
 	err  error
 }
 
-// kustomize is runKustomize's work.
-func kustomize(fsys fileSystem, dir string, bo buildOptions) (m resmap.ResMap, read map[string][]byte, err error) {
-	maxSize, allowRemote := bo.maxSize, bo.allowRemote
-	defer func() {
-		if r := recover(); r != nil {
-			m, read, err = nil, nil, errors.New("kustomize failed on this input")
-		}
-	}()
+// kustomize is runKustomize's work: kustbuild.Build, with the loader's
+// rules for the files it reads (buildRules).
+func kustomize(fsys fileSystem, dir string, bo kustbuild.Options) (resmap.ResMap, map[string][]byte, error) {
 	fs, err := fsys.kustomize()
 	if err != nil {
 		return nil, nil, err
 	}
-	read = map[string][]byte{}
-	mfs := metadataFS{FileSystem: fs, fsys: fsys, maxSize: maxSize, read: read, allowRemote: allowRemote, refused: &kustbuild.RemoteRefused{}, refusedFile: &fileRefused{}, budget: &kustbuild.Budget{},
-		kfile: bo.kfile, kdata: bo.kdata}
-	mfs.confine, mfs.confineGit = confinement(fsys, dir)
-	roots := []string{dir}
-	if cd, _, err := fs.CleanedAbs(dir); err == nil {
-		roots = append(roots, string(cd))
-	}
-	for _, r := range roots {
-		for _, name := range konfig.RecognizedKustomizationFileNames() {
-			mfs.roots = append(mfs.roots, filepath.Join(r, name))
-		}
-	}
-	opts := krusty.MakeDefaultOptions()
-	opts.AddManagedbyLabel = false
-	if bo.unrestricted {
-		opts.LoadRestrictions = types.LoadRestrictionsNone
-	}
-	m, err = krusty.MakeKustomizer(opts).Run(mfs, dir)
-	if err != nil && mfs.refused.Entry != nil {
-		return nil, read, mfs.refused
-	}
-	if err != nil && mfs.refusedFile.abs != "" {
-		return nil, read, mfs.refusedFile
-	}
-	return m, read, err
+	rules := buildRules{fsys: fsys}
+	rules.confine, rules.confineGit = confinement(fsys, dir)
+	return kustbuild.Build(fs, rules, dir, bo)
 }
 
 // buildKustomization builds the kustomize directory dir (absolute) and
@@ -361,7 +212,7 @@ func (l *loader) buildKustomizationFrom(u *Unit, named, dir string, walked bool,
 			"kustomization not built: none of its files names keyhole's kinds, and kustomize cannot build it here ("+firstClause(b.scrub(kustbuild.Redact(err.Error(), read)))+"); skipped (name it explicitly to check it)"))
 		return
 	}
-	if refused, ok := err.(*fileRefused); ok {
+	if refused, ok := err.(*kustbuild.FileRefused); ok {
 		b.reportRefused(refused)
 		return
 	}

@@ -1,10 +1,12 @@
-// Package kustbuild is what keyhole knows of kustomize's builds apart from
-// the loader: the limits a build's inputs are held to (Budget), keeping
-// Secret values out of kustomize's messages (Redact), and reading what a
-// failed build's error says (failure.go), from kustomize's typed errors
-// where it returns them and from its messages where it does not. The
-// loader (package source) runs the builds and turns what they return into
-// documents and diagnostics.
+// Package kustbuild runs kustomize as keyhole builds a kustomization:
+// Build, with plugins off and keyhole's limits on what it reads (Budget),
+// the loader's own rules for each file it reads (Rules), remote bases
+// refused unless allowed (RemoteEntry), and origin annotations asked for
+// (WithBuildMetadata). It also keeps Secret values out of kustomize's
+// messages (Redact) and reads what a failed build's error says
+// (failure.go), from kustomize's typed errors where it returns them and
+// from its messages where it does not. The loader (package source) turns
+// what a build returns into documents and diagnostics, with positions.
 package kustbuild
 
 import (

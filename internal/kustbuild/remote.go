@@ -15,8 +15,8 @@ import (
 // gives a different answer when the remote moves. keyhole therefore does
 // not fetch by default: a kustomization that names a remote base is
 // refused, at the entry, before kustomize can fetch it. The refusal
-// happens where kustomize reads each kustomization file (the loader's
-// metadataFS, through RemoteEntry), so it holds for bases of bases too.
+// happens where kustomize reads each kustomization file (metadataFS,
+// through RemoteEntry), so it holds for bases of bases too.
 
 // Stater is the loader's view of the files, which says whether a name is
 // on disk (or in the commit read).
