@@ -103,9 +103,9 @@ func (r *Repo) Close() error {
 	return r.store.Close()
 }
 
-// Tree returns the files of the commit rev names, for Options.Tree. rev is
-// anything go-git's ResolveRevision takes: a branch, a tag (annotated ones
-// are peeled), a remote-tracking branch such as origin/main, a full or
+// Tree returns the files of the commit rev names, for source.Options.Tree.
+// rev is anything go-git's ResolveRevision takes: a branch, a tag
+// (annotated ones are peeled), a remote-tracking branch such as origin/main, a full or
 // short hash, HEAD~1, main^2.
 func (r *Repo) Tree(rev string) (*Tree, error) {
 	if rev == "" || strings.HasPrefix(rev, "-") {
@@ -140,7 +140,7 @@ func (r *Repo) shallowHint() string {
 	return "; the clone is shallow: fetch the history that holds it (git fetch --unshallow, or actions/checkout with fetch-depth: 0)"
 }
 
-// Tree is one commit's files as the loader reads them (Options.Tree),
+// Tree is one commit's files as the loader reads them (source.Options.Tree),
 // standing at the repository's working tree: path <root>/a/b names the
 // commit's a/b. Symbolic links committed to the repository are followed
 // inside it; a submodule is an empty directory. A Tree is not safe for
