@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/internal/fixture"
 	goldenfile "keyhole.dev/keyhole/internal/golden"
 	"keyhole.dev/keyhole/schema"
 	"keyhole.dev/keyhole/source"
@@ -32,23 +33,10 @@ func golden(t *testing.T, path string, got []byte) {
 // the CLI does, requires the same Result of both, and returns the second.
 func compileDir(t *testing.T, dir string, opts Options) Result {
 	t.Helper()
-	paths := []string{dir}
-	if b, err := os.ReadFile(filepath.Join(dir, "paths.txt")); err == nil {
-		paths = nil
-		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			paths = append(paths, filepath.Join(dir, line))
-		}
-	}
-	v, err := schema.NewValidator()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := fixture.Validator(t)
 	var results [4]Result
 	for i, digest := range []source.Digest{nil, Digest(v, opts), Digest(v, opts), Digest(v, opts)} {
-		docs, ds, err := source.Load(paths, source.Options{Digest: digest})
-		if err != nil {
-			t.Fatal(err)
-		}
+		docs, ds := fixture.Load(t, dir, digest)
 		o := opts
 		o.Loaded = ds
 		o.OmitObjects = i == 2

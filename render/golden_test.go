@@ -11,10 +11,9 @@ import (
 	"testing"
 
 	"keyhole.dev/keyhole/compiler"
+	"keyhole.dev/keyhole/internal/fixture"
 	"keyhole.dev/keyhole/internal/golden"
 	"keyhole.dev/keyhole/proxy/config"
-	"keyhole.dev/keyhole/schema"
-	"keyhole.dev/keyhole/source"
 )
 
 const (
@@ -96,15 +95,8 @@ func examples(t *testing.T) []string {
 // test on any error diagnostic: render never sees a Plan with errors.
 func compileDir(t *testing.T, dir string) compiler.Plan {
 	t.Helper()
-	docs, ds, err := source.Load([]string{dir}, source.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := schema.NewValidator()
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := compiler.Compile(docs, v, compiler.Options{})
+	docs, ds := fixture.Load(t, dir, nil)
+	res := compiler.Compile(docs, fixture.Validator(t), compiler.Options{})
 	ds = append(ds, res.Diagnostics...)
 	if ds.HasErrors() {
 		t.Fatalf("%s does not check:\n%v", dir, ds)

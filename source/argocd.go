@@ -418,9 +418,9 @@ func (l *loader) buildArgo(u *Unit) {
 	}
 	bo := l.buildOptions()
 	if kfile := kustomizationFile(l.fsys, u.Root); kfile != "" {
-		bo.kfile, bo.kdata = kfile, argoKustomization(kustomizationNode(l.fsys, kfile), u.Argo.Kustomize)
+		bo.KFile, bo.KData = kfile, argoKustomization(kustomizationNode(l.fsys, kfile), u.Argo.Kustomize)
 	} else {
-		bo.kfile, bo.kdata = filepath.Join(u.Root, "kustomization.yaml"), l.directoryKustomization(u)
+		bo.KFile, bo.KData = filepath.Join(u.Root, "kustomization.yaml"), l.directoryKustomization(u)
 	}
 	m, read, err := kustomize(l.fsys, u.Root, bo)
 	l.buildKustomizationFrom(u, named, u.Root, true, &kustomizeRun{m: m, read: read, err: err})

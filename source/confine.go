@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/internal/gitfs"
 )
 
 // Symbolic links never lead outside the repository (docs/inputs.md): a
@@ -59,7 +60,7 @@ func linkOutside(fsys fileSystem, root, abs string) string {
 			cur = next
 			continue
 		}
-		if hops++; hops > maxSymlinkHops {
+		if hops++; hops > gitfs.MaxSymlinkHops {
 			return ""
 		}
 		target, err := fsys.readlink(next)
@@ -83,26 +84,6 @@ func linkOutside(fsys fileSystem, root, abs string) string {
 
 // readlink is os.Readlink.
 func (osFS) readlink(name string) (string, error) { return os.Readlink(name) }
-
-// readlink returns the target of the symbolic link at name, as committed.
-func (t *Tree) readlink(name string) (string, error) {
-	r, err := t.rel(name)
-	if err != nil {
-		return "", pathErr("readlink", name, err)
-	}
-	n, err := t.lookup(r, false)
-	if err != nil {
-		return "", pathErr("readlink", name, err)
-	}
-	if modeOf(n.mode)&fs.ModeSymlink == 0 {
-		return "", pathErr("readlink", name, fs.ErrInvalid)
-	}
-	b, err := t.blobBytes(n.hash)
-	if err != nil {
-		return "", pathErr("readlink", name, err)
-	}
-	return string(b), nil
-}
 
 // linkOutsideMessage is what is said of a link that leads outside the
 // root; it never names the target, which is not the repository's.
@@ -146,19 +127,19 @@ func (l *loader) namedOutside(p, abs string) bool {
 	return true
 }
 
-// outside checks, for a kustomize build, that the path it reads leads
-// nowhere outside the build's root; it refuses the path when it does.
-func (f metadataFS) outside(p string) error {
-	if f.confine == "" {
-		return nil
+// Outside checks, for a kustomize build, that the path it reads leads
+// nowhere outside the build's root: it returns the link that does, and
+// the error at it.
+func (r buildRules) Outside(p string) (string, diag.Diagnostic) {
+	if r.confine == "" {
+		return "", diag.Diagnostic{}
 	}
 	abs := p
 	if !filepath.IsAbs(abs) {
-		abs = filepath.Join(f.confine, abs)
+		abs = filepath.Join(r.confine, abs)
 	}
-	if link := linkOutside(f.fsys, f.confine, abs); link != "" {
-		d := linkOutsideDiag("", f.confineGit)
-		return f.refuse(link, d)
+	if link := linkOutside(r.fsys, r.confine, abs); link != "" {
+		return link, linkOutsideDiag("", r.confineGit)
 	}
-	return nil
+	return "", diag.Diagnostic{}
 }

@@ -150,7 +150,7 @@ func relOrAbs(base, abs string) string {
 // tree's place), else abs itself.
 func (l *loader) sourceRoot(abs string) string {
 	if t := l.opts.Tree; t != nil {
-		return t.root
+		return t.Root()
 	}
 	if r := l.gitRoot(abs); r != "" {
 		return r

@@ -459,7 +459,7 @@ func (l *loader) buildFlux(u *Unit) {
 		return
 	}
 	bo := l.buildOptions()
-	bo.kfile, bo.kdata = filepath.Clean(kfile), kdata
+	bo.KFile, bo.KData = filepath.Clean(kfile), kdata
 	m, read, err := kustomize(l.fsys, u.Root, bo)
 	if err == nil {
 		err = l.substitute(u, m)

@@ -2,26 +2,28 @@ package source
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 	"sigs.k8s.io/kustomize/api/konfig"
-	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resmap"
-	"sigs.k8s.io/kustomize/api/types"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/internal/kustbuild"
 )
 
 // CodeKustomizeBuildFailed is reported, at the kustomization file, when
 // kustomize cannot build a directory.
 const CodeKustomizeBuildFailed = "KustomizeBuildFailed"
+
+// CodeKustomizeRemoteBase is reported at a kustomization's entry that
+// kustomize would fetch over the network (a git repository or an HTTP
+// URL) when remote bases are not allowed (Options.AllowRemoteBases; see
+// kustbuild.RemoteEntry).
+const CodeKustomizeRemoteBase = "KustomizeRemoteBase"
 
 // The annotations kustomize writes when buildMetadata asks for them. They
 // say where a built object came from; keyhole reads them and strips them
@@ -30,9 +32,6 @@ const CodeKustomizeBuildFailed = "KustomizeBuildFailed"
 const (
 	originAnnotation     = "config.kubernetes.io/origin"
 	transformsAnnotation = "alpha.config.kubernetes.io/transformations"
-	buildMetadataField   = "buildMetadata"
-	originAnnotationsOpt = types.OriginAnnotations
-	transformerAnnotsOpt = types.TransformerAnnotations
 )
 
 // The notes appended to messages about a value no input file holds as
@@ -68,9 +67,7 @@ func kustomizationFile(fsys fileSystem, dir string) string {
 
 // isKustomizationName reports whether a file name is one kustomize reads
 // as a kustomization.
-func isKustomizationName(name string) bool {
-	return slices.Contains(konfig.RecognizedKustomizationFileNames(), name)
-}
+func isKustomizationName(name string) bool { return kustbuild.IsKustomizationName(name) }
 
 // kustomizeRefs returns the local directories (absolute) that the
 // kustomization file kfile uses as resources or components: the bases
@@ -115,158 +112,6 @@ func kustomizationNode(fsys fileSystem, kfile string) *yaml.Node {
 	return doc.Content[0]
 }
 
-// metadataFS is the real filesystem, except that the root kustomization
-// reads with buildMetadata: [originAnnotations, transformerAnnotations]
-// added. kustomize enables origin tracking only from the kustomization
-// file (krusty.Options has no switch for it) and hands the setting down to
-// every base; adding it here leaves the user's files untouched.
-//
-// It is also where keyhole's limits hold for what kustomize reads: a file
-// over the size limit, or YAML whose aliases expand past the loader's
-// bounds (kustomize would expand a "billion laughs" resource without
-// end), is refused before kustomize parses it.
-type metadataFS struct {
-	filesys.FileSystem
-	// fsys is the loader's view of the same files, for their sizes.
-	fsys fileSystem
-	// roots are the paths the root kustomization file may be read as.
-	roots   []string
-	maxSize int64
-	// read keeps what kustomize read, so that an error message quoting a
-	// file can have its Secret values taken out (see redact).
-	read map[string][]byte
-	// allowRemote lets kustomize fetch remote bases; otherwise the first
-	// kustomization naming one fails to read and refused records it.
-	allowRemote bool
-	refused     *remoteRefused
-	// refusedFile is the first file the loader's own rules refused
-	// (kustomize_refused.go).
-	refusedFile *fileRefused
-	// confine is the root the build's symbolic links must stay in, and
-	// confineGit says it is a git working tree's (confine.go).
-	confine    string
-	confineGit bool
-	// budget counts the objects the build has read (kustomize_budget.go).
-	budget *buildBudget
-	// kfile, when set, reads as kdata: the root kustomization an engine
-	// generates (see buildOptions).
-	kfile string
-	kdata []byte
-}
-
-// CleanedAbs answers for the generated root kustomization too, which a
-// build restricted to its root asks before reading it.
-func (f metadataFS) CleanedAbs(path string) (filesys.ConfirmedDir, string, error) {
-	if f.kfile != "" && filepath.Clean(path) == f.kfile {
-		d, _, err := f.FileSystem.CleanedAbs(filepath.Dir(path))
-		return d, filepath.Base(path), err
-	}
-	if err := f.outside(path); err != nil {
-		return "", "", err
-	}
-	return f.FileSystem.CleanedAbs(path)
-}
-
-// Exists is true of the generated root kustomization too.
-func (f metadataFS) Exists(path string) bool {
-	return (f.kfile != "" && filepath.Clean(path) == f.kfile) || f.FileSystem.Exists(path)
-}
-
-// ReadFile adds the build metadata to the root kustomization file, and
-// refuses what the loader would refuse to expand.
-func (f metadataFS) ReadFile(path string) ([]byte, error) {
-	if f.kfile != "" && filepath.Clean(path) == f.kfile {
-		f.read[path] = f.kdata
-		return withBuildMetadata(f.kdata), nil
-	}
-	if err := f.outside(path); err != nil {
-		return nil, err
-	}
-	if fi, err := f.fsys.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Size() > f.maxSize {
-		return nil, f.tooLarge(path, fi.Size())
-	}
-	data, err := f.FileSystem.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > f.maxSize {
-		return nil, f.tooLarge(path, -1)
-	}
-	if data, err = f.decodeForKustomize(path, data); err != nil {
-		return nil, err
-	}
-	if bytes.ContainsRune(data, '*') {
-		if _, ds := Parse(path, data); slices.ContainsFunc(ds, func(d diag.Diagnostic) bool { return d.Code == CodeYAMLAliasLimit }) {
-			return nil, fmt.Errorf("'%s': YAML aliases expand past keyhole's limit (a \"billion laughs\" document?); not handed to kustomize", path)
-		}
-	}
-	if err := f.budget.spend(path, data); err != nil {
-		return nil, err
-	}
-	f.read[path] = data
-	if !f.allowRemote && isKustomizationName(filepath.Base(path)) {
-		if e := remoteEntry(f.fsys, path, data); e != nil {
-			if f.refused.entry == nil {
-				*f.refused = remoteRefused{file: path, entry: e}
-			}
-			return nil, f.refused
-		}
-	}
-	if !slices.Contains(f.roots, filepath.Clean(path)) {
-		return data, nil
-	}
-	return withBuildMetadata(data), nil
-}
-
-// withBuildMetadata returns the kustomization data with origin and
-// transformer annotations enabled, keeping the options it already sets.
-// Data that is not a YAML mapping is returned as it is, for kustomize to
-// report.
-func withBuildMetadata(data []byte) []byte {
-	var doc yaml.Node
-	if err := decode(yaml.NewDecoder(bytes.NewReader(data)), &doc); err != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
-		return data
-	}
-	root := doc.Content[0]
-	seq := Lookup(root, buildMetadataField)
-	if seq == nil || seq.Kind != yaml.SequenceNode {
-		seq = &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
-		for i := 0; i+1 < len(root.Content); i += 2 {
-			if root.Content[i].Value == buildMetadataField {
-				root.Content = slices.Delete(root.Content, i, i+2)
-				break
-			}
-		}
-		root.Content = append(root.Content,
-			&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: buildMetadataField}, seq)
-	}
-	for _, opt := range []string{originAnnotationsOpt, transformerAnnotsOpt} {
-		if !slices.ContainsFunc(seq.Content, func(n *yaml.Node) bool { return n.Value == opt }) {
-			seq.Content = append(seq.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: opt})
-		}
-	}
-	explicitNulls(root)
-	out, err := yaml.Marshal(&doc)
-	if err != nil {
-		return data
-	}
-	return out
-}
-
-// explicitNulls writes ~ for every null that the input left empty, such as
-// the value of resources in the flow mapping {resources}: yaml.v3 would
-// marshal it as a quoted empty string, which kustomize reads as a string
-// where a list belongs and refuses, where it accepts the null.
-func explicitNulls(n *yaml.Node) {
-	if n.Kind == yaml.ScalarNode && n.Value == "" && n.ShortTag() == "!!null" {
-		n.Value = "~"
-		return
-	}
-	for _, c := range n.Content {
-		explicitNulls(c)
-	}
-}
-
 // runKustomize builds the kustomization in dir (absolute) as `kubectl
 // kustomize` would by default: plugins off, loads restricted to the
 // kustomization's root unless bo says otherwise, no managed-by label. A panic inside kustomize is
@@ -276,8 +121,8 @@ func explicitNulls(n *yaml.Node) {
 //
 // Unless allowRemote, a kustomization naming a remote base (here or in a
 // base) stops the build before kustomize fetches anything, and the error
-// is a *remoteRefused.
-func runKustomize(fsys fileSystem, dir string, bo buildOptions) kustomizeRun {
+// is a *kustbuild.RemoteRefused.
+func runKustomize(fsys fileSystem, dir string, bo kustbuild.Options) kustomizeRun {
 	m, read, err := kustomize(fsys, dir, bo)
 	return kustomizeRun{m: m, read: read, err: err}
 }
@@ -286,22 +131,8 @@ func runKustomize(fsys fileSystem, dir string, bo buildOptions) kustomizeRun {
 // kubectl kustomize does, except that in a repository Flux deploys (one
 // holding Flux Kustomizations) loads are not restricted to the root, as
 // kustomize-controller builds.
-func (l *loader) buildOptions() buildOptions {
-	return buildOptions{maxSize: l.opts.MaxFileSize, allowRemote: l.opts.AllowRemoteBases, unrestricted: slices.ContainsFunc(l.engine, func(u *Unit) bool { return u.Flux != nil })}
-}
-
-// buildOptions are what a build of one directory is told.
-type buildOptions struct {
-	maxSize     int64
-	allowRemote bool
-	// unrestricted lets the build read files outside its directory, as
-	// kustomize-controller builds (LoadRestrictionsNone).
-	unrestricted bool
-	// kfile and kdata, when set, are the root kustomization file and what
-	// it reads as: the one a GitOps engine generates or rewrites, which
-	// the repository does not hold as such.
-	kfile string
-	kdata []byte
+func (l *loader) buildOptions() kustbuild.Options {
+	return kustbuild.Options{MaxSize: l.opts.MaxFileSize, AllowRemote: l.opts.AllowRemoteBases, Unrestricted: slices.ContainsFunc(l.engine, func(u *Unit) bool { return u.Flux != nil })}
 }
 
 // kustomizeRun is what runKustomize returns.
@@ -311,44 +142,16 @@ type kustomizeRun struct {
 	err  error
 }
 
-// kustomize is runKustomize's work.
-func kustomize(fsys fileSystem, dir string, bo buildOptions) (m resmap.ResMap, read map[string][]byte, err error) {
-	maxSize, allowRemote := bo.maxSize, bo.allowRemote
-	defer func() {
-		if r := recover(); r != nil {
-			m, read, err = nil, nil, errors.New("kustomize failed on this input")
-		}
-	}()
+// kustomize is runKustomize's work: kustbuild.Build, with the loader's
+// rules for the files it reads (buildRules).
+func kustomize(fsys fileSystem, dir string, bo kustbuild.Options) (resmap.ResMap, map[string][]byte, error) {
 	fs, err := fsys.kustomize()
 	if err != nil {
 		return nil, nil, err
 	}
-	read = map[string][]byte{}
-	mfs := metadataFS{FileSystem: fs, fsys: fsys, maxSize: maxSize, read: read, allowRemote: allowRemote, refused: &remoteRefused{}, refusedFile: &fileRefused{}, budget: &buildBudget{},
-		kfile: bo.kfile, kdata: bo.kdata}
-	mfs.confine, mfs.confineGit = confinement(fsys, dir)
-	roots := []string{dir}
-	if cd, _, err := fs.CleanedAbs(dir); err == nil {
-		roots = append(roots, string(cd))
-	}
-	for _, r := range roots {
-		for _, name := range konfig.RecognizedKustomizationFileNames() {
-			mfs.roots = append(mfs.roots, filepath.Join(r, name))
-		}
-	}
-	opts := krusty.MakeDefaultOptions()
-	opts.AddManagedbyLabel = false
-	if bo.unrestricted {
-		opts.LoadRestrictions = types.LoadRestrictionsNone
-	}
-	m, err = krusty.MakeKustomizer(opts).Run(mfs, dir)
-	if err != nil && mfs.refused.entry != nil {
-		return nil, read, mfs.refused
-	}
-	if err != nil && mfs.refusedFile.abs != "" {
-		return nil, read, mfs.refusedFile
-	}
-	return m, read, err
+	rules := buildRules{fsys: fsys}
+	rules.confine, rules.confineGit = confinement(fsys, dir)
+	return kustbuild.Build(fs, rules, dir, bo)
 }
 
 // buildKustomization builds the kustomize directory dir (absolute) and
@@ -406,24 +209,24 @@ func (l *loader) buildKustomizationFrom(u *Unit, named, dir string, walked bool,
 	defer l.agentsBeside(b, dir, read)
 	if err != nil && walked && !l.kustomizationNamesKeyhole(dir) {
 		l.diags = append(l.diags[:d0], skipped(diag.Pos{File: kname, Line: 1, Column: 1},
-			"kustomization not built: none of its files names keyhole's kinds, and kustomize cannot build it here ("+firstClause(b.scrub(redact(err.Error(), read)))+"); skipped (name it explicitly to check it)"))
+			"kustomization not built: none of its files names keyhole's kinds, and kustomize cannot build it here ("+firstClause(b.scrub(kustbuild.Redact(err.Error(), read)))+"); skipped (name it explicitly to check it)"))
 		return
 	}
-	if refused, ok := err.(*fileRefused); ok {
+	if refused, ok := err.(*kustbuild.FileRefused); ok {
 		b.reportRefused(refused)
 		return
 	}
-	if refused, ok := err.(*remoteRefused); ok {
+	if refused, ok := err.(*kustbuild.RemoteRefused); ok {
 		l.diags = append(l.diags, diag.Diagnostic{
 			Code:     CodeKustomizeRemoteBase,
 			Severity: diag.Error,
-			Pos:      diag.Pos{File: b.display(refused.file), Line: refused.entry.Line, Column: refused.entry.Column},
-			Message:  remoteMessage(refused.entry.Value),
+			Pos:      diag.Pos{File: b.display(refused.File), Line: refused.Entry.Line, Column: refused.Entry.Column},
+			Message:  kustbuild.RemoteMessage(refused.Entry.Value),
 		})
 		return
 	}
 	if err != nil {
-		l.diags = append(l.diags, b.buildFailed(redact(err.Error(), read), read))
+		l.diags = append(l.diags, b.buildFailed(err, read))
 		return
 	}
 	built := make([]Document, 0, m.Size())
@@ -434,7 +237,7 @@ func (l *loader) buildKustomizationFrom(u *Unit, named, dir string, walked bool,
 				Code:     CodeKustomizeBuildFailed,
 				Severity: diag.Error,
 				Pos:      diag.Pos{File: kname, Line: 1, Column: 1},
-				Message:  fmt.Sprintf("kustomize built an object keyhole cannot read: %s", b.scrub(redact(err.Error(), read))),
+				Message:  fmt.Sprintf("kustomize built an object keyhole cannot read: %s", b.scrub(kustbuild.Redact(err.Error(), read))),
 			})
 			continue
 		}
@@ -443,19 +246,12 @@ func (l *loader) buildKustomizationFrom(u *Unit, named, dir string, walked bool,
 	}
 }
 
-// malformedYAML is how kustomize reports a resource that is not YAML:
-// "MalformedYAMLError: yaml: line 6: ... in File: r.yaml".
-var malformedYAML = regexp.MustCompile(`MalformedYAMLError: yaml: line (\d+): (.*?) in File: (\S+)`)
-
-// yamlLine is a YAML syntax error in a kustomization itself.
-var yamlLine = regexp.MustCompile(`invalid Kustomization: yaml: line (\d+): (.*)`)
-
-// structField is how a kustomization field of the wrong type is reported.
-var structField = regexp.MustCompile(`Go struct field Kustomization\.(\w+)`)
-
-// noMatch is how kustomize reports a strategic-merge patch that matches
-// no object: "no matches for Id Kind.version.group/name.[namespace]".
-var noMatch = regexp.MustCompile(`no matches for Id ([A-Za-z0-9]+)\.[^/\s]*/([^.\s]+(?:\.[^.\s\[]+)*)\.`)
+// The bounds on what one kustomize build reads (see kustbuild.Budget).
+const (
+	MaxKustomizeObjects     = kustbuild.MaxKustomizeObjects
+	MaxKustomizeMappingKeys = kustbuild.MaxKustomizeMappingKeys
+	MaxKustomizeTextLines   = kustbuild.MaxKustomizeTextLines
+)
 
 // kustomizeRoots drops, from what a walk found, the kustomize directories
 // that another kustomization found by the same walk uses as a base or
@@ -552,6 +348,3 @@ func kustomizeCycles(fsys fileSystem, found []string) [][]string {
 	}
 	return cycles
 }
-
-// redacted stands in for a Secret value in a kustomize error.
-const redacted = "[redacted]"

@@ -6,12 +6,12 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
 	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/internal/kustbuild"
 )
 
 // How a kustomization that does not build is reported: at the position in
@@ -22,15 +22,15 @@ import (
 // diagnostic for that file says where, exactly (see yamlFailure);
 // otherwise it is a KustomizeBuildFailed at the kustomization entry the
 // error is about (see failurePos).
-func (b *build) buildFailed(errMsg string, read map[string][]byte) diag.Diagnostic {
-	msg := b.scrub(errMsg)
+func (b *build) buildFailed(err error, read map[string][]byte) diag.Diagnostic {
+	msg := b.scrub(kustbuild.Redact(err.Error(), read))
 	if d, ok := b.yamlFailure(msg, read); ok {
 		return d
 	}
 	return diag.Diagnostic{
 		Code:     CodeKustomizeBuildFailed,
 		Severity: diag.Error,
-		Pos:      b.failurePos(msg, read),
+		Pos:      b.failurePos(err, msg, read),
 		Message:  fmt.Sprintf("kustomize cannot build %s: %s%s", b.display(b.root), msg, b.pluginHint(msg)),
 	}
 }
@@ -80,17 +80,16 @@ func pluginField(root *yaml.Node, msg string) *yaml.Node {
 // kustomize read, and returns the loader's YAMLInvalid for it, which has
 // its exact line.
 func (b *build) yamlFailure(msg string, read map[string][]byte) (diag.Diagnostic, bool) {
-	m := malformedYAML.FindStringSubmatch(msg)
-	if m == nil {
+	n, problem, file, ok := kustbuild.MalformedYAML(msg)
+	if !ok {
 		return diag.Diagnostic{}, false
 	}
-	n, _ := strconv.Atoi(m[1])
 	for _, abs := range slices.Sorted(maps.Keys(read)) {
-		if filepath.Base(abs) != filepath.Base(filepath.FromSlash(strings.TrimRight(m[3], `'":;,)`))) || isKustomizationName(filepath.Base(abs)) {
+		if filepath.Base(abs) != filepath.Base(filepath.FromSlash(strings.TrimRight(file, `'":;,)`))) || isKustomizationName(filepath.Base(abs)) {
 			continue
 		}
 		name := b.display(abs)
-		line := errorLine(read[abs], n, m[2]) // kustomize's YAML library counts as keyhole's does
+		line := errorLine(read[abs], n, problem) // kustomize's YAML library counts as keyhole's does
 		_, ds := parse(name, read[abs], false, nil)
 		for _, d := range ds {
 			if d.Severity == diag.Error && d.Code == CodeYAMLInvalid && d.Pos.Line == line {
@@ -101,12 +100,12 @@ func (b *build) yamlFailure(msg string, read map[string][]byte) (diag.Diagnostic
 	return diag.Diagnostic{}, false
 }
 
-// failurePos finds where a kustomize error points: in the kustomization
+// failurePos finds where a kustomize error (err, read as msg) points: in the kustomization
 // the error is about (the innermost base it names, else the root), the
 // entry it quotes (a missing resource, patch, component or generator
 // file), the field it could not decode, or the patch that matched
 // nothing; else the kustomization's first line.
-func (b *build) failurePos(msg string, read map[string][]byte) diag.Pos {
+func (b *build) failurePos(err error, msg string, read map[string][]byte) diag.Pos {
 	// scrub writes a directory above the one built as ./dir; entries are
 	// matched as the user would type them.
 	msg = strings.NewReplacer("'./", "'", `"./`, `"`, " ./", " ", "(./", "(", "[./", "[").Replace(msg)
@@ -121,10 +120,9 @@ func (b *build) failurePos(msg string, read map[string][]byte) diag.Pos {
 	slices.SortStableFunc(kfiles, func(x, y string) int { return at(y) - at(x) })
 	for _, kf := range kfiles {
 		name := b.display(kf)
-		if m := yamlLine.FindStringSubmatch(msg); m != nil && kf == b.kfile {
-			n, _ := strconv.Atoi(m[1])
+		if n, problem, ok := kustbuild.KustomizationYAML(msg); ok && kf == b.kfile {
 			data, _ := b.l.fsys.ReadFile(kf)
-			return diag.Pos{File: name, Line: max(errorLine(data, n, m[2]), 1), Column: 1}
+			return diag.Pos{File: name, Line: max(errorLine(data, n, problem), 1), Column: 1}
 		}
 		root := kustomizationNode(b.l.fsys, kf)
 		if root == nil {
@@ -133,7 +131,7 @@ func (b *build) failurePos(msg string, read map[string][]byte) diag.Pos {
 		if n := b.quotedEntry(root, filepath.Dir(kf), msg); n != nil {
 			return diag.Pos{File: name, Line: n.Line, Column: n.Column}
 		}
-		if n := badField(root, msg); n != nil {
+		if n := badField(root, err); n != nil {
 			return diag.Pos{File: name, Line: n.Line, Column: n.Column}
 		}
 		if n := pluginField(root, msg); n != nil {
@@ -185,19 +183,19 @@ func (b *build) quotedEntry(root *yaml.Node, dir, msg string) *yaml.Node {
 }
 
 // badField returns the field of the kustomization that kustomize could not
-// decode: its first entry when it is a list, else its value.
-func badField(root *yaml.Node, msg string) *yaml.Node {
-	m := structField.FindStringSubmatch(msg)
-	if m == nil {
+// decode (err): its first entry when it is a list, else its value.
+func badField(root *yaml.Node, err error) *yaml.Node {
+	field, list, ok := kustbuild.BadField(err)
+	if !ok {
 		return nil
 	}
-	v, k := lookupKey(root, m[1])
+	v, k := lookupKey(root, field)
 	if v == nil {
 		return nil
 	}
 	// A list where a string belongs is wrong as a whole; a string where
 	// an object belongs is wrong in the entry that holds it.
-	if v.Kind == yaml.SequenceNode && len(v.Content) > 0 && !strings.Contains(msg, "unmarshal array") {
+	if v.Kind == yaml.SequenceNode && len(v.Content) > 0 && !list {
 		for _, e := range v.Content {
 			if e.Kind == yaml.ScalarNode {
 				return e // the string where an object belongs, as in a legacy patches entry
@@ -212,11 +210,10 @@ func badField(root *yaml.Node, msg string) *yaml.Node {
 // (parsed as root) holds inline or names as files, the document a "no
 // matches for Id" error is about, and returns the position of its name.
 func (b *build) unmatchedPatch(root *yaml.Node, kf, msg string) (diag.Pos, bool) {
-	m := noMatch.FindStringSubmatch(msg)
-	if m == nil {
+	kind, name, ok := kustbuild.UnmatchedPatch(msg)
+	if !ok {
 		return diag.Pos{}, false
 	}
-	kind, name := m[1], m[2]
 	named := func(d Document) *yaml.Node {
 		if n := Lookup(Lookup(d.Node, "metadata"), "name"); n != nil && stringField(d.Node, "kind") == kind && n.Value == name {
 			return n

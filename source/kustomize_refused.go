@@ -1,80 +1,58 @@
 package source
 
 import (
-	"path/filepath"
-
-	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"io/fs"
+	"slices"
 
 	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/internal/kustbuild"
 )
 
-// fileRefused is the error a kustomize build fails with when a file it
-// reads breaks one of the loader's own rules at that file (bytes that
-// are not valid in the file's encoding, a size over the limit): the build reports the loader's
-// diagnostic at the file, as reading the file directly would, rather than
-// kustomize's message about the entry that named it.
-type fileRefused struct {
-	abs string          // the file, as kustomize named it
-	d   diag.Diagnostic // Pos.File is filled in where it is reported
+// buildRules are the loader's rules for the files one kustomize build
+// reads (kustbuild.Rules): a file that breaks one (bytes that are not
+// valid in the file's encoding, a size over the limit, a link outside the
+// root) is refused with the loader's diagnostic at the file, as reading
+// the file directly would be.
+type buildRules struct {
+	// fsys is the loader's view of the files kustomize reads.
+	fsys fileSystem
+	// confine is the root the build's symbolic links must stay in, and
+	// confineGit says it is a git working tree's (confine.go).
+	confine    string
+	confineGit bool
 }
 
-func (e *fileRefused) Error() string { return e.d.Message }
+var _ kustbuild.Rules = buildRules{}
 
-// refuse keeps the first refusal of a build and returns it as the error
-// kustomize's read fails with.
-func (f metadataFS) refuse(abs string, d diag.Diagnostic) error {
-	if f.refusedFile.abs == "" {
-		*f.refusedFile = fileRefused{abs: filepath.Clean(abs), d: d}
-	}
-	return f.refusedFile
+// Stat is the loader's.
+func (r buildRules) Stat(name string) (fs.FileInfo, error) { return r.fsys.Stat(name) }
+
+// Decode reads the file's text as the loader does (decodeText).
+func (r buildRules) Decode(path string, data []byte) ([]byte, *diag.Diagnostic) {
+	return decodeText(path, data)
 }
 
-// decodeForKustomize gives kustomize the text of a UTF-16 or UTF-32 file
-// as UTF-8, as the loader reads it (kustomize's YAML library reads UTF-16
-// but not UTF-32, and splits documents before it decodes), or refuses
-// the file when its bytes are not valid in its encoding.
-func (f metadataFS) decodeForKustomize(path string, data []byte) ([]byte, error) {
-	text, bad := decodeText(path, data)
-	if bad != nil {
-		return nil, f.refuse(path, *bad)
-	}
-	return text, nil
+// AliasesPastLimit reports whether parsing the file gives a
+// YAMLAliasLimit.
+func (r buildRules) AliasesPastLimit(path string, data []byte) bool {
+	_, ds := Parse(path, data)
+	return slices.ContainsFunc(ds, func(d diag.Diagnostic) bool { return d.Code == CodeYAMLAliasLimit })
 }
 
-// reportRefused adds the diagnostic of a build's refused file.
-func (b *build) reportRefused(e *fileRefused) {
-	d := e.d
-	d.Pos.File = b.display(e.abs)
-	b.l.diags = append(b.l.diags, d)
-}
-
-// tooLarge refuses a file over the size limit, at the file, as the
+// TooLarge refuses a file over the size limit, at the file, as the
 // loader refuses one it reads directly.
-func (f metadataFS) tooLarge(path string, size int64) error {
-	return f.refuse(path, diag.Diagnostic{
+func (r buildRules) TooLarge(size, max int64) diag.Diagnostic {
+	return diag.Diagnostic{
 		Code:     CodeInputInvalid,
 		Severity: diag.Error,
 		Pos:      diag.Pos{Line: 1, Column: 1},
-		Message:  tooLargeMessage(size, f.maxSize) + "; keyhole reads configuration, not data dumps: split the file or exclude it",
-	})
+		Message:  tooLargeMessage(size, max) + "; keyhole reads configuration, not data dumps: split the file or exclude it",
+	}
 }
 
-// Open and ReadDir refuse a path that leads outside the build's root
-// through a symbolic link, as ReadFile and CleanedAbs (kustomize.go) do:
-// kustomize resolves every path it loads with CleanedAbs first.
-
-// Open: see CleanedAbs.
-func (f metadataFS) Open(p string) (filesys.File, error) {
-	if err := f.outside(p); err != nil {
-		return nil, err
-	}
-	return f.FileSystem.Open(p)
-}
-
-// ReadDir: see CleanedAbs.
-func (f metadataFS) ReadDir(p string) ([]string, error) {
-	if err := f.outside(p); err != nil {
-		return nil, err
-	}
-	return f.FileSystem.ReadDir(p)
+// reportRefused adds the diagnostic of a build's refused file.
+func (b *build) reportRefused(e *kustbuild.FileRefused) {
+	d := e.D
+	d.Pos.File = b.display(e.Abs)
+	b.l.diags = append(b.l.diags, d)
 }

@@ -1,14 +1,12 @@
 package source
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -307,6 +305,15 @@ func TestKustomizeBuildFailed(t *testing.T) {
 			want:  "k/kustomization.yaml:2:1",
 			msg:   "Kustomization.namePrefix",
 		},
+		"a list where a string belongs, in a base": {
+			files: map[string]string{
+				"k/kustomization.yaml":    "resources: [../base]\n",
+				"base/kustomization.yaml": "resources: [r.yaml]\nnamespace: [a]\n",
+				"base/r.yaml":             resource,
+			},
+			want: "base/kustomization.yaml:2:1",
+			msg:  "Kustomization.namespace",
+		},
 		"duplicate object": {
 			files: map[string]string{"k/kustomization.yaml": "resources: [r.yaml, r2.yaml]\n", "k/r.yaml": resource, "k/r2.yaml": resource},
 			want:  "k/kustomization.yaml:1:21",
@@ -442,41 +449,6 @@ func TestKustomizeBuildFailed(t *testing.T) {
 	}
 }
 
-func TestWithBuildMetadata(t *testing.T) {
-	tests := map[string]struct {
-		in   string
-		want []string // buildMetadata after, or nil when the input is returned as is
-	}{
-		"none set":               {in: "resources: [a.yaml]\n", want: []string{"originAnnotations", "transformerAnnotations"}},
-		"user options kept":      {in: "buildMetadata: [managedByLabel]\n", want: []string{"managedByLabel", "originAnnotations", "transformerAnnotations"}},
-		"already set":            {in: "buildMetadata: [transformerAnnotations, originAnnotations]\n", want: []string{"transformerAnnotations", "originAnnotations"}},
-		"not a list is replaced": {in: "buildMetadata: yes\n", want: []string{"originAnnotations", "transformerAnnotations"}},
-		"not a mapping":          {in: "- a\n"},
-		"invalid YAML":           {in: "a: [\n"},
-		"empty":                  {in: ""},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			out := withBuildMetadata([]byte(tc.in))
-			if tc.want == nil {
-				if !bytes.Equal(out, []byte(tc.in)) {
-					t.Errorf("changed input it should leave to kustomize:\n%s", out)
-				}
-				return
-			}
-			var k struct {
-				BuildMetadata []string `yaml:"buildMetadata"`
-			}
-			if err := yaml.Unmarshal(out, &k); err != nil {
-				t.Fatalf("output does not parse: %v\n%s", err, out)
-			}
-			if !slices.Equal(k.BuildMetadata, tc.want) {
-				t.Errorf("buildMetadata = %q; want %q", k.BuildMetadata, tc.want)
-			}
-		})
-	}
-}
-
 // TestDocumentAtSharedPositions checks that a position a base file and a
 // patch file share resolves by field path, as schema violations need.
 func TestDocumentAtSharedPositions(t *testing.T) {
@@ -536,12 +508,6 @@ func TestKustomizeSourceUntouched(t *testing.T) {
 	}
 }
 
-// FuzzWithBuildMetadata checks what withBuildMetadata promises: a
-// document that is not one YAML mapping comes back byte for byte; a
-// mapping comes back as a mapping with every field of the input unchanged,
-// a buildMetadata list that keeps the input's entries in order and holds
-// each annotation option exactly once, and applying it again changes
-// nothing. An identity function fails on the first corpus entry.
 // TestKustomizeFlowNulls builds kustomizations that leave a field null,
 // as kubectl kustomize accepts them: adding buildMetadata must not turn
 // the null into an empty string kustomize refuses.
@@ -561,109 +527,6 @@ func TestKustomizeFlowNulls(t *testing.T) {
 			}
 		})
 	}
-}
-
-func FuzzWithBuildMetadata(f *testing.F) {
-	for _, s := range []string{"resources: [a.yaml]\n", "buildMetadata: [managedByLabel]\n", "- a\n", "a: &a [*a]\n", "buildMetadata: {a: b}\n",
-		"# c\nresources:\n  - a.yaml # d\nbuildMetadata: [originAnnotations]\n", "{}\n", "a: 1\n---\nb: 2\n", "buildMetadata: [x, transformerAnnotations, x]\n"} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		out := withBuildMetadata(data)
-		in, ok := firstMapping(data)
-		if !ok {
-			if !bytes.Equal(out, data) {
-				t.Fatalf("changed a document that is not a mapping:\n%q\n→\n%q", data, out)
-			}
-			return
-		}
-		got, ok := firstMapping(out)
-		if !ok {
-			t.Fatalf("the output of a mapping is not one:\n%q\n→\n%q", data, out)
-		}
-		inFields, inMeta := splitBuildMetadata(in)
-		gotFields, gotMeta := splitBuildMetadata(got)
-		if len(inFields) != len(gotFields) {
-			t.Fatalf("fields %d → %d:\n%q\n→\n%q", len(inFields), len(gotFields), data, out)
-		}
-		for i := range inFields {
-			if !sameNode(inFields[i], gotFields[i]) {
-				t.Fatalf("field %d changed:\n%q\n→\n%q", i/2, data, out)
-			}
-		}
-		if gotMeta == nil || gotMeta.Kind != yaml.SequenceNode {
-			t.Fatalf("no buildMetadata list in:\n%q", out)
-		}
-		var want []string
-		if inMeta != nil && inMeta.Kind == yaml.SequenceNode {
-			for _, n := range inMeta.Content {
-				want = append(want, n.Value)
-			}
-		}
-		for _, opt := range []string{originAnnotationsOpt, transformerAnnotsOpt} {
-			if !slices.Contains(want, opt) {
-				want = append(want, opt)
-			}
-		}
-		var have []string
-		for _, n := range gotMeta.Content {
-			have = append(have, n.Value)
-		}
-		if !slices.Equal(have, want) {
-			t.Fatalf("buildMetadata %q, want %q, from:\n%q", have, want, data)
-		}
-		again, _ := firstMapping(withBuildMetadata(out))
-		if !sameNode(again, got) {
-			t.Fatalf("not idempotent on:\n%q", out)
-		}
-	})
-}
-
-// firstMapping decodes the first document of data as withBuildMetadata
-// does and returns its root when it is a mapping.
-func firstMapping(data []byte) (*yaml.Node, bool) {
-	var doc yaml.Node
-	if decode(yaml.NewDecoder(bytes.NewReader(data)), &doc) != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, false
-	}
-	return doc.Content[0], true
-}
-
-// splitBuildMetadata returns a mapping's key and value nodes other than
-// buildMetadata's, in order, and buildMetadata's value (the last one).
-func splitBuildMetadata(m *yaml.Node) (fields []*yaml.Node, meta *yaml.Node) {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == buildMetadataField {
-			meta = m.Content[i+1]
-			continue
-		}
-		fields = append(fields, m.Content[i], m.Content[i+1])
-	}
-	return fields, meta
-}
-
-// sameNode compares two YAML trees by what they mean: kind, resolved tag,
-// value (any spelling of null is null) and children; an alias by the
-// anchor it names.
-func sameNode(a, b *yaml.Node) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	if a.Kind != b.Kind || a.ShortTag() != b.ShortTag() || len(a.Content) != len(b.Content) {
-		return false
-	}
-	if a.Value != b.Value && a.ShortTag() != "!!null" {
-		return false // every spelling of null is null
-	}
-	if a.Kind == yaml.AliasNode {
-		return true
-	}
-	for i := range a.Content {
-		if !sameNode(a.Content[i], b.Content[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 // TestKustomizeErrorsNeverQuoteSecrets plants a canary wherever a
@@ -772,85 +635,6 @@ func TestPointer(t *testing.T) {
 			got, ok := pointer(tc.in)
 			if ok != tc.ok || !slices.Equal(got, tc.want) {
 				t.Errorf("pointer(%q) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
-			}
-		})
-	}
-}
-
-func TestRedact(t *testing.T) {
-	const secret = "s3cr3t-value"
-	b64 := base64.StdEncoding.EncodeToString([]byte(secret))
-	tests := map[string]struct {
-		read map[string][]byte
-		msg  string
-		want string
-	}{
-		"stringData value": {
-			read: map[string][]byte{"s.yaml": []byte("kind: Secret\nstringData: {token: " + secret + "}\n")},
-			msg:  "bad " + secret, want: "bad [redacted]",
-		},
-		"data value, and what it decodes to": {
-			read: map[string][]byte{"s.yaml": []byte("kind: Secret\ndata: {token: " + b64 + "}\n")},
-			msg:  b64 + " is " + secret, want: "[redacted] is [redacted]",
-		},
-		"literal, whole and after =": {
-			read: map[string][]byte{"kustomization.yaml": []byte("secretGenerator:\n- name: g\n  literals: [k=" + secret + "]\n")},
-			msg:  "invalid literal k=" + secret + " (" + secret + ")", want: "invalid literal [redacted] ([redacted])",
-		},
-		"env file line": {
-			read: map[string][]byte{"e.env": []byte("TOKEN=" + secret + "\n")},
-			msg:  "line TOKEN=" + secret, want: "line [redacted]",
-		},
-		"an env line printed as bytes": {
-			read: map[string][]byte{"e.env": []byte("T=" + secret + "\xff\n")},
-			msg:  "line [84 61 115 51 99 114 51 116 255] has invalid utf8 bytes : [redacted]",
-			want: "line [redacted] has invalid utf8 bytes : [redacted]",
-		},
-		"any byte dump, even of no file read": {
-			msg:  "[[1 2 3 4]] and [10 200 255 0 7]",
-			want: "[[redacted]] and [redacted]",
-		},
-		"short lists, numbers past a byte and words are kept": {
-			msg:  "index [1 2 3], [256 1 2 3], [1  2 3 4], [+1 2 3 4], [a b c d], [] [",
-			want: "index [1 2 3], [256 1 2 3], [1  2 3 4], [+1 2 3 4], [a b c d], [] [",
-		},
-		"a literal escaped by %q, once and twice": {
-			read: map[string][]byte{"kustomization.yaml": []byte("secretGenerator:\n- name: g\n  literals: ['to\"k\\en']\n")},
-			msg:  `accumulateDirectory: "invalid literal source to\"k\\en" and ` + strconv.Quote(strconv.Quote(`to"k\en`)),
-			want: `accumulateDirectory: "invalid literal source [redacted]" and "\"[redacted]\""`,
-		},
-		"a multi-line value, folded line by line into a YAML scalar": {
-			read: map[string][]byte{"s.yaml": []byte("kind: Secret\nstringData:\n  pem: |\n    -----BEGIN KEY-----\n    " + secret + "-one\n    " + secret + "-two\n    -----END KEY-----\n")},
-			msg:  "node contents: '-----BEGIN KEY-----\n\n  " + secret + "-one\n\n  " + secret + "-two\n\n  -----END KEY-----'",
-			want: "node contents: '[redacted]\n\n  [redacted]\n\n  [redacted]\n\n  [redacted]'",
-		},
-		"a value with a quote, in YAML single quotes": {
-			read: map[string][]byte{"s.yaml": []byte("kind: Secret\nstringData: {token: \"it's-" + secret + "\"}\n")},
-			msg:  "node contents: 'it''s-" + secret + "'",
-			want: "node contents: '[redacted]'",
-		},
-		"a generator's file source, whole in base64": {
-			read: map[string][]byte{"creds.yaml": []byte("password: " + secret + "\n")},
-			msg:  "node contents: " + base64.StdEncoding.EncodeToString([]byte("password: "+secret+"\n")),
-			want: "node contents: [redacted]",
-		},
-		"a quoted literal, as kustomize stores it": {
-			read: map[string][]byte{"kustomization.yaml": []byte("secretGenerator:\n- name: g\n  literals: ['k=\"" + secret + "\"']\n")},
-			msg:  "node contents: " + b64, want: "node contents: [redacted]",
-		},
-		"names and paths are kept": {
-			read: map[string][]byte{"s.yaml": []byte("kind: Secret\nmetadata: {name: token-name}\nstringData: {token: " + secret + "}\n")},
-			msg:  "'s.yaml': token-name", want: "'s.yaml': token-name",
-		},
-		"short values are kept, as they match words": {
-			read: map[string][]byte{"s.yaml": []byte("kind: Secret\nstringData: {a: is}\n")},
-			msg:  "this is fine", want: "this is fine",
-		},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			if got := redact(tc.msg, tc.read); got != tc.want {
-				t.Errorf("redact = %q; want %q", got, tc.want)
 			}
 		})
 	}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/internal/gitfs"
 	"keyhole.dev/keyhole/internal/parallel"
 )
 
@@ -41,10 +42,10 @@ type Options struct {
 	Dir string
 	// Tree, when set, is read instead of the disk: the files of one
 	// commit, standing where its repository's working tree stands (see
-	// Repo.Tree). Paths are still named as on disk, relative to Dir, so
+	// gitfs.Repo.Tree). Paths are still named as on disk, relative to Dir, so
 	// documents and diagnostics read exactly as they would for a checkout
 	// of that commit.
-	Tree *Tree
+	Tree *gitfs.Tree
 	// AllowRemoteBases lets kustomize fetch the remote bases a
 	// kustomization names (git repositories, HTTP URLs), as kubectl
 	// kustomize does. Otherwise such a kustomization is not built: a
@@ -174,7 +175,7 @@ func newLoader(opts Options) (*loader, error) {
 	}
 	var fsys fileSystem = osFS{}
 	if opts.Tree != nil {
-		fsys = opts.Tree
+		fsys = commitFS{opts.Tree}
 	}
 	l := &loader{opts: opts, fsys: fsys, dir: abs, seen: map[string]bool{}, reread: &rereader{fsys: fsys}}
 	l.paths.exclude = parsePatterns(opts.Exclude, abs)
@@ -182,7 +183,7 @@ func newLoader(opts Options) (*loader, error) {
 }
 
 // fileSystem is what the loader reads from, by absolute OS path: the disk
-// (osFS), or a commit's tree (Tree) standing at its working tree's place.
+// (osFS), or a commit's tree (commitFS) standing at its working tree's place.
 // It is closed (an unexported method) so the loader's behaviour on each
 // is this package's to test.
 type fileSystem interface {
@@ -206,6 +207,12 @@ func (osFS) Open(name string) (fs.File, error)          { return os.Open(name) }
 func (osFS) ReadDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name) }
 func (osFS) ReadFile(name string) ([]byte, error)       { return os.ReadFile(name) }
 func (osFS) kustomize() (filesys.FileSystem, error)     { return filesys.MakeFsOnDisk(), nil }
+
+// commitFS is a commit's tree standing at its working tree's place.
+type commitFS struct{ *gitfs.Tree }
+
+func (c commitFS) readlink(name string) (string, error)   { return c.Readlink(name) }
+func (c commitFS) kustomize() (filesys.FileSystem, error) { return c.KustomizeFS() }
 
 // osPath turns a path as named by the user into one the OS resolves,
 // relative paths being relative to the loader's working directory.

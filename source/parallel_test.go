@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"keyhole.dev/keyhole/internal/gitfs"
 )
 
 // TestLoadParallelismIsInvisible loads the same trees, from disk and from
@@ -56,7 +58,7 @@ func TestLoadParallelismIsInvisible(t *testing.T) {
 			opts := Options{Dir: dir, MaxFileSize: tc.max}
 			if tc.commit {
 				commitAll(t, r, "files")
-				repo, err := OpenRepo(dir)
+				repo, err := gitfs.OpenRepo(dir)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -3,16 +3,9 @@
 package apiserver
 
 import (
-	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
-	"encoding/hex"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -20,17 +13,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"keyhole.dev/keyhole/internal/e2ekube"
 	"keyhole.dev/keyhole/internal/testpki"
-
-	"go.yaml.in/yaml/v3"
-
 	"keyhole.dev/keyhole/schema"
 )
 
@@ -75,16 +64,7 @@ type cluster struct {
 	dir        string // certificates, etcd data, logs, kubeconfig
 	kubectlBin string
 	kubeconfig string
-	procs      []*proc // started in order, stopped in reverse
-}
-
-// proc is a server the cluster started; log holds its combined output.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{} // closed when the process has exited
-	err  error         // its exit status, once done is closed
+	procs      []*e2ekube.Proc // started in order, stopped in reverse
 }
 
 func startCluster(ctx context.Context) (*cluster, error) {
@@ -127,7 +107,7 @@ func startCluster(ctx context.Context) (*cluster, error) {
 			break
 		}
 		c.stopProcs()
-		if !errors.Is(lastErr, errPortTaken) {
+		if !errors.Is(lastErr, e2ekube.ErrPortTaken) {
 			break
 		}
 	}
@@ -184,14 +164,6 @@ func locateAPIServer(repo string) (string, error) {
 	return p, nil
 }
 
-// Why a server did not become ready. errPortTaken, a port another process
-// took between freePorts closing it and the server binding it, is the
-// one startCluster retries with new ports.
-var (
-	errExitedEarly = errors.New("exited before it was ready")
-	errPortTaken   = errors.New("a port it was given was taken")
-)
-
 func (c *cluster) startServers(ctx context.Context, etcdBin, apiserverBin string, p pki, attempt int) error {
 	ports, err := freePorts(3)
 	if err != nil {
@@ -213,8 +185,8 @@ func (c *cluster) startServers(ctx context.Context, etcdBin, apiserverBin string
 	if err != nil {
 		return err
 	}
-	if err := waitReady(ctx, etcd, etcdReadyTimeout, func(ctx context.Context) bool {
-		return get(ctx, http.DefaultClient, clientURL+"/health", "") == http.StatusOK
+	if err := e2ekube.WaitReady(ctx, etcd, etcdReadyTimeout, 40, func(ctx context.Context) bool {
+		return e2ekube.Get(ctx, http.DefaultClient, clientURL+"/health", "") == http.StatusOK
 	}); err != nil {
 		return err
 	}
@@ -246,94 +218,26 @@ func (c *cluster) startServers(ctx context.Context, etcdBin, apiserverBin string
 	pool.AppendCertsFromPEM(p.caPEM)
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	defer client.CloseIdleConnections()
-	if err := waitReady(ctx, apiserver, apiserverReadyTimeout, func(ctx context.Context) bool {
-		return get(ctx, client, server+"/readyz", p.token) == http.StatusOK
+	if err := e2ekube.WaitReady(ctx, apiserver, apiserverReadyTimeout, 40, func(ctx context.Context) bool {
+		return e2ekube.Get(ctx, client, server+"/readyz", p.token) == http.StatusOK
 	}); err != nil {
 		return err
 	}
-	return c.writeKubeconfig(server, p)
+	c.kubeconfig = filepath.Join(c.dir, "kubeconfig")
+	return e2ekube.WriteKubeconfig(c.kubeconfig, server, "keyhole-e2e-admin", p.token, p.caPEM)
 }
 
 // start runs a server with its output in a log file under c.dir.
-func (c *cluster) start(name, bin, logName string, args ...string) (*proc, error) {
-	logPath := filepath.Join(c.dir, logName)
-	f, err := os.Create(logPath)
+func (c *cluster) start(name, bin, logName string, args ...string) (*e2ekube.Proc, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = c.dir
+	cmd.SysProcAttr = procAttr()
+	p, err := e2ekube.Start(name, filepath.Join(c.dir, logName), cmd)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = c.dir
-	cmd.Stdout = f
-	cmd.Stderr = f
-	cmd.SysProcAttr = procAttr()
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		f.Close()
-		close(p.done)
-	}()
 	c.procs = append(c.procs, p)
 	return p, nil
-}
-
-// waitReady polls ready until it holds, the process exits, or timeout.
-func waitReady(ctx context.Context, p *proc, timeout time.Duration, ready func(context.Context) bool) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if ready(ctx) {
-			return nil
-		}
-		select {
-		case <-p.done:
-			log := tail(p.log, 40)
-			if strings.Contains(log, "address already in use") {
-				return fmt.Errorf("%s: %w:\n%s", p.name, errPortTaken, log)
-			}
-			return fmt.Errorf("%s %w (%v); the end of its log:\n%s", p.name, errExitedEarly, p.err, log)
-		case <-ctx.Done():
-			return fmt.Errorf("%s was not ready within %s; the end of its log:\n%s", p.name, timeout, tail(p.log, 40))
-		case <-tick.C:
-		}
-	}
-}
-
-// get returns the status of a GET, or 0 when the request fails.
-func get(ctx context.Context, client *http.Client, url, token string) int {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0
-	}
-	resp.Body.Close()
-	return resp.StatusCode
-}
-
-// tail returns the last n lines of a log file, for an error message.
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "(no log: " + err.Error() + ")"
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // freePorts returns n distinct loopback ports that were free a moment ago.
@@ -367,14 +271,7 @@ func (c *cluster) stop() {
 // running after stopTimeout.
 func (c *cluster) stopProcs() {
 	for i := len(c.procs) - 1; i >= 0; i-- {
-		p := c.procs[i]
-		p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(stopTimeout):
-			p.cmd.Process.Kill()
-			<-p.done
-		}
+		c.procs[i].Stop(stopTimeout)
 	}
 	c.procs = nil
 }
@@ -416,70 +313,16 @@ func writePKI(dir string) (pki, error) {
 	if err := os.WriteFile(p.keyFile, keyPEM, 0o600); err != nil {
 		return p, err
 	}
-	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
+	if err := e2ekube.WriteServiceAccountKey(p.saKeyFile, p.saPubFile); err != nil {
 		return p, err
 	}
-	if err := writeKey(p.saKeyFile, saKey); err != nil {
+	if p.token, err = e2ekube.RandomToken(); err != nil {
 		return p, err
 	}
-	// --service-account-key-file reads public keys, which a PKCS #8
-	// private key is not to it.
-	pubDER, err := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
-	if err != nil {
-		return p, err
-	}
-	if err := os.WriteFile(p.saPubFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o600); err != nil {
-		return p, err
-	}
-	tok := make([]byte, 32)
-	if _, err := rand.Read(tok); err != nil {
-		return p, err
-	}
-	p.token = hex.EncodeToString(tok)
 	// token,user,uid,"groups": system:masters is allowed everything by
 	// the RBAC bootstrap policy.
 	line := p.token + `,keyhole-e2e-admin,keyhole-e2e-admin,"system:masters"` + "\n"
 	return p, os.WriteFile(p.tokenFile, []byte(line), 0o600)
-}
-
-func writeKey(path string, key *ecdsa.PrivateKey) error {
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600)
-}
-
-// writeKubeconfig writes the kubeconfig kubectl uses: the generated CA,
-// the loopback server and the admin token.
-func (c *cluster) writeKubeconfig(server string, p pki) error {
-	cfg := map[string]any{
-		"apiVersion":      "v1",
-		"kind":            "Config",
-		"current-context": "keyhole-e2e",
-		"clusters": []any{map[string]any{
-			"name": "keyhole-e2e",
-			"cluster": map[string]any{
-				"server":                     server,
-				"certificate-authority-data": base64.StdEncoding.EncodeToString(p.caPEM),
-			},
-		}},
-		"users": []any{map[string]any{
-			"name": "keyhole-e2e-admin",
-			"user": map[string]any{"token": p.token},
-		}},
-		"contexts": []any{map[string]any{
-			"name":    "keyhole-e2e",
-			"context": map[string]any{"cluster": "keyhole-e2e", "user": "keyhole-e2e-admin"},
-		}},
-	}
-	b, err := yaml.Marshal(cfg)
-	if err != nil {
-		return err
-	}
-	c.kubeconfig = filepath.Join(c.dir, "kubeconfig")
-	return os.WriteFile(c.kubeconfig, b, 0o600)
 }
 
 // kubectl runs the machine's kubectl against the cluster, with its own
@@ -487,38 +330,8 @@ func (c *cluster) writeKubeconfig(server string, p pki) error {
 func (c *cluster) kubectl(ctx context.Context, stdin []byte, args ...string) (stdout, stderr string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, kubectlTimeout)
 	defer cancel()
-	full := append([]string{"--kubeconfig=" + c.kubeconfig, "--request-timeout=60s"}, args...)
-	cmd := exec.CommandContext(ctx, c.kubectlBin, full...)
-	cmd.Dir = c.dir
-	cmd.Env = append(withoutKubeEnv(os.Environ()), "HOME="+filepath.Join(c.dir, "home"))
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	var out, errb bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &errb
-	err = cmd.Run()
-	if err != nil {
-		shown := args
-		if len(shown) > 8 { // a long list of -f FILE says nothing the error does not
-			shown = append(slices.Clone(shown[:6]), "...")
-		}
-		err = fmt.Errorf("kubectl %s: %w\n%s", strings.Join(shown, " "), err, errb.String())
-	}
-	return out.String(), errb.String(), err
-}
-
-// withoutKubeEnv drops the variables that would point kubectl at another
-// cluster or home directory.
-func withoutKubeEnv(env []string) []string {
-	var out []string
-	for _, kv := range env {
-		if strings.HasPrefix(kv, "KUBECONFIG=") || strings.HasPrefix(kv, "HOME=") {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
+	k := e2ekube.Kubectl{Bin: c.kubectlBin, Kubeconfig: c.kubeconfig, Home: filepath.Join(c.dir, "home"), Dir: c.dir}
+	return k.Run(ctx, stdin, args...)
 }
 
 // installCRDs installs, as a cluster running the omnia operator has them,

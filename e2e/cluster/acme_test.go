@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"keyhole.dev/keyhole/internal/cli"
+	"keyhole.dev/keyhole/internal/e2ekube"
 )
 
 // What the rendered github-acme example is called in the cluster.
@@ -392,7 +393,7 @@ func (c *cluster) installCertManagerCRDs(ctx context.Context) error {
 
 func randomSuffix(t *testing.T) string {
 	t.Helper()
-	tok, err := randomToken()
+	tok, err := e2ekube.RandomToken()
 	if err != nil {
 		t.Fatal(err)
 	}

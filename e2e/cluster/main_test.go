@@ -24,6 +24,9 @@ const (
 	envInner  = "KEYHOLE_E2E_CLUSTER_INNER" // the run's state directory
 	envCgroup = "KEYHOLE_E2E_CLUSTER_CGROUP"
 	envTools  = "KEYHOLE_E2E_CLUSTER_TOOLS" // tools.env: what the outer run located
+	// envPrefix starts each of them; the servers and kubectl inherit
+	// none.
+	envPrefix = "KEYHOLE_E2E_CLUSTER_"
 )
 
 // runPrefix names everything machine-wide a run makes: its state

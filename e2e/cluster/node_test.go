@@ -3,7 +3,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -12,11 +11,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"keyhole.dev/keyhole/internal/e2ekube"
 )
 
 // The cluster's network lives only in the run's network namespace, so the
@@ -48,16 +48,8 @@ type cluster struct {
 	pki        pki
 	kubeconfig string // the admin's
 	socket     string // containerd's
-	procs      []*proc
+	procs      []*e2ekube.Proc
 	dns        *dnsServer
-}
-
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-	err  error
 }
 
 // innerMain runs as a child of the namespaces' init: it starts the
@@ -187,8 +179,8 @@ func (c *cluster) startControlPlane(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := waitReady(ctx, etcd, func(ctx context.Context) bool {
-		return get(ctx, http.DefaultClient, "http://127.0.0.1:2379/health", "") == http.StatusOK
+	if err := e2ekube.WaitReady(ctx, etcd, readyTimeout, 60, func(ctx context.Context) bool {
+		return e2ekube.Get(ctx, http.DefaultClient, "http://127.0.0.1:2379/health", "") == http.StatusOK
 	}); err != nil {
 		return err
 	}
@@ -223,8 +215,8 @@ func (c *cluster) startControlPlane(ctx context.Context) error {
 	pool.AppendCertsFromPEM(p.caPEM)
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	defer client.CloseIdleConnections()
-	if err := waitReady(ctx, api, func(ctx context.Context) bool {
-		return get(ctx, client, "https://127.0.0.1:"+apiPort+"/readyz", p.adminToken) == http.StatusOK
+	if err := e2ekube.WaitReady(ctx, api, readyTimeout, 60, func(ctx context.Context) bool {
+		return e2ekube.Get(ctx, client, "https://127.0.0.1:"+apiPort+"/readyz", p.adminToken) == http.StatusOK
 	}); err != nil {
 		return err
 	}
@@ -234,7 +226,7 @@ func (c *cluster) startControlPlane(ctx context.Context) error {
 		{c.kubeconfig, "admin", p.adminToken},
 		{c.path("kubelet.kubeconfig"), "system:node:" + nodeName, p.kubeletToken},
 	} {
-		if err := writeKubeconfig(kc.file, server, kc.user, kc.token, p.caPEM); err != nil {
+		if err := e2ekube.WriteKubeconfig(kc.file, server, kc.user, kc.token, p.caPEM); err != nil {
 			return err
 		}
 	}
@@ -344,7 +336,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 	if err != nil {
 		return err
 	}
-	return waitReady(ctx, p, func(ctx context.Context) bool {
+	return e2ekube.WaitReady(ctx, p, readyTimeout, 60, func(ctx context.Context) bool {
 		_, err := c.ctr(ctx, "version")
 		return err == nil
 	})
@@ -484,8 +476,8 @@ func (c *cluster) waitUsable(ctx context.Context) error {
 		}
 		for _, p := range c.procs {
 			select {
-			case <-p.done:
-				return fmt.Errorf("%s exited (%v); the end of its log:\n%s", p.name, p.err, tail(p.log, 60))
+			case <-p.Exited():
+				return fmt.Errorf("%s exited (%v); the end of its log:\n%s", p.Name, p.Err(), e2ekube.Tail(p.Log, 60))
 			default:
 			}
 		}
@@ -495,28 +487,15 @@ func (c *cluster) waitUsable(ctx context.Context) error {
 }
 
 // run starts a server with its output in logs/NAME.log.
-func (c *cluster) run(name, bin string, args ...string) (*proc, error) {
-	logPath := c.path("logs", name+".log")
-	f, err := os.Create(logPath)
+func (c *cluster) run(name, bin string, args ...string) (*e2ekube.Proc, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = c.dir
+	cmd.Env = append(e2ekube.WithoutKubeEnv(os.Environ(), envPrefix), "HOME="+c.path("home"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	p, err := e2ekube.Start(name, c.path("logs", name+".log"), cmd)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = c.dir
-	cmd.Stdout = f
-	cmd.Stderr = f
-	cmd.Env = append(withoutKubeEnv(os.Environ()), "HOME="+c.path("home"))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		f.Close()
-		close(p.done)
-	}()
 	c.procs = append(c.procs, p)
 	return p, nil
 }
@@ -528,14 +507,7 @@ func (c *cluster) stop() {
 		c.dns.close()
 	}
 	for i := len(c.procs) - 1; i >= 0; i-- {
-		p := c.procs[i]
-		p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(stopTimeout):
-			p.cmd.Process.Kill()
-			<-p.done
-		}
+		c.procs[i].Stop(stopTimeout)
 	}
 	c.procs = nil
 }
@@ -543,88 +515,15 @@ func (c *cluster) stop() {
 // dumpLogs prints the end of every server's log, for a failed run.
 func (c *cluster) dumpLogs(w *os.File) {
 	for _, p := range c.procs {
-		fmt.Fprintf(w, "---- the end of %s's log ----\n%s\n", p.name, tail(p.log, 30))
+		fmt.Fprintf(w, "---- the end of %s's log ----\n%s\n", p.Name, e2ekube.Tail(p.Log, 30))
 	}
-}
-
-func waitReady(ctx context.Context, p *proc, ready func(context.Context) bool) error {
-	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
-	defer cancel()
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if ready(ctx) {
-			return nil
-		}
-		select {
-		case <-p.done:
-			return fmt.Errorf("%s exited before it was ready (%v); the end of its log:\n%s", p.name, p.err, tail(p.log, 60))
-		case <-ctx.Done():
-			return fmt.Errorf("%s was not ready within %s; the end of its log:\n%s", p.name, readyTimeout, tail(p.log, 60))
-		case <-tick.C:
-		}
-	}
-}
-
-func get(ctx context.Context, client *http.Client, url, token string) int {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0
-	}
-	resp.Body.Close()
-	return resp.StatusCode
-}
-
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "(no log: " + err.Error() + ")"
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // kubectl runs kubectl as the admin, with its own HOME.
 func (c *cluster) kubectl(ctx context.Context, stdin []byte, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, kubectlTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, c.tools[toolKubectl], append([]string{"--kubeconfig=" + c.kubeconfig, "--request-timeout=60s"}, args...)...)
-	cmd.Env = append(withoutKubeEnv(os.Environ()), "HOME="+c.path("home"))
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	var out, errb bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &errb
-	if err := cmd.Run(); err != nil {
-		shown := args
-		if len(shown) > 8 {
-			shown = append(slices.Clone(shown[:6]), "...")
-		}
-		return out.String(), fmt.Errorf("kubectl %s: %w\n%s", strings.Join(shown, " "), err, errb.String())
-	}
-	return out.String(), nil
-}
-
-func withoutKubeEnv(env []string) []string {
-	var out []string
-	for _, kv := range env {
-		if strings.HasPrefix(kv, "KUBECONFIG=") || strings.HasPrefix(kv, "HOME=") || strings.HasPrefix(kv, "KEYHOLE_E2E_CLUSTER_") {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
+	k := e2ekube.Kubectl{Bin: c.tools[toolKubectl], Kubeconfig: c.kubeconfig, Home: c.path("home"), DropEnv: []string{envPrefix}}
+	out, _, err := k.Run(ctx, stdin, args...)
+	return out, err
 }

@@ -8,8 +8,6 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -17,9 +15,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"keyhole.dev/keyhole/internal/e2ekube"
 	"keyhole.dev/keyhole/internal/testpki"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // pki is what the API server is started with and its clients trust.
@@ -72,24 +69,13 @@ func writePKI(dir string) (pki, error) {
 	if err := writeClientCert(ca, "kube-apiserver-kubelet-client", "system:masters", p.kubeletClientCert, p.kubeletClientKey); err != nil {
 		return p, err
 	}
-	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
+	if err := e2ekube.WriteServiceAccountKey(p.saKeyFile, p.saPubFile); err != nil {
 		return p, err
 	}
-	if err := writeKey(p.saKeyFile, saKey); err != nil {
+	if p.adminToken, err = e2ekube.RandomToken(); err != nil {
 		return p, err
 	}
-	pubDER, err := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
-	if err != nil {
-		return p, err
-	}
-	if err := os.WriteFile(p.saPubFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o600); err != nil {
-		return p, err
-	}
-	if p.adminToken, err = randomToken(); err != nil {
-		return p, err
-	}
-	if p.kubeletToken, err = randomToken(); err != nil {
+	if p.kubeletToken, err = e2ekube.RandomToken(); err != nil {
 		return p, err
 	}
 	// token,user,uid,"groups"
@@ -124,43 +110,5 @@ func writeClientCert(ca *testpki.CA, user, group, certFile, keyFile string) erro
 	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
 		return err
 	}
-	return writeKey(keyFile, key)
-}
-
-func randomToken() (string, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b), nil
-}
-
-func writeKey(path string, key *ecdsa.PrivateKey) error {
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600)
-}
-
-func writeKubeconfig(path, server, user, token string, caPEM []byte) error {
-	cfg := map[string]any{
-		"apiVersion":      "v1",
-		"kind":            "Config",
-		"current-context": "keyhole-e2e",
-		"clusters": []any{map[string]any{
-			"name": "keyhole-e2e",
-			"cluster": map[string]any{
-				"server":                     server,
-				"certificate-authority-data": base64.StdEncoding.EncodeToString(caPEM),
-			},
-		}},
-		"users":    []any{map[string]any{"name": user, "user": map[string]any{"token": token}}},
-		"contexts": []any{map[string]any{"name": "keyhole-e2e", "context": map[string]any{"cluster": "keyhole-e2e", "user": user}}},
-	}
-	b, err := yaml.Marshal(cfg)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, b, 0o600)
+	return e2ekube.WriteKey(keyFile, key)
 }

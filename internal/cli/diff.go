@@ -13,6 +13,7 @@ import (
 
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/diff"
+	"keyhole.dev/keyhole/internal/gitfs"
 	"keyhole.dev/keyhole/render"
 	"keyhole.dev/keyhole/source"
 )
@@ -266,7 +267,7 @@ func openSides(wd, base, head string, paths []string) ([]*diffSide, error) {
 		// Each side reads through its own handle: the sides are rendered
 		// concurrently, and go-git's object storage is not documented as
 		// safe for concurrent use.
-		repo, err := source.OpenRepo(wd)
+		repo, err := gitfs.OpenRepo(wd)
 		if err != nil {
 			closeSides(sides)
 			return nil, err
@@ -303,13 +304,13 @@ func openSides(wd, base, head string, paths []string) ([]*diffSide, error) {
 // sparse checkout leaves out: read from disk they would be deleted, and
 // their sandboxes' access reported narrowed, where git sees no change.
 func sparseOmitted(wd string, paths []string) error {
-	repo, err := source.OpenRepo(wd)
+	repo, err := gitfs.OpenRepo(wd)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = repo.Close() }()
 	omitted, err := repo.SparseOmitted(wd, paths)
-	if errors.Is(err, source.ErrSparseIndex) {
+	if errors.Is(err, gitfs.ErrSparseIndex) {
 		return fmt.Errorf("%w; without one (git sparse-checkout set --no-sparse-index) keyhole tells what it leaves out, or compare commits with --head", err)
 	}
 	if err != nil || len(omitted) == 0 {
@@ -339,8 +340,8 @@ type diffSide struct {
 	which string // "base" or "head"
 	rev   string // as given; "" for the working tree
 	ref   diff.Ref
-	tree  *source.Tree // nil for the working tree
-	paths []string     // the PATHs on this side
+	tree  *gitfs.Tree // nil for the working tree
+	paths []string    // the PATHs on this side
 	c     checked
 	units []rendered
 	// What rendering it printed and returned.

@@ -1,26 +1,28 @@
-package source
+package kustbuild
 
 import (
 	"bytes"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
 
-// CodeKustomizeRemoteBase is reported at a kustomization's entry that
-// kustomize would fetch over the network (a git repository or an HTTP
-// URL) when remote bases are not allowed (Options.AllowRemoteBases).
-const CodeKustomizeRemoteBase = "KustomizeRemoteBase"
-
 // A check that fetches whatever a pull request names runs that pull
 // request's choice of git clone or HTTP request on the CI machine, and
 // gives a different answer when the remote moves. keyhole therefore does
 // not fetch by default: a kustomization that names a remote base is
 // refused, at the entry, before kustomize can fetch it. The refusal
-// happens where kustomize reads each kustomization file (metadataFS), so
-// it holds for bases of bases too.
+// happens where kustomize reads each kustomization file (metadataFS,
+// through RemoteEntry), so it holds for bases of bases too.
+
+// Stater is the loader's view of the files, which says whether a name is
+// on disk (or in the commit read).
+type Stater interface {
+	Stat(name string) (fs.FileInfo, error)
+}
 
 // remoteFileFields are the kustomization fields whose entries are file
 // names, which kustomize also loads from an http(s) URL.
@@ -36,17 +38,17 @@ func remoteTreeFields() []string { return []string{"resources", "bases", "compon
 // is a file name.
 func remotePathFields() []string { return []string{"patches", "patchesJson6902", "replacements"} }
 
-// remoteEntry returns the first entry of the kustomization file kfile
+// RemoteEntry returns the first entry of the kustomization file kfile
 // (its bytes, data) that kustomize would fetch, or nil.
-func remoteEntry(fsys fileSystem, kfile string, data []byte) *yaml.Node {
+func RemoteEntry(fsys Stater, kfile string, data []byte) *yaml.Node {
 	var doc yaml.Node
-	if err := decode(yaml.NewDecoder(bytes.NewReader(data)), &doc); err != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+	if err := decodeYAML(yaml.NewDecoder(bytes.NewReader(data)), &doc); err != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil // kustomize reports what is wrong with it
 	}
 	root := doc.Content[0]
 	dir := filepath.Dir(kfile)
 	scalars := func(field string) []*yaml.Node {
-		seq := Lookup(root, field)
+		seq := lookup(root, field)
 		if seq == nil || seq.Kind != yaml.SequenceNode {
 			return nil
 		}
@@ -56,7 +58,7 @@ func remoteEntry(fsys fileSystem, kfile string, data []byte) *yaml.Node {
 			case e.Kind == yaml.ScalarNode:
 				out = append(out, e)
 			case e.Kind == yaml.MappingNode:
-				if p := Lookup(e, "path"); p != nil && p.Kind == yaml.ScalarNode {
+				if p := lookup(e, "path"); p != nil && p.Kind == yaml.ScalarNode {
 					out = append(out, p)
 				}
 			}
@@ -77,8 +79,8 @@ func remoteEntry(fsys fileSystem, kfile string, data []byte) *yaml.Node {
 			}
 		}
 	}
-	if oa := Lookup(root, "openapi"); oa != nil && oa.Kind == yaml.MappingNode {
-		if p := Lookup(oa, "path"); p != nil && p.Kind == yaml.ScalarNode && isRemoteRef(fsys, dir, p.Value, false) {
+	if oa := lookup(root, "openapi"); oa != nil && oa.Kind == yaml.MappingNode {
+		if p := lookup(oa, "path"); p != nil && p.Kind == yaml.ScalarNode && isRemoteRef(fsys, dir, p.Value, false) {
 			return p
 		}
 	}
@@ -90,7 +92,7 @@ func remoteEntry(fsys fileSystem, kfile string, data []byte) *yaml.Node {
 // repository, which kustomize clones too), an scp-like git address, or,
 // where trees are allowed, a name that is not on disk and reads as a git
 // host's shorthand (github.com/org/repo) or carries a ?ref= query.
-func isRemoteRef(fsys fileSystem, dir, ref string, tree bool) bool {
+func isRemoteRef(fsys Stater, dir, ref string, tree bool) bool {
 	ref = strings.TrimSpace(ref)
 	if ref == "" || strings.Contains(ref, "\n") {
 		return false // not a reference; kustomize reports it
@@ -111,20 +113,20 @@ func isRemoteRef(fsys fileSystem, dir, ref string, tree bool) bool {
 	return ok && strings.Contains(host, ".") && !strings.HasPrefix(host, ".")
 }
 
-// remoteRefused is the error a kustomization read fails with when it names
-// a remote base; runKustomize turns it into a KustomizeRemoteBase
+// RemoteRefused is the error a kustomization read fails with when it names
+// a remote base; the loader turns it into a KustomizeRemoteBase
 // diagnostic at the entry.
-type remoteRefused struct {
-	file  string // the kustomization file, as kustomize named it
-	entry *yaml.Node
+type RemoteRefused struct {
+	File  string // the kustomization file, as kustomize named it
+	Entry *yaml.Node
 }
 
-func (e *remoteRefused) Error() string {
-	return fmt.Sprintf("'%s': names the remote base %q, which keyhole does not fetch", e.file, e.entry.Value)
+func (e *RemoteRefused) Error() string {
+	return fmt.Sprintf("'%s': names the remote base %q, which keyhole does not fetch", e.File, e.Entry.Value)
 }
 
-// remoteMessage is the diagnostic's message for the entry ref.
-func remoteMessage(ref string) string {
+// RemoteMessage is the diagnostic's message for the entry ref.
+func RemoteMessage(ref string) string {
 	return fmt.Sprintf("%q is a remote base: keyhole does not fetch remote bases, so this kustomization is not built or checked; "+
 		"vendor the base into the repository, or run with --allow-remote-bases to let kustomize fetch it as kubectl kustomize does", ref)
 }

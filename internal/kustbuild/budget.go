@@ -1,4 +1,4 @@
-package source
+package kustbuild
 
 import (
 	"bytes"
@@ -32,13 +32,14 @@ const (
 	MaxKustomizeTextLines = 20000
 )
 
-// buildBudget counts what one build has read so far.
-type buildBudget struct{ objects int }
+// Budget counts what one build has read so far; its zero value is a
+// build that has read nothing.
+type Budget struct{ objects int }
 
-// spend measures a file a build reads and charges its objects to the
+// Spend measures a file a build reads and charges its objects to the
 // build (a kustomization file is not charged: it holds no objects); it
 // returns an error saying which limit is passed.
-func (b *buildBudget) spend(path string, data []byte) error {
+func (b *Budget) Spend(path string, data []byte) error {
 	objects, keys, ok := measureYAML(data)
 	if !ok {
 		if lines := countLines(data); lines > MaxKustomizeTextLines {
@@ -49,7 +50,7 @@ func (b *buildBudget) spend(path string, data []byte) error {
 	if keys > MaxKustomizeMappingKeys {
 		return fmt.Errorf("'%s': a mapping with %d keys; keyhole hands kustomize at most %d keys in one mapping, since kustomize's time grows with the square of their number; split it", path, keys, MaxKustomizeMappingKeys)
 	}
-	if isKustomizationName(filepath.Base(path)) {
+	if IsKustomizationName(filepath.Base(path)) {
 		return nil
 	}
 	b.objects += objects
@@ -77,7 +78,7 @@ func measureYAML(data []byte) (objects, maxKeys int, ok bool) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for {
 		var doc yaml.Node
-		err := decode(dec, &doc)
+		err := decodeYAML(dec, &doc)
 		if errors.Is(err, io.EOF) {
 			return objects, maxKeys, ok
 		}
@@ -92,7 +93,7 @@ func measureYAML(data []byte) (objects, maxKeys int, ok bool) {
 		case yaml.MappingNode:
 			ok = true
 			objects++
-			if items := Lookup(root, "items"); items != nil && items.Kind == yaml.SequenceNode {
+			if items := lookup(root, "items"); items != nil && items.Kind == yaml.SequenceNode {
 				objects += len(items.Content)
 			}
 		case yaml.SequenceNode:

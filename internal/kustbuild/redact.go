@@ -1,4 +1,4 @@
-package source
+package kustbuild
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 // Keeping Secret values out of kustomize's messages, which quote the
 // inputs they fail on.
 
-// redact takes out of a kustomize error message every value it could
+// Redact takes out of a kustomize error message every value it could
 // quote from a Secret: kustomize's errors echo their input (an invalid
 // secretGenerator literal is quoted whole), and no output of keyhole may
 // hold a Secret value. The values are those of data, stringData and
@@ -26,7 +26,7 @@ import (
 // Values shorter than four bytes are left, as they would match ordinary
 // words of the message. A byte slice the message prints in Go's decimal
 // form goes too, whatever it holds (see redactByteDumps).
-func redact(msg string, read map[string][]byte) string {
+func Redact(msg string, read map[string][]byte) string {
 	msg = redactByteDumps(msg)
 	var values []string
 	var add func(v string)
@@ -87,7 +87,7 @@ func redact(msg string, read map[string][]byte) string {
 		mappings := 0
 		for {
 			var doc yaml.Node
-			if err := decode(dec, &doc); err != nil {
+			if err := decodeYAML(dec, &doc); err != nil {
 				break
 			}
 			if len(doc.Content) > 0 && doc.Content[0].Kind == yaml.MappingNode {
@@ -103,7 +103,7 @@ func redact(msg string, read map[string][]byte) string {
 	// one it contains.
 	slices.SortFunc(values, func(a, b string) int { return len(b) - len(a) })
 	for _, v := range values {
-		msg = strings.ReplaceAll(msg, v, redacted)
+		msg = strings.ReplaceAll(msg, v, Redacted)
 	}
 	return msg
 }
@@ -115,7 +115,7 @@ func quoted(s string) string {
 }
 
 // redactByteDumps replaces each byte slice that msg prints as Go's %v
-// does, "[116 111 107 ...]", with redacted. kustomize prints an env file's
+// does, "[116 111 107 ...]", with Redacted. kustomize prints an env file's
 // line that way when it is not UTF-8, and the line holds a Secret value in
 // a form that no plain or base64 match finds. Three numbers or fewer are
 // kept: like short values, they are more likely indices than a secret.
@@ -132,7 +132,7 @@ func redactByteDumps(msg string) string {
 		}
 		if isByteDump(msg[open+1 : open+end]) {
 			out.WriteString(msg[:open])
-			out.WriteString(redacted)
+			out.WriteString(Redacted)
 			msg = msg[open+end+1:]
 			continue
 		}

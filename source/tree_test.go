@@ -3,7 +3,6 @@ package source
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,7 +16,11 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"keyhole.dev/keyhole/bench/gen/synth"
+	"keyhole.dev/keyhole/internal/gitfs"
 )
+
+// Loading a commit (Options.Tree, a gitfs.Tree) reads as loading the same
+// files from disk.
 
 var testSig = &object.Signature{Name: "keyhole test", Email: "test@keyhole.dev", When: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 
@@ -51,9 +54,9 @@ func commitAll(t *testing.T, r *git.Repository, msg string) plumbing.Hash {
 }
 
 // headTree opens the repository at dir and returns its HEAD commit's tree.
-func headTree(t testing.TB, dir string) *Tree {
+func headTree(t testing.TB, dir string) *gitfs.Tree {
 	t.Helper()
-	repo, err := OpenRepo(dir)
+	repo, err := gitfs.OpenRepo(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +181,7 @@ func TestTreeLoadsAsDisk(t *testing.T) {
 			commitAll(t, r, "files")
 			wd := filepath.Join(dir, filepath.FromSlash(c.wd))
 			wantDocs, wantDiags, wantErr := loaded(t, c.paths, Options{Dir: wd})
-			repo, err := OpenRepo(wd)
+			repo, err := gitfs.OpenRepo(wd)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,127 +227,6 @@ func emptyWorkTree(t *testing.T, dir string) {
 	}
 }
 
-// TestTreeRevisions resolves each form of revision a user types to the
-// commit it names.
-func TestTreeRevisions(t *testing.T) {
-	dir, r := gitRepo(t)
-	writeFiles(t, dir, map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: one}\n"})
-	first := commitAll(t, r, "first")
-	writeFiles(t, dir, map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: two}\n"})
-	second := commitAll(t, r, "second")
-	if _, err := r.CreateTag("v1", first, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.CreateTag("v1-annotated", first, &git.CreateTagOptions{Tagger: testSig, Message: "v1"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Storer.SetReference(plumbing.NewHashReference("refs/remotes/origin/main", first)); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Storer.SetReference(plumbing.NewHashReference("refs/heads/feature", second)); err != nil {
-		t.Fatal(err)
-	}
-	repo, err := OpenRepo(filepath.Join(dir, "a.yaml", "..")) // any path inside finds it
-	if err != nil {
-		t.Fatal(err)
-	}
-	if repo.root != dir {
-		t.Errorf("Root() = %s, want %s", repo.root, dir)
-	}
-	for name, c := range map[string]struct {
-		rev  string
-		want plumbing.Hash
-	}{
-		"HEAD":                {rev: "HEAD", want: second},
-		"HEAD~1":              {rev: "HEAD~1", want: first},
-		"HEAD^":               {rev: "HEAD^", want: first},
-		"branch":              {rev: "feature", want: second},
-		"lightweight tag":     {rev: "v1", want: first},
-		"annotated tag":       {rev: "v1-annotated", want: first},
-		"remote branch":       {rev: "origin/main", want: first},
-		"full hash":           {rev: first.String(), want: first},
-		"short hash":          {rev: first.String()[:7], want: first},
-		"fully qualified ref": {rev: "refs/heads/feature", want: second},
-	} {
-		t.Run(name, func(t *testing.T) {
-			tree, err := repo.Tree(c.rev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tree.Commit() != c.want.String() {
-				t.Errorf("Tree(%q).Commit() = %s, want %s", c.rev, tree.Commit(), c.want)
-			}
-		})
-	}
-}
-
-// TestTreeErrors: what cannot be read is a clear error of the right class.
-func TestTreeErrors(t *testing.T) {
-	dir, r := gitRepo(t)
-	writeFiles(t, dir, map[string]string{"a.yaml": "kind: x\n"})
-	commitAll(t, r, "first")
-	repo, err := OpenRepo(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, rev := range map[string]string{
-		"unknown branch": "no-such-branch",
-		"empty":          "",
-		"flag-like":      "--upload-pack=x",
-		"past the root":  "HEAD~5",
-		"bad syntax":     "HEAD~~^{",
-	} {
-		t.Run("revision "+name, func(t *testing.T) {
-			_, err := repo.Tree(rev)
-			if !errors.Is(err, ErrRevision) {
-				t.Fatalf("Tree(%q) error = %v, want ErrRevision", rev, err)
-			}
-			if !strings.Contains(err.Error(), "unknown revision") || strings.HasSuffix(err.Error(), "EOF") {
-				t.Errorf("error %q does not say what is wrong", err)
-			}
-		})
-	}
-	t.Run("not a repository", func(t *testing.T) {
-		_, err := OpenRepo(t.TempDir())
-		if !errors.Is(err, ErrNotRepository) {
-			t.Fatalf("OpenRepo error = %v, want ErrNotRepository", err)
-		}
-	})
-	t.Run("path outside the repository", func(t *testing.T) {
-		tree, err := repo.Tree("HEAD")
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = tree.Stat(filepath.Join(filepath.Dir(dir), "elsewhere.yaml"))
-		if !errors.Is(err, errOutsideTree) {
-			t.Fatalf("Stat outside = %v, want errOutsideTree", err)
-		}
-		_, _, err = Load([]string{"../elsewhere.yaml"}, Options{Dir: dir, Tree: tree})
-		if !errors.Is(err, ErrUnreadable) || !strings.Contains(err.Error(), "outside the git repository") {
-			t.Fatalf("Load outside = %v, want ErrUnreadable saying why", err)
-		}
-	})
-}
-
-// TestTreeSymlinkLoop: a committed link cycle ends in an error.
-func TestTreeSymlinkLoop(t *testing.T) {
-	dir, r := gitRepo(t)
-	for name, target := range map[string]string{"a.yaml": "b.yaml", "b.yaml": "a.yaml"} {
-		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	commitAll(t, r, "loop")
-	tree := headTree(t, dir)
-	if _, err := tree.Stat(filepath.Join(dir, "a.yaml")); err == nil || !strings.Contains(err.Error(), "symbolic links") {
-		t.Fatalf("Stat of a link cycle = %v", err)
-	}
-	fi, err := tree.Lstat(filepath.Join(dir, "a.yaml"))
-	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
-		t.Fatalf("Lstat = %v, %v; want the link itself", fi, err)
-	}
-}
-
 // BenchmarkLoadTree loads bench/gen's synthetic repository from disk and
 // from a commit of it, the two ways keyhole diff reads a side.
 func BenchmarkLoadTree(b *testing.B) {
@@ -363,13 +245,13 @@ func BenchmarkLoadTree(b *testing.B) {
 	if _, err := wt.Commit("synth", &git.CommitOptions{Author: testSig, Committer: testSig}); err != nil {
 		b.Fatal(err)
 	}
-	repo, err := OpenRepo(dir)
+	repo, err := gitfs.OpenRepo(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
-	for name, tree := range map[string]func() *Tree{
-		"disk": func() *Tree { return nil },
-		"commit": func() *Tree {
+	for name, tree := range map[string]func() *gitfs.Tree{
+		"disk": func() *gitfs.Tree { return nil },
+		"commit": func() *gitfs.Tree {
 			t, err := repo.Tree("HEAD")
 			if err != nil {
 				b.Fatal(err)
@@ -409,8 +291,8 @@ func TestTreeBuildReadsOnlyWhatItOpens(t *testing.T) {
 	if err != nil || len(ds) > 0 || len(docs) != 1 {
 		t.Fatalf("Load: %d docs, %v, %v", len(docs), ds, err)
 	}
-	if tree.blobsRead > 10 {
-		t.Errorf("the build read %d blobs of a commit of %d files; it should read only the few it opens", tree.blobsRead, len(files))
+	if tree.BlobsRead() > 10 {
+		t.Errorf("the build read %d blobs of a commit of %d files; it should read only the few it opens", tree.BlobsRead(), len(files))
 	}
 }
 
@@ -468,5 +350,18 @@ func TestTreeMissingBlobs(t *testing.T) {
 				t.Errorf("documents:\n got %q\nwant %q", got, tc.docs)
 			}
 		})
+	}
+}
+
+// TestTreeLoadOutside: a path outside the repository is in no commit, and
+// Load says so.
+func TestTreeLoadOutside(t *testing.T) {
+	dir, r := gitRepo(t)
+	writeFiles(t, dir, map[string]string{"a.yaml": "kind: x\n"})
+	commitAll(t, r, "first")
+	tree := headTree(t, dir)
+	_, _, err := Load([]string{"../elsewhere.yaml"}, Options{Dir: dir, Tree: tree})
+	if !errors.Is(err, ErrUnreadable) || !strings.Contains(err.Error(), "outside the git repository") {
+		t.Fatalf("Load outside = %v, want ErrUnreadable saying why", err)
 	}
 }

@@ -1,4 +1,8 @@
-package source
+// Package gitfs reads the files of a git commit in place, with go-git and
+// without the git binary: a repository's packs and loose objects
+// (objectStore), a commit's tree as the loader's file system (Tree) and as
+// kustomize's (KustomizeFS), and what a sparse checkout leaves out.
+package gitfs
 
 import (
 	"bytes"
@@ -34,9 +38,10 @@ var (
 // missing from a commit: it cannot be in one.
 var errOutsideTree = errors.New("outside the git repository, so in no commit")
 
-// maxSymlinkHops bounds symbolic links followed in one lookup, as the
+// MaxSymlinkHops bounds symbolic links followed in one lookup, as the
 // kernel's ELOOP does, so a link cycle committed to the repository ends.
-const maxSymlinkHops = 40
+// Whoever resolves links as a Tree does (on disk, say) bounds them alike.
+const MaxSymlinkHops = 40
 
 // Repo is the git repository enclosing a directory, opened in-process
 // with go-git: keyhole never runs the git binary. Its objects are read
@@ -98,9 +103,9 @@ func (r *Repo) Close() error {
 	return r.store.Close()
 }
 
-// Tree returns the files of the commit rev names, for Options.Tree. rev is
-// anything go-git's ResolveRevision takes: a branch, a tag (annotated ones
-// are peeled), a remote-tracking branch such as origin/main, a full or
+// Tree returns the files of the commit rev names, for source.Options.Tree.
+// rev is anything go-git's ResolveRevision takes: a branch, a tag
+// (annotated ones are peeled), a remote-tracking branch such as origin/main, a full or
 // short hash, HEAD~1, main^2.
 func (r *Repo) Tree(rev string) (*Tree, error) {
 	if rev == "" || strings.HasPrefix(rev, "-") {
@@ -135,7 +140,7 @@ func (r *Repo) shallowHint() string {
 	return "; the clone is shallow: fetch the history that holds it (git fetch --unshallow, or actions/checkout with fetch-depth: 0)"
 }
 
-// Tree is one commit's files as the loader reads them (Options.Tree),
+// Tree is one commit's files as the loader reads them (source.Options.Tree),
 // standing at the repository's working tree: path <root>/a/b names the
 // commit's a/b. Symbolic links committed to the repository are followed
 // inside it; a submodule is an empty directory. A Tree is not safe for
@@ -156,6 +161,14 @@ func (t *Tree) Close() error { return t.owner.Close() }
 
 // Commit is the full hash of the commit.
 func (t *Tree) Commit() string { return t.commit.String() }
+
+// Root is the absolute path of the working tree the commit's files stand
+// in.
+func (t *Tree) Root() string { return t.root }
+
+// BlobsRead is how many blobs the Tree has read, for tests of what a
+// build costs.
+func (t *Tree) BlobsRead() int { return t.blobsRead }
 
 // node is one entry of the commit, found by path.
 type node struct {
@@ -194,7 +207,7 @@ func (t *Tree) lookup(rel string, follow bool) (node, error) {
 		if err != nil || link == "" {
 			return n, err
 		}
-		if hops >= maxSymlinkHops {
+		if hops >= MaxSymlinkHops {
 			return node{}, syscall.ELOOP
 		}
 		rel = link
@@ -425,9 +438,29 @@ func (t *Tree) ReadFile(name string) ([]byte, error) {
 	return readSized(f, f.(*treeFile).fi.Size())
 }
 
-// kustomize returns the commit's files as kustomize's filesystem (see
+// KustomizeFS returns the commit's files as kustomize's filesystem (see
 // treeFS): nothing is copied, and a build reads only the blobs it opens.
-func (t *Tree) kustomize() (filesys.FileSystem, error) { return treeFS{t}, nil }
+func (t *Tree) KustomizeFS() (filesys.FileSystem, error) { return treeFS{t}, nil }
+
+// Readlink returns the target of the symbolic link at name, as committed.
+func (t *Tree) Readlink(name string) (string, error) {
+	r, err := t.rel(name)
+	if err != nil {
+		return "", pathErr("readlink", name, err)
+	}
+	n, err := t.lookup(r, false)
+	if err != nil {
+		return "", pathErr("readlink", name, err)
+	}
+	if modeOf(n.mode)&fs.ModeSymlink == 0 {
+		return "", pathErr("readlink", name, fs.ErrInvalid)
+	}
+	b, err := t.blobBytes(n.hash)
+	if err != nil {
+		return "", pathErr("readlink", name, err)
+	}
+	return string(b), nil
+}
 
 // treeInfo is the fs.FileInfo of a tree entry. Commits keep no times per
 // file, so ModTime is the zero time.

@@ -1,0 +1,191 @@
+package gitfs
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+var testSig = &object.Signature{Name: "keyhole test", Email: "test@keyhole.dev", When: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+
+// gitRepo makes a repository in a new directory and returns its path.
+func gitRepo(t *testing.T) (string, *git.Repository) {
+	t.Helper()
+	dir := t.TempDir()
+	r, err := git.PlainInit(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, r
+}
+
+// commitAll stages everything in the working tree (deletions too) and
+// commits it.
+func commitAll(t *testing.T, r *git.Repository, msg string) plumbing.Hash {
+	t.Helper()
+	wt, err := r.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := wt.Commit(msg, &git.CommitOptions{Author: testSig, Committer: testSig, AllowEmptyCommits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// headTree opens the repository at dir and returns its HEAD commit's tree.
+func headTree(t testing.TB, dir string) *Tree {
+	t.Helper()
+	repo, err := OpenRepo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := repo.Tree("HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tree
+}
+
+// writeFiles creates files (slash-separated names → contents) under dir.
+func writeFiles(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for name, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestTreeRevisions resolves each form of revision a user types to the
+// commit it names.
+func TestTreeRevisions(t *testing.T) {
+	dir, r := gitRepo(t)
+	writeFiles(t, dir, map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: one}\n"})
+	first := commitAll(t, r, "first")
+	writeFiles(t, dir, map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: two}\n"})
+	second := commitAll(t, r, "second")
+	if _, err := r.CreateTag("v1", first, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.CreateTag("v1-annotated", first, &git.CreateTagOptions{Tagger: testSig, Message: "v1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Storer.SetReference(plumbing.NewHashReference("refs/remotes/origin/main", first)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Storer.SetReference(plumbing.NewHashReference("refs/heads/feature", second)); err != nil {
+		t.Fatal(err)
+	}
+	repo, err := OpenRepo(filepath.Join(dir, "a.yaml", "..")) // any path inside finds it
+	if err != nil {
+		t.Fatal(err)
+	}
+	if repo.root != dir {
+		t.Errorf("Root() = %s, want %s", repo.root, dir)
+	}
+	for name, c := range map[string]struct {
+		rev  string
+		want plumbing.Hash
+	}{
+		"HEAD":                {rev: "HEAD", want: second},
+		"HEAD~1":              {rev: "HEAD~1", want: first},
+		"HEAD^":               {rev: "HEAD^", want: first},
+		"branch":              {rev: "feature", want: second},
+		"lightweight tag":     {rev: "v1", want: first},
+		"annotated tag":       {rev: "v1-annotated", want: first},
+		"remote branch":       {rev: "origin/main", want: first},
+		"full hash":           {rev: first.String(), want: first},
+		"short hash":          {rev: first.String()[:7], want: first},
+		"fully qualified ref": {rev: "refs/heads/feature", want: second},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tree, err := repo.Tree(c.rev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tree.Commit() != c.want.String() {
+				t.Errorf("Tree(%q).Commit() = %s, want %s", c.rev, tree.Commit(), c.want)
+			}
+		})
+	}
+}
+
+// TestTreeErrors: what cannot be read is a clear error of the right class.
+func TestTreeErrors(t *testing.T) {
+	dir, r := gitRepo(t)
+	writeFiles(t, dir, map[string]string{"a.yaml": "kind: x\n"})
+	commitAll(t, r, "first")
+	repo, err := OpenRepo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, rev := range map[string]string{
+		"unknown branch": "no-such-branch",
+		"empty":          "",
+		"flag-like":      "--upload-pack=x",
+		"past the root":  "HEAD~5",
+		"bad syntax":     "HEAD~~^{",
+	} {
+		t.Run("revision "+name, func(t *testing.T) {
+			_, err := repo.Tree(rev)
+			if !errors.Is(err, ErrRevision) {
+				t.Fatalf("Tree(%q) error = %v, want ErrRevision", rev, err)
+			}
+			if !strings.Contains(err.Error(), "unknown revision") || strings.HasSuffix(err.Error(), "EOF") {
+				t.Errorf("error %q does not say what is wrong", err)
+			}
+		})
+	}
+	t.Run("not a repository", func(t *testing.T) {
+		_, err := OpenRepo(t.TempDir())
+		if !errors.Is(err, ErrNotRepository) {
+			t.Fatalf("OpenRepo error = %v, want ErrNotRepository", err)
+		}
+	})
+	t.Run("path outside the repository", func(t *testing.T) {
+		tree, err := repo.Tree("HEAD")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = tree.Stat(filepath.Join(filepath.Dir(dir), "elsewhere.yaml"))
+		if !errors.Is(err, errOutsideTree) {
+			t.Fatalf("Stat outside = %v, want errOutsideTree", err)
+		}
+	})
+}
+
+// TestTreeSymlinkLoop: a committed link cycle ends in an error.
+func TestTreeSymlinkLoop(t *testing.T) {
+	dir, r := gitRepo(t)
+	for name, target := range map[string]string{"a.yaml": "b.yaml", "b.yaml": "a.yaml"} {
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commitAll(t, r, "loop")
+	tree := headTree(t, dir)
+	if _, err := tree.Stat(filepath.Join(dir, "a.yaml")); err == nil || !strings.Contains(err.Error(), "symbolic links") {
+		t.Fatalf("Stat of a link cycle = %v", err)
+	}
+	fi, err := tree.Lstat(filepath.Join(dir, "a.yaml"))
+	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Fatalf("Lstat = %v, %v; want the link itself", fi, err)
+	}
+}
