@@ -213,7 +213,7 @@ func checkRules(p *pass) {
 func checkUnrestricted(p *pass) {
 	bound := map[*connection]bool{}
 	for _, o := range p.owners {
-		sb := o.wire().Spec.Sandbox
+		sb := o.w.Spec.Sandbox
 		if sb.Enabled != nil && !*sb.Enabled {
 			continue
 		}
@@ -227,7 +227,7 @@ func checkUnrestricted(p *pass) {
 		if !bound[c] {
 			continue
 		}
-		for i, in := range c.wire().Spec.Placement.Inject {
+		for i, in := range c.w.Spec.Placement.Inject {
 			if len(in.Rules) == 0 && len(in.Hosts) > 0 {
 				p.report(codeInjectUnrestricted, &c.item, path{"spec", "placement", "inject", i}, false,
 					"inject entry %d has no rules: every method on every path of %s carries the credential (a git push, a DELETE); list the methods and path prefixes the sandbox needs in rules",
