@@ -25,6 +25,7 @@ const (
 	codeSecretCrossNamespace = "ConnectionSecretCrossNamespace"
 	codeMethodNeverForwarded = "ConnectionMethodNeverForwarded"
 	codeHeaderForbidden      = "ConnectionHeaderForbidden"
+	codeInjectUnrestricted   = "ConnectionInjectUnrestricted"
 )
 
 // ProxyEnvNames returns the variables the renderer sets in every sandbox
@@ -199,6 +200,39 @@ func checkRules(p *pass) {
 				}
 			}
 			checkShadowed(p, c, i, in.Rules)
+		}
+	}
+}
+
+// checkUnrestricted warns about an inject entry without rules, of a
+// Connection a sandbox binding uses: every method on every path of its
+// hosts carries the credential (git push, a DELETE), which a reviewer
+// reading the Connection may not see. An agent.yaml connector takes its
+// hosts and rules from the catalog, not from the Connection's entries, so
+// a Connection only agents use is not warned about.
+func checkUnrestricted(p *pass) {
+	bound := map[*connection]bool{}
+	for _, o := range p.owners {
+		sb := o.w.Spec.Sandbox
+		if sb.Enabled != nil && !*sb.Enabled {
+			continue
+		}
+		for _, b := range sb.Connections {
+			if c := p.conns.get(ref{o.ns, b.Connection}); c != nil {
+				bound[c] = true
+			}
+		}
+	}
+	for _, c := range p.connList {
+		if !bound[c] {
+			continue
+		}
+		for i, in := range c.w.Spec.Placement.Inject {
+			if len(in.Rules) == 0 && len(in.Hosts) > 0 {
+				p.report(codeInjectUnrestricted, &c.item, path{"spec", "placement", "inject", i}, false,
+					"inject entry %d has no rules: every method on every path of %s carries the credential (a git push, a DELETE); list the methods and path prefixes the sandbox needs in rules",
+					i, strings.Join(in.Hosts, ", "))
+			}
 		}
 	}
 }

@@ -423,18 +423,27 @@ func (p *pass) renamedName(name string, names []string) string {
 	return renamedName(name, names)
 }
 
-// unreadNote names the files of the input a walk could not read, which
-// may hold what a message says is not in the input; "" when there are
-// none.
+// unreadNote names the files of the input a walk could not read, or
+// skipped because .gitignore ignores them although they name keyhole's
+// kinds, which may hold what a message says is not in the input; "" when
+// there are none.
 func (p *pass) unreadNote() string {
-	files := source.Unread(p.opts.Loaded)
-	switch len(files) {
+	var note string
+	switch files := source.Unread(p.opts.Loaded); len(files) {
 	case 0:
-		return ""
 	case 1:
-		return fmt.Sprintf("; %s could not be read and may hold it", files[0])
+		note = fmt.Sprintf("; %s could not be read and may hold it", files[0])
+	default:
+		note = fmt.Sprintf("; %s could not be read and may hold it", capList(files))
 	}
-	return fmt.Sprintf("; %s could not be read and may hold it", capList(files))
+	switch files := source.Ignored(p.opts.Loaded); len(files) {
+	case 0:
+	case 1:
+		note += fmt.Sprintf("; %s, which .gitignore ignores, may hold it", files[0])
+	default:
+		note += fmt.Sprintf("; %s, which .gitignore ignores, may hold it", capList(files))
+	}
+	return note
 }
 
 // renamedName returns the one of names that is name with a prefix or

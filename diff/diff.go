@@ -13,6 +13,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -117,6 +118,11 @@ type Resource struct {
 	// LinesAdded and LinesRemoved count the diff's + and - lines.
 	LinesAdded   int `json:"linesAdded"`
 	LinesRemoved int `json:"linesRemoved"`
+	// SameAs, for a file that is no Kubernetes object, names the
+	// ConfigMap of the same diff that carries the file's content as a
+	// data key ("ConfigMap agents/x-egress-proxy, data proxy.json"): the
+	// text and markdown reports show that change once, at the ConfigMap.
+	SameAs string `json:"sameAs,omitempty"`
 }
 
 // Path is the head's path, or the base's for a removed resource.
@@ -209,12 +215,85 @@ func Compare(base, head Side) Result {
 	slices.SortFunc(res.Resources, func(x, y Resource) int {
 		return cmp.Or(strings.Compare(x.Path(), y.Path()), strings.Compare(x.ID(), y.ID()), strings.Compare(x.APIVersion, y.APIVersion))
 	})
+	markCarried(res.Resources, b, h)
 	res.Kinds = kindCounts(res.Resources)
 	res.Sandboxes = comparePolicies(base, head)
 	for i := range res.Sandboxes {
 		res.Sandboxes[i].Unit = cmp.Or(head.Unit, base.Unit)
 	}
 	return res
+}
+
+// markCarried sets SameAs on each file resource whose content a ConfigMap
+// resource of the same comparison carries as a data value, on the side
+// that has it (render writes proxy.json both as a file, for runs outside
+// Kubernetes, and in the proxy's ConfigMap): one change, shown once.
+func markCarried(rs []Resource, base, head map[string]file) {
+	byPath := func(side map[string]file) map[string]string {
+		out := map[string]string{}
+		for _, f := range side {
+			out[f.path] = f.data
+		}
+		return out
+	}
+	var baseData, headData map[string]string
+	type carrier struct {
+		id   string
+		data map[string]string
+	}
+	var carriers [2][]carrier // base's, head's
+	for _, r := range rs {
+		if r.Kind != "ConfigMap" || r.Name == "" {
+			continue
+		}
+		if baseData == nil {
+			baseData, headData = byPath(base), byPath(head)
+		}
+		for i, p := range []string{r.BasePath, r.HeadPath} {
+			if p == "" {
+				continue
+			}
+			text := baseData[p]
+			if i == 1 {
+				text = headData[p]
+			}
+			var cm struct {
+				Data map[string]string `yaml:"data"`
+			}
+			if yaml.Unmarshal([]byte(text), &cm) == nil && len(cm.Data) > 0 {
+				carriers[i] = append(carriers[i], carrier{id: r.ID(), data: cm.Data})
+			}
+		}
+	}
+	if len(carriers[0])+len(carriers[1]) == 0 {
+		return
+	}
+	for i := range rs {
+		r := &rs[i]
+		if r.Name != "" {
+			continue
+		}
+		// The side whose content the ConfigMap must carry: the head's,
+		// or the base's for a removed file.
+		side, text := 1, headData[r.HeadPath]
+		if r.HeadPath == "" {
+			side, text = 0, baseData[r.BasePath]
+		}
+		if strings.TrimSpace(text) == "" {
+			continue
+		}
+		for _, c := range carriers[side] {
+			for _, key := range slices.Sorted(maps.Keys(c.data)) {
+				if strings.TrimRight(c.data[key], "\n") == strings.TrimRight(text, "\n") {
+					r.SameAs = c.id + ", data " + key
+					break
+				}
+			}
+			if r.SameAs != "" {
+				break
+			}
+		}
+	}
 }
 
 // Merge joins the comparisons of several deploy units, each made by

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -509,4 +511,51 @@ func FuzzCompare(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCompareCarriedOnce: render writes the proxy config twice, as
+// proxy.json and in the proxy's ConfigMap; the text and markdown reports
+// show the change once, at the ConfigMap, and name it at the file. A file
+// whose content no changed ConfigMap carries keeps its own hunk.
+func TestCompareCarriedOnce(t *testing.T) {
+	cm := func(cfg string) string {
+		return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: s-egress-proxy\n  namespace: ns\ndata:\n  proxy.json: |\n    " +
+			strings.ReplaceAll(strings.TrimRight(cfg, "\n"), "\n", "\n    ") + "\n"
+	}
+	const before, after = "{\n  \"hosts\": [\n    \"a\"\n  ]\n}\n", "{\n  \"hosts\": [\n    \"a\",\n    \"b\"\n  ]\n}\n"
+	side := func(cfg, env string) Side {
+		return Side{Files: []render.File{
+			{Path: "s/configmap-s-egress-proxy.yaml", Data: []byte(cm(cfg))},
+			{Path: "s/proxy.json", Data: []byte(cfg)},
+			{Path: "s/env.json", Data: []byte(env)},
+		}}
+	}
+	res := Compare(side(before, `{"A":"1"}`), side(after, `{"A":"2"}`))
+	same := map[string]string{}
+	for _, r := range res.Resources {
+		same[r.Path()] = r.SameAs
+	}
+	want := map[string]string{
+		"s/configmap-s-egress-proxy.yaml": "",
+		"s/proxy.json":                    "ConfigMap ns/s-egress-proxy, data proxy.json",
+		"s/env.json":                      "",
+	}
+	if !maps.Equal(same, want) {
+		t.Fatalf("sameAs %q, want %q", same, want)
+	}
+	for _, format := range []string{"text", "markdown"} {
+		var b strings.Builder
+		if err := Write(&b, format, res); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(regexp.MustCompile(`(?m)^\+\s+"b"$`).FindAllString(b.String(), -1)); n != 1 {
+			t.Errorf("%s: the proxy config's change is shown %d times, want once:\n%s", format, n, b.String())
+		}
+		if !strings.Contains(b.String(), "the same change as ConfigMap ns/s-egress-proxy, data proxy.json") {
+			t.Errorf("%s: proxy.json does not name the ConfigMap:\n%s", format, b.String())
+		}
+		if !strings.Contains(b.String(), `+{"A":"2"}`) {
+			t.Errorf("%s: env.json's own change is missing:\n%s", format, b.String())
+		}
+	}
 }

@@ -294,6 +294,10 @@ func writeText(w io.Writer, r Result) error {
 			fmt.Fprintf(&b, " (%s)", pathNote(res))
 		}
 		fmt.Fprintf(&b, " +%d -%d\n", res.LinesAdded, res.LinesRemoved)
+		if res.SameAs != "" {
+			fmt.Fprintf(&b, "  the same change as %s\n", res.SameAs)
+			continue
+		}
 		b.WriteString(res.Diff)
 	}
 	_, err := io.WriteString(w, b.String())
@@ -471,6 +475,13 @@ func writeMarkdown(w io.Writer, r Result) error {
 		what := "<code>" + htmlEscape(clipText(pathNote(res), 300)) + "</code>"
 		if res.Name != "" {
 			what = htmlEscape(clipText(res.ID(), 300)) + " " + what
+		}
+		if res.SameAs != "" {
+			if !m.add(fmt.Sprintf("\n%s %s (+%d −%d): the same change as %s.\n", res.Change, what, res.LinesAdded, res.LinesRemoved, htmlEscape(clipText(res.SameAs, 300))), MarkdownLimit) {
+				fmt.Fprintf(&m.b, andMore, len(r.Resources)-i)
+				break
+			}
+			continue
 		}
 		head := fmt.Sprintf("\n<details><summary>%s %s (+%d −%d)</summary>\n\n", res.Change, what, res.LinesAdded, res.LinesRemoved)
 		fence := strings.Repeat("`", max(3, longestRun(res.Diff, '`')+1))

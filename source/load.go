@@ -361,6 +361,14 @@ func (l *loader) loadPath(p string) {
 	for _, e := range w.errs {
 		l.unreadable(l.under(p, abs, e.path), e.err)
 	}
+	for _, f := range w.ignored {
+		// Only its head is read, and only to say so: what git does not
+		// hold is not what CI or the cluster reads.
+		if head := readHead(l.fsys, f, ignoredHead); namesKeyhole(f, head) || declaresSecret(head) {
+			l.diags = append(l.diags, skipped(diag.Pos{File: l.under(p, abs, f), Line: 1, Column: 1},
+				gitIgnored+", so it is not read as input, though it names keyhole's kinds or declares a Secret: what git does not hold, CI and the cluster never see; name the file to have it checked"))
+		}
+	}
 	for _, link := range w.outside {
 		l.diags = append(l.diags, linkOutsideDiag(l.under(p, abs, link), w.outsideGit))
 	}
@@ -578,6 +586,10 @@ type walked struct {
 	// missing or that loop: git keeps them, and they are part of the
 	// repository as committed, not a fault of the machine reading it.
 	broken []walkErr
+	// ignored are input files the .gitignore files ignore, at most
+	// maxIgnoredNamed of them: not read as input, but looked at for
+	// whether they name keyhole's kinds (see gitIgnored).
+	ignored []string
 	// outside are the symbolic links to input files whose target is
 	// outside the root (confine.go), not followed; outsideGit says the
 	// root is a git working tree's.
@@ -590,10 +602,11 @@ type walked struct {
 // which paths it may read.
 func walk(fsys fileSystem, root string, filter *pathFilter) walked {
 	var (
-		files  []string
-		charts []string
-		errs   []walkErr
-		broken []walkErr
+		files   []string
+		charts  []string
+		errs    []walkErr
+		broken  []walkErr
+		ignored []string
 	)
 	var outside []string
 	confine, confineGit := confinement(fsys, root)
@@ -620,6 +633,9 @@ func walk(fsys fileSystem, root string, filter *pathFilter) walked {
 			full := filepath.Join(dir, name)
 			isDir, regular := e.IsDir(), e.Type().IsRegular()
 			if m.Match(append(domain, name), isDir) {
+				if regular && inputExt(name) && len(ignored) < maxIgnoredNamed && !filter.excluded(full, false) && filter.included(full, false) {
+					ignored = append(ignored, full)
+				}
 				continue
 			}
 			if e.Type()&fs.ModeSymlink != 0 && inputExt(name) && linkOutside(fsys, confine, full) != "" {
@@ -674,7 +690,8 @@ func walk(fsys fileSystem, root string, filter *pathFilter) walked {
 	slices.SortFunc(files, bySlash)
 	slices.SortFunc(charts, bySlash)
 	slices.SortFunc(outside, bySlash)
-	return walked{files: files, charts: charts, errs: errs, broken: broken, outside: outside, outsideGit: confineGit}
+	slices.SortFunc(ignored, bySlash)
+	return walked{files: files, charts: charts, errs: errs, broken: broken, ignored: ignored, outside: outside, outsideGit: confineGit}
 }
 
 // helmChartFile returns the Chart.yaml of dir (absolute) when dir is a

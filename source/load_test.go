@@ -74,9 +74,10 @@ connectors:
 
 func TestLoadTree(t *testing.T) {
 	tests := map[string]struct {
-		files map[string]string
-		paths []string
-		want  []string
+		files   map[string]string
+		paths   []string
+		want    []string
+		ignored []string
 	}{
 		"directory walked in lexical order of paths": {
 			files: map[string]string{
@@ -133,6 +134,9 @@ func TestLoadTree(t *testing.T) {
 				"deploy/nested/deeper/only-here.yaml#0 Connection/github-acme",
 				"deploy/secret-keep.yaml#0 Connection/github-acme",
 			},
+			// The ignored files that name keyhole's kinds are said
+			// (not those under an ignored directory, never walked).
+			ignored: []string{"deploy/nested/only-here.yaml", "deploy/secret-real.yaml", "deploy/x.generated.yaml"},
 		},
 		"a directory the enclosing .gitignore ignores is still read when named": {
 			files: map[string]string{
@@ -168,7 +172,10 @@ func TestLoadTree(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Load: %v", err)
 			}
-			if len(ds) > 0 {
+			if got := Ignored(ds); !slices.Equal(got, tc.ignored) {
+				t.Errorf("ignored files said: %q, want %q", got, tc.ignored)
+			}
+			if len(ds) != len(tc.ignored) {
 				t.Fatalf("unexpected diagnostics:\n%v", ds)
 			}
 			if got := docIDs(docs); !slices.Equal(got, tc.want) {

@@ -44,7 +44,7 @@ func Rules() []diag.Rule {
 		{
 			Code:     CodeInputSkipped,
 			Severity: diag.Info,
-			Purpose:  "Something a walk found is not keyhole's business and is skipped: a document with neither apiVersion nor kind (package.json, docker-compose.yml); a file that cannot be read as objects and names none of keyhole's kinds (templated YAML, a JSON array, a docs snippet); a Helm chart's directory, said once; a kustomization that does not build and holds no keyhole object; a Secret no Connection reads, whose own findings are then not reported.",
+			Purpose:  "Something a walk found is not keyhole's business and is skipped: a document with neither apiVersion nor kind (package.json, docker-compose.yml); a file that cannot be read as objects and names none of keyhole's kinds (templated YAML, a JSON array, a docs snippet); a Helm chart's directory, said once; a kustomization that does not build and holds no keyhole object; a Secret no Connection reads, whose own findings are then not reported; a file the .gitignore files ignore that names keyhole's kinds or declares a Secret, which git, and so CI and the cluster, do not hold.",
 			Help:     "Nothing to fix. Name the file or directory explicitly to have it checked; exclude it (keyhole.yaml's exclude, --exclude) to have it not read at all.",
 		},
 		{

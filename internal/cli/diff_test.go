@@ -124,7 +124,7 @@ func replaced(t *testing.T, s, old, new string) string {
 func acmeChange(t *testing.T, conn string) string {
 	conn = replaced(t, conn, "pathPrefixes: [/repos/acme/widgets/pulls]", "pathPrefixes: [/repos/acme/widgets/pulls, /repos/acme/widgets/issues]")
 	conn = replaced(t, conn, "hosts: [api.github.com, github.com]", "hosts: [api.github.com, uploads.github.com, github.com]")
-	return replaced(t, conn, "      - hosts: [github.com]\n", "      - hosts: [uploads.github.com]\n        header: Authorization\n        value: \"Bearer {{ .token }}\"\n      - hosts: [github.com]\n")
+	return replaced(t, conn, "      - hosts: [github.com]\n", "      - hosts: [uploads.github.com]\n        header: Authorization\n        value: \"Bearer {{ .token }}\"\n        rules: [{methods: [POST], pathPrefixes: [/repos/acme/widgets/releases]}]\n      - hosts: [github.com]\n")
 }
 
 func runIn(t *testing.T, args ...string) (int, string, string) {
