@@ -220,3 +220,8 @@ func (a *commentsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	http.Error(w, `{"message": "Not Found"}`, http.StatusNotFound)
 }
+
+// shellQuote quotes s for bash.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

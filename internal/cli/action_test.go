@@ -51,18 +51,6 @@ func readAction(t *testing.T, file string) action {
 	return a
 }
 
-// actionSteps returns the steps of an action that run a script.
-func actionSteps(t *testing.T, file string) []actionStep {
-	t.Helper()
-	var out []actionStep
-	for _, s := range readAction(t, file).Runs.Steps {
-		if s.Run != "" {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 // expr is one ${{ ... }} expression.
 var expr = regexp.MustCompile(`\$\{\{\s*(.*?)\s*\}\}`)
 
@@ -158,9 +146,4 @@ func translateExpr(v string, inputs []string) (string, error) {
 // inputVar is the variable a test sets to give an input a value.
 func inputVar(name string) string {
 	return "INPUT_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
-}
-
-// shellQuote quotes s for bash.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -116,3 +116,15 @@ func TestActionlint(t *testing.T) {
 		})
 	}
 }
+
+// actionSteps returns the steps of an action that run a script.
+func actionSteps(t *testing.T, file string) []actionStep {
+	t.Helper()
+	var out []actionStep
+	for _, s := range readAction(t, file).Runs.Steps {
+		if s.Run != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
