@@ -118,6 +118,9 @@ func (r *Repo) Tree(rev string) (*Tree, error) {
 		err = errors.New("the history holds no such commit")
 	}
 	if err != nil {
+		if why := r.unreadableRef(rev); why != "" {
+			return nil, fmt.Errorf("%w %q: %s", ErrRevision, rev, why)
+		}
 		return nil, fmt.Errorf("%w %q: %w%s", ErrRevision, rev, err, r.shallowHint())
 	}
 	c, err := r.repo.CommitObject(*h)
@@ -129,6 +132,25 @@ func (r *Repo) Tree(rev string) (*Tree, error) {
 		return nil, fmt.Errorf("source: reading the tree of %s: %w", h, err)
 	}
 	return &Tree{repo: r.repo, owner: r, root: r.root, commit: *h, top: t, trees: map[plumbing.Hash]*object.Tree{}}, nil
+}
+
+// unreadableRef says why a revision that names a reference of the
+// repository did not resolve, when the reference is there but the commit
+// it names cannot be read (the object store is missing, unreadable or
+// damaged): "" otherwise. go-git reports that case as a reference not
+// found, which sends the reader looking for the wrong thing.
+func (r *Repo) unreadableRef(rev string) string {
+	for _, name := range []string{rev, "refs/" + rev, "refs/heads/" + rev, "refs/tags/" + rev, "refs/remotes/" + rev} {
+		ref, err := r.repo.Reference(plumbing.ReferenceName(name), true)
+		if err != nil || ref.Hash().IsZero() {
+			continue
+		}
+		if _, err := r.repo.Storer.EncodedObject(plumbing.AnyObject, ref.Hash()); err != nil {
+			return fmt.Sprintf("%s names commit %s, which the repository's objects (.git/objects) do not hold or cannot be read: %v", name, ref.Hash(), err)
+		}
+		return ""
+	}
+	return ""
 }
 
 // shallowHint explains, for a shallow clone (CI checks out one commit by

@@ -2,6 +2,7 @@ package gitfs
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -169,6 +170,42 @@ func TestTreeErrors(t *testing.T) {
 			t.Fatalf("Stat outside = %v, want errOutsideTree", err)
 		}
 	})
+}
+
+// TestTreeObjectsUnreadable: a branch whose commit the object store does
+// not hold (.git/objects lost, or unreadable) is said to be that, not a
+// reference that does not exist.
+func TestTreeObjectsUnreadable(t *testing.T) {
+	dir, r := gitRepo(t)
+	writeFiles(t, dir, map[string]string{"a.yaml": "kind: x\n"})
+	h := commitAll(t, r, "first")
+	head, err := r.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects := filepath.Join(dir, ".git", "objects")
+	if err := os.Rename(objects, objects+"-lost"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(objects, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	repo, err := OpenRepo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	branch := head.Name().Short()
+	_, err = repo.Tree(branch)
+	if !errors.Is(err, ErrRevision) {
+		t.Fatalf("Tree(%q) error = %v, want ErrRevision", branch, err)
+	}
+	want := fmt.Sprintf("refs/heads/%s names commit %s, which the repository's objects (.git/objects) do not hold or cannot be read", branch, h)
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q\ndoes not say %q", err, want)
+	}
+	if _, err := repo.Tree("no-such-branch"); err == nil || strings.Contains(err.Error(), ".git/objects") {
+		t.Errorf("a branch that does not exist: %v", err)
+	}
 }
 
 // TestTreeSymlinkLoop: a committed link cycle ends in an error.
