@@ -90,7 +90,7 @@ func benchCheck(b *testing.B, dir string, v *schema.Validator) compiler.Plan {
 
 // BenchmarkCheck is `keyhole check` on the benchmark repository;
 // BenchmarkCheckRender is `keyhole render` (check, then render, in
-// memory). docs/benchmarks.md holds CheckRender to at most 1.5x Check.
+// memory). docs/benchmarks.md holds CheckRender to at most 1.3x Check.
 func BenchmarkCheck(b *testing.B) {
 	dir := b.TempDir()
 	writeBenchRepo(b, dir)
