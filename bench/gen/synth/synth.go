@@ -214,10 +214,21 @@ spec:
 	}
 }
 
+// unrestricted is the annotation of the shapes without rules.
+func unrestricted(i int) string {
+	if i%4 < 2 {
+		return "  annotations:\n    keyhole.dev/ignore: ConnectionInjectUnrestricted\n"
+	}
+	return ""
+}
+
 // connection writes Connection i. The four shapes cycle so that every
 // kind of inject entry the compiler handles is exercised: a bearer header,
 // a header plus basic auth for git, a header limited by rules, and an
-// API-key header with rules on two hosts.
+// API-key header with rules on two hosts. The first two have no rules,
+// and say so on purpose (the ignore annotation for
+// ConnectionInjectUnrestricted), as a team that means it would: the
+// repository checks clean.
 func connection(b *strings.Builder, ns string, i int) {
 	sep(b)
 	name := fmt.Sprintf("conn-%05d", i)
@@ -231,8 +242,8 @@ metadata:
   namespace: %s
   labels:
     bench.keyhole.dev/shape: shape-%d
-spec:
-`, name, ns, i%4)
+%sspec:
+`, name, ns, i%4, unrestricted(i))
 	switch i % 4 {
 	case 0:
 		fmt.Fprintf(b, `  hosts: [%[1]s]
