@@ -14,6 +14,7 @@ import (
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/diff"
 	"keyhole.dev/keyhole/internal/gitfs"
+	"keyhole.dev/keyhole/pipeline"
 	"keyhole.dev/keyhole/render"
 	"keyhole.dev/keyhole/source"
 )
@@ -342,7 +343,7 @@ type diffSide struct {
 	ref   diff.Ref
 	tree  *gitfs.Tree // nil for the working tree
 	paths []string    // the PATHs on this side
-	c     checked
+	c     pipeline.Checked
 	units []rendered
 	// What rendering it printed and returned.
 	stderr bytes.Buffer
@@ -407,23 +408,24 @@ func sideUnits(sides []*diffSide, only string) []string {
 // when it cannot be compared. A render with no sandboxes is an empty
 // side, not an error: a PR may add the first sandbox or remove the last.
 func (s *diffSide) render(e *env, wd string, f *checkFlags, diagFormat string, opts render.Options, renderer render.Renderer, r *reuse) (int, bool) {
-	v, err := validator(f)
+	popts := f.options(e, s.paths)
+	v, err := pipeline.Validator(popts)
 	if err != nil {
 		return fail(e, "diff", err), false
 	}
-	docs, loadDiags, err := source.Load(s.paths, source.Options{Dir: wd, Tree: s.tree, AllowRemoteBases: f.allowRemoteBases, Digest: f.digest(v), Memo: r.source()})
+	docs, loadDiags, err := source.Load(s.paths, source.Options{Dir: wd, Tree: s.tree, AllowRemoteBases: f.allowRemoteBases, Digest: popts.Digest(v), Memo: r.source()})
 	if err != nil {
 		return fail(e, "diff", fmt.Errorf("%s %s: %w", s.which, s.ref, err)), false
 	}
 	opts.Reuse = r.render()
-	c, err := compileDocs(docs, loadDiags, f, v)
+	c, err := pipeline.Compile(docs, loadDiags, popts, v)
 	if err != nil {
 		return fail(e, "diff", err), false
 	}
 	s.units, err = renderUnits(&c, opts, renderer, nil)
 	s.c = c
-	hasErrors := c.result.Diagnostics.HasErrors()
-	if shown(c.result.Diagnostics, diagFormat, f.print.verbose) && (s.which == "head" || hasErrors) {
+	hasErrors := c.Result.Diagnostics.HasErrors()
+	if shown(c.Result.Diagnostics, diagFormat, f.print.verbose) && (s.which == "head" || hasErrors) {
 		if err := report(&env{stdout: e.stderr, stderr: e.stderr}, c, diagFormat, f.print); err != nil {
 			return fail(e, "diff", err), false
 		}

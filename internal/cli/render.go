@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"keyhole.dev/keyhole/compiler"
+	"keyhole.dev/keyhole/pipeline"
 	"keyhole.dev/keyhole/render"
 	"keyhole.dev/keyhole/source"
 )
@@ -53,7 +54,7 @@ func runRender(e *env, args []string) int {
 		}
 		return runKRM(e, &f, opts, renderer)
 	}
-	c, err := load(e, paths, &f)
+	c, err := pipeline.Check(f.options(e, paths))
 	if err != nil {
 		return fail(e, "render", err)
 	}
@@ -112,12 +113,12 @@ func registerUnit(fs *flag.FlagSet) *string {
 // render is left out; when none has anything, render.ErrEmpty is the
 // error. ok is false when nothing may be written, with the exit code to
 // return.
-func renderChecked(e *env, c *checked, f *checkFlags, opts render.Options, renderer render.Renderer, unit *string) ([]rendered, int, bool) {
+func renderChecked(e *env, c *pipeline.Checked, f *checkFlags, opts render.Options, renderer render.Renderer, unit *string) ([]rendered, int, bool) {
 	units, rerr := renderUnits(c, opts, renderer, unit)
 	if err := report(&env{stdout: e.stderr, stderr: e.stderr}, *c, f.format, f.print); err != nil {
 		return nil, fail(e, "render", err), false
 	}
-	if c.result.Diagnostics.HasErrors() {
+	if c.Result.Diagnostics.HasErrors() {
 		fmt.Fprintln(e.stderr, "keyhole render: nothing written: the check found errors")
 		return nil, exitFailed, false
 	}
@@ -134,15 +135,15 @@ func renderChecked(e *env, c *checked, f *checkFlags, opts render.Options, rende
 // renderUnits renders the units of a checked input that has no errors,
 // adding the target's diagnostics to it. only, when it names a unit,
 // keeps that one.
-func renderUnits(c *checked, opts render.Options, renderer render.Renderer, only *string) ([]rendered, error) {
-	if c.result.Diagnostics.HasErrors() {
+func renderUnits(c *pipeline.Checked, opts render.Options, renderer render.Renderer, only *string) ([]rendered, error) {
+	if c.Result.Diagnostics.HasErrors() {
 		return nil, nil
 	}
-	c.rules = render.OmniaRules()
+	c.Rules = render.OmniaRules()
 	var names []string
 	var out []rendered
 	found := false
-	for _, u := range c.result.Units {
+	for _, u := range c.Result.Units {
 		names = append(names, unitName(u.Name))
 		if only != nil && *only != "" && u.Name != *only && !(u.Name == source.LooseUnit && *only == looseName) {
 			continue
@@ -151,7 +152,7 @@ func renderUnits(c *checked, opts render.Options, renderer render.Renderer, only
 		uopts := opts
 		uopts.DefaultNamespace = cmp.Or(u.Namespace, opts.DefaultNamespace)
 		files, ds, err := renderer(u.Plan, uopts)
-		c.result.Diagnostics = append(c.result.Diagnostics, ds...)
+		c.Result.Diagnostics = append(c.Result.Diagnostics, ds...)
 		if errors.Is(err, render.ErrEmpty) {
 			continue
 		}
@@ -160,7 +161,7 @@ func renderUnits(c *checked, opts render.Options, renderer render.Renderer, only
 		}
 		out = append(out, rendered{name: u.Name, dir: u.Dir, plan: u.Plan, files: files})
 	}
-	c.result.Diagnostics.Sort()
+	c.Result.Diagnostics.Sort()
 	if only != nil && *only != "" && !found {
 		return nil, fmt.Errorf("%w: --unit %q: the input has no such deploy unit (it has: %s)", errUsage, *only, strings.Join(names, ", "))
 	}
@@ -320,16 +321,16 @@ func count(bs ...bool) int {
 // plan loads, checks and returns each deploy unit's plan, printing
 // diagnostics to stderr; ok is false when the check found errors.
 func plan(e *env, paths []string, f *checkFlags) ([]compiler.Unit, int, bool) {
-	c, err := load(e, paths, f)
+	c, err := pipeline.Check(f.options(e, paths))
 	if err != nil {
 		return nil, fail(e, "explain", err), false
 	}
-	if c.result.Diagnostics.HasErrors() {
+	if c.Result.Diagnostics.HasErrors() {
 		if err := report(&env{stdout: e.stderr, stderr: e.stderr}, c, "text", printFlags{}); err != nil {
 			return nil, fail(e, "explain", err), false
 		}
 		fmt.Fprintln(e.stderr, "keyhole explain: the check found errors; fix them first")
 		return nil, exitFailed, false
 	}
-	return c.result.Units, exitOK, true
+	return c.Result.Units, exitOK, true
 }
