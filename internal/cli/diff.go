@@ -344,7 +344,7 @@ type diffSide struct {
 	tree  *gitfs.Tree // nil for the working tree
 	paths []string    // the PATHs on this side
 	c     pipeline.Checked
-	units []rendered
+	units []pipeline.Rendered
 	// What rendering it printed and returned.
 	stderr bytes.Buffer
 	code   int
@@ -373,13 +373,13 @@ func (s *diffSide) exists(wd, p string) bool {
 func (s *diffSide) side(opts render.Options, name string, several bool) diff.Side {
 	out := diff.Side{Ref: s.ref, DefaultNamespace: opts.DefaultNamespace}
 	for _, u := range s.units {
-		if u.name != name {
+		if u.Name != name {
 			continue
 		}
-		out.Files, out.Sandboxes = u.files, u.plan.Sandboxes
+		out.Files, out.Sandboxes = u.Files, u.Plan.Sandboxes
 		if several {
-			out.Files = placed(u)
-			out.Unit = unitName(name)
+			out.Files = pipeline.Placed(u)
+			out.Unit = pipeline.UnitName(name)
 		}
 	}
 	return out
@@ -391,11 +391,11 @@ func sideUnits(sides []*diffSide, only string) []string {
 	var names []string
 	for _, s := range sides {
 		for _, u := range s.units {
-			if only != "" && u.name != only && unitName(u.name) != only {
+			if only != "" && u.Name != only && pipeline.UnitName(u.Name) != only {
 				continue
 			}
-			if !slices.Contains(names, u.name) {
-				names = append(names, u.name)
+			if !slices.Contains(names, u.Name) {
+				names = append(names, u.Name)
 			}
 		}
 	}
@@ -422,7 +422,7 @@ func (s *diffSide) render(e *env, wd string, f *checkFlags, diagFormat string, o
 	if err != nil {
 		return fail(e, "diff", err), false
 	}
-	s.units, err = renderUnits(&c, opts, renderer, nil)
+	s.units, err = pipeline.Render(&c, opts, renderer, "")
 	s.c = c
 	hasErrors := c.Result.Diagnostics.HasErrors()
 	if shown(c.Result.Diagnostics, diagFormat, f.print.verbose) && (s.which == "head" || hasErrors) {

@@ -12,6 +12,7 @@ import (
 
 	"keyhole.dev/keyhole/compiler"
 	"keyhole.dev/keyhole/diff"
+	"keyhole.dev/keyhole/pipeline"
 	"keyhole.dev/keyhole/proxy/config"
 	"keyhole.dev/keyhole/proxy/policy"
 	"keyhole.dev/keyhole/render"
@@ -92,7 +93,7 @@ func runExplain(e *env, args []string) int {
 			list := explainListJSON{Sandboxes: []explainSandboxJSON{}}
 			for _, u := range units {
 				for _, s := range u.Plan.Sandboxes {
-					list.Sandboxes = append(list.Sandboxes, sandboxJSON(s, unitName(u.Name), *mode))
+					list.Sandboxes = append(list.Sandboxes, sandboxJSON(s, pipeline.UnitName(u.Name), *mode))
 				}
 			}
 			if err := writeJSON(e.stdout, list); err != nil {
@@ -107,7 +108,7 @@ func runExplain(e *env, args []string) int {
 		for _, u := range units {
 			for _, s := range u.Plan.Sandboxes {
 				if len(units) > 1 {
-					fmt.Fprintf(e.stdout, "%s\t%s %s\tunit %s\n", sandboxName(s), s.Source.Kind, s.Source.Name, unitName(u.Name))
+					fmt.Fprintf(e.stdout, "%s\t%s %s\tunit %s\n", sandboxName(s), s.Source.Kind, s.Source.Name, pipeline.UnitName(u.Name))
 					continue
 				}
 				fmt.Fprintf(e.stdout, "%s\t%s %s\n", sandboxName(s), s.Source.Kind, s.Source.Name)
@@ -170,8 +171,8 @@ func selectUnit(units []compiler.Unit, name string) ([]compiler.Unit, error) {
 	}
 	var names []string
 	for _, u := range units {
-		names = append(names, unitName(u.Name))
-		if u.Name == name || unitName(u.Name) == name {
+		names = append(names, pipeline.UnitName(u.Name))
+		if u.Name == name || pipeline.UnitName(u.Name) == name {
 			return []compiler.Unit{u}, nil
 		}
 	}
@@ -192,7 +193,7 @@ func findSandbox(units []compiler.Unit, name string) (compiler.Sandbox, error) {
 			}
 			if s.Name == name || sandboxName(s) == name {
 				found = append(found, s)
-				in = append(in, unitName(u.Name))
+				in = append(in, pipeline.UnitName(u.Name))
 			}
 		}
 	}

@@ -73,7 +73,7 @@ func runKRM(e *env, f *checkFlags, opts render.Options, renderer render.Renderer
 	out := resourceList{APIVersion: "config.kubernetes.io/v1", Kind: "ResourceList", Items: []*yaml.Node{}}
 	// The same unit render as render's other outputs: the target's rules
 	// and diagnostics, a unit without sandboxes left out.
-	units, rerr := renderUnits(&c, opts, renderer, nil)
+	units, rerr := pipeline.Render(&c, opts, renderer, "")
 	for _, d := range c.Result.Diagnostics {
 		if d.Suppressed == "" {
 			out.Results = append(out.Results, krmResult(d))
@@ -86,7 +86,7 @@ func runKRM(e *env, f *checkFlags, opts render.Options, renderer render.Renderer
 		if rerr != nil {
 			return fail(e, "render --krm", rerr)
 		}
-		objs, err := stream(units)
+		objs, err := pipeline.Stream(units)
 		if err != nil {
 			return fail(e, "render --krm", err)
 		}
