@@ -44,7 +44,7 @@ type env struct {
 	diffAfresh bool
 	// diffReuse, when set, is what diff's sides share (a new one when
 	// nil), for tests to see what was reused.
-	diffReuse *reuse
+	diffReuse *pipeline.Reuse
 }
 
 type command struct {

@@ -350,25 +350,26 @@ func explainChange(e *env, paths []string, f *checkFlags, base, head, sandbox, r
 	if err != nil {
 		return fail(e, "explain", err)
 	}
-	sides, err := openSides(wd, base, head, paths)
+	ps, err := pipeline.OpenSides(wd, base, head, paths)
 	if err != nil {
 		return fail(e, "explain", err)
 	}
-	defer closeSides(sides)
+	defer pipeline.CloseSides(ps)
+	sides := diffSides(ps)
 	renderer, err := render.ForTarget(render.TargetKubernetes)
 	if err != nil {
 		return fail(e, "explain", err)
 	}
 	var opts render.Options
 	// The head takes from the base what the same inputs gave, as in
-	// keyhole diff (see reuse).
-	var r *reuse
+	// keyhole diff (see pipeline.Reuse).
+	var r *pipeline.Reuse
 	if !e.diffAfresh {
-		r = cmp.Or(e.diffReuse, newReuse())
+		r = cmp.Or(e.diffReuse, pipeline.NewReuse())
 	}
 	for _, s := range sides {
 		s.ok = true
-		if len(s.paths) > 0 {
+		if len(s.Paths) > 0 {
 			s.code, s.ok = s.render(&env{stdout: &s.stderr, stderr: &s.stderr}, wd, f, "text", opts, renderer, r)
 		}
 		if _, err := e.stderr.Write(s.stderr.Bytes()); err != nil {
@@ -379,17 +380,17 @@ func explainChange(e *env, paths []string, f *checkFlags, base, head, sandbox, r
 		}
 	}
 	// Each deploy unit is compared on its own, as keyhole diff compares it.
-	names := sideUnits(sides, "")
+	names := pipeline.SideUnits(ps, "")
 	var results []diff.Result
 	var sideLists [2][]diff.Side
 	for _, name := range names {
-		bs, hs := sides[0].side(opts, name, len(names) > 1), sides[1].side(opts, name, len(names) > 1)
+		bs, hs := sides[0].DiffSide(opts, name, len(names) > 1), sides[1].DiffSide(opts, name, len(names) > 1)
 		sideLists[0], sideLists[1] = append(sideLists[0], bs), append(sideLists[1], hs)
 		results = append(results, diff.Compare(bs, hs))
 	}
 	res := diff.Merge(results...)
 	if len(results) == 0 {
-		res = diff.Compare(diff.Side{Ref: sides[0].ref}, diff.Side{Ref: sides[1].ref})
+		res = diff.Compare(diff.Side{Ref: sides[0].Ref}, diff.Side{Ref: sides[1].Ref})
 	}
 	changes := map[string]diff.SandboxChange{}
 	for _, c := range res.Sandboxes {
