@@ -19,6 +19,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"keyhole.dev/keyhole/bench/gen/synth"
+	"keyhole.dev/keyhole/pipeline"
 )
 
 // BenchmarkCheckVsParse runs, on the same repository and in one run, the
@@ -229,7 +230,7 @@ func BenchmarkCheckHeap(b *testing.B) {
 	for b.Loop() {
 		var f checkFlags
 		f.namespace = "default"
-		c, err := load(&env{stdin: strings.NewReader("")}, []string{dir}, &f)
+		c, err := pipeline.Check(f.options(&env{stdin: strings.NewReader("")}, []string{dir}))
 		if err != nil {
 			b.Fatal(err)
 		}

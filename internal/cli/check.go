@@ -4,13 +4,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"strings"
 
 	"keyhole.dev/keyhole/compiler"
 	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/pipeline"
 	"keyhole.dev/keyhole/schema"
-	"keyhole.dev/keyhole/source"
 )
 
 // checkFlags are shared by every command that checks its inputs first.
@@ -66,106 +65,26 @@ func (f *checkFlags) registerImage(fs *flag.FlagSet) {
 	fs.StringVar(&f.sandboxImage, "sandbox-image", "", "container `image` for a sandbox whose SandboxClass (for an agent.yaml agent, keyhole.yaml's sandboxImage) names none; check, render and diff take the same")
 }
 
-// checked is the outcome of loading and compiling the inputs.
-type checked struct {
-	result    compiler.Result
-	documents int
-	// unitDocs counts the documents of each deploy unit, by its ID.
-	unitDocs map[string]int
-	// rules describes codes beyond the compiler's table that the
-	// diagnostics may hold (a render target's own), for SARIF.
-	rules []diag.Rule
-}
-
-// load reads and compiles paths. An error means the inputs could not be
-// read at all (exit 2); diagnostics are in the result.
-func load(e *env, paths []string, f *checkFlags) (checked, error) {
-	if len(paths) == 0 {
-		paths = []string{"."}
-	}
-	v, err := validator(f)
-	if err != nil {
-		return checked{}, err
-	}
-	opts := f.sourceOptions(e.stdin)
-	opts.Digest = f.digest(v)
-	docs, loadDiags, err := source.Load(paths, opts)
-	if err != nil {
-		return checked{}, err
-	}
-	return compileDocs(docs, loadDiags, f, v)
-}
-
-// sourceOptions are the loader's options the flags choose.
-func (f *checkFlags) sourceOptions(stdin io.Reader) source.Options {
-	return source.Options{Stdin: stdin, AllowRemoteBases: f.allowRemoteBases, Exclude: f.exclude}
-}
-
-// digest is the loader's Digest: what the compiler needs of each document,
-// taken as it is parsed so that its node tree can be dropped. The
-// keyhole.yaml the loader reads before it walks names the operator the
-// digest checks against, unless --operator-version does.
-func (f *checkFlags) digest(v *schema.Validator) source.Digest {
-	return compiler.Digest(v, compiler.Options{OperatorVersion: f.operatorVersion})
-}
-
-// validator checks the flags that choose the schemas and returns the
-// validator the loader's Digest and the compiler share.
-func validator(f *checkFlags) (*schema.Validator, error) {
-	if f.operatorVersion != "" {
-		if _, err := schema.LookupOperator(f.operatorVersion); err != nil {
-			return nil, fmt.Errorf("--operator-version: %w", err)
-		}
-	}
-	v, err := schema.NewValidator()
-	if err != nil {
-		return nil, fmt.Errorf("loading the schemas: %w", err)
-	}
-	return v, nil
-}
-
-// compileDocs checks loaded documents, with the loader's diagnostics,
-// against v (a new validator when nil).
-func compileDocs(docs []*source.Document, loadDiags diag.List, f *checkFlags, v *schema.Validator) (checked, error) {
-	if v == nil {
-		var err error
-		if v, err = validator(f); err != nil {
-			return checked{}, err
-		}
-	}
-	res := compiler.Compile(docs, v, compiler.Options{
+// options are the pipeline's options the flags choose, for paths read
+// with e's standard input.
+func (f *checkFlags) options(e *env, paths []string) pipeline.Options {
+	return pipeline.Options{
+		Paths:               paths,
+		Stdin:               e.stdin,
+		Exclude:             f.exclude,
+		AllowRemoteBases:    f.allowRemoteBases,
 		AllowMissingSecrets: f.allowMissingSecrets,
 		DefaultNamespace:    f.namespace,
-		DefaultSandboxImage: f.sandboxImage,
-		NoSandboxImages:     f.noImages,
-		Loaded:              loadDiags,
 		OperatorVersion:     f.operatorVersion,
-		OmitObjects:         !f.objects,
-		OmitPlans:           f.diagnosticsOnly,
-	})
-	unitDocs := map[string]int{}
-	for _, d := range docs {
-		if d.Node != nil || d.Released() {
-			unitDocs[d.Unit().ID]++
-		}
+		SandboxImage:        f.sandboxImage,
+		Objects:             f.objects,
+		DiagnosticsOnly:     f.diagnosticsOnly,
+		NoImages:            f.noImages,
 	}
-	return checked{result: res, documents: countDocs(docs), unitDocs: unitDocs}, nil
-}
-
-// countDocs counts the documents read, once each however many deploy
-// units build them.
-func countDocs(docs []*source.Document) int {
-	seen := diag.NewPosSet()
-	for _, d := range docs {
-		if d.Node != nil || d.Released() {
-			seen.Add(d.Pos)
-		}
-	}
-	return seen.Len()
 }
 
 // report prints the diagnostics in the chosen format.
-func report(e *env, c checked, format string, pf printFlags) error {
+func report(e *env, c pipeline.Checked, format string, pf printFlags) error {
 	o, err := pf.options(format)
 	if err != nil {
 		return err
@@ -174,21 +93,12 @@ func report(e *env, c checked, format string, pf printFlags) error {
 	if err != nil {
 		return err
 	}
-	sum := diag.Summary{Documents: c.documents, Objects: c.result.Objects, Skipped: compiler.SkippedOf(c.result.Diagnostics)}
-	for _, u := range c.result.Units {
+	sum := diag.Summary{Documents: c.Documents, Objects: c.Result.Objects, Skipped: compiler.SkippedOf(c.Result.Diagnostics)}
+	for _, u := range c.Result.Units {
 		sum.Units = append(sum.Units, u.Name)
-		sum.Built = append(sum.Built, diag.BuiltUnit{Name: u.Name, Source: string(u.Source), Documents: c.unitDocs[u.ID]})
+		sum.Built = append(sum.Built, diag.BuiltUnit{Name: u.Name, Source: string(u.Source), Documents: c.UnitDocs[u.ID]})
 	}
-	return p.Print(e.stdout, c.result.Diagnostics, sum, c.allRules())
-}
-
-// allRules is the compiler's table plus c's extra rules, by code.
-func (c checked) allRules() map[string]diag.Rule {
-	rules := compiler.Rules()
-	for _, r := range c.rules {
-		rules[r.Code] = r
-	}
-	return rules
+	return p.Print(e.stdout, c.Result.Diagnostics, sum, c.AllRules())
 }
 
 func runCheck(e *env, args []string) int {
@@ -205,7 +115,7 @@ func runCheck(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "keyhole check: %v\n", err)
 		return exitUsage
 	}
-	c, err := load(e, paths, &f)
+	c, err := pipeline.Check(f.options(e, paths))
 	if err != nil {
 		return fail(e, "check", err)
 	}
@@ -213,7 +123,7 @@ func runCheck(e *env, args []string) int {
 		return fail(e, "check", err)
 	}
 	noteEmpty(e, "check", paths, c)
-	if c.result.Diagnostics.HasErrors() || *strict && c.result.Diagnostics.Count(diag.Warning) > 0 {
+	if c.Result.Diagnostics.HasErrors() || *strict && c.Result.Diagnostics.Count(diag.Warning) > 0 {
 		return exitFailed
 	}
 	return exitOK
@@ -223,8 +133,8 @@ func runCheck(e *env, args []string) int {
 // the inputs held no document at all: an empty file or an empty standard
 // input (a generator upstream that wrote nothing) is checked clean, which
 // is true, and would otherwise say nothing of why.
-func noteEmpty(e *env, cmd string, paths []string, c checked) {
-	if c.documents > 0 || len(c.result.Diagnostics) > 0 {
+func noteEmpty(e *env, cmd string, paths []string, c pipeline.Checked) {
+	if c.Documents > 0 || len(c.Result.Diagnostics) > 0 {
 		return
 	}
 	if len(paths) == 0 {

@@ -16,6 +16,7 @@ import (
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/internal/memlimit"
 	"keyhole.dev/keyhole/internal/version"
+	"keyhole.dev/keyhole/pipeline"
 )
 
 // Exit codes, the same for every command (README.md, Commands).
@@ -27,8 +28,9 @@ const (
 	exitUnknown = exitUsage
 )
 
-// errUsage marks an error the user can fix by changing the command line.
-var errUsage = errors.New("usage")
+// errUsage marks an error the user can fix by changing the command line:
+// the pipeline's, so that the errors it returns are the CLI's alike.
+var errUsage = pipeline.ErrUsage
 
 // env is what a command runs with: its streams and its standard input.
 // Commands never touch os.Stdout or os.Stderr directly, so every one runs
@@ -42,7 +44,7 @@ type env struct {
 	diffAfresh bool
 	// diffReuse, when set, is what diff's sides share (a new one when
 	// nil), for tests to see what was reused.
-	diffReuse *reuse
+	diffReuse *pipeline.Reuse
 }
 
 type command struct {

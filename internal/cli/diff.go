@@ -2,24 +2,17 @@ package cli
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/diff"
-	"keyhole.dev/keyhole/internal/gitfs"
+	"keyhole.dev/keyhole/pipeline"
 	"keyhole.dev/keyhole/render"
-	"keyhole.dev/keyhole/source"
 )
-
-// workingTree names the head side when --head is not given.
-const workingTree = "working tree"
 
 // diffFormats are --format's values for diff: the report's format on
 // stdout, and the diagnostics' on stderr (see diffFormat). There is no
@@ -136,13 +129,14 @@ func runDiff(e *env, args []string) int {
 	if err != nil {
 		return fail(e, "diff", err)
 	}
-	sides, err := openSides(wd, *base, *head, paths)
+	ps, err := pipeline.OpenSides(wd, *base, *head, paths)
 	if err != nil {
 		return fail(e, "diff", err)
 	}
-	defer closeSides(sides)
-	renderSide := func(s *diffSide, r *reuse) {
-		if len(s.paths) == 0 {
+	defer pipeline.CloseSides(ps)
+	sides := diffSides(ps)
+	renderSide := func(s *diffSide, r *pipeline.Reuse) {
+		if len(s.Paths) == 0 {
 			s.ok = true // the PATHs are all on the other side only
 			return
 		}
@@ -161,11 +155,11 @@ func runDiff(e *env, args []string) int {
 		wg.Wait()
 	} else {
 		// A pull request leaves most files as they were: the head takes
-		// from the base what the same inputs gave (see reuse), so it
-		// comes second. Each step spreads its work over every core.
+		// from the base what the same inputs gave (see pipeline.Reuse),
+		// so it comes second. Each step spreads its work over every core.
 		r := e.diffReuse
 		if r == nil {
-			r = newReuse()
+			r = pipeline.NewReuse()
 		}
 		for _, s := range sides {
 			renderSide(s, r)
@@ -179,7 +173,7 @@ func runDiff(e *env, args []string) int {
 			return s.code
 		}
 	}
-	names := sideUnits(sides, *unit)
+	names := pipeline.SideUnits(ps, *unit)
 	if *unit != "" && len(names) == 0 {
 		fmt.Fprintf(e.stderr, "keyhole diff: --unit %q: neither side has such a deploy unit with something to render\n", *unit)
 		return exitUsage
@@ -190,7 +184,7 @@ func runDiff(e *env, args []string) int {
 	// its unit's directory.
 	var results []diff.Result
 	for _, name := range names {
-		bs, hs := sides[0].side(opts, name, len(names) > 1), sides[1].side(opts, name, len(names) > 1)
+		bs, hs := sides[0].DiffSide(opts, name, len(names) > 1), sides[1].DiffSide(opts, name, len(names) > 1)
 		if *target != render.TargetKubernetes {
 			// The per-sandbox summary compares the plans' proxy configs,
 			// which are what the kubernetes target deploys. Another
@@ -203,7 +197,7 @@ func runDiff(e *env, args []string) int {
 	}
 	res := diff.Merge(results...)
 	if len(results) == 0 {
-		res = diff.Compare(diff.Side{Ref: sides[0].ref}, diff.Side{Ref: sides[1].ref})
+		res = diff.Compare(diff.Side{Ref: sides[0].Ref}, diff.Side{Ref: sides[1].Ref})
 	}
 	if err := diff.Write(e.stdout, reportFormat, res); err != nil {
 		return fail(e, "diff", err)
@@ -254,227 +248,51 @@ func trippedNames(ss []diff.SandboxChange) string {
 	return out
 }
 
-// openSides resolves the base and head refs (head "" is the working tree)
-// in the repository enclosing wd, and gives each side the PATHs it has.
-func openSides(wd, base, head string, paths []string) ([]*diffSide, error) {
-	sides := []*diffSide{{which: "base", rev: base}, {which: "head", rev: head}}
-	for _, s := range sides {
-		s.ref = diff.Ref{Name: s.rev}
-		if s.rev == "" {
-			s.ref.Name = workingTree
-			continue
-		}
-		// Each side reads through its own handle: the sides are rendered
-		// concurrently, and go-git's object storage is not documented as
-		// safe for concurrent use.
-		repo, err := gitfs.OpenRepo(wd)
-		if err != nil {
-			closeSides(sides)
-			return nil, err
-		}
-		if s.tree, err = repo.Tree(s.rev); err != nil {
-			_ = repo.Close()
-			closeSides(sides)
-			return nil, fmt.Errorf("--%s: %w", s.which, err)
-		}
-		s.ref.Commit = s.tree.Commit()
-	}
-	if head == "" {
-		if err := sparseOmitted(wd, paths); err != nil {
-			closeSides(sides)
-			return nil, err
-		}
-	}
-	for i, s := range sides {
-		other := sides[1-i]
-		// A PATH the PR adds (or removes) is empty on the side without
-		// it, not unreadable: everything in it is added (or removed).
-		// Missing on both sides, it is the user's mistake, and Load
-		// says so.
-		for _, p := range paths {
-			if s.exists(wd, p) || !other.exists(wd, p) {
-				s.paths = append(s.paths, p)
-			}
-		}
-	}
-	return sides, nil
-}
-
-// sparseOmitted refuses a working-tree side whose PATHs reach files a
-// sparse checkout leaves out: read from disk they would be deleted, and
-// their sandboxes' access reported narrowed, where git sees no change.
-func sparseOmitted(wd string, paths []string) error {
-	repo, err := gitfs.OpenRepo(wd)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = repo.Close() }()
-	omitted, err := repo.SparseOmitted(wd, paths)
-	if errors.Is(err, gitfs.ErrSparseIndex) {
-		return fmt.Errorf("%w; without one (git sparse-checkout set --no-sparse-index) keyhole tells what it leaves out, or compare commits with --head", err)
-	}
-	if err != nil || len(omitted) == 0 {
-		return err
-	}
-	files := fmt.Sprintf("%d files", len(omitted))
-	if len(omitted) == 1 {
-		files = "a file"
-	}
-	return fmt.Errorf("the working tree is a sparse checkout that leaves out %s under %s, such as %s: they would read as deleted; name PATHs inside the checkout, or compare commits with --head",
-		files, strings.Join(paths, ", "), filepath.ToSlash(omitted[0]))
-}
-
-// closeSides closes the repository handles the sides read their commits
-// through. Nothing is read after, so an error closing a file read only is
-// no error of the command's.
-func closeSides(sides []*diffSide) {
-	for _, s := range sides {
-		if s.tree != nil {
-			_ = s.tree.Close()
-		}
-	}
-}
-
-// diffSide is one side of a diff as the command loads it.
+// diffSide is one side of a diff as the command loads it, with what
+// loading it printed and returned.
 type diffSide struct {
-	which string // "base" or "head"
-	rev   string // as given; "" for the working tree
-	ref   diff.Ref
-	tree  *gitfs.Tree // nil for the working tree
-	paths []string    // the PATHs on this side
-	c     checked
-	units []rendered
-	// What rendering it printed and returned.
+	*pipeline.Side
 	stderr bytes.Buffer
 	code   int
 	ok     bool
 }
 
-// exists reports whether path p (relative to wd) is on the side; a path
-// that cannot be checked for another reason counts as there, for Load to
-// report.
-func (s *diffSide) exists(wd, p string) bool {
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(wd, p)
+// diffSides are the command's sides of the pipeline's.
+func diffSides(ps []*pipeline.Side) []*diffSide {
+	sides := make([]*diffSide, len(ps))
+	for i, p := range ps {
+		sides[i] = &diffSide{Side: p}
 	}
-	var err error
-	if s.tree != nil {
-		_, err = s.tree.Stat(p)
-	} else {
-		_, err = os.Stat(p)
-	}
-	return !errors.Is(err, fs.ErrNotExist)
-}
-
-// side is the deploy unit named name of the side, empty when the side
-// lacks it; with several units compared, its files are under the unit's
-// directory and its sandboxes name the unit.
-func (s *diffSide) side(opts render.Options, name string, several bool) diff.Side {
-	out := diff.Side{Ref: s.ref, DefaultNamespace: opts.DefaultNamespace}
-	for _, u := range s.units {
-		if u.name != name {
-			continue
-		}
-		out.Files, out.Sandboxes = u.files, u.plan.Sandboxes
-		if several {
-			out.Files = placed(u)
-			out.Unit = unitName(name)
-		}
-	}
-	return out
-}
-
-// sideUnits lists the deploy units with something rendered on either
-// side, sorted, or only the one --unit names.
-func sideUnits(sides []*diffSide, only string) []string {
-	var names []string
-	for _, s := range sides {
-		for _, u := range s.units {
-			if only != "" && u.name != only && unitName(u.name) != only {
-				continue
-			}
-			if !slices.Contains(names, u.name) {
-				names = append(names, u.name)
-			}
-		}
-	}
-	slices.Sort(names)
-	return names
+	return sides
 }
 
 // render loads, checks and renders the side as 'keyhole render' does,
 // printing its diagnostics to stderr; ok is false, with the exit code,
 // when it cannot be compared. A render with no sandboxes is an empty
 // side, not an error: a PR may add the first sandbox or remove the last.
-func (s *diffSide) render(e *env, wd string, f *checkFlags, diagFormat string, opts render.Options, renderer render.Renderer, r *reuse) (int, bool) {
-	v, err := validator(f)
-	if err != nil {
+func (s *diffSide) render(e *env, wd string, f *checkFlags, diagFormat string, opts render.Options, renderer render.Renderer, r *pipeline.Reuse) (int, bool) {
+	if err := s.Check(wd, f.options(e, s.Paths), r); err != nil {
 		return fail(e, "diff", err), false
 	}
-	docs, loadDiags, err := source.Load(s.paths, source.Options{Dir: wd, Tree: s.tree, AllowRemoteBases: f.allowRemoteBases, Digest: f.digest(v), Memo: r.source()})
-	if err != nil {
-		return fail(e, "diff", fmt.Errorf("%s %s: %w", s.which, s.ref, err)), false
-	}
-	opts.Reuse = r.render()
-	c, err := compileDocs(docs, loadDiags, f, v)
-	if err != nil {
-		return fail(e, "diff", err), false
-	}
-	s.units, err = renderUnits(&c, opts, renderer, nil)
-	s.c = c
-	hasErrors := c.result.Diagnostics.HasErrors()
-	if shown(c.result.Diagnostics, diagFormat, f.print.verbose) && (s.which == "head" || hasErrors) {
+	err := s.Render(opts, renderer, r)
+	c := s.Checked
+	hasErrors := c.Result.Diagnostics.HasErrors()
+	if shown(c.Result.Diagnostics, diagFormat, f.print.verbose) && (s.Which == "head" || hasErrors) {
 		if err := report(&env{stdout: e.stderr, stderr: e.stderr}, c, diagFormat, f.print); err != nil {
 			return fail(e, "diff", err), false
 		}
 		if !hasErrors {
-			fmt.Fprintf(e.stderr, "keyhole diff: the diagnostics above are %s's, %s\n", s.which, s.ref)
+			fmt.Fprintf(e.stderr, "keyhole diff: the diagnostics above are %s's, %s\n", s.Which, s.Ref)
 		}
 	}
 	if hasErrors {
-		fmt.Fprintf(e.stderr, "keyhole diff: %s %s: the check found errors; nothing compared\n", s.which, s.ref)
+		fmt.Fprintf(e.stderr, "keyhole diff: %s %s: the check found errors; nothing compared\n", s.Which, s.Ref)
 		return exitUsage, false
 	}
-	if errors.Is(err, render.ErrEmpty) {
-		s.units = nil
-		return exitOK, true
-	}
 	if err != nil {
-		return fail(e, "diff", fmt.Errorf("%s %s: %w", s.which, s.ref, err)), false
+		return fail(e, "diff", err), false
 	}
 	return exitOK, true
-}
-
-// reuse is what the diff's second side takes from its first, by content:
-// a file of the same name and bytes parses to the same documents, with
-// what compiler.Digest found in them (their schema findings, the decoded
-// objects), and an equal sandbox renders to
-// the same files, so that a pull request that changes one object of
-// thousands costs little more than one render. Each step still runs on
-// its whole side (the checks resolve references across every document,
-// and a render lists every file), so nothing that changed can be missed:
-// only the results of identical inputs are shared.
-type reuse struct {
-	parsed   *source.Memo
-	rendered *render.Reuse
-}
-
-func newReuse() *reuse {
-	return &reuse{parsed: source.NewMemo(), rendered: render.NewReuse()}
-}
-
-func (r *reuse) source() *source.Memo {
-	if r == nil {
-		return nil
-	}
-	return r.parsed
-}
-
-func (r *reuse) render() *render.Reuse {
-	if r == nil {
-		return nil
-	}
-	return r.rendered
 }
 
 // shown reports whether a side's diagnostics are printed: when it has

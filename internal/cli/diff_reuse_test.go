@@ -11,26 +11,27 @@ import (
 	"testing"
 
 	"keyhole.dev/keyhole/bench/gen/synth"
+	"keyhole.dev/keyhole/pipeline"
 )
 
 // diffBoth runs diff with args twice, its sides sharing what identical
 // inputs give and each side on its own, fails the test unless the two
 // print the same bytes and exit alike, and returns what the shared run
 // reused and its outputs.
-func diffBoth(t *testing.T, args ...string) (*reuse, int, string, string) {
+func diffBoth(t *testing.T, args ...string) (*pipeline.Reuse, int, string, string) {
 	t.Helper()
 	return bothWays(t, "diff", args...)
 }
 
 // bothWays runs the command (diff, or explain with --base) with args
 // twice, reusing and afresh, as diffBoth says.
-func bothWays(t *testing.T, cmd string, args ...string) (*reuse, int, string, string) {
+func bothWays(t *testing.T, cmd string, args ...string) (*pipeline.Reuse, int, string, string) {
 	t.Helper()
 	var out [2]struct {
 		code           int
 		stdout, stderr bytes.Buffer
 	}
-	r := newReuse()
+	r := pipeline.NewReuse()
 	for i, afresh := range []bool{false, true} {
 		e := &env{stdin: strings.NewReader(""), stdout: &out[i].stdout, stderr: &out[i].stderr, diffAfresh: afresh}
 		if !afresh {
@@ -54,10 +55,10 @@ func bothWays(t *testing.T, cmd string, args ...string) (*reuse, int, string, st
 // diffFormatsBoth is diffBoth in every format, returning the text run's:
 // the formats print one Result, so a difference would show in any, but
 // each prints its own parts of it.
-func diffFormatsBoth(t *testing.T, args ...string) (*reuse, int, string, string) {
+func diffFormatsBoth(t *testing.T, args ...string) (*pipeline.Reuse, int, string, string) {
 	t.Helper()
 	var (
-		r              *reuse
+		r              *pipeline.Reuse
 		code           int
 		stdout, stderr string
 	)
@@ -100,7 +101,7 @@ func TestDiffReuseExamples(t *testing.T) {
 			// sandboxes they give still render once.
 			r, _, _, _ := diffBoth(t, "--base", "main", "--head", "main")
 			renders := run(&env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}, []string{"render", "--stdout"}) == exitOK
-			if renders && r.rendered.Hits() == 0 {
+			if renders && r.Render().Hits() == 0 {
 				t.Error("the same commit on both sides: no sandbox's render was reused")
 			}
 			diffFormatsBoth(t, "--base", "main", "--head", "deleted")
@@ -254,10 +255,10 @@ func TestDiffReuseGenerated(t *testing.T) {
 			if code == exitUsage && !strings.Contains(stderr, "the check found errors") {
 				t.Errorf("exit %d, and no side's check failed:\n%s%s", code, stdout, stderr)
 			}
-			if r.parsed.Hits() == 0 {
+			if r.Source().Hits() == 0 {
 				t.Error("no file's parse (and what the Digest took of it) was reused")
 			}
-			if tc.rendered && code == exitFailed && r.rendered.Hits() == 0 {
+			if tc.rendered && code == exitFailed && r.Render().Hits() == 0 {
 				t.Error("no sandbox's render was reused")
 			}
 			if strings.Contains(stdout+stderr, canary) {
@@ -270,7 +271,7 @@ func TestDiffReuseGenerated(t *testing.T) {
 			if code != exitOK && !strings.Contains(stderr, "the check found errors") {
 				t.Errorf("explain --base: exit %d, and no side's check failed:\n%s%s", code, stdout, stderr)
 			}
-			if code == exitOK && r.parsed.Hits() == 0 {
+			if code == exitOK && r.Source().Hits() == 0 {
 				t.Error("explain --base: no file's parse was reused")
 			}
 			if sandbox, _, _ := strings.Cut(stdout, "\t"); code == exitOK {

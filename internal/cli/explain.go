@@ -12,6 +12,7 @@ import (
 
 	"keyhole.dev/keyhole/compiler"
 	"keyhole.dev/keyhole/diff"
+	"keyhole.dev/keyhole/pipeline"
 	"keyhole.dev/keyhole/proxy/config"
 	"keyhole.dev/keyhole/proxy/policy"
 	"keyhole.dev/keyhole/render"
@@ -92,7 +93,7 @@ func runExplain(e *env, args []string) int {
 			list := explainListJSON{Sandboxes: []explainSandboxJSON{}}
 			for _, u := range units {
 				for _, s := range u.Plan.Sandboxes {
-					list.Sandboxes = append(list.Sandboxes, sandboxJSON(s, unitName(u.Name), *mode))
+					list.Sandboxes = append(list.Sandboxes, sandboxJSON(s, pipeline.UnitName(u.Name), *mode))
 				}
 			}
 			if err := writeJSON(e.stdout, list); err != nil {
@@ -107,7 +108,7 @@ func runExplain(e *env, args []string) int {
 		for _, u := range units {
 			for _, s := range u.Plan.Sandboxes {
 				if len(units) > 1 {
-					fmt.Fprintf(e.stdout, "%s\t%s %s\tunit %s\n", sandboxName(s), s.Source.Kind, s.Source.Name, unitName(u.Name))
+					fmt.Fprintf(e.stdout, "%s\t%s %s\tunit %s\n", sandboxName(s), s.Source.Kind, s.Source.Name, pipeline.UnitName(u.Name))
 					continue
 				}
 				fmt.Fprintf(e.stdout, "%s\t%s %s\n", sandboxName(s), s.Source.Kind, s.Source.Name)
@@ -170,8 +171,8 @@ func selectUnit(units []compiler.Unit, name string) ([]compiler.Unit, error) {
 	}
 	var names []string
 	for _, u := range units {
-		names = append(names, unitName(u.Name))
-		if u.Name == name || unitName(u.Name) == name {
+		names = append(names, pipeline.UnitName(u.Name))
+		if u.Name == name || pipeline.UnitName(u.Name) == name {
 			return []compiler.Unit{u}, nil
 		}
 	}
@@ -192,7 +193,7 @@ func findSandbox(units []compiler.Unit, name string) (compiler.Sandbox, error) {
 			}
 			if s.Name == name || sandboxName(s) == name {
 				found = append(found, s)
-				in = append(in, unitName(u.Name))
+				in = append(in, pipeline.UnitName(u.Name))
 			}
 		}
 	}
@@ -349,25 +350,26 @@ func explainChange(e *env, paths []string, f *checkFlags, base, head, sandbox, r
 	if err != nil {
 		return fail(e, "explain", err)
 	}
-	sides, err := openSides(wd, base, head, paths)
+	ps, err := pipeline.OpenSides(wd, base, head, paths)
 	if err != nil {
 		return fail(e, "explain", err)
 	}
-	defer closeSides(sides)
+	defer pipeline.CloseSides(ps)
+	sides := diffSides(ps)
 	renderer, err := render.ForTarget(render.TargetKubernetes)
 	if err != nil {
 		return fail(e, "explain", err)
 	}
 	var opts render.Options
 	// The head takes from the base what the same inputs gave, as in
-	// keyhole diff (see reuse).
-	var r *reuse
+	// keyhole diff (see pipeline.Reuse).
+	var r *pipeline.Reuse
 	if !e.diffAfresh {
-		r = cmp.Or(e.diffReuse, newReuse())
+		r = cmp.Or(e.diffReuse, pipeline.NewReuse())
 	}
 	for _, s := range sides {
 		s.ok = true
-		if len(s.paths) > 0 {
+		if len(s.Paths) > 0 {
 			s.code, s.ok = s.render(&env{stdout: &s.stderr, stderr: &s.stderr}, wd, f, "text", opts, renderer, r)
 		}
 		if _, err := e.stderr.Write(s.stderr.Bytes()); err != nil {
@@ -378,17 +380,17 @@ func explainChange(e *env, paths []string, f *checkFlags, base, head, sandbox, r
 		}
 	}
 	// Each deploy unit is compared on its own, as keyhole diff compares it.
-	names := sideUnits(sides, "")
+	names := pipeline.SideUnits(ps, "")
 	var results []diff.Result
 	var sideLists [2][]diff.Side
 	for _, name := range names {
-		bs, hs := sides[0].side(opts, name, len(names) > 1), sides[1].side(opts, name, len(names) > 1)
+		bs, hs := sides[0].DiffSide(opts, name, len(names) > 1), sides[1].DiffSide(opts, name, len(names) > 1)
 		sideLists[0], sideLists[1] = append(sideLists[0], bs), append(sideLists[1], hs)
 		results = append(results, diff.Compare(bs, hs))
 	}
 	res := diff.Merge(results...)
 	if len(results) == 0 {
-		res = diff.Compare(diff.Side{Ref: sides[0].ref}, diff.Side{Ref: sides[1].ref})
+		res = diff.Compare(diff.Side{Ref: sides[0].Ref}, diff.Side{Ref: sides[1].Ref})
 	}
 	changes := map[string]diff.SandboxChange{}
 	for _, c := range res.Sandboxes {

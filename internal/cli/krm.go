@@ -11,6 +11,7 @@ import (
 
 	"keyhole.dev/keyhole/compiler"
 	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/pipeline"
 	"keyhole.dev/keyhole/render"
 	"keyhole.dev/keyhole/schema"
 	"keyhole.dev/keyhole/source"
@@ -65,27 +66,27 @@ func runKRM(e *env, f *checkFlags, opts render.Options, renderer render.Renderer
 			}
 		}
 	}
-	c, err := compileDocs(inputs, nil, f, nil)
+	c, err := pipeline.Compile(inputs, nil, f.options(e, nil), nil)
 	if err != nil {
 		return fail(e, "render --krm", err)
 	}
 	out := resourceList{APIVersion: "config.kubernetes.io/v1", Kind: "ResourceList", Items: []*yaml.Node{}}
 	// The same unit render as render's other outputs: the target's rules
 	// and diagnostics, a unit without sandboxes left out.
-	units, rerr := renderUnits(&c, opts, renderer, nil)
-	for _, d := range c.result.Diagnostics {
+	units, rerr := pipeline.Render(&c, opts, renderer, "")
+	for _, d := range c.Result.Diagnostics {
 		if d.Suppressed == "" {
 			out.Results = append(out.Results, krmResult(d))
 		}
 	}
 	code := exitOK
-	if c.result.Diagnostics.HasErrors() {
+	if c.Result.Diagnostics.HasErrors() {
 		code = exitFailed
 	} else {
 		if rerr != nil {
 			return fail(e, "render --krm", rerr)
 		}
-		objs, err := stream(units)
+		objs, err := pipeline.Stream(units)
 		if err != nil {
 			return fail(e, "render --krm", err)
 		}

@@ -1,18 +1,14 @@
 package cli
 
 import (
-	"cmp"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"path"
-	"slices"
 	"strings"
 
 	"keyhole.dev/keyhole/compiler"
+	"keyhole.dev/keyhole/pipeline"
 	"keyhole.dev/keyhole/render"
-	"keyhole.dev/keyhole/source"
 )
 
 func runRender(e *env, args []string) int {
@@ -53,7 +49,7 @@ func runRender(e *env, args []string) int {
 		}
 		return runKRM(e, &f, opts, renderer)
 	}
-	c, err := load(e, paths, &f)
+	c, err := pipeline.Check(f.options(e, paths))
 	if err != nil {
 		return fail(e, "render", err)
 	}
@@ -62,7 +58,7 @@ func runRender(e *env, args []string) int {
 		return code
 	}
 	if *stdout {
-		err := writeStream(e.stdout, units)
+		err := pipeline.WriteStream(e.stdout, units)
 		if errors.Is(err, errUsage) {
 			fmt.Fprintf(e.stderr, "keyhole render: --stdout: %v\n", err)
 			return exitUsage
@@ -72,7 +68,7 @@ func runRender(e *env, args []string) int {
 		}
 		return exitOK
 	}
-	files := layout(units)
+	files := pipeline.Layout(units)
 	if err := render.WriteDir(*out, files); err != nil {
 		return fail(e, "render", err)
 	}
@@ -86,18 +82,10 @@ func runRender(e *env, args []string) int {
 	}
 	sandboxes := 0
 	for _, u := range units {
-		sandboxes += len(u.plan.Sandboxes)
+		sandboxes += len(u.Plan.Sandboxes)
 	}
 	fmt.Fprintf(e.stderr, "keyhole render: wrote %d files for %s to %s\n", len(files), plural(sandboxes, "sandbox", "sandboxes"), where)
 	return exitOK
-}
-
-// rendered is one deploy unit's render.
-type rendered struct {
-	name  string // the unit's name; "" for the files outside any kustomization
-	dir   string // where -o writes the unit's files among several (source.Unit.Dir)
-	plan  compiler.Plan
-	files []render.File
 }
 
 // registerUnit adds --unit, shared by the commands that render or explain.
@@ -112,12 +100,12 @@ func registerUnit(fs *flag.FlagSet) *string {
 // render is left out; when none has anything, render.ErrEmpty is the
 // error. ok is false when nothing may be written, with the exit code to
 // return.
-func renderChecked(e *env, c *checked, f *checkFlags, opts render.Options, renderer render.Renderer, unit *string) ([]rendered, int, bool) {
-	units, rerr := renderUnits(c, opts, renderer, unit)
+func renderChecked(e *env, c *pipeline.Checked, f *checkFlags, opts render.Options, renderer render.Renderer, unit *string) ([]pipeline.Rendered, int, bool) {
+	units, rerr := pipeline.Render(c, opts, renderer, *unit)
 	if err := report(&env{stdout: e.stderr, stderr: e.stderr}, *c, f.format, f.print); err != nil {
 		return nil, fail(e, "render", err), false
 	}
-	if c.result.Diagnostics.HasErrors() {
+	if c.Result.Diagnostics.HasErrors() {
 		fmt.Fprintln(e.stderr, "keyhole render: nothing written: the check found errors")
 		return nil, exitFailed, false
 	}
@@ -131,156 +119,13 @@ func renderChecked(e *env, c *checked, f *checkFlags, opts render.Options, rende
 	return units, exitOK, true
 }
 
-// renderUnits renders the units of a checked input that has no errors,
-// adding the target's diagnostics to it. only, when it names a unit,
-// keeps that one.
-func renderUnits(c *checked, opts render.Options, renderer render.Renderer, only *string) ([]rendered, error) {
-	if c.result.Diagnostics.HasErrors() {
-		return nil, nil
-	}
-	c.rules = render.OmniaRules()
-	var names []string
-	var out []rendered
-	found := false
-	for _, u := range c.result.Units {
-		names = append(names, unitName(u.Name))
-		if only != nil && *only != "" && u.Name != *only && !(u.Name == source.LooseUnit && *only == looseName) {
-			continue
-		}
-		found = true
-		uopts := opts
-		uopts.DefaultNamespace = cmp.Or(u.Namespace, opts.DefaultNamespace)
-		files, ds, err := renderer(u.Plan, uopts)
-		c.result.Diagnostics = append(c.result.Diagnostics, ds...)
-		if errors.Is(err, render.ErrEmpty) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, rendered{name: u.Name, dir: u.Dir, plan: u.Plan, files: files})
-	}
-	c.result.Diagnostics.Sort()
-	if only != nil && *only != "" && !found {
-		return nil, fmt.Errorf("%w: --unit %q: the input has no such deploy unit (it has: %s)", errUsage, *only, strings.Join(names, ", "))
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: no deploy unit has a sandbox", render.ErrEmpty)
-	}
-	return out, nil
-}
-
-// stream is every unit's objects as one YAML stream, which --krm prints
-// and --stdout writes (writeStream). One stream is what one cluster applies: several units'
-// objects go in it when no two units render the same object; when they do
-// (two overlays of one base), a stream of both would apply one over the
-// other, and --unit chooses.
-func stream(units []rendered) ([]byte, error) {
-	all, err := streamed(units)
-	if err != nil {
-		return nil, err
-	}
-	return render.Stream(all)
-}
-
-// writeStream writes the stream of stream to w as it goes, rather than
-// building it first: nothing is written when it is refused.
-func writeStream(w io.Writer, units []rendered) error {
-	all, err := streamed(units)
-	if err != nil {
-		return err
-	}
-	return render.WriteStream(w, all)
-}
-
-// streamed is every unit's files, for one stream; an error when two units
-// render the same object.
-func streamed(units []rendered) ([]render.File, error) {
-	if a, b, clash := clashing(units); clash != "" {
-		return nil, fmt.Errorf("%w: one stream holds each object once, and deploy units %s and %s both render %s: choose one with --unit, as each Argo CD application renders one", errUsage, unitName(a), unitName(b), clash)
-	}
-	if len(units) == 1 {
-		return units[0].files, nil
-	}
-	n := 0
-	for _, u := range units {
-		n += len(u.files)
-	}
-	all := make([]render.File, 0, n)
-	for _, u := range units {
-		all = append(all, u.files...)
-	}
-	return all, nil
-}
-
-// clashing returns two units that render a file of the same path (so the
-// same object: paths derive from namespaces and names), and that path;
-// "" when none do. Kustomizations are not streamed, and do not count.
-func clashing(units []rendered) (a, b, path string) {
-	if len(units) < 2 {
-		// A unit renders each path once.
-		return "", "", ""
-	}
-	seen := map[string]string{}
-	for _, u := range units {
-		for _, f := range u.files {
-			if strings.HasSuffix(f.Path, "kustomization.yaml") {
-				continue
-			}
-			if prev, ok := seen[f.Path]; ok && prev != u.name {
-				return prev, u.name, f.Path
-			}
-			seen[f.Path] = u.name
-		}
-	}
-	return "", "", ""
-}
-
-// looseName is how the files outside any kustomization are named to the
-// user, and to --unit.
-const looseName = "(loose files)"
-
-func unitName(u string) string {
-	if u == source.LooseUnit {
-		return looseName
-	}
-	return u
-}
-
-func unitNames(us []rendered) string {
+// unitNames names the rendered units to the user.
+func unitNames(us []pipeline.Rendered) string {
 	var names []string
 	for _, u := range us {
-		names = append(names, unitName(u.name))
+		names = append(names, pipeline.UnitName(u.Name))
 	}
 	return strings.Join(names, ", ")
-}
-
-// layout places the units' files in one output directory: one unit's at
-// its top, as they are; several units' each under the unit's directory
-// (the loose files' at the top), so that each is a kustomization of its
-// own for a Flux Kustomization or an Argo CD application to point at.
-func layout(units []rendered) []render.File {
-	if len(units) == 1 {
-		return units[0].files
-	}
-	var files []render.File
-	for _, u := range units {
-		files = append(files, placed(u)...)
-	}
-	slices.SortFunc(files, func(a, b render.File) int { return strings.Compare(a.Path, b.Path) })
-	return files
-}
-
-// placed is a unit's files where a render of several units writes them.
-func placed(u rendered) []render.File {
-	if u.dir == "" {
-		return u.files
-	}
-	out := make([]render.File, len(u.files))
-	for i, f := range u.files {
-		out[i] = render.File{Path: path.Join(u.dir, f.Path), Data: f.Data}
-	}
-	return out
 }
 
 // registerRenderOptions adds the flags that choose what the plan does not
@@ -320,16 +165,16 @@ func count(bs ...bool) int {
 // plan loads, checks and returns each deploy unit's plan, printing
 // diagnostics to stderr; ok is false when the check found errors.
 func plan(e *env, paths []string, f *checkFlags) ([]compiler.Unit, int, bool) {
-	c, err := load(e, paths, f)
+	c, err := pipeline.Check(f.options(e, paths))
 	if err != nil {
 		return nil, fail(e, "explain", err), false
 	}
-	if c.result.Diagnostics.HasErrors() {
+	if c.Result.Diagnostics.HasErrors() {
 		if err := report(&env{stdout: e.stderr, stderr: e.stderr}, c, "text", printFlags{}); err != nil {
 			return nil, fail(e, "explain", err), false
 		}
 		fmt.Fprintln(e.stderr, "keyhole explain: the check found errors; fix them first")
 		return nil, exitFailed, false
 	}
-	return c.result.Units, exitOK, true
+	return c.Result.Units, exitOK, true
 }
