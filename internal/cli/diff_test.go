@@ -414,3 +414,24 @@ func TestDiffOmniaTarget(t *testing.T) {
 		t.Errorf("omnia target: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
+
+// TestDiffExclude: diff reads each side as check reads the inputs, so a
+// path --exclude keeps out of check is kept out of both sides too; a
+// broken file there fails neither, and a change there is no change.
+func TestDiffExclude(t *testing.T) {
+	files := example(t, "github-acme")
+	files["vendor/broken.yaml"] = "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: broken, namespace: agents}\nspec: {hosts: [x.example.com], credential: {kind: secret, secretRef: {name: nowhere}}}\n"
+	g := newGitFixture(t, files)
+	g.write(map[string]string{"vendor/broken.yaml": strings.Replace(files["vendor/broken.yaml"], "x.example.com", "y.example.com", 1)})
+	t.Chdir(g.dir)
+	if code, _, stderr := runIn(t, "check", "--exclude", "vendor", "."); code != exitOK {
+		t.Fatalf("check --exclude vendor: exit %d\n%s", code, stderr)
+	}
+	code, stdout, stderr := runIn(t, "diff", "--base", "main", "--exclude", "vendor", ".")
+	if code != exitOK || !strings.Contains(stdout, "no changes") {
+		t.Fatalf("diff --exclude vendor: exit %d, want 0 and no changes\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if code, _, _ := runIn(t, "diff", "--base", "main", "."); code != exitUsage {
+		t.Fatalf("diff without --exclude: exit %d, want %d (the broken file is read)", code, exitUsage)
+	}
+}
