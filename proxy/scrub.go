@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 )
 
 // MinScrubLen is the shortest credential value the proxy scrubs from
@@ -47,13 +48,21 @@ func (in Injected) LogValue() slog.Value { return slog.StringValue(redacted) }
 // substitute form the sandbox chooses the user of a basic credential, so
 // it can make the base64 hold them.
 func (in *Injected) add(v string) {
-	in.addOne(v)
+	for _, f := range formsOf(&escapedCache, v, escapedForms) {
+		in.addOne(f)
+	}
+}
+
+// escapedForms returns v and its percent-encoded forms, in the order add
+// records them.
+func escapedForms(v string) []string {
+	forms := []string{v}
 	for _, e := range [...]string{url.QueryEscape(v), url.PathEscape(v)} {
 		if e != v {
-			in.addOne(e)
-			in.addOne(lowerHexEscapes(e))
+			forms = append(forms, e, lowerHexEscapes(e))
 		}
 	}
+	return forms
 }
 
 // addEncoded records, besides v itself (add), the encodings an upstream
@@ -65,9 +74,16 @@ func (in *Injected) add(v string) {
 // one of them, padded or not, whatever comes before or after.
 func (in *Injected) addEncoded(v string) {
 	in.add(v)
+	for _, f := range formsOf(&encodedCache, v, credentialEncodings) {
+		in.addOne(f)
+	}
+}
+
+// credentialEncodings returns the hex and base64 forms of v, in the order
+// addEncoded records them.
+func credentialEncodings(v string) []string {
 	h := hex.EncodeToString([]byte(v))
-	in.addOne(h)
-	in.addOne(strings.ToUpper(h))
+	forms := []string{h, strings.ToUpper(h)}
 	buf := make([]byte, 2, 2+len(v))
 	buf = append(buf, v...)
 	for off := range 3 {
@@ -78,10 +94,42 @@ func (in *Injected) addEncoded(v string) {
 		lo, hi := (8*off+5)/6, 8*len(src)/6
 		for _, enc := range [...]*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
 			if e := enc.EncodeToString(src); lo < hi {
-				in.addOne(e[lo:hi])
+				forms = append(forms, e[lo:hi])
 			}
 		}
 	}
+	return forms
+}
+
+// formsCache keeps the forms computed for the values injected lately:
+// the same credential goes out on request after request, and encoding it
+// a dozen ways each time was the largest cost the proxy adds to one. It
+// holds at most maxCachedValues values and starts afresh when full, so a
+// rotated value leaves it soon; the values are the ones the proxy holds
+// anyway, and nothing reads the cache but add and addEncoded.
+type formsCache struct {
+	mu sync.Mutex
+	m  map[string][]string
+}
+
+const maxCachedValues = 64
+
+var escapedCache, encodedCache formsCache
+
+// formsOf returns forms(v) from c, computing and keeping it on a miss.
+// The slice returned is shared: callers only read it.
+func formsOf(c *formsCache, v string, forms func(string) []string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f, ok := c.m[v]; ok {
+		return f
+	}
+	if c.m == nil || len(c.m) >= maxCachedValues {
+		c.m = make(map[string][]string, maxCachedValues)
+	}
+	f := forms(v)
+	c.m[v] = f
+	return f
 }
 
 // lowerHexEscapes writes the hex digits of s's percent-escapes in lower
