@@ -429,18 +429,10 @@ func (p *pass) renamedName(name string, names []string) string {
 // there are none.
 func (p *pass) unreadNote() string {
 	var note string
-	switch files := source.Unread(p.opts.Loaded); len(files) {
-	case 0:
-	case 1:
-		note = fmt.Sprintf("; %s could not be read and may hold it", files[0])
-	default:
+	if files := source.Unread(p.opts.Loaded); len(files) > 0 {
 		note = fmt.Sprintf("; %s could not be read and may hold it", capList(files))
 	}
-	switch files := source.Ignored(p.opts.Loaded); len(files) {
-	case 0:
-	case 1:
-		note += fmt.Sprintf("; %s, which .gitignore ignores, may hold it", files[0])
-	default:
+	if files := source.Ignored(p.opts.Loaded); len(files) > 0 {
 		note += fmt.Sprintf("; %s, which .gitignore ignores, may hold it", capList(files))
 	}
 	return note

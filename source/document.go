@@ -18,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/internal/kustbuild"
 )
 
 // Document is one YAML (or JSON) document of an input file.
@@ -139,18 +140,7 @@ func (d *Document) Object() diag.Object {
 // Lookup returns the value node of key in mapping m, or nil when m is not a
 // mapping or has no such key. It exists because every caller that walks
 // nodes for positions needs it, and yaml.v3 offers no equivalent.
-func Lookup(m *yaml.Node, key string) *yaml.Node {
-	if m == nil || m.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		k := m.Content[i]
-		if k.Kind == yaml.ScalarNode && k.Value == key && k.ShortTag() == "!!str" {
-			return m.Content[i+1]
-		}
-	}
-	return nil
-}
+func Lookup(m *yaml.Node, key string) *yaml.Node { return kustbuild.Lookup(m, key) }
 
 // stringField returns the value of key in m when it is a string scalar.
 func stringField(m *yaml.Node, key string) string {

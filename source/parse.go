@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/internal/kustbuild"
 )
 
 // The codes the loader reports. They are stable: users search for them.
@@ -171,15 +172,7 @@ func parseAll(file string, data []byte, walked bool, each func(*Document)) ([]Do
 
 // decode runs the YAML decoder, turning a panic inside the library into an
 // error: the loader promises callers no panic on any input.
-func decode(dec *yaml.Decoder, n *yaml.Node) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			// The panic value is not repeated: it may quote the input.
-			err = errors.New("yaml: the YAML parser failed on this input")
-		}
-	}()
-	return dec.Decode(n)
-}
+func decode(dec *yaml.Decoder, n *yaml.Node) error { return kustbuild.DecodeYAML(dec, n) }
 
 // syntaxError turns a yaml.v3 error into a YAMLInvalid diagnostic at the
 // line the library reports in its "yaml: line N: " prefix, counted from 1

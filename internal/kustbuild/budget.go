@@ -78,7 +78,7 @@ func measureYAML(data []byte) (objects, maxKeys int, ok bool) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for {
 		var doc yaml.Node
-		err := decodeYAML(dec, &doc)
+		err := DecodeYAML(dec, &doc)
 		if errors.Is(err, io.EOF) {
 			return objects, maxKeys, ok
 		}
@@ -93,7 +93,7 @@ func measureYAML(data []byte) (objects, maxKeys int, ok bool) {
 		case yaml.MappingNode:
 			ok = true
 			objects++
-			if items := lookup(root, "items"); items != nil && items.Kind == yaml.SequenceNode {
+			if items := Lookup(root, "items"); items != nil && items.Kind == yaml.SequenceNode {
 				objects += len(items.Content)
 			}
 		case yaml.SequenceNode:

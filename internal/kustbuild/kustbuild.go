@@ -26,10 +26,10 @@ func IsKustomizationName(name string) bool {
 	return slices.Contains(konfig.RecognizedKustomizationFileNames(), name)
 }
 
-// decodeYAML decodes the next document of dec into n; a panic of the YAML
+// DecodeYAML decodes the next document of dec into n; a panic of the YAML
 // library is an error, never repeating its value, which may quote the
-// input (as the loader's own decode).
-func decodeYAML(dec *yaml.Decoder, n *yaml.Node) (err error) {
+// input. The loader decodes with it too.
+func DecodeYAML(dec *yaml.Decoder, n *yaml.Node) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = errors.New("yaml: the YAML parser failed on this input")
@@ -38,8 +38,10 @@ func decodeYAML(dec *yaml.Decoder, n *yaml.Node) (err error) {
 	return dec.Decode(n)
 }
 
-// lookup returns the value of key in the mapping m, or nil.
-func lookup(m *yaml.Node, key string) *yaml.Node {
+// Lookup returns the value node of key in mapping m, or nil when m is not
+// a mapping or has no such key; yaml.v3 offers no equivalent. source.Lookup
+// is this function.
+func Lookup(m *yaml.Node, key string) *yaml.Node {
 	if m == nil || m.Kind != yaml.MappingNode {
 		return nil
 	}

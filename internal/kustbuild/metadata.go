@@ -24,11 +24,11 @@ const (
 // report.
 func WithBuildMetadata(data []byte) []byte {
 	var doc yaml.Node
-	if err := decodeYAML(yaml.NewDecoder(bytes.NewReader(data)), &doc); err != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+	if err := DecodeYAML(yaml.NewDecoder(bytes.NewReader(data)), &doc); err != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return data
 	}
 	root := doc.Content[0]
-	seq := lookup(root, buildMetadataField)
+	seq := Lookup(root, buildMetadataField)
 	if seq == nil || seq.Kind != yaml.SequenceNode {
 		seq = &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
 		for i := 0; i+1 < len(root.Content); i += 2 {

@@ -109,7 +109,7 @@ func FuzzWithBuildMetadata(f *testing.F) {
 // does and returns its root when it is a mapping.
 func firstMapping(data []byte) (*yaml.Node, bool) {
 	var doc yaml.Node
-	if decodeYAML(yaml.NewDecoder(bytes.NewReader(data)), &doc) != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+	if DecodeYAML(yaml.NewDecoder(bytes.NewReader(data)), &doc) != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil, false
 	}
 	return doc.Content[0], true

@@ -87,7 +87,7 @@ func Redact(msg string, read map[string][]byte) string {
 		mappings := 0
 		for {
 			var doc yaml.Node
-			if err := decodeYAML(dec, &doc); err != nil {
+			if err := DecodeYAML(dec, &doc); err != nil {
 				break
 			}
 			if len(doc.Content) > 0 && doc.Content[0].Kind == yaml.MappingNode {

@@ -42,13 +42,13 @@ func remotePathFields() []string { return []string{"patches", "patchesJson6902",
 // (its bytes, data) that kustomize would fetch, or nil.
 func RemoteEntry(fsys Stater, kfile string, data []byte) *yaml.Node {
 	var doc yaml.Node
-	if err := decodeYAML(yaml.NewDecoder(bytes.NewReader(data)), &doc); err != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+	if err := DecodeYAML(yaml.NewDecoder(bytes.NewReader(data)), &doc); err != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil // kustomize reports what is wrong with it
 	}
 	root := doc.Content[0]
 	dir := filepath.Dir(kfile)
 	scalars := func(field string) []*yaml.Node {
-		seq := lookup(root, field)
+		seq := Lookup(root, field)
 		if seq == nil || seq.Kind != yaml.SequenceNode {
 			return nil
 		}
@@ -58,7 +58,7 @@ func RemoteEntry(fsys Stater, kfile string, data []byte) *yaml.Node {
 			case e.Kind == yaml.ScalarNode:
 				out = append(out, e)
 			case e.Kind == yaml.MappingNode:
-				if p := lookup(e, "path"); p != nil && p.Kind == yaml.ScalarNode {
+				if p := Lookup(e, "path"); p != nil && p.Kind == yaml.ScalarNode {
 					out = append(out, p)
 				}
 			}
@@ -79,8 +79,8 @@ func RemoteEntry(fsys Stater, kfile string, data []byte) *yaml.Node {
 			}
 		}
 	}
-	if oa := lookup(root, "openapi"); oa != nil && oa.Kind == yaml.MappingNode {
-		if p := lookup(oa, "path"); p != nil && p.Kind == yaml.ScalarNode && isRemoteRef(fsys, dir, p.Value, false) {
+	if oa := Lookup(root, "openapi"); oa != nil && oa.Kind == yaml.MappingNode {
+		if p := Lookup(oa, "path"); p != nil && p.Kind == yaml.ScalarNode && isRemoteRef(fsys, dir, p.Value, false) {
 			return p
 		}
 	}
