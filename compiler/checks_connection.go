@@ -60,9 +60,10 @@ func CABundleEnvNames() []string {
 // ToolEnvNames returns the other variables the renderer sets in every
 // sandbox for runtimes that read neither the proxy nor the CA-bundle
 // variables (Java's JAVA_TOOL_OPTIONS, wget's WGETRC, Node's opt-in to
-// HTTPS_PROXY). A placeholderEnv may not take their names.
+// HTTPS_PROXY, PHP's extra ini directory). A placeholderEnv may not take
+// their names.
 func ToolEnvNames() []string {
-	return []string{"JAVA_TOOL_OPTIONS", "NODE_USE_ENV_PROXY", "WGETRC"}
+	return []string{"JAVA_TOOL_OPTIONS", "NODE_USE_ENV_PROXY", "PHP_INI_SCAN_DIR", "WGETRC"}
 }
 
 // ReservedEnvNames returns every variable name a placeholder may not

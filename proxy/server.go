@@ -88,6 +88,12 @@ type Options struct {
 	// ReloadInterval is how often the config and CA files are checked for
 	// changes; 0 means 2s.
 	ReloadInterval time.Duration
+	// CASwitchDelay is how long a renewed CA waits before it signs new
+	// leaves, while the previous one, still valid past the delay, goes on
+	// signing them: the time the renewed CA takes to reach the sandboxes'
+	// trust bundles (docs/render.md, "When the CA is renewed"). 0 switches
+	// at once.
+	CASwitchDelay time.Duration
 	// Timeouts bound every wait; zero fields take the defaults.
 	Timeouts Timeouts
 	// Logger receives one JSON line per request and reload events; nil
@@ -127,6 +133,10 @@ type Server struct {
 
 	state atomic.Pointer[state]
 	ca    atomic.Pointer[caState]
+	// renewed is a CA read from the files that waits CASwitchDelay,
+	// since renewedAt, to replace ca; only loadCA touches them.
+	renewed   *caState
+	renewedAt time.Time
 
 	leaves   *leafCache      // reached only through interception.leaf
 	upstream *http.Transport // TLS to injected hosts
@@ -400,14 +410,29 @@ func (s *Server) loadCA(st *state) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrCA, err)
 	}
-	if cur := s.ca.Load(); cur != nil && bytes.Equal(cur.certRaw, certRaw) && bytes.Equal(cur.keyRaw, keyRaw) {
+	cur := s.ca.Load()
+	if cur != nil && bytes.Equal(cur.certRaw, certRaw) && bytes.Equal(cur.keyRaw, keyRaw) {
+		s.renewed = nil // back to the CA in use before the delay ran out
+		return nil
+	}
+	if r := s.renewed; r != nil && bytes.Equal(r.certRaw, certRaw) && bytes.Equal(r.keyRaw, keyRaw) {
+		if now := time.Now(); now.Sub(s.renewedAt) >= s.opts.CASwitchDelay || !cur.ca.cert.NotAfter.After(now) {
+			s.ca.Store(r)
+			s.renewed = nil
+		}
 		return nil
 	}
 	ca, err := ParseCA(certRaw, keyRaw)
 	if err != nil {
 		return fmt.Errorf("%s: %w", st.caCert, err)
 	}
-	s.ca.Store(&caState{certRaw: certRaw, keyRaw: keyRaw, ca: ca})
+	next := &caState{certRaw: certRaw, keyRaw: keyRaw, ca: ca}
+	if now := time.Now(); cur != nil && s.opts.CASwitchDelay > 0 && cur.ca.cert.NotAfter.After(now.Add(s.opts.CASwitchDelay)) {
+		s.renewed, s.renewedAt = next, now
+		return nil
+	}
+	s.ca.Store(next)
+	s.renewed = nil
 	return nil
 }
 
@@ -426,7 +451,7 @@ func (s *Server) reload() {
 		s.metrics.reload("config", nil)
 		s.log.Info("config reloaded", "hosts", len(st.cfg.Hosts), "passthrough", len(st.cfg.Passthrough), "tunnels_closed", closed)
 	}
-	before := s.ca.Load()
+	before, waiting := s.ca.Load(), s.renewed
 	if err := s.loadCA(st); err != nil {
 		if len(st.cfg.Hosts) > 0 {
 			s.metrics.reload("ca", err)
@@ -435,6 +460,9 @@ func (s *Server) reload() {
 	} else if after := s.ca.Load(); after != before {
 		s.metrics.reload("ca", nil)
 		s.log.Info("CA reloaded", "subject", after.ca.cert.Subject.CommonName, "notAfter", after.ca.cert.NotAfter)
+	} else if r := s.renewed; r != nil && r != waiting {
+		s.log.Info("CA renewed; the previous CA signs new leaves until the delay ends", "subject", r.ca.cert.Subject.CommonName,
+			"notAfter", r.ca.cert.NotAfter, "switchAt", s.renewedAt.Add(s.opts.CASwitchDelay).UTC().Format(time.RFC3339))
 	}
 }
 

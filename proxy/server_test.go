@@ -570,6 +570,51 @@ func TestServerCARenewal(t *testing.T) {
 	}
 }
 
+// TestServerCASwitchDelay renews the CA under a proxy that waits before
+// using it: new tunnels keep leaves of the previous CA through the delay
+// (a sandbox whose bundle does not yet hold the renewed CA still
+// verifies them), then get the renewed CA's; a renewal back to the CA in
+// use cancels the wait.
+func TestServerCASwitchDelay(t *testing.T) {
+	const delay = 600 * time.Millisecond
+	h := newHarness(t, func(o *Options) { o.CASwitchDelay = delay })
+	verifies := func(ca *testCA) bool {
+		c, _, resp := h.connect("api.github.com:443")
+		defer c.Close()
+		return resp.StatusCode == 200 && tls.Client(c, &tls.Config{ServerName: "api.github.com", RootCAs: ca.pool}).Handshake() == nil
+	}
+	if !verifies(h.sandbox) {
+		t.Fatal("the first CA does not verify")
+	}
+	renewed := newTestCA(t, "renewed sandbox CA")
+	renewedAt := time.Now()
+	renewed.writeFiles(t, filepath.Join(h.dir, "ca"))
+	eventually(t, "the renewal logged", func() bool { return strings.Contains(h.logs.String(), "the previous CA signs new leaves") })
+	for time.Since(renewedAt) < delay/2 {
+		if !verifies(h.sandbox) {
+			t.Fatalf("%v after the renewal, within the delay, a leaf does not verify against the previous CA", time.Since(renewedAt))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	eventually(t, "a leaf from the renewed CA", func() bool { return verifies(renewed) })
+	if since := time.Since(renewedAt); since < delay {
+		t.Errorf("the renewed CA signed after %v, before the %v delay", since, delay)
+	}
+	if !strings.Contains(h.logs.String(), `"msg":"CA reloaded"`) {
+		t.Errorf("no CA reloaded line:\n%s", h.logs.String())
+	}
+
+	// Renewed, then put back before the delay ends: nothing changes.
+	third := newTestCA(t, "third sandbox CA")
+	third.writeFiles(t, filepath.Join(h.dir, "ca"))
+	eventually(t, "the second renewal logged", func() bool { return strings.Count(h.logs.String(), "the previous CA signs new leaves") == 2 })
+	renewed.writeFiles(t, filepath.Join(h.dir, "ca"))
+	time.Sleep(2 * delay)
+	if !verifies(renewed) || verifies(third) {
+		t.Error("a renewal undone within the delay still switched the CA")
+	}
+}
+
 func TestServerConcurrentMintOnce(t *testing.T) {
 	h := newHarness(t)
 	var wg sync.WaitGroup

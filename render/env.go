@@ -72,6 +72,10 @@ func envVars(sb compiler.Sandbox, opts Options) ([]envVar, error) {
 		envVar{"NO_PROXY", noProxy}, envVar{"no_proxy", noProxy},
 		envVar{"JAVA_TOOL_OPTIONS", javaToolOptions(proxyHost, opts.NoProxy)},
 		envVar{"WGETRC", TrustDir + "/" + WgetRCName},
+		// The leading separator keeps the directories PHP was built to
+		// scan and adds the trust directory, whose one ini file names
+		// the bundle: PHP's curl and openssl read no CA variable.
+		envVar{"PHP_INI_SCAN_DIR", ":" + TrustDir},
 		// Node 22.21+ and 24.5+ route fetch and https through
 		// HTTPS_PROXY only when asked; older versions ignore the
 		// variable.
@@ -212,7 +216,9 @@ func Runtimes() []Runtime {
 		{Name: "axios <= 1.16.0", Via: "sends GET https://... in clear to the proxy, which refuses it (host-not-allowed): upgrade axios, or pass proxy: false", Proxy: true},
 		{Name: "npm", Via: "HTTPS_PROXY, NPM_CONFIG_CAFILE (over an npmrc cafile)", Proxy: true},
 		{Name: "Java HttpClient, HttpURLConnection", Via: "JAVA_TOOL_OPTIONS (proxy properties, PKCS#12 trust store)", Proxy: true},
-		{Name: ".NET HttpClient, Ruby Net::HTTP, PHP", Via: "HTTPS_PROXY, SSL_CERT_FILE", Proxy: true},
+		{Name: ".NET HttpClient, Ruby Net::HTTP", Via: "HTTPS_PROXY, SSL_CERT_FILE", Proxy: true},
+		{Name: "PHP curl extension", Via: "https_proxy (libcurl), PHP_INI_SCAN_DIR (curl.cainfo)", Proxy: true},
+		{Name: "PHP streams (file_get_contents), Python urllib3 alone, Go got, node-fetch 2", Via: "PHP_INI_SCAN_DIR (openssl.cafile) for PHP, SSL_CERT_FILE for the others; ignore the proxy variables"},
 		{Name: "Rust reqwest (native-tls or rustls with native roots), cargo", Via: "HTTPS_PROXY, SSL_CERT_FILE, CARGO_HTTP_CAINFO", Proxy: true},
 		{Name: "AWS CLI and SDKs, gcloud, gRPC, Deno", Via: "HTTPS_PROXY, AWS_CA_BUNDLE, CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE, GRPC_DEFAULT_SSL_ROOTS_FILE_PATH, DENO_CERT", Proxy: true},
 	}

@@ -51,6 +51,9 @@ const (
 	// so GitOps tools, which own only what the render declares, never
 	// fight the init container over it.
 	trustFieldManager = "keyhole-egress-trust"
+	// trustWatchInterval is how often egress-trust-watch reads ca.crt;
+	// the kubelet updates a Secret volume within about a minute.
+	trustWatchInterval = "10s"
 
 	// proxyUID runs the proxy and its init containers. In a sidecar pod
 	// it is the one user whose connections the nat rules leave
@@ -108,6 +111,7 @@ type shared struct {
 	netInit          *fixed
 	trustEnv         *fixed
 	initResources    *fixed
+	watchResources   *fixed // egress-trust-watch, which runs as long as the pod
 	proxyPorts       *fixed
 	proxyResources   *fixed
 	startupProbe     *fixed
@@ -144,7 +148,8 @@ func newShared(opts Options) *shared {
 		trustEnv: fix(list{
 			obj{"name": "POD_NAMESPACE", "valueFrom": obj{"fieldRef": obj{"apiVersion": "v1", "fieldPath": "metadata.namespace"}}},
 		}),
-		initResources: fix(obj{"requests": obj{"cpu": "10m", "memory": "16Mi"}}),
+		initResources:  fix(obj{"requests": obj{"cpu": "10m", "memory": "16Mi"}}),
+		watchResources: fix(obj{"requests": obj{"cpu": "5m", "memory": "16Mi"}, "limits": obj{"memory": "64Mi"}}),
 		proxyPorts: fix(list{
 			obj{"name": "proxy", "containerPort": ProxyPort, "protocol": "TCP"},
 			obj{"name": "admin", "containerPort": AdminPort, "protocol": "TCP"},
@@ -474,7 +479,8 @@ func (w *manifestWriter) sandboxDeployment(o ymap, flux bool) {
 		// container starts.
 		inits := pod.seq("initContainers")
 		inits.fixed(w.shared.netInit)
-		w.trustContainer(inits.mapping())
+		w.trustContainer(inits.mapping(), false)
+		w.trustContainer(inits.mapping(), true)
 		w.proxyContainer(inits.mapping(), true)
 		w.proxyPod(&pod)
 		return
@@ -487,6 +493,7 @@ func (w *manifestWriter) sandboxDeployment(o ymap, flux bool) {
 	keyPath(items, "bundle.pem")
 	keyPath(items, TrustStoreName)
 	keyPath(items, WgetRCName)
+	keyPath(items, PHPIniName)
 	cm.str("name", w.n.trust)
 	v.str("name", volTrust)
 }
@@ -645,7 +652,11 @@ func (w *manifestWriter) proxyContainer(c ymap, sidecar bool) {
 // publishes it to the <claim>-egress-trust ConfigMap: the proxy binary's
 // trust-bundle command, so the pod needs no image but the proxy's. It
 // mounts only ca.crt: the CA key is never mounted in this container.
-func (w *manifestWriter) trustContainer(c ymap) {
+// The init container egress-trust-publish does it once, before any other
+// container of the pod but the transparent-mode rules starts; with watch
+// it is the native sidecar egress-trust-watch that follows, after it, each
+// renewal of the CA for as long as the pod runs.
+func (w *manifestWriter) trustContainer(c ymap, watch bool) {
 	args := c.seq("args")
 	for _, a := range [...]string{
 		"trust-bundle",
@@ -653,16 +664,26 @@ func (w *manifestWriter) trustContainer(c ymap) {
 		"--out", trustWorkDir + "/bundle.pem",
 		"--truststore", trustWorkDir + "/" + TrustStoreName,
 		"--wgetrc", trustWorkDir + "/" + WgetRCName,
+		"--php-ini", trustWorkDir + "/" + PHPIniName,
 		"--bundle-path", BundleFile,
 		"--configmap", w.n.trust,
 		"--field-manager", trustFieldManager,
 	} {
 		args.str(a)
 	}
+	name, resources := "egress-trust-publish", w.shared.initResources
+	if watch {
+		args.str("--watch")
+		args.str(trustWatchInterval)
+		name, resources = "egress-trust-watch", w.shared.watchResources
+	}
 	c.fixed("env", w.shared.trustEnv)
 	c.str("image", w.opts.ProxyImage)
-	c.str("name", "egress-trust-publish")
-	c.fixed("resources", w.shared.initResources)
+	c.str("name", name)
+	c.fixed("resources", resources)
+	if watch {
+		c.str("restartPolicy", "Always")
+	}
 	c.fixed("securityContext", w.shared.restricted)
 	mounts := c.seq("volumeMounts")
 	mount(mounts, volCAPublic, caPublicDir, true)
@@ -674,7 +695,9 @@ func (w *manifestWriter) proxyDeployment(o ymap, flux bool) {
 	pod := w.deployment(o, w.n.proxy, compProxy, true, flux)
 	pod.bool("automountServiceAccountToken", false)
 	w.proxyContainer(pod.seq("containers").mapping(), false)
-	w.trustContainer(pod.seq("initContainers").mapping())
+	inits := pod.seq("initContainers")
+	w.trustContainer(inits.mapping(), false)
+	w.trustContainer(inits.mapping(), true)
 	w.proxyPod(&pod)
 }
 

@@ -197,6 +197,7 @@ func (in refInput) sandboxDeployment() obj {
 					obj{"key": "bundle.pem", "path": "bundle.pem"},
 					obj{"key": TrustStoreName, "path": TrustStoreName},
 					obj{"key": WgetRCName, "path": WgetRCName},
+					obj{"key": PHPIniName, "path": PHPIniName},
 				},
 			},
 		}}
@@ -232,7 +233,12 @@ func (in refInput) addProxy(pod obj, sidecar bool) {
 		listen = fmt.Sprintf("127.0.0.1:%d", ProxyPort)
 	}
 	proxy := in.proxyContainer(listen)
-	inits := list{in.trustContainer()}
+	watch := in.trustContainer()
+	watch["name"] = "egress-trust-watch"
+	watch["args"] = append(watch["args"].(list), "--watch", "10s")
+	watch["restartPolicy"] = "Always"
+	watch["resources"] = obj{"requests": obj{"cpu": "5m", "memory": "16Mi"}, "limits": obj{"memory": "64Mi"}}
+	inits := list{in.trustContainer(), watch}
 	if sidecar {
 		// The rules go in first: no container of the pod starts with
 		// its egress open.
@@ -351,6 +357,7 @@ func (in refInput) trustContainer() obj {
 			"--out", trustWorkDir + "/bundle.pem",
 			"--truststore", trustWorkDir + "/" + TrustStoreName,
 			"--wgetrc", trustWorkDir + "/" + WgetRCName,
+			"--php-ini", trustWorkDir + "/" + PHPIniName,
 			"--bundle-path", BundleFile,
 			"--configmap", in.name(compTrust),
 			"--field-manager", trustFieldManager,

@@ -80,6 +80,9 @@ const (
 	TrustStoreName = "truststore.p12"
 	// WgetRCName is a wgetrc in TrustDir naming the bundle (WGETRC).
 	WgetRCName = "wgetrc"
+	// PHPIniName is an ini file in TrustDir naming the bundle for PHP's
+	// curl and openssl extensions (PHP_INI_SCAN_DIR).
+	PHPIniName = "php-keyhole.ini"
 )
 
 // MarkerFile is written by WriteDir at the top of every output directory.

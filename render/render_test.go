@@ -425,6 +425,7 @@ func TestEnv(t *testing.T) {
 				"DENO_CERT": BundleFile, "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH": BundleFile, "NPM_CONFIG_CAFILE": BundleFile,
 				"NODE_USE_ENV_PROXY": "1",
 				"WGETRC":             "/etc/keyhole/trust/wgetrc",
+				"PHP_INI_SCAN_DIR":   ":/etc/keyhole/trust",
 				"JAVA_TOOL_OPTIONS": "-Dhttps.proxyHost=" + tc.javaProxy + " -Dhttps.proxyPort=3128 -Dhttp.proxyHost=" + tc.javaProxy +
 					" -Dhttp.proxyPort=3128 -Dhttp.nonProxyHosts=" + tc.javaNon +
 					" -Djavax.net.ssl.trustStore=/etc/keyhole/trust/truststore.p12 -Djavax.net.ssl.trustStoreType=PKCS12",

@@ -30,7 +30,7 @@ func TestTransparentSidecar(t *testing.T) {
 				}
 				return
 			}
-			if want := []string{"egress-transparent-init", "egress-trust-publish", "egress-proxy"}; !slices.Equal(names, want) {
+			if want := []string{"egress-transparent-init", "egress-trust-publish", "egress-trust-watch", "egress-proxy"}; !slices.Equal(names, want) {
 				t.Fatalf("init containers %v, want %v (the rules first)", names, want)
 			}
 			proxy := container(t, sandbox, "egress-proxy")

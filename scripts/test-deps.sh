@@ -4,7 +4,7 @@
 # shells the completion tests run (zsh, fish), shellcheck (actionlint runs
 # it), pre-commit, etcd with a kube-apiserver; for the client matrix and
 # the transparent-mode tests also wget, Node.js, a headless Java runtime,
-# iptables, iproute2 and setpriv (util-linux). Installs only what is
+# PHP with its curl extension, iptables, iproute2 and setpriv (util-linux). Installs only what is
 # missing, so a second run is quick and offline; starts and enables no
 # service. Quiet: one line per thing it installs, everything else only
 # when a step fails.
@@ -40,6 +40,8 @@ need pre-commit pre-commit
 need wget wget
 need node nodejs
 need java default-jre-headless
+need php php-cli
+php -m 2>/dev/null | grep -qx curl || missing+=(php-curl)
 need iptables-restore iptables
 need ip iproute2
 need setpriv util-linux

@@ -118,6 +118,7 @@ func TestGitHubAcme(t *testing.T) {
 				}
 				c.checkNoSecretInSandbox(t, ctx, rotated, mode)
 			})
+			t.Run("CA renewal", func(t *testing.T) { c.checkCARenewal(t, ctx, mode) })
 		})
 	}
 }

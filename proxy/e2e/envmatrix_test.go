@@ -26,7 +26,7 @@ import (
 // https). docs/render.md has the table of runtimes this backs.
 func TestRenderedEnvClients(t *testing.T) {
 	tools := map[string]string{}
-	for _, name := range []string{"curl", "wget", "git", "gh", "node", "java", "python3", "go"} {
+	for _, name := range []string{"curl", "wget", "git", "gh", "node", "java", "python3", "go", "php"} {
 		tools[name] = requireTool(t, name)
 	}
 	n := newNetnsSandbox(t)
@@ -38,7 +38,7 @@ func TestRenderedEnvClients(t *testing.T) {
 	}
 	if out, err := exec.Command(proxyBin, "trust-bundle", "--ca", n.w.sandboxCA.certFile, "--roots", n.w.upstreamCA.certFile,
 		"--out", filepath.Join(trustDir, "bundle.pem"), "--truststore", filepath.Join(trustDir, "truststore.p12"),
-		"--wgetrc", filepath.Join(trustDir, "wgetrc"), "--bundle-path", filepath.Join(trustDir, "bundle.pem")).CombinedOutput(); err != nil {
+		"--wgetrc", filepath.Join(trustDir, "wgetrc"), "--php-ini", filepath.Join(trustDir, "php-keyhole.ini"), "--bundle-path", filepath.Join(trustDir, "bundle.pem")).CombinedOutput(); err != nil {
 		t.Fatalf("trust-bundle: %v\n%s", err, out)
 	}
 
@@ -130,6 +130,15 @@ public class Get {
 		"Node fetch (no proxy)":               {argv: []string{tools["node"], "-e", "fetch('" + api + "')" + nodeOK + ".catch(e => { console.error(e); process.exit(1) })"}, transparent: true},
 		"Node https (no proxy)":               {argv: []string{tools["node"], "-e", "require('https').get('" + api + "', r => process.exit(r.statusCode === 200 ? 0 : 1)).on('error', e => { console.error(e); process.exit(1) })"}, transparent: true},
 		"Java HttpClient (JAVA_TOOL_OPTIONS)": {argv: []string{tools["java"], javaMain, api}},
+		// libcurl reads https_proxy but no CA variable: curl.cainfo, from
+		// the ini file PHP_INI_SCAN_DIR adds.
+		"PHP curl (PHP_INI_SCAN_DIR)": {argv: []string{tools["php"], "-r", `$c = curl_init("` + api + `"); curl_setopt($c, CURLOPT_RETURNTRANSFER, true); if (curl_exec($c) === false || curl_getinfo($c, CURLINFO_HTTP_CODE) != 200) { fwrite(STDERR, curl_error($c)); exit(1); }`}},
+		// PHP's streams read no proxy variable; openssl.cafile, from the
+		// same ini file, makes them trust the bundle.
+		"PHP file_get_contents (no proxy)": {argv: []string{tools["php"], "-r", `exit(file_get_contents("` + api + `") === false ? 1 : 0);`}, transparent: true},
+		// urllib3 alone reads no proxy variable; version 2 loads the
+		// default verify paths, which SSL_CERT_FILE names.
+		"python urllib3 2 (no proxy)": {argv: []string{python, "-c", "import urllib3; assert urllib3.__version__.startswith('2.'), urllib3.__version__; assert urllib3.PoolManager().request('GET', '" + api + "').status == 200"}, transparent: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

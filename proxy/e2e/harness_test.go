@@ -65,6 +65,8 @@ func aptPackage(tool string) string {
 		return "python3 python3-requests"
 	case "node":
 		return "nodejs"
+	case "php":
+		return "php-cli php-curl"
 	case "java":
 		return "default-jre-headless"
 	case "iptables-restore", "ip6tables-restore":

@@ -142,10 +142,13 @@ func TestConcurrentFirstConnections(t *testing.T) {
 }
 
 // TestCARenewal replaces the sandbox CA's files while the proxy runs, as
-// cert-manager renews <claim>-egress-ca: new tunnels get leaves signed by
+// cert-manager renews <claim>-egress-ca. Through --ca-switch-delay new
+// tunnels keep leaves of the previous CA, which a sandbox whose bundle
+// still holds only that CA verifies; after it they get leaves signed by
 // the new CA, which a sandbox holding only the new bundle verifies.
 func TestCARenewal(t *testing.T) {
-	w := newWorld(t, "github-acme.json")
+	const delay = 3 * time.Second
+	w := newWorld(t, "github-acme.json", "--ca-switch-delay", delay.String(), "--reload-interval", "100ms")
 	if _, _, err := w.tunnel(t, "api.github.com:443", "api.github.com"); err != nil {
 		t.Fatalf("before renewal: %v", err)
 	}
@@ -164,12 +167,23 @@ func TestCARenewal(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	renewedAt := time.Now()
+	// Within the delay: the previous CA still signs.
+	for time.Since(renewedAt) < delay/2 {
+		if _, _, err := w.tunnel(t, "api.github.com:443", "api.github.com"); err != nil {
+			t.Fatalf("%v after the renewal, within the delay: %v", time.Since(renewedAt), err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		c, br, err := w.tunnelTLS(t, "api.github.com:443", &tls.Config{
 			ServerName: "api.github.com", RootCAs: renewed.pool(), NextProtos: []string{"http/1.1"},
 		})
 		if err == nil {
+			if since := time.Since(renewedAt); since < delay {
+				t.Errorf("the renewed CA signed %v after the renewal, before the %v delay", since, delay)
+			}
 			resp := roundTrip(t, c, br, "GET", "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\n\r\n")
 			if resp.StatusCode != 200 {
 				t.Errorf("after renewal: %s", resp.Status)

@@ -32,6 +32,11 @@ func (s *syncBuffer) snapshot() (string, int) {
 	return s.b.String(), s.writes
 }
 
+func (s *syncBuffer) String() string {
+	out, _ := s.snapshot()
+	return out
+}
+
 func TestLogBuffer(t *testing.T) {
 	t.Run("lines wait for the interval, then go in one write", func(t *testing.T) {
 		var out syncBuffer

@@ -109,6 +109,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 		upstreamCA  = fs.String("upstream-ca", "", "PEM bundle to verify upstreams with instead of the system roots")
 		maxTunnels  = fs.Int("max-tunnels", proxy.DefaultMaxTunnels, "maximum concurrent CONNECT tunnels")
 		reload      = fs.Duration("reload-interval", 2*time.Second, "how often to check the config and CA files for changes")
+		caSwitch    = fs.Duration("ca-switch-delay", 5*time.Minute, "how long a renewed CA waits before it signs new leaves, while the previous one (if still valid) goes on signing: the time the renewed CA takes to reach the sandboxes' trust bundles; 0 switches at once")
 		shutdown    = fs.Duration("shutdown-timeout", 25*time.Second, "how long to drain in-flight requests on SIGTERM")
 		logFlush    = fs.Duration("log-flush-interval", 100*time.Millisecond, "how long a log line may wait to be written with others; 0 writes each at once")
 		showVersion = fs.Bool("version", false, "print the version and exit")
@@ -137,6 +138,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 	}
 	if *maxTunnels < 1 {
 		fmt.Fprintln(stderr, "keyhole-proxy: --max-tunnels must be at least 1")
+		return exitUsage
+	}
+	if *caSwitch < 0 {
+		fmt.Fprintln(stderr, "keyhole-proxy: --ca-switch-delay must not be negative")
 		return exitUsage
 	}
 	if *logFlush < 0 {
@@ -183,6 +188,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 		Resolve:        resolve,
 		MaxTunnels:     *maxTunnels,
 		ReloadInterval: *reload,
+		CASwitchDelay:  *caSwitch,
 		Timeouts:       proxy.Timeouts{Shutdown: *shutdown},
 		Logger:         logger,
 		RequestLog:     logOut,

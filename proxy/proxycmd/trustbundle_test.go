@@ -79,8 +79,8 @@ func TestTrustBundle(t *testing.T) {
 		applies   int
 	}{
 		"file and ConfigMap": {
-			args: []string{"--ca", p("ca.crt"), "--roots", p("roots.pem"), "--truststore", p("ts.p12"), "--wgetrc", p("wgetrc"), "--out", p("out.pem"), "--configmap", "support-egress-trust"},
-			code: exitOK, stderrHas: "applied ConfigMap agents/support-egress-trust keys bundle.pem, wgetrc, truststore.p12", applies: 1,
+			args: []string{"--ca", p("ca.crt"), "--roots", p("roots.pem"), "--truststore", p("ts.p12"), "--wgetrc", p("wgetrc"), "--php-ini", p("php.ini"), "--out", p("out.pem"), "--configmap", "support-egress-trust"},
+			code: exitOK, stderrHas: "applied ConfigMap agents/support-egress-trust keys bundle.pem, wgetrc, php-keyhole.ini, truststore.p12", applies: 1,
 		},
 		"file only": {
 			args: []string{"--ca", p("ca.crt"), "--roots", p("roots.pem"), "--out", p("only.pem")},
@@ -147,6 +147,85 @@ func TestTrustBundle(t *testing.T) {
 			if cm.Data["wgetrc"] != string(rc) || string(rc) != "# Written by keyhole-proxy trust-bundle: wget reads no CA variable.\nca_certificate = /etc/keyhole/trust/bundle.pem\n" {
 				t.Errorf("wgetrc %q, applied %q", rc, cm.Data["wgetrc"])
 			}
+			ini, _ := os.ReadFile(p("php.ini"))
+			if cm.Data["php-keyhole.ini"] != string(ini) || !strings.Contains(string(ini), `curl.cainfo = "/etc/keyhole/trust/bundle.pem"`) {
+				t.Errorf("php ini %q, applied %q", ini, cm.Data["php-keyhole.ini"])
+			}
 		})
+	}
+}
+
+// TestTrustBundleWatch follows a CA through two renewals, a broken file
+// and the end of the predecessor's time: the bundle holds the new CA
+// beside the old one at once, drops the old one when its time is up, and
+// never changes for a file that is not a CA.
+func TestTrustBundleWatch(t *testing.T) {
+	dir := t.TempDir()
+	roots := selfSigned(t, "root", true)
+	a, b, c := selfSigned(t, "ca-a", true), selfSigned(t, "ca-b", true), selfSigned(t, "ca-c", true)
+	caFile, out := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "bundle.pem")
+	write := func(data []byte) {
+		t.Helper()
+		if err := writeFileAtomic(caFile, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(a)
+	var mu sync.Mutex
+	clock := time.Unix(1e9, 0)
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	var stderr syncBuffer
+	p := &publisher{stderr: &stderr, roots: roots, out: out, bundlePath: "/etc/keyhole/trust/bundle.pem"}
+	files, err := p.build([]heldCA{{pem: a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.publish(context.Background(), files); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	go func() { done <- p.watch(ctx, caFile, []heldCA{{pem: a}}, 5*time.Millisecond, time.Hour, now) }()
+	waitFor := func(what string, want ...[]byte) {
+		t.Helper()
+		w := string(roots) + string(bytes.Join(want, nil))
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			got, _ := os.ReadFile(out)
+			if string(got) == w {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the bundle holds %d certificates, not the ones wanted\n%s", what, strings.Count(string(got), "BEGIN"), stderr.String())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	write(b)
+	waitFor("renewed", a, b)
+	write([]byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"))
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(stderr.String(), "keeping the bundle as published") {
+		if time.Now().After(deadline) {
+			t.Fatalf("a key in the CA file was not refused:\n%s", stderr.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	waitFor("a broken CA file", a, b)
+	write(b)
+	mu.Lock()
+	clock = clock.Add(time.Hour)
+	mu.Unlock()
+	waitFor("the predecessor's time up", b)
+	write(c)
+	waitFor("renewed again", b, c)
+	write(b)
+	waitFor("back to the predecessor", c, b)
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Errorf("watch ended with %d, want %d", code, exitOK)
+	}
+	if s := stderr.String(); strings.Contains(s, "AAAA") {
+		t.Errorf("stderr quotes the CA file: %q", s)
 	}
 }

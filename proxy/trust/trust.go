@@ -41,27 +41,34 @@ var (
 	ErrAPI = errors.New("kubernetes API request failed")
 )
 
-// Bundle returns roots followed by ca, each certificate re-encoded as
-// PEM. roots must hold at least one certificate and only certificates;
-// ca must hold exactly one, a CA certificate. Anything else in either
-// (a private key above all) is an error that names the block type only.
-func Bundle(roots, ca []byte) ([]byte, error) {
-	rootCerts, err := certificates("roots", roots)
+// Bundle returns roots followed by each of cas, each certificate
+// re-encoded as PEM. roots must hold at least one certificate and only
+// certificates; each of cas (at least one) must hold exactly one, a CA
+// certificate. Anything else in either (a private key above all) is an
+// error that names the block type only.
+func Bundle(roots []byte, cas ...[]byte) ([]byte, error) {
+	certs, err := certificates("roots", roots)
 	if err != nil {
 		return nil, err
 	}
-	caCerts, err := certificates("CA certificate", ca)
-	if err != nil {
-		return nil, err
+	if len(cas) == 0 {
+		return nil, fmt.Errorf("%w: no CA certificate", ErrInvalidPEM)
 	}
-	if len(caCerts) != 1 {
-		return nil, fmt.Errorf("%w: the CA certificate file holds %d certificates, want 1", ErrInvalidPEM, len(caCerts))
-	}
-	if !caCerts[0].IsCA {
-		return nil, fmt.Errorf("%w: the CA certificate (subject %q) is not a CA", ErrInvalidPEM, caCerts[0].Subject.String())
+	for _, ca := range cas {
+		caCerts, err := certificates("CA certificate", ca)
+		if err != nil {
+			return nil, err
+		}
+		if len(caCerts) != 1 {
+			return nil, fmt.Errorf("%w: the CA certificate file holds %d certificates, want 1", ErrInvalidPEM, len(caCerts))
+		}
+		if !caCerts[0].IsCA {
+			return nil, fmt.Errorf("%w: the CA certificate (subject %q) is not a CA", ErrInvalidPEM, caCerts[0].Subject.String())
+		}
+		certs = append(certs, caCerts[0])
 	}
 	var b bytes.Buffer
-	for _, c := range append(rootCerts, caCerts[0]) {
+	for _, c := range certs {
 		if err := pem.Encode(&b, &pem.Block{Type: "CERTIFICATE", Bytes: c.Raw}); err != nil {
 			return nil, err
 		}
@@ -100,6 +107,7 @@ func certificates(what string, data []byte) ([]*x509.Certificate, error) {
 const (
 	TrustStoreKey = "truststore.p12"
 	WgetRCKey     = "wgetrc"
+	PHPIniKey     = "php-keyhole.ini"
 )
 
 // TrustStore returns every certificate of bundle (as Bundle returns it)
@@ -128,6 +136,15 @@ func TrustStore(bundle []byte) ([]byte, error) {
 // bundle: WGETRC names it in the sandbox's environment.
 func WgetRC(bundlePath string) []byte {
 	return []byte("# Written by keyhole-proxy trust-bundle: wget reads no CA variable.\nca_certificate = " + bundlePath + "\n")
+}
+
+// PHPIni is an ini file that points PHP's curl extension (curl.cainfo:
+// libcurl reads no CA variable) and its openssl streams (openssl.cafile:
+// file_get_contents and friends) at the bundle. PHP_INI_SCAN_DIR, in the
+// sandbox's environment, adds the directory that holds it to the ones
+// PHP scans.
+func PHPIni(bundlePath string) []byte {
+	return []byte("; Written by keyhole-proxy trust-bundle: PHP's curl and openssl read no CA variable.\ncurl.cainfo = \"" + bundlePath + "\"\nopenssl.cafile = \"" + bundlePath + "\"\n")
 }
 
 // ServiceAccountDir is where the kubelet mounts a pod's API credentials.
