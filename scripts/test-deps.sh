@@ -77,9 +77,11 @@ quiet go mod download
 scripts/kube-apiserver.sh >/dev/null # etcd, and kube-apiserver for e2e/apiserver (built once, ~10 min)
 # The real-cluster test (e2e/cluster): containerd, runc, the CNI plugins and
 # mmdebstrap from Debian (no service started), then the kubelet and the
-# other cluster binaries, the release images and the test's own images,
-# each built once into the cache and rebuilt only when its inputs change.
+# other cluster binaries, Flux's source-controller and kustomize-controller,
+# the release images and the test's own images, each built once into the
+# cache and rebuilt only when its inputs change.
 scripts/cluster-deps.sh
 scripts/kube-cluster.sh >/dev/null
+scripts/flux.sh >/dev/null
 scripts/images.sh >/dev/null
 scripts/cluster-images.sh >/dev/null

@@ -141,11 +141,9 @@ func (c *cluster) renderAcme(t *testing.T, mode string) string {
 	return dir
 }
 
-// deployAcme creates what lives outside git (the namespace, the Secret,
-// the upstream's CA) and what cert-manager would issue (the sandbox CA),
-// then applies the render as a GitOps tool would: server-side, the
-// kustomization whole.
-func (c *cluster) deployAcme(t *testing.T, ctx context.Context, dir string, up *upstream, token string) {
+// prepareAcme creates what lives outside git: the namespace, the Secret,
+// the upstream's CA and the sandbox CA cert-manager would issue.
+func (c *cluster) prepareAcme(t *testing.T, ctx context.Context, up *upstream, token string) {
 	t.Helper()
 	if _, err := c.kubectl(ctx, nil, "create", "namespace", acmeNS); err != nil {
 		t.Fatal(err)
@@ -174,6 +172,13 @@ data:
 	if _, err := c.kubectl(ctx, []byte(objs), "apply", "--server-side", "--field-manager=keyhole-e2e-setup", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// deployAcme creates what lives outside git (prepareAcme), then applies
+// the render as a GitOps tool would: server-side, the kustomization whole.
+func (c *cluster) deployAcme(t *testing.T, ctx context.Context, dir string, up *upstream, token string) {
+	t.Helper()
+	c.prepareAcme(t, ctx, up, token)
 	if _, err := c.kubectl(ctx, nil, "apply", "--server-side", "--field-manager=keyhole-e2e", "-k", dir); err != nil {
 		t.Fatal(err)
 	}

@@ -488,9 +488,14 @@ func (c *cluster) waitUsable(ctx context.Context) error {
 
 // run starts a server with its output in logs/NAME.log.
 func (c *cluster) run(name, bin string, args ...string) (*e2ekube.Proc, error) {
+	return c.runEnv(name, nil, bin, args...)
+}
+
+// runEnv is run with variables added to the server's environment.
+func (c *cluster) runEnv(name string, env []string, bin string, args ...string) (*e2ekube.Proc, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = c.dir
-	cmd.Env = append(e2ekube.WithoutKubeEnv(os.Environ(), envPrefix), "HOME="+c.path("home"))
+	cmd.Env = append(append(e2ekube.WithoutKubeEnv(os.Environ(), envPrefix), "HOME="+c.path("home")), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	p, err := e2ekube.Start(name, c.path("logs", name+".log"), cmd)
 	if err != nil {

@@ -24,6 +24,8 @@ const (
 	toolKCM       = "kube-controller-manager"
 	toolScheduler = "kube-scheduler"
 	toolKubeProxy = "kube-proxy"
+	toolSourceCtl = "source-controller"
+	toolKustomCtl = "kustomize-controller"
 	toolEtcd      = "etcd"
 	toolContainer = "containerd"
 	toolShim      = "containerd-shim-runc-v2"
@@ -76,7 +78,8 @@ const depsFix = "run scripts/cluster-deps.sh (it installs containerd, runc, cont
 // locateTools finds the machine's programs and runs the repository's
 // build scripts, which print at once what is current and build what is
 // not: kube-apiserver (or $KEYHOLE_KUBE_APISERVER), the node and
-// control-plane binaries, the release images and the test's own images.
+// control-plane binaries, Flux's controllers, the release images and the
+// test's own images.
 func locateTools() (tools, error) {
 	repo, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
@@ -129,6 +132,12 @@ func locateTools() (tools, error) {
 	for _, name := range []string{toolKubelet, toolKCM, toolScheduler, toolKubeProxy} {
 		t[name] = filepath.Join(out[len(out)-1], name)
 	}
+	if out, err = script(repo, "flux.sh"); err != nil {
+		return nil, err
+	}
+	for _, name := range []string{toolSourceCtl, toolKustomCtl} {
+		t[name] = filepath.Join(out[len(out)-1], name)
+	}
 	if out, err = script(repo, "images.sh"); err != nil {
 		return nil, err
 	}
@@ -141,7 +150,7 @@ func locateTools() (tools, error) {
 	for _, p := range out {
 		t["image:"+strings.TrimSuffix(filepath.Base(p), ".tar")] = p
 	}
-	for _, k := range []string{toolAPIServer, toolKubelet, toolKCM, toolScheduler, toolKubeProxy, imgProxy, imgNetInit, imgKeyhole, imgPause, imgSandbox} {
+	for _, k := range []string{toolAPIServer, toolKubelet, toolKCM, toolScheduler, toolKubeProxy, toolSourceCtl, toolKustomCtl, imgProxy, imgNetInit, imgKeyhole, imgPause, imgSandbox} {
 		if _, err := os.Stat(t[k]); err != nil {
 			return nil, fmt.Errorf("%s: the build scripts did not leave it at %q: %w", k, t[k], err)
 		}

@@ -94,7 +94,11 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u.seen = append(u.seen, r.Host+" "+r.Method+" "+r.URL.Path)
 	u.mu.Unlock()
 	tok := *u.token.Load()
-	switch strings.ToLower(strings.TrimSuffix(r.Host, ":443")) {
+	host := strings.ToLower(r.Host)
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h // github.com:8443, as Flux's source-controller names it
+	}
+	switch host {
 	case "api.github.com":
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		if r.Header.Get("Authorization") != "Bearer "+tok {
