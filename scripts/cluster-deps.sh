@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the real-cluster end-to-end test runs:
-# containerd, runc, the CNI plugins, iptables, etcd and mmdebstrap (for the
+# containerd, runc, the CNI plugins, iptables, ipset (kube-router's network
+# policy controller), etcd and mmdebstrap (for the
 # sandbox image's root filesystem). Their packages would start system-wide
 # containerd and etcd services; a policy-rc.d that refuses every start is
 # in place while they install, so nothing starts: the test runs its own,
@@ -16,6 +17,7 @@ need containerd containerd
 need runc runc
 need /usr/lib/cni/bridge containernetworking-plugins
 need iptables iptables
+need ipset ipset
 need etcd etcd-server
 need mmdebstrap mmdebstrap
 need unshare util-linux

@@ -78,10 +78,11 @@ scripts/kube-apiserver.sh >/dev/null # etcd, and kube-apiserver for e2e/apiserve
 # The real-cluster test (e2e/cluster): containerd, runc, the CNI plugins and
 # mmdebstrap from Debian (no service started), then the kubelet and the
 # other cluster binaries, Flux's source-controller and kustomize-controller,
-# the release images and the test's own images, each built once into the
+# kube-router (its network policy controller), the release images and the test's own images, each built once into the
 # cache and rebuilt only when its inputs change.
 scripts/cluster-deps.sh
 scripts/kube-cluster.sh >/dev/null
 scripts/flux.sh >/dev/null
+scripts/kube-router.sh >/dev/null
 scripts/images.sh >/dev/null
 scripts/cluster-images.sh >/dev/null

@@ -95,6 +95,7 @@ func TestGitHubAcme(t *testing.T) {
 			c.checkClients(t, ctx, up, mode)
 			c.checkNoSecretInSandbox(t, ctx, token, mode)
 			c.checkPodAttacks(t, ctx, mode, token, can)
+			c.checkNetworkPolicy(t, ctx, mode)
 			t.Run("rotation", func(t *testing.T) {
 				before := c.proxyPod(t, ctx, mode)
 				rotated := "ghp_keyholeE2Erotated" + randomSuffix(t)

@@ -30,10 +30,6 @@ const (
 	fluxAuthSecret    = "agents-config-auth"
 	// fluxRepo is the configuration repository on the fake GitHub.
 	fluxRepo = "acme/agents-config.git"
-	// fluxGitURL is the repository on the fake GitHub; the
-	// source-controller reaches it as github.com through the test's own
-	// /etc/hosts.
-	fluxGitURL = "https://github.com:8443/" + fluxRepo
 	// The controllers' addresses, on the loopback of the test's network
 	// namespace, where nothing else listens. The source-controller serves
 	// its artifacts on fluxStorage and the kustomize-controller fetches
@@ -121,7 +117,7 @@ func TestFluxLoop(t *testing.T) {
 		}
 		// The source-controller fetched the repository from the fake
 		// GitHub, authenticated.
-		if !slices.Contains(up.requests(), "github.com:8443 GET /"+fluxRepo+"/info/refs") {
+		if !slices.Contains(up.requests(), "github.com GET /"+fluxRepo+"/info/refs") {
 			t.Errorf("the git server saw no fetch of %s: %q", fluxRepo, up.requests())
 		}
 	})
@@ -340,8 +336,8 @@ func (c *cluster) startFlux(ctx context.Context) error {
 }
 
 // installFluxObjects applies examples/flux's GitRepository and
-// Kustomization as published, but for the repository's address and the
-// credentials (Basic auth and the fake GitHub's CA) it needs here.
+// Kustomization as published, the GitRepository given the credentials
+// (Basic auth and the fake GitHub's CA) it needs here.
 func (c *cluster) installFluxObjects(t *testing.T, ctx context.Context, up *upstream, token string) {
 	t.Helper()
 	auth := fmt.Sprintf(`apiVersion: v1
@@ -359,7 +355,7 @@ data:
 	}
 	example := filepath.Join(c.tools[repoRoot], "examples", "flux")
 	gitrepo, err := c.kubectl(ctx, nil, "patch", "--local", "-o", "yaml", "-f", filepath.Join(example, "gitrepository.yaml"),
-		"--type=merge", "-p", fmt.Sprintf(`{"spec":{"url":%q,"secretRef":{"name":%q}}}`, fluxGitURL, fluxAuthSecret))
+		"--type=merge", "-p", fmt.Sprintf(`{"spec":{"secretRef":{"name":%q}}}`, fluxAuthSecret))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,14 +22,15 @@ import (
 // The cluster's network lives only in the run's network namespace, so the
 // names and addresses are fixed: nothing else can see them.
 const (
-	nodeName    = "keyhole-e2e"
-	bridgeName  = "kh0"
-	nodeIP      = "10.88.0.1" // the bridge: pods' gateway, the node's and API server's address
-	podSubnet   = "10.88.0.0/24"
-	serviceCIDR = "10.96.0.0/24"
-	apiService  = "10.96.0.1" // the kubernetes Service
-	apiPort     = "6443"
-	dnsDomain   = "cluster.local"
+	nodeName     = "keyhole-e2e"
+	bridgeName   = "kh0"
+	metadataLink = "kh-meta"   // the node's interface holding metadataIP
+	nodeIP       = "10.88.0.1" // the bridge: pods' gateway, the node's and API server's address
+	podSubnet    = "10.88.0.0/24"
+	serviceCIDR  = "10.96.0.0/24"
+	apiService   = "10.96.0.1" // the kubernetes Service
+	apiPort      = "6443"
+	dnsDomain    = "cluster.local"
 )
 
 // Bounds that only stop a broken run from hanging; a healthy start on a
@@ -111,7 +112,10 @@ func (c *cluster) start(ctx context.Context, cgroupRoot string) error {
 	if err := c.startNode(ctx, cgroupRoot); err != nil {
 		return err
 	}
-	return c.waitUsable(ctx)
+	if err := c.waitUsable(ctx); err != nil {
+		return err
+	}
+	return c.startPolicyController(ctx)
 }
 
 // setupNamespaces prepares the new namespaces: loopback up, a bridge for
@@ -126,10 +130,14 @@ func (c *cluster) setupNamespaces() error {
 		{ip, "link", "set", "lo", "up"},
 		{ip, "link", "add", bridgeName, "type", "bridge"},
 		{ip, "addr", "add", nodeIP + "/24", "dev", bridgeName},
-		// The cloud metadata address, held by the node as a cloud's
-		// node answers it, so a pod's attempt to reach it is seen.
-		{ip, "addr", "add", metadataIP + "/32", "dev", bridgeName},
 		{ip, "link", "set", bridgeName, "up"},
+		// The cloud metadata address, a stand-in held by the node on
+		// an interface of its own, so a pod's attempt to reach it is
+		// seen. A veth pair, since this kernel has no dummy interfaces.
+		{ip, "link", "add", metadataLink, "type", "veth", "peer", "name", metadataLink + "-peer"},
+		{ip, "addr", "add", metadataIP + "/32", "dev", metadataLink},
+		{ip, "link", "set", metadataLink, "up"},
+		{ip, "link", "set", metadataLink + "-peer", "up"},
 	}
 	for _, s := range steps {
 		if out, err := exec.Command(s[0], s[1:]...).CombinedOutput(); err != nil {

@@ -19,28 +19,29 @@ type tools map[string]string
 
 // Keys of tools.
 const (
-	toolAPIServer = "kube-apiserver"
-	toolKubelet   = "kubelet"
-	toolKCM       = "kube-controller-manager"
-	toolScheduler = "kube-scheduler"
-	toolKubeProxy = "kube-proxy"
-	toolSourceCtl = "source-controller"
-	toolKustomCtl = "kustomize-controller"
-	toolEtcd      = "etcd"
-	toolContainer = "containerd"
-	toolShim      = "containerd-shim-runc-v2"
-	toolRunc      = "runc"
-	toolCtr       = "ctr"
-	toolIptables  = "iptables"
-	toolIP        = "ip"
-	toolKubectl   = "kubectl"
-	toolCNI       = "cni-bin-dir"
-	imgProxy      = "image:keyhole-proxy"
-	imgNetInit    = "image:keyhole-netinit"
-	imgKeyhole    = "image:keyhole"
-	imgPause      = "image:pause"
-	imgSandbox    = "image:sandbox"
-	repoRoot      = "repo"
+	toolAPIServer  = "kube-apiserver"
+	toolKubelet    = "kubelet"
+	toolKCM        = "kube-controller-manager"
+	toolScheduler  = "kube-scheduler"
+	toolKubeProxy  = "kube-proxy"
+	toolSourceCtl  = "source-controller"
+	toolKustomCtl  = "kustomize-controller"
+	toolKubeRouter = "kube-router"
+	toolEtcd       = "etcd"
+	toolContainer  = "containerd"
+	toolShim       = "containerd-shim-runc-v2"
+	toolRunc       = "runc"
+	toolCtr        = "ctr"
+	toolIptables   = "iptables"
+	toolIP         = "ip"
+	toolKubectl    = "kubectl"
+	toolCNI        = "cni-bin-dir"
+	imgProxy       = "image:keyhole-proxy"
+	imgNetInit     = "image:keyhole-netinit"
+	imgKeyhole     = "image:keyhole"
+	imgPause       = "image:pause"
+	imgSandbox     = "image:sandbox"
+	repoRoot       = "repo"
 )
 
 func (t tools) encode() []byte {
@@ -73,13 +74,13 @@ func readTools(path string) (tools, error) {
 }
 
 // depsFix is what to run when a Debian package's program is missing.
-const depsFix = "run scripts/cluster-deps.sh (it installs containerd, runc, containernetworking-plugins, iptables and etcd-server without starting their services)"
+const depsFix = "run scripts/cluster-deps.sh (it installs containerd, runc, containernetworking-plugins, iptables, ipset and etcd-server without starting their services)"
 
 // locateTools finds the machine's programs and runs the repository's
 // build scripts, which print at once what is current and build what is
 // not: kube-apiserver (or $KEYHOLE_KUBE_APISERVER), the node and
-// control-plane binaries, Flux's controllers, the release images and the
-// test's own images.
+// control-plane binaries, Flux's controllers, kube-router, the release
+// images and the test's own images.
 func locateTools() (tools, error) {
 	repo, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
@@ -89,7 +90,7 @@ func locateTools() (tools, error) {
 		return nil, fmt.Errorf("cannot find the repository root from the test's directory: %w", err)
 	}
 	t := tools{repoRoot: repo}
-	for _, name := range []string{toolEtcd, toolContainer, toolShim, toolRunc, toolCtr, toolIptables, toolIP, "unshare"} {
+	for _, name := range []string{toolEtcd, toolContainer, toolShim, toolRunc, toolCtr, toolIptables, toolIP, "ipset", "unshare"} {
 		p, err := exec.LookPath(name)
 		if err != nil {
 			return nil, fmt.Errorf("%s is not installed: %s", name, depsFix)
@@ -138,6 +139,10 @@ func locateTools() (tools, error) {
 	for _, name := range []string{toolSourceCtl, toolKustomCtl} {
 		t[name] = filepath.Join(out[len(out)-1], name)
 	}
+	if out, err = script(repo, "kube-router.sh"); err != nil {
+		return nil, err
+	}
+	t[toolKubeRouter] = filepath.Join(out[len(out)-1], toolKubeRouter)
 	if out, err = script(repo, "images.sh"); err != nil {
 		return nil, err
 	}
@@ -150,7 +155,7 @@ func locateTools() (tools, error) {
 	for _, p := range out {
 		t["image:"+strings.TrimSuffix(filepath.Base(p), ".tar")] = p
 	}
-	for _, k := range []string{toolAPIServer, toolKubelet, toolKCM, toolScheduler, toolKubeProxy, toolSourceCtl, toolKustomCtl, imgProxy, imgNetInit, imgKeyhole, imgPause, imgSandbox} {
+	for _, k := range []string{toolAPIServer, toolKubelet, toolKCM, toolScheduler, toolKubeProxy, toolSourceCtl, toolKustomCtl, toolKubeRouter, imgProxy, imgNetInit, imgKeyhole, imgPause, imgSandbox} {
 		if _, err := os.Stat(t[k]); err != nil {
 			return nil, fmt.Errorf("%s: the build scripts did not leave it at %q: %w", k, t[k], err)
 		}

@@ -28,8 +28,9 @@ import (
 
 // upstreamAddr is where the fake GitHub listens: the node's address, in
 // the cluster's network, which the rendered proxy reaches through
-// --proxy-resolve.
-const upstreamAddr = nodeIP + ":8443"
+// --proxy-resolve; on 443, the port the sidecar pod's NetworkPolicy
+// admits, and where Flux's source-controller finds github.com.
+const upstreamAddr = nodeIP + ":443"
 
 // gitHTTPBackend is git's smart-HTTP server, from Debian's git package.
 const gitHTTPBackend = "/usr/lib/git-core/git-http-backend"
@@ -94,11 +95,7 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u.seen = append(u.seen, r.Host+" "+r.Method+" "+r.URL.Path)
 	u.mu.Unlock()
 	tok := *u.token.Load()
-	host := strings.ToLower(r.Host)
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h // github.com:8443, as Flux's source-controller names it
-	}
-	switch host {
+	switch strings.ToLower(strings.TrimSuffix(r.Host, ":443")) {
 	case "api.github.com":
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		if r.Header.Get("Authorization") != "Bearer "+tok {
