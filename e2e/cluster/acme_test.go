@@ -60,6 +60,8 @@ func TestGitHubAcme(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer can.close()
+	by := c.startBystander(t, ctx)
+	defer c.removeBystander(t, ctx)
 	for _, mode := range []string{"sidecar", "deployment"} {
 		t.Run(mode, func(t *testing.T) {
 			up.setToken(token)
@@ -95,7 +97,7 @@ func TestGitHubAcme(t *testing.T) {
 			c.checkClients(t, ctx, up, mode)
 			c.checkNoSecretInSandbox(t, ctx, token, mode)
 			c.checkPodAttacks(t, ctx, mode, token, can)
-			c.checkNetworkPolicy(t, ctx, mode)
+			c.checkNetworkPolicy(t, ctx, mode, by)
 			t.Run("rotation", func(t *testing.T) {
 				before := c.proxyPod(t, ctx, mode)
 				rotated := "ghp_keyholeE2Erotated" + randomSuffix(t)

@@ -59,6 +59,9 @@ kind: Pod
 metadata: {name: bystander, namespace: ` + bystanderNS + `, labels: {app: bystander}}
 spec:
   automountServiceAccountToken: false
+  # python3 as PID 1 ignores SIGTERM: without this, deleting the pod
+  # waits out the default 30 s grace.
+  terminationGracePeriodSeconds: 0
   containers:
   - name: bystander
     image: ` + sandboxImage + `
@@ -98,12 +101,10 @@ func (c *cluster) reach(ctx context.Context, ns, target, container, url string) 
 }
 
 // checkNetworkPolicy asserts, with the rendered NetworkPolicies enforced
-// by kube-router, what pods other than the sandbox's can reach of the
-// rendered pods, and what the sandbox can reach of them.
-func (c *cluster) checkNetworkPolicy(t *testing.T, ctx context.Context, mode string) {
+// by kube-router, what the bystander (at address by) can reach of the
+// rendered pods, and what the sandbox can reach of it and of the proxy.
+func (c *cluster) checkNetworkPolicy(t *testing.T, ctx context.Context, mode, by string) {
 	t.Run("network policy", func(t *testing.T) {
-		by := c.startBystander(t, ctx)
-		defer c.removeBystander(t, ctx)
 		sandbox := "deployment/" + acmeSandbox
 		comp := "sandbox"
 		if mode == "deployment" {

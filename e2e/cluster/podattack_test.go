@@ -445,7 +445,16 @@ func (c *cluster) checkPodAttacks(t *testing.T, ctx context.Context, mode, token
 			"the transparent listener dialled directly": {sidecarOnly: true, check: func(t *testing.T) {
 				refused(t, "transparent listener dialled directly")
 			}},
-			"the metadata address": {check: func(t *testing.T) { refused(t, "metadata") }},
+			"the metadata address": {check: func(t *testing.T) {
+				// The canary never answers, so the request's own
+				// failure proves little; what arrived does.
+				refused(t, "metadata")
+				for _, h := range hits {
+					if strings.HasPrefix(h, "tcp "+net.JoinHostPort(metadataIP, "80")+" ") {
+						t.Errorf("reached the metadata address: %s", h)
+					}
+				}
+			}},
 			"TCP, UDP, ICMP and IPv6 past the proxy": {check: func(t *testing.T) {
 				for _, n := range []string{"tcp to the node", "tcp bound to lo", "tcp over IPv6", "udp to the node", "udp 53 to another resolver", "udp over IPv6", "icmp to the node"} {
 					if r := res[n]; strings.HasPrefix(r, "ok ") && r != "ok sent, no answer" && r != "ok b''" {
