@@ -594,9 +594,9 @@ func (r *configRepo) rev(t *testing.T, spec string) string {
 	return r.git(t, "rev-parse", spec)
 }
 
-// commitAndPush commits every change outside rendered/ (the user's push;
-// rendered/ is CI's) and pushes main. It commits rendered/ too when the
-// test edited it by hand, which keyhole never does.
+// commitAndPush commits every change in the working copy and pushes main:
+// the user's push of agents/, or, in one subtest, a rendered/ edited by
+// hand, which keyhole never writes. CI's own commits are ciRender's.
 func (r *configRepo) commitAndPush(t *testing.T, msg string) {
 	t.Helper()
 	r.git(t, "add", "--all")
