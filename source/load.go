@@ -106,7 +106,7 @@ func Load(paths []string, opts Options) ([]*Document, diag.List, error) {
 		return nil, nil, err
 	}
 	l.readConfigs(paths)
-	l.connections = l.mayHoldConnections(paths)
+	l.connections, l.refs = l.mayHoldConnections(paths)
 	// The units a GitOps engine declares come first: what lies under
 	// their paths is theirs to build, not a walk's.
 	engine, ds := l.engineUnits(paths)
@@ -147,6 +147,11 @@ type loader struct {
 	// connections is false when nothing the paths hold names keyhole's
 	// kinds, so no Connection can read a Secret (see mayHoldConnections).
 	connections bool
+	// scopeMemo serves kustomizationHolds (scope.go).
+	scopeMemo scopeMemo
+	// refs is the text a Secret a walk's kustomization declares must
+	// name for the kustomization to be built (secretscope.go).
+	refs refText
 	// walks keeps each walk mayHoldConnections made, for loadPath.
 	walks map[string]walked
 	// engine are the units GitOps engines' objects declare (flux.go,
@@ -305,9 +310,10 @@ func (l *loader) loadPath(p string) {
 	// building, one that is not, or a file to read.
 	kfiles := make([]string, len(roots))
 	matters := make([]bool, len(roots))
+	notes := make([]string, len(roots)) // why a kustomization that declares Secrets is not built
 	for i, f := range roots {
 		if kfiles[i] = kustomizationFile(l.fsys, f); kfiles[i] != "" {
-			matters[i] = l.kustomizationMatters(f)
+			matters[i], notes[i] = l.walkedKustomizationMatters(f)
 		}
 	}
 	// Files parse, and kustomizations build, independently of each
@@ -326,7 +332,9 @@ func (l *loader) loadPath(p string) {
 		case k != "" && !matters[i]:
 			// Nothing in it is keyhole's business: said once, not built.
 			msg := "kustomization not built: none of its files names keyhole's kinds or declares a Secret; skipped (name it explicitly to check it)"
-			if !l.connections && l.kustomizationHolds(f, func(_ string, data []byte) bool { return declaresSecret(data) }) {
+			if notes[i] != "" {
+				msg = notes[i]
+			} else if !l.connections && l.kustomizationHolds(f, func(_ string, data []byte) bool { return declaresSecret(data) }) {
 				msg = "kustomization not built: it declares Secrets, but nothing keyhole read names keyhole's kinds, so no Connection can read them; skipped (name it explicitly to check it)"
 			}
 			l.diags = append(l.diags, skipped(diag.Pos{File: l.under(p, abs, k), Line: 1, Column: 1}, msg))

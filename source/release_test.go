@@ -50,7 +50,7 @@ items:
 	"obj.json":                `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "j"}}`,
 	"agents/x/agent.yaml":     "name: x\nsandbox: s\n",
 	"kust/kustomization.yaml": "resources: [cm.yaml]\nnamePrefix: p-\n",
-	"kust/cm.yaml":            "apiVersion: v1\nkind: Secret\nmetadata: {name: k}\nstringData: {token: t}\n",
+	"kust/cm.yaml":            "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData: {token: t}\n",
 }
 
 // TestReleaseReadsTreesBack loads the same inputs with and without a

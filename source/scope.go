@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -243,27 +244,60 @@ func (l *loader) kustomizationMatters(dir string) bool {
 // that only declares Secrets is not built. In a cluster's repository that
 // holds nothing of keyhole's yet, building those is most of the work.
 // Standard input, which cannot be read twice, counts as naming them. The
-// walks made here are kept for loadPath.
-func (l *loader) mayHoldConnections(paths []string) bool {
+// same pass gathers refs, the text the names of the Secrets a Connection
+// reads are in (secretscope.go). The walks made here are kept for
+// loadPath.
+func (l *loader) mayHoldConnections(paths []string) (found bool, refs refText) {
 	l.walks = map[string]walked{}
-	names := func(name string, data []byte) bool { return namesKeyhole(name, data) }
-	file := func(p string) bool {
+	add := func(data []byte) {
+		if bytes.Contains(data, []byte("${")) {
+			refs.all = true // a Flux substitution can write a name from anywhere
+		}
+		refs.text = append(append(refs.text, data...), 0)
+	}
+	file := func(p string) {
 		fi, err := l.fsys.Stat(p)
 		if err != nil || !fi.Mode().IsRegular() || fi.Size() > l.opts.MaxFileSize {
 			// What cannot be read names nothing; loadPath says why (and
 			// a file over the limit that names keyhole's kinds fails
 			// the check whatever is built).
-			return false
+			return
 		}
 		if root, git := confinement(l.fsys, filepath.Dir(p)); git && linkOutside(l.fsys, root, p) != "" {
-			return false // never read: loadPath says where the link is
+			return // never read: loadPath says where the link is
 		}
-		data, err := l.fsys.ReadFile(p)
-		return err == nil && names(p, data)
+		if data, err := l.fsys.ReadFile(p); err == nil && namesKeyhole(p, data) {
+			found = true
+			add(data)
+		}
+	}
+	// A kustomization that names keyhole's kinds gives all its local
+	// files: a patch among them may set a Connection's secretRef. Each is
+	// read once: the files read up to the first that names keyhole's
+	// kinds are kept, and only the others are read again.
+	kustomization := func(dir string) {
+		var read [][]byte
+		seen := map[string]bool{}
+		if !l.kustomizationHolds(dir, func(p string, data []byte) bool {
+			seen[p] = true
+			read = append(read, data)
+			return namesKeyhole(p, data)
+		}) {
+			return
+		}
+		found = true
+		for _, data := range read {
+			add(data)
+		}
+		l.kustomizationVisit(dir, seen, func(_ string, data []byte) bool {
+			add(data)
+			return false
+		})
 	}
 	for _, p := range paths {
 		if p == "-" {
-			return true
+			found, refs.all = true, true
+			continue
 		}
 		abs := l.osPath(p)
 		fi, err := l.fsys.Stat(abs)
@@ -271,37 +305,40 @@ func (l *loader) mayHoldConnections(paths []string) bool {
 		case err != nil:
 		case !fi.IsDir():
 			if isKustomizationName(filepath.Base(abs)) && kustomizationFile(l.fsys, filepath.Dir(abs)) == abs {
-				if l.kustomizationHolds(filepath.Dir(abs), names) {
-					return true
-				}
-			} else if file(abs) {
-				return true
+				kustomization(filepath.Dir(abs))
+			} else {
+				file(abs)
 			}
 		case kustomizationFile(l.fsys, abs) != "":
-			if l.kustomizationHolds(abs, names) {
-				return true
-			}
+			kustomization(abs)
 		case helmChartFile(l.fsys, abs) != "":
 		default:
 			w := walk(l.fsys, abs, &l.paths)
 			l.walks[abs] = w
 			for _, f := range kustomizeRoots(l.fsys, w.files) {
 				if kustomizationFile(l.fsys, f) != "" {
-					if l.kustomizationHolds(f, names) {
-						return true
-					}
-				} else if file(f) {
-					return true
+					kustomization(f)
+				} else {
+					file(f)
 				}
 			}
 		}
 	}
-	return false
+	if !found {
+		refs = refText{}
+	}
+	return found, refs
 }
 
 // kustomizationHolds reports whether a local file of the kustomization in
 // dir satisfies holds; see kustomizationNamesKeyhole.
 func (l *loader) kustomizationHolds(dir string, holds func(name string, data []byte) bool) bool {
+	return l.kustomizationVisit(dir, nil, holds)
+}
+
+// kustomizationVisit is kustomizationHolds that does not read the files
+// in skip (it still follows a kustomization file's local paths).
+func (l *loader) kustomizationVisit(dir string, skip map[string]bool, holds func(name string, data []byte) bool) bool {
 	seen := map[string]bool{}
 	confine, _ := confinement(l.fsys, dir)
 	var visit func(p string) bool
@@ -311,7 +348,7 @@ func (l *loader) kustomizationHolds(dir string, holds func(name string, data []b
 			return false
 		}
 		seen[p] = true
-		if linkOutside(l.fsys, confine, p) != "" {
+		if l.scopeMemo.linkOutside(l.fsys, confine, p) {
 			// Not read: its build says where the link is.
 			return true
 		}
@@ -323,18 +360,20 @@ func (l *loader) kustomizationHolds(dir string, holds func(name string, data []b
 			if !fi.Mode().IsRegular() {
 				return false
 			}
-			if fi.Size() > l.opts.MaxFileSize {
-				return largeFileHolds(l.fsys, p, l.opts.MaxFileSize, holds)
-			}
-			data, err := l.fsys.ReadFile(p)
-			if err != nil {
-				return false
-			}
-			if holds(p, data) {
-				return true
+			if !skip[p] {
+				if fi.Size() > l.opts.MaxFileSize {
+					return largeFileHolds(l.fsys, p, l.opts.MaxFileSize, holds)
+				}
+				data, err := l.fsys.ReadFile(p)
+				if err != nil {
+					return false
+				}
+				if holds(p, data) {
+					return true
+				}
 			}
 			if isKustomizationName(filepath.Base(p)) {
-				for _, ref := range localPaths(kustomizationNode(l.fsys, p)) {
+				for _, ref := range l.scopeMemo.localPaths(l.fsys, p) {
 					if visit(filepath.Join(filepath.Dir(p), filepath.FromSlash(ref))) {
 						return true
 					}
@@ -357,6 +396,51 @@ func (l *loader) kustomizationHolds(dir string, holds func(name string, data []b
 		return false
 	}
 	return visit(dir)
+}
+
+// scopeMemo keeps, for the scope questions asked before anything is
+// built (several per kustomization, over bases they share), what does
+// not change between them: each kustomization file's local paths and
+// whether a path leads through a link out of its confinement.
+type scopeMemo struct {
+	mu      sync.Mutex
+	paths   map[string][]string
+	outside map[[2]string]bool
+}
+
+func (m *scopeMemo) localPaths(fsys fileSystem, kfile string) []string {
+	m.mu.Lock()
+	refs, ok := m.paths[kfile]
+	m.mu.Unlock()
+	if ok {
+		return refs
+	}
+	refs = localPaths(kustomizationNode(fsys, kfile))
+	m.mu.Lock()
+	if m.paths == nil {
+		m.paths = map[string][]string{}
+	}
+	m.paths[kfile] = refs
+	m.mu.Unlock()
+	return refs
+}
+
+func (m *scopeMemo) linkOutside(fsys fileSystem, root, p string) bool {
+	k := [2]string{root, p}
+	m.mu.Lock()
+	out, ok := m.outside[k]
+	m.mu.Unlock()
+	if ok {
+		return out
+	}
+	out = linkOutside(fsys, root, p) != ""
+	m.mu.Lock()
+	if m.outside == nil {
+		m.outside = map[[2]string]bool{}
+	}
+	m.outside[k] = out
+	m.mu.Unlock()
+	return out
 }
 
 // maxScopeFiles bounds the files and directories one scope question

@@ -388,18 +388,21 @@ func TestExclude(t *testing.T) {
 func TestSecretsBuiltOnlyForConnections(t *testing.T) {
 	tree := map[string]string{
 		"infra/kustomization.yaml": "resources: [secret.yaml]\n",
-		"infra/secret.yaml":        "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData: {token: x}\n",
+		"infra/secret.yaml":        "apiVersion: v1\nkind: Secret\nmetadata: {name: acme-token}\nstringData: {token: x}\n",
 		"infra/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
 		"apps/web.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: w}\n",
 	}
-	conn := "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: c}\n"
+	conn := "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: c}\nspec: {credential: {secretRef: {name: acme-token}}}\n"
+	other := strings.ReplaceAll(conn, "acme-token", "other-token")
 	const notBuilt = "kustomization not built: it declares Secrets, but nothing keyhole read names keyhole's kinds, so no Connection can read them"
+	const notRead = "kustomization not built: the names it gives Secrets (acme-token) are in no file that names keyhole's kinds"
 	tests := map[string]struct {
 		extra   map[string]string
 		exclude []string
 		paths   []string
 		stdin   string
 		built   bool
+		unread  bool // not built: no keyhole file names its Secret
 	}{
 		"nothing of keyhole's":                  {paths: []string{"."}},
 		"a Connection in the walk":              {extra: map[string]string{"apps/conn.yaml": conn}, paths: []string{"."}, built: true},
@@ -407,9 +410,14 @@ func TestSecretsBuiltOnlyForConnections(t *testing.T) {
 		"a Connection in another kustomization": {extra: map[string]string{"k/kustomization.yaml": "resources: [c.yaml]\n", "k/c.yaml": conn}, paths: []string{"."}, built: true},
 		"a Connection in a file named":          {extra: map[string]string{"c.yaml": conn}, exclude: []string{"c.yaml"}, paths: []string{".", "c.yaml"}, built: true},
 		"a Connection the walk excludes":        {extra: map[string]string{"c.yaml": conn}, exclude: []string{"c.yaml"}, paths: []string{"."}},
-		"an agent.yaml":                         {extra: map[string]string{"agents/a/agent.yaml": "name: a\n"}, paths: []string{"."}, built: true},
-		"standard input":                        {paths: []string{".", "-"}, stdin: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: s}\n", built: true},
-		"the kustomization named explicitly":    {paths: []string{"infra"}, built: true},
+		"an agent.yaml alone":                   {extra: map[string]string{"agents/a/agent.yaml": "name: a\n"}, paths: []string{"."}, unread: true},
+		"a Connection that reads another":       {extra: map[string]string{"apps/conn.yaml": other}, paths: []string{"."}, unread: true},
+		"a patch of a Connection's secretRef": {extra: map[string]string{
+			"k/kustomization.yaml": "resources: [c.yaml]\npatches:\n- path: p.yaml\n  target: {kind: Connection}\n", "k/c.yaml": other,
+			"k/p.yaml": "- {op: replace, path: /spec/credential/secretRef/name, value: acme-token}\n",
+		}, paths: []string{"."}, built: true},
+		"standard input":                     {paths: []string{".", "-"}, stdin: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: s}\n", built: true},
+		"the kustomization named explicitly": {paths: []string{"infra"}, built: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -421,7 +429,11 @@ func TestSecretsBuiltOnlyForConnections(t *testing.T) {
 				t.Fatal(err)
 			}
 			built := slices.ContainsFunc(docs, func(d *Document) bool { return d.File == "infra/secret.yaml" })
-			noted := slices.ContainsFunc(ds, func(d diag.Diagnostic) bool { return strings.Contains(d.Message, notBuilt) })
+			note := notBuilt
+			if tc.unread {
+				note = notRead
+			}
+			noted := slices.ContainsFunc(ds, func(d diag.Diagnostic) bool { return strings.Contains(d.Message, note) })
 			if built != tc.built || noted == tc.built {
 				t.Fatalf("Secret built: %v, noted as not built: %v; want built %v\n%v", built, noted, tc.built, ds)
 			}

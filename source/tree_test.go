@@ -274,7 +274,10 @@ func BenchmarkLoadTree(b *testing.B) {
 }
 
 // TestTreeBuildReadsOnlyWhatItOpens: a kustomize build of a commit reads
-// the blobs of the files it opens, not the whole commit.
+// the blobs of the files it opens, not the whole commit. Before the build,
+// the scope pass reads each local file of a kustomization that names
+// keyhole's kinds once (their text holds the names of the Secrets a
+// Connection reads), so some blobs are read twice.
 func TestTreeBuildReadsOnlyWhatItOpens(t *testing.T) {
 	dir, r := gitRepo(t)
 	files := map[string]string{
@@ -291,7 +294,7 @@ func TestTreeBuildReadsOnlyWhatItOpens(t *testing.T) {
 	if err != nil || len(ds) > 0 || len(docs) != 1 {
 		t.Fatalf("Load: %d docs, %v, %v", len(docs), ds, err)
 	}
-	if tree.BlobsRead() > 10 {
+	if tree.BlobsRead() > 12 {
 		t.Errorf("the build read %d blobs of a commit of %d files; it should read only the few it opens", tree.BlobsRead(), len(files))
 	}
 }
