@@ -283,7 +283,7 @@ func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
 		placeholder := Placeholder(cn.obj().Name)
 		rules := make([]config.Rule, 0, len(conn.ReadOnly))
 		for _, r := range conn.ReadOnly {
-			rules = append(rules, config.Rule(r))
+			rules = append(rules, ProxyRule(r))
 		}
 		for _, h := range conn.Hosts {
 			if injected[h.Host] {
@@ -359,6 +359,15 @@ func (p *pass) planAgent(a *agent, s Sandbox) Agent {
 			}
 		}
 		out.Connectors = append(out.Connectors, ac)
+	}
+	return out
+}
+
+// ProxyRule is a catalog rule as the proxy reads it.
+func ProxyRule(r schema.Rule) config.Rule {
+	out := config.Rule{Methods: r.Methods, PathPrefixes: r.PathPrefixes, PathPatterns: r.PathPatterns, Body: r.Body}
+	if g := r.GraphQL; g != nil {
+		out.GraphQL = &config.GraphQL{Operations: g.Operations, PersistedQueries: g.PersistedQueries, Batches: g.Batches}
 	}
 	return out
 }

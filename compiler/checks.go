@@ -173,7 +173,7 @@ func table() []Check {
 			Help:    "Bind it to a sandbox role, or remove it if it is no longer used."},
 
 		{Code: codeConfigInvalid, Severity: diag.Error,
-			Purpose: "The repository's Config (keyhole.yaml) has an unknown field, an unknown code to ignore, or a second Config.",
+			Purpose: "The repository's Config (keyhole.yaml) has an unknown field, an unknown code to ignore, a second Config, or a catalog rule whose `graphql` condition the proxy would refuse or never match (beside a `body` condition, on a rule without `POST`, an operation type listed twice).",
 			Help:    "Correct the field named in the message; see the Config section of the README."},
 		{Code: codeAgentConnectorUnknown, Severity: diag.Error, run: checkAgents,
 			Purpose: "An agent.yaml connector is not in the connector catalog.",

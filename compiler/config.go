@@ -156,6 +156,9 @@ func (p *pass) addConfig(v *schema.Validator, doc *source.Document, it item) {
 					p.report(codePathPrefixInvalid, &it, at.with("pathPatterns", x), false, "path pattern of connector %s is refused by the proxy: %v", c.Name, err)
 				}
 			}
+			if r.GraphQL != nil {
+				checkCatalogGraphQL(p, &it, at, c.Name, r)
+			}
 		}
 		if slices.Contains(ReservedEnvNames(), c.Env) {
 			p.report(codePlaceholderReserved, &it, path{"catalog", i, "env"}, false,
@@ -201,4 +204,27 @@ func codes() []string {
 		cs = append(cs, c.Code)
 	}
 	return cs
+}
+
+// checkCatalogGraphQL refuses what the proxy would refuse, or never
+// match, in a catalog rule's GraphQL condition: a rule with a body
+// condition as well (the proxy's config has one body condition per
+// rule), and a rule that allows no POST, the method GraphQL requests
+// with a body are sent with.
+func checkCatalogGraphQL(p *pass, it *item, at path, connector string, r schema.Rule) {
+	if len(r.Body) > 0 {
+		p.report(codeConfigInvalid, it, at.with("graphql"), false,
+			"read-only rule of connector %s sets both body and graphql, which the proxy refuses: a rule has one body condition; split it into two rules", connector)
+	}
+	if !slices.Contains(r.Methods, "POST") {
+		p.report(codeConfigInvalid, it, at.with("graphql"), false,
+			"read-only rule of connector %s has a graphql condition but does not allow POST, so it matches no GraphQL request; add POST to its methods", connector)
+	}
+	seen := map[string]bool{}
+	for x, op := range r.GraphQL.Operations {
+		if seen[op] {
+			p.report(codeConfigInvalid, it, at.with("graphql", "operations", x), false, "%s is listed twice in this condition; remove the repeat", op)
+		}
+		seen[op] = true
+	}
 }
