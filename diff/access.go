@@ -594,12 +594,28 @@ func pathClasses(rules []config.Rule) (paths []string, ok bool) {
 }
 
 // bodyClasses returns one body per class of bodies the rules' body
-// conditions cannot tell apart: per field the conditions name (spelled
-// exactly, as the proxy matches them: docs/proxy.md#body-rules), one of the values named or
-// none of them (the field left out, which fails every condition on it
-// as any other value would). No body stands for the bodies that fail
-// every condition. ok is false past maxBodies.
+// conditions cannot tell apart: per field the JSON conditions name
+// (spelled exactly, as the proxy matches them: docs/proxy.md#body-rules),
+// one of the values named or none of them (the field left out, which
+// fails every condition on it as any other value would); and, where a
+// rule has a GraphQL condition, the GraphQL requests of graphQLClasses.
+// No body stands for the bodies that fail every condition. ok is false
+// past maxBodies.
 func bodyClasses(rules []config.Rule) (bodies [][]byte, ok bool) {
+	bodies, ok = jsonBodyClasses(rules)
+	if !ok {
+		return nil, false
+	}
+	gql, ok := graphQLClasses(rules)
+	if !ok || len(bodies)+len(gql) > maxBodies {
+		return nil, false
+	}
+	return append(bodies, gql...), true
+}
+
+// jsonBodyClasses returns the classes of bodies the rules' JSON body
+// conditions tell apart (see bodyClasses).
+func jsonBodyClasses(rules []config.Rule) (bodies [][]byte, ok bool) {
 	values := map[string]map[string]bool{}
 	for _, r := range rules {
 		for field, vs := range r.Body {
@@ -649,6 +665,92 @@ func bodyClasses(rules []config.Rule) (bodies [][]byte, ok bool) {
 			return bodies, true
 		}
 	}
+}
+
+// graphQLClasses returns one GraphQL request per class the rules'
+// GraphQL conditions tell apart, none when no rule has one. A condition
+// decides a request by the set of operation types its document holds
+// (all of them count, whatever operationName selects), by whether it is
+// a persisted query, and, for a batch, by the set of such kinds among its
+// requests; everything else about a well-formed request is alike to every
+// condition. So the classes are: a document with one operation of each
+// type of a non-empty set of types; a persisted query; and, where a rule
+// allows batches, a batch with one request of each kind of a non-empty
+// set of kinds. These bodies are not JSON-condition classes: a GraphQL
+// request holds no field but query, operationName, variables and
+// extensions, and a body with any other field fails every GraphQL
+// condition. Only a JSON condition naming one of those four fields could
+// match a GraphQL request; such rules beside a GraphQL condition are
+// beyond the comparison (ok false).
+func graphQLClasses(rules []config.Rule) (bodies [][]byte, ok bool) {
+	has, batches := false, false
+	for _, r := range rules {
+		if r.GraphQL != nil {
+			has = true
+			batches = batches || r.GraphQL.Batches
+		}
+	}
+	if !has {
+		return nil, true
+	}
+	for _, r := range rules {
+		for field := range r.Body {
+			for _, g := range []string{"query", "operationName", "variables", "extensions"} {
+				if strings.EqualFold(strings.NewReplacer("_", "", "-", "").Replace(field), strings.ToLower(g)) {
+					return nil, false
+				}
+			}
+		}
+	}
+	type request = map[string]any
+	ops := config.GraphQLOperations()
+	names := map[string]string{config.GraphQLQuery: "Q", config.GraphQLMutation: "M", config.GraphQLSubscription: "S"}
+	var kinds []request
+	for set := 1; set < 1<<len(ops); set++ {
+		var doc []string
+		for i, op := range ops {
+			if set&(1<<i) != 0 {
+				doc = append(doc, op)
+			}
+		}
+		req := request{}
+		if len(doc) == 1 {
+			req["query"] = doc[0] + "{__typename}"
+		} else {
+			parts := make([]string, len(doc))
+			for i, op := range doc {
+				parts[i] = op + " " + names[op] + "{__typename}"
+			}
+			req["query"] = strings.Join(parts, " ")
+			req["operationName"] = names[doc[0]]
+		}
+		kinds = append(kinds, req)
+	}
+	kinds[0]["query"] = "{__typename}" // the query alone, in its shortest form
+	persisted := request{"extensions": map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": strings.Repeat("0", 64)}}}
+	kinds = append(kinds, persisted)
+	for _, k := range kinds {
+		b, _ := json.Marshal(k) // maps of strings and numbers always marshal, keys sorted
+		bodies = append(bodies, b)
+	}
+	if !batches {
+		return bodies, true
+	}
+	// A batch's verdict depends on the kinds of its requests, not on how
+	// many of each: one request of each single-operation kind and the
+	// persisted query make every set.
+	singles := []request{kinds[0], kinds[1], kinds[3], persisted}
+	for set := 1; set < 1<<len(singles); set++ {
+		var batch []request
+		for i, k := range singles {
+			if set&(1<<i) != 0 {
+				batch = append(batch, k)
+			}
+		}
+		b, _ := json.Marshal(batch)
+		bodies = append(bodies, b)
+	}
+	return bodies, true
 }
 
 // Verdicts counts the sandboxes of r.Sandboxes by verdict.

@@ -244,7 +244,8 @@ func rules(rs []config.Rule) []string {
 
 // DescribeRule writes a rule on one line, as diff and explain both show
 // it: methods, paths (a comma between them), body conditions
-// ("GET,HEAD /repos/a, /repos/b with JSON body action in [opened,closed]").
+// ("GET,HEAD /repos/a, /repos/b with JSON body action in [opened,closed]";
+// "POST /graphql with GraphQL query only").
 func DescribeRule(r config.Rule) string {
 	paths := append(slices.Clone(r.PathPrefixes), r.PathPatterns...)
 	s := strings.Join(r.Methods, ",") + " " + strings.Join(paths, ", ")
@@ -254,6 +255,15 @@ func DescribeRule(r config.Rule) string {
 	}
 	if len(conds) > 0 {
 		s += " with JSON body " + strings.Join(conds, ", ")
+	}
+	if g := r.GraphQL; g != nil {
+		s += " with GraphQL " + strings.Join(g.Operations, ",") + " only"
+		if g.PersistedQueries {
+			s += ", persisted queries"
+		}
+		if g.Batches {
+			s += ", batches"
+		}
 	}
 	return s
 }
