@@ -270,7 +270,7 @@ func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
 		Image:  p.config.sandboxImage,
 	}
 	injected := map[string]bool{}
-	for _, c := range aw.Connectors {
+	for ci, c := range aw.Connectors {
 		conn, ok := p.catalog[c.Name]
 		if !ok || !c.Sandbox {
 			continue
@@ -290,6 +290,7 @@ func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
 				continue
 			}
 			injected[h.Host] = true
+			p.origin(&s, h.Host, origin{it: &a.item, at: path{"connectors", ci}, connector: c.Name})
 			if s.ClientForms == nil {
 				s.ClientForms = map[string]string{}
 			}
@@ -308,9 +309,10 @@ func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
 			s.Env = append(s.Env, EnvVar{Name: conn.Env, Value: placeholder, Connection: cn.obj().Name})
 		}
 	}
-	for _, d := range aw.AllowedDomains {
+	for k, d := range aw.AllowedDomains {
 		if hostname.MatchString(d) && !injected[d] && !slices.Contains(s.Proxy.Passthrough, d) {
 			s.Proxy.Passthrough = append(s.Proxy.Passthrough, d)
+			p.origin(&s, d, origin{it: &a.item, at: path{"allowed_domains", k}})
 		}
 	}
 	s.Namespace = ns

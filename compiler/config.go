@@ -7,6 +7,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"keyhole.dev/keyhole/access"
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/proxy/config"
 	"keyhole.dev/keyhole/schema"
@@ -56,6 +57,8 @@ type configWire struct {
 	} `yaml:"ignore"`
 	// Operator is read by readOperator, with positions.
 	Operator yaml.Node `yaml:"operator"`
+	// Ceiling is read by readCeiling, with positions.
+	Ceiling []yaml.Node `yaml:"ceiling"`
 }
 
 // repoConfig is the resolved Config.
@@ -65,6 +68,11 @@ type repoConfig struct {
 	hasNamespace bool
 	sandboxImage string
 	ignore       []ignoreRule
+	// ceiling is what no sandbox may be allowed (docs/checks.md,
+	// AccessAboveCeiling); ceilingAt holds each limit's index in
+	// keyhole.yaml's ceiling list.
+	ceiling   access.Ceiling
+	ceilingAt []int
 }
 
 type ignoreRule struct {
@@ -90,7 +98,7 @@ func (p *pass) addConfig(v *schema.Validator, doc *source.Document, it item) {
 		return
 	}
 	p.config.found = &it
-	known := []string{"apiVersion", "kind", "metadata", "namespace", "sandboxImage", "catalog", "include", "exclude", "ignore", "operator"}
+	known := []string{"apiVersion", "kind", "metadata", "namespace", "sandboxImage", "catalog", "include", "exclude", "ignore", "operator", "ceiling"}
 	for i := 0; i+1 < len(doc.Node.Content); i += 2 {
 		k := doc.Node.Content[i].Value
 		if !slices.Contains(known, k) {
@@ -109,6 +117,7 @@ func (p *pass) addConfig(v *schema.Validator, doc *source.Document, it item) {
 	if w.Operator.Kind != 0 {
 		p.readOperator(&it, &w.Operator)
 	}
+	p.readCeiling(p.config.found, w.Ceiling)
 	for i, r := range w.Ignore {
 		if r.Code == "" && r.Object == "" && r.Path == "" {
 			p.report(codeConfigInvalid, &it, path{"ignore", i}, false, "ignore entry %d names no code, object or path, so it would silence everything; give at least one", i)

@@ -322,6 +322,21 @@ func accessText(b *strings.Builder, s SandboxChange, indent string) {
 			fmt.Fprintf(b, "%s  %s\n", indent, witnessLine(wi, false))
 		}
 	}
+	switch s.Ceiling {
+	case CeilingUnder:
+		fmt.Fprintf(b, "%sceiling: under: the head allows nothing keyhole.yaml's ceiling forbids\n", indent)
+	case CeilingUnproven:
+		fmt.Fprintf(b, "%sceiling: unproven: the head's rules exceed the comparison's bounds\n", indent)
+	case CeilingAbove:
+		fmt.Fprintf(b, "%sceiling: ABOVE: the head allows what keyhole.yaml's ceiling forbids:\n", indent)
+		for _, c := range s.AboveCeiling {
+			req := c.Method + " " + c.URL
+			if c.Body != "" {
+				req += " " + c.Body
+			}
+			fmt.Fprintf(b, "%s  %s, above: %s\n", indent, req, c.Limit)
+		}
+	}
 	if lines := policyLines(s); len(lines) > 0 {
 		fmt.Fprintf(b, "%swhat changed:\n", indent)
 		for _, l := range lines {
