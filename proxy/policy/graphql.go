@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -139,7 +140,9 @@ func checkGraphQLRequest(g config.GraphQL, data []byte) error {
 		}
 		return err
 	}
-	for _, f := range fields {
+	// In key order, so the refusal is the same every time.
+	for _, key := range slices.Sorted(maps.Keys(fields)) {
+		f := fields[key]
 		if !slices.Contains(graphQLFields, f.name) {
 			want := ""
 			if i := slices.IndexFunc(graphQLFields, func(n string) bool { return fieldKey(n) == fieldKey(f.name) }); i >= 0 {

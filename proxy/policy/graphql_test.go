@@ -198,6 +198,21 @@ func TestCheckGraphQLHuge(t *testing.T) {
 	}
 }
 
+// TestCheckGraphQLDeterministic: a body with several faults is refused
+// with the same message every time.
+func TestCheckGraphQLDeterministic(t *testing.T) {
+	b := jsonBody(`{"query":"{ a }","zeta":1,"alpha":2,"mutation":"x","beta":3}`)
+	first := CheckGraphQL(queriesOnly, b)
+	if first == nil {
+		t.Fatal("allowed")
+	}
+	for range 50 {
+		if err := CheckGraphQL(queriesOnly, b); err == nil || err.Error() != first.Error() {
+			t.Fatalf("refused with %v, then %v", first, err)
+		}
+	}
+}
+
 // TestGraphQLRule: a rule with a GraphQL condition matches through
 // MatchRule and Decide, and a refusal says why.
 func TestGraphQLRule(t *testing.T) {
