@@ -350,3 +350,25 @@ func ceilingProperty(t *testing.T, s1, s2 uint64) {
 		}
 	}
 }
+
+// TestCeilingUndecided: a host whose rules exceed the class bounds is
+// named as unproven, never passed as under the ceiling, and the other
+// hosts are still proven.
+func TestCeilingUndecided(t *testing.T) {
+	wide := config.Rule{Methods: []string{"POST"}, PathPatterns: []string{"/batch"}, Body: map[string][]string{}}
+	for i := range 8 {
+		wide.Body[string(rune('a'+i))] = []string{"x", "y", "z"}
+	}
+	cfg := plan([]config.Host{injected("api.github.com", wide), injected("uploads.github.com")})
+	c := Ceiling{Limits: []Limit{{Hosts: []string{"api.github.com", "uploads.github.com"}, Methods: []string{"POST"}}}}
+	vs, undecided, err := c.Check(support, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(undecided) != 1 || !strings.Contains(undecided[0], "host api.github.com: its rules' body conditions fall into more than 256 classes") {
+		t.Errorf("undecided = %q", undecided)
+	}
+	if len(vs) != 1 || vs[0].Request() != "POST https://uploads.github.com/" {
+		t.Errorf("violations = %+v, want the other host's", vs)
+	}
+}
