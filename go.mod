@@ -11,6 +11,7 @@ require (
 	github.com/miekg/dns v1.1.73
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/santhosh-tekuri/jsonschema/v5 v5.3.1
+	github.com/vektah/gqlparser/v2 v2.5.64
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/net v0.58.0
 	golang.org/x/sys v0.48.0

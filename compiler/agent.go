@@ -270,7 +270,7 @@ func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
 		Image:  p.config.sandboxImage,
 	}
 	injected := map[string]bool{}
-	for _, c := range aw.Connectors {
+	for ci, c := range aw.Connectors {
 		conn, ok := p.catalog[c.Name]
 		if !ok || !c.Sandbox {
 			continue
@@ -283,13 +283,14 @@ func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
 		placeholder := Placeholder(cn.obj().Name)
 		rules := make([]config.Rule, 0, len(conn.ReadOnly))
 		for _, r := range conn.ReadOnly {
-			rules = append(rules, config.Rule(r))
+			rules = append(rules, ProxyRule(r))
 		}
 		for _, h := range conn.Hosts {
 			if injected[h.Host] {
 				continue
 			}
 			injected[h.Host] = true
+			p.origin(&s, h.Host, origin{it: &a.item, at: path{"connectors", ci}, connector: c.Name})
 			if s.ClientForms == nil {
 				s.ClientForms = map[string]string{}
 			}
@@ -308,9 +309,10 @@ func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
 			s.Env = append(s.Env, EnvVar{Name: conn.Env, Value: placeholder, Connection: cn.obj().Name})
 		}
 	}
-	for _, d := range aw.AllowedDomains {
+	for k, d := range aw.AllowedDomains {
 		if hostname.MatchString(d) && !injected[d] && !slices.Contains(s.Proxy.Passthrough, d) {
 			s.Proxy.Passthrough = append(s.Proxy.Passthrough, d)
+			p.origin(&s, d, origin{it: &a.item, at: path{"allowed_domains", k}})
 		}
 	}
 	s.Namespace = ns
@@ -359,6 +361,15 @@ func (p *pass) planAgent(a *agent, s Sandbox) Agent {
 			}
 		}
 		out.Connectors = append(out.Connectors, ac)
+	}
+	return out
+}
+
+// ProxyRule is a catalog rule as the proxy reads it.
+func ProxyRule(r schema.Rule) config.Rule {
+	out := config.Rule{Methods: r.Methods, PathPrefixes: r.PathPrefixes, PathPatterns: r.PathPatterns, Body: r.Body}
+	if g := r.GraphQL; g != nil {
+		out.GraphQL = &config.GraphQL{Operations: g.Operations, PersistedQueries: g.PersistedQueries, Batches: g.Batches}
 	}
 	return out
 }

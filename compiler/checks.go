@@ -172,8 +172,11 @@ func table() []Check {
 			Purpose: "No AgentRuntime or ToolRegistry binds the Connection (reported only when the input binds some Connections).",
 			Help:    "Bind it to a sandbox role, or remove it if it is no longer used."},
 
+		{Code: codeAccessAboveCeiling, Severity: diag.Error,
+			Purpose: "A sandbox's access is not proven under keyhole.yaml's `ceiling`: a rule (or an inject entry without rules, a connector's read-only rules, a passthrough host) allows a request a ceiling entry forbids for that sandbox, given as the smallest such request; or the sandbox's rules exceed the comparison's bounds, so no proof was possible. The proof decides one request per class of requests the rules and the entry cannot tell apart with the proxy's own decision function, as `keyhole diff` does. An object's `keyhole.dev/ignore` annotation does not silence it; keyhole.yaml's `ignore` does.",
+			Help:    "Narrow the rule that allows the request, or, where the ceiling's owners agree, change the ceiling (see docs/ceiling.md)."},
 		{Code: codeConfigInvalid, Severity: diag.Error,
-			Purpose: "The repository's Config (keyhole.yaml) has an unknown field, an unknown code to ignore, or a second Config.",
+			Purpose: "The repository's Config (keyhole.yaml) has an unknown field, an unknown code to ignore, a second Config, a `ceiling` entry keyhole cannot read (an unknown field, no hosts, a host that is not canonical, a method, path or sandbox name pattern the proxy's rules would refuse), or a catalog rule whose `graphql` condition the proxy would refuse or never match (beside a `body` condition, on a rule without `POST`, an operation type listed twice).",
 			Help:    "Correct the field named in the message; see the Config section of the README."},
 		{Code: codeAgentConnectorUnknown, Severity: diag.Error, run: checkAgents,
 			Purpose: "An agent.yaml connector is not in the connector catalog.",

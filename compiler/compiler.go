@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"keyhole.dev/keyhole/access"
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/proxy/config"
 	"keyhole.dev/keyhole/schema"
@@ -181,8 +182,15 @@ func Compile(docs []*source.Document, v *schema.Validator, opts Options) Result 
 				c.run(p)
 			}
 		}
-		if !opts.OmitPlans {
+		switch {
+		case !opts.OmitPlans:
 			p.resolve()
+			p.checkCeiling()
+		case len(p.config.ceiling.Limits) > 0:
+			// The ceiling is proven on the plan, which is then dropped.
+			p.resolve()
+			p.checkCeiling()
+			p.plan.Sandboxes, p.plan.Agents, p.plan.Ceiling = nil, nil, access.Ceiling{}
 		}
 	}
 	res := Result{Objects: counted.Len()}
@@ -431,9 +439,12 @@ type owner struct {
 
 // pass is the state of the compilation of one deploy unit.
 type pass struct {
-	unit  *source.Unit
-	opts  Options
-	diags diag.List
+	// origins says, per sandbox (sandboxKey) and host, where the host of
+	// its proxy config comes from; kept only when there is a ceiling.
+	origins map[string]map[string]origin
+	unit    *source.Unit
+	opts    Options
+	diags   diag.List
 	// units are every unit's pass, this one's included, in order of
 	// name, for the Secrets a unit finds in another (see secretOf).
 	units []*pass
@@ -731,7 +742,9 @@ func (p *pass) diagnostic(code string, it *item, pos diag.Pos, fieldPath, msg st
 	if code == codeSecretMissing && p.opts.AllowMissingSecrets {
 		d.Severity = diag.Warning
 	}
-	if it.ignores(p.digests.of(it.doc), code) {
+	// The ceiling is the platform's, in keyhole.yaml: an object's own
+	// annotation cannot silence what it says about that object.
+	if code != codeAccessAboveCeiling && it.ignores(p.digests.of(it.doc), code) {
 		d.Suppressed = "annotation"
 	}
 	return d

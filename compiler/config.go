@@ -7,6 +7,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"keyhole.dev/keyhole/access"
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/proxy/config"
 	"keyhole.dev/keyhole/schema"
@@ -56,6 +57,8 @@ type configWire struct {
 	} `yaml:"ignore"`
 	// Operator is read by readOperator, with positions.
 	Operator yaml.Node `yaml:"operator"`
+	// Ceiling is read by readCeiling, with positions.
+	Ceiling []yaml.Node `yaml:"ceiling"`
 }
 
 // repoConfig is the resolved Config.
@@ -65,6 +68,11 @@ type repoConfig struct {
 	hasNamespace bool
 	sandboxImage string
 	ignore       []ignoreRule
+	// ceiling is what no sandbox may be allowed (docs/checks.md,
+	// AccessAboveCeiling); ceilingAt holds each limit's index in
+	// keyhole.yaml's ceiling list.
+	ceiling   access.Ceiling
+	ceilingAt []int
 }
 
 type ignoreRule struct {
@@ -90,7 +98,7 @@ func (p *pass) addConfig(v *schema.Validator, doc *source.Document, it item) {
 		return
 	}
 	p.config.found = &it
-	known := []string{"apiVersion", "kind", "metadata", "namespace", "sandboxImage", "catalog", "include", "exclude", "ignore", "operator"}
+	known := []string{"apiVersion", "kind", "metadata", "namespace", "sandboxImage", "catalog", "include", "exclude", "ignore", "operator", "ceiling"}
 	for i := 0; i+1 < len(doc.Node.Content); i += 2 {
 		k := doc.Node.Content[i].Value
 		if !slices.Contains(known, k) {
@@ -109,6 +117,7 @@ func (p *pass) addConfig(v *schema.Validator, doc *source.Document, it item) {
 	if w.Operator.Kind != 0 {
 		p.readOperator(&it, &w.Operator)
 	}
+	p.readCeiling(p.config.found, w.Ceiling)
 	for i, r := range w.Ignore {
 		if r.Code == "" && r.Object == "" && r.Path == "" {
 			p.report(codeConfigInvalid, &it, path{"ignore", i}, false, "ignore entry %d names no code, object or path, so it would silence everything; give at least one", i)
@@ -156,6 +165,9 @@ func (p *pass) addConfig(v *schema.Validator, doc *source.Document, it item) {
 					p.report(codePathPrefixInvalid, &it, at.with("pathPatterns", x), false, "path pattern of connector %s is refused by the proxy: %v", c.Name, err)
 				}
 			}
+			if r.GraphQL != nil {
+				checkCatalogGraphQL(p, &it, at, c.Name, r)
+			}
 		}
 		if slices.Contains(ReservedEnvNames(), c.Env) {
 			p.report(codePlaceholderReserved, &it, path{"catalog", i, "env"}, false,
@@ -201,4 +213,27 @@ func codes() []string {
 		cs = append(cs, c.Code)
 	}
 	return cs
+}
+
+// checkCatalogGraphQL refuses what the proxy would refuse, or never
+// match, in a catalog rule's GraphQL condition: a rule with a body
+// condition as well (the proxy's config has one body condition per
+// rule), and a rule that allows no POST, the method GraphQL requests
+// with a body are sent with.
+func checkCatalogGraphQL(p *pass, it *item, at path, connector string, r schema.Rule) {
+	if len(r.Body) > 0 {
+		p.report(codeConfigInvalid, it, at.with("graphql"), false,
+			"read-only rule of connector %s sets both body and graphql, which the proxy refuses: a rule has one body condition; split it into two rules", connector)
+	}
+	if !slices.Contains(r.Methods, "POST") {
+		p.report(codeConfigInvalid, it, at.with("graphql"), false,
+			"read-only rule of connector %s has a graphql condition but does not allow POST, so it matches no GraphQL request; add POST to its methods", connector)
+	}
+	seen := map[string]bool{}
+	for x, op := range r.GraphQL.Operations {
+		if seen[op] {
+			p.report(codeConfigInvalid, it, at.with("graphql", "operations", x), false, "%s is listed twice in this condition; remove the repeat", op)
+		}
+		seen[op] = true
+	}
 }

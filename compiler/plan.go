@@ -7,6 +7,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"keyhole.dev/keyhole/access"
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/proxy/config"
 	"keyhole.dev/keyhole/schema"
@@ -35,6 +36,10 @@ type Plan struct {
 	// also stands for. Targets that emit the operator's resources refuse
 	// what it cannot serve.
 	Operator schema.Operator
+	// Ceiling is keyhole.yaml's ceiling: what no sandbox may be allowed,
+	// which check proves (AccessAboveCeiling) and diff weighs a widening
+	// against.
+	Ceiling access.Ceiling
 }
 
 // Object is one input object of an omnia kind.
@@ -119,6 +124,9 @@ type Sandbox struct {
 	// connector catalog), for explain and docs; the proxy substitutes the
 	// placeholder wherever it appears in a header.
 	ClientForms map[string]string
+	// Labels are the labels of the object that declares the sandbox, for
+	// the ceiling's selectors; read only when there is a ceiling.
+	Labels map[string]string
 }
 
 // EnvVar is one placeholder variable in the sandbox's environment.

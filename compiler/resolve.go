@@ -97,7 +97,7 @@ func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
 		if c == nil {
 			continue
 		}
-		for _, in := range w.Spec.Placement.Inject {
+		for ii, in := range w.Spec.Placement.Inject {
 			inject := config.Inject{Secret: w.Spec.Credential.SecretRef.Name}
 			switch {
 			case in.Basic != nil:
@@ -119,6 +119,7 @@ func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
 					continue // two entries for one host; the checks report it
 				}
 				injected[h] = true
+				p.origin(&s, h, origin{it: &c.item, at: path{"spec", "placement", "inject", ii}, rules: true})
 				internal[h] = w.Spec.AllowInternalAddresses
 				s.Proxy.Hosts = append(s.Proxy.Hosts, config.Host{Name: h, Connection: c.obj().Name, Inject: inject, Rules: rules})
 			}
@@ -129,7 +130,10 @@ func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
 				}
 			}
 		}
-		for _, h := range w.Spec.Hosts {
+		for j, h := range w.Spec.Hosts {
+			if !passthrough[h] {
+				p.origin(&s, h, origin{it: &c.item, at: path{"spec", "hosts", j}})
+			}
 			passthrough[h] = true
 			internalPass[h] = internalPass[h] || w.Spec.AllowInternalAddresses
 		}

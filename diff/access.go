@@ -4,11 +4,11 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
+	"keyhole.dev/keyhole/access"
 	"keyhole.dev/keyhole/proxy/config"
 	"keyhole.dev/keyhole/proxy/policy"
 )
@@ -128,16 +128,9 @@ func (o Outcome) String() string {
 	return string(o.Action)
 }
 
-// The comparison's bounds. Past them a host's verdict is undecided rather
-// than guessed.
+// witnessesPerHost bounds the witnesses reported; the comparison's bounds
+// on classes are access.MaxPaths, MaxBodies and MaxRequests.
 const (
-	// maxPaths bounds the request paths tried per host: one per class
-	// of paths the rules of both sides cannot tell apart.
-	maxPaths = 4096
-	// maxBodies bounds the JSON bodies tried per host.
-	maxBodies = 256
-	// maxRequests bounds methods × paths × bodies per host.
-	maxRequests = 1 << 15
 	// witnessesPerHost is how many witnesses of each direction a host
 	// reports: one per distinct cause (rule, scheme, kind of change)
 	// first, smallest first.
@@ -312,7 +305,7 @@ func compareHost(host string, b, h entry) hostAccess {
 			rules = append(rules, e.h.Rules...)
 		}
 	}
-	reqs, why := requestClasses(rules)
+	reqs, why := access.Classes(rules)
 	if why != "" {
 		return hostAccess{undecided: fmt.Sprintf("host %s: %s", host, why)}
 	}
@@ -321,20 +314,20 @@ func compareHost(host string, b, h entry) hostAccess {
 	// The proxy decides a plain http:// request by its host alone
 	// (forwarded to a passthrough host, refused elsewhere: credentials go
 	// only over HTTPS), so one such request stands for them all.
-	plain := []request{{method: "GET", path: "/"}}
+	plain := []request{{Method: "GET", Path: "/"}}
 	for _, try := range []struct {
 		scheme string
 		reqs   []request
 	}{{"https", reqs}, {"http", plain}} {
 		scheme := try.scheme
 		for _, r := range try.reqs {
-			url := scheme + "://" + host + r.path
-			ob := outcome(pb, pb.DecideURL(r.method, url, r.body))
-			oh := outcome(ph, ph.DecideURL(r.method, url, r.body))
+			url := scheme + "://" + host + r.Path
+			ob := outcome(pb, pb.DecideURL(r.Method, url, r.Body))
+			oh := outcome(ph, ph.DecideURL(r.Method, url, r.Body))
 			if ob == oh || ob.Allowed() == oh.Allowed() && ob.Credential == oh.Credential {
 				continue // the same decision, or the same credential under another Connection's name
 			}
-			w := Witness{Method: r.method, URL: url, Body: string(r.body), Base: ob, Head: oh}
+			w := Witness{Method: r.Method, URL: url, Body: string(r.Body), Base: ob, Head: oh}
 			switch {
 			case !ob.Allowed() || oh.Credential != "" && oh.Credential != ob.Credential:
 				// Newly allowed, or a credential it did not carry.
@@ -361,12 +354,15 @@ func matchingRule(e entry, r request) string {
 		return ""
 	}
 	for _, rule := range e.h.Rules {
-		if policy.MatchRule(rule, r.method, r.path, policy.Body{Data: r.body, Complete: true, ContentType: []string{"application/json"}}) {
+		if policy.MatchRule(rule, r.Method, r.Path, policy.Body{Data: r.Body, Complete: true, ContentType: []string{"application/json"}}) {
 			return DescribeRule(rule)
 		}
 	}
 	return ""
 }
+
+// request is one representative request of a class.
+type request = access.Request
 
 // found is a differing request with what picks witnesses among them.
 type found struct {
@@ -381,7 +377,7 @@ type found struct {
 // smallest first.
 func smallest(fs []found) []Witness {
 	slices.SortFunc(fs, func(a, b found) int {
-		return cmp.Or(cmp.Compare(schemeRank(a.scheme), schemeRank(b.scheme)), a.r.compare(b.r))
+		return cmp.Or(cmp.Compare(schemeRank(a.scheme), schemeRank(b.scheme)), a.r.Compare(b.r))
 	})
 	var picked []int
 	causes := map[string]bool{}
@@ -409,246 +405,6 @@ func schemeRank(s string) int {
 		return 0
 	}
 	return 1
-}
-
-// request is one representative request: a method, a path and a body.
-type request struct {
-	method string
-	path   string
-	body   []byte
-}
-
-// compare orders requests smallest first: fewer path segments, a shorter
-// path, a more common method, a shorter body.
-func (r request) compare(o request) int {
-	return cmp.Or(
-		cmp.Compare(strings.Count(r.path, "/"), strings.Count(o.path, "/")),
-		cmp.Compare(len(r.path), len(o.path)),
-		strings.Compare(r.path, o.path),
-		cmp.Compare(methodRank(r.method), methodRank(o.method)),
-		strings.Compare(r.method, o.method),
-		cmp.Compare(len(r.body), len(o.body)),
-		strings.Compare(string(r.body), string(o.body)),
-	)
-}
-
-// commonMethods are tried, in this order, for a method no rule names.
-func commonMethods() []string {
-	return []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "PROPFIND"}
-}
-
-func methodRank(m string) int {
-	if i := slices.Index(commonMethods(), m); i >= 0 {
-		return i
-	}
-	return len(commonMethods())
-}
-
-// requestClasses returns one request per class of requests that rules
-// (the host's rules on both sides) cannot tell apart: two requests in one
-// class match exactly the same rules. A rule matches a product of a
-// method set, a path set and a body set, so the classes are the product
-// of the classes of each: the methods the rules name and one they do
-// not; the paths of pathClasses; the bodies of bodyClasses. why is set
-// when the classes exceed the comparison's bounds.
-func requestClasses(rules []config.Rule) (reqs []request, why string) {
-	methods := map[string]bool{}
-	for _, r := range rules {
-		for _, m := range r.Methods {
-			methods[m] = true
-		}
-	}
-	ms := slices.Sorted(maps.Keys(methods))
-	ms = append(ms, fresh(commonMethods(), methods, "OTHER"))
-	paths, ok := pathClasses(rules)
-	if !ok {
-		return nil, fmt.Sprintf("its rules' paths fall into more than %d classes to compare", maxPaths)
-	}
-	bodies, ok := bodyClasses(rules)
-	if !ok {
-		return nil, fmt.Sprintf("its rules' body conditions fall into more than %d classes to compare", maxBodies)
-	}
-	if n := len(ms) * len(paths) * len(bodies); n > maxRequests {
-		return nil, fmt.Sprintf("its rules make %d classes of requests to compare, more than %d", n, maxRequests)
-	}
-	for _, p := range paths {
-		for _, m := range ms {
-			for _, b := range bodies {
-				reqs = append(reqs, request{method: m, path: p, body: b})
-			}
-		}
-	}
-	return reqs, ""
-}
-
-// fresh returns the first of candidates not in taken, else base with a
-// number.
-func fresh(candidates []string, taken map[string]bool, base string) string {
-	for _, c := range candidates {
-		if !taken[c] {
-			return c
-		}
-	}
-	for i := 2; ; i++ {
-		if c := base + strconv.Itoa(i); !taken[c] {
-			return c
-		}
-	}
-}
-
-// pathSpec is a rule path as the proxy matches it: segments (a "*" one
-// matches any single segment), then what the path may hold after them.
-type pathSpec struct {
-	segs []string
-	// exact: nothing after the segments (a pattern); else anything (a
-	// prefix) or, with more, at least one more segment (a final "**").
-	exact, more bool
-}
-
-// pathSpecs reads the rules' paths.
-func pathSpecs(rules []config.Rule) []pathSpec {
-	var out []pathSpec
-	split := func(p string) []string {
-		if p == "/" {
-			return nil
-		}
-		return strings.Split(strings.TrimPrefix(p, "/"), "/")
-	}
-	for _, r := range rules {
-		for _, p := range r.PathPrefixes {
-			out = append(out, pathSpec{segs: split(p)})
-		}
-		for _, p := range r.PathPatterns {
-			segs := split(p)
-			if n := len(segs); n > 0 && segs[n-1] == "**" {
-				out = append(out, pathSpec{segs: segs[:n-1], more: true})
-				continue
-			}
-			out = append(out, pathSpec{segs: segs, exact: true})
-		}
-	}
-	return out
-}
-
-// pathClasses returns one path per class of paths the rules' prefixes and
-// patterns cannot tell apart. It walks the paths segment by segment: at
-// each depth a path's next segment either is one of the literals the
-// specs still in play name there, or is none of them (a fresh segment,
-// which every such spec treats alike). Past its segments a spec's match
-// depends on the path's length alone: a prefix matches whatever follows,
-// a pattern nothing, a final "**" one or more segments. So where a spec
-// ends, the path that ends there and one a segment longer stand for every
-// longer one. ok is false past maxPaths.
-func pathClasses(rules []config.Rule) (paths []string, ok bool) {
-	var walk func(prefix []string, alive []pathSpec) bool
-	walk = func(prefix []string, alive []pathSpec) bool {
-		if len(paths) >= maxPaths {
-			return false
-		}
-		paths = append(paths, "/"+strings.Join(prefix, "/"))
-		d := len(prefix)
-		var next []pathSpec
-		lits := map[string]bool{}
-		longer := false // whether a spec ending here tells this path from longer ones
-		for _, s := range alive {
-			if len(s.segs) > d {
-				next = append(next, s)
-				if s.segs[d] != "*" {
-					lits[s.segs[d]] = true
-				}
-			} else if s.exact || s.more {
-				longer = true
-			}
-		}
-		other := fresh([]string{"other", "x", "y"}, lits, "other")
-		if len(next) == 0 {
-			if longer {
-				if len(paths) >= maxPaths {
-					return false
-				}
-				paths = append(paths, "/"+strings.Join(append(slices.Clone(prefix), other), "/"))
-			}
-			return true
-		}
-		for _, lit := range slices.Sorted(maps.Keys(lits)) {
-			var keep []pathSpec
-			for _, s := range next {
-				if s.segs[d] == "*" || s.segs[d] == lit {
-					keep = append(keep, s)
-				}
-			}
-			if !walk(append(slices.Clone(prefix), lit), keep) {
-				return false
-			}
-		}
-		var keep []pathSpec
-		for _, s := range next {
-			if s.segs[d] == "*" {
-				keep = append(keep, s)
-			}
-		}
-		return walk(append(slices.Clone(prefix), other), keep)
-	}
-	ok = walk(nil, pathSpecs(rules))
-	return paths, ok
-}
-
-// bodyClasses returns one body per class of bodies the rules' body
-// conditions cannot tell apart: per field the conditions name (spelled
-// exactly, as the proxy matches them: docs/proxy.md#body-rules), one of the values named or
-// none of them (the field left out, which fails every condition on it
-// as any other value would). No body stands for the bodies that fail
-// every condition. ok is false past maxBodies.
-func bodyClasses(rules []config.Rule) (bodies [][]byte, ok bool) {
-	values := map[string]map[string]bool{}
-	for _, r := range rules {
-		for field, vs := range r.Body {
-			f := field
-			if values[f] == nil {
-				values[f] = map[string]bool{}
-			}
-			for _, v := range vs {
-				values[f][v] = true
-			}
-		}
-	}
-	fields := slices.Sorted(maps.Keys(values))
-	sorted := make([][]string, len(fields))
-	n := 1
-	for i, f := range fields {
-		sorted[i] = slices.Sorted(maps.Keys(values[f]))
-		n *= len(sorted[i]) + 1
-		if n > maxBodies {
-			return nil, false
-		}
-	}
-	// Each combination: per field, one of its values or (index 0) none.
-	choice := make([]int, len(fields))
-	for {
-		obj := map[string]string{}
-		for i, f := range fields {
-			if choice[i] > 0 {
-				obj[f] = sorted[i][choice[i]-1]
-			}
-		}
-		if len(obj) == 0 {
-			bodies = append(bodies, nil)
-		} else {
-			b, _ := json.Marshal(obj) // a map of strings always marshals, keys sorted
-			bodies = append(bodies, b)
-		}
-		i := 0
-		for ; i < len(fields); i++ {
-			choice[i]++
-			if choice[i] <= len(sorted[i]) {
-				break
-			}
-			choice[i] = 0
-		}
-		if i == len(fields) {
-			return bodies, true
-		}
-	}
 }
 
 // Verdicts counts the sandboxes of r.Sandboxes by verdict.

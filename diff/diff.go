@@ -20,6 +20,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"keyhole.dev/keyhole/access"
 	"keyhole.dev/keyhole/compiler"
 	"keyhole.dev/keyhole/render"
 	"keyhole.dev/keyhole/source"
@@ -68,6 +69,9 @@ type Side struct {
 	// several and each is compared on its own (see Merge); empty
 	// otherwise.
 	Unit string
+	// Ceiling is the side's ceiling (keyhole.yaml): a widening on the
+	// head is weighed against the head's.
+	Ceiling access.Ceiling
 }
 
 // Result is the comparison of two sides.

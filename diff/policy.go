@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"keyhole.dev/keyhole/access"
 	"keyhole.dev/keyhole/compiler"
 	"keyhole.dev/keyhole/proxy/config"
 )
@@ -41,6 +42,49 @@ type SandboxChange struct {
 	// witnesses. Placeholder variables and the image do not enter it:
 	// they change what the sandbox holds, not what its proxy lets through.
 	Access
+	// Ceiling says, for a sandbox whose access may widen on a head with
+	// a ceiling (keyhole.yaml), whether the head keeps it under the
+	// ceiling: CeilingUnder, CeilingAbove (AboveCeiling says what breaks
+	// it) or CeilingUnproven; empty otherwise.
+	Ceiling      string           `json:"ceiling,omitempty"`
+	AboveCeiling []CeilingWitness `json:"aboveCeiling,omitempty"`
+}
+
+// The ceiling's verdicts on a widened sandbox.
+const (
+	CeilingUnder    = "under"
+	CeilingAbove    = "above"
+	CeilingUnproven = "unproven"
+)
+
+// CeilingWitness is the smallest request the head allows above one limit
+// of its ceiling.
+type CeilingWitness struct {
+	Method string `json:"method"`
+	URL    string `json:"url"`
+	Body   string `json:"body,omitempty"`
+	// Limit is the ceiling entry it breaks, as a sentence.
+	Limit string `json:"limit"`
+}
+
+// ceilingVerdict weighs a widened sandbox's head against the head's
+// ceiling.
+func ceilingVerdict(c *SandboxChange, ceiling access.Ceiling, sb *compiler.Sandbox) {
+	if len(ceiling.Limits) == 0 || !c.Verdict.MayWiden() {
+		return
+	}
+	vs, undecided, err := ceiling.Check(access.Sandbox{Namespace: sb.Namespace, Name: sb.Name, Labels: sb.Labels}, &sb.Proxy)
+	switch {
+	case err != nil || len(undecided) > 0:
+		c.Ceiling = CeilingUnproven
+	case len(vs) > 0:
+		c.Ceiling = CeilingAbove
+	default:
+		c.Ceiling = CeilingUnder
+	}
+	for _, v := range vs {
+		c.AboveCeiling = append(c.AboveCeiling, CeilingWitness{Method: v.Method, URL: v.URL, Body: v.Body, Limit: ceiling.Limits[v.Limit].Describe()})
+	}
 }
 
 // HostChange is one injected host's change.
@@ -124,6 +168,9 @@ func comparePolicies(base, head Side) []SandboxChange {
 			hp = &hs.Proxy
 		}
 		c.Access = cache.compare(bp, hp)
+		if inHead {
+			ceilingVerdict(&c, head.Ceiling, hs)
+		}
 		out = append(out, c)
 	}
 	return out
@@ -244,7 +291,8 @@ func rules(rs []config.Rule) []string {
 
 // DescribeRule writes a rule on one line, as diff and explain both show
 // it: methods, paths (a comma between them), body conditions
-// ("GET,HEAD /repos/a, /repos/b with JSON body action in [opened,closed]").
+// ("GET,HEAD /repos/a, /repos/b with JSON body action in [opened,closed]";
+// "POST /graphql with GraphQL query only").
 func DescribeRule(r config.Rule) string {
 	paths := append(slices.Clone(r.PathPrefixes), r.PathPatterns...)
 	s := strings.Join(r.Methods, ",") + " " + strings.Join(paths, ", ")
@@ -254,6 +302,15 @@ func DescribeRule(r config.Rule) string {
 	}
 	if len(conds) > 0 {
 		s += " with JSON body " + strings.Join(conds, ", ")
+	}
+	if g := r.GraphQL; g != nil {
+		s += " with GraphQL " + strings.Join(g.Operations, ",") + " only"
+		if g.PersistedQueries {
+			s += ", persisted queries"
+		}
+		if g.Batches {
+			s += ", batches"
+		}
 	}
 	return s
 }

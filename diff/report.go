@@ -230,6 +230,10 @@ func groups(r Result) []group {
 		for _, l := range policyLines(s) {
 			k.WriteString(l + "\x00")
 		}
+		k.WriteString("\x01" + s.Ceiling + "\x00")
+		for _, c := range s.AboveCeiling {
+			k.WriteString(c.line() + "\x00")
+		}
 		if i, ok := index[k.String()]; ok {
 			out[i].sandboxes = append(out[i].sandboxes, s)
 			continue
@@ -320,6 +324,17 @@ func accessText(b *strings.Builder, s SandboxChange, indent string) {
 		fmt.Fprintf(b, "%snewly refused:\n", indent)
 		for _, wi := range s.Narrowed {
 			fmt.Fprintf(b, "%s  %s\n", indent, witnessLine(wi, false))
+		}
+	}
+	switch s.Ceiling {
+	case CeilingUnder:
+		fmt.Fprintf(b, "%sceiling: under: the head allows nothing keyhole.yaml's ceiling forbids\n", indent)
+	case CeilingUnproven:
+		fmt.Fprintf(b, "%sceiling: unproven: the head's rules exceed the comparison's bounds\n", indent)
+	case CeilingAbove:
+		fmt.Fprintf(b, "%sceiling: ABOVE: the head allows what keyhole.yaml's ceiling forbids:\n", indent)
+		for _, c := range s.AboveCeiling {
+			fmt.Fprintf(b, "%s  %s\n", indent, c.line())
 		}
 	}
 	if lines := policyLines(s); len(lines) > 0 {
@@ -539,10 +554,19 @@ func mdGroup(g group, full bool) string {
 				}
 			}
 		}
+		if s.Ceiling != "" {
+			fmt.Fprintf(&b, "; ceiling: %s", mdCeiling(s.Ceiling))
+		}
 		b.WriteString("\n")
 		return b.String()
 	}
 	b.WriteString("\n")
+	if s.Ceiling != "" {
+		fmt.Fprintf(&b, "  - **ceiling**: %s\n", mdCeiling(s.Ceiling))
+		for _, c := range s.AboveCeiling {
+			fmt.Fprintf(&b, "    - %s\n", mdCode(clipText(c.line(), mdLineBytes)))
+		}
+	}
 	if s.Undecided != "" {
 		fmt.Fprintf(&b, "  - **cannot decide**: %s\n", mdCode(clipText(s.Undecided, mdLineBytes)))
 	}
@@ -642,4 +666,24 @@ func longestRun(s string, c byte) int {
 		}
 	}
 	return best
+}
+
+// line is the request above the ceiling and the limit it breaks.
+func (c CeilingWitness) line() string {
+	req := c.Method + " " + c.URL
+	if c.Body != "" {
+		req += " " + c.Body
+	}
+	return req + ", above: " + c.Limit
+}
+
+// mdCeiling says a ceiling verdict in markdown: above it in bold.
+func mdCeiling(v string) string {
+	switch v {
+	case CeilingAbove:
+		return "**above** keyhole.yaml's ceiling"
+	case CeilingUnder:
+		return "under keyhole.yaml's ceiling"
+	}
+	return "not proven under keyhole.yaml's ceiling"
 }

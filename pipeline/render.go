@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"keyhole.dev/keyhole/compiler"
+	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/render"
 	"keyhole.dev/keyhole/source"
 )
@@ -27,7 +28,21 @@ type Rendered struct {
 // when it names a unit, keeps that one. A unit with nothing to render is
 // left out; when none has anything, render.ErrEmpty is the error.
 func Render(c *Checked, opts render.Options, renderer render.Renderer, only string) ([]Rendered, error) {
-	if c.Result.Diagnostics.HasErrors() {
+	return renderUnits(c, opts, renderer, only, true)
+}
+
+// BlockingErrors reports whether ds holds an error that stops a render;
+// with ceiling false, a sandbox above the ceiling
+// (compiler.CodeAccessAboveCeiling) does not, as for diff, which weighs
+// the access against the ceiling itself.
+func BlockingErrors(ds diag.List, ceiling bool) bool {
+	return slices.ContainsFunc(ds, func(d diag.Diagnostic) bool {
+		return d.Severity == diag.Error && d.Suppressed == "" && (ceiling || d.Code != compiler.CodeAccessAboveCeiling)
+	})
+}
+
+func renderUnits(c *Checked, opts render.Options, renderer render.Renderer, only string, ceiling bool) ([]Rendered, error) {
+	if BlockingErrors(c.Result.Diagnostics, ceiling) {
 		return nil, nil
 	}
 	c.Rules = render.OmniaRules()

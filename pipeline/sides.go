@@ -142,7 +142,7 @@ func (s *Side) DiffSide(opts render.Options, name string, several bool) diff.Sid
 		if u.Name != name {
 			continue
 		}
-		out.Files, out.Sandboxes = u.Files, u.Plan.Sandboxes
+		out.Files, out.Sandboxes, out.Ceiling = u.Files, u.Plan.Sandboxes, u.Plan.Ceiling
 		if several {
 			out.Files = Placed(u)
 			out.Unit = UnitName(name)
@@ -198,7 +198,7 @@ func (s *Side) Check(wd string, opts Options, r *Reuse) error {
 func (s *Side) Render(opts render.Options, renderer render.Renderer, r *Reuse) error {
 	opts.Reuse = r.Render()
 	var err error
-	s.Units, err = Render(&s.Checked, opts, renderer, "")
+	s.Units, err = renderUnits(&s.Checked, opts, renderer, "", false)
 	if errors.Is(err, render.ErrEmpty) {
 		s.Units = nil
 		return nil

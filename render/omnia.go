@@ -35,8 +35,8 @@ const (
 func OmniaRules() []diag.Rule {
 	return []diag.Rule{
 		{Code: codeOmniaRuleDropped, Severity: diag.Warning,
-			Purpose: "A catalog read-only rule uses path patterns or a body condition, which an omnia Connection cannot express; it is left out and the operator's proxy refuses what it allowed.",
-			Help:    "Keep the default kubernetes target for what the rule allowed (git clone over HTTPS, Git LFS downloads)."},
+			Purpose: "A catalog read-only rule uses path patterns or a body or GraphQL condition, which an omnia Connection cannot express; it is left out and the operator's proxy refuses what it allowed.",
+			Help:    "Keep the default kubernetes target for what the rule allowed (git clone over HTTPS, Git LFS downloads, GraphQL reads)."},
 		{Code: codeOmniaReadOnlyUnexpressed, Severity: diag.Error,
 			Purpose: "None of a connector's read-only rules can be expressed, and a Connection entry without rules would let every request through.",
 			Help:    "Give the connector a rule of methods and path prefixes in keyhole.yaml's catalog, or keep the kubernetes target."},

@@ -192,8 +192,8 @@ func (r *omniaRender) connection(a compiler.Agent, c compiler.AgentConnector, ns
 }
 
 // rules returns the catalog's read-only rules an omnia Connection can
-// express: methods on path prefixes. A rule with a body condition is left
-// out whole, since dropping the condition would widen it; a rule's path
+// express: methods on path prefixes. A rule with a body or GraphQL
+// condition is left out whole, since dropping the condition would widen it; a rule's path
 // patterns are left out and its prefixes kept, which only narrows it.
 // Each loss is a warning saying what the operator will refuse. ok is
 // false when nothing is left, since a Connection entry without rules
@@ -201,13 +201,13 @@ func (r *omniaRender) connection(a compiler.Agent, c compiler.AgentConnector, ns
 func (r *omniaRender) rules(a compiler.Agent, c compiler.AgentConnector) (list, bool) {
 	var out list
 	for _, rule := range c.Connector.ReadOnly {
-		lost := len(rule.Body) > 0 || len(rule.PathPatterns) > 0
+		lost := len(rule.Body) > 0 || rule.GraphQL != nil || len(rule.PathPatterns) > 0
 		if lost {
 			r.report(codeOmniaRuleDropped, a.Source, a.Pos,
 				"connector %s's read-only rule %s cannot be expressed by an omnia Connection (methods and path prefixes only) and is left out of Connection %s-%s: %s",
 				c.Name, describeRule(rule), a.Name, c.Name, refusedBy(rule))
 		}
-		if len(rule.Body) > 0 || len(rule.PathPrefixes) == 0 {
+		if len(rule.Body) > 0 || rule.GraphQL != nil || len(rule.PathPrefixes) == 0 {
 			continue
 		}
 		out = append(out, obj{"methods": slices.Clone(rule.Methods), "pathPrefixes": slices.Clone(rule.PathPrefixes)})
@@ -239,6 +239,9 @@ func describeRule(rule schema.Rule) string {
 		}
 		s += " with body " + strings.Join(conds, ", ")
 	}
+	if rule.GraphQL != nil {
+		s += " with GraphQL " + strings.Join(rule.GraphQL.Operations, ",") + " only"
+	}
 	return s
 }
 
@@ -246,6 +249,8 @@ func describeRule(rule schema.Rule) string {
 func refusedBy(rule schema.Rule) string {
 	joined := strings.Join(rule.PathPatterns, " ")
 	switch {
+	case rule.GraphQL != nil:
+		return "GraphQL reads (gh issue list, gh pr view) will be refused by the operator's proxy; keep the default kubernetes target for them"
 	case strings.Contains(joined, "/info/lfs/"):
 		return "Git LFS downloads (git lfs pull) will be refused by the operator's proxy; keep the default kubernetes target for Git LFS"
 	case strings.Contains(joined, "git-upload-pack"):

@@ -240,8 +240,8 @@ func TestOmniaAgentExample(t *testing.T) {
 			t.Errorf("%v is not a warning", d)
 		}
 	}
-	if codes[codeOmniaRuleDropped] != 2 || len(ds) != 2 {
-		t.Errorf("diagnostics = %v, want two OmniaRuleDropped (git-upload-pack, LFS batch)", ds)
+	if codes[codeOmniaRuleDropped] != 3 || len(ds) != 3 {
+		t.Errorf("diagnostics = %v, want three OmniaRuleDropped (git-upload-pack, LFS batch, GraphQL queries)", ds)
 	}
 	if !strings.Contains(ds.Error(), "git clone and fetch over HTTPS will be refused") {
 		t.Errorf("no diagnostic says git clone is refused:\n%v", ds)
@@ -355,11 +355,11 @@ func TestOmniaDiagnostics(t *testing.T) {
 				return compiler.Plan{Objects: []compiler.Object{agentRuntime(t, "a")}, Agents: []compiler.Agent{omniaAgent("a", omniaConn(basic, []schema.Rule{{Methods: []string{"GET"}, PathPrefixes: []string{"/"}}}))}}
 			},
 		},
-		"git and LFS rules dropped": {
+		"git, LFS and GraphQL rules dropped": {
 			plan: func(t *testing.T) compiler.Plan {
 				return compiler.Plan{Objects: []compiler.Object{agentRuntime(t, "a")}, Agents: []compiler.Agent{omniaAgent("a", omniaConn(basic, nil))}}
 			},
-			codes: []string{codeOmniaRuleDropped, codeOmniaRuleDropped},
+			codes: []string{codeOmniaRuleDropped, codeOmniaRuleDropped, codeOmniaRuleDropped},
 		},
 		"basic host without a user name key": {
 			plan: func(t *testing.T) compiler.Plan {

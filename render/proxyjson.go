@@ -197,6 +197,22 @@ func (w *jsonWriter) rule(r *config.Rule, depth int) {
 		}
 		w.close(m, depth+1, '}')
 	}
+	if g := r.GraphQL; g != nil {
+		w.key(&n, depth+1, "graphql")
+		m := w.open('{')
+		if g.Batches {
+			w.key(&m, depth+2, "batches")
+			w.b = append(w.b, "true"...)
+		}
+		// operations has no omitempty: a nil list is written as null.
+		w.key(&m, depth+2, "operations")
+		w.strs(g.Operations, depth+2)
+		if g.PersistedQueries {
+			w.key(&m, depth+2, "persistedQueries")
+			w.b = append(w.b, "true"...)
+		}
+		w.close(m, depth+1, '}')
+	}
 	// methods has no omitempty: a nil list is written as null.
 	w.key(&n, depth+1, "methods")
 	w.strs(r.Methods, depth+1)

@@ -30,6 +30,8 @@ func proxyConfigCases() map[string]config.Config {
 				Rules: []config.Rule{
 					{Methods: []string{"GET", "HEAD"}, PathPrefixes: []string{"/repos/acme", "/user"}},
 					{Methods: []string{"POST"}, PathPatterns: []string{"/*/*/git-upload-pack", "/a/**"}, Body: map[string][]string{"operation": {"download"}, "a": {"x", "y"}, "z": nil, "e": {}}},
+					{Methods: []string{"POST"}, PathPrefixes: []string{"/graphql"}, GraphQL: &config.GraphQL{Operations: []string{"query"}}},
+					{Methods: []string{"POST"}, PathPrefixes: []string{"/graphql"}, GraphQL: &config.GraphQL{Operations: []string{"query", "mutation"}, PersistedQueries: true, Batches: true}},
 				},
 			},
 			{Name: "registry.npmjs.org", Connection: "npm", Inject: config.Inject{Secret: "npm", Basic: &config.BasicInject{UsernameKey: "user", PasswordKey: "pass"}}},
@@ -55,6 +57,11 @@ func proxyConfigCases() map[string]config.Config {
 		"CA cert only":      {CA: config.CA{CertFile: "c"}},
 		"no namespace":      {Sandbox: config.SandboxRef{Name: "n"}},
 		"rule without body": {Hosts: []config.Host{{Rules: []config.Rule{{Methods: []string{"GET"}, Body: map[string][]string{}}}}}},
+		"graphql nil and empty": {Hosts: []config.Host{{Rules: []config.Rule{
+			{Methods: []string{"POST"}, GraphQL: &config.GraphQL{}},
+			{Methods: []string{"POST"}, GraphQL: &config.GraphQL{Operations: []string{}}},
+			{Methods: []string{"POST"}, GraphQL: &config.GraphQL{Operations: []string{"<&>\u2028"}, Batches: true}},
+		}}}},
 	}
 }
 
@@ -105,7 +112,8 @@ func TestAppendProxyConfigFields(t *testing.T) {
 		"HeaderInject":     {"name", "value"},
 		"BasicInject":      {"usernameKey", "passwordKey"},
 		"SubstituteInject": {"placeholder", "key", "headers"},
-		"Rule":             {"methods", "pathPrefixes", "pathPatterns", "body"},
+		"Rule":             {"methods", "pathPrefixes", "pathPatterns", "body", "graphql"},
+		"GraphQL":          {"operations", "persistedQueries", "batches"},
 	}
 	seen := map[string]bool{}
 	var walk func(t reflect.Type)
@@ -186,6 +194,7 @@ func TestProxyConfigReadBack(t *testing.T) {
 	valid.Hosts[0].Rules = []config.Rule{
 		{Methods: []string{"GET", "HEAD"}, PathPrefixes: []string{"/repos/acme", "/user"}},
 		{Methods: []string{"POST"}, PathPatterns: []string{"/*/*/git-upload-pack", "/a/**"}, Body: map[string][]string{"operation": {"download"}}},
+		{Methods: []string{"POST"}, PathPrefixes: []string{"/graphql"}, GraphQL: &config.GraphQL{Operations: []string{"query"}, Batches: true}},
 	}
 	cases["valid"] = valid
 	if err := valid.Validate(); err != nil {

@@ -29,14 +29,22 @@ type Connector struct {
 }
 
 // Rule is a proxy rule as the catalog writes it. It has the fields of
-// proxy/config.Rule, so config.Rule(r) converts it; it is its own type
-// because the catalog is also decoded from YAML, and the proxy's wire
-// type has only JSON names.
+// proxy/config.Rule (the compiler converts it field by field); it is its
+// own type because the catalog is also decoded from YAML, and the proxy's
+// wire type has only JSON names.
 type Rule struct {
 	Methods      []string            `json:"methods" yaml:"methods"`
 	PathPrefixes []string            `json:"pathPrefixes,omitempty" yaml:"pathPrefixes,omitempty"`
 	PathPatterns []string            `json:"pathPatterns,omitempty" yaml:"pathPatterns,omitempty"`
 	Body         map[string][]string `json:"body,omitempty" yaml:"body,omitempty"`
+	GraphQL      *GraphQL            `json:"graphql,omitempty" yaml:"graphql,omitempty"`
+}
+
+// GraphQL is a rule's GraphQL body condition, as proxy/config.GraphQL.
+type GraphQL struct {
+	Operations       []string `json:"operations" yaml:"operations"`
+	PersistedQueries bool     `json:"persistedQueries,omitempty" yaml:"persistedQueries,omitempty"`
+	Batches          bool     `json:"batches,omitempty" yaml:"batches,omitempty"`
 }
 
 // ConnectorHost is one host the connector's credential may be sent to.

@@ -2,12 +2,11 @@ package schema
 
 import (
 	"maps"
+	"reflect"
 	"slices"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
-
-	"keyhole.dev/keyhole/proxy/config"
 )
 
 func TestCatalogGitHub(t *testing.T) {
@@ -57,19 +56,19 @@ func TestCatalogGitHub(t *testing.T) {
 	if len(gh.Hosts) != len(tests) {
 		t.Errorf("github has %d hosts, want %d", len(gh.Hosts), len(tests))
 	}
-	// The read-only rules docs/spec.md §8 gives: reads, git fetch, LFS download.
-	want := []config.Rule{
+	// The read-only rules docs/spec.md §8 gives: reads, git fetch, LFS
+	// download, GraphQL queries.
+	want := []Rule{
 		{Methods: []string{"GET", "HEAD"}, PathPrefixes: []string{"/"}},
 		{Methods: []string{"POST"}, PathPatterns: []string{"/*/*/git-upload-pack"}},
 		{Methods: []string{"POST"}, PathPatterns: []string{"/*/*/info/lfs/objects/batch"}, Body: map[string][]string{"operation": {"download"}}},
+		{Methods: []string{"POST"}, PathPatterns: []string{"/graphql"}, GraphQL: &GraphQL{Operations: []string{"query"}}},
 	}
 	if len(gh.ReadOnly) != len(want) {
 		t.Fatalf("github readOnly has %d rules, want %d", len(gh.ReadOnly), len(want))
 	}
-	for i, r := range gh.ReadOnly {
-		got := config.Rule(r)
-		if !slices.Equal(got.Methods, want[i].Methods) || !slices.Equal(got.PathPrefixes, want[i].PathPrefixes) ||
-			!slices.Equal(got.PathPatterns, want[i].PathPatterns) || !maps.EqualFunc(got.Body, want[i].Body, slices.Equal) {
+	for i, got := range gh.ReadOnly {
+		if !reflect.DeepEqual(got, want[i]) {
 			t.Errorf("readOnly[%d] = %+v, want %+v", i, got, want[i])
 		}
 	}

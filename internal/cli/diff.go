@@ -276,7 +276,10 @@ func (s *diffSide) render(e *env, wd string, f *checkFlags, diagFormat string, o
 	}
 	err := s.Render(opts, renderer, r)
 	c := s.Checked
-	hasErrors := c.Result.Diagnostics.HasErrors()
+	// A sandbox above the ceiling is an error of check's, but what diff
+	// reports is the access itself, weighed against the ceiling: it
+	// compares such a side.
+	hasErrors := pipeline.BlockingErrors(c.Result.Diagnostics, false)
 	if shown(c.Result.Diagnostics, diagFormat, f.print.verbose) && (s.Which == "head" || hasErrors) {
 		if err := report(&env{stdout: e.stderr, stderr: e.stderr}, c, diagFormat, f.print); err != nil {
 			return fail(e, "diff", err), false

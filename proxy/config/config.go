@@ -151,4 +151,38 @@ type Rule struct {
 	// fields named here hold one of the listed values, e.g. a Git LFS
 	// batch request {"operation": ["download"]}.
 	Body map[string][]string `json:"body,omitempty"`
+	// GraphQL, when set, requires a GraphQL-over-HTTP request body whose
+	// operations are all of the listed types, e.g. {"operations":
+	// ["query"]} for a read-only POST /graphql. A rule sets Body or
+	// GraphQL, not both.
+	GraphQL *GraphQL `json:"graphql,omitempty"`
+}
+
+// The GraphQL operation types a GraphQL condition lists.
+const (
+	GraphQLQuery        = "query"
+	GraphQLMutation     = "mutation"
+	GraphQLSubscription = "subscription"
+)
+
+// GraphQLOperations lists the operation types, in the order the
+// documents and reports give them.
+func GraphQLOperations() []string {
+	return []string{GraphQLQuery, GraphQLMutation, GraphQLSubscription}
+}
+
+// GraphQL is a rule's GraphQL body condition: the request is one JSON
+// object (or, with Batches, an array of them) whose "query" is a GraphQL
+// document every operation of which is of a type in Operations.
+type GraphQL struct {
+	// Operations are the operation types a document may hold: "query",
+	// "mutation", "subscription".
+	Operations []string `json:"operations"`
+	// PersistedQueries allows a request naming a stored document by its
+	// hash (extensions.persistedQuery), whose operations the proxy cannot
+	// see: it allows whatever the hash names.
+	PersistedQueries bool `json:"persistedQueries,omitempty"`
+	// Batches allows a JSON array of requests, each held to the same
+	// condition.
+	Batches bool `json:"batches,omitempty"`
 }

@@ -255,6 +255,19 @@ func (v *validator) rule(at string, r Rule) {
 			v.addf(at+".body."+field, "lists no values, so it matches nothing")
 		}
 	}
+	if g := r.GraphQL; g != nil {
+		if len(r.Body) > 0 {
+			v.addf(at, "sets both body and graphql; a rule has one body condition")
+		}
+		if len(g.Operations) == 0 {
+			v.addf(at+".graphql.operations", "is empty; list the operation types the rule allows, e.g. query")
+		}
+		for i, op := range g.Operations {
+			if !slices.Contains(GraphQLOperations(), op) {
+				v.addf(fmt.Sprintf("%s.graphql.operations[%d]", at, i), "%q is not a GraphQL operation type; want one of %s", op, strings.Join(GraphQLOperations(), ", "))
+			}
+		}
+	}
 }
 
 // CheckHostName reports whether name is a canonical DNS name: lowercase,

@@ -24,13 +24,17 @@ import (
 // is itself proof that the proxy injected it.
 type fakeAPI struct {
 	token atomic.Pointer[string]
+	// graphql records the GraphQL documents POST /graphql received.
+	graphqlMu sync.Mutex
+	graphql   []string
 }
 
 func (a *fakeAPI) setToken(tok string) { a.token.Store(&tok) }
 
 func (a *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	if r.Header.Get("Authorization") != "Bearer "+*a.token.Load() {
+	// GitHub takes a token as "Bearer" or "token"; gh sends the latter.
+	if auth := r.Header.Get("Authorization"); auth != "Bearer "+*a.token.Load() && auth != "token "+*a.token.Load() {
 		w.WriteHeader(http.StatusUnauthorized)
 		json.NewEncoder(w).Encode(map[string]string{"message": "Bad credentials"})
 		return
@@ -84,6 +88,9 @@ func (a *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && r.URL.Path == "/repos/acme/widgets/pulls":
 		w.WriteHeader(http.StatusCreated)
 		json.NewEncoder(w).Encode(map[string]any{"number": 1, "state": "open"})
+		return
+	case r.Method == http.MethodPost && r.URL.Path == "/graphql":
+		a.serveGraphQL(w, r)
 		return
 	case r.URL.Path == "/user":
 		json.NewEncoder(w).Encode(map[string]string{"login": "acme-bot"})
@@ -293,4 +300,66 @@ func (g *gitServer) head(t testing.TB) string {
 		t.Fatalf("git rev-parse: %v", err)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// serveGraphQL answers the GraphQL reads gh issue list, gh pr view and gh
+// api graphql send, by operation, with just what gh prints from them;
+// and, like GitHub, anything else (a mutation reaching it, which the
+// proxy should have refused) with data, so a test sees it got through.
+func (a *fakeAPI) serveGraphQL(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Query         string         `json:"query"`
+		OperationName string         `json:"operationName"`
+		Variables     map[string]any `json:"variables"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		json.NewEncoder(w).Encode(map[string]string{"message": "Problems parsing JSON"})
+		return
+	}
+	a.graphqlMu.Lock()
+	a.graphql = append(a.graphql, req.Query)
+	a.graphqlMu.Unlock()
+	issue := map[string]any{
+		"id": "I_1", "number": 7, "title": "Widgets wobble", "url": "https://github.com/acme/widgets/issues/7",
+		"state": "OPEN", "body": "", "createdAt": "2026-01-02T03:04:05Z", "updatedAt": "2026-01-02T03:04:05Z",
+		"closedAt": nil, "author": map[string]any{"login": "octocat"},
+		"labels":    map[string]any{"nodes": []any{}, "totalCount": 0},
+		"assignees": map[string]any{"nodes": []any{}, "totalCount": 0},
+		"comments":  map[string]any{"totalCount": 0},
+	}
+	pr := map[string]any{
+		"id": "PR_1", "number": 3, "title": "Steady the widgets", "url": "https://github.com/acme/widgets/pull/3",
+		"state": "OPEN", "body": "Adds a damper.", "isDraft": false, "author": map[string]any{"login": "octocat"},
+		"baseRefName": "main", "headRefName": "damper", "headRepositoryOwner": map[string]any{"login": "acme"},
+		"headRepository": map[string]any{"name": "widgets"}, "isCrossRepository": false,
+		"createdAt": "2026-01-02T03:04:05Z", "updatedAt": "2026-01-02T03:04:05Z", "closedAt": nil, "mergedAt": nil,
+		"additions": 10, "deletions": 2, "changedFiles": 1, "mergeable": "MERGEABLE",
+		"reviewRequests":    map[string]any{"nodes": []any{}, "totalCount": 0},
+		"reviews":           map[string]any{"nodes": []any{}, "totalCount": 0},
+		"latestReviews":     map[string]any{"nodes": []any{}, "totalCount": 0},
+		"assignees":         map[string]any{"nodes": []any{}, "totalCount": 0},
+		"labels":            map[string]any{"nodes": []any{}, "totalCount": 0},
+		"projectCards":      map[string]any{"nodes": []any{}, "totalCount": 0},
+		"projectItems":      map[string]any{"nodes": []any{}, "totalCount": 0},
+		"milestone":         nil,
+		"comments":          map[string]any{"nodes": []any{}, "totalCount": 0},
+		"reactionGroups":    []any{},
+		"statusCheckRollup": map[string]any{"nodes": []any{}},
+	}
+	repo := map[string]any{
+		"id": "R_1", "name": "widgets", "owner": map[string]any{"login": "acme"}, "hasIssuesEnabled": true,
+		"viewerPermission": "READ", "defaultBranchRef": map[string]any{"name": "main"}, "isPrivate": true,
+		"issues":      map[string]any{"totalCount": 1, "nodes": []any{issue}, "pageInfo": map[string]any{"hasNextPage": false, "endCursor": ""}},
+		"pullRequest": pr,
+	}
+	data := map[string]any{"repository": repo, "viewer": map[string]any{"login": "acme-bot"}}
+	json.NewEncoder(w).Encode(map[string]any{"data": data})
+}
+
+// graphQLSeen returns the documents POST /graphql has received.
+func (a *fakeAPI) graphQLSeen() []string {
+	a.graphqlMu.Lock()
+	defer a.graphqlMu.Unlock()
+	return append([]string(nil), a.graphql...)
 }

@@ -145,12 +145,18 @@ type field struct {
 	name     string
 	value    string
 	isString bool
+	// raw is the value as sent, JSON.
+	raw json.RawMessage
 }
+
+// errNotObject is topLevelFields' answer for a text that is not one JSON
+// object.
+var errNotObject = fmt.Errorf("%w: the body is not one JSON object", ErrBody)
 
 // topLevelFields reads one JSON object and returns its fields by
 // fieldKey, refusing the ambiguities CheckBody lists.
 func topLevelFields(data []byte) (map[string]field, error) {
-	notObject := fmt.Errorf("%w: the body is not one JSON object", ErrBody)
+	notObject := errNotObject
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return nil, notObject
@@ -179,7 +185,7 @@ func topLevelFields(data []byte) (map[string]field, error) {
 		if err := dec.Decode(&raw); err != nil {
 			return nil, notObject
 		}
-		f := field{name: name}
+		f := field{name: name, raw: raw}
 		if len(raw) > 0 && raw[0] == '"' {
 			f.isString = json.Unmarshal(raw, &f.value) == nil
 		}

@@ -192,7 +192,7 @@ func NewPolicy(cfg *config.Config) (*Policy, error) {
 			hp.template = t
 		}
 		for _, r := range h.Rules {
-			if len(r.Body) > 0 {
+			if len(r.Body) > 0 || r.GraphQL != nil {
 				hp.needsBody = true
 			}
 		}

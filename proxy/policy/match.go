@@ -191,7 +191,7 @@ func MatchPattern(pattern, path string) bool {
 
 // MatchRule reports whether a request with this method, path (from
 // TargetPath) and body matches rule r. body is consulted only when r has a
-// Body condition (see CheckBody).
+// Body or GraphQL condition (see CheckBody and CheckGraphQL).
 func MatchRule(r config.Rule, method, path string, body Body) bool {
 	return matchRule(r, method, path, body) == nil
 }
@@ -224,6 +224,11 @@ func matchRule(r config.Rule, method, path string, body Body) error {
 	}
 	if !pathOK {
 		return errNoMatch
+	}
+	if r.GraphQL != nil {
+		if err := CheckGraphQL(*r.GraphQL, body); err != nil {
+			return err
+		}
 	}
 	if len(r.Body) == 0 {
 		return nil
