@@ -406,27 +406,22 @@ func boolField(n *yaml.Node, key string) bool {
 	return v != nil && v.Kind == yaml.ScalarNode && v.Value == "true"
 }
 
-// buildArgo builds the Argo CD unit u as the repo server does.
-func (l *loader) buildArgo(u *Unit) {
-	named := u.Root
-	if rel, err := filepath.Rel(l.dir, u.Root); err == nil && within(l.dir, u.Root) {
-		named = rel
-	}
+// prepareArgo readies the build of the Argo CD unit u as the repo server
+// does it, or says why there is nothing to build.
+func (l *loader) prepareArgo(u *Unit) engineJob {
+	j := engineJob{u: u, named: l.unitName(u)}
 	if !l.kustomizationMatters(u.Root) {
-		l.diags = append(l.diags, skipped(u.Decl, "Argo CD Application "+strings.TrimPrefix(u.Name, "argocd:")+" not built: nothing under its path names keyhole's kinds or declares a Secret"))
-		return
+		j.note = skipped(u.Decl, "Argo CD Application "+strings.TrimPrefix(u.Name, "argocd:")+" not built: nothing under its path names keyhole's kinds or declares a Secret")
+		return j
 	}
-	bo := l.buildOptions()
+	j.bo = l.buildOptions()
 	if kfile := kustomizationFile(l.fsys, u.Root); kfile != "" {
-		bo.KFile, bo.KData = kfile, argoKustomization(kustomizationNode(l.fsys, kfile), u.Argo.Kustomize)
+		j.bo.KFile, j.bo.KData = kfile, argoKustomization(kustomizationNode(l.fsys, kfile), u.Argo.Kustomize)
 	} else {
-		bo.KFile, bo.KData = filepath.Join(u.Root, "kustomization.yaml"), l.directoryKustomization(u)
+		j.bo.KFile, j.bo.KData = filepath.Join(u.Root, "kustomization.yaml"), l.directoryKustomization(u)
 	}
-	m, read, err := kustomize(l.fsys, u.Root, bo)
-	l.buildKustomizationFrom(u, named, u.Root, true, &kustomizeRun{m: m, read: read, err: err})
-	if err == nil {
-		l.notDeployed(u, named, read)
-	}
+	j.build = true
+	return j
 }
 
 // argoKustomization is the kustomization k with an Application's

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/internal/kustbuild"
+	"keyhole.dev/keyhole/internal/parallel"
 )
 
 // A GitOps engine's objects, where the repository holds them, say what a
@@ -229,5 +231,74 @@ func (l *loader) notDeployed(u *Unit, named string, read map[string][]byte) {
 			Message: fmt.Sprintf("this file names keyhole's kinds, but %s (%s) does not deploy it: what it builds of %s does not include it, so keyhole does not check it; list it in that path's kustomization, or move it out of that path",
 				what, u.Decl, l.display(named, u.Root)),
 		})
+	}
+}
+
+// engineJob is the build of one unit a GitOps engine declares: prepared in
+// order, built (on disk, in parallel with the others), and taken in order.
+type engineJob struct {
+	u     *Unit
+	named string
+	// note is what is said instead of building: the unit holds nothing
+	// of keyhole's, or its kustomization cannot be generated.
+	note  diag.Diagnostic
+	build bool
+	bo    kustbuild.Options
+	run   kustomizeRun
+}
+
+// unitName is how a unit's path is reported: relative to the working
+// directory when it is under it.
+func (l *loader) unitName(u *Unit) string {
+	if rel, err := filepath.Rel(l.dir, u.Root); err == nil && within(l.dir, u.Root) {
+		return rel
+	}
+	return u.Root
+}
+
+// buildEngineUnits builds the units GitOps engines declare, as their
+// controllers do, and takes what they deploy in the order they were
+// declared. The builds depend on their inputs alone, so on disk they run
+// on every core, as the walks' kustomizations do (prefetch); a commit's
+// tree is read by one goroutine.
+func (l *loader) buildEngineUnits() {
+	jobs := make([]engineJob, len(l.engine))
+	var builds []int
+	for i, u := range l.engine {
+		if u.Flux != nil {
+			jobs[i] = l.prepareFlux(u)
+		} else {
+			jobs[i] = l.prepareArgo(u)
+		}
+		if jobs[i].build {
+			builds = append(builds, i)
+		}
+	}
+	run := func(k int) {
+		j := &jobs[builds[k]]
+		m, read, err := kustomize(l.fsys, j.u.Root, j.bo)
+		if err == nil && j.u.Flux != nil {
+			err = l.substitute(j.u, m)
+		}
+		j.run = kustomizeRun{m: m, read: read, err: err}
+	}
+	if _, onDisk := l.fsys.(osFS); onDisk {
+		parallel.For(len(builds), l.opts.Parallelism, run)
+	} else {
+		for k := range builds {
+			run(k)
+		}
+	}
+	for i := range jobs {
+		j := &jobs[i]
+		if !j.build {
+			l.diags = append(l.diags, j.note)
+			continue
+		}
+		l.buildKustomizationFrom(j.u, j.named, j.u.Root, true, &j.run)
+		if j.run.err == nil {
+			l.notDeployed(j.u, j.named, j.run.read)
+		}
+		j.run = kustomizeRun{} // what it built is in l.docs now
 	}
 }

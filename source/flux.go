@@ -440,34 +440,28 @@ func stringMap(n *yaml.Node) map[string]string {
 	return out
 }
 
-// buildFlux builds the Flux unit u as kustomize-controller does, and says
-// which files under its path that name keyhole's kinds it does not
-// deploy.
-func (l *loader) buildFlux(u *Unit) {
-	named := u.Root
-	if rel, err := filepath.Rel(l.dir, u.Root); err == nil && within(l.dir, u.Root) {
-		named = rel
-	}
+// prepareFlux readies the build of the Flux unit u as kustomize-controller
+// does it: the kustomization Flux generates, or why there is nothing to
+// build.
+func (l *loader) prepareFlux(u *Unit) engineJob {
+	j := engineJob{u: u, named: l.unitName(u)}
 	if !l.kustomizationMatters(u.Root) {
-		l.diags = append(l.diags, skipped(u.Decl, "Flux Kustomization "+strings.TrimPrefix(u.Name, "flux:")+" not built: nothing under its path names keyhole's kinds or declares a Secret"))
-		return
+		j.note = skipped(u.Decl, "Flux Kustomization "+strings.TrimPrefix(u.Name, "flux:")+" not built: nothing under its path names keyhole's kinds or declares a Secret")
+		return j
 	}
 	kdata, kfile, err := l.fluxManifest(u)
 	if err != nil {
-		l.diags = append(l.diags, diag.Diagnostic{Code: CodeKustomizeBuildFailed, Severity: diag.Error, Pos: u.Decl, Units: []string{u.Name},
-			Message: fmt.Sprintf("Flux cannot generate the kustomization of %s: %v", strings.TrimPrefix(u.Name, "flux:"), err)})
-		return
+		j.note = diag.Diagnostic{Code: CodeKustomizeBuildFailed, Severity: diag.Error, Pos: u.Decl, Units: []string{u.Name},
+			Message: fmt.Sprintf("Flux cannot generate the kustomization of %s: %v", strings.TrimPrefix(u.Name, "flux:"), err)}
+		return j
 	}
-	bo := l.buildOptions()
-	bo.KFile, bo.KData = filepath.Clean(kfile), kdata
-	m, read, err := kustomize(l.fsys, u.Root, bo)
-	if err == nil {
-		err = l.substitute(u, m)
+	j.bo = l.buildOptions()
+	j.bo.KFile, j.bo.KData = filepath.Clean(kfile), kdata
+	if _, ok, _ := unstructured.NestedMap(u.Flux.Object.Object, "spec", "postBuild"); ok {
+		l.repoObjects(u.Flux.SourceRoot) // read now: the builds that substitute share it
 	}
-	l.buildKustomizationFrom(u, named, u.Root, true, &kustomizeRun{m: m, read: read, err: err})
-	if err == nil {
-		l.notDeployed(u, named, read)
-	}
+	j.build = true
+	return j
 }
 
 // declaredUnder reports whether u's Kustomization is declared in a file

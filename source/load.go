@@ -119,13 +119,7 @@ func Load(paths []string, opts Options) ([]*Document, diag.List, error) {
 		}
 		l.loadPath(p)
 	}
-	for _, u := range l.engine {
-		if u.Flux != nil {
-			l.buildFlux(u)
-		} else {
-			l.buildArgo(u)
-		}
-	}
+	l.buildEngineUnits()
 	return l.docs, l.diags, errors.Join(l.errs...)
 }
 
