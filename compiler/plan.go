@@ -21,8 +21,10 @@ type Plan struct {
 	// Sandboxes are sorted by namespace, then name.
 	Sandboxes []Sandbox
 	// Objects are the input's Connection, SandboxClass, AgentRuntime and
-	// ToolRegistry objects that passed their schema, in input order, for
-	// targets that re-emit them (render --target omnia), left empty
+	// ToolRegistry objects, and agent-sandbox's Sandbox, SandboxTemplate,
+	// SandboxClaim and SandboxWarmPool objects, that passed their schema,
+	// in input order, for targets that re-emit them (render --target
+	// omnia, --target agent-sandbox), left empty
 	// when Options.OmitObjects says so. Secrets are never listed: they hold
 	// values, and the Plan holds none.
 	Objects []Object
@@ -37,7 +39,7 @@ type Plan struct {
 	Operator schema.Operator
 }
 
-// Object is one input object of an omnia kind.
+// Object is one input object of an omnia or agent-sandbox kind.
 type Object struct {
 	Source diag.Object
 	Pos    diag.Pos

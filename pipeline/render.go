@@ -30,7 +30,7 @@ func Render(c *Checked, opts render.Options, renderer render.Renderer, only stri
 	if c.Result.Diagnostics.HasErrors() {
 		return nil, nil
 	}
-	c.Rules = render.OmniaRules()
+	c.Rules = slices.Concat(render.OmniaRules(), render.AgentSandboxRules())
 	var names []string
 	var out []Rendered
 	found := false

@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // TestValidateAgentSandboxFixtures checks agent-sandbox documents against
@@ -119,4 +122,39 @@ func TestAgentSandboxProvenance(t *testing.T) {
 			t.Errorf("agentsandbox/%s has changed since it was copied: sha256 %x, README.md records %s", name, sum, want)
 		}
 	}
+}
+
+// FuzzValidateAgentSandbox: any YAML document gets violations with a
+// message and a position, in bounded time, for each kind, never a panic.
+func FuzzValidateAgentSandbox(f *testing.F) {
+	for _, s := range []string{
+		"spec: {podTemplate: {spec: {containers: [{name: a, image: b}]}}}\n",
+		"spec: {podTemplate: {spec: {containers: [{name: a, ports: [{containerPort: x}]}]}}, networkPolicyManagement: Off}\n",
+		"spec: {warmPoolRef: {name: p}, env: [{name: A, value: b}, {name: A}]}\n",
+		"spec: {replicas: -1, sandboxTemplateRef: {}}\n",
+		"spec: {podTemplate: &p {spec: {containers: []}}, networkPolicy: {egress: [{ports: [{port: '1e3'}]}]}}\n",
+		"spec: [1, 2]\n",
+		"status: {x: 1}\nspec: null\n",
+	} {
+		f.Add(s)
+	}
+	v := newValidator(f)
+	f.Fuzz(func(t *testing.T, src string) {
+		var n yaml.Node
+		if err := yaml.Unmarshal([]byte(src), &n); err != nil {
+			return
+		}
+		for _, k := range AgentSandboxKinds() {
+			start := time.Now()
+			vs := v.ValidateAgentSandbox(k, &n)
+			if d := time.Since(start); d > 3*time.Second {
+				t.Fatalf("ValidateAgentSandbox(%s) took %v", k, d)
+			}
+			for _, vi := range vs {
+				if vi.Message == "" || vi.Line < 0 || vi.Column < 0 {
+					t.Fatalf("bad violation %+v for %q", vi, src)
+				}
+			}
+		}
+	})
 }
