@@ -143,10 +143,18 @@ func RenderAgentSandbox(p compiler.Plan, opts Options) ([]File, diag.List, error
 			bound[tmpl] = true
 			src, pos = tmpl.src, tmpl.pos
 		}
+		trust := dir + "/configmap-" + n.trust + ".yaml"
 		for _, f := range base {
-			if path.Dir(f.Path) == dir && f.Path != deployment && f.Path != policy {
-				write(f.Path, f.Data, src, pos)
+			if path.Dir(f.Path) != dir || f.Path == deployment || f.Path == policy {
+				continue
 			}
+			data := f.Data
+			if f.Path == trust {
+				if data, err = trustNote(data, sb.Name, n); err != nil {
+					return nil, nil, fmt.Errorf("sandbox %s: %w", describe(sb), err)
+				}
+			}
+			write(f.Path, data, src, pos)
 		}
 		if o == nil {
 			continue // a diagnostic says why
@@ -509,6 +517,23 @@ func (r *asRender) template(sb compiler.Sandbox, tmpl *asObject, deployment, pol
 		spec["networkPolicy"] = asPolicy(user, np)
 	}
 	return o, nil
+}
+
+// trustNote rewrites the note on <sandbox>-egress-trust that says who
+// writes bundle.pem: here the pods of the SandboxTemplate, not a
+// Deployment of keyhole's.
+func trustNote(data []byte, template string, n names) ([]byte, error) {
+	cm, err := decodeRendered(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading back ConfigMap %s: %w", ErrInvalidPlan, n.trust, err)
+	}
+	ann := at(cm, "metadata", "annotations")
+	if ann == nil {
+		return nil, fmt.Errorf("%w: ConfigMap %s has no annotations", ErrInvalidPlan, n.trust)
+	}
+	ann["keyhole.dev/bundle"] = "bundle.pem is written in the cluster by the init container egress-trust-publish of every pod of SandboxTemplate " + template +
+		" (field manager " + trustFieldManager + "): the system roots plus the public ca.crt of " + n.ca
+	return encodeObject(cm)
 }
 
 func hasErrorSince(ds diag.List, from int) bool {
