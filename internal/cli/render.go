@@ -47,7 +47,7 @@ func runRender(e *env, args []string) int {
 			fmt.Fprintln(e.stderr, "keyhole render --krm: reads its inputs from the ResourceList on stdin, not from paths")
 			return exitUsage
 		}
-		return runKRM(e, &f, opts, renderer)
+		return runKRM(e, &f, opts, renderer, *target)
 	}
 	c, err := pipeline.Check(f.options(e, paths))
 	if err != nil {
