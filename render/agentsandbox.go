@@ -40,7 +40,7 @@ func AgentSandboxRules() []diag.Rule {
 			Purpose: fmt.Sprintf("The SandboxTemplate's pod could step around the egress proxy or reach what only the proxy may: it shares the node's network, PID or IPC namespace, or its own process namespace; a container is privileged, adds NET_ADMIN, NET_RAW, SETUID, SETGID, SYS_ADMIN or ALL, allows privilege escalation, or runs as the proxy's UID %d; or the pod mounts its ServiceAccount token into every container or names a ServiceAccount of its own, where keyhole's trust publisher needs one whose token only it mounts.", proxyUID),
 			Help:    "Remove the setting named in the message from the template's pod; the sandbox needs none of them to reach its allowed hosts."},
 		{Code: codeASTemplateConflict, Severity: diag.Error,
-			Purpose: "The SandboxTemplate already has something of the name keyhole adds: a container or init container (egress-transparent-init, egress-trust-publish, egress-proxy), a volume, an environment variable of the rendered environment (a placeholder, a proxy or CA variable), or a mount at " + TrustDir + ".",
+			Purpose: "The SandboxTemplate already has something of the name keyhole adds: a container or init container (egress-transparent-init, egress-trust-publish, egress-proxy), a volume or volume claim template, an environment variable of the rendered environment (a placeholder, a proxy or CA variable), or a mount at " + TrustDir + ".",
 			Help:    "Rename or remove it in the template; keyhole sets the variable itself (docs/render.md lists them)."},
 		{Code: codeASNetworkUnmanaged, Severity: diag.Warning,
 			Purpose: "The SandboxTemplate's networkPolicyManagement is Unmanaged: the agent-sandbox controller writes no NetworkPolicy for it, so keyhole's egress rules (DNS, and TCP 443 and 6443 for the proxy and the trust publisher) are not applied either. The transparent-mode rules inside the pod still hold the sandbox to its proxy.",
@@ -398,6 +398,13 @@ func (r *asRender) template(sb compiler.Sandbox, tmpl *asObject, deployment, pol
 	for _, name := range named(items(pod, "volumes")) {
 		if slices.Contains(named(items(kpod, "volumes")), name) {
 			conflict(podPath+".volumes", "a volume is named %s, as one keyhole adds", name)
+		}
+	}
+	// The controller adds a volume per volume claim template, of its name.
+	for _, v := range items(spec, "volumeClaimTemplates") {
+		m, _ := v.(obj)
+		if name, _ := at(m, "metadata")["name"].(string); slices.Contains(named(items(kpod, "volumes")), name) {
+			conflict("spec.volumeClaimTemplates", "a volume claim template is named %s, as a volume keyhole adds", name)
 		}
 	}
 	kenv := items(ksandbox, "env")
