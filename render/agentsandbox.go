@@ -37,7 +37,7 @@ const (
 func AgentSandboxRules() []diag.Rule {
 	return []diag.Rule{
 		{Code: codeASTemplateUnsafe, Severity: diag.Error,
-			Purpose: fmt.Sprintf("The SandboxTemplate's pod could step around the egress proxy or reach what only the proxy may: it shares the node's network, PID or IPC namespace, or its own process namespace; a container is privileged, adds NET_ADMIN, NET_RAW, SETUID, SETGID, SYS_ADMIN or ALL, allows privilege escalation, or runs as the proxy's UID %d; or the pod mounts its ServiceAccount token into every container or names a ServiceAccount of its own, where keyhole's trust publisher needs one whose token only it mounts.", proxyUID),
+			Purpose: fmt.Sprintf("The SandboxTemplate's pod could step around the egress proxy or reach what only the proxy may: it shares the node's network, PID or IPC namespace, or its own process namespace; a container is privileged, adds NET_ADMIN, NET_RAW, SETUID, SETGID, SYS_ADMIN or ALL, allows privilege escalation, runs as the proxy's UID %d or mounts one of the proxy's volumes (its CA key, its config, the Secrets it injects); or the pod mounts its ServiceAccount token into every container or names a ServiceAccount of its own, where keyhole's trust publisher needs one whose token only it mounts.", proxyUID),
 			Help:    "Remove the setting named in the message from the template's pod; the sandbox needs none of them to reach its allowed hosts."},
 		{Code: codeASTemplateConflict, Severity: diag.Error,
 			Purpose: "The SandboxTemplate already has something of the name keyhole adds: a container or init container (egress-transparent-init, egress-trust-publish, egress-proxy), a volume or volume claim template, an environment variable of the rendered environment (a placeholder, a proxy or CA variable), or a mount at " + TrustDir + ".",
@@ -423,8 +423,14 @@ func (r *asRender) template(sb compiler.Sandbox, tmpl *asObject, deployment, pol
 				}
 			}
 			for _, m := range items(c, "volumeMounts") {
-				if mm, ok := m.(obj); ok && mm["mountPath"] == TrustDir {
+				mm, _ := m.(obj)
+				if mm["mountPath"] == TrustDir {
 					conflict(cp+".volumeMounts", "something is mounted at %s, where keyhole mounts the trust bundle", TrustDir)
+				}
+				// A mount of a volume only keyhole adds would put the
+				// proxy's CA key, config or Secrets in the sandbox.
+				if name, _ := mm["name"].(string); slices.Contains(named(items(kpod, "volumes")), name) {
+					unsafe(cp+".volumeMounts", "it mounts %s, a volume of keyhole's egress proxy, which no sandbox container may see", name)
 				}
 			}
 			sc, _ := c["securityContext"].(obj)
