@@ -28,6 +28,7 @@ const (
 	codeASNetworkUnmanaged  = "AgentSandboxNetworkUnmanaged"
 	codeASClaimEnv          = "AgentSandboxClaimEnv"
 	codeASTemplateDuplicate = "AgentSandboxTemplateDuplicate"
+	codeASTemplateUnbound   = "AgentSandboxTemplateUnbound"
 )
 
 // AgentSandboxRules describes the agent-sandbox target's diagnostic
@@ -48,6 +49,9 @@ func AgentSandboxRules() []diag.Rule {
 		{Code: codeASClaimEnv, Severity: diag.Warning,
 			Purpose: "The SandboxTemplate's envVarsInjectionPolicy lets SandboxClaims set environment variables, and the controller lets a claim name any container of the pod: a claim could set, say, SSL_CERT_FILE in the egress proxy's container and change which upstreams it trusts. Under Overrides a claim can also replace the rendered proxy and CA variables of the sandbox (the transparent-mode rules still hold it).",
 			Help:    "Keep envVarsInjectionPolicy Disallowed unless whoever creates SandboxClaims is trusted as much as whoever writes the template."},
+		{Code: codeASTemplateUnbound, Severity: diag.Info,
+			Purpose: "A SandboxTemplate of the input has the name of no sandbox of the plan (`<AgentRuntime or ToolRegistry>-<SandboxClass>`, or `<agent>-<sandbox>`), so it is carried as written, without an egress proxy: its sandboxes reach the network as the template lets them.",
+			Help:    "Nothing to fix for a template that needs no credential; otherwise rename it after the sandbox whose Connections it should get (the message names the sandboxes of its namespace)."},
 		{Code: codeASTemplateDuplicate, Severity: diag.Error,
 			Purpose: "Two objects of the agent-sandbox target would be written to one file: the same SandboxTemplate read twice in one deploy unit (for example in two kustomize units rendered together), or a carried object whose name collides with a rendered one.",
 			Help:    "Keep one definition of the object per deploy unit."},
@@ -168,6 +172,17 @@ func RenderAgentSandbox(p compiler.Plan, opts Options) ([]File, diag.List, error
 	for _, o := range r.objs {
 		if bound[o] {
 			continue
+		}
+		if o.kind == schema.KindSandboxTemplate {
+			var names []string
+			for _, sb := range p.Sandboxes {
+				if cmp.Or(sb.Namespace, opts.DefaultNamespace) == o.namespace {
+					names = append(names, sb.Name)
+				}
+			}
+			slices.Sort(names)
+			r.report(codeASTemplateUnbound, o.src, o.pos, "SandboxTemplate %s/%s is no sandbox's, so it is carried without an egress proxy (the sandboxes of namespace %s: %s)",
+				o.namespace, o.name, o.namespace, cmp.Or(strings.Join(names, ", "), "none"))
 		}
 		data, err := encodeObject(o.o)
 		if err != nil {

@@ -339,6 +339,26 @@ func TestAgentSandboxDiagnostics(t *testing.T) {
 	}
 }
 
+// TestAgentSandboxUnboundTemplate: a template named after no sandbox is
+// carried as written, with an info that names the namespace's sandboxes.
+func TestAgentSandboxUnboundTemplate(t *testing.T) {
+	p := testPlan()
+	p.Objects = []compiler.Object{inputObject(t, "apiVersion: extensions.agents.x-k8s.io/v1beta1\nkind: SandboxTemplate\n"+
+		"metadata: {name: other, namespace: agents}\nspec: {podTemplate: {spec: {containers: [{name: a, image: b}]}}}\n")}
+	files, ds, err := RenderAgentSandbox(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 1 || ds[0].Code != codeASTemplateUnbound || ds[0].Severity != diag.Info || !strings.Contains(ds[0].Message, "support-workspace") {
+		t.Fatalf("diagnostics %v", ds)
+	}
+	carried := find(t, objects(t, files), "SandboxTemplate", "other")
+	if dig(carried, "spec", "podTemplate", "spec", "initContainers") != nil {
+		t.Error("an unbound template was given keyhole's init containers")
+	}
+	find(t, objects(t, files), "SandboxTemplate", "support-workspace")
+}
+
 // TestAgentSandboxRules: the codes are documented once each, errors and
 // warnings as the renderer reports them.
 func TestAgentSandboxRules(t *testing.T) {
