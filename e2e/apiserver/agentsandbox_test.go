@@ -37,7 +37,13 @@ func TestRenderedAgentSandboxApply(t *testing.T) {
 							names = append(names, m["name"].(string))
 						}
 					}
-					if len(names) < 3 || !slices.Equal(names[:3], []string{"egress-transparent-init", "egress-trust-publish", "egress-proxy"}) {
+					// The template's own are what follows keyhole's first
+					// container of another name.
+					own := names[len(names):]
+					if i := slices.IndexFunc(names, func(n string) bool { return !strings.HasPrefix(n, "egress-") }); i >= 0 {
+						own = names[i:]
+					}
+					if !keyholeInitsFirst(names, own...) {
 						t.Errorf("%s: the server holds init containers %v", o.key(), names)
 					}
 				}
@@ -75,6 +81,24 @@ func TestExampleAgentSandboxInputsApply(t *testing.T) {
 	}
 	_, stderr := mustKubectl(t, nil, args...)
 	noWarnings(t, stderr)
+}
+
+// keyholeInitsFirst reports whether a pod's init containers are keyhole's
+// first (the transparent-mode rules, then the trust bundle's publisher,
+// then, after any other of keyhole's egress- containers, the proxy), and
+// then exactly the template's own, in order.
+func keyholeInitsFirst(names []string, own ...string) bool {
+	if len(names) < len(own)+3 || !slices.Equal(names[len(names)-len(own):], own) {
+		return false
+	}
+	ours := names[:len(names)-len(own)]
+	for _, n := range ours {
+		if !strings.HasPrefix(n, "egress-") {
+			return false
+		}
+	}
+	publish, proxy := slices.Index(ours, "egress-trust-publish"), slices.Index(ours, "egress-proxy")
+	return ours[0] == "egress-transparent-init" && publish > 0 && proxy > publish
 }
 
 // dig walks nested maps.
