@@ -77,9 +77,9 @@ func table() []Check {
 			Purpose: "An object does not match its schema: an unknown or misspelt field, a wrong type, a bad host, header, method, env var name or path prefix, or a Secret name or key the API server refuses (such as `..data`, the kubelet's own name in a mounted Secret).",
 			Help:    "Correct the field named in the message; `keyhole schema` prints every schema."},
 		{Code: codeDuplicateObject, Severity: diag.Error,
-			Purpose: "One deploy unit (a kustomization root, or the files outside any kustomization) defines the same Connection, SandboxClass, AgentRuntime, ToolRegistry or agent twice, or the same Secret a Connection reads: the cluster keeps one, and which one is an accident of order. The message names both positions and how the two differ.",
+			Purpose: "One deploy unit (a kustomization root, or the files outside any kustomization) defines the same Connection, SandboxClass, AgentRuntime, ToolRegistry, agent-sandbox object (Sandbox, SandboxTemplate, SandboxClaim, SandboxWarmPool) or agent twice, or the same Secret a Connection reads: the cluster keeps one, and which one is an accident of order. The message names both positions and how the two differ.",
 			Help:    "Remove one definition, or rename it. The same object in two deploy units (two overlays of one base) is normal and not reported."},
-	}, operatorChecks(), []Check{
+	}, operatorChecks(), agentSandboxChecks(), []Check{
 		{Code: codeSecretMissing, Severity: diag.Error, run: checkSecretMissing,
 			Purpose: "The Secret a Connection's credential names is not in the input.",
 			Help:    "Add the Secret (or its SealedSecret/ExternalSecret) to the repository, correct `spec.credential.secretRef.name`, or pass --allow-missing-secrets when Secrets live elsewhere."},

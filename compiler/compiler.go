@@ -482,6 +482,9 @@ type pass struct {
 	stand   standIns
 	classes map[ref]*sandboxClass
 	owners  []*owner
+	// sandboxPods are the Sandboxes and SandboxTemplates whose pods name
+	// Secrets, for AgentSandboxSecretExposed.
+	sandboxPods []sandboxPod
 	// connList keeps Connections in input order for deterministic checks.
 	connList []*connection
 	agents   []*agent
@@ -511,6 +514,10 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 	mark := len(p.diags)
 	if p.addSecretSource(v, &it) {
 		p.deferSecret(&it, mark)
+		return
+	}
+	if k, ok := schema.LookupAgentSandbox(obj.APIVersion, obj.Kind); ok {
+		p.addAgentSandbox(&it, dg, k)
 		return
 	}
 	kind, ok := schema.Lookup(obj.APIVersion, obj.Kind)

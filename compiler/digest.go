@@ -200,6 +200,11 @@ type digestMore struct {
 	// opFindings is what checking an AgentRuntime or ToolRegistry against
 	// the operator's schemas found (see digested.operator).
 	opFindings []schema.Violation
+	// agentSandbox is what checking an agent-sandbox object against its
+	// CRD found; podSecrets the Secrets a valid Sandbox's or
+	// SandboxTemplate's pod names.
+	agentSandbox []schema.Violation
+	podSecrets   []podSecretUse
 	// credentials are the token-shaped strings of a Connection or an
 	// agent (see findCredentials): where, never what.
 	credentials []credentialFinding
@@ -257,6 +262,11 @@ func digestOf(v *schema.Validator, op schema.Operator, in *interner, d *source.D
 	dg := new(digested)
 	if ignore := ignoreList(annotations(d.Node)); ignore != nil {
 		dg.extra().ignore = ignore
+	}
+	if k, ok := schema.LookupAgentSandbox(obj.APIVersion, obj.Kind); ok {
+		digestAgentSandbox(v, dg, k, d.Node)
+		dg.release = true
+		return in.digest(dg)
 	}
 	kind, ok := schema.Lookup(obj.APIVersion, obj.Kind)
 	if !ok {

@@ -22,8 +22,10 @@ type Plan struct {
 	// Sandboxes are sorted by namespace, then name.
 	Sandboxes []Sandbox
 	// Objects are the input's Connection, SandboxClass, AgentRuntime and
-	// ToolRegistry objects that passed their schema, in input order, for
-	// targets that re-emit them (render --target omnia), left empty
+	// ToolRegistry objects, and agent-sandbox's Sandbox, SandboxTemplate,
+	// SandboxClaim and SandboxWarmPool objects, that passed their schema,
+	// in input order, for targets that re-emit them (render --target
+	// omnia, --target agent-sandbox), left empty
 	// when Options.OmitObjects says so. Secrets are never listed: they hold
 	// values, and the Plan holds none.
 	Objects []Object
@@ -42,7 +44,7 @@ type Plan struct {
 	Ceiling access.Ceiling
 }
 
-// Object is one input object of an omnia kind.
+// Object is one input object of an omnia or agent-sandbox kind.
 type Object struct {
 	Source diag.Object
 	Pos    diag.Pos

@@ -77,7 +77,7 @@ func (k objectKey) sum(seed maphash.Seed) uint64 {
 // name (the schema says what is wrong).
 func objectKeyOf(kind schema.Kind, it *item, dg *digested) (k objectKey, ok bool) {
 	switch {
-	case slices.Contains(groupKinds(), kind):
+	case slices.Contains(groupKinds(), kind), isAgentSandboxKind(kind):
 		return objectKey{kind, it.ns, it.obj().Name}, true
 	case kind == schema.KindAgent:
 		name := ""
@@ -94,7 +94,10 @@ func objectKeyOf(kind schema.Kind, it *item, dg *digested) (k objectKey, ok bool
 func (p *pass) objectKeyOfDoc(doc *source.Document) objectKey {
 	obj := doc.Object()
 	it := item{doc: doc, ns: cmp.Or(obj.Namespace, p.opts.DefaultNamespace)}
-	kind, _ := schema.Lookup(obj.APIVersion, obj.Kind)
+	kind, ok := schema.Lookup(obj.APIVersion, obj.Kind)
+	if !ok {
+		kind, _ = schema.LookupAgentSandbox(obj.APIVersion, obj.Kind)
+	}
 	k, _ := objectKeyOf(kind, &it, p.digests.of(doc))
 	return k
 }

@@ -45,7 +45,7 @@ func renderUnits(c *Checked, opts render.Options, renderer render.Renderer, only
 	if BlockingErrors(c.Result.Diagnostics, ceiling) {
 		return nil, nil
 	}
-	c.Rules = render.OmniaRules()
+	c.Rules = slices.Concat(render.OmniaRules(), render.AgentSandboxRules())
 	var names []string
 	var out []Rendered
 	found := false

@@ -12,7 +12,9 @@ import (
 // Targets: what a render produces. The kubernetes target renders each
 // sandbox into the proxy config, env maps and plain manifests; the omnia
 // target emits the omnia.altairalabs.ai resources for clusters that run
-// the operator, which renders the sandboxes itself.
+// the operator, which renders the sandboxes itself; the agent-sandbox
+// target (TargetAgentSandbox) writes the sandbox pod into agent-sandbox's
+// SandboxTemplate.
 const (
 	TargetKubernetes = "kubernetes"
 	TargetOmnia      = "omnia"
@@ -30,13 +32,14 @@ func targets() map[string]Renderer {
 			files, err := Render(p, opts)
 			return files, nil, err
 		},
-		TargetOmnia: RenderOmnia,
+		TargetOmnia:        RenderOmnia,
+		TargetAgentSandbox: RenderAgentSandbox,
 	}
 }
 
 // Targets lists the target names, sorted, for usage messages.
 func Targets() []string {
-	names := make([]string, 0, 2)
+	names := make([]string, 0, 3)
 	for n := range targets() {
 		names = append(names, n)
 	}

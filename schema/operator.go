@@ -160,14 +160,14 @@ type crdVersion struct {
 	} `yaml:"schema"`
 }
 
-// crdSchema returns the openAPIV3Schema that a CRD serves for Group's
-// version.
-func crdSchema(crd []byte) (map[string]any, error) {
+// crdSchema returns the openAPIV3Schema that a CRD serves for
+// apiVersion (group/version).
+func crdSchema(crd []byte, apiVersion string) (map[string]any, error) {
 	var doc crdDoc
 	if err := yaml.Unmarshal(crd, &doc); err != nil {
 		return nil, err
 	}
-	group, version, _ := strings.Cut(Group, "/")
+	group, version, _ := strings.Cut(apiVersion, "/")
 	if doc.Spec.Group != group {
 		return nil, fmt.Errorf("the CRD's group is %q, want %q", doc.Spec.Group, group)
 	}

@@ -104,7 +104,7 @@ func TestOperatorSchemaFeatures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sch, err := compileCRDs(map[Kind][]byte{KindAgentRuntime: crd})
+	sch, err := compileCRDs(map[Kind][]byte{KindAgentRuntime: crd}, Group, rootSchema)
 	if err != nil {
 		t.Fatal(err)
 	}

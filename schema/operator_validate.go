@@ -67,15 +67,17 @@ func compileOperator(version string, k Kind) (*operatorSchema, error) {
 	if err != nil {
 		return nil, err
 	}
-	o, err := compileCRDs(map[Kind][]byte{k: b})
+	o, err := compileCRDs(map[Kind][]byte{k: b}, Group, rootSchema)
 	if err != nil {
 		return nil, fmt.Errorf("operator %s: %w", version, err)
 	}
 	return o, nil
 }
 
-// compileCRDs converts and compiles CRDs, one per kind.
-func compileCRDs(crds map[Kind][]byte) (*operatorSchema, error) {
+// compileCRDs converts and compiles CRDs, one per kind, each serving
+// apiVersion (group/version); root adjusts the top of each converted
+// schema.
+func compileCRDs(crds map[Kind][]byte, apiVersion string, root func(map[string]any, *crdNode)) (*operatorSchema, error) {
 	env, err := cel.NewEnv(
 		cel.Variable("self", cel.DynType),
 		cel.Variable("oldSelf", cel.DynType),
@@ -90,7 +92,7 @@ func compileCRDs(crds map[Kind][]byte) (*operatorSchema, error) {
 	trees := map[Kind]*crdNode{}
 	kinds := slices.Sorted(maps.Keys(crds))
 	for _, k := range kinds {
-		s, err := crdSchema(crds[k])
+		s, err := crdSchema(crds[k], apiVersion)
 		if err != nil {
 			return nil, fmt.Errorf("the %s CRD: %w", k, err)
 		}
@@ -99,7 +101,7 @@ func compileCRDs(crds map[Kind][]byte) (*operatorSchema, error) {
 		if conv.err != nil {
 			return nil, fmt.Errorf("the %s CRD: %w", k, conv.err)
 		}
-		rootSchema(js, tree)
+		root(js, tree)
 		defs[string(k)] = js
 		trees[k] = tree
 	}

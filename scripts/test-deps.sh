@@ -75,6 +75,7 @@ quiet go mod download
 (cd tools/actionlint && quiet go mod download)
 (cd tools/staticcheck && quiet go mod download)
 scripts/kube-apiserver.sh >/dev/null # etcd, and kube-apiserver for e2e/apiserver (built once, ~10 min)
+scripts/agent-sandbox-controller.sh >/dev/null # agent-sandbox's controller for e2e/apiserver (built once)
 # The real-cluster test (e2e/cluster): containerd, runc, the CNI plugins and
 # mmdebstrap from Debian (no service started), then the kubelet and the
 # other cluster binaries, Flux's source-controller and kustomize-controller,

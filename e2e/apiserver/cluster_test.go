@@ -338,7 +338,8 @@ func (c *cluster) kubectl(ctx context.Context, stdin []byte, args ...string) (st
 // the operator's own CRDs for AgentRuntime and ToolRegistry (the release
 // keyhole carries, schema.OperatorCRDs), then keyhole's (schema.CRDs, what
 // `keyhole schema --crds` prints: Connection and SandboxClass) next to
-// them, and cert-manager's (the pinned copies the render tests validate
+// them, agent-sandbox's (schema.AgentSandboxCRDs, as published), and
+// cert-manager's (the pinned copies the render tests validate
 // against), each applied with strict field validation, and waits until
 // the server serves them.
 func (c *cluster) installCRDs(ctx context.Context) error {
@@ -354,6 +355,14 @@ func (c *cluster) installCRDs(ctx context.Context) error {
 	if err := os.WriteFile(keyholeCRDs, schema.CRDs(), 0o600); err != nil {
 		return err
 	}
+	agentSandbox, err := schema.AgentSandboxCRDs()
+	if err != nil {
+		return err
+	}
+	agentSandboxCRDs := filepath.Join(c.dir, "agent-sandbox-crds.yaml")
+	if err := os.WriteFile(agentSandboxCRDs, agentSandbox, 0o600); err != nil {
+		return err
+	}
 	certManager, err := filepath.Glob(filepath.Join(c.repo, "render", "testdata", "cert-manager-crds", "*.yaml"))
 	if err != nil {
 		return err
@@ -366,6 +375,10 @@ func (c *cluster) installCRDs(ctx context.Context) error {
 	if _, _, err := c.kubectl(ctx, nil, "apply", "--server-side", "--field-manager=omnia-operator", "--validate=strict", "-f", operatorCRDs); err != nil {
 		return err
 	}
+	// agent-sandbox's, as its own install (k8s/crds) would.
+	if _, _, err := c.kubectl(ctx, nil, "apply", "--server-side", "--field-manager=agent-sandbox", "--validate=strict", "-f", agentSandboxCRDs); err != nil {
+		return err
+	}
 	var files []string
 	for _, f := range append([]string{keyholeCRDs}, certManager...) {
 		files = append(files, "-f", f)
@@ -373,6 +386,6 @@ func (c *cluster) installCRDs(ctx context.Context) error {
 	if _, _, err := c.kubectl(ctx, nil, append([]string{"apply", "--server-side", "--field-manager=keyhole-e2e", "--validate=strict"}, files...)...); err != nil {
 		return err
 	}
-	_, _, err = c.kubectl(ctx, nil, append([]string{"wait", "--for=condition=Established", "--timeout=60s", "-f", operatorCRDs}, files...)...)
+	_, _, err = c.kubectl(ctx, nil, append([]string{"wait", "--for=condition=Established", "--timeout=60s", "-f", operatorCRDs, "-f", agentSandboxCRDs}, files...)...)
 	return err
 }

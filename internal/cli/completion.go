@@ -131,7 +131,7 @@ func flagValues(command, flag string) []string {
 	case "proxy-mode":
 		return []string{render.ModeSidecar, "deployment"}
 	case "target":
-		return []string{render.TargetKubernetes, render.TargetOmnia}
+		return render.Targets()
 	}
 	return nil
 }

@@ -84,7 +84,7 @@ func runDiff(e *env, args []string) int {
 	var opts render.Options
 	registerRenderOptions(fs, &opts)
 	unit := registerUnit(fs)
-	target := fs.String("target", render.TargetKubernetes, "what to render: `kubernetes` or omnia, as for render")
+	target := fs.String("target", render.TargetKubernetes, "what to render: `kubernetes`, omnia or agent-sandbox, as for render")
 	failOn := fs.String("fail-on", "", "exit 3 when a sandbox's access `verdict` trips it: "+strings.Join(diff.Gates(), ", ")+" (comma-separated for several)")
 	paths, err := parse(fs, args)
 	if err != nil {
@@ -113,7 +113,7 @@ func runDiff(e *env, args []string) int {
 		return exitUsage
 	}
 	renderer, err := render.ForTarget(*target)
-	f.objects = *target == render.TargetOmnia
+	f.objects = *target == render.TargetOmnia || *target == render.TargetAgentSandbox
 	f.noImages = *target == render.TargetOmnia
 	if err != nil {
 		fmt.Fprintf(e.stderr, "keyhole diff: --target: %v\n", err)
@@ -185,12 +185,12 @@ func runDiff(e *env, args []string) int {
 	var results []diff.Result
 	for _, name := range names {
 		bs, hs := sides[0].DiffSide(opts, name, len(names) > 1), sides[1].DiffSide(opts, name, len(names) > 1)
-		if *target != render.TargetKubernetes {
+		if *target == render.TargetOmnia {
 			// The per-sandbox summary compares the plans' proxy configs,
-			// which are what the kubernetes target deploys. Another
-			// target's runtime derives its own from the objects rendered
-			// (the omnia operator drops what it cannot express), so for
-			// it only the rendered resources are compared.
+			// which are what the kubernetes and agent-sandbox targets
+			// deploy. The omnia operator derives its own from the objects
+			// rendered (it drops what it cannot express), so for that
+			// target only the rendered resources are compared.
 			bs.Sandboxes, hs.Sandboxes = nil, nil
 		}
 		results = append(results, diff.Compare(bs, hs))
@@ -227,7 +227,7 @@ func parseGates(v, target string) ([]string, error) {
 		}
 		gates = append(gates, g)
 	}
-	if target != render.TargetKubernetes {
+	if target == render.TargetOmnia {
 		return nil, fmt.Errorf("%w: --fail-on judges the access verdicts, which --target %s does not give: the operator derives that target's policy from the rendered objects", errUsage, target)
 	}
 	return gates, nil

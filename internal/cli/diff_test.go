@@ -182,6 +182,7 @@ func TestDiffExitCodes(t *testing.T) {
 		"gate, no change":           {args: []string{"diff", "--base", "main", "--head", "moved", "--fail-on", "any"}, want: exitOK},
 		"gate, unknown":             {args: []string{"diff", "--base", "main", "--fail-on", "wider"}, want: exitUsage},
 		"gate, omnia target":        {args: []string{"diff", "--base", "main", "--head", "changed", "--fail-on", "widened", "--target", "omnia"}, want: exitUsage},
+		"gate, agent-sandbox":       {args: []string{"diff", "--base", "main", "--head", "changed", "--fail-on", "widened", "--target", "agent-sandbox"}, want: exitGate},
 		"explain --base":            {args: []string{"explain", "--base", "main", "--head", "changed", "--sandbox", "support-workspace"}, want: exitOK},
 		"explain --base, list":      {args: []string{"explain", "--base", "main", "--head", "changed"}, want: exitOK},
 		"explain --head alone":      {args: []string{"explain", "--head", "changed"}, want: exitUsage},

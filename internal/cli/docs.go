@@ -7,10 +7,11 @@ import (
 )
 
 // ChecksDoc returns docs/checks.md: every code keyhole check reports, and
-// those the omnia target adds. internal/docgen writes it; a test keeps
+// those the omnia and agent-sandbox targets add. internal/docgen writes it; a test keeps
 // the committed file equal to it.
 func ChecksDoc() []byte {
 	return compiler.ChecksDoc(map[string][]diag.Rule{
-		"Reported by `keyhole render --target omnia`": render.OmniaRules(),
+		"Reported by `keyhole render --target omnia`":         render.OmniaRules(),
+		"Reported by `keyhole render --target agent-sandbox`": render.AgentSandboxRules(),
 	})
 }

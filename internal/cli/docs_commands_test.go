@@ -16,8 +16,8 @@ import (
 	"testing"
 )
 
-// The convention for commands in README.md and docs/*.md, which
-// TestDocCommands enforces:
+// The convention for commands in README.md, docs/*.md and the examples'
+// READMEs, which TestDocCommands enforces:
 //
 //   - every fenced block names its language;
 //   - a ```sh block is commands, one a line (a trailing \ continues one,
@@ -99,7 +99,8 @@ func docBlocks(t *testing.T, file string) []docBlock {
 	return blocks
 }
 
-// TestDocCommands runs every command README.md and docs/*.md show.
+// TestDocCommands runs every command README.md, docs/*.md and the
+// examples' READMEs show.
 func TestDocCommands(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -110,6 +111,12 @@ func TestDocCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	files = append([]string{filepath.Join(root, "README.md")}, files...)
+	// The examples' READMEs walk through them with commands too.
+	readmes, err := filepath.Glob(filepath.Join(root, "examples", "*", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, readmes...)
 	bin := t.TempDir()
 	build := exec.Command("go", "build", "-trimpath", "-o", bin+"/", "./cmd/keyhole", "./cmd/keyhole-proxy")
 	build.Dir = root
@@ -273,6 +280,22 @@ func docSetups() map[string]func(t *testing.T) string {
 		// The change docs/diff.md's examples show (TestDiffDoc): a
 		// repository of examples/github-acme on main, and the working
 		// tree adding a POST path and uploads.github.com.
+		// The pull request examples/sigs-agent-sandbox's README shows:
+		// main holds agent-sandbox's aider example as it was (the key in
+		// the template), the working tree the example with keyhole.
+		"sigs-agent-sandbox-pr": func(t *testing.T) string {
+			after := example(t, "sigs-agent-sandbox")
+			before := map[string]string{
+				"sandboxtemplate.yaml": replaced(t, after["sandboxtemplate.yaml"], "          ports:\n",
+					"          env:\n            - name: OPENAI_API_KEY\n              valueFrom:\n                secretKeyRef: {name: llm-secrets, key: openai-api-key}\n          ports:\n"),
+				"warmpool.yaml": after["warmpool.yaml"],
+				"secrets.yaml":  after["secrets.yaml"],
+			}
+			g := newGitFixture(t, before)
+			delete(after, "README.md")
+			g.write(after)
+			return g.dir
+		},
 		"diff-acme": func(t *testing.T) string {
 			files := example(t, "github-acme")
 			g := newGitFixture(t, files)

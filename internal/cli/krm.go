@@ -32,7 +32,7 @@ const (
 // items keyhole does not consume (Secrets among them, which the cluster
 // still needs), and whose results are the diagnostics. On errors it
 // writes the results, no items, and exits 1, so kustomize fails the build.
-func runKRM(e *env, f *checkFlags, opts render.Options, renderer render.Renderer) int {
+func runKRM(e *env, f *checkFlags, opts render.Options, renderer render.Renderer, target string) int {
 	data, err := io.ReadAll(io.LimitReader(e.stdin, maxResourceList+1))
 	if err != nil {
 		return fail(e, "render --krm", err)
@@ -61,7 +61,7 @@ func runKRM(e *env, f *checkFlags, opts render.Options, renderer render.Renderer
 			}
 			doc := &source.Document{File: itemPath(it, i), Index: i, Node: it, Pos: diag.Pos{File: "-", Line: it.Line, Column: it.Column}}
 			inputs = append(inputs, doc)
-			if !consumed(doc) {
+			if !consumed(doc, target) {
 				passthrough = append(passthrough, it)
 			}
 		}
@@ -118,11 +118,16 @@ func runKRM(e *env, f *checkFlags, opts render.Options, renderer render.Renderer
 }
 
 // consumed reports whether keyhole's render replaces the item: its own
-// input kinds. Everything else, Secrets included, passes through.
-func consumed(d *source.Document) bool {
+// input kinds, and, for the agent-sandbox target, agent-sandbox's.
+// Everything else, Secrets included, passes through.
+func consumed(d *source.Document, target string) bool {
 	o := d.Object()
 	if o.APIVersion == compiler.ConfigAPIVersion && o.Kind == compiler.ConfigKind {
 		return true
+	}
+	if _, ok := schema.LookupAgentSandbox(o.APIVersion, o.Kind); ok {
+		// The agent-sandbox target emits them, the template written into.
+		return target == render.TargetAgentSandbox
 	}
 	k, ok := schema.Lookup(o.APIVersion, o.Kind)
 	return ok && k != schema.KindSecret

@@ -21,7 +21,7 @@ func runRender(e *env, args []string) int {
 	var opts render.Options
 	registerRenderOptions(fs, &opts)
 	unit := registerUnit(fs)
-	target := fs.String("target", render.TargetKubernetes, "what to render: `kubernetes` (sandboxes as plain manifests) or omnia (the omnia.altairalabs.ai resources, for clusters that run the operator)")
+	target := fs.String("target", render.TargetKubernetes, "what to render: `kubernetes` (sandboxes as plain manifests), omnia (the omnia.altairalabs.ai resources, for clusters that run the operator) or agent-sandbox (the proxy in the repository's agent-sandbox SandboxTemplates)")
 	paths, err := parse(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -32,7 +32,7 @@ func runRender(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "keyhole render: --target: %v\n", err)
 		return exitUsage
 	}
-	f.objects = *target == render.TargetOmnia
+	f.objects = *target == render.TargetOmnia || *target == render.TargetAgentSandbox
 	f.noImages = *target == render.TargetOmnia
 	if n := count(*out != "", *stdout, *krm); n != 1 {
 		fmt.Fprintln(e.stderr, "keyhole render: give exactly one of -o DIR, --stdout and --krm")
@@ -47,7 +47,7 @@ func runRender(e *env, args []string) int {
 			fmt.Fprintln(e.stderr, "keyhole render --krm: reads its inputs from the ResourceList on stdin, not from paths")
 			return exitUsage
 		}
-		return runKRM(e, &f, opts, renderer)
+		return runKRM(e, &f, opts, renderer, *target)
 	}
 	c, err := pipeline.Check(f.options(e, paths))
 	if err != nil {
