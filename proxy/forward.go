@@ -170,7 +170,11 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 	f.filterHeader(out, res.Header, sc, "header")
 	h := w.Header()
 	for k, vv := range res.Header {
-		h[k] = append(h[k], vv...)
+		if len(h[k]) == 0 {
+			h[k] = vv // res.Header is not used again but read
+		} else {
+			h[k] = append(h[k], vv...)
+		}
 	}
 	// The transport moves Trailer into res.Trailer: announce it again,
 	// less what the sandbox must not get (the values arrive after the

@@ -159,6 +159,11 @@ func (in *Injected) addOne(v string) {
 	if len(v) < MinScrubLen {
 		return
 	}
+	if in.values == nil {
+		// One credential and its forms are about a dozen values:
+		// room for them at once, not five regrowths per request.
+		in.values = make([]Secret, 0, 16)
+	}
 	keep := in.values[:0]
 	for _, s := range in.values {
 		switch {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"keyhole.dev/keyhole/proxy/config"
@@ -74,6 +75,39 @@ type SecretDir struct {
 	Dir   string
 	cache *secretCache
 	watch *secretWatch
+	paths *checkedPaths
+}
+
+// checkedPaths keeps the file path of each secret and key name pair
+// that passed Lookup's name checks: the checks are regular expressions,
+// a pure function of the names, and the same few names come with every
+// request. Only pairs that passed are kept, at most maxCheckedPaths of
+// them (the config names a few); past that, names are checked each time.
+type checkedPaths struct {
+	m sync.Map // [2]string{secret, key} → path
+	n atomic.Int32
+}
+
+const maxCheckedPaths = 1024
+
+// path returns dir/secret/key, or false when a name is not one
+// Kubernetes allows.
+func (c *checkedPaths) path(dir, secret, key string) (string, bool) {
+	if c != nil {
+		if p, ok := c.m.Load([2]string{secret, key}); ok {
+			return p.(string), true
+		}
+	}
+	if config.CheckSecretName(secret) != nil || config.CheckSecretKey(key) != nil {
+		return "", false
+	}
+	p := filepath.Join(dir, secret, key)
+	if c != nil && c.n.Load() < maxCheckedPaths {
+		if _, loaded := c.m.LoadOrStore([2]string{secret, key}, p); !loaded {
+			c.n.Add(1)
+		}
+	}
+	return p, true
 }
 
 // NewSecretDir returns a SecretDir with a cache: inotify-backed where the
@@ -87,7 +121,7 @@ func NewSecretDir(dir string) SecretDir {
 // newStatSecretDir returns a SecretDir whose cache is checked with a stat
 // per lookup, the portable fallback.
 func newStatSecretDir(dir string) SecretDir {
-	return SecretDir{Dir: dir, cache: &secretCache{m: map[string]cachedSecret{}}}
+	return SecretDir{Dir: dir, cache: &secretCache{m: map[string]cachedSecret{}}, paths: &checkedPaths{}}
 }
 
 // secretCache maps a key file's path to the value read from it and the
@@ -122,10 +156,10 @@ const stableAfter = 2 * time.Second
 // find the old directory gone (ENOENT) although the key is there. The
 // next resolution follows the new ..data.
 func (d SecretDir) Lookup(secret, key string) (Secret, error) {
-	if config.CheckSecretName(secret) != nil || config.CheckSecretKey(key) != nil {
+	path, ok := d.paths.path(d.Dir, secret, key)
+	if !ok {
 		return Secret{}, fmt.Errorf("%w: invalid secret or key name", ErrCredentialUnavailable)
 	}
-	path := filepath.Join(d.Dir, secret, key)
 	var v Secret
 	var err error
 	for range lookupAttempts {

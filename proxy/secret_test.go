@@ -74,7 +74,6 @@ func writeKey(t testing.TB, dir, secret, key, value string) {
 
 func TestSecretDirLookup(t *testing.T) {
 	dir := t.TempDir()
-	d := SecretDir{Dir: dir}
 	for key, value := range map[string]string{
 		"plain": "tok", "newline": "tok\n", "two newlines": "tok\n\n", "crlf": "tok\r\n",
 		"inner newline": "a\nb", "nul": "a\x00b", "empty": "", "only newline": "\n", "cr": "a\rb",
@@ -99,19 +98,25 @@ func TestSecretDirLookup(t *testing.T) {
 		"traversal key":  {secret: "s", key: "../s/plain"},
 		"traversal name": {secret: "..", key: "plain"},
 	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			s, err := d.Lookup(tc.secret, tc.key)
-			if tc.want == "" {
-				if !errors.Is(err, ErrCredentialUnavailable) {
-					t.Fatalf("Lookup = %v, want ErrCredentialUnavailable", err)
-				}
-				return
+	// The cached directory remembers the names that passed its checks:
+	// each name is looked up twice, so the second finds them kept.
+	for dname, d := range map[string]SecretDir{"no cache": {Dir: dir}, "cached": NewSecretDir(dir)} {
+		for _, pass := range []string{"first", "again"} {
+			for name, tc := range tests {
+				t.Run(dname+"/"+pass+"/"+name, func(t *testing.T) {
+					s, err := d.Lookup(tc.secret, tc.key)
+					if tc.want == "" {
+						if !errors.Is(err, ErrCredentialUnavailable) {
+							t.Fatalf("Lookup = %v, want ErrCredentialUnavailable", err)
+						}
+						return
+					}
+					if err != nil || s.Reveal() != tc.want {
+						t.Fatalf("Lookup = %q, %v; want %q", s.Reveal(), err, tc.want)
+					}
+				})
 			}
-			if err != nil || s.Reveal() != tc.want {
-				t.Fatalf("Lookup = %q, %v; want %q", s.Reveal(), err, tc.want)
-			}
-		})
+		}
 	}
 }
 

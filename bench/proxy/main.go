@@ -190,7 +190,7 @@ func bench(o options, stderr io.Writer) (*results, error) {
 		rps: map[string]series{}, ratio: map[string]series{}, latency: map[string]series{},
 		added: map[string]series{}, tunnels: map[string]series{}, hwm: map[string]series{},
 		proxyCPU: map[string]series{}, upstreamCPU: map[string]series{},
-		rss: map[string]series{}, opened: map[string]int{}, failures: map[string]int64{},
+		rss: map[string]series{}, opened: map[string]int{}, failures: map[string]int64{}, vsFloor: map[string]series{},
 	}
 
 	kh, err := e.startKeyhole(o.proxyBin)
@@ -278,11 +278,12 @@ func bench(o options, stderr io.Writer) (*results, error) {
 		}
 
 		fmt.Fprint(stderr, ", new tunnels\n")
-		for _, rt := range routes[1:4] { // the floor is a keep-alive bound only
+		for _, rt := range routes[1:5] { // keyhole, mitmproxy, passthrough, the floor
 			v, n := e.newTunnels(rt, o.tunnelers, o.duration)
 			r.fail("new-tunnel "+rt.name, n)
 			r.tunnels[rt.name] = append(r.tunnels[rt.name], v)
 		}
+		r.addFloorRatios(i)
 	}
 	kh.stop()
 	mp.stop()

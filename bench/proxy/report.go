@@ -46,10 +46,39 @@ type results struct {
 	hwm         map[string]series // peak RSS with idle tunnels, MiB
 	rss         map[string]series // RSS with idle tunnels, MiB
 	opened      map[string]int    // idle tunnels opened in the last run
-	failures    map[string]int64
+	// vsFloor are keyhole's figures over the terminating floor's in
+	// the same run: the bound keyhole's own handling is measured against.
+	vsFloor  map[string]series
+	failures map[string]int64
 	// upstreamRefused counts requests that reached the upstream without
 	// the real token: nonzero means a contender did not inject.
 	upstreamRefused int64
+}
+
+// Names of the vsFloor series.
+const (
+	floorCPU     = "proxy CPU per request, keyhole as % of floor"
+	floorRPS     = "keep-alive req/s, keyhole as % of floor"
+	floorTunnels = "new tunnels/s, keyhole as % of floor"
+)
+
+// addFloorRatios records run i's keyhole/floor ratios.
+func (r *results) addFloorRatios(i int) {
+	at := func(m map[string]series, name string) float64 {
+		if i < len(m[name]) {
+			return m[name][i]
+		}
+		return 0
+	}
+	if f := at(r.proxyCPU, nameFloor); f > 0 {
+		r.vsFloor[floorCPU] = append(r.vsFloor[floorCPU], 100*at(r.proxyCPU, nameKeyhole)/f)
+	}
+	if f := at(r.rps, nameFloor); f > 0 {
+		r.vsFloor[floorRPS] = append(r.vsFloor[floorRPS], 100*at(r.rps, nameKeyhole)/f)
+	}
+	if f := at(r.tunnels, nameFloor); f > 0 {
+		r.vsFloor[floorTunnels] = append(r.vsFloor[floorTunnels], 100*at(r.tunnels, nameKeyhole)/f)
+	}
 }
 
 func (r *results) fail(what string, n int64) {
@@ -83,12 +112,21 @@ func (r *results) print(w io.Writer, o options) {
 		med(r.latency, nameKeyhole), med(r.latency, nameDirect), med(r.latency, nameMitm), med(r.latency, nameTunnel), med(r.latency, nameFloor), med(r.latency, nameSketch))
 	fmt.Fprintf(w, "| added median latency (µs) | %.0f | 0 | %.0f | %.0f | %.0f | %.0f | < 500 | %s |\n",
 		med(r.added, nameKeyhole), med(r.added, nameMitm), med(r.added, nameTunnel), med(r.added, nameFloor), med(r.added, nameSketch), verdict(med(r.added, nameKeyhole) < 500))
-	fmt.Fprintf(w, "| new tunnels/s, %d clients | %.0f | | %.0f | %.0f | | | >= 400 | %s |\n", o.tunnelers,
-		med(r.tunnels, nameKeyhole), med(r.tunnels, nameMitm), med(r.tunnels, nameTunnel), verdict(med(r.tunnels, nameKeyhole) >= 400))
+	fmt.Fprintf(w, "| new tunnels/s, %d clients | %.0f | | %.0f | %.0f | %.0f | | >= 400 | %s |\n", o.tunnelers,
+		med(r.tunnels, nameKeyhole), med(r.tunnels, nameMitm), med(r.tunnels, nameTunnel), med(r.tunnels, nameFloor), verdict(med(r.tunnels, nameKeyhole) >= 400))
 	if o.idle > 0 {
 		fmt.Fprintf(w, "| peak RSS (VmHWM), %d idle tunnels (MiB) | %.1f | | %.1f | | | | < 100 | %s |\n", o.idle,
 			med(r.hwm, nameKeyhole), med(r.hwm, nameMitm), verdict(med(r.hwm, nameKeyhole) < 100 && r.opened[nameKeyhole] == o.idle))
 	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "keyhole against the terminating floor, medians of per-run ratios:")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| measurement | keyhole | target | keyhole |")
+	fmt.Fprintln(w, "|---|---:|---|---|")
+	fmt.Fprintf(w, "| %s | %.0f%% | <= 130%% | %s |\n", floorCPU, med(r.vsFloor, floorCPU), verdict(med(r.vsFloor, floorCPU) <= 130))
+	fmt.Fprintf(w, "| %s | %.0f%% | >= 85%% | %s |\n", floorRPS, med(r.vsFloor, floorRPS), verdict(med(r.vsFloor, floorRPS) >= 85))
+	fmt.Fprintf(w, "| added median latency, keyhole (µs) | %.0f | <= 100 | %s |\n", med(r.added, nameKeyhole), verdict(med(r.added, nameKeyhole) <= 100))
+	fmt.Fprintf(w, "| %s | %.0f%% | >= 100%% | %s |\n", floorTunnels, med(r.vsFloor, floorTunnels), verdict(med(r.vsFloor, floorTunnels) >= 100))
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "per run:")
 	for _, m := range []struct {
@@ -97,9 +135,9 @@ func (r *results) print(w io.Writer, o options) {
 	}{
 		{"keep-alive req/s", r.rps}, {"keep-alive % of direct", r.ratio}, {"latency µs", r.latency},
 		{"added latency µs", r.added}, {"proxy CPU µs/request", r.proxyCPU}, {"upstream CPU µs/request", r.upstreamCPU},
-		{"new tunnels/s", r.tunnels}, {"idle VmHWM MiB", r.hwm}, {"idle VmRSS MiB", r.rss},
+		{"new tunnels/s", r.tunnels}, {"idle VmHWM MiB", r.hwm}, {"idle VmRSS MiB", r.rss}, {"vs floor", r.vsFloor},
 	} {
-		for _, name := range []string{nameDirect, nameKeyhole, nameMitm, nameTunnel, nameFloor, nameSketch} {
+		for _, name := range []string{nameDirect, nameKeyhole, nameMitm, nameTunnel, nameFloor, nameSketch, floorCPU, floorRPS, floorTunnels} {
 			if len(m.m[name]) > 0 {
 				fmt.Fprintf(w, "  %-24s %-20s %s\n", m.what, name, m.m[name])
 			}
