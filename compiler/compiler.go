@@ -698,10 +698,15 @@ func annotations(n *yaml.Node) string {
 // report records a diagnostic about it at path p (its key node when key
 // is true), with the table's severity for code.
 func (p *pass) report(code string, it *item, at path, key bool, format string, args ...any) {
-	root, note := it.tree()
-	pos := it.doc.Pos
-	if root != nil {
-		pos, note = it.doc.Where(at.find(root, key))
+	pos, note := it.doc.Pos, ""
+	// A finding the object's annotation suppresses is placed at its
+	// document: finding the field would read a released document's file
+	// again, for every such finding, to place what is only counted.
+	if code == codeAccessAboveCeiling || !it.ignores(p.digests.of(it.doc), code) {
+		var root *yaml.Node
+		if root, note = it.tree(); root != nil {
+			pos, note = it.doc.Where(at.find(root, key))
+		}
 	}
 	p.diags = append(p.diags, p.diagnostic(code, it, pos, at.String(), fmt.Sprintf(format, args...)+note))
 }

@@ -52,7 +52,9 @@ Any code can be silenced: everywhere, on one object or under a path with keyhole
 ¤ignore¤ entries (¤{code, object, path}¤, each optional but not all three), the loader's codes
 (¤YAMLInvalid¤, ¤KindMissing¤, ¤KustomizeRemoteBase¤, ...) included; or on one object with the
 annotation ¤keyhole.dev/ignore: CODE[,CODE]¤. Suppressed diagnostics never fail a check; ¤-v¤
-and ¤--format json¤ still list them.
+and ¤--format json¤ still list them. One an object's annotation suppresses is placed at the
+object's document, not at its field (its path still names the field): finding the field would
+read the file again for each, to place what is only counted.
 
 `
 
