@@ -2,6 +2,8 @@ package render
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"path"
 	"reflect"
@@ -137,7 +139,7 @@ func RenderAgentSandbox(p compiler.Plan, opts Options) ([]File, diag.List, error
 		deployment := dir + "/deployment-" + n.sandbox + ".yaml"
 		policy := dir + "/networkpolicy-" + n.sandbox + ".yaml"
 		tmpl := r.templates[sb.Namespace+"/"+sb.Name]
-		o, err := r.template(sb, tmpl, byPath[deployment], byPath[policy])
+		o, err := r.template(sb, tmpl, byPath[deployment], byPath[policy], byPath[dir+"/proxy.json"])
 		if err != nil {
 			return nil, nil, fmt.Errorf("sandbox %s: %w", describe(sb), err)
 		}
@@ -339,7 +341,7 @@ func isTrue(v any) bool { b, ok := v.(bool); return ok && b }
 // sandbox's. deployment and policy are the kubernetes target's rendered
 // sandbox Deployment and NetworkPolicy, whose pod and egress rules are
 // what is merged. nil with diagnostics when tmpl cannot carry them.
-func (r *asRender) template(sb compiler.Sandbox, tmpl *asObject, deployment, policy []byte) (obj, error) {
+func (r *asRender) template(sb compiler.Sandbox, tmpl *asObject, deployment, policy, proxyJSON []byte) (obj, error) {
 	dep, err := decodeRendered(deployment)
 	if err != nil {
 		return nil, fmt.Errorf("%w: reading back the sandbox Deployment: %w", ErrInvalidPlan, err)
@@ -355,6 +357,17 @@ func (r *asRender) template(sb compiler.Sandbox, tmpl *asObject, deployment, pol
 		return nil, fmt.Errorf("%w: the rendered sandbox Deployment has no pod of one container", ErrInvalidPlan)
 	}
 	ksandbox := kcontainers[0].(obj)
+	// The sidecar pod of the kubernetes target carries no config hash (a
+	// rule change reloads its proxy in place); a template does, so the
+	// controller recreates its warm pool's unclaimed pods with the new
+	// config, while a claimed sandbox keeps its pod and its proxy reloads.
+	sum := sha256.Sum256(proxyJSON)
+	kann, _ := kmeta["annotations"].(obj)
+	if kann == nil {
+		kann = obj{}
+		kmeta["annotations"] = kann
+	}
+	kann[configHashAnnotation] = hex.EncodeToString(sum[:])
 	if tmpl == nil {
 		labels, _ := at(dep, "metadata")["labels"].(obj)
 		return obj{

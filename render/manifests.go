@@ -62,8 +62,10 @@ const (
 	// images use), not 65534 (nobody). docs/render.md.
 	proxyUID = 64123
 
-	// configHashAnnotation on a pod template changes when proxy.json
-	// does, so a new config rolls the pods that load it.
+	// configHashAnnotation on the proxy Deployment's pod template changes
+	// when proxy.json does, so a new config rolls the proxy's pods. The
+	// sidecar pod carries none: it is the sandbox's own pod, which a rule
+	// change must not restart, and its proxy reloads the config in place.
 	configHashAnnotation = "keyhole.dev/proxy-config-sha256"
 )
 
@@ -468,7 +470,7 @@ func (w *manifestWriter) deployment(o ymap, name, comp string, hash, flux bool) 
 }
 
 func (w *manifestWriter) sandboxDeployment(o ymap, flux bool) {
-	pod := w.deployment(o, w.n.sandbox, compSandbox, w.sidecar(), flux)
+	pod := w.deployment(o, w.n.sandbox, compSandbox, false, flux)
 	pod.bool("automountServiceAccountToken", false)
 	containers := pod.seq("containers")
 	w.sandboxContainer(containers.mapping())

@@ -187,7 +187,6 @@ func (in refInput) sandboxDeployment() obj {
 	var ann obj
 	if in.sidecar() {
 		in.addProxy(pod, true)
-		ann = in.configHash()
 	} else {
 		pod["volumes"] = list{obj{
 			"name": volTrust,

@@ -302,8 +302,8 @@ func TestProxyMounts(t *testing.T) {
 			if dig(proxy, "resources", "requests", "memory") == nil {
 				t.Errorf("proxy has no memory request")
 			}
-			if dig(dep, "spec", "template", "metadata", "annotations", configHashAnnotation) == nil {
-				t.Errorf("pod template has no %s", configHashAnnotation)
+			if hash := dig(dep, "spec", "template", "metadata", "annotations", configHashAnnotation); (hash != nil) != (mode == ModeDeployment) {
+				t.Errorf("pod template's %s: %v; want one only on the proxy's own Deployment", configHashAnnotation, hash)
 			}
 			// The init container that builds bundle.pem sees only ca.crt.
 			bundle := container(t, dep, "egress-trust-publish")
@@ -320,18 +320,24 @@ func TestProxyMounts(t *testing.T) {
 	}
 }
 
-// TestConfigHashRolls: a different proxy config gives a different pod
-// template annotation, so the Deployment rolls.
-func TestConfigHashRolls(t *testing.T) {
-	hash := func(p compiler.Plan) any {
-		objs := objects(t, mustRender(t, p, Options{}))
-		return dig(find(t, objs, "Deployment", "support-workspace-sandbox"), "spec", "template", "metadata", "annotations", configHashAnnotation)
+// TestConfigChangeRolls: a different proxy config gives the proxy
+// Deployment's pod template a different annotation, so it rolls; the
+// sidecar pod, the sandbox's own, keeps the same template, so a rule
+// change does not restart the sandbox (its proxy reloads in place).
+func TestConfigChangeRolls(t *testing.T) {
+	template := func(p compiler.Plan, mode string, name string) any {
+		objs := objects(t, mustRender(t, p, Options{ProxyMode: mode}))
+		return dig(find(t, objs, "Deployment", name), "spec", "template")
 	}
 	p := testPlan()
-	before := hash(p)
+	proxyBefore := fmt.Sprint(template(p, ModeDeployment, "support-workspace-egress-proxy"))
+	sidecarBefore := fmt.Sprint(template(p, ModeSidecar, "support-workspace-sandbox"))
 	p.Sandboxes[0].Proxy.Passthrough = []string{"pypi.org"}
-	if after := hash(p); after == before {
-		t.Errorf("config hash %v did not change with the config", after)
+	if after := fmt.Sprint(template(p, ModeDeployment, "support-workspace-egress-proxy")); after == proxyBefore {
+		t.Errorf("the proxy Deployment's pod template did not change with the config")
+	}
+	if after := fmt.Sprint(template(p, ModeSidecar, "support-workspace-sandbox")); after != sidecarBefore {
+		t.Errorf("the sidecar pod's template changed with the config: a rule change would restart the sandbox\nbefore %s\nafter  %s", sidecarBefore, after)
 	}
 }
 
