@@ -77,7 +77,11 @@ func scalars(n *yaml.Node) []string {
 
 // injectEntry finds the inject entry of a Connection that covers host.
 func injectEntry(conn *yaml.Node, host string) *yaml.Node {
-	for _, e := range mapValue(mapValue(mapValue(conn, "spec"), "placement"), "inject").Content {
+	inject := mapValue(mapValue(mapValue(conn, "spec"), "placement"), "inject")
+	if inject == nil || inject.Kind != yaml.SequenceNode {
+		return nil
+	}
+	for _, e := range inject.Content {
 		if slices.ContainsFunc(scalars(mapValue(e, "hosts")), func(h string) bool { return strings.EqualFold(h, host) }) {
 			return e
 		}
@@ -224,7 +228,7 @@ func ruleEdit(file string, src []byte, conn *yaml.Node, host, method string, pre
 			continue
 		}
 		if off, text, ok := addToSeq(src, starts, pp, items); ok {
-			return place{edit: edit{file, off, text}, line: pp.Line,
+			return place{edit: edit{file, off, text}, line: r.Line,
 				what: fmt.Sprintf("adds %s to the pathPrefixes of the rule for [%s]", strings.Join(prefixes, ", "), method)}, nil
 		}
 	}

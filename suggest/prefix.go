@@ -11,16 +11,16 @@ type Merge struct {
 	Paths  []string `json:"paths"`
 }
 
-// clusterDepth is how many leading segments refused paths must share to
-// be merged into one prefix: /repos/acme/a and /repos/acme/b merge into
+// minParent is how many segments the parent of sibling paths must have
+// for them to merge into it: /repos/acme/a and /repos/acme/b merge into
 // /repos/acme, /repos/acme and /repos/other do not merge into /repos.
-const clusterDepth = 2
+const minParent = 2
 
 // Prefixes returns the narrowest path prefixes that cover paths (sorted,
-// distinct): each path on its own, except that paths sharing their first
-// clusterDepth segments are merged into their longest common segment
-// prefix, which merges reports. A prefix covered by another is dropped.
-// "/" comes out only when "/" itself is among the paths.
+// distinct): each path on its own, except that siblings (paths with the
+// same parent, of at least minParent segments) merge into their parent,
+// which merges reports. A prefix covered by another is dropped. "/"
+// comes out only when "/" itself is among the paths.
 func Prefixes(paths []string) (prefixes []string, merges []Merge) {
 	clusters := map[string][]string{}
 	var keys []string
@@ -64,12 +64,13 @@ func segments(p string) []string {
 	return strings.Split(p, "/")
 }
 
+// clusterKey is the parent a path merges into, or the path itself.
 func clusterKey(p string) string {
 	s := segments(p)
-	if len(s) > clusterDepth {
-		s = s[:clusterDepth]
+	if len(s)-1 < minParent {
+		return p
 	}
-	return "/" + strings.Join(s, "/")
+	return "/" + strings.Join(s[:len(s)-1], "/")
 }
 
 // commonPrefix is the longest prefix of whole segments the paths share.
