@@ -22,7 +22,8 @@ type Report struct {
 	Skipped  int `json:"skipped"`
 	// Suggestions are one per group of refusals, in Groups' order.
 	Suggestions []Suggestion `json:"suggestions"`
-	// Patches are the edits of all fixes, one per file, sorted by file.
+	// Patches are the edits of the fixes that stay under the ceiling,
+	// one per file, sorted by file.
 	Patches []Patch `json:"patches"`
 }
 
@@ -86,7 +87,10 @@ func Suggest(l *Log, units []compiler.Unit, read ReadFile) *Report {
 	var edits []edit
 	for _, g := range l.Groups() {
 		s := Suggestion{Sandbox: g.Sandbox, Host: g.Host, Method: g.Method, Reason: g.Reason, Connection: g.Connection, Count: g.Count, Paths: g.Paths}
-		if e := suggest(&s, g, units, read); e != nil {
+		// An edit that would break the ceiling, or that the ceiling
+		// cannot be proven for, is reported but left out of the patch:
+		// writing it would make check fail.
+		if e := suggest(&s, g, units, read); e != nil && (s.Fix.Ceiling == CeilingNone || s.Fix.Ceiling == diff.CeilingUnder) {
 			edits = append(edits, *e)
 		}
 		r.Suggestions = append(r.Suggestions, s)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"keyhole.dev/keyhole/diff"
 	"keyhole.dev/keyhole/suggest"
 )
 
@@ -130,7 +131,12 @@ func printSuggestions(w io.Writer, r *suggest.Report) {
 		for _, wt := range fx.Widened {
 			fmt.Fprintf(w, "    + %s: %s\n", wt.Request(), wt.Head)
 		}
-		fmt.Fprintf(w, "  ceiling: %s\n", fx.Ceiling)
+		switch fx.Ceiling {
+		case diff.CeilingAbove, diff.CeilingUnproven:
+			fmt.Fprintf(w, "  ceiling: %s: left out of the patch (check would refuse it)\n", fx.Ceiling)
+		default:
+			fmt.Fprintf(w, "  ceiling: %s\n", fx.Ceiling)
+		}
 		for _, a := range fx.AboveCeiling {
 			fmt.Fprintf(w, "    ! %s %s: %s\n", a.Method, a.URL, a.Limit)
 		}
