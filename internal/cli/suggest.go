@@ -68,7 +68,7 @@ func runSuggest(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "keyhole suggest: %s: %v\n", name, err)
 		return exitUsage
 	}
-	units, code, ok := plan(e, paths, &f)
+	units, code, ok := plan(e, "suggest", paths, &f)
 	if !ok {
 		if code == exitFailed {
 			code = exitUsage
@@ -105,7 +105,11 @@ func printSuggestions(w io.Writer, r *suggest.Report) {
 	}
 	fmt.Fprintln(w)
 	for _, s := range r.Suggestions {
-		fmt.Fprintf(w, "\n%s %s %s: %s, %d requests", escape(s.Sandbox), escape(s.Host), escape(s.Method), escape(s.Reason), s.Count)
+		plural := "s"
+		if s.Count == 1 {
+			plural = ""
+		}
+		fmt.Fprintf(w, "\n%s %s %s: %s, %d request%s", escape(s.Sandbox), escape(s.Host), escape(s.Method), escape(s.Reason), s.Count, plural)
 		if s.Connection != "" {
 			fmt.Fprintf(w, " (Connection %s)", escape(s.Connection))
 		}
