@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"net"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -153,6 +154,10 @@ func suggest(s *Suggestion, g Group, units []compiler.Unit, read ReadFile) *edit
 	return l7(s, g, u, sb, read)
 }
 
+// ruleMethod is a method a rule can name, and the edit can write
+// unquoted into YAML.
+var ruleMethod = regexp.MustCompile(`^[A-Z][A-Z0-9_-]{0,31}$`)
+
 // quote prints text from the log safely: control bytes and non-ASCII
 // escaped, as Go quotes strings.
 func quote(s string) string {
@@ -221,6 +226,10 @@ func hostNotAllowed(g Group, u *compiler.Unit, sb *compiler.Sandbox) string {
 func l7(s *Suggestion, g Group, u *compiler.Unit, sb *compiler.Sandbox, read ReadFile) *edit {
 	if neverWithCredential(g.Method) {
 		s.NoFix = "the proxy never forwards " + quote(g.Method) + " with a credential, whatever a rule says (docs/proxy.md, Methods and headers on injected hosts)"
+		return nil
+	}
+	if !ruleMethod.MatchString(g.Method) {
+		s.NoFix = "a rule names methods in upper case, as clients send them, and methods are case-sensitive: " + quote(g.Method) + " is not one a rule can name"
 		return nil
 	}
 	hi := slices.IndexFunc(sb.Proxy.Hosts, func(h config.Host) bool { return h.Name == g.Host })
