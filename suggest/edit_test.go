@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/proxy/config"
 )
 
 const connHead = `apiVersion: omnia.altairalabs.ai/v1alpha1
@@ -107,4 +109,55 @@ func TestRuleEditRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzRuleEditPath holds the edit to writing any path a rule can name so
+// that YAML reads it back as that path, in a flow list, a block list
+// and a new rule: a path from the log never changes the YAML around it.
+func FuzzRuleEditPath(f *testing.F) {
+	for _, p := range []string{"/a", "/a, b", "/e#f", "/x: y", "/\"q\"", "/'s'", "/[a]", "/{a}", "/a\\b", "/é", "/a\tb", "/ a", "/a #b", "/-", "/&a", "/*a"} {
+		f.Add(p)
+	}
+	rules := map[string]string{
+		"flow":  "        rules:\n          - methods: [GET]\n            pathPrefixes: [/z]\n",
+		"block": "        rules:\n          - methods: [GET]\n            pathPrefixes:\n              - /z\n",
+		"new":   "        rules:\n          - methods: [POST]\n            pathPrefixes: [/z]\n",
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		if config.CheckPathPrefix(p) != nil {
+			return
+		}
+		for name, r := range rules {
+			src := []byte(connHead + r)
+			var doc yaml.Node
+			if err := yaml.Unmarshal(src, &doc); err != nil {
+				t.Fatal(err)
+			}
+			pl, err := ruleEdit("c.yaml", src, doc.Content[0], "api.example.com", "GET", []string{p})
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			var after struct {
+				Spec struct {
+					Placement struct {
+						Inject []struct {
+							Rules []struct {
+								Methods      []string `yaml:"methods"`
+								PathPrefixes []string `yaml:"pathPrefixes"`
+							} `yaml:"rules"`
+						} `yaml:"inject"`
+					} `yaml:"placement"`
+				} `yaml:"spec"`
+			}
+			out := apply(src, []edit{pl.edit})
+			if err := yaml.Unmarshal(out, &after); err != nil {
+				t.Fatalf("%s: %q: the edit is not YAML: %v\n%s", name, p, err, out)
+			}
+			rs := after.Spec.Placement.Inject[0].Rules
+			last := rs[len(rs)-1].PathPrefixes
+			if last[len(last)-1] != p {
+				t.Fatalf("%s: wrote %q, read back %q\n%s", name, p, last[len(last)-1], out)
+			}
+		}
+	})
 }
