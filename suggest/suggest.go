@@ -280,6 +280,12 @@ func l7(s *Suggestion, g Group, u *compiler.Unit, sb *compiler.Sandbox, read Rea
 		s.NoFix = fmt.Sprintf("Connection %s cannot be read again: %v", conn.Source.Name, err)
 		return nil
 	}
+	if e := injectEntry(tree, g.Host); e != nil && mapValue(e, "rules") == nil {
+		// The host has rules (checked above) that the Connection does
+		// not write: an agent.yaml connector's catalog entry adds them.
+		s.NoFix = fmt.Sprintf("the rules on %s come from the connector catalog (an agent.yaml connector's rules), not from Connection %s (%s), whose inject entry has none: no Connection rule to edit", quote(g.Host), conn.Source.Name, conn.Pos)
+		return nil
+	}
 	src, err := read(conn.Pos.File)
 	if err != nil {
 		s.NoFix = fmt.Sprintf("Connection %s's file cannot be read: %v", conn.Source.Name, err)
