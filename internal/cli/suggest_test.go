@@ -91,3 +91,17 @@ func TestWriteAllOrNone(t *testing.T) {
 		t.Fatalf("left behind: %v", entries)
 	}
 }
+
+// TestSuggestBadLog feeds suggest a log of nothing it can use: it says
+// how many lines it skipped and exits 0, as for a log without refusals.
+func TestSuggestBadLog(t *testing.T) {
+	in := "\x00\x00{\"time\":\xff\n" + strings.Repeat("{", 1<<20) + "\nnot json\n{\"time\":\"x\",\"msg\":\"request\"}\n"
+	var stdout, stderr bytes.Buffer
+	e := &env{stdin: strings.NewReader(in), stdout: &stdout, stderr: &stderr}
+	if code := run(e, []string{"suggest", "../../examples/github-acme"}); code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	if want := "read 0 request lines: 0 refused, in 0 groups; 4 other lines skipped\n"; stdout.String() != want {
+		t.Fatalf("stdout %q, want %q", stdout.String(), want)
+	}
+}
