@@ -59,6 +59,7 @@ func commands() []command {
 		{"render", "check, then write proxy config, manifests and env maps", runRender},
 		{"diff", "render two git refs in-process and diff them per resource", runDiff},
 		{"explain", "what a sandbox may reach, and the proxy's verdict on one request", runExplain},
+		{"suggest", "from the proxy's refusals, the smallest rule edits that allow them", runSuggest},
 		{"schema", "print the CUE schemas, JSON Schema or CRDs", runSchema},
 		{"proxy", "run the egress proxy", runProxy},
 		{"version", "print the version", runVersion},

@@ -15,6 +15,7 @@ func TestCompletionCommands(t *testing.T) {
 		"render":  {"format", "krm", "min-severity", "o", "proxy-mode", "stdout", "target"},
 		"diff":    {"base", "format", "head", "target"},
 		"explain": {"body", "request", "sandbox"},
+		"suggest": {"format", "log", "write"},
 		"schema":  {"crds", "cue", "json-schema"},
 		"proxy":   {"config", "listen", "resolve", "upstream-ca", "version"},
 	}

@@ -70,7 +70,7 @@ func runExplain(e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "keyhole explain: --head needs --base")
 		return exitUsage
 	}
-	units, code, ok := plan(e, paths, &f)
+	units, code, ok := plan(e, "explain", paths, &f)
 	if !ok {
 		// 1 means refused: inputs that do not check are an error, as a
 		// ref that does not resolve is for diff.

@@ -30,6 +30,10 @@ func examples(command string) []string {
 			"keyhole explain examples/github-acme --sandbox support-workspace",
 			"keyhole explain examples/github-acme --sandbox support-workspace --request 'GET https://api.github.com/user'",
 		},
+		"suggest": {
+			"keyhole suggest --log examples/github-acme/egress.log examples/github-acme",
+			"keyhole suggest --log - --format json examples/github-acme < examples/github-acme/egress.log",
+		},
 		"schema": {
 			"keyhole schema --json-schema > keyhole.schema.json",
 			"keyhole schema --crds",

@@ -164,16 +164,16 @@ func count(bs ...bool) int {
 
 // plan loads, checks and returns each deploy unit's plan, printing
 // diagnostics to stderr; ok is false when the check found errors.
-func plan(e *env, paths []string, f *checkFlags) ([]compiler.Unit, int, bool) {
+func plan(e *env, cmd string, paths []string, f *checkFlags) ([]compiler.Unit, int, bool) {
 	c, err := pipeline.Check(f.options(e, paths))
 	if err != nil {
-		return nil, fail(e, "explain", err), false
+		return nil, fail(e, cmd, err), false
 	}
 	if c.Result.Diagnostics.HasErrors() {
 		if err := report(&env{stdout: e.stderr, stderr: e.stderr}, c, "text", printFlags{}); err != nil {
-			return nil, fail(e, "explain", err), false
+			return nil, fail(e, cmd, err), false
 		}
-		fmt.Fprintln(e.stderr, "keyhole explain: the check found errors; fix them first")
+		fmt.Fprintf(e.stderr, "keyhole %s: the check found errors; fix them first\n", cmd)
 		return nil, exitFailed, false
 	}
 	return c.Result.Units, exitOK, true

@@ -39,7 +39,7 @@ func scriptParams(t *testing.T, dir string, setup func(env *testscript.Env) erro
 	return testscript.Params{
 		Dir:           dir,
 		UpdateScripts: golden.Update(),
-		Cmds:          map[string]func(ts *testscript.TestScript, neg bool, args []string){"encode": cmdEncode},
+		Cmds:          map[string]func(ts *testscript.TestScript, neg bool, args []string){"encode": cmdEncode, "proxylog": cmdProxylog},
 		Setup: func(env *testscript.Env) error {
 			if setup != nil {
 				if err := setup(env); err != nil {
