@@ -172,7 +172,6 @@ func TestCompare(t *testing.T) {
 			changed: true,
 			resources: []string{
 				"changed ConfigMap agents/support-workspace-egress-proxy",
-				"changed Deployment agents/support-workspace-sandbox",
 				"changed agents/support-workspace/proxy.json",
 			},
 			sandbox:     Changed,
@@ -183,7 +182,6 @@ func TestCompare(t *testing.T) {
 			changed: true,
 			resources: []string{
 				"changed ConfigMap agents/support-workspace-egress-proxy",
-				"changed Deployment agents/support-workspace-sandbox",
 				"changed agents/support-workspace/proxy.json",
 			},
 			sandbox: Changed,
@@ -422,14 +420,14 @@ func TestJSONReport(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Version != JSONVersion || got.Base.Name != "main" || !got.Changed || got.Summary.Changed != 3 || len(got.Summary.Kinds) != 3 {
+	if got.Version != JSONVersion || got.Base.Name != "main" || !got.Changed || got.Summary.Changed != 2 || len(got.Summary.Kinds) != 2 {
 		t.Errorf("report head = %+v", got)
 	}
 	if len(got.Sandboxes) != 1 || len(got.Sandboxes[0].Hosts) != 1 || got.Sandboxes[0].Hosts[0].Host != "api.github.com" ||
 		!slices.Equal(got.Sandboxes[0].Hosts[0].RulesAdded, []string{"GET,HEAD /repos/acme/widgets, /repos/acme/gadgets"}) {
 		t.Errorf("sandboxes = %+v", got.Sandboxes)
 	}
-	if len(got.Resources) != 3 || !strings.Contains(got.Resources[0].Diff, "+") {
+	if len(got.Resources) != 2 || !strings.Contains(got.Resources[0].Diff, "+") {
 		t.Errorf("resources = %+v", got.Resources)
 	}
 	var none bytes.Buffer

@@ -147,7 +147,7 @@ func checkSandboxPod(t *testing.T, pod map[string]any) {
 			}
 			switch {
 			case name == "egress-proxy":
-			case name == "egress-trust-publish" && m["name"] == "egress-ca-public":
+			case (name == "egress-trust-publish" || name == "egress-trust-watch") && m["name"] == "egress-ca-public":
 			default:
 				t.Errorf("container %s mounts Secret %s", name, secret)
 			}
