@@ -188,6 +188,17 @@ func (l List) Count(s Severity) int {
 // HasErrors reports whether any unsuppressed diagnostic is an error.
 func (l List) HasErrors() bool { return l.Count(Error) > 0 }
 
+// SeverityOf is the severity rules give code; Error for a code they do
+// not describe.
+func SeverityOf(rules []Rule, code string) Severity {
+	for _, r := range rules {
+		if r.Code == code {
+			return r.Severity
+		}
+	}
+	return Error
+}
+
 // Rule describes a diagnostic code for SARIF and the generated docs.
 type Rule struct {
 	Code     string

@@ -60,14 +60,7 @@ func AgentSandboxRules() []diag.Rule {
 	}
 }
 
-func asSeverity(code string) diag.Severity {
-	for _, r := range AgentSandboxRules() {
-		if r.Code == code {
-			return r.Severity
-		}
-	}
-	return diag.Error
-}
+func asSeverity(code string) diag.Severity { return diag.SeverityOf(AgentSandboxRules(), code) }
 
 // asKustomizationHeader heads the agent-sandbox target's kustomization.
 const asKustomizationHeader = `# Rendered by keyhole render --target agent-sandbox: per sandbox the

@@ -61,14 +61,7 @@ func OmniaRules() []diag.Rule {
 	}
 }
 
-func omniaSeverity(code string) diag.Severity {
-	for _, r := range OmniaRules() {
-		if r.Code == code {
-			return r.Severity
-		}
-	}
-	return diag.Error
-}
+func omniaSeverity(code string) diag.Severity { return diag.SeverityOf(OmniaRules(), code) }
 
 // isOmniaKind reports whether the omnia target emits objects of kind.
 func isOmniaKind(kind string) bool {

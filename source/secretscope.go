@@ -72,7 +72,9 @@ func (l *loader) walkedKustomizationMatters(dir string) (matters bool, note stri
 		var ns []string
 		sure := true
 		if isKustomizationName(filepath.Base(p)) {
-			remote = remote || kustbuild.RemoteEntry(l.fsys, p, data) != nil
+			// What a remote base holds is not here to read.
+			r := kustbuild.RemoteEntry(l.fsys, p, data) != nil
+			remote, doubt = remote || r, doubt || r
 			ns, sure = l.kustomizationSecretNames(p, data)
 		} else {
 			ns, sure = secretDocNames(p, data)
@@ -105,7 +107,7 @@ func (l *loader) walkedKustomizationMatters(dir string) (matters bool, note stri
 // kustomizationSecretNames returns the names a kustomization file's
 // secretGenerator gives; sure is false when something in it can make or
 // rename a Secret in a way its text does not show: replacements or a
-// patch that may reach a Secret's name, a remote base, a Helm chart, a
+// patch that may reach a Secret's name, a Helm chart, a
 // generator plugin, a name that is not plain.
 func (l *loader) kustomizationSecretNames(kfile string, data []byte) (names []string, sure bool) {
 	var doc yaml.Node
@@ -120,9 +122,6 @@ func (l *loader) kustomizationSecretNames(kfile string, data []byte) (names []st
 	}
 	if !replacementsSpareSecretNames(Lookup(k, "replacements")) || !l.patchesSpareSecretNames(filepath.Dir(kfile), k) {
 		return nil, false
-	}
-	if kustbuild.RemoteEntry(l.fsys, kfile, data) != nil {
-		return nil, false // what the base holds is not here to read
 	}
 	gen := Lookup(k, "secretGenerator")
 	if gen == nil {
