@@ -486,8 +486,13 @@ func (s *Server) Serve(ctx context.Context, lns Listeners) error {
 	if lns.Transparent != nil {
 		go func() { errc <- s.serveTransparent(lns.Transparent) }()
 	}
+	// Shutdown waits for both DNS loops, so that the log line of a
+	// message answered just before it is written, not lost.
+	dnsUDPDone := make(chan struct{})
 	if lns.DNS != nil {
-		go func() { errc <- s.serveDNSUDP(lns.DNS) }()
+		go func() { defer close(dnsUDPDone); errc <- s.serveDNSUDP(lns.DNS) }()
+	} else {
+		close(dnsUDPDone)
 	}
 	dnsTCPDone := make(chan struct{})
 	if lns.DNSTCP != nil {
@@ -543,6 +548,7 @@ func (s *Server) Serve(ctx context.Context, lns Listeners) error {
 	if lns.DNSTCP != nil {
 		lns.DNSTCP.Close()
 	}
+	<-dnsUDPDone
 	<-dnsTCPDone
 	outer.Shutdown(sctx)
 	s.innerLn.Close()
