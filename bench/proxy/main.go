@@ -49,7 +49,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.runs, "runs", 5, "how many times each measurement runs; medians are reported")
 	fs.DurationVar(&o.duration, "duration", 3*time.Second, "length of each throughput measurement")
 	fs.IntVar(&o.conns, "conns", 16, "concurrent keep-alive connections")
-	fs.IntVar(&o.idle, "idle", 1000, "idle tunnels held open for the RSS measurement")
+	// keyhole holds at most 512 tunnels by default (--max-tunnels and
+	// the proxy listener's connection cap); more would be refused or
+	// queued, so the default weighs what a default proxy can hold.
+	fs.IntVar(&o.idle, "idle", 512, "idle tunnels held open for the RSS measurement")
 	fs.IntVar(&o.tunnelers, "tunnel-workers", 8, "concurrent clients in the new-tunnel measurement")
 	serve := fs.String("serve-upstream", "", "internal: run as the upstream process with the certificate in this directory")
 	serveFl := fs.String("serve-floor", "", "internal: run as the terminating floor with the files in this directory")
