@@ -281,16 +281,23 @@ func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
 		}
 		ns = cmp.Or(ns, cn.obj().Namespace)
 		placeholder := Placeholder(cn.obj().Name)
-		rules := make([]config.Rule, 0, len(conn.ReadOnly))
-		for _, r := range conn.ReadOnly {
-			rules = append(rules, ProxyRule(r))
-		}
 		for _, h := range conn.Hosts {
 			if injected[h.Host] {
 				continue
 			}
+			// Each host gets the rules that hold on it. A host none holds
+			// on (keyhole.yaml's check reports it) gets no credential: a
+			// proxy host without rules would allow every request.
+			readOnly, index := conn.ReadOnlyOn(h.Host)
+			if len(readOnly) == 0 {
+				continue
+			}
+			rules := make([]config.Rule, 0, len(readOnly))
+			for _, r := range readOnly {
+				rules = append(rules, ProxyRule(r))
+			}
 			injected[h.Host] = true
-			p.origin(&s, h.Host, origin{it: &a.item, at: path{"connectors", ci}, connector: c.Name})
+			p.origin(&s, h.Host, origin{it: &a.item, at: path{"connectors", ci}, connector: c.Name, catalogRule: index})
 			if s.ClientForms == nil {
 				s.ClientForms = map[string]string{}
 			}
@@ -302,7 +309,7 @@ func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
 					Secret:     cn.secretName(),
 					Substitute: &config.SubstituteInject{Placeholder: placeholder, Key: cn.credentialKey(), Headers: substituteHeaders(h.Inject)},
 				},
-				Rules: slices.Clip(rules),
+				Rules: rules,
 			})
 		}
 		if !slices.ContainsFunc(s.Env, func(e EnvVar) bool { return e.Name == conn.Env }) {

@@ -45,8 +45,10 @@ type origin struct {
 	at    path
 	rules bool
 	// connector names the catalog connector whose read-only rules the
-	// host has, for an agent's.
-	connector string
+	// host has, for an agent's; catalogRule gives, for each of the host's
+	// rules, its index in the connector's readOnly list.
+	connector   string
+	catalogRule []int
 }
 
 func sandboxKey(s *Sandbox) string { return s.Source.String() + "\x00" + s.Name }
@@ -162,8 +164,8 @@ func (p *pass) checkCeiling() {
 			case v.Rule >= 0 && ok && o.rules:
 				at = at.with("rules", v.Rule)
 				rule = fmt.Sprintf(" by rule %d", v.Rule)
-			case v.Rule >= 0 && o.connector != "":
-				rule = fmt.Sprintf(" by connector %s's read-only rule %d", o.connector, v.Rule)
+			case v.Rule >= 0 && v.Rule < len(o.catalogRule) && o.connector != "":
+				rule = fmt.Sprintf(" by connector %s's read-only rule %d", o.connector, o.catalogRule[v.Rule])
 			case v.Rule < 0 && v.Decision.Action == "inject":
 				rule = " (the entry has no rules, so every request carries the credential)"
 			}

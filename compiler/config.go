@@ -168,6 +168,20 @@ func (p *pass) addConfig(v *schema.Validator, doc *source.Document, it item) {
 			if r.GraphQL != nil {
 				checkCatalogGraphQL(p, &it, at, c.Name, r)
 			}
+			for x, h := range r.Hosts {
+				if !slices.ContainsFunc(c.Hosts, func(ch schema.ConnectorHost) bool { return ch.Host == h }) {
+					p.report(codeConfigInvalid, &it, at.with("hosts", x), false,
+						"read-only rule of connector %s names host %s, which is not one of the connector's hosts, so the rule holds nowhere; name one of its hosts or add %s to them", c.Name, h, h)
+				}
+			}
+		}
+		if c.ReadOnly != nil {
+			for j, h := range c.Hosts {
+				if rules, _ := c.ReadOnlyOn(h.Host); len(rules) == 0 {
+					p.report(codeConfigInvalid, &it, path{"catalog", i, "hosts", j, "host"}, false,
+						"no read-only rule of connector %s holds on %s, so a read-only sandbox could not be given the credential there; give a rule without hosts, or name %s in a rule's hosts", c.Name, h.Host, h.Host)
+				}
+			}
 		}
 		if slices.Contains(ReservedEnvNames(), c.Env) {
 			p.report(codePlaceholderReserved, &it, path{"catalog", i, "env"}, false,

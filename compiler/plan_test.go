@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"keyhole.dev/keyhole/proxy/policy"
 	"keyhole.dev/keyhole/schema"
 )
 
@@ -137,6 +138,49 @@ func TestInternalHosts(t *testing.T) {
 			}
 			if err := p.Validate(); err != nil {
 				t.Fatalf("the proxy would refuse its config: %v", err)
+			}
+		})
+	}
+}
+
+// TestAgentReadOnlyPerHost decides requests with the proxy's own
+// function on the config an agent's read-only github connector compiles
+// to: each POST that reads is allowed only on the host that serves it,
+// so git's upload-pack pattern and the GraphQL rule reach nothing else.
+func TestAgentReadOnlyPerHost(t *testing.T) {
+	res := compileDir(t, "../examples/agent-sandbox", Options{})
+	if res.Diagnostics.HasErrors() {
+		t.Fatalf("does not check:\n%v", res.Diagnostics)
+	}
+	if len(res.Plan.Sandboxes) != 1 {
+		t.Fatalf("%d sandboxes, want 1", len(res.Plan.Sandboxes))
+	}
+	p, err := policy.NewPolicy(&res.Plan.Sandboxes[0].Proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const query, mutation = `{"query":"{ viewer { login } }"}`, `{"query":"mutation { x }"}`
+	tests := map[string]struct {
+		method, url, body string
+		allowed           bool
+	}{
+		"git fetch on github.com":             {"POST", "https://github.com/acme/widgets.git/git-upload-pack", "", true},
+		"upload-pack pattern on the API":      {"POST", "https://api.github.com/orgs/acme/git-upload-pack", "", false},
+		"upload-pack pattern on uploads":      {"POST", "https://uploads.github.com/repos/acme/git-upload-pack", "", false},
+		"LFS download on github.com":          {"POST", "https://github.com/acme/widgets.git/info/lfs/objects/batch", `{"operation":"download"}`, true},
+		"LFS batch pattern on the API":        {"POST", "https://api.github.com/acme/widgets/info/lfs/objects/batch", `{"operation":"download"}`, false},
+		"GraphQL query on the API":            {"POST", "https://api.github.com/graphql", query, true},
+		"GraphQL mutation on the API":         {"POST", "https://api.github.com/graphql", mutation, false},
+		"GraphQL query on github.com":         {"POST", "https://github.com/graphql", query, false},
+		"GraphQL query on uploads.github.com": {"POST", "https://uploads.github.com/graphql", query, false},
+		"read on each host":                   {"GET", "https://uploads.github.com/x", "", true},
+		"push":                                {"POST", "https://github.com/acme/widgets.git/git-receive-pack", "", false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			d := p.DecideURL(tc.method, tc.url, []byte(tc.body))
+			if got := d.Action == policy.ActionInject; got != tc.allowed {
+				t.Errorf("%s %s: action %s (%s), want allowed=%v", tc.method, tc.url, d.Action, d.Message, tc.allowed)
 			}
 		})
 	}

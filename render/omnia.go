@@ -38,7 +38,7 @@ func OmniaRules() []diag.Rule {
 			Purpose: "A catalog read-only rule uses path patterns or a body or GraphQL condition, which an omnia Connection cannot express; it is left out and the operator's proxy refuses what it allowed.",
 			Help:    "Keep the default kubernetes target for what the rule allowed (git clone over HTTPS, Git LFS downloads, GraphQL reads)."},
 		{Code: codeOmniaReadOnlyUnexpressed, Severity: diag.Error,
-			Purpose: "None of a connector's read-only rules can be expressed, and a Connection entry without rules would let every request through.",
+			Purpose: "None of the read-only rules that hold on one of a connector's hosts can be expressed, and a Connection entry without rules would let every request through.",
 			Help:    "Give the connector a rule of methods and path prefixes in keyhole.yaml's catalog, or keep the kubernetes target."},
 		{Code: codeOmniaBasicUsernameMiss, Severity: diag.Warning,
 			Purpose: "A connector host takes basic auth but the labelled Connection has no basic entry for it to take the user name key from; the host is left out.",

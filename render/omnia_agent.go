@@ -3,6 +3,7 @@ package render
 import (
 	"cmp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"keyhole.dev/keyhole/compiler"
@@ -130,26 +131,30 @@ func (r *omniaRender) declareRole(class *omniaObject, role string, a compiler.Ag
 
 // connection compiles one sandbox connector into a Connection named
 // name: the catalog's hosts, the labelled Connection's Secret, one inject
-// entry per way the catalog presents the credential, and the catalog's
-// read-only rules an omnia Connection can express. ok is false when the
+// entry per way the catalog presents the credential and set of read-only
+// rules, and for each host the catalog's read-only rules that hold on it
+// and that an omnia Connection can express. ok is false when the
 // connector cannot be kept read-only, which is reported.
 func (r *omniaRender) connection(a compiler.Agent, c compiler.AgentConnector, ns, name string) (*omniaObject, bool) {
-	rules, ok := r.rules(a, c)
+	hostRules, ok := r.rules(a, c)
 	if !ok {
 		return nil, false
 	}
 	var hosts []string
-	type headerKey struct{ name, prefix string }
+	// Hosts share a header entry when they take the same header and hold
+	// the same rules.
+	type headerKey struct{ name, prefix, rules string }
 	headers := map[headerKey][]string{}
 	var headerOrder []headerKey
 	var basics list
 	for _, h := range c.Connector.Hosts {
 		hosts = append(hosts, h.Host)
+		rules := hostRules[h.Host]
 		switch in := h.Inject; {
 		case in.Header != nil:
 			// A host that takes either gets the header: the operator
 			// injects one way per host, and the API is what it serves.
-			k := headerKey{in.Header.Name, in.Header.ValuePrefix}
+			k := headerKey{in.Header.Name, in.Header.ValuePrefix, rules.key}
 			if _, seen := headers[k]; !seen {
 				headerOrder = append(headerOrder, k)
 			}
@@ -162,12 +167,12 @@ func (r *omniaRender) connection(a compiler.Agent, c compiler.AgentConnector, ns
 					c.Name, h.Host, c.Connection, h.Host, ns, name)
 				continue
 			}
-			basics = append(basics, obj{"hosts": []string{h.Host}, "basic": obj{"usernameKey": user, "passwordKey": c.Key}, "rules": rules})
+			basics = append(basics, obj{"hosts": []string{h.Host}, "basic": obj{"usernameKey": user, "passwordKey": c.Key}, "rules": rules.list()})
 		}
 	}
 	var inject list
 	for i, k := range headerOrder {
-		e := obj{"hosts": headers[k], "header": k.name, "value": k.prefix + "{{ ." + c.Key + " }}", "rules": rules}
+		e := obj{"hosts": headers[k], "header": k.name, "value": k.prefix + "{{ ." + c.Key + " }}", "rules": hostRules[headers[k][0]].list()}
 		// One placeholder variable per Connection: the first entry sets it.
 		if i == 0 {
 			e["placeholderEnv"] = []string{c.Connector.Env}
@@ -191,32 +196,56 @@ func (r *omniaRender) connection(a compiler.Agent, c compiler.AgentConnector, ns
 		o: obj{"apiVersion": schema.Group, "kind": "Connection", "metadata": obj{"name": name, "namespace": ns}, "spec": spec}}, true
 }
 
-// rules returns the catalog's read-only rules an omnia Connection can
+// omniaRules are the rules of one host of an omnia Connection: the
+// catalog rules (by index) that hold on it and that the Connection can
+// express. key names the set, for hosts to share an inject entry.
+type omniaRules struct {
+	rules []schema.Rule
+	key   string
+}
+
+func (o omniaRules) list() list {
+	out := make(list, 0, len(o.rules))
+	for _, rule := range o.rules {
+		out = append(out, obj{"methods": slices.Clone(rule.Methods), "pathPrefixes": slices.Clone(rule.PathPrefixes)})
+	}
+	return out
+}
+
+// rules returns, for each of the connector's hosts, the catalog's
+// read-only rules that hold on it and that an omnia Connection can
 // express: methods on path prefixes. A rule with a body or GraphQL
-// condition is left out whole, since dropping the condition would widen it; a rule's path
-// patterns are left out and its prefixes kept, which only narrows it.
-// Each loss is a warning saying what the operator will refuse. ok is
-// false when nothing is left, since a Connection entry without rules
-// allows every request.
-func (r *omniaRender) rules(a compiler.Agent, c compiler.AgentConnector) (list, bool) {
-	var out list
+// condition is left out whole, since dropping the condition would widen
+// it; a rule's path patterns are left out and its prefixes kept, which
+// only narrows it. Each loss is a warning saying what the operator will
+// refuse. ok is false when a host is left with no rule, since a
+// Connection entry without rules allows every request.
+func (r *omniaRender) rules(a compiler.Agent, c compiler.AgentConnector) (map[string]omniaRules, bool) {
 	for _, rule := range c.Connector.ReadOnly {
-		lost := len(rule.Body) > 0 || rule.GraphQL != nil || len(rule.PathPatterns) > 0
-		if lost {
+		if len(rule.Body) > 0 || rule.GraphQL != nil || len(rule.PathPatterns) > 0 {
 			r.report(codeOmniaRuleDropped, a.Source, a.Pos,
 				"connector %s's read-only rule %s cannot be expressed by an omnia Connection (methods and path prefixes only) and is left out of Connection %s-%s: %s",
 				c.Name, describeRule(rule), a.Name, c.Name, refusedBy(rule))
 		}
-		if len(rule.Body) > 0 || rule.GraphQL != nil || len(rule.PathPrefixes) == 0 {
-			continue
-		}
-		out = append(out, obj{"methods": slices.Clone(rule.Methods), "pathPrefixes": slices.Clone(rule.PathPrefixes)})
 	}
-	if len(out) == 0 {
-		r.report(codeOmniaReadOnlyUnexpressed, a.Source, a.Pos,
-			"no read-only rule of connector %s can be expressed by an omnia Connection, and one without rules would allow every request, writes included; give the connector a rule of methods and path prefixes in keyhole.yaml's catalog, or keep the default kubernetes target",
-			c.Name)
-		return nil, false
+	out := map[string]omniaRules{}
+	for _, h := range c.Connector.Hosts {
+		var o omniaRules
+		readOnly, index := c.Connector.ReadOnlyOn(h.Host)
+		for k, rule := range readOnly {
+			if len(rule.Body) > 0 || rule.GraphQL != nil || len(rule.PathPrefixes) == 0 {
+				continue
+			}
+			o.rules = append(o.rules, rule)
+			o.key += strconv.Itoa(index[k]) + ","
+		}
+		if len(o.rules) == 0 {
+			r.report(codeOmniaReadOnlyUnexpressed, a.Source, a.Pos,
+				"no read-only rule of connector %s that holds on %s can be expressed by an omnia Connection, and one without rules would allow every request, writes included; give the connector a rule of methods and path prefixes in keyhole.yaml's catalog, or keep the default kubernetes target",
+				c.Name, h.Host)
+			return nil, false
+		}
+		out[h.Host] = o
 	}
 	return out, true
 }

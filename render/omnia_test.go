@@ -2,9 +2,11 @@ package render
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -723,5 +725,54 @@ func TestOmniaWithoutSandboxFeature(t *testing.T) {
 	}
 	if files != nil || len(ds) != 1 || ds[0].Code != codeOmniaSandboxUnsupported {
 		t.Errorf("an agent with a sandbox on a release without the feature: files %d, diagnostics %v", len(files), ds)
+	}
+}
+
+// TestOmniaRulesPerHost: each host of the Connection gets only the
+// catalog rules that hold on it, so two header hosts with different
+// rules get an inject entry each, and a host no expressible rule holds
+// on makes the connector unexpressible rather than unrestricted.
+func TestOmniaRulesPerHost(t *testing.T) {
+	basic := map[string]string{"github.com": "user"}
+	perHost := []schema.Rule{
+		{Methods: []string{"GET"}, PathPrefixes: []string{"/"}},
+		{Methods: []string{"POST"}, PathPrefixes: []string{"/repos/acme/widgets/issues"}, Hosts: []string{"api.github.com"}},
+	}
+	p := compiler.Plan{Objects: []compiler.Object{agentRuntime(t, "a")}, Agents: []compiler.Agent{omniaAgent("a", omniaConn(basic, perHost))}}
+	files, _ := mustRenderOmnia(t, p)
+	conn, ok := objects(t, files)["omnia/agents/connection-a-github.yaml"]
+	if !ok {
+		t.Fatalf("no Connection among %v", slices.Collect(maps.Keys(fileMap(files))))
+	}
+	got := map[string]string{}
+	for _, e := range conn["spec"].(obj)["placement"].(obj)["inject"].([]any) {
+		e := e.(obj)
+		rules, err := json.Marshal(e["rules"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range e["hosts"].([]any) {
+			got[h.(string)] = string(rules)
+		}
+	}
+	get := `{"methods":["GET"],"pathPrefixes":["/"]}`
+	want := map[string]string{
+		"api.github.com":     `[` + get + `,{"methods":["POST"],"pathPrefixes":["/repos/acme/widgets/issues"]}]`,
+		"uploads.github.com": `[` + get + `]`,
+		"github.com":         `[` + get + `]`,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("rules per host = %v, want %v", got, want)
+	}
+
+	// No rule holds on uploads.github.com: refused, never left open.
+	onlyAPI := []schema.Rule{{Methods: []string{"GET"}, PathPrefixes: []string{"/"}, Hosts: []string{"api.github.com", "github.com"}}}
+	p = compiler.Plan{Objects: []compiler.Object{agentRuntime(t, "a")}, Agents: []compiler.Agent{omniaAgent("a", omniaConn(basic, onlyAPI))}}
+	_, ds, err := RenderOmnia(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ds.HasErrors() || !strings.Contains(ds.Error(), "uploads.github.com") {
+		t.Errorf("a host without rules is not refused by name:\n%v", ds)
 	}
 }

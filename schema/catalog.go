@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 )
 
 //go:embed catalog.json
@@ -38,6 +39,25 @@ type Rule struct {
 	PathPatterns []string            `json:"pathPatterns,omitempty" yaml:"pathPatterns,omitempty"`
 	Body         map[string][]string `json:"body,omitempty" yaml:"body,omitempty"`
 	GraphQL      *GraphQL            `json:"graphql,omitempty" yaml:"graphql,omitempty"`
+	// Hosts, when set, are the connector's hosts the rule holds on; a
+	// rule without them holds on each. It is the catalog's own field, not
+	// the proxy's: the compiler gives each host only the rules that hold
+	// on it.
+	Hosts []string `json:"hosts,omitempty" yaml:"hosts,omitempty"`
+}
+
+// ReadOnlyOn returns the read-only rules that hold on host, and for each
+// its index in c.ReadOnly, for messages that name a catalog rule. It is
+// empty when none does; the caller must then not send the credential to
+// host, since a proxy host without rules allows every request.
+func (c Connector) ReadOnlyOn(host string) (rules []Rule, index []int) {
+	for i, r := range c.ReadOnly {
+		if len(r.Hosts) == 0 || slices.Contains(r.Hosts, host) {
+			rules = append(rules, r)
+			index = append(index, i)
+		}
+	}
+	return rules, index
 }
 
 // GraphQL is a rule's GraphQL body condition, as proxy/config.GraphQL.

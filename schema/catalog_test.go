@@ -57,12 +57,12 @@ func TestCatalogGitHub(t *testing.T) {
 		t.Errorf("github has %d hosts, want %d", len(gh.Hosts), len(tests))
 	}
 	// The read-only rules docs/spec.md §8 gives: reads, git fetch, LFS
-	// download, GraphQL queries.
+	// download, GraphQL queries, each POST on the host that serves it.
 	want := []Rule{
 		{Methods: []string{"GET", "HEAD"}, PathPrefixes: []string{"/"}},
-		{Methods: []string{"POST"}, PathPatterns: []string{"/*/*/git-upload-pack"}},
-		{Methods: []string{"POST"}, PathPatterns: []string{"/*/*/info/lfs/objects/batch"}, Body: map[string][]string{"operation": {"download"}}},
-		{Methods: []string{"POST"}, PathPatterns: []string{"/graphql"}, GraphQL: &GraphQL{Operations: []string{"query"}}},
+		{Methods: []string{"POST"}, PathPatterns: []string{"/*/*/git-upload-pack"}, Hosts: []string{"github.com"}},
+		{Methods: []string{"POST"}, PathPatterns: []string{"/*/*/info/lfs/objects/batch"}, Body: map[string][]string{"operation": {"download"}}, Hosts: []string{"github.com"}},
+		{Methods: []string{"POST"}, PathPatterns: []string{"/graphql"}, GraphQL: &GraphQL{Operations: []string{"query"}}, Hosts: []string{"api.github.com"}},
 	}
 	if len(gh.ReadOnly) != len(want) {
 		t.Fatalf("github readOnly has %d rules, want %d", len(gh.ReadOnly), len(want))
@@ -76,6 +76,65 @@ func TestCatalogGitHub(t *testing.T) {
 		for _, p := range r.PathPatterns {
 			if p == "/*/*/git-receive-pack" {
 				t.Error("read-only github allows git-receive-pack (push)")
+			}
+		}
+	}
+}
+
+// TestCatalogRuleHosts holds every built-in connector to what the
+// compiler requires of an extension: a rule names only the connector's
+// own hosts, and each host has a rule, since a proxy host without rules
+// would allow every request.
+func TestCatalogRuleHosts(t *testing.T) {
+	cat, err := Catalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range cat {
+		if c.ReadOnly == nil {
+			continue
+		}
+		own := map[string]bool{}
+		for _, h := range c.Hosts {
+			own[h.Host] = true
+			if rules, index := c.ReadOnlyOn(h.Host); len(rules) == 0 || len(index) != len(rules) {
+				t.Errorf("%s: host %s has %d read-only rules (%d indexes), want at least one", name, h.Host, len(rules), len(index))
+			}
+		}
+		for i, r := range c.ReadOnly {
+			for _, h := range r.Hosts {
+				if !own[h] {
+					t.Errorf("%s: readOnly[%d] names host %s, which is not the connector's", name, i, h)
+				}
+			}
+		}
+	}
+}
+
+// TestReadOnlyOn: a rule without hosts holds on every host; one with
+// hosts only on those, and the indexes are the catalog's.
+func TestReadOnlyOn(t *testing.T) {
+	cat, err := Catalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gh := cat["github"]
+	for _, tt := range []struct {
+		host  string
+		index []int
+	}{
+		{"api.github.com", []int{0, 3}},
+		{"uploads.github.com", []int{0}},
+		{"github.com", []int{0, 1, 2}},
+		{"example.com", []int{0}},
+	} {
+		rules, index := gh.ReadOnlyOn(tt.host)
+		if !reflect.DeepEqual(index, tt.index) {
+			t.Errorf("ReadOnlyOn(%s) indexes = %v, want %v", tt.host, index, tt.index)
+		}
+		for k, r := range rules {
+			if !reflect.DeepEqual(r, gh.ReadOnly[index[k]]) {
+				t.Errorf("ReadOnlyOn(%s)[%d] is not readOnly[%d]", tt.host, k, index[k])
 			}
 		}
 	}

@@ -14,8 +14,8 @@ import (
 )
 
 // readOnlyGitHubConfig is the proxy config an agent's read-only github
-// connector gets (docs/spec.md §8): the catalog's hosts and read-only
-// rules, as the compiler converts them, with the credential substituted
+// connector gets (docs/spec.md §8): the catalog's hosts and, on each,
+// the read-only rules that hold there, as the compiler converts them, with the credential substituted
 // for the placeholder omnia-injected-company.
 func readOnlyGitHubConfig(t *testing.T) string {
 	t.Helper()
@@ -24,12 +24,13 @@ func readOnlyGitHubConfig(t *testing.T) string {
 		t.Fatal(err)
 	}
 	gh := cat["github"]
-	var rules []config.Rule
-	for _, r := range gh.ReadOnly {
-		rules = append(rules, compiler.ProxyRule(r))
-	}
 	c := config.Config{APIVersion: config.APIVersion, Kind: config.Kind, Sandbox: config.SandboxRef{Name: "support"}}
 	for _, h := range gh.Hosts {
+		var rules []config.Rule
+		readOnly, _ := gh.ReadOnlyOn(h.Host)
+		for _, r := range readOnly {
+			rules = append(rules, compiler.ProxyRule(r))
+		}
 		c.Hosts = append(c.Hosts, config.Host{
 			Name: h.Host, Connection: "company",
 			Inject: config.Inject{Secret: "acme-github-token", Substitute: &config.SubstituteInject{Placeholder: "omnia-injected-company", Key: "token"}},
