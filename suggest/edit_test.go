@@ -1,6 +1,7 @@
 package suggest
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -160,4 +161,33 @@ func FuzzRuleEditPath(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestWarnings: an edit that lets code push with git, or send any GraphQL
+// operation, says so; reads and other writes get no warning, since their
+// paths say what they allow.
+func TestWarnings(t *testing.T) {
+	tests := map[string]struct {
+		method string
+		paths  []string
+		want   []string
+	}{
+		"git push": {"POST", []string{"/acme/widgets.git/git-receive-pack"},
+			[]string{"/acme/widgets.git/git-receive-pack is git push: code in the sandbox could push to acme/widgets with the credential"}},
+		"git push with a query": {"POST", []string{"/acme/w/git-receive-pack?x=1"},
+			[]string{"/acme/w/git-receive-pack is git push: code in the sandbox could push to acme/w with the credential"}},
+		"GraphQL": {"POST", []string{"/api/graphql"},
+			[]string{"POST /api/graphql allows every GraphQL operation, mutations included; if the agent only reads, give the rule graphql: {operations: [query]} instead"}},
+		"git fetch":           {"POST", []string{"/acme/widgets.git/git-upload-pack"}, nil},
+		"an issue comment":    {"POST", []string{"/repos/acme/widgets/issues/7/comments"}, nil},
+		"a GET of the path":   {"GET", []string{"/acme/widgets.git/git-receive-pack", "/graphql"}, nil},
+		"a graphql-like name": {"POST", []string{"/graphqlx"}, nil},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := warnings(tc.method, tc.paths); !slices.Equal(got, tc.want) {
+				t.Errorf("warnings(%s, %q) = %q, want %q", tc.method, tc.paths, got, tc.want)
+			}
+		})
+	}
 }

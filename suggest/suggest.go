@@ -63,6 +63,10 @@ type Fix struct {
 	// ceiling.
 	Ceiling      string                `json:"ceiling"`
 	AboveCeiling []diff.CeilingWitness `json:"aboveCeiling,omitempty"`
+	// Warnings name what a reviewer may not see in the edit's paths:
+	// that it lets code in the sandbox git push, or send GraphQL
+	// mutations.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // CeilingNone says the inputs declare no ceiling.
@@ -301,7 +305,8 @@ func l7(s *Suggestion, g Group, u *compiler.Unit, sb *compiler.Sandbox, read Rea
 	after.Hosts = slices.Clone(sb.Proxy.Hosts)
 	after.Hosts[hi].Rules = append(slices.Clone(host.Rules), config.Rule{Methods: []string{g.Method}, PathPrefixes: prefixes})
 	acc := diff.CompareAccess(&sb.Proxy, &after)
-	f := &Fix{File: pl.file, Line: pl.line, Edit: pl.what, Prefixes: prefixes, Merged: merges, Verdict: acc.Verdict, Widened: acc.Widened, Ceiling: CeilingNone}
+	f := &Fix{File: pl.file, Line: pl.line, Edit: pl.what, Prefixes: prefixes, Merged: merges, Verdict: acc.Verdict, Widened: acc.Widened, Ceiling: CeilingNone,
+		Warnings: warnings(g.Method, g.Paths)}
 	ceilingVerdict(f, u.Plan.Ceiling, sb, &after)
 	s.Fix = f
 	return &pl.edit
@@ -344,5 +349,28 @@ func patches(edits []edit, read ReadFile) []Patch {
 		out = append(out, Patch{File: file, Diff: diff.Unified(file, file, string(src), string(text)), Text: text})
 	}
 	slices.SortFunc(out, func(a, b Patch) int { return cmp.Compare(a.File, b.File) })
+	return out
+}
+
+// warnings says what an edit allowing the refused POSTs to paths lets
+// code in the sandbox do that the paths do not show: a git push (smart
+// HTTP's git-receive-pack is a POST like the fetch's git-upload-pack), or
+// any GraphQL operation, mutations included (a rule without a graphql
+// condition does not look at the document, and the log holds no body to
+// tell a query from a mutation).
+func warnings(method string, paths []string) []string {
+	if method != "POST" {
+		return nil
+	}
+	var out []string
+	for _, p := range paths {
+		p, _, _ = strings.Cut(p, "?")
+		if repo, ok := strings.CutSuffix(p, "/git-receive-pack"); ok {
+			out = append(out, fmt.Sprintf("%s is git push: code in the sandbox could push to %s with the credential", p, strings.TrimSuffix(strings.TrimPrefix(repo, "/"), ".git")))
+		}
+		if p == "/graphql" || strings.HasSuffix(p, "/graphql") {
+			out = append(out, fmt.Sprintf("POST %s allows every GraphQL operation, mutations included; if the agent only reads, give the rule graphql: {operations: [query]} instead", p))
+		}
+	}
 	return out
 }

@@ -131,6 +131,9 @@ func printSuggestions(w io.Writer, r *suggest.Report) {
 		for _, m := range fx.Merged {
 			fmt.Fprintf(w, "  merged: %d refused paths into %s, which allows every path under it too\n", len(m.Paths), m.Prefix)
 		}
+		for _, wn := range fx.Warnings {
+			fmt.Fprintf(w, "  warning: %s\n", escape(wn))
+		}
 		fmt.Fprintf(w, "  verdict: %s\n", fx.Verdict)
 		for _, wt := range fx.Widened {
 			fmt.Fprintf(w, "    + %s: %s\n", wt.Request(), wt.Head)
