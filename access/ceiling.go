@@ -37,6 +37,16 @@ type Limit struct {
 	PathPrefixes []string
 	PathPatterns []string
 	Body         map[string][]string
+	// GraphQL, when set, are the GraphQL operation types the limit
+	// forbids ("mutation"): it covers a POST whose body is a GraphQL
+	// request with a document that holds one of them, alone or beside
+	// others, a batch holding such a request, and a persisted query,
+	// whose document the proxy cannot see. A body that is not a GraphQL
+	// request is not covered, nor is another method: GraphQL over HTTP
+	// sends a document in a body with POST only, and a server must not
+	// run a mutation sent with GET. A limit sets Body or GraphQL, not
+	// both.
+	GraphQL []string
 	// Credential limits only requests the proxy puts a credential on:
 	// "no credential on host X". A passthrough host's tunnel carries
 	// none, so it stays under such a limit.
@@ -113,6 +123,23 @@ func (c Ceiling) Validate() error {
 				errs = append(errs, at+": a body field with no name or no values")
 			}
 		}
+		if l.GraphQL != nil {
+			if len(l.Body) > 0 {
+				errs = append(errs, at+": sets both body and graphql; an entry has one body condition, so split it into two")
+			}
+			if len(l.GraphQL) == 0 {
+				errs = append(errs, at+": graphql names no operation type; want some of "+strings.Join(config.GraphQLOperations(), ", "))
+			}
+			seen := map[string]bool{}
+			for _, op := range l.GraphQL {
+				if !slices.Contains(config.GraphQLOperations(), op) {
+					errs = append(errs, fmt.Sprintf("%s: %q is not a GraphQL operation type; want one of %s", at, policy.Clip(op), strings.Join(config.GraphQLOperations(), ", ")))
+				} else if seen[op] {
+					errs = append(errs, fmt.Sprintf("%s: graphql lists %s twice", at, op))
+				}
+				seen[op] = true
+			}
+		}
 		if _, err := path.Match(l.Sandboxes.Name, ""); err != nil {
 			errs = append(errs, fmt.Sprintf("%s: sandbox name pattern %q: %v", at, policy.Clip(l.Sandboxes.Name), err))
 		}
@@ -133,7 +160,35 @@ func (l Limit) rule(method string) config.Rule {
 	if len(r.PathPrefixes) == 0 && len(r.PathPatterns) == 0 {
 		r.PathPrefixes = []string{"/"}
 	}
+	if len(l.GraphQL) > 0 {
+		// As far as the class walk goes, a GraphQL condition that
+		// reads batches: its classes are every set of operation types,
+		// a persisted query, and batches of those.
+		r.GraphQL = &config.GraphQL{Operations: l.GraphQL, PersistedQueries: true, Batches: true}
+	}
 	return r
+}
+
+// coversGraphQL reports whether body is a GraphQL request that holds
+// one of the limit's operation types, or a persisted query: one the
+// proxy reads as a GraphQL request with every type allowed, and not with
+// the other types alone.
+func (l Limit) coversGraphQL(body []byte) bool {
+	if body == nil {
+		return false
+	}
+	b := jsonBody(body)
+	anything := config.GraphQL{Operations: config.GraphQLOperations(), PersistedQueries: true, Batches: true}
+	if policy.CheckGraphQL(anything, b) != nil {
+		return false
+	}
+	var others []string
+	for _, op := range config.GraphQLOperations() {
+		if !slices.Contains(l.GraphQL, op) {
+			others = append(others, op)
+		}
+	}
+	return len(others) == 0 || policy.CheckGraphQL(config.GraphQL{Operations: others, Batches: true}, b) != nil
 }
 
 // Contains reports whether the limit covers a request (to one of its
@@ -141,11 +196,12 @@ func (l Limit) rule(method string) config.Rule {
 // JSON body (nil for none); whether it carries a credential is the
 // caller's to weigh (Credential).
 func (l Limit) Contains(method, path string, body []byte) bool {
-	b := policy.Body{Data: body, Complete: true}
-	if body != nil {
-		b.ContentType = []string{"application/json"}
+	r := l.rule(method)
+	if r.GraphQL == nil {
+		return policy.MatchRule(r, method, path, jsonBody(body))
 	}
-	return policy.MatchRule(l.rule(method), method, path, b)
+	r.GraphQL = nil
+	return method == "POST" && policy.MatchRule(r, method, path, jsonBody(body)) && l.coversGraphQL(body)
 }
 
 // Violation is one request a sandbox's config allows above the ceiling:
@@ -223,6 +279,10 @@ func (c Ceiling) checkHost(p *policy.Policy, h *config.Host, host string, li int
 	lr := l.rule("GET")
 	if len(l.Methods) == 0 {
 		lr.Methods = nil
+		if len(l.GraphQL) > 0 {
+			// Only a POST carries a GraphQL document the limit covers.
+			lr.Methods = []string{"POST"}
+		}
 	}
 	reqs, why := Classes(append(rules, lr))
 	if why != "" {
@@ -238,6 +298,9 @@ func (c Ceiling) checkHost(p *policy.Policy, h *config.Host, host string, li int
 		plain[0].Path = l.PathPrefixes[0]
 	} else if len(l.PathPatterns) > 0 {
 		plain[0].Path = concrete(l.PathPatterns[0])
+	}
+	if len(l.GraphQL) > 0 {
+		plain[0].Method, plain[0].Body = "POST", []byte(`{"query":"`+l.GraphQL[0]+`{__typename}"}`)
 	}
 	var best *Violation
 	var bestReq Request
@@ -310,6 +373,9 @@ func (l Limit) Describe() string {
 			conds = append(conds, fmt.Sprintf("%s in [%s]", k, strings.Join(l.Body[k], ",")))
 		}
 		b.WriteString(" with JSON body " + strings.Join(conds, ", "))
+	}
+	if len(l.GraphQL) > 0 {
+		b.WriteString(" with a GraphQL " + strings.Join(l.GraphQL, " or ") + " (or a persisted query)")
 	}
 	if s := l.Sandboxes; s.Namespace != "" || s.Name != "" || len(s.Labels) > 0 {
 		var sel []string

@@ -32,6 +32,7 @@ var support = Sandbox{Namespace: "agents", Name: "support", Labels: map[string]s
 
 func TestCeilingCheck(t *testing.T) {
 	writes := Limit{Hosts: []string{"api.github.com"}, Methods: []string{"POST", "PUT", "PATCH", "DELETE"}, PathPatterns: []string{"/orgs/**"}}
+	noMutations := Limit{Hosts: []string{"api.github.com"}, PathPrefixes: []string{"/graphql"}, GraphQL: []string{"mutation"}}
 	tests := map[string]struct {
 		limit Limit
 		cfg   *config.Config
@@ -100,6 +101,36 @@ func TestCeilingCheck(t *testing.T) {
 			want:     []string{`POST https://api.github.com/graphql {"query":"{__typename}"}`},
 			wantRule: []int{0},
 		},
+		"query-only GraphQL stays under no mutations": {
+			limit: noMutations,
+			cfg:   plan([]config.Host{injected("api.github.com", config.Rule{Methods: []string{"GET"}, PathPrefixes: []string{"/"}}, config.Rule{Methods: []string{"POST"}, PathPatterns: []string{"/graphql"}, GraphQL: &config.GraphQL{Operations: []string{"query"}}})}),
+		},
+		"any POST /graphql breaks no mutations with a mutation": {
+			limit:    noMutations,
+			cfg:      plan([]config.Host{injected("api.github.com", config.Rule{Methods: []string{"POST"}, PathPatterns: []string{"/graphql"}})}),
+			want:     []string{`POST https://api.github.com/graphql {"query":"mutation{__typename}"}`},
+			wantRule: []int{0},
+		},
+		"a mutation beside a query breaks it": {
+			limit:    noMutations,
+			cfg:      plan([]config.Host{injected("api.github.com", config.Rule{Methods: []string{"POST"}, PathPatterns: []string{"/graphql"}, GraphQL: &config.GraphQL{Operations: []string{"query", "mutation"}}})}),
+			want:     []string{`POST https://api.github.com/graphql {"query":"mutation{__typename}"}`},
+			wantRule: []int{0},
+		},
+		"a persisted query breaks it": {
+			limit:    noMutations,
+			cfg:      plan([]config.Host{injected("api.github.com", config.Rule{Methods: []string{"POST"}, PathPatterns: []string{"/graphql"}, GraphQL: &config.GraphQL{Operations: []string{"query"}, PersistedQueries: true}})}),
+			want:     []string{`POST https://api.github.com/graphql {"extensions":{"persistedQuery":{"sha256Hash":"0000000000000000000000000000000000000000000000000000000000000000","version":1}}}`},
+			wantRule: []int{0},
+		},
+		"a batch of queries stays under": {
+			limit: noMutations,
+			cfg:   plan([]config.Host{injected("api.github.com", config.Rule{Methods: []string{"POST"}, PathPatterns: []string{"/graphql"}, GraphQL: &config.GraphQL{Operations: []string{"query"}, Batches: true}})}),
+		},
+		"a GET of /graphql is no GraphQL body": {
+			limit: noMutations,
+			cfg:   plan([]config.Host{injected("api.github.com", config.Rule{Methods: []string{"GET"}, PathPrefixes: []string{"/"}})}),
+		},
 		"another namespace is not selected": {
 			limit: Limit{Sandboxes: Selector{Namespace: "other"}, Hosts: []string{"api.github.com"}},
 			cfg:   plan([]config.Host{injected("api.github.com")}),
@@ -149,6 +180,10 @@ func TestCeilingValidate(t *testing.T) {
 		"bad pattern":         {Hosts: []string{"a.example"}, PathPatterns: []string{"/**/a"}},
 		"body without values": {Hosts: []string{"a.example"}, Body: map[string][]string{"a": nil}},
 		"bad name pattern":    {Hosts: []string{"a.example"}, Sandboxes: Selector{Name: "a["}},
+		"graphql and body":    {Hosts: []string{"a.example"}, Body: map[string][]string{"a": {"b"}}, GraphQL: []string{"mutation"}},
+		"graphql, no types":   {Hosts: []string{"a.example"}, GraphQL: []string{}},
+		"graphql, bad type":   {Hosts: []string{"a.example"}, GraphQL: []string{"delete"}},
+		"graphql, twice":      {Hosts: []string{"a.example"}, GraphQL: []string{"mutation", "mutation"}},
 	}
 	for name, l := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -279,7 +314,7 @@ func randomConfig(rng *rand.Rand) *config.Config {
 				}
 				r := config.Rule{Methods: m, PathPrefixes: pre, PathPatterns: pat, Body: body}
 				if body == nil && rng.IntN(5) == 0 {
-					r.GraphQL = &config.GraphQL{Operations: []string{"query"}}
+					r.GraphQL = &config.GraphQL{Operations: randomOperations(rng), PersistedQueries: rng.IntN(4) == 0, Batches: rng.IntN(4) == 0}
 				}
 				host.Rules = append(host.Rules, r)
 			}
@@ -294,12 +329,30 @@ func randomCeiling(rng *rand.Rand) Ceiling {
 	for range 1 + rng.IntN(3) {
 		m, pre, pat, body := randomMatch(rng)
 		l := Limit{Hosts: []string{pick(rng, propHosts)}, Methods: m, PathPrefixes: pre, PathPatterns: pat, Body: body, Credential: rng.IntN(3) == 0}
+		if body == nil && rng.IntN(4) == 0 {
+			l.GraphQL = randomOperations(rng)
+		}
 		if rng.IntN(5) == 0 {
 			l.Sandboxes.Name = pick(rng, []string{"supp*", "other"})
 		}
 		c.Limits = append(c.Limits, l)
 	}
 	return c
+}
+
+// randomOperations is a non-empty set of GraphQL operation types.
+func randomOperations(rng *rand.Rand) []string {
+	for {
+		var ops []string
+		for _, op := range config.GraphQLOperations() {
+			if rng.IntN(2) == 0 {
+				ops = append(ops, op)
+			}
+		}
+		if len(ops) > 0 {
+			return ops
+		}
+	}
 }
 
 func ceilingProperty(t *testing.T, s1, s2 uint64) {
@@ -324,7 +377,10 @@ func ceilingProperty(t *testing.T, s1, s2 uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bodies := [][]byte{nil, []byte(`{"operation":"download"}`), []byte(`{"operation":"upload"}`), []byte(`{"query":"{ a }"}`), []byte(`{"query":"mutation { a }"}`)}
+	bodies := [][]byte{nil, []byte(`{"operation":"download"}`), []byte(`{"operation":"upload"}`), []byte(`{"query":"{ a }"}`), []byte(`{"query":"mutation { a }"}`),
+		[]byte(`{"query":"subscription { a }"}`), []byte(`{"query":"query A { a } mutation B { b }","operationName":"A"}`),
+		[]byte(`[{"query":"{ a }"},{"query":"mutation { b }"}]`), []byte(`[{"query":"{ a }"}]`),
+		[]byte(`{"extensions":{"persistedQuery":{"version":1,"sha256Hash":"` + strings.Repeat("a", 64) + `"}}}`)}
 	for range 300 {
 		method := pick(rng, append(slices.Clone(propMethods), "PUT", "OPTIONS"))
 		host := pick(rng, propHosts)

@@ -33,7 +33,10 @@ type ceilingWire struct {
 	PathPrefixes []string            `yaml:"pathPrefixes"`
 	PathPatterns []string            `yaml:"pathPatterns"`
 	Body         map[string][]string `yaml:"body"`
-	Credential   bool                `yaml:"credential"`
+	GraphQL      *struct {
+		Operations []string `yaml:"operations"`
+	} `yaml:"graphql"`
+	Credential bool `yaml:"credential"`
 }
 
 // origin is where a host of a sandbox's proxy config comes from, for a
@@ -74,7 +77,7 @@ func (p *pass) origin(s *Sandbox, host string, o origin) {
 // readCeiling reads keyhole.yaml's ceiling into p.config.ceiling,
 // reporting what the proxy's own checks would refuse in it.
 func (p *pass) readCeiling(it *item, nodes []yaml.Node) {
-	known := []string{"sandboxes", "hosts", "methods", "pathPrefixes", "pathPatterns", "body", "credential"}
+	known := []string{"sandboxes", "hosts", "methods", "pathPrefixes", "pathPatterns", "body", "graphql", "credential"}
 	for i := range nodes {
 		n := &nodes[i]
 		if n.Kind != yaml.MappingNode {
@@ -86,6 +89,16 @@ func (p *pass) readCeiling(it *item, nodes []yaml.Node) {
 			if key := n.Content[k].Value; !slices.Contains(known, key) {
 				p.report(codeConfigInvalid, it, path{"ceiling", i, key}, true, "unknown field %q in ceiling entry %d%s", clip(key), i, didYouMean(key, known))
 				bad = true
+			} else if g := n.Content[k+1]; key == "graphql" && g.Kind == yaml.MappingNode {
+				// A ceiling's graphql names the operation types it
+				// forbids; a rule's persistedQueries and batches have no
+				// meaning here, since the entry covers both.
+				for j := 0; j+1 < len(g.Content); j += 2 {
+					if gk := g.Content[j].Value; gk != "operations" {
+						p.report(codeConfigInvalid, it, path{"ceiling", i, "graphql", gk}, true, "unknown field %q in the graphql of ceiling entry %d: it takes operations, the types it forbids, and always covers persisted queries and batches", clip(gk), i)
+						bad = true
+					}
+				}
 			}
 		}
 		var w ceilingWire
@@ -97,6 +110,12 @@ func (p *pass) readCeiling(it *item, nodes []yaml.Node) {
 			Sandboxes: access.Selector{Namespace: w.Sandboxes.Namespace, Name: w.Sandboxes.Name, Labels: w.Sandboxes.Labels},
 			Hosts:     w.Hosts, Methods: w.Methods, PathPrefixes: w.PathPrefixes, PathPatterns: w.PathPatterns,
 			Body: w.Body, Credential: w.Credential,
+		}
+		if w.GraphQL != nil {
+			l.GraphQL = w.GraphQL.Operations
+			if l.GraphQL == nil {
+				l.GraphQL = []string{}
+			}
 		}
 		if err := (access.Ceiling{Limits: []access.Limit{l}}).Validate(); err != nil {
 			msg := strings.TrimPrefix(err.Error(), config.ErrInvalid.Error()+": ")
