@@ -46,12 +46,31 @@ func javaToolOptions(proxyHost string, noProxy []string) string {
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // proxyURL is where the sandbox sends its traffic: the sidecar on loopback,
-// or the proxy's Service by its short name (same namespace).
+// or the proxy's Service at its cluster IP (proxyHost).
 func proxyURL(sb compiler.Sandbox, opts Options) string {
+	return fmt.Sprintf("http://%s:%d", proxyHost(sb, opts), ProxyPort)
+}
+
+// proxyHost is the proxy's address as the sandbox's variables give it:
+// loopback for the sidecar; in deployment mode a reference to the
+// variable Kubernetes sets in each container of the namespace to the
+// proxy Service's cluster IP, which the kubelet expands in the
+// container's env. The sandbox then needs no DNS to reach its proxy, so
+// its NetworkPolicy admits no DNS: a lookup is a channel out of the pod
+// (names under a domain of the sandbox's own, or port 53 to a server of
+// its own), which no NetworkPolicy can narrow to one name.
+func proxyHost(sb compiler.Sandbox, opts Options) string {
 	if opts.ProxyMode == ModeDeployment {
-		return fmt.Sprintf("http://%s%s:%d", sb.Name, longestSuffix, ProxyPort)
+		return "$(" + ServiceHostVar(sb.Name+longestSuffix) + ")"
 	}
-	return fmt.Sprintf("http://127.0.0.1:%d", ProxyPort)
+	return "127.0.0.1"
+}
+
+// ServiceHostVar is the variable Kubernetes sets, in each container of
+// the Service's namespace started after the Service, to the cluster IP of
+// the Service named name: SUPPORT_EGRESS_PROXY_SERVICE_HOST.
+func ServiceHostVar(name string) string {
+	return strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_SERVICE_HOST"
 }
 
 // envVars is the sandbox's whole environment, sorted by name: the Plan's
@@ -60,17 +79,13 @@ func proxyURL(sb compiler.Sandbox, opts Options) string {
 func envVars(sb compiler.Sandbox, opts Options) ([]envVar, error) {
 	proxy := proxyURL(sb, opts)
 	noProxy := strings.Join(append([]string{"localhost", "127.0.0.1", "::1"}, opts.NoProxy...), ",")
-	proxyHost := "127.0.0.1"
-	if opts.ProxyMode == ModeDeployment {
-		proxyHost = sb.Name + longestSuffix
-	}
 	cas := caBundleVars()
 	out := make([]envVar, 0, 10+len(cas)+len(sb.Env))
 	out = append(out,
 		envVar{"HTTPS_PROXY", proxy}, envVar{"https_proxy", proxy},
 		envVar{"HTTP_PROXY", proxy}, envVar{"http_proxy", proxy},
 		envVar{"NO_PROXY", noProxy}, envVar{"no_proxy", noProxy},
-		envVar{"JAVA_TOOL_OPTIONS", javaToolOptions(proxyHost, opts.NoProxy)},
+		envVar{"JAVA_TOOL_OPTIONS", javaToolOptions(proxyHost(sb, opts), opts.NoProxy)},
 		envVar{"WGETRC", TrustDir + "/" + WgetRCName},
 		// The leading separator keeps the directories PHP was built to
 		// scan and adds the trust directory, whose one ini file names

@@ -487,6 +487,14 @@ func (w *manifestWriter) sandboxDeployment(o ymap, flux bool) {
 		w.proxyPod(&pod)
 		return
 	}
+	// The proxy's address comes from the Service's variables (see
+	// proxyHost), never from DNS, which the sandbox's NetworkPolicy
+	// does not admit. A resolver on the pod's own loopback, where
+	// nothing listens, makes a lookup fail at once rather than time out.
+	dns := pod.mapping("dnsConfig")
+	dns.strs("nameservers", "127.0.0.1")
+	pod.str("dnsPolicy", "None")
+	pod.bool("enableServiceLinks", true)
 	pod.fixed("securityContext", w.shared.podSeccomp)
 	vols := pod.seq("volumes")
 	v := vols.mapping()
@@ -721,7 +729,8 @@ func port(ports yseq, protocol string, n int) {
 }
 
 // sandboxNetworkPolicy confines the sandbox's egress. With the proxy in
-// its own Deployment the sandbox reaches only the proxy and DNS. As a
+// its own Deployment the sandbox reaches only the proxy, by the Service's
+// cluster IP, and no DNS server. As a
 // sidecar the proxy shares the sandbox's network namespace, and a
 // NetworkPolicy, which applies to whole pods and knows addresses, not
 // names, must let the proxy reach its upstreams (HTTPS on 443) and the
@@ -732,12 +741,15 @@ func (w *manifestWriter) sandboxNetworkPolicy(o ymap, flux bool) {
 	w.head(&o, "networking.k8s.io/v1", "NetworkPolicy", w.n.sandbox, compSandbox, flux)
 	spec := o.mapping("spec")
 	egress := spec.seq("egress")
-	dns := egress.mapping()
-	ports := dns.seq("ports")
-	port(ports, "UDP", 53)
-	port(ports, "TCP", 53)
+	if w.sidecar() {
+		// The proxy's own lookups; the sandbox's are sent to the proxy.
+		dns := egress.mapping()
+		ports := dns.seq("ports")
+		port(ports, "UDP", 53)
+		port(ports, "TCP", 53)
+	}
 	rule := egress.mapping()
-	ports = rule.seq("ports")
+	ports := rule.seq("ports")
 	if w.sidecar() {
 		port(ports, "TCP", 443)
 		port(ports, "TCP", 6443)

@@ -188,6 +188,9 @@ func (in refInput) sandboxDeployment() obj {
 	if in.sidecar() {
 		in.addProxy(pod, true)
 	} else {
+		pod["dnsPolicy"] = "None"
+		pod["dnsConfig"] = obj{"nameservers": list{"127.0.0.1"}}
+		pod["enableServiceLinks"] = true
 		pod["volumes"] = list{obj{
 			"name": volTrust,
 			"configMap": obj{
@@ -407,7 +410,7 @@ func (in refInput) sandboxNetworkPolicy() obj {
 	if in.sidecar() {
 		egress = list{dns, obj{"ports": list{tcp(443), tcp(6443)}}}
 	} else {
-		egress = list{dns, obj{
+		egress = list{obj{
 			"to":    list{obj{"podSelector": obj{"matchLabels": in.selector(compProxy)}}},
 			"ports": list{tcp(ProxyPort)},
 		}}

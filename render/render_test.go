@@ -411,7 +411,7 @@ func TestEnv(t *testing.T) {
 		javaNon   string // Java's http.nonProxyHosts
 	}{
 		"sidecar":        {opts: Options{}, proxy: "http://127.0.0.1:3128", javaProxy: "127.0.0.1", javaNon: "localhost|127.*|[::1]"},
-		"deployment":     {opts: Options{ProxyMode: ModeDeployment}, proxy: "http://support-workspace-egress-proxy:3128", javaProxy: "support-workspace-egress-proxy", javaNon: "localhost|127.*|[::1]"},
+		"deployment":     {opts: Options{ProxyMode: ModeDeployment}, proxy: "http://$(SUPPORT_WORKSPACE_EGRESS_PROXY_SERVICE_HOST):3128", javaProxy: "$(SUPPORT_WORKSPACE_EGRESS_PROXY_SERVICE_HOST)", javaNon: "localhost|127.*|[::1]"},
 		"extra no_proxy": {opts: Options{NoProxy: []string{".internal"}}, proxy: "http://127.0.0.1:3128", javaProxy: "127.0.0.1", javaNon: "localhost|127.*|[::1]|*.internal"},
 		"explicit image": {opts: Options{ProxyImage: "example.com/p:1"}, proxy: "http://127.0.0.1:3128", javaProxy: "127.0.0.1", javaNon: "localhost|127.*|[::1]"},
 	}
@@ -759,8 +759,9 @@ func TestOnlyProxyMountsKeys(t *testing.T) {
 }
 
 // TestNetworkPolicy: with the proxy in its own Deployment the sandbox may
-// reach only DNS and its proxy's port; the proxy admits only its sandbox
-// on the proxy port.
+// reach only its proxy's port, and no DNS server: it finds the proxy by
+// the Service's variable, and its pod's resolver is its own loopback. The
+// proxy admits only its sandbox on the proxy port.
 func TestNetworkPolicy(t *testing.T) {
 	objs := objects(t, mustRender(t, testPlan(), Options{ProxyMode: ModeDeployment}))
 	np := find(t, objs, "NetworkPolicy", "support-workspace-sandbox")
@@ -768,12 +769,22 @@ func TestNetworkPolicy(t *testing.T) {
 		t.Errorf("policyTypes = %v", got)
 	}
 	egress := dig(np, "spec", "egress").([]any)
-	if len(egress) != 2 {
-		t.Fatalf("egress rules = %v, want DNS and the proxy", egress)
+	if len(egress) != 1 {
+		t.Fatalf("egress rules = %v, want the proxy alone", egress)
 	}
-	dns, proxy := egress[0].(obj), egress[1].(obj)
-	if dns["to"] != nil || fmt.Sprint(dns["ports"]) != "[map[port:53 protocol:UDP] map[port:53 protocol:TCP]]" {
-		t.Errorf("DNS rule = %v", dns)
+	proxy := egress[0].(obj)
+	pod := dig(find(t, objs, "Deployment", "support-workspace-sandbox"), "spec", "template", "spec")
+	if dig(pod, "dnsPolicy") != "None" || fmt.Sprint(dig(pod, "dnsConfig", "nameservers")) != "[127.0.0.1]" || dig(pod, "enableServiceLinks") != true {
+		t.Errorf("sandbox pod DNS = %v %v, service links %v; want None, [127.0.0.1], true", dig(pod, "dnsPolicy"), dig(pod, "dnsConfig"), dig(pod, "enableServiceLinks"))
+	}
+	// The variable the sandbox's proxy variables name is the one
+	// Kubernetes sets for the rendered Service.
+	svc := find(t, objs, "Service", "support-workspace-egress-proxy")
+	wantProxy := "http://$(" + ServiceHostVar(dig(svc, "metadata", "name").(string)) + "):" + fmt.Sprint(dig(svc, "spec", "ports").([]any)[0].(obj)["port"])
+	for _, e := range dig(pod, "containers").([]any)[0].(obj)["env"].([]any) {
+		if e := e.(obj); e["name"] == "HTTPS_PROXY" && e["value"] != wantProxy {
+			t.Errorf("HTTPS_PROXY = %v, want %s", e["value"], wantProxy)
+		}
 	}
 	to := proxy["to"].([]any)
 	if len(to) != 1 || dig(to[0], "podSelector", "matchLabels", "app.kubernetes.io/component") != compProxy ||
@@ -833,7 +844,7 @@ func TestNetworkPolicy(t *testing.T) {
 			t.Errorf("admin port admits %s: %v, want %v", who, got, c.want)
 		}
 	}
-	svc := find(t, objs, "Service", "support-workspace-egress-proxy")
+	svc = find(t, objs, "Service", "support-workspace-egress-proxy")
 	if dig(svc, "spec", "selector", "app.kubernetes.io/component") != compProxy {
 		t.Errorf("Service selector = %v", dig(svc, "spec", "selector"))
 	}
