@@ -40,11 +40,6 @@ const (
 	// fluxTimeout bounds one reconciliation: a fetch, an apply and, with
 	// the example's wait: true, the rollout it starts.
 	fluxTimeout = 5 * time.Minute
-	// fluxMode is the proxy mode the loop renders: the proxy in its own
-	// Deployment, which a changed proxy config rolls (its pod template
-	// holds the config's hash), while the sandbox's pod, the agent's
-	// running workspace, is left alone.
-	fluxMode = "deployment"
 )
 
 // TestFluxLoop runs the GitOps loop examples/flux documents, with Flux's
@@ -65,6 +60,21 @@ func TestFluxLoop(t *testing.T) {
 	if _, err := c.ctr(ctx, "images", "tag", "--force", sandboxImage, acmeImage); err != nil {
 		t.Fatal(err)
 	}
+	if err := c.startFlux(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Each proxy mode runs the whole loop on a cluster left clean by the
+	// one before. In both, a changed rule must not restart the sandbox's
+	// pod, the agent's running workspace: the sidecar proxy reloads its
+	// config in place; the proxy in its own Deployment rolls, as its pod
+	// template holds the config's hash.
+	for _, mode := range []string{"sidecar", "deployment"} {
+		t.Run(mode, func(t *testing.T) { c.fluxLoop(t, ctx, mode) })
+	}
+}
+
+// fluxLoop is TestFluxLoop in one proxy mode.
+func (c *cluster) fluxLoop(t *testing.T, ctx context.Context, fluxMode string) {
 	token := "ghp_keyholeE2Eflux" + randomSuffix(t)
 	up, err := startUpstream(t.TempDir(), token)
 	if err != nil {
@@ -75,9 +85,6 @@ func TestFluxLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.startFlux(ctx); err != nil {
-		t.Fatal(err)
-	}
 	c.prepareAcme(t, ctx, up, token)
 	defer c.removeAcme(t, ctx)
 
@@ -86,7 +93,7 @@ func TestFluxLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	repo.commitAndPush(t, "agents: the github-acme example")
-	if ok, stderr := c.ciRender(t, repo); !ok {
+	if ok, stderr := c.ciRender(t, repo, fluxMode); !ok {
 		t.Fatalf("CI's render of the example failed:\n%s", stderr)
 	}
 	c.installFluxObjects(t, ctx, up, token)
@@ -130,7 +137,7 @@ func TestFluxLoop(t *testing.T) {
 		proxyBefore := c.proxyPod(t, ctx, fluxMode)
 		repo.edit(t, "agents/connection.yaml", "pathPrefixes: [/repos/acme/widgets]\n", "pathPrefixes: [/repos/acme/widgets, /user]\n")
 		repo.commitAndPush(t, "agents: github-acme may read /user")
-		if ok, stderr := c.ciRender(t, repo); !ok {
+		if ok, stderr := c.ciRender(t, repo, fluxMode); !ok {
 			t.Fatalf("CI's render failed:\n%s", stderr)
 		}
 		c.reconcile(t, ctx, repo.head(t))
@@ -138,6 +145,14 @@ func TestFluxLoop(t *testing.T) {
 		c.checkVerdicts(t, ctx, map[string]string{"/repos/acme/widgets": "200"})
 		if after := c.sandboxPodIdentity(t, ctx); after != before {
 			t.Errorf("the sandbox pod changed from %s to %s: the widened rule restarted it", before, after)
+		}
+		if fluxMode == "sidecar" {
+			// The sidecar proxy read its new config in place: the pod,
+			// and every container's restart count, are unchanged.
+			if after := c.proxyPod(t, ctx, fluxMode); after != proxyBefore {
+				t.Errorf("the sandbox pod with its proxy went from %s to %s: the config was not reloaded in place", proxyBefore, after)
+			}
+			return
 		}
 		// The proxy's pod template holds the config's hash
 		// (docs/render.md), so the proxy Deployment rolled; Flux waited
@@ -158,7 +173,7 @@ func TestFluxLoop(t *testing.T) {
 		renderBefore := repo.rev(t, "HEAD:rendered")
 		repo.edit(t, "agents/connection.yaml", `value: "Bearer {{ .token }}"`, `value: "Bearer {{ .tokn }}"`)
 		repo.commitAndPush(t, "agents: a typo in the header template")
-		ok, stderr := c.ciRender(t, repo)
+		ok, stderr := c.ciRender(t, repo, fluxMode)
 		if ok {
 			t.Fatal("CI's render of a broken Connection succeeded")
 		}
@@ -214,10 +229,12 @@ func TestFluxLoop(t *testing.T) {
 			t.Errorf("Flux's inventory after an empty render: %s", got)
 		}
 		c.waitGone(t, ctx, "deployment/"+acmeSandbox)
-		c.waitGone(t, ctx, "deployment/"+acmeProxy)
-		c.waitGone(t, ctx, "service/"+acmeProxy)
 		c.waitGone(t, ctx, "configmap/"+acmeProxy)
 		c.waitGone(t, ctx, "networkpolicy/"+acmeSandbox)
+		if fluxMode == "deployment" {
+			c.waitGone(t, ctx, "deployment/"+acmeProxy)
+			c.waitGone(t, ctx, "service/"+acmeProxy)
+		}
 	})
 	if !ok {
 		return
@@ -229,7 +246,7 @@ func TestFluxLoop(t *testing.T) {
 		if got := repo.rev(t, "HEAD:agents"); got != firstInputs {
 			t.Fatalf("the reverted inputs are tree %s, want %s", got, firstInputs)
 		}
-		if ok, stderr := c.ciRender(t, repo); !ok {
+		if ok, stderr := c.ciRender(t, repo, fluxMode); !ok {
 			t.Fatalf("CI's render failed:\n%s", stderr)
 		}
 		head := repo.head(t)
@@ -383,7 +400,7 @@ func (c *cluster) removeFluxObjects(t *testing.T, ctx context.Context) {
 // point the proxy at the fake GitHub) and, when that changed rendered/,
 // commit and push it. It reports whether the render succeeded, and its
 // diagnostics.
-func (c *cluster) ciRender(t *testing.T, r *configRepo) (bool, string) {
+func (c *cluster) ciRender(t *testing.T, r *configRepo, fluxMode string) (bool, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	args := []string{
