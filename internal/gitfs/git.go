@@ -131,7 +131,8 @@ func (r *Repo) Tree(rev string) (*Tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("source: reading the tree of %s: %w", h, err)
 	}
-	return &Tree{repo: r.repo, owner: r, root: r.root, commit: *h, top: t, trees: map[plumbing.Hash]*object.Tree{}}, nil
+	return &Tree{repo: r.repo, owner: r, root: r.root, commit: *h, top: t, trees: map[plumbing.Hash]*object.Tree{},
+		sizes: map[plumbing.Hash]int64{}, kept: map[plumbing.Hash][]byte{}, keep: KeptBlobBytes}, nil
 }
 
 // unreadableRef says why a revision that names a reference of the
@@ -174,9 +175,24 @@ type Tree struct {
 	commit plumbing.Hash
 	top    *object.Tree
 	trees  map[plumbing.Hash]*object.Tree
-	// blobsRead counts the blobs read, for tests of what a build costs.
+	// sizes and kept remember blobs by their hash, which names their
+	// bytes: the loader stats and reads each file several times (to
+	// scope the inputs, to find Flux and Argo CD objects, to parse it,
+	// to place a finding), and a loose object is inflated for its size
+	// as for its bytes. kept holds blobs read whole, up to KeptBlobBytes
+	// in all (keep is what is left of it); past that a blob is read
+	// again when asked for.
+	sizes map[plumbing.Hash]int64
+	kept  map[plumbing.Hash][]byte
+	keep  int
+	// blobsRead counts the blobs read from the object store, for tests
+	// of what a build costs.
 	blobsRead int
 }
+
+// KeptBlobBytes bounds the bytes of blobs a Tree keeps once read, so that
+// the loader's later reads of a file take them from memory.
+const KeptBlobBytes = 32 << 20
 
 // Close closes the repository the Tree reads (Repo.Close).
 func (t *Tree) Close() error { return t.owner.Close() }
@@ -290,7 +306,12 @@ func (t *Tree) walkTo(rel string, follow bool) (n node, link string, err error) 
 	return cur, "", nil
 }
 
+// blobBytes returns the bytes of blob h, which the caller must not
+// modify: they may be the ones the Tree keeps.
 func (t *Tree) blobBytes(h plumbing.Hash) ([]byte, error) {
+	if b, ok := t.kept[h]; ok {
+		return b, nil
+	}
 	t.blobsRead++
 	b, err := object.GetBlob(t.repo.Storer, h)
 	if err != nil {
@@ -301,7 +322,16 @@ func (t *Tree) blobBytes(h plumbing.Hash) ([]byte, error) {
 		return nil, err
 	}
 	defer r.Close()
-	return readSized(r, b.Size)
+	data, err := readSized(r, b.Size)
+	if err != nil {
+		return nil, err
+	}
+	t.sizes[h] = int64(len(data))
+	if len(data) <= t.keep {
+		t.kept[h] = data
+		t.keep -= len(data)
+	}
+	return data, nil
 }
 
 // readSized reads r to its end into one buffer of the size the object
@@ -333,9 +363,13 @@ func modeOf(m filemode.FileMode) fs.FileMode {
 func (t *Tree) info(n node) (fs.FileInfo, error) {
 	fi := treeInfo{name: n.name, mode: modeOf(n.mode)}
 	if fi.mode.IsRegular() || fi.mode&fs.ModeSymlink != 0 {
-		s, err := t.repo.Storer.EncodedObjectSize(n.hash)
-		if err != nil {
-			return nil, objectErr(err)
+		s, ok := t.sizes[n.hash]
+		if !ok {
+			var err error
+			if s, err = t.repo.Storer.EncodedObjectSize(n.hash); err != nil {
+				return nil, objectErr(err)
+			}
+			t.sizes[n.hash] = s
 		}
 		fi.size = s
 	}
@@ -450,14 +484,18 @@ func (t *Tree) Open(name string) (fs.File, error) {
 	return &treeFile{t: t, fi: fi, hash: n.hash, name: name}, nil
 }
 
-// ReadFile reads the whole file at name.
+// ReadFile reads the whole file at name, into bytes of the caller's own.
 func (t *Tree) ReadFile(name string) ([]byte, error) {
 	f, err := t.Open(name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return readSized(f, f.(*treeFile).fi.Size())
+	b, err := t.blobBytes(f.(*treeFile).hash)
+	if err != nil {
+		return nil, pathErr("read", name, err)
+	}
+	return bytes.Clone(b), nil
 }
 
 // KustomizeFS returns the commit's files as kustomize's filesystem (see
@@ -505,28 +543,20 @@ type treeFile struct {
 	fi   fs.FileInfo
 	hash plumbing.Hash
 	name string
-	r    io.ReadCloser
+	r    *bytes.Reader
 }
 
 func (f *treeFile) Stat() (fs.FileInfo, error) { return f.fi, nil }
 
 func (f *treeFile) Read(p []byte) (int, error) {
 	if f.r == nil {
-		f.t.blobsRead++
-		b, err := object.GetBlob(f.t.repo.Storer, f.hash)
+		b, err := f.t.blobBytes(f.hash)
 		if err != nil {
 			return 0, pathErr("read", f.name, err)
 		}
-		if f.r, err = b.Reader(); err != nil {
-			return 0, pathErr("read", f.name, err)
-		}
+		f.r = bytes.NewReader(b)
 	}
 	return f.r.Read(p)
 }
 
-func (f *treeFile) Close() error {
-	if f.r == nil {
-		return nil
-	}
-	return f.r.Close()
-}
+func (f *treeFile) Close() error { return nil }
