@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -132,7 +133,7 @@ func (r *Repo) Tree(rev string) (*Tree, error) {
 		return nil, fmt.Errorf("source: reading the tree of %s: %w", h, err)
 	}
 	return &Tree{repo: r.repo, owner: r, root: r.root, commit: *h, top: t, trees: map[plumbing.Hash]*object.Tree{},
-		sizes: map[plumbing.Hash]int64{}, kept: map[plumbing.Hash][]byte{}, keep: KeptBlobBytes}, nil
+		sizes: map[plumbing.Hash]int64{}, kept: map[plumbing.Hash][]byte{}, keep: KeptBlobBytes, found: map[lookupKey]lookupResult{}}, nil
 }
 
 // unreadableRef says why a revision that names a reference of the
@@ -166,9 +167,11 @@ func (r *Repo) shallowHint() string {
 // Tree is one commit's files as the loader reads them (source.Options.Tree),
 // standing at the repository's working tree: path <root>/a/b names the
 // commit's a/b. Symbolic links committed to the repository are followed
-// inside it; a submodule is an empty directory. A Tree is not safe for
-// concurrent use.
+// inside it; a submodule is an empty directory. A Tree is safe for
+// concurrent use: one lock guards what it reads and remembers, so builds
+// on several cores read one commit.
 type Tree struct {
+	mu     sync.Mutex // guards the fields below root and the object store's reads
 	repo   *git.Repository
 	owner  *Repo
 	root   string
@@ -185,6 +188,8 @@ type Tree struct {
 	sizes map[plumbing.Hash]int64
 	kept  map[plumbing.Hash][]byte
 	keep  int
+	// found remembers each path looked up, and what was found there.
+	found map[lookupKey]lookupResult
 	// blobsRead counts the blobs read from the object store, for tests
 	// of what a build costs.
 	blobsRead int
@@ -206,7 +211,11 @@ func (t *Tree) Root() string { return t.root }
 
 // BlobsRead is how many blobs the Tree has read, for tests of what a
 // build costs.
-func (t *Tree) BlobsRead() int { return t.blobsRead }
+func (t *Tree) BlobsRead() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.blobsRead
+}
 
 // node is one entry of the commit, found by path.
 type node struct {
@@ -240,6 +249,29 @@ func (t *Tree) tree(h plumbing.Hash) (*object.Tree, error) {
 // lookup finds the entry at rel, following symbolic links on the way and,
 // when follow is set, at the end.
 func (t *Tree) lookup(rel string, follow bool) (node, error) {
+	k := lookupKey{rel, follow}
+	if r, ok := t.found[k]; ok {
+		return r.n, r.err
+	}
+	n, err := t.lookupWalk(rel, follow)
+	t.found[k] = lookupResult{n, err}
+	return n, err
+}
+
+// lookupKey and lookupResult remember lookups: the loader asks for the
+// same paths many times (a stat, then a read), and a commit's tree does
+// not change.
+type lookupKey struct {
+	rel    string
+	follow bool
+}
+
+type lookupResult struct {
+	n   node
+	err error
+}
+
+func (t *Tree) lookupWalk(rel string, follow bool) (node, error) {
 	for hops := 0; ; hops++ {
 		n, link, err := t.walkTo(rel, follow)
 		if err != nil || link == "" {
@@ -395,10 +427,14 @@ type treeEntry struct {
 	n node
 }
 
-func (e treeEntry) Name() string               { return e.n.name }
-func (e treeEntry) IsDir() bool                { return e.Type().IsDir() }
-func (e treeEntry) Type() fs.FileMode          { return modeOf(e.n.mode).Type() }
-func (e treeEntry) Info() (fs.FileInfo, error) { return e.t.info(e.n) }
+func (e treeEntry) Name() string      { return e.n.name }
+func (e treeEntry) IsDir() bool       { return e.Type().IsDir() }
+func (e treeEntry) Type() fs.FileMode { return modeOf(e.n.mode).Type() }
+func (e treeEntry) Info() (fs.FileInfo, error) {
+	e.t.mu.Lock()
+	defer e.t.mu.Unlock()
+	return e.t.info(e.n)
+}
 
 func pathErr(op, name string, err error) error {
 	return &fs.PathError{Op: op, Path: name, Err: err}
@@ -406,7 +442,11 @@ func pathErr(op, name string, err error) error {
 
 // Stat describes the file at name (an absolute OS path), following
 // symbolic links.
-func (t *Tree) Stat(name string) (fs.FileInfo, error) { return t.stat("stat", name, true) }
+func (t *Tree) Stat(name string) (fs.FileInfo, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.stat("stat", name, true)
+}
 
 // Lstat is Stat without following a final symbolic link. The working
 // tree's .git is reported as a directory, as on disk, so that a walk
@@ -415,6 +455,8 @@ func (t *Tree) Lstat(name string) (fs.FileInfo, error) {
 	if r, err := t.rel(name); err == nil && r == ".git" {
 		return treeInfo{name: ".git", mode: fs.ModeDir | 0o755}, nil
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	return t.stat("lstat", name, false)
 }
 
@@ -436,6 +478,8 @@ func (t *Tree) stat(op, name string, follow bool) (fs.FileInfo, error) {
 
 // ReadDir lists the directory at name, sorted by name as os.ReadDir does.
 func (t *Tree) ReadDir(name string) ([]fs.DirEntry, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	r, err := t.rel(name)
 	if err != nil {
 		return nil, pathErr("readdir", name, err)
@@ -466,6 +510,16 @@ func (t *Tree) ReadDir(name string) ([]fs.DirEntry, error) {
 // Open opens the file at name for reading; its bytes are read from the
 // object store only when read, so a file refused by its size never is.
 func (t *Tree) Open(name string) (fs.File, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f, err := t.open(name)
+	if err != nil {
+		return nil, err // not a nil *treeFile in a non-nil fs.File
+	}
+	return f, nil
+}
+
+func (t *Tree) open(name string) (*treeFile, error) {
 	r, err := t.rel(name)
 	if err != nil {
 		return nil, pathErr("open", name, err)
@@ -486,12 +540,13 @@ func (t *Tree) Open(name string) (fs.File, error) {
 
 // ReadFile reads the whole file at name, into bytes of the caller's own.
 func (t *Tree) ReadFile(name string) ([]byte, error) {
-	f, err := t.Open(name)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f, err := t.open(name)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	b, err := t.blobBytes(f.(*treeFile).hash)
+	b, err := t.blobBytes(f.hash)
 	if err != nil {
 		return nil, pathErr("read", name, err)
 	}
@@ -504,6 +559,8 @@ func (t *Tree) KustomizeFS() (filesys.FileSystem, error) { return treeFS{t}, nil
 
 // Readlink returns the target of the symbolic link at name, as committed.
 func (t *Tree) Readlink(name string) (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	r, err := t.rel(name)
 	if err != nil {
 		return "", pathErr("readlink", name, err)
@@ -550,7 +607,9 @@ func (f *treeFile) Stat() (fs.FileInfo, error) { return f.fi, nil }
 
 func (f *treeFile) Read(p []byte) (int, error) {
 	if f.r == nil {
+		f.t.mu.Lock()
 		b, err := f.t.blobBytes(f.hash)
+		f.t.mu.Unlock()
 		if err != nil {
 			return 0, pathErr("read", f.name, err)
 		}

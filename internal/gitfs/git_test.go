@@ -279,3 +279,54 @@ func TestTreeKeepsBlobs(t *testing.T) {
 		})
 	}
 }
+
+// TestTreeConcurrent reads one commit from several goroutines at once, as
+// builds on every core do: run with -race, it holds the Tree's lock to
+// what it guards, and every goroutine reads the commit's bytes.
+func TestTreeConcurrent(t *testing.T) {
+	dir, r := gitRepo(t)
+	files := map[string]string{}
+	for i := range 20 {
+		files[fmt.Sprintf("d%d/f%d.yaml", i%4, i)] = fmt.Sprintf("kind: K%d\n", i)
+	}
+	writeFiles(t, dir, files)
+	commitAll(t, r, "files")
+	tree := headTree(t, dir)
+	defer tree.Close()
+	kfs, err := tree.KustomizeFS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			errs <- func() error {
+				for name, want := range files {
+					abs := filepath.Join(dir, name)
+					var got []byte
+					var err error
+					if g%2 == 0 {
+						got, err = tree.ReadFile(abs)
+					} else {
+						got, err = kfs.ReadFile(abs)
+					}
+					if err != nil || string(got) != want {
+						return fmt.Errorf("%s: %q, %v; want %q", name, got, err, want)
+					}
+					if _, err := tree.ReadDir(filepath.Dir(abs)); err != nil {
+						return err
+					}
+					if _, _, err := kfs.CleanedAbs(abs); err != nil {
+						return err
+					}
+				}
+				return nil
+			}()
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
