@@ -258,9 +258,9 @@ func (l *loader) unitName(u *Unit) string {
 
 // buildEngineUnits builds the units GitOps engines declare, as their
 // controllers do, and takes what they deploy in the order they were
-// declared. The builds depend on their inputs alone, so on disk they run
-// on every core, as the walks' kustomizations do (prefetch); a commit's
-// tree is read by one goroutine.
+// declared. The builds depend on their inputs alone, so they run on
+// every core, as the walks' kustomizations do (prefetch), from the disk or
+// from a commit's tree alike.
 func (l *loader) buildEngineUnits() {
 	jobs := make([]engineJob, len(l.engine))
 	var builds []int
@@ -282,13 +282,7 @@ func (l *loader) buildEngineUnits() {
 		}
 		j.run = kustomizeRun{m: m, read: read, err: err}
 	}
-	if _, onDisk := l.fsys.(osFS); onDisk {
-		parallel.For(len(builds), l.opts.Parallelism, run)
-	} else {
-		for k := range builds {
-			run(k)
-		}
-	}
+	parallel.For(len(builds), l.opts.Parallelism, run)
 	for i := range jobs {
 		j := &jobs[i]
 		if !j.build {

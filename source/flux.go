@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/resmap"
 
 	"keyhole.dev/keyhole/diag"
@@ -207,7 +208,7 @@ func (l *loader) fluxManifest(u *Unit) (data []byte, kfile string, err error) {
 		}
 		defer os.RemoveAll(tmp)
 		rel, _ := filepath.Rel(root, dir)
-		if err := copyTree(l.fsys, dir, filepath.Join(tmp, rel), l.opts.MaxFileSize); err != nil {
+		if err := copyForFlux(l.fsys, u, dir, filepath.Join(tmp, rel), l.opts.MaxFileSize); err != nil {
 			return nil, "", err
 		}
 		data, kfile, _, err := fluxkustomize.NewGenerator(tmp, u.Flux.Object).GenerateManifest(filepath.Join(tmp, rel))
@@ -220,9 +221,51 @@ func (l *loader) fluxManifest(u *Unit) (data []byte, kfile string, err error) {
 	return data, kfile, err
 }
 
+// copyForFlux lays out at dst what Flux's generator reads of u's path
+// dir. The generator reads the path's kustomization file when it has one
+// and nothing else; without one, it lists every YAML file under the path
+// as a resource, except under a directory with a kustomization file,
+// which it lists whole without looking inside. So only those files are
+// copied, unless the Kustomization asks whether its components exist
+// (ignoreMissingComponents), which may look anywhere: then everything is.
+func copyForFlux(fsys fileSystem, u *Unit, dir, dst string, maxSize int64) error {
+	components, _, _ := unstructured.NestedSlice(u.Flux.Object.Object, "spec", "components")
+	ignoreMissing, _, _ := unstructured.NestedBool(u.Flux.Object.Object, "spec", "ignoreMissingComponents")
+	if len(components) > 0 && ignoreMissing {
+		return copyTree(fsys, dir, dst, maxSize, false)
+	}
+	if done, err := copyKustomization(fsys, dir, dst, maxSize); done || err != nil {
+		return err
+	}
+	return copyTree(fsys, dir, dst, maxSize, true)
+}
+
+// copyKustomization copies the kustomization file of src, the first of
+// the names kustomize recognizes that copyTree would copy, to dst; false
+// when src has none.
+func copyKustomization(fsys fileSystem, src, dst string, maxSize int64) (bool, error) {
+	for _, name := range konfig.RecognizedKustomizationFileNames() {
+		p := filepath.Join(src, name)
+		fi, err := fsys.Stat(p)
+		if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxSize {
+			continue // copyTree would not copy it either
+		}
+		data, err := fsys.ReadFile(p)
+		if err != nil {
+			return true, err
+		}
+		if err := os.MkdirAll(dst, 0o700); err != nil {
+			return true, err
+		}
+		return true, os.WriteFile(filepath.Join(dst, name), data, 0o600)
+	}
+	return false, nil
+}
+
 // copyTree copies the YAML files (and kustomization files) under src, read
-// through fsys, to dst on disk.
-func copyTree(fsys fileSystem, src, dst string, maxSize int64) error {
+// through fsys, to dst on disk; with scanned, of a directory below src
+// that has a kustomization file it copies only that file.
+func copyTree(fsys fileSystem, src, dst string, maxSize int64, scanned bool) error {
 	entries, err := fsys.ReadDir(src)
 	if err != nil {
 		return err
@@ -237,7 +280,16 @@ func copyTree(fsys fileSystem, src, dst string, maxSize int64) error {
 			continue
 		}
 		if fi.IsDir() {
-			if err := copyTree(fsys, s, d, maxSize); err != nil {
+			if scanned {
+				done, err := copyKustomization(fsys, s, d, maxSize)
+				if err != nil {
+					return err
+				}
+				if done {
+					continue
+				}
+			}
+			if err := copyTree(fsys, s, d, maxSize, scanned); err != nil {
 				return err
 			}
 			continue

@@ -516,23 +516,17 @@ type prefetched struct {
 // prefetch reads and parses the files among roots (kfiles[i] empty) and
 // builds the kustomizations that matter, not yet seen, spreading the work
 // over Options.Parallelism workers; name gives a file's reported path.
-// Files on disk are read, and kustomizations built, in parallel; a
-// commit's tree is read by one goroutine (go-git's object cache is not
-// safe for concurrent use), so there only the parsing is spread.
+// A commit's tree is safe for concurrent use, as the disk is.
 func (l *loader) prefetch(roots, kfiles []string, matters []bool, name func(string) string) []prefetched {
 	pre := make([]prefetched, len(roots))
-	_, onDisk := l.fsys.(osFS)
 	var jobs []int
 	for i, f := range roots {
 		switch {
 		case l.seen[f]:
 		case kfiles[i] == "":
 			pre[i].file = &fileRead{}
-			if !onDisk {
-				*pre[i].file = l.read(f, name(f), true)
-			}
 			jobs = append(jobs, i)
-		case matters[i] && onDisk:
+		case matters[i]:
 			pre[i].build = &kustomizeRun{}
 			jobs = append(jobs, i)
 		}
@@ -540,14 +534,11 @@ func (l *loader) prefetch(roots, kfiles []string, matters []bool, name func(stri
 	parallel.For(len(jobs), l.opts.Parallelism, func(j int) {
 		i := jobs[j]
 		f := roots[i]
-		switch {
-		case pre[i].build != nil:
+		if pre[i].build != nil {
 			*pre[i].build = runKustomize(l.fsys, f, l.buildOptions())
-		case onDisk:
-			*pre[i].file = l.parseRead(name(f), f, l.read(f, name(f), true), true)
-		default:
-			*pre[i].file = l.parseRead(name(f), f, *pre[i].file, true)
+			return
 		}
+		*pre[i].file = l.parseRead(name(f), f, l.read(f, name(f), true), true)
 	})
 	return pre
 }

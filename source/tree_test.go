@@ -111,6 +111,7 @@ func TestTreeLoadsAsDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	type tc struct {
+		repo     string            // an internal/cli/testdata/repos directory copied in whole
 		copyFrom string            // an examples/ directory copied in as cfg/
 		files    map[string]string // or these files
 		links    map[string]string // symbolic links to make: name → target
@@ -160,6 +161,41 @@ func TestTreeLoadsAsDisk(t *testing.T) {
 		links: map[string]string{"linked": "base"},
 		paths: []string{"overlays", "helm", "notes (draft).md"},
 	}
+	for _, repo := range []string{"flux-home-ops", "flux-monorepo"} {
+		cases["repository "+repo] = tc{repo: repo, paths: []string{"."}}
+	}
+	conn := func(name string) string {
+		return "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: " + name + "}\n" +
+			"spec:\n  hosts: [api.example.com]\n  credential: {kind: secret, secretRef: {name: " + name + "-token}}\n"
+	}
+	ks := func(name, path, extra string) string {
+		return "---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: " + name + ", namespace: flux-system}\n" +
+			"spec:\n  path: " + path + "\n  sourceRef: {kind: GitRepository, name: flux-system}\n" + extra
+	}
+	cases["flux: a generated kustomization, a kustomization.yml, components that may be missing"] = tc{
+		files: map[string]string{
+			"flux/ks.yaml": ks("gen", "./apps/gen", "") + ks("yml", "./apps/yml", "  targetNamespace: yml\n") +
+				ks("comp", "./apps/comp", "  components: [./present, ./absent]\n  ignoreMissingComponents: true\n") +
+				ks("strict", "./apps/strict", "  components: [./present]\n"),
+			"apps/gen/conn.yaml":                     conn("gen"),
+			"apps/gen/sub/more.yaml":                 conn("gen-more"),
+			"apps/gen/sub/notes.txt":                 "not an input\n",
+			"apps/gen/nested/kustomization.yaml":     "resources: [listed.yaml]\n",
+			"apps/gen/nested/listed.yaml":            conn("gen-listed"),
+			"apps/gen/nested/unlisted.yaml":          conn("gen-unlisted"),
+			"apps/gen/nested/deeper/more.yaml":       conn("gen-deeper"),
+			"apps/yml/kustomization.yml":             "resources: [conn.yaml]\n",
+			"apps/yml/conn.yaml":                     conn("yml"),
+			"apps/yml/unlisted.yaml":                 conn("unlisted"),
+			"apps/comp/kustomization.yaml":           "resources: [conn.yaml]\n",
+			"apps/comp/conn.yaml":                    conn("comp"),
+			"apps/comp/present/kustomization.yaml":   "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\ncommonLabels: {component: present}\n",
+			"apps/strict/kustomization.yaml":         "resources: [conn.yaml]\n",
+			"apps/strict/conn.yaml":                  conn("strict"),
+			"apps/strict/present/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\ncommonLabels: {component: strict}\n",
+		},
+		paths: []string{"."},
+	}
 	cases["a missing path and a path outside the repository"] = tc{
 		files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"},
 		paths: []string{"a.yaml", "missing.yaml"},
@@ -167,6 +203,11 @@ func TestTreeLoadsAsDisk(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			dir, r := gitRepo(t)
+			if c.repo != "" {
+				if err := os.CopyFS(dir, os.DirFS(filepath.Join("../internal/cli/testdata/repos", c.repo))); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if c.copyFrom != "" {
 				if err := os.CopyFS(filepath.Join(dir, "cfg"), os.DirFS(filepath.Join("../examples", c.copyFrom))); err != nil {
 					t.Fatal(err)

@@ -77,7 +77,7 @@ func BenchmarkDiffAtScale(b *testing.B) {
 			if code != want {
 				b.Fatalf("%s: exit %d, want %d:\n%s", name, code, want, errs.String())
 			}
-			if name != "render" && !strings.Contains(out.String(), "3 resources changed, 0 added, 0 removed") {
+			if name != "render" && !strings.Contains(out.String(), "2 resources changed, 0 added, 0 removed") {
 				b.Fatalf("%s reports another change than the one Connection's:\n%s", name, out.String())
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -131,7 +132,8 @@ func (r *Repo) Tree(rev string) (*Tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("source: reading the tree of %s: %w", h, err)
 	}
-	return &Tree{repo: r.repo, owner: r, root: r.root, commit: *h, top: t, trees: map[plumbing.Hash]*object.Tree{}}, nil
+	return &Tree{repo: r.repo, owner: r, root: r.root, commit: *h, top: t, trees: map[plumbing.Hash]*object.Tree{},
+		sizes: map[plumbing.Hash]int64{}, kept: map[plumbing.Hash][]byte{}, keep: KeptBlobBytes, found: map[lookupKey]lookupResult{}}, nil
 }
 
 // unreadableRef says why a revision that names a reference of the
@@ -165,18 +167,37 @@ func (r *Repo) shallowHint() string {
 // Tree is one commit's files as the loader reads them (source.Options.Tree),
 // standing at the repository's working tree: path <root>/a/b names the
 // commit's a/b. Symbolic links committed to the repository are followed
-// inside it; a submodule is an empty directory. A Tree is not safe for
-// concurrent use.
+// inside it; a submodule is an empty directory. A Tree is safe for
+// concurrent use: one lock guards what it reads and remembers, so builds
+// on several cores read one commit.
 type Tree struct {
+	mu     sync.Mutex // guards the fields below root and the object store's reads
 	repo   *git.Repository
 	owner  *Repo
 	root   string
 	commit plumbing.Hash
 	top    *object.Tree
 	trees  map[plumbing.Hash]*object.Tree
-	// blobsRead counts the blobs read, for tests of what a build costs.
+	// sizes and kept remember blobs by their hash, which names their
+	// bytes: the loader stats and reads each file several times (to
+	// scope the inputs, to find Flux and Argo CD objects, to parse it,
+	// to place a finding), and a loose object is inflated for its size
+	// as for its bytes. kept holds blobs read whole, up to KeptBlobBytes
+	// in all (keep is what is left of it); past that a blob is read
+	// again when asked for.
+	sizes map[plumbing.Hash]int64
+	kept  map[plumbing.Hash][]byte
+	keep  int
+	// found remembers each path looked up, and what was found there.
+	found map[lookupKey]lookupResult
+	// blobsRead counts the blobs read from the object store, for tests
+	// of what a build costs.
 	blobsRead int
 }
+
+// KeptBlobBytes bounds the bytes of blobs a Tree keeps once read, so that
+// the loader's later reads of a file take them from memory.
+const KeptBlobBytes = 32 << 20
 
 // Close closes the repository the Tree reads (Repo.Close).
 func (t *Tree) Close() error { return t.owner.Close() }
@@ -190,7 +211,11 @@ func (t *Tree) Root() string { return t.root }
 
 // BlobsRead is how many blobs the Tree has read, for tests of what a
 // build costs.
-func (t *Tree) BlobsRead() int { return t.blobsRead }
+func (t *Tree) BlobsRead() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.blobsRead
+}
 
 // node is one entry of the commit, found by path.
 type node struct {
@@ -224,6 +249,29 @@ func (t *Tree) tree(h plumbing.Hash) (*object.Tree, error) {
 // lookup finds the entry at rel, following symbolic links on the way and,
 // when follow is set, at the end.
 func (t *Tree) lookup(rel string, follow bool) (node, error) {
+	k := lookupKey{rel, follow}
+	if r, ok := t.found[k]; ok {
+		return r.n, r.err
+	}
+	n, err := t.lookupWalk(rel, follow)
+	t.found[k] = lookupResult{n, err}
+	return n, err
+}
+
+// lookupKey and lookupResult remember lookups: the loader asks for the
+// same paths many times (a stat, then a read), and a commit's tree does
+// not change.
+type lookupKey struct {
+	rel    string
+	follow bool
+}
+
+type lookupResult struct {
+	n   node
+	err error
+}
+
+func (t *Tree) lookupWalk(rel string, follow bool) (node, error) {
 	for hops := 0; ; hops++ {
 		n, link, err := t.walkTo(rel, follow)
 		if err != nil || link == "" {
@@ -290,7 +338,12 @@ func (t *Tree) walkTo(rel string, follow bool) (n node, link string, err error) 
 	return cur, "", nil
 }
 
+// blobBytes returns the bytes of blob h, which the caller must not
+// modify: they may be the ones the Tree keeps.
 func (t *Tree) blobBytes(h plumbing.Hash) ([]byte, error) {
+	if b, ok := t.kept[h]; ok {
+		return b, nil
+	}
 	t.blobsRead++
 	b, err := object.GetBlob(t.repo.Storer, h)
 	if err != nil {
@@ -301,7 +354,16 @@ func (t *Tree) blobBytes(h plumbing.Hash) ([]byte, error) {
 		return nil, err
 	}
 	defer r.Close()
-	return readSized(r, b.Size)
+	data, err := readSized(r, b.Size)
+	if err != nil {
+		return nil, err
+	}
+	t.sizes[h] = int64(len(data))
+	if len(data) <= t.keep {
+		t.kept[h] = data
+		t.keep -= len(data)
+	}
+	return data, nil
 }
 
 // readSized reads r to its end into one buffer of the size the object
@@ -333,9 +395,13 @@ func modeOf(m filemode.FileMode) fs.FileMode {
 func (t *Tree) info(n node) (fs.FileInfo, error) {
 	fi := treeInfo{name: n.name, mode: modeOf(n.mode)}
 	if fi.mode.IsRegular() || fi.mode&fs.ModeSymlink != 0 {
-		s, err := t.repo.Storer.EncodedObjectSize(n.hash)
-		if err != nil {
-			return nil, objectErr(err)
+		s, ok := t.sizes[n.hash]
+		if !ok {
+			var err error
+			if s, err = t.repo.Storer.EncodedObjectSize(n.hash); err != nil {
+				return nil, objectErr(err)
+			}
+			t.sizes[n.hash] = s
 		}
 		fi.size = s
 	}
@@ -361,10 +427,14 @@ type treeEntry struct {
 	n node
 }
 
-func (e treeEntry) Name() string               { return e.n.name }
-func (e treeEntry) IsDir() bool                { return e.Type().IsDir() }
-func (e treeEntry) Type() fs.FileMode          { return modeOf(e.n.mode).Type() }
-func (e treeEntry) Info() (fs.FileInfo, error) { return e.t.info(e.n) }
+func (e treeEntry) Name() string      { return e.n.name }
+func (e treeEntry) IsDir() bool       { return e.Type().IsDir() }
+func (e treeEntry) Type() fs.FileMode { return modeOf(e.n.mode).Type() }
+func (e treeEntry) Info() (fs.FileInfo, error) {
+	e.t.mu.Lock()
+	defer e.t.mu.Unlock()
+	return e.t.info(e.n)
+}
 
 func pathErr(op, name string, err error) error {
 	return &fs.PathError{Op: op, Path: name, Err: err}
@@ -372,7 +442,11 @@ func pathErr(op, name string, err error) error {
 
 // Stat describes the file at name (an absolute OS path), following
 // symbolic links.
-func (t *Tree) Stat(name string) (fs.FileInfo, error) { return t.stat("stat", name, true) }
+func (t *Tree) Stat(name string) (fs.FileInfo, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.stat("stat", name, true)
+}
 
 // Lstat is Stat without following a final symbolic link. The working
 // tree's .git is reported as a directory, as on disk, so that a walk
@@ -381,6 +455,8 @@ func (t *Tree) Lstat(name string) (fs.FileInfo, error) {
 	if r, err := t.rel(name); err == nil && r == ".git" {
 		return treeInfo{name: ".git", mode: fs.ModeDir | 0o755}, nil
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	return t.stat("lstat", name, false)
 }
 
@@ -402,6 +478,8 @@ func (t *Tree) stat(op, name string, follow bool) (fs.FileInfo, error) {
 
 // ReadDir lists the directory at name, sorted by name as os.ReadDir does.
 func (t *Tree) ReadDir(name string) ([]fs.DirEntry, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	r, err := t.rel(name)
 	if err != nil {
 		return nil, pathErr("readdir", name, err)
@@ -432,6 +510,16 @@ func (t *Tree) ReadDir(name string) ([]fs.DirEntry, error) {
 // Open opens the file at name for reading; its bytes are read from the
 // object store only when read, so a file refused by its size never is.
 func (t *Tree) Open(name string) (fs.File, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f, err := t.open(name)
+	if err != nil {
+		return nil, err // not a nil *treeFile in a non-nil fs.File
+	}
+	return f, nil
+}
+
+func (t *Tree) open(name string) (*treeFile, error) {
 	r, err := t.rel(name)
 	if err != nil {
 		return nil, pathErr("open", name, err)
@@ -450,14 +538,19 @@ func (t *Tree) Open(name string) (fs.File, error) {
 	return &treeFile{t: t, fi: fi, hash: n.hash, name: name}, nil
 }
 
-// ReadFile reads the whole file at name.
+// ReadFile reads the whole file at name, into bytes of the caller's own.
 func (t *Tree) ReadFile(name string) ([]byte, error) {
-	f, err := t.Open(name)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f, err := t.open(name)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	return readSized(f, f.(*treeFile).fi.Size())
+	b, err := t.blobBytes(f.hash)
+	if err != nil {
+		return nil, pathErr("read", name, err)
+	}
+	return bytes.Clone(b), nil
 }
 
 // KustomizeFS returns the commit's files as kustomize's filesystem (see
@@ -466,6 +559,8 @@ func (t *Tree) KustomizeFS() (filesys.FileSystem, error) { return treeFS{t}, nil
 
 // Readlink returns the target of the symbolic link at name, as committed.
 func (t *Tree) Readlink(name string) (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	r, err := t.rel(name)
 	if err != nil {
 		return "", pathErr("readlink", name, err)
@@ -505,28 +600,22 @@ type treeFile struct {
 	fi   fs.FileInfo
 	hash plumbing.Hash
 	name string
-	r    io.ReadCloser
+	r    *bytes.Reader
 }
 
 func (f *treeFile) Stat() (fs.FileInfo, error) { return f.fi, nil }
 
 func (f *treeFile) Read(p []byte) (int, error) {
 	if f.r == nil {
-		f.t.blobsRead++
-		b, err := object.GetBlob(f.t.repo.Storer, f.hash)
+		f.t.mu.Lock()
+		b, err := f.t.blobBytes(f.hash)
+		f.t.mu.Unlock()
 		if err != nil {
 			return 0, pathErr("read", f.name, err)
 		}
-		if f.r, err = b.Reader(); err != nil {
-			return 0, pathErr("read", f.name, err)
-		}
+		f.r = bytes.NewReader(b)
 	}
 	return f.r.Read(p)
 }
 
-func (f *treeFile) Close() error {
-	if f.r == nil {
-		return nil
-	}
-	return f.r.Close()
-}
+func (f *treeFile) Close() error { return nil }

@@ -86,6 +86,8 @@ func (f treeFS) ReadFile(p string) ([]byte, error) { return f.t.ReadFile(f.abs(p
 // on-disk filesystem's, which kustomize's messages quote.
 func (f treeFS) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
 	abs := f.abs(p)
+	f.t.mu.Lock()
+	defer f.t.mu.Unlock()
 	rel, err := f.t.rel(abs)
 	if err != nil {
 		return "", "", fmt.Errorf("evalsymlink failure on '%s' : %w", p, pathErr("lstat", p, fs.ErrNotExist))

@@ -226,3 +226,107 @@ func TestTreeSymlinkLoop(t *testing.T) {
 		t.Fatalf("Lstat = %v, %v; want the link itself", fi, err)
 	}
 }
+
+// TestTreeKeepsBlobs reads each file of a commit several times, as the
+// loader does: the store is read once per blob while the kept bytes fit,
+// every read gives the commit's bytes, and bytes a caller changes are its
+// own.
+func TestTreeKeepsBlobs(t *testing.T) {
+	dir, r := gitRepo(t)
+	files := map[string]string{"a.yaml": "kind: A\n", "b.yaml": "kind: Bee\n", "same.yaml": "kind: A\n", "big.yaml": strings.Repeat("x", 100) + "\n"}
+	writeFiles(t, dir, files)
+	commitAll(t, r, "files")
+	for name, tc := range map[string]struct {
+		keep      int
+		wantReads int
+	}{
+		// a.yaml and same.yaml are one blob.
+		"all kept": {keep: KeptBlobBytes, wantReads: 3},
+		// Each of the 4 files is read on each of the 3 passes.
+		"none kept": {keep: 0, wantReads: 4 * 3},
+		// big.yaml does not fit, and is read on each pass.
+		"small kept": {keep: 20, wantReads: 2 + 3},
+		// The first blob fills what may be kept.
+		"exactly one": {keep: len("kind: A\n"), wantReads: 1 + 2*3},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tree := headTree(t, dir)
+			defer tree.Close()
+			tree.keep = tc.keep
+			for range 3 {
+				for _, f := range []string{"a.yaml", "b.yaml", "same.yaml", "big.yaml"} {
+					abs := filepath.Join(dir, f)
+					fi, err := tree.Stat(abs)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if fi.Size() != int64(len(files[f])) {
+						t.Errorf("%s: size %d, want %d", f, fi.Size(), len(files[f]))
+					}
+					b, err := tree.ReadFile(abs)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if string(b) != files[f] {
+						t.Fatalf("%s: read %q, want %q", f, b, files[f])
+					}
+					b[0] = '!' // the caller's own bytes
+				}
+			}
+			if got := tree.BlobsRead(); got != tc.wantReads {
+				t.Errorf("the store was read %d times, want %d", got, tc.wantReads)
+			}
+		})
+	}
+}
+
+// TestTreeConcurrent reads one commit from several goroutines at once, as
+// builds on every core do: run with -race, it holds the Tree's lock to
+// what it guards, and every goroutine reads the commit's bytes.
+func TestTreeConcurrent(t *testing.T) {
+	dir, r := gitRepo(t)
+	files := map[string]string{}
+	for i := range 20 {
+		files[fmt.Sprintf("d%d/f%d.yaml", i%4, i)] = fmt.Sprintf("kind: K%d\n", i)
+	}
+	writeFiles(t, dir, files)
+	commitAll(t, r, "files")
+	tree := headTree(t, dir)
+	defer tree.Close()
+	kfs, err := tree.KustomizeFS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			errs <- func() error {
+				for name, want := range files {
+					abs := filepath.Join(dir, name)
+					var got []byte
+					var err error
+					if g%2 == 0 {
+						got, err = tree.ReadFile(abs)
+					} else {
+						got, err = kfs.ReadFile(abs)
+					}
+					if err != nil || string(got) != want {
+						return fmt.Errorf("%s: %q, %v; want %q", name, got, err, want)
+					}
+					if _, err := tree.ReadDir(filepath.Dir(abs)); err != nil {
+						return err
+					}
+					if _, _, err := kfs.CleanedAbs(abs); err != nil {
+						return err
+					}
+				}
+				return nil
+			}()
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -106,7 +106,22 @@ type objectReader struct {
 	// Reused for each inflate.
 	br *bufio.Reader
 	zr io.ReadCloser
+	// sized is the last loose object whose size was asked for, read
+	// whole when it is small (sizedLooseBytes): a loose object is
+	// inflated for its size as for its bytes, and the loader reads a file
+	// right after it stats it.
+	sized sizedLoose
 }
+
+// sizedLoose is a loose object read whole for its size.
+type sizedLoose struct {
+	h    plumbing.Hash
+	typ  plumbing.ObjectType
+	data []byte
+}
+
+// sizedLooseBytes bounds the loose object looseSize reads whole.
+const sizedLooseBytes = 1 << 20
 
 func newObjectReader(dir *dotgit.DotGit, level int) *objectReader {
 	return &objectReader{dir: dir, level: level, bases: baseCache{limit: deltaBaseCacheBytes}}
@@ -254,8 +269,11 @@ func (r *objectReader) readLocked(h plumbing.Hash, depth int) (plumbing.ObjectTy
 	return 0, nil, plumbing.ErrObjectNotFound
 }
 
-// loose reads h from its own file under objects/.
+// loose reads h from its own file under objects/; r.mu is held.
 func (r *objectReader) loose(h plumbing.Hash) (_ plumbing.ObjectType, _ []byte, err error) {
+	if s := r.sized; s.data != nil && s.h == h {
+		return s.typ, s.data, nil
+	}
 	f, err := r.dir.Object(h)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil, plumbing.ErrObjectNotFound
@@ -328,8 +346,15 @@ func (r *objectReader) sizeOnce(h plumbing.Hash) (int64, error) {
 	return 0, plumbing.ErrObjectNotFound
 }
 
-// looseSize reads the size in the header of h's own file.
+// looseSize reads the size in the header of h's own file, and the rest
+// of a small object (sized).
 func (r *objectReader) looseSize(h plumbing.Hash) (_ int64, err error) {
+	r.mu.Lock()
+	s := r.sized
+	r.mu.Unlock()
+	if s.data != nil && s.h == h {
+		return int64(len(s.data)), nil
+	}
 	f, err := r.dir.Object(h)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, plumbing.ErrObjectNotFound
@@ -343,9 +368,18 @@ func (r *objectReader) looseSize(h plumbing.Hash) (_ int64, err error) {
 		return 0, fmt.Errorf("%w: loose object %s: %w", errCorrupt, h, err)
 	}
 	defer closeInto(or, &err)
-	_, size, err := or.Header()
+	typ, size, err := or.Header()
 	if err != nil {
 		return 0, fmt.Errorf("%w: loose object %s: %w", errCorrupt, h, err)
+	}
+	if size <= sizedLooseBytes {
+		data, err := readExactly(or, size)
+		if err != nil {
+			return 0, fmt.Errorf("%w: loose object %s: %w", errCorrupt, h, err)
+		}
+		r.mu.Lock()
+		r.sized = sizedLoose{h: h, typ: typ, data: data}
+		r.mu.Unlock()
 	}
 	return size, nil
 }

@@ -234,6 +234,17 @@ func TestObjectStoreAsGoGit(t *testing.T) {
 				if err != nil || size != wo.Size() {
 					t.Errorf("EncodedObjectSize(%s) = %d, %v; want %d", hash, size, err, wo.Size())
 				}
+				// Read right after its size, as the loader reads a file
+				// after its stat: a small loose object was read whole then.
+				if o, err := got.EncodedObject(wo.Type(), hash); err != nil || !bytes.Equal(readAll(t, o), wantData) {
+					t.Errorf("EncodedObject(%s) after its size: %v, or other bytes", hash, err)
+				}
+				if _, err := got.EncodedObjectSize(hash); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := got.EncodedObject(other, hash); !errors.Is(err, plumbing.ErrObjectNotFound) {
+					t.Errorf("EncodedObject(%s, %s of type %s) after its size: error = %v, want ErrObjectNotFound", other, hash, wo.Type(), err)
+				}
 				if err := got.HasEncodedObject(hash); err != nil {
 					t.Errorf("HasEncodedObject(%s) = %v", hash, err)
 				}
