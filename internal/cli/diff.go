@@ -285,7 +285,14 @@ func (s *diffSide) render(e *env, wd string, f *checkFlags, diagFormat string, o
 			return fail(e, "diff", err), false
 		}
 		if !hasErrors {
-			fmt.Fprintf(e.stderr, "keyhole diff: the diagnostics above are %s's, %s\n", s.Which, s.Ref)
+			if pipeline.BlockingErrors(c.Result.Diagnostics, true) {
+				// Only the ceiling's errors: check and render would
+				// refuse this side, but diff compares it and says
+				// where it stands against the ceiling.
+				fmt.Fprintf(e.stderr, "keyhole diff: the diagnostics above are %s's, %s: its access is above keyhole.yaml's ceiling, which check refuses; it is compared all the same, and the comparison says which requests break the ceiling\n", s.Which, s.Ref)
+			} else {
+				fmt.Fprintf(e.stderr, "keyhole diff: the diagnostics above are %s's, %s\n", s.Which, s.Ref)
+			}
 		}
 	}
 	if hasErrors {
