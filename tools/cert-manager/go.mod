@@ -10,6 +10,7 @@ go 1.26.0
 require (
 	github.com/cert-manager/cert-manager v1.21.2
 	golang.org/x/sync v0.22.0
+	k8s.io/klog/v2 v2.140.0
 )
 
 require (
@@ -107,7 +108,6 @@ require (
 	k8s.io/apiserver v0.36.2 // indirect
 	k8s.io/client-go v0.36.2 // indirect
 	k8s.io/component-base v0.36.2 // indirect
-	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260501160325-927ab1f70cd6 // indirect
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.34.0 // indirect

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"k8s.io/klog/v2"
 
 	"github.com/cert-manager/cert-manager/pkg/controller"
 	"github.com/cert-manager/cert-manager/pkg/healthz"
@@ -98,6 +99,7 @@ func run(ctx context.Context, args []string) error {
 	kubeconfig := fs.String("kubeconfig", "", "path to a kubeconfig")
 	namespace := fs.String("namespace", "", "the one namespace to watch (all when empty)")
 	healthzAddr := fs.String("healthz-addr", "127.0.0.1:9403", "where /livez is served")
+	klog.InitFlags(fs) // -v, as upstream's logging flags
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
