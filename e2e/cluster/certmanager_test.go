@@ -148,8 +148,9 @@ func checkIssuedCA(t *testing.T, ca *x509.Certificate) {
 }
 
 // renewCertificate asks cert-manager to re-issue the CA Certificate now,
-// as `cmctl renew` does: it adds the Issuing condition, reason
-// ManuallyTriggered, to the Certificate's status.
+// as `cmctl renew` does (renewCertificate in cmctl's pkg/renew/renew.go):
+// it sets the Issuing condition, reason ManuallyTriggered, in the
+// Certificate's status, where the controllers take it up.
 func (c *cluster) renewCertificate(t *testing.T, ctx context.Context) {
 	t.Helper()
 	gen, err := c.kubectl(ctx, nil, "get", "certificate", acmeCASecret, "-n", acmeNS, "-o", "jsonpath={.metadata.generation}")
