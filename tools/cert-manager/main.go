@@ -13,7 +13,7 @@
 // What it leaves out: leader election (one replica, as with
 // --leader-elect=false), the metrics and profiling servers, the
 // configuration file (upstream's defaults are written here), and every
-// controller but those listed in enabled. The healthz server is
+// controller but those enabled names. The healthz server is
 // upstream's, on --healthz-addr.
 package main
 
@@ -55,21 +55,23 @@ import (
 	_ "github.com/cert-manager/cert-manager/pkg/issuer/selfsigned"
 )
 
-// enabled are the controllers a self-signed Issuer and a CA Certificate
+// enabled names the controllers a self-signed Issuer and a CA Certificate
 // need: the Issuer's readiness, the Certificate's lifecycle (trigger,
 // key-manager, request-manager, issuing, readiness, revision-manager),
 // and the CertificateRequest's approval and signing.
-var enabled = []string{
-	issuers.ControllerName,
-	trigger.ControllerName,
-	keymanager.ControllerName,
-	requestmanager.ControllerName,
-	issuing.ControllerName,
-	readiness.ControllerName,
-	revisionmanager.ControllerName,
-	approver.ControllerName,
-	crselfsigned.CRControllerName,
-	crca.CRControllerName,
+func enabled() []string {
+	return []string{
+		issuers.ControllerName,
+		trigger.ControllerName,
+		keymanager.ControllerName,
+		requestmanager.ControllerName,
+		issuing.ControllerName,
+		readiness.ControllerName,
+		revisionmanager.ControllerName,
+		approver.ControllerName,
+		crselfsigned.CRControllerName,
+		crca.CRControllerName,
+	}
 }
 
 // Upstream's defaults (internal/apis/config/controller/v1alpha1/defaults.go).
@@ -134,8 +136,9 @@ func run(ctx context.Context, args []string) error {
 	g.Go(func() error { return healthzServer.Start(ctx, ln) })
 
 	known := controller.Known()
-	log.Info(fmt.Sprintf("enabled controllers: %v", enabled))
-	for _, n := range enabled {
+	names := enabled()
+	log.Info(fmt.Sprintf("enabled controllers: %v", names))
+	for _, n := range names {
 		fn, ok := known[n]
 		if !ok {
 			cancel()
@@ -152,7 +155,7 @@ func run(ctx context.Context, args []string) error {
 		})
 	}
 	for n := range known {
-		if !slices.Contains(enabled, n) {
+		if !slices.Contains(names, n) {
 			log.WithValues("controller", n).Info("skipping disabled controller")
 		}
 	}
