@@ -122,6 +122,7 @@ func TestGitHubAcme(t *testing.T) {
 				c.checkNoSecretInSandbox(t, ctx, rotated, mode)
 			})
 			t.Run("CA renewal", func(t *testing.T) { c.checkCARenewal(t, ctx, mode) })
+			t.Run("no secret in cert-manager's log", func(t *testing.T) { c.checkCertManagerLog(t, ctx, token) })
 		})
 	}
 }

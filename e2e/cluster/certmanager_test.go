@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -161,5 +162,39 @@ func (c *cluster) renewCertificate(t *testing.T, ctx context.Context) {
 		gen, time.Now().UTC().Format(time.RFC3339))
 	if _, err := c.kubectl(ctx, nil, "patch", "certificate", acmeCASecret, "-n", acmeNS, "--subresource=status", "--type=json", "-p", patch); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkCertManagerLog requires cert-manager's log to hold neither the
+// Secret's value (cert-manager reads Secrets, here with the admin's
+// token) nor the private key it wrote into <claim>-egress-ca. The key is
+// compared here, never printed.
+func (c *cluster) checkCertManagerLog(t *testing.T, ctx context.Context, token string) {
+	t.Helper()
+	logs, err := os.ReadFile(c.certManager.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(logs, []byte("starting controller")) {
+		t.Fatalf("cert-manager's log at %s holds no controller's start: not its log", c.certManager.Log)
+	}
+	if bytes.Contains(logs, []byte(token)) {
+		t.Error("cert-manager's log holds the Secret's value")
+	}
+	b64, err := c.kubectl(ctx, nil, "get", "secret", acmeCASecret, "-n", acmeNS, "-o", `jsonpath={.data.tls\.key}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPEM, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(keyPEM)
+	if block == nil || !strings.Contains(block.Type, "PRIVATE KEY") {
+		t.Fatalf("secret %s: tls.key holds no PEM private key", acmeCASecret)
+	}
+	body := base64.StdEncoding.EncodeToString(block.Bytes)
+	if bytes.Contains(logs, []byte(body[:64])) || bytes.Contains(logs, block.Bytes) {
+		t.Error("cert-manager's log holds the CA's private key")
 	}
 }
