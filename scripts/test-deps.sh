@@ -79,11 +79,13 @@ scripts/agent-sandbox-controller.sh >/dev/null # agent-sandbox's controller for 
 # The real-cluster test (e2e/cluster): containerd, runc, the CNI plugins and
 # mmdebstrap from Debian (no service started), then the kubelet and the
 # other cluster binaries, Flux's source-controller and kustomize-controller,
-# kube-router (its network policy controller), the release images and the test's own images, each built once into the
+# kube-router (its network policy controller), cert-manager's controller
+# (its issuing controllers, tools/cert-manager), the release images and the test's own images, each built once into the
 # cache and rebuilt only when its inputs change.
 scripts/cluster-deps.sh
 scripts/kube-cluster.sh >/dev/null
 scripts/flux.sh >/dev/null
 scripts/kube-router.sh >/dev/null
+scripts/cert-manager.sh >/dev/null
 scripts/images.sh >/dev/null
 scripts/cluster-images.sh >/dev/null

@@ -43,7 +43,7 @@ const (
 func TestGitHubAcme(t *testing.T) {
 	ctx := context.Background()
 	c := the
-	if err := c.installCertManagerCRDs(ctx); err != nil {
+	if err := c.startCertManager(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.ctr(ctx, "images", "tag", "--force", sandboxImage, acmeImage); err != nil {
@@ -122,6 +122,7 @@ func TestGitHubAcme(t *testing.T) {
 				c.checkNoSecretInSandbox(t, ctx, rotated, mode)
 			})
 			t.Run("CA renewal", func(t *testing.T) { c.checkCARenewal(t, ctx, mode) })
+			t.Run("no secret in cert-manager's log", func(t *testing.T) { c.checkCertManagerLog(t, ctx, token) })
 		})
 	}
 }
@@ -144,47 +145,37 @@ func (c *cluster) renderAcme(t *testing.T, mode string) string {
 	return dir
 }
 
-// prepareAcme creates what lives outside git: the namespace, the Secret,
-// the upstream's CA and the sandbox CA cert-manager would issue.
+// prepareAcme creates what lives outside git: the namespace, the Secret
+// and the upstream's CA. The sandbox's CA is cert-manager's to issue.
 func (c *cluster) prepareAcme(t *testing.T, ctx context.Context, up *upstream, token string) {
 	t.Helper()
 	if _, err := c.kubectl(ctx, nil, "create", "namespace", acmeNS); err != nil {
 		t.Fatal(err)
 	}
 	c.applySecret(t, ctx, token)
-	caCert, caKey, err := sandboxCA(acmeCASecret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs := fmt.Sprintf(`apiVersion: v1
+	cm := fmt.Sprintf(`apiVersion: v1
 kind: ConfigMap
 metadata: {name: %s, namespace: %s}
 data:
   ca.crt: %q
----
-apiVersion: v1
-kind: Secret
-metadata: {name: %s, namespace: %s}
-type: kubernetes.io/tls
-data:
-  ca.crt: %s
-  tls.crt: %s
-  tls.key: %s
-`, upstreamCAName, acmeNS, up.caPEM, acmeCASecret, acmeNS,
-		base64.StdEncoding.EncodeToString(caCert), base64.StdEncoding.EncodeToString(caCert), base64.StdEncoding.EncodeToString(caKey))
-	if _, err := c.kubectl(ctx, []byte(objs), "apply", "--server-side", "--field-manager=keyhole-e2e-setup", "-f", "-"); err != nil {
+`, upstreamCAName, acmeNS, up.caPEM)
+	if _, err := c.kubectl(ctx, []byte(cm), "apply", "--server-side", "--field-manager=keyhole-e2e-setup", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // deployAcme creates what lives outside git (prepareAcme), then applies
 // the render as a GitOps tool would: server-side, the kustomization whole.
+// cert-manager then issues the rendered CA Certificate into
+// <claim>-egress-ca, which the proxy signs its leaves with; until it has,
+// the proxy's pod cannot start.
 func (c *cluster) deployAcme(t *testing.T, ctx context.Context, dir string, up *upstream, token string) {
 	t.Helper()
 	c.prepareAcme(t, ctx, up, token)
 	if _, err := c.kubectl(ctx, nil, "apply", "--server-side", "--field-manager=keyhole-e2e", "-k", dir); err != nil {
 		t.Fatal(err)
 	}
+	checkIssuedCA(t, c.waitCertificate(t, ctx, 1))
 }
 
 func (c *cluster) applySecret(t *testing.T, ctx context.Context, token string) {
@@ -363,7 +354,8 @@ test ! -e /var/run/keyhole/secrets && echo "no proxy secrets directory"
 	})
 }
 
-// proxyPod names the pod the proxy runs in, with its restart count.
+// proxyPod names the pod the proxy runs in, with its UID and its
+// containers' restart counts.
 func (c *cluster) proxyPod(t *testing.T, ctx context.Context, mode string) string {
 	t.Helper()
 	comp := "sandbox"
@@ -372,32 +364,11 @@ func (c *cluster) proxyPod(t *testing.T, ctx context.Context, mode string) strin
 	}
 	out, err := c.kubectl(ctx, nil, "get", "pods", "-n", acmeNS, "-l", "app.kubernetes.io/component="+comp,
 		"--field-selector=status.phase=Running",
-		"-o", `jsonpath={range .items[*]}{.metadata.name}/{range .status.initContainerStatuses[*]}{.restartCount}{end}{range .status.containerStatuses[*]}{.restartCount}{end}{end}`)
+		"-o", `jsonpath={range .items[*]}{.metadata.name}/{.metadata.uid}/restarts={range .status.initContainerStatuses[*]}{.restartCount}{end}{range .status.containerStatuses[*]}{.restartCount}{end}{end}`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return out
-}
-
-// installCertManagerCRDs installs the pinned cert-manager CRDs the render
-// tests validate against: the rendered Issuer and Certificate need them.
-// No cert-manager controller runs; the test writes the CA Secret itself.
-func (c *cluster) installCertManagerCRDs(ctx context.Context) error {
-	files, err := filepath.Glob(filepath.Join(c.tools[repoRoot], "render", "testdata", "cert-manager-crds", "*.yaml"))
-	if err != nil || len(files) == 0 {
-		return fmt.Errorf("no cert-manager CRDs in render/testdata/cert-manager-crds (%v)", err)
-	}
-	args := []string{"apply", "--server-side", "--field-manager=keyhole-e2e"}
-	wait := []string{"wait", "--for=condition=Established", "--timeout=60s"}
-	for _, f := range files {
-		args = append(args, "-f", f)
-		wait = append(wait, "-f", f)
-	}
-	if _, err := c.kubectl(ctx, nil, args...); err != nil {
-		return err
-	}
-	_, err = c.kubectl(ctx, nil, wait...)
-	return err
 }
 
 func randomSuffix(t *testing.T) string {

@@ -36,7 +36,7 @@ const (
 func TestAgentSandboxLive(t *testing.T) {
 	ctx := context.Background()
 	c := the
-	if err := c.installCertManagerCRDs(ctx); err != nil {
+	if err := c.startCertManager(ctx); err != nil {
 		t.Fatal(err)
 	}
 	c.installAgentSandboxCRDs(t, ctx)

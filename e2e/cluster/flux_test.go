@@ -54,7 +54,7 @@ const (
 func TestFluxLoop(t *testing.T) {
 	ctx := context.Background()
 	c := the
-	if err := c.installCertManagerCRDs(ctx); err != nil {
+	if err := c.startCertManager(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.ctr(ctx, "images", "tag", "--force", sandboxImage, acmeImage); err != nil {
@@ -107,6 +107,7 @@ func (c *cluster) fluxLoop(t *testing.T, ctx context.Context, fluxMode string) {
 	ok := t.Run("push, reconcile, rollout", func(t *testing.T) {
 		c.reconcile(t, ctx, first)
 		c.waitAcme(t, ctx, fluxMode)
+		checkIssuedCA(t, c.waitCertificate(t, ctx, 1)) // cert-manager issued the CA Flux applied
 		c.checkVerdicts(t, ctx, map[string]string{"/repos/acme/widgets": "200", "/user": "403 l7-not-allowed"})
 		// Flux applied them, not the test: its labels and its field
 		// manager are on the Deployment.

@@ -51,6 +51,9 @@ type cluster struct {
 	socket     string // containerd's
 	procs      []*e2ekube.Proc
 	dns        *dnsServer
+	// certManager is cert-manager's controller, once a test has started
+	// it (startCertManager).
+	certManager *e2ekube.Proc
 }
 
 // innerMain runs as a child of the namespaces' init: it starts the

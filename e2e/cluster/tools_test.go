@@ -27,6 +27,7 @@ const (
 	toolSourceCtl  = "source-controller"
 	toolKustomCtl  = "kustomize-controller"
 	toolKubeRouter = "kube-router"
+	toolCertMgr    = "cert-manager-controller"
 	toolEtcd       = "etcd"
 	toolContainer  = "containerd"
 	toolShim       = "containerd-shim-runc-v2"
@@ -79,7 +80,8 @@ const depsFix = "run scripts/cluster-deps.sh (it installs containerd, runc, cont
 // locateTools finds the machine's programs and runs the repository's
 // build scripts, which print at once what is current and build what is
 // not: kube-apiserver (or $KEYHOLE_KUBE_APISERVER), the node and
-// control-plane binaries, Flux's controllers, kube-router, the release
+// control-plane binaries, Flux's controllers, kube-router, cert-manager's
+// controller, the release
 // images and the test's own images.
 func locateTools() (tools, error) {
 	repo, err := filepath.Abs(filepath.Join("..", ".."))
@@ -143,6 +145,10 @@ func locateTools() (tools, error) {
 		return nil, err
 	}
 	t[toolKubeRouter] = filepath.Join(out[len(out)-1], toolKubeRouter)
+	if out, err = script(repo, "cert-manager.sh"); err != nil {
+		return nil, err
+	}
+	t[toolCertMgr] = filepath.Join(out[len(out)-1], toolCertMgr)
 	if out, err = script(repo, "images.sh"); err != nil {
 		return nil, err
 	}
@@ -155,7 +161,7 @@ func locateTools() (tools, error) {
 	for _, p := range out {
 		t["image:"+strings.TrimSuffix(filepath.Base(p), ".tar")] = p
 	}
-	for _, k := range []string{toolAPIServer, toolKubelet, toolKCM, toolScheduler, toolKubeProxy, toolSourceCtl, toolKustomCtl, toolKubeRouter, imgProxy, imgNetInit, imgKeyhole, imgPause, imgSandbox} {
+	for _, k := range []string{toolAPIServer, toolKubelet, toolKCM, toolScheduler, toolKubeProxy, toolSourceCtl, toolKustomCtl, toolKubeRouter, toolCertMgr, imgProxy, imgNetInit, imgKeyhole, imgPause, imgSandbox} {
 		if _, err := os.Stat(t[k]); err != nil {
 			return nil, fmt.Errorf("%s: the build scripts did not leave it at %q: %w", k, t[k], err)
 		}
