@@ -55,16 +55,7 @@ func (c *cluster) startCertManager(ctx context.Context) error {
 	if len(rendered) != 2 || len(others) != 2 {
 		return fmt.Errorf("want cert-manager's Issuer and Certificate CRDs in render/testdata/cert-manager-crds and its CertificateRequest and ClusterIssuer CRDs in e2e/cluster/testdata/cert-manager-crds, found %d and %d", len(rendered), len(others))
 	}
-	args := []string{"apply", "--server-side", "--field-manager=keyhole-e2e"}
-	wait := []string{"wait", "--for=condition=Established", "--timeout=60s"}
-	for _, f := range append(rendered, others...) {
-		args = append(args, "-f", f)
-		wait = append(wait, "-f", f)
-	}
-	if _, err := c.kubectl(ctx, nil, args...); err != nil {
-		return err
-	}
-	if _, err := c.kubectl(ctx, nil, wait...); err != nil {
+	if err := c.applyCRDs(ctx, append(rendered, others...)); err != nil {
 		return err
 	}
 	p, err := c.run(toolCertMgr, c.tools[toolCertMgr],

@@ -288,16 +288,7 @@ func (c *cluster) startFlux(ctx context.Context) error {
 	if err != nil || len(files) != 7 {
 		return fmt.Errorf("want Flux's 7 CRDs in e2e/cluster/testdata/flux-crds, found %d (%v)", len(files), err)
 	}
-	args := []string{"apply", "--server-side", "--field-manager=keyhole-e2e"}
-	wait := []string{"wait", "--for=condition=Established", "--timeout=60s"}
-	for _, f := range files {
-		args = append(args, "-f", f)
-		wait = append(wait, "-f", f)
-	}
-	if _, err := c.kubectl(ctx, nil, args...); err != nil {
-		return err
-	}
-	if _, err := c.kubectl(ctx, nil, wait...); err != nil {
+	if err := c.applyCRDs(ctx, files); err != nil {
 		return err
 	}
 	if _, err := c.kubectl(ctx, nil, "create", "namespace", fluxNS); err != nil {
@@ -637,4 +628,20 @@ func (r *configRepo) edit(t *testing.T, file, old, new string) {
 	if err := os.WriteFile(p, bytes.Replace(b, []byte(old), []byte(new), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// applyCRDs applies CRD files server-side, as the test's field manager,
+// and waits until the API server serves each.
+func (c *cluster) applyCRDs(ctx context.Context, files []string) error {
+	args := []string{"apply", "--server-side", "--field-manager=keyhole-e2e"}
+	wait := []string{"wait", "--for=condition=Established", "--timeout=60s"}
+	for _, f := range files {
+		args = append(args, "-f", f)
+		wait = append(wait, "-f", f)
+	}
+	if _, err := c.kubectl(ctx, nil, args...); err != nil {
+		return err
+	}
+	_, err := c.kubectl(ctx, nil, wait...)
+	return err
 }
