@@ -395,13 +395,13 @@ func DescribeMode(mode string) ([]string, error) {
 			fmt.Sprintf("  clients that honour HTTPS_PROXY reach the proxy on 127.0.0.1:%d", ProxyPort),
 			fmt.Sprintf("  every other TCP connection of the pod, except the proxy's own (UID %d), is redirected to the proxy", proxyUID),
 			"  and decided by its TLS server name with the same policy; TLS without a server name and non-TLS TCP are refused",
-			"  UDP is refused except DNS to the pod's resolvers; IPv6 egress is refused",
+			"  DNS (port 53, to any address) is answered by the proxy, for the config's names only; other UDP and IPv6 egress are refused",
 		}, nil
 	case ModeDeployment:
 		return []string{
 			"proxy mode: deployment (enforcing)",
-			fmt.Sprintf("  clients that honour HTTPS_PROXY reach the proxy's Service on port %d", ProxyPort),
-			"  the sandbox's NetworkPolicy lets its pod reach only the proxy and DNS: a client that ignores HTTPS_PROXY reaches nothing",
+			fmt.Sprintf("  clients that honour HTTPS_PROXY reach the proxy's Service on port %d, at its cluster IP", ProxyPort),
+			"  the sandbox's NetworkPolicy lets its pod reach only the proxy, and no DNS: a client that ignores HTTPS_PROXY reaches nothing",
 		}, nil
 	}
 	return nil, fmt.Errorf("%w: proxy mode %q (want %s or %s)", ErrInvalidOptions, mode, ModeSidecar, ModeDeployment)
