@@ -208,7 +208,7 @@ func (l *loader) fluxManifest(u *Unit) (data []byte, kfile string, err error) {
 		}
 		defer os.RemoveAll(tmp)
 		rel, _ := filepath.Rel(root, dir)
-		if err := copyForFlux(l.fsys, u, dir, filepath.Join(tmp, rel), l.opts.MaxFileSize); err != nil {
+		if err := copyForFlux(l.fsys, u, root, dir, tmp, filepath.Join(tmp, rel), l.opts.MaxFileSize); err != nil {
 			return nil, "", err
 		}
 		data, kfile, _, err := fluxkustomize.NewGenerator(tmp, u.Flux.Object).GenerateManifest(filepath.Join(tmp, rel))
@@ -222,17 +222,46 @@ func (l *loader) fluxManifest(u *Unit) (data []byte, kfile string, err error) {
 }
 
 // copyForFlux lays out at dst what Flux's generator reads of u's path
-// dir. The generator reads the path's kustomization file when it has one
-// and nothing else; without one, it lists every YAML file under the path
-// as a resource, except under a directory with a kustomization file,
-// which it lists whole without looking inside. So only those files are
-// copied, unless the Kustomization asks whether its components exist
-// (ignoreMissingComponents), which may look anywhere: then everything is.
-func copyForFlux(fsys fileSystem, u *Unit, dir, dst string, maxSize int64) error {
-	components, _, _ := unstructured.NestedSlice(u.Flux.Object.Object, "spec", "components")
+// dir, tmp standing for the source's root. The generator reads the path's
+// kustomization file when it has one and nothing else; without one, it
+// lists every YAML file under the path as a resource, except under a
+// directory with a kustomization file, which it lists whole without
+// looking inside. So only those files are copied, unless the
+// Kustomization asks whether its components exist
+// (ignoreMissingComponents): then the path is copied whole, and each
+// component in the source outside the path is made to exist in the
+// layout as it does in the source (the generator only asks whether it
+// exists; kustomize reads it from the source itself).
+func copyForFlux(fsys fileSystem, u *Unit, root, dir, tmp, dst string, maxSize int64) error {
+	components, _, _ := unstructured.NestedStringSlice(u.Flux.Object.Object, "spec", "components")
 	ignoreMissing, _, _ := unstructured.NestedBool(u.Flux.Object.Object, "spec", "ignoreMissingComponents")
 	if len(components) > 0 && ignoreMissing {
-		return copyTree(fsys, dir, dst, maxSize, false)
+		if err := copyTree(fsys, dir, dst, maxSize, false); err != nil {
+			return err
+		}
+		for _, c := range components {
+			src := filepath.Join(dir, filepath.FromSlash(c))
+			rel, err := filepath.Rel(root, src)
+			if err != nil || !filepath.IsLocal(rel) {
+				continue // outside the source: not in Flux's artifact either
+			}
+			fi, err := fsys.Stat(src)
+			if err != nil {
+				continue // missing: the generator leaves it out
+			}
+			at := filepath.Join(tmp, rel)
+			if fi.IsDir() {
+				err = os.MkdirAll(at, 0o700)
+			} else if err = os.MkdirAll(filepath.Dir(at), 0o700); err == nil {
+				if _, statErr := os.Stat(at); statErr != nil {
+					err = os.WriteFile(at, nil, 0o600)
+				}
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if done, err := copyKustomization(fsys, dir, dst, maxSize); done || err != nil {
 		return err

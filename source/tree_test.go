@@ -172,11 +172,12 @@ func TestTreeLoadsAsDisk(t *testing.T) {
 		return "---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: " + name + ", namespace: flux-system}\n" +
 			"spec:\n  path: " + path + "\n  sourceRef: {kind: GitRepository, name: flux-system}\n" + extra
 	}
-	cases["flux: a generated kustomization, a kustomization.yml, components that may be missing"] = tc{
+	cases["flux: a generated kustomization, a kustomization.yml, components that may be missing, inside the path or not"] = tc{
 		files: map[string]string{
 			"flux/ks.yaml": ks("gen", "./apps/gen", "") + ks("yml", "./apps/yml", "  targetNamespace: yml\n") +
 				ks("comp", "./apps/comp", "  components: [./present, ./absent]\n  ignoreMissingComponents: true\n") +
-				ks("strict", "./apps/strict", "  components: [./present]\n"),
+				ks("strict", "./apps/strict", "  components: [./present]\n") +
+				ks("outside", "./apps/outside", "  components: [../../components/shared, ../../components/gone]\n  ignoreMissingComponents: true\n"),
 			"apps/gen/conn.yaml":                     conn("gen"),
 			"apps/gen/sub/more.yaml":                 conn("gen-more"),
 			"apps/gen/sub/notes.txt":                 "not an input\n",
@@ -193,6 +194,9 @@ func TestTreeLoadsAsDisk(t *testing.T) {
 			"apps/strict/kustomization.yaml":         "resources: [conn.yaml]\n",
 			"apps/strict/conn.yaml":                  conn("strict"),
 			"apps/strict/present/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\ncommonLabels: {component: strict}\n",
+			"apps/outside/kustomization.yaml":        "resources: [conn.yaml]\n",
+			"apps/outside/conn.yaml":                 conn("outside"),
+			"components/shared/kustomization.yaml":   "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\ncommonLabels: {component: shared}\n",
 		},
 		paths: []string{"."},
 	}
