@@ -197,9 +197,11 @@ func (l Limit) coversGraphQL(body []byte) bool {
 // caller's to weigh (Credential).
 func (l Limit) Contains(method, path string, body []byte) bool {
 	r := l.rule(method)
-	if r.GraphQL == nil {
+	if len(l.GraphQL) == 0 {
 		return policy.MatchRule(r, method, path, jsonBody(body))
 	}
+	// The rule's GraphQL condition is for the class walk; what the
+	// limit covers is coversGraphQL's.
 	r.GraphQL = nil
 	return method == "POST" && policy.MatchRule(r, method, path, jsonBody(body)) && l.coversGraphQL(body)
 }

@@ -61,15 +61,15 @@ func proxyURL(sb compiler.Sandbox, opts Options) string {
 // its own), which no NetworkPolicy can narrow to one name.
 func proxyHost(sb compiler.Sandbox, opts Options) string {
 	if opts.ProxyMode == ModeDeployment {
-		return "$(" + ServiceHostVar(sb.Name+longestSuffix) + ")"
+		return "$(" + serviceHostVar(sb.Name+longestSuffix) + ")"
 	}
 	return "127.0.0.1"
 }
 
-// ServiceHostVar is the variable Kubernetes sets, in each container of
+// serviceHostVar is the variable Kubernetes sets, in each container of
 // the Service's namespace started after the Service, to the cluster IP of
 // the Service named name: SUPPORT_EGRESS_PROXY_SERVICE_HOST.
-func ServiceHostVar(name string) string {
+func serviceHostVar(name string) string {
 	return strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_SERVICE_HOST"
 }
 

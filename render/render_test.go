@@ -780,7 +780,7 @@ func TestNetworkPolicy(t *testing.T) {
 	// The variable the sandbox's proxy variables name is the one
 	// Kubernetes sets for the rendered Service.
 	svc := find(t, objs, "Service", "support-workspace-egress-proxy")
-	wantProxy := "http://$(" + ServiceHostVar(dig(svc, "metadata", "name").(string)) + "):" + fmt.Sprint(dig(svc, "spec", "ports").([]any)[0].(obj)["port"])
+	wantProxy := "http://$(" + serviceHostVar(dig(svc, "metadata", "name").(string)) + "):" + fmt.Sprint(dig(svc, "spec", "ports").([]any)[0].(obj)["port"])
 	for _, e := range dig(pod, "containers").([]any)[0].(obj)["env"].([]any) {
 		if e := e.(obj); e["name"] == "HTTPS_PROXY" && e["value"] != wantProxy {
 			t.Errorf("HTTPS_PROXY = %v, want %s", e["value"], wantProxy)

@@ -43,12 +43,7 @@ const (
 func TestGitHubAcme(t *testing.T) {
 	ctx := context.Background()
 	c := the
-	if err := c.startCertManager(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.ctr(ctx, "images", "tag", "--force", sandboxImage, acmeImage); err != nil {
-		t.Fatal(err)
-	}
+	c.prepareRenders(t, ctx)
 	token := "ghp_keyholeE2Ecanary" + randomSuffix(t)
 	up, err := startUpstream(t.TempDir(), token)
 	if err != nil {

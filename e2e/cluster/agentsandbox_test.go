@@ -36,13 +36,8 @@ const (
 func TestAgentSandboxLive(t *testing.T) {
 	ctx := context.Background()
 	c := the
-	if err := c.startCertManager(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c.prepareRenders(t, ctx)
 	c.installAgentSandboxCRDs(t, ctx)
-	if _, err := c.ctr(ctx, "images", "tag", "--force", sandboxImage, acmeImage); err != nil {
-		t.Fatal(err)
-	}
 	out, err := script(c.tools[repoRoot], "agent-sandbox-controller.sh")
 	if err != nil {
 		t.Fatalf("%v (scripts/test-deps.sh builds it before the run, with the Go module proxy reachable)", err)

@@ -75,6 +75,19 @@ func (c *cluster) startCertManager(ctx context.Context) error {
 	return nil
 }
 
+// prepareRenders readies the cluster for a test that applies a render of
+// examples/github-acme: cert-manager to issue its CA, and the sandbox
+// image under the name the example gives it.
+func (c *cluster) prepareRenders(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if err := c.startCertManager(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ctr(ctx, "images", "tag", "--force", sandboxImage, acmeImage); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // waitCertificate waits until cert-manager reports the rendered CA
 // Certificate Ready at revision, and returns the CA certificate in its
 // Secret.

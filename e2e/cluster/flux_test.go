@@ -54,12 +54,7 @@ const (
 func TestFluxLoop(t *testing.T) {
 	ctx := context.Background()
 	c := the
-	if err := c.startCertManager(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.ctr(ctx, "images", "tag", "--force", sandboxImage, acmeImage); err != nil {
-		t.Fatal(err)
-	}
+	c.prepareRenders(t, ctx)
 	if err := c.startFlux(ctx); err != nil {
 		t.Fatal(err)
 	}
