@@ -31,8 +31,11 @@ func checkValueLiterals(p *pass) {
 				continue // ConnectionTemplateInvalid says why, or it reads a key
 			}
 			why := "it is literal text"
-			if strings.Contains(*in.Value, "$") {
+			switch {
+			case strings.Contains(*in.Value, "$"):
 				why = "a ${...} in it is not expanded: neither keyhole nor the proxy reads environment variables"
+			case c.item.doc != nil && c.item.doc.Unit().Helm != nil:
+				why = "it is literal text as Helm rendered it: Helm expands a {{ .key }} written in a template itself; write it as {{ \"{{ .token }}\" }} for the proxy to read"
 			}
 			p.report(codeValueLiteral, &c.item, path{"spec", "placement", "inject", i, "value"}, false,
 				"value of inject entry %d reads no key of Secret %s (%s), so render would write it as it is into the proxy's ConfigMap; keep the credential in the Secret and read it with a key reference, e.g. \"Bearer {{ .token }}\"",

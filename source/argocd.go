@@ -27,7 +27,10 @@ import (
 // and JSON files read as they are (recurse, include and exclude as
 // spec.source.directory says). An ApplicationSet's git directory and git
 // file generators make one Application per directory or file found in
-// the repository. Helm and plugin sources are not rendered: said once.
+// the repository. A path holding a Helm chart is rendered as the repo
+// server's helm template renders it, with the source's helm options
+// (helm.go). Charts from chart repositories and plugin sources are out
+// of reach: said once.
 // See docs/inputs.md.
 
 // argoGroup is the API group of Argo CD's Application and ApplicationSet.
@@ -84,8 +87,9 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 		}
 		rel := stringField(src, "path")
 		switch {
-		case stringField(src, "chart") != "" || Lookup(src, "helm") != nil:
-			out = append(out, engineFound{pos: pos, skip: what + " renders a Helm chart: keyhole does not render Helm templates; check what it deploys with helm template ... | keyhole check -"})
+		case stringField(src, "chart") != "":
+			out = append(out, engineFound{pos: pos, skip: fmt.Sprintf("%s renders the chart %s from %s, a chart repository keyhole does not fetch; out of reach, skipped",
+				what, stringField(src, "chart"), cmp.Or(stringField(src, "repoURL"), "its repository"))})
 			continue
 		case Lookup(src, "plugin") != nil:
 			out = append(out, engineFound{pos: pos, skip: what + " renders through a config management plugin, which keyhole does not run; skipped"})
@@ -101,8 +105,19 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 				what, rel, cmp.Or(stringField(src, "repoURL"), "its repository"))})
 			continue
 		}
-		if chartAbove(l.fsys, root, srcRoot) {
-			out = append(out, engineFound{pos: pos, skip: what + " renders the Helm chart at " + rel + ": keyhole does not render Helm templates; check what it deploys with helm template ... | keyhole check -"})
+		var helm *HelmOverlay
+		switch {
+		case helmChartFile(l.fsys, root) != "":
+			var err string
+			if helm, err = l.argoHelm(src, sources, name, stringField(dest, "namespace"), root, srcRoot); err != "" {
+				out = append(out, engineFound{pos: pos, err: what + ": " + err})
+				continue
+			}
+		case Lookup(src, "helm") != nil:
+			out = append(out, engineFound{pos: pos, err: what + " renders " + rel + " with Helm, but it holds no Chart.yaml: Argo CD cannot render it"})
+			continue
+		case chartAbove(l.fsys, root, srcRoot):
+			out = append(out, engineFound{pos: pos, skip: what + " builds " + rel + ", a directory inside a Helm chart, whose templates are not YAML until Helm renders them; skipped"})
 			continue
 		}
 		unitName := "argocd:" + ns + "/" + name
@@ -120,6 +135,7 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 			Cluster:   cluster,
 			Namespace: stringField(dest, "namespace"),
 			Argo:      &ArgoOverlay{Kustomize: Lookup(src, "kustomize"), Directory: Lookup(src, "directory")},
+			Helm:      helm,
 		}})
 	}
 	return out
@@ -581,4 +597,77 @@ func chartAbove(fsys fileSystem, dir, root string) bool {
 // type (a tag "1.27" is a string, not a number).
 func strNode(v string) *yaml.Node {
 	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v}
+}
+
+// argoHelm is how Argo CD's repo server renders the chart at root for an
+// Application's source src (one of sources), named app, deploying to
+// namespace: helm template with the release name, namespace, value files
+// (relative to the chart, or $ref/ to another source's repository),
+// values, parameters and versions its helm options give. It returns why
+// the repo server would refuse them instead, when it would.
+func (l *loader) argoHelm(src *yaml.Node, sources []*yaml.Node, app, namespace, root, srcRoot string) (*HelmOverlay, string) {
+	h := Lookup(src, "helm")
+	o := &HelmOverlay{
+		ReleaseName: cmp.Or(stringField(h, "releaseName"), app),
+		Namespace:   cmp.Or(stringField(h, "namespace"), namespace),
+		KubeVersion: stringField(h, "kubeVersion"),
+		SkipCRDs:    boolField(h, "skipCrds"),
+		SkipTests:   boolField(h, "skipTests"),
+	}
+	if vs := Lookup(h, "apiVersions"); vs != nil && vs.Kind == yaml.SequenceNode {
+		for _, v := range vs.Content {
+			o.APIVersions = append(o.APIVersions, v.Value)
+		}
+	}
+	ignoreMissing := boolField(h, "ignoreMissingValueFiles")
+	if vfs := Lookup(h, "valueFiles"); vfs != nil && vfs.Kind == yaml.SequenceNode {
+		for _, v := range vfs.Content {
+			f := v.Value
+			base := root
+			if ref, rest, ok := strings.Cut(f, "/"); ok && strings.HasPrefix(ref, "$") {
+				if !slices.ContainsFunc(sources, func(s *yaml.Node) bool { return stringField(s, "ref") == ref[1:] }) {
+					return nil, fmt.Sprintf("value file %s names the source %s, which the Application does not have", f, ref)
+				}
+				base, f = srcRoot, rest
+			}
+			abs := filepath.Join(base, filepath.FromSlash(f))
+			if !within(srcRoot, abs) {
+				return nil, fmt.Sprintf("value file %s leaves the repository, which Argo CD refuses", v.Value)
+			}
+			if fi, err := l.fsys.Stat(abs); err != nil || !fi.Mode().IsRegular() {
+				if ignoreMissing {
+					continue
+				}
+				return nil, fmt.Sprintf("value file %s is not a file of this repository", v.Value)
+			}
+			o.ValueFiles = append(o.ValueFiles, abs)
+		}
+	}
+	if vo := Lookup(h, "valuesObject"); vo != nil && vo.Kind == yaml.MappingNode {
+		o.Values, _ = yaml.Marshal(vo)
+	} else if v := Lookup(h, "values"); v != nil && v.Kind == yaml.ScalarNode {
+		o.Values = []byte(v.Value)
+	} else if v != nil && v.Kind == yaml.MappingNode {
+		o.Values, _ = yaml.Marshal(v)
+	}
+	if ps := Lookup(h, "parameters"); ps != nil && ps.Kind == yaml.SequenceNode {
+		for _, p := range ps.Content {
+			kv := stringField(p, "name") + "=" + stringField(p, "value")
+			if boolField(p, "forceString") {
+				o.SetString = append(o.SetString, kv)
+			} else {
+				o.Set = append(o.Set, kv)
+			}
+		}
+	}
+	if fps := Lookup(h, "fileParameters"); fps != nil && fps.Kind == yaml.SequenceNode {
+		for _, p := range fps.Content {
+			abs := filepath.Join(root, filepath.FromSlash(stringField(p, "path")))
+			if !within(srcRoot, abs) {
+				return nil, fmt.Sprintf("file parameter %s reads %s, outside the repository", stringField(p, "name"), stringField(p, "path"))
+			}
+			o.SetFile = append(o.SetFile, stringField(p, "name")+"="+abs)
+		}
+	}
+	return o, ""
 }

@@ -59,16 +59,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 		if srcRoots[0] != abs {
 			srcRoots = append(srcRoots, abs)
 		}
-		for _, f := range walkAll(l.fsys, abs, &l.paths) {
-			if scanned[f] {
-				continue
-			}
-			scanned[f] = true
-			data := l.sniff(f, nil)
-			if data == nil || !bytes.Contains(data, []byte(fluxGroup)) && !bytes.Contains(data, []byte(argoGroup)) {
-				continue
-			}
-			docs, _ := Parse(l.under(p, abs, f), data)
+		take := func(f string, docs []*Document) {
 			for _, d := range docs {
 				o := d.Object()
 				var founds []engineFound
@@ -84,6 +75,46 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 						ef.declDir = filepath.ToSlash(relOrAbs(ef.srcRoot, filepath.Dir(f)))
 					}
 					found = append(found, ef)
+				}
+			}
+		}
+		for _, f := range walkAll(l.fsys, abs, &l.paths) {
+			if scanned[f] {
+				continue
+			}
+			scanned[f] = true
+			data := l.sniff(f, nil)
+			if data == nil || !bytes.Contains(data, []byte(fluxGroup)) && !bytes.Contains(data, []byte(argoGroup)) {
+				continue
+			}
+			docs, _ := Parse(l.under(p, abs, f), data)
+			take(f, docs)
+		}
+		// An app of apps is often a Helm chart whose templates write the
+		// Applications: rendered as helm template renders it, with its
+		// defaults, what it declares is read as if written out.
+		for _, c := range walkCharts(l.fsys, abs, &l.paths) {
+			dir := filepath.Dir(c)
+			if scanned[dir] || !l.chartHolds(dir, declaresEngineObjects) {
+				continue
+			}
+			scanned[dir] = true
+			if l.engineCharts == nil {
+				l.engineCharts = map[string]bool{}
+			}
+			l.engineCharts[dir] = true
+			named := l.under(p, abs, dir)
+			run := l.renderHelm(dir, &HelmOverlay{ReleaseName: "release-name", Namespace: "default"})
+			if run.err != nil {
+				ds = append(ds, diag.Diagnostic{Code: CodeHelmRenderFailed, Severity: diag.Warning,
+					Pos:     diag.Pos{File: l.under(p, abs, c), Line: 1, Column: 1},
+					Message: "this Helm chart's templates declare GitOps engine objects, but Helm cannot render it with its default values (" + run.message() + "); the deploy units they would declare are not read"})
+				continue
+			}
+			for _, rf := range run.files {
+				if bytes.Contains(rf.data, []byte(fluxGroup)) || bytes.Contains(rf.data, []byte(argoGroup)) {
+					docs, _ := Parse(l.under(named, dir, rf.abs), rf.data)
+					take(rf.abs, docs)
 				}
 			}
 		}
@@ -245,6 +276,10 @@ type engineJob struct {
 	build bool
 	bo    kustbuild.Options
 	run   kustomizeRun
+	// helm is what rendering a chart gave, and with says whose values
+	// rendered it.
+	helm helmRun
+	with string
 }
 
 // unitName is how a unit's path is reported: relative to the working
@@ -265,9 +300,12 @@ func (l *loader) buildEngineUnits() {
 	jobs := make([]engineJob, len(l.engine))
 	var builds []int
 	for i, u := range l.engine {
-		if u.Flux != nil {
+		switch {
+		case u.Flux != nil:
 			jobs[i] = l.prepareFlux(u)
-		} else {
+		case u.Helm != nil:
+			jobs[i] = l.prepareHelm(u, "Argo CD Application "+strings.TrimPrefix(u.Name, "argocd:"))
+		default:
 			jobs[i] = l.prepareArgo(u)
 		}
 		if jobs[i].build {
@@ -276,6 +314,10 @@ func (l *loader) buildEngineUnits() {
 	}
 	run := func(k int) {
 		j := &jobs[builds[k]]
+		if j.u.Helm != nil {
+			j.helm = l.renderHelm(j.u.Root, j.u.Helm)
+			return
+		}
 		m, read, err := kustomize(l.fsys, j.u.Root, j.bo)
 		if err == nil && j.u.Flux != nil {
 			err = l.substitute(j.u, m)
@@ -287,6 +329,11 @@ func (l *loader) buildEngineUnits() {
 		j := &jobs[i]
 		if !j.build {
 			l.diags = append(l.diags, j.note)
+			continue
+		}
+		if j.u.Helm != nil {
+			l.takeHelm(j.u, j.named, &j.helm, j.with)
+			j.helm = helmRun{}
 			continue
 		}
 		l.buildKustomizationFrom(j.u, j.named, j.u.Root, true, &j.run)

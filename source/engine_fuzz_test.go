@@ -3,6 +3,7 @@ package source
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -18,6 +19,7 @@ func FuzzEngineUnits(f *testing.F) {
 		"apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: a}\nspec:\n  source: {path: app, kustomize: {namePrefix: p-, images: ['a=b:1'], patches: [{patch: x}]}}\n  destination: {name: d, namespace: n}\n",
 		"apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: a}\nspec:\n  sources: [{path: app, directory: {recurse: true, include: '{*.yaml,*.json}'}}, {ref: values}]\n",
 		"apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: a}\nspec:\n  goTemplate: true\n  generators: [{git: {directories: [{path: '**'}, {path: app, exclude: true}]}}, {list: {}}]\n  template: {metadata: {name: '{{.path.basename}}'}, spec: {source: {path: '{{.path.path}}'}}}\n",
+		"apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: a}\nspec:\n  sources: [{path: chart, helm: {releaseName: r, valueFiles: [v.yaml, $values/values.json, ../../x], values: 'a: b', parameters: [{name: 'x[0].y', value: z, forceString: true}], fileParameters: [{name: f, path: ../values.json}], apiVersions: [a/v1], kubeVersion: '1.30'}}, {ref: values}]\n",
 		"apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: a}\nspec:\n  generators: [{git: {files: [{path: '*.json'}]}}]\n  template: {metadata: {name: '{{name}}'}, spec: {source: {path: '{{path}}'}}}\n",
 	}
 	for _, s := range seeds {
@@ -30,6 +32,9 @@ func FuzzEngineUnits(f *testing.F) {
 			"app/kustomization.yaml": "resources: [c.yaml]\n",
 			"app/c.yaml":             "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: c}\nspec: {hosts: [a.example.com]}\n",
 			"values.json":            `{"name": "x", "path": "app"}`,
+			"chart/Chart.yaml":       "apiVersion: v2\nname: c\nversion: 0.1.0\n",
+			"chart/v.yaml":           "name: c\n",
+			"chart/templates/c.yaml": "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: {{ .Values.name }}}\nspec: {hosts: [a.example.com]}\n",
 		}
 		for name, body := range files {
 			p := filepath.Join(dir, name)
@@ -44,6 +49,42 @@ func FuzzEngineUnits(f *testing.F) {
 		for _, d := range docs {
 			if u := d.Unit(); u.Root != "" && !within(dir, u.Root) {
 				t.Fatalf("unit %s builds %s, outside the tree", u.Name, u.Root)
+			}
+		}
+	})
+}
+
+// FuzzHelmChart: whatever a chart's template and values hold, Load
+// renders it or says why not, without a panic or a hang, and no
+// diagnostic quotes a value the chart was given.
+func FuzzHelmChart(f *testing.F) {
+	f.Add([]byte("{{ .Values.token }}"), []byte("token: x\n"))
+	f.Add([]byte("{{ fail .Values.token }}"), []byte("token: [a, b]\n"))
+	f.Add([]byte("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData: {t: {{ .Values.token | quote }}}\n"), []byte("token: {a: 1}\n"))
+	f.Add([]byte("{{ range until 5 }}---\n{{ end }}{{ tpl .Values.token . }}"), []byte("token: '{{ .Release.Name }}'\n"))
+	f.Add([]byte("{{ include \"x\" . }}{{ define \"x\" }}{{ template \"x\" . }}{{ end }}"), []byte(""))
+	const canary = "CANARYfuzzCANARY"
+	f.Fuzz(func(t *testing.T, tmpl, values []byte) {
+		dir := t.TempDir()
+		files := map[string][]byte{
+			"c/Chart.yaml":          []byte("apiVersion: v2\nname: c\nversion: 0.1.0\n"),
+			"c/values.yaml":         append(append([]byte{}, values...), "\ncanary: "+canary+"\n"...),
+			"c/templates/conn.yaml": []byte("apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: c}\nspec: {hosts: [a.example.com]}\n"),
+			"c/templates/t.yaml":    tmpl,
+		}
+		for name, body := range files {
+			p := filepath.Join(dir, name)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, body, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, ds, _ := Load([]string{"."}, Options{Dir: dir})
+		for _, d := range ds {
+			if strings.Contains(d.Message, canary) {
+				t.Fatalf("a diagnostic quotes a value: %s", d.Message)
 			}
 		}
 	})

@@ -151,6 +151,9 @@ type loader struct {
 	// engine are the units GitOps engines' objects declare (flux.go,
 	// argocd.go).
 	engine []*Unit
+	// engineCharts are the Helm charts rendered for the engine objects
+	// their templates declare (engineUnits).
+	engineCharts map[string]bool
 	// repoObjs are the ConfigMaps and Secrets Flux substitution reads,
 	// by repository root (flux.go).
 	repoObjs map[string]*repoObjects
@@ -280,13 +283,10 @@ func (l *loader) loadPath(p string) {
 		}
 		return
 	}
-	if chart := helmChartFile(l.fsys, abs); chart != "" {
-		l.diags = append(l.diags, diag.Diagnostic{
-			Code:     CodeInputInvalid,
-			Severity: diag.Error,
-			Pos:      diag.Pos{File: l.display(filepath.Join(p, filepath.Base(chart)), chart), Line: 1, Column: 1},
-			Message:  "this directory is a Helm chart: keyhole does not render Helm templates, so it cannot check them; check what the chart deploys with helm template ... | keyhole check -",
-		})
+	if helmChartFile(l.fsys, abs) != "" {
+		if coveredBy(l.engine, abs) == nil {
+			l.walkedChart(l.display(p, abs), abs, false)
+		}
 		return
 	}
 	w, ok := l.walks[abs]
@@ -346,8 +346,9 @@ func (l *loader) loadPath(p string) {
 		}
 	}
 	for _, c := range w.charts {
-		l.diags = append(l.diags, skipped(diag.Pos{File: l.under(p, abs, c), Line: 1, Column: 1},
-			"Helm chart: keyhole does not render Helm templates, so the chart's directory is skipped as a whole (to check what it deploys: helm template ... | keyhole check -)"))
+		if dir := filepath.Dir(c); coveredBy(l.engine, dir) == nil {
+			l.walkedChart(l.under(p, abs, dir), dir, true)
+		}
 	}
 	for _, e := range w.broken {
 		// Nothing can be read from it, so only its name can make it

@@ -45,7 +45,7 @@ func Rules() []diag.Rule {
 		{
 			Code:     CodeInputSkipped,
 			Severity: diag.Info,
-			Purpose:  "Something a walk found is not keyhole's business and is skipped: a document with neither apiVersion nor kind (package.json, docker-compose.yml); a file that cannot be read as objects and names none of keyhole's kinds (templated YAML, a JSON array, a docs snippet); a Helm chart's directory, said once; a kustomization that does not build and holds no keyhole object; a Secret no Connection reads, whose own findings are then not reported; a file the .gitignore files ignore that names keyhole's kinds or declares a Secret, which git, and so CI and the cluster, do not hold.",
+			Purpose:  "Something a walk found is not keyhole's business and is skipped: a document with neither apiVersion nor kind (package.json, docker-compose.yml); a file that cannot be read as objects and names none of keyhole's kinds (templated YAML, a JSON array, a docs snippet); a Helm chart none of whose files names keyhole's kinds or declares a Secret, said once; a kustomization that does not build and holds no keyhole object; a Secret no Connection reads, whose own findings are then not reported; a file the .gitignore files ignore that names keyhole's kinds or declares a Secret, which git, and so CI and the cluster, do not hold.",
 			Help:     "Nothing to fix. Name the file or directory explicitly to have it checked; exclude it (keyhole.yaml's exclude, --exclude) to have it not read at all.",
 		},
 		{
@@ -53,6 +53,18 @@ func Rules() []diag.Rule {
 			Severity: diag.Warning,
 			Purpose:  "A file names keyhole's kinds and lies under the path of a GitOps engine's deploy unit (a Flux Kustomization's spec.path) whose kustomization does not list it: the engine never applies it, so keyhole does not check it as deployed.",
 			Help:     "List the file in the kustomization of that path (resources), or move it out of the path if it is not meant to be deployed.",
+		},
+		{
+			Code:     CodeHelmRenderFailed,
+			Severity: diag.Error,
+			Purpose:  "A Helm chart keyhole renders (an Argo CD Application's Helm source, or a chart holding keyhole's objects that a walk found) does not render as helm template renders it: a template error, a fail or required, values its schema refuses, output that is not objects, a file linked out of the repository, or rendering that takes over a minute. Nothing of the chart is checked.",
+			Help:     "Run helm template on the chart with the same values to see the error, and fix the template or the values; the message names the template and line.",
+		},
+		{
+			Code:     CodeHelmDependencyMissing,
+			Severity: diag.Warning,
+			Purpose:  "A Helm chart's Chart.yaml lists a dependency its charts/ directory does not hold. The engine fetches it; keyhole fetches nothing, so it renders the chart without it and checks nothing the dependency would deploy.",
+			Help:     "Run helm dependency build and commit charts/ to have the dependency checked too.",
 		},
 		{
 			Code:     CodeYAMLAliasLimit,

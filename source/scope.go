@@ -294,6 +294,13 @@ func (l *loader) mayHoldConnections(paths []string) (found bool, refs refText) {
 			return false
 		})
 	}
+	// A Helm chart's templates can write any name from its values: one
+	// that names keyhole's kinds makes every Secret a candidate.
+	chart := func(dir string) {
+		if l.chartNamesKeyhole(dir) {
+			found, refs.all = true, true
+		}
+	}
 	for _, p := range paths {
 		if p == "-" {
 			found, refs.all = true, true
@@ -312,6 +319,7 @@ func (l *loader) mayHoldConnections(paths []string) (found bool, refs refText) {
 		case kustomizationFile(l.fsys, abs) != "":
 			kustomization(abs)
 		case helmChartFile(l.fsys, abs) != "":
+			chart(abs)
 		default:
 			w := walk(l.fsys, abs, &l.paths)
 			l.walks[abs] = w
@@ -321,6 +329,9 @@ func (l *loader) mayHoldConnections(paths []string) (found bool, refs refText) {
 				} else {
 					file(f)
 				}
+			}
+			for _, c := range w.charts {
+				chart(filepath.Dir(c))
 			}
 		}
 	}

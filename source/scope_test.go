@@ -14,7 +14,8 @@ import (
 func TestScope(t *testing.T) {
 	const cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"
 	tree := map[string]string{
-		// A Helm chart: skipped whole, said once, at its Chart.yaml.
+		// A Helm chart whose templates name a Connection: rendered, and
+		// its broken template is an error at its Chart.yaml.
 		"charts/web/Chart.yaml":                "apiVersion: v2\nname: web\nversion: 1.0.0\n",
 		"charts/web/values.yaml":               "replicas: 1\n",
 		"charts/web/templates/deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ include \"web.fullname\" . }}\n{{- if .Values.x }}\n",
@@ -64,7 +65,7 @@ func TestScope(t *testing.T) {
 			"agents/broken.yaml:3:1":          "error YAMLInvalid",
 			"agents/nokind.yaml:1:1":          "error KindMissing",
 			"agents/template.yaml:8:1":        "error YAMLInvalid",
-			"charts/web/Chart.yaml:1:1":       "info InputSkipped",
+			"charts/web/Chart.yaml:1:1":       "error HelmRenderFailed",
 			"docs/helm-values.yaml:1:1":       "info InputSkipped",
 			"docs/snippet.yaml:1:1":           "info InputSkipped",
 			"legacy/kustomization.yaml:1:1":   "info InputSkipped",
@@ -103,7 +104,7 @@ func TestScope(t *testing.T) {
 
 	// Named explicitly, the same files are errors: the user asked for them.
 	named := map[string]string{
-		"charts/web":          "error InputInvalid",
+		"charts/web":          "error HelmRenderFailed",
 		"docs/snippet.yaml":   "error YAMLInvalid",
 		"testdata/array.json": "error InputInvalid",
 		"site/config.yaml":    "error YAMLInvalid",

@@ -172,6 +172,24 @@ func TestTreeLoadsAsDisk(t *testing.T) {
 		return "---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: " + name + ", namespace: flux-system}\n" +
 			"spec:\n  path: " + path + "\n  sourceRef: {kind: GitRepository, name: flux-system}\n" + extra
 	}
+	cases["helm: a walked chart with a vendored subchart, and an Argo CD Application's chart with value files"] = tc{
+		files: map[string]string{
+			"charts/agents/Chart.yaml":                   "apiVersion: v2\nname: agents\nversion: 0.1.0\n",
+			"charts/agents/values.yaml":                  "name: walked\n",
+			"charts/agents/.helmignore":                  "ignored.yaml\n",
+			"charts/agents/templates/conn.yaml":          "{{- if .Values.name }}\n" + conn("{{ .Values.name }}") + "{{- end }}\n",
+			"charts/agents/templates/ignored.yaml":       "{{ broken\n",
+			"charts/agents/charts/sub/Chart.yaml":        "apiVersion: v2\nname: sub\nversion: 0.1.0\n",
+			"charts/agents/charts/sub/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: {{ .Release.Name }}-sub}\n",
+			"deploy/Chart.yaml":                          "apiVersion: v2\nname: deploy\nversion: 0.1.0\n",
+			"deploy/values.yaml":                         "name: default\n",
+			"deploy/values-prod.yaml":                    "name: prod\n",
+			"deploy/templates/conn.yaml":                 conn("{{ .Values.name }}-{{ .Release.Namespace }}"),
+			"argocd/app.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: deploy, namespace: argocd}\n" +
+				"spec:\n  destination: {namespace: agents}\n  source:\n    path: deploy\n    helm: {valueFiles: [values-prod.yaml]}\n",
+		},
+		paths: []string{"."},
+	}
 	cases["flux: a generated kustomization, a kustomization.yml, components that may be missing, inside the path or not"] = tc{
 		files: map[string]string{
 			"flux/ks.yaml": ks("gen", "./apps/gen", "") + ks("yml", "./apps/yml", "  targetNamespace: yml\n") +

@@ -66,6 +66,9 @@ type Unit struct {
 	// Argo is the overlay Argo CD's repo server applies, for an Argo CD
 	// unit.
 	Argo *ArgoOverlay
+	// Helm, when set, says Root is a Helm chart and how it is rendered
+	// (an Argo CD Application's Helm source, or a chart a walk found).
+	Helm *HelmOverlay
 
 	// declFile is the file declaring the unit (absolute, OS form).
 	declFile string

@@ -112,7 +112,7 @@ func TestCorpusSeeded(t *testing.T) {
 		"argocd: a binding to a Connection that is not there": {
 			repo: "argocd-apps", file: "agents/base/agentruntime.yaml",
 			old: "connection: github-acme", new: "connection: github-acm",
-			want: `agents/base/agentruntime.yaml:13:21: error BindingConnectionMissing: Connection agents-dev/github-acm is not in the input; did you mean "github-acme"? (in 2 deploy units: agents/overlays/dev, agents/overlays/prod; as agents/overlays/dev builds it)`,
+			want: `agents/base/agentruntime.yaml:13:21: error BindingConnectionMissing: Connection agents-dev/github-acm is not in the input; did you mean "github-acme"? (in 2 deploy units: argocd:argocd/example.agents-dev, argocd:argocd/example.agents-prod; as argocd:argocd/example.agents-dev builds it)`,
 		},
 		"helm repo: a placeholder variable that is not a variable name": {
 			repo: "helm-charts", file: "deploy/base/connection.yaml",

@@ -1,0 +1,369 @@
+package source
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/diag"
+)
+
+// helmConn is a Connection template whose name, namespace and Secret
+// come from the chart's values and release, as a team's chart writes it.
+const helmConn = `apiVersion: omnia.altairalabs.ai/v1alpha1
+kind: Connection
+metadata:
+  name: {{ .Values.name }}
+  namespace: {{ .Release.Namespace }}
+  labels: {release: {{ .Release.Name }}, tier: {{ .Values.tier | quote }}}
+spec:
+  hosts: [api.github.com]
+  credential: {kind: secret, secretRef: {name: {{ .Values.secret }}}}
+  placement:
+    inject:
+      - header: Authorization
+        value: "Bearer {{ "{{ .token }}" }}"
+`
+
+const helmChart = "apiVersion: v2\nname: agents\nversion: 0.1.0\n"
+
+// nodeText is d as YAML.
+func nodeText(t *testing.T, d *Document) string {
+	t.Helper()
+	out, err := yaml.Marshal(d.Node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+func helmObjects(t *testing.T, docs []*Document) map[string]*Document {
+	t.Helper()
+	out := map[string]*Document{}
+	for _, d := range docs {
+		o := d.Object()
+		out[o.Kind+" "+o.Namespace+"/"+o.Name] = d
+	}
+	return out
+}
+
+// A chart a walk finds, which no engine object deploys, is rendered with
+// its default values as helm template renders it, as one deploy unit.
+func TestHelmWalkedChart(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"charts/agents/Chart.yaml":                   helmChart,
+		"charts/agents/values.yaml":                  "name: github\nsecret: gh-token\ntier: 1\n",
+		"charts/agents/templates/connection.yaml":    helmConn,
+		"charts/agents/templates/_helpers.tpl":       "{{ define \"x\" }}y{{ end }}\n",
+		"charts/agents/templates/NOTES.txt":          "Installed {{ .Release.Name }}.\n",
+		"charts/agents/charts/sub/Chart.yaml":        "apiVersion: v2\nname: sub\nversion: 0.1.0\n",
+		"charts/agents/charts/sub/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: {{ .Release.Name }}-sub}\n",
+		"charts/agents/crds/crd.yaml":                "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: things.example.com}\n",
+		"charts/web/Chart.yaml":                      "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		"charts/web/templates/cm.yaml":               "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: {{ .Values.missing.field }}}\n",
+	})
+	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := helmObjects(t, docs)
+	c := objs["Connection default/github"]
+	if c == nil {
+		t.Fatalf("the chart's Connection was not rendered: %q", docIDs(docs))
+	}
+	if c.File != "charts/agents/templates/connection.yaml" {
+		t.Errorf("Connection reported in %s", c.File)
+	}
+	if u := c.Unit(); u.Name != "charts/agents" || u.Source != UnitHelm || u.Helm == nil {
+		t.Errorf("unit %+v", u)
+	}
+	for _, want := range []string{"release: release-name", `tier: "1"`, "name: gh-token", "Bearer {{ .token }}"} {
+		if !strings.Contains(nodeText(t, c), want) {
+			t.Errorf("rendered Connection lacks %q:\n%s", want, nodeText(t, c))
+		}
+	}
+	if objs["ConfigMap /release-name-sub"] == nil || objs["CustomResourceDefinition /things.example.com"] == nil {
+		t.Errorf("subchart or CRD not rendered: %q", docIDs(docs))
+	}
+	if objs["ConfigMap /release-name-sub"].File != "charts/agents/charts/sub/templates/cm.yaml" {
+		t.Errorf("subchart object reported in %s", objs["ConfigMap /release-name-sub"].File)
+	}
+	// The other chart names nothing of keyhole's: said once, not rendered
+	// (its template would fail).
+	var skip bool
+	for _, d := range ds {
+		if d.Code == CodeInputSkipped && d.Pos.File == "charts/web/Chart.yaml" {
+			skip = true
+		} else if d.Severity.String() != "info" {
+			t.Errorf("unexpected %v", d)
+		}
+	}
+	if !skip {
+		t.Errorf("charts/web not said skipped: %v", ds)
+	}
+}
+
+// An Argo CD Application's Helm source is rendered with what its helm
+// options give, in helm template's order: the chart's values, then each
+// value file, then the inline values, then the parameters.
+func TestHelmArgoApplication(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"chart/Chart.yaml":              helmChart,
+		"chart/values.yaml":             "name: base\nsecret: base-token\ntier: base\n",
+		"chart/values-prod.yaml":        "name: prod\nsecret: prod-token\n",
+		"envs/prod/values.yaml":         "secret: env-token\n",
+		"chart/templates/conn.yaml":     helmConn,
+		"chart/templates/extra.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra, namespace: {{ .Release.Namespace }}}\ndata: {file: {{ .Values.file | quote }}}\n",
+		"chart/templates/test-pod.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: test\n  annotations: {helm.sh/hook: test}\n",
+		"chart/motd.txt":                "hello",
+		"argocd/app.yaml": `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: agents, namespace: argocd}
+spec:
+  destination: {server: https://kubernetes.default.svc, namespace: team-a}
+  sources:
+    - repoURL: https://git.example.com/repo.git
+      path: chart
+      helm:
+        releaseName: rel
+        skipTests: true
+        valueFiles: [values-prod.yaml, $values/envs/prod/values.yaml, missing.yaml]
+        ignoreMissingValueFiles: true
+        values: |
+          tier: inline
+        parameters:
+          - {name: name, value: from-param}
+          - {name: tier, value: "2", forceString: true}
+        fileParameters:
+          - {name: file, path: motd.txt}
+    - repoURL: https://git.example.com/repo.git
+      ref: values
+`,
+	})
+	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ds {
+		if d.Severity.String() != "info" {
+			t.Errorf("unexpected %v", d)
+		}
+	}
+	objs := helmObjects(t, docs)
+	c := objs["Connection team-a/from-param"]
+	if c == nil {
+		t.Fatalf("Connection not rendered with the Application's values: %q", docIDs(docs))
+	}
+	text := nodeText(t, c)
+	for _, want := range []string{"release: rel", `tier: "2"`, "name: env-token"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("rendered Connection lacks %q:\n%s", want, text)
+		}
+	}
+	if u := c.Unit(); u.Name != "argocd:argocd/agents#1" || u.Source != UnitArgoCD || u.Helm == nil {
+		t.Errorf("unit %+v", u)
+	}
+	if cm := objs["ConfigMap team-a/extra"]; cm == nil || !strings.Contains(nodeText(t, cm), "hello") {
+		t.Errorf("file parameter not applied: %q", docIDs(docs))
+	}
+	if objs["Pod /test"] != nil {
+		t.Error("a test hook was rendered though skipTests is set")
+	}
+	// The chart is the Application's: not rendered a second time as a
+	// walked chart with its defaults.
+	if objs["Connection default/base"] != nil {
+		t.Errorf("the chart was also rendered on its own: %q", docIDs(docs))
+	}
+}
+
+// What Argo CD would refuse in a Helm source is an error at the source.
+func TestHelmArgoRefused(t *testing.T) {
+	app := func(helm string) string {
+		return "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: a, namespace: argocd}\n" +
+			"spec:\n  destination: {namespace: x}\n  source:\n    path: chart\n    helm: " + helm + "\n"
+	}
+	for name, tc := range map[string]struct{ helm, want string }{
+		"missing value file": {"{valueFiles: [gone.yaml]}", "value file gone.yaml is not a file of this repository"},
+		"value file outside": {"{valueFiles: [../../../etc/passwd]}", "leaves the repository"},
+		"unknown ref":        {"{valueFiles: [$other/v.yaml]}", "names the source $other"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFiles(t, dir, map[string]string{
+				"chart/Chart.yaml":          helmChart,
+				"chart/values.yaml":         "name: a\nsecret: s\n",
+				"chart/templates/conn.yaml": helmConn,
+				"app.yaml":                  app(tc.helm),
+			})
+			_, ds, err := Load([]string{"."}, Options{Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.ContainsFunc(ds, func(d diag.Diagnostic) bool {
+				return d.Severity.String() == "error" && strings.Contains(d.Message, tc.want)
+			}) {
+				t.Errorf("no error saying %q: %v", tc.want, ds)
+			}
+		})
+	}
+}
+
+// A dependency Chart.yaml lists and charts/ lacks is fetched by the
+// engine and not by keyhole: the chart is rendered without it, and that
+// is a warning, never silence.
+func TestHelmMissingDependency(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"c/Chart.yaml":          helmChart + "dependencies:\n  - {name: redis, version: 1.0.0, repository: https://charts.example.com}\n",
+		"c/values.yaml":         "name: a\nsecret: s\n",
+		"c/templates/conn.yaml": helmConn,
+	})
+	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if helmObjects(t, docs)["Connection default/a"] == nil {
+		t.Errorf("the chart's own templates were not rendered: %q", docIDs(docs))
+	}
+	if len(ds) != 1 || ds[0].Code != CodeHelmDependencyMissing || ds[0].Severity.String() != "warning" || !strings.Contains(ds[0].Message, `"redis"`) {
+		t.Errorf("diagnostics %v", ds)
+	}
+}
+
+// A chart that names keyhole's kinds and does not render is an error,
+// and its message holds no value the chart was given: a render error
+// may quote one, and a Secret's value may come from one.
+func TestHelmRenderFailsWithoutValues(t *testing.T) {
+	const canary = "ghp_CANARYcanaryCANARYcanary0123456789"
+	for name, tmpl := range map[string]string{
+		"fail":       "{{ fail (printf \"bad token %s\" .Values.token) }}",
+		"schema":     "{{ .Values.token }}",
+		"yaml":       "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData:\n  token: {{ .Values.token }}\n  : {{ .Values.token }}\n",
+		"parse":      "{{ if .Values.token }}",
+		"conversion": "{{ .Values.token | int | required (printf \"%s\" .Values.token) }}",
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			files := map[string]string{
+				"c/Chart.yaml":          helmChart,
+				"c/values.yaml":         "token: " + canary + "\nname: a\nsecret: s\n",
+				"c/templates/conn.yaml": helmConn,
+				"c/templates/bad.yaml":  tmpl,
+			}
+			if name == "schema" {
+				files["c/values.schema.json"] = `{"type": "object", "properties": {"token": {"type": "string", "pattern": "^[0-9]+$"}}}`
+			}
+			writeFiles(t, dir, files)
+			docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(docs) != 0 || len(ds) != 1 || ds[0].Code != CodeHelmRenderFailed || ds[0].Pos.String() != "c/Chart.yaml:1:1" {
+				t.Fatalf("got %q, %v", docIDs(docs), ds)
+			}
+			if strings.Contains(ds[0].Message, canary) || strings.Contains(ds[0].Message, "CANARY") {
+				t.Errorf("the message quotes a value: %s", ds[0].Message)
+			}
+		})
+	}
+}
+
+// A chart's file that is a link out of the repository is never read.
+func TestHelmLinkOutside(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "secret.yaml")
+	if err := os.WriteFile(outside, []byte("token: x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"c/Chart.yaml":          helmChart,
+		"c/values.yaml":         "name: a\nsecret: s\n",
+		"c/templates/conn.yaml": helmConn,
+	})
+	if err := os.MkdirAll(filepath.Join(dir, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "c", "templates", "leak.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) != 0 || len(ds) != 1 || ds[0].Code != CodeHelmRenderFailed || !strings.Contains(ds[0].Message, "outside the repository") {
+		t.Errorf("got %q, %v", docIDs(docs), ds)
+	}
+}
+
+// A template that loops for as long as its values say ends in an error
+// after the bound, not in a hang.
+func TestHelmRenderBounded(t *testing.T) {
+	defer func(d time.Duration) { helmRenderTimeout = d }(helmRenderTimeout)
+	// A bound shorter than any rendering: the loop below takes
+	// milliseconds.
+	helmRenderTimeout = time.Nanosecond
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"c/Chart.yaml":          helmChart,
+		"c/values.yaml":         "name: a\nsecret: s\nn: 300\n",
+		"c/templates/conn.yaml": helmConn,
+		"c/templates/loop.yaml": "{{ range until (int .Values.n) }}{{ range until (int $.Values.n) }}{{ end }}{{ end }}",
+	})
+	_, ds, err := Load([]string{"."}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 1 || ds[0].Code != CodeHelmRenderFailed || !strings.Contains(ds[0].Message, "did not end within") {
+		t.Errorf("got %v", ds)
+	}
+}
+
+// An app of apps written as a Helm chart declares its Applications in
+// templates: rendered with its defaults, they are read as if written
+// out, and each makes its deploy unit.
+func TestHelmAppOfApps(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"apps/Chart.yaml":  "apiVersion: v2\nname: apps\nversion: 0.1.0\n",
+		"apps/values.yaml": "apps: [agents, web]\nprefix: team\n",
+		"apps/templates/apps.yaml": `{{- range .Values.apps }}
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: {{ $.Values.prefix }}-{{ . }}, namespace: argocd}
+spec:
+  destination: {namespace: {{ . }}}
+  source: {path: {{ . }}}
+{{- end }}
+`,
+		"agents/conn.yaml": connection,
+		"web/cm.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n",
+	})
+	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := helmObjects(t, docs)["Connection agents/github-acme"]
+	if c == nil {
+		t.Fatalf("the Application's path was not built: %q %v", docIDs(docs), ds)
+	}
+	if u := c.Unit(); u.Name != "argocd:argocd/team-agents" || u.Namespace != "agents" || u.Decl.File != "apps/templates/apps.yaml" {
+		t.Errorf("unit %+v", u)
+	}
+	var said bool
+	for _, d := range ds {
+		if d.Pos.File == "apps/Chart.yaml" && strings.Contains(d.Message, "rendered only for the GitOps engine objects") {
+			said = true
+		}
+	}
+	if !said {
+		t.Errorf("the chart is not said rendered for its Applications: %v", ds)
+	}
+}
