@@ -78,7 +78,8 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 				}
 			}
 		}
-		for _, f := range walkAll(l.fsys, abs, &l.paths) {
+		files, charts := walkAllCharts(l.fsys, abs, &l.paths)
+		for _, f := range files {
 			if scanned[f] {
 				continue
 			}
@@ -93,7 +94,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 		// An app of apps is often a Helm chart whose templates write the
 		// Applications: rendered as helm template renders it, with its
 		// defaults, what it declares is read as if written out.
-		for _, c := range walkCharts(l.fsys, abs, &l.paths) {
+		for _, c := range charts {
 			dir := filepath.Dir(c)
 			if scanned[dir] || !l.chartHolds(dir, declaresEngineObjects) {
 				continue
@@ -208,18 +209,26 @@ func (l *loader) sniff(abs string, marker []byte) []byte {
 // walkAll lists every input file under root, the files of kustomize
 // directories included (Flux objects stand in a cluster's kustomization).
 func walkAll(fsys fileSystem, root string, filter *pathFilter) []string {
+	files, _ := walkAllCharts(fsys, root, filter)
+	return files
+}
+
+// walkAllCharts is walkAll that also lists the Chart.yaml files of the
+// Helm charts found, which the walk does not descend into.
+func walkAllCharts(fsys fileSystem, root string, filter *pathFilter) (files, charts []string) {
 	w := walk(fsys, root, filter)
-	var out []string
+	charts = w.charts
 	for _, f := range w.files {
 		if fi, err := fsys.Stat(f); err == nil && fi.IsDir() {
-			out = append(out, walkAll(fsys, f, filter)...)
+			fs, cs := walkAllCharts(fsys, f, filter)
+			files, charts = append(files, fs...), append(charts, cs...)
 			continue
 		}
-		out = append(out, f)
+		files = append(files, f)
 	}
 	// A kustomize directory's own walk skips nothing a walk of it would
 	// not; its kustomization file is configuration, not objects.
-	return out
+	return files, charts
 }
 
 // coveredBy returns the Flux unit whose path holds abs, the deepest one,

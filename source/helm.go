@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -114,7 +115,7 @@ func (l *loader) renderHelm(dir string, o *HelmOverlay) helmRun {
 	}
 	run.missing = dropMissingDependencies(ch)
 	vals, err := l.helmValues(o, run.read)
-	run.values = valueStrings(ch, vals)
+	run.values = secretCandidates(ch, valueStrings(ch, vals))
 	if err != nil {
 		run.err = err
 		return run
@@ -499,6 +500,26 @@ func quoteList(names []string) string {
 	return strings.Join(q[:len(q)-1], ", ") + " and " + q[len(q)-1]
 }
 
+// secretCandidates is values less those a template of ch (or of its
+// subcharts) writes out itself: those are the chart's own text, and
+// taking them out of messages too would leave messages unreadable
+// (a value "prometheus" in a chart named kube-prometheus-stack).
+func secretCandidates(ch *chart.Chart, values []string) []string {
+	var text bytes.Buffer
+	var add func(c *chart.Chart)
+	add = func(c *chart.Chart) {
+		for _, t := range c.Templates {
+			text.Write(t.Data)
+			text.WriteByte(0)
+		}
+		for _, d := range c.Dependencies() {
+			add(d)
+		}
+	}
+	add(ch)
+	return slices.DeleteFunc(values, func(v string) bool { return bytes.Contains(text.Bytes(), []byte(v)) })
+}
+
 // valueStrings lists the string values of ch's values (its subcharts'
 // too) and of vals: a render error may quote any of them (a schema's
 // pattern, a failed conversion), and a Secret's value may come from one.
@@ -580,20 +601,16 @@ func (run *helmRun) message() string {
 }
 
 // declaresEngineObjects reports whether data may declare a Flux
-// Kustomization or an Argo CD Application.
+// Kustomization or an Argo CD Application or ApplicationSet: the group
+// and a kind field naming one (an annotation such as
+// argocd.argoproj.io/sync-wave names the group alone).
 func declaresEngineObjects(_ string, data []byte) bool {
-	return bytes.Contains(data, []byte(fluxGroup)) || bytes.Contains(data, []byte(argoGroup))
+	return (bytes.Contains(data, []byte(fluxGroup)) || bytes.Contains(data, []byte(argoGroup))) &&
+		kindField(data, engineKind, engineKindNames)
 }
 
-// walkCharts lists the Chart.yaml files of the charts under root, those
-// inside kustomize directories too (as walkAll lists their files).
-func walkCharts(fsys fileSystem, root string, filter *pathFilter) []string {
-	w := walk(fsys, root, filter)
-	out := w.charts
-	for _, f := range w.files {
-		if fi, err := fsys.Stat(f); err == nil && fi.IsDir() {
-			out = append(out, walkCharts(fsys, f, filter)...)
-		}
-	}
-	return out
-}
+// engineKind matches a kind field naming an engine object's kind.
+var engineKind = regexp.MustCompile(`(?m)(^|[{,\s])"?kind"?\s*:\s*["']?(Application|ApplicationSet|Kustomization)["']?\s*($|[,}#])`)
+
+// engineKindNames are the kinds engineKind matches.
+var engineKindNames = [][]byte{[]byte("Application"), []byte("Kustomization")}

@@ -367,3 +367,23 @@ spec:
 		t.Errorf("the chart is not said rendered for its Applications: %v", ds)
 	}
 }
+
+// A chart whose templates only annotate objects for Argo CD names the
+// group but declares no Application: it is not rendered to look for
+// them, and a render that would fail is not reported.
+func TestHelmAnnotationIsNoApplication(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"c/Chart.yaml":        "apiVersion: v2\nname: c\nversion: 0.1.0\n",
+		"c/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Values.sub.name }}\n  annotations: {argocd.argoproj.io/sync-wave: \"1\"}\n",
+	})
+	_, ds, err := Load([]string{"."}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ds {
+		if d.Code == CodeHelmRenderFailed {
+			t.Errorf("unexpected %v", d)
+		}
+	}
+}
