@@ -46,6 +46,7 @@ func unitsLine(sum Summary) string {
 		{"flux", "Flux Kustomization", "Flux Kustomizations"},
 		{"argocd", "Argo CD Application source", "Argo CD Application sources"},
 		{"kustomization", "kustomization root", "kustomization roots"},
+		{"helmrelease", "Flux HelmRelease", "Flux HelmReleases"},
 		{"helm", "Helm chart", "Helm charts"},
 	} {
 		if n := bySource[s.source]; n == 1 {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/internal/kustbuild"
 	"keyhole.dev/keyhole/internal/parallel"
@@ -45,6 +47,7 @@ type engineFound struct {
 func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 	var found []engineFound
 	var ds diag.List
+	var releases []pendingRelease
 	scanned := map[string]bool{}
 	for _, p := range paths {
 		if p == "-" {
@@ -68,6 +71,10 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 					founds = []engineFound{l.fluxUnit(d, cmp.Or(o.Namespace, l.listedNamespace(f, srcRoots[0])), srcRoots)}
 				case strings.HasPrefix(o.APIVersion, argoGroup) && (o.Kind == "Application" || o.Kind == "ApplicationSet"):
 					founds = l.argoUnits(d, srcRoots)
+				case strings.HasPrefix(o.APIVersion, helmReleaseGroup) && o.Kind == "HelmRelease":
+					// Read once every Flux Kustomization is known: the
+					// one applying it may set its namespace.
+					releases = append(releases, pendingRelease{d: d, file: f, srcRoots: srcRoots})
 				}
 				for _, ef := range founds {
 					if ef.unit != nil {
@@ -85,7 +92,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 			}
 			scanned[f] = true
 			data := l.sniff(f, nil)
-			if data == nil || !bytes.Contains(data, []byte(fluxGroup)) && !bytes.Contains(data, []byte(argoGroup)) {
+			if data == nil || !bytes.Contains(data, []byte(fluxGroup)) && !bytes.Contains(data, []byte(argoGroup)) && !bytes.Contains(data, []byte(helmReleaseGroup)) {
 				continue
 			}
 			docs, _ := Parse(l.under(p, abs, f), data)
@@ -120,6 +127,14 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 			}
 		}
 	}
+	for _, r := range releases {
+		ef := l.helmReleaseUnit(r.d, l.releaseNamespace(r, found), r.srcRoots)
+		if ef.unit != nil {
+			ef.unit.declFile = r.file
+			ef.declDir = filepath.ToSlash(relOrAbs(ef.srcRoot, filepath.Dir(r.file)))
+		}
+		found = append(found, ef)
+	}
 	// Names, made unique.
 	byName := map[string]int{}
 	for _, f := range found {
@@ -148,6 +163,21 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 		units = append(units, u)
 	}
 	fluxClusters(units)
+	// A HelmRelease deploys to the cluster of the Flux unit that
+	// applies it.
+	for _, u := range units {
+		if u.Source == UnitHelmRelease && u.Cluster == "" {
+			var by *Unit
+			for _, v := range units {
+				if v.Flux != nil && declaredUnder(u, v) && (by == nil || len(v.Root) > len(by.Root)) {
+					by = v
+				}
+			}
+			if by != nil {
+				u.Cluster = by.Cluster
+			}
+		}
+	}
 	return units, ds
 }
 
@@ -313,7 +343,7 @@ func (l *loader) buildEngineUnits() {
 		case u.Flux != nil:
 			jobs[i] = l.prepareFlux(u)
 		case u.Helm != nil:
-			jobs[i] = l.prepareHelm(u, "Argo CD Application "+strings.TrimPrefix(u.Name, "argocd:"))
+			jobs[i] = l.prepareHelm(u)
 		default:
 			jobs[i] = l.prepareArgo(u)
 		}
@@ -351,4 +381,31 @@ func (l *loader) buildEngineUnits() {
 		}
 		j.run = kustomizeRun{} // what it built is in l.docs now
 	}
+}
+
+// pendingRelease is a Flux HelmRelease found by engineUnits' scan, read
+// once the scan is over.
+type pendingRelease struct {
+	d        *Document
+	file     string
+	srcRoots []string
+}
+
+// releaseNamespace is the namespace the HelmRelease r is applied in: the
+// targetNamespace of the Flux Kustomization whose path holds it (the
+// deepest), which kustomize-controller writes over every namespace;
+// else its own, or the one its kustomization sets.
+func (l *loader) releaseNamespace(r pendingRelease, found []engineFound) string {
+	var by *Unit
+	for _, f := range found {
+		if u := f.unit; u != nil && u.Flux != nil && within(u.Root, r.file) && (by == nil || len(u.Root) > len(by.Root)) {
+			by = u
+		}
+	}
+	if by != nil {
+		if t, _, _ := unstructured.NestedString(by.Flux.Object.Object, "spec", "targetNamespace"); t != "" {
+			return t
+		}
+	}
+	return cmp.Or(r.d.Object().Namespace, l.listedNamespace(r.file, r.srcRoots[0]))
 }

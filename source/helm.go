@@ -65,6 +65,23 @@ type HelmOverlay struct {
 	SkipCRDs bool
 	// SkipTests leaves out the chart's test hooks.
 	SkipTests bool
+	// ChartValues, when not nil, replace the chart's values.yaml: the
+	// files merged in order (absolute, OS form), as a Flux HelmChart's
+	// valuesFiles do.
+	ChartValues []string
+	// From are values merged after the value files and before Values,
+	// in order (a Flux HelmRelease's valuesFrom).
+	From []HelmValuesFrom
+	// Without, when set, names what the engine would give the chart and
+	// keyhole does not (a Secret's values): said in a warning.
+	Without string
+}
+
+// HelmValuesFrom is one value source: YAML merged at the top, or a
+// single value set at TargetPath (Helm's dotted path).
+type HelmValuesFrom struct {
+	Value      string
+	TargetPath string
 }
 
 // helmRenderTimeout bounds one chart's rendering: a template can loop
@@ -114,6 +131,14 @@ func (l *loader) renderHelm(dir string, o *HelmOverlay) helmRun {
 		return run
 	}
 	run.missing = dropMissingDependencies(ch)
+	if o.ChartValues != nil {
+		cv, err := l.mergeValueFiles(o.ChartValues, run.read)
+		if err != nil {
+			run.err = err
+			return run
+		}
+		ch.Values = cv
+	}
 	vals, err := l.helmValues(o, run.read)
 	run.values = secretCandidates(ch, valueStrings(ch, vals))
 	if err != nil {
@@ -258,16 +283,20 @@ func dropMissingDependencies(ch *chart.Chart) []string {
 // each file over the last, then the inline values, then each --set.
 // The files it reads go into read.
 func (l *loader) helmValues(o *HelmOverlay, read map[string][]byte) (map[string]any, error) {
-	base := map[string]any{}
-	for _, f := range o.ValueFiles {
-		data, err := l.fsys.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("reading values file %s: %w", filepath.Base(f), pathless(err))
+	base, err := l.mergeValueFiles(o.ValueFiles, read)
+	if err != nil {
+		return nil, err
+	}
+	for i, f := range o.From {
+		if f.TargetPath != "" {
+			if err := strvals.ParseInto(f.TargetPath+"="+f.Value, base); err != nil {
+				return nil, fmt.Errorf("values source %d, at %s: %w", i+1, f.TargetPath, err)
+			}
+			continue
 		}
-		read[f] = data
 		var m map[string]any
-		if err := yaml.Unmarshal(data, &m); err != nil {
-			return nil, fmt.Errorf("values file %s: %w", filepath.Base(f), err)
+		if err := yaml.Unmarshal([]byte(f.Value), &m); err != nil {
+			return nil, fmt.Errorf("values source %d: %w", i+1, err)
 		}
 		base = chartloader.MergeMaps(base, m)
 	}
@@ -301,6 +330,25 @@ func (l *loader) helmValues(o *HelmOverlay, read map[string][]byte) (map[string]
 		if err != nil {
 			return nil, fmt.Errorf("file parameter %s: %w", paramName(s), err)
 		}
+	}
+	return base, nil
+}
+
+// mergeValueFiles merges the YAML files (absolute, OS form) in order,
+// each over the last; what it reads goes into read.
+func (l *loader) mergeValueFiles(files []string, read map[string][]byte) (map[string]any, error) {
+	base := map[string]any{}
+	for _, f := range files {
+		data, err := l.fsys.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("reading values file %s: %w", filepath.Base(f), pathless(err))
+		}
+		read[f] = data
+		var m map[string]any
+		if err := yaml.Unmarshal(data, &m); err != nil {
+			return nil, fmt.Errorf("values file %s: %w", filepath.Base(f), err)
+		}
+		base = chartloader.MergeMaps(base, m)
 	}
 	return base, nil
 }
@@ -432,6 +480,9 @@ const (
 	// CodeHelmDependencyMissing is reported when a chart's Chart.yaml
 	// lists a dependency its charts/ directory does not hold.
 	CodeHelmDependencyMissing = "HelmDependencyMissing"
+	// CodeHelmValuesUnread is reported when an engine gives a chart
+	// values keyhole does not read (a Secret's), or post-renders it.
+	CodeHelmValuesUnread = "HelmValuesUnread"
 )
 
 // takeHelm takes what rendering the chart of unit u gave (run), the
@@ -452,6 +503,14 @@ func (l *loader) takeHelm(u *Unit, named string, run *helmRun, with string) {
 			Pos:      chartPos,
 			Message: fmt.Sprintf("Chart.yaml lists %s, which charts/ does not hold: an engine fetches %s (helm dependency build) and keyhole fetches nothing, so the chart is rendered without %s and what %s would deploy is not checked; run helm dependency build and commit charts/ to have it checked",
 				quoteList(run.missing), them(run.missing), them(run.missing), them(run.missing)),
+		})
+	}
+	if u.Helm.Without != "" {
+		l.diags = append(l.diags, diag.Diagnostic{
+			Code:     CodeHelmValuesUnread,
+			Severity: diag.Warning,
+			Pos:      u.Decl,
+			Message:  "the chart is rendered without " + u.Helm.Without + ": what they would change is not checked",
 		})
 	}
 	if run.err != nil {
@@ -558,7 +617,11 @@ func valueStrings(ch *chart.Chart, vals map[string]any) []string {
 // prepareHelm readies the rendering of the chart of unit u, deployed by
 // what (an engine object, named for messages), or says why there is
 // nothing to render.
-func (l *loader) prepareHelm(u *Unit, what string) engineJob {
+func (l *loader) prepareHelm(u *Unit) engineJob {
+	what := "Argo CD Application " + strings.TrimPrefix(u.Name, "argocd:")
+	if u.Source == UnitHelmRelease {
+		what = "Flux HelmRelease " + strings.TrimPrefix(u.Name, "helmrelease:")
+	}
 	j := engineJob{u: u, named: l.unitName(u), with: "with the values " + what + " gives it"}
 	if !l.chartMatters(u.Root) {
 		j.note = skipped(u.Decl, what+" not rendered: nothing in its Helm chart names keyhole's kinds or declares a Secret")

@@ -387,3 +387,85 @@ func TestHelmAnnotationIsNoApplication(t *testing.T) {
 		}
 	}
 }
+
+// A Flux HelmRelease whose chart is a directory of the repository is
+// rendered as helm-controller renders it: valuesFiles in place of the
+// chart's values.yaml, then each valuesFrom the repository holds in the
+// clear, then spec.values; the release named [targetNamespace-]name, in
+// the namespace the Flux Kustomization applying it sets.
+func TestHelmRelease(t *testing.T) {
+	const hr = `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: agents, namespace: flux-system}
+spec:
+  targetNamespace: team-a
+  chart:
+    spec:
+      chart: ./charts/agents
+      sourceRef: {kind: GitRepository, name: flux-system, namespace: flux-system}
+      valuesFiles: [charts/agents/values.yaml, charts/agents/values-prod.yaml]
+  valuesFrom:
+    - {kind: ConfigMap, name: agent-values}
+    - {kind: ConfigMap, name: agent-values, valuesKey: tier, targetPath: tier}
+    - {kind: Secret, name: agent-secrets}
+    - {kind: Secret, name: optional-secrets, optional: true}
+  values:
+    name: from-spec
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: remote, namespace: flux-system}
+spec:
+  chart:
+    spec:
+      chart: podinfo
+      sourceRef: {kind: HelmRepository, name: podinfo}
+`
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"clusters/prod/flux-system/sync.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: flux-system, namespace: flux-system}\n" +
+			"spec:\n  path: ./clusters/prod\n  sourceRef: {kind: GitRepository, name: flux-system}\n",
+		"clusters/prod/apps.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps, namespace: flux-system}\n" +
+			"spec:\n  path: ./apps\n  targetNamespace: apps\n  sourceRef: {kind: GitRepository, name: flux-system}\n",
+		"apps/kustomization.yaml":         "resources: [helmrelease.yaml, values.yaml]\n",
+		"apps/helmrelease.yaml":           hr,
+		"apps/values.yaml":                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: agent-values, namespace: flux-system}\ndata:\n  values.yaml: |\n    secret: cm-token\n  tier: gold\n",
+		"charts/agents/Chart.yaml":        helmChart,
+		"charts/agents/values.yaml":       "name: base\nsecret: base-token\ntier: base\n",
+		"charts/agents/values-prod.yaml":  "name: prod\n",
+		"charts/agents/templates/c.yaml":  helmConn,
+		"charts/agents/templates/nm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: release, namespace: {{ .Release.Namespace }}}\ndata: {name: {{ .Release.Name }}}\n",
+	})
+	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := helmObjects(t, docs)
+	c := objs["Connection team-a/from-spec"]
+	if c == nil {
+		t.Fatalf("Connection not rendered with the HelmRelease's values: %q %v", docIDs(docs), ds)
+	}
+	text := nodeText(t, c)
+	for _, want := range []string{"release: team-a-agents", `tier: "gold"`, "name: cm-token"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("rendered Connection lacks %q:\n%s", want, text)
+		}
+	}
+	if u := c.Unit(); u.Name != "helmrelease:apps/agents" || u.Source != UnitHelmRelease || u.Cluster != "flux clusters/prod" {
+		t.Errorf("unit %+v", u)
+	}
+	var warned, skipped bool
+	for _, d := range ds {
+		switch {
+		case d.Code == CodeHelmValuesUnread && strings.Contains(d.Message, "Secret agent-secrets") && !strings.Contains(d.Message, "optional-secrets"):
+			warned = true
+		case d.Code == CodeInputSkipped && strings.Contains(d.Message, "HelmRelease apps/remote renders the chart podinfo of HelmRepository"):
+			skipped = true
+		case d.Severity.String() != "info":
+			t.Errorf("unexpected %v", d)
+		}
+	}
+	if !warned || !skipped {
+		t.Errorf("warned %v, skipped %v: %v", warned, skipped, ds)
+	}
+}

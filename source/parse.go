@@ -67,6 +67,12 @@ func Rules() []diag.Rule {
 			Help:     "Run helm dependency build and commit charts/ to have the dependency checked too.",
 		},
 		{
+			Code:     CodeHelmValuesUnread,
+			Severity: diag.Warning,
+			Purpose:  "A Flux HelmRelease gives its chart values keyhole does not read (a valuesFrom Secret, whose values keyhole never reads, or a ConfigMap the repository does not hold), or post-renders it: keyhole renders the chart without them, so what they would change is not checked.",
+			Help:     "Keep the values that shape keyhole's objects in spec.values, a values file or a ConfigMap in the repository; mark a source that may be absent optional.",
+		},
+		{
 			Code:     CodeYAMLAliasLimit,
 			Severity: diag.Error,
 			Purpose:  "A document's aliases expand to too many nodes (a \"billion laughs\" document).",
