@@ -140,7 +140,7 @@ func (l *loader) renderHelm(dir string, o *HelmOverlay) helmRun {
 		ch.Values = cv
 	}
 	vals, err := l.helmValues(o, run.read)
-	run.values = secretCandidates(ch, valueStrings(ch, vals))
+	run.values = secretCandidates(ch, append(valueStrings(ch, vals), o.givenStrings()...))
 	if err != nil {
 		run.err = err
 		return run
@@ -557,6 +557,31 @@ func quoteList(names []string) string {
 		return q[0]
 	}
 	return strings.Join(q[:len(q)-1], ", ") + " and " + q[len(q)-1]
+}
+
+// givenStrings are the values o gives a chart as it gives them, for a
+// message about values that did not merge: each parameter's value, and
+// the string values (or, when they are not YAML, the lines) of inline
+// values and value sources.
+func (o *HelmOverlay) givenStrings() []string {
+	var out []string
+	for _, kv := range slices.Concat(o.Set, o.SetString) {
+		_, v, _ := strings.Cut(kv, "=")
+		out = append(out, v)
+	}
+	texts := []string{string(o.Values)}
+	for _, f := range o.From {
+		texts = append(texts, f.Value)
+	}
+	for _, t := range texts {
+		var m map[string]any
+		if yaml.Unmarshal([]byte(t), &m) == nil {
+			out = append(out, valueStrings(nil, m)...)
+		} else {
+			out = append(out, strings.Split(t, "\n")...)
+		}
+	}
+	return out
 }
 
 // secretCandidates is values less those a template of ch (or of its

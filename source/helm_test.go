@@ -469,3 +469,29 @@ spec:
 		t.Errorf("warned %v, skipped %v: %v", warned, skipped, ds)
 	}
 }
+
+// A parameter or inline value that does not merge is not quoted in the
+// message that says so.
+func TestHelmBadParameterNotQuoted(t *testing.T) {
+	const canary = "ghp_CANARYparamCANARYparam0123456789"
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"chart/Chart.yaml":          helmChart,
+		"chart/values.yaml":         "name: a\nsecret: s\n",
+		"chart/templates/conn.yaml": helmConn,
+		"app.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: a, namespace: argocd}\n" +
+			"spec:\n  destination: {namespace: x}\n  source:\n    path: chart\n    helm:\n      parameters: [{name: 'a[x]', value: " + canary + "}]\n",
+	})
+	_, ds, err := Load([]string{"."}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) == 0 {
+		t.Fatal("no diagnostic for a parameter that does not parse")
+	}
+	for _, d := range ds {
+		if strings.Contains(d.Message, canary) {
+			t.Errorf("a message quotes the parameter's value: %s", d.Message)
+		}
+	}
+}
