@@ -210,9 +210,17 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 	}
 	res.Body.Close() // fills res.Trailer
 	f.filterHeader(out, res.Trailer, sc, "trailer")
-	if len(res.Trailer) > 0 {
+	switch {
+	case len(res.Trailer) > 0:
 		// Force chunking, so net/http neither computes a Content-Length
 		// for a short body nor drops the trailers.
+		rc.Flush()
+	case !stream && h.Get("Content-Length") != "":
+		// The whole response is written: send it now, in the one write
+		// the server would make once the handler returns, so the
+		// sandbox does not wait for the request's log line and metrics.
+		// Only where the length is announced: a flush without it would
+		// make the server chunk the body.
 		rc.Flush()
 	}
 	for k, vv := range res.Trailer {

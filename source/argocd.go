@@ -108,13 +108,9 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 		var helm *HelmOverlay
 		switch {
 		case helmChartFile(l.fsys, root) != "":
-			var err string
-			if helm, err = l.argoHelm(src, sources, name, stringField(dest, "namespace"), root, srcRoot); err != "" {
-				out = append(out, engineFound{pos: pos, err: what + ": " + err})
-				continue
-			}
+			helm = l.argoHelm(src, sources, name, stringField(dest, "namespace"), root, srcRoot)
 		case Lookup(src, "helm") != nil:
-			out = append(out, engineFound{pos: pos, err: what + " renders " + rel + " with Helm, but it holds no Chart.yaml: Argo CD cannot render it"})
+			out = append(out, engineFound{pos: pos, helm: true, err: what + " renders " + rel + " with Helm, but it holds no Chart.yaml: Argo CD cannot render it"})
 			continue
 		case chartAbove(l.fsys, root, srcRoot):
 			out = append(out, engineFound{pos: pos, skip: what + " builds " + rel + ", a directory inside a Helm chart, whose templates are not YAML until Helm renders them; skipped"})
@@ -603,9 +599,11 @@ func strNode(v string) *yaml.Node {
 // Application's source src (one of sources), named app, deploying to
 // namespace: helm template with the release name, namespace, value files
 // (relative to the chart, or $ref/ to another source's repository),
-// values, parameters and versions its helm options give. It returns why
-// the repo server would refuse them instead, when it would.
-func (l *loader) argoHelm(src *yaml.Node, sources []*yaml.Node, app, namespace, root, srcRoot string) (*HelmOverlay, string) {
+// values, parameters and versions its helm options give. What the repo
+// server would refuse (a value file that is not there) is said when the
+// chart is rendered, which it is only when it holds something of
+// keyhole's.
+func (l *loader) argoHelm(src *yaml.Node, sources []*yaml.Node, app, namespace, root, srcRoot string) *HelmOverlay {
 	h := Lookup(src, "helm")
 	o := &HelmOverlay{
 		ReleaseName: cmp.Or(stringField(h, "releaseName"), app),
@@ -620,28 +618,38 @@ func (l *loader) argoHelm(src *yaml.Node, sources []*yaml.Node, app, namespace, 
 		}
 	}
 	ignoreMissing := boolField(h, "ignoreMissingValueFiles")
-	if vfs := Lookup(h, "valueFiles"); vfs != nil && vfs.Kind == yaml.SequenceNode {
-		for _, v := range vfs.Content {
-			f := v.Value
-			base := root
-			if ref, rest, ok := strings.Cut(f, "/"); ok && strings.HasPrefix(ref, "$") {
-				if !slices.ContainsFunc(sources, func(s *yaml.Node) bool { return stringField(s, "ref") == ref[1:] }) {
-					return nil, fmt.Sprintf("value file %s names the source %s, which the Application does not have", f, ref)
-				}
-				base, f = srcRoot, rest
-			}
-			abs := filepath.Join(base, filepath.FromSlash(f))
-			if !within(srcRoot, abs) {
-				return nil, fmt.Sprintf("value file %s leaves the repository, which Argo CD refuses", v.Value)
-			}
-			if fi, err := l.fsys.Stat(abs); err != nil || !fi.Mode().IsRegular() {
-				if ignoreMissing {
-					continue
-				}
-				return nil, fmt.Sprintf("value file %s is not a file of this repository", v.Value)
-			}
-			o.ValueFiles = append(o.ValueFiles, abs)
+	var unread []string
+	for _, v := range stringList(Lookup(h, "valueFiles")) {
+		f := v
+		if strings.Contains(f, "://") {
+			// Fetched, or decrypted by a plugin (helm-secrets'
+			// secrets://): keyhole reads neither.
+			unread = append(unread, f)
+			continue
 		}
+		base := root
+		if ref, rest, ok := strings.Cut(f, "/"); ok && strings.HasPrefix(ref, "$") {
+			if !slices.ContainsFunc(sources, func(s *yaml.Node) bool { return stringField(s, "ref") == ref[1:] }) {
+				o.Invalid = cmp.Or(o.Invalid, fmt.Sprintf("value file %s names the source %s, which the Application does not have", v, ref))
+				continue
+			}
+			base, f = srcRoot, rest
+		}
+		abs := filepath.Join(base, filepath.FromSlash(f))
+		if !within(srcRoot, abs) {
+			o.Invalid = cmp.Or(o.Invalid, fmt.Sprintf("value file %s leaves the repository, which Argo CD refuses", v))
+			continue
+		}
+		if fi, err := l.fsys.Stat(abs); err != nil || !fi.Mode().IsRegular() {
+			if !ignoreMissing {
+				o.Invalid = cmp.Or(o.Invalid, fmt.Sprintf("value file %s is not a file of this repository", v))
+			}
+			continue
+		}
+		o.ValueFiles = append(o.ValueFiles, abs)
+	}
+	if len(unread) > 0 {
+		o.Without = "its value files " + strings.Join(unread, ", ") + ", which Helm fetches or a plugin decrypts (keyhole does neither)"
 	}
 	if vo := Lookup(h, "valuesObject"); vo != nil && vo.Kind == yaml.MappingNode {
 		o.Values, _ = yaml.Marshal(vo)
@@ -664,10 +672,11 @@ func (l *loader) argoHelm(src *yaml.Node, sources []*yaml.Node, app, namespace, 
 		for _, p := range fps.Content {
 			abs := filepath.Join(root, filepath.FromSlash(stringField(p, "path")))
 			if !within(srcRoot, abs) {
-				return nil, fmt.Sprintf("file parameter %s reads %s, outside the repository", stringField(p, "name"), stringField(p, "path"))
+				o.Invalid = cmp.Or(o.Invalid, fmt.Sprintf("file parameter %s reads %s, outside the repository", stringField(p, "name"), stringField(p, "path")))
+				continue
 			}
 			o.SetFile = append(o.SetFile, stringField(p, "name")+"="+abs)
 		}
 	}
-	return o, ""
+	return o
 }

@@ -31,6 +31,8 @@ type engineFound struct {
 	pos  diag.Pos
 	// err is a mistake in the object that its engine would refuse it for.
 	err string
+	// helm says err is about rendering a Helm chart.
+	helm bool
 	// declDir is the directory of the file declaring it, relative to
 	// its source's root.
 	declDir string
@@ -146,7 +148,11 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 	for _, f := range found {
 		switch {
 		case f.err != "":
-			ds = append(ds, diag.Diagnostic{Code: CodeKustomizeBuildFailed, Severity: diag.Error, Pos: f.pos, Message: f.err})
+			code := CodeKustomizeBuildFailed
+			if f.helm {
+				code = CodeHelmRenderFailed
+			}
+			ds = append(ds, diag.Diagnostic{Code: code, Severity: diag.Error, Pos: f.pos, Message: f.err})
 			continue
 		case f.skip != "":
 			ds = append(ds, skipped(f.pos, f.skip))

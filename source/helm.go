@@ -75,6 +75,9 @@ type HelmOverlay struct {
 	// Without, when set, names what the engine would give the chart and
 	// keyhole does not (a Secret's values): said in a warning.
 	Without string
+	// Invalid, when set, is why the engine would refuse to render the
+	// chart with these arguments (a value file that is not there).
+	Invalid string
 }
 
 // HelmValuesFrom is one value source: YAML merged at the top, or a
@@ -115,6 +118,10 @@ type helmRun struct {
 // renderHelm renders the chart in dir (absolute) with o.
 func (l *loader) renderHelm(dir string, o *HelmOverlay) helmRun {
 	var run helmRun
+	if o.Invalid != "" {
+		run.err = errors.New(o.Invalid)
+		return run
+	}
 	files, read, err := l.chartFiles(dir)
 	run.read = read
 	if err != nil {

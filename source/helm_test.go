@@ -495,3 +495,43 @@ func TestHelmBadParameterNotQuoted(t *testing.T) {
 		}
 	}
 }
+
+// A value file Helm fetches or a plugin decrypts (helm-secrets'
+// secrets://) is not read: the chart renders without it, with a
+// warning. A value file that is not there is an error only where the
+// chart holds something of keyhole's.
+func TestHelmArgoValueFilesOutOfReach(t *testing.T) {
+	app := func(name, path, files string) string {
+		return "---\napiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: " + name + ", namespace: argocd}\n" +
+			"spec:\n  destination: {namespace: x}\n  source:\n    path: " + path + "\n    helm: {valueFiles: [" + files + "]}\n"
+	}
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"chart/Chart.yaml":          helmChart,
+		"chart/values.yaml":         "name: a\nsecret: s\n",
+		"chart/templates/conn.yaml": helmConn,
+		"web/Chart.yaml":            "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		"web/templates/cm.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n",
+		"apps.yaml": app("agents", "chart", "'secrets+age-import:///keys/key.txt?values-secret.yaml'") +
+			app("web", "web", "gone.yaml"),
+	})
+	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if helmObjects(t, docs)["Connection x/a"] == nil {
+		t.Errorf("the chart was not rendered: %q", docIDs(docs))
+	}
+	var warned bool
+	for _, d := range ds {
+		switch {
+		case d.Code == CodeHelmValuesUnread && strings.Contains(d.Message, "secrets+age-import"):
+			warned = true
+		case d.Severity.String() != "info":
+			t.Errorf("unexpected %v", d)
+		}
+	}
+	if !warned {
+		t.Errorf("no warning for the encrypted value file: %v", ds)
+	}
+}

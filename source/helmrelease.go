@@ -52,7 +52,7 @@ func (l *loader) helmReleaseUnit(d *Document, ns string, srcRoots []string) engi
 	rel := stringField(chartSpec, "chart")
 	root, srcRoot := l.enginePath(rel, srcRoots)
 	if root == "" || helmChartFile(l.fsys, root) == "" {
-		return engineFound{pos: at(Lookup(chartSpec, "chart")), err: fmt.Sprintf(
+		return engineFound{pos: at(Lookup(chartSpec, "chart")), helm: true, err: fmt.Sprintf(
 			"%s: spec.chart.spec.chart %q is not a chart directory of this repository (no Chart.yaml); source-controller fails to build it", what, rel)}
 	}
 	target := stringField(spec, "targetNamespace")
@@ -77,7 +77,8 @@ func (l *loader) helmReleaseUnit(d *Document, ns string, srcRoots []string) engi
 			if ignoreMissing {
 				continue
 			}
-			return engineFound{pos: at(Lookup(chartSpec, "valuesFiles")), err: fmt.Sprintf("%s: values file %s is not a file of this repository; source-controller fails to build the chart", what, f)}
+			hr.Invalid = cmp.Or(hr.Invalid, fmt.Sprintf("values file %s is not a file of this repository; source-controller fails to build the chart", f))
+			continue
 		}
 		hr.ChartValues = append(hr.ChartValues, abs)
 	}

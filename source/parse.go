@@ -69,7 +69,7 @@ func Rules() []diag.Rule {
 		{
 			Code:     CodeHelmValuesUnread,
 			Severity: diag.Warning,
-			Purpose:  "A Flux HelmRelease gives its chart values keyhole does not read (a valuesFrom Secret, whose values keyhole never reads, or a ConfigMap the repository does not hold), or post-renders it: keyhole renders the chart without them, so what they would change is not checked.",
+			Purpose:  "An engine gives a chart values keyhole does not read (a Flux HelmRelease's valuesFrom Secret, whose values keyhole never reads, or a ConfigMap the repository does not hold; an Argo CD value file Helm fetches or a plugin such as helm-secrets decrypts), or post-renders it: keyhole renders the chart without them, so what they would change is not checked.",
 			Help:     "Keep the values that shape keyhole's objects in spec.values, a values file or a ConfigMap in the repository; mark a source that may be absent optional.",
 		},
 		{
