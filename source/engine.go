@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -50,6 +52,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 	var found []engineFound
 	var ds diag.List
 	var releases []pendingRelease
+	var patches []kustomizePatch
 	scanned := map[string]bool{}
 	for _, p := range paths {
 		if p == "-" {
@@ -87,7 +90,11 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 				}
 			}
 		}
-		files, charts := walkAllCharts(l.fsys, abs, &l.paths)
+		files, charts, ps := walkAllCharts(l.fsys, abs, &l.paths)
+		for _, pt := range ps {
+			pt.shown = l.under(p, abs, pt.file)
+			patches = append(patches, pt)
+		}
 		for _, f := range files {
 			if scanned[f] {
 				continue
@@ -132,6 +139,13 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 	for _, r := range releases {
 		ef := l.helmReleaseUnit(r.d, l.releaseNamespace(r, found), r.srcRoots)
 		if ef.unit != nil {
+			if f := l.releasePatch(patches, r.d.Object().Name); f != "" {
+				note := "the kustomize patch " + f + ", which keyhole does not apply to the HelmRelease (it reads the release as written)"
+				if h := ef.unit.Helm; h.Without != "" {
+					note = h.Without + " and " + note
+				}
+				ef.unit.Helm.Without = note
+			}
 			ef.unit.declFile = r.file
 			ef.declDir = filepath.ToSlash(relOrAbs(ef.srcRoot, filepath.Dir(r.file)))
 		}
@@ -185,6 +199,34 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 		}
 	}
 	return units, ds
+}
+
+// releasePatch names the first of patches that may change the Flux
+// HelmRelease named name, or "". A Flux Kustomization applies the
+// HelmRelease its kustomization builds, patches included; keyhole reads
+// HelmReleases before anything is built, so a patched one is rendered
+// as written, and says so.
+func (l *loader) releasePatch(patches []kustomizePatch, name string) string {
+	for _, p := range patches {
+		switch {
+		case p.kind != "" && p.kind != "HelmRelease":
+			continue
+		case p.kind != "":
+			// kustomize matches a target's name as a regular expression.
+			if re, err := regexp.Compile("^(?:" + p.name + ")$"); p.name == "" || err != nil || re.MatchString(name) {
+				return p.shown
+			}
+			continue
+		}
+		data := l.sniff(p.file, []byte("HelmRelease"))
+		docs, _ := Parse(p.shown, data)
+		for _, d := range docs {
+			if o := d.Object(); o.Kind == "HelmRelease" && (o.Name == "" || o.Name == name) {
+				return p.shown
+			}
+		}
+	}
+	return ""
 }
 
 // enginePath resolves an engine object's path (spec.path, a source's
@@ -245,26 +287,42 @@ func (l *loader) sniff(abs string, marker []byte) []byte {
 // walkAll lists every input file under root, the files of kustomize
 // directories included (Flux objects stand in a cluster's kustomization).
 func walkAll(fsys fileSystem, root string, filter *pathFilter) []string {
-	files, _ := walkAllCharts(fsys, root, filter)
+	files, _, _ := walkAllCharts(fsys, root, filter)
 	return files
 }
 
 // walkAllCharts is walkAll that also lists the Chart.yaml files of the
-// Helm charts found, which the walk does not descend into.
-func walkAllCharts(fsys fileSystem, root string, filter *pathFilter) (files, charts []string) {
-	w := walk(fsys, root, filter)
-	charts = w.charts
-	for _, f := range w.files {
-		if fi, err := fsys.Stat(f); err == nil && fi.IsDir() {
-			fs, cs := walkAllCharts(fsys, f, filter)
-			files, charts = append(files, fs...), append(charts, cs...)
-			continue
+// Helm charts found, which the walk does not descend into, and the patch
+// files the kustomizations found name. A patch file is not among the
+// files: what it holds is a fragment of another object, never an object
+// of its own.
+func walkAllCharts(fsys fileSystem, root string, filter *pathFilter) (files, charts []string, patches []kustomizePatch) {
+	isPatch := map[string]bool{}
+	var visit func(dir string)
+	visit = func(dir string) {
+		if k := kustomizationFile(fsys, dir); k != "" {
+			for _, p := range kustomizePatchFiles(fsys, k) {
+				patches = append(patches, p)
+				isPatch[p.file] = true
+			}
 		}
-		files = append(files, f)
+		w := walk(fsys, dir, filter)
+		charts = append(charts, w.charts...)
+		for _, f := range w.files {
+			if fi, err := fsys.Stat(f); err == nil && fi.IsDir() {
+				// A kustomize directory's own walk skips nothing a
+				// walk of it would not.
+				visit(f)
+				continue
+			}
+			files = append(files, f)
+		}
 	}
-	// A kustomize directory's own walk skips nothing a walk of it would
-	// not; its kustomization file is configuration, not objects.
-	return files, charts
+	visit(root)
+	if len(isPatch) > 0 {
+		files = slices.DeleteFunc(files, func(f string) bool { return isPatch[f] })
+	}
+	return files, charts, patches
 }
 
 // coveredBy returns the Flux unit whose path holds abs, the deepest one,

@@ -93,6 +93,43 @@ func kustomizeRefs(fsys fileSystem, kfile string) []string {
 	return out
 }
 
+// kustomizePatch is a patch file a kustomization names, with the kind
+// and name its target selects ("" when it does not say).
+type kustomizePatch struct {
+	file       string // absolute
+	shown      string // as reported
+	kind, name string
+}
+
+// kustomizePatchFiles returns the files that the kustomization file
+// kfile names as patches: patches[].path, patchesStrategicMerge[] and
+// patchesJson6902[].path.
+func kustomizePatchFiles(fsys fileSystem, kfile string) []kustomizePatch {
+	k := kustomizationNode(fsys, kfile)
+	var out []kustomizePatch
+	add := func(file string, target *yaml.Node) {
+		if file != "" && !strings.Contains(file, "\n") {
+			out = append(out, kustomizePatch{file: filepath.Join(filepath.Dir(kfile), filepath.FromSlash(file)),
+				kind: stringField(target, "kind"), name: stringField(target, "name")})
+		}
+	}
+	for _, field := range []string{"patches", "patchesJson6902"} {
+		if seq := Lookup(k, field); seq != nil && seq.Kind == yaml.SequenceNode {
+			for _, e := range seq.Content {
+				add(stringField(e, "path"), Lookup(e, "target"))
+			}
+		}
+	}
+	if seq := Lookup(k, "patchesStrategicMerge"); seq != nil && seq.Kind == yaml.SequenceNode {
+		for _, e := range seq.Content {
+			if e.Kind == yaml.ScalarNode {
+				add(e.Value, nil)
+			}
+		}
+	}
+	return out
+}
+
 // kustomizationNode parses a kustomization file into its root mapping, or
 // nil. It is read with yaml.v3 directly, not Parse: a kustomization needs
 // no apiVersion or kind, and kustomize itself reports what is wrong in it.
