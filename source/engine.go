@@ -40,6 +40,9 @@ type engineFound struct {
 	declDir string
 	// srcRoot is the root of the source its path is relative to.
 	srcRoot string
+	// flux is the Flux Kustomization's declaration, for fluxApplied to
+	// read it again as the unit applying it builds it.
+	flux *fluxDecl
 }
 
 // engineUnits finds the Flux Kustomizations and Argo CD Applications and
@@ -73,7 +76,9 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 				var founds []engineFound
 				switch {
 				case strings.HasPrefix(o.APIVersion, fluxGroup) && o.Kind == "Kustomization":
-					founds = []engineFound{l.fluxUnit(d, cmp.Or(o.Namespace, l.listedNamespace(f, srcRoots[0])), srcRoots)}
+					decl := &fluxDecl{d: d, file: f, ns: cmp.Or(o.Namespace, l.listedNamespace(f, srcRoots[0])), srcRoots: srcRoots}
+					founds = []engineFound{l.fluxUnit(d, nil, decl.ns, srcRoots)}
+					founds[0].flux = decl
 				case strings.HasPrefix(o.APIVersion, argoGroup) && (o.Kind == "Application" || o.Kind == "ApplicationSet"):
 					founds = l.argoUnits(d, srcRoots)
 				case strings.HasPrefix(o.APIVersion, helmReleaseGroup) && o.Kind == "HelmRelease":
@@ -136,6 +141,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 			}
 		}
 	}
+	ds = append(ds, l.fluxApplied(found, patches)...)
 	for _, r := range releases {
 		ef := l.helmReleaseUnit(r.d, l.releaseNamespace(r, found), r.srcRoots)
 		if ef.unit != nil {
@@ -377,6 +383,8 @@ type engineJob struct {
 	// of keyhole's, or its kustomization cannot be generated.
 	note  diag.Diagnostic
 	build bool
+	// built says run already holds the build (fluxApplied made it).
+	built bool
 	bo    kustbuild.Options
 	run   kustomizeRun
 	// helm is what rendering a chart gave, and with says whose values
@@ -411,7 +419,7 @@ func (l *loader) buildEngineUnits() {
 		default:
 			jobs[i] = l.prepareArgo(u)
 		}
-		if jobs[i].build {
+		if jobs[i].build && !jobs[i].built {
 			builds = append(builds, i)
 		}
 	}
@@ -445,6 +453,7 @@ func (l *loader) buildEngineUnits() {
 		}
 		j.run = kustomizeRun{} // what it built is in l.docs now
 	}
+	l.applied = nil
 }
 
 // pendingRelease is a Flux HelmRelease found by engineUnits' scan, read

@@ -16,6 +16,7 @@ func FuzzEngineUnits(f *testing.F) {
 	seeds := []string{
 		"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: a}\nspec:\n  path: ./app\n  sourceRef: {kind: GitRepository, name: flux-system}\n  targetNamespace: x\n  postBuild: {substitute: {A: b}, substituteFrom: [{kind: ConfigMap, name: c}, {kind: Secret, name: s, optional: true}]}\n  patches: [{patch: 'x', target: {kind: Connection}}]\n  images: [{name: a, newTag: '1'}]\n  components: [../c]\n",
 		"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: a}\nspec: {path: ../../../../etc, sourceRef: {name: flux-system}}\n",
+		"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: a}\nspec: {path: './${A}', sourceRef: {name: flux-system}}\n",
 		"apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: a}\nspec:\n  source: {path: app, kustomize: {namePrefix: p-, images: ['a=b:1'], patches: [{patch: x}]}}\n  destination: {name: d, namespace: n}\n",
 		"apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: a}\nspec:\n  sources: [{path: app, directory: {recurse: true, include: '{*.yaml,*.json}'}}, {ref: values}]\n",
 		"apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: a}\nspec:\n  goTemplate: true\n  generators: [{git: {directories: [{path: '**'}, {path: app, exclude: true}]}}, {list: {}}]\n  template: {metadata: {name: '{{.path.basename}}'}, spec: {source: {path: '{{.path.path}}'}}}\n",
@@ -29,7 +30,14 @@ func FuzzEngineUnits(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dir := t.TempDir()
 		files := map[string]string{
-			"engine.yaml":            string(data),
+			"engine.yaml": string(data),
+			// The same objects, applied by a Flux Kustomization that
+			// patches and substitutes them (fluxApplied).
+			"apps/engine.yaml":        string(data),
+			"apps/kustomization.yaml": "resources: [engine.yaml]\n",
+			"flux.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps, namespace: flux-system}\n" +
+				"spec:\n  path: ./apps\n  sourceRef: {kind: GitRepository, name: flux-system}\n  postBuild: {substitute: {A: app}}\n" +
+				"  patches: [{target: {kind: Kustomization}, patch: '{apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, metadata: {name: _}, spec: {targetNamespace: p}}'}]\n",
 			"app/kustomization.yaml": "resources: [c.yaml]\n",
 			"app/c.yaml":             "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: c}\nspec: {hosts: [a.example.com]}\n",
 			"values.json":            `{"name": "x", "path": "app"}`,

@@ -65,9 +65,14 @@ type FluxOverlay struct {
 // relative to the root of the repository it was found in, the first of
 // srcRoots; where it names no directory there, to the next one (the
 // directory named on the command line, for a repository kept inside
-// another).
-func (l *loader) fluxUnit(d *Document, ns string, srcRoots []string) engineFound {
-	o := d.Object()
+// another). Its fields are read from vals, the object as the Flux unit
+// applying it builds it (fluxApplied), or from d itself when vals is nil;
+// positions are always d's.
+func (l *loader) fluxUnit(d *Document, vals *yaml.Node, ns string, srcRoots []string) engineFound {
+	if vals == nil {
+		vals = d.Node
+	}
+	name := stringField(Lookup(vals, "metadata"), "name")
 	ns = cmp.Or(ns, fluxOwnSource)
 	pos := d.Pos
 	at := func(field ...string) diag.Pos {
@@ -81,23 +86,23 @@ func (l *loader) fluxUnit(d *Document, ns string, srcRoots []string) engineFound
 		}
 		return diag.Pos{File: d.File, Line: n.Line, Column: n.Column}
 	}
-	spec := Lookup(d.Node, "spec")
+	spec := Lookup(vals, "spec")
 	ref := Lookup(spec, "sourceRef")
 	refName, refNs := stringField(ref, "name"), cmp.Or(stringField(ref, "namespace"), ns)
 	if refName != fluxOwnSource || refNs != fluxOwnSource {
 		return engineFound{pos: at("spec", "sourceRef"), skip: fmt.Sprintf(
 			"Flux Kustomization %s/%s builds from %s %s/%s, not from this repository (%s/%s, as Flux's bootstrap names it); out of reach, skipped",
-			ns, o.Name, cmp.Or(stringField(ref, "kind"), "GitRepository"), refNs, refName, fluxOwnSource, fluxOwnSource)}
+			ns, name, cmp.Or(stringField(ref, "kind"), "GitRepository"), refNs, refName, fluxOwnSource, fluxOwnSource)}
 	}
 	rel := stringField(spec, "path")
 	root, srcRoot := l.enginePath(rel, srcRoots)
 	if root == "" {
 		return engineFound{pos: at("spec", "path"), err: fmt.Sprintf(
-			"Flux Kustomization %s/%s: spec.path %q is not a directory of this repository; kustomize-controller fails to build it", ns, o.Name, rel)}
+			"Flux Kustomization %s/%s: spec.path %q is not a directory of this repository; kustomize-controller fails to build it", ns, name, rel)}
 	}
 	var m map[string]any
-	if err := d.Node.Decode(&m); err != nil {
-		return engineFound{pos: pos, err: fmt.Sprintf("Flux Kustomization %s/%s cannot be read: %v", ns, o.Name, err)}
+	if err := vals.Decode(&m); err != nil {
+		return engineFound{pos: pos, err: fmt.Sprintf("Flux Kustomization %s/%s cannot be read: %v", ns, name, err)}
 	}
 	js, err := json.Marshal(m)
 	var obj unstructured.Unstructured
@@ -105,13 +110,12 @@ func (l *loader) fluxUnit(d *Document, ns string, srcRoots []string) engineFound
 		err = obj.UnmarshalJSON(js)
 	}
 	if err != nil {
-		return engineFound{pos: pos, err: fmt.Sprintf("Flux Kustomization %s/%s cannot be read: %v", ns, o.Name, err)}
+		return engineFound{pos: pos, err: fmt.Sprintf("Flux Kustomization %s/%s cannot be read: %v", ns, name, err)}
 	}
 	obj.SetNamespace(ns)
-	name := "flux:" + ns + "/" + o.Name
 	u := &Unit{
-		Name:   name,
-		Dir:    path.Join("flux", ns, outputDir(o.Name)),
+		Name:   "flux:" + ns + "/" + name,
+		Dir:    path.Join("flux", ns, outputDir(name)),
 		Source: UnitFlux,
 		Root:   root,
 		Decl:   pos,
@@ -528,6 +532,10 @@ func (l *loader) prepareFlux(u *Unit) engineJob {
 	j := engineJob{u: u, named: l.unitName(u)}
 	if !l.kustomizationMatters(u.Root) {
 		j.note = skipped(u.Decl, "Flux Kustomization "+strings.TrimPrefix(u.Name, "flux:")+" not built: nothing under its path names keyhole's kinds or declares a Secret")
+		return j
+	}
+	if run := l.applied[u]; run != nil {
+		j.build, j.built, j.run = true, true, *run
 		return j
 	}
 	kdata, kfile, err := l.fluxManifest(u)

@@ -218,6 +218,18 @@ func TestTreeLoadsAsDisk(t *testing.T) {
 		},
 		paths: []string{"."},
 	}
+	cases["flux: Kustomizations as the one applying them writes them, patched and substituted"] = tc{
+		files: map[string]string{
+			"flux/apps.yaml": ks("apps", "./apps", "  postBuild:\n    substitute: {CLUSTER: prod}\n  patches:\n"+
+				"    - target: {kind: Kustomization}\n      patch: |\n        apiVersion: kustomize.toolkit.fluxcd.io/v1\n"+
+				"        kind: Kustomization\n        metadata: {name: _}\n        spec: {targetNamespace: patched}\n"),
+			"apps/kustomization.yaml":   "resources: [agent/ks.yaml]\n",
+			"apps/agent/ks.yaml":        ks("agent", "./apps/agent/${CLUSTER}", ""),
+			"apps/agent/prod/c.yaml":    conn("prod"),
+			"apps/agent/staging/c.yaml": conn("staging"),
+		},
+		paths: []string{"."},
+	}
 	cases["a missing path and a path outside the repository"] = tc{
 		files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"},
 		paths: []string{"a.yaml", "missing.yaml"},

@@ -1,0 +1,295 @@
+package source
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/internal/kustbuild"
+)
+
+// A Flux Kustomization that another Flux Kustomization's path holds (the
+// cluster's apps Kustomization lists each app's) reaches the cluster as
+// that one's build writes it: after its spec.patches (often one that
+// gives every child Kustomization the same defaults), its
+// targetNamespace, namePrefix and nameSuffix, the patches of the
+// kustomizations on the way, and its postBuild substitution (a child's
+// path ./apps/${CLUSTER}). fluxApplied reads such a Kustomization as the
+// build applying it writes it, so that its unit is the one the cluster
+// runs; see docs/inputs.md, "Deploy units".
+
+// fluxDecl is where a Flux Kustomization is declared, as engineUnits'
+// scan found it.
+type fluxDecl struct {
+	d    *Document
+	file string // absolute
+	// ns is its namespace as written, or as the kustomization listing
+	// it sets.
+	ns       string
+	srcRoots []string
+}
+
+// applyingBuild is the build of a Flux unit whose path holds other Flux
+// Kustomizations, with those it wrote.
+type applyingBuild struct {
+	run  kustomizeRun
+	kust []builtKustomization
+	// err says why the build gave nothing to read; said once.
+	err  error
+	said bool
+}
+
+// builtKustomization is a Flux Kustomization as a build wrote it.
+type builtKustomization struct {
+	file     string // absolute: the file it was written in
+	name, ns string
+	node     *yaml.Node
+}
+
+// fluxApplied rereads, in place, each Flux Kustomization of found whose
+// applying unit may change it, from that unit's build. The builds it
+// makes are kept for buildEngineUnits, which would make them again.
+func (l *loader) fluxApplied(found []engineFound, patches []kustomizePatch) diag.List {
+	var ds diag.List
+	idx := map[*Unit]int{}
+	for i, f := range found {
+		if f.unit != nil && f.unit.Flux != nil {
+			idx[f.unit] = i
+		}
+	}
+	// parent is the Flux unit applying found[i]: the deepest other one
+	// whose path holds the file declaring it.
+	parent := func(i int) *Unit {
+		var best *Unit
+		for u, j := range idx {
+			if j != i && found[j].unit == u && within(u.Root, found[i].flux.file) && (best == nil || len(u.Root) > len(best.Root) || len(u.Root) == len(best.Root) && idx[u] < idx[best]) {
+				best = u
+			}
+		}
+		return best
+	}
+	builds := map[*Unit]*applyingBuild{}
+	state := make([]int8, len(found)) // 1: being read, 2: read as written, 3: rewritten
+	var apply func(i int, parentOf bool)
+	apply = func(i int, parentOf bool) {
+		if state[i] != 0 {
+			return // read, or a cycle: as written
+		}
+		state[i] = 1
+		defer func() {
+			if state[i] == 1 {
+				state[i] = 2
+			}
+		}()
+		f := &found[i]
+		p := parent(i)
+		if p == nil || !l.mayChangeApplied(p, f.flux, patches) {
+			return
+		}
+		if u := f.unit; u != nil && !parentOf && !l.kustomizationMatters(u.Root) &&
+			!strings.Contains(stringField(Lookup(f.flux.d.Node, "spec"), "path"), "${") {
+			// Not built as written: nothing under its path is keyhole's.
+			// Read again only for the Kustomizations it applies.
+			return
+		}
+		apply(idx[p], true) // the parent as its own parent applies it
+		if found[idx[p]].unit != p {
+			return // the parent is in error; it says so
+		}
+		b := builds[p]
+		if b == nil {
+			b = l.buildApplying(p)
+			builds[p] = b
+		}
+		if b.err != nil {
+			if !b.said && !l.kustomizationMatters(p.Root) {
+				// Otherwise its build, made again, reports why.
+				// The message as a build's own error shows it: no Secret
+				// value, no temporary directory.
+				bb := &build{l: l, named: l.unitName(p), root: p.Root}
+				msg := bb.scrub(kustbuild.Redact(b.err.Error(), b.run.read))
+				ds = append(ds, diag.Diagnostic{Code: CodeKustomizeBuildFailed, Severity: diag.Warning, Pos: p.Decl,
+					Message: fmt.Sprintf("Flux Kustomization %s cannot be built (%s); the Flux Kustomizations it applies are read as written, without its patches and substitution", strings.TrimPrefix(p.Name, "flux:"), msg)})
+			}
+			b.said = true
+			return
+		}
+		bk := b.find(f.flux)
+		if bk == nil {
+			return // not in its build: the parent does not apply it
+		}
+		state[i] = 3
+		if f.unit != nil {
+			delete(builds, f.unit) // made as written, if at all
+		}
+		ef := l.fluxUnit(f.flux.d, bk.node, cmp.Or(bk.ns, f.flux.ns), f.flux.srcRoots)
+		ef.flux = f.flux
+		if ef.unit == nil {
+			if f.unit != nil {
+				delete(idx, f.unit)
+			}
+			*f = ef
+			return
+		}
+		ef.unit.declFile = f.flux.file
+		ef.declDir = filepath.ToSlash(relOrAbs(ef.srcRoot, filepath.Dir(f.flux.file)))
+		if f.unit != nil {
+			// In place: a child's parent may already point at it.
+			*f.unit = *ef.unit
+			ef.unit = f.unit
+		}
+		*f = ef
+		idx[f.unit] = i
+	}
+	// A pass reads each Kustomization whose parent is known; one a
+	// rewritten parent now holds (its path substituted) is read in the
+	// next.
+	for rewritten, last := 0, -1; rewritten != last; {
+		last = rewritten
+		for i := range found {
+			if found[i].flux != nil && state[i] != 3 {
+				state[i] = 0
+			}
+		}
+		for i := range found {
+			if found[i].flux != nil {
+				apply(i, false)
+			}
+		}
+		rewritten = 0
+		for _, s := range state {
+			if s == 3 {
+				rewritten++
+			}
+		}
+	}
+	for u, b := range builds {
+		if b.run.m != nil || b.run.err != nil {
+			if l.applied == nil {
+				l.applied = map[*Unit]*kustomizeRun{}
+			}
+			l.applied[u] = &b.run
+		}
+	}
+	return ds
+}
+
+// mayChangeApplied reports whether the build of the Flux unit p may
+// write the Kustomization declared at decl otherwise than as written: p
+// patches, renames, moves or substitutes what it builds, or a
+// kustomization on the way from p's path to decl's file patches or
+// renames what it lists.
+func (l *loader) mayChangeApplied(p *Unit, decl *fluxDecl, patches []kustomizePatch) bool {
+	spec, _ := p.Flux.Object.Object["spec"].(map[string]any)
+	for _, k := range []string{"patches", "components", "targetNamespace", "namePrefix", "nameSuffix"} {
+		switch v := spec[k].(type) {
+		case nil:
+		case string:
+			if v != "" {
+				return true
+			}
+		case []any:
+			if len(v) > 0 {
+				return true
+			}
+		default:
+			return true
+		}
+	}
+	if _, ok := spec["postBuild"]; ok && bytes.Contains(l.sniff(decl.file, nil), []byte("${")) {
+		return true
+	}
+	for _, pt := range patches {
+		if within(p.Root, pt.file) && (pt.kind == "Kustomization" || pt.kind == "" && l.sniff(pt.file, []byte(fluxGroup)) != nil) {
+			return true
+		}
+	}
+	for dir := filepath.Dir(decl.file); within(p.Root, dir); dir = filepath.Dir(dir) {
+		if k := kustomizationFile(l.fsys, dir); k != "" {
+			n := kustomizationNode(l.fsys, k)
+			for _, key := range []string{"patches", "patchesStrategicMerge", "patchesJson6902", "replacements", "namePrefix", "nameSuffix", "components", "transformers"} {
+				if v := Lookup(n, key); v != nil && v.Value != "" || v != nil && len(v.Content) > 0 {
+					return true
+				}
+			}
+		}
+		if dir == p.Root || filepath.Dir(dir) == dir {
+			break
+		}
+	}
+	return false
+}
+
+// buildApplying builds the Flux unit p as kustomize-controller does
+// (prepareFlux), substitution included, and keeps the Flux
+// Kustomizations it writes.
+func (l *loader) buildApplying(p *Unit) *applyingBuild {
+	b := &applyingBuild{}
+	kdata, kfile, err := l.fluxManifest(p)
+	if err != nil {
+		b.err = err
+		return b
+	}
+	// Every build in a repository with Flux Kustomizations has load
+	// restrictions off (buildOptions, which reads l.engine, not yet set).
+	bo := kustbuild.Options{MaxSize: l.opts.MaxFileSize, AllowRemote: l.opts.AllowRemoteBases, Unrestricted: true,
+		KFile: filepath.Clean(kfile), KData: kdata}
+	m, read, err := kustomize(l.fsys, p.Root, bo)
+	if err == nil {
+		if _, ok, _ := unstructured.NestedMap(p.Flux.Object.Object, "spec", "postBuild"); ok {
+			l.repoObjects(p.Flux.SourceRoot)
+		}
+		err = l.substitute(p, m)
+	}
+	b.run = kustomizeRun{m: m, read: read, err: err}
+	if err != nil {
+		b.err = err
+		return b
+	}
+	for _, r := range m.Resources() {
+		if r.GetKind() != "Kustomization" || !strings.HasPrefix(r.GetApiVersion(), fluxGroup) {
+			continue
+		}
+		origin, err := r.GetOrigin()
+		if err != nil || origin == nil || origin.Repo != "" || origin.Path == "" {
+			continue
+		}
+		node := builtNode(r)
+		if node == nil {
+			continue
+		}
+		stripAnnotations(node)
+		b.kust = append(b.kust, builtKustomization{
+			file: filepath.Join(p.Root, filepath.FromSlash(origin.Path)),
+			name: r.GetName(), ns: r.GetNamespace(), node: node,
+		})
+	}
+	return b
+}
+
+// find is the Kustomization declared at decl as the build wrote it: of
+// those written in decl's file, the one of its name, else the one whose
+// name holds it (a prefix or suffix added), or nil.
+func (b *applyingBuild) find(decl *fluxDecl) *builtKustomization {
+	name := decl.d.Object().Name
+	var near *builtKustomization
+	for i := range b.kust {
+		k := &b.kust[i]
+		if k.file != decl.file {
+			continue
+		}
+		if k.name == name {
+			return k
+		}
+		if near == nil && strings.Contains(k.name, name) {
+			near = k
+		}
+	}
+	return near
+}

@@ -1,0 +1,124 @@
+package source
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"keyhole.dev/keyhole/diag"
+)
+
+// TestFluxApplied holds a Flux Kustomization that another's path holds to
+// what that one's build writes of it (fluxapplied.go): each case gives
+// the unit of the Connection in apps/agent, and what a check says.
+func TestFluxApplied(t *testing.T) {
+	ks := func(name, path, extra string) string {
+		return "---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: " + name + ", namespace: flux-system}\n" +
+			"spec:\n  path: " + path + "\n  sourceRef: {kind: GitRepository, name: flux-system}\n" + extra
+	}
+	conn := "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: gh}\n" +
+		"spec:\n  hosts: [api.example.com]\n  credential: {kind: secret, secretRef: {name: gh-token}}\n"
+	childPatch := "  patches:\n    - target: {group: kustomize.toolkit.fluxcd.io, kind: Kustomization}\n      patch: |\n" +
+		"        apiVersion: kustomize.toolkit.fluxcd.io/v1\n        kind: Kustomization\n        metadata: {name: _}\n        spec: {targetNamespace: patched}\n"
+	cases := map[string]struct {
+		parent, listing, child string
+		extra                  map[string]string
+		wantUnit, wantNS       string // the Connection's unit and namespace
+		wantDiag               string // in some diagnostic, when set
+	}{
+		"as written: the parent changes nothing": {
+			parent: ks("apps", "./apps", ""), child: ks("agent", "./apps/agent/app", "  targetNamespace: written\n"),
+			wantUnit: "flux:flux-system/agent", wantNS: "written",
+		},
+		"the parent's spec.patches give every child a targetNamespace": {
+			parent: ks("apps", "./apps", childPatch), child: ks("agent", "./apps/agent/app", ""),
+			wantUnit: "flux:flux-system/agent", wantNS: "patched",
+		},
+		"the parent's substitution writes the child's path": {
+			parent:   ks("apps", "./apps", "  postBuild:\n    substitute: {CLUSTER: prod}\n"),
+			child:    ks("agent", "./apps/agent/${CLUSTER}", ""),
+			extra:    map[string]string{"apps/agent/prod/conn.yaml": conn},
+			wantUnit: "flux:flux-system/agent", wantNS: "",
+		},
+		"the parent's targetNamespace moves the child": {
+			parent: ks("apps", "./apps", "  targetNamespace: team\n"),
+			child: "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: agent, namespace: flux-system}\n" +
+				"spec:\n  path: ./apps/agent/app\n  sourceRef: {kind: GitRepository, name: flux-system, namespace: flux-system}\n",
+			wantUnit: "flux:team/agent", wantNS: "",
+		},
+		"a patch of the kustomization listing the child": {
+			parent: ks("apps", "./apps", ""),
+			listing: "resources: [agent/ks.yaml]\npatches:\n  - target: {kind: Kustomization, name: agent}\n    patch: |\n" +
+				"      - op: add\n        path: /spec/targetNamespace\n        value: listed\n",
+			child:    ks("agent", "./apps/agent/app", ""),
+			wantUnit: "flux:flux-system/agent", wantNS: "listed",
+		},
+		"a child the parent's kustomization does not list stays as written": {
+			parent: ks("apps", "./apps", childPatch), listing: "resources: []\n",
+			child:    ks("agent", "./apps/agent/app", "  targetNamespace: written\n"),
+			wantUnit: "flux:flux-system/agent", wantNS: "written",
+		},
+		"a parent that cannot be built leaves the child as written, and its build says why": {
+			parent: ks("apps", "./apps", childPatch), listing: "resources: [agent/ks.yaml, gone.yaml]\n",
+			child:    ks("agent", "./apps/agent/app", "  targetNamespace: written\n"),
+			wantUnit: "flux:flux-system/agent", wantNS: "written",
+			wantDiag: "apps/kustomization.yaml:1:28: error KustomizeBuildFailed: kustomize cannot build apps",
+		},
+		"a parent that holds nothing of keyhole's and cannot be built says the child is read as written": {
+			parent: ks("apps", "./apps", childPatch), listing: "resources: [agent/ks.yaml, gone.yaml]\n",
+			child:    ks("agent", "./agent-app", "  targetNamespace: written\n"),
+			extra:    map[string]string{"agent-app/c.yaml": conn, "apps/agent/app/c.yaml": ""},
+			wantUnit: "flux:flux-system/agent", wantNS: "written",
+			wantDiag: "flux/parent.yaml:2:1: warning KustomizeBuildFailed: Flux Kustomization flux-system/apps cannot be built (",
+		},
+		"two levels: the grandparent's substitution reaches the parent, whose patch reaches the child": {
+			parent: ks("root", "./clusters", "  postBuild:\n    substitute: {APPS: apps}\n"),
+			extra: map[string]string{
+				"clusters/apps.yaml": ks("apps", "./${APPS}", childPatch),
+			},
+			child:    ks("agent", "./apps/agent/app", ""),
+			wantUnit: "flux:flux-system/agent", wantNS: "patched",
+		},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir, _ := gitRepo(t)
+			files := map[string]string{
+				"flux/parent.yaml":      c.parent,
+				"apps/agent/ks.yaml":    c.child,
+				"apps/agent/app/c.yaml": conn,
+			}
+			if strings.Contains(c.parent, "./clusters") {
+				files["clusters/kustomization.yaml"] = "resources: [apps.yaml]\n"
+			}
+			files["apps/kustomization.yaml"] = cmp.Or(c.listing, "resources: [agent/ks.yaml]\n")
+			for k, v := range c.extra {
+				files[k] = v
+			}
+			writeFiles(t, dir, files)
+			docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, d := range docs {
+				if o := d.Object(); o.Kind == "Connection" {
+					got = append(got, fmt.Sprintf("%s %s", d.Unit().Name, o.Namespace))
+				}
+			}
+			if want := c.wantUnit + " " + c.wantNS; !slices.Equal(got, []string{want}) {
+				t.Errorf("Connection read in %q, want [%s]\n%s", got, want, ds)
+			}
+			if c.wantDiag != "" && !strings.Contains(ds.Error(), c.wantDiag) {
+				t.Errorf("no diagnostic says %q:\n%s", c.wantDiag, ds)
+			}
+			for _, d := range ds {
+				if d.Severity == diag.Error && !strings.Contains(d.String(), c.wantDiag) {
+					t.Errorf("unexpected error: %s", d)
+				}
+			}
+		})
+	}
+}
