@@ -422,8 +422,8 @@ func boolField(n *yaml.Node, key string) bool {
 // does it, or says why there is nothing to build.
 func (l *loader) prepareArgo(u *Unit) engineJob {
 	j := engineJob{u: u, named: l.unitName(u)}
-	if !l.kustomizationMatters(u.Root) {
-		j.note = skipped(u.Decl, "Argo CD Application "+strings.TrimPrefix(u.Name, "argocd:")+" not built: nothing under its path names keyhole's kinds or declares a Secret")
+	if !l.engineUnitMatters(u) {
+		j.note = skipped(u.Decl, "Argo CD Application "+strings.TrimPrefix(u.Name, "argocd:")+" not built: nothing under its path or in its components names keyhole's kinds or declares a Secret")
 		return j
 	}
 	j.bo = l.buildOptions()

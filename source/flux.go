@@ -530,8 +530,8 @@ func stringMap(n *yaml.Node) map[string]string {
 // build.
 func (l *loader) prepareFlux(u *Unit) engineJob {
 	j := engineJob{u: u, named: l.unitName(u)}
-	if !l.kustomizationMatters(u.Root) {
-		j.note = skipped(u.Decl, "Flux Kustomization "+strings.TrimPrefix(u.Name, "flux:")+" not built: nothing under its path names keyhole's kinds or declares a Secret")
+	if !l.engineUnitMatters(u) {
+		j.note = skipped(u.Decl, "Flux Kustomization "+strings.TrimPrefix(u.Name, "flux:")+" not built: nothing under its path or in its components names keyhole's kinds or declares a Secret")
 		return j
 	}
 	if run := l.applied[u]; run != nil {

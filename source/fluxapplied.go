@@ -92,7 +92,7 @@ func (l *loader) fluxApplied(found []engineFound, patches []kustomizePatch) diag
 		if p == nil || !l.mayChangeApplied(p, f.flux, patches) {
 			return
 		}
-		if u := f.unit; u != nil && !parentOf && !l.kustomizationMatters(u.Root) &&
+		if u := f.unit; u != nil && !parentOf && !l.engineUnitMatters(u) &&
 			!strings.Contains(stringField(Lookup(f.flux.d.Node, "spec"), "path"), "${") {
 			// Not built as written: nothing under its path is keyhole's.
 			// Read again only for the Kustomizations it applies.
@@ -108,7 +108,7 @@ func (l *loader) fluxApplied(found []engineFound, patches []kustomizePatch) diag
 			builds[p] = b
 		}
 		if b.err != nil {
-			if !b.said && !l.kustomizationMatters(p.Root) {
+			if !b.said && !l.engineUnitMatters(p) {
 				// Otherwise its build, made again, reports why.
 				// The message as a build's own error shows it: no Secret
 				// value, no temporary directory.

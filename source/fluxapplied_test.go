@@ -122,3 +122,39 @@ func TestFluxApplied(t *testing.T) {
 		})
 	}
 }
+
+// TestEngineUnitComponents: a component an engine adds to a unit's path
+// can hold what the path does not; the unit is built for it, in its own
+// namespace, not skipped as holding nothing of keyhole's.
+func TestEngineUnitComponents(t *testing.T) {
+	conn := "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: gh}\n" +
+		"spec:\n  hosts: [api.example.com]\n  credential: {kind: secret, secretRef: {name: gh-token}}\n"
+	files := map[string]string{
+		"flux/ks.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: a, namespace: flux-system}\n" +
+			"spec:\n  path: ./apps/a\n  sourceRef: {kind: GitRepository, name: flux-system}\n  targetNamespace: fluxns\n  components: [../../components/agent]\n",
+		"argo/app.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: b, namespace: argocd}\n" +
+			"spec:\n  destination: {namespace: argons}\n  source:\n    path: apps/b\n    kustomize: {namespace: argons, components: [../../components/agent]}\n",
+		"apps/a/kustomization.yaml":           "resources: [cm.yaml]\n",
+		"apps/a/cm.yaml":                      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n",
+		"apps/b/kustomization.yaml":           "resources: [cm.yaml]\n",
+		"apps/b/cm.yaml":                      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n",
+		"components/agent/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources: [conn.yaml]\n",
+		"components/agent/conn.yaml":          conn,
+	}
+	dir, _ := gitRepo(t)
+	writeFiles(t, dir, files)
+	docs, ds, err := Load([]string{"flux", "argo", "apps"}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range docs {
+		if o := d.Object(); o.Kind == "Connection" {
+			got = append(got, d.Unit().Name+" "+o.Namespace)
+		}
+	}
+	slices.Sort(got)
+	if want := []string{"argocd:argocd/b argons", "flux:flux-system/a fluxns"}; !slices.Equal(got, want) {
+		t.Errorf("Connections read in %q, want %q\n%s", got, want, ds.Error())
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/schema"
@@ -235,6 +236,33 @@ func (l *loader) kustomizationMatters(dir string) bool {
 	return l.kustomizationHolds(dir, func(name string, data []byte) bool {
 		return namesKeyhole(name, data) || (l.connections && declaresSecret(data))
 	})
+}
+
+// engineUnitMatters is kustomizationMatters for a GitOps engine's unit:
+// its path, and the components its engine adds to the path's
+// kustomization (Flux's spec.components, an Argo CD source's
+// kustomize.components), which may hold what the path does not. A
+// component outside the repository, or fetched, is not read, as a remote
+// base is not.
+func (l *loader) engineUnitMatters(u *Unit) bool {
+	if l.kustomizationMatters(u.Root) {
+		return true
+	}
+	var comps []string
+	switch {
+	case u.Flux != nil:
+		comps, _, _ = unstructured.NestedStringSlice(u.Flux.Object.Object, "spec", "components")
+	case u.Argo != nil:
+		comps = stringList(Lookup(u.Argo.Kustomize, "components"))
+	}
+	root := l.sourceRoot(u.Root)
+	for _, c := range comps {
+		dir := filepath.Join(u.Root, filepath.FromSlash(c))
+		if c != "" && !path.IsAbs(c) && !strings.Contains(c, "://") && within(root, dir) && l.kustomizationMatters(dir) {
+			return true
+		}
+	}
+	return false
 }
 
 // mayHoldConnections reports whether anything paths name, or a walk of
