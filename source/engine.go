@@ -143,9 +143,18 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 	}
 	ds = append(ds, l.fluxApplied(found, patches)...)
 	for _, r := range releases {
-		ef := l.helmReleaseUnit(r.d, l.releaseNamespace(r, found), r.srcRoots)
+		ns := l.releaseNamespace(r, found)
+		ef := l.helmReleaseUnit(r.d, nil, ns, r.srcRoots)
+		applied := false
+		if ef.unit != nil || ef.err != "" {
+			// A chart of this repository: read as the Flux unit
+			// applying it builds it, patched and substituted.
+			if vals, bns, ok := l.releaseApplied(r, found, patches, &ds); ok {
+				ef, applied = l.helmReleaseUnit(r.d, vals, cmp.Or(bns, ns), r.srcRoots), true
+			}
+		}
 		if ef.unit != nil {
-			if f := l.releasePatch(patches, r.d.Object().Name); f != "" {
+			if f := l.releasePatch(patches, r.d.Object().Name); f != "" && !applied {
 				note := "the kustomize patch " + f + ", which keyhole does not apply to the HelmRelease (it reads the release as written)"
 				if h := ef.unit.Helm; h.Without != "" {
 					note = h.Without + " and " + note
@@ -453,7 +462,7 @@ func (l *loader) buildEngineUnits() {
 		}
 		j.run = kustomizeRun{} // what it built is in l.docs now
 	}
-	l.applied = nil
+	l.applying = nil
 }
 
 // pendingRelease is a Flux HelmRelease found by engineUnits' scan, read

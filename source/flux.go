@@ -534,8 +534,8 @@ func (l *loader) prepareFlux(u *Unit) engineJob {
 		j.note = skipped(u.Decl, "Flux Kustomization "+strings.TrimPrefix(u.Name, "flux:")+" not built: nothing under its path or in its components names keyhole's kinds or declares a Secret")
 		return j
 	}
-	if run := l.applied[u]; run != nil {
-		j.build, j.built, j.run = true, true, *run
+	if b := l.applying[u]; b != nil && (b.run.m != nil || b.run.err != nil) {
+		j.build, j.built, j.run = true, true, b.run
 		return j
 	}
 	kdata, kfile, err := l.fluxManifest(u)

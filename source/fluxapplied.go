@@ -36,20 +36,21 @@ type fluxDecl struct {
 }
 
 // applyingBuild is the build of a Flux unit whose path holds other Flux
-// Kustomizations, with those it wrote.
+// Kustomizations or HelmReleases, with those it wrote.
 type applyingBuild struct {
 	run  kustomizeRun
-	kust []builtKustomization
+	objs []builtObject
 	// err says why the build gave nothing to read; said once.
 	err  error
 	said bool
 }
 
-// builtKustomization is a Flux Kustomization as a build wrote it.
-type builtKustomization struct {
-	file     string // absolute: the file it was written in
-	name, ns string
-	node     *yaml.Node
+// builtObject is a Flux Kustomization or HelmRelease as a build wrote
+// it.
+type builtObject struct {
+	file           string // absolute: the file it was written in
+	kind, name, ns string
+	node           *yaml.Node
 }
 
 // fluxApplied rereads, in place, each Flux Kustomization of found whose
@@ -74,7 +75,10 @@ func (l *loader) fluxApplied(found []engineFound, patches []kustomizePatch) diag
 		}
 		return best
 	}
-	builds := map[*Unit]*applyingBuild{}
+	if l.applying == nil {
+		l.applying = map[*Unit]*applyingBuild{}
+	}
+	builds := l.applying
 	state := make([]int8, len(found)) // 1: being read, 2: read as written, 3: rewritten
 	var apply func(i int, parentOf bool)
 	apply = func(i int, parentOf bool) {
@@ -89,7 +93,7 @@ func (l *loader) fluxApplied(found []engineFound, patches []kustomizePatch) diag
 		}()
 		f := &found[i]
 		p := parent(i)
-		if p == nil || !l.mayChangeApplied(p, f.flux, patches) {
+		if p == nil || !l.mayChangeApplied(p, f.flux.file, "Kustomization", patches) {
 			return
 		}
 		if u := f.unit; u != nil && !parentOf && !l.engineUnitMatters(u) &&
@@ -108,19 +112,10 @@ func (l *loader) fluxApplied(found []engineFound, patches []kustomizePatch) diag
 			builds[p] = b
 		}
 		if b.err != nil {
-			if !b.said && !l.engineUnitMatters(p) {
-				// Otherwise its build, made again, reports why.
-				// The message as a build's own error shows it: no Secret
-				// value, no temporary directory.
-				bb := &build{l: l, named: l.unitName(p), root: p.Root}
-				msg := bb.scrub(kustbuild.Redact(b.err.Error(), b.run.read))
-				ds = append(ds, diag.Diagnostic{Code: CodeKustomizeBuildFailed, Severity: diag.Warning, Pos: p.Decl,
-					Message: fmt.Sprintf("Flux Kustomization %s cannot be built (%s); the Flux Kustomizations it applies are read as written, without its patches and substitution", strings.TrimPrefix(p.Name, "flux:"), msg)})
-			}
-			b.said = true
+			ds = append(ds, l.applyingFailed(p, b)...)
 			return
 		}
-		bk := b.find(f.flux)
+		bk := b.find(f.flux.file, "Kustomization", f.flux.d.Object().Name)
 		if bk == nil {
 			return // not in its build: the parent does not apply it
 		}
@@ -169,23 +164,63 @@ func (l *loader) fluxApplied(found []engineFound, patches []kustomizePatch) diag
 			}
 		}
 	}
-	for u, b := range builds {
-		if b.run.m != nil || b.run.err != nil {
-			if l.applied == nil {
-				l.applied = map[*Unit]*kustomizeRun{}
-			}
-			l.applied[u] = &b.run
-		}
-	}
 	return ds
 }
 
+// applyingFailed is what is said of the failed build b of the Flux unit
+// p, once: nothing when p's own build, made again, reports why.
+func (l *loader) applyingFailed(p *Unit, b *applyingBuild) diag.List {
+	if b.said || l.engineUnitMatters(p) {
+		return nil
+	}
+	b.said = true
+	// The message as a build's own error shows it: no Secret value, no
+	// temporary directory.
+	bb := &build{l: l, named: l.unitName(p), root: p.Root}
+	msg := bb.scrub(kustbuild.Redact(b.err.Error(), b.run.read))
+	return diag.List{{Code: CodeKustomizeBuildFailed, Severity: diag.Warning, Pos: p.Decl,
+		Message: fmt.Sprintf("Flux Kustomization %s cannot be built (%s); the Flux objects it applies are read as written, without its patches and substitution", strings.TrimPrefix(p.Name, "flux:"), msg)}}
+}
+
+// releaseApplied is the HelmRelease r as the Flux unit applying it (the
+// deepest whose path holds its file) builds it, with the namespace it
+// builds it in, when that unit may change it; ok is false when it is to
+// be read as written. What is said of a failed build goes to ds.
+func (l *loader) releaseApplied(r pendingRelease, found []engineFound, patches []kustomizePatch, ds *diag.List) (vals *yaml.Node, ns string, ok bool) {
+	var p *Unit
+	for _, f := range found {
+		if u := f.unit; u != nil && u.Flux != nil && within(u.Root, r.file) && (p == nil || len(u.Root) > len(p.Root)) {
+			p = u
+		}
+	}
+	if p == nil || !l.mayChangeApplied(p, r.file, "HelmRelease", patches) {
+		return nil, "", false
+	}
+	if l.applying == nil {
+		l.applying = map[*Unit]*applyingBuild{}
+	}
+	b := l.applying[p]
+	if b == nil {
+		b = l.buildApplying(p)
+		l.applying[p] = b
+	}
+	if b.err != nil {
+		*ds = append(*ds, l.applyingFailed(p, b)...)
+		return nil, "", false
+	}
+	o := b.find(r.file, "HelmRelease", r.d.Object().Name)
+	if o == nil {
+		return nil, "", false
+	}
+	return o.node, o.ns, true
+}
+
 // mayChangeApplied reports whether the build of the Flux unit p may
-// write the Kustomization declared at decl otherwise than as written: p
-// patches, renames, moves or substitutes what it builds, or a
-// kustomization on the way from p's path to decl's file patches or
-// renames what it lists.
-func (l *loader) mayChangeApplied(p *Unit, decl *fluxDecl, patches []kustomizePatch) bool {
+// write the Flux object of kind (Kustomization, HelmRelease) declared in
+// file otherwise than as written: p patches, renames, moves or
+// substitutes what it builds, or a kustomization on the way from p's
+// path to the file patches or renames what it lists.
+func (l *loader) mayChangeApplied(p *Unit, file, kind string, patches []kustomizePatch) bool {
 	spec, _ := p.Flux.Object.Object["spec"].(map[string]any)
 	for _, k := range []string{"patches", "components", "targetNamespace", "namePrefix", "nameSuffix"} {
 		switch v := spec[k].(type) {
@@ -202,15 +237,19 @@ func (l *loader) mayChangeApplied(p *Unit, decl *fluxDecl, patches []kustomizePa
 			return true
 		}
 	}
-	if _, ok := spec["postBuild"]; ok && bytes.Contains(l.sniff(decl.file, nil), []byte("${")) {
+	if _, ok := spec["postBuild"]; ok && bytes.Contains(l.sniff(file, nil), []byte("${")) {
 		return true
 	}
+	group := fluxGroup
+	if kind == "HelmRelease" {
+		group = helmReleaseGroup
+	}
 	for _, pt := range patches {
-		if within(p.Root, pt.file) && (pt.kind == "Kustomization" || pt.kind == "" && l.sniff(pt.file, []byte(fluxGroup)) != nil) {
+		if within(p.Root, pt.file) && (pt.kind == kind || pt.kind == "" && l.sniff(pt.file, []byte(group)) != nil) {
 			return true
 		}
 	}
-	for dir := filepath.Dir(decl.file); within(p.Root, dir); dir = filepath.Dir(dir) {
+	for dir := filepath.Dir(file); within(p.Root, dir); dir = filepath.Dir(dir) {
 		if k := kustomizationFile(l.fsys, dir); k != "" {
 			n := kustomizationNode(l.fsys, k)
 			for _, key := range []string{"patches", "patchesStrategicMerge", "patchesJson6902", "replacements", "namePrefix", "nameSuffix", "components", "transformers"} {
@@ -253,7 +292,10 @@ func (l *loader) buildApplying(p *Unit) *applyingBuild {
 		return b
 	}
 	for _, r := range m.Resources() {
-		if r.GetKind() != "Kustomization" || !strings.HasPrefix(r.GetApiVersion(), fluxGroup) {
+		switch kind, av := r.GetKind(), r.GetApiVersion(); {
+		case kind == "Kustomization" && strings.HasPrefix(av, fluxGroup):
+		case kind == "HelmRelease" && strings.HasPrefix(av, helmReleaseGroup):
+		default:
 			continue
 		}
 		origin, err := r.GetOrigin()
@@ -265,23 +307,22 @@ func (l *loader) buildApplying(p *Unit) *applyingBuild {
 			continue
 		}
 		stripAnnotations(node)
-		b.kust = append(b.kust, builtKustomization{
+		b.objs = append(b.objs, builtObject{
 			file: filepath.Join(p.Root, filepath.FromSlash(origin.Path)),
-			name: r.GetName(), ns: r.GetNamespace(), node: node,
+			kind: r.GetKind(), name: r.GetName(), ns: r.GetNamespace(), node: node,
 		})
 	}
 	return b
 }
 
-// find is the Kustomization declared at decl as the build wrote it: of
-// those written in decl's file, the one of its name, else the one whose
-// name holds it (a prefix or suffix added), or nil.
-func (b *applyingBuild) find(decl *fluxDecl) *builtKustomization {
-	name := decl.d.Object().Name
-	var near *builtKustomization
-	for i := range b.kust {
-		k := &b.kust[i]
-		if k.file != decl.file {
+// find is the object of kind named name in file as the build wrote it:
+// of those of its kind written in the file, the one of its name, else
+// the one whose name holds it (a prefix or suffix added), or nil.
+func (b *applyingBuild) find(file, kind, name string) *builtObject {
+	var near *builtObject
+	for i := range b.objs {
+		k := &b.objs[i]
+		if k.file != file || k.kind != kind {
 			continue
 		}
 		if k.name == name {

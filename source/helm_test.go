@@ -447,7 +447,9 @@ spec:
 		t.Fatalf("Connection not rendered with the HelmRelease's values: %q %v", docIDs(docs), ds)
 	}
 	text := nodeText(t, c)
-	for _, want := range []string{"release: team-a-agents", `tier: "gold"`, "name: cm-token"} {
+	// The apps Kustomization applies the release with its
+	// kustomization's patch: spec.values, merged last, sets the tier.
+	for _, want := range []string{"release: team-a-agents", `tier: "patched"`, "name: cm-token"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("rendered Connection lacks %q:\n%s", want, text)
 		}
@@ -456,12 +458,12 @@ spec:
 		t.Errorf("unit %+v", u)
 	}
 	// A kustomize patch of the release is a fragment, not a release of
-	// its own; keyhole renders the release as written and says so.
+	// its own, and applied: no word of it.
 	var warned, skipped bool
 	for _, d := range ds {
 		switch {
 		case d.Code == CodeHelmValuesUnread && strings.Contains(d.Message, "Secret agent-secrets") && !strings.Contains(d.Message, "optional-secrets") &&
-			strings.Contains(d.Message, "the kustomize patch apps/patch.yaml"):
+			!strings.Contains(d.Message, "patch"):
 			warned = true
 		case d.Code == CodeInputSkipped && strings.Contains(d.Message, "HelmRelease apps/remote renders the chart podinfo of HelmRepository"):
 			skipped = true
@@ -471,6 +473,55 @@ spec:
 	}
 	if !warned || !skipped {
 		t.Errorf("warned %v, skipped %v: %v", warned, skipped, ds)
+	}
+}
+
+// A HelmRelease that no Flux Kustomization's path holds, patched by the
+// kustomization listing it, is rendered as written, and the warning
+// names the patch.
+func TestHelmReleasePatchedUnapplied(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"apps/kustomization.yaml": "resources: [hr.yaml]\npatches:\n  - path: patch.yaml\n",
+		"apps/patch.yaml":         "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: agents}\nspec:\n  values: {tier: patched}\n",
+		"apps/hr.yaml": "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: agents, namespace: team}\n" +
+			"spec:\n  chart:\n    spec: {chart: ./charts/agents, sourceRef: {kind: GitRepository, name: flux-system, namespace: flux-system}}\n" +
+			"  values: {name: agent, secret: s, tier: written}\n",
+		"charts/agents/Chart.yaml":       helmChart,
+		"charts/agents/templates/c.yaml": helmConn,
+	})
+	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := helmObjects(t, docs)["Connection team/agent"]
+	if c == nil || !strings.Contains(nodeText(t, c), `tier: "written"`) {
+		t.Fatalf("Connection not rendered as written: %q %v", docIDs(docs), ds)
+	}
+	if !strings.Contains(ds.Error(), "the kustomize patch apps/patch.yaml, which keyhole does not apply to the HelmRelease") {
+		t.Errorf("no warning names the patch:\n%s", ds.Error())
+	}
+}
+
+// A HelmRelease's values hold the Flux Kustomization's variables, which
+// kustomize-controller substitutes before helm-controller sees them.
+func TestHelmReleaseSubstituted(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"flux/apps.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps, namespace: flux-system}\n" +
+			"spec:\n  path: ./apps\n  sourceRef: {kind: GitRepository, name: flux-system}\n  postBuild: {substitute: {AGENT: substituted}}\n",
+		"apps/hr.yaml": "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: agents, namespace: team}\n" +
+			"spec:\n  chart:\n    spec: {chart: ./charts/agents, sourceRef: {kind: GitRepository, name: flux-system, namespace: flux-system}}\n" +
+			"  values: {name: '${AGENT}', secret: s, tier: t}\n",
+		"charts/agents/Chart.yaml":       helmChart,
+		"charts/agents/templates/c.yaml": helmConn,
+	})
+	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if helmObjects(t, docs)["Connection team/substituted"] == nil {
+		t.Fatalf("Connection not rendered with the substituted value: %q %v", docIDs(docs), ds)
 	}
 }
 

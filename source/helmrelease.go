@@ -27,40 +27,54 @@ const UnitHelmRelease UnitSource = "helmrelease"
 const helmReleaseGroup = "helm.toolkit.fluxcd.io/"
 
 // helmReleaseUnit is the unit the HelmRelease d, in namespace ns, makes.
-func (l *loader) helmReleaseUnit(d *Document, ns string, srcRoots []string) engineFound {
-	o := d.Object()
+// Its fields are read from vals, the release as the Flux unit applying
+// it builds it (releaseApplied), or from d itself when vals is nil;
+// positions are always d's.
+func (l *loader) helmReleaseUnit(d *Document, vals *yaml.Node, ns string, srcRoots []string) engineFound {
+	if vals == nil {
+		vals = d.Node
+	}
+	name := stringField(Lookup(vals, "metadata"), "name")
 	ns = cmp.Or(ns, "default")
-	what := "Flux HelmRelease " + ns + "/" + o.Name
-	at := func(n *yaml.Node) diag.Pos {
-		if n == nil {
+	what := "Flux HelmRelease " + ns + "/" + name
+	at := func(field ...string) diag.Pos {
+		n := d.Node
+		for _, f := range field {
+			c := Lookup(n, f)
+			if c == nil {
+				break
+			}
+			n = c
+		}
+		if n == d.Node {
 			return d.Pos
 		}
 		return diag.Pos{File: d.File, Line: n.Line, Column: n.Column}
 	}
-	spec := Lookup(d.Node, "spec")
+	spec := Lookup(vals, "spec")
 	if ref := Lookup(spec, "chartRef"); ref != nil {
-		return engineFound{pos: at(ref), skip: fmt.Sprintf("%s renders the chart of %s %s, which keyhole does not fetch; out of reach, skipped",
+		return engineFound{pos: at("spec", "chartRef"), skip: fmt.Sprintf("%s renders the chart of %s %s, which keyhole does not fetch; out of reach, skipped",
 			what, cmp.Or(stringField(ref, "kind"), "OCIRepository"), stringField(ref, "name"))}
 	}
 	chartSpec := Lookup(Lookup(spec, "chart"), "spec")
 	ref := Lookup(chartSpec, "sourceRef")
 	kind, refName, refNs := cmp.Or(stringField(ref, "kind"), "HelmRepository"), stringField(ref, "name"), cmp.Or(stringField(ref, "namespace"), ns)
 	if kind != "GitRepository" || refName != fluxOwnSource || refNs != fluxOwnSource {
-		return engineFound{pos: at(ref), skip: fmt.Sprintf("%s renders the chart %s of %s %s/%s, not a chart directory of this repository (GitRepository %s/%s, as Flux's bootstrap names it); out of reach, skipped",
+		return engineFound{pos: at("spec", "chart", "spec", "sourceRef"), skip: fmt.Sprintf("%s renders the chart %s of %s %s/%s, not a chart directory of this repository (GitRepository %s/%s, as Flux's bootstrap names it); out of reach, skipped",
 			what, stringField(chartSpec, "chart"), kind, refNs, refName, fluxOwnSource, fluxOwnSource)}
 	}
 	rel := stringField(chartSpec, "chart")
 	root, srcRoot := l.enginePath(rel, srcRoots)
 	if root == "" || helmChartFile(l.fsys, root) == "" {
-		return engineFound{pos: at(Lookup(chartSpec, "chart")), helm: true, err: fmt.Sprintf(
+		return engineFound{pos: at("spec", "chart", "spec", "chart"), helm: true, err: fmt.Sprintf(
 			"%s: spec.chart.spec.chart %q is not a chart directory of this repository (no Chart.yaml); source-controller fails to build it", what, rel)}
 	}
 	target := stringField(spec, "targetNamespace")
 	release := stringField(spec, "releaseName")
 	if release == "" {
-		release = o.Name
+		release = name
 		if target != "" {
-			release = target + "-" + o.Name
+			release = target + "-" + name
 		}
 	}
 	hr := &HelmOverlay{
@@ -117,8 +131,8 @@ func (l *loader) helmReleaseUnit(d *Document, ns string, srcRoots []string) engi
 		notes = append(notes, "its postRenderers")
 	}
 	u := &Unit{
-		Name:      "helmrelease:" + ns + "/" + o.Name,
-		Dir:       path.Join("helmrelease", ns, outputDir(o.Name)),
+		Name:      "helmrelease:" + ns + "/" + name,
+		Dir:       path.Join("helmrelease", ns, outputDir(name)),
 		Source:    UnitHelmRelease,
 		Root:      root,
 		Decl:      d.Pos,

@@ -154,9 +154,9 @@ type loader struct {
 	// engineCharts are the Helm charts rendered for the engine objects
 	// their templates declare (engineUnits).
 	engineCharts map[string]bool
-	// applied are the builds of Flux units that fluxApplied made to read
-	// the Kustomizations they apply, for buildEngineUnits to use.
-	applied map[*Unit]*kustomizeRun
+	// applying are the builds of Flux units that fluxApplied made to read
+	// the Flux objects they apply, for buildEngineUnits to use.
+	applying map[*Unit]*applyingBuild
 	// repoObjs are the ConfigMaps and Secrets Flux substitution reads,
 	// by repository root (flux.go).
 	repoObjs map[string]*repoObjects
