@@ -56,6 +56,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 	var ds diag.List
 	var releases []pendingRelease
 	var patches []kustomizePatch
+	var repos []gitRepoDecl
 	scanned := map[string]bool{}
 	for _, p := range paths {
 		if p == "-" {
@@ -81,6 +82,8 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 					founds[0].flux = decl
 				case strings.HasPrefix(o.APIVersion, argoGroup) && (o.Kind == "Application" || o.Kind == "ApplicationSet"):
 					founds = l.argoUnits(d, srcRoots)
+				case strings.HasPrefix(o.APIVersion, sourceGroup) && o.Kind == "GitRepository":
+					repos = append(repos, gitRepoDecl{ns: cmp.Or(o.Namespace, l.listedNamespace(f, srcRoots[0]), fluxOwnSource), name: o.Name, file: f})
 				case strings.HasPrefix(o.APIVersion, helmReleaseGroup) && o.Kind == "HelmRelease":
 					// Read once every Flux Kustomization is known: the
 					// one applying it may set its namespace.
@@ -106,7 +109,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 			}
 			scanned[f] = true
 			data := l.sniff(f, nil)
-			if data == nil || !bytes.Contains(data, []byte(fluxGroup)) && !bytes.Contains(data, []byte(argoGroup)) && !bytes.Contains(data, []byte(helmReleaseGroup)) {
+			if data == nil || !bytes.Contains(data, []byte(fluxGroup)) && !bytes.Contains(data, []byte(argoGroup)) && !bytes.Contains(data, []byte(helmReleaseGroup)) && !bytes.Contains(data, []byte(sourceGroup)) {
 				continue
 			}
 			docs, _ := Parse(l.under(p, abs, f), data)
@@ -138,6 +141,20 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 					docs, _ := Parse(l.under(named, dir, rf.abs), rf.data)
 					take(rf.abs, docs)
 				}
+			}
+		}
+	}
+	if l.findOwnSources(found, repos) {
+		// Read again what was skipped as built from another source.
+		for i, f := range found {
+			if f.flux != nil && f.skip != "" {
+				ef := l.fluxUnit(f.flux.d, nil, f.flux.ns, f.flux.srcRoots)
+				ef.flux = f.flux
+				if ef.unit != nil {
+					ef.unit.declFile = f.flux.file
+					ef.declDir = filepath.ToSlash(relOrAbs(ef.srcRoot, filepath.Dir(f.flux.file)))
+				}
+				found[i] = ef
 			}
 		}
 	}

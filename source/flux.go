@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	fluxkustomize "github.com/fluxcd/pkg/kustomize"
@@ -40,6 +42,9 @@ import (
 // fluxGroup is the API group of Flux's Kustomization.
 const fluxGroup = "kustomize.toolkit.fluxcd.io/"
 
+// sourceGroup is the API group of Flux's sources (GitRepository).
+const sourceGroup = "source.toolkit.fluxcd.io/"
+
 // fluxOwnSource is the name Flux's bootstrap gives the GitRepository of
 // the repository it is bootstrapped into: a Kustomization whose sourceRef
 // names it builds from this repository.
@@ -50,6 +55,63 @@ const fluxOwnSource = "flux-system"
 // it: the cluster never sees it, and keyhole does not check it as if it
 // did.
 const CodeInputNotDeployed = "InputNotDeployed"
+
+// ownSource reports whether the Flux source ns/name is this repository:
+// the GitRepository Flux's bootstrap names flux-system, or one that a
+// Kustomization applying the file declaring it builds from (findOwnSources).
+func (l *loader) ownSource(ns, name string) bool {
+	return ns == fluxOwnSource && name == fluxOwnSource || l.ownSources[ns+"/"+name]
+}
+
+// ownSourcesText names the sources ownSource accepts, for a message.
+func (l *loader) ownSourcesText() string {
+	text := fluxOwnSource + "/" + fluxOwnSource + ", as Flux's bootstrap names it"
+	if len(l.ownSources) > 0 {
+		text += ", or " + strings.Join(slices.Sorted(maps.Keys(l.ownSources)), ", ") + ", which a Kustomization applying the file declaring it builds from"
+	}
+	return text
+}
+
+// gitRepoDecl is a Flux GitRepository engineUnits' scan found.
+type gitRepoDecl struct {
+	ns, name string
+	file     string // absolute
+}
+
+// findOwnSources sets l.ownSources: the GitRepositories of repos that a
+// Flux Kustomization of found builds from and whose path holds the file
+// declaring the GitRepository. That is how a repository syncs itself
+// (Flux's bootstrap writes the GitRepository and the Kustomization over
+// its directory side by side), whatever name it gives its source, as a
+// repository bootstrapped by hand, or before flux-system was the
+// convention, may do (home-kubernetes). It reports whether it found
+// any.
+func (l *loader) findOwnSources(found []engineFound, repos []gitRepoDecl) bool {
+	for _, g := range repos {
+		if l.ownSource(g.ns, g.name) {
+			continue
+		}
+		for _, f := range found {
+			if f.flux == nil {
+				continue
+			}
+			spec := Lookup(f.flux.d.Node, "spec")
+			ref := Lookup(spec, "sourceRef")
+			ns := cmp.Or(f.flux.ns, fluxOwnSource)
+			if stringField(ref, "name") != g.name || cmp.Or(stringField(ref, "namespace"), ns) != g.ns || cmp.Or(stringField(ref, "kind"), "GitRepository") != "GitRepository" {
+				continue
+			}
+			if root, _ := l.enginePath(stringField(spec, "path"), f.flux.srcRoots); root != "" && within(root, g.file) {
+				if l.ownSources == nil {
+					l.ownSources = map[string]bool{}
+				}
+				l.ownSources[g.ns+"/"+g.name] = true
+				break
+			}
+		}
+	}
+	return len(l.ownSources) > 0
+}
 
 // FluxOverlay is what kustomize-controller applies to a Flux unit's path:
 // the Kustomization object as the repository writes it.
@@ -89,10 +151,10 @@ func (l *loader) fluxUnit(d *Document, vals *yaml.Node, ns string, srcRoots []st
 	spec := Lookup(vals, "spec")
 	ref := Lookup(spec, "sourceRef")
 	refName, refNs := stringField(ref, "name"), cmp.Or(stringField(ref, "namespace"), ns)
-	if refName != fluxOwnSource || refNs != fluxOwnSource {
+	if !l.ownSource(refNs, refName) {
 		return engineFound{pos: at("spec", "sourceRef"), skip: fmt.Sprintf(
-			"Flux Kustomization %s/%s builds from %s %s/%s, not from this repository (%s/%s, as Flux's bootstrap names it); out of reach, skipped",
-			ns, name, cmp.Or(stringField(ref, "kind"), "GitRepository"), refNs, refName, fluxOwnSource, fluxOwnSource)}
+			"Flux Kustomization %s/%s builds from %s %s/%s, not from this repository (%s); out of reach, skipped",
+			ns, name, cmp.Or(stringField(ref, "kind"), "GitRepository"), refNs, refName, l.ownSourcesText())}
 	}
 	rel := stringField(spec, "path")
 	root, srcRoot := l.enginePath(rel, srcRoots)

@@ -158,3 +158,44 @@ func TestEngineUnitComponents(t *testing.T) {
 		t.Errorf("Connections read in %q, want %q\n%s", got, want, ds.Error())
 	}
 }
+
+// TestFluxOwnSource: a repository that syncs itself through a
+// GitRepository of another name than flux-system (its Kustomization
+// applies the directory declaring it) is read as that source; a
+// GitRepository of another repository stays out of reach.
+func TestFluxOwnSource(t *testing.T) {
+	conn := "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: gh}\n" +
+		"spec:\n  hosts: [api.example.com]\n  credential: {kind: secret, secretRef: {name: gh-token}}\n"
+	ks := func(name, path, source string) string {
+		return "---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: " + name + ", namespace: flux-system}\n" +
+			"spec:\n  path: " + path + "\n  sourceRef: {kind: GitRepository, name: " + source + "}\n"
+	}
+	repo := func(name string) string {
+		return "---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata: {name: " + name + ", namespace: flux-system}\n" +
+			"spec: {url: 'https://git.example.com/" + name + ".git', interval: 1h}\n"
+	}
+	dir, _ := gitRepo(t)
+	writeFiles(t, dir, map[string]string{
+		"kubernetes/flux/config/cluster.yaml": repo("home-kubernetes") + ks("cluster", "./kubernetes/flux", "home-kubernetes"),
+		"kubernetes/flux/apps.yaml":           ks("apps", "./kubernetes/apps", "home-kubernetes") + repo("tenants") + ks("tenant", "./kubernetes/tenant", "tenants"),
+		"kubernetes/apps/c.yaml":              conn,
+		"kubernetes/tenant/c.yaml":            conn,
+	})
+	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range docs {
+		if o := d.Object(); o.Kind == "Connection" {
+			got = append(got, d.Unit().Name+" "+o.Namespace)
+		}
+	}
+	slices.Sort(got)
+	if want := []string{" ", "flux:flux-system/apps "}; !slices.Equal(got, want) {
+		t.Errorf("Connections read in %q, want %q\n%s", got, want, ds.Error())
+	}
+	if want := "Flux Kustomization flux-system/tenant builds from GitRepository flux-system/tenants, not from this repository (flux-system/flux-system, as Flux's bootstrap names it, or flux-system/home-kubernetes, which a Kustomization applying the file declaring it builds from)"; !strings.Contains(ds.Error(), want) {
+		t.Errorf("no diagnostic says %q:\n%s", want, ds.Error())
+	}
+}

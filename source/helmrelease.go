@@ -59,9 +59,9 @@ func (l *loader) helmReleaseUnit(d *Document, vals *yaml.Node, ns string, srcRoo
 	chartSpec := Lookup(Lookup(spec, "chart"), "spec")
 	ref := Lookup(chartSpec, "sourceRef")
 	kind, refName, refNs := cmp.Or(stringField(ref, "kind"), "HelmRepository"), stringField(ref, "name"), cmp.Or(stringField(ref, "namespace"), ns)
-	if kind != "GitRepository" || refName != fluxOwnSource || refNs != fluxOwnSource {
-		return engineFound{pos: at("spec", "chart", "spec", "sourceRef"), skip: fmt.Sprintf("%s renders the chart %s of %s %s/%s, not a chart directory of this repository (GitRepository %s/%s, as Flux's bootstrap names it); out of reach, skipped",
-			what, stringField(chartSpec, "chart"), kind, refNs, refName, fluxOwnSource, fluxOwnSource)}
+	if kind != "GitRepository" || !l.ownSource(refNs, refName) {
+		return engineFound{pos: at("spec", "chart", "spec", "sourceRef"), skip: fmt.Sprintf("%s renders the chart %s of %s %s/%s, not a chart directory of this repository (GitRepository %s); out of reach, skipped",
+			what, stringField(chartSpec, "chart"), kind, refNs, refName, l.ownSourcesText())}
 	}
 	rel := stringField(chartSpec, "chart")
 	root, srcRoot := l.enginePath(rel, srcRoots)

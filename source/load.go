@@ -154,6 +154,9 @@ type loader struct {
 	// engineCharts are the Helm charts rendered for the engine objects
 	// their templates declare (engineUnits).
 	engineCharts map[string]bool
+	// ownSources are the Flux sources, besides flux-system/flux-system,
+	// that are this repository (findOwnSources), by "namespace/name".
+	ownSources map[string]bool
 	// applying are the builds of Flux units that fluxApplied made to read
 	// the Flux objects they apply, for buildEngineUnits to use.
 	applying map[*Unit]*applyingBuild
