@@ -78,9 +78,10 @@ type gitRepoDecl struct {
 	file     string // absolute
 }
 
-// findOwnSources sets l.ownSources: the GitRepositories of repos that a
-// Flux Kustomization of found builds from and whose path holds the file
-// declaring the GitRepository. That is how a repository syncs itself
+// findOwnSources sets l.ownSources: the GitRepositories of repos, in
+// Flux's namespace, that a Flux Kustomization of found builds from and
+// whose path holds the file declaring the GitRepository. That is how a
+// repository syncs itself
 // (Flux's bootstrap writes the GitRepository and the Kustomization over
 // its directory side by side), whatever name it gives its source, as a
 // repository bootstrapped by hand, or before flux-system was the
@@ -88,7 +89,10 @@ type gitRepoDecl struct {
 // any.
 func (l *loader) findOwnSources(found []engineFound, repos []gitRepoDecl) bool {
 	for _, g := range repos {
-		if l.ownSource(g.ns, g.name) {
+		if l.ownSource(g.ns, g.name) || g.ns != fluxOwnSource {
+			// Flux's own namespace holds a cluster's sync; a tenant's
+			// namespace holds a tenant's, of its own repository or
+			// branch, even where it applies its own file.
 			continue
 		}
 		for _, f := range found {

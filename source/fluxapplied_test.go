@@ -180,6 +180,13 @@ func TestFluxOwnSource(t *testing.T) {
 		"kubernetes/flux/apps.yaml":           ks("apps", "./kubernetes/apps", "home-kubernetes") + repo("tenants") + ks("tenant", "./kubernetes/tenant", "tenants"),
 		"kubernetes/apps/c.yaml":              conn,
 		"kubernetes/tenant/c.yaml":            conn,
+		// A tenant's sync, as Flux's multi-tenancy example writes it:
+		// its Kustomization, with no path, applies the root of the
+		// tenant's own branch, which holds this file here too.
+		"tenants/dev-team/sync.yaml": "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata: {name: dev-team, namespace: apps}\n" +
+			"spec: {url: 'https://git.example.com/home.git', ref: {branch: dev-team}}\n---\n" +
+			"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: dev-team, namespace: apps}\n" +
+			"spec: {sourceRef: {kind: GitRepository, name: dev-team}}\n",
 	})
 	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
 	if err != nil {
@@ -194,6 +201,9 @@ func TestFluxOwnSource(t *testing.T) {
 	slices.Sort(got)
 	if want := []string{" ", "flux:flux-system/apps "}; !slices.Equal(got, want) {
 		t.Errorf("Connections read in %q, want %q\n%s", got, want, ds.Error())
+	}
+	if want := "Flux Kustomization apps/dev-team builds from GitRepository apps/dev-team, not from this repository"; !strings.Contains(ds.Error(), want) {
+		t.Errorf("no diagnostic says %q:\n%s", want, ds.Error())
 	}
 	if want := "Flux Kustomization flux-system/tenant builds from GitRepository flux-system/tenants, not from this repository (flux-system/flux-system, as Flux's bootstrap names it, or flux-system/home-kubernetes, which a Kustomization applying the file declaring it builds from)"; !strings.Contains(ds.Error(), want) {
 		t.Errorf("no diagnostic says %q:\n%s", want, ds.Error())
