@@ -2,13 +2,24 @@ package source
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	"keyhole.dev/keyhole/diag"
 )
+
+// connectionUnits is "UNIT NAMESPACE" of each Connection of docs, sorted.
+func connectionUnits(docs []*Document) []string {
+	var got []string
+	for _, d := range docs {
+		if o := d.Object(); o.Kind == "Connection" {
+			got = append(got, d.Unit().Name+" "+o.Namespace)
+		}
+	}
+	slices.Sort(got)
+	return got
+}
 
 // TestFluxApplied holds a Flux Kustomization that another's path holds to
 // what that one's build writes of it (fluxapplied.go): each case gives
@@ -102,12 +113,7 @@ func TestFluxApplied(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []string
-			for _, d := range docs {
-				if o := d.Object(); o.Kind == "Connection" {
-					got = append(got, fmt.Sprintf("%s %s", d.Unit().Name, o.Namespace))
-				}
-			}
+			got := connectionUnits(docs)
 			if want := c.wantUnit + " " + c.wantNS; !slices.Equal(got, []string{want}) {
 				t.Errorf("Connection read in %q, want [%s]\n%s", got, want, ds)
 			}
@@ -147,13 +153,7 @@ func TestEngineUnitComponents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, d := range docs {
-		if o := d.Object(); o.Kind == "Connection" {
-			got = append(got, d.Unit().Name+" "+o.Namespace)
-		}
-	}
-	slices.Sort(got)
+	got := connectionUnits(docs)
 	if want := []string{"argocd:argocd/b argons", "flux:flux-system/a fluxns"}; !slices.Equal(got, want) {
 		t.Errorf("Connections read in %q, want %q\n%s", got, want, ds.Error())
 	}
@@ -192,13 +192,7 @@ func TestFluxOwnSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, d := range docs {
-		if o := d.Object(); o.Kind == "Connection" {
-			got = append(got, d.Unit().Name+" "+o.Namespace)
-		}
-	}
-	slices.Sort(got)
+	got := connectionUnits(docs)
 	if want := []string{" ", "flux:flux-system/apps "}; !slices.Equal(got, want) {
 		t.Errorf("Connections read in %q, want %q\n%s", got, want, ds.Error())
 	}
