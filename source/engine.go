@@ -45,6 +45,14 @@ type engineFound struct {
 	flux *fluxDecl
 }
 
+// declared records that f's unit, if any, is declared in file.
+func (f *engineFound) declared(file string) {
+	if f.unit != nil {
+		f.unit.declFile = file
+		f.declDir = filepath.ToSlash(relOrAbs(f.srcRoot, filepath.Dir(file)))
+	}
+}
+
 // engineUnits finds the Flux Kustomizations and Argo CD Applications and
 // ApplicationSets in the files under the named directories (kustomize
 // directories included: a cluster's kustomization lists them) and returns
@@ -90,10 +98,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 					releases = append(releases, pendingRelease{d: d, file: f, srcRoots: srcRoots})
 				}
 				for _, ef := range founds {
-					if ef.unit != nil {
-						ef.unit.declFile = f
-						ef.declDir = filepath.ToSlash(relOrAbs(ef.srcRoot, filepath.Dir(f)))
-					}
+					ef.declared(f)
 					found = append(found, ef)
 				}
 			}
@@ -150,24 +155,22 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 			if f.flux != nil && f.skip != "" {
 				ef := l.fluxUnit(f.flux.d, nil, f.flux.ns, f.flux.srcRoots)
 				ef.flux = f.flux
-				if ef.unit != nil {
-					ef.unit.declFile = f.flux.file
-					ef.declDir = filepath.ToSlash(relOrAbs(ef.srcRoot, filepath.Dir(f.flux.file)))
-				}
+				ef.declared(f.flux.file)
 				found[i] = ef
 			}
 		}
 	}
 	ds = append(ds, l.fluxApplied(found, patches)...)
 	for _, r := range releases {
-		ns := l.releaseNamespace(r, found)
+		p := l.applier(r.file, found, nil)
+		ns := releaseNamespace(r, p, l.listedNamespace(r.file, r.srcRoots[0]))
 		ef := l.helmReleaseUnit(r.d, nil, ns, r.srcRoots)
 		applied := false
-		if ef.unit != nil || ef.err != "" {
+		if p != nil && (ef.unit != nil || ef.err != "") {
 			// A chart of this repository: read as the Flux unit
 			// applying it builds it, patched and substituted.
-			if vals, bns, ok := l.releaseApplied(r, found, patches, &ds); ok {
-				ef, applied = l.helmReleaseUnit(r.d, vals, cmp.Or(bns, ns), r.srcRoots), true
+			if o := l.appliedAs(p, r.file, "HelmRelease", r.d.Object().Name, patches, &ds); o != nil {
+				ef, applied = l.helmReleaseUnit(r.d, o.node, cmp.Or(o.ns, ns), r.srcRoots), true
 			}
 		}
 		if ef.unit != nil {
@@ -178,9 +181,8 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 				}
 				ef.unit.Helm.Without = note
 			}
-			ef.unit.declFile = r.file
-			ef.declDir = filepath.ToSlash(relOrAbs(ef.srcRoot, filepath.Dir(r.file)))
 		}
+		ef.declared(r.file)
 		found = append(found, ef)
 	}
 	// Names, made unique.
@@ -490,21 +492,15 @@ type pendingRelease struct {
 	srcRoots []string
 }
 
-// releaseNamespace is the namespace the HelmRelease r is applied in: the
-// targetNamespace of the Flux Kustomization whose path holds it (the
-// deepest), which kustomize-controller writes over every namespace;
-// else its own, or the one its kustomization sets.
-func (l *loader) releaseNamespace(r pendingRelease, found []engineFound) string {
-	var by *Unit
-	for _, f := range found {
-		if u := f.unit; u != nil && u.Flux != nil && within(u.Root, r.file) && (by == nil || len(u.Root) > len(by.Root)) {
-			by = u
-		}
-	}
-	if by != nil {
-		if t, _, _ := unstructured.NestedString(by.Flux.Object.Object, "spec", "targetNamespace"); t != "" {
+// releaseNamespace is the namespace the HelmRelease r is applied in by
+// the Flux unit p (nil when none does): p's targetNamespace, which
+// kustomize-controller writes over every namespace; else its own, or
+// listed, the one the kustomization listing it sets.
+func releaseNamespace(r pendingRelease, p *Unit, listed string) string {
+	if p != nil {
+		if t, _, _ := unstructured.NestedString(p.Flux.Object.Object, "spec", "targetNamespace"); t != "" {
 			return t
 		}
 	}
-	return cmp.Or(r.d.Object().Namespace, l.listedNamespace(r.file, r.srcRoots[0]))
+	return cmp.Or(r.d.Object().Namespace, listed)
 }

@@ -64,21 +64,6 @@ func (l *loader) fluxApplied(found []engineFound, patches []kustomizePatch) diag
 			idx[f.unit] = i
 		}
 	}
-	// parent is the Flux unit applying found[i]: the deepest other one
-	// whose path holds the file declaring it.
-	parent := func(i int) *Unit {
-		var best *Unit
-		for u, j := range idx {
-			if j != i && found[j].unit == u && within(u.Root, found[i].flux.file) && (best == nil || len(u.Root) > len(best.Root) || len(u.Root) == len(best.Root) && idx[u] < idx[best]) {
-				best = u
-			}
-		}
-		return best
-	}
-	if l.applying == nil {
-		l.applying = map[*Unit]*applyingBuild{}
-	}
-	builds := l.applying
 	state := make([]int8, len(found)) // 1: being read, 2: read as written, 3: rewritten
 	var apply func(i int, parentOf bool)
 	apply = func(i int, parentOf bool) {
@@ -92,7 +77,7 @@ func (l *loader) fluxApplied(found []engineFound, patches []kustomizePatch) diag
 			}
 		}()
 		f := &found[i]
-		p := parent(i)
+		p := l.applier(f.flux.file, found, f.unit)
 		if p == nil || !l.mayChangeApplied(p, f.flux.file, "Kustomization", patches) {
 			return
 		}
@@ -106,22 +91,13 @@ func (l *loader) fluxApplied(found []engineFound, patches []kustomizePatch) diag
 		if found[idx[p]].unit != p {
 			return // the parent is in error; it says so
 		}
-		b := builds[p]
-		if b == nil {
-			b = l.buildApplying(p)
-			builds[p] = b
-		}
-		if b.err != nil {
-			ds = append(ds, l.applyingFailed(p, b)...)
-			return
-		}
-		bk := b.find(f.flux.file, "Kustomization", f.flux.d.Object().Name)
+		bk := l.appliedAs(p, f.flux.file, "Kustomization", f.flux.d.Object().Name, patches, &ds)
 		if bk == nil {
-			return // not in its build: the parent does not apply it
+			return
 		}
 		state[i] = 3
 		if f.unit != nil {
-			delete(builds, f.unit) // made as written, if at all
+			delete(l.applying, f.unit) // made as written, if at all
 		}
 		ef := l.fluxUnit(f.flux.d, bk.node, cmp.Or(bk.ns, f.flux.ns), f.flux.srcRoots)
 		ef.flux = f.flux
@@ -132,8 +108,7 @@ func (l *loader) fluxApplied(found []engineFound, patches []kustomizePatch) diag
 			*f = ef
 			return
 		}
-		ef.unit.declFile = f.flux.file
-		ef.declDir = filepath.ToSlash(relOrAbs(ef.srcRoot, filepath.Dir(f.flux.file)))
+		ef.declared(f.flux.file)
 		if f.unit != nil {
 			// In place: a child's parent may already point at it.
 			*f.unit = *ef.unit
@@ -167,6 +142,42 @@ func (l *loader) fluxApplied(found []engineFound, patches []kustomizePatch) diag
 	return ds
 }
 
+// applier is the Flux unit of found that applies the object declared in
+// file: the deepest other than self whose path holds the file (of two on
+// one path, the first found), or nil.
+func (l *loader) applier(file string, found []engineFound, self *Unit) *Unit {
+	var best *Unit
+	for _, f := range found {
+		if u := f.unit; u != nil && u != self && u.Flux != nil && within(u.Root, file) && (best == nil || len(u.Root) > len(best.Root)) {
+			best = u
+		}
+	}
+	return best
+}
+
+// appliedAs is the Flux object of kind named name declared in file as
+// the build of the Flux unit p, which applies it, writes it; nil when p
+// does not change it (it is read as written), when p's build does not
+// hold it, or when that build fails (said in ds, once).
+func (l *loader) appliedAs(p *Unit, file, kind, name string, patches []kustomizePatch, ds *diag.List) *builtObject {
+	if !l.mayChangeApplied(p, file, kind, patches) {
+		return nil
+	}
+	if l.applying == nil {
+		l.applying = map[*Unit]*applyingBuild{}
+	}
+	b := l.applying[p]
+	if b == nil {
+		b = l.buildApplying(p)
+		l.applying[p] = b
+	}
+	if b.err != nil {
+		*ds = append(*ds, l.applyingFailed(p, b)...)
+		return nil
+	}
+	return b.find(file, kind, name)
+}
+
 // applyingFailed is what is said of the failed build b of the Flux unit
 // p, once: nothing when p's own build, made again, reports why.
 func (l *loader) applyingFailed(p *Unit, b *applyingBuild) diag.List {
@@ -180,39 +191,6 @@ func (l *loader) applyingFailed(p *Unit, b *applyingBuild) diag.List {
 	msg := bb.scrub(kustbuild.Redact(b.err.Error(), b.run.read))
 	return diag.List{{Code: CodeKustomizeBuildFailed, Severity: diag.Warning, Pos: p.Decl,
 		Message: fmt.Sprintf("Flux Kustomization %s cannot be built (%s); the Flux objects it applies are read as written, without its patches and substitution", strings.TrimPrefix(p.Name, "flux:"), msg)}}
-}
-
-// releaseApplied is the HelmRelease r as the Flux unit applying it (the
-// deepest whose path holds its file) builds it, with the namespace it
-// builds it in, when that unit may change it; ok is false when it is to
-// be read as written. What is said of a failed build goes to ds.
-func (l *loader) releaseApplied(r pendingRelease, found []engineFound, patches []kustomizePatch, ds *diag.List) (vals *yaml.Node, ns string, ok bool) {
-	var p *Unit
-	for _, f := range found {
-		if u := f.unit; u != nil && u.Flux != nil && within(u.Root, r.file) && (p == nil || len(u.Root) > len(p.Root)) {
-			p = u
-		}
-	}
-	if p == nil || !l.mayChangeApplied(p, r.file, "HelmRelease", patches) {
-		return nil, "", false
-	}
-	if l.applying == nil {
-		l.applying = map[*Unit]*applyingBuild{}
-	}
-	b := l.applying[p]
-	if b == nil {
-		b = l.buildApplying(p)
-		l.applying[p] = b
-	}
-	if b.err != nil {
-		*ds = append(*ds, l.applyingFailed(p, b)...)
-		return nil, "", false
-	}
-	o := b.find(r.file, "HelmRelease", r.d.Object().Name)
-	if o == nil {
-		return nil, "", false
-	}
-	return o.node, o.ns, true
 }
 
 // mayChangeApplied reports whether the build of the Flux unit p may
