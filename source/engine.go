@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -43,6 +44,9 @@ type engineFound struct {
 	// flux is the Flux Kustomization's declaration, for fluxApplied to
 	// read it again as the unit applying it builds it.
 	flux *fluxDecl
+	// fan, when the object is applied by several Flux units (an
+	// overlay's base), is the one this unit is read for.
+	fan *Unit
 }
 
 // declared records that f's unit, if any, is declared in file.
@@ -160,69 +164,71 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 			}
 		}
 	}
-	ds = append(ds, l.fluxApplied(found, patches)...)
+	found, fds := l.fluxApplied(found, patches)
+	ds = append(ds, fds...)
 	for _, r := range releases {
-		p := l.applier(r.file, found, nil)
-		ns := releaseNamespace(r, p, l.listedNamespace(r.file, r.srcRoots[0]))
-		ef := l.helmReleaseUnit(r.d, nil, ns, r.srcRoots)
-		applied := false
-		if p != nil && (ef.unit != nil || ef.err != "") {
-			// A chart of this repository: read as the Flux unit
-			// applying it builds it, patched and substituted.
-			if o := l.appliedAs(p, r.file, "HelmRelease", r.d.Object().Name, patches, &ds); o != nil {
-				ef, applied = l.helmReleaseUnit(r.d, o.node, cmp.Or(o.ns, ns), r.srcRoots), true
+		listed := l.listedNamespace(r.file, r.srcRoots[0])
+		var efs []engineFound
+		ps := l.appliers(r.file, found, nil)
+		for _, p := range ps {
+			ef, ok := l.releaseAs(r, p, listed, patches, &ds)
+			if !ok {
+				continue
 			}
-		}
-		if ef.unit != nil {
-			if f := l.releasePatch(patches, r.d.Object().Name); f != "" && !applied {
-				note := "the kustomize patch " + f + ", which keyhole does not apply to the HelmRelease (it reads the release as written)"
-				if h := ef.unit.Helm; h.Without != "" {
-					note = h.Without + " and " + note
+			if ef.skip != "" {
+				if len(ps) > 1 {
+					efs = nil // out of reach whoever applies it: said once, of the object as written
+				} else {
+					efs = append(efs, ef)
 				}
-				ef.unit.Helm.Without = note
+				break
 			}
+			if len(ps) > 1 {
+				ef.fan = p
+			}
+			efs = append(efs, ef)
 		}
-		ef.declared(r.file)
-		found = append(found, ef)
-	}
-	// Names, made unique.
-	byName := map[string]int{}
-	for _, f := range found {
-		if f.unit != nil {
-			byName[f.unit.Name]++
+		if len(efs) == 0 {
+			ef, _ := l.releaseAs(r, nil, listed, patches, &ds)
+			efs = append(efs, ef)
 		}
+		found = append(found, efs...)
 	}
+	uniqueNames(found)
 	var units []*Unit
+	said := map[string]bool{}
 	for _, f := range found {
+		var d diag.Diagnostic
 		switch {
 		case f.err != "":
 			code := CodeKustomizeBuildFailed
 			if f.helm {
 				code = CodeHelmRenderFailed
 			}
-			ds = append(ds, diag.Diagnostic{Code: code, Severity: diag.Error, Pos: f.pos, Message: f.err})
-			continue
+			d = diag.Diagnostic{Code: code, Severity: diag.Error, Pos: f.pos, Message: f.err}
 		case f.skip != "":
-			ds = append(ds, skipped(f.pos, f.skip))
+			d = skipped(f.pos, f.skip)
+		default:
+			f.unit.ID = f.unit.Name
+			units = append(units, f.unit)
 			continue
 		}
-		u := f.unit
-		if byName[u.Name] > 1 {
-			// The same Kustomization in two clusters' trees: told apart
-			// by the directory declaring it.
-			u.Name += "@" + f.declDir
-			u.Dir = path.Join(string(u.Source), outputDir(f.declDir), strings.TrimPrefix(u.Dir, string(u.Source)+"/"))
+		// One object two units apply is one mistake.
+		if k := d.String(); !said[k] {
+			said[k] = true
+			ds = append(ds, d)
 		}
-		u.ID = u.Name
-		units = append(units, u)
 	}
 	fluxClusters(units)
 	// A HelmRelease deploys to the cluster of the Flux unit that
 	// applies it.
 	for _, u := range units {
 		if u.Source == UnitHelmRelease && u.Cluster == "" {
-			var by *Unit
+			by := u.appliedBy
 			for _, v := range units {
+				if by != nil {
+					break
+				}
 				if v.Flux != nil && declaredUnder(u, v) && (by == nil || len(v.Root) > len(by.Root)) {
 					by = v
 				}
@@ -233,6 +239,75 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 		}
 	}
 	return units, ds
+}
+
+// releaseAs is the unit of the HelmRelease r as the Flux unit p (nil
+// when none does) applies it: in p's namespace, patched and substituted
+// as p's build writes it when p may change it; listed is the namespace
+// the kustomization listing it sets. ok is false when p's build does not
+// hold it.
+func (l *loader) releaseAs(r pendingRelease, p *Unit, listed string, patches []kustomizePatch, ds *diag.List) (ef engineFound, ok bool) {
+	ns := releaseNamespace(r, p, listed)
+	ef = l.helmReleaseUnit(r.d, nil, ns, r.srcRoots)
+	applied := false
+	if p != nil && (ef.unit != nil || ef.err != "") {
+		// A chart of this repository: read as the Flux unit applying
+		// it builds it.
+		o, applies := l.appliedAs(p, r.file, "HelmRelease", r.d.Object().Name, patches, ds)
+		if !applies {
+			return engineFound{}, false
+		}
+		if o != nil {
+			ef, applied = l.helmReleaseUnit(r.d, o.node, cmp.Or(o.ns, ns), r.srcRoots), true
+		}
+	}
+	if ef.unit != nil {
+		ef.unit.appliedBy = p
+		if f := l.releasePatch(patches, r.d.Object().Name); f != "" && !applied {
+			note := "the kustomize patch " + f + ", which keyhole does not apply to the HelmRelease (it reads the release as written)"
+			if h := ef.unit.Helm; h.Without != "" {
+				note = h.Without + " and " + note
+			}
+			ef.unit.Helm.Without = note
+		}
+	}
+	ef.declared(r.file)
+	return ef, true
+}
+
+// uniqueNames tells apart the units of found that share a name: the same
+// Kustomization in two clusters' trees by the directory declaring it,
+// one object that several units apply (an overlay's base) by the path of
+// each; what still shares a name, by its order.
+func uniqueNames(found []engineFound) {
+	suffix := func(f engineFound, round int, n int) string {
+		switch {
+		case round == 1:
+			return strconv.Itoa(n)
+		case f.fan != nil:
+			return filepath.ToSlash(relOrAbs(f.fan.Flux.SourceRoot, f.fan.Root))
+		}
+		return f.declDir
+	}
+	for round := range 2 {
+		byName := map[string]int{}
+		for _, f := range found {
+			if f.unit != nil {
+				byName[f.unit.Name]++
+			}
+		}
+		seen := map[string]int{}
+		for _, f := range found {
+			u := f.unit
+			if u == nil || byName[u.Name] < 2 {
+				continue
+			}
+			seen[u.Name]++
+			at := suffix(f, round, seen[u.Name])
+			u.Name += "@" + at
+			u.Dir = path.Join(string(u.Source), outputDir(at), strings.TrimPrefix(u.Dir, string(u.Source)+"/"))
+		}
+	}
 }
 
 // releasePatch names the first of patches that may change the Flux

@@ -39,6 +39,15 @@ func FuzzEngineUnits(f *testing.F) {
 			"flux.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps, namespace: flux-system}\n" +
 				"spec:\n  path: ./apps\n  sourceRef: {kind: GitRepository, name: flux-system}\n  postBuild: {substitute: {A: app}}\n" +
 				"  patches: [{target: {kind: Kustomization}, patch: '{apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, metadata: {name: _}, spec: {targetNamespace: p}}'}]\n",
+			// And from a base that two clusters' overlays list from
+			// outside their paths, one renaming, one moving it.
+			"base/engine.yaml":              string(data),
+			"clusters/a/kustomization.yaml": "resources: [../../base/engine.yaml]\nnamePrefix: a-\n",
+			"clusters/b/kustomization.yaml": "resources: [../../base/engine.yaml]\n",
+			"fleet.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: a, namespace: flux-system}\n" +
+				"spec: {path: ./clusters/a, sourceRef: {kind: GitRepository, name: flux-system}}\n---\n" +
+				"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: b, namespace: flux-system}\n" +
+				"spec: {path: ./clusters/b, targetNamespace: b, sourceRef: {kind: GitRepository, name: flux-system}}\n",
 			"app/kustomization.yaml": "resources: [c.yaml]\n",
 			"app/c.yaml":             "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: c}\nspec: {hosts: [a.example.com]}\n",
 			"values.json":            `{"name": "x", "path": "app"}`,
@@ -56,10 +65,16 @@ func FuzzEngineUnits(f *testing.F) {
 			}
 		}
 		docs, _, _ := Load([]string{dir}, Options{Dir: dir})
+		ids := map[string]*Unit{}
 		for _, d := range docs {
-			if u := d.Unit(); u.Root != "" && !within(dir, u.Root) {
+			u := d.Unit()
+			if u.Root != "" && !within(dir, u.Root) {
 				t.Fatalf("unit %s builds %s, outside the tree", u.Name, u.Root)
 			}
+			if v := ids[u.ID]; v != nil && v != u {
+				t.Fatalf("two units have the ID %q", u.ID)
+			}
+			ids[u.ID] = u
 		}
 	})
 }

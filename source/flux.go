@@ -229,7 +229,10 @@ func fluxClusters(units []*Unit) {
 	}
 	units = fl
 	parent := func(u *Unit) *Unit {
-		var best *Unit
+		best := u.appliedBy
+		if best != nil {
+			return best
+		}
 		for _, v := range units {
 			if v != u && v.Flux != nil && declaredUnder(u, v) && (best == nil || len(v.Root) > len(best.Root)) {
 				best = v

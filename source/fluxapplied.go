@@ -54,9 +54,11 @@ type builtObject struct {
 }
 
 // fluxApplied rereads, in place, each Flux Kustomization of found whose
-// applying unit may change it, from that unit's build. The builds it
-// makes are kept for buildEngineUnits, which would make them again.
-func (l *loader) fluxApplied(found []engineFound, patches []kustomizePatch) diag.List {
+// applying unit may change it, from that unit's build, and adds to
+// found one unit more for each other unit applying it (two clusters'
+// overlays of one base). The builds it makes are kept for
+// buildEngineUnits, which would make them again.
+func (l *loader) fluxApplied(found []engineFound, patches []kustomizePatch) ([]engineFound, diag.List) {
 	var ds diag.List
 	idx := map[*Unit]int{}
 	for i, f := range found {
@@ -64,7 +66,7 @@ func (l *loader) fluxApplied(found []engineFound, patches []kustomizePatch) diag
 			idx[f.unit] = i
 		}
 	}
-	state := make([]int8, len(found)) // 1: being read, 2: read as written, 3: rewritten
+	state := make([]int8, len(found)) // 1: being read, 2: read as written, 3: rewritten or added
 	var apply func(i int, parentOf bool)
 	apply = func(i int, parentOf bool) {
 		if state[i] != 0 {
@@ -76,46 +78,75 @@ func (l *loader) fluxApplied(found []engineFound, patches []kustomizePatch) diag
 				state[i] = 2
 			}
 		}()
-		f := &found[i]
-		p := l.applier(f.flux.file, found, f.unit)
-		if p == nil || !l.mayChangeApplied(p, f.flux.file, "Kustomization", patches) {
+		decl := found[i].flux
+		ps := l.appliers(decl.file, found, decl)
+		if len(ps) == 0 {
 			return
 		}
-		if u := f.unit; u != nil && !parentOf && !l.engineUnitMatters(u) &&
-			!strings.Contains(stringField(Lookup(f.flux.d.Node, "spec"), "path"), "${") {
+		if u := found[i].unit; u != nil && !parentOf && !l.engineUnitMatters(u) &&
+			!strings.Contains(stringField(Lookup(decl.d.Node, "spec"), "path"), "${") {
 			// Not built as written: nothing under its path is keyhole's.
 			// Read again only for the Kustomizations it applies.
+			u.appliedBy = ps[0]
 			return
 		}
-		apply(idx[p], true) // the parent as its own parent applies it
-		if found[idx[p]].unit != p {
-			return // the parent is in error; it says so
+		for _, p := range ps {
+			apply(idx[p], true) // the parent as its own parent applies it
 		}
-		bk := l.appliedAs(p, f.flux.file, "Kustomization", f.flux.d.Object().Name, patches, &ds)
-		if bk == nil {
-			return
-		}
-		state[i] = 3
-		if f.unit != nil {
-			delete(l.applying, f.unit) // made as written, if at all
-		}
-		ef := l.fluxUnit(f.flux.d, bk.node, cmp.Or(bk.ns, f.flux.ns), f.flux.srcRoots)
-		ef.flux = f.flux
-		if ef.unit == nil {
-			if f.unit != nil {
-				delete(idx, f.unit)
+		ps = l.appliers(decl.file, found, decl) // their paths as applied
+		added := 0
+		for _, p := range ps {
+			if found[idx[p]].unit != p {
+				continue // the parent is in error; it says so
 			}
-			*f = ef
-			return
+			bk, applies := l.appliedAs(p, decl.file, "Kustomization", decl.d.Object().Name, patches, &ds)
+			if !applies {
+				continue // not in its build: p does not apply it
+			}
+			var ef engineFound
+			switch {
+			case bk != nil:
+				ef = l.fluxUnit(decl.d, bk.node, cmp.Or(bk.ns, decl.ns), decl.srcRoots)
+			case added == 0:
+				ef = found[i] // as written
+			default:
+				ef = l.fluxUnit(decl.d, nil, decl.ns, decl.srcRoots)
+			}
+			ef.flux = decl
+			ef.declared(decl.file)
+			if len(ps) > 1 {
+				ef.fan = p
+			}
+			if ef.unit != nil {
+				ef.unit.appliedBy = p
+			}
+			added++
+			if added > 1 {
+				// Another unit applying it: one more deploy unit.
+				found = append(found, ef)
+				state = append(state, 3)
+				if ef.unit != nil {
+					idx[ef.unit] = len(found) - 1
+				}
+				continue
+			}
+			if bk != nil || len(ps) > 1 {
+				state[i] = 3
+			}
+			if old := found[i].unit; old != ef.unit && old != nil {
+				delete(l.applying, old) // made as written, if at all
+				delete(idx, old)
+				if ef.unit != nil {
+					// In place: a child's parent may already point at it.
+					*old = *ef.unit
+					ef.unit = old
+				}
+			}
+			found[i] = ef
+			if ef.unit != nil {
+				idx[ef.unit] = i
+			}
 		}
-		ef.declared(f.flux.file)
-		if f.unit != nil {
-			// In place: a child's parent may already point at it.
-			*f.unit = *ef.unit
-			ef.unit = f.unit
-		}
-		*f = ef
-		idx[f.unit] = i
 	}
 	// A pass reads each Kustomization whose parent is known; one a
 	// rewritten parent now holds (its path substituted) is read in the
@@ -127,7 +158,7 @@ func (l *loader) fluxApplied(found []engineFound, patches []kustomizePatch) diag
 				state[i] = 0
 			}
 		}
-		for i := range found {
+		for i := 0; i < len(found); i++ {
 			if found[i].flux != nil {
 				apply(i, false)
 			}
@@ -139,29 +170,102 @@ func (l *loader) fluxApplied(found []engineFound, patches []kustomizePatch) diag
 			}
 		}
 	}
-	return ds
+	return found, ds
 }
 
-// applier is the Flux unit of found that applies the object declared in
-// file: the deepest other than self whose path holds the file (of two on
-// one path, the first found), or nil.
-func (l *loader) applier(file string, found []engineFound, self *Unit) *Unit {
-	var best *Unit
+// appliers are the Flux units of found that apply the object declared
+// in file, in found's order, other than the Kustomization self declares:
+// the deepest whose path holds the file (each of those sharing that
+// path), then each whose kustomization reaches the file from outside its
+// path, as two clusters' overlays list one base.
+func (l *loader) appliers(file string, found []engineFound, self *fluxDecl) []*Unit {
+	var deep, reach []*Unit
 	for _, f := range found {
-		if u := f.unit; u != nil && u != self && u.Flux != nil && within(u.Root, file) && (best == nil || len(u.Root) > len(best.Root)) {
-			best = u
+		u := f.unit
+		if u == nil || u.Flux == nil || self != nil && f.flux == self {
+			continue
+		}
+		switch {
+		case within(u.Root, file):
+			if len(deep) == 0 || len(u.Root) > len(deep[0].Root) {
+				deep = []*Unit{u}
+			} else if u.Root == deep[0].Root {
+				deep = append(deep, u)
+			}
+		case l.reached(u)[file]:
+			reach = append(reach, u)
 		}
 	}
-	return best
+	return append(deep, reach...)
+}
+
+// reached is the set of files outside the Flux unit u's path that its
+// build may read: those its kustomization (or the one Flux generates,
+// which takes every file under the path), its components, and the
+// kustomizations they use list through "..", as an overlay lists a base.
+// It is memoized by the path and components.
+func (l *loader) reached(u *Unit) map[string]bool {
+	comps, _, _ := unstructured.NestedStringSlice(u.Flux.Object.Object, "spec", "components")
+	key := u.Root + "\x00" + strings.Join(comps, "\x00")
+	if r, ok := l.reach[key]; ok {
+		return r
+	}
+	out := map[string]bool{}
+	seen := map[string]bool{}
+	var visit func(p string)
+	visit = func(p string) {
+		p = filepath.Clean(p)
+		if seen[p] || len(seen) > maxScopeFiles {
+			return
+		}
+		seen[p] = true
+		fi, err := l.fsys.Stat(p)
+		if err != nil {
+			return
+		}
+		if !fi.IsDir() {
+			if !within(u.Root, p) {
+				out[p] = true
+			}
+			if isKustomizationName(filepath.Base(p)) {
+				for _, ref := range l.scopeMemo.localPaths(l.fsys, p) {
+					visit(filepath.Join(filepath.Dir(p), filepath.FromSlash(ref)))
+				}
+			}
+			return
+		}
+		if k := kustomizationFile(l.fsys, p); k != "" {
+			visit(k)
+			return
+		}
+		if !within(u.Root, p) {
+			return // kustomize refuses a directory without a kustomization
+		}
+		entries, _ := l.fsys.ReadDir(p)
+		for _, e := range entries {
+			if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+				visit(filepath.Join(p, e.Name()))
+			}
+		}
+	}
+	visit(u.Root)
+	for _, c := range comps {
+		visit(filepath.Join(u.Root, filepath.FromSlash(c)))
+	}
+	if l.reach == nil {
+		l.reach = map[string]map[string]bool{}
+	}
+	l.reach[key] = out
+	return out
 }
 
 // appliedAs is the Flux object of kind named name declared in file as
-// the build of the Flux unit p, which applies it, writes it; nil when p
-// does not change it (it is read as written), when p's build does not
-// hold it, or when that build fails (said in ds, once).
-func (l *loader) appliedAs(p *Unit, file, kind, name string, patches []kustomizePatch, ds *diag.List) *builtObject {
+// the build of the Flux unit p writes it: nil when p does not change it
+// or its build fails (said in ds, once), and it is read as written.
+// applies is false when p's build does not hold it: p does not apply it.
+func (l *loader) appliedAs(p *Unit, file, kind, name string, patches []kustomizePatch, ds *diag.List) (o *builtObject, applies bool) {
 	if !l.mayChangeApplied(p, file, kind, patches) {
-		return nil
+		return nil, true
 	}
 	if l.applying == nil {
 		l.applying = map[*Unit]*applyingBuild{}
@@ -173,9 +277,10 @@ func (l *loader) appliedAs(p *Unit, file, kind, name string, patches []kustomize
 	}
 	if b.err != nil {
 		*ds = append(*ds, l.applyingFailed(p, b)...)
-		return nil
+		return nil, true
 	}
-	return b.find(file, kind, name)
+	o = b.find(file, kind, name)
+	return o, o != nil
 }
 
 // applyingFailed is what is said of the failed build b of the Flux unit
@@ -199,6 +304,9 @@ func (l *loader) applyingFailed(p *Unit, b *applyingBuild) diag.List {
 // substitutes what it builds, or a kustomization on the way from p's
 // path to the file patches or renames what it lists.
 func (l *loader) mayChangeApplied(p *Unit, file, kind string, patches []kustomizePatch) bool {
+	if !within(p.Root, file) {
+		return true // listed from outside the path: an overlay's base
+	}
 	spec, _ := p.Flux.Object.Object["spec"].(map[string]any)
 	for _, k := range []string{"patches", "components", "targetNamespace", "namePrefix", "nameSuffix"} {
 		switch v := spec[k].(type) {

@@ -203,3 +203,79 @@ func TestFluxOwnSource(t *testing.T) {
 		t.Errorf("no diagnostic says %q:\n%s", want, ds.Error())
 	}
 }
+
+// TestFluxAppliedFromBase: Flux objects declared in a base that each
+// cluster's overlay lists from outside its path (a fleet repository's
+// clusters/NAME listing ../../base, a hub's per-cluster patches of one
+// HelmRelease) reach each cluster as that overlay's build writes them:
+// one deploy unit per cluster, each read with its own patches, in its
+// own cluster.
+func TestFluxAppliedFromBase(t *testing.T) {
+	ks := func(name, path, extra string) string {
+		return "---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: " + name + ", namespace: flux-system}\n" +
+			"spec:\n  path: " + path + "\n  sourceRef: {kind: GitRepository, name: flux-system}\n" + extra
+	}
+	conn := func(host string) string {
+		return "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: gh}\n" +
+			"spec:\n  hosts: [" + host + "]\n  credential: {kind: secret, secretRef: {name: gh-token}}\n"
+	}
+	overlay := func(cluster, patch string) string {
+		return "resources: [flux-system, ../../base/apps.yaml, agents.yaml]\npatches:\n  - target: {kind: Kustomization, name: apps}\n    patch: |\n" +
+			"      - {op: replace, path: /spec/path, value: ./apps/" + cluster + "}\n" + patch
+	}
+	agents := func(cluster, values string) string {
+		return "resources: [../../../deploy/agents]\npatches:\n  - target: {kind: HelmRelease, name: agent}\n    patch: |\n" +
+			"      - {op: replace, path: /spec/values, value: " + values + "}\n"
+	}
+	dir, _ := gitRepo(t)
+	writeFiles(t, dir, map[string]string{
+		"clusters/prod/flux-system/kustomization.yaml":    "resources: [sync.yaml]\n",
+		"clusters/prod/flux-system/sync.yaml":             ks("flux-system", "./clusters/prod", ""),
+		"clusters/prod/kustomization.yaml":                overlay("prod", ""),
+		"clusters/prod/agents.yaml":                       ks("agents", "./clusters/prod/agents", ""),
+		"clusters/prod/agents/kustomization.yaml":         agents("prod", "{name: prod-gh, secret: s, tier: t}"),
+		"clusters/staging/flux-system/kustomization.yaml": "resources: [sync.yaml]\n",
+		"clusters/staging/flux-system/sync.yaml":          ks("flux-system", "./clusters/staging", ""),
+		"clusters/staging/kustomization.yaml":             overlay("staging", "      - {op: add, path: /spec/targetNamespace, value: stg}\n"),
+		"clusters/staging/agents.yaml":                    ks("agents", "./clusters/staging/agents", ""),
+		"clusters/staging/agents/kustomization.yaml":      agents("staging", "{name: staging-gh, secret: s, tier: t}"),
+		"base/apps.yaml":                                  ks("apps", "./apps/base", ""),
+		"apps/base/c.yaml":                                conn("base.example.com"),
+		"apps/prod/c.yaml":                                conn("prod.example.com"),
+		"apps/staging/c.yaml":                             conn("staging.example.com"),
+		"deploy/agents/kustomization.yaml":                "resources: [release.yaml]\n",
+		"deploy/agents/release.yaml": "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: agent, namespace: team}\n" +
+			"spec:\n  chart:\n    spec: {chart: ./charts/agents, sourceRef: {kind: GitRepository, name: flux-system, namespace: flux-system}}\n" +
+			"  values: {name: as-written, secret: s, tier: t}\n",
+		"charts/agents/Chart.yaml":       helmChart,
+		"charts/agents/templates/c.yaml": helmConn,
+	})
+	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range docs {
+		if o := d.Object(); o.Kind == "Connection" {
+			u := d.Unit()
+			got = append(got, u.Name+" "+u.Cluster+" "+o.Namespace+"/"+o.Name+" "+stringList(Lookup(Lookup(d.Node, "spec"), "hosts"))[0])
+		}
+	}
+	slices.Sort(got)
+	want := []string{
+		// No cluster applies apps/base: its files are loose files.
+		"  /gh base.example.com",
+		"flux:flux-system/apps@clusters/prod flux clusters/prod /gh prod.example.com",
+		"flux:flux-system/apps@clusters/staging flux clusters/staging stg/gh staging.example.com",
+		"helmrelease:team/agent@clusters/prod/agents flux clusters/prod team/prod-gh api.github.com",
+		"helmrelease:team/agent@clusters/staging/agents flux clusters/staging team/staging-gh api.github.com",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Connections read as\n%s\nwant\n%s\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), ds)
+	}
+	for _, d := range ds {
+		if d.Severity == diag.Error {
+			t.Errorf("unexpected error: %s", d)
+		}
+	}
+}

@@ -160,6 +160,9 @@ type loader struct {
 	// applying are the builds of Flux units that fluxApplied made to read
 	// the Flux objects they apply, for buildEngineUnits to use.
 	applying map[*Unit]*applyingBuild
+	// reach is, for a Flux unit's path and components, the files
+	// outside its path that its build may read (reached).
+	reach map[string]map[string]bool
 	// repoObjs are the ConfigMaps and Secrets Flux substitution reads,
 	// by repository root (flux.go).
 	repoObjs map[string]*repoObjects

@@ -72,6 +72,9 @@ type Unit struct {
 
 	// declFile is the file declaring the unit (absolute, OS form).
 	declFile string
+	// appliedBy is the Flux unit whose build applies the object
+	// declaring this one, when one does.
+	appliedBy *Unit
 }
 
 // Loose reports whether u is the unit of the files read outside any
