@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -137,8 +138,9 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 	return out
 }
 
-// appSetUnits is the units of the Applications an ApplicationSet's git
-// generators make from this repository.
+// appSetUnits is the units of the Applications an ApplicationSet's
+// generators make from this repository: git directories and files, a
+// list, and a matrix of two of those.
 func (l *loader) appSetUnits(d *Document, ns string, srcRoots []string) []engineFound {
 	spec := Lookup(d.Node, "spec")
 	tmpl := Lookup(spec, "template")
@@ -150,21 +152,20 @@ func (l *loader) appSetUnits(d *Document, ns string, srcRoots []string) []engine
 	}
 	var out []engineFound
 	for _, g := range gens.Content {
-		git := Lookup(g, "git")
 		pos := diag.Pos{File: d.File, Line: g.Line, Column: g.Column}
-		if git == nil {
-			out = append(out, engineFound{pos: pos, skip: what + ": only git directory and git file generators are read; this generator's Applications are not checked"})
+		params, skip, err := l.generatorParams(g, goTemplate, srcRoots, 0)
+		switch {
+		case skip != "":
+			out = append(out, engineFound{pos: pos, skip: what + ": " + skip + "; this generator's Applications are not checked"})
 			continue
-		}
-		params, err := l.gitGenerator(git, srcRoots[len(srcRoots)-1], srcRoots[0])
-		if err != "" {
+		case err != "":
 			out = append(out, engineFound{pos: pos, err: what + ": " + err})
 			continue
 		}
 		for _, p := range params {
 			app, err := fillTemplate(tmpl, p, goTemplate)
 			if err != nil {
-				out = append(out, engineFound{pos: pos, err: fmt.Sprintf("%s: its template cannot be filled for %s: %v", what, p["path"], err)})
+				out = append(out, engineFound{pos: pos, err: fmt.Sprintf("%s: its template cannot be filled for %s: %v", what, paramsNamed(p), err)})
 				break
 			}
 			name := stringField(Lookup(app, "metadata"), "name")
@@ -177,6 +178,204 @@ func (l *loader) appSetUnits(d *Document, ns string, srcRoots []string) []engine
 		}
 	}
 	return out
+}
+
+// paramsNamed names a generator's parameter set in a message: by its
+// path, or by its keys and values, sorted.
+func paramsNamed(p map[string]any) string {
+	if v, ok := p["path"]; ok {
+		if s, ok := v.(string); ok {
+			return s
+		}
+		if m, ok := v.(map[string]any); ok {
+			return fmt.Sprint(m["path"])
+		}
+	}
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(p)) {
+		kv = append(kv, fmt.Sprintf("%s=%v", k, p[k]))
+	}
+	return "{" + strings.Join(kv, ", ") + "}"
+}
+
+// generatorParams is the parameter sets the ApplicationSet generator g
+// makes, as the ApplicationSet controller makes them, or why it makes
+// none here: skip when it reads what the repository does not hold (a
+// cluster's Secrets, an SCM provider), err when the controller refuses
+// it. depth counts the matrices around g.
+func (l *loader) generatorParams(g *yaml.Node, goTemplate bool, srcRoots []string, depth int) (params []map[string]any, skip, err string) {
+	git, list, matrix := Lookup(g, "git"), Lookup(g, "list"), Lookup(g, "matrix")
+	if Lookup(g, "selector") != nil {
+		return nil, "a generator's selector is not applied", ""
+	}
+	for _, n := range []*yaml.Node{git, list} {
+		if Lookup(n, "template") != nil {
+			return nil, "a generator's own template is not applied", ""
+		}
+	}
+	switch {
+	case git != nil:
+		params, err = l.gitGenerator(git, srcRoots[len(srcRoots)-1], srcRoots[0])
+		if err == "" {
+			params, err = generatorValues(git, params, goTemplate)
+		}
+	case list != nil:
+		params, err = listGenerator(list, goTemplate)
+	case matrix != nil:
+		return l.matrixGenerator(matrix, goTemplate, srcRoots, depth)
+	default:
+		kind := "an empty"
+		if g.Kind == yaml.MappingNode && len(g.Content) > 0 {
+			kind = "the " + g.Content[0].Value
+		}
+		return nil, "only git, list and matrix generators are read, not " + kind + " generator", ""
+	}
+	if err != "" {
+		return nil, "", err
+	}
+	return params, "", ""
+}
+
+// listGenerator is the parameter sets of a list generator: its elements,
+// and those its elementsYaml holds. Without goTemplate every value must
+// be a string, but a map of strings under values (values.KEY), as the
+// controller requires.
+func listGenerator(list *yaml.Node, goTemplate bool) ([]map[string]any, string) {
+	var elems []map[string]any
+	if e := Lookup(list, "elements"); e != nil {
+		if e.Decode(&elems) != nil {
+			return nil, "its list generator's elements are not a list of mappings"
+		}
+	}
+	if s := stringField(list, "elementsYaml"); s != "" {
+		var more []map[string]any
+		if yaml.Unmarshal([]byte(s), &more) != nil {
+			return nil, "its list generator's elementsYaml is not a YAML list of mappings"
+		}
+		elems = append(elems, more...)
+	}
+	if goTemplate {
+		return elems, ""
+	}
+	out := make([]map[string]any, 0, len(elems))
+	for _, e := range elems {
+		p := map[string]any{}
+		for k, v := range e {
+			if m, ok := v.(map[string]any); ok && k == "values" {
+				for vk, vv := range m {
+					s, ok := vv.(string)
+					if !ok {
+						return nil, fmt.Sprintf("its list generator's values.%s is not a string, which the controller refuses without goTemplate", vk)
+					}
+					p["values."+vk] = s
+				}
+				continue
+			}
+			s, ok := v.(string)
+			if !ok {
+				return nil, fmt.Sprintf("its list generator's %s is not a string, which the controller refuses without goTemplate", k)
+			}
+			p[k] = s
+		}
+		out = append(out, p)
+	}
+	return out, ""
+}
+
+// matrixGenerator is the parameter sets of a matrix: each set of its
+// first generator joined with each set of its second, which may name
+// the first's parameters (filled in before it runs). Without goTemplate
+// a key both sets hold with two values is refused, as the controller
+// refuses it; with it, the second's value is taken.
+func (l *loader) matrixGenerator(m *yaml.Node, goTemplate bool, srcRoots []string, depth int) (out []map[string]any, skip, err string) {
+	gens := Lookup(m, "generators")
+	if gens == nil || gens.Kind != yaml.SequenceNode || len(gens.Content) != 2 {
+		return nil, "", "a matrix generator must have exactly two generators"
+	}
+	if depth > 0 {
+		return nil, "a matrix inside a matrix is not read", ""
+	}
+	first, skip, err := l.generatorParams(gens.Content[0], goTemplate, srcRoots, depth+1)
+	if skip != "" || err != "" {
+		return nil, skip, err
+	}
+	second := gens.Content[1]
+	for _, a := range first {
+		g := second
+		if bytes.Contains(nodeBytes(second), []byte("{{")) {
+			filled, ferr := fillTemplate(second, a, goTemplate)
+			if ferr != nil {
+				return nil, "", fmt.Sprintf("its matrix's second generator cannot be filled for %s: %v", paramsNamed(a), ferr)
+			}
+			g = filled
+		}
+		bs, skip, err := l.generatorParams(g, goTemplate, srcRoots, depth+1)
+		if skip != "" || err != "" {
+			return nil, skip, err
+		}
+		if len(out)+len(bs) > maxAppSetParams {
+			return nil, "", fmt.Sprintf("its matrix makes more than %d Applications, more than keyhole reads of one generator", maxAppSetParams)
+		}
+		for _, b := range bs {
+			p := maps.Clone(a)
+			for k, v := range b {
+				if cur, ok := p[k]; ok && !goTemplate && fmt.Sprint(cur) != fmt.Sprint(v) {
+					return nil, "", fmt.Sprintf("its matrix's generators both give %s, with two values (%v and %v)", k, cur, v)
+				}
+				p[k] = v
+			}
+			out = append(out, p)
+		}
+	}
+	return out, "", ""
+}
+
+// maxAppSetParams bounds the Applications one generator makes: a matrix
+// of two long lists (or of every directory twice) grows as their
+// product.
+const maxAppSetParams = 10000
+
+// generatorValues adds the values of a generator (git's: the field of
+// its kind) to each of its parameter sets, filled with that set's
+// parameters: values.KEY, or a values map with goTemplate.
+func generatorValues(gen *yaml.Node, params []map[string]any, goTemplate bool) ([]map[string]any, string) {
+	vals := Lookup(gen, "values")
+	if vals == nil {
+		return params, ""
+	}
+	if vals.Kind != yaml.MappingNode {
+		return nil, "a generator's values must be a mapping of strings"
+	}
+	for i, p := range params {
+		filled, err := fillTemplate(vals, p, goTemplate)
+		if err != nil {
+			return nil, fmt.Sprintf("a generator's values cannot be filled for %s: %v", paramsNamed(p), err)
+		}
+		var m map[string]string
+		if filled.Decode(&m) != nil {
+			return nil, "a generator's values must be a mapping of strings"
+		}
+		p = maps.Clone(p)
+		if goTemplate {
+			vm := map[string]any{}
+			for k, v := range m {
+				vm[k] = v
+			}
+			p["values"] = vm
+		} else {
+			for k, v := range m {
+				p["values."+k] = v
+			}
+		}
+		params[i] = p
+	}
+	return params, ""
+}
+
+// nodeBytes is n as YAML, or nil.
+func nodeBytes(n *yaml.Node) []byte {
+	b, _ := yaml.Marshal(n)
+	return b
 }
 
 // gitGenerator lists the parameters of a git generator's directories or

@@ -1,10 +1,14 @@
 package source
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/diag"
 )
 
 func TestGlobMatch(t *testing.T) {
@@ -114,4 +118,107 @@ func TestFillTemplate(t *testing.T) {
 	if _, err := fillTemplate(goTmpl.Content[0], map[string]any{}, true); err == nil {
 		t.Error("a missing key filled a goTemplate, want an error (missingkey=error)")
 	}
+}
+
+// TestAppSetGenerators: an ApplicationSet's list and matrix generators
+// make the Applications the controller makes (each checked as its own
+// unit, in its destination namespace); what the controller refuses is an
+// error, and what keyhole cannot read from the repository is said.
+func TestAppSetGenerators(t *testing.T) {
+	appset := func(name, goTemplate, gens, path, ns string) string {
+		return "---\napiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: " + name + ", namespace: argocd}\n" +
+			"spec:\n  goTemplate: " + goTemplate + "\n  generators:\n" + gens +
+			"  template:\n    metadata: {name: '" + name + "-{{" + path + "}}'}\n" +
+			"    spec:\n      source: {repoURL: 'https://git.example.com/r.git', path: 'envs/{{" + path + "}}'}\n" +
+			"      destination: {name: in-cluster, namespace: '" + ns + "'}\n"
+	}
+	conn := "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: gh}\n" +
+		"spec:\n  hosts: [api.example.com]\n  credential: {kind: secret, secretRef: {name: gh-token}}\n"
+	cases := map[string]struct {
+		appsets  string
+		want     []string // "UNIT NAMESPACE" of each Connection
+		wantDiag string
+	}{
+		"a list, values as strings": {
+			appsets: appset("l", "false", "    - list:\n        elements:\n          - {env: dev, values: {team: a}}\n          - {env: prod, values: {team: b}}\n", "env", "{{values.team}}"),
+			want:    []string{"argocd:argocd/l-dev a", "argocd:argocd/l-prod b"},
+		},
+		"a list with goTemplate, and elementsYaml": {
+			appsets: appset("g", "true", "    - list:\n        elements: [{env: dev, team: {name: a}}]\n        elementsYaml: '[{env: prod, team: {name: b}}]'\n", ".env", "{{.team.name}}"),
+			want:    []string{"argocd:argocd/g-dev a", "argocd:argocd/g-prod b"},
+		},
+		"a matrix of git directories and a list that names them": {
+			appsets: appset("m", "false", "    - matrix:\n        generators:\n          - git: {repoURL: 'https://git.example.com/r.git', directories: [{path: 'envs/*'}]}\n"+
+				"          - list: {elements: [{ns: 'ns-{{path.basename}}'}]}\n", "path.basename", "{{ns}}"),
+			want: []string{"argocd:argocd/m-dev ns-dev", "argocd:argocd/m-prod ns-prod"},
+		},
+		"generator values filled with its parameters": {
+			appsets: appset("v", "false", "    - git:\n        repoURL: 'https://git.example.com/r.git'\n        directories: [{path: 'envs/dev'}]\n        values: {ns: 'team-{{path.basename}}'}\n", "path.basename", "{{values.ns}}"),
+			want:    []string{"argocd:argocd/v-dev team-dev"},
+		},
+		"a list value that is not a string, without goTemplate": {
+			appsets:  appset("n", "false", "    - list: {elements: [{env: dev, replicas: 2}]}\n", "env", "x"),
+			wantDiag: "error KustomizeBuildFailed: Argo CD ApplicationSet argocd/n: its list generator's replicas is not a string, which the controller refuses without goTemplate",
+		},
+		"a matrix of one generator": {
+			appsets:  appset("o", "false", "    - matrix: {generators: [{list: {elements: [{env: dev}]}}]}\n", "env", "x"),
+			wantDiag: "error KustomizeBuildFailed: Argo CD ApplicationSet argocd/o: a matrix generator must have exactly two generators",
+		},
+		"a matrix whose generators give one key two values": {
+			appsets:  appset("k", "false", "    - matrix: {generators: [{list: {elements: [{env: dev}]}}, {list: {elements: [{env: prod}]}}]}\n", "env", "x"),
+			wantDiag: "its matrix's generators both give env, with two values (dev and prod)",
+		},
+		"a matrix of two long lists": {
+			appsets:  appset("p", "false", "    - matrix: {generators: [{list: {elementsYaml: '"+longList("a", 200)+"'}}, {list: {elementsYaml: '"+longList("b", 200)+"'}}]}\n", "a", "x"),
+			wantDiag: "its matrix makes more than 10000 Applications, more than keyhole reads of one generator",
+		},
+		"a clusters generator is out of reach": {
+			appsets:  appset("c", "false", "    - clusters: {}\n", "name", "x"),
+			wantDiag: "info InputSkipped: Argo CD ApplicationSet argocd/c: only git, list and matrix generators are read, not the clusters generator; this generator's Applications are not checked",
+		},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir, _ := gitRepo(t)
+			writeFiles(t, dir, map[string]string{
+				"argo/appsets.yaml":   c.appsets,
+				"envs/dev/conn.yaml":  conn,
+				"envs/prod/conn.yaml": conn,
+			})
+			docs, ds, err := Load([]string{"argo"}, Options{Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, d := range docs {
+				if o := d.Object(); o.Kind == "Connection" {
+					// A directory Application's objects take its
+					// destination namespace when they are compiled.
+					got = append(got, d.Unit().Name+" "+d.Unit().Namespace)
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, c.want) {
+				t.Errorf("Connections read in %q, want %q\n%s", got, c.want, ds)
+			}
+			if c.wantDiag != "" && !strings.Contains(ds.Error(), c.wantDiag) {
+				t.Errorf("no diagnostic says %q:\n%s", c.wantDiag, ds)
+			}
+			for _, d := range ds {
+				if d.Severity == diag.Error && (c.wantDiag == "" || !strings.Contains(d.String(), c.wantDiag)) {
+					t.Errorf("unexpected error: %s", d)
+				}
+			}
+		})
+	}
+}
+
+// longList is elementsYaml of n elements, each giving key a distinct value.
+func longList(key string, n int) string {
+	var b strings.Builder
+	b.WriteString("[")
+	for i := range n {
+		fmt.Fprintf(&b, "{%s: v%d},", key, i)
+	}
+	return b.String() + "]"
 }

@@ -24,6 +24,7 @@ func FuzzEngineUnits(f *testing.F) {
 		"apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: a}\nspec:\n  sources: [{path: chart, helm: {releaseName: r, valueFiles: [v.yaml, $values/values.json, ../../x], values: 'a: b', parameters: [{name: 'x[0].y', value: z, forceString: true}], fileParameters: [{name: f, path: ../values.json}], apiVersions: [a/v1], kubeVersion: '1.30'}}, {ref: values}]\n",
 		"apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: a, namespace: flux-system}\nspec:\n  targetNamespace: t\n  chart: {spec: {chart: ./chart, sourceRef: {kind: GitRepository, name: flux-system}, valuesFiles: [chart/v.yaml, ../x]}}\n  valuesFrom: [{kind: ConfigMap, name: c, targetPath: 'a.b[0]'}, {kind: Secret, name: s}]\n  values: {name: n}\n  postRenderers: [{kustomize: {patches: []}}]\n",
 		"apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: a}\nspec:\n  generators: [{git: {files: [{path: '*.json'}]}}]\n  template: {metadata: {name: '{{name}}'}, spec: {source: {path: '{{path}}'}}}\n",
+		"apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: a}\nspec:\n  generators: [{matrix: {generators: [{git: {directories: [{path: '*'}], values: {v: '{{path}}'}}}, {list: {elements: [{ns: 'n-{{path.basename}}', values: {a: b}}], elementsYaml: '[{ns: x}]'}}]}}]\n  template: {metadata: {name: '{{path.basename}}-{{ns}}'}, spec: {source: {path: '{{path}}'}, destination: {namespace: '{{values.v}}'}}}\n",
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))
