@@ -56,7 +56,7 @@ func (l *loader) argoUnits(d *Document, srcRoots []string) []engineFound {
 	o := d.Object()
 	ns := cmp.Or(o.Namespace, "argocd")
 	if o.Kind == "ApplicationSet" {
-		return l.appSetUnits(d, ns, srcRoots)
+		return l.appSetUnits(d.Node, d, ns, srcRoots)
 	}
 	return l.appUnits(d.Node, d, ns, o.Name, srcRoots)
 }
@@ -138,15 +138,15 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 	return out
 }
 
-// appSetUnits is the units of the Applications an ApplicationSet's
-// generators make from this repository: git directories and files, a
+// appSetUnits is the units of the Applications an ApplicationSet (set,
+// declared by d) has its generators make from this repository: git directories and files, a
 // list, and a matrix of two of those.
-func (l *loader) appSetUnits(d *Document, ns string, srcRoots []string) []engineFound {
-	spec := Lookup(d.Node, "spec")
+func (l *loader) appSetUnits(set *yaml.Node, d *Document, ns string, srcRoots []string) []engineFound {
+	spec := Lookup(set, "spec")
 	tmpl := Lookup(spec, "template")
 	goTemplate := stringField(spec, "goTemplate") == "true" || boolField(spec, "goTemplate")
 	gens := Lookup(spec, "generators")
-	what := "Argo CD ApplicationSet " + ns + "/" + stringField(Lookup(d.Node, "metadata"), "name")
+	what := "Argo CD ApplicationSet " + ns + "/" + stringField(Lookup(set, "metadata"), "name")
 	if tmpl == nil || gens == nil || gens.Kind != yaml.SequenceNode {
 		return nil
 	}
@@ -625,14 +625,25 @@ func (l *loader) prepareArgo(u *Unit) engineJob {
 		j.note = skipped(u.Decl, "Argo CD Application "+strings.TrimPrefix(u.Name, "argocd:")+" not built: nothing under its path or in its components names keyhole's kinds or declares a Secret")
 		return j
 	}
-	j.bo = l.buildOptions()
-	if kfile := kustomizationFile(l.fsys, u.Root); kfile != "" {
-		j.bo.KFile, j.bo.KData = kfile, argoKustomization(kustomizationNode(l.fsys, kfile), u.Argo.Kustomize)
-	} else {
-		j.bo.KFile, j.bo.KData = filepath.Join(u.Root, "kustomization.yaml"), l.directoryKustomization(u)
+	if b := l.applying[u]; b != nil && (b.run.m != nil || b.run.err != nil) {
+		j.build, j.built, j.run = true, true, b.run
+		return j
 	}
+	j.bo = l.buildOptions()
+	j.bo.KFile, j.bo.KData = l.argoManifest(u)
 	j.build = true
 	return j
+}
+
+// argoManifest is the kustomization the repo server builds the Argo CD
+// unit u's path with, and the path it stands at: the path's own, with
+// the Application's kustomize options written in, or the one a directory
+// application makes of its files.
+func (l *loader) argoManifest(u *Unit) (kfile string, kdata []byte) {
+	if kfile := kustomizationFile(l.fsys, u.Root); kfile != "" {
+		return kfile, argoKustomization(kustomizationNode(l.fsys, kfile), u.Argo.Kustomize)
+	}
+	return filepath.Join(u.Root, "kustomization.yaml"), l.directoryKustomization(u)
 }
 
 // argoKustomization is the kustomization k with an Application's

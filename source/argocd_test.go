@@ -222,3 +222,55 @@ func longList(key string, n int) string {
 	}
 	return b.String() + "]"
 }
+
+// TestArgoApplied: an app of apps whose overlays rename and patch the
+// Applications of one base: each overlay's Application is read as its
+// build writes it (its name, path and destination), one unit for each,
+// and what is wrong in it is said at the base file declaring it.
+func TestArgoApplied(t *testing.T) {
+	root := func(name, path, opts string) string {
+		return "---\napiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: " + name + ", namespace: argocd}\n" +
+			"spec:\n  destination: {name: in-cluster, namespace: argocd}\n  source:\n    repoURL: 'https://git.example.com/r.git'\n    path: " + path + "\n" + opts
+	}
+	overlay := func(prefix, path string) string {
+		return "resources: [../../base]\nnamePrefix: " + prefix + "-\npatches:\n  - target: {kind: Application, name: agent}\n    patch: |\n" +
+			"      - {op: replace, path: /spec/source/path, value: " + path + "}\n      - {op: replace, path: /spec/destination/namespace, value: agents-" + prefix + "}\n"
+	}
+	conn := "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: gh}\n" +
+		"spec:\n  hosts: [api.example.com]\n  credential: {kind: secret, secretRef: {name: gh-token}}\n"
+	dir, _ := gitRepo(t)
+	writeFiles(t, dir, map[string]string{
+		"argo/root.yaml": root("apps-prod", "apps/overlays/prod", "") + root("apps-staging", "apps/overlays/staging", "") +
+			root("apps-dev", "apps/base", "    kustomize: {namePrefix: dev-}\n"),
+		"apps/base/kustomization.yaml": "resources: [app.yaml]\n",
+		"apps/base/app.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: agent, namespace: argocd}\n" +
+			"spec:\n  destination: {name: in-cluster, namespace: agents}\n  source:\n    repoURL: 'https://git.example.com/r.git'\n    path: agents/base\n",
+		"apps/overlays/prod/kustomization.yaml":    overlay("prod", "agents/prod"),
+		"apps/overlays/staging/kustomization.yaml": overlay("staging", "agents/gone"),
+		"agents/base/conn.yaml":                    conn,
+		"agents/prod/conn.yaml":                    conn,
+	})
+	docs, ds, err := Load([]string{"argo", "apps", "agents"}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range docs {
+		if o := d.Object(); o.Kind == "Connection" {
+			got = append(got, d.Unit().Name+" "+d.Unit().Namespace+" "+d.File)
+		}
+	}
+	slices.Sort(got)
+	want := []string{
+		"argocd:argocd/dev-agent agents agents/base/conn.yaml",
+		"argocd:argocd/prod-agent agents-prod agents/prod/conn.yaml",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Connections read as %q, want %q\n%s", got, want, ds)
+	}
+	// staging's patch names a path that is not there: said at the base's
+	// source, once.
+	if want := `apps/base/app.yaml:7:5: info InputSkipped: Argo CD Application argocd/staging-agent builds agents/gone from https://git.example.com/r.git, which is not a directory of this repository`; !strings.Contains(ds.Error(), want) {
+		t.Errorf("no diagnostic says %q:\n%s", want, ds)
+	}
+}

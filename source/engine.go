@@ -44,6 +44,9 @@ type engineFound struct {
 	// flux is the Flux Kustomization's declaration, for fluxApplied to
 	// read it again as the unit applying it builds it.
 	flux *fluxDecl
+	// argo is the Argo CD object's declaration, for argoApplied to read
+	// it again as the unit applying it builds it.
+	argo *argoDecl
 	// fan, when the object is applied by several Flux units (an
 	// overlay's base), is the one this unit is read for.
 	fan *Unit
@@ -94,6 +97,10 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 					founds[0].flux = decl
 				case strings.HasPrefix(o.APIVersion, argoGroup) && (o.Kind == "Application" || o.Kind == "ApplicationSet"):
 					founds = l.argoUnits(d, srcRoots)
+					decl := &argoDecl{d: d, file: f, srcRoots: srcRoots}
+					for i := range founds {
+						founds[i].argo = decl
+					}
 				case strings.HasPrefix(o.APIVersion, sourceGroup) && o.Kind == "GitRepository":
 					repos = append(repos, gitRepoDecl{ns: cmp.Or(o.Namespace, l.listedNamespace(f, srcRoots[0]), fluxOwnSource), name: o.Name, file: f})
 				case strings.HasPrefix(o.APIVersion, helmReleaseGroup) && o.Kind == "HelmRelease":
@@ -164,12 +171,15 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 			}
 		}
 	}
+	l.anyFlux = slices.ContainsFunc(found, func(f engineFound) bool { return f.unit != nil && f.unit.Flux != nil })
 	found, fds := l.fluxApplied(found, patches)
+	ds = append(ds, fds...)
+	found, fds = l.argoApplied(found, patches)
 	ds = append(ds, fds...)
 	for _, r := range releases {
 		listed := l.listedNamespace(r.file, r.srcRoots[0])
 		var efs []engineFound
-		ps := l.appliers(r.file, found, nil)
+		ps := l.appliers(r.file, found, nil, fluxApplying)
 		for _, p := range ps {
 			ef, ok := l.releaseAs(r, p, listed, patches, &ds)
 			if !ok {
@@ -285,7 +295,7 @@ func uniqueNames(found []engineFound) {
 		case round == 1:
 			return strconv.Itoa(n)
 		case f.fan != nil:
-			return filepath.ToSlash(relOrAbs(f.fan.Flux.SourceRoot, f.fan.Root))
+			return filepath.ToSlash(relOrAbs(f.srcRoot, f.fan.Root))
 		}
 		return f.declDir
 	}

@@ -49,6 +49,12 @@ func FuzzEngineUnits(f *testing.F) {
 				"spec: {path: ./clusters/a, sourceRef: {kind: GitRepository, name: flux-system}}\n---\n" +
 				"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: b, namespace: flux-system}\n" +
 				"spec: {path: ./clusters/b, targetNamespace: b, sourceRef: {kind: GitRepository, name: flux-system}}\n",
+			// And applied by an Argo CD Application that renames and
+			// patches what it builds (argoApplied).
+			"argo/engine.yaml":        string(data),
+			"argo/kustomization.yaml": "resources: [engine.yaml]\nnamePrefix: p-\n",
+			"argo.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: root, namespace: argocd}\n" +
+				"spec:\n  destination: {namespace: argocd}\n  source:\n    path: argo\n    kustomize: {namespace: argocd, patches: [{target: {kind: Application}, patch: '[{op: add, path: /spec/destination/namespace, value: x}]'}]}\n",
 			"app/kustomization.yaml": "resources: [c.yaml]\n",
 			"app/c.yaml":             "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: c}\nspec: {hosts: [a.example.com]}\n",
 			"values.json":            `{"name": "x", "path": "app"}`,

@@ -79,7 +79,8 @@ func (l *loader) fluxApplied(found []engineFound, patches []kustomizePatch) ([]e
 			}
 		}()
 		decl := found[i].flux
-		ps := l.appliers(decl.file, found, decl)
+		self := func(f engineFound) bool { return f.flux == decl }
+		ps := l.appliers(decl.file, found, self, fluxApplying)
 		if len(ps) == 0 {
 			return
 		}
@@ -93,7 +94,7 @@ func (l *loader) fluxApplied(found []engineFound, patches []kustomizePatch) ([]e
 		for _, p := range ps {
 			apply(idx[p], true) // the parent as its own parent applies it
 		}
-		ps = l.appliers(decl.file, found, decl) // their paths as applied
+		ps = l.appliers(decl.file, found, self, fluxApplying) // their paths as applied
 		added := 0
 		for _, p := range ps {
 			if found[idx[p]].unit != p {
@@ -173,16 +174,17 @@ func (l *loader) fluxApplied(found []engineFound, patches []kustomizePatch) ([]e
 	return found, ds
 }
 
-// appliers are the Flux units of found that apply the object declared
-// in file, in found's order, other than the Kustomization self declares:
-// the deepest whose path holds the file (each of those sharing that
-// path), then each whose kustomization reaches the file from outside its
-// path, as two clusters' overlays list one base.
-func (l *loader) appliers(file string, found []engineFound, self *fluxDecl) []*Unit {
+// appliers are the units of found that apply the object declared in
+// file, in found's order: of those applying takes, other than those self
+// takes (the object's own units), the deepest whose path holds the file
+// (each of those sharing that path), then each whose kustomization
+// reaches the file from outside its path, as two clusters' overlays list
+// one base.
+func (l *loader) appliers(file string, found []engineFound, self func(engineFound) bool, applying func(*Unit) bool) []*Unit {
 	var deep, reach []*Unit
 	for _, f := range found {
 		u := f.unit
-		if u == nil || u.Flux == nil || self != nil && f.flux == self {
+		if u == nil || !applying(u) || self != nil && self(f) {
 			continue
 		}
 		switch {
@@ -199,13 +201,23 @@ func (l *loader) appliers(file string, found []engineFound, self *fluxDecl) []*U
 	return append(deep, reach...)
 }
 
+// fluxApplying reports whether u is a Flux unit, which applies the Flux
+// objects its build holds.
+func fluxApplying(u *Unit) bool { return u.Flux != nil }
+
 // reached is the set of files outside the Flux unit u's path that its
 // build may read: those its kustomization (or the one Flux generates,
 // which takes every file under the path), its components, and the
 // kustomizations they use list through "..", as an overlay lists a base.
 // It is memoized by the path and components.
 func (l *loader) reached(u *Unit) map[string]bool {
-	comps, _, _ := unstructured.NestedStringSlice(u.Flux.Object.Object, "spec", "components")
+	var comps []string
+	switch {
+	case u.Flux != nil:
+		comps, _, _ = unstructured.NestedStringSlice(u.Flux.Object.Object, "spec", "components")
+	case u.Argo != nil:
+		comps = stringList(Lookup(u.Argo.Kustomize, "components"))
+	}
 	key := u.Root + "\x00" + strings.Join(comps, "\x00")
 	if r, ok := l.reach[key]; ok {
 		return r
@@ -283,8 +295,8 @@ func (l *loader) appliedAs(p *Unit, file, kind, name string, patches []kustomize
 	return o, o != nil
 }
 
-// applyingFailed is what is said of the failed build b of the Flux unit
-// p, once: nothing when p's own build, made again, reports why.
+// applyingFailed is what is said of the failed build b of the engine
+// unit p, once: nothing when p's own build, made again, reports why.
 func (l *loader) applyingFailed(p *Unit, b *applyingBuild) diag.List {
 	if b.said || l.engineUnitMatters(p) {
 		return nil
@@ -294,8 +306,12 @@ func (l *loader) applyingFailed(p *Unit, b *applyingBuild) diag.List {
 	// temporary directory.
 	bb := &build{l: l, named: l.unitName(p), root: p.Root}
 	msg := bb.scrub(kustbuild.Redact(b.err.Error(), b.run.read))
+	what, objs := "Flux Kustomization "+strings.TrimPrefix(p.Name, "flux:"), "the Flux objects it applies are read as written, without its patches and substitution"
+	if p.Argo != nil {
+		what, objs = "Argo CD Application "+strings.TrimPrefix(p.Name, "argocd:"), "the Applications it applies are read as written, without its kustomize options and patches"
+	}
 	return diag.List{{Code: CodeKustomizeBuildFailed, Severity: diag.Warning, Pos: p.Decl,
-		Message: fmt.Sprintf("Flux Kustomization %s cannot be built (%s); the Flux objects it applies are read as written, without its patches and substitution", strings.TrimPrefix(p.Name, "flux:"), msg)}}
+		Message: fmt.Sprintf("%s cannot be built (%s); %s", what, msg, objs)}}
 }
 
 // mayChangeApplied reports whether the build of the Flux unit p may
@@ -306,6 +322,16 @@ func (l *loader) applyingFailed(p *Unit, b *applyingBuild) diag.List {
 func (l *loader) mayChangeApplied(p *Unit, file, kind string, patches []kustomizePatch) bool {
 	if !within(p.Root, file) {
 		return true // listed from outside the path: an overlay's base
+	}
+	if p.Argo != nil {
+		// The Application's kustomize options that rename, move or
+		// patch what it builds.
+		for _, k := range []string{"namePrefix", "nameSuffix", "namespace", "patches", "components"} {
+			if v := Lookup(p.Argo.Kustomize, k); v != nil && (v.Value != "" || len(v.Content) > 0) {
+				return true
+			}
+		}
+		return l.listingChanges(p, file, kind, patches)
 	}
 	spec, _ := p.Flux.Object.Object["spec"].(map[string]any)
 	for _, k := range []string{"patches", "components", "targetNamespace", "namePrefix", "nameSuffix"} {
@@ -326,9 +352,20 @@ func (l *loader) mayChangeApplied(p *Unit, file, kind string, patches []kustomiz
 	if _, ok := spec["postBuild"]; ok && bytes.Contains(l.sniff(file, nil), []byte("${")) {
 		return true
 	}
+	return l.listingChanges(p, file, kind, patches)
+}
+
+// listingChanges reports whether a kustomization on the way from the
+// unit p's path to file, which declares an object of kind, patches or
+// renames what it lists, or one of patches (the patch files found) within
+// p's path may select that kind.
+func (l *loader) listingChanges(p *Unit, file, kind string, patches []kustomizePatch) bool {
 	group := fluxGroup
-	if kind == "HelmRelease" {
+	switch kind {
+	case "HelmRelease":
 		group = helmReleaseGroup
+	case "Application", "ApplicationSet":
+		group = argoGroup
 	}
 	for _, pt := range patches {
 		if within(p.Root, pt.file) && (pt.kind == kind || pt.kind == "" && l.sniff(pt.file, []byte(group)) != nil) {
@@ -356,17 +393,24 @@ func (l *loader) mayChangeApplied(p *Unit, file, kind string, patches []kustomiz
 // Kustomizations it writes.
 func (l *loader) buildApplying(p *Unit) *applyingBuild {
 	b := &applyingBuild{}
-	kdata, kfile, err := l.fluxManifest(p)
+	var kdata []byte
+	var kfile string
+	var err error
+	if p.Argo != nil {
+		kfile, kdata = l.argoManifest(p)
+	} else {
+		kdata, kfile, err = l.fluxManifest(p)
+	}
 	if err != nil {
 		b.err = err
 		return b
 	}
 	// Every build in a repository with Flux Kustomizations has load
 	// restrictions off (buildOptions, which reads l.engine, not yet set).
-	bo := kustbuild.Options{MaxSize: l.opts.MaxFileSize, AllowRemote: l.opts.AllowRemoteBases, Unrestricted: true,
+	bo := kustbuild.Options{MaxSize: l.opts.MaxFileSize, AllowRemote: l.opts.AllowRemoteBases, Unrestricted: p.Flux != nil || l.anyFlux,
 		KFile: filepath.Clean(kfile), KData: kdata}
 	m, read, err := kustomize(l.fsys, p.Root, bo)
-	if err == nil {
+	if err == nil && p.Flux != nil {
 		if _, ok, _ := unstructured.NestedMap(p.Flux.Object.Object, "spec", "postBuild"); ok {
 			l.repoObjects(p.Flux.SourceRoot)
 		}
@@ -381,6 +425,7 @@ func (l *loader) buildApplying(p *Unit) *applyingBuild {
 		switch kind, av := r.GetKind(), r.GetApiVersion(); {
 		case kind == "Kustomization" && strings.HasPrefix(av, fluxGroup):
 		case kind == "HelmRelease" && strings.HasPrefix(av, helmReleaseGroup):
+		case (kind == "Application" || kind == "ApplicationSet") && strings.HasPrefix(av, argoGroup):
 		default:
 			continue
 		}

@@ -163,6 +163,9 @@ type loader struct {
 	// reach is, for a Flux unit's path and components, the files
 	// outside its path that its build may read (reached).
 	reach map[string]map[string]bool
+	// anyFlux says the repository holds Flux units, once engineUnits has
+	// found them: every build then has load restrictions off.
+	anyFlux bool
 	// repoObjs are the ConfigMaps and Secrets Flux substitution reads,
 	// by repository root (flux.go).
 	repoObjs map[string]*repoObjects

@@ -1,0 +1,180 @@
+package source
+
+import (
+	"cmp"
+
+	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/diag"
+)
+
+// An Argo CD Application (or ApplicationSet) that another Application's
+// path holds, an app of apps, reaches Argo CD as that Application's build
+// writes it: after its kustomize options (namePrefix, namespace, patches)
+// and the patches of the kustomizations on the way, which may rename it,
+// move its path or change its Helm values. One that two Applications'
+// overlays list from a base is one for each. argoApplied reads them so,
+// as fluxApplied reads Flux Kustomizations; see docs/inputs.md, "Deploy
+// units".
+
+// argoDecl is where an Argo CD Application or ApplicationSet is declared.
+type argoDecl struct {
+	d        *Document
+	file     string // absolute
+	srcRoots []string
+}
+
+// argoApplying reports whether u is an Argo CD unit built with kustomize
+// (a Helm chart's are rendered apart), which applies the Applications
+// its build holds.
+func argoApplying(u *Unit) bool { return u.Argo != nil && u.Helm == nil }
+
+// argoApplied rereads the Argo CD objects of found that an Argo CD unit
+// applies and may change, from that unit's build: the entries of such an
+// object give way to those it makes as applied, one set for each unit
+// applying it.
+func (l *loader) argoApplied(found []engineFound, patches []kustomizePatch) ([]engineFound, diag.List) {
+	var ds diag.List
+	declOf := map[*Unit]*argoDecl{}
+	var decls []*argoDecl
+	for _, f := range found {
+		if f.argo == nil {
+			continue
+		}
+		if !containsDecl(decls, f.argo) {
+			decls = append(decls, f.argo)
+		}
+		if f.unit != nil {
+			declOf[f.unit] = f.argo
+		}
+	}
+	state := map[*argoDecl]int8{} // 1: being read, 2: read
+	var apply func(decl *argoDecl)
+	apply = func(decl *argoDecl) {
+		if state[decl] != 0 {
+			return // read, or a cycle: as written
+		}
+		state[decl] = 1
+		defer func() { state[decl] = 2 }()
+		self := func(f engineFound) bool { return f.argo == decl }
+		ps := l.appliers(decl.file, found, self, argoApplying)
+		for _, p := range ps {
+			if pd := declOf[p]; pd != nil {
+				apply(pd) // the parent as its own parent applies it
+			}
+		}
+		ps = l.appliers(decl.file, found, self, argoApplying) // their paths as applied
+		o := decl.d.Object()
+		var efs []engineFound
+		changed := false
+		for _, p := range ps {
+			bo, applies := l.appliedAs(p, decl.file, o.Kind, o.Name, patches, &ds)
+			if !applies {
+				continue // not in its build: p does not apply it
+			}
+			var fs []engineFound
+			if bo != nil {
+				fs, changed = l.argoUnitsAs(decl.d, bo.node, bo.ns, decl.srcRoots), true
+			} else {
+				fs = l.argoUnits(decl.d, decl.srcRoots)
+			}
+			for i := range fs {
+				fs[i].argo = decl
+				fs[i].declared(decl.file)
+				if len(ps) > 1 {
+					fs[i].fan = p
+				}
+				if u := fs[i].unit; u != nil {
+					u.appliedBy = p
+					declOf[u] = decl
+				}
+			}
+			efs = append(efs, fs...)
+		}
+		if !changed && len(efs) > 0 && len(ps) < 2 {
+			return // as written
+		}
+		if len(efs) == 0 {
+			return
+		}
+		// The object's entries give way to those it makes as applied,
+		// where the first of them stood.
+		var next []engineFound
+		for _, f := range found {
+			switch {
+			case f.argo != decl:
+				next = append(next, f)
+			case efs != nil:
+				next = append(next, efs...)
+				efs = nil
+			}
+		}
+		found = next
+	}
+	for _, decl := range decls {
+		apply(decl)
+	}
+	return found, ds
+}
+
+func containsDecl(decls []*argoDecl, d *argoDecl) bool {
+	for _, x := range decls {
+		if x == d {
+			return true
+		}
+	}
+	return false
+}
+
+// argoUnitsAs is argoUnits of the object d declares as a build wrote it
+// (vals, in namespace ns): its fields are vals', its positions d's.
+func (l *loader) argoUnitsAs(d *Document, vals *yaml.Node, ns string, srcRoots []string) []engineFound {
+	transplantPositions(vals, d.Node)
+	meta := Lookup(vals, "metadata")
+	ns = cmp.Or(ns, stringField(meta, "namespace"), "argocd")
+	if d.Object().Kind == "ApplicationSet" {
+		return l.appSetUnits(vals, d, ns, srcRoots)
+	}
+	return l.appUnits(vals, d, ns, stringField(meta, "name"), srcRoots)
+}
+
+// transplantPositions gives each node of built the line and column of
+// the node at the same place in orig (by key, and by index in a
+// sequence), or of the nearest node above it that orig holds: what is
+// said of an object a build wrote points into the file declaring it.
+func transplantPositions(built, orig *yaml.Node) {
+	var place func(b, o *yaml.Node, matched bool)
+	place = func(b, o *yaml.Node, matched bool) {
+		b.Line, b.Column = o.Line, o.Column
+		switch {
+		case matched && b.Kind == yaml.MappingNode && o.Kind == yaml.MappingNode:
+			for i := 0; i+1 < len(b.Content); i += 2 {
+				ov, ok := o, false
+				for j := 0; j+1 < len(o.Content); j += 2 {
+					if o.Content[j].Value == b.Content[i].Value {
+						ov, ok = o.Content[j+1], true
+						b.Content[i].Line, b.Content[i].Column = o.Content[j].Line, o.Content[j].Column
+						break
+					}
+				}
+				if !ok {
+					b.Content[i].Line, b.Content[i].Column = o.Line, o.Column
+				}
+				place(b.Content[i+1], ov, ok)
+			}
+		case matched && b.Kind == yaml.SequenceNode && o.Kind == yaml.SequenceNode:
+			for i, c := range b.Content {
+				if i < len(o.Content) {
+					place(c, o.Content[i], true)
+				} else {
+					place(c, o, false)
+				}
+			}
+		default:
+			for _, c := range b.Content {
+				place(c, o, false)
+			}
+		}
+	}
+	place(built, orig, true)
+}
