@@ -2,6 +2,7 @@ package source
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -272,5 +273,69 @@ func TestArgoApplied(t *testing.T) {
 	// source, once.
 	if want := `apps/base/app.yaml:7:5: info InputSkipped: Argo CD Application argocd/staging-agent builds agents/gone from https://git.example.com/r.git, which is not a directory of this repository`; !strings.Contains(ds.Error(), want) {
 		t.Errorf("no diagnostic says %q:\n%s", want, ds)
+	}
+}
+
+// TestArgoAppOfAppsChartValues: an app of apps written as a Helm chart
+// declares the Applications its templates write with the values of the
+// Application rendering it, one set for each such Application; with its
+// defaults when no Application renders it.
+func TestArgoAppOfAppsChartValues(t *testing.T) {
+	root := func(name, helm string) string {
+		return "---\napiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: " + name + ", namespace: argocd}\n" +
+			"spec:\n  destination: {name: in-cluster, namespace: argocd}\n  source:\n    repoURL: 'https://git.example.com/r.git'\n    path: apps\n    helm: " + helm + "\n"
+	}
+	conn := "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: gh}\n" +
+		"spec:\n  hosts: [api.example.com]\n  credential: {kind: secret, secretRef: {name: gh-token}}\n"
+	files := map[string]string{
+		"apps/Chart.yaml":       "apiVersion: v2\nname: apps\nversion: 0.1.0\n",
+		"apps/values.yaml":      "env: dev\n",
+		"apps/values-prod.yaml": "env: prod\n",
+		"apps/templates/app.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: 'agent-{{ .Values.env }}', namespace: argocd}\n" +
+			"spec:\n  destination: {name: in-cluster, namespace: 'agents-{{ .Values.env }}'}\n  source: {repoURL: 'https://git.example.com/r.git', path: 'agents/{{ .Values.env }}'}\n",
+		"agents/dev/conn.yaml":     conn,
+		"agents/prod/conn.yaml":    conn,
+		"agents/staging/conn.yaml": conn,
+	}
+	for name, c := range map[string]struct {
+		roots string
+		want  []string
+	}{
+		"no Application renders it: its defaults": {
+			want: []string{"argocd:argocd/agent-dev agents-dev"},
+		},
+		"rendered with a value file": {
+			roots: root("root", "{valueFiles: [values-prod.yaml]}"),
+			want:  []string{"argocd:argocd/agent-prod agents-prod"},
+		},
+		"rendered by two Applications, each with its values": {
+			roots: root("root", "{valueFiles: [values-prod.yaml]}") + root("root-staging", "{valuesObject: {env: staging}}"),
+			want:  []string{"argocd:argocd/agent-prod agents-prod", "argocd:argocd/agent-staging agents-staging"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir, _ := gitRepo(t)
+			fs := maps.Clone(files)
+			if c.roots != "" {
+				fs["argo/root.yaml"] = c.roots
+			}
+			writeFiles(t, dir, fs)
+			docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, d := range docs {
+				// The environments no Application deploys are loose
+				// files.
+				if o := d.Object(); o.Kind == "Connection" && !d.Unit().Loose() {
+					got = append(got, d.Unit().Name+" "+d.Unit().Namespace)
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, c.want) {
+				t.Errorf("Connections read in %q, want %q\n%s", got, c.want, ds)
+			}
+		})
 	}
 }

@@ -52,6 +52,15 @@ type engineFound struct {
 	fan *Unit
 }
 
+// engineChart is a Helm chart whose templates declare GitOps engine
+// objects (an app of apps), found by engineUnits' walk: its directory,
+// as reported, its Chart.yaml as reported, and how the walk that found
+// it takes what it declares.
+type engineChart struct {
+	dir, named, chart string
+	take              func(file string, docs []*Document)
+}
+
 // declared records that f's unit, if any, is declared in file.
 func (f *engineFound) declared(file string) {
 	if f.unit != nil {
@@ -72,6 +81,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 	var releases []pendingRelease
 	var patches []kustomizePatch
 	var repos []gitRepoDecl
+	var engineCharts []engineChart
 	scanned := map[string]bool{}
 	for _, p := range paths {
 		if p == "-" {
@@ -132,8 +142,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 			take(f, docs)
 		}
 		// An app of apps is often a Helm chart whose templates write the
-		// Applications: rendered as helm template renders it, with its
-		// defaults, what it declares is read as if written out.
+		// Applications: read once every Application is known.
 		for _, c := range charts {
 			dir := filepath.Dir(c)
 			if scanned[dir] || !l.chartHolds(dir, declaresEngineObjects) {
@@ -144,18 +153,54 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 				l.engineCharts = map[string]bool{}
 			}
 			l.engineCharts[dir] = true
-			named := l.under(p, abs, dir)
-			run := l.renderHelm(dir, &HelmOverlay{ReleaseName: "release-name", Namespace: "default"})
+			engineCharts = append(engineCharts, engineChart{dir: dir, named: l.under(p, abs, dir), chart: l.under(p, abs, c), take: take})
+		}
+	}
+	// What an app of apps' chart declares is read as if written out,
+	// rendered as each Application rendering it renders it (its values),
+	// or as helm template renders it, with its defaults, when none does.
+	for _, ec := range engineCharts {
+		var by []*Unit
+		for _, f := range found {
+			if u := f.unit; u != nil && u.Argo != nil && u.Helm != nil && u.Root == ec.dir {
+				by = append(by, u)
+			}
+		}
+		overlays := []*HelmOverlay{{ReleaseName: "release-name", Namespace: "default"}}
+		if len(by) > 0 {
+			overlays = overlays[:0]
+			for _, u := range by {
+				overlays = append(overlays, u.Helm)
+			}
+		}
+		for i, o := range overlays {
+			run := l.renderHelm(ec.dir, o)
 			if run.err != nil {
+				with := "with its default values"
+				if len(by) > 0 {
+					with = "as Argo CD Application " + strings.TrimPrefix(by[i].Name, "argocd:") + " renders it"
+				}
 				ds = append(ds, diag.Diagnostic{Code: CodeHelmRenderFailed, Severity: diag.Warning,
-					Pos:     diag.Pos{File: l.under(p, abs, c), Line: 1, Column: 1},
-					Message: "this Helm chart's templates declare GitOps engine objects, but Helm cannot render it with its default values (" + run.message() + "); the deploy units they would declare are not read"})
+					Pos:     diag.Pos{File: ec.chart, Line: 1, Column: 1},
+					Message: "this Helm chart's templates declare GitOps engine objects, but Helm cannot render it " + with + " (" + run.message() + "); the deploy units they would declare are not read"})
 				continue
 			}
+			from := len(found)
 			for _, rf := range run.files {
 				if bytes.Contains(rf.data, []byte(fluxGroup)) || bytes.Contains(rf.data, []byte(argoGroup)) {
-					docs, _ := Parse(l.under(named, dir, rf.abs), rf.data)
-					take(rf.abs, docs)
+					docs, _ := Parse(l.under(ec.named, ec.dir, rf.abs), rf.data)
+					ec.take(rf.abs, docs)
+				}
+			}
+			if len(by) == 0 {
+				continue
+			}
+			for j := from; j < len(found); j++ {
+				if u := found[j].unit; u != nil {
+					u.appliedBy = by[i]
+				}
+				if len(by) > 1 {
+					found[j].fan = by[i]
 				}
 			}
 		}
