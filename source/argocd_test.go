@@ -190,15 +190,9 @@ func TestAppSetGenerators(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []string
-			for _, d := range docs {
-				if o := d.Object(); o.Kind == "Connection" {
-					// A directory Application's objects take its
-					// destination namespace when they are compiled.
-					got = append(got, d.Unit().Name+" "+d.Unit().Namespace)
-				}
-			}
-			slices.Sort(got)
+			// A directory Application's objects take its destination
+			// namespace when they are compiled.
+			got := connectionsAs(docs, func(_ *Document, u *Unit) string { return u.Name + " " + u.Namespace })
 			if !slices.Equal(got, c.want) {
 				t.Errorf("Connections read in %q, want %q\n%s", got, c.want, ds)
 			}
@@ -255,13 +249,7 @@ func TestArgoApplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, d := range docs {
-		if o := d.Object(); o.Kind == "Connection" {
-			got = append(got, d.Unit().Name+" "+d.Unit().Namespace+" "+d.File)
-		}
-	}
-	slices.Sort(got)
+	got := connectionsAs(docs, func(d *Document, u *Unit) string { return u.Name + " " + u.Namespace + " " + d.File })
 	want := []string{
 		"argocd:argocd/dev-agent agents agents/base/conn.yaml",
 		"argocd:argocd/prod-agent agents-prod agents/prod/conn.yaml",
@@ -324,15 +312,12 @@ func TestArgoAppOfAppsChartValues(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []string
-			for _, d := range docs {
-				// The environments no Application deploys are loose
-				// files.
-				if o := d.Object(); o.Kind == "Connection" && !d.Unit().Loose() {
-					got = append(got, d.Unit().Name+" "+d.Unit().Namespace)
+			got := connectionsAs(docs, func(_ *Document, u *Unit) string {
+				if u.Loose() {
+					return "" // an environment no Application deploys
 				}
-			}
-			slices.Sort(got)
+				return u.Name + " " + u.Namespace
+			})
 			if !slices.Equal(got, c.want) {
 				t.Errorf("Connections read in %q, want %q\n%s", got, c.want, ds)
 			}

@@ -205,19 +205,13 @@ func (l *loader) appliers(file string, found []engineFound, self func(engineFoun
 // objects its build holds.
 func fluxApplying(u *Unit) bool { return u.Flux != nil }
 
-// reached is the set of files outside the Flux unit u's path that its
+// reached is the set of files outside the engine unit u's path that its
 // build may read: those its kustomization (or the one Flux generates,
 // which takes every file under the path), its components, and the
 // kustomizations they use list through "..", as an overlay lists a base.
 // It is memoized by the path and components.
 func (l *loader) reached(u *Unit) map[string]bool {
-	var comps []string
-	switch {
-	case u.Flux != nil:
-		comps, _, _ = unstructured.NestedStringSlice(u.Flux.Object.Object, "spec", "components")
-	case u.Argo != nil:
-		comps = stringList(Lookup(u.Argo.Kustomize, "components"))
-	}
+	comps := engineComponents(u)
 	key := u.Root + "\x00" + strings.Join(comps, "\x00")
 	if r, ok := l.reach[key]; ok {
 		return r

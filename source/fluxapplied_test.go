@@ -9,16 +9,24 @@ import (
 	"keyhole.dev/keyhole/diag"
 )
 
-// connectionUnits is "UNIT NAMESPACE" of each Connection of docs, sorted.
-func connectionUnits(docs []*Document) []string {
+// connectionsAs is what each Connection of docs is to a test, as says
+// it, sorted; a Connection it says "" of is left out.
+func connectionsAs(docs []*Document, as func(d *Document, u *Unit) string) []string {
 	var got []string
 	for _, d := range docs {
-		if o := d.Object(); o.Kind == "Connection" {
-			got = append(got, d.Unit().Name+" "+o.Namespace)
+		if d.Object().Kind == "Connection" {
+			if s := as(d, d.Unit()); s != "" {
+				got = append(got, s)
+			}
 		}
 	}
 	slices.Sort(got)
 	return got
+}
+
+// connectionUnits is "UNIT NAMESPACE" of each Connection of docs, sorted.
+func connectionUnits(docs []*Document) []string {
+	return connectionsAs(docs, func(d *Document, u *Unit) string { return u.Name + " " + d.Object().Namespace })
 }
 
 // TestFluxApplied holds a Flux Kustomization that another's path holds to
@@ -254,14 +262,10 @@ func TestFluxAppliedFromBase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, d := range docs {
-		if o := d.Object(); o.Kind == "Connection" {
-			u := d.Unit()
-			got = append(got, u.Name+" "+u.Cluster+" "+o.Namespace+"/"+o.Name+" "+stringList(Lookup(Lookup(d.Node, "spec"), "hosts"))[0])
-		}
-	}
-	slices.Sort(got)
+	got := connectionsAs(docs, func(d *Document, u *Unit) string {
+		o := d.Object()
+		return u.Name + " " + u.Cluster + " " + o.Namespace + "/" + o.Name + " " + stringList(Lookup(Lookup(d.Node, "spec"), "hosts"))[0]
+	})
 	want := []string{
 		// No cluster applies apps/base: its files are loose files.
 		"  /gh base.example.com",

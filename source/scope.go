@@ -238,6 +238,20 @@ func (l *loader) kustomizationMatters(dir string) bool {
 	})
 }
 
+// engineComponents are the components a GitOps engine adds to the unit
+// u's kustomization: Flux's spec.components, an Argo CD source's
+// kustomize.components; relative to its path.
+func engineComponents(u *Unit) []string {
+	switch {
+	case u.Flux != nil:
+		comps, _, _ := unstructured.NestedStringSlice(u.Flux.Object.Object, "spec", "components")
+		return comps
+	case u.Argo != nil:
+		return stringList(Lookup(u.Argo.Kustomize, "components"))
+	}
+	return nil
+}
+
 // engineUnitMatters is kustomizationMatters for a GitOps engine's unit:
 // its path, and the components its engine adds to the path's
 // kustomization (Flux's spec.components, an Argo CD source's
@@ -248,15 +262,8 @@ func (l *loader) engineUnitMatters(u *Unit) bool {
 	if l.kustomizationMatters(u.Root) {
 		return true
 	}
-	var comps []string
-	switch {
-	case u.Flux != nil:
-		comps, _, _ = unstructured.NestedStringSlice(u.Flux.Object.Object, "spec", "components")
-	case u.Argo != nil:
-		comps = stringList(Lookup(u.Argo.Kustomize, "components"))
-	}
 	root := l.sourceRoot(u.Root)
-	for _, c := range comps {
+	for _, c := range engineComponents(u) {
 		dir := filepath.Join(u.Root, filepath.FromSlash(c))
 		if c != "" && !path.IsAbs(c) && !strings.Contains(c, "://") && within(root, dir) && l.kustomizationMatters(dir) {
 			return true
