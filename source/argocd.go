@@ -625,6 +625,7 @@ func (l *loader) prepareArgo(u *Unit) engineJob {
 		j.note = skipped(u.Decl, "Argo CD Application "+strings.TrimPrefix(u.Name, "argocd:")+" not built: nothing under its path or in its components names keyhole's kinds or declares a Secret")
 		return j
 	}
+	l.jsonnetNotEvaluated(u)
 	if b := l.applying[u]; b != nil && (b.run.m != nil || b.run.err != nil) {
 		j.build, j.built, j.run = true, true, b.run
 		return j
@@ -633,6 +634,40 @@ func (l *loader) prepareArgo(u *Unit) engineJob {
 	j.bo.KFile, j.bo.KData = l.argoManifest(u)
 	j.build = true
 	return j
+}
+
+// CodeJsonnetNotEvaluated is reported at a Jsonnet file of an Argo CD
+// directory application that names keyhole's kinds or declares a
+// Secret: Argo CD evaluates it, keyhole does not.
+const CodeJsonnetNotEvaluated = "JsonnetNotEvaluated"
+
+// jsonnetNotEvaluated says, of each Jsonnet file the directory
+// application u evaluates (its files, as directoryKustomization picks
+// them) that names keyhole's kinds or declares a Secret, that what it
+// declares is not checked.
+func (l *loader) jsonnetNotEvaluated(u *Unit) {
+	if kustomizationFile(l.fsys, u.Root) != "" {
+		return // a kustomize application: Jsonnet is not evaluated
+	}
+	recurse := boolField(u.Argo.Directory, "recurse")
+	include, exclude := stringField(u.Argo.Directory, "include"), stringField(u.Argo.Directory, "exclude")
+	l.visitTree(u.Root, func(rel string, fi fs.FileInfo) bool {
+		switch {
+		case fi.IsDir():
+			return recurse
+		case !fi.Mode().IsRegular() || !strings.EqualFold(path.Ext(rel), ".jsonnet"):
+		case include != "" && !braceMatch(include, rel), exclude != "" && braceMatch(exclude, rel):
+		default:
+			abs := filepath.Join(u.Root, filepath.FromSlash(rel))
+			if data := l.sniff(abs, nil); data != nil && (namesKeyhole(abs, data) || declaresSecret(data)) {
+				l.diags = append(l.diags, diag.Diagnostic{Code: CodeJsonnetNotEvaluated, Severity: diag.Warning,
+					Pos: diag.Pos{File: l.display(abs, abs), Line: 1, Column: 1}, Units: []string{u.Name},
+					Message: fmt.Sprintf("Argo CD Application %s (%s) evaluates this Jsonnet file and applies what it declares, which names keyhole's kinds or a Secret; keyhole does not evaluate Jsonnet, so those objects are not checked",
+						strings.TrimPrefix(u.Name, "argocd:"), u.Decl)})
+			}
+		}
+		return false
+	})
 }
 
 // argoManifest is the kustomization the repo server builds the Argo CD

@@ -73,6 +73,12 @@ func Rules() []diag.Rule {
 			Help:     "Keep the values that shape keyhole's objects in spec.values, a values file or a ConfigMap in the repository; mark a source that may be absent optional.",
 		},
 		{
+			Code:     CodeJsonnetNotEvaluated,
+			Severity: diag.Warning,
+			Purpose:  "A Jsonnet file of an Argo CD directory application names keyhole's kinds or declares a Secret: Argo CD evaluates it and applies what it declares, but keyhole does not evaluate Jsonnet, so those objects are not checked.",
+			Help:     "Write keyhole's objects and their Secrets in YAML (or JSON) beside the Jsonnet, or check what it declares with jsonnet FILE | keyhole check -.",
+		},
+		{
 			Code:     CodeYAMLAliasLimit,
 			Severity: diag.Error,
 			Purpose:  "A document's aliases expand to too many nodes (a \"billion laughs\" document).",
