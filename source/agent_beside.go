@@ -28,6 +28,9 @@ func (l *loader) agentsBeside(b *build, dir string, read map[string][]byte) {
 	for _, d := range dirs {
 		for _, n := range []string{"agent.yaml", "agent.yml"} {
 			abs := filepath.Join(d, n)
+			if _, built := read[abs]; built {
+				continue // objects the build read, not an agent
+			}
 			if fi, err := l.fsys.Lstat(abs); err != nil || fi.IsDir() {
 				continue
 			}
@@ -51,6 +54,11 @@ func (l *loader) readAgentBeside(b *build, abs string) {
 	}
 	var from *sharedFrom
 	for i := range r.docs {
+		if !r.docs[i].IsAgent() {
+			// An object the kustomization does not list: kustomize
+			// does not build it, so the unit does not deploy it.
+			continue
+		}
 		if from == nil && r.docs[i].from != nil {
 			// A copy: a Memo may share the file's with another Load.
 			f := *r.docs[i].from

@@ -789,7 +789,7 @@ func (l *loader) directoryKustomization(u *Unit) []byte {
 		switch {
 		case fi.IsDir():
 			return recurse
-		case fi.Mode().IsRegular() && inputExt(name) && name != "agent.yaml" && name != "agent.yml":
+		case fi.Mode().IsRegular() && inputExt(name) && (name != "agent.yaml" && name != "agent.yml" || l.holdsObjects(filepath.Join(u.Root, filepath.FromSlash(rel)))):
 			if (include == "" || braceMatch(include, rel)) && (exclude == "" || !braceMatch(exclude, rel)) {
 				files = append(files, rel)
 			}
@@ -805,6 +805,14 @@ func (l *loader) directoryKustomization(u *Unit) []byte {
 	setField(k, "resources", seq)
 	out, _ := yaml.Marshal(k)
 	return out
+}
+
+// holdsObjects reports whether the file abs (an agent.yaml) holds objects
+// (documents with apiVersion and kind) rather than an agent: Argo CD
+// applies the one, and could not apply the other.
+func (l *loader) holdsObjects(abs string) bool {
+	docs, _ := Parse(abs, l.sniff(abs, nil))
+	return slices.ContainsFunc(docs, func(d *Document) bool { return !d.IsAgent() })
 }
 
 // braceMatch matches rel against a directory application's include or

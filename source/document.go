@@ -101,16 +101,20 @@ const LooseUnit = ""
 // carries no apiVersion or kind of its own.
 const AgentKind = "Agent"
 
-// IsAgent reports whether the document comes from an agent.yaml (or
-// agent.yml) file: the agent platform's file format, which has no
-// apiVersion or kind and is identified by its file name alone.
+// IsAgent reports whether the document is an agent file: it comes from
+// an agent.yaml (or agent.yml) file, the agent platform's format, which
+// has no apiVersion or kind and is identified by its file name; a
+// document there that has both is an object like any other.
 func (d *Document) IsAgent() bool {
 	if d.File == "-" {
 		return false
 	}
 	switch path.Base(d.File) {
 	case "agent.yaml", "agent.yml":
-		return true
+		// An object kept in a file of that name (a Connection, or the
+		// Application of an app called agent) is an object: an agent
+		// has neither field.
+		return stringField(d.Node, "apiVersion") == "" || stringField(d.Node, "kind") == ""
 	}
 	return false
 }

@@ -114,6 +114,25 @@ func TestLoadTree(t *testing.T) {
 				"repo/sub/ended.yaml#0 Connection/github-acme",
 			},
 		},
+		"objects in a file named agent.yaml are objects; an agent beside a kustomization is the unit's, an object there only if listed": {
+			files: map[string]string{
+				"repo/agents/github/agent.yaml": connection,
+				"repo/agents/support/agent.yml": agent,
+				"repo/k/kustomization.yaml":     "resources: [agent.yaml]\n",
+				"repo/k/agent.yaml":             secretAndClass,
+				"repo/l/kustomization.yaml":     "resources: [s.yaml]\n",
+				"repo/l/s.yaml":                 "apiVersion: v1\nkind: Secret\nmetadata: {name: listed}\n",
+				"repo/l/agent.yaml":             connection,
+			},
+			paths: []string{"repo"},
+			want: []string{
+				"repo/agents/github/agent.yaml#0 Connection/github-acme",
+				"repo/agents/support/agent.yml#0 Agent/support",
+				"repo/k/agent.yaml#0 Secret/acme-github-token",
+				"repo/k/agent.yaml#1 SandboxClass/workspace",
+				"repo/l/s.yaml#0 Secret/listed",
+			},
+		},
 		"gitignore at root, nested, negated and in the enclosing repository": {
 			files: map[string]string{
 				".git/HEAD":                           "ref: refs/heads/main\n",
