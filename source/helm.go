@@ -157,14 +157,21 @@ func (l *loader) renderHelm(dir string, o *HelmOverlay) helmRun {
 		err   error
 	}
 	done := make(chan result, 1)
+	start := time.Now()
 	go func() {
 		files, err := renderChart(ch, vals, o)
 		done <- result{files, err}
 	}()
 	var res result
+	ended := false
 	select {
 	case res = <-done:
+		ended = true
 	case <-time.After(helmRenderTimeout):
+	}
+	if !ended || time.Since(start) > helmRenderTimeout {
+		// Over the bound, whichever the select saw first: when both
+		// are ready it picks either.
 		run.err = fmt.Errorf("rendering did not end within %v", helmRenderTimeout)
 		return run
 	}
