@@ -2,6 +2,7 @@ package source
 
 import (
 	"cmp"
+	"slices"
 
 	"go.yaml.in/yaml/v3"
 
@@ -41,7 +42,7 @@ func (l *loader) argoApplied(found []engineFound, patches []kustomizePatch) ([]e
 		if f.argo == nil {
 			continue
 		}
-		if !containsDecl(decls, f.argo) {
+		if !slices.Contains(decls, f.argo) {
 			decls = append(decls, f.argo)
 		}
 		if f.unit != nil {
@@ -115,15 +116,6 @@ func (l *loader) argoApplied(found []engineFound, patches []kustomizePatch) ([]e
 		apply(decl)
 	}
 	return found, ds
-}
-
-func containsDecl(decls []*argoDecl, d *argoDecl) bool {
-	for _, x := range decls {
-		if x == d {
-			return true
-		}
-	}
-	return false
 }
 
 // argoUnitsAs is argoUnits of the object d declares as a build wrote it

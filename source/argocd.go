@@ -649,25 +649,15 @@ func (l *loader) jsonnetNotEvaluated(u *Unit) {
 	if kustomizationFile(l.fsys, u.Root) != "" {
 		return // a kustomize application: Jsonnet is not evaluated
 	}
-	recurse := boolField(u.Argo.Directory, "recurse")
-	include, exclude := stringField(u.Argo.Directory, "include"), stringField(u.Argo.Directory, "exclude")
-	l.visitTree(u.Root, func(rel string, fi fs.FileInfo) bool {
-		switch {
-		case fi.IsDir():
-			return recurse
-		case !fi.Mode().IsRegular() || !strings.EqualFold(path.Ext(rel), ".jsonnet"):
-		case include != "" && !braceMatch(include, rel), exclude != "" && braceMatch(exclude, rel):
-		default:
-			abs := filepath.Join(u.Root, filepath.FromSlash(rel))
-			if data := l.sniff(abs, nil); data != nil && (namesKeyhole(abs, data) || declaresSecret(data)) {
-				l.diags = append(l.diags, diag.Diagnostic{Code: CodeJsonnetNotEvaluated, Severity: diag.Warning,
-					Pos: diag.Pos{File: l.display(abs, abs), Line: 1, Column: 1}, Units: []string{u.Name},
-					Message: fmt.Sprintf("Argo CD Application %s (%s) evaluates this Jsonnet file and applies what it declares, which names keyhole's kinds or a Secret; keyhole does not evaluate Jsonnet, so those objects are not checked",
-						strings.TrimPrefix(u.Name, "argocd:"), u.Decl)})
-			}
+	for _, rel := range l.directoryFiles(u, func(rel string) bool { return strings.EqualFold(path.Ext(rel), ".jsonnet") }) {
+		abs := filepath.Join(u.Root, filepath.FromSlash(rel))
+		if data := l.sniff(abs, nil); data != nil && (namesKeyhole(abs, data) || declaresSecret(data)) {
+			l.diags = append(l.diags, diag.Diagnostic{Code: CodeJsonnetNotEvaluated, Severity: diag.Warning,
+				Pos: diag.Pos{File: l.display(abs, abs), Line: 1, Column: 1}, Units: []string{u.Name},
+				Message: fmt.Sprintf("Argo CD Application %s (%s) evaluates this Jsonnet file and applies what it declares, which names keyhole's kinds or a Secret; keyhole does not evaluate Jsonnet, so those objects are not checked",
+					strings.TrimPrefix(u.Name, "argocd:"), u.Decl)})
 		}
-		return false
-	})
+	}
 }
 
 // argoManifest is the kustomization the repo server builds the Argo CD
@@ -781,22 +771,10 @@ func setField(m *yaml.Node, key string, v *yaml.Node) {
 // application reads of its path: the YAML and JSON files at its top, or
 // under it when recurse is set, kept by include and exclude.
 func (l *loader) directoryKustomization(u *Unit) []byte {
-	recurse := boolField(u.Argo.Directory, "recurse")
-	include, exclude := stringField(u.Argo.Directory, "include"), stringField(u.Argo.Directory, "exclude")
-	var files []string
-	l.visitTree(u.Root, func(rel string, fi fs.FileInfo) bool {
+	files := l.directoryFiles(u, func(rel string) bool {
 		name := path.Base(rel)
-		switch {
-		case fi.IsDir():
-			return recurse
-		case fi.Mode().IsRegular() && inputExt(name) && (name != "agent.yaml" && name != "agent.yml" || l.holdsObjects(filepath.Join(u.Root, filepath.FromSlash(rel)))):
-			if (include == "" || braceMatch(include, rel)) && (exclude == "" || !braceMatch(exclude, rel)) {
-				files = append(files, rel)
-			}
-		}
-		return false
+		return inputExt(name) && (name != "agent.yaml" && name != "agent.yml" || l.holdsObjects(filepath.Join(u.Root, filepath.FromSlash(rel))))
 	})
-	slices.Sort(files)
 	k := &yaml.Node{Kind: yaml.MappingNode}
 	seq := &yaml.Node{Kind: yaml.SequenceNode}
 	for _, f := range files {
@@ -805,6 +783,27 @@ func (l *loader) directoryKustomization(u *Unit) []byte {
 	setField(k, "resources", seq)
 	out, _ := yaml.Marshal(k)
 	return out
+}
+
+// directoryFiles are the regular files (relative, slash-separated,
+// sorted) of the directory application u that keep takes, as Argo CD
+// picks them: under its path, in subdirectories only with recurse, and
+// matching include and not exclude.
+func (l *loader) directoryFiles(u *Unit, keep func(rel string) bool) []string {
+	recurse := boolField(u.Argo.Directory, "recurse")
+	include, exclude := stringField(u.Argo.Directory, "include"), stringField(u.Argo.Directory, "exclude")
+	var files []string
+	l.visitTree(u.Root, func(rel string, fi fs.FileInfo) bool {
+		switch {
+		case fi.IsDir():
+			return recurse
+		case fi.Mode().IsRegular() && (include == "" || braceMatch(include, rel)) && (exclude == "" || !braceMatch(exclude, rel)) && keep(rel):
+			files = append(files, rel)
+		}
+		return false
+	})
+	slices.Sort(files)
+	return files
 }
 
 // holdsObjects reports whether the file abs (an agent.yaml) holds objects

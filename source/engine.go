@@ -281,11 +281,8 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 		if u.Source == UnitHelmRelease && u.Cluster == "" {
 			by := u.appliedBy
 			for _, v := range units {
-				if by != nil {
-					break
-				}
-				if v.Flux != nil && declaredUnder(u, v) && (by == nil || len(v.Root) > len(by.Root)) {
-					by = v
+				if u.appliedBy == nil && v.Flux != nil && declaredUnder(u, v) && (by == nil || len(v.Root) > len(by.Root)) {
+					by = v // applied by none: the deepest whose path holds it
 				}
 			}
 			if by != nil {
