@@ -543,6 +543,12 @@ func (t *Tree) ReadFile(name string) ([]byte, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	f, err := t.open(name)
+	if errors.Is(err, syscall.EISDIR) {
+		// os.ReadFile opens a directory and fails reading it: the same
+		// words, so that a message or a build reused across a diff's
+		// sides reads the same on disk and in a commit.
+		return nil, pathErr("read", name, syscall.EISDIR)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -330,3 +330,43 @@ func TestTreeConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestTreeErrorsReadAsDisk asks a commit's tree and its checkout the same
+// failing questions: the errors read word for word the same, since the
+// loader quotes them and a diff compares a commit with the disk.
+func TestTreeErrorsReadAsDisk(t *testing.T) {
+	dir, r := gitRepo(t)
+	writeFiles(t, dir, map[string]string{"app/a.yaml": "a: 1\n"})
+	commitAll(t, r, "app")
+	tree := headTree(t, dir)
+	kfs, err := tree.KustomizeFS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := func(err error) string {
+		if err == nil {
+			return "<nil>"
+		}
+		return err.Error()
+	}
+	for _, name := range []string{"app", "missing.yaml", "app/a.yaml/under", "missing/a.yaml"} {
+		p := filepath.Join(dir, name)
+		_, treeErr := tree.ReadFile(p)
+		_, diskErr := os.ReadFile(p)
+		if text(treeErr) != text(diskErr) {
+			t.Errorf("ReadFile(%s): tree %q, disk %q", name, text(treeErr), text(diskErr))
+		}
+		if errors.Is(treeErr, fs.ErrNotExist) != errors.Is(diskErr, fs.ErrNotExist) {
+			t.Errorf("ReadFile(%s): tree's error not-exist %v, disk's %v", name, errors.Is(treeErr, fs.ErrNotExist), errors.Is(diskErr, fs.ErrNotExist))
+		}
+		_, kErr := kfs.ReadFile(p)
+		if text(kErr) != text(diskErr) {
+			t.Errorf("kustomize ReadFile(%s): tree %q, disk %q", name, text(kErr), text(diskErr))
+		}
+		_, treeErr = tree.Stat(p)
+		_, diskErr = os.Stat(p)
+		if text(treeErr) != text(diskErr) {
+			t.Errorf("Stat(%s): tree %q, disk %q", name, text(treeErr), text(diskErr))
+		}
+	}
+}
