@@ -473,6 +473,12 @@ func (t *Tree) stat(op, name string, follow bool) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, pathErr(op, name, err)
 	}
+	if ti, ok := fi.(treeInfo); ok {
+		// os.Stat names what it found by the path asked, not by a link's
+		// target.
+		ti.name = filepath.Base(name)
+		return ti, nil
+	}
 	return fi, nil
 }
 

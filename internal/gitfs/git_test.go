@@ -331,12 +331,18 @@ func TestTreeConcurrent(t *testing.T) {
 	}
 }
 
-// TestTreeErrorsReadAsDisk asks a commit's tree and its checkout the same
-// failing questions: the errors read word for word the same, since the
-// loader quotes them and a diff compares a commit with the disk.
-func TestTreeErrorsReadAsDisk(t *testing.T) {
+// TestTreeAnswersAsDisk asks a commit's tree and its checkout the same
+// questions: the answers, errors included, read word for word the same,
+// since the loader quotes them and a diff compares a commit with the disk.
+func TestTreeAnswersAsDisk(t *testing.T) {
 	dir, r := gitRepo(t)
 	writeFiles(t, dir, map[string]string{"app/a.yaml": "a: 1\n"})
+	if err := os.Symlink("app/a.yaml", filepath.Join(dir, "link.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("app", filepath.Join(dir, "dirlink")); err != nil {
+		t.Fatal(err)
+	}
 	commitAll(t, r, "app")
 	tree := headTree(t, dir)
 	kfs, err := tree.KustomizeFS()
@@ -349,7 +355,7 @@ func TestTreeErrorsReadAsDisk(t *testing.T) {
 		}
 		return err.Error()
 	}
-	for _, name := range []string{"app", "missing.yaml", "app/a.yaml/under", "missing/a.yaml"} {
+	for _, name := range []string{"app", "app/", "missing.yaml", "app/a.yaml/under", "missing/a.yaml", "link.yaml", "dirlink", "dirlink/a.yaml"} {
 		p := filepath.Join(dir, name)
 		_, treeErr := tree.ReadFile(p)
 		_, diskErr := os.ReadFile(p)
@@ -363,10 +369,16 @@ func TestTreeErrorsReadAsDisk(t *testing.T) {
 		if text(kErr) != text(diskErr) {
 			t.Errorf("kustomize ReadFile(%s): tree %q, disk %q", name, text(kErr), text(diskErr))
 		}
-		_, treeErr = tree.Stat(p)
-		_, diskErr = os.Stat(p)
-		if text(treeErr) != text(diskErr) {
-			t.Errorf("Stat(%s): tree %q, disk %q", name, text(treeErr), text(diskErr))
+		for op, stat := range map[string][2]func(string) (fs.FileInfo, error){"Stat": {tree.Stat, os.Stat}, "Lstat": {tree.Lstat, os.Lstat}} {
+			treeFi, treeErr := stat[0](p)
+			diskFi, diskErr := stat[1](p)
+			if text(treeErr) != text(diskErr) {
+				t.Errorf("%s(%s): tree %q, disk %q", op, name, text(treeErr), text(diskErr))
+			}
+			if treeErr == nil && diskErr == nil && (treeFi.Name() != diskFi.Name() || treeFi.Mode().Type() != diskFi.Mode().Type() ||
+				!treeFi.IsDir() && treeFi.Size() != diskFi.Size()) {
+				t.Errorf("%s(%s): tree %s %v %d, disk %s %v %d", op, name, treeFi.Name(), treeFi.Mode().Type(), treeFi.Size(), diskFi.Name(), diskFi.Mode().Type(), diskFi.Size())
+			}
 		}
 	}
 }
