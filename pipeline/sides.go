@@ -212,12 +212,14 @@ func (s *Side) Render(opts render.Options, renderer render.Renderer, r *Reuse) e
 // Reuse is what a diff's second side takes from its first, by content:
 // a file of the same name and bytes parses to the same documents, with
 // what compiler.Digest found in them (their schema findings, the decoded
-// objects), and an equal sandbox renders to the same files, so that a
-// pull request that changes one object of thousands costs little more
-// than one render. Each step still runs on its whole side (the checks
-// resolve references across every document, and a render lists every
-// file), so nothing that changed can be missed: only the results of
-// identical inputs are shared. A nil *Reuse shares nothing.
+// objects); a kustomize build whose filesystem answers every question it
+// asked the same gives the same objects; and an equal sandbox renders to
+// the same files. So a pull request that changes one object of thousands
+// costs little more than one render. Each step still runs on its whole
+// side (the checks resolve references across every document, and a
+// render lists every file), so nothing that changed can be missed: only
+// the results of identical inputs are shared. A nil *Reuse shares
+// nothing.
 type Reuse struct {
 	parsed   *source.Memo
 	rendered *render.Reuse

@@ -584,7 +584,7 @@ func (l *loader) buildEngineUnits() {
 			j.helm = l.renderHelm(j.u.Root, j.u.Helm)
 			return
 		}
-		m, read, err := kustomize(l.fsys, j.u.Root, j.bo)
+		m, read, err := l.opts.Memo.build(l.fsys, j.u.Root, j.bo)
 		if err == nil && j.u.Flux != nil {
 			err = l.substitute(j.u, m)
 		}

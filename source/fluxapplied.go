@@ -403,7 +403,7 @@ func (l *loader) buildApplying(p *Unit) *applyingBuild {
 	// restrictions off (buildOptions, which reads l.engine, not yet set).
 	bo := kustbuild.Options{MaxSize: l.opts.MaxFileSize, AllowRemote: l.opts.AllowRemoteBases, Unrestricted: p.Flux != nil || l.anyFlux,
 		KFile: filepath.Clean(kfile), KData: kdata}
-	m, read, err := kustomize(l.fsys, p.Root, bo)
+	m, read, err := l.opts.Memo.build(l.fsys, p.Root, bo)
 	if err == nil && p.Flux != nil {
 		if _, ok, _ := unstructured.NestedMap(p.Flux.Object.Object, "spec", "postBuild"); ok {
 			l.repoObjects(p.Flux.SourceRoot)

@@ -159,8 +159,8 @@ func kustomizationNode(fsys fileSystem, kfile string) *yaml.Node {
 // Unless allowRemote, a kustomization naming a remote base (here or in a
 // base) stops the build before kustomize fetches anything, and the error
 // is a *kustbuild.RemoteRefused.
-func runKustomize(fsys fileSystem, dir string, bo kustbuild.Options) kustomizeRun {
-	m, read, err := kustomize(fsys, dir, bo)
+func (l *loader) runKustomize(dir string, bo kustbuild.Options) kustomizeRun {
+	m, read, err := l.opts.Memo.build(l.fsys, dir, bo)
 	return kustomizeRun{m: m, read: read, err: err}
 }
 
@@ -180,7 +180,8 @@ type kustomizeRun struct {
 }
 
 // kustomize is runKustomize's work: kustbuild.Build, with the loader's
-// rules for the files it reads (buildRules).
+// rules for the files it reads (buildRules). Builds go through the Memo
+// (Memo.build), which runs this or reuses what it gave.
 func kustomize(fsys fileSystem, dir string, bo kustbuild.Options) (resmap.ResMap, map[string][]byte, error) {
 	fs, err := fsys.kustomize()
 	if err != nil {
@@ -239,7 +240,7 @@ func (l *loader) buildKustomizationFrom(u *Unit, named, dir string, walked bool,
 	}
 	kname := b.kname
 	if pre == nil {
-		run := runKustomize(l.fsys, dir, l.buildOptions())
+		run := l.runKustomize(dir, l.buildOptions())
 		pre = &run
 	}
 	m, read, err := pre.m, pre.read, pre.err

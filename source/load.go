@@ -548,7 +548,7 @@ func (l *loader) prefetch(roots, kfiles []string, matters []bool, name func(stri
 		i := jobs[j]
 		f := roots[i]
 		if pre[i].build != nil {
-			*pre[i].build = runKustomize(l.fsys, f, l.buildOptions())
+			*pre[i].build = l.runKustomize(f, l.buildOptions())
 			return
 		}
 		*pre[i].file = l.parseRead(name(f), f, l.read(f, name(f), true), true)

@@ -22,10 +22,15 @@ import (
 // released one reads its tree again as the Load that parsed it would,
 // from a file of the same name and bytes. Set it in Options.Memo; it is
 // safe for concurrent use.
+//
+// It also keeps kustomize's builds, given again to a build asking the same
+// of a filesystem that answers the same (buildmemo.go).
 type Memo struct {
-	mu     sync.Mutex
-	parsed map[memoKey]memoParsed
-	hits   int
+	mu        sync.Mutex
+	parsed    map[memoKey]memoParsed
+	hits      int
+	builds    map[buildKey][]*memoBuild
+	buildHits int
 }
 
 type memoKey struct {
@@ -40,7 +45,9 @@ type memoParsed struct {
 }
 
 // NewMemo returns an empty Memo.
-func NewMemo() *Memo { return &Memo{parsed: map[memoKey]memoParsed{}} }
+func NewMemo() *Memo {
+	return &Memo{parsed: map[memoKey]memoParsed{}, builds: map[buildKey][]*memoBuild{}}
+}
 
 // Hits is how many files' parses were reused.
 func (m *Memo) Hits() int {
