@@ -83,7 +83,7 @@ func linkOutside(fsys fileSystem, root, abs string) string {
 }
 
 // readlink is os.Readlink.
-func (osFS) readlink(name string) (string, error) { return os.Readlink(name) }
+func (*osFS) readlink(name string) (string, error) { return os.Readlink(name) }
 
 // linkOutsideMessage is what is said of a link that leads outside the
 // root; it never names the target, which is not the repository's.

@@ -272,7 +272,7 @@ func (l *loader) fluxManifest(u *Unit) (data []byte, kfile string, err error) {
 		}
 	}()
 	root, dir := u.Flux.SourceRoot, u.Root
-	if _, onDisk := l.fsys.(osFS); !onDisk {
+	if _, onDisk := l.fsys.(*osFS); !onDisk {
 		// Flux's generator reads the disk: a commit's files are laid
 		// out for it in a directory of their own.
 		tmp, err := os.MkdirTemp("", "keyhole-flux-")
