@@ -184,6 +184,14 @@ func TestDiffReuseGenerated(t *testing.T) {
 			},
 			rendered: true,
 		},
+		"operator version": {
+			// Every AgentRuntime is checked against the operator the
+			// head's keyhole.yaml names, though none of their files
+			// changed.
+			change: func(t *testing.T) map[string]string {
+				return map[string]string{"keyhole.yaml": files["keyhole.yaml"] + "operator:\n  version: v0.9.0-beta.17\n"}
+			},
+		},
 		"kustomize overlay": {
 			change: func(t *testing.T) map[string]string {
 				return map[string]string{"overlays/env-0/kustomization.yaml": replaced(t, files["overlays/env-0/kustomization.yaml"], "namespace: env-0", "namespace: env-9")}
