@@ -7,12 +7,15 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/kustomize/kyaml/openapi"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"keyhole.dev/keyhole/diag"
 )
@@ -91,6 +94,7 @@ func Build(fs filesys.FileSystem, rules Rules, dir string, o Options) (m resmap.
 			mfs.roots = append(mfs.roots, filepath.Join(r, name))
 		}
 	}
+	openAPISchema()
 	opts := krusty.MakeDefaultOptions()
 	opts.AddManagedbyLabel = false
 	if o.Unrestricted {
@@ -260,3 +264,12 @@ func (f metadataFS) ReadDir(p string) ([]string, error) {
 	}
 	return f.FileSystem.ReadDir(p)
 }
+
+// openAPISchema loads kustomize's built-in OpenAPI schema before the first
+// build. kustomize loads it the first time a build needs it (a strategic
+// merge patch) and meanwhile reads it unlocked elsewhere (whether a kind
+// is namespaced): two builds at once, one loading it, race. Loaded once
+// before any build, it is only read. It costs 50 ms of CPU, once.
+var openAPISchema = sync.OnceFunc(func() {
+	openapi.SchemaForResourceType(yaml.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"})
+})
