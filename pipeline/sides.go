@@ -209,7 +209,8 @@ func (s *Side) Render(opts render.Options, renderer render.Renderer, r *Reuse) e
 	return nil
 }
 
-// Reuse is what a diff's second side takes from its first, by content:
+// Reuse is what a diff's two sides share, by content, whichever side
+// comes to an input first computing it while the other waits for it:
 // a file of the same name and bytes parses to the same documents, with
 // what compiler.Digest found in them (their schema findings, the decoded
 // objects); a kustomize build whose filesystem answers every question it

@@ -12,24 +12,30 @@ import (
 // instead of rendering again. A sandbox's files depend on the sandbox, its
 // directory and the options alone (see renderAll), so a sandbox equal to
 // one rendered before, field by field, in the same directory with the same
-// options, renders to the same files; anything else is rendered. Set it
-// in Options.Reuse; it is safe for concurrent use. The files it gives
+// options, renders to the same files; anything else is rendered. A render
+// of the same directory under way (the other side of a diff, rendered at
+// the same time) is waited for. Set it in Options.Reuse; it is safe for
+// concurrent use. The files it gives
 // share their bytes with the render that made them: neither may modify
 // them.
 type Reuse struct {
 	mu   sync.Mutex
-	byID map[string]reused
+	byID map[string]*reused
 	hits int
 }
 
+// reused is a sandbox's render; until done is closed it is under way,
+// and nothing else of it may be read. ok is false when it failed.
 type reused struct {
+	done  chan struct{}
+	ok    bool
 	sb    compiler.Sandbox
 	opts  Options
 	files []File
 }
 
 // NewReuse returns an empty Reuse.
-func NewReuse() *Reuse { return &Reuse{byID: map[string]reused{}} }
+func NewReuse() *Reuse { return &Reuse{byID: map[string]*reused{}} }
 
 // Hits is how many sandboxes' files were reused rather than rendered.
 func (r *Reuse) Hits() int {
@@ -49,20 +55,25 @@ func (r *Reuse) render(sb compiler.Sandbox, dir string, opts Options, fresh func
 	}
 	opts.Reuse = nil // not an input of the files
 	r.mu.Lock()
-	prev, ok := r.byID[dir]
+	prev := r.byID[dir]
 	r.mu.Unlock()
-	if ok && reflect.DeepEqual(prev.sb, sb) && reflect.DeepEqual(prev.opts, opts) {
-		r.mu.Lock()
-		r.hits++
-		r.mu.Unlock()
-		return prev.files, nil
+	if prev != nil {
+		if <-prev.done; prev.ok && reflect.DeepEqual(prev.sb, sb) && reflect.DeepEqual(prev.opts, opts) {
+			r.mu.Lock()
+			r.hits++
+			r.mu.Unlock()
+			return prev.files, nil
+		}
 	}
+	this := &reused{done: make(chan struct{}), sb: sb, opts: opts}
+	r.mu.Lock()
+	r.byID[dir] = this
+	r.mu.Unlock()
+	defer close(this.done)
 	files, err := fresh()
 	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
-	r.byID[dir] = reused{sb: sb, opts: opts, files: files}
-	r.mu.Unlock()
+	this.ok, this.files = true, files
 	return files, nil
 }

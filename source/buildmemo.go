@@ -7,6 +7,7 @@ import (
 	"hash"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"sigs.k8s.io/kustomize/api/resmap"
@@ -41,8 +42,12 @@ type buildKey struct {
 }
 
 // memoBuild is one build kept: its answers, and what it made, which no
-// one may modify (takeBuild gives copies).
+// one may modify (Memo.build gives copies). Until done is closed it is
+// being built, and nothing else of it may be read; ok is false when it
+// cannot be reused (it wrote to its filesystem, or it panicked).
 type memoBuild struct {
+	done    chan struct{}
+	ok      bool
 	answers map[fsCall][sha256.Size]byte
 	m       resmap.ResMap
 	read    map[string][]byte
@@ -74,33 +79,37 @@ const (
 
 // build is kustomize(fsys, dir, bo), reused from the Memo when an earlier
 // build of the same key had the same answers on fsys, and kept in it
-// otherwise. Builds that may fetch remote bases are not kept: what they
-// read is not all on fsys.
+// otherwise. A build of the same key under way (the other side of a
+// diff, loaded at the same time) is waited for, so that the two sides
+// build each unit once. Builds that may fetch remote bases are not kept:
+// what they read is not all on fsys.
 func (m *Memo) build(fsys fileSystem, dir string, bo kustbuild.Options) (resmap.ResMap, map[string][]byte, error) {
 	if m == nil || bo.AllowRemote {
 		return kustomize(fsys, dir, bo)
 	}
 	key := buildKey{dir: dir, maxSize: bo.MaxSize, unrestricted: bo.Unrestricted, kfile: bo.KFile, kdata: sha256.Sum256(bo.KData)}
 	m.mu.Lock()
-	kept := m.builds[key]
+	kept := slices.Clone(m.builds[key])
 	m.mu.Unlock()
 	for _, b := range kept {
-		if sameAnswers(fsys, b.answers) {
+		<-b.done
+		if b.ok && sameAnswers(fsys, b.answers) {
 			m.mu.Lock()
 			m.buildHits++
 			m.mu.Unlock()
 			return copyResMap(b.m), b.read, b.err
 		}
 	}
-	rec := &recorder{fs: fsys, answers: map[fsCall][sha256.Size]byte{}}
-	rm, read, err := kustomize(rec, dir, bo)
-	if rec.written() {
-		return rm, read, err
-	}
-	b := &memoBuild{answers: rec.answers, m: copyResMap(rm), read: read, err: err}
+	b := &memoBuild{done: make(chan struct{})}
 	m.mu.Lock()
 	m.builds[key] = append(m.builds[key], b)
 	m.mu.Unlock()
+	defer close(b.done)
+	rec := &recorder{fs: fsys, answers: map[fsCall][sha256.Size]byte{}}
+	rm, read, err := kustomize(rec, dir, bo)
+	if !rec.written() {
+		b.ok, b.answers, b.m, b.read, b.err = true, rec.answers, copyResMap(rm), read, err
+	}
 	return rm, read, err
 }
 

@@ -27,7 +27,7 @@ import (
 // of a filesystem that answers the same (buildmemo.go).
 type Memo struct {
 	mu        sync.Mutex
-	parsed    map[memoKey]memoParsed
+	parsed    map[memoKey]*memoParsed
 	hits      int
 	builds    map[buildKey][]*memoBuild
 	buildHits int
@@ -39,14 +39,19 @@ type memoKey struct {
 	sum    [sha256.Size]byte
 }
 
+// memoParsed is a file's parse; until done is closed it is under way,
+// and nothing else of it may be read. ok is false when it did not finish
+// (it panicked).
 type memoParsed struct {
+	done  chan struct{}
+	ok    bool
 	docs  []Document
 	diags diag.List
 }
 
 // NewMemo returns an empty Memo.
 func NewMemo() *Memo {
-	return &Memo{parsed: map[memoKey]memoParsed{}, builds: map[buildKey][]*memoBuild{}}
+	return &Memo{parsed: map[memoKey]*memoParsed{}, builds: map[buildKey][]*memoBuild{}}
 }
 
 // Hits is how many files' parses were reused.
@@ -60,8 +65,9 @@ func (m *Memo) Hits() int {
 }
 
 // parse is parse(name, data, walked, each), reusing an earlier parse of
-// the same name and bytes and what each did to its documents. The
-// slices returned are the caller's own.
+// the same name and bytes and what each did to its documents, or waiting
+// for one under way (the other side of a diff, loaded at the same time).
+// The slices returned are the caller's own.
 func (m *Memo) parse(name string, data []byte, walked bool, each func(*Document)) ([]Document, diag.List) {
 	if m == nil {
 		return parse(name, data, walked, each)
@@ -71,13 +77,19 @@ func (m *Memo) parse(name string, data []byte, walked bool, each func(*Document)
 	p, ok := m.parsed[key]
 	if ok {
 		m.hits++
+	} else {
+		p = &memoParsed{done: make(chan struct{})}
+		m.parsed[key] = p
 	}
 	m.mu.Unlock()
-	if !ok {
-		p.docs, p.diags = parse(name, data, walked, each)
-		m.mu.Lock()
-		m.parsed[key] = p
-		m.mu.Unlock()
+	if ok {
+		if <-p.done; !p.ok {
+			return parse(name, data, walked, each)
+		}
+		return slices.Clone(p.docs), slices.Clone(p.diags)
 	}
+	defer close(p.done)
+	p.docs, p.diags = parse(name, data, walked, each)
+	p.ok = true
 	return slices.Clone(p.docs), slices.Clone(p.diags)
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"os"
 	"slices"
@@ -143,28 +144,22 @@ func runDiff(e *env, args []string) int {
 		se := &env{stdout: &s.stderr, stderr: &s.stderr}
 		s.code, s.ok = s.render(se, wd, &f, diagFormat, opts, renderer, r)
 	}
-	if e.diffAfresh {
-		// The two sides are independent: render them at once, each
-		// printing into its own buffer, and print the buffers in order,
-		// base first, so the output does not depend on which finishes
-		// first.
-		var wg sync.WaitGroup
-		for _, s := range sides {
-			wg.Go(func() { renderSide(s, nil) })
-		}
-		wg.Wait()
-	} else {
-		// A pull request leaves most files as they were: the head takes
-		// from the base what the same inputs gave (see pipeline.Reuse),
-		// so it comes second. Each step spreads its work over every core.
-		r := e.diffReuse
-		if r == nil {
-			r = pipeline.NewReuse()
-		}
-		for _, s := range sides {
-			renderSide(s, r)
-		}
+	// The two sides load, check and render at once, each printing into
+	// its own buffer, and the buffers are printed in order, base first,
+	// so the output does not depend on which finishes first. A pull
+	// request leaves most files as they were: the sides share what the
+	// same inputs give (see pipeline.Reuse), whichever side comes to an
+	// input first computing it and the other taking it, so each is
+	// computed once. Each step spreads its work over every core.
+	var r *pipeline.Reuse
+	if !e.diffAfresh {
+		r = cmp.Or(e.diffReuse, pipeline.NewReuse())
 	}
+	var wg sync.WaitGroup
+	for _, s := range sides {
+		wg.Go(func() { renderSide(s, r) })
+	}
+	wg.Wait()
 	for _, s := range sides {
 		if _, err := e.stderr.Write(s.stderr.Bytes()); err != nil {
 			return exitUsage

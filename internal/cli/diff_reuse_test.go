@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -97,14 +98,42 @@ func TestDiffReuseExamples(t *testing.T) {
 			g.write(map[string]string{names[0]: "# moved down a line\n" + files[names[0]]})
 			t.Chdir(g.dir)
 
-			// Files kustomize builds are built again on each side; the
-			// sandboxes they give still render once.
+			// Each sandbox renders once.
 			r, _, _, _ := diffBoth(t, "--base", "main", "--head", "main")
 			renders := run(&env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}, []string{"render", "--stdout"}) == exitOK
 			if renders && r.Render().Hits() == 0 {
 				t.Error("the same commit on both sides: no sandbox's render was reused")
 			}
 			diffFormatsBoth(t, "--base", "main", "--head", "deleted")
+			diffBoth(t, "--base", "main")
+		})
+	}
+}
+
+// TestDiffReuseRepos diffs each fixture repository (Flux, Argo CD, Helm,
+// a controller's kustomize tree) against itself, against itself less its
+// last file, and against a working tree whose first file gains a leading
+// comment line: sharing what identical inputs give, the two sides at
+// once, diff prints what it prints doing each side on its own, and the
+// same commit on both sides builds each kustomization once.
+func TestDiffReuseRepos(t *testing.T) {
+	entries, err := os.ReadDir("testdata/repos")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ent := range entries {
+		t.Run(ent.Name(), func(t *testing.T) {
+			files := dirFiles(t, filepath.Join("testdata/repos", ent.Name()))
+			names := slices.Sorted(maps.Keys(files))
+			g := newGitFixture(t, files)
+			g.branch("deleted", map[string]string{names[len(names)-1]: ""})
+			g.write(map[string]string{names[0]: "# moved down a line\n" + files[names[0]]})
+			t.Chdir(g.dir)
+			r, _, _, _ := diffBoth(t, "--base", "main", "--head", "main")
+			if r.Source().BuildHits() == 0 {
+				t.Error("the same commit on both sides: no kustomize build was reused")
+			}
+			diffBoth(t, "--base", "main", "--head", "deleted")
 			diffBoth(t, "--base", "main")
 		})
 	}

@@ -95,7 +95,13 @@ func (g *gitFixture) branch(name string, files map[string]string) {
 // example reads an example's files, by slash-separated path.
 func example(t *testing.T, name string) map[string]string {
 	t.Helper()
-	root := os.DirFS(filepath.Join("../../examples", name))
+	return dirFiles(t, filepath.Join("../../examples", name))
+}
+
+// dirFiles reads every file under dir, by slash-separated relative name.
+func dirFiles(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	root := os.DirFS(dir)
 	out := map[string]string{}
 	err := fs.WalkDir(root, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

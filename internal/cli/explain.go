@@ -361,7 +361,7 @@ func explainChange(e *env, paths []string, f *checkFlags, base, head, sandbox, r
 		return fail(e, "explain", err)
 	}
 	var opts render.Options
-	// The head takes from the base what the same inputs gave, as in
+	// The sides share what the same inputs give, as in
 	// keyhole diff (see pipeline.Reuse).
 	var r *pipeline.Reuse
 	if !e.diffAfresh {
