@@ -590,9 +590,21 @@ func (l *loader) buildEngineUnits() {
 		}
 		j.run = kustomizeRun{m: m, read: read, err: err}
 	}
-	parallel.For(len(builds), l.opts.Parallelism, run)
+	// Each unit's build is taken in order, as soon as it is done, while
+	// the later ones are still building.
+	done := make([]chan struct{}, len(jobs))
+	for _, i := range builds {
+		done[i] = make(chan struct{})
+	}
+	go parallel.For(len(builds), l.opts.Parallelism, func(k int) {
+		defer close(done[builds[k]])
+		run(k)
+	})
 	for i := range jobs {
 		j := &jobs[i]
+		if done[i] != nil {
+			<-done[i]
+		}
 		if !j.build {
 			l.diags = append(l.diags, j.note)
 			continue
