@@ -9,7 +9,7 @@ GO ?= go
 IMAGE_REGISTRY ?= ghcr.io/keyhole-dev
 IMAGE_TAG ?= v0.1.0
 
-.PHONY: test test-deps hermetic example fuzz bench images e2e-cluster
+.PHONY: test test-deps hermetic race example fuzz bench images e2e-cluster
 
 test: test-deps
 	$(GO) mod tidy -diff
@@ -18,6 +18,19 @@ test: test-deps
 	$(GO) tool -modfile=tools/staticcheck/go.mod staticcheck ./...
 	$(GO) tool -modfile=tools/staticcheck/go.mod staticcheck -tags e2e ./...
 	$(GO) test -tags e2e -count=1 -timeout 30m ./...
+	$(MAKE) race
+
+# The packages whose work runs on several goroutines at once (the proxy,
+# the loader's parallel builds and reads, a diff's two sides sharing what
+# they compute), again under the race detector. Two tests are left out of
+# this pass, and run in the one above: TestServerStalledReaderPipelined
+# waits 10 s for socket buffers to fill, which takes the instrumented proxy
+# 15, and TestLoadTooLarge bounds the bytes a refusal allocates (8 MiB),
+# which the detector's own allocations pass by a few KiB.
+race:
+	$(GO) test -race -count=1 -timeout 20m -skip 'TestServerStalledReaderPipelined|TestLoadTooLarge' \
+		./proxy/... ./source ./render ./internal/kustbuild ./internal/gitfs ./internal/parallel
+	$(GO) test -race -count=1 -timeout 20m -run 'TestDiffReuseRepos|TestDiffReuseExamples|TestDiffExitCodes' ./internal/cli
 
 test-deps:
 	./scripts/test-deps.sh
