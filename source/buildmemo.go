@@ -149,6 +149,12 @@ func sameAnswers(fsys fileSystem, answers map[fsCall][sha256.Size]byte) bool {
 // answers to c.
 func answer(fsys fileSystem, kfs filesys.FileSystem, c fsCall) [sha256.Size]byte {
 	d := newDigest(c)
+	ask(fsys, kfs, c, d)
+	return d.sum()
+}
+
+// ask asks fsys (or kfs) c, and adds the answer to d.
+func ask(fsys fileSystem, kfs filesys.FileSystem, c fsCall, d digest) {
 	switch c.op {
 	case opStat:
 		d.info(fsys.Stat(c.path))
@@ -159,8 +165,7 @@ func answer(fsys fileSystem, kfs filesys.FileSystem, c fsCall) [sha256.Size]byte
 	case opRead:
 		d.bytes(fsys.ReadFile(c.path))
 	case opReadlink:
-		s, err := fsys.readlink(c.path)
-		d.bytes([]byte(s), err)
+		d.link(fsys.readlink(c.path))
 	case opKIsDir:
 		d.bool(kfs.IsDir(c.path))
 	case opKExists:
@@ -170,8 +175,7 @@ func answer(fsys fileSystem, kfs filesys.FileSystem, c fsCall) [sha256.Size]byte
 	case opKRead:
 		d.bytes(kfs.ReadFile(c.path))
 	case opKCleanedAbs:
-		dir, file, err := kfs.CleanedAbs(c.path)
-		d.names([]string{string(dir), file}, err)
+		d.cleaned(kfs.CleanedAbs(c.path))
 	case opKGlob:
 		d.names(kfs.Glob(c.path))
 	case opKWalk:
@@ -182,9 +186,6 @@ func answer(fsys fileSystem, kfs filesys.FileSystem, c fsCall) [sha256.Size]byte
 		})
 		d.err(err)
 	}
-	var sum [sha256.Size]byte
-	d.h.Sum(sum[:0])
-	return sum
 }
 
 // digest hashes an answer, each part length-prefixed so that no two
@@ -196,6 +197,12 @@ func newDigest(c fsCall) digest {
 	d.h.Write([]byte{byte(c.op)})
 	d.str(c.path)
 	return d
+}
+
+func (d digest) sum() [sha256.Size]byte {
+	var sum [sha256.Size]byte
+	d.h.Sum(sum[:0])
+	return sum
 }
 
 func (d digest) str(s string) {
@@ -262,9 +269,15 @@ func (d digest) bytes(b []byte, err error) {
 	}
 }
 
+func (d digest) link(target string, err error) { d.bytes([]byte(target), err) }
+
+func (d digest) cleaned(dir filesys.ConfirmedDir, file string, err error) {
+	d.names([]string{string(dir), file}, err)
+}
+
 // recorder is a fileSystem that notes the digest of each answer it gives
-// a build. One build uses it at a time; its kustomize filesystem notes
-// into the same answers.
+// a build, the first time each question is asked. One build uses it at a
+// time; its kustomize filesystem notes into the same answers.
 type recorder struct {
 	fs      fileSystem
 	mu      sync.Mutex
@@ -272,7 +285,9 @@ type recorder struct {
 	wrote   bool
 }
 
-func (r *recorder) note(op fsOp, path string) {
+// keep notes the answer to (op, path) that fill adds to a digest, unless
+// that question was asked before.
+func (r *recorder) keep(op fsOp, path string, fill func(digest)) {
 	c := fsCall{op, path}
 	r.mu.Lock()
 	_, ok := r.answers[c]
@@ -280,15 +295,22 @@ func (r *recorder) note(op fsOp, path string) {
 	if ok {
 		return
 	}
+	d := newDigest(c)
+	fill(d)
+	r.mu.Lock()
+	r.answers[c] = d.sum()
+	r.mu.Unlock()
+}
+
+// note is keep for an answer given as a stream (a file opened, a walk),
+// which is asked again, whole, to be digested.
+func (r *recorder) note(op fsOp, path string) {
 	kfs, err := r.fs.kustomize()
 	if err != nil {
 		r.taint()
 		return
 	}
-	a := answer(r.fs, kfs, c)
-	r.mu.Lock()
-	r.answers[c] = a
-	r.mu.Unlock()
+	r.keep(op, path, func(d digest) { ask(r.fs, kfs, fsCall{op, path}, d) })
 }
 
 func (r *recorder) taint() {
@@ -304,13 +326,15 @@ func (r *recorder) written() bool {
 }
 
 func (r *recorder) Stat(name string) (fs.FileInfo, error) {
-	r.note(opStat, name)
-	return r.fs.Stat(name)
+	fi, err := r.fs.Stat(name)
+	r.keep(opStat, name, func(d digest) { d.info(fi, err) })
+	return fi, err
 }
 
 func (r *recorder) Lstat(name string) (fs.FileInfo, error) {
-	r.note(opLstat, name)
-	return r.fs.Lstat(name)
+	fi, err := r.fs.Lstat(name)
+	r.keep(opLstat, name, func(d digest) { d.info(fi, err) })
+	return fi, err
 }
 
 func (r *recorder) Open(name string) (fs.File, error) {
@@ -319,18 +343,21 @@ func (r *recorder) Open(name string) (fs.File, error) {
 }
 
 func (r *recorder) ReadDir(name string) ([]fs.DirEntry, error) {
-	r.note(opReadDir, name)
-	return r.fs.ReadDir(name)
+	es, err := r.fs.ReadDir(name)
+	r.keep(opReadDir, name, func(d digest) { d.entries(es, err) })
+	return es, err
 }
 
 func (r *recorder) ReadFile(name string) ([]byte, error) {
-	r.note(opRead, name)
-	return r.fs.ReadFile(name)
+	b, err := r.fs.ReadFile(name)
+	r.keep(opRead, name, func(d digest) { d.bytes(b, err) })
+	return b, err
 }
 
 func (r *recorder) readlink(name string) (string, error) {
-	r.note(opReadlink, name)
-	return r.fs.readlink(name)
+	target, err := r.fs.readlink(name)
+	r.keep(opReadlink, name, func(d digest) { d.link(target, err) })
+	return target, err
 }
 
 func (r *recorder) kustomize() (filesys.FileSystem, error) {
@@ -381,33 +408,39 @@ func (k recordingKFS) Open(p string) (filesys.File, error) {
 }
 
 func (k recordingKFS) IsDir(p string) bool {
-	k.r.note(opKIsDir, p)
-	return k.kfs.IsDir(p)
+	is := k.kfs.IsDir(p)
+	k.r.keep(opKIsDir, p, func(d digest) { d.bool(is) })
+	return is
 }
 
 func (k recordingKFS) ReadDir(p string) ([]string, error) {
-	k.r.note(opKReadDir, p)
-	return k.kfs.ReadDir(p)
+	names, err := k.kfs.ReadDir(p)
+	k.r.keep(opKReadDir, p, func(d digest) { d.names(names, err) })
+	return names, err
 }
 
 func (k recordingKFS) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
-	k.r.note(opKCleanedAbs, p)
-	return k.kfs.CleanedAbs(p)
+	dir, file, err := k.kfs.CleanedAbs(p)
+	k.r.keep(opKCleanedAbs, p, func(d digest) { d.cleaned(dir, file, err) })
+	return dir, file, err
 }
 
 func (k recordingKFS) Exists(p string) bool {
-	k.r.note(opKExists, p)
-	return k.kfs.Exists(p)
+	exists := k.kfs.Exists(p)
+	k.r.keep(opKExists, p, func(d digest) { d.bool(exists) })
+	return exists
 }
 
 func (k recordingKFS) Glob(pattern string) ([]string, error) {
-	k.r.note(opKGlob, pattern)
-	return k.kfs.Glob(pattern)
+	names, err := k.kfs.Glob(pattern)
+	k.r.keep(opKGlob, pattern, func(d digest) { d.names(names, err) })
+	return names, err
 }
 
 func (k recordingKFS) ReadFile(p string) ([]byte, error) {
-	k.r.note(opKRead, p)
-	return k.kfs.ReadFile(p)
+	b, err := k.kfs.ReadFile(p)
+	k.r.keep(opKRead, p, func(d digest) { d.bytes(b, err) })
+	return b, err
 }
 
 func (k recordingKFS) Walk(p string, walkFn filepath.WalkFunc) error {

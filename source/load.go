@@ -246,7 +246,7 @@ func (o *osFS) stat(kept *sync.Map, stat func(string) (fs.FileInfo, error), name
 		return a.(statAnswer).fi, a.(statAnswer).err
 	}
 	fi, err := stat(name)
-	if err != nil && errors.Is(err, fs.ErrNotExist) || err == nil && fi.IsDir() {
+	if errors.Is(err, fs.ErrNotExist) || err == nil && fi.IsDir() {
 		kept.Store(name, statAnswer{fi, err})
 	}
 	return fi, err
