@@ -666,9 +666,25 @@ func (l *loader) jsonnetNotEvaluated(u *Unit) {
 // application makes of its files.
 func (l *loader) argoManifest(u *Unit) (kfile string, kdata []byte) {
 	if kfile := kustomizationFile(l.fsys, u.Root); kfile != "" {
-		return kfile, argoKustomization(kustomizationNode(l.fsys, kfile), u.Argo.Kustomize)
+		return kfile, argoKustomization(cloneTree(kustomizationNode(l.fsys, kfile)), u.Argo.Kustomize)
 	}
 	return filepath.Join(u.Root, "kustomization.yaml"), l.directoryKustomization(u)
+}
+
+// cloneTree copies the nodes of n, as they are: aliases still name their
+// anchors (copyNode would expand them, without bound).
+func cloneTree(n *yaml.Node) *yaml.Node {
+	if n == nil {
+		return nil
+	}
+	c := *n
+	if n.Content != nil {
+		c.Content = make([]*yaml.Node, len(n.Content))
+		for i, k := range n.Content {
+			c.Content[i] = cloneTree(k)
+		}
+	}
+	return &c
 }
 
 // argoKustomization is the kustomization k with an Application's

@@ -283,6 +283,9 @@ type recorder struct {
 	mu      sync.Mutex
 	answers map[fsCall][sha256.Size]byte
 	wrote   bool
+	// kusts are the recorder's own: a kustomization parsed through the
+	// loader's filesystem would not be recorded as read.
+	kusts sync.Map
 }
 
 // keep notes the answer to (op, path) that fill adds to a digest, unless
@@ -359,6 +362,8 @@ func (r *recorder) readlink(name string) (string, error) {
 	r.keep(opReadlink, name, func(d digest) { d.link(target, err) })
 	return target, err
 }
+
+func (r *recorder) kustomizations() *sync.Map { return &r.kusts }
 
 func (r *recorder) kustomize() (filesys.FileSystem, error) {
 	kfs, err := r.fs.kustomize()

@@ -217,6 +217,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 		}
 	}
 	l.anyFlux = slices.ContainsFunc(found, func(f engineFound) bool { return f.unit != nil && f.unit.Flux != nil })
+	l.readRepoObjectsAhead(found)
 	found, fds := l.fluxApplied(found, patches)
 	ds = append(ds, fds...)
 	found, fds = l.argoApplied(found, patches)

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	fluxkustomize "github.com/fluxcd/pkg/kustomize"
 	"go.yaml.in/yaml/v3"
@@ -548,11 +549,43 @@ func (c *repoClient) Get(_ context.Context, key client.ObjectKey, obj client.Obj
 }
 
 // repoObjects returns the ConfigMaps and Secrets of the repository at
-// root, reading them on the first call for that root.
+// root, reading them on the first call for that root. Calls may come from
+// several goroutines (readRepoObjects, the unit builds' substitutions);
+// one reads, the others wait for it.
 func (l *loader) repoObjects(root string) *repoObjects {
-	if r := l.repoObjs[root]; r != nil {
-		return r
+	l.repoObjsMu.Lock()
+	read := l.repoObjs[root]
+	if read == nil {
+		read = sync.OnceValue(func() *repoObjects { return l.readRepoObjects(root) })
+		if l.repoObjs == nil {
+			l.repoObjs = map[string]func() *repoObjects{}
+		}
+		l.repoObjs[root] = read
 	}
+	l.repoObjsMu.Unlock()
+	return read()
+}
+
+// readRepoObjectsAhead starts reading the ConfigMaps and Secrets that
+// the found Flux units' substitutions will read: the Kustomizations
+// that apply other Kustomizations are built next, one at a time, and a
+// core is free meanwhile. Load waits for the reads before it returns.
+func (l *loader) readRepoObjectsAhead(found []engineFound) {
+	started := map[string]bool{}
+	for _, f := range found {
+		u := f.unit
+		if u == nil || u.Flux == nil || started[u.Flux.SourceRoot] {
+			continue
+		}
+		if _, ok, _ := unstructured.NestedMap(u.Flux.Object.Object, "spec", "postBuild"); ok {
+			root := u.Flux.SourceRoot
+			started[root] = true
+			l.background.Go(func() { l.repoObjects(root) })
+		}
+	}
+}
+
+func (l *loader) readRepoObjects(root string) *repoObjects {
 	r := &repoObjects{byKey: map[[3]string]*Document{}, byName: map[[2]string]*Document{}}
 	for _, f := range walkAll(l.fsys, root, &l.paths) {
 		data := l.sniff(f, []byte("kind"))
@@ -573,10 +606,6 @@ func (l *loader) repoObjects(root string) *repoObjects {
 			}
 		}
 	}
-	if l.repoObjs == nil {
-		l.repoObjs = map[string]*repoObjects{}
-	}
-	l.repoObjs[root] = r
 	return r
 }
 

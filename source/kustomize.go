@@ -133,7 +133,22 @@ func kustomizePatchFiles(fsys fileSystem, kfile string) []kustomizePatch {
 // kustomizationNode parses a kustomization file into its root mapping, or
 // nil. It is read with yaml.v3 directly, not Parse: a kustomization needs
 // no apiVersion or kind, and kustomize itself reports what is wrong in it.
+//
+// Each file is parsed once per Load: finding a directory's kustomization,
+// its namespace, its bases and its patches ask for it again and again (on
+// a Flux repository of 100 units, 5% of a check's CPU went to parsing the
+// same few hundred files). The node is shared: callers must not change it
+// (argoManifest changes a copy).
 func kustomizationNode(fsys fileSystem, kfile string) *yaml.Node {
+	kept := fsys.kustomizations()
+	if n, ok := kept.Load(kfile); ok {
+		return n.(*yaml.Node)
+	}
+	n, _ := kept.LoadOrStore(kfile, parseKustomization(fsys, kfile))
+	return n.(*yaml.Node)
+}
+
+func parseKustomization(fsys fileSystem, kfile string) *yaml.Node {
 	data, err := fsys.ReadFile(kfile)
 	if err != nil || len(data) > DefaultMaxFileSize {
 		return nil

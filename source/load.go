@@ -121,6 +121,7 @@ func Load(paths []string, opts Options) ([]*Document, diag.List, error) {
 		l.loadPath(p)
 	}
 	l.buildEngineUnits()
+	l.background.Wait()
 	return l.docs, l.diags, errors.Join(l.errs...)
 }
 
@@ -169,7 +170,10 @@ type loader struct {
 	anyFlux bool
 	// repoObjs are the ConfigMaps and Secrets Flux substitution reads,
 	// by repository root (flux.go).
-	repoObjs map[string]*repoObjects
+	repoObjs   map[string]func() *repoObjects
+	repoObjsMu sync.Mutex
+	// background is work started ahead of need (readRepoObjectsAhead).
+	background sync.WaitGroup
 }
 
 func newLoader(opts Options) (*loader, error) {
@@ -190,7 +194,7 @@ func newLoader(opts Options) (*loader, error) {
 	}
 	var fsys fileSystem = &osFS{}
 	if opts.Tree != nil {
-		fsys = commitFS{opts.Tree}
+		fsys = commitFS{Tree: opts.Tree, kusts: &sync.Map{}}
 	}
 	l := &loader{opts: opts, fsys: fsys, dir: abs, seen: map[string]bool{}, reread: &rereader{fsys: fsys}}
 	l.paths.exclude = parsePatterns(opts.Exclude, abs)
@@ -211,6 +215,8 @@ type fileSystem interface {
 	readlink(name string) (string, error)
 	// kustomize is the filesystem kustomize builds from.
 	kustomize() (filesys.FileSystem, error)
+	// kustomizations keeps what kustomizationNode parsed, by path.
+	kustomizations() *sync.Map
 }
 
 // osFS is the disk, as one Load sees it. The walks, the confinement of
@@ -224,6 +230,7 @@ type fileSystem interface {
 type osFS struct {
 	stats, lstats sync.Map // path → statAnswer
 	files         sync.Map // path → fileAnswer: a .gitignore, or a path found missing
+	kusts         sync.Map // see kustomizationNode
 }
 
 type fileAnswer struct {
@@ -268,12 +275,17 @@ func (o *osFS) ReadFile(name string) ([]byte, error) {
 }
 
 func (o *osFS) kustomize() (filesys.FileSystem, error) { return filesys.MakeFsOnDisk(), nil }
+func (o *osFS) kustomizations() *sync.Map              { return &o.kusts }
 
 // commitFS is a commit's tree standing at its working tree's place.
-type commitFS struct{ *gitfs.Tree }
+type commitFS struct {
+	*gitfs.Tree
+	kusts *sync.Map // see kustomizationNode
+}
 
 func (c commitFS) readlink(name string) (string, error)   { return c.Readlink(name) }
 func (c commitFS) kustomize() (filesys.FileSystem, error) { return c.KustomizeFS() }
+func (c commitFS) kustomizations() *sync.Map              { return c.kusts }
 
 // osPath turns a path as named by the user into one the OS resolves,
 // relative paths being relative to the loader's working directory.
