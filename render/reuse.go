@@ -54,8 +54,15 @@ func (r *Reuse) render(sb compiler.Sandbox, dir string, opts Options, fresh func
 		return fresh()
 	}
 	opts.Reuse = nil // not an input of the files
+	this := &reused{done: make(chan struct{}), sb: sb, opts: opts}
+	// Looking up and claiming the directory is one step: two sides
+	// rendering the same sandbox at once must find each other, the later
+	// one waiting for the earlier rather than both rendering.
 	r.mu.Lock()
 	prev := r.byID[dir]
+	if prev == nil {
+		r.byID[dir] = this
+	}
 	r.mu.Unlock()
 	if prev != nil {
 		if <-prev.done; prev.ok && reflect.DeepEqual(prev.sb, sb) && reflect.DeepEqual(prev.opts, opts) {
@@ -64,11 +71,10 @@ func (r *Reuse) render(sb compiler.Sandbox, dir string, opts Options, fresh func
 			r.mu.Unlock()
 			return prev.files, nil
 		}
+		r.mu.Lock()
+		r.byID[dir] = this
+		r.mu.Unlock()
 	}
-	this := &reused{done: make(chan struct{}), sb: sb, opts: opts}
-	r.mu.Lock()
-	r.byID[dir] = this
-	r.mu.Unlock()
 	defer close(this.done)
 	files, err := fresh()
 	if err != nil {

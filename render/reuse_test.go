@@ -2,6 +2,7 @@ package render
 
 import (
 	"reflect"
+	"sync"
 	"testing"
 
 	"keyhole.dev/keyhole/compiler"
@@ -92,5 +93,39 @@ func TestReuse(t *testing.T) {
 				t.Errorf("reused %d sandboxes, want %d", r.Hits(), tc.hits)
 			}
 		})
+	}
+}
+
+// TestReuseAtOnce renders the same plan twice at the same time, as the two
+// sides of a diff of one commit do: whichever starts second finds the
+// first under way and waits for it, so every sandbox is rendered once.
+// Both renders give what a render without Reuse gives.
+func TestReuseAtOnce(t *testing.T) {
+	want, err := Render(twoSandboxPlan(), Options{DefaultSandboxImage: "ghcr.io/acme/sandbox:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		r := NewReuse()
+		var got [2][]File
+		var errs [2]error
+		var wg sync.WaitGroup
+		for i := range got {
+			wg.Go(func() {
+				got[i], errs[i] = Render(twoSandboxPlan(), Options{DefaultSandboxImage: "ghcr.io/acme/sandbox:1", Reuse: r})
+			})
+		}
+		wg.Wait()
+		for i := range got {
+			if errs[i] != nil {
+				t.Fatal(errs[i])
+			}
+			if !reflect.DeepEqual(got[i], want) {
+				t.Fatalf("render %d with reuse:\n%v\nwithout:\n%v", i, got[i], want)
+			}
+		}
+		if r.Hits() != len(twoSandboxPlan().Sandboxes) {
+			t.Fatalf("two renders at once reused %d sandboxes, want %d", r.Hits(), len(twoSandboxPlan().Sandboxes))
+		}
 	}
 }

@@ -88,22 +88,32 @@ func (m *Memo) build(fsys fileSystem, dir string, bo kustbuild.Options) (resmap.
 		return kustomize(fsys, dir, bo)
 	}
 	key := buildKey{dir: dir, maxSize: bo.MaxSize, unrestricted: bo.Unrestricted, kfile: bo.KFile, kdata: sha256.Sum256(bo.KData)}
-	m.mu.Lock()
-	kept := slices.Clone(m.builds[key])
-	m.mu.Unlock()
-	for _, b := range kept {
-		<-b.done
-		if b.ok && sameAnswers(fsys, b.answers) {
-			m.mu.Lock()
-			m.buildHits++
-			m.mu.Unlock()
-			return copyResMap(b.m), b.read, b.err
-		}
-	}
+	// Each round looks at the builds of the key not yet looked at and, when
+	// there are none, claims the key in the same step: two sides building
+	// the same unit at once must find each other, the later one waiting
+	// for the earlier rather than both building.
 	b := &memoBuild{done: make(chan struct{})}
-	m.mu.Lock()
-	m.builds[key] = append(m.builds[key], b)
-	m.mu.Unlock()
+	for seen := 0; ; {
+		m.mu.Lock()
+		kept := slices.Clone(m.builds[key][seen:])
+		if len(kept) == 0 {
+			m.builds[key] = append(m.builds[key], b)
+		}
+		m.mu.Unlock()
+		if len(kept) == 0 {
+			break
+		}
+		for _, k := range kept {
+			<-k.done
+			if k.ok && sameAnswers(fsys, k.answers) {
+				m.mu.Lock()
+				m.buildHits++
+				m.mu.Unlock()
+				return copyResMap(k.m), k.read, k.err
+			}
+		}
+		seen += len(kept)
+	}
 	defer close(b.done)
 	rec := &recorder{fs: fsys, answers: map[fsCall][sha256.Size]byte{}}
 	rm, read, err := kustomize(rec, dir, bo)

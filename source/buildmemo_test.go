@@ -6,9 +6,12 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/diag"
 )
 
 // TestMemoBuilds loads a kustomize overlay, changes the repository, and
@@ -135,4 +138,49 @@ func loadView(docs []*Document) string {
 		walk(d.Node, 1)
 	}
 	return b.String()
+}
+
+// TestMemoBuildsAtOnce loads a kustomize overlay twice at the same time
+// with one Memo, as the two sides of a diff of one commit do: whichever
+// builds second finds the first under way and waits for it, so the
+// overlay is built once, and both loads give what a load without the Memo
+// gives.
+func TestMemoBuildsAtOnce(t *testing.T) {
+	dir, _ := gitRepo(t)
+	write(t, dir, map[string]string{
+		"base/kustomization.yaml":          "resources: [connection.yaml, secret.yaml]\n",
+		"base/connection.yaml":             connection,
+		"base/secret.yaml":                 secretAndClass,
+		"overlays/prod/kustomization.yaml": "resources: [../../base]\nnamePrefix: prod-\n",
+	})
+	fresh, freshDiags, err := Load([]string{"overlays/prod"}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := loadView(fresh)
+	for range 20 {
+		memo := NewMemo()
+		var views [2]string
+		var diags [2]diag.List
+		var errs [2]error
+		var wg sync.WaitGroup
+		for i := range views {
+			wg.Go(func() {
+				docs, d, err := Load([]string{"overlays/prod"}, Options{Dir: dir, Memo: memo})
+				views[i], diags[i], errs[i] = loadView(docs), d, err
+			})
+		}
+		wg.Wait()
+		for i := range views {
+			if errs[i] != nil {
+				t.Fatal(errs[i])
+			}
+			if views[i] != want || !reflect.DeepEqual(diags[i], freshDiags) {
+				t.Fatalf("load %d with the memo:\n%s%v\nwithout:\n%s%v", i, views[i], diags[i], want, freshDiags)
+			}
+		}
+		if memo.BuildHits() != 1 {
+			t.Fatalf("two loads at once reused %d builds, want 1", memo.BuildHits())
+		}
+	}
 }
