@@ -138,13 +138,14 @@ func (l *loader) renderHelm(dir string, o *HelmOverlay) helmRun {
 		return run
 	}
 	run.missing = dropMissingDependencies(ch)
+	var cvals map[string]any
 	if o.ChartValues != nil {
-		cv, err := l.mergeValueFiles(o.ChartValues, run.read)
+		cvals, err = l.mergeValueFiles(o.ChartValues, run.read)
 		if err != nil {
 			run.err = err
 			return run
 		}
-		ch.Values = cv
+		ch.Values = cvals
 	}
 	vals, err := l.helmValues(o, run.read)
 	run.values = secretCandidates(ch, append(valueStrings(ch, vals), o.givenStrings()...))
@@ -152,31 +153,9 @@ func (l *loader) renderHelm(dir string, o *HelmOverlay) helmRun {
 		run.err = err
 		return run
 	}
-	type result struct {
-		files map[string]string
-		err   error
-	}
-	done := make(chan result, 1)
-	start := time.Now()
-	go func() {
-		files, err := renderChart(ch, vals, o)
-		done <- result{files, err}
-	}()
-	var res result
-	ended := false
-	select {
-	case res = <-done:
-		ended = true
-	case <-time.After(helmRenderTimeout):
-	}
-	if !ended || time.Since(start) > helmRenderTimeout {
-		// Over the bound, whichever the select saw first: when both
-		// are ready it picks either.
-		run.err = fmt.Errorf("rendering did not end within %v", helmRenderTimeout)
-		return run
-	}
-	if res.err != nil {
-		run.err = res.err
+	rendered, err := renderApart(files, cvals, vals, o)
+	if err != nil {
+		run.err = err
 		return run
 	}
 	chartDir := func(name string) string {
@@ -191,14 +170,14 @@ func (l *loader) renderHelm(dir string, o *HelmOverlay) helmRun {
 			run.files = append(run.files, renderedFile{abs: chartDir(filepath.ToSlash(crd.Filename)), data: crd.File.Data})
 		}
 	}
-	names := make([]string, 0, len(res.files))
-	for name := range res.files {
+	names := make([]string, 0, len(rendered))
+	for name := range rendered {
 		names = append(names, name)
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		if strings.TrimSpace(res.files[name]) != "" {
-			run.files = append(run.files, renderedFile{abs: chartDir(name), data: []byte(res.files[name])})
+		if strings.TrimSpace(rendered[name]) != "" {
+			run.files = append(run.files, renderedFile{abs: chartDir(name), data: []byte(rendered[name])})
 		}
 	}
 	return run
