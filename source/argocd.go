@@ -79,6 +79,13 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 	} else if cluster != "" {
 		cluster = "Argo CD destination " + cluster
 	}
+	if name == "" && len(sources) > 0 {
+		// The API server refuses an object without a name, and a unit
+		// needs one: said once, where the object begins.
+		at := cmp.Or(Lookup(app, "metadata"), app)
+		return []engineFound{{pos: diag.Pos{File: d.File, Line: at.Line, Column: at.Column},
+			err: "an Argo CD Application in the namespace " + ns + " has no metadata.name: the API server refuses it"}}
+	}
 	var out []engineFound
 	for i, src := range sources {
 		pos := diag.Pos{File: d.File, Line: src.Line, Column: src.Column}
@@ -87,6 +94,10 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 			what += fmt.Sprintf(" (source %d)", i+1)
 		}
 		rel := stringField(src, "path")
+		shown := rel // rel in a message
+		if rel == "" || rel == "." {
+			shown = "the repository's root"
+		}
 		switch {
 		case stringField(src, "chart") != "":
 			out = append(out, engineFound{pos: pos, skip: fmt.Sprintf("%s renders the chart %s from %s, a chart repository keyhole does not fetch; out of reach, skipped",
@@ -103,7 +114,7 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 		root, srcRoot := l.enginePath(rel, srcRoots)
 		if root == "" {
 			out = append(out, engineFound{pos: pos, skip: fmt.Sprintf("%s builds %s from %s, which is not a directory of this repository; out of reach, skipped",
-				what, rel, cmp.Or(stringField(src, "repoURL"), "its repository"))})
+				what, shown, cmp.Or(stringField(src, "repoURL"), "its repository"))})
 			continue
 		}
 		var helm *HelmOverlay
@@ -111,10 +122,10 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 		case helmChartFile(l.fsys, root) != "":
 			helm = l.argoHelm(src, sources, name, stringField(dest, "namespace"), root, srcRoot)
 		case Lookup(src, "helm") != nil:
-			out = append(out, engineFound{pos: pos, helm: true, err: what + " renders " + rel + " with Helm, but it holds no Chart.yaml: Argo CD cannot render it"})
+			out = append(out, engineFound{pos: pos, helm: true, err: what + " renders " + shown + " with Helm, but it holds no Chart.yaml: Argo CD cannot render it"})
 			continue
 		case chartAbove(l.fsys, root, srcRoot):
-			out = append(out, engineFound{pos: pos, skip: what + " builds " + rel + ", a directory inside a Helm chart, whose templates are not YAML until Helm renders them; skipped"})
+			out = append(out, engineFound{pos: pos, skip: what + " builds " + shown + ", a directory inside a Helm chart, whose templates are not YAML until Helm renders them; skipped"})
 			continue
 		}
 		unitName := "argocd:" + ns + "/" + name

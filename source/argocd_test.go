@@ -208,6 +208,45 @@ func TestAppSetGenerators(t *testing.T) {
 	}
 }
 
+// TestArgoAppNamed: a message about an Application names it and its
+// path, also when the object leaves them out.
+func TestArgoAppNamed(t *testing.T) {
+	app := func(meta, source string) string {
+		return "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: " + meta + "\n" +
+			"spec:\n  source: " + source + "\n  destination: {name: in-cluster, namespace: team}\n"
+	}
+	cases := map[string]struct{ app, want string }{
+		"no name": {
+			app:  app("{namespace: argocd}", "{repoURL: 'https://git.example.com/r.git', path: envs, helm: {}}"),
+			want: "argo/app.yaml:3:11: error KustomizeBuildFailed: an Argo CD Application in the namespace argocd has no metadata.name: the API server refuses it",
+		},
+		"Helm at the root, which holds no chart": {
+			app:  app("{name: root}", "{repoURL: 'https://git.example.com/r.git', helm: {}}"),
+			want: "argo/app.yaml:5:11: error HelmRenderFailed: Argo CD Application argocd/root renders the repository's root with Helm, but it holds no Chart.yaml: Argo CD cannot render it",
+		},
+		"the root of another repository": {
+			app:  app("{name: other}", "{repoURL: 'https://git.example.com/other.git', path: ., helm: {}}"),
+			want: "Argo CD Application argocd/other renders the repository's root with Helm",
+		},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir, _ := gitRepo(t)
+			writeFiles(t, dir, map[string]string{"argo/app.yaml": c.app})
+			_, ds, err := Load([]string{"argo"}, Options{Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(ds.Error(), c.want) {
+				t.Errorf("no diagnostic says %q:\n%s", c.want, ds)
+			}
+			if strings.Contains(ds.Error(), "argocd/ ") || strings.Contains(ds.Error(), "  ") {
+				t.Errorf("a message leaves a name or path out:\n%s", ds)
+			}
+		})
+	}
+}
+
 // longList is elementsYaml of n elements, each giving key a distinct value.
 func longList(key string, n int) string {
 	var b strings.Builder
