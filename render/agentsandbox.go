@@ -52,7 +52,7 @@ func AgentSandboxRules() []diag.Rule {
 			Purpose: "The SandboxTemplate's envVarsInjectionPolicy lets SandboxClaims set environment variables, and the controller lets a claim name any container of the pod: a claim could set, say, SSL_CERT_FILE in the egress proxy's container and change which upstreams it trusts. Under Overrides a claim can also replace the rendered proxy and CA variables of the sandbox (the transparent-mode rules still hold it).",
 			Help:    "Keep envVarsInjectionPolicy Disallowed unless whoever creates SandboxClaims is trusted as much as whoever writes the template."},
 		{Code: codeASTemplateUnbound, Severity: diag.Info,
-			Purpose: "A SandboxTemplate of the input has the name of no sandbox of the plan (`<AgentRuntime or ToolRegistry>-<SandboxClass>`, or `<agent>-<sandbox>`), so it is carried as written, without an egress proxy: its sandboxes reach the network as the template lets them.",
+			Purpose: "A SandboxTemplate of the input has the name of no sandbox of the plan (`<AgentRuntime or ToolRegistry>-<SandboxClass>`, or `<agent>-<sandbox>`), nor that name as a kustomize namePrefix or nameSuffix renames the two objects and the template alike, so it is carried as written, without an egress proxy: its sandboxes reach the network as the template lets them.",
 			Help:    "Nothing to fix for a template that needs no credential; otherwise rename it after the sandbox whose Connections it should get (the message names the sandboxes of its namespace)."},
 		{Code: codeASTemplateDuplicate, Severity: diag.Error,
 			Purpose: "Two objects of the agent-sandbox target would be written to one file: the same SandboxTemplate read twice in one deploy unit (for example in two kustomize units rendered together), or a carried object whose name collides with a rendered one.",
@@ -125,13 +125,14 @@ func RenderAgentSandbox(p compiler.Plan, opts Options) ([]File, diag.List, error
 		}
 	}
 	bound := map[*asObject]bool{}
-	for _, sb := range p.Sandboxes {
+	templateOf := r.bind(p.Sandboxes)
+	for i, sb := range p.Sandboxes {
 		sb.Namespace = cmp.Or(sb.Namespace, opts.DefaultNamespace)
 		dir := path.Join(sb.Namespace, sb.Name)
 		n := sandboxInput{sb: sb, opts: opts}.names()
 		deployment := dir + "/deployment-" + n.sandbox + ".yaml"
 		policy := dir + "/networkpolicy-" + n.sandbox + ".yaml"
-		tmpl := r.templates[sb.Namespace+"/"+sb.Name]
+		tmpl := templateOf[i]
 		o, err := r.template(sb, tmpl, byPath[deployment], byPath[policy], byPath[dir+"/proxy.json"])
 		if err != nil {
 			return nil, nil, fmt.Errorf("sandbox %s: %w", describe(sb), err)
@@ -176,8 +177,12 @@ func RenderAgentSandbox(p compiler.Plan, opts Options) ([]File, diag.List, error
 				}
 			}
 			slices.Sort(names)
-			r.report(codeASTemplateUnbound, o.src, o.pos, "SandboxTemplate %s/%s is no sandbox's, so it is carried without an egress proxy (the sandboxes of namespace %s: %s)",
-				o.namespace, o.name, o.namespace, cmp.Or(strings.Join(names, ", "), "none"))
+			used := ""
+			if refs := r.referrers(o); len(refs) > 0 {
+				used = "; " + strings.Join(refs, " and ") + " start sandboxes from it"
+			}
+			r.report(codeASTemplateUnbound, o.src, o.pos, "SandboxTemplate %s/%s is no sandbox's, so it is carried without an egress proxy (the sandboxes of namespace %s: %s)%s",
+				o.namespace, o.name, o.namespace, cmp.Or(strings.Join(names, ", "), "none"), used)
 		}
 		data, err := encodeObject(o.o)
 		if err != nil {
@@ -262,6 +267,101 @@ func (r *asRender) input(in compiler.Object) error {
 		}
 	}
 	return nil
+}
+
+// bind finds the input SandboxTemplate of each sandbox, by index: the
+// one of the sandbox's name in its namespace, else the one whose name is
+// the sandbox's as a kustomize namePrefix or nameSuffix renames the two
+// objects the sandbox is named after. An overlay that prefixes every
+// name with "prod-" turns AgentRuntime coder and SandboxClass workspace
+// into prod-coder and prod-workspace, so the sandbox is
+// prod-coder-prod-workspace, while the template coder-workspace, which
+// the overlay's SandboxWarmPool still names, becomes prod-coder-workspace.
+// Carried without its proxy, that template would start warm sandboxes
+// that reach the network as they like. A template two sandboxes could
+// claim so is bound to neither.
+func (r *asRender) bind(sandboxes []compiler.Sandbox) []*asObject {
+	out := make([]*asObject, len(sandboxes))
+	exact := map[*asObject]bool{}
+	for i, sb := range sandboxes {
+		if t := r.templates[cmp.Or(sb.Namespace, r.opts.DefaultNamespace)+"/"+sb.Name]; t != nil {
+			out[i] = t
+			exact[t] = true
+		}
+	}
+	claims := map[*asObject][]int{}
+	for i, sb := range sandboxes {
+		if out[i] != nil {
+			continue
+		}
+		ns := cmp.Or(sb.Namespace, r.opts.DefaultNamespace)
+		for _, t := range r.objs {
+			if t.kind == schema.KindSandboxTemplate && !exact[t] && t.namespace == ns &&
+				r.templates[t.namespace+"/"+t.name] == t && affixed(sb.Source.Name, sb.Class, t.name) {
+				claims[t] = append(claims[t], i)
+			}
+		}
+	}
+	for t, idx := range claims {
+		if len(idx) == 1 {
+			out[idx[0]] = t
+		}
+	}
+	// A sandbox two templates could be has none of them.
+	seen := map[int]int{}
+	for _, idx := range claims {
+		if len(idx) == 1 {
+			seen[idx[0]]++
+		}
+	}
+	for i, n := range seen {
+		if n > 1 {
+			out[i] = nil
+		}
+	}
+	return out
+}
+
+// affixed reports whether name is runtime-class as written before one
+// prefix and one suffix were added to every name: runtime is p+r+s,
+// class is p+c+s and name is p+r+"-"+c+s, with p or s not empty.
+func affixed(runtime, class, name string) bool {
+	for i := 0; i <= len(runtime) && i <= len(class) && i <= len(name); i++ {
+		if i > 0 && (runtime[i-1] != class[i-1] || runtime[i-1] != name[i-1]) {
+			break
+		}
+		for j := 0; i+j <= len(runtime) && i+j <= len(class) && i+j <= len(name); j++ {
+			if j > 0 {
+				a, b, c := runtime[len(runtime)-j], class[len(class)-j], name[len(name)-j]
+				if a != b || a != c {
+					break
+				}
+			}
+			if i+j == 0 {
+				continue
+			}
+			r, c := runtime[i:len(runtime)-j], class[i:len(class)-j]
+			if r != "" && c != "" && name == runtime[:i]+r+"-"+c+runtime[len(runtime)-j:] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// referrers names the SandboxWarmPools and SandboxClaims of the input
+// that start sandboxes from the template t.
+func (r *asRender) referrers(t *asObject) []string {
+	var out []string
+	for _, o := range r.objs {
+		if (o.kind == schema.KindSandboxWarmPool || o.kind == schema.KindSandboxClaim) && o.namespace == t.namespace {
+			if ref, _ := at(o.o, "spec", "sandboxTemplateRef")["name"].(string); ref == t.name {
+				out = append(out, string(o.kind)+" "+o.namespace+"/"+o.name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // decodeRendered reads back one object the kubernetes target rendered,

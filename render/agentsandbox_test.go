@@ -434,3 +434,80 @@ func FuzzRenderAgentSandbox(f *testing.F) {
 		}
 	})
 }
+
+// TestAgentSandboxTemplateRenamed: an overlay's namePrefix or nameSuffix
+// renames the AgentRuntime, the SandboxClass and the SandboxTemplate
+// alike, so the template no longer has the sandbox's name; it is still
+// the sandbox's, and the warm pool that names it starts sandboxes with
+// the egress proxy. A template that two sandboxes could be is neither's.
+func TestAgentSandboxTemplateRenamed(t *testing.T) {
+	const spec = "spec:\n  podTemplate:\n    spec:\n      containers:\n        - name: work\n          image: busybox\n"
+	tests := map[string]struct {
+		runtime, class string // the sandbox's names, as built
+		templates      []string
+		bound          string // the template given the proxy, "" for none
+	}{
+		"prefix":                 {runtime: "prod-coder", class: "prod-workspace", templates: []string{"prod-coder-workspace"}, bound: "prod-coder-workspace"},
+		"suffix":                 {runtime: "coder-eu", class: "workspace-eu", templates: []string{"coder-workspace-eu"}, bound: "coder-workspace-eu"},
+		"both":                   {runtime: "p-coder-s", class: "p-workspace-s", templates: []string{"p-coder-workspace-s"}, bound: "p-coder-workspace-s"},
+		"exact name wins":        {runtime: "prod-coder", class: "prod-workspace", templates: []string{"prod-coder-workspace", "prod-coder-prod-workspace"}, bound: "prod-coder-prod-workspace"},
+		"another sandbox's name": {runtime: "prod-coder", class: "prod-workspace", templates: []string{"prod-other-workspace"}},
+		"no shared affix":        {runtime: "prod-coder", class: "dev-workspace", templates: []string{"prod-coder-workspace"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			p := testPlan()
+			sb := &p.Sandboxes[0]
+			sb.Source.Name, sb.Class, sb.Name = tc.runtime, tc.class, tc.runtime+"-"+tc.class
+			sb.Proxy.Sandbox.Name = sb.Name
+			for _, tmpl := range tc.templates {
+				p.Objects = append(p.Objects,
+					inputObject(t, "apiVersion: extensions.agents.x-k8s.io/v1beta1\nkind: SandboxTemplate\nmetadata: {name: "+tmpl+", namespace: agents}\n"+spec),
+					inputObject(t, "apiVersion: extensions.agents.x-k8s.io/v1beta1\nkind: SandboxWarmPool\nmetadata: {name: "+tmpl+"-pool, namespace: agents}\n"+
+						"spec: {replicas: 2, sandboxTemplateRef: {name: "+tmpl+"}}\n"))
+			}
+			files, ds := mustRenderAgentSandbox(t, p)
+			objs := objects(t, files)
+			for _, tmpl := range tc.templates {
+				o := find(t, objs, "SandboxTemplate", tmpl)
+				proxied := strings.Contains(mustYAML(t, dig(o, "spec", "podTemplate", "spec")), compProxy)
+				if proxied != (tmpl == tc.bound) {
+					t.Errorf("template %s carries the egress proxy: %v, want %v", tmpl, proxied, tmpl == tc.bound)
+				}
+				unbound := strings.Contains(ds.Error(), "SandboxTemplate agents/"+tmpl+" is no sandbox's")
+				if unbound == (tmpl == tc.bound) {
+					t.Errorf("template %s said unbound: %v\n%v", tmpl, unbound, ds)
+				}
+				if unbound && !strings.Contains(ds.Error(), "SandboxWarmPool agents/"+tmpl+"-pool start sandboxes from it") {
+					t.Errorf("the unbound template's message does not name the warm pool that uses it:\n%v", ds)
+				}
+			}
+			if tc.bound == "" {
+				// The sandbox gets a template of its own name instead.
+				find(t, objs, "SandboxTemplate", sb.Name)
+			}
+		})
+	}
+}
+
+// TestAffixed: the names a single prefix and suffix make of runtime-class.
+func TestAffixed(t *testing.T) {
+	tests := []struct {
+		runtime, class, name string
+		want                 bool
+	}{
+		{runtime: "prod-coder", class: "prod-workspace", name: "prod-coder-workspace", want: true},
+		{runtime: "coder", class: "workspace", name: "coder-workspace"}, // no affix: the plain name is bound by name
+		{runtime: "a-x", class: "a-y", name: "a-x-y", want: true},
+		{runtime: "ax", class: "ay", name: "ax-y", want: true},
+		{runtime: "prod-coder", class: "prod-workspace", name: "prod-coder-prod-workspace"},
+		{runtime: "prod-coder", class: "prod-workspace", name: "prod-codex-workspace"},
+		{runtime: "", class: "", name: "-"},
+		{runtime: "p", class: "p", name: "p-"},
+	}
+	for _, tc := range tests {
+		if got := affixed(tc.runtime, tc.class, tc.name); got != tc.want {
+			t.Errorf("affixed(%q, %q, %q) = %v, want %v", tc.runtime, tc.class, tc.name, got, tc.want)
+		}
+	}
+}
