@@ -2,10 +2,13 @@ package compiler
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 
+	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/proxy/config"
 	"keyhole.dev/keyhole/proxy/policy"
 )
@@ -22,6 +25,8 @@ const (
 	codeRuleShadowed         = "ConnectionRuleShadowed"
 	codePlaceholderReserved  = "ConnectionPlaceholderEnvReserved"
 	codeHostUnsupported      = "ConnectionHostUnsupported"
+	codeHostMisspelled       = "ConnectionHostMisspelled"
+	codeBasicUnencoded       = "ConnectionBasicUnencoded"
 	codeSecretCrossNamespace = "ConnectionSecretCrossNamespace"
 	codeMethodNeverForwarded = "ConnectionMethodNeverForwarded"
 	codeHeaderForbidden      = "ConnectionHeaderForbidden"
@@ -380,4 +385,105 @@ func clip(s string) string {
 		return s
 	}
 	return s[:61] + "..."
+}
+
+// checkHostNearMiss warns of a Connection host a typo away from a host
+// of the connector catalog or of another Connection: api.gihtub.com is
+// someone else's, and the proxy would send it the credential. A host is
+// near another when the two differ in one label only, of four letters or
+// more, by one edit (a swap of two neighbouring letters counts one), or
+// two in a label of eight letters or more. Labels that differ in a digit name regions and
+// instances (us-east-1, us-east-2), not typos.
+func checkHostNearMiss(p *pass) {
+	type known struct{ host, whose string }
+	var hosts []known
+	for _, name := range slices.Sorted(maps.Keys(p.catalog)) {
+		for _, h := range p.catalog[name].Hosts {
+			hosts = append(hosts, known{h.Host, "the " + name + " connector's"})
+		}
+	}
+	catalog := len(hosts)
+	for _, c := range p.connList {
+		for _, h := range c.w.Spec.Hosts {
+			hosts = append(hosts, known{h, "Connection " + c.ref().String() + "'s"})
+		}
+	}
+	// Of two Connections a typo apart, the later is told: one finding
+	// for one mistake, whichever of the two it is.
+	seen := catalog
+	for _, c := range p.connList {
+		own := c.w.Spec.Hosts
+		earlier := hosts[:seen]
+		seen += len(own)
+		for j, h := range own {
+			for _, k := range earlier {
+				if slices.Contains(own, k.host) || !hostNear(h, k.host) {
+					continue
+				}
+				p.report(codeHostMisspelled, &c.item, path{"spec", "hosts", j}, false,
+					"%s is a typo away from %s, %s host: the proxy would send this Connection's credential to %s; did you mean %s?",
+					h, k.host, k.whose, h, k.host)
+				break
+			}
+		}
+	}
+}
+
+// hostNear reports whether a and b are a typo apart, as checkHostNearMiss
+// says.
+func hostNear(a, b string) bool {
+	la, lb := strings.Split(strings.ToLower(a), "."), strings.Split(strings.ToLower(b), ".")
+	if len(la) != len(lb) || a == b {
+		return false
+	}
+	differ := -1
+	for i := range la {
+		if la[i] != lb[i] {
+			if differ >= 0 {
+				return false
+			}
+			differ = i
+		}
+	}
+	if differ < 0 || strings.ContainsAny(la[differ], "0123456789") || strings.ContainsAny(lb[differ], "0123456789") {
+		return false
+	}
+	short := min(len(la[differ]), len(lb[differ]))
+	if short < 4 {
+		return false // a, b and api, app are other names, not typos
+	}
+	limit := 1
+	if short >= 8 {
+		limit = 2
+	}
+	return diag.Distance(la[differ], lb[differ]) <= limit
+}
+
+// basicRefs matches the key references of a value template.
+var basicRefs = regexp.MustCompile(`\{\{[^}]*\}\}`)
+
+// checkBasicUnencoded warns of a header value that writes Basic
+// credentials in the clear, "Basic {{ .email }}:{{ .token }}": the
+// scheme wants base64 of user:password, a template only joins text and
+// keys, and the proxy sends the value as written, which the server
+// refuses. A Secret key holding the encoded pair ("Basic {{ .auth }}")
+// is fine; the basic field encodes a user and password itself.
+func checkBasicUnencoded(p *pass) {
+	for _, c := range p.connList {
+		for i, in := range c.w.Spec.Placement.Inject {
+			if in.Value == nil {
+				continue
+			}
+			v := strings.TrimSpace(*in.Value)
+			scheme, rest, ok := strings.Cut(v, " ")
+			if !ok || !strings.EqualFold(scheme, "Basic") {
+				continue
+			}
+			refs := basicRefs.FindAllString(rest, -1)
+			if len(refs) > 1 || strings.Contains(basicRefs.ReplaceAllString(rest, ""), ":") {
+				p.report(codeBasicUnencoded, &c.item, path{"spec", "placement", "inject", i, "value"}, false,
+					"inject entry %d sends Basic credentials unencoded: the scheme wants base64 of user:password, which a value template cannot make, so the server refuses it; use basic with usernameKey and passwordKey (the proxy encodes them), or a Secret key that holds the encoded pair", i)
+			}
+		}
+	}
 }

@@ -523,9 +523,17 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 	kind, ok := schema.Lookup(obj.APIVersion, obj.Kind)
 	if !ok {
 		if !doc.IsAgent() && obj.Kind != "" {
+			var kindAt diag.Pos
+			if dg != nil && dg.more != nil {
+				kindAt = dg.more.kindAt
+			}
+			if p.misspelledKind(&it, kindAt) {
+				p.count(doc)
+				return
+			}
 			msg := fmt.Sprintf("%s %s is not a kind keyhole checks; skipped", obj.APIVersion, obj.Kind)
-			if dg != nil && dg.more != nil && dg.more.kindAt.Line > 0 {
-				p.diags = append(p.diags, p.diagnostic(codeKindUnknown, &it, dg.more.kindAt, "kind", msg))
+			if kindAt.Line > 0 {
+				p.diags = append(p.diags, p.diagnostic(codeKindUnknown, &it, kindAt, "kind", msg))
 			} else {
 				p.report(codeKindUnknown, &it, path{"kind"}, false, "%s", msg)
 			}

@@ -32,6 +32,10 @@ func Suggest(word string, candidates []string) string {
 	return best
 }
 
+// Distance is the optimal string alignment distance of a and b, as
+// Suggest measures it.
+func Distance(a, b string) int { return editDistance(a, b) }
+
 // editDistance is the optimal string alignment distance: insertions,
 // deletions, substitutions and swaps of two neighbouring bytes each cost
 // one.
