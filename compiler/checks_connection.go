@@ -204,6 +204,15 @@ func checkRules(p *pass) {
 						p.report(codePathPrefixInvalid, &c.item, at.with("pathPrefixes", x), false, "path prefix %q %s", clip(prefix), why)
 					}
 				}
+				for x, pattern := range rule.PathPatterns {
+					if err := config.CheckPathPattern(pattern); err != nil {
+						p.report(codePathPrefixInvalid, &c.item, at.with("pathPatterns", x), false, "path pattern %q is refused by the proxy: %v", clip(pattern), err)
+					}
+				}
+				if len(rule.PathPrefixes) == 0 && len(rule.PathPatterns) == 0 {
+					p.report(codePathPrefixInvalid, &c.item, at.with("methods"), true,
+						"rule %d names no path: give pathPrefixes (\"/\" for every path) or pathPatterns", r)
+				}
 			}
 			checkShadowed(p, c, i, in.Rules)
 		}
@@ -348,12 +357,24 @@ func covers(a, b ruleWire) bool {
 			return false
 		}
 	}
+	if len(b.PathPrefixes)+len(b.PathPatterns) == 0 || len(a.PathPrefixes)+len(a.PathPatterns) == 0 {
+		// A rule without paths is refused on its own; it covers and is
+		// covered by nothing.
+		return false
+	}
 	for _, bp := range b.PathPrefixes {
 		if !slices.ContainsFunc(a.PathPrefixes, func(ap string) bool { return policy.MatchPrefix(ap, bp) }) {
 			return false
 		}
 	}
-	return len(b.PathPrefixes) > 0 || len(a.PathPrefixes) == 0
+	// A pattern is covered by the same pattern, or by a prefix of every
+	// path; telling more of two patterns is not worth a false warning.
+	for _, bq := range b.PathPatterns {
+		if !slices.Contains(a.PathPatterns, bq) && !slices.Contains(a.PathPrefixes, "/") {
+			return false
+		}
+	}
+	return true
 }
 
 func checkPlaceholderEnv(p *pass) {

@@ -218,7 +218,7 @@ func (in *interner) connection(w *connectionWire) *connectionWire {
 		e.Rules = in.rules.clone(e.Rules)
 		for j := range e.Rules {
 			r := &e.Rules[j]
-			r.Methods, r.PathPrefixes = in.list(r.Methods), in.list(r.PathPrefixes)
+			r.Methods, r.PathPrefixes, r.PathPatterns = in.list(r.Methods), in.list(r.PathPrefixes), in.list(r.PathPatterns)
 		}
 	}
 	return in.connections.new(c)

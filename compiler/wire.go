@@ -62,6 +62,7 @@ type basicWire struct {
 type ruleWire struct {
 	Methods      []string `yaml:"methods"`
 	PathPrefixes []string `yaml:"pathPrefixes"`
+	PathPatterns []string `yaml:"pathPatterns"`
 }
 
 type secretWire struct {

@@ -27,6 +27,7 @@ const (
 	codeOmniaRuntimeMissing      = "OmniaAgentRuntimeMissing"
 	codeOmniaRuntimeBound        = "OmniaAgentRuntimeBound"
 	codeOmniaSandboxUnsupported  = "OmniaSandboxUnsupported"
+	codeOmniaPathPatterns        = "OmniaPathPatternsUnsupported"
 )
 
 // OmniaRules describes the omnia target's diagnostic codes, for docs and
@@ -55,6 +56,9 @@ func OmniaRules() []diag.Rule {
 		{Code: codeOmniaRuntimeBound, Severity: diag.Error,
 			Purpose: "The AgentRuntime an agent.yaml agent composes with already has a spec.sandbox; the agent's bindings would replace it.",
 			Help:    "Bind the sandbox in one place: remove spec.sandbox from the AgentRuntime, or the sandbox connectors from agent.yaml."},
+		{Code: codeOmniaPathPatterns, Severity: diag.Error,
+			Purpose: "A Connection's rule uses pathPatterns, which keyhole's own proxy enforces but the operator's Connection does not have: the operator would drop them and its proxy refuse what they allow.",
+			Help:    "Write the rule with pathPrefixes for the omnia target, or keep the default kubernetes target (or agent-sandbox), whose proxy matches patterns."},
 		{Code: codeOmniaSandboxUnsupported, Severity: diag.Error,
 			Purpose: "The declared operator version has no sandbox feature, so it cannot take a Connection, a SandboxClass or an agent's sandbox bindings.",
 			Help:    "Declare an operator version that serves the sandbox feature, or keep the default kubernetes target, whose own egress proxy needs no operator."},
@@ -223,6 +227,18 @@ func (r *omniaRender) input(in compiler.Object) error {
 		var err error
 		if spec, err = plainValue(n); err != nil {
 			return fmt.Errorf("%w: %s: spec: %w", ErrInvalidPlan, in.Source, err)
+		}
+	}
+	if in.Source.Kind == "Connection" {
+		sp, _ := spec.(obj)
+		for i, entry := range items(at(sp, "placement"), "inject") {
+			e, _ := entry.(obj)
+			for j, rule := range items(e, "rules") {
+				if ru, _ := rule.(obj); len(items(ru, "pathPatterns")) > 0 {
+					r.report(codeOmniaPathPatterns, in.Source, in.Pos,
+						"inject entry %d, rule %d uses pathPatterns, which the operator's Connection does not have: its proxy would drop them and refuse what they allow; write the rule with pathPrefixes, or keep the default kubernetes target", i, j)
+				}
+			}
 		}
 	}
 	ns := cmp.Or(in.Source.Namespace, r.opts.DefaultNamespace)

@@ -363,6 +363,14 @@ func TestOmniaDiagnostics(t *testing.T) {
 			},
 			codes: []string{codeOmniaRuleDropped, codeOmniaRuleDropped, codeOmniaRuleDropped},
 		},
+		"a Connection's path patterns": {
+			plan: func(t *testing.T) compiler.Plan {
+				return compiler.Plan{Objects: []compiler.Object{inputObject(t, "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: c, namespace: agents}\n"+
+					"spec: {hosts: [api.github.com], credential: {kind: secret, secretRef: {name: s}}, placement: {inject: [{hosts: [api.github.com], header: Authorization, value: 'Bearer {{ .token }}', "+
+					"rules: [{methods: [GET], pathPrefixes: [/user]}, {methods: [GET], pathPatterns: [/repos/acme/*/issues]}]}]}}\n")}}
+			},
+			codes: []string{codeOmniaPathPatterns},
+		},
 		"basic host without a user name key": {
 			plan: func(t *testing.T) compiler.Plan {
 				return compiler.Plan{Objects: []compiler.Object{agentRuntime(t, "a")}, Agents: []compiler.Agent{omniaAgent("a", omniaConn(nil, []schema.Rule{{Methods: []string{"GET"}, PathPrefixes: []string{"/"}}}))}}
@@ -586,7 +594,8 @@ func TestOmniaCRDsCatchMistakes(t *testing.T) {
 		"wrong type":                                 {doc: head + "spec: {hosts: a.example, credential: {kind: secret, secretRef: {name: s}}, placement: {}}\n"},
 		"missing field":                              {doc: head + "spec: {hosts: [a.example], placement: {}}\n"},
 		"unknown kind":                               {doc: "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Gadget\nmetadata: {name: x}\n"},
-		"rule without prefixes":                      {doc: head + "spec: {hosts: [a.example], credential: {kind: secret, secretRef: {name: s}}, placement: {inject: [{hosts: [a.example], header: X, value: v, rules: [{methods: [GET]}]}]}}\n"},
+		"rule with an empty list of prefixes":        {doc: head + "spec: {hosts: [a.example], credential: {kind: secret, secretRef: {name: s}}, placement: {inject: [{hosts: [a.example], header: X, value: v, rules: [{methods: [GET], pathPrefixes: []}]}]}}\n"},
+		"rule with a malformed pattern":              {doc: head + "spec: {hosts: [a.example], credential: {kind: secret, secretRef: {name: s}}, placement: {inject: [{hosts: [a.example], header: X, value: v, rules: [{methods: [GET], pathPatterns: [a/**/b]}]}]}}\n"},
 		"operator's kind, well formed":               {doc: rt + "spec: {promptPackRef: {name: p}, facades: [{type: websocket, port: 8080}]}\n", ok: true},
 		"operator's kind, required field missing":    {doc: rt + "spec: {facades: [{type: websocket}]}\n"},
 		"operator's kind, misspelt field":            {doc: rt + "spec: {promptPackRef: {name: p}, facades: [{type: websocket}], replica: 2}\n"},
