@@ -218,7 +218,7 @@ func checkSecretMissing(p *pass) {
 			continue
 		}
 		hint := didYouMean(r.name, p.secretNames(r.namespace))
-		if renamed := p.renamedSecret(r); renamed != "" {
+		if renamed := p.renamedSecret(r, c.obj().Name); renamed != "" {
 			hint = p.renamedHint(r.namespace, renamed)
 		} else if elsewhere, unnamed := p.secretNamespaces(r.name); len(elsewhere) > 0 {
 			ns := fmt.Sprintf("; a Secret %s is in namespace %s", r.name, strings.Join(elsewhere, ", "))

@@ -206,7 +206,7 @@ func (c *sandboxClass) roles() []string {
 // the object but follows a reference only CRDs know only when a
 // nameReference entry tells it to; else a near name.
 func (p *pass) bindingHint(o *owner, kind, field, name string, names []string) string {
-	renamed := p.renamedName(name, names)
+	renamed := p.renamedName(name, o.obj().Name, names)
 	if renamed == "" {
 		return didYouMean(name, names)
 	}

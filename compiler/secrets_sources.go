@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -409,18 +410,19 @@ func checkValuesUnknown(p *pass) {
 // a prefix or suffix added, as kustomize's namePrefix and nameSuffix add
 // them to every object's name but not to references only a CRD knows,
 // such as a Connection's secretRef; "" when there is none or several.
-func (p *pass) renamedSecret(r ref) string {
-	return p.renamedName(r.name, p.secretNames(r.namespace))
+// referrer is the name of the object whose reference r is.
+func (p *pass) renamedSecret(r ref, referrer string) string {
+	return p.renamedName(r.name, referrer, p.secretNames(r.namespace))
 }
 
-// renamedName is renamedName(name, names) where a kustomization may have
-// renamed objects: in a deploy unit a kustomization or engine builds, never
-// among loose files, where nothing adds a prefix or suffix.
-func (p *pass) renamedName(name string, names []string) string {
+// renamedName is renamedName(name, referrer, names) where a kustomization
+// may have renamed objects: in a deploy unit a kustomization or engine
+// builds, never among loose files, where nothing adds a prefix or suffix.
+func (p *pass) renamedName(name, referrer string, names []string) string {
 	if p.unit.Source == source.UnitLoose {
 		return ""
 	}
-	return renamedName(name, names)
+	return renamedName(name, referrer, names)
 }
 
 // unreadNote names the files of the input a walk could not read, or
@@ -438,14 +440,24 @@ func (p *pass) unreadNote() string {
 	return note
 }
 
+// generatorHash is the suffix kustomize's generators add to a generated
+// Secret's or ConfigMap's name, and to nothing else.
+var generatorHash = regexp.MustCompile(`^-[0-9a-z]{10}$`)
+
 // renamedName returns the one of names that is name with a prefix or
-// suffix added at a word boundary, "" when there is none or several.
-func renamedName(name string, names []string) string {
+// suffix added at a word boundary, "" when there is none or several. A
+// namePrefix or nameSuffix renames every object of its build, so the
+// referrer, the object whose reference name is, carries the same prefix
+// and suffix (a generator's hash aside); where it does not, the reference
+// is merely wrong (a Connection github-readonly beside the github one
+// named), and no rename is claimed.
+func renamedName(name, referrer string, names []string) string {
 	var found []string
 	for _, n := range names {
 		if i := strings.Index(n, name); i >= 0 && n != name {
 			pre, suf := n[:i], n[i+len(name):]
-			if (pre == "" || strings.HasSuffix(pre, "-")) && (suf == "" || strings.HasPrefix(suf, "-")) {
+			if (pre == "" || strings.HasSuffix(pre, "-")) && (suf == "" || strings.HasPrefix(suf, "-")) &&
+				strings.HasPrefix(referrer, pre) && (strings.HasSuffix(referrer, suf) || generatorHash.MatchString(suf)) {
 				found = append(found, n)
 			}
 		}

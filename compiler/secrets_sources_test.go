@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"strings"
@@ -17,16 +18,22 @@ func TestRenamedSecret(t *testing.T) {
 		// loose reads the Secrets as loose files, which no
 		// kustomization renames.
 		loose bool
-		want  string
+		// referrer names the Connection; prod-conn-eu when empty.
+		referrer string
+		want     string
 	}{
-		"loose files":             {secrets: []string{"prod-token"}, loose: true},
-		"namePrefix":              {secrets: []string{"prod-token"}, want: "prod-token"},
-		"nameSuffix":              {secrets: []string{"token-dev"}, want: "token-dev"},
-		"both":                    {secrets: []string{"prod-token-eu"}, want: "prod-token-eu"},
-		"generator hash suffix":   {secrets: []string{"token-7h2kt9m5fb"}, want: "token-7h2kt9m5fb"},
-		"not at a word boundary":  {secrets: []string{"prodtoken", "tokens"}},
-		"several candidates":      {secrets: []string{"prod-token", "dev-token"}},
-		"other namespace ignored": {secrets: nil},
+		"loose files":                         {secrets: []string{"prod-token"}, loose: true},
+		"namePrefix":                          {secrets: []string{"prod-token"}, want: "prod-token"},
+		"nameSuffix":                          {secrets: []string{"token-eu"}, want: "token-eu"},
+		"both":                                {secrets: []string{"prod-token-eu"}, want: "prod-token-eu"},
+		"the referrer not renamed":            {secrets: []string{"prod-token"}, referrer: "conn"},
+		"another suffix than the referrer's":  {secrets: []string{"token-old"}},
+		"generator hash, referrer as written": {secrets: []string{"token-7h2kt9m5fb"}, referrer: "conn", want: "token-7h2kt9m5fb"},
+		"generator hash suffix":               {secrets: []string{"token-7h2kt9m5fb"}, want: "token-7h2kt9m5fb"},
+		"not at a word boundary":              {secrets: []string{"prodtoken", "tokens"}},
+		"several candidates":                  {secrets: []string{"prod-token", "prod-token-eu"}},
+		"one the referrer's prefix allows":    {secrets: []string{"prod-token", "dev-token"}, want: "prod-token"},
+		"other namespace ignored":             {secrets: nil},
 		"the same name is no rename": {
 			secrets: []string{"token"},
 		},
@@ -41,7 +48,7 @@ func TestRenamedSecret(t *testing.T) {
 			for _, s := range tc.secrets {
 				p.secrets[ref{namespace: "ns", name: s}] = &secret{}
 			}
-			if got := p.renamedSecret(ref{namespace: "ns", name: "token"}); got != tc.want {
+			if got := p.renamedSecret(ref{namespace: "ns", name: "token"}, cmp.Or(tc.referrer, "prod-conn-eu")); got != tc.want {
 				t.Errorf("renamedSecret = %q; want %q", got, tc.want)
 			}
 		})
