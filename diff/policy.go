@@ -192,11 +192,15 @@ func (s Side) namespace(sb compiler.Sandbox) string {
 	return cmp.Or(sb.Namespace, s.DefaultNamespace, "default")
 }
 
-// SandboxID names one of the side's sandboxes as the reports do:
-// namespace/name, the namespace defaulted as the render defaulted it.
+// SandboxID names one of the side's sandboxes as the reports do, as
+// SandboxChange.ID: namespace/name, the namespace defaulted as the render
+// defaulted it, and the side's deploy unit when it names one.
 func (s Side) SandboxID(sb compiler.Sandbox) string {
-	return s.namespace(sb) + "/" + sb.Name
+	return SandboxChange{Namespace: s.namespace(sb), Name: sb.Name, Unit: s.Unit}.ID()
 }
+
+// SandboxNamespace is the namespace the side's render placed sb in.
+func (s Side) SandboxNamespace(sb compiler.Sandbox) string { return s.namespace(sb) }
 
 func compareHosts(base, head []config.Host) []HostChange {
 	b, h := map[string]config.Host{}, map[string]config.Host{}

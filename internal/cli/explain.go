@@ -64,7 +64,7 @@ func runExplain(e *env, args []string) int {
 		return exitUsage
 	}
 	if *base != "" {
-		return explainChange(e, paths, &f, *base, *head, *sandbox, *request, []byte(*body), asJSON)
+		return explainChange(e, paths, &f, *base, *head, *unit, *sandbox, *request, []byte(*body), asJSON)
 	}
 	if *head != "" {
 		fmt.Fprintln(e.stderr, "keyhole explain: --head needs --base")
@@ -334,7 +334,7 @@ func printDecision(w io.Writer, s compiler.Sandbox, d policy.Decision) {
 // the access verdict between two git refs, the witnesses that prove it,
 // and with --request the decision of each side on that request. Without
 // --sandbox it lists every sandbox with its verdict.
-func explainChange(e *env, paths []string, f *checkFlags, base, head, sandbox, request string, body []byte, asJSON bool) int {
+func explainChange(e *env, paths []string, f *checkFlags, base, head, unit, sandbox, request string, body []byte, asJSON bool) int {
 	if request != "" && sandbox == "" {
 		fmt.Fprintln(e.stderr, "keyhole explain: --request needs --sandbox")
 		return exitUsage
@@ -380,7 +380,11 @@ func explainChange(e *env, paths []string, f *checkFlags, base, head, sandbox, r
 		}
 	}
 	// Each deploy unit is compared on its own, as keyhole diff compares it.
-	names := pipeline.SideUnits(ps, "")
+	names := pipeline.SideUnits(ps, unit)
+	if unit != "" && len(names) == 0 {
+		fmt.Fprintf(e.stderr, "keyhole explain: --unit %q: neither side has such a deploy unit (they have: %s)\n", unit, strings.Join(sideUnitNames(ps), ", "))
+		return exitUsage
+	}
 	var results []diff.Result
 	var sideLists [2][]diff.Side
 	for _, name := range names {
@@ -427,34 +431,85 @@ func explainChange(e *env, paths []string, f *checkFlags, base, head, sandbox, r
 		}
 		return exitOK
 	}
-	var found [2]*compiler.Sandbox
-	var foundIn [2]diff.Side
-	var errs [2]error
-	for i, list := range sideLists {
-		var all []compiler.Sandbox
-		for _, p := range list {
-			all = append(all, p.Sandboxes...)
-			if s, err := findSandbox([]compiler.Unit{{Plan: compiler.Plan{Sandboxes: p.Sandboxes}}}, sandbox); err == nil && found[i] == nil {
-				found[i], foundIn[i] = &s, p
+	// The sandbox in each unit that has it on either side: two overlays
+	// of one base give it twice, and their verdicts may differ.
+	type hit struct {
+		unit int
+		sb   [2]*compiler.Sandbox
+	}
+	var hits []hit
+	for u := range names {
+		h := hit{unit: u}
+		for i := range sideLists {
+			matched := map[string]compiler.Sandbox{}
+			for _, s := range sideLists[i][u].Sandboxes {
+				if s.Name == sandbox || sandboxName(s) == sandbox {
+					matched[sandboxName(s)] = s
+				}
+			}
+			if len(matched) > 1 {
+				fmt.Fprintf(e.stderr, "keyhole explain: %q names several sandboxes; give NAMESPACE/NAME\n", sandbox)
+				return exitUsage
+			}
+			for _, s := range matched {
+				h.sb[i] = &s
 			}
 		}
-		if found[i] == nil {
-			_, errs[i] = findSandbox([]compiler.Unit{{Plan: compiler.Plan{Sandboxes: all}}}, sandbox)
+		if h.sb[0] != nil || h.sb[1] != nil {
+			hits = append(hits, h)
 		}
 	}
-	if found[0] == nil && found[1] == nil {
-		fmt.Fprintf(e.stderr, "keyhole explain: %v\n", cmp.Or(errs[1], errs[0]))
+	if len(hits) == 0 {
+		var all []compiler.Sandbox
+		for _, list := range sideLists {
+			for _, p := range list {
+				all = append(all, p.Sandboxes...)
+			}
+		}
+		_, err := findSandbox([]compiler.Unit{{Plan: compiler.Plan{Sandboxes: all}}}, sandbox)
+		fmt.Fprintf(e.stderr, "keyhole explain: %v\n", err)
 		return exitUsage
 	}
-	side, sb := foundIn[1], found[1]
-	if sb == nil {
-		side, sb = foundIn[0], found[0]
+	change := func(h hit) diff.SandboxChange {
+		side, sb := sideLists[1][h.unit], h.sb[1]
+		if sb == nil {
+			side, sb = sideLists[0][h.unit], h.sb[0]
+		}
+		id := side.SandboxID(*sb)
+		c, ok := changes[id]
+		if !ok {
+			c = diff.SandboxChange{Namespace: side.SandboxNamespace(*sb), Name: sb.Name, Unit: side.Unit}
+		}
+		return c
 	}
-	id := side.SandboxID(*sb)
-	c, ok := changes[id]
-	if !ok {
-		ns, name, _ := strings.Cut(id, "/")
-		c = diff.SandboxChange{Namespace: ns, Name: name}
+	if len(hits) > 1 {
+		// One answer for several units only when it is the answer for
+		// each: the same sandbox on each side, and the same verdict.
+		same := true
+		for _, h := range hits[1:] {
+			for i := range h.sb {
+				a, b := hits[0].sb[i], h.sb[i]
+				if (a == nil) != (b == nil) || a != nil && (!reflect.DeepEqual(a.Proxy, b.Proxy) || !reflect.DeepEqual(a.Env, b.Env)) {
+					same = false
+				}
+			}
+			if cmp.Or(change(h).Verdict, diff.VerdictUnchanged) != cmp.Or(change(hits[0]).Verdict, diff.VerdictUnchanged) {
+				same = false
+			}
+		}
+		if !same {
+			var each []string
+			for _, h := range hits {
+				each = append(each, fmt.Sprintf("%s %s", pipeline.UnitName(names[h.unit]), cmp.Or(change(h).Verdict, diff.VerdictUnchanged)))
+			}
+			fmt.Fprintf(e.stderr, "keyhole explain: sandbox %q differs between deploy units (%s); choose one with --unit\n", sandbox, strings.Join(each, ", "))
+			return exitUsage
+		}
+	}
+	found := hits[0].sb
+	c := change(hits[0])
+	if len(hits) > 1 {
+		c.Unit = "" // the answer of every unit that has it
 	}
 	if c.Verdict == "" {
 		c.Verdict = diff.VerdictUnchanged
@@ -503,4 +558,13 @@ func explainChange(e *env, paths []string, f *checkFlags, base, head, sandbox, r
 		fmt.Fprintf(e.stdout, "%s %s: %s", which, ref, b.String())
 	}
 	return exitOK
+}
+
+// sideUnitNames lists the deploy units of either side as check names them.
+func sideUnitNames(ps []*pipeline.Side) []string {
+	var out []string
+	for _, n := range pipeline.SideUnits(ps, "") {
+		out = append(out, pipeline.UnitName(n))
+	}
+	return out
 }
