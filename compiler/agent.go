@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"go.yaml.in/yaml/v3"
+
 	"keyhole.dev/keyhole/proxy/config"
 	"keyhole.dev/keyhole/schema"
 )
@@ -33,6 +35,10 @@ const (
 	codeAgentToolUnknown        = "AgentToolUnknown"
 	codeAgentSetupWithout       = "AgentSetupWithoutSandbox"
 	codeAgentReadOnlyUnenforced = "AgentReadOnlyUnenforceable"
+	// The Connection's rules and the catalog's, where one is set aside.
+	codeAgentConnectionRulesIgnored = "AgentConnectionRulesIgnored"
+	codeAgentConnectorUnrestricted  = "AgentConnectorUnrestricted"
+	codeAgentConnectorHostUncovered = "AgentConnectorHostUncovered"
 )
 
 // defaultCredentialKey is the Secret key an agent connector's credential
@@ -54,7 +60,33 @@ type agentConnectorWire struct {
 	Name       string   `yaml:"name"`
 	Connection string   `yaml:"connection"`
 	Sandbox    bool     `yaml:"sandbox"`
+	ReadOnly   flag     `yaml:"read_only"`
 	Tools      []string `yaml:"tools"`
+}
+
+// readOnly reports whether the connector keeps the sandbox to the
+// catalog's read-only rules, as it does unless it says read_only: false.
+func (c *agentConnectorWire) readOnly() bool { return c.ReadOnly != flagFalse }
+
+// flag is an optional boolean as a plain value: unset, true or false.
+type flag int8
+
+const (
+	flagUnset flag = iota
+	flagTrue
+	flagFalse
+)
+
+func (f *flag) UnmarshalYAML(n *yaml.Node) error {
+	var b bool
+	if err := n.Decode(&b); err != nil {
+		return err
+	}
+	*f = flagFalse
+	if b {
+		*f = flagTrue
+	}
+	return nil
 }
 
 type agent struct {
@@ -111,7 +143,7 @@ func checkAgents(p *pass) {
 				p.report(codeAgentSandboxMissing, &a.item, at.with("sandbox"), false,
 					"sandbox: true gives code in the agent's sandbox the connector's placeholder, but the agent has no sandbox; add sandbox (e.g. daytona) to the agent")
 			}
-			if conn.ReadOnly == nil {
+			if conn.ReadOnly == nil && c.readOnly() {
 				p.report(codeAgentReadOnlyUnenforced, &a.item, at.with("sandbox"), false,
 					"connector %s cannot tell reads from writes by method and path, so the proxy cannot keep code in the sandbox to reads; remove sandbox: true, or give the connector readOnly rules in keyhole.yaml's catalog", c.Name)
 			}
@@ -125,6 +157,7 @@ func checkAgents(p *pass) {
 			if aw.Sandbox == "" {
 				continue
 			}
+			p.checkConnectorRules(a, i, c, conn, cn)
 			name := cn.obj().Name
 			var clash []string
 			var first claim
@@ -288,13 +321,27 @@ func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
 			// Each host gets the rules that hold on it. A host none holds
 			// on (keyhole.yaml's check reports it) gets no credential: a
 			// proxy host without rules would allow every request.
-			readOnly, index := conn.ReadOnlyOn(h.Host)
-			if len(readOnly) == 0 {
-				continue
-			}
-			rules := make([]config.Rule, 0, len(readOnly))
-			for _, r := range readOnly {
-				rules = append(rules, ProxyRule(r))
+			var rules []config.Rule
+			var index []int
+			if c.readOnly() {
+				var readOnly []schema.Rule
+				readOnly, index = conn.ReadOnlyOn(h.Host)
+				if len(readOnly) == 0 {
+					continue
+				}
+				rules = make([]config.Rule, 0, len(readOnly))
+				for _, r := range readOnly {
+					rules = append(rules, ProxyRule(r))
+				}
+			} else {
+				// Not read-only: the Connection's entry for the host
+				// decides, and a host it has no entry for gets no
+				// credential (checkConnectorRules says so).
+				in := cn.entryFor(h.Host)
+				if in == nil {
+					continue
+				}
+				rules = connectionRules(in.Rules)
 			}
 			injected[h.Host] = true
 			p.origin(&s, h.Host, origin{it: &a.item, at: path{"connectors", ci}, connector: c.Name, catalogRule: index})
@@ -353,6 +400,7 @@ func (p *pass) planAgent(a *agent, s Sandbox) Agent {
 			SecretName:      secretName,
 			SecretNamespace: secretNamespace,
 			Key:             cn.credentialKey(),
+			Writable:        !c.readOnly(),
 		}
 		for _, in := range cn.w.Spec.Placement.Inject {
 			if in.Basic == nil {
@@ -379,4 +427,87 @@ func ProxyRule(r schema.Rule) config.Rule {
 		out.GraphQL = &config.GraphQL{Operations: g.Operations, PersistedQueries: g.PersistedQueries, Batches: g.Batches}
 	}
 	return out
+}
+
+// entryFor is the Connection's first inject entry that covers host, nil
+// when none does.
+func (c *connection) entryFor(host string) *injectWire {
+	for i, in := range c.w.Spec.Placement.Inject {
+		if slices.Contains(in.Hosts, host) {
+			return &c.w.Spec.Placement.Inject[i]
+		}
+	}
+	return nil
+}
+
+// connectionRules are a Connection entry's rules as the proxy reads them,
+// nil for none.
+func connectionRules(rs []ruleWire) []config.Rule {
+	if len(rs) == 0 {
+		return nil
+	}
+	rules := make([]config.Rule, 0, len(rs))
+	for _, r := range rs {
+		rules = append(rules, config.Rule{Methods: slices.Clone(r.Methods), PathPrefixes: slices.Clone(r.PathPrefixes), PathPatterns: slices.Clone(r.PathPatterns)})
+	}
+	return rules
+}
+
+// checkConnectorRules says where an agent connector's Connection and the
+// catalog disagree about what the sandbox may do, since one of the two is
+// set aside: a read-only connector gets the catalog's read-only rules, and
+// the Connection's rules that allow other methods (POST /v1/messages) do
+// not apply (a Connection without rules, written for agents, says
+// nothing to set aside); a connector that is not read-only gets the Connection's entry on
+// each of its hosts, none on a host the Connection has no entry for, and
+// every request on one whose entry has no rules.
+func (p *pass) checkConnectorRules(a *agent, i int, c agentConnectorWire, conn schema.Connector, cn *connection) {
+	at := agentPath("connectors", i)
+	if c.readOnly() {
+		for _, h := range conn.Hosts {
+			in := cn.entryFor(h.Host)
+			if in == nil {
+				continue
+			}
+			readOnly, _ := conn.ReadOnlyOn(h.Host)
+			var allowed []string
+			for _, r := range readOnly {
+				allowed = append(allowed, r.Methods...)
+			}
+			var more []string
+			for _, r := range in.Rules {
+				for _, m := range r.Methods {
+					if !slices.Contains(allowed, m) && !slices.Contains(more, m) {
+						more = append(more, m)
+					}
+				}
+			}
+			if len(more) > 0 {
+				p.report(codeAgentConnectionRulesIgnored, &a.item, at.with("connection"), false,
+					"connector %s is read-only, so on %s the sandbox gets the catalog's read-only rules, and Connection %s's own rules there, which allow %s, do not apply; set read_only: false on the connector to let the Connection's rules decide",
+					c.Name, h.Host, cn.ref(), strings.Join(more, ", "))
+				return
+			}
+		}
+		return
+	}
+	var missing, open []string
+	for _, h := range conn.Hosts {
+		switch in := cn.entryFor(h.Host); {
+		case in == nil:
+			missing = append(missing, h.Host)
+		case len(in.Rules) == 0:
+			open = append(open, h.Host)
+		}
+	}
+	if len(open) > 0 {
+		p.report(codeAgentConnectorUnrestricted, &a.item, at.with("read_only"), true,
+			"connector %s is not read-only and Connection %s's entries for %s have no rules: every method on every path there carries the credential; give those entries rules",
+			c.Name, cn.ref(), strings.Join(open, ", "))
+	}
+	if len(missing) > 0 {
+		p.report(codeAgentConnectorHostUncovered, &a.item, at.with("read_only"), true,
+			"connector %s is not read-only, so Connection %s's entries decide, and it has none for %s: the sandbox gets no credential there; add an entry for each host the agent needs",
+			c.Name, cn.ref(), strings.Join(missing, ", "))
+	}
 }

@@ -157,6 +157,8 @@ func fill(v reflect.Value, n *int) {
 		fill(v.Elem(), n)
 	case reflect.Bool:
 		v.SetBool(true)
+	case reflect.Int8:
+		v.SetInt(1)
 	default:
 		panic("fill: a field of kind " + v.Kind().String())
 	}

@@ -99,6 +99,9 @@ type AgentConnector struct {
 	// UsernameKeys maps each host the Connection injects with basic auth
 	// to the Secret key of its user name.
 	UsernameKeys map[string]string
+	// Writable is set where agent.yaml says read_only: false: the
+	// Connection's own rules decide on the connector's hosts.
+	Writable bool
 }
 
 // Sandbox is one sandbox (a claim): an AgentRuntime's or ToolRegistry's

@@ -28,6 +28,7 @@ const (
 	codeOmniaRuntimeBound        = "OmniaAgentRuntimeBound"
 	codeOmniaSandboxUnsupported  = "OmniaSandboxUnsupported"
 	codeOmniaPathPatterns        = "OmniaPathPatternsUnsupported"
+	codeOmniaConnectorWritable   = "OmniaConnectorWritable"
 )
 
 // OmniaRules describes the omnia target's diagnostic codes, for docs and
@@ -59,6 +60,9 @@ func OmniaRules() []diag.Rule {
 		{Code: codeOmniaPathPatterns, Severity: diag.Error,
 			Purpose: "A Connection's rule uses pathPatterns, which keyhole's own proxy enforces but the operator's Connection does not have: the operator would drop them and its proxy refuse what they allow.",
 			Help:    "Write the rule with pathPrefixes for the omnia target, or keep the default kubernetes target (or agent-sandbox), whose proxy matches patterns."},
+		{Code: codeOmniaConnectorWritable, Severity: diag.Error,
+			Purpose: "An agent.yaml connector says `read_only: false`; the omnia target compiles an agent's connectors into Connections with the catalog's read-only rules, and has no way to carry the Connection's own rules instead.",
+			Help:    "Bind the Connection from the agent's AgentRuntime (`spec.sandbox.connections`), or keep the default kubernetes target."},
 		{Code: codeOmniaSandboxUnsupported, Severity: diag.Error,
 			Purpose: "The declared operator version has no sandbox feature, so it cannot take a Connection, a SandboxClass or an agent's sandbox bindings.",
 			Help:    "Declare an operator version that serves the sandbox feature, or keep the default kubernetes target, whose own egress proxy needs no operator."},

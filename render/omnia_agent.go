@@ -43,6 +43,12 @@ func (r *omniaRender) agent(a compiler.Agent) error {
 	var bindings list
 	for _, c := range a.Connectors {
 		name := a.Name + "-" + c.Name
+		if c.Writable {
+			r.report(codeOmniaConnectorWritable, a.Source, a.Pos,
+				"connector %s of agent %s says read_only: false, and the omnia target compiles an agent's connectors into Connections with the catalog's read-only rules only; bind Connection %s from the agent's AgentRuntime instead (spec.sandbox.connections), or keep the default kubernetes target",
+				c.Name, a.Name, c.Connection.Name)
+			continue
+		}
 		conn, ok := r.connection(a, c, ns, name)
 		if !ok {
 			continue

@@ -371,6 +371,14 @@ func TestOmniaDiagnostics(t *testing.T) {
 			},
 			codes: []string{codeOmniaPathPatterns},
 		},
+		"a connector that is not read-only": {
+			plan: func(t *testing.T) compiler.Plan {
+				c := omniaConn(basic, []schema.Rule{{Methods: []string{"GET"}, PathPrefixes: []string{"/"}}})
+				c.Writable = true
+				return compiler.Plan{Objects: []compiler.Object{agentRuntime(t, "a")}, Agents: []compiler.Agent{omniaAgent("a", c)}}
+			},
+			codes: []string{codeOmniaConnectorWritable},
+		},
 		"basic host without a user name key": {
 			plan: func(t *testing.T) compiler.Plan {
 				return compiler.Plan{Objects: []compiler.Object{agentRuntime(t, "a")}, Agents: []compiler.Agent{omniaAgent("a", omniaConn(nil, []schema.Rule{{Methods: []string{"GET"}, PathPrefixes: []string{"/"}}}))}}
