@@ -77,6 +77,55 @@ func TestServerEncodedSlash(t *testing.T) {
 	}
 }
 
+// TestServerEncodedSlashGitLab: GitLab's API names a project by its
+// path with the '/' encoded, and a file in it likewise. Under the gitlab
+// connector's read-only rules (GET and HEAD under /, git's reads by
+// pattern) the proxy forwards such a GET as sent with the credential, on
+// real sockets, and refuses a POST to the project's issues.
+func TestServerEncodedSlashGitLab(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.RequestURI+" "+r.Header.Get("Private-Token"))
+		mu.Unlock()
+	})
+	cfg := `{
+  "apiVersion": "proxy.keyhole.dev/v1alpha1", "kind": "ProxyConfig",
+  "sandbox": {"namespace": "agents", "name": "support"},
+  "hosts": [
+    {"name": "gitlab.com", "connection": "gitlab",
+     "inject": {"secret": "acme-github-token", "header": {"name": "PRIVATE-TOKEN", "value": "{{ .token }}"}},
+     "rules": [{"methods": ["GET", "HEAD"], "pathPrefixes": ["/"]},
+               {"methods": ["POST"], "pathPatterns": ["/*/*/git-upload-pack", "/*/*/*/git-upload-pack"]}]}
+  ]
+}`
+	h := newHarnessConfig(t, cfg, withUpstream(t, echo, "gitlab.com"))
+	c := h.client()
+	const file = "/api/v4/projects/acme%2Fwidgets/repository/files/docs%2Freadme.md/raw?ref=main"
+	resp, err := c.Get("https://gitlab.com" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readBody(t, resp)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", file, resp.Status)
+	}
+	resp, err = c.Post("https://gitlab.com/api/v4/projects/acme%2Fwidgets/issues", "application/json", strings.NewReader(`{"title":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readBody(t, resp)
+	if resp.StatusCode != http.StatusForbidden || resp.Header.Get("X-Omnia-Egress-Refused") != "l7-not-allowed" {
+		t.Fatalf("POST to the project's issues: %s %q", resp.Status, resp.Header.Get("X-Omnia-Egress-Refused"))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := "GET " + file + " " + canary; len(seen) != 1 || seen[0] != want {
+		t.Fatalf("the upstream got %q, want %q", redactCanary(seen), redactCanary([]string{want}))
+	}
+}
+
 // redactCanary writes the credential as <credential>, for a failure
 // message.
 func redactCanary(ss []string) []string {
