@@ -14,15 +14,15 @@ const codeNpmScopedRefused = "ConnectionNpmScopedRefused"
 
 // npmRegistryHosts are the public npm registries, known by name; a
 // private one (Artifactory, GitHub Packages under another name,
-// Verdaccio) is known by a rule prefix naming a scope (/@acme).
+// Verdaccio) is known by a rule path naming a scope (/@acme).
 var npmRegistryHosts = []string{"registry.npmjs.org", "registry.yarnpkg.com", "npm.pkg.github.com"}
 
 // checkNpmScoped warns where an inject entry for an npm registry has
 // rules that refuse a scoped package's document: npm asks for @acme/x as
 // GET /@acme%2fx, which the proxy allows only where a rule allows it both
 // as sent and with the %2F read as '/' (a prefix /@acme holds the
-// tarballs, /@acme/x/-/x-1.0.0.tgz, but not the document). Only GET and
-// HEAD under / allow it.
+// tarballs, /@acme/x/-/x-1.0.0.tgz, but not the document). GET under /,
+// or a pattern such as /** that holds the path either way, allows it.
 func checkNpmScoped(p *pass) {
 	for _, c := range p.connList {
 		for i, in := range c.w.Spec.Placement.Inject {
@@ -32,8 +32,8 @@ func checkNpmScoped(p *pass) {
 			scopes := map[string]bool{}
 			rules := make([]config.Rule, 0, len(in.Rules))
 			for _, r := range in.Rules {
-				rules = append(rules, config.Rule{Methods: r.Methods, PathPrefixes: r.PathPrefixes})
-				for _, pre := range r.PathPrefixes {
+				rules = append(rules, config.Rule{Methods: r.Methods, PathPrefixes: r.PathPrefixes, PathPatterns: r.PathPatterns})
+				for _, pre := range slices.Concat(r.PathPrefixes, r.PathPatterns) {
 					if first, _, _ := strings.Cut(strings.TrimPrefix(pre, "/"), "/"); len(first) > 1 && first[0] == '@' {
 						scopes[first] = true
 					}
@@ -61,7 +61,7 @@ func checkNpmScoped(p *pass) {
 					continue
 				}
 				p.report(codeNpmScopedRefused, &c.item, path{"spec", "placement", "inject", i, "rules"}, false,
-					"these rules refuse npm's scoped packages: npm asks for %s/<name> as GET /%s%%2f<name>, which the proxy allows only where one rule allows it both as sent and read as /%s/<name>; allow GET and HEAD under /", scope, scope, scope)
+					"these rules refuse npm's scoped packages: npm reads %s/<name> as GET /%s%%2f<name>, which the proxy allows only where one rule allows it both as sent and read as /%s/<name>, and its tarballs as GET /%s/<name>/-/<file>; allow GET and HEAD under /", scope, scope, scope, scope)
 				break
 			}
 		}
