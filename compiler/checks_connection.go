@@ -296,7 +296,7 @@ func prefixProblem(prefix string) string {
 	case strings.ContainsAny(prefix, "#"):
 		return "holds a fragment (#), which is never sent"
 	case strings.Contains(strings.ToUpper(prefix), "%2F") || strings.Contains(strings.ToUpper(prefix), "%5C"):
-		return "holds an encoded / or \\ (%2F, %5C), which the proxy refuses in requests"
+		return "holds an encoded / or \\ (%2F, %5C), which the proxy refuses in a rule: write the segments plainly; a request's %2F is allowed where a rule allows it both as sent and read as /"
 	case strings.ContainsAny(prefix, ";"):
 		return "holds a ; parameter, which the proxy refuses in requests"
 	case strings.IndexFunc(prefix, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"sort"
 	"strings"
 	"sync"
 )
@@ -274,14 +275,23 @@ func equalFoldASCII(a, b string) bool {
 }
 
 // ScrubReader returns src with every injected value masked by as many
-// '*' as it has bytes, so a Content-Length stays true. It holds back at
-// most the longest value less one byte, and only while the data read so
-// far ends with the start of a value, so a value split across reads is
-// caught and a stream that pauses between events (Server-Sent Events) is
-// not delayed: a credential holds no line break, so a chunk ending with
-// one is passed on whole. The reader works in buf, which must not be used
-// elsewhere until it is done; one is allocated when buf is shorter than
-// twice the longest value.
+// '*' as it has bytes, so a Content-Length stays true. A value is found
+// whole or wrapped into lines: one line break (LF, CRLF or CR) may come
+// between any two of its bytes, as MIME (76 characters, CRLF), PEM (64,
+// LF) and other encoders wrap base64 and hex, and the bytes of the value
+// are masked while the line breaks stay. Two line breaks in a row (a
+// blank line) end a value, since no wrapping encoder writes one.
+//
+// It holds back only while the data read so far ends with the start of a
+// value, perhaps followed by one line break: at most the longest value
+// less one byte, with the line breaks among those bytes (three times that
+// at worst, for a break after each byte). So a value split across reads
+// is caught, and a stream that pauses between events (Server-Sent
+// Events, each ended by a blank line) is not delayed. The reader works in
+// buf, half of it for what it reads and half for that text with its line
+// breaks taken out, and buf must not be used elsewhere until it is done;
+// one is allocated when buf is shorter than eight times the longest
+// value.
 func (in Injected) ScrubReader(src io.Reader, buf []byte) io.Reader {
 	if len(in.values) == 0 {
 		return src
@@ -292,10 +302,11 @@ func (in Injected) ScrubReader(src io.Reader, buf []byte) io.Reader {
 		r.pats = append(r.pats, []byte(v.v))
 		longest = max(longest, len(v.v))
 	}
-	if len(buf) < 2*longest {
-		buf = make([]byte, max(32<<10, 2*longest))
+	if len(buf) < 8*longest {
+		buf = make([]byte, max(32<<10, 8*longest))
 	}
-	r.buf = buf
+	half := len(buf) / 2
+	r.buf, r.flat = buf[:half], buf[half:2*half]
 	return r
 }
 
@@ -307,6 +318,11 @@ type scrubReader struct {
 	src  io.Reader
 	pats [][]byte
 	buf  []byte // as read, unmasked
+	// flat is buf[:end] without its line breaks, where values are
+	// searched for; segs maps it back to buf. Where buf holds no line
+	// break, the search is in buf itself.
+	flat []byte
+	segs []segment
 	// masked are the ranges of buf, sorted and disjoint, that hold a
 	// value.
 	masked [][2]int
@@ -315,6 +331,10 @@ type scrubReader struct {
 	start, safe, end int
 	err              error
 }
+
+// segment is a run of flat that is one run of buf: flat[f:f+n] is
+// buf[b:b+n].
+type segment struct{ f, b, n int }
 
 // Read returns scanned bytes, masked, reading and scanning more when
 // none are ready.
@@ -331,10 +351,10 @@ func (r *scrubReader) Read(p []byte) (int, error) {
 		m, err := r.src.Read(r.buf[r.end:])
 		r.end += m
 		r.err = err
-		r.scan()
+		hold := r.scan()
 		r.safe = r.end
 		if r.err == nil {
-			r.safe -= heldBack(r.buf[:r.end], r.pats)
+			r.safe -= hold
 		}
 	}
 	n := copy(p, r.buf[r.start:r.safe])
@@ -363,10 +383,12 @@ func (r *scrubReader) compact() {
 }
 
 // scan records every occurrence of every pattern in buf[:end],
-// overlapping ones included. An occurrence already recorded (it lay in
-// what was held back) is recorded again, harmlessly.
-func (r *scrubReader) scan() {
-	b := r.buf[:r.end]
+// overlapping ones included, and returns how many bytes at its end to
+// hold back: those that may begin a value the next read completes. An
+// occurrence already recorded (it lay in what was held back) is
+// recorded again, harmlessly.
+func (r *scrubReader) scan() int {
+	b := r.flatten()
 	for _, p := range r.pats {
 		// Search for the value's first 32 bytes, which bytes.Index
 		// finds with vector instructions, then check the rest: a
@@ -379,10 +401,88 @@ func (r *scrubReader) scan() {
 				break
 			}
 			if bytes.HasPrefix(b[i+j:], p) {
-				r.mask(i+j, i+j+len(p))
+				r.maskFlat(i+j, i+j+len(p))
 			}
 			i += j + 1
 		}
+	}
+	hold := heldBack(b, r.pats)
+	if hold == 0 {
+		return 0
+	}
+	return r.end - r.inBuf(len(b)-hold)
+}
+
+// flatten returns the text values are searched in: buf[:end] itself if
+// it holds no line break, else flat, filled with it less each single
+// line break and with every other run of line breaks (a blank line)
+// written as one '\n', which no value holds, so no occurrence spans it.
+// A run at the end is judged as it stands: held back with the start of a
+// value before it, it is judged again with what the next read adds.
+func (r *scrubReader) flatten() []byte {
+	b := r.buf[:r.end]
+	r.segs = r.segs[:0]
+	if bytes.IndexByte(b, '\n') < 0 && bytes.IndexByte(b, '\r') < 0 {
+		r.segs = append(r.segs, segment{f: 0, b: 0, n: len(b)})
+		return b
+	}
+	f := 0
+	for i := 0; i < len(b); {
+		j := i + nextBreak(b[i:])
+		if j > i {
+			r.segs = append(r.segs, segment{f: f, b: i, n: j - i})
+			f += copy(r.flat[f:], b[i:j])
+		}
+		k := j
+		for k < len(b) && (b[k] == '\n' || b[k] == '\r') {
+			k++
+		}
+		if k > j && !lineBreak(b[j:k]) {
+			r.segs = append(r.segs, segment{f: f, b: j, n: 1})
+			r.flat[f] = '\n'
+			f++
+		}
+		i = k
+	}
+	return r.flat[:f]
+}
+
+// nextBreak returns the index of the first CR or LF in b, or len(b).
+func nextBreak(b []byte) int {
+	n := bytes.IndexByte(b, '\n')
+	if n < 0 {
+		n = len(b)
+	}
+	if c := bytes.IndexByte(b[:n], '\r'); c >= 0 {
+		return c
+	}
+	return n
+}
+
+// lineBreak reports whether s is one line break: LF, CRLF or CR.
+func lineBreak(s []byte) bool {
+	switch len(s) {
+	case 1:
+		return true // s is a run of CR and LF
+	case 2:
+		return s[0] == '\r' && s[1] == '\n'
+	}
+	return false
+}
+
+// inBuf returns the offset in buf of flat's byte at f.
+func (r *scrubReader) inBuf(f int) int {
+	k := sort.Search(len(r.segs), func(k int) bool { return r.segs[k].f+r.segs[k].n > f })
+	s := r.segs[k]
+	return s.b + f - s.f
+}
+
+// maskFlat masks the bytes of buf that flat[lo:hi] was taken from.
+func (r *scrubReader) maskFlat(lo, hi int) {
+	k := sort.Search(len(r.segs), func(k int) bool { return r.segs[k].f+r.segs[k].n > lo })
+	for ; k < len(r.segs) && r.segs[k].f < hi; k++ {
+		s := r.segs[k]
+		r.mask(s.b+max(lo, s.f)-s.f, s.b+min(hi, s.f+s.n)-s.f)
 	}
 }
 

@@ -24,22 +24,47 @@ func injectedOf(values ...string) Injected {
 }
 
 // naiveMask is the reference: every byte of every occurrence of every
-// value in the whole input, overlapping ones included, becomes '*'.
+// value in the whole input, overlapping ones included, becomes '*'. An
+// occurrence may hold one line break (LF, CRLF or CR) between any two of
+// the value's bytes, which stays.
 func naiveMask(in []byte, values []string) []byte {
 	out := bytes.Clone(in)
 	for _, v := range values {
 		if len(v) < MinScrubLen {
 			continue
 		}
-		for i := 0; i+len(v) <= len(in); i++ {
-			if string(in[i:i+len(v)]) == v {
-				for k := i; k < i+len(v); k++ {
-					out[k] = '*'
+		for i := range in {
+			if at := wrappedAt(in[i:], v); at != nil {
+				for _, k := range at {
+					out[i+k] = '*'
 				}
 			}
 		}
 	}
 	return out
+}
+
+// wrappedAt returns where in b each byte of v lies if b starts with v,
+// wrapped or not, else nil.
+func wrappedAt(b []byte, v string) []int {
+	at := make([]int, 0, len(v))
+	k := 0
+	for i := 0; i < len(v); i++ {
+		if i > 0 {
+			switch {
+			case bytes.HasPrefix(b[k:], []byte("\r\n")):
+				k += 2
+			case k < len(b) && (b[k] == '\n' || b[k] == '\r'):
+				k++
+			}
+		}
+		if k >= len(b) || b[k] != v[i] {
+			return nil
+		}
+		at = append(at, k)
+		k++
+	}
+	return at
 }
 
 // chunked reads src in reads of the given sizes, cycling.
@@ -218,6 +243,14 @@ func TestScrubReader(t *testing.T) {
 		"two overlapping":       {values: []string{"secret-one-xyz", "one-xyz-tail-2"}, in: "a secret-one-xyz-tail-2 b"},
 		"event stream":          {values: []string{v}, in: "data: " + v + "\n\ndata: done\n\n"},
 		"binary around a value": {values: []string{v}, in: "\x00\xff" + v + "\x00"},
+		"wrapped by LF":         {values: []string{v}, in: "x ghp_0123\n456789abcdef y"},
+		"wrapped by CRLF":       {values: []string{v}, in: "x ghp_0123\r\n456789abcdef y"},
+		"wrapped by CR":         {values: []string{v}, in: "x ghp_0123\r456789abcdef y"},
+		"wrapped twice":         {values: []string{v}, in: "ghp_\r\n0123456\r\n789abcdef\r\n"},
+		"a break at each byte":  {values: []string{v}, in: "g\nh\np\n_\n0\n1\n2\n3\n4\n5\n6\n7\n8\n9\na\nb\nc\nd\ne\nf\n"},
+		"a blank line inside":   {values: []string{v}, in: "ghp_0123\n\n456789abcdef"},
+		"LF then CR inside":     {values: []string{v}, in: "ghp_0123\n\r456789abcdef"},
+		"a space inside":        {values: []string{v}, in: "ghp_0123 456789abcdef"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -255,6 +288,9 @@ func TestScrubReaderHoldsNothingNeedlessly(t *testing.T) {
 		"an event":                {first: "data: x\n\n", ready: "data: x\n\n"},
 		"a value's first letters": {first: "data: ghp_01", ready: "data: "},
 		"a whole value":           {first: "data: " + v + "\n", ready: "data: ********************\n"},
+		"a value's first letters, then a line break": {first: "data: ghp_01\r\n", ready: "data: "},
+		"a value's first letters, then a blank line": {first: "data: ghp_01\n\n", ready: "data: ghp_01\n\n"},
+		"a wrapped value": {first: "data: ghp_01\n23456789abcdef\n\n", ready: "data: ******\n**************\n\n"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -276,10 +312,23 @@ func TestScrubReaderHoldsNothingNeedlessly(t *testing.T) {
 }
 
 func FuzzScrubReader(f *testing.F) {
-	f.Add([]byte("data: ghp_0123456789abcdef\n\n"), "ghp_0123456789abcdef", "Basic eC1hY2Nlc3M=", []byte{3, 7, 1})
-	f.Add([]byte("abababababab"), "abababab", "babababa", []byte{1})
-	f.Add([]byte(""), "ghp_0123456789abcdef", "", []byte(nil))
-	f.Fuzz(func(t *testing.T, data []byte, v1, v2 string, cuts []byte) {
+	f.Add([]byte("data: ghp_0123456789abcdef\n\n"), "ghp_0123456789abcdef", "Basic eC1hY2Nlc3M=", []byte{3, 7, 1}, byte(0))
+	f.Add([]byte("abababababab"), "abababab", "babababa", []byte{1}, byte(3))
+	f.Add([]byte(""), "ghp_0123456789abcdef", "", []byte(nil), byte(0))
+	f.Add([]byte("x ghp_0123\r\n456789\nabcdef\r\n\r\n"), "ghp_0123456789abcdef", "456789abcdef", []byte{9, 2}, byte(0))
+	f.Add([]byte("X-Pad: ppp\r\nAuthorization: Bearer "+canary+"\r\n"), canary, "Bearer "+canary, []byte{40, 1}, byte(76))
+	f.Add([]byte("-----BEGIN-----\n"+canary+canary), canary, "", []byte{64}, byte(64|0x80))
+	// wrap, when not zero, cuts data into lines of wrap&0x7f bytes, each
+	// ended by LF or, with the high bit, CRLF, as an encoder wraps
+	// base64; either way any byte of data may be a line break too.
+	f.Fuzz(func(t *testing.T, data []byte, v1, v2 string, cuts []byte, wrap byte) {
+		if n := int(wrap & 0x7f); n > 0 {
+			eol := "\n"
+			if wrap&0x80 != 0 {
+				eol = "\r\n"
+			}
+			data = []byte(wrapLines(string(data), n, eol))
+		}
 		values := []string{v1, v2}
 		in := injectedOf(values...)
 		var kept []string
@@ -317,7 +366,14 @@ func basicInjected() (plain, encoded Injected) {
 	return plain, encoded
 }
 
-func BenchmarkScrubReader(b *testing.B) {
+func BenchmarkScrubReader(b *testing.B) { benchmarkScrubReader(b, false) }
+
+// BenchmarkScrubReaderLines is BenchmarkScrubReader with one object a
+// line, as NDJSON or pretty-printed JSON is: the scrub searches the text
+// with its line breaks taken out.
+func BenchmarkScrubReaderLines(b *testing.B) { benchmarkScrubReader(b, true) }
+
+func benchmarkScrubReader(b *testing.B, lines bool) {
 	plain, encoded := basicInjected()
 	// What a header template of one token leaves.
 	const token = "ghp_0123456789abcdefghij0123456789abcdef"
@@ -329,6 +385,9 @@ func BenchmarkScrubReader(b *testing.B) {
 		// JSON-ish text with no value in it: the usual case, and the
 		// one that must be cheap.
 		body := bytes.Repeat([]byte(`{"id":1296269,"name":"widgets","full_name":"acme/widgets"},`), size/58+1)[:size]
+		if lines {
+			body = bytes.ReplaceAll(body, []byte("},"), []byte("}\n"))
+		}
 		buf, sbuf := make([]byte, 32<<10), make([]byte, 32<<10)
 		// cpu-ns/op is the process's CPU time per operation: on a
 		// shared machine it moves less than wall time.
@@ -396,22 +455,33 @@ func wrapLines(s string, n int, eol string) string {
 	return b.String()
 }
 
-// TestScrubReaderWrappedBase64 holds the scrub of bodies to exactly what
-// docs/proxy.md claims for base64 wrapped into lines: the credential's
-// characters are masked where one line holds all of them, and a line
-// break inside them is beyond what the scrub recognizes. An upstream
-// echoes the request's header block in MIME base64 (76-character lines,
-// CRLF) and in PEM's (64, LF), with a header before Authorization whose
-// length shifts where the lines break.
+// wrapStyles are the ways encoders wrap base64 and hex into lines:
+// MIME's 76 characters and PEM's 64, each ended by CRLF or by LF.
+var wrapStyles = []struct {
+	n   int
+	eol string
+}{{76, "\r\n"}, {76, "\n"}, {64, "\n"}, {64, "\r\n"}}
+
+// wrapPads are the lengths of a header sent before the credential that
+// put it at every position within a line of either width, at each of
+// base64's three alignments: each byte of pad moves it 4/3 of a
+// character, so 3n/4 bytes sweep a line of n, and 3 more every
+// alignment at the line's end.
+var wrapPads = 3*76/4 + 3
+
+// TestScrubReaderWrappedBase64: an upstream echoes the request's header
+// block in base64 wrapped into lines, with a header before
+// Authorization whose length moves where the lines break and at which
+// of base64's alignments the credential starts; for every such length
+// the credential's characters are masked, line breaks inside them or
+// not, and the body, unwrapped and decoded, holds no credential,
+// whether the scrub reads it whole or one byte at a time.
 func TestScrubReaderWrappedBase64(t *testing.T) {
 	var in Injected
 	in.addEncoded(canary)
-	within, across := 0, 0
-	for _, wrap := range []struct {
-		n   int
-		eol string
-	}{{76, "\r\n"}, {64, "\n"}} {
-		for pad := range 19 {
+	across := 0
+	for _, wrap := range wrapStyles {
+		for pad := range wrapPads + 1 {
 			doc := "X-Pad: " + strings.Repeat("p", pad) + "\r\nAuthorization: Bearer " + canary + "\r\n"
 			flat := base64.StdEncoding.EncodeToString([]byte(doc))
 			// The credential's own characters in the flat base64: the
@@ -426,30 +496,46 @@ func TestScrubReaderWrappedBase64(t *testing.T) {
 			if at < 0 {
 				t.Fatalf("pad %d: no recorded base64 form is in %q", pad, flat)
 			}
-			body := wrapLines(flat, wrap.n, wrap.eol)
-			got, err := io.ReadAll(in.ScrubReader(strings.NewReader(body), nil))
-			if err != nil {
-				t.Fatal(err)
-			}
 			if at/wrap.n != (at+len(form)-1)/wrap.n {
-				across++ // documented as not caught
-				continue
+				across++
 			}
-			within++
-			if strings.Contains(string(got), form) || len(got) != len(body) {
-				t.Errorf("%d-character lines, pad %d: the credential's base64, within one line, was not masked", wrap.n, pad)
-			}
-			for line := range strings.SplitSeq(string(got), wrap.eol) {
-				if dec, err := base64.StdEncoding.DecodeString(line); err == nil && strings.Contains(string(dec), canary) {
-					t.Errorf("%d-character lines, pad %d: a line still decodes to the credential", wrap.n, pad)
+			body := wrapLines(flat, wrap.n, wrap.eol)
+			for how, r := range map[string]io.Reader{"whole": strings.NewReader(body), "a byte at a time": iotest.OneByteReader(strings.NewReader(body))} {
+				got, err := io.ReadAll(in.ScrubReader(r, nil))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(got) != len(body) || strings.Count(string(got), wrap.eol) != strings.Count(body, wrap.eol) {
+					t.Fatalf("%d-character lines, pad %d, %s: the body's length or its lines changed", wrap.n, pad, how)
+				}
+				unwrapped := strings.NewReplacer("\r", "", "\n", "").Replace(string(got))
+				if !strings.Contains(unwrapped, strings.Repeat("*", len(form))) {
+					t.Errorf("%d-character lines %q, pad %d, %s: the credential's base64 was not masked", wrap.n, wrap.eol, pad, how)
+				}
+				if decodesTo(unwrapped, canary) {
+					t.Errorf("%d-character lines %q, pad %d, %s: the body still decodes to the credential", wrap.n, wrap.eol, pad, how)
 				}
 			}
 		}
 	}
-	t.Logf("%d cases within one line (masked), %d across a break", within, across)
-	if within == 0 || across == 0 {
-		t.Fatalf("%d cases within a line, %d across a break: the pads no longer cover both", within, across)
+	if across == 0 {
+		t.Fatal("no pad puts a line break inside the credential's characters")
 	}
+}
+
+// decodesTo reports whether any run of base64 characters in s, read from
+// any of its first four characters, decodes to something holding v.
+func decodesTo(s, v string) bool {
+	for run := range strings.FieldsFuncSeq(s, func(r rune) bool { return !isBase64(string(r)) && r != '=' }) {
+		for off := range min(4, len(run)) {
+			part := run[off:]
+			part = part[:len(part)/4*4]
+			if dec, err := base64.StdEncoding.DecodeString(part); err == nil && strings.Contains(string(dec), v) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // isBase64 reports whether s uses only the standard base64 alphabet.

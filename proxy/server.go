@@ -303,6 +303,13 @@ func (s *Server) newTransport(tlsConf *tls.Config) *http.Transport {
 // is the operator's own choice and is dialled as given; a name it gives
 // is resolved and checked like any other. The error of a refusal is a
 // *dialRefusedError.
+//
+// A name is dialled as a fully qualified one (with a trailing dot), so
+// the resolver asks for it alone, one question per address family, and
+// never for the name under the pod's search domains first: with
+// Kubernetes' ndots:5, pass.example would otherwise be asked as
+// pass.example.<namespace>.svc.cluster.local, and any Service of the
+// cluster spelling it would answer before the real name.
 func (s *Server) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	// The host as decisions name it: port 443 dropped, another kept.
 	host := strings.TrimSuffix(addr, ":443")
@@ -314,6 +321,7 @@ func (s *Server) dial(ctx context.Context, network, addr string) (net.Conn, erro
 			guard = err != nil
 		}
 	}
+	addr = rooted(addr)
 	d := net.Dialer{Timeout: s.opts.Timeouts.Dial, KeepAlive: 30 * time.Second}
 	if guard {
 		p := s.state.Load().policy
@@ -327,6 +335,23 @@ func (s *Server) dial(ctx context.Context, network, addr string) (net.Conn, erro
 		}
 	}
 	return d.DialContext(ctx, network, addr)
+}
+
+// rooted returns addr ("host:port") with its host written as a fully
+// qualified name: a trailing dot added to a name of two labels or more
+// that lacks one. An address literal is left as it is, and so is a
+// single label (localhost, a name --resolve gives), which only the hosts
+// file or the search list can mean, and which Go's reader of the hosts
+// file matches only as written.
+func rooted(addr string) string {
+	h, port, err := net.SplitHostPort(addr)
+	if err != nil || !strings.Contains(h, ".") || strings.HasSuffix(h, ".") {
+		return addr
+	}
+	if _, err := netip.ParseAddr(h); err == nil {
+		return addr
+	}
+	return net.JoinHostPort(h+".", port)
 }
 
 // dialRefusedError is a dial the proxy refused: the address it resolved

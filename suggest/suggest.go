@@ -257,12 +257,24 @@ func l7(s *Suggestion, g Group, u *compiler.Unit, sb *compiler.Sandbox, read Rea
 			s.Notes = append(s.Notes, "a refusal without a path names no request a rule can allow")
 			continue
 		}
+		refused := path
+		if parent, ok := aboveEncodedSlash(path); ok {
+			// The proxy allows a path holding %2F only under a prefix
+			// that holds it read either way: one above that segment,
+			// and only if, read with its '/' decoded, it is a path.
+			decoded := strings.NewReplacer("%2F", "/", "%2f", "/").Replace(path)
+			if err := config.CheckPathPrefix(decoded); err != nil {
+				s.Notes = append(s.Notes, fmt.Sprintf("%s: not a path a rule can name, read with its encoded '/' decoded (%v)", quote(path), err))
+				continue
+			}
+			path = parent
+		}
 		if err := config.CheckPathPrefix(path); err != nil {
 			s.Notes = append(s.Notes, fmt.Sprintf("%s: not a path a rule can name (%v)", quote(path), err))
 			continue
 		}
-		if d := p.DecideURL(g.Method, "https://"+g.Host+path, nil); d.Allowed() {
-			s.Notes = append(s.Notes, fmt.Sprintf("%s: the rules already allow %s on it; the proxy refused it for something no rule changes (plain http://, a method or path override, or a body the rule's condition does not accept)", quote(path), quote(g.Method)))
+		if d := p.DecideURL(g.Method, "https://"+g.Host+refused, nil); d.Allowed() {
+			s.Notes = append(s.Notes, fmt.Sprintf("%s: the rules already allow %s on it; the proxy refused it for something no rule changes (plain http://, a method or path override, or a body the rule's condition does not accept)", quote(refused), quote(g.Method)))
 			continue
 		}
 		need = append(need, path)
@@ -373,4 +385,20 @@ func warnings(method string, paths []string) []string {
 		}
 	}
 	return out
+}
+
+// aboveEncodedSlash returns the segments of path before the first one
+// holding an encoded '/' (%2F, either case), "/" if that is the first,
+// and whether path holds one: npm's /@acme%2fwidgets, GitLab's
+// /api/v4/projects/group%2Fproject. The proxy allows such a path where a
+// rule allows it both as sent and with the '/' decoded, which a prefix
+// above that segment does and one naming it cannot.
+func aboveEncodedSlash(path string) (string, bool) {
+	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	for i, seg := range segs {
+		if strings.Contains(strings.ToUpper(seg), "%2F") {
+			return "/" + strings.Join(segs[:i], "/"), true
+		}
+	}
+	return path, false
 }

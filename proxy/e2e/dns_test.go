@@ -14,7 +14,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,13 +27,25 @@ import (
 )
 
 // recordingResolver stands for the pod's resolvers: it records the name
-// of every query it gets, over UDP and TCP, and answers each as a
-// forwarding resolver would (an A record), so that a query that reached
-// it would be a leak.
+// and type of every query it gets, over UDP and TCP, and answers each as
+// a forwarding resolver would (an A record, 198.18.0.3 unless answers
+// says otherwise), so that a query that reached it would be a leak.
 type recordingResolver struct {
 	datagrams atomic.Int32 // every UDP datagram, DNS or not
 	mu        sync.Mutex
 	names     []string
+	types     []string          // the type of each of names' queries
+	answers   map[string]net.IP // lower-case name with its dot: its A record
+}
+
+// setAnswer makes name's A record ip.
+func (r *recordingResolver) setAnswer(name string, ip net.IP) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.answers == nil {
+		r.answers = map[string]net.IP{}
+	}
+	r.answers[name] = ip
 }
 
 // newRecordingResolver serves on addr, UDP and TCP, in the calling
@@ -94,13 +105,19 @@ func (r *recordingResolver) answer(raw []byte) []byte {
 	if q.Unpack(raw) != nil || len(q.Question) == 0 {
 		return nil
 	}
+	name := strings.ToLower(q.Question[0].Name)
 	r.mu.Lock()
-	r.names = append(r.names, strings.ToLower(q.Question[0].Name))
+	r.names = append(r.names, name)
+	r.types = append(r.types, dns.TypeToString[q.Question[0].Qtype])
+	ip := r.answers[name]
 	r.mu.Unlock()
+	if ip == nil {
+		ip = net.IPv4(198, 18, 0, 3)
+	}
 	m := new(dns.Msg)
 	m.SetReply(q)
 	if q.Question[0].Qtype == dns.TypeA {
-		m.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: q.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60}, A: net.IPv4(198, 18, 0, 3)}}
+		m.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: q.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60}, A: ip}}
 	}
 	b, _ := m.Pack()
 	return b
@@ -110,6 +127,17 @@ func (r *recordingResolver) seen() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]string(nil), r.names...)
+}
+
+// questions returns each query it got as "name TYPE".
+func (r *recordingResolver) questions() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	q := make([]string, len(r.names))
+	for i, n := range r.names {
+		q[i] = n + " " + r.types[i]
+	}
+	return q
 }
 
 // TestTransparentDNS: in the sandbox's network namespace, names that
@@ -122,11 +150,7 @@ func TestTransparentDNS(t *testing.T) {
 	bash := requireTool(t, "bash")
 	setpriv := requireTool(t, "setpriv")
 	getent := requireTool(t, "getent")
-	n := newNetnsSandbox(t)
-	// A pod's resolv.conf, which glibc in the sandbox's namespace reads
-	// (ip netns exec mounts it over /etc/resolv.conf).
-	writeFile(t, filepath.Join("/etc/netns", n.nsSb, "resolv.conf"),
-		[]byte("search agents.svc.cluster.local svc.cluster.local cluster.local\nnameserver 198.18.0.1\noptions ndots:5 timeout:2 attempts:1\n"))
+	n := newNetnsSandbox(t) // with a pod's resolv.conf: search list, ndots:5
 	sfx := make([]byte, 8)
 	rand.Read(sfx)
 	data := hex.EncodeToString(sfx)

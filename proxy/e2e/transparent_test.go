@@ -29,6 +29,10 @@ import (
 // exempt the proxy's UID only.
 const proxyUID = 64123
 
+// podResolvConf is a Kubernetes pod's resolv.conf, with the resolver of
+// the netns tests (198.18.0.1).
+const podResolvConf = "search agents.svc.cluster.local svc.cluster.local cluster.local\nnameserver 198.18.0.1\noptions ndots:5 timeout:2 attempts:1\n"
+
 // netnsSandbox is a sandbox pod's network built in two network
 // namespaces of the test's own: "up" holds the upstreams (api.github.com
 // and github.com), a resolver and an attacker's servers; "sb" holds the
@@ -108,6 +112,12 @@ func newNetnsSandbox(t testing.TB) *netnsSandbox {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(hostsDir, "hosts"), []byte("127.0.0.1 localhost\n198.18.0.3 api.github.com github.com\n"))
+	// A pod's resolv.conf, which the proxy and glibc in the sandbox's
+	// namespace read (ip netns exec mounts it over /etc/resolv.conf).
+	writeFile(t, filepath.Join(hostsDir, "resolv.conf"), []byte(podResolvConf))
+	for _, f := range []string{"hosts", "resolv.conf"} {
+		os.Chmod(filepath.Join(hostsDir, f), 0o644) // as in a pod: the proxy's user reads them
+	}
 
 	w := &world{dir: t.TempDir()}
 	n.w = w
@@ -163,7 +173,7 @@ func newNetnsSandbox(t testing.TB) *netnsSandbox {
 	setpriv := requireTool(t, "setpriv")
 	uid := fmt.Sprint(proxyUID)
 	proxy := exec.Command(n.ipTool, "netns", "exec", n.nsSb, setpriv, "--reuid", uid, "--regid", uid, "--clear-groups", "--", proxyBin,
-		"--config", mustAbs(t, "testdata/github-acme.json"),
+		"--config", mustAbs(t, "testdata/netns.json"),
 		"--listen", "127.0.0.1:3128", "--transparent-listen", "127.0.0.1:3129", "--dns-listen", "127.0.0.1:3053", "--admin-listen", ":9090",
 		"--ca-cert", w.sandboxCA.certFile, "--ca-key", w.sandboxCA.keyFile, "--secrets-dir", w.secretsDir,
 		"--resolve", "api.github.com:443:198.18.0.1:443", "--resolve", "github.com:443:198.18.0.1:8443",

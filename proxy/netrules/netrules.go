@@ -4,7 +4,8 @@
 // listener, and its DNS (UDP and TCP port 53, to any address) to the
 // proxy's DNS listener; the proxy's admin port is refused to every user
 // but the proxy's; UDP and everything else is refused; IPv6 egress is
-// refused, not redirected. docs/proxy.md says why each rule is there.
+// refused, not redirected, but for the kernel's neighbour discovery.
+// docs/proxy.md says why each rule is there.
 //
 // The rules are iptables-restore input, applied by the Debian iptables
 // package's iptables-restore and ip6tables-restore (nf_tables backend):
@@ -81,20 +82,22 @@ func IPv4(c Config) ([]byte, error) {
 	w("-A %s -o lo -j RETURN", Chain)
 	w("-A %s -p tcp -j REDIRECT --to-ports %d", Chain, c.Port)
 	w("COMMIT")
-	filter(&b, c, true, "icmp-admin-prohibited")
+	filter(&b, c, true, false, "icmp-admin-prohibited")
 	return b.Bytes(), nil
 }
 
 // IPv6 is the ip6tables-restore input: no redirect, only the filter, so
 // the sandbox's IPv6 egress, DNS included, is refused and clients fall
-// back to IPv4.
+// back to IPv4. The kernel's neighbour discovery passes, without which
+// no IPv6 address on the pod's link, its router's included, is reached,
+// by the proxy either.
 func IPv6(c Config) ([]byte, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
 	var b bytes.Buffer
 	b.WriteString("# keyhole transparent mode, IPv6: docs/proxy.md\n")
-	filter(&b, c, false, "icmp6-adm-prohibited")
+	filter(&b, c, false, true, "icmp6-adm-prohibited")
 	return b.Bytes(), nil
 }
 
@@ -102,12 +105,27 @@ func IPv6(c Config) ([]byte, error) {
 // port is refused to everyone else; loopback, the nat redirects'
 // packets, replies to connections already allowed and packets the kernel
 // makes itself pass; TCP is reset and the rest rejected.
-func filter(b *bytes.Buffer, c Config, redirect bool, reject string) {
+//
+// With ndisc, IPv6 neighbour discovery passes too: router solicitations
+// and neighbour solicitations and advertisements with the hop limit 255
+// that receivers require, which no router forwards. The kernel sends
+// them from a socket of its own that belongs to no user, so neither the
+// proxy's UID nor "! --socket-exists" lets them through, and refused
+// they leave every IPv6 neighbour unresolved ("No route to host" for
+// the proxy's own connections). Only a holder of NET_RAW, which the
+// sandbox is not, can send such a packet itself, and it stays on the
+// link.
+func filter(b *bytes.Buffer, c Config, redirect, ndisc bool, reject string) {
 	w := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
 	w("*filter")
 	w(":%s - [0:0]", Chain)
 	w("-A OUTPUT -j %s", Chain)
 	w("-A %s -m owner --uid-owner %d -j RETURN", Chain, c.ProxyUID)
+	if ndisc {
+		for _, typ := range []string{"router-solicitation", "neighbour-solicitation", "neighbour-advertisement"} {
+			w("-A %s -p ipv6-icmp -m icmp6 --icmpv6-type %s -m hl --hl-eq 255 -j RETURN", Chain, typ)
+		}
+	}
 	if c.AdminPort != 0 {
 		// Any address of the pod's own is routed over lo; an
 		// outside address to this port was redirected by nat already.

@@ -15,8 +15,9 @@ func TestRules(t *testing.T) {
 		v4Not   []string
 		v6Has   []string
 		v6Not   []string
-		// v4Order lists lines that must appear in this order.
-		v4Order []string
+		// v4Order and v6Order list lines that must appear in this
+		// order.
+		v4Order, v6Order []string
 	}{
 		"valid": {c: ok,
 			v4Has: []string{
@@ -29,9 +30,22 @@ func TestRules(t *testing.T) {
 				"-A KEYHOLE_OUTPUT -o lo -p tcp --dport 9090 -j REJECT --reject-with tcp-reset",
 			},
 			// No DNS leaves the pod but the proxy's: no rule lets port 53 pass.
-			v4Not: []string{"--dport 53 -j RETURN", "-j ACCEPT"},
-			v6Has: []string{"-A KEYHOLE_OUTPUT -o lo -p tcp --dport 9090 -j REJECT --reject-with tcp-reset", "icmp6-adm-prohibited"},
-			v6Not: []string{"REDIRECT", "*nat", "--dport 53", "127.0.0.1"},
+			v4Not: []string{"--dport 53 -j RETURN", "-j ACCEPT", "icmp6"},
+			v6Has: []string{"-A KEYHOLE_OUTPUT -o lo -p tcp --dport 9090 -j REJECT --reject-with tcp-reset", "icmp6-adm-prohibited",
+				// The kernel's neighbour discovery, which belongs to no
+				// user: without it no IPv6 neighbour is reached.
+				"-A KEYHOLE_OUTPUT -p ipv6-icmp -m icmp6 --icmpv6-type router-solicitation -m hl --hl-eq 255 -j RETURN",
+				"-A KEYHOLE_OUTPUT -p ipv6-icmp -m icmp6 --icmpv6-type neighbour-solicitation -m hl --hl-eq 255 -j RETURN",
+				"-A KEYHOLE_OUTPUT -p ipv6-icmp -m icmp6 --icmpv6-type neighbour-advertisement -m hl --hl-eq 255 -j RETURN",
+			},
+			// No other ICMPv6 passes: echo, redirects, router
+			// advertisements, MLD.
+			v6Not: []string{"REDIRECT", "*nat", "--dport 53", "127.0.0.1", "-j ACCEPT", "echo", "redirect", "router-advertisement", "--icmpv6-type 1"},
+			v6Order: []string{
+				"-A KEYHOLE_OUTPUT -m owner --uid-owner 65531 -j RETURN",
+				"--icmpv6-type neighbour-advertisement -m hl --hl-eq 255 -j RETURN",
+				"-A KEYHOLE_OUTPUT -j REJECT --reject-with icmp6-adm-prohibited",
+			},
 			v4Order: []string{
 				// nat: the proxy's own DNS is its resolvers'; everyone
 				// else's, loopback included, is redirected.
@@ -84,14 +98,18 @@ func TestRules(t *testing.T) {
 			}
 			check("IPv4", string(v4), tc.v4Has, tc.v4Not)
 			check("IPv6", string(v6), tc.v6Has, tc.v6Not)
-			rest := string(v4)
-			for _, l := range tc.v4Order {
-				i := strings.Index(rest, l)
-				if i < 0 {
-					t.Fatalf("IPv4 lacks %q after the lines before it:\n%s", l, v4)
+			order := func(what, got string, lines []string) {
+				rest := got
+				for _, l := range lines {
+					i := strings.Index(rest, l)
+					if i < 0 {
+						t.Fatalf("%s lacks %q after the lines before it:\n%s", what, l, got)
+					}
+					rest = rest[i+len(l):]
 				}
-				rest = rest[i+len(l):]
 			}
+			order("IPv4", string(v4), tc.v4Order)
+			order("IPv6", string(v6), tc.v6Order)
 		})
 	}
 }

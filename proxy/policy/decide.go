@@ -303,6 +303,16 @@ func (p *Policy) decideTunnel(req RequestInfo) Decision {
 		return refuse("%s is forwarded with a credential only when a rule of connection %s names it", Clip(req.Method), h.Connection)
 	}
 	path, err := TargetPath(req.Target)
+	slashed := false
+	if errors.Is(err, errEncodedSlash) {
+		// An encoded '/' inside a segment (npm's /@scope%2fname,
+		// GitLab's group%2Fproject): upstreams read it as part of the
+		// segment or as a separator, so a rule must allow the request
+		// either way, and a host without rules allows
+		// every path anyway. It is forwarded as sent.
+		path, err = targetPath(req.Target, true)
+		slashed = err == nil
+	}
 	if err != nil {
 		return refuse("%v", err)
 	}
@@ -322,6 +332,9 @@ func (p *Policy) decideTunnel(req RequestInfo) Decision {
 		allowed, why := false, ""
 		for _, r := range h.Rules {
 			err := matchRule(r, req.Method, path, body)
+			if err == nil && slashed {
+				err = matchRule(r, req.Method, decodeSlashes(path), body)
+			}
 			if err == nil {
 				allowed = true
 				break
@@ -331,6 +344,9 @@ func (p *Policy) decideTunnel(req RequestInfo) Decision {
 				// did not.
 				why = ": " + strings.TrimPrefix(err.Error(), ErrBody.Error()+": ")
 			}
+		}
+		if !allowed && slashed {
+			return refuse("no rule of connection %s allows %s %s on %s both as sent and with its encoded '/' read as a separator, as some upstreams read it%s", h.Connection, Clip(req.Method), Clip(path), tunnel, why)
 		}
 		if !allowed {
 			return refuse("no rule of connection %s allows %s %s on %s%s", h.Connection, Clip(req.Method), Clip(path), tunnel, why)

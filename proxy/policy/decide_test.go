@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -282,6 +283,9 @@ func FuzzDecide(f *testing.F) {
 	f.Add(int8(1), "GET", "/repos/acme/widgets/%2e%2e/x", "api.github.com:443", "api.github.com", "api.github.com", []byte(nil), "")
 	f.Add(int8(1), "trace", "/", "uploads.github.com:443", "uploads.github.com", "uploads.github.com", []byte(nil), "")
 	f.Add(int8(1), "POST", "/x?%5fmethod=DELETE", "uploads.github.com:443", "uploads.github.com", "uploads.github.com", []byte(nil), "")
+	f.Add(int8(1), "GET", "/@acme%2fwidgets", "uploads.github.com:443", "uploads.github.com", "uploads.github.com", []byte(nil), "")
+	f.Add(int8(1), "GET", "/repos/acme/widgets/a%2F..%2Fb", "api.github.com:443", "api.github.com", "api.github.com", []byte(nil), "")
+	f.Add(int8(1), "POST", "/acme/widgets%2Finfo/lfs/objects/batch", "github.com:443", "github.com", "github.com", []byte(`{"operation":"upload"}`), "application/json")
 	f.Fuzz(func(t *testing.T, kind int8, method, target, connect, sni, host string, body []byte, contentType string) {
 		req := RequestInfo{Kind: Kind(kind % 3), Method: method, Target: target, ConnectHost: connect, SNI: sni, Host: host, Body: body, BodyComplete: true,
 			ContentType: []string{contentType}}
@@ -301,8 +305,15 @@ func FuzzDecide(f *testing.F) {
 			}
 			if req.Kind == KindTunnel {
 				// Whatever is allowed in a tunnel is a clean origin-form
-				// path on the tunnel's own host.
+				// path on the tunnel's own host; one with an encoded '/'
+				// only where a rule allows it read either way.
 				path, err := TargetPath(target)
+				if errors.Is(err, errEncodedSlash) {
+					path, err = targetPath(target, true)
+					if err == nil {
+						assertEitherWay(t, p.Host(d.Host), method, path, Body{Data: body, Complete: true, ContentType: []string{contentType}})
+					}
+				}
 				if err != nil {
 					t.Fatalf("allowed unclean target %q", target)
 				}
@@ -322,7 +333,7 @@ func FuzzDecide(f *testing.F) {
 				}
 				// A Git LFS batch request goes through only as a
 				// download, however a JSON reader upstream reads it.
-				if d.Host == "github.com" && method == "POST" && MatchPattern("/*/*/info/lfs/objects/batch", path) {
+				if d.Host == "github.com" && method == "POST" && (MatchPattern("/*/*/info/lfs/objects/batch", path) || MatchPattern("/*/*/info/lfs/objects/batch", decodeSlashes(path))) {
 					assertReadersFind(t, body, "operation", "download")
 				}
 			}

@@ -18,6 +18,11 @@ import (
 // than guessing what the upstream would make of them.
 var ErrTarget = errors.New("request target refused")
 
+// errEncodedSlash is wrapped, with ErrTarget, in TargetPath's refusal
+// of an encoded '/': the decision lifts it where no rule can be confused
+// by one (see decodeSlashes).
+var errEncodedSlash = errors.New("the path holds an encoded '/'")
+
 // TargetPath checks an origin-form request target ("/path?query") and
 // returns its path exactly as sent. It refuses, never normalizes: dot
 // segments (plain or percent-encoded), encoded '/' or '\', a literal '\',
@@ -27,6 +32,15 @@ var ErrTarget = errors.New("request target refused")
 // segment (a directory-style URL such as a package index's
 // /simple/requests/): MatchRule matches it as the path without it.
 func TargetPath(target string) (string, error) {
+	return targetPath(target, false)
+}
+
+// targetPath is TargetPath, and with slashes it also accepts an encoded
+// '/' (%2F or %2f) inside a segment, as npm's scoped package names
+// (/@scope%2fname) and GitLab's project paths (group%2Fproject) hold
+// one, so long as it leaves no empty or dot segment to an upstream that
+// reads it as a separator.
+func targetPath(target string, slashes bool) (string, error) {
 	if !strings.HasPrefix(target, "/") {
 		return "", fmt.Errorf("%w: %q is not an origin-form target", ErrTarget, Clip(target))
 	}
@@ -56,18 +70,31 @@ func TargetPath(target string) (string, error) {
 		if strings.ContainsAny(seg, ";\\") {
 			return "", fmt.Errorf("%w: the path holds ';' or '\\'", ErrTarget)
 		}
-		dec, err := decodeSegment(seg)
+		dec, err := decodeSegment(seg, slashes)
 		if err != nil {
 			return "", err
 		}
-		if dec == "." || dec == ".." {
-			return "", fmt.Errorf("%w: the path has a dot segment", ErrTarget)
-		}
-		if err := compatible(dec); err != nil {
-			return "", err
+		// Each part an encoded '/' delimits is a segment to an upstream
+		// that reads it as a separator.
+		for part := range strings.SplitSeq(dec, "/") {
+			if part == "" {
+				return "", fmt.Errorf("%w: an encoded '/' at the start or end of a segment, or beside another, leaves an empty segment", ErrTarget)
+			}
+			if part == "." || part == ".." {
+				return "", fmt.Errorf("%w: the path has a dot segment", ErrTarget)
+			}
+			if err := compatible(part); err != nil {
+				return "", err
+			}
 		}
 	}
 	return path, nil
+}
+
+// decodeSlashes returns path (as targetPath accepts it with slashes) as
+// an upstream reads it that takes an encoded '/' for a separator.
+func decodeSlashes(path string) string {
+	return strings.NewReplacer("%2F", "/", "%2f", "/").Replace(path)
 }
 
 // compatible refuses a segment that an upstream normalizing paths by
@@ -96,8 +123,9 @@ func compatible(seg string) error {
 }
 
 // decodeSegment percent-decodes one segment and refuses escapes that
-// could change how an upstream splits or reads the path.
-func decodeSegment(seg string) (string, error) {
+// could change how an upstream splits or reads the path: an encoded '/'
+// among them unless slashes.
+func decodeSegment(seg string, slashes bool) (string, error) {
 	if strings.IndexByte(seg, '%') < 0 {
 		// Bytes that are not UTF-8 sent as they are: the proxy's HTTP
 		// client percent-encodes them on the way out, so the upstream
@@ -118,8 +146,10 @@ func decodeSegment(seg string) (string, error) {
 		}
 		c := unhex(seg[i+1])<<4 | unhex(seg[i+2])
 		switch {
-		case c == '/' || c == '\\':
-			return "", fmt.Errorf("%w: the path holds an encoded '/' or '\\'", ErrTarget)
+		case c == '/' && !slashes:
+			return "", fmt.Errorf("%w: %w", ErrTarget, errEncodedSlash)
+		case c == '\\':
+			return "", fmt.Errorf("%w: the path holds an encoded '\\'", ErrTarget)
 		case c == ';':
 			return "", fmt.Errorf("%w: the path holds an encoded ';'", ErrTarget)
 		case c < 0x20 || c == 0x7f:

@@ -226,7 +226,21 @@ func FuzzTargetPath(f *testing.F) {
 	for _, s := range []string{"/", "/a/b?c", "/a/%2e%2E/b", "/a;b", "/a%2Fb", "//", "/a/b/", "/a/\xc0\xae", "/a|%3A"} {
 		f.Add(s, "/a")
 	}
+	f.Add("/@acme%2fwidgets", "/")
+	f.Add("/a%2F..%2Fb", "/a")
 	f.Fuzz(func(t *testing.T, target, prefix string) {
+		// With an encoded '/' let through, each part it delimits is a
+		// segment to an upstream that reads it as a separator: the path
+		// read so is one TargetPath accepts, the same but for the '/'.
+		if path, err := targetPath(target, true); err == nil {
+			if _, err1 := TargetPath(target); err1 == nil && decodeSlashes(path) != path {
+				t.Fatalf("TargetPath(%q) accepted an encoded '/'", target)
+			}
+			dec := decodeSlashes(path)
+			if got, err := TargetPath(dec); err != nil || got != dec {
+				t.Fatalf("targetPath(%q, true) = %q, which read with its '/' decoded is %q: %q, %v", target, path, dec, got, err)
+			}
+		}
 		path, err := TargetPath(target)
 		if err != nil {
 			return
