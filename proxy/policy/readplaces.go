@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"mime"
 	"mime/multipart"
 	"net/url"
@@ -28,7 +29,7 @@ import (
 // Apollo). What the proxy decided on must be all the upstream reads: so
 // on a host whose rules have such conditions, a name one of them decides
 // on is refused in the query string and in form fields, wherever a
-// framework could read it (readPlaces); and on a path a GraphQL rule
+// framework could read it (decidedNames); and on a path a GraphQL rule
 // covers, a GET or HEAD is held to the condition through its query string
 // (checkGraphQLQuery).
 
@@ -41,13 +42,19 @@ type decidedNames map[string]string
 func newDecidedNames(rules []config.Rule) decidedNames {
 	var names decidedNames
 	add := func(name string) {
+		key := paramKey(name)
+		if key == "" {
+			return // no parameter reads as it
+		}
 		if names == nil {
 			names = decidedNames{}
 		}
-		names[paramKey(name)] = name
+		if _, ok := names[key]; !ok {
+			names[key] = name
+		}
 	}
 	for _, r := range rules {
-		for field := range r.Body {
+		for _, field := range slices.Sorted(maps.Keys(r.Body)) {
 			add(field)
 		}
 		if r.GraphQL != nil {
