@@ -3,10 +3,14 @@ package policy
 import (
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/parser"
 
 	"keyhole.dev/keyhole/proxy/config"
 )
@@ -194,6 +198,147 @@ func TestDecidedNamesRefusedEverywhere(t *testing.T) {
 						t.Errorf("%s, %s, %s: form body %q allowed", name, spelling, where, q)
 					}
 				}
+			}
+		}
+	}
+}
+
+// TestCatalogRenderReadPlaces decides on the proxy config keyhole renders
+// for the catalog's read-only github connector (the agent-sandbox
+// example's golden render): its GraphQL rule, declared for POST, holds
+// GET and HEAD to /graphql to queries too, and its body conditions are
+// not passed by what a query string says.
+func TestCatalogRenderReadPlaces(t *testing.T) {
+	cfg, err := config.Load(filepath.Join("..", "..", "golden", "agent-sandbox", "agents", "support-daytona", "proxy.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPolicy(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	esc := url.QueryEscape
+	const read = `{"query":"query { viewer { login } }"}`
+	tests := map[string]struct {
+		req     RequestInfo
+		allowed bool
+	}{
+		"GraphQL query by POST":        {req: catalogReq("api.github.com", "POST", "/graphql", read, "application/json"), allowed: true},
+		"GraphQL query by GET":         {req: catalogReq("api.github.com", "GET", "/graphql?query="+esc("{ viewer { login } }"), ""), allowed: true},
+		"REST read":                    {req: catalogReq("api.github.com", "GET", "/repos/acme/widgets/issues?state=open", ""), allowed: true},
+		"LFS download":                 {req: catalogReq("github.com", "POST", "/acme/widgets.git/info/lfs/objects/batch", `{"operation":"download"}`, "application/vnd.git-lfs+json"), allowed: true},
+		"mutation in the query string": {req: catalogReq("api.github.com", "POST", "/graphql?query="+esc("mutation { x }"), read, "application/json")},
+		"mutation by GET":              {req: catalogReq("api.github.com", "GET", "/graphql?query="+esc("mutation { x }"), "")},
+		"subscription by HEAD":         {req: catalogReq("api.github.com", "HEAD", "/graphql?query="+esc("subscription { x }"), "")},
+		"persisted query by GET":       {req: catalogReq("api.github.com", "GET", "/graphql?extensions="+esc(`{"persistedQuery":{"version":1,"sha256Hash":"00"}}`), "")},
+		"mutation in a GET body":       {req: catalogReq("api.github.com", "GET", "/graphql", `{"query":"mutation { x }"}`, "application/json")},
+		"LFS upload in the query":      {req: catalogReq("github.com", "POST", "/acme/widgets.git/info/lfs/objects/batch?operation=upload", `{"operation":"download"}`, "application/vnd.git-lfs+json")},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			d := p.Decide(tc.req)
+			if d.Allowed() != tc.allowed {
+				t.Fatalf("Decide = %s %s (%s), want allowed %v", d.Action, d.Reason, d.Message, tc.allowed)
+			}
+			if !tc.allowed && (d.Reason != ReasonL7NotAllowed || strings.ContainsAny(d.Message, "\r\n")) {
+				t.Fatalf("refusal %s %q", d.Reason, d.Message)
+			}
+		})
+	}
+}
+
+// checkReadPlaces holds one decision of p to what a condition decides
+// on being all the upstream reads, with readers apart from the policy's:
+// a request refused whatever its body is refused with it; a request
+// allowed in a tunnel has, in its query string as Go's parser and Rack
+// (which also splits on ';') read it, and in a form body, no parameter
+// that a case-insensitive, snake_case or array-reading binder takes for
+// a name its host's conditions decide on, unless it is a GET or HEAD to
+// a GraphQL path, which has no body and whose query string holds, if
+// anything, one query document, parsed by gqlparser alone, of queries.
+func checkReadPlaces(t *testing.T, p *Policy, req RequestInfo) {
+	t.Helper()
+	d := p.Decide(req)
+	if pre, refused := p.RefusedWhateverBody(req); refused && d.Allowed() {
+		t.Fatalf("refused before its body (%s) but allowed with it: %+v", pre.Message, req)
+	}
+	if !d.Allowed() || req.Kind != KindTunnel {
+		return
+	}
+	hp := p.Host(d.Host)
+	path, _ := TargetPath(req.Target)
+	_, query, _ := strings.Cut(req.Target, "?")
+	binderKey := func(name string) string {
+		if i := strings.IndexByte(name, '['); i >= 0 {
+			name = name[:i]
+		}
+		return strings.NewReplacer("_", "", "-", "", ".", "", " ", "").Replace(strings.ToLower(strings.TrimSpace(name)))
+	}
+	decided := map[string]bool{}
+	for _, r := range hp.Rules {
+		for f := range r.Body {
+			decided[binderKey(f)] = true
+		}
+		if r.GraphQL != nil {
+			for _, f := range graphQLFields {
+				decided[binderKey(f)] = true
+			}
+		}
+	}
+	params := func(s string) map[string][]string {
+		out := map[string][]string{}
+		for _, part := range strings.FieldsFunc(s, func(r rune) bool { return r == '&' || r == ';' }) {
+			v, err := url.ParseQuery(part)
+			if err != nil {
+				continue
+			}
+			for k, vs := range v {
+				out[k] = append(out[k], vs...)
+			}
+		}
+		return out
+	}
+	graphQLGet := false
+	for _, r := range hp.Rules {
+		if r.GraphQL != nil && pathCovered(r, path) && (req.Method == "GET" || req.Method == "HEAD") {
+			graphQLGet = true
+		}
+	}
+	if graphQLGet {
+		if len(req.Body) > 0 {
+			t.Fatalf("allowed a %s with a body to a GraphQL path: %q", req.Method, req.Body)
+		}
+		for k, vs := range params(query) {
+			if !decided[binderKey(k)] {
+				continue
+			}
+			if !slices.Contains(graphQLFields, k) || len(vs) != 1 {
+				t.Fatalf("allowed %q, whose parameter %q a binder reads as a GraphQL field", req.Target, k)
+			}
+			if k != "query" {
+				continue
+			}
+			doc, err := parser.ParseQuery(&ast.Source{Input: vs[0]})
+			if err != nil {
+				t.Fatalf("allowed %q, whose query does not parse: %v", req.Target, err)
+			}
+			for _, op := range doc.Operations {
+				if op.Operation != ast.Query {
+					t.Fatalf("allowed %q, which holds a %s", req.Target, op.Operation)
+				}
+			}
+		}
+		return
+	}
+	for k := range params(query) {
+		if decided[binderKey(k)] {
+			t.Fatalf("allowed %q, whose parameter %q a binder reads as a name a condition decides on", req.Target, k)
+		}
+	}
+	if form, _, _, _, _ := bodyKinds(req.ContentType); form {
+		for k := range params(string(req.Body)) {
+			if decided[binderKey(k)] {
+				t.Fatalf("allowed the form body %q, whose field %q a binder reads as a name a condition decides on", req.Body, k)
 			}
 		}
 	}
