@@ -75,7 +75,8 @@ func (n decidedNames) lookup(name string, decode bool) (string, bool) {
 	if decode {
 		name = unescapeLoose(name)
 	}
-	d, ok := n[paramKey(name)]
+	var buf [64]byte
+	d, ok := n[string(appendParamKey(buf[:0], name))] // no allocation for the key
 	return d, ok
 }
 
@@ -86,37 +87,29 @@ func (n decidedNames) lookup(name string, decode bool) (string, bool) {
 // as '_'; case-insensitive binders such as ASP.NET's, and snake_case
 // ones, read operation_name as operationName), in lower case, with
 // compatibility forms and letters that fold into ASCII ones ('ſ', the
-// Kelvin sign) read as those.
+// Kelvin sign) read as those (foldCompat).
 func paramKey(name string) string {
-	plain := true
-	for i := 0; i < len(name); i++ {
-		if c := name[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return name // most names: nothing to cut, drop or fold
-	}
+	return string(appendParamKey(nil, name))
+}
+
+// appendParamKey appends paramKey(name) to dst.
+func appendParamKey(dst []byte, name string) []byte {
 	if i := strings.IndexByte(name, 0); i >= 0 {
 		name = name[:i]
 	}
 	if i := strings.IndexByte(name, '['); i >= 0 {
 		name = name[:i]
 	}
-	name = foldCompat(name)
-	var b strings.Builder
-	b.Grow(len(name))
-	for _, r := range name {
+	for _, r := range foldCompat(name) {
 		switch {
 		case r == '_' || r == '-' || r == '.' || unicode.IsSpace(r):
 			continue
 		case r >= 'A' && r <= 'Z':
 			r += 'a' - 'A'
 		}
-		b.WriteRune(r)
+		dst = utf8.AppendRune(dst, r)
 	}
-	return b.String()
+	return dst
 }
 
 // foldCompat returns name with its compatibility forms normalized (NFKC:
@@ -261,7 +254,13 @@ func pathCovered(r config.Rule, path string) bool {
 			return true
 		}
 	}
+	depth := strings.Count(path, "/")
 	for _, p := range r.PathPatterns {
+		// A pattern without a final "**" matches only paths as deep
+		// as itself: most paths are skipped without splitting them.
+		if !strings.HasSuffix(p, "/**") && strings.Count(p, "/") != depth {
+			continue
+		}
 		if MatchPattern(p, path) {
 			return true
 		}
