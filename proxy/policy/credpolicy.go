@@ -224,6 +224,8 @@ func overrideName(name string, in Where, decode bool) (string, bool) {
 	var array string
 	if i := strings.IndexByte(name, '['); i > 0 && strings.IndexByte(name[i:], ']') > 0 {
 		array = name[:i]
+	} else if j := strings.IndexByte(name, ']'); i == 0 && j > 1 {
+		array = name[1:j] // qs reads "[_method]" as _method
 	}
 	if len(name) < minParamName {
 		return "", false

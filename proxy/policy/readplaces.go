@@ -81,11 +81,13 @@ func (n decidedNames) lookup(name string, decode bool) (string, bool) {
 }
 
 // paramKey is what a parameter name is compared by, spelt as any
-// framework could read it: cut at a NUL (C readers, PHP) and at the first
+// framework could read it: cut at a NUL (C readers, PHP), at the first
 // '[' (the array and hash forms "query[]" and "query[a]" of Rails, PHP
-// and qs), without white space, '_', '-' and '.' (PHP reads ' ' and '.'
-// as '_'; case-insensitive binders such as ASP.NET's, and snake_case
-// ones, read operation_name as operationName), in lower case, with
+// and qs; qs also reads "[query]" as query) and at a '.' after the first
+// byte (qs's allowDots reads "query.a" as a field of query), without
+// white space, '_', '-' and '.' (PHP reads ' ' and '.' as '_';
+// case-insensitive binders such as ASP.NET's, and snake_case ones, read
+// operation_name as operationName), in lower case, with
 // compatibility forms and letters that fold into ASCII ones ('ſ', the
 // Kelvin sign) read as those (foldCompat).
 func paramKey(name string) string {
@@ -97,8 +99,17 @@ func appendParamKey(dst []byte, name string) []byte {
 	if i := strings.IndexByte(name, 0); i >= 0 {
 		name = name[:i]
 	}
+	if strings.HasPrefix(name, "[") {
+		// qs reads "[query]" as query.
+		if j := strings.IndexByte(name, ']'); j > 0 {
+			name = name[1:j]
+		}
+	}
 	if i := strings.IndexByte(name, '['); i >= 0 {
 		name = name[:i]
+	}
+	if i := strings.IndexByte(name, '.'); i > 0 {
+		name = name[:i] // qs with allowDots reads "query.a" as query's a
 	}
 	for _, r := range foldCompat(name) {
 		switch {

@@ -116,6 +116,8 @@ func nameSpellings(name string) map[string]string {
 		"array, encoded":      name + "%5B%5D",
 		"hash":                name + "[a]",
 		"index":               name + "[0]",
+		"bracketed":           "[" + name + "]",
+		"dotted child":        name + ".a",
 		"first byte encoded":  pct(name[:1], false) + name[1:],
 		"last byte encoded":   name[:len(name)-1] + pct(name[len(name)-1:], true),
 		"every byte":          pct(name, true),
@@ -177,6 +179,9 @@ func TestDecidedNamesRefusedEverywhere(t *testing.T) {
 	}
 	for _, name := range names {
 		for spelling, sent := range nameSpellings(name) {
+			if spelling == "dotted child" && !slices.Contains(graphQLFields, name) && name != "operation" {
+				continue // an override read as an object names no method
+			}
 			for where, place := range placements {
 				for _, value := range []string{"=x", "", "="} {
 					q := place(sent + value)
