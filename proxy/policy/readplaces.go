@@ -111,14 +111,24 @@ func appendParamKey(dst []byte, name string) []byte {
 	if i := strings.IndexByte(name, '.'); i > 0 {
 		name = name[:i] // qs with allowDots reads "query.a" as query's a
 	}
-	for _, r := range foldCompat(name) {
-		switch {
-		case r == '_' || r == '-' || r == '.' || unicode.IsSpace(r):
+	name = foldCompat(name)
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(name[i:])
+			if !unicode.IsSpace(r) {
+				dst = append(dst, name[i:i+size]...)
+			}
+			i += size - 1
 			continue
-		case r >= 'A' && r <= 'Z':
-			r += 'a' - 'A'
 		}
-		dst = utf8.AppendRune(dst, r)
+		switch {
+		case c == '_' || c == '-' || c == '.' || c == ' ' || c >= '\t' && c <= '\r':
+			continue
+		case c >= 'A' && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
 	}
 	return dst
 }
