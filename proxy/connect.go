@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/textproto"
+	"strings"
 	"sync"
 	"time"
 
@@ -205,21 +207,25 @@ func (s *Server) serveRequest(w http.ResponseWriter, r *http.Request, st *state,
 	// are the headers sent (Connection: Content-Type cannot drop a
 	// Content-Type a body rule was checked against), and before injecting,
 	// so nothing the sandbox names in Connection can remove the credential.
+	expect := hasExpectContinue(r.Header) // as net/http read it, before any stripping
 	stripHopByHop(r.Header)
 	info := policy.RequestInfo{Kind: policy.KindPlain, Method: r.Method, Target: r.RequestURI, Host: r.Host}
+	var d policy.Decision
 	if tc != nil {
 		var ok bool
-		if st, info, ok = s.readTunnelRequest(w, r, st, tc); !ok {
+		if st, info, d, ok = s.readTunnelRequest(w, r, st, tc); !ok {
 			return
 		}
+	} else {
+		d = st.policy.Decide(info)
 	}
-	d := st.policy.Decide(info)
 	// The body's head stays only in the replay, which drops it once
 	// the upstream has read it: a request waiting on a slow upstream
 	// does not hold a megabyte.
 	info.Body = nil
 	defer func() { s.logRequest(st, r, rec.decided(d), rec.status, start) }()
 	if !d.Allowed() {
+		s.boundRefusedBody(w, r, expect)
 		// After a host-mismatch the connection cannot be trusted to
 		// name one host: close it.
 		writeRefusal(rec, d, tc != nil && (d.Reason == policy.ReasonHostMismatch || d.Reason == policy.ReasonHostNotAllowed))
@@ -262,12 +268,17 @@ func (s *Server) serveRequest(w http.ResponseWriter, r *http.Request, st *state,
 }
 
 // readTunnelRequest reads what the decision on a request in tunnel tc
-// looks at: its header (already stripped of hop-by-hop headers) and, for
-// a rule that checks it or for override fields a server could read from
-// it, the head of its body, which it replays to the upstream. It returns
-// the state that decides the request, which is the newest: reading the
-// body can take a while. When it fails it has answered the request.
-func (s *Server) readTunnelRequest(w http.ResponseWriter, r *http.Request, st *state, tc *tunnelConn) (*state, policy.RequestInfo, bool) {
+// looks at, and decides it: its header (already stripped of hop-by-hop
+// headers) and, for a rule that checks it or for override fields a
+// server could read from it, the head of its body, which it replays to
+// the upstream. A request refused whatever its body holds is decided
+// before its body is read, so its refusal goes at once: a client that
+// sent Expect: 100-continue gets no 100 and waits for no body (RFC 9110,
+// 15.2.1), and net/http closes the connection after the answer, since
+// the body may or may not follow. It returns the state that decided the
+// request, which is the newest: reading the body can take a while. When
+// it fails it has answered the request.
+func (s *Server) readTunnelRequest(w http.ResponseWriter, r *http.Request, st *state, tc *tunnelConn) (*state, policy.RequestInfo, policy.Decision, bool) {
 	info := policy.RequestInfo{Kind: policy.KindTunnel, Method: r.Method, Target: r.RequestURI, ConnectHost: tc.connect, SNI: tc.sni, Host: r.Host, Header: r.Header, BodyComplete: true,
 		ContentType: r.Header.Values("Content-Type"), ContentEncoding: r.Header.Values("Content-Encoding")}
 	hp := st.policy.Host(tc.connect)
@@ -276,9 +287,12 @@ func (s *Server) readTunnelRequest(w http.ResponseWriter, r *http.Request, st *s
 		// The body is read for a rule that checks it, and wherever a
 		// server could read a method override from it as a field.
 		if !read && hp != nil && (hp.NeedsBody() || policy.OverrideBodyType(info.ContentType)) && r.Body != nil && r.Body != http.NoBody {
+			if d, refused := st.policy.RefusedWhateverBody(info); refused {
+				return st, info, d, true
+			}
 			head, ok := s.readBodyHead(w, r, tc.connect)
 			if !ok {
-				return st, info, false
+				return st, info, policy.Decision{}, false
 			}
 			read = true
 			info.Body, info.BodyComplete = head, len(head) <= policy.MaxBodyCheck
@@ -295,10 +309,44 @@ func (s *Server) readTunnelRequest(w http.ResponseWriter, r *http.Request, st *s
 		// a revoked rule pass it after the revocation.
 		cur := s.state.Load()
 		if cur == st {
-			return st, info, true
+			return st, info, st.policy.Decide(info), true
 		}
 		st, hp = cur, cur.policy.Host(tc.connect)
 	}
+}
+
+// hasExpectContinue reports whether h asks for 100 Continue, as net/http
+// reads Expect.
+func hasExpectContinue(h http.Header) bool {
+	for _, v := range h.Values("Expect") {
+		for f := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(textproto.TrimString(f), "100-continue") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// boundRefusedBody bounds what net/http does with the unread body of a
+// request refused, before and after the refusal is written: it reads up
+// to 256 KiB of it, so the connection can serve the next request, and
+// with no read deadline a client that announced a body and sends none
+// held the connection (and its tunnel slot) for as long as it stayed. A
+// client that sent Expect: 100-continue and got no 100 may never send
+// its body (RFC 9110, 10.1.1): nothing more is read, and net/http closes
+// the connection after the refusal. Any other client must send its
+// body: it has Timeouts.ReadHeader to, and the connection is closed if
+// it does not.
+func (s *Server) boundRefusedBody(w http.ResponseWriter, r *http.Request, expect bool) {
+	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
+		return
+	}
+	deadline := time.Now().Add(s.opts.Timeouts.ReadHeader)
+	if expect {
+		deadline = time.Now()
+	}
+	http.NewResponseController(w).SetReadDeadline(deadline)
 }
 
 // bodyRefusedError is a request refused once its body had streamed: it

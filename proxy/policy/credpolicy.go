@@ -9,7 +9,6 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
-	"net/url"
 	"strings"
 )
 
@@ -205,25 +204,28 @@ const minParamName = len("_method")
 // as where it is found (in), spelt as any server could read it: in any
 // letter case, with '_' and '-' equal, with PHP's dropping of leading
 // spaces and renaming of '.', ' ' and '[' to '_', as PHP's array form
-// "_method[]", and cut at a NUL as PHP and C readers cut it
-// ("_method%00x"). Query and form names are percent-decoded first
-// (decode).
+// "_method[]", cut at a NUL as PHP and C readers cut it
+// ("_method%00x"), and with compatibility forms and letters that fold
+// into ASCII read as those (foldCompat). Query and form names are
+// percent-decoded first (decode), as leniently as any reader does
+// (unescapeLoose).
 func overrideName(name string, in Where, decode bool) (string, bool) {
 	if len(name) < minParamName {
 		return "", false
 	}
 	if decode {
-		if dec, err := url.QueryUnescape(name); err == nil {
-			name = dec
-		}
+		name = unescapeLoose(name)
 	}
 	if i := strings.IndexByte(name, 0); i >= 0 {
 		name = name[:i]
 	}
+	name = foldCompat(name)
 	name = strings.TrimLeft(name, " ")
 	var array string
 	if i := strings.IndexByte(name, '['); i > 0 && strings.IndexByte(name[i:], ']') > 0 {
 		array = name[:i]
+	} else if j := strings.IndexByte(name, ']'); i == 0 && j > 1 {
+		array = name[1:j] // qs reads "[_method]" as _method
 	}
 	if len(name) < minParamName {
 		return "", false

@@ -172,6 +172,11 @@ type HostPolicy struct {
 	config.Host
 	template  *config.Template // nil unless Inject.Header is set
 	needsBody bool
+	// decided holds the names the host's body and GraphQL conditions
+	// decide on, refused wherever else a framework reads them.
+	decided decidedNames
+	// graphQL is set when a rule has a GraphQL condition.
+	graphQL bool
 	// scrubBodies is the config's ScrubResponseBodies.
 	scrubBodies bool
 }
@@ -195,7 +200,11 @@ func NewPolicy(cfg *config.Config) (*Policy, error) {
 			if len(r.Body) > 0 || r.GraphQL != nil {
 				hp.needsBody = true
 			}
+			if r.GraphQL != nil {
+				hp.graphQL = true
+			}
 		}
+		hp.decided = newDecidedNames(h.Rules)
 		p.hosts[h.Name] = hp
 	}
 	for _, name := range cfg.Passthrough {
@@ -247,7 +256,7 @@ func (p *Policy) Decide(req RequestInfo) Decision {
 	case KindConnect:
 		return p.decideConnect(req)
 	case KindTunnel:
-		return p.decideTunnel(req)
+		return p.decideTunnel(req, true)
 	case KindPlain:
 		return p.decidePlain(req)
 	}
@@ -268,7 +277,28 @@ func (p *Policy) decideConnect(req RequestInfo) Decision {
 	return Refusal(ReasonHostNotAllowed, host, "%s is not an allowed host for sandbox %s (only port 443 is reachable through CONNECT)", Clip(host), p.sandbox.Name)
 }
 
-func (p *Policy) decideTunnel(req RequestInfo) Decision {
+// RefusedWhateverBody decides a request read in a tunnel on everything
+// but its body (req.Body is not looked at) and reports whether it is
+// refused whatever the body holds: its host, method, path, query string
+// and headers, or no rule of its host allowing its method and path with
+// any body. The server asks it before it reads a body, so that a request
+// it would refuse anyway is answered at once, never made to wait for a
+// body (or, with Expect: 100-continue, given a 100 it then hangs on). A
+// request it does not refuse is decided by Decide once its body is read;
+// any other kind of request is decided by Decide alone.
+func (p *Policy) RefusedWhateverBody(req RequestInfo) (Decision, bool) {
+	if req.Kind != KindTunnel {
+		d := p.Decide(req)
+		return d, !d.Allowed()
+	}
+	d := p.decideTunnel(req, false)
+	return d, !d.Allowed()
+}
+
+// decideTunnel decides a request read in a tunnel. Without bodyKnown it
+// decides on everything but the body, and what it allows may still be
+// refused by it (RefusedWhateverBody).
+func (p *Policy) decideTunnel(req RequestInfo, bodyKnown bool) Decision {
 	tunnel, err := CanonicalHost(req.ConnectHost, "443")
 	h := p.hosts[tunnel]
 	if err != nil || h == nil {
@@ -323,14 +353,47 @@ func (p *Policy) decideTunnel(req RequestInfo) Decision {
 		return refuse("the %s query parameter is refused on injected hosts: servers read it as another method than the request line's, which the rules checked", name)
 	}
 	body := Body{Data: req.Body, Complete: req.BodyComplete, ContentType: req.ContentType, ContentEncoding: req.ContentEncoding}
-	if name, err := overrideInBody(body); err != nil {
-		return refuse("%v", err)
-	} else if name != "" {
-		return refuse("the body's %s field is refused on injected hosts: servers read it as another method than the request line's, which the rules checked", name)
+	if bodyKnown {
+		if name, err := overrideInBody(body); err != nil {
+			return refuse("%v", err)
+		} else if name != "" {
+			return refuse("the body's %s field is refused on injected hosts: servers read it as another method than the request line's, which the rules checked", name)
+		}
+	}
+	// What a body or GraphQL condition decides on must be all the
+	// upstream reads (readplaces.go).
+	var graphQL []config.GraphQL
+	if h.graphQL && isSafeMethod(req.Method) {
+		graphQL = h.graphQLAt(path)
+	}
+	safeGraphQL := len(graphQL) > 0
+	if h.decided != nil {
+		_, rawQuery, _ := strings.Cut(req.Target, "?")
+		if safeGraphQL {
+			if bodyKnown && (len(req.Body) > 0 || !req.BodyComplete) {
+				return refuse("%s %s on %s has a body: on a GraphQL endpoint a %s carries its request in the query string, and servers read one or the other", Clip(req.Method), Clip(path), tunnel, Clip(req.Method))
+			}
+			if err := checkGraphQLQuery(graphQL, h.decided, rawQuery); err != nil {
+				return refuse("no rule of connection %s allows %s %s on %s: %s", h.Connection, Clip(req.Method), Clip(path), tunnel, strings.TrimPrefix(err.Error(), ErrBody.Error()+": "))
+			}
+		} else if name, ok := h.decided.decidedInForm(rawQuery); ok {
+			return refuse("the query string's %s parameter is refused on %s: a rule of connection %s decides on %s in the body, and servers read it from the query string too", name, tunnel, h.Connection, name)
+		}
+		if bodyKnown {
+			if name, ok := h.decided.decidedInBody(body); ok {
+				return refuse("the body's %s form field is refused on %s: a rule of connection %s decides on %s in a JSON body, and servers read form fields as the same parameter", name, tunnel, h.Connection, name)
+			}
+		}
 	}
 	if len(h.Rules) > 0 {
 		allowed, why := false, ""
 		for _, r := range h.Rules {
+			if safeGraphQL {
+				r.GraphQL = nil // its request was checked in the query string
+			}
+			if !bodyKnown {
+				r.Body, r.GraphQL = nil, nil
+			}
 			err := matchRule(r, req.Method, path, body)
 			if err == nil && slashed {
 				err = matchRule(r, req.Method, decodeSlashes(path), body)

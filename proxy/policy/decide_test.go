@@ -286,9 +286,19 @@ func FuzzDecide(f *testing.F) {
 	f.Add(int8(1), "GET", "/@acme%2fwidgets", "uploads.github.com:443", "uploads.github.com", "uploads.github.com", []byte(nil), "")
 	f.Add(int8(1), "GET", "/repos/acme/widgets/a%2F..%2Fb", "api.github.com:443", "api.github.com", "api.github.com", []byte(nil), "")
 	f.Add(int8(1), "POST", "/acme/widgets%2Finfo/lfs/objects/batch", "github.com:443", "github.com", "github.com", []byte(`{"operation":"upload"}`), "application/json")
+	// The catalog's rules (catalogPolicy), decided too: names a
+	// condition decides on, elsewhere than the body; GraphQL over GET.
+	f.Add(int8(1), "POST", "/graphql?query=mutation%7Bx%7D", "api.github.com:443", "api.github.com", "api.github.com", []byte(`{"query":"{a}"}`), "application/json")
+	f.Add(int8(1), "POST", "/acme/widgets.git/info/lfs/objects/batch?%6Fperation[]=upload", "github.com:443", "github.com", "github.com", []byte(`{"operation":"download"}`), lfs)
+	f.Add(int8(1), "GET", "/graphql?query=%7Ba%7D&operationName=&variables=%7B%7D", "api.github.com:443", "api.github.com", "api.github.com", []byte(nil), "")
+	f.Add(int8(1), "HEAD", "/graphql/?query=query+Q%7Ba%7D+mutation+M%7Bb%7D&operationName=Q", "api.github.com:443", "api.github.com", "api.github.com", []byte(nil), "")
+	f.Add(int8(1), "GET", "/graphql", "api.github.com:443", "api.github.com", "api.github.com", []byte(`{"query":"mutation{x}"}`), "application/json")
+	f.Add(int8(1), "POST", "/acme/widgets.git/git-upload-pack", "github.com:443", "github.com", "github.com", []byte("a=1;operation=upload"), "")
+	catalog := catalogPolicy(f)
 	f.Fuzz(func(t *testing.T, kind int8, method, target, connect, sni, host string, body []byte, contentType string) {
 		req := RequestInfo{Kind: Kind(kind % 3), Method: method, Target: target, ConnectHost: connect, SNI: sni, Host: host, Body: body, BodyComplete: true,
 			ContentType: []string{contentType}}
+		checkReadPlaces(t, catalog, req)
 		d := p.Decide(req)
 		if d.Reason == "" || d.Action == "" {
 			t.Fatalf("empty decision for %+v", req)
