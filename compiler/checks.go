@@ -243,8 +243,14 @@ func checkSecretMissing(p *pass) {
 			hint = fmt.Sprintf("; deploy unit %s declares it, but that unit deploys to another cluster (%s), and units of different clusters never share Secrets%s",
 				other.Name, orThisCluster(other.Cluster), hint)
 		}
+		note := p.notCreatedNote(r)
+		if hint == "" && note == "" && !p.opts.AllowMissingSecrets {
+			// Nothing near it: say how a Secret kept out of Git is
+			// declared, and what to pass where it lives elsewhere.
+			hint = "; declare it in the repository as a SealedSecret, an ExternalSecret or a SOPS-encrypted Secret (no value needed in Git), or pass --allow-missing-secrets where Secrets are created outside the repository"
+		}
 		p.report(codeSecretMissing, &c.item, path{"spec", "credential", "secretRef", "name"}, false,
-			"Secret %s is not in the input; the claim fails at run time when the proxy cannot read it%s%s%s", r, p.notCreatedNote(r), hint, p.unreadNote())
+			"Secret %s is not in the input; the claim fails at run time when the proxy cannot read it%s%s%s", r, note, hint, p.unreadNote())
 	}
 }
 

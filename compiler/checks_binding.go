@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"keyhole.dev/keyhole/diag"
 )
@@ -108,7 +109,9 @@ func checkBindingRefs(p *pass) {
 			if p.conns.get(ref{ns, b.Connection}) == nil && !p.invalid["Connection/"+ref{ns, b.Connection}.String()] {
 				names := p.connNames(ns)
 				hint := p.bindingHint(o, "Connection", "connection", b.Connection, names)
-				if hint == "" && len(names) > 0 {
+				if elsewhere := p.connNamespaces(b.Connection, ns); hint == "" && len(elsewhere) > 0 {
+					hint = fmt.Sprintf("; a Connection %s is in namespace %s, and a binding names a Connection of its own namespace", b.Connection, strings.Join(elsewhere, ", "))
+				} else if hint == "" && len(names) > 0 {
 					hint = fmt.Sprintf("; the Connections of namespace %s are: %s", ns, capList(names))
 				}
 				p.report(codeBindingConnectionMissing, &o.item, bindingPath(j).with("connection"), false,
@@ -240,4 +243,17 @@ func didYouMean(word string, candidates []string) string {
 		return fmt.Sprintf("; did you mean %q?", near)
 	}
 	return ""
+}
+
+// connNamespaces lists the namespaces other than ns holding a Connection
+// named name, sorted.
+func (p *pass) connNamespaces(name, ns string) []string {
+	var out []string
+	for _, c := range p.conns {
+		if r := c.ref(); r.name == name && r.namespace != ns && !slices.Contains(out, r.namespace) {
+			out = append(out, r.namespace)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

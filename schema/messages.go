@@ -200,7 +200,11 @@ func (r *reporter) leaf(e *jsonschema.ValidationError) []finding {
 		}
 		return out
 	case "type":
-		f := r.at(node, segs, fmt.Sprintf("want %s, got %s%s", typeWant(sch["type"]), typeGot(inst), yaml11Bool(sch["type"], node)))
+		msg := fmt.Sprintf("want %s, got %s%s", typeWant(sch["type"]), typeGot(inst), yaml11Bool(sch["type"], node))
+		if tmpl, ok := unquotedTemplate(node); ok && sch["type"] == "string" {
+			msg = fmt.Sprintf("want a string, got a mapping: YAML reads an unquoted %s as a mapping of a mapping; quote it: \"%s\"", tmpl, tmpl)
+		}
+		f := r.at(node, segs, msg)
 		f.cause = causeType
 		return []finding{f}
 	case "const":
@@ -577,4 +581,27 @@ func quoteAny(v any) string {
 		return quote(s)
 	}
 	return quote(fmt.Sprint(v))
+}
+
+// unquotedTemplate reports whether n is what YAML makes of a template
+// written without quotes, {{ .token }}: a flow mapping whose one key is
+// a flow mapping of one scalar key and no value; and the template as it
+// was meant.
+func unquotedTemplate(n *yaml.Node) (string, bool) {
+	if n == nil || n.Kind != yaml.MappingNode || n.Style&yaml.FlowStyle == 0 || len(n.Content) != 2 {
+		return "", false
+	}
+	k, v := n.Content[0], n.Content[1]
+	if k.Kind != yaml.MappingNode || k.Style&yaml.FlowStyle == 0 || len(k.Content) != 2 || !isNull(v) {
+		return "", false
+	}
+	ik, iv := k.Content[0], k.Content[1]
+	if ik.Kind != yaml.ScalarNode || !isNull(iv) {
+		return "", false
+	}
+	return "{{ " + ik.Value + " }}", true
+}
+
+func isNull(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.Tag == "!!null"
 }

@@ -136,7 +136,11 @@ func (c *converter) mapping(out map[string]any, n *yaml.Node, depth int, explici
 		}
 		key, ok := keyString(k)
 		if !ok {
-			c.fail(k, "a mapping key must be a string, not a "+nodeKindName(k))
+			// An unquoted {{ .key }} is this mapping of a mapping: the
+			// schema's finding on the value says so, once.
+			if _, tmpl := unquotedTemplate(n); !tmpl {
+				c.fail(k, "a mapping key must be a string, not a "+nodeKindName(k))
+			}
 			continue
 		}
 		c.path = append(c.path, pathSeg{key: key, isKey: true})
