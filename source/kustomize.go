@@ -179,12 +179,14 @@ func (l *loader) runKustomize(dir string, bo kustbuild.Options) kustomizeRun {
 	return kustomizeRun{m: m, read: read, err: err}
 }
 
-// buildOptions are how the loader builds a kustomization root: as
+// buildOptions are how the loader builds the kustomization root dir: as
 // kubectl kustomize does, except that in a repository Flux deploys (one
 // holding Flux Kustomizations) loads are not restricted to the root, as
-// kustomize-controller builds.
-func (l *loader) buildOptions() kustbuild.Options {
-	return kustbuild.Options{MaxSize: l.opts.MaxFileSize, AllowRemote: l.opts.AllowRemoteBases, Unrestricted: slices.ContainsFunc(l.engine, func(u *Unit) bool { return u.Flux != nil })}
+// kustomize-controller builds; whatever the restrictions, the build reads
+// nothing outside the repository (buildRoot).
+func (l *loader) buildOptions(dir string) kustbuild.Options {
+	return kustbuild.Options{MaxSize: l.opts.MaxFileSize, AllowRemote: l.opts.AllowRemoteBases, Unrestricted: slices.ContainsFunc(l.engine, func(u *Unit) bool { return u.Flux != nil }),
+		Root: l.buildRoot(dir)}
 }
 
 // kustomizeRun is what runKustomize returns.
@@ -198,12 +200,12 @@ type kustomizeRun struct {
 // rules for the files it reads (buildRules). Builds go through the Memo
 // (Memo.build), which runs this or reuses what it gave.
 func kustomize(fsys fileSystem, dir string, bo kustbuild.Options) (resmap.ResMap, map[string][]byte, error) {
-	fs, err := fsys.kustomize()
+	fs, err := fsys.kustomize(bo.Root, bo.AllowRemote)
 	if err != nil {
 		return nil, nil, err
 	}
-	rules := buildRules{fsys: fsys}
-	rules.confine, rules.confineGit = confinement(fsys, dir)
+	rules := buildRules{fsys: fsys, confine: bo.Root}
+	_, rules.confineGit = confinement(fsys, dir)
 	return kustbuild.Build(fs, rules, dir, bo)
 }
 
@@ -255,7 +257,7 @@ func (l *loader) buildKustomizationFrom(u *Unit, named, dir string, walked bool,
 	}
 	kname := b.kname
 	if pre == nil {
-		run := l.runKustomize(dir, l.buildOptions())
+		run := l.runKustomize(dir, l.buildOptions(dir))
 		pre = &run
 	}
 	m, read, err := pre.m, pre.read, pre.err
@@ -267,6 +269,10 @@ func (l *loader) buildKustomizationFrom(u *Unit, named, dir string, walked bool,
 	}
 	if refused, ok := err.(*kustbuild.FileRefused); ok {
 		b.reportRefused(refused)
+		return
+	}
+	if outside, ok := err.(*kustbuild.Outside); ok {
+		l.diags = append(l.diags, b.outside(outside))
 		return
 	}
 	if refused, ok := err.(*kustbuild.RemoteRefused); ok {
