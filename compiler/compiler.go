@@ -541,8 +541,8 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 	}
 	if vs := dg.schemaFindings(); len(vs) > 0 {
 		for _, vi := range vs {
-			pos, note := doc.At(vi.Line, vi.Column, vi.Path)
-			p.diags = append(p.diags, p.diagnostic(codeSchemaInvalid, &it, pos, vi.Path, vi.Message+note))
+			pos, msg := violationAt(doc, vi.Line, vi.Column, vi.Path, vi.Message)
+			p.diags = append(p.diags, p.diagnostic(codeSchemaInvalid, &it, pos, vi.Path, msg))
 		}
 		// What names it is not told it is missing: its own findings
 		// say what is wrong with it.
