@@ -64,6 +64,22 @@ func withheld(msg, note string, n *yaml.Node) string {
 	return b.String()
 }
 
+// copied is msg, about node n whose value may be a copy of what a
+// generator read from a file (source.Document.Copied), with every
+// quotation of it said as "the value" (withheld) and the value itself,
+// where the message repeats it unquoted, too: a check's message names a
+// host, a Secret, an object as the document gives it. Values shorter than
+// four bytes stay, as they would match the message's own words.
+func copied(msg, note string, n *yaml.Node) string {
+	msg = withheld(msg, note, n)
+	for _, v := range scalars(n, nil) {
+		if v = strings.TrimSpace(v); len(v) >= 4 {
+			msg = strings.ReplaceAll(msg, v, "the value")
+		}
+	}
+	return msg
+}
+
 // scalars appends the values of the scalars of n (keys included).
 func scalars(n *yaml.Node, out []string) []string {
 	if n.Kind == yaml.ScalarNode {

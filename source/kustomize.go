@@ -288,6 +288,7 @@ func (l *loader) buildKustomizationFrom(u *Unit, named, dir string, walked bool,
 		l.diags = append(l.diags, b.buildFailed(err, read))
 		return
 	}
+	b.from.copies = copiesValues(read)
 	built := make([]Document, 0, m.Size())
 	for _, r := range m.Resources() {
 		doc, err := b.document(r)
@@ -303,6 +304,26 @@ func (l *loader) buildKustomizationFrom(u *Unit, named, dir string, walked bool,
 		built = append(built, doc)
 		l.docs = append(l.docs, &built[len(built)-1])
 	}
+}
+
+// copiesValues reports whether a kustomization among the files a build
+// read copies values from one object into another: replacements, or
+// vars, which can carry what a generator read from a file into any
+// field.
+func copiesValues(read map[string][]byte) bool {
+	for p, data := range read {
+		if !isKustomizationName(filepath.Base(p)) {
+			continue
+		}
+		var doc yaml.Node
+		if err := decode(yaml.NewDecoder(bytes.NewReader(sniffText(data))), &doc); err != nil || len(doc.Content) == 0 {
+			return true // kustomize read it; keyhole cannot say what it does
+		}
+		if Lookup(doc.Content[0], "replacements") != nil || Lookup(doc.Content[0], "vars") != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // The bounds on what one kustomize build reads (see kustbuild.Budget).

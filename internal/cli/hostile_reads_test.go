@@ -13,6 +13,10 @@ import (
 // file the job left in its working tree.
 const hostileCanary = "ghs_H0st1leC4n4ryQ9xZ7Wm2Lp5Vb8Nd1Hs6Jf"
 
+// hexCanary is a token of lowercase hex, which passes the schema of a
+// name or a host: a check's own message, not the schema's, would name it.
+const hexCanary = "0f3a9c1e7b2d4a6f8e0c1b3d5f7a9c2e4b6d8f0a"
+
 // TestHostileReadsConfined: a pull request whose kustomizations, Flux
 // Kustomizations and Argo CD Applications read files outside the
 // repository, or in its .git directory, reads none of them, and says so;
@@ -35,6 +39,8 @@ func TestHostileReadsConfined(t *testing.T) {
 		return "  - source: {kind: ConfigMap, name: leak, fieldPath: data.config, options: {delimiter: 'basic ', index: 1}}\n" +
 			"    targets: [{select: {kind: " + kind + "}, fieldPaths: [" + field + "]}]\n"
 	}
+	hexWindow := "  - source: {kind: ConfigMap, name: leak, fieldPath: data.config, options: {delimiter: 'token: ', index: 1}}\n" +
+		"    targets: [{select: {kind: AgentRuntime}, fieldPaths: [spec.sandbox.connections.0.connection]}]\n"
 	fluxApps := "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps, namespace: flux-system}\n" +
 		"spec: {interval: 10m, sourceRef: {kind: GitRepository, name: flux-system}, path: ./apps, prune: true}\n"
 	argoApp := func(helm string) string {
@@ -125,6 +131,11 @@ func TestHostileReadsConfined(t *testing.T) {
 			untracked: map[string]string{"creds.txt": "Authorization: basic " + hostileCanary + "\n"},
 			want:      "the value (value set by kustomization.yaml)",
 		},
+		"a replacement's window of a file the job left in the tree, into a check's message": {
+			head:      map[string]string{"kustomization.yaml": rootKustomization("    files: [config=creds.txt]\n", hexWindow)},
+			untracked: map[string]string{"creds.txt": "token: " + hexCanary},
+			want:      "Connection agents/the value is not in the input",
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -190,10 +201,12 @@ func TestHostileReadsConfined(t *testing.T) {
 			for run, args := range runs {
 				_, stdout, stderr := runIn(t, args...)
 				out := stdout + stderr
-				for i := 0; i+10 <= len(hostileCanary); i++ {
-					if strings.Contains(out, hostileCanary[i:i+10]) {
-						t.Errorf("%s: the output holds %q of the canary:\n%s", run, hostileCanary[i:i+10], out)
-						break
+				for _, c := range []string{hostileCanary, hexCanary} {
+					for i := 0; i+10 <= len(c); i++ {
+						if strings.Contains(out, c[i:i+10]) {
+							t.Errorf("%s: the output holds %q of the canary:\n%s", run, c[i:i+10], out)
+							break
+						}
 					}
 				}
 				if !strings.Contains(out, tc.want) {
