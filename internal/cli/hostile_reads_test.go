@@ -185,6 +185,21 @@ func TestHostileReadsConfined(t *testing.T) {
 				v = strings.ReplaceAll(v, outsideMark, outside)
 				head[k] = strings.ReplaceAll(v, "@REL@", filepath.ToSlash(rel))
 			}
+			if len(tc.links) == 0 {
+				// The same pull request as commits, which diff reads in
+				// place: a commit's tree holds no .git, and nothing
+				// outside it.
+				committed := map[string]string{}
+				for k, v := range head {
+					committed[k] = v
+				}
+				for k, v := range tc.untracked {
+					if !strings.HasPrefix(k, ".git/") {
+						committed[k] = v
+					}
+				}
+				g.branch("pr", committed)
+			}
 			g.write(head)
 			g.write(tc.untracked)
 			for name, target := range tc.links {
@@ -195,6 +210,9 @@ func TestHostileReadsConfined(t *testing.T) {
 			}
 			t.Chdir(g.dir)
 			runs := map[string][]string{"diff markdown": {"diff", "--base", "main", "--format", "markdown"}}
+			if len(tc.links) == 0 {
+				runs["diff markdown of commits"] = []string{"diff", "--base", "main", "--head", "pr", "--format", "markdown"}
+			}
 			for _, format := range []string{"text", "json", "github", "sarif"} {
 				runs["check "+format] = []string{"check", "--format", format, "."}
 			}
