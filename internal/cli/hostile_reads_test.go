@@ -60,6 +60,12 @@ func TestHostileReadsConfined(t *testing.T) {
 		"charts/agent/templates/sandboxclass.yaml": strings.Replace(acme["sandboxclass.yaml"],
 			"image: ghcr.io/acme/agent-workspace:1.4.2", "image: {{ .Values.image | quote }}", 1),
 	}
+	// The same chart at the repository's root, whose files .Files reads.
+	rootChart := map[string]string{}
+	for k, v := range chart {
+		rootChart[strings.TrimPrefix(k, "charts/agent/")] = v
+	}
+	rootChart["argocd/app.yaml"] = strings.Replace(argoApp("{releaseName: agents}"), "path: charts/agent", "path: .", 1)
 	withChart := func(files map[string]string) map[string]string {
 		for k, v := range chart {
 			files[k] = v
@@ -124,6 +130,12 @@ func TestHostileReadsConfined(t *testing.T) {
 			head:      map[string]string{"argocd/app.yaml": argoApp("{releaseName: agents, valueFiles: [../../.git/values.yaml]}")},
 			untracked: map[string]string{".git/values.yaml": "image: " + hostileCanary + "\n"},
 			want:      "outside the repository",
+		},
+		"a chart at the root reads .git/config with .Files.Get": {
+			base: rootChart,
+			head: map[string]string{"templates/sandboxclass.yaml": strings.Replace(chart["charts/agent/templates/sandboxclass.yaml"],
+				"{{ .Values.image | quote }}", `{{ required "the chart holds no .git/config" (.Files.Get ".git/config") | quote }}`, 1)},
+			want: "the chart holds no .git/config",
 		},
 		"a replacement's window of a file the job left in the tree, into schema errors": {
 			head: map[string]string{"kustomization.yaml": rootKustomization("    files: [config=creds.txt]\n",
