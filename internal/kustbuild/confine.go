@@ -82,16 +82,24 @@ type confinedFS struct {
 	refused *Outside
 }
 
-// inside reports whether kustomize may ask about p.
-func (f confinedFS) inside(p string) bool {
+// at is p as the file system beneath is asked about it: absolute and
+// cleaned, so that what is checked is what is read (the OS would resolve
+// a "link/.." physically, past the link), and whether it is inside.
+func (f confinedFS) at(p string) (string, bool) {
 	abs, err := filepath.Abs(p)
 	if err != nil {
-		return false
+		return p, false
 	}
 	if f.remote != "" && strings.HasPrefix(abs, f.remote) {
-		return true
+		return abs, true
 	}
-	return Inside(f.root, abs) || f.real != f.root && Inside(f.real, abs)
+	return abs, Inside(f.root, abs) || f.real != f.root && Inside(f.real, abs)
+}
+
+// inside reports whether kustomize may ask about p.
+func (f confinedFS) inside(p string) bool {
+	_, ok := f.at(p)
+	return ok
 }
 
 // refuse keeps the first refusal and returns it.
@@ -103,60 +111,73 @@ func (f confinedFS) refuse(p string) error {
 }
 
 func (f confinedFS) Create(p string) (filesys.File, error) {
-	if !f.inside(p) {
+	abs, ok := f.at(p)
+	if !ok {
 		return nil, f.refuse(p)
 	}
-	return f.FileSystem.Create(p)
+	return f.FileSystem.Create(abs)
 }
 
 func (f confinedFS) Mkdir(p string) error {
-	if !f.inside(p) {
+	abs, ok := f.at(p)
+	if !ok {
 		return f.refuse(p)
 	}
-	return f.FileSystem.Mkdir(p)
+	return f.FileSystem.Mkdir(abs)
 }
 
 func (f confinedFS) MkdirAll(p string) error {
-	if !f.inside(p) {
+	abs, ok := f.at(p)
+	if !ok {
 		return f.refuse(p)
 	}
-	return f.FileSystem.MkdirAll(p)
+	return f.FileSystem.MkdirAll(abs)
 }
 
 func (f confinedFS) RemoveAll(p string) error {
-	if !f.inside(p) {
+	abs, ok := f.at(p)
+	if !ok {
 		return f.refuse(p)
 	}
-	return f.FileSystem.RemoveAll(p)
+	return f.FileSystem.RemoveAll(abs)
 }
 
 func (f confinedFS) Open(p string) (filesys.File, error) {
-	if !f.inside(p) {
+	abs, ok := f.at(p)
+	if !ok {
 		return nil, f.refuse(p)
 	}
-	return f.FileSystem.Open(p)
+	return f.FileSystem.Open(abs)
 }
 
 // IsDir and Exists say no of a path outside, as of a missing one.
-func (f confinedFS) IsDir(p string) bool { return f.inside(p) && f.FileSystem.IsDir(p) }
+func (f confinedFS) IsDir(p string) bool {
+	abs, ok := f.at(p)
+	return ok && f.FileSystem.IsDir(abs)
+}
 
 // Exists: see IsDir.
-func (f confinedFS) Exists(p string) bool { return f.inside(p) && f.FileSystem.Exists(p) }
+func (f confinedFS) Exists(p string) bool {
+	abs, ok := f.at(p)
+	return ok && f.FileSystem.Exists(abs)
+}
 
 func (f confinedFS) ReadDir(p string) ([]string, error) {
-	if !f.inside(p) {
+	abs, ok := f.at(p)
+	if !ok {
 		return nil, f.refuse(p)
 	}
-	return f.FileSystem.ReadDir(p)
+	return f.FileSystem.ReadDir(abs)
 }
 
 // CleanedAbs refuses a path outside, and a path whose links resolve
 // outside.
 func (f confinedFS) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
-	if !f.inside(p) {
+	abs, ok := f.at(p)
+	if !ok {
 		return "", "", f.refuse(p)
 	}
-	d, name, err := f.FileSystem.CleanedAbs(p)
+	d, name, err := f.FileSystem.CleanedAbs(abs)
 	if err != nil {
 		return d, name, err
 	}
@@ -182,17 +203,19 @@ func (f confinedFS) Glob(pattern string) ([]string, error) {
 }
 
 func (f confinedFS) ReadFile(p string) ([]byte, error) {
-	if !f.inside(p) {
+	abs, ok := f.at(p)
+	if !ok {
 		return nil, f.refuse(p)
 	}
-	return f.FileSystem.ReadFile(p)
+	return f.FileSystem.ReadFile(abs)
 }
 
 func (f confinedFS) WriteFile(p string, data []byte) error {
-	if !f.inside(p) {
+	abs, ok := f.at(p)
+	if !ok {
 		return f.refuse(p)
 	}
-	return f.FileSystem.WriteFile(p, data)
+	return f.FileSystem.WriteFile(abs, data)
 }
 
 // Walk walks only what is inside: a directory outside is skipped.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
 	"keyhole.dev/keyhole/diag"
 )
 
@@ -104,5 +106,33 @@ func TestBuildConfined(t *testing.T) {
 				t.Fatalf("the error holds the file outside: %v", err)
 			}
 		})
+	}
+}
+
+// TestConfinedReadsWhatItChecks: a path is read as it was checked,
+// cleaned: "link/.." is the directory the path names, not the parent of
+// the link's target, which the OS would read.
+func TestConfinedReadsWhatItChecks(t *testing.T) {
+	const canary = "canary-3b7e-above-the-target"
+	top := t.TempDir()
+	root := filepath.Join(top, "repo")
+	for _, d := range []string{root, filepath.Join(top, "outside", "sub")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(top, "outside", "secret"), []byte(canary), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(top, "outside", "sub"), filepath.Join(root, "d")); err != nil {
+		t.Fatal(err)
+	}
+	f := confinedFS{FileSystem: filesys.MakeFsOnDisk(), root: root, real: root, refused: &Outside{}}
+	data, err := f.ReadFile(root + "/d/../secret")
+	if strings.Contains(string(data), canary) {
+		t.Fatalf("read through the link's parent: %q", data)
+	}
+	if err == nil {
+		t.Fatal("read a file that is not in the repository")
 	}
 }
