@@ -17,10 +17,10 @@ import (
 // link, and nothing is read through it, on disk as in a commit (whose
 // tree holds nothing outside it). The root is the enclosing git working
 // tree's; outside one, the directory walked, or, for what a build reads,
-// buildRoot's. A target in a .git directory is outside too. Targets are resolved as the commit
-// reader resolves them, a path element at a time and lexically, so the
-// disk and a commit give the same answer, whether or not the target
-// exists.
+// buildRoot's. A target in a .git directory is outside too. Targets are
+// resolved as the commit reader resolves them, a path element at a time
+// and lexically, so the disk and a commit give the same answer, whether
+// or not the target exists.
 
 // confinement returns the root links under dir (absolute) must stay in:
 // the nearest ancestor holding .git, and true; else dir itself, and
@@ -74,9 +74,10 @@ func inRepo(root, abs string) bool {
 }
 
 // linkOutside returns the first symbolic link met in resolving abs whose
-// target lies outside root, or in a .git directory under it, as its path (its directory resolved), or ""
-// when there is none. A path outside root is not its business (""): a
-// kustomize build's own load restrictions govern what it reads there. What
+// target lies outside root, or in a .git directory under it, as its path
+// (its directory resolved), or "" when there is none. A path outside root
+// is not its business (""): inRepo and the build's confined file system
+// refuse it. What
 // cannot be resolved (a missing element, a link loop) is "" too: reading
 // the path reports it.
 func linkOutside(fsys fileSystem, root, abs string) string {
