@@ -166,9 +166,9 @@ func (p *pass) addAgentSandbox(it *item, dg *digested, kind schema.Kind) {
 	}
 	if dg.more != nil && len(dg.more.agentSandbox) > 0 {
 		for _, vi := range dg.more.agentSandbox {
-			pos, note := it.doc.At(vi.Line, vi.Column, vi.Path)
-			p.diags = append(p.diags, p.diagnostic(codeAgentSandboxSchemaInvalid, it, pos, vi.Path,
-				fmt.Sprintf("%s (%s CRD of agent-sandbox %s)%s", vi.Message, kind, schema.AgentSandboxVersion, note)))
+			pos, msg := violationAt(it.doc, vi.Line, vi.Column, vi.Path,
+				fmt.Sprintf("%s (%s CRD of agent-sandbox %s)", vi.Message, kind, schema.AgentSandboxVersion))
+			p.diags = append(p.diags, p.diagnostic(codeAgentSandboxSchemaInvalid, it, pos, vi.Path, msg))
 		}
 		return
 	}
@@ -204,10 +204,10 @@ func checkAgentSandboxSecrets(p *pass) {
 			}
 			slices.Sort(conns)
 			conns = slices.Compact(conns)
-			pos, note := sp.doc.At(u.line, u.column, u.path)
-			p.diags = append(p.diags, p.diagnostic(codeAgentSandboxSecretExposed, &sp.item, pos, u.path,
-				fmt.Sprintf("Secret %q is the credential of Connection %s, and %s: the sandbox would hold what the egress proxy injects, defeating it; remove the reference and let the proxy inject it%s",
-					clip(u.secret), strings.Join(conns, ", "), u.what, note)))
+			pos, msg := violationAt(sp.doc, u.line, u.column, u.path,
+				fmt.Sprintf("Secret %q is the credential of Connection %s, and %s: the sandbox would hold what the egress proxy injects, defeating it; remove the reference and let the proxy inject it",
+					clip(u.secret), strings.Join(conns, ", "), u.what))
+			p.diags = append(p.diags, p.diagnostic(codeAgentSandboxSecretExposed, &sp.item, pos, u.path, msg))
 		}
 	}
 }

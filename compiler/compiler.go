@@ -549,8 +549,8 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 	}
 	if vs := dg.schemaFindings(); len(vs) > 0 {
 		for _, vi := range vs {
-			pos, note := doc.At(vi.Line, vi.Column, vi.Path)
-			p.diags = append(p.diags, p.diagnostic(codeSchemaInvalid, &it, pos, vi.Path, vi.Message+note))
+			pos, msg := violationAt(doc, vi.Line, vi.Column, vi.Path, vi.Message)
+			p.diags = append(p.diags, p.diagnostic(codeSchemaInvalid, &it, pos, vi.Path, msg))
 		}
 		// What names it is not told it is missing: its own findings
 		// say what is wrong with it.
@@ -707,16 +707,20 @@ func annotations(n *yaml.Node) string {
 // is true), with the table's severity for code.
 func (p *pass) report(code string, it *item, at path, key bool, format string, args ...any) {
 	pos, note := it.doc.Pos, ""
+	msg := fmt.Sprintf(format, args...)
 	// A finding the object's annotation suppresses is placed at its
 	// document: finding the field would read a released document's file
 	// again, for every such finding, to place what is only counted.
 	if code == codeAccessAboveCeiling || !it.ignores(p.digests.of(it.doc), code) {
 		var root *yaml.Node
 		if root, note = it.tree(); root != nil {
-			pos, note = it.doc.Where(at.find(root, key))
+			n := at.find(root, key)
+			if pos, note = it.doc.Where(n); it.doc.Copied(n) {
+				msg = copied(msg, note, n)
+			}
 		}
 	}
-	p.diags = append(p.diags, p.diagnostic(code, it, pos, at.String(), fmt.Sprintf(format, args...)+note))
+	p.diags = append(p.diags, p.diagnostic(code, it, pos, at.String(), msg+note))
 }
 
 // reportUse reports on a key use, pointing at the reference itself inside
@@ -724,13 +728,16 @@ func (p *pass) report(code string, it *item, at path, key bool, format string, a
 func (p *pass) reportUse(code string, it *item, u keyUse, format string, args ...any) {
 	root, note := it.tree()
 	pos, at := it.doc.Pos, u.at()
+	msg := fmt.Sprintf(format, args...)
 	if root != nil {
 		n := at.find(root, false)
 		if pos, note = it.doc.Where(n); note == "" {
 			pos.Column = refColumn(n, u.offset)
+		} else if it.doc.Copied(n) {
+			msg = copied(msg, note, n)
 		}
 	}
-	p.diags = append(p.diags, p.diagnostic(code, it, pos, at.String(), fmt.Sprintf(format, args...)+note))
+	p.diags = append(p.diags, p.diagnostic(code, it, pos, at.String(), msg+note))
 }
 
 // refColumn returns the column of the byte at offset in scalar n's value,

@@ -85,9 +85,8 @@ func (p *pass) checkOperatorObject(it *item, dg *digested, kind schema.Kind) {
 		found = dg.more.opFindings
 	}
 	for _, vi := range found {
-		pos, note := doc.At(vi.Line, vi.Column, vi.Path)
-		p.diags = append(p.diags, p.diagnostic(codeOperatorSchemaInvalid, it, pos, vi.Path,
-			fmt.Sprintf("%s (%s CRD of operator %s)%s", vi.Message, kind, op.Version, note)))
+		pos, msg := violationAt(doc, vi.Line, vi.Column, vi.Path, fmt.Sprintf("%s (%s CRD of operator %s)", vi.Message, kind, op.Version))
+		p.diags = append(p.diags, p.diagnostic(codeOperatorSchemaInvalid, it, pos, vi.Path, msg))
 	}
 	if op.Sandbox {
 		return

@@ -299,8 +299,8 @@ func (p *pass) addSOPSSecret(v *schema.Validator, it *item) {
 	shadow := withoutSOPS(doc.Node)
 	if vs := v.Validate(schema.KindSecret, shadow); len(vs) > 0 {
 		for _, vi := range vs {
-			pos, note := doc.At(vi.Line, vi.Column, vi.Path)
-			p.diags = append(p.diags, p.diagnostic(codeSchemaInvalid, it, pos, vi.Path, vi.Message+note))
+			pos, msg := violationAt(doc, vi.Line, vi.Column, vi.Path, vi.Message)
+			p.diags = append(p.diags, p.diagnostic(codeSchemaInvalid, it, pos, vi.Path, msg))
 		}
 		p.indexSecret(it.ref(), &secret{item: *it, values: nil, keysUnknown: true, invalid: true, declared: &secretDeclared{from: "SOPS-encrypted Secret " + it.ref().String()}})
 		return

@@ -641,7 +641,7 @@ func (l *loader) prepareArgo(u *Unit) engineJob {
 		j.build, j.built, j.run = true, true, b.run
 		return j
 	}
-	j.bo = l.buildOptions()
+	j.bo = l.buildOptions(u.Root)
 	j.bo.KFile, j.bo.KData = l.argoManifest(u)
 	j.build = true
 	return j
@@ -919,6 +919,10 @@ func (l *loader) argoHelm(src *yaml.Node, sources []*yaml.Node, app, namespace, 
 			o.Invalid = cmp.Or(o.Invalid, fmt.Sprintf("value file %s leaves the repository, which Argo CD refuses", v))
 			continue
 		}
+		if l.outsideRepo(srcRoot, abs) {
+			o.Invalid = cmp.Or(o.Invalid, fmt.Sprintf("value file %s is outside the repository (in a .git directory, or through a symbolic link leading out), which keyhole never reads", v))
+			continue
+		}
 		if fi, err := l.fsys.Stat(abs); err != nil || !fi.Mode().IsRegular() {
 			if !ignoreMissing {
 				o.Invalid = cmp.Or(o.Invalid, fmt.Sprintf("value file %s is not a file of this repository", v))
@@ -950,7 +954,7 @@ func (l *loader) argoHelm(src *yaml.Node, sources []*yaml.Node, app, namespace, 
 	if fps := Lookup(h, "fileParameters"); fps != nil && fps.Kind == yaml.SequenceNode {
 		for _, p := range fps.Content {
 			abs := filepath.Join(root, filepath.FromSlash(stringField(p, "path")))
-			if !within(srcRoot, abs) {
+			if !within(srcRoot, abs) || l.outsideRepo(srcRoot, abs) {
 				o.Invalid = cmp.Or(o.Invalid, fmt.Sprintf("file parameter %s reads %s, outside the repository", stringField(p, "name"), stringField(p, "path")))
 				continue
 			}

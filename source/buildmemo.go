@@ -34,7 +34,7 @@ import (
 
 // buildKey is what a build is asked besides its filesystem's answers.
 type buildKey struct {
-	dir          string
+	dir, root    string
 	maxSize      int64
 	unrestricted bool
 	kfile        string
@@ -87,7 +87,7 @@ func (m *Memo) build(fsys fileSystem, dir string, bo kustbuild.Options) (resmap.
 	if m == nil || bo.AllowRemote {
 		return kustomize(fsys, dir, bo)
 	}
-	key := buildKey{dir: dir, maxSize: bo.MaxSize, unrestricted: bo.Unrestricted, kfile: bo.KFile, kdata: sha256.Sum256(bo.KData)}
+	key := buildKey{dir: dir, root: bo.Root, maxSize: bo.MaxSize, unrestricted: bo.Unrestricted, kfile: bo.KFile, kdata: sha256.Sum256(bo.KData)}
 	// Each round looks at the builds of the key not yet looked at and, when
 	// there are none, claims the key in the same step: two sides building
 	// the same unit at once must find each other, the later one waiting
@@ -105,7 +105,7 @@ func (m *Memo) build(fsys fileSystem, dir string, bo kustbuild.Options) (resmap.
 		}
 		for _, k := range kept {
 			<-k.done
-			if k.ok && sameAnswers(fsys, k.answers) {
+			if k.ok && sameAnswers(fsys, bo.Root, k.answers) {
 				m.mu.Lock()
 				m.buildHits++
 				m.mu.Unlock()
@@ -115,7 +115,7 @@ func (m *Memo) build(fsys fileSystem, dir string, bo kustbuild.Options) (resmap.
 		seen += len(kept)
 	}
 	defer close(b.done)
-	rec := &recorder{fs: fsys, answers: map[fsCall][sha256.Size]byte{}}
+	rec := &recorder{fs: fsys, root: bo.Root, answers: map[fsCall][sha256.Size]byte{}}
 	rm, read, err := kustomize(rec, dir, bo)
 	if !rec.written() {
 		b.ok, b.answers, b.m, b.read, b.err = true, rec.answers, copyResMap(rm), read, err
@@ -141,9 +141,9 @@ func copyResMap(m resmap.ResMap) resmap.ResMap {
 }
 
 // sameAnswers reports whether fsys answers each question as answers
-// record.
-func sameAnswers(fsys fileSystem, answers map[fsCall][sha256.Size]byte) bool {
-	kfs, err := fsys.kustomize()
+// record, its kustomize filesystem confined to root.
+func sameAnswers(fsys fileSystem, root string, answers map[fsCall][sha256.Size]byte) bool {
+	kfs, err := fsys.kustomize(root, false)
 	if err != nil {
 		return false
 	}
@@ -289,7 +289,9 @@ func (d digest) cleaned(dir filesys.ConfirmedDir, file string, err error) {
 // a build, the first time each question is asked. One build uses it at a
 // time; its kustomize filesystem notes into the same answers.
 type recorder struct {
-	fs      fileSystem
+	fs fileSystem
+	// root is the build's (kustbuild.Options.Root).
+	root    string
 	mu      sync.Mutex
 	answers map[fsCall][sha256.Size]byte
 	wrote   bool
@@ -318,7 +320,7 @@ func (r *recorder) keep(op fsOp, path string, fill func(digest)) {
 // note is keep for an answer given as a stream (a file opened, a walk),
 // which is asked again, whole, to be digested.
 func (r *recorder) note(op fsOp, path string) {
-	kfs, err := r.fs.kustomize()
+	kfs, err := r.fs.kustomize(r.root, false)
 	if err != nil {
 		r.taint()
 		return
@@ -375,8 +377,8 @@ func (r *recorder) readlink(name string) (string, error) {
 
 func (r *recorder) kustomizations() *sync.Map { return &r.kusts }
 
-func (r *recorder) kustomize() (filesys.FileSystem, error) {
-	kfs, err := r.fs.kustomize()
+func (r *recorder) kustomize(root string, allowRemote bool) (filesys.FileSystem, error) {
+	kfs, err := r.fs.kustomize(root, allowRemote)
 	if err != nil {
 		return nil, err
 	}

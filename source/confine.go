@@ -1,6 +1,7 @@
 package source
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path"
@@ -8,17 +9,18 @@ import (
 
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/internal/gitfs"
+	"keyhole.dev/keyhole/internal/kustbuild"
 )
 
 // Symbolic links never lead outside the repository (docs/inputs.md): a
 // link whose target lies outside its root is an InputInvalid error at the
 // link, and nothing is read through it, on disk as in a commit (whose
 // tree holds nothing outside it). The root is the enclosing git working
-// tree's; outside one, the directory walked, or the kustomization's
-// directory for what its build reads. Targets are resolved as the commit
-// reader resolves them, a path element at a time and lexically, so the
-// disk and a commit give the same answer, whether or not the target
-// exists.
+// tree's; outside one, the directory walked, or, for what a build reads,
+// buildRoot's. A target in a .git directory is outside too. Targets are
+// resolved as the commit reader resolves them, a path element at a time
+// and lexically, so the disk and a commit give the same answer, whether
+// or not the target exists.
 
 // confinement returns the root links under dir (absolute) must stay in:
 // the nearest ancestor holding .git, and true; else dir itself, and
@@ -36,10 +38,46 @@ func confinement(fsys fileSystem, dir string) (root string, git bool) {
 	}
 }
 
+// buildRoot is the root no read of a build of dir (absolute) may leave,
+// whatever kustomize's load restrictions (kustbuild.Options.Root): the
+// repository's, a commit's tree or the git working tree enclosing dir;
+// outside any, the working directory when dir is in it, else dir itself.
+func (l *loader) buildRoot(dir string) string {
+	if t := l.opts.Tree; t != nil {
+		return t.Root()
+	}
+	if root, git := confinement(l.fsys, dir); git {
+		return root
+	}
+	if within(l.dir, dir) {
+		return l.dir
+	}
+	return dir
+}
+
+// errOutsideRepo is the error of a read outsideRepo refuses.
+var errOutsideRepo = errors.New("outside the repository (in a .git directory, or through a symbolic link leading out), which keyhole never reads")
+
+// outsideRepo reports whether reading abs (a file an engine's object
+// names: a Helm value file, an Argo CD file parameter) would leave the
+// repository that holds dir (buildRoot): a path outside it or in a .git
+// directory, or a symbolic link on the way whose target is.
+func (l *loader) outsideRepo(dir, abs string) bool {
+	root := l.buildRoot(dir)
+	return !inRepo(root, abs) || linkOutside(l.fsys, root, abs) != ""
+}
+
+// inRepo reports whether abs lies in root and not in a .git directory
+// under it, lexically (kustbuild.Inside).
+func inRepo(root, abs string) bool {
+	return kustbuild.Inside(filepath.Clean(root), filepath.Clean(abs))
+}
+
 // linkOutside returns the first symbolic link met in resolving abs whose
-// target lies outside root, as its path (its directory resolved), or ""
-// when there is none. A path outside root is not its business (""): a
-// kustomize build's own load restrictions govern what it reads there. What
+// target lies outside root, or in a .git directory under it, as its path
+// (its directory resolved), or "" when there is none. A path outside root
+// is not its business (""): inRepo and the build's confined file system
+// refuse it. What
 // cannot be resolved (a missing element, a link loop) is "" too: reading
 // the path reports it.
 func linkOutside(fsys fileSystem, root, abs string) string {
@@ -73,7 +111,7 @@ func linkOutside(fsys fileSystem, root, abs string) string {
 		} else {
 			to = filepath.Join(cur, filepath.FromSlash(target))
 		}
-		if !within(root, to) {
+		if !inRepo(root, to) {
 			return next
 		}
 		rest = append(components(root, to), rest...)
@@ -92,7 +130,7 @@ func linkOutsideMessage(git bool) string {
 	if !git {
 		where = "the directory checked (there is no enclosing git working tree)"
 	}
-	return "symbolic link whose target is outside " + where + ": keyhole does not follow it, so nothing is read through it; commit the file itself, or point the link inside the repository"
+	return "symbolic link whose target is outside " + where + " (or in a .git directory): keyhole does not follow it, so nothing is read through it; commit the file itself, or point the link inside the repository"
 }
 
 // linkOutsideDiag is the error at a link that leads outside the root,

@@ -65,6 +65,10 @@ type sharedFrom struct {
 	// values were not written at their own line and column of File (see
 	// Where); nil for a file read as it is.
 	where map[*yaml.Node]placed
+	// copies says a kustomization of the build copies values from one
+	// object into another (replacements, vars): what the build set may
+	// be what a generator read from a file (see Copied).
+	copies bool
 }
 
 // Unit is the deploy unit the document belongs to (see docs/inputs.md):
@@ -82,6 +86,16 @@ func (d *Document) Unit() *Unit {
 // named: the scope rule then applies to it, and to what it declares
 // (docs/inputs.md).
 func (d *Document) Walked() bool { return d.from != nil && d.from.walked }
+
+// Copied reports whether the value of node n, a node of d.Node, may be
+// a copy of what a kustomize generator read from a file: the build set it
+// (Where gives a note) and a kustomization of the build copies values
+// between objects (replacements, vars). A message about such a value
+// does not repeat it.
+func (d *Document) Copied(n *yaml.Node) bool {
+	p, ok := d.placedAt(n)
+	return ok && p.note != "" && d.from.copies
+}
 
 // placedAt is where Where places node n when kustomize moved it.
 func (d *Document) placedAt(n *yaml.Node) (placed, bool) {

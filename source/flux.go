@@ -642,7 +642,7 @@ func (l *loader) prepareFlux(u *Unit) engineJob {
 			Message: fmt.Sprintf("Flux cannot generate the kustomization of %s: %v", strings.TrimPrefix(u.Name, "flux:"), err)}
 		return j
 	}
-	j.bo = l.buildOptions()
+	j.bo = l.buildOptions(u.Root)
 	j.bo.KFile, j.bo.KData = filepath.Clean(kfile), kdata
 	if _, ok, _ := unstructured.NestedMap(u.Flux.Object.Object, "spec", "postBuild"); ok {
 		l.repoObjects(u.Flux.SourceRoot) // read now: the builds that substitute share it

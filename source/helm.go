@@ -140,14 +140,14 @@ func (l *loader) renderHelm(dir string, o *HelmOverlay) helmRun {
 	run.missing = dropMissingDependencies(ch)
 	var cvals map[string]any
 	if o.ChartValues != nil {
-		cvals, err = l.mergeValueFiles(o.ChartValues, run.read)
+		cvals, err = l.mergeValueFiles(dir, o.ChartValues, run.read)
 		if err != nil {
 			run.err = err
 			return run
 		}
 		ch.Values = cvals
 	}
-	vals, err := l.helmValues(o, run.read)
+	vals, err := l.helmValues(dir, o, run.read)
 	run.values = secretCandidates(ch, append(valueStrings(ch, vals), o.givenStrings()...))
 	if err != nil {
 		run.err = err
@@ -275,8 +275,8 @@ func dropMissingDependencies(ch *chart.Chart) []string {
 // --values, --set and --set-string (Helm's values.Options.MergeValues):
 // each file over the last, then the inline values, then each --set.
 // The files it reads go into read.
-func (l *loader) helmValues(o *HelmOverlay, read map[string][]byte) (map[string]any, error) {
-	base, err := l.mergeValueFiles(o.ValueFiles, read)
+func (l *loader) helmValues(dir string, o *HelmOverlay, read map[string][]byte) (map[string]any, error) {
+	base, err := l.mergeValueFiles(dir, o.ValueFiles, read)
 	if err != nil {
 		return nil, err
 	}
@@ -313,6 +313,9 @@ func (l *loader) helmValues(o *HelmOverlay, read map[string][]byte) (map[string]
 	for _, s := range o.SetFile {
 		err := strvals.ParseIntoFile(s, base, func(rs []rune) (any, error) {
 			file := string(rs)
+			if l.outsideRepo(dir, file) {
+				return nil, errOutsideRepo
+			}
 			data, err := l.fsys.ReadFile(file)
 			if err != nil {
 				return nil, pathless(err)
@@ -329,9 +332,12 @@ func (l *loader) helmValues(o *HelmOverlay, read map[string][]byte) (map[string]
 
 // mergeValueFiles merges the YAML files (absolute, OS form) in order,
 // each over the last; what it reads goes into read.
-func (l *loader) mergeValueFiles(files []string, read map[string][]byte) (map[string]any, error) {
+func (l *loader) mergeValueFiles(dir string, files []string, read map[string][]byte) (map[string]any, error) {
 	base := map[string]any{}
 	for _, f := range files {
+		if l.outsideRepo(dir, f) {
+			return nil, fmt.Errorf("reading values file %s: %w", filepath.Base(f), errOutsideRepo)
+		}
 		data, err := l.fsys.ReadFile(f)
 		if err != nil {
 			return nil, fmt.Errorf("reading values file %s: %w", filepath.Base(f), pathless(err))
@@ -377,7 +383,7 @@ func (l *loader) chartFiles(dir string) ([]*archive.BufferedFile, map[string][]b
 		rules = r
 	}
 	rules.AddDefaults()
-	confine, _ := confinement(l.fsys, dir)
+	confine := l.buildRoot(dir)
 	read := map[string][]byte{}
 	var files []*archive.BufferedFile
 	var total int64
@@ -389,6 +395,9 @@ func (l *loader) chartFiles(dir string) ([]*archive.BufferedFile, map[string][]b
 		}
 		for _, e := range entries {
 			full := filepath.Join(d, e.Name())
+			if kustbuild.IsGitElement(e.Name()) {
+				continue // a git directory is not the chart's, nor the repository's
+			}
 			rel, _ := filepath.Rel(dir, full)
 			rel = filepath.ToSlash(rel)
 			if e.Type()&fs.ModeSymlink != 0 && linkOutside(l.fsys, confine, full) != "" {

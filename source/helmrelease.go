@@ -87,6 +87,10 @@ func (l *loader) helmReleaseUnit(d *Document, vals *yaml.Node, ns string, srcRoo
 		// Relative to the source's root, and replacing the chart's
 		// values.yaml (which counts only when listed).
 		abs := filepath.Join(srcRoot, filepath.FromSlash(path.Clean("/"+f)))
+		if l.outsideRepo(srcRoot, abs) {
+			hr.Invalid = cmp.Or(hr.Invalid, fmt.Sprintf("values file %s is outside the repository (in a .git directory, or through a symbolic link leading out), which keyhole never reads", f))
+			continue
+		}
 		if fi, err := l.fsys.Stat(abs); err != nil || !fi.Mode().IsRegular() {
 			if ignoreMissing {
 				continue

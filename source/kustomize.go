@@ -179,12 +179,14 @@ func (l *loader) runKustomize(dir string, bo kustbuild.Options) kustomizeRun {
 	return kustomizeRun{m: m, read: read, err: err}
 }
 
-// buildOptions are how the loader builds a kustomization root: as
+// buildOptions are how the loader builds the kustomization root dir: as
 // kubectl kustomize does, except that in a repository Flux deploys (one
 // holding Flux Kustomizations) loads are not restricted to the root, as
-// kustomize-controller builds.
-func (l *loader) buildOptions() kustbuild.Options {
-	return kustbuild.Options{MaxSize: l.opts.MaxFileSize, AllowRemote: l.opts.AllowRemoteBases, Unrestricted: slices.ContainsFunc(l.engine, func(u *Unit) bool { return u.Flux != nil })}
+// kustomize-controller builds; whatever the restrictions, the build reads
+// nothing outside the repository (buildRoot).
+func (l *loader) buildOptions(dir string) kustbuild.Options {
+	return kustbuild.Options{MaxSize: l.opts.MaxFileSize, AllowRemote: l.opts.AllowRemoteBases, Unrestricted: slices.ContainsFunc(l.engine, func(u *Unit) bool { return u.Flux != nil }),
+		Root: l.buildRoot(dir)}
 }
 
 // kustomizeRun is what runKustomize returns.
@@ -198,12 +200,12 @@ type kustomizeRun struct {
 // rules for the files it reads (buildRules). Builds go through the Memo
 // (Memo.build), which runs this or reuses what it gave.
 func kustomize(fsys fileSystem, dir string, bo kustbuild.Options) (resmap.ResMap, map[string][]byte, error) {
-	fs, err := fsys.kustomize()
+	fs, err := fsys.kustomize(bo.Root, bo.AllowRemote)
 	if err != nil {
 		return nil, nil, err
 	}
-	rules := buildRules{fsys: fsys}
-	rules.confine, rules.confineGit = confinement(fsys, dir)
+	rules := buildRules{fsys: fsys, confine: bo.Root}
+	_, rules.confineGit = confinement(fsys, dir)
 	return kustbuild.Build(fs, rules, dir, bo)
 }
 
@@ -255,7 +257,7 @@ func (l *loader) buildKustomizationFrom(u *Unit, named, dir string, walked bool,
 	}
 	kname := b.kname
 	if pre == nil {
-		run := l.runKustomize(dir, l.buildOptions())
+		run := l.runKustomize(dir, l.buildOptions(dir))
 		pre = &run
 	}
 	m, read, err := pre.m, pre.read, pre.err
@@ -267,6 +269,10 @@ func (l *loader) buildKustomizationFrom(u *Unit, named, dir string, walked bool,
 	}
 	if refused, ok := err.(*kustbuild.FileRefused); ok {
 		b.reportRefused(refused)
+		return
+	}
+	if outside, ok := err.(*kustbuild.Outside); ok {
+		l.diags = append(l.diags, b.outside(outside))
 		return
 	}
 	if refused, ok := err.(*kustbuild.RemoteRefused); ok {
@@ -282,6 +288,7 @@ func (l *loader) buildKustomizationFrom(u *Unit, named, dir string, walked bool,
 		l.diags = append(l.diags, b.buildFailed(err, read))
 		return
 	}
+	b.from.copies = copiesValues(read)
 	built := make([]Document, 0, m.Size())
 	for _, r := range m.Resources() {
 		doc, err := b.document(r)
@@ -297,6 +304,26 @@ func (l *loader) buildKustomizationFrom(u *Unit, named, dir string, walked bool,
 		built = append(built, doc)
 		l.docs = append(l.docs, &built[len(built)-1])
 	}
+}
+
+// copiesValues reports whether a kustomization among the files a build
+// read copies values from one object into another: replacements, or
+// vars, which can carry what a generator read from a file into any
+// field.
+func copiesValues(read map[string][]byte) bool {
+	for p, data := range read {
+		if !isKustomizationName(filepath.Base(p)) {
+			continue
+		}
+		var doc yaml.Node
+		if err := decode(yaml.NewDecoder(bytes.NewReader(sniffText(data))), &doc); err != nil || len(doc.Content) == 0 {
+			return true // kustomize read it; keyhole cannot say what it does
+		}
+		if Lookup(doc.Content[0], "replacements") != nil || Lookup(doc.Content[0], "vars") != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // The bounds on what one kustomize build reads (see kustbuild.Budget).

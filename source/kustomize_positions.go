@@ -49,8 +49,15 @@ func (d *Document) Where(n *yaml.Node) (diag.Pos, string) {
 // schema validator reports them. Of several nodes at one position (a base
 // and a patch file may share line numbers) the one at fieldPath wins.
 func (d *Document) At(line, col int, fieldPath string) (diag.Pos, string) {
+	pos, note, _ := d.AtNode(line, col, fieldPath)
+	return pos, note
+}
+
+// AtNode is At, and the node it found (nil when the document is not a
+// build's, or no node is there).
+func (d *Document) AtNode(line, col int, fieldPath string) (diag.Pos, string, *yaml.Node) {
 	if d.from == nil || len(d.from.where) == 0 || d.Node == nil {
-		return diag.Pos{File: d.File, Line: line, Column: col}, ""
+		return diag.Pos{File: d.File, Line: line, Column: col}, "", nil
 	}
 	var first, onPath *yaml.Node
 	var walk func(n *yaml.Node, p string)
@@ -77,13 +84,12 @@ func (d *Document) At(line, col int, fieldPath string) (diag.Pos, string) {
 		}
 	}
 	walk(d.Node, "")
-	switch {
-	case onPath != nil:
-		return d.Where(onPath)
-	case first != nil:
-		return d.Where(first)
+	n := cmp.Or(onPath, first)
+	if n == nil {
+		return diag.Pos{File: d.File, Line: line, Column: col}, "", nil
 	}
-	return diag.Pos{File: d.File, Line: line, Column: col}, ""
+	pos, note := d.Where(n)
+	return pos, note, n
 }
 
 // build is the state of one kustomize build's mapping back to files.

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"fmt"
 	"io/fs"
 	"slices"
 
@@ -55,4 +56,17 @@ func (b *build) reportRefused(e *kustbuild.FileRefused) {
 	d := e.D
 	d.Pos.File = b.display(e.Abs)
 	b.l.diags = append(b.l.diags, d)
+}
+
+// outside is the error of a build that asked for a path outside the
+// repository (kustbuild.Outside) where kustomize's own message does not
+// say so: at the kustomization, naming the path as it reads from the
+// working directory, never what the file holds.
+func (b *build) outside(e *kustbuild.Outside) diag.Diagnostic {
+	return diag.Diagnostic{
+		Code:     CodeKustomizeBuildFailed,
+		Severity: diag.Error,
+		Pos:      diag.Pos{File: b.kname, Line: 1, Column: 1},
+		Message:  fmt.Sprintf("kustomize cannot build %s: it reads %s, %s", b.display(b.root), b.l.display(e.Path, e.Path), e.Error()),
+	}
 }

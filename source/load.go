@@ -18,6 +18,7 @@ import (
 
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/internal/gitfs"
+	"keyhole.dev/keyhole/internal/kustbuild"
 	"keyhole.dev/keyhole/internal/parallel"
 )
 
@@ -213,8 +214,10 @@ type fileSystem interface {
 	ReadFile(name string) ([]byte, error)
 	// readlink is the target of the symbolic link at name (confine.go).
 	readlink(name string) (string, error)
-	// kustomize is the filesystem kustomize builds from.
-	kustomize() (filesys.FileSystem, error)
+	// kustomize is the filesystem kustomize builds from, confined to
+	// root (see kustbuild.Options.Root); allowRemote lets it read the
+	// remote bases kustomize clones.
+	kustomize(root string, allowRemote bool) (filesys.FileSystem, error)
 	// kustomizations keeps what kustomizationNode parsed, by path.
 	kustomizations() *sync.Map
 }
@@ -274,8 +277,10 @@ func (o *osFS) ReadFile(name string) ([]byte, error) {
 	return data, err
 }
 
-func (o *osFS) kustomize() (filesys.FileSystem, error) { return filesys.MakeFsOnDisk(), nil }
-func (o *osFS) kustomizations() *sync.Map              { return &o.kusts }
+func (o *osFS) kustomize(root string, allowRemote bool) (filesys.FileSystem, error) {
+	return kustbuild.OnDisk(root, allowRemote)
+}
+func (o *osFS) kustomizations() *sync.Map { return &o.kusts }
 
 // commitFS is a commit's tree standing at its working tree's place.
 type commitFS struct {
@@ -283,9 +288,9 @@ type commitFS struct {
 	kusts *sync.Map // see kustomizationNode
 }
 
-func (c commitFS) readlink(name string) (string, error)   { return c.Readlink(name) }
-func (c commitFS) kustomize() (filesys.FileSystem, error) { return c.KustomizeFS() }
-func (c commitFS) kustomizations() *sync.Map              { return c.kusts }
+func (c commitFS) readlink(name string) (string, error)               { return c.Readlink(name) }
+func (c commitFS) kustomize(string, bool) (filesys.FileSystem, error) { return c.KustomizeFS() }
+func (c commitFS) kustomizations() *sync.Map                          { return c.kusts }
 
 // osPath turns a path as named by the user into one the OS resolves,
 // relative paths being relative to the loader's working directory.
@@ -607,7 +612,7 @@ func (l *loader) prefetch(roots, kfiles []string, matters []bool, name func(stri
 		i := jobs[j]
 		f := roots[i]
 		if pre[i].build != nil {
-			*pre[i].build = l.runKustomize(f, l.buildOptions())
+			*pre[i].build = l.runKustomize(f, l.buildOptions(f))
 			return
 		}
 		*pre[i].file = l.parseRead(name(f), f, l.read(f, name(f), true), true)

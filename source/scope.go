@@ -387,6 +387,7 @@ func (l *loader) kustomizationHolds(dir string, holds func(name string, data []b
 func (l *loader) kustomizationVisit(dir string, skip map[string]bool, holds func(name string, data []byte) bool) bool {
 	seen := map[string]bool{}
 	confine, _ := confinement(l.fsys, dir)
+	root := l.buildRoot(dir)
 	var visit func(p string) bool
 	visit = func(p string) bool {
 		p = filepath.Clean(p)
@@ -394,8 +395,9 @@ func (l *loader) kustomizationVisit(dir string, skip map[string]bool, holds func
 			return false
 		}
 		seen[p] = true
-		if l.scopeMemo.linkOutside(l.fsys, confine, p) {
-			// Not read: its build says where the link is.
+		if l.scopeMemo.linkOutside(l.fsys, confine, p) || !inRepo(root, p) {
+			// Not read: its build says where the link is, or that the
+			// path is outside the repository.
 			return true
 		}
 		fi, err := l.fsys.Stat(p)

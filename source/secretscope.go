@@ -168,7 +168,11 @@ func (l *loader) patchesSpareSecretNames(dir string, k *yaml.Node) bool {
 				patch = []byte(v.Value)
 			}
 			if v := Lookup(e, "path"); v != nil && v.Kind == yaml.ScalarNode {
-				data, err := l.fsys.ReadFile(filepath.Join(dir, filepath.FromSlash(v.Value)))
+				file := filepath.Join(dir, filepath.FromSlash(v.Value))
+				if l.outsideRepo(dir, file) {
+					return false // never read: the build says it is outside
+				}
+				data, err := l.fsys.ReadFile(file)
 				if err != nil {
 					return false
 				}

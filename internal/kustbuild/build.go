@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	securefs "github.com/fluxcd/pkg/kustomize/filesys"
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resmap"
@@ -32,6 +33,10 @@ type Options struct {
 	// the repository does not hold as such.
 	KFile string
 	KData []byte
+	// Root is the repository's root (absolute): whatever the load
+	// restrictions, the build reads nothing outside it, nor in a .git
+	// directory under it (confine.go). It must be set.
+	Root string
 }
 
 // Rules are the loader's own rules for the files a build reads, so that a
@@ -74,7 +79,9 @@ func (e *FileRefused) Error() string { return e.D.Message }
 // kustomize read, by path, and its error. A panic inside kustomize is an
 // error: no input may crash keyhole. The error is a *RemoteRefused when
 // the build names a remote base that o does not allow, and a
-// *FileRefused when a file breaks the loader's rules.
+// *FileRefused when a file breaks the loader's rules, and an *Outside when
+// the build asked for a path outside o.Root (kustomize's own error, which
+// names the entry, when it says so).
 func Build(fs filesys.FileSystem, rules Rules, dir string, o Options) (m resmap.ResMap, read map[string][]byte, err error) {
 	maxSize, allowRemote := o.MaxSize, o.AllowRemote
 	defer func() {
@@ -83,7 +90,20 @@ func Build(fs filesys.FileSystem, rules Rules, dir string, o Options) (m resmap.
 		}
 	}()
 	read = map[string][]byte{}
-	mfs := metadataFS{FileSystem: fs, rules: rules, maxSize: maxSize, read: read, allowRemote: allowRemote, refused: &RemoteRefused{}, refusedFile: &FileRefused{}, budget: &Budget{},
+	if o.Root == "" {
+		return nil, read, errors.New("kustbuild: a build needs the repository's root")
+	}
+	confined := confinedFS{FileSystem: fs, root: filepath.Clean(o.Root), refused: &Outside{}}
+	confined.real = confined.root
+	if d, _, err := fs.CleanedAbs(confined.root); err == nil {
+		confined.real = string(d)
+	}
+	if o.AllowRemote {
+		if prefix, err := securefs.TmpConfirmedDirPrefix(); err == nil {
+			confined.remote = prefix
+		}
+	}
+	mfs := metadataFS{FileSystem: confined, rules: rules, maxSize: maxSize, read: read, allowRemote: allowRemote, refused: &RemoteRefused{}, refusedFile: &FileRefused{}, budget: &Budget{},
 		kfile: o.KFile, kdata: o.KData}
 	roots := []string{dir}
 	if cd, _, err := fs.CleanedAbs(dir); err == nil {
@@ -101,6 +121,9 @@ func Build(fs filesys.FileSystem, rules Rules, dir string, o Options) (m resmap.
 		opts.LoadRestrictions = types.LoadRestrictionsNone
 	}
 	m, err = krusty.MakeKustomizer(opts).Run(mfs, dir)
+	if err = refusedRead(confined, err); err != nil {
+		m = nil
+	}
 	if err != nil && mfs.refused.Entry != nil {
 		return nil, read, mfs.refused
 	}

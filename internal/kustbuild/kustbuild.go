@@ -1,5 +1,7 @@
 // Package kustbuild runs kustomize as keyhole builds a kustomization:
-// Build, with plugins off and keyhole's limits on what it reads (Budget),
+// Build, with plugins off, on a file system confined to the repository's
+// tree whatever the load restrictions (confine.go), with keyhole's limits
+// on what it reads (Budget),
 // the loader's own rules for each file it reads (Rules), remote bases
 // refused unless allowed (RemoteEntry), and origin annotations asked for
 // (WithBuildMetadata). It also keeps Secret values out of kustomize's
