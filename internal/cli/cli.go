@@ -36,8 +36,16 @@ var errUsage = pipeline.ErrUsage
 // Commands never touch os.Stdout or os.Stderr directly, so every one runs
 // in-process in tests.
 type env struct {
-	stdin          io.Reader
+	stdin io.Reader
+	// stdout and stderr make each line safe for a CI log as it is
+	// written (diag.LogWriter): a repository's file and object names, and
+	// values quoted from it, can never print as a workflow command.
 	stdout, stderr io.Writer
+	// rawStdout is the standard output as given, for what keyhole writes
+	// byte for byte: manifests, schemas, completion scripts, and the
+	// github format, whose annotations are commands and which makes the
+	// rest of its lines safe itself.
+	rawStdout io.Writer
 	// diffAfresh makes diff load, check and render each side on its
 	// own, reusing nothing of the other's: tests compare its output with
 	// the output reuse gives.
@@ -45,6 +53,18 @@ type env struct {
 	// diffReuse, when set, is what diff's sides share (a new one when
 	// nil), for tests to see what was reused.
 	diffReuse *pipeline.Reuse
+}
+
+// raw is the standard output to write byte for byte (see rawStdout).
+func (e *env) raw() io.Writer {
+	if e.rawStdout == nil {
+		return e.stdout
+	}
+	if lw, ok := e.stdout.(*diag.LogWriter); ok {
+		// What was written through the line guard goes out first.
+		lw.Flush()
+	}
+	return e.rawStdout
 }
 
 type command struct {
@@ -107,6 +127,16 @@ func quietLibraries() func() {
 }
 
 func run(e *env, args []string) int {
+	if len(args) == 0 || args[0] != "proxy" {
+		// The proxy logs JSON lines of its own from many goroutines; it
+		// is not run in CI on a repository's names.
+		c := *e
+		out, errOut := diag.NewLogWriter(e.stdout), diag.NewLogWriter(e.stderr)
+		c.stdout, c.stderr, c.rawStdout = out, errOut, e.stdout
+		defer errOut.Flush()
+		defer out.Flush()
+		e = &c
+	}
 	if len(args) == 0 {
 		usage(e.stderr)
 		return exitUsage

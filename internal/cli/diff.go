@@ -97,12 +97,12 @@ func runDiff(e *env, args []string) int {
 		return exitUsage
 	}
 	if err := oneOf("format", *format, diffFormats()...); err != nil {
-		fmt.Fprintf(e.stderr, "keyhole diff: %v\n", err)
+		fmt.Fprintf(e.stderr, "keyhole diff: %s\n", errText(err))
 		return exitUsage
 	}
 	gates, err := parseGates(*failOn, *target)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "keyhole diff: %v\n", err)
+		fmt.Fprintf(e.stderr, "keyhole diff: %s\n", errText(err))
 		return exitUsage
 	}
 	if *base == "" {
@@ -117,7 +117,7 @@ func runDiff(e *env, args []string) int {
 	f.objects = *target == render.TargetOmnia || *target == render.TargetAgentSandbox
 	f.noImages = *target == render.TargetOmnia
 	if err != nil {
-		fmt.Fprintf(e.stderr, "keyhole diff: --target: %v\n", err)
+		fmt.Fprintf(e.stderr, "keyhole diff: --target: %s\n", errText(err))
 		return exitUsage
 	}
 	if len(paths) == 0 {
