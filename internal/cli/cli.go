@@ -46,6 +46,9 @@ type env struct {
 	// github format, whose annotations are commands and which makes the
 	// rest of its lines safe itself.
 	rawStdout io.Writer
+	// rawStderr is the standard error as given, for the github format's
+	// annotations of diff's diagnostics.
+	rawStderr io.Writer
 	// diffAfresh makes diff load, check and render each side on its
 	// own, reusing nothing of the other's: tests compare its output with
 	// the output reuse gives.
@@ -56,15 +59,21 @@ type env struct {
 }
 
 // raw is the standard output to write byte for byte (see rawStdout).
-func (e *env) raw() io.Writer {
-	if e.rawStdout == nil {
-		return e.stdout
+func (e *env) raw() io.Writer { return unguarded(e.stdout, e.rawStdout) }
+
+// rawErr is the standard error to write byte for byte (see rawStderr).
+func (e *env) rawErr() io.Writer { return unguarded(e.stderr, e.rawStderr) }
+
+// unguarded is raw, or guarded when there is no raw writer, once what
+// was written through the guard has gone out.
+func unguarded(guarded, raw io.Writer) io.Writer {
+	if raw == nil {
+		return guarded
 	}
-	if lw, ok := e.stdout.(*diag.LogWriter); ok {
-		// What was written through the line guard goes out first.
+	if lw, ok := guarded.(*diag.LogWriter); ok {
 		lw.Flush()
 	}
-	return e.rawStdout
+	return raw
 }
 
 type command struct {
@@ -132,7 +141,7 @@ func run(e *env, args []string) int {
 		// is not run in CI on a repository's names.
 		c := *e
 		out, errOut := diag.NewLogWriter(e.stdout), diag.NewLogWriter(e.stderr)
-		c.stdout, c.stderr, c.rawStdout = out, errOut, e.stdout
+		c.stdout, c.stderr, c.rawStdout, c.rawStderr = out, errOut, e.stdout, e.stderr
 		defer errOut.Flush()
 		defer out.Flush()
 		e = &c

@@ -102,7 +102,7 @@ func registerUnit(fs *flag.FlagSet) *string {
 // return.
 func renderChecked(e *env, c *pipeline.Checked, f *checkFlags, opts render.Options, renderer render.Renderer, unit *string) ([]pipeline.Rendered, int, bool) {
 	units, rerr := pipeline.Render(c, opts, renderer, *unit)
-	if err := report(&env{stdout: e.stderr, stderr: e.stderr}, *c, f.format, f.print); err != nil {
+	if err := report(&env{stdout: e.stderr, stderr: e.stderr, rawStdout: e.rawErr()}, *c, f.format, f.print); err != nil {
 		return nil, fail(e, "render", err), false
 	}
 	if c.Result.Diagnostics.HasErrors() {
