@@ -19,13 +19,18 @@ import (
 func ciCommand(line string) bool {
 	var b strings.Builder
 	for _, r := range line {
-		if !unicode.In(r, unicode.Cf, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point) {
+		if !ignorableRune(r) {
 			b.WriteRune(r)
 		}
 	}
 	s := strings.TrimLeftFunc(b.String(), unicode.IsSpace)
 	low := strings.ToLower(s)
 	return strings.HasPrefix(s, "::") || strings.Contains(low, "##[") || strings.Contains(low, "##vso[")
+}
+
+// ignorableRune reports whether a runner's comparison passes over r.
+func ignorableRune(r rune) bool {
+	return unicode.In(r, unicode.Cf, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
 }
 
 // annotationLine is a workflow command the github format writes itself.
