@@ -200,3 +200,36 @@ func TestPrintersHostileNames(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSafeLines: whatever the text, no line of SafeLines' output reads as
+// a workflow command, a second pass changes nothing, and a JSON string
+// made safe decodes to what it was.
+func FuzzSafeLines(f *testing.F) {
+	for _, s := range []string{"::set-output name=a::b", " \t::x::y", ":\u00ad:x::y", "a ##[x]y", "##vso[x]", "#\u200b#[x]", "ok\r::e::x\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out := SafeLines(s)
+		for _, l := range logLines(out) {
+			if runnerCommand(l) {
+				t.Fatalf("SafeLines(%q) = %q: %q reads as a command", s, out, l)
+			}
+		}
+		if again := SafeLines(out); again != out {
+			t.Fatalf("SafeLines(%q) = %q, then %q", s, out, again)
+		}
+		b, err := json.Marshal(s)
+		if err != nil {
+			return
+		}
+		var back string
+		if err := json.Unmarshal([]byte(SafeLines(string(b))), &back); err != nil {
+			t.Fatalf("%s through SafeLines is not JSON: %v", b, err)
+		}
+		var want string
+		json.Unmarshal(b, &want)
+		if back != want {
+			t.Fatalf("JSON %s decodes to %q through SafeLines, %q without", b, back, want)
+		}
+	})
+}
