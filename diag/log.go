@@ -72,29 +72,44 @@ func SafeLines(s string) string {
 	if !strings.Contains(s, ":") && !strings.Contains(s, "#") {
 		return s
 	}
+	// Most output has no such line: it is returned as it is, and only a
+	// line that changes starts a copy.
 	var b strings.Builder
-	for s != "" {
-		i := strings.IndexAny(s, "\r\n")
-		line, brk := s, ""
-		if i >= 0 {
-			line, brk = s[:i], s[i:i+1]
-			s = s[i+1:]
+	copied := false
+	for start := 0; start < len(s); {
+		end := strings.IndexAny(s[start:], "\r\n")
+		if end < 0 {
+			end = len(s)
 		} else {
-			s = ""
+			end += start
 		}
-		b.WriteString(safeLine(line))
-		b.WriteString(brk)
+		line := s[start:end]
+		if safe := safeLine(line); safe != line || copied {
+			if !copied {
+				b.WriteString(s[:start])
+				copied = true
+			}
+			b.WriteString(safe)
+			if end < len(s) {
+				b.WriteByte(s[end])
+			}
+		}
+		start = end + 1
+	}
+	if !copied {
+		return s
 	}
 	return b.String()
 }
 
 // safeLine is SafeLines for one line.
 func safeLine(line string) string {
-	if !IsCommand(line) {
+	rest := strings.TrimLeftFunc(line, func(r rune) bool { return unicode.IsSpace(r) || ignorable(r) })
+	if !strings.HasPrefix(rest, ":") && !strings.Contains(line, "#") || !IsCommand(line) {
 		return line
 	}
 	line = escapeRunes(line, ignorable)
-	rest := strings.TrimLeftFunc(line, unicode.IsSpace)
+	rest = strings.TrimLeftFunc(line, unicode.IsSpace)
 	if strings.HasPrefix(rest, ":") {
 		line = line[:len(line)-len(rest)] + `\u003a` + rest[1:]
 	}
