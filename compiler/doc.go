@@ -66,6 +66,11 @@ then one line counting what it does not show (¤412 objects of 37 other kinds an
 skipped, 2 info not shown (-v lists them)¤), then the summary line. ¤-v¤ prints every
 diagnostic, the info and suppressed ones (marked ¤(suppressed by config)¤) included.
 
+A file name, and whatever a message quotes, is printed with its control characters escaped
+(¤\n¤, ¤\x1b¤), so each diagnostic stays on its line; and in every format, a line a CI runner
+would read as a workflow command (one that starts with ¤::¤, or holds ¤##[¤) is written so that
+it is not one: ¤\u003a:set-output ...¤, ¤##\u005b...¤ ([security.md](security.md#a-hostile-pull-request)).
+
 A finding that several deploy units share (a mistake in a base that two overlays build) is
 reported once. When the input has several units and the finding's file is in none of their
 directories, its message ends with the units it affects: ¤(in 2 deploy units: apps/production,

@@ -151,6 +151,17 @@ func plural(n int, word string) string {
 	return fmt.Sprintf("%d %ss", n, word)
 }
 
+// safely runs print with a writer that makes every line it writes safe
+// for a CI log (see LogWriter), then writes the last line out.
+func safely(w io.Writer, print func(io.Writer) error) error {
+	lw := NewLogWriter(w)
+	err := print(lw)
+	if ferr := lw.Flush(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
 // errWriter remembers the first write error so that a printer can write
 // line after line and check once.
 type errWriter struct {

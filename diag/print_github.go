@@ -57,9 +57,11 @@ func (p githubPrinter) Print(w io.Writer, ds List, sum Summary, _ map[string]Rul
 		}
 	}
 	rest.Sort()
+	// The lines that are not annotations are keyhole's text, which names
+	// files and quotes values: none may read as a command.
 	for _, d := range rest {
 		d.Pos.File = p.o.repoPath(d.Pos.File)
-		ew.printf("%s\n", oneLine(d.String()))
+		ew.printf("%s\n", SafeLines(oneLine(d.String())))
 	}
 	line := SummaryLine(ds, sum)
 	if below > 0 {
@@ -68,7 +70,7 @@ func (p githubPrinter) Print(w io.Writer, ds List, sum Summary, _ map[string]Rul
 	if len(rest) > 0 {
 		line += fmt.Sprintf("; %d not annotated (GitHub shows %d annotations of each level per step): listed above", len(rest), annotationsPerLevel)
 	}
-	ew.printf("%s\n", line)
+	ew.printf("%s\n", SafeLines(line))
 	return ew.err
 }
 

@@ -81,8 +81,10 @@ func (jsonPrinter) Print(w io.Writer, ds List, sum Summary, _ map[string]Rule) e
 			Units:      d.Units,
 		})
 	}
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	return safely(w, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	})
 }

@@ -211,10 +211,12 @@ func (p sarifPrinter) Print(w io.Writer, ds List, sum Summary, rules map[string]
 		run.OriginalURIBaseIDs = map[string]sarifArtifact{srcRoot: {URI: root}}
 	}
 	log := sarifLog{Schema: sarifSchema, Version: sarifVersion, Runs: []sarifRun{run}}
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(log)
+	return safely(w, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		return enc.Encode(log)
+	})
 }
 
 // rule is the reportingDescriptor of a code. GitHub shows the short

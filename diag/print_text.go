@@ -13,7 +13,11 @@ import (
 // the suppressed ones marked so.
 type textPrinter struct{ verbose bool }
 
-func (p textPrinter) Print(w io.Writer, ds List, sum Summary, _ map[string]Rule) error {
+func (p textPrinter) Print(w io.Writer, ds List, sum Summary, rules map[string]Rule) error {
+	return safely(w, func(w io.Writer) error { return p.print(w, ds, sum) })
+}
+
+func (p textPrinter) print(w io.Writer, ds List, sum Summary) error {
 	ew := &errWriter{w: w}
 	for _, d := range sorted(ds) {
 		switch {
@@ -32,7 +36,7 @@ func (p textPrinter) Print(w io.Writer, ds List, sum Summary, _ map[string]Rule)
 				if name == "" {
 					name = "(loose files)"
 				}
-				ew.printf("  %s (%s): %s\n", name, u.Source, plural(u.Documents, "document"))
+				ew.printf("  %s (%s): %s\n", EscapeControl(name), u.Source, plural(u.Documents, "document"))
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/proxy/policy"
 )
 
@@ -49,7 +50,13 @@ func Write(w io.Writer, format string, r Result) error {
 	if !ok {
 		return fmt.Errorf("%w %q: want one of %s", ErrUnknownFormat, format, strings.Join(Formats(), ", "))
 	}
-	return f(w, r)
+	// Names and values in the report are the repository's: no line of it
+	// may read as a CI runner's command, whatever they are.
+	lw := diag.NewLogWriter(w)
+	if err := f(lw, r); err != nil {
+		return err
+	}
+	return lw.Flush()
 }
 
 // JSONVersion is the version of the JSON report's schema (docs/diff.md);
@@ -265,7 +272,7 @@ func groupTitle(g group) string {
 
 func writeText(w io.Writer, r Result) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "keyhole diff: %s\n", headline(r))
+	fmt.Fprintf(&b, "keyhole diff: %s\n", diag.EscapeControl(headline(r)))
 	if !r.Changed() {
 		_, err := io.WriteString(w, b.String())
 		return err
@@ -273,7 +280,7 @@ func writeText(w io.Writer, r Result) error {
 	if len(r.Sandboxes) > 0 {
 		b.WriteString("\nAccess, as the proxy decides each request on both sides:\n")
 		for _, g := range groups(r) {
-			fmt.Fprintf(&b, "  %s: %s\n", g.verdict, groupTitle(g))
+			fmt.Fprintf(&b, "  %s: %s\n", g.verdict, diag.EscapeControl(groupTitle(g)))
 			accessText(&b, g.first(), "    ")
 		}
 	}
@@ -288,21 +295,21 @@ func writeText(w io.Writer, r Result) error {
 	}
 	fmt.Fprintf(&b, "  %-*s  added  removed  changed\n", width, "kind")
 	for _, k := range r.Kinds {
-		fmt.Fprintf(&b, "  %-*s  %5d  %7d  %7d\n", width, k.Kind, k.Added, k.Removed, k.Changed)
+		fmt.Fprintf(&b, "  %-*s  %5d  %7d  %7d\n", width, diag.EscapeControl(k.Kind), k.Added, k.Removed, k.Changed)
 	}
 	for _, res := range r.Resources {
-		fmt.Fprintf(&b, "\n%s %s", res.Change, res.ID())
+		fmt.Fprintf(&b, "\n%s %s", res.Change, diag.EscapeControl(res.ID()))
 		if res.Name != "" {
-			fmt.Fprintf(&b, " (%s)", pathNote(res))
+			fmt.Fprintf(&b, " (%s)", diag.EscapeControl(pathNote(res)))
 		} else if res.BasePath != "" && res.HeadPath != "" && res.BasePath != res.HeadPath {
-			fmt.Fprintf(&b, " (%s)", pathNote(res))
+			fmt.Fprintf(&b, " (%s)", diag.EscapeControl(pathNote(res)))
 		}
 		fmt.Fprintf(&b, " +%d -%d\n", res.LinesAdded, res.LinesRemoved)
 		if res.SameAs != "" {
-			fmt.Fprintf(&b, "  the same change as %s\n", res.SameAs)
+			fmt.Fprintf(&b, "  the same change as %s\n", diag.EscapeControl(res.SameAs))
 			continue
 		}
-		b.WriteString(res.Diff)
+		b.WriteString(diffLines(res.Diff))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -312,18 +319,18 @@ func writeText(w io.Writer, r Result) error {
 // indented.
 func accessText(b *strings.Builder, s SandboxChange, indent string) {
 	if s.Undecided != "" {
-		fmt.Fprintf(b, "%scannot decide: %s\n", indent, s.Undecided)
+		fmt.Fprintf(b, "%scannot decide: %s\n", indent, diag.EscapeControl(s.Undecided))
 	}
 	if len(s.Widened) > 0 {
 		fmt.Fprintf(b, "%snewly allowed:\n", indent)
 		for _, wi := range s.Widened {
-			fmt.Fprintf(b, "%s  %s\n", indent, witnessLine(wi, true))
+			fmt.Fprintf(b, "%s  %s\n", indent, diag.EscapeControl(witnessLine(wi, true)))
 		}
 	}
 	if len(s.Narrowed) > 0 {
 		fmt.Fprintf(b, "%snewly refused:\n", indent)
 		for _, wi := range s.Narrowed {
-			fmt.Fprintf(b, "%s  %s\n", indent, witnessLine(wi, false))
+			fmt.Fprintf(b, "%s  %s\n", indent, diag.EscapeControl(witnessLine(wi, false)))
 		}
 	}
 	switch s.Ceiling {
@@ -334,13 +341,13 @@ func accessText(b *strings.Builder, s SandboxChange, indent string) {
 	case CeilingAbove:
 		fmt.Fprintf(b, "%sceiling: ABOVE: the head allows what keyhole.yaml's ceiling forbids:\n", indent)
 		for _, c := range s.AboveCeiling {
-			fmt.Fprintf(b, "%s  %s\n", indent, c.line())
+			fmt.Fprintf(b, "%s  %s\n", indent, diag.EscapeControl(c.line()))
 		}
 	}
 	if lines := policyLines(s); len(lines) > 0 {
 		fmt.Fprintf(b, "%swhat changed:\n", indent)
 		for _, l := range lines {
-			fmt.Fprintf(b, "%s  %s\n", indent, l)
+			fmt.Fprintf(b, "%s  %s\n", indent, diag.EscapeControl(l))
 		}
 	}
 }
@@ -356,7 +363,7 @@ func WriteSandbox(w io.Writer, base, head Ref, s SandboxChange) error {
 	if v == "" {
 		v = VerdictUnchanged
 	}
-	fmt.Fprintf(&b, "sandbox %s: access %s, %s → %s", s.ID(), v, base, head)
+	fmt.Fprintf(&b, "sandbox %s: access %s, %s → %s", diag.EscapeControl(s.ID()), v, diag.EscapeControl(base.String()), diag.EscapeControl(head.String()))
 	if s.Change == Added || s.Change == Removed {
 		fmt.Fprintf(&b, " (the sandbox is %s)", s.Change)
 	}
@@ -365,8 +372,29 @@ func WriteSandbox(w io.Writer, base, head Ref, s SandboxChange) error {
 		b.WriteString("  its proxy config, placeholders and image are the same on both sides\n")
 	}
 	accessText(&b, s, "  ")
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, diag.SafeLines(b.String()))
 	return err
+}
+
+// diffLines is a unified diff as a report shows it: line by line, each
+// line's control characters but its tabs escaped (a rendered file's
+// text is the repository's), so a line stays one line and a terminal
+// shows it as it is.
+func diffLines(d string) string {
+	lines := strings.SplitAfter(d, "\n")
+	for i, l := range lines {
+		body, nl := strings.CutSuffix(l, "\n")
+		parts := strings.Split(body, "\t")
+		for j := range parts {
+			parts[j] = diag.EscapeControl(parts[j])
+		}
+		body = strings.Join(parts, "\t")
+		if nl {
+			body += "\n"
+		}
+		lines[i] = body
+	}
+	return strings.Join(lines, "")
 }
 
 // pathNote is the resource's path, or both when it moved.
@@ -487,12 +515,12 @@ func writeMarkdown(w io.Writer, r Result) error {
 		}
 	}
 	for i, res := range r.Resources {
-		what := "<code>" + htmlEscape(clipText(pathNote(res), 300)) + "</code>"
+		what := "<code>" + mdHTML(clipText(pathNote(res), 300)) + "</code>"
 		if res.Name != "" {
-			what = htmlEscape(clipText(res.ID(), 300)) + " " + what
+			what = mdHTML(clipText(res.ID(), 300)) + " " + what
 		}
 		if res.SameAs != "" {
-			if !m.add(fmt.Sprintf("\n%s %s (+%d −%d): the same change as %s.\n", res.Change, what, res.LinesAdded, res.LinesRemoved, htmlEscape(clipText(res.SameAs, 300))), MarkdownLimit) {
+			if !m.add(fmt.Sprintf("\n%s %s (+%d −%d): the same change as %s.\n", res.Change, what, res.LinesAdded, res.LinesRemoved, mdHTML(clipText(res.SameAs, 300))), MarkdownLimit) {
 				fmt.Fprintf(&m.b, andMore, len(r.Resources)-i)
 				break
 			}
@@ -500,7 +528,7 @@ func writeMarkdown(w io.Writer, r Result) error {
 		}
 		head := fmt.Sprintf("\n<details><summary>%s %s (+%d −%d)</summary>\n\n", res.Change, what, res.LinesAdded, res.LinesRemoved)
 		fence := strings.Repeat("`", max(3, longestRun(res.Diff, '`')+1))
-		block := fmt.Sprintf("%s%sdiff\n%s%s\n\n</details>\n", head, fence, res.Diff, fence)
+		block := fmt.Sprintf("%s%sdiff\n%s%s\n\n</details>\n", head, fence, diffLines(res.Diff), fence)
 		if m.add(block, MarkdownDiffBudget) || m.add(head+omitted+"\n</details>\n", MarkdownLimit) {
 			continue
 		}
@@ -640,8 +668,11 @@ func mdMarker(m string) string {
 }
 
 // mdCode is s as inline code, with a fence longer than any run of
-// backticks in s.
+// backticks in s, and its line breaks and other control characters
+// escaped, so that it cannot end the span's paragraph or list item: in a
+// code span nothing else of markdown (a mention, an image, HTML) is read.
 func mdCode(s string) string {
+	s = diag.EscapeControl(s)
 	fence := strings.Repeat("`", longestRun(s, '`')+1)
 	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
 		return fence + " " + s + " " + fence
@@ -649,10 +680,22 @@ func mdCode(s string) string {
 	return fence + s + fence
 }
 
-func mdCell(s string) string { return strings.ReplaceAll(htmlEscape(s), "|", `\|`) }
+// mdCell is s as the text of a table cell (see mdHTML).
+func mdCell(s string) string { return mdHTML(s) }
 
-func htmlEscape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)
+// mdHTML is s as text in markdown or in an HTML element of it (a table
+// cell, a <summary>, <code>): on one line, its control characters
+// escaped, and each character markdown or GitHub would read (HTML, a
+// link or image, emphasis, a table's '|', a backtick, an @-mention or
+// #-reference, an escape) written as a character reference, which every
+// renderer shows as the character itself.
+func mdHTML(s string) string {
+	return strings.NewReplacer(
+		"&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#39;",
+		"@", "&#64;", "#", "&#35;", "[", "&#91;", "]", "&#93;", "!", "&#33;",
+		"*", "&#42;", "_", "&#95;", "`", "&#96;", "|", "&#124;", `\`, "&#92;",
+		"~", "&#126;", ":", "&#58;",
+	).Replace(diag.EscapeControl(s))
 }
 
 func longestRun(s string, c byte) int {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the end-to-end tests run as real clients and servers:
-# git (with git-http-backend), curl, Python requests, gh, kubectl, the
+# git (with git-http-backend), curl, Python requests, gh, jq, kubectl, the
 # shells the completion tests run (zsh, fish), shellcheck (actionlint runs
 # it), pre-commit, etcd with a kube-apiserver; for the client matrix and
 # the transparent-mode tests also wget, Node.js, a headless Java runtime,
@@ -33,6 +33,7 @@ need git git
 need git-lfs git-lfs
 need curl curl
 need gh gh
+need jq jq
 need zsh zsh
 need fish fish
 need shellcheck shellcheck

@@ -146,9 +146,10 @@ func stepWrapper(a action, s actionStep, inputs []string) (string, error) {
 	return b.String(), nil
 }
 
-// commentsAPI stands in for the three calls of GitHub's REST API that
-// the comment step makes through gh: list, create and update an issue's
-// comments.
+// commentsAPI stands in for the calls of GitHub's REST API that the
+// comment step makes through gh: who the token is (refused, as it is for
+// GITHUB_TOKEN), list, create and update an issue's comments. Comments
+// are created as github-actions[bot]'s.
 type commentsAPI struct {
 	mu       sync.Mutex
 	next     int
@@ -157,9 +158,14 @@ type commentsAPI struct {
 }
 
 type apiComment struct {
-	ID    int    `json:"id"`
-	Issue int    `json:"-"`
-	Body  string `json:"body"`
+	ID    int     `json:"id"`
+	Issue int     `json:"-"`
+	User  apiUser `json:"user"`
+	Body  string  `json:"body"`
+}
+
+type apiUser struct {
+	Login string `json:"login"`
 }
 
 func newCommentsAPI() *commentsAPI { return &commentsAPI{next: 100} }
@@ -178,6 +184,10 @@ func (a *commentsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if r.URL.Path == "/api/v3/user" {
+		http.Error(w, `{"message": "Resource not accessible by integration"}`, http.StatusForbidden)
+		return
+	}
 	var in struct {
 		Body string `json:"body"`
 	}
@@ -201,7 +211,7 @@ func (a *commentsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		case http.MethodPost:
 			a.next++
-			c := apiComment{ID: a.next, Issue: issue, Body: in.Body}
+			c := apiComment{ID: a.next, Issue: issue, User: apiUser{Login: "github-actions[bot]"}, Body: in.Body}
 			a.comments = append(a.comments, c)
 			w.WriteHeader(http.StatusCreated)
 			json.NewEncoder(w).Encode(c)

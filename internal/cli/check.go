@@ -98,7 +98,11 @@ func report(e *env, c pipeline.Checked, format string, pf printFlags) error {
 		sum.Units = append(sum.Units, u.Name)
 		sum.Built = append(sum.Built, diag.BuiltUnit{Name: u.Name, Source: string(u.Source), Documents: c.UnitDocs[u.ID]})
 	}
-	return p.Print(e.stdout, c.Result.Diagnostics, sum, c.AllRules())
+	w := e.stdout
+	if format == "github" {
+		w = e.raw()
+	}
+	return p.Print(w, c.Result.Diagnostics, sum, c.AllRules())
 }
 
 func runCheck(e *env, args []string) int {
@@ -112,7 +116,7 @@ func runCheck(e *env, args []string) int {
 		return flagExit(err)
 	}
 	if err := f.validate(); err != nil {
-		fmt.Fprintf(e.stderr, "keyhole check: %v\n", err)
+		fmt.Fprintf(e.stderr, "keyhole check: %s\n", errText(err))
 		return exitUsage
 	}
 	c, err := pipeline.Check(f.options(e, paths))
@@ -155,9 +159,14 @@ func fail(e *env, cmd string, err error) int {
 	var list diag.List
 	if errors.As(err, &list) {
 		for _, d := range list {
-			fmt.Fprintf(e.stderr, "%s\n", d)
+			fmt.Fprintf(e.stderr, "%s\n", diag.EscapeControl(d.String()))
 		}
 	}
-	fmt.Fprintf(e.stderr, "keyhole %s: %v\n", cmd, err)
+	fmt.Fprintf(e.stderr, "keyhole %s: %s\n", cmd, errText(err))
 	return exitUsage
 }
+
+// errText is err's message on one line, its control characters escaped:
+// an error quotes file names and values, and keyhole's own messages are
+// one line each.
+func errText(err error) string { return diag.EscapeControl(err.Error()) }

@@ -36,8 +36,19 @@ var errUsage = pipeline.ErrUsage
 // Commands never touch os.Stdout or os.Stderr directly, so every one runs
 // in-process in tests.
 type env struct {
-	stdin          io.Reader
+	stdin io.Reader
+	// stdout and stderr make each line safe for a CI log as it is
+	// written (diag.LogWriter): a repository's file and object names, and
+	// values quoted from it, can never print as a workflow command.
 	stdout, stderr io.Writer
+	// rawStdout is the standard output as given, for what keyhole writes
+	// byte for byte: manifests, schemas, completion scripts, and the
+	// github format, whose annotations are commands and which makes the
+	// rest of its lines safe itself.
+	rawStdout io.Writer
+	// rawStderr is the standard error as given, for the github format's
+	// annotations of diff's diagnostics.
+	rawStderr io.Writer
 	// diffAfresh makes diff load, check and render each side on its
 	// own, reusing nothing of the other's: tests compare its output with
 	// the output reuse gives.
@@ -45,6 +56,24 @@ type env struct {
 	// diffReuse, when set, is what diff's sides share (a new one when
 	// nil), for tests to see what was reused.
 	diffReuse *pipeline.Reuse
+}
+
+// raw is the standard output to write byte for byte (see rawStdout).
+func (e *env) raw() io.Writer { return unguarded(e.stdout, e.rawStdout) }
+
+// rawErr is the standard error to write byte for byte (see rawStderr).
+func (e *env) rawErr() io.Writer { return unguarded(e.stderr, e.rawStderr) }
+
+// unguarded is raw, or guarded when there is no raw writer, once what
+// was written through the guard has gone out.
+func unguarded(guarded, raw io.Writer) io.Writer {
+	if raw == nil {
+		return guarded
+	}
+	if lw, ok := guarded.(*diag.LogWriter); ok {
+		lw.Flush()
+	}
+	return raw
 }
 
 type command struct {
@@ -107,6 +136,16 @@ func quietLibraries() func() {
 }
 
 func run(e *env, args []string) int {
+	if len(args) == 0 || args[0] != "proxy" {
+		// The proxy logs JSON lines of its own from many goroutines; it
+		// is not run in CI on a repository's names.
+		c := *e
+		out, errOut := diag.NewLogWriter(e.stdout), diag.NewLogWriter(e.stderr)
+		c.stdout, c.stderr, c.rawStdout, c.rawStderr = out, errOut, e.stdout, e.stderr
+		defer errOut.Flush()
+		defer out.Flush()
+		e = &c
+	}
 	if len(args) == 0 {
 		usage(e.stderr)
 		return exitUsage

@@ -40,7 +40,7 @@ func runCompletion(e *env, args []string) int {
 	case "fish":
 		script = fishCompletion(cmds)
 	}
-	if _, err := io.WriteString(e.stdout, script); err != nil {
+	if _, err := io.WriteString(e.raw(), script); err != nil {
 		return fail(e, "completion", err)
 	}
 	return exitOK

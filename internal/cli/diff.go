@@ -97,12 +97,12 @@ func runDiff(e *env, args []string) int {
 		return exitUsage
 	}
 	if err := oneOf("format", *format, diffFormats()...); err != nil {
-		fmt.Fprintf(e.stderr, "keyhole diff: %v\n", err)
+		fmt.Fprintf(e.stderr, "keyhole diff: %s\n", errText(err))
 		return exitUsage
 	}
 	gates, err := parseGates(*failOn, *target)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "keyhole diff: %v\n", err)
+		fmt.Fprintf(e.stderr, "keyhole diff: %s\n", errText(err))
 		return exitUsage
 	}
 	if *base == "" {
@@ -117,7 +117,7 @@ func runDiff(e *env, args []string) int {
 	f.objects = *target == render.TargetOmnia || *target == render.TargetAgentSandbox
 	f.noImages = *target == render.TargetOmnia
 	if err != nil {
-		fmt.Fprintf(e.stderr, "keyhole diff: --target: %v\n", err)
+		fmt.Fprintf(e.stderr, "keyhole diff: --target: %s\n", errText(err))
 		return exitUsage
 	}
 	if len(paths) == 0 {
@@ -141,8 +141,12 @@ func runDiff(e *env, args []string) int {
 			s.ok = true // the PATHs are all on the other side only
 			return
 		}
-		se := &env{stdout: &s.stderr, stderr: &s.stderr}
+		// The buffer holds lines made safe for a CI log and, in the
+		// github format, the annotations (see env.rawErr).
+		buf := diag.NewLogWriter(&s.stderr)
+		se := &env{stdout: buf, stderr: buf, rawStderr: &s.stderr}
 		s.code, s.ok = s.render(se, wd, &f, diagFormat, opts, renderer, r)
+		buf.Flush()
 	}
 	// The two sides load, check and render at once, each printing into
 	// its own buffer, and the buffers are printed in order, base first,
@@ -161,7 +165,7 @@ func runDiff(e *env, args []string) int {
 	}
 	wg.Wait()
 	for _, s := range sides {
-		if _, err := e.stderr.Write(s.stderr.Bytes()); err != nil {
+		if _, err := e.rawErr().Write(s.stderr.Bytes()); err != nil {
 			return exitUsage
 		}
 		if !s.ok {
@@ -276,7 +280,7 @@ func (s *diffSide) render(e *env, wd string, f *checkFlags, diagFormat string, o
 	// compares such a side.
 	hasErrors := pipeline.BlockingErrors(c.Result.Diagnostics, false)
 	if shown(c.Result.Diagnostics, diagFormat, f.print.verbose) && (s.Which == "head" || hasErrors) {
-		if err := report(&env{stdout: e.stderr, stderr: e.stderr}, c, diagFormat, f.print); err != nil {
+		if err := report(&env{stdout: e.stderr, stderr: e.stderr, rawStdout: e.rawErr()}, c, diagFormat, f.print); err != nil {
 			return fail(e, "diff", err), false
 		}
 		if !hasErrors {

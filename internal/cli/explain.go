@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"keyhole.dev/keyhole/compiler"
+	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/diff"
 	"keyhole.dev/keyhole/pipeline"
 	"keyhole.dev/keyhole/proxy/config"
@@ -60,7 +61,7 @@ func runExplain(e *env, args []string) int {
 	asJSON := *format == "json"
 	modeLines, err := render.DescribeMode(*mode)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "keyhole explain: --proxy-mode: %v\n", err)
+		fmt.Fprintf(e.stderr, "keyhole explain: --proxy-mode: %s\n", errText(err))
 		return exitUsage
 	}
 	if *base != "" {
@@ -81,7 +82,7 @@ func runExplain(e *env, args []string) int {
 	}
 	units, err = selectUnit(units, *unit)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "keyhole explain: %v\n", err)
+		fmt.Fprintf(e.stderr, "keyhole explain: %s\n", errText(err))
 		return exitUsage
 	}
 	if *sandbox == "" {
@@ -108,7 +109,7 @@ func runExplain(e *env, args []string) int {
 		for _, u := range units {
 			for _, s := range u.Plan.Sandboxes {
 				if len(units) > 1 {
-					fmt.Fprintf(e.stdout, "%s\t%s %s\tunit %s\n", sandboxName(s), s.Source.Kind, s.Source.Name, pipeline.UnitName(u.Name))
+					fmt.Fprintf(e.stdout, "%s\t%s %s\tunit %s\n", sandboxName(s), s.Source.Kind, s.Source.Name, diag.EscapeControl(pipeline.UnitName(u.Name)))
 					continue
 				}
 				fmt.Fprintf(e.stdout, "%s\t%s %s\n", sandboxName(s), s.Source.Kind, s.Source.Name)
@@ -118,7 +119,7 @@ func runExplain(e *env, args []string) int {
 	}
 	s, err := findSandbox(units, *sandbox)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "keyhole explain: %v\n", err)
+		fmt.Fprintf(e.stderr, "keyhole explain: %s\n", errText(err))
 		return exitUsage
 	}
 	if asJSON {
@@ -126,7 +127,7 @@ func runExplain(e *env, args []string) int {
 		var d policy.Decision
 		if *request != "" {
 			if d, err = judge(s.Proxy, *request, []byte(*body)); err != nil {
-				fmt.Fprintf(e.stderr, "keyhole explain: %v\n", err)
+				fmt.Fprintf(e.stderr, "keyhole explain: %s\n", errText(err))
 				return exitUsage
 			}
 			one.Request, one.Decision = *request, decisionJSON(s, d)
@@ -146,7 +147,7 @@ func runExplain(e *env, args []string) int {
 	}
 	d, err := judge(s.Proxy, *request, []byte(*body))
 	if err != nil {
-		fmt.Fprintf(e.stderr, "keyhole explain: %v\n", err)
+		fmt.Fprintf(e.stderr, "keyhole explain: %s\n", errText(err))
 		return exitUsage
 	}
 	printDecision(e.stdout, s, d)
@@ -524,7 +525,7 @@ func explainChange(e *env, paths []string, f *checkFlags, base, head, unit, sand
 				}
 				d, err := judge(found[i].Proxy, request, body)
 				if err != nil {
-					fmt.Fprintf(e.stderr, "keyhole explain: %v\n", err)
+					fmt.Fprintf(e.stderr, "keyhole explain: %s\n", errText(err))
 					return exitUsage
 				}
 				*side = decisionJSON(*found[i], d)
@@ -550,7 +551,7 @@ func explainChange(e *env, paths []string, f *checkFlags, base, head, unit, sand
 		}
 		d, err := judge(found[i].Proxy, request, body)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "keyhole explain: %v\n", err)
+			fmt.Fprintf(e.stderr, "keyhole explain: %s\n", errText(err))
 			return exitUsage
 		}
 		var b strings.Builder

@@ -111,7 +111,7 @@ func runKRM(e *env, f *checkFlags, opts render.Options, renderer render.Renderer
 	if err := enc.Close(); err != nil {
 		return fail(e, "render --krm", err)
 	}
-	if _, err := e.stdout.Write(b.Bytes()); err != nil {
+	if _, err := e.raw().Write(b.Bytes()); err != nil {
 		return fail(e, "render --krm", err)
 	}
 	return code

@@ -29,7 +29,7 @@ func runRender(e *env, args []string) int {
 	opts.DefaultNamespace, opts.DefaultSandboxImage = f.namespace, f.sandboxImage
 	renderer, err := render.ForTarget(*target)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "keyhole render: --target: %v\n", err)
+		fmt.Fprintf(e.stderr, "keyhole render: --target: %s\n", errText(err))
 		return exitUsage
 	}
 	f.objects = *target == render.TargetOmnia || *target == render.TargetAgentSandbox
@@ -39,7 +39,7 @@ func runRender(e *env, args []string) int {
 		return exitUsage
 	}
 	if err := f.validate(); err != nil {
-		fmt.Fprintf(e.stderr, "keyhole render: %v\n", err)
+		fmt.Fprintf(e.stderr, "keyhole render: %s\n", errText(err))
 		return exitUsage
 	}
 	if *krm {
@@ -58,9 +58,9 @@ func runRender(e *env, args []string) int {
 		return code
 	}
 	if *stdout {
-		err := pipeline.WriteStream(e.stdout, units)
+		err := pipeline.WriteStream(e.raw(), units)
 		if errors.Is(err, errUsage) {
-			fmt.Fprintf(e.stderr, "keyhole render: --stdout: %v\n", err)
+			fmt.Fprintf(e.stderr, "keyhole render: --stdout: %s\n", errText(err))
 			return exitUsage
 		}
 		if err != nil {
@@ -102,7 +102,7 @@ func registerUnit(fs *flag.FlagSet) *string {
 // return.
 func renderChecked(e *env, c *pipeline.Checked, f *checkFlags, opts render.Options, renderer render.Renderer, unit *string) ([]pipeline.Rendered, int, bool) {
 	units, rerr := pipeline.Render(c, opts, renderer, *unit)
-	if err := report(&env{stdout: e.stderr, stderr: e.stderr}, *c, f.format, f.print); err != nil {
+	if err := report(&env{stdout: e.stderr, stderr: e.stderr, rawStdout: e.rawErr()}, *c, f.format, f.print); err != nil {
 		return nil, fail(e, "render", err), false
 	}
 	if c.Result.Diagnostics.HasErrors() {
@@ -110,7 +110,7 @@ func renderChecked(e *env, c *pipeline.Checked, f *checkFlags, opts render.Optio
 		return nil, exitFailed, false
 	}
 	if errors.Is(rerr, errUsage) {
-		fmt.Fprintf(e.stderr, "keyhole render: %v\n", rerr)
+		fmt.Fprintf(e.stderr, "keyhole render: %s\n", errText(rerr))
 		return nil, exitUsage, false
 	}
 	if rerr != nil {

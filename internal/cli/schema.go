@@ -34,7 +34,7 @@ func runSchema(e *env, args []string) int {
 	default:
 		out = schema.CUE()
 	}
-	if _, err := e.stdout.Write(out); err != nil {
+	if _, err := e.raw().Write(out); err != nil {
 		return fail(e, "schema", err)
 	}
 	return exitOK

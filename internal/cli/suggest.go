@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/diff"
 	"keyhole.dev/keyhole/suggest"
 )
@@ -48,7 +49,7 @@ func runSuggest(e *env, args []string) int {
 		return flagExit(err)
 	}
 	if err := oneOf("--format", *format, "text", "json"); err != nil {
-		fmt.Fprintf(e.stderr, "keyhole suggest: %v\n", err)
+		fmt.Fprintf(e.stderr, "keyhole suggest: %s\n", errText(err))
 		return exitUsage
 	}
 	f.format = "text"
@@ -57,7 +58,7 @@ func runSuggest(e *env, args []string) int {
 	if *logFile != "-" {
 		fh, err := os.Open(*logFile)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "keyhole suggest: --log: %v\n", err)
+			fmt.Fprintf(e.stderr, "keyhole suggest: --log: %s\n", errText(err))
 			return exitUsage
 		}
 		defer fh.Close()
@@ -65,7 +66,7 @@ func runSuggest(e *env, args []string) int {
 	}
 	log, err := suggest.ReadLog(in)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "keyhole suggest: %s: %v\n", name, err)
+		fmt.Fprintf(e.stderr, "keyhole suggest: %s: %s\n", diag.EscapeControl(name), errText(err))
 		return exitUsage
 	}
 	units, code, ok := plan(e, "suggest", paths, &f)
@@ -89,7 +90,7 @@ func runSuggest(e *env, args []string) int {
 			return exitUsage
 		}
 		for _, p := range r.Patches {
-			fmt.Fprintf(e.stderr, "keyhole suggest: wrote %s\n", p.File)
+			fmt.Fprintf(e.stderr, "keyhole suggest: wrote %s\n", diag.EscapeControl(p.File))
 		}
 	}
 	if r.Refused == 0 {

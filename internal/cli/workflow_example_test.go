@@ -14,22 +14,24 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// TestWorkflowExample runs the Check, Diff and Access review steps of
-// examples/github-actions/pull-request.yaml, as GitHub Actions runs them
-// (bash -eo pipefail, GITHUB_* variables set), in real git repositories
-// (testdata/script-workflow): the scripts are read from the example
-// itself, so the example cannot drift from what keyhole does.
+// TestWorkflowExample runs the Check, Diff, Comment and Access review
+// steps of examples/github-actions/pull-request.yaml, as GitHub Actions
+// runs them (bash -eo pipefail, GITHUB_* variables set, a temporary
+// directory of the runner's), in real git repositories
+// (testdata/script-workflow), with the stand-in gh of TestActionHostile
+// and its "runner" and "nocanary" commands: the scripts are read from the
+// example itself, so the example cannot drift from what keyhole does.
 func TestWorkflowExample(t *testing.T) {
-	for _, tool := range []string{"git", "bash"} {
+	for _, tool := range []string{"git", "bash", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s is not on PATH (make test installs it): %v", tool, err)
 		}
 	}
-	steps, err := workflowSteps("../../examples/github-actions/pull-request.yaml", "keyhole", "Check", "Diff", "Access review")
+	steps, err := workflowSteps("../../examples/github-actions/pull-request.yaml", "keyhole", "Check", "Diff", "Comment", "Access review")
 	if err != nil {
 		t.Fatal(err)
 	}
-	testscript.Run(t, scriptParams(t, "testdata/script-workflow", func(env *testscript.Env) error {
+	p := scriptParams(t, "testdata/script-workflow", func(env *testscript.Env) error {
 		dir := filepath.Join(env.WorkDir, "steps")
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
@@ -39,8 +41,13 @@ func TestWorkflowExample(t *testing.T) {
 				return err
 			}
 		}
-		return nil
-	}))
+		env.Setenv("GITHUB_REPOSITORY", "acme/agents")
+		env.Setenv("KEYHOLE_JOB_SECRET", canaryEnv)
+		return setupRunner(env)
+	})
+	p.Cmds["runner"] = cmdRunner
+	p.Cmds["nocanary"] = cmdNoCanary
+	testscript.Run(t, p)
 }
 
 // workflowSteps returns the run scripts of the named steps of a job.
