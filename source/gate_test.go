@@ -1,6 +1,7 @@
 package source
 
 import (
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -67,5 +68,60 @@ func TestGitignoreNeverHidesTracked(t *testing.T) {
 	}
 	if !slices.ContainsFunc(notes, func(f string) bool { return strings.HasSuffix(f, "local-x.yaml") }) {
 		t.Errorf("the untracked ignored file is not named as skipped: %v", notes)
+	}
+}
+
+// TestUnitNamesApart: a kustomization root in a directory named like a
+// Flux Kustomization's unit (flux:flux-system/apps) is a unit of another
+// name than that Kustomization's, so diff and render never take one for
+// the other; its output directory is the one its path gives.
+func TestUnitNamesApart(t *testing.T) {
+	conn := func(name string) string {
+		return "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: " + name + "}\n" +
+			"spec:\n  hosts: [api.example.com]\n  credential: {kind: secret, secretRef: {name: t}}\n"
+	}
+	dir, r := gitRepo(t)
+	writeFiles(t, dir, map[string]string{
+		"clusters/apps.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps, namespace: flux-system}\n" +
+			"spec:\n  path: ./apps\n  sourceRef: {kind: GitRepository, name: flux-system}\n",
+		"apps/kustomization.yaml":                  "resources: [conn.yaml]\n",
+		"apps/conn.yaml":                           conn("engine"),
+		"flux:flux-system/apps/kustomization.yaml": "resources: [conn.yaml]\n",
+		"flux:flux-system/apps/conn.yaml":          conn("directory"),
+		"chart:x/Chart.yaml":                       "apiVersion: v2\nname: x\nversion: 0.1.0\n",
+		"chart:x/templates/conn.yaml":              conn("chart"),
+	})
+	commitAll(t, r, "units")
+	for _, tree := range []bool{false, true} {
+		opts := Options{Dir: dir}
+		if tree {
+			opts.Tree = headTree(t, dir)
+		}
+		docs, _, err := Load([]string{"."}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		units := map[string]*Unit{}
+		for _, d := range docs {
+			u := d.Unit()
+			if prev, ok := units[u.Name]; ok && prev.ID != u.ID {
+				t.Errorf("units %s and %s are both named %q", prev.ID, u.ID, u.Name)
+			}
+			units[u.Name] = u
+		}
+		for name, dir := range map[string]string{
+			"flux:flux-system/apps":   "flux/flux-system/apps",
+			"./flux:flux-system/apps": "flux:flux-system/apps",
+			"./chart:x":               "chart:x",
+		} {
+			u, ok := units[name]
+			if !ok {
+				t.Errorf("tree %v: no unit named %q among %v", tree, name, slices.Sorted(maps.Keys(units)))
+				continue
+			}
+			if u.Dir != dir {
+				t.Errorf("tree %v: unit %q writes to %q, want %q", tree, name, u.Dir, dir)
+			}
+		}
 	}
 }
