@@ -176,6 +176,12 @@ func policyLines(s SandboxChange) []string {
 	for _, p := range s.PassthroughAdded {
 		out = append(out, "+ passthrough host "+p+" (tunnelled, no rules)")
 	}
+	for _, h := range s.InternalRemoved {
+		out = append(out, "- internal addresses for host "+h)
+	}
+	for _, h := range s.InternalAdded {
+		out = append(out, "+ internal addresses for host "+h+" (metadata, loopback and private ranges dialled)")
+	}
 	for _, e := range s.EnvRemoved {
 		out = append(out, "- env "+e)
 	}
