@@ -84,6 +84,9 @@ type Result struct {
 	// Objects counts the documents of a known kind that were checked,
 	// once each however many units build them.
 	Objects int
+	// Gate is what decides what the check reads and reports besides the
+	// objects: the Config's settings and the ignore annotations.
+	Gate Gate
 }
 
 // Unit is one deploy unit's plan.
@@ -194,7 +197,7 @@ func Compile(docs []*source.Document, v *schema.Validator, opts Options) Result 
 			p.plan.Sandboxes, p.plan.Agents, p.plan.Ceiling = nil, nil, access.Ceiling{}
 		}
 	}
-	res := Result{Objects: counted.Len()}
+	res := Result{Objects: counted.Len(), Gate: gateOf(docs, configs, dgs)}
 	all := append(slices.Clone(opts.Loaded), configDiags...)
 	all = append(all, clash...)
 	for _, p := range passes {

@@ -68,6 +68,8 @@ type jsonReport struct {
 	Access    AccessCounts    `json:"access"`
 	Sandboxes []SandboxChange `json:"sandboxes"`
 	Resources []Resource      `json:"resources"`
+	// Gate are the changes to the gate itself.
+	Gate []GateChange `json:"gate"`
 }
 
 type jsonSummary struct {
@@ -82,7 +84,7 @@ func writeJSON(w io.Writer, r Result) error {
 		Version: JSONVersion, Base: r.Base, Head: r.Head, Changed: r.Changed(),
 		Summary:   jsonSummary{Added: r.Count(Added), Removed: r.Count(Removed), Changed: r.Count(Changed), Kinds: nonNil(r.Kinds)},
 		Access:    accessCounts(r),
-		Sandboxes: nonNil(r.Sandboxes), Resources: nonNil(r.Resources),
+		Sandboxes: nonNil(r.Sandboxes), Resources: nonNil(r.Resources), Gate: nonNil(r.Gate),
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -115,7 +117,10 @@ func counts(r Result) string {
 	}
 	s := fmt.Sprintf("%d %s changed, %d added, %d removed", r.Count(Changed), noun, r.Count(Added), r.Count(Removed))
 	if a := accessSummary(r); a != "" {
-		return a + "; " + s
+		s = a + "; " + s
+	}
+	if g := gateSummary(r); g != "" {
+		s = g + "; " + s
 	}
 	return s
 }
@@ -276,6 +281,7 @@ func writeText(w io.Writer, r Result) error {
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
+	gateText(&b, r)
 	if len(r.Sandboxes) > 0 {
 		b.WriteString("\nAccess, as the proxy decides each request on both sides:\n")
 		for _, g := range groups(r) {
@@ -437,6 +443,7 @@ func writeMarkdown(w io.Writer, r Result) error {
 		return err
 	}
 	fmt.Fprintf(&m.b, "%s → %s: **%s**.\n", base, head, counts(r))
+	gateMarkdown(&m.b, r)
 	if len(r.Sandboxes) > 0 {
 		m.b.WriteString("\n| access | sandboxes |\n| --- | ---: |\n")
 		for _, v := range Verdicts() {

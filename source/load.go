@@ -58,6 +58,11 @@ type Options struct {
 	// exclude and include add theirs; see docs/inputs.md). A path named
 	// explicitly is read whatever they say.
 	Exclude []string
+	// Root, when set, is the repository's root, whose keyhole.yaml (or
+	// keyhole.yml) is the one Config read; empty means the git working
+	// tree enclosing each path, else Dir. A Config anywhere else is
+	// refused (ConfigInvalid), so a change cannot bring one of its own.
+	Root string
 	// Parallelism is how many files are read and parsed at once; zero
 	// means runtime.GOMAXPROCS(0). Whatever it is, Load returns the same
 	// documents and diagnostics in the same order.
@@ -123,6 +128,7 @@ func Load(paths []string, opts Options) ([]*Document, diag.List, error) {
 	}
 	l.buildEngineUnits()
 	l.background.Wait()
+	l.refuseConfigs()
 	return l.docs, l.diags, errors.Join(l.errs...)
 }
 
@@ -139,6 +145,9 @@ type loader struct {
 	errs  []error
 	// paths filters what walks read (--exclude, keyhole.yaml).
 	paths pathFilter
+	// roots are the repository roots of the paths, and governing the
+	// Config files at them, as reported (readConfigs).
+	roots, governing []string
 	// reread reads released documents' files again (see release.go).
 	reread *rereader
 	// connections is false when nothing the paths hold names keyhole's
