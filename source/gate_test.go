@@ -1,6 +1,7 @@
 package source
 
 import (
+	"fmt"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -8,6 +9,8 @@ import (
 	"testing"
 
 	git "github.com/go-git/go-git/v5"
+
+	"keyhole.dev/keyhole/diag"
 )
 
 // TestGitignoreNeverHidesTracked: a file git tracks is in the repository,
@@ -123,5 +126,46 @@ func TestUnitNamesApart(t *testing.T) {
 				t.Errorf("tree %v: unit %q writes to %q, want %q", tree, name, u.Dir, dir)
 			}
 		}
+	}
+}
+
+// TestEngineUnitsBounded: one file declaring more deploy units than
+// MaxEngineUnitsPerInput is an InputInvalid error naming the bound, and
+// no unit past it is made.
+func TestEngineUnitsBounded(t *testing.T) {
+	dir, r := gitRepo(t)
+	var b strings.Builder
+	for i := range MaxEngineUnitsPerInput + 200 {
+		fmt.Fprintf(&b, "---\n{apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, metadata: {name: k%d, namespace: flux-system}, spec: {path: ./apps, sourceRef: {kind: GitRepository, name: flux-system}}}\n", i)
+	}
+	writeFiles(t, dir, map[string]string{
+		"clusters/many.yaml":      b.String(),
+		"apps/kustomization.yaml": "resources: [conn.yaml]\n",
+		"apps/conn.yaml": "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: c}\n" +
+			"spec:\n  hosts: [api.example.com]\n  credential: {kind: secret, secretRef: {name: t}}\n",
+	})
+	commitAll(t, r, "many units")
+	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	units := map[string]bool{}
+	for _, d := range docs {
+		if d.Unit().Source == UnitFlux {
+			units[d.Unit().ID] = true
+		}
+	}
+	if len(units) == 0 || len(units) > MaxEngineUnitsPerInput {
+		t.Errorf("%d Flux units made, want some and at most the bound %d", len(units), MaxEngineUnitsPerInput)
+	}
+	found := false
+	for _, d := range ds {
+		if d.Code == CodeInputInvalid && d.Severity == diag.Error && d.Pos.File == "clusters/many.yaml" &&
+			strings.Contains(d.Message, fmt.Sprintf("more than %d deploy units", MaxEngineUnitsPerInput)) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no InputInvalid error naming the bound at clusters/many.yaml among %d diagnostics", len(ds))
 	}
 }
