@@ -61,7 +61,10 @@ exceeds its bounds; with witnesses, the smallest requests that prove it.
 --fail-on widened|narrowed|any (comma-separated for several) makes a CI
 gate: exit 3 when a sandbox's verdict trips it. widened trips on widened,
 changed and undecided; narrowed on narrowed, changed and undecided; any on
-every verdict but unchanged.
+every verdict but unchanged. A change to the gate itself (the root
+keyhole.yaml's ceiling, exclude, include, ignore or other settings, or an
+object's keyhole.dev/ignore annotation) is reported apart, and trips widened
+when it loosens the gate, narrowed when it tightens it, any either way.
 
 Exit status: 0 no change, 1 changed, 2 error: a usage error, a ref that
 does not resolve, no git repository, unreadable input, or a side whose check
