@@ -84,6 +84,9 @@ type Result struct {
 	// Objects counts the documents of a known kind that were checked,
 	// once each however many units build them.
 	Objects int
+	// Gate is what decides what the check reads and reports besides the
+	// objects: the Config's settings and the ignore annotations.
+	Gate Gate
 }
 
 // Unit is one deploy unit's plan.
@@ -123,7 +126,8 @@ func Compile(docs []*source.Document, v *schema.Validator, opts Options) Result 
 		}
 		byUnit[d.Unit()] = append(byUnit[d.Unit()], d)
 	}
-	names := slices.SortedFunc(maps.Keys(byUnit), func(a, b *source.Unit) int { return cmp.Compare(a.Name, b.Name) })
+	names := slices.SortedFunc(maps.Keys(byUnit), func(a, b *source.Unit) int { return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID)) })
+	names, clash := uniqueUnits(names)
 	if len(names) == 0 {
 		names = []*source.Unit{source.LooseUnitValue()} // a Config alone is still checked
 	}
@@ -193,8 +197,9 @@ func Compile(docs []*source.Document, v *schema.Validator, opts Options) Result 
 			p.plan.Sandboxes, p.plan.Agents, p.plan.Ceiling = nil, nil, access.Ceiling{}
 		}
 	}
-	res := Result{Objects: counted.Len()}
+	res := Result{Objects: counted.Len(), Gate: gateOf(docs, configs, dgs)}
 	all := append(slices.Clone(opts.Loaded), configDiags...)
+	all = append(all, clash...)
 	for _, p := range passes {
 		p.settleSecrets()
 		for i := range p.diags {
@@ -788,4 +793,24 @@ func variableNote(d diag.Diagnostic, u *source.Unit) string {
 		return "; the variable is one keyhole leaves as written: Flux substitutes it from a Secret, whose values keyhole never reads, or from an object the repository does not hold in the clear"
 	}
 	return "; ${...} is a variable Flux's postBuild substitutes, and keyhole substitutes it only in a deploy unit a Flux Kustomization of the repository builds: check the repository from its root, where the Kustomization that builds this file is found"
+}
+
+// uniqueUnits returns units (sorted by name) without those that share a
+// name with one before them, each such an error at its declaration: diff,
+// render and --unit take a unit by its name, so two under one would be
+// compared and written as whichever came last. The unit sources name
+// their units apart (source.Unit); this holds it should one not.
+func uniqueUnits(units []*source.Unit) ([]*source.Unit, diag.List) {
+	var out []*source.Unit
+	var ds diag.List
+	for _, u := range units {
+		if n := len(out); n > 0 && out[n-1].Name == u.Name && out[n-1].ID != u.ID {
+			prev := out[n-1]
+			ds = append(ds, diag.Diagnostic{Code: source.CodeInputInvalid, Severity: diag.Error, Pos: u.Decl,
+				Message: fmt.Sprintf("deploy unit %q (%s) has the name of the one declared at %s (%s), so neither could be told apart in a diff or a render; rename one", u.Name, u.Source, prev.Decl, prev.Source)})
+			continue
+		}
+		out = append(out, u)
+	}
+	return out, ds
 }

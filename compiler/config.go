@@ -14,8 +14,9 @@ import (
 	"keyhole.dev/keyhole/source"
 )
 
-// The repository's own settings live in a document of kind Config,
-// conventionally in keyhole.yaml at the repository's root:
+// The repository's own settings live in a document of kind Config, in
+// keyhole.yaml at the repository's root (the loader refuses one anywhere
+// else):
 //
 //	apiVersion: keyhole.dev/v1alpha1
 //	kind: Config
@@ -28,15 +29,15 @@ import (
 //	operator:                  # the omnia operator release the cluster runs
 //	  version: v0.9.0-beta.17
 //
-// It is a document like any other so that it carries its own version and
-// is found wherever the paths lead, with positions for its own mistakes.
+// It is a document like any other so that it carries its own version,
+// with positions for its own mistakes.
 const (
 	ConfigAPIVersion = source.ConfigAPIVersion
 	ConfigKind       = source.ConfigKind
 )
 
 const (
-	codeConfigInvalid = "ConfigInvalid"
+	codeConfigInvalid = source.CodeConfigInvalid
 )
 
 type configWire struct {

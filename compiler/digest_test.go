@@ -220,7 +220,7 @@ func TestDigestOperatorFromConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			docs, _, err := source.Load([]string{tc.dir}, source.Options{Digest: Digest(v, tc.opts)})
+			docs, _, err := source.Load([]string{tc.dir}, source.Options{Digest: Digest(v, tc.opts), Root: tc.dir})
 			if err != nil {
 				t.Fatal(err)
 			}

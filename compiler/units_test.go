@@ -11,6 +11,7 @@ import (
 
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/schema"
+	"keyhole.dev/keyhole/source"
 )
 
 func parseNode(t *testing.T, s string) *yaml.Node {
@@ -142,5 +143,21 @@ func TestObjectKeyString(t *testing.T) {
 		if got, want := c.k.sum(seed), maphash.String(seed, c.want); got != want {
 			t.Errorf("%+v: sum %x, want the hash of %q, %x", c.k, got, c.want, want)
 		}
+	}
+}
+
+// TestUniqueUnits: two deploy units under one name are an error at the
+// second's declaration, and only the first is compiled; one unit met
+// twice is not.
+func TestUniqueUnits(t *testing.T) {
+	a := &source.Unit{ID: "flux:flux-system/apps", Name: "flux:flux-system/apps", Source: source.UnitFlux}
+	b := &source.Unit{ID: "kustomization:x", Name: "flux:flux-system/apps", Source: source.UnitKustomization, Decl: diag.Pos{File: "x/kustomization.yaml", Line: 1, Column: 1}}
+	again := &source.Unit{ID: a.ID, Name: a.Name, Source: a.Source}
+	got, ds := uniqueUnits([]*source.Unit{a, again, b})
+	if len(got) != 2 || got[0] != a || got[1] != again {
+		t.Errorf("kept %v, want the first unit and its twin", got)
+	}
+	if len(ds) != 1 || ds[0].Code != source.CodeInputInvalid || ds[0].Severity != diag.Error || ds[0].Pos != b.Decl {
+		t.Errorf("diagnostics %v, want one InputInvalid error at %s", ds, b.Decl)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -87,14 +88,25 @@ type Witness struct {
 	// that gains, the base's for one that loses; empty when the host has
 	// no rules or is passed through.
 	Rule string `json:"rule,omitempty"`
+	// Address, when set, is the address the request's host resolves to
+	// as the proxy dials it: an internal one (the cloud metadata
+	// service's) that one side's proxy dials for the host
+	// (a Connection's spec.allowInternalAddresses) and the other's
+	// refuses.
+	Address string `json:"address,omitempty"`
 }
 
-// Request is the witness's request on one line: METHOD URL [body].
+// Request is the witness's request on one line: METHOD URL [body]
+// [at ADDRESS].
 func (w Witness) Request() string {
-	if w.Body == "" {
-		return w.Method + " " + w.URL
+	out := w.Method + " " + w.URL
+	if w.Body != "" {
+		out += " " + w.Body
 	}
-	return w.Method + " " + w.URL + " " + w.Body
+	if w.Address != "" {
+		out += " at " + w.Address + " (" + string(policy.ClassifyAddr(netip.MustParseAddr(w.Address))) + ")"
+	}
+	return out
 }
 
 // Outcome is the proxy's decision on one request, and the credential it
@@ -224,13 +236,25 @@ func (ac accessCache) compare(base, head *config.Config) Access {
 		a.Widened = append(a.Widened, ha.widened...)
 		a.Narrowed = append(a.Narrowed, ha.narrowed...)
 	}
+	// A host whose internal addresses one side's proxy dials and the
+	// other's refuses (internalHosts, from a Connection's
+	// spec.allowInternalAddresses) lets the sandbox reach, through a name
+	// that resolves there, the metadata service, the node and the pods.
+	if w, ok := internalWitness(pb, ph, base, head); ok {
+		gains, a.Widened = true, append(a.Widened, w...)
+	}
+	if w, ok := internalWitness(ph, pb, head, base); ok {
+		loses = true
+		for i := range w {
+			w[i].Base, w[i].Head = w[i].Head, w[i].Base
+		}
+		a.Narrowed = append(a.Narrowed, w...)
+	}
 	// Each witness was found on one host's entries alone; decide it
 	// again on the whole plans, as the proxy would serve them.
 	for _, ws := range [][]Witness{a.Widened, a.Narrowed} {
 		for _, w := range ws {
-			body := []byte(w.Body)
-			gotB := outcome(pb, pb.DecideURL(w.Method, w.URL, body))
-			gotH := outcome(ph, ph.DecideURL(w.Method, w.URL, body))
+			gotB, gotH := decideWitness(pb, w), decideWitness(ph, w)
 			if gotB != w.Base || gotH != w.Head {
 				undecided = append(undecided, fmt.Sprintf("%s: the whole plans decide it %s and %s, not as its host alone does", w.Request(), gotB, gotH))
 			}
@@ -249,6 +273,64 @@ func (ac accessCache) compare(base, head *config.Config) Access {
 		a.Verdict = VerdictUnchanged
 	}
 	return a
+}
+
+// internalAddr is the address an internal-address witness's host
+// resolves to: the cloud metadata service, the first thing a sandbox
+// allowed internal addresses reaches for.
+var internalAddr = netip.MustParseAddr("169.254.169.254")
+
+// internalWitness finds, for each host that to's config lets the proxy
+// dial at internal addresses and from's does not, the smallest request to
+// it that to allows there, as a witness from from to to (Base from's
+// decision, Head to's). ok is false when there is none.
+func internalWitness(pFrom, pTo *policy.Policy, from, to *config.Config) ([]Witness, bool) {
+	if to == nil {
+		return nil, false
+	}
+	var had []string
+	if from != nil {
+		had = from.InternalHosts
+	}
+	toEntries := entries(to)
+	var out []Witness
+	for _, host := range to.InternalHosts {
+		if slices.Contains(had, host) {
+			continue
+		}
+		e := toEntries[host]
+		var reqs []request
+		switch {
+		case e.h != nil:
+			reqs, _ = access.Classes(e.h.Rules)
+			slices.SortFunc(reqs, request.Compare)
+		case e.passthrough:
+			reqs = []request{{Method: "GET", Path: "/"}}
+		}
+		for _, r := range reqs {
+			w := Witness{Method: r.Method, URL: "https://" + host + r.Path, Body: string(r.Body), Address: internalAddr.String()}
+			got := decideWitness(pTo, w)
+			if !got.Allowed() {
+				continue
+			}
+			w.Base, w.Head, w.Rule = decideWitness(pFrom, w), got, matchingRule(e, r)
+			out = append(out, w)
+			break
+		}
+	}
+	return out, len(out) > 0
+}
+
+// decideWitness is the proxy's decision on w: by its URL, then, for a
+// witness at an address, on dialling that address for its host.
+func decideWitness(p *policy.Policy, w Witness) Outcome {
+	d := p.DecideURL(w.Method, w.URL, []byte(w.Body))
+	if w.Address != "" && d.Action != policy.ActionRefuse {
+		if dial, _ := p.DecideDial(d.Host, netip.MustParseAddr(w.Address)); dial.Action == policy.ActionRefuse {
+			d = dial
+		}
+	}
+	return outcome(p, d)
 }
 
 // fullPolicy compiles a sandbox's config; a missing side is an empty

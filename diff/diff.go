@@ -86,10 +86,15 @@ type Result struct {
 	Sandboxes []SandboxChange `json:"sandboxes"`
 	// Kinds counts the resources per kind, sorted by kind.
 	Kinds []KindCount `json:"kinds"`
+	// Gate are the changes to the gate itself (CompareGate): the
+	// governing Config and the objects' ignore annotations.
+	Gate []GateChange `json:"gate"`
 }
 
 // Changed reports whether anything differs.
-func (r Result) Changed() bool { return len(r.Resources) > 0 || len(r.Sandboxes) > 0 }
+func (r Result) Changed() bool {
+	return len(r.Resources) > 0 || len(r.Sandboxes) > 0 || len(r.Gate) > 0
+}
 
 // Count returns how many resources had change c.
 func (r Result) Count(c Change) int {

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"keyhole.dev/keyhole/compiler"
+	"keyhole.dev/keyhole/proxy/policy"
 	"keyhole.dev/keyhole/render"
 	"keyhole.dev/keyhole/schema"
 	"keyhole.dev/keyhole/source"
@@ -555,5 +556,46 @@ func TestCompareCarriedOnce(t *testing.T) {
 		if !strings.Contains(b.String(), `+{"A":"2"}`) {
 			t.Errorf("%s: env.json's own change is missing:\n%s", format, b.String())
 		}
+	}
+}
+
+// TestCompareInternalAddresses: a Connection's allowInternalAddresses has
+// the proxy dial its hosts at the metadata address, loopback and private
+// ranges; diff calls that a widening, with a witness at the metadata
+// address, and trips --fail-on widened; taking it away narrows.
+func TestCompareInternalAddresses(t *testing.T) {
+	base := acme()
+	head := with(t, base, "connection.yaml", "  hosts: [api.github.com, github.com]\n", "  hosts: [api.github.com, github.com]\n  allowInternalAddresses: true\n")
+	b, h := renderSide(t, "base", base), renderSide(t, "head", head)
+	r := Compare(b, h)
+	if len(r.Sandboxes) != 1 {
+		t.Fatalf("sandboxes = %+v, want agents/support-workspace", r.Sandboxes)
+	}
+	s := r.Sandboxes[0]
+	if s.Verdict != VerdictWidened {
+		t.Errorf("verdict %s, want widened", s.Verdict)
+	}
+	if want := []string{"api.github.com", "github.com"}; !slices.Equal(s.InternalAdded, want) {
+		t.Errorf("internalAdded %v, want %v", s.InternalAdded, want)
+	}
+	want := Witness{Method: "GET", URL: "https://api.github.com/repos/acme/widgets", Address: "169.254.169.254",
+		Base: Outcome{Action: policy.ActionRefuse, Reason: policy.ReasonHostNotAllowed},
+		Head: Outcome{Action: policy.ActionInject, Connection: "github-acme", Credential: describeCredential(bearer("acme-github-token"))},
+		Rule: "GET,HEAD /repos/acme/widgets"}
+	if !slices.Contains(s.Widened, want) {
+		t.Errorf("witnesses %+v, want among them %+v", s.Widened, want)
+	}
+	if got := r.Tripped([]string{GateWidened}); len(got) != 1 {
+		t.Errorf("--fail-on widened trips on %v, want the sandbox", got)
+	}
+	out := allFormats(t, r)
+	for _, f := range []string{FormatText, FormatMarkdown} {
+		if !strings.Contains(out[f], "GET https://api.github.com/repos/acme/widgets at 169.254.169.254 (link-local)") ||
+			!strings.Contains(out[f], "internal addresses for host api.github.com") {
+			t.Errorf("%s report does not show the internal addresses and their witness:\n%s", f, out[f])
+		}
+	}
+	if back := Compare(h, b); len(back.Sandboxes) != 1 || back.Sandboxes[0].Verdict != VerdictNarrowed {
+		t.Errorf("taking allowInternalAddresses away: %+v, want narrowed", back.Sandboxes)
 	}
 }

@@ -30,6 +30,11 @@ type SandboxChange struct {
 	// untouched (no injection, no rules) that were added and removed.
 	PassthroughAdded   []string `json:"passthroughAdded,omitempty"`
 	PassthroughRemoved []string `json:"passthroughRemoved,omitempty"`
+	// InternalAdded and InternalRemoved are the hosts the proxy now dials,
+	// or no longer dials, at internal addresses (metadata, loopback,
+	// private ranges: a Connection's spec.allowInternalAddresses).
+	InternalAdded   []string `json:"internalAdded,omitempty"`
+	InternalRemoved []string `json:"internalRemoved,omitempty"`
 	// EnvAdded and EnvRemoved are the placeholder variables added and
 	// removed, as NAME=placeholder.
 	EnvAdded   []string `json:"envAdded,omitempty"`
@@ -152,12 +157,13 @@ func comparePolicies(base, head Side) []SandboxChange {
 		}
 		c.Hosts = compareHosts(bs.Proxy.Hosts, hs.Proxy.Hosts)
 		c.PassthroughAdded, c.PassthroughRemoved = added(bs.Proxy.Passthrough, hs.Proxy.Passthrough), added(hs.Proxy.Passthrough, bs.Proxy.Passthrough)
+		c.InternalAdded, c.InternalRemoved = added(bs.Proxy.InternalHosts, hs.Proxy.InternalHosts), added(hs.Proxy.InternalHosts, bs.Proxy.InternalHosts)
 		be, he := envStrings(bs.Env), envStrings(hs.Env)
 		c.EnvAdded, c.EnvRemoved = added(be, he), added(he, be)
 		if bs.Image != hs.Image && inBase && inHead {
 			c.BaseImage, c.HeadImage = bs.Image, hs.Image
 		}
-		if c.Change == Changed && len(c.Hosts)+len(c.PassthroughAdded)+len(c.PassthroughRemoved)+len(c.EnvAdded)+len(c.EnvRemoved) == 0 && c.BaseImage == c.HeadImage {
+		if c.Change == Changed && len(c.Hosts)+len(c.PassthroughAdded)+len(c.PassthroughRemoved)+len(c.InternalAdded)+len(c.InternalRemoved)+len(c.EnvAdded)+len(c.EnvRemoved) == 0 && c.BaseImage == c.HeadImage {
 			continue
 		}
 		var bp, hp *config.Config

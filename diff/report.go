@@ -75,6 +75,8 @@ type jsonReport struct {
 	Access    AccessCounts    `json:"access"`
 	Sandboxes []SandboxChange `json:"sandboxes"`
 	Resources []Resource      `json:"resources"`
+	// Gate are the changes to the gate itself.
+	Gate []GateChange `json:"gate"`
 }
 
 type jsonSummary struct {
@@ -89,7 +91,7 @@ func writeJSON(w io.Writer, r Result) error {
 		Version: JSONVersion, Base: r.Base, Head: r.Head, Changed: r.Changed(),
 		Summary:   jsonSummary{Added: r.Count(Added), Removed: r.Count(Removed), Changed: r.Count(Changed), Kinds: nonNil(r.Kinds)},
 		Access:    accessCounts(r),
-		Sandboxes: nonNil(r.Sandboxes), Resources: nonNil(r.Resources),
+		Sandboxes: nonNil(r.Sandboxes), Resources: nonNil(r.Resources), Gate: nonNil(r.Gate),
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -122,7 +124,10 @@ func counts(r Result) string {
 	}
 	s := fmt.Sprintf("%d %s changed, %d added, %d removed", r.Count(Changed), noun, r.Count(Added), r.Count(Removed))
 	if a := accessSummary(r); a != "" {
-		return a + "; " + s
+		s = a + "; " + s
+	}
+	if g := gateSummary(r); g != "" {
+		s = g + "; " + s
 	}
 	return s
 }
@@ -182,6 +187,12 @@ func policyLines(s SandboxChange) []string {
 	}
 	for _, p := range s.PassthroughAdded {
 		out = append(out, "+ passthrough host "+p+" (tunnelled, no rules)")
+	}
+	for _, h := range s.InternalRemoved {
+		out = append(out, "- internal addresses for host "+h)
+	}
+	for _, h := range s.InternalAdded {
+		out = append(out, "+ internal addresses for host "+h+" (metadata, loopback and private ranges dialled)")
 	}
 	for _, e := range s.EnvRemoved {
 		out = append(out, "- env "+e)
@@ -277,6 +288,7 @@ func writeText(w io.Writer, r Result) error {
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
+	gateText(&b, r)
 	if len(r.Sandboxes) > 0 {
 		b.WriteString("\nAccess, as the proxy decides each request on both sides:\n")
 		for _, g := range groups(r) {
@@ -459,6 +471,7 @@ func writeMarkdown(w io.Writer, r Result) error {
 		return err
 	}
 	fmt.Fprintf(&m.b, "%s → %s: **%s**.\n", base, head, counts(r))
+	gateMarkdown(&m.b, r)
 	if len(r.Sandboxes) > 0 {
 		m.b.WriteString("\n| access | sandboxes |\n| --- | ---: |\n")
 		for _, v := range Verdicts() {

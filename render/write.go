@@ -67,6 +67,9 @@ func WriteDir(dir string, files []File) error {
 	if base == "." || base == ".." || base == string(filepath.Separator) {
 		return fmt.Errorf("output directory %q cannot be replaced; name a directory below it", dir)
 	}
+	if link := linkOnPath(dir); link != "" {
+		return fmt.Errorf("output directory %q: %s is a symbolic link, which render does not write through (a link a repository commits may lead anywhere); name a directory reached without links", dir, link)
+	}
 	mode := fs.FileMode(0o755)
 	exists := false
 	switch info, err := os.Lstat(dir); {
@@ -133,6 +136,45 @@ func WriteDir(dir string, files []File) error {
 	os.RemoveAll(old)
 	removeStale(parent, base, time.Now())
 	return nil
+}
+
+// linkOnPath returns the first element of dir that is a symbolic link,
+// "" when none is. The elements checked are those dir names below the
+// working directory (all of a relative dir; of an absolute one, those
+// under the working directory): what a repository's checkout can hold.
+// What lies above it is the machine's, not the repository's.
+func linkOnPath(dir string) string {
+	rel := dir
+	if filepath.IsAbs(dir) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return ""
+		}
+		r, err := filepath.Rel(wd, dir)
+		if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+			return ""
+		}
+		rel = r
+	}
+	cur := ""
+	for _, e := range strings.Split(filepath.Clean(rel), string(filepath.Separator)) {
+		if e == "." || e == "" {
+			continue
+		}
+		if e == ".." {
+			cur = filepath.Join(cur, e)
+			continue
+		}
+		cur = filepath.Join(cur, e)
+		info, err := os.Lstat(cur)
+		if err != nil {
+			return "" // from here on nothing exists: MkdirAll makes it
+		}
+		if info.Mode()&fs.ModeSymlink != 0 {
+			return cur
+		}
+	}
+	return ""
 }
 
 // staleAfter is how old a staged or set-aside tree of an earlier render

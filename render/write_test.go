@@ -344,3 +344,30 @@ func TestWriteDirRemovesStale(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteDirNoLinks: an output directory reached through a symbolic
+// link (a checkout's committed rendered -> /elsewhere) is refused, by a
+// relative or an absolute name under the working directory, and nothing
+// is written where the link leads.
+func TestWriteDirNoLinks(t *testing.T) {
+	repo, elsewhere := t.TempDir(), t.TempDir()
+	t.Chdir(repo)
+	if err := os.Symlink(elsewhere, "rendered"); err != nil {
+		t.Fatal(err)
+	}
+	files := []File{{Path: "a", Data: []byte("a")}}
+	for _, dir := range []string{"rendered/out", "rendered/deep/out", filepath.Join(repo, "rendered", "out"), "rendered"} {
+		err := WriteDir(dir, files)
+		if err == nil || !strings.Contains(err.Error(), "symbolic link") {
+			t.Errorf("WriteDir(%q) = %v, want a refusal naming the link", dir, err)
+		}
+	}
+	entries, err := os.ReadDir(elsewhere)
+	if err != nil || len(entries) != 0 {
+		t.Errorf("the link's target holds %v (%v), want nothing", entries, err)
+	}
+	// A directory reached without links is written as ever.
+	if err := WriteDir("real/out", files); err != nil {
+		t.Errorf("WriteDir(real/out) = %v", err)
+	}
+}

@@ -464,3 +464,5 @@ func (k recordingKFS) Walk(p string, walkFn filepath.WalkFunc) error {
 	k.r.note(opKWalk, p)
 	return k.kfs.Walk(p, walkFn)
 }
+
+func (r *recorder) tracked(root string) func(string) bool { return r.fs.tracked(root) }

@@ -676,7 +676,7 @@ func (l *loader) walkedChart(named, dir string, walked bool) {
 		l.diags = append(l.diags, skipped(pos, msg))
 		return
 	}
-	u := &Unit{ID: "helm:" + named, Name: named, Dir: outputDir(named), Source: UnitHelm, Root: dir, Decl: pos,
+	u := &Unit{ID: "helm:" + named, Name: dirUnitName(named), Dir: outputDir(named), Source: UnitHelm, Root: dir, Decl: pos,
 		Helm: &HelmOverlay{ReleaseName: "release-name", Namespace: "default"}}
 	run := l.renderHelm(dir, u.Helm)
 	l.takeHelm(u, named, &run, "with its default values (as helm template does, no engine object deploying it)")

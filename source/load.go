@@ -59,6 +59,11 @@ type Options struct {
 	// exclude and include add theirs; see docs/inputs.md). A path named
 	// explicitly is read whatever they say.
 	Exclude []string
+	// Root, when set, is the repository's root, whose keyhole.yaml (or
+	// keyhole.yml) is the one Config read; empty means the git working
+	// tree enclosing each path, else Dir. A Config anywhere else is
+	// refused (ConfigInvalid), so a change cannot bring one of its own.
+	Root string
 	// Parallelism is how many files are read and parsed at once; zero
 	// means runtime.GOMAXPROCS(0). Whatever it is, Load returns the same
 	// documents and diagnostics in the same order.
@@ -84,7 +89,8 @@ type Options struct {
 // A directory is walked in lexical order of slash-separated paths, reading
 // only regular *.yaml, *.yml and *.json files other than kustomization
 // files. Hidden files and directories (a name starting with ".") are
-// skipped, and so is whatever the .gitignore files ignore: those inside
+// skipped, and so is whatever the .gitignore files ignore that git does
+// not track (a tracked file is read whatever they say): those inside
 // the tree, and those of its enclosing git working tree (unless they
 // ignore the named directory itself). Symbolic links to files are
 // followed; symbolic links to directories are not, which also makes link
@@ -123,6 +129,7 @@ func Load(paths []string, opts Options) ([]*Document, diag.List, error) {
 	}
 	l.buildEngineUnits()
 	l.background.Wait()
+	l.refuseConfigs()
 	return l.docs, l.diags, errors.Join(l.errs...)
 }
 
@@ -139,6 +146,9 @@ type loader struct {
 	errs  []error
 	// paths filters what walks read (--exclude, keyhole.yaml).
 	paths pathFilter
+	// roots are the repository roots of the paths, and governing the
+	// Config files at them, as reported (readConfigs).
+	roots, governing []string
 	// reread reads released documents' files again (see release.go).
 	reread *rereader
 	// connections is false when nothing the paths hold names keyhole's
@@ -220,6 +230,9 @@ type fileSystem interface {
 	kustomize(root string, allowRemote bool) (filesys.FileSystem, error)
 	// kustomizations keeps what kustomizationNode parsed, by path.
 	kustomizations() *sync.Map
+	// tracked says which paths under the git working tree root (absolute)
+	// git holds, whatever a .gitignore says: a walk never skips those.
+	tracked(root string) func(abs string) bool
 }
 
 // osFS is the disk, as one Load sees it. The walks, the confinement of
@@ -234,6 +247,7 @@ type osFS struct {
 	stats, lstats sync.Map // path → statAnswer
 	files         sync.Map // path → fileAnswer: a .gitignore, or a path found missing
 	kusts         sync.Map // see kustomizationNode
+	index         sync.Map // working tree root → func() map[string]bool, its index's paths
 }
 
 type fileAnswer struct {
@@ -282,6 +296,24 @@ func (o *osFS) kustomize(root string, allowRemote bool) (filesys.FileSystem, err
 }
 func (o *osFS) kustomizations() *sync.Map { return &o.kusts }
 
+// tracked reads the index of the working tree at root once per Load: a
+// file git tracks is in the repository, and a cluster gets it, whatever a
+// .gitignore the same change adds says.
+func (o *osFS) tracked(root string) func(abs string) bool {
+	load, _ := o.index.LoadOrStore(root, sync.OnceValue(func() map[string]bool {
+		wt, paths := gitfs.Tracked(root)
+		if wt != root {
+			return nil
+		}
+		return paths
+	}))
+	paths := load.(func() map[string]bool)()
+	return func(abs string) bool {
+		rel, err := filepath.Rel(root, abs)
+		return err == nil && paths[filepath.ToSlash(rel)]
+	}
+}
+
 // commitFS is a commit's tree standing at its working tree's place.
 type commitFS struct {
 	*gitfs.Tree
@@ -291,6 +323,9 @@ type commitFS struct {
 func (c commitFS) readlink(name string) (string, error)               { return c.Readlink(name) }
 func (c commitFS) kustomize(string, bool) (filesys.FileSystem, error) { return c.KustomizeFS() }
 func (c commitFS) kustomizations() *sync.Map                          { return c.kusts }
+
+// tracked is true of every path: a commit holds only what git tracks.
+func (c commitFS) tracked(string) func(string) bool { return func(string) bool { return true } }
 
 // osPath turns a path as named by the user into one the OS resolves,
 // relative paths being relative to the loader's working directory.
@@ -681,6 +716,13 @@ func walk(fsys fileSystem, root string, filter *pathFilter) walked {
 	var outside []string
 	confine, confineGit := confinement(fsys, root)
 	base, inherited := enclosingIgnores(fsys, root)
+	// .gitignore says what git does not add, not what it holds: a file
+	// git tracks is read whatever a .gitignore says, and so is a
+	// directory that holds one.
+	tracked := func(string) bool { return false }
+	if confineGit {
+		tracked = fsys.tracked(confine)
+	}
 	var visit func(dir string, patterns []gitignore.Pattern)
 	visit = func(dir string, patterns []gitignore.Pattern) {
 		domain := components(base, dir)
@@ -702,7 +744,7 @@ func walk(fsys fileSystem, root string, filter *pathFilter) walked {
 			}
 			full := filepath.Join(dir, name)
 			isDir, regular := e.IsDir(), e.Type().IsRegular()
-			if m.Match(append(domain, name), isDir) {
+			if m.Match(append(domain, name), isDir) && !tracked(full) {
 				if regular && inputExt(name) && len(ignored) < maxIgnoredNamed && !filter.excluded(full, false) && filter.included(full, false) {
 					ignored = append(ignored, full)
 				}

@@ -33,7 +33,7 @@ func Rules() []diag.Rule {
 		{
 			Code:     CodeInputInvalid,
 			Severity: diag.Error,
-			Purpose:  "An input file is not text keyhole can read (bytes that are not valid UTF-8, or not valid in the UTF-16 or UTF-32 its byte order mark declares; NUL bytes or control characters), is larger than the size limit, is a symbolic link whose target is outside the repository, or holds a document that is not a mapping.",
+			Purpose:  "An input file is not text keyhole can read (bytes that are not valid UTF-8, or not valid in the UTF-16 or UTF-32 its byte order mark declares; NUL bytes or control characters), is larger than the size limit, is a symbolic link whose target is outside the repository, or holds a document that is not a mapping; or two deploy units have one name; or one file (or an app of apps' chart as rendered) declares more than 1,000 deploy units, past which it is not read.",
 			Help:     "Save the file as UTF-8 (or UTF-16 or UTF-32 with a byte order mark) YAML or JSON without NUL bytes or control characters, keep it under the size limit, commit a file where a link leads out of the repository, and make each document one object (a mapping), not a list or a scalar.",
 		},
 		{

@@ -1,13 +1,21 @@
 package source
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/diag"
 )
+
+// CodeConfigInvalid is the compiler's code for a Config it cannot accept;
+// the loader reports with it a Config that is not the repository's
+// root's.
+const CodeConfigInvalid = "ConfigInvalid"
 
 // The repository's settings: one document of this apiVersion and kind,
 // conventionally keyhole.yaml at the repository's root. The compiler owns
@@ -85,11 +93,12 @@ func (f *pathFilter) included(abs string, isDir bool) bool {
 	return false
 }
 
-// readConfigs reads, before any walk, the Config that governs each
-// path: the keyhole.yaml (or keyhole.yml) in the path's directory or the
-// nearest one above it, up to the enclosing git working tree's root (or,
-// outside one, the working directory). The file is read as an input like
-// any other, and its include and exclude patterns filter the walks.
+// readConfigs reads, before any walk, the Config that governs the paths:
+// the keyhole.yaml (or keyhole.yml) at the root of the repository each
+// path is in (repoRoot), whatever path is named, so that a Config a change
+// adds deeper in the tree never stands in for the root's. The file is
+// read as an input like any other, and its include and exclude patterns
+// filter the walks. A Config anywhere else is refused (refuseConfigs).
 func (l *loader) readConfigs(paths []string) {
 	for _, p := range paths {
 		if p == "-" {
@@ -104,11 +113,16 @@ func (l *loader) readConfigs(paths []string) {
 		if !fi.IsDir() {
 			dir = filepath.Dir(abs)
 		}
-		cfg := l.nearestConfig(dir)
+		root := l.repoRoot(dir)
+		if !slices.Contains(l.roots, root) {
+			l.roots = append(l.roots, root)
+		}
+		cfg := l.rootConfig(root)
 		if cfg == "" || l.seen[cfg] {
 			continue
 		}
 		name := l.display(cfg, cfg)
+		l.governing = append(l.governing, name)
 		before := len(l.docs)
 		l.readFile(cfg, name, false)
 		for _, d := range l.docs[before:] {
@@ -123,32 +137,64 @@ func (l *loader) readConfigs(paths []string) {
 	}
 }
 
-// nearestConfig returns the Config file in dir or the nearest directory
-// above it, up to the boundary readConfigs describes; "" when none.
-func (l *loader) nearestConfig(dir string) string {
-	boundary := l.gitRoot(dir)
-	if boundary == "" {
-		boundary = dir
-		if rel, err := filepath.Rel(l.dir, dir); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			boundary = l.dir
-		}
+// repoRoot is the root of the repository the path at dir is in, whose
+// Config governs it: Options.Root when set; else the enclosing git
+// working tree's top; else, outside one, the working directory, or the
+// directory itself when it lies outside the working directory too.
+func (l *loader) repoRoot(dir string) string {
+	if l.opts.Root != "" {
+		return l.osPath(l.opts.Root)
 	}
-	for d := dir; ; {
-		for _, n := range configFileNames {
-			p := filepath.Join(d, n)
-			if fi, err := l.fsys.Stat(p); err == nil && fi.Mode().IsRegular() {
-				if root, git := confinement(l.fsys, d); git && linkOutside(l.fsys, root, p) != "" {
-					return "" // not followed: a walk that finds it says so
-				}
-				return p
+	if root := l.gitRoot(dir); root != "" {
+		return root
+	}
+	if within(l.dir, dir) {
+		return l.dir
+	}
+	return dir
+}
+
+// rootConfig returns the Config file at root, "" when there is none or
+// it is a link out of the repository (a walk that finds it says so).
+func (l *loader) rootConfig(root string) string {
+	for _, n := range configFileNames {
+		p := filepath.Join(root, n)
+		if fi, err := l.fsys.Stat(p); err == nil && fi.Mode().IsRegular() {
+			if r, git := confinement(l.fsys, root); git && linkOutside(l.fsys, r, p) != "" {
+				return ""
 			}
+			return p
 		}
-		parent := filepath.Dir(d)
-		if d == boundary || parent == d {
-			return ""
-		}
-		d = parent
 	}
+	return ""
+}
+
+// refuseConfigs drops every Config document that is not the governing
+// one's (readConfigs), each an error at its place: a keyhole.yaml in a
+// subdirectory, one a kustomization lists, one on standard input. A
+// change cannot bring a Config of its own, with a ceiling, excludes and
+// ignores of its choosing, by adding one where the paths it names lead.
+func (l *loader) refuseConfigs() {
+	kept := l.docs[:0]
+	for _, d := range l.docs {
+		o := d.Object()
+		if o.APIVersion != ConfigAPIVersion || o.Kind != ConfigKind || slices.Contains(l.governing, d.File) {
+			kept = append(kept, d)
+			continue
+		}
+		var where []string
+		for _, r := range l.roots {
+			where = append(where, filepath.ToSlash(l.display(filepath.Join(r, configFileNames[0]), filepath.Join(r, configFileNames[0]))))
+		}
+		root := "the repository's root"
+		if len(where) > 0 {
+			root = strings.Join(where, ", ")
+		}
+		l.diags = append(l.diags, diag.Diagnostic{Code: CodeConfigInvalid, Severity: diag.Error, Pos: d.Pos, Object: o,
+			Message: fmt.Sprintf("a Config outside the repository's root is not read: the one Config is %s (the git working tree's top, or the working directory outside one), whatever paths are named, so that its ceiling, exclude and ignore govern every path; move these settings there, where its owners review them, and delete this one", root)})
+	}
+	clear(l.docs[len(kept):])
+	l.docs = kept
 }
 
 // gitRoot returns the git working tree enclosing dir, or "".

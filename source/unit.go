@@ -92,7 +92,7 @@ func LooseUnitValue() *Unit { return looseUnit }
 func kustomizationUnit(name, dir, kname string) *Unit {
 	return &Unit{
 		ID:     "kustomization:" + name,
-		Name:   name,
+		Name:   dirUnitName(name),
 		Dir:    outputDir(name),
 		Source: UnitKustomization,
 		Root:   dir,
@@ -111,4 +111,19 @@ func outputDir(name string) string {
 		}
 	}
 	return path.Join(dir...)
+}
+
+// dirUnitName is the Name of a unit a directory declares (a kustomization
+// root, a Helm chart a walk found), reported as name. An engine unit's
+// Name starts with its engine ("flux:", "argocd:", "helmrelease:") and the
+// loose files' is "", so a directory named like one (flux:flux-system/apps)
+// is named "./flux:flux-system/apps": whatever a directory is called, its
+// unit's name is no engine unit's, and the two are never compared as one.
+// Its output directory is the same either way (outputDir drops ".").
+func dirUnitName(name string) string {
+	first, _, _ := strings.Cut(name, "/")
+	if strings.Contains(first, ":") || strings.HasPrefix(first, "(") {
+		return "./" + name
+	}
+	return name
 }

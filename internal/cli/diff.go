@@ -61,7 +61,10 @@ exceeds its bounds; with witnesses, the smallest requests that prove it.
 --fail-on widened|narrowed|any (comma-separated for several) makes a CI
 gate: exit 3 when a sandbox's verdict trips it. widened trips on widened,
 changed and undecided; narrowed on narrowed, changed and undecided; any on
-every verdict but unchanged.
+every verdict but unchanged. A change to the gate itself (the root
+keyhole.yaml's ceiling, exclude, include, ignore or other settings, or an
+object's keyhole.dev/ignore annotation) is reported apart, and trips widened
+when it loosens the gate, narrowed when it tightens it, any either way.
 
 Exit status: 0 no change, 1 changed, 2 error: a usage error, a ref that
 does not resolve, no git repository, unreadable input, or a side whose check
@@ -198,11 +201,21 @@ func runDiff(e *env, args []string) int {
 	if len(results) == 0 {
 		res = diff.Compare(diff.Side{Ref: sides[0].Ref}, diff.Side{Ref: sides[1].Ref})
 	}
+	// The governing Config and the ignore annotations are the gate
+	// itself: a change to them is reported, and one that loosens it
+	// trips --fail-on widened, whatever the sandboxes' verdicts say.
+	res.Gate = diff.CompareGate(sides[0].Checked.Result.Gate, sides[1].Checked.Result.Gate)
 	if err := diff.Write(e.stdout, reportFormat, res); err != nil {
 		return fail(e, "diff", err)
 	}
-	if tripped := res.Tripped(gates); len(tripped) > 0 {
+	tripped, gateTripped := res.Tripped(gates), res.GateTripped(gates)
+	if len(gateTripped) > 0 {
+		fmt.Fprintf(e.stderr, "keyhole diff: --fail-on %s: the gate itself changed: %s\n", *failOn, gateNames(gateTripped))
+	}
+	if len(tripped) > 0 {
 		fmt.Fprintf(e.stderr, "keyhole diff: --fail-on %s: %s\n", *failOn, trippedNames(tripped))
+	}
+	if len(tripped)+len(gateTripped) > 0 {
 		return exitGate
 	}
 	if res.Changed() {
@@ -243,6 +256,21 @@ func trippedNames(ss []diff.SandboxChange) string {
 	out := strings.Join(parts, ", ")
 	if len(ss) > shown {
 		out += fmt.Sprintf(" and %d more", len(ss)-shown)
+	}
+	return out
+}
+
+// gateNames names the changes to the gate that tripped it, the first
+// few of them.
+func gateNames(cs []diff.GateChange) string {
+	const shown = 3
+	var parts []string
+	for _, c := range cs[:min(len(cs), shown)] {
+		parts = append(parts, fmt.Sprintf("%s %s %s", c.Change, c.What, c.Value))
+	}
+	out := strings.Join(parts, ", ")
+	if len(cs) > shown {
+		out += fmt.Sprintf(" and %d more", len(cs)-shown)
 	}
 	return out
 }

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/diff"
@@ -85,7 +87,7 @@ func runSuggest(e *env, args []string) int {
 		printSuggestions(e.stdout, r)
 	}
 	if *write && len(r.Patches) > 0 {
-		if err := writeAll(r.Patches); err != nil {
+		if err := writeAll(r.Patches, paths); err != nil {
 			fmt.Fprintf(e.stderr, "keyhole suggest: --write: %v; no file was changed\n", err)
 			return exitUsage
 		}
@@ -164,11 +166,20 @@ func escape(s string) string {
 // writeAll writes every patch's file, or none: each new text goes to a
 // temporary file beside its file first, and only when all are written
 // are they renamed over the originals.
-func writeAll(ps []suggest.Patch) error {
+func writeAll(ps []suggest.Patch, paths []string) error {
 	var tmps []string
 	cleanup := func() {
 		for _, t := range tmps {
 			os.Remove(t)
+		}
+	}
+	roots, err := repositoryRoots(paths)
+	if err != nil {
+		return err
+	}
+	for _, p := range ps {
+		if err := insideRepository(roots, p.File); err != nil {
+			return err // before anything is written: every file or none
 		}
 	}
 	for _, p := range ps {
@@ -194,6 +205,91 @@ func writeAll(ps []suggest.Patch) error {
 		if err := os.Rename(tmps[i], p.File); err != nil {
 			cleanup()
 			return fmt.Errorf("%w (%s and later files unchanged)", err, p.File)
+		}
+	}
+	return nil
+}
+
+// repositoryRoots are the repositories suggest --write may edit: of each
+// PATH (default .), the git working tree enclosing it, or, outside one,
+// the working directory when the PATH is under it, else the PATH's own
+// directory, as the loader finds the root whose keyhole.yaml governs.
+func repositoryRoots(paths []string) ([]string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	if len(paths) == 0 {
+		paths = []string{"."}
+	}
+	var roots []string
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, err
+		}
+		if info, err := os.Stat(abs); err == nil && !info.IsDir() {
+			abs = filepath.Dir(abs)
+		}
+		root := abs
+		if within(wd, abs) {
+			root = wd
+		}
+		for d := abs; ; d = filepath.Dir(d) {
+			if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+				root = d
+				break
+			}
+			if filepath.Dir(d) == d {
+				break
+			}
+		}
+		roots = append(roots, root)
+	}
+	return roots, nil
+}
+
+// within reports whether abs is dir or under it.
+func within(dir, abs string) bool {
+	rel, err := filepath.Rel(dir, abs)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// insideRepository refuses a file outside root, inside its .git, or
+// reached through a symbolic link below root: a kustomization may read a
+// file from anywhere its load restrictions allow, and a checkout may
+// commit links, but suggest --write edits only the repository's own
+// files, never through a link.
+func insideRepository(roots []string, file string) error {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return err
+	}
+	root := ""
+	for _, r := range roots {
+		if within(r, abs) && len(r) > len(root) {
+			root = r
+		}
+	}
+	if root == "" {
+		return fmt.Errorf("%s is outside the repository (%s): suggest --write edits only the repository's files; edit it by hand if it is yours", file, strings.Join(roots, ", "))
+	}
+	rel, err := filepath.Rel(root, abs)
+	if err != nil {
+		return err
+	}
+	cur := root
+	for _, e := range strings.Split(rel, string(filepath.Separator)) {
+		if e == ".git" {
+			return fmt.Errorf("%s is inside the repository's .git: suggest --write edits only the repository's files", file)
+		}
+		cur = filepath.Join(cur, e)
+		info, err := os.Lstat(cur)
+		if err != nil {
+			return err
+		}
+		if info.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("%s is reached through the symbolic link %s: suggest --write never writes through a link; edit the file it leads to by hand if it is the repository's", file, cur)
 		}
 	}
 	return nil

@@ -79,7 +79,7 @@ func TestWriteAllOrNone(t *testing.T) {
 	err := writeAll([]suggest.Patch{
 		{File: first, Text: []byte("after\n")},
 		{File: filepath.Join(dir, "gone", "b.yaml"), Text: []byte("after\n")},
-	})
+	}, []string{dir})
 	if err == nil {
 		t.Fatal("no error for a file that is not there")
 	}
@@ -103,5 +103,43 @@ func TestSuggestBadLog(t *testing.T) {
 	}
 	if want := "read 0 request lines: 0 refused, in 0 groups; 4 other lines skipped\n"; stdout.String() != want {
 		t.Fatalf("stdout %q, want %q", stdout.String(), want)
+	}
+}
+
+// TestSuggestWriteOnlyInside: --write edits only the repository's own
+// files: a file a kustomization read from outside the repository, one
+// reached through a committed symbolic link, or one in .git is refused,
+// and then no file is written, not even the repository's own.
+func TestSuggestWriteOnlyInside(t *testing.T) {
+	repo, outside := t.TempDir(), t.TempDir()
+	if err := os.Mkdir(filepath.Join(repo, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(repo)
+	for name, data := range map[string]string{
+		"connection.yaml":                         "inside\n",
+		filepath.Join(outside, "connection.yaml"): "outside\n",
+		".git/config":                             "config\n",
+	} {
+		if err := os.WriteFile(name, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(outside, "linked"); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{filepath.Join(outside, "connection.yaml"), "../" + filepath.Base(outside) + "/connection.yaml", "linked/connection.yaml", ".git/config"} {
+		err := writeAll([]suggest.Patch{{File: "connection.yaml", Text: []byte("edited\n")}, {File: file, Text: []byte("edited\n")}}, nil)
+		if err == nil {
+			t.Errorf("writing %s: no error", file)
+		}
+	}
+	for name, want := range map[string]string{"connection.yaml": "inside\n", filepath.Join(outside, "connection.yaml"): "outside\n", ".git/config": "config\n"} {
+		if b, _ := os.ReadFile(name); string(b) != want {
+			t.Errorf("%s = %q, want it untouched (%q)", name, b, want)
+		}
+	}
+	if err := writeAll([]suggest.Patch{{File: "connection.yaml", Text: []byte("edited\n")}}, []string{"."}); err != nil {
+		t.Errorf("writing the repository's own file: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 )
@@ -160,4 +162,32 @@ func (r *Repo) SparseOmitted(wd string, paths []string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// Tracked returns the git working tree enclosing dir (absolute) and the
+// paths its index tracks, relative to it and slash-separated, with every
+// directory above a tracked file: what git holds whatever a .gitignore
+// says. No working tree, or an index that cannot be read (none yet in a
+// new repository), gives root "" and no paths.
+func Tracked(dir string) (root string, paths map[string]bool) {
+	dot, wt, err := findDotGit(dir)
+	if err != nil {
+		return "", nil
+	}
+	f, err := os.Open(filepath.Join(dot.Root(), "index"))
+	if err != nil {
+		return "", nil
+	}
+	defer f.Close()
+	var idx index.Index
+	if err := index.NewDecoder(f).Decode(&idx); err != nil {
+		return "", nil
+	}
+	paths = make(map[string]bool, len(idx.Entries))
+	for _, e := range idx.Entries {
+		for p := e.Name; p != "." && p != "" && !paths[p]; p = path.Dir(p) {
+			paths[p] = true
+		}
+	}
+	return wt.Root(), paths
 }
