@@ -41,7 +41,9 @@ func confinement(fsys fileSystem, dir string) (root string, git bool) {
 // buildRoot is the root no read of a build of dir (absolute) may leave,
 // whatever kustomize's load restrictions (kustbuild.Options.Root): the
 // repository's, a commit's tree or the git working tree enclosing dir;
-// outside any, the working directory when dir is in it, else dir itself.
+// outside any, Options.Root or the working directory when dir is in it,
+// else the outermost PATH named that holds dir (a repository named by
+// its absolute path from elsewhere), else dir itself.
 func (l *loader) buildRoot(dir string) string {
 	if t := l.opts.Tree; t != nil {
 		return t.Root()
@@ -49,10 +51,19 @@ func (l *loader) buildRoot(dir string) string {
 	if root, git := confinement(l.fsys, dir); git {
 		return root
 	}
+	if l.opts.Root != "" && within(l.osPath(l.opts.Root), dir) {
+		return l.osPath(l.opts.Root)
+	}
 	if within(l.dir, dir) {
 		return l.dir
 	}
-	return dir
+	root := dir
+	for _, p := range l.named {
+		if within(p, dir) && len(p) < len(root) {
+			root = p
+		}
+	}
+	return root
 }
 
 // errOutsideRepo is the error of a read outsideRepo refuses.

@@ -113,6 +113,11 @@ func Load(paths []string, opts Options) ([]*Document, diag.List, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	for _, p := range paths {
+		if p != "-" {
+			l.named = append(l.named, l.osPath(p))
+		}
+	}
 	l.readConfigs(paths)
 	l.connections, l.refs = l.mayHoldConnections(paths)
 	// The units a GitOps engine declares come first: what lies under
@@ -138,7 +143,9 @@ type loader struct {
 	opts Options
 	fsys fileSystem
 	dir  string // absolute working directory
-	seen map[string]bool
+	// named are the PATHs Load was given, absolute (buildRoot).
+	named []string
+	seen  map[string]bool
 	// docs points into each file's own array of documents (fileRead.docs)
 	// and each build's: they are never copied again.
 	docs  []*Document

@@ -87,9 +87,16 @@ func TestDocLinks(t *testing.T) {
 	}
 }
 
+// mdCode is an inline code span, whose text is not a link.
+var mdCode = regexp.MustCompile("`[^`]*`")
+
 // docProse returns the lines of a Markdown file with those of fenced
-// blocks emptied, so a link's line number is its own.
-func docProse(md string) []string {
+// blocks emptied and inline code spans removed, so a link's line number
+// is its own and what code shows is not taken for a link.
+func docProse(md string) []string { return docLines(md, true) }
+
+// docLines is docProse, keeping code spans unless strip is set.
+func docLines(md string, strip bool) []string {
 	lines := strings.Split(md, "\n")
 	in := false
 	for i, l := range lines {
@@ -100,6 +107,10 @@ func docProse(md string) []string {
 		}
 		if in {
 			lines[i] = ""
+			continue
+		}
+		if strip {
+			lines[i] = mdCode.ReplaceAllString(l, "")
 		}
 	}
 	return lines
@@ -111,7 +122,7 @@ func docProse(md string) []string {
 func docAnchors(md string) []string {
 	var out []string
 	seen := map[string]int{}
-	for _, l := range docProse(md) {
+	for _, l := range docLines(md, false) {
 		for _, m := range mdAnchor.FindAllStringSubmatch(l, -1) {
 			out = append(out, m[1])
 		}

@@ -380,6 +380,15 @@ func explainChange(e *env, paths []string, f *checkFlags, base, head, unit, sand
 			return s.code
 		}
 	}
+	// A sandbox as the list names it, NAMESPACE/NAME (unit UNIT), names
+	// its unit too.
+	if name, u, ok := strings.Cut(strings.TrimSuffix(sandbox, ")"), " (unit "); ok && strings.HasSuffix(sandbox, ")") {
+		if unit != "" && unit != u {
+			fmt.Fprintf(e.stderr, "keyhole explain: --sandbox %q names unit %s, and --unit %s\n", sandbox, u, unit)
+			return exitUsage
+		}
+		sandbox, unit = name, u
+	}
 	// Each deploy unit is compared on its own, as keyhole diff compares it.
 	names := pipeline.SideUnits(ps, unit)
 	if unit != "" && len(names) == 0 {
@@ -389,7 +398,9 @@ func explainChange(e *env, paths []string, f *checkFlags, base, head, unit, sand
 	var results []diff.Result
 	var sideLists [2][]diff.Side
 	for _, name := range names {
-		bs, hs := sides[0].DiffSide(opts, name, len(names) > 1), sides[1].DiffSide(opts, name, len(names) > 1)
+		// Units are named as diff names them, whichever --unit keeps.
+		several := len(pipeline.SideUnits(ps, "")) > 1
+		bs, hs := sides[0].DiffSide(opts, name, several), sides[1].DiffSide(opts, name, several)
 		sideLists[0], sideLists[1] = append(sideLists[0], bs), append(sideLists[1], hs)
 		results = append(results, diff.Compare(bs, hs))
 	}
