@@ -48,13 +48,16 @@ func Rules() map[string]diag.Rule {
 	return m
 }
 
-func severity(code string) diag.Severity {
+// severities is the table's default severity of each code. Compile takes
+// it once for every finding to look its own up: building the table (its
+// texts formatted) for each of thousands of findings was most of what
+// reporting them allocated.
+func severities() map[string]diag.Severity {
+	m := map[string]diag.Severity{}
 	for _, c := range table() {
-		if c.Code == code {
-			return c.Severity
-		}
+		m[c.Code] = c.Severity
 	}
-	return diag.Error
+	return m
 }
 
 func table() []Check {

@@ -139,17 +139,19 @@ func Compile(docs []*source.Document, v *schema.Validator, opts Options) Result 
 	// kept once, from the first unit's reading of it.
 	var configDiags diag.List
 	passes := make([]*pass, len(names))
+	sev := severities()
 	for i, u := range names {
 		p := &pass{
-			unit:    u,
-			opts:    opts,
-			catalog: catalog,
-			secrets: map[ref]*secret{},
-			classes: map[ref]*sandboxClass{},
-			defined: newDefinedIndex(opts.keyHash),
-			pending: map[ref]diag.List{},
-			invalid: map[string]bool{},
-			counted: counted,
+			unit:       u,
+			opts:       opts,
+			severities: sev,
+			catalog:    catalog,
+			secrets:    map[ref]*secret{},
+			classes:    map[ref]*sandboxClass{},
+			defined:    newDefinedIndex(opts.keyHash),
+			pending:    map[ref]diag.List{},
+			invalid:    map[string]bool{},
+			counted:    counted,
 		}
 		if catErr != nil {
 			// The built-in catalog is compiled in; this is a bug in keyhole.
@@ -450,6 +452,8 @@ type pass struct {
 	unit    *source.Unit
 	opts    Options
 	diags   diag.List
+	// severities is the check table's severity of each code (severity).
+	severities map[string]diag.Severity
 	// units are every unit's pass, this one's included, in order of
 	// name, for the Secrets a unit finds in another (see secretOf).
 	units []*pass
@@ -769,8 +773,17 @@ func refColumn(n *yaml.Node, offset int) int {
 	return n.Column
 }
 
+// severity is code's default severity in the check table, Error for a
+// code the table lacks.
+func (p *pass) severity(code string) diag.Severity {
+	if s, ok := p.severities[code]; ok {
+		return s
+	}
+	return diag.Error
+}
+
 func (p *pass) diagnostic(code string, it *item, pos diag.Pos, fieldPath, msg string) diag.Diagnostic {
-	d := diag.Diagnostic{Code: code, Severity: severity(code), Pos: pos, Object: it.obj(), Path: fieldPath, Message: msg}
+	d := diag.Diagnostic{Code: code, Severity: p.severity(code), Pos: pos, Object: it.obj(), Path: fieldPath, Message: msg}
 	if code == codeSecretMissing && p.opts.AllowMissingSecrets {
 		d.Severity = diag.Warning
 	}

@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -65,6 +66,10 @@ func CredentialShapes() []CredentialShape {
 	}
 }
 
+// credentialShapes is the table, built once: findCredential reads it at
+// every byte that may start a token, of every message check prints.
+var credentialShapes = sync.OnceValue(CredentialShapes)
+
 // shortestCredential is the length of the shortest token of the table,
 // and credentialStarts the bytes its prefixes start with: MatchCredential
 // looks no further into a string that is shorter, or at a byte that is
@@ -114,7 +119,7 @@ func findCredential(s string) (sh CredentialShape, start, end int, ok bool) {
 		if i > 0 && isTokenByte(s[i-1]) || strings.IndexByte(credentialStarts, s[i]) < 0 {
 			continue
 		}
-		for _, sh := range CredentialShapes() {
+		for _, sh := range credentialShapes() {
 			if n, ok := sh.matchAt(s[i:]); ok {
 				return sh, i, i + n, true
 			}

@@ -250,7 +250,7 @@ func (p *pass) indexSecret(r ref, s *secret) {
 		// placeholder holds its place and its code, which the note on
 		// an unread Secret lists.
 		p.lazyDups = append(p.lazyDups, lazyDup{what: what, prev: prev.doc, it: s.item})
-		p.diags = append(p.diags, diag.Diagnostic{Code: codeDuplicateObject, Severity: severity(codeDuplicateObject),
+		p.diags = append(p.diags, diag.Diagnostic{Code: codeDuplicateObject, Severity: p.severity(codeDuplicateObject),
 			Pos: s.doc.Pos, Object: s.item.obj(), Message: lazyMarker + strconv.Itoa(len(p.lazyDups)-1)})
 		return
 	}

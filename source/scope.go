@@ -280,7 +280,9 @@ func (l *loader) engineUnitMatters(u *Unit) bool {
 // holds nothing of keyhole's yet, building those is most of the work.
 // Standard input, which cannot be read twice, counts as naming them. The
 // same pass gathers refs, the text the names of the Secrets a Connection
-// reads are in (secretscope.go). The walks made here are kept for
+// reads are in (secretscope.go): a kustomization's files as read, the
+// files that name keyhole's kinds by path, read again only if a
+// kustomization asks (refText.read). The walks made here are kept for
 // loadPath.
 func (l *loader) mayHoldConnections(paths []string) (found bool, refs refText) {
 	l.walks = map[string]walked{}
@@ -303,7 +305,10 @@ func (l *loader) mayHoldConnections(paths []string) (found bool, refs refText) {
 		}
 		if data, err := l.fsys.ReadFile(p); err == nil && namesKeyhole(p, data) {
 			found = true
-			add(data)
+			if bytes.Contains(data, []byte("${")) {
+				refs.all = true
+			}
+			refs.files = append(refs.files, p)
 		}
 	}
 	// A kustomization that names keyhole's kinds gives all its local

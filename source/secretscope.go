@@ -41,6 +41,23 @@ import (
 type refText struct {
 	all  bool
 	text []byte
+	// files are the files that name keyhole's kinds, whose text read
+	// adds to text. They are the whole of a large repository, which
+	// holding through the Load would double what it keeps; only a walked
+	// kustomization that declares Secrets and names none of keyhole's
+	// kinds needs their text, and most repositories have none.
+	files []string
+}
+
+// read adds the text of the files to text, once; a file that cannot be
+// read again adds nothing, as a name in it could not be read either.
+func (r *refText) read(fsys fileSystem) {
+	for _, f := range r.files {
+		if data, err := fsys.ReadFile(f); err == nil {
+			r.text = append(append(r.text, data...), 0)
+		}
+	}
+	r.files = nil
 }
 
 // walkedKustomizationMatters reports whether the kustomization in dir,
@@ -96,6 +113,7 @@ func (l *loader) walkedKustomizationMatters(dir string) (matters bool, note stri
 	}
 	slices.Sort(names)
 	names = slices.Compact(names)
+	l.refs.read(l.fsys)
 	for _, n := range names {
 		if bytes.Contains(l.refs.text, []byte(n)) {
 			return true, ""

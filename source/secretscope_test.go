@@ -1,6 +1,9 @@
 package source
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -130,4 +133,27 @@ func FuzzSecretDocNames(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRefTextKeepsPathsUntilAsked: the scope pass keeps the paths of the
+// files that name keyhole's kinds, not their text, which in a large
+// repository is all of it; the text is read when a kustomization asks.
+func TestRefTextKeepsPathsUntilAsked(t *testing.T) {
+	dir := t.TempDir()
+	conn := "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata:\n  name: c\nspec:\n  credential:\n    secretRef:\n      name: named-secret\n"
+	if err := os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(conn), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := newLoader(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found, refs := l.mayHoldConnections([]string{dir})
+	if !found || len(refs.text) != 0 || len(refs.files) != 1 {
+		t.Fatalf("found %v, %d bytes of text and files %q; want found, no text and c.yaml", found, len(refs.text), refs.files)
+	}
+	refs.read(l.fsys)
+	if !bytes.Contains(refs.text, []byte("named-secret")) || refs.files != nil {
+		t.Errorf("after read: text %q, files %q", refs.text, refs.files)
+	}
 }

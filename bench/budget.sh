@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Holds `keyhole check` to its memory budget (docs/benchmarks.md, "The
+# memory budget"): on the repositories `go run ./bench/gen -n N -agents
+# N/10` writes, peak RSS within 100 MiB at 10,000 Connections and within
+# 400 MB at 100,000, the binary built as released. Prints the median of
+# COUNT runs per size, each run's figure, and exits 1 when a median is
+# over its budget. With a REF, that commit's binary runs too, alternating
+# with this one, so that both see the same load.
+#
+#   bench/budget.sh [COUNT] [REF]   # COUNT runs per size, default 3
+set -euo pipefail
+cd "$(dirname "$0")/.."
+count=${1:-3}
+ref=${2:-}
+tmp=$(mktemp -d)
+cleanup() {
+  [ -z "$ref" ] || git worktree remove --force "$tmp/ref" 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# As released (.github/workflows/release.yml): static, without cgo.
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/keyhole" ./cmd/keyhole
+bins=(keyhole)
+if [ -n "$ref" ]; then
+  git worktree add --detach "$tmp/ref" "$ref" >/dev/null 2>&1
+  (cd "$tmp/ref" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/keyhole-ref" ./cmd/keyhole)
+  bins=(keyhole-ref keyhole)
+fi
+
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+
+over=0
+printf '%-8s %-12s %12s %12s  %s\n' conns binary peak_MiB budget_MiB runs_MiB
+for n in 10000 100000; do
+  budget=$([ "$n" = 10000 ] && echo 100 || echo $((400 * 1000 * 1000 / 1048576)))
+  go run ./bench/gen -n "$n" -agents $((n / 10)) -o "$tmp/repo-$n" >/dev/null
+  declare -A runs=()
+  for _ in $(seq "$count"); do
+    for b in "${bins[@]}"; do
+      kib=$( { /usr/bin/time -f '%M' "$tmp/$b" check "$tmp/repo-$n" >/dev/null; } 2>&1 | tail -1)
+      runs[$b]+="$((kib / 1024)) "
+    done
+  done
+  for b in "${bins[@]}"; do
+    m=$(tr ' ' '\n' <<<"${runs[$b]}" | grep . | median)
+    printf '%-8s %-12s %12s %12s  %s\n' "$n" "$b" "$m" "$budget" "${runs[$b]}"
+    if [ "$b" = keyhole ] && awk -v m="$m" -v b="$budget" 'BEGIN {exit !(m > b)}'; then
+      over=1
+    fi
+  done
+  rm -rf "$tmp/repo-$n"
+  unset runs
+done
+[ "$over" = 0 ] || { echo "over the memory budget" >&2; exit 1; }

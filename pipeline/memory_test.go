@@ -1,0 +1,98 @@
+package pipeline
+
+import (
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"testing"
+	"time"
+
+	"keyhole.dev/keyhole/bench/gen/synth"
+)
+
+// checkCost is what one Check of a generated repository cost.
+type checkCost struct {
+	// alloc is every byte Check allocated, garbage included.
+	alloc uint64
+	// peakLive is the largest live heap a collection found while Check
+	// ran, what it held at once.
+	peakLive uint64
+}
+
+// measureCheck checks a repository of n Connections made as the
+// benchmarks make theirs (bench/gen: n/10 agents), and returns its cost.
+// The collector runs at GOGC=10 meanwhile, so that the live heap is
+// taken every tenth of growth and its peak is not missed between two
+// collections far apart.
+func measureCheck(t *testing.T, n int) checkCost {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "repo")
+	if _, err := synth.Generate(dir, synth.Options{Connections: n, Agents: n / 10}); err != nil {
+		t.Fatal(err)
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	runtime.GC()
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	done, peak := make(chan struct{}), make(chan uint64)
+	go func() {
+		var peakSeen uint64
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			metrics.Read(sample)
+			peakSeen = max(peakSeen, sample[0].Value.Uint64())
+			select {
+			case <-done:
+				peak <- peakSeen
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	c, err := Check(Options{Paths: []string{dir}, DefaultNamespace: "default"})
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Result.Diagnostics.HasErrors() {
+		t.Fatalf("diagnostics:\n%v", c.Result.Diagnostics)
+	}
+	// The last collection's count, with the result still held.
+	runtime.GC()
+	runtime.KeepAlive(c)
+	close(done)
+	return checkCost{alloc: after.TotalAlloc - before.TotalAlloc, peakLive: <-peak}
+}
+
+// TestCheckMemoryPerConnection holds check's cost per Connection, on the
+// repository the memory budget is stated for (docs/benchmarks.md: 10,000
+// Connections within 100 MiB of peak RSS, 100,000 within 400 MB), to
+// bounds with room for noise: what a check of 3,000 Connections costs
+// beyond one of 500, per Connection added. The fixed part (the schemas,
+// the binary) is left out, and the per-Connection part is what grows
+// with a repository: at 100,000 Connections each kilobyte of peak live
+// heap is about 200 MB of peak RSS, once the collector's headroom
+// (GOGC=100) is counted. Bytes allocated count too: garbage paces the
+// collector, and a loop that allocates per finding or per byte of input
+// shows there first.
+func TestCheckMemoryPerConnection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates and checks two repositories")
+	}
+	const small, large = 500, 3000
+	a, b := measureCheck(t, small), measureCheck(t, large)
+	perAlloc := float64(b.alloc-a.alloc) / (large - small)
+	perLive := (float64(b.peakLive) - float64(a.peakLive)) / (large - small)
+	t.Logf("per Connection: %.0f bytes allocated, %.0f bytes of peak live heap (%d and %d Connections: %.1f and %.1f MB allocated, %.1f and %.1f MB peak live)",
+		perAlloc, perLive, small, large, float64(a.alloc)/1e6, float64(b.alloc)/1e6, float64(a.peakLive)/1e6, float64(b.peakLive)/1e6)
+	const maxAlloc, maxLive = 95_000, 4_500
+	if perAlloc > maxAlloc {
+		t.Errorf("check allocates %.0f bytes per Connection, over %d", perAlloc, maxAlloc)
+	}
+	if perLive > maxLive {
+		t.Errorf("check's peak live heap grows %.0f bytes per Connection, over %d", perLive, maxLive)
+	}
+}
