@@ -429,12 +429,20 @@ func hasKeyholeInput(dir string) (bool, error) {
 // the repository root, and returns its stdout; a non-zero exit fails t.
 func keyhole(t *testing.T, args ...string) []byte {
 	t.Helper()
-	// An example is a repository of its own, whose keyhole.yaml is at its
-	// root: keyhole reads the Config at the root of the enclosing git
-	// working tree (this one's), so an example is rendered from inside it.
-	if n := len(args); n > 0 && strings.HasPrefix(args[n-1], filepath.Join(the.repo, "examples")+string(filepath.Separator)) {
-		t.Chdir(args[n-1])
-		args = append(slices.Clone(args[:n-1]), ".")
+	// An example (or a test's input directory) is a repository of its
+	// own, whose keyhole.yaml is at its root: keyhole reads the Config at
+	// the root of the enclosing git working tree, this one's, so the
+	// directory is copied out of it, as a user copies an example, and
+	// rendered from inside the copy.
+	if n := len(args); n > 0 && strings.HasPrefix(args[n-1], the.repo+string(filepath.Separator)) {
+		if fi, err := os.Stat(args[n-1]); err == nil && fi.IsDir() {
+			dir := filepath.Join(t.TempDir(), filepath.Base(args[n-1]))
+			if err := os.CopyFS(dir, os.DirFS(args[n-1])); err != nil {
+				t.Fatal(err)
+			}
+			t.Chdir(dir)
+			args = append(slices.Clone(args[:n-1]), ".")
+		}
 	}
 	var stdout, stderr bytes.Buffer
 	if code := cli.Main(args, &stdout, &stderr); code != 0 {
