@@ -250,7 +250,7 @@ func checkSecretMissing(p *pass) {
 		if hint == "" && note == "" && !p.opts.AllowMissingSecrets {
 			// Nothing near it: say how a Secret kept out of Git is
 			// declared, and what to pass where it lives elsewhere.
-			hint = "; declare it in the repository as a SealedSecret, an ExternalSecret or a SOPS-encrypted Secret (no value needed in Git), or pass --allow-missing-secrets where Secrets are created outside the repository"
+			hint = "; declare it as a SealedSecret, ExternalSecret or SOPS Secret, or pass --allow-missing-secrets"
 		}
 		p.report(codeSecretMissing, &c.item, path{"spec", "credential", "secretRef", "name"}, false,
 			"Secret %s is not in the input; the claim fails at run time when the proxy cannot read it%s%s%s", r, note, hint, p.unreadNote())

@@ -416,60 +416,91 @@ func clip(s string) string {
 // two in a label of eight letters or more. Labels that differ in a digit name regions and
 // instances (us-east-1, us-east-2), not typos.
 func checkHostNearMiss(p *pass) {
-	type known struct{ host, whose string }
+	type known struct {
+		host  string
+		whose func() string
+	}
 	var hosts []known
 	for _, name := range slices.Sorted(maps.Keys(p.catalog)) {
 		for _, h := range p.catalog[name].Hosts {
-			hosts = append(hosts, known{h.Host, "the " + name + " connector's"})
+			hosts = append(hosts, known{h.Host, func() string { return "the " + name + " connector's" }})
 		}
 	}
-	catalog := len(hosts)
-	for _, c := range p.connList {
-		for _, h := range c.w.Spec.Hosts {
-			hosts = append(hosts, known{h, "Connection " + c.ref().String() + "'s"})
-		}
+	// Hosts a typo apart differ in one label: each host is indexed under
+	// each of its labels blanked, so a host meets only those candidates,
+	// and a repository of many Connections costs a few lookups each.
+	index := map[string][]int{}
+	add := func(i int) {
+		eachLabel(hosts[i].host, func(shape, _ string) { index[shape] = append(index[shape], i) })
+	}
+	for i := range hosts {
+		add(i)
 	}
 	// Of two Connections a typo apart, the later is told: one finding
 	// for one mistake, whichever of the two it is.
-	seen := catalog
 	for _, c := range p.connList {
 		own := c.w.Spec.Hosts
-		earlier := hosts[:seen]
-		seen += len(own)
 		for j, h := range own {
-			for _, k := range earlier {
-				if slices.Contains(own, k.host) || !hostNear(h, k.host) {
-					continue
+			var near *known
+			eachLabel(h, func(shape, label string) {
+				for _, k := range index[shape] {
+					if near == nil && hosts[k].host != h && !slices.Contains(own, hosts[k].host) && labelNear(label, hostLabel(hosts[k].host, h)) {
+						near = &hosts[k]
+					}
 				}
+			})
+			if near != nil {
 				p.report(codeHostMisspelled, &c.item, path{"spec", "hosts", j}, false,
 					"%s is a typo away from %s, %s host: the proxy would send this Connection's credential to %s; did you mean %s?",
-					h, k.host, k.whose, h, k.host)
-				break
+					h, near.host, near.whose(), h, near.host)
 			}
+		}
+		for _, h := range own {
+			hosts = append(hosts, known{h, func() string { return "Connection " + c.ref().String() + "'s" }})
+			add(len(hosts) - 1)
 		}
 	}
 }
 
-// hostNear reports whether a and b are a typo apart, as checkHostNearMiss
-// says.
-func hostNear(a, b string) bool {
-	la, lb := strings.Split(strings.ToLower(a), "."), strings.Split(strings.ToLower(b), ".")
-	if len(la) != len(lb) || a == b {
-		return false
-	}
-	differ := -1
-	for i := range la {
-		if la[i] != lb[i] {
-			if differ >= 0 {
-				return false
-			}
-			differ = i
+// eachLabel calls f with host's shape with each label blanked, and that
+// label.
+func eachLabel(host string, f func(shape, label string)) {
+	start := 0
+	for start <= len(host) {
+		end := strings.IndexByte(host[start:], '.')
+		if end < 0 {
+			end = len(host)
+		} else {
+			end += start
 		}
+		f(host[:start]+"\x00"+host[end:], host[start:end])
+		start = end + 1
 	}
-	if differ < 0 || strings.ContainsAny(la[differ], "0123456789") || strings.ContainsAny(lb[differ], "0123456789") {
+}
+
+// hostLabel is the label of a that differs from b, two hosts of one
+// shape (eachLabel).
+func hostLabel(a, b string) string {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	i = strings.LastIndexByte(a[:i], '.') + 1
+	j := strings.IndexByte(a[i:], '.')
+	if j < 0 {
+		return a[i:]
+	}
+	return a[i : i+j]
+}
+
+// labelNear reports whether two labels, the one place two hosts differ,
+// are a typo apart: no digit in either, both of four letters or more, one
+// edit apart, or two in labels of eight or more.
+func labelNear(a, b string) bool {
+	if a == b || strings.ContainsAny(a, "0123456789") || strings.ContainsAny(b, "0123456789") {
 		return false
 	}
-	short := min(len(la[differ]), len(lb[differ]))
+	short := min(len(a), len(b))
 	if short < 4 {
 		return false // a, b and api, app are other names, not typos
 	}
@@ -477,7 +508,7 @@ func hostNear(a, b string) bool {
 	if short >= 8 {
 		limit = 2
 	}
-	return diag.Distance(la[differ], lb[differ]) <= limit
+	return diag.Distance(a, b) <= limit
 }
 
 // basicRefs matches the key references of a value template.
