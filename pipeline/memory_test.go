@@ -80,7 +80,7 @@ func measureCheck(t *testing.T, n int) checkCost {
 // shows there first.
 func TestCheckMemoryPerConnection(t *testing.T) {
 	if testing.Short() {
-		t.Skip("generates and checks two repositories")
+		t.Skip("-short: it generates and checks repositories of 500 and 3,000 Connections, seconds of work; make test runs without -short")
 	}
 	const small, large = 500, 3000
 	a, b := measureCheck(t, small), measureCheck(t, large)

@@ -26,7 +26,7 @@ const hexCanary = "0f3a9c1e7b2d4a6f8e0c1b3d5f7a9c2e4b6d8f0a"
 // any ten bytes of the canary.
 func TestHostileReadsConfined(t *testing.T) {
 	if runtime.GOOS == "windows" {
-		t.Skip("symbolic links")
+		t.Skip("Windows makes no symbolic links without a privilege the test lacks, and half the cases are links out of the tree; make test runs on Linux")
 	}
 	acme := example(t, "github-acme")
 	rootKustomization := func(generator, replacements string) string {
