@@ -329,6 +329,15 @@ func FuzzScrubReader(f *testing.F) {
 			}
 			data = []byte(wrapLines(string(data), n, eol))
 		}
+		// The proxy scrubs only values a header can carry: a Secret
+		// holding a line break or another control character is never
+		// injected (config.HeaderValue), so it is never scrubbed, and an
+		// occurrence of one across a line break has no meaning.
+		for _, v := range []string{v1, v2} {
+			if strings.ContainsFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+				return
+			}
+		}
 		values := []string{v1, v2}
 		in := injectedOf(values...)
 		var kept []string
