@@ -89,16 +89,16 @@ verdict() {
 
 jcount() { jq -r "$1" "$tmp/$2.json" 2>/dev/null || echo '?'; }
 
-printf '| repository | commit | published | ms | units read | not read | errors | warnings | with setup | ms | other errors | seeded found | placed |\n'
-printf '|---|---|---|---:|---:|---:|---:|---:|---|---:|---:|---|---|\n'
-failed=0 n=0 clean=0 red=0 crashed=0
+printf '| repository | commit | published | ms | units read | not read | errors | warnings | setup exit | ms | units read | other errors | warnings | seeded found | placed | setup |\n'
+printf '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|\n'
+failed=0 n=0 clean=0 red=0 crashed=0 setups=0 setupsok=0
 while IFS=$'\t' read -r -u 3 repo commit tags engine expected; do
   case $repo in '' | '#'*) continue ;; esac
   if [ ${#only[@]} -gt 0 ] && [[ ! " ${only[*]} " == *" $repo "* ]]; then continue; fi
   n=$((n + 1))
   key=${repo/\//+}
   if ! g=$(gitdir "$repo") || ! git --git-dir="$g" cat-file -e "$commit^{commit}" 2>/dev/null; then
-    printf '| %s | %.7s | absent | | | | | | | | | | |\n' "$repo" "$commit"
+    printf '| %s | %.7s | absent |%s\n' "$repo" "$commit" "$(printf ' |%.0s' {1..13})"
     failed=1
     continue
   fi
@@ -106,7 +106,7 @@ while IFS=$'\t' read -r -u 3 repo commit tags engine expected; do
   git clone -q --shared --no-checkout "$g" "$work" 2>"$tmp/clone.err" &&
     sparse "$work" "$commit" &&
     git -C "$work" -c advice.detachedHead=false checkout -q "$commit" 2>>"$tmp/clone.err" || {
-    printf '| %s | %.7s | unclonable | | | | | | | | | | |\n' "$repo" "$commit"
+    printf '| %s | %.7s | unclonable |%s\n' "$repo" "$commit" "$(printf ' |%.0s' {1..13})"
     failed=1
     continue
   }
@@ -124,26 +124,28 @@ while IFS=$'\t' read -r -u 3 repo commit tags engine expected; do
   esac
   [ "$pub" = "${expected:-clean}" ] || failed=1
 
-  swith="" sms="" sother="" sfound="" splaced=""
+  sexit="" sms="" sunits="" sother="" swarns="" sfound="" splaced="" sresult=""
   setup=$root/bench/corpus/setups/$key
   if [ -d "$setup" ]; then
     tar -C "$setup" --exclude=./corpus.expect --exclude=./corpus.patch -cf - . | tar -C "$work" -xf -
     if [ -f "$setup/corpus.patch" ] && ! git -C "$work" apply "$setup/corpus.patch"; then
-      printf '| %s | %.7s | %s | | | | | | patch does not apply | | | | |\n' "$repo" "$commit" "$pub"
+      printf '| %s | %.7s | %s |%s patch does not apply |\n' "$repo" "$commit" "$pub" "$(printf ' |%.0s' {1..12})"
       failed=1
       continue
     fi
     git -C "$work" add -A # tracked, as a pull request's files are; no commit, which absent blobs would refuse
     check "$work" "$key.setup"
-    swith=$(verdict "$rc" "$key.setup") sms=$ms
-    want_exit=0 seeded=() places=()
+    sexit=$rc sms=$ms setups=$((setups + 1))
+    sunits=$(jcount '.summary.built | length' "$key.setup")
+    swarns=$(jcount '.summary.warnings' "$key.setup")
+    want_exit=0 seeded=() known=()
     while read -r word rest; do
       case $word in
       exit) want_exit=$rest ;;
       seeded) seeded+=("$rest") ;;
+      known) known+=("$rest") ;;
       esac
     done <"$setup/corpus.expect"
-    [ "$rc" = "$want_exit" ] || failed=1
     found=0 placed=0 mine='[]'
     for s in "${seeded[@]}"; do
       read -r code at unit ns <<<"$s"
@@ -155,14 +157,31 @@ while IFS=$'\t' read -r -u 3 repo commit tags engine expected; do
       [ "$ok" = 1 ] && placed=$((placed + 1))
       mine=$(jq -c --arg c "$code" --arg f "$file" --argjson l "$line" '. + [{c: $c, f: $f, l: $l}]' <<<"$mine")
     done
+    for k in "${known[@]}"; do
+      read -r code at _ <<<"$k"
+      mine=$(jq -c --arg c "$code" --arg f "${at%:*}" --argjson l "${at##*:}" '. + [{c: $c, f: $f, l: $l}]' <<<"$mine")
+    done
     sother=$(jq -r --argjson mine "$mine" '[.diagnostics[] | select(.severity == "error") | select(. as $d | $mine | any(.c == $d.code and .f == $d.file and .l == $d.line) | not)] | length' "$tmp/$key.setup.json" 2>/dev/null || echo '?')
     sfound="$found/${#seeded[@]}" splaced="$placed/${#seeded[@]}"
-    [ "$found" = "${#seeded[@]}" ] && [ "$placed" = "${#seeded[@]}" ] && [ "$sother" = 0 ] || failed=1
+    sresult=$(verdict "$rc" "$key.setup")
+    case $sresult in
+    crash | hang) ;;
+    *)
+      if [ "$sother" != 0 ]; then sresult="false red"
+      elif [ "$found" != "${#seeded[@]}" ]; then sresult=missed
+      elif [ "$placed" != "${#seeded[@]}" ]; then sresult=misplaced
+      elif [ "$rc" != "$want_exit" ]; then sresult="exit $rc"
+      else sresult=ok setupsok=$((setupsok + 1))
+      fi
+      ;;
+    esac
+    [ "$sresult" = ok ] || failed=1
   fi
-  printf '| %s | %.7s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$repo" "$commit" \
-    "$pub" "$pms" "$units" "$unread" "$errs" "$warns" "$swith" "$sms" "$sother" "$sfound" "$splaced"
+  printf '| %s | %.7s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$repo" "$commit" \
+    "$pub" "$pms" "$units" "$unread" "$errs" "$warns" "$sexit" "$sms" "$sunits" "$sother" "$swarns" "$sfound" "$splaced" "$sresult"
   rm -rf "$work"
 done 3<"$root/bench/corpus/repos.tsv"
 echo
 echo "$n repositories: $clean clean, $red falsely red, $crashed crashed or hung, as published"
+echo "$setups setups: $setupsok as expected"
 exit "$failed"
