@@ -28,7 +28,7 @@ shift $((OPTIND - 1))
 mirrors=$(realpath -m "${1:-/work/.mirror}")
 [ $# -gt 0 ] && shift
 only=("$@")
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 root=$PWD
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -92,7 +92,7 @@ jcount() { jq -r "$1" "$tmp/$2.json" 2>/dev/null || echo '?'; }
 printf '| repository | commit | published | ms | units read | not read | errors | warnings | setup exit | ms | units read | other errors | warnings | seeded found | placed | setup |\n'
 printf '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|\n'
 failed=0 n=0 clean=0 red=0 crashed=0 setups=0 setupsok=0
-while IFS=$'\t' read -r -u 3 repo commit tags engine expected; do
+while IFS=$'\t' read -r -u 3 repo commit _ _ expected; do # columns: repository, commit, layout tags, engine, expected
   case $repo in '' | '#'*) continue ;; esac
   if [ ${#only[@]} -gt 0 ] && [[ ! " ${only[*]} " == *" $repo "* ]]; then continue; fi
   n=$((n + 1))
@@ -103,13 +103,13 @@ while IFS=$'\t' read -r -u 3 repo commit tags engine expected; do
     continue
   fi
   work=$tmp/$key
-  git clone -q --shared --no-checkout "$g" "$work" 2>"$tmp/clone.err" &&
+  if ! { git clone -q --shared --no-checkout "$g" "$work" 2>"$tmp/clone.err" &&
     sparse "$work" "$commit" &&
-    git -C "$work" -c advice.detachedHead=false checkout -q "$commit" 2>>"$tmp/clone.err" || {
+    git -C "$work" -c advice.detachedHead=false checkout -q "$commit" 2>>"$tmp/clone.err"; }; then
     printf '| %s | %.7s | unclonable |%s\n' "$repo" "$commit" "$(printf ' |%.0s' {1..13})"
     failed=1
     continue
-  }
+  fi
 
   check "$work" "$key.published"
   pub=$(verdict "$rc" "$key.published") pms=$ms
