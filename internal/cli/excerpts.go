@@ -22,9 +22,10 @@ import (
 // output"):
 //
 //  1. The file is one keyhole read from the repository: not standard
-//     input, read through a root at the repository that encloses it
-//     (os.Root, so a link out of it is not followed), no larger than the
-//     loader reads, and valid YAML throughout.
+//     input, read through a root at the repository that encloses it (its
+//     directory, outside any repository) with os.Root, so that a link out
+//     of it is not followed; no larger than the loader reads, and valid
+//     YAML throughout.
 //  2. No document of the file may hold a secret value: each is a mapping
 //     with a kind (an agent.yaml excepted); none holds, at any depth (the
 //     items of a List too), a kind that names a Secret (Secret,
