@@ -18,8 +18,7 @@ import (
 
 // excerpts gives the grouped text layout the source line a diagnostic is
 // positioned on, and never a line that may hold a secret value. The rule,
-// from the file to the line, is (docs/checks.md, "Reading the text
-// output"):
+// from the file to the line, is (docs/checks.md, "Source lines"):
 //
 //  1. The file is one keyhole read from the repository: not standard
 //     input, read through a root at the repository that encloses it (its

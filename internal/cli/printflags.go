@@ -30,7 +30,7 @@ type printFlags struct {
 
 func (pf *printFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&pf.verbose, "v", false, "list every diagnostic in the text format: also the info ones (what was skipped as not keyhole's business, what could not be checked) and the suppressed ones, which it otherwise only counts")
-	fs.StringVar(&pf.minSeverity, "min-severity", "", "the least severe diagnostic to print: `info`, warning or error (default: warning for --format sarif and github, info otherwise); exit codes do not change")
+	fs.StringVar(&pf.minSeverity, "min-severity", "", "the least severe diagnostic to print: `info`, warning or error (default: warning for --format sarif, github, gitlab and junit, info otherwise); exit codes do not change")
 	fs.StringVar(&pf.category, "sarif-category", "keyhole", "the SARIF run's `category` (automationDetails.id), one per upload that checks different paths")
 	fs.StringVar(&pf.color, "color", "auto", "colour the text format: `when` is auto (on a terminal, unless NO_COLOR is set), always or never")
 	fs.StringVar(&pf.layout, "layout", "auto", "the text format's `layout`: lines (one diagnostic a line, file:line:col: severity CODE: message, as editors and grep read it), grouped (under each file's name, each diagnostic with its source line, a caret at its column and 'keyhole help CODE'), or auto: grouped on a terminal, lines otherwise")
