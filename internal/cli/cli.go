@@ -155,7 +155,7 @@ func run(e *env, args []string) int {
 		usage(e.stderr)
 		return exitUsage
 	}
-	if args[0] == "help" && len(args) > 1 {
+	if args[0] == "help" && len(args) > 1 && !strings.HasPrefix(args[1], "-") {
 		return runHelp(e, args[1:])
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {

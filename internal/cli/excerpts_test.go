@@ -176,3 +176,31 @@ func TestExcerptRule(t *testing.T) {
 		})
 	}
 }
+
+// TestSourceLineCannotForgeCommands: a source line the grouped layout
+// shows goes through the guard every printed line does, so a value that
+// reads as a workflow command (at a line's start, or "##[" anywhere) is
+// escaped, coloured or not.
+func TestSourceLineCannotForgeCommands(t *testing.T) {
+	dir := t.TempDir()
+	body := "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: c, namespace: ns}\nspec:\n  hosts: [\"##[error]forged.example.com\"]\n  bogus: |\n    ::error file=x::forged\n"
+	if err := os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, color := range []string{"never", "always"} {
+		var stdout, stderr bytes.Buffer
+		e := &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr}
+		if code := run(e, []string{"check", "--layout", "grouped", "--color", color, dir}); code != exitFailed {
+			t.Fatalf("exit %d\n%s%s", code, stdout.String(), stderr.String())
+		}
+		out := stdout.String()
+		if !strings.Contains(out, `##\u005berror]forged`) {
+			t.Errorf("--color %s: the source line is not shown escaped:\n%s", color, out)
+		}
+		for l := range strings.Lines(sgrSeq.ReplaceAllString(out, "")) {
+			if diag.IsCommand(strings.TrimSuffix(l, "\n")) {
+				t.Errorf("--color %s: %q reads as a workflow command", color, l)
+			}
+		}
+	}
+}

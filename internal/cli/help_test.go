@@ -155,6 +155,9 @@ func TestHelpCommandAndCode(t *testing.T) {
 	if code != exitUsage || out != "" || !strings.Contains(errOut, `did you mean "ConnectionSecretMissing"?`) {
 		t.Errorf("help of a misspelt code: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
+	if code, out, _ := call("help", "-h"); code != exitOK || !strings.HasPrefix(out, "keyhole: ") {
+		t.Errorf("help -h: exit %d\n%s", code, out)
+	}
 	if code, _, errOut := call("help", "a", "b"); code != exitUsage || errOut == "" {
 		t.Errorf("help with two names: exit %d, stderr %q", code, errOut)
 	}
