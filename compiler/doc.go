@@ -66,6 +66,36 @@ then one line counting what it does not show (¤412 objects of 37 other kinds an
 skipped, 2 info not shown (-v lists them)¤), then the summary line. ¤-v¤ prints every
 diagnostic, the info and suppressed ones (marked ¤(suppressed by config)¤) included.
 
+Where the output is a terminal, the text format is for a person: coloured (the severity in its
+colour, the code bold, the position dim) and grouped, each file's name once with its diagnostics
+under it, in file order, each followed by its source line, a caret under its column and
+¤keyhole help CODE¤, which prints the code's row of this page and its address; the closing lines
+come last as ever. ¤--color auto|always|never¤ and ¤--layout auto|lines|grouped¤ choose: ¤auto¤,
+the default, colours a terminal unless ¤NO_COLOR¤ is set to anything but the empty string
+(no-color.org) or ¤TERM¤ is ¤dumb¤, and groups on a terminal. A pipe, a file or a CI log gets the
+plain lines above, byte for byte, unless a flag asks otherwise.
+
+### Source lines
+
+The grouped layout never shows a line that may hold a secret value. A line is shown only when
+all of this holds (¤internal/cli/excerpts.go¤, tested with a canary value planted in each place):
+
+1. the file is one keyhole read from a repository: not standard input, read through a root at
+   the repository that encloses it (its directory, outside any repository), so a link out of it
+   is not followed, no larger than the loader reads, and valid YAML throughout;
+2. no document of the file may hold a secret: each is a mapping with a kind (or the file is an
+   agent.yaml); none holds, at any depth (a List's items too), a kind naming a Secret (¤Secret¤,
+   ¤SealedSecret¤, ¤ExternalSecret¤, a reference's ¤kind: Secret¤) or a ¤data¤, ¤stringData¤,
+   ¤encryptedData¤, ¤sops¤ or ¤secretGenerator¤ field; none is a ¤HelmRelease¤, ¤Application¤
+   or ¤ApplicationSet¤, whose values may be a chart's secrets. Values files and env files have
+   no kind, so none of their lines is shown;
+3. the line is not a value under a key named ¤value¤ outside a Connection (a pod's env var),
+   holds no string of a known token's shape (the ¤CredentialLiteral¤ table), and the finding is
+   not one about a literal value (¤CredentialLiteral¤, ¤ConnectionValueLiteral¤).
+
+The diagnostic is printed all the same. A line that is shown has its control characters
+escaped and is made safe for a CI log like every other line keyhole prints.
+
 A file name, and whatever a message quotes, is printed with its control characters escaped
 (¤\n¤, ¤\x1b¤), so each diagnostic stays on its line; and in every format, a line a CI runner
 would read as a workflow command (one that starts with ¤::¤, or holds ¤##[¤) is written so that
@@ -108,6 +138,22 @@ apps/staging)¤.
 | ¤summary.skipped¤ | objects of other kinds skipped and how many kinds; files (charts, templates, other tools' files, kustomizations) not read as objects |
 | ¤summary.units¤ | the deploy units checked |
 | ¤summary.built¤ | each unit checked, in the order of ¤units¤: its ¤name¤, its ¤source¤ (¤flux¤, ¤argocd¤, ¤kustomization¤, ¤loose¤) and how many ¤documents¤ it holds |
+
+¤--format gitlab¤ writes GitLab's code quality report (the ¤artifacts:reports:codequality¤ file
+its merge requests show): a JSON array of issues, each with ¤description¤ (the message),
+¤check_name¤ (the code), ¤severity¤ (an error is ¤major¤, a warning ¤minor¤, info ¤info¤),
+¤location.path¤ (relative to the repository root) with ¤location.lines.begin¤, and a
+¤fingerprint¤ computed from the code, the file and the message, never the line, so an edit above
+a finding keeps it the same issue (findings that share all three are told apart by their order).
+A finding about no file is placed at ¤.¤. No findings: ¤[]¤.
+
+¤--format junit¤ writes JUnit XML: one testsuite, ¤keyhole check¤, with a testcase for the run
+(its summary line in ¤system-out¤, and its findings about no file) and one for each file with
+findings, in file order, named by its path from the repository root. A testcase with errors
+fails, its ¤failure¤ listing them as text lines; warnings are in its ¤system-out¤.
+
+Both leave out suppressed findings and, like ¤sarif¤ and ¤github¤, take ¤--min-severity
+warning¤ by default. The same input gives the same bytes.
 `
 
 func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }

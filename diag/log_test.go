@@ -148,7 +148,11 @@ func TestPrintersHostileNames(t *testing.T) {
 			sum.Built = append(sum.Built, BuiltUnit{Name: obj, Source: "kustomization", Documents: 1})
 		}
 		for _, format := range Formats() {
-			for _, o := range []Options{{}, {Verbose: true, MinSeverity: Info}} {
+			// The grouped layout shows a source line too, as hostile as
+			// the names: it goes through the same guard.
+			excerpt := func(d Diagnostic) (string, bool) { return "  ##[error]" + d.Object.Name, true }
+			grouped := Options{Grouped: true, Color: true, Verbose: true, Excerpt: excerpt, Reference: func(c string) string { return "keyhole help " + c }}
+			for _, o := range []Options{{}, {Verbose: true, MinSeverity: Info}, grouped} {
 				p, err := NewPrinterWith(format, o)
 				if err != nil {
 					t.Fatal(err)
@@ -177,7 +181,7 @@ func TestPrintersHostileNames(t *testing.T) {
 						t.Fatalf("%s: the name %q is not in the output:\n%s", format, names[k], out)
 					}
 				}
-				if format == "json" || format == "sarif" {
+				if format == "json" || format == "sarif" || format == "gitlab" {
 					var v any
 					if err := json.Unmarshal(b.Bytes(), &v); err != nil {
 						t.Fatalf("%s: not JSON any more: %v\n%s", format, err, out)

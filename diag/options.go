@@ -36,15 +36,30 @@ type Options struct {
 	// Category + "/"), which keeps code scanning from closing one
 	// upload's alerts with another's; empty: "keyhole".
 	Category string
+	// Color writes the text format with terminal colours: the severity
+	// in its colour, the code bold, the position dim. The bytes without
+	// it are the same as ever; the CLI sets it only for a terminal.
+	Color bool
+	// Grouped writes the text format for a person at a terminal (see
+	// groupedPrinter): diagnostics under their file's name, each with its
+	// source line and where its code is documented.
+	Grouped bool
+	// Excerpt returns the source line a diagnostic is positioned on, for
+	// the grouped layout, and false where no line may be shown (the CLI
+	// decides which lines may hold a secret value). Nil shows none.
+	Excerpt func(d Diagnostic) (string, bool)
+	// Reference returns where a code is documented, for the grouped
+	// layout's line under each diagnostic; nil or "" leaves it out.
+	Reference func(code string) string
 }
 
 // DefaultMinSeverity is the least severe diagnostic a format shows by
-// default: warnings and errors for sarif and github, whose every result
-// becomes an alert or an annotation on someone's pull request;
-// everything for the others.
+// default: warnings and errors for sarif, github, gitlab and junit, whose
+// every result becomes an alert, an annotation, a merge request's issue
+// or a test's output; everything for the others.
 func DefaultMinSeverity(format string) Severity {
 	switch format {
-	case "sarif", "github":
+	case "sarif", "github", "gitlab", "junit":
 		return Warning
 	}
 	return Info

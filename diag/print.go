@@ -87,10 +87,12 @@ type Printer interface {
 // a function rather than a package variable so that nothing can change it.
 func printers() map[string]func(Options) Printer {
 	return map[string]func(Options) Printer{
-		"text":   func(o Options) Printer { return filtered{textPrinter{verbose: o.Verbose}, o.MinSeverity} },
+		"text":   func(o Options) Printer { return filtered{textPrinter{verbose: o.Verbose, o: o}, o.MinSeverity} },
 		"json":   func(o Options) Printer { return filtered{jsonPrinter{}, o.MinSeverity} },
 		"github": func(o Options) Printer { return githubPrinter{o} },
 		"sarif":  func(o Options) Printer { return sarifPrinter{o} },
+		"junit":  func(o Options) Printer { return junitPrinter{o} },
+		"gitlab": func(o Options) Printer { return gitlabPrinter{o} },
 	}
 }
 

@@ -447,7 +447,7 @@ func TestGitHubAnnotationCap(t *testing.T) {
 }
 
 func TestDefaultMinSeverity(t *testing.T) {
-	want := map[string]Severity{"sarif": Warning, "github": Warning, "text": Info, "json": Info}
+	want := map[string]Severity{"sarif": Warning, "github": Warning, "gitlab": Warning, "junit": Warning, "text": Info, "json": Info}
 	for _, f := range Formats() {
 		if got := DefaultMinSeverity(f); got != want[f] {
 			t.Errorf("%s: %s, want %s", f, got, want[f])

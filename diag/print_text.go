@@ -11,23 +11,55 @@ import (
 // one line that counts what it does not show: what was skipped as not
 // keyhole's business, and the other info. Verbose shows every diagnostic,
 // the suppressed ones marked so.
-type textPrinter struct{ verbose bool }
+//
+// Options.Color colours each line; Options.Grouped writes the layout of
+// groupedPrinter instead.
+type textPrinter struct {
+	verbose bool
+	o       Options
+}
 
 func (p textPrinter) Print(w io.Writer, ds List, sum Summary, rules map[string]Rule) error {
+	if p.o.Grouped {
+		return safely(w, func(w io.Writer) error { return p.printGrouped(w, ds, sum) })
+	}
 	return safely(w, func(w io.Writer) error { return p.print(w, ds, sum) })
+}
+
+// shown reports whether the text format lists d, and the note it adds
+// after the message.
+func (p textPrinter) shown(d Diagnostic) (bool, string) {
+	switch {
+	case p.verbose && d.Suppressed != "":
+		return true, " (suppressed by " + d.Suppressed + ")"
+	case d.Suppressed != "":
+		return false, ""
+	}
+	return p.verbose || d.Severity > Info, ""
 }
 
 func (p textPrinter) print(w io.Writer, ds List, sum Summary) error {
 	ew := &errWriter{w: w}
 	for _, d := range sorted(ds) {
-		switch {
-		case p.verbose && d.Suppressed != "":
-			ew.printf("%s (suppressed by %s)\n", textLine(d), d.Suppressed)
-		case d.Suppressed != "":
-		case p.verbose || d.Severity > Info:
-			ew.printf("%s\n", textLine(d))
+		if ok, note := p.shown(d); ok {
+			ew.printf("%s%s\n", p.line(d), note)
 		}
 	}
+	p.closing(ew, ds, sum)
+	return ew.err
+}
+
+// line is textLine, coloured with Options.Color.
+func (p textPrinter) line(d Diagnostic) string {
+	if p.o.Color {
+		return colorLine(d)
+	}
+	return textLine(d)
+}
+
+// closing writes the lines that end the text format: the deploy units
+// checked, what was skipped, and the summary line.
+func (p textPrinter) closing(ew *errWriter, ds List, sum Summary) {
 	if line := unitsLine(sum); line != "" {
 		ew.printf("%s\n", line)
 		if p.verbose {
@@ -44,7 +76,6 @@ func (p textPrinter) print(w io.Writer, ds List, sum Summary) error {
 		ew.printf("%s\n", line)
 	}
 	ew.printf("%s\n", SummaryLine(ds, sum))
-	return ew.err
 }
 
 // skippedLine counts what was skipped, and says how to see what the

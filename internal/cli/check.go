@@ -41,7 +41,7 @@ func (p *patterns) Set(v string) error { *p = append(*p, v); return nil }
 const allowRemoteBasesUsage = "let kustomize fetch the remote bases kustomizations name (git repositories, HTTP URLs), as kubectl kustomize does; by default nothing is fetched and such a kustomization is an error"
 
 func (f *checkFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.format, "format", "text", "diagnostics format: text, json, github or sarif")
+	fs.StringVar(&f.format, "format", "text", "diagnostics format: "+orList(diag.Formats()))
 	f.print.register(fs)
 	f.registerInputs(fs)
 	f.registerImage(fs)
@@ -88,6 +88,9 @@ func report(e *env, c pipeline.Checked, format string, pf printFlags) error {
 	o, err := pf.options(format)
 	if err != nil {
 		return err
+	}
+	if format == "text" {
+		pf.human(e, e.rawStdout, &o)
 	}
 	p, err := diag.NewPrinterWith(format, o)
 	if err != nil {
@@ -164,6 +167,14 @@ func fail(e *env, cmd string, err error) int {
 	}
 	fmt.Fprintf(e.stderr, "keyhole %s: %s\n", cmd, errText(err))
 	return exitUsage
+}
+
+// orList joins names as "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // errText is err's message on one line, its control characters escaped:

@@ -56,6 +56,11 @@ type env struct {
 	// diffReuse, when set, is what diff's sides share (a new one when
 	// nil), for tests to see what was reused.
 	diffReuse *pipeline.Reuse
+	// terminal, when set, says which writers are terminals, and env
+	// reads the environment, for tests of --color and --layout (nil: the
+	// process's own; see isTerminal and getenv).
+	terminal func(io.Writer) bool
+	env      func(string) string
 }
 
 // raw is the standard output to write byte for byte (see rawStdout).
@@ -150,6 +155,9 @@ func run(e *env, args []string) int {
 		usage(e.stderr)
 		return exitUsage
 	}
+	if args[0] == "help" && len(args) > 1 && !strings.HasPrefix(args[1], "-") {
+		return runHelp(e, args[1:])
+	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		// Asked for, help is the output: stdout, exit 0.
 		usage(e.stdout)
@@ -188,7 +196,8 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'keyhole <command> -h' for a command's flags and examples.")
+	fmt.Fprintln(w, "Run 'keyhole help <command>' for a command's flags and examples, and")
+	fmt.Fprintln(w, "'keyhole help <CODE>' for what a diagnostic's code catches and how to fix it.")
 }
 
 // parse parses flags that may come before, between or after the

@@ -126,6 +126,10 @@ func flagValues(command, flag string) []string {
 			return diffFormats()
 		}
 		return diag.Formats()
+	case "color":
+		return colorModes()
+	case "layout":
+		return layouts()
 	case "min-severity":
 		return []string{"info", "warning", "error"}
 	case "proxy-mode":

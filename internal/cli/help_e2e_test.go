@@ -12,7 +12,8 @@ import (
 )
 
 // TestHelpExamples runs the examples every command's -h shows, with bash,
-// in a git repository holding keyhole's examples/ (main, and origin/main
+// their placeholders filled in, in a git repository holding keyhole's
+// examples/ (main, and origin/main
 // as a clone has it). An example may find errors or changes (exit 1);
 // exit 2 means the example itself is wrong. keyhole proxy's run until
 // stopped and are not run.
@@ -62,7 +63,7 @@ func TestHelpExamples(t *testing.T) {
 		for _, ex := range examples(c.name) {
 			ran++
 			t.Run(ex, func(t *testing.T) {
-				code, out := sh(ex)
+				code, out := sh(fillPlaceholders(ex))
 				if code != exitOK && code != exitFailed {
 					t.Errorf("exit %d:\n%s", code, out)
 				}

@@ -22,12 +22,18 @@ type printFlags struct {
 	verbose     bool
 	minSeverity string // "" is the format's default
 	category    string
+	// color and layout choose the text format's colour and layout (see
+	// human): auto, the default, decides by whether the output is a
+	// terminal.
+	color, layout string
 }
 
 func (pf *printFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&pf.verbose, "v", false, "list every diagnostic in the text format: also the info ones (what was skipped as not keyhole's business, what could not be checked) and the suppressed ones, which it otherwise only counts")
-	fs.StringVar(&pf.minSeverity, "min-severity", "", "the least severe diagnostic to print: `info`, warning or error (default: warning for --format sarif and github, info otherwise); exit codes do not change")
+	fs.StringVar(&pf.minSeverity, "min-severity", "", "the least severe diagnostic to print: `info`, warning or error (default: warning for --format sarif, github, gitlab and junit, info otherwise); exit codes do not change")
 	fs.StringVar(&pf.category, "sarif-category", "keyhole", "the SARIF run's `category` (automationDetails.id), one per upload that checks different paths")
+	fs.StringVar(&pf.color, "color", "auto", "colour the text format: `when` is auto (on a terminal, unless NO_COLOR is set), always or never")
+	fs.StringVar(&pf.layout, "layout", "auto", "the text format's `layout`: lines (one diagnostic a line, file:line:col: severity CODE: message, as editors and grep read it), grouped (under each file's name, each diagnostic with its source line, a caret at its column and 'keyhole help CODE'), or auto: grouped on a terminal, lines otherwise")
 }
 
 // validate checks the format and print flags before any input is read.
@@ -57,8 +63,18 @@ func (pf printFlags) options(format string) (diag.Options, error) {
 	if strings.Contains(pf.category, "/") {
 		return diag.Options{}, fmt.Errorf("%w: --sarif-category %q: a category holds no /", errUsage, pf.category)
 	}
+	if pf.color != "" {
+		if err := oneOf("color", pf.color, colorModes()...); err != nil {
+			return diag.Options{}, err
+		}
+	}
+	if pf.layout != "" {
+		if err := oneOf("layout", pf.layout, layouts()...); err != nil {
+			return diag.Options{}, err
+		}
+	}
 	o := diag.Options{MinSeverity: min, Category: pf.category, Verbose: pf.verbose}
-	if format != "sarif" && format != "github" {
+	if format != "sarif" && format != "github" && format != "gitlab" && format != "junit" {
 		return o, nil
 	}
 	// Annotations and SARIF name files relative to the repository root,
@@ -77,6 +93,16 @@ func (pf printFlags) options(format string) (diag.Options, error) {
 	}
 	info := version.Get()
 	o.Version, o.SemanticVersion = info.Short(), info.Semantic()
+	o.HelpURI = helpURI
+	return o, nil
+}
+
+// helpURI is where code is documented: its row of docs/checks.md in
+// keyhole's published repository, at the revision of this keyhole
+// (main when that is not known). SARIF's helpUri and `keyhole help CODE`
+// give the same.
+func helpURI(code string) string {
+	info := version.Get()
 	ref := "main"
 	switch {
 	case info.Revision != "" && !info.Modified:
@@ -86,10 +112,7 @@ func (pf printFlags) options(format string) (diag.Options, error) {
 	case info.Semantic() != "" && !strings.Contains(info.Version, "+"):
 		ref = info.Version
 	}
-	o.HelpURI = func(code string) string {
-		return repoURL + "/blob/" + ref + "/docs/checks.md#" + compiler.CheckAnchor(code)
-	}
-	return o, nil
+	return repoURL + "/blob/" + ref + "/docs/checks.md#" + compiler.CheckAnchor(code)
 }
 
 // repoRoot is the root of the git repository enclosing dir (the nearest

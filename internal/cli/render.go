@@ -102,7 +102,7 @@ func registerUnit(fs *flag.FlagSet) *string {
 // return.
 func renderChecked(e *env, c *pipeline.Checked, f *checkFlags, opts render.Options, renderer render.Renderer, unit *string) ([]pipeline.Rendered, int, bool) {
 	units, rerr := pipeline.Render(c, opts, renderer, *unit)
-	if err := report(&env{stdout: e.stderr, stderr: e.stderr, rawStdout: e.rawErr()}, *c, f.format, f.print); err != nil {
+	if err := report(&env{stdout: e.stderr, stderr: e.stderr, rawStdout: e.rawErr(), terminal: e.terminal, env: e.env}, *c, f.format, f.print); err != nil {
 		return nil, fail(e, "render", err), false
 	}
 	if c.Result.Diagnostics.HasErrors() {
@@ -170,7 +170,7 @@ func plan(e *env, cmd string, paths []string, f *checkFlags) ([]compiler.Unit, i
 		return nil, fail(e, cmd, err), false
 	}
 	if c.Result.Diagnostics.HasErrors() {
-		if err := report(&env{stdout: e.stderr, stderr: e.stderr}, c, "text", printFlags{}); err != nil {
+		if err := report(&env{stdout: e.stderr, stderr: e.stderr, rawStdout: e.rawErr(), terminal: e.terminal, env: e.env}, c, "text", printFlags{}); err != nil {
 			return nil, fail(e, cmd, err), false
 		}
 		fmt.Fprintf(e.stderr, "keyhole %s: the check found errors; fix them first\n", cmd)
