@@ -397,6 +397,13 @@ func bench(o options, stderr io.Writer) (*results, error) {
 						fmt.Fprintf(stderr, " [%s: %d events]", rt.name, len(delays))
 					}
 					r.add(mEvents, rt.name, float64(len(delays)))
+					late := 0
+					for _, d := range delays {
+						if d >= streamInterval {
+							late++
+						}
+					}
+					r.add(mLate, rt.name, float64(late))
 					r.addPercentiles(mStreamP50, mStreamP99, rt.name, delays)
 				}
 				fmt.Fprintln(stderr)

@@ -94,6 +94,7 @@ const (
 	mStreamP99   metric = "event delay p99 (µs)"
 	mStreamAdded metric = "event delay p99 less direct's (µs)"
 	mEvents      metric = "events read"
+	mLate        metric = "events later than one interval"
 	mDownload    metric = "download (MiB/s)"
 	mUpload      metric = "upload (MiB/s)"
 	mRest        metric = "proxy RSS at rest before the transfers (MiB)"
@@ -288,6 +289,7 @@ func (r *results) print(w io.Writer, o options) {
 			{m: mStreamP99},
 			{m: mStreamAdded, target: "<= 1000", met: le(1000)},
 			{m: mEvents, label: "events read per stream"},
+			{m: mLate, label: fmt.Sprintf("events delayed %v or more (held until the next would show here)", streamInterval)},
 		})
 	}
 	if o.bulk > 0 {

@@ -182,3 +182,32 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 	w.writes++
 	return w.Buffer.Write(p)
 }
+
+func TestSeries(t *testing.T) {
+	nan := math.NaN()
+	tests := map[string]struct {
+		in   series
+		want float64
+	}{
+		"odd":                  {in: series{3, 1, 2}, want: 2},
+		"even":                 {in: series{4, 1, 3, 2}, want: 2.5},
+		"a failed run skipped": {in: series{5, nan, 1, 3}, want: 3},
+		"all failed":           {in: series{nan, nan}, want: nan},
+		"none":                 {in: nil, want: nan},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := tc.in.median()
+			if got != tc.want && !(math.IsNaN(got) && math.IsNaN(tc.want)) {
+				t.Errorf("median = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	r := ratio(series{10, 20, 30, 5}, series{5, 0, nan, 10}, 100)
+	if len(r) != 4 || r[0] != 200 || !math.IsNaN(r[1]) || !math.IsNaN(r[2]) || r[3] != 50 {
+		t.Errorf("ratio = %v, want 200 NaN NaN 50", r)
+	}
+	if d := diff(series{10, 20}, series{4}); len(d) != 1 || d[0] != 6 {
+		t.Errorf("diff = %v, want 6", d)
+	}
+}
