@@ -465,25 +465,35 @@ func (e *env) transfers(o options, rt route, p *process, r *results, stderr io.W
 		}
 		return float64(v) / 1024
 	}
-	during := func(f func() (float64, error)) (float64, float64, error) {
+	// during runs a transfer of mib MiB and returns its MiB/s, the
+	// proxy's peak RSS (MiB) and the CPU time it spent per MiB (ms).
+	during := func(mib int, f func() (float64, error)) (float64, float64, float64, error) {
 		if p == nil {
 			v, err := f()
-			return v, math.NaN(), err
+			return v, math.NaN(), math.NaN(), err
 		}
-		s := sampleRSS(p.cmd.Process.Pid)
+		pid := p.cmd.Process.Pid
+		cpu0, err0 := cpuTime(pid)
+		s := sampleRSS(pid)
 		v, err := f()
-		return v, float64(s.stop()) / 1024, err
+		peak := float64(s.stop()) / 1024
+		cpu1, err1 := cpuTime(pid)
+		perMiB := math.NaN()
+		if err0 == nil && err1 == nil {
+			perMiB = float64(cpu1-cpu0) / float64(time.Millisecond) / float64(mib)
+		}
+		return v, peak, perMiB, err
 	}
 	if p != nil {
 		r.add(mRest, rt.name, rss())
 	}
-	down, peakDown, err := during(func() (float64, error) { return e.download(rt, int64(o.bulk)<<20) })
+	down, peakDown, cpuDown, err := during(o.bulk, func() (float64, error) { return e.download(rt, int64(o.bulk)<<20) })
 	if err != nil {
 		fmt.Fprintf(stderr, " [%s download: %v]", rt.name, err)
 		r.fail("download "+rt.name, 1)
 		down = math.NaN()
 	}
-	up, peakUp, err := during(func() (float64, error) { return e.upload(rt, int64(o.upload)<<20, block) })
+	up, peakUp, cpuUp, err := during(o.upload, func() (float64, error) { return e.upload(rt, int64(o.upload)<<20, block) })
 	if err != nil {
 		fmt.Fprintf(stderr, " [%s upload: %v]", rt.name, err)
 		r.fail("upload "+rt.name, 1)
@@ -495,6 +505,8 @@ func (e *env) transfers(o options, rt route, p *process, r *results, stderr io.W
 	if p != nil {
 		r.add(mPeakDown, rt.name, peakDown)
 		r.add(mPeakUp, rt.name, peakUp)
+		r.add(mCPUDown, rt.name, cpuDown)
+		r.add(mCPUUp, rt.name, cpuUp)
 	}
 }
 

@@ -97,6 +97,8 @@ const (
 	mLate        metric = "events later than one interval"
 	mDownload    metric = "download (MiB/s)"
 	mUpload      metric = "upload (MiB/s)"
+	mCPUDown     metric = "proxy CPU per MiB downloaded (ms)"
+	mCPUUp       metric = "proxy CPU per MiB uploaded (ms)"
 	mRest        metric = "proxy RSS at rest before the transfers (MiB)"
 	mPeakDown    metric = "proxy peak RSS during the download (MiB)"
 	mPeakUp      metric = "proxy peak RSS during the upload (MiB)"
@@ -114,6 +116,8 @@ const (
 	mFloorTunnels  metric = "new tunnels/s, % of the floor's"
 	mFloorDownload metric = "download MiB/s, % of the floor's"
 	mFloorUpload   metric = "upload MiB/s, % of the floor's"
+	mFloorCPUDown  metric = "proxy CPU per MiB downloaded, % of the floor's"
+	mFloorCPUUp    metric = "proxy CPU per MiB uploaded, % of the floor's"
 )
 
 // results holds every run's figures, by metric and route name.
@@ -171,6 +175,7 @@ func (r *results) derive(builds []string, all []string) {
 		for _, f := range []struct{ out, in metric }{
 			{mFloorCPU, mProxyCPU}, {mFloorRPS, mRPS}, {mFloorTunnels, mTunnels},
 			{mFloorDownload, mDownload}, {mFloorUpload, mUpload},
+			{mFloorCPUDown, mCPUDown}, {mFloorCPUUp, mCPUUp},
 		} {
 			r.set(f.out, name, ratio(r.get(f.in, name), r.get(f.in, nameFloor), 100))
 		}
@@ -277,7 +282,8 @@ func (r *results) print(w io.Writer, o options) {
 		{m: mFloorTunnels, target: ">= 100%", met: ge(100)},
 	}
 	if o.bulk > 0 {
-		vs = append(vs, row{m: mFloorDownload, target: ">= 90%", met: ge(90)}, row{m: mFloorUpload, target: ">= 90%", met: ge(90)})
+		vs = append(vs, row{m: mFloorDownload, target: ">= 90%", met: ge(90)}, row{m: mFloorUpload, target: ">= 90%", met: ge(90)},
+			row{m: mFloorCPUDown}, row{m: mFloorCPUUp})
 	}
 	r.table(w, builds, base, vs)
 
@@ -297,6 +303,8 @@ func (r *results) print(w io.Writer, o options) {
 		r.table(w, streamCols, base, []row{
 			{m: mDownload},
 			{m: mUpload},
+			{m: mCPUDown},
+			{m: mCPUUp},
 			{m: mRest},
 			{m: mPeakDown},
 			{m: mPeakUp},
