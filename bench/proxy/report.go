@@ -200,7 +200,7 @@ func (r *results) table(w io.Writer, cols []string, base string, rows []row) {
 		head += " " + c + " |"
 		line += "---:|"
 		if c == base && base != "" {
-			head += " keyhole / " + strings.TrimPrefix(base, "keyhole ") + " |"
+			head += " keyhole / " + strings.TrimSuffix(strings.TrimPrefix(base, "keyhole ("), ")") + " |"
 			line += "---:|"
 		}
 	}
