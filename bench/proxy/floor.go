@@ -21,7 +21,9 @@ import (
 // It answers CONNECT, terminates TLS with a leaf from the sandbox CA,
 // keeps one verified TLS connection to the upstream per tunnel, and per
 // request copies the request head with the placeholder replaced by the
-// token, then the response head and its Content-Length body back. No
+// token and its Content-Length body, then the response head and its body
+// back, a Content-Length one in one write when it is small, a chunked
+// one chunk by chunk as it arrives. No
 // policy, no header parsing beyond finding the end of the head and the
 // length, no log line, no metrics, no secret file.
 //
@@ -30,8 +32,8 @@ import (
 // the floor and direct is the price of terminating TLS in a third
 // process on the same cores (two more TLS legs, two more syscalls each
 // way, one more scheduler), which no HTTP implementation can remove.
-// It handles exactly the driver's own requests (GET, no body) and fails
-// the connection on anything else.
+// It handles exactly the driver's own requests (GET, or PUT with a
+// Content-Length) and fails the connection on anything else.
 
 // placeholder is what the injected routes send in Authorization.
 const placeholder = "omnia-injected-bench"
@@ -127,10 +129,18 @@ func floorTunnel(c net.Conn, upstream string, srvCfg, upCfg *tls.Config, h heads
 	defer uc.Close()
 	cr, ur := bufio.NewReaderSize(sc, 4<<10), bufio.NewReaderSize(uc, 4<<10)
 	out := make([]byte, 0, 4<<10)
+	buf := make([]byte, 32<<10)
 	for {
 		req, err := readHead(cr)
 		if err != nil {
 			return err
+		}
+		reqLen, chunked, err := framing(req)
+		if err != nil {
+			return err
+		}
+		if chunked {
+			return errors.New("a chunked request body")
 		}
 		if req, err = h.request(req); err != nil {
 			return err
@@ -138,22 +148,101 @@ func floorTunnel(c net.Conn, upstream string, srvCfg, upCfg *tls.Config, h heads
 		if _, err := uc.Write(req); err != nil {
 			return err
 		}
+		if reqLen > 0 {
+			if _, err := io.CopyBuffer(uc, io.LimitReader(cr, reqLen), buf); err != nil {
+				return err
+			}
+		}
 		res, err := readHead(ur)
 		if err != nil {
 			return err
 		}
-		n, err := contentLength(res)
+		n, chunked, err := framing(res)
 		if err != nil {
 			return err
+		}
+		if n < 0 && !chunked {
+			return errors.New("response without Content-Length or chunked coding")
 		}
 		if res, err = h.response(res); err != nil {
 			return err
 		}
-		out = append(append(out[:0], res...), make([]byte, n)...)
-		if _, err := io.ReadFull(ur, out[len(res):]); err != nil {
+		switch {
+		case chunked:
+			// A stream: each chunk is sent on as it arrives.
+			if _, err := sc.Write(res); err != nil {
+				return err
+			}
+			if err := relayChunks(sc, ur, buf); err != nil {
+				return err
+			}
+		case n <= 64<<10:
+			// A small body: head and body in one write.
+			out = append(append(out[:0], res...), make([]byte, n)...)
+			if _, err := io.ReadFull(ur, out[len(res):]); err != nil {
+				return err
+			}
+			if _, err := sc.Write(out); err != nil {
+				return err
+			}
+		default:
+			if _, err := sc.Write(res); err != nil {
+				return err
+			}
+			if got, err := io.CopyBuffer(sc, io.LimitReader(ur, n), buf); err != nil || got != n {
+				return fmt.Errorf("body cut at %d of %d bytes: %v", got, n, err)
+			}
+		}
+	}
+}
+
+// relayChunks copies one chunked body, trailer included, from src to dst
+// as it arrives: one write per chunk (per len(buf) bytes of a longer one).
+func relayChunks(dst io.Writer, src *bufio.Reader, buf []byte) error {
+	for {
+		line, err := src.ReadSlice('\n')
+		if err != nil {
 			return err
 		}
-		if _, err := sc.Write(out); err != nil {
+		sizeText, _, _ := strings.Cut(strings.TrimSpace(string(line)), ";")
+		size, err := strconv.ParseInt(sizeText, 16, 64)
+		if err != nil || size < 0 {
+			return fmt.Errorf("bad chunk size %q", line)
+		}
+		out := append(buf[:0], line...)
+		if size == 0 {
+			// The last chunk: the trailer's lines, then the blank line.
+			for {
+				l, err := src.ReadSlice('\n')
+				if err != nil {
+					return err
+				}
+				if len(out)+len(l) > len(buf) {
+					return errors.New("trailer too large")
+				}
+				out = append(out, l...)
+				if strings.TrimRight(string(l), "\r\n") == "" {
+					_, err := dst.Write(out)
+					return err
+				}
+			}
+		}
+		for need := size + 2; need > 0; { // the data and its CRLF
+			if len(out) == len(buf) {
+				if _, err := dst.Write(out); err != nil {
+					return err
+				}
+				out = buf[:0]
+			}
+			k := int(min(need, int64(len(buf)-len(out))))
+			m, err := io.ReadFull(src, buf[len(out):len(out)+k])
+			out = buf[:len(out)+m]
+			need -= int64(m)
+			if err != nil {
+				return err
+			}
+		}
+		if _, err := dst.Write(out); err != nil {
 			return err
 		}
 	}
@@ -177,19 +266,31 @@ func readHead(br *bufio.Reader) ([]byte, error) {
 	}
 }
 
-// contentLength finds the Content-Length of a response head.
-func contentLength(head []byte) (int, error) {
+// framing reads how a head's body is framed: its Content-Length (-1
+// when it has none) and whether it is chunked.
+func framing(head []byte) (n int64, chunked bool, err error) {
+	n = -1
 	for _, line := range bytes.Split(head, []byte("\r\n")) {
 		k, v, ok := bytes.Cut(line, []byte(":"))
-		if ok && strings.EqualFold(string(k), "Content-Length") {
-			n, err := strconv.Atoi(strings.TrimSpace(string(v)))
-			if err != nil || n < 0 || n > 1<<20 {
-				return 0, fmt.Errorf("bad Content-Length %q", v)
+		if !ok {
+			continue
+		}
+		switch {
+		case strings.EqualFold(string(k), "Content-Length"):
+			if n, err = strconv.ParseInt(strings.TrimSpace(string(v)), 10, 64); err != nil || n < 0 {
+				return 0, false, fmt.Errorf("bad Content-Length %q", v)
 			}
-			return n, nil
+		case strings.EqualFold(string(k), "Transfer-Encoding"):
+			if !strings.EqualFold(strings.TrimSpace(string(v)), "chunked") {
+				return 0, false, fmt.Errorf("Transfer-Encoding %q", v)
+			}
+			chunked = true
 		}
 	}
-	return 0, errors.New("response without Content-Length")
+	if chunked && n >= 0 {
+		return 0, false, errors.New("both Content-Length and chunked")
+	}
+	return n, chunked, nil
 }
 
 // startFloor runs this binary again as the floor process, or as the

@@ -7,11 +7,19 @@
 //   - median latency of one sequential keep-alive connection, and what the
 //     proxy adds to the direct median;
 //   - new-tunnel rate: CONNECT plus TLS handshake for every request;
-//   - peak RSS (VmHWM) of a fresh proxy holding -idle idle tunnels.
+//   - p50 and p99 request latency at -conns and -conns-high connections;
+//   - Server-Sent Events: each event's delay from the upstream's write to
+//     the client's read, p50 and p99, over a stream of -stream-duration;
+//   - a -bulk-size MiB download and a -upload-size MiB upload: MiB/s, and
+//     the proxy's RSS during each against its RSS at rest;
+//   - fresh proxies: RSS with no tunnel, per idle tunnel (-idle of them)
+//     and per busy tunnel, and peak RSS (VmHWM) with the idle tunnels.
 //
+// With -base-bin, a second keyhole-proxy build runs beside the current
+// one in every measurement, so a change's cost is a ratio from one run.
 // Each measurement runs -runs times, interleaved, and the medians are
-// reported with the targets from the proxy's spec. bench/proxy/run.sh
-// builds the binaries and runs it.
+// reported with the proxy's targets. bench/proxy/run.sh builds the
+// binaries and runs it.
 package main
 
 import (
@@ -19,6 +27,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,8 +45,14 @@ type options struct {
 	runs      int
 	duration  time.Duration
 	conns     int
+	connsHigh int
 	idle      int
 	tunnelers int
+	// baseBin is a second keyhole-proxy build measured beside proxyBin,
+	// named by baseLabel.
+	baseBin, baseLabel string
+	streamDuration     time.Duration
+	bulk, upload       int // MiB
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -49,6 +64,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.runs, "runs", 5, "how many times each measurement runs; medians are reported")
 	fs.DurationVar(&o.duration, "duration", 3*time.Second, "length of each throughput measurement")
 	fs.IntVar(&o.conns, "conns", 16, "concurrent keep-alive connections")
+	fs.IntVar(&o.connsHigh, "conns-high", 64, "concurrent keep-alive connections for the tail-latency and busy-tunnel measurements")
+	fs.StringVar(&o.baseBin, "base-bin", "", "a second keyhole-proxy binary, measured beside -proxy-bin in every measurement")
+	fs.StringVar(&o.baseLabel, "base-label", "base", "what the tables call the -base-bin build: keyhole (LABEL)")
+	fs.DurationVar(&o.streamDuration, "stream-duration", 10*time.Second, "length of each event stream; 0 skips the streams")
+	fs.IntVar(&o.bulk, "bulk-size", 256, "MiB downloaded in the bulk measurement; 0 skips the bulk transfers")
+	fs.IntVar(&o.upload, "upload-size", 64, "MiB uploaded in the bulk measurement")
 	// keyhole holds at most 512 tunnels by default (--max-tunnels and
 	// the proxy listener's connection cap); more would be refused or
 	// queued, so the default weighs what a default proxy can hold.
@@ -67,8 +88,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *serve != "" {
 		return serveUpstream(*serve, stdout)
 	}
-	if o.proxyBin == "" || o.runs < 1 || o.conns < 1 || o.idle < 0 || o.duration <= 0 {
-		fmt.Fprintln(stderr, "proxybench: -proxy-bin is required; -runs, -conns and -duration must be positive")
+	if o.proxyBin == "" || o.runs < 1 || o.conns < 1 || o.connsHigh < 1 || o.idle < 0 || o.duration <= 0 ||
+		o.streamDuration < 0 || o.bulk < 0 || o.bulk > maxBulk>>20 || o.upload < 1 || o.upload > maxBulk>>20 || o.baseLabel == "" {
+		fmt.Fprintln(stderr, "proxybench: -proxy-bin is required; -runs, -conns, -conns-high, -duration and -upload-size must be positive, -stream-duration, -bulk-size and -idle not negative, sizes at most 16 GiB")
 		return 2
 	}
 	mitm, err := exec.LookPath(o.mitmdump)
@@ -108,8 +130,10 @@ type env struct {
 	// route, direct included, crosses a process boundary to reach it.
 	upstreamProc *process
 	configFile   string
-	secretsDir   string
-	stderr       io.Writer
+	// scrubConfigFile is configFile with scrubResponseBodies set.
+	scrubConfigFile string
+	secretsDir      string
+	stderr          io.Writer
 }
 
 // newEnv writes the CAs, the Secret and the proxy config, and starts the
@@ -152,19 +176,33 @@ func newEnv(dir string, stderr io.Writer) (*env, error) {
 				"secret": "bench-token",
 				"header": map[string]string{"name": "Authorization", "value": "Bearer {{ .token }}"},
 			},
-			"rules": []any{map[string]any{"methods": []string{"GET", "HEAD"}, "pathPrefixes": []string{benchPath}}},
+			"rules": []any{
+				map[string]any{"methods": []string{"GET", "HEAD"}, "pathPrefixes": []string{benchPath}},
+				map[string]any{"methods": []string{"PUT"}, "pathPrefixes": []string{uploadPath}},
+			},
 		}},
 		"passthrough": []string{tunnelHost},
 	}
-	data, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
+	e.configFile = filepath.Join(dir, "proxy.json")
+	if err := writeJSON(e.configFile, cfg); err != nil {
 		return nil, err
 	}
-	e.configFile = filepath.Join(dir, "proxy.json")
-	if err := os.WriteFile(e.configFile, data, 0o600); err != nil {
+	// The same with response bodies scrubbed of the credential, for
+	// streams and bulk transfers.
+	cfg["scrubResponseBodies"] = true
+	e.scrubConfigFile = filepath.Join(dir, "proxy-scrub.json")
+	if err := writeJSON(e.scrubConfigFile, cfg); err != nil {
 		return nil, err
 	}
 	return e, nil
+}
+
+func writeJSON(file string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, data, 0o600)
 }
 
 // Route names, as the table prints them.
@@ -176,6 +214,59 @@ const (
 	nameFloor   = "terminating floor"
 	nameSketch  = "fast-path sketch"
 )
+
+// keyholeBuild is one keyhole-proxy binary under test: the current one,
+// or the one built at -base-bin's ref.
+type keyholeBuild struct {
+	name, bin string
+}
+
+// baseName is the name of the base build's route, "" without one.
+func (o options) baseName() string {
+	if o.baseBin == "" {
+		return ""
+	}
+	return "keyhole (" + o.baseLabel + ")"
+}
+
+func (o options) builds() []keyholeBuild {
+	b := []keyholeBuild{{name: nameKeyhole, bin: o.proxyBin}}
+	if o.baseBin != "" {
+		b = append(b, keyholeBuild{name: o.baseName(), bin: o.baseBin})
+	}
+	return b
+}
+
+// contenders are the processes a phase runs, by route name.
+type contenders map[string]*process
+
+func (c contenders) stop() {
+	for _, p := range c {
+		p.stop()
+	}
+}
+
+// startBuilds starts every keyhole build with the config file cfg.
+func (e *env) startBuilds(o options, cfg string, c contenders) error {
+	for _, b := range o.builds() {
+		p, err := e.startKeyhole(b, cfg)
+		if err != nil {
+			return err
+		}
+		c[b.name] = p
+	}
+	return nil
+}
+
+// rotate returns routes starting at the i-th, so that a burst of noise on
+// the shared machine does not always land on the same contender.
+func rotate(routes []route, i int) []route {
+	out := make([]route, 0, len(routes))
+	for j := range routes {
+		out = append(out, routes[(i+j)%len(routes)])
+	}
+	return out
+}
 
 // bench runs every measurement o.runs times, interleaving the contenders.
 func bench(o options, stderr io.Writer) (*results, error) {
@@ -189,36 +280,32 @@ func bench(o options, stderr io.Writer) (*results, error) {
 		return nil, err
 	}
 	defer e.upstreamProc.stop()
-	r := &results{
-		rps: map[string]series{}, ratio: map[string]series{}, latency: map[string]series{},
-		added: map[string]series{}, tunnels: map[string]series{}, hwm: map[string]series{},
-		proxyCPU: map[string]series{}, upstreamCPU: map[string]series{},
-		rss: map[string]series{}, opened: map[string]int{}, failures: map[string]int64{}, vsFloor: map[string]series{},
-	}
+	r := newResults()
 
-	kh, err := e.startKeyhole(o.proxyBin)
-	if err != nil {
+	procs := contenders{}
+	defer procs.stop()
+	if err := e.startBuilds(o, e.configFile, procs); err != nil {
 		return nil, err
 	}
-	defer kh.stop()
-	mp, err := e.startMitm(o.mitmdump)
-	if err != nil {
+	if procs[nameMitm], err = e.startMitm(o.mitmdump); err != nil {
 		return nil, err
 	}
-	defer mp.stop()
-	fl, err := e.startFloor(false)
-	if err != nil {
+	if procs[nameFloor], err = e.startFloor(false); err != nil {
 		return nil, err
 	}
-	defer fl.stop()
-	sk, err := e.startFloor(true)
-	if err != nil {
+	if procs[nameSketch], err = e.startFloor(true); err != nil {
 		return nil, err
 	}
-	defer sk.stop()
-	routes := []route{e.direct(), e.injected(nameKeyhole, kh.addr), e.injected(nameMitm, mp.addr), e.tunnelled(kh.addr),
-		e.injected(nameFloor, fl.addr), e.injected(nameSketch, sk.addr)}
-	procOf := map[string]*process{nameKeyhole: kh, nameMitm: mp, nameTunnel: kh, nameFloor: fl, nameSketch: sk}
+	procs[nameTunnel] = procs[nameKeyhole]
+	var builds []route
+	for _, b := range o.builds() {
+		builds = append(builds, e.injected(b.name, procs[b.name].addr))
+	}
+	mitm, floor := e.injected(nameMitm, procs[nameMitm].addr), e.injected(nameFloor, procs[nameFloor].addr)
+	routes := append(append([]route{e.direct()}, builds...), mitm, e.tunnelled(procs[nameKeyhole].addr), floor,
+		e.injected(nameSketch, procs[nameSketch].addr))
+	highRoutes := append(append([]route{e.direct()}, builds...), mitm, floor)
+	tunnelRoutes := append(append([]route{}, builds...), mitm, e.tunnelled(procs[nameKeyhole].addr), floor)
 	for _, rt := range routes {
 		if err := e.client(rt, true).get(); err != nil {
 			return nil, fmt.Errorf("route %s cannot serve the workload: %w (logs in %s)", rt.name, err, dir)
@@ -227,30 +314,29 @@ func bench(o options, stderr io.Writer) (*results, error) {
 
 	for i := 0; i < o.runs; i++ {
 		fmt.Fprintf(stderr, "run %d/%d: keep-alive", i+1, o.runs)
-		// Rotate who goes first so a burst of noise on the shared
-		// machine does not always land on the same contender.
-		for j := range routes {
-			rt := routes[(i+j)%len(routes)]
+		for _, rt := range rotate(routes, i) {
 			before, err := e.stats()
 			if err != nil {
 				return nil, fmt.Errorf("upstream stats: %w", err)
 			}
 			upCPU, _ := cpuTime(e.upstreamProc.cmd.Process.Pid)
 			var pxCPU time.Duration
-			if p := procOf[rt.name]; p != nil {
+			p := procs[rt.name]
+			if p != nil {
 				pxCPU, _ = cpuTime(p.cmd.Process.Pid)
 			}
 			t0 := time.Now()
-			v, n := e.keepAlive(rt, o.conns, o.duration)
-			reqs := v * time.Since(t0).Seconds()
-			r.fail("keep-alive "+rt.name, n)
-			r.rps[rt.name] = append(r.rps[rt.name], v)
+			res := e.keepAlive(rt, o.conns, o.duration)
+			reqs := res.rate * time.Since(t0).Seconds()
+			r.fail("keep-alive "+rt.name, res.failed)
+			r.add(mRPS, rt.name, res.rate)
+			r.addPercentiles(mP50, mP99, rt.name, res.samples)
 			if up, err := cpuTime(e.upstreamProc.cmd.Process.Pid); err == nil && reqs > 0 {
-				r.upstreamCPU[rt.name] = append(r.upstreamCPU[rt.name], float64(up-upCPU)/float64(time.Microsecond)/reqs)
+				r.add(mUpCPU, rt.name, float64(up-upCPU)/float64(time.Microsecond)/reqs)
 			}
-			if p := procOf[rt.name]; p != nil && reqs > 0 {
+			if p != nil && reqs > 0 {
 				if px, err := cpuTime(p.cmd.Process.Pid); err == nil {
-					r.proxyCPU[rt.name] = append(r.proxyCPU[rt.name], float64(px-pxCPU)/float64(time.Microsecond)/reqs)
+					r.add(mProxyCPU, rt.name, float64(px-pxCPU)/float64(time.Microsecond)/reqs)
 				}
 			}
 			after, err := e.stats()
@@ -258,60 +344,87 @@ func bench(o options, stderr io.Writer) (*results, error) {
 				return nil, fmt.Errorf("upstream stats: %w", err)
 			}
 			// One connection is the stats request's own.
-			fmt.Fprintf(stderr, " [%s: %.0f req/s, %d new upstream connections]", rt.name, v, after.Conns-before.Conns-1)
+			fmt.Fprintf(stderr, " [%s: %.0f req/s, %d new upstream connections]", rt.name, res.rate, after.Conns-before.Conns-1)
 		}
-		d := r.rps[nameDirect][i]
-		for _, rt := range routes {
-			r.ratio[rt.name] = append(r.ratio[rt.name], 100*r.rps[rt.name][i]/d)
+
+		fmt.Fprintf(stderr, ", %d conns", o.connsHigh)
+		for _, rt := range rotate(highRoutes, i) {
+			res := e.keepAlive(rt, o.connsHigh, o.duration)
+			r.fail(fmt.Sprintf("keep-alive %d conns %s", o.connsHigh, rt.name), res.failed)
+			r.add(mRPSHigh, rt.name, res.rate)
+			r.addPercentiles(mP50High, mP99High, rt.name, res.samples)
 		}
 
 		fmt.Fprint(stderr, ", latency")
-		lat := map[string]float64{}
-		for j := range routes {
-			rt := routes[(i+j)%len(routes)]
+		for _, rt := range rotate(routes, i) {
 			l, err := e.latency(rt, o.duration*2/3)
 			if err != nil {
 				return nil, fmt.Errorf("%s latency: %w", rt.name, err)
 			}
-			lat[rt.name] = float64(l) / float64(time.Microsecond)
-		}
-		for _, rt := range routes {
-			r.latency[rt.name] = append(r.latency[rt.name], lat[rt.name])
-			r.added[rt.name] = append(r.added[rt.name], lat[rt.name]-lat[nameDirect])
+			r.add(mLatency, rt.name, float64(l)/float64(time.Microsecond))
 		}
 
 		fmt.Fprint(stderr, ", new tunnels\n")
-		for _, rt := range routes[1:5] { // keyhole, mitmproxy, passthrough, the floor
-			v, n := e.newTunnels(rt, o.tunnelers, o.duration)
-			r.fail("new-tunnel "+rt.name, n)
-			r.tunnels[rt.name] = append(r.tunnels[rt.name], v)
+		for _, rt := range rotate(tunnelRoutes, i) {
+			res := e.newTunnels(rt, o.tunnelers, o.duration)
+			r.fail("new-tunnel "+rt.name, res.failed)
+			r.add(mTunnels, rt.name, res.rate)
 		}
-		r.addFloorRatios(i)
 	}
-	kh.stop()
-	mp.stop()
+	// Streams and transfers go through builds with response bodies
+	// scrubbed: the most work a proxy does per byte.
+	for _, b := range o.builds() {
+		procs[b.name].stop()
+	}
+	if o.streamDuration > 0 || o.bulk > 0 {
+		if err := e.startBuilds(o, e.scrubConfigFile, procs); err != nil {
+			return nil, err
+		}
+		builds = builds[:0]
+		for _, b := range o.builds() {
+			builds = append(builds, e.injected(b.name, procs[b.name].addr))
+		}
+		streamRoutes := append(append([]route{e.direct()}, builds...), mitm, floor)
+		for i := 0; i < o.runs; i++ {
+			if o.streamDuration > 0 {
+				fmt.Fprintf(stderr, "run %d/%d: streams of %v:", i+1, o.runs, o.streamDuration)
+				for _, rt := range rotate(streamRoutes, i) {
+					delays, err := e.stream(rt, o.streamDuration)
+					if err != nil {
+						fmt.Fprintf(stderr, " [%s: %v]", rt.name, err)
+						r.fail("stream "+rt.name, 1)
+					} else {
+						fmt.Fprintf(stderr, " [%s: %d events]", rt.name, len(delays))
+					}
+					r.add(mEvents, rt.name, float64(len(delays)))
+					late := 0
+					for _, d := range delays {
+						if d >= streamInterval {
+							late++
+						}
+					}
+					r.add(mLate, rt.name, float64(late))
+					r.addPercentiles(mStreamP50, mStreamP99, rt.name, delays)
+				}
+				fmt.Fprintln(stderr)
+			}
+			if o.bulk > 0 {
+				fmt.Fprintf(stderr, "run %d/%d: %d MiB down, %d MiB up:", i+1, o.runs, o.bulk, o.upload)
+				for _, rt := range rotate(streamRoutes, i) {
+					e.transfers(o, rt, procs[rt.name], r, stderr)
+				}
+				fmt.Fprintln(stderr)
+			}
+		}
+		for _, b := range o.builds() {
+			procs[b.name].stop()
+		}
+	}
+	procs[nameMitm].stop()
 
-	// Peak RSS needs a fresh process per run: VmHWM never goes down.
-	// mitmproxy runs once: it is slow to fill with tunnels.
 	if o.idle > 0 {
-		for i := 0; i < o.runs+1; i++ {
-			name, start := nameKeyhole, func() (*process, error) { return e.startKeyhole(o.proxyBin) }
-			if i == o.runs {
-				name, start = nameMitm, func() (*process, error) { return e.startMitm(o.mitmdump) }
-			}
-			fmt.Fprintf(stderr, "idle %d/%d: %s with %d idle tunnels\n", i+1, o.runs+1, name, o.idle)
-			p, err := start()
-			if err != nil {
-				return nil, err
-			}
-			hwm, rss, opened, err := e.idleTunnels(p, o.idle, o.tunnelers)
-			p.stop()
-			if err != nil {
-				fmt.Fprintf(stderr, "%s idle tunnels: %v\n", name, err)
-			}
-			r.hwm[name] = append(r.hwm[name], float64(hwm)/1024)
-			r.rss[name] = append(r.rss[name], float64(rss)/1024)
-			r.opened[name] = opened
+		if err := e.memory(o, r, stderr); err != nil {
+			return nil, err
 		}
 	}
 	st, err := e.stats()
@@ -320,4 +433,137 @@ func bench(o options, stderr io.Writer) (*results, error) {
 	}
 	r.upstreamRefused = st.Refused
 	return r, nil
+}
+
+// addPercentiles records the p50 and p99 of samples in µs, or NaN for
+// a run that has none.
+func (r *results) addPercentiles(p50, p99 metric, name string, samples []time.Duration) {
+	for _, p := range []struct {
+		m metric
+		p float64
+	}{{p50, 50}, {p99, 99}} {
+		v, ok := percentile(samples, p.p)
+		if !ok {
+			r.add(p.m, name, math.NaN())
+			continue
+		}
+		r.add(p.m, name, float64(v)/float64(time.Microsecond))
+	}
+}
+
+// transfers measures one download and one upload through rt, and the
+// RSS of the route's proxy p (nil for direct) at rest and during each.
+func (e *env) transfers(o options, rt route, p *process, r *results, stderr io.Writer) {
+	block := bulkBlock()
+	rss := func() float64 {
+		if p == nil {
+			return math.NaN()
+		}
+		_, v, err := procStatus(p.cmd.Process.Pid)
+		if err != nil {
+			return math.NaN()
+		}
+		return float64(v) / 1024
+	}
+	// during runs a transfer of mib MiB and returns its MiB/s, the
+	// proxy's peak RSS (MiB) and the CPU time it spent per MiB (ms).
+	during := func(mib int, f func() (float64, error)) (float64, float64, float64, error) {
+		if p == nil {
+			v, err := f()
+			return v, math.NaN(), math.NaN(), err
+		}
+		pid := p.cmd.Process.Pid
+		cpu0, err0 := cpuTime(pid)
+		s := sampleRSS(pid)
+		v, err := f()
+		peak := float64(s.stop()) / 1024
+		cpu1, err1 := cpuTime(pid)
+		perMiB := math.NaN()
+		if err0 == nil && err1 == nil {
+			perMiB = float64(cpu1-cpu0) / float64(time.Millisecond) / float64(mib)
+		}
+		return v, peak, perMiB, err
+	}
+	if p != nil {
+		r.add(mRest, rt.name, rss())
+	}
+	down, peakDown, cpuDown, err := during(o.bulk, func() (float64, error) { return e.download(rt, int64(o.bulk)<<20) })
+	if err != nil {
+		fmt.Fprintf(stderr, " [%s download: %v]", rt.name, err)
+		r.fail("download "+rt.name, 1)
+		down = math.NaN()
+	}
+	up, peakUp, cpuUp, err := during(o.upload, func() (float64, error) { return e.upload(rt, int64(o.upload)<<20, block) })
+	if err != nil {
+		fmt.Fprintf(stderr, " [%s upload: %v]", rt.name, err)
+		r.fail("upload "+rt.name, 1)
+		up = math.NaN()
+	}
+	fmt.Fprintf(stderr, " [%s: %.0f MiB/s down, %.0f up]", rt.name, down, up)
+	r.add(mDownload, rt.name, down)
+	r.add(mUpload, rt.name, up)
+	if p != nil {
+		r.add(mPeakDown, rt.name, peakDown)
+		r.add(mPeakUp, rt.name, peakUp)
+		r.add(mCPUDown, rt.name, cpuDown)
+		r.add(mCPUUp, rt.name, cpuUp)
+	}
+}
+
+// memory measures fresh proxies: at rest, holding o.idle idle tunnels
+// and carrying o.connsHigh busy ones. Peak RSS needs a fresh process per
+// figure: VmHWM never goes down, and a Go heap is given back slowly.
+// mitmproxy runs once: it is slow to fill with tunnels.
+func (e *env) memory(o options, r *results, stderr io.Writer) error {
+	type job struct {
+		name  string
+		start func() (*process, error)
+		busy  bool
+	}
+	var jobs []job
+	for i := 0; i < o.runs; i++ {
+		for _, b := range o.builds() {
+			start := func() (*process, error) { return e.startKeyhole(b, e.configFile) }
+			jobs = append(jobs, job{b.name, start, false}, job{b.name, start, true})
+		}
+	}
+	jobs = append(jobs, job{nameMitm, func() (*process, error) { return e.startMitm(o.mitmdump) }, false})
+	for k, j := range jobs {
+		what := fmt.Sprintf("%d idle tunnels", o.idle)
+		if j.busy {
+			what = fmt.Sprintf("%d busy tunnels", o.connsHigh)
+		}
+		fmt.Fprintf(stderr, "memory %d/%d: %s with %s\n", k+1, len(jobs), j.name, what)
+		p, err := j.start()
+		if err != nil {
+			return err
+		}
+		time.Sleep(time.Second)
+		_, rest, err := procStatus(p.cmd.Process.Pid)
+		if err != nil {
+			p.stop()
+			return err
+		}
+		if j.busy {
+			peak, res := e.busyTunnels(p, o.connsHigh, o.duration)
+			r.fail("busy tunnels "+j.name, res.failed)
+			r.add(mBusyRSS, j.name, float64(peak)/1024)
+			r.add(mPerBusy, j.name, float64(peak-rest)/float64(o.connsHigh))
+			p.stop()
+			continue
+		}
+		r.add(mFresh, j.name, float64(rest)/1024)
+		hwm, rss, opened, err := e.idleTunnels(p, o.idle, o.tunnelers)
+		p.stop()
+		if err != nil {
+			fmt.Fprintf(stderr, "%s idle tunnels: %v\n", j.name, err)
+		}
+		r.add(mHWM, j.name, float64(hwm)/1024)
+		r.add(mIdleRSS, j.name, float64(rss)/1024)
+		if opened > 0 {
+			r.add(mPerIdle, j.name, float64(rss-rest)/float64(opened))
+		}
+		r.opened[j.name] = opened
+	}
+	return nil
 }

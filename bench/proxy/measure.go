@@ -98,45 +98,72 @@ func (c *client) get() error {
 	return nil
 }
 
-// load runs workers concurrent loops of fn for d and returns completed
-// operations per second and the number of failures.
-func load(workers int, d time.Duration, setup func() func() error) (float64, int64) {
+// loadResult is what a load measurement gives: completed operations
+// per second, failures, and the latency of each completed operation.
+type loadResult struct {
+	rate    float64
+	failed  int64
+	samples []time.Duration
+}
+
+// load runs workers concurrent loops of fn for d.
+func load(workers int, d time.Duration, setup func() func() error) loadResult {
 	var ok, failed atomic.Int64
 	fns := make([]func() error, workers)
 	for i := range fns {
 		fns[i] = setup()
 	}
+	lat := make([][]time.Duration, workers)
 	var wg sync.WaitGroup
 	stop := time.Now().Add(d)
 	start := time.Now()
-	for _, fn := range fns {
+	for i, fn := range fns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for time.Now().Before(stop) {
+			for {
+				t0 := time.Now()
+				if !t0.Before(stop) {
+					return
+				}
 				if err := fn(); err != nil {
 					failed.Add(1)
 					continue
 				}
+				lat[i] = append(lat[i], time.Since(t0))
 				ok.Add(1)
 			}
 		}()
 	}
 	wg.Wait()
-	return float64(ok.Load()) / time.Since(start).Seconds(), failed.Load()
+	res := loadResult{rate: float64(ok.Load()) / time.Since(start).Seconds(), failed: failed.Load()}
+	for _, l := range lat {
+		res.samples = append(res.samples, l...)
+	}
+	return res
 }
 
-// keepAlive measures requests/s over conns warm keep-alive connections.
-func (e *env) keepAlive(rt route, conns int, d time.Duration) (float64, int64) {
+// keepAlive measures requests/s and their latencies over conns warm
+// keep-alive connections.
+// The connections are closed once it is done, so tunnels do not pile
+// up in the proxies from one measurement to the next.
+func (e *env) keepAlive(rt route, conns int, d time.Duration) loadResult {
+	var clients []*client
+	defer func() {
+		for _, c := range clients {
+			c.hc.CloseIdleConnections()
+		}
+	}()
 	return load(conns, d, func() func() error {
 		c := e.client(rt, true)
+		clients = append(clients, c)
 		c.get() // warm: tunnel, handshake and leaf minted before timing
 		return c.get
 	})
 }
 
 // newTunnels measures requests/s when every request opens a new tunnel.
-func (e *env) newTunnels(rt route, workers int, d time.Duration) (float64, int64) {
+func (e *env) newTunnels(rt route, workers int, d time.Duration) loadResult {
 	return load(workers, d, func() func() error {
 		return func() error {
 			c := e.client(rt, false)
@@ -149,6 +176,7 @@ func (e *env) newTunnels(rt route, workers int, d time.Duration) (float64, int64
 // latency is the median of sequential requests on one warm connection.
 func (e *env) latency(rt route, d time.Duration) (time.Duration, error) {
 	c := e.client(rt, true)
+	defer c.hc.CloseIdleConnections()
 	if err := c.get(); err != nil {
 		return 0, err
 	}
@@ -241,4 +269,12 @@ func (e *env) openTunnel(proxyAddr string) (net.Conn, error) {
 	}
 	conn.SetDeadline(time.Time{})
 	return tc, nil
+}
+
+// busyTunnels runs conns keep-alive connections through p for d and
+// returns the largest VmRSS p reached meanwhile, in KiB.
+func (e *env) busyTunnels(p *process, conns int, d time.Duration) (int64, loadResult) {
+	s := sampleRSS(p.cmd.Process.Pid)
+	res := e.keepAlive(e.injected(p.name, p.addr), conns, d)
+	return s.stop(), res
 }

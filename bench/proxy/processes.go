@@ -31,7 +31,8 @@ type upstreamStats struct {
 // statsPath serves upstreamStats without a credential.
 const statsPath = "/_bench/stats"
 
-// serveUpstream is the upstream process: 1 KiB bodies answered only to the
+// serveUpstream is the upstream process: 1 KiB bodies, event streams
+// (stream.go), bulk downloads and uploads (bulk.go), answered only to the
 // real token, on 127.0.0.1, until stdin closes or SIGTERM. It prints its
 // address on the first line of stdout.
 func serveUpstream(dir string, stdout io.Writer) int {
@@ -48,6 +49,7 @@ func serveUpstream(dir string, stdout io.Writer) int {
 	var conns, ok, refused atomic.Int64
 	body := []byte(`{"full_name":"acme/widgets","pad":"` + strings.Repeat("x", bodySize) + `"}`)[:bodySize-1]
 	body = append(body, '\n')
+	block := bulkBlock()
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == statsPath {
@@ -60,6 +62,17 @@ func serveUpstream(dir string, stdout io.Writer) int {
 				return
 			}
 			ok.Add(1)
+			switch r.URL.Path {
+			case streamPath:
+				serveEvents(w, r)
+				return
+			case bulkPath:
+				serveBulk(w, r, block)
+				return
+			case uploadPath:
+				serveUpload(w, r)
+				return
+			}
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 			w.Write(body)
@@ -166,7 +179,13 @@ func freeAddr() (string, error) {
 // startProcess starts cmd with its output in a log file, hands the process
 // to started (so ready can fill in what it learns), and polls ready.
 func (e *env) startProcess(name string, cmd *exec.Cmd, ready func() error, started func(*process)) (*process, error) {
-	p := &process{name: name, cmd: cmd, log: filepath.Join(e.dir, name+".log"), ended: make(chan struct{})}
+	file := strings.Map(func(r rune) rune {
+		if r == '-' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return '_'
+	}, name)
+	p := &process{name: name, cmd: cmd, log: filepath.Join(e.dir, file+".log"), ended: make(chan struct{})}
 	started(p)
 	f, err := os.Create(p.log)
 	if err != nil {
@@ -220,12 +239,12 @@ func (p *process) stop() {
 	}
 }
 
-// startKeyhole runs keyhole-proxy with this env's config, logging to a
-// file. It listens on port 0; the bound addresses come from its startup
+// startKeyhole runs a build of keyhole-proxy with the config file cfg,
+// logging to a file named for the build. It listens on port 0; the bound addresses come from its startup
 // log line, so nothing else can take the port between choosing and binding.
-func (e *env) startKeyhole(bin string) (*process, error) {
-	cmd := exec.Command(bin,
-		"--config", e.configFile,
+func (e *env) startKeyhole(k keyholeBuild, cfg string) (*process, error) {
+	cmd := exec.Command(k.bin,
+		"--config", cfg,
 		"--listen", "127.0.0.1:0",
 		"--admin-listen", "127.0.0.1:0",
 		"--ca-cert", e.sandboxCA.certFile,
@@ -238,7 +257,7 @@ func (e *env) startKeyhole(bin string) (*process, error) {
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + e.dir}
 	client := &http.Client{Timeout: time.Second}
 	var p *process
-	p, err := e.startProcess("keyhole", cmd, func() error {
+	p, err := e.startProcess(k.name, cmd, func() error {
 		listen, admin, err := boundAddrs(p.log)
 		if err != nil {
 			return err
@@ -277,7 +296,12 @@ func boundAddrs(logFile string) (listen, admin string, err error) {
 }
 
 // mitmAddon makes mitmdump do keyhole's work on this workload: dial the
-// local upstream for api.github.com and set the Authorization header.
+// local upstream for api.github.com and set the Authorization header. The
+// header is set when the request's head is in, since a streamed request's
+// head goes upstream before its body is read. An event stream is streamed
+// to the client: mitmproxy otherwise holds a response until it ends
+// (bodies over 1 MiB of known length are streamed by the
+// stream_large_bodies option).
 const mitmAddon = `
 import os
 
@@ -289,8 +313,12 @@ class Inject:
     def server_connect(self, data):
         data.server.address = UPSTREAM
 
-    def request(self, flow):
+    def requestheaders(self, flow):
         flow.request.headers["Authorization"] = "Bearer " + TOKEN
+
+    def responseheaders(self, flow):
+        if flow.response.headers.get("content-type", "").startswith("text/event-stream"):
+            flow.response.stream = True
 
 
 addons = [Inject()]
@@ -324,6 +352,7 @@ func (e *env) startMitm(bin string) (*process, error) {
 		"--set", "http2=false",
 		"--set", "flow_detail=0",
 		"--set", "termlog_verbosity=error",
+		"--set", "stream_large_bodies=1m",
 		"-s", addon,
 	)
 	cmd.Env = []string{

@@ -3,19 +3,28 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
 )
 
-// series is one figure measured once per run.
+// series is one figure measured once per run; NaN marks a run whose
+// measurement failed, so that the figures of one run keep one index
+// across routes.
 type series []float64
 
+// median is the median of the figures that are not NaN; NaN for none.
 func (s series) median() float64 {
-	if len(s) == 0 {
-		return 0
+	c := make([]float64, 0, len(s))
+	for _, v := range s {
+		if !math.IsNaN(v) {
+			c = append(c, v)
+		}
 	}
-	c := append(series(nil), s...)
+	if len(c) == 0 {
+		return math.NaN()
+	}
 	sort.Float64s(c)
 	if len(c)%2 == 1 {
 		return c[len(c)/2]
@@ -26,65 +35,203 @@ func (s series) median() float64 {
 func (s series) String() string {
 	parts := make([]string, len(s))
 	for i, v := range s {
-		parts[i] = strconv.FormatFloat(v, 'f', 0, 64)
+		parts[i] = strconv.FormatFloat(v, 'f', precision(v), 64)
 	}
 	return strings.Join(parts, " ")
 }
 
-// results holds every run's figures, by measurement and route name.
+// precision shows small figures (ratios, MiB) with decimals.
+func precision(v float64) int {
+	switch a := math.Abs(v); {
+	case a < 10:
+		return 2
+	case a < 100:
+		return 1
+	}
+	return 0
+}
+
+// ratio is a[i]/b[i] for each run both measured, times scale.
+func ratio(a, b series, scale float64) series {
+	var out series
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if b[i] == 0 || math.IsNaN(a[i]) || math.IsNaN(b[i]) {
+			out = append(out, math.NaN())
+			continue
+		}
+		out = append(out, scale*a[i]/b[i])
+	}
+	return out
+}
+
+// diff is a[i]-b[i] for each run both measured.
+func diff(a, b series) series {
+	var out series
+	for i := 0; i < len(a) && i < len(b); i++ {
+		out = append(out, a[i]-b[i])
+	}
+	return out
+}
+
+// metric names a figure measured per run and route.
+type metric string
+
+// The figures, as the tables name them.
+const (
+	mRPS         metric = "keep-alive req/s"
+	mOfDirect    metric = "keep-alive, % of direct (median of per-run ratios)"
+	mProxyCPU    metric = "proxy CPU per keep-alive request (µs)"
+	mUpCPU       metric = "upstream CPU per keep-alive request (µs)"
+	mLatency     metric = "median latency, 1 conn (µs)"
+	mAdded       metric = "added median latency (µs)"
+	mP50         metric = "keep-alive latency p50 (µs)"
+	mP99         metric = "keep-alive latency p99 (µs)"
+	mRPSHigh     metric = "keep-alive req/s, many conns"
+	mP50High     metric = "keep-alive latency p50, many conns (µs)"
+	mP99High     metric = "keep-alive latency p99, many conns (µs)"
+	mTunnels     metric = "new tunnels/s"
+	mStreamP50   metric = "event delay p50 (µs)"
+	mStreamP99   metric = "event delay p99 (µs)"
+	mStreamAdded metric = "event delay p99 less direct's (µs)"
+	mEvents      metric = "events read"
+	mLate        metric = "events later than one interval"
+	mDownload    metric = "download (MiB/s)"
+	mUpload      metric = "upload (MiB/s)"
+	mCPUDown     metric = "proxy CPU per MiB downloaded (ms)"
+	mCPUUp       metric = "proxy CPU per MiB uploaded (ms)"
+	mRest        metric = "proxy RSS at rest before the transfers (MiB)"
+	mPeakDown    metric = "proxy peak RSS during the download (MiB)"
+	mPeakUp      metric = "proxy peak RSS during the upload (MiB)"
+	mGrowDown    metric = "growth during the download (MiB)"
+	mGrowUp      metric = "growth during the upload (MiB)"
+	mFresh       metric = "RSS of a fresh proxy, no tunnels (MiB)"
+	mPerIdle     metric = "RSS per idle tunnel (KiB)"
+	mPerBusy     metric = "RSS per busy tunnel (KiB)"
+	mHWM         metric = "peak RSS (VmHWM) with idle tunnels (MiB)"
+	mIdleRSS     metric = "RSS (VmRSS) with idle tunnels (MiB)"
+	mBusyRSS     metric = "peak RSS with busy tunnels (MiB)"
+	// Against the terminating floor, per run.
+	mFloorCPU      metric = "proxy CPU per keep-alive request, % of the floor's"
+	mFloorRPS      metric = "keep-alive req/s, % of the floor's"
+	mFloorTunnels  metric = "new tunnels/s, % of the floor's"
+	mFloorDownload metric = "download MiB/s, % of the floor's"
+	mFloorUpload   metric = "upload MiB/s, % of the floor's"
+	mFloorCPUDown  metric = "proxy CPU per MiB downloaded, % of the floor's"
+	mFloorCPUUp    metric = "proxy CPU per MiB uploaded, % of the floor's"
+)
+
+// results holds every run's figures, by metric and route name.
 type results struct {
-	rps     map[string]series // keep-alive requests/s
-	ratio   map[string]series // keep-alive requests/s as % of direct
-	latency map[string]series // median µs on one warm connection
-	added   map[string]series // latency minus direct, µs
-	tunnels map[string]series // new tunnels/s
-	// proxyCPU is the CPU time the proxy process spent per keep-alive
-	// request (µs); upstreamCPU the upstream process's. Unlike rates,
-	// these hardly depend on how busy the shared machine is.
-	proxyCPU    map[string]series
-	upstreamCPU map[string]series
-	hwm         map[string]series // peak RSS with idle tunnels, MiB
-	rss         map[string]series // RSS with idle tunnels, MiB
-	opened      map[string]int    // idle tunnels opened in the last run
-	// vsFloor are keyhole's figures over the terminating floor's in
-	// the same run: the bound keyhole's own handling is measured against.
-	vsFloor  map[string]series
+	v      map[metric]map[string]series
+	opened map[string]int // idle tunnels opened in the last run
+	// failures counts failed requests (and failed streams and
+	// transfers) by what failed.
 	failures map[string]int64
 	// upstreamRefused counts requests that reached the upstream without
 	// the real token: nonzero means a contender did not inject.
 	upstreamRefused int64
 }
 
-// Names of the vsFloor series.
-const (
-	floorCPU     = "proxy CPU per request, keyhole as % of floor"
-	floorRPS     = "keep-alive req/s, keyhole as % of floor"
-	floorTunnels = "new tunnels/s, keyhole as % of floor"
-)
+func newResults() *results {
+	return &results{v: map[metric]map[string]series{}, opened: map[string]int{}, failures: map[string]int64{}}
+}
 
-// addFloorRatios records run i's keyhole/floor ratios.
-func (r *results) addFloorRatios(i int) {
-	at := func(m map[string]series, name string) float64 {
-		if i < len(m[name]) {
-			return m[name][i]
-		}
-		return 0
+func (r *results) add(m metric, route string, v float64) {
+	if r.v[m] == nil {
+		r.v[m] = map[string]series{}
 	}
-	if f := at(r.proxyCPU, nameFloor); f > 0 {
-		r.vsFloor[floorCPU] = append(r.vsFloor[floorCPU], 100*at(r.proxyCPU, nameKeyhole)/f)
+	r.v[m][route] = append(r.v[m][route], v)
+}
+
+func (r *results) get(m metric, route string) series { return r.v[m][route] }
+
+func (r *results) set(m metric, route string, s series) {
+	if len(s) == 0 {
+		return
 	}
-	if f := at(r.rps, nameFloor); f > 0 {
-		r.vsFloor[floorRPS] = append(r.vsFloor[floorRPS], 100*at(r.rps, nameKeyhole)/f)
+	if r.v[m] == nil {
+		r.v[m] = map[string]series{}
 	}
-	if f := at(r.tunnels, nameFloor); f > 0 {
-		r.vsFloor[floorTunnels] = append(r.vsFloor[floorTunnels], 100*at(r.tunnels, nameKeyhole)/f)
-	}
+	r.v[m][route] = s
 }
 
 func (r *results) fail(what string, n int64) {
 	if n > 0 {
 		r.failures[what] += n
 	}
+}
+
+// derive computes the per-run figures that compare routes: against
+// direct and against the floor.
+func (r *results) derive(builds []string, all []string) {
+	for _, name := range all {
+		r.set(mOfDirect, name, ratio(r.get(mRPS, name), r.get(mRPS, nameDirect), 100))
+		r.set(mAdded, name, diff(r.get(mLatency, name), r.get(mLatency, nameDirect)))
+		r.set(mStreamAdded, name, diff(r.get(mStreamP99, name), r.get(mStreamP99, nameDirect)))
+		r.set(mGrowDown, name, diff(r.get(mPeakDown, name), r.get(mRest, name)))
+		r.set(mGrowUp, name, diff(r.get(mPeakUp, name), r.get(mRest, name)))
+	}
+	for _, name := range builds {
+		for _, f := range []struct{ out, in metric }{
+			{mFloorCPU, mProxyCPU}, {mFloorRPS, mRPS}, {mFloorTunnels, mTunnels},
+			{mFloorDownload, mDownload}, {mFloorUpload, mUpload},
+			{mFloorCPUDown, mCPUDown}, {mFloorCPUUp, mCPUUp},
+		} {
+			r.set(f.out, name, ratio(r.get(f.in, name), r.get(f.in, nameFloor), 100))
+		}
+	}
+}
+
+// row is one line of a table: a metric, the target keyhole's median is
+// held to (when there is one), and whether it is met.
+type row struct {
+	m      metric
+	label  string // the metric's name when empty
+	target string
+	met    func(float64) bool
+}
+
+// table prints rows for the routes cols, with a column of the per-run
+// ratio keyhole/base after base's when base is set.
+func (r *results) table(w io.Writer, cols []string, base string, rows []row) {
+	head := "| measurement |"
+	line := "|---|"
+	for _, c := range cols {
+		head += " " + c + " |"
+		line += "---:|"
+		if c == base && base != "" {
+			head += " keyhole / " + strings.TrimSuffix(strings.TrimPrefix(base, "keyhole ("), ")") + " |"
+			line += "---:|"
+		}
+	}
+	fmt.Fprintln(w, head+" target | keyhole |")
+	fmt.Fprintln(w, line+"---|---|")
+	for _, rw := range rows {
+		label := rw.label
+		if label == "" {
+			label = string(rw.m)
+		}
+		out := "| " + label + " |"
+		for _, c := range cols {
+			out += " " + cell(r.get(rw.m, c).median()) + " |"
+			if c == base && base != "" {
+				out += " " + cell(ratio(r.get(rw.m, nameKeyhole), r.get(rw.m, base), 1).median()) + " |"
+			}
+		}
+		v := ""
+		if rw.met != nil && len(r.get(rw.m, nameKeyhole)) > 0 {
+			v = verdict(rw.met(r.get(rw.m, nameKeyhole).median()))
+		}
+		fmt.Fprintf(w, "%s %s | %s |\n", out, rw.target, v)
+	}
+	fmt.Fprintln(w)
+}
+
+func cell(v float64) string {
+	if math.IsNaN(v) {
+		return ""
+	}
+	return strconv.FormatFloat(v, 'f', precision(v), 64)
 }
 
 func verdict(ok bool) string {
@@ -94,57 +241,108 @@ func verdict(ok bool) string {
 	return "MISSED"
 }
 
-// print writes the medians as a Markdown table, then every run's figures.
+// print writes the medians as Markdown tables, then every run's figures.
 func (r *results) print(w io.Writer, o options) {
-	med := func(m map[string]series, name string) float64 { return m[name].median() }
-	fmt.Fprintf(w, "keyhole-proxy vs direct HTTPS vs mitmproxy: loopback, %d B responses, %d runs, medians\n\n", bodySize, o.runs)
-	fmt.Fprintln(w, "| measurement | keyhole | direct | mitmproxy | keyhole passthrough (control) | terminating floor (bound) | fast-path sketch (bound) | target | keyhole |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---|---|")
-	fmt.Fprintf(w, "| keep-alive req/s, %d conns | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | | |\n", o.conns,
-		med(r.rps, nameKeyhole), med(r.rps, nameDirect), med(r.rps, nameMitm), med(r.rps, nameTunnel), med(r.rps, nameFloor), med(r.rps, nameSketch))
-	fmt.Fprintf(w, "| keep-alive, %% of direct (median of per-run ratios) | %.0f%% | 100%% | %.0f%% | %.0f%% | %.0f%% | %.0f%% | >= 50%% | %s |\n",
-		med(r.ratio, nameKeyhole), med(r.ratio, nameMitm), med(r.ratio, nameTunnel), med(r.ratio, nameFloor), med(r.ratio, nameSketch), verdict(med(r.ratio, nameKeyhole) >= 50))
-	fmt.Fprintf(w, "| proxy CPU per keep-alive request (µs) | %.0f | | %.0f | %.0f | %.0f | %.0f | | |\n",
-		med(r.proxyCPU, nameKeyhole), med(r.proxyCPU, nameMitm), med(r.proxyCPU, nameTunnel), med(r.proxyCPU, nameFloor), med(r.proxyCPU, nameSketch))
-	fmt.Fprintf(w, "| upstream CPU per keep-alive request (µs) | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | | |\n",
-		med(r.upstreamCPU, nameKeyhole), med(r.upstreamCPU, nameDirect), med(r.upstreamCPU, nameMitm), med(r.upstreamCPU, nameTunnel), med(r.upstreamCPU, nameFloor), med(r.upstreamCPU, nameSketch))
-	fmt.Fprintf(w, "| median latency, 1 conn (µs) | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | | |\n",
-		med(r.latency, nameKeyhole), med(r.latency, nameDirect), med(r.latency, nameMitm), med(r.latency, nameTunnel), med(r.latency, nameFloor), med(r.latency, nameSketch))
-	fmt.Fprintf(w, "| added median latency (µs) | %.0f | 0 | %.0f | %.0f | %.0f | %.0f | < 500 | %s |\n",
-		med(r.added, nameKeyhole), med(r.added, nameMitm), med(r.added, nameTunnel), med(r.added, nameFloor), med(r.added, nameSketch), verdict(med(r.added, nameKeyhole) < 500))
-	fmt.Fprintf(w, "| new tunnels/s, %d clients | %.0f | | %.0f | %.0f | %.0f | | >= 400 | %s |\n", o.tunnelers,
-		med(r.tunnels, nameKeyhole), med(r.tunnels, nameMitm), med(r.tunnels, nameTunnel), med(r.tunnels, nameFloor), verdict(med(r.tunnels, nameKeyhole) >= 400))
-	if o.idle > 0 {
-		fmt.Fprintf(w, "| peak RSS (VmHWM), %d idle tunnels (MiB) | %.1f | | %.1f | | | | < 100 | %s |\n", o.idle,
-			med(r.hwm, nameKeyhole), med(r.hwm, nameMitm), verdict(med(r.hwm, nameKeyhole) < 100 && r.opened[nameKeyhole] == o.idle))
+	base := o.baseName()
+	builds := []string{nameKeyhole}
+	if base != "" {
+		builds = append(builds, base)
 	}
+	all := append(append([]string{}, builds...), nameDirect, nameMitm, nameTunnel, nameFloor, nameSketch)
+	streamCols := append(append([]string{}, builds...), nameDirect, nameMitm, nameFloor)
+	r.derive(builds, all)
+	lt := func(x float64) func(float64) bool { return func(v float64) bool { return v < x } }
+	le := func(x float64) func(float64) bool { return func(v float64) bool { return v <= x } }
+	ge := func(x float64) func(float64) bool { return func(v float64) bool { return v >= x } }
+
+	fmt.Fprintf(w, "keyhole-proxy vs direct HTTPS vs mitmproxy: loopback, %d runs, medians (ratios: medians of per-run ratios)\n\n", o.runs)
+	fmt.Fprintf(w, "Keep-alive (%d B responses, %d and %d conns), latency, new tunnels:\n\n", bodySize, o.conns, o.connsHigh)
+	r.table(w, all, base, []row{
+		{m: mRPS, label: fmt.Sprintf("keep-alive req/s, %d conns", o.conns)},
+		{m: mOfDirect, target: ">= 50%", met: ge(50)},
+		{m: mProxyCPU},
+		{m: mUpCPU},
+		{m: mLatency},
+		{m: mAdded, target: "< 500", met: lt(500)},
+		{m: mP50, label: fmt.Sprintf("latency p50, %d conns (µs)", o.conns)},
+		{m: mP99, label: fmt.Sprintf("latency p99, %d conns (µs)", o.conns)},
+		{m: mRPSHigh, label: fmt.Sprintf("keep-alive req/s, %d conns", o.connsHigh)},
+		{m: mP50High, label: fmt.Sprintf("latency p50, %d conns (µs)", o.connsHigh)},
+		{m: mP99High, label: fmt.Sprintf("latency p99, %d conns (µs)", o.connsHigh)},
+		{m: mTunnels, label: fmt.Sprintf("new tunnels/s, %d clients", o.tunnelers), target: ">= 400", met: ge(400)},
+	})
+
+	fmt.Fprintln(w, "Against the terminating floor, per run:")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "keyhole against the terminating floor, medians of per-run ratios:")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| measurement | keyhole | target | keyhole |")
-	fmt.Fprintln(w, "|---|---:|---|---|")
-	fmt.Fprintf(w, "| %s | %.0f%% | <= 130%% | %s |\n", floorCPU, med(r.vsFloor, floorCPU), verdict(med(r.vsFloor, floorCPU) <= 130))
-	fmt.Fprintf(w, "| %s | %.0f%% | >= 85%% | %s |\n", floorRPS, med(r.vsFloor, floorRPS), verdict(med(r.vsFloor, floorRPS) >= 85))
-	fmt.Fprintf(w, "| added median latency, keyhole (µs) | %.0f | <= 100 | %s |\n", med(r.added, nameKeyhole), verdict(med(r.added, nameKeyhole) <= 100))
-	fmt.Fprintf(w, "| %s | %.0f%% | >= 100%% | %s |\n", floorTunnels, med(r.vsFloor, floorTunnels), verdict(med(r.vsFloor, floorTunnels) >= 100))
-	fmt.Fprintln(w)
+	vs := []row{
+		{m: mFloorCPU, target: "<= 130%", met: le(130)},
+		{m: mFloorCPU, label: "the same, against the budget", target: "<= 260% (budget)", met: le(260)},
+		{m: mFloorRPS, target: ">= 85%", met: ge(85)},
+		{m: mAdded, target: "<= 100", met: le(100)},
+		{m: mFloorTunnels, target: ">= 100%", met: ge(100)},
+	}
+	if o.bulk > 0 {
+		vs = append(vs, row{m: mFloorDownload, target: ">= 90%", met: ge(90)}, row{m: mFloorUpload, target: ">= 90%", met: ge(90)},
+			row{m: mFloorCPUDown}, row{m: mFloorCPUUp})
+	}
+	r.table(w, builds, base, vs)
+
+	if o.streamDuration > 0 {
+		fmt.Fprintf(w, "Server-Sent Events: one %d B event every %v for %v, credential injected, response bodies scrubbed; delay from the upstream's write to the client's read:\n\n",
+			eventSize, streamInterval, o.streamDuration)
+		r.table(w, streamCols, base, []row{
+			{m: mStreamP50},
+			{m: mStreamP99},
+			{m: mStreamAdded, target: "<= 1000", met: le(1000)},
+			{m: mEvents, label: "events read per stream"},
+			{m: mLate, label: fmt.Sprintf("events delayed %v or more (held until the next would show here)", streamInterval)},
+		})
+	}
+	if o.bulk > 0 {
+		fmt.Fprintf(w, "Bulk: a %d MiB download and a %d MiB upload (PUT), credential injected, response bodies scrubbed:\n\n", o.bulk, o.upload)
+		r.table(w, streamCols, base, []row{
+			{m: mDownload},
+			{m: mUpload},
+			{m: mCPUDown},
+			{m: mCPUUp},
+			{m: mRest},
+			{m: mPeakDown},
+			{m: mPeakUp},
+			{m: mGrowDown, target: "< 8 (flat)", met: lt(8)},
+			{m: mGrowUp, target: "< 8 (flat)", met: lt(8)},
+		})
+	}
+	if o.idle > 0 {
+		fmt.Fprintf(w, "Memory: fresh processes, %d idle tunnels, %d busy keep-alive tunnels:\n\n", o.idle, o.connsHigh)
+		r.table(w, append(append([]string{}, builds...), nameMitm), base, []row{
+			{m: mFresh, target: "<= 20", met: le(20)},
+			{m: mPerIdle},
+			{m: mPerBusy},
+			{m: mHWM, label: fmt.Sprintf("peak RSS (VmHWM), %d idle tunnels (MiB)", o.idle), target: "< 100", met: func(v float64) bool { return v < 100 && r.opened[nameKeyhole] == o.idle }},
+			{m: mBusyRSS},
+		})
+	}
+
 	fmt.Fprintln(w, "per run:")
-	for _, m := range []struct {
-		what string
-		m    map[string]series
-	}{
-		{"keep-alive req/s", r.rps}, {"keep-alive % of direct", r.ratio}, {"latency µs", r.latency},
-		{"added latency µs", r.added}, {"proxy CPU µs/request", r.proxyCPU}, {"upstream CPU µs/request", r.upstreamCPU},
-		{"new tunnels/s", r.tunnels}, {"idle VmHWM MiB", r.hwm}, {"idle VmRSS MiB", r.rss}, {"vs floor", r.vsFloor},
-	} {
-		for _, name := range []string{nameDirect, nameKeyhole, nameMitm, nameTunnel, nameFloor, nameSketch, floorCPU, floorRPS, floorTunnels} {
-			if len(m.m[name]) > 0 {
-				fmt.Fprintf(w, "  %-24s %-20s %s\n", m.what, name, m.m[name])
-			}
+	ms := make([]string, 0, len(r.v))
+	for m := range r.v {
+		ms = append(ms, string(m))
+	}
+	sort.Strings(ms)
+	for _, m := range ms {
+		names := make([]string, 0, len(r.v[metric(m)]))
+		for n := range r.v[metric(m)] {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			fmt.Fprintf(w, "  %-52s %-20s %s\n", m, n, r.v[metric(m)][n])
 		}
 	}
 	if o.idle > 0 {
-		fmt.Fprintf(w, "  idle tunnels opened: keyhole %d/%d, mitmproxy %d/%d\n", r.opened[nameKeyhole], o.idle, r.opened[nameMitm], o.idle)
+		for _, n := range append(builds, nameMitm) {
+			fmt.Fprintf(w, "  idle tunnels opened, %s: %d/%d\n", n, r.opened[n], o.idle)
+		}
 	}
 	keys := make([]string, 0, len(r.failures))
 	for k := range r.failures {
@@ -152,7 +350,7 @@ func (r *results) print(w io.Writer, o options) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		fmt.Fprintf(w, "  failed requests, %s: %d\n", k, r.failures[k])
+		fmt.Fprintf(w, "  failed, %s: %d\n", k, r.failures[k])
 	}
 	fmt.Fprintf(w, "  requests the upstream refused for a missing token: %d\n", r.upstreamRefused)
 }
