@@ -317,7 +317,17 @@ func (l *loader) buildKustomizationFrom(u *Unit, named, dir string, walked bool,
 		built = append(built, doc)
 		l.docs = append(l.docs, &built[len(built)-1])
 	}
-	if msg, pos, ok := l.unwritable(m, d0, read); ok {
+	msg, pos, ok := l.unwritable(m, d0, read)
+	if !ok && pos.File != "" {
+		// kustomize builds it and writes it out (its reader merges a
+		// repeated metadata.annotations, as kubectl kustomize does): the
+		// objects are read as it built them. A duplicate key stays an
+		// error only in a file that names keyhole's kinds.
+		l.diags = append(l.diags[:d0], slices.DeleteFunc(l.diags[d0:], func(d diag.Diagnostic) bool {
+			return d.Code == CodeYAMLInvalid && strings.HasPrefix(d.Message, dupKeyMessage) && !b.namesKeyhole(d.Pos.File)
+		})...)
+	}
+	if ok {
 		// kustomize built it, but the engines fail writing out what it
 		// built (a duplicate mapping key): they apply nothing of it.
 		// Where the unit holds something keyhole checks, the loader's
@@ -351,7 +361,19 @@ func (l *loader) unwritable(m resmap.ResMap, d0 int, read map[string][]byte) (ms
 			return strings.Join(strings.Fields(msg), " "), pos, true
 		}
 	}
-	return "", diag.Pos{}, false
+	return "", pos, false
+}
+
+// namesKeyhole reports whether the file the build reported as shown
+// names keyhole's kinds.
+func (b *build) namesKeyhole(shown string) bool {
+	for abs, f := range b.files {
+		if f.name == shown {
+			data, err := b.l.fsys.ReadFile(abs)
+			return err != nil || namesKeyhole(abs, data)
+		}
+	}
+	return true
 }
 
 // quotedKey is a mapping key yaml's errors quote, which may be anything.

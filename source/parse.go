@@ -567,6 +567,9 @@ var agentFields = []string{"name", "mode", "llm", "description", "instructions",
 // walk tells an agent.yaml of keyhole's from another tool's.
 func AgentFields() []string { return slices.Clone(agentFields) }
 
+// dupKeyMessage starts the message of a duplicate mapping key.
+const dupKeyMessage = "duplicate key"
+
 // keyID identifies a scalar mapping key the way YAML compares keys: by
 // resolved tag and value, so that a and "a" collide but 1 and "1" do not.
 type keyID struct{ tag, value string }
@@ -600,7 +603,7 @@ func duplicateKeys(file string, n *yaml.Node) diag.List {
 						Code:     CodeYAMLInvalid,
 						Severity: diag.Error,
 						Pos:      diag.Pos{File: file, Line: max(k.Line, 1), Column: max(k.Column, 1)},
-						Message:  fmt.Sprintf("duplicate key: this key is already defined at line %d, column %d of the same mapping; remove or rename one, as keys of a mapping must be unique", first.Line, first.Column),
+						Message:  fmt.Sprintf(dupKeyMessage+": this key is already defined at line %d, column %d of the same mapping; remove or rename one, as keys of a mapping must be unique", first.Line, first.Column),
 					})
 					continue
 				}

@@ -56,6 +56,23 @@ spec:
 			},
 			wantCode: CodeYAMLInvalid, wantSev: diag.Error,
 		},
+		"duplicate annotations key, which kustomize merges": {
+			files: map[string]string{
+				"agents/secret.yaml":     ghSecret,
+				"argocd/app.yaml":        argo("web", "web"),
+				"web/kustomization.yaml": "resources: [cm.yaml, connection.yaml]\n", "web/connection.yaml": connection,
+				"web/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  annotations:\n    a: \"1\"\n  annotations:\n    b: \"2\"\n",
+			},
+		},
+		"duplicate key in a file of keyhole's kinds": {
+			files: map[string]string{
+				"agents/secret.yaml":     ghSecret,
+				"argocd/app.yaml":        argo("web", "web"),
+				"web/kustomization.yaml": "resources: [connection.yaml]\n",
+				"web/connection.yaml":    strings.Replace(connection, "  hosts:", "  annotations: {a: b}\n  annotations: {c: d}\n  hosts:", 1),
+			},
+			wantCode: CodeYAMLInvalid, wantSev: diag.Error,
+		},
 		"build fails, Secret another unit holds": {
 			files: map[string]string{
 				"agents/connection.yaml": connection, "agents/secret.yaml": ghSecret,
@@ -105,7 +122,7 @@ spec:
 					}
 				}
 			}
-			if !found {
+			if !found && tc.wantCode != "" {
 				t.Errorf("no %s %s among:\n%v", tc.wantSev, tc.wantCode, diags)
 			}
 		})
