@@ -16,6 +16,7 @@ import (
 // as the failure it prevents.
 const (
 	codeSchemaInvalid    = "SchemaInvalid"
+	codeValueUnknown     = "FluxValueUnknown"
 	codeKindUnknown      = "KindUnknown"
 	codeSecretMissing    = "ConnectionSecretMissing"
 	codeSecretKeyMissing = "ConnectionSecretKeyMissing"
@@ -82,6 +83,9 @@ func table() []Check {
 		{Code: codeSchemaInvalid, Severity: diag.Error,
 			Purpose: "An object does not match its schema: an unknown or misspelt field, a wrong type, a bad host, header, method, env var name or path prefix, or a Secret name or key the API server refuses (such as `..data`, the kubelet's own name in a mounted Secret).",
 			Help:    "Correct the field named in the message; `keyhole schema` prints every schema."},
+		{Code: codeValueUnknown, Severity: diag.Info,
+			Purpose: "A value of an object a Flux Kustomization builds holds a variable Flux substitutes at deploy from a Secret, whose values keyhole never reads, or from an object the repository does not hold in the clear (`host: git.${CLUSTER_DOMAIN}` with `postBuild.substituteFrom` naming a Secret): the value is unknown until deploy, so it is not checked as written; the object's other fields are checked, and it is compiled and rendered with the variable in it, for Flux to substitute.",
+			Help:    "Nothing to fix in git; give the variable in `postBuild.substitute` or a ConfigMap `substituteFrom` names to have the value checked."},
 		{Code: codeDuplicateObject, Severity: diag.Error,
 			Purpose: "One deploy unit (a kustomization root, or the files outside any kustomization) defines the same Connection, SandboxClass, AgentRuntime, ToolRegistry, agent-sandbox object (Sandbox, SandboxTemplate, SandboxClaim, SandboxWarmPool) or agent twice, or the same Secret a Connection reads: the cluster keeps one, and which one is an accident of order. The message names both positions and how the two differ.",
 			Help:    "Remove one definition, or rename it. The same object in two deploy units (two overlays of one base) is normal and not reported."},

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/source"
 )
 
 // Codes of the binding checks: what an AgentRuntime's or ToolRegistry's
@@ -209,12 +210,32 @@ func (c *sandboxClass) roles() []string {
 // the object but follows a reference only CRDs know only when a
 // nameReference entry tells it to; else a near name.
 func (p *pass) bindingHint(o *owner, kind, field, name string, names []string) string {
-	renamed := p.renamedName(name, o.obj().Name, names)
+	renamed := ""
+	if nameTransformed(&o.item) {
+		renamed = p.renamedName(name, o.obj().Name, names)
+	}
 	if renamed == "" {
 		return didYouMean(name, names)
 	}
 	return fmt.Sprintf("; did you mean %q? A kustomize namePrefix or nameSuffix renamed the %s but not this reference, which kustomize follows only with a nameReference entry for kind %s at %s's spec/sandbox/connections/%s in the kustomization's configurations",
 		renamed, kind, kind, o.obj().Kind, field)
+}
+
+// nameTransformed reports whether the object's metadata.name is not as
+// its file wrote it: its build's namePrefix or nameSuffix (or another
+// transformer) set it. Where the build renamed nothing, a name that
+// merely shares the referrer's prefix is no rename.
+func nameTransformed(it *item) bool {
+	tree, err := it.doc.Tree()
+	if err != nil || tree == nil {
+		return false
+	}
+	n := source.Lookup(source.Lookup(tree, "metadata"), "name")
+	if n == nil {
+		return false
+	}
+	_, note := it.doc.Where(n)
+	return note != ""
 }
 
 func (p *pass) classNames(ns string) []string {

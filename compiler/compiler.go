@@ -556,10 +556,14 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 	if p.duplicate(kind, &it, dg) {
 		return
 	}
-	if vs := dg.schemaFindings(); len(vs) > 0 {
+	if vs := dg.schemaFindings(); slices.ContainsFunc(vs, func(vi schema.Violation) bool { return !unknownUntilDeploy(p.unit, vi) }) {
 		for _, vi := range vs {
 			pos, msg := violationAt(doc, vi.Line, vi.Column, vi.Path, vi.Message)
-			p.diags = append(p.diags, p.diagnostic(codeSchemaInvalid, &it, pos, vi.Path, msg))
+			code := codeSchemaInvalid
+			if unknownUntilDeploy(p.unit, vi) {
+				code, msg = codeValueUnknown, valueUnknownMessage(msg)
+			}
+			p.diags = append(p.diags, p.diagnostic(code, &it, pos, vi.Path, msg))
 		}
 		// What names it is not told it is missing: its own findings
 		// say what is wrong with it.
@@ -573,6 +577,12 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 			p.indexSecret(it.ref(), &secret{item: it, values: nil, keysUnknown: true, invalid: true})
 		}
 		return
+	}
+	for _, vi := range dg.schemaFindings() {
+		// Read all the same (digest): only values Flux completes at
+		// deploy, which keyhole cannot know.
+		pos, msg := violationAt(doc, vi.Line, vi.Column, vi.Path, vi.Message)
+		p.diags = append(p.diags, p.diagnostic(codeValueUnknown, &it, pos, vi.Path, valueUnknownMessage(msg)))
 	}
 	if kind == schema.KindAgentRuntime || kind == schema.KindToolRegistry {
 		p.checkOperatorObject(&it, dg, kind)
@@ -793,6 +803,22 @@ func (p *pass) diagnostic(code string, it *item, pos diag.Pos, fieldPath, msg st
 		d.Suppressed = "annotation"
 	}
 	return d
+}
+
+// unknownUntilDeploy reports whether the schema finding vi of an object
+// of unit u is about a value holding a variable that u's Flux
+// Kustomization substitutes at deploy and keyhole left as written: one a
+// Secret gives, whose values keyhole never reads, or an object the
+// repository does not hold in the clear (docs/inputs.md). Every other
+// variable such a unit's build has substituted already.
+func unknownUntilDeploy(u *source.Unit, vi schema.Violation) bool {
+	return u != nil && u.Flux != nil && strings.Contains(vi.Message, "${")
+}
+
+// valueUnknownMessage is the FluxValueUnknown message for the schema
+// finding msg.
+func valueUnknownMessage(msg string) string {
+	return "unknown until deploy, so not checked as written (" + msg + "): Flux substitutes the variable from a Secret, whose values keyhole never reads, or from an object the repository does not hold in the clear; the object's other fields are checked"
 }
 
 // variableNote explains a schema finding about a value that still holds

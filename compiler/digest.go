@@ -289,7 +289,11 @@ func digestOf(v *schema.Validator, op schema.Operator, in *interner, d *source.D
 	}
 	if vs := v.Validate(kind, d.Node); len(vs) > 0 {
 		dg.extra().schema = vs
-		return in.digest(dg)
+		if slices.ContainsFunc(vs, func(vi schema.Violation) bool { return !unknownUntilDeploy(d.Unit(), vi) }) {
+			return in.digest(dg)
+		}
+		// Only values Flux completes at deploy, which are unknown until
+		// then: the object is read, and its other fields checked.
 	}
 	var err error
 	switch kind {

@@ -49,9 +49,15 @@ func (p *pass) resolve() {
 
 func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
 	// The plan keeps the namespace as written (render places a sandbox
-	// without one in its default namespace); references resolve in the
-	// namespace the owner is in.
+	// without one in its default namespace), or, where an engine applies
+	// the unit in a namespace of its own (an Argo CD destination, a
+	// HelmRelease's target), that one, as render writes it: explain,
+	// diff and the ceiling then see the namespace the cluster does.
+	// References resolve in the namespace the owner is in.
 	ns := o.obj().Namespace
+	if p.unit != nil && p.unit.Namespace != "" {
+		ns = o.ns
+	}
 	s := Sandbox{
 		Name:      o.obj().Name + "-" + class,
 		Namespace: ns,

@@ -523,6 +523,7 @@ func (l *loader) takeHelm(u *Unit, named string, run *helmRun, with string) {
 			Pos:      chartPos,
 			Message:  "Helm cannot render this chart " + with + ": " + msg + "; keyhole checks what it renders, so nothing of it is checked",
 		})
+		l.failedUnit(u, len(l.diags)-1, chartPos, "Helm cannot render its chart "+with+" ("+msg+")")
 		return
 	}
 	from := &sharedFrom{unit: u, walked: true}

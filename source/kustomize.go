@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -262,7 +263,18 @@ func (l *loader) buildKustomizationFrom(u *Unit, named, dir string, walked bool,
 	}
 	m, read, err := pre.m, pre.read, pre.err
 	defer l.agentsBeside(b, dir, read)
-	if err != nil && walked && !l.kustomizationNamesKeyhole(dir) {
+	engine := u.Source == UnitFlux || u.Source == UnitArgoCD
+	if engine {
+		// A unit that holds nothing keyhole checks is not keyhole's to
+		// fail (failedUnit): what is said of its failure waits for every
+		// unit to be read.
+		defer func() {
+			if d := l.diags[d0:]; len(d) > 0 && slices.ContainsFunc(d, func(d diag.Diagnostic) bool { return d.Severity == diag.Error }) {
+				l.failedUnit(u, d0, d[0].Pos, "the engine cannot build it ("+firstClause(d[0].Message)+")")
+			}
+		}()
+	}
+	if err != nil && walked && !engine && !l.kustomizationNamesKeyhole(dir) {
 		l.diags = append(l.diags[:d0], skipped(diag.Pos{File: kname, Line: 1, Column: 1},
 			"kustomization not built: none of its files names keyhole's kinds, and kustomize cannot build it here ("+firstClause(b.scrub(kustbuild.Redact(err.Error(), read)))+"); skipped (name it explicitly to check it)"))
 		return
@@ -289,6 +301,7 @@ func (l *loader) buildKustomizationFrom(u *Unit, named, dir string, walked bool,
 		return
 	}
 	b.from.copies = copiesValues(read)
+	docs0 := len(l.docs)
 	built := make([]Document, 0, m.Size())
 	for _, r := range m.Resources() {
 		doc, err := b.document(r)
@@ -304,7 +317,67 @@ func (l *loader) buildKustomizationFrom(u *Unit, named, dir string, walked bool,
 		built = append(built, doc)
 		l.docs = append(l.docs, &built[len(built)-1])
 	}
+	msg, pos, ok := l.unwritable(m, d0, read)
+	if !ok && pos.File != "" {
+		// kustomize builds it and writes it out (its reader merges a
+		// repeated metadata.annotations, as kubectl kustomize does): the
+		// objects are read as it built them. A duplicate key stays an
+		// error only in a file that names keyhole's kinds.
+		l.diags = append(l.diags[:d0], slices.DeleteFunc(l.diags[d0:], func(d diag.Diagnostic) bool {
+			return d.Code == CodeYAMLInvalid && strings.HasPrefix(d.Message, dupKeyMessage) && !b.namesKeyhole(d.Pos.File)
+		})...)
+	}
+	if ok {
+		// kustomize built it, but the engines fail writing out what it
+		// built (a duplicate mapping key): they apply nothing of it.
+		// Where the unit holds something keyhole checks, the loader's
+		// finding stays, at its position, and what was built is checked.
+		if walked && !engine && !l.kustomizationNamesKeyhole(dir) {
+			l.docs = l.docs[:docs0]
+			l.diags = append(l.diags[:d0], skipped(pos, "kustomization not built: none of its files names keyhole's kinds, and kustomize cannot write out what it builds ("+msg+"); skipped (name it explicitly to check it)"))
+			return
+		}
+		if engine && l.failedUnit(u, d0, pos, "kustomize builds it but cannot write out what it built ("+msg+"), so kustomize build, Argo CD and Flux fail on it") {
+			l.docs = l.docs[:docs0]
+		}
+	}
 }
+
+// unwritable reports, of a build m whose sources the loader found
+// invalid YAML in (a YAMLInvalid among l.diags[d0:], such as a duplicate
+// mapping key, which kustomize reads), kustomize's own error writing
+// out what it built (Resource.AsYAML, which kustomize build and
+// kustomize-controller call), quoting no key or value, and where the
+// loader's first such finding is.
+func (l *loader) unwritable(m resmap.ResMap, d0 int, read map[string][]byte) (msg string, pos diag.Pos, ok bool) {
+	i := slices.IndexFunc(l.diags[d0:], func(d diag.Diagnostic) bool { return d.Code == CodeYAMLInvalid })
+	if i < 0 {
+		return "", diag.Pos{}, false
+	}
+	pos = l.diags[d0+i].Pos
+	for _, r := range m.Resources() {
+		if _, err := r.AsYAML(); err != nil {
+			msg = quotedKey.ReplaceAllString(kustbuild.Redact(err.Error(), read), "a mapping key ")
+			return strings.Join(strings.Fields(msg), " "), pos, true
+		}
+	}
+	return "", pos, false
+}
+
+// namesKeyhole reports whether the file the build reported as shown
+// names keyhole's kinds.
+func (b *build) namesKeyhole(shown string) bool {
+	for abs, f := range b.files {
+		if f.name == shown {
+			data, err := b.l.fsys.ReadFile(abs)
+			return err != nil || namesKeyhole(abs, data)
+		}
+	}
+	return true
+}
+
+// quotedKey is a mapping key yaml's errors quote, which may be anything.
+var quotedKey = regexp.MustCompile(`mapping key ".*?" `)
 
 // copiesValues reports whether a kustomization among the files a build
 // read copies values from one object into another: replacements, or

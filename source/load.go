@@ -134,6 +134,7 @@ func Load(paths []string, opts Options) ([]*Document, diag.List, error) {
 	}
 	l.buildEngineUnits()
 	l.background.Wait()
+	l.settleFailures()
 	l.refuseConfigs()
 	return l.docs, l.diags, errors.Join(l.errs...)
 }
@@ -190,6 +191,8 @@ type loader struct {
 	// by repository root (flux.go).
 	repoObjs   map[string]func() *repoObjects
 	repoObjsMu sync.Mutex
+	// failures are the failed units failedUnit holds for settleFailures.
+	failures []unitFailure
 	// background is work started ahead of need (readRepoObjectsAhead).
 	background sync.WaitGroup
 }
@@ -418,6 +421,19 @@ func (l *loader) loadPath(p string) {
 	// What a Flux unit's path holds is built by that unit, as Flux
 	// builds it (buildFlux), not on its own.
 	roots = slices.DeleteFunc(roots, func(f string) bool { return coveredBy(l.engine, f) != nil })
+	// A kustomize Component is applied only as part of what lists it (a
+	// kustomization's components:, Flux's spec.components, an Argo CD
+	// source's kustomize.components), never alone: no engine builds it
+	// without the unit's patches and substitution, so it is no root.
+	roots = slices.DeleteFunc(roots, func(f string) bool {
+		k := kustomizationFile(l.fsys, f)
+		if k == "" || stringField(kustomizationNode(l.fsys, k), "kind") != "Component" {
+			return false
+		}
+		l.diags = append(l.diags, skipped(diag.Pos{File: l.under(p, abs, k), Line: 1, Column: 1},
+			"kustomize Component not built on its own: a Component is applied only by the kustomization or GitOps engine object that lists it in its components, with that unit's patches and substitution, so it is checked there and is no deploy unit of its own (name it explicitly to build it alone)"))
+		return true
+	})
 	// What each root is, decided in walk order: a kustomization worth
 	// building, one that is not, or a file to read.
 	kfiles := make([]string, len(roots))

@@ -61,6 +61,12 @@ func Rules() []diag.Rule {
 			Help:     "Run helm template on the chart with the same values to see the error, and fix the template or the values; the message names the template and line.",
 		},
 		{
+			Code:     CodeUnitNotBuilt,
+			Severity: diag.Warning,
+			Purpose:  "A deploy unit that a GitOps engine declares, or a Helm chart keyhole renders, does not build or render (kustomize's or Helm's own error, a duplicate mapping key that kustomize reads but cannot write out, a value file that is not there), and none of its files names keyhole's kinds or declares a Secret a Connection reads that no other unit holds: the engine fails on it too, but that is not keyhole's to report, so the unit is not read and nothing it deploys is checked. Where the unit holds something keyhole checks, the failure is an error (KustomizeBuildFailed, HelmRenderFailed, YAMLInvalid).",
+			Help:     "Fix the unit as the message says (kustomize build DIR, or helm template with the same values, shows the same error) to have it checked; nothing of keyhole's depends on it.",
+		},
+		{
 			Code:     CodeHelmDependencyMissing,
 			Severity: diag.Warning,
 			Purpose:  "A Helm chart's Chart.yaml lists a dependency its charts/ directory does not hold. The engine fetches it; keyhole fetches nothing, so it renders the chart without it and checks nothing the dependency would deploy.",
@@ -561,6 +567,9 @@ var agentFields = []string{"name", "mode", "llm", "description", "instructions",
 // walk tells an agent.yaml of keyhole's from another tool's.
 func AgentFields() []string { return slices.Clone(agentFields) }
 
+// dupKeyMessage starts the message of a duplicate mapping key.
+const dupKeyMessage = "duplicate key"
+
 // keyID identifies a scalar mapping key the way YAML compares keys: by
 // resolved tag and value, so that a and "a" collide but 1 and "1" do not.
 type keyID struct{ tag, value string }
@@ -594,7 +603,7 @@ func duplicateKeys(file string, n *yaml.Node) diag.List {
 						Code:     CodeYAMLInvalid,
 						Severity: diag.Error,
 						Pos:      diag.Pos{File: file, Line: max(k.Line, 1), Column: max(k.Column, 1)},
-						Message:  fmt.Sprintf("duplicate key: this key is already defined at line %d, column %d of the same mapping; remove or rename one, as keys of a mapping must be unique", first.Line, first.Column),
+						Message:  fmt.Sprintf(dupKeyMessage+": this key is already defined at line %d, column %d of the same mapping; remove or rename one, as keys of a mapping must be unique", first.Line, first.Column),
 					})
 					continue
 				}

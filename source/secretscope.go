@@ -72,36 +72,11 @@ func (l *loader) walkedKustomizationMatters(dir string) (matters bool, note stri
 	if !l.connections {
 		return l.kustomizationMatters(dir), ""
 	}
-	var names []string
-	declares, doubt, remote := false, false, false
-	if l.kustomizationHolds(dir, func(p string, data []byte) bool {
-		if namesKeyhole(p, data) {
-			return true
-		}
-		data = sniffText(data)
-		if !declaresSecret(data) && !isKustomizationName(filepath.Base(p)) {
-			return false
-		}
-		if bytes.Contains(data, []byte("ReplacementTransformer")) || bytes.Contains(data, []byte("PatchTransformer")) {
-			doubt = true // a transformer that can rename a Secret: to what, only a build says
-		}
-		declares = declares || declaresSecret(data)
-		var ns []string
-		sure := true
-		if isKustomizationName(filepath.Base(p)) {
-			// What a remote base holds is not here to read.
-			r := kustbuild.RemoteEntry(l.fsys, p, data) != nil
-			remote, doubt = remote || r, doubt || r
-			ns, sure = l.kustomizationSecretNames(p, data)
-		} else {
-			ns, sure = secretDocNames(p, data)
-		}
-		doubt = doubt || !sure
-		names = append(names, ns...)
-		return false
-	}) {
+	sc := l.secretsOf(dir)
+	if sc.keyhole {
 		return true, ""
 	}
+	names, declares, doubt, remote := sc.names, sc.declares, !sc.sure, sc.remote
 	switch {
 	case !declares:
 		return false, ""
@@ -120,6 +95,49 @@ func (l *loader) walkedKustomizationMatters(dir string) (matters bool, note stri
 		}
 	}
 	return false, secretsUnreadNote(names)
+}
+
+// unitSecrets is what the local files of a kustomization say of keyhole
+// and of Secrets (secretsOf).
+type unitSecrets struct {
+	keyhole  bool     // a file names keyhole's kinds (the rest is then not gathered)
+	declares bool     // a file declares a Secret
+	names    []string // the names the files give Secrets
+	sure     bool     // names are every name a Secret of the build may take
+	remote   bool     // a kustomization names a remote base
+}
+
+// secretsOf gathers unitSecrets over the local files of the kustomization
+// in dir (kustomizationHolds).
+func (l *loader) secretsOf(dir string) unitSecrets {
+	sc := unitSecrets{sure: true}
+	sc.keyhole = l.kustomizationHolds(dir, func(p string, data []byte) bool {
+		if namesKeyhole(p, data) {
+			return true
+		}
+		data = sniffText(data)
+		if !declaresSecret(data) && !isKustomizationName(filepath.Base(p)) {
+			return false
+		}
+		if bytes.Contains(data, []byte("ReplacementTransformer")) || bytes.Contains(data, []byte("PatchTransformer")) {
+			sc.sure = false // a transformer that can rename a Secret: to what, only a build says
+		}
+		sc.declares = sc.declares || declaresSecret(data)
+		var ns []string
+		sure := true
+		if isKustomizationName(filepath.Base(p)) {
+			// What a remote base holds is not here to read.
+			r := kustbuild.RemoteEntry(l.fsys, p, data) != nil
+			sc.remote, sc.sure = sc.remote || r, sc.sure && !r
+			ns, sure = l.kustomizationSecretNames(p, data)
+		} else {
+			ns, sure = secretDocNames(p, data)
+		}
+		sc.sure = sc.sure && sure
+		sc.names = append(sc.names, ns...)
+		return false
+	})
+	return sc
 }
 
 // kustomizationSecretNames returns the names a kustomization file's
