@@ -177,6 +177,12 @@ type loader struct {
 	// ownSources are the Flux sources, besides flux-system/flux-system,
 	// that are this repository (findOwnSources), by "namespace/name".
 	ownSources map[string]bool
+	// argoClusters is the Argo CD cluster Secrets each repository root
+	// declares, read once a clusters generator asks (clusterSecrets).
+	argoClusters map[string][]clusterSecret
+	// argoClaimed are the directories ApplicationSet generators keyhole
+	// cannot read may deploy (engineOwns).
+	argoClaimed []string
 	// applying are the builds of Flux units that fluxApplied made to read
 	// the Flux objects they apply, for buildEngineUnits to use.
 	applying map[*Unit]*applyingBuild
@@ -396,13 +402,13 @@ func (l *loader) loadPath(p string) {
 		return
 	}
 	if kustomizationFile(l.fsys, abs) != "" {
-		if coveredBy(l.engine, abs) == nil {
+		if !l.engineOwns(abs) {
 			l.buildKustomization(p, abs, false)
 		}
 		return
 	}
 	if helmChartFile(l.fsys, abs) != "" {
-		if coveredBy(l.engine, abs) == nil {
+		if !l.engineOwns(abs) {
 			l.walkedChart(l.display(p, abs), abs, false)
 		}
 		return
@@ -417,7 +423,7 @@ func (l *loader) loadPath(p string) {
 	}
 	// What a Flux unit's path holds is built by that unit, as Flux
 	// builds it (buildFlux), not on its own.
-	roots = slices.DeleteFunc(roots, func(f string) bool { return coveredBy(l.engine, f) != nil })
+	roots = slices.DeleteFunc(roots, l.engineOwns)
 	// What each root is, decided in walk order: a kustomization worth
 	// building, one that is not, or a file to read.
 	kfiles := make([]string, len(roots))
@@ -464,7 +470,7 @@ func (l *loader) loadPath(p string) {
 		}
 	}
 	for _, c := range w.charts {
-		if dir := filepath.Dir(c); coveredBy(l.engine, dir) == nil {
+		if dir := filepath.Dir(c); !l.engineOwns(dir) {
 			l.walkedChart(l.under(p, abs, dir), dir, true)
 		}
 	}
