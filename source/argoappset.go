@@ -423,7 +423,9 @@ func (l *loader) gitGenerator(run *appSetRun, git *yaml.Node) ([]map[string]any,
 		}
 		base := root
 		all := l.allDirs(base)
-		if !slices.ContainsFunc(all, func(d string) bool { return slices.ContainsFunc(include, func(g string) bool { return globMatch(g, d) }) }) && named != root {
+		if !slices.ContainsFunc(all, func(d string) bool {
+			return slices.ContainsFunc(include, func(g string) bool { return globMatch(g, d) })
+		}) && named != root {
 			base = named
 			all = l.allDirs(base)
 		}

@@ -292,13 +292,13 @@ func TestAppSetClusters(t *testing.T) {
 			want: []string{"(loose)  gh-in-cluster", "(loose)  gh-staging", "argocd:argocd/agents-prod agents-prod gh-prod"},
 		},
 		"a selector no declared Secret matches": {
-			files: withFiles(files, map[string]string{"argo/set.yaml": set("{selector: {matchLabels: {env: prod}}}")}),
+			files:    withFiles(files, map[string]string{"argo/set.yaml": set("{selector: {matchLabels: {env: prod}}}")}),
 			wantDiag: []string{"warning ArgoCDUnread: Argo CD ApplicationSet argocd/c: its clusters generator's selector matches none of the cluster Secrets the repository declares"},
 			// envs/* is the ApplicationSet's to deploy: not loose files.
 			want: nil,
 		},
 		"cluster Secrets made by an ExternalSecret": {
-			files: withFiles(files, map[string]string{"argo/external.yaml": external, "argo/set.yaml": set("{}")}),
+			files:    withFiles(files, map[string]string{"argo/external.yaml": external, "argo/set.yaml": set("{}")}),
 			wantDiag: []string{"warning ArgoCDUnread: Argo CD ApplicationSet argocd/c: its clusters generator reads the cluster Secrets Argo CD holds, and the ExternalSecret argocd/prod makes one whose values keyhole does not read"},
 			// envs/* is the ApplicationSet's to deploy: not loose files.
 			want: nil,
