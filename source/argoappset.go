@@ -76,10 +76,22 @@ func (l *loader) appSetUnits(set *yaml.Node, d *Document, ns string, srcRoots []
 		params, stop := l.generatorParams(run, g, 0)
 		out = append(out, run.notes...)
 		if stop != nil {
-			f := stopFound(pos, what, stop)
+			var claim []string
 			if stop.sev != diag.Error {
-				f.claim = l.templateDirs(tmpl, srcRoots[0])
+				claim = l.templateDirs(tmpl, srcRoots[0])
 			}
+			if stop.sev == diag.Warning {
+				// What keyhole cannot know matters only where the
+				// Applications would build something of keyhole's.
+				switch {
+				case tp == nil && !templateBuildsRepo(tmpl):
+					stop = genSkip(stop.msg + "; its Applications build from a chart repository or a plugin, out of reach in any case")
+				case len(claim) > 0 && !slices.ContainsFunc(claim, l.kustomizationMatters):
+					stop = genSkip(stop.msg + "; nothing in the directories its template builds names keyhole's kinds or declares a Secret")
+				}
+			}
+			f := stopFound(pos, what, stop)
+			f.claim = claim
 			out = append(out, f)
 			continue
 		}
@@ -138,6 +150,20 @@ func (l *loader) templateDirs(tmpl *yaml.Node, root string) []string {
 		}
 	}
 	return out
+}
+
+// templateBuildsRepo reports whether the ApplicationSet template tmpl
+// has a source that may build a directory of a repository: not a chart
+// from a chart repository, a plugin or a source of values alone.
+func templateBuildsRepo(tmpl *yaml.Node) bool {
+	spec := Lookup(tmpl, "spec")
+	srcs := []*yaml.Node{Lookup(spec, "source")}
+	if ss := Lookup(spec, "sources"); ss != nil && ss.Kind == yaml.SequenceNode {
+		srcs = append(srcs, ss.Content...)
+	}
+	return slices.ContainsFunc(srcs, func(s *yaml.Node) bool {
+		return s != nil && Lookup(s, "chart") == nil && Lookup(s, "plugin") == nil && (Lookup(s, "ref") == nil || stringField(s, "path") != "")
+	})
 }
 
 // templateTag is a template's {{...}}.

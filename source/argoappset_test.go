@@ -297,6 +297,19 @@ func TestAppSetClusters(t *testing.T) {
 			// envs/* is the ApplicationSet's to deploy: not loose files.
 			want: nil,
 		},
+		"unknown clusters, for a chart of a chart repository": {
+			files: withFiles(files, map[string]string{"argo/set.yaml": strings.Replace(set("{selector: {matchLabels: {env: prod}}}"),
+				"path: 'envs/{{.name}}'", "chart: agent", 1)}),
+			wantDiag: []string{"info InputSkipped: Argo CD ApplicationSet argocd/c: its clusters generator's selector matches none", "its Applications build from a chart repository or a plugin, out of reach in any case"},
+			want:     []string{"(loose)  gh-in-cluster", "(loose)  gh-prod", "(loose)  gh-staging"},
+			noDiag:   []string{"warning"},
+		},
+		"unknown clusters, of directories holding nothing of keyhole's": {
+			files: map[string]string{"argo/set.yaml": set("{selector: {matchLabels: {env: prod}}}"),
+				"envs/prod/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"},
+			wantDiag: []string{"info InputSkipped: Argo CD ApplicationSet argocd/c: its clusters generator's selector matches none", "nothing in the directories its template builds names keyhole's kinds"},
+			noDiag:   []string{"warning"},
+		},
 		"cluster Secrets made by an ExternalSecret": {
 			files:    withFiles(files, map[string]string{"argo/external.yaml": external, "argo/set.yaml": set("{}")}),
 			wantDiag: []string{"warning ArgoCDUnread: Argo CD ApplicationSet argocd/c: its clusters generator reads the cluster Secrets Argo CD holds, and the ExternalSecret argocd/prod makes one whose values keyhole does not read"},
