@@ -2,6 +2,7 @@ package source
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -37,11 +38,15 @@ const CodeArgoCDUnread = "ArgoCDUnread"
 // genStop is why a generator makes no parameter sets keyhole can read.
 type genStop struct {
 	msg string
+	// advice, for a warning, says what would make it readable.
+	advice string
 	sev diag.Severity // Info: out of reach; Warning: unknown; Error: the controller refuses it
 }
 
 func genSkip(msg string) *genStop   { return &genStop{msg: msg, sev: diag.Info} }
-func genUnread(msg string) *genStop { return &genStop{msg: msg, sev: diag.Warning} }
+func genUnread(msg, advice string) *genStop {
+	return &genStop{msg: msg, advice: advice, sev: diag.Warning}
+}
 func genError(msg string) *genStop  { return &genStop{msg: msg, sev: diag.Error} }
 
 // appSetRun is the reading of one ApplicationSet's generator.
@@ -86,6 +91,8 @@ func (l *loader) appSetUnits(set *yaml.Node, d *Document, ns string, srcRoots []
 				switch {
 				case tp == nil && !templateBuildsRepo(tmpl):
 					stop = genSkip(stop.msg + "; its Applications build from a chart repository or a plugin, out of reach in any case")
+				case !l.connections:
+					stop = genSkip(stop.msg + "; nothing keyhole reads names keyhole's kinds")
 				case len(claim) > 0 && !slices.ContainsFunc(claim, l.kustomizationMatters):
 					stop = genSkip(stop.msg + "; nothing in the directories its template builds names keyhole's kinds or declares a Secret")
 				}
@@ -172,10 +179,12 @@ var templateTag = regexp.MustCompile(`\{\{.*?\}\}`)
 // changing is the stop a template error calling a function whose result
 // changes on every run makes, or nil for any other error.
 func changing(err error) *genStop {
-	if err == nil || !strings.Contains(err.Error(), errChanging.Error()) {
+	var ce changingError
+	if !errors.As(err, &ce) {
 		return nil
 	}
-	return genUnread("its template calls " + firstLine(err.Error()[strings.LastIndex(err.Error(), ": ")+2:]) + "; its Applications are not checked (fill that value in another way, a generator's parameter, to have them checked)")
+	return genUnread("its template calls "+ce.name+", whose value differs on every run; keyhole does not evaluate it, so which Applications it makes is not known",
+		"fill that value from a generator's parameter to have them checked")
 }
 
 // stopFound is what is said, at pos, of a generator of the
@@ -185,7 +194,7 @@ func stopFound(pos diag.Pos, what string, s *genStop) engineFound {
 	case diag.Error:
 		return engineFound{pos: pos, err: what + ": " + s.msg}
 	case diag.Warning:
-		return engineFound{pos: pos, warn: what + ": " + s.msg, code: CodeArgoCDUnread}
+		return engineFound{pos: pos, warn: what + ": " + s.msg + "; its Applications are not checked (" + s.advice + ")", code: CodeArgoCDUnread}
 	}
 	return engineFound{pos: pos, skip: what + ": " + s.msg + "; this generator's Applications are not checked"}
 }

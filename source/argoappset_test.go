@@ -140,7 +140,7 @@ func TestAppSetGoTemplateFuncs(t *testing.T) {
 			ignoreLoose: true,
 			files: withFiles(envFiles("dev"), map[string]string{"argo/set.yaml": appSet("s", list+
 				dirTemplate(`r-{{ randAlpha 5 | lower }}`, `envs/dev`, `agents`))}),
-			wantDiag: []string{"warning ArgoCDUnread: Argo CD ApplicationSet argocd/s: its template calls randAlpha changes from run to run, which keyhole does not evaluate"},
+			wantDiag: []string{"warning ArgoCDUnread: Argo CD ApplicationSet argocd/s: its template calls randAlpha, whose value differs on every run"},
 		},
 		"an option Go templates do not have": {
 			ignoreLoose: true,
@@ -277,6 +277,13 @@ func TestAppSetClusters(t *testing.T) {
 			}),
 			want: []string{"(loose)  gh-in-cluster", "(loose)  gh-staging", "argocd:argocd/agents-prod agents-prod gh-prod"},
 		},
+		"a selector naming the cluster label": {
+			files: withFiles(files, map[string]string{
+				"argo/clusters.yaml": secret("prod", "https://prod.example.com", "prod"),
+				"argo/set.yaml":      set("{selector: {matchLabels: {argocd.argoproj.io/secret-type: cluster, env: prod}}}"),
+			}),
+			want: []string{"(loose)  gh-in-cluster", "(loose)  gh-staging", "argocd:argocd/agents-prod agents-prod gh-prod"},
+		},
 		"every cluster, and the local one": {
 			files: withFiles(files, map[string]string{
 				"argo/clusters.yaml": secret("prod", "https://prod.example.com", "prod") + secret("staging", "https://staging.example.com", "staging"),
@@ -306,7 +313,8 @@ func TestAppSetClusters(t *testing.T) {
 		},
 		"unknown clusters, of directories holding nothing of keyhole's": {
 			files: map[string]string{"argo/set.yaml": set("{selector: {matchLabels: {env: prod}}}"),
-				"envs/prod/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"},
+				"envs/prod/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", "other/conn.yaml": argoConn("other")},
+			want:     []string{"(loose)  other"},
 			wantDiag: []string{"info InputSkipped: Argo CD ApplicationSet argocd/c: its clusters generator's selector matches none", "nothing in the directories its template builds names keyhole's kinds"},
 			noDiag:   []string{"warning"},
 		},

@@ -76,8 +76,9 @@ func readClusterSecret(d *Document) (clusterSecret, bool) {
 	what := o.Kind + " " + cmp.Or(o.Namespace, "argocd") + "/" + o.Name
 	if o.Kind != "Secret" || o.APIVersion != "v1" {
 		// An ExternalSecret's target template, a SealedSecret's
-		// template: labelled somewhere inside.
-		if strings.Contains(string(nodeBytes(d.Node)), clusterSecretLabel+": cluster") {
+		// template: labels somewhere inside. An Argo CD object names
+		// the label in selectors, which make nothing.
+		if !strings.HasPrefix(o.APIVersion, argoGroup) && labelsCluster(d.Node) {
 			return clusterSecret{made: "the " + what}, true
 		}
 		return clusterSecret{}, false
@@ -108,6 +109,22 @@ func readClusterSecret(d *Document) (clusterSecret, bool) {
 	return c, true
 }
 
+// labelsCluster reports whether n holds, at any depth, labels marking
+// an Argo CD cluster Secret.
+func labelsCluster(n *yaml.Node) bool {
+	if n == nil {
+		return false
+	}
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == "labels" && stringField(n.Content[i+1], clusterSecretLabel) == "cluster" {
+				return true
+			}
+		}
+	}
+	return slices.ContainsFunc(n.Content, labelsCluster)
+}
+
 // clustersGenerator is the parameter sets of a clusters generator c, from
 // the cluster Secrets the repository declares, or why they are not
 // known.
@@ -128,7 +145,8 @@ func (l *loader) clustersGenerator(run *appSetRun, c *yaml.Node) ([]map[string]a
 	}
 	declared := l.clusterSecrets(run.srcRoots[0])
 	if i := slices.IndexFunc(declared, func(s clusterSecret) bool { return s.made != "" }); i >= 0 {
-		return nil, genUnread(fmt.Sprintf("its clusters generator reads the cluster Secrets Argo CD holds, and %s makes one whose values keyhole does not read, so which Applications it makes is not known and none is checked; declare the cluster Secrets' name and server in plain Secrets (their config may stay encrypted elsewhere) to have them checked", declared[i].made))
+		return nil, genUnread(fmt.Sprintf("its clusters generator reads the cluster Secrets Argo CD holds, and %s makes one whose values keyhole does not read, so which Applications it makes is not known", declared[i].made),
+			"declare the cluster Secrets' name and server in plain Secrets of the repository, their config encrypted apart, to have them checked")
 	}
 	withSelector := len(sel.MatchLabels) > 0 || len(sel.MatchExpressions) > 0
 	var out []map[string]any
@@ -165,7 +183,8 @@ func (l *loader) clustersGenerator(run *appSetRun, c *yaml.Node) ([]map[string]a
 		out = append(out, p)
 	}
 	if len(out) == 0 && withSelector {
-		return nil, genUnread("its clusters generator's selector matches none of the cluster Secrets the repository declares, so the clusters it selects are registered outside the repository and its Applications are not known; none is checked (declare those cluster Secrets in the repository to have them checked)")
+		return nil, genUnread("its clusters generator's selector matches none of the cluster Secrets the repository declares: the clusters it selects are registered outside the repository, so which Applications it makes is not known",
+			"declare those cluster Secrets in the repository to have them checked")
 	}
 	if !withSelector && !local {
 		out = append(out, map[string]any{"name": "in-cluster", "nameNormalized": "in-cluster", "server": inClusterServer, "project": ""})

@@ -43,9 +43,13 @@ func appSetTemplating(spec *yaml.Node) appSetTmpl {
 	}
 }
 
-// errChanging is what a template function whose result changes from
+// changingError is what a template function whose result changes from
 // run to run returns: keyhole does not evaluate it.
-var errChanging = errors.New("changes from run to run")
+type changingError struct{ name string }
+
+func (e changingError) Error() string {
+	return e.name + " gives a different value on every run, which keyhole does not evaluate"
+}
 
 // changingFuncs are the Sprig functions whose result is not the same for
 // the same input (the clock, randomness, generated keys and salts).
@@ -67,9 +71,7 @@ var appSetBase = sync.OnceValue(func() *template.Template {
 	delete(funcs, "getHostByName")
 	for _, name := range changingFuncs {
 		if _, ok := funcs[name]; ok {
-			funcs[name] = func(...any) (string, error) {
-				return "", fmt.Errorf("%s %w, which keyhole does not evaluate (its output would differ on every run)", name, errChanging)
-			}
+			funcs[name] = func(...any) (string, error) { return "", changingError{name: name} }
 		}
 	}
 	funcs["normalize"] = sanitizeName
