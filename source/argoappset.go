@@ -40,14 +40,14 @@ type genStop struct {
 	msg string
 	// advice, for a warning, says what would make it readable.
 	advice string
-	sev diag.Severity // Info: out of reach; Warning: unknown; Error: the controller refuses it
+	sev    diag.Severity // Info: out of reach; Warning: unknown; Error: the controller refuses it
 }
 
-func genSkip(msg string) *genStop   { return &genStop{msg: msg, sev: diag.Info} }
+func genSkip(msg string) *genStop { return &genStop{msg: msg, sev: diag.Info} }
 func genUnread(msg, advice string) *genStop {
 	return &genStop{msg: msg, advice: advice, sev: diag.Warning}
 }
-func genError(msg string) *genStop  { return &genStop{msg: msg, sev: diag.Error} }
+func genError(msg string) *genStop { return &genStop{msg: msg, sev: diag.Error} }
 
 // appSetRun is the reading of one ApplicationSet's generator.
 type appSetRun struct {
