@@ -420,3 +420,40 @@ func TestArgoDirectoryShallow(t *testing.T) {
 		t.Run(name, c.run)
 	}
 }
+
+// TestArgoRevisionPinned: a source pinned to a tag or commit other than
+// the one checked out is read from the working tree, and said; HEAD, a
+// branch, and a tag or commit naming the commit checked out are not.
+func TestArgoRevisionPinned(t *testing.T) {
+	app := func(rev string) string {
+		return "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: agent, namespace: argocd}\n" +
+			"spec:\n  project: default\n  source: {repoURL: 'https://git.example.com/r.git', path: envs/dev, targetRevision: '" + rev + "'}\n  destination: {name: in-cluster, namespace: agents}\n"
+	}
+	dir, r := gitRepo(t)
+	writeFiles(t, dir, envFiles("dev"))
+	first := commitAll(t, r, "first")
+	if _, err := r.CreateTag("v1.0.0", first, nil); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, dir, map[string]string{"envs/dev/more.yaml": argoConn("more")})
+	head := commitAll(t, r, "second")
+	if _, err := r.CreateTag("v1.1.0", head, nil); err != nil {
+		t.Fatal(err)
+	}
+	for rev, warned := range map[string]bool{
+		"HEAD": false, "main": false, "v1.1.0": false, head.String()[:10]: false,
+		"v1.0.0": true, first.String(): true, "v2.0.0": true,
+	} {
+		t.Run(rev, func(t *testing.T) {
+			writeFiles(t, dir, map[string]string{"argo/app.yaml": app(rev)})
+			_, ds, err := Load([]string{"."}, Options{Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "warning ArgoCDRevision: Argo CD Application argocd/agent builds its path at targetRevision " + rev + ", a tag or commit other than the one keyhole reads"
+			if got := strings.Contains(ds.Error(), want); got != warned {
+				t.Errorf("said %q: %v, want %v\n%s", want, got, warned, ds)
+			}
+		})
+	}
+}

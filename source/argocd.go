@@ -128,6 +128,10 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 			out = append(out, engineFound{pos: pos, skip: what + " builds " + shown + ", a directory inside a Helm chart, whose templates are not YAML until Helm renders them; skipped"})
 			continue
 		}
+		var pinned string
+		if rev := stringField(src, "targetRevision"); l.pinnedElsewhere(rev, srcRoot) {
+			pinned = rev
+		}
 		shallow := helm == nil && !boolField(Lookup(src, "directory"), "recurse") && kustomizationFile(l.fsys, root) == ""
 		unitName := "argocd:" + ns + "/" + name
 		dir := path.Join("argocd", ns, outputDir(name))
@@ -146,6 +150,7 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 			Argo:      &ArgoOverlay{Kustomize: Lookup(src, "kustomize"), Directory: Lookup(src, "directory")},
 			Helm:      helm,
 			shallow:   shallow,
+			pinned:    pinned,
 		}})
 	}
 	return out

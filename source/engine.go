@@ -106,6 +106,7 @@ func isEngineDecl(o diag.Object) bool {
 // (the same Kustomization in two clusters' trees) are told apart by the
 // directory that declares them.
 func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
+	defer l.closeRevs()
 	var found []engineFound
 	var ds diag.List
 	var releases []pendingRelease
@@ -643,6 +644,9 @@ func (l *loader) buildEngineUnits() {
 			jobs[i] = l.prepareHelm(u)
 		default:
 			jobs[i] = l.prepareArgo(u)
+		}
+		if jobs[i].build && u.pinned != "" {
+			l.diags = append(l.diags, revisionNote(u))
 		}
 		if jobs[i].build && !jobs[i].built {
 			builds = append(builds, i)

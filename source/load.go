@@ -183,6 +183,9 @@ type loader struct {
 	// argoClaimed are the directories ApplicationSet generators keyhole
 	// cannot read may deploy (engineOwns).
 	argoClaimed []string
+	// argoRevs is what engineUnits knows of each repository's revisions
+	// (pinnedElsewhere).
+	argoRevs map[string]*repoRevs
 	// applying are the builds of Flux units that fluxApplied made to read
 	// the Flux objects they apply, for buildEngineUnits to use.
 	applying map[*Unit]*applyingBuild

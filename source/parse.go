@@ -79,6 +79,12 @@ func Rules() []diag.Rule {
 			Help:     "Declare the cluster Secrets' name and server in plain Secrets of the repository (their config may stay in a Secret of its own), or fill the value from a generator's parameter.",
 		},
 		{
+			Code:     CodeArgoCDRevision,
+			Severity: diag.Warning,
+			Purpose:  "An Argo CD Application's source is pinned (targetRevision) to a tag or commit other than the one keyhole reads: keyhole checks its path as checked out, which may not be what Argo CD deploys.",
+			Help:     "Check the pinned revision out and check it there, or move the pin when the change is released.",
+		},
+		{
 			Code:     CodeGeneratorMatchesNothing,
 			Severity: diag.Warning,
 			Purpose:  "A path of an Argo CD ApplicationSet's git generator matches no directory or file of the repository its repoURL names, which is this one (another Application builds from it): Argo CD makes no Application of it.",
