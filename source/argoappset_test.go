@@ -355,6 +355,14 @@ func TestArgoTypos(t *testing.T) {
 			want:     []string{"argocd:argocd/dev agents gh-dev"},
 			wantDiag: []string{"info InputSkipped: Argo CD Application argocd/prod builds envs/prd from https://git.example.com/other.git, which is not a directory of this repository"},
 		},
+		"a path an app of apps' chart names with its defaults": {
+			files: withFiles(files, map[string]string{"argo/apps.yaml": app("dev", "https://git.example.com/r.git", "envs/dev"),
+				"apps/Chart.yaml":         "apiVersion: v2\nname: apps\nversion: 0.1.0\n",
+				"apps/values.yaml":        "env: changeme\n",
+				"apps/templates/app.yaml": app("chart-app", "https://git.example.com/r.git", "envs/{{ .Values.env }}")}),
+			want:     []string{"argocd:argocd/dev agents gh-dev"},
+			wantDiag: []string{"info InputSkipped: Argo CD Application argocd/chart-app builds envs/changeme from https://git.example.com/r.git, which is not a directory of this repository"},
+		},
 		"a git generator path that matches nothing": {
 			files: withFiles(files, map[string]string{"argo/apps.yaml": app("dev", "https://git.example.com/r.git", "envs/dev"),
 				"argo/set.yaml": gitSet("https://git.example.com/r.git", "envz/*")}),

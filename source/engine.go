@@ -236,6 +236,12 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 				}
 			}
 			if len(by) == 0 {
+				// Rendered with its defaults, which no Application
+				// deploys: a path its defaults name is no mistake
+				// Argo CD meets.
+				for j := from; j < len(found); j++ {
+					found[j].ownErr, found[j].ownWarn = "", ""
+				}
 				continue
 			}
 			for j := from; j < len(found); j++ {
