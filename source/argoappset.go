@@ -560,9 +560,16 @@ func fileParams(data []byte, rel string, goTemplate bool, prefix string) ([]map[
 }
 
 // allDirs lists the directories under base (relative, slash-separated),
-// sorted.
+// sorted; walked once for every generator that asks.
 func (l *loader) allDirs(base string) []string {
+	if out, ok := l.argoDirs[base]; ok {
+		return out
+	}
+	if l.argoDirs == nil {
+		l.argoDirs = map[string][]string{}
+	}
 	var out []string
+	defer func() { l.argoDirs[base] = out }()
 	l.visitTree(base, func(rel string, fi fs.FileInfo) bool {
 		if !fi.IsDir() {
 			return false

@@ -190,6 +190,12 @@ func TestAppSetTemplatePatch(t *testing.T) {
 			files: withFiles(chart, map[string]string{"argo/set.yaml": set("false", "{{env}}", patch("{{env}}"))}),
 			want:  []string{"argocd:argocd/agent-dev#1 agents-dev gh-dev", "argocd:argocd/agent-prod#1 agents-prod gh-prod"},
 		},
+		"a patch inside the template's valuesObject": {
+			files: withFiles(chart, map[string]string{"argo/set.yaml": strings.Replace(set("true", "{{ .env }}", "    spec:\n      source:\n        helm:\n          valuesObject: {name: 'gh-{{ .env }}'}\n"),
+				"path: charts/agent}", "path: charts/agent, helm: {valuesObject: {name: x}}}", 1)}),
+			wantDiag: []string{"its templatePatch sets fields inside a valuesObject the template already has, which the controller cannot patch"},
+			want:     []string{"charts/agent default gh-default"}, // Argo CD deploys none of it
+		},
 		"a patch that is not YAML": {
 			files:    withFiles(chart, map[string]string{"argo/set.yaml": set("true", "{{ .env }}", "    spec: [\n")}),
 			wantDiag: []string{"its templatePatch, filled, is not YAML"},

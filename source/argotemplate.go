@@ -206,7 +206,10 @@ func (t appSetTmpl) patch(app, tp *yaml.Node, params map[string]any) (*yaml.Node
 	}
 	place(p)
 	project := Lookup(Lookup(app, "spec"), "project")
-	out := mergePatch(app, p)
+	out, err := mergePatch(app, p, "")
+	if err != nil {
+		return nil, err
+	}
 	if spec := Lookup(out, "spec"); spec != nil && spec.Kind == yaml.MappingNode {
 		if project != nil {
 			setField(spec, "project", project)
@@ -218,10 +221,15 @@ func (t appSetTmpl) patch(app, tp *yaml.Node, params map[string]any) (*yaml.Node
 }
 
 // mergePatch is dst with the mapping patch merged in: mappings merge,
-// anything else replaces, and null removes the field.
-func mergePatch(dst, patch *yaml.Node) *yaml.Node {
+// anything else replaces, and null removes the field. Merging into a
+// Helm source's valuesObject fails, as the controller's patch fails on
+// it (it knows no fields of a RawExtension); key is dst's.
+func mergePatch(dst, patch *yaml.Node, key string) (*yaml.Node, error) {
 	if dst == nil || dst.Kind != yaml.MappingNode || patch.Kind != yaml.MappingNode {
-		return patch
+		return patch, nil
+	}
+	if key == "valuesObject" && len(patch.Content) > 0 {
+		return nil, fmt.Errorf("its templatePatch sets fields inside a valuesObject the template already has, which the controller cannot patch (unable to find api field in struct RawExtension for the json field %q)", patch.Content[0].Value)
 	}
 	out := *dst
 	out.Content = slices.Clone(dst.Content)
@@ -231,9 +239,13 @@ func mergePatch(dst, patch *yaml.Node) *yaml.Node {
 			deleteField(&out, k.Value)
 			continue
 		}
-		setField(&out, k.Value, mergePatch(Lookup(&out, k.Value), v))
+		m, err := mergePatch(Lookup(&out, k.Value), v, k.Value)
+		if err != nil {
+			return nil, err
+		}
+		setField(&out, k.Value, m)
 	}
-	return &out
+	return &out, nil
 }
 
 // deleteField removes key from mapping m.

@@ -186,6 +186,9 @@ type loader struct {
 	// argoRevs is what engineUnits knows of each repository's revisions
 	// (pinnedElsewhere).
 	argoRevs map[string]*repoRevs
+	// argoDirs are the directories under each root, walked once for
+	// the ApplicationSet generators (allDirs).
+	argoDirs map[string][]string
 	// applying are the builds of Flux units that fluxApplied made to read
 	// the Flux objects they apply, for buildEngineUnits to use.
 	applying map[*Unit]*applyingBuild
