@@ -22,11 +22,10 @@ import (
 // kustomize options are written into it (as the repo server's `kustomize
 // edit` does); a path without one is a directory application, its YAML
 // and JSON files read as they are (recurse, include and exclude as
-// spec.source.directory says). An ApplicationSet's git directory and git
-// file generators make one Application per directory or file found in
-// the repository. A path holding a Helm chart is rendered as the repo
-// server's helm template renders it, with the source's helm options
-// (helm.go). Charts from chart repositories and plugin sources are out
+// spec.source.directory says). An ApplicationSet's generators make its
+// Applications as its controller makes them (argoappset.go). A path
+// holding a Helm chart is rendered as the repo server's helm template
+// renders it, with the source's helm options (helm.go). Charts from chart repositories and plugin sources are out
 // of reach: said once.
 // See docs/inputs.md.
 
