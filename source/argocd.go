@@ -1,18 +1,14 @@
 package source
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
 	"io/fs"
-	"maps"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"text/template"
 
 	"go.yaml.in/yaml/v3"
 
@@ -26,11 +22,10 @@ import (
 // kustomize options are written into it (as the repo server's `kustomize
 // edit` does); a path without one is a directory application, its YAML
 // and JSON files read as they are (recurse, include and exclude as
-// spec.source.directory says). An ApplicationSet's git directory and git
-// file generators make one Application per directory or file found in
-// the repository. A path holding a Helm chart is rendered as the repo
-// server's helm template renders it, with the source's helm options
-// (helm.go). Charts from chart repositories and plugin sources are out
+// spec.source.directory says). An ApplicationSet's generators make its
+// Applications as its controller makes them (argoappset.go). A path
+// holding a Helm chart is rendered as the repo server's helm template
+// renders it, with the source's helm options (helm.go). Charts from chart repositories and plugin sources are out
 // of reach: said once.
 // See docs/inputs.md.
 
@@ -65,12 +60,13 @@ func (l *loader) argoUnits(d *Document, srcRoots []string) []engineFound {
 // ApplicationSet's generated one), declared by d.
 func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots []string) []engineFound {
 	spec := Lookup(app, "spec")
+	// Argo CD reads spec.sources when it holds any, else spec.source.
 	var sources []*yaml.Node
-	if s := Lookup(spec, "source"); s != nil {
-		sources = append(sources, s)
-	}
 	if ss := Lookup(spec, "sources"); ss != nil && ss.Kind == yaml.SequenceNode {
 		sources = append(sources, ss.Content...)
+	}
+	if s := Lookup(spec, "source"); s != nil && len(sources) == 0 {
+		sources = append(sources, s)
 	}
 	dest := Lookup(spec, "destination")
 	cluster := cmp.Or(stringField(dest, "name"), stringField(dest, "server"))
@@ -111,10 +107,13 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 		case strings.Contains(rel, "{{"):
 			continue // a template an ApplicationSet fills in
 		}
+		repo := repoKey(stringField(src, "repoURL"), stringField(src, "targetRevision"))
 		root, srcRoot := l.enginePath(rel, srcRoots)
 		if root == "" {
-			out = append(out, engineFound{pos: pos, skip: fmt.Sprintf("%s builds %s from %s, which is not a directory of this repository; out of reach, skipped",
-				what, shown, cmp.Or(stringField(src, "repoURL"), "its repository"))})
+			out = append(out, engineFound{pos: pos, repo: repo, skip: fmt.Sprintf("%s builds %s from %s, which is not a directory of this repository; out of reach, skipped",
+				what, shown, cmp.Or(stringField(src, "repoURL"), "its repository")),
+				ownErr: fmt.Sprintf("%s builds %s from %s, this repository (its other Applications build from it at the same revision), which has no such directory: Argo CD cannot generate its manifests, so it does not sync",
+					what, shown, stringField(src, "repoURL"))})
 			continue
 		}
 		var helm *HelmOverlay
@@ -128,13 +127,18 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 			out = append(out, engineFound{pos: pos, skip: what + " builds " + shown + ", a directory inside a Helm chart, whose templates are not YAML until Helm renders them; skipped"})
 			continue
 		}
+		var pinned string
+		if rev := stringField(src, "targetRevision"); l.pinnedElsewhere(rev, srcRoot) {
+			pinned = rev
+		}
+		shallow := helm == nil && !boolField(Lookup(src, "directory"), "recurse") && kustomizationFile(l.fsys, root) == ""
 		unitName := "argocd:" + ns + "/" + name
 		dir := path.Join("argocd", ns, outputDir(name))
 		if len(sources) > 1 {
 			unitName += "#" + strconv.Itoa(i+1)
 			dir = path.Join(dir, strconv.Itoa(i+1))
 		}
-		out = append(out, engineFound{srcRoot: srcRoot, pos: pos, unit: &Unit{
+		out = append(out, engineFound{srcRoot: srcRoot, pos: pos, repo: repo, unit: &Unit{
 			Name:      unitName,
 			Dir:       dir,
 			Source:    UnitArgoCD,
@@ -144,481 +148,36 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 			Namespace: stringField(dest, "namespace"),
 			Argo:      &ArgoOverlay{Kustomize: Lookup(src, "kustomize"), Directory: Lookup(src, "directory")},
 			Helm:      helm,
+			shallow:   shallow,
+			pinned:    pinned,
 		}})
 	}
 	return out
 }
 
-// appSetUnits is the units of the Applications an ApplicationSet (set,
-// declared by d) has its generators make from this repository: git directories and files, a
-// list, and a matrix of two of those.
-func (l *loader) appSetUnits(set *yaml.Node, d *Document, ns string, srcRoots []string) []engineFound {
-	spec := Lookup(set, "spec")
-	tmpl := Lookup(spec, "template")
-	goTemplate := stringField(spec, "goTemplate") == "true" || boolField(spec, "goTemplate")
-	gens := Lookup(spec, "generators")
-	what := "Argo CD ApplicationSet " + ns + "/" + stringField(Lookup(set, "metadata"), "name")
-	if tmpl == nil || gens == nil || gens.Kind != yaml.SequenceNode {
-		return nil
+// argoOwnRepo says, of each Argo CD source of found whose path is not a
+// directory of this repository, and of each git generator path that
+// matches nothing here, what Argo CD does when its repository is this
+// one: when another source of found builds from the same repository
+// and revision (repoKey) out of this repository, it is this one, and
+// the path is a mistake Argo CD stops at.
+func argoOwnRepo(found []engineFound) {
+	own := map[string]bool{}
+	for _, f := range found {
+		if f.unit != nil && f.unit.Argo != nil && f.repo != "" {
+			own[f.repo] = true
+		}
 	}
-	var out []engineFound
-	for _, g := range gens.Content {
-		pos := diag.Pos{File: d.File, Line: g.Line, Column: g.Column}
-		params, skip, err := l.generatorParams(g, goTemplate, srcRoots, 0)
+	for i, f := range found {
+		if f.repo == "" || !own[f.repo] || f.unit != nil {
+			continue
+		}
 		switch {
-		case skip != "":
-			out = append(out, engineFound{pos: pos, skip: what + ": " + skip + "; this generator's Applications are not checked"})
-			continue
-		case err != "":
-			out = append(out, engineFound{pos: pos, err: what + ": " + err})
-			continue
+		case f.ownErr != "":
+			found[i].skip, found[i].err = "", f.ownErr
+		case f.ownWarn != "":
+			found[i].skip, found[i].warn, found[i].code = "", f.ownWarn, CodeGeneratorMatchesNothing
 		}
-		for _, p := range params {
-			app, err := fillTemplate(tmpl, p, goTemplate)
-			if err != nil {
-				out = append(out, engineFound{pos: pos, err: fmt.Sprintf("%s: its template cannot be filled for %s: %v", what, paramsNamed(p), err)})
-				break
-			}
-			name := stringField(Lookup(app, "metadata"), "name")
-			for _, f := range l.appUnits(app, d, cmp.Or(stringField(Lookup(app, "metadata"), "namespace"), ns), name, srcRoots) {
-				if f.unit != nil {
-					f.unit.Decl = pos
-				}
-				out = append(out, f)
-			}
-		}
-	}
-	return out
-}
-
-// paramsNamed names a generator's parameter set in a message: by its
-// path, or by its keys and values, sorted.
-func paramsNamed(p map[string]any) string {
-	if v, ok := p["path"]; ok {
-		if s, ok := v.(string); ok {
-			return s
-		}
-		if m, ok := v.(map[string]any); ok {
-			return fmt.Sprint(m["path"])
-		}
-	}
-	var kv []string
-	for _, k := range slices.Sorted(maps.Keys(p)) {
-		kv = append(kv, fmt.Sprintf("%s=%v", k, p[k]))
-	}
-	return "{" + strings.Join(kv, ", ") + "}"
-}
-
-// generatorParams is the parameter sets the ApplicationSet generator g
-// makes, as the ApplicationSet controller makes them, or why it makes
-// none here: skip when it reads what the repository does not hold (a
-// cluster's Secrets, an SCM provider), err when the controller refuses
-// it. depth counts the matrices around g.
-func (l *loader) generatorParams(g *yaml.Node, goTemplate bool, srcRoots []string, depth int) (params []map[string]any, skip, err string) {
-	git, list, matrix := Lookup(g, "git"), Lookup(g, "list"), Lookup(g, "matrix")
-	if Lookup(g, "selector") != nil {
-		return nil, "a generator's selector is not applied", ""
-	}
-	for _, n := range []*yaml.Node{git, list} {
-		if Lookup(n, "template") != nil {
-			return nil, "a generator's own template is not applied", ""
-		}
-	}
-	switch {
-	case git != nil:
-		params, err = l.gitGenerator(git, srcRoots[len(srcRoots)-1], srcRoots[0])
-		if err == "" {
-			params, err = generatorValues(git, params, goTemplate)
-		}
-	case list != nil:
-		params, err = listGenerator(list, goTemplate)
-	case matrix != nil:
-		return l.matrixGenerator(matrix, goTemplate, srcRoots, depth)
-	default:
-		kind := "an empty"
-		if g.Kind == yaml.MappingNode && len(g.Content) > 0 {
-			kind = "the " + g.Content[0].Value
-		}
-		return nil, "only git, list and matrix generators are read, not " + kind + " generator", ""
-	}
-	if err != "" {
-		return nil, "", err
-	}
-	return params, "", ""
-}
-
-// listGenerator is the parameter sets of a list generator: its elements,
-// and those its elementsYaml holds. Without goTemplate every value must
-// be a string, but a map of strings under values (values.KEY), as the
-// controller requires.
-func listGenerator(list *yaml.Node, goTemplate bool) ([]map[string]any, string) {
-	var elems []map[string]any
-	if e := Lookup(list, "elements"); e != nil {
-		if e.Decode(&elems) != nil {
-			return nil, "its list generator's elements are not a list of mappings"
-		}
-	}
-	if s := stringField(list, "elementsYaml"); s != "" {
-		var more []map[string]any
-		if yaml.Unmarshal([]byte(s), &more) != nil {
-			return nil, "its list generator's elementsYaml is not a YAML list of mappings"
-		}
-		elems = append(elems, more...)
-	}
-	if goTemplate {
-		return elems, ""
-	}
-	out := make([]map[string]any, 0, len(elems))
-	for _, e := range elems {
-		p := map[string]any{}
-		for k, v := range e {
-			if m, ok := v.(map[string]any); ok && k == "values" {
-				for vk, vv := range m {
-					s, ok := vv.(string)
-					if !ok {
-						return nil, fmt.Sprintf("its list generator's values.%s is not a string, which the controller refuses without goTemplate", vk)
-					}
-					p["values."+vk] = s
-				}
-				continue
-			}
-			s, ok := v.(string)
-			if !ok {
-				return nil, fmt.Sprintf("its list generator's %s is not a string, which the controller refuses without goTemplate", k)
-			}
-			p[k] = s
-		}
-		out = append(out, p)
-	}
-	return out, ""
-}
-
-// matrixGenerator is the parameter sets of a matrix: each set of its
-// first generator joined with each set of its second, which may name
-// the first's parameters (filled in before it runs). Without goTemplate
-// a key both sets hold with two values is refused, as the controller
-// refuses it; with it, the second's value is taken.
-func (l *loader) matrixGenerator(m *yaml.Node, goTemplate bool, srcRoots []string, depth int) (out []map[string]any, skip, err string) {
-	gens := Lookup(m, "generators")
-	if gens == nil || gens.Kind != yaml.SequenceNode || len(gens.Content) != 2 {
-		return nil, "", "a matrix generator must have exactly two generators"
-	}
-	if depth > 0 {
-		return nil, "a matrix inside a matrix is not read", ""
-	}
-	first, skip, err := l.generatorParams(gens.Content[0], goTemplate, srcRoots, depth+1)
-	if skip != "" || err != "" {
-		return nil, skip, err
-	}
-	second := gens.Content[1]
-	for _, a := range first {
-		g := second
-		if bytes.Contains(nodeBytes(second), []byte("{{")) {
-			filled, ferr := fillTemplate(second, a, goTemplate)
-			if ferr != nil {
-				return nil, "", fmt.Sprintf("its matrix's second generator cannot be filled for %s: %v", paramsNamed(a), ferr)
-			}
-			g = filled
-		}
-		bs, skip, err := l.generatorParams(g, goTemplate, srcRoots, depth+1)
-		if skip != "" || err != "" {
-			return nil, skip, err
-		}
-		if len(out)+len(bs) > maxAppSetParams {
-			return nil, "", fmt.Sprintf("its matrix makes more than %d Applications, more than keyhole reads of one generator", maxAppSetParams)
-		}
-		for _, b := range bs {
-			p := maps.Clone(a)
-			for k, v := range b {
-				if cur, ok := p[k]; ok && !goTemplate && fmt.Sprint(cur) != fmt.Sprint(v) {
-					return nil, "", fmt.Sprintf("its matrix's generators both give %s, with two values (%v and %v)", k, cur, v)
-				}
-				p[k] = v
-			}
-			out = append(out, p)
-		}
-	}
-	return out, "", ""
-}
-
-// maxAppSetParams bounds the Applications one generator makes: a matrix
-// of two long lists (or of every directory twice) grows as their
-// product.
-const maxAppSetParams = 10000
-
-// generatorValues adds the values of a generator (git's: the field of
-// its kind) to each of its parameter sets, filled with that set's
-// parameters: values.KEY, or a values map with goTemplate.
-func generatorValues(gen *yaml.Node, params []map[string]any, goTemplate bool) ([]map[string]any, string) {
-	vals := Lookup(gen, "values")
-	if vals == nil {
-		return params, ""
-	}
-	if vals.Kind != yaml.MappingNode {
-		return nil, "a generator's values must be a mapping of strings"
-	}
-	for i, p := range params {
-		filled, err := fillTemplate(vals, p, goTemplate)
-		if err != nil {
-			return nil, fmt.Sprintf("a generator's values cannot be filled for %s: %v", paramsNamed(p), err)
-		}
-		var m map[string]string
-		if filled.Decode(&m) != nil {
-			return nil, "a generator's values must be a mapping of strings"
-		}
-		p = maps.Clone(p)
-		if goTemplate {
-			vm := map[string]any{}
-			for k, v := range m {
-				vm[k] = v
-			}
-			p["values"] = vm
-		} else {
-			for k, v := range m {
-				p["values."+k] = v
-			}
-		}
-		params[i] = p
-	}
-	return params, ""
-}
-
-// nodeBytes is n as YAML, or nil.
-func nodeBytes(n *yaml.Node) []byte {
-	b, _ := yaml.Marshal(n)
-	return b
-}
-
-// gitGenerator lists the parameters of a git generator's directories or
-// files, found under the repository: named (the directory named on the
-// command line) and root (the repository's root, where the generator's
-// paths are relative to, when they match there).
-func (l *loader) gitGenerator(git *yaml.Node, named, root string) ([]map[string]any, string) {
-	base := root
-	var out []map[string]any
-	if dirs := Lookup(git, "directories"); dirs != nil && dirs.Kind == yaml.SequenceNode {
-		var include, exclude []string
-		for _, e := range dirs.Content {
-			if boolField(e, "exclude") {
-				exclude = append(exclude, stringField(e, "path"))
-			} else {
-				include = append(include, stringField(e, "path"))
-			}
-		}
-		found := l.globDirs(base, include, exclude)
-		if len(found) == 0 && named != root {
-			base = named
-			found = l.globDirs(base, include, exclude)
-		}
-		for _, rel := range found {
-			out = append(out, pathParams(rel))
-		}
-		return out, ""
-	}
-	if files := Lookup(git, "files"); files != nil && files.Kind == yaml.SequenceNode {
-		var include []string
-		for _, e := range files.Content {
-			if !boolField(e, "exclude") {
-				include = append(include, stringField(e, "path"))
-			}
-		}
-		for _, b := range []string{root, named} {
-			for _, f := range walkAll(l.fsys, b, &l.paths) {
-				rel := filepath.ToSlash(relOrAbs(b, f))
-				if !slices.ContainsFunc(include, func(g string) bool { return globMatch(g, rel) }) {
-					continue
-				}
-				data := l.sniff(f, nil)
-				var v map[string]any
-				if data == nil || yaml.Unmarshal(data, &v) != nil {
-					return nil, "git file generator cannot read " + rel
-				}
-				p := flatten(v)
-				for k, x := range pathParams(path.Dir(rel)) {
-					p[k] = x
-				}
-				p["path.filename"] = path.Base(rel)
-				out = append(out, p)
-			}
-			if len(out) > 0 || named == root {
-				break
-			}
-		}
-	}
-	return out, ""
-}
-
-// globDirs lists the directories under base (relative, slash-separated)
-// that match an include pattern and no exclude pattern, sorted.
-func (l *loader) globDirs(base string, include, exclude []string) []string {
-	var out []string
-	l.visitTree(base, func(rel string, fi fs.FileInfo) bool {
-		if !fi.IsDir() {
-			return false
-		}
-		if slices.ContainsFunc(include, func(g string) bool { return globMatch(g, rel) }) &&
-			!slices.ContainsFunc(exclude, func(g string) bool { return globMatch(g, rel) }) {
-			out = append(out, rel)
-		}
-		return true
-	})
-	slices.Sort(out)
-	return out
-}
-
-// visitTree calls visit for each entry under root but hidden ones, in
-// order, with its path relative to root (slash-separated); it descends
-// into a directory when visit returns true for it.
-func (l *loader) visitTree(root string, visit func(rel string, fi fs.FileInfo) bool) {
-	var walk func(dir string)
-	walk = func(dir string) {
-		entries, err := l.fsys.ReadDir(dir)
-		if err != nil {
-			return
-		}
-		for _, e := range entries {
-			full := filepath.Join(dir, e.Name())
-			if strings.HasPrefix(e.Name(), ".") {
-				continue
-			}
-			fi, err := l.fsys.Stat(full)
-			if err != nil {
-				continue
-			}
-			if visit(filepath.ToSlash(relOrAbs(root, full)), fi) && fi.IsDir() {
-				walk(full)
-			}
-		}
-	}
-	walk(root)
-}
-
-// globMatch matches a slash-separated path against a glob whose "*"
-// stays within one element and whose "**" spans any number.
-func globMatch(glob, p string) bool {
-	g, s := strings.Split(glob, "/"), strings.Split(p, "/")
-	var match func(g, s []string) bool
-	match = func(g, s []string) bool {
-		if len(g) == 0 {
-			return len(s) == 0
-		}
-		if g[0] == "**" {
-			// A final ** names what lies below, not the directory
-			// itself.
-			start := 0
-			if len(g) == 1 {
-				start = 1
-			}
-			for i := start; i <= len(s); i++ {
-				if match(g[1:], s[i:]) {
-					return true
-				}
-			}
-			return false
-		}
-		if len(s) == 0 {
-			return false
-		}
-		ok, err := path.Match(g[0], s[0])
-		return err == nil && ok && match(g[1:], s[1:])
-	}
-	return match(g, s)
-}
-
-// pathParams are a git generator's parameters for the directory rel.
-func pathParams(rel string) map[string]any {
-	segs := strings.Split(rel, "/")
-	base := path.Base(rel)
-	p := map[string]any{
-		"path":                    rel,
-		"path.path":               rel,
-		"path.basename":           base,
-		"path.basenameNormalized": normalizeName(base),
-		"path.segments":           segs,
-	}
-	for i, s := range segs {
-		p["path["+strconv.Itoa(i)+"]"] = s
-	}
-	return p
-}
-
-var notDNS = regexp.MustCompile(`[^a-z0-9-.]`)
-
-// normalizeName is Argo CD's basenameNormalized: lower case, characters a
-// name may not hold turned into "-".
-func normalizeName(s string) string { return notDNS.ReplaceAllString(strings.ToLower(s), "-") }
-
-// flatten is a git file generator's parameters of a file's values:
-// nested keys joined with ".".
-func flatten(v map[string]any) map[string]any {
-	out := map[string]any{}
-	var walk func(prefix string, v any)
-	walk = func(prefix string, v any) {
-		if m, ok := v.(map[string]any); ok {
-			for k, x := range m {
-				walk(strings.TrimPrefix(prefix+"."+k, "."), x)
-			}
-			return
-		}
-		out[prefix] = fmt.Sprint(v)
-	}
-	walk("", v)
-	return out
-}
-
-// placeholder is a fasttemplate parameter, {{name}}, as ApplicationSets
-// without goTemplate write them.
-var placeholder = regexp.MustCompile(`\{\{\s*([A-Za-z0-9_.\[\]-]+)\s*\}\}`)
-
-// fillTemplate is an ApplicationSet's template filled with params.
-func fillTemplate(tmpl *yaml.Node, params map[string]any, goTemplate bool) (*yaml.Node, error) {
-	data, err := yaml.Marshal(tmpl)
-	if err != nil {
-		return nil, err
-	}
-	if goTemplate {
-		nested := map[string]any{}
-		for k, v := range params {
-			setNested(nested, strings.Split(strings.ReplaceAll(strings.ReplaceAll(k, "[", "."), "]", ""), "."), v)
-		}
-		if pm, ok := nested["path"].(map[string]any); ok {
-			pm["path"] = params["path"]
-		}
-		t, err := template.New("template").Option("missingkey=error").Parse(string(data))
-		if err != nil {
-			return nil, err
-		}
-		var b bytes.Buffer
-		if err := t.Execute(&b, nested); err != nil {
-			return nil, err
-		}
-		data = b.Bytes()
-	} else {
-		data = placeholder.ReplaceAllFunc(data, func(m []byte) []byte {
-			if v, ok := params[string(placeholder.FindSubmatch(m)[1])]; ok {
-				return []byte(fmt.Sprint(v))
-			}
-			return m
-		})
-	}
-	var n yaml.Node
-	if err := yaml.Unmarshal(data, &n); err != nil || len(n.Content) == 0 {
-		return nil, fmt.Errorf("the filled template is not YAML")
-	}
-	return n.Content[0], nil
-}
-
-func setNested(m map[string]any, keys []string, v any) {
-	for _, k := range keys[:len(keys)-1] {
-		next, ok := m[k].(map[string]any)
-		if !ok {
-			next = map[string]any{}
-			m[k] = next
-		}
-		m = next
-	}
-	if _, exists := m[keys[len(keys)-1]].(map[string]any); !exists {
-		m[keys[len(keys)-1]] = v
 	}
 }
 

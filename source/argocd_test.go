@@ -89,7 +89,7 @@ func TestFillTemplate(t *testing.T) {
 	if err := yaml.Unmarshal([]byte("metadata: {name: 'agents-{{path.basename}}'}\nspec: {source: {path: '{{path}}'}, destination: {name: '{{path[1]}}'}}\n"), &tmpl); err != nil {
 		t.Fatal(err)
 	}
-	n, err := fillTemplate(tmpl.Content[0], pathParams("envs/dev"), false)
+	n, err := appSetTmpl{}.fill(tmpl.Content[0], pathParams("envs/dev", "", false, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,14 +109,14 @@ func TestFillTemplate(t *testing.T) {
 	if err := yaml.Unmarshal([]byte("metadata: {name: '{{.path.basename}}'}\nspec: {source: {path: '{{.path.path}}'}, destination: {namespace: '{{index .path.segments 0}}'}}\n"), &goTmpl); err != nil {
 		t.Fatal(err)
 	}
-	n, err = fillTemplate(goTmpl.Content[0], pathParams("envs/prod"), true)
+	n, err = appSetTmpl{goTemplate: true}.fill(goTmpl.Content[0], pathParams("envs/prod", "", true, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a, b, c := field(n, "metadata", "name"), field(n, "spec", "source", "path"), field(n, "spec", "destination", "namespace"); a != "prod" || b != "envs/prod" || c != "envs" {
 		t.Errorf("goTemplate: name %q, path %q, namespace %q; want prod, envs/prod, envs", a, b, c)
 	}
-	if _, err := fillTemplate(goTmpl.Content[0], map[string]any{}, true); err == nil {
+	if _, err := (appSetTmpl{goTemplate: true, options: []string{"missingkey=error"}}).fill(goTmpl.Content[0], map[string]any{}); err == nil {
 		t.Error("a missing key filled a goTemplate, want an error (missingkey=error)")
 	}
 }
@@ -173,9 +173,9 @@ func TestAppSetGenerators(t *testing.T) {
 			appsets:  appset("p", "false", "    - matrix: {generators: [{list: {elementsYaml: '"+longList("a", 200)+"'}}, {list: {elementsYaml: '"+longList("b", 200)+"'}}]}\n", "a", "x"),
 			wantDiag: "its matrix makes more than 10000 Applications, more than keyhole reads of one generator",
 		},
-		"a clusters generator is out of reach": {
-			appsets:  appset("c", "false", "    - clusters: {}\n", "name", "x"),
-			wantDiag: "info InputSkipped: Argo CD ApplicationSet argocd/c: only git, list and matrix generators are read, not the clusters generator; this generator's Applications are not checked",
+		"a generator that reads a service is out of reach": {
+			appsets:  appset("c", "false", "    - scmProvider: {}\n", "name", "x"),
+			wantDiag: "info InputSkipped: Argo CD ApplicationSet argocd/c: only git, list, clusters and matrix generators are read, not the scmProvider generator; this generator's Applications are not checked",
 		},
 	}
 	for name, c := range cases {
@@ -296,9 +296,10 @@ func TestArgoApplied(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("Connections read as %q, want %q\n%s", got, want, ds)
 	}
-	// staging's patch names a path that is not there: said at the base's
+	// staging's patch names a path that is not there, in the repository
+	// the others build from: Argo CD fails on it, said at the base's
 	// source, once.
-	if want := `apps/base/app.yaml:7:5: info InputSkipped: Argo CD Application argocd/staging-agent builds agents/gone from https://git.example.com/r.git, which is not a directory of this repository`; !strings.Contains(ds.Error(), want) {
+	if want := `apps/base/app.yaml:7:5: error KustomizeBuildFailed: Argo CD Application argocd/staging-agent builds agents/gone from https://git.example.com/r.git, this repository`; !strings.Contains(ds.Error(), want) {
 		t.Errorf("no diagnostic says %q:\n%s", want, ds)
 	}
 }

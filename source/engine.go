@@ -34,6 +34,18 @@ type engineFound struct {
 	pos  diag.Pos
 	// err is a mistake in the object that its engine would refuse it for.
 	err string
+	// warn, when not empty, is what keyhole cannot know of the object
+	// (code says which): said once, at pos.
+	warn, code string
+	// repo is the repository (repoKey) an Argo CD source builds from;
+	// ownErr and ownWarn, when repo turns out to be this one (another
+	// source of it builds from this repository), say what replaces skip.
+	repo            string
+	ownErr, ownWarn string
+	// claim are the directories (absolute) an ApplicationSet generator
+	// keyhole cannot read may deploy: said once, and not read as
+	// anything else.
+	claim []string
 	// helm says err is about rendering a Helm chart.
 	helm bool
 	// declDir is the directory of the file declaring it, relative to
@@ -94,6 +106,7 @@ func isEngineDecl(o diag.Object) bool {
 // (the same Kustomization in two clusters' trees) are told apart by the
 // directory that declares them.
 func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
+	defer l.closeRevs()
 	var found []engineFound
 	var ds diag.List
 	var releases []pendingRelease
@@ -223,6 +236,12 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 				}
 			}
 			if len(by) == 0 {
+				// Rendered with its defaults, which no Application
+				// deploys: a path its defaults name is no mistake
+				// Argo CD meets.
+				for j := from; j < len(found); j++ {
+					found[j].ownErr, found[j].ownWarn = "", ""
+				}
 				continue
 			}
 			for j := from; j < len(found); j++ {
@@ -252,6 +271,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 	ds = append(ds, fds...)
 	found, fds = l.argoApplied(found, patches)
 	ds = append(ds, fds...)
+	argoOwnRepo(found)
 	for _, r := range releases {
 		listed := l.listedNamespace(r.file, r.srcRoots[0])
 		var efs []engineFound
@@ -292,7 +312,11 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 				code = CodeHelmRenderFailed
 			}
 			d = diag.Diagnostic{Code: code, Severity: diag.Error, Pos: f.pos, Message: f.err}
+		case f.warn != "":
+			d = diag.Diagnostic{Code: f.code, Severity: diag.Warning, Pos: f.pos, Message: f.warn}
+			l.argoClaimed = append(l.argoClaimed, f.claim...)
 		case f.skip != "":
+			l.argoClaimed = append(l.argoClaimed, f.claim...)
 			d = skipped(f.pos, f.skip)
 		default:
 			f.unit.ID = f.unit.Name
@@ -517,16 +541,38 @@ func walkAllCharts(fsys fileSystem, root string, filter *pathFilter) (files, cha
 	return files, charts, patches
 }
 
-// coveredBy returns the Flux unit whose path holds abs, the deepest one,
-// or nil.
-func coveredBy(units []*Unit, abs string) *Unit {
+// coveredBy returns the engine unit whose path holds abs, the deepest
+// one, or nil. An Argo CD directory application that does not recurse
+// holds only the files at the top of its path (fsys tells a file from a
+// directory), not what lies below it.
+func coveredBy(fsys fileSystem, units []*Unit, abs string) *Unit {
 	var best *Unit
 	for _, u := range units {
-		if within(u.Root, abs) && (best == nil || len(u.Root) > len(best.Root)) {
-			best = u
+		if !within(u.Root, abs) || best != nil && len(u.Root) <= len(best.Root) {
+			continue
 		}
+		if u.shallow && abs != u.Root {
+			if filepath.Dir(abs) != u.Root {
+				continue
+			}
+			if fi, err := fsys.Stat(abs); err != nil || fi.IsDir() {
+				continue
+			}
+		}
+		best = u
 	}
 	return best
+}
+
+// engineOwns reports whether abs is an engine unit's to build, or lies
+// where an ApplicationSet keyhole cannot read deploys (argoClaimed): in
+// neither case is it a kustomization root, a chart or a loose file of
+// its own.
+func (l *loader) engineOwns(abs string) bool {
+	if coveredBy(l.fsys, l.engine, abs) != nil {
+		return true
+	}
+	return slices.ContainsFunc(l.argoClaimed, func(dir string) bool { return within(dir, abs) })
 }
 
 // notDeployed says, for each file under the engine unit u's path that
@@ -542,7 +588,7 @@ func (l *loader) notDeployed(u *Unit, named string, read map[string][]byte) {
 		deployed[filepath.Clean(f)] = true
 	}
 	for _, f := range walkAll(l.fsys, u.Root, &l.paths) {
-		if deployed[f] || coveredBy(l.engine, f) != u {
+		if deployed[f] || coveredBy(l.fsys, l.engine, f) != u {
 			continue
 		}
 		data := l.sniff(f, nil)
@@ -604,6 +650,9 @@ func (l *loader) buildEngineUnits() {
 			jobs[i] = l.prepareHelm(u)
 		default:
 			jobs[i] = l.prepareArgo(u)
+		}
+		if jobs[i].build && u.pinned != "" {
+			l.diags = append(l.diags, revisionNote(u))
 		}
 		if jobs[i].build && !jobs[i].built {
 			builds = append(builds, i)

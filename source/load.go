@@ -178,6 +178,18 @@ type loader struct {
 	// ownSources are the Flux sources, besides flux-system/flux-system,
 	// that are this repository (findOwnSources), by "namespace/name".
 	ownSources map[string]bool
+	// argoClusters is the Argo CD cluster Secrets each repository root
+	// declares, read once a clusters generator asks (clusterSecrets).
+	argoClusters map[string][]clusterSecret
+	// argoClaimed are the directories ApplicationSet generators keyhole
+	// cannot read may deploy (engineOwns).
+	argoClaimed []string
+	// argoRevs is what engineUnits knows of each repository's revisions
+	// (pinnedElsewhere).
+	argoRevs map[string]*repoRevs
+	// argoDirs are the directories under each root, walked once for
+	// the ApplicationSet generators (allDirs).
+	argoDirs map[string][]string
 	// applying are the builds of Flux units that fluxApplied made to read
 	// the Flux objects they apply, for buildEngineUnits to use.
 	applying map[*Unit]*applyingBuild
@@ -399,13 +411,13 @@ func (l *loader) loadPath(p string) {
 		return
 	}
 	if kustomizationFile(l.fsys, abs) != "" {
-		if coveredBy(l.engine, abs) == nil {
+		if !l.engineOwns(abs) {
 			l.buildKustomization(p, abs, false)
 		}
 		return
 	}
 	if helmChartFile(l.fsys, abs) != "" {
-		if coveredBy(l.engine, abs) == nil {
+		if !l.engineOwns(abs) {
 			l.walkedChart(l.display(p, abs), abs, false)
 		}
 		return
@@ -420,7 +432,7 @@ func (l *loader) loadPath(p string) {
 	}
 	// What a Flux unit's path holds is built by that unit, as Flux
 	// builds it (buildFlux), not on its own.
-	roots = slices.DeleteFunc(roots, func(f string) bool { return coveredBy(l.engine, f) != nil })
+	roots = slices.DeleteFunc(roots, l.engineOwns)
 	// A kustomize Component is applied only as part of what lists it (a
 	// kustomization's components:, Flux's spec.components, an Argo CD
 	// source's kustomize.components), never alone: no engine builds it
@@ -480,7 +492,7 @@ func (l *loader) loadPath(p string) {
 		}
 	}
 	for _, c := range w.charts {
-		if dir := filepath.Dir(c); coveredBy(l.engine, dir) == nil {
+		if dir := filepath.Dir(c); !l.engineOwns(dir) {
 			l.walkedChart(l.under(p, abs, dir), dir, true)
 		}
 	}

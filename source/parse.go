@@ -79,6 +79,24 @@ func Rules() []diag.Rule {
 			Help:     "Keep the values that shape keyhole's objects in spec.values, a values file or a ConfigMap in the repository; mark a source that may be absent optional.",
 		},
 		{
+			Code:     CodeArgoCDUnread,
+			Severity: diag.Warning,
+			Purpose:  "Argo CD makes Applications keyhole cannot know: an ApplicationSet's clusters generator whose cluster Secrets the repository makes in a way keyhole does not read (an ExternalSecret, a SealedSecret, SOPS) or does not declare (its selector matches none), or a template calling a function whose value changes on every run (now, randAlpha, uuidv4). Its Applications are not checked, and the directories its template names are not read as anything else.",
+			Help:     "Declare the cluster Secrets' name and server in plain Secrets of the repository (their config may stay in a Secret of its own), or fill the value from a generator's parameter.",
+		},
+		{
+			Code:     CodeArgoCDRevision,
+			Severity: diag.Warning,
+			Purpose:  "An Argo CD Application's source is pinned (targetRevision) to a tag or commit other than the one keyhole reads: keyhole checks its path as checked out, which may not be what Argo CD deploys.",
+			Help:     "Check the pinned revision out and check it there, or move the pin when the change is released.",
+		},
+		{
+			Code:     CodeGeneratorMatchesNothing,
+			Severity: diag.Warning,
+			Purpose:  "A path of an Argo CD ApplicationSet's git generator matches no directory or file of the repository its repoURL names, which is this one (another Application builds from it): Argo CD makes no Application of it.",
+			Help:     "Correct the path (a typo), or commit the directories it names.",
+		},
+		{
 			Code:     CodeJsonnetNotEvaluated,
 			Severity: diag.Warning,
 			Purpose:  "A Jsonnet file of an Argo CD directory application names keyhole's kinds or declares a Secret: Argo CD evaluates it and applies what it declares, but keyhole does not evaluate Jsonnet, so those objects are not checked.",

@@ -75,6 +75,12 @@ type Unit struct {
 	// appliedBy is the Flux unit whose build applies the object
 	// declaring this one, when one does.
 	appliedBy *Unit
+	// shallow says the unit is an Argo CD directory application that
+	// does not recurse: its files are those at the top of Root.
+	shallow bool
+	// pinned is the targetRevision of an Argo CD unit pinned to a tag
+	// or commit other than the one read (pinnedElsewhere).
+	pinned string
 }
 
 // Loose reports whether u is the unit of the files read outside any

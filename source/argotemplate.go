@@ -1,0 +1,417 @@
+package source
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"text/template"
+
+	"github.com/Masterminds/sprig/v3"
+	"go.yaml.in/yaml/v3"
+	sigsyaml "sigs.k8s.io/yaml"
+)
+
+// An ApplicationSet's template becomes an Application as the
+// ApplicationSet controller makes it (applicationset/utils and
+// applicationset/controllers/template in Argo CD): each string of the
+// template, and each key, filled with a parameter set, as Go templates
+// with goTemplate (Sprig's functions less env, expandenv and
+// getHostByName, plus Argo CD's normalize, slugify, toYaml, fromYaml
+// and fromYamlArray; the goTemplateOptions) or as fasttemplate
+// placeholders without; then the templatePatch, filled as one string,
+// merged in. A generator's selector keeps the parameter sets whose
+// flattened parameters it matches.
+
+// appSetTmpl is how an ApplicationSet fills its templates.
+type appSetTmpl struct {
+	goTemplate bool
+	// options are its goTemplateOptions, as written.
+	options []string
+}
+
+// appSetTemplating is the templating of the ApplicationSet spec.
+func appSetTemplating(spec *yaml.Node) appSetTmpl {
+	return appSetTmpl{
+		goTemplate: stringField(spec, "goTemplate") == "true" || boolField(spec, "goTemplate"),
+		options:    stringList(Lookup(spec, "goTemplateOptions")),
+	}
+}
+
+// changingError is what a template function whose result changes from
+// run to run returns: keyhole does not evaluate it.
+type changingError struct{ name string }
+
+func (e changingError) Error() string {
+	return e.name + " gives a different value on every run, which keyhole does not evaluate"
+}
+
+// changingFuncs are the Sprig functions whose result is not the same for
+// the same input (the clock, randomness, generated keys and salts).
+var changingFuncs = []string{
+	"now", "ago", "date", "date_in_zone", "date_modify", "dateInZone", "dateModify", "htmlDate", "htmlDateInZone",
+	"randAlphaNum", "randAlpha", "randAscii", "randNumeric", "randBytes", "randInt", "uuidv4", "shuffle",
+	"genPrivateKey", "genCA", "genCAWithKey", "genSelfSignedCert", "genSelfSignedCertWithKey", "genSignedCert",
+	"genSignedCertWithKey", "encryptAES", "bcrypt", "htpasswd",
+}
+
+// appSetBase is a template holding the functions the ApplicationSet
+// controller gives Go templates, cloned for each string it fills.
+var appSetBase = sync.OnceValue(func() *template.Template {
+	funcs := sprig.GenericFuncMap()
+	// The controller removes these, so that a template learns nothing
+	// of its environment: a template calling one does not parse.
+	delete(funcs, "env")
+	delete(funcs, "expandenv")
+	delete(funcs, "getHostByName")
+	for _, name := range changingFuncs {
+		if _, ok := funcs[name]; ok {
+			funcs[name] = func(...any) (string, error) { return "", changingError{name: name} }
+		}
+	}
+	funcs["normalize"] = sanitizeName
+	funcs["slugify"] = slugify
+	funcs["toYaml"] = func(v any) (string, error) {
+		data, err := sigsyaml.Marshal(v)
+		if err != nil {
+			return "", err
+		}
+		return strings.TrimSuffix(string(data), "\n"), nil
+	}
+	funcs["fromYaml"] = func(s string) (map[string]any, error) {
+		m := map[string]any{}
+		if err := sigsyaml.Unmarshal([]byte(s), &m); err != nil {
+			return nil, err
+		}
+		return m, nil
+	}
+	funcs["fromYamlArray"] = func(s string) ([]any, error) {
+		a := []any{}
+		if err := sigsyaml.Unmarshal([]byte(s), &a); err != nil {
+			return nil, err
+		}
+		return a, nil
+	}
+	return template.New("base").Funcs(funcs)
+})
+
+// templateOption matches the options text/template takes (Option
+// panics on any other).
+var templateOption = regexp.MustCompile(`^missingkey=(default|invalid|zero|error)$`)
+
+// render is the string s filled with params, as the controller's Replace
+// fills it.
+func (t appSetTmpl) render(s string, params map[string]any) (string, error) {
+	if !t.goTemplate {
+		return placeholder.ReplaceAllStringFunc(s, func(m string) string {
+			if v, ok := params[placeholder.FindStringSubmatch(m)[1]]; ok {
+				return fmt.Sprint(v)
+			}
+			return m
+		}), nil
+	}
+	tmpl, err := appSetBase().Clone()
+	if err != nil {
+		return "", err
+	}
+	for _, o := range t.options {
+		if !templateOption.MatchString(o) {
+			return "", fmt.Errorf("goTemplateOptions holds %q, which is not an option of Go templates (missingkey=default, invalid, zero or error)", o)
+		}
+		tmpl = tmpl.Option(o)
+	}
+	if tmpl, err = tmpl.Parse(s); err != nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	if err := tmpl.Execute(&b, params); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// fill is a copy of the template n with each string scalar and each key
+// filled with params, positions kept. Aliases stay as written.
+func (t appSetTmpl) fill(n *yaml.Node, params map[string]any) (*yaml.Node, error) {
+	if n == nil {
+		return nil, nil
+	}
+	c := *n
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" && strings.Contains(n.Value, "{{") {
+		v, err := t.render(n.Value, params)
+		if err != nil {
+			return nil, err
+		}
+		c.Value, c.Tag = v, "!!str"
+		if c.Style == 0 || c.Style == yaml.TaggedStyle {
+			c.Style = yaml.DoubleQuotedStyle // "1.27" stays a string
+		}
+		return &c, nil
+	}
+	if n.Kind == yaml.AliasNode || n.Content == nil {
+		return &c, nil
+	}
+	c.Content = make([]*yaml.Node, len(n.Content))
+	for i, k := range n.Content {
+		f, err := t.fill(k, params)
+		if err != nil {
+			return nil, err
+		}
+		c.Content[i] = f
+	}
+	return &c, nil
+}
+
+// patch merges the ApplicationSet's templatePatch (tp, a string), filled
+// with params, into the generated Application app, as the controller
+// does: a strategic merge patch on Argo CD's Application type, which
+// declares no merge keys, so mappings merge, lists and scalars are
+// replaced and null removes a field; spec.project stays the template's.
+// The patch's nodes take positions in the file from tp.
+func (t appSetTmpl) patch(app, tp *yaml.Node, params map[string]any) (*yaml.Node, error) {
+	if tp.Kind != yaml.ScalarNode {
+		return nil, errors.New("its templatePatch is not a string")
+	}
+	s, err := t.render(tp.Value, params)
+	if err != nil {
+		return nil, err
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(s), &doc); err != nil {
+		return nil, fmt.Errorf("its templatePatch, filled, is not YAML: %v", firstLine(err.Error()))
+	}
+	if len(doc.Content) == 0 {
+		return app, nil
+	}
+	p := doc.Content[0]
+	if p.Kind != yaml.MappingNode {
+		return nil, errors.New("its templatePatch, filled, is not a mapping of an Application's fields")
+	}
+	block := tp.Style == yaml.LiteralStyle || tp.Style == yaml.FoldedStyle
+	var place func(n *yaml.Node)
+	place = func(n *yaml.Node) {
+		if block {
+			n.Line, n.Column = tp.Line+n.Line, tp.Column+n.Column+1
+		} else {
+			n.Line, n.Column = tp.Line, tp.Column
+		}
+		for _, c := range n.Content {
+			place(c)
+		}
+	}
+	place(p)
+	project := Lookup(Lookup(app, "spec"), "project")
+	out, err := mergePatch(app, p, "")
+	if err != nil {
+		return nil, err
+	}
+	if spec := Lookup(out, "spec"); spec != nil && spec.Kind == yaml.MappingNode {
+		if project != nil {
+			setField(spec, "project", project)
+		} else {
+			deleteField(spec, "project")
+		}
+	}
+	return out, nil
+}
+
+// mergePatch is dst with the mapping patch merged in: mappings merge,
+// anything else replaces, and null removes the field. Merging into a
+// Helm source's valuesObject fails, as the controller's patch fails on
+// it (it knows no fields of a RawExtension); key is dst's.
+func mergePatch(dst, patch *yaml.Node, key string) (*yaml.Node, error) {
+	if dst == nil || dst.Kind != yaml.MappingNode || patch.Kind != yaml.MappingNode {
+		return patch, nil
+	}
+	if key == "valuesObject" && len(patch.Content) > 0 {
+		return nil, fmt.Errorf("its templatePatch sets fields inside a valuesObject the template already has, which the controller cannot patch (unable to find api field in struct RawExtension for the json field %q)", patch.Content[0].Value)
+	}
+	out := *dst
+	out.Content = slices.Clone(dst.Content)
+	for i := 0; i+1 < len(patch.Content); i += 2 {
+		k, v := patch.Content[i], patch.Content[i+1]
+		if v.ShortTag() == "!!null" {
+			deleteField(&out, k.Value)
+			continue
+		}
+		m, err := mergePatch(Lookup(&out, k.Value), v, k.Value)
+		if err != nil {
+			return nil, err
+		}
+		setField(&out, k.Value, m)
+	}
+	return &out, nil
+}
+
+// deleteField removes key from mapping m.
+func deleteField(m *yaml.Node, key string) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			m.Content = slices.Delete(m.Content, i, i+2)
+			return
+		}
+	}
+}
+
+// firstLine is s up to its first line break.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// selectParams keeps the parameter sets that the generator's selector
+// sel (a label selector) matches, their parameters flattened into
+// labels as the controller flattens them; values are not held to the
+// rules of label values.
+func selectParams(sel *yaml.Node, params []map[string]any) ([]map[string]any, error) {
+	var out []map[string]any
+	for _, p := range params {
+		ok, err := selectorMatches(sel, flattenParams(p))
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// selectorMatches reports whether the label selector sel matches labels.
+func selectorMatches(sel *yaml.Node, labels map[string]string) (bool, error) {
+	if sel.Kind != yaml.MappingNode {
+		return false, errors.New("its selector is not a label selector")
+	}
+	if ml := Lookup(sel, "matchLabels"); ml != nil {
+		if ml.Kind != yaml.MappingNode {
+			return false, errors.New("its selector's matchLabels is not a mapping")
+		}
+		for i := 0; i+1 < len(ml.Content); i += 2 {
+			if v, ok := labels[ml.Content[i].Value]; !ok || v != ml.Content[i+1].Value {
+				return false, nil
+			}
+		}
+	}
+	if me := Lookup(sel, "matchExpressions"); me != nil {
+		if me.Kind != yaml.SequenceNode {
+			return false, errors.New("its selector's matchExpressions is not a list")
+		}
+		for _, e := range me.Content {
+			key, op, values := stringField(e, "key"), stringField(e, "operator"), stringList(Lookup(e, "values"))
+			v, has := labels[key]
+			switch op {
+			case "In", "NotIn":
+				if len(values) == 0 {
+					return false, fmt.Errorf("its selector's %s %s has no values", key, op)
+				}
+				if in := has && slices.Contains(values, v); in != (op == "In") {
+					return false, nil
+				}
+			case "Exists", "DoesNotExist":
+				if len(values) > 0 {
+					return false, fmt.Errorf("its selector's %s %s has values", key, op)
+				}
+				if has != (op == "Exists") {
+					return false, nil
+				}
+			default:
+				return false, fmt.Errorf("its selector's operator %q is not In, NotIn, Exists or DoesNotExist", op)
+			}
+		}
+	}
+	return true, nil
+}
+
+// flattenParams is a parameter set as labels: nested keys joined with
+// ".", list items by index, values as Go prints them.
+func flattenParams(p map[string]any) map[string]string {
+	out := map[string]string{}
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		join := func(k string) string {
+			if prefix == "" {
+				return k
+			}
+			return prefix + "." + k
+		}
+		switch v := v.(type) {
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(v)) {
+				walk(join(k), v[k])
+			}
+		case map[string]string:
+			for k, x := range v {
+				out[join(k)] = x
+			}
+		case []any:
+			for i, x := range v {
+				walk(join(strconv.Itoa(i)), x)
+			}
+		case []string:
+			for i, x := range v {
+				out[join(strconv.Itoa(i))] = x
+			}
+		default:
+			out[prefix] = fmt.Sprintf("%v", v)
+		}
+	}
+	for k, v := range p {
+		walk(k, v)
+	}
+	return out
+}
+
+var notDNS = regexp.MustCompile(`[^-a-z0-9.]`)
+
+// sanitizeName is Argo CD's normalize (and basenameNormalized): lower
+// case, characters a name may not hold turned into "-", at most 253
+// characters, no "-" or "." at either end.
+func sanitizeName(s string) string {
+	s = notDNS.ReplaceAllString(strings.ToLower(s), "-")
+	if len(s) > 253 {
+		s = s[:253]
+	}
+	return strings.Trim(s, "-.")
+}
+
+var unslugged, manyDashes = regexp.MustCompile(`[^a-zA-Z0-9_-]`), regexp.MustCompile(`-+`)
+
+// slugify is Argo CD's slugify: [maxSize [smartTruncate]] name, the name
+// sanitized and then made a slug as github.com/gosimple/slug makes one
+// of what sanitizing leaves (".", runs of "-" become one "-"), cut to
+// maxSize (50), at a "-" when smartTruncate (true).
+func slugify(args ...any) (string, error) {
+	maxSize, smart, name := 50, true, ""
+	for i, a := range args {
+		var ok bool
+		switch i {
+		case len(args) - 1:
+			name, ok = a.(string)
+		case 0:
+			maxSize, ok = a.(int)
+		case 1:
+			smart, ok = a.(bool)
+		}
+		if !ok || len(args) > 3 {
+			return "", errors.New("slugify takes [maxSize int [smartTruncate bool]] name string")
+		}
+	}
+	s := sanitizeName(name)
+	if !smart && maxSize >= 0 && len(s) >= maxSize {
+		s = s[:maxSize]
+	}
+	s = strings.Trim(manyDashes.ReplaceAllString(unslugged.ReplaceAllString(s, "-"), "-"), "-_")
+	if smart && maxSize > 0 && len(s) > maxSize {
+		cut := strings.LastIndexByte(s[:maxSize+1], '-')
+		if cut < 0 {
+			cut = maxSize
+		}
+		s = s[:cut]
+	}
+	return s, nil
+}
