@@ -31,7 +31,11 @@ type engineFound struct {
 	// skip, when not empty, is why the object makes no unit here (its
 	// source is another repository, a Helm chart): said once, at pos.
 	skip string
-	pos  diag.Pos
+	// unread, when not empty, is why a unit its engine applies is not
+	// read (a Flux source keyhole.yaml does not map): a warning, said
+	// once, at pos.
+	unread string
+	pos    diag.Pos
 	// err is a mistake in the object that its engine would refuse it for.
 	err string
 	// helm says err is about rendering a Helm chart.
@@ -238,7 +242,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 	if l.findOwnSources(found, repos) {
 		// Read again what was skipped as built from another source.
 		for i, f := range found {
-			if f.flux != nil && f.skip != "" {
+			if f.flux != nil && (f.skip != "" || f.unread != "") {
 				ef := l.fluxUnit(f.flux.d, nil, f.flux.ns, f.flux.srcRoots)
 				ef.flux = f.flux
 				ef.declared(f.flux.file)
@@ -248,14 +252,27 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 	}
 	l.anyFlux = slices.ContainsFunc(found, func(f engineFound) bool { return f.unit != nil && f.unit.Flux != nil })
 	l.readRepoObjectsAhead(found)
+	l.scope = l.newFluxScope(foundUnits(found))
 	found, fds := l.fluxApplied(found, patches)
 	ds = append(ds, fds...)
 	found, fds = l.argoApplied(found, patches)
 	ds = append(ds, fds...)
+	found, entries := l.fluxReach(found)
 	for _, r := range releases {
 		listed := l.listedNamespace(r.file, r.srcRoots[0])
 		var efs []engineFound
 		ps := l.appliers(r.file, found, nil, fluxApplying)
+		if len(ps) == 0 {
+			what := "Flux HelmRelease " + cmp.Or(releaseNamespace(r, nil, listed), "default") + "/" + r.d.Object().Name
+			if by := l.unlisting(r.file, found, nil); by != nil {
+				found = append(found, engineFound{pos: r.d.Pos, skip: what + " lies under the path of Flux Kustomization " + strings.TrimPrefix(by.Name, "flux:") + ", whose kustomization does not list its file: Flux does not apply it, so it is no deploy unit"})
+				continue
+			}
+			if entries {
+				found = append(found, engineFound{pos: r.d.Pos, skip: what + " is applied by no Flux Kustomization that a cluster's entry reaches: an example, not a deployment, so it is no deploy unit"})
+				continue
+			}
+		}
 		for _, p := range ps {
 			ef, ok := l.releaseAs(r, p, listed, patches, &ds)
 			if !ok {
@@ -294,6 +311,8 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 			d = diag.Diagnostic{Code: code, Severity: diag.Error, Pos: f.pos, Message: f.err}
 		case f.skip != "":
 			d = skipped(f.pos, f.skip)
+		case f.unread != "":
+			d = diag.Diagnostic{Code: CodeFluxSourceUnmapped, Severity: diag.Warning, Pos: f.pos, Message: f.unread}
 		default:
 			f.unit.ID = f.unit.Name
 			units = append(units, f.unit)
@@ -306,6 +325,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 		}
 	}
 	fluxClusters(units)
+	l.scope = l.newFluxScope(units)
 	// A HelmRelease deploys to the cluster of the Flux unit that
 	// applies it.
 	for _, u := range units {
@@ -322,6 +342,17 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 		}
 	}
 	return units, ds
+}
+
+// foundUnits are the units of found.
+func foundUnits(found []engineFound) []*Unit {
+	var units []*Unit
+	for _, f := range found {
+		if f.unit != nil {
+			units = append(units, f.unit)
+		}
+	}
+	return units
 }
 
 // releaseAs is the unit of the HelmRelease r as the Flux unit p (nil
