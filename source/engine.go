@@ -45,6 +45,9 @@ type engineFound struct {
 	declDir string
 	// srcRoot is the root of the source its path is relative to.
 	srcRoot string
+	// declRoot, when set, is the root of the repository declaring it,
+	// where that is not srcRoot (a source keyhole.yaml maps).
+	declRoot string
 	// flux is the Flux Kustomization's declaration, for fluxApplied to
 	// read it again as the unit applying it builds it.
 	flux *fluxDecl
@@ -69,7 +72,7 @@ type engineChart struct {
 func (f *engineFound) declared(file string) {
 	if f.unit != nil {
 		f.unit.declFile = file
-		f.declDir = filepath.ToSlash(relOrAbs(f.srcRoot, filepath.Dir(file)))
+		f.declDir = filepath.ToSlash(relOrAbs(cmp.Or(f.declRoot, f.srcRoot), filepath.Dir(file)))
 	}
 }
 

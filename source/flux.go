@@ -165,6 +165,7 @@ func (l *loader) fluxUnit(d *Document, vals *yaml.Node, ns string, srcRoots []st
 	ref := Lookup(spec, "sourceRef")
 	refName, refNs := stringField(ref, "name"), cmp.Or(stringField(ref, "namespace"), ns)
 	refKind := cmp.Or(stringField(ref, "kind"), "GitRepository")
+	declRoot := srcRoots[0]
 	if dir := l.mappedSource(refKind, refNs, refName); dir != "" {
 		srcRoots = []string{dir} // keyhole.yaml's flux.sources
 	} else if !l.ownSource(refKind, refNs, refName) {
@@ -200,7 +201,11 @@ func (l *loader) fluxUnit(d *Document, vals *yaml.Node, ns string, srcRoots []st
 	if kc := Lookup(spec, "kubeConfig"); kc != nil {
 		u.Cluster = "kubeConfig " + ns + "/" + stringField(Lookup(kc, "secretRef"), "name")
 	}
-	return engineFound{unit: u, pos: pos, srcRoot: srcRoot}
+	ef := engineFound{unit: u, pos: pos, srcRoot: srcRoot}
+	if srcRoot != declRoot {
+		ef.declRoot = declRoot
+	}
+	return ef
 }
 
 // listedNamespace is the namespace the kustomization that lists the file
