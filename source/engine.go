@@ -327,8 +327,9 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 			ds = append(ds, d)
 		}
 	}
-	fluxClusters(units)
+	l.fluxClusters(units)
 	l.scope = l.newFluxScope(units)
+	l.scope.final = true
 	// A HelmRelease deploys to the cluster of the Flux unit that
 	// applies it.
 	for _, u := range units {

@@ -232,10 +232,11 @@ func (l *loader) listedNamespace(abs, root string) string {
 
 // fluxClusters says which cluster each Flux unit deploys to: the one of
 // the unit that deploys the file declaring it, up to a unit no other
-// deploys (a cluster's flux-system), whose own path names the cluster.
-// Objects declared outside every Flux unit's path deploy to the cluster
-// keyhole's caller means ("").
-func fluxClusters(units []*Unit) {
+// deploys (a cluster's flux-system), whose own path names the cluster,
+// or whose file is in one of keyhole.yaml's flux.entries, which then
+// names it. Objects declared outside every Flux unit's path deploy to
+// the cluster keyhole's caller means ("").
+func (l *loader) fluxClusters(units []*Unit) {
 	var fl []*Unit
 	for _, u := range units {
 		if u.Flux != nil {
@@ -271,6 +272,9 @@ func fluxClusters(units []*Unit) {
 		switch {
 		case top.Cluster != "":
 			u.Cluster = top.Cluster
+		case l.entryOf(top.declFile) != "":
+			e := l.entryOf(top.declFile)
+			u.Cluster = "flux " + filepath.ToSlash(relOrAbs(l.sourceRoot(e), e))
 		case top != u || declaredUnder(u, u):
 			u.Cluster = "flux " + filepath.ToSlash(relOrAbs(top.Flux.SourceRoot, top.Root))
 		}

@@ -132,13 +132,22 @@ func (l *loader) fluxEntry(f engineFound) bool {
 	if f.flux == nil {
 		return false
 	}
-	for _, e := range l.flux.entries {
-		if within(e, f.flux.file) {
-			return true
-		}
+	if l.entryOf(f.flux.file) != "" {
+		return true
 	}
 	u := f.unit
 	return u != nil && u.Flux != nil && within(u.Root, f.flux.file) && l.holds(u, f.flux.file)
+}
+
+// entryOf is the path of keyhole.yaml's flux.entries that holds file
+// (absolute), or "".
+func (l *loader) entryOf(file string) string {
+	for _, e := range l.flux.entries {
+		if file != "" && within(e, file) {
+			return e
+		}
+	}
+	return ""
 }
 
 // fluxReach turns into notes, in place, the Flux Kustomizations of found
@@ -250,6 +259,11 @@ type fluxScope struct {
 	units []*Unit
 	reads map[*Unit]buildFiles
 	tops  map[*Unit]*Unit
+	// keys name each unit's cluster as fluxClusters does; final says
+	// fluxClusters has run, and a unit's Cluster is its key.
+	keys  map[*Unit]string
+	final bool
+	l     *loader
 }
 
 // newFluxScope is the scope of the Flux units of units.
@@ -265,7 +279,44 @@ func (l *loader) newFluxScope(units []*Unit) *fluxScope {
 	for _, u := range s.units {
 		s.tops[u] = s.top(u)
 	}
+	s.l = l
+	s.keys = map[*Unit]string{}
+	for _, u := range s.units {
+		s.keys[u] = s.key(u)
+	}
 	return s
+}
+
+// key names the cluster of u as fluxClusters names it: its own
+// (kubeConfig) or an applying unit's, else the entry of keyhole.yaml
+// holding its top's file, else its top's path where that applies its
+// own file or u is not the top, else "", the caller's cluster.
+func (s *fluxScope) key(u *Unit) string {
+	if s.final {
+		return u.Cluster
+	}
+	if k, ok := s.keys[u]; ok {
+		return k
+	}
+	top, seen := u, map[*Unit]bool{u: true}
+	for {
+		if top.Cluster != "" {
+			return top.Cluster
+		}
+		p := s.parent(top)
+		if p == nil || seen[p] {
+			break
+		}
+		seen[p] = true
+		top = p
+	}
+	switch {
+	case s.l.entryOf(top.declFile) != "":
+		return "entry " + s.l.entryOf(top.declFile)
+	case top != u || declaredUnder(top, top):
+		return "top " + top.Root + "\x00" + top.Name
+	}
+	return ""
 }
 
 // top is the unit at the top of u's chain of applying units.
@@ -315,7 +366,7 @@ func (s *fluxScope) deploys(u *Unit, file string) (same, deployed bool) {
 			continue
 		}
 		deployed = true
-		if s.top(v) == top {
+		if s.top(v) == top || s.key(v) == s.key(u) {
 			return true, true
 		}
 	}
