@@ -37,14 +37,6 @@ import (
 // the unit is not read.
 const CodeFluxSourceUnmapped = "FluxSourceUnmapped"
 
-// fluxSourceKinds are the kinds of Flux source a Kustomization's
-// sourceRef may name.
-var fluxSourceKinds = []string{"GitRepository", "OCIRepository", "Bucket", "ExternalArtifact"}
-
-// FluxSourceKinds returns the kinds of Flux source keyhole.yaml's
-// flux.sources may map.
-func FluxSourceKinds() []string { return slices.Clone(fluxSourceKinds) }
-
 // fluxConfig is what keyhole.yaml's flux field says.
 type fluxConfig struct {
 	// sources maps "kind/namespace/name" to the directory (absolute)
