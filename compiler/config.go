@@ -28,6 +28,9 @@ import (
 //	    object: Connection/agents/legacy
 //	operator:                  # the omnia operator release the cluster runs
 //	  version: v0.9.0-beta.17
+//	flux:                      # how Flux reads the repository (the loader reads it)
+//	  sources: [{kind: OCIRepository, name: flux-system, path: kubernetes}]
+//	  entries: [clusters/production]
 //
 // It is a document like any other so that it carries its own version,
 // with positions for its own mistakes.
@@ -60,6 +63,9 @@ type configWire struct {
 	Operator yaml.Node `yaml:"operator"`
 	// Ceiling is read by readCeiling, with positions.
 	Ceiling []yaml.Node `yaml:"ceiling"`
+	// Flux is read by the loader (source.Options), which maps Flux
+	// sources and entries with it; here it is only validated.
+	Flux yaml.Node `yaml:"flux"`
 }
 
 // repoConfig is the resolved Config.
@@ -99,7 +105,7 @@ func (p *pass) addConfig(v *schema.Validator, doc *source.Document, it item) {
 		return
 	}
 	p.config.found = &it
-	known := []string{"apiVersion", "kind", "metadata", "namespace", "sandboxImage", "catalog", "include", "exclude", "ignore", "operator", "ceiling"}
+	known := []string{"apiVersion", "kind", "metadata", "namespace", "sandboxImage", "catalog", "include", "exclude", "ignore", "operator", "ceiling", "flux"}
 	for i := 0; i+1 < len(doc.Node.Content); i += 2 {
 		k := doc.Node.Content[i].Value
 		if !slices.Contains(known, k) {
@@ -119,6 +125,11 @@ func (p *pass) addConfig(v *schema.Validator, doc *source.Document, it item) {
 		p.readOperator(&it, &w.Operator)
 	}
 	p.readCeiling(p.config.found, w.Ceiling)
+	if w.Flux.Kind != 0 {
+		for _, vi := range v.Validate(schema.KindFluxConfig, &w.Flux) {
+			p.diags = append(p.diags, p.diagnostic(codeConfigInvalid, &it, diag.Pos{File: doc.File, Line: vi.Line, Column: vi.Column}, joinPath("flux", vi.Path), vi.Message))
+		}
+	}
 	for i, r := range w.Ignore {
 		if r.Code == "" && r.Object == "" && r.Path == "" {
 			p.report(codeConfigInvalid, &it, path{"ignore", i}, false, "ignore entry %d names no code, object or path, so it would silence everything; give at least one", i)

@@ -135,7 +135,7 @@ apps/staging)¤.
 | ¤summary.documents¤, ¤summary.objects¤ | documents read, and objects of keyhole's kinds and Secrets checked, each once however many units build it |
 | ¤summary.errors¤, ¤warnings¤, ¤info¤ | unsuppressed diagnostics by severity, as the exit status counts them |
 | ¤summary.suppressed¤ | diagnostics silenced |
-| ¤summary.skipped¤ | objects of other kinds skipped and how many kinds; files (charts, templates, other tools' files, kustomizations) not read as objects |
+| ¤summary.skipped¤ | objects of other kinds skipped and how many kinds; files (charts, templates, other tools' files, kustomizations) not read as objects; ¤units¤, when any, the deploy units an engine applies that keyhole does not read (¤FluxSourceUnmapped¤) |
 | ¤summary.units¤ | the deploy units checked |
 | ¤summary.built¤ | each unit checked, in the order of ¤units¤: its ¤name¤, its ¤source¤ (¤flux¤, ¤argocd¤, ¤kustomization¤, ¤loose¤) and how many ¤documents¤ it holds |
 

@@ -469,6 +469,8 @@ func SkippedOf(ds diag.List) diag.Skipped {
 			continue
 		}
 		switch d.Code {
+		case source.CodeFluxSourceUnmapped:
+			sk.Units++
 		case codeKindUnknown:
 			sk.Objects++
 			sk.Notes++

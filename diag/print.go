@@ -30,10 +30,28 @@ type BuiltUnit struct {
 	Documents int    `json:"documents"`
 }
 
-// unitsLine says how many deploy units were checked and from what: "3
-// deploy units: 2 Flux Kustomizations, 1 kustomization root"; empty when
-// the only unit is the loose files (nothing was built).
+// unitsLine says how many deploy units were checked and from what, and
+// how many were not read: "3 deploy units checked: 2 Flux
+// Kustomizations, 1 kustomization root; 1 not read, each said in a
+// warning"; empty when the only unit is the loose files (nothing was
+// built) and every unit was read.
 func unitsLine(sum Summary) string {
+	line := builtLine(sum)
+	if n := sum.Skipped.Units; n > 0 {
+		switch {
+		case line != "":
+		case len(sum.Built) > 0:
+			line = plural(len(sum.Built), "deploy unit") + " checked: the loose files"
+		default:
+			line = "0 deploy units checked"
+		}
+		line += fmt.Sprintf("; %d not read, each said in a warning", n)
+	}
+	return line
+}
+
+// builtLine is unitsLine's count of the units checked.
+func builtLine(sum Summary) string {
 	bySource := map[string]int{}
 	for _, u := range sum.Built {
 		bySource[u.Source]++
@@ -71,6 +89,10 @@ type Skipped struct {
 	// Notes is how many info diagnostics say what was skipped: the text
 	// format shows them only with -v, and counts them here instead.
 	Notes int `json:"-"`
+	// Units counts the deploy units an engine applies that keyhole does
+	// not read (a Flux Kustomization building from a source keyhole.yaml
+	// does not map), each said by a warning.
+	Units int `json:"units,omitempty"`
 }
 
 // Printer writes a list of diagnostics in one output format. Printers sort

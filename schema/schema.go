@@ -60,6 +60,8 @@ const (
 	// KindConnector is one entry of the connector catalog, as a
 	// repository's catalog extension writes it.
 	KindConnector Kind = "Connector"
+	// KindFluxConfig is the flux field of keyhole.yaml's Config.
+	KindFluxConfig Kind = "FluxConfig"
 )
 
 // Group is the API group and version of the omnia resources.
@@ -68,7 +70,7 @@ const Group = "omnia.altairalabs.ai/v1alpha1"
 // kinds lists every Kind, in the order documentation lists them: first
 // the kinds of Group (groupKinds), then the Secret, then those without an
 // apiVersion.
-var kinds = [...]Kind{KindConnection, KindSandboxClass, KindAgentRuntime, KindToolRegistry, KindSecret, KindAgent, KindConnector}
+var kinds = [...]Kind{KindConnection, KindSandboxClass, KindAgentRuntime, KindToolRegistry, KindSecret, KindAgent, KindConnector, KindFluxConfig}
 
 // groupKinds is how many of kinds are Group's.
 const groupKinds = 4
@@ -84,7 +86,7 @@ func GroupKinds() []Kind { return slices.Clone(kinds[:groupKinds]) }
 
 // Lookup maps a document's apiVersion and kind to a schema kind; agent.yaml
 // files are looked up as ("", "Agent") and catalog entries as
-// ("", "Connector"). Documents of other kinds are not keyhole's to check.
+// ("", "Connector"), keyhole.yaml's flux field as ("", "FluxConfig"). Documents of other kinds are not keyhole's to check.
 func Lookup(apiVersion, kind string) (Kind, bool) {
 	switch apiVersion {
 	case Group:
@@ -97,7 +99,7 @@ func Lookup(apiVersion, kind string) (Kind, bool) {
 		}
 	case "":
 		switch Kind(kind) {
-		case KindAgent, KindConnector:
+		case KindAgent, KindConnector, KindFluxConfig:
 			return Kind(kind), true
 		}
 	}

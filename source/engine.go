@@ -31,7 +31,11 @@ type engineFound struct {
 	// skip, when not empty, is why the object makes no unit here (its
 	// source is another repository, a Helm chart): said once, at pos.
 	skip string
-	pos  diag.Pos
+	// unread, when not empty, is why a unit its engine applies is not
+	// read (a Flux source keyhole.yaml does not map): a warning, said
+	// once, at pos.
+	unread string
+	pos    diag.Pos
 	// err is a mistake in the object that its engine would refuse it for.
 	err string
 	// warn, when not empty, is what keyhole cannot know of the object
@@ -53,6 +57,9 @@ type engineFound struct {
 	declDir string
 	// srcRoot is the root of the source its path is relative to.
 	srcRoot string
+	// declRoot, when set, is the root of the repository declaring it,
+	// where that is not srcRoot (a source keyhole.yaml maps).
+	declRoot string
 	// flux is the Flux Kustomization's declaration, for fluxApplied to
 	// read it again as the unit applying it builds it.
 	flux *fluxDecl
@@ -77,7 +84,7 @@ type engineChart struct {
 func (f *engineFound) declared(file string) {
 	if f.unit != nil {
 		f.unit.declFile = file
-		f.declDir = filepath.ToSlash(relOrAbs(f.srcRoot, filepath.Dir(file)))
+		f.declDir = filepath.ToSlash(relOrAbs(cmp.Or(f.declRoot, f.srcRoot), filepath.Dir(file)))
 	}
 }
 
@@ -257,7 +264,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 	if l.findOwnSources(found, repos) {
 		// Read again what was skipped as built from another source.
 		for i, f := range found {
-			if f.flux != nil && f.skip != "" {
+			if f.flux != nil && (f.skip != "" || f.unread != "") {
 				ef := l.fluxUnit(f.flux.d, nil, f.flux.ns, f.flux.srcRoots)
 				ef.flux = f.flux
 				ef.declared(f.flux.file)
@@ -267,15 +274,28 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 	}
 	l.anyFlux = slices.ContainsFunc(found, func(f engineFound) bool { return f.unit != nil && f.unit.Flux != nil })
 	l.readRepoObjectsAhead(found)
+	l.scope = l.newFluxScope(foundUnits(found))
 	found, fds := l.fluxApplied(found, patches)
 	ds = append(ds, fds...)
 	found, fds = l.argoApplied(found, patches)
 	ds = append(ds, fds...)
 	argoOwnRepo(found)
+	found, entries := l.fluxReach(found)
 	for _, r := range releases {
 		listed := l.listedNamespace(r.file, r.srcRoots[0])
 		var efs []engineFound
 		ps := l.appliers(r.file, found, nil, fluxApplying)
+		if len(ps) == 0 {
+			what := "Flux HelmRelease " + cmp.Or(releaseNamespace(r, nil, listed), "default") + "/" + r.d.Object().Name
+			if by := l.unlisting(r.file, found, nil); by != nil {
+				found = append(found, engineFound{pos: r.d.Pos, skip: what + " lies under the path of Flux Kustomization " + strings.TrimPrefix(by.Name, "flux:") + ", whose kustomization does not list its file: Flux does not apply it, so it is no deploy unit"})
+				continue
+			}
+			if entries {
+				found = append(found, engineFound{pos: r.d.Pos, skip: what + " is applied by no Flux Kustomization that a cluster's entry reaches: an example, not a deployment, so it is no deploy unit"})
+				continue
+			}
+		}
 		for _, p := range ps {
 			ef, ok := l.releaseAs(r, p, listed, patches, &ds)
 			if !ok {
@@ -318,6 +338,8 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 		case f.skip != "":
 			l.argoClaimed = append(l.argoClaimed, f.claim...)
 			d = skipped(f.pos, f.skip)
+		case f.unread != "":
+			d = diag.Diagnostic{Code: CodeFluxSourceUnmapped, Severity: diag.Warning, Pos: f.pos, Message: f.unread}
 		default:
 			f.unit.ID = f.unit.Name
 			units = append(units, f.unit)
@@ -329,7 +351,9 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 			ds = append(ds, d)
 		}
 	}
-	fluxClusters(units)
+	l.fluxClusters(units)
+	l.scope = l.newFluxScope(units)
+	l.scope.final = true
 	// A HelmRelease deploys to the cluster of the Flux unit that
 	// applies it.
 	for _, u := range units {
@@ -346,6 +370,17 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 		}
 	}
 	return units, ds
+}
+
+// foundUnits are the units of found.
+func foundUnits(found []engineFound) []*Unit {
+	var units []*Unit
+	for _, f := range found {
+		if f.unit != nil {
+			units = append(units, f.unit)
+		}
+	}
+	return units
 }
 
 // releaseAs is the unit of the HelmRelease r as the Flux unit p (nil

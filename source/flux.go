@@ -57,10 +57,18 @@ const fluxOwnSource = "flux-system"
 // did.
 const CodeInputNotDeployed = "InputNotDeployed"
 
-// ownSource reports whether the Flux source ns/name is this repository:
-// the GitRepository Flux's bootstrap names flux-system, or one that a
-// Kustomization applying the file declaring it builds from (findOwnSources).
-func (l *loader) ownSource(ns, name string) bool {
+// ownSource reports whether the Flux source of kind ("" for
+// GitRepository, sourceRef's default), ns and name is this repository's
+// git root: the GitRepository Flux's bootstrap names flux-system, or one
+// that a Kustomization applying the file declaring it builds from
+// (findOwnSources). A source of another kind is an artifact, never the
+// git root by its name: an OCIRepository flux-system/flux-system is what
+// bootstrap makes for an OCI artifact, whose root is wherever it was
+// pushed from (keyhole.yaml's flux.sources says where).
+func (l *loader) ownSource(kind, ns, name string) bool {
+	if cmp.Or(kind, "GitRepository") != "GitRepository" {
+		return false
+	}
 	return ns == fluxOwnSource && name == fluxOwnSource || l.ownSources[ns+"/"+name]
 }
 
@@ -90,7 +98,7 @@ type gitRepoDecl struct {
 // any.
 func (l *loader) findOwnSources(found []engineFound, repos []gitRepoDecl) bool {
 	for _, g := range repos {
-		if l.ownSource(g.ns, g.name) || g.ns != fluxOwnSource {
+		if l.ownSource("GitRepository", g.ns, g.name) || g.ns != fluxOwnSource {
 			// Flux's own namespace holds a cluster's sync; a tenant's
 			// namespace holds a tenant's, of its own repository or
 			// branch, even where it applies its own file.
@@ -156,10 +164,12 @@ func (l *loader) fluxUnit(d *Document, vals *yaml.Node, ns string, srcRoots []st
 	spec := Lookup(vals, "spec")
 	ref := Lookup(spec, "sourceRef")
 	refName, refNs := stringField(ref, "name"), cmp.Or(stringField(ref, "namespace"), ns)
-	if !l.ownSource(refNs, refName) {
-		return engineFound{pos: at("spec", "sourceRef"), skip: fmt.Sprintf(
-			"Flux Kustomization %s/%s builds from %s %s/%s, not from this repository (%s); out of reach, skipped",
-			ns, name, cmp.Or(stringField(ref, "kind"), "GitRepository"), refNs, refName, l.ownSourcesText())}
+	refKind := cmp.Or(stringField(ref, "kind"), "GitRepository")
+	declRoot := srcRoots[0]
+	if dir := l.mappedSource(refKind, refNs, refName); dir != "" {
+		srcRoots = []string{dir} // keyhole.yaml's flux.sources
+	} else if !l.ownSource(refKind, refNs, refName) {
+		return engineFound{pos: at("spec", "sourceRef"), unread: l.unmapped(ns, name, refKind, refNs, refName)}
 	}
 	rel := stringField(spec, "path")
 	root, srcRoot := l.enginePath(rel, srcRoots)
@@ -191,7 +201,11 @@ func (l *loader) fluxUnit(d *Document, vals *yaml.Node, ns string, srcRoots []st
 	if kc := Lookup(spec, "kubeConfig"); kc != nil {
 		u.Cluster = "kubeConfig " + ns + "/" + stringField(Lookup(kc, "secretRef"), "name")
 	}
-	return engineFound{unit: u, pos: pos, srcRoot: srcRoot}
+	ef := engineFound{unit: u, pos: pos, srcRoot: srcRoot}
+	if srcRoot != declRoot {
+		ef.declRoot = declRoot
+	}
+	return ef
 }
 
 // listedNamespace is the namespace the kustomization that lists the file
@@ -218,10 +232,11 @@ func (l *loader) listedNamespace(abs, root string) string {
 
 // fluxClusters says which cluster each Flux unit deploys to: the one of
 // the unit that deploys the file declaring it, up to a unit no other
-// deploys (a cluster's flux-system), whose own path names the cluster.
-// Objects declared outside every Flux unit's path deploy to the cluster
-// keyhole's caller means ("").
-func fluxClusters(units []*Unit) {
+// deploys (a cluster's flux-system), whose own path names the cluster,
+// or whose file is in one of keyhole.yaml's flux.entries, which then
+// names it. Objects declared outside every Flux unit's path deploy to
+// the cluster keyhole's caller means ("").
+func (l *loader) fluxClusters(units []*Unit) {
 	var fl []*Unit
 	for _, u := range units {
 		if u.Flux != nil {
@@ -257,6 +272,9 @@ func fluxClusters(units []*Unit) {
 		switch {
 		case top.Cluster != "":
 			u.Cluster = top.Cluster
+		case l.entryOf(top.declFile) != "":
+			e := l.entryOf(top.declFile)
+			u.Cluster = "flux " + filepath.ToSlash(relOrAbs(l.sourceRoot(e), e))
 		case top != u || declaredUnder(u, u):
 			u.Cluster = "flux " + filepath.ToSlash(relOrAbs(top.Flux.SourceRoot, top.Root))
 		}
@@ -425,7 +443,7 @@ func (l *loader) substitute(u *Unit, m resmap.ResMap) (err error) {
 		return nil
 	}
 	_, from, _ := unstructured.NestedSlice(obj.Object, "spec", "postBuild", "substituteFrom")
-	c := &repoClient{objs: l.repoObjects(u.Flux.SourceRoot), unknown: map[string]string{}}
+	c := &repoClient{objs: l.repoObjects(u.Flux.SourceRoot), unknown: map[string]string{}, unit: u, scope: l.scope}
 	if from {
 		// A variable that only an object the repository does not hold
 		// (or holds encrypted) can give stays as written: keyhole does
@@ -484,6 +502,10 @@ func (c *repoClient) knownVars(obj unstructured.Unstructured) map[string]bool {
 type repoClient struct {
 	client.Client
 	objs *repoObjects
+	// unit is the Flux unit substituting, and scope says which objects
+	// its cluster's units deploy.
+	unit  *Unit
+	scope *fluxScope
 	// unknown are the variables an object the repository does not hold
 	// in the clear stands for, each as written.
 	unknown map[string]string
@@ -493,20 +515,46 @@ type repoClient struct {
 // clear, read once per Load however many Flux units substitute from
 // them.
 type repoObjects struct {
-	byKey map[[3]string]*Document
-	// byName holds the first object of each kind and name, for an object
+	byKey map[[3]string][]heldObject
+	// byName holds the objects of each kind and name, for an object
 	// whose namespace a kustomization sets where the file names none.
-	byName map[[2]string]*Document
+	byName map[[2]string][]heldObject
+}
+
+// heldObject is a ConfigMap or Secret and the file (absolute) declaring
+// it.
+type heldObject struct {
+	d    *Document
+	file string
 }
 
 // lookup returns the ConfigMap or Secret of kind, namespace and name the
 // repository holds in the clear: in that namespace, else of that name in
-// any.
+// any. Of several, it is the first that a unit of the substituting
+// unit's cluster deploys, else the first that no Flux unit deploys; one
+// only another cluster's units deploy is never read: prod's
+// cluster-settings are not dev's.
 func (c *repoClient) lookup(kind, ns, name string) *Document {
-	if d := c.objs.byKey[[3]string{kind, ns, name}]; d != nil {
+	pick := func(held []heldObject) *Document {
+		var free *Document
+		for _, o := range held {
+			if c.scope == nil {
+				return o.d
+			}
+			same, deployed := c.scope.deploys(c.unit, o.file)
+			if same {
+				return o.d
+			}
+			if !deployed && free == nil {
+				free = o.d
+			}
+		}
+		return free
+	}
+	if d := pick(c.objs.byKey[[3]string{kind, ns, name}]); d != nil {
 		return d
 	}
-	return c.objs.byName[[2]string{kind, name}]
+	return pick(c.objs.byName[[2]string{kind, name}])
 }
 
 // Get fills obj with the ConfigMap or Secret of key the repository
@@ -586,7 +634,7 @@ func (l *loader) readRepoObjectsAhead(found []engineFound) {
 }
 
 func (l *loader) readRepoObjects(root string) *repoObjects {
-	r := &repoObjects{byKey: map[[3]string]*Document{}, byName: map[[2]string]*Document{}}
+	r := &repoObjects{byKey: map[[3]string][]heldObject{}, byName: map[[2]string][]heldObject{}}
 	for _, f := range walkAll(l.fsys, root, &l.paths) {
 		data := l.sniff(f, []byte("kind"))
 		if data == nil || !(bytes.Contains(data, []byte("ConfigMap")) || bytes.Contains(data, []byte("Secret"))) {
@@ -598,12 +646,10 @@ func (l *loader) readRepoObjects(root string) *repoObjects {
 			if o.APIVersion != "v1" || (o.Kind != "ConfigMap" && o.Kind != "Secret") || Lookup(d.Node, "sops") != nil {
 				continue
 			}
-			if k := [3]string{o.Kind, cmp.Or(o.Namespace, "default"), o.Name}; r.byKey[k] == nil {
-				r.byKey[k] = d
-			}
-			if n := [2]string{o.Kind, o.Name}; r.byName[n] == nil {
-				r.byName[n] = d
-			}
+			k := [3]string{o.Kind, cmp.Or(o.Namespace, "default"), o.Name}
+			r.byKey[k] = append(r.byKey[k], heldObject{d: d, file: f})
+			n := [2]string{o.Kind, o.Name}
+			r.byName[n] = append(r.byName[n], heldObject{d: d, file: f})
 		}
 	}
 	return r

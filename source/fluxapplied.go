@@ -189,6 +189,9 @@ func (l *loader) appliers(file string, found []engineFound, self func(engineFoun
 		}
 		switch {
 		case within(u.Root, file):
+			if !l.holds(u, file) {
+				continue // its kustomization does not list the file
+			}
 			if len(deep) == 0 || len(u.Root) > len(deep[0].Root) {
 				deep = []*Unit{u}
 			} else if u.Root == deep[0].Root {
@@ -209,19 +212,47 @@ func fluxApplying(u *Unit) bool { return u.Flux != nil }
 // build may read: those its kustomization (or the one Flux generates,
 // which takes every file under the path), its components, and the
 // kustomizations they use list through "..", as an overlay lists a base.
-// It is memoized by the path and components.
 func (l *loader) reached(u *Unit) map[string]bool {
+	return l.buildReads(u).outside
+}
+
+// holds reports whether the build of the engine unit u may read file,
+// which lies under its path: a path with a kustomization applies only
+// what that kustomization (and those it uses) lists, a path without one
+// every YAML file under it, as Flux generates its kustomization. A file
+// of the path that no kustomization lists is not applied.
+func (l *loader) holds(u *Unit, file string) bool {
+	r := l.buildReads(u)
+	return r.all || r.inside[filepath.Clean(file)]
+}
+
+// buildFiles are the files the build of an engine unit may read.
+type buildFiles struct {
+	// outside are those outside its path, inside those under it.
+	outside, inside map[string]bool
+	// all says the walk went past maxScopeFiles: every file counts as
+	// read.
+	all bool
+}
+
+// buildReads is what the engine unit u's build may read, memoized by
+// its path and components.
+func (l *loader) buildReads(u *Unit) buildFiles {
 	comps := engineComponents(u)
 	key := u.Root + "\x00" + strings.Join(comps, "\x00")
 	if r, ok := l.reach[key]; ok {
 		return r
 	}
-	out := map[string]bool{}
+	out := buildFiles{outside: map[string]bool{}, inside: map[string]bool{}}
 	seen := map[string]bool{}
-	var visit func(p string)
-	visit = func(p string) {
+	var visit func(p string, listed bool)
+	visit = func(p string, listed bool) {
 		p = filepath.Clean(p)
-		if seen[p] || len(seen) > maxScopeFiles {
+		if seen[p] {
+			return
+		}
+		if len(seen) > maxScopeFiles {
+			out.all = true
 			return
 		}
 		seen[p] = true
@@ -231,17 +262,19 @@ func (l *loader) reached(u *Unit) map[string]bool {
 		}
 		if !fi.IsDir() {
 			if !within(u.Root, p) {
-				out[p] = true
+				out.outside[p] = true
+			} else if listed || inputExt(p) || isKustomizationName(filepath.Base(p)) {
+				out.inside[p] = true
 			}
 			if isKustomizationName(filepath.Base(p)) {
 				for _, ref := range l.scopeMemo.localPaths(l.fsys, p) {
-					visit(filepath.Join(filepath.Dir(p), filepath.FromSlash(ref)))
+					visit(filepath.Join(filepath.Dir(p), filepath.FromSlash(ref)), true)
 				}
 			}
 			return
 		}
 		if k := kustomizationFile(l.fsys, p); k != "" {
-			visit(k)
+			visit(k, true)
 			return
 		}
 		if !within(u.Root, p) {
@@ -249,17 +282,17 @@ func (l *loader) reached(u *Unit) map[string]bool {
 		}
 		entries, _ := l.fsys.ReadDir(p)
 		for _, e := range entries {
-			if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
-				visit(filepath.Join(p, e.Name()))
+			if !strings.HasPrefix(e.Name(), ".") {
+				visit(filepath.Join(p, e.Name()), false)
 			}
 		}
 	}
-	visit(u.Root)
+	visit(u.Root, false)
 	for _, c := range comps {
-		visit(filepath.Join(u.Root, filepath.FromSlash(c)))
+		visit(filepath.Join(u.Root, filepath.FromSlash(c)), true)
 	}
 	if l.reach == nil {
-		l.reach = map[string]map[string]bool{}
+		l.reach = map[string]buildFiles{}
 	}
 	l.reach[key] = out
 	return out

@@ -59,7 +59,7 @@ func (l *loader) helmReleaseUnit(d *Document, vals *yaml.Node, ns string, srcRoo
 	chartSpec := Lookup(Lookup(spec, "chart"), "spec")
 	ref := Lookup(chartSpec, "sourceRef")
 	kind, refName, refNs := cmp.Or(stringField(ref, "kind"), "HelmRepository"), stringField(ref, "name"), cmp.Or(stringField(ref, "namespace"), ns)
-	if kind != "GitRepository" || !l.ownSource(refNs, refName) {
+	if kind != "GitRepository" || !l.ownSource(kind, refNs, refName) {
 		return engineFound{pos: at("spec", "chart", "spec", "sourceRef"), skip: fmt.Sprintf("%s renders the chart %s of %s %s/%s, not a chart directory of this repository (GitRepository %s); out of reach, skipped",
 			what, stringField(chartSpec, "chart"), kind, refNs, refName, l.ownSourcesText())}
 	}

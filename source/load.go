@@ -190,12 +190,17 @@ type loader struct {
 	// argoDirs are the directories under each root, walked once for
 	// the ApplicationSet generators (allDirs).
 	argoDirs map[string][]string
+	// flux is what keyhole.yaml's flux field says (readFluxConfig).
+	flux fluxConfig
+	// scope says which cluster the objects Flux substitution reads
+	// belong to (fluxScope).
+	scope *fluxScope
 	// applying are the builds of Flux units that fluxApplied made to read
 	// the Flux objects they apply, for buildEngineUnits to use.
 	applying map[*Unit]*applyingBuild
-	// reach is, for a Flux unit's path and components, the files
-	// outside its path that its build may read (reached).
-	reach map[string]map[string]bool
+	// reach is, for an engine unit's path and components, the files its
+	// build may read (buildReads).
+	reach map[string]buildFiles
 	// anyFlux says the repository holds Flux units, once engineUnits has
 	// found them: every build then has load restrictions off.
 	anyFlux bool

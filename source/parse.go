@@ -55,6 +55,12 @@ func Rules() []diag.Rule {
 			Help:     "List the file in the kustomization of that path (resources), or move it out of the path if it is not meant to be deployed.",
 		},
 		{
+			Code:     CodeFluxSourceUnmapped,
+			Severity: diag.Warning,
+			Purpose:  "A Flux Kustomization builds from a source that is not this repository's git root as it stands (an OCIRepository, Bucket or ExternalArtifact, whose artifact was made from some directory, or another GitRepository) and keyhole.yaml does not say which directory of this repository is that source's root: its spec.path is relative to that root, so keyhole does not read the unit. The summary counts it among the units not read.",
+			Help:     "Map the source in keyhole.yaml's flux.sources (kind, namespace, name, and path: the directory of this repository its artifact is made from, as flux push artifact --path or an ArtifactGenerator's copy says); a source made elsewhere stays unread.",
+		},
+		{
 			Code:     CodeHelmRenderFailed,
 			Severity: diag.Error,
 			Purpose:  "A Helm chart keyhole renders (an Argo CD Application's Helm source, or a chart holding keyhole's objects that a walk found) does not render as helm template renders it: a template error, a fail or required, values its schema refuses, output that is not objects, a file linked out of the repository, or rendering that takes over a minute. Nothing of the chart is checked.",

@@ -1,0 +1,366 @@
+package source
+
+import (
+	"cmp"
+	"fmt"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/diag"
+)
+
+// A Flux Kustomization's spec.path is relative to the root of the
+// artifact its sourceRef names. Only one artifact is this repository's
+// git root as it stands: the GitRepository a cluster syncs this
+// repository with (ownSource). An OCIRepository, Bucket or
+// ExternalArtifact is an artifact someone made (flux push artifact
+// --path=./kubernetes, an ArtifactGenerator), often of one directory of
+// this repository, and another GitRepository is another repository or
+// branch. keyhole.yaml's flux.sources says which directory of this
+// repository is such a source's root, as flux-local's --sources does;
+// a Kustomization building from a source it does not map is not read,
+// and a FluxSourceUnmapped warning says so.
+//
+// keyhole.yaml's flux.entries names the files and directories that
+// declare a cluster's entry Kustomizations, for a repository whose
+// entries are not bootstrap's (a Kustomization whose path holds the file
+// declaring it). A Flux Kustomization or HelmRelease that no entry
+// reaches, through the chain of Kustomizations applying the files that
+// declare them, is no deploy unit (fluxReach).
+
+// CodeFluxSourceUnmapped is reported at a Flux Kustomization that builds
+// from a source whose artifact keyhole cannot place in the repository:
+// the unit is not read.
+const CodeFluxSourceUnmapped = "FluxSourceUnmapped"
+
+// fluxConfig is what keyhole.yaml's flux field says.
+type fluxConfig struct {
+	// sources maps "kind/namespace/name" to the directory (absolute)
+	// that is that source's artifact root.
+	sources map[string]string
+	// entries are the files and directories (absolute) declaring the
+	// entry Kustomizations of clusters.
+	entries []string
+}
+
+func fluxSourceKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
+
+// readFluxConfig reads the flux field of the Config document d, whose
+// directory is base. A path that is not a directory of the repository
+// (or, for entries, not a file or directory of it) is a ConfigInvalid
+// error at its place; the compiler checks the rest of the field's shape.
+func (l *loader) readFluxConfig(d *Document, base string) {
+	flux := Lookup(d.Node, "flux")
+	if flux == nil {
+		return
+	}
+	bad := func(n *yaml.Node, msg string) {
+		l.diags = append(l.diags, diag.Diagnostic{Code: CodeConfigInvalid, Severity: diag.Error,
+			Pos: diag.Pos{File: d.File, Line: n.Line, Column: n.Column}, Object: d.Object(), Message: msg})
+	}
+	// resolve is rel under base: a path cannot leave the repository.
+	resolve := func(rel string) string {
+		return filepath.Join(base, filepath.FromSlash(path.Clean("/"+rel)))
+	}
+	if s := Lookup(flux, "sources"); s != nil && s.Kind == yaml.SequenceNode {
+		for _, e := range s.Content {
+			kind, name, rel := stringField(e, "kind"), stringField(e, "name"), stringField(e, "path")
+			if kind == "" || name == "" || rel == "" {
+				continue // the compiler says what is missing
+			}
+			dir := resolve(rel)
+			if fi, err := l.fsys.Stat(dir); err != nil || !fi.IsDir() {
+				bad(cmp.Or(Lookup(e, "path"), e), fmt.Sprintf("flux.sources: path %q is not a directory of this repository; name the directory that is the root of %s %s/%s's artifact", rel, kind, cmp.Or(stringField(e, "namespace"), fluxOwnSource), name))
+				continue
+			}
+			if l.flux.sources == nil {
+				l.flux.sources = map[string]string{}
+			}
+			l.flux.sources[fluxSourceKey(kind, cmp.Or(stringField(e, "namespace"), fluxOwnSource), name)] = dir
+		}
+	}
+	if s := Lookup(flux, "entries"); s != nil && s.Kind == yaml.SequenceNode {
+		for _, e := range s.Content {
+			if e.Kind != yaml.ScalarNode || e.Value == "" {
+				continue
+			}
+			p := resolve(e.Value)
+			if _, err := l.fsys.Stat(p); err != nil {
+				bad(e, fmt.Sprintf("flux.entries: %q is not a file or directory of this repository", e.Value))
+				continue
+			}
+			l.flux.entries = append(l.flux.entries, p)
+		}
+	}
+}
+
+// mappedSource is the directory keyhole.yaml maps the Flux source of
+// kind, ns and name to, or "".
+func (l *loader) mappedSource(kind, ns, name string) string {
+	return l.flux.sources[fluxSourceKey(kind, ns, name)]
+}
+
+// unmapped is what is said of the Flux Kustomization ns/name that builds
+// from the source kind refNs/refName, which is not this repository's
+// git root and which keyhole.yaml does not map.
+func (l *loader) unmapped(ns, name, kind, refNs, refName string) string {
+	why := "whose artifact is not this repository's git root"
+	if kind == "GitRepository" {
+		why = "another repository or branch than this one (" + l.ownSourcesText() + ")"
+	}
+	return fmt.Sprintf("Flux Kustomization %s/%s builds from %s %s/%s, %s; its spec.path is relative to that artifact's root, so keyhole does not read it: to have it read, map the source to the directory of this repository that is its root in keyhole.yaml's flux.sources (kind: %s, namespace: %s, name: %s, path: DIR)",
+		ns, name, kind, refNs, refName, why, kind, refNs, refName)
+}
+
+// fluxEntry reports whether the Flux Kustomization of found f is a
+// cluster's entry: its unit's path holds (and its build applies) the
+// file declaring it, as bootstrap's flux-system does, or keyhole.yaml's
+// flux.entries names its file or a directory above it.
+func (l *loader) fluxEntry(f engineFound) bool {
+	if f.flux == nil {
+		return false
+	}
+	if l.entryOf(f.flux.file) != "" {
+		return true
+	}
+	u := f.unit
+	return u != nil && u.Flux != nil && within(u.Root, f.flux.file) && l.holds(u, f.flux.file)
+}
+
+// entryOf is the path of keyhole.yaml's flux.entries that holds file
+// (absolute), or "".
+func (l *loader) entryOf(file string) string {
+	for _, e := range l.flux.entries {
+		if file != "" && within(e, file) {
+			return e
+		}
+	}
+	return ""
+}
+
+// fluxReach turns into notes, in place, the Flux Kustomizations of found
+// that Flux does not apply: one under a Flux unit's path that its
+// kustomization does not list, and, where the repository has cluster
+// entries (fluxEntry), one that no entry reaches through the chain of
+// units applying the files that declare them (an example in a project's
+// docs). Without entries, every other Kustomization stays a unit, so
+// that keyhole is never blind. It reports whether there are entries. A
+// Kustomization that several units apply, one of them reached, loses
+// only the units of those not reached.
+func (l *loader) fluxReach(found []engineFound) ([]engineFound, bool) {
+	reached := make([]bool, len(found))
+	var queue []*Unit
+	for i, f := range found {
+		if l.fluxEntry(f) {
+			reached[i] = true
+			if f.unit != nil {
+				queue = append(queue, f.unit)
+			}
+		}
+	}
+	entries := len(queue) > 0 || slices.Contains(reached, true)
+	if entries {
+		for len(queue) > 0 {
+			p := queue[0]
+			queue = queue[1:]
+			for i, f := range found {
+				if reached[i] || f.flux == nil || f.unit == p {
+					continue
+				}
+				if within(p.Root, f.flux.file) && l.holds(p, f.flux.file) || !within(p.Root, f.flux.file) && l.reached(p)[f.flux.file] {
+					reached[i] = true
+					if f.unit != nil {
+						queue = append(queue, f.unit)
+					}
+				}
+			}
+		}
+	}
+	someReached := map[*fluxDecl]bool{}
+	for i, f := range found {
+		if f.flux != nil && reached[i] {
+			someReached[f.flux] = true
+		}
+	}
+	drop := map[int]bool{}
+	note := map[*fluxDecl]string{}
+	for i, f := range found {
+		if f.flux == nil || reached[i] {
+			continue
+		}
+		if someReached[f.flux] {
+			drop[i] = true // another unit applying it is reached
+			continue
+		}
+		n, seen := note[f.flux]
+		if !seen {
+			what := "Flux Kustomization " + cmp.Or(f.flux.ns, fluxOwnSource) + "/" + f.flux.d.Object().Name
+			switch by := l.unlisting(f.flux.file, found, func(g engineFound) bool { return g.flux == f.flux }); {
+			case by != nil:
+				n = what + " lies under the path of Flux Kustomization " + strings.TrimPrefix(by.Name, "flux:") + ", whose kustomization does not list its file: Flux does not apply it, so it is no deploy unit"
+			case entries:
+				n = what + " is applied by no cluster's entry (a Kustomization whose path holds the file declaring it, as bootstrap's flux-system, or one in a file keyhole.yaml's flux.entries names) nor by a Kustomization they apply: an example, not a deployment, so it is no deploy unit"
+			}
+			note[f.flux] = n
+			if n != "" {
+				found[i] = engineFound{pos: f.flux.d.Pos, skip: n}
+				continue
+			}
+		}
+		if n != "" {
+			drop[i] = true // said once, at its first unit
+		}
+	}
+	if len(drop) > 0 {
+		kept := found[:0]
+		for i, f := range found {
+			if !drop[i] {
+				kept = append(kept, f)
+			}
+		}
+		found = kept
+	}
+	return found, entries
+}
+
+// unlisting is a Flux unit of found (other than those self takes) whose
+// path holds file but whose build does not apply it, when no Flux unit
+// applies it; else nil.
+func (l *loader) unlisting(file string, found []engineFound, self func(engineFound) bool) *Unit {
+	if len(l.appliers(file, found, self, fluxApplying)) > 0 {
+		return nil
+	}
+	for _, f := range found {
+		if u := f.unit; u != nil && u.Flux != nil && (self == nil || !self(f)) && within(u.Root, file) {
+			return u
+		}
+	}
+	return nil
+}
+
+// fluxScope says which Flux units deploy a file and which cluster each
+// belongs to, for substitution (repoClient.lookup): a unit's cluster is
+// the top of the chain of units applying the files that declare them
+// (fluxParent). It is made when the units are known, before builds run
+// in parallel, and only read after.
+type fluxScope struct {
+	units []*Unit
+	reads map[*Unit]buildFiles
+	tops  map[*Unit]*Unit
+	// keys name each unit's cluster as fluxClusters does; final says
+	// fluxClusters has run, and a unit's Cluster is its key.
+	keys  map[*Unit]string
+	final bool
+	l     *loader
+}
+
+// newFluxScope is the scope of the Flux units of units.
+func (l *loader) newFluxScope(units []*Unit) *fluxScope {
+	s := &fluxScope{reads: map[*Unit]buildFiles{}}
+	for _, u := range units {
+		if u != nil && u.Flux != nil {
+			s.units = append(s.units, u)
+			s.reads[u] = l.buildReads(u)
+		}
+	}
+	s.tops = map[*Unit]*Unit{}
+	for _, u := range s.units {
+		s.tops[u] = s.top(u)
+	}
+	s.l = l
+	s.keys = map[*Unit]string{}
+	for _, u := range s.units {
+		s.keys[u] = s.key(u)
+	}
+	return s
+}
+
+// key names the cluster of u as fluxClusters names it: its own
+// (kubeConfig) or an applying unit's, else the entry of keyhole.yaml
+// holding its top's file, else its top's path where that applies its
+// own file or u is not the top, else "", the caller's cluster.
+func (s *fluxScope) key(u *Unit) string {
+	if s.final {
+		return u.Cluster
+	}
+	if k, ok := s.keys[u]; ok {
+		return k
+	}
+	top, seen := u, map[*Unit]bool{u: true}
+	for {
+		if top.Cluster != "" {
+			return top.Cluster
+		}
+		p := s.parent(top)
+		if p == nil || seen[p] {
+			break
+		}
+		seen[p] = true
+		top = p
+	}
+	switch {
+	case s.l.entryOf(top.declFile) != "":
+		return "entry " + s.l.entryOf(top.declFile)
+	case top != u || declaredUnder(top, top):
+		return "top " + top.Root + "\x00" + top.Name
+	}
+	return ""
+}
+
+// top is the unit at the top of u's chain of applying units.
+func (s *fluxScope) top(u *Unit) *Unit {
+	if t := s.tops[u]; t != nil {
+		return t
+	}
+	seen := map[*Unit]bool{u: true}
+	for p := s.parent(u); p != nil && !seen[p]; p = s.parent(u) {
+		seen[p] = true
+		u = p
+	}
+	return u
+}
+
+// parent is the Flux unit applying the file that declares u: the one
+// fluxApplied found, else the deepest whose path holds it, else the
+// first whose build reaches it from outside its path; nil for none.
+func (s *fluxScope) parent(u *Unit) *Unit {
+	if u.appliedBy != nil && u.appliedBy.Flux != nil {
+		return u.appliedBy
+	}
+	var best *Unit
+	for _, v := range s.units {
+		if v != u && declaredUnder(u, v) && (best == nil || len(v.Root) > len(best.Root)) {
+			best = v
+		}
+	}
+	if best != nil {
+		return best
+	}
+	for _, v := range s.units {
+		if v != u && s.reads[v].outside[u.declFile] {
+			return v
+		}
+	}
+	return nil
+}
+
+// deploys reports whether a unit of u's cluster deploys file (same), and
+// whether any Flux unit does.
+func (s *fluxScope) deploys(u *Unit, file string) (same, deployed bool) {
+	top := s.top(u)
+	for _, v := range s.units {
+		r := s.reads[v]
+		if !(r.inside[file] || r.outside[file] || r.all && within(v.Root, file)) {
+			continue
+		}
+		deployed = true
+		if s.top(v) == top || s.key(v) == s.key(u) {
+			return true, true
+		}
+	}
+	return false, deployed
+}
