@@ -418,15 +418,15 @@ func (p *Policy) decideTunnel(req RequestInfo, bodyKnown bool) Decision {
 	return Decision{Action: ActionInject, Reason: ReasonAllowed, Host: tunnel, Connection: h.Connection, host: h}
 }
 
-// errDoubleEncoded is ruleAllows' answer for a path that a rule with
-// encodedSlash: segment would match but that holds an encoded '%'
-// beginning an escape.
+// errDoubleEncoded is ruleAllows' answer for a path holding an encoded
+// '/' that a rule with encodedSlash: segment would match but that also
+// holds an encoded '%' beginning an escape.
 var errDoubleEncoded = errors.New("the path holds an encoded '%' that begins an escape (%252F), which an upstream decoding twice reads otherwise; a rule with encodedSlash: segment refuses it")
 
 // ruleAllows is one rule's verdict on a request whose path (as
 // targetPath accepts it with slashes) holds an encoded '/' when slashed.
 // A rule with encodedSlash: segment matches the path with each %2F part
-// of its segment and refuses double encoding (%252F) in it, whose
+// of its segment and refuses double encoding (%252F) beside it, whose
 // reading depends on how often the upstream decodes; any other rule
 // must allow the path both as sent and with each %2F read as '/'.
 func ruleAllows(r config.Rule, method, path string, slashed bool, body Body) error {
@@ -434,12 +434,12 @@ func ruleAllows(r config.Rule, method, path string, slashed bool, body Body) err
 	switch {
 	case err != nil:
 		return err
+	case !slashed:
+		return nil
 	case r.EncodedSlash == config.EncodedSlashSegment:
 		if doubleEncoded(path) {
 			return errDoubleEncoded
 		}
-		return nil
-	case !slashed:
 		return nil
 	}
 	return matchRule(r, method, decodeSlashes(path), body)
