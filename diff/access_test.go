@@ -125,22 +125,27 @@ func TestCompareAccess(t *testing.T) {
 			want:    VerdictWidened,
 			widened: []string{"OPTIONS https://api.github.com/"},
 		},
+		// Adding the field lets the scope's documents through, and
+		// refuses a double encoding beside an encoded '/' under the
+		// prefix, which the rule without it let through.
 		"encodedSlash: segment and a scope's documents added": {
-			base:    plan([]config.Host{gh(prefixes("GET", "/@acme"))}),
-			head:    plan([]config.Host{gh(segment(prefixes("GET", "/@acme")), segment(patterns("GET", "/@acme%2F*")))}),
-			want:    VerdictWidened,
-			widened: []string{"GET https://api.github.com/@acme%2Fx"},
+			base:     plan([]config.Host{gh(prefixes("GET", "/@acme"))}),
+			head:     plan([]config.Host{gh(segment(prefixes("GET", "/@acme")), segment(patterns("GET", "/@acme%2F*")))}),
+			want:     VerdictChanged,
+			widened:  []string{"GET https://api.github.com/@acme%2Fx"},
+			narrowed: []string{"GET https://api.github.com/@acme/other%2Fother%2525"},
 		},
-		"encodedSlash: segment on a prefix spelling no %2F changes nothing": {
-			base: plan([]config.Host{gh(prefixes("GET", "/repos/acme"))}),
-			head: plan([]config.Host{gh(segment(prefixes("GET", "/repos/acme")))}),
-			want: VerdictUnchanged,
+		"encodedSlash: segment on a prefix spelling no %2F refuses double encoding only": {
+			base:     plan([]config.Host{gh(prefixes("GET", "/repos/acme"))}),
+			head:     plan([]config.Host{gh(segment(prefixes("GET", "/repos/acme")))}),
+			want:     VerdictNarrowed,
+			narrowed: []string{"GET https://api.github.com/repos/acme/other%2Fother%2525"},
 		},
 		"a GitLab project by its path, then another": {
 			base:    plan([]config.Host{gh(segment(prefixes("GET", "/api/v4/projects/acme%2Fwidgets")))}),
 			head:    plan([]config.Host{gh(segment(prefixes("GET", "/api/v4/projects/acme%2Fwidgets", "/api/v4/projects/acme%2fgadgets")))}),
 			want:    VerdictWidened,
-			widened: []string{"GET https://api.github.com/api/v4/projects/acme%2Fgadgets"},
+			widened: []string{"GET https://api.github.com/api/v4/projects/acme%2Fgadgets", "GET https://api.github.com/api/v4/projects/acme%2Fgadgets/other%2Fother"},
 		},
 		"a method added": {
 			base:    plan([]config.Host{gh(prefixes("GET", "/repos/acme/widgets"))}),
