@@ -153,6 +153,7 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"hosts":[{"inject":{"header":{"value":"{{"}}}]}`))
+	f.Add([]byte(strings.Replace(valid, `"pathPrefixes":["/a/b"]`, `"encodedSlash":"segment","pathPrefixes":["/@acme%2Fwidgets","/a%2f..%2Fb"]`, 1)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Decode(data)
 		if err != nil {
