@@ -454,14 +454,6 @@ func RuleAllows(r config.Rule, method, path string, body Body) bool {
 	return ruleAllows(r, method, path, config.HasEncodedSlash(path), body) == nil
 }
 
-// SlashedPath is TargetPath that also accepts an encoded '/' inside a
-// segment where Decide does (it refuses what would leave an empty or dot
-// segment to an upstream reading it as a separator), for callers that
-// then ask RuleAllows.
-func SlashedPath(target string) (string, error) {
-	return targetPath(target, true)
-}
-
 // sameHost checks that got (an SNI, Host or absolute-form authority) names
 // the tunnel's host once canonicalized.
 func sameHost(tunnel, what, got string) (Decision, bool) {
