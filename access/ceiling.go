@@ -37,6 +37,13 @@ type Limit struct {
 	PathPrefixes []string
 	PathPatterns []string
 	Body         map[string][]string
+	// EncodedSlash lets PathPrefixes and PathPatterns spell an encoded
+	// '/' (%2F) as a rule with encodedSlash: segment does. Whatever it
+	// says, the limit covers a request whose path holds %2F when it
+	// covers the path as sent or with each %2F read as '/' (its own
+	// %2F read so too), so that no rule gets from under it by spelling a
+	// '/' encoded.
+	EncodedSlash string
 	// GraphQL, when set, are the GraphQL operation types the limit
 	// forbids ("mutation"): it covers a POST whose body is a GraphQL
 	// request with a document that holds one of them, alone or beside
@@ -108,13 +115,16 @@ func (c Ceiling) Validate() error {
 				errs = append(errs, fmt.Sprintf("%s: %q is not an upper-case HTTP method", at, policy.Clip(m)))
 			}
 		}
+		if l.EncodedSlash != "" && !slices.Contains(config.EncodedSlashModes(), l.EncodedSlash) {
+			errs = append(errs, fmt.Sprintf("%s: encodedSlash %q is not a mode; want %s", at, policy.Clip(l.EncodedSlash), strings.Join(config.EncodedSlashModes(), ", ")))
+		}
 		for _, p := range l.PathPrefixes {
-			if err := config.CheckPathPrefix(p); err != nil {
+			if err := config.CheckRulePath(p, false, l.EncodedSlash); err != nil {
 				errs = append(errs, fmt.Sprintf("%s: %v", at, err))
 			}
 		}
 		for _, p := range l.PathPatterns {
-			if err := config.CheckPathPattern(p); err != nil {
+			if err := config.CheckRulePath(p, true, l.EncodedSlash); err != nil {
 				errs = append(errs, fmt.Sprintf("%s: %v", at, err))
 			}
 		}
@@ -153,7 +163,7 @@ func (c Ceiling) Validate() error {
 // rule is the limit's requests as a rule the class walk refines by, for
 // one method: the limit's own, or the request's when it names none.
 func (l Limit) rule(method string) config.Rule {
-	r := config.Rule{Methods: l.Methods, PathPrefixes: l.PathPrefixes, PathPatterns: l.PathPatterns, Body: l.Body}
+	r := config.Rule{Methods: l.Methods, PathPrefixes: l.PathPrefixes, PathPatterns: l.PathPatterns, EncodedSlash: l.EncodedSlash, Body: l.Body}
 	if len(r.Methods) == 0 {
 		r.Methods = []string{method}
 	}
@@ -198,12 +208,39 @@ func (l Limit) coversGraphQL(body []byte) bool {
 func (l Limit) Contains(method, path string, body []byte) bool {
 	r := l.rule(method)
 	if len(l.GraphQL) == 0 {
-		return policy.MatchRule(r, method, path, jsonBody(body))
+		return l.matches(r, method, path, body)
 	}
 	// The rule's GraphQL condition is for the class walk; what the
 	// limit covers is coversGraphQL's.
 	r.GraphQL = nil
-	return method == "POST" && policy.MatchRule(r, method, path, jsonBody(body)) && l.coversGraphQL(body)
+	return method == "POST" && l.matches(r, method, path, body) && l.coversGraphQL(body)
+}
+
+// matches reports whether the limit's rule r covers the request read
+// either way an upstream may read an encoded '/' in its path: as sent,
+// and with each %2F read as '/', r's own %2F read so too (a "*" piece
+// then a "*" segment).
+func (l Limit) matches(r config.Rule, method, path string, body []byte) bool {
+	if policy.MatchRule(r, method, path, jsonBody(body)) {
+		return true
+	}
+	if !config.HasEncodedSlash(path) {
+		return false
+	}
+	dec := func(ps []string) []string {
+		out := make([]string, len(ps))
+		for i, p := range ps {
+			out[i] = decodeSlashes(p)
+		}
+		return out
+	}
+	r.PathPrefixes, r.PathPatterns, r.EncodedSlash = dec(r.PathPrefixes), dec(r.PathPatterns), ""
+	return policy.MatchRule(r, method, decodeSlashes(path), jsonBody(body))
+}
+
+// decodeSlashes reads each encoded '/' of p (%2F, either case) as '/'.
+func decodeSlashes(p string) string {
+	return strings.NewReplacer("%2F", "/", "%2f", "/").Replace(p)
 }
 
 // Violation is one request a sandbox's config allows above the ceiling:
@@ -325,7 +362,7 @@ func (c Ceiling) checkHost(p *policy.Policy, h *config.Host, host string, li int
 			v := Violation{Limit: li, Host: host, Method: r.Method, URL: url, Body: string(r.Body), Decision: d, Rule: -1}
 			if h != nil && d.Action == policy.ActionInject {
 				for i, rule := range h.Rules {
-					if policy.MatchRule(rule, r.Method, r.Path, jsonBody(r.Body)) {
+					if policy.RuleAllows(rule, r.Method, r.Path, jsonBody(r.Body)) {
 						v.Rule = i
 						break
 					}
@@ -368,6 +405,9 @@ func (l Limit) Describe() string {
 	}
 	if paths := slices.Concat(l.PathPrefixes, l.PathPatterns); len(paths) > 0 {
 		b.WriteString(" under " + strings.Join(paths, ", "))
+	}
+	if l.EncodedSlash != "" {
+		b.WriteString(" (encodedSlash: " + l.EncodedSlash + ")")
 	}
 	if len(l.Body) > 0 {
 		var conds []string

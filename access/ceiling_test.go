@@ -131,6 +131,30 @@ func TestCeilingCheck(t *testing.T) {
 			limit: noMutations,
 			cfg:   plan([]config.Host{injected("api.github.com", config.Rule{Methods: []string{"GET"}, PathPrefixes: []string{"/"}})}),
 		},
+		// A segment rule spelling '/' as %2F stays under a limit on
+		// the decoded path only if it reaches nothing there.
+		"a scope's documents read as under the scope": {
+			limit:    Limit{Hosts: []string{"registry.npmjs.org"}, Methods: []string{"GET"}, PathPrefixes: []string{"/@acme"}},
+			cfg:      plan([]config.Host{injected("registry.npmjs.org", config.Rule{Methods: []string{"GET"}, PathPatterns: []string{"/@acme%2F*"}, EncodedSlash: config.EncodedSlashSegment})}),
+			want:     []string{"GET https://registry.npmjs.org/@acme%2Fx"},
+			wantRule: []int{0},
+		},
+		"another scope stays under": {
+			limit: Limit{Hosts: []string{"registry.npmjs.org"}, Methods: []string{"GET"}, PathPrefixes: []string{"/@acme"}},
+			cfg:   plan([]config.Host{injected("registry.npmjs.org", config.Rule{Methods: []string{"GET"}, PathPatterns: []string{"/@other%2F*"}, EncodedSlash: config.EncodedSlashSegment})}),
+		},
+		"a project spelled with %2F under a limit spelled plainly": {
+			limit:    Limit{Hosts: []string{"gitlab.com"}, PathPrefixes: []string{"/api/v4/projects/acme/secret"}},
+			cfg:      plan([]config.Host{injected("gitlab.com", config.Rule{Methods: []string{"GET"}, PathPrefixes: []string{"/api/v4/projects/acme%2Fsecret"}, EncodedSlash: config.EncodedSlashSegment})}),
+			want:     []string{"GET https://gitlab.com/api/v4/projects/acme%2Fsecret"},
+			wantRule: []int{0},
+		},
+		"a limit spelling %2F covers the path as sent": {
+			limit:    Limit{Hosts: []string{"gitlab.com"}, PathPatterns: []string{"/api/v4/projects/acme%2F*/**"}, EncodedSlash: config.EncodedSlashSegment},
+			cfg:      plan([]config.Host{injected("gitlab.com", config.Rule{Methods: []string{"GET"}, PathPrefixes: []string{"/api/v4/projects/acme%2Fwidgets"}, EncodedSlash: config.EncodedSlashSegment})}),
+			want:     []string{"GET https://gitlab.com/api/v4/projects/acme%2Fwidgets/other"},
+			wantRule: []int{0},
+		},
 		"another namespace is not selected": {
 			limit: Limit{Sandboxes: Selector{Namespace: "other"}, Hosts: []string{"api.github.com"}},
 			cfg:   plan([]config.Host{injected("api.github.com")}),

@@ -124,6 +124,32 @@ type pathSpec struct {
 	// exact: nothing after the segments (a pattern); else anything (a
 	// prefix) or, with more, at least one more segment (a final "**").
 	exact, more bool
+	// segment is the rule's encodedSlash: segment: its segments may be
+	// pieces joined by %2F (spelled so), a "*" piece matching one piece,
+	// and its "*" segments match no segment holding %2F.
+	segment bool
+}
+
+// matches reports whether the spec's segment at depth d matches seg, a
+// segment of a request path with its encoded '/' spelled %2F.
+func (s pathSpec) matches(d int, seg string) bool {
+	p := s.segs[d]
+	if !s.segment {
+		return p == "*" || p == seg
+	}
+	if p == "*" {
+		return !strings.Contains(seg, "%2F")
+	}
+	pp, sp := strings.Split(p, "%2F"), strings.Split(seg, "%2F")
+	if len(pp) != len(sp) {
+		return false
+	}
+	for i := range pp {
+		if pp[i] != "*" && pp[i] != sp[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // pathSpecs reads the rules' paths.
@@ -136,16 +162,23 @@ func pathSpecs(rules []config.Rule) []pathSpec {
 		return strings.Split(strings.TrimPrefix(p, "/"), "/")
 	}
 	for _, r := range rules {
+		seg := r.EncodedSlash == config.EncodedSlashSegment
+		canon := func(p string) string {
+			if seg {
+				return config.CanonicalEncodedSlash(p)
+			}
+			return p
+		}
 		for _, p := range r.PathPrefixes {
-			out = append(out, pathSpec{segs: split(p)})
+			out = append(out, pathSpec{segs: split(canon(p)), segment: seg})
 		}
 		for _, p := range r.PathPatterns {
-			segs := split(p)
+			segs := split(canon(p))
 			if n := len(segs); n > 0 && segs[n-1] == "**" {
-				out = append(out, pathSpec{segs: segs[:n-1], more: true})
+				out = append(out, pathSpec{segs: segs[:n-1], more: true, segment: seg})
 				continue
 			}
-			out = append(out, pathSpec{segs: segs, exact: true})
+			out = append(out, pathSpec{segs: segs, exact: true, segment: seg})
 		}
 	}
 	return out
@@ -161,6 +194,12 @@ func pathSpecs(rules []config.Rule) []pathSpec {
 // ends, the path that ends there and one a segment longer stand for every
 // longer one. ok is false past MaxPaths.
 func pathClasses(rules []config.Rule) (paths []string, ok bool) {
+	specs := pathSpecs(rules)
+	// Where a rule reads an encoded '/' as part of its segment, a fresh
+	// segment holding one is told apart from one without (its "*" does
+	// not match it; a rule without the field reads it both ways), and so
+	// is one beside a double encoding, which such a rule refuses.
+	segment := slices.ContainsFunc(specs, func(s pathSpec) bool { return s.segment })
 	var walk func(prefix []string, alive []pathSpec) bool
 	walk = func(prefix []string, alive []pathSpec) bool {
 		if len(paths) >= MaxPaths {
@@ -181,20 +220,29 @@ func pathClasses(rules []config.Rule) (paths []string, ok bool) {
 				longer = true
 			}
 		}
+		concretePieces(lits)
 		other := fresh([]string{"other", "x", "y"}, lits, "other")
+		var slashed []string
+		if segment {
+			slashed = []string{other + "%2F" + other, other + "%2F" + other + "%2525"}
+		}
 		if len(next) == 0 {
+			var more []string
 			if longer {
+				more = append(more, other)
+			}
+			for _, seg := range append(more, slashed...) {
 				if len(paths) >= MaxPaths {
 					return false
 				}
-				paths = append(paths, "/"+strings.Join(append(slices.Clone(prefix), other), "/"))
+				paths = append(paths, "/"+strings.Join(append(slices.Clone(prefix), seg), "/"))
 			}
 			return true
 		}
 		for _, lit := range slices.Sorted(maps.Keys(lits)) {
 			var keep []pathSpec
 			for _, s := range next {
-				if s.segs[d] == "*" || s.segs[d] == lit {
+				if s.matches(d, lit) {
 					keep = append(keep, s)
 				}
 			}
@@ -202,16 +250,52 @@ func pathClasses(rules []config.Rule) (paths []string, ok bool) {
 				return false
 			}
 		}
-		var keep []pathSpec
-		for _, s := range next {
-			if s.segs[d] == "*" {
-				keep = append(keep, s)
+		for _, seg := range append([]string{other}, slashed...) {
+			var keep []pathSpec
+			for _, s := range next {
+				if s.matches(d, seg) {
+					keep = append(keep, s)
+				}
+			}
+			if !walk(append(slices.Clone(prefix), seg), keep) {
+				return false
 			}
 		}
-		return walk(append(slices.Clone(prefix), other), keep)
+		return true
 	}
-	ok = walk(nil, pathSpecs(rules))
+	ok = walk(nil, specs)
 	return paths, ok
+}
+
+// concretePieces replaces, among the literal segments lits of one depth,
+// each that holds a "*" piece (a pattern's /@acme%2F* under
+// encodedSlash: segment) by a segment it matches, its "*" pieces a piece
+// no literal of the depth holds there: that segment stands for every one
+// the pattern matches and no literal names.
+func concretePieces(lits map[string]bool) {
+	taken := map[string]bool{}
+	for lit := range lits {
+		for _, piece := range strings.Split(lit, "%2F") {
+			taken[piece] = true
+		}
+	}
+	piece := fresh([]string{"x", "y", "other"}, taken, "x")
+	var wild []string
+	for lit := range lits {
+		if pieces := strings.Split(lit, "%2F"); len(pieces) > 1 && slices.Contains(pieces, "*") {
+			wild = append(wild, lit)
+		}
+	}
+	for _, lit := range wild {
+		delete(lits, lit)
+		pieces := strings.Split(lit, "%2F")
+		for i := range pieces {
+			if pieces[i] == "*" {
+				pieces[i] = piece
+			}
+		}
+		lits[strings.Join(pieces, "%2F")] = true
+	}
 }
 
 // bodyClasses returns one body per class of bodies the rules' body

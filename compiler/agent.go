@@ -422,7 +422,7 @@ func (p *pass) planAgent(a *agent, s Sandbox) Agent {
 
 // ProxyRule is a catalog rule as the proxy reads it.
 func ProxyRule(r schema.Rule) config.Rule {
-	out := config.Rule{Methods: r.Methods, PathPrefixes: r.PathPrefixes, PathPatterns: r.PathPatterns, Body: r.Body}
+	out := config.Rule{Methods: r.Methods, PathPrefixes: r.PathPrefixes, PathPatterns: r.PathPatterns, EncodedSlash: r.EncodedSlash, Body: r.Body}
 	if g := r.GraphQL; g != nil {
 		out.GraphQL = &config.GraphQL{Operations: g.Operations, PersistedQueries: g.PersistedQueries, Batches: g.Batches}
 	}
@@ -448,7 +448,7 @@ func connectionRules(rs []ruleWire) []config.Rule {
 	}
 	rules := make([]config.Rule, 0, len(rs))
 	for _, r := range rs {
-		rules = append(rules, config.Rule{Methods: slices.Clone(r.Methods), PathPrefixes: slices.Clone(r.PathPrefixes), PathPatterns: slices.Clone(r.PathPatterns)})
+		rules = append(rules, r.proxy())
 	}
 	return rules
 }

@@ -32,6 +32,7 @@ type ceilingWire struct {
 	Methods      []string            `yaml:"methods"`
 	PathPrefixes []string            `yaml:"pathPrefixes"`
 	PathPatterns []string            `yaml:"pathPatterns"`
+	EncodedSlash string              `yaml:"encodedSlash"`
 	Body         map[string][]string `yaml:"body"`
 	GraphQL      *struct {
 		Operations []string `yaml:"operations"`
@@ -77,7 +78,7 @@ func (p *pass) origin(s *Sandbox, host string, o origin) {
 // readCeiling reads keyhole.yaml's ceiling into p.config.ceiling,
 // reporting what the proxy's own checks would refuse in it.
 func (p *pass) readCeiling(it *item, nodes []yaml.Node) {
-	known := []string{"sandboxes", "hosts", "methods", "pathPrefixes", "pathPatterns", "body", "graphql", "credential"}
+	known := []string{"sandboxes", "hosts", "methods", "pathPrefixes", "pathPatterns", "encodedSlash", "body", "graphql", "credential"}
 	for i := range nodes {
 		n := &nodes[i]
 		if n.Kind != yaml.MappingNode {
@@ -109,7 +110,7 @@ func (p *pass) readCeiling(it *item, nodes []yaml.Node) {
 		l := access.Limit{
 			Sandboxes: access.Selector{Namespace: w.Sandboxes.Namespace, Name: w.Sandboxes.Name, Labels: w.Sandboxes.Labels},
 			Hosts:     w.Hosts, Methods: w.Methods, PathPrefixes: w.PathPrefixes, PathPatterns: w.PathPatterns,
-			Body: w.Body, Credential: w.Credential,
+			EncodedSlash: w.EncodedSlash, Body: w.Body, Credential: w.Credential,
 		}
 		if w.GraphQL != nil {
 			l.GraphQL = w.GraphQL.Operations

@@ -200,12 +200,12 @@ func checkRules(p *pass) {
 					seen[method] = true
 				}
 				for x, prefix := range rule.PathPrefixes {
-					if why := prefixProblem(prefix); why != "" {
+					if why := prefixProblem(prefix, rule.EncodedSlash); why != "" {
 						p.report(codePathPrefixInvalid, &c.item, at.with("pathPrefixes", x), false, "path prefix %q %s", clip(prefix), why)
 					}
 				}
 				for x, pattern := range rule.PathPatterns {
-					if err := config.CheckPathPattern(pattern); err != nil {
+					if err := config.CheckRulePath(pattern, true, rule.EncodedSlash); err != nil {
 						p.report(codePathPrefixInvalid, &c.item, at.with("pathPatterns", x), false, "path pattern %q is refused by the proxy: %v", clip(pattern), err)
 					}
 				}
@@ -282,12 +282,20 @@ func neverForwarded(method string) (string, bool) {
 	return "", false
 }
 
-// prefixProblem says why a path prefix cannot mean what it seems to, or
-// "" when it is sound. The proxy matches prefixes against the path as
-// sent and refuses these forms in requests rather than normalizing them,
-// so a prefix holding one could never match, or would match other than
-// intended.
-func prefixProblem(prefix string) string {
+// prefixProblem says why a path prefix of a rule whose encodedSlash is
+// encodedSlash cannot mean what it seems to, or "" when it is sound. The
+// proxy matches prefixes against the path as sent and refuses these forms
+// in requests rather than normalizing them, so a prefix holding one
+// could never match, or would match other than intended.
+func prefixProblem(prefix, encodedSlash string) string {
+	if encodedSlash == config.EncodedSlashSegment && config.HasEncodedSlash(prefix) {
+		// The proxy's own check knows the pieces an encoded '/'
+		// delimits; what it accepts is sound.
+		if err := config.CheckRulePath(prefix, false, encodedSlash); err != nil {
+			return "is refused by the proxy: " + err.Error()
+		}
+		return ""
+	}
 	switch {
 	case !strings.HasPrefix(prefix, "/"):
 		return "does not start with /"
@@ -295,8 +303,10 @@ func prefixProblem(prefix string) string {
 		return "holds a query (?); a prefix matches the path only"
 	case strings.ContainsAny(prefix, "#"):
 		return "holds a fragment (#), which is never sent"
-	case strings.Contains(strings.ToUpper(prefix), "%2F") || strings.Contains(strings.ToUpper(prefix), "%5C"):
-		return "holds an encoded / or \\ (%2F, %5C), which the proxy refuses in a rule: write the segments plainly; a request's %2F is allowed where a rule allows it both as sent and read as /"
+	case strings.Contains(strings.ToUpper(prefix), "%2F"):
+		return "holds an encoded / (%2F), which a rule names only with encodedSlash: segment: add it to the rule where the upstream reads %2F as part of a name (npm's /@acme%2fwidgets, GitLab's /api/v4/projects/acme%2Fwidgets), or write the segments plainly; without it, a request's %2F is allowed where a rule allows it both as sent and read as /"
+	case strings.Contains(strings.ToUpper(prefix), "%5C"):
+		return "holds an encoded \\ (%5C), which the proxy refuses in a rule and in requests"
 	case strings.ContainsAny(prefix, ";"):
 		return "holds a ; parameter, which the proxy refuses in requests"
 	case strings.IndexFunc(prefix, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
@@ -356,6 +366,11 @@ func covers(a, b ruleWire) bool {
 		if !slices.Contains(a.Methods, m) {
 			return false
 		}
+	}
+	if a.EncodedSlash != b.EncodedSlash && (a.EncodedSlash != "" || !slices.Contains(a.PathPrefixes, "/")) {
+		// The two read an encoded '/' apart: only "/" read both ways
+		// holds every path whichever way b reads it.
+		return false
 	}
 	if len(b.PathPrefixes)+len(b.PathPatterns) == 0 || len(a.PathPrefixes)+len(a.PathPatterns) == 0 {
 		// A rule without paths is refused on its own; it covers and is

@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -19,8 +20,9 @@ var npmRegistryHosts = []string{"registry.npmjs.org", "registry.yarnpkg.com", "n
 
 // checkNpmScoped warns where an inject entry for an npm registry has
 // rules that refuse a scoped package's document: npm asks for @acme/x as
-// GET /@acme%2fx, which the proxy allows only where a rule allows it both
-// as sent and with the %2F read as '/' (a prefix /@acme holds the
+// GET /@acme%2fx, which a rule with encodedSlash: segment allows where
+// it names it (/@acme%2F*), and any other rule only where it allows it
+// both as sent and with the %2F read as '/' (a prefix /@acme holds the
 // tarballs, /@acme/x/-/x-1.0.0.tgz, but not the document). GET under /,
 // or a pattern such as /** that holds the path either way, allows it.
 func checkNpmScoped(p *pass) {
@@ -32,9 +34,11 @@ func checkNpmScoped(p *pass) {
 			scopes := map[string]bool{}
 			rules := make([]config.Rule, 0, len(in.Rules))
 			for _, r := range in.Rules {
-				rules = append(rules, config.Rule{Methods: r.Methods, PathPrefixes: r.PathPrefixes, PathPatterns: r.PathPatterns})
+				rules = append(rules, r.proxy())
 				for _, pre := range slices.Concat(r.PathPrefixes, r.PathPatterns) {
-					if first, _, _ := strings.Cut(strings.TrimPrefix(pre, "/"), "/"); len(first) > 1 && first[0] == '@' {
+					first, _, _ := strings.Cut(strings.TrimPrefix(pre, "/"), "/")
+					first = config.SplitEncodedSlash(first)[0]
+					if len(first) > 1 && first[0] == '@' {
 						scopes[first] = true
 					}
 				}
@@ -46,13 +50,7 @@ func checkNpmScoped(p *pass) {
 			if !registry {
 				continue
 			}
-			names := slices.Sorted(func(yield func(string) bool) {
-				for s := range scopes {
-					if !yield(s) {
-						return
-					}
-				}
-			})
+			names := slices.Sorted(maps.Keys(scopes))
 			if len(names) == 0 {
 				names = []string{"@scope"}
 			}
@@ -61,23 +59,20 @@ func checkNpmScoped(p *pass) {
 					continue
 				}
 				p.report(codeNpmScopedRefused, &c.item, path{"spec", "placement", "inject", i, "rules"}, false,
-					"these rules refuse npm's scoped packages: npm reads %s/<name> as GET /%s%%2f<name>, which the proxy allows only where one rule allows it both as sent and read as /%s/<name>, and its tarballs as GET /%s/<name>/-/<file>; allow GET and HEAD under /", scope, scope, scope, scope)
+					"these rules refuse npm's scoped packages: npm reads %s/<name> as GET /%s%%2f<name>, and its tarballs as GET /%s/<name>/-/<file>; give the rule that names the scope encodedSlash: segment and the pattern /%s%%2F* beside the prefix /%s, or allow GET and HEAD under /", scope, scope, scope, scope, scope)
 				break
 			}
 		}
 	}
 }
 
-// servesScoped reports whether one of rules lets npm read a package of
-// scope: its document, as the proxy decides a path holding %2F, and its
+// servesScoped reports whether rules let npm read a package of scope:
+// its document, as the proxy decides a path holding %2F, and its
 // tarball.
 func servesScoped(rules []config.Rule, scope string) bool {
 	doc, tarball := "/"+scope+"%2fwidgets", "/"+scope+"/widgets/-/widgets-1.0.0.tgz"
-	for _, r := range rules {
-		if policy.MatchRule(r, "GET", doc, policy.Body{}) && policy.MatchRule(r, "GET", strings.Replace(doc, "%2f", "/", 1), policy.Body{}) &&
-			policy.MatchRule(r, "GET", tarball, policy.Body{}) {
-			return true
-		}
+	allows := func(path string) bool {
+		return slices.ContainsFunc(rules, func(r config.Rule) bool { return policy.RuleAllows(r, "GET", path, policy.Body{}) })
 	}
-	return false
+	return allows(doc) && allows(tarball)
 }

@@ -168,12 +168,12 @@ func (p *pass) addConfig(v *schema.Validator, doc *source.Document, it item) {
 		for k, r := range c.ReadOnly {
 			at := path{"catalog", i, "readOnly", k}
 			for x, prefix := range r.PathPrefixes {
-				if why := prefixProblem(prefix); why != "" {
+				if why := prefixProblem(prefix, r.EncodedSlash); why != "" {
 					p.report(codePathPrefixInvalid, &it, at.with("pathPrefixes", x), false, "path prefix %q of connector %s %s", clip(prefix), c.Name, why)
 				}
 			}
 			for x, pattern := range r.PathPatterns {
-				if err := config.CheckPathPattern(pattern); err != nil {
+				if err := config.CheckRulePath(pattern, true, r.EncodedSlash); err != nil {
 					p.report(codePathPrefixInvalid, &it, at.with("pathPatterns", x), false, "path pattern of connector %s is refused by the proxy: %v", c.Name, err)
 				}
 			}

@@ -218,7 +218,7 @@ func (in *interner) connection(w *connectionWire) *connectionWire {
 		e.Rules = in.rules.clone(e.Rules)
 		for j := range e.Rules {
 			r := &e.Rules[j]
-			r.Methods, r.PathPrefixes, r.PathPatterns = in.list(r.Methods), in.list(r.PathPrefixes), in.list(r.PathPatterns)
+			r.Methods, r.PathPrefixes, r.PathPatterns, r.EncodedSlash = in.list(r.Methods), in.list(r.PathPrefixes), in.list(r.PathPatterns), in.keep(r.EncodedSlash)
 		}
 	}
 	return in.connections.new(c)

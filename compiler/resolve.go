@@ -115,7 +115,7 @@ func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
 			}
 			rules := make([]config.Rule, 0, len(in.Rules))
 			for _, r := range in.Rules {
-				rules = append(rules, config.Rule{Methods: slices.Clone(r.Methods), PathPrefixes: slices.Clone(r.PathPrefixes), PathPatterns: slices.Clone(r.PathPatterns)})
+				rules = append(rules, r.proxy())
 			}
 			if len(rules) == 0 {
 				rules = nil

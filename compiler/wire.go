@@ -4,7 +4,11 @@ package compiler
 // document has passed its schema. They carry no policy; resolve turns them
 // into the Plan.
 
-import "keyhole.dev/keyhole/proxy/config"
+import (
+	"slices"
+
+	"keyhole.dev/keyhole/proxy/config"
+)
 
 // metadata is what the compiler reads of an object's metadata: its
 // annotations are read from the tree, when a diagnostic asks (see
@@ -63,6 +67,12 @@ type ruleWire struct {
 	Methods      []string `yaml:"methods"`
 	PathPrefixes []string `yaml:"pathPrefixes"`
 	PathPatterns []string `yaml:"pathPatterns"`
+	EncodedSlash string   `yaml:"encodedSlash"`
+}
+
+// proxy is the rule as the proxy reads it.
+func (r ruleWire) proxy() config.Rule {
+	return config.Rule{Methods: slices.Clone(r.Methods), PathPrefixes: slices.Clone(r.PathPrefixes), PathPatterns: slices.Clone(r.PathPatterns), EncodedSlash: r.EncodedSlash}
 }
 
 type secretWire struct {

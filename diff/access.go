@@ -436,7 +436,7 @@ func matchingRule(e entry, r request) string {
 		return ""
 	}
 	for _, rule := range e.h.Rules {
-		if policy.MatchRule(rule, r.Method, r.Path, policy.Body{Data: r.Body, Complete: true, ContentType: []string{"application/json"}}) {
+		if policy.RuleAllows(rule, r.Method, r.Path, policy.Body{Data: r.Body, Complete: true, ContentType: []string{"application/json"}}) {
 			return DescribeRule(rule)
 		}
 	}

@@ -42,6 +42,12 @@ func patterns(methods string, paths ...string) config.Rule {
 	return config.Rule{Methods: strings.Split(methods, ","), PathPatterns: paths}
 }
 
+// segment gives r encodedSlash: segment.
+func segment(r config.Rule) config.Rule {
+	r.EncodedSlash = config.EncodedSlashSegment
+	return r
+}
+
 // graphql is a POST /graphql rule with a GraphQL condition.
 func graphql(g config.GraphQL) config.Rule {
 	r := patterns("POST", "/graphql")
@@ -118,6 +124,28 @@ func TestCompareAccess(t *testing.T) {
 			head:    plan([]config.Host{gh()}),
 			want:    VerdictWidened,
 			widened: []string{"OPTIONS https://api.github.com/"},
+		},
+		// Adding the field lets the scope's documents through, and
+		// refuses a double encoding beside an encoded '/' under the
+		// prefix, which the rule without it let through.
+		"encodedSlash: segment and a scope's documents added": {
+			base:     plan([]config.Host{gh(prefixes("GET", "/@acme"))}),
+			head:     plan([]config.Host{gh(segment(prefixes("GET", "/@acme")), segment(patterns("GET", "/@acme%2F*")))}),
+			want:     VerdictChanged,
+			widened:  []string{"GET https://api.github.com/@acme%2Fx"},
+			narrowed: []string{"GET https://api.github.com/@acme/other%2Fother%2525"},
+		},
+		"encodedSlash: segment on a prefix spelling no %2F refuses double encoding only": {
+			base:     plan([]config.Host{gh(prefixes("GET", "/repos/acme"))}),
+			head:     plan([]config.Host{gh(segment(prefixes("GET", "/repos/acme")))}),
+			want:     VerdictNarrowed,
+			narrowed: []string{"GET https://api.github.com/repos/acme/other%2Fother%2525"},
+		},
+		"a GitLab project by its path, then another": {
+			base:    plan([]config.Host{gh(segment(prefixes("GET", "/api/v4/projects/acme%2Fwidgets")))}),
+			head:    plan([]config.Host{gh(segment(prefixes("GET", "/api/v4/projects/acme%2Fwidgets", "/api/v4/projects/acme%2fgadgets")))}),
+			want:    VerdictWidened,
+			widened: []string{"GET https://api.github.com/api/v4/projects/acme%2Fgadgets", "GET https://api.github.com/api/v4/projects/acme%2Fgadgets/other%2Fother"},
 		},
 		"a method added": {
 			base:    plan([]config.Host{gh(prefixes("GET", "/repos/acme/widgets"))}),
@@ -535,11 +563,25 @@ func randomRule(rng *rand.Rand) config.Rule {
 	if len(r.Methods) == 0 {
 		r.Methods = []string{pick(rng, propMethods)}
 	}
+	segment := rng.IntN(4) == 0
+	if segment {
+		r.EncodedSlash = config.EncodedSlashSegment
+	}
 	for range 1 + rng.IntN(2) {
-		if rng.IntN(2) == 0 {
-			r.PathPrefixes = append(r.PathPrefixes, randomPath(rng, false))
+		pattern := rng.IntN(2) == 1
+		p := randomPath(rng, pattern)
+		if segment && !strings.HasSuffix(p, "**") && rng.IntN(2) == 0 {
+			// A segment spelling an encoded '/', or a "*" piece.
+			slashed := []string{"a%2Fb", "c%2fa", "a%2Fa-old"}
+			if pattern {
+				slashed = append(slashed, "a%2F*", "*%2Fb")
+			}
+			p = strings.TrimSuffix(p, "/") + "/" + pick(rng, slashed)
+		}
+		if pattern {
+			r.PathPatterns = append(r.PathPatterns, p)
 		} else {
-			r.PathPatterns = append(r.PathPatterns, randomPath(rng, true))
+			r.PathPrefixes = append(r.PathPrefixes, p)
 		}
 	}
 	switch rng.IntN(6) {
@@ -632,7 +674,7 @@ func randomRequest(rng *rand.Rand) (method, url string, body []byte) {
 	n := rng.IntN(6)
 	var segs []string
 	for range n {
-		segs = append(segs, pick(rng, append(slices.Clone(propSegs), "z", "*", "**", "a-old", "other")))
+		segs = append(segs, pick(rng, append(slices.Clone(propSegs), "z", "*", "**", "a-old", "other", "a%2Fb", "a%2fb", "a%2Fz", "c%2Fa", "x%2F..%2Fa", "a%2Fb%252F")))
 	}
 	path := "/" + strings.Join(segs, "/")
 	if rng.IntN(8) == 0 {

@@ -300,12 +300,16 @@ func rules(rs []config.Rule) []string {
 }
 
 // DescribeRule writes a rule on one line, as diff and explain both show
-// it: methods, paths (a comma between them), body conditions
+// it: methods, paths (a comma between them), how an encoded '/' is read
+// ("(encodedSlash: segment)"), body conditions
 // ("GET,HEAD /repos/a, /repos/b with JSON body action in [opened,closed]";
 // "POST /graphql with GraphQL query only").
 func DescribeRule(r config.Rule) string {
 	paths := append(slices.Clone(r.PathPrefixes), r.PathPatterns...)
 	s := strings.Join(r.Methods, ",") + " " + strings.Join(paths, ", ")
+	if r.EncodedSlash != "" {
+		s += " (encodedSlash: " + r.EncodedSlash + ")"
+	}
 	var conds []string
 	for _, k := range slices.Sorted(maps.Keys(r.Body)) {
 		conds = append(conds, fmt.Sprintf("%s in [%s]", k, strings.Join(r.Body[k], ",")))

@@ -28,6 +28,7 @@ const (
 	codeOmniaRuntimeBound        = "OmniaAgentRuntimeBound"
 	codeOmniaSandboxUnsupported  = "OmniaSandboxUnsupported"
 	codeOmniaPathPatterns        = "OmniaPathPatternsUnsupported"
+	codeOmniaEncodedSlash        = "OmniaEncodedSlashUnsupported"
 	codeOmniaConnectorWritable   = "OmniaConnectorWritable"
 )
 
@@ -37,7 +38,7 @@ const (
 func OmniaRules() []diag.Rule {
 	return []diag.Rule{
 		{Code: codeOmniaRuleDropped, Severity: diag.Warning,
-			Purpose: "A catalog read-only rule uses path patterns or a body or GraphQL condition, which an omnia Connection cannot express; it is left out and the operator's proxy refuses what it allowed.",
+			Purpose: "A catalog read-only rule uses path patterns, `encodedSlash` or a body or GraphQL condition, which an omnia Connection cannot express; it is left out and the operator's proxy refuses what it allowed.",
 			Help:    "Keep the default kubernetes target for what the rule allowed (git clone over HTTPS, Git LFS downloads, GraphQL reads)."},
 		{Code: codeOmniaReadOnlyUnexpressed, Severity: diag.Error,
 			Purpose: "None of the read-only rules that hold on one of a connector's hosts can be expressed, and a Connection entry without rules would let every request through.",
@@ -60,6 +61,9 @@ func OmniaRules() []diag.Rule {
 		{Code: codeOmniaPathPatterns, Severity: diag.Error,
 			Purpose: "A Connection's rule uses pathPatterns, which keyhole's own proxy enforces but the operator's Connection does not have: the operator would drop them and its proxy refuse what they allow.",
 			Help:    "Write the rule with pathPrefixes for the omnia target, or keep the default kubernetes target (or agent-sandbox), whose proxy matches patterns."},
+		{Code: codeOmniaEncodedSlash, Severity: diag.Error,
+			Purpose: "A Connection's rule sets `encodedSlash`, which keyhole's own proxy enforces but the operator's Connection does not have: the operator would drop it and its proxy match the rule's paths without it, refusing what it allows (npm's scoped package documents, a GitLab project named by its path) or reading a prefix that spells `%2F` otherwise.",
+			Help:    "Keep the default kubernetes target (or agent-sandbox), whose proxy reads the field; for the omnia target, allow `GET` and `HEAD` under a prefix above the names (`/` for an npm registry), or name GitLab projects by their numeric IDs."},
 		{Code: codeOmniaConnectorWritable, Severity: diag.Error,
 			Purpose: "An agent.yaml connector says `read_only: false`; the omnia target compiles an agent's connectors into Connections with the catalog's read-only rules, and has no way to carry the Connection's own rules instead.",
 			Help:    "Bind the Connection from the agent's AgentRuntime (`spec.sandbox.connections`), or keep the default kubernetes target."},
@@ -238,9 +242,14 @@ func (r *omniaRender) input(in compiler.Object) error {
 		for i, entry := range items(at(sp, "placement"), "inject") {
 			e, _ := entry.(obj)
 			for j, rule := range items(e, "rules") {
-				if ru, _ := rule.(obj); len(items(ru, "pathPatterns")) > 0 {
+				ru, _ := rule.(obj)
+				if len(items(ru, "pathPatterns")) > 0 {
 					r.report(codeOmniaPathPatterns, in.Source, in.Pos,
 						"inject entry %d, rule %d uses pathPatterns, which the operator's Connection does not have: its proxy would drop them and refuse what they allow; write the rule with pathPrefixes, or keep the default kubernetes target", i, j)
+				}
+				if _, ok := ru["encodedSlash"]; ok {
+					r.report(codeOmniaEncodedSlash, in.Source, in.Pos,
+						"inject entry %d, rule %d sets encodedSlash, which the operator's Connection does not have: its proxy would drop it and match the rule's paths without it, refusing what it allows; keep the default kubernetes target, or allow GET and HEAD under a prefix above the names", i, j)
 				}
 			}
 		}

@@ -222,13 +222,14 @@ func (o omniaRules) list() list {
 // read-only rules that hold on it and that an omnia Connection can
 // express: methods on path prefixes. A rule with a body or GraphQL
 // condition is left out whole, since dropping the condition would widen
-// it; a rule's path patterns are left out and its prefixes kept, which
+// it, and so is one with encodedSlash, whose prefixes the operator would
+// read otherwise; a rule's path patterns are left out and its prefixes kept, which
 // only narrows it. Each loss is a warning saying what the operator will
 // refuse. ok is false when a host is left with no rule, since a
 // Connection entry without rules allows every request.
 func (r *omniaRender) rules(a compiler.Agent, c compiler.AgentConnector) (map[string]omniaRules, bool) {
 	for _, rule := range c.Connector.ReadOnly {
-		if len(rule.Body) > 0 || rule.GraphQL != nil || len(rule.PathPatterns) > 0 {
+		if len(rule.Body) > 0 || rule.GraphQL != nil || len(rule.PathPatterns) > 0 || rule.EncodedSlash != "" {
 			r.report(codeOmniaRuleDropped, a.Source, a.Pos,
 				"connector %s's read-only rule %s cannot be expressed by an omnia Connection (methods and path prefixes only) and is left out of Connection %s-%s: %s",
 				c.Name, describeRule(rule), a.Name, c.Name, refusedBy(rule))
@@ -239,7 +240,7 @@ func (r *omniaRender) rules(a compiler.Agent, c compiler.AgentConnector) (map[st
 		var o omniaRules
 		readOnly, index := c.Connector.ReadOnlyOn(h.Host)
 		for k, rule := range readOnly {
-			if len(rule.Body) > 0 || rule.GraphQL != nil || len(rule.PathPrefixes) == 0 {
+			if len(rule.Body) > 0 || rule.GraphQL != nil || rule.EncodedSlash != "" || len(rule.PathPrefixes) == 0 {
 				continue
 			}
 			o.rules = append(o.rules, rule)
@@ -261,6 +262,9 @@ func describeRule(rule schema.Rule) string {
 	s := strings.Join(rule.Methods, ",")
 	if paths := slices.Concat(rule.PathPrefixes, rule.PathPatterns); len(paths) > 0 {
 		s += " " + strings.Join(paths, " ")
+	}
+	if rule.EncodedSlash != "" {
+		s += " with encodedSlash: " + rule.EncodedSlash
 	}
 	if len(rule.Body) > 0 {
 		keys := make([]string, 0, len(rule.Body))

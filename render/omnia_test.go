@@ -371,6 +371,23 @@ func TestOmniaDiagnostics(t *testing.T) {
 			},
 			codes: []string{codeOmniaPathPatterns},
 		},
+		"a Connection's encodedSlash": {
+			plan: func(t *testing.T) compiler.Plan {
+				return compiler.Plan{Objects: []compiler.Object{inputObject(t, "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: c, namespace: agents}\n"+
+					"spec: {hosts: [registry.npmjs.org], credential: {kind: secret, secretRef: {name: s}}, placement: {inject: [{hosts: [registry.npmjs.org], header: Authorization, value: 'Bearer {{ .token }}', "+
+					"rules: [{methods: [GET], pathPrefixes: [/@acme]}, {methods: [GET], encodedSlash: segment, pathPrefixes: ['/@acme%2Fwidgets']}]}]}}\n")}}
+			},
+			codes: []string{codeOmniaEncodedSlash},
+		},
+		"a connector rule with encodedSlash dropped": {
+			plan: func(t *testing.T) compiler.Plan {
+				return compiler.Plan{Objects: []compiler.Object{agentRuntime(t, "a")}, Agents: []compiler.Agent{omniaAgent("a", omniaConn(basic, []schema.Rule{
+					{Methods: []string{"GET"}, PathPrefixes: []string{"/"}},
+					{Methods: []string{"GET"}, PathPrefixes: []string{"/@acme%2Fwidgets"}, EncodedSlash: "segment"},
+				}))}}
+			},
+			codes: []string{codeOmniaRuleDropped},
+		},
 		"a connector that is not read-only": {
 			plan: func(t *testing.T) compiler.Plan {
 				c := omniaConn(basic, []schema.Rule{{Methods: []string{"GET"}, PathPrefixes: []string{"/"}}})

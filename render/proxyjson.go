@@ -197,6 +197,10 @@ func (w *jsonWriter) rule(r *config.Rule, depth int) {
 		}
 		w.close(m, depth+1, '}')
 	}
+	if r.EncodedSlash != "" {
+		w.key(&n, depth+1, "encodedSlash")
+		w.str(r.EncodedSlash)
+	}
 	if g := r.GraphQL; g != nil {
 		w.key(&n, depth+1, "graphql")
 		m := w.open('{')

@@ -29,6 +29,7 @@ func proxyConfigCases() map[string]config.Config {
 				Inject: config.Inject{Secret: "gh", Header: &config.HeaderInject{Name: "Authorization", Value: "Bearer {{ .token }}"}},
 				Rules: []config.Rule{
 					{Methods: []string{"GET", "HEAD"}, PathPrefixes: []string{"/repos/acme", "/user"}},
+					{Methods: []string{"GET"}, PathPatterns: []string{"/@acme%2F*"}, EncodedSlash: config.EncodedSlashSegment},
 					{Methods: []string{"POST"}, PathPatterns: []string{"/*/*/git-upload-pack", "/a/**"}, Body: map[string][]string{"operation": {"download"}, "a": {"x", "y"}, "z": nil, "e": {}}},
 					{Methods: []string{"POST"}, PathPrefixes: []string{"/graphql"}, GraphQL: &config.GraphQL{Operations: []string{"query"}}},
 					{Methods: []string{"POST"}, PathPrefixes: []string{"/graphql"}, GraphQL: &config.GraphQL{Operations: []string{"query", "mutation"}, PersistedQueries: true, Batches: true}},
@@ -112,7 +113,7 @@ func TestAppendProxyConfigFields(t *testing.T) {
 		"HeaderInject":     {"name", "value"},
 		"BasicInject":      {"usernameKey", "passwordKey"},
 		"SubstituteInject": {"placeholder", "key", "headers"},
-		"Rule":             {"methods", "pathPrefixes", "pathPatterns", "body", "graphql"},
+		"Rule":             {"methods", "pathPrefixes", "pathPatterns", "body", "graphql", "encodedSlash"},
 		"GraphQL":          {"operations", "persistedQueries", "batches"},
 	}
 	seen := map[string]bool{}

@@ -34,9 +34,12 @@ type Connector struct {
 // own type because the catalog is also decoded from YAML, and the proxy's
 // wire type has only JSON names.
 type Rule struct {
-	Methods      []string            `json:"methods" yaml:"methods"`
-	PathPrefixes []string            `json:"pathPrefixes,omitempty" yaml:"pathPrefixes,omitempty"`
-	PathPatterns []string            `json:"pathPatterns,omitempty" yaml:"pathPatterns,omitempty"`
+	Methods      []string `json:"methods" yaml:"methods"`
+	PathPrefixes []string `json:"pathPrefixes,omitempty" yaml:"pathPrefixes,omitempty"`
+	PathPatterns []string `json:"pathPatterns,omitempty" yaml:"pathPatterns,omitempty"`
+	// EncodedSlash is proxy/config.Rule's: "segment" reads an encoded
+	// '/' in a request's path as part of its segment.
+	EncodedSlash string              `json:"encodedSlash,omitempty" yaml:"encodedSlash,omitempty"`
 	Body         map[string][]string `json:"body,omitempty" yaml:"body,omitempty"`
 	GraphQL      *GraphQL            `json:"graphql,omitempty" yaml:"graphql,omitempty"`
 	// Hosts, when set, are the connector's hosts the rule holds on; a

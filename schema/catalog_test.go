@@ -148,7 +148,7 @@ func TestCatalogEntriesValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantNames := []string{"anthropic", "github", "gitlab", "linear", "openai", "slack"}
+	wantNames := []string{"anthropic", "github", "gitlab", "linear", "npm", "openai", "slack"}
 	if got := slices.Sorted(maps.Keys(cat)); !slices.Equal(got, wantNames) {
 		t.Errorf("catalog has %v, want %v", got, wantNames)
 	}

@@ -469,7 +469,7 @@ func formatOf(name string) (format, bool) {
 	case "PathPrefix":
 		return format{"a path prefix", "an absolute path starting with /, without query or fragment"}, true
 	case "PathPattern":
-		return format{"a path pattern", "an absolute path whose segments may be * (one segment) and whose last may be ** (the rest)"}, true
+		return format{"a path pattern", "an absolute path whose segments may be * (one segment) and whose last may be ** (the rest); with encodedSlash: segment, a segment may be pieces joined by %2F, each a literal or *"}, true
 	case "AbsPath":
 		return format{"an absolute path", "a path starting with /"}, true
 	case "Method":

@@ -3,7 +3,8 @@
 # git (with git-http-backend), curl, Python requests, gh, jq, kubectl, the
 # shells the completion tests run (zsh, fish), shellcheck (actionlint runs
 # it), pre-commit, etcd with a kube-apiserver; for the client matrix and
-# the transparent-mode tests also wget, Node.js, a headless Java runtime,
+# the transparent-mode tests also wget, Node.js with npm (and, through it,
+# yarn classic and pnpm: scripts/js-clients.sh), a headless Java runtime,
 # PHP with its curl extension, iptables, iproute2 and setpriv (util-linux). Installs only what is
 # missing, so a second run is quick and offline; starts and enables no
 # service. Quiet: one line per thing it installs, everything else only
@@ -40,6 +41,7 @@ need shellcheck shellcheck
 need pre-commit pre-commit
 need wget wget
 need node nodejs
+need npm npm
 need java default-jre-headless
 need php php-cli
 php -m 2>/dev/null | grep -qx curl || missing+=(php-curl)
@@ -75,6 +77,7 @@ fi
 quiet go mod download
 (cd tools/actionlint && quiet go mod download)
 (cd tools/staticcheck && quiet go mod download)
+scripts/js-clients.sh >/dev/null # yarn classic and pnpm for proxy/e2e's npm tests, from the npm registry (installed once)
 scripts/kube-apiserver.sh >/dev/null # etcd, and kube-apiserver for e2e/apiserver (built once, ~10 min)
 scripts/agent-sandbox-controller.sh >/dev/null # agent-sandbox's controller for e2e/apiserver (built once)
 # The real-cluster test (e2e/cluster): containerd, runc, the CNI plugins and

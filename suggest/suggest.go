@@ -267,6 +267,9 @@ func l7(s *Suggestion, g Group, u *compiler.Unit, sb *compiler.Sandbox, read Rea
 				s.Notes = append(s.Notes, fmt.Sprintf("%s: not a path a rule can name, read with its encoded '/' decoded (%v)", quote(path), err))
 				continue
 			}
+			if config.CheckRulePath(strings.TrimSuffix(refused, "/"), false, config.EncodedSlashSegment) == nil {
+				s.Notes = append(s.Notes, fmt.Sprintf("%s holds an encoded '/': where the upstream reads it as part of a name (npm's /@acme%%2fwidgets, GitLab's /api/v4/projects/acme%%2Fwidgets), a rule of its own with encodedSlash: segment and the prefix %s allows it without all of %s", quote(refused), quote(strings.TrimSuffix(refused, "/")), quote(parent)))
+			}
 			path = parent
 		}
 		if err := config.CheckPathPrefix(path); err != nil {

@@ -156,7 +156,25 @@ type Rule struct {
 	// ["query"]} for a read-only POST /graphql. A rule sets Body or
 	// GraphQL, not both.
 	GraphQL *GraphQL `json:"graphql,omitempty"`
+	// EncodedSlash says how the rule reads an encoded '/' (%2F, either
+	// case) in a request's path. Empty: as the upstream might either
+	// way, so a path holding one matches only where the rule allows it
+	// both as sent and with each %2F read as '/'. EncodedSlashSegment:
+	// as part of its segment, as npm's registries (/@scope%2fname) and
+	// GitLab's API (/projects/group%2Fproject) read it; the rule's
+	// paths may then hold %2F too.
+	EncodedSlash string `json:"encodedSlash,omitempty"`
 }
+
+// EncodedSlashSegment is the EncodedSlash mode in which an encoded '/'
+// is part of its segment: a request's %2F matches only a %2F the rule's
+// path spells at the same place, and a "*" matches a segment (or, beside
+// a %2F, a piece of one) that holds none.
+const EncodedSlashSegment = "segment"
+
+// EncodedSlashModes lists the values EncodedSlash may have besides
+// empty.
+func EncodedSlashModes() []string { return []string{EncodedSlashSegment} }
 
 // The GraphQL operation types a GraphQL condition lists.
 const (

@@ -230,13 +230,16 @@ func (v *validator) rule(at string, r Rule) {
 	if len(r.PathPrefixes) == 0 && len(r.PathPatterns) == 0 {
 		v.addf(at, "has neither pathPrefixes nor pathPatterns, so it matches nothing")
 	}
+	if r.EncodedSlash != "" && !slices.Contains(EncodedSlashModes(), r.EncodedSlash) {
+		v.addf(at+".encodedSlash", "%q is not an encodedSlash mode; want %s", r.EncodedSlash, strings.Join(EncodedSlashModes(), ", "))
+	}
 	for i, p := range r.PathPrefixes {
-		if err := CheckPathPrefix(p); err != nil {
+		if err := CheckRulePath(p, false, r.EncodedSlash); err != nil {
 			v.addf(fmt.Sprintf("%s.pathPrefixes[%d]", at, i), "%v", err)
 		}
 	}
 	for i, p := range r.PathPatterns {
-		if err := CheckPathPattern(p); err != nil {
+		if err := CheckRulePath(p, true, r.EncodedSlash); err != nil {
 			v.addf(fmt.Sprintf("%s.pathPatterns[%d]", at, i), "%v", err)
 		}
 	}
@@ -320,16 +323,22 @@ func CheckPlaceholder(p string) error {
 // without normalizing: "/" or "/seg/seg" with no empty, dot or encoded
 // segments and no trailing slash.
 func CheckPathPrefix(p string) error {
-	return checkRulePath(p, false)
+	return CheckRulePath(p, false, "")
 }
 
 // CheckPathPattern is CheckPathPrefix that also allows "*" segments and a
 // final "**".
 func CheckPathPattern(p string) error {
-	return checkRulePath(p, true)
+	return CheckRulePath(p, true, "")
 }
 
-func checkRulePath(p string, pattern bool) error {
+// CheckRulePath is CheckPathPrefix (CheckPathPattern when pattern) for a
+// rule whose EncodedSlash is encodedSlash. With EncodedSlashSegment a
+// segment may also be pieces joined by an encoded '/' (%2F, either case),
+// each piece neither empty nor a dot segment, and in a pattern a piece may
+// be "*": the rule then reads as the same place whichever way an upstream
+// reads the %2F.
+func CheckRulePath(p string, pattern bool, encodedSlash string) error {
 	if p == "/" {
 		return nil
 	}
@@ -347,20 +356,69 @@ func checkRulePath(p string, pattern bool) error {
 			return fmt.Errorf("pattern %q uses \"**\" before the last segment", p)
 		case pattern && (s == "*" || s == "**"):
 			continue
-		case strings.ContainsAny(s, "*"):
-			if pattern {
-				return fmt.Errorf("pattern %q uses '*' inside a segment; a wildcard is a whole segment", p)
-			}
-			return fmt.Errorf("prefix %q holds '*'; use pathPatterns for wildcards", p)
 		}
-		for j := 0; j < len(s); j++ {
-			c := s[j]
-			if c <= ' ' || c >= 0x7f || strings.IndexByte("%;?#\\", c) >= 0 {
-				return fmt.Errorf("path %q holds %q; write paths literally, without encoding, parameters or queries", p, string(c))
+		pieces := []string{s}
+		if HasEncodedSlash(s) {
+			if encodedSlash != EncodedSlashSegment {
+				return fmt.Errorf("path %q holds an encoded '/' (%%2F), which a rule names only with encodedSlash: %s", p, EncodedSlashSegment)
+			}
+			pieces = SplitEncodedSlash(s)
+		}
+		for _, piece := range pieces {
+			if err := checkPiece(p, piece, pattern, len(pieces) > 1); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
+}
+
+// checkPiece checks one segment of path p, or one piece of a segment
+// that holds an encoded '/' (inPieces).
+func checkPiece(p, s string, pattern, inPieces bool) error {
+	switch {
+	case inPieces && s == "":
+		return fmt.Errorf("path %q has an encoded '/' at the start or end of a segment, or beside another", p)
+	case inPieces && (s == "." || s == ".."):
+		return fmt.Errorf("path %q has a dot segment between encoded '/'", p)
+	case inPieces && pattern && s == "*":
+		return nil
+	case inPieces && s == "**":
+		return fmt.Errorf("pattern %q uses \"**\" beside an encoded '/'; it stands only for the last segments", p)
+	case strings.ContainsAny(s, "*"):
+		if pattern {
+			return fmt.Errorf("pattern %q uses '*' inside a segment; a wildcard is a whole segment", p)
+		}
+		return fmt.Errorf("prefix %q holds '*'; use pathPatterns for wildcards", p)
+	}
+	for j := 0; j < len(s); j++ {
+		c := s[j]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("%;?#\\", c) >= 0 {
+			return fmt.Errorf("path %q holds %q; write paths literally, without encoding, parameters or queries", p, string(c))
+		}
+	}
+	return nil
+}
+
+// HasEncodedSlash reports whether s holds an encoded '/' (%2F or %2f).
+// In a path whose every '%' begins an escape, as the proxy accepts them,
+// each match is an escape of its own: %252F holds none.
+func HasEncodedSlash(s string) bool {
+	return strings.Contains(s, "%2F") || strings.Contains(s, "%2f")
+}
+
+// SplitEncodedSlash splits a segment at each encoded '/' (%2F or %2f).
+func SplitEncodedSlash(s string) []string {
+	return strings.Split(CanonicalEncodedSlash(s), "%2F")
+}
+
+// CanonicalEncodedSlash spells every encoded '/' of s as %2F, so that a
+// rule and a request that spell it in other cases compare equal.
+func CanonicalEncodedSlash(s string) string {
+	if !strings.Contains(s, "%2f") {
+		return s
+	}
+	return strings.ReplaceAll(s, "%2f", "%2F")
 }
 
 // isToken reports whether s is an RFC 9110 token (header names, methods).

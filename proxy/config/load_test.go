@@ -99,7 +99,18 @@ func TestDecode(t *testing.T) {
 		"relative prefix":       {old: `"/a/b"`, new: `"a/b"`, want: ErrInvalid, msg: "start with"},
 		"trailing slash":        {old: `"/a/b"`, new: `"/a/b/"`, want: ErrInvalid, msg: "empty segment"},
 		"dot segment":           {old: `"/a/b"`, new: `"/a/../b"`, want: ErrInvalid, msg: "dot segment"},
-		"encoded prefix":        {old: `"/a/b"`, new: `"/a%2Fb"`, want: ErrInvalid, msg: "encoding"},
+		"encoded prefix":        {old: `"/a/b"`, new: `"/a%2Fb"`, want: ErrInvalid, msg: "encodedSlash: segment"},
+		"segment prefix":        {old: `"pathPrefixes":["/a/b"]`, new: `"encodedSlash":"segment","pathPrefixes":["/a%2Fb","/c%2fd"]`},
+		"segment pattern":       {old: `"pathPatterns":["/*/x/**"]`, new: `"encodedSlash":"segment","pathPatterns":["/@acme%2F*","/p/*%2F*/x/**"]`},
+		"segment mode unknown":  {old: `"pathPrefixes":["/a/b"]`, new: `"encodedSlash":"separator","pathPrefixes":["/a/b"]`, want: ErrInvalid, msg: "not an encodedSlash mode"},
+		"segment empty piece":   {old: `"pathPrefixes":["/a/b"]`, new: `"encodedSlash":"segment","pathPrefixes":["/a%2F%2Fb"]`, want: ErrInvalid, msg: "beside another"},
+		"segment leading piece": {old: `"pathPrefixes":["/a/b"]`, new: `"encodedSlash":"segment","pathPrefixes":["/%2Fb"]`, want: ErrInvalid, msg: "start or end"},
+		"segment dot piece":     {old: `"pathPrefixes":["/a/b"]`, new: `"encodedSlash":"segment","pathPrefixes":["/a%2F..%2Fb"]`, want: ErrInvalid, msg: "dot segment"},
+		"segment other escape":  {old: `"pathPrefixes":["/a/b"]`, new: `"encodedSlash":"segment","pathPrefixes":["/a%2Fb%2e"]`, want: ErrInvalid, msg: "literally"},
+		"segment double escape": {old: `"pathPrefixes":["/a/b"]`, new: `"encodedSlash":"segment","pathPrefixes":["/a%252Fb"]`, want: ErrInvalid, msg: "literally"},
+		"segment star prefix":   {old: `"pathPrefixes":["/a/b"]`, new: `"encodedSlash":"segment","pathPrefixes":["/a%2F*"]`, want: ErrInvalid, msg: "pathPatterns"},
+		"segment double star":   {old: `"pathPatterns":["/*/x/**"]`, new: `"encodedSlash":"segment","pathPatterns":["/a%2F**"]`, want: ErrInvalid, msg: "last segments"},
+		"segment partial star":  {old: `"pathPatterns":["/*/x/**"]`, new: `"encodedSlash":"segment","pathPatterns":["/a%2Fb*"]`, want: ErrInvalid, msg: "whole segment"},
 		"wildcard prefix":       {old: `"/a/b"`, new: `"/a/*"`, want: ErrInvalid, msg: "pathPatterns"},
 		"inner double star":     {old: `"/*/x/**"`, new: `"/**/x"`, want: ErrInvalid, msg: "last segment"},
 		"partial star":          {old: `"/*/x/**"`, new: `"/a*/x"`, want: ErrInvalid, msg: "whole segment"},
@@ -142,6 +153,7 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"hosts":[{"inject":{"header":{"value":"{{"}}}]}`))
+	f.Add([]byte(strings.Replace(valid, `"pathPrefixes":["/a/b"]`, `"encodedSlash":"segment","pathPrefixes":["/@acme%2Fwidgets","/a%2f..%2Fb"]`, 1)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Decode(data)
 		if err != nil {

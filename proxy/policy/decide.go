@@ -394,10 +394,7 @@ func (p *Policy) decideTunnel(req RequestInfo, bodyKnown bool) Decision {
 			if !bodyKnown {
 				r.Body, r.GraphQL = nil, nil
 			}
-			err := matchRule(r, req.Method, path, body)
-			if err == nil && slashed {
-				err = matchRule(r, req.Method, decodeSlashes(path), body)
-			}
+			err := ruleAllows(r, req.Method, path, slashed, body)
 			if err == nil {
 				allowed = true
 				break
@@ -407,15 +404,54 @@ func (p *Policy) decideTunnel(req RequestInfo, bodyKnown bool) Decision {
 				// did not.
 				why = ": " + strings.TrimPrefix(err.Error(), ErrBody.Error()+": ")
 			}
+			if why == "" && errors.Is(err, errDoubleEncoded) {
+				why = ": " + err.Error()
+			}
 		}
 		if !allowed && slashed {
-			return refuse("no rule of connection %s allows %s %s on %s both as sent and with its encoded '/' read as a separator, as some upstreams read it%s", h.Connection, Clip(req.Method), Clip(path), tunnel, why)
+			return refuse("no rule of connection %s allows %s %s on %s both as sent and with its encoded '/' read as a separator, as some upstreams read it, nor with encodedSlash: segment, which reads it as part of its segment%s", h.Connection, Clip(req.Method), Clip(path), tunnel, why)
 		}
 		if !allowed {
 			return refuse("no rule of connection %s allows %s %s on %s%s", h.Connection, Clip(req.Method), Clip(path), tunnel, why)
 		}
 	}
 	return Decision{Action: ActionInject, Reason: ReasonAllowed, Host: tunnel, Connection: h.Connection, host: h}
+}
+
+// errDoubleEncoded is ruleAllows' answer for a path holding an encoded
+// '/' that a rule with encodedSlash: segment would match but that also
+// holds an encoded '%' beginning an escape.
+var errDoubleEncoded = errors.New("the path holds an encoded '%' that begins an escape (%252F), which an upstream decoding twice reads otherwise; a rule with encodedSlash: segment refuses it")
+
+// ruleAllows is one rule's verdict on a request whose path (as
+// targetPath accepts it with slashes) holds an encoded '/' when slashed.
+// A rule with encodedSlash: segment matches the path with each %2F part
+// of its segment and refuses double encoding (%252F) beside it, whose
+// reading depends on how often the upstream decodes; any other rule
+// must allow the path both as sent and with each %2F read as '/'.
+func ruleAllows(r config.Rule, method, path string, slashed bool, body Body) error {
+	err := matchRule(r, method, path, body)
+	switch {
+	case err != nil:
+		return err
+	case !slashed:
+		return nil
+	case r.EncodedSlash == config.EncodedSlashSegment:
+		if doubleEncoded(path) {
+			return errDoubleEncoded
+		}
+		return nil
+	}
+	return matchRule(r, method, decodeSlashes(path), body)
+}
+
+// RuleAllows reports whether rule r lets a request with this method,
+// path and body through as Decide does. path is as sent and, unlike
+// TargetPath's, may hold an encoded '/' (%2F) inside a segment, which r
+// reads as its EncodedSlash says; what Decide refuses whatever the rules
+// (a dot segment, an empty one left by a %2F) is not checked here.
+func RuleAllows(r config.Rule, method, path string, body Body) bool {
+	return ruleAllows(r, method, path, config.HasEncodedSlash(path), body) == nil
 }
 
 // sameHost checks that got (an SNI, Host or absolute-form authority) names

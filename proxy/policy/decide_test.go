@@ -294,11 +294,45 @@ func FuzzDecide(f *testing.F) {
 	f.Add(int8(1), "HEAD", "/graphql/?query=query+Q%7Ba%7D+mutation+M%7Bb%7D&operationName=Q", "api.github.com:443", "api.github.com", "api.github.com", []byte(nil), "")
 	f.Add(int8(1), "GET", "/graphql", "api.github.com:443", "api.github.com", "api.github.com", []byte(`{"query":"mutation{x}"}`), "application/json")
 	f.Add(int8(1), "POST", "/acme/widgets.git/git-upload-pack", "github.com:443", "github.com", "github.com", []byte("a=1;operation=upload"), "")
+	// Rules with encodedSlash: segment (slashConfig), decided too.
+	f.Add(int8(1), "GET", "/@acme%2fwidgets", "npm-scope.example:443", "npm-scope.example", "npm-scope.example", []byte(nil), "")
+	f.Add(int8(1), "GET", "/@acme%2f..%2f@other%2fx", "npm-scope.example:443", "npm-scope.example", "npm-scope.example", []byte(nil), "")
+	f.Add(int8(1), "GET", "/@acme%2fx%252F..", "npm-scope.example:443", "npm-scope.example", "npm-scope.example", []byte(nil), "")
+	f.Add(int8(1), "GET", "/api/v4/projects/acme%2Fwidgets/issues", "gitlab-project.example:443", "gitlab-project.example", "gitlab-project.example", []byte(nil), "")
+	f.Add(int8(1), "GET", "/api/v4/projects/acme%2F%2e%2E%2Fother", "gitlab-project.example:443", "gitlab-project.example", "gitlab-project.example", []byte(nil), "")
+	f.Add(int8(1), "GET", "/api/v4/groups/a%2fb", "gitlab-project.example:443", "gitlab-project.example", "gitlab-project.example", []byte(nil), "")
+	f.Add(int8(1), "POST", "/api/v4/projects/a%2Fb/issues", "gitlab-project.example:443", "gitlab-project.example", "gitlab-project.example", []byte(nil), "")
 	catalog := catalogPolicy(f)
+	slashCfg, err := config.Decode([]byte(slashConfig))
+	if err != nil {
+		f.Fatal(err)
+	}
+	slash, err := NewPolicy(slashCfg)
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, kind int8, method, target, connect, sni, host string, body []byte, contentType string) {
 		req := RequestInfo{Kind: Kind(kind % 3), Method: method, Target: target, ConnectHost: connect, SNI: sni, Host: host, Body: body, BodyComplete: true,
 			ContentType: []string{contentType}}
 		checkReadPlaces(t, catalog, req)
+		if d := slash.Decide(req); d.Allowed() && req.Kind == KindTunnel {
+			// Whatever it allows is clean, and with an encoded '/' only
+			// where a rule allows it as assertEitherWay says.
+			path, err := TargetPath(target)
+			if errors.Is(err, errEncodedSlash) {
+				if path, err = targetPath(target, true); err == nil {
+					assertEitherWay(t, slash.Host(d.Host), method, path, Body{Data: body, Complete: true, ContentType: []string{contentType}})
+				}
+			}
+			if err != nil {
+				t.Fatalf("allowed unclean target %q on %s: %v", target, d.Host, err)
+			}
+			for _, r := range slash.Host(d.Host).Rules {
+				if r.EncodedSlash == config.EncodedSlashSegment && MatchRule(r, method, path, Body{}) && config.HasEncodedSlash(path) && doubleEncoded(path) {
+					t.Fatalf("allowed %q on %s, which holds a double encoding", target, d.Host)
+				}
+			}
+		}
 		d := p.Decide(req)
 		if d.Reason == "" || d.Action == "" {
 			t.Fatalf("empty decision for %+v", req)

@@ -91,6 +91,18 @@ func targetPath(target string, slashes bool) (string, error) {
 	return path, nil
 }
 
+// doubleEncoded reports whether path holds an encoded '%' that begins
+// an escape (%252F, %255C, %252E): an upstream that decodes twice reads
+// it as the character the escape names.
+func doubleEncoded(path string) bool {
+	for i := 0; i+4 < len(path); i++ {
+		if path[i] == '%' && path[i+1] == '2' && path[i+2] == '5' && IsHex(path[i+3]) && IsHex(path[i+4]) {
+			return true
+		}
+	}
+	return false
+}
+
 // decodeSlashes returns path (as targetPath accepts it with slashes) as
 // an upstream reads it that takes an encoded '/' for a separator.
 func decodeSlashes(path string) string {
@@ -219,6 +231,68 @@ func MatchPattern(pattern, path string) bool {
 	return len(ss) == len(ps)
 }
 
+// matchSegmentPaths reports whether path lies under one of r's prefixes
+// or matches one of its patterns, an encoded '/' being part of its
+// segment (config.EncodedSlashSegment): a prefix matches whole segments,
+// its %2F matching a %2F (either case) at the same place; a pattern's "*"
+// matches a segment, or a piece of one between %2F, that holds no %2F;
+// its final "**" matches the remaining segments, whatever they hold.
+func matchSegmentPaths(r config.Rule, path string) bool {
+	path = config.CanonicalEncodedSlash(path)
+	for _, p := range r.PathPrefixes {
+		if MatchPrefix(config.CanonicalEncodedSlash(p), path) {
+			return true
+		}
+	}
+	for _, p := range r.PathPatterns {
+		if matchSegmentPattern(config.CanonicalEncodedSlash(p), path) {
+			return true
+		}
+	}
+	return false
+}
+
+// matchSegmentPattern is MatchPattern with an encoded '/' part of its
+// segment; pattern and path spell it %2F.
+func matchSegmentPattern(pattern, path string) bool {
+	if pattern == "/" {
+		return path == "/"
+	}
+	if !strings.HasPrefix(pattern, "/") || !strings.HasPrefix(path, "/") || path == "/" {
+		return false
+	}
+	ps := strings.Split(pattern[1:], "/")
+	ss := strings.Split(path[1:], "/")
+	for i, p := range ps {
+		if p == "**" && i == len(ps)-1 {
+			return len(ss) > i
+		}
+		if i >= len(ss) || !matchSegment(p, ss[i]) {
+			return false
+		}
+	}
+	return len(ss) == len(ps)
+}
+
+// matchSegment matches one segment of a pattern under
+// config.EncodedSlashSegment: piece by piece where it holds %2F, "*"
+// matching a piece (or the whole segment) that holds none.
+func matchSegment(p, seg string) bool {
+	if !strings.Contains(p, "%2F") {
+		return p == seg || p == "*" && !strings.Contains(seg, "%2F")
+	}
+	pp, sp := strings.Split(p, "%2F"), strings.Split(seg, "%2F")
+	if len(pp) != len(sp) {
+		return false
+	}
+	for i := range pp {
+		if pp[i] != sp[i] && pp[i] != "*" {
+			return false
+		}
+	}
+	return true
+}
+
 // MatchRule reports whether a request with this method, path (from
 // TargetPath) and body matches rule r. body is consulted only when r has a
 // Body or GraphQL condition (see CheckBody and CheckGraphQL).
@@ -241,15 +315,19 @@ func matchRule(r config.Rule, method, path string, body Body) error {
 		path = strings.TrimSuffix(path, "/")
 	}
 	pathOK := false
-	for _, p := range r.PathPrefixes {
-		if MatchPrefix(p, path) {
-			pathOK = true
-			break
+	if r.EncodedSlash == config.EncodedSlashSegment {
+		pathOK = matchSegmentPaths(r, path)
+	} else {
+		for _, p := range r.PathPrefixes {
+			if MatchPrefix(p, path) {
+				pathOK = true
+				break
+			}
 		}
-	}
-	for _, p := range r.PathPatterns {
-		if !pathOK && MatchPattern(p, path) {
-			pathOK = true
+		for _, p := range r.PathPatterns {
+			if !pathOK && MatchPattern(p, path) {
+				pathOK = true
+			}
 		}
 	}
 	if !pathOK {
