@@ -49,7 +49,7 @@ func runRender(e *env, args []string) int {
 		}
 		return runKRM(e, &f, opts, renderer, *target)
 	}
-	c, err := pipeline.Check(f.options(e, paths))
+	c, err := pipeline.Check(f.countingSuppressed(f.options(e, paths)))
 	if err != nil {
 		return fail(e, "render", err)
 	}
