@@ -9,11 +9,14 @@
 # its budget. With a REF, that commit's binary runs too, alternating with
 # this one, so that both see the same load.
 #
-#   bench/budget.sh [COUNT] [REF]   # COUNT runs per size, default 3
+#   bench/budget.sh [COUNT] [REF] [N...]   # COUNT runs per size, default 3;
+#                                          # sizes N of 10000 and 100000, default both
 set -euo pipefail
 cd "$(dirname "$0")/.."
 count=${1:-3}
 ref=${2:-}
+sizes=("${@:3}")
+[ ${#sizes[@]} -gt 0 ] || sizes=(10000 100000)
 tmp=$(mktemp -d)
 cleanup() {
   [ -z "$ref" ] || git worktree remove --force "$tmp/ref" 2>/dev/null || true
@@ -34,8 +37,12 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 
 over=0
 printf '%-8s %-7s %-12s %12s %12s  %s\n' conns command binary peak_MiB budget_MiB runs_MiB
-for n in 10000 100000; do
-  budget=$([ "$n" = 10000 ] && echo 100 || echo $((400 * 1000 * 1000 / 1048576)))
+for n in "${sizes[@]}"; do
+  case $n in
+  10000) budget=100 ;;
+  100000) budget=$((400 * 1000 * 1000 / 1048576)) ;;
+  *) echo "no budget for $n Connections: 10000 or 100000" >&2; exit 2 ;;
+  esac
   go run ./bench/gen -n "$n" -agents $((n / 10)) -o "$tmp/repo-$n" >/dev/null
   declare -A runs=()
   for _ in $(seq "$count"); do

@@ -169,6 +169,7 @@ func (w *DirWriter) Abort() {
 	defer w.mu.Unlock()
 	if w.stage != "" {
 		os.RemoveAll(w.stage)
+		w.target.unmake()
 	}
 	if w.err == nil {
 		w.err = errors.New("render aborted")
@@ -182,13 +183,29 @@ func (w *DirWriter) Abort() {
 func (w *DirWriter) Commit() (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.stage != "" {
-		defer os.RemoveAll(w.stage)
-	}
 	if w.err != nil {
+		if w.stage != "" {
+			os.RemoveAll(w.stage)
+			w.target.unmake()
+		}
 		return 0, w.err
 	}
+	n, err := w.commit()
+	if w.stage != "" {
+		os.RemoveAll(w.stage)
+		if err != nil {
+			w.target.unmake()
+		}
+	}
 	w.err = errors.New("render already committed")
+	if err != nil {
+		w.err = err
+	}
+	return n, err
+}
+
+// commit is Commit once nothing has failed before it.
+func (w *DirWriter) commit() (int, error) {
 	var placed []File
 	for _, u := range w.units {
 		for _, p := range u.paths {
@@ -237,6 +254,18 @@ type target struct {
 	dir, parent, base string
 	mode              fs.FileMode
 	exists            bool
+	// made are the parent directories made for the render, deepest first.
+	made []string
+}
+
+// unmake removes the parent directories made for a render that failed,
+// those still empty.
+func (t target) unmake() {
+	for _, d := range t.made {
+		if os.Remove(d) != nil {
+			return
+		}
+	}
 }
 
 // prepare checks that dir may be replaced by a render and makes the
@@ -265,7 +294,14 @@ func prepare(dir string) (target, string, error) {
 		return t, "", fmt.Errorf("output directory: %w", err)
 	}
 	// -o a/b/c where a/b does not exist yet: make it, as mkdir -p would,
-	// for the staged tree to sit next to where it goes.
+	// for the staged tree to sit next to where it goes; a render that
+	// fails removes it again (target.made).
+	for d := t.parent; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || filepath.Dir(d) == d {
+			break
+		}
+		t.made = append(t.made, d)
+	}
 	if err := os.MkdirAll(t.parent, 0o755); err != nil {
 		return t, "", fmt.Errorf("making the output directory's parent: %w", err)
 	}

@@ -482,3 +482,29 @@ func TestDirWriterRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestDirWriterAbortMissingParent: the parents made for a render that is
+// aborted or fails are removed again, so a render that writes nothing
+// leaves nothing behind.
+func TestDirWriterAbortMissingParent(t *testing.T) {
+	for _, abort := range []bool{true, false} {
+		root := t.TempDir()
+		out := filepath.Join(root, "no", "such", "out")
+		w := NewDirWriter(out)
+		put := w.Unit("")
+		if err := put(File{Path: "a", Data: []byte("a")}); err != nil {
+			t.Fatal(err)
+		}
+		if abort {
+			w.Abort()
+		} else if err := put(File{Path: "a", Data: []byte("again")}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Commit(); err == nil {
+			t.Fatal("Commit succeeded")
+		}
+		if s := siblings(t, filepath.Join(root, "no")); len(s) != 0 {
+			t.Errorf("abort %v: left %v in %s", abort, s, root)
+		}
+	}
+}
