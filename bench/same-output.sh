@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks that a refactor changed no output: builds keyhole at a git ref and
-# from the working tree, runs check (text and json), render --stdout (both
-# proxy modes), explain and diff --base REF~20 on every directory given (the
+# from the working tree, runs check (text, -v and json), render --stdout (both
+# proxy modes), render -o (the tree it writes compared too), explain and diff
+# --base REF~20 on every directory given (the
 # bundled examples, the checks fixtures and the corpus repositories when none
 # is), and compares what the two binaries print and their exit codes. Prints
 # each difference and exits 1 if there is any.
@@ -31,7 +32,9 @@ fi
 
 runs=(
   "check"
+  "check -v"
   "check --format json"
+  "render -o $tmp/out --sandbox-image example.com/sandbox:1"
   "render --stdout --sandbox-image example.com/sandbox:1"
   "render --stdout --sandbox-image example.com/sandbox:1 --proxy-mode deployment"
   "explain"
@@ -43,11 +46,15 @@ for dir in "${dirs[@]}"; do
     for b in old new; do
       # shellcheck disable=SC2086 # args are words
       (cd "$root" && "$tmp/keyhole-$b" $args "$dir" >"$tmp/$b.out" 2>"$tmp/$b.err"; echo "exit $?" >>"$tmp/$b.err") || true
+      # What render -o wrote, moved aside for the other binary's run.
+      rm -rf "$tmp/$b.tree"
+      if [ -d "$tmp/out" ]; then mv "$tmp/out" "$tmp/$b.tree"; else mkdir "$tmp/$b.tree"; fi
     done
-    if ! cmp -s "$tmp/old.out" "$tmp/new.out" || ! cmp -s "$tmp/old.err" "$tmp/new.err"; then
+    if ! cmp -s "$tmp/old.out" "$tmp/new.out" || ! cmp -s "$tmp/old.err" "$tmp/new.err" || ! diff -r "$tmp/old.tree" "$tmp/new.tree" >/dev/null; then
       echo "DIFFERS: keyhole $args $dir"
       diff "$tmp/old.out" "$tmp/new.out" | head -5 || true
       diff "$tmp/old.err" "$tmp/new.err" | head -5 || true
+      diff -r "$tmp/old.tree" "$tmp/new.tree" | head -5 || true
       differ=1
     fi
   done

@@ -65,6 +65,12 @@ type Options struct {
 	// are the same. For callers that only report (keyhole check): the
 	// plans of every sandbox are a quarter of the compiler's memory.
 	OmitPlans bool
+	// OmitSuppressedMessages keeps of a suppressed diagnostic all but
+	// its message, for callers whose output only counts suppressed
+	// findings (check's text format without -v, and github): a
+	// repository that suppresses a finding on each of 100,000
+	// Connections held 37 MB of their messages.
+	OmitSuppressedMessages bool
 	// keyHash is what DuplicateObject's index hashes an object's key
 	// with; nil means a seeded maphash. Tests set one under which every
 	// key collides.
@@ -801,6 +807,9 @@ func (p *pass) diagnostic(code string, it *item, pos diag.Pos, fieldPath, msg st
 	// annotation cannot silence what it says about that object.
 	if code != codeAccessAboveCeiling && it.ignores(p.digests.of(it.doc), code) {
 		d.Suppressed = "annotation"
+		if p.opts.OmitSuppressedMessages {
+			d.Message = ""
+		}
 	}
 	return d
 }

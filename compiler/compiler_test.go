@@ -34,13 +34,14 @@ func golden(t *testing.T, path string, got []byte) {
 func compileDir(t *testing.T, dir string, opts Options) Result {
 	t.Helper()
 	v := fixture.Validator(t)
-	var results [4]Result
-	for i, digest := range []source.Digest{nil, Digest(v, opts), Digest(v, opts), Digest(v, opts)} {
+	var results [5]Result
+	for i, digest := range []source.Digest{nil, Digest(v, opts), Digest(v, opts), Digest(v, opts), Digest(v, opts)} {
 		docs, ds := fixture.Load(t, dir, digest)
 		o := opts
 		o.Loaded = ds
 		o.OmitObjects = i == 2
 		o.OmitPlans = i == 3
+		o.OmitSuppressedMessages = i == 4
 		results[i] = Compile(docs, v, o)
 	}
 	sameResult(t, results[0], results[1])
@@ -61,7 +62,24 @@ func compileDir(t *testing.T, dir string, opts Options) Result {
 		noPlans.Units[i].Plan = Plan{Operator: noPlans.Units[i].Plan.Operator}
 	}
 	sameResult(t, noPlans, results[3])
+	// OmitSuppressedMessages changes nothing but the suppressed
+	// diagnostics' messages (which the order of diagnostics at one place
+	// may follow).
+	sameResult(t, suppressedBlank(results[1]), suppressedBlank(results[4]))
 	return results[1]
+}
+
+// suppressedBlank is r with the messages of its suppressed diagnostics
+// blanked, sorted again.
+func suppressedBlank(r Result) Result {
+	r.Diagnostics = slices.Clone(r.Diagnostics)
+	for i := range r.Diagnostics {
+		if r.Diagnostics[i].Suppressed != "" {
+			r.Diagnostics[i].Message = ""
+		}
+	}
+	r.Diagnostics.Sort()
+	return r
 }
 
 // sameResult fails t unless a and b are the same Result, their objects'

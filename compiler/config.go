@@ -218,6 +218,9 @@ func (p *pass) applyConfigIgnores(ds diag.List) {
 				(r.object == "" || r.object == d.Object.String()) &&
 				(r.path == nil || r.path.match(d.Pos.File)) {
 				d.Suppressed = "config"
+				if p.opts.OmitSuppressedMessages {
+					d.Message = ""
+				}
 				break
 			}
 		}

@@ -142,6 +142,20 @@ func NewPrinterWith(format string, o Options) (Printer, error) {
 	return nil, fmt.Errorf("unknown format %q (valid formats: %s)", format, strings.Join(Formats(), ", "))
 }
 
+// CountsSuppressed reports whether format, with o, prints of the
+// suppressed diagnostics only how many there are (text without Verbose,
+// github), so that a caller can drop their messages before printing;
+// false for the formats that list them, and for an unknown one.
+func CountsSuppressed(format string, o Options) bool {
+	switch format {
+	case "text":
+		return !o.Verbose
+	case "github":
+		return true
+	}
+	return false
+}
+
 // sorted returns a sorted copy of ds, leaving the caller's list alone.
 func sorted(ds List) List {
 	c := slices.Clone(ds)

@@ -306,3 +306,39 @@ func TestPrintWriteError(t *testing.T) {
 type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+// TestCountsSuppressed holds CountsSuppressed to what each printer does:
+// where it says a format only counts the suppressed diagnostics, blanking
+// their messages changes no byte of the output; where it says not, the
+// messages are printed.
+func TestCountsSuppressed(t *testing.T) {
+	blank := sample()
+	for i := range blank {
+		if blank[i].Suppressed != "" {
+			blank[i].Message = ""
+		}
+	}
+	for _, format := range Formats() {
+		for _, verbose := range []bool{false, true} {
+			o := Options{Verbose: verbose, MinSeverity: Info}
+			p, err := NewPrinterWith(format, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var full, blanked bytes.Buffer
+			if err := p.Print(&full, sample(), sampleSummary, sampleRules()); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Print(&blanked, blank, sampleSummary, sampleRules()); err != nil {
+				t.Fatal(err)
+			}
+			same := bytes.Equal(full.Bytes(), blanked.Bytes())
+			if counts := CountsSuppressed(format, o); counts != same {
+				t.Errorf("%s, verbose %v: CountsSuppressed is %v, but blanking the suppressed messages changes the output: %v", format, verbose, counts, !same)
+			}
+		}
+	}
+	if CountsSuppressed("no-such-format", Options{}) {
+		t.Error("an unknown format is said to only count suppressed diagnostics")
+	}
+}

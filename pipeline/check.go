@@ -54,6 +54,10 @@ type Options struct {
 	// NoImages needs no sandbox image, for a target that runs no sandbox
 	// Deployment (omnia).
 	Objects, DiagnosticsOnly, NoImages bool
+	// CountSuppressed is set by a caller that prints suppressed
+	// diagnostics only as a count: their messages are not kept
+	// (compiler.Options.OmitSuppressedMessages).
+	CountSuppressed bool
 }
 
 // Checked is the outcome of loading and compiling the inputs.
@@ -129,14 +133,15 @@ func Compile(docs []*source.Document, loadDiags diag.List, opts Options, v *sche
 		}
 	}
 	res := compiler.Compile(docs, v, compiler.Options{
-		AllowMissingSecrets: opts.AllowMissingSecrets,
-		DefaultNamespace:    opts.DefaultNamespace,
-		DefaultSandboxImage: opts.SandboxImage,
-		NoSandboxImages:     opts.NoImages,
-		Loaded:              loadDiags,
-		OperatorVersion:     opts.OperatorVersion,
-		OmitObjects:         !opts.Objects,
-		OmitPlans:           opts.DiagnosticsOnly,
+		AllowMissingSecrets:    opts.AllowMissingSecrets,
+		DefaultNamespace:       opts.DefaultNamespace,
+		DefaultSandboxImage:    opts.SandboxImage,
+		NoSandboxImages:        opts.NoImages,
+		Loaded:                 loadDiags,
+		OperatorVersion:        opts.OperatorVersion,
+		OmitObjects:            !opts.Objects,
+		OmitPlans:              opts.DiagnosticsOnly,
+		OmitSuppressedMessages: opts.CountSuppressed,
 	})
 	unitDocs := map[string]int{}
 	for _, d := range docs {

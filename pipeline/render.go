@@ -28,7 +28,14 @@ type Rendered struct {
 // when it names a unit, keeps that one. A unit with nothing to render is
 // left out; when none has anything, render.ErrEmpty is the error.
 func Render(c *Checked, opts render.Options, renderer render.Renderer, only string) ([]Rendered, error) {
-	return renderUnits(c, opts, renderer, only, true)
+	return renderUnits(c, opts, renderer, only, true, nil)
+}
+
+// RenderTo is Render giving each unit's files to w as they are rendered
+// (render.Options.Put), for render -o: the units it returns hold their
+// files' paths, not their Data. The caller commits w, or aborts it.
+func RenderTo(c *Checked, opts render.Options, renderer render.Renderer, only string, w *render.DirWriter) ([]Rendered, error) {
+	return renderUnits(c, opts, renderer, only, true, w)
 }
 
 // BlockingErrors reports whether ds holds an error that stops a render;
@@ -41,7 +48,7 @@ func BlockingErrors(ds diag.List, ceiling bool) bool {
 	})
 }
 
-func renderUnits(c *Checked, opts render.Options, renderer render.Renderer, only string, ceiling bool) ([]Rendered, error) {
+func renderUnits(c *Checked, opts render.Options, renderer render.Renderer, only string, ceiling bool, w *render.DirWriter) ([]Rendered, error) {
 	if BlockingErrors(c.Result.Diagnostics, ceiling) {
 		return nil, nil
 	}
@@ -57,6 +64,9 @@ func renderUnits(c *Checked, opts render.Options, renderer render.Renderer, only
 		found = true
 		uopts := opts
 		uopts.DefaultNamespace = cmp.Or(u.Namespace, opts.DefaultNamespace)
+		if w != nil {
+			uopts.Put = w.Unit(u.Dir)
+		}
 		files, ds, err := renderer(u.Plan, uopts)
 		c.Result.Diagnostics = append(c.Result.Diagnostics, ds...)
 		if errors.Is(err, render.ErrEmpty) {

@@ -198,7 +198,7 @@ func (s *Side) Check(wd string, opts Options, r *Reuse) error {
 func (s *Side) Render(opts render.Options, renderer render.Renderer, r *Reuse) error {
 	opts.Reuse = r.Render()
 	var err error
-	s.Units, err = renderUnits(&s.Checked, opts, renderer, "", false)
+	s.Units, err = renderUnits(&s.Checked, opts, renderer, "", false, nil)
 	if errors.Is(err, render.ErrEmpty) {
 		s.Units = nil
 		return nil

@@ -139,6 +139,12 @@ type Options struct {
 	// rendered to before, rather than rendering it again (see Reuse).
 	// The files are the same either way.
 	Reuse *Reuse
+	// Put, when set, takes each file as soon as it is rendered (a
+	// DirWriter's Unit), and the renderer returns its files without their
+	// Data: a render of thousands of sandboxes then holds the bytes of a
+	// few at a time instead of all of them. Put is called from several
+	// goroutines at once, in no set order.
+	Put func(File) error
 }
 
 // File is one rendered output file.
@@ -216,6 +222,7 @@ func Render(p compiler.Plan, opts Options) ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
+	// (With Put, the files hold their paths only.)
 	n := 1
 	for _, fs := range rendered {
 		n += len(fs)
@@ -234,9 +241,39 @@ func Render(p compiler.Plan, opts Options) ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
+	if k, err = put(k, opts.Put); err != nil {
+		return nil, err
+	}
 	files = append(files, k)
 	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
 	return files, nil
+}
+
+// put gives f to p, when there is one, and returns f without its Data.
+func put(f File, p func(File) error) (File, error) {
+	if p == nil {
+		return f, nil
+	}
+	if err := p(f); err != nil {
+		return File{}, err
+	}
+	return File{Path: f.Path}, nil
+}
+
+// putAll gives files to p, when there is one, and returns them without
+// their Data: for a renderer that makes its files all at once.
+func putAll(files []File, p func(File) error) ([]File, error) {
+	if p == nil {
+		return files, nil
+	}
+	out := make([]File, len(files))
+	for i, f := range files {
+		var err error
+		if out[i], err = put(f, p); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // renderAll renders the sandboxes on every CPU: YAML encoding dominates a
@@ -261,6 +298,9 @@ func renderAll(sandboxes []compiler.Sandbox, dirs []string, opts Options) ([][]F
 				out[i], errs[i] = opts.Reuse.render(sandboxes[i], dirs[i], opts, func() ([]File, error) {
 					return renderSandbox(&e, sh, sandboxes[i], dirs[i], opts)
 				})
+				if errs[i] == nil {
+					out[i], errs[i] = putAll(out[i], opts.Put)
+				}
 			}
 		})
 	}

@@ -53,7 +53,7 @@ func (r *Reuse) render(sb compiler.Sandbox, dir string, opts Options, fresh func
 	if r == nil {
 		return fresh()
 	}
-	opts.Reuse = nil // not an input of the files
+	opts.Reuse, opts.Put = nil, nil // not inputs of the files
 	this := &reused{done: make(chan struct{}), sb: sb, opts: opts}
 	// Looking up and claiming the directory is one step: two sides
 	// rendering the same sandbox at once must find each other, the later

@@ -32,8 +32,8 @@ func targets() map[string]Renderer {
 			files, err := Render(p, opts)
 			return files, nil, err
 		},
-		TargetOmnia:        RenderOmnia,
-		TargetAgentSandbox: RenderAgentSandbox,
+		TargetOmnia:        putting(RenderOmnia),
+		TargetAgentSandbox: putting(RenderAgentSandbox),
 	}
 }
 
@@ -45,6 +45,20 @@ func Targets() []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// putting is r, which makes its files all at once, giving them to
+// Options.Put when it is set.
+func putting(r Renderer) Renderer {
+	return func(p compiler.Plan, opts Options) ([]File, diag.List, error) {
+		put := opts.Put
+		opts.Put = nil
+		files, ds, err := r(p, opts)
+		if err == nil {
+			files, err = putAll(files, put)
+		}
+		return files, ds, err
+	}
 }
 
 // ForTarget returns the renderer of a target; an unknown name is an

@@ -11,7 +11,9 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -24,13 +26,10 @@ func checkFiles(files []File) error {
 	seen := make(map[string]bool, len(files))
 	for _, f := range files {
 		p := f.Path
+		if err := checkPath(p); err != nil {
+			return err
+		}
 		switch {
-		case p == "" || p == ".":
-			return fmt.Errorf("%w: empty path", ErrInvalidFile)
-		case strings.HasPrefix(p, "/") || strings.Contains(p, `\`) || path.Clean(p) != p:
-			return fmt.Errorf("%w: %q is not a clean relative slash-separated path", ErrInvalidFile, p)
-		case p == ".." || strings.HasPrefix(p, "../"):
-			return fmt.Errorf("%w: %q leaves the output directory", ErrInvalidFile, p)
 		case p == MarkerFile:
 			return fmt.Errorf("%w: %q is the marker WriteDir writes", ErrInvalidFile, p)
 		case seen[p]:
@@ -44,6 +43,20 @@ func checkFiles(files []File) error {
 				return fmt.Errorf("%w: %q is both a file and the directory of %q", ErrInvalidFile, d, f.Path)
 			}
 		}
+	}
+	return nil
+}
+
+// checkPath refuses a path that is not clean, relative and inside the
+// output directory.
+func checkPath(p string) error {
+	switch {
+	case p == "" || p == ".":
+		return fmt.Errorf("%w: empty path", ErrInvalidFile)
+	case strings.HasPrefix(p, "/") || strings.Contains(p, `\`) || path.Clean(p) != p:
+		return fmt.Errorf("%w: %q is not a clean relative slash-separated path", ErrInvalidFile, p)
+	case p == ".." || strings.HasPrefix(p, "../"):
+		return fmt.Errorf("%w: %q leaves the output directory", ErrInvalidFile, p)
 	}
 	return nil
 }
@@ -62,70 +75,269 @@ func WriteDir(dir string, files []File) error {
 	if err := checkFiles(files); err != nil {
 		return err
 	}
+	w := NewDirWriter(dir)
+	put := w.Unit("")
+	for _, f := range files {
+		if err := put(f); err != nil {
+			break // Commit returns it
+		}
+	}
+	_, err := w.Commit()
+	return err
+}
+
+// A DirWriter replaces a directory with a render's files as WriteDir
+// does, taking them as they are rendered (Options.Put) rather than all at
+// once: each deploy unit's files are staged beside the directory as they
+// come, and Commit places them as Layout would (one unit's at the top,
+// several units' each under the unit's directory) and swaps them in.
+// Until Commit, the directory is as it was; Abort, or a failed Commit,
+// removes what was staged. Its methods are safe for concurrent use.
+type DirWriter struct {
+	dir string
+
+	mu sync.Mutex
+	// err is the first failure, returned by Commit; nothing is staged
+	// after it.
+	err error
+	// stage is the directory the files are staged in, "" until the
+	// first file; each unit's go to stage/<its index>.
+	stage  string
+	target target
+	units  []*stagedUnit
+}
+
+// stagedUnit is the files of one deploy unit staged so far, and the
+// directory its files go to among several units.
+type stagedUnit struct {
+	dir   string
+	paths []string
+}
+
+// NewDirWriter returns a DirWriter that replaces dir. It touches nothing
+// until the first file.
+func NewDirWriter(dir string) *DirWriter {
+	return &DirWriter{dir: dir}
+}
+
+// Unit returns the Options.Put of one deploy unit, whose files go to
+// dir among several units (its source.Unit's Dir: "" for the loose
+// files, which go to the top). A unit that puts no file does not count.
+// The error it returns is the first of the DirWriter, which stages
+// nothing more; Commit returns it too.
+func (w *DirWriter) Unit(dir string) func(File) error {
+	var u *stagedUnit
+	index := 0
+	return func(f File) error {
+		w.mu.Lock()
+		if w.err == nil && u == nil {
+			u = &stagedUnit{dir: dir}
+			index = len(w.units)
+			w.units = append(w.units, u)
+		}
+		if w.err == nil && w.stage == "" {
+			w.target, w.stage, w.err = prepare(w.dir)
+		}
+		if w.err == nil {
+			w.err = checkPath(f.Path)
+		}
+		if w.err != nil {
+			err := w.err
+			w.mu.Unlock()
+			return err
+		}
+		u.paths = append(u.paths, f.Path)
+		root := filepath.Join(w.stage, strconv.Itoa(index))
+		w.mu.Unlock()
+		// Two units' files are staged apart, and a unit has each path
+		// once (Commit refuses it otherwise), so writes need no lock.
+		if err := stageFile(root, f.Path, f.Data); err != nil {
+			w.mu.Lock()
+			if w.err == nil {
+				w.err = err
+			}
+			w.mu.Unlock()
+			return err
+		}
+		return nil
+	}
+}
+
+// Abort removes what was staged; the directory stays as it was.
+func (w *DirWriter) Abort() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stage != "" {
+		os.RemoveAll(w.stage)
+		w.target.unmake()
+	}
+	if w.err == nil {
+		w.err = errors.New("render aborted")
+	}
+}
+
+// Commit places the staged files, checks them as WriteDir checks its
+// files, and swaps them in for the directory; it returns how many files
+// it wrote (MarkerFile aside). After a failure the directory is as it
+// was and nothing staged is left.
+func (w *DirWriter) Commit() (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		if w.stage != "" {
+			os.RemoveAll(w.stage)
+			w.target.unmake()
+		}
+		return 0, w.err
+	}
+	n, err := w.commit()
+	if w.stage != "" {
+		os.RemoveAll(w.stage)
+		if err != nil {
+			w.target.unmake()
+		}
+	}
+	w.err = errors.New("render already committed")
+	if err != nil {
+		w.err = err
+	}
+	return n, err
+}
+
+// commit is Commit once nothing has failed before it.
+func (w *DirWriter) commit() (int, error) {
+	var placed []File
+	for _, u := range w.units {
+		for _, p := range u.paths {
+			if len(w.units) > 1 && u.dir != "" {
+				p = path.Join(u.dir, p)
+			}
+			placed = append(placed, File{Path: p})
+		}
+	}
+	if len(placed) == 0 {
+		return 0, fmt.Errorf("%w: no files to write", ErrEmpty)
+	}
+	if err := checkFiles(placed); err != nil {
+		return 0, err
+	}
+	root := filepath.Join(w.stage, "0")
+	if len(w.units) > 1 {
+		root = filepath.Join(w.stage, "all")
+		i := 0
+		for ui, u := range w.units {
+			from := filepath.Join(w.stage, strconv.Itoa(ui))
+			for _, p := range u.paths {
+				to := filepath.Join(root, filepath.FromSlash(placed[i].Path))
+				i++
+				if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+					return 0, fmt.Errorf("staging %s: %w", placed[i-1].Path, err)
+				}
+				if err := os.Rename(filepath.Join(from, filepath.FromSlash(p)), to); err != nil {
+					return 0, fmt.Errorf("staging %s: %w", placed[i-1].Path, err)
+				}
+			}
+		}
+	}
+	if err := stageFile(root, MarkerFile, []byte(markerText)); err != nil {
+		return 0, err
+	}
+	if err := w.target.swap(root); err != nil {
+		return 0, err
+	}
+	return len(placed), nil
+}
+
+// target is where a render goes: the directory, whether it exists, with
+// what permissions, and its parent and name, beside which it is staged.
+type target struct {
+	dir, parent, base string
+	mode              fs.FileMode
+	exists            bool
+	// made are the parent directories made for the render, deepest first.
+	made []string
+}
+
+// unmake removes the parent directories made for a render that failed,
+// those still empty.
+func (t target) unmake() {
+	for _, d := range t.made {
+		if os.Remove(d) != nil {
+			return
+		}
+	}
+}
+
+// prepare checks that dir may be replaced by a render and makes the
+// directory beside it to stage the render in.
+func prepare(dir string) (target, string, error) {
 	dir = filepath.Clean(dir)
-	base := filepath.Base(dir)
-	if base == "." || base == ".." || base == string(filepath.Separator) {
-		return fmt.Errorf("output directory %q cannot be replaced; name a directory below it", dir)
+	t := target{dir: dir, parent: filepath.Dir(dir), base: filepath.Base(dir), mode: 0o755}
+	if t.base == "." || t.base == ".." || t.base == string(filepath.Separator) {
+		return t, "", fmt.Errorf("output directory %q cannot be replaced; name a directory below it", dir)
 	}
 	if link := linkOnPath(dir); link != "" {
-		return fmt.Errorf("output directory %q: %s is a symbolic link, which render does not write through (a link a repository commits may lead anywhere); name a directory reached without links", dir, link)
+		return t, "", fmt.Errorf("output directory %q: %s is a symbolic link, which render does not write through (a link a repository commits may lead anywhere); name a directory reached without links", dir, link)
 	}
-	mode := fs.FileMode(0o755)
-	exists := false
 	switch info, err := os.Lstat(dir); {
 	case err == nil:
 		if !info.IsDir() {
-			return fmt.Errorf("output %q is not a directory", dir)
+			return t, "", fmt.Errorf("output %q is not a directory", dir)
 		}
 		if err := checkOwned(dir); err != nil {
-			return err
+			return t, "", err
 		}
-		mode = info.Mode().Perm()
-		exists = true
+		t.mode = info.Mode().Perm()
+		t.exists = true
 	case errors.Is(err, fs.ErrNotExist):
 	default:
-		return fmt.Errorf("output directory: %w", err)
+		return t, "", fmt.Errorf("output directory: %w", err)
 	}
-
-	parent := filepath.Dir(dir)
 	// -o a/b/c where a/b does not exist yet: make it, as mkdir -p would,
-	// for the staged tree to sit next to where it goes.
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return fmt.Errorf("making the output directory's parent: %w", err)
+	// for the staged tree to sit next to where it goes; a render that
+	// fails removes it again (target.made).
+	for d := t.parent; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || filepath.Dir(d) == d {
+			break
+		}
+		t.made = append(t.made, d)
 	}
-	stage, err := os.MkdirTemp(parent, "."+base+".keyhole-new-")
+	if err := os.MkdirAll(t.parent, 0o755); err != nil {
+		return t, "", fmt.Errorf("making the output directory's parent: %w", err)
+	}
+	stage, err := os.MkdirTemp(t.parent, "."+t.base+".keyhole-new-")
 	if err != nil {
-		return fmt.Errorf("staging the render next to %q: %w", dir, err)
+		return t, "", fmt.Errorf("staging the render next to %q: %w", dir, err)
 	}
-	// Removes the staged tree on every failure; after the swap it no
-	// longer exists and this does nothing.
-	defer os.RemoveAll(stage)
-	if err := writeTree(stage, files); err != nil {
-		return err
-	}
-	if err := os.Chmod(stage, mode); err != nil {
+	return t, stage, nil
+}
+
+// swap puts the staged tree root in the target's place, with two renames
+// when a previous render is there.
+func (t target) swap(root string) error {
+	if err := os.Chmod(root, t.mode); err != nil {
 		return fmt.Errorf("staging the render: %w", err)
 	}
-	if !exists {
-		if err := os.Rename(stage, dir); err != nil {
+	if !t.exists {
+		if err := os.Rename(root, t.dir); err != nil {
 			return fmt.Errorf("moving the render into place: %w", err)
 		}
-		removeStale(parent, base, time.Now())
+		removeStale(t.parent, t.base, time.Now())
 		return nil
 	}
 	// The previous render moves into a fresh directory of its own, so no
 	// other process can have taken the name it moves to.
-	old, err := os.MkdirTemp(parent, "."+base+".keyhole-old-")
+	old, err := os.MkdirTemp(t.parent, "."+t.base+".keyhole-old-")
 	if err != nil {
 		return fmt.Errorf("making room for the previous render: %w", err)
 	}
-	prev := filepath.Join(old, base)
-	if err := os.Rename(dir, prev); err != nil {
+	prev := filepath.Join(old, t.base)
+	if err := os.Rename(t.dir, prev); err != nil {
 		os.Remove(old)
 		return fmt.Errorf("moving the previous render aside: %w", err)
 	}
-	if err := os.Rename(stage, dir); err != nil {
-		if rerr := os.Rename(prev, dir); rerr != nil {
+	if err := os.Rename(root, t.dir); err != nil {
+		if rerr := os.Rename(prev, t.dir); rerr != nil {
 			return fmt.Errorf("moving the render into place: %w; the previous render is left in %q: %w", err, prev, rerr)
 		}
 		os.Remove(old)
@@ -134,7 +346,7 @@ func WriteDir(dir string, files []File) error {
 	// The new render is in place; a leftover old tree is only clutter, so
 	// failing to remove it does not fail the write.
 	os.RemoveAll(old)
-	removeStale(parent, base, time.Now())
+	removeStale(t.parent, t.base, time.Now())
 	return nil
 }
 
@@ -223,24 +435,14 @@ func checkOwned(dir string) error {
 	return nil
 }
 
-func writeTree(root string, files []File) error {
-	write := func(rel string, data []byte) error {
-		p := filepath.Join(root, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return fmt.Errorf("staging %s: %w", rel, err)
-		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			return fmt.Errorf("staging %s: %w", rel, err)
-		}
-		return nil
+// stageFile writes one file of the staged tree root.
+func stageFile(root, rel string, data []byte) error {
+	p := filepath.Join(root, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("staging %s: %w", rel, err)
 	}
-	if err := write(MarkerFile, []byte(markerText)); err != nil {
-		return err
-	}
-	for _, f := range files {
-		if err := write(f.Path, f.Data); err != nil {
-			return err
-		}
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		return fmt.Errorf("staging %s: %w", rel, err)
 	}
 	return nil
 }

@@ -371,3 +371,140 @@ func TestWriteDirNoLinks(t *testing.T) {
 		t.Errorf("WriteDir(real/out) = %v", err)
 	}
 }
+
+// TestDirWriterUnits: files put unit by unit, from several goroutines,
+// land where WriteDir puts the same files laid out as one unit's at the
+// top, or several units' each under its directory (the loose files' at
+// the top), and Render with Put returns its files without their Data.
+func TestDirWriterUnits(t *testing.T) {
+	plan := testPlan()
+	whole := mustRender(t, plan, Options{})
+	tests := map[string]struct {
+		dirs []string // each unit's directory among several
+		want func(unit int, p string) string
+	}{
+		"one unit at the top": {dirs: []string{"apps/prod"}, want: func(_ int, p string) string { return p }},
+		"several under their directories": {dirs: []string{"", "apps/prod", "apps"}, want: func(u int, p string) string {
+			return strings.TrimPrefix([]string{"", "apps/prod", "apps"}[u]+"/"+p, "/")
+		}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			base := t.TempDir()
+			viaPut, viaWrite := filepath.Join(base, "put"), filepath.Join(base, "write")
+			w := NewDirWriter(viaPut)
+			var laidOut []File
+			for u, d := range tc.dirs {
+				opts := Options{Put: w.Unit(d)}
+				files, err := Render(plan, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, f := range files {
+					if f.Data != nil || f.Path != whole[i].Path {
+						t.Fatalf("with Put, Render returned %q with %d bytes; want %q without its Data", f.Path, len(f.Data), whole[i].Path)
+					}
+					laidOut = append(laidOut, File{Path: tc.want(u, whole[i].Path), Data: whole[i].Data})
+				}
+			}
+			n, err := w.Commit()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != len(laidOut) {
+				t.Errorf("Commit wrote %d files, want %d", n, len(laidOut))
+			}
+			if err := WriteDir(viaWrite, laidOut); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := snapshot(t, viaPut), snapshot(t, viaWrite); !equalSnapshots(got, want) {
+				t.Errorf("the files put differ from the files written:\n%v\n%v", got, want)
+			}
+			if s := siblings(t, viaPut); len(s) != 2 {
+				t.Errorf("staging left siblings behind: %v", s)
+			}
+		})
+	}
+}
+
+// TestDirWriterRefuses: an abort, a file both a file and a directory
+// once laid out, and a path that leaves the directory all leave the
+// previous render as it was and nothing staged behind.
+func TestDirWriterRefuses(t *testing.T) {
+	tests := map[string]struct {
+		put     func(w *DirWriter) error
+		abort   bool
+		wantErr error
+	}{
+		"aborted": {put: func(w *DirWriter) error {
+			return w.Unit("")(File{Path: "a.yaml", Data: []byte("a\n")})
+		}, abort: true},
+		"a loose file where a unit's directory goes": {put: func(w *DirWriter) error {
+			if err := w.Unit("")(File{Path: "apps", Data: []byte("a\n")}); err != nil {
+				return err
+			}
+			return w.Unit("apps")(File{Path: "b.yaml", Data: []byte("b\n")})
+		}, wantErr: ErrInvalidFile},
+		"a path out of the directory": {put: func(w *DirWriter) error {
+			w.Unit("")(File{Path: "../escape.yaml", Data: []byte("x\n")})
+			return nil
+		}, wantErr: ErrInvalidFile},
+		"nothing put": {put: func(*DirWriter) error { return nil }, wantErr: ErrEmpty},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "out")
+			writePrevious(t, dir)
+			before := snapshot(t, dir)
+			w := NewDirWriter(dir)
+			if err := tc.put(w); err != nil {
+				t.Fatal(err)
+			}
+			if tc.abort {
+				w.Abort()
+			}
+			_, err := w.Commit()
+			switch {
+			case err == nil:
+				t.Fatal("Commit succeeded")
+			case tc.wantErr != nil && !errors.Is(err, tc.wantErr):
+				t.Errorf("Commit: %v, want %v", err, tc.wantErr)
+			}
+			if !equalSnapshots(before, snapshot(t, dir)) {
+				t.Error("the previous render changed")
+			}
+			if s := siblings(t, dir); len(s) != 1 {
+				t.Errorf("staging left siblings behind: %v", s)
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(dir), "escape.yaml")); err == nil {
+				t.Error("a file was written outside the directory")
+			}
+		})
+	}
+}
+
+// TestDirWriterAbortMissingParent: the parents made for a render that is
+// aborted or fails are removed again, so a render that writes nothing
+// leaves nothing behind.
+func TestDirWriterAbortMissingParent(t *testing.T) {
+	for _, abort := range []bool{true, false} {
+		root := t.TempDir()
+		out := filepath.Join(root, "no", "such", "out")
+		w := NewDirWriter(out)
+		put := w.Unit("")
+		if err := put(File{Path: "a", Data: []byte("a")}); err != nil {
+			t.Fatal(err)
+		}
+		if abort {
+			w.Abort()
+		} else if err := put(File{Path: "a", Data: []byte("again")}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Commit(); err == nil {
+			t.Fatal("Commit succeeded")
+		}
+		if s := siblings(t, filepath.Join(root, "no")); len(s) != 0 {
+			t.Errorf("abort %v: left %v in %s", abort, s, root)
+		}
+	}
+}

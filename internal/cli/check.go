@@ -83,6 +83,15 @@ func (f *checkFlags) options(e *env, paths []string) pipeline.Options {
 	}
 }
 
+// countingSuppressed is opts for a command whose only printing of the
+// diagnostics is report's, in f's format: what that format only counts,
+// the check need not keep (pipeline.Options.CountSuppressed).
+func (f *checkFlags) countingSuppressed(opts pipeline.Options) pipeline.Options {
+	po, err := f.print.options(f.format)
+	opts.CountSuppressed = err == nil && diag.CountsSuppressed(f.format, po)
+	return opts
+}
+
 // report prints the diagnostics in the chosen format.
 func report(e *env, c pipeline.Checked, format string, pf printFlags) error {
 	o, err := pf.options(format)
@@ -122,7 +131,7 @@ func runCheck(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "keyhole check: %s\n", errText(err))
 		return exitUsage
 	}
-	c, err := pipeline.Check(f.options(e, paths))
+	c, err := pipeline.Check(f.countingSuppressed(f.options(e, paths)))
 	if err != nil {
 		return fail(e, "check", err)
 	}

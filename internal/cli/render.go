@@ -49,11 +49,18 @@ func runRender(e *env, args []string) int {
 		}
 		return runKRM(e, &f, opts, renderer, *target)
 	}
-	c, err := pipeline.Check(f.options(e, paths))
+	c, err := pipeline.Check(f.countingSuppressed(f.options(e, paths)))
 	if err != nil {
 		return fail(e, "render", err)
 	}
-	units, code, ok := renderChecked(e, &c, &f, opts, renderer, unit)
+	// -o writes each file as it is rendered, into a directory staged
+	// beside DIR that replaces it once every unit is rendered and the
+	// check found no errors: the files are never all held at once.
+	var w *render.DirWriter
+	if *out != "" {
+		w = render.NewDirWriter(*out)
+	}
+	units, code, ok := renderChecked(e, &c, &f, opts, renderer, unit, w)
 	if !ok {
 		return code
 	}
@@ -68,8 +75,8 @@ func runRender(e *env, args []string) int {
 		}
 		return exitOK
 	}
-	files := pipeline.Layout(units)
-	if err := render.WriteDir(*out, files); err != nil {
+	written, err := w.Commit()
+	if err != nil {
 		return fail(e, "render", err)
 	}
 	where := *out
@@ -77,14 +84,14 @@ func runRender(e *env, args []string) int {
 		where = fmt.Sprintf("%s, one directory per deploy unit (%s)", *out, unitNames(units))
 	}
 	if *target == render.TargetOmnia {
-		fmt.Fprintf(e.stderr, "keyhole render: wrote %d files (omnia target) to %s\n", len(files), where)
+		fmt.Fprintf(e.stderr, "keyhole render: wrote %d files (omnia target) to %s\n", written, where)
 		return exitOK
 	}
 	sandboxes := 0
 	for _, u := range units {
 		sandboxes += len(u.Plan.Sandboxes)
 	}
-	fmt.Fprintf(e.stderr, "keyhole render: wrote %d files for %s to %s\n", len(files), plural(sandboxes, "sandbox", "sandboxes"), where)
+	fmt.Fprintf(e.stderr, "keyhole render: wrote %d files for %s to %s\n", written, plural(sandboxes, "sandbox", "sandboxes"), where)
 	return exitOK
 }
 
@@ -100,8 +107,24 @@ func registerUnit(fs *flag.FlagSet) *string {
 // render is left out; when none has anything, render.ErrEmpty is the
 // error. ok is false when nothing may be written, with the exit code to
 // return.
-func renderChecked(e *env, c *pipeline.Checked, f *checkFlags, opts render.Options, renderer render.Renderer, unit *string) ([]pipeline.Rendered, int, bool) {
-	units, rerr := pipeline.Render(c, opts, renderer, *unit)
+func renderChecked(e *env, c *pipeline.Checked, f *checkFlags, opts render.Options, renderer render.Renderer, unit *string, w *render.DirWriter) ([]pipeline.Rendered, int, bool) {
+	var units []pipeline.Rendered
+	var rerr error
+	if w != nil {
+		units, rerr = pipeline.RenderTo(c, opts, renderer, *unit, w)
+	} else {
+		units, rerr = pipeline.Render(c, opts, renderer, *unit)
+	}
+	units, code, ok := reportRendered(e, c, f, units, rerr)
+	if !ok && w != nil {
+		w.Abort()
+	}
+	return units, code, ok
+}
+
+// reportRendered prints the diagnostics of a render and says whether
+// its files may be written.
+func reportRendered(e *env, c *pipeline.Checked, f *checkFlags, units []pipeline.Rendered, rerr error) ([]pipeline.Rendered, int, bool) {
 	if err := report(&env{stdout: e.stderr, stderr: e.stderr, rawStdout: e.rawErr(), terminal: e.terminal, env: e.env}, *c, f.format, f.print); err != nil {
 		return nil, fail(e, "render", err), false
 	}
