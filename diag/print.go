@@ -150,7 +150,8 @@ func CountsSuppressed(format string, o Options) bool {
 	switch format {
 	case "text":
 		return !o.Verbose
-	case "github":
+	case "github", "junit", "gitlab":
+		// The CI reports leave suppressed findings out altogether.
 		return true
 	}
 	return false
