@@ -3,8 +3,9 @@
 # bench/corpus/repos.tsv, each at its pinned commit, as published and then
 # with the keyhole files of bench/corpus/setups/<owner>+<name>/ added, and
 # prints one table row per repository (docs/corpus.md says what each
-# column means). Exit status 1 when a repository as published is not clean
-# or a setup's expectations (bench/corpus/setups/*/corpus.expect) fail.
+# column means). Exit status 1 when a repository as published is not clean,
+# a setup's expectations (bench/corpus/setups/*/corpus.expect) fail, or a
+# run says one diagnostic more than once.
 #
 #   bench/corpus.sh [-k KEYHOLE] [-r RESULTS] [MIRRORS [OWNER/NAME...]]
 #
@@ -75,6 +76,14 @@ check() {
   end=$(date +%s%N)
   ms=$(((end - start) / 1000000))
   if [ -n "$results" ]; then cp "$tmp/$2.json" "$tmp/$2.err" "$results/"; fi
+  # What keyhole says of one place it says once: a diagnostic repeated
+  # (code, position, message) fails the run.
+  local twice
+  twice=$(jq '[.diagnostics[] | [.code, .file, .line, .column, .message]] | group_by(.) | map(select(length > 1)) | length' "$tmp/$2.json" 2>/dev/null || echo 0)
+  if [ "$twice" != 0 ]; then
+    echo "$2: $twice diagnostics said more than once" >&2
+    failed=1
+  fi
 }
 
 # verdict RC NAME: the one-word result of a run.

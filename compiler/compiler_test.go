@@ -159,6 +159,29 @@ func TestCheckFixtures(t *testing.T) {
 	}
 }
 
+// TestFixturesSayEachOnce: no fixture's want.txt holds one diagnostic
+// twice (the same severity, code, position and message): what keyhole
+// says of one place, it says once.
+func TestFixturesSayEachOnce(t *testing.T) {
+	wants, _ := filepath.Glob("testdata/checks/*/want.txt")
+	if len(wants) == 0 {
+		t.Fatal("no fixture under testdata/checks")
+	}
+	for _, w := range wants {
+		b, err := os.ReadFile(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+			if line != "" && seen[line] {
+				t.Errorf("%s says twice: %s", w, line)
+			}
+			seen[line] = true
+		}
+	}
+}
+
 // TestEveryCheckHasAFixture keeps the table and the fixtures together: a
 // code no fixture produces is a check nobody has seen fire.
 func TestEveryCheckHasAFixture(t *testing.T) {

@@ -107,8 +107,31 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 		case strings.Contains(rel, "{{"):
 			continue // a template an ApplicationSet fills in
 		}
-		repo := repoKey(stringField(src, "repoURL"), stringField(src, "targetRevision"))
-		root, srcRoot := l.enginePath(rel, srcRoots)
+		repoURL := stringField(src, "repoURL")
+		repo := repoKey(repoURL, stringField(src, "targetRevision"))
+		roots := srcRoots
+		if pkg, ok := cnoePackage(repoURL); ok {
+			// idpbuilder serves the directory beside the Application's
+			// file as a repository of its own: the path is relative to
+			// it, and it is not this repository.
+			dir := filepath.Join(filepath.Dir(l.osPath(d.File)), filepath.FromSlash(pkg))
+			if fi, err := l.fsys.Stat(dir); err != nil || !fi.IsDir() || !within(srcRoots[0], dir) {
+				out = append(out, engineFound{pos: pos, skip: fmt.Sprintf("%s builds from %s, which idpbuilder makes of the directory %s beside the Application's file; this repository has no such directory, so idpbuilder refuses it; skipped",
+					what, repoURL, pkg)})
+				continue
+			}
+			roots, repo = []string{dir}, ""
+			if root, _ := l.enginePath(rel, roots); root == "" {
+				out = append(out, engineFound{pos: pos, err: fmt.Sprintf("%s builds %s from %s, the directory %s that idpbuilder serves as a repository, which has no such directory: Argo CD cannot generate its manifests, so it does not sync",
+					what, shown, repoURL, l.display(dir, dir))})
+				continue
+			}
+		} else if isOCI(repoURL) {
+			out = append(out, engineFound{pos: pos, skip: fmt.Sprintf("%s builds %s from %s, an OCI artifact keyhole does not fetch, not this repository; out of reach, skipped",
+				what, shown, repoURL)})
+			continue
+		}
+		root, srcRoot := l.enginePath(rel, roots)
 		if root == "" {
 			out = append(out, engineFound{pos: pos, repo: repo, skip: fmt.Sprintf("%s builds %s from %s, which is not a directory of this repository; out of reach, skipped",
 				what, shown, cmp.Or(stringField(src, "repoURL"), "its repository")),
@@ -138,7 +161,11 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 			unitName += "#" + strconv.Itoa(i+1)
 			dir = path.Join(dir, strconv.Itoa(i+1))
 		}
-		out = append(out, engineFound{srcRoot: srcRoot, pos: pos, repo: repo, unit: &Unit{
+		var declRoot string
+		if srcRoot != srcRoots[0] && len(roots) == 1 && roots[0] == srcRoot {
+			declRoot = srcRoots[0] // an idpbuilder package's
+		}
+		out = append(out, engineFound{srcRoot: srcRoot, declRoot: declRoot, pos: pos, repo: repo, unit: &Unit{
 			Name:      unitName,
 			Dir:       dir,
 			Source:    UnitArgoCD,
@@ -179,6 +206,25 @@ func argoOwnRepo(found []engineFound) {
 			found[i].skip, found[i].warn, found[i].code = "", f.ownWarn, CodeGeneratorMatchesNothing
 		}
 	}
+}
+
+// cnoeScheme is the repoURL scheme of idpbuilder's packages.
+const cnoeScheme = "cnoe://"
+
+// cnoePackage is the directory (relative to the Application's file) that
+// an idpbuilder package's repoURL, cnoe://DIR, names. idpbuilder serves
+// the files of that directory as a Git repository of their own and
+// writes that repository's URL into the Application: the values after
+// cnoe:// are a path relative to the Application's file.
+func cnoePackage(repoURL string) (dir string, ok bool) {
+	dir, ok = strings.CutPrefix(strings.TrimSpace(repoURL), cnoeScheme)
+	return cmp.Or(path.Clean(dir), "."), ok
+}
+
+// isOCI reports whether repoURL names an OCI artifact, which Argo CD
+// pulls from a registry: never this repository.
+func isOCI(repoURL string) bool {
+	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(repoURL)), "oci://")
 }
 
 // boolField reports whether key of mapping n is the boolean true.

@@ -195,7 +195,15 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 		// Applications: read once every Application is known.
 		for _, c := range charts {
 			dir := filepath.Dir(c)
-			if scanned[dir] || !l.chartHolds(dir, declaresEngineObjects) {
+			if scanned[dir] {
+				continue
+			}
+			if !l.chartHolds(dir, declaresEngineObjects) {
+				// A dependency keyhole does not hold may write them.
+				if d, ok := l.unvendoredArgoApps(dir, l.under(p, abs, c)); ok {
+					scanned[dir] = true
+					ds = append(ds, d)
+				}
 				continue
 			}
 			scanned[dir] = true

@@ -40,9 +40,9 @@ type fluxDecl struct {
 type applyingBuild struct {
 	run  kustomizeRun
 	objs []builtObject
-	// err says why the build gave nothing to read; said once.
-	err  error
-	said bool
+	// err says why the build gave nothing to read; said once per
+	// declaration (loader.failedSaid).
+	err error
 }
 
 // builtObject is a Flux Kustomization or HelmRelease as a build wrote
@@ -323,12 +323,17 @@ func (l *loader) appliedAs(p *Unit, file, kind, name string, patches []kustomize
 }
 
 // applyingFailed is what is said of the failed build b of the engine
-// unit p, once: nothing when p's own build, made again, reports why.
+// unit p, once for the object declaring it, whatever units it makes:
+// nothing when p's own build, made again, reports why.
 func (l *loader) applyingFailed(p *Unit, b *applyingBuild) diag.List {
-	if b.said || l.engineUnitMatters(p) {
+	key := p.Decl.String() + " " + p.Name
+	if l.failedSaid[key] || l.engineUnitMatters(p) {
 		return nil
 	}
-	b.said = true
+	if l.failedSaid == nil {
+		l.failedSaid = map[string]bool{}
+	}
+	l.failedSaid[key] = true
 	// The message as a build's own error shows it: no Secret value, no
 	// temporary directory.
 	bb := &build{l: l, named: l.unitName(p), root: p.Root}

@@ -198,6 +198,11 @@ type loader struct {
 	// applying are the builds of Flux units that fluxApplied made to read
 	// the Flux objects they apply, for buildEngineUnits to use.
 	applying map[*Unit]*applyingBuild
+	// failedSaid holds the engine objects (the position of their
+	// declaration and their name) whose failed applying build is said:
+	// one object may make several units (read again as each Application
+	// applying it builds it), each with a build of its own.
+	failedSaid map[string]bool
 	// reach is, for an engine unit's path and components, the files its
 	// build may read (buildReads).
 	reach map[string]buildFiles

@@ -87,8 +87,8 @@ func Rules() []diag.Rule {
 		{
 			Code:     CodeArgoCDUnread,
 			Severity: diag.Warning,
-			Purpose:  "Argo CD makes Applications keyhole cannot know: an ApplicationSet's clusters generator whose cluster Secrets the repository makes in a way keyhole does not read (an ExternalSecret, a SealedSecret, SOPS) or does not declare (its selector matches none), or a template calling a function whose value changes on every run (now, randAlpha, uuidv4). Its Applications are not checked, and the directories its template names are not read as anything else.",
-			Help:     "Declare the cluster Secrets' name and server in plain Secrets of the repository (their config may stay in a Secret of its own), or fill the value from a generator's parameter.",
+			Purpose:  "Argo CD makes Applications keyhole cannot know: an ApplicationSet's clusters generator whose cluster Secrets the repository makes in a way keyhole does not read (an ExternalSecret, a SealedSecret, SOPS) or does not declare (its selector matches none), or a template calling a function whose value changes on every run (now, randAlpha, uuidv4). Its Applications are not checked, and the directories its template names are not read as anything else. Also a Helm chart whose values give Applications or ApplicationSets to a dependency that charts/ does not hold (argo-helm's argocd-apps): those are not read, and the files under the paths they deploy are read on their own, not in the namespaces Argo CD deploys them into.",
+			Help:     "Declare the cluster Secrets' name and server in plain Secrets of the repository (their config may stay in a Secret of its own), or fill the value from a generator's parameter. Vendor a chart's argocd-apps dependency unpacked in its charts/ directory.",
 		},
 		{
 			Code:     CodeArgoCDRevision,

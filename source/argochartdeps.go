@@ -1,0 +1,148 @@
+package source
+
+import (
+	"fmt"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/diag"
+)
+
+// A Helm chart whose dependency renders Argo CD Applications and
+// ApplicationSets from the chart's values (argo-helm's argocd-apps:
+// values under the dependency's key holding applications or
+// applicationsets) declares deploy units that only the dependency's
+// templates write. keyhole renders a chart's dependencies only when
+// charts/ holds them unpacked; one it would have to fetch is said once,
+// at the chart, with the paths those units deploy, whose files keyhole
+// then reads on their own, not in the namespaces Argo CD deploys them
+// into. See docs/inputs.md, "Deploy units".
+
+// argoAppsKeys are the values an argocd-apps-like dependency renders
+// Argo CD objects from.
+var argoAppsKeys = []string{"applications", "applicationsets"}
+
+// unvendoredArgoApps is the warning, when there is one, that the chart
+// in dir (its Chart.yaml reported as chart) has a dependency that
+// charts/ does not hold and that the chart's values give Applications
+// or ApplicationSets to render.
+func (l *loader) unvendoredArgoApps(dir, chart string) (diag.Diagnostic, bool) {
+	var meta struct {
+		Dependencies []struct {
+			Name  string `yaml:"name"`
+			Alias string `yaml:"alias"`
+		} `yaml:"dependencies"`
+	}
+	data := l.sniff(filepath.Join(dir, "Chart.yaml"), []byte("dependencies"))
+	if data == nil || yaml.Unmarshal(data, &meta) != nil {
+		return diag.Diagnostic{}, false
+	}
+	values := l.chartValues(dir)
+	for _, dep := range meta.Dependencies {
+		if dep.Name == "" || l.vendored(dir, dep.Name) {
+			continue
+		}
+		key := dep.Alias
+		if key == "" {
+			key = dep.Name
+		}
+		v := Lookup(values, key)
+		var named, paths []string
+		for _, k := range argoAppsKeys {
+			entries := Lookup(v, k)
+			if entries == nil || len(entries.Content) == 0 || entries.Kind != yaml.MappingNode && entries.Kind != yaml.SequenceNode {
+				continue
+			}
+			named = append(named, key+"."+k)
+			paths = append(paths, argoAppsPaths(entries)...)
+		}
+		if len(named) == 0 {
+			continue
+		}
+		slices.Sort(paths)
+		paths = slices.Compact(paths)
+		where := "the paths they deploy"
+		if len(paths) > 0 {
+			where = "the paths they deploy (" + strings.Join(paths, ", ") + ")"
+		}
+		return diag.Diagnostic{Code: CodeArgoCDUnread, Severity: diag.Warning, Pos: diag.Pos{File: chart, Line: 1, Column: 1},
+			Message: fmt.Sprintf("Chart.yaml lists %q, which charts/ does not hold, and the chart's values give it Argo CD objects to render (%s): keyhole fetches nothing, so the deploy units they declare are not read, and what lies under %s is read on its own (as kustomization roots, charts or loose files, in the namespace its files write or default), not in the namespace Argo CD deploys it into, which keyhole cannot know; vendor the dependency unpacked in charts/ (helm dependency build, then unpack its archive there) to have them read",
+				dep.Name, strings.Join(named, ", "), where)}, true
+	}
+	return diag.Diagnostic{}, false
+}
+
+// vendored reports whether the charts/ directory of the chart in dir
+// holds the dependency name, unpacked or as an archive.
+func (l *loader) vendored(dir, name string) bool {
+	entries, err := l.fsys.ReadDir(filepath.Join(dir, "charts"))
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(entries, func(e fs.DirEntry) bool {
+		n := e.Name()
+		return n == name || strings.HasPrefix(n, name+"-") && strings.HasSuffix(n, ".tgz")
+	})
+}
+
+// chartValues is the chart's values.yaml in dir, as a mapping, or nil.
+func (l *loader) chartValues(dir string) *yaml.Node {
+	data := l.sniff(filepath.Join(dir, "values.yaml"), nil)
+	var doc yaml.Node
+	if data == nil || yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 {
+		return nil
+	}
+	return doc.Content[0]
+}
+
+// argoAppsPaths are the source paths of the Applications and
+// ApplicationSet templates of entries (a mapping of them by name, or a
+// list), each {{...}} read as "*", when some element of a path is
+// written out, and the directories of the ApplicationSets' git
+// generators.
+func argoAppsPaths(entries *yaml.Node) []string {
+	var items []*yaml.Node
+	switch entries.Kind {
+	case yaml.MappingNode:
+		for i := 1; i < len(entries.Content); i += 2 {
+			items = append(items, entries.Content[i])
+		}
+	case yaml.SequenceNode:
+		items = entries.Content
+	}
+	var out []string
+	for _, it := range items {
+		// A git generator's directories are the paths an ApplicationSet
+		// whose template names {{path}} deploys.
+		if gs := Lookup(it, "generators"); gs != nil && gs.Kind == yaml.SequenceNode {
+			for _, g := range gs.Content {
+				if ds := Lookup(Lookup(g, "git"), "directories"); ds != nil && ds.Kind == yaml.SequenceNode {
+					for _, d := range ds.Content {
+						if p := stringField(d, "path"); p != "" && !boolField(d, "exclude") {
+							out = append(out, strings.Trim(path.Clean("/"+p), "/"))
+						}
+					}
+				}
+			}
+		}
+		for _, spec := range []*yaml.Node{it, Lookup(Lookup(it, "template"), "spec")} {
+			srcs := []*yaml.Node{Lookup(spec, "source")}
+			if ss := Lookup(spec, "sources"); ss != nil && ss.Kind == yaml.SequenceNode {
+				srcs = append(srcs, ss.Content...)
+			}
+			for _, s := range srcs {
+				p := strings.Trim(path.Clean("/"+stringField(s, "path")), "/")
+				g := templateTag.ReplaceAllString(p, "*")
+				if p != "" && p != "." && slices.ContainsFunc(strings.Split(g, "/"), func(e string) bool { return !strings.Contains(e, "*") }) {
+					out = append(out, g)
+				}
+			}
+		}
+	}
+	return out
+}
