@@ -150,6 +150,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 				switch {
 				case strings.HasPrefix(o.APIVersion, fluxGroup) && o.Kind == "Kustomization":
 					decl := &fluxDecl{d: d, file: f, ns: cmp.Or(o.Namespace, l.listedNamespace(f, srcRoots[0])), srcRoots: srcRoots}
+					l.fluxHeld = true
 					founds = []engineFound{l.fluxUnit(d, nil, decl.ns, srcRoots)}
 					founds[0].flux = decl
 				case strings.HasPrefix(o.APIVersion, argoGroup) && (o.Kind == "Application" || o.Kind == "ApplicationSet"):

@@ -288,3 +288,37 @@ func TestFluxAppliedFromBase(t *testing.T) {
 		}
 	}
 }
+
+// TestFluxPathUnrestricted builds the directory a Flux Kustomization names
+// as its path as kustomize-controller builds it, load restrictions off,
+// when that Kustomization is out of reach (its source is one keyhole.yaml
+// does not map) and no Flux unit is read: an overlay listing a file of
+// ../../base builds.
+func TestFluxPathUnrestricted(t *testing.T) {
+	ks := func(name, path string) string {
+		return "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: " + name + ", namespace: flux-system}\n" +
+			"spec:\n  interval: 1h\n  path: " + path + "\n  prune: true\n  sourceRef: {kind: OCIRepository, name: manifests}\n"
+	}
+	dir, _ := gitRepo(t)
+	writeFiles(t, dir, map[string]string{
+		"clusters/c1/apps.yaml":              ks("apps", "./apps/overlay/c1"),
+		"apps/overlay/c1/kustomization.yaml": "resources: [../../base, ../../base/agents/ks.yaml]\n",
+		"apps/base/kustomization.yaml":       "resources: [namespace.yaml, conn.yaml]\n",
+		"apps/base/namespace.yaml":           "apiVersion: v1\nkind: Namespace\nmetadata: {name: agents}\n",
+		"apps/base/agents/ks.yaml":           ks("agents", "./apps/base/agents/app"),
+		"apps/base/conn.yaml":                "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: gh, namespace: agents}\nspec:\n  hosts: [api.example.com]\n  credential: {kind: secret, secretRef: {name: gh-token}}\n",
+	})
+	_, ds, err := Load([]string{"."}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(ds.Error(), "security") || strings.Contains(ds.Error(), "KustomizeBuildFailed") {
+		t.Errorf("the overlay a Flux Kustomization names is built with load restrictions on:\n%s", ds)
+	}
+	if !strings.Contains(ds.Error(), "OCIRepository") {
+		t.Errorf("no diagnostic says the Kustomizations are out of reach:\n%s", ds)
+	}
+	if testing.Verbose() {
+		t.Log(ds)
+	}
+}
