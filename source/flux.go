@@ -172,6 +172,10 @@ func (l *loader) fluxUnit(d *Document, vals *yaml.Node, ns string, srcRoots []st
 		return engineFound{pos: at("spec", "sourceRef"), unread: l.unmapped(ns, name, refKind, refNs, refName)}
 	}
 	rel := stringField(spec, "path")
+	if dir := l.renderedPath(rel, srcRoots); dir != "" {
+		return engineFound{pos: at("spec", "path"), skip: fmt.Sprintf(
+			"Flux Kustomization %s/%s applies %s, the directory `keyhole render` writes (keyhole.yaml's flux.rendered, or render's %s in it): it is keyhole's output, written from the inputs keyhole checks, not an input to check", ns, name, rel, renderMarker)}
+	}
 	root, srcRoot := l.enginePath(rel, srcRoots)
 	if root == "" {
 		return engineFound{pos: at("spec", "path"), err: fmt.Sprintf(

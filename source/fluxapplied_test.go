@@ -322,3 +322,44 @@ func TestFluxPathUnrestricted(t *testing.T) {
 		t.Log(ds)
 	}
 }
+
+// TestFluxRenderedPath reads a Flux Kustomization applying the directory
+// keyhole render writes as keyhole's output, not an input: absent before
+// the first render (keyhole.yaml's flux.rendered names it) or holding
+// render's marker, it is a note, never KustomizeBuildFailed.
+func TestFluxRenderedPath(t *testing.T) {
+	ks := "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: agents, namespace: flux-system}\n" +
+		"spec:\n  path: ./rendered\n  prune: true\n  sourceRef: {kind: GitRepository, name: agents-config}\n"
+	conn := "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: gh, namespace: agents}\n" +
+		"spec:\n  hosts: [api.example.com]\n  credential: {kind: secret, secretRef: {name: gh-token}}\n"
+	cfg := "apiVersion: keyhole.dev/v1alpha1\nkind: Config\nflux:\n  sources:\n    - {kind: GitRepository, name: agents-config, path: .}\n"
+	cases := map[string]map[string]string{
+		"named in keyhole.yaml, not yet rendered": {"keyhole.yaml": cfg + "  rendered: [rendered]\n"},
+		"holding render's marker":                 {"keyhole.yaml": cfg, "rendered/.keyhole-render": "keyhole render output\n", "rendered/kustomization.yaml": "resources: []\n"},
+	}
+	for name, extra := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir, _ := gitRepo(t)
+			files := map[string]string{"flux/agents.yaml": ks, "agents/connection.yaml": conn}
+			for k, v := range extra {
+				files[k] = v
+			}
+			writeFiles(t, dir, files)
+			docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range ds {
+				if d.Severity != diag.Info {
+					t.Errorf("unexpected diagnostic: %s", d)
+				}
+			}
+			if want := "flux/agents.yaml:5:9: info InputSkipped: Flux Kustomization flux-system/agents applies ./rendered, the directory `keyhole render` writes"; !strings.Contains(ds.Error(), want) {
+				t.Errorf("no diagnostic says %q:\n%s", want, ds)
+			}
+			if got := connectionUnits(docs); len(got) != 1 {
+				t.Errorf("Connections read: %q, want the one of agents/", got)
+			}
+		})
+	}
+}
