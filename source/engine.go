@@ -60,6 +60,9 @@ type engineFound struct {
 	// declRoot, when set, is the root of the repository declaring it,
 	// where that is not srcRoot (a source keyhole.yaml maps).
 	declRoot string
+	// rendered says the Flux Kustomization applies the directory keyhole
+	// render writes (renderedPath): skip says so.
+	rendered bool
 	// flux is the Flux Kustomization's declaration, for fluxApplied to
 	// read it again as the unit applying it builds it.
 	flux *fluxDecl
@@ -353,6 +356,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 		}
 	}
 	l.fluxClusters(units)
+	renderedCluster(found, units)
 	l.scope = l.newFluxScope(units)
 	l.scope.final = true
 	// A HelmRelease deploys to the cluster of the Flux unit that

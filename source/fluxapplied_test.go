@@ -363,3 +363,44 @@ func TestFluxRenderedPath(t *testing.T) {
 		})
 	}
 }
+
+// TestFluxRenderedCluster reads the loose files, the inputs keyhole
+// render writes into the directory a cluster's Flux Kustomization
+// applies, as deploying to that cluster: the Secrets another Flux unit
+// of that cluster deploys are theirs, and those of another cluster are
+// not.
+func TestFluxRenderedCluster(t *testing.T) {
+	ks := func(name, path string) string {
+		return "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: " + name + ", namespace: flux-system}\n" +
+			"spec:\n  path: " + path + "\n  prune: true\n  sourceRef: {kind: GitRepository, name: flux-system}\n"
+	}
+	secret := "apiVersion: v1\nkind: Secret\nmetadata: {name: gh-token, namespace: agents}\nstringData: {token: canary-3f9a}\n"
+	dir, _ := gitRepo(t)
+	writeFiles(t, dir, map[string]string{
+		"keyhole.yaml":                      "apiVersion: keyhole.dev/v1alpha1\nkind: Config\nflux:\n  rendered: [rendered]\n",
+		"clusters/prod/flux-system.yaml":    ks("flux-system", "./clusters/prod"),
+		"clusters/prod/agents.yaml":         ks("agents", "./rendered"),
+		"clusters/prod/secrets.yaml":        ks("secrets", "./secrets/prod"),
+		"clusters/staging/flux-system.yaml": ks("flux-system", "./clusters/staging"),
+		"clusters/staging/secrets.yaml":     ks("secrets", "./secrets/staging"),
+		"secrets/prod/secret.yaml":          secret,
+		"secrets/staging/secret.yaml":       secret,
+		"agents/connection.yaml": "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: gh, namespace: agents}\n" +
+			"spec:\n  hosts: [api.example.com]\n  credential: {kind: secret, secretRef: {name: gh-token}}\n",
+	})
+	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range docs {
+		if d.Object().Kind == "Secret" {
+			got = append(got, d.File+" "+cmp.Or(d.Unit().Cluster, "(the loose files' cluster)"))
+		}
+	}
+	slices.Sort(got)
+	want := []string{"secrets/prod/secret.yaml (the loose files' cluster)", "secrets/staging/secret.yaml flux clusters/staging"}
+	if !slices.Equal(got, want) {
+		t.Errorf("the Secrets deploy to %q, want %q\n%s", got, want, ds)
+	}
+}
