@@ -60,6 +60,9 @@ type engineFound struct {
 	// declRoot, when set, is the root of the repository declaring it,
 	// where that is not srcRoot (a source keyhole.yaml maps).
 	declRoot string
+	// rendered says the Flux Kustomization applies the directory keyhole
+	// render writes (renderedPath): skip says so.
+	rendered bool
 	// flux is the Flux Kustomization's declaration, for fluxApplied to
 	// read it again as the unit applying it builds it.
 	flux *fluxDecl
@@ -150,6 +153,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 				switch {
 				case strings.HasPrefix(o.APIVersion, fluxGroup) && o.Kind == "Kustomization":
 					decl := &fluxDecl{d: d, file: f, ns: cmp.Or(o.Namespace, l.listedNamespace(f, srcRoots[0])), srcRoots: srcRoots}
+					l.fluxHeld = true
 					founds = []engineFound{l.fluxUnit(d, nil, decl.ns, srcRoots)}
 					founds[0].flux = decl
 				case strings.HasPrefix(o.APIVersion, argoGroup) && (o.Kind == "Application" || o.Kind == "ApplicationSet"):
@@ -360,6 +364,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 		}
 	}
 	l.fluxClusters(units)
+	renderedCluster(found, units)
 	l.scope = l.newFluxScope(units)
 	l.scope.final = true
 	// A HelmRelease deploys to the cluster of the Flux unit that

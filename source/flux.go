@@ -172,6 +172,10 @@ func (l *loader) fluxUnit(d *Document, vals *yaml.Node, ns string, srcRoots []st
 		return engineFound{pos: at("spec", "sourceRef"), unread: l.unmapped(ns, name, refKind, refNs, refName)}
 	}
 	rel := stringField(spec, "path")
+	if dir := l.renderedPath(rel, srcRoots); dir != "" {
+		return engineFound{pos: at("spec", "path"), rendered: Lookup(spec, "kubeConfig") == nil, skip: fmt.Sprintf(
+			"Flux Kustomization %s/%s applies %s, the directory `keyhole render` writes (keyhole.yaml's flux.rendered, or render's %s in it): it is keyhole's output, written from the inputs keyhole checks, not an input to check", ns, name, rel, renderMarker)}
+	}
 	root, srcRoot := l.enginePath(rel, srcRoots)
 	if root == "" {
 		return engineFound{pos: at("spec", "path"), err: fmt.Sprintf(
@@ -701,4 +705,44 @@ func (l *loader) prepareFlux(u *Unit) engineJob {
 // under v's path.
 func declaredUnder(u, v *Unit) bool {
 	return within(v.Root, u.declFile)
+}
+
+// renderedCluster makes the cluster that applies keyhole's render the
+// cluster keyhole's caller means (""): the loose files are the inputs
+// `keyhole render` writes into a directory a Flux Kustomization applies
+// (flux.rendered), so they deploy to that Kustomization's cluster, and
+// read the Secrets the other units of that cluster deploy. That cluster
+// is the one of the Flux unit whose path holds the Kustomization's
+// file; where the render is applied by units of several clusters, or of
+// none of the units', the clusters stay as they are.
+func renderedCluster(found []engineFound, units []*Unit) {
+	clusters := map[string]bool{}
+	for _, f := range found {
+		if !f.rendered || f.flux == nil {
+			continue
+		}
+		var by *Unit
+		for _, v := range units {
+			if v.Flux != nil && within(v.Root, f.flux.file) && (by == nil || len(v.Root) > len(by.Root)) {
+				by = v
+			}
+		}
+		if by == nil {
+			return
+		}
+		clusters[by.Cluster] = true
+	}
+	if len(clusters) != 1 {
+		return
+	}
+	for c := range clusters {
+		if c == "" {
+			return
+		}
+		for _, u := range units {
+			if u.Cluster == c {
+				u.Cluster = ""
+			}
+		}
+	}
 }

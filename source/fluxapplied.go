@@ -439,7 +439,7 @@ func (l *loader) buildApplying(p *Unit) *applyingBuild {
 	}
 	// Every build in a repository with Flux Kustomizations has load
 	// restrictions off (buildOptions, which reads l.engine, not yet set).
-	bo := kustbuild.Options{MaxSize: l.opts.MaxFileSize, AllowRemote: l.opts.AllowRemoteBases, Unrestricted: p.Flux != nil || l.anyFlux,
+	bo := kustbuild.Options{MaxSize: l.opts.MaxFileSize, AllowRemote: l.opts.AllowRemoteBases, Unrestricted: p.Flux != nil || l.anyFlux || l.fluxHeld,
 		KFile: filepath.Clean(kfile), KData: kdata, Root: l.buildRoot(p.Root)}
 	m, read, err := l.opts.Memo.build(l.fsys, p.Root, bo)
 	if err == nil && p.Flux != nil {

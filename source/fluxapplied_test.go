@@ -288,3 +288,119 @@ func TestFluxAppliedFromBase(t *testing.T) {
 		}
 	}
 }
+
+// TestFluxPathUnrestricted builds the directory a Flux Kustomization names
+// as its path as kustomize-controller builds it, load restrictions off,
+// when that Kustomization is out of reach (its source is one keyhole.yaml
+// does not map) and no Flux unit is read: an overlay listing a file of
+// ../../base builds.
+func TestFluxPathUnrestricted(t *testing.T) {
+	ks := func(name, path string) string {
+		return "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: " + name + ", namespace: flux-system}\n" +
+			"spec:\n  interval: 1h\n  path: " + path + "\n  prune: true\n  sourceRef: {kind: OCIRepository, name: manifests}\n"
+	}
+	dir, _ := gitRepo(t)
+	writeFiles(t, dir, map[string]string{
+		"clusters/c1/apps.yaml":              ks("apps", "./apps/overlay/c1"),
+		"apps/overlay/c1/kustomization.yaml": "resources: [../../base, ../../base/agents/ks.yaml]\n",
+		"apps/base/kustomization.yaml":       "resources: [namespace.yaml, conn.yaml]\n",
+		"apps/base/namespace.yaml":           "apiVersion: v1\nkind: Namespace\nmetadata: {name: agents}\n",
+		"apps/base/agents/ks.yaml":           ks("agents", "./apps/base/agents/app"),
+		"apps/base/conn.yaml":                "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: gh, namespace: agents}\nspec:\n  hosts: [api.example.com]\n  credential: {kind: secret, secretRef: {name: gh-token}}\n",
+	})
+	_, ds, err := Load([]string{"."}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(ds.Error(), "security") || strings.Contains(ds.Error(), "KustomizeBuildFailed") {
+		t.Errorf("the overlay a Flux Kustomization names is built with load restrictions on:\n%s", ds)
+	}
+	if !strings.Contains(ds.Error(), "OCIRepository") {
+		t.Errorf("no diagnostic says the Kustomizations are out of reach:\n%s", ds)
+	}
+	if testing.Verbose() {
+		t.Log(ds)
+	}
+}
+
+// TestFluxRenderedPath reads a Flux Kustomization applying the directory
+// keyhole render writes as keyhole's output, not an input: absent before
+// the first render (keyhole.yaml's flux.rendered names it) or holding
+// render's marker, it is a note, never KustomizeBuildFailed.
+func TestFluxRenderedPath(t *testing.T) {
+	ks := "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: agents, namespace: flux-system}\n" +
+		"spec:\n  path: ./rendered\n  prune: true\n  sourceRef: {kind: GitRepository, name: agents-config}\n"
+	conn := "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: gh, namespace: agents}\n" +
+		"spec:\n  hosts: [api.example.com]\n  credential: {kind: secret, secretRef: {name: gh-token}}\n"
+	cfg := "apiVersion: keyhole.dev/v1alpha1\nkind: Config\nflux:\n  sources:\n    - {kind: GitRepository, name: agents-config, path: .}\n"
+	cases := map[string]map[string]string{
+		"named in keyhole.yaml, not yet rendered": {"keyhole.yaml": cfg + "  rendered: [rendered]\n"},
+		"holding render's marker":                 {"keyhole.yaml": cfg, "rendered/.keyhole-render": "keyhole render output\n", "rendered/kustomization.yaml": "resources: []\n"},
+	}
+	for name, extra := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir, _ := gitRepo(t)
+			files := map[string]string{"flux/agents.yaml": ks, "agents/connection.yaml": conn}
+			for k, v := range extra {
+				files[k] = v
+			}
+			writeFiles(t, dir, files)
+			docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range ds {
+				if d.Severity != diag.Info {
+					t.Errorf("unexpected diagnostic: %s", d)
+				}
+			}
+			if want := "flux/agents.yaml:5:9: info InputSkipped: Flux Kustomization flux-system/agents applies ./rendered, the directory `keyhole render` writes"; !strings.Contains(ds.Error(), want) {
+				t.Errorf("no diagnostic says %q:\n%s", want, ds)
+			}
+			if got := connectionUnits(docs); len(got) != 1 {
+				t.Errorf("Connections read: %q, want the one of agents/", got)
+			}
+		})
+	}
+}
+
+// TestFluxRenderedCluster reads the loose files, the inputs keyhole
+// render writes into the directory a cluster's Flux Kustomization
+// applies, as deploying to that cluster: the Secrets another Flux unit
+// of that cluster deploys are theirs, and those of another cluster are
+// not.
+func TestFluxRenderedCluster(t *testing.T) {
+	ks := func(name, path string) string {
+		return "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: " + name + ", namespace: flux-system}\n" +
+			"spec:\n  path: " + path + "\n  prune: true\n  sourceRef: {kind: GitRepository, name: flux-system}\n"
+	}
+	secret := "apiVersion: v1\nkind: Secret\nmetadata: {name: gh-token, namespace: agents}\nstringData: {token: canary-3f9a}\n"
+	dir, _ := gitRepo(t)
+	writeFiles(t, dir, map[string]string{
+		"keyhole.yaml":                      "apiVersion: keyhole.dev/v1alpha1\nkind: Config\nflux:\n  rendered: [rendered]\n",
+		"clusters/prod/flux-system.yaml":    ks("flux-system", "./clusters/prod"),
+		"clusters/prod/agents.yaml":         ks("agents", "./rendered"),
+		"clusters/prod/secrets.yaml":        ks("secrets", "./secrets/prod"),
+		"clusters/staging/flux-system.yaml": ks("flux-system", "./clusters/staging"),
+		"clusters/staging/secrets.yaml":     ks("secrets", "./secrets/staging"),
+		"secrets/prod/secret.yaml":          secret,
+		"secrets/staging/secret.yaml":       secret,
+		"agents/connection.yaml": "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: gh, namespace: agents}\n" +
+			"spec:\n  hosts: [api.example.com]\n  credential: {kind: secret, secretRef: {name: gh-token}}\n",
+	})
+	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range docs {
+		if d.Object().Kind == "Secret" {
+			got = append(got, d.File+" "+cmp.Or(d.Unit().Cluster, "(the loose files' cluster)"))
+		}
+	}
+	slices.Sort(got)
+	want := []string{"secrets/prod/secret.yaml (the loose files' cluster)", "secrets/staging/secret.yaml flux clusters/staging"}
+	if !slices.Equal(got, want) {
+		t.Errorf("the Secrets deploy to %q, want %q\n%s", got, want, ds)
+	}
+}

@@ -45,6 +45,10 @@ type fluxConfig struct {
 	// entries are the files and directories (absolute) declaring the
 	// entry Kustomizations of clusters.
 	entries []string
+	// rendered are the directories (absolute) keyhole render writes that
+	// Flux Kustomizations apply: keyhole's output, read by no unit
+	// (renderedPath).
+	rendered []string
 }
 
 func fluxSourceKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
@@ -81,6 +85,13 @@ func (l *loader) readFluxConfig(d *Document, base string) {
 				l.flux.sources = map[string]string{}
 			}
 			l.flux.sources[fluxSourceKey(kind, cmp.Or(stringField(e, "namespace"), fluxOwnSource), name)] = dir
+		}
+	}
+	if s := Lookup(flux, "rendered"); s != nil && s.Kind == yaml.SequenceNode {
+		for _, e := range s.Content {
+			if e.Kind == yaml.ScalarNode && e.Value != "" {
+				l.flux.rendered = append(l.flux.rendered, resolve(e.Value))
+			}
 		}
 	}
 	if s := Lookup(flux, "entries"); s != nil && s.Kind == yaml.SequenceNode {
@@ -364,3 +375,26 @@ func (s *fluxScope) deploys(u *Unit, file string) (same, deployed bool) {
 	}
 	return false, deployed
 }
+
+// renderedPath says whether the Flux path rel, relative to one of
+// srcRoots, is a directory keyhole render writes: one keyhole.yaml's
+// flux.rendered names (it need not exist before the first render), or
+// one holding render's marker file. Such a path is keyhole's output, not
+// its input: the Kustomization applying it is no unit to check.
+func (l *loader) renderedPath(rel string, srcRoots []string) string {
+	clean := path.Clean("/" + filepath.ToSlash(rel))
+	for _, r := range srcRoots {
+		p := filepath.Join(r, filepath.FromSlash(clean))
+		if slices.Contains(l.flux.rendered, p) {
+			return p
+		}
+		if fi, err := l.fsys.Stat(filepath.Join(p, renderMarker)); err == nil && fi.Mode().IsRegular() {
+			return p
+		}
+	}
+	return ""
+}
+
+// renderMarker is the file keyhole render writes at the top of every
+// output directory (render.MarkerFile, which source cannot import).
+const renderMarker = ".keyhole-render"

@@ -182,12 +182,14 @@ func (l *loader) runKustomize(dir string, bo kustbuild.Options) kustomizeRun {
 
 // buildOptions are how the loader builds the kustomization root dir: as
 // kubectl kustomize does, except that in a repository Flux deploys (one
-// holding Flux Kustomizations) loads are not restricted to the root, as
+// declaring Flux Kustomizations, whether keyhole reads them or their
+// source is out of reach) loads are not restricted to the root, as
 // kustomize-controller builds; whatever the restrictions, the build reads
 // nothing outside the repository (buildRoot).
 func (l *loader) buildOptions(dir string) kustbuild.Options {
-	return kustbuild.Options{MaxSize: l.opts.MaxFileSize, AllowRemote: l.opts.AllowRemoteBases, Unrestricted: slices.ContainsFunc(l.engine, func(u *Unit) bool { return u.Flux != nil }),
-		Root: l.buildRoot(dir)}
+	return kustbuild.Options{MaxSize: l.opts.MaxFileSize, AllowRemote: l.opts.AllowRemoteBases,
+		Unrestricted: l.fluxHeld || slices.ContainsFunc(l.engine, func(u *Unit) bool { return u.Flux != nil }),
+		Root:         l.buildRoot(dir)}
 }
 
 // kustomizeRun is what runKustomize returns.

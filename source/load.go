@@ -209,6 +209,11 @@ type loader struct {
 	// anyFlux says the repository holds Flux units, once engineUnits has
 	// found them: every build then has load restrictions off.
 	anyFlux bool
+	// fluxHeld says the inputs declare a Flux Kustomization, read or
+	// not (its source out of reach): every kustomization is then built
+	// as kustomize-controller builds it, load restrictions off
+	// (buildOptions).
+	fluxHeld bool
 	// repoObjs are the ConfigMaps and Secrets Flux substitution reads,
 	// by repository root (flux.go).
 	repoObjs   map[string]func() *repoObjects

@@ -358,7 +358,7 @@ data:
 		t.Fatal(err)
 	}
 	example := filepath.Join(c.tools[repoRoot], "examples", "flux")
-	gitrepo, err := c.kubectl(ctx, nil, "patch", "--local", "-o", "yaml", "-f", filepath.Join(example, "gitrepository.yaml"),
+	gitrepo, err := c.kubectl(ctx, nil, "patch", "--local", "-o", "yaml", "-f", filepath.Join(example, "flux", "gitrepository.yaml"),
 		"--type=merge", "-p", fmt.Sprintf(`{"spec":{"secretRef":{"name":%q}}}`, fluxAuthSecret))
 	if err != nil {
 		t.Fatal(err)
@@ -366,7 +366,7 @@ data:
 	if _, err := c.kubectl(ctx, []byte(gitrepo), "apply", "--server-side", "--field-manager=keyhole-e2e", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.kubectl(ctx, nil, "apply", "--server-side", "--field-manager=keyhole-e2e", "-f", filepath.Join(example, "kustomization.yaml")); err != nil {
+	if _, err := c.kubectl(ctx, nil, "apply", "--server-side", "--field-manager=keyhole-e2e", "-f", filepath.Join(example, "flux", "agents.yaml")); err != nil {
 		t.Fatal(err)
 	}
 }
