@@ -677,6 +677,12 @@ func (l *loader) walkedChart(named, dir string, walked bool) {
 		l.diags = append(l.diags, skipped(pos, msg))
 		return
 	}
+	if walked && !l.engineCharts[dir] && !l.chartNamesKeyhole(dir) {
+		if note := l.walkedChartUnread(dir); note != "" {
+			l.diags = append(l.diags, skipped(pos, note))
+			return
+		}
+	}
 	u := &Unit{ID: "helm:" + named, Name: dirUnitName(named), Dir: outputDir(named), Source: UnitHelm, Root: dir, Decl: pos,
 		Helm: &HelmOverlay{ReleaseName: "release-name", Namespace: "default"}}
 	run := l.renderHelm(dir, u.Helm)
