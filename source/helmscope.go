@@ -10,8 +10,8 @@ import (
 	"strings"
 )
 
-// A chart a walk found that names none of keyhole's kinds but declares
-// Secrets is rendered only when a Connection may read one of them, as a
+// A chart a walk found, or an Argo CD Application renders, that names
+// none of keyhole's kinds but declares Secrets is rendered only when a Connection may read one of them, as a
 // kustomization is built (walkedKustomizationMatters). A chart's Secret
 // names are often templates, so the rule reads its templates' text, not
 // what they render: every line of a file declaring a Secret that gives a
@@ -75,11 +75,33 @@ func (l *loader) chartSecretNames(dir string) (names [][]string, sure bool) {
 	return names, sure
 }
 
+// chartNamesPlain reports whether every file of the chart in dir that
+// names keyhole's kinds gives only plain names: no name holds a template
+// action and no line is one an action may fill with names (see above).
+// Then the names its Connections read are in its files' text, less
+// what its values write, which are in the chart's values.yaml.
+func (l *loader) chartNamesPlain(dir string) bool {
+	return !l.chartHolds(dir, func(name string, data []byte) bool {
+		if !namesKeyhole(name, data) {
+			return false
+		}
+		_, templated, ok := templateNames(sniffText(data))
+		return templated || !ok
+	})
+}
+
 // templateSecretNames returns the literal pieces of each name data, a
 // template declaring a Secret, gives, or ok false (see above).
 func templateSecretNames(data []byte) (names [][]string, ok bool) {
+	names, _, ok = templateNames(data)
+	return names, ok
+}
+
+// templateNames is templateSecretNames, and whether a name holds a
+// template action.
+func templateNames(data []byte) (names [][]string, templated, ok bool) {
 	if bytes.Contains(data, []byte("ClusterExternalSecret")) {
-		return nil, false
+		return nil, false, false
 	}
 	for line := range strings.Lines(string(data)) {
 		line = strings.TrimSpace(line)
@@ -92,14 +114,15 @@ func templateSecretNames(data []byte) (names [][]string, ok bool) {
 		alone := strings.HasPrefix(rest, "{{") // a line a template may fill whole
 		for _, a := range chartAction.FindAllString(rest, -1) {
 			if multiLine.MatchString(a) || (alone && !controlAction.MatchString(a)) {
-				return nil, false
+				return nil, false, false
 			}
 		}
 		for _, m := range ms {
 			v := line[m[2]:m[3]]
 			if multiLine.MatchString(v) || inLineControl.MatchString(v) {
-				return nil, false
+				return nil, true, false
 			}
+			templated = templated || strings.Contains(v, "{{")
 			var pieces []string
 			for _, p := range chartAction.Split(v, -1) {
 				p, _, _ = strings.Cut(p, " #") // a comment
@@ -108,19 +131,18 @@ func templateSecretNames(data []byte) (names [][]string, ok bool) {
 				}
 			}
 			if len(pieces) == 0 {
-				return nil, false
+				return nil, templated, false
 			}
 			names = append(names, pieces)
 		}
 	}
-	return names, true
+	return names, templated, true
 }
 
-// walkedChartUnread is the InputSkipped note of the chart in dir, which
-// a walk found and which names none of keyhole's kinds, when none of the
-// Secrets it declares can be one a Connection reads; "" when it is to be
-// rendered.
-func (l *loader) walkedChartUnread(dir string) string {
+// chartUnread says why the chart in dir, which names none of keyhole's
+// kinds, is not rendered, when none of the Secrets it declares can be one
+// a Connection reads; "" when it is to be rendered.
+func (l *loader) chartUnread(dir string) string {
 	if !l.connections || l.refs.all {
 		return ""
 	}
@@ -142,6 +164,6 @@ func (l *loader) walkedChartUnread(dir string) string {
 	if len(shown) > 5 {
 		shown, more = shown[:5], fmt.Sprintf(" and %d more", len(shown)-5)
 	}
-	return "Helm chart not rendered: none of its files names keyhole's kinds, and the names its templates give Secrets (" + strings.Join(shown, ", ") + more +
-		") are in no file that names keyhole's kinds, so no Connection reads them; skipped (name it explicitly to check it)"
+	return "none of its files names keyhole's kinds, and the names its templates give Secrets (" + strings.Join(shown, ", ") + more +
+		") are in no file that names keyhole's kinds, so no Connection reads them"
 }

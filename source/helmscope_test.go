@@ -22,7 +22,13 @@ func TestWalkedChartSecretNames(t *testing.T) {
 		secret   string
 		rendered bool
 		note     string
+		// conn, when set, is a chart template holding the Connection,
+		// in place of agents/conn.yaml.
+		conn string
 	}{
+		"a Connection in a chart, its names plain": {secret: secret("web-admin"), conn: conn, note: "(web-admin)"},
+		"a Connection in a chart, its Secret's name a value": {secret: secret("web-admin"), rendered: true,
+			conn: strings.Replace(conn, "name: gh-token", "name: {{ .Values.secret }}", 1)},
 		"a literal name no Connection reads":                      {secret: secret("web-admin"), note: "the names its templates give Secrets (web-admin) are in no file that names keyhole's kinds"},
 		"a literal name a Connection reads":                       {secret: secret("gh-token"), rendered: true},
 		"a templated name whose literal part no Connection holds": {secret: secret(`"{{ .Release.Name }}-admin" # the admin`), note: "(-admin)"},
@@ -36,7 +42,13 @@ func TestWalkedChartSecretNames(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeFiles(t, dir, map[string]string{"apps/web/Chart.yaml": chart, "apps/web/templates/secret.yaml": c.secret, "agents/conn.yaml": conn})
+			files := map[string]string{"apps/web/Chart.yaml": chart, "apps/web/templates/secret.yaml": c.secret, "agents/conn.yaml": conn}
+			if c.conn != "" {
+				delete(files, "agents/conn.yaml")
+				files["agents/Chart.yaml"] = "apiVersion: v2\nname: agents\nversion: 0.1.0\n"
+				files["agents/templates/conn.yaml"] = c.conn
+			}
+			writeFiles(t, dir, files)
 			_, ds, err := Load([]string{"."}, Options{Dir: dir})
 			if err != nil {
 				t.Fatal(err)
