@@ -68,8 +68,8 @@ func table() []Check {
 	}
 	return slices.Concat(loader, []Check{
 		{Code: codeKustomizeBuildFailed, Severity: diag.Error,
-			Purpose: fmt.Sprintf("A kustomize directory does not build: a missing resource or patch, an invalid kustomization, a patch that matches nothing, or more than keyhole hands kustomize in one build (%d objects, %d keys in one mapping, %d lines of an env file), since kustomize's time grows with the square of those.",
-				source.MaxKustomizeObjects, source.MaxKustomizeMappingKeys, source.MaxKustomizeTextLines),
+			Purpose: fmt.Sprintf("A kustomize directory does not build: a missing resource or patch, an invalid kustomization, a patch that matches nothing, or more than keyhole hands kustomize in one build (%d objects, %d keys in one mapping, %d lines of an env file, since kustomize's time grows with the square of those; %d MiB read in all, each read of a file counted, since what it generates is made of what it reads).",
+				source.MaxKustomizeObjects, source.MaxKustomizeMappingKeys, source.MaxKustomizeTextLines, source.MaxKustomizeReadBytes>>20),
 			Help: "Run `kubectl kustomize` on the directory to see the same failure, and fix the kustomization at the position given; split a kustomization past the limits."},
 		{Code: codeKustomizeRemoteBase, Severity: diag.Error,
 			Purpose: "A kustomization (or one of its bases) names a remote base: a git repository or an HTTP URL. keyhole fetches nothing by default, so a check never runs a clone or a request that a pull request chose, and gives the same answer tomorrow; the kustomization is not built.",

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"text/template"
+	tparse "text/template/parse"
+	"time"
 
 	"github.com/Masterminds/sprig/v3"
 	"go.yaml.in/yaml/v3"
@@ -115,24 +117,199 @@ func (t appSetTmpl) render(s string, params map[string]any) (string, error) {
 			return m
 		}), nil
 	}
-	tmpl, err := appSetBase().Clone()
+	tmpl, err := t.parse(s)
 	if err != nil {
 		return "", err
 	}
+	if !flatTemplate(tmpl) {
+		return t.renderApart(s, params)
+	}
+	return execBounded(tmpl, params)
+}
+
+// A Go template of an ApplicationSet is the repository's, which may be a
+// fork's pull request: it can ask for any amount of memory and time.
+// `{{ range until 20000000 }}`, `{{ repeat 1000000000 "x" }}`, a string
+// doubled by `{{ $s = cat $s $s }}` in a loop, or templates that each
+// call the next twice (`{{ define }}`, `{{ template }}`): a bound on the
+// output written catches none of the values a template builds without
+// writing them, bounds on the arguments of Sprig's functions catch no
+// loop that writes nothing, and Go can neither stop a template's
+// goroutine nor survive a failed allocation. So a template that can
+// loop, call another or hold a value in a variable is filled in a child
+// process bounded in memory and time (runApart, as a Helm chart is
+// rendered). One that cannot (flatTemplate) is filled here: each action
+// runs once, no value is shared, and each function it may call gives
+// at most what it was given and a constant more, so what it makes is
+// bounded by the length of the template times the size of its
+// parameters; its output is held to appSetOutputMax all the same.
+
+// appSetRenderTimeout bounds the filling of one string in a child process.
+var appSetRenderTimeout = 10 * time.Second
+
+// appSetRenderMemory bounds the address space such a filling may add.
+var appSetRenderMemory int64 = 512 << 20
+
+// appSetOutputMax bounds what one string's filling may write.
+const appSetOutputMax = 16 << 20
+
+// flatFuncs are the functions a template filled in keyhole's own
+// process may call: each gives a value no larger than its arguments
+// and a constant (printf's widths are at most 10^6 by fmt's own rule),
+// in time linear in them.
+var flatFuncs = map[string]bool{
+	"and": true, "or": true, "not": true, "eq": true, "ne": true, "lt": true, "le": true, "gt": true, "ge": true,
+	"len": true, "index": true, "slice": true, "print": true, "printf": true, "println": true,
+	"normalize": true, "slugify": true, "lower": true, "upper": true, "title": true, "untitle": true,
+	"trim": true, "trimAll": true, "trimPrefix": true, "trimSuffix": true, "trunc": true, "substr": true,
+	"default": true, "empty": true, "coalesce": true, "ternary": true, "contains": true, "hasPrefix": true,
+	"hasSuffix": true, "base": true, "dir": true, "clean": true, "ext": true, "splitList": true, "toString": true,
+	"squote": true, "cat": true, "get": true, "hasKey": true, "first": true, "last": true, "has": true,
+	"int": true, "int64": true, "atoi": true, "add": true, "sub": true, "mul": true, "div": true, "mod": true,
+	"add1": true, "max": true, "min": true, "sha1sum": true, "sha256sum": true, "regexMatch": true, "regexFind": true,
+}
+
+// flatTemplate reports whether tmpl, and every template it defines, is
+// flat: no range, no call of another template, no variable declared or
+// assigned, only flatFuncs called.
+func flatTemplate(tmpl *template.Template) bool {
+	for _, d := range tmpl.Templates() {
+		if d.Name() != tmpl.Name() || d.Tree == nil {
+			return false // a {{ define }}: only {{ template }} runs it
+		}
+		if !flatNode(d.Root) {
+			return false
+		}
+	}
+	return true
+}
+
+func flatNode(n tparse.Node) bool {
+	switch n := n.(type) {
+	case nil:
+		return true
+	case *tparse.ListNode:
+		if n == nil {
+			return true
+		}
+		for _, c := range n.Nodes {
+			if !flatNode(c) {
+				return false
+			}
+		}
+		return true
+	case *tparse.TextNode, *tparse.CommentNode, *tparse.DotNode, *tparse.FieldNode, *tparse.NilNode,
+		*tparse.BoolNode, *tparse.NumberNode, *tparse.StringNode, *tparse.VariableNode:
+		return true
+	case *tparse.ActionNode:
+		return flatNode(n.Pipe)
+	case *tparse.IfNode:
+		return flatNode(n.Pipe) && flatNode(n.List) && flatNode(n.ElseList)
+	case *tparse.WithNode:
+		return flatNode(n.Pipe) && flatNode(n.List) && flatNode(n.ElseList)
+	case *tparse.PipeNode:
+		if n == nil {
+			return true
+		}
+		if len(n.Decl) > 0 || n.IsAssign {
+			return false
+		}
+		for _, c := range n.Cmds {
+			if !flatNode(c) {
+				return false
+			}
+		}
+		return true
+	case *tparse.CommandNode:
+		for _, a := range n.Args {
+			if !flatNode(a) {
+				return false
+			}
+		}
+		return true
+	case *tparse.IdentifierNode:
+		return flatFuncs[n.Ident]
+	case *tparse.ChainNode:
+		return flatNode(n.Node)
+	}
+	return false // range, template, break, continue, and what is yet to come
+}
+
+// parse is s parsed as the controller parses it, with its options.
+func (t appSetTmpl) parse(s string) (*template.Template, error) {
+	tmpl, err := appSetBase().Clone()
+	if err != nil {
+		return nil, err
+	}
 	for _, o := range t.options {
 		if !templateOption.MatchString(o) {
-			return "", fmt.Errorf("goTemplateOptions holds %q, which is not an option of Go templates (missingkey=default, invalid, zero or error)", o)
+			return nil, fmt.Errorf("goTemplateOptions holds %q, which is not an option of Go templates (missingkey=default, invalid, zero or error)", o)
 		}
 		tmpl = tmpl.Option(o)
 	}
-	if tmpl, err = tmpl.Parse(s); err != nil {
+	return tmpl.Parse(s)
+}
+
+// execBounded is tmpl executed with params, its output held to
+// appSetOutputMax.
+func execBounded(tmpl *template.Template, params map[string]any) (string, error) {
+	w := &boundedWriter{max: appSetOutputMax}
+	if err := tmpl.Execute(w, params); err != nil {
+		if w.over {
+			return "", fmt.Errorf("filling the template wrote more than %s, the bound keyhole gives one string of an ApplicationSet's template", mib(appSetOutputMax))
+		}
 		return "", err
 	}
-	var b bytes.Buffer
-	if err := tmpl.Execute(&b, params); err != nil {
+	return w.String(), nil
+}
+
+// boundedWriter fails a write past max bytes, which ends the template's
+// execution.
+type boundedWriter struct {
+	bytes.Buffer
+	max  int
+	over bool
+}
+
+func (w *boundedWriter) Write(p []byte) (int, error) {
+	if w.Len()+len(p) > w.max {
+		w.over = true
+		return 0, errors.New("output over its bound")
+	}
+	return w.Buffer.Write(p)
+}
+
+// templateJob is the filling of one string of an ApplicationSet's
+// template, done in a child process.
+type templateJob struct {
+	Text    string
+	Options []string
+	Params  helmValue
+}
+
+// renderApart fills s with params in a child process.
+func (t appSetTmpl) renderApart(s string, params map[string]any) (string, error) {
+	p, err := carry(params)
+	if err != nil {
 		return "", err
 	}
-	return b.String(), nil
+	ans, err := runApart(&apartJob{Template: &templateJob{Text: s, Options: t.options, Params: p}, Memory: appSetRenderMemory},
+		appSetRenderTimeout, "one string of an ApplicationSet's template")
+	if err != nil {
+		return "", err
+	}
+	return ans.Text, nil
+}
+
+// run fills the job's string, in the child process.
+func (j *templateJob) run() (string, error) {
+	t := appSetTmpl{goTemplate: true, options: j.Options}
+	tmpl, err := t.parse(j.Text)
+	if err != nil {
+		return "", err
+	}
+	params, _ := j.Params.value().(map[string]any)
+	return execBounded(tmpl, params)
 }
 
 // fill is a copy of the template n with each string scalar and each key

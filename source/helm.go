@@ -655,6 +655,14 @@ func (l *loader) prepareHelm(u *Unit) engineJob {
 		j.note = skipped(u.Decl, what+" not rendered: nothing in its Helm chart names keyhole's kinds or declares a Secret")
 		return j
 	}
+	// A HelmRelease's postRenderers may rename what its chart declares;
+	// Argo CD renders a Helm source with Helm alone.
+	if u.Source != UnitHelmRelease && !l.chartNamesKeyhole(u.Root) {
+		if note := l.chartUnread(u.Root); note != "" {
+			j.note = skipped(u.Decl, what+" not rendered: "+note)
+			return j
+		}
+	}
 	j.build = true
 	return j
 }
@@ -676,6 +684,12 @@ func (l *loader) walkedChart(named, dir string, walked bool) {
 		}
 		l.diags = append(l.diags, skipped(pos, msg))
 		return
+	}
+	if walked && !l.engineCharts[dir] && !l.chartNamesKeyhole(dir) {
+		if note := l.chartUnread(dir); note != "" {
+			l.diags = append(l.diags, skipped(pos, "Helm chart not rendered: "+note+"; skipped (name it explicitly to check it)"))
+			return
+		}
 	}
 	u := &Unit{ID: "helm:" + named, Name: dirUnitName(named), Dir: outputDir(named), Source: UnitHelm, Root: dir, Decl: pos,
 		Helm: &HelmOverlay{ReleaseName: "release-name", Namespace: "default"}}

@@ -56,17 +56,9 @@ type helmJob struct {
 	// Values are the values merged from what the deployer gives.
 	Values  helmValue
 	Overlay HelmOverlay
-	// Memory is the address space the rendering may add.
-	Memory int64
 }
 
-// helmAnswer is what a renderer answers.
-type helmAnswer struct {
-	Files map[string]string
-	Err   string
-}
-
-// helmValue is one Helm value with its Go type kept, so the renderer's
+// helmValue is one Helm value (or an ApplicationSet's parameter) with its Go type kept, so the renderer's
 // templates see what they would in one process: a number read from YAML
 // is a float64, one from --set an int64, and templates print the two
 // differently.
@@ -87,10 +79,12 @@ const (
 	valueFloat
 	valueInt
 	valueBool
-	valueNumber // a json.Number, in S
-	valueMap    // map[string]any: Keys and Elems
-	valueValues // common.Values: Keys and Elems
-	valueList   // []any: Elems
+	valueNumber     // a json.Number, in S
+	valueMap        // map[string]any: Keys and Elems
+	valueValues     // common.Values: Keys and Elems
+	valueList       // []any: Elems
+	valueStringList // []string: Elems
+	valueStringMap  // map[string]string: Keys and Elems
 )
 
 // carry is v as a helmValue, or why it cannot be one.
@@ -114,6 +108,19 @@ func carry(v any) (helmValue, error) {
 		return carryMap(valueMap, v)
 	case common.Values:
 		return carryMap(valueValues, v)
+	case []string:
+		out := helmValue{Kind: valueStringList, Elems: make([]helmValue, len(v))}
+		for i, e := range v {
+			out.Elems[i] = helmValue{Kind: valueString, S: e}
+		}
+		return out, nil
+	case map[string]string:
+		out := helmValue{Kind: valueStringMap, Keys: make([]string, 0, len(v)), Elems: make([]helmValue, 0, len(v))}
+		for k, e := range v {
+			out.Keys = append(out.Keys, k)
+			out.Elems = append(out.Elems, helmValue{Kind: valueString, S: e})
+		}
+		return out, nil
 	case []any:
 		out := helmValue{Kind: valueList, Elems: make([]helmValue, len(v))}
 		for i, e := range v {
@@ -165,6 +172,18 @@ func (v helmValue) value() any {
 			return common.Values(m)
 		}
 		return m
+	case valueStringList:
+		l := make([]string, len(v.Elems))
+		for i, e := range v.Elems {
+			l[i] = e.S
+		}
+		return l
+	case valueStringMap:
+		m := make(map[string]string, len(v.Keys))
+		for i, k := range v.Keys {
+			m[k] = v.Elems[i].S
+		}
+		return m
 	case valueList:
 		l := make([]any, len(v.Elems))
 		for i, e := range v.Elems {
@@ -175,11 +194,29 @@ func (v helmValue) value() any {
 	return nil
 }
 
+// apartJob is what a child process is given: one job of one kind, and
+// the address space its work may add.
+type apartJob struct {
+	Helm     *helmJob
+	Template *templateJob
+	Memory   int64
+}
+
+// apartAnswer is what a child process answers.
+type apartAnswer struct {
+	Files map[string]string
+	Text  string
+	Err   string
+	// Changing names the function whose result changes from run to run
+	// that Err is about (changingError), if any.
+	Changing string
+}
+
 // renderApart renders the chart made of files with vals and o, as
 // renderChart does, in a renderer process bounded by helmRenderTimeout
 // and helmRenderMemory.
 func renderApart(files []*archive.BufferedFile, chartValues, vals map[string]any, o *HelmOverlay) (map[string]string, error) {
-	job := helmJob{Files: files, Overlay: *o, Memory: helmRenderMemory}
+	job := helmJob{Files: files, Overlay: *o}
 	// What the deployer gives is already in vals: the renderer needs
 	// none of it again, and none of it in its job.
 	job.Overlay.ValueFiles, job.Overlay.Values, job.Overlay.Set, job.Overlay.SetString = nil, nil, nil, nil
@@ -195,19 +232,29 @@ func renderApart(files []*archive.BufferedFile, chartValues, vals map[string]any
 		}
 		job.ChartValues = &cv
 	}
+	ans, err := runApart(&apartJob{Helm: &job, Memory: helmRenderMemory}, helmRenderTimeout, "a chart")
+	if err != nil {
+		return nil, err
+	}
+	return ans.Files, nil
+}
+
+// runApart runs job in a child process bounded by timeout and job.Memory;
+// what names the work for the bound's message ("a chart").
+func runApart(job *apartJob, timeout time.Duration, what string) (*apartAnswer, error) {
 	var in bytes.Buffer
-	if err := gob.NewEncoder(&in).Encode(&job); err != nil {
-		return nil, fmt.Errorf("handing the chart to its renderer: %w", err)
+	if err := gob.NewEncoder(&in).Encode(job); err != nil {
+		return nil, fmt.Errorf("handing the work to keyhole's child process: %w", err)
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("finding keyhole's executable to render the chart with: %w", err)
+		return nil, fmt.Errorf("finding keyhole's executable to run the work in: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), helmRenderTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, self)
 	// Nothing of keyhole's environment: templates cannot read it, and
-	// the renderer does the same on every machine.
+	// the child does the same on every machine.
 	cmd.Env = []string{helmApartEnv + "=1"}
 	cmd.Stdin = &in
 	var out bytes.Buffer
@@ -218,46 +265,59 @@ func renderApart(files []*archive.BufferedFile, chartValues, vals map[string]any
 	cmd.WaitDelay = time.Second
 	runErr := cmd.Run()
 	if ctx.Err() != nil {
-		return nil, fmt.Errorf("rendering did not end within %v", helmRenderTimeout)
+		return nil, fmt.Errorf("rendering did not end within %v, the bound keyhole gives %s", timeout, what)
 	}
 	if runErr != nil {
 		if strings.Contains(stderr.String(), "out of memory") {
-			return nil, fmt.Errorf("rendering needed more than %d MiB of memory, the bound keyhole gives a chart", helmRenderMemory>>20)
+			return nil, fmt.Errorf("rendering needed more than %d MiB of memory, the bound keyhole gives %s", job.Memory>>20, what)
 		}
 		why, _, _ := strings.Cut(strings.TrimSpace(stderr.String()), "\n")
-		return nil, fmt.Errorf("the chart's renderer failed (%v): %s", runErr, why)
+		return nil, fmt.Errorf("keyhole's child process failed (%v): %s", runErr, why)
 	}
-	var ans helmAnswer
+	var ans apartAnswer
 	if err := gob.NewDecoder(&out).Decode(&ans); err != nil {
-		return nil, fmt.Errorf("reading the chart renderer's answer: %w", err)
+		return nil, fmt.Errorf("reading the answer of keyhole's child process: %w", err)
+	}
+	if ans.Changing != "" {
+		return nil, changingError{name: ans.Changing}
 	}
 	if ans.Err != "" {
 		return nil, errors.New(ans.Err)
 	}
-	return ans.Files, nil
+	return &ans, nil
 }
 
-// serveHelmRender is a renderer's life: it reads one job from in, bounds
-// its own memory, renders, and writes the answer to out. It returns the
-// process's exit code.
+// serveHelmRender is a child process's life: it reads one job from in,
+// bounds its own memory, does the work, and writes the answer to out. It
+// returns the process's exit code.
 func serveHelmRender(in io.Reader, out io.Writer) int {
-	var job helmJob
+	var job apartJob
 	if err := gob.NewDecoder(in).Decode(&job); err != nil {
-		fmt.Fprintln(os.Stderr, "keyhole's chart renderer: reading its job:", err)
+		fmt.Fprintln(os.Stderr, "keyhole's child process: reading its job:", err)
 		return 2
 	}
 	if err := boundMemory(job.Memory); err != nil {
-		fmt.Fprintln(os.Stderr, "keyhole's chart renderer:", err)
+		fmt.Fprintln(os.Stderr, "keyhole's child process:", err)
 		return 2
 	}
-	var ans helmAnswer
-	files, err := renderJob(&job)
+	var ans apartAnswer
+	var err error
+	switch {
+	case job.Helm != nil:
+		ans.Files, err = renderJob(job.Helm)
+	case job.Template != nil:
+		ans.Text, err = job.Template.run()
+	default:
+		err = errors.New("a job of no known kind")
+	}
 	if err != nil {
 		ans.Err = err.Error()
+		if ce := (changingError{}); errors.As(err, &ce) {
+			ans.Changing = ce.name
+		}
 	}
-	ans.Files = files
 	if err := gob.NewEncoder(out).Encode(&ans); err != nil {
-		fmt.Fprintln(os.Stderr, "keyhole's chart renderer: writing its answer:", err)
+		fmt.Fprintln(os.Stderr, "keyhole's child process: writing its answer:", err)
 		return 2
 	}
 	return 0

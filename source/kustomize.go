@@ -406,6 +406,7 @@ const (
 	MaxKustomizeObjects     = kustbuild.MaxKustomizeObjects
 	MaxKustomizeMappingKeys = kustbuild.MaxKustomizeMappingKeys
 	MaxKustomizeTextLines   = kustbuild.MaxKustomizeTextLines
+	MaxKustomizeReadBytes   = kustbuild.MaxKustomizeReadBytes
 )
 
 // kustomizeRoots drops, from what a walk found, the kustomize directories

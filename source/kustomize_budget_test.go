@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -61,6 +62,10 @@ func TestKustomizeBudget(t *testing.T) {
 			files: map[string]string{"k/kustomization.yaml": "configMapGenerator:\n- name: env\n  envs: [e.env]\n", "k/e.env": envLines(MaxKustomizeTextLines + 1)},
 			msg:   fmt.Sprintf("%d lines; keyhole hands kustomize at most %d lines", MaxKustomizeTextLines+1, MaxKustomizeTextLines),
 		},
+		"a generator reading one file past the byte limit": {
+			files: map[string]string{"k/kustomization.yaml": bigGenerator(100), "k/big.txt": strings.Repeat("x", 1<<20)},
+			msg:   fmt.Sprintf("; keyhole hands one kustomize build at most %d MiB, since what it generates is made of what it reads", MaxKustomizeReadBytes>>20),
+		},
 		"under every limit": {
 			files: map[string]string{
 				"k/kustomization.yaml": "resources: [r.yaml]\nconfigMapGenerator:\n- name: env\n  envs: [e.env]\n",
@@ -73,9 +78,13 @@ func TestKustomizeBudget(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeFiles(t, dir, tc.files)
+			start := time.Now()
 			docs, diags, err := Load([]string{"k"}, Options{Dir: dir})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if d := time.Since(start); d > 20*time.Second {
+				t.Errorf("the build took %v", d)
 			}
 			if tc.msg == "" {
 				if len(diags) != 0 || len(docs) != 202 {
@@ -88,6 +97,17 @@ func TestKustomizeBudget(t *testing.T) {
 			}
 		})
 	}
+}
+
+// bigGenerator is a kustomization whose ConfigMapGenerator holds big.txt
+// n times.
+func bigGenerator(n int) string {
+	var b strings.Builder
+	b.WriteString("configMapGenerator:\n- name: big\n  files:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "  - f%d=big.txt\n", i)
+	}
+	return b.String()
 }
 
 // configMapFile is n ConfigMaps in one multi-document file.

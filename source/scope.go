@@ -335,11 +335,23 @@ func (l *loader) mayHoldConnections(paths []string) (found bool, refs refText) {
 		})
 	}
 	// A Helm chart's templates can write any name from its values: one
-	// that names keyhole's kinds makes every Secret a candidate.
+	// that names keyhole's kinds makes every Secret a candidate, unless
+	// its files give only plain names (chartNamesPlain).
+	// Where its files give only plain names, those names, and its
+	// values', are in their text.
 	chart := func(dir string) {
-		if l.chartNamesKeyhole(dir) {
-			found, refs.all = true, true
+		if !l.chartNamesKeyhole(dir) {
+			return
 		}
+		found = true
+		if !l.chartNamesPlain(dir) {
+			refs.all = true
+			return
+		}
+		l.chartHolds(dir, func(_ string, data []byte) bool {
+			add(data)
+			return false
+		})
 	}
 	for _, p := range paths {
 		if p == "-" {

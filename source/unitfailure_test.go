@@ -31,7 +31,7 @@ spec:
 	chartApp := "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: chart, namespace: argocd}\nspec:\n  source:\n    repoURL: https://example.com/r.git\n    path: chart\n    helm: {valueFiles: [missing.yaml]}\n  destination: {server: https://kubernetes.default.svc, namespace: web}\n"
 	chart := map[string]string{
 		"chart/Chart.yaml":            "apiVersion: v2\nname: chart\nversion: 0.1.0\n",
-		"chart/templates/secret.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: '{{ .Release.Name }}-key'}\nstringData: {a: b}\n",
+		"chart/templates/secret.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: '{{ .Release.Name }}-token'}\nstringData: {a: b}\n",
 	}
 	tests := map[string]struct {
 		files    map[string]string

@@ -30,16 +30,27 @@ const (
 	// MaxKustomizeTextLines bounds the lines of a file a kustomize build
 	// reads that is not YAML objects: an env file, a literal source.
 	MaxKustomizeTextLines = 20000
+	// MaxKustomizeReadBytes bounds the bytes one build reads, each read
+	// of a file counted: what kustomize generates (a ConfigMapGenerator's
+	// files and literals, a base's objects under each prefix that
+	// includes it) is made of what it read, so a generator naming one
+	// large file a thousand times, or a base included along a thousand
+	// paths, is refused before kustomize holds it all.
+	MaxKustomizeReadBytes = 64 << 20
 )
 
 // Budget counts what one build has read so far; its zero value is a
 // build that has read nothing.
-type Budget struct{ objects int }
+type Budget struct{ objects, bytes int }
 
 // Spend measures a file a build reads and charges its objects to the
 // build (a kustomization file is not charged: it holds no objects); it
 // returns an error saying which limit is passed.
 func (b *Budget) Spend(path string, data []byte) error {
+	b.bytes += len(data)
+	if b.bytes > MaxKustomizeReadBytes {
+		return fmt.Errorf("'%s': the build has read %d MiB, each read of a file counted; keyhole hands one kustomize build at most %d MiB, since what it generates is made of what it reads; split the kustomization", path, b.bytes>>20, MaxKustomizeReadBytes>>20)
+	}
 	objects, keys, ok := measureYAML(data)
 	if !ok {
 		if lines := countLines(data); lines > MaxKustomizeTextLines {
