@@ -351,9 +351,10 @@ spec:
 }
 
 // examples returns every example repository that must render: each
-// directory under examples/ that holds keyhole input (an agent.yaml or a
-// keyhole.yaml, which Argo CD's plugin discovers a source by, or an
-// omnia.altairalabs.ai object) outside a directory with an expected.txt. Those fail the check on purpose and internal/cli's tests
+// directory under examples/ that holds keyhole input (an agent.yaml or an
+// omnia.altairalabs.ai object; a keyhole.yaml alone is a Config, which
+// examples/flux holds beside its deployment wiring) outside a directory
+// with an expected.txt. Those fail the check on purpose and internal/cli's tests
 // compare their output. So broken/ and kustomize-overlay/ (broken on
 // purpose) and argocd/ and flux/ (deployment examples, not inputs) are
 // left out, and a new example is picked up without editing this test.
@@ -399,7 +400,7 @@ func hasKeyholeInput(dir string) (bool, error) {
 			return nil
 		}
 		switch {
-		case d.Name() == "agent.yaml" || d.Name() == "keyhole.yaml":
+		case d.Name() == "agent.yaml":
 			found = true
 		case isYAML(path):
 			b, err := os.ReadFile(path)
