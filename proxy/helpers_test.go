@@ -394,7 +394,11 @@ func (h *harness) get(path string) string {
 // eventually polls cond for up to 5s: for effects of file polling.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	// A liveness condition, not a timing one: the deadline only ends a
+	// test that would otherwise wait for ever, so it is generous enough
+	// for a loaded 2-core CI machine (a stalled-reader test there once
+	// needed more than 5 s for eight tunnels to fill their buffers).
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
