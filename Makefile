@@ -27,11 +27,12 @@ test: test-deps
 # waits 10 s for socket buffers to fill, which takes the instrumented proxy
 # 15, TestLoadTooLarge bounds the bytes a refusal allocates (8 MiB),
 # which the detector's own allocations pass by a few KiB, and
-# TestHelmRenderMemoryBounded bounds a chart renderer's address space to
-# 256 MiB more than it holds, in which the detector's runtime cannot map
-# its shadow memory.
+# TestHelmRenderMemoryBounded and TestAppSetTemplateBounded bound the
+# child process's address space (a chart renderer, an ApplicationSet's
+# template) to 256 MiB more than it holds, in which the detector's runtime
+# cannot map its shadow memory.
 race:
-	$(GO) test -race -count=1 -timeout 20m -skip 'TestServerStalledReaderPipelined|TestLoadTooLarge|TestHelmRenderMemoryBounded' \
+	$(GO) test -race -count=1 -timeout 20m -skip 'TestServerStalledReaderPipelined|TestLoadTooLarge|TestHelmRenderMemoryBounded|TestAppSetTemplateBounded' \
 		./proxy/... ./source ./render ./internal/kustbuild ./internal/gitfs ./internal/parallel
 	$(GO) test -race -count=1 -timeout 20m -run 'TestDiffReuseRepos|TestDiffReuseExamples|TestDiffExitCodes' ./internal/cli
 
