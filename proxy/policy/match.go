@@ -212,6 +212,12 @@ func MatchPrefix(prefix, path string) bool {
 // "*" matches exactly one segment and a final "**" matches one or more
 // remaining segments.
 func MatchPattern(pattern, path string) bool {
+	return matchPatternWith(pattern, path, func(p, s string) bool { return p == "*" || p == s })
+}
+
+// matchPatternWith is MatchPattern with segment deciding whether one
+// segment of the pattern matches one of the path.
+func matchPatternWith(pattern, path string, segment func(p, s string) bool) bool {
 	if pattern == "/" {
 		return path == "/"
 	}
@@ -224,7 +230,7 @@ func MatchPattern(pattern, path string) bool {
 		if p == "**" && i == len(ps)-1 {
 			return len(ss) > i
 		}
-		if i >= len(ss) || (p != "*" && p != ss[i]) {
+		if i >= len(ss) || !segment(p, ss[i]) {
 			return false
 		}
 	}
@@ -255,23 +261,7 @@ func matchSegmentPaths(r config.Rule, path string) bool {
 // matchSegmentPattern is MatchPattern with an encoded '/' part of its
 // segment; pattern and path spell it %2F.
 func matchSegmentPattern(pattern, path string) bool {
-	if pattern == "/" {
-		return path == "/"
-	}
-	if !strings.HasPrefix(pattern, "/") || !strings.HasPrefix(path, "/") || path == "/" {
-		return false
-	}
-	ps := strings.Split(pattern[1:], "/")
-	ss := strings.Split(path[1:], "/")
-	for i, p := range ps {
-		if p == "**" && i == len(ps)-1 {
-			return len(ss) > i
-		}
-		if i >= len(ss) || !matchSegment(p, ss[i]) {
-			return false
-		}
-	}
-	return len(ss) == len(ps)
+	return matchPatternWith(pattern, path, matchSegment)
 }
 
 // matchSegment matches one segment of a pattern under
