@@ -68,6 +68,11 @@ func (l *loader) argoApplied(found []engineFound, patches []kustomizePatch) ([]e
 		o := decl.d.Object()
 		var efs []engineFound
 		changed := false
+		// The cluster holds one object of a name: Applications applying
+		// the same one (nothing renames it on the way) make one set of
+		// units, the first's, not one per applier, which multiplied with
+		// every Application applying another.
+		made := map[string]bool{}
 		for _, p := range ps {
 			bo, applies := l.appliedAs(p, decl.file, o.Kind, o.Name, patches, &ds)
 			if !applies {
@@ -79,6 +84,17 @@ func (l *loader) argoApplied(found []engineFound, patches []kustomizePatch) ([]e
 			} else {
 				fs = l.argoUnits(decl.d, decl.srcRoots)
 			}
+			fs = slices.DeleteFunc(fs, func(f engineFound) bool {
+				key := f.pos.String() + "\x00" + f.skip + "\x00" + f.err + "\x00" + f.warn
+				if f.unit != nil {
+					key = "unit\x00" + p.Cluster + "\x00" + f.unit.Name
+				}
+				if made[key] {
+					return true
+				}
+				made[key] = true
+				return false
+			})
 			for i := range fs {
 				fs[i].argo = decl
 				fs[i].declared(decl.file)
