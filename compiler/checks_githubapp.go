@@ -1,7 +1,6 @@
 package compiler
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
@@ -114,32 +113,4 @@ func checkGitHubAppScopes(p *pass) {
 				"the token the proxy mints cannot be narrowed to what %s allows: %s", clip(u.path), u.why)
 		}
 	}
-}
-
-// describeGitHubScope says what a minted token may do, for explain.
-func describeGitHubScope(repos []string, perms map[string]string) string {
-	var b strings.Builder
-	if perms == nil {
-		b.WriteString("every permission of the installation")
-	} else {
-		names := slices.Sorted(func(yield func(string) bool) {
-			for k := range perms {
-				if !yield(k) {
-					return
-				}
-			}
-		})
-		for i, n := range names {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "%s:%s", n, perms[n])
-		}
-	}
-	if repos == nil {
-		b.WriteString(" on every repository of the installation")
-	} else {
-		fmt.Fprintf(&b, " on %s", strings.Join(repos, ", "))
-	}
-	return b.String()
 }

@@ -119,3 +119,71 @@ func (v *validator) githubApp(at string, g *GitHubAppInject) {
 		}
 	}
 }
+
+// Scope describes what a minted token may do: its permissions (name:level,
+// sorted) on its repositories. It names no secret.
+func (g *GitHubAppInject) Scope() string {
+	var b strings.Builder
+	if len(g.Permissions) == 0 {
+		b.WriteString("every permission of the installation")
+	}
+	for i, name := range slices.Sorted(maps.Keys(g.Permissions)) {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(name + ":" + g.Permissions[name])
+	}
+	if len(g.Repositories) == 0 {
+		b.WriteString(" on every repository of the installation")
+	} else {
+		b.WriteString(" on " + strings.Join(g.Repositories, ", "))
+	}
+	return b.String()
+}
+
+// Installation names the installation: its id, or the owner it is
+// looked up by.
+func (g *GitHubAppInject) Installation() string {
+	if g.InstallationID > 0 {
+		return fmt.Sprint(g.InstallationID)
+	}
+	return "of " + g.Owner
+}
+
+// SameApp reports whether g and o mint from the same App, installation,
+// key and API: their tokens then differ only in scope.
+func (g *GitHubAppInject) SameApp(o *GitHubAppInject) bool {
+	return g.AppID == o.AppID && g.InstallationID == o.InstallationID && g.Owner == o.Owner &&
+		g.PrivateKeyKey == o.PrivateKeyKey && g.API == o.API && g.Scheme == o.Scheme
+}
+
+// Covers reports whether every token o mints could also be minted by g:
+// g's repositories include o's (none listed means all of them) and each
+// of o's permissions is one of g's at the same or a higher level (none
+// listed means the installation's own).
+func (g *GitHubAppInject) Covers(o *GitHubAppInject) bool {
+	if len(g.Repositories) > 0 && (len(o.Repositories) == 0 || !containsAll(g.Repositories, o.Repositories)) {
+		return false
+	}
+	if len(g.Permissions) == 0 {
+		return true
+	}
+	if len(o.Permissions) == 0 {
+		return false
+	}
+	for name, level := range o.Permissions {
+		if have, ok := g.Permissions[name]; !ok || slices.Index(GitHubPermissionLevels(), have) < slices.Index(GitHubPermissionLevels(), level) {
+			return false
+		}
+	}
+	return true
+}
+
+func containsAll(set, sub []string) bool {
+	for _, s := range sub {
+		if !slices.Contains(set, s) {
+			return false
+		}
+	}
+	return true
+}
