@@ -165,6 +165,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"hosts":[{"inject":{"header":{"value":"{{"}}}]}`))
 	f.Add([]byte(strings.Replace(valid, `"pathPrefixes":["/a/b"]`, `"encodedSlash":"segment","pathPrefixes":["/@acme%2Fwidgets","/a%2f..%2Fb"]`, 1)))
+	f.Add([]byte(strings.Replace(valid, `"header":{"name":"Authorization","value":"Bearer {{ .token }}"}`,
+		`"githubApp":{"appId":1,"owner":"acme/widgets","privateKeyKey":"k","api":"api.github.com","scheme":"basic","repositories":["widgets"],"permissions":{"contents":"read"}}`, 1)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Decode(data)
 		if err != nil {
@@ -201,6 +203,15 @@ func FuzzDecode(f *testing.F) {
 				keys = []string{in.Basic.UsernameKey, in.Basic.PasswordKey}
 			case in.Substitute != nil:
 				keys = []string{in.Substitute.Key}
+			case in.GitHubApp != nil:
+				// The owner goes into an API path as is: it must be
+				// names GitHub allows, never a path of its own.
+				for part := range strings.SplitSeq(in.GitHubApp.Owner, "/") {
+					if in.GitHubApp.InstallationID == 0 && CheckGitHubName(part) != nil {
+						t.Fatalf("accepted owner %q", in.GitHubApp.Owner)
+					}
+				}
+				keys = []string{in.GitHubApp.PrivateKeyKey}
 			}
 			for _, k := range keys {
 				if CheckSecretKey(k) != nil {
