@@ -144,7 +144,9 @@ func (m *minter) token(connection, secret string, g *config.GitHubAppInject, rea
 		return Secret{}, err
 	}
 	m.count(connection, "ok")
-	life := expires.Sub(now)
+	// A token already expired by this clock (the API's runs ahead) is
+	// used for this request and minted anew for the next.
+	life := max(expires.Sub(now), 0)
 	e.token, e.expires, e.renewAt = tok, expires, expires.Add(-min(renewAhead, life/2))
 	return tok, nil
 }

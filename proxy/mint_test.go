@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/tls"
@@ -10,6 +11,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -34,6 +36,9 @@ type githubStandIn struct {
 	srv      *httptest.Server
 	appID    int64
 	lifetime time.Duration
+	// clock is GitHub's clock, which JWTs are checked against: the
+	// real one unless a test moves the proxy's.
+	clock func() time.Time
 
 	mu       sync.Mutex
 	pub      *rsa.PublicKey
@@ -63,7 +68,7 @@ func pemPKCS1(k *rsa.PrivateKey) string {
 }
 
 func newGitHubStandIn(t testing.TB, ca *testCA, appID int64, pub *rsa.PublicKey, lifetime time.Duration) *githubStandIn {
-	g := &githubStandIn{appID: appID, pub: pub, lifetime: lifetime}
+	g := &githubStandIn{appID: appID, pub: pub, lifetime: lifetime, clock: time.Now}
 	g.srv = httptest.NewUnstartedServer(http.HandlerFunc(g.serve))
 	g.srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.leaf(t, "api.github.com", "github.com")}}
 	g.srv.StartTLS()
@@ -79,18 +84,18 @@ func (g *githubStandIn) checkJWT(r *http.Request) bool {
 		return false
 	}
 	g.mu.Lock()
-	pub := g.pub
+	pub, clock := g.pub, g.clock
 	g.mu.Unlock()
 	claims := jwt.MapClaims{}
 	_, err := jwt.ParseWithClaims(raw, claims, func(*jwt.Token) (any, error) { return pub, nil },
-		jwt.WithValidMethods([]string{"RS256"}), jwt.WithIssuedAt(), jwt.WithExpirationRequired())
+		jwt.WithValidMethods([]string{"RS256"}), jwt.WithIssuedAt(), jwt.WithExpirationRequired(), jwt.WithTimeFunc(clock))
 	if err != nil {
 		return false
 	}
 	iss, _ := claims.GetIssuer()
 	iat, _ := claims.GetIssuedAt()
 	exp, _ := claims.GetExpirationTime()
-	return iss == fmt.Sprint(g.appID) && iat != nil && exp != nil && exp.Sub(iat.Time) <= 10*time.Minute && time.Since(iat.Time) >= 50*time.Second
+	return iss == fmt.Sprint(g.appID) && iat != nil && exp != nil && exp.Sub(iat.Time) <= 10*time.Minute && clock().Sub(iat.Time) >= 50*time.Second
 }
 
 func (g *githubStandIn) serve(w http.ResponseWriter, r *http.Request) {
@@ -134,7 +139,7 @@ func (g *githubStandIn) serve(w http.ResponseWriter, r *http.Request) {
 		g.minted = append(g.minted, tok)
 		w.WriteHeader(http.StatusCreated)
 		json.NewEncoder(w).Encode(map[string]any{
-			"token": tok, "expires_at": time.Now().Add(g.lifetime).UTC().Format(time.RFC3339Nano),
+			"token": tok, "expires_at": g.clock().Add(g.lifetime).UTC().Format(time.RFC3339Nano),
 			"permissions": asked["permissions"], "repository_selection": "selected",
 		})
 	default:
@@ -488,4 +493,53 @@ func FuzzParseAppKey(f *testing.F) {
 			t.Fatalf("error quotes the input: %v", err)
 		}
 	})
+}
+
+// TestMinterRenewal keeps a token until five minutes before its expiry
+// (or half its life, when that is sooner), renews it then, and does not
+// keep a token the proxy's clock already finds expired.
+func TestMinterRenewal(t *testing.T) {
+	key, err := appKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := newTestCA(t, "github stand-in CA")
+	keyPEM := []byte(pemPKCS1(key))
+	read := func(secret, k string) ([]byte, error) { return keyPEM, nil }
+	g := &config.GitHubAppInject{AppID: 1234, InstallationID: 4242, PrivateKeyKey: "k", API: "api.github.com", Scheme: "token"}
+	for name, tc := range map[string]struct {
+		lifetime time.Duration
+		steps    []time.Duration // clock offsets of successive requests
+		mints    []int           // tokens minted after each
+	}{
+		"an hour's token": {lifetime: time.Hour, steps: []time.Duration{0, 30 * time.Minute, 54 * time.Minute, 56 * time.Minute, 57 * time.Minute}, mints: []int{1, 1, 1, 2, 2}},
+		"a short token":   {lifetime: 4 * time.Minute, steps: []time.Duration{0, time.Minute, 2*time.Minute + time.Second}, mints: []int{1, 1, 2}},
+		"already expired": {lifetime: -time.Minute, steps: []time.Duration{0, 0, time.Second}, mints: []int{1, 2, 3}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := newGitHubStandIn(t, ca, 1234, &key.PublicKey, tc.lifetime)
+			addr := s.srv.Listener.Addr().String()
+			client := &http.Client{Transport: &http.Transport{
+				TLSClientConfig: &tls.Config{RootCAs: ca.pool},
+				DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+					return (&net.Dialer{}).DialContext(ctx, network, addr)
+				},
+			}}
+			m := newMinter(client, func(string, string) {})
+			start := time.Now()
+			for i, step := range tc.steps {
+				clock := func() time.Time { return start.Add(step) }
+				m.now = clock
+				s.mu.Lock()
+				s.clock = clock
+				s.mu.Unlock()
+				if _, err := m.token("c", "s", g, read); err != nil {
+					t.Fatalf("request %d: %v", i, err)
+				}
+				if got := len(s.tokens()); got != tc.mints[i] {
+					t.Fatalf("after request %d at +%s: %d tokens minted, want %d", i, step, got, tc.mints[i])
+				}
+			}
+		})
+	}
 }
