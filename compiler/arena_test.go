@@ -159,6 +159,9 @@ func fill(v reflect.Value, n *int) {
 		v.SetBool(true)
 	case reflect.Int8:
 		v.SetInt(1)
+	case reflect.Int64:
+		*n++
+		v.SetInt(int64(*n))
 	default:
 		panic("fill: a field of kind " + v.Kind().String())
 	}

@@ -89,7 +89,7 @@ func table() []Check {
 		{Code: codeDuplicateObject, Severity: diag.Error,
 			Purpose: "One deploy unit (a kustomization root, or the files outside any kustomization) defines the same Connection, SandboxClass, AgentRuntime, ToolRegistry, agent-sandbox object (Sandbox, SandboxTemplate, SandboxClaim, SandboxWarmPool) or agent twice, or the same Secret a Connection reads: the cluster keeps one, and which one is an accident of order. The message names both positions and how the two differ.",
 			Help:    "Remove one definition, or rename it. The same object in two deploy units (two overlays of one base) is normal and not reported."},
-	}, operatorChecks(), agentSandboxChecks(), []Check{
+	}, operatorChecks(), agentSandboxChecks(), githubAppChecks(), []Check{
 		{Code: codeSecretMissing, Severity: diag.Error, run: checkSecretMissing,
 			Purpose: "The Secret a Connection's credential names is not in the input.",
 			Help:    "Add the Secret (or its SealedSecret/ExternalSecret) to the repository, correct `spec.credential.secretRef.name`, or pass --allow-missing-secrets when Secrets live elsewhere."},
@@ -119,7 +119,7 @@ func table() []Check {
 			Purpose: "A Connection's secretRef names a Secret in another namespace.",
 			Help:    "Create the Secret in the namespace the sandboxes run in, beside the Connection."},
 		{Code: codeInjectFormInvalid, Severity: diag.Error, run: checkInjectForm,
-			Purpose: "An inject entry has neither or both of header/value and basic, or basic on a header other than Authorization.",
+			Purpose: "An inject entry of a Connection whose credential is a Secret has neither or both of header/value and basic, or basic on a header other than Authorization.",
 			Help:    "Give each entry either `header` and `value`, or `basic` with `usernameKey` and `passwordKey`."},
 		{Code: codeHeaderForbidden, Severity: diag.Error, run: checkForbiddenHeaders,
 			Purpose: "An inject entry's `header` (or a keyhole.yaml catalog connector's header name) is one the proxy never injects, since it frames the request or is hop-by-hop: `Host`, `Content-Length`, `Transfer-Encoding`, `Connection`, `Keep-Alive`, `Proxy-Authorization`, `Proxy-Authenticate`, `Proxy-Connection`, `TE`, `Trailer`, `Upgrade`. The proxy refuses such a config, so render refuses the plan.",

@@ -162,6 +162,9 @@ func checkForbiddenHeaders(p *pass) {
 
 func checkInjectForm(p *pass) {
 	for _, c := range p.connList {
+		if c.w.Spec.Credential.Kind == CredentialKindGitHubApp {
+			continue // the proxy sets the minted token; checkGitHubApps
+		}
 		for i, in := range c.w.Spec.Placement.Inject {
 			at := path{"spec", "placement", "inject", i}
 			hasValue := in.Value != nil

@@ -36,6 +36,7 @@ type arenas struct {
 	connections arena[connectionWire]
 	injects     arena[injectWire]
 	basics      arena[basicWire]
+	githubApps  arena[githubAppWire]
 	rules       arena[ruleWire]
 	classes     arena[sandboxClassWire]
 	roles       arena[roleWire]
@@ -197,6 +198,12 @@ func (in *interner) connection(w *connectionWire) *connectionWire {
 	sp.Credential.Kind = in.keep(sp.Credential.Kind)
 	sp.Credential.SecretRef.Name = in.keep(sp.Credential.SecretRef.Name)
 	sp.Credential.SecretRef.Namespace = in.keep(sp.Credential.SecretRef.Namespace)
+	if g := w.Spec.Credential.GitHubApp; g != nil {
+		sp.Credential.GitHubApp = in.githubApps.new(githubAppWire{
+			AppID: g.AppID, InstallationID: g.InstallationID,
+			Owner: in.keep(g.Owner), PrivateKeyKey: in.keep(g.PrivateKeyKey), API: in.keep(g.API),
+		})
+	}
 	sp.Placement.Inject = in.injects.clone(w.Spec.Placement.Inject)
 	for i := range sp.Placement.Inject {
 		e := &sp.Placement.Inject[i]

@@ -103,9 +103,18 @@ func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
 		if c == nil {
 			continue
 		}
+		var scope githubScope
+		app := w.githubApp()
+		if app != nil {
+			scope = githubAppScope(w, app.api())
+		}
 		for ii, in := range w.Spec.Placement.Inject {
 			inject := config.Inject{Secret: w.Spec.Credential.SecretRef.Name}
 			switch {
+			case app != nil:
+				// Set per host below: the scheme depends on it.
+			case w.Spec.Credential.Kind == CredentialKindGitHubApp:
+				continue // no githubApp; the checks report it
 			case in.Basic != nil:
 				inject.Basic = &config.BasicInject{UsernameKey: in.Basic.UsernameKey, PasswordKey: in.Basic.PasswordKey}
 			case in.Value != nil:
@@ -127,7 +136,11 @@ func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
 				injected[h] = true
 				p.origin(&s, h, origin{it: &c.item, at: path{"spec", "placement", "inject", ii}, rules: true})
 				internal[h] = w.Spec.AllowInternalAddresses
-				s.Proxy.Hosts = append(s.Proxy.Hosts, config.Host{Name: h, Connection: c.obj().Name, Inject: inject, Rules: rules})
+				hi := inject
+				if app != nil {
+					hi.GitHubApp = githubAppInject(w, h, scope)
+				}
+				s.Proxy.Hosts = append(s.Proxy.Hosts, config.Host{Name: h, Connection: c.obj().Name, Inject: hi, Rules: rules})
 			}
 			for _, e := range in.PlaceholderEnv {
 				if !envs[e] {

@@ -7,6 +7,8 @@ package compiler
 import (
 	"slices"
 
+	"go.yaml.in/yaml/v3"
+
 	"keyhole.dev/keyhole/proxy/config"
 )
 
@@ -28,12 +30,62 @@ type connectionWire struct {
 				Name      string `yaml:"name"`
 				Namespace string `yaml:"namespace"`
 			} `yaml:"secretRef"`
+			GitHubApp *githubAppWire `yaml:"githubApp"`
 		} `yaml:"credential"`
 		Placement struct {
 			Inject []injectWire `yaml:"inject"`
+			// Env and Files place Secret keys in the sandbox; the
+			// compiler reads only whether there are any.
+			Env   present `yaml:"env"`
+			Files present `yaml:"files"`
 		} `yaml:"placement"`
 		AllowInternalAddresses bool `yaml:"allowInternalAddresses"`
 	} `yaml:"spec"`
+}
+
+// present records whether a list has any item, and nothing else.
+type present bool
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (p *present) UnmarshalYAML(n *yaml.Node) error {
+	*p = n.Kind == yaml.SequenceNode && len(n.Content) > 0
+	return nil
+}
+
+// githubAppWire is a githubApp credential's App and installation.
+type githubAppWire struct {
+	AppID          int64  `yaml:"appId"`
+	InstallationID int64  `yaml:"installationId"`
+	Owner          string `yaml:"owner"`
+	PrivateKeyKey  string `yaml:"privateKeyKey"`
+	API            string `yaml:"api"`
+}
+
+// api is the REST API host tokens are minted from.
+func (g *githubAppWire) api() string {
+	if g.API == "" {
+		return config.GitHubAPIHost
+	}
+	return g.API
+}
+
+// privateKeyKey is the Secret key of the App's private key.
+func (g *githubAppWire) privateKeyKey() string {
+	if g.PrivateKeyKey == "" {
+		return DefaultGitHubAppKey
+	}
+	return g.PrivateKeyKey
+}
+
+// githubApp returns the Connection's App when its credential is one
+// that names an App and one installation, nil otherwise (checkGitHubApps
+// reports why).
+func (w *connectionWire) githubApp() *githubAppWire {
+	g := w.Spec.Credential.GitHubApp
+	if w.Spec.Credential.Kind != CredentialKindGitHubApp || g == nil || g.AppID <= 0 || g.InstallationID < 0 || (g.InstallationID == 0) == (g.Owner == "") {
+		return nil
+	}
+	return g
 }
 
 type injectWire struct {

@@ -14,7 +14,7 @@ import (
 // generator read from a file (configMapGenerator files: or envs:) reaches
 // keyhole's objects only through the build (a replacement, a var), and a
 // replacement's delimiter and index cut any window of it, which a schema
-// message would quote (`want "secret", got "..."`); no input file holds
+// message would quote (`"..." is not allowed here`); no input file holds
 // it as written. So a violation at a node whose value the build set (its
 // position comes with a note naming who set it) says "the value" where it
 // would quote that value or any part of it, and the note says where it

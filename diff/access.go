@@ -411,6 +411,10 @@ func compareHost(host string, b, h entry) hostAccess {
 			}
 			w := Witness{Method: r.Method, URL: url, Body: string(r.Body), Base: ob, Head: oh}
 			switch {
+			case ob.Allowed() && oh.Allowed() && mintedNarrower(b, h):
+				// The same App's token, minted with less scope.
+				w.Rule = matchingRule(b, r)
+				lost = append(lost, found{w: w, r: r, scheme: scheme, cause: "lose:" + scheme + ":" + w.Rule + ":scope"})
 			case !ob.Allowed() || oh.Credential != "" && oh.Credential != ob.Credential:
 				// Newly allowed, or a credential it did not carry.
 				w.Rule = matchingRule(h, r)
@@ -425,6 +429,17 @@ func compareHost(host string, b, h entry) hostAccess {
 	ha.gains, ha.loses = len(gained) > 0, len(lost) > 0
 	ha.widened, ha.narrowed = smallest(gained), smallest(lost)
 	return ha
+}
+
+// mintedNarrower reports whether both entries inject a token the same
+// GitHub App mints and the head's scope is within the base's: a wider
+// scope is a credential the base did not carry, a narrower one is not.
+func mintedNarrower(b, h entry) bool {
+	if b.h == nil || h.h == nil {
+		return false
+	}
+	bg, hg := b.h.Inject.GitHubApp, h.h.Inject.GitHubApp
+	return bg != nil && hg != nil && b.h.Inject.Secret == h.h.Inject.Secret && bg.SameApp(hg) && bg.Covers(hg)
 }
 
 func boolWord(b bool) string { return strconv.FormatBool(b) }

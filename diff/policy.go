@@ -280,6 +280,9 @@ func describeCredential(in config.Inject) string {
 		how = fmt.Sprintf("basic auth, user key %s, password key %s", in.Basic.UsernameKey, in.Basic.PasswordKey)
 	case in.Substitute != nil:
 		how = fmt.Sprintf("placeholder %s replaced by key %s in %s", in.Substitute.Placeholder, in.Substitute.Key, strings.Join(in.Substitute.HeaderNames(), ", "))
+	case in.GitHubApp != nil:
+		g := in.GitHubApp
+		how = fmt.Sprintf("GitHub App %d installation %s token minted from key %s, sent as %s, scoped to %s", g.AppID, g.Installation(), g.PrivateKeyKey, g.Scheme, g.Scope())
 	default:
 		how = "no injection"
 	}

@@ -231,11 +231,15 @@ func (s *Server) serveRequest(w http.ResponseWriter, r *http.Request, st *state,
 		writeRefusal(rec, d, tc != nil && (d.Reason == policy.ReasonHostMismatch || d.Reason == policy.ReasonHostNotAllowed))
 		return
 	}
-	sc, err := prepareHeader(r.Header, d, st.secrets.Lookup)
+	sc, err := prepareHeader(r.Header, d, s.injectorFor(st))
 	if err != nil {
 		hp := d.HostPolicy()
 		s.metrics.injectFailure(hp.Name)
 		d = policy.Refusal(policy.ReasonCredentialUnavailable, d.Host, "keyhole cannot read the credential of connection %s for %s; check the mounted Secret", hp.Connection, hp.Name)
+		if errors.Is(err, errMint) {
+			s.log.Warn("credential not minted", "host", hp.Name, "connection", hp.Connection, "error", logText(err.Error()))
+			d = policy.Refusal(policy.ReasonCredentialUnavailable, d.Host, "keyhole cannot mint the credential of connection %s for %s; the proxy's log says why", hp.Connection, hp.Name)
+		}
 		d.Connection = hp.Connection
 		writeRefusal(rec, d, false)
 		return

@@ -22,15 +22,15 @@ import (
 //
 // For a decision that carries a host policy, Inject replaces the
 // sandbox's own copies of the credential header (in any letter case,
-// with '_' for '-') with the credential read through lookup; then, for
+// with '_' for '-') with the credential inject sets; then, for
 // every request, the sandbox's forwarding headers are dropped and, when
 // response bodies are scrubbed, the request asks for whole, uncompressed
 // ones. On error, which wraps ErrCredentialUnavailable, h may be partly
 // edited and must not be sent.
-func prepareHeader(h http.Header, d policy.Decision, lookup SecretLookup) (scrubbing, error) {
+func prepareHeader(h http.Header, d policy.Decision, inject injector) (scrubbing, error) {
 	var sc scrubbing
 	if hp := d.HostPolicy(); hp != nil {
-		inj, err := Inject(hp, h, lookup)
+		inj, err := inject(hp, h)
 		if err != nil {
 			return scrubbing{}, err
 		}

@@ -64,7 +64,7 @@ func TestPrepareHeader(t *testing.T) {
 				t.Fatalf("decision %v", d)
 			}
 			h := sandbox()
-			sc, err := prepareHeader(h, d, lookup)
+			sc, err := prepareHeader(h, d, secretInjector(lookup))
 			if err != nil {
 				t.Fatal(err)
 			}

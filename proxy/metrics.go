@@ -32,6 +32,7 @@ type metrics struct {
 	mu             sync.Mutex
 	requests       map[[3]string]uint64 // host, decision, reason
 	injectFailures map[string]uint64    // host
+	tokenMints     map[[2]string]uint64 // connection, result
 	scrubs         map[[2]string]uint64 // host, where
 	reloads        map[[2]string]uint64 // what, result
 	transparents   map[[2]string]uint64 // decision, reason
@@ -53,7 +54,7 @@ type metrics struct {
 func newMetrics() *metrics {
 	b := latencyBuckets()
 	return &metrics{
-		requests: map[[3]string]uint64{}, injectFailures: map[string]uint64{}, scrubs: map[[2]string]uint64{}, reloads: map[[2]string]uint64{}, transparents: map[[2]string]uint64{},
+		requests: map[[3]string]uint64{}, injectFailures: map[string]uint64{}, tokenMints: map[[2]string]uint64{}, scrubs: map[[2]string]uint64{}, reloads: map[[2]string]uint64{}, transparents: map[[2]string]uint64{},
 		dialsRefused: map[[2]string]uint64{}, dnsQueries: map[[2]string]uint64{},
 		latencyBounds: b, latencyCounts: make([]uint64, len(b)+1),
 		goroutines: runtime.NumGoroutine,
@@ -92,6 +93,14 @@ func (m *metrics) dns(d DNSDecision) {
 func (m *metrics) injectFailure(host string) {
 	m.mu.Lock()
 	m.injectFailures[host]++
+	m.mu.Unlock()
+}
+
+// tokenMint counts a credential the proxy minted ("ok") or failed to
+// ("error") for a Connection.
+func (m *metrics) tokenMint(connection, result string) {
+	m.mu.Lock()
+	m.tokenMints[[2]string{connection, result}]++
 	m.mu.Unlock()
 }
 
@@ -141,6 +150,11 @@ func (m *metrics) write(w io.Writer) {
 	b.WriteString("# TYPE keyhole_proxy_injection_failures_total counter\n")
 	for _, k := range sortedKeys(m.injectFailures, func(k string) string { return k }) {
 		fmt.Fprintf(&b, "keyhole_proxy_injection_failures_total{host=%s} %d\n", q(k), m.injectFailures[k])
+	}
+	b.WriteString("# HELP keyhole_proxy_token_mints_total Credentials the proxy minted (GitHub App installation tokens), by connection and result (ok, error).\n")
+	b.WriteString("# TYPE keyhole_proxy_token_mints_total counter\n")
+	for _, k := range sortedKeys(m.tokenMints, func(k [2]string) string { return k[0] + "\x00" + k[1] }) {
+		fmt.Fprintf(&b, "keyhole_proxy_token_mints_total{connection=%s,result=%s} %d\n", q(k[0]), q(k[1]), m.tokenMints[k])
 	}
 	b.WriteString("# HELP keyhole_proxy_dials_refused_total Upstream dials refused because the host resolved to an internal address, by host and address class.\n")
 	b.WriteString("# TYPE keyhole_proxy_dials_refused_total counter\n")

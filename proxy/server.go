@@ -140,6 +140,7 @@ type Server struct {
 
 	leaves   *leafCache      // reached only through interception.leaf
 	upstream *http.Transport // TLS to injected hosts
+	mint     *minter         // tokens minted for GitHub App injections
 	plain    *http.Transport // http:// to passthrough hosts
 	tunnels  chan struct{}   // semaphore of open tunnels
 	// bodyChecks is a semaphore of request bodies being read for a rule
@@ -234,6 +235,7 @@ func New(opts Options) (*Server, error) {
 	upTLS := &tls.Config{RootCAs: opts.UpstreamRoots, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12}
 	s.upstream = s.newTransport(upTLS)
 	s.plain = s.newTransport(nil)
+	s.mint = newMinter(&http.Client{Transport: s.upstream, Timeout: mintTimeout}, s.metrics.tokenMint)
 	s.forwardTLS = newForwarder("https", timedTransport{rt: s.upstream, m: s.metrics}, s.upstreamError)
 	s.forwardTLS.pool = &upPool{
 		dial: s.dial, tls: upTLS,

@@ -30,6 +30,7 @@ const (
 	codeOmniaPathPatterns        = "OmniaPathPatternsUnsupported"
 	codeOmniaEncodedSlash        = "OmniaEncodedSlashUnsupported"
 	codeOmniaConnectorWritable   = "OmniaConnectorWritable"
+	codeOmniaCredentialKind      = "OmniaCredentialKindUnsupported"
 )
 
 // OmniaRules describes the omnia target's diagnostic codes, for docs and
@@ -64,6 +65,9 @@ func OmniaRules() []diag.Rule {
 		{Code: codeOmniaEncodedSlash, Severity: diag.Error,
 			Purpose: "A Connection's rule sets `encodedSlash`, which keyhole's own proxy enforces but the operator's Connection does not have: the operator would drop it and its proxy match the rule's paths without it, refusing what it allows (npm's scoped package documents, a GitLab project named by its path) or reading a prefix that spells `%2F` otherwise.",
 			Help:    "Keep the default kubernetes target (or agent-sandbox), whose proxy reads the field; for the omnia target, allow `GET` and `HEAD` under a prefix above the names (`/` for an npm registry), or name GitLab projects by their numeric IDs."},
+		{Code: codeOmniaCredentialKind, Severity: diag.Error,
+			Purpose: "A Connection's credential is of a kind keyhole's own proxy mints tokens from (`githubApp`), which the operator's Connection does not have: its `credential.kind` takes a Secret only, so its proxy would inject nothing, or the App's private key.",
+			Help:    "Keep the default kubernetes target (or agent-sandbox), whose proxy mints the tokens; for the omnia target, use kind `secret` with a token of the scope you choose."},
 		{Code: codeOmniaConnectorWritable, Severity: diag.Error,
 			Purpose: "An agent.yaml connector says `read_only: false`; the omnia target compiles an agent's connectors into Connections with the catalog's read-only rules, and has no way to carry the Connection's own rules instead.",
 			Help:    "Bind the Connection from the agent's AgentRuntime (`spec.sandbox.connections`), or keep the default kubernetes target."},
@@ -239,6 +243,10 @@ func (r *omniaRender) input(in compiler.Object) error {
 	}
 	if in.Source.Kind == "Connection" {
 		sp, _ := spec.(obj)
+		if kind, _ := at(sp, "credential")["kind"].(string); kind != "" && kind != compiler.CredentialKindSecret {
+			r.report(codeOmniaCredentialKind, in.Source, in.Pos,
+				"credential kind %s is keyhole's: the operator's Connection has only kind secret, so its proxy would not mint the token; keep the default kubernetes target, or use kind secret", kind)
+		}
 		for i, entry := range items(at(sp, "placement"), "inject") {
 			e, _ := entry.(obj)
 			for j, rule := range items(e, "rules") {

@@ -371,6 +371,14 @@ func TestOmniaDiagnostics(t *testing.T) {
 			},
 			codes: []string{codeOmniaPathPatterns},
 		},
+		"a Connection's GitHub App credential": {
+			plan: func(t *testing.T) compiler.Plan {
+				return compiler.Plan{Objects: []compiler.Object{inputObject(t, "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: c, namespace: agents}\n"+
+					"spec: {hosts: [api.github.com], credential: {kind: githubApp, secretRef: {name: s}, githubApp: {appId: 1, installationId: 2}}, placement: {inject: [{hosts: [api.github.com], "+
+					"rules: [{methods: [GET], pathPrefixes: [/repos/acme/widgets/pulls]}]}]}}\n")}}
+			},
+			codes: []string{codeOmniaCredentialKind},
+		},
 		"a Connection's encodedSlash": {
 			plan: func(t *testing.T) compiler.Plan {
 				return compiler.Plan{Objects: []compiler.Object{inputObject(t, "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: c, namespace: agents}\n"+

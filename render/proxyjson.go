@@ -1,7 +1,9 @@
 package render
 
 import (
+	"maps"
 	"slices"
+	"strconv"
 	"unicode/utf8"
 
 	"keyhole.dev/keyhole/proxy/config"
@@ -154,6 +156,10 @@ func (w *jsonWriter) inject(in *config.Inject, depth int) {
 		w.str(b.UsernameKey)
 		w.close(m, depth+1, '}')
 	}
+	if g := in.GitHubApp; g != nil {
+		w.key(&n, depth+1, "githubApp")
+		w.githubApp(g, depth+1)
+	}
 	if h := in.Header; h != nil {
 		w.key(&n, depth+1, "header")
 		m := w.open('{')
@@ -179,6 +185,40 @@ func (w *jsonWriter) inject(in *config.Inject, depth int) {
 		w.close(m, depth+1, '}')
 	}
 	w.close(n, depth, '}')
+}
+
+func (w *jsonWriter) githubApp(g *config.GitHubAppInject, depth int) {
+	m := w.open('{')
+	w.key(&m, depth+1, "api")
+	w.str(g.API)
+	w.key(&m, depth+1, "appId")
+	w.b = strconv.AppendInt(w.b, g.AppID, 10)
+	if g.InstallationID != 0 {
+		w.key(&m, depth+1, "installationId")
+		w.b = strconv.AppendInt(w.b, g.InstallationID, 10)
+	}
+	if g.Owner != "" {
+		w.key(&m, depth+1, "owner")
+		w.str(g.Owner)
+	}
+	if len(g.Permissions) > 0 {
+		w.key(&m, depth+1, "permissions")
+		p := w.open('{')
+		for _, name := range slices.Sorted(maps.Keys(g.Permissions)) {
+			w.key(&p, depth+2, name)
+			w.str(g.Permissions[name])
+		}
+		w.close(p, depth+1, '}')
+	}
+	w.key(&m, depth+1, "privateKeyKey")
+	w.str(g.PrivateKeyKey)
+	if len(g.Repositories) > 0 {
+		w.key(&m, depth+1, "repositories")
+		w.strs(g.Repositories, depth+1)
+	}
+	w.key(&m, depth+1, "scheme")
+	w.str(g.Scheme)
+	w.close(m, depth, '}')
 }
 
 func (w *jsonWriter) rule(r *config.Rule, depth int) {

@@ -482,6 +482,8 @@ func formatOf(name string) (format, bool) {
 		return format{"a Secret key", "letters, digits, '-', '_' and '.', not \".\" and not starting with \"..\" (the kubelet's own names)"}, true
 	case "Base64":
 		return format{"base64", "standard base64"}, true
+	case "GitHubOwner":
+		return format{"a GitHub owner", "an account name, or an account and a repository joined by '/', of letters, digits, '-', '_' and '.'"}, true
 	}
 	return format{}, false
 }

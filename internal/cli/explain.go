@@ -285,6 +285,13 @@ func injection(in config.Inject) string {
 		return fmt.Sprintf("sets Authorization: Basic from Secret %s keys %s (user) and %s (password)", in.Secret, in.Basic.UsernameKey, in.Basic.PasswordKey)
 	case in.Substitute != nil:
 		return fmt.Sprintf("replaces %s in request header %s with Secret %s key %s", in.Substitute.Placeholder, strings.Join(in.Substitute.HeaderNames(), ", "), in.Secret, in.Substitute.Key)
+	case in.GitHubApp != nil:
+		g := in.GitHubApp
+		how := "Authorization: token"
+		if g.Scheme == config.GitHubSchemeBasic {
+			how = "Authorization: Basic x-access-token"
+		}
+		return fmt.Sprintf("sets %s to a token of GitHub App %d, installation %s, minted by the proxy from Secret %s key %s, scoped to %s", how, g.AppID, g.Installation(), in.Secret, g.PrivateKeyKey, g.Scope())
 	}
 	return "none"
 }

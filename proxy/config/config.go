@@ -78,7 +78,7 @@ type Host struct {
 }
 
 // Inject says how the credential reaches the request. Exactly one of
-// Header, Basic and Substitute is set.
+// Header, Basic, Substitute and GitHubApp is set.
 type Inject struct {
 	// Secret is the Secret whose keys the injection reads.
 	Secret string `json:"secret"`
@@ -92,6 +92,10 @@ type Inject struct {
 	// of Authorization: Basic, with the value of one key (the agent.yaml
 	// connector form).
 	Substitute *SubstituteInject `json:"substitute,omitempty"`
+	// GitHubApp sets a GitHub App installation token the proxy mints
+	// from the App's private key, one of the Secret's keys (the
+	// Connection form with credential kind githubApp).
+	GitHubApp *GitHubAppInject `json:"githubApp,omitempty"`
 }
 
 // HeaderInject sets Name to Value rendered over the Secret's keys. Value

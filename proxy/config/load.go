@@ -169,8 +169,12 @@ func (v *validator) inject(at string, in Inject) {
 			}
 		}
 	}
+	if in.GitHubApp != nil {
+		forms++
+		v.githubApp(at+".githubApp", in.GitHubApp)
+	}
 	if forms != 1 {
-		v.addf(at, "sets %d of header, basic and substitute; exactly one is required", forms)
+		v.addf(at, "sets %d of header, basic, substitute and githubApp; exactly one is required", forms)
 	}
 }
 

@@ -74,6 +74,17 @@ func TestDecode(t *testing.T) {
 		"secret path":           {old: `"secret":"sec"`, new: `"secret":"../etc"`, want: ErrInvalid, msg: "inject.secret"},
 		"two forms":             {old: `"header":`, new: `"basic":{"usernameKey":"u","passwordKey":"p"},"header":`, want: ErrInvalid, msg: "exactly one"},
 		"no form":               {old: `,"header":{"name":"Authorization","value":"Bearer {{ .token }}"}`, new: ``, want: ErrInvalid, msg: "exactly one"},
+		"githubApp ok":          {old: `"header":{"name":"Authorization","value":"Bearer {{ .token }}"}`, new: `"githubApp":{"appId":1,"installationId":2,"privateKeyKey":"private-key.pem","api":"api.github.com","scheme":"token","repositories":["widgets"],"permissions":{"contents":"read"}}`},
+		"githubApp owner ok":    {old: `"header":{"name":"Authorization","value":"Bearer {{ .token }}"}`, new: strings.Replace(`"githubApp":{"appId":1,"installationId":2,"privateKeyKey":"private-key.pem","api":"api.github.com","scheme":"token","repositories":["widgets"],"permissions":{"contents":"read"}}`, `"installationId":2`, `"owner":"acme/widgets"`, 1)},
+		"githubApp no install":  {old: `"header":{"name":"Authorization","value":"Bearer {{ .token }}"}`, new: strings.Replace(`"githubApp":{"appId":1,"installationId":2,"privateKeyKey":"private-key.pem","api":"api.github.com","scheme":"token","repositories":["widgets"],"permissions":{"contents":"read"}}`, `"installationId":2,`, ``, 1), want: ErrInvalid, msg: "neither installationId nor owner"},
+		"githubApp both":        {old: `"header":{"name":"Authorization","value":"Bearer {{ .token }}"}`, new: strings.Replace(`"githubApp":{"appId":1,"installationId":2,"privateKeyKey":"private-key.pem","api":"api.github.com","scheme":"token","repositories":["widgets"],"permissions":{"contents":"read"}}`, `"installationId":2`, `"installationId":2,"owner":"acme"`, 1), want: ErrInvalid, msg: "both installationId and owner"},
+		"githubApp bad owner":   {old: `"header":{"name":"Authorization","value":"Bearer {{ .token }}"}`, new: strings.Replace(`"githubApp":{"appId":1,"installationId":2,"privateKeyKey":"private-key.pem","api":"api.github.com","scheme":"token","repositories":["widgets"],"permissions":{"contents":"read"}}`, `"installationId":2`, `"owner":"acme/../x"`, 1), want: ErrInvalid, msg: "githubApp.owner"},
+		"githubApp no app":      {old: `"header":{"name":"Authorization","value":"Bearer {{ .token }}"}`, new: strings.Replace(`"githubApp":{"appId":1,"installationId":2,"privateKeyKey":"private-key.pem","api":"api.github.com","scheme":"token","repositories":["widgets"],"permissions":{"contents":"read"}}`, `"appId":1`, `"appId":0`, 1), want: ErrInvalid, msg: "githubApp.appId"},
+		"githubApp scheme":      {old: `"header":{"name":"Authorization","value":"Bearer {{ .token }}"}`, new: strings.Replace(`"githubApp":{"appId":1,"installationId":2,"privateKeyKey":"private-key.pem","api":"api.github.com","scheme":"token","repositories":["widgets"],"permissions":{"contents":"read"}}`, `"token"`, `"bearer"`, 1), want: ErrInvalid, msg: "githubApp.scheme"},
+		"githubApp level":       {old: `"header":{"name":"Authorization","value":"Bearer {{ .token }}"}`, new: strings.Replace(`"githubApp":{"appId":1,"installationId":2,"privateKeyKey":"private-key.pem","api":"api.github.com","scheme":"token","repositories":["widgets"],"permissions":{"contents":"read"}}`, `"read"`, `"admin"`, 1), want: ErrInvalid, msg: "permissions.contents"},
+		"githubApp repo order":  {old: `"header":{"name":"Authorization","value":"Bearer {{ .token }}"}`, new: strings.Replace(`"githubApp":{"appId":1,"installationId":2,"privateKeyKey":"private-key.pem","api":"api.github.com","scheme":"token","repositories":["widgets"],"permissions":{"contents":"read"}}`, `["widgets"]`, `["widgets","gadgets"]`, 1), want: ErrInvalid, msg: "not sorted"},
+		"githubApp key":         {old: `"header":{"name":"Authorization","value":"Bearer {{ .token }}"}`, new: strings.Replace(`"githubApp":{"appId":1,"installationId":2,"privateKeyKey":"private-key.pem","api":"api.github.com","scheme":"token","repositories":["widgets"],"permissions":{"contents":"read"}}`, `"private-key.pem"`, `"../key"`, 1), want: ErrInvalid, msg: "privateKeyKey"},
+		"githubApp and header":  {old: `"header":`, new: `"githubApp":{"appId":1,"installationId":2,"privateKeyKey":"private-key.pem","api":"api.github.com","scheme":"token","repositories":["widgets"],"permissions":{"contents":"read"}}` + `,"header":`, want: ErrInvalid, msg: "exactly one"},
 		"bad template":          {old: `{{ .token }}`, new: `{{ .token | html }}`, want: ErrTemplate},
 		"template key path":     {old: `{{ .token }}`, new: `{{ .to..ken }}`, want: ErrInvalid},
 		"header newline":        {old: `Bearer {{`, new: `Bearer\n{{`, want: ErrInvalid, msg: "line break"},
@@ -154,6 +165,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"hosts":[{"inject":{"header":{"value":"{{"}}}]}`))
 	f.Add([]byte(strings.Replace(valid, `"pathPrefixes":["/a/b"]`, `"encodedSlash":"segment","pathPrefixes":["/@acme%2Fwidgets","/a%2f..%2Fb"]`, 1)))
+	f.Add([]byte(strings.Replace(valid, `"header":{"name":"Authorization","value":"Bearer {{ .token }}"}`,
+		`"githubApp":{"appId":1,"owner":"acme/widgets","privateKeyKey":"k","api":"api.github.com","scheme":"basic","repositories":["widgets"],"permissions":{"contents":"read"}}`, 1)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Decode(data)
 		if err != nil {
@@ -190,6 +203,15 @@ func FuzzDecode(f *testing.F) {
 				keys = []string{in.Basic.UsernameKey, in.Basic.PasswordKey}
 			case in.Substitute != nil:
 				keys = []string{in.Substitute.Key}
+			case in.GitHubApp != nil:
+				// The owner goes into an API path as is: it must be
+				// names GitHub allows, never a path of its own.
+				for part := range strings.SplitSeq(in.GitHubApp.Owner, "/") {
+					if in.GitHubApp.InstallationID == 0 && CheckGitHubName(part) != nil {
+						t.Fatalf("accepted owner %q", in.GitHubApp.Owner)
+					}
+				}
+				keys = []string{in.GitHubApp.PrivateKeyKey}
 			}
 			for _, k := range keys {
 				if CheckSecretKey(k) != nil {
