@@ -223,8 +223,10 @@ func TestServerWebSocketAttacks(t *testing.T) {
 			wantStatus: http.StatusBadGateway,
 		},
 		"h2c upgrade on the websocket path": {
-			raw:        "GET /socket HTTP/1.1\r\nHost: api.github.com\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n",
-			upstream:   func(c net.Conn, _ *bufio.Reader, req *http.Request) { io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n") },
+			raw: "GET /socket HTTP/1.1\r\nHost: api.github.com\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n",
+			upstream: func(c net.Conn, _ *bufio.Reader, req *http.Request) {
+				io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n")
+			},
 			wantStatus: http.StatusBadGateway,
 		},
 		"Upgrade: websocket that Connection does not name": {
