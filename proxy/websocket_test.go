@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
@@ -425,4 +426,95 @@ func TestServerWebSocketEnds(t *testing.T) {
 			eventually(t, "the log line", func() bool { return strings.Contains(h.logs.String(), tc.wantLog) })
 		})
 	}
+}
+
+// bufConn is a net.Conn that keeps what is written to it.
+type bufConn struct {
+	net.Conn
+	out bytes.Buffer
+}
+
+func (c *bufConn) Write(b []byte) (int, error)      { return c.out.Write(b) }
+func (c *bufConn) SetWriteDeadline(time.Time) error { return nil }
+
+// cutReader returns its data in reads of the sizes cuts gives, in turn.
+type cutReader struct {
+	data []byte
+	cuts []byte
+	i    int
+}
+
+func (r *cutReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := len(r.data)
+	if len(r.cuts) > 0 {
+		n = max(1, int(r.cuts[r.i%len(r.cuts)]))
+		r.i++
+	}
+	n = min(n, len(p), len(r.data))
+	copy(p, r.data[:n])
+	r.data = r.data[n:]
+	return n, nil
+}
+
+// FuzzWebSocketFrames: the frame reader on any bytes, in reads of any
+// size, from either side: each header it accepts is the bytes it
+// consumed and within the caps. And the upstream's bytes relayed to the
+// sandbox: what the sandbox gets is frames the reader accepts from a
+// server, none of whose payloads holds the credential, however the
+// upstream cut it into frames and its frames into reads.
+func FuzzWebSocketFrames(f *testing.F) {
+	text := appendFrame(nil, wsText, []byte("x Bearer "+canary+" y"), nil)
+	f.Add(text, []byte{1}, false)
+	f.Add(append(append([]byte{wsText, 9}, "Bearer CA"...), appendFrame(nil, wsContinuation, []byte(canary[2:]), nil)...), []byte{3, 1, 7}, false)
+	f.Add(append(appendFrame(nil, wsPing, []byte(canary), nil), appendFrame(nil, wsClose, closePayload(1000, canary), nil)...), []byte(nil), false)
+	f.Add(appendFrame(nil, wsBinary, []byte(canary), &[4]byte{1, 2, 3, 4}), []byte{2}, true)
+	f.Add(binary.BigEndian.AppendUint64([]byte{0x81, 127}, 1<<63), []byte(nil), false)
+	f.Add([]byte{0x81, 126, 0, 200}, []byte{1}, false)
+	f.Fuzz(func(t *testing.T, data, cuts []byte, fromClient bool) {
+		fr := wsFrameReader{fromClient: fromClient}
+		src := &cutReader{data: data, cuts: cuts}
+		consumed := 0
+		for {
+			h, err := fr.next(src)
+			if err != nil {
+				break
+			}
+			if !bytes.Equal(h.raw, data[consumed:consumed+len(h.raw)]) {
+				t.Fatalf("header %x is not the bytes read, %x", h.raw, data[consumed:consumed+len(h.raw)])
+			}
+			if h.length > maxWSMessage || h.op >= wsClose && h.length > maxWSControl {
+				t.Fatalf("accepted a frame of %d bytes, opcode %d", h.length, h.op)
+			}
+			consumed += len(h.raw)
+			n, _ := io.CopyN(io.Discard, src, h.length)
+			consumed += int(n)
+			if n < h.length {
+				break
+			}
+		}
+		if fromClient {
+			return
+		}
+		sb := &bufConn{}
+		r := &wsRelay{sandbox: sb, upIn: bufio.NewReader(&cutReader{data: data, cuts: cuts}), sc: scrubbing{inj: injectedOf(canary)}, idle: time.Second}
+		r.fromUpstream()
+		out := wsFrameReader{}
+		rd := bytes.NewReader(sb.out.Bytes())
+		for rd.Len() > 0 {
+			h, err := out.next(rd)
+			if err != nil {
+				t.Fatalf("the sandbox got a frame the reader refuses: %v", err)
+			}
+			p := make([]byte, h.length)
+			if _, err := io.ReadFull(rd, p); err != nil {
+				t.Fatalf("the sandbox got a short frame: %v", err)
+			}
+			if bytes.Contains(p, []byte(canary)) {
+				t.Fatalf("the sandbox got the credential in %q", p)
+			}
+		}
+	})
 }
