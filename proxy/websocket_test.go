@@ -33,8 +33,9 @@ const wsHandshake = "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-
 // wsUpstream is a WebSocket server for api.github.com built on
 // github.com/coder/websocket: it sends the Authorization it got, then
 // the same split across the frames of one message, then echoes what it
-// reads. It reports each handshake's header.
-func wsUpstream(t *testing.T) (harnessOpt, chan http.Header) {
+// reads. It reports each handshake's header, and returns its CA and
+// address for a client that reaches it without the proxy.
+func wsUpstream(t testing.TB) (harnessOpt, chan http.Header, *testCA, string) {
 	t.Helper()
 	ca := newTestCA(t, "websocket upstream CA")
 	saw := make(chan http.Header, 4)
@@ -75,7 +76,8 @@ func wsUpstream(t *testing.T) (harnessOpt, chan http.Header) {
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.leaf(t, "api.github.com")}}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
-	return resolveTo(ca, srv.Listener.Addr().String(), "api.github.com"), saw
+	addr := srv.Listener.Addr().String()
+	return resolveTo(ca, addr, "api.github.com"), saw, ca, addr
 }
 
 // wsDial opens a WebSocket through the proxy with coder/websocket, as a
@@ -98,7 +100,7 @@ func (h *harness) wsDial(ctx context.Context, path string, opts *websocket.DialO
 // frames, in a binary message) reaches the sandbox masked; the
 // sandbox's offer of permessage-deflate never reaches the upstream.
 func TestServerWebSocket(t *testing.T) {
-	opt, saw := wsUpstream(t)
+	opt, saw, _, _ := wsUpstream(t)
 	h := newHarnessConfig(t, wsConfig, opt)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -517,4 +519,56 @@ func FuzzWebSocketFrames(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkWebSocketEcho: one 1 KiB text message to the echo upstream
+// and its echo back, per op, over one WebSocket opened with
+// github.com/coder/websocket: directly, and through the proxy (which
+// scrubs each echo whole). ns/op is the round trip.
+func BenchmarkWebSocketEcho(b *testing.B) {
+	opt, saw, upCA, upAddr := wsUpstream(b)
+	h := newHarnessConfig(b, wsConfig, opt)
+	ctx := context.Background()
+	routes := map[string]func() (*websocket.Conn, error){
+		"direct": func() (*websocket.Conn, error) {
+			c, _, err := websocket.Dial(ctx, "wss://api.github.com/socket", &websocket.DialOptions{HTTPClient: &http.Client{Transport: &http.Transport{
+				TLSClientConfig: &tls.Config{RootCAs: upCA.pool},
+				DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+					return (&net.Dialer{}).DialContext(ctx, network, upAddr)
+				},
+			}}})
+			return c, err
+		},
+		"keyhole": func() (*websocket.Conn, error) {
+			c, _, err := h.wsDial(ctx, "/socket", nil)
+			return c, err
+		},
+	}
+	msg := []byte(strings.Repeat("x", 1<<10))
+	for _, name := range []string{"direct", "keyhole"} {
+		b.Run(name, func(b *testing.B) {
+			c, err := routes[name]()
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.CloseNow()
+			<-saw
+			for range 3 { // the upstream's greetings
+				if _, _, err := c.Read(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.SetBytes(int64(len(msg)))
+			b.ResetTimer()
+			for b.Loop() {
+				if err := c.Write(ctx, websocket.MessageText, msg); err != nil {
+					b.Fatal(err)
+				}
+				if _, got, err := c.Read(ctx); err != nil || len(got) != len(msg) {
+					b.Fatalf("echo: %d bytes, %v", len(got), err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+		})
+	}
 }
