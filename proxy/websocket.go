@@ -29,9 +29,10 @@ import (
 // limits below.
 
 // The relay's limits. A message from the upstream is held whole, to be
-// scrubbed of the credential before the sandbox gets any of it, so
-// maxWSMessage is also what one WebSocket can hold of the proxy's
-// memory; the sandbox's frames are passed on as they arrive.
+// scrubbed of the credential before the sandbox gets any of it, and
+// then copied into the frame that carries it on, so twice maxWSMessage
+// is what one WebSocket can hold of the proxy's memory; the sandbox's
+// frames are passed on as they arrive.
 const (
 	// maxWSMessage caps a message (all its frames) and so each frame,
 	// either way.
