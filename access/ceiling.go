@@ -54,6 +54,10 @@ type Limit struct {
 	// run a mutation sent with GET. A limit sets Body or GraphQL, not
 	// both.
 	GraphQL []string
+	// WebSocket limits only WebSocket handshakes the proxy upgrades (a
+	// rule's websocket: true): "no WebSocket on host X". A limit
+	// without it covers a handshake as the GET it also is.
+	WebSocket bool
 	// Credential limits only requests the proxy puts a credential on:
 	// "no credential on host X". A passthrough host's tunnel carries
 	// none, so it stays under such a limit.
@@ -348,12 +352,12 @@ func (c Ceiling) checkHost(p *policy.Policy, h *config.Host, host string, li int
 		reqs   []Request
 	}{{"https", reqs}, {"http", plain}} {
 		for _, r := range try.reqs {
-			if !l.Contains(r.Method, r.Path, r.Body) {
+			if !l.Contains(r.Method, r.Path, r.Body) || l.WebSocket && !r.WebSocket {
 				continue
 			}
-			url := try.scheme + "://" + host + r.Path
+			url := r.Scheme(try.scheme) + "://" + host + r.Path
 			d := p.DecideURL(r.Method, url, r.Body)
-			if !d.Allowed() || l.Credential && d.Action != policy.ActionInject {
+			if !d.Allowed() || l.Credential && d.Action != policy.ActionInject || l.WebSocket && !d.WebSocket {
 				continue
 			}
 			if best != nil && (try.scheme == "http" || r.Compare(bestReq) >= 0) {
@@ -362,7 +366,7 @@ func (c Ceiling) checkHost(p *policy.Policy, h *config.Host, host string, li int
 			v := Violation{Limit: li, Host: host, Method: r.Method, URL: url, Body: string(r.Body), Decision: d, Rule: -1}
 			if h != nil && d.Action == policy.ActionInject {
 				for i, rule := range h.Rules {
-					if policy.RuleAllows(rule, r.Method, r.Path, jsonBody(r.Body)) {
+					if policy.RuleAllows(rule, r.Method, r.Path, jsonBody(r.Body)) && (!d.WebSocket || rule.WebSocket) {
 						v.Rule = i
 						break
 					}
@@ -408,6 +412,9 @@ func (l Limit) Describe() string {
 	}
 	if l.EncodedSlash != "" {
 		b.WriteString(" (encodedSlash: " + l.EncodedSlash + ")")
+	}
+	if l.WebSocket {
+		b.WriteString(" upgraded to a WebSocket")
 	}
 	if len(l.Body) > 0 {
 		var conds []string

@@ -155,6 +155,16 @@ func TestCeilingCheck(t *testing.T) {
 			want:     []string{"GET https://gitlab.com/api/v4/projects/acme%2Fwidgets/other"},
 			wantRule: []int{0},
 		},
+		"a websocket rule breaks a no-WebSocket limit": {
+			limit:    Limit{Hosts: []string{"api.github.com"}, WebSocket: true},
+			cfg:      plan([]config.Host{injected("api.github.com", config.Rule{Methods: []string{"GET"}, PathPrefixes: []string{"/"}}, config.Rule{Methods: []string{"GET"}, PathPrefixes: []string{"/realtime"}, WebSocket: true})}),
+			want:     []string{"GET wss://api.github.com/realtime"},
+			wantRule: []int{1},
+		},
+		"a GET rule stays under a no-WebSocket limit": {
+			limit: Limit{Hosts: []string{"api.github.com"}, WebSocket: true},
+			cfg:   plan([]config.Host{injected("api.github.com", config.Rule{Methods: []string{"GET"}, PathPrefixes: []string{"/"}})}),
+		},
 		"another namespace is not selected": {
 			limit: Limit{Sandboxes: Selector{Namespace: "other"}, Hosts: []string{"api.github.com"}},
 			cfg:   plan([]config.Host{injected("api.github.com")}),

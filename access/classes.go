@@ -32,11 +32,23 @@ const (
 )
 
 // Request is one representative request of a class: a method, a path
-// and a body (nil for none).
+// and a body (nil for none). WebSocket marks a WebSocket handshake (a
+// bodiless GET), decided as a wss:// URL.
 type Request struct {
-	Method string
-	Path   string
-	Body   []byte
+	Method    string
+	Path      string
+	Body      []byte
+	WebSocket bool
+}
+
+// Scheme is the URL scheme the request is decided under, given the
+// one its class walk tries (https or http): wss for a handshake over
+// https.
+func (r Request) Scheme(scheme string) string {
+	if r.WebSocket && scheme == "https" {
+		return "wss"
+	}
+	return scheme
 }
 
 // Compare orders requests smallest first: fewer path segments, a shorter
@@ -50,7 +62,15 @@ func (r Request) Compare(o Request) int {
 		strings.Compare(r.Method, o.Method),
 		cmp.Compare(len(r.Body), len(o.Body)),
 		strings.Compare(string(r.Body), string(o.Body)),
+		cmp.Compare(boolRank(r.WebSocket), boolRank(o.WebSocket)),
 	)
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // commonMethods are tried, in this order, for a method no rule names.
@@ -70,8 +90,9 @@ func methodRank(m string) int {
 // class match exactly the same rules. A rule matches a product of a
 // method set, a path set and a body set, so the classes are the product
 // of the classes of each: the methods the rules name and one they do
-// not; the paths of pathClasses; the bodies of bodyClasses. why is set
-// when the classes exceed the comparison's bounds.
+// not; the paths of pathClasses; the bodies of bodyClasses; and, where
+// a rule has websocket: true, a WebSocket handshake on each path. why is
+// set when the classes exceed the comparison's bounds.
 func Classes(rules []config.Rule) (reqs []Request, why string) {
 	methods := map[string]bool{}
 	for _, r := range rules {
@@ -89,7 +110,12 @@ func Classes(rules []config.Rule) (reqs []Request, why string) {
 	if !ok {
 		return nil, fmt.Sprintf("its rules' body conditions fall into more than %d classes to compare", MaxBodies)
 	}
-	if n := len(ms) * len(paths) * len(bodies); n > MaxRequests {
+	webSocket := slices.ContainsFunc(rules, func(r config.Rule) bool { return r.WebSocket })
+	n := len(ms) * len(paths) * len(bodies)
+	if webSocket {
+		n += len(paths)
+	}
+	if n > MaxRequests {
 		return nil, fmt.Sprintf("its rules make %d classes of requests to compare, more than %d", n, MaxRequests)
 	}
 	for _, p := range paths {
@@ -97,6 +123,9 @@ func Classes(rules []config.Rule) (reqs []Request, why string) {
 			for _, b := range bodies {
 				reqs = append(reqs, Request{Method: m, Path: p, Body: b})
 			}
+		}
+		if webSocket {
+			reqs = append(reqs, Request{Method: "GET", Path: p, WebSocket: true})
 		}
 	}
 	return reqs, ""

@@ -38,6 +38,7 @@ type ceilingWire struct {
 		Operations []string `yaml:"operations"`
 	} `yaml:"graphql"`
 	Credential bool `yaml:"credential"`
+	WebSocket  bool `yaml:"websocket"`
 }
 
 // origin is where a host of a sandbox's proxy config comes from, for a
@@ -78,7 +79,7 @@ func (p *pass) origin(s *Sandbox, host string, o origin) {
 // readCeiling reads keyhole.yaml's ceiling into p.config.ceiling,
 // reporting what the proxy's own checks would refuse in it.
 func (p *pass) readCeiling(it *item, nodes []yaml.Node) {
-	known := []string{"sandboxes", "hosts", "methods", "pathPrefixes", "pathPatterns", "encodedSlash", "body", "graphql", "credential"}
+	known := []string{"sandboxes", "hosts", "methods", "pathPrefixes", "pathPatterns", "encodedSlash", "body", "graphql", "credential", "websocket"}
 	for i := range nodes {
 		n := &nodes[i]
 		if n.Kind != yaml.MappingNode {
@@ -110,7 +111,7 @@ func (p *pass) readCeiling(it *item, nodes []yaml.Node) {
 		l := access.Limit{
 			Sandboxes: access.Selector{Namespace: w.Sandboxes.Namespace, Name: w.Sandboxes.Name, Labels: w.Sandboxes.Labels},
 			Hosts:     w.Hosts, Methods: w.Methods, PathPrefixes: w.PathPrefixes, PathPatterns: w.PathPatterns,
-			EncodedSlash: w.EncodedSlash, Body: w.Body, Credential: w.Credential,
+			EncodedSlash: w.EncodedSlash, Body: w.Body, Credential: w.Credential, WebSocket: w.WebSocket,
 		}
 		if w.GraphQL != nil {
 			l.GraphQL = w.GraphQL.Operations

@@ -212,6 +212,10 @@ func checkRules(p *pass) {
 						p.report(codePathPrefixInvalid, &c.item, at.with("pathPatterns", x), false, "path pattern %q is refused by the proxy: %v", clip(pattern), err)
 					}
 				}
+				if rule.WebSocket && !slices.Contains(rule.Methods, http.MethodGet) {
+					p.report(codeMethodInvalid, &c.item, at.with("websocket"), false,
+						"rule %d sets websocket: true but does not list GET: a WebSocket handshake is a GET, so the rule upgrades nothing and the proxy refuses the config; add GET to its methods", r)
+				}
 				if len(rule.PathPrefixes) == 0 && len(rule.PathPatterns) == 0 {
 					p.report(codePathPrefixInvalid, &c.item, at.with("methods"), true,
 						"rule %d names no path: give pathPrefixes (\"/\" for every path) or pathPatterns", r)
@@ -369,6 +373,10 @@ func covers(a, b ruleWire) bool {
 		if !slices.Contains(a.Methods, m) {
 			return false
 		}
+	}
+	if b.WebSocket && !a.WebSocket {
+		// b also lets a handshake upgrade, which a does not.
+		return false
 	}
 	if a.EncodedSlash != b.EncodedSlash && (a.EncodedSlash != "" || !slices.Contains(a.PathPrefixes, "/")) {
 		// The two read an encoded '/' apart: only "/" read both ways

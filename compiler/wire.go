@@ -120,11 +120,12 @@ type ruleWire struct {
 	PathPrefixes []string `yaml:"pathPrefixes"`
 	PathPatterns []string `yaml:"pathPatterns"`
 	EncodedSlash string   `yaml:"encodedSlash"`
+	WebSocket    bool     `yaml:"websocket"`
 }
 
 // proxy is the rule as the proxy reads it.
 func (r ruleWire) proxy() config.Rule {
-	return config.Rule{Methods: slices.Clone(r.Methods), PathPrefixes: slices.Clone(r.PathPrefixes), PathPatterns: slices.Clone(r.PathPatterns), EncodedSlash: r.EncodedSlash}
+	return config.Rule{Methods: slices.Clone(r.Methods), PathPrefixes: slices.Clone(r.PathPrefixes), PathPatterns: slices.Clone(r.PathPatterns), EncodedSlash: r.EncodedSlash, WebSocket: r.WebSocket}
 }
 
 type secretWire struct {

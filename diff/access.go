@@ -121,6 +121,9 @@ type Outcome struct {
 	// for an injection.
 	Connection string `json:"connection,omitempty"`
 	Credential string `json:"credential,omitempty"`
+	// WebSocket is set when the request is a WebSocket handshake the
+	// proxy upgrades.
+	WebSocket bool `json:"websocket,omitempty"`
 }
 
 // Allowed reports whether the proxy lets the request through.
@@ -135,6 +138,9 @@ func (o Outcome) String() string {
 	case policy.ActionForward:
 		return "forwarded over plain HTTP, no credential"
 	case policy.ActionInject:
+		if o.WebSocket {
+			return "allowed with " + o.Credential + ", upgraded to a WebSocket"
+		}
 		return "allowed with " + o.Credential
 	}
 	return string(o.Action)
@@ -308,6 +314,9 @@ func internalWitness(pFrom, pTo *policy.Policy, from, to *config.Config) ([]Witn
 			reqs = []request{{Method: "GET", Path: "/"}}
 		}
 		for _, r := range reqs {
+			if r.WebSocket {
+				continue // decided as the GET it also is
+			}
 			w := Witness{Method: r.Method, URL: "https://" + host + r.Path, Body: string(r.Body), Address: internalAddr.String()}
 			got := decideWitness(pTo, w)
 			if !got.Allowed() {
@@ -362,7 +371,7 @@ func outcome(p *policy.Policy, d policy.Decision) Outcome {
 	case policy.ActionRefuse:
 		o.Reason = d.Reason
 	case policy.ActionInject:
-		o.Connection = d.Connection
+		o.Connection, o.WebSocket = d.Connection, d.WebSocket
 		if h := p.Host(d.Host); h != nil {
 			o.Credential = describeCredential(h.Inject)
 		}
@@ -403,20 +412,21 @@ func compareHost(host string, b, h entry) hostAccess {
 	}{{"https", reqs}, {"http", plain}} {
 		scheme := try.scheme
 		for _, r := range try.reqs {
-			url := scheme + "://" + host + r.Path
+			url := r.Scheme(scheme) + "://" + host + r.Path
 			ob := outcome(pb, pb.DecideURL(r.Method, url, r.Body))
 			oh := outcome(ph, ph.DecideURL(r.Method, url, r.Body))
-			if ob == oh || ob.Allowed() == oh.Allowed() && ob.Credential == oh.Credential {
+			if ob == oh || ob.Allowed() == oh.Allowed() && ob.Credential == oh.Credential && ob.WebSocket == oh.WebSocket {
 				continue // the same decision, or the same credential under another Connection's name
 			}
 			w := Witness{Method: r.Method, URL: url, Body: string(r.Body), Base: ob, Head: oh}
 			switch {
-			case ob.Allowed() && oh.Allowed() && mintedNarrower(b, h):
+			case ob.Allowed() && oh.Allowed() && mintedNarrower(b, h) && !(oh.WebSocket && !ob.WebSocket):
 				// The same App's token, minted with less scope.
 				w.Rule = matchingRule(b, r)
 				lost = append(lost, found{w: w, r: r, scheme: scheme, cause: "lose:" + scheme + ":" + w.Rule + ":scope"})
-			case !ob.Allowed() || oh.Credential != "" && oh.Credential != ob.Credential:
-				// Newly allowed, or a credential it did not carry.
+			case !ob.Allowed() || oh.Credential != "" && oh.Credential != ob.Credential || oh.WebSocket && !ob.WebSocket:
+				// Newly allowed, a credential it did not carry, or
+				// newly upgraded to a WebSocket.
 				w.Rule = matchingRule(h, r)
 				gained = append(gained, found{w: w, r: r, scheme: scheme, cause: "gain:" + scheme + ":" + w.Rule + ":" + boolWord(!ob.Allowed())})
 			default:
@@ -451,7 +461,7 @@ func matchingRule(e entry, r request) string {
 		return ""
 	}
 	for _, rule := range e.h.Rules {
-		if policy.RuleAllows(rule, r.Method, r.Path, policy.Body{Data: r.Body, Complete: true, ContentType: []string{"application/json"}}) {
+		if policy.RuleAllows(rule, r.Method, r.Path, policy.Body{Data: r.Body, Complete: true, ContentType: []string{"application/json"}}) && (!r.WebSocket || rule.WebSocket) {
 			return DescribeRule(rule)
 		}
 	}

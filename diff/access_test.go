@@ -56,6 +56,12 @@ func segment(r config.Rule) config.Rule {
 	return r
 }
 
+// webSocket gives r websocket: true.
+func webSocket(r config.Rule) config.Rule {
+	r.WebSocket = true
+	return r
+}
+
 // graphql is a POST /graphql rule with a GraphQL condition.
 func graphql(g config.GraphQL) config.Rule {
 	r := patterns("POST", "/graphql")
@@ -355,6 +361,20 @@ func TestCompareAccess(t *testing.T) {
 			head: plan([]config.Host{gh(patterns("POST", "/graphql"), graphql(config.GraphQL{Operations: []string{"query"}, Batches: true}))}),
 			want: VerdictUnchanged,
 		},
+		// Allowing a WebSocket on a path already allowed is a widening:
+		// the handshake gains the upgrade, which the plain GET had not.
+		"websocket allowed on a path already allowed": {
+			base:    plan([]config.Host{gh(prefixes("GET", "/realtime"))}),
+			head:    plan([]config.Host{gh(prefixes("GET", "/realtime"), webSocket(prefixes("GET", "/realtime")))}),
+			want:    VerdictWidened,
+			widened: []string{"GET wss://api.github.com/realtime"},
+		},
+		"websocket taken away": {
+			base:     plan([]config.Host{gh(webSocket(prefixes("GET", "/realtime")))}),
+			head:     plan([]config.Host{gh(prefixes("GET", "/realtime"))}),
+			want:     VerdictNarrowed,
+			narrowed: []string{"GET wss://api.github.com/realtime"},
+		},
 		"a sandbox added that reaches nothing": {
 			base: nil,
 			head: plan(nil),
@@ -483,21 +503,23 @@ func scopeNarrowed(base, head *config.Config, rawURL string) bool {
 }
 
 // gains reports whether a request decided from → to gains: it is allowed
-// now and was refused, or now carries a credential it did not.
+// now and was refused, now carries a credential it did not, or now
+// upgrades to a WebSocket.
 func gains(from, to Outcome) bool {
 	if !to.Allowed() {
 		return false
 	}
-	return !from.Allowed() || to.Credential != "" && to.Credential != from.Credential
+	return !from.Allowed() || to.Credential != "" && to.Credential != from.Credential || to.WebSocket && !from.WebSocket
 }
 
 // loses reports whether a request decided from → to loses: it is refused
-// now and was allowed, or no longer carries a credential.
+// now and was allowed, no longer carries a credential, or no longer
+// upgrades to a WebSocket.
 func loses(from, to Outcome) bool {
 	if !from.Allowed() {
 		return false
 	}
-	return !to.Allowed() || from.Credential != "" && to.Credential == ""
+	return !to.Allowed() || from.Credential != "" && to.Credential == "" || from.WebSocket && !to.WebSocket
 }
 
 func policyOf(t *testing.T, c *config.Config) *policy.Policy {

@@ -304,7 +304,8 @@ func rules(rs []config.Rule) []string {
 
 // DescribeRule writes a rule on one line, as diff and explain both show
 // it: methods, paths (a comma between them), how an encoded '/' is read
-// ("(encodedSlash: segment)"), body conditions
+// ("(encodedSlash: segment)"), whether a WebSocket may upgrade
+// ("(websocket)"), body conditions
 // ("GET,HEAD /repos/a, /repos/b with JSON body action in [opened,closed]";
 // "POST /graphql with GraphQL query only").
 func DescribeRule(r config.Rule) string {
@@ -312,6 +313,9 @@ func DescribeRule(r config.Rule) string {
 	s := strings.Join(r.Methods, ",") + " " + strings.Join(paths, ", ")
 	if r.EncodedSlash != "" {
 		s += " (encodedSlash: " + r.EncodedSlash + ")"
+	}
+	if r.WebSocket {
+		s += " (websocket)"
 	}
 	var conds []string
 	for _, k := range slices.Sorted(maps.Keys(r.Body)) {

@@ -208,12 +208,15 @@ func (s *Server) serveRequest(w http.ResponseWriter, r *http.Request, st *state,
 	// Content-Type a body rule was checked against), and before injecting,
 	// so nothing the sandbox names in Connection can remove the credential.
 	expect := hasExpectContinue(r.Header) // as net/http read it, before any stripping
+	// Upgrade and Connection are hop-by-hop: whether the request is a
+	// WebSocket handshake is read before they go.
+	ws := tc != nil && policy.IsWebSocketHandshake(r.Method, r.ProtoAtLeast(1, 1), r.Body == nil || r.Body == http.NoBody, r.Header)
 	stripHopByHop(r.Header)
 	info := policy.RequestInfo{Kind: policy.KindPlain, Method: r.Method, Target: r.RequestURI, Host: r.Host}
 	var d policy.Decision
 	if tc != nil {
 		var ok bool
-		if st, info, d, ok = s.readTunnelRequest(w, r, st, tc); !ok {
+		if st, info, d, ok = s.readTunnelRequest(w, r, st, tc, ws); !ok {
 			return
 		}
 	} else {
@@ -245,6 +248,10 @@ func (s *Server) serveRequest(w http.ResponseWriter, r *http.Request, st *state,
 		return
 	}
 	r.Host = d.Host // the forwarders send to the canonical host
+	if d.WebSocket {
+		prepareWebSocket(r.Header)
+		sc.ws = s.webSocketGrant(st, info, d.Connection)
+	}
 	if d.Action != policy.ActionInject {
 		s.forwardPlain.forward(rec, r, sc)
 		return
@@ -282,8 +289,8 @@ func (s *Server) serveRequest(w http.ResponseWriter, r *http.Request, st *state,
 // the body may or may not follow. It returns the state that decided the
 // request, which is the newest: reading the body can take a while. When
 // it fails it has answered the request.
-func (s *Server) readTunnelRequest(w http.ResponseWriter, r *http.Request, st *state, tc *tunnelConn) (*state, policy.RequestInfo, policy.Decision, bool) {
-	info := policy.RequestInfo{Kind: policy.KindTunnel, Method: r.Method, Target: r.RequestURI, ConnectHost: tc.connect, SNI: tc.sni, Host: r.Host, Header: r.Header, BodyComplete: true,
+func (s *Server) readTunnelRequest(w http.ResponseWriter, r *http.Request, st *state, tc *tunnelConn, ws bool) (*state, policy.RequestInfo, policy.Decision, bool) {
+	info := policy.RequestInfo{Kind: policy.KindTunnel, Method: r.Method, Target: r.RequestURI, ConnectHost: tc.connect, SNI: tc.sni, Host: r.Host, Header: r.Header, BodyComplete: true, WebSocket: ws,
 		ContentType: r.Header.Values("Content-Type"), ContentEncoding: r.Header.Values("Content-Encoding")}
 	hp := st.policy.Host(tc.connect)
 	read := false

@@ -22,11 +22,13 @@ import (
 // httputil.ReverseProxy (with a Rewrite) did for this proxy, minus what
 // the proxy never needs: no deep copy of the request and its header (the
 // handler owns both, and prepareHeader has already made the header the
-// upstream gets), no protocol upgrades (Upgrade is a stripped hop-by-hop
-// header, so a 101 is an upstream error), no X-Forwarded-* (the
+// upstream gets), no protocol upgrades but a WebSocket's (Upgrade is a
+// stripped hop-by-hop header, so a 101 to anything else is an upstream
+// error), no X-Forwarded-* (the
 // sandbox's are dropped, none added). It edits no request header itself;
 // how the request is framed comes from framing.go. It never follows
-// redirects: every response goes back as is.
+// redirects: every response goes back as is. The one upgrade it asks
+// for is a WebSocket's, on a handshake a rule allows (websocket.go).
 type forwarder struct {
 	scheme string
 	rt     http.RoundTripper
@@ -55,6 +57,10 @@ type forwarder struct {
 type scrubbing struct {
 	inj  Injected
 	body bool
+	// ws, set for a WebSocket handshake a rule allows, lets the
+	// forwarder ask the upstream to upgrade and relay the frames, which
+	// are scrubbed whatever body says.
+	ws *webSocketGrant
 }
 
 func newForwarder(scheme string, rt http.RoundTripper, onError func(http.ResponseWriter, *http.Request, error, Injected)) *forwarder {
@@ -101,7 +107,8 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 	}
 	var res *http.Response
 	var err error
-	if f.pool != nil && fastPath(out) {
+	var conn net.Conn // the upstream connection, off the pool's fast path
+	if f.pool != nil && sc.ws == nil && fastPath(out) {
 		start := time.Now()
 		res, err = f.pool.roundTrip(out, func(r1 *http.Response) { got1xx(r1.StatusCode, r1.Header) })
 		if err == nil {
@@ -112,7 +119,6 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 		// stops that once the final response is in.
 		var mu sync.Mutex
 		done := false
-		var conn net.Conn
 		trace := &httptrace.ClientTrace{
 			GotConn: func(info httptrace.GotConnInfo) {
 				mu.Lock()
@@ -149,6 +155,10 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 	}
 	if err != nil {
 		f.onError(w, out, err, sc.inj)
+		return
+	}
+	if res.StatusCode == http.StatusSwitchingProtocols && sc.ws != nil {
+		f.upgrade(w, out, res, conn, sc)
 		return
 	}
 	if res.StatusCode == http.StatusSwitchingProtocols {

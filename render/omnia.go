@@ -29,6 +29,7 @@ const (
 	codeOmniaSandboxUnsupported  = "OmniaSandboxUnsupported"
 	codeOmniaPathPatterns        = "OmniaPathPatternsUnsupported"
 	codeOmniaEncodedSlash        = "OmniaEncodedSlashUnsupported"
+	codeOmniaWebSocket           = "OmniaWebSocketUnsupported"
 	codeOmniaConnectorWritable   = "OmniaConnectorWritable"
 	codeOmniaCredentialKind      = "OmniaCredentialKindUnsupported"
 )
@@ -68,6 +69,9 @@ func OmniaRules() []diag.Rule {
 		{Code: codeOmniaCredentialKind, Severity: diag.Error,
 			Purpose: "A Connection's credential is of a kind keyhole's own proxy mints tokens from (`githubApp`), which the operator's Connection does not have: its `credential.kind` takes a Secret only, so its proxy would inject nothing, or the App's private key.",
 			Help:    "Keep the default kubernetes target (or agent-sandbox), whose proxy mints the tokens; for the omnia target, use kind `secret` with a token of the scope you choose."},
+		{Code: codeOmniaWebSocket, Severity: diag.Error,
+			Purpose: "A Connection's rule sets `websocket: true`, which keyhole's own proxy enforces but the operator's Connection does not have: the operator would drop it, and the WebSocket the rule allows would never open through its proxy.",
+			Help:    "Keep the default kubernetes target (or agent-sandbox), whose proxy relays WebSockets on the paths a rule allows."},
 		{Code: codeOmniaConnectorWritable, Severity: diag.Error,
 			Purpose: "An agent.yaml connector says `read_only: false`; the omnia target compiles an agent's connectors into Connections with the catalog's read-only rules, and has no way to carry the Connection's own rules instead.",
 			Help:    "Bind the Connection from the agent's AgentRuntime (`spec.sandbox.connections`), or keep the default kubernetes target."},
@@ -258,6 +262,10 @@ func (r *omniaRender) input(in compiler.Object) error {
 				if _, ok := ru["encodedSlash"]; ok {
 					r.report(codeOmniaEncodedSlash, in.Source, in.Pos,
 						"inject entry %d, rule %d sets encodedSlash, which the operator's Connection does not have: its proxy would drop it and match the rule's paths without it, refusing what it allows; keep the default kubernetes target, or allow GET and HEAD under a prefix above the names", i, j)
+				}
+				if ws, _ := ru["websocket"].(bool); ws {
+					r.report(codeOmniaWebSocket, in.Source, in.Pos,
+						"inject entry %d, rule %d sets websocket: true, which the operator's Connection does not have: the operator would drop it and the WebSocket would never open; keep the default kubernetes target", i, j)
 				}
 			}
 		}

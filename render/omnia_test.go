@@ -387,6 +387,14 @@ func TestOmniaDiagnostics(t *testing.T) {
 			},
 			codes: []string{codeOmniaEncodedSlash},
 		},
+		"a Connection's websocket": {
+			plan: func(t *testing.T) compiler.Plan {
+				return compiler.Plan{Objects: []compiler.Object{inputObject(t, "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: c, namespace: agents}\n"+
+					"spec: {hosts: [api.openai.com], credential: {kind: secret, secretRef: {name: s}}, placement: {inject: [{hosts: [api.openai.com], header: Authorization, value: 'Bearer {{ .token }}', "+
+					"rules: [{methods: [GET], pathPrefixes: [/v1/models]}, {methods: [GET], pathPrefixes: [/v1/realtime], websocket: true}]}]}}\n")}}
+			},
+			codes: []string{codeOmniaWebSocket},
+		},
 		"a connector rule with encodedSlash dropped": {
 			plan: func(t *testing.T) compiler.Plan {
 				return compiler.Plan{Objects: []compiler.Object{agentRuntime(t, "a")}, Agents: []compiler.Agent{omniaAgent("a", omniaConn(basic, []schema.Rule{

@@ -268,6 +268,10 @@ func (w *jsonWriter) rule(r *config.Rule, depth int) {
 		w.key(&n, depth+1, "pathPrefixes")
 		w.strs(r.PathPrefixes, depth+1)
 	}
+	if r.WebSocket {
+		w.key(&n, depth+1, "websocket")
+		w.b = append(w.b, "true"...)
+	}
 	w.close(n, depth, '}')
 }
 

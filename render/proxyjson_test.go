@@ -30,6 +30,7 @@ func proxyConfigCases() map[string]config.Config {
 				Rules: []config.Rule{
 					{Methods: []string{"GET", "HEAD"}, PathPrefixes: []string{"/repos/acme", "/user"}},
 					{Methods: []string{"GET"}, PathPatterns: []string{"/@acme%2F*"}, EncodedSlash: config.EncodedSlashSegment},
+					{Methods: []string{"GET"}, PathPrefixes: []string{"/v1/realtime"}, WebSocket: true},
 					{Methods: []string{"POST"}, PathPatterns: []string{"/*/*/git-upload-pack", "/a/**"}, Body: map[string][]string{"operation": {"download"}, "a": {"x", "y"}, "z": nil, "e": {}}},
 					{Methods: []string{"POST"}, PathPrefixes: []string{"/graphql"}, GraphQL: &config.GraphQL{Operations: []string{"query"}}},
 					{Methods: []string{"POST"}, PathPrefixes: []string{"/graphql"}, GraphQL: &config.GraphQL{Operations: []string{"query", "mutation"}, PersistedQueries: true, Batches: true}},
@@ -117,7 +118,7 @@ func TestAppendProxyConfigFields(t *testing.T) {
 		"HeaderInject":     {"name", "value"},
 		"BasicInject":      {"usernameKey", "passwordKey"},
 		"SubstituteInject": {"placeholder", "key", "headers"},
-		"Rule":             {"methods", "pathPrefixes", "pathPatterns", "body", "graphql", "encodedSlash"},
+		"Rule":             {"methods", "pathPrefixes", "pathPatterns", "body", "graphql", "encodedSlash", "websocket"},
 		"GraphQL":          {"operations", "persistedQueries", "batches"},
 	}
 	seen := map[string]bool{}

@@ -202,8 +202,10 @@ func addToSeq(src []byte, starts []int, seq *yaml.Node, items []string) (int, st
 
 // ruleEdit places the edit that lets method reach prefixes on host in
 // the Connection conn (a file's text src): the prefixes added to the
-// entry's rule whose methods are exactly [method] and that checks no
-// body, else a new rule with just that method and those prefixes.
+// entry's rule whose methods are exactly [method], that checks no body
+// and that lets no WebSocket upgrade (a refused GET added to a rule with
+// websocket: true would let handshakes to its path upgrade too), else a
+// new rule with just that method and those prefixes.
 func ruleEdit(file string, src []byte, conn *yaml.Node, host, method string, prefixes []string) (place, error) {
 	starts := lineStarts(src)
 	entry := injectEntry(conn, host)
@@ -220,7 +222,7 @@ func ruleEdit(file string, src []byte, conn *yaml.Node, host, method string, pre
 	}
 	for _, r := range rules.Content {
 		if !slices.Equal(scalars(mapValue(r, "methods")), []string{method}) ||
-			mapValue(r, "body") != nil || mapValue(r, "graphql") != nil {
+			mapValue(r, "body") != nil || mapValue(r, "graphql") != nil || mapValue(r, "websocket") != nil {
 			continue
 		}
 		pp := mapValue(r, "pathPrefixes")

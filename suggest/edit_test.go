@@ -51,6 +51,11 @@ func TestRuleEdit(t *testing.T) {
 			method: "POST", prefixes: []string{"/lfs"}, line: 16,
 			want: "        rules:\n          - methods: [POST]\n            pathPrefixes: [/lfs]\n            body: {operation: [download]}\n          - methods: [POST]\n            pathPrefixes: [/lfs]\n",
 		},
+		"a rule that lets a WebSocket upgrade is left alone": {
+			rules:  "        rules:\n          - methods: [GET]\n            pathPrefixes: [/realtime]\n            websocket: true\n",
+			method: "GET", prefixes: []string{"/models"}, line: 16,
+			want: "        rules:\n          - methods: [GET]\n            pathPrefixes: [/realtime]\n            websocket: true\n          - methods: [GET]\n            pathPrefixes: [/models]\n",
+		},
 		"flow rules": {
 			rules:  "        rules: [{methods: [GET], pathPatterns: [/a/*]}]\n",
 			method: "GET", prefixes: []string{"/b"}, line: 12,

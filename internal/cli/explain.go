@@ -151,6 +151,9 @@ func runExplain(e *env, args []string) int {
 		return exitUsage
 	}
 	printDecision(e.stdout, s, d)
+	if _, raw, _ := strings.Cut(strings.TrimSpace(*request), " "); d.Action == policy.ActionInject && !d.WebSocket && strings.HasPrefix(strings.ToLower(strings.TrimSpace(raw)), "wss://") {
+		fmt.Fprintln(e.stdout, "websocket: no rule with websocket: true allows this request, so the handshake goes out as a plain GET, without its Upgrade")
+	}
 	if d.Action == policy.ActionRefuse {
 		return exitFailed
 	}
@@ -307,13 +310,21 @@ func judge(cfg config.Config, request string, body []byte) (policy.Decision, err
 	method, raw, ok := strings.Cut(strings.TrimSpace(request), " ")
 	raw = strings.TrimSpace(raw)
 	if !ok || method == "" || !strings.Contains(raw, "://") {
-		return policy.Decision{}, fmt.Errorf("%w: --request %q: want 'METHOD URL' with an absolute http:// or https:// URL", errUsage, request)
+		return policy.Decision{}, fmt.Errorf("%w: --request %q: want 'METHOD URL' with an absolute http://, https:// or wss:// URL", errUsage, request)
 	}
 	pol, err := policy.NewPolicy(&cfg)
 	if err != nil {
 		return policy.Decision{}, err
 	}
 	return pol.DecideURL(method, raw, body), nil
+}
+
+// webSocketLine says what becomes of a WebSocket handshake the proxy
+// upgrades.
+func webSocketLine(w io.Writer, d policy.Decision) {
+	if d.WebSocket {
+		fmt.Fprintln(w, "websocket: the upstream is asked to upgrade; the proxy relays the frames, each message from the upstream scrubbed of the credential")
+	}
 }
 
 func printDecision(w io.Writer, s compiler.Sandbox, d policy.Decision) {
@@ -325,6 +336,7 @@ func printDecision(w io.Writer, s compiler.Sandbox, d policy.Decision) {
 		for _, h := range s.Proxy.Hosts {
 			if h.Name == d.Host {
 				fmt.Fprintf(w, "allowed: forwarded to %s over verified TLS; the proxy %s (connection %s)\n", d.Host, injection(h.Inject), d.Connection)
+				webSocketLine(w, d)
 				return
 			}
 		}

@@ -62,6 +62,9 @@ type explainDecisionJSON struct {
 	// Inject is how the credential is put on the request, for an
 	// injection: the host's entry of the proxy config.
 	Inject *config.Inject `json:"inject,omitempty"`
+	// WebSocket is set when the request is a WebSocket handshake the
+	// proxy upgrades.
+	WebSocket bool `json:"websocket,omitempty"`
 }
 
 func sandboxJSON(s compiler.Sandbox, unit, mode string) explainSandboxJSON {
@@ -89,7 +92,7 @@ func sourceJSON(o diag.Object, p diag.Pos) explainSource {
 }
 
 func decisionJSON(s compiler.Sandbox, d policy.Decision) *explainDecisionJSON {
-	j := &explainDecisionJSON{Action: d.Action, Allowed: d.Allowed(), Host: d.Host, Connection: d.Connection}
+	j := &explainDecisionJSON{Action: d.Action, Allowed: d.Allowed(), Host: d.Host, Connection: d.Connection, WebSocket: d.WebSocket}
 	if d.Action == policy.ActionRefuse {
 		j.Status, j.Reason, j.Message = d.Reason.Status(), d.Reason, d.Message
 	}

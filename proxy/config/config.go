@@ -168,6 +168,11 @@ type Rule struct {
 	// GitLab's API (/projects/group%2Fproject) read it; the rule's
 	// paths may then hold %2F too.
 	EncodedSlash string `json:"encodedSlash,omitempty"`
+	// WebSocket lets a WebSocket handshake (GET with Upgrade: websocket)
+	// on the rule's paths upgrade: the proxy injects the credential on
+	// the handshake and relays the frames that follow, scrubbed of it.
+	// Without it the proxy never asks an upstream to upgrade.
+	WebSocket bool `json:"websocket,omitempty"`
 }
 
 // EncodedSlashSegment is the EncodedSlash mode in which an encoded '/'

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -236,6 +237,12 @@ func (v *validator) rule(at string, r Rule) {
 	}
 	if r.EncodedSlash != "" && !slices.Contains(EncodedSlashModes(), r.EncodedSlash) {
 		v.addf(at+".encodedSlash", "%q is not an encodedSlash mode; want %s", r.EncodedSlash, strings.Join(EncodedSlashModes(), ", "))
+	}
+	if r.WebSocket && !slices.Contains(r.Methods, http.MethodGet) {
+		v.addf(at+".websocket", "needs GET among the rule's methods: a WebSocket handshake is a GET")
+	}
+	if r.WebSocket && (len(r.Body) > 0 || r.GraphQL != nil) {
+		v.addf(at+".websocket", "cannot go with a body or GraphQL condition: a WebSocket handshake has no body, and the frames after it are not checked against one")
 	}
 	for i, p := range r.PathPrefixes {
 		if err := CheckRulePath(p, false, r.EncodedSlash); err != nil {

@@ -104,6 +104,8 @@ func TestDecode(t *testing.T) {
 		"internal hosts":        {old: `["pypi.org"]}`, new: `["pypi.org"],"internalHosts":["api.example.com","pypi.org"]}`},
 		"internal host unknown": {old: `["pypi.org"]}`, new: `["pypi.org"],"internalHosts":["metadata.internal"]}`, want: ErrInvalid, msg: "internalHosts[0]"},
 		"internal host twice":   {old: `["pypi.org"]}`, new: `["pypi.org"],"internalHosts":["pypi.org","pypi.org"]}`, want: ErrInvalid, msg: "listed twice"},
+		"websocket":             {old: `"methods":["GET"]`, new: `"methods":["GET"],"websocket":true`},
+		"websocket without GET": {old: `"methods":["GET"]`, new: `"methods":["POST"],"websocket":true`, want: ErrInvalid, msg: "needs GET"},
 		"no methods":            {old: `"methods":["GET"]`, new: `"methods":[]`, want: ErrInvalid, msg: "methods"},
 		"lower-case method":     {old: `"methods":["GET"]`, new: `"methods":["get"]`, want: ErrInvalid, msg: "upper-case"},
 		"no paths":              {old: `"pathPrefixes":["/a/b"],"pathPatterns":["/*/x/**"]`, new: `"pathPrefixes":[]`, want: ErrInvalid, msg: "matches nothing"},

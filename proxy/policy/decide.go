@@ -117,6 +117,12 @@ type RequestInfo struct {
 	// headers, as sent: a Body rule needs a body declared as JSON.
 	ContentType     []string
 	ContentEncoding []string
+	// WebSocket is set for a well-formed WebSocket handshake
+	// (KindTunnel): a bodiless GET asking to upgrade to websocket alone,
+	// with Sec-WebSocket-Version 13 and a Sec-WebSocket-Key of 16 bytes
+	// (IsWebSocketHandshake), as read before hop-by-hop headers were
+	// stripped.
+	WebSocket bool
 }
 
 // Decision is the verdict on one request. It is a value: log it, count it,
@@ -130,6 +136,12 @@ type Decision struct {
 	Connection string
 	// Message is a one-line human explanation for a refusal.
 	Message string
+	// WebSocket is set when the request is a WebSocket handshake that
+	// a rule with websocket: true allows (ActionInject): the proxy asks
+	// the upstream to upgrade and relays the frames. A handshake no such
+	// rule allows is decided as a plain request, and goes out without
+	// its Upgrade.
+	WebSocket bool
 	// host is the injected host's compiled policy the decision was
 	// made against: set for ActionIntercept and ActionInject, nil
 	// otherwise.
@@ -385,6 +397,7 @@ func (p *Policy) decideTunnel(req RequestInfo, bodyKnown bool) Decision {
 			}
 		}
 	}
+	webSocket := false
 	if len(h.Rules) > 0 {
 		allowed, why := false, ""
 		for _, r := range h.Rules {
@@ -397,7 +410,11 @@ func (p *Policy) decideTunnel(req RequestInfo, bodyKnown bool) Decision {
 			err := ruleAllows(r, req.Method, path, slashed, body)
 			if err == nil {
 				allowed = true
-				break
+				// A handshake looks on for a rule that lets it upgrade.
+				if webSocket = req.WebSocket && r.WebSocket; webSocket || !req.WebSocket {
+					break
+				}
+				continue
 			}
 			if why == "" && errors.Is(err, ErrBody) {
 				// The method and path fit this rule; say why the body
@@ -415,7 +432,7 @@ func (p *Policy) decideTunnel(req RequestInfo, bodyKnown bool) Decision {
 			return refuse("no rule of connection %s allows %s %s on %s%s", h.Connection, Clip(req.Method), Clip(path), tunnel, why)
 		}
 	}
-	return Decision{Action: ActionInject, Reason: ReasonAllowed, Host: tunnel, Connection: h.Connection, host: h}
+	return Decision{Action: ActionInject, Reason: ReasonAllowed, Host: tunnel, Connection: h.Connection, host: h, WebSocket: webSocket}
 }
 
 // errDoubleEncoded is ruleAllows' answer for a path holding an encoded

@@ -12,7 +12,8 @@ import (
 // request. The URL's path and query are used exactly as typed, never
 // normalized, so the verdict is the proxy's. body matters only for rules
 // with a Body condition, and is sent as application/json. A fragment
-// (#...) is dropped first: clients never send one. It is what
+// (#...) is dropped first: clients never send one. A wss:// URL is an
+// https:// one whose GET is a WebSocket handshake. It is what
 // `keyhole explain` prints.
 func (p *Policy) DecideURL(method, rawURL string, body []byte) Decision {
 	rawURL, _, _ = strings.Cut(rawURL, "#")
@@ -22,11 +23,14 @@ func (p *Policy) DecideURL(method, rawURL string, body []byte) Decision {
 	}
 	scheme, rest, ok := strings.Cut(rawURL, "://")
 	if !ok {
-		return Refusal(ReasonHostNotAllowed, "", "%q is not an absolute http:// or https:// URL", Clip(rawURL))
+		return Refusal(ReasonHostNotAllowed, "", "%q is not an absolute http://, https:// or wss:// URL", Clip(rawURL))
 	}
+	webSocket := false
 	switch strings.ToLower(scheme) {
 	case "http":
 		return p.Decide(RequestInfo{Kind: KindPlain, Method: method, Target: rawURL, Body: body, BodyComplete: true, ContentType: contentType})
+	case "wss":
+		webSocket = method == "GET" && len(body) == 0
 	case "https":
 	default:
 		return Refusal(ReasonHostNotAllowed, "", "scheme %q cannot go through the proxy", Clip(scheme))
@@ -54,6 +58,7 @@ func (p *Policy) DecideURL(method, rawURL string, body []byte) Decision {
 		Kind: KindTunnel, Method: method, Target: target,
 		ConnectHost: connect, SNI: d.Host, Host: d.Host,
 		Body: body, BodyComplete: true, ContentType: contentType,
+		WebSocket: webSocket,
 	})
 }
 
@@ -64,6 +69,9 @@ func (d Decision) String() string {
 		s := fmt.Sprintf("%s %s (%s)", d.Action, d.Host, d.Reason)
 		if d.Connection != "" {
 			s += " with the credential of connection " + d.Connection
+		}
+		if d.WebSocket {
+			s += ", upgraded to a WebSocket"
 		}
 		return s
 	}
