@@ -17,8 +17,9 @@ import (
 
 // Rendered is one deploy unit's render.
 type Rendered struct {
-	Name  string // the unit's name; "" for the files outside any kustomization
-	Dir   string // where a render of several units writes the unit's files (source.Unit.Dir)
+	Name    string // the unit's name; "" for the files outside any kustomization
+	Dir     string // where a render of several units writes the unit's files (source.Unit.Dir)
+	Cluster string // the cluster the unit deploys to (source.Unit.Cluster)
 	Plan  compiler.Plan
 	Files []render.File
 }
@@ -75,7 +76,7 @@ func renderUnits(c *Checked, opts render.Options, renderer render.Renderer, only
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Rendered{Name: u.Name, Dir: u.Dir, Plan: u.Plan, Files: files})
+		out = append(out, Rendered{Name: u.Name, Dir: u.Dir, Cluster: u.Cluster, Plan: u.Plan, Files: files})
 	}
 	c.Result.Diagnostics.Sort()
 	if only != "" && !found {
@@ -116,6 +117,10 @@ func streamed(units []Rendered) ([]render.File, error) {
 	if a, b, clash := clashing(units); clash != "" {
 		return nil, fmt.Errorf("%w: one stream holds each object once, and deploy units %s and %s both render %s: choose one with --unit, as each Argo CD application renders one", ErrUsage, UnitName(a), UnitName(b), clash)
 	}
+	if a, b := apart(units); a != nil {
+		return nil, fmt.Errorf("%w: one stream is applied to one cluster, and deploy units %s (%s) and %s (%s) deploy to different ones: choose one with --unit, as each Argo CD application renders one", ErrUsage,
+			UnitName(a.Name), clusterName(a.Cluster), UnitName(b.Name), clusterName(b.Cluster))
+	}
 	if len(units) == 1 {
 		return units[0].Files, nil
 	}
@@ -128,6 +133,23 @@ func streamed(units []Rendered) ([]render.File, error) {
 		all = append(all, u.Files...)
 	}
 	return all, nil
+}
+
+// apart returns two units that deploy to different clusters (nil when
+// all deploy to one), whose objects one stream cannot hold: whatever
+// applies it applies them to one cluster.
+func apart(units []Rendered) (a, b *Rendered) {
+	for i := 1; i < len(units); i++ {
+		if units[i].Cluster != units[0].Cluster {
+			return &units[0], &units[i]
+		}
+	}
+	return nil, nil
+}
+
+// clusterName names a unit's cluster to the user.
+func clusterName(c string) string {
+	return cmp.Or(c, "the default cluster")
 }
 
 // clashing returns two units that render a file of the same path (so the

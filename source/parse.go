@@ -97,6 +97,12 @@ func Rules() []diag.Rule {
 			Help:     "Check the pinned revision out and check it there, or move the pin when the change is released.",
 		},
 		{
+			Code:     CodeArgoCDUnrendered,
+			Severity: diag.Warning,
+			Purpose:  "An Argo CD Application's source builds keyhole's inputs (Connections, SandboxClasses, AgentRuntimes) without keyhole's config management plugin: Argo CD applies them as written, and no sandbox or egress proxy is rendered for them.",
+			Help:     "Name keyhole's plugin in the source (plugin.name keyhole-VERSION, as examples/argocd does), so the repo server runs keyhole render on the path; or commit keyhole render's output and point the Application at it.",
+		},
+		{
 			Code:     CodeGeneratorMatchesNothing,
 			Severity: diag.Warning,
 			Purpose:  "A path of an Argo CD ApplicationSet's git generator matches no directory or file of the repository its repoURL names, which is this one (another Application builds from it): Argo CD makes no Application of it.",

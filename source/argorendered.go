@@ -1,0 +1,55 @@
+package source
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"keyhole.dev/keyhole/diag"
+)
+
+// An Argo CD Application applies what its source's path builds. keyhole's
+// inputs (Connections, SandboxClasses, AgentRuntimes) are not what a
+// cluster runs: keyhole render turns them into the sandboxes and their
+// egress proxy. A source that builds them without keyhole's config
+// management plugin (keyholePlugin) has Argo CD apply them as written,
+// with no proxy rendered for them: said once per unit
+// (CodeArgoCDUnrendered).
+
+// CodeArgoCDUnrendered is reported at an Argo CD Application whose
+// source applies keyhole's inputs as written, not keyhole's render of
+// them.
+const CodeArgoCDUnrendered = "ArgoCDUnrendered"
+
+// keyholeGroup is the API group of keyhole's input kinds.
+const keyholeGroup = "omnia.altairalabs.ai/"
+
+// unrenderedNote is the warning that the Argo CD unit u, not rendered by
+// keyhole's plugin, applies the inputs among docs (its build) as
+// written; ok is false when it applies none, or keyhole renders it.
+func unrenderedNote(u *Unit, docs []*Document) (diag.Diagnostic, bool) {
+	if u.Argo == nil || u.rendered || u.Helm != nil {
+		return diag.Diagnostic{}, false
+	}
+	kinds := map[string]int{}
+	for _, d := range docs {
+		if o := d.Object(); strings.HasPrefix(o.APIVersion, keyholeGroup) {
+			kinds[o.Kind]++
+		}
+	}
+	if len(kinds) == 0 {
+		return diag.Diagnostic{}, false
+	}
+	var what []string
+	for k, n := range kinds {
+		s := k
+		if n > 1 {
+			s = fmt.Sprintf("%d %ss", n, k)
+		}
+		what = append(what, s)
+	}
+	sort.Strings(what)
+	return diag.Diagnostic{Code: CodeArgoCDUnrendered, Severity: diag.Warning, Pos: u.Decl, Units: []string{u.Name},
+		Message: "Argo CD Application " + strings.TrimPrefix(u.Name, "argocd:") + " applies keyhole's inputs as written (" + strings.Join(what, ", ") +
+			"), not keyhole's render of them: no egress proxy is rendered for them; render its path with keyhole's config management plugin (source.plugin.name keyhole-VERSION, examples/argocd), or point it at a directory keyhole render writes"}, true
+}
