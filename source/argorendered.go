@@ -12,8 +12,9 @@ import (
 // inputs (Connections, SandboxClasses, AgentRuntimes) are not what a
 // cluster runs: keyhole render turns them into the sandboxes and their
 // egress proxy. A source that builds them without keyhole's config
-// management plugin (keyholePlugin) has Argo CD apply them as written,
-// with no proxy rendered for them: said once per unit
+// management plugin (keyholePlugin) has Argo CD apply them as written:
+// only a cluster running the omnia operator, which serves these kinds
+// itself, makes anything of them. Said once per unit
 // (CodeArgoCDUnrendered).
 
 // CodeArgoCDUnrendered is reported at an Argo CD Application whose
@@ -51,5 +52,5 @@ func unrenderedNote(u *Unit, docs []*Document) (diag.Diagnostic, bool) {
 	sort.Strings(what)
 	return diag.Diagnostic{Code: CodeArgoCDUnrendered, Severity: diag.Warning, Pos: u.Decl, Units: []string{u.Name},
 		Message: "Argo CD Application " + strings.TrimPrefix(u.Name, "argocd:") + " applies keyhole's inputs as written (" + strings.Join(what, ", ") +
-			"), not keyhole's render of them: no egress proxy is rendered for them; render its path with keyhole's config management plugin (source.plugin.name keyhole-VERSION, examples/argocd), or point it at a directory keyhole render writes"}, true
+			"), not keyhole's render of them: unless the cluster runs the omnia operator, which serves these kinds itself, nothing makes their sandboxes and egress proxy; render its path with keyhole's config management plugin (source.plugin.name keyhole-VERSION, examples/argocd), or point it at a directory keyhole render writes"}, true
 }

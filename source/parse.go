@@ -99,7 +99,7 @@ func Rules() []diag.Rule {
 		{
 			Code:     CodeArgoCDUnrendered,
 			Severity: diag.Warning,
-			Purpose:  "An Argo CD Application's source builds keyhole's inputs (Connections, SandboxClasses, AgentRuntimes) without keyhole's config management plugin: Argo CD applies them as written, and no sandbox or egress proxy is rendered for them.",
+			Purpose:  "An Argo CD Application's source builds keyhole's inputs (Connections, SandboxClasses, AgentRuntimes) without keyhole's config management plugin: Argo CD applies them as written, not keyhole's render of them, so unless the cluster runs the omnia operator (which serves these kinds itself) nothing makes their sandboxes and egress proxy.",
 			Help:     "Name keyhole's plugin in the source (plugin.name keyhole-VERSION, as examples/argocd does), so the repo server runs keyhole render on the path; or commit keyhole render's output and point the Application at it.",
 		},
 		{
