@@ -90,9 +90,10 @@ func renderUnits(c *Checked, opts render.Options, renderer render.Renderer, only
 
 // Stream is every unit's objects as one YAML stream, which render --krm
 // prints and --stdout writes (WriteStream). One stream is what one cluster
-// applies: several units' objects go in it when no two units render the
-// same object; when they do (two overlays of one base), a stream of both
-// would apply one over the other, and the caller chooses one unit.
+// applies: several units' objects go in it when all deploy to one cluster
+// and no two render the same object; when two overlays of one base do, a
+// stream of both would apply one over the other, and the caller chooses
+// one unit.
 func Stream(units []Rendered) ([]byte, error) {
 	all, err := streamed(units)
 	if err != nil {
@@ -112,14 +113,14 @@ func WriteStream(w io.Writer, units []Rendered) error {
 }
 
 // streamed is every unit's files, for one stream; an error when two units
-// render the same object.
+// deploy to different clusters, or render the same object.
 func streamed(units []Rendered) ([]render.File, error) {
-	if a, b, clash := clashing(units); clash != "" {
-		return nil, fmt.Errorf("%w: one stream holds each object once, and deploy units %s and %s both render %s: choose one with --unit, as each Argo CD application renders one", ErrUsage, UnitName(a), UnitName(b), clash)
-	}
 	if a, b := apart(units); a != nil {
 		return nil, fmt.Errorf("%w: one stream is applied to one cluster, and deploy units %s (%s) and %s (%s) deploy to different ones: choose one with --unit, as each Argo CD application renders one", ErrUsage,
 			UnitName(a.Name), clusterName(a.Cluster), UnitName(b.Name), clusterName(b.Cluster))
+	}
+	if a, b, clash := clashing(units); clash != "" {
+		return nil, fmt.Errorf("%w: one stream holds each object once, and deploy units %s and %s both render %s: choose one with --unit, as each Argo CD application renders one", ErrUsage, UnitName(a), UnitName(b), clash)
 	}
 	if len(units) == 1 {
 		return units[0].Files, nil

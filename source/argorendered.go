@@ -2,7 +2,8 @@ package source
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"keyhole.dev/keyhole/diag"
@@ -42,14 +43,13 @@ func unrenderedNote(u *Unit, docs []*Document) (diag.Diagnostic, bool) {
 		return diag.Diagnostic{}, false
 	}
 	var what []string
-	for k, n := range kinds {
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
 		s := k
-		if n > 1 {
+		if n := kinds[k]; n > 1 {
 			s = fmt.Sprintf("%d %ss", n, k)
 		}
 		what = append(what, s)
 	}
-	sort.Strings(what)
 	return diag.Diagnostic{Code: CodeArgoCDUnrendered, Severity: diag.Warning, Pos: u.Decl, Units: []string{u.Name},
 		Message: "Argo CD Application " + strings.TrimPrefix(u.Name, "argocd:") + " applies keyhole's inputs as written (" + strings.Join(what, ", ") +
 			"), not keyhole's render of them: unless the cluster runs the omnia operator, which serves these kinds itself, nothing makes their sandboxes and egress proxy; render its path with keyhole's config management plugin (source.plugin.name keyhole-VERSION, examples/argocd), or point it at a directory keyhole render writes"}, true
