@@ -1,6 +1,7 @@
 package source
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -22,6 +23,12 @@ import (
 // source applies keyhole's inputs as written, not keyhole's render of
 // them.
 const CodeArgoCDUnrendered = "ArgoCDUnrendered"
+
+// CodeArgoCDRenderOmits is reported at an Argo CD Application whose
+// source keyhole's plugin renders when the source's build holds objects
+// other than keyhole's inputs: the render holds only what keyhole makes
+// of those, so Argo CD never applies the others.
+const CodeArgoCDRenderOmits = "ArgoCDRenderOmits"
 
 // keyholeGroup is the API group of keyhole's input kinds.
 const keyholeGroup = "omnia.altairalabs.ai/"
@@ -53,4 +60,31 @@ func unrenderedNote(u *Unit, docs []*Document) (diag.Diagnostic, bool) {
 	return diag.Diagnostic{Code: CodeArgoCDUnrendered, Severity: diag.Warning, Pos: u.Decl, Units: []string{u.Name},
 		Message: "Argo CD Application " + strings.TrimPrefix(u.Name, "argocd:") + " applies keyhole's inputs as written (" + strings.Join(what, ", ") +
 			"), not keyhole's render of them: unless the cluster runs the omnia operator, which serves these kinds itself, nothing makes their sandboxes and egress proxy; render its path with keyhole's config management plugin (source.plugin.name keyhole-VERSION, examples/argocd), or point it at a directory keyhole render writes"}, true
+}
+
+// omittedNote is the warning that the Argo CD unit u, which keyhole's
+// plugin renders, builds objects among docs that are not keyhole's
+// inputs (a Secret, an ExternalSecret, a ConfigMap): keyhole's render
+// holds only the objects it makes, never a Secret, so Argo CD never
+// applies them. A Secret a Connection reads is then missing in the
+// cluster, however the check found it. ok is false when there are none.
+func omittedNote(u *Unit, docs []*Document) (diag.Diagnostic, bool) {
+	if u.Argo == nil || !u.rendered {
+		return diag.Diagnostic{}, false
+	}
+	var what []string
+	for _, d := range docs {
+		o := d.Object()
+		if d.IsAgent() || strings.HasPrefix(o.APIVersion, keyholeGroup) || o.APIVersion == ConfigAPIVersion || o.Kind == "" {
+			continue
+		}
+		what = append(what, o.Kind+" "+cmp.Or(o.Namespace, u.Namespace, "default")+"/"+o.Name)
+	}
+	if len(what) == 0 {
+		return diag.Diagnostic{}, false
+	}
+	slices.Sort(what)
+	return diag.Diagnostic{Code: CodeArgoCDRenderOmits, Severity: diag.Warning, Pos: u.Decl, Units: []string{u.Name},
+		Message: "Argo CD Application " + strings.TrimPrefix(u.Name, "argocd:") + " renders its path with keyhole's config management plugin, whose render holds only the objects keyhole makes, never a Secret: Argo CD never applies what else the path builds (" +
+			strings.Join(what, ", ") + "); apply those from a source of their own, such as a second source of the Application"}, true
 }

@@ -749,6 +749,9 @@ func (l *loader) buildEngineUnits() {
 			if n, ok := unrenderedNote(j.u, l.docs[before:]); ok {
 				l.diags = append(l.diags, n)
 			}
+			if n, ok := omittedNote(j.u, l.docs[before:]); ok {
+				l.diags = append(l.diags, n)
+			}
 		}
 		j.run = kustomizeRun{} // what it built is in l.docs now
 	}

@@ -103,6 +103,12 @@ func Rules() []diag.Rule {
 			Help:     "Name keyhole's plugin in the source (plugin.name keyhole-VERSION, as examples/argocd does), so the repo server runs keyhole render on the path; or commit keyhole render's output and point the Application at it.",
 		},
 		{
+			Code:     CodeArgoCDRenderOmits,
+			Severity: diag.Warning,
+			Purpose:  "An Argo CD Application's source that keyhole's config management plugin renders builds objects other than keyhole's inputs (a Secret, an ExternalSecret, a ConfigMap): the plugin's render holds only the objects keyhole makes, never a Secret, so Argo CD never applies them, and a Secret a Connection reads from there is missing in the cluster.",
+			Help:     "Apply those objects from a source of their own: a second source of the same Application (as examples/argocd-repo does with its ExternalSecrets), or another Application.",
+		},
+		{
 			Code:     CodeGeneratorMatchesNothing,
 			Severity: diag.Warning,
 			Purpose:  "A path of an Argo CD ApplicationSet's git generator matches no directory or file of the repository its repoURL names, which is this one (another Application builds from it): Argo CD makes no Application of it.",
