@@ -20,8 +20,8 @@ type Rendered struct {
 	Name    string // the unit's name; "" for the files outside any kustomization
 	Dir     string // where a render of several units writes the unit's files (source.Unit.Dir)
 	Cluster string // the cluster the unit deploys to (source.Unit.Cluster)
-	Plan  compiler.Plan
-	Files []render.File
+	Plan    compiler.Plan
+	Files   []render.File
 }
 
 // Render renders the units of a checked input that has no errors with the
