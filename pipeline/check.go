@@ -28,6 +28,10 @@ type Options struct {
 	Paths []string
 	// Stdin is read when a path is "-".
 	Stdin io.Reader
+	// Root, when set, is the repository's root (source.Options.Root),
+	// and Dir the directory reported paths are relative to
+	// (source.Options.Dir; empty means the working directory).
+	Root, Dir string
 	// Exclude lists patterns, in .gitignore's syntax, of paths a walk
 	// does not read (source.Options.Exclude).
 	Exclude []string
@@ -97,7 +101,7 @@ func Check(opts Options) (Checked, error) {
 
 // sourceOptions are the loader's options opts choose.
 func (o Options) sourceOptions() source.Options {
-	return source.Options{Stdin: o.Stdin, AllowRemoteBases: o.AllowRemoteBases, Exclude: o.Exclude, Parallelism: o.Parallelism}
+	return source.Options{Stdin: o.Stdin, Root: o.Root, Dir: o.Dir, AllowRemoteBases: o.AllowRemoteBases, Exclude: o.Exclude, Parallelism: o.Parallelism}
 }
 
 // Digest is the loader's Digest: what the compiler needs of each document,

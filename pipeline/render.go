@@ -17,10 +17,11 @@ import (
 
 // Rendered is one deploy unit's render.
 type Rendered struct {
-	Name  string // the unit's name; "" for the files outside any kustomization
-	Dir   string // where a render of several units writes the unit's files (source.Unit.Dir)
-	Plan  compiler.Plan
-	Files []render.File
+	Name    string // the unit's name; "" for the files outside any kustomization
+	Dir     string // where a render of several units writes the unit's files (source.Unit.Dir)
+	Cluster string // the cluster the unit deploys to (source.Unit.Cluster)
+	Plan    compiler.Plan
+	Files   []render.File
 }
 
 // Render renders the units of a checked input that has no errors with the
@@ -75,7 +76,7 @@ func renderUnits(c *Checked, opts render.Options, renderer render.Renderer, only
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Rendered{Name: u.Name, Dir: u.Dir, Plan: u.Plan, Files: files})
+		out = append(out, Rendered{Name: u.Name, Dir: u.Dir, Cluster: u.Cluster, Plan: u.Plan, Files: files})
 	}
 	c.Result.Diagnostics.Sort()
 	if only != "" && !found {
@@ -89,9 +90,10 @@ func renderUnits(c *Checked, opts render.Options, renderer render.Renderer, only
 
 // Stream is every unit's objects as one YAML stream, which render --krm
 // prints and --stdout writes (WriteStream). One stream is what one cluster
-// applies: several units' objects go in it when no two units render the
-// same object; when they do (two overlays of one base), a stream of both
-// would apply one over the other, and the caller chooses one unit.
+// applies: several units' objects go in it when all deploy to one cluster
+// and no two render the same object; when two overlays of one base do, a
+// stream of both would apply one over the other, and the caller chooses
+// one unit.
 func Stream(units []Rendered) ([]byte, error) {
 	all, err := streamed(units)
 	if err != nil {
@@ -111,8 +113,12 @@ func WriteStream(w io.Writer, units []Rendered) error {
 }
 
 // streamed is every unit's files, for one stream; an error when two units
-// render the same object.
+// deploy to different clusters, or render the same object.
 func streamed(units []Rendered) ([]render.File, error) {
+	if a, b := apart(units); a != nil {
+		return nil, fmt.Errorf("%w: one stream is applied to one cluster, and deploy units %s (%s) and %s (%s) deploy to different ones: choose one with --unit, as each Argo CD application renders one", ErrUsage,
+			UnitName(a.Name), clusterName(a.Cluster), UnitName(b.Name), clusterName(b.Cluster))
+	}
 	if a, b, clash := clashing(units); clash != "" {
 		return nil, fmt.Errorf("%w: one stream holds each object once, and deploy units %s and %s both render %s: choose one with --unit, as each Argo CD application renders one", ErrUsage, UnitName(a), UnitName(b), clash)
 	}
@@ -128,6 +134,23 @@ func streamed(units []Rendered) ([]render.File, error) {
 		all = append(all, u.Files...)
 	}
 	return all, nil
+}
+
+// apart returns two units that deploy to different clusters (nil when
+// all deploy to one), whose objects one stream cannot hold: whatever
+// applies it applies them to one cluster.
+func apart(units []Rendered) (a, b *Rendered) {
+	for i := 1; i < len(units); i++ {
+		if units[i].Cluster != units[0].Cluster {
+			return &units[0], &units[i]
+		}
+	}
+	return nil, nil
+}
+
+// clusterName names a unit's cluster to the user.
+func clusterName(c string) string {
+	return cmp.Or(c, "the default cluster")
 }
 
 // clashing returns two units that render a file of the same path (so the

@@ -380,7 +380,7 @@ func TestArgoTypos(t *testing.T) {
 				"argo/set.yaml": gitSet("https://git.example.com/other.git", "envz/*")}),
 			want:     []string{"argocd:argocd/dev agents gh-dev"},
 			wantDiag: []string{"info InputSkipped: Argo CD ApplicationSet argocd/g: its git generator's path envz/* matches nothing in this repository, so it makes no Application here"},
-			noDiag:   []string{"warning"},
+			noDiag:   []string{"warning GeneratorMatchesNothing"},
 		},
 	}
 	for name, c := range cases {

@@ -105,7 +105,7 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 			out = append(out, engineFound{pos: pos, skip: fmt.Sprintf("%s renders the chart %s from %s, a chart repository keyhole does not fetch; out of reach, skipped",
 				what, stringField(src, "chart"), cmp.Or(stringField(src, "repoURL"), "its repository"))})
 			continue
-		case Lookup(src, "plugin") != nil:
+		case Lookup(src, "plugin") != nil && !keyholePlugin(src):
 			out = append(out, engineFound{pos: pos, skip: what + " renders through a config management plugin, which keyhole does not run; skipped"})
 			continue
 		case rel == "" && Lookup(src, "ref") != nil:
@@ -160,7 +160,8 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 		if rev := stringField(src, "targetRevision"); l.pinnedElsewhere(rev, srcRoot) {
 			pinned = rev
 		}
-		shallow := helm == nil && !boolField(Lookup(src, "directory"), "recurse") && kustomizationFile(l.fsys, root) == ""
+		plugin := keyholePlugin(src)
+		shallow := helm == nil && !plugin && !boolField(Lookup(src, "directory"), "recurse") && kustomizationFile(l.fsys, root) == ""
 		unitName := "argocd:" + ns + "/" + name
 		dir := path.Join("argocd", ns, outputDir(name))
 		if len(sources) > 1 {
@@ -179,13 +180,41 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 			Decl:      diag.Pos{File: d.File, Line: app.Line, Column: app.Column},
 			Cluster:   cluster,
 			Namespace: stringField(dest, "namespace"),
-			Argo:      &ArgoOverlay{Kustomize: Lookup(src, "kustomize"), Directory: Lookup(src, "directory")},
+			Argo:      argoOverlay(src, plugin),
 			Helm:      helm,
 			shallow:   shallow,
 			pinned:    pinned,
+			rendered:  plugin,
 		}})
 	}
 	return out
+}
+
+// keyholePlugin reports whether the Argo CD source src renders through
+// keyhole's own config management plugin, which Argo CD names
+// NAME-VERSION (examples/argocd/plugin.yaml's keyhole-v0.1.0): the repo
+// server then runs keyhole render on the source's path, so its unit is
+// read as keyhole renders it. A plugin named by discovery alone is not
+// known to be keyhole's.
+func keyholePlugin(src *yaml.Node) bool {
+	p := Lookup(src, "plugin")
+	if p == nil {
+		return false
+	}
+	name := stringField(p, "name")
+	return name == "keyhole" || strings.HasPrefix(name, "keyhole-")
+}
+
+// argoOverlay is what the repo server applies to the source src's path.
+// keyhole's plugin renders what keyhole reads there, every file below
+// it, as a directory application that recurses; a plugin source has no
+// kustomize or directory options of its own.
+func argoOverlay(src *yaml.Node, plugin bool) *ArgoOverlay {
+	if plugin {
+		return &ArgoOverlay{Directory: &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{
+			{Kind: yaml.ScalarNode, Tag: "!!str", Value: "recurse"}, {Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"}}}}
+	}
+	return &ArgoOverlay{Kustomize: Lookup(src, "kustomize"), Directory: Lookup(src, "directory")}
 }
 
 // argoOwnRepo says, of each Argo CD source of found whose path is not a

@@ -742,9 +742,16 @@ func (l *loader) buildEngineUnits() {
 			j.helm = helmRun{}
 			continue
 		}
+		before := len(l.docs)
 		l.buildKustomizationFrom(j.u, j.named, j.u.Root, true, &j.run)
 		if j.run.err == nil {
 			l.notDeployed(j.u, j.named, j.run.read)
+			if n, ok := unrenderedNote(j.u, l.docs[before:]); ok {
+				l.diags = append(l.diags, n)
+			}
+			if n, ok := omittedNote(j.u, l.docs[before:]); ok {
+				l.diags = append(l.diags, n)
+			}
 		}
 		j.run = kustomizeRun{} // what it built is in l.docs now
 	}

@@ -97,6 +97,18 @@ func Rules() []diag.Rule {
 			Help:     "Check the pinned revision out and check it there, or move the pin when the change is released.",
 		},
 		{
+			Code:     CodeArgoCDUnrendered,
+			Severity: diag.Warning,
+			Purpose:  "An Argo CD Application's source builds keyhole's inputs (Connections, SandboxClasses, AgentRuntimes) without keyhole's config management plugin: Argo CD applies them as written, not keyhole's render of them, so unless the cluster runs the omnia operator (which serves these kinds itself) nothing makes their sandboxes and egress proxy.",
+			Help:     "Name keyhole's plugin in the source (plugin.name keyhole-VERSION, as examples/argocd does), so the repo server runs keyhole render on the path; or commit keyhole render's output and point the Application at it.",
+		},
+		{
+			Code:     CodeArgoCDRenderOmits,
+			Severity: diag.Warning,
+			Purpose:  "An Argo CD Application's source that keyhole's config management plugin renders builds objects other than keyhole's inputs (a Secret, an ExternalSecret, a ConfigMap): the plugin's render holds only the objects keyhole makes, never a Secret, so Argo CD never applies them, and a Secret a Connection reads from there is missing in the cluster.",
+			Help:     "Apply those objects from a source of their own: a second source of the same Application (as examples/argocd-repo does with its ExternalSecrets), or another Application.",
+		},
+		{
 			Code:     CodeGeneratorMatchesNothing,
 			Severity: diag.Warning,
 			Purpose:  "A path of an Argo CD ApplicationSet's git generator matches no directory or file of the repository its repoURL names, which is this one (another Application builds from it): Argo CD makes no Application of it.",

@@ -81,7 +81,16 @@ type Unit struct {
 	// pinned is the targetRevision of an Argo CD unit pinned to a tag
 	// or commit other than the one read (pinnedElsewhere).
 	pinned string
+	// rendered says the unit is an Argo CD source that keyhole's config
+	// management plugin renders (keyholePlugin): Argo CD applies keyhole's
+	// render of it, not its inputs as written (unrenderedNote).
+	rendered bool
 }
+
+// KeyholePlugin reports whether u is an Argo CD source that keyhole's
+// config management plugin renders: Argo CD applies keyhole's render of
+// it.
+func (u *Unit) KeyholePlugin() bool { return u != nil && u.rendered }
 
 // Loose reports whether u is the unit of the files read outside any
 // kustomization.

@@ -358,6 +358,10 @@ spec:
 // compare their output. So broken/ and kustomize-overlay/ (broken on
 // purpose) and argocd/ and flux/ (deployment examples, not inputs) are
 // left out, and a new example is picked up without editing this test.
+// An example whose inputs Argo CD Applications deploy (argocd-repo) is
+// one render per Application, each its own unit in its own namespace,
+// not one directory to apply: internal/cli's TestArgoCDPluginGenerate
+// renders it as Argo CD's plugin does.
 func examples(t *testing.T) []string {
 	t.Helper()
 	root := filepath.Join(the.repo, "examples")
@@ -386,11 +390,11 @@ func examples(t *testing.T) []string {
 }
 
 // hasKeyholeInput reports whether dir holds keyhole input outside any
-// directory that has an expected.txt.
+// directory that has an expected.txt, and no Argo CD object.
 func hasKeyholeInput(dir string) (bool, error) {
-	found := false
+	found, argo := false, false
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || found {
+		if err != nil || argo {
 			return err
 		}
 		if d.IsDir() {
@@ -415,15 +419,17 @@ func hasKeyholeInput(dir string) (bool, error) {
 				if dec.Decode(&doc) != nil {
 					break // EOF, or YAML the check would report: not this test's concern
 				}
-				if strings.HasPrefix(doc.APIVersion, "omnia.altairalabs.ai/") {
+				switch {
+				case strings.HasPrefix(doc.APIVersion, "omnia.altairalabs.ai/"):
 					found = true
-					break
+				case strings.HasPrefix(doc.APIVersion, "argoproj.io/"):
+					argo = true
 				}
 			}
 		}
 		return nil
 	})
-	return found, err
+	return found && !argo, err
 }
 
 // keyhole runs the keyhole command in-process, as `keyhole ARGS...` from

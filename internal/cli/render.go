@@ -17,6 +17,7 @@ func runRender(e *env, args []string) int {
 	f.register(fs)
 	out := fs.String("o", "", "write the rendered files to `DIR` (replaced atomically; never written when the check finds errors); with several deploy units, each to DIR/<unit>")
 	stdout := fs.Bool("stdout", false, "print the Kubernetes objects as one YAML stream, for an Argo CD config management plugin (every deploy unit's, unless two render the same object: see --unit)")
+	argocd := fs.Bool("argocd", false, "with --stdout, run as Argo CD's config management plugin: read the repository whose root is the working directory less $ARGOCD_APP_SOURCE_PATH, and print the deploy unit of the Application $ARGOCD_APP_NAME (examples/argocd)")
 	krm := fs.Bool("krm", false, "run as a kustomize KRM function: a ResourceList in on stdin, the rendered ResourceList out")
 	var opts render.Options
 	registerRenderOptions(fs, &opts)
@@ -49,9 +50,44 @@ func runRender(e *env, args []string) int {
 		}
 		return runKRM(e, &f, opts, renderer, *target)
 	}
-	c, err := pipeline.Check(f.countingSuppressed(f.options(e, paths)))
+	var app *argoApp
+	popts := f.countingSuppressed(f.options(e, paths))
+	if *argocd {
+		if !*stdout || len(paths) > 0 || *unit != "" {
+			fmt.Fprintln(e.stderr, "keyhole render: --argocd takes --stdout, and no paths or --unit: Argo CD's environment names the Application")
+			return exitUsage
+		}
+		a, err := argoPluginApp(e)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "keyhole render: --argocd: %s\n", errText(err))
+			return exitUsage
+		}
+		app = &a
+		// Paths are reported relative to the root, as check in CI
+		// reports them.
+		popts.Paths, popts.Root, popts.Dir = []string{a.root}, a.root, a.root
+	}
+	c, err := pipeline.Check(popts)
 	if err != nil {
 		return fail(e, "render", err)
+	}
+	if app != nil {
+		name, ok, err := app.unit(c.Result.Units)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "keyhole render: --argocd: %s\n", errText(err))
+			return exitUsage
+		}
+		if ok {
+			*unit = name
+		} else {
+			// No Application of the repository renders this path with
+			// keyhole's plugin: the Application was given to Argo CD
+			// from elsewhere, and its path is what there is to render.
+			popts.Paths = []string{app.dir}
+			if c, err = pipeline.Check(popts); err != nil {
+				return fail(e, "render", err)
+			}
+		}
 	}
 	// -o writes each file as it is rendered, into a directory staged
 	// beside DIR that replaces it once every unit is rendered and the
