@@ -168,6 +168,11 @@ func (l *loader) fluxUnit(d *Document, vals *yaml.Node, ns string, srcRoots []st
 	declRoot := srcRoots[0]
 	if dir := l.mappedSource(refKind, refNs, refName); dir != "" {
 		srcRoots = []string{dir} // keyhole.yaml's flux.sources
+	} else if roots, unread, ok := l.externalArtifact(ns, name, refNs, refName, stringField(spec, "path"), srcRoots); refKind == "ExternalArtifact" && ok {
+		if unread != "" {
+			return engineFound{pos: at("spec", "sourceRef"), unread: unread}
+		}
+		srcRoots = roots // an ArtifactGenerator's cut of a source keyhole reads
 	} else if !l.ownSource(refKind, refNs, refName) {
 		return engineFound{pos: at("spec", "sourceRef"), unread: l.unmapped(ns, name, refKind, refNs, refName)}
 	}

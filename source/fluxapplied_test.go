@@ -415,7 +415,7 @@ func TestFluxSubstituteFromCluster(t *testing.T) {
 	dir, _ := gitRepo(t)
 	files := map[string]string{
 		"apps/b/kustomization.yaml": "resources: [agent.yaml]\n",
-		"apps/a/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: default}\ndata: {a: b}\n",
+		"apps/a/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: default}\ndata: {a: b}\n",
 		"apps/b/agent.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: agent, namespace: flux-system}\n" +
 			"spec:\n  path: ./apps/${CLUSTER}/agent\n  sourceRef: {kind: GitRepository, name: flux-system}\n",
 		"apps/b/agent/c.yaml": "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: gh, namespace: agents}\n" +

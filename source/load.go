@@ -178,6 +178,9 @@ type loader struct {
 	// ownSources are the Flux sources, besides flux-system/flux-system,
 	// that are this repository (findOwnSources), by "namespace/name".
 	ownSources map[string]bool
+	// artifacts are the ExternalArtifacts the repository's
+	// ArtifactGenerators make, by "namespace/name" (fluxartifacts.go).
+	artifacts map[string]*artifactCut
 	// argoClusters is the Argo CD cluster Secrets each repository root
 	// declares, read once a clusters generator asks (clusterSecrets).
 	argoClusters map[string][]clusterSecret
