@@ -406,7 +406,7 @@ func foundUnits(found []engineFound) []*Unit {
 // hold it.
 func (l *loader) releaseAs(r pendingRelease, p *Unit, listed string, patches []kustomizePatch, ds *diag.List) (ef engineFound, ok bool) {
 	ns := releaseNamespace(r, p, listed)
-	ef = l.helmReleaseUnit(r.d, nil, ns, r.srcRoots)
+	ef = l.helmReleaseUnit(r.d, nil, ns, r.srcRoots, p)
 	applied := false
 	if p != nil && (ef.unit != nil || ef.err != "") {
 		// A chart of this repository: read as the Flux unit applying
@@ -416,7 +416,7 @@ func (l *loader) releaseAs(r pendingRelease, p *Unit, listed string, patches []k
 			return engineFound{}, false
 		}
 		if o != nil {
-			ef, applied = l.helmReleaseUnit(r.d, o.node, cmp.Or(o.ns, ns), r.srcRoots), true
+			ef, applied = l.helmReleaseUnit(r.d, o.node, cmp.Or(o.ns, ns), r.srcRoots, p), true
 		}
 	}
 	if ef.unit != nil {
