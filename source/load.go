@@ -81,6 +81,10 @@ type Options struct {
 	// the same name and bytes gave, rather than parsing it again (see
 	// Memo). Load returns the same either way.
 	Memo *Memo
+	// AllUnits builds every engine unit, not only those whose path
+	// holds keyhole's kinds or a Secret: for comparing keyhole's reading
+	// of a repository with an engine's own (bench/corpus/fluxcmp).
+	AllUnits bool
 }
 
 // Load reads every path in order: a file, a directory, or "-" for
