@@ -15,7 +15,8 @@
 // come from the ConfigMaps the repository holds in the clear, one of each
 // namespace and name; where it holds several (one per cluster), or none,
 // the variables they give are left to keyhole and the objects using them
-// are counted apart ("varies"), not as a difference. A Secret's values are
+// are counted apart (values not settled by the repository), not as a
+// difference: keyhole keeps such a variable as written. A Secret's values are
 // never read: both sides see "${KEY}".
 package main
 
@@ -49,7 +50,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: fluxcmp DIR...")
 		os.Exit(2)
 	}
-	fmt.Println("| repository | Flux units | compared | same objects and values | objects differ | values differ | values vary by cluster | Flux fails | keyhole did not build |")
+	fmt.Println("| repository | Flux units | compared | same objects and values | objects differ | values differ | values not settled by the repository | Flux fails | keyhole did not build |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, dir := range os.Args[1:] {
 		r, err := compareRepo(dir)
@@ -214,7 +215,7 @@ func compareObjects(k, f []object, vary map[string]bool) (diff, kind string) {
 		if km[id] == fm[id] {
 			continue
 		}
-		varies := false
+		varies := vary[absent] && strings.Contains(km[id], "${")
 		for _, v := range varRef.FindAllStringSubmatch(km[id]+fm[id], -1) {
 			if vary[v[1]] {
 				varies = true
@@ -224,9 +225,54 @@ func compareObjects(k, f []object, vary map[string]bool) (diff, kind string) {
 			kind = cmp.Or(kind, "varies")
 			continue
 		}
-		return id + ": keyhole " + clip(km[id]) + " / Flux " + clip(fm[id]), "values"
+		return id + ": " + firstDiff(km[id], fm[id]), "values"
 	}
 	return "", kind
+}
+
+// firstDiff names the first field where the JSON objects a (keyhole's)
+// and b (Flux's) differ, and both values.
+func firstDiff(a, b string) string {
+	var x, y any
+	_ = json.Unmarshal([]byte(a), &x)
+	_ = json.Unmarshal([]byte(b), &y)
+	var walk func(x, y any, at string) string
+	walk = func(x, y any, at string) string {
+		xm, xok := x.(map[string]any)
+		ym, yok := y.(map[string]any)
+		if xok && yok {
+			keys := map[string]bool{}
+			for k := range xm {
+				keys[k] = true
+			}
+			for k := range ym {
+				keys[k] = true
+			}
+			for _, k := range sortedKeys(keys) {
+				if d := walk(xm[k], ym[k], at+"/"+k); d != "" {
+					return d
+				}
+			}
+			return ""
+		}
+		xl, xok := x.([]any)
+		yl, yok := y.([]any)
+		if xok && yok && len(xl) == len(yl) {
+			for i := range xl {
+				if d := walk(xl[i], yl[i], fmt.Sprintf("%s/%d", at, i)); d != "" {
+					return d
+				}
+			}
+			return ""
+		}
+		xb, _ := json.Marshal(x)
+		yb, _ := json.Marshal(y)
+		if bytes.Equal(xb, yb) {
+			return ""
+		}
+		return at + ": keyhole " + clip(string(xb)) + ", Flux " + clip(string(yb))
+	}
+	return walk(x, y, "")
 }
 
 func clip(s string) string {
@@ -235,6 +281,10 @@ func clip(s string) string {
 	}
 	return s
 }
+
+// absent marks, among the variables that vary, that a substituteFrom
+// object the repository does not hold was asked for.
+const absent = "\x00absent"
 
 var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)`)
 
@@ -263,7 +313,7 @@ func fluxBuild(abs, tmp string, u *source.Unit, held *heldSet) (objs []object, v
 		return nil, nil, err
 	}
 	obj := u.Flux.Object
-	action, err := fluxkustomize.NewGenerator(root, obj).WriteFile(dir)
+	action, err := fluxkustomize.NewGenerator(root, obj).WriteFile(dir, fluxkustomize.WithSaveOriginalKustomization())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -379,6 +429,11 @@ func (c *heldClient) Get(_ context.Context, key client.ObjectKey, obj client.Obj
 	}
 	all := c.held.byKey[kind+"/"+key.Namespace+"/"+key.Name]
 	data := map[string]string{}
+	if len(all) == 0 {
+		// Not held in the clear (SOPS, an ExternalSecret's): keyhole
+		// keeps its variables as written, Flux would read the cluster.
+		c.vary[absent] = true
+	}
 	if len(all) == 1 {
 		data = all[0]
 	} else {
