@@ -101,8 +101,9 @@ func compareRepo(dir string) (result, error) {
 	unbuilt := map[string]bool{}
 	for _, d := range ds {
 		for _, n := range d.Units {
-			if strings.HasPrefix(n, "flux:") && units[n] == nil {
+			if strings.HasPrefix(n, "flux:") && units[n] == nil && !unbuilt[n] {
 				unbuilt[n] = true
+				fmt.Fprintf(os.Stderr, "%s %s: keyhole did not build it: %s %s\n", filepath.Base(dir), n, d.Code, firstLine(d.Message))
 			}
 		}
 	}
@@ -270,7 +271,13 @@ func firstDiff(a, b string) string {
 		if bytes.Equal(xb, yb) {
 			return ""
 		}
-		return at + ": keyhole " + clip(string(xb)) + ", Flux " + clip(string(yb))
+		// Where two long values part, from a little before.
+		i := 0
+		for i < len(xb) && i < len(yb) && xb[i] == yb[i] {
+			i++
+		}
+		from := max(0, i-80)
+		return fmt.Sprintf("%s (from byte %d): keyhole %s, Flux %s", at, from, clip(string(xb[from:])), clip(string(yb[from:])))
 	}
 	return walk(x, y, "")
 }
