@@ -7,7 +7,7 @@
 # a setup's expectations (bench/corpus/setups/*/corpus.expect) fail, or a
 # run says one diagnostic more than once.
 #
-#   bench/corpus.sh [-k KEYHOLE] [-r RESULTS] [MIRRORS [OWNER/NAME...]]
+#   bench/corpus.sh [-k KEYHOLE] [-r RESULTS] [-f FLUXCMP] [MIRRORS [OWNER/NAME...]]
 #
 # MIRRORS holds one git directory per repository, at MIRRORS/<owner>+<name>
 # (bare, or a clone whose .git is used), as the fetch of the corpus leaves
@@ -15,13 +15,17 @@
 # there is reported absent. Each is cloned with `git clone --shared` and its
 # commit checked out, so keyhole reads a git working tree as in CI. -k runs
 # the given binary instead of building this tree's; -r keeps each run's
-# JSON output and stderr in RESULTS.
+# JSON output and stderr in RESULTS. -f compares, on each repository of
+# engine flux or mixed as published, keyhole's reading of every Flux
+# unit with Flux's own library (bench/corpus/fluxcmp), writing its table
+# to FLUXCMP (and what differs to FLUXCMP.err).
 set -uo pipefail
-kh="" results=""
-while getopts k:r: opt; do
+kh="" results="" fluxcmp=""
+while getopts k:r:f: opt; do
   case $opt in
   k) kh=$(realpath "$OPTARG") ;;
   r) results=$(realpath -m "$OPTARG") ;;
+  f) fluxcmp=$(realpath -m "$OPTARG") ;;
   *) exit 2 ;;
   esac
 done
@@ -38,6 +42,11 @@ if [ -z "$kh" ]; then
   kh=$tmp/keyhole
 fi
 [ -n "$results" ] && mkdir -p "$results"
+if [ -n "$fluxcmp" ]; then
+  go build -o "$tmp/fluxcmp" ./bench/corpus/fluxcmp || exit 2
+  : >"$fluxcmp"
+  : >"$fluxcmp.err"
+fi
 
 # Engine units keyhole says it could not read: out of reach (another
 # repository, a chart repository, an OCI artifact), a plugin, a generator
@@ -101,7 +110,7 @@ jcount() { jq -r "$1" "$tmp/$2.json" 2>/dev/null || echo '?'; }
 printf '| repository | commit | published | ms | units read | not read | errors | warnings | setup exit | ms | units read | other errors | warnings | seeded found | placed | setup |\n'
 printf '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|\n'
 failed=0 n=0 clean=0 red=0 redok=0 crashed=0 setups=0 setupsok=0
-while IFS=$'\t' read -r -u 3 repo commit _ _ expected; do # columns: repository, commit, layout tags, engine, expected
+while IFS=$'\t' read -r -u 3 repo commit _ engine expected; do # columns: repository, commit, layout tags, engine, expected
   case $repo in '' | '#'*) continue ;; esac
   if [ ${#only[@]} -gt 0 ] && [[ ! " ${only[*]} " == *" $repo "* ]]; then continue; fi
   n=$((n + 1))
@@ -121,6 +130,9 @@ while IFS=$'\t' read -r -u 3 repo commit _ _ expected; do # columns: repository,
   fi
 
   check "$work" "$key.published"
+  if [ -n "$fluxcmp" ] && { [ "$engine" = flux ] || [ "$engine" = mixed ]; }; then
+    "$tmp/fluxcmp" "$work" 2>>"$fluxcmp.err" | sed "s#| $key |#| $repo |#" | if [ -s "$fluxcmp" ]; then tail -n +3; else cat; fi >>"$fluxcmp"
+  fi
   pub=$(verdict "$rc" "$key.published") pms=$ms
   units=$(jcount '.summary.built | length' "$key.published")
   unread=$(jcount "[.diagnostics[] | select(.code == \"InputSkipped\" and (.message | test(\"$notread\")))] | length" "$key.published")

@@ -458,6 +458,9 @@ type pass struct {
 	unit    *source.Unit
 	opts    Options
 	diags   diag.List
+	// kindUnknownSaid holds the positions this unit said KindUnknown
+	// at.
+	kindUnknownSaid map[diag.Pos]bool
 	// severities is the check table's severity of each code (severity).
 	severities map[string]diag.Severity
 	// units are every unit's pass, this one's included, in order of
@@ -546,6 +549,17 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 				p.count(doc)
 				return
 			}
+			// One document a unit's build writes several times (a
+			// component each of several kustomizations uses, in a
+			// namespace of its own) is one kind at one place: said once.
+			at := cmp.Or(kindAt, doc.Pos)
+			if p.kindUnknownSaid[at] {
+				return
+			}
+			if p.kindUnknownSaid == nil {
+				p.kindUnknownSaid = map[diag.Pos]bool{}
+			}
+			p.kindUnknownSaid[at] = true
 			msg := fmt.Sprintf("%s %s is not a kind keyhole checks; skipped", obj.APIVersion, obj.Kind)
 			if kindAt.Line > 0 {
 				p.diags = append(p.diags, p.diagnostic(codeKindUnknown, &it, kindAt, "kind", msg))

@@ -162,6 +162,8 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 					for i := range founds {
 						founds[i].argo = decl
 					}
+				case strings.HasPrefix(o.APIVersion, artifactGenGroup) && o.Kind == "ArtifactGenerator":
+					l.readArtifactGenerator(d, cmp.Or(o.Namespace, l.listedNamespace(f, srcRoots[0]), fluxOwnSource))
 				case strings.HasPrefix(o.APIVersion, sourceGroup) && o.Kind == "GitRepository":
 					repos = append(repos, gitRepoDecl{ns: cmp.Or(o.Namespace, l.listedNamespace(f, srcRoots[0]), fluxOwnSource), name: o.Name, file: f})
 				case strings.HasPrefix(o.APIVersion, helmReleaseGroup) && o.Kind == "HelmRelease":
@@ -189,7 +191,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 			}
 			scanned[f] = true
 			data := l.sniff(f, nil)
-			if data == nil || !bytes.Contains(data, []byte(fluxGroup)) && !bytes.Contains(data, []byte(argoGroup)) && !bytes.Contains(data, []byte(helmReleaseGroup)) && !bytes.Contains(data, []byte(sourceGroup)) {
+			if data == nil || !bytes.Contains(data, []byte(fluxGroup)) && !bytes.Contains(data, []byte(argoGroup)) && !bytes.Contains(data, []byte(helmReleaseGroup)) && !bytes.Contains(data, []byte(sourceGroup)) && !bytes.Contains(data, []byte(artifactGenGroup)) {
 				continue
 			}
 			docs, _ := Parse(l.under(p, abs, f), data)
@@ -273,8 +275,9 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 			}
 		}
 	}
-	if l.findOwnSources(found, repos) {
-		// Read again what was skipped as built from another source.
+	if l.findOwnSources(found, repos) || len(l.artifacts) > 0 {
+		// Read again what was skipped as built from another source
+		// (or an ExternalArtifact of a generator found after it).
 		for i, f := range found {
 			if f.flux != nil && (f.skip != "" || f.unread != "") {
 				ef := l.fluxUnit(f.flux.d, nil, f.flux.ns, f.flux.srcRoots)
@@ -403,7 +406,7 @@ func foundUnits(found []engineFound) []*Unit {
 // hold it.
 func (l *loader) releaseAs(r pendingRelease, p *Unit, listed string, patches []kustomizePatch, ds *diag.List) (ef engineFound, ok bool) {
 	ns := releaseNamespace(r, p, listed)
-	ef = l.helmReleaseUnit(r.d, nil, ns, r.srcRoots)
+	ef = l.helmReleaseUnit(r.d, nil, ns, r.srcRoots, p)
 	applied := false
 	if p != nil && (ef.unit != nil || ef.err != "") {
 		// A chart of this repository: read as the Flux unit applying
@@ -413,7 +416,7 @@ func (l *loader) releaseAs(r pendingRelease, p *Unit, listed string, patches []k
 			return engineFound{}, false
 		}
 		if o != nil {
-			ef, applied = l.helmReleaseUnit(r.d, o.node, cmp.Or(o.ns, ns), r.srcRoots), true
+			ef, applied = l.helmReleaseUnit(r.d, o.node, cmp.Or(o.ns, ns), r.srcRoots, p), true
 		}
 	}
 	if ef.unit != nil {

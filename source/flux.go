@@ -168,6 +168,11 @@ func (l *loader) fluxUnit(d *Document, vals *yaml.Node, ns string, srcRoots []st
 	declRoot := srcRoots[0]
 	if dir := l.mappedSource(refKind, refNs, refName); dir != "" {
 		srcRoots = []string{dir} // keyhole.yaml's flux.sources
+	} else if roots, unread, ok := l.externalArtifact(ns, name, refNs, refName, stringField(spec, "path"), srcRoots); refKind == "ExternalArtifact" && ok {
+		if unread != "" {
+			return engineFound{pos: at("spec", "sourceRef"), unread: unread}
+		}
+		srcRoots = roots // an ArtifactGenerator's cut of a source keyhole reads
 	} else if !l.ownSource(refKind, refNs, refName) {
 		return engineFound{pos: at("spec", "sourceRef"), unread: l.unmapped(ns, name, refKind, refNs, refName)}
 	}
@@ -535,12 +540,12 @@ type heldObject struct {
 // lookup returns the ConfigMap or Secret of kind, namespace and name the
 // repository holds in the clear: in that namespace, else of that name in
 // any. Of several, it is the first that a unit of the substituting
-// unit's cluster deploys, else the first that no Flux unit deploys; one
-// only another cluster's units deploy is never read: prod's
+// unit's cluster deploys, else one that no Flux unit deploys (nearFree);
+// one only another cluster's units deploy is never read: prod's
 // cluster-settings are not dev's.
 func (c *repoClient) lookup(kind, ns, name string) *Document {
 	pick := func(held []heldObject) *Document {
-		var free *Document
+		var free []heldObject
 		for _, o := range held {
 			if c.scope == nil {
 				return o.d
@@ -549,16 +554,60 @@ func (c *repoClient) lookup(kind, ns, name string) *Document {
 			if same {
 				return o.d
 			}
-			if !deployed && free == nil {
-				free = o.d
+			if !deployed {
+				free = append(free, o)
 			}
 		}
-		return free
+		return c.nearFree(free)
 	}
 	if d := pick(c.objs.byKey[[3]string{kind, ns, name}]); d != nil {
 		return d
 	}
 	return pick(c.objs.byName[[2]string{kind, name}])
+}
+
+// nearFree is, of the objects free that no Flux unit deploys, the one
+// the substituting unit's cluster applies: the only one, or the one
+// declared nearest the file declaring the top of the unit's chain of
+// applying units. Nothing deploys that file either: what applies it (a
+// FluxInstance's sync, a cluster's bootstrap) applies its directory,
+// so clusters/b/apps.yaml substitutes from clusters/b/cluster-info.yaml,
+// not from clusters/a's. Where two are equally near, the unit's cluster
+// cannot be told and neither is read: the variables stay as written.
+func (c *repoClient) nearFree(free []heldObject) *Document {
+	switch len(free) {
+	case 0:
+		return nil
+	case 1:
+		return free[0].d
+	}
+	from := filepath.Dir(c.scope.top(c.unit).declFile)
+	best, bestAt, tied := -1, -1, false
+	for i, o := range free {
+		n := commonDirs(from, filepath.Dir(o.file))
+		switch {
+		case n > best:
+			best, bestAt, tied = n, i, false
+		case n == best:
+			tied = true
+		}
+	}
+	if tied {
+		return nil
+	}
+	return free[bestAt].d
+}
+
+// commonDirs is how many leading path elements the directories a and b
+// share.
+func commonDirs(a, b string) int {
+	as := strings.Split(filepath.ToSlash(a), "/")
+	bs := strings.Split(filepath.ToSlash(b), "/")
+	n := 0
+	for n < len(as) && n < len(bs) && as[n] == bs[n] {
+		n++
+	}
+	return n
 }
 
 // Get fills obj with the ConfigMap or Secret of key the repository

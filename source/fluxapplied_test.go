@@ -404,3 +404,40 @@ func TestFluxRenderedCluster(t *testing.T) {
 		t.Errorf("the Secrets deploy to %q, want %q\n%s", got, want, ds)
 	}
 }
+
+// TestFluxSubstituteFromCluster: clusters a and b each declare a
+// cluster-info ConfigMap beside the Kustomization that substitutes from
+// it, and nothing else of Flux's applies either file (a FluxInstance
+// syncs each cluster's directory). Cluster b's apps read b's
+// CLUSTER, so the child's path ./apps/${CLUSTER}/agent is b's, where the
+// Connection is.
+func TestFluxSubstituteFromCluster(t *testing.T) {
+	dir, _ := gitRepo(t)
+	files := map[string]string{
+		"apps/b/kustomization.yaml": "resources: [agent.yaml]\n",
+		"apps/a/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: default}\ndata: {a: b}\n",
+		"apps/b/agent.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: agent, namespace: flux-system}\n" +
+			"spec:\n  path: ./apps/${CLUSTER}/agent\n  sourceRef: {kind: GitRepository, name: flux-system}\n",
+		"apps/b/agent/c.yaml": "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: gh, namespace: agents}\n" +
+			"spec:\n  hosts: [api.example.com]\n  credential: {kind: secret, secretRef: {name: gh-token}}\n",
+	}
+	for _, c := range []string{"a", "b"} {
+		files["clusters/"+c+"/apps.yaml"] = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps, namespace: flux-system}\n" +
+			"spec:\n  path: ./apps/" + c + "\n  sourceRef: {kind: GitRepository, name: flux-system}\n" +
+			"  postBuild:\n    substituteFrom: [{kind: ConfigMap, name: cluster-info}]\n"
+		files["clusters/"+c+"/cluster-info.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cluster-info, namespace: flux-system}\ndata: {CLUSTER: " + c + "}\n"
+	}
+	writeFiles(t, dir, files)
+	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ds {
+		if d.Severity == diag.Error {
+			t.Errorf("unexpected error: %s", d)
+		}
+	}
+	if got, want := connectionUnits(docs), []string{"flux:flux-system/agent agents"}; !slices.Equal(got, want) {
+		t.Errorf("Connection read in %q, want %q\n%s", got, want, ds)
+	}
+}

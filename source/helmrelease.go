@@ -29,8 +29,10 @@ const helmReleaseGroup = "helm.toolkit.fluxcd.io/"
 // helmReleaseUnit is the unit the HelmRelease d, in namespace ns, makes.
 // Its fields are read from vals, the release as the Flux unit applying
 // it builds it (releaseApplied), or from d itself when vals is nil;
-// positions are always d's.
-func (l *loader) helmReleaseUnit(d *Document, vals *yaml.Node, ns string, srcRoots []string) engineFound {
+// positions are always d's. by is the Flux unit applying it, or nil: a
+// valuesFrom ConfigMap the repository does not declare may be one its
+// build generates (generatedValues).
+func (l *loader) helmReleaseUnit(d *Document, vals *yaml.Node, ns string, srcRoots []string, by *Unit) engineFound {
 	if vals == nil {
 		vals = d.Node
 	}
@@ -109,19 +111,23 @@ func (l *loader) helmReleaseUnit(d *Document, vals *yaml.Node, ns string, srcRoo
 		for _, e := range vf.Content {
 			kind, name := stringField(e, "kind"), stringField(e, "name")
 			key := cmp.Or(stringField(e, "valuesKey"), "values.yaml")
-			var data *yaml.Node
+			value, found := "", false
 			if kind == "ConfigMap" {
 				if cm := (&repoClient{objs: objs}).lookup("ConfigMap", ns, name); cm != nil {
-					data = Lookup(Lookup(cm.Node, "data"), key)
+					if data := Lookup(Lookup(cm.Node, "data"), key); data != nil && data.Kind == yaml.ScalarNode {
+						value, found = data.Value, true
+					}
+				} else {
+					value, found = l.generatedValues(by, ns, name, key)
 				}
 			}
-			if data == nil || data.Kind != yaml.ScalarNode {
+			if !found {
 				if !boolField(e, "optional") {
 					unread = append(unread, kind+" "+name)
 				}
 				continue
 			}
-			hr.From = append(hr.From, HelmValuesFrom{Value: data.Value, TargetPath: stringField(e, "targetPath")})
+			hr.From = append(hr.From, HelmValuesFrom{Value: value, TargetPath: stringField(e, "targetPath")})
 		}
 	}
 	if v := Lookup(spec, "values"); v != nil && v.Kind == yaml.MappingNode {
@@ -160,4 +166,44 @@ func shortReleaseName(name string) string {
 		return name
 	}
 	return name[:40] + "-" + fmt.Sprintf("%x", sha256.Sum256([]byte(name)))[:12]
+}
+
+// generatedValues is the value of key in the ConfigMap ns/name that the
+// build of the Flux unit by writes, as helm-controller reads it from the
+// cluster: one a configMapGenerator makes (merged with an overlay's,
+// patched), named as written or as the build renames it (the hash
+// suffix that a nameReference carries into the HelmRelease). found is
+// false when by is nil, its build fails (which it says itself) or holds
+// no such ConfigMap or key.
+func (l *loader) generatedValues(by *Unit, ns, name, key string) (value string, found bool) {
+	if by == nil || by.Flux == nil {
+		return "", false
+	}
+	if l.applying == nil {
+		l.applying = map[*Unit]*applyingBuild{}
+	}
+	b := l.applying[by]
+	if b == nil {
+		b = l.buildApplying(by)
+		l.applying[by] = b
+	}
+	if b.err != nil || b.run.m == nil {
+		return "", false
+	}
+	for _, r := range b.run.m.Resources() {
+		if r.GetKind() != "ConfigMap" || r.GetApiVersion() != "v1" || cmp.Or(r.GetNamespace(), "default") != ns ||
+			r.GetName() != name && r.OrgId().Name != name && !hashOf(r.GetName(), name) {
+			continue
+		}
+		v, ok := r.GetDataMap()[key]
+		return v, ok
+	}
+	return "", false
+}
+
+// hashOf reports whether built is name with the hash suffix kustomize's
+// generators add: a hyphen and ten lowercase letters and digits.
+func hashOf(built, name string) bool {
+	h, ok := strings.CutPrefix(built, name+"-")
+	return ok && len(h) == 10 && strings.Trim(h, "abcdefghijklmnopqrstuvwxyz0123456789") == ""
 }

@@ -81,6 +81,10 @@ type Options struct {
 	// the same name and bytes gave, rather than parsing it again (see
 	// Memo). Load returns the same either way.
 	Memo *Memo
+	// AllUnits builds every engine unit, not only those whose path
+	// holds keyhole's kinds or a Secret: for comparing keyhole's reading
+	// of a repository with an engine's own (bench/corpus/fluxcmp).
+	AllUnits bool
 }
 
 // Load reads every path in order: a file, a directory, or "-" for
@@ -178,6 +182,9 @@ type loader struct {
 	// ownSources are the Flux sources, besides flux-system/flux-system,
 	// that are this repository (findOwnSources), by "namespace/name".
 	ownSources map[string]bool
+	// artifacts are the ExternalArtifacts the repository's
+	// ArtifactGenerators make, by "namespace/name" (fluxartifacts.go).
+	artifacts map[string]*artifactCut
 	// argoClusters is the Argo CD cluster Secrets each repository root
 	// declares, read once a clusters generator asks (clusterSecrets).
 	argoClusters map[string][]clusterSecret

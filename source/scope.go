@@ -259,7 +259,7 @@ func engineComponents(u *Unit) []string {
 // component outside the repository, or fetched, is not read, as a remote
 // base is not.
 func (l *loader) engineUnitMatters(u *Unit) bool {
-	if l.kustomizationMatters(u.Root) {
+	if l.opts.AllUnits || l.kustomizationMatters(u.Root) {
 		return true
 	}
 	root := l.sourceRoot(u.Root)
