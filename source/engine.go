@@ -203,6 +203,14 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 				continue
 			}
 			if !l.chartHolds(dir, declaresEngineObjects) {
+				// argocd-apps, unvendored, writes its values out as
+				// Applications and ApplicationSets: read them so.
+				values := filepath.Join(dir, "values.yaml")
+				if docs, ok := l.argoAppsObjects(dir, l.under(p, abs, values)); ok {
+					scanned[dir] = true
+					take(values, docs)
+					continue
+				}
 				// A dependency keyhole does not hold may write them.
 				if d, ok := l.unvendoredArgoApps(dir, l.under(p, abs, c)); ok {
 					scanned[dir] = true
