@@ -3,20 +3,28 @@ package source
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/internal/gitfs"
 )
 
-// An Argo CD source's targetRevision names what Argo CD reads: HEAD or a
-// branch follows the repository, which keyhole reads as checked out; a
-// tag or a commit pins it. A pinned revision other than the commit
-// checked out is read from the working tree all the same, and said once
-// per unit that holds something of keyhole's (CodeArgoCDRevision).
+// An Argo CD source's targetRevision names what Argo CD reads. HEAD, no
+// revision, and the branch checked out are the working tree (or the
+// commit --base/--head names), as is a branch whose tip the commit
+// checked out holds in its history: the branch moved on by the change
+// being checked (a pull request's merge commit, a branch made from it).
+// A tag, a commit, or another branch pins the unit: keyhole reads its
+// path at that commit from git, in process, when the repository holds it
+// (gitfs.Repo.Resolve), and says so once (an ArgoCDRevision info). One it
+// cannot resolve (a shallow clone, a tag not fetched, a semver range) is
+// said once, as an ArgoCDRevision warning naming what would make it
+// readable, and nothing is read for that unit: the working tree is not
+// what it deploys. See docs/inputs.md, "Deploy units".
 
-// CodeArgoCDRevision is reported at an Argo CD source whose
-// targetRevision is a tag or commit other than the one keyhole reads:
-// what Argo CD deploys may differ from what is checked.
+// CodeArgoCDRevision is reported at an Argo CD unit pinned to a revision
+// other than the one keyhole reads: an info when it reads the unit at
+// that revision from git, a warning when the repository does not hold it.
 const CodeArgoCDRevision = "ArgoCDRevision"
 
 // commitLike and tagLike are the shapes of a pinned revision: a
@@ -27,57 +35,139 @@ var (
 )
 
 // repoRevs is what keyhole knows of the repository at one root: the
-// commit it reads, and the commit each revision asked for names.
+// commit it reads, the branch checked out, and each revision asked for.
 type repoRevs struct {
-	repo    *gitfs.Repo
-	head    string
-	commits map[string]string
+	repo   *gitfs.Repo
+	head   string
+	branch string
+	pins   map[string]*revPin
 }
 
-// pinnedElsewhere reports whether the revision rev of a source read from
-// the repository at root is a tag or a commit that is not the commit
-// keyhole reads (the one checked out, or the one --base/--head names).
-func (l *loader) pinnedElsewhere(rev, root string) bool {
-	if rev == "" || rev == "HEAD" || strings.HasPrefix(rev, "-") {
-		return false
+// revPin is a revision an engine pins a unit to, other than the one
+// keyhole reads: the commit's files when the repository holds it, or why
+// it cannot be read and what would make it readable.
+type revPin struct {
+	// rev is the revision as written.
+	rev string
+	// ref is what it resolved to; fsys reads its commit (nil when it
+	// did not resolve).
+	ref  gitfs.Ref
+	fsys fileSystem
+	// unread, when fsys is nil, says why and what would make it readable.
+	unread string
+}
+
+// pinAt is what the unit of a source read from the repository at root,
+// at revision rev, reads: nil for the working tree (or the commit
+// --base/--head names), else its pin.
+func (l *loader) pinAt(rev, root string) *revPin {
+	rev = strings.TrimSpace(rev)
+	if rev == "" || rev == "HEAD" {
+		return nil
 	}
 	rr := l.argoRevs[root]
 	if rr == nil {
-		rr = &repoRevs{commits: map[string]string{}}
+		rr = &repoRevs{pins: map[string]*revPin{}}
 		if l.argoRevs == nil {
 			l.argoRevs = map[string]*repoRevs{}
 		}
 		l.argoRevs[root] = rr
 		if r, err := gitfs.OpenRepo(root); err == nil {
 			rr.repo = r
+			head, branch, err := r.Head()
 			if t := l.opts.Tree; t != nil {
-				rr.head = t.Commit()
-			} else if t, err := r.Tree("HEAD"); err == nil {
-				rr.head = t.Commit()
+				head, branch = t.Commit(), ""
+			} else if err != nil {
+				head = ""
 			}
+			rr.head, rr.branch = head, branch
 		}
 	}
-	c, ok := rr.commits[rev]
-	if !ok && rr.repo != nil {
-		if t, err := rr.repo.Tree("refs/tags/" + rev); err == nil {
-			c = t.Commit()
-		} else if commitLike.MatchString(rev) {
-			if t, err := rr.repo.Tree(rev); err == nil {
-				c = t.Commit()
-			}
-		}
-		rr.commits[rev] = c
+	if p, ok := rr.pins[rev]; ok {
+		return p
 	}
-	switch {
-	case c != "":
-		return c != rr.head
-	case commitLike.MatchString(rev):
-		return !strings.HasPrefix(rr.head, rev)
-	}
-	return tagLike.MatchString(rev)
+	p := rr.resolve(rev)
+	rr.pins[rev] = p
+	return p
 }
 
-// closeRevs closes the repositories pinnedElsewhere opened.
+// semverRange is a revision Argo CD reads as a semver constraint over
+// the repository's tags (1.2.*, >=1.0.0 <2.0.0, ~1.2, ^1.2).
+var semverRange = regexp.MustCompile(`(^|\.)[*xX]$|[<>=~^ ]|\|\|`)
+
+// resolve is pinAt's answer for rev, not yet known.
+func (rr *repoRevs) resolve(rev string) *revPin {
+	p := &revPin{rev: rev}
+	switch {
+	case rr.repo == nil:
+		if !commitLike.MatchString(rev) && !tagLike.MatchString(rev) {
+			return nil // a branch of a directory git does not hold: as written
+		}
+		p.unread = "the directory is not in a git repository, so keyhole cannot read that revision; run keyhole in a clone of the repository that holds it"
+		return p
+	case rr.head == "":
+		p.unread = "the repository has no commit checked out to compare it with; check a commit out"
+		return p
+	case rev == rr.branch:
+		return nil
+	}
+	ref, err := rr.repo.Resolve(rev)
+	if err != nil && semverRange.MatchString(rev) {
+		p.unread = "a semver range over the repository's tags, which keyhole does not resolve; pin a tag (or check the matching tag out) to have it read"
+		return p
+	}
+	if err != nil {
+		p.unread = rr.fetchHint(rev)
+		return p
+	}
+	p.ref = ref
+	if ref.Commit == rr.head {
+		return nil
+	}
+	if ref.IsBranch() {
+		held, err := rr.repo.Contains(rr.head, ref.Commit)
+		if err != nil {
+			p.unread = "the history checked out cannot tell whether it holds that branch's tip (" + short(ref.Commit) + "); fetch the history (git fetch --unshallow, or actions/checkout with fetch-depth: 0)"
+			return p
+		}
+		if held {
+			return nil
+		}
+	}
+	t, err := rr.repo.Tree(ref.Commit)
+	if err != nil {
+		p.unread = "its commit " + short(ref.Commit) + " cannot be read (" + err.Error() + ")"
+		return p
+	}
+	p.fsys = commitFS{Tree: t, kusts: &sync.Map{}}
+	return p
+}
+
+// fetchHint says what would make the revision rev, which the repository
+// does not hold, readable.
+func (rr *repoRevs) fetchHint(rev string) string {
+	var what, fetch string
+	switch {
+	case tagLike.MatchString(rev):
+		what, fetch = "no tag, branch or commit of the repository is "+rev, "fetch the tags (git fetch --tags, or actions/checkout with fetch-tags: true)"
+	case commitLike.MatchString(rev):
+		what, fetch = "the repository holds no commit "+rev, "fetch the history that holds it (git fetch --unshallow, or actions/checkout with fetch-depth: 0)"
+	default:
+		what, fetch = "the repository holds no tag or branch "+rev+" (local, or remote-tracking)", "fetch it (git fetch origin "+rev+", or actions/checkout with fetch-depth: 0)"
+	}
+	return what + "; " + fetch
+}
+
+// short is a commit hash as git shows it.
+func short(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
+}
+
+// closeRevs closes the repositories pinAt opened, once every unit is
+// built.
 func (l *loader) closeRevs() {
 	for _, rr := range l.argoRevs {
 		if rr.repo != nil {
@@ -87,10 +177,17 @@ func (l *loader) closeRevs() {
 	l.argoRevs = nil
 }
 
-// revisionNote is the warning that the Argo CD unit u, pinned to another
-// revision, is read from the working tree.
-func revisionNote(u *Unit) diag.Diagnostic {
-	return diag.Diagnostic{Code: CodeArgoCDRevision, Severity: diag.Warning, Pos: u.Decl, Units: []string{u.Name},
-		Message: "Argo CD Application " + strings.TrimPrefix(u.Name, "argocd:") + " builds its path at targetRevision " + u.pinned +
-			", a tag or commit other than the one keyhole reads: keyhole checks the path as checked out, which may not be what Argo CD deploys; check that revision out to check what it deploys"}
+// revisionRead is the note that the Argo CD unit u, pinned to another
+// revision, is read at that revision's commit.
+func revisionRead(u *Unit) diag.Diagnostic {
+	return diag.Diagnostic{Code: CodeArgoCDRevision, Severity: diag.Info, Pos: u.Decl, Units: []string{u.Name},
+		Message: "Argo CD Application " + strings.TrimPrefix(u.Name, "argocd:") + " builds its path at targetRevision " + u.pin.rev +
+			" (commit " + short(u.pin.ref.Commit) + "): keyhole reads it there, from git, not from the working tree"}
+}
+
+// revisionUnread is the warning that the Argo CD Application what,
+// pinned to p, cannot be read at that revision.
+func revisionUnread(what string, p *revPin) string {
+	return what + " builds its path at targetRevision " + p.rev + ", other than the one keyhole reads, and " + p.unread +
+		"; keyhole reads nothing for it, as the working tree is not what it deploys"
 }

@@ -116,7 +116,6 @@ func isEngineDecl(o diag.Object) bool {
 // (the same Kustomization in two clusters' trees) are told apart by the
 // directory that declares them.
 func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
-	defer l.closeRevs()
 	var found []engineFound
 	var ds diag.List
 	var releases []pendingRelease
@@ -700,15 +699,14 @@ func (l *loader) buildEngineUnits() {
 	var builds []int
 	for i, u := range l.engine {
 		switch {
+		case u.pin != nil:
+			continue // read at its commit, once the others are built
 		case u.Flux != nil:
 			jobs[i] = l.prepareFlux(u)
 		case u.Helm != nil:
 			jobs[i] = l.prepareHelm(u)
 		default:
 			jobs[i] = l.prepareArgo(u)
-		}
-		if jobs[i].build && u.pinned != "" {
-			l.diags = append(l.diags, revisionNote(u))
 		}
 		if jobs[i].build && !jobs[i].built {
 			builds = append(builds, i)
@@ -741,6 +739,9 @@ func (l *loader) buildEngineUnits() {
 		if done[i] != nil {
 			<-done[i]
 		}
+		if j.u == nil {
+			continue // pinned: read below
+		}
 		if !j.build {
 			l.diags = append(l.diags, j.note)
 			continue
@@ -756,7 +757,45 @@ func (l *loader) buildEngineUnits() {
 		}
 		j.run = kustomizeRun{} // what it built is in l.docs now
 	}
+	// A unit pinned to another revision is read at its commit: the
+	// loader reads that commit's files while it prepares, builds and
+	// takes it, one at a time, every other build being done.
+	for _, u := range l.engine {
+		if u.pin != nil {
+			l.buildPinned(u)
+		}
+	}
 	l.applying = nil
+}
+
+// buildPinned prepares, builds and takes the Argo CD unit u, pinned to
+// another revision, reading the files of its commit.
+func (l *loader) buildPinned(u *Unit) {
+	saved := l.fsys
+	l.fsys = u.pin.fsys
+	defer func() { l.fsys = saved }()
+	j := l.prepareArgo(u)
+	if u.Helm != nil {
+		j = l.prepareHelm(u)
+	}
+	if !j.build {
+		l.diags = append(l.diags, j.note)
+		return
+	}
+	l.diags = append(l.diags, revisionRead(u))
+	if u.Helm != nil {
+		j.helm = l.renderHelm(u.Root, u.Helm)
+		l.takeHelm(u, j.named, &j.helm, j.with)
+		return
+	}
+	if !j.built {
+		m, read, err := l.opts.Memo.build(l.fsys, u.Root, j.bo)
+		j.run = kustomizeRun{m: m, read: read, err: err}
+	}
+	l.buildKustomizationFrom(u, j.named, u.Root, true, &j.run)
+	if j.run.err == nil {
+		l.notDeployed(u, j.named, j.run.read)
+	}
 }
 
 // pendingRelease is a Flux HelmRelease found by engineUnits' scan, read

@@ -133,6 +133,7 @@ func Load(paths []string, opts Options) ([]*Document, diag.List, error) {
 		l.loadPath(p)
 	}
 	l.buildEngineUnits()
+	l.closeRevs()
 	l.background.Wait()
 	l.settleFailures()
 	l.refuseConfigs()
@@ -185,7 +186,7 @@ type loader struct {
 	// cannot read may deploy (engineOwns).
 	argoClaimed []string
 	// argoRevs is what engineUnits knows of each repository's revisions
-	// (pinnedElsewhere).
+	// (pinAt).
 	argoRevs map[string]*repoRevs
 	// argoDirs are the directories under each root, walked once for
 	// the ApplicationSet generators (allDirs).

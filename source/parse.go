@@ -93,8 +93,8 @@ func Rules() []diag.Rule {
 		{
 			Code:     CodeArgoCDRevision,
 			Severity: diag.Warning,
-			Purpose:  "An Argo CD Application's source is pinned (targetRevision) to a tag or commit other than the one keyhole reads: keyhole checks its path as checked out, which may not be what Argo CD deploys.",
-			Help:     "Check the pinned revision out and check it there, or move the pin when the change is released.",
+			Purpose:  "An Argo CD Application's source is pinned (targetRevision) to a tag, commit or branch other than the one keyhole reads. keyhole reads its path at that revision from git, and says so in a note; a revision the repository does not hold (a shallow clone, a tag not fetched, a semver range) is a warning, and nothing is read for that unit, as the working tree is not what it deploys.",
+			Help:     "Fetch what the warning names (git fetch --tags, git fetch origin BRANCH; in CI, actions/checkout with fetch-depth: 0 and fetch-tags: true), or pin a tag rather than a range.",
 		},
 		{
 			Code:     CodeGeneratorMatchesNothing,
