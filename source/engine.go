@@ -299,6 +299,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 	found, fds = l.argoApplied(found, patches)
 	ds = append(ds, fds...)
 	argoOwnRepo(found)
+	found = l.argoReach(found)
 	found, entries := l.fluxReach(found)
 	for _, r := range releases {
 		listed := l.listedNamespace(r.file, r.srcRoots[0])
@@ -371,6 +372,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 		}
 	}
 	l.fluxClusters(units)
+	l.argoInstances(units)
 	renderedCluster(found, units)
 	l.scope = l.newFluxScope(units)
 	l.scope.final = true

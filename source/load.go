@@ -191,6 +191,8 @@ type loader struct {
 	// argoDirs are the directories under each root, walked once for
 	// the ApplicationSet generators (allDirs).
 	argoDirs map[string][]string
+	// argo is what keyhole.yaml's argocd field says (readArgoConfig).
+	argo argoConfig
 	// flux is what keyhole.yaml's flux field says (readFluxConfig).
 	flux fluxConfig
 	// scope says which cluster the objects Flux substitution reads
