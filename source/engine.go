@@ -163,6 +163,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 					}
 				case strings.HasPrefix(o.APIVersion, sourceGroup) && o.Kind == "GitRepository":
 					repos = append(repos, gitRepoDecl{ns: cmp.Or(o.Namespace, l.listedNamespace(f, srcRoots[0]), fluxOwnSource), name: o.Name, file: f})
+					l.gitRef(repos[len(repos)-1].ns, o.Name, d)
 				case strings.HasPrefix(o.APIVersion, helmReleaseGroup) && o.Kind == "HelmRelease":
 					// Read once every Flux Kustomization is known: the
 					// one applying it may set its namespace.
@@ -301,6 +302,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 	argoOwnRepo(found)
 	found = l.argoReach(found)
 	found, entries := l.fluxReach(found)
+	l.fluxPins(found)
 	for _, r := range releases {
 		listed := l.listedNamespace(r.file, r.srcRoots[0])
 		var efs []engineFound
@@ -770,15 +772,21 @@ func (l *loader) buildEngineUnits() {
 	l.applying = nil
 }
 
-// buildPinned prepares, builds and takes the Argo CD unit u, pinned to
+// buildPinned prepares, builds and takes the engine unit u, pinned to
 // another revision, reading the files of its commit.
 func (l *loader) buildPinned(u *Unit) {
 	saved := l.fsys
 	l.fsys = u.pin.fsys
 	defer func() { l.fsys = saved }()
-	j := l.prepareArgo(u)
-	if u.Helm != nil {
+	var j engineJob
+	switch {
+	case u.Flux != nil:
+		delete(l.applying, u) // what the working tree's build made of it
+		j = l.prepareFlux(u)
+	case u.Helm != nil:
 		j = l.prepareHelm(u)
+	default:
+		j = l.prepareArgo(u)
 	}
 	if !j.build {
 		l.diags = append(l.diags, j.note)
@@ -792,6 +800,9 @@ func (l *loader) buildPinned(u *Unit) {
 	}
 	if !j.built {
 		m, read, err := l.opts.Memo.build(l.fsys, u.Root, j.bo)
+		if err == nil && u.Flux != nil {
+			err = l.substitute(u, m)
+		}
 		j.run = kustomizeRun{m: m, read: read, err: err}
 	}
 	l.buildKustomizationFrom(u, j.named, u.Root, true, &j.run)

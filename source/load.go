@@ -191,6 +191,9 @@ type loader struct {
 	// argoDirs are the directories under each root, walked once for
 	// the ApplicationSet generators (allDirs).
 	argoDirs map[string][]string
+	// gitRefs is the revision the spec.ref of each Flux GitRepository
+	// engineUnits' scan found names, by "namespace/name" (gitRef).
+	gitRefs map[string]fluxRef
 	// argo is what keyhole.yaml's argocd field says (readArgoConfig).
 	argo argoConfig
 	// flux is what keyhole.yaml's flux field says (readFluxConfig).

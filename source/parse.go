@@ -97,6 +97,12 @@ func Rules() []diag.Rule {
 			Help:     "Fetch what the warning names (git fetch --tags, git fetch origin BRANCH; in CI, actions/checkout with fetch-depth: 0 and fetch-tags: true), or pin a tag rather than a range.",
 		},
 		{
+			Code:     CodeFluxRevision,
+			Severity: diag.Warning,
+			Purpose:  "A Flux Kustomization builds from this repository's own GitRepository, whose spec.ref pins a tag, commit, branch or semver range other than the revision keyhole reads. keyhole reads the unit's path at that revision from git, and says so in a note; a revision the repository does not hold (a shallow clone, a tag not fetched, a semver range) is a warning, and nothing is read for that unit, as the working tree is not what it deploys.",
+			Help:     "Fetch what the warning names (git fetch --tags, git fetch origin BRANCH; in CI, actions/checkout with fetch-depth: 0 and fetch-tags: true), or pin a tag rather than a range.",
+		},
+		{
 			Code:     CodeGeneratorMatchesNothing,
 			Severity: diag.Warning,
 			Purpose:  "A path of an Argo CD ApplicationSet's git generator matches no directory or file of the repository its repoURL names, which is this one (another Application builds from it): Argo CD makes no Application of it.",
