@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"go.yaml.in/yaml/v3"
 
@@ -447,11 +448,14 @@ func TestArgoDirectoryShallow(t *testing.T) {
 // hold is said once, and nothing is read for it, not even the working
 // tree's files under its path.
 func TestArgoRevisionPinned(t *testing.T) {
-	app := func(rev string) string {
+	app := func(url, rev string) string {
 		return "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: agent, namespace: argocd}\n" +
-			"spec:\n  project: default\n  source: {repoURL: 'https://git.example.com/r.git', path: envs/dev, targetRevision: '" + rev + "'}\n  destination: {name: in-cluster, namespace: agents}\n"
+			"spec:\n  project: default\n  source: {repoURL: '" + url + "', path: envs/dev, targetRevision: '" + rev + "'}\n  destination: {name: in-cluster, namespace: agents}\n"
 	}
 	dir, r := gitRepo(t)
+	if _, err := r.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{"git@git.example.com:r.git"}}); err != nil {
+		t.Fatal(err)
+	}
 	writeFiles(t, dir, envFiles("dev"))
 	first := commitAll(t, r, "first")
 	if _, err := r.CreateTag("v1.0.0", first, nil); err != nil {
@@ -484,22 +488,27 @@ func TestArgoRevisionPinned(t *testing.T) {
 	}
 	writeFiles(t, dir, map[string]string{"envs/dev/wip.yaml": argoConn("wip")})
 	tree := "gh-dev more wip"
-	for _, c := range []struct{ rev, read, said string }{
-		{"HEAD", tree, ""},
-		{"master", tree, ""},
-		{"release", tree, ""},
-		{"v1.1.0", tree, ""},
-		{head.String()[:10], tree, ""},
-		{"v1.0.0", "gh-dev", "info ArgoCDRevision: Argo CD Application argocd/agent builds its path at targetRevision v1.0.0 (commit " + first.String()[:12] + "): keyhole reads it there"},
-		{first.String(), "gh-dev", "info ArgoCDRevision"},
-		{"hotfix", "gh-dev hotfix", "info ArgoCDRevision: Argo CD Application argocd/agent builds its path at targetRevision hotfix (commit " + hotfix.String()[:12] + ")"},
-		{"fix", "gh-dev hotfix", "info ArgoCDRevision"},
-		{"v2.0.0", "", "warning ArgoCDRevision: Argo CD Application argocd/agent builds its path at targetRevision v2.0.0, other than the one keyhole reads, and no tag, branch or commit of the repository is v2.0.0; fetch the tags (git fetch --tags"},
-		{"1.*", "", "warning ArgoCDRevision: Argo CD Application argocd/agent builds its path at targetRevision 1.*, other than the one keyhole reads, and a semver range"},
-		{"main", "", "warning ArgoCDRevision: Argo CD Application argocd/agent builds its path at targetRevision main, other than the one keyhole reads, and the repository holds no tag or branch main (local, or remote-tracking); fetch it (git fetch origin main"},
+	// own is this repository's URL, as its remote names it; a branch of
+	// another is read as checked out, a tag or commit from git.
+	own, other := "https://git.example.com/r", "https://git.example.com/fork.git"
+	for _, c := range []struct{ url, rev, read, said string }{
+		{own, "HEAD", tree, ""},
+		{own, "master", tree, ""},
+		{own, "release", tree, ""},
+		{own, "v1.1.0", tree, ""},
+		{own, head.String()[:10], tree, ""},
+		{own, "v1.0.0", "gh-dev", "info ArgoCDRevision: Argo CD Application argocd/agent builds its path at targetRevision v1.0.0 (commit " + first.String()[:12] + "): keyhole reads it there"},
+		{own, first.String(), "gh-dev", "info ArgoCDRevision"},
+		{own, "hotfix", "gh-dev hotfix", "info ArgoCDRevision: Argo CD Application argocd/agent builds its path at targetRevision hotfix (commit " + hotfix.String()[:12] + ")"},
+		{own, "fix", "gh-dev hotfix", "info ArgoCDRevision"},
+		{own, "v2.0.0", "", "warning ArgoCDRevision: Argo CD Application argocd/agent builds its path at targetRevision v2.0.0, other than the one keyhole reads, and no tag, branch or commit of the repository is v2.0.0; fetch the tags (git fetch --tags"},
+		{own, "1.*", "", "warning ArgoCDRevision: Argo CD Application argocd/agent builds its path at targetRevision 1.*, other than the one keyhole reads, and a semver range"},
+		{own, "main", "", "warning ArgoCDRevision: Argo CD Application argocd/agent builds its path at targetRevision main, other than the one keyhole reads, and the repository holds no tag or branch main (local, or remote-tracking); fetch it (git fetch origin main"},
+		{other, "hotfix", tree, ""},
+		{other, "v1.0.0", "gh-dev", "info ArgoCDRevision"},
 	} {
-		t.Run(c.rev, func(t *testing.T) {
-			writeFiles(t, dir, map[string]string{"argo/app.yaml": app(c.rev)})
+		t.Run(c.url+"@"+c.rev, func(t *testing.T) {
+			writeFiles(t, dir, map[string]string{"argo/app.yaml": app(c.url, c.rev)})
 			docs, ds, err := Load([]string{"."}, Options{Dir: dir})
 			if err != nil {
 				t.Fatal(err)

@@ -135,7 +135,7 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 		// its path, chart and values are those of the commit.
 		var pin *revPin
 		if repo != "" {
-			pin = l.pinAt(stringField(src, "targetRevision"), roots[0])
+			pin = l.pinAt(stringField(src, "targetRevision"), roots[0], repoURL)
 		}
 		if pin != nil && pin.fsys == nil {
 			if root, _ := l.enginePath(rel, roots); root != "" {

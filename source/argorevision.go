@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -46,6 +47,8 @@ type repoRevs struct {
 	head   string
 	branch string
 	pins   map[string]*revPin
+	// remotes are the repository's remotes' URLs (repoKey).
+	remotes map[string]bool
 	// unreadable says why the repository's commits cannot be read,
 	// when it is one but they cannot.
 	unreadable string
@@ -68,9 +71,13 @@ type revPin struct {
 }
 
 // pinAt is what the unit of a source read from the repository at root,
-// at revision rev, reads: nil for the working tree (or the commit
-// --base/--head names), else its pin.
-func (l *loader) pinAt(rev, root string) *revPin {
+// at revision rev of the repository url names, reads: nil for the working
+// tree (or the commit --base/--head names), else its pin. A branch is
+// read from git only when url is one of the repository's remotes: a
+// directory of this repository that an Application of another URL
+// builds (a fork, a mirror, an example) is read as checked out, as a
+// branch name alone does not say it is this repository's.
+func (l *loader) pinAt(rev, root, url string) *revPin {
 	rev = strings.TrimSpace(rev)
 	if rev == "" || rev == "HEAD" {
 		return nil
@@ -97,14 +104,20 @@ func (l *loader) pinAt(rev, root string) *revPin {
 				_ = r.Close()
 			} else {
 				rr.repo, rr.head, rr.branch = r, head, branch
+				rr.remotes = map[string]bool{}
+				for _, u := range r.RemoteURLs() {
+					rr.remotes[repoKey(u, "")] = true
+				}
 			}
 		}
 	}
-	if p, ok := rr.pins[rev]; ok {
+	own := url != "" && rr.remotes[repoKey(url, "")]
+	key := rev + "\x00" + strconv.FormatBool(own)
+	if p, ok := rr.pins[key]; ok {
 		return p
 	}
-	p := rr.resolve(rev)
-	rr.pins[rev] = p
+	p := rr.resolve(rev, own)
+	rr.pins[key] = p
 	return p
 }
 
@@ -112,12 +125,14 @@ func (l *loader) pinAt(rev, root string) *revPin {
 // the repository's tags (1.2.*, >=1.0.0 <2.0.0, ~1.2, ^1.2).
 var semverRange = regexp.MustCompile(`(^|\.)[*xX]$|[<>=~^ ]|\|\|`)
 
-// resolve is pinAt's answer for rev, not yet known.
-func (rr *repoRevs) resolve(rev string) *revPin {
+// resolve is pinAt's answer for rev, not yet known; own says the source's
+// URL is one of the repository's remotes.
+func (rr *repoRevs) resolve(rev string, own bool) *revPin {
 	p := &revPin{rev: rev}
+	branchLike := !commitLike.MatchString(rev) && !tagLike.MatchString(rev) && !semverRange.MatchString(rev)
 	switch {
 	case rr.repo == nil:
-		if !commitLike.MatchString(rev) && !tagLike.MatchString(rev) {
+		if branchLike {
 			return nil // a branch of a directory git does not hold: as written
 		}
 		p.unread = "the directory is not in a git repository, so keyhole cannot read that revision; run keyhole in a clone of the repository that holds it"
@@ -132,6 +147,9 @@ func (rr *repoRevs) resolve(rev string) *revPin {
 		return nil
 	}
 	ref, err := rr.repo.Resolve(rev)
+	if !own && branchLike && (err != nil || ref.IsBranch()) {
+		return nil // a branch name alone: as checked out
+	}
 	if err != nil && semverRange.MatchString(rev) {
 		p.unread = "a semver range over the repository's tags, which keyhole does not resolve; pin a tag (or check the matching tag out) to have it read"
 		return p
@@ -236,6 +254,7 @@ const CodeFluxRevision = "FluxRevision"
 type fluxRef struct {
 	rev    string
 	semver bool
+	url    string // the GitRepository's spec.url
 }
 
 // gitRef keeps the revision the spec.ref of the Flux GitRepository
@@ -244,8 +263,9 @@ func (l *loader) gitRef(ns, name string, d *Document) {
 	if l.gitRefs == nil {
 		l.gitRefs = map[string]fluxRef{}
 	}
-	rev, semver := fluxRev(Lookup(Lookup(d.Node, "spec"), "ref"))
-	l.gitRefs[ns+"/"+name] = fluxRef{rev: rev, semver: semver}
+	spec := Lookup(d.Node, "spec")
+	rev, semver := fluxRev(Lookup(spec, "ref"))
+	l.gitRefs[ns+"/"+name] = fluxRef{rev: rev, semver: semver, url: stringField(spec, "url")}
 }
 
 // fluxRev is the revision the GitRepository's ref names, as source-
@@ -300,7 +320,7 @@ func (l *loader) fluxPins(found []engineFound) {
 		if semver {
 			p = &revPin{rev: rev, unread: "a semver range over the repository's tags, which keyhole does not resolve; pin a tag (or check the matching tag out) to have it read"}
 		} else {
-			p = l.pinAt(rev, f.srcRoot)
+			p = l.pinAt(rev, f.srcRoot, ref.url)
 		}
 		if p == nil {
 			continue

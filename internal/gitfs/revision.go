@@ -131,3 +131,17 @@ func (r *Repo) Contains(of, ancestor string) (bool, error) {
 
 // errStop ends a walk of the history.
 var errStop = errors.New("stop")
+
+// RemoteURLs are the URLs of the repository's remotes (fetch and push),
+// as its config writes them.
+func (r *Repo) RemoteURLs() []string {
+	rs, err := r.repo.Remotes()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, rm := range rs {
+		out = append(out, rm.Config().URLs...)
+	}
+	return out
+}
