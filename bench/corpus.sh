@@ -12,8 +12,10 @@
 # MIRRORS holds one git directory per repository, at MIRRORS/<owner>+<name>
 # (bare, or a clone whose .git is used), as the fetch of the corpus leaves
 # them; the default is /work/.mirror. Nothing is fetched: a repository not
-# there is reported absent. Each is cloned with `git clone --shared` and its
-# commit checked out, so keyhole reads a git working tree as in CI. -k runs
+# there is reported absent. Each is cloned (locally: its objects hard-linked
+# or copied, not borrowed through objects/info/alternates, which keyhole's
+# in-process git reader does not follow) and its commit checked out, so
+# keyhole reads a git working tree as in CI, its tags and branches too. -k runs
 # the given binary instead of building this tree's; -r keeps each run's
 # JSON output and stderr in RESULTS. -f compares, on each repository of
 # engine flux or mixed as published, keyhole's reading of every Flux
@@ -121,7 +123,7 @@ while IFS=$'\t' read -r -u 3 repo commit _ engine expected; do # columns: reposi
     continue
   fi
   work=$tmp/$key
-  if ! { git clone -q --shared --no-checkout "$g" "$work" 2>"$tmp/clone.err" &&
+  if ! { git clone -q --no-checkout "$g" "$work" 2>"$tmp/clone.err" &&
     sparse "$work" "$commit" &&
     git -C "$work" -c advice.detachedHead=false checkout -q "$commit" 2>>"$tmp/clone.err"; }; then
     printf '| %s | %.7s | unclonable |%s\n' "$repo" "$commit" "$(printf ' |%.0s' {1..13})"

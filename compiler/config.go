@@ -66,6 +66,9 @@ type configWire struct {
 	// Flux is read by the loader (source.Options), which maps Flux
 	// sources and entries with it; here it is only validated.
 	Flux yaml.Node `yaml:"flux"`
+	// ArgoCD is read by the loader, which finds Argo CD roots and
+	// instances with it; here it is only validated.
+	ArgoCD yaml.Node `yaml:"argocd"`
 }
 
 // repoConfig is the resolved Config.
@@ -105,7 +108,7 @@ func (p *pass) addConfig(v *schema.Validator, doc *source.Document, it item) {
 		return
 	}
 	p.config.found = &it
-	known := []string{"apiVersion", "kind", "metadata", "namespace", "sandboxImage", "catalog", "include", "exclude", "ignore", "operator", "ceiling", "flux"}
+	known := []string{"apiVersion", "kind", "metadata", "namespace", "sandboxImage", "catalog", "include", "exclude", "ignore", "operator", "ceiling", "flux", "argocd"}
 	for i := 0; i+1 < len(doc.Node.Content); i += 2 {
 		k := doc.Node.Content[i].Value
 		if !slices.Contains(known, k) {
@@ -128,6 +131,11 @@ func (p *pass) addConfig(v *schema.Validator, doc *source.Document, it item) {
 	if w.Flux.Kind != 0 {
 		for _, vi := range v.Validate(schema.KindFluxConfig, &w.Flux) {
 			p.diags = append(p.diags, p.diagnostic(codeConfigInvalid, &it, diag.Pos{File: doc.File, Line: vi.Line, Column: vi.Column}, joinPath("flux", vi.Path), vi.Message))
+		}
+	}
+	if w.ArgoCD.Kind != 0 {
+		for _, vi := range v.Validate(schema.KindArgoCDConfig, &w.ArgoCD) {
+			p.diags = append(p.diags, p.diagnostic(codeConfigInvalid, &it, diag.Pos{File: doc.File, Line: vi.Line, Column: vi.Column}, joinPath("argocd", vi.Path), vi.Message))
 		}
 	}
 	for i, r := range w.Ignore {

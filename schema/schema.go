@@ -62,6 +62,8 @@ const (
 	KindConnector Kind = "Connector"
 	// KindFluxConfig is the flux field of keyhole.yaml's Config.
 	KindFluxConfig Kind = "FluxConfig"
+	// KindArgoCDConfig is the argocd field of keyhole.yaml's Config.
+	KindArgoCDConfig Kind = "ArgoCDConfig"
 )
 
 // Group is the API group and version of the omnia resources.
@@ -70,7 +72,7 @@ const Group = "omnia.altairalabs.ai/v1alpha1"
 // kinds lists every Kind, in the order documentation lists them: first
 // the kinds of Group (groupKinds), then the Secret, then those without an
 // apiVersion.
-var kinds = [...]Kind{KindConnection, KindSandboxClass, KindAgentRuntime, KindToolRegistry, KindSecret, KindAgent, KindConnector, KindFluxConfig}
+var kinds = [...]Kind{KindConnection, KindSandboxClass, KindAgentRuntime, KindToolRegistry, KindSecret, KindAgent, KindConnector, KindFluxConfig, KindArgoCDConfig}
 
 // groupKinds is how many of kinds are Group's.
 const groupKinds = 4
@@ -86,7 +88,7 @@ func GroupKinds() []Kind { return slices.Clone(kinds[:groupKinds]) }
 
 // Lookup maps a document's apiVersion and kind to a schema kind; agent.yaml
 // files are looked up as ("", "Agent") and catalog entries as
-// ("", "Connector"), keyhole.yaml's flux field as ("", "FluxConfig"). Documents of other kinds are not keyhole's to check.
+// ("", "Connector"), keyhole.yaml's flux field as ("", "FluxConfig"), its argocd field as ("", "ArgoCDConfig"). Documents of other kinds are not keyhole's to check.
 func Lookup(apiVersion, kind string) (Kind, bool) {
 	switch apiVersion {
 	case Group:
@@ -99,7 +101,7 @@ func Lookup(apiVersion, kind string) (Kind, bool) {
 		}
 	case "":
 		switch Kind(kind) {
-		case KindAgent, KindConnector, KindFluxConfig:
+		case KindAgent, KindConnector, KindFluxConfig, KindArgoCDConfig:
 			return Kind(kind), true
 		}
 	}

@@ -268,8 +268,8 @@ func TestKinds(t *testing.T) {
 			t.Errorf("kind %s: in GroupKinds %v, looked up under %q", k, inGroup, found[0])
 		}
 	}
-	if n := len(Kinds()); n != 8 {
-		t.Errorf("%d kinds, want 8", n)
+	if n := len(Kinds()); n != 9 {
+		t.Errorf("%d kinds, want 9", n)
 	}
 	Kinds()[0], GroupKinds()[0] = "changed", "changed"
 	if Kinds()[0] != KindConnection || GroupKinds()[0] != KindConnection {

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
 	"go.yaml.in/yaml/v3"
 
 	"keyhole.dev/keyhole/diag"
@@ -435,38 +438,94 @@ func TestArgoDirectoryShallow(t *testing.T) {
 	}
 }
 
-// TestArgoRevisionPinned: a source pinned to a tag or commit other than
-// the one checked out is read from the working tree, and said; HEAD, a
-// branch, and a tag or commit naming the commit checked out are not.
+// TestArgoRevisionPinned: an Application pinned to a tag, a commit or a
+// branch the commit checked out does not hold is read at that commit,
+// from git; HEAD, the branch checked out, and a branch the commit checked
+// out holds are the working tree; a revision the repository does not
+// hold is said once, and nothing is read for it, not even the working
+// tree's files under its path.
 func TestArgoRevisionPinned(t *testing.T) {
-	app := func(rev string) string {
+	app := func(url, rev string) string {
 		return "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: agent, namespace: argocd}\n" +
-			"spec:\n  project: default\n  source: {repoURL: 'https://git.example.com/r.git', path: envs/dev, targetRevision: '" + rev + "'}\n  destination: {name: in-cluster, namespace: agents}\n"
+			"spec:\n  project: default\n  source: {repoURL: '" + url + "', path: envs/dev, targetRevision: '" + rev + "'}\n  destination: {name: in-cluster, namespace: agents}\n"
 	}
 	dir, r := gitRepo(t)
+	if _, err := r.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{"git@git.example.com:r.git"}}); err != nil {
+		t.Fatal(err)
+	}
 	writeFiles(t, dir, envFiles("dev"))
 	first := commitAll(t, r, "first")
 	if _, err := r.CreateTag("v1.0.0", first, nil); err != nil {
 		t.Fatal(err)
+	}
+	wt, err := r.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// hotfix: a branch made from the first commit, which the one
+	// checked out does not hold; release: the first commit, which it
+	// holds.
+	if err := wt.Checkout(&git.CheckoutOptions{Branch: plumbing.NewBranchReferenceName("hotfix"), Hash: first, Create: true}); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, dir, map[string]string{"envs/dev/hotfix.yaml": argoConn("hotfix")})
+	hotfix := commitAll(t, r, "hotfix")
+	if err := wt.Checkout(&git.CheckoutOptions{Branch: plumbing.Master}); err != nil {
+		t.Fatal(err)
+	}
+	for name, h := range map[string]plumbing.Hash{"refs/heads/release": first, "refs/remotes/origin/fix": hotfix} {
+		if err := r.Storer.SetReference(plumbing.NewHashReference(plumbing.ReferenceName(name), h)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	writeFiles(t, dir, map[string]string{"envs/dev/more.yaml": argoConn("more")})
 	head := commitAll(t, r, "second")
 	if _, err := r.CreateTag("v1.1.0", head, nil); err != nil {
 		t.Fatal(err)
 	}
-	for rev, warned := range map[string]bool{
-		"HEAD": false, "main": false, "v1.1.0": false, head.String()[:10]: false,
-		"v1.0.0": true, first.String(): true, "v2.0.0": true,
+	writeFiles(t, dir, map[string]string{"envs/dev/wip.yaml": argoConn("wip")})
+	tree := "gh-dev more wip"
+	// own is this repository's URL, as its remote names it; a branch of
+	// another is read as checked out, a tag or commit from git.
+	own, other := "https://git.example.com/r", "https://git.example.com/fork.git"
+	for _, c := range []struct{ url, rev, read, said string }{
+		{own, "HEAD", tree, ""},
+		{own, "master", tree, ""},
+		{own, "release", tree, ""},
+		{own, "v1.1.0", tree, ""},
+		{own, head.String()[:10], tree, ""},
+		{own, "v1.0.0", "gh-dev", "info ArgoCDRevision: Argo CD Application argocd/agent builds its path at targetRevision v1.0.0 (commit " + first.String()[:12] + "): keyhole reads it there"},
+		{own, first.String(), "gh-dev", "info ArgoCDRevision"},
+		{own, "hotfix", "gh-dev hotfix", "info ArgoCDRevision: Argo CD Application argocd/agent builds its path at targetRevision hotfix (commit " + hotfix.String()[:12] + ")"},
+		{own, "fix", "gh-dev hotfix", "info ArgoCDRevision"},
+		{own, "v2.0.0", "", "warning ArgoCDRevision: Argo CD Application argocd/agent builds its path at targetRevision v2.0.0, other than the one keyhole reads, and no tag, branch or commit of the repository is v2.0.0; fetch the tags (git fetch --tags"},
+		{own, "1.*", "", "warning ArgoCDRevision: Argo CD Application argocd/agent builds its path at targetRevision 1.*, other than the one keyhole reads, and a semver range"},
+		{own, "main", "", "warning ArgoCDRevision: Argo CD Application argocd/agent builds its path at targetRevision main, other than the one keyhole reads, and the repository holds no tag or branch main (local, or remote-tracking); fetch it (git fetch origin main"},
+		{other, "hotfix", tree, ""},
+		{other, "v1.0.0", "gh-dev", "info ArgoCDRevision"},
 	} {
-		t.Run(rev, func(t *testing.T) {
-			writeFiles(t, dir, map[string]string{"argo/app.yaml": app(rev)})
-			_, ds, err := Load([]string{"."}, Options{Dir: dir})
+		t.Run(c.url+"@"+c.rev, func(t *testing.T) {
+			writeFiles(t, dir, map[string]string{"argo/app.yaml": app(c.url, c.rev)})
+			docs, ds, err := Load([]string{"."}, Options{Dir: dir})
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := "warning ArgoCDRevision: Argo CD Application argocd/agent builds its path at targetRevision " + rev + ", a tag or commit other than the one keyhole reads"
-			if got := strings.Contains(ds.Error(), want); got != warned {
-				t.Errorf("said %q: %v, want %v\n%s", want, got, warned, ds)
+			var read []string
+			for _, d := range docs {
+				if o := d.Object(); o.Kind == "Connection" {
+					read = append(read, o.Name)
+				}
+			}
+			slices.Sort(read)
+			if got := strings.Join(read, " "); got != c.read {
+				t.Errorf("read %q, want %q\n%s", got, c.read, ds)
+			}
+			n := strings.Count(ds.Error(), "ArgoCDRevision")
+			switch {
+			case c.said == "" && n != 0:
+				t.Errorf("said ArgoCDRevision of a revision keyhole reads as checked out:\n%s", ds)
+			case c.said != "" && (n != 1 || !strings.Contains(ds.Error(), c.said)):
+				t.Errorf("want %q, once; said:\n%s", c.said, ds)
 			}
 		})
 	}

@@ -131,55 +131,26 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 				what, shown, repoURL)})
 			continue
 		}
-		root, srcRoot := l.enginePath(rel, roots)
-		if root == "" {
-			out = append(out, engineFound{pos: pos, repo: repo, skip: fmt.Sprintf("%s builds %s from %s, which is not a directory of this repository; out of reach, skipped",
-				what, shown, cmp.Or(stringField(src, "repoURL"), "its repository")),
-				ownErr: fmt.Sprintf("%s builds %s from %s, this repository (its other Applications build from it at the same revision), which has no such directory: Argo CD cannot generate its manifests, so it does not sync",
-					what, shown, stringField(src, "repoURL"))})
-			continue
+		// A source pinned to another revision is read at that commit:
+		// its path, chart and values are those of the commit.
+		var pin *revPin
+		if repo != "" {
+			pin = l.pinAt(stringField(src, "targetRevision"), roots[0], repoURL)
 		}
-		var helm *HelmOverlay
-		switch {
-		case helmChartFile(l.fsys, root) != "":
-			helm = l.argoHelm(src, sources, name, stringField(dest, "namespace"), root, srcRoot)
-		case Lookup(src, "helm") != nil:
-			out = append(out, engineFound{pos: pos, helm: true, err: what + " renders " + shown + " with Helm, but it holds no Chart.yaml: Argo CD cannot render it"})
-			continue
-		case chartAbove(l.fsys, root, srcRoot):
-			out = append(out, engineFound{pos: pos, skip: what + " builds " + shown + ", a directory inside a Helm chart, whose templates are not YAML until Helm renders them; skipped"})
-			continue
+		if pin != nil && pin.fsys == nil {
+			if root, _ := l.enginePath(rel, roots); root != "" {
+				out = append(out, engineFound{pos: pos, repo: repo, warn: revisionUnread(what, pin), code: CodeArgoCDRevision, claim: []string{root}})
+				continue
+			}
+			pin = nil // another repository's revision: out of reach below
 		}
-		var pinned string
-		if rev := stringField(src, "targetRevision"); l.pinnedElsewhere(rev, srcRoot) {
-			pinned = rev
+		ef := l.atPin(pin, func() engineFound {
+			return l.appSource(app, d, src, sources, i, pos, what, rel, shown, repo, roots, srcRoots, name, ns, cluster, dest)
+		})
+		if ef.unit != nil {
+			ef.unit.pin = pin
 		}
-		plugin := keyholePlugin(src)
-		shallow := helm == nil && !plugin && !boolField(Lookup(src, "directory"), "recurse") && kustomizationFile(l.fsys, root) == ""
-		unitName := "argocd:" + ns + "/" + name
-		dir := path.Join("argocd", ns, outputDir(name))
-		if len(sources) > 1 {
-			unitName += "#" + strconv.Itoa(i+1)
-			dir = path.Join(dir, strconv.Itoa(i+1))
-		}
-		var declRoot string
-		if srcRoot != srcRoots[0] && len(roots) == 1 && roots[0] == srcRoot {
-			declRoot = srcRoots[0] // an idpbuilder package's
-		}
-		out = append(out, engineFound{srcRoot: srcRoot, declRoot: declRoot, pos: pos, repo: repo, unit: &Unit{
-			Name:      unitName,
-			Dir:       dir,
-			Source:    UnitArgoCD,
-			Root:      root,
-			Decl:      diag.Pos{File: d.File, Line: app.Line, Column: app.Column},
-			Cluster:   cluster,
-			Namespace: stringField(dest, "namespace"),
-			Argo:      argoOverlay(src, plugin),
-			Helm:      helm,
-			shallow:   shallow,
-			pinned:    pinned,
-			rendered:  plugin,
-		}})
+		out = append(out, ef)
 	}
 	return out
 }
@@ -209,6 +180,64 @@ func argoOverlay(src *yaml.Node, plugin bool) *ArgoOverlay {
 			{Kind: yaml.ScalarNode, Tag: "!!str", Value: "recurse"}, {Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"}}}}
 	}
 	return &ArgoOverlay{Kustomize: Lookup(src, "kustomize"), Directory: Lookup(src, "directory")}
+}
+
+// atPin is f's answer with the loader reading the files of pin's commit,
+// when pin is set (appUnits' scan reads one object at a time).
+func (l *loader) atPin(pin *revPin, f func() engineFound) engineFound {
+	if pin == nil || pin.fsys == nil {
+		return f()
+	}
+	saved := l.fsys
+	l.fsys = pin.fsys
+	defer func() { l.fsys = saved }()
+	return f()
+}
+
+// appSource is the unit of the source src (the i-th of sources) of the
+// Application app that d declares, or what is said of it instead.
+func (l *loader) appSource(app *yaml.Node, d *Document, src *yaml.Node, sources []*yaml.Node, i int, pos diag.Pos, what, rel, shown, repo string, roots, srcRoots []string, name, ns, cluster string, dest *yaml.Node) engineFound {
+	root, srcRoot := l.enginePath(rel, roots)
+	if root == "" {
+		return engineFound{pos: pos, repo: repo, skip: fmt.Sprintf("%s builds %s from %s, which is not a directory of this repository; out of reach, skipped",
+			what, shown, cmp.Or(stringField(src, "repoURL"), "its repository")),
+			ownErr: fmt.Sprintf("%s builds %s from %s, this repository (its other Applications build from it at the same revision), which has no such directory: Argo CD cannot generate its manifests, so it does not sync",
+				what, shown, stringField(src, "repoURL"))}
+	}
+	var helm *HelmOverlay
+	switch {
+	case helmChartFile(l.fsys, root) != "":
+		helm = l.argoHelm(src, sources, name, stringField(dest, "namespace"), root, srcRoot)
+	case Lookup(src, "helm") != nil:
+		return engineFound{pos: pos, helm: true, err: what + " renders " + shown + " with Helm, but it holds no Chart.yaml: Argo CD cannot render it"}
+	case chartAbove(l.fsys, root, srcRoot):
+		return engineFound{pos: pos, skip: what + " builds " + shown + ", a directory inside a Helm chart, whose templates are not YAML until Helm renders them; skipped"}
+	}
+	plugin := keyholePlugin(src)
+	shallow := helm == nil && !plugin && !boolField(Lookup(src, "directory"), "recurse") && kustomizationFile(l.fsys, root) == ""
+	unitName := "argocd:" + ns + "/" + name
+	dir := path.Join("argocd", ns, outputDir(name))
+	if len(sources) > 1 {
+		unitName += "#" + strconv.Itoa(i+1)
+		dir = path.Join(dir, strconv.Itoa(i+1))
+	}
+	var declRoot string
+	if srcRoot != srcRoots[0] && len(roots) == 1 && roots[0] == srcRoot {
+		declRoot = srcRoots[0] // an idpbuilder package's
+	}
+	return engineFound{srcRoot: srcRoot, declRoot: declRoot, pos: pos, repo: repo, unit: &Unit{
+		Name:      unitName,
+		Dir:       dir,
+		Source:    UnitArgoCD,
+		Root:      root,
+		Decl:      diag.Pos{File: d.File, Line: app.Line, Column: app.Column},
+		Cluster:   cluster,
+		Namespace: stringField(dest, "namespace"),
+		Argo:      argoOverlay(src, plugin),
+		Helm:      helm,
+		shallow:   shallow,
+		rendered:  plugin,
+	}}
 }
 
 // argoOwnRepo says, of each Argo CD source of found whose path is not a

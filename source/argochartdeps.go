@@ -1,6 +1,7 @@
 package source
 
 import (
+	"cmp"
 	"fmt"
 	"io/fs"
 	"path"
@@ -21,7 +22,16 @@ import (
 // charts/ holds them unpacked; one it would have to fetch is said once,
 // at the chart, with the paths those units deploy, whose files keyhole
 // then reads on their own, not in the namespaces Argo CD deploys them
-// into. See docs/inputs.md, "Deploy units".
+// into. argo-helm's argocd-apps is the exception: what it renders is its
+// values, written out as objects (each entry of applications or
+// applicationsets becomes the object of that kind, named by its key, in
+// the namespace it names), so those are read as the Applications and
+// ApplicationSets it renders (argoAppsObjects). See docs/inputs.md,
+// "Deploy units".
+
+// argoAppsChart is the name of argo-helm's chart that renders Argo CD
+// Applications and ApplicationSets from its values.
+const argoAppsChart = "argocd-apps"
 
 // argoAppsKeys are the values an argocd-apps-like dependency renders
 // Argo CD objects from.
@@ -44,7 +54,7 @@ func (l *loader) unvendoredArgoApps(dir, chart string) (diag.Diagnostic, bool) {
 	}
 	values := l.chartValues(dir)
 	for _, dep := range meta.Dependencies {
-		if dep.Name == "" || l.vendored(dir, dep.Name) {
+		if dep.Name == "" || dep.Name == argoAppsChart || l.vendored(dir, dep.Name) {
 			continue
 		}
 		key := dep.Alias
@@ -145,4 +155,111 @@ func argoAppsPaths(entries *yaml.Node) []string {
 		}
 	}
 	return out
+}
+
+// argoAppsObjects is, for the chart in dir whose Chart.yaml lists
+// argo-helm's argocd-apps without charts/ holding it, the Applications
+// and ApplicationSets argocd-apps renders from the chart's values.yaml
+// (shown as file): each entry of applications and applicationsets (a
+// mapping by name, or a list of entries with a name) written out as the
+// chart's templates write it, its nodes those of values.yaml so what is
+// said of them points there. ok is false when there is nothing to read.
+func (l *loader) argoAppsObjects(dir, file string) (docs []*Document, ok bool) {
+	var meta struct {
+		Dependencies []struct {
+			Name  string `yaml:"name"`
+			Alias string `yaml:"alias"`
+		} `yaml:"dependencies"`
+	}
+	data := l.sniff(filepath.Join(dir, "Chart.yaml"), []byte(argoAppsChart))
+	if data == nil || yaml.Unmarshal(data, &meta) != nil {
+		return nil, false
+	}
+	vdata := l.sniff(filepath.Join(dir, "values.yaml"), nil)
+	if vdata == nil {
+		return nil, false
+	}
+	var vdoc yaml.Node
+	if yaml.Unmarshal(vdata, &vdoc) != nil || len(vdoc.Content) == 0 {
+		return nil, false
+	}
+	r := resolver{budget: maxAliasNodes, onPath: map[*yaml.Node]bool{}}
+	values, err := r.resolve(vdoc.Content[0], false)
+	if err != nil || applyMerges(values) != nil {
+		return nil, false
+	}
+	for _, dep := range meta.Dependencies {
+		if dep.Name != argoAppsChart || l.vendored(dir, dep.Name) {
+			continue
+		}
+		v := Lookup(values, cmp.Or(dep.Alias, dep.Name))
+		for _, k := range []struct{ key, kind string }{{"applications", "Application"}, {"applicationsets", "ApplicationSet"}} {
+			for _, e := range argoAppsEntries(Lookup(v, k.key)) {
+				docs = append(docs, &Document{File: file, Index: len(docs), Node: argoAppsObject(k.kind, e.name, e.node),
+					Pos: diag.Pos{File: file, Line: e.node.Line, Column: e.node.Column}})
+			}
+		}
+	}
+	return docs, len(docs) > 0
+}
+
+// argoAppsEntry is one entry of argocd-apps' applications or
+// applicationsets: its name and its values.
+type argoAppsEntry struct {
+	name string
+	node *yaml.Node
+}
+
+// argoAppsEntries are the entries of v: a mapping of them by name
+// (argocd-apps 2), or a list of them, each with a name (argocd-apps 1).
+func argoAppsEntries(v *yaml.Node) []argoAppsEntry {
+	var out []argoAppsEntry
+	switch {
+	case v == nil:
+	case v.Kind == yaml.MappingNode:
+		for i := 0; i+1 < len(v.Content); i += 2 {
+			if e := v.Content[i+1]; e.Kind == yaml.MappingNode {
+				out = append(out, argoAppsEntry{name: v.Content[i].Value, node: e})
+			}
+		}
+	case v.Kind == yaml.SequenceNode:
+		for _, e := range v.Content {
+			if e.Kind == yaml.MappingNode {
+				out = append(out, argoAppsEntry{name: stringField(e, "name"), node: e})
+			}
+		}
+	}
+	return out
+}
+
+// argoAppsMeta are the keys of an argocd-apps entry its templates write
+// into the object's metadata (the others go to its spec, as written).
+var argoAppsMeta = map[string]string{
+	"name": "", "namespace": "namespace", "finalizers": "finalizers",
+	"additionalLabels": "labels", "additionalAnnotations": "annotations", "labels": "labels", "annotations": "annotations",
+}
+
+// argoAppsObject is the object of kind that argocd-apps renders from the
+// entry e named name.
+func argoAppsObject(kind, name string, e *yaml.Node) *yaml.Node {
+	at := func(n *yaml.Node) *yaml.Node { n.Line, n.Column = e.Line, e.Column; return n }
+	meta := at(&yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"})
+	setField(meta, "name", at(strNode(name)))
+	spec := at(&yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"})
+	for i := 0; i+1 < len(e.Content); i += 2 {
+		k, v := e.Content[i], e.Content[i+1]
+		if m, ok := argoAppsMeta[k.Value]; ok {
+			if m != "" {
+				meta.Content = append(meta.Content, at(strNode(m)), v)
+			}
+			continue
+		}
+		spec.Content = append(spec.Content, k, v)
+	}
+	obj := at(&yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"})
+	setField(obj, "apiVersion", at(strNode(argoGroup+"v1alpha1")))
+	setField(obj, "kind", at(strNode(kind)))
+	setField(obj, "metadata", meta)
+	setField(obj, "spec", spec)
+	return obj
 }

@@ -1,22 +1,36 @@
 package source
 
 import (
+	"cmp"
+	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
+
+	"go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/internal/gitfs"
 )
 
-// An Argo CD source's targetRevision names what Argo CD reads: HEAD or a
-// branch follows the repository, which keyhole reads as checked out; a
-// tag or a commit pins it. A pinned revision other than the commit
-// checked out is read from the working tree all the same, and said once
-// per unit that holds something of keyhole's (CodeArgoCDRevision).
+// An Argo CD source's targetRevision names what Argo CD reads. HEAD, no
+// revision, and the branch checked out are the working tree (or the
+// commit --base/--head names), as is a branch whose tip the commit
+// checked out holds in its history: the branch moved on by the change
+// being checked (a pull request's merge commit, a branch made from it).
+// A tag, a commit, or another branch pins the unit: keyhole reads its
+// path at that commit from git, in process, when the repository holds it
+// (gitfs.Repo.Resolve), and says so once (an ArgoCDRevision info). One it
+// cannot resolve (a shallow clone, a tag not fetched, a semver range) is
+// said once, as an ArgoCDRevision warning naming what would make it
+// readable, and nothing is read for that unit: the working tree is not
+// what it deploys. See docs/inputs.md, "Deploy units".
 
-// CodeArgoCDRevision is reported at an Argo CD source whose
-// targetRevision is a tag or commit other than the one keyhole reads:
-// what Argo CD deploys may differ from what is checked.
+// CodeArgoCDRevision is reported at an Argo CD unit pinned to a revision
+// other than the one keyhole reads: an info when it reads the unit at
+// that revision from git, a warning when the repository does not hold it.
 const CodeArgoCDRevision = "ArgoCDRevision"
 
 // commitLike and tagLike are the shapes of a pinned revision: a
@@ -27,57 +41,171 @@ var (
 )
 
 // repoRevs is what keyhole knows of the repository at one root: the
-// commit it reads, and the commit each revision asked for names.
+// commit it reads, the branch checked out, and each revision asked for.
 type repoRevs struct {
-	repo    *gitfs.Repo
-	head    string
-	commits map[string]string
+	repo   *gitfs.Repo
+	head   string
+	branch string
+	pins   map[string]*revPin
+	// remotes are the repository's remotes' URLs (repoKey).
+	remotes map[string]bool
+	// unreadable says why the repository's commits cannot be read,
+	// when it is one but they cannot.
+	unreadable string
 }
 
-// pinnedElsewhere reports whether the revision rev of a source read from
-// the repository at root is a tag or a commit that is not the commit
-// keyhole reads (the one checked out, or the one --base/--head names).
-func (l *loader) pinnedElsewhere(rev, root string) bool {
-	if rev == "" || rev == "HEAD" || strings.HasPrefix(rev, "-") {
-		return false
+// revPin is a revision an engine pins a unit to, other than the one
+// keyhole reads: the commit's files when the repository holds it, or why
+// it cannot be read and what would make it readable.
+type revPin struct {
+	// rev is the revision as written.
+	rev string
+	// ref is what it resolved to; fsys reads its commit (nil when it
+	// did not resolve).
+	ref  gitfs.Ref
+	fsys fileSystem
+	// unread, when fsys is nil, says why and what would make it readable.
+	unread string
+	// source names the Flux GitRepository whose ref it is, for a message.
+	source string
+}
+
+// pinAt is what the unit of a source read from the repository at root,
+// at revision rev of the repository url names, reads: nil for the working
+// tree (or the commit --base/--head names), else its pin. A branch is
+// read from git only when url is one of the repository's remotes: a
+// directory of this repository that an Application of another URL
+// builds (a fork, a mirror, an example) is read as checked out, as a
+// branch name alone does not say it is this repository's.
+func (l *loader) pinAt(rev, root, url string) *revPin {
+	rev = strings.TrimSpace(rev)
+	if rev == "" || rev == "HEAD" {
+		return nil
 	}
 	rr := l.argoRevs[root]
 	if rr == nil {
-		rr = &repoRevs{commits: map[string]string{}}
+		rr = &repoRevs{pins: map[string]*revPin{}}
 		if l.argoRevs == nil {
 			l.argoRevs = map[string]*repoRevs{}
 		}
 		l.argoRevs[root] = rr
 		if r, err := gitfs.OpenRepo(root); err == nil {
-			rr.repo = r
+			head, branch, err := r.Head()
 			if t := l.opts.Tree; t != nil {
-				rr.head = t.Commit()
-			} else if t, err := r.Tree("HEAD"); err == nil {
-				rr.head = t.Commit()
+				head, branch = t.Commit(), ""
+			} else if err != nil {
+				head = ""
+			}
+			if _, err := r.Tree(head); head != "" && err != nil {
+				// Its objects cannot be read here (an alternates
+				// file go-git does not follow): as a directory git
+				// does not hold.
+				rr.unreadable = err.Error()
+				_ = r.Close()
+			} else {
+				rr.repo, rr.head, rr.branch = r, head, branch
+				rr.remotes = map[string]bool{}
+				for _, u := range r.RemoteURLs() {
+					rr.remotes[repoKey(u, "")] = true
+				}
 			}
 		}
 	}
-	c, ok := rr.commits[rev]
-	if !ok && rr.repo != nil {
-		if t, err := rr.repo.Tree("refs/tags/" + rev); err == nil {
-			c = t.Commit()
-		} else if commitLike.MatchString(rev) {
-			if t, err := rr.repo.Tree(rev); err == nil {
-				c = t.Commit()
-			}
-		}
-		rr.commits[rev] = c
+	own := url != "" && rr.remotes[repoKey(url, "")]
+	key := rev + "\x00" + strconv.FormatBool(own)
+	if p, ok := rr.pins[key]; ok {
+		return p
 	}
-	switch {
-	case c != "":
-		return c != rr.head
-	case commitLike.MatchString(rev):
-		return !strings.HasPrefix(rr.head, rev)
-	}
-	return tagLike.MatchString(rev)
+	p := rr.resolve(rev, own)
+	rr.pins[key] = p
+	return p
 }
 
-// closeRevs closes the repositories pinnedElsewhere opened.
+// semverRange is a revision Argo CD reads as a semver constraint over
+// the repository's tags (1.2.*, >=1.0.0 <2.0.0, ~1.2, ^1.2).
+var semverRange = regexp.MustCompile(`(^|\.)[*xX]$|[<>=~^ ]|\|\|`)
+
+// resolve is pinAt's answer for rev, not yet known; own says the source's
+// URL is one of the repository's remotes.
+func (rr *repoRevs) resolve(rev string, own bool) *revPin {
+	p := &revPin{rev: rev}
+	branchLike := !commitLike.MatchString(rev) && !tagLike.MatchString(rev) && !semverRange.MatchString(rev)
+	switch {
+	case rr.repo == nil:
+		if branchLike {
+			return nil // a branch of a directory git does not hold: as written
+		}
+		p.unread = "the directory is not in a git repository, so keyhole cannot read that revision; run keyhole in a clone of the repository that holds it"
+		if rr.unreadable != "" {
+			p.unread = "keyhole cannot read the repository's commits (" + rr.unreadable + "); run keyhole in a clone whose objects it reads (not one made with --shared)"
+		}
+		return p
+	case rr.head == "":
+		p.unread = "the repository has no commit checked out to compare it with; check a commit out"
+		return p
+	case rev == rr.branch:
+		return nil
+	}
+	ref, err := rr.repo.Resolve(rev)
+	if !own && branchLike && (err != nil || ref.IsBranch()) {
+		return nil // a branch name alone: as checked out
+	}
+	if err != nil && semverRange.MatchString(rev) {
+		p.unread = "a semver range over the repository's tags, which keyhole does not resolve; pin a tag (or check the matching tag out) to have it read"
+		return p
+	}
+	if err != nil {
+		p.unread = rr.fetchHint(rev)
+		return p
+	}
+	p.ref = ref
+	if ref.Commit == rr.head {
+		return nil
+	}
+	if ref.IsBranch() {
+		held, err := rr.repo.Contains(rr.head, ref.Commit)
+		if err != nil {
+			p.unread = "the history checked out cannot tell whether it holds that branch's tip (" + short(ref.Commit) + "); fetch the history (git fetch --unshallow, or actions/checkout with fetch-depth: 0)"
+			return p
+		}
+		if held {
+			return nil
+		}
+	}
+	t, err := rr.repo.Tree(ref.Commit)
+	if err != nil {
+		p.unread = "its commit " + short(ref.Commit) + " cannot be read (" + err.Error() + ")"
+		return p
+	}
+	p.fsys = commitFS{Tree: t, kusts: &sync.Map{}}
+	return p
+}
+
+// fetchHint says what would make the revision rev, which the repository
+// does not hold, readable.
+func (rr *repoRevs) fetchHint(rev string) string {
+	var what, fetch string
+	switch {
+	case tagLike.MatchString(rev):
+		what, fetch = "no tag, branch or commit of the repository is "+rev, "fetch the tags (git fetch --tags, or actions/checkout with fetch-tags: true)"
+	case commitLike.MatchString(rev):
+		what, fetch = "the repository holds no commit "+rev, "fetch the history that holds it (git fetch --unshallow, or actions/checkout with fetch-depth: 0)"
+	default:
+		what, fetch = "the repository holds no tag or branch "+rev+" (local, or remote-tracking)", "fetch it (git fetch origin "+rev+", or actions/checkout with fetch-depth: 0)"
+	}
+	return what + "; " + fetch
+}
+
+// short is a commit hash as git shows it.
+func short(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
+}
+
+// closeRevs closes the repositories pinAt opened, once every unit is
+// built.
 func (l *loader) closeRevs() {
 	for _, rr := range l.argoRevs {
 		if rr.repo != nil {
@@ -87,10 +215,128 @@ func (l *loader) closeRevs() {
 	l.argoRevs = nil
 }
 
-// revisionNote is the warning that the Argo CD unit u, pinned to another
-// revision, is read from the working tree.
-func revisionNote(u *Unit) diag.Diagnostic {
-	return diag.Diagnostic{Code: CodeArgoCDRevision, Severity: diag.Warning, Pos: u.Decl, Units: []string{u.Name},
-		Message: "Argo CD Application " + strings.TrimPrefix(u.Name, "argocd:") + " builds its path at targetRevision " + u.pinned +
-			", a tag or commit other than the one keyhole reads: keyhole checks the path as checked out, which may not be what Argo CD deploys; check that revision out to check what it deploys"}
+// revisionRead is the note that the engine unit u, pinned to another
+// revision, is read at that revision's commit.
+func revisionRead(u *Unit) diag.Diagnostic {
+	if u.Flux != nil {
+		return diag.Diagnostic{Code: CodeFluxRevision, Severity: diag.Info, Pos: u.Decl, Units: []string{u.Name},
+			Message: "Flux Kustomization " + strings.TrimPrefix(u.Name, "flux:") + " builds its path from " + u.pin.source + " at " + u.pin.rev +
+				" (commit " + short(u.pin.ref.Commit) + "): keyhole reads it there, from git, not from the working tree"}
+	}
+	return diag.Diagnostic{Code: CodeArgoCDRevision, Severity: diag.Info, Pos: u.Decl, Units: []string{u.Name},
+		Message: "Argo CD Application " + strings.TrimPrefix(u.Name, "argocd:") + " builds its path at targetRevision " + u.pin.rev +
+			" (commit " + short(u.pin.ref.Commit) + "): keyhole reads it there, from git, not from the working tree"}
+}
+
+// revisionUnread is the warning that the Argo CD Application what,
+// pinned to p, cannot be read at that revision.
+func revisionUnread(what string, p *revPin) string {
+	return what + " builds its path at targetRevision " + p.rev + ", other than the one keyhole reads, and " + p.unread +
+		"; keyhole reads nothing for it, as the working tree is not what it deploys"
+}
+
+// A Flux GitRepository's spec.ref names what source-controller fetches:
+// a branch, a tag, a semver range over tags, a commit, or a full
+// reference name. The units of Flux Kustomizations building from the
+// repository's own GitRepository are read where it points, as an Argo CD
+// source's targetRevision is (pinAt): the working tree for the branch
+// checked out (or one the checkout holds), else the commit from git, or
+// nothing, said once, where the repository does not hold it. The
+// Kustomizations themselves are read as the working tree declares them.
+
+// CodeFluxRevision is reported at a Flux unit whose source, this
+// repository's own GitRepository, is pinned (spec.ref) to a revision
+// other than the one keyhole reads: an info when it reads the unit at
+// that revision from git, a warning when the repository does not hold it.
+const CodeFluxRevision = "FluxRevision"
+
+// fluxRef is the revision a GitRepository's spec.ref names (fluxRev).
+type fluxRef struct {
+	rev    string
+	semver bool
+	url    string // the GitRepository's spec.url
+}
+
+// gitRef keeps the revision the spec.ref of the Flux GitRepository
+// ns/name that d declares names.
+func (l *loader) gitRef(ns, name string, d *Document) {
+	if l.gitRefs == nil {
+		l.gitRefs = map[string]fluxRef{}
+	}
+	spec := Lookup(d.Node, "spec")
+	rev, semver := fluxRev(Lookup(spec, "ref"))
+	l.gitRefs[ns+"/"+name] = fluxRef{rev: rev, semver: semver, url: stringField(spec, "url")}
+}
+
+// fluxRev is the revision the GitRepository's ref names, as source-
+// controller reads it (commit first, then name, semver, tag, branch),
+// and whether it is a semver range.
+func fluxRev(ref *yaml.Node) (rev string, semver bool) {
+	if c := stringField(ref, "commit"); c != "" {
+		return c, false
+	}
+	if n := stringField(ref, "name"); n != "" {
+		for _, p := range []string{"refs/tags/", "refs/heads/"} {
+			if r, ok := strings.CutPrefix(n, p); ok {
+				return r, false
+			}
+		}
+		return n, false
+	}
+	if s := stringField(ref, "semver"); s != "" {
+		return s, true
+	}
+	if t := stringField(ref, "tag"); t != "" {
+		return t, false
+	}
+	return stringField(ref, "branch"), false
+}
+
+// fluxPins pins each Flux unit of found building from this repository's
+// own GitRepository to the revision its spec.ref names, when that is not
+// the one keyhole reads; one it cannot read becomes a warning, its path
+// read by no one.
+func (l *loader) fluxPins(found []engineFound) {
+	for i, f := range found {
+		u := f.unit
+		if u == nil || u.Flux == nil || u.pin != nil {
+			continue
+		}
+		kind, _, _ := unstructured.NestedString(u.Flux.Object.Object, "spec", "sourceRef", "kind")
+		name, _, _ := unstructured.NestedString(u.Flux.Object.Object, "spec", "sourceRef", "name")
+		ns, _, _ := unstructured.NestedString(u.Flux.Object.Object, "spec", "sourceRef", "namespace")
+		ns = cmp.Or(ns, u.Flux.Object.GetNamespace(), fluxOwnSource)
+		if cmp.Or(kind, "GitRepository") != "GitRepository" || l.mappedSource("GitRepository", ns, name) != "" || !l.ownSource(kind, ns, name) {
+			continue
+		}
+		ref, ok := l.gitRefs[ns+"/"+name]
+		if !ok {
+			continue
+		}
+		rev, semver := ref.rev, ref.semver
+		what := "Flux Kustomization " + strings.TrimPrefix(u.Name, "flux:")
+		source := "GitRepository " + ns + "/" + name
+		var p *revPin
+		if semver {
+			p = &revPin{rev: rev, unread: "a semver range over the repository's tags, which keyhole does not resolve; pin a tag (or check the matching tag out) to have it read"}
+		} else {
+			p = l.pinAt(rev, f.srcRoot, ref.url)
+		}
+		if p == nil {
+			continue
+		}
+		if p.fsys == nil {
+			found[i] = engineFound{pos: f.pos, warn: what + " builds from " + source + " at " + rev + ", other than the revision keyhole reads, and " + p.unread +
+				"; keyhole reads nothing for it, as the working tree is not what it deploys", code: CodeFluxRevision, claim: []string{u.Root}}
+			continue
+		}
+		if fi, err := p.fsys.Stat(u.Root); err != nil || !fi.IsDir() {
+			found[i] = engineFound{pos: f.pos, err: fmt.Sprintf("%s: spec.path %q is not a directory of %s at %s (commit %s); kustomize-controller fails to build it",
+				what, relOrAbs(f.srcRoot, u.Root), source, rev, short(p.ref.Commit))}
+			continue
+		}
+		pinned := *p
+		pinned.source = source
+		u.pin = &pinned
+	}
 }

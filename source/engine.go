@@ -116,7 +116,6 @@ func isEngineDecl(o diag.Object) bool {
 // (the same Kustomization in two clusters' trees) are told apart by the
 // directory that declares them.
 func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
-	defer l.closeRevs()
 	var found []engineFound
 	var ds diag.List
 	var releases []pendingRelease
@@ -166,6 +165,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 					l.readArtifactGenerator(d, cmp.Or(o.Namespace, l.listedNamespace(f, srcRoots[0]), fluxOwnSource))
 				case strings.HasPrefix(o.APIVersion, sourceGroup) && o.Kind == "GitRepository":
 					repos = append(repos, gitRepoDecl{ns: cmp.Or(o.Namespace, l.listedNamespace(f, srcRoots[0]), fluxOwnSource), name: o.Name, file: f})
+					l.gitRef(repos[len(repos)-1].ns, o.Name, d)
 				case strings.HasPrefix(o.APIVersion, helmReleaseGroup) && o.Kind == "HelmRelease":
 					// Read once every Flux Kustomization is known: the
 					// one applying it may set its namespace.
@@ -205,6 +205,14 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 				continue
 			}
 			if !l.chartHolds(dir, declaresEngineObjects) {
+				// argocd-apps, unvendored, writes its values out as
+				// Applications and ApplicationSets: read them so.
+				values := filepath.Join(dir, "values.yaml")
+				if docs, ok := l.argoAppsObjects(dir, l.under(p, abs, values)); ok {
+					scanned[dir] = true
+					take(values, docs)
+					continue
+				}
 				// A dependency keyhole does not hold may write them.
 				if d, ok := l.unvendoredArgoApps(dir, l.under(p, abs, c)); ok {
 					scanned[dir] = true
@@ -295,7 +303,9 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 	found, fds = l.argoApplied(found, patches)
 	ds = append(ds, fds...)
 	argoOwnRepo(found)
+	found = l.argoReach(found)
 	found, entries := l.fluxReach(found)
+	l.fluxPins(found)
 	for _, r := range releases {
 		listed := l.listedNamespace(r.file, r.srcRoots[0])
 		var efs []engineFound
@@ -367,6 +377,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 		}
 	}
 	l.fluxClusters(units)
+	l.argoInstances(units)
 	renderedCluster(found, units)
 	l.scope = l.newFluxScope(units)
 	l.scope.final = true
@@ -695,15 +706,14 @@ func (l *loader) buildEngineUnits() {
 	var builds []int
 	for i, u := range l.engine {
 		switch {
+		case u.pin != nil:
+			continue // read at its commit, once the others are built
 		case u.Flux != nil:
 			jobs[i] = l.prepareFlux(u)
 		case u.Helm != nil:
 			jobs[i] = l.prepareHelm(u)
 		default:
 			jobs[i] = l.prepareArgo(u)
-		}
-		if jobs[i].build && u.pinned != "" {
-			l.diags = append(l.diags, revisionNote(u))
 		}
 		if jobs[i].build && !jobs[i].built {
 			builds = append(builds, i)
@@ -736,6 +746,9 @@ func (l *loader) buildEngineUnits() {
 		if done[i] != nil {
 			<-done[i]
 		}
+		if j.u == nil {
+			continue // pinned: read below
+		}
 		if !j.build {
 			l.diags = append(l.diags, j.note)
 			continue
@@ -758,7 +771,54 @@ func (l *loader) buildEngineUnits() {
 		}
 		j.run = kustomizeRun{} // what it built is in l.docs now
 	}
+	// A unit pinned to another revision is read at its commit: the
+	// loader reads that commit's files while it prepares, builds and
+	// takes it, one at a time, every other build being done.
+	for _, u := range l.engine {
+		if u.pin != nil {
+			l.buildPinned(u)
+		}
+	}
 	l.applying = nil
+}
+
+// buildPinned prepares, builds and takes the engine unit u, pinned to
+// another revision, reading the files of its commit.
+func (l *loader) buildPinned(u *Unit) {
+	saved := l.fsys
+	l.fsys = u.pin.fsys
+	defer func() { l.fsys = saved }()
+	var j engineJob
+	switch {
+	case u.Flux != nil:
+		delete(l.applying, u) // what the working tree's build made of it
+		j = l.prepareFlux(u)
+	case u.Helm != nil:
+		j = l.prepareHelm(u)
+	default:
+		j = l.prepareArgo(u)
+	}
+	if !j.build {
+		l.diags = append(l.diags, j.note)
+		return
+	}
+	l.diags = append(l.diags, revisionRead(u))
+	if u.Helm != nil {
+		j.helm = l.renderHelm(u.Root, u.Helm)
+		l.takeHelm(u, j.named, &j.helm, j.with)
+		return
+	}
+	if !j.built {
+		m, read, err := l.opts.Memo.build(l.fsys, u.Root, j.bo)
+		if err == nil && u.Flux != nil {
+			err = l.substitute(u, m)
+		}
+		j.run = kustomizeRun{m: m, read: read, err: err}
+	}
+	l.buildKustomizationFrom(u, j.named, u.Root, true, &j.run)
+	if j.run.err == nil {
+		l.notDeployed(u, j.named, j.run.read)
+	}
 }
 
 // pendingRelease is a Flux HelmRelease found by engineUnits' scan, read

@@ -137,6 +137,7 @@ func Load(paths []string, opts Options) ([]*Document, diag.List, error) {
 		l.loadPath(p)
 	}
 	l.buildEngineUnits()
+	l.closeRevs()
 	l.background.Wait()
 	l.settleFailures()
 	l.refuseConfigs()
@@ -192,11 +193,16 @@ type loader struct {
 	// cannot read may deploy (engineOwns).
 	argoClaimed []string
 	// argoRevs is what engineUnits knows of each repository's revisions
-	// (pinnedElsewhere).
+	// (pinAt).
 	argoRevs map[string]*repoRevs
 	// argoDirs are the directories under each root, walked once for
 	// the ApplicationSet generators (allDirs).
 	argoDirs map[string][]string
+	// gitRefs is the revision the spec.ref of each Flux GitRepository
+	// engineUnits' scan found names, by "namespace/name" (gitRef).
+	gitRefs map[string]fluxRef
+	// argo is what keyhole.yaml's argocd field says (readArgoConfig).
+	argo argoConfig
 	// flux is what keyhole.yaml's flux field says (readFluxConfig).
 	flux fluxConfig
 	// scope says which cluster the objects Flux substitution reads

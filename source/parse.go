@@ -87,14 +87,20 @@ func Rules() []diag.Rule {
 		{
 			Code:     CodeArgoCDUnread,
 			Severity: diag.Warning,
-			Purpose:  "Argo CD makes Applications keyhole cannot know: an ApplicationSet's clusters generator whose cluster Secrets the repository makes in a way keyhole does not read (an ExternalSecret, a SealedSecret, SOPS) or does not declare (its selector matches none), or a template calling a function whose value changes on every run (now, randAlpha, uuidv4). Its Applications are not checked, and the directories its template names are not read as anything else. Also a Helm chart whose values give Applications or ApplicationSets to a dependency that charts/ does not hold (argo-helm's argocd-apps): those are not read, and the files under the paths they deploy are read on their own, not in the namespaces Argo CD deploys them into.",
-			Help:     "Declare the cluster Secrets' name and server in plain Secrets of the repository (their config may stay in a Secret of its own), or fill the value from a generator's parameter. Vendor a chart's argocd-apps dependency unpacked in its charts/ directory.",
+			Purpose:  "Argo CD makes Applications keyhole cannot know: an ApplicationSet's clusters generator whose cluster Secrets the repository makes in a way keyhole does not read (an ExternalSecret, a SealedSecret, SOPS) or does not declare (its selector matches none), or a template calling a function whose value changes on every run (now, randAlpha, uuidv4). Its Applications are not checked, and the directories its template names are not read as anything else. Also a Helm chart whose values give Applications or ApplicationSets to a dependency that charts/ does not hold, other than argo-helm's argocd-apps (whose values keyhole reads as the objects it writes): those are not read, and the files under the paths they deploy are read on their own, not in the namespaces Argo CD deploys them into.",
+			Help:     "Declare the cluster Secrets' name and server in plain Secrets of the repository (their config may stay in a Secret of its own), or fill the value from a generator's parameter. Vendor such a dependency unpacked in the chart's charts/ directory.",
 		},
 		{
 			Code:     CodeArgoCDRevision,
 			Severity: diag.Warning,
-			Purpose:  "An Argo CD Application's source is pinned (targetRevision) to a tag or commit other than the one keyhole reads: keyhole checks its path as checked out, which may not be what Argo CD deploys.",
-			Help:     "Check the pinned revision out and check it there, or move the pin when the change is released.",
+			Purpose:  "An Argo CD Application's source is pinned (targetRevision) to a tag, commit or branch other than the one keyhole reads. keyhole reads its path at that revision from git, and says so in a note; a revision the repository does not hold (a shallow clone, a tag not fetched, a semver range) is a warning, and nothing is read for that unit, as the working tree is not what it deploys.",
+			Help:     "Fetch what the warning names (git fetch --tags, git fetch origin BRANCH; in CI, actions/checkout with fetch-depth: 0 and fetch-tags: true), or pin a tag rather than a range.",
+		},
+		{
+			Code:     CodeFluxRevision,
+			Severity: diag.Warning,
+			Purpose:  "A Flux Kustomization builds from this repository's own GitRepository, whose spec.ref pins a tag, commit, branch or semver range other than the revision keyhole reads. keyhole reads the unit's path at that revision from git, and says so in a note; a revision the repository does not hold (a shallow clone, a tag not fetched, a semver range) is a warning, and nothing is read for that unit, as the working tree is not what it deploys.",
+			Help:     "Fetch what the warning names (git fetch --tags, git fetch origin BRANCH; in CI, actions/checkout with fetch-depth: 0 and fetch-tags: true), or pin a tag rather than a range.",
 		},
 		{
 			Code:     CodeArgoCDUnrendered,

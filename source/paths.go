@@ -134,6 +134,7 @@ func (l *loader) readConfigs(paths []string) {
 			l.paths.exclude = append(l.paths.exclude, parsePatterns(stringList(Lookup(d.Node, "exclude")), base)...)
 			l.paths.include = append(l.paths.include, parsePatterns(stringList(Lookup(d.Node, "include")), base)...)
 			l.readFluxConfig(d, base)
+			l.readArgoConfig(d, base)
 		}
 	}
 }

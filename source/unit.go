@@ -78,9 +78,10 @@ type Unit struct {
 	// shallow says the unit is an Argo CD directory application that
 	// does not recurse: its files are those at the top of Root.
 	shallow bool
-	// pinned is the targetRevision of an Argo CD unit pinned to a tag
-	// or commit other than the one read (pinnedElsewhere).
-	pinned string
+	// pin, when set, is the revision an Argo CD unit is pinned to,
+	// other than the one keyhole reads: its path is read at that commit
+	// (pinAt).
+	pin *revPin
 	// rendered says the unit is an Argo CD source that keyhole's config
 	// management plugin renders (keyholePlugin): Argo CD applies keyhole's
 	// render of it, not its inputs as written (unrenderedNote).

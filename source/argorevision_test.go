@@ -1,0 +1,61 @@
+package source
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestFluxRevisionPinned: a Flux unit building from the repository's own
+// GitRepository is read at the revision its spec.ref names: the working
+// tree for the branch checked out, the tag's commit from git, or nothing,
+// said once, for a tag the repository does not hold.
+func TestFluxRevisionPinned(t *testing.T) {
+	sync := func(ref string) string {
+		return "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata: {name: flux-system, namespace: flux-system}\n" +
+			"spec: {interval: 1m, url: 'https://git.example.com/r.git', ref: {" + ref + "}}\n---\n" +
+			"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps, namespace: flux-system}\n" +
+			"spec: {interval: 10m, path: ./apps, prune: true, sourceRef: {kind: GitRepository, name: flux-system}}\n"
+	}
+	dir, r := gitRepo(t)
+	writeFiles(t, dir, map[string]string{"apps/conn.yaml": argoConn("first")})
+	first := commitAll(t, r, "first")
+	if _, err := r.CreateTag("v1.0.0", first, nil); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, dir, map[string]string{"apps/more.yaml": argoConn("second")})
+	commitAll(t, r, "second")
+	for _, c := range []struct{ ref, read, said string }{
+		{"branch: master", "first second", ""},
+		{"tag: v1.0.0", "first", "info FluxRevision: Flux Kustomization flux-system/apps builds its path from GitRepository flux-system/flux-system at v1.0.0 (commit " + first.String()[:12] + ")"},
+		{"commit: " + first.String(), "first", "info FluxRevision"},
+		{"name: refs/tags/v1.0.0", "first", "info FluxRevision"},
+		{"tag: v9.0.0", "", "warning FluxRevision: Flux Kustomization flux-system/apps builds from GitRepository flux-system/flux-system at v9.0.0, other than the revision keyhole reads, and no tag, branch or commit of the repository is v9.0.0"},
+		{"semver: '>=1.0.0'", "", "warning FluxRevision: Flux Kustomization flux-system/apps builds from GitRepository flux-system/flux-system at >=1.0.0, other than the revision keyhole reads, and a semver range"},
+	} {
+		t.Run(c.ref, func(t *testing.T) {
+			writeFiles(t, dir, map[string]string{"clusters/prod/sync.yaml": sync(c.ref)})
+			docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var read []string
+			for _, d := range docs {
+				if o := d.Object(); o.Kind == "Connection" {
+					read = append(read, o.Name)
+				}
+			}
+			slices.Sort(read)
+			if got := strings.Join(read, " "); got != c.read {
+				t.Errorf("read %q, want %q\n%s", got, c.read, ds)
+			}
+			n := strings.Count(ds.Error(), "FluxRevision")
+			switch {
+			case c.said == "" && n != 0:
+				t.Errorf("said FluxRevision of a revision keyhole reads as checked out:\n%s", ds)
+			case c.said != "" && (n != 1 || !strings.Contains(ds.Error(), c.said)):
+				t.Errorf("want %q, once; said:\n%s", c.said, ds)
+			}
+		})
+	}
+}
