@@ -54,6 +54,9 @@ func runExplain(e *env, args []string) int {
 		return flagExit(err)
 	}
 	f.format = "text"
+	// A request's verdict names the rule that made it, where its
+	// Connection writes it.
+	f.objects = *request != "" && *base == ""
 	if *format != "text" && *format != "json" {
 		fmt.Fprintf(e.stderr, "keyhole explain: unknown format %q (want text or json)\n", *format)
 		return exitUsage
@@ -151,6 +154,7 @@ func runExplain(e *env, args []string) int {
 		return exitUsage
 	}
 	printDecision(e.stdout, s, d)
+	printRuleSource(e.stdout, units, s, d, *request, []byte(*body))
 	if d.Action == policy.ActionRefuse {
 		return exitFailed
 	}
