@@ -227,7 +227,7 @@ func Compile(docs []*source.Document, v *schema.Validator, opts Options) Result 
 	return res
 }
 
-// dropMissing removes what says an object is not in the input when a
+// dropMissing removes the errors that say an object is not in the input when a
 // file of the input stopped at a syntax error that is not silenced: the
 // object may be declared after it, and the file's YAMLInvalid, which
 // fails the check, is the one message to act on. Fixed, the file is
@@ -238,7 +238,9 @@ func dropMissing(ds diag.List) diag.List {
 		return ds
 	}
 	missing := []string{codeBindingConnectionMissing, codeBindingClassMissing, codeAgentConnectionMissing, codeSecretMissing}
-	return slices.DeleteFunc(ds, func(d diag.Diagnostic) bool { return slices.Contains(missing, d.Code) })
+	// A warning (a missing Secret with --allow-missing-secrets) fails
+	// nothing and stays.
+	return slices.DeleteFunc(ds, func(d diag.Diagnostic) bool { return d.Severity == diag.Error && slices.Contains(missing, d.Code) })
 }
 
 // ref names a namespaced object.
