@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/proxy/config"
 	"keyhole.dev/keyhole/source"
@@ -341,7 +339,7 @@ func checkSecretKeys(p *pass) {
 					// A key an ExternalSecret, a SealedSecret or a SOPS
 					// Secret writes is as likely to be the misspelt one
 					// as the key the Connection reads.
-					near = fmt.Sprintf("; %s writes %q%s, one edit from it: correct whichever of the two is misspelt", s.decl().from, n, s.writtenAt(n))
+					near = fmt.Sprintf("; %s writes %q, one edit from it: correct whichever of the two is misspelt", s.decl().from, n)
 				}
 				p.reportUse(codeSecretKeyMissing, &c.item, u, "key %q is not in Secret %s%s (it has: %s)%s", u.key, r, near, listOrNone(keys), s.replacedNote(u.key, near != ""))
 			}
@@ -404,33 +402,6 @@ func (s *secret) keyAt(key string) string {
 		}
 	}
 	return ""
-}
-
-// writtenAt is " (FILE:LINE:COL)" of the first scalar that is key in the
-// object declaring the Secret (an ExternalSecret's secretKey, a
-// template's or a SealedSecret's key), "" when there is none.
-func (s *secret) writtenAt(key string) string {
-	root, _ := s.tree()
-	var found *yaml.Node
-	var walk func(n *yaml.Node)
-	walk = func(n *yaml.Node) {
-		if n == nil || found != nil {
-			return
-		}
-		if n.Kind == yaml.ScalarNode && n.Value == key {
-			found = n
-			return
-		}
-		for _, c := range n.Content {
-			walk(c)
-		}
-	}
-	walk(root)
-	if found == nil {
-		return ""
-	}
-	pos, _ := s.doc.Where(found)
-	return " (" + pos.String() + ")"
 }
 
 // secretNamespaces lists the namespaces that hold a Secret of that name
