@@ -206,7 +206,7 @@ func (p *pass) agentConnection(a *agent, label string) (*connection, error) {
 		if c := p.conns.get(ref{ns, label}); c != nil {
 			return c, nil
 		}
-		return nil, fmt.Errorf("connection %q resolves to nothing: no Connection %s in the input%s", label, ref{ns, label}, didYouMean(label, p.connNames(ns)))
+		return nil, fmt.Errorf("connection %q resolves to nothing: no Connection %s in the input%s", label, ref{ns, label}, p.agentConnHint(label, p.connNames(ns)))
 	}
 	var found []*connection
 	var names []string
@@ -220,7 +220,7 @@ func (p *pass) agentConnection(a *agent, label string) (*connection, error) {
 	case 1:
 		return found[0], nil
 	case 0:
-		return nil, fmt.Errorf("connection %q resolves to nothing: no Connection of that name in the input%s", label, didYouMean(label, names))
+		return nil, fmt.Errorf("connection %q resolves to nothing: no Connection of that name in the input%s", label, p.agentConnHint(label, names))
 	}
 	var refs []string
 	for _, c := range found {
@@ -515,4 +515,26 @@ func (p *pass) checkConnectorRules(a *agent, i int, c agentConnectorWire, conn s
 			"connector %s is not read-only, so Connection %s's entries decide, and it has none for %s: the sandbox gets no credential there; add an entry for each host the agent needs",
 			c.Name, cn.ref(), strings.Join(missing, ", "))
 	}
+}
+
+// agentConnHint is the hint of a connection label that names no
+// Connection: the Connection it names as its file writes it, when the
+// build renamed that one alone (a per-environment namePrefix or
+// nameSuffix: agent.yaml is no kustomize resource, so nothing renames
+// its label with it), else the nearest name.
+func (p *pass) agentConnHint(label string, names []string) string {
+	var renamed []string
+	for _, c := range p.connList {
+		n := c.obj().Name
+		if !slices.Contains(names, n) || slices.Contains(renamed, n) || !nameTransformed(&c.item) {
+			continue
+		}
+		if strings.HasSuffix(n, "-"+label) || strings.HasPrefix(n, label+"-") || strings.Contains(n, "-"+label+"-") {
+			renamed = append(renamed, n)
+		}
+	}
+	if len(renamed) != 1 {
+		return didYouMean(label, names)
+	}
+	return fmt.Sprintf("; the build renamed Connection %s to %s (a kustomize namePrefix or nameSuffix), and nothing renames agent.yaml's label with it, since kustomize does not read agent.yaml: write connection: %s", label, renamed[0], renamed[0])
 }

@@ -154,7 +154,13 @@ func (p *pass) checkCeiling() {
 		where := s.Namespace + "/" + s.Name
 		if err != nil {
 			// Render refuses such a plan with its own diagnostics; the
-			// ceiling is not proven either.
+			// ceiling is not proven either. An error already reported
+			// (a Connection's template that does not parse) is what
+			// keeps it from compiling: said once, at the object, not
+			// again per sandbox at the ceiling.
+			if p.hasErrors() {
+				continue
+			}
 			p.reportAt(cfgItem, path{"ceiling"}, "sandbox %s cannot be proven under the ceiling: its proxy config does not compile: %v", where, err)
 			continue
 		}
@@ -246,4 +252,10 @@ func (p *pass) sandboxLabels(s *Sandbox) map[string]string {
 		return labels
 	}
 	return nil
+}
+
+// hasErrors reports whether the pass has found an error: a plan that
+// does not compile then has its cause reported.
+func (p *pass) hasErrors() bool {
+	return slices.ContainsFunc(p.diags, func(d diag.Diagnostic) bool { return d.Severity == diag.Error && d.Suppressed == "" })
 }

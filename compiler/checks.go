@@ -335,6 +335,12 @@ func checkSecretKeys(p *pass) {
 				reported[u.key] = true
 				keys := s.keys()
 				near := didYouMean(u.key, keys)
+				if n := diag.Suggest(u.key, keys); n != "" && s.declared != nil {
+					// A key an ExternalSecret, a SealedSecret or a SOPS
+					// Secret writes is as likely to be the misspelt one
+					// as the key the Connection reads.
+					near = fmt.Sprintf("; %s writes %q, one edit from it: correct whichever of the two is misspelt", s.decl().from, n)
+				}
 				p.reportUse(codeSecretKeyMissing, &c.item, u, "key %q is not in Secret %s%s (it has: %s)%s", u.key, r, near, listOrNone(keys), s.replacedNote(u.key, near != ""))
 			}
 		}
@@ -361,19 +367,41 @@ func checkInjectionValues(p *pass) {
 				}
 				if errors.Is(v.err(), config.ErrValueControl) {
 					p.reportUse(codeInjectionInvalid, &c.item, u,
-						"key %q of Secret %s holds a control character (other than tab), which a header value may not hold; store the value without it", u.key, r)
+						"key %q of Secret %s%s holds a control character (other than tab), which a header value may not hold; store the value without it", u.key, r, s.keyAt(u.key))
 					continue
 				}
 				if errors.Is(v.err(), config.ErrValueNUL) {
 					p.reportUse(codeInjectionInvalid, &c.item, u,
-						"key %q of Secret %s holds a NUL byte, which cannot go into a header; store the value without it", u.key, r)
+						"key %q of Secret %s%s holds a NUL byte, which cannot go into a header; store the value without it", u.key, r, s.keyAt(u.key))
 					continue
 				}
 				p.reportUse(codeInjectionInvalid, &c.item, u,
-					"key %q of Secret %s holds a line break other than a single trailing one, so the injected value spans more than one line; store the value on one line", u.key, r)
+					"key %q of Secret %s%s holds a line break other than a single trailing one, so the injected value spans more than one line; store the value on one line", u.key, r, s.keyAt(u.key))
 			}
 		}
 	}
+}
+
+// keyAt is " (FILE:LINE:COL)", where the Secret writes key's value, for
+// a message about the value that is placed at the Connection reading it:
+// the fix is in the Secret. It is "" when the place is not known (a
+// Secret released and not read again, a key a generator makes).
+func (s *secret) keyAt(key string) string {
+	if s.declared != nil {
+		return ""
+	}
+	root, _ := s.tree()
+	if root == nil {
+		return ""
+	}
+	for _, field := range []string{"stringData", "data"} {
+		values, _ := child(root, field)
+		if n, _ := child(values, key); n != nil {
+			pos, _ := s.doc.Where(n)
+			return " (" + pos.String() + ")"
+		}
+	}
+	return ""
 }
 
 // secretNamespaces lists the namespaces that hold a Secret of that name

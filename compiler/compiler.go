@@ -222,8 +222,25 @@ func Compile(docs []*source.Document, v *schema.Validator, opts Options) Result 
 	}
 	res.Diagnostics = redactCredentials(merge(all, len(names) > 1))
 	passes[0].applyConfigIgnores(res.Diagnostics)
+	res.Diagnostics = dropMissing(res.Diagnostics)
 	res.Diagnostics.Sort()
 	return res
+}
+
+// dropMissing removes the errors that say an object is not in the input when a
+// file of the input stopped at a syntax error that is not silenced: the
+// object may be declared after it, and the file's YAMLInvalid, which
+// fails the check, is the one message to act on. Fixed, the file is
+// read whole, and what is still missing is said then.
+func dropMissing(ds diag.List) diag.List {
+	unsilenced := slices.DeleteFunc(slices.Clone(ds), func(d diag.Diagnostic) bool { return d.Suppressed != "" })
+	if len(source.Unparsed(unsilenced)) == 0 {
+		return ds
+	}
+	missing := []string{codeBindingConnectionMissing, codeBindingClassMissing, codeAgentConnectionMissing, codeSecretMissing}
+	// A warning (a missing Secret with --allow-missing-secrets) fails
+	// nothing and stays.
+	return slices.DeleteFunc(ds, func(d diag.Diagnostic) bool { return d.Severity == diag.Error && slices.Contains(missing, d.Code) })
 }
 
 // ref names a namespaced object.

@@ -216,7 +216,7 @@ func TestExternalSecretKeys(t *testing.T) {
 			input:   es("    template:\n      data: {token: \"{{ .GITHUB_TOKEN }}\"}\n  dataFrom:\n    - extract: {key: github}\n"),
 			reads:   "{{ .tokn }}",
 			want:    map[string]int{codeSecretKeyMissing: 1},
-			missing: `key "tokn" is not in Secret ns/target; did you mean "token"? (it has: token)`,
+			missing: `key "tokn" is not in Secret ns/target; ExternalSecret ns/es writes "token", one edit from it: correct whichever of the two is misspelt (it has: token)`,
 		},
 		"template data over dataFrom, a store key read": {
 			input:   es("    template:\n      data: {token: \"{{ .GITHUB_TOKEN }}\"}\n  dataFrom:\n    - extract: {key: github}\n"),

@@ -646,26 +646,45 @@ func (l *loader) notDeployed(u *Unit, named string, read map[string][]byte) {
 		what = "Argo CD Application " + strings.TrimPrefix(u.Name, "argocd:")
 	}
 	deployed := map[string]bool{}
+	// The directories whose agent files the build reads into the unit
+	// (agentsBeside): its own and those of the kustomizations it read.
+	beside := map[string]bool{filepath.Clean(u.Root): true}
 	for f := range read {
 		deployed[filepath.Clean(f)] = true
+		if isKustomizationName(filepath.Base(f)) {
+			beside[filepath.Clean(filepath.Dir(f))] = true
+		}
 	}
 	for _, f := range walkAll(l.fsys, u.Root, &l.paths) {
-		if deployed[f] || coveredBy(l.fsys, l.engine, f) != u {
+		agent := isAgentName(f)
+		if deployed[f] || agent && beside[filepath.Dir(f)] || coveredBy(l.fsys, l.engine, f) != u {
 			continue
 		}
 		data := l.sniff(f, nil)
 		if data == nil || !namesKeyhole(f, data) {
 			continue
 		}
+		advice := "list it in that path's kustomization, or move it out of that path"
+		if agent {
+			// A kustomization cannot list an agent file, which is no
+			// Kubernetes object: kustomize fails on it.
+			advice = "an agent file is no Kubernetes object, and a kustomization that lists it fails to build (missing Resource metadata): move it beside the kustomization.yaml of " + l.display(named, u.Root) + " or of a base it reads, where the build reads it into the unit"
+		}
 		l.diags = append(l.diags, diag.Diagnostic{
 			Code:     CodeInputNotDeployed,
 			Severity: diag.Warning,
 			Pos:      diag.Pos{File: l.display(f, f), Line: 1, Column: 1},
 			Units:    []string{u.Name},
-			Message: fmt.Sprintf("this file names keyhole's kinds, but %s (%s) does not deploy it: what it builds of %s does not include it, so keyhole does not check it; list it in that path's kustomization, or move it out of that path",
-				what, u.Decl, l.display(named, u.Root)),
+			Message: fmt.Sprintf("this file names keyhole's kinds, but %s (%s) does not deploy it: what it builds of %s does not include it, so keyhole does not check it; %s",
+				what, u.Decl, l.display(named, u.Root), advice),
 		})
 	}
+}
+
+// isAgentName reports whether the file at path is named as an agent file.
+func isAgentName(path string) bool {
+	b := filepath.Base(path)
+	return b == "agent.yaml" || b == "agent.yml"
 }
 
 // engineJob is the build of one unit a GitOps engine declares: prepared in

@@ -52,7 +52,7 @@ func Rules() []diag.Rule {
 			Code:     CodeInputNotDeployed,
 			Severity: diag.Warning,
 			Purpose:  "A file names keyhole's kinds and lies under the path of a GitOps engine's deploy unit (a Flux Kustomization's spec.path) whose kustomization does not list it: the engine never applies it, so keyhole does not check it as deployed.",
-			Help:     "List the file in the kustomization of that path (resources), or move it out of the path if it is not meant to be deployed.",
+			Help:     "List the file in the kustomization of that path (resources), or move it out of the path if it is not meant to be deployed. An agent.yaml is no Kubernetes object, and a kustomization that lists it does not build: put it beside the kustomization.yaml of that path, or of a base it reads, where the build reads it into the deploy unit.",
 		},
 		{
 			Code:     CodeFluxSourceUnmapped,
@@ -136,7 +136,7 @@ func Rules() []diag.Rule {
 			Code:     CodeYAMLInvalid,
 			Severity: diag.Error,
 			Purpose:  "A file is not valid YAML: a syntax error, a duplicate mapping key, an alias to its own anchor or a bad merge key.",
-			Help:     "Fix the YAML at the reported line; a syntax error stops the reading of the rest of that file.",
+			Help:     "Fix the YAML at the reported line; a syntax error stops the reading of the rest of that file, and until it is fixed, keyhole does not report Connections, SandboxClasses and Secrets as missing from the input, since the file may declare them.",
 		},
 	}
 }
@@ -267,6 +267,9 @@ func syntaxError(file string, data []byte, index int, err error) diag.Diagnostic
 			if l, convErr := strconv.Atoi(n); convErr == nil {
 				if l = errorLine(data, l, text); l >= 1 {
 					line, msg = l, text
+					if strings.HasPrefix(text, "did not find expected '-' indicator") || strings.HasPrefix(text, "did not find expected key") {
+						line = breakLine(data, line)
+					}
 				}
 			}
 		}
@@ -282,8 +285,26 @@ func syntaxError(file string, data []byte, index int, err error) diag.Diagnostic
 		Code:     CodeYAMLInvalid,
 		Severity: diag.Error,
 		Pos:      diag.Pos{File: file, Line: line, Column: col},
-		Message:  fmt.Sprintf("invalid YAML%s: %s; the rest of the file was not read, since after a syntax error it cannot be trusted", where, msg),
+		Message:  fmt.Sprintf("invalid YAML%s: %s; %s", where, msg, restNotRead),
 	}
+}
+
+// restNotRead ends the message of a syntax error, after which the file is
+// not read (see Unparsed).
+const restNotRead = "the rest of the file was not read, since after a syntax error it cannot be trusted"
+
+// Unparsed returns the files of ds (the loader's diagnostics) whose
+// reading stopped at a syntax error, in order. What they declare after it
+// is not in the input: a message saying something is missing would
+// follow from the syntax error, which says it already.
+func Unparsed(ds diag.List) []string {
+	var files []string
+	for _, d := range ds {
+		if d.Code == CodeYAMLInvalid && strings.HasSuffix(d.Message, restNotRead) && !slices.Contains(files, d.Pos.File) {
+			files = append(files, d.Pos.File)
+		}
+	}
+	return files
 }
 
 // flowVariable is a line that opens a flow sequence or mapping and holds

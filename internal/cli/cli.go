@@ -89,6 +89,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"init", "scaffold a repository for an agent's connectors", runInit},
 		{"check", "load, validate and print diagnostics", runCheck},
 		{"render", "check, then write proxy config, manifests and env maps", runRender},
 		{"diff", "render two git refs in-process and diff them per resource", runDiff},

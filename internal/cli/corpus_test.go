@@ -116,12 +116,12 @@ func TestCorpusSeeded(t *testing.T) {
 		"flux: a key the Secret does not have": {
 			repo: "flux-monorepo", file: "apps/base/agents/connection.yaml",
 			old: `value: "Bearer {{ .token }}"`, new: `value: "Bearer {{ .tokn }}"`,
-			want: `apps/base/agents/connection.yaml:15:27: error ConnectionSecretKeyMissing: key "tokn" is not in Secret agents/acme-github-token; did you mean "token"? (it has: token, user) (in 2 deploy units: flux:flux-system/apps@clusters/production, flux:flux-system/apps@clusters/staging)`,
+			want: `apps/base/agents/connection.yaml:15:27: error ConnectionSecretKeyMissing: key "tokn" is not in Secret agents/acme-github-token; SealedSecret agents/acme-github-token writes "token", one edit from it: correct whichever of the two is misspelt (it has: token, user) (in 2 deploy units: flux:flux-system/apps@clusters/production, flux:flux-system/apps@clusters/staging)`,
 		},
 		"flux home-ops: a key the Secret does not have, in an app a ks.yaml builds": {
 			repo: "flux-home-ops", file: "kubernetes/apps/default/agents/app/connection.yaml",
 			old: `value: "Bearer {{ .token }}"`, new: `value: "Bearer {{ .tokn }}"`,
-			want: `kubernetes/apps/default/agents/app/connection.yaml:18:27: error ConnectionSecretKeyMissing: key "tokn" is not in Secret default/agents-github-secret; did you mean "token"? (it has: token) (in deploy unit flux:default/agents)`,
+			want: `kubernetes/apps/default/agents/app/connection.yaml:18:27: error ConnectionSecretKeyMissing: key "tokn" is not in Secret default/agents-github-secret; ExternalSecret default/agents-github writes "token", one edit from it: correct whichever of the two is misspelt (it has: token) (in deploy unit flux:default/agents)`,
 		},
 		"argocd appset: a binding to a Connection that is not there": {
 			repo: "argocd-appset", file: "apps/agents/base/agentruntime.yaml",

@@ -54,6 +54,9 @@ func runExplain(e *env, args []string) int {
 		return flagExit(err)
 	}
 	f.format = "text"
+	// A request's verdict names the rule that made it, where its
+	// Connection writes it.
+	f.objects = *request != "" && *base == ""
 	if *format != "text" && *format != "json" {
 		fmt.Fprintf(e.stderr, "keyhole explain: unknown format %q (want text or json)\n", *format)
 		return exitUsage
@@ -154,6 +157,7 @@ func runExplain(e *env, args []string) int {
 	if _, raw, _ := strings.Cut(strings.TrimSpace(*request), " "); d.Action == policy.ActionInject && !d.WebSocket && strings.HasPrefix(strings.ToLower(strings.TrimSpace(raw)), "wss://") {
 		fmt.Fprintln(e.stdout, "websocket: no rule with websocket: true allows this request, so the handshake goes out as a plain GET, without its Upgrade")
 	}
+	printRuleSource(e.stdout, units, s, d, *request, []byte(*body))
 	if d.Action == policy.ActionRefuse {
 		return exitFailed
 	}

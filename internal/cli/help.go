@@ -20,6 +20,9 @@ import (
 // there, so they cannot go stale.
 func examples(command string) []string {
 	return map[string][]string{
+		"init": {
+			"keyhole init --connector github --connector anthropic --engine flux <new-dir>",
+		},
 		"check": {
 			"keyhole check",
 			"keyhole check --format json <path>",
@@ -70,6 +73,7 @@ type placeholder struct {
 // them.
 func placeholders() []placeholder {
 	return []placeholder{
+		{"<new-dir>", "a directory to write the files in, new or holding none of them (default: .)", "../agents-config"},
 		{"<path>", "a file or directory of your repository, or several (default: .)", "examples/github-acme"},
 		{"<sandbox>", "a sandbox's name, as 'keyhole explain <path>' lists them", "support-workspace"},
 		{"<proxy-log>", "a file of the egress proxy's log lines (kubectl logs of it)", "examples/github-acme/egress.log"},
