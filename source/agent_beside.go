@@ -15,12 +15,22 @@ import (
 // agentsBeside reads, into the build's deploy unit, the agent files
 // (agent.yaml, agent.yml) in the directory of the kustomization built
 // (dir, absolute) and in the directory of each kustomization file the
-// build read (read's keys).
-func (l *loader) agentsBeside(b *build, dir string, read map[string][]byte) {
+// build read (read's keys). below says the build is of a directory
+// keyhole's own render reads whole (an Argo CD source of keyhole's
+// plugin): every agent file under dir is the unit's, as keyhole render
+// reads them.
+func (l *loader) agentsBeside(b *build, dir string, read map[string][]byte, below bool) {
 	dirs := []string{filepath.Clean(dir)}
 	for p := range read {
 		if isKustomizationName(filepath.Base(p)) {
 			dirs = append(dirs, filepath.Clean(filepath.Dir(p)))
+		}
+	}
+	if below {
+		for _, f := range walkAll(l.fsys, dir, &l.paths) {
+			if isAgentName(f) {
+				dirs = append(dirs, filepath.Dir(f))
+			}
 		}
 	}
 	slices.Sort(dirs)

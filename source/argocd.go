@@ -463,6 +463,9 @@ func setField(m *yaml.Node, key string, v *yaml.Node) {
 func (l *loader) directoryKustomization(u *Unit) []byte {
 	files := l.directoryFiles(u, func(rel string) bool {
 		name := path.Base(rel)
+		if u.rendered && rel == name && slices.Contains(configFileNames, name) {
+			return false // keyhole's plugin reads its Config; it renders no object of it
+		}
 		return inputExt(name) && (name != "agent.yaml" && name != "agent.yml" || l.holdsObjects(filepath.Join(u.Root, filepath.FromSlash(rel))))
 	})
 	k := &yaml.Node{Kind: yaml.MappingNode}
@@ -483,6 +486,18 @@ func (l *loader) directoryFiles(u *Unit, keep func(rel string) bool) []string {
 	recurse := boolField(u.Argo.Directory, "recurse")
 	include, exclude := stringField(u.Argo.Directory, "include"), stringField(u.Argo.Directory, "exclude")
 	var files []string
+	if u.rendered {
+		// keyhole's plugin reads its path as keyhole does: a walk, which
+		// leaves out what .gitignore keeps out of the repository Argo
+		// CD clones (a Secret's stand-in named only on the command line).
+		for _, f := range walk(l.fsys, u.Root, nil).files {
+			if rel, err := filepath.Rel(u.Root, f); err == nil && keep(filepath.ToSlash(rel)) {
+				files = append(files, filepath.ToSlash(rel))
+			}
+		}
+		slices.Sort(files)
+		return files
+	}
 	l.visitTree(u.Root, func(rel string, fi fs.FileInfo) bool {
 		switch {
 		case fi.IsDir():

@@ -78,6 +78,9 @@ func omittedNote(u *Unit, docs []*Document) (diag.Diagnostic, bool) {
 		if d.IsAgent() || strings.HasPrefix(o.APIVersion, keyholeGroup) || o.APIVersion == ConfigAPIVersion || o.Kind == "" {
 			continue
 		}
+		if o.Kind == "Application" && d.File == u.Decl.File && strings.HasPrefix(strings.TrimPrefix(u.Name, "argocd:"), cmp.Or(o.Namespace, "argocd")+"/"+o.Name) {
+			continue // the Application itself, which is applied, since it renders
+		}
 		what = append(what, o.Kind+" "+cmp.Or(o.Namespace, u.Namespace, "default")+"/"+o.Name)
 	}
 	if len(what) == 0 {

@@ -657,8 +657,11 @@ func (l *loader) notDeployed(u *Unit, named string, read map[string][]byte) {
 	}
 	for _, f := range walkAll(l.fsys, u.Root, &l.paths) {
 		agent := isAgentName(f)
-		if deployed[f] || agent && beside[filepath.Dir(f)] || coveredBy(l.fsys, l.engine, f) != u {
+		if deployed[f] || agent && (beside[filepath.Dir(f)] || u.rendered && !u.shallow) || coveredBy(l.fsys, l.engine, f) != u {
 			continue
+		}
+		if u.rendered && filepath.Dir(f) == filepath.Clean(u.Root) && slices.Contains(configFileNames, filepath.Base(f)) {
+			continue // keyhole's plugin reads the Config at its path's top; it renders no object of it
 		}
 		data := l.sniff(f, nil)
 		if data == nil || !namesKeyhole(f, data) {

@@ -264,7 +264,7 @@ func (l *loader) buildKustomizationFrom(u *Unit, named, dir string, walked bool,
 		pre = &run
 	}
 	m, read, err := pre.m, pre.read, pre.err
-	defer l.agentsBeside(b, dir, read)
+	defer l.agentsBeside(b, dir, read, u.rendered && !u.shallow)
 	engine := u.Source == UnitFlux || u.Source == UnitArgoCD
 	if engine {
 		// A unit that holds nothing keyhole checks is not keyhole's to
