@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/proxy/config"
@@ -76,6 +77,10 @@ func ToolEnvNames() []string {
 func ReservedEnvNames() []string {
 	return slices.Concat(ProxyEnvNames(), CABundleEnvNames(), ToolEnvNames())
 }
+
+// reservedEnvNames is ReservedEnvNames built once, for the checks that
+// look each placeholder up in it and never change it.
+var reservedEnvNames = sync.OnceValue(ReservedEnvNames)
 
 // rfc9110Methods returns the methods of RFC 9110 section 9 plus PATCH
 // (RFC 5789), which the APIs keyhole fronts use.
@@ -396,7 +401,7 @@ func checkPlaceholderEnv(p *pass) {
 	for _, c := range p.connList {
 		for i, in := range c.w.Spec.Placement.Inject {
 			for j, name := range in.PlaceholderEnv {
-				if slices.Contains(ReservedEnvNames(), name) {
+				if slices.Contains(reservedEnvNames(), name) {
 					p.report(codePlaceholderReserved, &c.item, path{"spec", "placement", "inject", i, "placeholderEnv", j}, false,
 						"%s is set by keyhole in every sandbox (proxy, CA-bundle and tool variables); choose another name for the placeholder", name)
 				}
