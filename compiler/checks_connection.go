@@ -448,11 +448,12 @@ func checkHostNearMiss(p *pass) {
 	}
 	// Hosts a typo apart differ in one label: each host is indexed under
 	// each of its labels blanked, so a host meets only those candidates,
-	// and a repository of many Connections costs a few lookups each.
-	index := map[string][]int{}
-	add := func(i int) {
-		eachLabel(hosts[i].host, func(shape, _ string) { index[shape] = append(index[shape], i) })
-	}
+	// and a repository of many Connections costs a few lookups each. A
+	// label no typo can be (typoLabel) is not indexed: the numbered hosts
+	// of many Connections (api-0001.example.com, api-0002...) would all
+	// share one shape, and each host would meet every other.
+	index := shapeIndex{}
+	add := func(i int) { index.add(hosts[i].host, i) }
 	for i := range hosts {
 		add(i)
 	}
@@ -463,6 +464,9 @@ func checkHostNearMiss(p *pass) {
 		for j, h := range own {
 			var near *known
 			eachLabel(h, func(shape, label string) {
+				if !typoLabel(label) {
+					return
+				}
 				for _, k := range index[shape] {
 					if near == nil && hosts[k].host != h && !slices.Contains(own, hosts[k].host) && labelNear(label, hostLabel(hosts[k].host, h)) {
 						near = &hosts[k]
@@ -498,6 +502,26 @@ func eachLabel(host string, f func(shape, label string)) {
 	}
 }
 
+// shapeIndex holds hosts, by their number, under each shape of theirs
+// (eachLabel) whose blanked label is a typoLabel.
+type shapeIndex map[string][]int
+
+// add indexes host as number i.
+func (x shapeIndex) add(host string, i int) {
+	eachLabel(host, func(shape, label string) {
+		if typoLabel(label) {
+			x[shape] = append(x[shape], i)
+		}
+	})
+}
+
+// typoLabel reports whether a label may be one of two labelNear finds
+// a typo apart: four letters or more, and no digit (a, b and api, app
+// are other names; us-east-1 and us-east-2 other regions).
+func typoLabel(l string) bool {
+	return len(l) >= 4 && !strings.ContainsAny(l, "0123456789")
+}
+
 // hostLabel is the label of a that differs from b, two hosts of one
 // shape (eachLabel).
 func hostLabel(a, b string) string {
@@ -517,13 +541,10 @@ func hostLabel(a, b string) string {
 // are a typo apart: no digit in either, both of four letters or more, one
 // edit apart, or two in labels of eight or more.
 func labelNear(a, b string) bool {
-	if a == b || strings.ContainsAny(a, "0123456789") || strings.ContainsAny(b, "0123456789") {
+	if a == b || !typoLabel(a) || !typoLabel(b) {
 		return false
 	}
 	short := min(len(a), len(b))
-	if short < 4 {
-		return false // a, b and api, app are other names, not typos
-	}
 	limit := 1
 	if short >= 8 {
 		limit = 2
