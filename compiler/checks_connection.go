@@ -449,7 +449,7 @@ func checkHostNearMiss(p *pass) {
 	// Hosts a typo apart differ in one label: each host is indexed under
 	// each of its labels blanked, so a host meets only those candidates,
 	// and a repository of many Connections costs a few lookups each. A
-	// label no typo can be (typoLabel) is not indexed: the numbered hosts
+	// label no typo can be (typoLabel) is not blanked: the numbered hosts
 	// of many Connections (api-0001.example.com, api-0002...) would all
 	// share one shape, and each host would meet every other.
 	index := shapeIndex{}
@@ -464,9 +464,6 @@ func checkHostNearMiss(p *pass) {
 		for j, h := range own {
 			var near *known
 			eachLabel(h, func(shape, label string) {
-				if !typoLabel(label) {
-					return
-				}
 				for _, k := range index[shape] {
 					if near == nil && hosts[k].host != h && !slices.Contains(own, hosts[k].host) && labelNear(label, hostLabel(hosts[k].host, h)) {
 						near = &hosts[k]
@@ -487,7 +484,8 @@ func checkHostNearMiss(p *pass) {
 }
 
 // eachLabel calls f with host's shape with each label blanked, and that
-// label.
+// label, for each label that is a typoLabel: a shape of the others would
+// meet no host labelNear finds, and is not made.
 func eachLabel(host string, f func(shape, label string)) {
 	start := 0
 	for start <= len(host) {
@@ -497,22 +495,20 @@ func eachLabel(host string, f func(shape, label string)) {
 		} else {
 			end += start
 		}
-		f(host[:start]+"\x00"+host[end:], host[start:end])
+		if typoLabel(host[start:end]) {
+			f(host[:start]+"\x00"+host[end:], host[start:end])
+		}
 		start = end + 1
 	}
 }
 
 // shapeIndex holds hosts, by their number, under each shape of theirs
-// (eachLabel) whose blanked label is a typoLabel.
+// (eachLabel).
 type shapeIndex map[string][]int
 
 // add indexes host as number i.
 func (x shapeIndex) add(host string, i int) {
-	eachLabel(host, func(shape, label string) {
-		if typoLabel(label) {
-			x[shape] = append(x[shape], i)
-		}
-	})
+	eachLabel(host, func(shape, _ string) { x[shape] = append(x[shape], i) })
 }
 
 // typoLabel reports whether a label may be one of two labelNear finds
