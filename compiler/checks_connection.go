@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/proxy/config"
@@ -76,6 +77,10 @@ func ToolEnvNames() []string {
 func ReservedEnvNames() []string {
 	return slices.Concat(ProxyEnvNames(), CABundleEnvNames(), ToolEnvNames())
 }
+
+// reservedEnvNames is ReservedEnvNames built once, for the checks that
+// look each placeholder up in it and never change it.
+var reservedEnvNames = sync.OnceValue(ReservedEnvNames)
 
 // rfc9110Methods returns the methods of RFC 9110 section 9 plus PATCH
 // (RFC 5789), which the APIs keyhole fronts use.
@@ -407,7 +412,7 @@ func checkPlaceholderEnv(p *pass) {
 	for _, c := range p.connList {
 		for i, in := range c.w.Spec.Placement.Inject {
 			for j, name := range in.PlaceholderEnv {
-				if slices.Contains(ReservedEnvNames(), name) {
+				if slices.Contains(reservedEnvNames(), name) {
 					p.report(codePlaceholderReserved, &c.item, path{"spec", "placement", "inject", i, "placeholderEnv", j}, false,
 						"%s is set by keyhole in every sandbox (proxy, CA-bundle and tool variables); choose another name for the placeholder", name)
 				}
@@ -454,11 +459,12 @@ func checkHostNearMiss(p *pass) {
 	}
 	// Hosts a typo apart differ in one label: each host is indexed under
 	// each of its labels blanked, so a host meets only those candidates,
-	// and a repository of many Connections costs a few lookups each.
-	index := map[string][]int{}
-	add := func(i int) {
-		eachLabel(hosts[i].host, func(shape, _ string) { index[shape] = append(index[shape], i) })
-	}
+	// and a repository of many Connections costs a few lookups each. A
+	// label no typo can be (typoLabel) is not blanked: the numbered hosts
+	// of many Connections (api-0001.example.com, api-0002...) would all
+	// share one shape, and each host would meet every other.
+	index := shapeIndex{}
+	add := func(i int) { index.add(hosts[i].host, i) }
 	for i := range hosts {
 		add(i)
 	}
@@ -489,7 +495,8 @@ func checkHostNearMiss(p *pass) {
 }
 
 // eachLabel calls f with host's shape with each label blanked, and that
-// label.
+// label, for each label that is a typoLabel: a shape of the others would
+// meet no host labelNear finds, and is not made.
 func eachLabel(host string, f func(shape, label string)) {
 	start := 0
 	for start <= len(host) {
@@ -499,9 +506,27 @@ func eachLabel(host string, f func(shape, label string)) {
 		} else {
 			end += start
 		}
-		f(host[:start]+"\x00"+host[end:], host[start:end])
+		if typoLabel(host[start:end]) {
+			f(host[:start]+"\x00"+host[end:], host[start:end])
+		}
 		start = end + 1
 	}
+}
+
+// shapeIndex holds hosts, by their number, under each shape of theirs
+// (eachLabel).
+type shapeIndex map[string][]int
+
+// add indexes host as number i.
+func (x shapeIndex) add(host string, i int) {
+	eachLabel(host, func(shape, _ string) { x[shape] = append(x[shape], i) })
+}
+
+// typoLabel reports whether a label may be one of two labelNear finds
+// a typo apart: four letters or more, and no digit (a, b and api, app
+// are other names; us-east-1 and us-east-2 other regions).
+func typoLabel(l string) bool {
+	return len(l) >= 4 && !strings.ContainsAny(l, "0123456789")
 }
 
 // hostLabel is the label of a that differs from b, two hosts of one
@@ -523,13 +548,10 @@ func hostLabel(a, b string) string {
 // are a typo apart: no digit in either, both of four letters or more, one
 // edit apart, or two in labels of eight or more.
 func labelNear(a, b string) bool {
-	if a == b || strings.ContainsAny(a, "0123456789") || strings.ContainsAny(b, "0123456789") {
+	if a == b || !typoLabel(a) || !typoLabel(b) {
 		return false
 	}
 	short := min(len(a), len(b))
-	if short < 4 {
-		return false // a, b and api, app are other names, not typos
-	}
 	limit := 1
 	if short >= 8 {
 		limit = 2

@@ -203,7 +203,7 @@ func (p *pass) addConfig(v *schema.Validator, doc *source.Document, it item) {
 				}
 			}
 		}
-		if slices.Contains(ReservedEnvNames(), c.Env) {
+		if slices.Contains(reservedEnvNames(), c.Env) {
 			p.report(codePlaceholderReserved, &it, path{"catalog", i, "env"}, false,
 				"%s is set by keyhole in every sandbox (proxy, CA-bundle and tool variables), so an agent's sandbox could not hold the placeholder of connector %s; choose another name", c.Env, c.Name)
 		}

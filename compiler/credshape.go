@@ -189,12 +189,32 @@ type credentialFinding struct {
 // value, that holds a token, in document order; nil when none does.
 func findCredentials(root *yaml.Node) []credentialFinding {
 	var out []credentialFinding
-	var walk func(n *yaml.Node, at path)
-	walk = func(n *yaml.Node, at path) {
+	// steps is the path of the node being walked, one stack for the
+	// whole walk (a key's name, or -1 and an item's index): a finding
+	// makes it a path, and a document without one, most of them, makes
+	// none (this runs for every Connection and agent).
+	type step struct {
+		name  string
+		index int
+	}
+	var steps []step
+	at := func() path {
+		var p path
+		for _, s := range steps {
+			if s.index < 0 {
+				p = append(p, s.name)
+			} else {
+				p = append(p, s.index)
+			}
+		}
+		return p
+	}
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
 		switch n.Kind {
 		case yaml.DocumentNode:
 			for _, c := range n.Content {
-				walk(c, at)
+				walk(c)
 			}
 		case yaml.MappingNode:
 			for i := 0; i+1 < len(n.Content); i += 2 {
@@ -204,22 +224,26 @@ func findCredentials(root *yaml.Node) []credentialFinding {
 					// The path is printed: it names the mapping, not
 					// the key, and what is under the key is found
 					// under a stand-in for it.
-					out = append(out, credentialFinding{at: at, key: true, shape: sh.describe()})
+					out = append(out, credentialFinding{at: at(), key: true, shape: sh.describe()})
 					name = "(credential)"
 				}
-				walk(n.Content[i+1], at.with(name))
+				steps = append(steps, step{name: name, index: -1})
+				walk(n.Content[i+1])
+				steps = steps[:len(steps)-1]
 			}
 		case yaml.SequenceNode:
 			for i, c := range n.Content {
-				walk(c, at.with(i))
+				steps = append(steps, step{index: i})
+				walk(c)
+				steps = steps[:len(steps)-1]
 			}
 		case yaml.ScalarNode:
 			if sh, ok := MatchCredential(n.Value); ok {
-				out = append(out, credentialFinding{at: at, shape: sh.describe()})
+				out = append(out, credentialFinding{at: at(), shape: sh.describe()})
 			}
 		}
 		// An alias repeats what its anchor holds, reported there.
 	}
-	walk(root, nil)
+	walk(root)
 	return out
 }

@@ -159,3 +159,37 @@ func TestRedactCredentialsAllocatesNothingWithoutToken(t *testing.T) {
 		t.Errorf("RedactCredentials allocates %.0f times on a message without a token, want 0", n)
 	}
 }
+
+// TestFindCredentialsAllocatesLittleWithoutToken: every Connection and
+// agent is searched for tokens, field by field; a document that holds
+// none costs a few allocations for the whole walk, not some for each
+// field on the way.
+func TestFindCredentialsAllocatesLittleWithoutToken(t *testing.T) {
+	src := `apiVersion: keyhole.dev/v1alpha1
+kind: Connection
+metadata: {name: github-08100, namespace: team-01}
+spec:
+  hosts: [api-08100.example.com, git-08100.example.com]
+  credential: {kind: token, secretRef: {name: github-08100}}
+  placement:
+    inject:
+      - hosts: [api-08100.example.com]
+        header: Authorization
+        value: "Bearer {{ .token }}"
+        rules:
+          - methods: [GET, HEAD]
+            pathPrefixes: [/repos/acme/, /user]
+      - hosts: [git-08100.example.com]
+        basic: {usernameKey: user, passwordKey: token}
+`
+	var n yaml.Node
+	if err := yaml.Unmarshal([]byte(src), &n); err != nil {
+		t.Fatal(err)
+	}
+	if got := findCredentials(&n); got != nil {
+		t.Fatalf("found %+v in a document without a token", got)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { findCredentials(&n) }); allocs > 6 {
+		t.Errorf("findCredentials allocates %.0f times on a document of some 40 fields without a token, want at most 6", allocs)
+	}
+}

@@ -126,7 +126,7 @@ func TestCheckMemoryPerConnection(t *testing.T) {
 	perLive := (float64(b.peakLive) - float64(a.peakLive)) / (large - small)
 	t.Logf("per Connection: %.0f bytes allocated, %.0f bytes of peak live heap (%d and %d Connections: %.1f and %.1f MB allocated, %.1f and %.1f MB peak live)",
 		perAlloc, perLive, small, large, float64(a.alloc)/1e6, float64(b.alloc)/1e6, float64(a.peakLive)/1e6, float64(b.peakLive)/1e6)
-	const maxAlloc, maxLive = 91_000, 3_200
+	const maxAlloc, maxLive = 85_000, 3_200
 	if perAlloc > maxAlloc {
 		t.Errorf("check allocates %.0f bytes per Connection, over %d", perAlloc, maxAlloc)
 	}
