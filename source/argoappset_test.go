@@ -505,28 +505,7 @@ func TestArgoRevisionPinned(t *testing.T) {
 		{other, "v1.0.0", "gh-dev", "info ArgoCDRevision"},
 	} {
 		t.Run(c.url+"@"+c.rev, func(t *testing.T) {
-			writeFiles(t, dir, map[string]string{"argo/app.yaml": app(c.url, c.rev)})
-			docs, ds, err := Load([]string{"."}, Options{Dir: dir})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var read []string
-			for _, d := range docs {
-				if o := d.Object(); o.Kind == "Connection" {
-					read = append(read, o.Name)
-				}
-			}
-			slices.Sort(read)
-			if got := strings.Join(read, " "); got != c.read {
-				t.Errorf("read %q, want %q\n%s", got, c.read, ds)
-			}
-			n := strings.Count(ds.Error(), "ArgoCDRevision")
-			switch {
-			case c.said == "" && n != 0:
-				t.Errorf("said ArgoCDRevision of a revision keyhole reads as checked out:\n%s", ds)
-			case c.said != "" && (n != 1 || !strings.Contains(ds.Error(), c.said)):
-				t.Errorf("want %q, once; said:\n%s", c.said, ds)
-			}
+			assertPinRead(t, dir, "argo/app.yaml", app(c.url, c.rev), "ArgoCDRevision", c.read, c.said)
 		})
 	}
 }

@@ -34,28 +34,36 @@ func TestFluxRevisionPinned(t *testing.T) {
 		{"semver: '>=1.0.0'", "", "warning FluxRevision: Flux Kustomization flux-system/apps builds from GitRepository flux-system/flux-system at >=1.0.0, other than the revision keyhole reads, and a semver range"},
 	} {
 		t.Run(c.ref, func(t *testing.T) {
-			writeFiles(t, dir, map[string]string{"clusters/prod/sync.yaml": sync(c.ref)})
-			docs, ds, err := Load([]string{"."}, Options{Dir: dir})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var read []string
-			for _, d := range docs {
-				if o := d.Object(); o.Kind == "Connection" {
-					read = append(read, o.Name)
-				}
-			}
-			slices.Sort(read)
-			if got := strings.Join(read, " "); got != c.read {
-				t.Errorf("read %q, want %q\n%s", got, c.read, ds)
-			}
-			n := strings.Count(ds.Error(), "FluxRevision")
-			switch {
-			case c.said == "" && n != 0:
-				t.Errorf("said FluxRevision of a revision keyhole reads as checked out:\n%s", ds)
-			case c.said != "" && (n != 1 || !strings.Contains(ds.Error(), c.said)):
-				t.Errorf("want %q, once; said:\n%s", c.said, ds)
-			}
+			assertPinRead(t, dir, "clusters/prod/sync.yaml", sync(c.ref), "FluxRevision", c.read, c.said)
 		})
+	}
+}
+
+// assertPinRead writes body to file under dir, loads the repository and
+// asserts that the Connections read are read (names, space-separated) and
+// that code is said once, holding said, or never when said is empty.
+func assertPinRead(t *testing.T, dir, file, body, code, read, said string) {
+	t.Helper()
+	writeFiles(t, dir, map[string]string{file: body})
+	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, d := range docs {
+		if o := d.Object(); o.Kind == "Connection" {
+			names = append(names, o.Name)
+		}
+	}
+	slices.Sort(names)
+	if got := strings.Join(names, " "); got != read {
+		t.Errorf("read %q, want %q\n%s", got, read, ds)
+	}
+	n := strings.Count(ds.Error(), code)
+	switch {
+	case said == "" && n != 0:
+		t.Errorf("said %s of a revision keyhole reads as checked out:\n%s", code, ds)
+	case said != "" && (n != 1 || !strings.Contains(ds.Error(), said)):
+		t.Errorf("want %q, once; said:\n%s", said, ds)
 	}
 }
