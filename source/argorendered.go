@@ -68,7 +68,9 @@ func unrenderedNote(u *Unit, docs []*Document) (diag.Diagnostic, bool) {
 // holds only the objects it makes, never a Secret, so Argo CD never
 // applies them. A Secret a Connection reads is then missing in the
 // cluster, however the check found it. ok is false when there are none.
-func omittedNote(u *Unit, docs []*Document) (diag.Diagnostic, bool) {
+// applied says which of docs another source of the same Application
+// applies as written (siblingApplies): those are not omitted.
+func omittedNote(u *Unit, docs []*Document, applied func(*Document) bool) (diag.Diagnostic, bool) {
 	if u.Argo == nil || !u.rendered {
 		return diag.Diagnostic{}, false
 	}
@@ -76,6 +78,9 @@ func omittedNote(u *Unit, docs []*Document) (diag.Diagnostic, bool) {
 	for _, d := range docs {
 		o := d.Object()
 		if d.IsAgent() || strings.HasPrefix(o.APIVersion, keyholeGroup) || o.APIVersion == ConfigAPIVersion || o.Kind == "" {
+			continue
+		}
+		if applied(d) {
 			continue
 		}
 		if o.Kind == "Application" && d.File == u.Decl.File && strings.HasPrefix(strings.TrimPrefix(u.Name, "argocd:"), cmp.Or(o.Namespace, "argocd")+"/"+o.Name) {
@@ -90,4 +95,21 @@ func omittedNote(u *Unit, docs []*Document) (diag.Diagnostic, bool) {
 	return diag.Diagnostic{Code: CodeArgoCDRenderOmits, Severity: diag.Warning, Pos: u.Decl, Units: []string{u.Name},
 		Message: "Argo CD Application " + strings.TrimPrefix(u.Name, "argocd:") + " renders its path with keyhole's config management plugin, whose render holds only the objects keyhole makes, never a Secret: Argo CD never applies what else the path builds (" +
 			strings.Join(what, ", ") + "); apply those from a source of their own, such as a second source of the Application"}, true
+}
+
+// siblingApplies reports, of a document the Argo CD unit u's build read,
+// whether another source of u's Application (a unit declared at the same
+// place) applies its file as written: a directory or kustomize source
+// whose path holds it, beside the source keyhole's plugin renders.
+func (l *loader) siblingApplies(u *Unit) func(*Document) bool {
+	var roots []string
+	for _, v := range l.engine {
+		if v != u && v.Argo != nil && !v.rendered && v.Helm == nil && v.Decl == u.Decl {
+			roots = append(roots, v.Root)
+		}
+	}
+	return func(d *Document) bool {
+		abs := l.osPath(d.File)
+		return slices.ContainsFunc(roots, func(root string) bool { return within(root, abs) })
+	}
 }

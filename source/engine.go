@@ -787,7 +787,7 @@ func (l *loader) buildEngineUnits() {
 			if n, ok := unrenderedNote(j.u, l.docs[before:]); ok {
 				l.diags = append(l.diags, n)
 			}
-			if n, ok := omittedNote(j.u, l.docs[before:]); ok {
+			if n, ok := omittedNote(j.u, l.docs[before:], l.siblingApplies(j.u)); ok {
 				l.diags = append(l.diags, n)
 			}
 		}

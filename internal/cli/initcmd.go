@@ -167,6 +167,9 @@ func scaffold(o initOptions) ([]initFile, error) {
 	if o.engine == "kustomize" && o.secret == "stand-in" {
 		return nil, fmt.Errorf("%w: --engine kustomize applies the Secrets with the rest, so a stand-in would overwrite the real one: use --secret external-secret", errUsage)
 	}
+	if o.engine == "argocd" && o.secret == "stand-in" {
+		return nil, fmt.Errorf("%w: --engine argocd renders the repository from git on each sync, where a stand-in kept out of git is not, so the render finds no Secret: use --secret external-secret", errUsage)
+	}
 	for _, v := range []struct{ flag, value string }{{"namespace", o.namespace}, {"agent", o.agent}, {"secret-store", o.store}} {
 		if !isDNSLabel(v.value) {
 			return nil, fmt.Errorf("%w: --%s %q is not a DNS label (lower-case letters, digits and '-')", errUsage, v.flag, v.value)
@@ -200,7 +203,12 @@ func scaffold(o initOptions) ([]initFile, error) {
 	for _, c := range conns {
 		name := "connections/" + c.Name + ".yaml"
 		text := initConnection(o, c)
-		if o.secret == "external-secret" {
+		switch {
+		case o.secret == "external-secret" && o.engine == "argocd":
+			// A second source of the Application applies them as
+			// written; keyhole's plugin renders only what keyhole makes.
+			add("secrets/"+c.Name+".yaml", strings.TrimPrefix(initExternalSecret(o, c), "---\n"))
+		case o.secret == "external-secret":
 			text += initExternalSecret(o, c)
 		}
 		add(name, text)
@@ -589,7 +597,9 @@ spec:
 
 func initArgoApplication(o initOptions) string {
 	return `# Argo CD renders this repository with keyhole's config management
-# plugin (docs/action.md) and applies the result.
+# plugin (examples/argocd in keyhole's repository: plugin.yaml, version
+# v0.1.0) and applies the result; its second source applies the
+# ExternalSecrets as written, since keyhole's render holds no Secret.
 apiVersion: argoproj.io/v1alpha1
 kind: Application
 metadata:
@@ -597,12 +607,15 @@ metadata:
   namespace: argocd
 spec:
   project: default
-  source:
-    repoURL: https://git.example.com/your-org/agents-config.git
-    targetRevision: main
-    path: ` + o.under + `
-    plugin:
-      name: keyhole
+  sources:
+    - repoURL: https://git.example.com/your-org/agents-config.git
+      targetRevision: main
+      path: ` + o.under + `
+      plugin:
+        name: keyhole-v0.1.0
+    - repoURL: https://git.example.com/your-org/agents-config.git
+      targetRevision: main
+      path: ` + path.Join(o.under, "secrets") + `
   destination:
     server: https://kubernetes.default.svc
     namespace: ` + o.namespace + `
