@@ -6,6 +6,7 @@ require (
 	cel.dev/cel-go v0.33.2
 	cuelang.org/go v0.17.1
 	github.com/Masterminds/sprig/v3 v3.3.0
+	github.com/coder/websocket v1.8.14
 	github.com/fluxcd/pkg/kustomize v1.41.0
 	github.com/go-git/go-billy/v5 v5.9.2
 	github.com/go-git/go-git/v5 v5.19.3
@@ -43,7 +44,6 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/cloudflare/circl v1.6.3 // indirect
 	github.com/cockroachdb/apd/v3 v3.2.3 // indirect
-	github.com/coder/websocket v1.8.14 // indirect
 	github.com/cyphar/filepath-securejoin v0.7.0 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/emicklei/go-restful/v3 v3.13.0 // indirect
