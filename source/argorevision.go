@@ -141,6 +141,9 @@ func (rr *repoRevs) resolve(rev string, own bool) *revPin {
 		}
 		return p
 	case rr.head == "":
+		if rev == rr.branch || branchLike && !own {
+			return nil // a branch name alone, before the first commit: as written
+		}
 		p.unread = "the repository has no commit checked out to compare it with; check a commit out"
 		return p
 	case rev == rr.branch:

@@ -67,3 +67,25 @@ func assertPinRead(t *testing.T, dir, file, body, code, read, said string) {
 		t.Errorf("want %q, once; said:\n%s", said, ds)
 	}
 }
+
+// TestRevisionBeforeFirstCommit: in a repository with no commit yet (git
+// init, files not committed), a branch name is what the working tree
+// will be committed to: read as written, not said unreadable; a tag is
+// still said, once, and not read.
+func TestRevisionBeforeFirstCommit(t *testing.T) {
+	dir, _ := gitRepo(t)
+	app := func(rev string) string {
+		return "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: agent, namespace: argocd}\n" +
+			"spec:\n  project: default\n  source: {repoURL: 'https://git.example.com/acme/agents.git', path: envs/dev, targetRevision: '" + rev + "'}\n  destination: {name: in-cluster, namespace: agents}\n"
+	}
+	writeFiles(t, dir, map[string]string{"envs/dev/gh.yaml": argoConn("gh")})
+	for _, c := range []struct{ rev, read, said string }{
+		{"main", "gh", ""},
+		{"master", "gh", ""},
+		{"v1.0.0", "", "no commit checked out"},
+	} {
+		t.Run(c.rev, func(t *testing.T) {
+			assertPinRead(t, dir, "argo/app.yaml", app(c.rev), "ArgoCDRevision", c.read, c.said)
+		})
+	}
+}
