@@ -3,6 +3,8 @@ package source
 import (
 	"strings"
 	"testing"
+
+	"keyhole.dev/keyhole/diag"
 )
 
 // TestArgoAppliedFailedOnce: Applications whose paths hold one another
@@ -80,5 +82,38 @@ func TestArgoAppliedSameObjectOnce(t *testing.T) {
 	}
 	if len(got) != len(names) {
 		t.Errorf("%d Argo CD units, want one per Application (%d):\n%s", len(got), len(names), ds)
+	}
+}
+
+// TestArgoNoRepoURLSkipped: an Application whose source names no repoURL
+// is refused by the API server (Argo CD's schema requires the field), so
+// it deploys nothing: it makes no unit, and says so once.
+func TestArgoNoRepoURLSkipped(t *testing.T) {
+	dir, _ := gitRepo(t)
+	writeFiles(t, dir, map[string]string{
+		"assert.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: a, namespace: argocd}\n" +
+			"spec:\n  source:\n    kustomize: {images: [example.com/app:1.0.2]}\n",
+		"conn.yaml": argoConn("gh"),
+	})
+	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs {
+		if u := d.Unit(); u != nil && u.Source == UnitArgoCD {
+			t.Errorf("%s is read in the Argo CD unit %s, which the API server refuses", d.File, u.Name)
+		}
+	}
+	said := 0
+	for _, d := range ds {
+		if strings.Contains(d.Message, "names no repoURL") {
+			said++
+			if d.Severity != diag.Info {
+				t.Errorf("said as %v, want info: %s", d.Severity, d)
+			}
+		}
+	}
+	if said != 1 {
+		t.Errorf("the missing repoURL said %d times, want once:\n%s", said, ds)
 	}
 }

@@ -95,6 +95,11 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 			shown = "the repository's root"
 		}
 		switch {
+		case stringField(src, "repoURL") == "":
+			// Argo CD's CRD requires it: the API server refuses the
+			// object, so nothing of it is deployed.
+			out = append(out, engineFound{pos: pos, skip: what + " names no repoURL, which Argo CD's schema requires: the API server refuses it, so it deploys nothing; skipped"})
+			continue
 		case stringField(src, "chart") != "":
 			out = append(out, engineFound{pos: pos, skip: fmt.Sprintf("%s renders the chart %s from %s, a chart repository keyhole does not fetch; out of reach, skipped",
 				what, stringField(src, "chart"), cmp.Or(stringField(src, "repoURL"), "its repository"))})

@@ -150,7 +150,7 @@ func TestEngineUnitComponents(t *testing.T) {
 		"flux/ks.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: a, namespace: flux-system}\n" +
 			"spec:\n  path: ./apps/a\n  sourceRef: {kind: GitRepository, name: flux-system}\n  targetNamespace: fluxns\n  components: [../../components/agent]\n",
 		"argo/app.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: b, namespace: argocd}\n" +
-			"spec:\n  destination: {namespace: argons}\n  source:\n    path: apps/b\n    kustomize: {namespace: argons, components: [../../components/agent]}\n",
+			"spec:\n  destination: {namespace: argons}\n  source:\n    repoURL: https://git.example.com/acme/apps.git\n    path: apps/b\n    kustomize: {namespace: argons, components: [../../components/agent]}\n",
 		"apps/a/kustomization.yaml":           "resources: [cm.yaml]\n",
 		"apps/a/cm.yaml":                      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n",
 		"apps/b/kustomization.yaml":           "resources: [cm.yaml]\n",

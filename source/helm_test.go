@@ -187,7 +187,7 @@ spec:
 func TestHelmArgoRefused(t *testing.T) {
 	app := func(helm string) string {
 		return "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: a, namespace: argocd}\n" +
-			"spec:\n  destination: {namespace: x}\n  source:\n    path: chart\n    helm: " + helm + "\n"
+			"spec:\n  destination: {namespace: x}\n  source:\n    repoURL: https://git.example.com/acme/apps.git\n    path: chart\n    helm: " + helm + "\n"
 	}
 	for name, tc := range map[string]struct{ helm, want string }{
 		"missing value file": {"{valueFiles: [gone.yaml]}", "value file gone.yaml is not a file of this repository"},
@@ -340,7 +340,7 @@ kind: Application
 metadata: {name: {{ $.Values.prefix }}-{{ . }}, namespace: argocd}
 spec:
   destination: {namespace: {{ . }}}
-  source: {path: {{ . }}}
+  source: {repoURL: https://git.example.com/acme/apps.git, path: {{ . }}}
 {{- end }}
 `,
 		"agents/conn.yaml": connection,
@@ -558,7 +558,7 @@ func TestHelmBadParameterNotQuoted(t *testing.T) {
 func TestHelmArgoValueFilesOutOfReach(t *testing.T) {
 	app := func(name, path, files string) string {
 		return "---\napiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: " + name + ", namespace: argocd}\n" +
-			"spec:\n  destination: {namespace: x}\n  source:\n    path: " + path + "\n    helm: {valueFiles: [" + files + "]}\n"
+			"spec:\n  destination: {namespace: x}\n  source:\n    repoURL: https://git.example.com/acme/apps.git\n    path: " + path + "\n    helm: {valueFiles: [" + files + "]}\n"
 	}
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
