@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"io/fs"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -642,8 +643,13 @@ func (l *loader) engineOwns(abs string) bool {
 // read) does not deploy it.
 func (l *loader) notDeployed(u *Unit, named string, read map[string][]byte) {
 	what := "Flux Kustomization " + strings.TrimPrefix(u.Name, "flux:")
-	if u.Argo != nil {
+	switch {
+	case u.Argo != nil:
 		what = "Argo CD Application " + strings.TrimPrefix(u.Name, "argocd:")
+	case u.Source == UnitKustomization:
+		// A walked kustomization root is built, not walked: what lies
+		// below it that its build leaves out is read by nothing else.
+		what = "the kustomization root " + u.Name
 	}
 	deployed := map[string]bool{}
 	// The directories whose agent files the build reads into the unit
@@ -657,8 +663,14 @@ func (l *loader) notDeployed(u *Unit, named string, read map[string][]byte) {
 	}
 	for _, f := range walkAll(l.fsys, u.Root, &l.paths) {
 		agent := isAgentName(f)
-		if deployed[f] || agent && (beside[filepath.Dir(f)] || u.rendered && !u.shallow) || coveredBy(l.fsys, l.engine, f) != u {
+		if deployed[f] || deployed[linkTarget(l.fsys, f)] || agent && (beside[filepath.Dir(f)] || u.rendered && !u.shallow) {
 			continue
+		}
+		if owner := coveredBy(l.fsys, l.engine, f); owner != u && (u.Source != UnitKustomization || owner != nil) {
+			continue // another unit's to say
+		}
+		if u.Source == UnitKustomization && slices.Contains(configFileNames, filepath.Base(f)) {
+			continue // keyhole's Config is read as such, not deployed
 		}
 		if u.rendered && filepath.Dir(f) == filepath.Clean(u.Root) && slices.Contains(configFileNames, filepath.Base(f)) {
 			continue // keyhole's plugin reads the Config at its path's top; it renders no object of it
@@ -682,6 +694,28 @@ func (l *loader) notDeployed(u *Unit, named string, read map[string][]byte) {
 				what, u.Decl, l.display(named, u.Root), advice),
 		})
 	}
+}
+
+// linkTarget is where the symbolic link at abs leads, following links up
+// to a few hops (a build reads a linked file by its target's path), or ""
+// when abs is no link or leads nowhere readable.
+func linkTarget(fsys fileSystem, abs string) string {
+	cur := ""
+	for range 8 {
+		fi, err := fsys.Lstat(abs)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			return cur
+		}
+		t, err := fsys.readlink(abs)
+		if err != nil {
+			return ""
+		}
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(filepath.Dir(abs), t)
+		}
+		abs, cur = filepath.Clean(t), filepath.Clean(t)
+	}
+	return ""
 }
 
 // isAgentName reports whether the file at path is named as an agent file.

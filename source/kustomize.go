@@ -302,6 +302,9 @@ func (l *loader) buildKustomizationFrom(u *Unit, named, dir string, walked bool,
 		l.diags = append(l.diags, b.buildFailed(err, read))
 		return
 	}
+	if u.Source == UnitKustomization && !l.renderOutput(dir) {
+		defer l.notDeployed(u, named, read)
+	}
 	b.from.copies = copiesValues(read)
 	docs0 := len(l.docs)
 	built := make([]Document, 0, m.Size())

@@ -78,6 +78,9 @@ func TestLoadTree(t *testing.T) {
 		paths   []string
 		want    []string
 		ignored []string
+		// unbuilt are the files said to be left out of the build of the
+		// kustomization root they lie under (InputNotDeployed).
+		unbuilt []string
 	}{
 		"directory walked in lexical order of paths": {
 			files: map[string]string{
@@ -101,7 +104,8 @@ func TestLoadTree(t *testing.T) {
 				"repo/overlay/secret.yaml":         "apiVersion: v1\nkind: Secret\nmetadata: {name: overlaid}\n",
 				"repo/overlay/unlisted.yaml":       connection,
 			},
-			paths: []string{"repo"},
+			paths:   []string{"repo"},
+			unbuilt: []string{"repo/overlay/unlisted.yaml"},
 			want: []string{
 				"repo/a.yml#0 Secret/acme-github-token",
 				"repo/a.yml#1 SandboxClass/workspace",
@@ -194,7 +198,16 @@ func TestLoadTree(t *testing.T) {
 			if got := Ignored(ds); !slices.Equal(got, tc.ignored) {
 				t.Errorf("ignored files said: %q, want %q", got, tc.ignored)
 			}
-			if len(ds) != len(tc.ignored) {
+			var unbuilt []string
+			for _, d := range ds {
+				if d.Code == CodeInputNotDeployed {
+					unbuilt = append(unbuilt, d.Pos.File)
+				}
+			}
+			if !slices.Equal(unbuilt, tc.unbuilt) {
+				t.Errorf("files said left out of a build: %q, want %q", unbuilt, tc.unbuilt)
+			}
+			if len(ds) != len(tc.ignored)+len(tc.unbuilt) {
 				t.Fatalf("unexpected diagnostics:\n%v", ds)
 			}
 			if got := docIDs(docs); !slices.Equal(got, tc.want) {
