@@ -214,8 +214,8 @@ func (s *Server) serveRequest(w http.ResponseWriter, r *http.Request, st *state,
 	stripHopByHop(r.Header)
 	info := policy.RequestInfo{Kind: policy.KindPlain, Method: r.Method, Target: r.RequestURI, Host: r.Host}
 	var d policy.Decision
+	var ok bool
 	if tc != nil {
-		var ok bool
 		if st, info, d, ok = s.readTunnelRequest(w, r, st, tc, ws); !ok {
 			return
 		}
@@ -248,6 +248,11 @@ func (s *Server) serveRequest(w http.ResponseWriter, r *http.Request, st *state,
 		return
 	}
 	r.Host = d.Host // the forwarders send to the canonical host
+	if hp := d.HostPolicy(); hp != nil && hp.Inject.AWSSigV4 != nil {
+		if sc.inj, ok = s.signAWSRequest(rec, r, d, st); !ok {
+			return
+		}
+	}
 	if d.WebSocket {
 		prepareWebSocket(r.Header)
 		sc.ws = s.webSocketGrant(st, info, d.Connection)
