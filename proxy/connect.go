@@ -264,7 +264,7 @@ func (s *Server) serveRequest(w http.ResponseWriter, r *http.Request, st *state,
 	if !info.BodyComplete {
 		// Too long to read before deciding: look for override fields
 		// as it streams, its last byte held back until the scan ends.
-		if scan := policy.NewOverrideScanner(info.ContentType, info.ContentEncoding); scan != nil {
+		if scan := policy.NewOverrideScanner(info.ContentType, d.HostPolicy().OverrideEncodings(info.ContentEncoding)); scan != nil {
 			host, conn := d.Host, d.Connection
 			sb := newScannedBody(r.Body, scan, func(name string, err error) *bodyRefusedError {
 				d := policy.Refusal(policy.ReasonL7NotAllowed, host, "the body's %s field is refused on injected hosts: servers read it as another method than the request line's, which the rules checked", name)
