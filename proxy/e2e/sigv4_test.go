@@ -4,17 +4,27 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 )
 
 // The AWS SigV4 test runs the aws CLI in a sandbox environment that
@@ -254,6 +264,9 @@ func TestAWSCLIThroughProxy(t *testing.T) {
 			}
 		})
 	}
+	t.Run("signed aws-chunked and presigned", func(t *testing.T) {
+		sigv4GoClient(t, w, v)
+	})
 	if out := v.stdout.String(); strings.Contains(out, "DELETE") {
 		t.Errorf("versitygw saw a DELETE the rules refuse:\n%s", out)
 	}
@@ -269,4 +282,64 @@ func writeSmall(t *testing.T, dir, name string) string {
 	p := filepath.Join(dir, name+"-notes")
 	writeFile(t, p, []byte("a short note\n"))
 	return p
+}
+
+// sigv4GoClient sends what the aws CLI does not: an aws-chunked upload
+// signed chunk by chunk (STREAMING-AWS4-HMAC-SHA256-PAYLOAD), whose chunk
+// signatures the proxy must re-sign as versitygw verifies them, and a GET
+// of a presigned URL (the query form), both signed with the placeholder.
+func sigv4GoClient(t *testing.T, w *world, v *versity) {
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(w.sandboxCA.certPEM)
+	proxyURL, _ := url.Parse(w.proxy.url())
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: http.ProxyURL(proxyURL), TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	creds := aws.Credentials{AccessKeyID: sigv4Placeholder, SecretAccessKey: sigv4Placeholder}
+	data := bytes.Repeat([]byte("chunked and signed\n"), 10000)
+	var body bytes.Buffer
+	bogus := strings.Repeat("0", 64)
+	for rest := data; ; {
+		n := min(64<<10, len(rest))
+		fmt.Fprintf(&body, "%x;chunk-signature=%s\r\n", n, bogus)
+		body.Write(rest[:n])
+		body.WriteString("\r\n")
+		rest = rest[n:]
+		if n == 0 {
+			break
+		}
+	}
+	const object = "https://s3.us-east-1.amazonaws.com/bucket/go/chunked.txt"
+	req, _ := http.NewRequest("PUT", object, bytes.NewReader(body.Bytes()))
+	req.Header.Set("Content-Encoding", "aws-chunked")
+	req.Header.Set("X-Amz-Decoded-Content-Length", strconv.Itoa(len(data)))
+	req.Header.Set("X-Amz-Content-Sha256", "STREAMING-AWS4-HMAC-SHA256-PAYLOAD")
+	if err := v4.NewSigner().SignHTTP(context.Background(), creds, req, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD", "s3", "us-east-1", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	w.assertNoSecret(t, "versitygw's answer", string(out))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("signed aws-chunked PUT: %s %s", resp.Status, out)
+	}
+	if got, err := os.ReadFile(filepath.Join(v.root, "bucket", "go", "chunked.txt")); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("versitygw holds %d bytes (%v), want %d", len(got), err, len(data))
+	}
+	get, _ := http.NewRequest("GET", object, nil)
+	signed, _, err := v4.NewSigner().PresignHTTP(context.Background(), creds, get, "UNSIGNED-PAYLOAD", "s3", "us-east-1", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err = client.Get(signed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !bytes.Equal(out, data) {
+		t.Fatalf("presigned GET: %s, %d bytes, want %d", resp.Status, len(out), len(data))
+	}
 }
