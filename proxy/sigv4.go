@@ -44,8 +44,10 @@ const emptyPayloadHash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca49599
 
 // maxHashedBody bounds the body the proxy reads whole to hash it: one
 // without an X-Amz-Content-Sha256, or short enough that hashing it
-// costs less than trusting the client's hash. Longer bodies stream.
-const maxHashedBody = 1 << 20
+// costs less than trusting the client's hash. It is what the proxy
+// reads of a body for a rule (readBodyHead), in the same slots. Longer
+// bodies stream.
+const maxHashedBody = policy.MaxBodyCheck
 
 // awsAuthQuery are the query parameters of a presigned request's
 // signature (SigV4's query form), which the proxy strips, in any letter
@@ -65,6 +67,9 @@ func awsAuthHeaders() []string {
 // the hash it was signed with. It is a refusal, never a forward.
 var errSigV4 = errors.New("cannot sign the request")
 
+// errAnswered is a request the body reader has already answered.
+var errAnswered = errors.New("the request was answered")
+
 // sigV4Refusal is a request the proxy refuses to sign; the message
 // says why and names no secret.
 type sigV4Refusal struct{ msg string }
@@ -80,7 +85,10 @@ func (e *sigV4Refusal) Unwrap() error { return errSigV4 }
 // was signed with. It returns what the response must be scrubbed of.
 // Errors wrap ErrCredentialUnavailable (the key cannot be read) or
 // errSigV4 (a *sigV4Refusal); r must not be sent then.
-func signAWS(r *http.Request, hp *policy.HostPolicy, lookup SecretLookup, now time.Time) (Injected, error) {
+//
+// readHead reads the head of r's body, at most maxHashedBody+1 bytes,
+// for a body the proxy hashes whole; an error from it is returned as is.
+func signAWS(r *http.Request, hp *policy.HostPolicy, lookup SecretLookup, now time.Time, readHead func() ([]byte, error)) (Injected, error) {
 	a := hp.Inject.AWSSigV4
 	var inj Injected
 	read := func(key string) (string, error) {
@@ -108,7 +116,7 @@ func signAWS(r *http.Request, hp *policy.HostPolicy, lookup SecretLookup, now ti
 	auth := ParseAWSAuth(r.Header, r.URL.RawQuery)
 	stripAWSAuth(r)
 
-	payload, err := payloadHash(r, a.Service)
+	payload, err := payloadHash(r, a.Service, readHead)
 	if err != nil {
 		return Injected{}, err
 	}
@@ -161,7 +169,7 @@ func stripAWSAuth(r *http.Request) {
 // they are named: STREAMING-AWS4-HMAC-SHA256-PAYLOAD has its chunks
 // re-signed (chunkSigner), STREAMING-UNSIGNED-PAYLOAD-TRAILER goes as
 // sent; the signed-trailer and ECDSA forms are refused.
-func payloadHash(r *http.Request, service string) (string, error) {
+func payloadHash(r *http.Request, service string, readHead func() ([]byte, error)) (string, error) {
 	var declared string
 	for k, vv := range r.Header {
 		if strings.EqualFold(strings.ReplaceAll(k, "_", "-"), "X-Amz-Content-Sha256") {
@@ -194,9 +202,9 @@ func payloadHash(r *http.Request, service string) (string, error) {
 		return set(emptyPayloadHash)
 	}
 	if r.ContentLength > 0 && r.ContentLength <= maxHashedBody || declared == "" {
-		head, err := io.ReadAll(io.LimitReader(r.Body, maxHashedBody+1))
+		head, err := readHead()
 		if err != nil {
-			return "", &sigV4Refusal{"the request body could not be read to sign it"}
+			return "", err
 		}
 		if len(head) <= maxHashedBody {
 			r.Body = replayBody(head, r.Body)
@@ -452,9 +460,20 @@ func (b *hashCheckBody) Close() error { return b.r.Close() }
 // upstream request with an l7-not-allowed refusal (bodyRefusedError).
 func (s *Server) signAWSRequest(w http.ResponseWriter, r *http.Request, d policy.Decision, st *state) (Injected, bool) {
 	hp := d.HostPolicy()
-	inj, err := signAWS(r, hp, st.secrets.Lookup, time.Now())
+	// A body hashed whole is read as a rule's body is: holding one of
+	// the server's body-check slots, with Timeouts.ReadHeader to arrive.
+	readHead := func() ([]byte, error) {
+		head, ok := s.readBodyHead(w, r, hp.Name)
+		if !ok {
+			return nil, errAnswered
+		}
+		return head, nil
+	}
+	inj, err := signAWS(r, hp, st.secrets.Lookup, time.Now(), readHead)
 	var refusal *sigV4Refusal
 	switch {
+	case errors.Is(err, errAnswered):
+		return Injected{}, false
 	case errors.As(err, &refusal):
 		d = policy.Refusal(policy.ReasonL7NotAllowed, d.Host, "%s", refusal.msg)
 		d.Connection = hp.Connection
