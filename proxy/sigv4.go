@@ -418,8 +418,8 @@ func (b *hashCheckBody) Read(p []byte) (int, error) {
 			b.pend = b.pend[n:]
 			return n, nil
 		}
-		if cap(b.buf) < len(p)+1 {
-			b.buf = make([]byte, 0, min(len(p)+1, 64<<10))
+		if want := min(len(p)+1, 64<<10); cap(b.buf) < want {
+			b.buf = make([]byte, 0, want)
 		}
 		buf := append(b.buf[:0], b.pend...)
 		m, err := b.r.Read(buf[len(buf):cap(buf)])
