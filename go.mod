@@ -6,6 +6,7 @@ require (
 	cel.dev/cel-go v0.33.2
 	cuelang.org/go v0.17.1
 	github.com/Masterminds/sprig/v3 v3.3.0
+	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/coder/websocket v1.8.14
 	github.com/fluxcd/pkg/kustomize v1.41.0
 	github.com/go-git/go-billy/v5 v5.9.2
@@ -39,6 +40,7 @@ require (
 	github.com/Microsoft/go-winio v0.6.2 // indirect
 	github.com/ProtonMail/go-crypto v1.4.1 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect
+	github.com/aws/smithy-go v1.28.9 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect

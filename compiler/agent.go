@@ -162,6 +162,11 @@ func checkAgents(p *pass) {
 					"connector %s names Connection %s, whose credential is a GitHub App; an agent.yaml connector substitutes a Secret's value, which here is the App's private key: bind the Connection from an AgentRuntime's spec.sandbox.connections instead", c.Name, cn.obj().Name)
 				continue
 			}
+			if cn.w.Spec.Credential.Kind == CredentialKindAWSSigV4 {
+				p.report(codeAWSSigV4Invalid, &a.item, cmpPath(c.Connection != "", at.with("connection"), at), false,
+					"connector %s names Connection %s, whose credential is an AWS access key the proxy signs with; an agent.yaml connector substitutes a Secret's value, which here is the secret access key: bind the Connection from an AgentRuntime's spec.sandbox.connections instead", c.Name, cn.obj().Name)
+				continue
+			}
 			p.checkConnectorRules(a, i, c, conn, cn)
 			name := cn.obj().Name
 			var clash []string
@@ -314,7 +319,7 @@ func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
 			continue
 		}
 		cn, err := p.agentConnection(a, c.Connection)
-		if err != nil || cn.w.Spec.Credential.Kind == CredentialKindGitHubApp {
+		if err != nil || proxyOnlyCredential(cn.w.Spec.Credential.Kind) {
 			continue // a GitHub App's key is never substituted; the checks report it
 		}
 		ns = cmp.Or(ns, cn.obj().Namespace)
@@ -394,7 +399,7 @@ func (p *pass) planAgent(a *agent, s Sandbox) Agent {
 			continue
 		}
 		cn, err := p.agentConnection(a, c.Connection)
-		if err != nil || cn.w.Spec.Credential.Kind == CredentialKindGitHubApp {
+		if err != nil || proxyOnlyCredential(cn.w.Spec.Credential.Kind) {
 			continue
 		}
 		secretName, secretNamespace := cn.w.Spec.Credential.SecretRef.Name, cn.w.Spec.Credential.SecretRef.Namespace

@@ -89,7 +89,7 @@ func table() []Check {
 		{Code: codeDuplicateObject, Severity: diag.Error,
 			Purpose: "One deploy unit (a kustomization root, or the files outside any kustomization) defines the same Connection, SandboxClass, AgentRuntime, ToolRegistry, agent-sandbox object (Sandbox, SandboxTemplate, SandboxClaim, SandboxWarmPool) or agent twice, or the same Secret a Connection reads: the cluster keeps one, and which one is an accident of order. The message names both positions and how the two differ.",
 			Help:    "Remove one definition, or rename it. The same object in two deploy units (two overlays of one base) is normal and not reported."},
-	}, operatorChecks(), agentSandboxChecks(), githubAppChecks(), []Check{
+	}, operatorChecks(), agentSandboxChecks(), githubAppChecks(), awsSigV4Checks(), []Check{
 		{Code: codeSecretMissing, Severity: diag.Error, run: checkSecretMissing,
 			Purpose: "The Secret a Connection's credential names is not in the input.",
 			Help:    "Add the Secret (or its SealedSecret/ExternalSecret) to the repository, correct `spec.credential.secretRef.name`, or pass --allow-missing-secrets when Secrets live elsewhere."},
@@ -134,8 +134,8 @@ func table() []Check {
 			Purpose: "A spec.hosts entry that no inject entry covers: the sandbox reaches it without the credential.",
 			Help:    "Add the host to an inject entry if it needs the credential; otherwise nothing to fix."},
 		{Code: codeHostUnsupported, Severity: diag.Error,
-			Purpose: "A host known to need request signing (AWS SigV4) or to speak only HTTP/2 (gRPC), which a header injection cannot serve.",
-			Help:    "Place that credential with `env` or `files` instead."},
+			Purpose: "A host known to need request signing (AWS SigV4) or to speak only HTTP/2 (gRPC), which a header injection cannot serve. An AWS host of a Connection whose credential is of kind `awsSigV4`, whose requests the proxy signs, is not one.",
+			Help:    "For AWS, give the Connection `credential.kind: awsSigV4`, so the proxy signs the requests with the key it keeps; otherwise place that credential with `env` or `files`."},
 		{Code: codeHostMisspelled, Severity: diag.Warning, run: checkHostNearMiss,
 			Purpose: "A Connection's host is a typo away from a host of the connector catalog or of another Connection (`api.gihtub.com`, `api.github.com`): one label of four letters or more differs by one edit, or by two in a label of eight or more. The proxy would send the credential to whoever holds that name.",
 			Help:    "Correct the host to the one the message suggests; if the host is meant, list it with the other host in one Connection, or add `keyhole.dev/ignore: ConnectionHostMisspelled` to the Connection's annotations."},

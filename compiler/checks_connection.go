@@ -143,7 +143,7 @@ func checkInjectHosts(p *pass) {
 				p.report(codeHostNotInjected, &c.item, path{"spec", "hosts", j}, false,
 					"no inject entry covers %s: the sandbox reaches it through the proxy but without the credential; add it to an entry's hosts if it needs one", h)
 			}
-			if why, ok := hostUnsupported(h); ok {
+			if why, ok := hostUnsupported(h); ok && !(w.awsSigV4() != nil && isAWSHost(h)) {
 				p.report(codeHostUnsupported, &c.item, path{"spec", "hosts", j}, false,
 					"%s cannot take an injected credential: %s; place that credential with env or files instead", h, why)
 			}
@@ -167,8 +167,8 @@ func checkForbiddenHeaders(p *pass) {
 
 func checkInjectForm(p *pass) {
 	for _, c := range p.connList {
-		if c.w.Spec.Credential.Kind == CredentialKindGitHubApp {
-			continue // the proxy sets the minted token; checkGitHubApps
+		if proxyOnlyCredential(c.w.Spec.Credential.Kind) {
+			continue // the proxy sets the credential; checkGitHubApps, checkAWSSigV4
 		}
 		for i, in := range c.w.Spec.Placement.Inject {
 			at := path{"spec", "placement", "inject", i}

@@ -204,6 +204,12 @@ func (in *interner) connection(w *connectionWire) *connectionWire {
 			Owner: in.keep(g.Owner), PrivateKeyKey: in.keep(g.PrivateKeyKey), API: in.keep(g.API),
 		})
 	}
+	if a := w.Spec.Credential.AWSSigV4; a != nil {
+		sp.Credential.AWSSigV4 = &awsSigV4Wire{
+			AccessKeyIDKey: in.keep(a.AccessKeyIDKey), SecretAccessKeyKey: in.keep(a.SecretAccessKeyKey),
+			SessionTokenKey: in.keep(a.SessionTokenKey), Region: in.keep(a.Region), Service: in.keep(a.Service),
+		}
+	}
 	sp.Placement.Inject = in.injects.clone(w.Spec.Placement.Inject)
 	for i := range sp.Placement.Inject {
 		e := &sp.Placement.Inject[i]

@@ -166,6 +166,11 @@ func (s Sandbox) Secrets() []SecretKeys {
 			ks = []string{in.Basic.UsernameKey, in.Basic.PasswordKey}
 		case in.Substitute != nil:
 			ks = []string{in.Substitute.Key}
+		case in.AWSSigV4 != nil:
+			ks = []string{in.AWSSigV4.AccessKeyIDKey, in.AWSSigV4.SecretAccessKeyKey}
+			if in.AWSSigV4.SessionTokenKey != "" {
+				ks = append(ks, in.AWSSigV4.SessionTokenKey)
+			}
 		}
 		keys[in.Secret] = append(keys[in.Secret], ks...)
 	}

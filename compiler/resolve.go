@@ -115,6 +115,8 @@ func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
 				// Set per host below: the scheme depends on it.
 			case w.Spec.Credential.Kind == CredentialKindGitHubApp:
 				continue // no githubApp; the checks report it
+			case w.Spec.Credential.Kind == CredentialKindAWSSigV4:
+				// Set per host below: the scope depends on it.
 			case in.Basic != nil:
 				inject.Basic = &config.BasicInject{UsernameKey: in.Basic.UsernameKey, PasswordKey: in.Basic.PasswordKey}
 			case in.Value != nil:
@@ -133,12 +135,20 @@ func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
 				if injected[h] {
 					continue // two entries for one host; the checks report it
 				}
+				if a := w.awsSigV4(); a != nil {
+					if _, _, ok := a.scope(h); !ok {
+						continue // no service or region to sign for; the checks report it
+					}
+				}
 				injected[h] = true
 				p.origin(&s, h, origin{it: &c.item, at: path{"spec", "placement", "inject", ii}, rules: true})
 				internal[h] = w.Spec.AllowInternalAddresses
 				hi := inject
 				if app != nil {
 					hi.GitHubApp = githubAppInject(w, h, scope)
+				}
+				if a := w.awsSigV4(); a != nil {
+					hi.AWSSigV4 = awsSigV4Inject(a, h)
 				}
 				s.Proxy.Hosts = append(s.Proxy.Hosts, config.Host{Name: h, Connection: c.obj().Name, Inject: hi, Rules: rules})
 			}

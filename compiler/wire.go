@@ -31,6 +31,7 @@ type connectionWire struct {
 				Namespace string `yaml:"namespace"`
 			} `yaml:"secretRef"`
 			GitHubApp *githubAppWire `yaml:"githubApp"`
+			AWSSigV4  *awsSigV4Wire  `yaml:"awsSigV4"`
 		} `yaml:"credential"`
 		Placement struct {
 			Inject []injectWire `yaml:"inject"`

@@ -283,6 +283,8 @@ func describeCredential(in config.Inject) string {
 	case in.GitHubApp != nil:
 		g := in.GitHubApp
 		how = fmt.Sprintf("GitHub App %d installation %s token minted from key %s, sent as %s, scoped to %s", g.AppID, g.Installation(), g.PrivateKeyKey, g.Scheme, g.Scope())
+	case in.AWSSigV4 != nil:
+		how = in.AWSSigV4.Describe()
 	default:
 		how = "no injection"
 	}

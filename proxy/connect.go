@@ -214,8 +214,8 @@ func (s *Server) serveRequest(w http.ResponseWriter, r *http.Request, st *state,
 	stripHopByHop(r.Header)
 	info := policy.RequestInfo{Kind: policy.KindPlain, Method: r.Method, Target: r.RequestURI, Host: r.Host}
 	var d policy.Decision
+	var ok bool
 	if tc != nil {
-		var ok bool
 		if st, info, d, ok = s.readTunnelRequest(w, r, st, tc, ws); !ok {
 			return
 		}
@@ -248,6 +248,11 @@ func (s *Server) serveRequest(w http.ResponseWriter, r *http.Request, st *state,
 		return
 	}
 	r.Host = d.Host // the forwarders send to the canonical host
+	if hp := d.HostPolicy(); hp != nil && hp.Inject.AWSSigV4 != nil {
+		if sc.inj, ok = s.signAWSRequest(rec, r, d, st); !ok {
+			return
+		}
+	}
 	if d.WebSocket {
 		prepareWebSocket(r.Header)
 		sc.ws = s.webSocketGrant(st, info, d.Connection)
@@ -259,7 +264,7 @@ func (s *Server) serveRequest(w http.ResponseWriter, r *http.Request, st *state,
 	if !info.BodyComplete {
 		// Too long to read before deciding: look for override fields
 		// as it streams, its last byte held back until the scan ends.
-		if scan := policy.NewOverrideScanner(info.ContentType, info.ContentEncoding); scan != nil {
+		if scan := policy.NewOverrideScanner(info.ContentType, d.HostPolicy().OverrideEncodings(info.ContentEncoding)); scan != nil {
 			host, conn := d.Host, d.Connection
 			sb := newScannedBody(r.Body, scan, func(name string, err error) *bodyRefusedError {
 				d := policy.Refusal(policy.ReasonL7NotAllowed, host, "the body's %s field is refused on injected hosts: servers read it as another method than the request line's, which the rules checked", name)

@@ -9,6 +9,7 @@
 // (admitTunnel), whose outcome is a refusal, a passthrough or an
 // interception, and only an interception has a leaf minted. A request's
 // header is made for the upstream at one point (prepareHeader), from its
-// decision, and the framing rules of the two upstream clients live in
-// framing.go.
+// decision, but for a request the proxy signs with AWS SigV4, which is
+// signed once it is otherwise ready to go (signAWSRequest, sigv4.go), and
+// the framing rules of the two upstream clients live in framing.go.
 package proxy

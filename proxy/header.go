@@ -26,7 +26,10 @@ import (
 // every request, the sandbox's forwarding headers are dropped and, when
 // response bodies are scrubbed, the request asks for whole, uncompressed
 // ones. On error, which wraps ErrCredentialUnavailable, h may be partly
-// edited and must not be sent.
+// edited and must not be sent. A host whose injection is AWSSigV4 gets
+// no credential here: a signature covers the method, the path, the query
+// and the body's hash too, so its request is signed after, whole
+// (signAWSRequest).
 func prepareHeader(h http.Header, d policy.Decision, inject injector) (scrubbing, error) {
 	var sc scrubbing
 	if hp := d.HostPolicy(); hp != nil {

@@ -79,6 +79,9 @@ func (s *Server) injectorFor(st *state) injector {
 		if hp.Inject.GitHubApp != nil {
 			return s.mint.inject(hp, h, st.secrets.ReadRaw)
 		}
+		if hp.Inject.AWSSigV4 != nil {
+			return Injected{}, nil // signed once the request is whole: signAWSRequest
+		}
 		return Inject(hp, h, st.secrets.Lookup)
 	}
 }

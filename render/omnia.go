@@ -67,8 +67,8 @@ func OmniaRules() []diag.Rule {
 			Purpose: "A Connection's rule sets `encodedSlash`, which keyhole's own proxy enforces but the operator's Connection does not have: the operator would drop it and its proxy match the rule's paths without it, refusing what it allows (npm's scoped package documents, a GitLab project named by its path) or reading a prefix that spells `%2F` otherwise.",
 			Help:    "Keep the default kubernetes target (or agent-sandbox), whose proxy reads the field; for the omnia target, allow `GET` and `HEAD` under a prefix above the names (`/` for an npm registry), or name GitLab projects by their numeric IDs."},
 		{Code: codeOmniaCredentialKind, Severity: diag.Error,
-			Purpose: "A Connection's credential is of a kind keyhole's own proxy mints tokens from (`githubApp`), which the operator's Connection does not have: its `credential.kind` takes a Secret only, so its proxy would inject nothing, or the App's private key.",
-			Help:    "Keep the default kubernetes target (or agent-sandbox), whose proxy mints the tokens; for the omnia target, use kind `secret` with a token of the scope you choose."},
+			Purpose: "A Connection's credential is of a kind only keyhole's own proxy uses (`githubApp`, which it mints tokens from, or `awsSigV4`, which it signs requests with), which the operator's Connection does not have: its `credential.kind` takes a Secret only, so its proxy would inject nothing, or the App's private key; and it says a credential that signs requests cannot be injected.",
+			Help:    "Keep the default kubernetes target (or agent-sandbox), whose proxy mints the tokens and signs the requests; for the omnia target, use kind `secret` with a token of the scope you choose, or place an AWS key in the sandbox with `env` or `files`."},
 		{Code: codeOmniaWebSocket, Severity: diag.Error,
 			Purpose: "A Connection's rule sets `websocket: true`, which keyhole's own proxy enforces but the operator's Connection does not have: the operator would drop it, and the WebSocket the rule allows would never open through its proxy.",
 			Help:    "Keep the default kubernetes target (or agent-sandbox), whose proxy relays WebSockets on the paths a rule allows."},
@@ -247,7 +247,11 @@ func (r *omniaRender) input(in compiler.Object) error {
 	}
 	if in.Source.Kind == "Connection" {
 		sp, _ := spec.(obj)
-		if kind, _ := at(sp, "credential")["kind"].(string); kind != "" && kind != compiler.CredentialKindSecret {
+		switch kind, _ := at(sp, "credential")["kind"].(string); {
+		case kind == compiler.CredentialKindAWSSigV4:
+			r.report(codeOmniaCredentialKind, in.Source, in.Pos,
+				"credential kind %s is keyhole's: the operator's Connection has only kind secret, and says a credential that signs requests (AWS SigV4) cannot be injected, so its proxy would not sign them; keep the default kubernetes target, or place the key in the sandbox with env or files", kind)
+		case kind != "" && kind != compiler.CredentialKindSecret:
 			r.report(codeOmniaCredentialKind, in.Source, in.Pos,
 				"credential kind %s is keyhole's: the operator's Connection has only kind secret, so its proxy would not mint the token; keep the default kubernetes target, or use kind secret", kind)
 		}

@@ -147,6 +147,23 @@ func (w *jsonWriter) host(h *config.Host, depth int) {
 
 func (w *jsonWriter) inject(in *config.Inject, depth int) {
 	n := w.open('{')
+	if a := in.AWSSigV4; a != nil {
+		w.key(&n, depth+1, "awsSigV4")
+		m := w.open('{')
+		w.key(&m, depth+2, "accessKeyIdKey")
+		w.str(a.AccessKeyIDKey)
+		w.key(&m, depth+2, "region")
+		w.str(a.Region)
+		w.key(&m, depth+2, "secretAccessKeyKey")
+		w.str(a.SecretAccessKeyKey)
+		w.key(&m, depth+2, "service")
+		w.str(a.Service)
+		if a.SessionTokenKey != "" {
+			w.key(&m, depth+2, "sessionTokenKey")
+			w.str(a.SessionTokenKey)
+		}
+		w.close(m, depth+1, '}')
+	}
 	if b := in.Basic; b != nil {
 		w.key(&n, depth+1, "basic")
 		m := w.open('{')

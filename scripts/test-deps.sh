@@ -5,7 +5,8 @@
 # it), pre-commit, etcd with a kube-apiserver; for the client matrix and
 # the transparent-mode tests also wget, Node.js with npm (and, through it,
 # yarn classic and pnpm: scripts/js-clients.sh), a headless Java runtime,
-# PHP with its curl extension, iptables, iproute2 and setpriv (util-linux). Installs only what is
+# PHP with its curl extension, iptables, iproute2 and setpriv (util-linux), and
+# the aws CLI (awscli) with versitygw (scripts/versitygw.sh). Installs only what is
 # missing, so a second run is quick and offline; starts and enables no
 # service. Quiet: one line per thing it installs, everything else only
 # when a step fails.
@@ -49,6 +50,8 @@ need iptables-restore iptables
 need ip iproute2
 need setpriv util-linux
 [ -x /usr/lib/git-core/git-http-backend ] || missing+=(git)
+# proxy/e2e's AWS SigV4 test runs Debian's aws CLI, whatever else is on PATH.
+[ -x /usr/bin/aws ] || missing+=(awscli)
 # The python3 on PATH may not be Debian's; the test takes whichever of it
 # and /usr/bin/python3 can import requests.
 python3 -c 'import requests' >/dev/null 2>&1 || /usr/bin/python3 -c 'import requests' >/dev/null 2>&1 || missing+=(python3-requests)
@@ -78,6 +81,7 @@ quiet go mod download
 (cd tools/actionlint && quiet go mod download)
 (cd tools/staticcheck && quiet go mod download)
 scripts/js-clients.sh >/dev/null # yarn classic and pnpm for proxy/e2e's npm tests, from the npm registry (installed once)
+scripts/versitygw.sh >/dev/null # an S3 server that verifies SigV4, for proxy/e2e's AWS test (built once)
 scripts/kube-apiserver.sh >/dev/null # etcd, and kube-apiserver for e2e/apiserver (built once, ~10 min)
 scripts/agent-sandbox-controller.sh >/dev/null # agent-sandbox's controller for e2e/apiserver (built once)
 # The real-cluster test (e2e/cluster): containerd, runc, the CNI plugins and

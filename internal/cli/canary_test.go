@@ -90,6 +90,21 @@ spec:
   placement:
     inject:
       - {hosts: [a.example.com], header: "` + tokenCanary + `", value: "{{ .token }}", placeholderEnv: [` + tokenCanary + `-]}
+---
+apiVersion: omnia.altairalabs.ai/v1alpha1
+kind: Connection
+metadata: {name: aws, namespace: ns}
+spec:
+  hosts: [s3.us-east-1.amazonaws.com, storage.example.com]
+  credential:
+    kind: awsSigV4
+    secretRef: {name: plain}
+    awsSigV4: {accessKeyIdKey: token, secretAccessKeyKey: multi, sessionTokenKey: tokn}
+  placement:
+    inject:
+      - {hosts: [s3.us-east-1.amazonaws.com, storage.example.com], header: Authorization, value: "{{ .token }}"}
+    env:
+      - {name: AWS_SECRET_ACCESS_KEY, key: multi}
 `,
 	}
 	for name, body := range files {
@@ -121,7 +136,7 @@ func TestCanaryNeverPrinted(t *testing.T) {
 			if code != exitFailed {
 				t.Fatalf("exit %d, want %d (the repository is broken on purpose)\n%s%s", code, exitFailed, stdout.String(), stderr.String())
 			}
-			for _, code := range []string{"ConnectionInjectionInvalid", "ConnectionSecretKeyMissing", "CredentialLiteral", "ConnectionValueLiteral"} {
+			for _, code := range []string{"ConnectionInjectionInvalid", "ConnectionSecretKeyMissing", "CredentialLiteral", "ConnectionValueLiteral", "AWSSigV4CredentialInvalid", "AWSSigV4HostUnsigned"} {
 				if !bytes.Contains(stdout.Bytes(), []byte(code)) {
 					t.Fatalf("%s did not fire:\n%s", code, stdout.String())
 				}

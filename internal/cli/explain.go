@@ -299,6 +299,9 @@ func injection(in config.Inject) string {
 			how = "Authorization: Basic x-access-token"
 		}
 		return fmt.Sprintf("sets %s to a token of GitHub App %d, installation %s, minted by the proxy from Secret %s key %s, scoped to %s", how, g.AppID, g.Installation(), in.Secret, g.PrivateKeyKey, g.Scope())
+	case in.AWSSigV4 != nil:
+		a := in.AWSSigV4
+		return fmt.Sprintf("signs the request (AWS SigV4, Authorization: AWS4-HMAC-SHA256) for service %s in region %s with the access key in Secret %s (keys %s and %s), replacing the sandbox's signature", a.Service, a.Region, in.Secret, a.AccessKeyIDKey, a.SecretAccessKeyKey)
 	}
 	return "none"
 }

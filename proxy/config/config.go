@@ -78,7 +78,7 @@ type Host struct {
 }
 
 // Inject says how the credential reaches the request. Exactly one of
-// Header, Basic, Substitute and GitHubApp is set.
+// Header, Basic, Substitute, GitHubApp and AWSSigV4 is set.
 type Inject struct {
 	// Secret is the Secret whose keys the injection reads.
 	Secret string `json:"secret"`
@@ -96,6 +96,10 @@ type Inject struct {
 	// from the App's private key, one of the Secret's keys (the
 	// Connection form with credential kind githubApp).
 	GitHubApp *GitHubAppInject `json:"githubApp,omitempty"`
+	// AWSSigV4 signs the request with AWS Signature Version 4 from an
+	// access key held in the Secret (the Connection form with credential
+	// kind awsSigV4).
+	AWSSigV4 *AWSSigV4Inject `json:"awsSigV4,omitempty"`
 }
 
 // HeaderInject sets Name to Value rendered over the Secret's keys. Value

@@ -174,8 +174,12 @@ func (v *validator) inject(at string, in Inject) {
 		forms++
 		v.githubApp(at+".githubApp", in.GitHubApp)
 	}
+	if in.AWSSigV4 != nil {
+		forms++
+		v.awsSigV4(at+".awsSigV4", in.AWSSigV4)
+	}
 	if forms != 1 {
-		v.addf(at, "sets %d of header, basic, substitute and githubApp; exactly one is required", forms)
+		v.addf(at, "sets %d of header, basic, substitute, githubApp and awsSigV4; exactly one is required", forms)
 	}
 }
 

@@ -364,7 +364,7 @@ func (p *Policy) decideTunnel(req RequestInfo, bodyKnown bool) Decision {
 	if name, ok := overrideParam(req.Target); ok {
 		return refuse("the %s query parameter is refused on injected hosts: servers read it as another method than the request line's, which the rules checked", name)
 	}
-	body := Body{Data: req.Body, Complete: req.BodyComplete, ContentType: req.ContentType, ContentEncoding: req.ContentEncoding}
+	body := Body{Data: req.Body, Complete: req.BodyComplete, ContentType: req.ContentType, ContentEncoding: h.OverrideEncodings(req.ContentEncoding)}
 	if bodyKnown {
 		if name, err := overrideInBody(body); err != nil {
 			return refuse("%v", err)
