@@ -79,6 +79,9 @@ func (s *Server) injectorFor(st *state) injector {
 		if hp.Inject.GitHubApp != nil {
 			return s.mint.inject(hp, h, st.secrets.ReadRaw)
 		}
+		if renewable(hp) {
+			return s.oauth.inject(hp, h, nil, st.secrets.Lookup, st.secrets.ReadRaw)
+		}
 		return Inject(hp, h, st.secrets.Lookup)
 	}
 }

@@ -78,7 +78,7 @@ type Host struct {
 }
 
 // Inject says how the credential reaches the request. Exactly one of
-// Header, Basic, Substitute and GitHubApp is set.
+// Header, Basic, Substitute, GitHubApp, OAuth2 and Google is set.
 type Inject struct {
 	// Secret is the Secret whose keys the injection reads.
 	Secret string `json:"secret"`
@@ -96,6 +96,20 @@ type Inject struct {
 	// from the App's private key, one of the Secret's keys (the
 	// Connection form with credential kind githubApp).
 	GitHubApp *GitHubAppInject `json:"githubApp,omitempty"`
+	// OAuth2 sets an OAuth 2.0 access token the proxy obtains from a
+	// token endpoint with the Secret's client credentials or refresh
+	// token (credential kind oauth2).
+	OAuth2 *OAuth2Inject `json:"oauth2,omitempty"`
+	// Google sets a Google access or ID token the proxy mints with the
+	// service account key held in the Secret (credential kind
+	// googleServiceAccount).
+	Google *GoogleInject `json:"googleServiceAccount,omitempty"`
+}
+
+// Minted reports whether the proxy mints the injection's credential
+// itself from what the Secret holds, rather than reading it as is.
+func (in *Inject) Minted() bool {
+	return in.GitHubApp != nil || in.OAuth2 != nil || in.Google != nil
 }
 
 // HeaderInject sets Name to Value rendered over the Secret's keys. Value
