@@ -31,6 +31,8 @@ type connectionWire struct {
 				Namespace string `yaml:"namespace"`
 			} `yaml:"secretRef"`
 			GitHubApp *githubAppWire `yaml:"githubApp"`
+			OAuth2    *oauth2Wire    `yaml:"oauth2"`
+			Google    *googleWire    `yaml:"googleServiceAccount"`
 		} `yaml:"credential"`
 		Placement struct {
 			Inject []injectWire `yaml:"inject"`

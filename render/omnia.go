@@ -67,7 +67,7 @@ func OmniaRules() []diag.Rule {
 			Purpose: "A Connection's rule sets `encodedSlash`, which keyhole's own proxy enforces but the operator's Connection does not have: the operator would drop it and its proxy match the rule's paths without it, refusing what it allows (npm's scoped package documents, a GitLab project named by its path) or reading a prefix that spells `%2F` otherwise.",
 			Help:    "Keep the default kubernetes target (or agent-sandbox), whose proxy reads the field; for the omnia target, allow `GET` and `HEAD` under a prefix above the names (`/` for an npm registry), or name GitLab projects by their numeric IDs."},
 		{Code: codeOmniaCredentialKind, Severity: diag.Error,
-			Purpose: "A Connection's credential is of a kind keyhole's own proxy mints tokens from (`githubApp`), which the operator's Connection does not have: its `credential.kind` takes a Secret only, so its proxy would inject nothing, or the App's private key.",
+			Purpose: "A Connection's credential is of a kind keyhole's own proxy mints tokens from (`githubApp`, `oauth2`, `googleServiceAccount`), which the operator's Connection does not have: its `credential.kind` takes a Secret only, so its proxy would inject nothing, or the root material (an App's private key, a client's secret, a service account's key).",
 			Help:    "Keep the default kubernetes target (or agent-sandbox), whose proxy mints the tokens; for the omnia target, use kind `secret` with a token of the scope you choose."},
 		{Code: codeOmniaWebSocket, Severity: diag.Error,
 			Purpose: "A Connection's rule sets `websocket: true`, which keyhole's own proxy enforces but the operator's Connection does not have: the operator would drop it, and the WebSocket the rule allows would never open through its proxy.",
