@@ -299,8 +299,22 @@ func injection(in config.Inject) string {
 			how = "Authorization: Basic x-access-token"
 		}
 		return fmt.Sprintf("sets %s to a token of GitHub App %d, installation %s, minted by the proxy from Secret %s key %s, scoped to %s", how, g.AppID, g.Installation(), in.Secret, g.PrivateKeyKey, g.Scope())
+	case in.OAuth2 != nil:
+		o := in.OAuth2
+		return fmt.Sprintf("sets Authorization: Bearer to an OAuth 2.0 token the proxy obtains from %s by the %s grant with Secret %s, asking for %s", o.TokenURL, o.Grant, in.Secret, o.Scope())
+	case in.Google != nil:
+		g := in.Google
+		return fmt.Sprintf("sets Authorization: Bearer to %s the proxy mints with the service account key in Secret %s key %s from %s", googleWhat(g), in.Secret, g.KeyKey, g.TokenURL)
 	}
 	return "none"
+}
+
+// googleWhat says which Google token an injection mints.
+func googleWhat(g *config.GoogleInject) string {
+	if g.Audience != "" {
+		return "an ID token for audience " + g.Audience
+	}
+	return "an access token with scopes " + strings.Join(g.Scopes, " ")
 }
 
 func rule(r config.Rule) string {

@@ -194,21 +194,32 @@ func (v *validator) google(at string, g *GoogleInject) {
 	}
 }
 
+// TokenHost returns the host of the token endpoint an OAuth 2.0 or
+// Google injection posts to, "" for other injections.
+func (in *Inject) TokenHost() string {
+	var u string
+	switch {
+	case in.OAuth2 != nil:
+		u = in.OAuth2.TokenURL
+	case in.Google != nil:
+		u = in.Google.TokenURL
+	default:
+		return ""
+	}
+	host, _ := CheckTokenURL(u)
+	return host
+}
+
 // tokenHosts checks that each token endpoint the config's injections
 // post to is on a host the config lists, whose address rules then
 // govern the proxy's dial.
 func (v *validator) tokenHosts(c *Config, listed map[string]string) {
 	for i, h := range c.Hosts {
-		var u, at string
-		switch {
-		case h.Inject.OAuth2 != nil:
-			u, at = h.Inject.OAuth2.TokenURL, fmt.Sprintf("hosts[%d].inject.oauth2.tokenUrl", i)
-		case h.Inject.Google != nil:
-			u, at = h.Inject.Google.TokenURL, fmt.Sprintf("hosts[%d].inject.googleServiceAccount.tokenUrl", i)
-		default:
-			continue
+		at := fmt.Sprintf("hosts[%d].inject.oauth2.tokenUrl", i)
+		if h.Inject.Google != nil {
+			at = fmt.Sprintf("hosts[%d].inject.googleServiceAccount.tokenUrl", i)
 		}
-		if host, err := CheckTokenURL(u); err == nil && listed[host] == "" {
+		if host := h.Inject.TokenHost(); host != "" && listed[host] == "" {
 			v.addf(at, "names host %s, which the config neither injects nor passes through", host)
 		}
 	}
