@@ -166,6 +166,10 @@ func (s Sandbox) Secrets() []SecretKeys {
 			ks = []string{in.Basic.UsernameKey, in.Basic.PasswordKey}
 		case in.Substitute != nil:
 			ks = []string{in.Substitute.Key}
+		case in.OAuth2 != nil:
+			ks = slices.DeleteFunc([]string{in.OAuth2.ClientIDKey, in.OAuth2.ClientSecretKey, in.OAuth2.RefreshTokenKey}, func(k string) bool { return k == "" })
+		case in.Google != nil:
+			ks = []string{in.Google.KeyKey}
 		}
 		keys[in.Secret] = append(keys[in.Secret], ks...)
 	}
