@@ -106,11 +106,6 @@ type Inject struct {
 	Google *GoogleInject `json:"googleServiceAccount,omitempty"`
 }
 
-// Minted reports whether the proxy mints the injection's credential
-// itself from what the Secret holds, rather than reading it as is.
-func (in *Inject) Minted() bool {
-	return in.GitHubApp != nil || in.OAuth2 != nil || in.Google != nil
-}
 
 // HeaderInject sets Name to Value rendered over the Secret's keys. Value
 // uses only plain key references, e.g. "Bearer {{ .token }}".
