@@ -106,7 +106,6 @@ type Inject struct {
 	Google *GoogleInject `json:"googleServiceAccount,omitempty"`
 }
 
-
 // HeaderInject sets Name to Value rendered over the Secret's keys. Value
 // uses only plain key references, e.g. "Bearer {{ .token }}".
 type HeaderInject struct {

@@ -76,9 +76,9 @@ type GoogleInject struct {
 const GoogleTokenURL = "https://oauth2.googleapis.com/token"
 
 // CheckTokenURL reports whether s is a token endpoint the proxy posts
-// to: an absolute https URL with a host, no user information, no
-// fragment and no query. It returns the host as the config lists hosts
-// (a port other than 443 kept).
+// to: an absolute https URL with a host on port 443, no user
+// information, no fragment and no query. It returns the host as the
+// config lists hosts.
 func CheckTokenURL(s string) (string, error) {
 	u, err := url.Parse(s)
 	switch {
@@ -92,14 +92,13 @@ func CheckTokenURL(s string) (string, error) {
 		return "", fmt.Errorf("%q has a query or fragment; a token endpoint is a plain https URL", clip(s))
 	}
 	host := strings.ToLower(u.Host)
-	name := host
 	if h, port, err := net.SplitHostPort(host); err == nil {
-		name = h
-		if port == "443" {
-			host = h
+		if port != "443" {
+			return "", fmt.Errorf("%q names port %s; the proxy reaches hosts on 443 only", clip(s), clip(port))
 		}
+		host = h
 	}
-	if err := CheckHostName(name); err != nil {
+	if err := CheckHostName(host); err != nil {
 		return "", fmt.Errorf("%q: %w", clip(s), err)
 	}
 	return host, nil
