@@ -69,6 +69,9 @@ func (m *oauthMinter) inject(hp *policy.HostPolicy, header http.Header, stale *S
 		return Injected{}, fmt.Errorf("%w: %w: not a token endpoint injection", ErrCredentialUnavailable, errMint)
 	}
 	tok, fresh, err := m.cache.get(key, stale, ex)
+	if errors.Is(err, errRenewedRecently) {
+		return Injected{}, err // the upstream's 401 goes back as it came
+	}
 	if err != nil {
 		m.count(hp.Connection, "error")
 		return Injected{}, fmt.Errorf("%w: %w: connection %s: %w", ErrCredentialUnavailable, errMint, hp.Connection, err)

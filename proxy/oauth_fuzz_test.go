@@ -3,6 +3,8 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -132,5 +134,36 @@ func TestTokenCacheWaitIsBounded(t *testing.T) {
 	tok, _, err := c.get("k", nil, ex)
 	if err != nil || tok.v != "tok" || calls.Load() != 1 {
 		t.Fatalf("got %v, %v after %d exchanges, want the one exchange's token", tok.v, err, calls.Load())
+	}
+}
+
+// TestTokenCacheStaleRenewal replaces a token an upstream refused once,
+// shares the replacement with the requests refused with the same token,
+// and starts no second replacement within staleGap: an upstream that
+// refuses every token does not make each request an exchange.
+func TestTokenCacheStaleRenewal(t *testing.T) {
+	c := newTokenCache()
+	var calls atomic.Int32
+	ex := func(context.Context) (Secret, time.Time, error) {
+		n := calls.Add(1)
+		return Secret{v: fmt.Sprintf("tok-%d", n)}, time.Now().Add(time.Hour), nil
+	}
+	first, _, err := c.get("k", nil, ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, fresh, err := c.get("k", &first, ex)
+	if err != nil || !fresh || second.v != "tok-2" {
+		t.Fatalf("after a refusal: %q, %v, %v; want a fresh tok-2", second.v, fresh, err)
+	}
+	again, fresh, err := c.get("k", &first, ex)
+	if err != nil || fresh || again.v != "tok-2" {
+		t.Fatalf("a request refused with the old token: %q, %v, %v; want tok-2 as held", again.v, fresh, err)
+	}
+	if _, _, err := c.get("k", &second, ex); !errors.Is(err, errRenewedRecently) {
+		t.Fatalf("a second refusal within staleGap: %v, want errRenewedRecently", err)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("%d exchanges, want 2", n)
 	}
 }

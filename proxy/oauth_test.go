@@ -345,6 +345,7 @@ func TestServerOAuth2RenewsOn401(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET after revocation: %s: %s", resp.Status, body)
 	}
+	time.Sleep(staleGap) // one replacement of a refused token per staleGap
 	a.revoke()
 	resp, body = h.bearer("POST", "https://api.example/v1/things", `{"name":"widget"}`)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "and 17 bytes") {
@@ -354,6 +355,14 @@ func TestServerOAuth2RenewsOn401(t *testing.T) {
 	if last := seen[len(seen)-1]; last.Body != `{"name":"widget"}` {
 		t.Errorf("the retried POST carried %q", last.Body)
 	}
+	// Within staleGap of that renewal, another 401 is passed on as it
+	// came: an upstream refusing every token makes no exchange per
+	// request.
+	a.revoke()
+	if r3, _ := h.bearer("GET", "https://api.example/v1/things", ""); r3.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a GET refused again within staleGap: %s, want the API's 401", r3.Status)
+	}
+	time.Sleep(staleGap)
 	a.revoke()
 	req, _ := http.NewRequest("POST", "https://api.example/v1/things", io.MultiReader(strings.NewReader(`{"name":`), strings.NewReader(`"gadget"}`)))
 	req.ContentLength = -1
@@ -544,7 +553,9 @@ func TestServerGoogleServiceAccount(t *testing.T) {
 			if resp.StatusCode != http.StatusUnauthorized {
 				t.Fatalf("a revoked token with an unusable key: %s, want the API's 401 passed on", resp.Status)
 			}
-			// A rotated key, which the stand-in alone accepts now.
+			// A rotated key, which the stand-in alone accepts now, past
+			// the gap between two replacements of a refused token.
+			time.Sleep(staleGap)
 			rotated := newAppKey(t)
 			a.mu.Lock()
 			a.saPub = &rotated.PublicKey

@@ -32,6 +32,8 @@ type tokenEntry struct {
 	renewAt time.Time
 	flight  *tokenFlight
 	used    time.Time // for eviction
+	// staleAt is when a refused token last started an exchange.
+	staleAt time.Time
 }
 
 // tokenFlight is one exchange; done closes when its fields are set.
@@ -52,6 +54,16 @@ const defaultTokenLife = 10 * time.Minute
 
 // errFlightWait is an exchange that did not end within flightWait.
 var errFlightWait = errors.New("the token endpoint did not answer in time")
+
+// staleGap is how long after a refused token started an exchange another
+// refusal may start one: an upstream that answers 401 whatever the
+// token (a path the token's scopes do not cover) would otherwise have
+// every request of the sandbox's ask the token endpoint for a token.
+const staleGap = time.Second
+
+// errRenewedRecently is a refused token not replaced because one was
+// replaced less than staleGap ago.
+var errRenewedRecently = errors.New("a refused token was replaced less than a second ago")
 
 func newTokenCache() *tokenCache {
 	return &tokenCache{now: time.Now, flightWait: mintTimeout, entries: map[string]*tokenEntry{}}
@@ -80,7 +92,14 @@ func (c *tokenCache) get(key string, stale *Secret, ex exchange) (tok Secret, fr
 		return tok, false, nil
 	}
 	f := e.flight
+	if f == nil && staleNow && now.Sub(e.staleAt) < staleGap {
+		c.mu.Unlock()
+		return Secret{}, false, errRenewedRecently
+	}
 	if f == nil {
+		if staleNow {
+			e.staleAt = now
+		}
 		f = &tokenFlight{done: make(chan struct{})}
 		e.flight = f
 		go c.fly(e, f, ex)
