@@ -157,6 +157,9 @@ func checkAgents(p *pass) {
 			if aw.Sandbox == "" {
 				continue
 			}
+			if p.tokenConnectorRefused(&a.item, cmpPath(c.Connection != "", at.with("connection"), at), c.Name, cn) {
+				continue
+			}
 			if cn.w.Spec.Credential.Kind == CredentialKindGitHubApp {
 				p.report(codeGitHubAppInvalid, &a.item, cmpPath(c.Connection != "", at.with("connection"), at), false,
 					"connector %s names Connection %s, whose credential is a GitHub App; an agent.yaml connector substitutes a Secret's value, which here is the App's private key: bind the Connection from an AgentRuntime's spec.sandbox.connections instead", c.Name, cn.obj().Name)
@@ -320,7 +323,7 @@ func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
 		}
 		cn, err := p.agentConnection(a, c.Connection)
 		if err != nil || proxyOnlyCredential(cn.w.Spec.Credential.Kind) {
-			continue // a GitHub App's key is never substituted; the checks report it
+			continue // a proxy-held credential's Secret is never substituted; the checks report it
 		}
 		ns = cmp.Or(ns, cn.obj().Namespace)
 		placeholder := Placeholder(cn.obj().Name)

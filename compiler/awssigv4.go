@@ -51,9 +51,11 @@ func (w *connectionWire) awsSigV4() *awsSigV4Wire {
 
 // proxyOnlyCredential reports whether a credential kind is one only the
 // proxy uses (a GitHub App's key it mints from, an AWS key it signs
-// with): its Secret is never substituted or placed in the sandbox.
+// with, an OAuth 2.0 client's or a service account's credentials it
+// obtains tokens with): its Secret is never substituted or placed in the
+// sandbox.
 func proxyOnlyCredential(kind string) bool {
-	return kind == CredentialKindGitHubApp || kind == CredentialKindAWSSigV4
+	return kind == CredentialKindGitHubApp || kind == CredentialKindAWSSigV4 || kind == CredentialKindOAuth2 || kind == CredentialKindGoogle
 }
 
 // awsSuffixes are the DNS suffixes of AWS's public endpoints: its

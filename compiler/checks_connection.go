@@ -139,7 +139,7 @@ func checkInjectHosts(p *pass) {
 			}
 		}
 		for j, h := range w.Spec.Hosts {
-			if _, ok := covered[h]; !ok && len(w.Spec.Placement.Inject) > 0 {
+			if _, ok := covered[h]; !ok && len(w.Spec.Placement.Inject) > 0 && h != w.tokenHost() {
 				p.report(codeHostNotInjected, &c.item, path{"spec", "hosts", j}, false,
 					"no inject entry covers %s: the sandbox reaches it through the proxy but without the credential; add it to an entry's hosts if it needs one", h)
 			}
@@ -168,7 +168,7 @@ func checkForbiddenHeaders(p *pass) {
 func checkInjectForm(p *pass) {
 	for _, c := range p.connList {
 		if proxyOnlyCredential(c.w.Spec.Credential.Kind) {
-			continue // the proxy sets the credential; checkGitHubApps, checkAWSSigV4
+			continue // the proxy sets the credential; checkGitHubApps, checkAWSSigV4 and checkTokenCredentials
 		}
 		for i, in := range c.w.Spec.Placement.Inject {
 			at := path{"spec", "placement", "inject", i}

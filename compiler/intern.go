@@ -37,6 +37,8 @@ type arenas struct {
 	injects     arena[injectWire]
 	basics      arena[basicWire]
 	githubApps  arena[githubAppWire]
+	oauth2s     arena[oauth2Wire]
+	googles     arena[googleWire]
 	rules       arena[ruleWire]
 	classes     arena[sandboxClassWire]
 	roles       arena[roleWire]
@@ -209,6 +211,18 @@ func (in *interner) connection(w *connectionWire) *connectionWire {
 			AccessKeyIDKey: in.keep(a.AccessKeyIDKey), SecretAccessKeyKey: in.keep(a.SecretAccessKeyKey),
 			SessionTokenKey: in.keep(a.SessionTokenKey), Region: in.keep(a.Region), Service: in.keep(a.Service),
 		}
+	}
+	if o := w.Spec.Credential.OAuth2; o != nil {
+		sp.Credential.OAuth2 = in.oauth2s.new(oauth2Wire{
+			TokenURL: in.keep(o.TokenURL), Grant: in.keep(o.Grant), ClientIDKey: in.keep(o.ClientIDKey),
+			ClientSecretKey: in.keep(o.ClientSecretKey), RefreshTokenKey: in.keep(o.RefreshTokenKey),
+			Scopes: in.list(o.Scopes), Audience: in.keep(o.Audience), Resource: in.keep(o.Resource),
+		})
+	}
+	if g := w.Spec.Credential.Google; g != nil {
+		sp.Credential.Google = in.googles.new(googleWire{
+			KeyKey: in.keep(g.KeyKey), TokenURL: in.keep(g.TokenURL), Scopes: in.list(g.Scopes), Audience: in.keep(g.Audience),
+		})
 	}
 	sp.Placement.Inject = in.injects.clone(w.Spec.Placement.Inject)
 	for i := range sp.Placement.Inject {

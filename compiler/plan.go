@@ -171,6 +171,10 @@ func (s Sandbox) Secrets() []SecretKeys {
 			if in.AWSSigV4.SessionTokenKey != "" {
 				ks = append(ks, in.AWSSigV4.SessionTokenKey)
 			}
+		case in.OAuth2 != nil:
+			ks = slices.DeleteFunc([]string{in.OAuth2.ClientIDKey, in.OAuth2.ClientSecretKey, in.OAuth2.RefreshTokenKey}, func(k string) bool { return k == "" })
+		case in.Google != nil:
+			ks = []string{in.Google.KeyKey}
 		}
 		keys[in.Secret] = append(keys[in.Secret], ks...)
 	}

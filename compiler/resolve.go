@@ -108,15 +108,18 @@ func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
 		if app != nil {
 			scope = githubAppScope(w, app.api())
 		}
+		token := w.tokenInject()
 		for ii, in := range w.Spec.Placement.Inject {
 			inject := config.Inject{Secret: w.Spec.Credential.SecretRef.Name}
 			switch {
 			case app != nil:
 				// Set per host below: the scheme depends on it.
-			case w.Spec.Credential.Kind == CredentialKindGitHubApp:
-				continue // no githubApp; the checks report it
+			case token != nil:
+				inject = *token
 			case w.Spec.Credential.Kind == CredentialKindAWSSigV4:
 				// Set per host below: the scope depends on it.
+			case w.minted():
+				continue // no usable githubApp, oauth2 or googleServiceAccount; the checks report it
 			case in.Basic != nil:
 				inject.Basic = &config.BasicInject{UsernameKey: in.Basic.UsernameKey, PasswordKey: in.Basic.PasswordKey}
 			case in.Value != nil:

@@ -32,6 +32,8 @@ type connectionWire struct {
 			} `yaml:"secretRef"`
 			GitHubApp *githubAppWire `yaml:"githubApp"`
 			AWSSigV4  *awsSigV4Wire  `yaml:"awsSigV4"`
+			OAuth2    *oauth2Wire    `yaml:"oauth2"`
+			Google    *googleWire    `yaml:"googleServiceAccount"`
 		} `yaml:"credential"`
 		Placement struct {
 			Inject []injectWire `yaml:"inject"`

@@ -357,6 +357,11 @@ func hostPolicy(host string, e entry) (*policy.Policy, error) {
 	switch {
 	case e.h != nil:
 		c.Hosts = []config.Host{*e.h}
+		// The token endpoint the entry's injection dials is a host the
+		// config must list; what the entry decides does not depend on it.
+		if th := e.h.Inject.TokenHost(); th != "" && th != host {
+			c.Passthrough = []string{th}
+		}
 	case e.passthrough:
 		c.Passthrough = []string{host}
 	}
@@ -442,14 +447,26 @@ func compareHost(host string, b, h entry) hostAccess {
 }
 
 // mintedNarrower reports whether both entries inject a token the same
-// GitHub App mints and the head's scope is within the base's: a wider
-// scope is a credential the base did not carry, a narrower one is not.
+// GitHub App, OAuth 2.0 client or service account mints and the head's
+// scope is within the base's: a wider scope is a credential the base did
+// not carry, a narrower one is not.
 func mintedNarrower(b, h entry) bool {
 	if b.h == nil || h.h == nil {
 		return false
 	}
-	bg, hg := b.h.Inject.GitHubApp, h.h.Inject.GitHubApp
-	return bg != nil && hg != nil && b.h.Inject.Secret == h.h.Inject.Secret && bg.SameApp(hg) && bg.Covers(hg)
+	bi, hi := b.h.Inject, h.h.Inject
+	if bi.Secret != hi.Secret {
+		return false
+	}
+	switch {
+	case bi.GitHubApp != nil && hi.GitHubApp != nil:
+		return bi.GitHubApp.SameApp(hi.GitHubApp) && bi.GitHubApp.Covers(hi.GitHubApp)
+	case bi.OAuth2 != nil && hi.OAuth2 != nil:
+		return bi.OAuth2.SameClient(hi.OAuth2) && bi.OAuth2.Covers(hi.OAuth2)
+	case bi.Google != nil && hi.Google != nil:
+		return bi.Google.SameAccount(hi.Google) && bi.Google.Covers(hi.Google)
+	}
+	return false
 }
 
 func boolWord(b bool) string { return strconv.FormatBool(b) }

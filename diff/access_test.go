@@ -38,6 +38,20 @@ func app(perms map[string]string, repos []string, rules ...config.Rule) config.H
 		AppID: 1, InstallationID: 2, PrivateKeyKey: "private-key.pem", API: "api.github.com", Scheme: "token", Repositories: repos, Permissions: perms}}}
 }
 
+// oauthHost is a host whose token the proxy obtains with an OAuth 2.0
+// client's credentials, asking for scopes.
+func oauthHost(scopes ...string) config.Host {
+	return config.Host{Name: "api.acme.example", Connection: "acme", Rules: []config.Rule{prefixes("GET", "/v1")}, Inject: config.Inject{Secret: "acme-client", OAuth2: &config.OAuth2Inject{
+		TokenURL: "https://auth.acme.example/token", Grant: config.OAuth2GrantClientCredentials, ClientIDKey: "client-id", ClientSecretKey: "client-secret", Scopes: scopes}}}
+}
+
+// googleHost is a host whose token the proxy mints with a service
+// account's key: an access token with scopes, or an ID token for aud.
+func googleHost(aud string, scopes ...string) config.Host {
+	return config.Host{Name: "api.acme.example", Connection: "acme", Rules: []config.Rule{prefixes("GET", "/v1")}, Inject: config.Inject{Secret: "acme-gsa", Google: &config.GoogleInject{
+		KeyKey: "key.json", TokenURL: config.GoogleTokenURL, Scopes: scopes, Audience: aud}}}
+}
+
 func gh(rules ...config.Rule) config.Host {
 	return config.Host{Name: "api.github.com", Connection: "github-acme", Inject: bearer("acme-github-token"), Rules: rules}
 }
@@ -100,6 +114,36 @@ func TestCompareAccess(t *testing.T) {
 			head:     plan([]config.Host{app(map[string]string{"pull_requests": "read"}, []string{"widgets"}, prefixes("GET", "/repos/acme/widgets/pulls"))}),
 			want:     VerdictNarrowed,
 			narrowed: []string{"GET https://api.github.com/repos/acme/widgets/pulls"},
+		},
+		"an OAuth 2.0 token's scopes widened": {
+			base:    plan([]config.Host{oauthHost("read")}, "auth.acme.example"),
+			head:    plan([]config.Host{oauthHost("read", "write")}, "auth.acme.example"),
+			want:    VerdictWidened,
+			widened: []string{"GET https://api.acme.example/v1"},
+		},
+		"an OAuth 2.0 token's scopes narrowed": {
+			base:     plan([]config.Host{oauthHost("read", "write")}, "auth.acme.example"),
+			head:     plan([]config.Host{oauthHost("read")}, "auth.acme.example"),
+			want:     VerdictNarrowed,
+			narrowed: []string{"GET https://api.acme.example/v1"},
+		},
+		"an OAuth 2.0 token's scopes dropped for the server's default": {
+			base:    plan([]config.Host{oauthHost("read")}, "auth.acme.example"),
+			head:    plan([]config.Host{oauthHost()}, "auth.acme.example"),
+			want:    VerdictWidened,
+			widened: []string{"GET https://api.acme.example/v1"},
+		},
+		"a Google access token's scopes widened": {
+			base:    plan([]config.Host{googleHost("", "https://www.googleapis.com/auth/devstorage.read_only")}, "oauth2.googleapis.com"),
+			head:    plan([]config.Host{googleHost("", "https://www.googleapis.com/auth/cloud-platform", "https://www.googleapis.com/auth/devstorage.read_only")}, "oauth2.googleapis.com"),
+			want:    VerdictWidened,
+			widened: []string{"GET https://api.acme.example/v1"},
+		},
+		"a Google ID token's audience changed": {
+			base:    plan([]config.Host{googleHost("https://a.example")}, "oauth2.googleapis.com"),
+			head:    plan([]config.Host{googleHost("https://b.example")}, "oauth2.googleapis.com"),
+			want:    VerdictWidened,
+			widened: []string{"GET https://api.acme.example/v1"},
 		},
 		"the same plan": {
 			base: plan([]config.Host{gh(prefixes("GET,HEAD", "/repos/acme/widgets"))}),
@@ -467,21 +511,39 @@ func checkAccess(t *testing.T, base, head *config.Config, a Access) {
 
 // scopeNarrowed reports whether the URL's host injects, on both plans, a
 // token of one GitHub App whose head scope has no permission or
-// repository beyond the base's, written out here from the two scopes.
+// repository beyond the base's, or of one OAuth 2.0 client or service
+// account asking for no scope beyond the base's, written out here from
+// the two scopes.
 func scopeNarrowed(base, head *config.Config, rawURL string) bool {
 	u, err := url.Parse(rawURL)
 	if err != nil || base == nil || head == nil {
 		return false
 	}
-	find := func(c *config.Config) *config.GitHubAppInject {
+	inject := func(c *config.Config) config.Inject {
 		for _, h := range c.Hosts {
 			if h.Name == u.Hostname() {
-				return h.Inject.GitHubApp
+				return h.Inject
 			}
 		}
-		return nil
+		return config.Inject{}
 	}
-	b, h := find(base), find(head)
+	// A token endpoint's token asks for the head's scopes, each one of
+	// the base's, of the same client or account.
+	subset := func(b, h []string) bool {
+		for _, s := range h {
+			if !slices.Contains(b, s) {
+				return false
+			}
+		}
+		return len(h) > 0 || len(b) == 0
+	}
+	if bo, ho := inject(base).OAuth2, inject(head).OAuth2; bo != nil && ho != nil {
+		return bo.TokenURL == ho.TokenURL && bo.Audience == ho.Audience && bo.Resource == ho.Resource && subset(bo.Scopes, ho.Scopes)
+	}
+	if bg, hg := inject(base).Google, inject(head).Google; bg != nil && hg != nil {
+		return bg.KeyKey == hg.KeyKey && bg.Audience == hg.Audience && subset(bg.Scopes, hg.Scopes)
+	}
+	b, h := inject(base).GitHubApp, inject(head).GitHubApp
 	if b == nil || h == nil || b.AppID != h.AppID || b.InstallationID != h.InstallationID {
 		return false
 	}

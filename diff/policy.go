@@ -285,10 +285,27 @@ func describeCredential(in config.Inject) string {
 		how = fmt.Sprintf("GitHub App %d installation %s token minted from key %s, sent as %s, scoped to %s", g.AppID, g.Installation(), g.PrivateKeyKey, g.Scheme, g.Scope())
 	case in.AWSSigV4 != nil:
 		how = in.AWSSigV4.Describe()
+	case in.OAuth2 != nil:
+		o := in.OAuth2
+		how = fmt.Sprintf("OAuth 2.0 token from %s by the %s grant (keys %s), sent as Bearer, asking for %s", o.TokenURL, o.Grant, strings.Join(oauthKeys(o), ", "), o.Scope())
+	case in.Google != nil:
+		g := in.Google
+		how = fmt.Sprintf("Google service account token from %s minted with key %s, sent as Bearer, %s", g.TokenURL, g.KeyKey, g.Scope())
 	default:
 		how = "no injection"
 	}
 	return fmt.Sprintf("Secret %s: %s", in.Secret, how)
+}
+
+// oauthKeys lists the Secret keys an OAuth 2.0 injection reads.
+func oauthKeys(o *config.OAuth2Inject) []string {
+	var keys []string
+	for _, k := range []string{o.ClientIDKey, o.ClientSecretKey, o.RefreshTokenKey} {
+		if k != "" {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 // rules describes each rule on one line, sorted; no rules is AnyRequest.

@@ -280,7 +280,42 @@ func (s *Server) serveRequest(w http.ResponseWriter, r *http.Request, st *state,
 			r.Body = sb
 		}
 	}
+	if hp := d.HostPolicy(); renewable(hp) && !d.WebSocket {
+		if !s.renewable(rec, r, st, hp, &sc) {
+			return
+		}
+	}
 	s.forwardTLS.forward(rec, r, sc)
+}
+
+// maxReplayBody bounds a request body the proxy holds to send again
+// after an upstream's 401 renewed the token.
+const maxReplayBody = 64 << 10
+
+// renewable lets the forwarder renew hp's token after an upstream's 401
+// and send r again: r has no body, or one of a known length up to
+// maxReplayBody, which it reads whole now and holds. A longer body, or
+// one of unknown length, streams as usual, and its 401 goes back as it
+// came. It returns false when reading the body failed, having answered
+// the request.
+func (s *Server) renewable(w http.ResponseWriter, r *http.Request, st *state, hp *policy.HostPolicy, sc *scrubbing) bool {
+	if r.Body != nil && r.Body != http.NoBody {
+		if r.ContentLength < 0 || r.ContentLength > maxReplayBody {
+			return true
+		}
+		b, err := io.ReadAll(io.LimitReader(r.Body, maxReplayBody+1))
+		if err != nil {
+			s.upstreamError(w, r, err, sc.inj)
+			return false
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		sc.replay = b
+	}
+	sc.renew = func(h http.Header) (Injected, error) {
+		stale, _ := bearerToken(h)
+		return s.oauth.inject(hp, h, &stale, st.secrets.Lookup, st.secrets.ReadRaw)
+	}
+	return true
 }
 
 // readTunnelRequest reads what the decision on a request in tunnel tc

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -61,6 +62,13 @@ type scrubbing struct {
 	// forwarder ask the upstream to upgrade and relay the frames, which
 	// are scrubbed whatever body says.
 	ws *webSocketGrant
+	// renew, set for a token the proxy obtains from a token endpoint,
+	// replaces the token in the header with a renewed one after an
+	// upstream's 401 and returns what the response must then be scrubbed
+	// of too; replay is the request's body, held whole to send again
+	// (nil when it has none, or one too long to hold).
+	renew  func(h http.Header) (Injected, error)
+	replay []byte
 }
 
 func newForwarder(scheme string, rt http.RoundTripper, onError func(http.ResponseWriter, *http.Request, error, Injected)) *forwarder {
@@ -105,53 +113,9 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 		w.WriteHeader(code)
 		clear(h) // WriteHeader does not clear the map after a 1xx
 	}
-	var res *http.Response
-	var err error
-	var conn net.Conn // the upstream connection, off the pool's fast path
-	if f.pool != nil && sc.ws == nil && fastPath(out) {
-		start := time.Now()
-		res, err = f.pool.roundTrip(out, func(r1 *http.Response) { got1xx(r1.StatusCode, r1.Header) })
-		if err == nil {
-			f.observe(time.Since(start))
-		}
-	} else {
-		// The transport reports 1xx from its reader goroutine; done
-		// stops that once the final response is in.
-		var mu sync.Mutex
-		done := false
-		trace := &httptrace.ClientTrace{
-			GotConn: func(info httptrace.GotConnInfo) {
-				mu.Lock()
-				conn = info.Conn
-				mu.Unlock()
-			},
-			Got1xxResponse: func(code int, header textproto.MIMEHeader) error {
-				mu.Lock()
-				defer mu.Unlock()
-				if !done {
-					got1xx(code, header)
-				}
-				return nil
-			},
-		}
-		out = out.WithContext(httptrace.WithClientTrace(out.Context(), trace))
-		out.Close = closesAfter(out)
-		res, err = f.rt.RoundTrip(out)
-		mu.Lock()
-		done = true
-		mu.Unlock()
-		if err == nil && conn != nil && !framedByItself(out.Method, res.StatusCode) {
-			// The Transport pools the connection after a 204 or a
-			// 304, which end at their header: a body the upstream
-			// sends anyway, after the next request was written, would
-			// be read as that request's response. Closing it here
-			// leaves the pool a dead connection, which the Transport
-			// drops. (It is idle from the moment the response was
-			// read, so a request taking it in the few microseconds
-			// before this close fails rather than reading those
-			// bytes, unless they arrive within them.)
-			conn.Close()
-		}
+	res, conn, err := f.roundTrip(out, sc, got1xx)
+	if err == nil && res.StatusCode == http.StatusUnauthorized && sc.renew != nil && sc.ws == nil {
+		res, conn, err = f.retryRenewed(out, res, conn, &sc, got1xx)
 	}
 	if err != nil {
 		f.onError(w, out, err, sc.inj)
@@ -366,6 +330,86 @@ func cleanQuery(s string) string {
 		}
 	}
 	return s
+}
+
+// roundTrip sends out once: bodiless GET and HEAD over the pool's fast
+// path, anything else over the transport, with 1xx responses passed to
+// got1xx as they arrive. conn is the upstream connection, off the fast
+// path.
+func (f *forwarder) roundTrip(out *http.Request, sc scrubbing, got1xx func(int, map[string][]string)) (res *http.Response, conn net.Conn, err error) {
+	if f.pool != nil && sc.ws == nil && fastPath(out) {
+		start := time.Now()
+		res, err = f.pool.roundTrip(out, func(r1 *http.Response) { got1xx(r1.StatusCode, r1.Header) })
+		if err == nil {
+			f.observe(time.Since(start))
+		}
+		return res, nil, err
+	}
+	// The transport reports 1xx from its reader goroutine; done
+	// stops that once the final response is in.
+	var mu sync.Mutex
+	done := false
+	trace := &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			mu.Lock()
+			conn = info.Conn
+			mu.Unlock()
+		},
+		Got1xxResponse: func(code int, header textproto.MIMEHeader) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if !done {
+				got1xx(code, header)
+			}
+			return nil
+		},
+	}
+	out.Close = closesAfter(out)
+	res, err = f.rt.RoundTrip(out.WithContext(httptrace.WithClientTrace(out.Context(), trace)))
+	mu.Lock()
+	done = true
+	c := conn
+	mu.Unlock()
+	if err == nil && c != nil && !framedByItself(out.Method, res.StatusCode) {
+		// The Transport pools the connection after a 204 or a
+		// 304, which end at their header: a body the upstream
+		// sends anyway, after the next request was written, would
+		// be read as that request's response. Closing it here
+		// leaves the pool a dead connection, which the Transport
+		// drops. (It is idle from the moment the response was
+		// read, so a request taking it in the few microseconds
+		// before this close fails rather than reading those
+		// bytes, unless they arrive within them.)
+		c.Close()
+	}
+	return res, c, err
+}
+
+// maxRenewDrain bounds what of a 401's body is read so that its
+// connection can carry the retry; a longer one closes the connection.
+const maxRenewDrain = 64 << 10
+
+// retryRenewed answers an upstream's 401 to a request carrying a token
+// the proxy obtained from a token endpoint: the token may have been
+// revoked or expired early, so the proxy renews it once and sends the
+// request again, when it can send the same request again: it has no
+// body, or one the proxy still holds (sc.replay). Otherwise, or when the
+// renewal fails, the 401 goes back as it came.
+func (f *forwarder) retryRenewed(out *http.Request, res *http.Response, conn net.Conn, sc *scrubbing, got1xx func(int, map[string][]string)) (*http.Response, net.Conn, error) {
+	if out.Body != nil && out.Body != http.NoBody && sc.replay == nil {
+		return res, conn, nil
+	}
+	inj, err := sc.renew(out.Header)
+	if err != nil {
+		return res, conn, nil
+	}
+	sc.inj.merge(inj)
+	io.Copy(io.Discard, io.LimitReader(res.Body, maxRenewDrain))
+	res.Body.Close()
+	if sc.replay != nil {
+		out.Body = io.NopCloser(bytes.NewReader(sc.replay))
+	}
+	return f.roundTrip(out, *sc, got1xx)
 }
 
 // noCloseBody passes reads to the inbound body until closed; Close does

@@ -82,6 +82,9 @@ func (s *Server) injectorFor(st *state) injector {
 		if hp.Inject.AWSSigV4 != nil {
 			return Injected{}, nil // signed once the request is whole: signAWSRequest
 		}
+		if renewable(hp) {
+			return s.oauth.inject(hp, h, nil, st.secrets.Lookup, st.secrets.ReadRaw)
+		}
 		return Inject(hp, h, st.secrets.Lookup)
 	}
 }

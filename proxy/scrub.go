@@ -177,6 +177,13 @@ func (in *Injected) addOne(v string) {
 	in.values = append(keep, Secret{v: v})
 }
 
+// merge records what o records too.
+func (in *Injected) merge(o Injected) {
+	for _, v := range o.values {
+		in.addOne(v.v)
+	}
+}
+
 // Empty reports whether there is nothing to scrub.
 func (in Injected) Empty() bool { return len(in.values) == 0 }
 

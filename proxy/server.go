@@ -99,6 +99,11 @@ type Options struct {
 	// Logger receives one JSON line per request and reload events; nil
 	// discards them.
 	Logger *slog.Logger
+	// StateFile, when set, is where the proxy keeps the refresh tokens
+	// an authorization server rotated, to read them back after a
+	// restart: a file in a volume of the proxy's own, which it alone
+	// reads. Empty keeps them in memory for the proxy's life.
+	StateFile string
 	// RequestLog, when set, receives the request lines instead of
 	// Logger, written directly in exactly the form
 	// slog.NewJSONHandler(RequestLog, nil) would give them: the same
@@ -141,6 +146,7 @@ type Server struct {
 	leaves   *leafCache      // reached only through interception.leaf
 	upstream *http.Transport // TLS to injected hosts
 	mint     *minter         // tokens minted for GitHub App injections
+	oauth    *oauthMinter    // tokens obtained for OAuth 2.0 and Google injections
 	plain    *http.Transport // http:// to passthrough hosts
 	tunnels  chan struct{}   // semaphore of open tunnels
 	// bodyChecks is a semaphore of request bodies being read for a rule
@@ -236,6 +242,11 @@ func New(opts Options) (*Server, error) {
 	s.upstream = s.newTransport(upTLS)
 	s.plain = s.newTransport(nil)
 	s.mint = newMinter(&http.Client{Transport: s.upstream, Timeout: mintTimeout}, s.metrics.tokenMint)
+	refresh, err := newRefreshStore(opts.StateFile)
+	if err != nil {
+		s.log.Warn("state file not read; the Secrets' refresh tokens are used", "error", logText(err.Error()))
+	}
+	s.oauth = newOAuthMinter(&http.Client{Transport: s.upstream, Timeout: mintTimeout}, s.metrics.tokenMint, refresh, s.log.Warn)
 	s.forwardTLS = newForwarder("https", timedTransport{rt: s.upstream, m: s.metrics}, s.upstreamError)
 	s.forwardTLS.pool = &upPool{
 		dial: s.dial, tls: upTLS,

@@ -29,6 +29,14 @@ const (
 	volAPIAccess   = "kube-api-access"
 	volUpstreamCA  = "upstream-ca"
 	volNames       = "egress-names"
+	volProxyState  = "proxy-state"
+
+	// ProxyStateFile is where the rendered proxy keeps the refresh tokens
+	// authorization servers rotate: in an emptyDir of the proxy's own, so
+	// they outlive a restart of its container (not of its pod), and the
+	// proxy needs no right to write the Kubernetes Secret.
+	ProxyStateFile = proxyStateDir + "/refresh-tokens.json"
+	proxyStateDir  = "/var/run/keyhole/state"
 
 	// caPublicDir holds only the CA's public certificate, for the
 	// init container that builds bundle.pem.
@@ -588,6 +596,12 @@ func (w *manifestWriter) proxyPod(pod *ymap) {
 		}
 		s.str("secretName", sec.Name)
 	}
+	if w.keepsRefreshTokens() {
+		v := vols.mapping()
+		e := v.mapping("emptyDir")
+		e.str("sizeLimit", "1Mi")
+		v.str("name", volProxyState)
+	}
 }
 
 func mount(mounts yseq, name, path string, readOnly bool) {
@@ -597,6 +611,18 @@ func mount(mounts yseq, name, path string, readOnly bool) {
 	if readOnly {
 		m.bool("readOnly", true)
 	}
+}
+
+// keepsRefreshTokens reports whether the sandbox's proxy uses a refresh
+// token grant, whose server may rotate the refresh token: the proxy then
+// gets a state file to keep the rotated one in.
+func (w *manifestWriter) keepsRefreshTokens() bool {
+	for _, h := range w.sb.Proxy.Hosts {
+		if o := h.Inject.OAuth2; o != nil && o.Grant == config.OAuth2GrantRefreshToken {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *manifestWriter) proxyContainer(c ymap, sidecar bool) {
@@ -618,6 +644,10 @@ func (w *manifestWriter) proxyContainer(c ymap, sidecar bool) {
 	if w.opts.UpstreamCAConfigMap != "" {
 		args.str("--upstream-ca")
 		args.str(upstreamCADir + "/ca.crt")
+	}
+	if w.keepsRefreshTokens() {
+		args.str("--state-file")
+		args.str(ProxyStateFile)
 	}
 	if sidecar {
 		args.str("--transparent-listen")
@@ -644,6 +674,9 @@ func (w *manifestWriter) proxyContainer(c ymap, sidecar bool) {
 	}
 	for _, s := range w.secrets {
 		mount(mounts, secretVolume(s.Name), config.DefaultSecretsDir+"/"+s.Name, true)
+	}
+	if w.keepsRefreshTokens() {
+		mount(mounts, volProxyState, proxyStateDir, false)
 	}
 	if sidecar {
 		// Its own name files, not the ones the sandbox can write.

@@ -379,6 +379,20 @@ func TestOmniaDiagnostics(t *testing.T) {
 			},
 			codes: []string{codeOmniaCredentialKind},
 		},
+		"a Connection's OAuth 2.0 credential": {
+			plan: func(t *testing.T) compiler.Plan {
+				return compiler.Plan{Objects: []compiler.Object{inputObject(t, "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: c, namespace: agents}\n"+
+					"spec: {hosts: [api.acme.example, auth.acme.example], credential: {kind: oauth2, secretRef: {name: s}, oauth2: {tokenUrl: 'https://auth.acme.example/token'}}, placement: {inject: [{hosts: [api.acme.example]}]}}\n")}}
+			},
+			codes: []string{codeOmniaCredentialKind},
+		},
+		"a Connection's Google service account credential": {
+			plan: func(t *testing.T) compiler.Plan {
+				return compiler.Plan{Objects: []compiler.Object{inputObject(t, "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: c, namespace: agents}\n"+
+					"spec: {hosts: [storage.googleapis.com, oauth2.googleapis.com], credential: {kind: googleServiceAccount, secretRef: {name: s}, googleServiceAccount: {scopes: [openid]}}, placement: {inject: [{hosts: [storage.googleapis.com]}]}}\n")}}
+			},
+			codes: []string{codeOmniaCredentialKind},
+		},
 		"a Connection's encodedSlash": {
 			plan: func(t *testing.T) compiler.Plan {
 				return compiler.Plan{Objects: []compiler.Object{inputObject(t, "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: c, namespace: agents}\n"+

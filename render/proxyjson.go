@@ -177,6 +177,23 @@ func (w *jsonWriter) inject(in *config.Inject, depth int) {
 		w.key(&n, depth+1, "githubApp")
 		w.githubApp(g, depth+1)
 	}
+	if g := in.Google; g != nil {
+		w.key(&n, depth+1, "googleServiceAccount")
+		m := w.open('{')
+		if g.Audience != "" {
+			w.key(&m, depth+2, "audience")
+			w.str(g.Audience)
+		}
+		w.key(&m, depth+2, "keyKey")
+		w.str(g.KeyKey)
+		if len(g.Scopes) > 0 {
+			w.key(&m, depth+2, "scopes")
+			w.strs(g.Scopes, depth+2)
+		}
+		w.key(&m, depth+2, "tokenUrl")
+		w.str(g.TokenURL)
+		w.close(m, depth+1, '}')
+	}
 	if h := in.Header; h != nil {
 		w.key(&n, depth+1, "header")
 		m := w.open('{')
@@ -185,6 +202,10 @@ func (w *jsonWriter) inject(in *config.Inject, depth int) {
 		w.key(&m, depth+2, "value")
 		w.str(h.Value)
 		w.close(m, depth+1, '}')
+	}
+	if o := in.OAuth2; o != nil {
+		w.key(&n, depth+1, "oauth2")
+		w.oauth2(o, depth+1)
 	}
 	w.key(&n, depth+1, "secret")
 	w.str(in.Secret)
@@ -202,6 +223,28 @@ func (w *jsonWriter) inject(in *config.Inject, depth int) {
 		w.close(m, depth+1, '}')
 	}
 	w.close(n, depth, '}')
+}
+
+func (w *jsonWriter) oauth2(o *config.OAuth2Inject, depth int) {
+	m := w.open('{')
+	field := func(k, v string, omitEmpty bool) {
+		if v != "" || !omitEmpty {
+			w.key(&m, depth+1, k)
+			w.str(v)
+		}
+	}
+	field("audience", o.Audience, true)
+	field("clientIdKey", o.ClientIDKey, false)
+	field("clientSecretKey", o.ClientSecretKey, true)
+	field("grant", o.Grant, false)
+	field("refreshTokenKey", o.RefreshTokenKey, true)
+	field("resource", o.Resource, true)
+	if len(o.Scopes) > 0 {
+		w.key(&m, depth+1, "scopes")
+		w.strs(o.Scopes, depth+1)
+	}
+	field("tokenUrl", o.TokenURL, false)
+	w.close(m, depth, '}')
 }
 
 func (w *jsonWriter) githubApp(g *config.GitHubAppInject, depth int) {

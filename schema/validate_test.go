@@ -79,7 +79,7 @@ func TestValidateFixtures(t *testing.T) {
 				{Line: 2, Column: 7, Path: "kind", Message: `want "Connection", got "Conection"`},
 				{Line: 4, Column: 3, Path: "metadata", Message: `missing required field "name"`},
 				{Line: 7, Column: 10, Path: "spec.hosts", Message: `want at least one item, got none`},
-				{Line: 9, Column: 11, Path: "spec.credential.kind", Message: `"vault" is not allowed here; want one of secret, githubApp, awsSigV4`},
+				{Line: 9, Column: 11, Path: "spec.credential.kind", Message: `"vault" is not allowed here; want one of secret, githubApp, awsSigV4, oauth2, googleServiceAccount`},
 				{Line: 14, Column: 15, Path: "spec.placement.files[0].path", Message: `"relative/path" is not an absolute path: want a path starting with /`},
 				{Line: 18, Column: 14, Path: "spec.placement.env[0].key", Message: `Secret key "bad key" holds ' '; Kubernetes allows only letters, digits, '-', '_' and '.'`},
 			},

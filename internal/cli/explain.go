@@ -302,8 +302,22 @@ func injection(in config.Inject) string {
 	case in.AWSSigV4 != nil:
 		a := in.AWSSigV4
 		return fmt.Sprintf("signs the request (AWS SigV4, Authorization: AWS4-HMAC-SHA256) for service %s in region %s with the access key in Secret %s (keys %s and %s), replacing the sandbox's signature", a.Service, a.Region, in.Secret, a.AccessKeyIDKey, a.SecretAccessKeyKey)
+	case in.OAuth2 != nil:
+		o := in.OAuth2
+		return fmt.Sprintf("sets Authorization: Bearer to an OAuth 2.0 token the proxy obtains from %s by the %s grant with Secret %s, asking for %s", o.TokenURL, o.Grant, in.Secret, o.Scope())
+	case in.Google != nil:
+		g := in.Google
+		return fmt.Sprintf("sets Authorization: Bearer to %s the proxy mints with the service account key in Secret %s key %s from %s", googleWhat(g), in.Secret, g.KeyKey, g.TokenURL)
 	}
 	return "none"
+}
+
+// googleWhat says which Google token an injection mints.
+func googleWhat(g *config.GoogleInject) string {
+	if g.Audience != "" {
+		return "an ID token for audience " + g.Audience
+	}
+	return "an access token with scopes " + strings.Join(g.Scopes, " ")
 }
 
 func rule(r config.Rule) string {

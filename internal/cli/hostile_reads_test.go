@@ -141,7 +141,7 @@ func TestHostileReadsConfined(t *testing.T) {
 			head: map[string]string{"kustomization.yaml": rootKustomization("    files: [config=creds.txt]\n",
 				window("Connection", "spec.credential.kind")+window("Connection", "spec.hosts.0")+window("AgentRuntime", "spec.sandbox.connections.0.sandbox"))},
 			untracked: map[string]string{"creds.txt": "Authorization: basic " + hostileCanary + "\n"},
-			want:      "the value is not allowed here; want one of secret, githubApp, awsSigV4 (value set by kustomization.yaml)",
+			want:      "the value is not allowed here; want one of secret, githubApp, awsSigV4, oauth2, googleServiceAccount (value set by kustomization.yaml)",
 		},
 		"a replacement's window of a file the job left in the tree, into a check's message": {
 			head:      map[string]string{"kustomization.yaml": rootKustomization("    files: [config=creds.txt]\n", hexWindow)},

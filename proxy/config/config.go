@@ -78,7 +78,8 @@ type Host struct {
 }
 
 // Inject says how the credential reaches the request. Exactly one of
-// Header, Basic, Substitute, GitHubApp and AWSSigV4 is set.
+// Header, Basic, Substitute, GitHubApp, AWSSigV4, OAuth2 and Google is
+// set.
 type Inject struct {
 	// Secret is the Secret whose keys the injection reads.
 	Secret string `json:"secret"`
@@ -100,6 +101,14 @@ type Inject struct {
 	// access key held in the Secret (the Connection form with credential
 	// kind awsSigV4).
 	AWSSigV4 *AWSSigV4Inject `json:"awsSigV4,omitempty"`
+	// OAuth2 sets an OAuth 2.0 access token the proxy obtains from a
+	// token endpoint with the Secret's client credentials or refresh
+	// token (credential kind oauth2).
+	OAuth2 *OAuth2Inject `json:"oauth2,omitempty"`
+	// Google sets a Google access or ID token the proxy mints with the
+	// service account key held in the Secret (credential kind
+	// googleServiceAccount).
+	Google *GoogleInject `json:"googleServiceAccount,omitempty"`
 }
 
 // HeaderInject sets Name to Value rendered over the Secret's keys. Value

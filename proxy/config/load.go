@@ -114,6 +114,7 @@ func (c *Config) Validate() error {
 			seen[name] = at
 		}
 	}
+	v.tokenHosts(c, seen)
 	listed := map[string]bool{}
 	for i, name := range c.InternalHosts {
 		at := fmt.Sprintf("internalHosts[%d]", i)
@@ -178,8 +179,16 @@ func (v *validator) inject(at string, in Inject) {
 		forms++
 		v.awsSigV4(at+".awsSigV4", in.AWSSigV4)
 	}
+	if in.OAuth2 != nil {
+		forms++
+		v.oauth2(at+".oauth2", in.OAuth2)
+	}
+	if in.Google != nil {
+		forms++
+		v.google(at+".googleServiceAccount", in.Google)
+	}
 	if forms != 1 {
-		v.addf(at, "sets %d of header, basic, substitute, githubApp and awsSigV4; exactly one is required", forms)
+		v.addf(at, "sets %d of header, basic, substitute, githubApp, awsSigV4, oauth2 and googleServiceAccount; exactly one is required", forms)
 	}
 }
 

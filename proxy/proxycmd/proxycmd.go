@@ -106,6 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 		caKey       = fs.String("ca-key", "", "sandbox CA private key (PEM); overrides the config")
 		localCAOut  = fs.String("local-ca", "", "mint a sandbox CA for this run and write its certificate to `FILE` for clients to trust (its key stays private to the run and is removed at exit); for runs outside a cluster, instead of --ca-cert and --ca-key")
 		secretsDir  = fs.String("secrets-dir", "", "directory of mounted Secrets, <secret>/<key>; overrides the config")
+		stateFile   = fs.String("state-file", "", "`FILE` to keep the refresh tokens authorization servers rotate, in a volume of the proxy's own; empty keeps them in memory")
 		upstreamCA  = fs.String("upstream-ca", "", "PEM bundle to verify upstreams with instead of the system roots")
 		maxTunnels  = fs.Int("max-tunnels", proxy.DefaultMaxTunnels, "maximum concurrent CONNECT tunnels")
 		reload      = fs.Duration("reload-interval", 2*time.Second, "how often to check the config and CA files for changes")
@@ -183,6 +184,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 	opts := proxy.Options{
 		ConfigPath:     *configPath,
 		SecretsDir:     *secretsDir,
+		StateFile:      *stateFile,
 		CACert:         *caCert,
 		CAKey:          *caKey,
 		Resolve:        resolve,
