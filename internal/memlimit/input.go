@@ -8,20 +8,20 @@ import (
 	"runtime/debug"
 )
 
-// What a check holds grows with what it reads: at the peak, about twice
-// the bytes of its YAML and JSON files (2.1 times on the repositories
-// bench/gen writes, whose Connections are the densest input keyhole
-// keeps). Left to GOGC=100, the heap then grows to twice that before a
-// collection, four times the input. The soft limit ForInput sets is
-// InputBase plus PerInputByte times the input's size: above what a check
-// holds, below what the collector would let the heap grow to
-// (docs/benchmarks.md, "The memory budget").
+// What a check holds grows with what it reads: at the peak, about three
+// times the bytes of its files (3.0 times on the repositories bench/gen
+// writes, whose Connections are the densest input keyhole keeps). Left to
+// GOGC=100, the heap then grows to twice that before a collection, six
+// times the input. The soft limit ForInput sets is InputBase plus
+// PerInputByte times the input's size: a little above what a check of
+// the densest input holds, far below what the collector would let the
+// heap grow to (docs/benchmarks.md, "The memory budget").
 const (
 	// InputBase is what the runtime holds whatever the input: package
 	// initialisation's heap, the schemas, the goroutines' stacks.
-	InputBase = 28 << 20
+	InputBase = 24 << 20
 	// PerInputByte is the limit's growth per byte of input.
-	PerInputByte = 2.2
+	PerInputByte = 3.25
 	// maxInputWalk bounds the files InputSize looks at: past it, an
 	// input is large enough that no limit is set from its size.
 	maxInputWalk = 1 << 20
