@@ -36,6 +36,8 @@ func TestInputSize(t *testing.T) {
 	if err := os.Symlink(filepath.Join(dir, "sub"), filepath.Join(dir, "dirlink")); err != nil {
 		t.Fatal(err)
 	}
+	kust := writeTree(t, map[string]int{"a.yaml": 10, "overlay/kustomization.yaml": 10})
+	chart := writeTree(t, map[string]int{"a.yaml": 10, "charts/c/Chart.yaml": 10})
 	tests := map[string]struct {
 		paths []string
 		size  int64
@@ -47,6 +49,8 @@ func TestInputSize(t *testing.T) {
 		"a link to a directory, named":   {paths: []string{filepath.Join(dir, "dirlink")}, size: 200 + 30 + 1000, ok: true},
 		"standard input cannot be sized": {paths: []string{dir, "-"}},
 		"a missing path cannot be sized": {paths: []string{filepath.Join(dir, "missing")}},
+		"a kustomization is not sized":   {paths: []string{kust}},
+		"a Helm chart is not sized":      {paths: []string{chart}},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
