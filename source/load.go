@@ -141,6 +141,14 @@ func Load(paths []string, opts Options) ([]*Document, diag.List, error) {
 	l.background.Wait()
 	l.settleFailures()
 	l.refuseConfigs()
+	if o, ok := l.fsys.(*osFS); ok {
+		// The documents keep the file system to read files again
+		// (release.go), which asks nothing of its stat answers: kept,
+		// they would be held until the last document is let go (5% of
+		// check's peak live heap at 30,000 generated Connections).
+		o.stats.Clear()
+		o.lstats.Clear()
+	}
 	return l.docs, l.diags, errors.Join(l.errs...)
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -363,5 +364,38 @@ func TestReleaseAsParsed(t *testing.T) {
 	// A document here is some 25 nodes; all of them would be 50,000.
 	if grown := int64(first) - int64(before); grown > 5000 {
 		t.Fatalf("%d more objects on the heap at the first document's digest: the file's trees were all built first", grown)
+	}
+}
+
+// TestLoadKeepsNoStatAnswers: released documents keep the disk's file
+// system to read their files again, and with it nothing of what the walks asked of it,
+// which grows with the directories and files a repository has.
+func TestLoadKeepsNoStatAnswers(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{}
+	for i := range 20 {
+		files[filepath.Join("ns-"+strconv.Itoa(i), "connection.yaml")] = connection
+	}
+	writeFiles(t, dir, files)
+	docs, diags, err := Load([]string{dir}, Options{Digest: releaseAll})
+	if err != nil || len(diags) > 0 {
+		t.Fatalf("Load: %v %v", err, diags)
+	}
+	if len(docs) != 20 || docs[0].from == nil || docs[0].from.origin == nil {
+		t.Fatalf("want 20 documents read from files, got %v", docIDs(docs))
+	}
+	o, ok := docs[0].from.origin.files.fsys.(*osFS)
+	if !ok {
+		t.Fatalf("the documents read again from %T, want the disk", docs[0].from.origin.files.fsys)
+	}
+	kept := 0
+	for range o.stats.Range {
+		kept++
+	}
+	for range o.lstats.Range {
+		kept++
+	}
+	if kept > 0 {
+		t.Errorf("the file system the documents keep holds %d stat answers", kept)
 	}
 }

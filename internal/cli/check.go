@@ -131,6 +131,7 @@ func runCheck(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "keyhole check: %s\n", errText(err))
 		return exitUsage
 	}
+	e.limitMemory(paths)
 	c, err := pipeline.Check(f.countingSuppressed(f.options(e, paths)))
 	if err != nil {
 		return fail(e, "check", err)
@@ -190,3 +191,11 @@ func orList(names []string) string {
 // an error quotes file names and values, and keyhole's own messages are
 // one line each.
 func errText(err error) string { return diag.EscapeControl(err.Error()) }
+
+// limitMemory sets the collector's soft limit for a run that reads the
+// inputs at paths, where e's process does (see env.sizeMemory).
+func (e *env) limitMemory(paths []string) {
+	if e.sizeMemory != nil {
+		e.sizeMemory(paths)
+	}
+}

@@ -61,6 +61,10 @@ type env struct {
 	// process's own; see isTerminal and getenv).
 	terminal func(io.Writer) bool
 	env      func(string) string
+	// sizeMemory, when set, sets the collector's soft limit for a run
+	// that reads the inputs at paths (memlimit.ForInput): the process's
+	// own runs set it, tests leave the runtime as it is.
+	sizeMemory func(paths []string)
 }
 
 // raw is the standard output to write byte for byte (see rawStdout).
@@ -108,14 +112,16 @@ func commands() []command {
 // to the process's standard error and standard logger is silenced (see
 // quietLibraries).
 func Main(args []string, stdout, stderr io.Writer) int {
+	e := &env{stdin: os.Stdin, stdout: stdout, stderr: stderr}
 	if len(args) > 0 && args[0] != "proxy" {
 		// In a container, the collector keeps the heap under the
 		// container's memory limit rather than be killed at it (the
 		// proxy command sets it itself, and logs it).
-		memlimit.Apply(os.Getenv)
+		d := memlimit.Apply(os.Getenv)
+		e.sizeMemory = func(paths []string) { memlimit.ForInput(d, paths, os.Getenv) }
 		defer quietLibraries()()
 	}
-	return run(&env{stdin: os.Stdin, stdout: stdout, stderr: stderr}, args)
+	return run(e, args)
 }
 
 // quietLibraries points the process's os.Stderr and the standard logger

@@ -51,6 +51,11 @@ func runRender(e *env, args []string) int {
 		return runKRM(e, &f, opts, renderer, *target)
 	}
 	var app *argoApp
+	if !*argocd {
+		// Argo CD's plugin reads the repository above the working
+		// directory, whose size the paths do not give.
+		e.limitMemory(paths)
+	}
 	popts := f.countingSuppressed(f.options(e, paths))
 	if *argocd {
 		if !*stdout || len(paths) > 0 || *unit != "" {

@@ -1,5 +1,7 @@
-// Package memlimit gives the Go runtime the memory limit of the cgroup the
-// process runs in, as a soft limit (runtime/debug.SetMemoryLimit).
+// Package memlimit gives the Go runtime a soft memory limit
+// (runtime/debug.SetMemoryLimit): the memory limit of the cgroup the
+// process runs in (Apply), and for a run that reads inputs, one sized to
+// them (ForInput).
 //
 // The runtime sizes its heap from what is live, twice that by default
 // (GOGC=100), and knows nothing of a container's limit: a CI job or a pod
@@ -39,6 +41,9 @@ type Decision struct {
 	Limit int64
 	// Why says, when no limit was set, why not.
 	Why string
+	// Input is the size in bytes of the input the limit was set for
+	// (ForInput); 0 when it was not.
+	Input int64
 }
 
 // Apply sets the runtime's soft memory limit to Ratio of the cgroup's
