@@ -72,7 +72,7 @@ func OmniaRules() []diag.Rule {
 			Help:    "Keep the default kubernetes target (or agent-sandbox), whose proxy mints the tokens; for the omnia target, use kind `secret` with a token of the scope you choose."},
 		{Code: codeOmniaHostSplit, Severity: diag.Error,
 			Purpose: "Two inject entries of a Connection cover one host, splitting its credential's forms by rule (a header on the API, basic auth on git's smart-HTTP paths), which keyhole's own proxy enforces but the operator's Connection does not have: its host takes one injection, so its proxy would send one form on every path, or refuse the Connection.",
-			Help:    "Keep the default kubernetes target (or agent-sandbox), whose proxy chooses the form by the rule a request matches; for the omnia target, give the host one form its API and git both take (GitLab takes basic auth `oauth2:<token>` on both), or split it into two Connections bound to different sandboxes."},
+			Help:    "Keep the default kubernetes target (or agent-sandbox), whose proxy chooses the form by the rule a request matches; for the omnia target, give the host one entry, the form of the requests the sandbox needs (basic auth for git over HTTPS, the header for the API)."},
 		{Code: codeOmniaWebSocket, Severity: diag.Error,
 			Purpose: "A Connection's rule sets `websocket: true`, which keyhole's own proxy enforces but the operator's Connection does not have: the operator would drop it, and the WebSocket the rule allows would never open through its proxy.",
 			Help:    "Keep the default kubernetes target (or agent-sandbox), whose proxy relays WebSockets on the paths a rule allows."},
