@@ -159,8 +159,6 @@ type ignoredNote struct {
 // loader holds the state of one Load call.
 type loader struct {
 	opts Options
-	// ignoredNotes are the walks' notes of ignored files (ignoredNote).
-	ignoredNotes []ignoredNote
 	fsys fileSystem
 	dir  string // absolute working directory
 	// named are the PATHs Load was given, absolute (buildRoot).
@@ -249,6 +247,8 @@ type loader struct {
 	failures []unitFailure
 	// background is work started ahead of need (readRepoObjectsAhead).
 	background sync.WaitGroup
+	// ignoredNotes are the walks' notes of ignored files (ignoredNote).
+	ignoredNotes []ignoredNote
 }
 
 func newLoader(opts Options) (*loader, error) {
