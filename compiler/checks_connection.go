@@ -121,7 +121,7 @@ func hostUnsupported(h string) (string, bool) {
 func checkInjectHosts(p *pass) {
 	for _, c := range p.connList {
 		w := c.w
-		covered := map[string]int{}
+		covered := map[string][]int{}
 		for i, in := range w.Spec.Placement.Inject {
 			for j, h := range in.Hosts {
 				// Built only to report: most hosts are fine.
@@ -130,12 +130,18 @@ func checkInjectHosts(p *pass) {
 					p.report(codeInjectHostUnlisted, &c.item, at(), false,
 						"inject entry %d covers %s, which spec.hosts does not list; add it to spec.hosts or remove it here", i, h)
 				}
-				if first, ok := covered[h]; ok {
-					p.report(codeHostInjectedTwice, &c.item, at(), false,
-						"%s is already covered by inject entry %d; a host takes one injection, so merge the entries or drop one", h, first)
+				if slices.Contains(covered[h], i) {
+					p.report(codeHostInjectedTwice, &c.item, at(), false, "%s is listed twice in this entry; remove the repeat", h)
 					continue
 				}
-				covered[h] = i
+				for _, k := range covered[h] {
+					if why := splitAmbiguous(w.Spec.Credential.Kind, &w.Spec.Placement.Inject[k], &in, k); why != "" {
+						p.report(codeHostInjectedTwice, &c.item, at(), false,
+							"%s is also covered by inject entry %d, which sets the credential another way, and %s: the proxy cannot tell which form such a request takes; give each entry rules that split the host's paths (git's smart-HTTP paths one form, the API another), or merge the entries", h, k, why)
+						break
+					}
+				}
+				covered[h] = append(covered[h], i)
 			}
 		}
 		for j, h := range w.Spec.Hosts {
@@ -149,6 +155,30 @@ func checkInjectHosts(p *pass) {
 			}
 		}
 	}
+}
+
+// splitAmbiguous says why entry b, beside entry k (a) on one host, leaves
+// a request two forms, or "" when it does not: the two set the credential
+// alike, or no request is allowed by a rule of each.
+func splitAmbiguous(kind string, a, b *injectWire, k int) string {
+	fa, fb := injectForm(kind, a), injectForm(kind, b)
+	if fa == fb || fa == "" || fb == "" {
+		return ""
+	}
+	switch {
+	case len(a.Rules) == 0:
+		return fmt.Sprintf("entry %d has no rules, so every request to the host takes both forms", k)
+	case len(b.Rules) == 0:
+		return "this entry has no rules, so every request to the host takes both forms"
+	}
+	for r, x := range b.Rules {
+		for o, y := range a.Rules {
+			if m, p, ok := rulesOverlap(x, y); ok {
+				return fmt.Sprintf("rule %d here and rule %d there both allow %s %s", r, o, m, p)
+			}
+		}
+	}
+	return ""
 }
 
 // checkForbiddenHeaders reports an inject entry whose header is one the

@@ -109,6 +109,11 @@ func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
 			scope = githubAppScope(w, app.api())
 		}
 		token := w.tokenInject()
+		// The hosts this Connection injected, and the form of the entry
+		// that injected each first: a later entry on the host adds its
+		// rules, in its own form (formsplit.go).
+		own := map[string]int{}
+		ownForm := map[string]string{}
 		for ii, in := range w.Spec.Placement.Inject {
 			inject := config.Inject{Secret: w.Spec.Credential.SecretRef.Name}
 			switch {
@@ -134,9 +139,31 @@ func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
 			if len(rules) == 0 {
 				rules = nil
 			}
+			form := injectForm(w.Spec.Credential.Kind, &in)
 			for _, h := range in.Hosts {
+				if at, ok := own[h]; ok {
+					hp := &s.Proxy.Hosts[at]
+					switch {
+					case ownForm[h] == form:
+						// One form: the union of the two entries.
+						if hp.Rules == nil || rules == nil {
+							hp.Rules = nil
+						} else {
+							hp.Rules = slices.Concat(hp.Rules, rules)
+						}
+					case hp.Rules != nil && rules != nil:
+						ri := inject
+						for _, r := range rules {
+							r.Inject = &ri
+							hp.Rules = append(hp.Rules, r)
+						}
+					}
+					// An entry without rules beside one of another
+					// form is ambiguous; the checks report it.
+					continue
+				}
 				if injected[h] {
-					continue // two entries for one host; the checks report it
+					continue // two Connections for one host; the checks report it
 				}
 				if a := w.awsSigV4(); a != nil {
 					if _, _, ok := a.scope(h); !ok {
@@ -144,6 +171,7 @@ func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
 					}
 				}
 				injected[h] = true
+				own[h], ownForm[h] = len(s.Proxy.Hosts), form
 				p.origin(&s, h, origin{it: &c.item, at: path{"spec", "placement", "inject", ii}, rules: true})
 				internal[h] = w.Spec.AllowInternalAddresses
 				hi := inject

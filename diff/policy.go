@@ -336,6 +336,9 @@ func DescribeRule(r config.Rule) string {
 	if r.WebSocket {
 		s += " (websocket)"
 	}
+	if r.Inject != nil {
+		s += " (injects " + describeCredential(*r.Inject) + ")"
+	}
 	var conds []string
 	for _, k := range slices.Sorted(maps.Keys(r.Body)) {
 		conds = append(conds, fmt.Sprintf("%s in [%s]", k, strings.Join(r.Body[k], ",")))

@@ -32,6 +32,7 @@ const (
 	codeOmniaWebSocket           = "OmniaWebSocketUnsupported"
 	codeOmniaConnectorWritable   = "OmniaConnectorWritable"
 	codeOmniaCredentialKind      = "OmniaCredentialKindUnsupported"
+	codeOmniaHostSplit           = "OmniaHostSplitUnsupported"
 )
 
 // OmniaRules describes the omnia target's diagnostic codes, for docs and
@@ -69,6 +70,9 @@ func OmniaRules() []diag.Rule {
 		{Code: codeOmniaCredentialKind, Severity: diag.Error,
 			Purpose: "A Connection's credential is of a kind only keyhole's own proxy uses (`githubApp`, `oauth2` or `googleServiceAccount`, which it mints tokens from, or `awsSigV4`, which it signs requests with), which the operator's Connection does not have: its `credential.kind` takes a Secret only, so its proxy would inject nothing, or the root material (an App's private key, a client's secret, a service account's key); and it says a credential that signs requests cannot be injected.",
 			Help:    "Keep the default kubernetes target (or agent-sandbox), whose proxy mints the tokens and signs the requests; for the omnia target, use kind `secret` with a token of the scope you choose, or place an AWS key in the sandbox with `env` or `files`."},
+		{Code: codeOmniaHostSplit, Severity: diag.Error,
+			Purpose: "Two inject entries of a Connection cover one host, splitting its credential's forms by rule (a header on the API, basic auth on git's smart-HTTP paths), which keyhole's own proxy enforces but the operator's Connection does not have: its host takes one injection, so its proxy would send one form on every path, or refuse the Connection.",
+			Help:    "Keep the default kubernetes target (or agent-sandbox), whose proxy chooses the form by the rule a request matches; for the omnia target, give the host one entry, the form of the requests the sandbox needs (basic auth for git over HTTPS, the header for the API)."},
 		{Code: codeOmniaWebSocket, Severity: diag.Error,
 			Purpose: "A Connection's rule sets `websocket: true`, which keyhole's own proxy enforces but the operator's Connection does not have: the operator would drop it, and the WebSocket the rule allows would never open through its proxy.",
 			Help:    "Keep the default kubernetes target (or agent-sandbox), whose proxy relays WebSockets on the paths a rule allows."},
@@ -255,8 +259,18 @@ func (r *omniaRender) input(in compiler.Object) error {
 			r.report(codeOmniaCredentialKind, in.Source, in.Pos,
 				"credential kind %s is keyhole's: the operator's Connection has only kind secret, so its proxy would not mint the token; keep the default kubernetes target, or use kind secret", kind)
 		}
+		injectedBy := map[string]int{}
 		for i, entry := range items(at(sp, "placement"), "inject") {
 			e, _ := entry.(obj)
+			for _, h := range items(e, "hosts") {
+				name, _ := h.(string)
+				if k, ok := injectedBy[name]; ok && k != i {
+					r.report(codeOmniaHostSplit, in.Source, in.Pos,
+						"inject entries %d and %d both cover %s, splitting its credential's forms by rule, which the operator's Connection does not have: its host takes one injection; keep the default kubernetes target, or give the host one form", k, i, name)
+					continue
+				}
+				injectedBy[name] = i
+			}
 			for j, rule := range items(e, "rules") {
 				ru, _ := rule.(obj)
 				if len(items(ru, "pathPatterns")) > 0 {

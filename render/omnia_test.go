@@ -401,6 +401,15 @@ func TestOmniaDiagnostics(t *testing.T) {
 			},
 			codes: []string{codeOmniaEncodedSlash},
 		},
+		"a Connection's host split between two forms": {
+			plan: func(t *testing.T) compiler.Plan {
+				return compiler.Plan{Objects: []compiler.Object{inputObject(t, "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: c, namespace: agents}\n"+
+					"spec: {hosts: [gitlab.acme.dev], credential: {kind: secret, secretRef: {name: s}}, placement: {inject: ["+
+					"{hosts: [gitlab.acme.dev], header: PRIVATE-TOKEN, value: '{{ .token }}', rules: [{methods: [GET], pathPrefixes: [/api/v4]}]}, "+
+					"{hosts: [gitlab.acme.dev], basic: {usernameKey: user, passwordKey: token}, rules: [{methods: [GET], pathPrefixes: [/acme/widgets.git/info/refs]}, {methods: [POST], pathPrefixes: [/acme/widgets.git/git-upload-pack]}]}]}}\n")}}
+			},
+			codes: []string{codeOmniaHostSplit},
+		},
 		"a Connection's websocket": {
 			plan: func(t *testing.T) compiler.Plan {
 				return compiler.Plan{Objects: []compiler.Object{inputObject(t, "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: c, namespace: agents}\n"+

@@ -317,6 +317,10 @@ func (w *jsonWriter) rule(r *config.Rule, depth int) {
 		}
 		w.close(m, depth+1, '}')
 	}
+	if r.Inject != nil {
+		w.key(&n, depth+1, "inject")
+		w.inject(r.Inject, depth+1)
+	}
 	// methods has no omitempty: a nil list is written as null.
 	w.key(&n, depth+1, "methods")
 	w.strs(r.Methods, depth+1)

@@ -36,6 +36,14 @@ func proxyConfigCases() map[string]config.Config {
 					{Methods: []string{"POST"}, PathPrefixes: []string{"/graphql"}, GraphQL: &config.GraphQL{Operations: []string{"query", "mutation"}, PersistedQueries: true, Batches: true}},
 				},
 			},
+			{
+				Name: "gitlab.example.com", Connection: "gitlab",
+				Inject: config.Inject{Secret: "gl", Header: &config.HeaderInject{Name: "PRIVATE-TOKEN", Value: "{{ .token }}"}},
+				Rules: []config.Rule{
+					{Methods: []string{"GET"}, PathPrefixes: []string{"/api/v4"}},
+					{Methods: []string{"GET", "POST"}, PathPatterns: []string{"/acme/*/info/refs", "/acme/*/git-upload-pack"}, Inject: &config.Inject{Secret: "gl", Basic: &config.BasicInject{UsernameKey: "user", PasswordKey: "token"}}},
+				},
+			},
 			{Name: "registry.npmjs.org", Connection: "npm", Inject: config.Inject{Secret: "npm", Basic: &config.BasicInject{UsernameKey: "user", PasswordKey: "pass"}}},
 			{Name: "api.openai.com", Connection: "openai", Inject: config.Inject{Secret: "oa", Substitute: &config.SubstituteInject{Placeholder: "omnia-injected-openai", Key: "key", Headers: []string{"Authorization", "X-Api-Key"}}}},
 			{Name: "x.example.com", Connection: "x", Inject: config.Inject{Secret: "x", Substitute: &config.SubstituteInject{Placeholder: "p", Key: "k", Headers: []string{}}}},
@@ -129,7 +137,7 @@ func TestAppendProxyConfigFields(t *testing.T) {
 		"HeaderInject":     {"name", "value"},
 		"BasicInject":      {"usernameKey", "passwordKey"},
 		"SubstituteInject": {"placeholder", "key", "headers"},
-		"Rule":             {"methods", "pathPrefixes", "pathPatterns", "body", "graphql", "encodedSlash", "websocket"},
+		"Rule":             {"methods", "pathPrefixes", "pathPatterns", "body", "graphql", "encodedSlash", "websocket", "inject"},
 		"GraphQL":          {"operations", "persistedQueries", "batches"},
 	}
 	seen := map[string]bool{}

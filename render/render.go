@@ -411,11 +411,19 @@ func renderSandbox(e *emitter, sh *shared, sb compiler.Sandbox, dir string, opts
 // or the shape, never the value.
 func refuseLiterals(c *config.Config, proxyJSON []byte) error {
 	for _, h := range c.Hosts {
-		if h.Inject.Header == nil {
-			continue
+		ins := []*config.Inject{&h.Inject}
+		for _, r := range h.Rules {
+			if r.Inject != nil {
+				ins = append(ins, r.Inject)
+			}
 		}
-		if t, err := config.ParseTemplate(h.Inject.Header.Value); err == nil && len(t.Keys()) == 0 {
-			return fmt.Errorf("%w: the %s header value for %s reads no Secret key, so the proxy's ConfigMap would hold it as written", ErrInvalidPlan, h.Inject.Header.Name, h.Name)
+		for _, in := range ins {
+			if in.Header == nil {
+				continue
+			}
+			if t, err := config.ParseTemplate(in.Header.Value); err == nil && len(t.Keys()) == 0 {
+				return fmt.Errorf("%w: the %s header value for %s reads no Secret key, so the proxy's ConfigMap would hold it as written", ErrInvalidPlan, in.Header.Name, h.Name)
+			}
 		}
 	}
 	if sh, ok := compiler.MatchCredential(string(proxyJSON)); ok {

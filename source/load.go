@@ -136,6 +136,11 @@ func Load(paths []string, opts Options) ([]*Document, diag.List, error) {
 		}
 		l.loadPath(p)
 	}
+	for _, n := range l.ignoredNotes {
+		if !l.seen[n.abs] {
+			l.diags = append(l.diags, n.d)
+		}
+	}
 	l.buildEngineUnits()
 	l.closeRevs()
 	l.background.Wait()
@@ -150,6 +155,13 @@ func Load(paths []string, opts Options) ([]*Document, diag.List, error) {
 		o.lstats.Clear()
 	}
 	return l.docs, l.diags, errors.Join(l.errs...)
+}
+
+// ignoredNote is what a walk says of a file .gitignore ignores, kept
+// until every PATH is read: a PATH that names the file reads it.
+type ignoredNote struct {
+	abs string
+	d   diag.Diagnostic
 }
 
 // loader holds the state of one Load call.
@@ -243,6 +255,8 @@ type loader struct {
 	failures []unitFailure
 	// background is work started ahead of need (readRepoObjectsAhead).
 	background sync.WaitGroup
+	// ignoredNotes are the walks' notes of ignored files (ignoredNote).
+	ignoredNotes []ignoredNote
 }
 
 func newLoader(opts Options) (*loader, error) {
@@ -550,8 +564,10 @@ func (l *loader) loadPath(p string) {
 		// Only its head is read, and only to say so: what git does not
 		// hold is not what CI or the cluster reads.
 		if head := readHead(l.fsys, f, ignoredHead); namesKeyhole(f, head) || declaresSecret(head) {
-			l.diags = append(l.diags, skipped(diag.Pos{File: l.under(p, abs, f), Line: 1, Column: 1},
-				gitIgnored+", so it is not read as input, though it names keyhole's kinds or declares a Secret: what git does not hold, CI and the cluster never see; name the file to have it checked"))
+			// Said at the end, and only if no PATH named it: a file
+			// named on the command line is read however it is ignored.
+			l.ignoredNotes = append(l.ignoredNotes, ignoredNote{abs: f, d: skipped(diag.Pos{File: l.under(p, abs, f), Line: 1, Column: 1},
+				gitIgnored+", so it is not read as input, though it names keyhole's kinds or declares a Secret: what git does not hold, CI and the cluster never see; name the file to have it checked")})
 		}
 	}
 	for _, link := range w.outside {

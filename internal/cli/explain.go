@@ -255,6 +255,12 @@ func describeSandbox(w io.Writer, s compiler.Sandbox, modeLines []string) {
 		for _, r := range h.Rules {
 			fmt.Fprintf(w, "      %s\n", rule(r))
 		}
+		for _, r := range h.Rules {
+			if r.Inject != nil {
+				fmt.Fprintln(w, "    a request a rule marked (injects ...) allows takes that credential instead")
+				break
+			}
+		}
 	}
 	fmt.Fprintln(w, "\npassthrough hosts (tunnelled untouched, no credential):")
 	if len(s.Proxy.Passthrough) == 0 {
@@ -354,12 +360,12 @@ func printDecision(w io.Writer, s compiler.Sandbox, d policy.Decision) {
 		fmt.Fprintf(w, "refused: %d %s: %s\n", d.Reason.Status(), d.Reason, d.Message)
 		fmt.Fprintf(w, "the sandbox sees: %s: %s\n", policy.RefusedHeader, d.Reason)
 	case policy.ActionInject:
-		for _, h := range s.Proxy.Hosts {
-			if h.Name == d.Host {
-				fmt.Fprintf(w, "allowed: forwarded to %s over verified TLS; the proxy %s (connection %s)\n", d.Host, injection(h.Inject), d.Connection)
-				webSocketLine(w, d)
-				return
-			}
+		// The host as the rule that allowed the request injects it:
+		// a host's rules may split its credential's forms.
+		if hp := d.HostPolicy(); hp != nil {
+			fmt.Fprintf(w, "allowed: forwarded to %s over verified TLS; the proxy %s (connection %s)\n", d.Host, injection(hp.Inject), d.Connection)
+			webSocketLine(w, d)
+			return
 		}
 		fmt.Fprintf(w, "allowed: forwarded to %s with the credential injected\n", d.Host)
 	case policy.ActionTunnel:

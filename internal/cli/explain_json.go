@@ -96,12 +96,10 @@ func decisionJSON(s compiler.Sandbox, d policy.Decision) *explainDecisionJSON {
 	if d.Action == policy.ActionRefuse {
 		j.Status, j.Reason, j.Message = d.Reason.Status(), d.Reason, d.Message
 	}
-	if d.Action == policy.ActionInject {
-		for _, h := range s.Proxy.Hosts {
-			if h.Name == d.Host {
-				j.Inject = &h.Inject
-			}
-		}
+	if hp := d.HostPolicy(); d.Action == policy.ActionInject && hp != nil {
+		// The form the rule that allowed the request injects.
+		in := hp.Inject
+		j.Inject = &in
 	}
 	return j
 }

@@ -144,13 +144,14 @@ func connectionRules(units []compiler.Unit, namespace, name, host string) (compi
 	return compiler.Object{}, nil, false
 }
 
-// entryRules reads the rules of the inject entry of conn that covers
-// host.
+// entryRules reads the rules of the inject entries of conn that cover
+// host: one, or several that split the host's credential forms.
 func entryRules(conn *yaml.Node, host, file string) []ruleSource {
 	inject := yamlValue(yamlValue(yamlValue(conn, "spec"), "placement"), "inject")
 	if inject == nil || inject.Kind != yaml.SequenceNode {
 		return nil
 	}
+	var out []ruleSource
 	for _, e := range inject.Content {
 		hosts := yamlValue(e, "hosts")
 		if hosts == nil || !slices.ContainsFunc(hosts.Content, func(n *yaml.Node) bool { return strings.EqualFold(n.Value, host) }) {
@@ -158,9 +159,8 @@ func entryRules(conn *yaml.Node, host, file string) []ruleSource {
 		}
 		rules := yamlValue(e, "rules")
 		if rules == nil || rules.Kind != yaml.SequenceNode {
-			return nil
+			continue
 		}
-		var out []ruleSource
 		for _, r := range rules.Content {
 			var wire ruleWire
 			if r.Decode(&wire) != nil {
@@ -171,9 +171,8 @@ func entryRules(conn *yaml.Node, host, file string) []ruleSource {
 				pos:  diag.Pos{File: file, Line: r.Line, Column: r.Column},
 			})
 		}
-		return out
 	}
-	return nil
+	return out
 }
 
 // yamlValue is the value of key in mapping m, nil when there is none.

@@ -340,14 +340,36 @@ flux:
 func secretName(c schema.Connector) string { return c.Name + "-credential" }
 
 // basicUser is the user name a connector's git-style hosts take, "" when
-// none takes basic auth alone.
+// none takes basic auth alone or split from its API (splitAPI).
 func basicUser(c schema.Connector) string {
 	for _, h := range c.Hosts {
-		if h.Inject.Header == nil && h.Inject.Basic != nil {
+		if h.Inject.Basic != nil && (h.Inject.Header == nil || splitAPI(c.Name) != "") {
 			return h.Inject.Basic.Username
 		}
 	}
 	return ""
+}
+
+// splitAPI is the path prefix of the API of a connector whose host takes
+// a header on its API and basic auth on git's smart-HTTP paths, "" for
+// any other. Its Connection gets one entry of each form on the host, the
+// header's rules under this prefix, the basic entry's on git's paths of
+// one group, which the user names: a pattern of any group ("/*/*/info/refs")
+// would also hold /api/v4/info/refs, a request both entries allow.
+func splitAPI(name string) string {
+	if name == "gitlab" {
+		return "/api/v4" // GitLab's REST API; git over HTTPS wants user oauth2
+	}
+	return ""
+}
+
+// splitGitRules are the rules of a split host's basic entry: clone and
+// fetch of the repositories of one group and its subgroups.
+func splitGitRules() []schema.Rule {
+	return []schema.Rule{
+		{Methods: []string{"GET"}, PathPatterns: []string{"/your-group/*/info/refs", "/your-group/*/*/info/refs"}},
+		{Methods: []string{"POST"}, PathPatterns: []string{"/your-group/*/git-upload-pack", "/your-group/*/*/git-upload-pack"}},
+	}
 }
 
 // starterWrites are the writes a connector's use needs beyond its reads,
@@ -388,6 +410,28 @@ spec:
     inject:
 `, c.Name, c.Name, o.namespace, strings.Join(connectorHosts(c), ", "), secretName(c))
 	for i, h := range c.Hosts {
+		if api := splitAPI(c.Name); api != "" && h.Inject.Header != nil && h.Inject.Basic != nil {
+			hd := h.Inject.Header
+			fmt.Fprintf(&b, `      # The API reads the token in %s; git over HTTPS reads it as
+      # basic auth (user %s). One entry each, split by path: replace
+      # your-group with the group whose repositories the agent clones
+      # (docs/connections.md, "One host, two forms").
+      - hosts: [%s]
+        header: %s
+        value: %q
+        placeholderEnv: [%s]
+        rules:
+          - %s
+      - hosts: [%s]
+        basic: {usernameKey: user, passwordKey: token}
+        rules:
+`, hd.Name, h.Inject.Basic.Username, h.Host, hd.Name, hd.ValuePrefix+"{{ .token }}", c.Env,
+				ruleFlow(schema.Rule{Methods: []string{"GET", "HEAD"}, PathPrefixes: []string{api}}), h.Host)
+			for _, r := range splitGitRules() {
+				b.WriteString("          - " + ruleFlow(r) + "\n")
+			}
+			continue
+		}
 		fmt.Fprintf(&b, "      - hosts: [%s]\n", h.Host)
 		if hd := h.Inject.Header; hd != nil {
 			fmt.Fprintf(&b, "        header: %s\n        value: %q\n", hd.Name, hd.ValuePrefix+"{{ .token }}")
@@ -457,7 +501,7 @@ func initStandIn(o initOptions, c schema.Connector) string {
 	fmt.Fprintf(&b, `# A stand-in for the Secret connections/%s.yaml reads, so that keyhole
 # checks its keys. .gitignore keeps this directory out of git: create the
 # real Secret in the cluster (kubectl create secret generic %s
-# -n %s --from-literal=token=...), or replace this file with a SealedSecret,
+# -n %s%s --from-literal=token=...), or replace this file with a SealedSecret,
 # an ExternalSecret or a SOPS-encrypted Secret with the same keys, which git
 # may hold.
 apiVersion: v1
@@ -467,12 +511,21 @@ metadata:
   namespace: %s
 type: Opaque
 stringData:
-`, c.Name, secretName(c), o.namespace, secretName(c), o.namespace)
+`, c.Name, secretName(c), o.namespace, userLiteral(c), secretName(c), o.namespace)
 	if u := basicUser(c); u != "" {
 		fmt.Fprintf(&b, "  user: %s\n", u)
 	}
 	b.WriteString("  token: REPLACE-ME\n")
 	return b.String()
+}
+
+// userLiteral is the kubectl flag that puts the basic-auth user name in
+// the Secret, "" for a connector that takes none.
+func userLiteral(c schema.Connector) string {
+	if u := basicUser(c); u != "" {
+		return " --from-literal=user=" + u
+	}
+	return ""
 }
 
 func initExternalSecret(o initOptions, c schema.Connector) string {

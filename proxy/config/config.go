@@ -186,6 +186,13 @@ type Rule struct {
 	// the handshake and relays the frames that follow, scrubbed of it.
 	// Without it the proxy never asks an upstream to upgrade.
 	WebSocket bool `json:"websocket,omitempty"`
+	// Inject, when set, is how the credential reaches a request this
+	// rule decides, in place of the host's Inject: one host, such as a
+	// self-hosted GitLab, takes a header on its API and basic auth on
+	// git's smart-HTTP paths. It names the host's Secret and sets Header
+	// or Basic. The proxy refuses a request that rules of two different
+	// forms both allow.
+	Inject *Inject `json:"inject,omitempty"`
 }
 
 // EncodedSlashSegment is the EncodedSlash mode in which an encoded '/'

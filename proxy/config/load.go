@@ -101,7 +101,11 @@ func (c *Config) Validate() error {
 		}
 		v.inject(at+".inject", h.Inject)
 		for j, r := range h.Rules {
-			v.rule(fmt.Sprintf("%s.rules[%d]", at, j), r)
+			rat := fmt.Sprintf("%s.rules[%d]", at, j)
+			v.rule(rat, r)
+			if r.Inject != nil {
+				v.ruleInject(rat+".inject", h.Inject, *r.Inject)
+			}
 		}
 	}
 	for i, name := range c.Passthrough {
@@ -189,6 +193,20 @@ func (v *validator) inject(at string, in Inject) {
 	}
 	if forms != 1 {
 		v.addf(at, "sets %d of header, basic, substitute, githubApp, awsSigV4, oauth2 and googleServiceAccount; exactly one is required", forms)
+	}
+}
+
+// ruleInject checks a rule's own injection: a form of the host's
+// credential (its Secret), a header or basic auth. A minted or
+// substituted credential is one per host.
+func (v *validator) ruleInject(at string, host, in Inject) {
+	if in.Substitute != nil || in.GitHubApp != nil || host.Substitute != nil || host.GitHubApp != nil {
+		v.addf(at, "a rule's own injection sets header or basic, on a host whose injection sets header or basic")
+		return
+	}
+	v.inject(at, in)
+	if in.Secret != host.Secret {
+		v.addf(at+".secret", "is %q, not the host's Secret %q: a host's rules split one credential's forms", in.Secret, host.Secret)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"keyhole.dev/keyhole/proxy/config"
@@ -191,6 +192,13 @@ type HostPolicy struct {
 	graphQL bool
 	// scrubBodies is the config's ScrubResponseBodies.
 	scrubBodies bool
+	// forms holds, per rule, the host compiled with the rule's own
+	// Inject, or nil where the rule takes the host's: what a request the
+	// rule decides gets. nil when no rule has its own.
+	forms []*HostPolicy
+	// form numbers each rule's injection form, equal forms alike, so that
+	// two rules of different forms allowing one request are told apart.
+	form []int
 }
 
 // NewPolicy validates cfg and compiles it.
@@ -217,6 +225,9 @@ func NewPolicy(cfg *config.Config) (*Policy, error) {
 			}
 		}
 		hp.decided = newDecidedNames(h.Rules)
+		if err := hp.compileForms(); err != nil {
+			return nil, err
+		}
 		p.hosts[h.Name] = hp
 	}
 	for _, name := range cfg.Passthrough {
@@ -234,6 +245,59 @@ func NewPolicy(cfg *config.Config) (*Policy, error) {
 		p.names[hostName(name)] = true
 	}
 	return p, nil
+}
+
+// compileForms compiles the rules that set their own injection: each
+// gets a copy of the host with that Inject and its template.
+func (h *HostPolicy) compileForms() error {
+	if !slices.ContainsFunc(h.Rules, func(r config.Rule) bool { return r.Inject != nil }) {
+		return nil
+	}
+	base := *h
+	h.forms = make([]*HostPolicy, len(h.Rules))
+	h.form = make([]int, len(h.Rules))
+	seen := []config.Inject{h.Inject}
+	for i, r := range h.Rules {
+		if r.Inject == nil || sameInject(*r.Inject, h.Inject) {
+			continue
+		}
+		v := base
+		v.Inject = *r.Inject
+		v.template = nil
+		if r.Inject.Header != nil {
+			t, err := config.ParseTemplate(r.Inject.Header.Value)
+			if err != nil {
+				return fmt.Errorf("%w: host %s: rule %d: %w", config.ErrInvalid, h.Name, i, err)
+			}
+			v.template = t
+		}
+		h.forms[i] = &v
+		n := slices.IndexFunc(seen, func(in config.Inject) bool { return sameInject(in, *r.Inject) })
+		if n < 0 {
+			n = len(seen)
+			seen = append(seen, *r.Inject)
+		}
+		h.form[i] = n
+	}
+	return nil
+}
+
+// sameInject reports whether two header or basic injections set the
+// same credential the same way.
+func sameInject(a, b config.Inject) bool {
+	if a.Secret != b.Secret || (a.Header == nil) != (b.Header == nil) || (a.Basic == nil) != (b.Basic == nil) ||
+		a.Substitute != nil || b.Substitute != nil || a.GitHubApp != nil || b.GitHubApp != nil {
+		return false
+	}
+	return (a.Header == nil || *a.Header == *b.Header) && (a.Basic == nil || *a.Basic == *b.Basic)
+}
+
+// formOf is the host as a request that rule i decides gets it.
+func (h *HostPolicy) formOf(i int) *HostPolicy {
+	if i < 0 || h.forms == nil || h.forms[i] == nil {
+		return h
+	}
+	return h.forms[i]
 }
 
 // NameAllowed reports whether name (lowercase, no trailing dot, no port)
@@ -398,9 +462,10 @@ func (p *Policy) decideTunnel(req RequestInfo, bodyKnown bool) Decision {
 		}
 	}
 	webSocket := false
+	decided, split := -1, h.forms != nil
 	if len(h.Rules) > 0 {
 		allowed, why := false, ""
-		for _, r := range h.Rules {
+		for i, r := range h.Rules {
 			if safeGraphQL {
 				r.GraphQL = nil // its request was checked in the query string
 			}
@@ -409,9 +474,19 @@ func (p *Policy) decideTunnel(req RequestInfo, bodyKnown bool) Decision {
 			}
 			err := ruleAllows(r, req.Method, path, slashed, body)
 			if err == nil {
+				if split && decided >= 0 && h.form[i] != h.form[decided] {
+					// Two forms for one request: which credential the
+					// upstream wants cannot be told, so neither is sent.
+					return refuse("rules %d and %d of connection %s both allow %s %s on %s and inject the credential in different forms; narrow one so each request has one", decided, i, h.Connection, Clip(req.Method), Clip(path), tunnel)
+				}
+				if !allowed || !webSocket && req.WebSocket && r.WebSocket {
+					decided = i
+				}
 				allowed = true
-				// A handshake looks on for a rule that lets it upgrade.
-				if webSocket = req.WebSocket && r.WebSocket; webSocket || !req.WebSocket {
+				// A handshake looks on for a rule that lets it upgrade;
+				// a host whose rules inject in several forms looks at
+				// them all.
+				if webSocket = webSocket || req.WebSocket && r.WebSocket; !split && (webSocket || !req.WebSocket) {
 					break
 				}
 				continue
@@ -432,7 +507,7 @@ func (p *Policy) decideTunnel(req RequestInfo, bodyKnown bool) Decision {
 			return refuse("no rule of connection %s allows %s %s on %s%s", h.Connection, Clip(req.Method), Clip(path), tunnel, why)
 		}
 	}
-	return Decision{Action: ActionInject, Reason: ReasonAllowed, Host: tunnel, Connection: h.Connection, host: h, WebSocket: webSocket}
+	return Decision{Action: ActionInject, Reason: ReasonAllowed, Host: tunnel, Connection: h.Connection, host: h.formOf(decided), WebSocket: webSocket}
 }
 
 // errDoubleEncoded is ruleAllows' answer for a path holding an encoded
