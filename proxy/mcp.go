@@ -265,6 +265,7 @@ type sseFilter struct {
 	allowed map[string]bool
 	buf     []byte
 	in      []byte // read, not yet a whole line
+	scanned int    // how much of in holds no line end
 	out     []byte // ready for the reader
 	held    []byte // the current event's data lines, as sent
 	data    []byte // their values, joined by '\n'
@@ -321,6 +322,7 @@ func (f *sseFilter) lines() error {
 			f.in = f.in[len(bom):]
 		}
 	}
+	in := f.in
 	for len(f.in) > 0 {
 		if f.skipLF {
 			f.skipLF = false
@@ -334,13 +336,16 @@ func (f *sseFilter) lines() error {
 				continue
 			}
 		}
-		i := bytes.IndexAny(f.in, "\r\n")
+		i := bytes.IndexAny(f.in[f.scanned:], "\r\n")
 		if i < 0 {
 			if len(f.in) > maxMCPAnswer {
 				return fmt.Errorf("%w: an event stream line is longer than %d bytes", errMCPAnswer, maxMCPAnswer)
 			}
+			f.scanned = len(f.in)
 			break
 		}
+		i += f.scanned
+		f.scanned = 0
 		end := i + 1
 		if f.in[i] == '\r' {
 			if i+1 < len(f.in) {
@@ -356,8 +361,10 @@ func (f *sseFilter) lines() error {
 		}
 		f.in = f.in[end:]
 	}
-	// Keep the partial line at the start of its buffer.
-	f.in = append(f.in[:0:0], f.in...)
+	if len(f.in) < len(in) {
+		// Keep the partial line at the start of its buffer.
+		f.in = append(in[:0], f.in...)
+	}
 	return nil
 }
 

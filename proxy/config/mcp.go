@@ -36,10 +36,10 @@ type MCP struct {
 
 // The MCP methods the rules' conditions name most.
 const (
-	MCPInitialize  = "initialize"
-	MCPInitialized = "notifications/initialized"
-	MCPToolsList   = "tools/list"
-	MCPToolsCall   = "tools/call"
+	MCPInitialize    = "initialize"
+	MCPInitialized   = "notifications/initialized"
+	MCPToolsList     = "tools/list"
+	MCPToolsCall     = "tools/call"
 	MCPResourcesRead = "resources/read"
 )
 
