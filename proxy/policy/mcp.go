@@ -406,3 +406,22 @@ func (p *Policy) withMCP(d Decision, req RequestInfo) Decision {
 	d.MCP = x
 	return d
 }
+
+// MCPToolsCalled returns the tools the tools/call messages of b, an MCP
+// POST body, call, read as CheckMCP reads them (sorted, each once); it
+// returns an error wrapping ErrBody where CheckMCP would refuse the body
+// whatever the condition.
+func MCPToolsCalled(b Body) ([]string, error) {
+	msgs, err := readMCP(b)
+	if err != nil {
+		return nil, err
+	}
+	var tools []string
+	for _, m := range msgs {
+		if m.method == config.MCPToolsCall && !slices.Contains(tools, m.tool) {
+			tools = append(tools, m.tool)
+		}
+	}
+	slices.Sort(tools)
+	return tools, nil
+}
