@@ -258,8 +258,10 @@ func filterTools(tools json.RawMessage, allowed map[string]bool) json.RawMessage
 // sseFilter rewrites an event stream's events whose data is a JSON-RPC
 // message holding a tools list (filterToolsJSON), passing every other
 // byte as it came. Lines other than data lines (event, id, retry,
-// comments) go on as soon as they end; an event's data lines are held
-// until the event ends, as a client dispatches it only then.
+// comments) go on as soon as they end; an event's lines from its first
+// data line on are held until the event ends, as a client dispatches it
+// only then. A rewritten event keeps its other lines, then has its data
+// on one line.
 type sseFilter struct {
 	src     io.Reader
 	allowed map[string]bool
@@ -267,7 +269,8 @@ type sseFilter struct {
 	in      []byte // read, not yet a whole line
 	scanned int    // how much of in holds no line end
 	out     []byte // ready for the reader
-	held    []byte // the current event's data lines, as sent
+	held    []byte // the current event's lines from its first data line, as sent
+	other   []byte // those of them that are not data lines
 	data    []byte // their values, joined by '\n'
 	hasData bool
 	// skipLF is set after a line ended in '\r' at the end of what was
@@ -378,6 +381,14 @@ func (f *sseFilter) line(line, whole []byte) error {
 	}
 	name, value, colon := bytes.Cut(line, []byte(":"))
 	if string(name) != "data" {
+		if f.hasData {
+			// After a data line of its event: held with it, so the
+			// bytes keep their order.
+			f.held = append(f.held, whole...)
+			f.other = append(f.other, whole...)
+			f.lastHeld = true
+			return nil
+		}
 		f.out = append(f.out, whole...)
 		f.lastHeld = false
 		return nil
@@ -403,6 +414,7 @@ func (f *sseFilter) line(line, whole []byte) error {
 func (f *sseFilter) dispatch() {
 	if f.hasData {
 		if out, changed := filterToolsJSON(f.data, f.allowed); changed {
+			f.out = append(f.out, f.other...)
 			f.out = append(f.out, "data: "...)
 			f.out = append(f.out, out...)
 			f.out = append(f.out, '\n')
@@ -410,7 +422,7 @@ func (f *sseFilter) dispatch() {
 			f.out = append(f.out, f.held...)
 		}
 	}
-	f.held, f.data, f.hasData = f.held[:0], f.data[:0], false
+	f.held, f.other, f.data, f.hasData = f.held[:0], f.other[:0], f.data[:0], false
 }
 
 // end passes on what the stream ended with: a last line without its end

@@ -81,6 +81,8 @@ func TestSSEFilter(t *testing.T) {
 		"CR line ends":             {in: "data: " + list + "\r\r", want: "data: " + string(filtered) + "\n\r"},
 		"no blank line at the end": {in: "data: " + list, want: "data: " + string(filtered) + "\n"},
 		"byte order mark":          {in: "\xef\xbb\xbfdata: " + list + "\n\n", want: "\xef\xbb\xbfdata: " + string(filtered) + "\n\n"},
+		"id after data":            {in: "data: " + list + "\nid: 9\n\n", want: "id: 9\ndata: " + string(filtered) + "\n\n"},
+		"id after data, no tools":  {in: "data: {}\nid: 9\n\ndata\n00", want: "data: {}\nid: 9\n\ndata\n00"},
 		"Data is no field":         {in: "Data: " + list + "\n\n", want: "Data: " + list + "\n\n"},
 		"data without space":       {in: "data:" + list + "\n\n", want: "data: " + string(filtered) + "\n\n"},
 	}
