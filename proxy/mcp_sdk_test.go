@@ -152,6 +152,19 @@ func TestMCPThroughProxy(t *testing.T) {
 				if strings.Contains(h.logs.String(), canary) {
 					t.Fatal("the log holds the credential")
 				}
+				// The request log names the tools a call named.
+				refused := 0
+				for _, l := range h.logs.requests(t) {
+					if l["decision"] == "refuse" {
+						if l["mcpTools"] != "delete_repo" && l["mcpTools"] != "get_issue" {
+							t.Errorf("a refusal's line names the tools %v", l["mcpTools"])
+						}
+						refused++
+					}
+				}
+				if refused != 2 {
+					t.Errorf("%d refusals logged, want 2", refused)
+				}
 			})
 		}
 	}

@@ -363,6 +363,10 @@ type MCPExchange struct {
 	// condition listing tools.
 	Filter bool
 	Tools  []string
+	// Calls are the tools the POST's tools/call messages name, sorted,
+	// for the request's log line; nil where it names none or the body
+	// cannot be read.
+	Calls []string
 }
 
 // withMCP adds to d, the decision on req read in a tunnel, what the
@@ -396,6 +400,9 @@ func (p *Policy) withMCP(d Decision, req RequestInfo) Decision {
 		return d
 	}
 	x := &MCPExchange{}
+	if req.Method == "POST" {
+		x.Calls, _ = MCPToolsCalled(Body{Data: req.Body, Complete: req.BodyComplete, ContentType: req.ContentType, ContentEncoding: req.ContentEncoding})
+	}
 	if !d.Allowed() {
 		if req.Method == "POST" {
 			x.ID, _ = MCPRequestID(Body{Data: req.Body, Complete: req.BodyComplete})
