@@ -1,6 +1,7 @@
 package access
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"path"
@@ -54,6 +55,11 @@ type Limit struct {
 	// run a mutation sent with GET. A limit sets Body or GraphQL, not
 	// both.
 	GraphQL []string
+	// MCPTools, when set, are MCP tools the limit forbids: it covers a
+	// POST whose body is an MCP message, or a batch of them, that the
+	// proxy reads (policy.CheckMCP) and that calls one of them
+	// (tools/call). A limit sets one of Body, GraphQL and MCPTools.
+	MCPTools []string
 	// WebSocket limits only WebSocket handshakes the proxy upgrades (a
 	// rule's websocket: true): "no WebSocket on host X". A limit
 	// without it covers a handshake as the GET it also is.
@@ -154,6 +160,19 @@ func (c Ceiling) Validate() error {
 				seen[op] = true
 			}
 		}
+		if l.MCPTools != nil {
+			if len(l.Body) > 0 || l.GraphQL != nil {
+				errs = append(errs, at+": sets mcp beside body or graphql; an entry has one body condition, so split it into two")
+			}
+			if len(l.MCPTools) == 0 {
+				errs = append(errs, at+": mcp names no tool")
+			}
+			for _, t := range l.MCPTools {
+				if t == "" {
+					errs = append(errs, at+": mcp names an empty tool")
+				}
+			}
+		}
 		if _, err := path.Match(l.Sandboxes.Name, ""); err != nil {
 			errs = append(errs, fmt.Sprintf("%s: sandbox name pattern %q: %v", at, policy.Clip(l.Sandboxes.Name), err))
 		}
@@ -180,7 +199,21 @@ func (l Limit) rule(method string) config.Rule {
 		// a persisted query, and batches of those.
 		r.GraphQL = &config.GraphQL{Operations: l.GraphQL, PersistedQueries: true, Batches: true}
 	}
+	if len(l.MCPTools) > 0 {
+		// As far as the class walk goes: a call of each tool.
+		r.MCP = &config.MCP{Methods: []string{config.MCPToolsCall}, Tools: l.MCPTools}
+	}
 	return r
+}
+
+// coversMCP reports whether body is an MCP POST body the proxy reads
+// that calls one of the limit's tools.
+func (l Limit) coversMCP(body []byte) bool {
+	if body == nil {
+		return false
+	}
+	called, err := policy.MCPToolsCalled(jsonBody(body))
+	return err == nil && slices.ContainsFunc(called, func(t string) bool { return slices.Contains(l.MCPTools, t) })
 }
 
 // coversGraphQL reports whether body is a GraphQL request that holds
@@ -211,6 +244,10 @@ func (l Limit) coversGraphQL(body []byte) bool {
 // caller's to weigh (Credential).
 func (l Limit) Contains(method, path string, body []byte) bool {
 	r := l.rule(method)
+	if len(l.MCPTools) > 0 {
+		r.MCP = nil // for the class walk; what the limit covers is coversMCP's
+		return method == "POST" && l.matches(r, method, path, body) && l.coversMCP(body)
+	}
 	if len(l.GraphQL) == 0 {
 		return l.matches(r, method, path, body)
 	}
@@ -322,8 +359,9 @@ func (c Ceiling) checkHost(p *policy.Policy, h *config.Host, host string, li int
 	lr := l.rule("GET")
 	if len(l.Methods) == 0 {
 		lr.Methods = nil
-		if len(l.GraphQL) > 0 {
-			// Only a POST carries a GraphQL document the limit covers.
+		if len(l.GraphQL) > 0 || len(l.MCPTools) > 0 {
+			// Only a POST carries a GraphQL document or an MCP call
+			// the limit covers.
 			lr.Methods = []string{"POST"}
 		}
 	}
@@ -344,6 +382,10 @@ func (c Ceiling) checkHost(p *policy.Policy, h *config.Host, host string, li int
 	}
 	if len(l.GraphQL) > 0 {
 		plain[0].Method, plain[0].Body = "POST", []byte(`{"query":"`+l.GraphQL[0]+`{__typename}"}`)
+	}
+	if len(l.MCPTools) > 0 {
+		name, _ := json.Marshal(l.MCPTools[0])
+		plain[0].Method, plain[0].Body = "POST", []byte(`{"id":1,"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{},"name":`+string(name)+`}}`)
 	}
 	var best *Violation
 	var bestReq Request
@@ -425,6 +467,9 @@ func (l Limit) Describe() string {
 	}
 	if len(l.GraphQL) > 0 {
 		b.WriteString(" with a GraphQL " + strings.Join(l.GraphQL, " or ") + " (or a persisted query)")
+	}
+	if len(l.MCPTools) > 0 {
+		b.WriteString(" calling the MCP tool " + strings.Join(l.MCPTools, " or "))
 	}
 	if s := l.Sandboxes; s.Namespace != "" || s.Name != "" || len(s.Labels) > 0 {
 		var sel []string

@@ -101,6 +101,24 @@ func TestCeilingCheck(t *testing.T) {
 			want:     []string{`POST https://api.github.com/graphql {"query":"{__typename}"}`},
 			wantRule: []int{0},
 		},
+		"MCP read tools stay under no delete_repo": {
+			limit: Limit{Hosts: []string{"api.githubcopilot.com"}, MCPTools: []string{"delete_repo"}},
+			cfg: plan([]config.Host{injected("api.githubcopilot.com", config.Rule{Methods: []string{"POST", "GET"}, PathPrefixes: []string{"/mcp"},
+				MCP: &config.MCP{Methods: []string{"initialize", "tools/list", "tools/call"}, Tools: []string{"get_issue", "list_issues"}}})}),
+		},
+		"MCP with every tool breaks no delete_repo": {
+			limit: Limit{Hosts: []string{"api.githubcopilot.com"}, MCPTools: []string{"delete_repo"}},
+			cfg: plan([]config.Host{injected("api.githubcopilot.com", config.Rule{Methods: []string{"POST"}, PathPrefixes: []string{"/mcp"},
+				MCP: &config.MCP{Methods: []string{"tools/call"}}})}),
+			want:     []string{`POST https://api.githubcopilot.com/mcp {"id":1,"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{},"name":"delete_repo"}}`},
+			wantRule: []int{0},
+		},
+		"any POST breaks no delete_repo": {
+			limit:    Limit{Hosts: []string{"api.githubcopilot.com"}, MCPTools: []string{"delete_repo"}},
+			cfg:      plan([]config.Host{injected("api.githubcopilot.com", config.Rule{Methods: []string{"POST"}, PathPrefixes: []string{"/"}})}),
+			want:     []string{`POST https://api.githubcopilot.com/ {"id":1,"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{},"name":"delete_repo"}}`},
+			wantRule: []int{0},
+		},
 		"query-only GraphQL stays under no mutations": {
 			limit: noMutations,
 			cfg:   plan([]config.Host{injected("api.github.com", config.Rule{Methods: []string{"GET"}, PathPrefixes: []string{"/"}}, config.Rule{Methods: []string{"POST"}, PathPatterns: []string{"/graphql"}, GraphQL: &config.GraphQL{Operations: []string{"query"}}})}),
@@ -218,6 +236,8 @@ func TestCeilingValidate(t *testing.T) {
 		"graphql, no types":   {Hosts: []string{"a.example"}, GraphQL: []string{}},
 		"graphql, bad type":   {Hosts: []string{"a.example"}, GraphQL: []string{"delete"}},
 		"graphql, twice":      {Hosts: []string{"a.example"}, GraphQL: []string{"mutation", "mutation"}},
+		"mcp, no tools":       {Hosts: []string{"a.example"}, MCPTools: []string{}},
+		"mcp and body":        {Hosts: []string{"a.example"}, Body: map[string][]string{"a": {"b"}}, MCPTools: []string{"t"}},
 	}
 	for name, l := range tests {
 		t.Run(name, func(t *testing.T) {

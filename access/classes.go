@@ -344,7 +344,11 @@ func bodyClasses(rules []config.Rule) (bodies [][]byte, ok bool) {
 	if !ok || len(bodies)+len(gql) > MaxBodies {
 		return nil, false
 	}
-	return append(bodies, gql...), true
+	mcp, ok := mcpClasses(rules)
+	if !ok || len(bodies)+len(gql)+len(mcp) > MaxBodies {
+		return nil, false
+	}
+	return slices.Concat(bodies, gql, mcp), true
 }
 
 // jsonBodyClasses returns the classes of bodies the rules' JSON body

@@ -439,7 +439,16 @@ func ProxyRule(r schema.Rule) config.Rule {
 	if g := r.GraphQL; g != nil {
 		out.GraphQL = &config.GraphQL{Operations: g.Operations, PersistedQueries: g.PersistedQueries, Batches: g.Batches}
 	}
+	out.MCP = proxyMCP(r.MCP)
 	return out
+}
+
+// proxyMCP is an MCP condition as the proxy reads it, nil for none.
+func proxyMCP(m *schema.MCP) *config.MCP {
+	if m == nil {
+		return nil
+	}
+	return &config.MCP{Methods: slices.Clone(m.Methods), Tools: slices.Clone(m.Tools), Arguments: m.Arguments, Resources: slices.Clone(m.Resources), Responses: m.Responses}
 }
 
 // entryFor is the Connection's first inject entry that covers host, nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -157,6 +158,12 @@ func fill(v reflect.Value, n *int) {
 		fill(v.Elem(), n)
 	case reflect.Bool:
 		v.SetBool(true)
+	case reflect.Map:
+		v.Set(reflect.MakeMap(v.Type()))
+		k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
+		fill(k, n)
+		fill(e, n)
+		v.SetMapIndex(k, e)
 	case reflect.Int8:
 		v.SetInt(1)
 	case reflect.Int64:
@@ -203,6 +210,18 @@ func sharesNothing(t *testing.T, at string, a, b reflect.Value) {
 			t.Errorf("%s: the pointer is the decoder's", at)
 		}
 		sharesNothing(t, at, a.Elem(), b.Elem())
+	case reflect.Map:
+		if a.IsNil() {
+			return
+		}
+		if a.Pointer() == b.Pointer() {
+			t.Errorf("%s: the map is the decoder's", at)
+		}
+		for _, k := range a.MapKeys() {
+			bk := b.MapKeys()[slices.IndexFunc(b.MapKeys(), func(x reflect.Value) bool { return x.Interface() == k.Interface() })]
+			sharesNothing(t, at+"{}", k, bk)
+			sharesNothing(t, at+"[]", a.MapIndex(k), b.MapIndex(k))
+		}
 	}
 }
 

@@ -37,6 +37,9 @@ type ceilingWire struct {
 	GraphQL      *struct {
 		Operations []string `yaml:"operations"`
 	} `yaml:"graphql"`
+	MCP *struct {
+		Tools []string `yaml:"tools"`
+	} `yaml:"mcp"`
 	Credential bool `yaml:"credential"`
 	WebSocket  bool `yaml:"websocket"`
 }
@@ -79,7 +82,7 @@ func (p *pass) origin(s *Sandbox, host string, o origin) {
 // readCeiling reads keyhole.yaml's ceiling into p.config.ceiling,
 // reporting what the proxy's own checks would refuse in it.
 func (p *pass) readCeiling(it *item, nodes []yaml.Node) {
-	known := []string{"sandboxes", "hosts", "methods", "pathPrefixes", "pathPatterns", "encodedSlash", "body", "graphql", "credential", "websocket"}
+	known := []string{"sandboxes", "hosts", "methods", "pathPrefixes", "pathPatterns", "encodedSlash", "body", "graphql", "mcp", "credential", "websocket"}
 	for i := range nodes {
 		n := &nodes[i]
 		if n.Kind != yaml.MappingNode {
@@ -117,6 +120,12 @@ func (p *pass) readCeiling(it *item, nodes []yaml.Node) {
 			l.GraphQL = w.GraphQL.Operations
 			if l.GraphQL == nil {
 				l.GraphQL = []string{}
+			}
+		}
+		if w.MCP != nil {
+			l.MCPTools = w.MCP.Tools
+			if l.MCPTools == nil {
+				l.MCPTools = []string{}
 			}
 		}
 		if err := (access.Ceiling{Limits: []access.Limit{l}}).Validate(); err != nil {

@@ -188,6 +188,11 @@ func (p *pass) addConfig(v *schema.Validator, doc *source.Document, it item) {
 			if r.GraphQL != nil {
 				checkCatalogGraphQL(p, &it, at, c.Name, r)
 			}
+			if r.MCP != nil {
+				for _, pr := range mcpProblems(r.Methods, false, r.MCP) {
+					p.report(codeMCPInvalid, &it, slices.Concat(at, pr.at), false, "read-only rule of connector %s %s", c.Name, pr.msg)
+				}
+			}
 			for x, h := range r.Hosts {
 				if !slices.ContainsFunc(c.Hosts, func(ch schema.ConnectorHost) bool { return ch.Host == h }) {
 					p.report(codeConfigInvalid, &it, at.with("hosts", x), false,

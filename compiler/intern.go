@@ -246,9 +246,32 @@ func (in *interner) connection(w *connectionWire) *connectionWire {
 		for j := range e.Rules {
 			r := &e.Rules[j]
 			r.Methods, r.PathPrefixes, r.PathPatterns, r.EncodedSlash = in.list(r.Methods), in.list(r.PathPrefixes), in.list(r.PathPatterns), in.keep(r.EncodedSlash)
+			if r.MCP != nil {
+				r.MCP = in.mcp(r.MCP)
+			}
 		}
 	}
 	return in.connections.new(c)
+}
+
+// mcp copies a rule's MCP condition. Few rules have one: it is
+// allocated plainly, its strings and lists kept as the rules' are.
+func (in *interner) mcp(m *schema.MCP) *schema.MCP {
+	c := &schema.MCP{Methods: in.list(m.Methods), Tools: in.list(m.Tools), Resources: in.list(m.Resources), Responses: m.Responses}
+	if m.Arguments != nil {
+		c.Arguments = make(map[string]map[string][]string, len(m.Arguments))
+		for tool, fields := range m.Arguments {
+			var cf map[string][]string
+			if fields != nil {
+				cf = make(map[string][]string, len(fields))
+				for f, vs := range fields {
+					cf[in.keep(f)] = in.list(vs)
+				}
+			}
+			c.Arguments[in.keep(tool)] = cf
+		}
+	}
+	return c
 }
 
 // sandboxClass takes the lock.

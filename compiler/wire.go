@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"keyhole.dev/keyhole/proxy/config"
+	"keyhole.dev/keyhole/schema"
 )
 
 // metadata is what the compiler reads of an object's metadata: its
@@ -119,16 +120,17 @@ type basicWire struct {
 }
 
 type ruleWire struct {
-	Methods      []string `yaml:"methods"`
-	PathPrefixes []string `yaml:"pathPrefixes"`
-	PathPatterns []string `yaml:"pathPatterns"`
-	EncodedSlash string   `yaml:"encodedSlash"`
-	WebSocket    bool     `yaml:"websocket"`
+	Methods      []string    `yaml:"methods"`
+	PathPrefixes []string    `yaml:"pathPrefixes"`
+	PathPatterns []string    `yaml:"pathPatterns"`
+	EncodedSlash string      `yaml:"encodedSlash"`
+	WebSocket    bool        `yaml:"websocket"`
+	MCP          *schema.MCP `yaml:"mcp"`
 }
 
 // proxy is the rule as the proxy reads it.
 func (r ruleWire) proxy() config.Rule {
-	return config.Rule{Methods: slices.Clone(r.Methods), PathPrefixes: slices.Clone(r.PathPrefixes), PathPatterns: slices.Clone(r.PathPatterns), EncodedSlash: r.EncodedSlash, WebSocket: r.WebSocket}
+	return config.Rule{Methods: slices.Clone(r.Methods), PathPrefixes: slices.Clone(r.PathPrefixes), PathPatterns: slices.Clone(r.PathPatterns), EncodedSlash: r.EncodedSlash, WebSocket: r.WebSocket, MCP: proxyMCP(r.MCP)}
 }
 
 type secretWire struct {

@@ -83,6 +83,13 @@ func graphql(g config.GraphQL) config.Rule {
 	return r
 }
 
+// mcpRule is a POST /mcp rule with an MCP condition.
+func mcpRule(m config.MCP) config.Rule {
+	r := prefixes("POST", "/mcp")
+	r.MCP = &m
+	return r
+}
+
 // TestCompareAccess: containment over the rule language, decided exactly,
 // and the smallest witnesses of each direction.
 func TestCompareAccess(t *testing.T) {
@@ -381,6 +388,24 @@ func TestCompareAccess(t *testing.T) {
 			head:    plan([]config.Host{gh(patterns("POST", "/graphql"))}),
 			want:    VerdictWidened,
 			widened: []string{"POST https://api.github.com/graphql", `POST https://api.github.com/graphql {"query":"mutation{__typename}"}`, `POST https://api.github.com/graphql {"query":"subscription{__typename}"}`},
+		},
+		"an MCP tool added": {
+			base:    plan([]config.Host{gh(mcpRule(config.MCP{Methods: []string{"tools/list", "tools/call"}, Tools: []string{"get_issue"}}))}),
+			head:    plan([]config.Host{gh(mcpRule(config.MCP{Methods: []string{"tools/list", "tools/call"}, Tools: []string{"get_issue", "create_issue"}}))}),
+			want:    VerdictWidened,
+			widened: []string{`POST https://api.github.com/mcp {"id":1,"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{},"name":"create_issue"}}`},
+		},
+		"an MCP method added": {
+			base:    plan([]config.Host{gh(mcpRule(config.MCP{Methods: []string{"tools/list"}}))}),
+			head:    plan([]config.Host{gh(mcpRule(config.MCP{Methods: []string{"tools/list", "prompts/get"}}))}),
+			want:    VerdictWidened,
+			widened: []string{`POST https://api.github.com/mcp {"id":1,"jsonrpc":"2.0","method":"prompts/get"}`},
+		},
+		"an MCP tool's arguments narrowed": {
+			base:     plan([]config.Host{gh(mcpRule(config.MCP{Methods: []string{"tools/call"}, Tools: []string{"get_issue"}}))}),
+			head:     plan([]config.Host{gh(mcpRule(config.MCP{Methods: []string{"tools/call"}, Tools: []string{"get_issue"}, Arguments: map[string]map[string][]string{"get_issue": {"owner": {"acme"}}}}))}),
+			want:     VerdictNarrowed,
+			narrowed: []string{`POST https://api.github.com/mcp {"id":1,"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{},"name":"get_issue"}}`},
 		},
 		"queries only widened to mutations": {
 			base:    plan([]config.Host{gh(graphql(config.GraphQL{Operations: []string{"query"}}))}),

@@ -326,7 +326,8 @@ func rules(rs []config.Rule) []string {
 // ("(encodedSlash: segment)"), whether a WebSocket may upgrade
 // ("(websocket)"), body conditions
 // ("GET,HEAD /repos/a, /repos/b with JSON body action in [opened,closed]";
-// "POST /graphql with GraphQL query only").
+// "POST /graphql with GraphQL query only"; "POST /mcp with MCP
+// tools/list,tools/call, tools get_issue").
 func DescribeRule(r config.Rule) string {
 	paths := append(slices.Clone(r.PathPrefixes), r.PathPatterns...)
 	s := strings.Join(r.Methods, ",") + " " + strings.Join(paths, ", ")
@@ -353,6 +354,25 @@ func DescribeRule(r config.Rule) string {
 		}
 		if g.Batches {
 			s += ", batches"
+		}
+	}
+	if m := r.MCP; m != nil {
+		s += " with MCP " + strings.Join(m.Methods, ",")
+		if m.Tools != nil {
+			s += ", tools " + strings.Join(m.Tools, ",")
+		}
+		for _, t := range slices.Sorted(maps.Keys(m.Arguments)) {
+			var conds []string
+			for _, k := range slices.Sorted(maps.Keys(m.Arguments[t])) {
+				conds = append(conds, fmt.Sprintf("%s in [%s]", k, strings.Join(m.Arguments[t][k], ",")))
+			}
+			s += ", " + t + " arguments " + strings.Join(conds, ", ")
+		}
+		if m.Resources != nil {
+			s += ", resources " + strings.Join(m.Resources, ",")
+		}
+		if m.Responses {
+			s += ", responses"
 		}
 	}
 	return s

@@ -253,6 +253,12 @@ func (s *Server) serveRequest(w http.ResponseWriter, r *http.Request, st *state,
 			return
 		}
 	}
+	if d.MCP != nil && d.MCP.Filter {
+		// The answer is filtered, so it must come uncompressed: without
+		// Accept-Encoding the upstream sends it as it is.
+		sc.mcp = d.MCP
+		r.Header.Del("Accept-Encoding")
+	}
 	if d.WebSocket {
 		prepareWebSocket(r.Header)
 		sc.ws = s.webSocketGrant(st, info, d.Connection)

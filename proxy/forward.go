@@ -69,6 +69,9 @@ type scrubbing struct {
 	// (nil when it has none, or one too long to hold).
 	renew  func(h http.Header) (Injected, error)
 	replay []byte
+	// mcp, set for a request to an MCP endpoint whose rules list tools,
+	// has the tools lists of its answer cut to them (mcp.go).
+	mcp *policy.MCPExchange
 }
 
 func newForwarder(scheme string, rt http.RoundTripper, onError func(http.ResponseWriter, *http.Request, error, Injected)) *forwarder {
@@ -140,6 +143,14 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 		bp := f.bufs.Get().(*[]byte)
 		defer f.bufs.Put(bp)
 		body = sc.inj.ScrubReader(res.Body, *bp)
+	}
+	if sc.mcp != nil {
+		// After the scrubbing, so what the filter writes is scrubbed.
+		if body, err = filterMCPAnswer(res, body, sc.mcp.Tools); err != nil {
+			res.Body.Close()
+			f.onError(w, out, err, sc.inj)
+			return
+		}
 	}
 	f.filterHeader(out, res.Header, sc, "header")
 	h := w.Header()

@@ -23,8 +23,12 @@ type requestLog struct {
 // requestFields are a request line's fields, in the line's order.
 type requestFields struct {
 	sandbox, host, method, path, decision, reason, connection string
-	status                                                    int
-	durationMS                                                float64
+	// mcpTools, on a request to an MCP endpoint, are the tools its
+	// tools/call messages name, comma-separated; empty, the field is
+	// left out.
+	mcpTools   string
+	status     int
+	durationMS float64
 }
 
 func newRequestLog(w io.Writer) *requestLog {
@@ -62,6 +66,10 @@ func appendRequestLine(b []byte, t time.Time, f requestFields) []byte {
 	b = appendJSONString(b, f.reason)
 	b = append(b, `,"connection":`...)
 	b = appendJSONString(b, f.connection)
+	if f.mcpTools != "" {
+		b = append(b, `,"mcpTools":`...)
+		b = appendJSONString(b, f.mcpTools)
+	}
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(f.status), 10)
 	b = append(b, `,"duration_ms":`...)

@@ -45,6 +45,7 @@ func TestRequestLineMatchesSlog(t *testing.T) {
 		{"whole-number duration", when, with(func(f *requestFields) { f.durationMS = 5 })},
 		{"tiny duration uses an exponent", when, with(func(f *requestFields) { f.durationMS = 1e-7 })},
 		{"huge duration uses an exponent", when, with(func(f *requestFields) { f.durationMS = 2.5e22 })},
+		{"MCP tools", when, with(func(f *requestFields) { f.mcpTools = "delete_repo,get_\"issue\u2028" })},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

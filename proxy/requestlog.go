@@ -68,6 +68,10 @@ func (s *Server) logRequest(st *state, r *http.Request, d policy.Decision, statu
 		decision: string(d.Action), reason: string(d.Reason), connection: d.Connection,
 		status: status, durationMS: float64(time.Since(start).Microseconds()) / 1000,
 	}
+	if d.MCP != nil && len(d.MCP.Calls) > 0 {
+		// Names the sandbox chose: clipped, as its path is.
+		f.mcpTools = policy.Clip(strings.Join(d.MCP.Calls, ","))
+	}
 	if s.reqLog != nil {
 		s.reqLog.write(time.Now(), f)
 		return
@@ -78,7 +82,7 @@ func (s *Server) logRequest(st *state, r *http.Request, d policy.Decision, statu
 // attrs are the request line's fields as slog writes them; the
 // hand-written line (requestLog) matches their JSON byte for byte.
 func (f requestFields) attrs() []slog.Attr {
-	return []slog.Attr{
+	attrs := []slog.Attr{
 		slog.String("sandbox", f.sandbox),
 		slog.String("host", f.host),
 		slog.String("method", f.method),
@@ -86,9 +90,11 @@ func (f requestFields) attrs() []slog.Attr {
 		slog.String("decision", f.decision),
 		slog.String("reason", f.reason),
 		slog.String("connection", f.connection),
-		slog.Int("status", f.status),
-		slog.Float64("duration_ms", f.durationMS),
 	}
+	if f.mcpTools != "" {
+		attrs = append(attrs, slog.String("mcpTools", f.mcpTools))
+	}
+	return append(attrs, slog.Int("status", f.status), slog.Float64("duration_ms", f.durationMS))
 }
 
 func (s *Server) metricHost(st *state, host string) string {

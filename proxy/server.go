@@ -718,8 +718,13 @@ func (s *Server) upstreamScrubbed(r *http.Request, where string, names []string)
 }
 
 // writeRefusal answers a refused request: the reason's status, the
-// refusal header and a one-line message.
+// refusal header and a one-line message (on an MCP endpoint, a JSON-RPC
+// error holding it).
 func writeRefusal(w http.ResponseWriter, d policy.Decision, closeConn bool) {
+	if d.MCP != nil {
+		writeMCPRefusal(w, d, closeConn)
+		return
+	}
 	h := w.Header()
 	h.Set(policy.RefusedHeader, string(d.Reason))
 	h.Set("Content-Type", "text/plain; charset=utf-8")

@@ -30,6 +30,7 @@ const (
 	codeOmniaPathPatterns        = "OmniaPathPatternsUnsupported"
 	codeOmniaEncodedSlash        = "OmniaEncodedSlashUnsupported"
 	codeOmniaWebSocket           = "OmniaWebSocketUnsupported"
+	codeOmniaMCP                 = "OmniaMCPUnsupported"
 	codeOmniaConnectorWritable   = "OmniaConnectorWritable"
 	codeOmniaCredentialKind      = "OmniaCredentialKindUnsupported"
 	codeOmniaHostSplit           = "OmniaHostSplitUnsupported"
@@ -41,7 +42,7 @@ const (
 func OmniaRules() []diag.Rule {
 	return []diag.Rule{
 		{Code: codeOmniaRuleDropped, Severity: diag.Warning,
-			Purpose: "A catalog read-only rule uses path patterns, `encodedSlash` or a body or GraphQL condition, which an omnia Connection cannot express; it is left out and the operator's proxy refuses what it allowed.",
+			Purpose: "A catalog read-only rule uses path patterns, `encodedSlash` or a body, GraphQL or MCP condition, which an omnia Connection cannot express; it is left out and the operator's proxy refuses what it allowed.",
 			Help:    "Keep the default kubernetes target for what the rule allowed (git clone over HTTPS, Git LFS downloads, GraphQL reads)."},
 		{Code: codeOmniaReadOnlyUnexpressed, Severity: diag.Error,
 			Purpose: "None of the read-only rules that hold on one of a connector's hosts can be expressed, and a Connection entry without rules would let every request through.",
@@ -76,6 +77,9 @@ func OmniaRules() []diag.Rule {
 		{Code: codeOmniaWebSocket, Severity: diag.Error,
 			Purpose: "A Connection's rule sets `websocket: true`, which keyhole's own proxy enforces but the operator's Connection does not have: the operator would drop it, and the WebSocket the rule allows would never open through its proxy.",
 			Help:    "Keep the default kubernetes target (or agent-sandbox), whose proxy relays WebSockets on the paths a rule allows."},
+		{Code: codeOmniaMCP, Severity: diag.Error,
+			Purpose: "A Connection's rule has an `mcp` condition, which keyhole's own proxy enforces but the operator's Connection does not have: the operator would drop it, and the rule would let every MCP tool through, or its proxy refuse them all.",
+			Help:    "Keep the default kubernetes target (or agent-sandbox), whose proxy holds MCP requests to the tools a rule lists."},
 		{Code: codeOmniaConnectorWritable, Severity: diag.Error,
 			Purpose: "An agent.yaml connector says `read_only: false`; the omnia target compiles an agent's connectors into Connections with the catalog's read-only rules, and has no way to carry the Connection's own rules instead.",
 			Help:    "Bind the Connection from the agent's AgentRuntime (`spec.sandbox.connections`), or keep the default kubernetes target."},
@@ -280,6 +284,10 @@ func (r *omniaRender) input(in compiler.Object) error {
 				if _, ok := ru["encodedSlash"]; ok {
 					r.report(codeOmniaEncodedSlash, in.Source, in.Pos,
 						"inject entry %d, rule %d sets encodedSlash, which the operator's Connection does not have: its proxy would drop it and match the rule's paths without it, refusing what it allows; keep the default kubernetes target, or allow GET and HEAD under a prefix above the names", i, j)
+				}
+				if _, ok := ru["mcp"]; ok {
+					r.report(codeOmniaMCP, in.Source, in.Pos,
+						"inject entry %d, rule %d has an mcp condition, which the operator's Connection does not have: the operator would drop it and let every tool of the MCP server through; keep the default kubernetes target", i, j)
 				}
 				if ws, _ := ru["websocket"].(bool); ws {
 					r.report(codeOmniaWebSocket, in.Source, in.Pos,

@@ -229,7 +229,7 @@ func (o omniaRules) list() list {
 // Connection entry without rules allows every request.
 func (r *omniaRender) rules(a compiler.Agent, c compiler.AgentConnector) (map[string]omniaRules, bool) {
 	for _, rule := range c.Connector.ReadOnly {
-		if len(rule.Body) > 0 || rule.GraphQL != nil || len(rule.PathPatterns) > 0 || rule.EncodedSlash != "" {
+		if len(rule.Body) > 0 || rule.GraphQL != nil || rule.MCP != nil || len(rule.PathPatterns) > 0 || rule.EncodedSlash != "" {
 			r.report(codeOmniaRuleDropped, a.Source, a.Pos,
 				"connector %s's read-only rule %s cannot be expressed by an omnia Connection (methods and path prefixes only) and is left out of Connection %s-%s: %s",
 				c.Name, describeRule(rule), a.Name, c.Name, refusedBy(rule))
@@ -240,7 +240,7 @@ func (r *omniaRender) rules(a compiler.Agent, c compiler.AgentConnector) (map[st
 		var o omniaRules
 		readOnly, index := c.Connector.ReadOnlyOn(h.Host)
 		for k, rule := range readOnly {
-			if len(rule.Body) > 0 || rule.GraphQL != nil || rule.EncodedSlash != "" || len(rule.PathPrefixes) == 0 {
+			if len(rule.Body) > 0 || rule.GraphQL != nil || rule.MCP != nil || rule.EncodedSlash != "" || len(rule.PathPrefixes) == 0 {
 				continue
 			}
 			o.rules = append(o.rules, rule)
@@ -281,6 +281,9 @@ func describeRule(rule schema.Rule) string {
 	if rule.GraphQL != nil {
 		s += " with GraphQL " + strings.Join(rule.GraphQL.Operations, ",") + " only"
 	}
+	if rule.MCP != nil {
+		s += " with MCP " + strings.Join(rule.MCP.Methods, ",") + " only"
+	}
 	return s
 }
 
@@ -290,6 +293,8 @@ func refusedBy(rule schema.Rule) string {
 	switch {
 	case rule.GraphQL != nil:
 		return "GraphQL reads (gh issue list, gh pr view) will be refused by the operator's proxy; keep the default kubernetes target for them"
+	case rule.MCP != nil:
+		return "its MCP server's tools will be refused by the operator's proxy; keep the default kubernetes target for them"
 	case strings.Contains(joined, "/info/lfs/"):
 		return "Git LFS downloads (git lfs pull) will be refused by the operator's proxy; keep the default kubernetes target for Git LFS"
 	case strings.Contains(joined, "git-upload-pack"):

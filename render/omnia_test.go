@@ -418,6 +418,14 @@ func TestOmniaDiagnostics(t *testing.T) {
 			},
 			codes: []string{codeOmniaWebSocket},
 		},
+		"a Connection's mcp": {
+			plan: func(t *testing.T) compiler.Plan {
+				return compiler.Plan{Objects: []compiler.Object{inputObject(t, "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: c, namespace: agents}\n"+
+					"spec: {hosts: [api.githubcopilot.com], credential: {kind: secret, secretRef: {name: s}}, placement: {inject: [{hosts: [api.githubcopilot.com], header: Authorization, value: 'Bearer {{ .token }}', "+
+					"rules: [{methods: [POST], pathPrefixes: [/mcp], mcp: {methods: [tools/call], tools: [get_me]}}]}]}}\n")}}
+			},
+			codes: []string{codeOmniaMCP},
+		},
 		"a connector rule with encodedSlash dropped": {
 			plan: func(t *testing.T) compiler.Plan {
 				return compiler.Plan{Objects: []compiler.Object{agentRuntime(t, "a")}, Agents: []compiler.Agent{omniaAgent("a", omniaConn(basic, []schema.Rule{

@@ -321,6 +321,10 @@ func (w *jsonWriter) rule(r *config.Rule, depth int) {
 		w.key(&n, depth+1, "inject")
 		w.inject(r.Inject, depth+1)
 	}
+	if m := r.MCP; m != nil {
+		w.key(&n, depth+1, "mcp")
+		w.mcp(m, depth+1)
+	}
 	// methods has no omitempty: a nil list is written as null.
 	w.key(&n, depth+1, "methods")
 	w.strs(r.Methods, depth+1)
@@ -335,6 +339,42 @@ func (w *jsonWriter) rule(r *config.Rule, depth int) {
 	if r.WebSocket {
 		w.key(&n, depth+1, "websocket")
 		w.b = append(w.b, "true"...)
+	}
+	w.close(n, depth, '}')
+}
+
+// mcp writes a rule's MCP condition, whose key is at depth, its fields in
+// name order.
+func (w *jsonWriter) mcp(m *config.MCP, depth int) {
+	n := w.open('{')
+	if len(m.Arguments) > 0 {
+		w.key(&n, depth+1, "arguments")
+		a := w.open('{')
+		for _, tool := range slices.Sorted(maps.Keys(m.Arguments)) {
+			w.key(&a, depth+2, tool)
+			f := w.open('{')
+			for _, field := range slices.Sorted(maps.Keys(m.Arguments[tool])) {
+				w.key(&f, depth+3, field)
+				w.strs(m.Arguments[tool][field], depth+3)
+			}
+			w.close(f, depth+2, '}')
+		}
+		w.close(a, depth+1, '}')
+	}
+	// methods has no omitempty: a nil list is written as null.
+	w.key(&n, depth+1, "methods")
+	w.strs(m.Methods, depth+1)
+	if len(m.Resources) > 0 {
+		w.key(&n, depth+1, "resources")
+		w.strs(m.Resources, depth+1)
+	}
+	if m.Responses {
+		w.key(&n, depth+1, "responses")
+		w.b = append(w.b, "true"...)
+	}
+	if len(m.Tools) > 0 {
+		w.key(&n, depth+1, "tools")
+		w.strs(m.Tools, depth+1)
 	}
 	w.close(n, depth, '}')
 }

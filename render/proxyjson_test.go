@@ -34,6 +34,9 @@ func proxyConfigCases() map[string]config.Config {
 					{Methods: []string{"POST"}, PathPatterns: []string{"/*/*/git-upload-pack", "/a/**"}, Body: map[string][]string{"operation": {"download"}, "a": {"x", "y"}, "z": nil, "e": {}}},
 					{Methods: []string{"POST"}, PathPrefixes: []string{"/graphql"}, GraphQL: &config.GraphQL{Operations: []string{"query"}}},
 					{Methods: []string{"POST"}, PathPrefixes: []string{"/graphql"}, GraphQL: &config.GraphQL{Operations: []string{"query", "mutation"}, PersistedQueries: true, Batches: true}},
+					{Methods: []string{"POST", "GET", "DELETE"}, PathPrefixes: []string{"/mcp"}, MCP: &config.MCP{Methods: []string{"initialize", "tools/call"}, Tools: []string{"get_issue", "list_issues"},
+						Arguments: map[string]map[string][]string{"get_issue": {"owner": {"acme"}, "a": {"x", "y"}}, "list_issues": {}}, Resources: []string{"repo://acme/"}, Responses: true}},
+					{Methods: []string{"POST"}, PathPrefixes: []string{"/mcp2"}, MCP: &config.MCP{Methods: []string{"ping"}}},
 				},
 			},
 			{
@@ -78,6 +81,11 @@ func proxyConfigCases() map[string]config.Config {
 		"CA cert only":      {CA: config.CA{CertFile: "c"}},
 		"no namespace":      {Sandbox: config.SandboxRef{Name: "n"}},
 		"rule without body": {Hosts: []config.Host{{Rules: []config.Rule{{Methods: []string{"GET"}, Body: map[string][]string{}}}}}},
+		"mcp nil and empty": {Hosts: []config.Host{{Rules: []config.Rule{
+			{Methods: []string{"POST"}, MCP: &config.MCP{}},
+			{Methods: []string{"POST"}, MCP: &config.MCP{Methods: []string{}, Tools: []string{}, Resources: []string{}, Arguments: map[string]map[string][]string{}}},
+			{Methods: []string{"POST"}, MCP: &config.MCP{Methods: []string{"<&>\u2028"}, Arguments: map[string]map[string][]string{"é": {"\"\\": nil}}}},
+		}}}},
 		"graphql nil and empty": {Hosts: []config.Host{{Rules: []config.Rule{
 			{Methods: []string{"POST"}, GraphQL: &config.GraphQL{}},
 			{Methods: []string{"POST"}, GraphQL: &config.GraphQL{Operations: []string{}}},
@@ -137,8 +145,9 @@ func TestAppendProxyConfigFields(t *testing.T) {
 		"HeaderInject":     {"name", "value"},
 		"BasicInject":      {"usernameKey", "passwordKey"},
 		"SubstituteInject": {"placeholder", "key", "headers"},
-		"Rule":             {"methods", "pathPrefixes", "pathPatterns", "body", "graphql", "encodedSlash", "websocket", "inject"},
+		"Rule":             {"methods", "pathPrefixes", "pathPatterns", "body", "graphql", "mcp", "encodedSlash", "websocket", "inject"},
 		"GraphQL":          {"operations", "persistedQueries", "batches"},
+		"MCP":              {"methods", "tools", "arguments", "resources", "responses"},
 	}
 	seen := map[string]bool{}
 	var walk func(t reflect.Type)

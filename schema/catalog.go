@@ -42,6 +42,7 @@ type Rule struct {
 	EncodedSlash string              `json:"encodedSlash,omitempty" yaml:"encodedSlash,omitempty"`
 	Body         map[string][]string `json:"body,omitempty" yaml:"body,omitempty"`
 	GraphQL      *GraphQL            `json:"graphql,omitempty" yaml:"graphql,omitempty"`
+	MCP          *MCP                `json:"mcp,omitempty" yaml:"mcp,omitempty"`
 	// Hosts, when set, are the connector's hosts the rule holds on; a
 	// rule without them holds on each. It is the catalog's own field, not
 	// the proxy's: the compiler gives each host only the rules that hold
@@ -68,6 +69,15 @@ type GraphQL struct {
 	Operations       []string `json:"operations" yaml:"operations"`
 	PersistedQueries bool     `json:"persistedQueries,omitempty" yaml:"persistedQueries,omitempty"`
 	Batches          bool     `json:"batches,omitempty" yaml:"batches,omitempty"`
+}
+
+// MCP is a rule's MCP condition, as proxy/config.MCP.
+type MCP struct {
+	Methods   []string                       `json:"methods" yaml:"methods"`
+	Tools     []string                       `json:"tools,omitempty" yaml:"tools,omitempty"`
+	Arguments map[string]map[string][]string `json:"arguments,omitempty" yaml:"arguments,omitempty"`
+	Resources []string                       `json:"resources,omitempty" yaml:"resources,omitempty"`
+	Responses bool                           `json:"responses,omitempty" yaml:"responses,omitempty"`
 }
 
 // ConnectorHost is one host the connector's credential may be sent to.

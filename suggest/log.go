@@ -27,6 +27,9 @@ const MaxLine = 64 << 10
 // all the same, so a hand-made line cannot make suggest print a query.
 type Refusal struct {
 	Sandbox, Host, Method, Path, Reason, Connection string
+	// MCPTools are the MCP tools the request called, as its line names
+	// them (mcpTools), on a request to an MCP endpoint.
+	MCPTools []string
 }
 
 // Log is what ReadLog found.
@@ -50,6 +53,7 @@ type requestWire struct {
 	Decision   string `json:"decision"`
 	Reason     string `json:"reason"`
 	Connection string `json:"connection"`
+	MCPTools   string `json:"mcpTools"`
 	Status     *int   `json:"status"`
 }
 
@@ -107,7 +111,11 @@ func (l *Log) add(line []byte) {
 	if j := strings.IndexAny(p, "?#"); j >= 0 {
 		p = p[:j]
 	}
-	l.Refusals = append(l.Refusals, Refusal{Sandbox: w.Sandbox, Host: w.Host, Method: w.Method, Path: p, Reason: w.Reason, Connection: w.Connection})
+	r := Refusal{Sandbox: w.Sandbox, Host: w.Host, Method: w.Method, Path: p, Reason: w.Reason, Connection: w.Connection}
+	if w.MCPTools != "" {
+		r.MCPTools = strings.Split(w.MCPTools, ",")
+	}
+	l.Refusals = append(l.Refusals, r)
 }
 
 // Group is the refusals of one sandbox, host, reason and method.
@@ -119,6 +127,9 @@ type Group struct {
 	Paths []string
 	// Count is how many requests were refused.
 	Count int
+	// MCPTools are the distinct MCP tools the refused requests called,
+	// sorted.
+	MCPTools []string
 }
 
 // Groups gathers the refusals, sorted by sandbox, host, reason, method.
@@ -142,10 +153,16 @@ func (l *Log) Groups() []Group {
 			seen[k][r.Path] = true
 			g.Paths = append(g.Paths, r.Path)
 		}
+		for _, t := range r.MCPTools {
+			if !slices.Contains(g.MCPTools, t) {
+				g.MCPTools = append(g.MCPTools, t)
+			}
+		}
 	}
 	var gs []Group
 	for _, g := range m {
 		slices.Sort(g.Paths)
+		slices.Sort(g.MCPTools)
 		gs = append(gs, *g)
 	}
 	slices.SortFunc(gs, func(a, b Group) int {

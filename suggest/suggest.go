@@ -42,6 +42,9 @@ type Suggestion struct {
 	NoFix      string   `json:"noFix,omitempty"`
 	// Notes are about paths of the group the fix leaves out.
 	Notes []string `json:"notes,omitempty"`
+	// Tools are the MCP tools the refused requests called that the
+	// fix adds to a rule's mcp condition.
+	Tools []string `json:"tools,omitempty"`
 }
 
 // Fix is one rule edit and what it does.
@@ -246,6 +249,10 @@ func l7(s *Suggestion, g Group, u *compiler.Unit, sb *compiler.Sandbox, read Rea
 		s.NoFix = "the host has no rules, so no rule refused it: the request was sent over plain http://, carried a method or path override, a body the proxy cannot check, a target that is not a clean path, or a method outside the seven a host without rules forwards"
 		return nil
 	}
+	if len(g.MCPTools) > 0 {
+		mcpTools(s, g, u, sb, hi)
+		return nil
+	}
 	p, err := policy.NewPolicy(&sb.Proxy)
 	if err != nil {
 		s.NoFix = "the sandbox's proxy config does not load: " + err.Error()
@@ -404,4 +411,55 @@ func aboveEncodedSlash(path string) (string, bool) {
 		}
 	}
 	return path, false
+}
+
+// mcpTools proposes, for refused calls of MCP tools (the log names
+// them), adding the tools the host's MCP rules do not list to the first
+// rule with an mcp condition on the refused paths, weighed as every fix
+// is. The edit is said, not patched: the tools list is written in many
+// YAML shapes.
+func mcpTools(s *Suggestion, g Group, u *compiler.Unit, sb *compiler.Sandbox, hi int) {
+	host := sb.Proxy.Hosts[hi]
+	ri := slices.IndexFunc(host.Rules, func(r config.Rule) bool {
+		return r.MCP != nil && slices.Contains(r.Methods, "POST") && slices.ContainsFunc(g.Paths, func(p string) bool {
+			return policy.RuleAllows(config.Rule{Methods: []string{"POST"}, PathPrefixes: r.PathPrefixes, PathPatterns: r.PathPatterns, EncodedSlash: r.EncodedSlash}, "POST", p, policy.Body{})
+		})
+	})
+	if ri < 0 {
+		s.NoFix = "the refused requests called MCP tools, and no rule with an mcp condition covers their paths: give the rule that covers them an mcp condition listing the tools"
+		return
+	}
+	rule := host.Rules[ri]
+	var add []string
+	for _, t := range g.MCPTools {
+		if t != "" && rule.MCP.Tools != nil && !slices.Contains(rule.MCP.Tools, t) {
+			add = append(add, t)
+		}
+	}
+	if len(add) == 0 {
+		s.NoFix = "the rule's mcp condition lists the tools called already: the calls were refused for their arguments, their method or how the body was written (explain --request with the body says which)"
+		return
+	}
+	quoted := make([]string, len(add))
+	for i, t := range add {
+		quoted[i] = quote(t)
+	}
+	file, line, where := "", 0, "the Connection of "+quote(host.Connection)
+	if ci := slices.IndexFunc(connections(u), func(o compiler.Object) bool {
+		return o.Source.Name == host.Connection && o.Source.Namespace == sb.Namespace
+	}); ci >= 0 {
+		c := connections(u)[ci]
+		file, line, where = c.Pos.File, c.Pos.Line, "Connection "+c.Source.Name
+	}
+	after := sb.Proxy
+	after.Hosts = slices.Clone(sb.Proxy.Hosts)
+	after.Hosts[hi].Rules = slices.Clone(host.Rules)
+	m := *rule.MCP
+	m.Tools = append(slices.Clone(m.Tools), add...)
+	after.Hosts[hi].Rules[ri].MCP = &m
+	acc := diff.CompareAccess(&sb.Proxy, &after)
+	f := &Fix{File: file, Line: line, Edit: fmt.Sprintf("add %s to the tools of the mcp condition of rule %d of %s on %s (edit by hand: not in the patch)", strings.Join(quoted, ", "), ri, where, quote(g.Host)),
+		Verdict: acc.Verdict, Widened: acc.Widened, Ceiling: CeilingNone}
+	ceilingVerdict(f, u.Plan.Ceiling, sb, &after)
+	s.Tools, s.Fix = add, f
 }

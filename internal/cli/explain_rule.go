@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -98,7 +99,7 @@ func printRuleSource(w io.Writer, units []compiler.Unit, s compiler.Sandbox, d p
 func sameRule(a, b config.Rule) bool {
 	return slices.Equal(a.Methods, b.Methods) && slices.Equal(a.PathPrefixes, b.PathPrefixes) &&
 		slices.Equal(a.PathPatterns, b.PathPatterns) && a.EncodedSlash == b.EncodedSlash &&
-		len(a.Body) == 0 && a.GraphQL == nil
+		len(a.Body) == 0 && a.GraphQL == nil && reflect.DeepEqual(a.MCP, b.MCP)
 }
 
 // posLine writes a position as file:line.

@@ -173,6 +173,11 @@ type Rule struct {
 	// ["query"]} for a read-only POST /graphql. A rule sets Body or
 	// GraphQL, not both.
 	GraphQL *GraphQL `json:"graphql,omitempty"`
+	// MCP, when set, holds the rule's POST requests to a Model Context
+	// Protocol server's streamable HTTP endpoint to the JSON-RPC methods,
+	// tools and resources it lists (MCP). A rule sets one of Body,
+	// GraphQL and MCP.
+	MCP *MCP `json:"mcp,omitempty"`
 	// EncodedSlash says how the rule reads an encoded '/' (%2F, either
 	// case) in a request's path. Empty: as the upstream might either
 	// way, so a path holding one matches only where the rule allows it

@@ -272,7 +272,7 @@ func (v *validator) rule(at string, r Rule) {
 	if r.WebSocket && !slices.Contains(r.Methods, http.MethodGet) {
 		v.addf(at+".websocket", "needs GET among the rule's methods: a WebSocket handshake is a GET")
 	}
-	if r.WebSocket && (len(r.Body) > 0 || r.GraphQL != nil) {
+	if r.WebSocket && (len(r.Body) > 0 || r.GraphQL != nil || r.MCP != nil) {
 		v.addf(at+".websocket", "cannot go with a body or GraphQL condition: a WebSocket handshake has no body, and the frames after it are not checked against one")
 	}
 	for i, p := range r.PathPrefixes {
@@ -299,6 +299,9 @@ func (v *validator) rule(at string, r Rule) {
 		if len(values) == 0 {
 			v.addf(at+".body."+field, "lists no values, so it matches nothing")
 		}
+	}
+	if r.MCP != nil {
+		v.mcp(at, r)
 	}
 	if g := r.GraphQL; g != nil {
 		if len(r.Body) > 0 {

@@ -76,7 +76,15 @@ func CheckBody(want map[string][]string, b Body) error {
 	if !utf8.Valid(b.Data) {
 		return fmt.Errorf("%w: the body is not valid UTF-8", ErrBody)
 	}
-	fields, err := topLevelFields(b.Data)
+	return matchFields(want, b.Data)
+}
+
+// matchFields reports whether data, one JSON object read as CheckBody
+// reads a body, has each top-level field named in want, spelled exactly,
+// holding one of the listed strings. An MCP condition holds a tool's
+// arguments object to it too.
+func matchFields(want map[string][]string, data []byte) error {
+	fields, err := topLevelFields(data)
 	if err != nil {
 		return err
 	}

@@ -137,6 +137,9 @@ type Decision struct {
 	Connection string
 	// Message is a one-line human explanation for a refusal.
 	Message string
+	// MCP, set for a request to an MCP endpoint (a path a rule with an
+	// MCP condition covers), says how the proxy answers it (mcp.go).
+	MCP *MCPExchange
 	// WebSocket is set when the request is a WebSocket handshake that
 	// a rule with websocket: true allows (ActionInject): the proxy asks
 	// the upstream to upgrade and relays the frames. A handshake no such
@@ -188,8 +191,9 @@ type HostPolicy struct {
 	// decided holds the names the host's body and GraphQL conditions
 	// decide on, refused wherever else a framework reads them.
 	decided decidedNames
-	// graphQL is set when a rule has a GraphQL condition.
-	graphQL bool
+	// graphQL is set when a rule has a GraphQL condition, mcp when one
+	// has an MCP condition.
+	graphQL, mcp bool
 	// scrubBodies is the config's ScrubResponseBodies.
 	scrubBodies bool
 	// forms holds, per rule, the host compiled with the rule's own
@@ -217,11 +221,14 @@ func NewPolicy(cfg *config.Config) (*Policy, error) {
 			hp.template = t
 		}
 		for _, r := range h.Rules {
-			if len(r.Body) > 0 || r.GraphQL != nil {
+			if len(r.Body) > 0 || r.GraphQL != nil || r.MCP != nil {
 				hp.needsBody = true
 			}
 			if r.GraphQL != nil {
 				hp.graphQL = true
+			}
+			if r.MCP != nil {
+				hp.mcp = true
 			}
 		}
 		hp.decided = newDecidedNames(h.Rules)
@@ -332,7 +339,7 @@ func (p *Policy) Decide(req RequestInfo) Decision {
 	case KindConnect:
 		return p.decideConnect(req)
 	case KindTunnel:
-		return p.decideTunnel(req, true)
+		return p.withMCP(p.decideTunnel(req, true), req)
 	case KindPlain:
 		return p.decidePlain(req)
 	}
@@ -470,7 +477,7 @@ func (p *Policy) decideTunnel(req RequestInfo, bodyKnown bool) Decision {
 				r.GraphQL = nil // its request was checked in the query string
 			}
 			if !bodyKnown {
-				r.Body, r.GraphQL = nil, nil
+				r.Body, r.GraphQL, r.MCP = nil, nil, nil
 			}
 			err := ruleAllows(r, req.Method, path, slashed, body)
 			if err == nil {

@@ -285,7 +285,8 @@ func matchSegment(p, seg string) bool {
 
 // MatchRule reports whether a request with this method, path (from
 // TargetPath) and body matches rule r. body is consulted only when r has a
-// Body or GraphQL condition (see CheckBody and CheckGraphQL).
+// Body, GraphQL or MCP condition (see CheckBody, CheckGraphQL and
+// CheckMCP).
 func MatchRule(r config.Rule, method, path string, body Body) bool {
 	return matchRule(r, method, path, body) == nil
 }
@@ -327,6 +328,9 @@ func matchRule(r config.Rule, method, path string, body Body) error {
 		if err := CheckGraphQL(*r.GraphQL, body); err != nil {
 			return err
 		}
+	}
+	if r.MCP != nil {
+		return checkMCPRule(*r.MCP, method, body)
 	}
 	if len(r.Body) == 0 {
 		return nil
