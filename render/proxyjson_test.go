@@ -46,6 +46,8 @@ func proxyConfigCases() map[string]config.Config {
 		Passthrough:         []string{"proxy.golang.org", "sum.golang.org"},
 		InternalHosts:       []string{"api.github.com", "proxy.golang.org"},
 		ScrubResponseBodies: true,
+		UpstreamProxy: &config.UpstreamProxy{URL: "http://squid.egress:3128", Auth: &config.BasicInjectSecret{Secret: "corp-proxy", UsernameKey: "user", PasswordKey: "pass"},
+			NoProxy: []string{".corp.example", "10.0.0.0/8"}, Resolve: config.ResolveUpstream, AllowInternalAddress: true},
 	}
 	escapes := full
 	escapes.Hosts = []config.Host{{
@@ -57,6 +59,7 @@ func proxyConfigCases() map[string]config.Config {
 		"every field":       full,
 		"escaped strings":   escapes,
 		"zero":              {},
+		"upstream url only": {UpstreamProxy: &config.UpstreamProxy{URL: "http://proxy:3128"}},
 		"empty lists":       {Hosts: []config.Host{}, Passthrough: []string{}, InternalHosts: []string{}},
 		"empty nested":      {Hosts: []config.Host{{Rules: []config.Rule{}}}},
 		"CA cert only":      {CA: config.CA{CertFile: "c"}},
@@ -109,17 +112,19 @@ func TestAppendProxyConfig(t *testing.T) {
 // writes, so it would not notice.
 func TestAppendProxyConfigFields(t *testing.T) {
 	written := map[string][]string{
-		"Config":           {"apiVersion", "kind", "sandbox", "secretsDir", "ca", "hosts", "passthrough", "internalHosts", "scrubResponseBodies"},
-		"SandboxRef":       {"namespace", "name"},
-		"CA":               {"certFile", "keyFile"},
-		"Host":             {"name", "connection", "inject", "rules"},
-		"Inject":           {"secret", "header", "basic", "substitute", "githubApp"},
-		"GitHubAppInject":  {"appId", "installationId", "owner", "privateKeyKey", "api", "scheme", "repositories", "permissions"},
-		"HeaderInject":     {"name", "value"},
-		"BasicInject":      {"usernameKey", "passwordKey"},
-		"SubstituteInject": {"placeholder", "key", "headers"},
-		"Rule":             {"methods", "pathPrefixes", "pathPatterns", "body", "graphql", "encodedSlash", "websocket"},
-		"GraphQL":          {"operations", "persistedQueries", "batches"},
+		"Config":            {"apiVersion", "kind", "sandbox", "secretsDir", "ca", "hosts", "passthrough", "internalHosts", "scrubResponseBodies", "upstreamProxy"},
+		"UpstreamProxy":     {"url", "auth", "noProxy", "resolve", "allowInternalAddress"},
+		"BasicInjectSecret": {"secret", "usernameKey", "passwordKey"},
+		"SandboxRef":        {"namespace", "name"},
+		"CA":                {"certFile", "keyFile"},
+		"Host":              {"name", "connection", "inject", "rules"},
+		"Inject":            {"secret", "header", "basic", "substitute", "githubApp"},
+		"GitHubAppInject":   {"appId", "installationId", "owner", "privateKeyKey", "api", "scheme", "repositories", "permissions"},
+		"HeaderInject":      {"name", "value"},
+		"BasicInject":       {"usernameKey", "passwordKey"},
+		"SubstituteInject":  {"placeholder", "key", "headers"},
+		"Rule":              {"methods", "pathPrefixes", "pathPatterns", "body", "graphql", "encodedSlash", "websocket"},
+		"GraphQL":           {"operations", "persistedQueries", "batches"},
 	}
 	seen := map[string]bool{}
 	var walk func(t reflect.Type)

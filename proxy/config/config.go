@@ -49,6 +49,9 @@ type Config struct {
 	// on a body in a content coding it cannot read. docs/proxy.md gives
 	// what it costs.
 	ScrubResponseBodies bool `json:"scrubResponseBodies,omitempty"`
+	// UpstreamProxy, when set, is the forward proxy every upstream
+	// connection goes through (upstream.go).
+	UpstreamProxy *UpstreamProxy `json:"upstreamProxy,omitempty"`
 }
 
 // SandboxRef names a sandbox.
