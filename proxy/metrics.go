@@ -38,6 +38,7 @@ type metrics struct {
 	transparents   map[[2]string]uint64 // decision, reason
 	dialsRefused   map[[2]string]uint64 // host, class
 	dnsQueries     map[[2]string]uint64 // decision, reason
+	upProxy        map[string]uint64    // result
 	latencyBounds  []float64
 	latencyCounts  []uint64 // one per bound, then +Inf
 	latencySum     float64
@@ -55,7 +56,7 @@ func newMetrics() *metrics {
 	b := latencyBuckets()
 	return &metrics{
 		requests: map[[3]string]uint64{}, injectFailures: map[string]uint64{}, tokenMints: map[[2]string]uint64{}, scrubs: map[[2]string]uint64{}, reloads: map[[2]string]uint64{}, transparents: map[[2]string]uint64{},
-		dialsRefused: map[[2]string]uint64{}, dnsQueries: map[[2]string]uint64{},
+		dialsRefused: map[[2]string]uint64{}, dnsQueries: map[[2]string]uint64{}, upProxy: map[string]uint64{},
 		latencyBounds: b, latencyCounts: make([]uint64, len(b)+1),
 		goroutines: runtime.NumGoroutine,
 	}
@@ -87,6 +88,13 @@ func (m *metrics) dialRefused(host string, class policy.AddrClass) {
 func (m *metrics) dns(d DNSDecision) {
 	m.mu.Lock()
 	m.dnsQueries[[2]string{string(d.Action), string(d.Reason)}]++
+	m.mu.Unlock()
+}
+
+// upstreamProxy counts a tunnel asked of the upstream proxy by result.
+func (m *metrics) upstreamProxy(result string) {
+	m.mu.Lock()
+	m.upProxy[result]++
 	m.mu.Unlock()
 }
 
@@ -160,6 +168,11 @@ func (m *metrics) write(w io.Writer) {
 	b.WriteString("# TYPE keyhole_proxy_dials_refused_total counter\n")
 	for _, k := range sortedKeys(m.dialsRefused, func(k [2]string) string { return k[0] + "\x00" + k[1] }) {
 		fmt.Fprintf(&b, "keyhole_proxy_dials_refused_total{host=%s,class=%s} %d\n", q(k[0]), q(k[1]), m.dialsRefused[k])
+	}
+	b.WriteString("# HELP keyhole_proxy_upstream_proxy_connects_total Tunnels asked of the configured upstream proxy, by result (ok, or why it failed).\n")
+	b.WriteString("# TYPE keyhole_proxy_upstream_proxy_connects_total counter\n")
+	for _, k := range sortedKeys(m.upProxy, func(k string) string { return k }) {
+		fmt.Fprintf(&b, "keyhole_proxy_upstream_proxy_connects_total{result=%s} %d\n", q(k), m.upProxy[k])
 	}
 	b.WriteString("# HELP keyhole_proxy_dns_queries_total DNS messages the proxy's DNS listener decided, by decision (answer, refuse, drop) and reason.\n")
 	b.WriteString("# TYPE keyhole_proxy_dns_queries_total counter\n")

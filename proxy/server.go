@@ -323,10 +323,16 @@ func (s *Server) dial(ctx context.Context, network, addr string) (net.Conn, erro
 			guard = err != nil
 		}
 	}
+	st := s.state.Load()
+	if st.cfg.UpstreamProxy != nil {
+		if c, direct, err := s.dialUpstream(ctx, st, host, addr, guard); !direct {
+			return c, err
+		}
+	}
 	addr = rooted(addr)
 	d := net.Dialer{Timeout: s.opts.Timeouts.Dial, KeepAlive: 30 * time.Second}
 	if guard {
-		p := s.state.Load().policy
+		p := st.policy
 		d.Control = func(_, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
 			dec, class := p.DecideDial(host, ap.Addr())
@@ -361,6 +367,9 @@ func rooted(addr string) string {
 type dialRefusedError struct {
 	d     policy.Decision
 	class policy.AddrClass
+	// cause, when set, is why the upstream proxy failed the dial
+	// (upstream.go); class is then meaningless.
+	cause string
 }
 
 func (e *dialRefusedError) Error() string { return e.d.Message }
@@ -374,6 +383,10 @@ func refusedDial(err error) (*dialRefusedError, bool) {
 
 // dialRefused logs and counts a refused dial.
 func (s *Server) dialRefused(e *dialRefusedError) {
+	if e.cause != "" {
+		s.log.Warn("upstream proxy failed", "host", e.d.Host, "cause", e.cause, "message", e.d.Message)
+		return
+	}
 	s.metrics.dialRefused(e.d.Host, e.class)
 	s.log.Warn("upstream address refused", "host", e.d.Host, "class", string(e.class), "message", e.d.Message)
 }

@@ -28,13 +28,16 @@ const RefusedHeader = "X-Omnia-Egress-Refused"
 type Reason string
 
 // The reasons. Decide returns every one except ReasonCredentialUnavailable,
-// which only reading the mounted Secret can reveal (see Inject).
+// which only reading the mounted Secret can reveal (see Inject), and
+// ReasonUpstreamProxyFailed, which only dialling through the configured
+// forward proxy can.
 const (
 	ReasonAllowed               Reason = "allowed"
 	ReasonHostNotAllowed        Reason = "host-not-allowed"
 	ReasonL7NotAllowed          Reason = "l7-not-allowed"
 	ReasonHostMismatch          Reason = "host-mismatch"
 	ReasonCredentialUnavailable Reason = "credential-unavailable"
+	ReasonUpstreamProxyFailed   Reason = "upstream-proxy-failed"
 )
 
 // Status is the HTTP status the proxy answers a refusal with; 0 for
@@ -43,7 +46,7 @@ func (r Reason) Status() int {
 	switch r {
 	case ReasonHostNotAllowed, ReasonL7NotAllowed, ReasonHostMismatch:
 		return http.StatusForbidden
-	case ReasonCredentialUnavailable:
+	case ReasonCredentialUnavailable, ReasonUpstreamProxyFailed:
 		return http.StatusBadGateway
 	}
 	return 0
