@@ -50,6 +50,8 @@ type metrics struct {
 	// goroutines counts the process's goroutines: a gauge that stays
 	// flat under steady load and grows when something leaks.
 	goroutines func() int
+	// otlp, when the request log is exported, counts its records.
+	otlp func() (exported, dropped, failed uint64)
 }
 
 func newMetrics() *metrics {
@@ -197,6 +199,14 @@ func (m *metrics) write(w io.Writer) {
 	b.WriteString("# TYPE keyhole_proxy_reloads_total counter\n")
 	for _, k := range sortedKeys(m.reloads, func(k [2]string) string { return k[0] + "\x00" + k[1] }) {
 		fmt.Fprintf(&b, "keyhole_proxy_reloads_total{what=%s,result=%s} %d\n", q(k[0]), q(k[1]), m.reloads[k])
+	}
+	if m.otlp != nil {
+		exported, dropped, failed := m.otlp()
+		b.WriteString("# HELP keyhole_proxy_otlp_log_records_total Request log records for the OTLP collector, by result: exported, dropped (the queue was full), failed (the export failed).\n")
+		b.WriteString("# TYPE keyhole_proxy_otlp_log_records_total counter\n")
+		fmt.Fprintf(&b, "keyhole_proxy_otlp_log_records_total{result=\"dropped\"} %d\n", dropped)
+		fmt.Fprintf(&b, "keyhole_proxy_otlp_log_records_total{result=\"exported\"} %d\n", exported)
+		fmt.Fprintf(&b, "keyhole_proxy_otlp_log_records_total{result=\"failed\"} %d\n", failed)
 	}
 	b.WriteString("# HELP keyhole_proxy_upstream_latency_seconds Time from sending a request upstream to its response headers.\n")
 	b.WriteString("# TYPE keyhole_proxy_upstream_latency_seconds histogram\n")

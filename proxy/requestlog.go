@@ -68,6 +68,9 @@ func (s *Server) logRequest(st *state, r *http.Request, d policy.Decision, statu
 		decision: string(d.Action), reason: string(d.Reason), connection: d.Connection,
 		status: status, durationMS: float64(time.Since(start).Microseconds()) / 1000,
 	}
+	if s.otlp != nil {
+		s.otlp.add(time.Now(), f)
+	}
 	if s.reqLog != nil {
 		s.reqLog.write(time.Now(), f)
 		return

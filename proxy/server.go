@@ -105,6 +105,9 @@ type Options struct {
 	// keys, order and escaping, at a fraction of the cost per request.
 	// Other events still go to Logger.
 	RequestLog io.Writer
+	// OTLPLogs, when set, also sends the request lines to an
+	// OpenTelemetry collector (otlp.go).
+	OTLPLogs *OTLPConfig
 }
 
 // The default caps on what a sandbox holds open. Each tunnel can be made
@@ -129,6 +132,7 @@ type Server struct {
 	opts    Options
 	log     *slog.Logger
 	reqLog  *requestLog // nil: request lines go through log
+	otlp    *otlpExporter
 	metrics *metrics
 
 	state atomic.Pointer[state]
@@ -222,6 +226,10 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.RequestLog != nil {
 		s.reqLog = newRequestLog(opts.RequestLog)
+	}
+	if opts.OTLPLogs != nil {
+		s.otlp = newOTLPExporter(*opts.OTLPLogs, logger.Warn)
+		s.metrics.otlp = s.otlp.counts
 	}
 	s.leaves = newLeafCache(func() { s.metrics.mints.Add(1) })
 	st, err := s.loadConfig(nil)
@@ -616,6 +624,9 @@ func (s *Server) Serve(ctx context.Context, lns Listeners) error {
 	s.upstream.CloseIdleConnections()
 	s.forwardTLS.pool.closeAll()
 	s.plain.CloseIdleConnections()
+	if s.otlp != nil {
+		s.otlp.close(sctx)
+	}
 	return runErr
 }
 
