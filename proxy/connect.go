@@ -248,6 +248,11 @@ func (s *Server) serveRequest(w http.ResponseWriter, r *http.Request, st *state,
 		return
 	}
 	r.Host = d.Host // the forwarders send to the canonical host
+	if d.Action == policy.ActionAudit {
+		s.audited(st, r, d) // forwarded without the credential (audit.go)
+		s.forwardTLS.forward(rec, r, sc)
+		return
+	}
 	if d.WebSocket {
 		prepareWebSocket(r.Header)
 		sc.ws = s.webSocketGrant(st, info, d.Connection)

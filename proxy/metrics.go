@@ -39,6 +39,7 @@ type metrics struct {
 	dialsRefused   map[[2]string]uint64 // host, class
 	dnsQueries     map[[2]string]uint64 // decision, reason
 	upProxy        map[string]uint64    // result
+	audits         map[[3]string]uint64 // host, connection, reason
 	latencyBounds  []float64
 	latencyCounts  []uint64 // one per bound, then +Inf
 	latencySum     float64
@@ -58,7 +59,7 @@ func newMetrics() *metrics {
 	b := latencyBuckets()
 	return &metrics{
 		requests: map[[3]string]uint64{}, injectFailures: map[string]uint64{}, tokenMints: map[[2]string]uint64{}, scrubs: map[[2]string]uint64{}, reloads: map[[2]string]uint64{}, transparents: map[[2]string]uint64{},
-		dialsRefused: map[[2]string]uint64{}, dnsQueries: map[[2]string]uint64{}, upProxy: map[string]uint64{},
+		dialsRefused: map[[2]string]uint64{}, dnsQueries: map[[2]string]uint64{}, upProxy: map[string]uint64{}, audits: map[[3]string]uint64{},
 		latencyBounds: b, latencyCounts: make([]uint64, len(b)+1),
 		goroutines: runtime.NumGoroutine,
 	}
@@ -90,6 +91,14 @@ func (m *metrics) dialRefused(host string, class policy.AddrClass) {
 func (m *metrics) dns(d DNSDecision) {
 	m.mu.Lock()
 	m.dnsQueries[[2]string{string(d.Action), string(d.Reason)}]++
+	m.mu.Unlock()
+}
+
+// audited counts a request forwarded without the credential in audit
+// mode, by the reason it would have been refused for.
+func (m *metrics) audited(host, connection, reason string) {
+	m.mu.Lock()
+	m.audits[[3]string{host, connection, reason}]++
 	m.mu.Unlock()
 }
 
@@ -150,6 +159,11 @@ func (m *metrics) write(w io.Writer) {
 	b.WriteString("# TYPE keyhole_proxy_requests_total counter\n")
 	for _, k := range sortedKeys(m.requests, func(k [3]string) string { return k[0] + "\x00" + k[1] + "\x00" + k[2] }) {
 		fmt.Fprintf(&b, "keyhole_proxy_requests_total{host=%s,decision=%s,reason=%s} %d\n", q(k[0]), q(k[1]), q(k[2]), m.requests[k])
+	}
+	b.WriteString("# HELP keyhole_proxy_audited_total Requests the rules refuse that audit mode forwarded without the credential, by host, connection and reason.\n")
+	b.WriteString("# TYPE keyhole_proxy_audited_total counter\n")
+	for _, k := range sortedKeys(m.audits, func(k [3]string) string { return k[0] + "\x00" + k[1] + "\x00" + k[2] }) {
+		fmt.Fprintf(&b, "keyhole_proxy_audited_total{host=%s,connection=%s,reason=%s} %d\n", q(k[0]), q(k[1]), q(k[2]), m.audits[k])
 	}
 	b.WriteString("# HELP keyhole_proxy_transparent_connections_total Connections redirected to the transparent listener, by decision and reason.\n")
 	b.WriteString("# TYPE keyhole_proxy_transparent_connections_total counter\n")

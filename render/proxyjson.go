@@ -161,6 +161,10 @@ func (w *jsonWriter) upstreamProxy(u *config.UpstreamProxy, depth int) {
 
 func (w *jsonWriter) host(h *config.Host, depth int) {
 	n := w.open('{')
+	if h.Audit {
+		w.key(&n, depth+1, "audit")
+		w.b = append(w.b, "true"...)
+	}
 	w.key(&n, depth+1, "connection")
 	w.str(h.Connection)
 	w.key(&n, depth+1, "inject")

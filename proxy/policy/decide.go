@@ -71,6 +71,12 @@ const (
 	// ActionForward forwards an absolute-form http:// request to a
 	// passthrough host, without injection.
 	ActionForward Action = "forward"
+	// ActionAudit forwards, without the credential, a request to an
+	// injected host that only the host's rules refuse, because its
+	// Connection is in audit mode (config.Host.Audit). Reason is the
+	// refusal's and Message says why, as a refusal's would; the proxy
+	// logs it loudly. Every other refusal holds in audit mode.
+	ActionAudit Action = "audit"
 )
 
 // Kind says where a request was read, which decides what it may do.
@@ -149,6 +155,8 @@ type Decision struct {
 	// made against: set for ActionIntercept and ActionInject, nil
 	// otherwise.
 	host *HostPolicy
+	// AuditPath is the path a rule would have to allow (ActionAudit).
+	AuditPath string
 }
 
 // HostPolicy is the injected host's compiled policy the decision was made
@@ -427,6 +435,12 @@ func (p *Policy) decideTunnel(req RequestInfo, bodyKnown bool) Decision {
 			if why == "" && errors.Is(err, errDoubleEncoded) {
 				why = ": " + err.Error()
 			}
+		}
+		if !allowed && h.Audit {
+			// A rule's refusal, the one kind audit mode forwards
+			// (audit.go).
+			d := refuse("no rule of connection %s allows %s %s on %s%s", h.Connection, Clip(req.Method), Clip(path), tunnel, why)
+			return auditDecision(d, path)
 		}
 		if !allowed && slashed {
 			return refuse("no rule of connection %s allows %s %s on %s both as sent and with its encoded '/' read as a separator, as some upstreams read it, nor with encodedSlash: segment, which reads it as part of its segment%s", h.Connection, Clip(req.Method), Clip(path), tunnel, why)
