@@ -140,7 +140,7 @@ func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
 				if app != nil {
 					hi.GitHubApp = githubAppInject(w, h, scope)
 				}
-				s.Proxy.Hosts = append(s.Proxy.Hosts, config.Host{Name: h, Connection: c.obj().Name, Inject: hi, Rules: rules})
+				s.Proxy.Hosts = append(s.Proxy.Hosts, config.Host{Name: h, Connection: c.obj().Name, Inject: hi, Rules: rules, Audit: w.Spec.Enforcement == EnforcementAudit})
 			}
 			for _, e := range in.PlaceholderEnv {
 				if !envs[e] {
