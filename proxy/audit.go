@@ -16,5 +16,5 @@ func (s *Server) audited(st *state, r *http.Request, d policy.Decision) {
 	s.metrics.audited(s.metricHost(st, d.Host), d.Connection, string(d.Reason))
 	s.log.Warn("audit mode: forwarded without the credential a request the rules refuse",
 		"host", d.Host, "connection", d.Connection, "method", policy.Clip(r.Method), "path", logPath(r),
-		"reason", string(d.Reason), "message", d.Message, "would_allow", d.WouldAllow(r.Method))
+		"reason", string(d.Reason), "message", d.Message, "would_allow", d.WouldAllow)
 }

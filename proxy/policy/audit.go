@@ -1,9 +1,6 @@
 package policy
 
-import (
-	"fmt"
-	"strings"
-)
+import "fmt"
 
 // Audit mode (a Connection's enforcement: audit, config.Host.Audit)
 // lets a rollout see what a Connection's rules would refuse without the
@@ -29,20 +26,13 @@ import (
 // the request, and keyhole suggest turns those lines into the edit.
 
 // auditDecision turns d, a refusal by the rules of a host in audit mode,
-// into the decision to forward the request without the credential.
-func auditDecision(d Decision, path string) Decision {
+// into the decision to forward the request without the credential, with
+// the rule that would allow it in the words keyhole suggest uses for the
+// edit it proposes: "methods [GET], pathPrefixes [/repos/acme/gadgets]".
+// A rule with a body or GraphQL condition may be what the owner wants
+// instead.
+func auditDecision(d Decision, method, path string) Decision {
 	d.Action = ActionAudit
-	d.AuditPath = path
+	d.WouldAllow = fmt.Sprintf("methods [%s], pathPrefixes [%s]", Clip(method), Clip(path))
 	return d
-}
-
-// WouldAllow is the rule that would allow an audited request, in the
-// words keyhole suggest uses for the edit it proposes: "methods [GET],
-// pathPrefixes [/repos/acme/gadgets]". A rule with a body or GraphQL
-// condition may be what the owner wants instead.
-func (d Decision) WouldAllow(method string) string {
-	if d.Action != ActionAudit {
-		return ""
-	}
-	return fmt.Sprintf("methods [%s], pathPrefixes [%s]", Clip(strings.ToUpper(method)), Clip(d.AuditPath))
 }

@@ -155,8 +155,9 @@ type Decision struct {
 	// made against: set for ActionIntercept and ActionInject, nil
 	// otherwise.
 	host *HostPolicy
-	// AuditPath is the path a rule would have to allow (ActionAudit).
-	AuditPath string
+	// WouldAllow is, for ActionAudit, the rule that would allow the
+	// request, in keyhole suggest's words (auditDecision).
+	WouldAllow string
 }
 
 // HostPolicy is the injected host's compiled policy the decision was made
@@ -440,7 +441,7 @@ func (p *Policy) decideTunnel(req RequestInfo, bodyKnown bool) Decision {
 			// A rule's refusal, the one kind audit mode forwards
 			// (audit.go).
 			d := refuse("no rule of connection %s allows %s %s on %s%s", h.Connection, Clip(req.Method), Clip(path), tunnel, why)
-			return auditDecision(d, path)
+			return auditDecision(d, req.Method, path)
 		}
 		if !allowed && slashed {
 			return refuse("no rule of connection %s allows %s %s on %s both as sent and with its encoded '/' read as a separator, as some upstreams read it, nor with encodedSlash: segment, which reads it as part of its segment%s", h.Connection, Clip(req.Method), Clip(path), tunnel, why)
