@@ -38,6 +38,12 @@ func app(perms map[string]string, repos []string, rules ...config.Rule) config.H
 		AppID: 1, InstallationID: 2, PrivateKeyKey: "private-key.pem", API: "api.github.com", Scheme: "token", Repositories: repos, Permissions: perms}}}
 }
 
+// audited puts h in audit mode.
+func audited(h config.Host) config.Host {
+	h.Audit = true
+	return h
+}
+
 func gh(rules ...config.Rule) config.Host {
 	return config.Host{Name: "api.github.com", Connection: "github-acme", Inject: bearer("acme-github-token"), Rules: rules}
 }
@@ -100,6 +106,18 @@ func TestCompareAccess(t *testing.T) {
 			head:     plan([]config.Host{app(map[string]string{"pull_requests": "read"}, []string{"widgets"}, prefixes("GET", "/repos/acme/widgets/pulls"))}),
 			want:     VerdictNarrowed,
 			narrowed: []string{"GET https://api.github.com/repos/acme/widgets/pulls"},
+		},
+		"audit mode turned on": {
+			base:    plan([]config.Host{gh(prefixes("GET", "/repos/acme/widgets"))}),
+			head:    plan([]config.Host{audited(gh(prefixes("GET", "/repos/acme/widgets")))}),
+			want:    VerdictWidened,
+			widened: []string{"GET https://api.github.com/", "HEAD https://api.github.com/", "GET https://api.github.com/other"},
+		},
+		"audit mode turned off": {
+			base:     plan([]config.Host{audited(gh(prefixes("GET", "/repos/acme/widgets")))}),
+			head:     plan([]config.Host{gh(prefixes("GET", "/repos/acme/widgets"))}),
+			want:     VerdictNarrowed,
+			narrowed: []string{"GET https://api.github.com/", "HEAD https://api.github.com/", "GET https://api.github.com/other"},
 		},
 		"the same plan": {
 			base: plan([]config.Host{gh(prefixes("GET,HEAD", "/repos/acme/widgets"))}),
