@@ -5,7 +5,8 @@
 # it), pre-commit, etcd with a kube-apiserver; for the client matrix and
 # the transparent-mode tests also wget, Node.js with npm (and, through it,
 # yarn classic and pnpm: scripts/js-clients.sh), a headless Java runtime,
-# PHP with its curl extension, iptables, iproute2 and setpriv (util-linux). Installs only what is
+# PHP with its curl extension, iptables, iproute2 and setpriv (util-linux); Squid and openssl for
+# the upstream-proxy test. Installs only what is
 # missing, so a second run is quick and offline; starts and enables no
 # service. Quiet: one line per thing it installs, everything else only
 # when a step fails.
@@ -48,6 +49,11 @@ php -m 2>/dev/null | grep -qx curl || missing+=(php-curl)
 need iptables-restore iptables
 need ip iproute2
 need setpriv util-linux
+# Squid, the forward proxy proxy/e2e's upstream-proxy test runs keyhole
+# behind (its service is not started: policy-rc.d below), and openssl,
+# which hashes its test password.
+need squid squid
+need openssl openssl
 [ -x /usr/lib/git-core/git-http-backend ] || missing+=(git)
 # The python3 on PATH may not be Debian's; the test takes whichever of it
 # and /usr/bin/python3 can import requests.
