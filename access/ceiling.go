@@ -68,6 +68,12 @@ type Limit struct {
 	// "no credential on host X". A passthrough host's tunnel carries
 	// none, so it stays under such a limit.
 	Credential bool
+	// Audit forbids audit mode on the hosts (a Connection's
+	// enforcement: audit, config.Host.Audit): "no audit mode on host
+	// X", whatever the requests. A limit with it names hosts and
+	// sandboxes only. A limit without it already covers what audit mode
+	// forwards, as the requests they are.
+	Audit bool
 }
 
 // Selector picks sandboxes by namespace, name and labels; an empty field
@@ -172,6 +178,9 @@ func (c Ceiling) Validate() error {
 					errs = append(errs, at+": mcp names an empty tool")
 				}
 			}
+		}
+		if l.Audit && (len(l.Methods) > 0 || len(l.PathPrefixes) > 0 || len(l.PathPatterns) > 0 || len(l.Body) > 0 || l.GraphQL != nil || l.EncodedSlash != "" || l.MCPTools != nil || l.Credential || l.WebSocket) {
+			errs = append(errs, at+": audit takes hosts and sandboxes only: it forbids audit mode on its hosts whatever the request, so write the requests audit mode must never forward as an entry of their own")
 		}
 		if _, err := path.Match(l.Sandboxes.Name, ""); err != nil {
 			errs = append(errs, fmt.Sprintf("%s: sandbox name pattern %q: %v", at, policy.Clip(l.Sandboxes.Name), err))
@@ -299,6 +308,9 @@ type Violation struct {
 	// the host has no rules (every request is allowed) or is passed
 	// through.
 	Rule int
+	// AuditMode is set when the limit forbids audit mode (Limit.Audit)
+	// and the host is in it; no request is named then.
+	AuditMode bool
 }
 
 // Request is the violation's request on one line: METHOD URL [body].
@@ -349,6 +361,13 @@ func (c Ceiling) Check(sb Sandbox, cfg *config.Config) (violations []Violation, 
 // checkHost finds the smallest request to host that l covers and p
 // allows.
 func (c Ceiling) checkHost(p *policy.Policy, h *config.Host, host string, li int, l Limit) (Violation, string, bool) {
+	if l.Audit {
+		if h == nil || !h.Audit {
+			return Violation{}, "", false
+		}
+		return Violation{Limit: li, Host: host, URL: "https://" + host + "/", Rule: -1, AuditMode: true,
+			Decision: policy.Decision{Action: policy.ActionAudit, Host: host, Connection: h.Connection}}, "", true
+	}
 	var rules []config.Rule
 	if h != nil {
 		rules = slices.Clone(h.Rules)
@@ -439,6 +458,9 @@ func concrete(pattern string) string {
 
 // Describe writes the limit on one line, as check and diff show it.
 func (l Limit) Describe() string {
+	if l.Audit {
+		return "no audit mode on " + strings.Join(l.Hosts, ", ")
+	}
 	var b strings.Builder
 	if l.Credential {
 		b.WriteString("no credential on ")

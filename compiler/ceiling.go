@@ -10,6 +10,7 @@ import (
 	"keyhole.dev/keyhole/access"
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/proxy/config"
+	"keyhole.dev/keyhole/proxy/policy"
 )
 
 // CodeAccessAboveCeiling is the code of a sandbox's access above the
@@ -42,6 +43,7 @@ type ceilingWire struct {
 	} `yaml:"mcp"`
 	Credential bool `yaml:"credential"`
 	WebSocket  bool `yaml:"websocket"`
+	Audit      bool `yaml:"audit"`
 }
 
 // origin is where a host of a sandbox's proxy config comes from, for a
@@ -82,7 +84,7 @@ func (p *pass) origin(s *Sandbox, host string, o origin) {
 // readCeiling reads keyhole.yaml's ceiling into p.config.ceiling,
 // reporting what the proxy's own checks would refuse in it.
 func (p *pass) readCeiling(it *item, nodes []yaml.Node) {
-	known := []string{"sandboxes", "hosts", "methods", "pathPrefixes", "pathPatterns", "encodedSlash", "body", "graphql", "mcp", "credential", "websocket"}
+	known := []string{"sandboxes", "hosts", "methods", "pathPrefixes", "pathPatterns", "encodedSlash", "body", "graphql", "mcp", "credential", "websocket", "audit"}
 	for i := range nodes {
 		n := &nodes[i]
 		if n.Kind != yaml.MappingNode {
@@ -114,7 +116,7 @@ func (p *pass) readCeiling(it *item, nodes []yaml.Node) {
 		l := access.Limit{
 			Sandboxes: access.Selector{Namespace: w.Sandboxes.Namespace, Name: w.Sandboxes.Name, Labels: w.Sandboxes.Labels},
 			Hosts:     w.Hosts, Methods: w.Methods, PathPrefixes: w.PathPrefixes, PathPatterns: w.PathPatterns,
-			EncodedSlash: w.EncodedSlash, Body: w.Body, Credential: w.Credential, WebSocket: w.WebSocket,
+			EncodedSlash: w.EncodedSlash, Body: w.Body, Credential: w.Credential, WebSocket: w.WebSocket, Audit: w.Audit,
 		}
 		if w.GraphQL != nil {
 			l.GraphQL = w.GraphQL.Operations
@@ -182,8 +184,19 @@ func (p *pass) checkCeiling() {
 			if cfgItem != nil {
 				entry = fmt.Sprintf("ceiling entry %d at %s:%d (%s)", p.config.ceilingAt[v.Limit], cfgItem.doc.File, p.ceilingLine(v.Limit), l.Describe())
 			}
+			if v.AuditMode {
+				it, at := cfgItem, path{"ceiling", p.config.ceilingAt[v.Limit]}
+				if o, ok := origins[v.Host]; ok && o.rules {
+					it, at = o.it, path{"spec", "enforcement"}
+				}
+				p.reportAt(it, at, "sandbox %s: connection %s puts %s in audit mode (spec.enforcement: audit), which %s refuses: audit mode is not allowed there; set enforcement: enforce, or change the ceiling where its owners agree",
+					where, v.Decision.Connection, v.Host, entry)
+				continue
+			}
 			how := "allowed"
 			switch {
+			case v.Decision.Action == policy.ActionAudit:
+				how = "forwarded without the credential, since connection " + v.Decision.Connection + " is in audit mode (spec.enforcement: audit)"
 			case v.Decision.Connection != "":
 				how = "allowed with the credential of connection " + v.Decision.Connection
 			case v.Decision.Action == "tunnel" || v.Decision.Action == "forward":
@@ -204,6 +217,9 @@ func (p *pass) checkCeiling() {
 				rule = fmt.Sprintf(" by connector %s's read-only rule %d", o.connector, o.catalogRule[v.Rule])
 			case v.Rule < 0 && v.Decision.Action == "inject":
 				rule = " (the entry has no rules, so every request carries the credential)"
+			}
+			if ok && o.rules && v.Decision.Action == policy.ActionAudit {
+				at = path{"spec", "enforcement"} // what forwards it is the audit mode
 			}
 			if it == nil {
 				it, at = cfgItem, path{"ceiling", p.config.ceilingAt[v.Limit]}

@@ -200,6 +200,7 @@ func (in *interner) connection(w *connectionWire) *connectionWire {
 	sp.Credential.Kind = in.keep(sp.Credential.Kind)
 	sp.Credential.SecretRef.Name = in.keep(sp.Credential.SecretRef.Name)
 	sp.Credential.SecretRef.Namespace = in.keep(sp.Credential.SecretRef.Namespace)
+	sp.Enforcement = in.keep(sp.Enforcement)
 	if g := w.Spec.Credential.GitHubApp; g != nil {
 		sp.Credential.GitHubApp = in.githubApps.new(githubAppWire{
 			AppID: g.AppID, InstallationID: g.InstallationID,

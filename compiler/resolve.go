@@ -181,7 +181,7 @@ func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
 				if a := w.awsSigV4(); a != nil {
 					hi.AWSSigV4 = awsSigV4Inject(a, h)
 				}
-				s.Proxy.Hosts = append(s.Proxy.Hosts, config.Host{Name: h, Connection: c.obj().Name, Inject: hi, Rules: rules})
+				s.Proxy.Hosts = append(s.Proxy.Hosts, config.Host{Name: h, Connection: c.obj().Name, Inject: hi, Rules: rules, Audit: w.Spec.Enforcement == EnforcementAudit})
 			}
 			for _, e := range in.PlaceholderEnv {
 				if !envs[e] {

@@ -44,6 +44,9 @@ type connectionWire struct {
 			Files present `yaml:"files"`
 		} `yaml:"placement"`
 		AllowInternalAddresses bool `yaml:"allowInternalAddresses"`
+		// Enforcement is "enforce" (or empty) or "audit"
+		// (EnforcementAudit).
+		Enforcement string `yaml:"enforcement"`
 	} `yaml:"spec"`
 }
 

@@ -137,6 +137,8 @@ func (o Outcome) String() string {
 		return "tunnelled, no credential"
 	case policy.ActionForward:
 		return "forwarded over plain HTTP, no credential"
+	case policy.ActionAudit:
+		return "forwarded without the credential (audit mode: the rules refuse it)"
 	case policy.ActionInject:
 		if o.WebSocket {
 			return "allowed with " + o.Credential + ", upgraded to a WebSocket"

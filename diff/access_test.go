@@ -52,6 +52,12 @@ func googleHost(aud string, scopes ...string) config.Host {
 		KeyKey: "key.json", TokenURL: config.GoogleTokenURL, Scopes: scopes, Audience: aud}}}
 }
 
+// audited puts h in audit mode.
+func audited(h config.Host) config.Host {
+	h.Audit = true
+	return h
+}
+
 func gh(rules ...config.Rule) config.Host {
 	return config.Host{Name: "api.github.com", Connection: "github-acme", Inject: bearer("acme-github-token"), Rules: rules}
 }
@@ -151,6 +157,18 @@ func TestCompareAccess(t *testing.T) {
 			head:    plan([]config.Host{googleHost("https://b.example")}, "oauth2.googleapis.com"),
 			want:    VerdictWidened,
 			widened: []string{"GET https://api.acme.example/v1"},
+		},
+		"audit mode turned on": {
+			base:    plan([]config.Host{gh(prefixes("GET", "/repos/acme/widgets"))}),
+			head:    plan([]config.Host{audited(gh(prefixes("GET", "/repos/acme/widgets")))}),
+			want:    VerdictWidened,
+			widened: []string{"GET https://api.github.com/", "HEAD https://api.github.com/", "GET https://api.github.com/other"},
+		},
+		"audit mode turned off": {
+			base:     plan([]config.Host{audited(gh(prefixes("GET", "/repos/acme/widgets")))}),
+			head:     plan([]config.Host{gh(prefixes("GET", "/repos/acme/widgets"))}),
+			want:     VerdictNarrowed,
+			narrowed: []string{"GET https://api.github.com/", "HEAD https://api.github.com/", "GET https://api.github.com/other"},
 		},
 		"the same plan": {
 			base: plan([]config.Host{gh(prefixes("GET,HEAD", "/repos/acme/widgets"))}),

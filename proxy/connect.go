@@ -248,6 +248,11 @@ func (s *Server) serveRequest(w http.ResponseWriter, r *http.Request, st *state,
 		return
 	}
 	r.Host = d.Host // the forwarders send to the canonical host
+	if d.Action == policy.ActionAudit {
+		s.audited(st, r, d) // forwarded without the credential (audit.go)
+		s.forwardTLS.forward(rec, r, sc)
+		return
+	}
 	if hp := d.HostPolicy(); hp != nil && hp.Inject.AWSSigV4 != nil {
 		if sc.inj, ok = s.signAWSRequest(rec, r, d, st); !ok {
 			return

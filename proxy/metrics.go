@@ -38,6 +38,8 @@ type metrics struct {
 	transparents   map[[2]string]uint64 // decision, reason
 	dialsRefused   map[[2]string]uint64 // host, class
 	dnsQueries     map[[2]string]uint64 // decision, reason
+	upProxy        map[string]uint64    // result
+	audits         map[[3]string]uint64 // host, connection, reason
 	latencyBounds  []float64
 	latencyCounts  []uint64 // one per bound, then +Inf
 	latencySum     float64
@@ -49,13 +51,15 @@ type metrics struct {
 	// goroutines counts the process's goroutines: a gauge that stays
 	// flat under steady load and grows when something leaks.
 	goroutines func() int
+	// otlp, when the request log is exported, counts its records.
+	otlp func() (exported, dropped, failed uint64)
 }
 
 func newMetrics() *metrics {
 	b := latencyBuckets()
 	return &metrics{
 		requests: map[[3]string]uint64{}, injectFailures: map[string]uint64{}, tokenMints: map[[2]string]uint64{}, scrubs: map[[2]string]uint64{}, reloads: map[[2]string]uint64{}, transparents: map[[2]string]uint64{},
-		dialsRefused: map[[2]string]uint64{}, dnsQueries: map[[2]string]uint64{},
+		dialsRefused: map[[2]string]uint64{}, dnsQueries: map[[2]string]uint64{}, upProxy: map[string]uint64{}, audits: map[[3]string]uint64{},
 		latencyBounds: b, latencyCounts: make([]uint64, len(b)+1),
 		goroutines: runtime.NumGoroutine,
 	}
@@ -87,6 +91,21 @@ func (m *metrics) dialRefused(host string, class policy.AddrClass) {
 func (m *metrics) dns(d DNSDecision) {
 	m.mu.Lock()
 	m.dnsQueries[[2]string{string(d.Action), string(d.Reason)}]++
+	m.mu.Unlock()
+}
+
+// audited counts a request forwarded without the credential in audit
+// mode, by the reason it would have been refused for.
+func (m *metrics) audited(host, connection, reason string) {
+	m.mu.Lock()
+	m.audits[[3]string{host, connection, reason}]++
+	m.mu.Unlock()
+}
+
+// upstreamProxy counts a tunnel asked of the upstream proxy by result.
+func (m *metrics) upstreamProxy(result string) {
+	m.mu.Lock()
+	m.upProxy[result]++
 	m.mu.Unlock()
 }
 
@@ -141,6 +160,11 @@ func (m *metrics) write(w io.Writer) {
 	for _, k := range sortedKeys(m.requests, func(k [3]string) string { return k[0] + "\x00" + k[1] + "\x00" + k[2] }) {
 		fmt.Fprintf(&b, "keyhole_proxy_requests_total{host=%s,decision=%s,reason=%s} %d\n", q(k[0]), q(k[1]), q(k[2]), m.requests[k])
 	}
+	b.WriteString("# HELP keyhole_proxy_audited_total Requests the rules refuse that audit mode forwarded without the credential, by host, connection and reason.\n")
+	b.WriteString("# TYPE keyhole_proxy_audited_total counter\n")
+	for _, k := range sortedKeys(m.audits, func(k [3]string) string { return k[0] + "\x00" + k[1] + "\x00" + k[2] }) {
+		fmt.Fprintf(&b, "keyhole_proxy_audited_total{host=%s,connection=%s,reason=%s} %d\n", q(k[0]), q(k[1]), q(k[2]), m.audits[k])
+	}
 	b.WriteString("# HELP keyhole_proxy_transparent_connections_total Connections redirected to the transparent listener, by decision and reason.\n")
 	b.WriteString("# TYPE keyhole_proxy_transparent_connections_total counter\n")
 	for _, k := range sortedKeys(m.transparents, func(k [2]string) string { return k[0] + "\x00" + k[1] }) {
@@ -160,6 +184,11 @@ func (m *metrics) write(w io.Writer) {
 	b.WriteString("# TYPE keyhole_proxy_dials_refused_total counter\n")
 	for _, k := range sortedKeys(m.dialsRefused, func(k [2]string) string { return k[0] + "\x00" + k[1] }) {
 		fmt.Fprintf(&b, "keyhole_proxy_dials_refused_total{host=%s,class=%s} %d\n", q(k[0]), q(k[1]), m.dialsRefused[k])
+	}
+	b.WriteString("# HELP keyhole_proxy_upstream_proxy_connects_total Tunnels asked of the configured upstream proxy, by result (ok, or why it failed).\n")
+	b.WriteString("# TYPE keyhole_proxy_upstream_proxy_connects_total counter\n")
+	for _, k := range sortedKeys(m.upProxy, func(k string) string { return k }) {
+		fmt.Fprintf(&b, "keyhole_proxy_upstream_proxy_connects_total{result=%s} %d\n", q(k), m.upProxy[k])
 	}
 	b.WriteString("# HELP keyhole_proxy_dns_queries_total DNS messages the proxy's DNS listener decided, by decision (answer, refuse, drop) and reason.\n")
 	b.WriteString("# TYPE keyhole_proxy_dns_queries_total counter\n")
@@ -184,6 +213,14 @@ func (m *metrics) write(w io.Writer) {
 	b.WriteString("# TYPE keyhole_proxy_reloads_total counter\n")
 	for _, k := range sortedKeys(m.reloads, func(k [2]string) string { return k[0] + "\x00" + k[1] }) {
 		fmt.Fprintf(&b, "keyhole_proxy_reloads_total{what=%s,result=%s} %d\n", q(k[0]), q(k[1]), m.reloads[k])
+	}
+	if m.otlp != nil {
+		exported, dropped, failed := m.otlp()
+		b.WriteString("# HELP keyhole_proxy_otlp_log_records_total Request log records for the OTLP collector, by result: exported, dropped (the queue was full), failed (the export failed).\n")
+		b.WriteString("# TYPE keyhole_proxy_otlp_log_records_total counter\n")
+		fmt.Fprintf(&b, "keyhole_proxy_otlp_log_records_total{result=\"dropped\"} %d\n", dropped)
+		fmt.Fprintf(&b, "keyhole_proxy_otlp_log_records_total{result=\"exported\"} %d\n", exported)
+		fmt.Fprintf(&b, "keyhole_proxy_otlp_log_records_total{result=\"failed\"} %d\n", failed)
 	}
 	b.WriteString("# HELP keyhole_proxy_upstream_latency_seconds Time from sending a request upstream to its response headers.\n")
 	b.WriteString("# TYPE keyhole_proxy_upstream_latency_seconds histogram\n")

@@ -72,6 +72,9 @@ func (s *Server) logRequest(st *state, r *http.Request, d policy.Decision, statu
 		// Names the sandbox chose: clipped, as its path is.
 		f.mcpTools = policy.Clip(strings.Join(d.MCP.Calls, ","))
 	}
+	if s.otlp != nil {
+		s.otlp.add(time.Now(), f)
+	}
 	if s.reqLog != nil {
 		s.reqLog.write(time.Now(), f)
 		return

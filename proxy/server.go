@@ -110,6 +110,9 @@ type Options struct {
 	// keys, order and escaping, at a fraction of the cost per request.
 	// Other events still go to Logger.
 	RequestLog io.Writer
+	// OTLPLogs, when set, also sends the request lines to an
+	// OpenTelemetry collector (otlp.go).
+	OTLPLogs *OTLPConfig
 }
 
 // The default caps on what a sandbox holds open. Each tunnel can be made
@@ -134,6 +137,7 @@ type Server struct {
 	opts    Options
 	log     *slog.Logger
 	reqLog  *requestLog // nil: request lines go through log
+	otlp    *otlpExporter
 	metrics *metrics
 
 	state atomic.Pointer[state]
@@ -228,6 +232,10 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.RequestLog != nil {
 		s.reqLog = newRequestLog(opts.RequestLog)
+	}
+	if opts.OTLPLogs != nil {
+		s.otlp = newOTLPExporter(*opts.OTLPLogs, logger.Warn)
+		s.metrics.otlp = s.otlp.counts
 	}
 	s.leaves = newLeafCache(func() { s.metrics.mints.Add(1) })
 	st, err := s.loadConfig(nil)
@@ -334,10 +342,16 @@ func (s *Server) dial(ctx context.Context, network, addr string) (net.Conn, erro
 			guard = err != nil
 		}
 	}
+	st := s.state.Load()
+	if st.cfg.UpstreamProxy != nil {
+		if c, direct, err := s.dialUpstream(ctx, st, host, addr, guard); !direct {
+			return c, err
+		}
+	}
 	addr = rooted(addr)
 	d := net.Dialer{Timeout: s.opts.Timeouts.Dial, KeepAlive: 30 * time.Second}
 	if guard {
-		p := s.state.Load().policy
+		p := st.policy
 		d.Control = func(_, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
 			dec, class := p.DecideDial(host, ap.Addr())
@@ -372,6 +386,9 @@ func rooted(addr string) string {
 type dialRefusedError struct {
 	d     policy.Decision
 	class policy.AddrClass
+	// cause, when set, is why the upstream proxy failed the dial
+	// (upstream.go); class is then meaningless.
+	cause string
 }
 
 func (e *dialRefusedError) Error() string { return e.d.Message }
@@ -385,6 +402,10 @@ func refusedDial(err error) (*dialRefusedError, bool) {
 
 // dialRefused logs and counts a refused dial.
 func (s *Server) dialRefused(e *dialRefusedError) {
+	if e.cause != "" {
+		s.log.Warn("upstream proxy failed", "host", e.d.Host, "cause", e.cause, "message", e.d.Message)
+		return
+	}
 	s.metrics.dialRefused(e.d.Host, e.class)
 	s.log.Warn("upstream address refused", "host", e.d.Host, "class", string(e.class), "message", e.d.Message)
 }
@@ -614,6 +635,9 @@ func (s *Server) Serve(ctx context.Context, lns Listeners) error {
 	s.upstream.CloseIdleConnections()
 	s.forwardTLS.pool.closeAll()
 	s.plain.CloseIdleConnections()
+	if s.otlp != nil {
+		s.otlp.close(sctx)
+	}
 	return runErr
 }
 

@@ -64,6 +64,10 @@ func appendProxyConfig(b []byte, c *config.Config) (out []byte, valid bool) {
 		w.key(&n, 1, "secretsDir")
 		w.str(c.SecretsDir)
 	}
+	if u := c.UpstreamProxy; u != nil {
+		w.key(&n, 1, "upstreamProxy")
+		w.upstreamProxy(u, 1)
+	}
 	w.close(n, 0, '}')
 	w.b = append(w.b, '\n')
 	return w.b, w.valid
@@ -125,8 +129,42 @@ func (w *jsonWriter) ca(ca config.CA, depth int) {
 	w.close(n, depth, '}')
 }
 
+func (w *jsonWriter) upstreamProxy(u *config.UpstreamProxy, depth int) {
+	n := w.open('{')
+	if u.AllowInternalAddress {
+		w.key(&n, depth+1, "allowInternalAddress")
+		w.b = append(w.b, "true"...)
+	}
+	if a := u.Auth; a != nil {
+		w.key(&n, depth+1, "auth")
+		m := w.open('{')
+		w.key(&m, depth+2, "passwordKey")
+		w.str(a.PasswordKey)
+		w.key(&m, depth+2, "secret")
+		w.str(a.Secret)
+		w.key(&m, depth+2, "usernameKey")
+		w.str(a.UsernameKey)
+		w.close(m, depth+1, '}')
+	}
+	if len(u.NoProxy) > 0 {
+		w.key(&n, depth+1, "noProxy")
+		w.strs(u.NoProxy, depth+1)
+	}
+	if u.Resolve != "" {
+		w.key(&n, depth+1, "resolve")
+		w.str(u.Resolve)
+	}
+	w.key(&n, depth+1, "url")
+	w.str(u.URL)
+	w.close(n, depth, '}')
+}
+
 func (w *jsonWriter) host(h *config.Host, depth int) {
 	n := w.open('{')
+	if h.Audit {
+		w.key(&n, depth+1, "audit")
+		w.b = append(w.b, "true"...)
+	}
 	w.key(&n, depth+1, "connection")
 	w.str(h.Connection)
 	w.key(&n, depth+1, "inject")

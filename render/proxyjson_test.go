@@ -47,7 +47,7 @@ func proxyConfigCases() map[string]config.Config {
 					{Methods: []string{"GET", "POST"}, PathPatterns: []string{"/acme/*/info/refs", "/acme/*/git-upload-pack"}, Inject: &config.Inject{Secret: "gl", Basic: &config.BasicInject{UsernameKey: "user", PasswordKey: "token"}}},
 				},
 			},
-			{Name: "registry.npmjs.org", Connection: "npm", Inject: config.Inject{Secret: "npm", Basic: &config.BasicInject{UsernameKey: "user", PasswordKey: "pass"}}},
+			{Name: "registry.npmjs.org", Connection: "npm", Audit: true, Inject: config.Inject{Secret: "npm", Basic: &config.BasicInject{UsernameKey: "user", PasswordKey: "pass"}}},
 			{Name: "api.openai.com", Connection: "openai", Inject: config.Inject{Secret: "oa", Substitute: &config.SubstituteInject{Placeholder: "omnia-injected-openai", Key: "key", Headers: []string{"Authorization", "X-Api-Key"}}}},
 			{Name: "x.example.com", Connection: "x", Inject: config.Inject{Secret: "x", Substitute: &config.SubstituteInject{Placeholder: "p", Key: "k", Headers: []string{}}}},
 			{Name: "api.github.com", Connection: "gh-app", Inject: config.Inject{Secret: "gh", GitHubApp: &config.GitHubAppInject{AppID: 1234567, InstallationID: 89012345, PrivateKeyKey: "private-key.pem", API: "api.github.com", Scheme: "token",
@@ -65,6 +65,8 @@ func proxyConfigCases() map[string]config.Config {
 		Passthrough:         []string{"proxy.golang.org", "sum.golang.org"},
 		InternalHosts:       []string{"api.github.com", "proxy.golang.org"},
 		ScrubResponseBodies: true,
+		UpstreamProxy: &config.UpstreamProxy{URL: "http://squid.egress:3128", Auth: &config.BasicInjectSecret{Secret: "corp-proxy", UsernameKey: "user", PasswordKey: "pass"},
+			NoProxy: []string{".corp.example", "10.0.0.0/8"}, Resolve: config.ResolveUpstream, AllowInternalAddress: true},
 	}
 	escapes := full
 	escapes.Hosts = []config.Host{{
@@ -76,6 +78,7 @@ func proxyConfigCases() map[string]config.Config {
 		"every field":       full,
 		"escaped strings":   escapes,
 		"zero":              {},
+		"upstream url only": {UpstreamProxy: &config.UpstreamProxy{URL: "http://proxy:3128"}},
 		"empty lists":       {Hosts: []config.Host{}, Passthrough: []string{}, InternalHosts: []string{}},
 		"empty nested":      {Hosts: []config.Host{{Rules: []config.Rule{}}}},
 		"CA cert only":      {CA: config.CA{CertFile: "c"}},
@@ -133,21 +136,23 @@ func TestAppendProxyConfig(t *testing.T) {
 // writes, so it would not notice.
 func TestAppendProxyConfigFields(t *testing.T) {
 	written := map[string][]string{
-		"Config":           {"apiVersion", "kind", "sandbox", "secretsDir", "ca", "hosts", "passthrough", "internalHosts", "scrubResponseBodies"},
-		"SandboxRef":       {"namespace", "name"},
-		"CA":               {"certFile", "keyFile"},
-		"Host":             {"name", "connection", "inject", "rules"},
-		"Inject":           {"secret", "header", "basic", "substitute", "githubApp", "awsSigV4", "oauth2", "googleServiceAccount"},
-		"AWSSigV4Inject":   {"accessKeyIdKey", "secretAccessKeyKey", "sessionTokenKey", "region", "service"},
-		"OAuth2Inject":     {"tokenUrl", "grant", "clientIdKey", "clientSecretKey", "refreshTokenKey", "scopes", "audience", "resource"},
-		"GoogleInject":     {"keyKey", "tokenUrl", "scopes", "audience"},
-		"GitHubAppInject":  {"appId", "installationId", "owner", "privateKeyKey", "api", "scheme", "repositories", "permissions"},
-		"HeaderInject":     {"name", "value"},
-		"BasicInject":      {"usernameKey", "passwordKey"},
-		"SubstituteInject": {"placeholder", "key", "headers"},
-		"Rule":             {"methods", "pathPrefixes", "pathPatterns", "body", "graphql", "mcp", "encodedSlash", "websocket", "inject"},
-		"GraphQL":          {"operations", "persistedQueries", "batches"},
-		"MCP":              {"methods", "tools", "arguments", "resources", "responses"},
+		"Config":            {"apiVersion", "kind", "sandbox", "secretsDir", "ca", "hosts", "passthrough", "internalHosts", "scrubResponseBodies", "upstreamProxy"},
+		"UpstreamProxy":     {"url", "auth", "noProxy", "resolve", "allowInternalAddress"},
+		"BasicInjectSecret": {"secret", "usernameKey", "passwordKey"},
+		"SandboxRef":        {"namespace", "name"},
+		"CA":                {"certFile", "keyFile"},
+		"Host":              {"name", "connection", "inject", "rules", "audit"},
+		"Inject":            {"secret", "header", "basic", "substitute", "githubApp", "awsSigV4", "oauth2", "googleServiceAccount"},
+		"AWSSigV4Inject":    {"accessKeyIdKey", "secretAccessKeyKey", "sessionTokenKey", "region", "service"},
+		"OAuth2Inject":      {"tokenUrl", "grant", "clientIdKey", "clientSecretKey", "refreshTokenKey", "scopes", "audience", "resource"},
+		"GoogleInject":      {"keyKey", "tokenUrl", "scopes", "audience"},
+		"GitHubAppInject":   {"appId", "installationId", "owner", "privateKeyKey", "api", "scheme", "repositories", "permissions"},
+		"HeaderInject":      {"name", "value"},
+		"BasicInject":       {"usernameKey", "passwordKey"},
+		"SubstituteInject":  {"placeholder", "key", "headers"},
+		"Rule":              {"methods", "pathPrefixes", "pathPatterns", "body", "graphql", "mcp", "encodedSlash", "websocket", "inject"},
+		"GraphQL":           {"operations", "persistedQueries", "batches"},
+		"MCP":               {"methods", "tools", "arguments", "resources", "responses"},
 	}
 	seen := map[string]bool{}
 	var walk func(t reflect.Type)

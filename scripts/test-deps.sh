@@ -5,8 +5,9 @@
 # it), pre-commit, etcd with a kube-apiserver; for the client matrix and
 # the transparent-mode tests also wget, Node.js with npm (and, through it,
 # yarn classic and pnpm: scripts/js-clients.sh), a headless Java runtime,
-# PHP with its curl extension, iptables, iproute2 and setpriv (util-linux), and
-# the aws CLI (awscli) with versitygw (scripts/versitygw.sh). Installs only what is
+# PHP with its curl extension, iptables, iproute2 and setpriv (util-linux),
+# the aws CLI (awscli) with versitygw (scripts/versitygw.sh), and Squid and
+# openssl for the upstream-proxy test. Installs only what is
 # missing, so a second run is quick and offline; starts and enables no
 # service. Quiet: one line per thing it installs, everything else only
 # when a step fails.
@@ -49,6 +50,11 @@ php -m 2>/dev/null | grep -qx curl || missing+=(php-curl)
 need iptables-restore iptables
 need ip iproute2
 need setpriv util-linux
+# Squid, the forward proxy proxy/e2e's upstream-proxy test runs keyhole
+# behind (its service is not started: policy-rc.d below), and openssl,
+# which hashes its test password.
+need squid squid
+need openssl openssl
 [ -x /usr/lib/git-core/git-http-backend ] || missing+=(git)
 # proxy/e2e's AWS SigV4 test runs Debian's aws CLI, whatever else is on PATH.
 [ -x /usr/bin/aws ] || missing+=(awscli)

@@ -104,7 +104,9 @@ func (l *Log) add(line []byte) {
 		return
 	}
 	l.Requests++
-	if w.Decision != "refuse" {
+	// An audited request (audit mode forwarded it without the
+	// credential) is one the rules refuse: it wants the same edit.
+	if w.Decision != "refuse" && w.Decision != "audit" {
 		return
 	}
 	p := w.Path

@@ -31,6 +31,7 @@ func TestReadLog(t *testing.T) {
 		"no final newline":         {in: strings.TrimSuffix(refused, "\n"), requests: 1, refusals: 1, path: "/user"},
 		"CRLF":                     {in: strings.ReplaceAll(refused, "\n", "\r\n"), requests: 1, refusals: 1, path: "/user"},
 		"allowed":                  {in: line("agents/a", "h", "GET", "/", "inject", "allowed"), requests: 1},
+		"audited in audit mode":    {in: line("agents/a", "api.github.com", "DELETE", "/orgs/acme", "audit", "l7-not-allowed"), requests: 1, refusals: 1, path: "/orgs/acme"},
 		"kubectl --prefix":         {in: "[pod/p/proxy] " + refused, requests: 1, refusals: 1, path: "/user"},
 		"kubectl --timestamps":     {in: "2026-11-29T23:10:00.000000000Z " + refused, requests: 1, refusals: 1, path: "/user"},
 		"other event":              {in: `{"time":"2026-11-29T23:10:00Z","level":"INFO","msg":"listening","addr":":3128"}` + "\n", skipped: 1},

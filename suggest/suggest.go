@@ -136,6 +136,9 @@ func suggest(s *Suggestion, g Group, units []compiler.Unit, read ReadFile) *edit
 			s.NoFix += " of Connection " + g.Connection
 		}
 		return nil
+	case policy.ReasonUpstreamProxyFailed:
+		s.NoFix = "not a rule problem: the forward proxy the config's upstreamProxy names refused or failed the connection (its credentials, its own rules, or a timeout); the proxy's log says which"
+		return nil
 	case policy.ReasonHostNotAllowed, policy.ReasonL7NotAllowed:
 	default:
 		s.NoFix = "the log gives a reason the proxy does not: nothing to suggest"

@@ -243,6 +243,9 @@ func describeSandbox(w io.Writer, s compiler.Sandbox, modeLines []string) {
 	}
 	for _, h := range s.Proxy.Hosts {
 		fmt.Fprintf(w, "  %s  (connection %s)\n", h.Name, h.Connection)
+		if h.Audit {
+			fmt.Fprintln(w, "    AUDIT MODE: a request no rule allows is forwarded without the credential and logged, not refused")
+		}
 		fmt.Fprintf(w, "    credential: %s\n", injection(h.Inject))
 		if form, ok := s.ClientForms[h.Name]; ok {
 			fmt.Fprintf(w, "    clients send: %s\n", form)
@@ -372,6 +375,9 @@ func printDecision(w io.Writer, s compiler.Sandbox, d policy.Decision) {
 		fmt.Fprintf(w, "allowed: %s is a passthrough host; the request is tunnelled untouched, without a credential\n", d.Host)
 	case policy.ActionForward:
 		fmt.Fprintf(w, "allowed: forwarded to %s as plain HTTP, without a credential\n", d.Host)
+	case policy.ActionAudit:
+		fmt.Fprintf(w, "audit mode: forwarded to %s WITHOUT the credential; enforced, it would be refused: %d %s: %s\n", d.Host, d.Reason.Status(), d.Reason, d.Message)
+		fmt.Fprintf(w, "connection %s is in audit mode (spec.enforcement: audit): the proxy logs this request with the rule that would allow it: %s\n", d.Connection, d.WouldAllow)
 	default:
 		fmt.Fprintf(w, "%s: %s %s\n", d.Action, d.Reason, d.Message)
 	}

@@ -96,6 +96,11 @@ func decisionJSON(s compiler.Sandbox, d policy.Decision) *explainDecisionJSON {
 	if d.Action == policy.ActionRefuse {
 		j.Status, j.Reason, j.Message = d.Reason.Status(), d.Reason, d.Message
 	}
+	if d.Action == policy.ActionAudit {
+		// What enforcement would refuse it for; the sandbox gets the
+		// upstream's answer.
+		j.Reason, j.Message = d.Reason, d.Message
+	}
 	if hp := d.HostPolicy(); d.Action == policy.ActionInject && hp != nil {
 		// The form the rule that allowed the request injects.
 		in := hp.Inject

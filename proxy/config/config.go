@@ -49,6 +49,9 @@ type Config struct {
 	// on a body in a content coding it cannot read. docs/proxy.md gives
 	// what it costs.
 	ScrubResponseBodies bool `json:"scrubResponseBodies,omitempty"`
+	// UpstreamProxy, when set, is the forward proxy every upstream
+	// connection goes through (upstream.go).
+	UpstreamProxy *UpstreamProxy `json:"upstreamProxy,omitempty"`
 }
 
 // SandboxRef names a sandbox.
@@ -75,6 +78,11 @@ type Host struct {
 	// Rules, when present, are an allow-list: a request is forwarded only
 	// when one rule matches it. No rules means every request is forwarded.
 	Rules []Rule `json:"rules,omitempty"`
+	// Audit, when true, forwards a request that only the rules refuse,
+	// without the credential, and logs it (the Connection's
+	// enforcement: audit): what the rules would refuse is seen without
+	// the agent being stopped by the proxy. Every other refusal holds.
+	Audit bool `json:"audit,omitempty"`
 }
 
 // Inject says how the credential reaches the request. Exactly one of

@@ -130,6 +130,9 @@ func (c *Config) Validate() error {
 		}
 		listed[name] = true
 	}
+	if c.UpstreamProxy != nil {
+		v.upstreamProxy("upstreamProxy", c.UpstreamProxy)
+	}
 	return errors.Join(v.errs...)
 }
 

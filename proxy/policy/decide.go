@@ -29,13 +29,16 @@ const RefusedHeader = "X-Omnia-Egress-Refused"
 type Reason string
 
 // The reasons. Decide returns every one except ReasonCredentialUnavailable,
-// which only reading the mounted Secret can reveal (see Inject).
+// which only reading the mounted Secret can reveal (see Inject), and
+// ReasonUpstreamProxyFailed, which only dialling through the configured
+// forward proxy can.
 const (
 	ReasonAllowed               Reason = "allowed"
 	ReasonHostNotAllowed        Reason = "host-not-allowed"
 	ReasonL7NotAllowed          Reason = "l7-not-allowed"
 	ReasonHostMismatch          Reason = "host-mismatch"
 	ReasonCredentialUnavailable Reason = "credential-unavailable"
+	ReasonUpstreamProxyFailed   Reason = "upstream-proxy-failed"
 )
 
 // Status is the HTTP status the proxy answers a refusal with; 0 for
@@ -44,7 +47,7 @@ func (r Reason) Status() int {
 	switch r {
 	case ReasonHostNotAllowed, ReasonL7NotAllowed, ReasonHostMismatch:
 		return http.StatusForbidden
-	case ReasonCredentialUnavailable:
+	case ReasonCredentialUnavailable, ReasonUpstreamProxyFailed:
 		return http.StatusBadGateway
 	}
 	return 0
@@ -69,6 +72,12 @@ const (
 	// ActionForward forwards an absolute-form http:// request to a
 	// passthrough host, without injection.
 	ActionForward Action = "forward"
+	// ActionAudit forwards, without the credential, a request to an
+	// injected host that only the host's rules refuse, because its
+	// Connection is in audit mode (config.Host.Audit). Reason is the
+	// refusal's and Message says why, as a refusal's would; the proxy
+	// logs it loudly. Every other refusal holds in audit mode.
+	ActionAudit Action = "audit"
 )
 
 // Kind says where a request was read, which decides what it may do.
@@ -150,6 +159,9 @@ type Decision struct {
 	// made against: set for ActionIntercept and ActionInject, nil
 	// otherwise.
 	host *HostPolicy
+	// WouldAllow is, for ActionAudit, the rule that would allow the
+	// request, in keyhole suggest's words (auditDecision).
+	WouldAllow string
 }
 
 // HostPolicy is the injected host's compiled policy the decision was made
@@ -506,6 +518,12 @@ func (p *Policy) decideTunnel(req RequestInfo, bodyKnown bool) Decision {
 			if why == "" && errors.Is(err, errDoubleEncoded) {
 				why = ": " + err.Error()
 			}
+		}
+		if !allowed && h.Audit {
+			// A rule's refusal, the one kind audit mode forwards
+			// (audit.go).
+			d := refuse("no rule of connection %s allows %s %s on %s%s", h.Connection, Clip(req.Method), Clip(path), tunnel, why)
+			return auditDecision(d, req.Method, path)
 		}
 		if !allowed && slashed {
 			return refuse("no rule of connection %s allows %s %s on %s both as sent and with its encoded '/' read as a separator, as some upstreams read it, nor with encodedSlash: segment, which reads it as part of its segment%s", h.Connection, Clip(req.Method), Clip(path), tunnel, why)

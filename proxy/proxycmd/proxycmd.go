@@ -195,6 +195,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 		Logger:         logger,
 		RequestLog:     logOut,
 	}
+	// The request log also goes to an OpenTelemetry collector when the
+	// standard OTEL_EXPORTER_OTLP_* variables name one.
+	otlpLogs, err := proxy.OTLPConfigFromEnv(os.Getenv)
+	if err != nil {
+		failf("keyhole-proxy: %v\n", err)
+		return exitUsage
+	}
+	opts.OTLPLogs = otlpLogs
 	if *upstreamCA != "" {
 		pem, err := os.ReadFile(*upstreamCA)
 		if err != nil {
@@ -262,6 +270,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 	}
 	if dnsUDP != nil {
 		attrs = append(attrs, "dns", dnsUDP.LocalAddr().String())
+	}
+	if otlpLogs != nil {
+		attrs = append(attrs, "otlp_logs", otlpLogs.Origin())
 	}
 	var adminAddr net.Addr
 	if admin != nil {

@@ -55,7 +55,10 @@ func TestDeps(t *testing.T) {
 		t.Fatalf("go list -deps listed only %d packages: %s", len(deps), out)
 	}
 	for _, d := range deps {
-		for _, banned := range []string{"cuelang.org/", "github.com/go-git/", "sigs.k8s.io/kustomize/", "github.com/fluxcd/", "k8s.io/", "sigs.k8s.io/controller-runtime", "keyhole.dev/keyhole/compiler", "keyhole.dev/keyhole/render", "keyhole.dev/keyhole/source"} {
+		for _, banned := range []string{"cuelang.org/", "github.com/go-git/", "sigs.k8s.io/kustomize/", "github.com/fluxcd/", "k8s.io/", "sigs.k8s.io/controller-runtime", "keyhole.dev/keyhole/compiler", "keyhole.dev/keyhole/render", "keyhole.dev/keyhole/source",
+			// The OTLP export is written to the wire format; the
+			// collector's decoder is for tests only.
+			"go.opentelemetry.io/", "google.golang.org/grpc", "google.golang.org/protobuf"} {
 			if strings.HasPrefix(d, banned) {
 				t.Errorf("keyhole-proxy depends on %s", d)
 			}
@@ -237,6 +240,27 @@ func TestExitCodes(t *testing.T) {
 				t.Errorf("stderr %q lacks %q", stderr.String(), tc.msg)
 			}
 		})
+	}
+}
+
+// TestRunOTLPEnv: the standard OTEL_EXPORTER_OTLP_* variables turn the
+// request log's export on, and the startup line names the collector's
+// origin only; a protocol keyhole-proxy does not send is a usage error
+// naming the variable.
+func TestRunOTLPEnv(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1/base?key=CANARY-otlp")
+	p := startRun(t)
+	p.stop(t)
+	if !strings.Contains(p.stderr.String(), `"otlp_logs":"http://127.0.0.1:1"`) || strings.Contains(p.stderr.String(), "CANARY-otlp") {
+		t.Errorf("the startup line does not name the collector's origin alone: %s", p.stderr.String())
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+	var stdout, stderr syncBuf
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "proxy.json")
+	os.WriteFile(cfg, []byte(`{"apiVersion":"proxy.keyhole.dev/v1alpha1","kind":"ProxyConfig","sandbox":{"name":"s"}}`), 0o600)
+	if code := run(context.Background(), []string{"--config", cfg}, &stdout, &stderr, nil); code != exitUsage || !strings.Contains(stderr.String(), "OTEL_EXPORTER_OTLP_PROTOCOL is \"grpc\"") {
+		t.Errorf("exit %d, stderr %q; want a usage error naming the protocol variable", code, stderr.String())
 	}
 }
 
