@@ -6,12 +6,12 @@ import (
 )
 
 // A minted token (a GitHub App injection) is the proxy's, not the
-// sandbox's: one token serves every request of its scope, and every
-// Connection, on this proxy, that mints the same scope, until it is close
-// to expiry. GitHub lets a token revoke itself (DELETE /installation/token,
+// sandbox's: one token serves every request of its scope, from every
+// client of this proxy and every Connection that mints the same scope,
+// until it is close to expiry. GitHub lets a token revoke itself (DELETE /installation/token,
 // under /api/v3 on GitHub Enterprise Server); a sandbox that did would
 // leave the proxy sending a dead token, for up to an hour, for every
-// request of that scope, its own and others'. The request has no use
+// request of that scope, its own and other clients'. The request has no use
 // to a sandbox, which never holds the token, so it is refused on a host
 // that injects a minted token, whatever the rules allow.
 
