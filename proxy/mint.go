@@ -45,6 +45,13 @@ const (
 	// mintWait bounds how long a request waits for a mint in flight;
 	// the mint goes on, and its token serves the requests after it.
 	mintWait = 10 * time.Second
+	// mintRetry is how long a failed mint's error answers the
+	// requests of its scope before the API is asked again: a sandbox
+	// sending requests as fast as it can, while the API refuses, would
+	// otherwise have the proxy call it as fast as it answers, with the
+	// App's JWT, against the App's rate limit, which all its
+	// installations share.
+	mintRetry = 5 * time.Second
 	// maxMintResponse bounds an API response the minter reads.
 	maxMintResponse = 1 << 20
 	// maxMintEntries bounds the tokens kept: a config names a few
@@ -60,6 +67,8 @@ type minter struct {
 	now    func() time.Time
 	// wait bounds how long a request waits for a mint (mintWait).
 	wait time.Duration
+	// retry is how long a failed mint's error is kept (mintRetry).
+	retry time.Duration
 	// count records a mint's result for the metrics.
 	count func(connection, result string)
 
@@ -79,6 +88,10 @@ type mintEntry struct {
 	expires time.Time
 	renewAt time.Time
 	flight  *mintFlight // the mint in progress, if any
+	// failed is the last mint's error, given until failedUntil
+	// without asking the API again.
+	failed      error
+	failedUntil time.Time
 	// installation is looked up from the owner, once; only a flight
 	// reads or writes it, and flights of an entry follow one another.
 	installation int64
@@ -113,7 +126,7 @@ func secretInjector(lookup SecretLookup) injector {
 }
 
 func newMinter(client *http.Client, count func(connection, result string)) *minter {
-	return &minter{client: client, now: time.Now, wait: mintWait, count: count, entries: map[string]*mintEntry{}}
+	return &minter{client: client, now: time.Now, wait: mintWait, retry: mintRetry, count: count, entries: map[string]*mintEntry{}}
 }
 
 // rawLookup reads a Secret key's bytes as they are: a PEM key spans
@@ -146,7 +159,9 @@ func (m *minter) inject(hp *policy.HostPolicy, header http.Header, read rawLooku
 // token returns the scope's token, minting one when there is none or it
 // is due for renewal. A renewal that fails, or takes longer than the
 // wait, while the token still has a few seconds to live returns the
-// token: the next request tries again, or takes the mint's token.
+// token: a later request tries again, or takes the mint's token. A mint
+// that failed is not tried again for the minter's retry: its error
+// answers meanwhile.
 func (m *minter) token(connection, secret string, g *config.GitHubAppInject, read rawLookup) (Secret, error) {
 	e := m.entry(secret, g)
 	e.mu.Lock()
@@ -156,6 +171,15 @@ func (m *minter) token(connection, secret string, g *config.GitHubAppInject, rea
 		return tok, nil
 	}
 	f := e.flight
+	if f == nil && e.failed != nil && m.now().Before(e.failedUntil) {
+		err := e.failed
+		tok, ok := e.token, e.token.v != "" && m.now().Add(time.Second).Before(e.expires)
+		e.mu.Unlock()
+		if ok {
+			return tok, nil
+		}
+		return Secret{}, err
+	}
 	if f == nil {
 		f = &mintFlight{done: make(chan struct{})}
 		e.flight = f
@@ -195,6 +219,9 @@ func (m *minter) fly(e *mintEntry, f *mintFlight, connection, secret string, g *
 		// the next.
 		life := max(expires.Sub(now), 0)
 		e.token, e.expires, e.renewAt = tok, expires, expires.Add(-min(renewAhead, life/2))
+		e.failed = nil
+	} else {
+		e.failed, e.failedUntil = err, m.now().Add(m.retry)
 	}
 	f.tok, f.err = tok, err
 	e.flight = nil

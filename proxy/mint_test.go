@@ -654,3 +654,38 @@ func TestMinterOneFlight(t *testing.T) {
 		})
 	}
 }
+
+// TestMinterRetryAfterFailure: a failed mint's error answers the
+// requests of its scope for the minter's retry without calling the API,
+// however many come, so a sandbox cannot have the proxy spend the App's
+// rate limit against an API that refuses; after it, the API is asked
+// again, and a token it then gives serves at once.
+func TestMinterRetryAfterFailure(t *testing.T) {
+	key, err := appKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPEM := []byte(pemPKCS1(key))
+	read := func(secret, k string) ([]byte, error) { return keyPEM, nil }
+	g := &config.GitHubAppInject{AppID: 1234, InstallationID: 4242, PrivateKeyKey: "k", API: "api.github.com", Scheme: "token"}
+	api := &heldAPI{release: make(chan struct{}), status: http.StatusTooManyRequests}
+	close(api.release)
+	m := newMinter(&http.Client{Transport: api}, func(string, string) {})
+	m.retry = 300 * time.Millisecond
+	for i := range 20 {
+		if _, err := m.token("c", "s", g, read); !errors.Is(err, ErrCredentialUnavailable) {
+			t.Fatalf("request %d: %v, want ErrCredentialUnavailable", i, err)
+		}
+	}
+	if n := api.calls.Load(); n != 1 {
+		t.Fatalf("the API was called %d times for 20 requests within the retry, want 1", n)
+	}
+	time.Sleep(m.retry + 50*time.Millisecond)
+	api.status = http.StatusCreated
+	if _, err := m.token("c", "s", g, read); err != nil {
+		t.Fatalf("after the retry: %v", err)
+	}
+	if n := api.calls.Load(); n != 2 {
+		t.Errorf("the API was called %d times, want 2", n)
+	}
+}
