@@ -42,6 +42,16 @@ const (
 	renewAhead = 5 * time.Minute
 	// mintTimeout bounds one mint, installation lookup included.
 	mintTimeout = 30 * time.Second
+	// mintWait bounds how long a request waits for a mint in flight;
+	// the mint goes on, and its token serves the requests after it.
+	mintWait = 10 * time.Second
+	// mintRetry is how long a failed mint's error answers the
+	// requests of its scope before the API is asked again: a sandbox
+	// sending requests as fast as it can, while the API refuses, would
+	// otherwise have the proxy call it as fast as it answers, with the
+	// App's JWT, against the App's rate limit, which all its
+	// installations share.
+	mintRetry = 5 * time.Second
 	// maxMintResponse bounds an API response the minter reads.
 	maxMintResponse = 1 << 20
 	// maxMintEntries bounds the tokens kept: a config names a few
@@ -55,6 +65,10 @@ const (
 type minter struct {
 	client *http.Client
 	now    func() time.Time
+	// wait bounds how long a request waits for a mint (mintWait).
+	wait time.Duration
+	// retry is how long a failed mint's error is kept (mintRetry).
+	retry time.Duration
 	// count records a mint's result for the metrics.
 	count func(connection, result string)
 
@@ -62,14 +76,32 @@ type minter struct {
 	entries map[string]*mintEntry
 }
 
-// mintEntry is one scope's token. Its mutex is held while it mints, so
-// concurrent requests wait for one mint rather than each minting.
+// mintEntry is one scope's token. Its mutex guards the fields, never a
+// network call: one mint at a time runs for the scope (flight), and the
+// requests that need a token meanwhile share its result, error included,
+// each waiting at most the minter's wait. A slow or failing API then
+// costs each request that bound, and the API one call, however many
+// requests arrive.
 type mintEntry struct {
-	mu           sync.Mutex
-	token        Secret
-	expires      time.Time
-	renewAt      time.Time
-	installation int64 // looked up from the owner, once
+	mu      sync.Mutex
+	token   Secret
+	expires time.Time
+	renewAt time.Time
+	flight  *mintFlight // the mint in progress, if any
+	// failed is the last mint's error, given until failedUntil
+	// without asking the API again.
+	failed      error
+	failedUntil time.Time
+	// installation is looked up from the owner, once; only a flight
+	// reads or writes it, and flights of an entry follow one another.
+	installation int64
+}
+
+// mintFlight is one mint's result, set before done is closed.
+type mintFlight struct {
+	done chan struct{}
+	tok  Secret
+	err  error
 }
 
 // injectorFor returns how st's requests get their credential: minted
@@ -100,7 +132,7 @@ func secretInjector(lookup SecretLookup) injector {
 }
 
 func newMinter(client *http.Client, count func(connection, result string)) *minter {
-	return &minter{client: client, now: time.Now, count: count, entries: map[string]*mintEntry{}}
+	return &minter{client: client, now: time.Now, wait: mintWait, retry: mintRetry, count: count, entries: map[string]*mintEntry{}}
 }
 
 // rawLookup reads a Secret key's bytes as they are: a PEM key spans
@@ -131,30 +163,81 @@ func (m *minter) inject(hp *policy.HostPolicy, header http.Header, read rawLooku
 }
 
 // token returns the scope's token, minting one when there is none or it
-// is due for renewal. A renewal that fails while the token still has a
-// few seconds to live returns the token: the next request tries again.
+// is due for renewal. A renewal that fails, or takes longer than the
+// wait, while the token still has a few seconds to live returns the
+// token: a later request tries again, or takes the mint's token. A mint
+// that failed is not tried again for the minter's retry: its error
+// answers meanwhile.
 func (m *minter) token(connection, secret string, g *config.GitHubAppInject, read rawLookup) (Secret, error) {
 	e := m.entry(secret, g)
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	now := m.now()
-	if e.token.v != "" && now.Before(e.renewAt) {
-		return e.token, nil
+	if e.token.v != "" && m.now().Before(e.renewAt) {
+		tok := e.token
+		e.mu.Unlock()
+		return tok, nil
 	}
-	tok, expires, err := m.mint(e, secret, g, read)
-	if err != nil {
-		m.count(connection, "error")
-		if e.token.v != "" && now.Add(time.Second).Before(e.expires) {
-			return e.token, nil
+	f := e.flight
+	if f == nil && e.failed != nil && m.now().Before(e.failedUntil) {
+		err := e.failed
+		tok, ok := e.token, e.token.v != "" && m.now().Add(time.Second).Before(e.expires)
+		e.mu.Unlock()
+		if ok {
+			return tok, nil
 		}
 		return Secret{}, err
 	}
-	m.count(connection, "ok")
-	// A token already expired by this clock (the API's runs ahead) is
-	// used for this request and minted anew for the next.
-	life := max(expires.Sub(now), 0)
-	e.token, e.expires, e.renewAt = tok, expires, expires.Add(-min(renewAhead, life/2))
-	return tok, nil
+	if f == nil {
+		f = &mintFlight{done: make(chan struct{})}
+		e.flight = f
+		go m.fly(e, f, connection, secret, g, read)
+	}
+	e.mu.Unlock()
+
+	timer := time.NewTimer(m.wait)
+	defer timer.Stop()
+	var err error
+	select {
+	case <-f.done:
+		if f.err == nil {
+			return f.tok, nil
+		}
+		err = f.err
+	case <-timer.C:
+		err = fmt.Errorf("%w: %w: GitHub App %d: no token after waiting %s for the mint in progress", ErrCredentialUnavailable, errMint, g.AppID, m.wait)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.token.v != "" && m.now().Add(time.Second).Before(e.expires) {
+		return e.token, nil
+	}
+	return Secret{}, err
+}
+
+// fly runs flight f of entry e: one mint, whose token the entry keeps
+// and whose result every request waiting on f gets.
+func (m *minter) fly(e *mintEntry, f *mintFlight, connection, secret string, g *config.GitHubAppInject, read rawLookup) {
+	now := m.now()
+	tok, expires, err := m.mint(e, secret, g, read)
+	e.mu.Lock()
+	if err == nil {
+		// A token already expired by this clock (the API's runs
+		// ahead) is used for the requests waiting and minted anew for
+		// the next.
+		life := max(expires.Sub(now), 0)
+		e.token, e.expires, e.renewAt = tok, expires, expires.Add(-min(renewAhead, life/2))
+		e.failed = nil
+	} else {
+		e.failed, e.failedUntil = err, m.now().Add(m.retry)
+	}
+	f.tok, f.err = tok, err
+	e.flight = nil
+	e.mu.Unlock()
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	m.count(connection, result) // before the waiters go on: they may read the metrics
+	close(f.done)
 }
 
 // entry returns the cache entry of a scope: the Secret, the App, the

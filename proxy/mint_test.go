@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -541,5 +543,149 @@ func TestMinterRenewal(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// heldAPI answers POST .../access_tokens as GitHub would once release is
+// closed, with status (a token when 201), and counts the calls.
+type heldAPI struct {
+	release chan struct{}
+	status  int
+	calls   atomic.Int64
+}
+
+func (a *heldAPI) RoundTrip(r *http.Request) (*http.Response, error) {
+	a.calls.Add(1)
+	select {
+	case <-a.release:
+	case <-r.Context().Done():
+		return nil, r.Context().Err()
+	}
+	body := `{"message":"nope"}`
+	if a.status == http.StatusCreated {
+		body = fmt.Sprintf(`{"token":"ghs_held_%d","expires_at":%q}`, a.calls.Load(), time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	}
+	return &http.Response{StatusCode: a.status, Body: io.NopCloser(strings.NewReader(body)), Header: http.Header{}, Request: r}, nil
+}
+
+// TestMinterOneFlight: the requests that need a token while one is being
+// minted share that mint, its error included, and each waits at most the
+// minter's wait. A slow API (answering after the wait) costs each
+// request the wait and a credential-unavailable refusal, not a queue of
+// mints each up to mintTimeout; a failing one is called once for all of
+// them, not once each in turn.
+func TestMinterOneFlight(t *testing.T) {
+	key, err := appKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPEM := []byte(pemPKCS1(key))
+	read := func(secret, k string) ([]byte, error) { return keyPEM, nil }
+	g := &config.GitHubAppInject{AppID: 1234, InstallationID: 4242, PrivateKeyKey: "k", API: "api.github.com", Scheme: "token"}
+	const waiters = 8
+	for name, tc := range map[string]struct {
+		status int
+		wait   time.Duration
+		// releaseAfter: the API answers this long after its first call.
+		releaseAfter time.Duration
+		wantErr      bool
+	}{
+		"a slow API":    {status: http.StatusCreated, wait: 200 * time.Millisecond, releaseAfter: time.Second, wantErr: true},
+		"a failing API": {status: http.StatusInternalServerError, wait: 5 * time.Second, releaseAfter: 300 * time.Millisecond, wantErr: true},
+		"a working API": {status: http.StatusCreated, wait: 5 * time.Second, releaseAfter: 300 * time.Millisecond},
+	} {
+		t.Run(name, func(t *testing.T) {
+			api := &heldAPI{release: make(chan struct{}), status: tc.status}
+			var once sync.Once
+			defer once.Do(func() { close(api.release) })
+			m := newMinter(&http.Client{Transport: api}, func(string, string) {})
+			m.wait = tc.wait
+			type result struct {
+				err  error
+				took time.Duration
+			}
+			results := make(chan result, waiters)
+			for range waiters {
+				go func() {
+					start := time.Now()
+					_, err := m.token("c", "s", g, read)
+					results <- result{err, time.Since(start)}
+				}()
+			}
+			eventually(t, "the API's first call", func() bool { return api.calls.Load() > 0 })
+			go func() { time.Sleep(tc.releaseAfter); once.Do(func() { close(api.release) }) }()
+			deadline := time.After(tc.wait + 3*time.Second)
+			for i := range waiters {
+				select {
+				case r := <-results:
+					if tc.wantErr != (r.err != nil) {
+						t.Errorf("request %d: error %v, want one: %v", i, r.err, tc.wantErr)
+					}
+					if r.err != nil && !errors.Is(r.err, ErrCredentialUnavailable) {
+						t.Errorf("request %d: %v, want it to wrap ErrCredentialUnavailable", i, r.err)
+					}
+					if r.took > max(tc.wait, tc.releaseAfter)+time.Second {
+						t.Errorf("request %d waited %s", i, r.took)
+					}
+				case <-deadline:
+					t.Fatalf("%d of %d requests still waiting after %s; the API was called %d times", waiters-i, waiters, tc.wait+3*time.Second, api.calls.Load())
+				}
+			}
+			if n := api.calls.Load(); n != 1 {
+				t.Errorf("the API was called %d times for %d concurrent requests, want 1", n, waiters)
+			}
+			if tc.status != http.StatusCreated {
+				return
+			}
+			// The slow mint ends after its waiters gave up: its token
+			// serves the next request, with no other call.
+			eventually(t, "the mint's end", func() bool {
+				e := m.entry("s", g)
+				e.mu.Lock()
+				defer e.mu.Unlock()
+				return e.flight == nil
+			})
+			if _, err := m.token("c", "s", g, read); err != nil {
+				t.Fatalf("after the mint: %v", err)
+			}
+			if n := api.calls.Load(); n != 1 {
+				t.Errorf("the API was called %d times, want 1", n)
+			}
+		})
+	}
+}
+
+// TestMinterRetryAfterFailure: a failed mint's error answers the
+// requests of its scope for the minter's retry without calling the API,
+// however many come, so a sandbox cannot have the proxy spend the App's
+// rate limit against an API that refuses; after it, the API is asked
+// again, and a token it then gives serves at once.
+func TestMinterRetryAfterFailure(t *testing.T) {
+	key, err := appKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPEM := []byte(pemPKCS1(key))
+	read := func(secret, k string) ([]byte, error) { return keyPEM, nil }
+	g := &config.GitHubAppInject{AppID: 1234, InstallationID: 4242, PrivateKeyKey: "k", API: "api.github.com", Scheme: "token"}
+	api := &heldAPI{release: make(chan struct{}), status: http.StatusTooManyRequests}
+	close(api.release)
+	m := newMinter(&http.Client{Transport: api}, func(string, string) {})
+	m.retry = 300 * time.Millisecond
+	for i := range 20 {
+		if _, err := m.token("c", "s", g, read); !errors.Is(err, ErrCredentialUnavailable) {
+			t.Fatalf("request %d: %v, want ErrCredentialUnavailable", i, err)
+		}
+	}
+	if n := api.calls.Load(); n != 1 {
+		t.Fatalf("the API was called %d times for 20 requests within the retry, want 1", n)
+	}
+	time.Sleep(m.retry + 50*time.Millisecond)
+	api.status = http.StatusCreated
+	if _, err := m.token("c", "s", g, read); err != nil {
+		t.Fatalf("after the retry: %v", err)
+	}
+	if n := api.calls.Load(); n != 2 {
+		t.Errorf("the API was called %d times, want 2", n)
 	}
 }

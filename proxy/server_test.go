@@ -191,6 +191,19 @@ func TestServerConnectRefusal(t *testing.T) {
 		"other port":    "api.github.com:22",
 		"ip literal":    "127.0.0.1:443",
 		"resolved name": h.api.srv.Listener.Addr().String(),
+		// Spellings of loopback a resolver or inet_aton reads as an
+		// address: refused by name, never resolved or dialled.
+		"decimal IPv4":     "2130706433:443",
+		"octal IPv4":       "0177.0.0.1:443",
+		"hexadecimal IPv4": "0x7f.0.0.1:443",
+		"short IPv4":       "127.1:443",
+		"IPv6 loopback":    "[::1]:443",
+		"IPv4-mapped IPv6": "[::ffff:127.0.0.1]:443",
+		"IPv6 with a zone": "[fe80::1%25eth0]:443",
+		"localhost":        "localhost:443",
+		"an injected host as a prefix of another": "api.github.com.evil.example:443",
+		"an injected host as a suffix of another": "evilapi.github.com:443",
+		"the metadata address":                    "169.254.169.254:443",
 	}
 	for name, target := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -211,6 +224,14 @@ func TestServerConnectRefusal(t *testing.T) {
 			}
 		})
 	}
+	t.Run("an injected host with an encoded NUL", func(t *testing.T) {
+		// Go's server refuses the target before the proxy sees it.
+		c, _, resp := h.connect("api.github.com%00:443")
+		defer c.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("CONNECT = %s", resp.Status)
+		}
+	})
 }
 
 func TestServerHostMismatch(t *testing.T) {

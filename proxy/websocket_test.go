@@ -290,6 +290,67 @@ func TestServerWebSocketAttacks(t *testing.T) {
 			wantStatus: http.StatusSwitchingProtocols, wantUpgrade: true,
 			wantText: "a:Bearer ***", wantClose: 1000,
 		},
+		// Not switched: the connection stays HTTP, and what the upstream
+		// sends beyond its response never reaches the sandbox.
+		"a 200 to the handshake, then a frame holding the credential": {
+			raw: "GET /socket HTTP/1.1\r\nHost: api.github.com\r\n" + wsHandshake + "\r\n",
+			upstream: func(c net.Conn, _ *bufio.Reader, req *http.Request) {
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				c.Write(appendFrame(nil, wsText, []byte(req.Header.Get("Authorization")), nil))
+				time.Sleep(200 * time.Millisecond)
+			},
+			frames:     appendFrame(nil, wsText, []byte("GET /user HTTP/1.1\r\nHost: api.github.com\r\n\r\n"), &key),
+			wantStatus: http.StatusOK, wantUpgrade: true,
+		},
+		"a 101 without Upgrade": {
+			raw: "GET /socket HTTP/1.1\r\nHost: api.github.com\r\n" + wsHandshake + "\r\n",
+			upstream: func(c net.Conn, _ *bufio.Reader, req *http.Request) {
+				fmt.Fprintf(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n", webSocketAccept(req.Header.Get("Sec-WebSocket-Key")))
+				c.Write(appendFrame(nil, wsText, []byte(req.Header.Get("Authorization")), nil))
+			},
+			wantStatus: http.StatusBadGateway, wantUpgrade: true,
+		},
+		"the websocket path in upper case": {
+			raw:        "GET /SOCKET HTTP/1.1\r\nHost: api.github.com\r\n" + wsHandshake + "\r\n",
+			upstream:   func(c net.Conn, _ *bufio.Reader, req *http.Request) { switchTo(c, req) },
+			wantStatus: http.StatusForbidden,
+		},
+		"the websocket path percent-encoded": {
+			raw:        "GET /%73ocket HTTP/1.1\r\nHost: api.github.com\r\n" + wsHandshake + "\r\n",
+			upstream:   func(c net.Conn, _ *bufio.Reader, req *http.Request) { switchTo(c, req) },
+			wantStatus: http.StatusForbidden,
+		},
+		"the credential in a binary message and a pong": {
+			raw: "GET /socket HTTP/1.1\r\nHost: api.github.com\r\n" + wsHandshake + "\r\n",
+			upstream: func(c net.Conn, _ *bufio.Reader, req *http.Request) {
+				switchTo(c, req)
+				auth := req.Header.Get("Authorization")
+				c.Write(appendFrame(nil, wsBinary, []byte("bin:"+auth), nil))
+				c.Write(appendFrame(nil, wsPong, []byte(auth), nil))
+				c.Write(appendFrame(nil, wsClose, closePayload(1000, "bye"), nil))
+			},
+			wantStatus: http.StatusSwitchingProtocols, wantUpgrade: true,
+			wantText: "bin:Bearer ***", wantClose: 1000,
+		},
+		"a compressed frame (RSV1) from the sandbox": {
+			raw:      "GET /socket HTTP/1.1\r\nHost: api.github.com\r\n" + wsHandshake + "Sec-WebSocket-Extensions: permessage-deflate\r\n\r\n",
+			upstream: func(c net.Conn, br *bufio.Reader, req *http.Request) { switchTo(c, req); io.Copy(io.Discard, br) },
+			frames: func() []byte {
+				f := appendFrame(nil, wsText, []byte("abc"), &key)
+				f[0] |= 0x40
+				return f
+			}(),
+			wantStatus: http.StatusSwitchingProtocols, wantUpgrade: true, wantClose: wsClosePolicyViolation,
+		},
+		"a masked frame from the upstream": {
+			raw: "GET /socket HTTP/1.1\r\nHost: api.github.com\r\n" + wsHandshake + "\r\n",
+			upstream: func(c net.Conn, _ *bufio.Reader, req *http.Request) {
+				switchTo(c, req)
+				c.Write(appendFrame(nil, wsText, []byte(req.Header.Get("Authorization")), &key))
+				time.Sleep(200 * time.Millisecond)
+			},
+			wantStatus: http.StatusSwitchingProtocols, wantUpgrade: true, wantClose: wsClosePolicyViolation,
+		},
 		"an oversized frame from the sandbox": {
 			raw:      "GET /socket HTTP/1.1\r\nHost: api.github.com\r\n" + wsHandshake + "\r\n",
 			upstream: func(c net.Conn, br *bufio.Reader, req *http.Request) { switchTo(c, req); io.Copy(io.Discard, br) },
@@ -357,11 +418,21 @@ func TestServerWebSocketAttacks(t *testing.T) {
 			if len(tc.frames) > 0 {
 				go c.Write(tc.frames)
 			}
-			wait := 5 * time.Second
 			if resp.StatusCode != http.StatusSwitchingProtocols {
-				wait = 300 * time.Millisecond // nothing is to follow
+				// Nothing is to follow but the proxy's own answers to
+				// what the sandbox sent after (as HTTP requests).
+				io.Copy(io.Discard, resp.Body)
+				c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+				rest, _ := io.ReadAll(br)
+				if holdsSecret(string(rest)) || len(rest) > 0 && !strings.HasPrefix(string(rest), "HTTP/1.1 ") {
+					t.Errorf("after the %s the sandbox got %q", resp.Status, strings.ReplaceAll(string(rest), canary, "<credential>"))
+				}
 			}
-			got, code := readFrames(c, br, wait)
+			var got string
+			var code uint16
+			if resp.StatusCode == http.StatusSwitchingProtocols {
+				got, code = readFrames(c, br, 5*time.Second)
+			}
 			if holdsSecret(fmt.Sprint(resp.Header) + got) {
 				t.Errorf("the sandbox got the credential: %q", strings.ReplaceAll(got, canary, "<credential>"))
 			}
@@ -373,6 +444,15 @@ func TestServerWebSocketAttacks(t *testing.T) {
 			}
 			if !strings.Contains(got, tc.wantText) {
 				t.Errorf("the sandbox read %q, want it to hold %q", got, tc.wantText)
+			}
+			if resp.StatusCode == http.StatusForbidden {
+				// Refused: the upstream gets nothing.
+				select {
+				case <-saw:
+					t.Error("the upstream got the refused handshake")
+				case <-time.After(100 * time.Millisecond):
+				}
+				return
 			}
 			up := <-saw
 			if asked := up.Get("Upgrade") != ""; asked != tc.wantUpgrade {

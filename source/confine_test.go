@@ -57,6 +57,27 @@ func TestSymlinksLeavingTheRepository(t *testing.T) {
 			paths: []string{"s.yaml"},
 			want:  []string{"s.yaml:1:1: error InputInvalid: symbolic link whose target is outside the git working tree"},
 		},
+		// Loops end, on disk as in a commit: a walk reads each file once;
+		// a kustomization's path through one resolves, as kustomize
+		// resolves it; a chart's load fails as Helm's does.
+		"a directory linking to itself, found by a walk": {
+			files:    map[string]string{"a/c.yaml": connection},
+			links:    map[string]string{"a/loop": "."},
+			paths:    []string{"."},
+			wantDocs: []string{"a/c.yaml#0 Connection/github-acme"},
+		},
+		"a chart holding a directory that links to itself": {
+			files: map[string]string{"c/Chart.yaml": "apiVersion: v2\nname: c\nversion: 0.1.0\n", "c/templates/c.yaml": "kind: Connection\n"},
+			links: map[string]string{"c/sub/loop": "."},
+			paths: []string{"."},
+			want:  []string{"c/Chart.yaml:1:1: error HelmRenderFailed: Helm cannot render this chart with its default values (as helm template does, no engine object deploying it): sub/loop/loop/"},
+		},
+		"a kustomization reading through a directory that links to its parent": {
+			files:    map[string]string{"k/kustomization.yaml": "resources: [loop/loop/loop/c.yaml]\n", "k/c.yaml": connection},
+			links:    map[string]string{"k/loop": "."},
+			paths:    []string{"k"},
+			wantDocs: []string{"k/loop/loop/loop/c.yaml#0 Connection/github-acme"},
+		},
 		"links that stay inside are followed": {
 			files:    map[string]string{"real/c.yaml": connection, "k/kustomization.yaml": "resources: [c.yaml]\n", "k/sub/c.yaml": connection},
 			links:    map[string]string{"a/c.yaml": "../real/c.yaml", "k/c.yaml": "sub/c.yaml"},

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/internal/gitfs"
 	"keyhole.dev/keyhole/internal/kustbuild"
 	"keyhole.dev/keyhole/internal/parallel"
 )
@@ -843,7 +844,13 @@ func (l *loader) buildEngineUnits() {
 func (l *loader) buildPinned(u *Unit) {
 	saved := l.fsys
 	l.fsys = u.pin.fsys
-	defer func() { l.fsys = saved }()
+	defer func() {
+		if tooLarge(l.fsys) {
+			l.diags = append(l.diags, diag.Diagnostic{Code: CodeInputInvalid, Severity: diag.Error, Pos: u.Decl, Units: []string{u.Name},
+				Message: "the commit " + short(u.pin.ref.Commit) + " that " + u.pin.rev + " names cannot be read whole: " + gitfs.ErrTreeTooLarge.Error() + "; what it deploys is not checked"})
+		}
+		l.fsys = saved
+	}()
 	var j engineJob
 	switch {
 	case u.Flux != nil:

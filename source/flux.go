@@ -337,7 +337,7 @@ func copyForFlux(fsys fileSystem, u *Unit, root, dir, tmp, dst string, maxSize i
 	components, _, _ := unstructured.NestedStringSlice(u.Flux.Object.Object, "spec", "components")
 	ignoreMissing, _, _ := unstructured.NestedBool(u.Flux.Object.Object, "spec", "ignoreMissingComponents")
 	if len(components) > 0 && ignoreMissing {
-		if err := copyTree(fsys, dir, dst, maxSize, false); err != nil {
+		if err := copyTree(fsys, dir, dst, maxSize, false, new(int)); err != nil {
 			return err
 		}
 		for _, c := range components {
@@ -367,7 +367,7 @@ func copyForFlux(fsys fileSystem, u *Unit, root, dir, tmp, dst string, maxSize i
 	if done, err := copyKustomization(fsys, dir, dst, maxSize); done || err != nil {
 		return err
 	}
-	return copyTree(fsys, dir, dst, maxSize, true)
+	return copyTree(fsys, dir, dst, maxSize, true, new(int))
 }
 
 // copyKustomization copies the kustomization file of src, the first of
@@ -392,10 +392,19 @@ func copyKustomization(fsys fileSystem, src, dst string, maxSize int64) (bool, e
 	return false, nil
 }
 
+// maxFluxCopy bounds the files copyTree lays out on disk for one build:
+// a commit's files are objects, and a few kilobytes of them can name
+// millions of files (gitfs.MaxListedEntries), each written and removed.
+const maxFluxCopy = 1 << 13
+
+// errFluxCopy is copyTree's error past maxFluxCopy files.
+var errFluxCopy = fmt.Errorf("the path holds more than %d files, more than keyhole lays out to build a commit's Flux path", maxFluxCopy)
+
 // copyTree copies the YAML files (and kustomization files) under src, read
 // through fsys, to dst on disk; with scanned, of a directory below src
-// that has a kustomization file it copies only that file.
-func copyTree(fsys fileSystem, src, dst string, maxSize int64, scanned bool) error {
+// that has a kustomization file it copies only that file. copied counts
+// the files copied, up to maxFluxCopy.
+func copyTree(fsys fileSystem, src, dst string, maxSize int64, scanned bool, copied *int) error {
 	entries, err := fsys.ReadDir(src)
 	if err != nil {
 		return err
@@ -419,13 +428,16 @@ func copyTree(fsys fileSystem, src, dst string, maxSize int64, scanned bool) err
 					continue
 				}
 			}
-			if err := copyTree(fsys, s, d, maxSize, scanned); err != nil {
+			if err := copyTree(fsys, s, d, maxSize, scanned, copied); err != nil {
 				return err
 			}
 			continue
 		}
 		if !fi.Mode().IsRegular() || fi.Size() > maxSize || !(inputExt(e.Name()) || isKustomizationName(e.Name())) {
 			continue
+		}
+		if *copied++; *copied > maxFluxCopy {
+			return errFluxCopy
 		}
 		data, err := fsys.ReadFile(s)
 		if err != nil {

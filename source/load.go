@@ -144,6 +144,9 @@ func Load(paths []string, opts Options) ([]*Document, diag.List, error) {
 	l.buildEngineUnits()
 	l.closeRevs()
 	l.background.Wait()
+	if tooLarge(l.fsys) && !slices.ContainsFunc(l.errs, func(err error) bool { return errors.Is(err, gitfs.ErrTreeTooLarge) }) {
+		l.errs = append(l.errs, fmt.Errorf("%w: commit %s: %w", ErrUnreadable, opts.Tree.Commit(), gitfs.ErrTreeTooLarge))
+	}
 	l.settleFailures()
 	l.refuseConfigs()
 	if o, ok := l.fsys.(*osFS); ok {
@@ -387,6 +390,14 @@ func (o *osFS) tracked(root string) func(abs string) bool {
 }
 
 // commitFS is a commit's tree standing at its working tree's place.
+// tooLarge reports whether fsys is a commit's and a read of it met
+// gitfs.ErrTreeTooLarge: the walks that met it stopped, so what was read
+// of the commit is not all of it.
+func tooLarge(fsys fileSystem) bool {
+	c, ok := fsys.(commitFS)
+	return ok && c.TooLarge()
+}
+
 type commitFS struct {
 	*gitfs.Tree
 	kusts *sync.Map // see kustomizationNode
@@ -810,8 +821,12 @@ func walk(fsys fileSystem, root string, filter *pathFilter) walked {
 	if confineGit {
 		tracked = fsys.tracked(confine)
 	}
+	stopped := false // a commit too large to list (gitfs.ErrTreeTooLarge): said once
 	var visit func(dir string, patterns []gitignore.Pattern)
 	visit = func(dir string, patterns []gitignore.Pattern) {
+		if stopped {
+			return
+		}
 		domain := components(base, dir)
 		if ps, err := readIgnoreFile(fsys, filepath.Join(dir, ".gitignore"), domain); err != nil {
 			errs = append(errs, walkErr{filepath.Join(dir, ".gitignore"), err})
@@ -822,6 +837,7 @@ func walk(fsys fileSystem, root string, filter *pathFilter) walked {
 		entries, err := fsys.ReadDir(dir)
 		if err != nil {
 			errs = append(errs, walkErr{dir, err})
+			stopped = errors.Is(err, gitfs.ErrTreeTooLarge)
 			return
 		}
 		for _, e := range entries {
@@ -883,6 +899,11 @@ func walk(fsys fileSystem, root string, filter *pathFilter) walked {
 		}
 	}
 	visit(root, inherited)
+	if stopped {
+		// Part of a commit is no answer: nothing of it is read, and
+		// the loader says why (tooLarge).
+		return walked{errs: errs, outsideGit: confineGit}
+	}
 	bySlash := func(a, b string) int {
 		return strings.Compare(filepath.ToSlash(a), filepath.ToSlash(b))
 	}

@@ -39,6 +39,19 @@ var (
 // missing from a commit: it cannot be in one.
 var errOutsideTree = errors.New("outside the git repository, so in no commit")
 
+// MaxListedEntries bounds the entries of the directories one Tree lists,
+// each directory counted once however often it is listed. A commit's
+// tree may name one directory many times over (ten entries naming the
+// same subtree, nine levels deep, are a billion files in a few kilobytes
+// of objects, a "git bomb"), which no checkout could hold but a reader
+// of objects would list forever; a repository of configuration holds
+// far fewer.
+const MaxListedEntries = 1 << 16
+
+// ErrTreeTooLarge is ReadDir's error once a Tree has listed
+// MaxListedEntries entries; every later ReadDir of the Tree fails too.
+var ErrTreeTooLarge = fmt.Errorf("the commit's directories hold more than %d entries in all, more than keyhole reads of one commit (a tree naming the same directories over and over lists billions)", MaxListedEntries)
+
 // MaxSymlinkHops bounds symbolic links followed in one lookup, as the
 // kernel's ELOOP does, so a link cycle committed to the repository ends.
 // Whoever resolves links as a Tree does (on disk, say) bounds them alike.
@@ -133,7 +146,7 @@ func (r *Repo) Tree(rev string) (*Tree, error) {
 		return nil, fmt.Errorf("source: reading the tree of %s: %w", h, err)
 	}
 	return &Tree{repo: r.repo, owner: r, root: r.root, commit: *h, top: t, trees: map[plumbing.Hash]*object.Tree{},
-		sizes: map[plumbing.Hash]int64{}, kept: map[plumbing.Hash][]byte{}, keep: KeptBlobBytes, found: map[lookupKey]lookupResult{}}, nil
+		sizes: map[plumbing.Hash]int64{}, kept: map[plumbing.Hash][]byte{}, keep: KeptBlobBytes, found: map[lookupKey]lookupResult{}, maxListed: MaxListedEntries, listedDirs: map[string]bool{}}, nil
 }
 
 // unreadableRef says why a revision that names a reference of the
@@ -193,6 +206,18 @@ type Tree struct {
 	// blobsRead counts the blobs read from the object store, for tests
 	// of what a build costs.
 	blobsRead int
+	// listed counts the entries of the directories ReadDir listed
+	// (listedDirs), up to maxListed (MaxListedEntries).
+	listed, maxListed int
+	listedDirs        map[string]bool
+}
+
+// TooLarge reports whether a ReadDir of the Tree failed with
+// ErrTreeTooLarge: what was read of the commit is not all of it.
+func (t *Tree) TooLarge() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.listed > t.maxListed
 }
 
 // KeptBlobBytes bounds the bytes of blobs a Tree keeps once read, so that
@@ -501,9 +526,19 @@ func (t *Tree) ReadDir(name string) ([]fs.DirEntry, error) {
 	default:
 		return nil, pathErr("readdir", name, syscall.ENOTDIR)
 	}
+	if t.listed > t.maxListed {
+		return nil, pathErr("readdir", name, ErrTreeTooLarge)
+	}
 	tr, err := t.tree(n.hash)
 	if err != nil {
 		return nil, pathErr("readdir", name, err)
+	}
+	if !t.listedDirs[n.rel] {
+		t.listedDirs[n.rel] = true
+		t.listed += len(tr.Entries)
+	}
+	if t.listed > t.maxListed {
+		return nil, pathErr("readdir", name, ErrTreeTooLarge)
 	}
 	out := make([]fs.DirEntry, 0, len(tr.Entries))
 	for _, e := range tr.Entries {

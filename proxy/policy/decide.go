@@ -447,6 +447,9 @@ func (p *Policy) decideTunnel(req RequestInfo, bodyKnown bool) Decision {
 	if name, ok := overrideParam(req.Target); ok {
 		return refuse("the %s query parameter is refused on injected hosts: servers read it as another method than the request line's, which the rules checked", name)
 	}
+	if revokesMintedToken(h, req.Method, path) {
+		return refuse("%s %s is refused on %s: it revokes the token the proxy mints for connection %s, which serves other requests too", Clip(req.Method), Clip(path), tunnel, h.Connection)
+	}
 	body := Body{Data: req.Body, Complete: req.BodyComplete, ContentType: req.ContentType, ContentEncoding: h.OverrideEncodings(req.ContentEncoding)}
 	if bodyKnown {
 		if name, err := overrideInBody(body); err != nil {

@@ -1,0 +1,136 @@
+package source
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	gitconfig "github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"keyhole.dev/keyhole/internal/gitfs"
+)
+
+// commitBomb stores, in r, a commit whose tree holds top/: ten entries
+// naming one subtree, eight levels deep, over ten copies of data, a
+// billion files in a few kilobytes of objects, as a pull request can
+// push; it returns the commit's hash.
+func commitBomb(t testing.TB, r *git.Repository, top, data string) string {
+	t.Helper()
+	store := func(o interface {
+		Encode(plumbing.EncodedObject) error
+	}) plumbing.Hash {
+		obj := r.Storer.NewEncodedObject()
+		if err := o.Encode(obj); err != nil {
+			t.Fatal(err)
+		}
+		h, err := r.Storer.SetEncodedObject(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	blob := r.Storer.NewEncodedObject()
+	blob.SetType(plumbing.BlobObject)
+	w, _ := blob.Writer()
+	w.Write([]byte(data))
+	w.Close()
+	h, err := r.Storer.SetEncodedObject(blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mode, name := filemode.Regular, "c%d.yaml"
+	for range 9 {
+		var tr object.Tree
+		for i := range 10 {
+			tr.Entries = append(tr.Entries, object.TreeEntry{Name: fmt.Sprintf(name, i), Mode: mode, Hash: h})
+		}
+		h = store(&tr)
+		mode, name = filemode.Dir, "d%d"
+	}
+	root := object.Tree{Entries: []object.TreeEntry{{Name: top, Mode: filemode.Dir, Hash: h}}}
+	c := object.Commit{Author: *testSig, Committer: *testSig, Message: "bomb", TreeHash: store(&root)}
+	return store(&c).String()
+}
+
+// endsWithin fails the test when f takes longer than d: the attacks below
+// ran until the runner's memory or patience ran out.
+func endsWithin(t *testing.T, d time.Duration, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("still loading after %s", d)
+	}
+}
+
+// TestGitBomb: a commit whose tree names one directory over and over (a
+// billion Connections in a few kilobytes, which a pull request can push
+// and keyhole reads from git, never from a checkout) is not read: as the
+// commit keyhole diff compares, it is unreadable input; as the revision
+// a Flux Kustomization pins, an error at the Kustomization, nothing of
+// it read. Either ends in seconds; each ran for ever, its memory
+// growing, before reads of a commit were bounded (gitfs.MaxListedEntries).
+func TestGitBomb(t *testing.T) {
+	conn := argoConn("kept")
+	t.Run("the commit compared", func(t *testing.T) {
+		dir, r := gitRepo(t)
+		writeFiles(t, dir, map[string]string{"apps/conn.yaml": conn})
+		commitAll(t, r, "first")
+		bomb := commitBomb(t, r, "apps", conn)
+		repo, err := gitfs.OpenRepo(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tree, err := repo.Tree(bomb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tree.Close()
+		endsWithin(t, time.Minute, func() {
+			docs, _, err := Load([]string{"."}, Options{Dir: dir, Tree: tree})
+			if !errors.Is(err, ErrUnreadable) || !errors.Is(err, gitfs.ErrTreeTooLarge) {
+				t.Errorf("Load: %v, want ErrUnreadable and ErrTreeTooLarge", err)
+			}
+			if len(docs) != 0 {
+				t.Errorf("read %d documents of a commit not read whole", len(docs))
+			}
+		})
+	})
+	t.Run("a revision a Flux Kustomization pins", func(t *testing.T) {
+		dir, r := gitRepo(t)
+		writeFiles(t, dir, map[string]string{"apps/conn.yaml": conn})
+		commitAll(t, r, "first")
+		bomb := commitBomb(t, r, "apps", conn)
+		sync := "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata: {name: flux-system, namespace: flux-system}\n" +
+			"spec: {interval: 1m, url: 'https://git.example.com/r.git', ref: {commit: " + bomb + "}}\n---\n" +
+			"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps, namespace: flux-system}\n" +
+			"spec: {interval: 10m, path: ./apps, prune: true, sourceRef: {kind: GitRepository, name: flux-system}}\n"
+		endsWithin(t, time.Minute, func() {
+			assertPinRead(t, dir, "clusters/prod/sync.yaml", sync, "KustomizeBuildFailed", "",
+				"error KustomizeBuildFailed: Flux cannot generate the kustomization of flux-system/apps: the path holds more than 8192 files, more than keyhole lays out to build a commit's Flux path")
+		})
+	})
+	t.Run("a revision an Argo CD Application pins", func(t *testing.T) {
+		dir, r := gitRepo(t)
+		if _, err := r.CreateRemote(&gitconfig.RemoteConfig{Name: "origin", URLs: []string{"https://git.example.com/acme/agents.git"}}); err != nil {
+			t.Fatal(err)
+		}
+		writeFiles(t, dir, map[string]string{"apps/conn.yaml": conn})
+		commitAll(t, r, "first")
+		bomb := commitBomb(t, r, "apps", conn)
+		app := "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: apps, namespace: argocd}\n" +
+			"spec:\n  project: default\n  source: {repoURL: 'https://git.example.com/acme/agents.git', path: apps, targetRevision: '" + bomb + "', directory: {recurse: true}}\n" +
+			"  destination: {name: in-cluster, namespace: agents}\n"
+		endsWithin(t, time.Minute, func() {
+			assertPinRead(t, dir, "argocd/apps.yaml", app, "InputInvalid", "",
+				"error InputInvalid: the commit "+bomb[:12]+" that "+bomb+" names cannot be read whole: the commit's directories hold more than")
+		})
+	})
+}
