@@ -121,6 +121,12 @@ func Rules() []diag.Rule {
 			Help:     "Correct the path (a typo), or commit the directories it names.",
 		},
 		{
+			Code:     CodeKustomizeHelmNotRun,
+			Severity: diag.Warning,
+			Purpose:  "A kustomization inflates Helm charts (helmCharts), which only a build with helm enabled does, and the repository's argocd-cm ConfigMap gives Argo CD's kustomize builds --enable-helm: Argo CD builds it, but keyhole runs no helm, so nothing the kustomization builds is read or checked. A Flux Kustomization's build stays an error (KustomizeBuildFailed): kustomize-controller runs no helm.",
+			Help:     "Check what the build makes with kustomize build --enable-helm DIR | keyhole check -, or keep keyhole's objects and their Secrets in a kustomization without helmCharts.",
+		},
+		{
 			Code:     CodeJsonnetNotEvaluated,
 			Severity: diag.Warning,
 			Purpose:  "A Jsonnet file of an Argo CD directory application names keyhole's kinds or declares a Secret: Argo CD evaluates it and applies what it declares, but keyhole does not evaluate Jsonnet, so those objects are not checked.",

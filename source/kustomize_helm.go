@@ -1,0 +1,104 @@
+package source
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+
+	"keyhole.dev/keyhole/diag"
+)
+
+// A kustomization's helmCharts are inflated only by a build that runs
+// helm: kubectl kustomize and kustomize-controller never do, Argo CD's
+// repo server does when its argocd-cm ConfigMap gives kustomize the
+// --enable-helm build option. keyhole runs no helm. Where the repository
+// declares that ConfigMap so (the argocd-cm its Argo CD installation
+// applies, or patches in), a kustomization that fails only for want of
+// helm is one Argo CD builds: in an Argo CD unit, or a kustomization root
+// an Application keyhole does not read may build (an ApplicationSet in
+// Jsonnet, one applied by hand), it is not the engine's failure but
+// keyhole's blind spot, said once as a KustomizeHelmNotRun warning at the
+// helmCharts field. A Flux unit's stays an error: kustomize-controller
+// fails on it. See docs/inputs.md, "Kustomize".
+
+// CodeKustomizeHelmNotRun is the warning said instead of a build's
+// failure for want of helm, where the repository's Argo CD runs it.
+const CodeKustomizeHelmNotRun = "KustomizeHelmNotRun"
+
+// argoHelmAt is where the repository at root declares an argocd-cm
+// ConfigMap whose kustomize build options enable helm ("" when it
+// declares none), found once per root.
+func (l *loader) argoHelmAt(root string) string {
+	l.helmOptionMu.Lock()
+	defer l.helmOptionMu.Unlock()
+	if at, ok := l.helmOptionAt[root]; ok {
+		return at
+	}
+	if l.helmOptionAt == nil {
+		l.helmOptionAt = map[string]string{}
+	}
+	at := l.findArgoHelm(root)
+	l.helmOptionAt[root] = at
+	return at
+}
+
+// findArgoHelm walks the repository at root, its kustomizations' patch
+// files too (an installation's argocd-cm is often a patch), for an
+// argocd-cm ConfigMap whose data kustomize.buildOptions (or
+// kustomize.buildOptions.VERSION) holds --enable-helm.
+func (l *loader) findArgoHelm(root string) string {
+	files, _, patches := walkAllCharts(l.fsys, root, &l.paths)
+	for _, p := range patches {
+		files = append(files, p.file)
+	}
+	slices.Sort(files)
+	files = slices.Compact(files)
+	for _, f := range files {
+		data := l.sniff(f, []byte("argocd-cm"))
+		if data == nil || !bytes.Contains(data, []byte("--enable-helm")) {
+			continue
+		}
+		docs, _ := Parse(l.display(f, f), data)
+		for _, d := range docs {
+			o := d.Object()
+			if o.Kind != "ConfigMap" || o.Name != "argocd-cm" {
+				continue
+			}
+			dn := Lookup(d.Node, "data")
+			if dn == nil || len(dn.Content)%2 != 0 {
+				continue
+			}
+			for i := 0; i < len(dn.Content); i += 2 {
+				k, v := dn.Content[i], dn.Content[i+1]
+				if (k.Value == "kustomize.buildOptions" || strings.HasPrefix(k.Value, "kustomize.buildOptions.")) &&
+					slices.Contains(strings.Fields(v.Value), "--enable-helm") {
+					return fmt.Sprintf("%s:%d", d.Pos.File, k.Line)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// helmNotRun is the warning said, instead of the build's failure msg,
+// of the kustomization b builds for the unit u, when the build failed
+// only for want of helm and the repository's Argo CD runs it; ok is
+// false otherwise.
+func (b *build) helmNotRun(u *Unit, err error, msg string, read map[string][]byte) (diag.Diagnostic, bool) {
+	if !strings.Contains(msg, "--enable-helm") || u.Source != UnitArgoCD && u.Source != UnitKustomization {
+		return diag.Diagnostic{}, false
+	}
+	at := b.l.argoHelmAt(b.l.repoRoot(b.root))
+	if at == "" {
+		return diag.Diagnostic{}, false
+	}
+	dir := b.display(b.root)
+	return diag.Diagnostic{
+		Code:     CodeKustomizeHelmNotRun,
+		Severity: diag.Warning,
+		Pos:      b.failurePos(err, msg, read),
+		Message: fmt.Sprintf("kustomization %s inflates Helm charts (helmCharts), which Argo CD builds with --enable-helm, as argocd-cm (%s) says; keyhole runs no helm, so nothing this build makes is read or checked: check it with kustomize build --enable-helm %s | keyhole check -",
+			dir, at, dir),
+	}, true
+}
