@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"go.yaml.in/yaml/v3"
+
 	"keyhole.dev/keyhole/diag"
 )
 
@@ -13,8 +15,9 @@ import (
 // helm: kubectl kustomize and kustomize-controller never do, Argo CD's
 // repo server does when its argocd-cm ConfigMap gives kustomize the
 // --enable-helm build option. keyhole runs no helm. Where the repository
-// declares that ConfigMap so (the argocd-cm its Argo CD installation
-// applies, or patches in), a kustomization that fails only for want of
+// configures Argo CD so (the argocd-cm its installation applies or
+// patches in, or the argo-cd chart's values that write that ConfigMap),
+// a kustomization that fails only for want of
 // helm is one Argo CD builds: in an Argo CD unit, or a kustomization root
 // an Application keyhole does not read may build (an ApplicationSet in
 // Jsonnet, one applied by hand), it is not the engine's failure but
@@ -44,9 +47,12 @@ func (l *loader) argoHelmAt(root string) string {
 }
 
 // findArgoHelm walks the repository at root, its kustomizations' patch
-// files too (an installation's argocd-cm is often a patch), for an
-// argocd-cm ConfigMap whose data kustomize.buildOptions (or
-// kustomize.buildOptions.VERSION) holds --enable-helm.
+// files too (an installation's argocd-cm is often a patch), for Argo CD's
+// kustomize build options holding --enable-helm: the data key
+// kustomize.buildOptions (or kustomize.buildOptions.VERSION) of an
+// argocd-cm ConfigMap, or that key in the argo-cd Helm chart's values
+// (configs.cm, or server.config in its older versions), which write it
+// into the argocd-cm the chart makes. It returns where, as FILE:LINE.
 func (l *loader) findArgoHelm(root string) string {
 	files, _, patches := walkAllCharts(l.fsys, root, &l.paths)
 	for _, p := range patches {
@@ -55,30 +61,49 @@ func (l *loader) findArgoHelm(root string) string {
 	slices.Sort(files)
 	files = slices.Compact(files)
 	for _, f := range files {
-		data := l.sniff(f, []byte("argocd-cm"))
+		data := l.sniff(f, []byte("kustomize.buildOptions"))
 		if data == nil || !bytes.Contains(data, []byte("--enable-helm")) {
 			continue
 		}
-		docs, _ := Parse(l.display(f, f), data)
-		for _, d := range docs {
-			o := d.Object()
-			if o.Kind != "ConfigMap" || o.Name != "argocd-cm" {
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		for {
+			var doc yaml.Node
+			if err := decode(dec, &doc); err != nil {
+				break // the end, or YAML the loader reports where it reads it
+			}
+			if len(doc.Content) == 0 {
 				continue
 			}
-			dn := Lookup(d.Node, "data")
-			if dn == nil || len(dn.Content)%2 != 0 {
-				continue
+			top := doc.Content[0]
+			var opts []*yaml.Node // mappings whose keys are argocd-cm's
+			if stringField(top, "kind") == "ConfigMap" && stringField(Lookup(top, "metadata"), "name") == "argocd-cm" {
+				opts = append(opts, Lookup(top, "data"))
 			}
-			for i := 0; i < len(dn.Content); i += 2 {
-				k, v := dn.Content[i], dn.Content[i+1]
-				if (k.Value == "kustomize.buildOptions" || strings.HasPrefix(k.Value, "kustomize.buildOptions.")) &&
-					slices.Contains(strings.Fields(v.Value), "--enable-helm") {
-					return fmt.Sprintf("%s:%d", d.Pos.File, k.Line)
+			opts = append(opts, Lookup(Lookup(top, "configs"), "cm"), Lookup(Lookup(top, "server"), "config"))
+			for _, m := range opts {
+				if k := enablesHelm(m); k != nil {
+					return fmt.Sprintf("%s:%d", l.display(f, f), k.Line)
 				}
 			}
 		}
 	}
 	return ""
+}
+
+// enablesHelm returns the key of the mapping m (argocd-cm's data) whose
+// kustomize build options hold --enable-helm, or nil.
+func enablesHelm(m *yaml.Node) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		if (k.Value == "kustomize.buildOptions" || strings.HasPrefix(k.Value, "kustomize.buildOptions.")) &&
+			v.Kind == yaml.ScalarNode && slices.Contains(strings.Fields(v.Value), "--enable-helm") {
+			return k
+		}
+	}
+	return nil
 }
 
 // helmNotRun is the warning said, instead of the build's failure msg,
@@ -98,7 +123,7 @@ func (b *build) helmNotRun(u *Unit, err error, msg string, read map[string][]byt
 		Code:     CodeKustomizeHelmNotRun,
 		Severity: diag.Warning,
 		Pos:      b.failurePos(err, msg, read),
-		Message: fmt.Sprintf("kustomization %s inflates Helm charts (helmCharts), which Argo CD builds with --enable-helm, as argocd-cm (%s) says; keyhole runs no helm, so nothing this build makes is read or checked: check it with kustomize build --enable-helm %s | keyhole check -",
+		Message: fmt.Sprintf("kustomization %s inflates Helm charts (helmCharts), which Argo CD builds with --enable-helm, as Argo CD's kustomize build options (%s) say; keyhole runs no helm, so nothing this build makes is read or checked: check it with kustomize build --enable-helm %s | keyhole check -",
 			dir, at, dir),
 	}, true
 }

@@ -50,11 +50,26 @@ func TestKustomizeHelmNotRun(t *testing.T) {
 	}{
 		"a kustomization root, the repository's Argo CD running helm": {
 			files: with(app, install), code: CodeKustomizeHelmNotRun, sev: diag.Warning,
-			msg: "kustomization apps/agents inflates Helm charts (helmCharts), which Argo CD builds with --enable-helm, as argocd-cm (argo-cd/cm.yaml:6) says; keyhole runs no helm, so nothing this build makes is read or checked: check it with kustomize build --enable-helm apps/agents | keyhole check -",
+			msg: "kustomization apps/agents inflates Helm charts (helmCharts), which Argo CD builds with --enable-helm, as Argo CD's kustomize build options (argo-cd/cm.yaml:6) say; keyhole runs no helm, so nothing this build makes is read or checked: check it with kustomize build --enable-helm apps/agents | keyhole check -",
 		},
 		"an Argo CD Application's path, the repository's Argo CD running helm": {
 			files: with(app, install, argo), code: CodeKustomizeHelmNotRun, sev: diag.Warning,
-			msg: "as argocd-cm (argo-cd/cm.yaml:6) says",
+			msg: "(argo-cd/cm.yaml:6) say",
+		},
+		"the argo-cd chart's values, configs.cm": {
+			files: with(app, map[string]string{"bootstrap/argocd-values.yaml": "configs:\n  cm:\n    url: https://argocd.example.com\n    kustomize.buildOptions: --enable-helm --load-restrictor LoadRestrictionsNone\n"}),
+			code:  CodeKustomizeHelmNotRun, sev: diag.Warning,
+			msg: "(bootstrap/argocd-values.yaml:4) say",
+		},
+		"the older argo-cd chart's values, server.config": {
+			files: with(app, map[string]string{"argocd/values.yaml": "server:\n  config:\n    kustomize.buildOptions.v4.5.7: --enable-helm\n"}),
+			code:  CodeKustomizeHelmNotRun, sev: diag.Warning,
+			msg: "(argocd/values.yaml:3) say",
+		},
+		"a buildOptions key elsewhere is not Argo CD's": {
+			files: with(app, map[string]string{"notes.yaml": "kustomize.buildOptions: --enable-helm\n"}),
+			code:  CodeKustomizeBuildFailed, sev: diag.Error,
+			msg: "must specify --enable-helm",
 		},
 		"no argocd-cm in the repository": {
 			files: with(app), code: CodeKustomizeBuildFailed, sev: diag.Error,

@@ -123,7 +123,7 @@ func Rules() []diag.Rule {
 		{
 			Code:     CodeKustomizeHelmNotRun,
 			Severity: diag.Warning,
-			Purpose:  "A kustomization inflates Helm charts (helmCharts), which only a build with helm enabled does, and the repository's argocd-cm ConfigMap gives Argo CD's kustomize builds --enable-helm: Argo CD builds it, but keyhole runs no helm, so nothing the kustomization builds is read or checked. A Flux Kustomization's build stays an error (KustomizeBuildFailed): kustomize-controller runs no helm.",
+			Purpose:  "A kustomization inflates Helm charts (helmCharts), which only a build with helm enabled does, and the repository configures Argo CD's kustomize builds with --enable-helm (an argocd-cm ConfigMap, or the argo-cd chart's values configs.cm): Argo CD builds it, but keyhole runs no helm, so nothing the kustomization builds is read or checked. A Flux Kustomization's build stays an error (KustomizeBuildFailed): kustomize-controller runs no helm.",
 			Help:     "Check what the build makes with kustomize build --enable-helm DIR | keyhole check -, or keep keyhole's objects and their Secrets in a kustomization without helmCharts.",
 		},
 		{
