@@ -75,7 +75,7 @@ func Rules() []diag.Rule {
 		{
 			Code:     CodeHelmDependencyMissing,
 			Severity: diag.Warning,
-			Purpose:  "A Helm chart's Chart.yaml lists a dependency its charts/ directory does not hold. The engine fetches it; keyhole fetches nothing, so it renders the chart without it and checks nothing the dependency would deploy.",
+			Purpose:  "A Helm chart's Chart.yaml lists a dependency its charts/ directory does not hold, from a chart repository or a directory outside this repository (one of this repository, file://, is rendered from that directory, as helm dependency build copies it). The engine fetches it; keyhole fetches nothing, so it renders the chart without it and checks nothing the dependency would deploy.",
 			Help:     "Run helm dependency build and commit charts/ to have the dependency checked too.",
 		},
 		{
