@@ -3,6 +3,7 @@ package source
 import (
 	"bytes"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -29,9 +30,8 @@ import (
 // failure for want of helm, where the repository's Argo CD runs it.
 const CodeKustomizeHelmNotRun = "KustomizeHelmNotRun"
 
-// argoHelmAt is where the repository at root declares an argocd-cm
-// ConfigMap whose kustomize build options enable helm ("" when it
-// declares none), found once per root.
+// argoHelmAt is where the repository at root gives Argo CD's kustomize
+// builds --enable-helm ("" when it does not), found once per root.
 func (l *loader) argoHelmAt(root string) string {
 	l.helmOptionMu.Lock()
 	defer l.helmOptionMu.Unlock()
@@ -51,12 +51,17 @@ func (l *loader) argoHelmAt(root string) string {
 // kustomize build options holding --enable-helm: the data key
 // kustomize.buildOptions (or kustomize.buildOptions.VERSION) of an
 // argocd-cm ConfigMap, or that key in the argo-cd Helm chart's values
-// (configs.cm, or server.config in its older versions), which write it
-// into the argocd-cm the chart makes. It returns where, as FILE:LINE.
+// (configs.cm, or server.config in its older versions; under argo-cd's
+// name in the values of a chart wrapping it), which write it into the
+// argocd-cm the chart makes. It returns where, as FILE:LINE.
 func (l *loader) findArgoHelm(root string) string {
-	files, _, patches := walkAllCharts(l.fsys, root, &l.paths)
+	files, charts, patches := walkAllCharts(l.fsys, root, &l.paths)
 	for _, p := range patches {
 		files = append(files, p.file)
+	}
+	for _, c := range charts {
+		// A chart wrapping argo-cd gives it values under its name.
+		files = append(files, filepath.Join(filepath.Dir(c), "values.yaml"))
 	}
 	slices.Sort(files)
 	files = slices.Compact(files)
@@ -79,7 +84,15 @@ func (l *loader) findArgoHelm(root string) string {
 			if stringField(top, "kind") == "ConfigMap" && stringField(Lookup(top, "metadata"), "name") == "argocd-cm" {
 				opts = append(opts, Lookup(top, "data"))
 			}
-			opts = append(opts, Lookup(Lookup(top, "configs"), "cm"), Lookup(Lookup(top, "server"), "config"))
+			vals := []*yaml.Node{top}
+			if top.Kind == yaml.MappingNode {
+				for i := 1; i < len(top.Content); i += 2 {
+					vals = append(vals, top.Content[i]) // a wrapping chart's values of argo-cd
+				}
+			}
+			for _, v := range vals {
+				opts = append(opts, Lookup(Lookup(v, "configs"), "cm"), Lookup(Lookup(v, "server"), "config"))
+			}
 			for _, m := range opts {
 				if k := enablesHelm(m); k != nil {
 					return fmt.Sprintf("%s:%d", l.display(f, f), k.Line)

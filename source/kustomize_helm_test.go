@@ -66,6 +66,14 @@ func TestKustomizeHelmNotRun(t *testing.T) {
 			code:  CodeKustomizeHelmNotRun, sev: diag.Warning,
 			msg: "(argocd/values.yaml:3) say",
 		},
+		"the values of a chart wrapping argo-cd": {
+			files: with(app, map[string]string{
+				"system/argocd/Chart.yaml":  "apiVersion: v2\nname: argocd\nversion: 0.1.0\ndependencies:\n  - name: argo-cd\n    version: 7.0.0\n    repository: https://argoproj.github.io/argo-helm\n",
+				"system/argocd/values.yaml": "argo-cd:\n  configs:\n    cm:\n      kustomize.buildOptions: --enable-helm\n",
+			}),
+			code: CodeKustomizeHelmNotRun, sev: diag.Warning,
+			msg: "(system/argocd/values.yaml:4) say",
+		},
 		"a buildOptions key elsewhere is not Argo CD's": {
 			files: with(app, map[string]string{"notes.yaml": "kustomize.buildOptions: --enable-helm\n"}),
 			code:  CodeKustomizeBuildFailed, sev: diag.Error,
