@@ -129,6 +129,9 @@ func (l *loader) renderHelm(dir string, o *HelmOverlay) helmRun {
 		return run
 	}
 	ch, err := chartloader.LoadFiles(files)
+	if err == nil && ch.Metadata != nil && l.withLocalDependencies(dir, ch, &files, read) {
+		ch, err = chartloader.LoadFiles(files)
+	}
 	if err != nil {
 		run.err = err
 		return run
@@ -455,6 +458,16 @@ func (l *loader) chartNamesKeyhole(dir string) bool {
 // chartHolds reports whether a file under the chart in dir satisfies
 // holds: its templates, values and subcharts alike.
 func (l *loader) chartHolds(dir string, holds func(name string, data []byte) bool) bool {
+	if l.chartHoldsHere(dir, holds) {
+		return true
+	}
+	// The directories of this repository its dependencies are copied
+	// from (localDependencies) are its subcharts once rendered.
+	return slices.ContainsFunc(l.localDependencies(dir), func(d localDependency) bool { return l.chartHoldsHere(d.dir, holds) })
+}
+
+// chartHoldsHere is chartHolds of the files under dir alone.
+func (l *loader) chartHoldsHere(dir string, holds func(name string, data []byte) bool) bool {
 	found := false
 	n := 0
 	l.visitTree(dir, func(rel string, fi fs.FileInfo) bool {

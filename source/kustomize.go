@@ -299,6 +299,10 @@ func (l *loader) buildKustomizationFrom(u *Unit, named, dir string, walked bool,
 		return
 	}
 	if err != nil {
+		if d, ok := b.helmNotRun(u, err, b.scrub(kustbuild.Redact(err.Error(), read)), read); ok {
+			l.diags = append(l.diags, d)
+			return
+		}
 		l.diags = append(l.diags, b.buildFailed(err, read))
 		return
 	}

@@ -218,6 +218,10 @@ type loader struct {
 	// argoRevs is what engineUnits knows of each repository's revisions
 	// (pinAt).
 	argoRevs map[string]*repoRevs
+	// helmOptionAt is, per repository root, where its argocd-cm enables
+	// helm in kustomize builds (argoHelmAt).
+	helmOptionAt map[string]string
+	helmOptionMu sync.Mutex
 	// argoDirs are the directories under each root, walked once for
 	// the ApplicationSet generators (allDirs).
 	argoDirs map[string][]string

@@ -75,7 +75,7 @@ func Rules() []diag.Rule {
 		{
 			Code:     CodeHelmDependencyMissing,
 			Severity: diag.Warning,
-			Purpose:  "A Helm chart's Chart.yaml lists a dependency its charts/ directory does not hold. The engine fetches it; keyhole fetches nothing, so it renders the chart without it and checks nothing the dependency would deploy.",
+			Purpose:  "A Helm chart's Chart.yaml lists a dependency its charts/ directory does not hold, from a chart repository or a directory outside this repository (one of this repository, file://, is rendered from that directory, as helm dependency build copies it). The engine fetches it; keyhole fetches nothing, so it renders the chart without it and checks nothing the dependency would deploy.",
 			Help:     "Run helm dependency build and commit charts/ to have the dependency checked too.",
 		},
 		{
@@ -119,6 +119,12 @@ func Rules() []diag.Rule {
 			Severity: diag.Warning,
 			Purpose:  "A path of an Argo CD ApplicationSet's git generator matches no directory or file of the repository its repoURL names, which is this one (another Application builds from it): Argo CD makes no Application of it.",
 			Help:     "Correct the path (a typo), or commit the directories it names.",
+		},
+		{
+			Code:     CodeKustomizeHelmNotRun,
+			Severity: diag.Warning,
+			Purpose:  "A kustomization inflates Helm charts (helmCharts), which only a build with helm enabled does, and the repository configures Argo CD's kustomize builds with --enable-helm (an argocd-cm ConfigMap, or the argo-cd chart's values configs.cm): Argo CD builds it, but keyhole runs no helm, so nothing the kustomization builds is read or checked. A Flux Kustomization's build stays an error (KustomizeBuildFailed): kustomize-controller runs no helm.",
+			Help:     "Check what the build makes with kustomize build --enable-helm DIR | keyhole check -, or keep keyhole's objects and their Secrets in a kustomization without helmCharts.",
 		},
 		{
 			Code:     CodeJsonnetNotEvaluated,
