@@ -201,31 +201,7 @@ func checkAWSSigV4(p *pass) {
 			continue
 		}
 		a := w.awsSigV4()
-		for i, in := range w.Spec.Placement.Inject {
-			var set []string
-			if in.Header != "" {
-				set = append(set, "header")
-			}
-			if in.Value != nil {
-				set = append(set, "value")
-			}
-			if in.Basic != nil {
-				set = append(set, "basic")
-			}
-			if len(set) > 0 {
-				p.report(codeAWSSigV4Invalid, &c.item, path{"spec", "placement", "inject", i, set[0]}, true,
-					"inject entry %d sets %s, but the proxy signs the request itself (Authorization: AWS4-HMAC-SHA256); drop %s", i, strings.Join(set, " and "), strings.Join(set, " and "))
-			}
-		}
-		for _, where := range []struct {
-			name string
-			set  present
-		}{{"env", w.Spec.Placement.Env}, {"files", w.Spec.Placement.Files}} {
-			if where.set {
-				p.report(codeAWSSigV4Invalid, &c.item, path{"spec", "placement", where.name}, true,
-					"placement.%s would put keys of Secret %s, which holds the AWS access key, in the sandbox; only the proxy may read it: drop %s and give the sandbox the placeholder through placeholderEnv", where.name, w.Spec.Credential.SecretRef.Name, where.name)
-			}
-		}
+		p.proxyHeldPlacements(codeAWSSigV4Invalid, c, "the proxy signs the request itself (Authorization: AWS4-HMAC-SHA256)", "the AWS access key", "give the sandbox the placeholder through placeholderEnv")
 		s, r := p.secretOf(c)
 		if s == nil || s.keysUnknown || s.merges {
 			continue

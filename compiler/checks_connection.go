@@ -617,3 +617,39 @@ func checkBasicUnencoded(p *pass) {
 		}
 	}
 }
+
+// proxyHeldPlacements reports, under code, what a Connection whose Secret
+// only the proxy reads (a GitHub App's key, an AWS key, an OAuth 2.0
+// client's or a service account's credentials) sets that would inject
+// something else, an inject entry's header, value or basic, or place the
+// Secret in the sandbox, env or files. how says what the proxy sets
+// itself, holds what the Secret holds, instead what to do in place of a
+// placement.
+func (p *pass) proxyHeldPlacements(code string, c *connection, how, holds, instead string) {
+	w := c.w
+	for i, in := range w.Spec.Placement.Inject {
+		var set []string
+		if in.Header != "" {
+			set = append(set, "header")
+		}
+		if in.Value != nil {
+			set = append(set, "value")
+		}
+		if in.Basic != nil {
+			set = append(set, "basic")
+		}
+		if len(set) > 0 {
+			p.report(code, &c.item, path{"spec", "placement", "inject", i, set[0]}, true,
+				"inject entry %d sets %s, but %s; drop %s", i, strings.Join(set, " and "), how, strings.Join(set, " and "))
+		}
+	}
+	for _, where := range []struct {
+		name string
+		set  present
+	}{{"env", w.Spec.Placement.Env}, {"files", w.Spec.Placement.Files}} {
+		if where.set {
+			p.report(code, &c.item, path{"spec", "placement", where.name}, true,
+				"placement.%s would put keys of Secret %s, which holds %s, in the sandbox; only the proxy may read it: drop %s and %s", where.name, w.Spec.Credential.SecretRef.Name, holds, where.name, instead)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package compiler
 
 import (
 	"slices"
-	"strings"
 
 	"keyhole.dev/keyhole/diag"
 )
@@ -58,31 +57,7 @@ func checkGitHubApps(p *pass) {
 		case g.InstallationID > 0 && g.Owner != "":
 			p.report(codeGitHubAppInvalid, &c.item, at.with("owner"), true, "githubApp names both installationId and owner; keep one")
 		}
-		for i, in := range w.Spec.Placement.Inject {
-			var set []string
-			if in.Header != "" {
-				set = append(set, "header")
-			}
-			if in.Value != nil {
-				set = append(set, "value")
-			}
-			if in.Basic != nil {
-				set = append(set, "basic")
-			}
-			if len(set) > 0 {
-				p.report(codeGitHubAppInvalid, &c.item, path{"spec", "placement", "inject", i, set[0]}, true,
-					"inject entry %d sets %s, but the proxy sets the token it mints itself (Authorization: token on %s, basic x-access-token elsewhere); drop %s", i, strings.Join(set, " and "), g.api(), strings.Join(set, " and "))
-			}
-		}
-		for _, where := range []struct {
-			name string
-			set  present
-		}{{"env", w.Spec.Placement.Env}, {"files", w.Spec.Placement.Files}} {
-			if where.set {
-				p.report(codeGitHubAppInvalid, &c.item, path{"spec", "placement", where.name}, true,
-					"placement.%s would put keys of Secret %s, which holds the App's private key, in the sandbox; only the proxy may read it: drop %s and inject the minted token instead", where.name, w.Spec.Credential.SecretRef.Name, where.name)
-			}
-		}
+		p.proxyHeldPlacements(codeGitHubAppInvalid, c, "the proxy sets the token it mints itself (Authorization: token on "+g.api()+", basic x-access-token elsewhere)", "the App's private key", "inject the minted token instead")
 		if s, r := p.secretOf(c); s != nil && !s.keysUnknown && !s.merges {
 			if _, ok := s.values.get(g.privateKeyKey()); !ok {
 				keys := s.keys()

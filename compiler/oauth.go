@@ -3,7 +3,6 @@ package compiler
 import (
 	"cmp"
 	"slices"
-	"strings"
 
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/proxy/config"
@@ -231,31 +230,7 @@ func checkTokenCredential(p *pass, c *connection, kind string) {
 			}
 			p.report(code, &c.item, urlAt, urlAt[len(urlAt)-1] == field, "the token endpoint's host %s is not one of the Connection's hosts; list it in spec.hosts, so that the proxy may dial it under the Connection's address rules", host)
 		}
-		for i, in := range w.Spec.Placement.Inject {
-			var set []string
-			if in.Header != "" {
-				set = append(set, "header")
-			}
-			if in.Value != nil {
-				set = append(set, "value")
-			}
-			if in.Basic != nil {
-				set = append(set, "basic")
-			}
-			if len(set) > 0 {
-				p.report(code, &c.item, path{"spec", "placement", "inject", i, set[0]}, true,
-					"inject entry %d sets %s, but the proxy sets the token it obtains itself (Authorization: Bearer); drop %s", i, strings.Join(set, " and "), strings.Join(set, " and "))
-			}
-		}
-		for _, where := range []struct {
-			name string
-			set  present
-		}{{"env", w.Spec.Placement.Env}, {"files", w.Spec.Placement.Files}} {
-			if where.set {
-				p.report(code, &c.item, path{"spec", "placement", where.name}, true,
-					"placement.%s would put keys of Secret %s, which holds %s, in the sandbox; only the proxy may read it: drop %s and inject the token instead", where.name, cred.SecretRef.Name, holds, where.name)
-			}
-		}
+		p.proxyHeldPlacements(code, c, "the proxy sets the token it obtains itself (Authorization: Bearer)", holds, "inject the token instead")
 		if s, r := p.secretOf(c); s != nil && !s.keysUnknown && !s.merges {
 			for _, k := range keys {
 				if _, ok := s.values.get(k); k != "" && !ok {
