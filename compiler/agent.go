@@ -157,17 +157,7 @@ func checkAgents(p *pass) {
 			if aw.Sandbox == "" {
 				continue
 			}
-			if p.tokenConnectorRefused(&a.item, cmpPath(c.Connection != "", at.with("connection"), at), c.Name, cn) {
-				continue
-			}
-			if cn.w.Spec.Credential.Kind == CredentialKindGitHubApp {
-				p.report(codeGitHubAppInvalid, &a.item, cmpPath(c.Connection != "", at.with("connection"), at), false,
-					"connector %s names Connection %s, whose credential is a GitHub App; an agent.yaml connector substitutes a Secret's value, which here is the App's private key: bind the Connection from an AgentRuntime's spec.sandbox.connections instead", c.Name, cn.obj().Name)
-				continue
-			}
-			if cn.w.Spec.Credential.Kind == CredentialKindAWSSigV4 {
-				p.report(codeAWSSigV4Invalid, &a.item, cmpPath(c.Connection != "", at.with("connection"), at), false,
-					"connector %s names Connection %s, whose credential is an AWS access key the proxy signs with; an agent.yaml connector substitutes a Secret's value, which here is the secret access key: bind the Connection from an AgentRuntime's spec.sandbox.connections instead", c.Name, cn.obj().Name)
+			if p.proxyHeldConnector(&a.item, cmpPath(c.Connection != "", at.with("connection"), at), c.Name, cn) {
 				continue
 			}
 			p.checkConnectorRules(a, i, c, conn, cn)
@@ -554,4 +544,53 @@ func (p *pass) agentConnHint(label string, names []string) string {
 		return didYouMean(label, names)
 	}
 	return fmt.Sprintf("; the build renamed Connection %s to %s (a kustomize namePrefix or nameSuffix), and nothing renames agent.yaml's label with it, since kustomize does not read agent.yaml: write connection: %s", label, renamed[0], renamed[0])
+}
+
+// proxyHeldConnector reports an agent.yaml connector naming a Connection
+// whose credential only the proxy may hold (a kind it mints or signs
+// with), and says whether it did. The agent.yaml route fills the
+// catalog's form with the Secret's value; here that value is root
+// material (spec.md §3.3–3.5), which never leaves the proxy. Where an
+// AgentRuntime or ToolRegistry of the namespace binds the Connection
+// already, as `keyhole init` scaffolds both, the message names it.
+func (p *pass) proxyHeldConnector(it *item, at path, connector string, cn *connection) bool {
+	var code, what string
+	switch cn.w.Spec.Credential.Kind {
+	case CredentialKindGitHubApp:
+		code, what = codeGitHubAppInvalid, "a GitHub App's private key, from which the proxy mints tokens"
+	case CredentialKindAWSSigV4:
+		code, what = codeAWSSigV4Invalid, "an AWS access key, with which the proxy signs requests"
+	case CredentialKindOAuth2:
+		code, what = codeOAuth2Invalid, "an OAuth 2.0 client's secret or refresh token, which the proxy exchanges for tokens"
+	case CredentialKindGoogle:
+		code, what = codeGoogleInvalid, "a Google service account's key, which the proxy exchanges for tokens"
+	default:
+		return false
+	}
+	fix := "bind the Connection from an AgentRuntime's spec.sandbox.connections instead"
+	if o, j := p.ownerBinding(cn); o != nil {
+		fix = fmt.Sprintf("%s %s binds it already at %s, which is how it reaches a sandbox: remove this connector from the agent, or its sandbox: true",
+			o.obj().Kind, o.obj().Name, posOf(&o.item, bindingPath(j).with("connection")))
+	}
+	p.report(code, it, at, false, "connector %s names Connection %s, whose credential (kind %s) is %s; an agent.yaml connector hands the sandbox's platform the Secret's value, which here only the proxy may read: %s",
+		connector, cn.obj().Name, cn.w.Spec.Credential.Kind, what, fix)
+	return true
+}
+
+// ownerBinding returns the first AgentRuntime or ToolRegistry binding of
+// Connection cn, in input order, and the binding's index; nil where none
+// binds it or the owner's sandbox is disabled.
+func (p *pass) ownerBinding(cn *connection) (*owner, int) {
+	for _, o := range p.owners {
+		sb := o.w.Spec.Sandbox
+		if o.ns != cn.ns || (sb.Enabled != nil && !*sb.Enabled) {
+			continue
+		}
+		for j, b := range sb.Connections {
+			if b.Connection == cn.obj().Name {
+				return o, j
+			}
+		}
+	}
+	return nil, 0
 }

@@ -26,12 +26,16 @@ type sandboxSource struct {
 
 // pos is where the source names its sandbox, read from the tree only
 // when a message needs it.
-func (s sandboxSource) pos() diag.Pos {
-	root, _ := s.it.tree()
+func (s sandboxSource) pos() diag.Pos { return posOf(s.it, s.at) }
+
+// posOf is where at stands in the item's document: the object's own position
+// where the tree is not at hand or at names nothing.
+func posOf(it *item, at path) diag.Pos {
+	root, _ := it.tree()
 	if root == nil {
-		return s.it.doc.Pos
+		return it.doc.Pos
 	}
-	pos, _ := s.it.doc.Where(s.at.find(root, false))
+	pos, _ := it.doc.Where(at.find(root, false))
 	return pos
 }
 

@@ -243,15 +243,3 @@ func checkTokenCredential(p *pass, c *connection, kind string) {
 	}
 }
 
-// tokenConnectorRefused reports an agent.yaml connector naming a
-// Connection whose Secret only the proxy may read, when it is an oauth2
-// or googleServiceAccount one, and says whether it did.
-func (p *pass) tokenConnectorRefused(it *item, at path, connector string, cn *connection) bool {
-	code := map[string]string{CredentialKindOAuth2: codeOAuth2Invalid, CredentialKindGoogle: codeGoogleInvalid}[cn.w.Spec.Credential.Kind]
-	if code == "" {
-		return false
-	}
-	p.report(code, it, at, false, "connector %s names Connection %s, whose credential is of kind %s; an agent.yaml connector substitutes a Secret's value, which here only the proxy may read: bind the Connection from an AgentRuntime's spec.sandbox.connections instead",
-		connector, cn.obj().Name, cn.w.Spec.Credential.Kind)
-	return true
-}
