@@ -242,4 +242,3 @@ func checkTokenCredential(p *pass, c *connection, kind string) {
 		}
 	}
 }
-
