@@ -356,6 +356,10 @@ func FuzzScrubReader(f *testing.F) {
 		if want := naiveMask(data, kept); !bytes.Equal(got, want) {
 			t.Fatalf("scrubbed %q in reads of %v = %q, want %q", data, sizes, got, want)
 		}
+		// The same bytes as the scrubber the one-pass scan replaced.
+		if before, _ := io.ReadAll(refScrubReader(in, bytes.NewReader(data), make([]byte, 128))); !bytes.Equal(got, before) {
+			t.Fatalf("scrubbed %q in reads of %v = %q, before %q", data, sizes, got, before)
+		}
 	})
 }
 
