@@ -390,12 +390,14 @@ func (in Injected) scanner() *scanner {
 }
 
 // chooseAnchors gives every value an anchor, weighing each byte by how
-// often it occurs in sample, the first bytes scanned: a greedy cover,
+// often it occurs in sample's first 4 KiB, the first bytes scanned (a
+// larger sample costs more than it tells): a greedy cover,
 // taking the byte that anchors the most values not yet anchored for
 // what it costs, a pass over the window (about as much as the
 // candidates of one byte in 64) and the candidates it brings. It only
 // changes the speed of the scan, never its result.
 func (s *scanner) chooseAnchors(sample []byte) {
+	sample = sample[:min(len(sample), 4<<10)]
 	var count [256]int
 	for _, c := range sample {
 		count[c]++
