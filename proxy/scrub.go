@@ -294,8 +294,10 @@ func equalFoldASCII(a, b string) bool {
 // at worst, for a break after each byte). So a value split across reads
 // is caught, and a stream that pauses between events (Server-Sent
 // Events, each ended by a blank line) is not delayed. The reader reads
-// into buf, which must not be used elsewhere until it is done; one is
-// allocated when buf is shorter than eight times the longest value.
+// into the caller's buffer where it has room for what is held back and
+// more, else into buf, which must not be used elsewhere until it is
+// done; one is allocated when buf is shorter than eight times the
+// longest value.
 func (in Injected) ScrubReader(src io.Reader, buf []byte) io.Reader {
 	if len(in.values) == 0 {
 		return src
@@ -324,6 +326,9 @@ type scrubReader struct {
 // Read returns scanned bytes, masked, reading and scanning more when
 // none are ready.
 func (r *scrubReader) Read(p []byte) (int, error) {
+	if r.start == r.safe && len(p) >= 4*r.s.longest {
+		return r.readInto(p)
+	}
 	for r.start == r.safe {
 		if r.err != nil {
 			if r.safe < r.end { // the end of the stream: what was held back is not a value
@@ -348,6 +353,40 @@ func (r *scrubReader) Read(p []byte) (int, error) {
 	r.s.maskOut(p[:n], r.start)
 	r.start += n
 	return n, nil
+}
+
+// readInto is Read with p as the window, which spares copying what is
+// read once more: what was held back, then what src gives, are scanned
+// in p, and what is held back now is kept in buf. p has room for what is
+// held back (less than three times the longest value) and more.
+func (r *scrubReader) readInto(p []byte) (int, error) {
+	for {
+		r.s.shift(r.safe)
+		n := copy(p, r.buf[r.safe:r.end])
+		r.start, r.safe, r.end = 0, 0, 0
+		if r.err != nil {
+			if n == 0 {
+				return 0, r.err
+			}
+			// The end of the stream: what was held back is not a value.
+			r.s.maskOut(p[:n], 0)
+			r.s.shift(n)
+			return n, nil
+		}
+		m, err := r.src.Read(p[n:])
+		n += m
+		r.err = err
+		safe := n - r.s.scan(p[:n])
+		if err != nil {
+			safe = n
+		}
+		r.end = copy(r.buf, p[safe:n])
+		r.s.maskOut(p[:safe], 0)
+		r.s.shift(safe)
+		if safe > 0 {
+			return safe, nil
+		}
+	}
 }
 
 // scanner finds the injected values in a window of bytes, in one pass

@@ -56,7 +56,10 @@ func TestScrubReaderAsBefore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := io.ReadAll(in.ScrubReader(&chunked{src: bytes.Clone(data), sizes: sizes}, make([]byte, bufLen)))
+		// The scrubber read into buffers of random sizes: small ones go
+		// through its own buffer, larger ones are the window.
+		sr := in.ScrubReader(&chunked{src: bytes.Clone(data), sizes: sizes}, make([]byte, bufLen))
+		got, err := io.ReadAll(&randomReads{r: sr, rnd: r})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,4 +71,15 @@ func TestScrubReaderAsBefore(t *testing.T) {
 			t.Fatalf("round %d: values %q, %q in reads of %v: %q, before %q", round, vs, data, sizes, got, want)
 		}
 	}
+}
+
+// randomReads passes each Read on with a buffer of a random size, from
+// one byte to more than the window.
+type randomReads struct {
+	r   io.Reader
+	rnd *rand.Rand
+}
+
+func (rr *randomReads) Read(p []byte) (int, error) {
+	return rr.r.Read(p[:min(len(p), 1+rr.rnd.IntN(300))])
 }
