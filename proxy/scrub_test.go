@@ -383,8 +383,8 @@ func basicInjected() (plain, encoded Injected) {
 func BenchmarkScrubReader(b *testing.B) { benchmarkScrubReader(b, false) }
 
 // BenchmarkScrubReaderLines is BenchmarkScrubReader with one object a
-// line, as NDJSON or pretty-printed JSON is: the scrub searches the text
-// with its line breaks taken out.
+// line, as NDJSON or pretty-printed JSON is: a value may be wrapped at
+// any of them.
 func BenchmarkScrubReaderLines(b *testing.B) { benchmarkScrubReader(b, true) }
 
 func benchmarkScrubReader(b *testing.B, lines bool) {
@@ -428,8 +428,8 @@ func benchmarkScrubReader(b *testing.B, lines bool) {
 
 // BenchmarkScrubReaderBinary scrubs 1 MiB of pseudo-random bytes, as a
 // release asset or a compressed archive holds, of a bearer token and its
-// encodings: a line break falls every 128 bytes on average, so the text
-// searched is the bytes with their line breaks taken out.
+// encodings: a line break falls every 128 bytes on average, and every
+// byte value is as common as any other.
 func BenchmarkScrubReaderBinary(b *testing.B) {
 	const token = "ghp_0123456789abcdefghij0123456789abcdef"
 	var in Injected

@@ -611,7 +611,8 @@ func FuzzWebSocketFrames(f *testing.F) {
 // BenchmarkWebSocketEcho: one 1 KiB text message to the echo upstream
 // and its echo back, per op, over one WebSocket opened with
 // github.com/coder/websocket: directly, and through the proxy (which
-// scrubs each echo whole). ns/op is the round trip.
+// scrubs each echo, the scan going on from the one before). ns/op is
+// the round trip.
 func BenchmarkWebSocketEcho(b *testing.B) {
 	opt, saw, upCA, upAddr := wsUpstream(b)
 	h := newHarnessConfig(b, wsConfig, opt)
