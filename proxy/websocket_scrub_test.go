@@ -242,3 +242,32 @@ func TestServerWebSocketSplitCredential(t *testing.T) {
 		}
 	})
 }
+
+// TestWSScrubHoldsOnlyAValuesStart: a message goes to the sandbox whole
+// at once unless it ends with wsHoldMin or more bytes that may begin a
+// value; then all but those go at once, in a frame that does not end it.
+func TestWSScrubHoldsOnlyAValuesStart(t *testing.T) {
+	tests := map[string]struct {
+		msg      string
+		wantOut  []byte
+		wantHeld bool
+	}{
+		"no value":                     {msg: "hello", wantOut: appendFrame(nil, wsText, []byte("hello"), nil)},
+		"a whole value":                {msg: "m:" + canary, wantOut: appendFrame(nil, wsText, []byte("m:"+strings.Repeat("*", len(canary))), nil)},
+		"a value's start, short":       {msg: "m:" + canary[:wsHoldMin-1], wantOut: appendFrame(nil, wsText, []byte("m:"+canary[:wsHoldMin-1]), nil)},
+		"a value's start":              {msg: "m:" + canary[:wsHoldMin], wantOut: appendFrameFin(nil, false, wsText, []byte("m:"), nil), wantHeld: true},
+		"a value's start, wrapped":     {msg: "m:" + canary[:2] + "\r\n" + canary[2:6], wantOut: appendFrameFin(nil, false, wsText, []byte("m:"), nil), wantHeld: true},
+		"a value's start, blank line":  {msg: "m:" + canary[:6] + "\n\n", wantOut: appendFrame(nil, wsText, []byte("m:"+canary[:6]+"\n\n"), nil)},
+		"a value's start, all of it":   {msg: canary[:10], wantOut: nil, wantHeld: true},
+		"an empty message, after none": {msg: "", wantOut: appendFrame(nil, wsText, nil, nil)},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			w := newWSScrub(injectedOf(canary))
+			out := w.message(nil, wsText, append(w.begin(nil), tc.msg...))
+			if !bytes.Equal(out, tc.wantOut) || w.holding() != tc.wantHeld {
+				t.Fatalf("sent %q, holding %v; want %q, %v", out, w.holding(), tc.wantOut, tc.wantHeld)
+			}
+		})
+	}
+}
