@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
 	"sync"
 )
@@ -294,27 +293,20 @@ func equalFoldASCII(a, b string) bool {
 // less one byte, with the line breaks among those bytes (three times that
 // at worst, for a break after each byte). So a value split across reads
 // is caught, and a stream that pauses between events (Server-Sent
-// Events, each ended by a blank line) is not delayed. The reader works in
-// buf, half of it for what it reads and half for that text with its line
-// breaks taken out, and buf must not be used elsewhere until it is done;
-// one is allocated when buf is shorter than eight times the longest
-// value.
+// Events, each ended by a blank line) is not delayed. The reader reads
+// into the caller's buffer where it has room for what is held back and
+// more, else into buf, which must not be used elsewhere until it is
+// done; one is allocated when buf is shorter than eight times the
+// longest value.
 func (in Injected) ScrubReader(src io.Reader, buf []byte) io.Reader {
 	if len(in.values) == 0 {
 		return src
 	}
-	r := &scrubReader{src: src}
-	longest := 0
-	for _, v := range in.values {
-		r.pats = append(r.pats, []byte(v.v))
-		longest = max(longest, len(v.v))
+	s := in.scanner()
+	if len(buf) < 8*s.longest {
+		buf = make([]byte, max(32<<10, 8*s.longest))
 	}
-	if len(buf) < 8*longest {
-		buf = make([]byte, max(32<<10, 8*longest))
-	}
-	half := len(buf) / 2
-	r.buf, r.flat = buf[:half], buf[half:2*half]
-	return r
+	return &scrubReader{src: src, s: s, buf: buf}
 }
 
 // scrubReader is the reader ScrubReader returns. Occurrences are found
@@ -322,30 +314,21 @@ func (in Injected) ScrubReader(src io.Reader, buf []byte) io.Reader {
 // overlap each other or themselves are masked whole, and the output does
 // not depend on how the input was split into reads.
 type scrubReader struct {
-	src  io.Reader
-	pats [][]byte
-	buf  []byte // as read, unmasked
-	// flat is buf[:end] without its line breaks, where values are
-	// searched for; segs maps it back to buf. Where buf holds no line
-	// break, the search is in buf itself.
-	flat []byte
-	segs []segment
-	// masked are the ranges of buf, sorted and disjoint, that hold a
-	// value.
-	masked [][2]int
+	src io.Reader
+	s   *scanner
+	buf []byte // as read, unmasked; s.masked holds the ranges to mask
 	// buf[start:safe] is scanned and ready; buf[safe:end] is held back,
 	// the start of a value that the next read may complete.
 	start, safe, end int
 	err              error
 }
 
-// segment is a run of flat that is one run of buf: flat[f:f+n] is
-// buf[b:b+n].
-type segment struct{ f, b, n int }
-
 // Read returns scanned bytes, masked, reading and scanning more when
 // none are ready.
 func (r *scrubReader) Read(p []byte) (int, error) {
+	if r.start == r.safe && len(p) >= 4*r.s.longest {
+		return r.readInto(p)
+	}
 	for r.start == r.safe {
 		if r.err != nil {
 			if r.safe < r.end { // the end of the stream: what was held back is not a value
@@ -354,117 +337,183 @@ func (r *scrubReader) Read(p []byte) (int, error) {
 			}
 			return 0, r.err
 		}
-		r.compact()
+		r.s.shift(r.safe)
+		r.end = copy(r.buf, r.buf[r.safe:r.end])
+		r.start, r.safe = 0, 0
 		m, err := r.src.Read(r.buf[r.end:])
 		r.end += m
 		r.err = err
-		hold := r.scan()
+		hold := r.s.scan(r.buf[:r.end])
 		r.safe = r.end
 		if r.err == nil {
 			r.safe -= hold
 		}
 	}
 	n := copy(p, r.buf[r.start:r.safe])
-	for _, m := range r.masked {
-		lo, hi := max(m[0], r.start), min(m[1], r.start+n)
-		for i := lo; i < hi; i++ {
-			p[i-r.start] = '*'
-		}
-	}
+	r.s.maskOut(p[:n], r.start)
 	r.start += n
 	return n, nil
 }
 
-// compact moves what was held back to the front of buf, with its masks.
-func (r *scrubReader) compact() {
-	off := r.safe
-	n := copy(r.buf, r.buf[off:r.end])
-	keep := r.masked[:0]
-	for _, m := range r.masked {
-		if m[1] > off {
-			keep = append(keep, [2]int{max(m[0], off) - off, m[1] - off})
+// readInto is Read with p as the window, which spares copying what is
+// read once more: what was held back, then what src gives, are scanned
+// in p, and what is held back now is kept in buf. p has room for what is
+// held back (less than three times the longest value) and more.
+func (r *scrubReader) readInto(p []byte) (int, error) {
+	for {
+		r.s.shift(r.safe)
+		n := copy(p, r.buf[r.safe:r.end])
+		r.start, r.safe, r.end = 0, 0, 0
+		if r.err != nil {
+			if n == 0 {
+				return 0, r.err
+			}
+			// The end of the stream: what was held back is not a value.
+			r.s.maskOut(p[:n], 0)
+			r.s.shift(n)
+			return n, nil
+		}
+		m, err := r.src.Read(p[n:])
+		n += m
+		r.err = err
+		safe := n - r.s.scan(p[:n])
+		if err != nil {
+			safe = n
+		}
+		r.end = copy(r.buf, p[safe:n])
+		r.s.maskOut(p[:safe], 0)
+		r.s.shift(safe)
+		if safe > 0 {
+			return safe, nil
 		}
 	}
-	r.masked = keep
-	r.start, r.safe, r.end = 0, 0, n
 }
 
-// scan records every occurrence of every pattern in buf[:end],
-// overlapping ones included, and returns how many bytes at its end to
-// hold back: those that may begin a value the next read completes. An
-// occurrence already recorded (it lay in what was held back) is
-// recorded again, harmlessly.
-func (r *scrubReader) scan() int {
-	b := r.flatten()
-	for _, p := range r.pats {
-		// Search for the value's first 32 bytes, which bytes.Index
-		// finds with vector instructions, then check the rest: a
-		// longer needle (the base64 of basic credentials) falls back to
-		// Rabin-Karp, several times slower.
-		anchor := p[:min(len(p), 32)]
-		for i := 0; ; {
-			j := bytes.Index(b[i:], anchor)
-			if j < 0 {
+// scanner finds the injected values in a window of bytes, in one pass
+// over it for all of them: each value has an anchor, one of its bytes
+// chosen so that the anchors of all the values are few bytes, rare in
+// the first bytes scanned, and
+// the window is searched for each anchor byte (bytes.IndexByte, with
+// vector instructions); only where one lies is a value compared, from
+// its anchor backwards and forwards, line breaks allowed between its
+// bytes. A value holds no line break or other control character (a
+// header value cannot), so no anchor is one.
+type scanner struct {
+	pats    [][]byte
+	longest int
+	// first marks the bytes some value starts with.
+	first [256]bool
+	// anchors lists each anchor byte once, with the values it anchors.
+	anchors []anchor
+	// masked are the ranges of the window, sorted and disjoint, that
+	// hold a value; shift moves them when the window moves on.
+	masked [][2]int
+}
+
+// anchor is one byte searched for, and where it stands in the values it
+// anchors: pats[p][k] is c.
+type anchor struct {
+	c  byte
+	at []struct{ p, k int }
+}
+
+// scanner returns a scanner for in's values.
+func (in Injected) scanner() *scanner {
+	s := &scanner{}
+	for _, v := range in.values {
+		s.pats = append(s.pats, []byte(v.v))
+		s.longest = max(s.longest, len(v.v))
+		s.first[v.v[0]] = true
+	}
+	return s
+}
+
+// chooseAnchors gives every value an anchor, weighing each byte by how
+// often it occurs in sample's first 4 KiB, the first bytes scanned (a
+// larger sample costs more than it tells): a greedy cover,
+// taking the byte that anchors the most values not yet anchored for
+// what it costs, a pass over the window (about as much as the
+// candidates of one byte in 64) and the candidates it brings. It only
+// changes the speed of the scan, never its result.
+func (s *scanner) chooseAnchors(sample []byte) {
+	sample = sample[:min(len(sample), 4<<10)]
+	var count [256]int
+	for _, c := range sample {
+		count[c]++
+	}
+	pass := len(sample)/64 + 1
+	done := make([]bool, len(s.pats))
+	for left := len(s.pats); left > 0; {
+		var holders [256]int
+		for i, p := range s.pats {
+			if done[i] {
+				continue
+			}
+			var seen [256]bool
+			for _, c := range p {
+				if !seen[c] {
+					seen[c] = true
+					holders[c]++
+				}
+			}
+		}
+		best := -1
+		for c := range 256 {
+			if holders[c] > 0 && (best < 0 || holders[c]*(pass+count[best]) > holders[best]*(pass+count[c])) {
+				best = c
+			}
+		}
+		a := anchor{c: byte(best)}
+		for i, p := range s.pats {
+			if k := bytes.IndexByte(p, a.c); !done[i] && k >= 0 {
+				a.at = append(a.at, struct{ p, k int }{i, k})
+				done[i] = true
+				left--
+			}
+		}
+		s.anchors = append(s.anchors, a)
+	}
+}
+
+// scan records every occurrence of every value in b, overlapping ones
+// included, and returns how many bytes at its end to hold back: those
+// that may begin a value the next bytes complete. An occurrence already
+// recorded (it lay in what was held back) is recorded again, harmlessly.
+func (s *scanner) scan(b []byte) int {
+	if s.anchors == nil {
+		s.chooseAnchors(b)
+	}
+	for _, a := range s.anchors {
+		for j := 0; ; j++ {
+			x := bytes.IndexByte(b[j:], a.c)
+			if x < 0 {
 				break
 			}
-			if bytes.HasPrefix(b[i+j:], p) {
-				r.maskFlat(i+j, i+j+len(p))
+			j += x
+			for _, at := range a.at {
+				// Most candidates differ from the value in the byte
+				// after the anchor (or before, for a last byte): a
+				// look at it spares the whole comparison.
+				p := s.pats[at.p]
+				if n := at.k + 1; n < len(p) && j+1 < len(b) {
+					if c := b[j+1]; c != p[n] && !isBreak(c) {
+						continue
+					}
+				} else if n := at.k - 1; n >= 0 && j > 0 {
+					if c := b[j-1]; c != p[n] && !isBreak(c) {
+						continue
+					}
+				}
+				if lo, hi, ok := s.matchAt(b, j, p, at.k); ok {
+					s.maskValue(b, lo, hi)
+				}
 			}
-			i += j + 1
 		}
 	}
-	hold := heldBack(b, r.pats)
-	if hold == 0 {
-		return 0
-	}
-	return r.end - r.inBuf(len(b)-hold)
+	return s.heldBack(b)
 }
 
-// flatten returns the text values are searched in: buf[:end] itself if
-// it holds no line break, else flat, filled with it less each single
-// line break and with every other run of line breaks (a blank line)
-// written as one '\n', which no value holds, so no occurrence spans it.
-// A run at the end is judged as it stands: held back with the start of a
-// value before it, it is judged again with what the next read adds.
-func (r *scrubReader) flatten() []byte {
-	b := r.buf[:r.end]
-	r.segs = r.segs[:0]
-	if bytes.IndexByte(b, '\n') < 0 && bytes.IndexByte(b, '\r') < 0 {
-		r.segs = append(r.segs, segment{f: 0, b: 0, n: len(b)})
-		return b
-	}
-	f := 0
-	for i := 0; i < len(b); {
-		j := i + nextBreak(b[i:])
-		if j > i {
-			r.segs = append(r.segs, segment{f: f, b: i, n: j - i})
-			f += copy(r.flat[f:], b[i:j])
-		}
-		k := j
-		for k < len(b) && (b[k] == '\n' || b[k] == '\r') {
-			k++
-		}
-		if k > j && !lineBreak(b[j:k]) {
-			r.segs = append(r.segs, segment{f: f, b: j, n: 1})
-			r.flat[f] = '\n'
-			f++
-		}
-		i = k
-	}
-	return r.flat[:f]
-}
-
-// nextBreak returns the index of the first CR or LF in b, or len(b).
-func nextBreak(b []byte) int {
-	n := bytes.IndexByte(b, '\n')
-	if n < 0 {
-		n = len(b)
-	}
-	if c := bytes.IndexByte(b[:n], '\r'); c >= 0 {
-		return c
-	}
-	return n
-}
+func isBreak(c byte) bool { return c == '\n' || c == '\r' }
 
 // lineBreak reports whether s is one line break: LF, CRLF or CR.
 func lineBreak(s []byte) bool {
@@ -477,57 +526,140 @@ func lineBreak(s []byte) bool {
 	return false
 }
 
-// inBuf returns the offset in buf of flat's byte at f.
-func (r *scrubReader) inBuf(f int) int {
-	k := sort.Search(len(r.segs), func(k int) bool { return r.segs[k].f+r.segs[k].n > f })
-	s := r.segs[k]
-	return s.b + f - s.f
+// matchAt reports whether p lies in b with its byte k at j, one line
+// break allowed between any two of its bytes, and returns the bytes of b
+// it spans: b[lo:hi].
+func (s *scanner) matchAt(b []byte, j int, p []byte, k int) (lo, hi int, ok bool) {
+	i := j
+	for m := k - 1; m >= 0; m-- {
+		i--
+		if i >= 0 && isBreak(b[i]) {
+			run := i
+			for run > 0 && isBreak(b[run-1]) {
+				run--
+			}
+			if !lineBreak(b[run : i+1]) {
+				return 0, 0, false
+			}
+			i = run - 1
+		}
+		if i < 0 || b[i] != p[m] {
+			return 0, 0, false
+		}
+	}
+	lo, i = i, j
+	for m := k + 1; m < len(p); m++ {
+		i++
+		if i < len(b) && isBreak(b[i]) {
+			run := i
+			for run < len(b) && isBreak(b[run]) {
+				run++
+			}
+			if !lineBreak(b[i:run]) {
+				return 0, 0, false
+			}
+			i = run
+		}
+		if i >= len(b) || b[i] != p[m] {
+			return 0, 0, false
+		}
+	}
+	return lo, i + 1, true
 }
 
-// maskFlat masks the bytes of buf that flat[lo:hi] was taken from.
-func (r *scrubReader) maskFlat(lo, hi int) {
-	k := sort.Search(len(r.segs), func(k int) bool { return r.segs[k].f+r.segs[k].n > lo })
-	for ; k < len(r.segs) && r.segs[k].f < hi; k++ {
-		s := r.segs[k]
-		r.mask(s.b+max(lo, s.f)-s.f, s.b+min(hi, s.f+s.n)-s.f)
+// heldBack returns the length of the longest end of b that is a proper
+// start of some value, perhaps wrapped, perhaps followed by one line
+// break: bytes that may begin a value the next bytes complete. It starts
+// within the longest value less one byte, each byte followed by at most
+// two of a line break.
+func (s *scanner) heldBack(b []byte) int {
+	for i := max(0, len(b)-3*(s.longest-1)); i < len(b); i++ {
+		if !s.first[b[i]] {
+			continue
+		}
+		for _, p := range s.pats {
+			if p[0] == b[i] && startsValue(b[i:], p) {
+				return len(b) - i
+			}
+		}
 	}
+	return 0
+}
+
+// startsValue reports whether all of b is a proper start of p, perhaps
+// wrapped, perhaps followed by one line break.
+func startsValue(b, p []byte) bool {
+	i := 0
+	for m := range p {
+		if i < len(b) && m > 0 && isBreak(b[i]) {
+			run := i
+			for run < len(b) && isBreak(b[run]) {
+				run++
+			}
+			if !lineBreak(b[i:run]) {
+				return false
+			}
+			i = run
+		}
+		if i == len(b) {
+			return true
+		}
+		if b[i] != p[m] {
+			return false
+		}
+		i++
+	}
+	return false // all of p: b holds a whole value, or more
+}
+
+// maskValue masks the bytes of the occurrence b[lo:hi], leaving the
+// line breaks within it.
+func (s *scanner) maskValue(b []byte, lo, hi int) {
+	from := lo
+	for i := lo; i < hi; i++ {
+		if isBreak(b[i]) {
+			if from < i {
+				s.mask(from, i)
+			}
+			from = i + 1
+		}
+	}
+	s.mask(from, hi)
 }
 
 // mask adds [lo, hi) to the masked ranges, merging overlaps.
-func (r *scrubReader) mask(lo, hi int) {
+func (s *scanner) mask(lo, hi int) {
 	i := 0
-	for i < len(r.masked) && r.masked[i][1] < lo {
+	for i < len(s.masked) && s.masked[i][1] < lo {
 		i++
 	}
 	j := i
-	for j < len(r.masked) && r.masked[j][0] <= hi {
-		lo, hi = min(lo, r.masked[j][0]), max(hi, r.masked[j][1])
+	for j < len(s.masked) && s.masked[j][0] <= hi {
+		lo, hi = min(lo, s.masked[j][0]), max(hi, s.masked[j][1])
 		j++
 	}
-	r.masked = append(r.masked[:i], append([][2]int{{lo, hi}}, r.masked[j:]...)...)
+	s.masked = append(s.masked[:i], append([][2]int{{lo, hi}}, s.masked[j:]...)...)
 }
 
-// heldBack returns the length of the longest suffix of b that is a
-// proper prefix of some pattern: bytes that may begin a value the next
-// read completes.
-func heldBack(b []byte, pats [][]byte) int {
-	hold := 0
-	for _, p := range pats {
-		// Only a suffix longer than the one already found matters, and
-		// only a proper prefix of p: it starts after len(b)-len(p).
-		end := len(b) - hold
-		for i := max(len(b)-len(p)+1, 0); i < end; {
-			j := bytes.IndexByte(b[i:end], p[0])
-			if j < 0 {
-				break
-			}
-			i += j
-			if bytes.HasPrefix(p, b[i:]) {
-				hold = len(b) - i
-				break
-			}
-			i++
+// shift moves the window off bytes on: the masks before it go, the
+// others are moved with it.
+func (s *scanner) shift(off int) {
+	keep := s.masked[:0]
+	for _, m := range s.masked {
+		if m[1] > off {
+			keep = append(keep, [2]int{max(m[0], off) - off, m[1] - off})
 		}
 	}
-	return hold
+	s.masked = keep
+}
+
+// maskOut writes '*' over the bytes of p that are masked, p being the
+// window's bytes from off on.
+func (s *scanner) maskOut(p []byte, off int) {
+	for _, m := range s.masked {
+		lo, hi := max(m[0], off), min(m[1], off+len(p))
+		for i := lo; i < hi; i++ {
+			p[i-off] = '*'
+		}
+	}
 }

@@ -186,6 +186,15 @@ type wsRelay struct {
 	idle      time.Duration
 	req       *http.Request
 
+	// ups scrubs the upstream's messages as one stream (nil: nothing to
+	// scrub); upsMu orders its frames with those the hold timer sends,
+	// and holdGen tells the timer whether what it was set for is still
+	// held.
+	ups     *wsScrub
+	upsMu   sync.Mutex
+	hold    *time.Timer
+	holdGen uint64
+
 	// sandboxMu and upMu serialize the writes to each side: frames and
 	// the proxy's own close.
 	sandboxMu, upMu sync.Mutex
@@ -326,14 +335,19 @@ func (r *wsRelay) fromSandbox() error {
 }
 
 // fromUpstream passes the upstream's messages to the sandbox, each read
-// whole and scrubbed of the credential, as one frame; control frames are
-// scrubbed and passed on between a message's frames, as they come.
+// whole and scrubbed of the credential, with the scan going on from one
+// message to the next (wsScrub); control frames are scrubbed on their
+// own and passed on between a message's frames, as they come.
 func (r *wsRelay) fromUpstream() error {
 	var fr wsFrameReader
 	var msg []byte
 	var op byte
 	scratch := make([]byte, 32<<10)
 	var out []byte
+	if !r.sc.inj.Empty() {
+		r.ups = newWSScrub(r.sc.inj)
+		defer r.stopHold()
+	}
 	for {
 		h, err := fr.next(r.upIn)
 		if err != nil {
@@ -345,35 +359,101 @@ func (r *wsRelay) fromUpstream() error {
 		r.touch()
 		start := len(msg)
 		if h.op != wsContinuation && h.op < wsClose {
-			op, start = h.op, 0
+			op = h.op
 			msg = msg[:0]
-		}
-		if h.op >= wsClose {
+			if r.ups != nil {
+				r.upsMu.Lock()
+				msg = r.ups.begin(msg)
+				r.upsMu.Unlock()
+			}
 			start = len(msg)
 		}
 		msg = slices.Grow(msg, int(h.length))[:start+int(h.length)]
 		if _, err := io.ReadFull(r.upIn, msg[start:]); err != nil {
 			return err
 		}
-		if h.op >= wsClose {
+		switch {
+		case h.op >= wsClose:
 			payload := r.scrub(msg[start:], scratch)
 			msg = msg[:start]
-			out = appendFrame(out[:0], h.op, payload, nil)
-		} else if h.fin {
-			out = appendFrame(out[:0], op, r.scrub(msg, scratch), nil)
+			out = out[:0]
+			if h.op == wsClose && r.ups != nil {
+				// Nothing follows a close: what is held goes now.
+				r.upsMu.Lock()
+				r.holdGen++
+				out = r.ups.release(out)
+				r.upsMu.Unlock()
+			}
+			out = appendFrame(out, h.op, payload, nil)
+			err = r.writeSandbox(out)
+		case !h.fin:
+			continue
+		case r.ups != nil:
+			err = r.sendScrubbed(out[:0], op, msg)
+		default:
+			err = r.writeSandbox(appendFrame(out[:0], op, msg, nil))
+		}
+		if h.fin && h.op < wsClose {
 			msg = msg[:0]
 			if cap(msg) > 64<<10 {
 				msg = nil // a large message's buffer is not kept
 			}
-		} else {
-			continue
 		}
-		if err := r.writeSandbox(out); err != nil {
+		if err != nil {
 			return err
 		}
 		if cap(out) > 64<<10 {
 			out = nil
 		}
+	}
+}
+
+// sendScrubbed scans data (the stream's tail, then a whole message of
+// op), sends the sandbox what it may have now, and sets the hold timer
+// when bytes are held back.
+func (r *wsRelay) sendScrubbed(out []byte, op byte, data []byte) error {
+	r.upsMu.Lock()
+	defer r.upsMu.Unlock()
+	r.holdGen++
+	if r.hold != nil {
+		r.hold.Stop()
+	}
+	out = r.ups.message(out, op, data)
+	if len(out) > 0 {
+		if err := r.writeSandbox(out); err != nil {
+			return err
+		}
+	}
+	if r.ups.holding() {
+		gen := r.holdGen
+		r.hold = time.AfterFunc(wsHoldFor, func() { r.releaseHeld(gen) })
+	}
+	return nil
+}
+
+// releaseHeld sends what is held back, masked, when no data frame came
+// for wsHoldFor since it was held (gen is still the generation).
+func (r *wsRelay) releaseHeld(gen uint64) {
+	r.upsMu.Lock()
+	defer r.upsMu.Unlock()
+	if gen != r.holdGen {
+		return
+	}
+	if out := r.ups.release(nil); len(out) > 0 {
+		if err := r.writeSandbox(out); err != nil {
+			r.end(err)
+		}
+	}
+}
+
+// stopHold stops the hold timer: the relay of the upstream's frames is
+// over.
+func (r *wsRelay) stopHold() {
+	r.upsMu.Lock()
+	defer r.upsMu.Unlock()
+	r.holdGen++
+	if r.hold != nil {
+		r.hold.Stop()
 	}
 }
 
@@ -391,7 +471,16 @@ func (r *wsRelay) scrub(p, scratch []byte) []byte {
 // appendFrame appends one final frame of op carrying payload to b,
 // masked with key when key is set (a client's frame, to the upstream).
 func appendFrame(b []byte, op byte, payload []byte, key *[4]byte) []byte {
-	b = append(b, 0x80|op)
+	return appendFrameFin(b, true, op, payload, key)
+}
+
+// appendFrameFin is appendFrame for a frame that ends its message only
+// when fin is set.
+func appendFrameFin(b []byte, fin bool, op byte, payload []byte, key *[4]byte) []byte {
+	if fin {
+		op |= 0x80
+	}
+	b = append(b, op)
 	var mask byte
 	if key != nil {
 		mask = 0x80

@@ -543,8 +543,9 @@ func (r *cutReader) Read(p []byte) (int, error) {
 // size, from either side: each header it accepts is the bytes it
 // consumed and within the caps. And the upstream's bytes relayed to the
 // sandbox: what the sandbox gets is frames the reader accepts from a
-// server, none of whose payloads holds the credential, however the
-// upstream cut it into frames and its frames into reads.
+// server, none of whose payloads holds the credential, nor the data
+// frames' payloads joined, however the upstream cut it into messages
+// and frames and its frames into reads.
 func FuzzWebSocketFrames(f *testing.F) {
 	text := appendFrame(nil, wsText, []byte("x Bearer "+canary+" y"), nil)
 	f.Add(text, []byte{1}, false)
@@ -553,6 +554,7 @@ func FuzzWebSocketFrames(f *testing.F) {
 	f.Add(appendFrame(nil, wsBinary, []byte(canary), &[4]byte{1, 2, 3, 4}), []byte{2}, true)
 	f.Add(binary.BigEndian.AppendUint64([]byte{0x81, 127}, 1<<63), []byte(nil), false)
 	f.Add([]byte{0x81, 126, 0, 200}, []byte{1}, false)
+	f.Add(append(appendFrame(nil, wsText, []byte("x CANARY-7f3e"), nil), appendFrame(nil, wsBinary, []byte(canary[11:]), nil)...), []byte{5}, false)
 	f.Fuzz(func(t *testing.T, data, cuts []byte, fromClient bool) {
 		fr := wsFrameReader{fromClient: fromClient}
 		src := &cutReader{data: data, cuts: cuts}
@@ -583,6 +585,7 @@ func FuzzWebSocketFrames(f *testing.F) {
 		r.fromUpstream()
 		out := wsFrameReader{}
 		rd := bytes.NewReader(sb.out.Bytes())
+		var stream []byte // the data frames' payloads, in order
 		for rd.Len() > 0 {
 			h, err := out.next(rd)
 			if err != nil {
@@ -595,6 +598,12 @@ func FuzzWebSocketFrames(f *testing.F) {
 			if bytes.Contains(p, []byte(canary)) {
 				t.Fatalf("the sandbox got the credential in %q", p)
 			}
+			if h.op < wsClose {
+				stream = append(stream, p...)
+			}
+		}
+		if bytes.Contains(stream, []byte(canary)) {
+			t.Fatalf("the sandbox got the credential across messages: %q", stream)
 		}
 	})
 }
@@ -602,7 +611,8 @@ func FuzzWebSocketFrames(f *testing.F) {
 // BenchmarkWebSocketEcho: one 1 KiB text message to the echo upstream
 // and its echo back, per op, over one WebSocket opened with
 // github.com/coder/websocket: directly, and through the proxy (which
-// scrubs each echo whole). ns/op is the round trip.
+// scrubs each echo, the scan going on from the one before). ns/op is
+// the round trip.
 func BenchmarkWebSocketEcho(b *testing.B) {
 	opt, saw, upCA, upAddr := wsUpstream(b)
 	h := newHarnessConfig(b, wsConfig, opt)
