@@ -34,7 +34,7 @@ test: test-deps
 race:
 	$(GO) test -race -count=1 -timeout 20m -skip 'TestServerStalledReaderPipelined|TestLoadTooLarge|TestHelmRenderMemoryBounded|TestAppSetTemplateBounded' \
 		./proxy/... ./source ./render ./internal/kustbuild ./internal/gitfs ./internal/parallel
-	$(GO) test -race -count=1 -timeout 20m -run 'TestDiffReuseRepos|TestDiffReuseExamples|TestDiffExitCodes' ./internal/cli
+	$(GO) test -race -count=1 -timeout 20m -run 'TestDiffReuseRepos|TestDiffReuseExamples|TestDiffExitCodes' ./cli
 
 test-deps:
 	./scripts/test-deps.sh

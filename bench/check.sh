@@ -20,7 +20,7 @@ trap 'rm -rf "$tmp"' EXIT
 # of 33, and 37 MiB resident before any work instead of 17
 # (docs/benchmarks.md, "The binary as released").
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/keyhole" ./cmd/keyhole
-go test -c -o "$tmp/cli.test" ./internal/cli
+go test -c -o "$tmp/cli.test" ./cli
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 

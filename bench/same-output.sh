@@ -21,7 +21,7 @@ CGO_ENABLED=0 go build -trimpath -o "$tmp/keyhole-new" ./cmd/keyhole
 
 dirs=("$@")
 if [ ${#dirs[@]} -eq 0 ]; then
-  for d in examples/* compiler/testdata/checks/* internal/cli/testdata/repos/*; do
+  for d in examples/* compiler/testdata/checks/* cli/testdata/repos/*; do
     [ -d "$d" ] && dirs+=("$d")
   done
 fi

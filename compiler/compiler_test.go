@@ -14,10 +14,10 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"keyhole.dev/keyhole/diag"
-	"keyhole.dev/keyhole/internal/fixture"
 	goldenfile "keyhole.dev/keyhole/internal/golden"
 	"keyhole.dev/keyhole/schema"
 	"keyhole.dev/keyhole/source"
+	"keyhole.dev/keyhole/source/fixture"
 )
 
 // golden compares got with the file at path (KEYHOLE_UPDATE=1 rewrites it).

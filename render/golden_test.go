@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"keyhole.dev/keyhole/compiler"
-	"keyhole.dev/keyhole/internal/fixture"
 	"keyhole.dev/keyhole/internal/golden"
 	"keyhole.dev/keyhole/proxy/config"
+	"keyhole.dev/keyhole/source/fixture"
 )
 
 const (
@@ -30,7 +30,7 @@ const (
 // expected.txt by that file, since they must fail to check. An example
 // whose inputs Argo CD Applications deploy (examples/argocd-repo, one
 // Application per environment) has one plan per deploy unit, not one to
-// render here: internal/cli's TestArgoCDPluginGenerate renders each of
+// render here: cli's TestArgoCDPluginGenerate renders each of
 // its units as Argo CD's plugin does, and its README's walk-through runs.
 func hasKeyholeInputs(t *testing.T, dir string) bool {
 	t.Helper()

@@ -111,7 +111,7 @@ func TestTreeLoadsAsDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	type tc struct {
-		repo     string            // an internal/cli/testdata/repos directory copied in whole
+		repo     string            // a cli/testdata/repos directory copied in whole
 		copyFrom string            // an examples/ directory copied in as cfg/
 		files    map[string]string // or these files
 		links    map[string]string // symbolic links to make: name → target
@@ -238,7 +238,7 @@ func TestTreeLoadsAsDisk(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir, r := gitRepo(t)
 			if c.repo != "" {
-				if err := os.CopyFS(dir, os.DirFS(filepath.Join("../internal/cli/testdata/repos", c.repo))); err != nil {
+				if err := os.CopyFS(dir, os.DirFS(filepath.Join("../cli/testdata/repos", c.repo))); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -5,7 +5,7 @@ package main
 import (
 	"os"
 
-	"keyhole.dev/keyhole/internal/cli"
+	"keyhole.dev/keyhole/cli"
 )
 
 func main() { os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -17,7 +17,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"keyhole.dev/keyhole/internal/cli"
+	"keyhole.dev/keyhole/cli"
 	"keyhole.dev/keyhole/render"
 )
 
@@ -354,13 +354,13 @@ spec:
 // directory under examples/ that holds keyhole input (an agent.yaml or an
 // omnia.altairalabs.ai object; a keyhole.yaml alone is a Config, which
 // examples/flux holds beside its deployment wiring) outside a directory
-// with an expected.txt. Those fail the check on purpose and internal/cli's tests
+// with an expected.txt. Those fail the check on purpose and cli's tests
 // compare their output. So broken/ and kustomize-overlay/ (broken on
 // purpose) and argocd/ and flux/ (deployment examples, not inputs) are
 // left out, and a new example is picked up without editing this test.
 // An example whose inputs Argo CD Applications deploy (argocd-repo) is
 // one render per Application, each its own unit in its own namespace,
-// not one directory to apply: internal/cli's TestArgoCDPluginGenerate
+// not one directory to apply: cli's TestArgoCDPluginGenerate
 // renders it as Argo CD's plugin does.
 func examples(t *testing.T) []string {
 	t.Helper()

@@ -12,7 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"keyhole.dev/keyhole/internal/cli"
+	"keyhole.dev/keyhole/cli"
 	"keyhole.dev/keyhole/render"
 )
 

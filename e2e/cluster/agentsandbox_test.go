@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"keyhole.dev/keyhole/internal/cli"
+	"keyhole.dev/keyhole/cli"
 	"keyhole.dev/keyhole/internal/e2ekube"
 	"keyhole.dev/keyhole/schema"
 )

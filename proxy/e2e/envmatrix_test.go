@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"keyhole.dev/keyhole/internal/cli"
+	"keyhole.dev/keyhole/cli"
 )
 
 // TestRenderedEnvClients runs the real clients of this machine in the

@@ -1,5 +1,5 @@
 // The workflow linter keyhole's tests run on every GitHub workflow and
-// action in the repository (internal/cli/actionlint_test.go), kept in a
+// action in the repository (cli/actionlint_test.go), kept in a
 // module of its own so that it never becomes a dependency of keyhole.
 module keyhole.dev/keyhole/tools/actionlint
 

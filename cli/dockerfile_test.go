@@ -44,7 +44,7 @@ func readDockerfile(t *testing.T, file string) []dockerInstruction {
 func TestDockerfiles(t *testing.T) {
 	for _, bin := range []string{"keyhole", "keyhole-proxy"} {
 		t.Run(bin, func(t *testing.T) {
-			ins := readDockerfile(t, filepath.Join("../../cmd", bin, "Dockerfile"))
+			ins := readDockerfile(t, filepath.Join("../cmd", bin, "Dockerfile"))
 			var froms []string
 			var user, entrypoint, build string
 			copied := false

@@ -238,11 +238,11 @@ spec:
 // CI runner reading the log sees no command keyhole did not write.
 func TestFileNameCannotForgeLines(t *testing.T) {
 	dir := t.TempDir()
-	conn, err := os.ReadFile("../../examples/broken/secret-key-missing/connection.yaml")
+	conn, err := os.ReadFile("../examples/broken/secret-key-missing/connection.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret, err := os.ReadFile("../../examples/broken/secret-key-missing/secret.yaml")
+	secret, err := os.ReadFile("../examples/broken/secret-key-missing/secret.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 // TestExitCodes pins the CLI contract's exit codes, which scripts can only
 // see as zero or not.
 func TestExitCodes(t *testing.T) {
-	t.Chdir("../..")
+	t.Chdir("..")
 	tests := map[string]struct {
 		args []string
 		want int

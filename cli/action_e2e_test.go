@@ -33,7 +33,7 @@ func TestActionSteps(t *testing.T) {
 			t.Fatalf("%s is not on PATH (make test installs it): %v", tool, err)
 		}
 	}
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}

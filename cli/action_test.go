@@ -59,11 +59,11 @@ var expr = regexp.MustCompile(`\$\{\{\s*(.*?)\s*\}\}`)
 // environment (never ${{ }} pasted into a script, where a value could
 // inject shell), each run step with an id and bash.
 func TestActionMetadata(t *testing.T) {
-	a := readAction(t, "../../action.yml")
+	a := readAction(t, "../action.yml")
 	if a.Runs.Using != "composite" {
 		t.Errorf("runs.using %q, want composite", a.Runs.Using)
 	}
-	doc, err := os.ReadFile("../../docs/action.md")
+	doc, err := os.ReadFile("../docs/action.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 )
 
 // ChecksDoc returns docs/checks.md: every code keyhole check reports, and
-// those the omnia and agent-sandbox targets add. internal/docgen writes it; a test keeps
+// those the omnia and agent-sandbox targets add. cli/docgen writes it; a test keeps
 // the committed file equal to it.
 func ChecksDoc() []byte {
 	return compiler.ChecksDoc(map[string][]diag.Rule{

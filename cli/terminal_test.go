@@ -16,7 +16,7 @@ var sgrSeq = regexp.MustCompile("\x1b\\[[0-9;]*m")
 // follows NO_COLOR (set and not empty: none) and TERM=dumb; the flags'
 // other values decide alone. What is not a terminal gets the plain bytes.
 func TestColorAndLayoutAuto(t *testing.T) {
-	const dir = "../../examples/broken/secret-key-missing"
+	const dir = "../examples/broken/secret-key-missing"
 	check := func(tty bool, environ map[string]string, args ...string) string {
 		t.Helper()
 		var stdout, stderr bytes.Buffer
@@ -74,7 +74,7 @@ func TestRenderDiagnosticsTerminal(t *testing.T) {
 	e := &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr,
 		terminal: func(w io.Writer) bool { return w == io.Writer(&stderr) },
 		env:      func(string) string { return "" }}
-	run(e, []string{"render", "--stdout", "../../examples/broken/secret-key-missing"})
+	run(e, []string{"render", "--stdout", "../examples/broken/secret-key-missing"})
 	if !strings.Contains(stderr.String(), "\x1b[1;31merror\x1b[0m") || !strings.Contains(sgrSeq.ReplaceAllString(stderr.String(), ""), "= see: keyhole help ConnectionSecretKeyMissing") {
 		t.Errorf("render's diagnostics on a terminal are not coloured and grouped:\n%s", stderr.String())
 	}

@@ -78,7 +78,7 @@ func diffFormatsBoth(t *testing.T, args ...string) (*pipeline.Reuse, int, string
 // identical inputs give, diff prints what it prints rendering each side on
 // its own.
 func TestDiffReuseExamples(t *testing.T) {
-	entries, err := os.ReadDir("../../examples")
+	entries, err := os.ReadDir("../examples")
 	if err != nil {
 		t.Fatal(err)
 	}

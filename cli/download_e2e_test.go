@@ -96,7 +96,7 @@ func TestDownloadKeyhole(t *testing.T) {
 			t.Fatalf("%s is not on PATH: %v", tool, err)
 		}
 	}
-	script, err := filepath.Abs("../../scripts/download-keyhole.sh")
+	script, err := filepath.Abs("../scripts/download-keyhole.sh")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestDownloadKeyhole(t *testing.T) {
 // PATH; a ref with no release says the source build follows
 // (installed=false).
 func TestActionDownloadStep(t *testing.T) {
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 // exit 2 means the example itself is wrong. keyhole proxy's run until
 // stopped and are not run.
 func TestHelpExamples(t *testing.T) {
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}

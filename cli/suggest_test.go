@@ -17,7 +17,7 @@ import (
 // JSON, and no file --write changes, may hold it.
 func TestSuggestCanary(t *testing.T) {
 	dir := t.TempDir()
-	if err := copyTree("../../examples/github-acme", dir); err != nil {
+	if err := copyTree("../examples/github-acme", dir); err != nil {
 		t.Fatal(err)
 	}
 	secret := filepath.Join(dir, "secret.yaml")
@@ -98,7 +98,7 @@ func TestSuggestBadLog(t *testing.T) {
 	in := "\x00\x00{\"time\":\xff\n" + strings.Repeat("{", 1<<20) + "\nnot json\n{\"time\":\"x\",\"msg\":\"request\"}\n"
 	var stdout, stderr bytes.Buffer
 	e := &env{stdin: strings.NewReader(in), stdout: &stdout, stderr: &stderr}
-	if code := run(e, []string{"suggest", "../../examples/github-acme"}); code != exitOK {
+	if code := run(e, []string{"suggest", "../examples/github-acme"}); code != exitOK {
 		t.Fatalf("exit %d\n%s%s", code, stdout.String(), stderr.String())
 	}
 	if want := "read 0 request lines: 0 refused, in 0 groups; 4 other lines skipped\n"; stdout.String() != want {

@@ -32,7 +32,7 @@ func TestScripts(t *testing.T) {
 // a copy of examples/, after setup (when set) has prepared it further.
 func scriptParams(t *testing.T, dir string, setup func(env *testscript.Env) error) testscript.Params {
 	t.Helper()
-	examples, err := filepath.Abs("../../examples")
+	examples, err := filepath.Abs("../examples")
 	if err != nil {
 		t.Fatal(err)
 	}

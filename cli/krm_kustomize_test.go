@@ -29,7 +29,7 @@ func TestKRMThroughKustomize(t *testing.T) {
 		t.Fatal("kubectl is not on PATH: make test-deps explains how to install it")
 	}
 	bin := filepath.Join(t.TempDir(), "keyhole")
-	build := exec.Command("go", "build", "-o", bin, "../../cmd/keyhole")
+	build := exec.Command("go", "build", "-o", bin, "../cmd/keyhole")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -38,7 +38,7 @@ func TestKRMThroughKustomize(t *testing.T) {
 	// transformer.
 	dir := t.TempDir()
 	var resources []string
-	inputs, _ := filepath.Glob("../../examples/github-acme/*.yaml")
+	inputs, _ := filepath.Glob("../examples/github-acme/*.yaml")
 	for _, in := range inputs {
 		b, err := os.ReadFile(in)
 		if err != nil {
@@ -80,7 +80,7 @@ metadata:
 	out := filepath.Join(t.TempDir(), "out")
 	var stderr bytes.Buffer
 	e := &env{stdin: strings.NewReader(""), stdout: &stderr, stderr: &stderr}
-	if code := run(e, []string{"render", "-o", out, "../../examples/github-acme"}); code != exitOK {
+	if code := run(e, []string{"render", "-o", out, "../examples/github-acme"}); code != exitOK {
 		t.Fatalf("render -o: exit %d\n%s", code, stderr.String())
 	}
 	viaDir, err := exec.Command(kubectl, "kustomize", out).Output()

@@ -20,7 +20,7 @@ func TestPreCommitHook(t *testing.T) {
 			t.Fatalf("%s is not on PATH (make test installs it): %v", tool, err)
 		}
 	}
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}

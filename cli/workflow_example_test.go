@@ -27,7 +27,7 @@ func TestWorkflowExample(t *testing.T) {
 			t.Fatalf("%s is not on PATH (make test installs it): %v", tool, err)
 		}
 	}
-	steps, err := workflowSteps("../../examples/github-actions/pull-request.yaml", "keyhole", "Check", "Diff", "Comment", "Access review")
+	steps, err := workflowSteps("../examples/github-actions/pull-request.yaml", "keyhole", "Check", "Diff", "Comment", "Access review")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ type argoPluginConfig struct {
 // prefixed ARGOCD_ENV_. Each Application of examples/argocd-repo gets
 // exactly its own unit, the bytes render --unit prints at the root.
 func TestArgoCDPluginGenerate(t *testing.T) {
-	b, err := os.ReadFile("../../examples/argocd/plugin.yaml")
+	b, err := os.ReadFile("../examples/argocd/plugin.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestArgoCDPluginGenerate(t *testing.T) {
 		t.Fatalf("generate runs %q, not keyhole", argv)
 	}
 	repo := t.TempDir()
-	if err := copyTree("../../examples/argocd-repo", repo); err != nil {
+	if err := copyTree("../examples/argocd-repo", repo); err != nil {
 		t.Fatal(err)
 	}
 	for _, envName := range []string{"staging", "prod"} {

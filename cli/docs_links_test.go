@@ -21,7 +21,7 @@ var (
 // READMEs leads to a file of the repository, and every #fragment to a
 // heading or an anchor of the file it names, as GitHub renders them.
 func TestDocLinks(t *testing.T) {
-	root := filepath.Join("..", "..")
+	root := ".."
 	files := []string{filepath.Join(root, "README.md")}
 	for _, glob := range []string{"docs/*.md", "examples/*/README.md", "examples/*/*.md"} {
 		m, err := filepath.Glob(filepath.Join(root, glob))
@@ -161,7 +161,7 @@ var docMention = regexp.MustCompile(`\bdocs/([A-Za-z0-9_-]+\.md)\b`)
 // TestDocMentions: every docs/PAGE.md that the code's messages, help and
 // the docs name in plain text exists.
 func TestDocMentions(t *testing.T) {
-	root := filepath.Join("..", "..")
+	root := ".."
 	seen := 0
 	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil {

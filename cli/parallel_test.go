@@ -27,7 +27,7 @@ func TestOutputSameOnOneCoreAndMany(t *testing.T) {
 	// Broken files among the generated ones, so diagnostics are compared
 	// too: the examples' broken references and templates, and documents
 	// that fail their schemas, spread over several files.
-	if err := os.CopyFS(filepath.Join(synthDir, "namespaces", "broken"), os.DirFS("../../examples/broken")); err != nil {
+	if err := os.CopyFS(filepath.Join(synthDir, "namespaces", "broken"), os.DirFS("../examples/broken")); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 12 {
@@ -44,12 +44,12 @@ func TestOutputSameOnOneCoreAndMany(t *testing.T) {
 		}
 	}
 	inputs := map[string]string{"generated": synthDir}
-	examples, err := os.ReadDir("../../examples")
+	examples, err := os.ReadDir("../examples")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range examples {
-		inputs["examples/"+e.Name()] = filepath.Join("../../examples", e.Name())
+		inputs["examples/"+e.Name()] = filepath.Join("../examples", e.Name())
 	}
 	for _, repo := range corpus {
 		inputs["repos/"+repo] = filepath.Join("testdata", "repos", repo)

@@ -15,7 +15,7 @@ import (
 // outside Docker, which cannot run here: the binary must be static and
 // stamped with what the build arguments say.
 func TestDockerfileBuild(t *testing.T) {
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,7 +95,7 @@ func (g *gitFixture) branch(name string, files map[string]string) {
 // example reads an example's files, by slash-separated path.
 func example(t *testing.T, name string) map[string]string {
 	t.Helper()
-	return dirFiles(t, filepath.Join("../../examples", name))
+	return dirFiles(t, filepath.Join("../examples", name))
 }
 
 // dirFiles reads every file under dir, by slash-separated relative name.
@@ -322,7 +322,7 @@ func fleetChange(t *testing.T, files map[string]string) map[string]string {
 // sits between <!-- generated: NAME --> and <!-- end: NAME -->; the prose
 // around them is the doc's own.
 func TestDiffDoc(t *testing.T) {
-	const path = "../../docs/diff.md"
+	const path = "../docs/diff.md"
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		t.Fatal(err)

@@ -102,7 +102,7 @@ func docBlocks(t *testing.T, file string) []docBlock {
 // TestDocCommands runs every command README.md, docs/*.md and the
 // examples' READMEs show.
 func TestDocCommands(t *testing.T) {
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 // Command docgen writes the docs generated from code: docs/checks.md,
 // from the check table and the renderers' rules. Run it from the
-// repository root with `go generate ./internal/docgen`.
+// repository root with `go generate ./cli/docgen`.
 package main
 
 //go:generate go run . -root ../..
@@ -11,7 +11,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"keyhole.dev/keyhole/internal/cli"
+	"keyhole.dev/keyhole/cli"
 )
 
 func main() {

@@ -14,7 +14,7 @@ import (
 // clean, with no warning, as its page promises; and the value its Secret
 // holds is printed nowhere.
 func TestConnectionRecipes(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "connections.md"))
+	b, err := os.ReadFile(filepath.Join("..", "docs", "connections.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 // as absolute paths.
 func repoYAML(t *testing.T) (workflows, actions []string) {
 	t.Helper()
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,12 +84,12 @@ func TestActionlint(t *testing.T) {
 	}
 	t.Run("workflows", func(t *testing.T) {
 		cmd := exec.Command("go", append([]string{"tool", "actionlint", "-no-color", "-shellcheck", shellcheck}, workflows...)...)
-		cmd.Dir = "../../tools/actionlint"
+		cmd.Dir = "../tools/actionlint"
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("actionlint: %v\n%s", err, out)
 		}
 	})
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
