@@ -121,7 +121,7 @@ func runRender(e *env, args []string) int {
 		return fail(e, "render", err)
 	}
 	where := *out
-	if len(units) > 1 {
+	if len(units) > 1 || units[0].DirFixed && units[0].Dir != "" {
 		where = fmt.Sprintf("%s, one directory per deploy unit (%s)", *out, unitNames(units))
 	}
 	if *target == render.TargetOmnia {

@@ -17,11 +17,14 @@ import (
 
 // Rendered is one deploy unit's render.
 type Rendered struct {
-	Name    string // the unit's name; "" for the files outside any kustomization
-	Dir     string // where a render of several units writes the unit's files (source.Unit.Dir)
-	Cluster string // the cluster the unit deploys to (source.Unit.Cluster)
-	Plan    compiler.Plan
-	Files   []render.File
+	Name string // the unit's name; "" for the files outside any kustomization
+	Dir  string // where a render of several units writes the unit's files (source.Unit.Dir)
+	// DirFixed says a render of this unit alone writes it in Dir too
+	// (source.Unit.DirFixed).
+	DirFixed bool
+	Cluster  string // the cluster the unit deploys to (source.Unit.Cluster)
+	Plan     compiler.Plan
+	Files    []render.File
 }
 
 // Render renders the units of a checked input that has no errors with the
@@ -67,6 +70,9 @@ func renderUnits(c *Checked, opts render.Options, renderer render.Renderer, only
 		uopts.DefaultNamespace = cmp.Or(u.Namespace, opts.DefaultNamespace)
 		if w != nil {
 			uopts.Put = w.Unit(u.Dir)
+			if u.DirFixed {
+				uopts.Put = w.UnitAt(u.Dir)
+			}
 		}
 		files, ds, err := renderer(u.Plan, uopts)
 		c.Result.Diagnostics = append(c.Result.Diagnostics, ds...)
@@ -76,7 +82,7 @@ func renderUnits(c *Checked, opts render.Options, renderer render.Renderer, only
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Rendered{Name: u.Name, Dir: u.Dir, Cluster: u.Cluster, Plan: u.Plan, Files: files})
+		out = append(out, Rendered{Name: u.Name, Dir: u.Dir, DirFixed: u.DirFixed, Cluster: u.Cluster, Plan: u.Plan, Files: files})
 	}
 	c.Result.Diagnostics.Sort()
 	if only != "" && !found {
@@ -190,11 +196,12 @@ func UnitName(u string) string {
 }
 
 // Layout places the units' files in one output directory: one unit's at
-// its top, as they are; several units' each under the unit's directory
-// (the loose files' at the top), so that each is a kustomization of its
-// own for a Flux Kustomization or an Argo CD application to point at.
+// its top, as they are, unless its directory is fixed; several units'
+// each under the unit's directory (the loose files' at the top), so that
+// each is a kustomization of its own for a Flux Kustomization or an Argo
+// CD application to point at.
 func Layout(units []Rendered) []render.File {
-	if len(units) == 1 {
+	if len(units) == 1 && !units[0].DirFixed {
 		return units[0].Files
 	}
 	var files []render.File

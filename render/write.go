@@ -112,6 +112,9 @@ type DirWriter struct {
 type stagedUnit struct {
 	dir   string
 	paths []string
+	// fixed says the files go to dir even when no other unit has any
+	// (UnitAt).
+	fixed bool
 }
 
 // NewDirWriter returns a DirWriter that replaces dir. It touches nothing
@@ -126,12 +129,23 @@ func NewDirWriter(dir string) *DirWriter {
 // The error it returns is the first of the DirWriter, which stages
 // nothing more; Commit returns it too.
 func (w *DirWriter) Unit(dir string) func(File) error {
+	return w.unit(dir, false)
+}
+
+// UnitAt is Unit for a deploy unit whose files go to dir even when it is
+// the only one written: a directory an Argo CD Application points at
+// stays where it is however many units the next render writes.
+func (w *DirWriter) UnitAt(dir string) func(File) error {
+	return w.unit(dir, true)
+}
+
+func (w *DirWriter) unit(dir string, fixed bool) func(File) error {
 	var u *stagedUnit
 	index := 0
 	return func(f File) error {
 		w.mu.Lock()
 		if w.err == nil && u == nil {
-			u = &stagedUnit{dir: dir}
+			u = &stagedUnit{dir: dir, fixed: fixed}
 			index = len(w.units)
 			w.units = append(w.units, u)
 		}
@@ -207,9 +221,10 @@ func (w *DirWriter) Commit() (int, error) {
 // commit is Commit once nothing has failed before it.
 func (w *DirWriter) commit() (int, error) {
 	var placed []File
+	nested := len(w.units) > 1 || len(w.units) == 1 && w.units[0].fixed && w.units[0].dir != ""
 	for _, u := range w.units {
 		for _, p := range u.paths {
-			if len(w.units) > 1 && u.dir != "" {
+			if nested && u.dir != "" {
 				p = path.Join(u.dir, p)
 			}
 			placed = append(placed, File{Path: p})
@@ -222,7 +237,7 @@ func (w *DirWriter) commit() (int, error) {
 		return 0, err
 	}
 	root := filepath.Join(w.stage, "0")
-	if len(w.units) > 1 {
+	if nested {
 		root = filepath.Join(w.stage, "all")
 		i := 0
 		for ui, u := range w.units {

@@ -380,10 +380,15 @@ func TestDirWriterUnits(t *testing.T) {
 	plan := testPlan()
 	whole := mustRender(t, plan, Options{})
 	tests := map[string]struct {
-		dirs []string // each unit's directory among several
-		want func(unit int, p string) string
+		dirs  []string // each unit's directory among several
+		fixed bool     // put with UnitAt
+		want  func(unit int, p string) string
 	}{
 		"one unit at the top": {dirs: []string{"apps/prod"}, want: func(_ int, p string) string { return p }},
+		// A directory an Argo CD Application applies stays where it is
+		// when the render holds one unit.
+		"one fixed unit under its directory":           {dirs: []string{"apps/prod"}, fixed: true, want: func(_ int, p string) string { return "apps/prod/" + p }},
+		"one fixed unit of the loose files at the top": {dirs: []string{""}, fixed: true, want: func(_ int, p string) string { return p }},
 		"several under their directories": {dirs: []string{"", "apps/prod", "apps"}, want: func(u int, p string) string {
 			return strings.TrimPrefix([]string{"", "apps/prod", "apps"}[u]+"/"+p, "/")
 		}},
@@ -396,6 +401,9 @@ func TestDirWriterUnits(t *testing.T) {
 			var laidOut []File
 			for u, d := range tc.dirs {
 				opts := Options{Put: w.Unit(d)}
+				if tc.fixed {
+					opts.Put = w.UnitAt(d)
+				}
 				files, err := Render(plan, opts)
 				if err != nil {
 					t.Fatal(err)

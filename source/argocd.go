@@ -136,6 +136,14 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 				what, shown, repoURL)})
 			continue
 		}
+		if ef, ok := l.argoRenderedSource(what, shown, rel, roots); ok {
+			ef.pos, ef.repo = pos, repo
+			if ef.argoRender != nil {
+				ef.argoRender.pos = pos
+			}
+			out = append(out, ef)
+			continue
+		}
 		// A source pinned to another revision is read at that commit:
 		// its path, chart and values are those of the commit.
 		var pin *revPin

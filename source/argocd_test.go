@@ -3,6 +3,7 @@ package source
 import (
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -360,6 +361,65 @@ func TestArgoAppOfAppsChartValues(t *testing.T) {
 			})
 			if !slices.Equal(got, c.want) {
 				t.Errorf("Connections read in %q, want %q\n%s", got, c.want, ds)
+			}
+		})
+	}
+}
+
+// TestArgoRenderedPath reads an Argo CD Application applying a deploy
+// unit's directory of a committed render as keyhole's output: absent
+// before the first render (keyhole.yaml's argocd.rendered names its
+// parent) or under render's marker, it is a note, never
+// KustomizeBuildFailed. With argocd.rendered, the unit render writes
+// there is placed by its directory relative to keyhole.yaml's, wherever
+// keyhole runs, and always under it (DirFixed).
+func TestArgoRenderedPath(t *testing.T) {
+	app := "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: agents-prod, namespace: argocd}\n" +
+		"spec:\n  source: {repoURL: https://git.example.com/agents.git, path: rendered/apps/prod}\n  destination: {server: https://kubernetes.default.svc, namespace: agents-prod}\n"
+	conn := "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: gh, namespace: agents-prod}\n" +
+		"spec:\n  hosts: [api.example.com]\n  credential: {kind: secret, secretRef: {name: gh-token}}\n"
+	cases := map[string]struct {
+		extra   map[string]string
+		fixed   bool
+		wantDir string
+	}{
+		"named in keyhole.yaml, not yet rendered": {
+			extra:   map[string]string{"keyhole.yaml": "apiVersion: keyhole.dev/v1alpha1\nkind: Config\nargocd:\n  rendered: [rendered]\n"},
+			fixed:   true,
+			wantDir: "apps/prod",
+		},
+		"under render's marker": {
+			extra: map[string]string{"rendered/.keyhole-render": "keyhole render output\n",
+				"rendered/apps/prod/kustomization.yaml": "resources: []\n"},
+			wantDir: "prod", // relative to where keyhole runs
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir, _ := gitRepo(t)
+			files := map[string]string{"argocd/agents.yaml": app, "apps/prod/kustomization.yaml": "resources: [connection.yaml]\n", "apps/prod/connection.yaml": conn}
+			maps.Copy(files, tc.extra)
+			writeFiles(t, dir, files)
+			docs, ds, err := Load([]string{".."}, Options{Dir: filepath.Join(dir, "apps")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range ds {
+				if d.Severity != diag.Info {
+					t.Errorf("unexpected diagnostic: %s", d)
+				}
+			}
+			if want := "info InputSkipped: Argo CD Application argocd/agents-prod applies rendered/apps/prod, in "; !strings.Contains(ds.Error(), want) {
+				t.Errorf("no diagnostic says %q:\n%s", want, ds)
+			}
+			var got []string
+			for _, d := range docs {
+				if d.Object().Kind == "Connection" {
+					got = append(got, fmt.Sprintf("%s %v", d.Unit().Dir, d.Unit().DirFixed))
+				}
+			}
+			if want := []string{fmt.Sprintf("%s %v", tc.wantDir, tc.fixed)}; !slices.Equal(got, want) {
+				t.Errorf("the Connection's unit is written to %q, want %q", got, want)
 			}
 		})
 	}

@@ -4,8 +4,12 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"path"
+	"path/filepath"
 	"slices"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 
 	"keyhole.dev/keyhole/diag"
 )
@@ -59,7 +63,7 @@ func unrenderedNote(u *Unit, docs []*Document) (diag.Diagnostic, bool) {
 	}
 	return diag.Diagnostic{Code: CodeArgoCDUnrendered, Severity: diag.Warning, Pos: u.Decl, Units: []string{u.Name},
 		Message: "Argo CD Application " + strings.TrimPrefix(u.Name, "argocd:") + " applies keyhole's inputs as written (" + strings.Join(what, ", ") +
-			"), not keyhole's render of them: unless the cluster runs the omnia operator, which serves these kinds itself, nothing makes their sandboxes and egress proxy; render its path with keyhole's config management plugin (source.plugin.name keyhole-VERSION, examples/argocd), or point it at a directory keyhole render writes"}, true
+			"), not keyhole's render of them: unless the cluster runs the omnia operator, which serves these kinds itself, nothing makes their sandboxes and egress proxy; render its path with keyhole's config management plugin (source.plugin.name keyhole-VERSION, examples/argocd), or commit keyhole render's output and point it at the unit's directory there (keyhole.yaml's argocd.rendered, examples/argocd-committed)"}, true
 }
 
 // omittedNote is the warning that the Argo CD unit u, which keyhole's
@@ -112,4 +116,140 @@ func (l *loader) siblingApplies(u *Unit) func(*Document) bool {
 		abs := l.osPath(d.File)
 		return slices.ContainsFunc(roots, func(root string) bool { return within(root, abs) })
 	}
+}
+
+// A repository whose Argo CD cannot run keyhole's plugin (a managed Argo
+// CD) commits keyhole's render instead: CI runs keyhole render -o DIR,
+// and each Application's path is DIR/<unit>, the directory render writes
+// one deploy unit's files to. keyhole.yaml's argocd.rendered names DIR
+// (docs/inputs.md, "A committed render for Argo CD"). A source whose
+// path lies there applies keyhole's output, not an input: it is no unit,
+// and its path need not exist, as before the first render. A directory
+// holding render's marker is such output too. With argocd.rendered, each
+// unit a directory declares is written to that directory relative to
+// keyhole.yaml's (not to where keyhole runs), even when it is the only
+// one (Unit.DirFixed), so no render moves what an Application applies;
+// and an Application whose path is no unit's directory there is an
+// error (CodeArgoCDRenderedPath): Argo CD would find no such directory.
+
+// CodeArgoCDRenderedPath is reported at an Argo CD Application whose
+// path lies in a directory keyhole.yaml's argocd.rendered names, where
+// keyhole render writes no deploy unit.
+const CodeArgoCDRenderedPath = "ArgoCDRenderedPath"
+
+// argoRenderUse is an Argo CD source applying a directory keyhole.yaml's
+// argocd.rendered names.
+type argoRenderUse struct {
+	pos         diag.Pos
+	what, shown string // the Application (and source), and its path as written
+	dir         string // the argocd.rendered directory, absolute
+	sub         string // the path below dir, slash-separated; "" for dir
+}
+
+// readArgoRendered reads argocd.rendered of the Config document d, whose
+// directory is base; its paths need not exist.
+func (l *loader) readArgoRendered(d *Document, base string) {
+	s := Lookup(Lookup(d.Node, "argocd"), "rendered")
+	if s == nil || s.Kind != yaml.SequenceNode {
+		return
+	}
+	l.argo.base = base
+	for _, e := range s.Content {
+		if e.Kind == yaml.ScalarNode && e.Value != "" {
+			l.argo.rendered = append(l.argo.rendered, filepath.Join(base, filepath.FromSlash(path.Clean("/"+e.Value))))
+		}
+	}
+}
+
+// argoRenderedSource is what is said of the Argo CD source what, whose
+// path rel (shown as shown) is relative to one of roots, when that path
+// is keyhole render's output; ok is false when it is not.
+func (l *loader) argoRenderedSource(what, shown, rel string, roots []string) (engineFound, bool) {
+	clean := path.Clean("/" + filepath.ToSlash(rel))
+	for _, r := range roots {
+		p := filepath.Join(r, filepath.FromSlash(clean))
+		for _, d := range l.argo.rendered {
+			if !within(d, p) {
+				continue
+			}
+			sub, _ := filepath.Rel(d, p)
+			use := &argoRenderUse{what: what, shown: shown, dir: d, sub: strings.TrimPrefix(filepath.ToSlash(sub), ".")}
+			return engineFound{argoRender: use, skip: fmt.Sprintf(
+				"%s applies %s, in the directory `keyhole render -o %s` writes one directory per deploy unit to (keyhole.yaml's argocd.rendered): keyhole's output, written from the inputs keyhole checks, not an input to check",
+				what, shown, filepath.ToSlash(relOrAbs(l.argo.base, d)))}, true
+		}
+		for d := p; within(r, d); d = filepath.Dir(d) {
+			if fi, err := l.fsys.Stat(filepath.Join(d, renderMarker)); err == nil && fi.Mode().IsRegular() {
+				return engineFound{skip: fmt.Sprintf("%s applies %s, in a directory `keyhole render` wrote (it holds %s): keyhole's output, written from the inputs keyhole checks, not an input to check",
+					what, shown, renderMarker)}, true
+			}
+			if d == r {
+				break
+			}
+		}
+	}
+	return engineFound{}, false
+}
+
+// argoRenderedAgree fixes, when keyhole.yaml names argocd.rendered, where
+// render writes each deploy unit (Unit.DirFixed), and says of each Argo
+// CD source applying a directory there that no unit is written to.
+func (l *loader) argoRenderedAgree() diag.List {
+	if len(l.argo.rendered) == 0 {
+		return nil
+	}
+	var units []*Unit
+	seen := map[*Unit]bool{}
+	// inputs are the units holding keyhole's inputs: only those have
+	// anything for render to write.
+	inputs := map[*Unit]bool{}
+	for _, d := range l.docs {
+		u := d.Unit()
+		if d.IsAgent() || strings.HasPrefix(d.Object().APIVersion, keyholeGroup) {
+			inputs[u] = true
+		}
+		if u == nil || u.Loose() || seen[u] {
+			continue
+		}
+		seen[u] = true
+		if u.Root != "" && l.renderOutput(u.Root) {
+			continue // a render read back, which renders nothing
+		}
+		if u.Source == UnitKustomization || u.Source == UnitHelm {
+			// Its directory as keyhole.yaml's sees it, wherever
+			// keyhole runs.
+			u.Dir = outputDir(filepath.ToSlash(relOrAbs(l.argo.base, u.Root)))
+		}
+		u.DirFixed = true
+		units = append(units, u)
+	}
+	dirs := map[string]bool{}
+	var written []string
+	for _, u := range units {
+		if inputs[u] {
+			dirs[u.Dir] = true
+			written = append(written, path.Join(filepath.ToSlash(relOrAbs(l.argo.base, l.argo.rendered[0])), u.Dir)+" (deploy unit "+u.Name+")")
+		}
+	}
+	slices.Sort(written)
+	var ds diag.List
+	said := map[string]bool{}
+	for _, use := range l.argo.uses {
+		if dirs[use.sub] || use.sub == "" && inputs[looseUnit] {
+			continue
+		}
+		msg := fmt.Sprintf("%s applies %s, where `keyhole render -o %s` (keyhole.yaml's argocd.rendered) writes no deploy unit: Argo CD finds no such directory to apply, so it does not sync; ",
+			use.what, use.shown, filepath.ToSlash(relOrAbs(l.argo.base, use.dir)))
+		if len(written) == 0 {
+			msg += "the input has no deploy unit for render to write there"
+		} else {
+			msg += "point it at a directory render writes: " + strings.Join(written, ", ")
+		}
+		if said[msg] {
+			continue
+		}
+		said[msg] = true
+		ds = append(ds, diag.Diagnostic{Code: CodeArgoCDRenderedPath, Severity: diag.Error, Pos: use.pos, Message: msg})
+	}
+	return ds
 }

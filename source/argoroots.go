@@ -33,6 +33,13 @@ import (
 // argoConfig is what keyhole.yaml's argocd field says.
 type argoConfig struct {
 	roots []argoRoot
+	// rendered are the directories (absolute) keyhole.yaml's
+	// argocd.rendered names, and base keyhole.yaml's directory
+	// (argoRenderedPath).
+	rendered []string
+	base     string
+	// uses are the Argo CD sources found applying them.
+	uses []argoRenderUse
 }
 
 // argoRoot is one of keyhole.yaml's argocd.roots.
@@ -47,6 +54,7 @@ type argoRoot struct {
 // repository is a ConfigInvalid error at its place; the compiler checks
 // the rest of the field's shape.
 func (l *loader) readArgoConfig(d *Document, base string) {
+	l.readArgoRendered(d, base)
 	roots := Lookup(Lookup(d.Node, "argocd"), "roots")
 	if roots == nil || roots.Kind != yaml.SequenceNode {
 		return

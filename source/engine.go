@@ -74,6 +74,9 @@ type engineFound struct {
 	// fan, when the object is applied by several Flux units (an
 	// overlay's base), is the one this unit is read for.
 	fan *Unit
+	// argoRender, when set, is the Argo CD source applying a directory
+	// keyhole render writes (argoRenderedSource): skip says so.
+	argoRender *argoRenderUse
 }
 
 // engineChart is a Helm chart whose templates declare GitOps engine
@@ -365,6 +368,9 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 		case f.skip != "":
 			l.argoClaimed = append(l.argoClaimed, f.claim...)
 			d = skipped(f.pos, f.skip)
+			if f.argoRender != nil {
+				l.argo.uses = append(l.argo.uses, *f.argoRender)
+			}
 		case f.unread != "":
 			d = diag.Diagnostic{Code: CodeFluxSourceUnmapped, Severity: diag.Warning, Pos: f.pos, Message: f.unread}
 		default:

@@ -148,6 +148,7 @@ func Load(paths []string, opts Options) ([]*Document, diag.List, error) {
 		l.errs = append(l.errs, fmt.Errorf("%w: commit %s: %w", ErrUnreadable, opts.Tree.Commit(), gitfs.ErrTreeTooLarge))
 	}
 	l.settleFailures()
+	l.diags = append(l.diags, l.argoRenderedAgree()...)
 	l.refuseConfigs()
 	if o, ok := l.fsys.(*osFS); ok {
 		// The documents keep the file system to read files again

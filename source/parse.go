@@ -106,7 +106,13 @@ func Rules() []diag.Rule {
 			Code:     CodeArgoCDUnrendered,
 			Severity: diag.Warning,
 			Purpose:  "An Argo CD Application's source builds keyhole's inputs (Connections, SandboxClasses, AgentRuntimes) without keyhole's config management plugin: Argo CD applies them as written, not keyhole's render of them, so unless the cluster runs the omnia operator (which serves these kinds itself) nothing makes their sandboxes and egress proxy.",
-			Help:     "Name keyhole's plugin in the source (plugin.name keyhole-VERSION, as examples/argocd does), so the repo server runs keyhole render on the path; or commit keyhole render's output and point the Application at it.",
+			Help:     "Name keyhole's plugin in the source (plugin.name keyhole-VERSION, as examples/argocd does), so the repo server runs keyhole render on the path; or commit keyhole render's output, name its directory in keyhole.yaml's argocd.rendered, and point the Application at the unit's directory there (examples/argocd-committed).",
+		},
+		{
+			Code:     CodeArgoCDRenderedPath,
+			Severity: diag.Error,
+			Purpose:  "An Argo CD Application's path lies in a directory keyhole.yaml's argocd.rendered names (where CI commits keyhole render's output), but keyhole render writes no deploy unit there: render writes each unit to the unit's directory relative to keyhole.yaml's (apps/prod for the overlay apps/prod), so after the render Argo CD finds no such directory and does not sync.",
+			Help:     "Point the Application at a directory the message lists (rendered/apps/prod for argocd.rendered [rendered] and the overlay apps/prod), or add the deploy unit it names.",
 		},
 		{
 			Code:     CodeArgoCDRenderOmits,

@@ -44,6 +44,10 @@ type Unit struct {
 	// several units: a relative, slash-separated path that never leaves
 	// the output directory; "" for the output directory itself.
 	Dir string
+	// DirFixed says render -o writes the unit's files in Dir even when
+	// it writes no other unit: keyhole.yaml's argocd.rendered has Argo
+	// CD Applications point at it, so it never moves (argoRenderedPath).
+	DirFixed bool
 	// Source is what declared the unit.
 	Source UnitSource
 	// Root is the directory built (absolute, OS form); "" for the loose
