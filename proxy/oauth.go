@@ -40,9 +40,9 @@ func newOAuthMinter(client *http.Client, count func(connection, result string), 
 }
 
 // renewable reports whether hp's credential is one an upstream's 401
-// renews: a token the proxy obtains from a token endpoint.
+// renews: a token the proxy obtains from a token endpoint or mints.
 func renewable(hp *policy.HostPolicy) bool {
-	return hp != nil && (hp.Inject.OAuth2 != nil || hp.Inject.Google != nil)
+	return hp != nil && (hp.Inject.OAuth2 != nil || hp.Inject.Google != nil || hp.Inject.GitHubApp != nil)
 }
 
 // inject sets hp's token on header as Authorization: Bearer and returns
