@@ -63,10 +63,10 @@ type GoogleInject struct {
 	Identity string `json:"identity,omitempty"`
 	// KeyKey is the Secret key holding the service account's JSON key,
 	// as the console and gcloud hand it out.
-	KeyKey string `json:"keyKey"`
+	KeyKey string `json:"keyKey,omitempty"`
 	// TokenURL is the token endpoint, which the key's token_uri must
 	// name too: https, its host one the config lists.
-	TokenURL string `json:"tokenUrl"`
+	TokenURL string `json:"tokenUrl,omitempty"`
 	// Scopes are the access token's scopes, sorted, each once. Exactly
 	// one of Scopes and Audience is set.
 	Scopes []string `json:"scopes,omitempty"`

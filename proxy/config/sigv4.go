@@ -14,8 +14,8 @@ import (
 type AWSSigV4Inject struct {
 	// AccessKeyIDKey and SecretAccessKeyKey are the Secret's keys that
 	// hold the access key id and the secret access key.
-	AccessKeyIDKey     string `json:"accessKeyIdKey"`
-	SecretAccessKeyKey string `json:"secretAccessKeyKey"`
+	AccessKeyIDKey     string `json:"accessKeyIdKey,omitempty"`
+	SecretAccessKeyKey string `json:"secretAccessKeyKey,omitempty"`
 	// SessionTokenKey, when set, is the key that holds a session token
 	// (temporary credentials), sent as X-Amz-Security-Token.
 	SessionTokenKey string `json:"sessionTokenKey,omitempty"`
