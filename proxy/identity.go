@@ -82,7 +82,7 @@ func (w *workloadIdentity) awsCredentials(ctx context.Context) (aws.Credentials,
 		})
 		c, err := p.Retrieve(ctx)
 		if err != nil {
-			return aws.Credentials{}, awsIdentityError("the container credentials endpoint "+clipURL(full), err)
+			return aws.Credentials{}, awsIdentityError("the container credentials endpoint "+policyClipURL(full), err)
 		}
 		return c, nil
 	case role != "" && tokenFile != "":
@@ -106,7 +106,7 @@ func (w *workloadIdentity) awsCredentials(ctx context.Context) (aws.Credentials,
 		})
 		c, err := p.Retrieve(ctx)
 		if err != nil {
-			return aws.Credentials{}, awsIdentityError("STS AssumeRoleWithWebIdentity for role "+clipURL(role), err)
+			return aws.Credentials{}, awsIdentityError("STS AssumeRoleWithWebIdentity for role "+policyClipURL(role), err)
 		}
 		return c, nil
 	}
@@ -152,8 +152,6 @@ func awsIdentityError(what string, err error) error {
 	}
 	return fmt.Errorf("%s sent no credentials the proxy can use", what)
 }
-
-func clipURL(s string) string { return policyClipURL(s) }
 
 // awsWorkloadKey is the token cache's key of the pod's AWS identity: one
 // for every Connection that signs with it.
