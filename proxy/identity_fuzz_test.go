@@ -77,7 +77,13 @@ func FuzzContainerEndpoint(f *testing.F) {
 		default:
 			t.Fatalf("accepted %q", s)
 		}
-		if strings.Contains(strings.SplitN(strings.SplitN(s, "://", 2)[1], "/", 2)[0], "@") {
+		// The authority ends at the first '/', '?' or '#'; an '@' after
+		// it (a fragment's, a path's) is no user information.
+		rest := strings.SplitN(s, "://", 2)[1]
+		if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+			rest = rest[:i]
+		}
+		if strings.Contains(rest, "@") {
 			t.Fatalf("accepted user information in %q", s)
 		}
 	})
