@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -63,23 +64,31 @@ func FuzzContainerEndpoint(f *testing.F) {
 		if checkContainerEndpoint(s) != nil {
 			return
 		}
+		ls := strings.ToLower(s) // a scheme is read in any letter case
 		switch {
-		case strings.HasPrefix(s, "https://"):
-		case strings.HasPrefix(s, "http://"):
-			rest := strings.TrimPrefix(s, "http://")
-			ok := false
-			for _, p := range []string{"127.", "localhost", "169.254.170.2", "169.254.170.23", "[::1]", "[fd00:ec2::23]", "[0:0:0:0:0:0:0:1]"} {
-				ok = ok || strings.HasPrefix(strings.ToLower(rest), p)
+		case strings.HasPrefix(ls, "https://"):
+		case strings.HasPrefix(ls, "http://"):
+			// The host, read apart from net/url: the authority up to
+			// the first '/', '?' or '#', its port and brackets cut.
+			host := strings.TrimPrefix(ls, "http://")
+			if i := strings.IndexAny(host, "/?#"); i >= 0 {
+				host = host[:i]
 			}
-			if !ok {
-				t.Fatalf("accepted %q", s)
+			if h, _, err := net.SplitHostPort(host); err == nil {
+				host = h
+			}
+			host = strings.Trim(host, "[]")
+			ip := net.ParseIP(host)
+			agent := ip != nil && (ip.Equal(net.ParseIP("169.254.170.2")) || ip.Equal(net.ParseIP("169.254.170.23")) || ip.Equal(net.ParseIP("fd00:ec2::23")))
+			if host != "localhost" && !agent && (ip == nil || !ip.IsLoopback()) {
+				t.Fatalf("accepted %q (host %q)", s, host)
 			}
 		default:
 			t.Fatalf("accepted %q", s)
 		}
 		// The authority ends at the first '/', '?' or '#'; an '@' after
 		// it (a fragment's, a path's) is no user information.
-		rest := strings.SplitN(s, "://", 2)[1]
+		rest := strings.SplitN(ls, "://", 2)[1]
 		if i := strings.IndexAny(rest, "/?#"); i >= 0 {
 			rest = rest[:i]
 		}
