@@ -308,12 +308,17 @@ func injection(in config.Inject) string {
 			how = "Authorization: Basic x-access-token"
 		}
 		return fmt.Sprintf("sets %s to a token of GitHub App %d, installation %s, minted by the proxy from Secret %s key %s, scoped to %s", how, g.AppID, g.Installation(), in.Secret, g.PrivateKeyKey, g.Scope())
+	case in.AWSSigV4 != nil && in.AWSSigV4.Identity == config.IdentityWorkload:
+		a := in.AWSSigV4
+		return fmt.Sprintf("signs the request (AWS SigV4, Authorization: AWS4-HMAC-SHA256) for service %s in region %s with the temporary credentials of the proxy's own AWS identity (IRSA or EKS Pod Identity; no Secret), replacing the sandbox's signature", a.Service, a.Region)
 	case in.AWSSigV4 != nil:
 		a := in.AWSSigV4
 		return fmt.Sprintf("signs the request (AWS SigV4, Authorization: AWS4-HMAC-SHA256) for service %s in region %s with the access key in Secret %s (keys %s and %s), replacing the sandbox's signature", a.Service, a.Region, in.Secret, a.AccessKeyIDKey, a.SecretAccessKeyKey)
 	case in.OAuth2 != nil:
 		o := in.OAuth2
 		return fmt.Sprintf("sets Authorization: Bearer to an OAuth 2.0 token the proxy obtains from %s by the %s grant with Secret %s, asking for %s", o.TokenURL, o.Grant, in.Secret, o.Scope())
+	case in.Google != nil && in.Google.Identity == config.IdentityWorkload:
+		return fmt.Sprintf("sets Authorization: Bearer to %s of the proxy's own identity, from its pod's metadata server (GKE workload identity; no Secret)", googleWhat(in.Google))
 	case in.Google != nil:
 		g := in.Google
 		return fmt.Sprintf("sets Authorization: Bearer to %s the proxy mints with the service account key in Secret %s key %s from %s", googleWhat(g), in.Secret, g.KeyKey, g.TokenURL)

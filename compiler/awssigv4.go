@@ -34,6 +34,10 @@ type awsSigV4Wire struct {
 	SessionTokenKey    string `yaml:"sessionTokenKey"`
 	Region             string `yaml:"region"`
 	Service            string `yaml:"service"`
+	// Identity is config.IdentityWorkload for the proxy's own identity
+	// (workload.go); RoleARN is then IRSA's role, if named.
+	Identity string `yaml:"identity"`
+	RoleARN  string `yaml:"roleArn"`
 }
 
 // awsSigV4 returns the Connection's access key settings when its
@@ -160,6 +164,9 @@ func (a *awsSigV4Wire) scope(host string) (service, region string, ok bool) {
 // Connection.
 func awsSigV4Inject(a *awsSigV4Wire, host string) *config.AWSSigV4Inject {
 	service, region, _ := a.scope(host)
+	if a.Identity == config.IdentityWorkload {
+		return &config.AWSSigV4Inject{Identity: config.IdentityWorkload, Region: region, Service: service}
+	}
 	return &config.AWSSigV4Inject{
 		AccessKeyIDKey:     cmp.Or(a.AccessKeyIDKey, DefaultAWSAccessKeyIDKey),
 		SecretAccessKeyKey: cmp.Or(a.SecretAccessKeyKey, DefaultAWSSecretAccessKeyKey),
@@ -203,7 +210,7 @@ func checkAWSSigV4(p *pass) {
 		a := w.awsSigV4()
 		p.proxyHeldPlacements(codeAWSSigV4Invalid, c, "the proxy signs the request itself (Authorization: AWS4-HMAC-SHA256)", "the AWS access key", "give the sandbox the placeholder through placeholderEnv")
 		s, r := p.secretOf(c)
-		if s == nil || s.keysUnknown || s.merges {
+		if s == nil || s.keysUnknown || s.merges || a.Identity == config.IdentityWorkload {
 			continue
 		}
 		keys := []struct{ field, key, what string }{

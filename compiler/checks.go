@@ -89,7 +89,7 @@ func table() []Check {
 		{Code: codeDuplicateObject, Severity: diag.Error,
 			Purpose: "One deploy unit (a kustomization root, or the files outside any kustomization) defines the same Connection, SandboxClass, AgentRuntime, ToolRegistry, agent-sandbox object (Sandbox, SandboxTemplate, SandboxClaim, SandboxWarmPool) or agent twice, or the same Secret a Connection reads: the cluster keeps one, and which one is an accident of order. The message names both positions and how the two differ.",
 			Help:    "Remove one definition, or rename it. The same object in two deploy units (two overlays of one base) is normal and not reported."},
-	}, operatorChecks(), agentSandboxChecks(), githubAppChecks(), awsSigV4Checks(), tokenCredentialChecks(), []Check{
+	}, operatorChecks(), agentSandboxChecks(), githubAppChecks(), awsSigV4Checks(), tokenCredentialChecks(), workloadChecks(), []Check{
 		{Code: codeSecretMissing, Severity: diag.Error, run: checkSecretMissing,
 			Purpose: "The Secret a Connection's credential names is not in the input.",
 			Help:    "Add the Secret (or its SealedSecret/ExternalSecret) to the repository, correct `spec.credential.secretRef.name`, or pass --allow-missing-secrets when Secrets live elsewhere."},
@@ -239,8 +239,8 @@ func table() []Check {
 func checkSecretMissing(p *pass) {
 	for _, c := range p.connList {
 		s, r := p.secretOf(c)
-		if s != nil {
-			continue
+		if s != nil || c.secretName() == "" {
+			continue // no secretRef: checkWorkloadIdentity
 		}
 		hint := didYouMean(r.name, p.secretNames(r.namespace))
 		if renamed := p.renamedSecret(r, c.obj().Name); renamed != "" {

@@ -732,6 +732,9 @@ func (s *secret) keys() []string {
 func (p *pass) secretOf(c *connection) (*secret, ref) {
 	sr := c.w.Spec.Credential.SecretRef
 	r := ref{namespace: cmp.Or(sr.Namespace, c.ns), name: sr.Name}
+	if sr.Name == "" {
+		return nil, r // none named: the proxy's own identity, or checkWorkloadIdentity says so
+	}
 	if s := p.secrets[r]; s != nil {
 		s.read = true
 		return s, r

@@ -211,6 +211,7 @@ func (in *interner) connection(w *connectionWire) *connectionWire {
 		sp.Credential.AWSSigV4 = &awsSigV4Wire{
 			AccessKeyIDKey: in.keep(a.AccessKeyIDKey), SecretAccessKeyKey: in.keep(a.SecretAccessKeyKey),
 			SessionTokenKey: in.keep(a.SessionTokenKey), Region: in.keep(a.Region), Service: in.keep(a.Service),
+			Identity: in.keep(a.Identity), RoleARN: in.keep(a.RoleARN),
 		}
 	}
 	if o := w.Spec.Credential.OAuth2; o != nil {
@@ -223,6 +224,7 @@ func (in *interner) connection(w *connectionWire) *connectionWire {
 	if g := w.Spec.Credential.Google; g != nil {
 		sp.Credential.Google = in.googles.new(googleWire{
 			KeyKey: in.keep(g.KeyKey), TokenURL: in.keep(g.TokenURL), Scopes: in.list(g.Scopes), Audience: in.keep(g.Audience),
+			Identity: in.keep(g.Identity), ServiceAccount: in.keep(g.ServiceAccount),
 		})
 	}
 	sp.Placement.Inject = in.injects.clone(w.Spec.Placement.Inject)

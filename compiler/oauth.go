@@ -54,6 +54,11 @@ type googleWire struct {
 	TokenURL string   `yaml:"tokenUrl"`
 	Scopes   []string `yaml:"scopes"`
 	Audience string   `yaml:"audience"`
+	// Identity is config.IdentityWorkload for the proxy's own identity
+	// (workload.go); ServiceAccount is then GKE's Google service account,
+	// if named.
+	Identity       string `yaml:"identity"`
+	ServiceAccount string `yaml:"serviceAccount"`
 }
 
 // inject is the proxy's injection, with every default filled in.
@@ -105,7 +110,7 @@ func (w *connectionWire) tokenHost() string {
 	switch {
 	case cred.Kind == CredentialKindOAuth2 && cred.OAuth2 != nil:
 		u = cred.OAuth2.TokenURL
-	case cred.Kind == CredentialKindGoogle && cred.Google != nil:
+	case cred.Kind == CredentialKindGoogle && cred.Google != nil && cred.Google.Identity != config.IdentityWorkload:
 		u = cmp.Or(cred.Google.TokenURL, config.GoogleTokenURL)
 	default:
 		return ""
@@ -126,6 +131,11 @@ func (w *connectionWire) tokenInject() *config.Inject {
 		if _, err := config.CheckTokenURL(in.OAuth2.TokenURL); err != nil {
 			return nil
 		}
+	case cred.Kind == CredentialKindGoogle && cred.Google != nil && cred.Google.Identity == config.IdentityWorkload:
+		if (len(cred.Google.Scopes) == 0) == (cred.Google.Audience == "") || cred.SecretRef.Name != "" || cred.Google.KeyKey != "" || cred.Google.TokenURL != "" {
+			return nil // checkWorkloadIdentity and checkTokenCredentials say why
+		}
+		return &config.Inject{Google: &config.GoogleInject{Identity: config.IdentityWorkload, Scopes: sortedSet(cred.Google.Scopes), Audience: cred.Google.Audience}}
 	case cred.Kind == CredentialKindGoogle && cred.Google != nil:
 		in.Google = cred.Google.inject()
 		if _, err := config.CheckTokenURL(in.Google.TokenURL); err != nil || (len(in.Google.Scopes) == 0) == (in.Google.Audience == "") {
@@ -219,6 +229,12 @@ func checkTokenCredential(p *pass, c *connection, kind string) {
 				p.report(code, &c.item, at.with(field).with("audience"), true, "googleServiceAccount names both scopes and audience; an access token has scopes, an ID token an audience: keep one")
 			}
 		default:
+			return
+		}
+		if cred.Kind == CredentialKindGoogle && cred.Google.Identity == config.IdentityWorkload {
+			// No key and no token endpoint: the metadata server
+			// (checkWorkloadIdentity).
+			p.proxyHeldPlacements(code, c, "the proxy sets the token it obtains itself (Authorization: Bearer)", "the token of the proxy's own identity", "inject the token instead")
 			return
 		}
 		urlAt := at.with(field).with("tokenUrl")

@@ -132,6 +132,21 @@ type Sandbox struct {
 	// Labels are the labels of the object that declares the sandbox, for
 	// the ceiling's selectors; read only when there is a ceiling.
 	Labels map[string]string
+	// ProxyAnnotations are the annotations of the proxy's ServiceAccount
+	// that its Connections of identity workload name (workload.go):
+	// AnnotationEKSRoleARN, AnnotationGKEServiceAccount. nil when none.
+	ProxyAnnotations map[string]string
+}
+
+// Workload reports whether a Connection of the sandbox is the proxy's
+// own identity: its proxy then runs with that identity.
+func (s Sandbox) Workload() bool {
+	for _, h := range s.Proxy.Hosts {
+		if h.Inject.Workload() {
+			return true
+		}
+	}
+	return false
 }
 
 // EnvVar is one placeholder variable in the sandbox's environment.
@@ -175,6 +190,9 @@ func (s Sandbox) Secrets() []SecretKeys {
 			ks = slices.DeleteFunc([]string{in.OAuth2.ClientIDKey, in.OAuth2.ClientSecretKey, in.OAuth2.RefreshTokenKey}, func(k string) bool { return k == "" })
 		case in.Google != nil:
 			ks = []string{in.Google.KeyKey}
+		}
+		if in.Workload() {
+			continue // the proxy's own identity: no Secret
 		}
 		keys[in.Secret] = append(keys[in.Secret], ks...)
 	}

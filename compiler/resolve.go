@@ -109,6 +109,9 @@ func (p *pass) sandbox(o *owner, class string, bindings []bindingWire) Sandbox {
 			scope = githubAppScope(w, app.api())
 		}
 		token := w.tokenInject()
+		if c != nil {
+			s.ProxyAnnotations = workloadAnnotations(s.ProxyAnnotations, c)
+		}
 		// The hosts this Connection injected, and the form of the entry
 		// that injected each first: a later entry on the host adds its
 		// rules, in its own form (formsplit.go).

@@ -322,10 +322,7 @@ func (s *Server) renewable(w http.ResponseWriter, r *http.Request, st *state, hp
 		r.Body = io.NopCloser(bytes.NewReader(b))
 		sc.replay = b
 	}
-	sc.renew = func(h http.Header) (Injected, error) {
-		stale, _ := bearerToken(h)
-		return s.oauth.inject(hp, h, &stale, st.secrets.Lookup, st.secrets.ReadRaw)
-	}
+	sc.renew = func(h http.Header) (Injected, error) { return s.renewInjection(st, hp, h) }
 	return true
 }
 

@@ -62,7 +62,7 @@ func parseServiceAccountKey(b []byte) (serviceAccountKey, error) {
 }
 
 func googleCacheKey(secret string, g *config.GoogleInject) string {
-	return strings.Join([]string{"google", secret, g.KeyKey, g.TokenURL, strings.Join(g.Scopes, " "), g.Audience}, "\x00")
+	return strings.Join([]string{"google", g.Identity, secret, g.KeyKey, g.TokenURL, strings.Join(g.Scopes, " "), g.Audience}, "\x00")
 }
 
 // exchangeGoogle signs a JWT grant with the service account's key and

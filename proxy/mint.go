@@ -59,49 +59,26 @@ const (
 	maxMintEntries = 256
 )
 
-// minter mints GitHub App installation tokens, keeps each until it is
-// close to expiry, and renews it on the first request after that. One
-// token serves every host of a Connection that asks for the same scope.
+// minter mints GitHub App installation tokens and keeps them in a
+// tokenCache, one per scope: each is renewed on the first request close
+// to its expiry, or after an upstream refused it with a 401 (revoked, or
+// expired early). One token serves every host of a Connection that asks
+// for the same scope. The cache runs one mint at a time per scope, which
+// the requests that need a token meanwhile share, error included, each
+// waiting at most the cache's flightWait (mintWait); a failed mint's error
+// answers its scope's requests for the cache's retry (mintRetry) without
+// asking the API again, since all the App's installations share its rate
+// limit.
 type minter struct {
 	client *http.Client
-	now    func() time.Time
-	// wait bounds how long a request waits for a mint (mintWait).
-	wait time.Duration
-	// retry is how long a failed mint's error is kept (mintRetry).
-	retry time.Duration
+	cache  *tokenCache
 	// count records a mint's result for the metrics.
 	count func(connection, result string)
 
-	mu      sync.Mutex
-	entries map[string]*mintEntry
-}
-
-// mintEntry is one scope's token. Its mutex guards the fields, never a
-// network call: one mint at a time runs for the scope (flight), and the
-// requests that need a token meanwhile share its result, error included,
-// each waiting at most the minter's wait. A slow or failing API then
-// costs each request that bound, and the API one call, however many
-// requests arrive.
-type mintEntry struct {
-	mu      sync.Mutex
-	token   Secret
-	expires time.Time
-	renewAt time.Time
-	flight  *mintFlight // the mint in progress, if any
-	// failed is the last mint's error, given until failedUntil
-	// without asking the API again.
-	failed      error
-	failedUntil time.Time
-	// installation is looked up from the owner, once; only a flight
-	// reads or writes it, and flights of an entry follow one another.
-	installation int64
-}
-
-// mintFlight is one mint's result, set before done is closed.
-type mintFlight struct {
-	done chan struct{}
-	tok  Secret
-	err  error
+	mu sync.Mutex
+	// installations holds the installation looked up from a scope's
+	// owner, by cache key.
+	installations map[string]int64
 }
 
 // injectorFor returns how st's requests get their credential: minted
@@ -109,7 +86,7 @@ type mintFlight struct {
 func (s *Server) injectorFor(st *state) injector {
 	return func(hp *policy.HostPolicy, h http.Header) (Injected, error) {
 		if hp.Inject.GitHubApp != nil {
-			return s.mint.inject(hp, h, st.secrets.ReadRaw)
+			return s.mint.inject(hp, h, nil, st.secrets.ReadRaw)
 		}
 		if hp.Inject.AWSSigV4 != nil {
 			return Injected{}, nil // signed once the request is whole: signAWSRequest
@@ -119,6 +96,37 @@ func (s *Server) injectorFor(st *state) injector {
 		}
 		return Inject(hp, h, st.secrets.Lookup)
 	}
+}
+
+// renewInjection replaces the minted token in h, which an upstream just
+// refused with a 401, with a renewed one, and returns what the response
+// must then be scrubbed of. The cache renews a refused token once, however
+// many requests it refused, and passes errRenewedRecently for a token it
+// replaced less than staleGap ago.
+func (s *Server) renewInjection(st *state, hp *policy.HostPolicy, h http.Header) (Injected, error) {
+	if hp.Inject.GitHubApp != nil {
+		stale := appToken(h)
+		return s.mint.inject(hp, h, &stale, st.secrets.ReadRaw)
+	}
+	stale, _ := bearerToken(h)
+	return s.oauth.inject(hp, h, &stale, st.secrets.Lookup, st.secrets.ReadRaw)
+}
+
+// appToken returns the installation token an App injection set on h:
+// Authorization: token, or Basic x-access-token.
+func appToken(h http.Header) Secret {
+	v := h.Get("Authorization")
+	if t, ok := strings.CutPrefix(v, "token "); ok {
+		return Secret{v: t}
+	}
+	if b, ok := strings.CutPrefix(v, "Basic "); ok {
+		if raw, err := base64.StdEncoding.DecodeString(b); err == nil {
+			if t, ok := strings.CutPrefix(string(raw), "x-access-token:"); ok {
+				return Secret{v: t}
+			}
+		}
+	}
+	return Secret{}
 }
 
 // injector sets a host's credential on an outbound request's header and
@@ -132,7 +140,9 @@ func secretInjector(lookup SecretLookup) injector {
 }
 
 func newMinter(client *http.Client, count func(connection, result string)) *minter {
-	return &minter{client: client, now: time.Now, wait: mintWait, retry: mintRetry, count: count, entries: map[string]*mintEntry{}}
+	c := newTokenCache()
+	c.flightWait, c.retry, c.useExpired = mintWait, mintRetry, true
+	return &minter{client: client, cache: c, count: count, installations: map[string]int64{}}
 }
 
 // rawLookup reads a Secret key's bytes as they are: a PEM key spans
@@ -141,11 +151,12 @@ type rawLookup func(secret, key string) ([]byte, error)
 
 // inject sets the minted token of hp's GitHub App injection on header,
 // as its scheme says, and returns what the response must be scrubbed of.
-// Errors wrap ErrCredentialUnavailable; the header is then not to be
-// sent.
-func (m *minter) inject(hp *policy.HostPolicy, header http.Header, read rawLookup) (Injected, error) {
+// stale, when set, is a token an upstream refused, to be replaced.
+// Errors wrap ErrCredentialUnavailable, but for errRenewedRecently; the
+// header is then not to be sent.
+func (m *minter) inject(hp *policy.HostPolicy, header http.Header, stale *Secret, read rawLookup) (Injected, error) {
 	g := hp.Inject.GitHubApp
-	tok, err := m.token(hp.Connection, hp.Inject.Secret, g, read)
+	tok, err := m.get(hp.Connection, hp.Inject.Secret, g, read, stale)
 	if err != nil {
 		return Injected{}, err
 	}
@@ -163,133 +174,93 @@ func (m *minter) inject(hp *policy.HostPolicy, header http.Header, read rawLooku
 }
 
 // token returns the scope's token, minting one when there is none or it
-// is due for renewal. A renewal that fails, or takes longer than the
-// wait, while the token still has a few seconds to live returns the
-// token: a later request tries again, or takes the mint's token. A mint
-// that failed is not tried again for the minter's retry: its error
-// answers meanwhile.
+// is due for renewal.
 func (m *minter) token(connection, secret string, g *config.GitHubAppInject, read rawLookup) (Secret, error) {
-	e := m.entry(secret, g)
-	e.mu.Lock()
-	if e.token.v != "" && m.now().Before(e.renewAt) {
-		tok := e.token
-		e.mu.Unlock()
-		return tok, nil
-	}
-	f := e.flight
-	if f == nil && e.failed != nil && m.now().Before(e.failedUntil) {
-		err := e.failed
-		tok, ok := e.token, e.token.v != "" && m.now().Add(time.Second).Before(e.expires)
-		e.mu.Unlock()
-		if ok {
-			return tok, nil
-		}
-		return Secret{}, err
-	}
-	if f == nil {
-		f = &mintFlight{done: make(chan struct{})}
-		e.flight = f
-		go m.fly(e, f, connection, secret, g, read)
-	}
-	e.mu.Unlock()
-
-	timer := time.NewTimer(m.wait)
-	defer timer.Stop()
-	var err error
-	select {
-	case <-f.done:
-		if f.err == nil {
-			return f.tok, nil
-		}
-		err = f.err
-	case <-timer.C:
-		err = fmt.Errorf("%w: %w: GitHub App %d: no token after waiting %s for the mint in progress", ErrCredentialUnavailable, errMint, g.AppID, m.wait)
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.token.v != "" && m.now().Add(time.Second).Before(e.expires) {
-		return e.token, nil
-	}
-	return Secret{}, err
+	return m.get(connection, secret, g, read, nil)
 }
 
-// fly runs flight f of entry e: one mint, whose token the entry keeps
-// and whose result every request waiting on f gets.
-func (m *minter) fly(e *mintEntry, f *mintFlight, connection, secret string, g *config.GitHubAppInject, read rawLookup) {
-	now := m.now()
-	tok, expires, err := m.mint(e, secret, g, read)
-	e.mu.Lock()
-	if err == nil {
-		// A token already expired by this clock (the API's runs
-		// ahead) is used for the requests waiting and minted anew for
-		// the next.
-		life := max(expires.Sub(now), 0)
-		e.token, e.expires, e.renewAt = tok, expires, expires.Add(-min(renewAhead, life/2))
-		e.failed = nil
-	} else {
-		e.failed, e.failedUntil = err, m.now().Add(m.retry)
+// get returns the scope's token, minting one when there is none, it is
+// due for renewal, or it is stale (refused by an upstream). A renewal that
+// fails, or takes longer than the wait, while the token still has a
+// second to live returns the token: a later request tries again, or
+// takes the mint's token.
+func (m *minter) get(connection, secret string, g *config.GitHubAppInject, read rawLookup, stale *Secret) (Secret, error) {
+	key := appCacheKey(secret, g)
+	tok, _, err := m.cache.get(key, stale, func(ctx context.Context) (Secret, time.Time, error) {
+		tok, expires, err := m.mint(ctx, key, secret, g, read)
+		result := "ok"
+		if err != nil {
+			result = "error"
+		}
+		m.count(connection, result) // before the waiters go on: they may read the metrics
+		return tok, expires, err
+	})
+	switch {
+	case err == nil, errors.Is(err, errRenewedRecently), errors.Is(err, ErrCredentialUnavailable):
+		return tok, err
+	case errors.Is(err, errFlightWait):
+		return Secret{}, fmt.Errorf("%w: %w: GitHub App %d: no token after waiting %s for the mint in progress", ErrCredentialUnavailable, errMint, g.AppID, m.cache.flightWait)
 	}
-	f.tok, f.err = tok, err
-	e.flight = nil
-	e.mu.Unlock()
-	result := "ok"
-	if err != nil {
-		result = "error"
-	}
-	m.count(connection, result) // before the waiters go on: they may read the metrics
-	close(f.done)
+	return Secret{}, fmt.Errorf("%w: %w: GitHub App %d: %w", ErrCredentialUnavailable, errMint, g.AppID, err)
 }
 
-// entry returns the cache entry of a scope: the Secret, the App, the
-// installation and what the token is narrowed to. The scheme is not part
-// of it: api.github.com and github.com share one token.
-func (m *minter) entry(secret string, g *config.GitHubAppInject) *mintEntry {
+// appCacheKey names a scope: the Secret, the App, the installation and
+// what the token is narrowed to. The scheme is not part of it:
+// api.github.com and github.com share one token.
+func appCacheKey(secret string, g *config.GitHubAppInject) string {
 	scope := *g
 	scope.Scheme = ""
 	b, _ := json.Marshal(struct {
 		Secret string
 		Scope  config.GitHubAppInject
 	}{secret, scope})
-	sum := sha256.Sum256(b)
-	k := string(sum[:])
+	return "githubApp\x00" + string(b)
+}
+
+// installation returns the installation looked up for key, or 0.
+func (m *minter) installation(key string) int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e := m.entries[k]
-	if e == nil {
-		if len(m.entries) >= maxMintEntries {
-			clear(m.entries)
-		}
-		e = &mintEntry{}
-		m.entries[k] = e
+	return m.installations[key]
+}
+
+// setInstallation keeps (or, with 0, forgets) key's installation.
+func (m *minter) setInstallation(key string, id int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if id == 0 {
+		delete(m.installations, key)
+		return
 	}
-	return e
+	if len(m.installations) >= maxMintEntries {
+		clear(m.installations)
+	}
+	m.installations[key] = id
 }
 
 // mint signs an App JWT with the key read now (so a rotated key is used
 // from the next mint on), finds the installation if the config names an
 // owner, and asks for a token narrowed to the config's scope.
-func (m *minter) mint(e *mintEntry, secret string, g *config.GitHubAppInject, read rawLookup) (Secret, time.Time, error) {
+func (m *minter) mint(ctx context.Context, key, secret string, g *config.GitHubAppInject, read rawLookup) (Secret, time.Time, error) {
 	pemBytes, err := read(secret, g.PrivateKeyKey)
 	if err != nil {
 		return Secret{}, time.Time{}, err
 	}
-	key, err := parseAppKey(pemBytes)
+	rk, err := parseAppKey(pemBytes)
 	if err != nil {
 		return Secret{}, time.Time{}, fmt.Errorf("%w: %w: key %q of secret %q: %w", ErrCredentialUnavailable, errMint, g.PrivateKeyKey, secret, err)
 	}
-	jwt, err := signAppJWT(key, g.AppID, m.now())
+	jwt, err := signAppJWT(rk, g.AppID, m.cache.now())
 	if err != nil {
 		return Secret{}, time.Time{}, fmt.Errorf("%w: %w: signing the JWT of GitHub App %d: %w", ErrCredentialUnavailable, errMint, g.AppID, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), mintTimeout)
-	defer cancel()
 	id := g.InstallationID
 	if id == 0 {
-		if id = e.installation; id == 0 {
+		if id = m.installation(key); id == 0 {
 			if id, err = m.findInstallation(ctx, g, jwt); err != nil {
 				return Secret{}, time.Time{}, err
 			}
-			e.installation = id
+			m.setInstallation(key, id)
 		}
 	}
 	req := struct {
@@ -304,7 +275,7 @@ func (m *minter) mint(e *mintEntry, secret string, g *config.GitHubAppInject, re
 	}
 	if status != http.StatusCreated {
 		if status == http.StatusNotFound && g.InstallationID == 0 {
-			e.installation = 0 // the App may have been installed anew
+			m.setInstallation(key, 0) // the App may have been installed anew
 		}
 		return Secret{}, time.Time{}, fmt.Errorf("%w: %w: GitHub App %d, installation %d: POST %s: %d %s", ErrCredentialUnavailable, errMint, g.AppID, id, path, status, http.StatusText(status))
 	}

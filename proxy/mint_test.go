@@ -50,6 +50,22 @@ type githubStandIn struct {
 	jwtFails int
 	lookups  int
 	requests []seen // the sandbox's requests
+	// revoked are the tokens revoke withdrew: the API and git host
+	// answer 401 to them, as GitHub does to a revoked token.
+	revoked map[string]bool
+}
+
+// revoke withdraws every token minted so far, as its owner deleting it
+// (DELETE /installation/token) or GitHub expiring it early would.
+func (g *githubStandIn) revoke() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.revoked == nil {
+		g.revoked = map[string]bool{}
+	}
+	for _, t := range g.minted {
+		g.revoked[t] = true
+	}
 }
 
 // appKey is an App's RSA key, made once per test binary: 2048-bit keys
@@ -106,7 +122,14 @@ func (g *githubStandIn) serve(w http.ResponseWriter, r *http.Request) {
 	if !appCall {
 		g.mu.Lock()
 		g.requests = append(g.requests, seen{Host: r.Host, Method: r.Method, URI: r.RequestURI, Header: r.Header.Clone(), Body: string(body)})
+		revoked := g.revoked[appToken(r.Header).v]
 		g.mu.Unlock()
+		if revoked {
+			w.Header().Set("X-Echo", r.Header.Get("Authorization"))
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprintf(w, "{\"message\":\"Bad credentials\",\"you_sent\":%q}\n", r.Header.Get("Authorization"))
+			return
+		}
 		// A hostile upstream echoes the credential, in a header and
 		// in the body.
 		w.Header().Set("X-Echo", r.Header.Get("Authorization"))
@@ -316,6 +339,118 @@ func TestServerGitHubAppRenews(t *testing.T) {
 	seen := g.seen()
 	if got := seen[len(seen)-1].Header.Get("Authorization"); got != "token "+toks[2] {
 		t.Errorf("Authorization %q, want the token minted with the rotated key", got)
+	}
+}
+
+// TestServerGitHubAppRenewsOn401 revokes the installation token mid-run,
+// behind the proxy's back: the API and the git host answer 401 to it,
+// and the proxy mints another (the stand-in checks the new JWT) and sends
+// the request again, so no 401 reaches the client, for the API's token
+// scheme, git's basic one, a POST whose short body the proxy held, and a
+// burst of concurrent requests, which share one mint. A request whose
+// body streams (no length) cannot be sent again: its 401 comes back as it
+// came, scrubbed, and the request after it renews the token.
+func TestServerGitHubAppRenewsOn401(t *testing.T) {
+	key, err := appKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, g := newGitHubAppHarness(t, key, time.Hour)
+	const api = "https://api.github.com/repos/acme/widgets/pulls"
+	const git = "https://github.com/acme/widgets.git/info/refs?service=git-upload-pack"
+	ok := func(method, url, body string) string {
+		t.Helper()
+		req, err := http.NewRequest(method, url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := h.client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := readBody(t, resp)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s %s: %s (%s): %s", method, url, resp.Status, resp.Header.Get(policy.RefusedHeader), b)
+		}
+		return b
+	}
+	ok("GET", api, "")
+	var outs []string
+	for i, c := range []struct{ method, url, body string }{
+		{"GET", api, ""},
+		{"GET", git, ""},
+		{"POST", api, `{"title":"widget"}`},
+	} {
+		g.revoke()
+		outs = append(outs, ok(c.method, c.url, c.body))
+		if n := len(g.tokens()); n != i+2 {
+			t.Fatalf("after %s %s: %d tokens minted, want %d", c.method, c.url, n, i+2)
+		}
+		seen := g.seen()
+		last := seen[len(seen)-1]
+		if got := appToken(last.Header).v; got != g.tokens()[i+1] {
+			t.Fatalf("the request sent again carried %q, want the new token", got)
+		}
+		if last.Body != c.body {
+			t.Fatalf("the request sent again carried the body %q, want %q", last.Body, c.body)
+		}
+		time.Sleep(staleGap) // one replacement of a refused token per staleGap
+	}
+
+	// A burst after a revocation: one mint serves every request.
+	g.revoke()
+	before := len(g.tokens())
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for range 8 {
+		wg.Go(func() {
+			resp, body := h.do("GET", api)
+			if resp.StatusCode != http.StatusOK {
+				errs <- resp.Status + ": " + body
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Errorf("a request of the burst: %s", e)
+	}
+	if n := len(g.tokens()) - before; n != 1 {
+		t.Errorf("%d mints for 8 concurrent requests refused with one token, want 1", n)
+	}
+	time.Sleep(staleGap)
+
+	// A streamed body is not held: its 401 comes back.
+	g.revoke()
+	before = len(g.tokens())
+	req, _ := http.NewRequest("POST", api, io.MultiReader(strings.NewReader(`{"title":`), strings.NewReader(`"gadget"}`)))
+	req.ContentLength = -1
+	resp, err := h.client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readBody(t, resp)
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a streamed POST after revocation: %s, want the API's 401", resp.Status)
+	}
+	outs = append(outs, body, resp.Header.Get("X-Echo"))
+	if n := len(g.tokens()); n != before {
+		t.Fatalf("the streamed POST's 401 minted %d tokens, want none", n-before)
+	}
+	ok("GET", api, "")
+	if n := len(g.tokens()); n != before+1 {
+		t.Fatalf("the GET after it minted %d tokens, want 1", n-before)
+	}
+	for _, out := range append(outs, h.logs.String()) {
+		for _, tok := range g.tokens() {
+			basic := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + tok))
+			if strings.Contains(out, tok) || strings.Contains(out, basic) {
+				t.Fatalf("output holds a minted token: %q", out)
+			}
+		}
+	}
+	if m := h.get("/metrics"); !strings.Contains(m, fmt.Sprintf(`keyhole_proxy_token_mints_total{connection="github-app",result="ok"} %d`, len(g.tokens()))) {
+		t.Errorf("metrics lack the mints:\n%s", m)
 	}
 }
 
@@ -531,7 +666,7 @@ func TestMinterRenewal(t *testing.T) {
 			start := time.Now()
 			for i, step := range tc.steps {
 				clock := func() time.Time { return start.Add(step) }
-				m.now = clock
+				m.cache.now = clock
 				s.mu.Lock()
 				s.clock = clock
 				s.mu.Unlock()
@@ -599,7 +734,7 @@ func TestMinterOneFlight(t *testing.T) {
 			var once sync.Once
 			defer once.Do(func() { close(api.release) })
 			m := newMinter(&http.Client{Transport: api}, func(string, string) {})
-			m.wait = tc.wait
+			m.cache.flightWait = tc.wait
 			type result struct {
 				err  error
 				took time.Duration
@@ -640,10 +775,10 @@ func TestMinterOneFlight(t *testing.T) {
 			// The slow mint ends after its waiters gave up: its token
 			// serves the next request, with no other call.
 			eventually(t, "the mint's end", func() bool {
-				e := m.entry("s", g)
-				e.mu.Lock()
-				defer e.mu.Unlock()
-				return e.flight == nil
+				m.cache.mu.Lock()
+				defer m.cache.mu.Unlock()
+				e := m.cache.entries[appCacheKey("s", g)]
+				return e != nil && e.flight == nil
 			})
 			if _, err := m.token("c", "s", g, read); err != nil {
 				t.Fatalf("after the mint: %v", err)
@@ -671,7 +806,7 @@ func TestMinterRetryAfterFailure(t *testing.T) {
 	api := &heldAPI{release: make(chan struct{}), status: http.StatusTooManyRequests}
 	close(api.release)
 	m := newMinter(&http.Client{Transport: api}, func(string, string) {})
-	m.retry = 300 * time.Millisecond
+	m.cache.retry = 300 * time.Millisecond
 	for i := range 20 {
 		if _, err := m.token("c", "s", g, read); !errors.Is(err, ErrCredentialUnavailable) {
 			t.Fatalf("request %d: %v, want ErrCredentialUnavailable", i, err)
@@ -680,7 +815,7 @@ func TestMinterRetryAfterFailure(t *testing.T) {
 	if n := api.calls.Load(); n != 1 {
 		t.Fatalf("the API was called %d times for 20 requests within the retry, want 1", n)
 	}
-	time.Sleep(m.retry + 50*time.Millisecond)
+	time.Sleep(m.cache.retry + 50*time.Millisecond)
 	api.status = http.StatusCreated
 	if _, err := m.token("c", "s", g, read); err != nil {
 		t.Fatalf("after the retry: %v", err)

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/oauth2"
@@ -33,16 +34,25 @@ type oauthMinter struct {
 	refresh *refreshStore
 	// warn logs what goes wrong beside a good token.
 	warn func(msg string, args ...any)
+	// identity obtains the proxy's own credentials, for the injections
+	// of identity workload; a test swaps it. Their tokens are kept in
+	// workload, which holds a failure for mintRetry: the metadata
+	// server and STS rate-limit a pod.
+	identity atomic.Pointer[workloadIdentity]
+	workload *tokenCache
 }
 
 func newOAuthMinter(client *http.Client, count func(connection, result string), refresh *refreshStore, warn func(string, ...any)) *oauthMinter {
-	return &oauthMinter{client: client, cache: newTokenCache(), count: count, refresh: refresh, warn: warn}
+	m := &oauthMinter{client: client, cache: newTokenCache(), workload: newTokenCache(), count: count, refresh: refresh, warn: warn}
+	m.workload.retry = mintRetry
+	m.identity.Store(newWorkloadIdentity())
+	return m
 }
 
 // renewable reports whether hp's credential is one an upstream's 401
-// renews: a token the proxy obtains from a token endpoint.
+// renews: a token the proxy obtains from a token endpoint or mints.
 func renewable(hp *policy.HostPolicy) bool {
-	return hp != nil && (hp.Inject.OAuth2 != nil || hp.Inject.Google != nil)
+	return hp != nil && (hp.Inject.OAuth2 != nil || hp.Inject.Google != nil || hp.Inject.GitHubApp != nil)
 }
 
 // inject sets hp's token on header as Authorization: Bearer and returns
@@ -65,10 +75,17 @@ func (m *oauthMinter) inject(hp *policy.HostPolicy, header http.Header, stale *S
 		ex = func(ctx context.Context) (Secret, time.Time, error) {
 			return m.exchangeGoogle(ctx, hp.Inject.Secret, g, read)
 		}
+		if g.Identity == config.IdentityWorkload {
+			ex = m.googleWorkload(g)
+		}
 	default:
 		return Injected{}, fmt.Errorf("%w: %w: not a token endpoint injection", ErrCredentialUnavailable, errMint)
 	}
-	tok, fresh, err := m.cache.get(key, stale, ex)
+	cache := m.cache
+	if hp.Inject.Workload() {
+		cache = m.workload
+	}
+	tok, fresh, err := cache.get(key, stale, ex)
 	if errors.Is(err, errRenewedRecently) {
 		return Injected{}, err // the upstream's 401 goes back as it came
 	}

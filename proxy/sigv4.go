@@ -88,7 +88,10 @@ func (e *sigV4Refusal) Unwrap() error { return errSigV4 }
 //
 // readHead reads the head of r's body, at most maxHashedBody+1 bytes,
 // for a body the proxy hashes whole; an error from it is returned as is.
-func signAWS(r *http.Request, hp *policy.HostPolicy, lookup SecretLookup, now time.Time, readHead func() ([]byte, error)) (Injected, error) {
+//
+// workload gives the proxy's own credentials, for an injection of
+// identity workload, which reads no Secret.
+func signAWS(r *http.Request, hp *policy.HostPolicy, lookup SecretLookup, workload func() (aws.Credentials, error), now time.Time, readHead func() ([]byte, error)) (Injected, error) {
 	a := hp.Inject.AWSSigV4
 	var inj Injected
 	read := func(key string) (string, error) {
@@ -99,18 +102,28 @@ func signAWS(r *http.Request, hp *policy.HostPolicy, lookup SecretLookup, now ti
 		inj.addEncoded(s.v)
 		return s.Reveal(), nil
 	}
-	akid, err := read(a.AccessKeyIDKey)
-	if err != nil {
-		return Injected{}, err
-	}
-	secret, err := read(a.SecretAccessKeyKey)
-	if err != nil {
-		return Injected{}, err
-	}
-	var token string
-	if a.SessionTokenKey != "" {
-		if token, err = read(a.SessionTokenKey); err != nil {
+	var akid, secret, token string
+	var err error
+	if a.Identity == config.IdentityWorkload {
+		c, err := workload()
+		if err != nil {
 			return Injected{}, err
+		}
+		akid, secret, token = c.AccessKeyID, c.SecretAccessKey, c.SessionToken
+		for _, v := range []string{akid, secret, token} {
+			inj.addEncoded(v)
+		}
+	} else {
+		if akid, err = read(a.AccessKeyIDKey); err != nil {
+			return Injected{}, err
+		}
+		if secret, err = read(a.SecretAccessKeyKey); err != nil {
+			return Injected{}, err
+		}
+		if a.SessionTokenKey != "" {
+			if token, err = read(a.SessionTokenKey); err != nil {
+				return Injected{}, err
+			}
 		}
 	}
 	auth := ParseAWSAuth(r.Header, r.URL.RawQuery)
@@ -469,7 +482,7 @@ func (s *Server) signAWSRequest(w http.ResponseWriter, r *http.Request, d policy
 		}
 		return head, nil
 	}
-	inj, err := signAWS(r, hp, st.secrets.Lookup, time.Now(), readHead)
+	inj, err := signAWS(r, hp, st.secrets.Lookup, s.oauth.workloadAWS, time.Now(), readHead)
 	var refusal *sigV4Refusal
 	switch {
 	case errors.Is(err, errAnswered):
@@ -484,7 +497,12 @@ func (s *Server) signAWSRequest(w http.ResponseWriter, r *http.Request, d policy
 		if errors.Is(err, errSigV4) {
 			s.log.Warn("request not signed", "host", hp.Name, "connection", hp.Connection, "error", logText(err.Error()))
 		}
-		d = policy.Refusal(policy.ReasonCredentialUnavailable, d.Host, "keyhole cannot read the AWS access key of connection %s for %s; check the mounted Secret", hp.Connection, hp.Name)
+		if hp.Inject.AWSSigV4.Identity == config.IdentityWorkload {
+			s.log.Warn("no AWS credentials of the workload identity", "host", hp.Name, "connection", hp.Connection, "error", logText(err.Error()))
+			d = policy.Refusal(policy.ReasonCredentialUnavailable, d.Host, "keyhole cannot obtain the AWS credentials of its workload identity for connection %s for %s; check the proxy's ServiceAccount and role", hp.Connection, hp.Name)
+		} else {
+			d = policy.Refusal(policy.ReasonCredentialUnavailable, d.Host, "keyhole cannot read the AWS access key of connection %s for %s; check the mounted Secret", hp.Connection, hp.Name)
+		}
 		d.Connection = hp.Connection
 		writeRefusal(w, d, false)
 		return Injected{}, false

@@ -9,8 +9,8 @@ import (
 )
 
 // tokenCache keeps the tokens the proxy obtains from an authorization
-// server (OAuth 2.0, Google), one per scope key, and renews each before it
-// expires. Concurrent requests that find a token missing or due share one
+// server (OAuth 2.0, Google, a GitHub App's installation tokens), one per
+// scope key, and renews each before it expires. Concurrent requests that find a token missing or due share one
 // exchange (a flight): the first starts it, in a goroutine of its own
 // bounded by mintTimeout, and every request waits for it at most
 // flightWait, so a stalled token endpoint holds no request longer than
@@ -19,6 +19,17 @@ type tokenCache struct {
 	now func() time.Time
 	// flightWait bounds how long a request waits for an exchange.
 	flightWait time.Duration
+	// retry, when set, is how long a failed exchange's error answers
+	// the requests of its key before the server is asked again: a
+	// sandbox sending requests as fast as it can, while the server
+	// refuses, would otherwise have the proxy ask it as fast as it
+	// answers.
+	retry time.Duration
+	// useExpired has a token the proxy's clock finds expired on arrival
+	// serve the requests that waited for it, and the next request ask
+	// for another, rather than fail: a server whose clock runs behind
+	// the proxy's hands out such tokens, and they still work there.
+	useExpired bool
 
 	mu      sync.Mutex
 	entries map[string]*tokenEntry
@@ -34,6 +45,10 @@ type tokenEntry struct {
 	used    time.Time // for eviction
 	// staleAt is when a refused token last started an exchange.
 	staleAt time.Time
+	// failed is the last exchange's error, given until failedUntil
+	// without another exchange (tokenCache.retry).
+	failed      error
+	failedUntil time.Time
 }
 
 // tokenFlight is one exchange; done closes when its fields are set.
@@ -96,6 +111,13 @@ func (c *tokenCache) get(key string, stale *Secret, ex exchange) (tok Secret, fr
 		c.mu.Unlock()
 		return Secret{}, false, errRenewedRecently
 	}
+	if f == nil && e.failed != nil && now.Before(e.failedUntil) {
+		defer c.mu.Unlock()
+		if e.token.v != "" && !staleNow && now.Add(time.Second).Before(e.expires) {
+			return e.token, false, nil
+		}
+		return Secret{}, false, e.failed
+	}
 	if f == nil {
 		if staleNow {
 			e.staleAt = now
@@ -138,15 +160,18 @@ func (c *tokenCache) fly(e *tokenEntry, f *tokenFlight, ex exchange) {
 	if err == nil && expires.IsZero() {
 		expires = now.Add(defaultTokenLife)
 	}
-	if err == nil && !now.Before(expires) {
+	if err == nil && !now.Before(expires) && !c.useExpired {
 		err = fmt.Errorf("the token endpoint sent a token that has already expired (at %s)", expires.UTC().Format(time.RFC3339))
 	}
 	f.token, f.expires, f.err = tok, expires, err
 	c.mu.Lock()
 	if err == nil {
 		e.token, e.expires = tok, expires
-		ahead := min(renewAhead, expires.Sub(now)/2)
+		ahead := min(renewAhead, max(expires.Sub(now), 0)/2)
 		e.renewAt = expires.Add(-ahead)
+		e.failed = nil
+	} else if c.retry > 0 {
+		e.failed, e.failedUntil = err, now.Add(c.retry)
 	}
 	e.flight = nil
 	c.mu.Unlock()

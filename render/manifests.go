@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 
 	"keyhole.dev/keyhole/compiler"
@@ -337,9 +338,17 @@ func (w *manifestWriter) head(o *ymap, apiVersion, kind, name, comp string, flux
 // metadata writes an object's metadata: its name, namespace and labels,
 // and its annotations, bundle's keyhole.dev/bundle and Flux's.
 func (w *manifestWriter) metadata(o *ymap, name, comp, bundle string, flux bool) {
+	w.annotatedMetadata(o, name, comp, bundle, flux, nil)
+}
+
+// annotatedMetadata is metadata with annotations of its own besides.
+func (w *manifestWriter) annotatedMetadata(o *ymap, name, comp, bundle string, flux bool, extra map[string]string) {
 	md := o.mapping("metadata")
-	if bundle != "" || flux {
+	if bundle != "" || flux || len(extra) > 0 {
 		ann := md.mapping("annotations")
+		for _, k := range slices.Sorted(maps.Keys(extra)) {
+			ann.str(k, extra[k]) // a cloud's: eks.amazonaws.com, iam.gke.io
+		}
 		if bundle != "" {
 			ann.str("keyhole.dev/bundle", bundle)
 		}
@@ -424,14 +433,16 @@ func (w *manifestWriter) certificate(o ymap, flux bool) {
 	spec.strs("usages", "cert sign", "crl sign", "digital signature")
 }
 
-// serviceAccount is the proxy pod's identity, used only by the init
-// container that publishes bundle.pem; no container gets its token
-// automatically.
+// serviceAccount is the proxy pod's identity, used by the init
+// container that publishes bundle.pem, and, annotated with what its
+// workload identity Connections name (an IAM role for IRSA, a Google
+// service account for GKE), the identity the proxy's cloud credentials
+// are of; no container gets its Kubernetes token automatically.
 func (w *manifestWriter) serviceAccount(o ymap, flux bool) {
 	o.str("apiVersion", "v1")
 	o.bool("automountServiceAccountToken", false)
 	o.str("kind", "ServiceAccount")
-	w.metadata(&o, w.n.proxy, compProxy, "", flux)
+	w.annotatedMetadata(&o, w.n.proxy, compProxy, "", flux, w.sb.ProxyAnnotations)
 }
 
 // trustRole may read and patch one ConfigMap: <claim>-egress-trust.

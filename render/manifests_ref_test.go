@@ -137,6 +137,13 @@ func (in refInput) certificate() obj {
 func (in refInput) serviceAccount() obj {
 	o := in.object("v1", "ServiceAccount", in.name(compProxy), compProxy)
 	o["automountServiceAccountToken"] = false
+	if len(in.sb.ProxyAnnotations) > 0 {
+		ann := obj{}
+		for k, v := range in.sb.ProxyAnnotations {
+			ann[k] = v
+		}
+		o["metadata"].(obj)["annotations"] = ann
+	}
 	return o
 }
 

@@ -188,12 +188,20 @@ func (w *jsonWriter) inject(in *config.Inject, depth int) {
 	if a := in.AWSSigV4; a != nil {
 		w.key(&n, depth+1, "awsSigV4")
 		m := w.open('{')
-		w.key(&m, depth+2, "accessKeyIdKey")
-		w.str(a.AccessKeyIDKey)
+		if a.AccessKeyIDKey != "" {
+			w.key(&m, depth+2, "accessKeyIdKey")
+			w.str(a.AccessKeyIDKey)
+		}
+		if a.Identity != "" {
+			w.key(&m, depth+2, "identity")
+			w.str(a.Identity)
+		}
 		w.key(&m, depth+2, "region")
 		w.str(a.Region)
-		w.key(&m, depth+2, "secretAccessKeyKey")
-		w.str(a.SecretAccessKeyKey)
+		if a.SecretAccessKeyKey != "" {
+			w.key(&m, depth+2, "secretAccessKeyKey")
+			w.str(a.SecretAccessKeyKey)
+		}
 		w.key(&m, depth+2, "service")
 		w.str(a.Service)
 		if a.SessionTokenKey != "" {
@@ -222,14 +230,22 @@ func (w *jsonWriter) inject(in *config.Inject, depth int) {
 			w.key(&m, depth+2, "audience")
 			w.str(g.Audience)
 		}
-		w.key(&m, depth+2, "keyKey")
-		w.str(g.KeyKey)
+		if g.Identity != "" {
+			w.key(&m, depth+2, "identity")
+			w.str(g.Identity)
+		}
+		if g.KeyKey != "" {
+			w.key(&m, depth+2, "keyKey")
+			w.str(g.KeyKey)
+		}
 		if len(g.Scopes) > 0 {
 			w.key(&m, depth+2, "scopes")
 			w.strs(g.Scopes, depth+2)
 		}
-		w.key(&m, depth+2, "tokenUrl")
-		w.str(g.TokenURL)
+		if g.TokenURL != "" {
+			w.key(&m, depth+2, "tokenUrl")
+			w.str(g.TokenURL)
+		}
 		w.close(m, depth+1, '}')
 	}
 	if h := in.Header; h != nil {
@@ -245,8 +261,10 @@ func (w *jsonWriter) inject(in *config.Inject, depth int) {
 		w.key(&n, depth+1, "oauth2")
 		w.oauth2(o, depth+1)
 	}
-	w.key(&n, depth+1, "secret")
-	w.str(in.Secret)
+	if in.Secret != "" {
+		w.key(&n, depth+1, "secret")
+		w.str(in.Secret)
+	}
 	if s := in.Substitute; s != nil {
 		w.key(&n, depth+1, "substitute")
 		m := w.open('{')

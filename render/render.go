@@ -215,6 +215,12 @@ func Render(p compiler.Plan, opts Options) ([]File, error) {
 		if seen[dir] {
 			return nil, fmt.Errorf("%w: sandbox %s is listed twice", ErrInvalidPlan, describe(*sb))
 		}
+		if sb.Workload() && opts.ProxyMode == ModeSidecar {
+			// The pod's identity would be the sandbox's too: the
+			// cloud's token is mounted in, or served to, every
+			// container of the pod.
+			return nil, fmt.Errorf("%w: sandbox %s has a Connection of identity workload, the proxy's own, which needs the proxy in a pod of its own (proxy mode %s): in a sidecar the sandbox's containers share the pod's identity", ErrInvalidPlan, describe(*sb), ModeDeployment)
+		}
 		seen[dir] = true
 		dirs[i] = dir
 	}

@@ -90,7 +90,7 @@ type Host struct {
 // set.
 type Inject struct {
 	// Secret is the Secret whose keys the injection reads.
-	Secret string `json:"secret"`
+	Secret string `json:"secret,omitempty"`
 	// Header sets a header to a template over the Secret's keys, replacing
 	// whatever the sandbox sent (the Connection form).
 	Header *HeaderInject `json:"header,omitempty"`

@@ -143,8 +143,15 @@ func (v *validator) addf(path, format string, args ...any) {
 }
 
 func (v *validator) inject(at string, in Inject) {
-	if err := CheckSecretName(in.Secret); err != nil {
-		v.addf(at+".secret", "%v", err)
+	switch {
+	case in.Workload():
+		if in.Secret != "" {
+			v.addf(at+".secret", "is %q, but the credential is the proxy's workload identity, which reads no Secret", in.Secret)
+		}
+	default:
+		if err := CheckSecretName(in.Secret); err != nil {
+			v.addf(at+".secret", "%v", err)
+		}
 	}
 	forms := 0
 	if in.Header != nil {
@@ -203,7 +210,7 @@ func (v *validator) inject(at string, in Inject) {
 // credential (its Secret), a header or basic auth. A minted or
 // substituted credential is one per host.
 func (v *validator) ruleInject(at string, host, in Inject) {
-	if in.Substitute != nil || in.GitHubApp != nil || host.Substitute != nil || host.GitHubApp != nil {
+	if in.Substitute != nil || in.GitHubApp != nil || host.Substitute != nil || host.GitHubApp != nil || in.Workload() || host.Workload() {
 		v.addf(at, "a rule's own injection sets header or basic, on a host whose injection sets header or basic")
 		return
 	}

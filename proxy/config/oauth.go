@@ -57,12 +57,16 @@ func OAuth2Grants() []string {
 // it to the token endpoint. The key and the tokens never reach the
 // sandbox.
 type GoogleInject struct {
+	// Identity is IdentityWorkload when the proxy asks its own pod's
+	// metadata server (GKE workload identity) for the token: the
+	// injection then names no Secret, KeyKey and TokenURL are empty.
+	Identity string `json:"identity,omitempty"`
 	// KeyKey is the Secret key holding the service account's JSON key,
 	// as the console and gcloud hand it out.
-	KeyKey string `json:"keyKey"`
+	KeyKey string `json:"keyKey,omitempty"`
 	// TokenURL is the token endpoint, which the key's token_uri must
 	// name too: https, its host one the config lists.
-	TokenURL string `json:"tokenUrl"`
+	TokenURL string `json:"tokenUrl,omitempty"`
 	// Scopes are the access token's scopes, sorted, each once. Exactly
 	// one of Scopes and Audience is set.
 	Scopes []string `json:"scopes,omitempty"`
@@ -177,9 +181,18 @@ func (v *validator) oauth2(at string, o *OAuth2Inject) {
 }
 
 func (v *validator) google(at string, g *GoogleInject) {
-	v.key(at+".keyKey", g.KeyKey)
-	if _, err := CheckTokenURL(g.TokenURL); err != nil {
-		v.addf(at+".tokenUrl", "%v", err)
+	switch g.Identity {
+	case IdentityWorkload:
+		if g.KeyKey != "" || g.TokenURL != "" {
+			v.addf(at, "names a key or a token endpoint, but identity %q asks the metadata server", IdentityWorkload)
+		}
+	case "":
+		v.key(at+".keyKey", g.KeyKey)
+		if _, err := CheckTokenURL(g.TokenURL); err != nil {
+			v.addf(at+".tokenUrl", "%v", err)
+		}
+	default:
+		v.addf(at+".identity", "is %q, want %q or none", clipName(g.Identity), IdentityWorkload)
 	}
 	v.scopes(at+".scopes", g.Scopes)
 	if err := checkParam(g.Audience); err != nil {
@@ -271,7 +284,7 @@ func (o *OAuth2Inject) Covers(p *OAuth2Inject) bool {
 // SameAccount reports whether g and o mint with the same key from the
 // same endpoint.
 func (g *GoogleInject) SameAccount(o *GoogleInject) bool {
-	return g.KeyKey == o.KeyKey && g.TokenURL == o.TokenURL
+	return g.Identity == o.Identity && g.KeyKey == o.KeyKey && g.TokenURL == o.TokenURL
 }
 
 // Covers reports whether every token o mints g could mint too: the same

@@ -129,3 +129,50 @@ func TestGitHubAppTokens(t *testing.T) {
 	}
 	w.wantLog(t, logQuery{host: "github.com", path: "/acme/widgets.git/git-upload-pack", reason: "allowed"})
 }
+
+// TestGitHubAppTokenRevoked revokes the installation token mid-run,
+// behind the proxy's back (the API and the git server then answer 401 to
+// it, as GitHub does to a token its owner deleted): curl, gh and a git
+// clone through the proxy see no 401, since the proxy mints a new token
+// (the stand-in checks its JWT) and sends the request again.
+func TestGitHubAppTokenRevoked(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(t, "github-app.json", "--resolve", "api.github.com:443:"+ln.Addr().String())
+	s := &appStandIn{w: w, t: t, pub: &key.PublicKey, lifetime: time.Hour}
+	serveUpstream(t, ln, w.upstreamCA, []string{"api.github.com"}, s)
+	keyPEM := string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}))
+	newSecretVolume(t, w.secretsDir, "acme-github-app", map[string]string{"private-key.pem": keyPEM})
+	w.secretsMu.Lock()
+	w.secrets = append(w.secrets, strings.Split(keyPEM, "\n")[1])
+	w.secretsMu.Unlock()
+	revoke := func() {
+		time.Sleep(1100 * time.Millisecond) // one renewal of a refused token a second
+		w.apiState.setToken("revoked-by-the-owner")
+		w.gitState.setToken("revoked-by-the-owner")
+	}
+
+	if got := w.curl(t, "https://api.github.com/repos/acme/widgets/pulls"); got.code != http.StatusOK {
+		t.Fatalf("curl: %d %s", got.code, got.stderr)
+	}
+	revoke()
+	if got := w.curl(t, "https://api.github.com/repos/acme/widgets/pulls"); got.code != http.StatusOK {
+		t.Errorf("curl after the revocation: %d %s", got.code, got.stderr)
+	}
+	revoke()
+	env := w.sandboxEnv(t, "GH_CONFIG_DIR="+t.TempDir(), "GH_NO_UPDATE_NOTIFIER=1", "GH_PROMPT_DISABLED=1", "NO_COLOR=1")
+	if res := w.runClient(t, t.TempDir(), env, requireTool(t, "gh"), "api", "/repos/acme/widgets"); res.err != nil {
+		t.Errorf("gh api after the revocation: %v\n%s", res.err, res.stderr)
+	}
+	revoke()
+	w.gitClone(t, "https://github.com/acme/widgets.git")
+	if n, _ := s.mints(); n != 4 {
+		t.Errorf("minted %d tokens, want 4: the first and one per revocation", n)
+	}
+}
