@@ -193,6 +193,10 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "keyhole: internal error", http.StatusInternalServerError)
 		return
 	}
+	if r.ProtoMajor == 2 {
+		s.serveTunnelStream(w, r, st, tc, start) // h2.go
+		return
+	}
 	s.serveRequest(w, r, st, tc, start)
 }
 
@@ -250,7 +254,7 @@ func (s *Server) serveRequest(w http.ResponseWriter, r *http.Request, st *state,
 	r.Host = d.Host // the forwarders send to the canonical host
 	if d.Action == policy.ActionAudit {
 		s.audited(st, r, d) // forwarded without the credential (audit.go)
-		s.forwardTLS.forward(rec, r, sc)
+		s.tlsForwarder(r).forward(rec, r, sc)
 		return
 	}
 	if hp := d.HostPolicy(); hp != nil && hp.Inject.AWSSigV4 != nil {
@@ -296,7 +300,7 @@ func (s *Server) serveRequest(w http.ResponseWriter, r *http.Request, st *state,
 			return
 		}
 	}
-	s.forwardTLS.forward(rec, r, sc)
+	s.tlsForwarder(r).forward(rec, r, sc)
 }
 
 // maxReplayBody bounds a request body the proxy holds to send again

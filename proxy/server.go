@@ -161,7 +161,11 @@ type Server struct {
 	// the handler has set to the decision's canonical host. They never
 	// follow redirects: every response goes back as is.
 	forwardTLS, forwardPlain *forwarder
-	draining                 atomic.Bool
+	// forwardH2 sends the streams of the sandbox's HTTP/2 connections,
+	// over h2up (h2.go).
+	forwardH2 *forwarder
+	h2up      *h2Upstream
+	draining  atomic.Bool
 	// origDst reads a redirected connection's original destination;
 	// tests replace it, as only a real nat redirect gives one.
 	origDst origDstFunc
@@ -268,7 +272,7 @@ func New(opts Options) (*Server, error) {
 	s.innerLn = newConnListener()
 	s.tunnelTLS = &tls.Config{
 		MinVersion: tls.VersionTLS12,
-		// Only HTTP/1.1: an HTTP/2-only client fails the handshake.
+		// setupH2 adds h2.
 		NextProtos:     []string{"http/1.1"},
 		GetCertificate: s.leafFor,
 	}
@@ -292,6 +296,7 @@ func New(opts Options) (*Server, error) {
 			return context.WithValue(ctx, tunnelKey{}, c)
 		},
 	}
+	s.setupH2(upTLS)
 	return s, nil
 }
 
@@ -634,6 +639,7 @@ func (s *Server) Serve(ctx context.Context, lns Listeners) error {
 	}
 	s.upstream.CloseIdleConnections()
 	s.forwardTLS.pool.closeAll()
+	s.h2up.closeIdle()
 	s.plain.CloseIdleConnections()
 	if s.otlp != nil {
 		s.otlp.close(sctx)
