@@ -38,7 +38,11 @@ func (s *Server) intercept(conn net.Conn, a interception) {
 	hc.budget = -1 // the handshake is over: reads are the tunnel's requests
 	tconn.SetDeadline(time.Time{})
 	tc := &tunnelConn{Conn: tconn, connect: host, sni: tconn.ConnectionState().ServerName, release: a.release}
-	if !s.innerLn.push(tc) {
+	ln := s.innerLn
+	if tconn.ConnectionState().NegotiatedProtocol == "h2" {
+		ln = s.innerH2Ln // h2.go
+	}
+	if !ln.push(tc) {
 		tc.Close()
 	}
 }

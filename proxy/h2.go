@@ -17,8 +17,8 @@ import (
 
 // HTTP/2 in an intercepted tunnel (docs/proxy.md, "HTTP/2 and gRPC").
 //
-// The sandbox's leg offers h2 in ALPN, and the tunnels' server (Server.inner)
-// reads HTTP/2 on a connection that opens with its preface. Each stream is
+// The sandbox's leg offers h2 in ALPN, and a tunnel whose client selected
+// it goes to a server of its own (Server.innerH2). Each stream is
 // a request like one read over HTTP/1.1: serveTunnelRequest decides it,
 // prepares its header and forwards it, and nothing here decides anything
 // but what HTTP/2 alone brings (a Host header beside :authority, CONNECT).
@@ -35,8 +35,8 @@ import (
 //
 // A stream goes upstream over HTTP/2 when the upstream offers h2 in ALPN,
 // else over HTTP/1.1 through the same client as an HTTP/1.1 request,
-// unless it cannot go there without loss: a gRPC request, or one that
-// expects trailers, is refused then.
+// unless it cannot go there without loss: a gRPC request is refused
+// then. Request trailers go to neither (framing.go).
 
 // The sandbox leg's HTTP/2 limits. A tunnel is one connection whatever
 // it carries, and DefaultMaxTunnels of them must fit the sidecar's
@@ -51,21 +51,33 @@ const (
 	h2NoH2Remembered = 5 * time.Minute
 )
 
-// h2Tunnels configures srv, the tunnels' server, to serve HTTP/2 on a
-// connection that opens with the HTTP/2 preface (the TLS is terminated
-// before the connection reaches srv), as well as HTTP/1.1.
-func h2Tunnels(srv *http.Server) {
+// h2Tunnels returns the server of the tunnels whose sandbox selected h2
+// in ALPN: inner's handler, limits and timeouts, HTTP/2 alone, on
+// connections whose TLS is already terminated. A tunnel that selected
+// http/1.1 stays with inner, which reads no HTTP/2 preface.
+func h2Tunnels(inner *http.Server) *http.Server {
 	var p http.Protocols
-	p.SetHTTP1(true)
 	p.SetUnencryptedHTTP2(true)
-	srv.Protocols = &p
-	srv.HTTP2 = &http.HTTP2Config{
-		MaxConcurrentStreams:          h2MaxStreams,
-		MaxReadFrameSize:              h2MaxFrame,
-		MaxReceiveBufferPerConnection: h2ConnWindow,
-		MaxReceiveBufferPerStream:     h2StreamWindow,
-		MaxDecoderHeaderTableSize:     4 << 10,
-		MaxEncoderHeaderTableSize:     4 << 10,
+	return &http.Server{
+		Handler:                      inner.Handler,
+		DisableGeneralOptionsHandler: true,
+		ReadHeaderTimeout:            inner.ReadHeaderTimeout,
+		IdleTimeout:                  inner.IdleTimeout,
+		// Over HTTP/2 each stream's writes wait at most this long, which
+		// the forwarder extends as a long response flows.
+		WriteTimeout:   inner.WriteTimeout,
+		MaxHeaderBytes: inner.MaxHeaderBytes,
+		ErrorLog:       inner.ErrorLog,
+		ConnContext:    inner.ConnContext,
+		Protocols:      &p,
+		HTTP2: &http.HTTP2Config{
+			MaxConcurrentStreams:          h2MaxStreams,
+			MaxReadFrameSize:              h2MaxFrame,
+			MaxReceiveBufferPerConnection: h2ConnWindow,
+			MaxReceiveBufferPerStream:     h2StreamWindow,
+			MaxDecoderHeaderTableSize:     4 << 10,
+			MaxEncoderHeaderTableSize:     4 << 10,
+		},
 	}
 }
 
@@ -170,8 +182,8 @@ func (u *h2Upstream) RoundTrip(r *http.Request) (*http.Response, error) {
 		// HTTP/2, Close would make it carry this request alone).
 		h2r := *r
 		h2r.Close = false
-		if lossy && wantsTrailers(r) {
-			// Never sent over HTTP/1.1: a lossy request is refused there.
+		if wantsTrailers(r) {
+			h2r.Header = r.Header.Clone() // the HTTP/1.1 client may get r yet
 			h2r.Header.Set("Te", "trailers")
 		}
 		body := r.Body
@@ -191,7 +203,7 @@ func (u *h2Upstream) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 	}
 	if lossy {
-		d := policy.Refusal(policy.ReasonL7NotAllowed, r.Host, "the upstream does not speak HTTP/2, and a gRPC request or one that expects trailers cannot go over HTTP/1.1 without loss")
+		d := policy.Refusal(policy.ReasonL7NotAllowed, r.Host, "the upstream does not speak HTTP/2, and gRPC cannot go over HTTP/1.1")
 		return nil, &bodyRefusedError{d: d}
 	}
 	return u.h1.RoundTrip(r)
@@ -209,10 +221,10 @@ func (b keepOpenBody) Read(p []byte) (int, error) { return b.r.Read(p) }
 func (keepOpenBody) Close() error                 { return nil }
 
 // needsH2 reports whether r cannot go over HTTP/1.1 without loss: a gRPC
-// request (its status comes in trailers, which an HTTP/1.1 upstream
-// cannot be relied on to send), or one that says it expects trailers.
+// request, whose status comes in trailers, and whose framing over
+// HTTP/1.1 no gRPC server reads.
 func needsH2(r *http.Request) bool {
-	return isGRPC(r.Header) || wantsTrailers(r)
+	return isGRPC(r.Header)
 }
 
 // wantsTrailersKey marks, in a stream's context, a request that sent
@@ -245,7 +257,7 @@ func (s *Server) tlsForwarder(r *http.Request) *forwarder {
 // setupH2 serves HTTP/2 on the tunnels and makes the forwarder of their
 // streams.
 func (s *Server) setupH2(upTLS *tls.Config) {
-	h2Tunnels(s.inner)
+	s.innerH2, s.innerH2Ln = h2Tunnels(s.inner), newConnListener()
 	s.tunnelTLS.NextProtos = tunnelALPN
 	s.h2up = s.newH2Upstream(upTLS, timedTransport{rt: s.upstream, m: s.metrics})
 	s.forwardH2 = newForwarder("https", s.h2up, s.upstreamError)

@@ -172,6 +172,10 @@ type Server struct {
 
 	inner   *http.Server
 	innerLn *connListener
+	// innerH2 serves the tunnels whose sandbox selected h2 in ALPN,
+	// HTTP/2 alone (h2.go).
+	innerH2   *http.Server
+	innerH2Ln *connListener
 	// tunnelTLS is shared by every intercepted tunnel so that clients can
 	// resume TLS sessions (Go rotates the ticket keys itself); the leaf
 	// comes from the hostConn each handshake runs on.
@@ -545,7 +549,7 @@ func (s *Server) Serve(ctx context.Context, lns Listeners) error {
 	ln := newSlotListener(lns.Proxy, s.opts.MaxProxyConns)
 	outer := s.cappedServer(http.HandlerFunc(s.serveProxy))
 	var adminSrv *http.Server
-	errc := make(chan error, 6)
+	errc := make(chan error, 7)
 	go func() { errc <- outer.Serve(ln) }()
 	if lns.Transparent != nil {
 		go func() { errc <- s.serveTransparent(lns.Transparent) }()
@@ -565,6 +569,7 @@ func (s *Server) Serve(ctx context.Context, lns Listeners) error {
 		close(dnsTCPDone)
 	}
 	go func() { errc <- s.inner.Serve(s.innerLn) }()
+	go func() { errc <- s.innerH2.Serve(s.innerH2Ln) }()
 	if lns.Admin != nil {
 		// The admin port gets the proxy port's caps: the sandbox can
 		// reach it (over the pod's loopback in sidecar mode, the
@@ -617,6 +622,8 @@ func (s *Server) Serve(ctx context.Context, lns Listeners) error {
 	outer.Shutdown(sctx)
 	s.innerLn.Close()
 	s.inner.Shutdown(sctx)
+	s.innerH2Ln.Close()
+	s.innerH2.Shutdown(sctx)
 	s.passMu.Lock()
 	s.passClosed = true
 	s.passMu.Unlock()
@@ -634,6 +641,7 @@ func (s *Server) Serve(ctx context.Context, lns Listeners) error {
 	}
 	outer.Close()
 	s.inner.Close()
+	s.innerH2.Close()
 	if adminSrv != nil {
 		adminSrv.Close()
 	}
