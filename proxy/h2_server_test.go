@@ -72,6 +72,76 @@ func (h *harness) h2Client() *http.Client {
 	}
 }
 
+// TestH2UpstreamConnShared: the streams of one HTTP/2 upstream
+// connection end where the upstream ends them, so a response that ends
+// at its header (a 204, a HEAD's) does not close the connection under
+// the streams it carries beside it.
+func TestH2UpstreamConnShared(t *testing.T) {
+	release := make(chan struct{})
+	_, opt := newH2Up(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/echo/slow":
+			w.WriteHeader(http.StatusOK)
+			http.NewResponseController(w).Flush()
+			<-release
+			io.WriteString(w, "done\n")
+		default:
+			w.WriteHeader(http.StatusNoContent)
+		}
+	}))
+	h := newHarnessConfig(t, h2Config, opt)
+	c := h.h2Client()
+	slow, err := c.Get("https://grpc.example/echo/slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Body.Close()
+	for _, m := range []string{http.MethodGet, http.MethodHead} {
+		req, _ := http.NewRequest(m, "https://grpc.example/echo/empty", nil)
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readBody(t, res)
+		if res.StatusCode != http.StatusNoContent {
+			t.Fatalf("%s: %s", m, res.Status)
+		}
+	}
+	close(release)
+	if body := readBody(t, slow); body != "done\n" {
+		t.Fatalf("the long response, beside two that ended at their header, ended as %q", body)
+	}
+}
+
+// TestH2GRPCEncodingScrubbed: where response bodies are scrubbed, a gRPC
+// answer compressed message by message (grpc-encoding) could hide the
+// credential from the scrub, as a content coding could: the proxy asks
+// for none, and refuses one it gets.
+func TestH2GRPCEncodingScrubbed(t *testing.T) {
+	asked := make(chan string, 1)
+	_, opt := newH2Up(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked <- r.Header.Get("Grpc-Accept-Encoding")
+		w.Header().Set("Content-Type", "application/grpc")
+		w.Header().Set("Grpc-Encoding", "gzip")
+		w.Write([]byte{1, 0, 0, 0, 3, 'x', 'y', 'z'})
+	}))
+	h := newHarnessConfig(t, h2Config, opt)
+	req, _ := http.NewRequest(http.MethodPost, "https://grpc.example/grpc.health.v1.Health/Check", strings.NewReader("\x00\x00\x00\x00\x00"))
+	req.Header.Set("Content-Type", "application/grpc")
+	req.Header.Set("Grpc-Accept-Encoding", "gzip")
+	res, err := h.h2Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readBody(t, res)
+	if got := <-asked; got != "identity" {
+		t.Errorf("the upstream was asked for grpc-accept-encoding %q, want identity", got)
+	}
+	if res.StatusCode != http.StatusBadGateway {
+		t.Errorf("a gzip'd gRPC answer on a scrubbed host: %s, want 502", res.Status)
+	}
+}
+
 // echoHandler answers with what the request carried, in a header, the
 // body and a trailer: what a hostile upstream would echo of the
 // credential.
