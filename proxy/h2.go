@@ -42,14 +42,21 @@ import (
 // it carries, and DefaultMaxTunnels of them must fit the sidecar's
 // memory: each connection buffers at most h2ConnWindow of request bodies
 // the handlers have not read, reads frames of h2MaxFrame at most, and
-// runs h2MaxStreams requests at once.
+// runs h2MaxStreams requests at once. Over HTTP/1.1 a tunnel carries one
+// request at a time; over HTTP/2 the streams of all tunnels forwarded at
+// once are capped at Options.MaxTunnels (Server.h2Streams), so that the
+// requests in flight, and what each holds (buffers, an upstream
+// connection), stay what the tunnel cap allows over HTTP/1.1.
 const (
-	h2MaxStreams     = 100 // RFC 9113's recommended minimum
-	h2ConnWindow     = 64 << 10
-	h2StreamWindow   = 64 << 10
-	h2MaxFrame       = 16 << 10 // the protocol's default
-	h2NoH2Remembered = 5 * time.Minute
+	h2MaxStreams   = 32
+	h2ConnWindow   = 64 << 10
+	h2StreamWindow = 64 << 10
+	h2MaxFrame     = 16 << 10 // the protocol's default
 )
+
+// h2NoH2Remembered is how long an upstream that selected HTTP/1.1 is
+// sent HTTP/1.1 without asking again.
+const h2NoH2Remembered = 5 * time.Minute
 
 // h2Tunnels returns the server of the tunnels whose sandbox selected h2
 // in ALPN: inner's handler, limits and timeouts, HTTP/2 alone, on
@@ -258,6 +265,7 @@ func (s *Server) tlsForwarder(r *http.Request) *forwarder {
 // streams.
 func (s *Server) setupH2(upTLS *tls.Config) {
 	s.innerH2, s.innerH2Ln = h2Tunnels(s.inner), newConnListener()
+	s.h2Streams = make(chan struct{}, s.opts.MaxTunnels)
 	s.tunnelTLS.NextProtos = tunnelALPN
 	s.h2up = s.newH2Upstream(upTLS, timedTransport{rt: s.upstream, m: s.metrics})
 	s.forwardH2 = newForwarder("https", s.h2up, s.upstreamError)
@@ -270,6 +278,15 @@ func (s *Server) setupH2(upTLS *tls.Config) {
 // an HTTP/1.1 request is, and a refusal of a gRPC request also carries
 // the gRPC status a gRPC client shows.
 func (s *Server) serveTunnelStream(w http.ResponseWriter, r *http.Request, st *state, tc *tunnelConn, start time.Time) {
+	select {
+	case s.h2Streams <- struct{}{}:
+		defer func() { <-s.h2Streams }()
+	default:
+		// Not a refusal: the client may retry (gRPC: UNAVAILABLE).
+		s.log.Warn("HTTP/2 stream not served: too many open", "host", tc.connect, "max", cap(s.h2Streams))
+		http.Error(w, "keyhole: too many HTTP/2 streams open; retry later", http.StatusServiceUnavailable)
+		return
+	}
 	hw := &h2Writer{ResponseWriter: w, grpc: isGRPC(r.Header)}
 	defer hw.finish()
 	if d, refused := h2Refusal(r, tc); refused {

@@ -142,6 +142,52 @@ func TestH2GRPCEncodingScrubbed(t *testing.T) {
 	}
 }
 
+// TestH2StreamCap: the streams served at once, all tunnels together,
+// are capped at MaxTunnels, as the requests in flight are over HTTP/1.1;
+// one more gets a 503, which a client may retry, and the cap frees as
+// streams end.
+func TestH2StreamCap(t *testing.T) {
+	release := make(chan struct{})
+	_, opt := newH2Up(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/echo/slow" {
+			w.WriteHeader(http.StatusOK)
+			http.NewResponseController(w).Flush()
+			<-release
+		}
+		io.WriteString(w, "ok\n")
+	}))
+	h := newHarnessConfig(t, h2Config, opt, func(o *Options) { o.MaxTunnels = 2 })
+	c := h.h2Client()
+	var open []*http.Response
+	for range 2 {
+		res, err := c.Get("https://grpc.example/echo/slow")
+		if err != nil {
+			t.Fatal(err)
+		}
+		open = append(open, res)
+	}
+	res, err := c.Get("https://grpc.example/echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readBody(t, res)
+	if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get(policy.RefusedHeader) != "" {
+		t.Fatalf("a third stream: %s %q, want 503 and no refusal header", res.Status, body)
+	}
+	close(release)
+	for _, r := range open {
+		readBody(t, r)
+	}
+	res, err = c.Get("https://grpc.example/echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readBody(t, res)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("after the streams ended: %s", res.Status)
+	}
+}
+
 // echoHandler answers with what the request carried, in a header, the
 // body and a trailer: what a hostile upstream would echo of the
 // credential.

@@ -165,6 +165,9 @@ type Server struct {
 	// over h2up (h2.go).
 	forwardH2 *forwarder
 	h2up      *h2Upstream
+	// h2Streams is a semaphore of the HTTP/2 streams being served, all
+	// tunnels together (h2.go).
+	h2Streams chan struct{}
 	draining  atomic.Bool
 	// origDst reads a redirected connection's original destination;
 	// tests replace it, as only a real nat redirect gives one.
