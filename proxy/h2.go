@@ -95,8 +95,8 @@ var tunnelALPN = []string{"h2", "http/1.1"}
 var errNoH2 = errors.New("the upstream does not speak HTTP/2")
 
 // h2Upstream sends the streams of the sandbox's HTTP/2 connections: over
-// HTTP/2 to an upstream that selects h2, else over h1, the client that
-// carries HTTP/1.1 requests, when that loses nothing.
+// HTTP/2 to an upstream that selects h2, else through h1, the client of
+// HTTP/1.1 requests (framing.go's rules), when that loses nothing.
 type h2Upstream struct {
 	h2 *http.Transport // dials only connections that selected h2
 	h1 http.RoundTripper
@@ -134,9 +134,11 @@ func (s *Server) newH2Upstream(roots *tls.Config, h1 http.RoundTripper) *h2Upstr
 	return u
 }
 
-// dialH2 connects to addr and runs TLS offering h2 only; an upstream that
-// selects nothing is remembered as one that speaks HTTP/1.1, and the
-// dial fails with errNoH2 before any byte of a request is sent.
+// dialH2 connects to addr and runs TLS offering h2 and http/1.1 (an
+// upstream that speaks only HTTP/1.1 then completes the handshake rather
+// than failing it). One that does not select h2 is remembered as one that
+// speaks HTTP/1.1, and the dial fails with errNoH2 before any byte of a
+// request is sent.
 func (u *h2Upstream) dialH2(ctx context.Context, s *Server, roots *tls.Config, network, addr string) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeouts.Dial)
 	defer cancel()
