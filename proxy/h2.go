@@ -88,9 +88,6 @@ func h2Tunnels(inner *http.Server) *http.Server {
 	}
 }
 
-// tunnelALPN is what the sandbox leg of an intercepted tunnel offers.
-var tunnelALPN = []string{"h2", "http/1.1"}
-
 // errNoH2 is an upstream that did not select h2 in ALPN.
 var errNoH2 = errors.New("the upstream does not speak HTTP/2")
 
@@ -268,7 +265,7 @@ func (s *Server) tlsForwarder(r *http.Request) *forwarder {
 func (s *Server) setupH2(upTLS *tls.Config) {
 	s.innerH2, s.innerH2Ln = h2Tunnels(s.inner), newConnListener()
 	s.h2Streams = make(chan struct{}, s.opts.MaxTunnels)
-	s.tunnelTLS.NextProtos = tunnelALPN
+	s.tunnelTLS.NextProtos = []string{"h2", "http/1.1"} // what the sandbox leg offers
 	s.h2up = s.newH2Upstream(upTLS, timedTransport{rt: s.upstream, m: s.metrics})
 	s.forwardH2 = newForwarder("https", s.h2up, s.upstreamError)
 	s.forwardH2.onScrub = s.upstreamScrubbed
