@@ -134,7 +134,7 @@ func table() []Check {
 			Purpose: "A spec.hosts entry that no inject entry covers: the sandbox reaches it without the credential.",
 			Help:    "Add the host to an inject entry if it needs the credential; otherwise nothing to fix."},
 		{Code: codeHostUnsupported, Severity: diag.Error,
-			Purpose: "A host known to need request signing (AWS SigV4) or to speak only HTTP/2 (gRPC), which a header injection cannot serve. An AWS host of a Connection whose credential is of kind `awsSigV4`, whose requests the proxy signs, is not one.",
+			Purpose: "A host known to need request signing (AWS SigV4), which a header injection cannot serve. An AWS host of a Connection whose credential is of kind `awsSigV4`, whose requests the proxy signs, is not one. A gRPC host, which speaks only HTTP/2, is not one either: the proxy speaks HTTP/2 to it (`render --target omnia` refuses it, `OmniaHTTP2HostUnsupported`).",
 			Help:    "For AWS, give the Connection `credential.kind: awsSigV4`, so the proxy signs the requests with the key it keeps; otherwise place that credential with `env` or `files`."},
 		{Code: codeHostMisspelled, Severity: diag.Warning, run: checkHostNearMiss,
 			Purpose: "A Connection's host is a typo away from a host of the connector catalog or of another Connection (`api.gihtub.com`, `api.github.com`): one label of four letters or more differs by one edit, or by two in a label of eight or more. The proxy would send the credential to whoever holds that name.",

@@ -102,7 +102,6 @@ func unsupportedHosts() []unsupportedHost {
 		{".amazonaws.com", "AWS APIs sign each request (SigV4), which cannot be injected"},
 		{".amazonaws.com.cn", "AWS APIs sign each request (SigV4), which cannot be injected"},
 		{".api.aws", "AWS APIs sign each request (SigV4), which cannot be injected"},
-		{".grpc.io", "gRPC endpoints speak only HTTP/2, and the proxy speaks HTTP/1.1 to the sandbox"},
 	}
 }
 
@@ -112,10 +111,15 @@ func hostUnsupported(h string) (string, bool) {
 			return u.why, true
 		}
 	}
-	if strings.HasPrefix(h, "grpc.") {
-		return "a grpc. host is a gRPC endpoint, which speaks only HTTP/2, and the proxy speaks HTTP/1.1 to the sandbox", true
-	}
 	return "", false
+}
+
+// HTTP2OnlyHost reports a host known to speak only HTTP/2: a gRPC
+// endpoint (a grpc. host, or one under grpc.io). keyhole's own proxy
+// speaks HTTP/2 to the sandbox and to such a host; the omnia operator's
+// proxy speaks HTTP/1.1 to the sandbox, so its target refuses one.
+func HTTP2OnlyHost(h string) bool {
+	return strings.HasPrefix(h, "grpc.") || strings.HasSuffix("."+h, ".grpc.io")
 }
 
 func checkInjectHosts(p *pass) {

@@ -38,7 +38,11 @@ func (s *Server) intercept(conn net.Conn, a interception) {
 	hc.budget = -1 // the handshake is over: reads are the tunnel's requests
 	tconn.SetDeadline(time.Time{})
 	tc := &tunnelConn{Conn: tconn, connect: host, sni: tconn.ConnectionState().ServerName, release: a.release}
-	if !s.innerLn.push(tc) {
+	ln := s.innerLn
+	if tconn.ConnectionState().NegotiatedProtocol == "h2" {
+		ln = s.innerH2Ln // h2.go
+	}
+	if !ln.push(tc) {
 		tc.Close()
 	}
 }
@@ -193,6 +197,10 @@ func (s *Server) serveTunnelRequest(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "keyhole: internal error", http.StatusInternalServerError)
 		return
 	}
+	if r.ProtoMajor == 2 {
+		s.serveTunnelStream(w, r, st, tc, start) // h2.go
+		return
+	}
 	s.serveRequest(w, r, st, tc, start)
 }
 
@@ -250,7 +258,7 @@ func (s *Server) serveRequest(w http.ResponseWriter, r *http.Request, st *state,
 	r.Host = d.Host // the forwarders send to the canonical host
 	if d.Action == policy.ActionAudit {
 		s.audited(st, r, d) // forwarded without the credential (audit.go)
-		s.forwardTLS.forward(rec, r, sc)
+		s.tlsForwarder(r).forward(rec, r, sc)
 		return
 	}
 	if hp := d.HostPolicy(); hp != nil && hp.Inject.AWSSigV4 != nil {
@@ -296,7 +304,7 @@ func (s *Server) serveRequest(w http.ResponseWriter, r *http.Request, st *state,
 			return
 		}
 	}
-	s.forwardTLS.forward(rec, r, sc)
+	s.tlsForwarder(r).forward(rec, r, sc)
 }
 
 // maxReplayBody bounds a request body the proxy holds to send again

@@ -283,10 +283,11 @@ func (f *forwarder) copyBody(w io.Writer, rc *http.ResponseController, src io.Re
 
 // encoded reports whether h declares a content coding other than
 // identity, on any of its Content-Encoding lines (a client applies them
-// all, not only the first), and returns it.
+// all, not only the first), or a gRPC message coding (Grpc-Encoding: the
+// messages of a gRPC body are compressed one by one), and returns it.
 func encoded(h http.Header) (string, bool) {
 	for k, vv := range h {
-		if !strings.EqualFold(k, "Content-Encoding") {
+		if !strings.EqualFold(k, "Content-Encoding") && !strings.EqualFold(k, "Grpc-Encoding") {
 			continue
 		}
 		for _, v := range vv {
@@ -381,7 +382,7 @@ func (f *forwarder) roundTrip(out *http.Request, sc scrubbing, got1xx func(int, 
 	done = true
 	c := conn
 	mu.Unlock()
-	if err == nil && c != nil && !framedByItself(out.Method, res.StatusCode) {
+	if err == nil && c != nil && res.ProtoMajor == 1 && !framedByItself(out.Method, res.StatusCode) {
 		// The Transport pools the connection after a 204 or a
 		// 304, which end at their header: a body the upstream
 		// sends anyway, after the next request was written, would
@@ -390,7 +391,9 @@ func (f *forwarder) roundTrip(out *http.Request, sc scrubbing, got1xx func(int, 
 		// drops. (It is idle from the moment the response was
 		// read, so a request taking it in the few microseconds
 		// before this close fails rather than reading those
-		// bytes, unless they arrive within them.)
+		// bytes, unless they arrive within them.) An HTTP/2
+		// connection carries each response in a stream of its own,
+		// which ends where the upstream ends it.
 		c.Close()
 	}
 	return res, c, err

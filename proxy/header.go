@@ -50,6 +50,9 @@ func prepareHeader(h http.Header, d policy.Decision, inject injector) (scrubbing
 	if sc.body {
 		// A compressed body could hide the credential from the scrub.
 		h["Accept-Encoding"] = []string{"identity"}
+		if _, ok := h["Grpc-Accept-Encoding"]; ok {
+			h["Grpc-Accept-Encoding"] = []string{"identity"} // gRPC's own
+		}
 		// So could a part of one: a range that cuts the credential, or
 		// several ranges of one response, each piece in its own part
 		// between multipart boundaries, each too short to be found.

@@ -161,13 +161,24 @@ type Server struct {
 	// the handler has set to the decision's canonical host. They never
 	// follow redirects: every response goes back as is.
 	forwardTLS, forwardPlain *forwarder
-	draining                 atomic.Bool
+	// forwardH2 sends the streams of the sandbox's HTTP/2 connections,
+	// over h2up (h2.go).
+	forwardH2 *forwarder
+	h2up      *h2Upstream
+	// h2Streams is a semaphore of the HTTP/2 streams being served, all
+	// tunnels together (h2.go).
+	h2Streams chan struct{}
+	draining  atomic.Bool
 	// origDst reads a redirected connection's original destination;
 	// tests replace it, as only a real nat redirect gives one.
 	origDst origDstFunc
 
 	inner   *http.Server
 	innerLn *connListener
+	// innerH2 serves the tunnels whose sandbox selected h2 in ALPN,
+	// HTTP/2 alone (h2.go).
+	innerH2   *http.Server
+	innerH2Ln *connListener
 	// tunnelTLS is shared by every intercepted tunnel so that clients can
 	// resume TLS sessions (Go rotates the ticket keys itself); the leaf
 	// comes from the hostConn each handshake runs on.
@@ -268,7 +279,7 @@ func New(opts Options) (*Server, error) {
 	s.innerLn = newConnListener()
 	s.tunnelTLS = &tls.Config{
 		MinVersion: tls.VersionTLS12,
-		// Only HTTP/1.1: an HTTP/2-only client fails the handshake.
+		// setupH2 adds h2.
 		NextProtos:     []string{"http/1.1"},
 		GetCertificate: s.leafFor,
 	}
@@ -292,6 +303,7 @@ func New(opts Options) (*Server, error) {
 			return context.WithValue(ctx, tunnelKey{}, c)
 		},
 	}
+	s.setupH2(upTLS)
 	return s, nil
 }
 
@@ -540,7 +552,7 @@ func (s *Server) Serve(ctx context.Context, lns Listeners) error {
 	ln := newSlotListener(lns.Proxy, s.opts.MaxProxyConns)
 	outer := s.cappedServer(http.HandlerFunc(s.serveProxy))
 	var adminSrv *http.Server
-	errc := make(chan error, 6)
+	errc := make(chan error, 7)
 	go func() { errc <- outer.Serve(ln) }()
 	if lns.Transparent != nil {
 		go func() { errc <- s.serveTransparent(lns.Transparent) }()
@@ -560,6 +572,7 @@ func (s *Server) Serve(ctx context.Context, lns Listeners) error {
 		close(dnsTCPDone)
 	}
 	go func() { errc <- s.inner.Serve(s.innerLn) }()
+	go func() { errc <- s.innerH2.Serve(s.innerH2Ln) }()
 	if lns.Admin != nil {
 		// The admin port gets the proxy port's caps: the sandbox can
 		// reach it (over the pod's loopback in sidecar mode, the
@@ -612,6 +625,8 @@ func (s *Server) Serve(ctx context.Context, lns Listeners) error {
 	outer.Shutdown(sctx)
 	s.innerLn.Close()
 	s.inner.Shutdown(sctx)
+	s.innerH2Ln.Close()
+	s.innerH2.Shutdown(sctx)
 	s.passMu.Lock()
 	s.passClosed = true
 	s.passMu.Unlock()
@@ -629,11 +644,13 @@ func (s *Server) Serve(ctx context.Context, lns Listeners) error {
 	}
 	outer.Close()
 	s.inner.Close()
+	s.innerH2.Close()
 	if adminSrv != nil {
 		adminSrv.Close()
 	}
 	s.upstream.CloseIdleConnections()
 	s.forwardTLS.pool.closeAll()
+	s.h2up.closeIdle()
 	s.plain.CloseIdleConnections()
 	if s.otlp != nil {
 		s.otlp.close(sctx)

@@ -839,14 +839,12 @@ func TestServerPlainAndPassthrough(t *testing.T) {
 }
 
 // TestServerTunnelHandshakeRefusals: what a client may offer in the TLS
-// handshake of a tunnel that the proxy does not speak: HTTP/2 only (which
-// would carry requests in frames the inner server does not read),
-// HTTP/1.0 only, TLS before 1.2. Each handshake fails, and the upstream
+// handshake of a tunnel that the proxy does not speak: HTTP/1.0 only, TLS
+// before 1.2 (HTTP/2 it speaks: h2_server_test.go). Each handshake fails, and the upstream
 // gets nothing.
 func TestServerTunnelHandshakeRefusals(t *testing.T) {
 	h := newHarness(t)
 	tests := map[string]*tls.Config{
-		"HTTP/2 only":   {NextProtos: []string{"h2"}},
 		"HTTP/1.0 only": {NextProtos: []string{"http/1.0"}},
 		"TLS 1.0":       {MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS10},
 		"TLS 1.1":       {MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11},

@@ -30,6 +30,7 @@ const (
 	codeOmniaPathPatterns        = "OmniaPathPatternsUnsupported"
 	codeOmniaEncodedSlash        = "OmniaEncodedSlashUnsupported"
 	codeOmniaWebSocket           = "OmniaWebSocketUnsupported"
+	codeOmniaHTTP2Host           = "OmniaHTTP2HostUnsupported"
 	codeOmniaMCP                 = "OmniaMCPUnsupported"
 	codeOmniaConnectorWritable   = "OmniaConnectorWritable"
 	codeOmniaCredentialKind      = "OmniaCredentialKindUnsupported"
@@ -77,6 +78,9 @@ func OmniaRules() []diag.Rule {
 		{Code: codeOmniaWebSocket, Severity: diag.Error,
 			Purpose: "A Connection's rule sets `websocket: true`, which keyhole's own proxy enforces but the operator's Connection does not have: the operator would drop it, and the WebSocket the rule allows would never open through its proxy.",
 			Help:    "Keep the default kubernetes target (or agent-sandbox), whose proxy relays WebSockets on the paths a rule allows."},
+		{Code: codeOmniaHTTP2Host, Severity: diag.Error,
+			Purpose: "A Connection's host speaks only HTTP/2 (a gRPC endpoint: a `grpc.` host, or one under `grpc.io`), which keyhole's own proxy serves but the operator's does not: its proxy speaks HTTP/1.1 to the sandbox, so a gRPC client fails against the host.",
+			Help:    "Keep the default kubernetes target (or agent-sandbox), whose proxy speaks HTTP/2 and gRPC to injected hosts; for the omnia target, place the credential with `env` or `files`."},
 		{Code: codeOmniaMCP, Severity: diag.Error,
 			Purpose: "A Connection's rule has an `mcp` condition, which keyhole's own proxy enforces but the operator's Connection does not have: the operator would drop it, and the rule would let every MCP tool through, or its proxy refuse them all.",
 			Help:    "Keep the default kubernetes target (or agent-sandbox), whose proxy holds MCP requests to the tools a rule lists."},
@@ -262,6 +266,12 @@ func (r *omniaRender) input(in compiler.Object) error {
 		case kind != "" && kind != compiler.CredentialKindSecret:
 			r.report(codeOmniaCredentialKind, in.Source, in.Pos,
 				"credential kind %s is keyhole's: the operator's Connection has only kind secret, so its proxy would not mint the token; keep the default kubernetes target, or use kind secret", kind)
+		}
+		for _, h := range items(sp, "hosts") {
+			if name, _ := h.(string); compiler.HTTP2OnlyHost(name) {
+				r.report(codeOmniaHTTP2Host, in.Source, in.Pos,
+					"%s speaks only HTTP/2 (gRPC), which the operator's proxy does not speak to the sandbox: a gRPC client would fail against it; keep the default kubernetes target, whose proxy speaks HTTP/2, or place the credential with env or files", name)
+			}
 		}
 		injectedBy := map[string]int{}
 		for i, entry := range items(at(sp, "placement"), "inject") {

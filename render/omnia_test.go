@@ -418,6 +418,14 @@ func TestOmniaDiagnostics(t *testing.T) {
 			},
 			codes: []string{codeOmniaWebSocket},
 		},
+		"a Connection's gRPC host": {
+			plan: func(t *testing.T) compiler.Plan {
+				return compiler.Plan{Objects: []compiler.Object{inputObject(t, "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: c, namespace: agents}\n"+
+					"spec: {hosts: [grpc.acme.dev], credential: {kind: secret, secretRef: {name: s}}, placement: {inject: [{hosts: [grpc.acme.dev], header: Authorization, value: 'Bearer {{ .token }}', "+
+					"rules: [{methods: [POST], pathPrefixes: [/acme.v1.Widgets]}]}]}}\n")}}
+			},
+			codes: []string{codeOmniaHTTP2Host},
+		},
 		"a Connection's mcp": {
 			plan: func(t *testing.T) compiler.Plan {
 				return compiler.Plan{Objects: []compiler.Object{inputObject(t, "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: c, namespace: agents}\n"+

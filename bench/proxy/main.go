@@ -8,6 +8,8 @@
 //     proxy adds to the direct median;
 //   - new-tunnel rate: CONNECT plus TLS handshake for every request;
 //   - p50 and p99 request latency at -conns and -conns-high connections;
+//   - unary gRPC calls per second at -conns concurrent calls on one
+//     HTTP/2 connection, with p50 and p99, keyhole against direct;
 //   - Server-Sent Events: each event's delay from the upstream's write to
 //     the client's read, p50 and p99, over a stream of -stream-duration;
 //   - a -bulk-size MiB download and a -upload-size MiB upload: MiB/s, and
@@ -134,6 +136,8 @@ type env struct {
 	scrubConfigFile string
 	secretsDir      string
 	stderr          io.Writer
+	// grpc is the gRPC upstream (grpc.go).
+	grpc *grpcUpstream
 }
 
 // newEnv writes the CAs, the Secret and the proxy config, and starts the
@@ -157,6 +161,9 @@ func newEnv(dir string, stderr io.Writer) (*env, error) {
 	if err := e.startUpstream(); err != nil {
 		return nil, err
 	}
+	if err := e.startGRPCUpstream(); err != nil {
+		return nil, err
+	}
 
 	e.secretsDir = filepath.Join(dir, "secrets")
 	if err := os.MkdirAll(filepath.Join(e.secretsDir, "bench-token"), 0o755); err != nil {
@@ -170,6 +177,14 @@ func newEnv(dir string, stderr io.Writer) (*env, error) {
 		"kind":       "ProxyConfig",
 		"sandbox":    map[string]string{"name": "bench"},
 		"hosts": []any{map[string]any{
+			"name":       grpcHost,
+			"connection": "bench-grpc",
+			"inject": map[string]any{
+				"secret": "bench-token",
+				"header": map[string]string{"name": "Authorization", "value": "Bearer {{ .token }}"},
+			},
+			"rules": []any{map[string]any{"methods": []string{"POST"}, "pathPrefixes": []string{grpcMethod}}},
+		}, map[string]any{
 			"name":       benchHost,
 			"connection": "bench",
 			"inject": map[string]any{
@@ -280,6 +295,7 @@ func bench(o options, stderr io.Writer) (*results, error) {
 		return nil, err
 	}
 	defer e.upstreamProc.stop()
+	defer e.grpc.srv.Stop()
 	r := newResults()
 
 	procs := contenders{}
@@ -364,6 +380,17 @@ func bench(o options, stderr io.Writer) (*results, error) {
 			r.add(mLatency, rt.name, float64(l)/float64(time.Microsecond))
 		}
 
+		fmt.Fprint(stderr, ", gRPC")
+		for _, rt := range rotate(append([]route{e.direct()}, builds...), i) {
+			rate, samples, failed, err := e.grpcUnary(rt, o.conns, o.duration)
+			if err != nil {
+				return nil, fmt.Errorf("%s gRPC: %w (logs in %s)", rt.name, err, dir)
+			}
+			r.fail("gRPC "+rt.name, failed)
+			r.add(mGRPC, rt.name, rate)
+			r.addPercentiles(mGRPCP50, mGRPCP99, rt.name, samples)
+		}
+
 		fmt.Fprint(stderr, ", new tunnels\n")
 		for _, rt := range rotate(tunnelRoutes, i) {
 			res := e.newTunnels(rt, o.tunnelers, o.duration)
@@ -431,7 +458,7 @@ func bench(o options, stderr io.Writer) (*results, error) {
 	if err != nil {
 		return nil, fmt.Errorf("upstream stats: %w", err)
 	}
-	r.upstreamRefused = st.Refused
+	r.upstreamRefused = st.Refused + e.grpc.refused.Load()
 	return r, nil
 }
 

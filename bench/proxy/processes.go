@@ -252,6 +252,7 @@ func (e *env) startKeyhole(k keyholeBuild, cfg string) (*process, error) {
 		"--secrets-dir", e.secretsDir,
 		"--resolve", benchHost+":443:"+e.upstream,
 		"--resolve", tunnelHost+":443:"+e.upstream,
+		"--resolve", grpcHost+":443:"+e.grpc.addr,
 		"--upstream-ca", e.upstreamCA.certFile,
 	)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + e.dir}

@@ -90,6 +90,10 @@ const (
 	mP50High     metric = "keep-alive latency p50, many conns (µs)"
 	mP99High     metric = "keep-alive latency p99, many conns (µs)"
 	mTunnels     metric = "new tunnels/s"
+	mGRPC        metric = "gRPC unary calls/s"
+	mGRPCOf      metric = "gRPC unary calls, % of direct (median of per-run ratios)"
+	mGRPCP50     metric = "gRPC unary latency p50 (µs)"
+	mGRPCP99     metric = "gRPC unary latency p99 (µs)"
 	mStreamP50   metric = "event delay p50 (µs)"
 	mStreamP99   metric = "event delay p99 (µs)"
 	mStreamAdded metric = "event delay p99 less direct's (µs)"
@@ -166,6 +170,7 @@ func (r *results) fail(what string, n int64) {
 func (r *results) derive(builds []string, all []string) {
 	for _, name := range all {
 		r.set(mOfDirect, name, ratio(r.get(mRPS, name), r.get(mRPS, nameDirect), 100))
+		r.set(mGRPCOf, name, ratio(r.get(mGRPC, name), r.get(mGRPC, nameDirect), 100))
 		r.set(mAdded, name, diff(r.get(mLatency, name), r.get(mLatency, nameDirect)))
 		r.set(mStreamAdded, name, diff(r.get(mStreamP99, name), r.get(mStreamP99, nameDirect)))
 		r.set(mGrowDown, name, diff(r.get(mPeakDown, name), r.get(mRest, name)))
@@ -270,6 +275,14 @@ func (r *results) print(w io.Writer, o options) {
 		{m: mP50High, label: fmt.Sprintf("latency p50, %d conns (µs)", o.connsHigh)},
 		{m: mP99High, label: fmt.Sprintf("latency p99, %d conns (µs)", o.connsHigh)},
 		{m: mTunnels, label: fmt.Sprintf("new tunnels/s, %d clients", o.tunnelers), target: ">= 400", met: ge(400)},
+	})
+
+	fmt.Fprintf(w, "gRPC: unary health Check calls, %d at once on one HTTP/2 connection, credential injected (keyhole speaks HTTP/2 to the client and the upstream):\n\n", o.conns)
+	r.table(w, append(append([]string{}, builds...), nameDirect), base, []row{
+		{m: mGRPC},
+		{m: mGRPCOf},
+		{m: mGRPCP50},
+		{m: mGRPCP99},
 	})
 
 	fmt.Fprintln(w, "Against the terminating floor, per run:")
