@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"keyhole.dev/keyhole/compiler"
+	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/internal/fixture"
 	"keyhole.dev/keyhole/internal/golden"
 	"keyhole.dev/keyhole/proxy/config"
@@ -118,7 +119,6 @@ func compileDir(t *testing.T, dir string) compiler.Plan {
 func TestGolden(t *testing.T) {
 	// KEYHOLE_UPDATE=1 rewrites golden/ from the current render instead
 	// of comparing; golden files are never edited by hand.
-	update := golden.Update()
 	schemas, err := loadSchemas()
 	if err != nil {
 		t.Fatal(err)
@@ -144,15 +144,51 @@ func TestGolden(t *testing.T) {
 				}
 			}
 			dir := filepath.Join(goldenDir, ex)
-			if update {
-				if err := WriteDir(dir, files); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			compareDir(t, dir, files)
+			checkDir(t, dir, files)
 		})
 	}
+}
+
+// checkDir writes files to dir under golden.Update, and otherwise
+// compares them with it.
+func checkDir(t *testing.T, dir string, files []File) {
+	t.Helper()
+	if golden.Update() {
+		if err := WriteDir(dir, files); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	compareDir(t, dir, files)
+}
+
+// noCanary fails if a rendered file, their stream, a diagnostic of ds or
+// the directory WriteDir makes of them (a path or a file's bytes) holds
+// the canary. It returns the stream.
+func noCanary(t *testing.T, files []File, ds diag.List) []byte {
+	t.Helper()
+	stream, err := Stream(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	if err := WriteDir(out, files); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if bytes.Contains(f.Data, []byte(canary)) {
+			t.Errorf("%s holds the canary", f.Path)
+		}
+	}
+	if bytes.Contains(stream, []byte(canary)) || strings.Contains(ds.Error(), canary) {
+		t.Error("the stream or a diagnostic holds the canary")
+	}
+	for p, data := range snapshot(t, out) {
+		if strings.Contains(data, canary) || strings.Contains(p, canary) {
+			t.Errorf("written %s holds the canary", p)
+		}
+	}
+	return stream
 }
 
 // compareDir fails unless dir holds exactly files plus the marker.
@@ -202,27 +238,7 @@ func TestExampleCanary(t *testing.T) {
 			for _, mode := range modes {
 				t.Run(mode, func(t *testing.T) {
 					files := mustRender(t, plan, Options{ProxyMode: mode})
-					stream, err := Stream(files)
-					if err != nil {
-						t.Fatal(err)
-					}
-					out := filepath.Join(t.TempDir(), "out")
-					if err := WriteDir(out, files); err != nil {
-						t.Fatal(err)
-					}
-					for _, f := range files {
-						if bytes.Contains(f.Data, []byte(canary)) {
-							t.Errorf("%s holds the canary", f.Path)
-						}
-					}
-					if bytes.Contains(stream, []byte(canary)) {
-						t.Error("the stream holds the canary")
-					}
-					for p, data := range snapshot(t, out) {
-						if strings.Contains(data, canary) || strings.Contains(p, canary) {
-							t.Errorf("written %s holds the canary", p)
-						}
-					}
+					noCanary(t, files, nil)
 					// The per-claim trust objects (docs/spec.md §7), for every sandbox.
 					objs := objects(t, files)
 					for _, sb := range plan.Sandboxes {

@@ -242,16 +242,9 @@ func (r *omniaRender) input(in compiler.Object) error {
 			r.op, in.Source.Kind)
 		return nil
 	}
-	var raw map[string]any
-	if err := node.Decode(&raw); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrInvalidPlan, in.Source, err)
-	}
-	var spec any
-	if n := mapValue(node, "spec"); n != nil {
-		var err error
-		if spec, err = plainValue(n); err != nil {
-			return fmt.Errorf("%w: %s: spec: %w", ErrInvalidPlan, in.Source, err)
-		}
+	raw, spec, err := decodeInput(in, node)
+	if err != nil {
+		return err
 	}
 	if in.Source.Kind == "Connection" {
 		sp, _ := spec.(obj)
@@ -297,18 +290,7 @@ func (r *omniaRender) input(in compiler.Object) error {
 		}
 	}
 	ns := cmp.Or(in.Source.Namespace, r.opts.DefaultNamespace)
-	md := obj{"name": in.Source.Name, "namespace": ns}
-	meta, _ := raw["metadata"].(map[string]any)
-	if labels := stringMap(meta["labels"], nil); len(labels) > 0 {
-		md["labels"] = labels
-	}
-	if ann := stringMap(meta["annotations"], droppedAnnotation); len(ann) > 0 {
-		md["annotations"] = ann
-	}
-	o := obj{"apiVersion": schema.Group, "kind": in.Source.Kind, "metadata": md}
-	if spec != nil {
-		o["spec"] = spec
-	}
+	o := carried(in, schema.Group, in.Source.Kind, ns, raw, spec)
 	_, err = r.add(&omniaObject{kind: in.Source.Kind, namespace: ns, name: in.Source.Name, o: o, src: in.Source, pos: in.Pos})
 	return err
 }
