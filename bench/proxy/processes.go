@@ -247,12 +247,12 @@ func (e *env) startKeyhole(k keyholeBuild, cfg string) (*process, error) {
 		"--config", cfg,
 		"--listen", "127.0.0.1:0",
 		"--admin-listen", "127.0.0.1:0",
-		"--ca-cert", e.sandboxCA.certFile,
-		"--ca-key", e.sandboxCA.keyFile,
+		"--ca-cert", e.sandboxCA.CertFile,
+		"--ca-key", e.sandboxCA.KeyFile,
 		"--secrets-dir", e.secretsDir,
 		"--resolve", benchHost+":443:"+e.upstream,
 		"--resolve", tunnelHost+":443:"+e.upstream,
-		"--upstream-ca", e.upstreamCA.certFile,
+		"--upstream-ca", e.upstreamCA.CertFile,
 	)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + e.dir}
 	client := &http.Client{Timeout: time.Second}
@@ -348,7 +348,7 @@ func (e *env) startMitm(bin string) (*process, error) {
 	cmd := exec.Command(bin,
 		"--listen-host", host, "--listen-port", port,
 		"--set", "confdir="+confdir,
-		"--set", "ssl_verify_upstream_trusted_ca="+e.upstreamCA.certFile,
+		"--set", "ssl_verify_upstream_trusted_ca="+e.upstreamCA.CertFile,
 		"--set", "http2=false",
 		"--set", "flow_detail=0",
 		"--set", "termlog_verbosity=error",

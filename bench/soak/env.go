@@ -46,8 +46,8 @@ const (
 // and the upstream.
 type env struct {
 	dir        string
-	sandboxCA  *ca
-	upstreamCA *ca
+	sandboxCA  *testpki.FileCA
+	upstreamCA *testpki.FileCA
 	secrets    *secretStore
 	configFile string
 	up         *upstream
@@ -56,10 +56,10 @@ type env struct {
 func newEnv(dir string) (*env, error) {
 	e := &env{dir: dir}
 	var err error
-	if e.sandboxCA, err = newCA(dir, "sandbox-ca"); err != nil {
+	if e.sandboxCA, err = testpki.NewFileCA(dir, "sandbox-ca"); err != nil {
 		return nil, err
 	}
-	if e.upstreamCA, err = newCA(dir, "upstream-ca"); err != nil {
+	if e.upstreamCA, err = testpki.NewFileCA(dir, "upstream-ca"); err != nil {
 		return nil, err
 	}
 	e.secrets = &secretStore{dir: filepath.Join(dir, "secrets"), grace: 5 * time.Second}
@@ -378,22 +378,6 @@ func worse(a, b string) string {
 	return a
 }
 
-// ca is a throwaway CA written to <dir>/<name>.crt and .key, for the
-// proxy to read.
-type ca struct {
-	*testpki.CA
-	certFile, keyFile string
-}
-
-func newCA(dir, name string) (*ca, error) {
-	c, err := testpki.NewCA(name)
-	if err != nil {
-		return nil, err
-	}
-	out := &ca{CA: c, certFile: filepath.Join(dir, name+".crt"), keyFile: filepath.Join(dir, name+".key")}
-	return out, c.WriteFiles(out.certFile, out.keyFile)
-}
-
 // proxyProc is the keyhole-proxy process.
 type proxyProc struct {
 	cmd     *exec.Cmd
@@ -415,10 +399,10 @@ func (e *env) startProxy(bin string) (*proxyProc, error) {
 		"--config", e.configFile,
 		"--listen", "127.0.0.1:0",
 		"--admin-listen", "127.0.0.1:0",
-		"--ca-cert", e.sandboxCA.certFile,
-		"--ca-key", e.sandboxCA.keyFile,
+		"--ca-cert", e.sandboxCA.CertFile,
+		"--ca-key", e.sandboxCA.KeyFile,
 		"--secrets-dir", e.secrets.dir,
-		"--upstream-ca", e.upstreamCA.certFile,
+		"--upstream-ca", e.upstreamCA.CertFile,
 		"--reload-interval", "2s",
 		"--shutdown-timeout", "10s",
 	}
