@@ -470,19 +470,27 @@ func TestCompareAccess(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			a := CompareAccess(tc.base, tc.head)
-			if a.Verdict != tc.want {
-				t.Errorf("verdict %s (%s), want %s", a.Verdict, a.Undecided, tc.want)
-			}
-			if got := requests(a.Widened); tc.widened != nil && !slices.Equal(got, tc.widened) {
-				t.Errorf("widened:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.widened, "\n"))
-			}
-			if got := requests(a.Narrowed); tc.narrowed != nil && !slices.Equal(got, tc.narrowed) {
-				t.Errorf("narrowed:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.narrowed, "\n"))
-			}
-			checkAccess(t, tc.base, tc.head, a)
+			compareCase(t, tc.base, tc.head, tc.want, tc.widened, tc.narrowed)
 		})
 	}
+}
+
+// compareCase compares base with head and requires the verdict want and,
+// unless nil, the witnesses widened and narrowed, each witness proven by
+// checkAccess.
+func compareCase(t *testing.T, base, head *config.Config, want Verdict, widened, narrowed []string) {
+	t.Helper()
+	a := CompareAccess(base, head)
+	if a.Verdict != want {
+		t.Errorf("verdict %s (%s), want %s", a.Verdict, a.Undecided, want)
+	}
+	if got := requests(a.Widened); widened != nil && !slices.Equal(got, widened) {
+		t.Errorf("widened:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(widened, "\n"))
+	}
+	if got := requests(a.Narrowed); narrowed != nil && !slices.Equal(got, narrowed) {
+		t.Errorf("narrowed:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(narrowed, "\n"))
+	}
+	checkAccess(t, base, head, a)
 }
 
 func requests(ws []Witness) []string {
