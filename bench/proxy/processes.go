@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"keyhole.dev/keyhole/bench/proxylog"
 )
 
 // upstreamStats is what the upstream counted: TLS connections accepted
@@ -258,7 +260,7 @@ func (e *env) startKeyhole(k keyholeBuild, cfg string) (*process, error) {
 	client := &http.Client{Timeout: time.Second}
 	var p *process
 	p, err := e.startProcess(k.name, cmd, func() error {
-		listen, admin, err := boundAddrs(p.log)
+		listen, admin, err := proxylog.BoundAddrs(p.log)
 		if err != nil {
 			return err
 		}
@@ -274,25 +276,6 @@ func (e *env) startKeyhole(k keyholeBuild, cfg string) (*process, error) {
 		return nil
 	}, func(started *process) { p = started })
 	return p, err
-}
-
-// boundAddrs reads keyhole-proxy's "keyhole-proxy listening" log line.
-func boundAddrs(logFile string) (listen, admin string, err error) {
-	data, err := os.ReadFile(logFile)
-	if err != nil {
-		return "", "", err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		var l struct {
-			Msg    string `json:"msg"`
-			Listen string `json:"listen"`
-			Admin  string `json:"admin"`
-		}
-		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "keyhole-proxy listening" && l.Listen != "" && l.Admin != "" {
-			return l.Listen, l.Admin, nil
-		}
-	}
-	return "", "", errors.New("not listening yet")
 }
 
 // mitmAddon makes mitmdump do keyhole's work on this workload: dial the

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -21,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"keyhole.dev/keyhole/bench/proxylog"
 	"keyhole.dev/keyhole/internal/testpki"
 )
 
@@ -422,7 +422,7 @@ func (e *env) startProxy(bin string) (*proxyProc, error) {
 	}()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if p.addr, p.admin, err = boundAddrs(p.logFile); err == nil {
+		if p.addr, p.admin, err = proxylog.BoundAddrs(p.logFile); err == nil {
 			if resp, err := http.Get("http://" + p.admin + "/readyz"); err == nil {
 				resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
@@ -441,27 +441,6 @@ func (e *env) startProxy(bin string) (*proxyProc, error) {
 			return nil, fmt.Errorf("keyhole-proxy was not ready within 30s; its log: %s", tail(p.logFile))
 		}
 	}
-}
-
-// boundAddrs reads the proxy's "keyhole-proxy listening" log line.
-func boundAddrs(logFile string) (listen, admin string, err error) {
-	f, err := os.Open(logFile)
-	if err != nil {
-		return "", "", err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var l struct {
-			Msg    string `json:"msg"`
-			Listen string `json:"listen"`
-			Admin  string `json:"admin"`
-		}
-		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "keyhole-proxy listening" && l.Listen != "" && l.Admin != "" {
-			return l.Listen, l.Admin, nil
-		}
-	}
-	return "", "", errors.New("not listening yet")
 }
 
 func tail(path string) string {
