@@ -9,6 +9,17 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
+// validConnection is a valid Connection of seven lines, for a case to add
+// its own line 8.
+const validConnection = `apiVersion: omnia.altairalabs.ai/v1alpha1
+kind: Connection
+metadata: {name: c}
+spec:
+  hosts: [a.example.com]
+  credential: {kind: secret, secretRef: {name: s}}
+  placement: {}
+`
+
 // TestValidateEdgeCases covers input the schema cannot describe: YAML
 // features with no JSON form, and trees built to exhaust the validator.
 func TestValidateEdgeCases(t *testing.T) {
@@ -88,14 +99,7 @@ llm: l
 		// does not take these.
 		"infinity and NaN where anything goes": {
 			kind: KindConnection,
-			src: `apiVersion: omnia.altairalabs.ai/v1alpha1
-kind: Connection
-metadata: {name: c}
-spec:
-  hosts: [a.example.com]
-  credential: {kind: secret, secretRef: {name: s}}
-  placement: {}
-status: {a: [-.Inf, .NaN, +.inf, !!float .nan], b: ".inf", c: 1e3}
+			src: validConnection + `status: {a: [-.Inf, .NaN, +.inf, !!float .nan], b: ".inf", c: 1e3}
 `,
 			want: []Violation{
 				{Line: 8, Column: 14, Path: "status.a[0]", Message: noJSONNumber},
@@ -110,14 +114,7 @@ status: {a: [-.Inf, .NaN, +.inf, !!float .nan], b: ".inf", c: 1e3}
 		// a Secret's.
 		"explicit tags their text is not a value of": {
 			kind: KindConnection,
-			src: `apiVersion: omnia.altairalabs.ai/v1alpha1
-kind: Connection
-metadata: {name: c}
-spec:
-  hosts: [a.example.com]
-  credential: {kind: secret, secretRef: {name: s}}
-  placement: {}
-status: {a: !!bool yes, b: !!int 12x, c: !!float one, d: !!null nil, e: !!bool true, f: !!int 0x1F, g: !!float 1, h: !!null ~, i: !!str 12}
+			src: validConnection + `status: {a: !!bool yes, b: !!int 12x, c: !!float one, d: !!null nil, e: !!bool true, f: !!int 0x1F, g: !!float 1, h: !!null ~, i: !!str 12}
 `,
 			want: []Violation{
 				{Line: 8, Column: 13, Path: "status.a", Message: taggedNot("!!bool", "true or false")},
