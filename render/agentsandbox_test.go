@@ -23,18 +23,6 @@ const (
 	sigsExample           = "sigs-agent-sandbox"
 )
 
-func mustRenderAgentSandbox(t *testing.T, p compiler.Plan) ([]File, diag.List) {
-	t.Helper()
-	files, ds, err := RenderAgentSandbox(p, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ds.HasErrors() {
-		t.Fatalf("render-time errors:\n%v", ds)
-	}
-	return files, ds
-}
-
 // validateAgentSandboxFile checks one rendered object: agent-sandbox's
 // kinds against its published CRDs, strictly, as keyhole check does; the
 // rest against the pinned Kubernetes and cert-manager schemas.
@@ -80,8 +68,8 @@ func TestAgentSandboxGolden(t *testing.T) {
 	for _, ex := range examples(t) {
 		t.Run(ex, func(t *testing.T) {
 			dir := filepath.Join(examplesDir, ex)
-			files, _ := mustRenderAgentSandbox(t, compileDir(t, dir))
-			again, _ := mustRenderAgentSandbox(t, compileDir(t, dir))
+			files, _ := mustRenderTarget(t, RenderAgentSandbox, compileDir(t, dir))
+			again, _ := mustRenderTarget(t, RenderAgentSandbox, compileDir(t, dir))
 			if !slices.EqualFunc(files, again, func(a, b File) bool { return a.Path == b.Path && bytes.Equal(a.Data, b.Data) }) {
 				t.Fatal("rendering twice gave different bytes")
 			}
@@ -117,7 +105,7 @@ func TestAgentSandboxNoSecret(t *testing.T) {
 	for _, ex := range examples(t) {
 		t.Run(ex, func(t *testing.T) {
 			dir := plantCanary(t, filepath.Join(examplesDir, ex))
-			files, ds := mustRenderAgentSandbox(t, compileDir(t, dir))
+			files, ds := mustRenderTarget(t, RenderAgentSandbox, compileDir(t, dir))
 			stream := noCanary(t, files, ds)
 			if bytes.Contains(stream, []byte("kind: Secret\n")) {
 				t.Error("the stream holds a Secret")
@@ -130,7 +118,7 @@ func TestAgentSandboxNoSecret(t *testing.T) {
 // SandboxTemplate's pod spec and the template.
 func sigsTemplate(t *testing.T) (pod, tmpl obj, files []File) {
 	t.Helper()
-	files, _ = mustRenderAgentSandbox(t, compileDir(t, filepath.Join(examplesDir, sigsExample)))
+	files, _ = mustRenderTarget(t, RenderAgentSandbox, compileDir(t, filepath.Join(examplesDir, sigsExample)))
 	tmpl = find(t, objects(t, files), "SandboxTemplate", "aider-browser")
 	return dig(tmpl, "spec", "podTemplate", "spec").(obj), tmpl, files
 }
@@ -231,7 +219,7 @@ func mustYAML(t *testing.T, v any) string {
 // template of its name gets one with the sandbox's image, keyhole's pod
 // and the controller's default ingress.
 func TestAgentSandboxWithoutTemplate(t *testing.T) {
-	files, ds := mustRenderAgentSandbox(t, testPlan())
+	files, ds := mustRenderTarget(t, RenderAgentSandbox, testPlan())
 	if len(ds) != 0 {
 		t.Errorf("diagnostics: %v", ds)
 	}
@@ -443,7 +431,7 @@ func TestAgentSandboxTemplateRenamed(t *testing.T) {
 					inputObject(t, "apiVersion: extensions.agents.x-k8s.io/v1beta1\nkind: SandboxWarmPool\nmetadata: {name: "+tmpl+"-pool, namespace: agents}\n"+
 						"spec: {replicas: 2, sandboxTemplateRef: {name: "+tmpl+"}}\n"))
 			}
-			files, ds := mustRenderAgentSandbox(t, p)
+			files, ds := mustRenderTarget(t, RenderAgentSandbox, p)
 			objs := objects(t, files)
 			for _, tmpl := range tc.templates {
 				o := find(t, objs, "SandboxTemplate", tmpl)

@@ -28,7 +28,7 @@ func TestKubectlKustomize(t *testing.T) {
 		for _, mode := range modes {
 			renders[ex+"-"+mode] = mustRender(t, compileDir(t, filepath.Join(examplesDir, ex)), Options{ProxyMode: mode})
 		}
-		renders[ex+"-"+TargetOmnia], _ = mustRenderOmnia(t, compileDir(t, filepath.Join(examplesDir, ex)))
+		renders[ex+"-"+TargetOmnia], _ = mustRenderTarget(t, RenderOmnia, compileDir(t, filepath.Join(examplesDir, ex)))
 	}
 	for name, files := range renders {
 		t.Run(name, func(t *testing.T) {

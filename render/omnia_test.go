@@ -104,9 +104,12 @@ func validateOmnia(data []byte, sandbox bool) error {
 	return sch.Validate(v)
 }
 
-func mustRenderOmnia(t *testing.T, p compiler.Plan) ([]File, diag.List) {
+// mustRenderTarget renders p for a target other than kubernetes (render
+// is RenderOmnia or RenderAgentSandbox) with default options, and fails
+// on an error or a render-time error diagnostic.
+func mustRenderTarget(t *testing.T, render func(compiler.Plan, Options) ([]File, diag.List, error), p compiler.Plan) ([]File, diag.List) {
 	t.Helper()
-	files, ds, err := RenderOmnia(p, Options{})
+	files, ds, err := render(p, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,8 +167,8 @@ func TestOmniaGolden(t *testing.T) {
 	for _, ex := range examples(t) {
 		t.Run(ex, func(t *testing.T) {
 			dir := filepath.Join(examplesDir, ex)
-			files, _ := mustRenderOmnia(t, compileDir(t, dir))
-			again, _ := mustRenderOmnia(t, compileDir(t, dir))
+			files, _ := mustRenderTarget(t, RenderOmnia, compileDir(t, dir))
+			again, _ := mustRenderTarget(t, RenderOmnia, compileDir(t, dir))
 			if !slices.EqualFunc(files, again, func(a, b File) bool { return a.Path == b.Path && bytes.Equal(a.Data, b.Data) }) {
 				t.Fatal("rendering twice gave different bytes")
 			}
@@ -198,7 +201,7 @@ func TestOmniaGolden(t *testing.T) {
 // Connection, and its proxy injects only the read-only rules.
 func TestOmniaAgentExample(t *testing.T) {
 	dir := filepath.Join(examplesDir, "agent-sandbox")
-	files, ds := mustRenderOmnia(t, compileDir(t, dir))
+	files, ds := mustRenderTarget(t, RenderOmnia, compileDir(t, dir))
 	objs := objects(t, files)
 	conn := find(t, objs, "Connection", "support-github")
 	class := find(t, objs, "SandboxClass", "daytona")
@@ -256,7 +259,7 @@ func TestOmniaNoSecret(t *testing.T) {
 	for _, ex := range examples(t) {
 		t.Run(ex, func(t *testing.T) {
 			dir := plantCanary(t, filepath.Join(examplesDir, ex))
-			files, ds := mustRenderOmnia(t, compileDir(t, dir))
+			files, ds := mustRenderTarget(t, RenderOmnia, compileDir(t, dir))
 			stream := noCanary(t, files, ds)
 			if bytes.Contains(stream, []byte("kind: Secret")) {
 				t.Error("the stream holds a Secret")
@@ -523,7 +526,7 @@ spec:
   sandbox: {enabled: false}
 status: {phase: Ready}
 `)
-	files, ds := mustRenderOmnia(t, compiler.Plan{Objects: []compiler.Object{in}})
+	files, ds := mustRenderTarget(t, RenderOmnia, compiler.Plan{Objects: []compiler.Object{in}})
 	if len(ds) > 0 {
 		t.Fatalf("diagnostics: %v", ds)
 	}
@@ -713,7 +716,7 @@ func TestOmniaInjectShapes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := omniaConn(map[string]string{"github.com": "user", "gitlab.com": "user"}, nil)
 			c.Name, c.Connector = tc.connector, catalog[tc.connector]
-			files, _ := mustRenderOmnia(t, compiler.Plan{Objects: []compiler.Object{agentRuntime(t, "a")}, Agents: []compiler.Agent{omniaAgent("a", c)}})
+			files, _ := mustRenderTarget(t, RenderOmnia, compiler.Plan{Objects: []compiler.Object{agentRuntime(t, "a")}, Agents: []compiler.Agent{omniaAgent("a", c)}})
 			conn := find(t, objects(t, files), "Connection", "a-"+tc.connector)
 			inject := conn["spec"].(obj)["placement"].(obj)["inject"].([]any)
 			for _, e := range inject {
@@ -746,7 +749,7 @@ func TestOmniaWithoutSandboxFeature(t *testing.T) {
 	if p.Operator.Sandbox || p.Operator.Version != "v0.9.0-beta.17" {
 		t.Fatalf("Plan.Operator = %+v, want the declared release without the sandbox feature", p.Operator)
 	}
-	files, _ := mustRenderOmnia(t, p)
+	files, _ := mustRenderTarget(t, RenderOmnia, p)
 	n := 0
 	for path, data := range fileMap(files) {
 		if path == "kustomization.yaml" {
@@ -783,7 +786,7 @@ func TestOmniaRulesPerHost(t *testing.T) {
 		{Methods: []string{"POST"}, PathPrefixes: []string{"/repos/acme/widgets/issues"}, Hosts: []string{"api.github.com"}},
 	}
 	p := compiler.Plan{Objects: []compiler.Object{agentRuntime(t, "a")}, Agents: []compiler.Agent{omniaAgent("a", omniaConn(basic, perHost))}}
-	files, _ := mustRenderOmnia(t, p)
+	files, _ := mustRenderTarget(t, RenderOmnia, p)
 	conn, ok := objects(t, files)["omnia/agents/connection-a-github.yaml"]
 	if !ok {
 		t.Fatalf("no Connection among %v", slices.Collect(maps.Keys(fileMap(files))))
