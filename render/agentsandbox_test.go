@@ -13,7 +13,6 @@ import (
 
 	"keyhole.dev/keyhole/compiler"
 	"keyhole.dev/keyhole/diag"
-	"keyhole.dev/keyhole/proxy/config"
 	"keyhole.dev/keyhole/schema"
 	"keyhole.dev/keyhole/source"
 )
@@ -68,28 +67,20 @@ func TestAgentSandboxGolden(t *testing.T) {
 	for _, ex := range examples(t) {
 		t.Run(ex, func(t *testing.T) {
 			dir := filepath.Join(examplesDir, ex)
-			files, _ := mustRenderTarget(t, RenderAgentSandbox, compileDir(t, dir))
-			again, _ := mustRenderTarget(t, RenderAgentSandbox, compileDir(t, dir))
-			if !slices.EqualFunc(files, again, func(a, b File) bool { return a.Path == b.Path && bytes.Equal(a.Data, b.Data) }) {
-				t.Fatal("rendering twice gave different bytes")
-			}
+			files := renderTwice(t, func() []File {
+				files, _ := mustRenderTarget(t, RenderAgentSandbox, compileDir(t, dir))
+				return files
+			})
 			templates := 0
-			for _, f := range files {
-				switch {
-				case filepath.Base(f.Path) == "proxy.json":
-					if _, err := config.Decode(f.Data); err != nil {
-						t.Errorf("%s does not load into the proxy: %v", f.Path, err)
-					}
-				case strings.HasSuffix(f.Path, ".yaml") && f.Path != "kustomization.yaml":
-					validateAgentSandboxFile(t, v, k8s, f)
-					if strings.Contains(filepath.Base(f.Path), "deployment-") || strings.Contains(filepath.Base(f.Path), "networkpolicy-") {
-						t.Errorf("%s: the agent-sandbox target writes no Deployment or NetworkPolicy of its own", f.Path)
-					}
-					if strings.HasPrefix(filepath.Base(f.Path), "sandboxtemplate-") {
-						templates++
-					}
+			checkRendered(t, files, func(f File) {
+				validateAgentSandboxFile(t, v, k8s, f)
+				if strings.Contains(filepath.Base(f.Path), "deployment-") || strings.Contains(filepath.Base(f.Path), "networkpolicy-") {
+					t.Errorf("%s: the agent-sandbox target writes no Deployment or NetworkPolicy of its own", f.Path)
 				}
-			}
+				if strings.HasPrefix(filepath.Base(f.Path), "sandboxtemplate-") {
+					templates++
+				}
+			})
 			if templates == 0 {
 				t.Fatal("no SandboxTemplate rendered")
 			}

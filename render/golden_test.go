@@ -125,27 +125,44 @@ func TestGolden(t *testing.T) {
 	}
 	for _, ex := range examples(t) {
 		t.Run(ex, func(t *testing.T) {
-			plan := compileDir(t, filepath.Join(examplesDir, ex))
-			files := mustRender(t, plan, Options{})
-			again := mustRender(t, compileDir(t, filepath.Join(examplesDir, ex)), Options{})
-			if !slices.EqualFunc(files, again, func(a, b File) bool { return a.Path == b.Path && bytes.Equal(a.Data, b.Data) }) {
-				t.Fatal("rendering twice gave different bytes")
-			}
-			for _, f := range files {
-				switch {
-				case filepath.Base(f.Path) == "proxy.json":
-					if _, err := config.Decode(f.Data); err != nil {
-						t.Errorf("%s does not load into the proxy: %v", f.Path, err)
-					}
-				case strings.HasSuffix(f.Path, ".yaml") && f.Path != "kustomization.yaml":
-					if err := schemas.validate(f.Data); err != nil {
-						t.Errorf("%s: %v", f.Path, err)
-					}
+			files := renderTwice(t, func() []File {
+				return mustRender(t, compileDir(t, filepath.Join(examplesDir, ex)), Options{})
+			})
+			checkRendered(t, files, func(f File) {
+				if err := schemas.validate(f.Data); err != nil {
+					t.Errorf("%s: %v", f.Path, err)
 				}
-			}
+			})
 			dir := filepath.Join(goldenDir, ex)
 			checkDir(t, dir, files)
 		})
+	}
+}
+
+// renderTwice calls render twice, fails unless both renders are the same
+// bytes, and returns the first.
+func renderTwice(t *testing.T, render func() []File) []File {
+	t.Helper()
+	files, again := render(), render()
+	if !slices.EqualFunc(files, again, func(a, b File) bool { return a.Path == b.Path && bytes.Equal(a.Data, b.Data) }) {
+		t.Fatal("rendering twice gave different bytes")
+	}
+	return files
+}
+
+// checkRendered loads every proxy.json of files as the proxy does, and hands
+// every manifest (a .yaml file but the kustomization) to manifest.
+func checkRendered(t *testing.T, files []File, manifest func(File)) {
+	t.Helper()
+	for _, f := range files {
+		switch {
+		case filepath.Base(f.Path) == "proxy.json":
+			if _, err := config.Decode(f.Data); err != nil {
+				t.Errorf("%s does not load into the proxy: %v", f.Path, err)
+			}
+		case strings.HasSuffix(f.Path, ".yaml") && f.Path != "kustomization.yaml":
+			manifest(f)
+		}
 	}
 }
 
