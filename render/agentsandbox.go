@@ -194,12 +194,10 @@ func RenderAgentSandbox(p compiler.Plan, opts Options) ([]File, diag.List, error
 	if r.diags.HasErrors() {
 		return nil, r.diags, nil
 	}
-	k, err := kustomization(asKustomizationHeader, resources)
+	files, err = withKustomization(files, asKustomizationHeader, resources)
 	if err != nil {
 		return nil, nil, err
 	}
-	files = append(files, k)
-	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
 	return files, r.diags, nil
 }
 

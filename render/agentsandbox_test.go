@@ -67,10 +67,7 @@ func TestAgentSandboxGolden(t *testing.T) {
 	for _, ex := range examples(t) {
 		t.Run(ex, func(t *testing.T) {
 			dir := filepath.Join(examplesDir, ex)
-			files := renderTwice(t, func() []File {
-				files, _ := mustRenderTarget(t, RenderAgentSandbox, compileDir(t, dir))
-				return files
-			})
+			files := renderTargetTwice(t, RenderAgentSandbox, dir)
 			templates := 0
 			checkRendered(t, files, func(f File) {
 				validateAgentSandboxFile(t, v, k8s, f)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path"
 	"regexp"
-	"slices"
 	"strings"
 
 	"keyhole.dev/keyhole/compiler"
@@ -172,12 +171,10 @@ func RenderOmnia(p compiler.Plan, opts Options) ([]File, diag.List, error) {
 		files = append(files, File{Path: o.path(), Data: data})
 		resources = append(resources, o.path())
 	}
-	k, err := kustomization(omniaKustomizationHeader, resources)
+	files, err = withKustomization(files, omniaKustomizationHeader, resources)
 	if err != nil {
 		return nil, nil, err
 	}
-	files = append(files, k)
-	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
 	return files, r.diags, nil
 }
 

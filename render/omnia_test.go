@@ -119,6 +119,16 @@ func mustRenderTarget(t *testing.T, render func(compiler.Plan, Options) ([]File,
 	return files, ds
 }
 
+// renderTargetTwice compiles the example dir and renders it for a target
+// other than kubernetes, twice, failing unless both are the same bytes.
+func renderTargetTwice(t *testing.T, render func(compiler.Plan, Options) ([]File, diag.List, error), dir string) []File {
+	t.Helper()
+	return renderTwice(t, func() []File {
+		files, _ := mustRenderTarget(t, render, compileDir(t, dir))
+		return files
+	})
+}
+
 // compileBack compiles the emitted objects, with the Secrets of the
 // example they came from (the omnia target never emits a Secret), as
 // keyhole check does, and fails on any error or warning.
@@ -167,10 +177,7 @@ func TestOmniaGolden(t *testing.T) {
 	for _, ex := range examples(t) {
 		t.Run(ex, func(t *testing.T) {
 			dir := filepath.Join(examplesDir, ex)
-			files := renderTwice(t, func() []File {
-				files, _ := mustRenderTarget(t, RenderOmnia, compileDir(t, dir))
-				return files
-			})
+			files := renderTargetTwice(t, RenderOmnia, dir)
 			n := 0
 			for _, f := range files {
 				if f.Path == "kustomization.yaml" {
