@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"keyhole.dev/keyhole/internal/proptest"
 	"keyhole.dev/keyhole/proxy/config"
 	"keyhole.dev/keyhole/proxy/policy"
 )
@@ -308,27 +309,6 @@ var (
 	propHosts   = []string{"one.example", "two.example"}
 )
 
-func pick[T any](rng *rand.Rand, xs []T) T { return xs[rng.IntN(len(xs))] }
-
-func randomPath(rng *rand.Rand, pattern bool) string {
-	n := rng.IntN(4)
-	if n == 0 {
-		return "/"
-	}
-	var segs []string
-	for i := range n {
-		switch {
-		case pattern && i == n-1 && rng.IntN(3) == 0:
-			segs = append(segs, "**")
-		case pattern && rng.IntN(3) == 0:
-			segs = append(segs, "*")
-		default:
-			segs = append(segs, pick(rng, propSegs))
-		}
-	}
-	return "/" + strings.Join(segs, "/")
-}
-
 func randomMatch(rng *rand.Rand) (methods, prefixes, patterns []string, body map[string][]string) {
 	for _, m := range propMethods {
 		if rng.IntN(2) == 0 {
@@ -337,44 +317,36 @@ func randomMatch(rng *rand.Rand) (methods, prefixes, patterns []string, body map
 	}
 	for range rng.IntN(3) {
 		if rng.IntN(2) == 0 {
-			prefixes = append(prefixes, randomPath(rng, false))
+			prefixes = append(prefixes, proptest.Path(rng, propSegs, false))
 		} else {
-			patterns = append(patterns, randomPath(rng, true))
+			patterns = append(patterns, proptest.Path(rng, propSegs, true))
 		}
 	}
 	if rng.IntN(4) == 0 {
-		body = map[string][]string{"operation": {pick(rng, []string{"download", "upload"})}}
+		body = map[string][]string{"operation": {proptest.Pick(rng, []string{"download", "upload"})}}
 	}
 	return
 }
 
 func randomConfig(rng *rand.Rand) *config.Config {
-	var hosts []config.Host
-	var pass []string
-	for _, h := range propHosts {
-		switch rng.IntN(4) {
-		case 0:
-		case 1:
-			pass = append(pass, h)
-		default:
-			host := injected(h)
-			for range rng.IntN(4) {
-				m, pre, pat, body := randomMatch(rng)
-				if len(m) == 0 {
-					m = []string{pick(rng, propMethods)}
-				}
-				if len(pre) == 0 && len(pat) == 0 {
-					pre = []string{randomPath(rng, false)}
-				}
-				r := config.Rule{Methods: m, PathPrefixes: pre, PathPatterns: pat, Body: body}
-				if body == nil && rng.IntN(5) == 0 {
-					r.GraphQL = &config.GraphQL{Operations: randomOperations(rng), PersistedQueries: rng.IntN(4) == 0, Batches: rng.IntN(4) == 0}
-				}
-				host.Rules = append(host.Rules, r)
+	hosts, pass := proptest.Hosts(rng, propHosts, func(h string) config.Host {
+		host := injected(h)
+		for range rng.IntN(4) {
+			m, pre, pat, body := randomMatch(rng)
+			if len(m) == 0 {
+				m = []string{proptest.Pick(rng, propMethods)}
 			}
-			hosts = append(hosts, host)
+			if len(pre) == 0 && len(pat) == 0 {
+				pre = []string{proptest.Path(rng, propSegs, false)}
+			}
+			r := config.Rule{Methods: m, PathPrefixes: pre, PathPatterns: pat, Body: body}
+			if body == nil && rng.IntN(5) == 0 {
+				r.GraphQL = &config.GraphQL{Operations: randomOperations(rng), PersistedQueries: rng.IntN(4) == 0, Batches: rng.IntN(4) == 0}
+			}
+			host.Rules = append(host.Rules, r)
 		}
-	}
+		return host
+	})
 	return plan(hosts, pass...)
 }
 
@@ -382,12 +354,12 @@ func randomCeiling(rng *rand.Rand) Ceiling {
 	var c Ceiling
 	for range 1 + rng.IntN(3) {
 		m, pre, pat, body := randomMatch(rng)
-		l := Limit{Hosts: []string{pick(rng, propHosts)}, Methods: m, PathPrefixes: pre, PathPatterns: pat, Body: body, Credential: rng.IntN(3) == 0}
+		l := Limit{Hosts: []string{proptest.Pick(rng, propHosts)}, Methods: m, PathPrefixes: pre, PathPatterns: pat, Body: body, Credential: rng.IntN(3) == 0}
 		if body == nil && rng.IntN(4) == 0 {
 			l.GraphQL = randomOperations(rng)
 		}
 		if rng.IntN(5) == 0 {
-			l.Sandboxes.Name = pick(rng, []string{"supp*", "other"})
+			l.Sandboxes.Name = proptest.Pick(rng, []string{"supp*", "other"})
 		}
 		c.Limits = append(c.Limits, l)
 	}
@@ -436,15 +408,15 @@ func ceilingProperty(t *testing.T, s1, s2 uint64) {
 		[]byte(`[{"query":"{ a }"},{"query":"mutation { b }"}]`), []byte(`[{"query":"{ a }"}]`),
 		[]byte(`{"extensions":{"persistedQuery":{"version":1,"sha256Hash":"` + strings.Repeat("a", 64) + `"}}}`)}
 	for range 300 {
-		method := pick(rng, append(slices.Clone(propMethods), "PUT", "OPTIONS"))
-		host := pick(rng, propHosts)
+		method := proptest.Pick(rng, append(slices.Clone(propMethods), "PUT", "OPTIONS"))
+		host := proptest.Pick(rng, propHosts)
 		var segs []string
 		for range rng.IntN(5) {
-			segs = append(segs, pick(rng, append(slices.Clone(propSegs), "z", "other")))
+			segs = append(segs, proptest.Pick(rng, append(slices.Clone(propSegs), "z", "other")))
 		}
 		path := "/" + strings.Join(segs, "/")
-		body := pick(rng, bodies)
-		scheme := pick(rng, []string{"https", "https", "http"})
+		body := proptest.Pick(rng, bodies)
+		scheme := proptest.Pick(rng, []string{"https", "https", "http"})
 		d := p.DecideURL(method, scheme+"://"+host+path, body)
 		for _, l := range c.Limits {
 			if !l.Sandboxes.Matches(support) || !slices.Contains(l.Hosts, host) || !l.Contains(method, path, body) {

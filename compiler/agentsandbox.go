@@ -81,11 +81,7 @@ func podSecretUses(pod *yaml.Node, at string) []podSecretUse {
 		}
 		for i, c := range cs.Content {
 			c = deref(c)
-			name := kid(c, "name")
-			cname := ""
-			if name != nil {
-				cname = name.Value
-			}
+			cname := kidValue(c, "name")
 			cp := fmt.Sprintf("%s.%s[%d]", at, list, i)
 			if ef := kid(c, "envFrom"); ef != nil && ef.Kind == yaml.SequenceNode {
 				for j, e := range ef.Content {
@@ -101,11 +97,7 @@ func podSecretUses(pod *yaml.Node, at string) []podSecretUse {
 					vf := kid(e, "valueFrom")
 					ref := kid(vf, "secretKeyRef")
 					n := kid(ref, "name")
-					vn := kid(e, "name")
-					variable := ""
-					if vn != nil {
-						variable = vn.Value
-					}
+					variable := kidValue(e, "name")
 					add(n, fmt.Sprintf("%s.env[%d].valueFrom.secretKeyRef.name", cp, j), fmt.Sprintf("container %q takes a key of it as %s", cname, clip(variable)))
 				}
 			}
@@ -114,11 +106,7 @@ func podSecretUses(pod *yaml.Node, at string) []podSecretUse {
 	if vols := kid(pod, "volumes"); vols != nil && vols.Kind == yaml.SequenceNode {
 		for i, v := range vols.Content {
 			v = deref(v)
-			vn := kid(v, "name")
-			volume := ""
-			if vn != nil {
-				volume = vn.Value
-			}
+			volume := kidValue(v, "name")
 			what := fmt.Sprintf("volume %q mounts it", clip(volume))
 			sec := kid(v, "secret")
 			n := kid(sec, "secretName")
@@ -142,6 +130,14 @@ func podSecretUses(pod *yaml.Node, at string) []podSecretUse {
 func kid(n *yaml.Node, key string) *yaml.Node {
 	v, _ := child(deref(n), key)
 	return deref(v)
+}
+
+// kidValue is the text of key's value in mapping n, "" when none.
+func kidValue(n *yaml.Node, key string) string {
+	if v := kid(n, key); v != nil {
+		return v.Value
+	}
+	return ""
 }
 
 // deref follows an alias to what it names (the API server sees the

@@ -325,30 +325,42 @@ func keysUsed(in *injectWire, i int) []keyUse {
 	return uses
 }
 
+// firstUses lists the keys the inject entries read, each key once per
+// entry, at its first use there: a check of a key's presence or value
+// reports it once for each entry that reads it.
+func firstUses(inject []injectWire) []keyUse {
+	var uses []keyUse
+	for i := range inject {
+		seen := map[string]bool{}
+		for _, u := range keysUsed(&inject[i], i) {
+			if !seen[u.key] {
+				seen[u.key] = true
+				uses = append(uses, u)
+			}
+		}
+	}
+	return uses
+}
+
 func checkSecretKeys(p *pass) {
 	for _, c := range p.connList {
 		s, r := p.secretOf(c)
 		if s == nil || s.keysUnknown || s.merges {
 			continue // keys unknown: checkKeysUnknown says so
 		}
-		inject := c.w.Spec.Placement.Inject
-		for i := range inject {
-			reported := map[string]bool{}
-			for _, u := range keysUsed(&inject[i], i) {
-				if _, ok := s.values.get(u.key); ok || reported[u.key] {
-					continue
-				}
-				reported[u.key] = true
-				keys := s.keys()
-				near := didYouMean(u.key, keys)
-				if n := diag.Suggest(u.key, keys); n != "" && s.declared != nil {
-					// A key an ExternalSecret, a SealedSecret or a SOPS
-					// Secret writes is as likely to be the misspelt one
-					// as the key the Connection reads.
-					near = fmt.Sprintf("; %s writes %q, one edit from it: correct whichever of the two is misspelt", s.decl().from, n)
-				}
-				p.reportUse(codeSecretKeyMissing, &c.item, u, "key %q is not in Secret %s%s (it has: %s)%s", u.key, r, near, listOrNone(keys), s.replacedNote(u.key, near != ""))
+		for _, u := range firstUses(c.w.Spec.Placement.Inject) {
+			if _, ok := s.values.get(u.key); ok {
+				continue
 			}
+			keys := s.keys()
+			near := didYouMean(u.key, keys)
+			if n := diag.Suggest(u.key, keys); n != "" && s.declared != nil {
+				// A key an ExternalSecret, a SealedSecret or a SOPS
+				// Secret writes is as likely to be the misspelt one
+				// as the key the Connection reads.
+				near = fmt.Sprintf("; %s writes %q, one edit from it: correct whichever of the two is misspelt", s.decl().from, n)
+			}
+			p.reportUse(codeSecretKeyMissing, &c.item, u, "key %q is not in Secret %s%s (it has: %s)%s", u.key, r, near, listOrNone(keys), s.replacedNote(u.key, near != ""))
 		}
 	}
 }
@@ -359,31 +371,23 @@ func checkInjectionValues(p *pass) {
 		if s == nil {
 			continue
 		}
-		inject := c.w.Spec.Placement.Inject
-		for i := range inject {
-			reported := map[string]bool{}
-			for _, u := range keysUsed(&inject[i], i) {
-				v, ok := s.values.get(u.key)
-				if reported[u.key] {
-					continue
-				}
-				reported[u.key] = true
-				if !ok || !v.known || v.err() == nil || errors.Is(v.err(), config.ErrValueEmpty) {
-					continue
-				}
-				if errors.Is(v.err(), config.ErrValueControl) {
-					p.reportUse(codeInjectionInvalid, &c.item, u,
-						"key %q of Secret %s%s holds a control character (other than tab), which a header value may not hold; store the value without it", u.key, r, s.keyAt(u.key))
-					continue
-				}
-				if errors.Is(v.err(), config.ErrValueNUL) {
-					p.reportUse(codeInjectionInvalid, &c.item, u,
-						"key %q of Secret %s%s holds a NUL byte, which cannot go into a header; store the value without it", u.key, r, s.keyAt(u.key))
-					continue
-				}
-				p.reportUse(codeInjectionInvalid, &c.item, u,
-					"key %q of Secret %s%s holds a line break other than a single trailing one, so the injected value spans more than one line; store the value on one line", u.key, r, s.keyAt(u.key))
+		for _, u := range firstUses(c.w.Spec.Placement.Inject) {
+			v, ok := s.values.get(u.key)
+			if !ok || !v.known || v.err() == nil || errors.Is(v.err(), config.ErrValueEmpty) {
+				continue
 			}
+			if errors.Is(v.err(), config.ErrValueControl) {
+				p.reportUse(codeInjectionInvalid, &c.item, u,
+					"key %q of Secret %s%s holds a control character (other than tab), which a header value may not hold; store the value without it", u.key, r, s.keyAt(u.key))
+				continue
+			}
+			if errors.Is(v.err(), config.ErrValueNUL) {
+				p.reportUse(codeInjectionInvalid, &c.item, u,
+					"key %q of Secret %s%s holds a NUL byte, which cannot go into a header; store the value without it", u.key, r, s.keyAt(u.key))
+				continue
+			}
+			p.reportUse(codeInjectionInvalid, &c.item, u,
+				"key %q of Secret %s%s holds a line break other than a single trailing one, so the injected value spans more than one line; store the value on one line", u.key, r, s.keyAt(u.key))
 		}
 	}
 }

@@ -2,7 +2,6 @@ package compiler
 
 import (
 	"cmp"
-	"fmt"
 	"maps"
 	"strings"
 	"testing"
@@ -76,37 +75,10 @@ stringData:
   plain: "` + canary + `\n` + canary + `"
   bad: 12
 sops: {mac: "ENC[` + canary + `]"}
----
-apiVersion: omnia.altairalabs.ai/v1alpha1
-kind: Connection
-metadata: {name: a, namespace: ns}
-spec:
-  hosts: [a.example.com]
-  credential: {kind: secret, secretRef: {name: sealed}}
-  placement:
-    inject:
-      - {hosts: [a.example.com], header: Authorization, value: "{{ .user }}{{ .token }}{{ .nope }}"}
----
-apiVersion: omnia.altairalabs.ai/v1alpha1
-kind: Connection
-metadata: {name: b, namespace: ns}
-spec:
-  hosts: [a.example.com]
-  credential: {kind: secret, secretRef: {name: sops}}
-  placement:
-    inject:
-      - {hosts: [a.example.com], header: Authorization, value: "{{ .plain }}{{ .token }}{{ .nope }}"}
----
-apiVersion: omnia.altairalabs.ai/v1alpha1
-kind: Connection
-metadata: {name: c, namespace: ns}
-spec:
-  hosts: [a.example.com]
-  credential: {kind: secret, secretRef: {name: sopz}}
-  placement:
-    inject:
-      - {hosts: [a.example.com], header: Authorization, value: "{{ .plain }}"}
-`
+` +
+		secretReader("a", "sealed", "{{ .user }}{{ .token }}{{ .nope }}") +
+		secretReader("b", "sops", "{{ .plain }}{{ .token }}{{ .nope }}") +
+		secretReader("c", "sopz", "{{ .plain }}")
 	docs, ds := source.Parse("in.yaml", []byte(input))
 	if len(ds) > 0 {
 		t.Fatal(ds)
@@ -137,20 +109,22 @@ spec:
 	}
 }
 
-// readsTarget is a Connection in namespace ns that reads Secret target
-// through the value template %s.
-const readsTarget = `
----
+// secretReader is a document starting "---": Connection name in
+// namespace ns, which reads Secret secret through the value template
+// value.
+func secretReader(name, secret, value string) string {
+	return `---
 apiVersion: omnia.altairalabs.ai/v1alpha1
 kind: Connection
-metadata: {name: c, namespace: ns}
+metadata: {name: ` + name + `, namespace: ns}
 spec:
   hosts: [a.example.com]
-  credential: {kind: secret, secretRef: {name: target}}
+  credential: {kind: secret, secretRef: {name: ` + secret + `}}
   placement:
     inject:
-      - {hosts: [a.example.com], header: Authorization, value: "%s"}
+      - {hosts: [a.example.com], header: Authorization, value: "` + value + `"}
 `
+}
 
 // TestExternalSecretKeys holds the keys keyhole expects of an
 // ExternalSecret's Secret to what the external-secrets controller writes:
@@ -299,7 +273,7 @@ func TestExternalSecretKeys(t *testing.T) {
 				}
 				holds[codeSecretKeyMissing] = tc.missing
 			}
-			checkCodes(t, v, tc.input+fmt.Sprintf(readsTarget, tc.reads), tc.want, holds)
+			checkCodes(t, v, tc.input+"\n"+secretReader("c", "target", tc.reads), tc.want, holds)
 		})
 	}
 }
@@ -537,7 +511,7 @@ func TestClusterExternalSecret(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			checkCodes(t, v, tc.input+fmt.Sprintf(readsTarget, tc.reads), tc.want, tc.in)
+			checkCodes(t, v, tc.input+"\n"+secretReader("c", "target", tc.reads), tc.want, tc.in)
 		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -244,21 +243,7 @@ func TestTextVerbose(t *testing.T) {
 // schema (testdata/sarif-schema-2.1.0.json, as shipped in the npm package
 // @microsoft/jest-sarif 1.0.0-beta.0, file lib/schemas/sarif-2.1.0-rtm.5.json).
 func TestSARIFSchema(t *testing.T) {
-	f, err := os.Open(filepath.Join("testdata", "sarif-schema-2.1.0.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	c := jsonschema.NewCompiler()
-	c.Draft = jsonschema.Draft4
-	c.AssertFormat = true
-	if err := c.AddResource("sarif-schema.json", f); err != nil {
-		t.Fatal(err)
-	}
-	schema, err := c.Compile("sarif-schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	schema := loadSARIFSchema(t)
 	for name, ds := range map[string]List{"sample": sample(), "empty": nil} {
 		t.Run(name, func(t *testing.T) {
 			var buf bytes.Buffer

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"keyhole.dev/keyhole/internal/proptest"
 	"keyhole.dev/keyhole/proxy/config"
 	"keyhole.dev/keyhole/proxy/policy"
 )
@@ -469,19 +470,27 @@ func TestCompareAccess(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			a := CompareAccess(tc.base, tc.head)
-			if a.Verdict != tc.want {
-				t.Errorf("verdict %s (%s), want %s", a.Verdict, a.Undecided, tc.want)
-			}
-			if got := requests(a.Widened); tc.widened != nil && !slices.Equal(got, tc.widened) {
-				t.Errorf("widened:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.widened, "\n"))
-			}
-			if got := requests(a.Narrowed); tc.narrowed != nil && !slices.Equal(got, tc.narrowed) {
-				t.Errorf("narrowed:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.narrowed, "\n"))
-			}
-			checkAccess(t, tc.base, tc.head, a)
+			compareCase(t, tc.base, tc.head, tc.want, tc.widened, tc.narrowed)
 		})
 	}
+}
+
+// compareCase compares base with head and requires the verdict want and,
+// unless nil, the witnesses widened and narrowed, each witness proven by
+// checkAccess.
+func compareCase(t *testing.T, base, head *config.Config, want Verdict, widened, narrowed []string) {
+	t.Helper()
+	a := CompareAccess(base, head)
+	if a.Verdict != want {
+		t.Errorf("verdict %s (%s), want %s", a.Verdict, a.Undecided, want)
+	}
+	if got := requests(a.Widened); widened != nil && !slices.Equal(got, widened) {
+		t.Errorf("widened:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(widened, "\n"))
+	}
+	if got := requests(a.Narrowed); narrowed != nil && !slices.Equal(got, narrowed) {
+		t.Errorf("narrowed:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(narrowed, "\n"))
+	}
+	checkAccess(t, base, head, a)
 }
 
 func requests(ws []Witness) []string {
@@ -722,27 +731,6 @@ var propGraphQL = []string{
 	`{"query":"{ a }","operation":"download"}`,
 }
 
-func pick[T any](rng *rand.Rand, xs []T) T { return xs[rng.IntN(len(xs))] }
-
-func randomPath(rng *rand.Rand, pattern bool) string {
-	n := rng.IntN(4)
-	if n == 0 {
-		return "/"
-	}
-	var segs []string
-	for i := range n {
-		switch {
-		case pattern && i == n-1 && rng.IntN(3) == 0:
-			segs = append(segs, "**")
-		case pattern && rng.IntN(3) == 0:
-			segs = append(segs, "*")
-		default:
-			segs = append(segs, pick(rng, propSegs))
-		}
-	}
-	return "/" + strings.Join(segs, "/")
-}
-
 func randomRule(rng *rand.Rand) config.Rule {
 	var r config.Rule
 	for _, m := range propMethods {
@@ -751,7 +739,7 @@ func randomRule(rng *rand.Rand) config.Rule {
 		}
 	}
 	if len(r.Methods) == 0 {
-		r.Methods = []string{pick(rng, propMethods)}
+		r.Methods = []string{proptest.Pick(rng, propMethods)}
 	}
 	segment := rng.IntN(4) == 0
 	if segment {
@@ -759,14 +747,14 @@ func randomRule(rng *rand.Rand) config.Rule {
 	}
 	for range 1 + rng.IntN(2) {
 		pattern := rng.IntN(2) == 1
-		p := randomPath(rng, pattern)
+		p := proptest.Path(rng, propSegs, pattern)
 		if segment && !strings.HasSuffix(p, "**") && rng.IntN(2) == 0 {
 			// A segment spelling an encoded '/', or a "*" piece.
 			slashed := []string{"a%2Fb", "c%2fa", "a%2Fa-old"}
 			if pattern {
 				slashed = append(slashed, "a%2F*", "*%2Fb")
 			}
-			p = strings.TrimSuffix(p, "/") + "/" + pick(rng, slashed)
+			p = strings.TrimSuffix(p, "/") + "/" + proptest.Pick(rng, slashed)
 		}
 		if pattern {
 			r.PathPatterns = append(r.PathPatterns, p)
@@ -776,7 +764,7 @@ func randomRule(rng *rand.Rand) config.Rule {
 	}
 	switch rng.IntN(6) {
 	case 0:
-		r.Body = map[string][]string{pick(rng, []string{"operation", "Operation", "ref"}): {pick(rng, []string{"download", "upload"})}}
+		r.Body = map[string][]string{proptest.Pick(rng, []string{"operation", "Operation", "ref"}): {proptest.Pick(rng, []string{"download", "upload"})}}
 	case 1:
 		g := config.GraphQL{PersistedQueries: rng.IntN(4) == 0, Batches: rng.IntN(3) == 0}
 		for _, op := range config.GraphQLOperations() {
@@ -795,32 +783,24 @@ func randomRule(rng *rand.Rand) config.Rule {
 func randomInject(rng *rand.Rand) config.Inject {
 	switch rng.IntN(4) {
 	case 0:
-		return basic(pick(rng, []string{"s1", "s2"}))
+		return basic(proptest.Pick(rng, []string{"s1", "s2"}))
 	case 1:
 		return config.Inject{Secret: "s1", Substitute: &config.SubstituteInject{Placeholder: "omnia-injected-one", Key: "token"}}
 	}
-	return bearer(pick(rng, []string{"s1", "s2"}))
+	return bearer(proptest.Pick(rng, []string{"s1", "s2"}))
 }
 
 func randomPlan(rng *rand.Rand) *config.Config {
 	if rng.IntN(20) == 0 {
 		return nil
 	}
-	var hosts []config.Host
-	var pass []string
-	for _, h := range propHosts {
-		switch rng.IntN(4) {
-		case 0:
-		case 1:
-			pass = append(pass, h)
-		default:
-			host := config.Host{Name: h, Connection: pick(rng, []string{"c1", "c2"}), Inject: randomInject(rng)}
-			for range rng.IntN(4) {
-				host.Rules = append(host.Rules, randomRule(rng))
-			}
-			hosts = append(hosts, host)
+	hosts, pass := proptest.Hosts(rng, propHosts, func(h string) config.Host {
+		host := config.Host{Name: h, Connection: proptest.Pick(rng, []string{"c1", "c2"}), Inject: randomInject(rng)}
+		for range rng.IntN(4) {
+			host.Rules = append(host.Rules, randomRule(rng))
 		}
-	}
+		return host
+	})
 	return plan(hosts, pass...)
 }
 
@@ -843,13 +823,13 @@ func mutate(rng *rand.Rand, c *config.Config) *config.Config {
 		}
 	case 2:
 		if len(h.Rules) > 0 {
-			h.Rules[0].Methods = append(h.Rules[0].Methods, pick(rng, propMethods))
+			h.Rules[0].Methods = append(h.Rules[0].Methods, proptest.Pick(rng, propMethods))
 			slices.Sort(h.Rules[0].Methods)
 			h.Rules[0].Methods = slices.Compact(h.Rules[0].Methods)
 		}
 	case 3:
 		if len(h.Rules) > 0 {
-			h.Rules[0].PathPrefixes = append(h.Rules[0].PathPrefixes, randomPath(rng, false))
+			h.Rules[0].PathPrefixes = append(h.Rules[0].PathPrefixes, proptest.Path(rng, propSegs, false))
 		}
 	default:
 		h.Inject = randomInject(rng)
@@ -858,13 +838,13 @@ func mutate(rng *rand.Rand, c *config.Config) *config.Config {
 }
 
 func randomRequest(rng *rand.Rand) (method, url string, body []byte) {
-	method = pick(rng, append(slices.Clone(propMethods), "PUT", "get", "OPTIONS"))
-	scheme := pick(rng, []string{"https", "https", "http"})
-	host := pick(rng, append(slices.Clone(propHosts), "three.example", "ONE.example", "one.example:443", "one.example:80", "one.example:8443"))
+	method = proptest.Pick(rng, append(slices.Clone(propMethods), "PUT", "get", "OPTIONS"))
+	scheme := proptest.Pick(rng, []string{"https", "https", "http"})
+	host := proptest.Pick(rng, append(slices.Clone(propHosts), "three.example", "ONE.example", "one.example:443", "one.example:80", "one.example:8443"))
 	n := rng.IntN(6)
 	var segs []string
 	for range n {
-		segs = append(segs, pick(rng, append(slices.Clone(propSegs), "z", "*", "**", "a-old", "other", "a%2Fb", "a%2fb", "a%2Fz", "c%2Fa", "x%2F..%2Fa", "a%2Fb%252F")))
+		segs = append(segs, proptest.Pick(rng, append(slices.Clone(propSegs), "z", "*", "**", "a-old", "other", "a%2Fb", "a%2fb", "a%2Fz", "c%2Fa", "x%2F..%2Fa", "a%2Fb%252F")))
 	}
 	path := "/" + strings.Join(segs, "/")
 	if rng.IntN(8) == 0 {
@@ -878,7 +858,7 @@ func randomRequest(rng *rand.Rand) (method, url string, body []byte) {
 	case 2:
 		body = []byte(`{"ref":"upload"}`)
 	case 3:
-		body = []byte(pick(rng, propGraphQL))
+		body = []byte(proptest.Pick(rng, propGraphQL))
 	}
 	return method, scheme + "://" + host + path, body
 }

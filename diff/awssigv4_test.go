@@ -1,8 +1,6 @@
 package diff
 
 import (
-	"slices"
-	"strings"
 	"testing"
 
 	"keyhole.dev/keyhole/proxy/config"
@@ -51,14 +49,7 @@ func TestCompareAccessAWSSigV4(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			a := CompareAccess(tc.base, tc.head)
-			if a.Verdict != tc.want {
-				t.Errorf("verdict %s (%s), want %s", a.Verdict, a.Undecided, tc.want)
-			}
-			if got := requests(a.Widened); tc.widened != nil && !slices.Equal(got, tc.widened) {
-				t.Errorf("widened:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.widened, "\n"))
-			}
-			checkAccess(t, tc.base, tc.head, a)
+			compareCase(t, tc.base, tc.head, tc.want, tc.widened, nil)
 		})
 	}
 }

@@ -217,17 +217,9 @@ func TestCompare(t *testing.T) {
 		"the binding moved to another runtime": {
 			head: func() map[string]string {
 				h := with(t, base, "agentruntime.yaml", "connections:\n      - {sandbox: workspace, role: vcs, connection: github-acme}\n", "connections: []\n")
-				return with(t, h, "other.yaml", "", `apiVersion: omnia.altairalabs.ai/v1alpha1
-kind: AgentRuntime
-metadata: {name: other, namespace: agents}
-spec:
-  promptPackRef: {name: support}
-  facades: [{type: websocket}]
-  sandbox:
-    enabled: true
-    connections:
-      - {sandbox: workspace, role: vcs, connection: github-acme}
-`)
+				// The same AgentRuntime, by another name.
+				other := strings.Replace(acme()["agentruntime.yaml"], "{name: support, namespace: agents}", "{name: other, namespace: agents}", 1)
+				return with(t, h, "other.yaml", "", other)
 			}(),
 			changed: true,
 		},

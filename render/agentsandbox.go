@@ -194,12 +194,10 @@ func RenderAgentSandbox(p compiler.Plan, opts Options) ([]File, diag.List, error
 	if r.diags.HasErrors() {
 		return nil, r.diags, nil
 	}
-	k, err := kustomization(asKustomizationHeader, resources)
+	files, err = withKustomization(files, asKustomizationHeader, resources)
 	if err != nil {
 		return nil, nil, err
 	}
-	files = append(files, k)
-	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
 	return files, r.diags, nil
 }
 
@@ -232,32 +230,15 @@ func (r *asRender) input(in compiler.Object) error {
 	if node == nil {
 		return nil
 	}
-	var raw map[string]any
-	if err := node.Decode(&raw); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrInvalidPlan, in.Source, err)
-	}
-	var spec any
-	if n := mapValue(node, "spec"); n != nil {
-		if spec, err = plainValue(n); err != nil {
-			return fmt.Errorf("%w: %s: spec: %w", ErrInvalidPlan, in.Source, err)
-		}
+	raw, spec, err := decodeInput(in, node)
+	if err != nil {
+		return err
 	}
 	ns := cmp.Or(in.Source.Namespace, r.opts.DefaultNamespace)
 	if !dnsLabel.MatchString(ns) || len(ns) > 63 || !dnsSubdomain.MatchString(in.Source.Name) || len(in.Source.Name) > 253 {
 		return fmt.Errorf("%w: %s: not a valid namespace and name", ErrInvalidPlan, in.Source)
 	}
-	md := obj{"name": in.Source.Name, "namespace": ns}
-	meta, _ := raw["metadata"].(map[string]any)
-	if labels := stringMap(meta["labels"], nil); len(labels) > 0 {
-		md["labels"] = labels
-	}
-	if ann := stringMap(meta["annotations"], droppedAnnotation); len(ann) > 0 {
-		md["annotations"] = ann
-	}
-	o := obj{"apiVersion": schema.AgentSandboxAPIVersion(kind), "kind": string(kind), "metadata": md}
-	if spec != nil {
-		o["spec"] = spec
-	}
+	o := carried(in, schema.AgentSandboxAPIVersion(kind), string(kind), ns, raw, spec)
 	a := &asObject{kind: kind, namespace: ns, name: in.Source.Name, o: o, src: in.Source, pos: in.Pos}
 	r.objs = append(r.objs, a)
 	if kind == schema.KindSandboxTemplate {

@@ -13,8 +13,6 @@ import (
 
 	"keyhole.dev/keyhole/compiler"
 	"keyhole.dev/keyhole/diag"
-	"keyhole.dev/keyhole/internal/golden"
-	"keyhole.dev/keyhole/proxy/config"
 	"keyhole.dev/keyhole/schema"
 	"keyhole.dev/keyhole/source"
 )
@@ -23,18 +21,6 @@ const (
 	goldenAgentSandboxDir = "../golden-agent-sandbox"
 	sigsExample           = "sigs-agent-sandbox"
 )
-
-func mustRenderAgentSandbox(t *testing.T, p compiler.Plan) ([]File, diag.List) {
-	t.Helper()
-	files, ds, err := RenderAgentSandbox(p, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ds.HasErrors() {
-		t.Fatalf("render-time errors:\n%v", ds)
-	}
-	return files, ds
-}
 
 // validateAgentSandboxFile checks one rendered object: agent-sandbox's
 // kinds against its published CRDs, strictly, as keyhole check does; the
@@ -70,7 +56,6 @@ func validateAgentSandboxFile(t *testing.T, v *schema.Validator, k8s *k8sSchemas
 // and every other object against the Kubernetes schemas, and loads every
 // proxy config as the proxy does.
 func TestAgentSandboxGolden(t *testing.T) {
-	update := golden.Update()
 	k8s, err := loadSchemas()
 	if err != nil {
 		t.Fatal(err)
@@ -82,39 +67,22 @@ func TestAgentSandboxGolden(t *testing.T) {
 	for _, ex := range examples(t) {
 		t.Run(ex, func(t *testing.T) {
 			dir := filepath.Join(examplesDir, ex)
-			files, _ := mustRenderAgentSandbox(t, compileDir(t, dir))
-			again, _ := mustRenderAgentSandbox(t, compileDir(t, dir))
-			if !slices.EqualFunc(files, again, func(a, b File) bool { return a.Path == b.Path && bytes.Equal(a.Data, b.Data) }) {
-				t.Fatal("rendering twice gave different bytes")
-			}
+			files := renderTargetTwice(t, RenderAgentSandbox, dir)
 			templates := 0
-			for _, f := range files {
-				switch {
-				case filepath.Base(f.Path) == "proxy.json":
-					if _, err := config.Decode(f.Data); err != nil {
-						t.Errorf("%s does not load into the proxy: %v", f.Path, err)
-					}
-				case strings.HasSuffix(f.Path, ".yaml") && f.Path != "kustomization.yaml":
-					validateAgentSandboxFile(t, v, k8s, f)
-					if strings.Contains(filepath.Base(f.Path), "deployment-") || strings.Contains(filepath.Base(f.Path), "networkpolicy-") {
-						t.Errorf("%s: the agent-sandbox target writes no Deployment or NetworkPolicy of its own", f.Path)
-					}
-					if strings.HasPrefix(filepath.Base(f.Path), "sandboxtemplate-") {
-						templates++
-					}
+			checkRendered(t, files, func(f File) {
+				validateAgentSandboxFile(t, v, k8s, f)
+				if strings.Contains(filepath.Base(f.Path), "deployment-") || strings.Contains(filepath.Base(f.Path), "networkpolicy-") {
+					t.Errorf("%s: the agent-sandbox target writes no Deployment or NetworkPolicy of its own", f.Path)
 				}
-			}
+				if strings.HasPrefix(filepath.Base(f.Path), "sandboxtemplate-") {
+					templates++
+				}
+			})
 			if templates == 0 {
 				t.Fatal("no SandboxTemplate rendered")
 			}
 			out := filepath.Join(goldenAgentSandboxDir, ex)
-			if update {
-				if err := WriteDir(out, files); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			compareDir(t, out, files)
+			checkDir(t, out, files)
 		})
 	}
 }
@@ -125,25 +93,10 @@ func TestAgentSandboxNoSecret(t *testing.T) {
 	for _, ex := range examples(t) {
 		t.Run(ex, func(t *testing.T) {
 			dir := plantCanary(t, filepath.Join(examplesDir, ex))
-			files, ds := mustRenderAgentSandbox(t, compileDir(t, dir))
-			stream, err := Stream(files)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := filepath.Join(t.TempDir(), "out")
-			if err := WriteDir(out, files); err != nil {
-				t.Fatal(err)
-			}
-			if bytes.Contains(stream, []byte(canary)) || strings.Contains(ds.Error(), canary) {
-				t.Error("the stream or a diagnostic holds the canary")
-			}
+			files, ds := mustRenderTarget(t, RenderAgentSandbox, compileDir(t, dir))
+			stream := noCanary(t, files, ds)
 			if bytes.Contains(stream, []byte("kind: Secret\n")) {
 				t.Error("the stream holds a Secret")
-			}
-			for p, data := range snapshot(t, out) {
-				if strings.Contains(data, canary) {
-					t.Errorf("written %s holds the canary", p)
-				}
 			}
 		})
 	}
@@ -153,7 +106,7 @@ func TestAgentSandboxNoSecret(t *testing.T) {
 // SandboxTemplate's pod spec and the template.
 func sigsTemplate(t *testing.T) (pod, tmpl obj, files []File) {
 	t.Helper()
-	files, _ = mustRenderAgentSandbox(t, compileDir(t, filepath.Join(examplesDir, sigsExample)))
+	files, _ = mustRenderTarget(t, RenderAgentSandbox, compileDir(t, filepath.Join(examplesDir, sigsExample)))
 	tmpl = find(t, objects(t, files), "SandboxTemplate", "aider-browser")
 	return dig(tmpl, "spec", "podTemplate", "spec").(obj), tmpl, files
 }
@@ -254,7 +207,7 @@ func mustYAML(t *testing.T, v any) string {
 // template of its name gets one with the sandbox's image, keyhole's pod
 // and the controller's default ingress.
 func TestAgentSandboxWithoutTemplate(t *testing.T) {
-	files, ds := mustRenderAgentSandbox(t, testPlan())
+	files, ds := mustRenderTarget(t, RenderAgentSandbox, testPlan())
 	if len(ds) != 0 {
 		t.Errorf("diagnostics: %v", ds)
 	}
@@ -466,7 +419,7 @@ func TestAgentSandboxTemplateRenamed(t *testing.T) {
 					inputObject(t, "apiVersion: extensions.agents.x-k8s.io/v1beta1\nkind: SandboxWarmPool\nmetadata: {name: "+tmpl+"-pool, namespace: agents}\n"+
 						"spec: {replicas: 2, sandboxTemplateRef: {name: "+tmpl+"}}\n"))
 			}
-			files, ds := mustRenderAgentSandbox(t, p)
+			files, ds := mustRenderTarget(t, RenderAgentSandbox, p)
 			objs := objects(t, files)
 			for _, tmpl := range tc.templates {
 				o := find(t, objs, "SandboxTemplate", tmpl)

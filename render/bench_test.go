@@ -88,28 +88,31 @@ func benchCheck(b *testing.B, dir string, v *schema.Validator) compiler.Plan {
 	return res.Plan
 }
 
-// BenchmarkCheck is `keyhole check` on the benchmark repository;
-// BenchmarkCheckRender is `keyhole render` (check, then render, in
-// memory). docs/benchmarks.md holds CheckRender to at most 1.3x Check.
-func BenchmarkCheck(b *testing.B) {
+// benchRepo writes the benchmark repository to a temporary directory,
+// and returns it with a schema validator.
+func benchRepo(b *testing.B) (string, *schema.Validator) {
+	b.Helper()
 	dir := b.TempDir()
 	writeBenchRepo(b, dir)
 	v, err := schema.NewValidator()
 	if err != nil {
 		b.Fatal(err)
 	}
+	return dir, v
+}
+
+// BenchmarkCheck is `keyhole check` on the benchmark repository;
+// BenchmarkCheckRender is `keyhole render` (check, then render, in
+// memory). docs/benchmarks.md holds CheckRender to at most 1.3x Check.
+func BenchmarkCheck(b *testing.B) {
+	dir, v := benchRepo(b)
 	for b.Loop() {
 		benchCheck(b, dir, v)
 	}
 }
 
 func BenchmarkCheckRender(b *testing.B) {
-	dir := b.TempDir()
-	writeBenchRepo(b, dir)
-	v, err := schema.NewValidator()
-	if err != nil {
-		b.Fatal(err)
-	}
+	dir, v := benchRepo(b)
 	for b.Loop() {
 		plan := benchCheck(b, dir, v)
 		if len(plan.Sandboxes) != benchSandboxes {
@@ -123,12 +126,7 @@ func BenchmarkCheckRender(b *testing.B) {
 
 // BenchmarkRender is Render alone on the benchmark plan.
 func BenchmarkRender(b *testing.B) {
-	dir := b.TempDir()
-	writeBenchRepo(b, dir)
-	v, err := schema.NewValidator()
-	if err != nil {
-		b.Fatal(err)
-	}
+	dir, v := benchRepo(b)
 	plan := benchCheck(b, dir, v)
 	for b.Loop() {
 		if _, err := Render(plan, Options{}); err != nil {

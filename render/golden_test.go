@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"keyhole.dev/keyhole/compiler"
+	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/internal/golden"
 	"keyhole.dev/keyhole/proxy/config"
 	"keyhole.dev/keyhole/source/fixture"
@@ -118,41 +119,93 @@ func compileDir(t *testing.T, dir string) compiler.Plan {
 func TestGolden(t *testing.T) {
 	// KEYHOLE_UPDATE=1 rewrites golden/ from the current render instead
 	// of comparing; golden files are never edited by hand.
-	update := golden.Update()
 	schemas, err := loadSchemas()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, ex := range examples(t) {
 		t.Run(ex, func(t *testing.T) {
-			plan := compileDir(t, filepath.Join(examplesDir, ex))
-			files := mustRender(t, plan, Options{})
-			again := mustRender(t, compileDir(t, filepath.Join(examplesDir, ex)), Options{})
-			if !slices.EqualFunc(files, again, func(a, b File) bool { return a.Path == b.Path && bytes.Equal(a.Data, b.Data) }) {
-				t.Fatal("rendering twice gave different bytes")
-			}
-			for _, f := range files {
-				switch {
-				case filepath.Base(f.Path) == "proxy.json":
-					if _, err := config.Decode(f.Data); err != nil {
-						t.Errorf("%s does not load into the proxy: %v", f.Path, err)
-					}
-				case strings.HasSuffix(f.Path, ".yaml") && f.Path != "kustomization.yaml":
-					if err := schemas.validate(f.Data); err != nil {
-						t.Errorf("%s: %v", f.Path, err)
-					}
+			files := renderTwice(t, func() []File {
+				return mustRender(t, compileDir(t, filepath.Join(examplesDir, ex)), Options{})
+			})
+			checkRendered(t, files, func(f File) {
+				if err := schemas.validate(f.Data); err != nil {
+					t.Errorf("%s: %v", f.Path, err)
 				}
-			}
+			})
 			dir := filepath.Join(goldenDir, ex)
-			if update {
-				if err := WriteDir(dir, files); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			compareDir(t, dir, files)
+			checkDir(t, dir, files)
 		})
 	}
+}
+
+// renderTwice calls render twice, fails unless both renders are the same
+// bytes, and returns the first.
+func renderTwice(t *testing.T, render func() []File) []File {
+	t.Helper()
+	files, again := render(), render()
+	if !slices.EqualFunc(files, again, func(a, b File) bool { return a.Path == b.Path && bytes.Equal(a.Data, b.Data) }) {
+		t.Fatal("rendering twice gave different bytes")
+	}
+	return files
+}
+
+// checkRendered loads every proxy.json of files as the proxy does, and hands
+// every manifest (a .yaml file but the kustomization) to manifest.
+func checkRendered(t *testing.T, files []File, manifest func(File)) {
+	t.Helper()
+	for _, f := range files {
+		switch {
+		case filepath.Base(f.Path) == "proxy.json":
+			if _, err := config.Decode(f.Data); err != nil {
+				t.Errorf("%s does not load into the proxy: %v", f.Path, err)
+			}
+		case strings.HasSuffix(f.Path, ".yaml") && f.Path != "kustomization.yaml":
+			manifest(f)
+		}
+	}
+}
+
+// checkDir writes files to dir under golden.Update, and otherwise
+// compares them with it.
+func checkDir(t *testing.T, dir string, files []File) {
+	t.Helper()
+	if golden.Update() {
+		if err := WriteDir(dir, files); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	compareDir(t, dir, files)
+}
+
+// noCanary fails if a rendered file, their stream, a diagnostic of ds or
+// the directory WriteDir makes of them (a path or a file's bytes) holds
+// the canary. It returns the stream.
+func noCanary(t *testing.T, files []File, ds diag.List) []byte {
+	t.Helper()
+	stream, err := Stream(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	if err := WriteDir(out, files); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if bytes.Contains(f.Data, []byte(canary)) {
+			t.Errorf("%s holds the canary", f.Path)
+		}
+	}
+	if bytes.Contains(stream, []byte(canary)) || strings.Contains(ds.Error(), canary) {
+		t.Error("the stream or a diagnostic holds the canary")
+	}
+	for p, data := range snapshot(t, out) {
+		if strings.Contains(data, canary) || strings.Contains(p, canary) {
+			t.Errorf("written %s holds the canary", p)
+		}
+	}
+	return stream
 }
 
 // compareDir fails unless dir holds exactly files plus the marker.
@@ -202,27 +255,7 @@ func TestExampleCanary(t *testing.T) {
 			for _, mode := range modes {
 				t.Run(mode, func(t *testing.T) {
 					files := mustRender(t, plan, Options{ProxyMode: mode})
-					stream, err := Stream(files)
-					if err != nil {
-						t.Fatal(err)
-					}
-					out := filepath.Join(t.TempDir(), "out")
-					if err := WriteDir(out, files); err != nil {
-						t.Fatal(err)
-					}
-					for _, f := range files {
-						if bytes.Contains(f.Data, []byte(canary)) {
-							t.Errorf("%s holds the canary", f.Path)
-						}
-					}
-					if bytes.Contains(stream, []byte(canary)) {
-						t.Error("the stream holds the canary")
-					}
-					for p, data := range snapshot(t, out) {
-						if strings.Contains(data, canary) || strings.Contains(p, canary) {
-							t.Errorf("written %s holds the canary", p)
-						}
-					}
+					noCanary(t, files, nil)
 					// The per-claim trust objects (docs/spec.md §7), for every sandbox.
 					objs := objects(t, files)
 					for _, sb := range plan.Sandboxes {

@@ -5,15 +5,11 @@ package render
 import (
 	"bytes"
 	"context"
-	"errors"
-	"io"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // TestKubectlKustomize builds every rendered directory, of both targets, with the machine's
@@ -32,7 +28,7 @@ func TestKubectlKustomize(t *testing.T) {
 		for _, mode := range modes {
 			renders[ex+"-"+mode] = mustRender(t, compileDir(t, filepath.Join(examplesDir, ex)), Options{ProxyMode: mode})
 		}
-		renders[ex+"-"+TargetOmnia], _ = mustRenderOmnia(t, compileDir(t, filepath.Join(examplesDir, ex)))
+		renders[ex+"-"+TargetOmnia], _ = mustRenderTarget(t, RenderOmnia, compileDir(t, filepath.Join(examplesDir, ex)))
 	}
 	for name, files := range renders {
 		t.Run(name, func(t *testing.T) {
@@ -69,17 +65,8 @@ func key(o obj) string {
 
 func objectKeys(t *testing.T, stream []byte) []string {
 	t.Helper()
-	dec := yaml.NewDecoder(bytes.NewReader(stream))
 	var keys []string
-	for {
-		var o obj
-		err := dec.Decode(&o)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, o := range streamObjects(t, stream) {
 		keys = append(keys, key(o))
 	}
 	slices.Sort(keys)

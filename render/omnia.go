@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path"
 	"regexp"
-	"slices"
 	"strings"
 
 	"keyhole.dev/keyhole/compiler"
@@ -176,12 +175,10 @@ func RenderOmnia(p compiler.Plan, opts Options) ([]File, diag.List, error) {
 		files = append(files, File{Path: o.path(), Data: data})
 		resources = append(resources, o.path())
 	}
-	k, err := kustomization(omniaKustomizationHeader, resources)
+	files, err = withKustomization(files, omniaKustomizationHeader, resources)
 	if err != nil {
 		return nil, nil, err
 	}
-	files = append(files, k)
-	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
 	return files, r.diags, nil
 }
 
@@ -246,16 +243,9 @@ func (r *omniaRender) input(in compiler.Object) error {
 			r.op, in.Source.Kind)
 		return nil
 	}
-	var raw map[string]any
-	if err := node.Decode(&raw); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrInvalidPlan, in.Source, err)
-	}
-	var spec any
-	if n := mapValue(node, "spec"); n != nil {
-		var err error
-		if spec, err = plainValue(n); err != nil {
-			return fmt.Errorf("%w: %s: spec: %w", ErrInvalidPlan, in.Source, err)
-		}
+	raw, spec, err := decodeInput(in, node)
+	if err != nil {
+		return err
 	}
 	if in.Source.Kind == "Connection" {
 		sp, _ := spec.(obj)
@@ -307,18 +297,7 @@ func (r *omniaRender) input(in compiler.Object) error {
 		}
 	}
 	ns := cmp.Or(in.Source.Namespace, r.opts.DefaultNamespace)
-	md := obj{"name": in.Source.Name, "namespace": ns}
-	meta, _ := raw["metadata"].(map[string]any)
-	if labels := stringMap(meta["labels"], nil); len(labels) > 0 {
-		md["labels"] = labels
-	}
-	if ann := stringMap(meta["annotations"], droppedAnnotation); len(ann) > 0 {
-		md["annotations"] = ann
-	}
-	o := obj{"apiVersion": schema.Group, "kind": in.Source.Kind, "metadata": md}
-	if spec != nil {
-		o["spec"] = spec
-	}
+	o := carried(in, schema.Group, in.Source.Kind, ns, raw, spec)
 	_, err = r.add(&omniaObject{kind: in.Source.Kind, namespace: ns, name: in.Source.Name, o: o, src: in.Source, pos: in.Pos})
 	return err
 }

@@ -18,7 +18,6 @@ import (
 
 	"keyhole.dev/keyhole/compiler"
 	"keyhole.dev/keyhole/diag"
-	"keyhole.dev/keyhole/internal/golden"
 	"keyhole.dev/keyhole/schema"
 	"keyhole.dev/keyhole/source"
 )
@@ -44,32 +43,18 @@ var loadOmniaCRDs = sync.OnceValues(func() (map[string]*jsonschema.Schema, error
 	for _, stream := range [][]byte{schema.CRDs(), operator} {
 		dec := yaml.NewDecoder(bytes.NewReader(stream))
 		for {
-			var crd struct {
-				Spec struct {
-					Group    string                `yaml:"group"`
-					Names    struct{ Kind string } `yaml:"names"`
-					Versions []struct {
-						Name   string `yaml:"name"`
-						Schema struct {
-							OpenAPIV3Schema map[string]any `yaml:"openAPIV3Schema"`
-						} `yaml:"schema"`
-					} `yaml:"versions"`
-				} `yaml:"spec"`
-			}
+			var crd crdDoc
 			if err := dec.Decode(&crd); err != nil {
 				if errors.Is(err, io.EOF) {
 					break
 				}
 				return nil, err
 			}
-			for _, v := range crd.Spec.Versions {
-				sch := v.Schema.OpenAPIV3Schema
-				strict(sch)
-				id := "crd/" + crd.Spec.Names.Kind + "/" + v.Name + ".json"
-				if err := addResource(c, id, sch); err != nil {
-					return nil, err
-				}
-				gvk := crd.Spec.Group + "/" + v.Name + "/" + crd.Spec.Names.Kind
+			ids, err := addCRD(c, "crd/"+crd.Spec.Names.Kind, &crd)
+			if err != nil {
+				return nil, err
+			}
+			for gvk, id := range ids {
 				if _, dup := kinds[gvk]; dup {
 					return nil, fmt.Errorf("two CRDs define %s", gvk)
 				}
@@ -119,9 +104,12 @@ func validateOmnia(data []byte, sandbox bool) error {
 	return sch.Validate(v)
 }
 
-func mustRenderOmnia(t *testing.T, p compiler.Plan) ([]File, diag.List) {
+// mustRenderTarget renders p for a target other than kubernetes (render
+// is RenderOmnia or RenderAgentSandbox) with default options, and fails
+// on an error or a render-time error diagnostic.
+func mustRenderTarget(t *testing.T, render func(compiler.Plan, Options) ([]File, diag.List, error), p compiler.Plan) ([]File, diag.List) {
 	t.Helper()
-	files, ds, err := RenderOmnia(p, Options{})
+	files, ds, err := render(p, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,6 +117,16 @@ func mustRenderOmnia(t *testing.T, p compiler.Plan) ([]File, diag.List) {
 		t.Fatalf("render-time errors:\n%v", ds)
 	}
 	return files, ds
+}
+
+// renderTargetTwice compiles the example dir and renders it for a target
+// other than kubernetes, twice, failing unless both are the same bytes.
+func renderTargetTwice(t *testing.T, render func(compiler.Plan, Options) ([]File, diag.List, error), dir string) []File {
+	t.Helper()
+	return renderTwice(t, func() []File {
+		files, _ := mustRenderTarget(t, render, compileDir(t, dir))
+		return files
+	})
 }
 
 // compileBack compiles the emitted objects, with the Secrets of the
@@ -176,15 +174,10 @@ func compileBack(t *testing.T, exampleDir string, files []File) compiler.Result 
 // the objects back, clean (which checks the operator's kinds against its
 // CRDs again, CEL rules included).
 func TestOmniaGolden(t *testing.T) {
-	update := golden.Update()
 	for _, ex := range examples(t) {
 		t.Run(ex, func(t *testing.T) {
 			dir := filepath.Join(examplesDir, ex)
-			files, _ := mustRenderOmnia(t, compileDir(t, dir))
-			again, _ := mustRenderOmnia(t, compileDir(t, dir))
-			if !slices.EqualFunc(files, again, func(a, b File) bool { return a.Path == b.Path && bytes.Equal(a.Data, b.Data) }) {
-				t.Fatal("rendering twice gave different bytes")
-			}
+			files := renderTargetTwice(t, RenderOmnia, dir)
 			n := 0
 			for _, f := range files {
 				if f.Path == "kustomization.yaml" {
@@ -203,13 +196,7 @@ func TestOmniaGolden(t *testing.T) {
 			}
 			compileBack(t, dir, files)
 			out := filepath.Join(goldenOmniaDir, ex)
-			if update {
-				if err := WriteDir(out, files); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			compareDir(t, out, files)
+			checkDir(t, out, files)
 		})
 	}
 }
@@ -220,7 +207,7 @@ func TestOmniaGolden(t *testing.T) {
 // Connection, and its proxy injects only the read-only rules.
 func TestOmniaAgentExample(t *testing.T) {
 	dir := filepath.Join(examplesDir, "agent-sandbox")
-	files, ds := mustRenderOmnia(t, compileDir(t, dir))
+	files, ds := mustRenderTarget(t, RenderOmnia, compileDir(t, dir))
 	objs := objects(t, files)
 	conn := find(t, objs, "Connection", "support-github")
 	class := find(t, objs, "SandboxClass", "daytona")
@@ -278,25 +265,10 @@ func TestOmniaNoSecret(t *testing.T) {
 	for _, ex := range examples(t) {
 		t.Run(ex, func(t *testing.T) {
 			dir := plantCanary(t, filepath.Join(examplesDir, ex))
-			files, ds := mustRenderOmnia(t, compileDir(t, dir))
-			stream, err := Stream(files)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := filepath.Join(t.TempDir(), "out")
-			if err := WriteDir(out, files); err != nil {
-				t.Fatal(err)
-			}
-			if bytes.Contains(stream, []byte(canary)) || strings.Contains(ds.Error(), canary) {
-				t.Error("the stream or a diagnostic holds the canary")
-			}
+			files, ds := mustRenderTarget(t, RenderOmnia, compileDir(t, dir))
+			stream := noCanary(t, files, ds)
 			if bytes.Contains(stream, []byte("kind: Secret")) {
 				t.Error("the stream holds a Secret")
-			}
-			for p, data := range snapshot(t, out) {
-				if strings.Contains(data, canary) {
-					t.Errorf("written %s holds the canary", p)
-				}
 			}
 			if k := fileMap(files)["kustomization.yaml"]; !bytes.Contains(k, []byte("Secrets are never rendered")) {
 				t.Errorf("kustomization.yaml does not say Secrets are left out:\n%s", k)
@@ -568,7 +540,7 @@ spec:
   sandbox: {enabled: false}
 status: {phase: Ready}
 `)
-	files, ds := mustRenderOmnia(t, compiler.Plan{Objects: []compiler.Object{in}})
+	files, ds := mustRenderTarget(t, RenderOmnia, compiler.Plan{Objects: []compiler.Object{in}})
 	if len(ds) > 0 {
 		t.Fatalf("diagnostics: %v", ds)
 	}
@@ -758,7 +730,7 @@ func TestOmniaInjectShapes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := omniaConn(map[string]string{"github.com": "user", "gitlab.com": "user"}, nil)
 			c.Name, c.Connector = tc.connector, catalog[tc.connector]
-			files, _ := mustRenderOmnia(t, compiler.Plan{Objects: []compiler.Object{agentRuntime(t, "a")}, Agents: []compiler.Agent{omniaAgent("a", c)}})
+			files, _ := mustRenderTarget(t, RenderOmnia, compiler.Plan{Objects: []compiler.Object{agentRuntime(t, "a")}, Agents: []compiler.Agent{omniaAgent("a", c)}})
 			conn := find(t, objects(t, files), "Connection", "a-"+tc.connector)
 			inject := conn["spec"].(obj)["placement"].(obj)["inject"].([]any)
 			for _, e := range inject {
@@ -791,7 +763,7 @@ func TestOmniaWithoutSandboxFeature(t *testing.T) {
 	if p.Operator.Sandbox || p.Operator.Version != "v0.9.0-beta.17" {
 		t.Fatalf("Plan.Operator = %+v, want the declared release without the sandbox feature", p.Operator)
 	}
-	files, _ := mustRenderOmnia(t, p)
+	files, _ := mustRenderTarget(t, RenderOmnia, p)
 	n := 0
 	for path, data := range fileMap(files) {
 		if path == "kustomization.yaml" {
@@ -828,7 +800,7 @@ func TestOmniaRulesPerHost(t *testing.T) {
 		{Methods: []string{"POST"}, PathPrefixes: []string{"/repos/acme/widgets/issues"}, Hosts: []string{"api.github.com"}},
 	}
 	p := compiler.Plan{Objects: []compiler.Object{agentRuntime(t, "a")}, Agents: []compiler.Agent{omniaAgent("a", omniaConn(basic, perHost))}}
-	files, _ := mustRenderOmnia(t, p)
+	files, _ := mustRenderTarget(t, RenderOmnia, p)
 	conn, ok := objects(t, files)["omnia/agents/connection-a-github.yaml"]
 	if !ok {
 		t.Fatalf("no Connection among %v", slices.Collect(maps.Keys(fileMap(files))))

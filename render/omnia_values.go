@@ -24,6 +24,40 @@ func mapValue(n *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
+// decodeInput reads an input object's tree, node, as a generic map (its
+// metadata is read from it) and its spec as a plain value, nil when it
+// has none.
+func decodeInput(in compiler.Object, node *yaml.Node) (raw map[string]any, spec any, err error) {
+	if err := node.Decode(&raw); err != nil {
+		return nil, nil, fmt.Errorf("%w: %s: %w", ErrInvalidPlan, in.Source, err)
+	}
+	if n := mapValue(node, "spec"); n != nil {
+		if spec, err = plainValue(n); err != nil {
+			return nil, nil, fmt.Errorf("%w: %s: spec: %w", ErrInvalidPlan, in.Source, err)
+		}
+	}
+	return raw, spec, nil
+}
+
+// carried is an input object as a target carries it: apiVersion, kind,
+// the metadata reduced to name, namespace (ns), labels and the
+// annotations droppedAnnotation keeps, and spec as decodeInput read it.
+func carried(in compiler.Object, apiVersion, kind, ns string, raw map[string]any, spec any) obj {
+	md := obj{"name": in.Source.Name, "namespace": ns}
+	meta, _ := raw["metadata"].(map[string]any)
+	if labels := stringMap(meta["labels"], nil); len(labels) > 0 {
+		md["labels"] = labels
+	}
+	if ann := stringMap(meta["annotations"], droppedAnnotation); len(ann) > 0 {
+		md["annotations"] = ann
+	}
+	o := obj{"apiVersion": apiVersion, "kind": kind, "metadata": md}
+	if spec != nil {
+		o["spec"] = spec
+	}
+	return o
+}
+
 // droppedAnnotation reports the annotations the omnia target leaves out:
 // keyhole's own suppression list, which means nothing to the operator,
 // and the KRM orchestrator's bookkeeping, which kustomize re-assigns.

@@ -24,8 +24,7 @@ import (
 func appendProxyConfig(b []byte, c *config.Config) (out []byte, valid bool) {
 	w := jsonWriter{b: b, valid: true}
 	n := w.open('{')
-	w.key(&n, 1, "apiVersion")
-	w.str(c.APIVersion)
+	w.strKey(&n, 1, "apiVersion", c.APIVersion)
 	w.key(&n, 1, "ca")
 	w.ca(c.CA, 1)
 	if len(c.Hosts) > 0 {
@@ -37,33 +36,16 @@ func appendProxyConfig(b []byte, c *config.Config) (out []byte, valid bool) {
 		}
 		w.close(m, 1, ']')
 	}
-	if len(c.InternalHosts) > 0 {
-		w.key(&n, 1, "internalHosts")
-		w.strs(c.InternalHosts, 1)
-	}
-	w.key(&n, 1, "kind")
-	w.str(c.Kind)
-	if len(c.Passthrough) > 0 {
-		w.key(&n, 1, "passthrough")
-		w.strs(c.Passthrough, 1)
-	}
+	w.strsOmit(&n, 1, "internalHosts", c.InternalHosts)
+	w.strKey(&n, 1, "kind", c.Kind)
+	w.strsOmit(&n, 1, "passthrough", c.Passthrough)
 	w.key(&n, 1, "sandbox")
 	m := w.open('{')
-	w.key(&m, 2, "name")
-	w.str(c.Sandbox.Name)
-	if c.Sandbox.Namespace != "" {
-		w.key(&m, 2, "namespace")
-		w.str(c.Sandbox.Namespace)
-	}
+	w.strKey(&m, 2, "name", c.Sandbox.Name)
+	w.strOmit(&m, 2, "namespace", c.Sandbox.Namespace)
 	w.close(m, 1, '}')
-	if c.ScrubResponseBodies {
-		w.key(&n, 1, "scrubResponseBodies")
-		w.b = append(w.b, "true"...)
-	}
-	if c.SecretsDir != "" {
-		w.key(&n, 1, "secretsDir")
-		w.str(c.SecretsDir)
-	}
+	w.trueOmit(&n, 1, "scrubResponseBodies", c.ScrubResponseBodies)
+	w.strOmit(&n, 1, "secretsDir", c.SecretsDir)
 	if u := c.UpstreamProxy; u != nil {
 		w.key(&n, 1, "upstreamProxy")
 		w.upstreamProxy(u, 1)
@@ -116,61 +98,73 @@ func (w *jsonWriter) key(n *int, depth int, k string) {
 	w.b = append(w.b, ':', ' ')
 }
 
+// strKey writes the member "k": v of an object at depth.
+func (w *jsonWriter) strKey(n *int, depth int, k, v string) {
+	w.key(n, depth, k)
+	w.str(v)
+}
+
+// strOmit writes the member "k": v unless v is empty, as omitempty does.
+func (w *jsonWriter) strOmit(n *int, depth int, k, v string) {
+	if v != "" {
+		w.strKey(n, depth, k, v)
+	}
+}
+
+// strsKey writes the member "k": vs; nil is null.
+func (w *jsonWriter) strsKey(n *int, depth int, k string, vs []string) {
+	w.key(n, depth, k)
+	w.strs(vs, depth)
+}
+
+// strsOmit writes the member "k": vs unless vs is empty, as omitempty
+// does.
+func (w *jsonWriter) strsOmit(n *int, depth int, k string, vs []string) {
+	if len(vs) > 0 {
+		w.strsKey(n, depth, k, vs)
+	}
+}
+
+// trueOmit writes the member "k": true when v is, as omitempty does for a
+// bool.
+func (w *jsonWriter) trueOmit(n *int, depth int, k string, v bool) {
+	if v {
+		w.key(n, depth, k)
+		w.b = append(w.b, "true"...)
+	}
+}
+
 func (w *jsonWriter) ca(ca config.CA, depth int) {
 	n := w.open('{')
-	if ca.CertFile != "" {
-		w.key(&n, depth+1, "certFile")
-		w.str(ca.CertFile)
-	}
-	if ca.KeyFile != "" {
-		w.key(&n, depth+1, "keyFile")
-		w.str(ca.KeyFile)
-	}
+	w.strOmit(&n, depth+1, "certFile", ca.CertFile)
+	w.strOmit(&n, depth+1, "keyFile", ca.KeyFile)
 	w.close(n, depth, '}')
 }
 
 func (w *jsonWriter) upstreamProxy(u *config.UpstreamProxy, depth int) {
 	n := w.open('{')
-	if u.AllowInternalAddress {
-		w.key(&n, depth+1, "allowInternalAddress")
-		w.b = append(w.b, "true"...)
-	}
+	w.trueOmit(&n, depth+1, "allowInternalAddress", u.AllowInternalAddress)
 	if a := u.Auth; a != nil {
 		w.key(&n, depth+1, "auth")
 		m := w.open('{')
-		w.key(&m, depth+2, "passwordKey")
-		w.str(a.PasswordKey)
-		w.key(&m, depth+2, "secret")
-		w.str(a.Secret)
-		w.key(&m, depth+2, "usernameKey")
-		w.str(a.UsernameKey)
+		w.strKey(&m, depth+2, "passwordKey", a.PasswordKey)
+		w.strKey(&m, depth+2, "secret", a.Secret)
+		w.strKey(&m, depth+2, "usernameKey", a.UsernameKey)
 		w.close(m, depth+1, '}')
 	}
-	if len(u.NoProxy) > 0 {
-		w.key(&n, depth+1, "noProxy")
-		w.strs(u.NoProxy, depth+1)
-	}
-	if u.Resolve != "" {
-		w.key(&n, depth+1, "resolve")
-		w.str(u.Resolve)
-	}
-	w.key(&n, depth+1, "url")
-	w.str(u.URL)
+	w.strsOmit(&n, depth+1, "noProxy", u.NoProxy)
+	w.strOmit(&n, depth+1, "resolve", u.Resolve)
+	w.strKey(&n, depth+1, "url", u.URL)
 	w.close(n, depth, '}')
 }
 
 func (w *jsonWriter) host(h *config.Host, depth int) {
 	n := w.open('{')
-	if h.Audit {
-		w.key(&n, depth+1, "audit")
-		w.b = append(w.b, "true"...)
-	}
-	w.key(&n, depth+1, "connection")
-	w.str(h.Connection)
+	w.trueOmit(&n, depth+1, "audit", h.Audit)
+	w.strKey(&n, depth+1, "connection", h.Connection)
 	w.key(&n, depth+1, "inject")
 	w.inject(&h.Inject, depth+1)
-	w.key(&n, depth+1, "name")
-	w.str(h.Name)
+	w.strKey(&n, depth+1, "name", h.Name)
 	if len(h.Rules) > 0 {
 		w.key(&n, depth+1, "rules")
 		m := w.open('[')
@@ -188,35 +182,19 @@ func (w *jsonWriter) inject(in *config.Inject, depth int) {
 	if a := in.AWSSigV4; a != nil {
 		w.key(&n, depth+1, "awsSigV4")
 		m := w.open('{')
-		if a.AccessKeyIDKey != "" {
-			w.key(&m, depth+2, "accessKeyIdKey")
-			w.str(a.AccessKeyIDKey)
-		}
-		if a.Identity != "" {
-			w.key(&m, depth+2, "identity")
-			w.str(a.Identity)
-		}
-		w.key(&m, depth+2, "region")
-		w.str(a.Region)
-		if a.SecretAccessKeyKey != "" {
-			w.key(&m, depth+2, "secretAccessKeyKey")
-			w.str(a.SecretAccessKeyKey)
-		}
-		w.key(&m, depth+2, "service")
-		w.str(a.Service)
-		if a.SessionTokenKey != "" {
-			w.key(&m, depth+2, "sessionTokenKey")
-			w.str(a.SessionTokenKey)
-		}
+		w.strOmit(&m, depth+2, "accessKeyIdKey", a.AccessKeyIDKey)
+		w.strOmit(&m, depth+2, "identity", a.Identity)
+		w.strKey(&m, depth+2, "region", a.Region)
+		w.strOmit(&m, depth+2, "secretAccessKeyKey", a.SecretAccessKeyKey)
+		w.strKey(&m, depth+2, "service", a.Service)
+		w.strOmit(&m, depth+2, "sessionTokenKey", a.SessionTokenKey)
 		w.close(m, depth+1, '}')
 	}
 	if b := in.Basic; b != nil {
 		w.key(&n, depth+1, "basic")
 		m := w.open('{')
-		w.key(&m, depth+2, "passwordKey")
-		w.str(b.PasswordKey)
-		w.key(&m, depth+2, "usernameKey")
-		w.str(b.UsernameKey)
+		w.strKey(&m, depth+2, "passwordKey", b.PasswordKey)
+		w.strKey(&m, depth+2, "usernameKey", b.UsernameKey)
 		w.close(m, depth+1, '}')
 	}
 	if g := in.GitHubApp; g != nil {
@@ -226,56 +204,31 @@ func (w *jsonWriter) inject(in *config.Inject, depth int) {
 	if g := in.Google; g != nil {
 		w.key(&n, depth+1, "googleServiceAccount")
 		m := w.open('{')
-		if g.Audience != "" {
-			w.key(&m, depth+2, "audience")
-			w.str(g.Audience)
-		}
-		if g.Identity != "" {
-			w.key(&m, depth+2, "identity")
-			w.str(g.Identity)
-		}
-		if g.KeyKey != "" {
-			w.key(&m, depth+2, "keyKey")
-			w.str(g.KeyKey)
-		}
-		if len(g.Scopes) > 0 {
-			w.key(&m, depth+2, "scopes")
-			w.strs(g.Scopes, depth+2)
-		}
-		if g.TokenURL != "" {
-			w.key(&m, depth+2, "tokenUrl")
-			w.str(g.TokenURL)
-		}
+		w.strOmit(&m, depth+2, "audience", g.Audience)
+		w.strOmit(&m, depth+2, "identity", g.Identity)
+		w.strOmit(&m, depth+2, "keyKey", g.KeyKey)
+		w.strsOmit(&m, depth+2, "scopes", g.Scopes)
+		w.strOmit(&m, depth+2, "tokenUrl", g.TokenURL)
 		w.close(m, depth+1, '}')
 	}
 	if h := in.Header; h != nil {
 		w.key(&n, depth+1, "header")
 		m := w.open('{')
-		w.key(&m, depth+2, "name")
-		w.str(h.Name)
-		w.key(&m, depth+2, "value")
-		w.str(h.Value)
+		w.strKey(&m, depth+2, "name", h.Name)
+		w.strKey(&m, depth+2, "value", h.Value)
 		w.close(m, depth+1, '}')
 	}
 	if o := in.OAuth2; o != nil {
 		w.key(&n, depth+1, "oauth2")
 		w.oauth2(o, depth+1)
 	}
-	if in.Secret != "" {
-		w.key(&n, depth+1, "secret")
-		w.str(in.Secret)
-	}
+	w.strOmit(&n, depth+1, "secret", in.Secret)
 	if s := in.Substitute; s != nil {
 		w.key(&n, depth+1, "substitute")
 		m := w.open('{')
-		if len(s.Headers) > 0 {
-			w.key(&m, depth+2, "headers")
-			w.strs(s.Headers, depth+2)
-		}
-		w.key(&m, depth+2, "key")
-		w.str(s.Key)
-		w.key(&m, depth+2, "placeholder")
-		w.str(s.Placeholder)
+		w.strsOmit(&m, depth+2, "headers", s.Headers)
+		w.strKey(&m, depth+2, "key", s.Key)
+		w.strKey(&m, depth+2, "placeholder", s.Placeholder)
 		w.close(m, depth+1, '}')
 	}
 	w.close(n, depth, '}')
@@ -283,57 +236,38 @@ func (w *jsonWriter) inject(in *config.Inject, depth int) {
 
 func (w *jsonWriter) oauth2(o *config.OAuth2Inject, depth int) {
 	m := w.open('{')
-	field := func(k, v string, omitEmpty bool) {
-		if v != "" || !omitEmpty {
-			w.key(&m, depth+1, k)
-			w.str(v)
-		}
-	}
-	field("audience", o.Audience, true)
-	field("clientIdKey", o.ClientIDKey, false)
-	field("clientSecretKey", o.ClientSecretKey, true)
-	field("grant", o.Grant, false)
-	field("refreshTokenKey", o.RefreshTokenKey, true)
-	field("resource", o.Resource, true)
-	if len(o.Scopes) > 0 {
-		w.key(&m, depth+1, "scopes")
-		w.strs(o.Scopes, depth+1)
-	}
-	field("tokenUrl", o.TokenURL, false)
+	w.strOmit(&m, depth+1, "audience", o.Audience)
+	w.strKey(&m, depth+1, "clientIdKey", o.ClientIDKey)
+	w.strOmit(&m, depth+1, "clientSecretKey", o.ClientSecretKey)
+	w.strKey(&m, depth+1, "grant", o.Grant)
+	w.strOmit(&m, depth+1, "refreshTokenKey", o.RefreshTokenKey)
+	w.strOmit(&m, depth+1, "resource", o.Resource)
+	w.strsOmit(&m, depth+1, "scopes", o.Scopes)
+	w.strKey(&m, depth+1, "tokenUrl", o.TokenURL)
 	w.close(m, depth, '}')
 }
 
 func (w *jsonWriter) githubApp(g *config.GitHubAppInject, depth int) {
 	m := w.open('{')
-	w.key(&m, depth+1, "api")
-	w.str(g.API)
+	w.strKey(&m, depth+1, "api", g.API)
 	w.key(&m, depth+1, "appId")
 	w.b = strconv.AppendInt(w.b, g.AppID, 10)
 	if g.InstallationID != 0 {
 		w.key(&m, depth+1, "installationId")
 		w.b = strconv.AppendInt(w.b, g.InstallationID, 10)
 	}
-	if g.Owner != "" {
-		w.key(&m, depth+1, "owner")
-		w.str(g.Owner)
-	}
+	w.strOmit(&m, depth+1, "owner", g.Owner)
 	if len(g.Permissions) > 0 {
 		w.key(&m, depth+1, "permissions")
 		p := w.open('{')
 		for _, name := range slices.Sorted(maps.Keys(g.Permissions)) {
-			w.key(&p, depth+2, name)
-			w.str(g.Permissions[name])
+			w.strKey(&p, depth+2, name, g.Permissions[name])
 		}
 		w.close(p, depth+1, '}')
 	}
-	w.key(&m, depth+1, "privateKeyKey")
-	w.str(g.PrivateKeyKey)
-	if len(g.Repositories) > 0 {
-		w.key(&m, depth+1, "repositories")
-		w.strs(g.Repositories, depth+1)
-	}
-	w.key(&m, depth+1, "scheme")
-	w.str(g.Scheme)
+	w.strKey(&m, depth+1, "privateKeyKey", g.PrivateKeyKey)
+	w.strsOmit(&m, depth+1, "repositories", g.Repositories)
+	w.strKey(&m, depth+1, "scheme", g.Scheme)
 	w.close(m, depth, '}')
 }
 
@@ -348,29 +282,18 @@ func (w *jsonWriter) rule(r *config.Rule, depth int) {
 		slices.Sort(fields)
 		m := w.open('{')
 		for _, f := range fields {
-			w.key(&m, depth+2, f)
-			w.strs(r.Body[f], depth+2)
+			w.strsKey(&m, depth+2, f, r.Body[f])
 		}
 		w.close(m, depth+1, '}')
 	}
-	if r.EncodedSlash != "" {
-		w.key(&n, depth+1, "encodedSlash")
-		w.str(r.EncodedSlash)
-	}
+	w.strOmit(&n, depth+1, "encodedSlash", r.EncodedSlash)
 	if g := r.GraphQL; g != nil {
 		w.key(&n, depth+1, "graphql")
 		m := w.open('{')
-		if g.Batches {
-			w.key(&m, depth+2, "batches")
-			w.b = append(w.b, "true"...)
-		}
+		w.trueOmit(&m, depth+2, "batches", g.Batches)
 		// operations has no omitempty: a nil list is written as null.
-		w.key(&m, depth+2, "operations")
-		w.strs(g.Operations, depth+2)
-		if g.PersistedQueries {
-			w.key(&m, depth+2, "persistedQueries")
-			w.b = append(w.b, "true"...)
-		}
+		w.strsKey(&m, depth+2, "operations", g.Operations)
+		w.trueOmit(&m, depth+2, "persistedQueries", g.PersistedQueries)
 		w.close(m, depth+1, '}')
 	}
 	if r.Inject != nil {
@@ -382,20 +305,10 @@ func (w *jsonWriter) rule(r *config.Rule, depth int) {
 		w.mcp(m, depth+1)
 	}
 	// methods has no omitempty: a nil list is written as null.
-	w.key(&n, depth+1, "methods")
-	w.strs(r.Methods, depth+1)
-	if len(r.PathPatterns) > 0 {
-		w.key(&n, depth+1, "pathPatterns")
-		w.strs(r.PathPatterns, depth+1)
-	}
-	if len(r.PathPrefixes) > 0 {
-		w.key(&n, depth+1, "pathPrefixes")
-		w.strs(r.PathPrefixes, depth+1)
-	}
-	if r.WebSocket {
-		w.key(&n, depth+1, "websocket")
-		w.b = append(w.b, "true"...)
-	}
+	w.strsKey(&n, depth+1, "methods", r.Methods)
+	w.strsOmit(&n, depth+1, "pathPatterns", r.PathPatterns)
+	w.strsOmit(&n, depth+1, "pathPrefixes", r.PathPrefixes)
+	w.trueOmit(&n, depth+1, "websocket", r.WebSocket)
 	w.close(n, depth, '}')
 }
 
@@ -410,28 +323,17 @@ func (w *jsonWriter) mcp(m *config.MCP, depth int) {
 			w.key(&a, depth+2, tool)
 			f := w.open('{')
 			for _, field := range slices.Sorted(maps.Keys(m.Arguments[tool])) {
-				w.key(&f, depth+3, field)
-				w.strs(m.Arguments[tool][field], depth+3)
+				w.strsKey(&f, depth+3, field, m.Arguments[tool][field])
 			}
 			w.close(f, depth+2, '}')
 		}
 		w.close(a, depth+1, '}')
 	}
 	// methods has no omitempty: a nil list is written as null.
-	w.key(&n, depth+1, "methods")
-	w.strs(m.Methods, depth+1)
-	if len(m.Resources) > 0 {
-		w.key(&n, depth+1, "resources")
-		w.strs(m.Resources, depth+1)
-	}
-	if m.Responses {
-		w.key(&n, depth+1, "responses")
-		w.b = append(w.b, "true"...)
-	}
-	if len(m.Tools) > 0 {
-		w.key(&n, depth+1, "tools")
-		w.strs(m.Tools, depth+1)
-	}
+	w.strsKey(&n, depth+1, "methods", m.Methods)
+	w.strsOmit(&n, depth+1, "resources", m.Resources)
+	w.trueOmit(&n, depth+1, "responses", m.Responses)
+	w.strsOmit(&n, depth+1, "tools", m.Tools)
 	w.close(n, depth, '}')
 }
 

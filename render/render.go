@@ -251,7 +251,7 @@ func Render(p compiler.Plan, opts Options) ([]File, error) {
 		return nil, err
 	}
 	files = append(files, k)
-	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortFunc(files, byPath)
 	return files, nil
 }
 

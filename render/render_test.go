@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"slices"
 	"strings"
@@ -111,6 +112,24 @@ func objects(t *testing.T, files []File) map[string]obj {
 		out[f.Path] = o
 	}
 	return out
+}
+
+// streamObjects decodes each document of a multi-document stream.
+func streamObjects(t *testing.T, stream []byte) []obj {
+	t.Helper()
+	dec := yaml.NewDecoder(bytes.NewReader(stream))
+	var objs []obj
+	for {
+		var o obj
+		err := dec.Decode(&o)
+		if errors.Is(err, io.EOF) {
+			return objs
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, o)
+	}
 }
 
 // find returns the object of kind and name, failing the test without it.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,30 +62,15 @@ var loadSchemas = sync.OnceValues(func() (*k8sSchemas, error) {
 		if err != nil {
 			return nil, err
 		}
-		var crd struct {
-			Spec struct {
-				Group    string                `yaml:"group"`
-				Names    struct{ Kind string } `yaml:"names"`
-				Versions []struct {
-					Name   string `yaml:"name"`
-					Schema struct {
-						OpenAPIV3Schema map[string]any `yaml:"openAPIV3Schema"`
-					} `yaml:"schema"`
-				} `yaml:"versions"`
-			} `yaml:"spec"`
-		}
+		var crd crdDoc
 		if err := yaml.Unmarshal(data, &crd); err != nil {
 			return nil, fmt.Errorf("%s: %w", file, err)
 		}
-		for _, v := range crd.Spec.Versions {
-			sch := v.Schema.OpenAPIV3Schema
-			strict(sch)
-			id := file + "/" + v.Name + ".json"
-			if err := addResource(c, id, sch); err != nil {
-				return nil, err
-			}
-			gvkRefs[crd.Spec.Group+"/"+v.Name+"/"+crd.Spec.Names.Kind] = id
+		ids, err := addCRD(c, file, &crd)
+		if err != nil {
+			return nil, err
 		}
+		maps.Copy(gvkRefs, ids)
 	}
 	for gvk, ref := range gvkRefs {
 		sch, err := c.Compile(ref)
@@ -95,6 +81,37 @@ var loadSchemas = sync.OnceValues(func() (*k8sSchemas, error) {
 	}
 	return s, nil
 })
+
+// crdDoc is what the tests read of a CustomResourceDefinition: its group,
+// kind and each version's schema.
+type crdDoc struct {
+	Spec struct {
+		Group    string                `yaml:"group"`
+		Names    struct{ Kind string } `yaml:"names"`
+		Versions []struct {
+			Name   string `yaml:"name"`
+			Schema struct {
+				OpenAPIV3Schema map[string]any `yaml:"openAPIV3Schema"`
+			} `yaml:"schema"`
+		} `yaml:"versions"`
+	} `yaml:"spec"`
+}
+
+// addCRD adds each version's schema of crd to c, made strict, as
+// prefix/<version>.json, and returns those ids by group/version/kind.
+func addCRD(c *jsonschema.Compiler, prefix string, crd *crdDoc) (map[string]string, error) {
+	ids := map[string]string{}
+	for _, v := range crd.Spec.Versions {
+		sch := v.Schema.OpenAPIV3Schema
+		strict(sch)
+		id := prefix + "/" + v.Name + ".json"
+		if err := addResource(c, id, sch); err != nil {
+			return nil, err
+		}
+		ids[crd.Spec.Group+"/"+v.Name+"/"+crd.Spec.Names.Kind] = id
+	}
+	return ids, nil
+}
 
 func readJSON(file string, v any) error {
 	data, err := os.ReadFile(file)

@@ -536,8 +536,10 @@ func writeStream(w io.Writer, streamed []File) error {
 	return nil
 }
 
+// byPath orders files by path.
+func byPath(a, b File) int { return strings.Compare(a.Path, b.Path) }
+
 func sortedFiles(files []File) []File {
-	byPath := func(a, b File) int { return strings.Compare(a.Path, b.Path) }
 	if slices.IsSortedFunc(files, byPath) {
 		// As Render returns them; its callers only read the result.
 		return files
@@ -545,6 +547,18 @@ func sortedFiles(files []File) []File {
 	out := slices.Clone(files)
 	slices.SortStableFunc(out, byPath)
 	return out
+}
+
+// withKustomization adds to the files of a target's render the
+// kustomization.yaml listing resources, and sorts them by path.
+func withKustomization(files []File, header string, resources []string) ([]File, error) {
+	k, err := kustomization(header, resources)
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, k)
+	slices.SortFunc(files, byPath)
+	return files, nil
 }
 
 // kustomization is the kustomization.yaml of a render: header (comment

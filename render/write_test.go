@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // snapshot reads every file and directory under dir, so a test can assert
@@ -224,17 +221,8 @@ func TestStream(t *testing.T) {
 	if !bytes.HasPrefix(stream, []byte("---\n")) {
 		t.Errorf("stream does not start with a document marker")
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(stream))
 	var got []string
-	for {
-		var o obj
-		err := dec.Decode(&o)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, o := range streamObjects(t, stream) {
 		if o["kind"] == "Kustomization" {
 			t.Errorf("stream holds the kustomization")
 		}

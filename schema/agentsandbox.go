@@ -1,7 +1,6 @@
 package schema
 
 import (
-	"bytes"
 	"embed"
 	"fmt"
 
@@ -80,18 +79,7 @@ func LookupAgentSandbox(apiVersion, kind string) (Kind, bool) {
 // YAML stream: what a cluster running that release serves, for tests that
 // install them.
 func AgentSandboxCRDs() ([]byte, error) {
-	var out bytes.Buffer
-	for _, k := range AgentSandboxKinds() {
-		b, err := agentSandboxCRD(k)
-		if err != nil {
-			return nil, err
-		}
-		if !bytes.HasPrefix(b, []byte("---")) {
-			out.WriteString("---\n")
-		}
-		out.Write(b)
-	}
-	return out.Bytes(), nil
+	return crdStream(AgentSandboxKinds(), agentSandboxCRD)
 }
 
 func agentSandboxCRD(k Kind) ([]byte, error) {
@@ -110,14 +98,7 @@ func agentSandboxCRD(k Kind) ([]byte, error) {
 // the API server validates metadata itself, and status is the
 // controller's to write.
 func agentSandboxRoot(js map[string]any, tree *crdNode) {
-	props, _ := js["properties"].(map[string]any)
-	if props == nil {
-		props = map[string]any{}
-		js["properties"] = props
-	}
-	props["metadata"] = map[string]any{"type": "object"}
-	props["status"] = map[string]any{}
-	delete(tree.props, "status")
+	crdRoot(js, tree)
 }
 
 // ValidateAgentSandbox checks a Sandbox, SandboxTemplate, SandboxClaim

@@ -1,13 +1,9 @@
 package schema
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"os"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -89,45 +85,16 @@ func TestLookupAgentSandbox(t *testing.T) {
 // copied: each hash in agentsandbox/README.md must match its file, and
 // every file of the release directory must be listed there.
 func TestAgentSandboxProvenance(t *testing.T) {
-	readme, err := os.ReadFile("agentsandbox/README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	listed := map[string]string{}
-	for _, line := range strings.Split(string(readme), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 2 && len(f[0]) == 64 {
-			listed[f[1]] = f[0]
-		}
-	}
-	entries, err := os.ReadDir("agentsandbox/" + AgentSandboxVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(entries) != 5 {
-		t.Errorf("agentsandbox/%s holds %d files, want the four CRDs and LICENSE", AgentSandboxVersion, len(entries))
-	}
-	for _, e := range entries {
-		name := AgentSandboxVersion + "/" + e.Name()
-		b, err := os.ReadFile("agentsandbox/" + name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum := sha256.Sum256(b)
-		want, ok := listed[name]
-		switch {
-		case !ok:
-			t.Errorf("agentsandbox/%s has no hash in agentsandbox/README.md", name)
-		case hex.EncodeToString(sum[:]) != want:
-			t.Errorf("agentsandbox/%s has changed since it was copied: sha256 %x, README.md records %s", name, sum, want)
-		}
+	if n := checkProvenance(t, "agentsandbox", AgentSandboxVersion)[AgentSandboxVersion]; n != 5 {
+		t.Errorf("agentsandbox/%s holds %d files, want the four CRDs and LICENSE", AgentSandboxVersion, n)
 	}
 }
 
 // FuzzValidateAgentSandbox: any YAML document gets violations with a
 // message and a position, in bounded time, for each kind, never a panic.
 func FuzzValidateAgentSandbox(f *testing.F) {
-	for _, s := range []string{
+	v := newValidator(f)
+	fuzzViolations(f, "ValidateAgentSandbox", AgentSandboxKinds(), []string{
 		"spec: {podTemplate: {spec: {containers: [{name: a, image: b}]}}}\n",
 		"spec: {podTemplate: {spec: {containers: [{name: a, ports: [{containerPort: x}]}]}}, networkPolicyManagement: Off}\n",
 		"spec: {warmPoolRef: {name: p}, env: [{name: A, value: b}, {name: A}]}\n",
@@ -135,26 +102,5 @@ func FuzzValidateAgentSandbox(f *testing.F) {
 		"spec: {podTemplate: &p {spec: {containers: []}}, networkPolicy: {egress: [{ports: [{port: '1e3'}]}]}}\n",
 		"spec: [1, 2]\n",
 		"status: {x: 1}\nspec: null\n",
-	} {
-		f.Add(s)
-	}
-	v := newValidator(f)
-	f.Fuzz(func(t *testing.T, src string) {
-		var n yaml.Node
-		if err := yaml.Unmarshal([]byte(src), &n); err != nil {
-			return
-		}
-		for _, k := range AgentSandboxKinds() {
-			start := time.Now()
-			vs := v.ValidateAgentSandbox(k, &n)
-			if d := time.Since(start); d > 3*time.Second {
-				t.Fatalf("ValidateAgentSandbox(%s) took %v", k, d)
-			}
-			for _, vi := range vs {
-				if vi.Message == "" || vi.Line < 0 || vi.Column < 0 {
-					t.Fatalf("bad violation %+v for %q", vi, src)
-				}
-			}
-		}
-	})
+	}, func(k Kind, n *yaml.Node) []Violation { return v.ValidateAgentSandbox(k, n) })
 }

@@ -118,9 +118,15 @@ func OperatorCRDs(version string) ([]byte, error) {
 	if _, err := LookupOperator(version); err != nil {
 		return nil, err
 	}
+	return crdStream(OperatorKinds(), func(k Kind) ([]byte, error) { return operatorCRD(version, k) })
+}
+
+// crdStream joins the CRD of each of kinds, as crd reads it, into one
+// YAML stream, each document starting with "---".
+func crdStream(kinds []Kind, crd func(Kind) ([]byte, error)) ([]byte, error) {
 	var out bytes.Buffer
-	for _, k := range OperatorKinds() {
-		b, err := operatorCRD(version, k)
+	for _, k := range kinds {
+		b, err := crd(k)
 		if err != nil {
 			return nil, err
 		}

@@ -134,14 +134,7 @@ func compileCRDs(crds map[Kind][]byte, apiVersion string, root func(map[string]a
 // feature's, checked by keyhole's own schema (an operator without the
 // feature is reported with its own code, not as an unknown field).
 func rootSchema(js map[string]any, tree *crdNode) {
-	props, _ := js["properties"].(map[string]any)
-	if props == nil {
-		props = map[string]any{}
-		js["properties"] = props
-	}
-	props["metadata"] = map[string]any{"type": "object"}
-	props["status"] = map[string]any{}
-	delete(tree.props, "status")
+	props := crdRoot(js, tree)
 	if spec, ok := props["spec"].(map[string]any); ok {
 		sp, _ := spec["properties"].(map[string]any)
 		if sp != nil {
@@ -150,6 +143,21 @@ func rootSchema(js map[string]any, tree *crdNode) {
 			}
 		}
 	}
+}
+
+// crdRoot adjusts the top of any converted CRD schema: the API server
+// validates metadata itself, and status is the controller's to write. It
+// returns the top's properties.
+func crdRoot(js map[string]any, tree *crdNode) map[string]any {
+	props, _ := js["properties"].(map[string]any)
+	if props == nil {
+		props = map[string]any{}
+		js["properties"] = props
+	}
+	props["metadata"] = map[string]any{"type": "object"}
+	props["status"] = map[string]any{}
+	delete(tree.props, "status")
+	return props
 }
 
 // jsonNumbers gives a value decoded from YAML the types a document

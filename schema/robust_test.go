@@ -9,6 +9,17 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
+// validConnection is a valid Connection of seven lines, for a case to add
+// its own line 8.
+const validConnection = `apiVersion: omnia.altairalabs.ai/v1alpha1
+kind: Connection
+metadata: {name: c}
+spec:
+  hosts: [a.example.com]
+  credential: {kind: secret, secretRef: {name: s}}
+  placement: {}
+`
+
 // TestValidateEdgeCases covers input the schema cannot describe: YAML
 // features with no JSON form, and trees built to exhaust the validator.
 func TestValidateEdgeCases(t *testing.T) {
@@ -88,14 +99,7 @@ llm: l
 		// does not take these.
 		"infinity and NaN where anything goes": {
 			kind: KindConnection,
-			src: `apiVersion: omnia.altairalabs.ai/v1alpha1
-kind: Connection
-metadata: {name: c}
-spec:
-  hosts: [a.example.com]
-  credential: {kind: secret, secretRef: {name: s}}
-  placement: {}
-status: {a: [-.Inf, .NaN, +.inf, !!float .nan], b: ".inf", c: 1e3}
+			src: validConnection + `status: {a: [-.Inf, .NaN, +.inf, !!float .nan], b: ".inf", c: 1e3}
 `,
 			want: []Violation{
 				{Line: 8, Column: 14, Path: "status.a[0]", Message: noJSONNumber},
@@ -110,14 +114,7 @@ status: {a: [-.Inf, .NaN, +.inf, !!float .nan], b: ".inf", c: 1e3}
 		// a Secret's.
 		"explicit tags their text is not a value of": {
 			kind: KindConnection,
-			src: `apiVersion: omnia.altairalabs.ai/v1alpha1
-kind: Connection
-metadata: {name: c}
-spec:
-  hosts: [a.example.com]
-  credential: {kind: secret, secretRef: {name: s}}
-  placement: {}
-status: {a: !!bool yes, b: !!int 12x, c: !!float one, d: !!null nil, e: !!bool true, f: !!int 0x1F, g: !!float 1, h: !!null ~, i: !!str 12}
+			src: validConnection + `status: {a: !!bool yes, b: !!int 12x, c: !!float one, d: !!null nil, e: !!bool true, f: !!int 0x1F, g: !!float 1, h: !!null ~, i: !!str 12}
 `,
 			want: []Violation{
 				{Line: 8, Column: 13, Path: "status.a", Message: taggedNot("!!bool", "true or false")},
@@ -335,6 +332,34 @@ func TestValidateConcurrent(t *testing.T) {
 			}
 		}
 	}
+}
+
+// fuzzViolations adds seeds to f's corpus and feeds validate (named
+// name in a failure) every YAML document the fuzzer makes, for each of
+// kinds: it never panics, returns within 3 seconds, and gives each
+// violation a message and a position that is not negative.
+func fuzzViolations(f *testing.F, name string, kinds []Kind, seeds []string, validate func(Kind, *yaml.Node) []Violation) {
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		var n yaml.Node
+		if err := yaml.Unmarshal([]byte(src), &n); err != nil {
+			return
+		}
+		for _, k := range kinds {
+			start := time.Now()
+			vs := validate(k, &n)
+			if d := time.Since(start); d > 3*time.Second {
+				t.Fatalf("%s(%s) took %v", name, k, d)
+			}
+			for _, vi := range vs {
+				if vi.Message == "" || vi.Line < 0 || vi.Column < 0 {
+					t.Fatalf("bad violation %+v for %q", vi, src)
+				}
+			}
+		}
+	})
 }
 
 func FuzzValidate(f *testing.F) {

@@ -10,31 +10,21 @@
 # beside it records their hash). Quiet unless something fails.
 set -euo pipefail
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=scripts/lib/build-tool.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/build-tool.sh"
 mod="$repo/tools/agent-sandbox"
-cache=${KEYHOLE_CACHE:-$repo/.cache}
-bin="$cache/bin/agent-sandbox-controller"
+bin="$dir/agent-sandbox-controller"
 stamp="$bin.stamp"
 
-want=$(cd "$mod" && { cat go.mod go.sum tools.go; go version; } | sha256sum | cut -d' ' -f1)
-if [ -x "$bin" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+want=$(tool_want "" go.mod go.sum tools.go)
+if tool_current "$stamp" "$want" "$bin"; then
   echo "$bin"
   exit 0
 fi
 
 echo "agent-sandbox-controller.sh: building agent-sandbox's controller into $bin (a few minutes on 2 cores)" >&2
-mkdir -p "$(dirname "$bin")"
-tmp=$(mktemp -d "$(dirname "$bin")/.agent-sandbox.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-start=$(date +%s)
-(
-  cd "$mod"
-  # -mod=mod only here: the tools module may record sums the main module
-  # never needs, and this never touches the main module's go.mod.
-  GOFLAGS="-mod=mod -buildvcs=false" go build -trimpath -ldflags "-s -w" \
-    -o "$tmp/agent-sandbox-controller" sigs.k8s.io/agent-sandbox/cmd/agent-sandbox-controller
-)
+tool_begin agent-sandbox
+tool_go_build -ldflags "-s -w" -o "$tmp/agent-sandbox-controller" sigs.k8s.io/agent-sandbox/cmd/agent-sandbox-controller
 mv -f "$tmp/agent-sandbox-controller" "$bin"
-echo "$want" >"$stamp"
-echo "agent-sandbox-controller.sh: built in $(( $(date +%s) - start ))s" >&2
+tool_done agent-sandbox-controller.sh "$stamp" "$want"
 echo "$bin"

@@ -12,31 +12,22 @@
 # runs it.
 set -euo pipefail
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=scripts/lib/build-tool.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/build-tool.sh"
 mod="$repo/tools/cert-manager"
-cache=${KEYHOLE_CACHE:-$repo/.cache}
-dir="$cache/bin"
 bin="$dir/cert-manager-controller"
 stamp="$dir/cert-manager.stamp"
 
-want=$(cd "$mod" && { cat go.mod go.sum main.go; go version; } | sha256sum | cut -d' ' -f1)
-if [ -x "$bin" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+want=$(tool_want "" go.mod go.sum main.go)
+if tool_current "$stamp" "$want" "$bin"; then
   echo "$dir"
   exit 0
 fi
 
 echo "cert-manager.sh: building cert-manager's controller into $bin (several minutes on 2 cores from a cold build cache)" >&2
-mkdir -p "$dir"
-tmp=$(mktemp -d "$dir/.cert-manager.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-start=$(date +%s)
-(
-  cd "$mod"
-  # As upstream builds its controller: static, -trimpath. -mod=mod only
-  # here: the tools module may record sums the main module never needs.
-  CGO_ENABLED=0 GOFLAGS="-mod=mod -buildvcs=false" go build -trimpath -ldflags "-s -w" -o "$tmp/cert-manager-controller" .
-)
+tool_begin cert-manager
+# As upstream builds its controller: static, -trimpath.
+CGO_ENABLED=0 tool_go_build -ldflags "-s -w" -o "$tmp/cert-manager-controller" .
 mv -f "$tmp/cert-manager-controller" "$bin"
-echo "$want" >"$stamp"
-echo "cert-manager.sh: built in $(( $(date +%s) - start ))s" >&2
+tool_done cert-manager.sh "$stamp" "$want"
 echo "$dir"

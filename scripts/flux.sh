@@ -9,34 +9,23 @@
 # runs them.
 set -euo pipefail
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=scripts/lib/build-tool.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/build-tool.sh"
 mod="$repo/tools/flux"
-cache=${KEYHOLE_CACHE:-$repo/.cache}
-dir="$cache/bin"
 stamp="$dir/flux.stamp"
 cmds=(source-controller kustomize-controller)
 pkgs=(github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller)
 
-want=$(cd "$mod" && { cat go.mod go.sum; go version; } | sha256sum | cut -d' ' -f1)
-current=true
-for c in "${cmds[@]}"; do [ -x "$dir/$c" ] || current=false; done
-if $current && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+want=$(tool_want "" go.mod go.sum)
+if tool_current "$stamp" "$want" "${cmds[@]/#/$dir/}"; then
   echo "$dir"
   exit 0
 fi
 
 echo "flux.sh: building ${cmds[*]} into $dir (about 10 minutes on 2 idle cores from a cold build cache)" >&2
-mkdir -p "$dir"
-tmp=$(mktemp -d "$dir/.flux.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-start=$(date +%s)
-(
-  cd "$mod"
-  # As upstream's Dockerfiles build them: static, -trimpath. -mod=mod only
-  # here: the tools module may record sums the main module never needs.
-  CGO_ENABLED=0 GOFLAGS="-mod=mod -buildvcs=false" go build -trimpath -ldflags "-s -w" -o "$tmp/" "${pkgs[@]}"
-)
+tool_begin flux
+# As upstream's Dockerfiles build them: static, -trimpath.
+CGO_ENABLED=0 tool_go_build -ldflags "-s -w" -o "$tmp/" "${pkgs[@]}"
 for c in "${cmds[@]}"; do mv -f "$tmp/$c" "$dir/$c"; done
-echo "$want" >"$stamp"
-echo "flux.sh: built in $(( $(date +%s) - start ))s" >&2
+tool_done flux.sh "$stamp" "$want"
 echo "$dir"

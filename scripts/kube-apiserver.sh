@@ -10,15 +10,11 @@
 # API server is useless without it. Quiet unless something fails.
 set -euo pipefail
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=scripts/lib/build-tool.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/build-tool.sh"
 mod="$repo/tools/kube-apiserver"
-cache=${KEYHOLE_CACHE:-$repo/.cache}
-bin="$cache/bin/kube-apiserver"
+bin="$dir/kube-apiserver"
 stamp="$bin.stamp"
-
-# The version the binary reports; kubectl refuses a server whose version it
-# cannot parse, and the default is a placeholder.
-k8s_version=v1.37.2
 
 # etcd: the binary of Debian's etcd-server, unpacked into /usr/local/bin
 # without installing the package, whose scripts would enable and start a
@@ -40,33 +36,19 @@ if ! command -v etcd >/dev/null 2>&1; then
   rm -rf "$tmp_etcd"
 fi
 
-want=$(cd "$mod" && { cat go.mod go.sum main.go; go version; echo "$k8s_version"; } | sha256sum | cut -d' ' -f1)
-if [ -x "$bin" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+want=$(tool_want "$k8s_version" go.mod go.sum main.go)
+if tool_current "$stamp" "$want" "$bin"; then
   echo "$bin"
   exit 0
 fi
 
 echo "kube-apiserver.sh: building $k8s_version into $bin (about 10 minutes on 2 cores)" >&2
-mkdir -p "$cache/bin"
-tmp="$bin.tmp.$$"
-trap 'rm -f "$tmp"' EXIT
-pkg=k8s.io/component-base/version
-major=${k8s_version#v}; major=${major%%.*}
-minor=${k8s_version#v*.}; minor=${minor%%.*}
-start=$(date +%s)
+tool_begin kube-apiserver
 buildlog="$bin.log"
-if ! (
-  cd "$mod"
-  # -mod=mod only here: the tools module may record sums the main module
-  # never needs, and this never touches the main module's go.mod.
-  GOFLAGS="-mod=mod -buildvcs=false" go build -trimpath \
-    -ldflags "-s -w -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean" \
-    -o "$tmp" .
-) >"$buildlog" 2>&1; then
+if ! tool_go_build -ldflags "$(k8s_ldflags)" -o "$tmp/kube-apiserver" . >"$buildlog" 2>&1; then
   cat "$buildlog" >&2
   exit 1
 fi
-mv -f "$tmp" "$bin"
-echo "$want" >"$stamp"
-echo "kube-apiserver.sh: built in $(( $(date +%s) - start ))s" >&2
+mv -f "$tmp/kube-apiserver" "$bin"
+tool_done kube-apiserver.sh "$stamp" "$want"
 echo "$bin"

@@ -10,32 +10,24 @@
 # namespaces: security flaws are reported for this release.
 set -euo pipefail
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=scripts/lib/build-tool.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/build-tool.sh"
 mod="$repo/tools/kube-router"
-cache=${KEYHOLE_CACHE:-$repo/.cache}
-dir="$cache/bin"
 stamp="$dir/kube-router.stamp"
 version=v2.1.0
 
-want=$(cd "$mod" && { cat go.mod go.sum; go version; echo "$version"; } | sha256sum | cut -d' ' -f1)
-if [ -x "$dir/kube-router" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+want=$(tool_want "$version" go.mod go.sum)
+if tool_current "$stamp" "$want" "$dir/kube-router"; then
   echo "$dir"
   exit 0
 fi
 
 echo "kube-router.sh: building kube-router $version into $dir (several minutes on 2 cores from a cold build cache)" >&2
-mkdir -p "$dir"
-tmp=$(mktemp -d "$dir/.kube-router.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-start=$(date +%s)
-(
-  cd "$mod"
-  # As upstream's Makefile builds it: static, its version stamped.
-  CGO_ENABLED=0 GOFLAGS="-mod=mod -buildvcs=false" go build -trimpath \
-    -ldflags "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$version" \
-    -o "$tmp/kube-router" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
-)
+tool_begin kube-router
+# As upstream's Makefile builds it: static, its version stamped.
+CGO_ENABLED=0 tool_go_build \
+  -ldflags "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$version" \
+  -o "$tmp/kube-router" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
 mv -f "$tmp/kube-router" "$dir/kube-router"
-echo "$want" >"$stamp"
-echo "kube-router.sh: built in $(( $(date +%s) - start ))s" >&2
+tool_done kube-router.sh "$stamp" "$want"
 echo "$dir"

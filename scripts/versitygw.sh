@@ -8,30 +8,20 @@
 # hash). proxy/e2e's AWS SigV4 test runs it with a posix backend.
 set -euo pipefail
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=scripts/lib/build-tool.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/build-tool.sh"
 mod="$repo/tools/versitygw"
-cache=${KEYHOLE_CACHE:-$repo/.cache}
-dir="$cache/bin"
 stamp="$dir/versitygw.stamp"
 
-want=$(cd "$mod" && { cat go.mod go.sum; go version; } | sha256sum | cut -d' ' -f1)
-if [ -x "$dir/versitygw" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+want=$(tool_want "" go.mod go.sum)
+if tool_current "$stamp" "$want" "$dir/versitygw"; then
   echo "$dir"
   exit 0
 fi
 
 echo "versitygw.sh: building versitygw into $dir (a few minutes on 2 idle cores from a cold build cache)" >&2
-mkdir -p "$dir"
-tmp=$(mktemp -d "$dir/.versitygw.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-start=$(date +%s)
-(
-  cd "$mod"
-  # -mod=mod only here: the tools module may record sums the main module
-  # never needs.
-  CGO_ENABLED=0 GOFLAGS="-mod=mod -buildvcs=false" go build -trimpath -ldflags "-s -w" -o "$tmp/versitygw" github.com/versity/versitygw/cmd/versitygw
-)
+tool_begin versitygw
+CGO_ENABLED=0 tool_go_build -ldflags "-s -w" -o "$tmp/versitygw" github.com/versity/versitygw/cmd/versitygw
 mv -f "$tmp/versitygw" "$dir/versitygw"
-echo "$want" >"$stamp"
-echo "versitygw.sh: built in $(( $(date +%s) - start ))s" >&2
+tool_done versitygw.sh "$stamp" "$want"
 echo "$dir"

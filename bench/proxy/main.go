@@ -34,6 +34,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"time"
+
+	"keyhole.dev/keyhole/internal/testpki"
 )
 
 func main() {
@@ -125,8 +127,8 @@ const (
 // env is everything the contenders share: CAs, the upstream, the files.
 type env struct {
 	dir        string
-	sandboxCA  *ca
-	upstreamCA *ca
+	sandboxCA  *testpki.FileCA
+	upstreamCA *testpki.FileCA
 	upstream   string // host:port
 	// upstreamProc serves the upstream in its own process, so that every
 	// route, direct included, crosses a process boundary to reach it.
@@ -145,17 +147,17 @@ type env struct {
 func newEnv(dir string, stderr io.Writer) (*env, error) {
 	e := &env{dir: dir, stderr: stderr}
 	var err error
-	if e.sandboxCA, err = newCA(dir, "sandbox-ca"); err != nil {
+	if e.sandboxCA, err = testpki.NewFileCA(dir, "sandbox-ca"); err != nil {
 		return nil, err
 	}
-	if e.upstreamCA, err = newCA(dir, "upstream-ca"); err != nil {
+	if e.upstreamCA, err = testpki.NewFileCA(dir, "upstream-ca"); err != nil {
 		return nil, err
 	}
-	if err := e.upstreamCA.writeLeaf(filepath.Join(dir, "upstream.crt"), filepath.Join(dir, "upstream.key"), benchHost, tunnelHost); err != nil {
+	if err := e.upstreamCA.WriteLeaf(filepath.Join(dir, "upstream.crt"), filepath.Join(dir, "upstream.key"), benchHost, tunnelHost); err != nil {
 		return nil, err
 	}
 	// The terminating floor and the sketch present this leaf (floor.go).
-	if err := e.sandboxCA.writeLeaf(filepath.Join(dir, "floor.crt"), filepath.Join(dir, "floor.key"), benchHost); err != nil {
+	if err := e.sandboxCA.WriteLeaf(filepath.Join(dir, "floor.crt"), filepath.Join(dir, "floor.key"), benchHost); err != nil {
 		return nil, err
 	}
 	if err := e.startUpstream(); err != nil {

@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"keyhole.dev/keyhole/bench/proxylog"
 )
 
 // upstreamStats is what the upstream counted: TLS connections accepted
@@ -247,19 +249,19 @@ func (e *env) startKeyhole(k keyholeBuild, cfg string) (*process, error) {
 		"--config", cfg,
 		"--listen", "127.0.0.1:0",
 		"--admin-listen", "127.0.0.1:0",
-		"--ca-cert", e.sandboxCA.certFile,
-		"--ca-key", e.sandboxCA.keyFile,
+		"--ca-cert", e.sandboxCA.CertFile,
+		"--ca-key", e.sandboxCA.KeyFile,
 		"--secrets-dir", e.secretsDir,
 		"--resolve", benchHost+":443:"+e.upstream,
 		"--resolve", tunnelHost+":443:"+e.upstream,
 		"--resolve", grpcHost+":443:"+e.grpc.addr,
-		"--upstream-ca", e.upstreamCA.certFile,
+		"--upstream-ca", e.upstreamCA.CertFile,
 	)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + e.dir}
 	client := &http.Client{Timeout: time.Second}
 	var p *process
 	p, err := e.startProcess(k.name, cmd, func() error {
-		listen, admin, err := boundAddrs(p.log)
+		listen, admin, err := proxylog.BoundAddrs(p.log)
 		if err != nil {
 			return err
 		}
@@ -275,25 +277,6 @@ func (e *env) startKeyhole(k keyholeBuild, cfg string) (*process, error) {
 		return nil
 	}, func(started *process) { p = started })
 	return p, err
-}
-
-// boundAddrs reads keyhole-proxy's "keyhole-proxy listening" log line.
-func boundAddrs(logFile string) (listen, admin string, err error) {
-	data, err := os.ReadFile(logFile)
-	if err != nil {
-		return "", "", err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		var l struct {
-			Msg    string `json:"msg"`
-			Listen string `json:"listen"`
-			Admin  string `json:"admin"`
-		}
-		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "keyhole-proxy listening" && l.Listen != "" && l.Admin != "" {
-			return l.Listen, l.Admin, nil
-		}
-	}
-	return "", "", errors.New("not listening yet")
 }
 
 // mitmAddon makes mitmdump do keyhole's work on this workload: dial the
@@ -349,7 +332,7 @@ func (e *env) startMitm(bin string) (*process, error) {
 	cmd := exec.Command(bin,
 		"--listen-host", host, "--listen-port", port,
 		"--set", "confdir="+confdir,
-		"--set", "ssl_verify_upstream_trusted_ca="+e.upstreamCA.certFile,
+		"--set", "ssl_verify_upstream_trusted_ca="+e.upstreamCA.CertFile,
 		"--set", "http2=false",
 		"--set", "flow_detail=0",
 		"--set", "termlog_verbosity=error",

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -21,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"keyhole.dev/keyhole/bench/proxylog"
 	"keyhole.dev/keyhole/internal/testpki"
 )
 
@@ -46,8 +46,8 @@ const (
 // and the upstream.
 type env struct {
 	dir        string
-	sandboxCA  *ca
-	upstreamCA *ca
+	sandboxCA  *testpki.FileCA
+	upstreamCA *testpki.FileCA
 	secrets    *secretStore
 	configFile string
 	up         *upstream
@@ -56,10 +56,10 @@ type env struct {
 func newEnv(dir string) (*env, error) {
 	e := &env{dir: dir}
 	var err error
-	if e.sandboxCA, err = newCA(dir, "sandbox-ca"); err != nil {
+	if e.sandboxCA, err = testpki.NewFileCA(dir, "sandbox-ca"); err != nil {
 		return nil, err
 	}
-	if e.upstreamCA, err = newCA(dir, "upstream-ca"); err != nil {
+	if e.upstreamCA, err = testpki.NewFileCA(dir, "upstream-ca"); err != nil {
 		return nil, err
 	}
 	e.secrets = &secretStore{dir: filepath.Join(dir, "secrets"), grace: 5 * time.Second}
@@ -378,22 +378,6 @@ func worse(a, b string) string {
 	return a
 }
 
-// ca is a throwaway CA written to <dir>/<name>.crt and .key, for the
-// proxy to read.
-type ca struct {
-	*testpki.CA
-	certFile, keyFile string
-}
-
-func newCA(dir, name string) (*ca, error) {
-	c, err := testpki.NewCA(name)
-	if err != nil {
-		return nil, err
-	}
-	out := &ca{CA: c, certFile: filepath.Join(dir, name+".crt"), keyFile: filepath.Join(dir, name+".key")}
-	return out, c.WriteFiles(out.certFile, out.keyFile)
-}
-
 // proxyProc is the keyhole-proxy process.
 type proxyProc struct {
 	cmd     *exec.Cmd
@@ -415,10 +399,10 @@ func (e *env) startProxy(bin string) (*proxyProc, error) {
 		"--config", e.configFile,
 		"--listen", "127.0.0.1:0",
 		"--admin-listen", "127.0.0.1:0",
-		"--ca-cert", e.sandboxCA.certFile,
-		"--ca-key", e.sandboxCA.keyFile,
+		"--ca-cert", e.sandboxCA.CertFile,
+		"--ca-key", e.sandboxCA.KeyFile,
 		"--secrets-dir", e.secrets.dir,
-		"--upstream-ca", e.upstreamCA.certFile,
+		"--upstream-ca", e.upstreamCA.CertFile,
 		"--reload-interval", "2s",
 		"--shutdown-timeout", "10s",
 	}
@@ -438,7 +422,7 @@ func (e *env) startProxy(bin string) (*proxyProc, error) {
 	}()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if p.addr, p.admin, err = boundAddrs(p.logFile); err == nil {
+		if p.addr, p.admin, err = proxylog.BoundAddrs(p.logFile); err == nil {
 			if resp, err := http.Get("http://" + p.admin + "/readyz"); err == nil {
 				resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
@@ -457,27 +441,6 @@ func (e *env) startProxy(bin string) (*proxyProc, error) {
 			return nil, fmt.Errorf("keyhole-proxy was not ready within 30s; its log: %s", tail(p.logFile))
 		}
 	}
-}
-
-// boundAddrs reads the proxy's "keyhole-proxy listening" log line.
-func boundAddrs(logFile string) (listen, admin string, err error) {
-	f, err := os.Open(logFile)
-	if err != nil {
-		return "", "", err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var l struct {
-			Msg    string `json:"msg"`
-			Listen string `json:"listen"`
-			Admin  string `json:"admin"`
-		}
-		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "keyhole-proxy listening" && l.Listen != "" && l.Admin != "" {
-			return l.Listen, l.Admin, nil
-		}
-	}
-	return "", "", errors.New("not listening yet")
 }
 
 func tail(path string) string {

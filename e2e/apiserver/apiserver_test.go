@@ -129,19 +129,8 @@ func TestRenderedOmniaApply(t *testing.T) {
 func TestExampleInputsApply(t *testing.T) {
 	tested := 0
 	for _, ex := range examples(t) {
-		var files []string
-		err := filepath.WalkDir(ex, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !isYAML(path) {
-				return err
-			}
-			files = append(files, path)
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
 		var inputs []object
-		for _, o := range readObjects(t, files...) {
+		for _, o := range readObjects(t, yamlFiles(t, ex)...) {
 			if !strings.HasPrefix(o.apiVersion(), "omnia.altairalabs.ai/") {
 				continue
 			}
@@ -206,9 +195,10 @@ func TestExampleInputsApply(t *testing.T) {
 func TestStrictFieldValidation(t *testing.T) {
 	tests := map[string]struct {
 		valid string
-		// bad is valid with one undeclared field added.
-		bad string
-		// wantErr is in the server's error for bad.
+		// typo turns valid into the bad object: its first element, replaced
+		// by its second, adds a field the schema does not declare.
+		typo [2]string
+		// wantErr is in the server's error for the bad object.
 		wantErr string
 	}{
 		"built-in kind, top-level field": {
@@ -218,13 +208,7 @@ kind: ConfigMap
 metadata: {name: strict-check, namespace: default}
 data: {a: b}
 `,
-			bad: `
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: strict-check, namespace: default}
-data: {a: b}
-dta: {a: b}
-`,
+			typo:    [2]string{"data: {a: b}", "data: {a: b}\ndta: {a: b}"},
 			wantErr: ".dta: field not declared in schema",
 		},
 		"built-in kind, nested field": {
@@ -240,18 +224,7 @@ spec:
       containers:
         - {name: main, image: example.com/main:1, imagePullPolicy: Always}
 `,
-			bad: `
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: strict-check, namespace: default}
-spec:
-  selector: {matchLabels: {app: strict-check}}
-  template:
-    metadata: {labels: {app: strict-check}}
-    spec:
-      containers:
-        - {name: main, image: example.com/main:1, imagePullPolcy: Always}
-`,
+			typo:    [2]string{"imagePullPolicy", "imagePullPolcy"},
 			wantErr: "imagePullPolcy: field not declared in schema",
 		},
 		"cert-manager CRD": {
@@ -265,16 +238,7 @@ spec:
   isCA: true
   issuerRef: {name: strict-check, kind: Issuer}
 `,
-			bad: `
-apiVersion: cert-manager.io/v1
-kind: Certificate
-metadata: {name: strict-check, namespace: default}
-spec:
-  secretName: strict-check
-  commonNam: strict-check
-  isCA: true
-  issuerRef: {name: strict-check, kind: Issuer}
-`,
+			typo:    [2]string{"commonName", "commonNam"},
 			wantErr: ".spec.commonNam: field not declared in schema",
 		},
 		"keyhole CRD": {
@@ -293,21 +257,7 @@ spec:
         header: Authorization
         value: "Bearer {{ .token }}"
 `,
-			bad: `
-apiVersion: omnia.altairalabs.ai/v1alpha1
-kind: Connection
-metadata: {name: strict-check, namespace: default}
-spec:
-  hosts: [api.github.com]
-  credential:
-    kind: secret
-    secretRef: {name: strict-check}
-  placement:
-    inject:
-      - hosts: [api.github.com]
-        headr: Authorization
-        value: "Bearer {{ .token }}"
-`,
+			typo:    [2]string{"header", "headr"},
 			wantErr: "headr: field not declared in schema",
 		},
 		"operator CRD": {
@@ -320,15 +270,7 @@ spec:
   facades: [{type: websocket}]
   runtime: {replicas: 1}
 `,
-			bad: `
-apiVersion: omnia.altairalabs.ai/v1alpha1
-kind: AgentRuntime
-metadata: {name: strict-check, namespace: default}
-spec:
-  promptPackRef: {name: strict-check}
-  facades: [{type: websocket}]
-  runtime: {replica: 1}
-`,
+			typo:    [2]string{"replicas", "replica"},
 			wantErr: ".spec.runtime.replica: field not declared in schema",
 		},
 	}
@@ -339,7 +281,11 @@ spec:
 			if _, _, err := the.kubectl(ctx, []byte(tc.valid), dryRun...); err != nil {
 				t.Fatalf("the valid object was refused, so the check below proves nothing: %v", err)
 			}
-			_, stderr, err := the.kubectl(ctx, []byte(tc.bad), dryRun...)
+			if strings.Count(tc.valid, tc.typo[0]) != 1 {
+				t.Fatalf("%q is not once in the valid object", tc.typo[0])
+			}
+			bad := strings.Replace(tc.valid, tc.typo[0], tc.typo[1], 1)
+			_, stderr, err := the.kubectl(ctx, []byte(bad), dryRun...)
 			if err == nil {
 				t.Fatalf("an object with an undeclared field was accepted")
 			}
@@ -473,20 +419,13 @@ func listedManifests(t *testing.T, out string) []string {
 	if err := yaml.Unmarshal(b, &k); err != nil {
 		t.Fatalf("kustomization.yaml: %v", err)
 	}
-	var listed, onDisk []string
+	var listed []string
 	for _, r := range k.Resources {
 		listed = append(listed, filepath.Join(out, filepath.FromSlash(r)))
 	}
-	err = filepath.WalkDir(out, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !isYAML(path) || path == filepath.Join(out, "kustomization.yaml") {
-			return err
-		}
-		onDisk = append(onDisk, path)
-		return nil
+	onDisk := slices.DeleteFunc(yamlFiles(t, out), func(path string) bool {
+		return path == filepath.Join(out, "kustomization.yaml")
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	slices.Sort(listed)
 	slices.Sort(onDisk)
 	if !slices.Equal(listed, onDisk) {
@@ -660,14 +599,11 @@ func noSecretValues(t *testing.T, ex, out string, live map[string]map[string]any
 	}
 }
 
-type secretValue struct{ name, value string }
-
-// secretValues returns the values of every Secret among the example's
-// inputs, from stringData and base64-decoded data.
-func secretValues(t *testing.T, ex string) []secretValue {
+// yamlFiles lists the YAML files under dir.
+func yamlFiles(t *testing.T, dir string) []string {
 	t.Helper()
 	var files []string
-	err := filepath.WalkDir(ex, func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !isYAML(path) {
 			return err
 		}
@@ -677,8 +613,17 @@ func secretValues(t *testing.T, ex string) []secretValue {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return files
+}
+
+type secretValue struct{ name, value string }
+
+// secretValues returns the values of every Secret among the example's
+// inputs, from stringData and base64-decoded data.
+func secretValues(t *testing.T, ex string) []secretValue {
+	t.Helper()
 	var vals []secretValue
-	for _, o := range readObjects(t, files...) {
+	for _, o := range readObjects(t, yamlFiles(t, ex)...) {
 		if o.apiVersion() != "v1" || o.kind() != "Secret" {
 			continue
 		}

@@ -303,14 +303,7 @@ func writePKI(dir string) (pki, error) {
 		return p, err
 	}
 	p.caPEM = ca.CertPEM
-	certPEM, keyPEM, err := ca.LeafPEM("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "10.0.0.1")
-	if err != nil {
-		return p, err
-	}
-	if err := os.WriteFile(p.certFile, certPEM, 0o600); err != nil {
-		return p, err
-	}
-	if err := os.WriteFile(p.keyFile, keyPEM, 0o600); err != nil {
+	if err := ca.WriteLeaf(p.certFile, p.keyFile, "localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "10.0.0.1"); err != nil {
 		return p, err
 	}
 	if err := e2ekube.WriteServiceAccountKey(p.saKeyFile, p.saPubFile); err != nil {

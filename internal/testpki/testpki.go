@@ -16,6 +16,7 @@ import (
 	"math/big"
 	"net"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -92,6 +93,36 @@ func (c *CA) WriteFiles(certFile, keyFile string) error {
 		return err
 	}
 	return os.WriteFile(keyFile, c.KeyPEM, 0o600)
+}
+
+// WriteLeaf issues a server certificate for names and writes it and its
+// key as PEM files, readable by the owner only.
+func (c *CA) WriteLeaf(certFile, keyFile string, names ...string) error {
+	cert, key, err := c.LeafPEM(names...)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(certFile, cert, 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(keyFile, key, 0o600)
+}
+
+// FileCA is a CA written to files, for a process a test starts to read.
+type FileCA struct {
+	*CA
+	CertFile, KeyFile string
+}
+
+// NewFileCA makes a CA of common name name and writes it to
+// <dir>/<name>.crt and <dir>/<name>.key.
+func NewFileCA(dir, name string) (*FileCA, error) {
+	c, err := NewCA(name)
+	if err != nil {
+		return nil, err
+	}
+	out := &FileCA{CA: c, CertFile: filepath.Join(dir, name+".crt"), KeyFile: filepath.Join(dir, name+".key")}
+	return out, c.WriteFiles(out.CertFile, out.KeyFile)
 }
 
 func (c *CA) leaf(names []string) ([]byte, *ecdsa.PrivateKey, error) {

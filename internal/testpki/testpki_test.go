@@ -3,6 +3,8 @@ package testpki
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -40,5 +42,36 @@ func TestLeafVerifies(t *testing.T) {
 	}
 	if _, err := ca.Leaf(); err == nil {
 		t.Error("a leaf without a name was issued")
+	}
+}
+
+// TestFiles: NewFileCA and WriteLeaf write key pairs that load, readable
+// by the owner only, the CA's where NewFileCA says.
+func TestFiles(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := NewFileCA(dir, "files-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ca.CertFile != filepath.Join(dir, "files-ca.crt") || ca.KeyFile != filepath.Join(dir, "files-ca.key") {
+		t.Errorf("CA files %s, %s", ca.CertFile, ca.KeyFile)
+	}
+	leafCert, leafKey := filepath.Join(dir, "leaf.crt"), filepath.Join(dir, "leaf.key")
+	if err := ca.WriteLeaf(leafCert, leafKey, "api.example"); err != nil {
+		t.Fatal(err)
+	}
+	for _, pair := range [][2]string{{ca.CertFile, ca.KeyFile}, {leafCert, leafKey}} {
+		if _, err := tls.LoadX509KeyPair(pair[0], pair[1]); err != nil {
+			t.Errorf("%s: %v", pair[0], err)
+		}
+		for _, f := range pair {
+			fi, err := os.Stat(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Mode().Perm() != 0o600 {
+				t.Errorf("%s is %v, want 0600", f, fi.Mode().Perm())
+			}
+		}
 	}
 }

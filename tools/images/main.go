@@ -187,13 +187,7 @@ func binaryImage(bin string, when time.Time, lbls map[string]string) (v1.Image, 
 		{name: "usr/local/bin/", mode: 0o755, dir: true},
 		{name: "usr/local/bin/" + name, mode: 0o755, data: exe},
 	}
-	layerTar, err := buildTar(files, when)
-	if err != nil {
-		return nil, err
-	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerTar)), nil
-	})
+	layer, err := tarLayer(files, when)
 	if err != nil {
 		return nil, err
 	}
@@ -210,6 +204,17 @@ func binaryImage(bin string, when time.Time, lbls map[string]string) (v1.Image, 
 			"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt",
 		},
 		Labels: lbls,
+	})
+}
+
+// tarLayer is an image layer holding files, each dated when.
+func tarLayer(files []tarEntry, when time.Time) (v1.Layer, error) {
+	layerTar, err := buildTar(files, when)
+	if err != nil {
+		return nil, err
+	}
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(layerTar)), nil
 	})
 }
 
@@ -242,18 +247,12 @@ func addBinary(img v1.Image, bin string, when time.Time) (v1.Image, error) {
 		return nil, err
 	}
 	name := path.Base(bin)
-	layerTar, err := buildTar([]tarEntry{
+	layer, err := tarLayer([]tarEntry{
 		{name: "usr/", mode: 0o755, dir: true},
 		{name: "usr/local/", mode: 0o755, dir: true},
 		{name: "usr/local/bin/", mode: 0o755, dir: true},
 		{name: "usr/local/bin/" + name, mode: 0o755, data: exe},
 	}, when)
-	if err != nil {
-		return nil, err
-	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerTar)), nil
-	})
 	if err != nil {
 		return nil, err
 	}

@@ -244,73 +244,58 @@ metadata:
     bench.keyhole.dev/shape: shape-%d
 %sspec:
 `, name, ns, i%4, unrestricted(i))
+	// Shapes 1 and 3 also reach the git host.
+	hosts := api
+	if i%2 == 1 {
+		hosts = api + ", " + git
+	}
+	fmt.Fprintf(b, `  hosts: [%s]
+  credential:
+    kind: secret
+    secretRef:
+      name: %s-token
+  placement:
+    inject:
+`, hosts, name)
 	switch i % 4 {
 	case 0:
-		fmt.Fprintf(b, `  hosts: [%[1]s]
-  credential:
-    kind: secret
-    secretRef:
-      name: %[2]s-token
-  placement:
-    inject:
-      - hosts: [%[1]s]
+		fmt.Fprintf(b, `      - hosts: [%[1]s]
         header: Authorization
         value: "Bearer {{ .token }}"
-        placeholderEnv: [%[3]s]
-`, api, name, env)
+        placeholderEnv: [%[2]s]
+`, api, env)
 	case 1:
-		fmt.Fprintf(b, `  hosts: [%[1]s, %[2]s]
-  credential:
-    kind: secret
-    secretRef:
-      name: %[3]s-token
-  placement:
-    inject:
-      - hosts: [%[1]s]
+		fmt.Fprintf(b, `      - hosts: [%[1]s]
         header: Authorization
         value: "token {{ .token }}"
-        placeholderEnv: [%[4]s]
+        placeholderEnv: [%[3]s]
       - hosts: [%[2]s]
         basic:
           usernameKey: user
           passwordKey: token
-`, api, git, name, env)
+`, api, git, env)
 	case 2:
-		fmt.Fprintf(b, `  hosts: [%[1]s]
-  credential:
-    kind: secret
-    secretRef:
-      name: %[2]s-token
-  placement:
-    inject:
-      - hosts: [%[1]s]
+		fmt.Fprintf(b, `      - hosts: [%[1]s]
         header: Authorization
         value: "Bearer {{ .token }}"
-        placeholderEnv: [%[3]s]
+        placeholderEnv: [%[2]s]
         rules:
           - methods: [GET, HEAD]
-            pathPrefixes: [/repos/team/widgets-%[4]d, /user]
+            pathPrefixes: [/repos/team/widgets-%[3]d, /user]
           - methods: [POST]
-            pathPrefixes: [/repos/team/widgets-%[4]d/pulls]
-`, api, name, env, i)
+            pathPrefixes: [/repos/team/widgets-%[3]d/pulls]
+`, api, env, i)
 	case 3:
-		fmt.Fprintf(b, `  hosts: [%[1]s, %[2]s]
-  credential:
-    kind: secret
-    secretRef:
-      name: %[3]s-token
-  placement:
-    inject:
-      - hosts: [%[1]s, %[2]s]
+		fmt.Fprintf(b, `      - hosts: [%[1]s, %[2]s]
         header: X-Api-Key
         value: "{{ .token }}"
-        placeholderEnv: [%[4]s, CONN_%05[5]d_KEY]
+        placeholderEnv: [%[3]s, CONN_%05[4]d_KEY]
         rules:
           - methods: [GET]
             pathPrefixes: [/v1/items, /v1/search]
           - methods: [PUT, PATCH, DELETE]
-            pathPrefixes: [/v1/items/%[5]d]
-`, api, git, name, env, i)
+            pathPrefixes: [/v1/items/%[4]d]
+`, api, git, env, i)
 	}
 }
 

@@ -1,0 +1,35 @@
+package proxylog
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestBoundAddrs: the listening line is found among others, only with
+// both addresses; before it, the error says so.
+func TestBoundAddrs(t *testing.T) {
+	const listening = `{"msg":"keyhole-proxy listening","listen":"127.0.0.1:4001","admin":"127.0.0.1:4002"}`
+	for log, want := range map[string][2]string{
+		`{"msg":"starting"}` + "\nnot json\n" + listening + "\n":             {"127.0.0.1:4001", "127.0.0.1:4002"},
+		`{"msg":"keyhole-proxy listening","listen":"127.0.0.1:4001"}` + "\n": {},
+		"": {},
+	} {
+		f := filepath.Join(t.TempDir(), "proxy.log")
+		if err := os.WriteFile(f, []byte(log), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		listen, admin, err := BoundAddrs(f)
+		var wantErr error
+		if want == [2]string{} {
+			wantErr = ErrNotListening
+		}
+		if listen != want[0] || admin != want[1] || !errors.Is(err, wantErr) {
+			t.Errorf("log %q: BoundAddrs = %q, %q, %v; want %q, %q, %v", log, listen, admin, err, want[0], want[1], wantErr)
+		}
+	}
+	if _, _, err := BoundAddrs(filepath.Join(t.TempDir(), "missing.log")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a missing log: %v", err)
+	}
+}
