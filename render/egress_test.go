@@ -1,0 +1,119 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"keyhole.dev/keyhole/proxy/config"
+)
+
+// TestEgressOptions: a forward proxy and an OTLP collector named for the
+// render reach the proxy (its config's upstreamProxy, its container's
+// OTEL_EXPORTER_OTLP_ENDPOINT) in both modes, and the sidecar pod's
+// NetworkPolicy admits their ports beside 443 and 6443, which it would
+// otherwise refuse; the agent-sandbox target's policy, built from it,
+// too. A port already admitted is not repeated.
+func TestEgressOptions(t *testing.T) {
+	const squid, collector = "http://squid.egress.svc.cluster.local:3128", "http://otel-collector.observability.svc:4318"
+	tests := map[string]struct {
+		opts      Options
+		wantPorts []string // the sidecar policy's TCP ports, in order
+		wantEnv   string
+		wantProxy string
+	}{
+		"neither": {
+			wantPorts: []string{"443", "6443"},
+		},
+		"forward proxy and collector": {
+			opts:      Options{UpstreamProxy: squid, OTLPEndpoint: collector},
+			wantPorts: []string{"443", "6443", "3128", "4318"},
+			wantEnv:   collector,
+			wantProxy: squid,
+		},
+		"default ports": {
+			opts:      Options{UpstreamProxy: "http://squid.corp.example/", OTLPEndpoint: "https://otlp.vendor.example"},
+			wantPorts: []string{"443", "6443", "80"},
+			wantEnv:   "https://otlp.vendor.example",
+			wantProxy: "http://squid.corp.example",
+		},
+		"one port for both": {
+			opts:      Options{UpstreamProxy: "http://10.0.0.8:8080", OTLPEndpoint: "http://10.0.0.9:8080"},
+			wantPorts: []string{"443", "6443", "8080"},
+			wantEnv:   "http://10.0.0.9:8080",
+			wantProxy: "http://10.0.0.8:8080",
+		},
+	}
+	for name, tc := range tests {
+		for _, mode := range modes {
+			t.Run(name+"/"+mode, func(t *testing.T) {
+				opts := tc.opts
+				opts.ProxyMode = mode
+				files := mustRender(t, testPlan(), opts)
+				objs := objects(t, files)
+				proxyJSON := fileMap(files)["agents/support-workspace/proxy.json"]
+				c, err := config.Decode(proxyJSON)
+				if err != nil {
+					t.Fatalf("proxy.json does not load: %v", err)
+				}
+				switch u := c.UpstreamProxy; {
+				case tc.wantProxy == "" && u != nil:
+					t.Errorf("upstreamProxy %+v, want none", *u)
+				case tc.wantProxy != "" && (u == nil || u.URL != tc.wantProxy || !u.AllowInternalAddress):
+					t.Errorf("upstreamProxy %+v, want %s with its own address allowed", u, tc.wantProxy)
+				}
+				if err := c.Validate(); err != nil {
+					t.Errorf("proxy.json does not validate: %v", err)
+				}
+				pod := findProxyPod(t, files, opts)
+				env := envOf(container(t, pod, compProxy))
+				if got := env[EnvOTLPEndpoint]; got != tc.wantEnv {
+					t.Errorf("%s = %q, want %q", EnvOTLPEndpoint, got, tc.wantEnv)
+				}
+				for k := range env {
+					if tc.wantEnv == "" && strings.HasPrefix(k, "OTEL_") {
+						t.Errorf("the proxy container sets %s, which nobody asked for", k)
+					}
+				}
+				if mode != ModeSidecar {
+					return
+				}
+				np := find(t, objs, "NetworkPolicy", "support-workspace-sandbox")
+				egress := dig(np, "spec", "egress").([]any)
+				var ports []string
+				for _, p := range egress[len(egress)-1].(obj)["ports"].([]any) {
+					ports = append(ports, fmt.Sprint(p.(obj)["port"]))
+				}
+				if !slices.Equal(ports, tc.wantPorts) {
+					t.Errorf("egress ports %v, want %v", ports, tc.wantPorts)
+				}
+			})
+		}
+	}
+}
+
+// TestEgressOptionsRefused: a forward proxy or collector URL the proxy
+// would refuse, or the kubelet would expand, is refused before anything
+// is rendered.
+func TestEgressOptionsRefused(t *testing.T) {
+	for name, opts := range map[string]Options{
+		"forward proxy over https":     {UpstreamProxy: "https://squid:3128"},
+		"forward proxy with a user":    {UpstreamProxy: "http://u:p@squid:3128"},
+		"forward proxy with a path":    {UpstreamProxy: "http://squid:3128/proxy"},
+		"forward proxy without a host": {UpstreamProxy: "http://:3128"},
+		"forward proxy port":           {UpstreamProxy: "http://squid:99999"},
+		"collector scheme":             {OTLPEndpoint: "grpc://collector:4317"},
+		"collector query":              {OTLPEndpoint: "http://collector:4318?x=1"},
+		"collector expansion":          {OTLPEndpoint: "http://$(COLLECTOR):4318"},
+		"collector quote":              {OTLPEndpoint: "http://collector:4318/'"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			files, err := Render(testPlan(), opts)
+			if !errors.Is(err, ErrInvalidOptions) || files != nil {
+				t.Fatalf("Render = %d files, %v; want %v", len(files), err, ErrInvalidOptions)
+			}
+		})
+	}
+}
