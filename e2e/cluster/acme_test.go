@@ -217,7 +217,7 @@ func (c *cluster) checkClients(t *testing.T, ctx context.Context, up *upstream, 
 			want:   []string{"alert access denied", "000 exit=35"},
 		}
 	}
-	runSandboxChecks(t, func(script string) (string, error) { return c.sandboxSh(ctx, script) }, up.requests, nil, tests)
+	runSandboxChecks(t, func(script string) (string, error) { return c.sandboxSh(ctx, script) }, up.requests, []string{*up.token.Load()}, tests)
 }
 
 // checkNoSecretInSandbox prints everything the sandbox container can read
