@@ -129,29 +129,43 @@ func (c *cluster) renderAcme(t *testing.T, args ...string) string {
 // and the upstream's CA. The sandbox's CA is cert-manager's to issue.
 func (c *cluster) prepareAcme(t *testing.T, ctx context.Context, up *upstream, token string) {
 	t.Helper()
+	c.prepareNamespace(t, ctx, up.caPEM)
+	c.applySecret(t, ctx, token)
+}
+
+// prepareNamespace creates the example's namespace and the ConfigMap of
+// the CA the stand-in upstreams' certificates are signed by, which the
+// render names with --upstream-ca-configmap.
+func (c *cluster) prepareNamespace(t *testing.T, ctx context.Context, caPEM []byte) {
+	t.Helper()
 	if _, err := c.kubectl(ctx, nil, "create", "namespace", acmeNS); err != nil {
 		t.Fatal(err)
 	}
-	c.applySecret(t, ctx, token)
 	cm := fmt.Sprintf(`apiVersion: v1
 kind: ConfigMap
 metadata: {name: %s, namespace: %s}
 data:
   ca.crt: %q
-`, upstreamCAName, acmeNS, up.caPEM)
+`, upstreamCAName, acmeNS, caPEM)
 	if _, err := c.kubectl(ctx, []byte(cm), "apply", "--server-side", "--field-manager=keyhole-e2e-setup", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // deployAcme creates what lives outside git (prepareAcme), then applies
-// the render as a GitOps tool would: server-side, the kustomization whole.
-// cert-manager then issues the rendered CA Certificate into
-// <claim>-egress-ca, which the proxy signs its leaves with; until it has,
-// the proxy's pod cannot start.
+// the render (applyRender).
 func (c *cluster) deployAcme(t *testing.T, ctx context.Context, dir string, up *upstream, token string) {
 	t.Helper()
 	c.prepareAcme(t, ctx, up, token)
+	c.applyRender(t, ctx, dir)
+}
+
+// applyRender applies the render as a GitOps tool would: server-side,
+// the kustomization whole. cert-manager then issues the rendered CA
+// Certificate into <claim>-egress-ca, which the proxy signs its leaves
+// with; until it has, the proxy's pod cannot start.
+func (c *cluster) applyRender(t *testing.T, ctx context.Context, dir string) {
+	t.Helper()
 	if _, err := c.kubectl(ctx, nil, "apply", "--server-side", "--field-manager=keyhole-e2e", "-k", dir); err != nil {
 		t.Fatal(err)
 	}
