@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -30,6 +32,10 @@ const (
 	// which the rendered NetworkPolicy admits only because the render
 	// names the collector.
 	collectorAddr = nodeIP + ":4318"
+	// forwardProxyAddr is the stand-in for the cluster's forward proxy,
+	// on Squid's port, which the rendered NetworkPolicy likewise admits
+	// only because the render names it.
+	forwardProxyAddr = nodeIP + ":3128"
 	// oauthAPI is what the sandbox asks for: a path the Connection's
 	// rules allow.
 	oauthAPI = `curl -sS -w ' %{http_code}' -H "Authorization: Bearer $ACME_TOKEN" https://api.acme.example/v1/widgets`
@@ -41,11 +47,13 @@ const (
 // Connection's credential is an OAuth 2.0 client (credential.kind
 // oauth2, the client credentials grant), pointed at stand-ins for the
 // authorization server and the API the test serves, and with the request
-// log exported to a stand-in collector (--otlp-endpoint). The proxy in
+// log exported to a stand-in collector (--otlp-endpoint) and every
+// upstream connection made through a stand-in forward proxy
+// (--upstream-proxy). The proxy in
 // the sandbox's pod mints access tokens from the client's id and secret;
 // the sandbox, holding only the placeholder, gets through to the API;
 // the rendered NetworkPolicy, which kube-router enforces, lets the
-// proxy's log reach the collector's port. The client secret is rotated
+// proxy reach the forward proxy's port and its log the collector's. The client secret is rotated
 // in the cluster and the proxy mints with the new one without a restart.
 // Neither the client secret nor any token minted from it is in the
 // sandbox container's environment or files, the pods' logs, the
@@ -65,11 +73,17 @@ func TestOAuth2Minted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer col.close()
+	fwd, err := startForwardProxy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fwd.close()
 	dir := c.render(t,
 		"--proxy-resolve", "auth.acme.example:443:"+upstreamAddr,
 		"--proxy-resolve", "api.acme.example:443:"+upstreamAddr,
 		"--upstream-ca-configmap", upstreamCAName,
 		"--otlp-endpoint", "http://"+collectorAddr,
+		"--upstream-proxy", "http://"+forwardProxyAddr,
 		filepath.Join(c.tools[repoRoot], "e2e", "cluster", "testdata", "oauth2"))
 	c.prepareNamespace(t, ctx, as.caPEM)
 	c.applySecretData(t, ctx, acmeNS, oauthSecret, map[string]string{"client-id": oauthClientID, "client-secret": clientSecret})
@@ -102,6 +116,13 @@ func TestOAuth2Minted(t *testing.T) {
 	t.Run("the proxy minted with the client's credentials", func(t *testing.T) {
 		if n := as.mints(clientSecret); n == 0 {
 			t.Errorf("no token was minted with the client secret; the authorization server saw %q", as.requests())
+		}
+	})
+	t.Run("the proxy went through the forward proxy", func(t *testing.T) {
+		// --resolve gives the stand-ins' address, which the proxy asks
+		// the forward proxy for in place of the name.
+		if got := fwd.requests(); !slices.Contains(got, upstreamAddr+" CONNECT ") {
+			t.Errorf("the forward proxy saw %q, want a CONNECT to %s", got, upstreamAddr)
 		}
 	})
 	t.Run("the request log reached the collector", func(t *testing.T) {
@@ -372,4 +393,49 @@ func (col *collector) all() string {
 	col.mu.Lock()
 	defer col.mu.Unlock()
 	return strings.Join(col.bodies, "\n")
+}
+
+// forwardProxy stands in for a cluster's forward proxy (Squid): it
+// answers CONNECT alone, tunnels to the address asked for, and records
+// each request as requestLog does (the path of a CONNECT is empty).
+type forwardProxy struct {
+	srv *http.Server
+	requestLog
+}
+
+func startForwardProxy() (*forwardProxy, error) {
+	f := &forwardProxy{}
+	var err error
+	if f.srv, err = serve(forwardProxyAddr, f, nil); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func (f *forwardProxy) close() { f.srv.Close() }
+
+func (f *forwardProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.record(r)
+	if r.Method != http.MethodConnect {
+		http.Error(w, "CONNECT only", http.StatusMethodNotAllowed)
+		return
+	}
+	up, err := net.DialTimeout("tcp", r.Host, 10*time.Second)
+	if err != nil {
+		http.Error(w, "cannot reach "+r.Host, http.StatusBadGateway)
+		return
+	}
+	defer up.Close()
+	conn, rw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		return
+	}
+	done := make(chan struct{}, 2)
+	go func() { io.Copy(up, rw); done <- struct{}{} }()
+	go func() { io.Copy(conn, up); done <- struct{}{} }()
+	<-done
 }
