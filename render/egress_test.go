@@ -117,3 +117,30 @@ func TestEgressOptionsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestEgressOptionsAgentSandbox: the agent-sandbox target's template
+// carries the proxy's OTLP variable and, in the NetworkPolicy the
+// controller writes from it, the same ports.
+func TestEgressOptionsAgentSandbox(t *testing.T) {
+	const collector = "http://otel-collector.observability.svc:4318"
+	files, ds, err := RenderAgentSandbox(testPlan(), Options{UpstreamProxy: "http://squid.egress.svc:3128", OTLPEndpoint: collector})
+	if err != nil || len(ds) != 0 {
+		t.Fatalf("RenderAgentSandbox: %v %v", err, ds)
+	}
+	tmpl := find(t, objects(t, files), "SandboxTemplate", "support-workspace")
+	egress := mustYAML(t, dig(tmpl, "spec", "networkPolicy", "egress"))
+	for _, p := range []string{"port: 443", "port: 6443", "port: 3128", "port: 4318"} {
+		if !strings.Contains(egress, p) {
+			t.Errorf("the template's egress lacks %s:\n%s", p, egress)
+		}
+	}
+	var found bool
+	for _, c := range dig(tmpl, "spec", "podTemplate", "spec", "initContainers").(list) {
+		if c := c.(obj); c["name"] == compProxy {
+			found = envOf(c)[EnvOTLPEndpoint] == collector
+		}
+	}
+	if !found {
+		t.Errorf("the template's proxy container lacks %s=%s", EnvOTLPEndpoint, collector)
+	}
+}
