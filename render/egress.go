@@ -74,6 +74,18 @@ func checkURL(s string, schemes ...string) (*url.URL, error) {
 	return u, nil
 }
 
+// shownURL is s as an error may show it: without a password, a query or
+// a fragment, where a credential could sit; nothing of s when it is not
+// a URL.
+func shownURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(not a URL)"
+	}
+	u.RawQuery, u.Fragment = "", ""
+	return strconv.Quote(u.Redacted())
+}
+
 // urlPort is the TCP port a URL that checkURL accepted is reached on.
 func urlPort(s string) int {
 	u, err := url.Parse(s)

@@ -94,18 +94,23 @@ func TestEgressOptions(t *testing.T) {
 	}
 }
 
+// egressCanary stands where a URL could carry a credential.
+const egressCanary = "keyholeEgressCanary"
+
 // TestEgressOptionsRefused: a forward proxy or collector URL the proxy
 // would refuse, or the kubelet would expand, is refused before anything
-// is rendered.
+// is rendered, and the error shows no password, query or fragment.
 func TestEgressOptionsRefused(t *testing.T) {
 	for name, opts := range map[string]Options{
 		"forward proxy over https":     {UpstreamProxy: "https://squid:3128"},
-		"forward proxy with a user":    {UpstreamProxy: "http://u:p@squid:3128"},
+		"forward proxy with a user":    {UpstreamProxy: "http://u:" + egressCanary + "@squid:3128"},
 		"forward proxy with a path":    {UpstreamProxy: "http://squid:3128/proxy"},
 		"forward proxy without a host": {UpstreamProxy: "http://:3128"},
 		"forward proxy port":           {UpstreamProxy: "http://squid:99999"},
 		"collector scheme":             {OTLPEndpoint: "grpc://collector:4317"},
-		"collector query":              {OTLPEndpoint: "http://collector:4318?x=1"},
+		"collector query":              {OTLPEndpoint: "http://collector:4318?api_key=" + egressCanary},
+		"collector fragment":           {OTLPEndpoint: "http://collector:4318/#" + egressCanary},
+		"collector password":           {OTLPEndpoint: "https://u:" + egressCanary + "@collector"},
 		"collector expansion":          {OTLPEndpoint: "http://$(COLLECTOR):4318"},
 		"collector quote":              {OTLPEndpoint: "http://collector:4318/'"},
 	} {
@@ -113,6 +118,9 @@ func TestEgressOptionsRefused(t *testing.T) {
 			files, err := Render(testPlan(), opts)
 			if !errors.Is(err, ErrInvalidOptions) || files != nil {
 				t.Fatalf("Render = %d files, %v; want %v", len(files), err, ErrInvalidOptions)
+			}
+			if strings.Contains(err.Error(), egressCanary) {
+				t.Errorf("the error shows what could be a credential: %v", err)
 			}
 		})
 	}

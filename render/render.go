@@ -194,12 +194,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if v := o.UpstreamProxy; v != "" {
 		if err := checkUpstreamProxy(v); err != nil {
-			return o, fmt.Errorf("%w: upstream proxy %q %w", ErrInvalidOptions, v, err)
+			return o, fmt.Errorf("%w: upstream proxy %s %w", ErrInvalidOptions, shownURL(v), err)
 		}
 	}
 	if v := o.OTLPEndpoint; v != "" {
 		if err := checkOTLPEndpoint(v); err != nil {
-			return o, fmt.Errorf("%w: OTLP endpoint %q %w", ErrInvalidOptions, v, err)
+			return o, fmt.Errorf("%w: OTLP endpoint %s %w", ErrInvalidOptions, shownURL(v), err)
 		}
 	}
 	for _, n := range o.NoProxy {
