@@ -207,6 +207,8 @@ func registerRenderOptions(fs *flag.FlagSet, opts *render.Options) {
 		return nil
 	})
 	fs.StringVar(&opts.UpstreamCAConfigMap, "upstream-ca-configmap", "", "ConfigMap `name` whose ca.crt the proxy verifies upstreams with instead of the system roots")
+	fs.StringVar(&opts.UpstreamProxy, "upstream-proxy", "", "the forward proxy `URL` (http://host:port) the cluster reaches the internet through")
+	fs.StringVar(&opts.OTLPEndpoint, "otlp-endpoint", "", "the OpenTelemetry collector's base `URL` the proxy exports its request log to")
 }
 
 func plural(n int, one, many string) string {

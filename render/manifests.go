@@ -666,6 +666,7 @@ func (w *manifestWriter) proxyContainer(c ymap, sidecar bool) {
 		args.str("--dns-listen")
 		args.str(w.shared.dnsListen)
 	}
+	w.proxyEnv(c)
 	c.str("image", w.opts.ProxyImage)
 	c.fixed("livenessProbe", w.shared.livenessProbe)
 	c.str("name", compProxy)
@@ -797,6 +798,9 @@ func (w *manifestWriter) sandboxNetworkPolicy(o ymap, flux bool) {
 	if w.sidecar() {
 		port(ports, "TCP", 443)
 		port(ports, "TCP", 6443)
+		for _, p := range w.opts.extraEgressPorts() {
+			port(ports, "TCP", p)
+		}
 	} else {
 		port(ports, "TCP", ProxyPort)
 		to := rule.seq("to").mapping()

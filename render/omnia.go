@@ -34,6 +34,7 @@ const (
 	codeOmniaConnectorWritable   = "OmniaConnectorWritable"
 	codeOmniaCredentialKind      = "OmniaCredentialKindUnsupported"
 	codeOmniaHostSplit           = "OmniaHostSplitUnsupported"
+	codeOmniaAudit               = "OmniaAuditUnsupported"
 )
 
 // OmniaRules describes the omnia target's diagnostic codes, for docs and
@@ -74,6 +75,9 @@ func OmniaRules() []diag.Rule {
 		{Code: codeOmniaHostSplit, Severity: diag.Error,
 			Purpose: "Two inject entries of a Connection cover one host, splitting its credential's forms by rule (a header on the API, basic auth on git's smart-HTTP paths), which keyhole's own proxy enforces but the operator's Connection does not have: its host takes one injection, so its proxy would send one form on every path, or refuse the Connection.",
 			Help:    "Keep the default kubernetes target (or agent-sandbox), whose proxy chooses the form by the rule a request matches; for the omnia target, give the host one entry, the form of the requests the sandbox needs (basic auth for git over HTTPS, the header for the API)."},
+		{Code: codeOmniaAudit, Severity: diag.Error,
+			Purpose: "A Connection sets `spec.enforcement: audit`, which keyhole's own proxy enforces but the operator's Connection does not have: the operator would drop it and its proxy refuse what the rules miss, or, were the field carried, a user would believe the Connection audited where nothing does.",
+			Help:    "Keep the default kubernetes target (or agent-sandbox), whose proxy has audit mode, for the rollout; for the omnia target, set `enforcement: enforce` or remove the field."},
 		{Code: codeOmniaWebSocket, Severity: diag.Error,
 			Purpose: "A Connection's rule sets `websocket: true`, which keyhole's own proxy enforces but the operator's Connection does not have: the operator would drop it, and the WebSocket the rule allows would never open through its proxy.",
 			Help:    "Keep the default kubernetes target (or agent-sandbox), whose proxy relays WebSockets on the paths a rule allows."},
@@ -262,6 +266,10 @@ func (r *omniaRender) input(in compiler.Object) error {
 				r.report(codeOmniaHTTP2Host, in.Source, in.Pos,
 					"%s speaks only HTTP/2 (gRPC), which the operator's proxy does not speak to the sandbox: a gRPC client would fail against it; keep the default kubernetes target, whose proxy speaks HTTP/2, or place the credential with env or files", name)
 			}
+		}
+		if e, _ := sp["enforcement"].(string); e == compiler.EnforcementAudit {
+			r.report(codeOmniaAudit, in.Source, in.Pos,
+				"spec.enforcement: audit is keyhole's: the operator's Connection has no audit mode, so its proxy would refuse what the rules miss instead of forwarding it without the credential; keep the default kubernetes target for the rollout, or set enforcement: enforce")
 		}
 		injectedBy := map[string]int{}
 		for i, entry := range items(at(sp, "placement"), "inject") {

@@ -398,6 +398,21 @@ func TestOmniaDiagnostics(t *testing.T) {
 			},
 			codes: []string{codeOmniaHTTP2Host},
 		},
+		"a Connection in audit mode": {
+			plan: func(t *testing.T) compiler.Plan {
+				return compiler.Plan{Objects: []compiler.Object{inputObject(t, "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: c, namespace: agents}\n"+
+					"spec: {hosts: [api.github.com], enforcement: audit, credential: {kind: secret, secretRef: {name: s}}, placement: {inject: [{hosts: [api.github.com], header: Authorization, value: 'Bearer {{ .token }}', "+
+					"rules: [{methods: [GET], pathPrefixes: [/repos/acme/widgets]}]}]}}\n")}}
+			},
+			codes: []string{codeOmniaAudit},
+		},
+		"a Connection that enforces": {
+			plan: func(t *testing.T) compiler.Plan {
+				return compiler.Plan{Objects: []compiler.Object{inputObject(t, "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: c, namespace: agents}\n"+
+					"spec: {hosts: [api.github.com], enforcement: enforce, credential: {kind: secret, secretRef: {name: s}}, placement: {inject: [{hosts: [api.github.com], header: Authorization, value: 'Bearer {{ .token }}', "+
+					"rules: [{methods: [GET], pathPrefixes: [/repos/acme/widgets]}]}]}}\n")}}
+			},
+		},
 		"a Connection's mcp": {
 			plan: func(t *testing.T) compiler.Plan {
 				return compiler.Plan{Objects: []compiler.Object{inputObject(t, "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: c, namespace: agents}\n"+

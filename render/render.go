@@ -131,6 +131,17 @@ type Options struct {
 	// image's system roots (a TLS-inspecting egress gateway's CA, a
 	// test's fake). Empty: the system roots.
 	UpstreamCAConfigMap string
+	// UpstreamProxy is the forward proxy, http://host:port, the cluster
+	// reaches the internet through: each proxy config gets it as its
+	// upstreamProxy, its own address exempt from the internal-address
+	// checks, and the sidecar pod's NetworkPolicy admits its port. Empty:
+	// the proxy dials upstreams itself.
+	UpstreamProxy string
+	// OTLPEndpoint is the OpenTelemetry collector's base URL (http or
+	// https) the proxy exports its request log to: the proxy container
+	// gets it as OTEL_EXPORTER_OTLP_ENDPOINT, and the sidecar pod's
+	// NetworkPolicy admits its port. Empty: no export.
+	OTLPEndpoint string
 	// DefaultNamespace is the namespace of a sandbox whose Plan names
 	// none (an agent.yaml agent); "default" when empty. A RoleBinding to
 	// a ServiceAccount must name its namespace, so every object gets one.
@@ -180,6 +191,16 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if n := o.UpstreamCAConfigMap; n != "" && (len(n) > 253 || !dnsSubdomain.MatchString(n)) {
 		return o, fmt.Errorf("%w: upstream CA ConfigMap %q is not a DNS subdomain", ErrInvalidOptions, n)
+	}
+	if v := o.UpstreamProxy; v != "" {
+		if err := checkUpstreamProxy(v); err != nil {
+			return o, fmt.Errorf("%w: upstream proxy %s %w", ErrInvalidOptions, shownURL(v), err)
+		}
+	}
+	if v := o.OTLPEndpoint; v != "" {
+		if err := checkOTLPEndpoint(v); err != nil {
+			return o, fmt.Errorf("%w: OTLP endpoint %s %w", ErrInvalidOptions, shownURL(v), err)
+		}
 	}
 	for _, n := range o.NoProxy {
 		if n == "" || strings.ContainsAny(n, ", \t\r\n'\"\\") {
@@ -379,6 +400,9 @@ func renderSandbox(e *emitter, sh *shared, sb compiler.Sandbox, dir string, opts
 	}
 	if image == "" {
 		return nil, fmt.Errorf("%w: sandbox %s names no image and no default sandbox image is set", ErrInvalidPlan, describe(sb))
+	}
+	if u := opts.upstreamProxy(); u != nil {
+		sb.Proxy.UpstreamProxy = u
 	}
 	proxyJSON, err := proxyConfigJSON(sb)
 	if err == nil {

@@ -3,7 +3,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"keyhole.dev/keyhole/cli"
 	"keyhole.dev/keyhole/internal/e2ekube"
 )
 
@@ -60,7 +58,7 @@ func TestGitHubAcme(t *testing.T) {
 	for _, mode := range []string{"sidecar", "deployment"} {
 		t.Run(mode, func(t *testing.T) {
 			up.setToken(token)
-			dir := c.renderAcme(t, mode)
+			dir := c.renderAcme(t, "--proxy-mode", mode)
 			c.deployAcme(t, ctx, dir, up, token)
 			defer c.removeAcme(t, ctx)
 			c.waitAcme(t, ctx, mode)
@@ -98,15 +96,8 @@ func TestGitHubAcme(t *testing.T) {
 				rotated := "ghp_keyholeE2Erotated" + randomSuffix(t)
 				c.applySecret(t, ctx, rotated)
 				up.setToken(rotated)
-				deadline := time.Now().Add(2 * time.Minute)
-				var code string
-				for time.Now().Before(deadline) {
-					code, _ = c.sandboxSh(ctx, `curl -sS -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $GH_TOKEN" https://api.github.com/repos/acme/widgets`)
-					if code == "200" {
-						break
-					}
-					time.Sleep(2 * time.Second)
-				}
+				code := waitSandbox(func(script string) (string, error) { return c.sandboxSh(ctx, script) },
+					`curl -sS -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $GH_TOKEN" https://api.github.com/repos/acme/widgets`, "200", 2*time.Minute)
 				if code != "200" {
 					t.Fatalf("after rotating the Secret the API answered %q for 2 minutes", code)
 				}
@@ -122,51 +113,59 @@ func TestGitHubAcme(t *testing.T) {
 	}
 }
 
-// renderAcme runs `keyhole render` in process on the example.
-func (c *cluster) renderAcme(t *testing.T, mode string) string {
+// renderAcme runs `keyhole render` in process on the example, pointed
+// at the fake GitHub, with the flags args adds.
+func (c *cluster) renderAcme(t *testing.T, args ...string) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "rendered")
-	var stdout, stderr bytes.Buffer
-	args := []string{
-		"render", "-o", dir, "--proxy-mode", mode,
-		"--proxy-resolve", "github.com:443:" + upstreamAddr,
-		"--proxy-resolve", "api.github.com:443:" + upstreamAddr,
+	return c.render(t, append(args,
+		"--proxy-resolve", "github.com:443:"+upstreamAddr,
+		"--proxy-resolve", "api.github.com:443:"+upstreamAddr,
 		"--upstream-ca-configmap", upstreamCAName,
 		filepath.Join(c.tools[repoRoot], "examples", "github-acme"),
-	}
-	if code := cli.Main(args, &stdout, &stderr); code != 0 {
-		t.Fatalf("keyhole %s: exit %d\n%s", strings.Join(args, " "), code, stderr.String())
-	}
-	return dir
+	)...)
 }
 
 // prepareAcme creates what lives outside git: the namespace, the Secret
 // and the upstream's CA. The sandbox's CA is cert-manager's to issue.
 func (c *cluster) prepareAcme(t *testing.T, ctx context.Context, up *upstream, token string) {
 	t.Helper()
+	c.prepareNamespace(t, ctx, up.caPEM)
+	c.applySecret(t, ctx, token)
+}
+
+// prepareNamespace creates the example's namespace and the ConfigMap of
+// the CA the stand-in upstreams' certificates are signed by, which the
+// render names with --upstream-ca-configmap.
+func (c *cluster) prepareNamespace(t *testing.T, ctx context.Context, caPEM []byte) {
+	t.Helper()
 	if _, err := c.kubectl(ctx, nil, "create", "namespace", acmeNS); err != nil {
 		t.Fatal(err)
 	}
-	c.applySecret(t, ctx, token)
 	cm := fmt.Sprintf(`apiVersion: v1
 kind: ConfigMap
 metadata: {name: %s, namespace: %s}
 data:
   ca.crt: %q
-`, upstreamCAName, acmeNS, up.caPEM)
+`, upstreamCAName, acmeNS, caPEM)
 	if _, err := c.kubectl(ctx, []byte(cm), "apply", "--server-side", "--field-manager=keyhole-e2e-setup", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // deployAcme creates what lives outside git (prepareAcme), then applies
-// the render as a GitOps tool would: server-side, the kustomization whole.
-// cert-manager then issues the rendered CA Certificate into
-// <claim>-egress-ca, which the proxy signs its leaves with; until it has,
-// the proxy's pod cannot start.
+// the render (applyRender).
 func (c *cluster) deployAcme(t *testing.T, ctx context.Context, dir string, up *upstream, token string) {
 	t.Helper()
 	c.prepareAcme(t, ctx, up, token)
+	c.applyRender(t, ctx, dir)
+}
+
+// applyRender applies the render as a GitOps tool would: server-side,
+// the kustomization whole. cert-manager then issues the rendered CA
+// Certificate into <claim>-egress-ca, which the proxy signs its leaves
+// with; until it has, the proxy's pod cannot start.
+func (c *cluster) applyRender(t *testing.T, ctx context.Context, dir string) {
+	t.Helper()
 	if _, err := c.kubectl(ctx, nil, "apply", "--server-side", "--field-manager=keyhole-e2e", "-k", dir); err != nil {
 		t.Fatal(err)
 	}
@@ -175,17 +174,7 @@ func (c *cluster) deployAcme(t *testing.T, ctx context.Context, dir string, up *
 
 func (c *cluster) applySecret(t *testing.T, ctx context.Context, token string) {
 	t.Helper()
-	secret := fmt.Sprintf(`apiVersion: v1
-kind: Secret
-metadata: {name: %s, namespace: %s}
-type: Opaque
-data:
-  user: %s
-  token: %s
-`, acmeSecret, acmeNS, base64.StdEncoding.EncodeToString([]byte("x-access-token")), base64.StdEncoding.EncodeToString([]byte(token)))
-	if _, err := c.kubectl(ctx, []byte(secret), "apply", "--server-side", "--field-manager=keyhole-e2e-setup", "-f", "-"); err != nil {
-		t.Fatal(err)
-	}
+	c.applySecretData(t, ctx, acmeNS, acmeSecret, map[string]string{"user": "x-access-token", "token": token})
 }
 
 // waitAcme waits for the rendered Deployments to be available.
@@ -227,67 +216,22 @@ func (c *cluster) checkClients(t *testing.T, ctx context.Context, up *upstream, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	tests := map[string]struct {
-		script string
-		want   []string // substrings of stdout
-	}{
-		"git ls-remote with the placeholder": {
-			script: `git ls-remote https://x-access-token:$GH_TOKEN@github.com/acme/widgets.git`,
-			want:   []string{head + "\trefs/heads/main"},
-		},
-		"git clone without credentials": {
-			script: `rm -rf /tmp/widgets && git clone --quiet https://github.com/acme/widgets.git /tmp/widgets && cat /tmp/widgets/README.md && git -C /tmp/widgets rev-parse HEAD`,
-			want:   []string{"widgets\n", head},
-		},
-		"curl to an allowed path gets the token injected": {
-			script: `curl -sS -w ' %{http_code}' -H "Authorization: Bearer $GH_TOKEN" https://api.github.com/repos/acme/widgets`,
-			want:   []string{`"full_name":"acme/widgets"`, " 200"},
-		},
-		"curl to a refused path": {
-			script: `curl -sS -o /dev/null -D - https://api.github.com/user`,
-			want:   []string{" 403", refusalHeader + ": l7-not-allowed"},
-		},
-		"Python requests trusts the bundle": {
-			script: `python3 -c 'import os, requests; r = requests.get("https://api.github.com/repos/acme/widgets", headers={"Authorization": "Bearer " + os.environ["GH_TOKEN"]}); print(r.status_code, os.environ["REQUESTS_CA_BUNDLE"])'`,
-			want:   []string{"200 /etc/keyhole/trust/bundle.pem"},
-		},
-		"the sandbox holds the placeholder": {
-			script: `echo "$GH_TOKEN"`,
-			want:   []string{placeholder},
-		},
+	tests := githubChecks(head, mode == "sidecar")
+	tests["git clone without credentials"] = sandboxCheck{
+		script: `rm -rf /tmp/widgets && git clone --quiet https://github.com/acme/widgets.git /tmp/widgets && cat /tmp/widgets/README.md && git -C /tmp/widgets rev-parse HEAD`,
+		want:   []string{"widgets\n", head},
+	}
+	tests["Python requests trusts the bundle"] = sandboxCheck{
+		script: `python3 -c 'import os, requests; r = requests.get("https://api.github.com/repos/acme/widgets", headers={"Authorization": "Bearer " + os.environ["GH_TOKEN"]}); print(r.status_code, os.environ["REQUESTS_CA_BUNDLE"])'`,
+		want:   []string{"200 /etc/keyhole/trust/bundle.pem"},
 	}
 	if mode == "sidecar" {
-		// Transparent mode: a client that ignores HTTPS_PROXY, aimed at
-		// an address of its choosing (TEST-NET-1), is redirected to the
-		// proxy, which dials the name it allows and refuses the rest.
-		tests["curl ignoring the proxy is carried by the transparent listener"] = struct {
-			script string
-			want   []string
-		}{
-			script: `curl --noproxy '*' -sS -w ' %{http_code}' --resolve api.github.com:443:192.0.2.10 https://api.github.com/repos/acme/widgets`,
-			want:   []string{`"full_name":"acme/widgets"`, " 200"},
-		}
-		tests["curl ignoring the proxy to another host is refused"] = struct {
-			script string
-			want   []string
-		}{
+		tests["curl ignoring the proxy to another host is refused"] = sandboxCheck{
 			script: `curl --noproxy '*' -sS -o /dev/null -w '%{http_code}' --max-time 10 --resolve evil.example:443:192.0.2.10 https://evil.example/ 2>&1; echo " exit=$?"`,
 			want:   []string{"alert access denied", "000 exit=35"},
 		}
 	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			out, err := c.sandboxSh(ctx, tc.script)
-			if err != nil {
-				t.Fatalf("%v\nupstream saw: %q", err, up.requests())
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("output lacks %q:\n%s\nupstream saw: %q", w, out, up.requests())
-				}
-			}
-		})
-	}
+	runSandboxChecks(t, func(script string) (string, error) { return c.sandboxSh(ctx, script) }, up.requests, []string{*up.token.Load()}, tests)
 }
 
 // checkNoSecretInSandbox prints everything the sandbox container can read
@@ -297,24 +241,14 @@ func (c *cluster) checkClients(t *testing.T, ctx context.Context, up *upstream, 
 // container: the search happens here.
 func (c *cluster) checkNoSecretInSandbox(t *testing.T, ctx context.Context, token, mode string) {
 	t.Run("no secret in the sandbox container", func(t *testing.T) {
-		out, err := c.sandboxSh(ctx, `set -e
-env
-cat /proc/1/environ | tr '\0' '\n'
-awk '{print $2}' /proc/self/mounts | sort -u | while read -r m; do
-  case "$m" in /|/proc|/proc/*|/sys|/sys/*|/dev|/dev/*) continue ;; esac
-  echo "== mount $m"
-  find "$m" -xdev -type f -size -1024k -exec cat {} + 2>/dev/null || true
-done
-test ! -e /var/run/secrets/kubernetes.io/serviceaccount/token && echo "no service account token"
-test ! -e /var/run/keyhole/secrets && echo "no proxy secrets directory"
-`)
+		out, err := c.sandboxSh(ctx, sandboxListing(`cat /proc/1/environ | tr '\0' '\n'`))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if strings.Contains(out, token) {
 			t.Errorf("the sandbox container can read the Secret's value")
 		}
-		for _, w := range []string{"== mount /etc/keyhole/trust", "BEGIN CERTIFICATE", "GH_TOKEN=" + placeholder, "no service account token", "no proxy secrets directory"} {
+		for _, w := range append(sandboxListingWants, "GH_TOKEN="+placeholder) {
 			if !strings.Contains(out, w) {
 				t.Errorf("the sandbox container's listing lacks %q", w)
 			}

@@ -3,16 +3,13 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"keyhole.dev/keyhole/cli"
 	"keyhole.dev/keyhole/internal/e2ekube"
 	"keyhole.dev/keyhole/schema"
 )
@@ -56,18 +53,7 @@ func TestAgentSandboxLive(t *testing.T) {
 	}
 	defer up.close()
 
-	dir := filepath.Join(t.TempDir(), "rendered")
-	var stdout, stderr bytes.Buffer
-	args := []string{
-		"render", "--target", "agent-sandbox", "-o", dir,
-		"--proxy-resolve", "github.com:443:" + upstreamAddr,
-		"--proxy-resolve", "api.github.com:443:" + upstreamAddr,
-		"--upstream-ca-configmap", upstreamCAName,
-		filepath.Join(c.tools[repoRoot], "examples", "github-acme"),
-	}
-	if code := cli.Main(args, &stdout, &stderr); code != 0 {
-		t.Fatalf("keyhole %s: exit %d\n%s", strings.Join(args, " "), code, stderr.String())
-	}
+	dir := c.renderAcme(t, "--target", "agent-sandbox")
 	c.deployAcme(t, ctx, dir, up, token)
 	defer c.removeAcme(t, ctx)
 	objs := fmt.Sprintf(`apiVersion: extensions.agents.x-k8s.io/v1beta1
@@ -92,59 +78,9 @@ spec: {warmPoolRef: {name: %s}}
 	if err != nil {
 		t.Fatal(err)
 	}
-	tests := map[string]struct {
-		script string
-		want   []string
-	}{
-		"git ls-remote with the placeholder": {
-			script: `git ls-remote https://x-access-token:$GH_TOKEN@github.com/acme/widgets.git`,
-			want:   []string{head + "\trefs/heads/main"},
-		},
-		"curl to an allowed path gets the token injected": {
-			script: `curl -sS -w ' %{http_code}' -H "Authorization: Bearer $GH_TOKEN" https://api.github.com/repos/acme/widgets`,
-			want:   []string{`"full_name":"acme/widgets"`, " 200"},
-		},
-		"curl to a refused path": {
-			script: `curl -sS -o /dev/null -D - https://api.github.com/user`,
-			want:   []string{" 403", refusalHeader + ": l7-not-allowed"},
-		},
-		"curl ignoring the proxy is carried by the transparent listener": {
-			script: `curl --noproxy '*' -sS -w ' %{http_code}' --resolve api.github.com:443:192.0.2.10 https://api.github.com/repos/acme/widgets`,
-			want:   []string{`"full_name":"acme/widgets"`, " 200"},
-		},
-		"the sandbox holds the placeholder": {
-			script: `echo "$GH_TOKEN"`,
-			want:   []string{placeholder},
-		},
-		"nothing the sandbox can read holds the Secret": {
-			script: `set -e
-env
-awk '{print $2}' /proc/self/mounts | sort -u | while read -r m; do
-  case "$m" in /|/proc|/proc/*|/sys|/sys/*|/dev|/dev/*) continue ;; esac
-  echo "== mount $m"
-  find "$m" -xdev -type f -size -1024k -exec cat {} + 2>/dev/null || true
-done
-test ! -e /var/run/secrets/kubernetes.io/serviceaccount/token && echo "no service account token"
-test ! -e /var/run/keyhole/secrets && echo "no proxy secrets directory"`,
-			want: []string{"== mount /etc/keyhole/trust", "BEGIN CERTIFICATE", "no service account token", "no proxy secrets directory"},
-		},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			out, err := sh(tc.script)
-			if err != nil {
-				t.Fatalf("%v\nupstream saw: %q", err, up.requests())
-			}
-			if strings.Contains(out, token) {
-				t.Fatal("the sandbox container printed the Secret's value")
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("output lacks %q:\n%s\nupstream saw: %q", w, out, up.requests())
-				}
-			}
-		})
-	}
+	tests := githubChecks(head, true)
+	tests["nothing the sandbox can read holds the Secret"] = sandboxCheck{script: sandboxListing(""), want: sandboxListingWants}
+	runSandboxChecks(t, sh, up.requests, []string{token}, tests)
 
 	t.Run("every sandbox pod of the template runs the proxy", func(t *testing.T) {
 		if _, err := c.kubectl(ctx, nil, "wait", "-n", acmeNS, "--for=condition=Ready", "pods", "--all", "--timeout=300s"); err != nil {

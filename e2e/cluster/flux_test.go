@@ -5,7 +5,6 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -344,19 +343,7 @@ func (c *cluster) startFlux(ctx context.Context) error {
 // (Basic auth and the fake GitHub's CA) it needs here.
 func (c *cluster) installFluxObjects(t *testing.T, ctx context.Context, up *upstream, token string) {
 	t.Helper()
-	auth := fmt.Sprintf(`apiVersion: v1
-kind: Secret
-metadata: {name: %s, namespace: %s}
-type: Opaque
-data:
-  username: %s
-  password: %s
-  ca.crt: %s
-`, fluxAuthSecret, fluxNS, base64.StdEncoding.EncodeToString([]byte("x-access-token")),
-		base64.StdEncoding.EncodeToString([]byte(token)), base64.StdEncoding.EncodeToString(up.caPEM))
-	if _, err := c.kubectl(ctx, []byte(auth), "apply", "--server-side", "--field-manager=keyhole-e2e-setup", "-f", "-"); err != nil {
-		t.Fatal(err)
-	}
+	c.applySecretData(t, ctx, fluxNS, fluxAuthSecret, map[string]string{"username": "x-access-token", "password": token, "ca.crt": string(up.caPEM)})
 	example := filepath.Join(c.tools[repoRoot], "examples", "flux")
 	gitrepo, err := c.kubectl(ctx, nil, "patch", "--local", "-o", "yaml", "-f", filepath.Join(example, "flux", "gitrepository.yaml"),
 		"--type=merge", "-p", fmt.Sprintf(`{"spec":{"secretRef":{"name":%q}}}`, fluxAuthSecret))

@@ -45,19 +45,16 @@ const gitHTTPBackend = "/usr/lib/git-core/git-http-backend"
 type upstream struct {
 	caPEM  []byte
 	srv    *http.Server
-	ln     net.Listener
 	token  atomic.Pointer[string]
 	gitCGI *cgi.Handler
 	root   string
-
-	mu   sync.Mutex
-	seen []string // "HOST METHOD PATH" of every request
+	requestLog
 }
 
 func startUpstream(dir, token string) (*upstream, error) {
 	u := &upstream{root: filepath.Join(dir, "git")}
 	u.token.Store(&token)
-	cert, caPEM, err := upstreamCert()
+	cert, caPEM, err := serverCert("keyhole-e2e fake GitHub CA", "github.com", "api.github.com")
 	if err != nil {
 		return nil, err
 	}
@@ -65,35 +62,55 @@ func startUpstream(dir, token string) (*upstream, error) {
 	if err := u.initRepo(dir); err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", upstreamAddr)
+	if u.srv, err = serve(upstreamAddr, u, &cert); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// serve serves h on addr, with TLS and cert when cert is not nil, until
+// the server is closed.
+func serve(addr string, h http.Handler, cert *tls.Certificate) (*http.Server, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	u.ln = ln
-	u.srv = &http.Server{
-		Handler:           u,
-		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}},
-		ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	if cert == nil {
+		go srv.Serve(ln)
+		return srv, nil
 	}
-	go u.srv.ServeTLS(ln, "", "")
-	return u, nil
+	srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{*cert}}
+	go srv.ServeTLS(ln, "", "")
+	return srv, nil
 }
 
 func (u *upstream) close() { u.srv.Close() }
 
 func (u *upstream) setToken(tok string) { u.token.Store(&tok) }
 
-// requests returns what the upstream has seen.
-func (u *upstream) requests() []string {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return append([]string(nil), u.seen...)
+// requestLog is what a stand-in server has seen: "HOST METHOD PATH" of
+// every request.
+type requestLog struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (l *requestLog) record(r *http.Request) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seen = append(l.seen, r.Host+" "+r.Method+" "+r.URL.Path)
+}
+
+// requests returns what the server has seen.
+func (l *requestLog) requests() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.seen...)
 }
 
 func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	u.mu.Lock()
-	u.seen = append(u.seen, r.Host+" "+r.Method+" "+r.URL.Path)
-	u.mu.Unlock()
+	u.record(r)
 	tok := *u.token.Load()
 	switch strings.ToLower(strings.TrimSuffix(r.Host, ":443")) {
 	case "api.github.com":
@@ -173,16 +190,16 @@ func (u *upstream) head() (string, error) {
 	return strings.TrimSpace(string(out)), err
 }
 
-// upstreamCert is a CA and a serving certificate for github.com and
-// api.github.com signed by it.
-func upstreamCert() (tls.Certificate, []byte, error) {
+// serverCert is a CA called caName and a serving certificate for names
+// signed by it, and the CA's certificate in PEM.
+func serverCert(caName string, names ...string) (tls.Certificate, []byte, error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return tls.Certificate{}, nil, err
 	}
 	now := time.Now()
 	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "keyhole-e2e fake GitHub CA"},
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: caName},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
 	}
@@ -196,9 +213,9 @@ func upstreamCert() (tls.Certificate, []byte, error) {
 		return tls.Certificate{}, nil, err
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "github.com"},
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: names[0]},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		DNSNames:    []string{"github.com", "api.github.com"},
+		DNSNames:    names,
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
