@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"keyhole.dev/keyhole/internal/proptest"
+	"keyhole.dev/keyhole/access/proptest"
 	"keyhole.dev/keyhole/proxy/config"
 	"keyhole.dev/keyhole/proxy/policy"
 )

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/net/http2"
 )
 
 // TestVerifyWithCurl walks the checks docs/spec.md §6 and §7 promise with real curl:
@@ -360,7 +362,7 @@ func TestHostMismatch(t *testing.T) {
 		}
 	})
 
-	t.Run("HTTP/2-only client fails the handshake", func(t *testing.T) {
+	t.Run("HTTP/2-only client is held to the CONNECT host", func(t *testing.T) {
 		conn, err := net.DialTimeout("tcp", w.proxy.addr, 5*time.Second)
 		if err != nil {
 			t.Fatal(err)
@@ -375,12 +377,30 @@ func TestHostMismatch(t *testing.T) {
 		}
 		resp.Body.Close()
 		tc := tls.Client(conn, &tls.Config{ServerName: "api.github.com", RootCAs: w.sandboxCA.pool(), NextProtos: []string{"h2"}})
-		err = tc.Handshake()
-		if err == nil && tc.ConnectionState().NegotiatedProtocol == "h2" {
-			t.Fatalf("the proxy negotiated h2")
+		if err := tc.Handshake(); err != nil {
+			t.Fatalf("an h2-only client's handshake: %v; the proxy serves HTTP/2 in the tunnel", err)
 		}
-		if err == nil {
-			t.Fatalf("an h2-only client completed the handshake (ALPN %q)", tc.ConnectionState().NegotiatedProtocol)
+		if p := tc.ConnectionState().NegotiatedProtocol; p != "h2" {
+			t.Fatalf("ALPN %q, want h2", p)
+		}
+		cc, err := (&http2.Transport{}).NewClientConn(tc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The refusal ends the tunnel, as it does over HTTP/1.1: the
+		// allowed request goes first.
+		for _, host := range []string{"api.github.com", "github.com"} {
+			req, _ := http.NewRequest(http.MethodGet, "https://"+host+"/repos/acme/widgets", nil)
+			resp, err := cc.RoundTrip(req)
+			if err != nil {
+				t.Fatalf(":authority %s: %v", host, err)
+			}
+			resp.Body.Close()
+			if host == "github.com" {
+				wantRefused(t, ":authority "+host, resp.StatusCode, resp.Header, 403, "host-mismatch")
+			} else if resp.StatusCode != http.StatusOK {
+				t.Errorf(":authority %s: %d, want 200 with the credential injected", host, resp.StatusCode)
+			}
 		}
 	})
 }
