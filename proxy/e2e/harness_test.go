@@ -566,7 +566,13 @@ type clientResult struct {
 // in time, and checks that nothing it printed holds a secret.
 func (w *world) runClient(t testing.TB, dir string, env []string, name string, args ...string) clientResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	return w.runClientWithin(t, 60*time.Second, dir, env, name, args...)
+}
+
+// runClientWithin is runClient bounded by limit.
+func (w *world) runClientWithin(t testing.TB, limit time.Duration, dir string, env []string, name string, args ...string) clientResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir

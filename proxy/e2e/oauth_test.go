@@ -180,7 +180,7 @@ for th in threads: th.start()
 for th in threads: th.join()
 print(json.dumps({str(k): v for k, v in counts.items()}))
 `, int(run/time.Second))
-	res := w.runClient(t, t.TempDir(), w.sandboxEnv(t), python, "-c", script)
+	res := w.runClientWithin(t, run+time.Minute, t.TempDir(), w.sandboxEnv(t), python, "-c", script)
 	wg.Wait()
 	close(stop)
 	if res.err != nil {

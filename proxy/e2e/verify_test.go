@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -14,8 +15,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"golang.org/x/net/http2"
 )
 
 // TestVerifyWithCurl walks the checks docs/spec.md §6 and §7 promise with real curl:
@@ -383,19 +382,31 @@ func TestHostMismatch(t *testing.T) {
 		if p := tc.ConnectionState().NegotiatedProtocol; p != "h2" {
 			t.Fatalf("ALPN %q, want h2", p)
 		}
-		cc, err := (&http2.Transport{}).NewClientConn(tc)
-		if err != nil {
-			t.Fatal(err)
-		}
+		var h2 http.Protocols
+		h2.SetHTTP2(true)
+		dialed := false
+		tr := &http.Transport{Protocols: &h2, DialTLSContext: func(context.Context, string, string) (net.Conn, error) {
+			if dialed {
+				return nil, errors.New("a second tunnel: the requests must share the first")
+			}
+			dialed = true
+			return tc, nil
+		}}
+		defer tr.CloseIdleConnections()
 		// The refusal ends the tunnel, as it does over HTTP/1.1: the
-		// allowed request goes first.
+		// allowed request goes first. Both go to the connection for
+		// api.github.com; the second names github.com as :authority.
 		for _, host := range []string{"api.github.com", "github.com"} {
-			req, _ := http.NewRequest(http.MethodGet, "https://"+host+"/repos/acme/widgets", nil)
-			resp, err := cc.RoundTrip(req)
+			req, _ := http.NewRequest(http.MethodGet, "https://api.github.com/repos/acme/widgets", nil)
+			req.Host = host
+			resp, err := tr.RoundTrip(req)
 			if err != nil {
 				t.Fatalf(":authority %s: %v", host, err)
 			}
 			resp.Body.Close()
+			if resp.ProtoMajor != 2 {
+				t.Fatalf(":authority %s: answered over %s, want HTTP/2", host, resp.Proto)
+			}
 			if host == "github.com" {
 				wantRefused(t, ":authority "+host, resp.StatusCode, resp.Header, 403, "host-mismatch")
 			} else if resp.StatusCode != http.StatusOK {
