@@ -36,7 +36,7 @@ func writeBenchRepo(b *testing.B, dir string) {
 	write("sandboxclass.yaml", class.String())
 	for s := range benchSandboxes {
 		var docs strings.Builder
-		fmt.Fprintf(&docs, "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: AgentRuntime\nmetadata:\n  name: a%d\n  namespace: agents\nspec:\n  sandbox:\n    enabled: true\n    connections:\n", s)
+		fmt.Fprintf(&docs, "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: AgentRuntime\nmetadata:\n  name: a%d\n  namespace: agents\nspec:\n  promptPackRef: {name: a%d}\n  facades: [{type: websocket, port: 8080}]\n  sandbox:\n    enabled: true\n    connections:\n", s, s)
 		for r := range benchConnsPerSandbox {
 			fmt.Fprintf(&docs, "      - {sandbox: workspace, role: r%d, connection: c%d-%d}\n", r, s, r)
 		}
