@@ -10,6 +10,9 @@
 //   - p50 and p99 request latency at -conns and -conns-high connections;
 //   - unary gRPC calls per second at -conns concurrent calls on one
 //     HTTP/2 connection, with p50 and p99, keyhole against direct;
+//   - WebSocket round trips: -ws-messages 1 KiB text messages, each
+//     sent after the echo of the one before, on one WebSocket, with p50
+//     and p99, keyhole against direct;
 //   - Server-Sent Events: each event's delay from the upstream's write to
 //     the client's read, p50 and p99, over a stream of -stream-duration;
 //   - a -bulk-size MiB download and a -upload-size MiB upload: MiB/s, and
@@ -57,6 +60,7 @@ type options struct {
 	baseBin, baseLabel string
 	streamDuration     time.Duration
 	bulk, upload       int // MiB
+	wsMessages         int
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -74,6 +78,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.streamDuration, "stream-duration", 10*time.Second, "length of each event stream; 0 skips the streams")
 	fs.IntVar(&o.bulk, "bulk-size", 256, "MiB downloaded in the bulk measurement; 0 skips the bulk transfers")
 	fs.IntVar(&o.upload, "upload-size", 64, "MiB uploaded in the bulk measurement")
+	fs.IntVar(&o.wsMessages, "ws-messages", 2000, "WebSocket round trips per run; 0 skips the WebSocket measurement")
 	// keyhole holds at most 512 tunnels by default (--max-tunnels and
 	// the proxy listener's connection cap); more would be refused or
 	// queued, so the default weighs what a default proxy can hold.
@@ -93,8 +98,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return serveUpstream(*serve, stdout)
 	}
 	if o.proxyBin == "" || o.runs < 1 || o.conns < 1 || o.connsHigh < 1 || o.idle < 0 || o.duration <= 0 ||
-		o.streamDuration < 0 || o.bulk < 0 || o.bulk > maxBulk>>20 || o.upload < 1 || o.upload > maxBulk>>20 || o.baseLabel == "" {
-		fmt.Fprintln(stderr, "proxybench: -proxy-bin is required; -runs, -conns, -conns-high, -duration and -upload-size must be positive, -stream-duration, -bulk-size and -idle not negative, sizes at most 16 GiB")
+		o.streamDuration < 0 || o.bulk < 0 || o.wsMessages < 0 || o.bulk > maxBulk>>20 || o.upload < 1 || o.upload > maxBulk>>20 || o.baseLabel == "" {
+		fmt.Fprintln(stderr, "proxybench: -proxy-bin is required; -runs, -conns, -conns-high, -duration and -upload-size must be positive, -stream-duration, -bulk-size, -ws-messages and -idle not negative, sizes at most 16 GiB")
 		return 2
 	}
 	mitm, err := exec.LookPath(o.mitmdump)
@@ -140,6 +145,8 @@ type env struct {
 	stderr          io.Writer
 	// grpc is the gRPC upstream (grpc.go).
 	grpc *grpcUpstream
+	// ws is the WebSocket echo upstream (ws.go).
+	ws *wsUpstream
 }
 
 // newEnv writes the CAs, the Secret and the proxy config, and starts the
@@ -166,6 +173,9 @@ func newEnv(dir string, stderr io.Writer) (*env, error) {
 	if err := e.startGRPCUpstream(); err != nil {
 		return nil, err
 	}
+	if err := e.startWSUpstream(); err != nil {
+		return nil, err
+	}
 
 	e.secretsDir = filepath.Join(dir, "secrets")
 	if err := os.MkdirAll(filepath.Join(e.secretsDir, "bench-token"), 0o755); err != nil {
@@ -186,6 +196,14 @@ func newEnv(dir string, stderr io.Writer) (*env, error) {
 				"header": map[string]string{"name": "Authorization", "value": "Bearer {{ .token }}"},
 			},
 			"rules": []any{map[string]any{"methods": []string{"POST"}, "pathPrefixes": []string{grpcMethod}}},
+		}, map[string]any{
+			"name":       wsHost,
+			"connection": "bench-ws",
+			"inject": map[string]any{
+				"secret": "bench-token",
+				"header": map[string]string{"name": "Authorization", "value": "Bearer {{ .token }}"},
+			},
+			"rules": []any{map[string]any{"methods": []string{"GET"}, "pathPrefixes": []string{wsPath}, "websocket": true}},
 		}, map[string]any{
 			"name":       benchHost,
 			"connection": "bench",
@@ -298,6 +316,7 @@ func bench(o options, stderr io.Writer) (*results, error) {
 	}
 	defer e.upstreamProc.stop()
 	defer e.grpc.srv.Stop()
+	defer e.ws.srv.Close()
 	r := newResults()
 
 	procs := contenders{}
@@ -393,6 +412,18 @@ func bench(o options, stderr io.Writer) (*results, error) {
 			r.addPercentiles(mGRPCP50, mGRPCP99, rt.name, samples)
 		}
 
+		if o.wsMessages > 0 {
+			fmt.Fprint(stderr, ", WebSocket")
+			for _, rt := range rotate(append([]route{e.direct()}, builds...), i) {
+				rate, samples, err := e.wsRoundTrips(rt, o.wsMessages)
+				if err != nil {
+					return nil, fmt.Errorf("%s WebSocket: %w (logs in %s)", rt.name, err, dir)
+				}
+				r.add(mWS, rt.name, rate)
+				r.addPercentiles(mWSP50, mWSP99, rt.name, samples)
+			}
+		}
+
 		fmt.Fprint(stderr, ", new tunnels\n")
 		for _, rt := range rotate(tunnelRoutes, i) {
 			res := e.newTunnels(rt, o.tunnelers, o.duration)
@@ -460,7 +491,7 @@ func bench(o options, stderr io.Writer) (*results, error) {
 	if err != nil {
 		return nil, fmt.Errorf("upstream stats: %w", err)
 	}
-	r.upstreamRefused = st.Refused + e.grpc.refused.Load()
+	r.upstreamRefused = st.Refused + e.grpc.refused.Load() + e.ws.refused.Load()
 	return r, nil
 }
 

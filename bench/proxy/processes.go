@@ -255,6 +255,7 @@ func (e *env) startKeyhole(k keyholeBuild, cfg string) (*process, error) {
 		"--resolve", benchHost+":443:"+e.upstream,
 		"--resolve", tunnelHost+":443:"+e.upstream,
 		"--resolve", grpcHost+":443:"+e.grpc.addr,
+		"--resolve", wsHost+":443:"+e.ws.addr,
 		"--upstream-ca", e.upstreamCA.CertFile,
 	)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + e.dir}

@@ -94,6 +94,10 @@ const (
 	mGRPCOf      metric = "gRPC unary calls, % of direct (median of per-run ratios)"
 	mGRPCP50     metric = "gRPC unary latency p50 (µs)"
 	mGRPCP99     metric = "gRPC unary latency p99 (µs)"
+	mWS          metric = "WebSocket round trips/s"
+	mWSOf        metric = "WebSocket round trips, % of direct (median of per-run ratios)"
+	mWSP50       metric = "WebSocket round trip p50 (µs)"
+	mWSP99       metric = "WebSocket round trip p99 (µs)"
 	mStreamP50   metric = "event delay p50 (µs)"
 	mStreamP99   metric = "event delay p99 (µs)"
 	mStreamAdded metric = "event delay p99 less direct's (µs)"
@@ -171,6 +175,7 @@ func (r *results) derive(builds []string, all []string) {
 	for _, name := range all {
 		r.set(mOfDirect, name, ratio(r.get(mRPS, name), r.get(mRPS, nameDirect), 100))
 		r.set(mGRPCOf, name, ratio(r.get(mGRPC, name), r.get(mGRPC, nameDirect), 100))
+		r.set(mWSOf, name, ratio(r.get(mWS, name), r.get(mWS, nameDirect), 100))
 		r.set(mAdded, name, diff(r.get(mLatency, name), r.get(mLatency, nameDirect)))
 		r.set(mStreamAdded, name, diff(r.get(mStreamP99, name), r.get(mStreamP99, nameDirect)))
 		r.set(mGrowDown, name, diff(r.get(mPeakDown, name), r.get(mRest, name)))
@@ -284,6 +289,16 @@ func (r *results) print(w io.Writer, o options) {
 		{m: mGRPCP50},
 		{m: mGRPCP99},
 	})
+
+	if o.wsMessages > 0 {
+		fmt.Fprintf(w, "WebSocket: %d round trips of a %d-byte text message, one after the other on one WebSocket, credential injected in the handshake (keyhole relays frames and scrubs the upstream's messages):\n\n", o.wsMessages, wsMessageSize)
+		r.table(w, append(append([]string{}, builds...), nameDirect), base, []row{
+			{m: mWS},
+			{m: mWSOf},
+			{m: mWSP50},
+			{m: mWSP99},
+		})
+	}
 
 	fmt.Fprintln(w, "Against the terminating floor, per run:")
 	fmt.Fprintln(w)
