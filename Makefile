@@ -32,7 +32,7 @@ test: test-deps
 # template) to 256 MiB more than it holds, in which the detector's runtime
 # cannot map its shadow memory.
 race:
-	$(GO) test -race -count=1 -timeout 20m -skip 'TestServerStalledReaderPipelined|TestLoadTooLarge|TestHelmRenderMemoryBounded|TestAppSetTemplateBounded' \
+	$(GO) test -race -count=1 -timeout 20m -skip 'TestServerStalledReaderPipelined|TestLoadTooLarge|TestHelmRenderMemoryBounded|TestAppSetTemplateBounded|TestKustomizeBudget' \
 		./proxy/... ./source ./render ./internal/kustbuild ./internal/gitfs ./internal/parallel
 	$(GO) test -race -count=1 -timeout 20m -run 'TestDiffReuseRepos|TestDiffReuseExamples|TestDiffExitCodes' ./cli
 
