@@ -30,7 +30,9 @@ test: test-deps
 # TestHelmRenderMemoryBounded and TestAppSetTemplateBounded bound the
 # child process's address space (a chart renderer, an ApplicationSet's
 # template) to 256 MiB more than it holds, in which the detector's runtime
-# cannot map its shadow memory.
+# cannot map its shadow memory. TestKustomizeBudget bounds a build the
+# byte limit stops at 20 s, a bound the detector's slowdown passes on a
+# loaded 2-core machine.
 race:
 	$(GO) test -race -count=1 -timeout 20m -skip 'TestServerStalledReaderPipelined|TestLoadTooLarge|TestHelmRenderMemoryBounded|TestAppSetTemplateBounded|TestKustomizeBudget' \
 		./proxy/... ./source ./render ./internal/kustbuild ./internal/gitfs ./internal/parallel
