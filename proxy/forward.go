@@ -117,8 +117,11 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, sc scrubbing
 		clear(h) // WriteHeader does not clear the map after a 1xx
 	}
 	res, conn, err := f.roundTrip(out, sc, got1xx)
-	if err == nil && res.StatusCode == http.StatusUnauthorized && sc.renew != nil && sc.ws == nil {
-		res, conn, err = f.retryRenewed(out, res, conn, &sc, got1xx)
+	for sends := 1; err == nil && res.StatusCode == http.StatusUnauthorized && sc.renew != nil && sc.ws == nil && sends < maxRenewSends; sends++ {
+		var again bool
+		if res, conn, again, err = f.retryRenewed(out, res, conn, &sc, got1xx); !again {
+			break
+		}
 	}
 	if err != nil {
 		f.onError(w, out, err, sc.inj)
@@ -403,19 +406,29 @@ func (f *forwarder) roundTrip(out *http.Request, sc scrubbing, got1xx func(int, 
 // connection can carry the retry; a longer one closes the connection.
 const maxRenewDrain = 64 << 10
 
+// maxRenewSends bounds how many times one request is sent upstream with
+// a token the proxy obtains: the first send and up to two after a 401.
+// The second renewal serves a request slower than its token's life (an
+// upstream or a proxy so loaded that the renewed token expired on the
+// way, as two-second tokens can); the token cache's staleGap keeps an
+// upstream that refuses every token to one renewal a second, so such an
+// upstream mostly sees two sends.
+const maxRenewSends = 3
+
 // retryRenewed answers an upstream's 401 to a request carrying a token
 // the proxy obtained from a token endpoint: the token may have been
-// revoked or expired early, so the proxy renews it once and sends the
-// request again, when it can send the same request again: it has no
-// body, or one the proxy still holds (sc.replay). Otherwise, or when the
-// renewal fails, the 401 goes back as it came.
-func (f *forwarder) retryRenewed(out *http.Request, res *http.Response, conn net.Conn, sc *scrubbing, got1xx func(int, map[string][]string)) (*http.Response, net.Conn, error) {
+// revoked or expired early, so the proxy renews it and sends the request
+// again, when it can send the same request again: it has no body, or one
+// the proxy still holds (sc.replay). again reports whether it sent the
+// request again; otherwise, or when the renewal fails, the 401 goes back
+// as it came.
+func (f *forwarder) retryRenewed(out *http.Request, res *http.Response, conn net.Conn, sc *scrubbing, got1xx func(int, map[string][]string)) (_ *http.Response, _ net.Conn, again bool, _ error) {
 	if out.Body != nil && out.Body != http.NoBody && sc.replay == nil {
-		return res, conn, nil
+		return res, conn, false, nil
 	}
 	inj, err := sc.renew(out.Header)
 	if err != nil {
-		return res, conn, nil
+		return res, conn, false, nil
 	}
 	sc.inj.merge(inj)
 	io.Copy(io.Discard, io.LimitReader(res.Body, maxRenewDrain))
@@ -423,7 +436,8 @@ func (f *forwarder) retryRenewed(out *http.Request, res *http.Response, conn net
 	if sc.replay != nil {
 		out.Body = io.NopCloser(bytes.NewReader(sc.replay))
 	}
-	return f.roundTrip(out, *sc, got1xx)
+	res, conn, err = f.roundTrip(out, *sc, got1xx)
+	return res, conn, true, err
 }
 
 // noCloseBody passes reads to the inbound body until closed; Close does

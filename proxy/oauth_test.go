@@ -47,6 +47,10 @@ type authStandIn struct {
 	jwtClaims    []jwt.MapClaims
 	requests     []seen
 	unauthorized int
+	// slow API requests left, each checked slowDelay after it arrived, as
+	// an API behind a loaded link sees the token late.
+	slow      int
+	slowDelay time.Duration
 }
 
 func newAuthStandIn(t testing.TB, ca *testCA, lifetime time.Duration) *authStandIn {
@@ -165,6 +169,14 @@ func (a *authStandIn) google(w http.ResponseWriter, r *http.Request, body []byte
 }
 
 func (a *authStandIn) api(w http.ResponseWriter, r *http.Request, body []byte) {
+	a.mu.Lock()
+	var wait time.Duration
+	if a.slow > 0 {
+		a.slow--
+		wait = a.slowDelay
+	}
+	a.mu.Unlock()
+	time.Sleep(wait)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.requests = append(a.requests, seen{Host: r.Host, Method: r.Method, URI: r.RequestURI, Header: r.Header.Clone(), Body: string(body)})
@@ -380,6 +392,40 @@ func TestServerOAuth2RenewsOn401(t *testing.T) {
 		t.Fatalf("%d exchanges, want 3: the first and one per replayable 401", len(toks))
 	}
 	noLeak(t, []string{body, r2.Header.Get("X-Echo"), h.logs.String()}, toks...)
+}
+
+// TestServerOAuth2RenewsTwiceOnSlowRequests sends a request that the
+// API checks later than its token's whole life, twice: the first token
+// and the one renewed on the 401 both expire on the way. The proxy
+// renews a second time, the third send is in time, and the client gets
+// the API's 200; no request is sent a fourth time.
+func TestServerOAuth2RenewsTwiceOnSlowRequests(t *testing.T) {
+	life := 2 * time.Second
+	h, a := newOAuthHarness(t, "clientCredentials", life)
+	a.mu.Lock()
+	a.slow, a.slowDelay = 2, life+200*time.Millisecond
+	a.mu.Unlock()
+	resp, body := h.bearer("POST", "https://api.example/v1/things", `{"name":"widget"}`)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "and 17 bytes") {
+		t.Fatalf("a POST slower than its token's life: %s: %s", resp.Status, body)
+	}
+	seen := a.seen()
+	if len(seen) != 3 {
+		t.Fatalf("the API saw the request %d times, want 3 (two 401s, then the 200)", len(seen))
+	}
+	toks := a.tokens()
+	if len(toks) != 3 {
+		t.Fatalf("%d exchanges, want 3: the first and one per expired token", len(toks))
+	}
+	for i, s := range seen {
+		if s.Body != `{"name":"widget"}` {
+			t.Errorf("send %d carried %q", i+1, s.Body)
+		}
+		if want := "Bearer " + toks[i]; s.Header.Get("Authorization") != want {
+			t.Errorf("send %d carried another token than exchange %d's", i+1, i+1)
+		}
+	}
+	noLeak(t, []string{body, resp.Header.Get("X-Echo"), h.logs.String()}, toks...)
 }
 
 // TestServerOAuth2RefreshRotation uses the refresh token grant with a
