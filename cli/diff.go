@@ -123,6 +123,10 @@ func runDiff(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "keyhole diff: --target: %s\n", errText(err))
 		return exitUsage
 	}
+	if err := omniaTakesNoProxyFlags(fs, *target); err != nil {
+		fmt.Fprintf(e.stderr, "keyhole diff: %s\n", errText(err))
+		return exitUsage
+	}
 	if len(paths) == 0 {
 		paths = []string{"."}
 	}

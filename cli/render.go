@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 
 	"keyhole.dev/keyhole/compiler"
@@ -35,6 +36,10 @@ func runRender(e *env, args []string) int {
 	}
 	f.objects = *target == render.TargetOmnia || *target == render.TargetAgentSandbox
 	f.noImages = *target == render.TargetOmnia
+	if err := omniaTakesNoProxyFlags(fs, *target); err != nil {
+		fmt.Fprintf(e.stderr, "keyhole render: %s\n", errText(err))
+		return exitUsage
+	}
 	if n := count(*out != "", *stdout, *krm); n != 1 {
 		fmt.Fprintln(e.stderr, "keyhole render: give exactly one of -o DIR, --stdout and --krm")
 		return exitUsage
@@ -209,6 +214,36 @@ func registerRenderOptions(fs *flag.FlagSet, opts *render.Options) {
 	fs.StringVar(&opts.UpstreamCAConfigMap, "upstream-ca-configmap", "", "ConfigMap `name` whose ca.crt the proxy verifies upstreams with instead of the system roots")
 	fs.StringVar(&opts.UpstreamProxy, "upstream-proxy", "", "the forward proxy `URL` (http://host:port) the cluster reaches the internet through")
 	fs.StringVar(&opts.OTLPEndpoint, "otlp-endpoint", "", "the OpenTelemetry collector's base `URL` the proxy exports its request log to")
+}
+
+// proxyFlags are registerRenderOptions' flags: each configures keyhole's
+// own proxy, which the omnia target does not render.
+var proxyFlags = []string{"proxy-mode", "proxy-image", "netinit-image", "proxy-resolve", "upstream-ca-configmap", "upstream-proxy", "otlp-endpoint"}
+
+// omniaTakesNoProxyFlags refuses, for the omnia target, the flags that
+// configure keyhole's own proxy: the operator runs its own, so they would
+// change nothing, and a user would believe the cluster's traffic went
+// through the forward proxy or its log to the collector where neither
+// does.
+func omniaTakesNoProxyFlags(fs *flag.FlagSet, target string) error {
+	if target != render.TargetOmnia {
+		return nil
+	}
+	var set []string
+	fs.Visit(func(f *flag.Flag) {
+		if slices.Contains(proxyFlags, f.Name) {
+			set = append(set, "--"+f.Name)
+		}
+	})
+	if len(set) == 0 {
+		return nil
+	}
+	verb, them := "configure", "them"
+	if len(set) == 1 {
+		verb, them = "configures", "it"
+	}
+	return fmt.Errorf("%s %s keyhole's own proxy, which --target %s does not render (the operator runs its own proxy, which keyhole configures only through the Connections): drop %s, or keep the kubernetes or agent-sandbox target",
+		strings.Join(set, ", "), verb, render.TargetOmnia, them)
 }
 
 func plural(n int, one, many string) string {
