@@ -46,8 +46,8 @@ func AgentSandboxRules() []diag.Rule {
 			Purpose: "The SandboxTemplate already has something of the name keyhole adds: a container or init container (egress-transparent-init, egress-trust-publish, egress-proxy), a volume or volume claim template, an environment variable of the rendered environment (a placeholder, a proxy or CA variable), or a mount at " + TrustDir + ".",
 			Help:    "Rename or remove it in the template; keyhole sets the variable itself (docs/render.md lists them)."},
 		{Code: codeASNetworkUnmanaged, Severity: diag.Warning,
-			Purpose: "The SandboxTemplate's networkPolicyManagement is Unmanaged: the agent-sandbox controller writes no NetworkPolicy for it, so keyhole's egress rules (DNS, and TCP 443 and 6443 for the proxy and the trust publisher) are not applied either. The transparent-mode rules inside the pod still hold the sandbox to its proxy.",
-			Help:    "Let the NetworkPolicy (or Cilium policy) that manages these pods allow DNS and TCP 443 and 6443, or set networkPolicyManagement to Managed."},
+			Purpose: "The SandboxTemplate's networkPolicyManagement is Unmanaged: the agent-sandbox controller writes no NetworkPolicy for it, so keyhole's egress rules (DNS, and TCP 443 and 6443 for the proxy and the trust publisher, and the ports of `--upstream-proxy` and `--otlp-endpoint` when given) are not applied either. The transparent-mode rules inside the pod still hold the sandbox to its proxy.",
+			Help:    "Let the NetworkPolicy (or Cilium policy) that manages these pods allow the ports the message names, or set networkPolicyManagement to Managed."},
 		{Code: codeASClaimEnv, Severity: diag.Warning,
 			Purpose: "The SandboxTemplate's envVarsInjectionPolicy lets SandboxClaims set environment variables, and the controller lets a claim name any container of the pod: a claim could set, say, SSL_CERT_FILE in the egress proxy's container and change which upstreams it trusts. Under Overrides a claim can also replace the rendered proxy and CA variables of the sandbox (the transparent-mode rules still hold it).",
 			Help:    "Keep envVarsInjectionPolicy Disallowed unless whoever creates SandboxClaims is trusted as much as whoever writes the template."},
@@ -626,7 +626,7 @@ func (r *asRender) template(sb compiler.Sandbox, tmpl *asObject, deployment, pol
 	// controller's default ingress where the template has none.
 	switch spec["networkPolicyManagement"] {
 	case "Unmanaged":
-		r.report(codeASNetworkUnmanaged, tmpl.src, tmpl.pos, "spec.networkPolicyManagement: Unmanaged: the controller writes no NetworkPolicy, so keyhole's egress rules (DNS, TCP 443 and 6443) must come from whatever manages these pods' policy")
+		r.report(codeASNetworkUnmanaged, tmpl.src, tmpl.pos, "spec.networkPolicyManagement: Unmanaged: the controller writes no NetworkPolicy, so keyhole's egress rules (%s) must come from whatever manages these pods' policy", egressPortsText(np))
 	default:
 		user, _ := spec["networkPolicy"].(obj)
 		spec["networkPolicy"] = asPolicy(user, np)
@@ -679,6 +679,40 @@ func runsAsProxy(sc obj) bool {
 // repeated. Where the template has none, the ingress is the
 // controller's own default (from the sandbox router only), which a
 // networkPolicy of keyhole's would otherwise replace.
+// egressPortsText names the ports np's egress rules admit, for a
+// message: "DNS, TCP 443 and 6443", with the ports of a forward proxy
+// and a collector (Options.UpstreamProxy, Options.OTLPEndpoint) too when
+// the render has them.
+func egressPortsText(np obj) string {
+	var tcp []string
+	dns := false
+	for _, rule := range items(at(np, "spec"), "egress") {
+		r, _ := rule.(obj)
+		for _, p := range items(r, "ports") {
+			po, _ := p.(obj)
+			port := fmt.Sprint(po["port"])
+			switch {
+			case port == "53":
+				dns = true
+			case po["protocol"] == "TCP" && !slices.Contains(tcp, port):
+				tcp = append(tcp, port)
+			}
+		}
+	}
+	var parts []string
+	if dns {
+		parts = append(parts, "DNS")
+	}
+	if n := len(tcp); n > 0 {
+		ports := tcp[n-1]
+		if n > 1 {
+			ports = strings.Join(tcp[:n-1], ", ") + " and " + ports
+		}
+		parts = append(parts, "TCP "+ports)
+	}
+	return strings.Join(parts, ", ")
+}
+
 func asPolicy(user obj, np obj) obj {
 	egress := items(at(np, "spec"), "egress")
 	if user == nil {

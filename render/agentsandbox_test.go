@@ -299,6 +299,29 @@ func TestAgentSandboxDiagnostics(t *testing.T) {
 	}
 }
 
+// TestAgentSandboxUnmanagedNamesPorts: the warning on an Unmanaged
+// template names the ports the policy it leaves out admits, those of a
+// forward proxy and a collector included, which whatever manages the
+// pods' policy must then admit.
+func TestAgentSandboxUnmanagedNamesPorts(t *testing.T) {
+	c := "  podTemplate:\n    spec:\n      containers:\n        - {name: agent, image: ghcr.io/acme/agent:1}\n"
+	for _, tc := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{}, "(DNS, TCP 443 and 6443)"},
+		{Options{UpstreamProxy: "http://egress.corp:3128", OTLPEndpoint: "http://otel.observability:4318"}, "(DNS, TCP 443, 6443, 3128 and 4318)"},
+	} {
+		_, ds, err := RenderAgentSandbox(templatePlan(t, "  networkPolicyManagement: Unmanaged\n"+c), tc.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ds) != 1 || ds[0].Code != codeASNetworkUnmanaged || !strings.Contains(ds[0].Message, tc.want) {
+			t.Errorf("with %+v: %v, want one %s naming %s", tc.opts, ds, codeASNetworkUnmanaged, tc.want)
+		}
+	}
+}
+
 // TestAgentSandboxUnboundTemplate: a template named after no sandbox is
 // carried as written, with an info that names the namespace's sandboxes.
 func TestAgentSandboxUnboundTemplate(t *testing.T) {
