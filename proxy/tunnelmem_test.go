@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
@@ -18,6 +19,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 
 	"keyhole.dev/keyhole/internal/testpki"
 )
@@ -63,8 +67,11 @@ type tunnelAttack struct {
 	hello int
 	// then is what each tunnel does once open: idle, header (most of a
 	// 64 KiB request header, never finished) or stall (a long response
-	// asked for and not read).
+	// asked for and not read); h2idle (HTTP/2's preface and settings)
+	// or h2stall (streams requests for a long response, not read).
 	then string
+	// streams is how many requests h2stall sends on each connection.
+	streams int
 }
 
 // TestServerTunnelMemory: a connection the sandbox holds open costs the
@@ -106,8 +113,16 @@ func TestServerTunnelMemory(t *testing.T) {
 		"stalled header, 14 KiB ClientHello":                   {attack: tunnelAttack{how: "connect", hello: 14 << 10, then: "header"}, opened: true, perConn: 192},
 		"stalled response, 14 KiB ClientHello":                 {attack: tunnelAttack{how: "connect", hello: 14 << 10, then: "stall"}, opened: true, perConn: 256},
 		"stalled header on the proxy port":                     {attack: tunnelAttack{how: "proxy", then: "header"}, opened: true, perConn: 128},
+		// HTTP/2: a connection past its preface, and one whose two
+		// streams each asked for a long response and read none of it
+		// (400 streams in all, under the MaxTunnels cap on the streams
+		// of all connections together, so that none is refused).
+		"idle HTTP/2 connection, through CONNECT": {attack: tunnelAttack{how: "connect", then: "h2idle"}, opened: true, perConn: 48},
+		"HTTP/2, 2 stalled responses each":        {attack: tunnelAttack{how: "connect", then: "h2stall", streams: 2}, opened: true, perConn: 320},
 	}
 	worstTunnel, worstProxy := 0.0, 0.0
+	var h2Idle, h2Stalled float64
+	var h2Streams int
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			open, per := measureAttack(t, tc.attack)
@@ -120,12 +135,26 @@ func TestServerTunnelMemory(t *testing.T) {
 			if per > tc.perConn {
 				t.Errorf("each connection holds %.1f KiB of the proxy's heap, want at most %.0f KiB", per, tc.perConn)
 			}
-			if tc.attack.how == "proxy" {
+			switch {
+			case tc.attack.how == "proxy":
 				worstProxy = max(worstProxy, per)
-			} else {
+			case tc.attack.then == "h2idle":
+				h2Idle = per
+			case tc.attack.then == "h2stall":
+				h2Stalled, h2Streams = per, tc.attack.streams
+			default:
 				worstTunnel = max(worstTunnel, per)
 			}
 		})
+	}
+	// An HTTP/2 connection is a tunnel, and the streams of all of them
+	// have a cap of their own, MaxTunnels (Server.h2Streams): at the
+	// caps, MaxTunnels connections hold MaxTunnels streams, a connection
+	// and a stream per tunnel.
+	if h2Streams > 0 {
+		stream := (h2Stalled - h2Idle) / float64(h2Streams)
+		t.Logf("HTTP/2: %.1f KiB per connection, %.1f KiB per stalled stream", h2Idle, stream)
+		worstTunnel = max(worstTunnel, h2Idle+stream)
 	}
 	caps := newHarness(t).srv.opts // the defaults
 	total := (worstTunnel*float64(caps.MaxTunnels) + worstProxy*float64(caps.MaxProxyConns)) / 1024
@@ -148,7 +177,7 @@ const memBudget = 160 << 20
 func measureAttack(t *testing.T, attack tunnelAttack) (int, float64) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestServerTunnelMemory$")
-	cmd.Env = append(os.Environ(), attackerEnv+"="+fmt.Sprintf("%s,%d,%s", attack.how, attack.hello, attack.then))
+	cmd.Env = append(os.Environ(), attackerEnv+"="+fmt.Sprintf("%s,%d,%s,%d", attack.how, attack.hello, attack.then, attack.streams))
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -215,6 +244,7 @@ func runTunnelAttacker(t *testing.T, attack string) {
 	f := strings.Split(attack, ",")
 	how, then := f[0], f[2]
 	hello, _ := strconv.Atoi(f[1])
+	streams, _ := strconv.Atoi(f[3])
 	ca, err := testpki.NewCA("attacker's upstream CA")
 	if err != nil {
 		t.Fatal(err)
@@ -249,6 +279,9 @@ func runTunnelAttacker(t *testing.T, attack string) {
 	if hello > 0 {
 		protos = bigHelloProtos(hello)
 	}
+	if strings.HasPrefix(then, "h2") {
+		protos = []string{"h2"}
+	}
 	var (
 		mu    sync.Mutex
 		conns []net.Conn
@@ -282,6 +315,11 @@ func runTunnelAttacker(t *testing.T, attack string) {
 			return nil
 		}
 		switch then {
+		case "h2idle", "h2stall":
+			if !h2Attack(tc, streams) {
+				raw.Close()
+				return nil
+			}
 		case "header":
 			io.WriteString(tc, "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\nX-Pad: "+strings.Repeat("a", 63<<10))
 		case "stall":
@@ -310,4 +348,52 @@ func runTunnelAttacker(t *testing.T, attack string) {
 	fmt.Printf("%s %d\n", attackerReadyMsg, len(conns))
 	time.Sleep(time.Minute)
 	t.Log(len(conns)) // keeps them reachable until killed
+}
+
+// h2Attack speaks HTTP/2 on tc as a hostile client: the preface and its
+// settings, then streams requests for a long response whose data it
+// never reads past the first frame (its windows stay at the protocol's
+// 64 KiB). It reports whether the server answered.
+func h2Attack(tc *tls.Conn, streams int) bool {
+	stall := streams > 0
+	if tc.ConnectionState().NegotiatedProtocol != "h2" {
+		return false
+	}
+	io.WriteString(tc, http2.ClientPreface)
+	fr := http2.NewFramer(tc, tc)
+	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	if fr.WriteSettings() != nil {
+		return false
+	}
+	if stall {
+		var hb bytes.Buffer
+		enc := hpack.NewEncoder(&hb)
+		for _, f := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "api.github.com"}, {":path", "/repos/acme/widgets"}} {
+			enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+		}
+		for i := range streams {
+			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: uint32(2*i + 1), BlockFragment: hb.Bytes(), EndStream: true, EndHeaders: true})
+		}
+	}
+	// The server's settings come first; with stall, wait for the first
+	// data of a response, so that the streams are under way.
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			return false
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				fr.WriteSettingsAck()
+				if !stall {
+					return true
+				}
+			}
+		case *http2.DataFrame:
+			return true
+		case *http2.GoAwayFrame:
+			return false
+		}
+	}
 }
