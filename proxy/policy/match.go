@@ -344,7 +344,13 @@ func matchRule(r config.Rule, method, path string, body Body) error {
 // IPv6 literals keep their brackets when a port remains.
 func CanonicalHost(authority, defaultPort string) (string, error) {
 	host, port := authority, ""
-	if h, p, err := net.SplitHostPort(authority); err == nil {
+	// An authority without a colon has no port: net.SplitHostPort would
+	// build an error to say so, on every request.
+	if !strings.Contains(authority, ":") {
+		if strings.HasPrefix(authority, "[") && strings.HasSuffix(authority, "]") {
+			host = authority[1 : len(authority)-1]
+		}
+	} else if h, p, err := net.SplitHostPort(authority); err == nil {
 		host, port = h, p
 	} else if strings.HasPrefix(authority, "[") && strings.HasSuffix(authority, "]") {
 		host = authority[1 : len(authority)-1]
