@@ -204,6 +204,9 @@ func (p *pass) agentConnection(a *agent, label string) (*connection, error) {
 		if c := p.conns.get(ref{ns, label}); c != nil {
 			return c, nil
 		}
+		if hint := p.agentConnElsewhere(label, ns); hint != "" {
+			return nil, fmt.Errorf("connection %q resolves to nothing in %s, where the agent is%s", label, unitPhrase(p.unit), hint)
+		}
 		return nil, fmt.Errorf("connection %q resolves to nothing: no Connection %s in the input%s", label, ref{ns, label}, p.agentConnHint(label, p.connNames(ns)))
 	}
 	var found []*connection
@@ -218,6 +221,9 @@ func (p *pass) agentConnection(a *agent, label string) (*connection, error) {
 	case 1:
 		return found[0], nil
 	case 0:
+		if hint := p.agentConnElsewhere(label, ""); hint != "" {
+			return nil, fmt.Errorf("connection %q resolves to nothing in %s, where the agent is%s", label, unitPhrase(p.unit), hint)
+		}
 		return nil, fmt.Errorf("connection %q resolves to nothing: no Connection of that name in the input%s", label, p.agentConnHint(label, names))
 	}
 	var refs []string
@@ -544,6 +550,35 @@ func (p *pass) agentConnHint(label string, names []string) string {
 		return didYouMean(label, names)
 	}
 	return fmt.Sprintf("; the build renamed Connection %s to %s (a kustomize namePrefix or nameSuffix), and nothing renames agent.yaml's label with it, since kustomize does not read agent.yaml: write connection: %s", label, renamed[0], renamed[0])
+}
+
+// agentConnElsewhere says where a Connection the agent's label names
+// is when another deploy unit holds it and the agent's own does not: an
+// agent.yaml outside the kustomization that builds its Connections (at
+// a GitOps repository's top, beside the Flux Kustomizations) is a loose
+// file, and an agent reads only the Connections of its own unit
+// (docs/inputs.md, "kustomize directories"). ns, when set, is the
+// namespace keyhole.yaml puts the agent in. "" when no other unit has
+// one.
+func (p *pass) agentConnElsewhere(label, ns string) string {
+	for _, o := range p.units {
+		if o == p {
+			continue
+		}
+		for _, c := range o.connList {
+			if c.obj().Name != label || (ns != "" && c.ns != ns) {
+				continue
+			}
+			const own = "and an agent.yaml reads only the Connections of its own deploy unit, that of the kustomization beside it"
+			if o.unit.Loose() {
+				return fmt.Sprintf("; Connection %s (%s) is among the files read outside any kustomization, %s: list the Connection's file in that kustomization",
+					c.ref(), c.doc.Pos, own)
+			}
+			return fmt.Sprintf("; deploy unit %s has Connection %s (%s), %s: move the agent.yaml beside a kustomization that %s builds",
+				o.unit.Name, c.ref(), c.doc.Pos, own, o.unit.Name)
+		}
+	}
+	return ""
 }
 
 // proxyHeldConnector reports an agent.yaml connector naming a Connection
