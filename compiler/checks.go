@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"text/template/parse"
 
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/proxy/config"
@@ -277,7 +278,7 @@ func checkTemplates(p *pass) {
 			switch {
 			case err != nil:
 				p.report(codeTemplateInvalid, &c.item, path{"spec", "placement", "inject", i, "value"}, false,
-					"value of inject entry %d is not a valid template: %s", i, strings.TrimPrefix(err.Error(), config.ErrTemplate.Error()+": "))
+					"value of inject entry %d is not a valid template: %s%s", i, strings.TrimPrefix(err.Error(), config.ErrTemplate.Error()+": "), syntaxHint(*in.Value, err))
 			case t.LiteralBreak():
 				// The proxy's loader refuses it too (spec.md §5).
 				p.report(codeTemplateInvalid, &c.item, path{"spec", "placement", "inject", i, "value"}, false,
@@ -285,6 +286,20 @@ func checkTemplates(p *pass) {
 			}
 		}
 	}
+}
+
+// syntaxHint says how a value is written when Go's template parser itself
+// refuses it (an unclosed action, a stray brace): its own message
+// ("unclosed action") names the fault but not the form keyhole takes.
+// The refusals of keyhole's own limits (a function, a pipeline, a field)
+// say what to write already, after a "; ".
+func syntaxHint(value string, err error) string {
+	tree := parse.New("value")
+	tree.Mode = parse.SkipFuncCheck
+	if _, perr := tree.Parse(value, "{{", "}}", map[string]*parse.Tree{}); perr == nil || strings.Contains(err.Error(), "; ") {
+		return ""
+	}
+	return `; write literal text and references to the Secret's keys, each opened with {{ and closed with }}: "Bearer {{ .token }}"`
 }
 
 // keyUse is one Secret key an inject entry reads, and where it names it:
