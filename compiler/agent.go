@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/proxy/config"
 	"keyhole.dev/keyhole/schema"
 )
@@ -207,7 +208,7 @@ func (p *pass) agentConnection(a *agent, label string) (*connection, error) {
 		if hint := p.agentConnElsewhere(label, ns); hint != "" {
 			return nil, fmt.Errorf("connection %q resolves to nothing in %s, where the agent is%s", label, unitPhrase(p.unit), hint)
 		}
-		return nil, fmt.Errorf("connection %q resolves to nothing: no Connection %s in the input%s", label, ref{ns, label}, p.agentConnHint(label, p.connNames(ns)))
+		return nil, fmt.Errorf("connection %q resolves to nothing: no Connection %s in the input%s%s", label, ref{ns, label}, p.agentConnHint(label, p.connNames(ns)), p.buildFailedNote())
 	}
 	var found []*connection
 	var names []string
@@ -224,7 +225,7 @@ func (p *pass) agentConnection(a *agent, label string) (*connection, error) {
 		if hint := p.agentConnElsewhere(label, ""); hint != "" {
 			return nil, fmt.Errorf("connection %q resolves to nothing in %s, where the agent is%s", label, unitPhrase(p.unit), hint)
 		}
-		return nil, fmt.Errorf("connection %q resolves to nothing: no Connection of that name in the input%s", label, p.agentConnHint(label, names))
+		return nil, fmt.Errorf("connection %q resolves to nothing: no Connection of that name in the input%s%s", label, p.agentConnHint(label, names), p.buildFailedNote())
 	}
 	var refs []string
 	for _, c := range found {
@@ -576,6 +577,24 @@ func (p *pass) agentConnElsewhere(label, ns string) string {
 			}
 			return fmt.Sprintf("; deploy unit %s has Connection %s (%s), %s: move the agent.yaml beside a kustomization that %s builds",
 				o.unit.Name, c.ref(), c.doc.Pos, own, o.unit.Name)
+		}
+	}
+	return ""
+}
+
+// buildFailedNote says, for an agent whose deploy unit's build failed,
+// that the unit's objects are not read: an agent.yaml joins the unit
+// beside its kustomization whatever the build gives, so its Connections
+// are missing because of the loader's error, which is reported already.
+// "" when the loader reported no error in the unit, and for the loose
+// files, whose unread files unreadNote names.
+func (p *pass) buildFailedNote() string {
+	if p.unit.Loose() {
+		return ""
+	}
+	for _, d := range p.opts.Loaded {
+		if d.Severity == diag.Error && slices.Contains(d.Units, p.unit.Name) {
+			return fmt.Sprintf("; deploy unit %s could not be built (%s at %s), so none of its objects is read: fix that first", p.unit.Name, d.Code, d.Pos)
 		}
 	}
 	return ""
