@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"net/url"
@@ -61,7 +62,7 @@ func printRuleSource(w io.Writer, units []compiler.Unit, s compiler.Sandbox, d p
 	own := found && (len(rules) > 0 || len(h.Rules) == 0)
 	connName := h.Connection
 	if found {
-		connName = fmt.Sprintf("%s/%s (%s)", conn.Source.Namespace, conn.Source.Name, posLine(conn.Pos))
+		connName = fmt.Sprintf("%s (%s)", objectRef(s.Namespace, conn.Source.Name), posLine(conn.Pos))
 	}
 	b := policy.Body{Data: body, Complete: true, ContentType: []string{"application/json"}}
 	if d.Action == policy.ActionInject {
@@ -71,7 +72,7 @@ func printRuleSource(w io.Writer, units []compiler.Unit, s compiler.Sandbox, d p
 		}
 		for _, r := range rules {
 			if policy.RuleAllows(r.rule, method, path, b) {
-				fmt.Fprintf(w, "rule: %s, at %s (Connection %s/%s)\n", rule(r.rule), r.pos, conn.Source.Namespace, conn.Source.Name)
+				fmt.Fprintf(w, "rule: %s, at %s (Connection %s)\n", rule(r.rule), r.pos, objectRef(s.Namespace, conn.Source.Name))
 				return
 			}
 		}
@@ -132,7 +133,11 @@ func requestPath(request string) (method, path string, ok bool) {
 func connectionRules(units []compiler.Unit, namespace, name, host string) (compiler.Object, []ruleSource, bool) {
 	for _, u := range units {
 		for _, o := range u.Plan.Objects {
-			if o.Source.Kind != "Connection" || o.Source.Name != name || o.Source.Namespace != namespace {
+			// A Connection that names no namespace (a Helm template's,
+			// as most charts write them) is in the one its deploy unit's
+			// engine applies it in (an Argo CD Application's
+			// destination), as the sandbox is.
+			if o.Source.Kind != "Connection" || o.Source.Name != name || cmp.Or(o.Source.Namespace, u.Namespace) != namespace {
 				continue
 			}
 			tree, err := o.Tree()
@@ -174,6 +179,15 @@ func entryRules(conn *yaml.Node, host, file string) []ruleSource {
 		}
 	}
 	return out
+}
+
+// objectRef names an object NAMESPACE/NAME, or NAME when it is in no
+// namespace the input names (render places it in --namespace's).
+func objectRef(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
 }
 
 // yamlValue is the value of key in mapping m, nil when there is none.

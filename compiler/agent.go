@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/proxy/config"
 	"keyhole.dev/keyhole/schema"
 )
@@ -204,7 +205,10 @@ func (p *pass) agentConnection(a *agent, label string) (*connection, error) {
 		if c := p.conns.get(ref{ns, label}); c != nil {
 			return c, nil
 		}
-		return nil, fmt.Errorf("connection %q resolves to nothing: no Connection %s in the input%s", label, ref{ns, label}, p.agentConnHint(label, p.connNames(ns)))
+		if hint := p.agentConnElsewhere(label, ns); hint != "" {
+			return nil, fmt.Errorf("connection %q resolves to nothing in %s, where the agent is%s", label, unitPhrase(p.unit), hint)
+		}
+		return nil, fmt.Errorf("connection %q resolves to nothing: no Connection %s in the input%s%s", label, ref{ns, label}, p.agentConnHint(label, p.connNames(ns)), p.buildFailedNote())
 	}
 	var found []*connection
 	var names []string
@@ -218,7 +222,10 @@ func (p *pass) agentConnection(a *agent, label string) (*connection, error) {
 	case 1:
 		return found[0], nil
 	case 0:
-		return nil, fmt.Errorf("connection %q resolves to nothing: no Connection of that name in the input%s", label, p.agentConnHint(label, names))
+		if hint := p.agentConnElsewhere(label, ""); hint != "" {
+			return nil, fmt.Errorf("connection %q resolves to nothing in %s, where the agent is%s", label, unitPhrase(p.unit), hint)
+		}
+		return nil, fmt.Errorf("connection %q resolves to nothing: no Connection of that name in the input%s%s", label, p.agentConnHint(label, names), p.buildFailedNote())
 	}
 	var refs []string
 	for _, c := range found {
@@ -544,6 +551,53 @@ func (p *pass) agentConnHint(label string, names []string) string {
 		return didYouMean(label, names)
 	}
 	return fmt.Sprintf("; the build renamed Connection %s to %s (a kustomize namePrefix or nameSuffix), and nothing renames agent.yaml's label with it, since kustomize does not read agent.yaml: write connection: %s", label, renamed[0], renamed[0])
+}
+
+// agentConnElsewhere says where a Connection the agent's label names
+// is when another deploy unit holds it and the agent's own does not: an
+// agent.yaml outside the kustomization that builds its Connections (at
+// a GitOps repository's top, beside the Flux Kustomizations) is a loose
+// file, and an agent reads only the Connections of its own unit
+// (docs/inputs.md, "kustomize directories"). ns, when set, is the
+// namespace keyhole.yaml puts the agent in. "" when no other unit has
+// one.
+func (p *pass) agentConnElsewhere(label, ns string) string {
+	for _, o := range p.units {
+		if o == p {
+			continue
+		}
+		for _, c := range o.connList {
+			if c.obj().Name != label || (ns != "" && c.ns != ns) {
+				continue
+			}
+			const own = "and an agent.yaml reads only the Connections of its own deploy unit, that of the kustomization beside it"
+			if o.unit.Loose() {
+				return fmt.Sprintf("; Connection %s (%s) is among the files read outside any kustomization, %s: list the Connection's file in that kustomization",
+					c.ref(), c.doc.Pos, own)
+			}
+			return fmt.Sprintf("; deploy unit %s has Connection %s (%s), %s: move the agent.yaml beside a kustomization that %s builds",
+				o.unit.Name, c.ref(), c.doc.Pos, own, o.unit.Name)
+		}
+	}
+	return ""
+}
+
+// buildFailedNote says, for an agent whose deploy unit's build failed,
+// that the unit's objects are not read: an agent.yaml joins the unit
+// beside its kustomization whatever the build gives, so its Connections
+// are missing because of the loader's error, which is reported already.
+// "" when the loader reported no error in the unit, and for the loose
+// files, whose unread files unreadNote names.
+func (p *pass) buildFailedNote() string {
+	if p.unit.Loose() {
+		return ""
+	}
+	for _, d := range p.opts.Loaded {
+		if d.Severity == diag.Error && slices.Contains(d.Units, p.unit.Name) {
+			return fmt.Sprintf("; deploy unit %s could not be built (%s at %s), so none of its objects is read: fix that first", p.unit.Name, d.Code, d.Pos)
+		}
+	}
+	return ""
 }
 
 // proxyHeldConnector reports an agent.yaml connector naming a Connection

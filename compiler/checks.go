@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"text/template/parse"
 
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/proxy/config"
@@ -210,8 +211,8 @@ func table() []Check {
 			Purpose: "A connector has `sandbox: true` but the agent has no `sandbox`.",
 			Help:    "Add `sandbox` (e.g. `daytona`) to the agent, or remove `sandbox: true`."},
 		{Code: codeAgentConnectionMissing, Severity: diag.Error,
-			Purpose: "A sandbox connector's `connection` label resolves to no Connection (or to several).",
-			Help:    "Name an existing Connection; set `namespace` in keyhole.yaml when the name is in several namespaces."},
+			Purpose: "A sandbox connector's `connection` label resolves to no Connection of the agent's deploy unit (or to several). An agent.yaml joins the deploy unit of the kustomization beside it, or the files read outside any kustomization when none is: one at a GitOps repository's top reads none of the Connections a Flux Kustomization or an Argo CD Application builds, and the message names the unit that has one.",
+			Help:    "Name an existing Connection; move the agent.yaml beside a kustomization of the deploy unit that holds its Connections; set `namespace` in keyhole.yaml when the name is in several namespaces."},
 		{Code: codeAgentReadOnlyUnenforced, Severity: diag.Error,
 			Purpose: "A sandbox connector's API cannot tell reads from writes by method and path, so the read-only promise cannot be kept.",
 			Help:    "Remove `sandbox: true`, set `read_only: false` on the connector to let its Connection's rules decide, or give the connector `readOnly` rules in keyhole.yaml's catalog."},
@@ -277,7 +278,7 @@ func checkTemplates(p *pass) {
 			switch {
 			case err != nil:
 				p.report(codeTemplateInvalid, &c.item, path{"spec", "placement", "inject", i, "value"}, false,
-					"value of inject entry %d is not a valid template: %s", i, strings.TrimPrefix(err.Error(), config.ErrTemplate.Error()+": "))
+					"value of inject entry %d is not a valid template: %s%s", i, strings.TrimPrefix(err.Error(), config.ErrTemplate.Error()+": "), syntaxHint(*in.Value, err))
 			case t.LiteralBreak():
 				// The proxy's loader refuses it too (spec.md §5).
 				p.report(codeTemplateInvalid, &c.item, path{"spec", "placement", "inject", i, "value"}, false,
@@ -285,6 +286,20 @@ func checkTemplates(p *pass) {
 			}
 		}
 	}
+}
+
+// syntaxHint says how a value is written when Go's template parser itself
+// refuses it (an unclosed action, a stray brace): its own message
+// ("unclosed action") names the fault but not the form keyhole takes.
+// The refusals of keyhole's own limits (a function, a pipeline, a field)
+// say what to write already, after a "; ".
+func syntaxHint(value string, err error) string {
+	tree := parse.New("value")
+	tree.Mode = parse.SkipFuncCheck
+	if _, perr := tree.Parse(value, "{{", "}}", map[string]*parse.Tree{}); perr == nil || strings.Contains(err.Error(), "; ") {
+		return ""
+	}
+	return `; write literal text and references to the Secret's keys, each opened with {{ and closed with }}: "Bearer {{ .token }}"`
 }
 
 // keyUse is one Secret key an inject entry reads, and where it names it:

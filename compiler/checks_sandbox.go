@@ -129,11 +129,18 @@ func checkSandboxImages(p *pass) {
 				r, o.obj().Name, b.Sandbox, o.obj().Kind, o.obj().Name)
 		}
 	}
+	// Where no keyhole.yaml is read, say where the one read lives: a
+	// repository that never had one (a GitOps repository an agent joins)
+	// has nowhere to set it yet.
+	what, fix := "keyhole.yaml sets no sandboxImage", "set sandboxImage in keyhole.yaml"
+	if p.config.found == nil {
+		what, fix = "no keyhole.yaml is read", "write a keyhole.yaml (apiVersion: keyhole.dev/v1alpha1, kind: Config) that sets sandboxImage at the repository's top, where keyhole reads it"
+	}
 	for _, a := range p.agents {
 		if aw := a.w; aw.Sandbox != "" && p.config.sandboxImage == "" {
 			p.report(codeSandboxImageMissing, &a.item, path{"sandbox"}, false,
-				"the sandbox of agent %s has no image: keyhole.yaml sets no sandboxImage, and no default sandbox image is set, so render cannot write its Deployment; set sandboxImage in keyhole.yaml, or pass --sandbox-image IMAGE to check, render and diff alike",
-				aw.Name)
+				"the sandbox of agent %s has no image: %s, and no default sandbox image is set, so render cannot write its Deployment; %s, or pass --sandbox-image IMAGE to check, render and diff alike",
+				aw.Name, what, fix)
 		}
 	}
 }
