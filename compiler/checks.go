@@ -22,6 +22,7 @@ const (
 	codeSecretMissing    = "ConnectionSecretMissing"
 	codeSecretKeyMissing = "ConnectionSecretKeyMissing"
 	codeTemplateInvalid  = "ConnectionTemplateInvalid"
+	codeTemplateBrace    = "ConnectionTemplateStrayBrace"
 	codeInjectionInvalid = "ConnectionInjectionInvalid"
 )
 
@@ -97,6 +98,9 @@ func table() []Check {
 		{Code: codeTemplateInvalid, Severity: diag.Error, run: checkTemplates,
 			Purpose: "An inject entry's `value` does not parse as a template, uses more than references to Secret keys, holds a line break outside them (a block scalar, `value: |`, ends with one), or reads a key Kubernetes cannot hold.",
 			Help:    "Write the value as literal text and key references only: `{{ .token }}`, or `{{ index . \"tls.crt\" }}` for a key that is not a Go identifier (a dot, a dash, a leading digit), e.g. `Bearer {{ .token }}`."},
+		{Code: codeTemplateBrace, Severity: diag.Warning, run: checkTemplateBraces,
+			Purpose: "An inject entry's `value` closes a key reference with a brace too many, `{{ .token }}}`: the template reads the extra brace as literal text, so the proxy sends it with the credential and the upstream refuses the header. A warning, since a value that means the brace (JSON in a header) looks the same.",
+			Help:    "Remove the extra brace: `Bearer {{ .token }}`. Where the header means the brace, annotate the Connection `keyhole.dev/ignore: ConnectionTemplateStrayBrace`."},
 		{Code: codeValueLiteral, Severity: diag.Error, run: checkValueLiterals,
 			Purpose: "An inject entry's `value` reads no Secret key: it is literal text (a token written in, or a `${VAR}` that nothing expands), which render would write as it is into the proxy's ConfigMap and the proxy would send as the header.",
 			Help:    "Keep the credential in the Secret `spec.credential.secretRef` names and read it with a key reference, e.g. `Bearer {{ .token }}`; revoke a token that was committed."},
@@ -283,6 +287,20 @@ func checkTemplates(p *pass) {
 				// The proxy's loader refuses it too (spec.md §5).
 				p.report(codeTemplateInvalid, &c.item, path{"spec", "placement", "inject", i, "value"}, false,
 					"value of inject entry %d holds a line break outside a key reference, which a header value cannot hold (a block scalar, value: |, ends with one); write the value on one line", i)
+			}
+		}
+	}
+}
+
+func checkTemplateBraces(p *pass) {
+	for _, c := range p.connList {
+		for i, in := range c.w.Spec.Placement.Inject {
+			if in.Value == nil {
+				continue
+			}
+			if t, err := config.ParseTemplate(*in.Value); err == nil && t.StrayBrace() {
+				p.report(codeTemplateBrace, &c.item, path{"spec", "placement", "inject", i, "value"}, false,
+					"value of inject entry %d closes a key reference with a brace too many ({{ .key }}}): the extra brace is literal text, which the proxy would send after the credential; remove it, e.g. \"Bearer {{ .token }}\"", i)
 			}
 		}
 	}

@@ -220,6 +220,21 @@ func (t *Template) LiteralBreak() bool {
 	return false
 }
 
+// StrayBrace reports whether a key reference is closed with one brace
+// too many ("{{ .token }}}"): Go's template parser reads the extra brace
+// as literal text, so the proxy would send it with the credential, and
+// the upstream refuse the value. (One too many when opening, "{{{", is a
+// parse error already.) A value that means the brace (JSON in a header,
+// {"key": {{ .token }}}) has it too, so check warns rather than refuses.
+func (t *Template) StrayBrace() bool {
+	for i, p := range t.parts {
+		if p.key != "" && i+1 < len(t.parts) && t.parts[i+1].key == "" && strings.HasPrefix(t.parts[i+1].text, "}") {
+			return true
+		}
+	}
+	return false
+}
+
 // KeyRef is one reference to a key, and the byte offset of the .key in
 // the template, for diagnostics that point at it.
 type KeyRef struct {
