@@ -124,6 +124,7 @@ while IFS=$'\t' read -r -u 3 repo commit _ engine expected; do # columns: reposi
   fi
   work=$tmp/$key
   if ! { git clone -q --no-checkout "$g" "$work" 2>"$tmp/clone.err" &&
+    git -C "$work" remote set-url origin "https://github.com/$repo" && # as actions/checkout names it: keyhole tells this repository's repoURLs by it
     sparse "$work" "$commit" &&
     git -C "$work" -c advice.detachedHead=false checkout -q "$commit" 2>>"$tmp/clone.err"; }; then
     printf '| %s | %.7s | unclonable |%s\n' "$repo" "$commit" "$(printf ' |%.0s' {1..13})"

@@ -636,6 +636,10 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 		p.connList = append(p.connList, &connection{item: it, w: w})
 	case *secretDigest:
 		p.checkSecretKeyNames(&it, w.refused())
+		if w.mirror != nil {
+			p.indexSecret(it.ref(), &secret{item: it, keysUnknown: true, declared: w.mirror})
+			break
+		}
 		p.indexSecret(it.ref(), &secret{item: it, values: w.values})
 	case *sandboxClassWire:
 		c := &sandboxClass{item: it, w: w}

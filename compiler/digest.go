@@ -220,6 +220,10 @@ type secretDigest struct {
 	// refusedKeys are the keys the API server refuses, for their
 	// findings; nil for the Secrets, nearly all, that have none.
 	refusedKeys *refusedKeyLists
+	// mirror, when set, says the Secret is a mirror whose data a
+	// controller copies from another Secret (secrets_mirrored.go): its
+	// keys are unknown. Shared, never written.
+	mirror *secretDeclared
 }
 
 // refusedKeyLists are the keys of a Secret's data and stringData the API
@@ -326,7 +330,9 @@ func digestOf(v *schema.Validator, op schema.Operator, in *interner, d *source.D
 	case schema.KindSecret:
 		var w secretWire
 		if err = d.Node.Decode(&w); err == nil {
-			dg.wire = in.secret(w.Metadata, secretValues(w), refusedKeys(w))
+			sd := in.secret(w.Metadata, secretValues(w), refusedKeys(w))
+			sd.mirror = mirrorOf(d.Node)
+			dg.wire = sd
 		}
 	default:
 		return in.digest(dg) // a catalog entry: its schema is all there is to check

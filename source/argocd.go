@@ -150,6 +150,13 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 		if repo != "" {
 			pin = l.pinAt(stringField(src, "targetRevision"), roots[0], repoURL)
 		}
+		if pin != nil && pin.fsys == nil && pin.other {
+			// Fetching would not help: the revision is another
+			// repository's, whatever directory here has the path's name.
+			out = append(out, engineFound{pos: pos, skip: fmt.Sprintf("%s builds %s at %s from %s, which is none of this repository's remotes and names a revision it does not hold: another repository, out of reach, skipped",
+				what, shown, pin.rev, repoURL)})
+			continue
+		}
 		if pin != nil && pin.fsys == nil {
 			if root, _ := l.enginePath(rel, roots); root != "" {
 				out = append(out, engineFound{pos: pos, repo: repo, warn: revisionUnread(what, pin), code: CodeArgoCDRevision, claim: []string{root}})

@@ -68,6 +68,9 @@ type revPin struct {
 	unread string
 	// source names the Flux GitRepository whose ref it is, for a message.
 	source string
+	// other is set when the revision is not in this repository and the
+	// source's URL is none of its remotes: another repository's.
+	other bool
 }
 
 // pinAt is what the unit of a source read from the repository at root,
@@ -159,6 +162,7 @@ func (rr *repoRevs) resolve(rev string, own bool) *revPin {
 	}
 	if err != nil {
 		p.unread = rr.fetchHint(rev)
+		p.other = !own && len(rr.remotes) > 0
 		return p
 	}
 	p.ref = ref
