@@ -133,7 +133,7 @@ func TestHelmRenderMemoryBounded(t *testing.T) {
 				"c/templates/conn.yaml": helmConn,
 				"c/templates/bomb.yaml": tmpl,
 			})
-			_, ds, err := Load([]string{"."}, Options{Dir: dir})
+			_, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 			if err != nil {
 				t.Fatal(err)
 			}
