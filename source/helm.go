@@ -317,7 +317,7 @@ func (l *loader) helmValues(dir string, o *HelmOverlay, read map[string][]byte) 
 		err := strvals.ParseIntoFile(s, base, func(rs []rune) (any, error) {
 			file := string(rs)
 			if l.outsideRepo(dir, file) {
-				return nil, errOutsideRepo
+				return nil, ErrOutsideRepo
 			}
 			data, err := l.fsys.ReadFile(file)
 			if err != nil {
@@ -339,7 +339,7 @@ func (l *loader) mergeValueFiles(dir string, files []string, read map[string][]b
 	base := map[string]any{}
 	for _, f := range files {
 		if l.outsideRepo(dir, f) {
-			return nil, fmt.Errorf("reading values file %s: %w", filepath.Base(f), errOutsideRepo)
+			return nil, fmt.Errorf("reading values file %s: %w", filepath.Base(f), ErrOutsideRepo)
 		}
 		data, err := l.fsys.ReadFile(f)
 		if err != nil {
