@@ -140,7 +140,7 @@ func (t appSetTmpl) render(s string, params map[string]any) (string, error) {
 // loop that writes nothing, and Go can neither stop a template's
 // goroutine nor survive a failed allocation. So a template that can
 // loop, call another or hold a value in a variable is filled in a child
-// process bounded in memory and time (runApart, as a Helm chart is
+// process bounded in memory and time (internal/apart, as a Helm chart is
 // rendered). One that cannot (flatTemplate) is filled here: each action
 // runs once, no value is shared, and each function it may call gives
 // at most what it was given and a constant more, so what it makes is

@@ -66,7 +66,8 @@ func (l *loader) buildRoot(dir string) string {
 	return root
 }
 
-// ErrOutsideRepo is the error of a read outsideRepo refuses.
+// ErrOutsideRepo is the error of a read outsideRepo (Host.OutsideRepo)
+// refuses.
 var ErrOutsideRepo = errors.New("outside the repository (in a .git directory, or through a symbolic link leading out), which keyhole never reads")
 
 // outsideRepo reports whether reading abs (a file an engine's object

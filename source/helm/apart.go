@@ -1,4 +1,4 @@
-package source
+package helm
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	chartloader "helm.sh/helm/v4/pkg/chart/v2/loader"
 
 	"keyhole.dev/keyhole/internal/apart"
+	"keyhole.dev/keyhole/source"
 )
 
 // A chart's templates run in a process of their own (internal/apart),
@@ -37,13 +38,13 @@ type helmJob struct {
 	ChartValues *apart.Value
 	// Values are the values merged from what the deployer gives.
 	Values  apart.Value
-	Overlay HelmOverlay
+	Overlay source.HelmOverlay
 }
 
 // renderApart renders the chart made of files with vals and o, as
 // renderChart does, in a renderer process bounded by helmRenderTimeout
 // and helmRenderMemory.
-func renderApart(files []*archive.BufferedFile, chartValues, vals map[string]any, o *HelmOverlay) (map[string]string, error) {
+func renderApart(files []*archive.BufferedFile, chartValues, vals map[string]any, o *source.HelmOverlay) (map[string]string, error) {
 	job := helmJob{Files: files, Overlay: *o}
 	// What the deployer gives is already in vals: the renderer needs
 	// none of it again, and none of it in its job.
