@@ -566,3 +566,23 @@ func TestHelmArgoValueFilesOutOfReach(t *testing.T) {
 		t.Errorf("no warning for the encrypted value file: %v", ds)
 	}
 }
+
+// Load given no Helm engine says so at each chart it would render, as a
+// chart Helm cannot render: an embedding program's mistake is a
+// diagnostic, not a panic, and nothing of the chart is taken as checked.
+func TestHelmWithoutEngine(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"c/Chart.yaml":          helmChart,
+		"c/values.yaml":         "name: a\nsecret: s\n",
+		"c/templates/conn.yaml": helmConn,
+	})
+	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) != 0 || len(ds) != 1 || ds[0].Code != CodeHelmRenderFailed || ds[0].Severity != diag.Error ||
+		!strings.Contains(ds[0].Message, "without its Helm engine") {
+		t.Errorf("got %q, %v", docIDs(docs), ds)
+	}
+}
