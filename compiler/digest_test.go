@@ -10,6 +10,7 @@ import (
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/schema"
 	"keyhole.dev/keyhole/source"
+	"keyhole.dev/keyhole/source/engines"
 )
 
 // TestDigestKeepsNoSecretValue digests Secrets whose every value is a
@@ -41,7 +42,7 @@ data:
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs, _, err := source.Load([]string{filepath.Join(dir, "secrets.yaml")}, source.Options{Digest: Digest(v, Options{})})
+	docs, _, err := source.Load([]string{filepath.Join(dir, "secrets.yaml")}, source.Options{Engines: engines.All(), Digest: Digest(v, Options{})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func TestDigestOperatorOtherThanConfigs(t *testing.T) {
 	var results []Result
 	released := 0
 	for _, digest := range []source.Digest{nil, other} {
-		docs, ds, err := source.Load([]string{dir}, source.Options{Digest: digest})
+		docs, ds, err := source.Load([]string{dir}, source.Options{Engines: engines.All(), Digest: digest})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,7 +170,7 @@ func TestDigestSaysWhatItIs(t *testing.T) {
 	}
 	decoded := 0
 	for _, dir := range dirs {
-		docs, _, err := source.Load([]string{dir}, source.Options{Digest: Digest(v, Options{})})
+		docs, _, err := source.Load([]string{dir}, source.Options{Engines: engines.All(), Digest: Digest(v, Options{})})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,7 +221,7 @@ func TestDigestOperatorFromConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			docs, _, err := source.Load([]string{tc.dir}, source.Options{Digest: Digest(v, tc.opts), Root: tc.dir})
+			docs, _, err := source.Load([]string{tc.dir}, source.Options{Engines: engines.All(), Digest: Digest(v, tc.opts), Root: tc.dir})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -260,7 +261,7 @@ func loadDigested(t *testing.T, path string) ([]*source.Document, diag.List, *sc
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs, ds, err := source.Load([]string{path}, source.Options{Digest: Digest(v, Options{})})
+	docs, ds, err := source.Load([]string{path}, source.Options{Engines: engines.All(), Digest: Digest(v, Options{})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"keyhole.dev/keyhole/render"
 	"keyhole.dev/keyhole/schema"
 	"keyhole.dev/keyhole/source"
+	"keyhole.dev/keyhole/source/engines"
 )
 
 // benchSides renders bench/gen's synthetic repository twice: as it is,
@@ -21,7 +22,7 @@ import (
 func benchSides(b *testing.B) (base, head Side) {
 	b.Helper()
 	dir, _ := synth.ForBenchmark(b)
-	docs, _, err := source.Load([]string{"."}, source.Options{Dir: dir})
+	docs, _, err := source.Load([]string{"."}, source.Options{Engines: engines.All(), Dir: dir})
 	if err != nil {
 		b.Fatal(err)
 	}

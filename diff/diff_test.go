@@ -19,6 +19,7 @@ import (
 	"keyhole.dev/keyhole/render"
 	"keyhole.dev/keyhole/schema"
 	"keyhole.dev/keyhole/source"
+	"keyhole.dev/keyhole/source/engines"
 )
 
 // canary is the value of every Secret key in the fixtures: no report may
@@ -115,7 +116,7 @@ func renderSide(t testing.TB, name string, files map[string]string) Side {
 
 func renderDir(t testing.TB, name, dir string) Side {
 	t.Helper()
-	docs, ds, err := source.Load([]string{"."}, source.Options{Dir: dir})
+	docs, ds, err := source.Load([]string{"."}, source.Options{Engines: engines.All(), Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/schema"
 	"keyhole.dev/keyhole/source"
+	"keyhole.dev/keyhole/source/engines"
 )
 
 // ErrUsage marks an error the user can fix by changing how the pipeline
@@ -101,7 +102,7 @@ func Check(opts Options) (Checked, error) {
 
 // sourceOptions are the loader's options opts choose.
 func (o Options) sourceOptions() source.Options {
-	return source.Options{Stdin: o.Stdin, Root: o.Root, Dir: o.Dir, AllowRemoteBases: o.AllowRemoteBases, Exclude: o.Exclude, Parallelism: o.Parallelism}
+	return source.Options{Engines: engines.All(), Stdin: o.Stdin, Root: o.Root, Dir: o.Dir, AllowRemoteBases: o.AllowRemoteBases, Exclude: o.Exclude, Parallelism: o.Parallelism}
 }
 
 // Digest is the loader's Digest: what the compiler needs of each document,

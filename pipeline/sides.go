@@ -13,6 +13,7 @@ import (
 	"keyhole.dev/keyhole/internal/gitfs"
 	"keyhole.dev/keyhole/render"
 	"keyhole.dev/keyhole/source"
+	"keyhole.dev/keyhole/source/engines"
 )
 
 // WorkingTree names the head side when no head ref is given.
@@ -178,7 +179,7 @@ func (s *Side) Check(wd string, opts Options, r *Reuse) error {
 	if err != nil {
 		return err
 	}
-	docs, loadDiags, err := source.Load(s.Paths, source.Options{Dir: wd, Tree: s.Tree, AllowRemoteBases: opts.AllowRemoteBases, Exclude: opts.Exclude, Parallelism: opts.Parallelism, Digest: opts.Digest(v), Memo: r.Source()})
+	docs, loadDiags, err := source.Load(s.Paths, source.Options{Engines: engines.All(), Dir: wd, Tree: s.Tree, AllowRemoteBases: opts.AllowRemoteBases, Exclude: opts.Exclude, Parallelism: opts.Parallelism, Digest: opts.Digest(v), Memo: r.Source()})
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", s.Which, s.Ref, err)
 	}

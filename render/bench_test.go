@@ -10,6 +10,7 @@ import (
 	"keyhole.dev/keyhole/compiler"
 	"keyhole.dev/keyhole/schema"
 	"keyhole.dev/keyhole/source"
+	"keyhole.dev/keyhole/source/engines"
 )
 
 // Benchmark scale: 10,000 Connections across 1,000 sandboxes.
@@ -77,7 +78,7 @@ stringData:
 }
 
 func benchCheck(b *testing.B, dir string, v *schema.Validator) compiler.Plan {
-	docs, ds, err := source.Load([]string{dir}, source.Options{})
+	docs, ds, err := source.Load([]string{dir}, source.Options{Engines: engines.All()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/schema"
 	"keyhole.dev/keyhole/source"
+	"keyhole.dev/keyhole/source/engines"
 )
 
 // goldenOmniaDir holds the omnia target's expected renders, apart from
@@ -145,7 +146,7 @@ func compileBack(t *testing.T, exampleDir string, files []File) compiler.Result 
 		}
 		docs = append(docs, ds...)
 	}
-	in, _, err := source.Load([]string{exampleDir}, source.Options{})
+	in, _, err := source.Load([]string{exampleDir}, source.Options{Engines: engines.All()})
 	if err != nil {
 		t.Fatal(err)
 	}

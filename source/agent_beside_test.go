@@ -57,7 +57,7 @@ func TestAgentBesideKustomization(t *testing.T) {
 			writeFiles(t, dir, tc.files)
 			commitAll(t, r, "agents")
 			ids := func(opts Options) []string {
-				docs, ds, err := Load(tc.paths, opts)
+				docs, ds, err := testLoad(tc.paths, opts)
 				if err != nil || len(ds) > 0 {
 					t.Fatalf("Load: %v\n%v", err, ds)
 				}

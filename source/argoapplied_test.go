@@ -26,7 +26,7 @@ func TestArgoAppliedFailedOnce(t *testing.T) {
 		"c.yaml":            app("c"),
 		"chart/values.yaml": "replicas: 1\n", // no object: kustomize refuses the directory's build
 	})
-	_, ds, err := Load([]string{"."}, Options{Dir: dir})
+	_, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestArgoAppliedSameObjectOnce(t *testing.T) {
 	}
 	files["apps/conn.yaml"] = argoConn("gh")
 	writeFiles(t, dir, files)
-	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	docs, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestArgoNoRepoURLSkipped(t *testing.T) {
 			"spec:\n  source:\n    kustomize: {images: [example.com/app:1.0.2]}\n",
 		"conn.yaml": argoConn("gh"),
 	})
-	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	docs, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

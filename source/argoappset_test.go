@@ -34,7 +34,7 @@ func (c argoCase) run(t *testing.T) {
 	t.Helper()
 	dir, _ := gitRepo(t)
 	writeFiles(t, dir, c.files)
-	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	docs, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

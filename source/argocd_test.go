@@ -187,7 +187,7 @@ func TestAppSetGenerators(t *testing.T) {
 				"envs/dev/conn.yaml":  conn,
 				"envs/prod/conn.yaml": conn,
 			})
-			docs, ds, err := Load([]string{"argo"}, Options{Dir: dir})
+			docs, ds, err := testLoad([]string{"argo"}, Options{Dir: dir})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -234,7 +234,7 @@ func TestArgoAppNamed(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir, _ := gitRepo(t)
 			writeFiles(t, dir, map[string]string{"argo/app.yaml": c.app})
-			_, ds, err := Load([]string{"argo"}, Options{Dir: dir})
+			_, ds, err := testLoad([]string{"argo"}, Options{Dir: dir})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -285,7 +285,7 @@ func TestArgoApplied(t *testing.T) {
 		"agents/base/conn.yaml":                    conn,
 		"agents/prod/conn.yaml":                    conn,
 	})
-	docs, ds, err := Load([]string{"argo", "apps", "agents"}, Options{Dir: dir})
+	docs, ds, err := testLoad([]string{"argo", "apps", "agents"}, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +349,7 @@ func TestArgoAppOfAppsChartValues(t *testing.T) {
 				fs["argo/root.yaml"] = c.roots
 			}
 			writeFiles(t, dir, fs)
-			docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+			docs, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -400,7 +400,7 @@ func TestArgoRenderedPath(t *testing.T) {
 			files := map[string]string{"argocd/agents.yaml": app, "apps/prod/kustomization.yaml": "resources: [connection.yaml]\n", "apps/prod/connection.yaml": conn}
 			maps.Copy(files, tc.extra)
 			writeFiles(t, dir, files)
-			docs, ds, err := Load([]string{".."}, Options{Dir: filepath.Join(dir, "apps")})
+			docs, ds, err := testLoad([]string{".."}, Options{Dir: filepath.Join(dir, "apps")})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -45,7 +45,7 @@ func TestFluxRevisionPinned(t *testing.T) {
 func assertPinRead(t *testing.T, dir, file, body, code, read, said string) {
 	t.Helper()
 	writeFiles(t, dir, map[string]string{file: body})
-	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	docs, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ var twoInstances = map[string]string{
 // unitClusters is "UNIT CLUSTER" of each Argo CD unit of what dir reads.
 func unitClusters(t *testing.T, dir string) ([]string, string) {
 	t.Helper()
-	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	docs, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

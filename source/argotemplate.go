@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -17,6 +18,8 @@ import (
 	"github.com/Masterminds/sprig/v3"
 	"go.yaml.in/yaml/v3"
 	sigsyaml "sigs.k8s.io/yaml"
+
+	"keyhole.dev/keyhole/internal/apart"
 )
 
 // An ApplicationSet's template becomes an Application as the
@@ -137,7 +140,7 @@ func (t appSetTmpl) render(s string, params map[string]any) (string, error) {
 // loop that writes nothing, and Go can neither stop a template's
 // goroutine nor survive a failed allocation. So a template that can
 // loop, call another or hold a value in a variable is filled in a child
-// process bounded in memory and time (runApart, as a Helm chart is
+// process bounded in memory and time (internal/apart, as a Helm chart is
 // rendered). One that cannot (flatTemplate) is filled here: each action
 // runs once, no value is shared, and each function it may call gives
 // at most what it was given and a constant more, so what it makes is
@@ -284,21 +287,48 @@ func (w *boundedWriter) Write(p []byte) (int, error) {
 type templateJob struct {
 	Text    string
 	Options []string
-	Params  helmValue
+	Params  apart.Value
 }
 
 // renderApart fills s with params in a child process.
 func (t appSetTmpl) renderApart(s string, params map[string]any) (string, error) {
-	p, err := carry(params)
+	p, err := apart.Carry(params)
 	if err != nil {
 		return "", err
 	}
-	ans, err := runApart(&apartJob{Template: &templateJob{Text: s, Options: t.options, Params: p}, Memory: appSetRenderMemory},
+	ans, err := apart.Run(apart.KindTemplate, &templateJob{Text: s, Options: t.options, Params: p}, appSetRenderMemory,
 		appSetRenderTimeout, "one string of an ApplicationSet's template")
-	if err != nil {
+	switch {
+	case err != nil:
 		return "", err
+	case ans.Changing != "":
+		return "", changingError{name: ans.Changing}
+	case ans.Err != "":
+		return "", errors.New(ans.Err)
 	}
 	return ans.Text, nil
+}
+
+// The child process is keyhole's own executable (or the test binary),
+// which fills a string when apart.Env names a template: the init below
+// takes over before main.
+func init() {
+	if os.Getenv(apart.Env) == apart.KindTemplate {
+		os.Exit(apart.Serve(os.Stdin, os.Stdout, serveTemplateJob))
+	}
+}
+
+// serveTemplateJob fills job's string, in the child process.
+func serveTemplateJob(job *templateJob) apart.Answer {
+	text, err := job.run()
+	if err != nil {
+		ans := apart.Answer{Err: err.Error()}
+		if ce := (changingError{}); errors.As(err, &ce) {
+			ans.Changing = ce.name
+		}
+		return ans
+	}
+	return apart.Answer{Text: text}
 }
 
 // run fills the job's string, in the child process.
@@ -308,7 +338,7 @@ func (j *templateJob) run() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	params, _ := j.Params.value().(map[string]any)
+	params, _ := j.Params.Any().(map[string]any)
 	return execBounded(tmpl, params)
 }
 

@@ -55,7 +55,7 @@ func BenchmarkLoad(b *testing.B) {
 	b.SetBytes(size)
 	var docs []*Document
 	for b.Loop() {
-		d, ds, err := Load([]string{dir}, Options{})
+		d, ds, err := testLoad([]string{dir}, Options{})
 		if err != nil || len(ds) > 0 {
 			b.Fatal(err, ds)
 		}

@@ -94,7 +94,7 @@ func TestGitBomb(t *testing.T) {
 		}
 		defer tree.Close()
 		endsWithin(t, time.Minute, func() {
-			docs, _, err := Load([]string{"."}, Options{Dir: dir, Tree: tree})
+			docs, _, err := testLoad([]string{"."}, Options{Dir: dir, Tree: tree})
 			if !errors.Is(err, ErrUnreadable) || !errors.Is(err, gitfs.ErrTreeTooLarge) {
 				t.Errorf("Load: %v, want ErrUnreadable and ErrTreeTooLarge", err)
 			}

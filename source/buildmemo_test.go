@@ -60,18 +60,18 @@ func TestMemoBuilds(t *testing.T) {
 					commitAll(t, repo, "base")
 					opts.Tree = headTree(t, dir)
 				}
-				if _, _, err := Load([]string{"overlays/prod"}, opts); err != nil {
+				if _, _, err := testLoad([]string{"overlays/prod"}, opts); err != nil {
 					t.Fatal(err)
 				}
 				if memo.BuildHits() != 0 {
 					t.Fatalf("the first load reused %d builds", memo.BuildHits())
 				}
 				write(t, dir, tc.change)
-				again, againDiags, err := Load([]string{"overlays/prod"}, Options{Dir: dir, Memo: memo})
+				again, againDiags, err := testLoad([]string{"overlays/prod"}, Options{Dir: dir, Memo: memo})
 				if err != nil {
 					t.Fatal(err)
 				}
-				fresh, freshDiags, err := Load([]string{"overlays/prod"}, Options{Dir: dir})
+				fresh, freshDiags, err := testLoad([]string{"overlays/prod"}, Options{Dir: dir})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -153,7 +153,7 @@ func TestMemoBuildsAtOnce(t *testing.T) {
 		"base/secret.yaml":                 secretAndClass,
 		"overlays/prod/kustomization.yaml": "resources: [../../base]\nnamePrefix: prod-\n",
 	})
-	fresh, freshDiags, err := Load([]string{"overlays/prod"}, Options{Dir: dir})
+	fresh, freshDiags, err := testLoad([]string{"overlays/prod"}, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestMemoBuildsAtOnce(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range views {
 			wg.Go(func() {
-				docs, d, err := Load([]string{"overlays/prod"}, Options{Dir: dir, Memo: memo})
+				docs, d, err := testLoad([]string{"overlays/prod"}, Options{Dir: dir, Memo: memo})
 				views[i], diags[i], errs[i] = loadView(docs), d, err
 			})
 		}

@@ -66,8 +66,9 @@ func (l *loader) buildRoot(dir string) string {
 	return root
 }
 
-// errOutsideRepo is the error of a read outsideRepo refuses.
-var errOutsideRepo = errors.New("outside the repository (in a .git directory, or through a symbolic link leading out), which keyhole never reads")
+// ErrOutsideRepo is the error of a read outsideRepo (Host.OutsideRepo)
+// refuses.
+var ErrOutsideRepo = errors.New("outside the repository (in a .git directory, or through a symbolic link leading out), which keyhole never reads")
 
 // outsideRepo reports whether reading abs (a file an engine's object
 // names: a Helm value file, an Argo CD file parameter) would leave the

@@ -110,7 +110,7 @@ func TestSymlinksLeavingTheRepository(t *testing.T) {
 			}
 			commitAll(t, r, "links")
 			check := func(from string, opts Options) (string, string) {
-				docs, ds, err := Load(tc.paths, opts)
+				docs, ds, err := testLoad(tc.paths, opts)
 				var got []string
 				for _, d := range ds {
 					got = append(got, d.String())

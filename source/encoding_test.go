@@ -167,7 +167,7 @@ func TestLoadEncodedFiles(t *testing.T) {
 		t.Fatalf("Load: %s", errText)
 	}
 	var ids []string
-	ds, _, _ := Load([]string{"."}, Options{Dir: dir})
+	ds, _, _ := testLoad([]string{"."}, Options{Dir: dir})
 	ids = docIDs(ds)
 	wantIDs := []string{
 		"kust/c32be.yaml#0 Connection/k32",

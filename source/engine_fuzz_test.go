@@ -71,7 +71,7 @@ func FuzzEngineUnits(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		docs, _, _ := Load([]string{dir}, Options{Dir: dir})
+		docs, _, _ := testLoad([]string{dir}, Options{Dir: dir})
 		ids := map[string]*Unit{}
 		for _, d := range docs {
 			u := d.Unit()
@@ -113,7 +113,7 @@ func FuzzHelmChart(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		_, ds, _ := Load([]string{"."}, Options{Dir: dir})
+		_, ds, _ := testLoad([]string{"."}, Options{Dir: dir})
 		for _, d := range ds {
 			if strings.Contains(d.Message, canary) {
 				t.Fatalf("a diagnostic quotes a value: %s", d.Message)

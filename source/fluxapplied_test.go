@@ -117,7 +117,7 @@ func TestFluxApplied(t *testing.T) {
 				files[k] = v
 			}
 			writeFiles(t, dir, files)
-			docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+			docs, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,7 +160,7 @@ func TestEngineUnitComponents(t *testing.T) {
 	}
 	dir, _ := gitRepo(t)
 	writeFiles(t, dir, files)
-	docs, ds, err := Load([]string{"flux", "argo", "apps"}, Options{Dir: dir})
+	docs, ds, err := testLoad([]string{"flux", "argo", "apps"}, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestFluxOwnSource(t *testing.T) {
 			"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: dev-team, namespace: apps}\n" +
 			"spec: {sourceRef: {kind: GitRepository, name: dev-team}}\n",
 	})
-	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	docs, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +263,7 @@ func TestFluxAppliedFromBase(t *testing.T) {
 		"charts/agents/Chart.yaml":       helmChart,
 		"charts/agents/templates/c.yaml": helmConn,
 	})
-	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	docs, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +308,7 @@ func TestFluxPathUnrestricted(t *testing.T) {
 		"apps/base/agents/ks.yaml":           ks("agents", "./apps/base/agents/app"),
 		"apps/base/conn.yaml":                "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: gh, namespace: agents}\nspec:\n  hosts: [api.example.com]\n  credential: {kind: secret, secretRef: {name: gh-token}}\n",
 	})
-	_, ds, err := Load([]string{"."}, Options{Dir: dir})
+	_, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +345,7 @@ func TestFluxRenderedPath(t *testing.T) {
 				files[k] = v
 			}
 			writeFiles(t, dir, files)
-			docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+			docs, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -388,7 +388,7 @@ func TestFluxRenderedCluster(t *testing.T) {
 		"agents/connection.yaml": "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: gh, namespace: agents}\n" +
 			"spec:\n  hosts: [api.example.com]\n  credential: {kind: secret, secretRef: {name: gh-token}}\n",
 	})
-	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	docs, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,7 +428,7 @@ func TestFluxSubstituteFromCluster(t *testing.T) {
 		files["clusters/"+c+"/cluster-info.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cluster-info, namespace: flux-system}\ndata: {CLUSTER: " + c + "}\n"
 	}
 	writeFiles(t, dir, files)
-	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	docs, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

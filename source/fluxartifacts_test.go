@@ -65,7 +65,7 @@ func TestFluxArtifactGenerator(t *testing.T) {
 				files["keyhole.yaml"] = c.config
 			}
 			writeFiles(t, dir, files)
-			docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+			docs, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 			if err != nil {
 				t.Fatal(err)
 			}

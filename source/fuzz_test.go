@@ -37,7 +37,7 @@ func FuzzLoad(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		load := func() ([]*Document, []string) {
-			docs, ds, err := Load([]string{"-"}, Options{Stdin: bytes.NewReader(data), MaxFileSize: 1 << 20, Dir: "/"})
+			docs, ds, err := testLoad([]string{"-"}, Options{Stdin: bytes.NewReader(data), MaxFileSize: 1 << 20, Dir: "/"})
 			if err != nil {
 				t.Fatalf("Load: %v", err)
 			}

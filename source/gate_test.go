@@ -46,7 +46,7 @@ func TestGitignoreNeverHidesTracked(t *testing.T) {
 		t.Fatal(err)
 	}
 	names := func(opts Options) []string {
-		docs, _, err := Load([]string{"deploy"}, opts)
+		docs, _, err := testLoad([]string{"deploy"}, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +64,7 @@ func TestGitignoreNeverHidesTracked(t *testing.T) {
 	if got := names(Options{Dir: dir, Tree: headTree(t, dir)}); !slices.Equal(got, want) {
 		t.Errorf("from the commit: read %v, want %v", got, want)
 	}
-	_, ds, _ := Load([]string{"deploy"}, Options{Dir: dir})
+	_, ds, _ := testLoad([]string{"deploy"}, Options{Dir: dir})
 	var notes []string
 	for _, f := range Ignored(ds) {
 		notes = append(notes, filepath.ToSlash(f))
@@ -100,7 +100,7 @@ func TestUnitNamesApart(t *testing.T) {
 		if tree {
 			opts.Tree = headTree(t, dir)
 		}
-		docs, _, err := Load([]string{"."}, opts)
+		docs, _, err := testLoad([]string{"."}, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +145,7 @@ func TestEngineUnitsBounded(t *testing.T) {
 			"spec:\n  hosts: [api.example.com]\n  credential: {kind: secret, secretRef: {name: t}}\n",
 	})
 	commitAll(t, r, "many units")
-	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	docs, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,6 @@ package source
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
@@ -11,26 +9,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
-
-	"helm.sh/helm/v4/pkg/chart/common"
-	chartutil "helm.sh/helm/v4/pkg/chart/common/util"
-	"helm.sh/helm/v4/pkg/chart/loader/archive"
-	chart "helm.sh/helm/v4/pkg/chart/v2"
-	chartloader "helm.sh/helm/v4/pkg/chart/v2/loader"
-	depsutil "helm.sh/helm/v4/pkg/chart/v2/util"
-	"helm.sh/helm/v4/pkg/engine"
-	"helm.sh/helm/v4/pkg/ignore"
-	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
-	"helm.sh/helm/v4/pkg/strvals"
-	"sigs.k8s.io/yaml"
 
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/internal/kustbuild"
 )
 
 // A Helm chart in the repository is rendered as `helm template` renders
-// it, with Helm's own packages (loader, values, engine, manifest sorter):
+// it, by the Helm engine (source/helm, with Helm's own packages):
 // with the values an Argo CD Application gives it, or with its own
 // defaults when the walk found it and no engine object deploys it. What
 // it renders is one deploy unit. See docs/inputs.md, "Helm charts".
@@ -87,12 +72,60 @@ type HelmValuesFrom struct {
 	TargetPath string
 }
 
-// helmRenderTimeout bounds one chart's rendering: a template can loop
-// for as long as its values say, and a CI gate must not hang on it.
-var helmRenderTimeout = time.Minute
+// chartMatters reports whether a file of the chart in dir names keyhole's
+// kinds, or, when a Connection may read it, declares a Secret.
+func (l *loader) chartMatters(dir string) bool {
+	return l.chartHolds(dir, func(name string, data []byte) bool {
+		return namesKeyhole(name, data) || l.connections && declaresSecret(data)
+	})
+}
 
-// helmMaxFiles bounds how many files one chart's load reads.
-const helmMaxFiles = 10000
+// chartNamesKeyhole reports whether a file of the chart in dir names
+// keyhole's kinds.
+func (l *loader) chartNamesKeyhole(dir string) bool {
+	return l.chartHolds(dir, namesKeyhole)
+}
+
+// chartHolds reports whether a file under the chart in dir satisfies
+// holds: its templates, values and subcharts alike.
+func (l *loader) chartHolds(dir string, holds func(name string, data []byte) bool) bool {
+	if l.chartHoldsHere(dir, holds) {
+		return true
+	}
+	// The directories of this repository its dependencies are copied
+	// from (Helm.LocalDependencies) are its subcharts once rendered.
+	return slices.ContainsFunc(l.helmLocalDependencies(dir), func(d string) bool { return l.chartHoldsHere(d, holds) })
+}
+
+// helmLocalDependencies are the directories of this repository the chart
+// in dir lists as its dependencies (Helm.LocalDependencies).
+func (l *loader) helmLocalDependencies(dir string) []string {
+	if l.opts.Engines.Helm == nil {
+		return nil
+	}
+	return l.opts.Engines.Helm.LocalDependencies(Host{l}, dir)
+}
+
+// chartHoldsHere is chartHolds of the files under dir alone.
+func (l *loader) chartHoldsHere(dir string, holds func(name string, data []byte) bool) bool {
+	found := false
+	n := 0
+	l.visitTree(dir, func(rel string, fi fs.FileInfo) bool {
+		if found || n > maxScopeFiles {
+			return false
+		}
+		n++
+		if fi.IsDir() {
+			return true
+		}
+		data := l.sniff(filepath.Join(dir, filepath.FromSlash(rel)), nil)
+		if data != nil && holds(rel, data) {
+			found = true
+		}
+		return false
+	})
+	return found
+}
 
 // renderedFile is one template's output (or one CRD file), named by its
 // path on disk (absolute, OS form) where it has one.
@@ -115,376 +148,18 @@ type helmRun struct {
 	err    error
 }
 
-// renderHelm renders the chart in dir (absolute) with o.
+// renderHelm renders the chart in dir (absolute) with o, as the Helm
+// engine Load was given renders it.
 func (l *loader) renderHelm(dir string, o *HelmOverlay) helmRun {
-	var run helmRun
-	if o.Invalid != "" {
-		run.err = errors.New(o.Invalid)
-		return run
+	if l.opts.Engines.Helm == nil {
+		return helmRun{err: errNoHelm}
 	}
-	files, read, err := l.chartFiles(dir)
-	run.read = read
-	if err != nil {
-		run.err = err
-		return run
-	}
-	ch, err := chartloader.LoadFiles(files)
-	if err == nil && ch.Metadata != nil && l.withLocalDependencies(dir, ch, &files, read) {
-		ch, err = chartloader.LoadFiles(files)
-	}
-	if err != nil {
-		run.err = err
-		return run
-	}
-	if ch.Metadata == nil {
-		run.err = errors.New("its Chart.yaml is empty")
-		return run
-	}
-	run.missing = dropMissingDependencies(ch)
-	var cvals map[string]any
-	if o.ChartValues != nil {
-		cvals, err = l.mergeValueFiles(dir, o.ChartValues, run.read)
-		if err != nil {
-			run.err = err
-			return run
-		}
-		ch.Values = cvals
-	}
-	vals, err := l.helmValues(dir, o, run.read)
-	run.values = secretCandidates(ch, append(valueStrings(ch, vals), o.givenStrings()...))
-	if err != nil {
-		run.err = err
-		return run
-	}
-	rendered, err := renderApart(files, cvals, vals, o)
-	if err != nil {
-		run.err = err
-		return run
-	}
-	chartDir := func(name string) string {
-		// A rendered file is named chart/templates/x.yaml, or
-		// chart/charts/sub/templates/x.yaml for a subchart: where it
-		// stands under dir.
-		_, rest, _ := strings.Cut(name, "/")
-		return filepath.Join(dir, filepath.FromSlash(rest))
-	}
-	if !o.SkipCRDs {
-		for _, crd := range ch.CRDObjects() {
-			run.files = append(run.files, renderedFile{abs: chartDir(filepath.ToSlash(crd.Filename)), data: crd.File.Data})
-		}
-	}
-	names := make([]string, 0, len(rendered))
-	for name := range rendered {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		if strings.TrimSpace(rendered[name]) != "" {
-			run.files = append(run.files, renderedFile{abs: chartDir(name), data: []byte(rendered[name])})
-		}
+	r := l.opts.Engines.Helm.Render(Host{l}, dir, o)
+	run := helmRun{read: r.Read, missing: r.Missing, values: r.Values, err: r.Err}
+	for _, f := range r.Files {
+		run.files = append(run.files, renderedFile{abs: f.Abs, data: f.Data})
 	}
 	return run
-}
-
-// renderChart is what `helm template` does between loading the chart
-// and printing it (Helm's action.Install in client-only mode and
-// renderResources): dependencies enabled by the values, the values
-// coalesced and checked against the chart's schema, the templates
-// rendered, NOTES.txt set aside, and the output sorted into manifests
-// and hooks, which fails on YAML that is not objects. It returns the
-// rendered templates by name.
-func renderChart(ch *chart.Chart, vals map[string]any, o *HelmOverlay) (map[string]string, error) {
-	if err := depsutil.ProcessDependencies(ch, vals); err != nil {
-		return nil, fmt.Errorf("chart dependencies processing failed: %w", err)
-	}
-	caps := common.DefaultCapabilities.Copy()
-	if o.KubeVersion != "" {
-		kv, err := common.ParseKubeVersion(o.KubeVersion)
-		if err != nil {
-			return nil, fmt.Errorf("invalid kube version %q: %w", o.KubeVersion, err)
-		}
-		caps.KubeVersion = *kv
-	}
-	caps.APIVersions = append(caps.APIVersions, o.APIVersions...)
-	if ch.Metadata.KubeVersion != "" && !depsutil.IsCompatibleRange(ch.Metadata.KubeVersion, caps.KubeVersion.String()) {
-		return nil, fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", ch.Metadata.KubeVersion, caps.KubeVersion.Version)
-	}
-	opts := common.ReleaseOptions{Name: o.ReleaseName, Namespace: o.Namespace, Revision: 1, IsInstall: true}
-	// A schema may refer to others by URL, which Helm would fetch:
-	// keyhole reads nothing from the network, so such a chart's values
-	// are not checked against its schema.
-	skipSchema := remoteSchema(ch)
-	render, err := chartutil.ToRenderValuesWithSchemaValidation(ch, vals, opts, caps, skipSchema)
-	if err != nil {
-		return nil, err
-	}
-	var e engine.Engine
-	files, err := e.RenderWithContext(context.Background(), ch, render)
-	if err != nil {
-		return nil, err
-	}
-	for name := range files {
-		if strings.HasSuffix(name, "NOTES.txt") {
-			delete(files, name)
-		}
-	}
-	hooks, _, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
-	if err != nil {
-		return nil, err
-	}
-	if o.SkipTests {
-		// What `helm template --skip-tests` leaves out: documents whose
-		// hook is a test, which are all of their template's hooks.
-		for _, h := range hooks {
-			for _, ev := range h.Events {
-				if ev == "test" {
-					delete(files, h.Path)
-				}
-			}
-		}
-	}
-	return files, nil
-}
-
-// remoteSchema reports whether a values schema of ch or its subcharts
-// refers to another by URL.
-func remoteSchema(ch *chart.Chart) bool {
-	if bytes.Contains(ch.Schema, []byte("http://")) || bytes.Contains(ch.Schema, []byte("https://")) {
-		return true
-	}
-	return slices.ContainsFunc(ch.Dependencies(), remoteSchema)
-}
-
-// dropMissingDependencies removes from ch's Chart.yaml the dependencies
-// its charts/ directory does not hold, and returns their names: Argo CD
-// would fetch them (helm dependency build), keyhole fetches nothing, and
-// the chart's own templates still render without them.
-func dropMissingDependencies(ch *chart.Chart) []string {
-	var missing []string
-	ch.Metadata.Dependencies = slices.DeleteFunc(ch.Metadata.Dependencies, func(d *chart.Dependency) bool {
-		if d == nil {
-			return true
-		}
-		if slices.ContainsFunc(ch.Dependencies(), func(c *chart.Chart) bool { return c.Name() == d.Name }) {
-			return false
-		}
-		missing = append(missing, d.Name)
-		return true
-	})
-	return missing
-}
-
-// helmValues merges what o gives a chart, as `helm template` merges its
-// --values, --set and --set-string (Helm's values.Options.MergeValues):
-// each file over the last, then the inline values, then each --set.
-// The files it reads go into read.
-func (l *loader) helmValues(dir string, o *HelmOverlay, read map[string][]byte) (map[string]any, error) {
-	base, err := l.mergeValueFiles(dir, o.ValueFiles, read)
-	if err != nil {
-		return nil, err
-	}
-	for i, f := range o.From {
-		if f.TargetPath != "" {
-			if err := strvals.ParseInto(f.TargetPath+"="+f.Value, base); err != nil {
-				return nil, fmt.Errorf("values source %d, at %s: %w", i+1, f.TargetPath, err)
-			}
-			continue
-		}
-		var m map[string]any
-		if err := yaml.Unmarshal([]byte(f.Value), &m); err != nil {
-			return nil, fmt.Errorf("values source %d: %w", i+1, err)
-		}
-		base = chartloader.MergeMaps(base, m)
-	}
-	if len(o.Values) > 0 {
-		var m map[string]any
-		if err := yaml.Unmarshal(o.Values, &m); err != nil {
-			return nil, fmt.Errorf("inline values: %w", err)
-		}
-		base = chartloader.MergeMaps(base, m)
-	}
-	for _, s := range o.Set {
-		if err := strvals.ParseInto(s, base); err != nil {
-			return nil, fmt.Errorf("parameter %s: %w", paramName(s), err)
-		}
-	}
-	for _, s := range o.SetString {
-		if err := strvals.ParseIntoString(s, base); err != nil {
-			return nil, fmt.Errorf("parameter %s: %w", paramName(s), err)
-		}
-	}
-	for _, s := range o.SetFile {
-		err := strvals.ParseIntoFile(s, base, func(rs []rune) (any, error) {
-			file := string(rs)
-			if l.outsideRepo(dir, file) {
-				return nil, errOutsideRepo
-			}
-			data, err := l.fsys.ReadFile(file)
-			if err != nil {
-				return nil, pathless(err)
-			}
-			read[file] = data
-			return string(data), nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("file parameter %s: %w", paramName(s), err)
-		}
-	}
-	return base, nil
-}
-
-// mergeValueFiles merges the YAML files (absolute, OS form) in order,
-// each over the last; what it reads goes into read.
-func (l *loader) mergeValueFiles(dir string, files []string, read map[string][]byte) (map[string]any, error) {
-	base := map[string]any{}
-	for _, f := range files {
-		if l.outsideRepo(dir, f) {
-			return nil, fmt.Errorf("reading values file %s: %w", filepath.Base(f), errOutsideRepo)
-		}
-		data, err := l.fsys.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("reading values file %s: %w", filepath.Base(f), pathless(err))
-		}
-		read[f] = data
-		var m map[string]any
-		if err := yaml.Unmarshal(data, &m); err != nil {
-			return nil, fmt.Errorf("values file %s: %w", filepath.Base(f), err)
-		}
-		base = chartloader.MergeMaps(base, m)
-	}
-	return base, nil
-}
-
-// paramName is the name of a name=value parameter: its value may be a
-// secret, so messages name the parameter only.
-func paramName(s string) string {
-	name, _, _ := strings.Cut(s, "=")
-	return name
-}
-
-// pathless is err without the path a file system error carries.
-func pathless(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
-// chartFiles reads the chart in dir as Helm's directory loader does
-// (.helmignore and its defaults apply, a byte order mark is dropped),
-// from the loader's file system so a commit's tree renders as the disk
-// does; a link leaving the repository is refused. It also returns what
-// it read, by absolute path.
-func (l *loader) chartFiles(dir string) ([]*archive.BufferedFile, map[string][]byte, error) {
-	rules := ignore.Empty()
-	if data, err := l.fsys.ReadFile(filepath.Join(dir, ignore.HelmIgnore)); err == nil {
-		r, err := ignore.Parse(bytes.NewReader(data))
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", ignore.HelmIgnore, err)
-		}
-		rules = r
-	}
-	rules.AddDefaults()
-	confine := l.buildRoot(dir)
-	read := map[string][]byte{}
-	var files []*archive.BufferedFile
-	var total int64
-	var visit func(d string) error
-	visit = func(d string) error {
-		entries, err := l.fsys.ReadDir(d)
-		if err != nil {
-			return err
-		}
-		for _, e := range entries {
-			full := filepath.Join(d, e.Name())
-			if kustbuild.IsGitElement(e.Name()) {
-				continue // a git directory is not the chart's, nor the repository's
-			}
-			rel, _ := filepath.Rel(dir, full)
-			rel = filepath.ToSlash(rel)
-			if e.Type()&fs.ModeSymlink != 0 && linkOutside(l.fsys, confine, full) != "" {
-				return fmt.Errorf("%s is a link to a file outside the repository, which keyhole does not read", rel)
-			}
-			fi, err := l.fsys.Stat(full)
-			if err != nil {
-				return fmt.Errorf("%s: %w", rel, pathless(err))
-			}
-			if fi.IsDir() {
-				if !rules.Ignore(rel, fi) {
-					if err := visit(full); err != nil {
-						return err
-					}
-				}
-				continue
-			}
-			if rules.Ignore(rel, fi) {
-				continue
-			}
-			if !fi.Mode().IsRegular() {
-				return fmt.Errorf("cannot load irregular file %s", rel)
-			}
-			total += fi.Size()
-			if total > archive.MaxDecompressedChartSize || len(files) >= helmMaxFiles {
-				return fmt.Errorf("the chart is larger than Helm loads (%d MiB, or %d files)", archive.MaxDecompressedChartSize>>20, helmMaxFiles)
-			}
-			data, err := l.fsys.ReadFile(full)
-			if err != nil {
-				return fmt.Errorf("%s: %w", rel, pathless(err))
-			}
-			read[full] = data
-			files = append(files, &archive.BufferedFile{Name: rel, Data: bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))})
-		}
-		return nil
-	}
-	err := visit(dir)
-	return files, read, err
-}
-
-// chartMatters reports whether a file of the chart in dir names keyhole's
-// kinds, or, when a Connection may read it, declares a Secret.
-func (l *loader) chartMatters(dir string) bool {
-	return l.chartHolds(dir, func(name string, data []byte) bool {
-		return namesKeyhole(name, data) || l.connections && declaresSecret(data)
-	})
-}
-
-// chartNamesKeyhole reports whether a file of the chart in dir names
-// keyhole's kinds.
-func (l *loader) chartNamesKeyhole(dir string) bool {
-	return l.chartHolds(dir, namesKeyhole)
-}
-
-// chartHolds reports whether a file under the chart in dir satisfies
-// holds: its templates, values and subcharts alike.
-func (l *loader) chartHolds(dir string, holds func(name string, data []byte) bool) bool {
-	if l.chartHoldsHere(dir, holds) {
-		return true
-	}
-	// The directories of this repository its dependencies are copied
-	// from (localDependencies) are its subcharts once rendered.
-	return slices.ContainsFunc(l.localDependencies(dir), func(d localDependency) bool { return l.chartHoldsHere(d.dir, holds) })
-}
-
-// chartHoldsHere is chartHolds of the files under dir alone.
-func (l *loader) chartHoldsHere(dir string, holds func(name string, data []byte) bool) bool {
-	found := false
-	n := 0
-	l.visitTree(dir, func(rel string, fi fs.FileInfo) bool {
-		if found || n > maxScopeFiles {
-			return false
-		}
-		n++
-		if fi.IsDir() {
-			return true
-		}
-		data := l.sniff(filepath.Join(dir, filepath.FromSlash(rel)), nil)
-		if data != nil && holds(rel, data) {
-			found = true
-		}
-		return false
-	})
-	return found
 }
 
 // The diagnostics of rendering Helm charts.
@@ -573,86 +248,6 @@ func quoteList(names []string) string {
 		return q[0]
 	}
 	return strings.Join(q[:len(q)-1], ", ") + " and " + q[len(q)-1]
-}
-
-// givenStrings are the values o gives a chart as it gives them, for a
-// message about values that did not merge: each parameter's value, and
-// the string values (or, when they are not YAML, the lines) of inline
-// values and value sources.
-func (o *HelmOverlay) givenStrings() []string {
-	var out []string
-	for _, kv := range slices.Concat(o.Set, o.SetString) {
-		_, v, _ := strings.Cut(kv, "=")
-		out = append(out, v)
-	}
-	texts := []string{string(o.Values)}
-	for _, f := range o.From {
-		texts = append(texts, f.Value)
-	}
-	for _, t := range texts {
-		var m map[string]any
-		if yaml.Unmarshal([]byte(t), &m) == nil {
-			out = append(out, valueStrings(nil, m)...)
-		} else {
-			out = append(out, strings.Split(t, "\n")...)
-		}
-	}
-	return out
-}
-
-// secretCandidates is values less those a template of ch (or of its
-// subcharts) writes out itself: those are the chart's own text, and
-// taking them out of messages too would leave messages unreadable
-// (a value "prometheus" in a chart named kube-prometheus-stack).
-func secretCandidates(ch *chart.Chart, values []string) []string {
-	var text bytes.Buffer
-	var add func(c *chart.Chart)
-	add = func(c *chart.Chart) {
-		for _, t := range c.Templates {
-			text.Write(t.Data)
-			text.WriteByte(0)
-		}
-		for _, d := range c.Dependencies() {
-			add(d)
-		}
-	}
-	add(ch)
-	return slices.DeleteFunc(values, func(v string) bool { return bytes.Contains(text.Bytes(), []byte(v)) })
-}
-
-// valueStrings lists the string values of ch's values (its subcharts'
-// too) and of vals: a render error may quote any of them (a schema's
-// pattern, a failed conversion), and a Secret's value may come from one.
-func valueStrings(ch *chart.Chart, vals map[string]any) []string {
-	var out []string
-	var walk func(v any)
-	walk = func(v any) {
-		switch v := v.(type) {
-		case map[string]any:
-			for _, x := range v {
-				walk(x)
-			}
-		case []any:
-			for _, x := range v {
-				walk(x)
-			}
-		case string:
-			out = append(out, v)
-		}
-	}
-	walk(vals)
-	var charts func(c *chart.Chart)
-	charts = func(c *chart.Chart) {
-		walk(c.Values)
-		for _, d := range c.Dependencies() {
-			charts(d)
-		}
-	}
-	if ch != nil {
-		charts(ch)
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
 }
 
 // prepareHelm readies the rendering of the chart of unit u, deployed by

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -68,7 +67,7 @@ func TestHelmWalkedChart(t *testing.T) {
 		"charts/web/Chart.yaml":                      "apiVersion: v2\nname: web\nversion: 0.1.0\n",
 		"charts/web/templates/cm.yaml":               "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: {{ .Values.missing.field }}}\n",
 	})
-	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	docs, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +146,7 @@ spec:
       ref: values
 `,
 	})
-	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	docs, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +201,7 @@ func TestHelmArgoRefused(t *testing.T) {
 				"chart/templates/conn.yaml": helmConn,
 				"app.yaml":                  app(tc.helm),
 			})
-			_, ds, err := Load([]string{"."}, Options{Dir: dir})
+			_, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -225,7 +224,7 @@ func TestHelmMissingDependency(t *testing.T) {
 		"c/values.yaml":         "name: a\nsecret: s\n",
 		"c/templates/conn.yaml": helmConn,
 	})
-	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	docs, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +260,7 @@ func TestHelmRenderFailsWithoutValues(t *testing.T) {
 				files["c/values.schema.json"] = `{"type": "object", "properties": {"token": {"type": "string", "pattern": "^[0-9]+$"}}}`
 			}
 			writeFiles(t, dir, files)
-			docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+			docs, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -293,35 +292,12 @@ func TestHelmLinkOutside(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(dir, "c", "templates", "leak.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	docs, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(docs) != 0 || len(ds) != 1 || ds[0].Code != CodeHelmRenderFailed || !strings.Contains(ds[0].Message, "outside the repository") {
 		t.Errorf("got %q, %v", docIDs(docs), ds)
-	}
-}
-
-// A template that loops for as long as its values say ends in an error
-// after the bound, not in a hang.
-func TestHelmRenderBounded(t *testing.T) {
-	defer func(d time.Duration) { helmRenderTimeout = d }(helmRenderTimeout)
-	// A bound shorter than any rendering: the loop below takes
-	// milliseconds.
-	helmRenderTimeout = time.Nanosecond
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
-		"c/Chart.yaml":          helmChart,
-		"c/values.yaml":         "name: a\nsecret: s\nn: 300\n",
-		"c/templates/conn.yaml": helmConn,
-		"c/templates/loop.yaml": "{{ range until (int .Values.n) }}{{ range until (int $.Values.n) }}{{ end }}{{ end }}",
-	})
-	_, ds, err := Load([]string{"."}, Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ds) != 1 || ds[0].Code != CodeHelmRenderFailed || !strings.Contains(ds[0].Message, "did not end within") {
-		t.Errorf("got %v", ds)
 	}
 }
 
@@ -346,7 +322,7 @@ spec:
 		"agents/conn.yaml": connection,
 		"web/cm.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n",
 	})
-	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	docs, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +353,7 @@ func TestHelmAnnotationIsNoApplication(t *testing.T) {
 		"c/Chart.yaml":        "apiVersion: v2\nname: c\nversion: 0.1.0\n",
 		"c/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Values.sub.name }}\n  annotations: {argocd.argoproj.io/sync-wave: \"1\"}\n",
 	})
-	_, ds, err := Load([]string{"."}, Options{Dir: dir})
+	_, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,7 +413,7 @@ spec:
 		"charts/agents/templates/c.yaml":  helmConn,
 		"charts/agents/templates/nm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: release, namespace: {{ .Release.Namespace }}}\ndata: {name: {{ .Release.Name }}}\n",
 	})
-	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	docs, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,7 +466,7 @@ func TestHelmReleasePatchedUnapplied(t *testing.T) {
 		"charts/agents/Chart.yaml":       helmChart,
 		"charts/agents/templates/c.yaml": helmConn,
 	})
-	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	docs, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -516,7 +492,7 @@ func TestHelmReleaseSubstituted(t *testing.T) {
 		"charts/agents/Chart.yaml":       helmChart,
 		"charts/agents/templates/c.yaml": helmConn,
 	})
-	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	docs, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -537,7 +513,7 @@ func TestHelmBadParameterNotQuoted(t *testing.T) {
 		"app.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: a, namespace: argocd}\n" +
 			"spec:\n  destination: {namespace: x}\n  source:\n    path: chart\n    helm:\n      parameters: [{name: 'a[x]', value: " + canary + "}]\n",
 	})
-	_, ds, err := Load([]string{"."}, Options{Dir: dir})
+	_, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -570,7 +546,7 @@ func TestHelmArgoValueFilesOutOfReach(t *testing.T) {
 		"apps.yaml": app("agents", "chart", "'secrets+age-import:///keys/key.txt?values-secret.yaml'") +
 			app("web", "web", "gone.yaml"),
 	})
-	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	docs, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -588,5 +564,25 @@ func TestHelmArgoValueFilesOutOfReach(t *testing.T) {
 	}
 	if !warned {
 		t.Errorf("no warning for the encrypted value file: %v", ds)
+	}
+}
+
+// Load given no Helm engine says so at each chart it would render, as a
+// chart Helm cannot render: an embedding program's mistake is a
+// diagnostic, not a panic, and nothing of the chart is taken as checked.
+func TestHelmWithoutEngine(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"c/Chart.yaml":          helmChart,
+		"c/values.yaml":         "name: a\nsecret: s\n",
+		"c/templates/conn.yaml": helmConn,
+	})
+	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) != 0 || len(ds) != 1 || ds[0].Code != CodeHelmRenderFailed || ds[0].Severity != diag.Error ||
+		!strings.Contains(ds[0].Message, "without its Helm engine") {
+		t.Errorf("got %q, %v", docIDs(docs), ds)
 	}
 }

@@ -44,7 +44,7 @@ func TestHelmLocalDependency(t *testing.T) {
 				}
 			}
 			writeFiles(t, dir, files)
-			docs, ds, err := Load([]string{"."}, Options{Dir: dir, MaxFileSize: 1 << 20})
+			docs, ds, err := testLoad([]string{"."}, Options{Dir: dir, MaxFileSize: 1 << 20})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -49,7 +49,7 @@ func TestWalkedChartSecretNames(t *testing.T) {
 				files["agents/templates/conn.yaml"] = c.conn
 			}
 			writeFiles(t, dir, files)
-			_, ds, err := Load([]string{"."}, Options{Dir: dir})
+			_, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -79,7 +79,7 @@ func TestKustomizeBudget(t *testing.T) {
 			dir := t.TempDir()
 			writeFiles(t, dir, tc.files)
 			start := time.Now()
-			docs, diags, err := Load([]string{"k"}, Options{Dir: dir})
+			docs, diags, err := testLoad([]string{"k"}, Options{Dir: dir})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -130,7 +130,7 @@ func BenchmarkKustomizeBuild(b *testing.B) {
 			dir := b.TempDir()
 			writeFiles(b, dir, map[string]string{"k/kustomization.yaml": "resources: [r.yaml]\n", "k/r.yaml": configMapFile(n)})
 			for b.Loop() {
-				docs, diags, err := Load([]string{"k"}, Options{Dir: dir})
+				docs, diags, err := testLoad([]string{"k"}, Options{Dir: dir})
 				if err != nil || len(diags) != 0 || len(docs) != n {
 					b.Fatalf("%d documents, %v, %v", len(docs), diags, err)
 				}
@@ -187,7 +187,7 @@ func BenchmarkKustomizeRoots(b *testing.B) {
 			}
 			writeFiles(b, dir, files)
 			for b.Loop() {
-				docs, diags, err := Load([]string{"repo"}, Options{Dir: dir})
+				docs, diags, err := testLoad([]string{"repo"}, Options{Dir: dir})
 				if err != nil || len(diags) != 0 || len(docs) != roots*perRoot {
 					b.Fatalf("%d documents, %v, %v", len(docs), diags, err)
 				}

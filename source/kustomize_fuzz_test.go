@@ -490,7 +490,7 @@ func kfuzzLoad(t *testing.T, dir string) kfuzzResult {
 			}
 			done <- o
 		}()
-		docs, ds, err := Load([]string{"k"}, Options{Dir: dir, Stdin: strings.NewReader(""), MaxFileSize: 1 << 20})
+		docs, ds, err := testLoad([]string{"k"}, Options{Dir: dir, Stdin: strings.NewReader(""), MaxFileSize: 1 << 20})
 		if err != nil {
 			o.err = fmt.Errorf("Load: %w", err)
 			return

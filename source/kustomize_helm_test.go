@@ -96,7 +96,7 @@ func TestKustomizeHelmNotRun(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeFiles(t, dir, tc.files)
-			_, ds, err := Load([]string{"."}, Options{Dir: dir, MaxFileSize: 1 << 20})
+			_, ds, err := testLoad([]string{"."}, Options{Dir: dir, MaxFileSize: 1 << 20})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -57,7 +57,7 @@ func TestRemoteBases(t *testing.T) {
 			dir := t.TempDir()
 			writeFiles(t, dir, tc.files)
 			hits.Store(0)
-			docs, diags, _ := Load([]string{"k"}, Options{Dir: dir, Stdin: strings.NewReader("")})
+			docs, diags, _ := testLoad([]string{"k"}, Options{Dir: dir, Stdin: strings.NewReader("")})
 			if hits.Load() != 0 {
 				t.Fatalf("%d requests reached the remote with remote bases not allowed", hits.Load())
 			}
@@ -80,7 +80,7 @@ func TestRemoteBases(t *testing.T) {
 		dir := t.TempDir()
 		writeFiles(t, dir, map[string]string{"k/kustomization.yaml": "resources:\n  - cm.yaml\n  - " + url + "\n", "k/cm.yaml": local})
 		hits.Store(0)
-		docs, diags, err := Load([]string{"k"}, Options{Dir: dir, AllowRemoteBases: true})
+		docs, diags, err := testLoad([]string{"k"}, Options{Dir: dir, AllowRemoteBases: true})
 		if err != nil || len(diags) != 0 {
 			t.Fatalf("Load: %v, %v", err, diags)
 		}

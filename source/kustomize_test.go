@@ -19,7 +19,7 @@ import (
 // testdata/kustomize, failing on any error or diagnostic.
 func loadKustomize(t *testing.T, paths ...string) []*Document {
 	t.Helper()
-	docs, ds, err := Load(paths, Options{Dir: filepath.Join("testdata", "kustomize")})
+	docs, ds, err := testLoad(paths, Options{Dir: filepath.Join("testdata", "kustomize")})
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
@@ -427,7 +427,7 @@ func TestKustomizeBuildFailed(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeFiles(t, dir, tc.files)
-			docs, ds, err := Load([]string{"k"}, Options{Dir: dir, MaxFileSize: 2048})
+			docs, ds, err := testLoad([]string{"k"}, Options{Dir: dir, MaxFileSize: 2048})
 			if err != nil {
 				t.Fatalf("Load: %v", err)
 			}
@@ -499,7 +499,7 @@ func TestKustomizeSourceUntouched(t *testing.T) {
 	dir := t.TempDir()
 	const k = "resources: [r.yaml]\n"
 	writeFiles(t, dir, map[string]string{"k/kustomization.yaml": k, "k/r.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"})
-	if _, ds, err := Load([]string{"k"}, Options{Dir: dir}); err != nil || len(ds) > 0 {
+	if _, ds, err := testLoad([]string{"k"}, Options{Dir: dir}); err != nil || len(ds) > 0 {
 		t.Fatalf("Load: %v %v", err, ds)
 	}
 	got, err := os.ReadFile(filepath.Join(dir, "k", "kustomization.yaml"))
@@ -521,7 +521,7 @@ func TestKustomizeFlowNulls(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeFiles(t, dir, map[string]string{"k/kustomization.yaml": k, "k/r.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"})
-			docs, ds, err := Load([]string{"k"}, Options{Dir: dir})
+			docs, ds, err := testLoad([]string{"k"}, Options{Dir: dir})
 			if err != nil || len(ds) > 0 || len(docs) != 1 {
 				t.Fatalf("Load = %d documents, %v, %v; want the one ConfigMap", len(docs), ds, err)
 			}
@@ -576,7 +576,7 @@ func TestKustomizeErrorsNeverQuoteSecrets(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeFiles(t, dir, files)
-			_, ds, err := Load([]string{"k"}, Options{Dir: dir})
+			_, ds, err := testLoad([]string{"k"}, Options{Dir: dir})
 			if err != nil {
 				t.Fatalf("Load: %v", err)
 			}
@@ -601,7 +601,7 @@ func TestKustomizeErrorsNeverQuoteSecrets(t *testing.T) {
 func BenchmarkKustomizeOverlay(b *testing.B) {
 	opts := Options{Dir: filepath.Join("testdata", "kustomize")}
 	for b.Loop() {
-		if _, ds, err := Load([]string{"tree/overlays/prod"}, opts); err != nil || len(ds) > 0 {
+		if _, ds, err := testLoad([]string{"tree/overlays/prod"}, opts); err != nil || len(ds) > 0 {
 			b.Fatal(err, ds)
 		}
 	}
@@ -610,7 +610,7 @@ func BenchmarkKustomizeOverlay(b *testing.B) {
 func BenchmarkKustomizeBaseWalked(b *testing.B) {
 	opts := Options{Dir: filepath.Join("testdata", "kustomize")}
 	for b.Loop() {
-		if _, ds, err := Load([]string{"tree/base/objects.yaml"}, opts); err != nil || len(ds) > 0 {
+		if _, ds, err := testLoad([]string{"tree/base/objects.yaml"}, opts); err != nil || len(ds) > 0 {
 			b.Fatal(err, ds)
 		}
 	}

@@ -81,6 +81,9 @@ type Options struct {
 	// the same name and bytes gave, rather than parsing it again (see
 	// Memo). Load returns the same either way.
 	Memo *Memo
+	// Engines are the engines' packages the units are read with
+	// (source/engines.All); a chart is not rendered without Helm's.
+	Engines Engines
 	// AllUnits builds every engine unit, not only those whose path
 	// holds keyhole's kinds or a Secret: for comparing keyhole's reading
 	// of a repository with an engine's own (bench/corpus/fluxcmp).

@@ -191,7 +191,7 @@ func TestLoadTree(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeFiles(t, dir, tc.files)
-			docs, ds, err := Load(tc.paths, Options{Dir: dir})
+			docs, ds, err := testLoad(tc.paths, Options{Dir: dir})
 			if err != nil {
 				t.Fatalf("Load: %v", err)
 			}
@@ -220,7 +220,7 @@ func TestLoadTree(t *testing.T) {
 func TestLoadPathsOutsideTheWorkingDirectory(t *testing.T) {
 	root := t.TempDir()
 	writeFiles(t, root, map[string]string{"wd/x": "", "other/a.yaml": connection, "other/sub/b.yaml": connection})
-	docs, ds, err := Load([]string{"../other", "../other/a.yaml", filepath.Join(root, "other", "sub", "b.yaml")}, Options{Dir: filepath.Join(root, "wd")})
+	docs, ds, err := testLoad([]string{"../other", "../other/a.yaml", filepath.Join(root, "other", "sub", "b.yaml")}, Options{Dir: filepath.Join(root, "wd")})
 	if err != nil || len(ds) > 0 {
 		t.Fatalf("Load: %v %v", err, ds)
 	}
@@ -235,7 +235,7 @@ func TestLoadStdinAndAbsolutePaths(t *testing.T) {
 	writeFiles(t, dir, map[string]string{"in/a.yaml": connection})
 	outside := t.TempDir()
 	writeFiles(t, outside, map[string]string{"b.yaml": connection})
-	docs, ds, err := Load(
+	docs, ds, err := testLoad(
 		[]string{filepath.Join(dir, "in", "a.yaml"), "-", filepath.Join(outside, "b.yaml"), "-"},
 		Options{Dir: dir, Stdin: strings.NewReader(secretAndClass)},
 	)
@@ -256,7 +256,7 @@ func TestLoadStdinAndAbsolutePaths(t *testing.T) {
 func TestLoadUnreadable(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"ok.yaml": connection})
-	docs, _, err := Load([]string{"missing.yaml", "ok.yaml", "nodir/"}, Options{Dir: dir})
+	docs, _, err := testLoad([]string{"missing.yaml", "ok.yaml", "nodir/"}, Options{Dir: dir})
 	if !errors.Is(err, ErrUnreadable) {
 		t.Fatalf("err = %v, want ErrUnreadable", err)
 	}
@@ -268,7 +268,7 @@ func TestLoadUnreadable(t *testing.T) {
 	if len(docs) != 1 {
 		t.Errorf("the readable file's documents were not returned: %v", docIDs(docs))
 	}
-	_, _, err = Load([]string{"-"}, Options{Dir: dir})
+	_, _, err = testLoad([]string{"-"}, Options{Dir: dir})
 	if !errors.Is(err, ErrUnreadable) {
 		t.Errorf("stdin without a reader: err = %v, want ErrUnreadable", err)
 	}
@@ -477,7 +477,7 @@ func TestLoadTooLarge(t *testing.T) {
 			runtime.GC()
 			runtime.ReadMemStats(&before)
 			start := time.Now()
-			docs, ds, err := Load(tc.paths, Options{Dir: dir, Stdin: tc.stdin, MaxFileSize: tc.max})
+			docs, ds, err := testLoad(tc.paths, Options{Dir: dir, Stdin: tc.stdin, MaxFileSize: tc.max})
 			elapsed := time.Since(start)
 			runtime.ReadMemStats(&after)
 			t.Logf("refused in %v, %d bytes allocated", elapsed, after.TotalAlloc-before.TotalAlloc)
@@ -534,7 +534,7 @@ func TestLoadSymlinksAndPermissions(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		docs, ds, err := Load([]string{"repo", "repo/missing.yaml"}, Options{Dir: dir})
+		docs, ds, err := testLoad([]string{"repo", "repo/missing.yaml"}, Options{Dir: dir})
 		done <- result{docs, ds, err}
 	}()
 	var r result

@@ -57,7 +57,7 @@ func TestMemo(t *testing.T) {
 			}
 			write(map[string]string{"connection.yaml": connection, "secret.yaml": secretAndClass})
 			memo := NewMemo()
-			first, _, err := Load([]string{"."}, Options{Dir: dir, Memo: memo})
+			first, _, err := testLoad([]string{"."}, Options{Dir: dir, Memo: memo})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,11 +65,11 @@ func TestMemo(t *testing.T) {
 				t.Fatalf("the first load reused %d files", memo.Hits())
 			}
 			write(tc.change)
-			again, againDiags, err := Load([]string{"."}, Options{Dir: dir, Memo: memo})
+			again, againDiags, err := testLoad([]string{"."}, Options{Dir: dir, Memo: memo})
 			if err != nil {
 				t.Fatal(err)
 			}
-			fresh, freshDiags, err := Load([]string{"."}, Options{Dir: dir})
+			fresh, freshDiags, err := testLoad([]string{"."}, Options{Dir: dir})
 			if err != nil {
 				t.Fatal(err)
 			}

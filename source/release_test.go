@@ -66,13 +66,13 @@ func TestReleaseReadsTreesBack(t *testing.T) {
 	tree := headTree(t, dir)
 	for name, base := range map[string]Options{"disk": {Dir: dir}, "commit": {Dir: dir, Tree: tree}} {
 		t.Run(name, func(t *testing.T) {
-			kept, keptDiags, err := Load([]string{"."}, base)
+			kept, keptDiags, err := testLoad([]string{"."}, base)
 			if err != nil {
 				t.Fatal(err)
 			}
 			opts := base
 			opts.Digest = releaseAll
-			released, diags, err := Load([]string{"."}, opts)
+			released, diags, err := testLoad([]string{"."}, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -133,7 +133,7 @@ func dump(n *yaml.Node) string {
 // TestReleaseStdinKeepsTrees: standard input cannot be read again, so its
 // documents keep their trees whatever the Digest says.
 func TestReleaseStdinKeepsTrees(t *testing.T) {
-	docs, _, err := Load([]string{"-"}, Options{Stdin: strings.NewReader(releaseFiles["multi.yaml"]), Digest: releaseAll})
+	docs, _, err := testLoad([]string{"-"}, Options{Stdin: strings.NewReader(releaseFiles["multi.yaml"]), Digest: releaseAll})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestReleaseFileGoneOrChanged(t *testing.T) {
 			if err := os.WriteFile(path, []byte(releaseFiles["multi.yaml"]), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			docs, _, err := Load([]string{path}, Options{Digest: releaseAll})
+			docs, _, err := testLoad([]string{path}, Options{Digest: releaseAll})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -216,12 +216,12 @@ func FuzzReleaseReadsBack(f *testing.F) {
 			t.Fatal(err)
 		}
 		opts := Options{Dir: dir, MaxFileSize: 1 << 20}
-		kept, keptDiags, err := Load([]string{"in.yaml"}, opts)
+		kept, keptDiags, err := testLoad([]string{"in.yaml"}, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		opts.Digest = releaseAll
-		released, diags, err := Load([]string{"in.yaml"}, opts)
+		released, diags, err := testLoad([]string{"in.yaml"}, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -250,7 +250,7 @@ func FuzzReleaseReadsBack(f *testing.F) {
 			}
 			return &objDigest{o: o, ok: true}, true
 		}
-		said, _, err := Load([]string{"in.yaml"}, opts)
+		said, _, err := testLoad([]string{"in.yaml"}, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -278,7 +278,7 @@ func (o *objDigest) DigestObject() (diag.Object, bool) { return o.o, o.ok }
 func TestReleaseObjectFromDigest(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, releaseFiles)
-	kept, _, err := Load([]string{"."}, Options{Dir: dir})
+	kept, _, err := testLoad([]string{"."}, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +291,7 @@ func TestReleaseObjectFromDigest(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var mu sync.Mutex // Digest runs on the loader's workers
 			given := map[diag.Pos]any{}
-			released, _, err := Load([]string{"."}, Options{Dir: dir, Digest: func(d *Document) (any, bool) {
+			released, _, err := testLoad([]string{"."}, Options{Dir: dir, Digest: func(d *Document) (any, bool) {
 				dg := digest(d)
 				mu.Lock()
 				defer mu.Unlock()
@@ -349,7 +349,7 @@ func TestReleaseAsParsed(t *testing.T) {
 	}
 	before := objects()
 	var first uint64
-	got, _, err := Load([]string{path}, Options{Digest: func(d *Document) (any, bool) {
+	got, _, err := testLoad([]string{path}, Options{Digest: func(d *Document) (any, bool) {
 		if d.Index == 0 {
 			first = objects()
 		}
@@ -377,7 +377,7 @@ func TestLoadKeepsNoStatAnswers(t *testing.T) {
 		files[filepath.Join("ns-"+strconv.Itoa(i), "connection.yaml")] = connection
 	}
 	writeFiles(t, dir, files)
-	docs, diags, err := Load([]string{dir}, Options{Digest: releaseAll})
+	docs, diags, err := testLoad([]string{dir}, Options{Digest: releaseAll})
 	if err != nil || len(diags) > 0 {
 		t.Fatalf("Load: %v %v", err, diags)
 	}

@@ -57,7 +57,7 @@ func TestScope(t *testing.T) {
 	writeFiles(t, dir, tree)
 
 	t.Run("walked", func(t *testing.T) {
-		docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+		docs, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +112,7 @@ func TestScope(t *testing.T) {
 	}
 	for p, want := range named {
 		t.Run("named "+p, func(t *testing.T) {
-			_, ds, err := Load([]string{p}, Options{Dir: dir})
+			_, ds, err := testLoad([]string{p}, Options{Dir: dir})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -261,7 +261,7 @@ func TestUnits(t *testing.T) {
 		"clusters/a.yaml":                    class,
 		"clusters/b/b.yaml":                  strings.Replace(class, "name: c", "name: d", 1),
 	})
-	docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+	docs, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 	if err != nil || len(ds) > 0 {
 		t.Fatalf("Load: %v %v", ds, err)
 	}
@@ -287,7 +287,7 @@ func TestUnits(t *testing.T) {
 
 	// A build's diagnostics name its unit.
 	writeFiles(t, dir, map[string]string{"apps/staging/kustomization.yaml": "resources: [../base, gone.yaml]\n"})
-	_, ds, _ = Load([]string{"."}, Options{Dir: dir})
+	_, ds, _ = testLoad([]string{"."}, Options{Dir: dir})
 	if len(ds) != 1 || !slices.Equal(ds[0].Units, []string{"apps/staging"}) {
 		t.Errorf("want one diagnostic of unit apps/staging, got %v (units %v)", ds, unitsOf(ds))
 	}
@@ -362,7 +362,7 @@ func TestExclude(t *testing.T) {
 			if paths == nil {
 				paths = []string{"."}
 			}
-			docs, ds, err := Load(paths, Options{Dir: dir, Exclude: tc.exclude})
+			docs, ds, err := testLoad(paths, Options{Dir: dir, Exclude: tc.exclude})
 			if err != nil || len(ds) > 0 {
 				t.Fatalf("Load: %v %v", ds, err)
 			}
@@ -425,7 +425,7 @@ func TestSecretsBuiltOnlyForConnections(t *testing.T) {
 			dir := t.TempDir()
 			writeFiles(t, dir, tree)
 			writeFiles(t, dir, tc.extra)
-			docs, ds, err := Load(tc.paths, Options{Dir: dir, Exclude: tc.exclude, Stdin: strings.NewReader(tc.stdin)})
+			docs, ds, err := testLoad(tc.paths, Options{Dir: dir, Exclude: tc.exclude, Stdin: strings.NewReader(tc.stdin)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -105,7 +105,7 @@ func TestSecretScope(t *testing.T) {
 				files[k] = v
 			}
 			writeFiles(t, dir, files)
-			docs, ds, err := Load([]string{"."}, Options{Dir: dir})
+			docs, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 			if err != nil {
 				t.Fatal(err)
 			}

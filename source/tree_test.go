@@ -84,7 +84,7 @@ func writeFiles(t testing.TB, dir string, files map[string]string) {
 // loaded is what a Load returned, as comparable text.
 func loaded(t *testing.T, paths []string, opts Options) (docs []string, diags []string, errText string) {
 	t.Helper()
-	ds, dl, err := Load(paths, opts)
+	ds, dl, err := testLoad(paths, opts)
 	for _, d := range ds {
 		b, merr := yaml.Marshal(d.Node)
 		if merr != nil {
@@ -337,7 +337,7 @@ func BenchmarkLoadTree(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			docs := 0
 			for b.Loop() {
-				ds, _, err := Load([]string{"."}, Options{Dir: dir, Tree: tree()})
+				ds, _, err := testLoad([]string{"."}, Options{Dir: dir, Tree: tree()})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -365,7 +365,7 @@ func TestTreeBuildReadsOnlyWhatItOpens(t *testing.T) {
 	writeFiles(t, dir, files)
 	commitAll(t, r, "files")
 	tree := headTree(t, dir)
-	docs, ds, err := Load([]string{"app"}, Options{Dir: dir, Tree: tree})
+	docs, ds, err := testLoad([]string{"app"}, Options{Dir: dir, Tree: tree})
 	if err != nil || len(ds) > 0 || len(docs) != 1 {
 		t.Fatalf("Load: %d docs, %v, %v", len(docs), ds, err)
 	}
@@ -417,7 +417,7 @@ func TestTreeMissingBlobs(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			docs, _, err := Load(tc.paths, Options{Dir: dir, Tree: tree})
+			docs, _, err := testLoad(tc.paths, Options{Dir: dir, Tree: tree})
 			switch {
 			case tc.errText == "" && err != nil:
 				t.Fatalf("Load: %v", err)
@@ -438,7 +438,7 @@ func TestTreeLoadOutside(t *testing.T) {
 	writeFiles(t, dir, map[string]string{"a.yaml": "kind: x\n"})
 	commitAll(t, r, "first")
 	tree := headTree(t, dir)
-	_, _, err := Load([]string{"../elsewhere.yaml"}, Options{Dir: dir, Tree: tree})
+	_, _, err := testLoad([]string{"../elsewhere.yaml"}, Options{Dir: dir, Tree: tree})
 	if !errors.Is(err, ErrUnreadable) || !strings.Contains(err.Error(), "outside the git repository") {
 		t.Fatalf("Load outside = %v, want ErrUnreadable saying why", err)
 	}

@@ -106,7 +106,7 @@ spec:
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeFiles(t, dir, tc.files)
-			_, diags, err := Load([]string{"."}, Options{Dir: dir})
+			_, diags, err := testLoad([]string{"."}, Options{Dir: dir})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -167,7 +167,7 @@ spec:
   credential: {kind: secret, secretRef: {name: "${APP}-llm-secret"}}
 `,
 	})
-	docs, diags, err := Load([]string{"."}, Options{Dir: dir})
+	docs, diags, err := testLoad([]string{"."}, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

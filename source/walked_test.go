@@ -39,7 +39,7 @@ func TestWalkedNonObjects(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			docs, ds, err := Load(tc.paths, Options{})
+			docs, ds, err := testLoad(tc.paths, Options{})
 			if err != nil || len(docs) != 0 {
 				t.Fatalf("Load: %d docs, %v", len(docs), err)
 			}

@@ -37,6 +37,15 @@ var layers = []struct {
 	}},
 }
 
+// engineArrows are the imports allowed between the packages of source's
+// engines, by importer: the engines import one another as a DAG, each
+// arrow listed here on purpose, so fixing one engine never reaches into
+// another unseen.
+var engineArrows = map[string][]string{
+	"source/engines": {"source/helm"},
+	"source/fixture": {"source/engines"},
+}
+
 // proxyMay are the module's packages the proxy's tree may import: the
 // keyhole-proxy binary is built from it alone.
 var proxyMay = []string{"diag", "internal/...", "proxy", "proxy/..."}
@@ -99,6 +108,8 @@ func violations(pkgs []pkg) []string {
 				out = append(out, p.path+" ─► "+imp+": "+imp+" has no layer")
 			case to > from:
 				out = append(out, p.path+" ─► "+imp+": "+layers[from].name+" may not import "+layers[to].name)
+			case to == from && layers[from].name == "source's engines" && !slices.Contains(engineArrows[p.path], imp):
+				out = append(out, p.path+" ─► "+imp+": not an arrow between source's engines that engineArrows allows")
 			case inProxy && !matchesAny(proxyMay, imp):
 				out = append(out, p.path+" ─► "+imp+": the proxy's tree imports only diag, internal/... and proxy/...")
 			}
@@ -172,7 +183,8 @@ func TestViolations(t *testing.T) {
 			pkgs: []pkg{
 				{path: "cli", imports: []string{"pipeline", "proxy/proxycmd", "source"}},
 				{path: "compiler", imports: []string{"access", "source", "proxy/policy"}},
-				{path: "source/fixture", imports: []string{"source", "schema"}},
+				{path: "source/fixture", imports: []string{"source", "schema", "source/engines"}},
+				{path: "source/engines", imports: []string{"source", "source/helm"}},
 				{path: "internal/kustbuild", imports: []string{"diag"}},
 				{path: "proxy/proxycmd", imports: []string{"proxy", "internal/version", "diag"}},
 			},
@@ -188,6 +200,10 @@ func TestViolations(t *testing.T) {
 		"source imports an engine": {
 			pkgs: []pkg{{path: "source", imports: []string{"source/flux"}}},
 			want: []string{"source ─► source/flux: source may not import source's engines"},
+		},
+		"an engine imports another unlisted": {
+			pkgs: []pkg{{path: "source/helm", imports: []string{"source", "source/fixture"}}},
+			want: []string{"source/helm ─► source/fixture: not an arrow between source's engines that engineArrows allows"},
 		},
 		"the proxy imports the schema": {
 			pkgs: []pkg{{path: "proxy/config", imports: []string{"schema"}}},

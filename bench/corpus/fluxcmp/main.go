@@ -43,6 +43,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"keyhole.dev/keyhole/source"
+	"keyhole.dev/keyhole/source/engines"
 )
 
 func main() {
@@ -79,7 +80,7 @@ func compareRepo(dir string) (result, error) {
 	if err != nil {
 		return r, err
 	}
-	docs, ds, err := source.Load([]string{"."}, source.Options{Dir: abs, AllUnits: true})
+	docs, ds, err := source.Load([]string{"."}, source.Options{Engines: engines.All(), Dir: abs, AllUnits: true})
 	if err != nil {
 		return r, err
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"keyhole.dev/keyhole/source"
+	"keyhole.dev/keyhole/source/engines"
 )
 
 // readTree returns every file under dir by slash path.
@@ -72,7 +73,7 @@ func TestGenerate(t *testing.T) {
 			if st.Files != tc.files {
 				t.Errorf("%d files, want %d", st.Files, tc.files)
 			}
-			docs, ds, err := source.Load([]string{dir}, source.Options{})
+			docs, ds, err := source.Load([]string{dir}, source.Options{Engines: engines.All()})
 			if err != nil || len(ds) > 0 {
 				t.Fatalf("Load: %v %v", err, ds)
 			}

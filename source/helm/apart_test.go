@@ -1,16 +1,22 @@
-package source
+package helm
 
 import (
 	"maps"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"helm.sh/helm/v4/pkg/chart/loader/archive"
 	chartloader "helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/strvals"
 	"sigs.k8s.io/yaml"
+
+	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/source"
 )
 
 // TestRenderApartAsInProcess: the renderer process renders what Helm's
@@ -34,17 +40,17 @@ api: {{ .Capabilities.APIVersions.Has "x.example.com/v1" }}
 		valuesYAML  string
 		set         []string
 		chartValues string
-		o           HelmOverlay
+		o           source.HelmOverlay
 	}{
 		"values of every kind": {
 			valuesYAML: "n: 3\nbig: 1000000\nl: [1, a, true, null, {x: 2.5}]\nm: {k: {deep: yes}}\nstr: \"line\\nbreak\"\nnothing: null\n",
 			set:        []string{"s=12", "m.k.deep=false"},
-			o:          HelmOverlay{ReleaseName: "r", Namespace: "team", KubeVersion: "1.31.0", APIVersions: []string{"x.example.com/v1"}},
+			o:          source.HelmOverlay{ReleaseName: "r", Namespace: "team", KubeVersion: "1.31.0", APIVersions: []string{"x.example.com/v1"}},
 		},
 		"chart values replaced": {
 			files:       map[string]string{"values.yaml": "n: 1\n"},
 			chartValues: "n: 7\nbig: 2.5e10\n",
-			o:           HelmOverlay{ReleaseName: "release-name", Namespace: "default"},
+			o:           source.HelmOverlay{ReleaseName: "release-name", Namespace: "default"},
 		},
 		"a subchart, a test hook left out": {
 			files: map[string]string{
@@ -63,7 +69,7 @@ api: {{ .Capabilities.APIVersions.Has "x.example.com/v1" }}
 				"templates/release-revision.yaml": `rev: {{ .Release.Revision }} {{ .Release.IsInstall }}`,
 			},
 			valuesYAML: "n: 1\nstr: '{{ .Release.Name }}'\nglobal: {g: G}\n",
-			o:          HelmOverlay{ReleaseName: "rel", Namespace: "ns", SkipTests: true},
+			o:          source.HelmOverlay{ReleaseName: "rel", Namespace: "ns", SkipTests: true},
 		},
 	}
 	for name, c := range cases {
@@ -110,6 +116,29 @@ api: {{ .Capabilities.APIVersions.Has "x.example.com/v1" }}
 	}
 }
 
+// A template that loops for as long as its values say ends in an error
+// after the bound, not in a hang.
+func TestHelmRenderBounded(t *testing.T) {
+	defer func(d time.Duration) { helmRenderTimeout = d }(helmRenderTimeout)
+	// A bound shorter than any rendering: the loop below takes
+	// milliseconds.
+	helmRenderTimeout = time.Nanosecond
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"c/Chart.yaml":          helmChart,
+		"c/values.yaml":         "name: a\nsecret: s\nn: 300\n",
+		"c/templates/conn.yaml": helmConn,
+		"c/templates/loop.yaml": "{{ range until (int .Values.n) }}{{ range until (int $.Values.n) }}{{ end }}{{ end }}",
+	})
+	_, ds, err := load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 1 || ds[0].Code != source.CodeHelmRenderFailed || !strings.Contains(ds[0].Message, "did not end within") {
+		t.Errorf("got %v", ds)
+	}
+}
+
 // TestHelmRenderMemoryBounded: a template that asks for more memory than
 // the machine has, at once or a little at a time, ends in a diagnostic
 // naming the bound, not in a crash of keyhole's process.
@@ -133,13 +162,50 @@ func TestHelmRenderMemoryBounded(t *testing.T) {
 				"c/templates/conn.yaml": helmConn,
 				"c/templates/bomb.yaml": tmpl,
 			})
-			_, ds, err := Load([]string{"."}, Options{Dir: dir})
+			_, ds, err := load(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(ds) != 1 || ds[0].Code != CodeHelmRenderFailed || !strings.Contains(ds[0].Message, "rendering needed more than 256 MiB of memory") {
+			if len(ds) != 1 || ds[0].Code != source.CodeHelmRenderFailed || !strings.Contains(ds[0].Message, "rendering needed more than 256 MiB of memory") {
 				t.Errorf("got %v", ds)
 			}
 		})
 	}
 }
+
+// load loads the directory dir as keyhole check does, with this engine.
+func load(dir string) ([]*source.Document, diag.List, error) {
+	return source.Load([]string{"."}, source.Options{Dir: dir, Engines: source.Engines{Helm: Engine{}}})
+}
+
+// writeFiles writes files (slash-separated paths relative to dir).
+func writeFiles(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for name, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// helmConn is a template of a Connection that reads its values.
+const helmConn = `apiVersion: omnia.altairalabs.ai/v1alpha1
+kind: Connection
+metadata:
+  name: {{ .Values.name }}
+  namespace: {{ .Release.Namespace }}
+  labels: {release: {{ .Release.Name }}, tier: {{ .Values.tier | quote }}}
+spec:
+  hosts: [api.github.com]
+  credential: {kind: secret, secretRef: {name: {{ .Values.secret }}}}
+  placement:
+    inject:
+      - header: Authorization
+        value: "Bearer {{ "{{ .token }}" }}"
+`
+
+const helmChart = "apiVersion: v2\nname: agents\nversion: 0.1.0\n"

@@ -1,4 +1,4 @@
-package source
+package helm
 
 import (
 	"path/filepath"
@@ -8,6 +8,8 @@ import (
 	"helm.sh/helm/v4/pkg/chart/loader/archive"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"sigs.k8s.io/yaml"
+
+	"keyhole.dev/keyhole/source"
 )
 
 // A chart's Chart.yaml may list a dependency of this repository by its
@@ -30,8 +32,8 @@ type localDependency struct {
 // localDependencies lists the dependencies Chart.yaml of the chart in dir
 // names by a directory of the repository (file://), whose Chart.yaml is
 // there.
-func (l *loader) localDependencies(dir string) []localDependency {
-	data := l.sniff(filepath.Join(dir, "Chart.yaml"), []byte("file://"))
+func localDependencies(h source.Host, dir string) []localDependency {
+	data := h.Sniff(filepath.Join(dir, "Chart.yaml"), []byte("file://"))
 	if data == nil {
 		return nil
 	}
@@ -44,7 +46,7 @@ func (l *loader) localDependencies(dir string) []localDependency {
 	if yaml.Unmarshal(data, &meta) != nil {
 		return nil
 	}
-	root := l.repoRoot(dir)
+	root := h.RepoRoot(dir)
 	var out []localDependency
 	for _, d := range meta.Dependencies {
 		rel, ok := strings.CutPrefix(strings.TrimSpace(d.Repository), "file://")
@@ -52,10 +54,10 @@ func (l *loader) localDependencies(dir string) []localDependency {
 			continue
 		}
 		dep := filepath.Clean(filepath.Join(dir, filepath.FromSlash(rel)))
-		if !within(root, dep) || dep == dir {
+		if !source.Within(root, dep) || dep == dir {
 			continue
 		}
-		if fi, err := l.fsys.Stat(filepath.Join(dep, "Chart.yaml")); err != nil || !fi.Mode().IsRegular() {
+		if fi, err := h.Stat(filepath.Join(dep, "Chart.yaml")); err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
 		out = append(out, localDependency{name: d.Name, dir: dep})
@@ -67,13 +69,13 @@ func (l *loader) localDependencies(dir string) []localDependency {
 // dir), the files of each dependency it lacks that a directory of the
 // repository holds, under charts/NAME/, as helm dependency build copies
 // them; read gets the files read. It reports whether it added any.
-func (l *loader) withLocalDependencies(dir string, ch *chart.Chart, files *[]*archive.BufferedFile, read map[string][]byte) bool {
+func withLocalDependencies(h source.Host, dir string, ch *chart.Chart, files *[]*archive.BufferedFile, read map[string][]byte) bool {
 	added := false
-	for _, d := range l.localDependencies(dir) {
+	for _, d := range localDependencies(h, dir) {
 		if slices.ContainsFunc(ch.Dependencies(), func(c *chart.Chart) bool { return c.Name() == d.name }) {
 			continue // charts/ holds it
 		}
-		dfiles, dread, err := l.chartFiles(d.dir)
+		dfiles, dread, err := chartFiles(h, d.dir)
 		if err != nil || len(*files)+len(dfiles) > helmMaxFiles {
 			continue // as if absent: said as a missing dependency
 		}

@@ -1,4 +1,4 @@
-package source
+package apart
 
 import (
 	"errors"

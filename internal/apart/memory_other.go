@@ -1,6 +1,6 @@
 //go:build !linux
 
-package source
+package apart
 
 import "runtime/debug"
 

@@ -1,0 +1,95 @@
+package source
+
+import (
+	"errors"
+	"io/fs"
+)
+
+// An engine whose semantics have a package of their own under source/
+// (source/helm) is given to Load in Options.Engines; source never
+// imports one. The engine reads the repository through a Host: the
+// loader's file system (the disk, or a commit's tree), confined to the
+// repository as every read of the loader is. See docs/architecture.md,
+// "Packages".
+
+// Engines are the engines' packages a Load reads with; source/engines.All
+// gives every one.
+type Engines struct {
+	// Helm renders the Helm charts the units deploy (source/helm).
+	Helm Helm
+}
+
+// Helm renders a Helm chart as `helm template` renders it.
+type Helm interface {
+	// Render renders the chart in dir (absolute, OS form) with o,
+	// reading through h. It is called from several goroutines at once.
+	Render(h Host, dir string, o *HelmOverlay) HelmRun
+	// LocalDependencies are the directories of the repository (absolute,
+	// OS form) that the chart in dir lists as its dependencies by path
+	// (file://): its subcharts, once rendered.
+	LocalDependencies(h Host, dir string) []string
+}
+
+// HelmRun is what rendering one chart gave.
+type HelmRun struct {
+	// Files are the templates' output and the chart's CRD files, in
+	// order.
+	Files []RenderedFile
+	// Read is every file the chart's load read, by absolute path.
+	Read map[string][]byte
+	// Missing names the dependencies Chart.yaml lists that the chart's
+	// charts/ directory does not hold: rendered without them.
+	Missing []string
+	// Values are the string values the chart was given, which a message
+	// about it must not quote.
+	Values []string
+	Err    error
+}
+
+// RenderedFile is one template's output (or one CRD file), named by its
+// path on disk (absolute, OS form) where it has one.
+type RenderedFile struct {
+	Abs  string
+	Data []byte
+}
+
+// errNoHelm is a chart's rendering when Load was given no Helm engine.
+var errNoHelm = errors.New("keyhole was built without its Helm engine (source.Options.Engines)")
+
+// Host is what an engine's package reads of one Load.
+type Host struct{ l *loader }
+
+// ReadFile reads the file at abs (absolute, OS form).
+func (h Host) ReadFile(abs string) ([]byte, error) { return h.l.fsys.ReadFile(abs) }
+
+// ReadDir lists the directory at abs.
+func (h Host) ReadDir(abs string) ([]fs.DirEntry, error) { return h.l.fsys.ReadDir(abs) }
+
+// Stat describes the file at abs, following symbolic links.
+func (h Host) Stat(abs string) (fs.FileInfo, error) { return h.l.fsys.Stat(abs) }
+
+// Sniff returns the bytes of the regular file abs when they hold marker
+// and the file is within the size limit, else nil.
+func (h Host) Sniff(abs string, marker []byte) []byte { return h.l.sniff(abs, marker) }
+
+// RepoRoot is the root of the repository the path at dir is in:
+// Options.Root when set; else the enclosing git working tree's top; else
+// the working directory, or dir itself when it lies outside that too.
+func (h Host) RepoRoot(dir string) string { return h.l.repoRoot(dir) }
+
+// BuildRoot is the root no read of a build of dir (absolute) may leave:
+// the repository's.
+func (h Host) BuildRoot(dir string) string { return h.l.buildRoot(dir) }
+
+// LinkOutside returns the first symbolic link met in resolving abs whose
+// target lies outside root, or in a .git directory under it; "" when
+// there is none.
+func (h Host) LinkOutside(root, abs string) string { return linkOutside(h.l.fsys, root, abs) }
+
+// OutsideRepo reports whether reading abs (a file an engine's object
+// names) would leave the repository that holds dir; such a read is
+// refused with ErrOutsideRepo.
+func (h Host) OutsideRepo(dir, abs string) bool { return h.l.outsideRepo(dir, abs) }
+
+// Within reports whether abs is dir or under it (both absolute, OS form).
+func Within(dir, abs string) bool { return within(dir, abs) }
