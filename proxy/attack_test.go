@@ -14,7 +14,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/http/httptrace"
 	"net/textproto"
 	"net/url"
@@ -37,10 +36,7 @@ import (
 func withUpstream(t *testing.T, h http.Handler, names ...string) harnessOpt {
 	t.Helper()
 	ca := newTestCA(t, "test upstream CA")
-	srv := httptest.NewUnstartedServer(h)
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.leaf(t, names...)}}
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
+	srv := ca.serve(t, h, names...)
 	return resolveTo(ca, srv.Listener.Addr().String(), names...)
 }
 

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/xml"
@@ -164,10 +163,7 @@ func TestServerSigV4WorkloadIdentity(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			upCA := newTestCA(t, "aws stand-in CA")
 			s3 := &s3Objects{objects: map[string]string{}}
-			s3srv := httptest.NewUnstartedServer(s3)
-			s3srv.TLS = &tls.Config{Certificates: []tls.Certificate{upCA.leaf(t, "s3.us-east-1.amazonaws.com")}}
-			s3srv.StartTLS()
-			t.Cleanup(s3srv.Close)
+			s3srv := upCA.serve(t, s3, "s3.us-east-1.amazonaws.com")
 			id := &awsIdentityStandIn{t: t, s3: s3, proof: "eyJ.pod-token." + canary, role: "arn:aws:iam::111122223333:role/agent", lifetime: 3 * time.Second}
 			dir := t.TempDir()
 			tokenFile := filepath.Join(dir, "token")
@@ -360,10 +356,7 @@ func TestServerGoogleWorkloadIdentity(t *testing.T) {
 	t.Cleanup(mdsrv.Close)
 	t.Setenv("GCE_METADATA_HOST", mdsrv.Listener.Addr().String())
 	upCA := newTestCA(t, "api stand-in CA")
-	api := httptest.NewUnstartedServer(http.HandlerFunc(md.api))
-	api.TLS = &tls.Config{Certificates: []tls.Certificate{upCA.leaf(t, "api.example", "run.example")}}
-	api.StartTLS()
-	t.Cleanup(api.Close)
+	api := upCA.serve(t, http.HandlerFunc(md.api), "api.example", "run.example")
 	h := newHarnessConfig(t, workloadGoogleConfig, func(o *Options) {
 		o.UpstreamRoots = o.UpstreamRoots.Clone()
 		o.UpstreamRoots.AddCert(upCA.cert)

@@ -87,10 +87,7 @@ func pemPKCS1(k *rsa.PrivateKey) string {
 
 func newGitHubStandIn(t testing.TB, ca *testCA, appID int64, pub *rsa.PublicKey, lifetime time.Duration) *githubStandIn {
 	g := &githubStandIn{appID: appID, pub: pub, lifetime: lifetime, clock: time.Now}
-	g.srv = httptest.NewUnstartedServer(http.HandlerFunc(g.serve))
-	g.srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.leaf(t, "api.github.com", "github.com")}}
-	g.srv.StartTLS()
-	t.Cleanup(g.srv.Close)
+	g.srv = ca.serve(t, http.HandlerFunc(g.serve), "api.github.com", "github.com")
 	return g
 }
 

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"crypto/rsa"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -51,10 +50,7 @@ type authStandIn struct {
 
 func newAuthStandIn(t testing.TB, ca *testCA, lifetime time.Duration) *authStandIn {
 	a := &authStandIn{lifetime: lifetime, clientSecret: "cs-" + canary, refresh: "rt-" + canary + "-0", live: map[string]time.Time{}}
-	a.srv = httptest.NewUnstartedServer(http.HandlerFunc(a.serve))
-	a.srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.leaf(t, "auth.example", "api.example", "oauth2.googleapis.com")}}
-	a.srv.StartTLS()
-	t.Cleanup(a.srv.Close)
+	a.srv = ca.serve(t, http.HandlerFunc(a.serve), "auth.example", "api.example", "oauth2.googleapis.com")
 	return a
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -69,10 +68,7 @@ type sigv4StandIn struct {
 
 func newSigV4StandIn(t testing.TB, ca *testCA, names ...string) *sigv4StandIn {
 	s := &sigv4StandIn{key: sigv4Secret}
-	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
-	s.srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.leaf(t, names...)}}
-	s.srv.StartTLS()
-	t.Cleanup(s.srv.Close)
+	s.srv = ca.serve(t, http.HandlerFunc(s.serve), names...)
 	return s
 }
 
