@@ -429,6 +429,14 @@ func (w *world) setToken(t testing.TB, token string) {
 	)
 }
 
+// plantSecret makes each of vs a secret value of the world: no output may
+// hold it.
+func (w *world) plantSecret(vs ...string) {
+	w.secretsMu.Lock()
+	defer w.secretsMu.Unlock()
+	w.secrets = append(w.secrets, vs...)
+}
+
 // assertNoSecret fails the test if any secret value appears in out.
 func (w *world) assertNoSecret(t testing.TB, what, out string) {
 	t.Helper()
