@@ -33,11 +33,7 @@ Exit status: 0 listed, described or allowed; 1 the request is refused;
 
 func runExplain(e *env, args []string) int {
 	fs := newFlags(e, "explain", "[flags] [PATH...]")
-	usage := fs.Usage
-	fs.Usage = func() {
-		usage()
-		fmt.Fprintf(e.stderr, "\n%s", explainHelp)
-	}
+	helpAfterUsage(fs, e.stderr, explainHelp)
 	var f checkFlags
 	f.registerInputs(fs)
 	f.noImages = true // what a sandbox may reach does not depend on its image
