@@ -936,18 +936,7 @@ func TestServerScrubEscapedEcho(t *testing.T) {
 	c := h.client()
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			req, err := http.NewRequest("GET", tc.url, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tc.auth != "" {
-				req.Header.Set("Authorization", tc.auth)
-			}
-			resp, err := c.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body := readBody(t, resp)
+			resp, body := doAuthorized(t, c, "GET", tc.url, tc.auth)
 			if resp.StatusCode != 200 || body != "credential carried: true\n" {
 				t.Fatalf("%s: %q, want 200 with the credential carried", resp.Status, body)
 			}
@@ -963,6 +952,24 @@ func TestServerScrubEscapedEcho(t *testing.T) {
 			}
 		})
 	}
+}
+
+// doAuthorized sends method target through c with the Authorization
+// auth, none when empty, and returns the response and its body.
+func doAuthorized(t *testing.T, c *http.Client, method, target, auth string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, target, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, readBody(t, resp)
 }
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
@@ -1475,15 +1482,7 @@ func TestServerScrubEncodedEcho(t *testing.T) {
 	c := h.client()
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			req, _ := http.NewRequest(cmp.Or(tc.method, "GET"), tc.url, nil)
-			if tc.auth != "" {
-				req.Header.Set("Authorization", tc.auth)
-			}
-			resp, err := c.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body := readBody(t, resp)
+			resp, body := doAuthorized(t, c, cmp.Or(tc.method, "GET"), tc.url, tc.auth)
 			if resp.StatusCode != 200 {
 				t.Fatalf("%s", resp.Status)
 			}
