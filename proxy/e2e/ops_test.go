@@ -212,13 +212,8 @@ func TestTunnelCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	connect := func() int {
-		conn, err := net.DialTimeout("tcp", w.proxy.addr, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
+		conn := w.sendConnect(t, "api.github.com:443", 10*time.Second)
 		defer conn.Close()
-		conn.SetDeadline(time.Now().Add(10 * time.Second))
-		fmt.Fprintf(conn, "CONNECT api.github.com:443 HTTP/1.1\r\nHost: api.github.com:443\r\n\r\n")
 		resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: http.MethodConnect})
 		if err != nil {
 			t.Fatal(err)
