@@ -196,6 +196,19 @@ func TestCheckGraphQLDeterministic(t *testing.T) {
 	}
 }
 
+// githubRuleConfig is a config that injects a bearer token on
+// api.github.com under the one rule.
+func githubRuleConfig(rule config.Rule) *config.Config {
+	return &config.Config{
+		APIVersion: config.APIVersion, Kind: config.Kind, Sandbox: config.SandboxRef{Name: "s"},
+		Hosts: []config.Host{{
+			Name: "api.github.com", Connection: "github",
+			Inject: config.Inject{Secret: "gh", Header: &config.HeaderInject{Name: "Authorization", Value: "Bearer {{ .token }}"}},
+			Rules:  []config.Rule{rule},
+		}},
+	}
+}
+
 // TestGraphQLRule: a rule with a GraphQL condition matches through
 // MatchRule and Decide, and a refusal says why.
 func TestGraphQLRule(t *testing.T) {
@@ -206,15 +219,7 @@ func TestGraphQLRule(t *testing.T) {
 	if MatchRule(rule, "POST", "/graphql", gqlBody(`mutation { a }`)) {
 		t.Error("a mutation matches")
 	}
-	cfg := &config.Config{
-		APIVersion: config.APIVersion, Kind: config.Kind, Sandbox: config.SandboxRef{Name: "s"},
-		Hosts: []config.Host{{
-			Name: "api.github.com", Connection: "github",
-			Inject: config.Inject{Secret: "gh", Header: &config.HeaderInject{Name: "Authorization", Value: "Bearer {{ .token }}"}},
-			Rules:  []config.Rule{rule},
-		}},
-	}
-	p, err := NewPolicy(cfg)
+	p, err := NewPolicy(githubRuleConfig(rule))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,15 +248,7 @@ func TestGraphQLConfigValidate(t *testing.T) {
 	}
 	for name, rule := range tests {
 		t.Run(name, func(t *testing.T) {
-			cfg := &config.Config{
-				APIVersion: config.APIVersion, Kind: config.Kind, Sandbox: config.SandboxRef{Name: "s"},
-				Hosts: []config.Host{{
-					Name: "api.github.com", Connection: "github",
-					Inject: config.Inject{Secret: "gh", Header: &config.HeaderInject{Name: "Authorization", Value: "Bearer {{ .token }}"}},
-					Rules:  []config.Rule{rule},
-				}},
-			}
-			if err := cfg.Validate(); !errors.Is(err, config.ErrInvalid) {
+			if err := githubRuleConfig(rule).Validate(); !errors.Is(err, config.ErrInvalid) {
 				t.Errorf("Validate = %v, want ErrInvalid", err)
 			}
 		})
