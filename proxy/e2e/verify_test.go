@@ -212,6 +212,17 @@ func (w *world) tunnel(t *testing.T, target, sni string) (*tls.Conn, *bufio.Read
 	return w.tunnelTLS(t, target, &tls.Config{ServerName: sni, RootCAs: w.sandboxCA.pool(), NextProtos: []string{"http/1.1"}})
 }
 
+// mustTunnel is tunnel to host's port 443 with host as the SNI, failing t
+// if the tunnel fails.
+func (w *world) mustTunnel(t *testing.T, host string) (*tls.Conn, *bufio.Reader) {
+	t.Helper()
+	c, br, err := w.tunnel(t, host+":443", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, br
+}
+
 // tunnelTLS is tunnel with the client's whole TLS config.
 func (w *world) tunnelTLS(t *testing.T, target string, cfg *tls.Config) (*tls.Conn, *bufio.Reader, error) {
 	t.Helper()
