@@ -155,6 +155,16 @@ type upstream struct {
 	seen []recorded
 }
 
+// recording is h, each request recorded in u first.
+func (u *upstream) recording(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.mu.Lock()
+		u.seen = append(u.seen, recorded{Method: r.Method, URI: r.RequestURI, Host: r.Host, Header: r.Header.Clone()})
+		u.mu.Unlock()
+		h.ServeHTTP(w, r)
+	})
+}
+
 func startUpstream(t testing.TB, ca *testCA, names []string, h http.Handler) *upstream {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -169,12 +179,7 @@ func serveUpstream(t testing.TB, ln net.Listener, ca *testCA, names []string, h 
 	t.Helper()
 	u := &upstream{addr: ln.Addr().String()}
 	srv := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			u.mu.Lock()
-			u.seen = append(u.seen, recorded{Method: r.Method, URI: r.RequestURI, Host: r.Host, Header: r.Header.Clone()})
-			u.mu.Unlock()
-			h.ServeHTTP(w, r)
-		}),
+		Handler: u.recording(h),
 		TLSConfig: &tls.Config{
 			Certificates: []tls.Certificate{ca.leaf(t, names...)},
 			NextProtos:   []string{"http/1.1"},
