@@ -92,6 +92,24 @@ func TestSubstitute(t *testing.T) {
 	}
 }
 
+// wantGHRefused runs gh with args (its --include showing the answer's
+// headers), which a read-only connector must refuse with the proxy's
+// l7-not-allowed before api.github.com sees a request.
+func (w *world) wantGHRefused(t *testing.T, env []string, gh string, args ...string) {
+	t.Helper()
+	before := len(w.api.requests())
+	res := w.runClient(t, t.TempDir(), env, gh, args...)
+	if res.err == nil {
+		t.Fatalf("gh %s succeeded through a read-only connector\n%s", strings.Join(args, " "), res.stdout)
+	}
+	if !strings.Contains(res.stdout, "X-Omnia-Egress-Refused: l7-not-allowed") {
+		t.Errorf("gh did not get the proxy's refusal:\nstdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
+	}
+	if n := len(w.api.requests()) - before; n != 0 {
+		t.Errorf("api.github.com saw %d requests", n)
+	}
+}
+
 // TestPythonRequests runs Python requests in the sandbox's environment:
 // REQUESTS_CA_BUNDLE trusts the sandbox CA and HTTPS_PROXY finds the proxy.
 func TestPythonRequests(t *testing.T) {
@@ -210,17 +228,7 @@ func TestGhAPIWrites(t *testing.T) {
 	}
 	for name, args := range tests {
 		t.Run(name, func(t *testing.T) {
-			before := len(w.api.requests())
-			res := w.runClient(t, t.TempDir(), env, gh, append([]string{"api", "--include"}, args...)...)
-			if res.err == nil {
-				t.Fatalf("gh api %s succeeded through a read-only connector\n%s", strings.Join(args, " "), res.stdout)
-			}
-			if !strings.Contains(res.stdout, "X-Omnia-Egress-Refused: l7-not-allowed") {
-				t.Errorf("gh did not get the proxy's refusal:\n%s\n%s", res.stdout, res.stderr)
-			}
-			if n := len(w.api.requests()) - before; n != 0 {
-				t.Errorf("api.github.com saw %d requests", n)
-			}
+			w.wantGHRefused(t, env, gh, append([]string{"api", "--include"}, args...)...)
 		})
 	}
 }

@@ -111,17 +111,7 @@ func TestGhGraphQLReads(t *testing.T) {
 	}
 	for name, args := range writes {
 		t.Run(name, func(t *testing.T) {
-			before := len(w.api.requests())
-			res := w.runClient(t, t.TempDir(), env, gh, args...)
-			if res.err == nil {
-				t.Fatalf("gh %s succeeded through a read-only connector\n%s", strings.Join(args, " "), res.stdout)
-			}
-			if !strings.Contains(res.stdout, "X-Omnia-Egress-Refused: l7-not-allowed") {
-				t.Errorf("gh did not get the proxy's refusal:\nstdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
-			}
-			if n := len(w.api.requests()) - before; n != 0 {
-				t.Errorf("api.github.com saw %d requests", n)
-			}
+			w.wantGHRefused(t, env, gh, args...)
 		})
 	}
 }
