@@ -72,11 +72,6 @@ func runExplain(e *env, args []string) int {
 	}
 	units, code, ok := plan(e, "explain", paths, &f)
 	if !ok {
-		// 1 means refused: inputs that do not check are an error, as a
-		// ref that does not resolve is for diff.
-		if code == exitFailed {
-			code = exitUsage
-		}
 		return code
 	}
 	units, err = selectUnit(units, *unit)

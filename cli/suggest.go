@@ -69,9 +69,6 @@ func runSuggest(e *env, args []string) int {
 	}
 	units, code, ok := plan(e, "suggest", paths, &f)
 	if !ok {
-		if code == exitFailed {
-			code = exitUsage
-		}
 		return code
 	}
 	r := suggest.Suggest(log, units, os.ReadFile)
