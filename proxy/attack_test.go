@@ -377,30 +377,33 @@ const planted = "HTTP/1.1 200 OK\r\nContent-Length: 7\r\nX-Planted: yes\r\n\r\np
 // tunnel and be served on the same pooled connection, on either
 // forwarding path.
 func TestServerPoolPoisoning(t *testing.T) {
+	// The paths whose answer plants a body the status or method forbids:
+	// its status, and whether the body follows the head a little later.
+	planting := map[string]struct {
+		status string
+		late   bool
+	}{
+		"/head-body":         {status: "200 OK"},
+		"/head-late-body":    {status: "200 OK", late: true},
+		"/not-modified":      {status: "304 Not Modified"},
+		"/no-content":        {status: "204 No Content"},
+		"/no-content-late":   {status: "204 No Content", late: true},
+		"/not-modified-late": {status: "304 Not Modified", late: true},
+	}
 	serve := func(c net.Conn) {
 		eachRequest(c, func(req *http.Request) {
-			head := func(status string) string {
-				return "HTTP/1.1 " + status + "\r\nContent-Length: " + fmt.Sprint(len(planted)) + "\r\n\r\n"
+			if p, ok := planting[req.URL.Path]; ok {
+				head := "HTTP/1.1 " + p.status + "\r\nContent-Length: " + fmt.Sprint(len(planted)) + "\r\n\r\n"
+				if !p.late {
+					io.WriteString(c, head+planted)
+					return
+				}
+				io.WriteString(c, head)
+				time.Sleep(150 * time.Millisecond)
+				io.WriteString(c, planted)
+				return
 			}
 			switch req.URL.Path {
-			case "/head-body":
-				io.WriteString(c, head("200 OK")+planted)
-			case "/head-late-body":
-				io.WriteString(c, head("200 OK"))
-				time.Sleep(150 * time.Millisecond)
-				io.WriteString(c, planted)
-			case "/not-modified":
-				io.WriteString(c, head("304 Not Modified")+planted)
-			case "/no-content":
-				io.WriteString(c, head("204 No Content")+planted)
-			case "/no-content-late":
-				io.WriteString(c, head("204 No Content"))
-				time.Sleep(150 * time.Millisecond)
-				io.WriteString(c, planted)
-			case "/not-modified-late":
-				io.WriteString(c, head("304 Not Modified"))
-				time.Sleep(150 * time.Millisecond)
-				io.WriteString(c, planted)
 			case "/overrun":
 				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"+planted)
 			case "/overrun-late":
