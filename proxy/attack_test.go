@@ -40,9 +40,11 @@ func withUpstream(t *testing.T, h http.Handler, names ...string) harnessOpt {
 	return resolveTo(ca, srv.Listener.Addr().String(), names...)
 }
 
-// resolveTo points names:443 at addr, trusting ca for them.
+// resolveTo points names:443 at addr, trusting ca for them in a copy of
+// the upstream roots, so that the pool it started from is left as it was.
 func resolveTo(ca *testCA, addr string, names ...string) harnessOpt {
 	return func(o *Options) {
+		o.UpstreamRoots = o.UpstreamRoots.Clone()
 		o.UpstreamRoots.AddCert(ca.cert)
 		for _, n := range names {
 			o.Resolve[n+":443"] = addr

@@ -180,11 +180,7 @@ func TestServerSigV4WorkloadIdentity(t *testing.T) {
 				env = map[string]string{"AWS_CONTAINER_CREDENTIALS_FULL_URI": idsrv.URL + "/v1/credentials", "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE": tokenFile}
 			}
 			t.Cleanup(idsrv.Close)
-			h := newHarnessConfig(t, workloadSigV4Config, func(o *Options) {
-				o.UpstreamRoots = o.UpstreamRoots.Clone()
-				o.UpstreamRoots.AddCert(upCA.cert)
-				o.Resolve["s3.us-east-1.amazonaws.com:443"] = s3srv.Listener.Addr().String()
-			})
+			h := newHarnessConfig(t, workloadSigV4Config, resolveTo(upCA, s3srv.Listener.Addr().String(), "s3.us-east-1.amazonaws.com"))
 			client := idsrv.Client()
 			client.Timeout = 5 * time.Second
 			h.srv.oauth.identity.Store(&workloadIdentity{getenv: func(k string) string { return env[k] }, client: client})
@@ -357,11 +353,7 @@ func TestServerGoogleWorkloadIdentity(t *testing.T) {
 	t.Setenv("GCE_METADATA_HOST", mdsrv.Listener.Addr().String())
 	upCA := newTestCA(t, "api stand-in CA")
 	api := upCA.serve(t, http.HandlerFunc(md.api), "api.example", "run.example")
-	h := newHarnessConfig(t, workloadGoogleConfig, func(o *Options) {
-		o.UpstreamRoots = o.UpstreamRoots.Clone()
-		o.UpstreamRoots.AddCert(upCA.cert)
-		o.Resolve["api.example:443"], o.Resolve["run.example:443"] = api.Listener.Addr().String(), api.Listener.Addr().String()
-	})
+	h := newHarnessConfig(t, workloadGoogleConfig, resolveTo(upCA, api.Listener.Addr().String(), "api.example", "run.example"))
 	var outs []string
 	get := func(url string, want int) {
 		t.Helper()
@@ -428,11 +420,7 @@ func TestServerGoogleWorkloadIdentity(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("a 401 the metadata server cannot renew: %s, want the API's 401 as it came", resp.Status)
 	}
-	h2 := newHarnessConfig(t, workloadGoogleConfig, func(o *Options) {
-		o.UpstreamRoots = o.UpstreamRoots.Clone()
-		o.UpstreamRoots.AddCert(upCA.cert)
-		o.Resolve["api.example:443"] = api.Listener.Addr().String()
-	})
+	h2 := newHarnessConfig(t, workloadGoogleConfig, resolveTo(upCA, api.Listener.Addr().String(), "api.example"))
 	resp, body = h2.bearer("GET", "https://api.example/v1/things", "")
 	outs = append(outs, body)
 	if resp.StatusCode != http.StatusBadGateway || resp.Header.Get(policy.RefusedHeader) != string(policy.ReasonCredentialUnavailable) {

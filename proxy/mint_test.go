@@ -208,12 +208,7 @@ func newGitHubAppHarness(t testing.TB, key *rsa.PrivateKey, lifetime time.Durati
 	t.Helper()
 	ghCA := newTestCA(t, "github stand-in CA")
 	g := newGitHubStandIn(t, ghCA, 1234, &key.PublicKey, lifetime)
-	h := newHarnessConfig(t, githubAppConfig, func(o *Options) {
-		o.UpstreamRoots = o.UpstreamRoots.Clone()
-		o.UpstreamRoots.AddCert(ghCA.cert)
-		addr := g.srv.Listener.Addr().String()
-		o.Resolve["api.github.com:443"], o.Resolve["github.com:443"] = addr, addr
-	})
+	h := newHarnessConfig(t, githubAppConfig, resolveTo(ghCA, g.srv.Listener.Addr().String(), "api.github.com", "github.com"))
 	h.secrets.write(map[string]string{"private-key.pem": pemPKCS1(key)})
 	return h, g
 }
