@@ -110,22 +110,25 @@ func (w *world) wantGHRefused(t *testing.T, env []string, gh string, args ...str
 	}
 }
 
+// pythonWithRequests is a python3 that can import requests. The python3
+// on PATH may be another installation than Debian's (pyenv here), which
+// python3-requests does not reach: the first of it and /usr/bin/python3
+// that can is taken.
+func pythonWithRequests(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{requireTool(t, "python3"), "/usr/bin/python3"} {
+		if exec.Command(p, "-c", "import requests").Run() == nil {
+			return p
+		}
+	}
+	t.Fatal("neither python3 on PATH nor /usr/bin/python3 can import requests: run apt-get install -y python3-requests")
+	return ""
+}
+
 // TestPythonRequests runs Python requests in the sandbox's environment:
 // REQUESTS_CA_BUNDLE trusts the sandbox CA and HTTPS_PROXY finds the proxy.
 func TestPythonRequests(t *testing.T) {
-	// The python3 on PATH may be another installation than Debian's
-	// (pyenv here), which python3-requests does not reach: take the first
-	// that can import requests.
-	python := ""
-	for _, p := range []string{requireTool(t, "python3"), "/usr/bin/python3"} {
-		if exec.Command(p, "-c", "import requests").Run() == nil {
-			python = p
-			break
-		}
-	}
-	if python == "" {
-		t.Fatal("neither python3 on PATH nor /usr/bin/python3 can import requests: run apt-get install -y python3-requests")
-	}
+	python := pythonWithRequests(t)
 	w := newWorld(t, "github-acme.json")
 	const script = `
 import json, os, requests
