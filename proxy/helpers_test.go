@@ -393,6 +393,17 @@ func readBody(t testing.TB, resp *http.Response) string {
 	return string(b)
 }
 
+// fetch GETs url through the proxy with the harness's client and returns
+// the response and its body.
+func (h *harness) fetch(t testing.TB, url string) (*http.Response, string) {
+	t.Helper()
+	resp, err := h.client().Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, readBody(t, resp)
+}
+
 func (h *harness) get(path string) string {
 	h.t.Helper()
 	resp, err := http.Get("http://" + h.admin + path)
