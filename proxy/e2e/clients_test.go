@@ -170,12 +170,7 @@ print(json.dumps({"ok": ok.status_code, "name": ok.json()["full_name"], "no": no
 func TestGhAPI(t *testing.T) {
 	gh := requireTool(t, "gh")
 	w := newWorld(t, "github-acme.json")
-	env := w.sandboxEnv(t,
-		"GH_CONFIG_DIR="+t.TempDir(),
-		"GH_NO_UPDATE_NOTIFIER=1",
-		"GH_PROMPT_DISABLED=1",
-		"NO_COLOR=1",
-	)
+	env := w.ghEnv(t)
 	before := len(w.api.requests())
 	res := w.runClient(t, t.TempDir(), env, gh, "api", "/repos/acme/widgets")
 	if res.err != nil {
@@ -209,13 +204,7 @@ func TestGhAPI(t *testing.T) {
 func TestGhAPIWrites(t *testing.T) {
 	gh := requireTool(t, "gh")
 	w := newWorld(t, "substitute.json")
-	env := w.sandboxEnv(t,
-		"GH_TOKEN=omnia-injected-company",
-		"GH_CONFIG_DIR="+t.TempDir(),
-		"GH_NO_UPDATE_NOTIFIER=1",
-		"GH_PROMPT_DISABLED=1",
-		"NO_COLOR=1",
-	)
+	env := w.ghEnv(t, "GH_TOKEN=omnia-injected-company")
 	input := filepath.Join(t.TempDir(), "issue.json")
 	writeFile(t, input, []byte(`{"title":"from the sandbox"}`))
 	tests := map[string][]string{

@@ -57,14 +57,7 @@ func readOnlyGitHubConfig(t *testing.T) string {
 func TestGhGraphQLReads(t *testing.T) {
 	gh := requireTool(t, "gh")
 	w := newWorld(t, readOnlyGitHubConfig(t))
-	env := w.sandboxEnv(t,
-		"GH_TOKEN=omnia-injected-company",
-		"GH_CONFIG_DIR="+t.TempDir(),
-		"GH_NO_UPDATE_NOTIFIER=1",
-		"GH_PROMPT_DISABLED=1",
-		"GH_PAGER=cat",
-		"NO_COLOR=1",
-	)
+	env := w.ghEnv(t, "GH_TOKEN=omnia-injected-company", "GH_PAGER=cat")
 	reads := map[string]struct {
 		args []string
 		// want is what gh prints from the fake's answer; op is a word

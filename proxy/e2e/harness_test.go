@@ -530,6 +530,13 @@ func (w *world) startProxy(t testing.TB, config string, extra ...string) *proxyP
 	}
 }
 
+// ghEnv is sandboxEnv for the real gh, with extra: a config directory of
+// its own, and no update notice, prompt or colour.
+func (w *world) ghEnv(t testing.TB, extra ...string) []string {
+	t.Helper()
+	return w.sandboxEnv(t, append([]string{"GH_CONFIG_DIR=" + t.TempDir(), "GH_NO_UPDATE_NOTIFIER=1", "GH_PROMPT_DISABLED=1", "NO_COLOR=1"}, extra...)...)
+}
+
 // sandboxEnv is the environment the renderer gives a sandbox: the proxy,
 // the placeholder and every CA-bundle variable pointing at the sandbox
 // bundle, set explicitly because this machine exports them pointing at the

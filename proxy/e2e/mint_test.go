@@ -114,7 +114,7 @@ func TestGitHubAppTokens(t *testing.T) {
 	if got := w.curl(t, "https://api.github.com/repos/acme/widgets/pulls"); got.code != http.StatusOK {
 		t.Errorf("curl: %d %s", got.code, got.stderr)
 	}
-	env := w.sandboxEnv(t, "GH_CONFIG_DIR="+t.TempDir(), "GH_NO_UPDATE_NOTIFIER=1", "GH_PROMPT_DISABLED=1", "NO_COLOR=1")
+	env := w.ghEnv(t)
 	if res := w.runClient(t, t.TempDir(), env, requireTool(t, "gh"), "api", "/repos/acme/widgets"); res.err != nil {
 		t.Errorf("gh api /repos/acme/widgets: %v\n%s", res.err, res.stderr)
 	}
@@ -158,7 +158,7 @@ func TestGitHubAppTokenRevoked(t *testing.T) {
 		t.Errorf("curl after the revocation: %d %s", got.code, got.stderr)
 	}
 	revoke()
-	env := w.sandboxEnv(t, "GH_CONFIG_DIR="+t.TempDir(), "GH_NO_UPDATE_NOTIFIER=1", "GH_PROMPT_DISABLED=1", "NO_COLOR=1")
+	env := w.ghEnv(t)
 	if res := w.runClient(t, t.TempDir(), env, requireTool(t, "gh"), "api", "/repos/acme/widgets"); res.err != nil {
 		t.Errorf("gh api after the revocation: %v\n%s", res.err, res.stderr)
 	}
