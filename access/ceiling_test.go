@@ -310,11 +310,7 @@ var (
 )
 
 func randomMatch(rng *rand.Rand) (methods, prefixes, patterns []string, body map[string][]string) {
-	for _, m := range propMethods {
-		if rng.IntN(2) == 0 {
-			methods = append(methods, m)
-		}
-	}
+	methods = proptest.Subset(rng, propMethods)
 	for range rng.IntN(3) {
 		if rng.IntN(2) == 0 {
 			prefixes = append(prefixes, proptest.Path(rng, propSegs, false))
@@ -369,13 +365,7 @@ func randomCeiling(rng *rand.Rand) Ceiling {
 // randomOperations is a non-empty set of GraphQL operation types.
 func randomOperations(rng *rand.Rand) []string {
 	for {
-		var ops []string
-		for _, op := range config.GraphQLOperations() {
-			if rng.IntN(2) == 0 {
-				ops = append(ops, op)
-			}
-		}
-		if len(ops) > 0 {
+		if ops := proptest.Subset(rng, config.GraphQLOperations()); len(ops) > 0 {
 			return ops
 		}
 	}

@@ -28,40 +28,10 @@ import (
 // run here. Each step is steps/<id>.sh in the script's work directory;
 // a script gives an input a value with env INPUT_<NAME>=...
 func TestActionSteps(t *testing.T) {
-	for _, tool := range []string{"git", "bash", "gh", "go"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is not on PATH (make test installs it): %v", tool, err)
-		}
-	}
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := readAction(t, filepath.Join(root, "action.yml"))
-	var inputs []string
-	for name := range a.Inputs {
-		inputs = append(inputs, name)
-	}
-	wrappers := map[string]string{}
-	for _, s := range a.Runs.Steps {
-		if s.Run == "" {
-			continue
-		}
-		w, err := stepWrapper(a, s, inputs)
-		if err != nil {
-			t.Fatalf("step %q: %v", s.Name, err)
-		}
-		wrappers[s.ID] = w
-	}
+	root, writeSteps := actionStepScripts(t, "git", "bash", "gh", "go")
 	p := scriptParams(t, "testdata/script-action", func(env *testscript.Env) error {
-		dir := filepath.Join(env.WorkDir, "steps")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := writeSteps(env); err != nil {
 			return err
-		}
-		for id, w := range wrappers {
-			if err := os.WriteFile(filepath.Join(dir, id+".sh"), []byte(w), 0o644); err != nil {
-				return err
-			}
 		}
 		api := newCommentsAPI()
 		srv := httptest.NewTLSServer(api)
@@ -112,6 +82,65 @@ func TestActionSteps(t *testing.T) {
 		},
 	}
 	testscript.Run(t, p)
+}
+
+// needTools fails t unless each of tools is on PATH.
+func needTools(t *testing.T, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not on PATH (make test installs it): %v", tool, err)
+		}
+	}
+}
+
+// actionStepScripts fails t unless the tools a suite needs are on PATH,
+// and returns the repository's root and a setup that writes each shell
+// step of its action.yml as steps/<id>.sh in a script's work directory.
+func actionStepScripts(t *testing.T, tools ...string) (root string, writeSteps func(env *testscript.Env) error) {
+	t.Helper()
+	needTools(t, tools...)
+	root, wrappers := actionStepWrappers(t)
+	return root, func(env *testscript.Env) error {
+		dir := filepath.Join(env.WorkDir, "steps")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		for id, w := range wrappers {
+			if err := os.WriteFile(filepath.Join(dir, id+".sh"), []byte(w), 0o644); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// actionStepWrappers returns the repository's root and, by step id, a
+// script that runs each shell step of its action.yml as the runner would
+// (stepWrapper).
+func actionStepWrappers(t *testing.T) (root string, wrappers map[string]string) {
+	t.Helper()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := readAction(t, filepath.Join(root, "action.yml"))
+	var inputs []string
+	for name := range a.Inputs {
+		inputs = append(inputs, name)
+	}
+	wrappers = map[string]string{}
+	for _, s := range a.Runs.Steps {
+		if s.Run == "" {
+			continue
+		}
+		w, err := stepWrapper(a, s, inputs)
+		if err != nil {
+			t.Fatalf("step %q: %v", s.Name, err)
+		}
+		wrappers[s.ID] = w
+	}
+	return root, wrappers
 }
 
 // stepWrapper is a script that runs step s as the runner would.

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -31,40 +30,10 @@ const (
 // step's output, error, warning and notice become annotations) and prints
 // what it applied. Comments go through a stand-in gh on PATH (ghStandIn).
 func TestActionHostile(t *testing.T) {
-	for _, tool := range []string{"git", "bash", "jq"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is not on PATH (make test installs it): %v", tool, err)
-		}
-	}
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := readAction(t, filepath.Join(root, "action.yml"))
-	var inputs []string
-	for name := range a.Inputs {
-		inputs = append(inputs, name)
-	}
-	wrappers := map[string]string{}
-	for _, s := range a.Runs.Steps {
-		if s.Run == "" {
-			continue
-		}
-		w, err := stepWrapper(a, s, inputs)
-		if err != nil {
-			t.Fatalf("step %q: %v", s.Name, err)
-		}
-		wrappers[s.ID] = w
-	}
+	root, writeSteps := actionStepScripts(t, "git", "bash", "jq")
 	p := scriptParams(t, "testdata/script-action-hostile", func(env *testscript.Env) error {
-		dir := filepath.Join(env.WorkDir, "steps")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := writeSteps(env); err != nil {
 			return err
-		}
-		for id, w := range wrappers {
-			if err := os.WriteFile(filepath.Join(dir, id+".sh"), []byte(w), 0o644); err != nil {
-				return err
-			}
 		}
 		env.Setenv("GITHUB_ACTION_PATH", root)
 		env.Setenv("GITHUB_SERVER_URL", "https://github.com")

@@ -288,6 +288,15 @@ func newFlags(e *env, name, synopsis string) *flag.FlagSet {
 	return fs
 }
 
+// helpAfterUsage has fs's -h print help to w after the usage and flags.
+func helpAfterUsage(fs *flag.FlagSet, w io.Writer, help string) {
+	usage := fs.Usage
+	fs.Usage = func() {
+		usage()
+		fmt.Fprintf(w, "\n%s", help)
+	}
+}
+
 // flagExit maps a flag parse error to an exit code: -h is not a failure.
 func flagExit(err error) int {
 	if errors.Is(err, flag.ErrHelp) {

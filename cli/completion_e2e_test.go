@@ -14,11 +14,7 @@ import (
 // TestCompletionShells loads each completion script into its real shell
 // and asks it to complete, as a user pressing TAB would.
 func TestCompletionShells(t *testing.T) {
-	for _, sh := range completionShells() {
-		if _, err := exec.LookPath(sh); err != nil {
-			t.Fatalf("%s is not on PATH (make test installs it): %v", sh, err)
-		}
-	}
+	needTools(t, completionShells()...)
 	dir := t.TempDir()
 	for _, sh := range completionShells() {
 		var out bytes.Buffer

@@ -74,11 +74,7 @@ finds errors (nothing is compared then; fix the side the message names);
 
 func runDiff(e *env, args []string) int {
 	fs := newFlags(e, "diff", "--base REF [--head REF] [flags] [PATH...]")
-	usage := fs.Usage
-	fs.Usage = func() {
-		usage()
-		fmt.Fprintf(e.stderr, "\n%s", diffHelp)
-	}
+	helpAfterUsage(fs, e.stderr, diffHelp)
 	base := fs.String("base", "", "the `REF` to compare from, e.g. main or origin/main (required)")
 	head := fs.String("head", "", "the `REF` to compare to; the working tree on disk when omitted")
 	format := fs.String("format", "text", "output `format`: "+strings.Join(diffFormats(), ", "))

@@ -210,25 +210,10 @@ func TestDownloadKeyhole(t *testing.T) {
 // PATH; a ref with no release says the source build follows
 // (installed=false).
 func TestActionDownloadStep(t *testing.T) {
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := readAction(t, filepath.Join(root, "action.yml"))
-	var inputs []string
-	for name := range a.Inputs {
-		inputs = append(inputs, name)
-	}
-	var wrapper string
-	for _, s := range a.Runs.Steps {
-		if s.ID == "download" {
-			if wrapper, err = stepWrapper(a, s, inputs); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	root, wrappers := actionStepWrappers(t)
+	wrapper := wrappers["download"]
 	if wrapper == "" {
-		t.Fatal("action.yml has no download step")
+		t.Fatal("action.yml has no download shell step")
 	}
 	const version = "v1.2.3"
 	name, good := releaseArchive(t, version)

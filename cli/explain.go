@@ -33,11 +33,7 @@ Exit status: 0 listed, described or allowed; 1 the request is refused;
 
 func runExplain(e *env, args []string) int {
 	fs := newFlags(e, "explain", "[flags] [PATH...]")
-	usage := fs.Usage
-	fs.Usage = func() {
-		usage()
-		fmt.Fprintf(e.stderr, "\n%s", explainHelp)
-	}
+	helpAfterUsage(fs, e.stderr, explainHelp)
 	var f checkFlags
 	f.registerInputs(fs)
 	f.noImages = true // what a sandbox may reach does not depend on its image
@@ -76,11 +72,6 @@ func runExplain(e *env, args []string) int {
 	}
 	units, code, ok := plan(e, "explain", paths, &f)
 	if !ok {
-		// 1 means refused: inputs that do not check are an error, as a
-		// ref that does not resolve is for diff.
-		if code == exitFailed {
-			code = exitUsage
-		}
 		return code
 	}
 	units, err = selectUnit(units, *unit)

@@ -15,11 +15,7 @@ import (
 // it would from a user's pinned rev) and runs it on a repository that
 // checks clean, then on one with an error.
 func TestPreCommitHook(t *testing.T) {
-	for _, tool := range []string{"pre-commit", "git", "go"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is not on PATH (make test installs it): %v", tool, err)
-		}
-	}
+	needTools(t, "pre-commit", "git", "go")
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)

@@ -264,7 +264,10 @@ func count(bs ...bool) int {
 }
 
 // plan loads, checks and returns each deploy unit's plan, printing
-// diagnostics to stderr; ok is false when the check found errors.
+// diagnostics to stderr; ok is false, with the exit code, when the inputs
+// cannot be read or the check found errors. Either is a usage error (2)
+// for the commands that plan, since their 1 means refused, as a ref that
+// does not resolve is for diff.
 func plan(e *env, cmd string, paths []string, f *checkFlags) ([]compiler.Unit, int, bool) {
 	c, err := pipeline.Check(f.options(e, paths))
 	if err != nil {
@@ -275,7 +278,7 @@ func plan(e *env, cmd string, paths []string, f *checkFlags) ([]compiler.Unit, i
 			return nil, fail(e, cmd, err), false
 		}
 		fmt.Fprintf(e.stderr, "keyhole %s: the check found errors; fix them first\n", cmd)
-		return nil, exitFailed, false
+		return nil, exitUsage, false
 	}
 	return c.Result.Units, exitOK, true
 }

@@ -34,11 +34,7 @@ inputs whose check finds errors.
 
 func runSuggest(e *env, args []string) int {
 	fs := newFlags(e, "suggest", "[flags] [PATH...]")
-	usage := fs.Usage
-	fs.Usage = func() {
-		usage()
-		fmt.Fprintf(e.stdout, "\n%s", suggestHelp)
-	}
+	helpAfterUsage(fs, e.stdout, suggestHelp)
 	var f checkFlags
 	f.registerInputs(fs)
 	f.noImages = true // what a sandbox may reach does not depend on its image
@@ -73,9 +69,6 @@ func runSuggest(e *env, args []string) int {
 	}
 	units, code, ok := plan(e, "suggest", paths, &f)
 	if !ok {
-		if code == exitFailed {
-			code = exitUsage
-		}
 		return code
 	}
 	r := suggest.Suggest(log, units, os.ReadFile)

@@ -5,7 +5,6 @@ package cli
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,11 +21,7 @@ import (
 // and its "runner" and "nocanary" commands: the scripts are read from the
 // example itself, so the example cannot drift from what keyhole does.
 func TestWorkflowExample(t *testing.T) {
-	for _, tool := range []string{"git", "bash", "jq"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is not on PATH (make test installs it): %v", tool, err)
-		}
-	}
+	needTools(t, "git", "bash", "jq")
 	steps, err := workflowSteps("../examples/github-actions/pull-request.yaml", "keyhole", "Check", "Diff", "Comment", "Access review")
 	if err != nil {
 		t.Fatal(err)

@@ -732,12 +732,7 @@ var propGraphQL = []string{
 }
 
 func randomRule(rng *rand.Rand) config.Rule {
-	var r config.Rule
-	for _, m := range propMethods {
-		if rng.IntN(2) == 0 {
-			r.Methods = append(r.Methods, m)
-		}
-	}
+	r := config.Rule{Methods: proptest.Subset(rng, propMethods)}
 	if len(r.Methods) == 0 {
 		r.Methods = []string{proptest.Pick(rng, propMethods)}
 	}
@@ -767,11 +762,7 @@ func randomRule(rng *rand.Rand) config.Rule {
 		r.Body = map[string][]string{proptest.Pick(rng, []string{"operation", "Operation", "ref"}): {proptest.Pick(rng, []string{"download", "upload"})}}
 	case 1:
 		g := config.GraphQL{PersistedQueries: rng.IntN(4) == 0, Batches: rng.IntN(3) == 0}
-		for _, op := range config.GraphQLOperations() {
-			if rng.IntN(2) == 0 {
-				g.Operations = append(g.Operations, op)
-			}
-		}
+		g.Operations = proptest.Subset(rng, config.GraphQLOperations())
 		if len(g.Operations) == 0 {
 			g.Operations = []string{config.GraphQLQuery}
 		}

@@ -14,7 +14,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/http/httptrace"
 	"net/textproto"
 	"net/url"
@@ -37,16 +36,15 @@ import (
 func withUpstream(t *testing.T, h http.Handler, names ...string) harnessOpt {
 	t.Helper()
 	ca := newTestCA(t, "test upstream CA")
-	srv := httptest.NewUnstartedServer(h)
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.leaf(t, names...)}}
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
+	srv := ca.serve(t, h, names...)
 	return resolveTo(ca, srv.Listener.Addr().String(), names...)
 }
 
-// resolveTo points names:443 at addr, trusting ca for them.
+// resolveTo points names:443 at addr, trusting ca for them in a copy of
+// the upstream roots, so that the pool it started from is left as it was.
 func resolveTo(ca *testCA, addr string, names ...string) harnessOpt {
 	return func(o *Options) {
+		o.UpstreamRoots = o.UpstreamRoots.Clone()
 		o.UpstreamRoots.AddCert(ca.cert)
 		for _, n := range names {
 			o.Resolve[n+":443"] = addr
@@ -381,30 +379,33 @@ const planted = "HTTP/1.1 200 OK\r\nContent-Length: 7\r\nX-Planted: yes\r\n\r\np
 // tunnel and be served on the same pooled connection, on either
 // forwarding path.
 func TestServerPoolPoisoning(t *testing.T) {
+	// The paths whose answer plants a body the status or method forbids:
+	// its status, and whether the body follows the head a little later.
+	planting := map[string]struct {
+		status string
+		late   bool
+	}{
+		"/head-body":         {status: "200 OK"},
+		"/head-late-body":    {status: "200 OK", late: true},
+		"/not-modified":      {status: "304 Not Modified"},
+		"/no-content":        {status: "204 No Content"},
+		"/no-content-late":   {status: "204 No Content", late: true},
+		"/not-modified-late": {status: "304 Not Modified", late: true},
+	}
 	serve := func(c net.Conn) {
 		eachRequest(c, func(req *http.Request) {
-			head := func(status string) string {
-				return "HTTP/1.1 " + status + "\r\nContent-Length: " + fmt.Sprint(len(planted)) + "\r\n\r\n"
+			if p, ok := planting[req.URL.Path]; ok {
+				head := "HTTP/1.1 " + p.status + "\r\nContent-Length: " + fmt.Sprint(len(planted)) + "\r\n\r\n"
+				if !p.late {
+					io.WriteString(c, head+planted)
+					return
+				}
+				io.WriteString(c, head)
+				time.Sleep(150 * time.Millisecond)
+				io.WriteString(c, planted)
+				return
 			}
 			switch req.URL.Path {
-			case "/head-body":
-				io.WriteString(c, head("200 OK")+planted)
-			case "/head-late-body":
-				io.WriteString(c, head("200 OK"))
-				time.Sleep(150 * time.Millisecond)
-				io.WriteString(c, planted)
-			case "/not-modified":
-				io.WriteString(c, head("304 Not Modified")+planted)
-			case "/no-content":
-				io.WriteString(c, head("204 No Content")+planted)
-			case "/no-content-late":
-				io.WriteString(c, head("204 No Content"))
-				time.Sleep(150 * time.Millisecond)
-				io.WriteString(c, planted)
-			case "/not-modified-late":
-				io.WriteString(c, head("304 Not Modified"))
-				time.Sleep(150 * time.Millisecond)
-				io.WriteString(c, planted)
 			case "/overrun":
 				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"+planted)
 			case "/overrun-late":
@@ -940,18 +941,7 @@ func TestServerScrubEscapedEcho(t *testing.T) {
 	c := h.client()
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			req, err := http.NewRequest("GET", tc.url, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tc.auth != "" {
-				req.Header.Set("Authorization", tc.auth)
-			}
-			resp, err := c.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body := readBody(t, resp)
+			resp, body := doAuthorized(t, c, "GET", tc.url, tc.auth)
 			if resp.StatusCode != 200 || body != "credential carried: true\n" {
 				t.Fatalf("%s: %q, want 200 with the credential carried", resp.Status, body)
 			}
@@ -967,6 +957,24 @@ func TestServerScrubEscapedEcho(t *testing.T) {
 			}
 		})
 	}
+}
+
+// doAuthorized sends method target through c with the Authorization
+// auth, none when empty, and returns the response and its body.
+func doAuthorized(t *testing.T, c *http.Client, method, target, auth string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, target, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, readBody(t, resp)
 }
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
@@ -1479,15 +1487,7 @@ func TestServerScrubEncodedEcho(t *testing.T) {
 	c := h.client()
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			req, _ := http.NewRequest(cmp.Or(tc.method, "GET"), tc.url, nil)
-			if tc.auth != "" {
-				req.Header.Set("Authorization", tc.auth)
-			}
-			resp, err := c.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body := readBody(t, resp)
+			resp, body := doAuthorized(t, c, cmp.Or(tc.method, "GET"), tc.url, tc.auth)
 			if resp.StatusCode != 200 {
 				t.Fatalf("%s", resp.Status)
 			}

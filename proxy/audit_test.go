@@ -100,11 +100,7 @@ func TestServerAuditMode(t *testing.T) {
 func TestServerAuditModeNeedsTheCredential(t *testing.T) {
 	h := newHarnessConfig(t, auditConfig)
 	h.secrets.write(map[string]string{"user": "x-access-token"}) // no token
-	resp, err := h.client().Get("https://api.github.com/repos/acme/widgets")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readBody(t, resp)
+	resp, _ := h.fetch(t, "https://api.github.com/repos/acme/widgets")
 	if resp.StatusCode != 502 || resp.Header.Get(policy.RefusedHeader) != string(policy.ReasonCredentialUnavailable) {
 		t.Fatalf("%s %q, want 502 credential-unavailable", resp.Status, resp.Header.Get(policy.RefusedHeader))
 	}

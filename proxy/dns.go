@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -221,12 +220,9 @@ func (s *Server) serveDNSUDP(pc net.PacketConn) error {
 	for {
 		n, addr, err := pc.ReadFrom(buf)
 		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
+			if s.retryListener(&backoff, "dns read", err) {
 				return http.ErrServerClosed
 			}
-			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			s.log.Warn("dns read failed; retrying", "error", err.Error(), "backoff", backoff)
-			time.Sleep(backoff)
 			continue
 		}
 		backoff = 0
@@ -267,12 +263,9 @@ func (s *Server) serveDNSTCP(ln net.Listener) error {
 	for {
 		c, err := sl.Accept()
 		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
+			if s.retryListener(&backoff, "dns accept", err) {
 				return http.ErrServerClosed
 			}
-			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			s.log.Warn("dns accept failed; retrying", "error", err.Error(), "backoff", backoff)
-			time.Sleep(backoff)
 			continue
 		}
 		backoff = 0

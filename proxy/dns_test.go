@@ -110,13 +110,7 @@ func TestAnswerDNS(t *testing.T) {
 				}
 				return
 			}
-			if len(reply) > maxDNSUDPReply {
-				t.Fatalf("reply of %d bytes", len(reply))
-			}
-			r := new(dns.Msg)
-			if err := r.Unpack(reply); err != nil {
-				t.Fatalf("reply does not parse: %v", err)
-			}
+			r := unpackUDPReply(t, reply)
 			if r.Id != 0x4b48 || !r.Response || r.Rcode != tc.want.Rcode || r.RecursionAvailable {
 				t.Errorf("reply header %+v", r.MsgHdr)
 			}
@@ -132,6 +126,20 @@ func TestAnswerDNS(t *testing.T) {
 			}
 		})
 	}
+}
+
+// unpackUDPReply fails t unless reply fits a UDP reply and parses as a
+// DNS message, and returns the message.
+func unpackUDPReply(t *testing.T, reply []byte) *dns.Msg {
+	t.Helper()
+	if len(reply) > maxDNSUDPReply {
+		t.Fatalf("reply of %d bytes", len(reply))
+	}
+	r := new(dns.Msg)
+	if err := r.Unpack(reply); err != nil {
+		t.Fatalf("reply does not parse: %v", err)
+	}
+	return r
 }
 
 // TestDNSListener: on real sockets, over UDP and TCP, an allowed name
@@ -282,13 +290,7 @@ func FuzzAnswerDNS(f *testing.F) {
 			}
 			return
 		}
-		if len(reply) > maxDNSUDPReply {
-			t.Fatalf("reply of %d bytes", len(reply))
-		}
-		r := new(dns.Msg)
-		if err := r.Unpack(reply); err != nil {
-			t.Fatalf("reply does not parse: %v", err)
-		}
+		r := unpackUDPReply(t, reply)
 		if r.Id != binary.BigEndian.Uint16(raw) || r.Rcode != d.Rcode {
 			t.Fatalf("reply %v for decision %+v", r.MsgHdr, d)
 		}

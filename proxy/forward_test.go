@@ -576,10 +576,7 @@ func TestUpPoolResponseHeaderTimeout(t *testing.T) {
 
 func TestUpPoolSweepAndClose(t *testing.T) {
 	ca := newTestCA(t, "upstream CA")
-	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }))
-	up.TLS = &tls.Config{Certificates: []tls.Certificate{ca.leaf(t, upstreamName)}}
-	up.StartTLS()
-	t.Cleanup(up.Close)
+	up := ca.serve(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }), upstreamName)
 	front, _, f := forwardFront(t, up.Listener.Addr().String(), ca)
 	idle := func() int {
 		f.pool.mu.Lock()

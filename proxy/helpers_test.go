@@ -55,6 +55,17 @@ func (ca *testCA) leaf(t testing.TB, names ...string) tls.Certificate {
 	return leaf
 }
 
+// serve serves h over TLS on loopback with a leaf of ca for names, until
+// t ends.
+func (ca *testCA) serve(t testing.TB, h http.Handler, names ...string) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(h)
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.leaf(t, names...)}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 func (ca *testCA) writeFiles(t testing.TB, dir string) (certFile, keyFile string) {
 	t.Helper()
 	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
@@ -380,6 +391,17 @@ func readBody(t testing.TB, resp *http.Response) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// fetch GETs url through the proxy with the harness's client and returns
+// the response and its body.
+func (h *harness) fetch(t testing.TB, url string) (*http.Response, string) {
+	t.Helper()
+	resp, err := h.client().Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, readBody(t, resp)
 }
 
 func (h *harness) get(path string) string {

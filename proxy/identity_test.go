@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/xml"
@@ -164,10 +163,7 @@ func TestServerSigV4WorkloadIdentity(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			upCA := newTestCA(t, "aws stand-in CA")
 			s3 := &s3Objects{objects: map[string]string{}}
-			s3srv := httptest.NewUnstartedServer(s3)
-			s3srv.TLS = &tls.Config{Certificates: []tls.Certificate{upCA.leaf(t, "s3.us-east-1.amazonaws.com")}}
-			s3srv.StartTLS()
-			t.Cleanup(s3srv.Close)
+			s3srv := upCA.serve(t, s3, "s3.us-east-1.amazonaws.com")
 			id := &awsIdentityStandIn{t: t, s3: s3, proof: "eyJ.pod-token." + canary, role: "arn:aws:iam::111122223333:role/agent", lifetime: 3 * time.Second}
 			dir := t.TempDir()
 			tokenFile := filepath.Join(dir, "token")
@@ -184,11 +180,7 @@ func TestServerSigV4WorkloadIdentity(t *testing.T) {
 				env = map[string]string{"AWS_CONTAINER_CREDENTIALS_FULL_URI": idsrv.URL + "/v1/credentials", "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE": tokenFile}
 			}
 			t.Cleanup(idsrv.Close)
-			h := newHarnessConfig(t, workloadSigV4Config, func(o *Options) {
-				o.UpstreamRoots = o.UpstreamRoots.Clone()
-				o.UpstreamRoots.AddCert(upCA.cert)
-				o.Resolve["s3.us-east-1.amazonaws.com:443"] = s3srv.Listener.Addr().String()
-			})
+			h := newHarnessConfig(t, workloadSigV4Config, resolveTo(upCA, s3srv.Listener.Addr().String(), "s3.us-east-1.amazonaws.com"))
 			client := idsrv.Client()
 			client.Timeout = 5 * time.Second
 			h.srv.oauth.identity.Store(&workloadIdentity{getenv: func(k string) string { return env[k] }, client: client})
@@ -360,15 +352,8 @@ func TestServerGoogleWorkloadIdentity(t *testing.T) {
 	t.Cleanup(mdsrv.Close)
 	t.Setenv("GCE_METADATA_HOST", mdsrv.Listener.Addr().String())
 	upCA := newTestCA(t, "api stand-in CA")
-	api := httptest.NewUnstartedServer(http.HandlerFunc(md.api))
-	api.TLS = &tls.Config{Certificates: []tls.Certificate{upCA.leaf(t, "api.example", "run.example")}}
-	api.StartTLS()
-	t.Cleanup(api.Close)
-	h := newHarnessConfig(t, workloadGoogleConfig, func(o *Options) {
-		o.UpstreamRoots = o.UpstreamRoots.Clone()
-		o.UpstreamRoots.AddCert(upCA.cert)
-		o.Resolve["api.example:443"], o.Resolve["run.example:443"] = api.Listener.Addr().String(), api.Listener.Addr().String()
-	})
+	api := upCA.serve(t, http.HandlerFunc(md.api), "api.example", "run.example")
+	h := newHarnessConfig(t, workloadGoogleConfig, resolveTo(upCA, api.Listener.Addr().String(), "api.example", "run.example"))
 	var outs []string
 	get := func(url string, want int) {
 		t.Helper()
@@ -435,11 +420,7 @@ func TestServerGoogleWorkloadIdentity(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("a 401 the metadata server cannot renew: %s, want the API's 401 as it came", resp.Status)
 	}
-	h2 := newHarnessConfig(t, workloadGoogleConfig, func(o *Options) {
-		o.UpstreamRoots = o.UpstreamRoots.Clone()
-		o.UpstreamRoots.AddCert(upCA.cert)
-		o.Resolve["api.example:443"] = api.Listener.Addr().String()
-	})
+	h2 := newHarnessConfig(t, workloadGoogleConfig, resolveTo(upCA, api.Listener.Addr().String(), "api.example"))
 	resp, body = h2.bearer("GET", "https://api.example/v1/things", "")
 	outs = append(outs, body)
 	if resp.StatusCode != http.StatusBadGateway || resp.Header.Get(policy.RefusedHeader) != string(policy.ReasonCredentialUnavailable) {

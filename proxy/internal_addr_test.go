@@ -40,12 +40,9 @@ const internalConfig = `{
 func TestServerInternalAddresses(t *testing.T) {
 	ca := newTestCA(t, "internal upstream CA")
 	names := []string{"api.github.com", "git.corp.internal", "mirror.corp.internal", "pypi.org"}
-	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	up := ca.serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "internal service %s\n", r.Host)
-	}))
-	up.TLS = &tls.Config{Certificates: []tls.Certificate{ca.leaf(t, names...)}}
-	up.StartTLS()
-	t.Cleanup(up.Close)
+	}), names...)
 	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "plain internal service") }))
 	t.Cleanup(plain.Close)
 	_, port, _ := net.SplitHostPort(up.Listener.Addr().String())

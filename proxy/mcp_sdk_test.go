@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"crypto/tls"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -74,10 +73,7 @@ func newMCPServer(t *testing.T, ca *testCA, jsonAnswers bool) *mcpServer {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "deleted"}}}, nil, nil
 	})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{JSONResponse: jsonAnswers, DisableLocalhostProtection: true} /* the test server listens on loopback under a public name */)
-	m.srv = httptest.NewUnstartedServer(h)
-	m.srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.leaf(t, "mcp.example.com")}}
-	m.srv.StartTLS()
-	t.Cleanup(m.srv.Close)
+	m.srv = ca.serve(t, h, "mcp.example.com")
 	return m
 }
 

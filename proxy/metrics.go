@@ -155,51 +155,15 @@ func (m *metrics) write(w io.Writer) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var b strings.Builder
-	b.WriteString("# HELP keyhole_proxy_requests_total Requests the proxy decided, by host, decision and reason.\n")
-	b.WriteString("# TYPE keyhole_proxy_requests_total counter\n")
-	for _, k := range sortedKeys(m.requests, func(k [3]string) string { return k[0] + "\x00" + k[1] + "\x00" + k[2] }) {
-		fmt.Fprintf(&b, "keyhole_proxy_requests_total{host=%s,decision=%s,reason=%s} %d\n", q(k[0]), q(k[1]), q(k[2]), m.requests[k])
-	}
-	b.WriteString("# HELP keyhole_proxy_audited_total Requests the rules refuse that audit mode forwarded without the credential, by host, connection and reason.\n")
-	b.WriteString("# TYPE keyhole_proxy_audited_total counter\n")
-	for _, k := range sortedKeys(m.audits, func(k [3]string) string { return k[0] + "\x00" + k[1] + "\x00" + k[2] }) {
-		fmt.Fprintf(&b, "keyhole_proxy_audited_total{host=%s,connection=%s,reason=%s} %d\n", q(k[0]), q(k[1]), q(k[2]), m.audits[k])
-	}
-	b.WriteString("# HELP keyhole_proxy_transparent_connections_total Connections redirected to the transparent listener, by decision and reason.\n")
-	b.WriteString("# TYPE keyhole_proxy_transparent_connections_total counter\n")
-	for _, k := range sortedKeys(m.transparents, func(k [2]string) string { return k[0] + "\x00" + k[1] }) {
-		fmt.Fprintf(&b, "keyhole_proxy_transparent_connections_total{decision=%s,reason=%s} %d\n", q(k[0]), q(k[1]), m.transparents[k])
-	}
-	b.WriteString("# HELP keyhole_proxy_injection_failures_total Requests refused because a credential could not be read.\n")
-	b.WriteString("# TYPE keyhole_proxy_injection_failures_total counter\n")
-	for _, k := range sortedKeys(m.injectFailures, func(k string) string { return k }) {
-		fmt.Fprintf(&b, "keyhole_proxy_injection_failures_total{host=%s} %d\n", q(k), m.injectFailures[k])
-	}
-	b.WriteString("# HELP keyhole_proxy_token_mints_total Credentials the proxy minted (GitHub App installation tokens), by connection and result (ok, error).\n")
-	b.WriteString("# TYPE keyhole_proxy_token_mints_total counter\n")
-	for _, k := range sortedKeys(m.tokenMints, func(k [2]string) string { return k[0] + "\x00" + k[1] }) {
-		fmt.Fprintf(&b, "keyhole_proxy_token_mints_total{connection=%s,result=%s} %d\n", q(k[0]), q(k[1]), m.tokenMints[k])
-	}
-	b.WriteString("# HELP keyhole_proxy_dials_refused_total Upstream dials refused because the host resolved to an internal address, by host and address class.\n")
-	b.WriteString("# TYPE keyhole_proxy_dials_refused_total counter\n")
-	for _, k := range sortedKeys(m.dialsRefused, func(k [2]string) string { return k[0] + "\x00" + k[1] }) {
-		fmt.Fprintf(&b, "keyhole_proxy_dials_refused_total{host=%s,class=%s} %d\n", q(k[0]), q(k[1]), m.dialsRefused[k])
-	}
-	b.WriteString("# HELP keyhole_proxy_upstream_proxy_connects_total Tunnels asked of the configured upstream proxy, by result (ok, or why it failed).\n")
-	b.WriteString("# TYPE keyhole_proxy_upstream_proxy_connects_total counter\n")
-	for _, k := range sortedKeys(m.upProxy, func(k string) string { return k }) {
-		fmt.Fprintf(&b, "keyhole_proxy_upstream_proxy_connects_total{result=%s} %d\n", q(k), m.upProxy[k])
-	}
-	b.WriteString("# HELP keyhole_proxy_dns_queries_total DNS messages the proxy's DNS listener decided, by decision (answer, refuse, drop) and reason.\n")
-	b.WriteString("# TYPE keyhole_proxy_dns_queries_total counter\n")
-	for _, k := range sortedKeys(m.dnsQueries, func(k [2]string) string { return k[0] + "\x00" + k[1] }) {
-		fmt.Fprintf(&b, "keyhole_proxy_dns_queries_total{decision=%s,reason=%s} %d\n", q(k[0]), q(k[1]), m.dnsQueries[k])
-	}
-	b.WriteString("# HELP keyhole_proxy_response_scrubs_total Upstream responses whose headers held the injected credential, redacted, by host and part (interim, header, trailer).\n")
-	b.WriteString("# TYPE keyhole_proxy_response_scrubs_total counter\n")
-	for _, k := range sortedKeys(m.scrubs, func(k [2]string) string { return k[0] + "\x00" + k[1] }) {
-		fmt.Fprintf(&b, "keyhole_proxy_response_scrubs_total{host=%s,where=%s} %d\n", q(k[0]), q(k[1]), m.scrubs[k])
-	}
+	counterFamily(&b, "keyhole_proxy_requests_total", "Requests the proxy decided, by host, decision and reason.", m.requests, threeLabels, "host", "decision", "reason")
+	counterFamily(&b, "keyhole_proxy_audited_total", "Requests the rules refuse that audit mode forwarded without the credential, by host, connection and reason.", m.audits, threeLabels, "host", "connection", "reason")
+	counterFamily(&b, "keyhole_proxy_transparent_connections_total", "Connections redirected to the transparent listener, by decision and reason.", m.transparents, twoLabels, "decision", "reason")
+	counterFamily(&b, "keyhole_proxy_injection_failures_total", "Requests refused because a credential could not be read.", m.injectFailures, oneLabel, "host")
+	counterFamily(&b, "keyhole_proxy_token_mints_total", "Credentials the proxy minted (GitHub App installation tokens), by connection and result (ok, error).", m.tokenMints, twoLabels, "connection", "result")
+	counterFamily(&b, "keyhole_proxy_dials_refused_total", "Upstream dials refused because the host resolved to an internal address, by host and address class.", m.dialsRefused, twoLabels, "host", "class")
+	counterFamily(&b, "keyhole_proxy_upstream_proxy_connects_total", "Tunnels asked of the configured upstream proxy, by result (ok, or why it failed).", m.upProxy, oneLabel, "result")
+	counterFamily(&b, "keyhole_proxy_dns_queries_total", "DNS messages the proxy's DNS listener decided, by decision (answer, refuse, drop) and reason.", m.dnsQueries, twoLabels, "decision", "reason")
+	counterFamily(&b, "keyhole_proxy_response_scrubs_total", "Upstream responses whose headers held the injected credential, redacted, by host and part (interim, header, trailer).", m.scrubs, twoLabels, "host", "where")
 	b.WriteString("# HELP keyhole_proxy_cert_mints_total Leaf certificates minted for injected hosts.\n")
 	b.WriteString("# TYPE keyhole_proxy_cert_mints_total counter\n")
 	fmt.Fprintf(&b, "keyhole_proxy_cert_mints_total %d\n", m.mints.Load())
@@ -209,11 +173,7 @@ func (m *metrics) write(w io.Writer) {
 	b.WriteString("# HELP keyhole_proxy_goroutines Goroutines in the proxy process now.\n")
 	b.WriteString("# TYPE keyhole_proxy_goroutines gauge\n")
 	fmt.Fprintf(&b, "keyhole_proxy_goroutines %d\n", m.goroutines())
-	b.WriteString("# HELP keyhole_proxy_reloads_total Config and CA reload attempts, by what and result.\n")
-	b.WriteString("# TYPE keyhole_proxy_reloads_total counter\n")
-	for _, k := range sortedKeys(m.reloads, func(k [2]string) string { return k[0] + "\x00" + k[1] }) {
-		fmt.Fprintf(&b, "keyhole_proxy_reloads_total{what=%s,result=%s} %d\n", q(k[0]), q(k[1]), m.reloads[k])
-	}
+	counterFamily(&b, "keyhole_proxy_reloads_total", "Config and CA reload attempts, by what and result.", m.reloads, twoLabels, "what", "result")
 	if m.otlp != nil {
 		exported, dropped, failed := m.otlp()
 		b.WriteString("# HELP keyhole_proxy_otlp_log_records_total Request log records for the OTLP collector, by result: exported, dropped (the queue was full), failed (the export failed).\n")
@@ -235,6 +195,26 @@ func (m *metrics) write(w io.Writer) {
 	fmt.Fprintf(&b, "keyhole_proxy_upstream_latency_seconds_count %d\n", m.latencyCount)
 	io.WriteString(w, b.String())
 }
+
+// counterFamily writes the counter family name, one series per key of m
+// in the order of their label values (values), labelled with labels.
+func counterFamily[K comparable](b *strings.Builder, name, help string, m map[K]uint64, values func(K) []string, labels ...string) {
+	b.WriteString("# HELP " + name + " " + help + "\n")
+	b.WriteString("# TYPE " + name + " counter\n")
+	for _, k := range sortedKeys(m, func(k K) string { return strings.Join(values(k), "\x00") }) {
+		b.WriteString(name)
+		sep := "{"
+		for i, v := range values(k) {
+			b.WriteString(sep + labels[i] + "=" + q(v))
+			sep = ","
+		}
+		fmt.Fprintf(b, "} %d\n", m[k])
+	}
+}
+
+func oneLabel(k string) []string       { return []string{k} }
+func twoLabels(k [2]string) []string   { return k[:] }
+func threeLabels(k [3]string) []string { return k[:] }
 
 func sortedKeys[K comparable, V any](m map[K]V, str func(K) string) []K {
 	keys := make([]K, 0, len(m))

@@ -87,10 +87,7 @@ func pemPKCS1(k *rsa.PrivateKey) string {
 
 func newGitHubStandIn(t testing.TB, ca *testCA, appID int64, pub *rsa.PublicKey, lifetime time.Duration) *githubStandIn {
 	g := &githubStandIn{appID: appID, pub: pub, lifetime: lifetime, clock: time.Now}
-	g.srv = httptest.NewUnstartedServer(http.HandlerFunc(g.serve))
-	g.srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.leaf(t, "api.github.com", "github.com")}}
-	g.srv.StartTLS()
-	t.Cleanup(g.srv.Close)
+	g.srv = ca.serve(t, http.HandlerFunc(g.serve), "api.github.com", "github.com")
 	return g
 }
 
@@ -211,12 +208,7 @@ func newGitHubAppHarness(t testing.TB, key *rsa.PrivateKey, lifetime time.Durati
 	t.Helper()
 	ghCA := newTestCA(t, "github stand-in CA")
 	g := newGitHubStandIn(t, ghCA, 1234, &key.PublicKey, lifetime)
-	h := newHarnessConfig(t, githubAppConfig, func(o *Options) {
-		o.UpstreamRoots = o.UpstreamRoots.Clone()
-		o.UpstreamRoots.AddCert(ghCA.cert)
-		addr := g.srv.Listener.Addr().String()
-		o.Resolve["api.github.com:443"], o.Resolve["github.com:443"] = addr, addr
-	})
+	h := newHarnessConfig(t, githubAppConfig, resolveTo(ghCA, g.srv.Listener.Addr().String(), "api.github.com", "github.com"))
 	h.secrets.write(map[string]string{"private-key.pem": pemPKCS1(key)})
 	return h, g
 }
@@ -632,18 +624,26 @@ func FuzzParseAppKey(f *testing.F) {
 	})
 }
 
-// TestMinterRenewal keeps a token until five minutes before its expiry
-// (or half its life, when that is sooner), renews it then, and does not
-// keep a token the proxy's clock already finds expired.
-func TestMinterRenewal(t *testing.T) {
+// minterInput is what the minter tests mint with: the App's key
+// (appKey), a reader that gives its PEM for any Secret and key, and the
+// injection of App 1234's installation 4242 on api.github.com.
+func minterInput(t *testing.T) (*rsa.PrivateKey, func(secret, k string) ([]byte, error), *config.GitHubAppInject) {
+	t.Helper()
 	key, err := appKey()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca := newTestCA(t, "github stand-in CA")
 	keyPEM := []byte(pemPKCS1(key))
 	read := func(secret, k string) ([]byte, error) { return keyPEM, nil }
-	g := &config.GitHubAppInject{AppID: 1234, InstallationID: 4242, PrivateKeyKey: "k", API: "api.github.com", Scheme: "token"}
+	return key, read, &config.GitHubAppInject{AppID: 1234, InstallationID: 4242, PrivateKeyKey: "k", API: "api.github.com", Scheme: "token"}
+}
+
+// TestMinterRenewal keeps a token until five minutes before its expiry
+// (or half its life, when that is sooner), renews it then, and does not
+// keep a token the proxy's clock already finds expired.
+func TestMinterRenewal(t *testing.T) {
+	key, read, g := minterInput(t)
+	ca := newTestCA(t, "github stand-in CA")
 	for name, tc := range map[string]struct {
 		lifetime time.Duration
 		steps    []time.Duration // clock offsets of successive requests
@@ -710,13 +710,7 @@ func (a *heldAPI) RoundTrip(r *http.Request) (*http.Response, error) {
 // mints each up to mintTimeout; a failing one is called once for all of
 // them, not once each in turn.
 func TestMinterOneFlight(t *testing.T) {
-	key, err := appKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyPEM := []byte(pemPKCS1(key))
-	read := func(secret, k string) ([]byte, error) { return keyPEM, nil }
-	g := &config.GitHubAppInject{AppID: 1234, InstallationID: 4242, PrivateKeyKey: "k", API: "api.github.com", Scheme: "token"}
+	_, read, g := minterInput(t)
 	const waiters = 8
 	for name, tc := range map[string]struct {
 		status int
@@ -796,13 +790,7 @@ func TestMinterOneFlight(t *testing.T) {
 // rate limit against an API that refuses; after it, the API is asked
 // again, and a token it then gives serves at once.
 func TestMinterRetryAfterFailure(t *testing.T) {
-	key, err := appKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyPEM := []byte(pemPKCS1(key))
-	read := func(secret, k string) ([]byte, error) { return keyPEM, nil }
-	g := &config.GitHubAppInject{AppID: 1234, InstallationID: 4242, PrivateKeyKey: "k", API: "api.github.com", Scheme: "token"}
+	_, read, g := minterInput(t)
 	api := &heldAPI{release: make(chan struct{}), status: http.StatusTooManyRequests}
 	close(api.release)
 	m := newMinter(&http.Client{Transport: api}, func(string, string) {})

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"crypto/rsa"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -55,10 +54,7 @@ type authStandIn struct {
 
 func newAuthStandIn(t testing.TB, ca *testCA, lifetime time.Duration) *authStandIn {
 	a := &authStandIn{lifetime: lifetime, clientSecret: "cs-" + canary, refresh: "rt-" + canary + "-0", live: map[string]time.Time{}}
-	a.srv = httptest.NewUnstartedServer(http.HandlerFunc(a.serve))
-	a.srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.leaf(t, "auth.example", "api.example", "oauth2.googleapis.com")}}
-	a.srv.StartTLS()
-	t.Cleanup(a.srv.Close)
+	a.srv = ca.serve(t, http.HandlerFunc(a.serve), "auth.example", "api.example", "oauth2.googleapis.com")
 	return a
 }
 
@@ -237,12 +233,8 @@ func newOAuthHarness(t testing.TB, grant string, lifetime time.Duration, opts ..
 	if grant == "refreshToken" {
 		refresh = `, "refreshTokenKey": "refresh-token"`
 	}
-	h := newHarnessConfig(t, fmt.Sprintf(oauthConfig, grant, refresh), append([]harnessOpt{func(o *Options) {
-		o.UpstreamRoots = o.UpstreamRoots.Clone()
-		o.UpstreamRoots.AddCert(caStandIn.cert)
-		addr := a.srv.Listener.Addr().String()
-		o.Resolve["auth.example:443"], o.Resolve["api.example:443"], o.Resolve["oauth2.googleapis.com:443"] = addr, addr, addr
-	}}, opts...)...)
+	h := newHarnessConfig(t, fmt.Sprintf(oauthConfig, grant, refresh),
+		append([]harnessOpt{resolveTo(caStandIn, a.srv.Listener.Addr().String(), "auth.example", "api.example", "oauth2.googleapis.com")}, opts...)...)
 	h.secrets.write(map[string]string{"client-id": "keyhole-client", "client-secret": a.clientSecret, "refresh-token": a.refresh})
 	return h, a
 }
@@ -570,12 +562,7 @@ func TestServerGoogleServiceAccount(t *testing.T) {
 			caStandIn := newTestCA(t, "google stand-in CA")
 			a := newAuthStandIn(t, caStandIn, time.Hour)
 			a.saPub = &key.PublicKey
-			h := newHarnessConfig(t, fmt.Sprintf(googleConfig, tc.form), func(o *Options) {
-				o.UpstreamRoots = o.UpstreamRoots.Clone()
-				o.UpstreamRoots.AddCert(caStandIn.cert)
-				addr := a.srv.Listener.Addr().String()
-				o.Resolve["api.example:443"], o.Resolve["oauth2.googleapis.com:443"] = addr, addr
-			})
+			h := newHarnessConfig(t, fmt.Sprintf(googleConfig, tc.form), resolveTo(caStandIn, a.srv.Listener.Addr().String(), "api.example", "oauth2.googleapis.com"))
 			keyJSON := serviceAccountJSON(t, key, "https://oauth2.googleapis.com/token")
 			h.secrets.write(map[string]string{"key.json": keyJSON})
 			resp, body := h.bearer("GET", "https://api.example/v1/things", "")

@@ -386,19 +386,20 @@ func appendOTLPLogs(b []byte, resource [][2]string, batch []otlpRecord) []byte {
 		b = append(b, ns...)
 		b = append(b, `","severityNumber":9,"severityText":"INFO","eventName":"keyhole.proxy.request","body":{"stringValue":"request"},"attributes":[`...)
 		f := r.f
-		b = appendOTLPString(b, "keyhole.sandbox", f.sandbox)
-		b = append(b, ',')
-		b = appendOTLPString(b, "server.address", f.host)
-		b = append(b, ',')
-		b = appendOTLPString(b, "http.request.method", f.method)
-		b = append(b, ',')
-		b = appendOTLPString(b, "url.path", f.path)
-		b = append(b, ',')
-		b = appendOTLPString(b, "keyhole.decision", f.decision)
-		b = append(b, ',')
-		b = appendOTLPString(b, "keyhole.reason", f.reason)
-		b = append(b, ',')
-		b = appendOTLPString(b, "keyhole.connection", f.connection)
+		for j, kv := range [...][2]string{
+			{"keyhole.sandbox", f.sandbox},
+			{"server.address", f.host},
+			{"http.request.method", f.method},
+			{"url.path", f.path},
+			{"keyhole.decision", f.decision},
+			{"keyhole.reason", f.reason},
+			{"keyhole.connection", f.connection},
+		} {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = appendOTLPString(b, kv[0], kv[1])
+		}
 		b = append(b, `,{"key":"http.response.status_code","value":{"intValue":"`...)
 		b = strconv.AppendInt(b, int64(f.status), 10)
 		b = append(b, `"}},{"key":"keyhole.duration_ms","value":{"doubleValue":`...)

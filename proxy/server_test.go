@@ -1013,11 +1013,7 @@ func TestServerIgnoresProxyEnv(t *testing.T) {
 	t.Setenv("HTTP_PROXY", "http://127.0.0.1:1")
 	t.Setenv("https_proxy", "http://127.0.0.1:1")
 	h := newHarness(t)
-	resp, err := h.client().Get("https://api.github.com/repos/acme/widgets")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readBody(t, resp)
+	resp, _ := h.fetch(t, "https://api.github.com/repos/acme/widgets")
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d: the proxy honoured HTTPS_PROXY", resp.StatusCode)
 	}
@@ -1059,11 +1055,7 @@ func TestServerTimeouts(t *testing.T) {
 		}
 	})
 	t.Run("upstream response header", func(t *testing.T) {
-		resp, err := h.client().Get("https://api.github.com/slow")
-		if err != nil {
-			t.Fatal(err)
-		}
-		readBody(t, resp)
+		resp, _ := h.fetch(t, "https://api.github.com/slow")
 		if resp.StatusCode != http.StatusGatewayTimeout || resp.Header.Get(policy.RefusedHeader) != "" {
 			t.Fatalf("slow upstream = %d %q, want 504 without a refusal header", resp.StatusCode, resp.Header.Get(policy.RefusedHeader))
 		}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -69,10 +68,7 @@ type sigv4StandIn struct {
 
 func newSigV4StandIn(t testing.TB, ca *testCA, names ...string) *sigv4StandIn {
 	s := &sigv4StandIn{key: sigv4Secret}
-	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
-	s.srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.leaf(t, names...)}}
-	s.srv.StartTLS()
-	t.Cleanup(s.srv.Close)
+	s.srv = ca.serve(t, http.HandlerFunc(s.serve), names...)
 	return s
 }
 
@@ -200,12 +196,7 @@ func newSigV4Harness(t testing.TB) (*harness, *sigv4StandIn) {
 	t.Helper()
 	awsCA := newTestCA(t, "aws stand-in CA")
 	s := newSigV4StandIn(t, awsCA, "s3.us-east-1.amazonaws.com", "bedrock-runtime.us-west-2.amazonaws.com")
-	h := newHarnessConfig(t, sigv4Config, func(o *Options) {
-		o.UpstreamRoots = o.UpstreamRoots.Clone()
-		o.UpstreamRoots.AddCert(awsCA.cert)
-		addr := s.srv.Listener.Addr().String()
-		o.Resolve["s3.us-east-1.amazonaws.com:443"], o.Resolve["bedrock-runtime.us-west-2.amazonaws.com:443"] = addr, addr
-	})
+	h := newHarnessConfig(t, sigv4Config, resolveTo(awsCA, s.srv.Listener.Addr().String(), "s3.us-east-1.amazonaws.com", "bedrock-runtime.us-west-2.amazonaws.com"))
 	h.secrets.write(map[string]string{"AWS_ACCESS_KEY_ID": sigv4KeyID, "AWS_SECRET_ACCESS_KEY": sigv4Secret + "\n", "AWS_SESSION_TOKEN": "SESSION-" + canary})
 	return h, s
 }

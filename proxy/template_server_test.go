@@ -23,11 +23,7 @@ const dottedKeyConfig = `{
 func TestServerDottedKey(t *testing.T) {
 	h := newHarnessConfig(t, dottedKeyConfig)
 	h.secrets.write(map[string]string{"tls.crt": canary + "\n", "user": "x-access-token", "token": "unused"})
-	resp, err := h.client().Get("https://api.github.com/repos/acme/widgets")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readBody(t, resp)
+	resp, _ := h.fetch(t, "https://api.github.com/repos/acme/widgets")
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d (%s)", resp.StatusCode, resp.Header.Get(policy.RefusedHeader))
 	}

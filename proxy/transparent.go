@@ -55,19 +55,30 @@ func (s *Server) serveTransparent(ln net.Listener) error {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
+			if s.retryListener(&backoff, "transparent accept", err) {
 				return http.ErrServerClosed
 			}
-			// Out of file descriptors and the like: wait and retry, as
-			// net/http's server does, rather than stop enforcing.
-			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			s.log.Warn("transparent accept failed; retrying", "error", err.Error(), "backoff", backoff)
-			time.Sleep(backoff)
 			continue
 		}
 		backoff = 0
 		go s.handleTransparent(c)
 	}
+}
+
+// retryListener takes an error of a listener's accept or read (what): it
+// reports whether the listener is closed, and otherwise logs the error
+// and waits before the caller tries again, 5 ms doubling to a second over
+// failures in a row (backoff, which the caller zeroes on a success). Out
+// of file descriptors and the like, a listener waits and retries, as
+// net/http's server does, rather than stop enforcing.
+func (s *Server) retryListener(backoff *time.Duration, what string, err error) (closed bool) {
+	if errors.Is(err, net.ErrClosed) {
+		return true
+	}
+	*backoff = min(max(2**backoff, 5*time.Millisecond), time.Second)
+	s.log.Warn(what+" failed; retrying", "error", err.Error(), "backoff", *backoff)
+	time.Sleep(*backoff)
+	return false
 }
 
 // handleTransparent decides one redirected connection by its TLS server

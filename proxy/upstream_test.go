@@ -351,11 +351,7 @@ func TestServerUpstreamProxyGuard(t *testing.T) {
 			_, port, _ := net.SplitHostPort(o.Resolve["api.github.com:443"])
 			o.Resolve["api.github.com:443"] = "localhost:" + port // by name: resolved, then checked
 		})
-		resp, err := h.client().Get("https://api.github.com/user")
-		if err != nil {
-			t.Fatal(err)
-		}
-		body := readBody(t, resp)
+		resp, body := h.fetch(t, "https://api.github.com/user")
 		if resp.StatusCode != http.StatusForbidden || resp.Header.Get(policy.RefusedHeader) != string(policy.ReasonHostNotAllowed) || !strings.Contains(body, "loopback") {
 			t.Fatalf("%s %q %q, want 403 host-not-allowed naming loopback", resp.Status, resp.Header.Get(policy.RefusedHeader), body)
 		}
@@ -369,11 +365,7 @@ func TestServerUpstreamProxyGuard(t *testing.T) {
 			cp.route("api.github.com:443", o.Resolve["api.github.com:443"])
 			delete(o.Resolve, "api.github.com:443")
 		})
-		resp, err := h.client().Get("https://api.github.com/user")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if body := readBody(t, resp); resp.StatusCode != 200 {
+		if resp, body := h.fetch(t, "https://api.github.com/user"); resp.StatusCode != 200 {
 			t.Fatalf("%s %q", resp.Status, body)
 		}
 		if targets, _ := cp.asked(); len(targets) != 1 || targets[0] != "api.github.com:443" {
@@ -383,11 +375,7 @@ func TestServerUpstreamProxyGuard(t *testing.T) {
 	t.Run("upstream mode refuses an internal name", func(t *testing.T) {
 		cp := newConnectProxy(t, "", "")
 		h := newHarnessConfig(t, upstreamProxyConfig(cp.url(), `, "resolve": "upstream", "allowInternalAddress": true`))
-		resp, err := h.client().Get("https://git.corp.internal/x")
-		if err != nil {
-			t.Fatal(err)
-		}
-		body := readBody(t, resp)
+		resp, body := h.fetch(t, "https://git.corp.internal/x")
 		if resp.StatusCode != http.StatusForbidden || resp.Header.Get(policy.RefusedHeader) != string(policy.ReasonHostNotAllowed) || !strings.Contains(body, "internalHosts") {
 			t.Fatalf("%s %q %q, want 403 host-not-allowed", resp.Status, resp.Header.Get(policy.RefusedHeader), body)
 		}
@@ -405,22 +393,14 @@ func TestServerUpstreamProxyGuard(t *testing.T) {
 		h := newHarnessConfig(t, cfg)
 		corp := newUpstream(t, h.upCA, "git.corp.internal")
 		cp.route("git.corp.internal:443", corp.srv.Listener.Addr().String())
-		resp, err := h.client().Get("https://git.corp.internal/x")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if body := readBody(t, resp); resp.StatusCode != 200 {
+		if resp, body := h.fetch(t, "https://git.corp.internal/x"); resp.StatusCode != 200 {
 			t.Fatalf("%s %q", resp.Status, body)
 		}
 	})
 	t.Run("a forward proxy at an internal address needs allowInternalAddress", func(t *testing.T) {
 		cp := newConnectProxy(t, "", "")
 		h := newHarnessConfig(t, upstreamProxyConfig(cp.url(), ""))
-		resp, err := h.client().Get("https://api.github.com/user")
-		if err != nil {
-			t.Fatal(err)
-		}
-		body := readBody(t, resp)
+		resp, body := h.fetch(t, "https://api.github.com/user")
 		if resp.StatusCode != http.StatusBadGateway || resp.Header.Get(policy.RefusedHeader) != string(policy.ReasonUpstreamProxyFailed) || !strings.Contains(body, "allowInternalAddress") {
 			t.Fatalf("%s %q %q, want 502 upstream-proxy-failed naming allowInternalAddress", resp.Status, resp.Header.Get(policy.RefusedHeader), body)
 		}

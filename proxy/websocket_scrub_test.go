@@ -193,11 +193,8 @@ func TestServerWebSocketSplitCredential(t *testing.T) {
 				io.Copy(io.Discard, br)
 			})
 			h := newHarnessConfig(t, wsConfig, opt)
-			c, br := h.tlsTunnel("api.github.com", "api.github.com", false)
+			c, br := openWebSocket(t, h)
 			defer c.Close()
-			if resp := roundTrip(t, c, br, "GET /socket HTTP/1.1\r\nHost: api.github.com\r\n"+wsHandshake+"\r\n"); resp.StatusCode != http.StatusSwitchingProtocols {
-				t.Fatalf("handshake: %s", resp.Status)
-			}
 			c.SetReadDeadline(time.Now().Add(10 * time.Second))
 			got, code := readMessages(t, br, nil)
 			var want []wsMessage
@@ -222,11 +219,8 @@ func TestServerWebSocketSplitCredential(t *testing.T) {
 			io.Copy(io.Discard, br)
 		})
 		h := newHarnessConfig(t, wsConfig, opt)
-		c, br := h.tlsTunnel("api.github.com", "api.github.com", false)
+		c, br := openWebSocket(t, h)
 		defer c.Close()
-		if resp := roundTrip(t, c, br, "GET /socket HTTP/1.1\r\nHost: api.github.com\r\n"+wsHandshake+"\r\n"); resp.StatusCode != http.StatusSwitchingProtocols {
-			t.Fatalf("handshake: %s", resp.Status)
-		}
 		c.SetReadDeadline(time.Now().Add(10 * time.Second))
 		first := true
 		got, code := readMessages(t, br, func(wsMessage) {

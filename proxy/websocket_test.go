@@ -152,6 +152,19 @@ func TestServerWebSocket(t *testing.T) {
 	}
 }
 
+// openWebSocket opens a tunnel to api.github.com through h and upgrades
+// GET /socket on it, failing t unless the answer is 101; the caller
+// closes the connection.
+func openWebSocket(t *testing.T, h *harness) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, br := h.tlsTunnel("api.github.com", "api.github.com", false)
+	if resp := roundTrip(t, c, br, "GET /socket HTTP/1.1\r\nHost: api.github.com\r\n"+wsHandshake+"\r\n"); resp.StatusCode != http.StatusSwitchingProtocols {
+		c.Close()
+		t.Fatalf("handshake: %s", resp.Status)
+	}
+	return c, br
+}
+
 // wsRawUpstream serves api.github.com with answer on each handshake's
 // connection, after reading the request; it reports each request's
 // header.
@@ -486,11 +499,8 @@ func TestServerWebSocketEnds(t *testing.T) {
 				io.Copy(io.Discard, br)
 			})
 			h := newHarnessConfig(t, wsConfig, opt, func(o *Options) { o.Timeouts.Idle = tc.idle })
-			c, br := h.tlsTunnel("api.github.com", "api.github.com", false)
+			c, br := openWebSocket(t, h)
 			defer c.Close()
-			if resp := roundTrip(t, c, br, "GET /socket HTTP/1.1\r\nHost: api.github.com\r\n"+wsHandshake+"\r\n"); resp.StatusCode != http.StatusSwitchingProtocols {
-				t.Fatalf("handshake: %s", resp.Status)
-			}
 			if tc.revoke {
 				writeAtomic(t, h.cfgPath, []byte(testConfig))
 				eventually(t, "the reload", func() bool { return strings.Contains(h.logs.String(), "config reloaded") })

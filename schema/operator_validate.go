@@ -117,15 +117,11 @@ func compileCRDs(crds map[Kind][]byte, apiVersion string, root func(map[string]a
 	if err := c.AddResource(operatorURL, bytes.NewReader(doc)); err != nil {
 		return nil, fmt.Errorf("loading the converted schemas: %w", err)
 	}
-	o := &operatorSchema{raw: raw, schemas: map[Kind]*jsonschema.Schema{}, trees: trees}
-	for _, k := range kinds {
-		s, err := c.Compile(operatorURL + "#/$defs/" + string(k))
-		if err != nil {
-			return nil, fmt.Errorf("compiling the %s schema: %w", k, err)
-		}
-		o.schemas[k] = s
+	schemas, err := compileKinds(c, operatorURL, kinds, "compiling the %s schema: %w")
+	if err != nil {
+		return nil, err
 	}
-	return o, nil
+	return &operatorSchema{raw: raw, schemas: schemas, trees: trees}, nil
 }
 
 // rootSchema adjusts the top of a converted CRD schema: Kubernetes

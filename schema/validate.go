@@ -73,15 +73,26 @@ func NewValidator() (*Validator, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &Validator{schemas: map[Kind]*jsonschema.Schema{}, inlined: inlined, raw: raw}
-	for _, k := range kinds {
-		s, err := c.Compile(schemaURL + "#/$defs/" + string(k))
-		if err != nil {
-			return nil, fmt.Errorf("compiling the schema of %s: %w", k, err)
-		}
-		v.schemas[k] = s
+	schemas, err := compileKinds(c, schemaURL, kinds[:], "compiling the schema of %s: %w")
+	if err != nil {
+		return nil, err
 	}
-	return v, nil
+	return &Validator{schemas: schemas, inlined: inlined, raw: raw}, nil
+}
+
+// compileKinds compiles the schema of each of ks, $defs/<kind> of the
+// resource at url in c; errFormat words a failure, given the kind and the
+// error.
+func compileKinds(c *jsonschema.Compiler, url string, ks []Kind, errFormat string) (map[Kind]*jsonschema.Schema, error) {
+	schemas := map[Kind]*jsonschema.Schema{}
+	for _, k := range ks {
+		s, err := c.Compile(url + "#/$defs/" + string(k))
+		if err != nil {
+			return nil, fmt.Errorf(errFormat, k, err)
+		}
+		schemas[k] = s
+	}
+	return schemas, nil
 }
 
 // Validate checks doc (a document node or its root mapping) against the

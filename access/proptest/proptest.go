@@ -15,6 +15,18 @@ import (
 // Pick is one of xs, drawn uniformly.
 func Pick[T any](rng *rand.Rand, xs []T) T { return xs[rng.IntN(len(xs))] }
 
+// Subset is xs with each kept by an even draw, in xs' order; nil when
+// none is kept.
+func Subset[T any](rng *rand.Rand, xs []T) []T {
+	var out []T
+	for _, x := range xs {
+		if rng.IntN(2) == 0 {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
 // Path is "/" or up to three segments drawn from segs; with pattern, a
 // segment may be "*" and the last one "**".
 func Path(rng *rand.Rand, segs []string, pattern bool) string {

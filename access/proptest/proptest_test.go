@@ -43,6 +43,29 @@ func TestPath(t *testing.T) {
 	}
 }
 
+// TestSubset: a subset keeps xs' order, and every subset of a small set
+// is drawn, the empty one as nil.
+func TestSubset(t *testing.T) {
+	xs := []string{"a", "b", "c"}
+	rng := rand.New(rand.NewPCG(5, 6))
+	seen := map[string]bool{}
+	for range 500 {
+		s := Subset(rng, xs)
+		if len(s) == 0 && s != nil {
+			t.Fatal("an empty subset is not nil")
+		}
+		for i, x := range s {
+			if j := slices.Index(xs, x); j < 0 || i > 0 && j <= slices.Index(xs, s[i-1]) {
+				t.Fatalf("%v is not a subset of %v in order", s, xs)
+			}
+		}
+		seen[strings.Join(s, "")] = true
+	}
+	if len(seen) != 8 {
+		t.Errorf("drew %d of the 8 subsets: %v", len(seen), seen)
+	}
+}
+
 // TestHosts: each name is left out, passed through or injected, in
 // names' order, and all three happen.
 func TestHosts(t *testing.T) {

@@ -39,10 +39,7 @@ func TestPathTricks(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			before := len(w.api.requests())
-			c, br, err := w.tunnel(t, "api.github.com:443", "api.github.com")
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, br := w.mustTunnel(t, "api.github.com")
 			resp := roundTrip(t, c, br, "GET", fmt.Sprintf("GET %s HTTP/1.1\r\nHost: api.github.com\r\n\r\n", tc.target))
 			switch {
 			case resp.StatusCode == 400:
@@ -97,10 +94,7 @@ func TestTunnelFraming(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			before := len(w.api.requests())
-			c, br, err := w.tunnel(t, "api.github.com:443", "api.github.com")
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, br := w.mustTunnel(t, "api.github.com")
 			if _, err := c.Write([]byte(tc.raw)); err != nil {
 				t.Fatal(err)
 			}

@@ -92,22 +92,43 @@ func TestSubstitute(t *testing.T) {
 	}
 }
 
+// wantGHRefused runs gh with args (its --include showing the answer's
+// headers), which a read-only connector must refuse with the proxy's
+// l7-not-allowed before api.github.com sees a request.
+func (w *world) wantGHRefused(t *testing.T, env []string, gh string, args ...string) {
+	t.Helper()
+	before := len(w.api.requests())
+	res := w.runClient(t, t.TempDir(), env, gh, args...)
+	if res.err == nil {
+		t.Fatalf("gh %s succeeded through a read-only connector\n%s", strings.Join(args, " "), res.stdout)
+	}
+	if !strings.Contains(res.stdout, "X-Omnia-Egress-Refused: l7-not-allowed") {
+		t.Errorf("gh did not get the proxy's refusal:\nstdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
+	}
+	if n := len(w.api.requests()) - before; n != 0 {
+		t.Errorf("api.github.com saw %d requests", n)
+	}
+}
+
+// pythonWithRequests is a python3 that can import requests. The python3
+// on PATH may be another installation than Debian's (pyenv here), which
+// python3-requests does not reach: the first of it and /usr/bin/python3
+// that can is taken.
+func pythonWithRequests(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{requireTool(t, "python3"), "/usr/bin/python3"} {
+		if exec.Command(p, "-c", "import requests").Run() == nil {
+			return p
+		}
+	}
+	t.Fatal("neither python3 on PATH nor /usr/bin/python3 can import requests: run apt-get install -y python3-requests")
+	return ""
+}
+
 // TestPythonRequests runs Python requests in the sandbox's environment:
 // REQUESTS_CA_BUNDLE trusts the sandbox CA and HTTPS_PROXY finds the proxy.
 func TestPythonRequests(t *testing.T) {
-	// The python3 on PATH may be another installation than Debian's
-	// (pyenv here), which python3-requests does not reach: take the first
-	// that can import requests.
-	python := ""
-	for _, p := range []string{requireTool(t, "python3"), "/usr/bin/python3"} {
-		if exec.Command(p, "-c", "import requests").Run() == nil {
-			python = p
-			break
-		}
-	}
-	if python == "" {
-		t.Fatal("neither python3 on PATH nor /usr/bin/python3 can import requests: run apt-get install -y python3-requests")
-	}
+	python := pythonWithRequests(t)
 	w := newWorld(t, "github-acme.json")
 	const script = `
 import json, os, requests
@@ -149,12 +170,7 @@ print(json.dumps({"ok": ok.status_code, "name": ok.json()["full_name"], "no": no
 func TestGhAPI(t *testing.T) {
 	gh := requireTool(t, "gh")
 	w := newWorld(t, "github-acme.json")
-	env := w.sandboxEnv(t,
-		"GH_CONFIG_DIR="+t.TempDir(),
-		"GH_NO_UPDATE_NOTIFIER=1",
-		"GH_PROMPT_DISABLED=1",
-		"NO_COLOR=1",
-	)
+	env := w.ghEnv(t)
 	before := len(w.api.requests())
 	res := w.runClient(t, t.TempDir(), env, gh, "api", "/repos/acme/widgets")
 	if res.err != nil {
@@ -188,13 +204,7 @@ func TestGhAPI(t *testing.T) {
 func TestGhAPIWrites(t *testing.T) {
 	gh := requireTool(t, "gh")
 	w := newWorld(t, "substitute.json")
-	env := w.sandboxEnv(t,
-		"GH_TOKEN=omnia-injected-company",
-		"GH_CONFIG_DIR="+t.TempDir(),
-		"GH_NO_UPDATE_NOTIFIER=1",
-		"GH_PROMPT_DISABLED=1",
-		"NO_COLOR=1",
-	)
+	env := w.ghEnv(t, "GH_TOKEN=omnia-injected-company")
 	input := filepath.Join(t.TempDir(), "issue.json")
 	writeFile(t, input, []byte(`{"title":"from the sandbox"}`))
 	tests := map[string][]string{
@@ -210,17 +220,7 @@ func TestGhAPIWrites(t *testing.T) {
 	}
 	for name, args := range tests {
 		t.Run(name, func(t *testing.T) {
-			before := len(w.api.requests())
-			res := w.runClient(t, t.TempDir(), env, gh, append([]string{"api", "--include"}, args...)...)
-			if res.err == nil {
-				t.Fatalf("gh api %s succeeded through a read-only connector\n%s", strings.Join(args, " "), res.stdout)
-			}
-			if !strings.Contains(res.stdout, "X-Omnia-Egress-Refused: l7-not-allowed") {
-				t.Errorf("gh did not get the proxy's refusal:\n%s\n%s", res.stdout, res.stderr)
-			}
-			if n := len(w.api.requests()) - before; n != 0 {
-				t.Errorf("api.github.com saw %d requests", n)
-			}
+			w.wantGHRefused(t, env, gh, append([]string{"api", "--include"}, args...)...)
 		})
 	}
 }

@@ -136,10 +136,7 @@ func TestNeverWithCredential(t *testing.T) {
 
 	t.Run("CONNECT inside the tunnel", func(t *testing.T) {
 		before := len(w.git.requests())
-		c, br, err := w.tunnel(t, "github.com:443", "github.com")
-		if err != nil {
-			t.Fatal(err)
-		}
+		c, br := w.mustTunnel(t, "github.com")
 		resp := roundTrip(t, c, br, "CONNECT", "CONNECT github.com:443 HTTP/1.1\r\nHost: github.com:443\r\n\r\n")
 		wantRefused(t, "CONNECT in a tunnel", resp.StatusCode, resp.Header, 403, "l7-not-allowed")
 		if n := len(w.git.requests()) - before; n != 0 {

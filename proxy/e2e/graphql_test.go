@@ -57,14 +57,7 @@ func readOnlyGitHubConfig(t *testing.T) string {
 func TestGhGraphQLReads(t *testing.T) {
 	gh := requireTool(t, "gh")
 	w := newWorld(t, readOnlyGitHubConfig(t))
-	env := w.sandboxEnv(t,
-		"GH_TOKEN=omnia-injected-company",
-		"GH_CONFIG_DIR="+t.TempDir(),
-		"GH_NO_UPDATE_NOTIFIER=1",
-		"GH_PROMPT_DISABLED=1",
-		"GH_PAGER=cat",
-		"NO_COLOR=1",
-	)
+	env := w.ghEnv(t, "GH_TOKEN=omnia-injected-company", "GH_PAGER=cat")
 	reads := map[string]struct {
 		args []string
 		// want is what gh prints from the fake's answer; op is a word
@@ -111,17 +104,7 @@ func TestGhGraphQLReads(t *testing.T) {
 	}
 	for name, args := range writes {
 		t.Run(name, func(t *testing.T) {
-			before := len(w.api.requests())
-			res := w.runClient(t, t.TempDir(), env, gh, args...)
-			if res.err == nil {
-				t.Fatalf("gh %s succeeded through a read-only connector\n%s", strings.Join(args, " "), res.stdout)
-			}
-			if !strings.Contains(res.stdout, "X-Omnia-Egress-Refused: l7-not-allowed") {
-				t.Errorf("gh did not get the proxy's refusal:\nstdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
-			}
-			if n := len(w.api.requests()) - before; n != 0 {
-				t.Errorf("api.github.com saw %d requests", n)
-			}
+			w.wantGHRefused(t, env, gh, args...)
 		})
 	}
 }

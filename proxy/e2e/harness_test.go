@@ -155,6 +155,16 @@ type upstream struct {
 	seen []recorded
 }
 
+// recording is h, each request recorded in u first.
+func (u *upstream) recording(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.mu.Lock()
+		u.seen = append(u.seen, recorded{Method: r.Method, URI: r.RequestURI, Host: r.Host, Header: r.Header.Clone()})
+		u.mu.Unlock()
+		h.ServeHTTP(w, r)
+	})
+}
+
 func startUpstream(t testing.TB, ca *testCA, names []string, h http.Handler) *upstream {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -169,12 +179,7 @@ func serveUpstream(t testing.TB, ln net.Listener, ca *testCA, names []string, h 
 	t.Helper()
 	u := &upstream{addr: ln.Addr().String()}
 	srv := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			u.mu.Lock()
-			u.seen = append(u.seen, recorded{Method: r.Method, URI: r.RequestURI, Host: r.Host, Header: r.Header.Clone()})
-			u.mu.Unlock()
-			h.ServeHTTP(w, r)
-		}),
+		Handler: u.recording(h),
 		TLSConfig: &tls.Config{
 			Certificates: []tls.Certificate{ca.leaf(t, names...)},
 			NextProtos:   []string{"http/1.1"},
@@ -429,6 +434,14 @@ func (w *world) setToken(t testing.TB, token string) {
 	)
 }
 
+// plantSecret makes each of vs a secret value of the world: no output may
+// hold it.
+func (w *world) plantSecret(vs ...string) {
+	w.secretsMu.Lock()
+	defer w.secretsMu.Unlock()
+	w.secrets = append(w.secrets, vs...)
+}
+
 // assertNoSecret fails the test if any secret value appears in out.
 func (w *world) assertNoSecret(t testing.TB, what, out string) {
 	t.Helper()
@@ -515,6 +528,13 @@ func (w *world) startProxy(t testing.TB, config string, extra ...string) *proxyP
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// ghEnv is sandboxEnv for the real gh, with extra: a config directory of
+// its own, and no update notice, prompt or colour.
+func (w *world) ghEnv(t testing.TB, extra ...string) []string {
+	t.Helper()
+	return w.sandboxEnv(t, append([]string{"GH_CONFIG_DIR=" + t.TempDir(), "GH_NO_UPDATE_NOTIFIER=1", "GH_PROMPT_DISABLED=1", "NO_COLOR=1"}, extra...)...)
 }
 
 // sandboxEnv is the environment the renderer gives a sandbox: the proxy,

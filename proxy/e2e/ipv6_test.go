@@ -30,7 +30,7 @@ func TestTransparentIPv6Only(t *testing.T) {
 		t.Fatal("the transparent-mode tests create network namespaces and iptables rules: run them as root")
 	}
 	ipTool := requireTool(t, "ip")
-	setpriv := requireTool(t, "setpriv")
+	requireTool(t, "setpriv")
 	requireTool(t, "iptables-restore")
 	requireTool(t, "ip6tables-restore")
 	sfx := make([]byte, 3)
@@ -103,30 +103,7 @@ func TestTransparentIPv6Only(t *testing.T) {
 	}
 
 	logs := &lockedBuffer{}
-	proxy := exec.Command(ipTool, "netns", "exec", nsSb, setpriv, "--reuid", uid, "--regid", uid, "--clear-groups", "--", proxyBin,
-		"--config", mustAbs(t, "testdata/netns.json"),
-		"--listen", "127.0.0.1:3128", "--transparent-listen", "127.0.0.1:3129", "--dns-listen", "127.0.0.1:3053", "--admin-listen", ":9090",
-		"--ca-cert", ca.certFile, "--ca-key", ca.keyFile, "--secrets-dir", secretsDir, "--log-flush-interval", "0")
-	proxy.Env = []string{"PATH=" + os.Getenv("PATH")}
-	proxy.Stdout, proxy.Stderr = logs, logs
-	if err := proxy.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { proxy.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		proxy.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			proxy.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("proxy output:\n%s", logs.String())
-		}
-	})
-	eventually(t, "the proxy listening", func() bool { return strings.Contains(logs.String(), `"dns":"127.0.0.1:3053"`) })
+	startSidecar(t, ipTool, nsSb, logs, nil, "--ca-cert", ca.certFile, "--ca-key", ca.keyFile, "--secrets-dir", secretsDir)
 
 	dial, stop := nsDialer(t, nsSb)
 	defer stop()

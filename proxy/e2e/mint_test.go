@@ -76,13 +76,11 @@ func (s *appStandIn) mints() (int, []string) {
 	return s.minted, append([]string(nil), s.asked...)
 }
 
-// TestGitHubAppTokens runs the proxy binary with a githubApp injection:
-// real git clones through it and curl and gh call the API with no token
-// of their own; the proxy mints an installation token narrowed to the
-// config's scope, sends it as x-access-token to git and as
-// Authorization: token to the API, renews it as it nears expiry, and no
-// output holds the token or the App's key.
-func TestGitHubAppTokens(t *testing.T) {
+// newGitHubAppWorld runs the proxy binary with github-app.json, the App's
+// key mounted in its Secret (a line of it a secret of the world) and
+// api.github.com resolved to an appStandIn whose tokens live lifetime.
+func newGitHubAppWorld(t *testing.T, lifetime time.Duration) (*world, *appStandIn) {
+	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -92,13 +90,22 @@ func TestGitHubAppTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := newWorld(t, "github-app.json", "--resolve", "api.github.com:443:"+ln.Addr().String())
-	s := &appStandIn{w: w, t: t, pub: &key.PublicKey, lifetime: 4 * time.Second}
+	s := &appStandIn{w: w, t: t, pub: &key.PublicKey, lifetime: lifetime}
 	serveUpstream(t, ln, w.upstreamCA, []string{"api.github.com"}, s)
 	keyPEM := string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}))
 	newSecretVolume(t, w.secretsDir, "acme-github-app", map[string]string{"private-key.pem": keyPEM})
-	w.secretsMu.Lock()
-	w.secrets = append(w.secrets, strings.Split(keyPEM, "\n")[1])
-	w.secretsMu.Unlock()
+	w.plantSecret(strings.Split(keyPEM, "\n")[1])
+	return w, s
+}
+
+// TestGitHubAppTokens runs the proxy binary with a githubApp injection:
+// real git clones through it and curl and gh call the API with no token
+// of their own; the proxy mints an installation token narrowed to the
+// config's scope, sends it as x-access-token to git and as
+// Authorization: token to the API, renews it as it nears expiry, and no
+// output holds the token or the App's key.
+func TestGitHubAppTokens(t *testing.T) {
+	w, s := newGitHubAppWorld(t, 4*time.Second)
 
 	w.gitClone(t, "https://github.com/acme/widgets.git")
 	if !w.sawBasicToken(w.git.find("POST", "/acme/widgets.git/git-upload-pack")) {
@@ -107,7 +114,7 @@ func TestGitHubAppTokens(t *testing.T) {
 	if got := w.curl(t, "https://api.github.com/repos/acme/widgets/pulls"); got.code != http.StatusOK {
 		t.Errorf("curl: %d %s", got.code, got.stderr)
 	}
-	env := w.sandboxEnv(t, "GH_CONFIG_DIR="+t.TempDir(), "GH_NO_UPDATE_NOTIFIER=1", "GH_PROMPT_DISABLED=1", "NO_COLOR=1")
+	env := w.ghEnv(t)
 	if res := w.runClient(t, t.TempDir(), env, requireTool(t, "gh"), "api", "/repos/acme/widgets"); res.err != nil {
 		t.Errorf("gh api /repos/acme/widgets: %v\n%s", res.err, res.stderr)
 	}
@@ -136,22 +143,7 @@ func TestGitHubAppTokens(t *testing.T) {
 // clone through the proxy see no 401, since the proxy mints a new token
 // (the stand-in checks its JWT) and sends the request again.
 func TestGitHubAppTokenRevoked(t *testing.T) {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := newWorld(t, "github-app.json", "--resolve", "api.github.com:443:"+ln.Addr().String())
-	s := &appStandIn{w: w, t: t, pub: &key.PublicKey, lifetime: time.Hour}
-	serveUpstream(t, ln, w.upstreamCA, []string{"api.github.com"}, s)
-	keyPEM := string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}))
-	newSecretVolume(t, w.secretsDir, "acme-github-app", map[string]string{"private-key.pem": keyPEM})
-	w.secretsMu.Lock()
-	w.secrets = append(w.secrets, strings.Split(keyPEM, "\n")[1])
-	w.secretsMu.Unlock()
+	w, s := newGitHubAppWorld(t, time.Hour)
 	revoke := func() {
 		time.Sleep(1100 * time.Millisecond) // one renewal of a refused token a second
 		w.apiState.setToken("revoked-by-the-owner")
@@ -166,7 +158,7 @@ func TestGitHubAppTokenRevoked(t *testing.T) {
 		t.Errorf("curl after the revocation: %d %s", got.code, got.stderr)
 	}
 	revoke()
-	env := w.sandboxEnv(t, "GH_CONFIG_DIR="+t.TempDir(), "GH_NO_UPDATE_NOTIFIER=1", "GH_PROMPT_DISABLED=1", "NO_COLOR=1")
+	env := w.ghEnv(t)
 	if res := w.runClient(t, t.TempDir(), env, requireTool(t, "gh"), "api", "/repos/acme/widgets"); res.err != nil {
 		t.Errorf("gh api after the revocation: %v\n%s", res.err, res.stderr)
 	}

@@ -52,15 +52,7 @@ func TestNpmScopedPackages(t *testing.T) {
 		t.Fatalf("npm install left no package: %v", err)
 	}
 
-	pkg := t.TempDir()
-	writeFile(t, filepath.Join(pkg, "package.json"), []byte(`{"name":"@acme/widgets","version":"1.0.1"}`))
-	publish := w.runClient(t, pkg, env, npm, "publish", "--access", "restricted")
-	if publish.err == nil {
-		t.Fatalf("npm publish succeeded:\n%s%s", publish.stdout, publish.stderr)
-	}
-	if !strings.Contains(publish.stderr, "403") {
-		t.Errorf("npm publish failed otherwise than with the proxy's 403:\n%s", publish.stderr)
-	}
+	wantPublishRefused(t, w, env, npm)
 
 	var gets, tarballs int
 	for _, r := range registry.requests() {
@@ -79,6 +71,21 @@ func TestNpmScopedPackages(t *testing.T) {
 	eventually(t, "the publish's refusal in the proxy's log", func() bool {
 		return strings.Contains(w.proxy.stderr.String(), `"method":"PUT","path":"/@acme%2fwidgets","decision":"refuse","reason":"l7-not-allowed"`)
 	})
+}
+
+// wantPublishRefused has npm publish a version of @acme/widgets, which
+// the proxy must refuse with its 403.
+func wantPublishRefused(t *testing.T, w *world, env []string, npm string) {
+	t.Helper()
+	pkg := t.TempDir()
+	writeFile(t, filepath.Join(pkg, "package.json"), []byte(`{"name":"@acme/widgets","version":"1.0.1"}`))
+	publish := w.runClient(t, pkg, env, npm, "publish", "--access", "restricted")
+	if publish.err == nil {
+		t.Fatalf("npm publish succeeded:\n%s%s", publish.stdout, publish.stderr)
+	}
+	if !strings.Contains(publish.stderr, "403") {
+		t.Errorf("npm publish failed otherwise than with the proxy's 403:\n%s", publish.stderr)
+	}
 }
 
 // TestNpmScopeSegment: a Connection restricted to the scope @acme by a
@@ -142,15 +149,7 @@ func TestNpmScopeSegment(t *testing.T) {
 		t.Errorf("npm view @acme/widgets%%2fx succeeded:\n%s", across.stdout)
 	}
 
-	pkg := t.TempDir()
-	writeFile(t, filepath.Join(pkg, "package.json"), []byte(`{"name":"@acme/widgets","version":"1.0.1"}`))
-	publish := w.runClient(t, pkg, env, npm, "publish", "--access", "restricted")
-	if publish.err == nil {
-		t.Fatalf("npm publish succeeded:\n%s%s", publish.stdout, publish.stderr)
-	}
-	if !strings.Contains(publish.stderr, "403") {
-		t.Errorf("npm publish failed otherwise than with the proxy's 403:\n%s", publish.stderr)
-	}
+	wantPublishRefused(t, w, env, npm)
 
 	var docs, tarballs int
 	for _, r := range reg.up.requests() {

@@ -204,21 +204,13 @@ func TestCARenewal(t *testing.T) {
 // CONNECT is turned away, and a slot frees when a tunnel closes.
 func TestTunnelCap(t *testing.T) {
 	w := newWorld(t, "github-acme.json", "--max-tunnels", "2")
-	first, _, err := w.tunnel(t, "api.github.com:443", "api.github.com")
-	if err != nil {
-		t.Fatal(err)
-	}
+	first, _ := w.mustTunnel(t, "api.github.com")
 	if _, _, err := w.tunnel(t, "api.github.com:443", "api.github.com"); err != nil {
 		t.Fatal(err)
 	}
 	connect := func() int {
-		conn, err := net.DialTimeout("tcp", w.proxy.addr, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
+		conn := w.sendConnect(t, "api.github.com:443", 10*time.Second)
 		defer conn.Close()
-		conn.SetDeadline(time.Now().Add(10 * time.Second))
-		fmt.Fprintf(conn, "CONNECT api.github.com:443 HTTP/1.1\r\nHost: api.github.com:443\r\n\r\n")
 		resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: http.MethodConnect})
 		if err != nil {
 			t.Fatal(err)
@@ -298,17 +290,11 @@ func TestSlowClients(t *testing.T) {
 			return conn
 		},
 		"no request in the tunnel": func(t *testing.T) net.Conn {
-			c, _, err := w.tunnel(t, "api.github.com:443", "api.github.com")
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, _ := w.mustTunnel(t, "api.github.com")
 			return c
 		},
 		"request headers never finish": func(t *testing.T) net.Conn {
-			c, _, err := w.tunnel(t, "api.github.com:443", "api.github.com")
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, _ := w.mustTunnel(t, "api.github.com")
 			fmt.Fprintf(c, "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\n")
 			return c
 		},

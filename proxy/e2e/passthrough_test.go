@@ -76,12 +76,9 @@ func startPlainUpstream(t *testing.T) *upstream {
 	}
 	u := &upstream{addr: ln.Addr().String()}
 	srv := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			u.mu.Lock()
-			u.seen = append(u.seen, recorded{Method: r.Method, URI: r.RequestURI, Host: r.Host, Header: r.Header.Clone()})
-			u.mu.Unlock()
+		Handler: u.recording(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Write([]byte("plain index\n"))
-		}),
+		})),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	go srv.Serve(ln)

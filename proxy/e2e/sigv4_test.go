@@ -203,9 +203,7 @@ func TestAWSCLIThroughProxy(t *testing.T) {
 	awsCA := newCA(t, filepath.Join(dir, "aws-ca"), "keyhole-e2e-aws-ca")
 	v := startVersity(t, gw, awsCA, keyID, secret)
 	w := newWorld(t, cfg, "--resolve", "s3.us-east-1.amazonaws.com:443:"+v.addr, "--upstream-ca", awsCA.certFile)
-	w.secretsMu.Lock()
-	w.secrets = append(w.secrets, secret)
-	w.secretsMu.Unlock()
+	w.plantSecret(secret)
 	newSecretVolume(t, w.secretsDir, "aws-key", map[string]string{"AWS_ACCESS_KEY_ID": keyID, "AWS_SECRET_ACCESS_KEY": secret + "\n"})
 
 	home := t.TempDir()

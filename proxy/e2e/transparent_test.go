@@ -170,35 +170,11 @@ func newNetnsSandbox(t testing.TB) *netnsSandbox {
 	})
 
 	// The proxy, as the sidecar, as its own user.
-	setpriv := requireTool(t, "setpriv")
-	uid := fmt.Sprint(proxyUID)
-	proxy := exec.Command(n.ipTool, "netns", "exec", n.nsSb, setpriv, "--reuid", uid, "--regid", uid, "--clear-groups", "--", proxyBin,
-		"--config", mustAbs(t, "testdata/netns.json"),
-		"--listen", "127.0.0.1:3128", "--transparent-listen", "127.0.0.1:3129", "--dns-listen", "127.0.0.1:3053", "--admin-listen", ":9090",
+	startSidecar(t, n.ipTool, n.nsSb, n.logs, func() { w.assertNoSecret(t, "proxy output", n.logs.String()) },
 		"--ca-cert", w.sandboxCA.certFile, "--ca-key", w.sandboxCA.keyFile, "--secrets-dir", w.secretsDir,
 		"--resolve", "api.github.com:443:198.18.0.1:443", "--resolve", "github.com:443:198.18.0.1:8443",
-		"--upstream-ca", w.upstreamCA.certFile, "--log-flush-interval", "0")
-	proxy.Env = []string{"PATH=" + os.Getenv("PATH")}
-	proxy.Stdout, proxy.Stderr = n.logs, n.logs
-	if err := proxy.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { proxy.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		proxy.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			proxy.Process.Kill()
-			<-exited
-		}
-		w.assertNoSecret(t, "proxy output", n.logs.String())
-		if t.Failed() {
-			t.Logf("proxy output:\n%s", n.logs.String())
-		}
-	})
-	eventually(t, "the proxy listening", func() bool { return strings.Contains(n.logs.String(), `"dns":"127.0.0.1:3053"`) })
+		"--upstream-ca", w.upstreamCA.certFile)
+	uid := fmt.Sprint(proxyUID)
 
 	// The rules, as the init container installs them.
 	if out, err := exec.Command(n.ipTool, "netns", "exec", n.nsSb, proxyBin, "transparent-init",
@@ -288,6 +264,45 @@ func TestTransparentNetns(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startSidecar runs keyhole-proxy in the network namespace ns as the
+// proxy's own user, as the sidecar runs, on testdata/netns.json with the
+// listeners transparent-init's rules expect and args, its output in logs,
+// and returns once it listens. When t ends the proxy is interrupted
+// (killed after 10 s), then stopped runs, if not nil, and the output is
+// logged if t failed.
+func startSidecar(t testing.TB, ipTool, ns string, logs *lockedBuffer, stopped func(), args ...string) {
+	t.Helper()
+	setpriv := requireTool(t, "setpriv")
+	uid := fmt.Sprint(proxyUID)
+	proxy := exec.Command(ipTool, append([]string{"netns", "exec", ns, setpriv, "--reuid", uid, "--regid", uid, "--clear-groups", "--", proxyBin,
+		"--config", mustAbs(t, "testdata/netns.json"),
+		"--listen", "127.0.0.1:3128", "--transparent-listen", "127.0.0.1:3129", "--dns-listen", "127.0.0.1:3053", "--admin-listen", ":9090",
+		"--log-flush-interval", "0"}, args...)...)
+	proxy.Env = []string{"PATH=" + os.Getenv("PATH")}
+	proxy.Stdout, proxy.Stderr = logs, logs
+	if err := proxy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { proxy.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		proxy.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			proxy.Process.Kill()
+			<-exited
+		}
+		if stopped != nil {
+			stopped()
+		}
+		if t.Failed() {
+			t.Logf("proxy output:\n%s", logs.String())
+		}
+	})
+	eventually(t, "the proxy listening", func() bool { return strings.Contains(logs.String(), `"dns":"127.0.0.1:3053"`) })
 }
 
 // inNetns runs f on a thread switched into the named network namespace:

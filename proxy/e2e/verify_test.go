@@ -169,13 +169,8 @@ func TestHostNotAllowed(t *testing.T) {
 	})
 
 	t.Run("connection is closed after the refusal", func(t *testing.T) {
-		conn, err := net.DialTimeout("tcp", w.proxy.addr, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
+		conn := w.sendConnect(t, "example.com:443", 10*time.Second)
 		defer conn.Close()
-		conn.SetDeadline(time.Now().Add(10 * time.Second))
-		fmt.Fprintf(conn, "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
 		// Read to EOF: a proxy that keeps the connection open makes
 		// this time out instead.
 		raw, err := io.ReadAll(conn)
@@ -197,6 +192,19 @@ func TestHostNotAllowed(t *testing.T) {
 	})
 }
 
+// sendConnect dials the proxy and sends CONNECT target on the
+// connection, which has timeout to run; the caller closes it.
+func (w *world) sendConnect(t *testing.T, target string, timeout time.Duration) net.Conn {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", w.proxy.addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.SetDeadline(time.Now().Add(timeout))
+	fmt.Fprintf(conn, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
+	return conn
+}
+
 // tunnel opens a CONNECT tunnel to target through the proxy and completes
 // a TLS handshake with the given SNI against the sandbox CA.
 func (w *world) tunnel(t *testing.T, target, sni string) (*tls.Conn, *bufio.Reader, error) {
@@ -204,16 +212,22 @@ func (w *world) tunnel(t *testing.T, target, sni string) (*tls.Conn, *bufio.Read
 	return w.tunnelTLS(t, target, &tls.Config{ServerName: sni, RootCAs: w.sandboxCA.pool(), NextProtos: []string{"http/1.1"}})
 }
 
-// tunnelTLS is tunnel with the client's whole TLS config.
-func (w *world) tunnelTLS(t *testing.T, target string, cfg *tls.Config) (*tls.Conn, *bufio.Reader, error) {
+// mustTunnel is tunnel to host's port 443 with host as the SNI, failing t
+// if the tunnel fails.
+func (w *world) mustTunnel(t *testing.T, host string) (*tls.Conn, *bufio.Reader) {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", w.proxy.addr, 5*time.Second)
+	c, br, err := w.tunnel(t, host+":443", host)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c, br
+}
+
+// tunnelTLS is tunnel with the client's whole TLS config.
+func (w *world) tunnelTLS(t *testing.T, target string, cfg *tls.Config) (*tls.Conn, *bufio.Reader, error) {
+	t.Helper()
+	conn := w.sendConnect(t, target, 20*time.Second)
 	t.Cleanup(func() { conn.Close() })
-	conn.SetDeadline(time.Now().Add(20 * time.Second))
-	fmt.Fprintf(conn, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
 	if err != nil {
@@ -362,13 +376,8 @@ func TestHostMismatch(t *testing.T) {
 	})
 
 	t.Run("HTTP/2-only client is held to the CONNECT host", func(t *testing.T) {
-		conn, err := net.DialTimeout("tcp", w.proxy.addr, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
+		conn := w.sendConnect(t, "api.github.com:443", 10*time.Second)
 		defer conn.Close()
-		conn.SetDeadline(time.Now().Add(10 * time.Second))
-		fmt.Fprintf(conn, "CONNECT api.github.com:443 HTTP/1.1\r\nHost: api.github.com:443\r\n\r\n")
 		br := bufio.NewReader(conn)
 		resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
 		if err != nil {

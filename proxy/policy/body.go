@@ -67,14 +67,8 @@ type Body struct {
 // JSON reader does. Nested objects are not looked into: no rule reads
 // them.
 func CheckBody(want map[string][]string, b Body) error {
-	if !b.Complete {
-		return fmt.Errorf("%w: the body is longer than the %d bytes the proxy reads to check it", ErrBody, MaxBodyCheck)
-	}
-	if err := checkBodyHeaders(b); err != nil {
+	if err := checkJSONBody(b); err != nil {
 		return err
-	}
-	if !utf8.Valid(b.Data) {
-		return fmt.Errorf("%w: the body is not valid UTF-8", ErrBody)
 	}
 	return matchFields(want, b.Data)
 }
@@ -109,6 +103,22 @@ func matchFields(want map[string][]string, data []byte) error {
 		if !found {
 			return fmt.Errorf("%w: the body's field %q holds a value the rule does not allow", ErrBody, Clip(field))
 		}
+	}
+	return nil
+}
+
+// checkJSONBody refuses a body the proxy cannot read whole as UTF-8 JSON:
+// one cut at the read limit, one declared otherwise (checkBodyHeaders), or
+// one whose bytes are not UTF-8.
+func checkJSONBody(b Body) error {
+	if !b.Complete {
+		return fmt.Errorf("%w: the body is longer than the %d bytes the proxy reads to check it", ErrBody, MaxBodyCheck)
+	}
+	if err := checkBodyHeaders(b); err != nil {
+		return err
+	}
+	if !utf8.Valid(b.Data) {
+		return fmt.Errorf("%w: the body is not valid UTF-8", ErrBody)
 	}
 	return nil
 }

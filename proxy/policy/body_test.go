@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"mime"
 	"reflect"
 	"strings"
 	"testing"
 	"unicode"
-	"unicode/utf8"
 )
 
 // stateRule is the body condition the adversarial table and the fuzz
@@ -174,18 +172,8 @@ func FuzzCheckBody(f *testing.F) {
 	f.Add([]byte(`{"state":"open"}`), "application/vnd.x+json; charset=utf-8")
 	f.Fuzz(func(t *testing.T, data []byte, contentType string) {
 		err := CheckBody(stateRule, Body{Data: data, Complete: true, ContentType: []string{contentType}})
-		if err != nil {
-			if !errors.Is(err, ErrBody) {
-				t.Fatalf("error %v does not wrap ErrBody", err)
-			}
+		if !allowedJSONBody(t, err, data, contentType) {
 			return
-		}
-		mt, _, perr := mime.ParseMediaType(contentType)
-		if perr != nil || !strings.HasPrefix(mt, "application/") || !strings.HasSuffix(mt, "json") {
-			t.Fatalf("accepted a body declared as %q", contentType)
-		}
-		if !utf8.Valid(data) {
-			t.Fatalf("accepted invalid UTF-8 %q", data)
 		}
 		assertReadersAgree(t, data)
 	})

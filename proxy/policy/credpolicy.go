@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"mime"
 	"mime/multipart"
 	"net/http"
@@ -257,19 +258,32 @@ func overrideParam(target string) (string, bool) {
 // overrideInForm returns the refused name a query string or
 // form-encoded body holds, looked for as in says.
 func overrideInForm(form string, in Where) (string, bool) {
-	for form != "" {
-		var param string
-		if i := strings.IndexAny(form, "&;"); i >= 0 {
-			param, form = form[:i], form[i+1:]
-		} else {
-			param, form = form, ""
-		}
-		name, _, _ := strings.Cut(param, "=")
+	for name := range formNames(form) {
 		if n, ok := overrideName(name, in, true); ok {
 			return n, true
 		}
 	}
 	return "", false
+}
+
+// formNames yields the names of a query string's or form-encoded body's
+// parameters, split on '&' and ';' (Rack splits a query on both), as they
+// are written: not unescaped.
+func formNames(form string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for form != "" {
+			var param string
+			if i := strings.IndexAny(form, "&;"); i >= 0 {
+				param, form = form[:i], form[i+1:]
+			} else {
+				param, form = form, ""
+			}
+			name, _, _ := strings.Cut(param, "=")
+			if !yield(name) {
+				return
+			}
+		}
+	}
 }
 
 // bodyKinds says how servers could read a body of the given Content-Type

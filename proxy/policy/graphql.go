@@ -64,20 +64,14 @@ var graphQLFields = []string{"query", "operationName", "variables", "extensions"
 //     is refused unless g.Batches allows it, and then each of its
 //     requests is held to g.
 func CheckGraphQL(g config.GraphQL, b Body) error {
-	if !b.Complete {
-		return fmt.Errorf("%w: the body is longer than the %d bytes the proxy reads to check it", ErrBody, MaxBodyCheck)
-	}
-	if err := checkBodyHeaders(b); err != nil {
+	if err := checkJSONBody(b); err != nil {
 		return err
-	}
-	if !utf8.Valid(b.Data) {
-		return fmt.Errorf("%w: the body is not valid UTF-8", ErrBody)
 	}
 	if first := firstByte(b.Data); first == '[' {
 		if !g.Batches {
 			return fmt.Errorf("%w: the body is a batch of GraphQL requests, which the rule does not allow", ErrBody)
 		}
-		reqs, err := jsonArray(b.Data)
+		reqs, err := jsonArray(b.Data, "GraphQL requests")
 		if err != nil {
 			return err
 		}
@@ -104,9 +98,9 @@ func firstByte(data []byte) byte {
 }
 
 // jsonArray reads exactly one non-empty JSON array and returns its
-// elements.
-func jsonArray(data []byte) ([]json.RawMessage, error) {
-	notArray := fmt.Errorf("%w: the body is not one JSON array of GraphQL requests", ErrBody)
+// elements; of names what the elements should be, for the refusal.
+func jsonArray(data []byte, of string) ([]json.RawMessage, error) {
+	notArray := fmt.Errorf("%w: the body is not one JSON array of %s", ErrBody, of)
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
 		return nil, notArray

@@ -1,15 +1,12 @@
 package policy
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"keyhole.dev/keyhole/proxy/config"
 )
@@ -82,14 +79,8 @@ func CheckMCP(m config.MCP, b Body) error {
 
 // readMCP reads the JSON-RPC messages of an MCP POST body.
 func readMCP(b Body) ([]mcpMessage, error) {
-	if !b.Complete {
-		return nil, fmt.Errorf("%w: the body is longer than the %d bytes the proxy reads to check it", ErrBody, MaxBodyCheck)
-	}
-	if err := checkBodyHeaders(b); err != nil {
+	if err := checkJSONBody(b); err != nil {
 		return nil, err
-	}
-	if !utf8.Valid(b.Data) {
-		return nil, fmt.Errorf("%w: the body is not valid UTF-8", ErrBody)
 	}
 	if firstByte(b.Data) != '[' {
 		msg, err := readMCPMessage(b.Data)
@@ -98,7 +89,7 @@ func readMCP(b Body) ([]mcpMessage, error) {
 		}
 		return []mcpMessage{msg}, nil
 	}
-	elems, err := mcpArray(b.Data)
+	elems, err := jsonArray(b.Data, "JSON-RPC messages")
 	if err != nil {
 		return nil, err
 	}
@@ -114,34 +105,6 @@ func readMCP(b Body) ([]mcpMessage, error) {
 		msgs = append(msgs, msg)
 	}
 	return msgs, nil
-}
-
-// mcpArray reads exactly one non-empty JSON array and returns its
-// elements.
-func mcpArray(data []byte) ([]json.RawMessage, error) {
-	notArray := fmt.Errorf("%w: the body is not one JSON array of JSON-RPC messages", ErrBody)
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
-		return nil, notArray
-	}
-	var out []json.RawMessage
-	for dec.More() {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, notArray
-		}
-		out = append(out, raw)
-	}
-	if t, err := dec.Token(); err != nil || t != json.Delim(']') {
-		return nil, notArray
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, notArray
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: the body is an empty batch", ErrBody)
-	}
-	return out, nil
 }
 
 // readMCPMessage reads one JSON-RPC message, refusing what readers could

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 
@@ -106,22 +105,7 @@ func TestCheckMCP(t *testing.T) {
 			if tc.contentType != "" {
 				b.ContentType = []string{tc.contentType}
 			}
-			err := CheckMCP(cond, b)
-			if tc.ok {
-				if err != nil {
-					t.Fatalf("refused: %v", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatal("allowed")
-			}
-			if !errors.Is(err, ErrBody) {
-				t.Fatalf("%v does not wrap ErrBody", err)
-			}
-			if !strings.Contains(err.Error(), tc.why) {
-				t.Fatalf("got %q, want it to say %q", err, tc.why)
-			}
+			checkVerdict(t, CheckMCP(cond, b), tc.ok, tc.why)
 		})
 	}
 }
@@ -259,10 +243,7 @@ func FuzzCheckMCP(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		err := CheckMCP(readTools, Body{Data: data, Complete: true, ContentType: []string{"application/json"}})
-		if err != nil {
-			if !errors.Is(err, ErrBody) {
-				t.Fatalf("error %v does not wrap ErrBody", err)
-			}
+		if !allowedJSONBody(t, err, data, "application/json") {
 			return
 		}
 		type message struct {

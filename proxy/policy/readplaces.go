@@ -196,14 +196,7 @@ func unescapeLoose(s string) string {
 // body holds, its parameters split on '&' and ';' (Rack splits a query on
 // both).
 func (n decidedNames) decidedInForm(form string) (string, bool) {
-	for form != "" {
-		var param string
-		if i := strings.IndexAny(form, "&;"); i >= 0 {
-			param, form = form[:i], form[i+1:]
-		} else {
-			param, form = form, ""
-		}
-		name, _, _ := strings.Cut(param, "=")
+	for name := range formNames(form) {
 		if d, ok := n.lookup(name, true); ok {
 			return d, true
 		}
