@@ -1,8 +1,11 @@
 package source
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
+
+	"keyhole.dev/keyhole/diag"
 )
 
 // An agent.yaml is not a Kubernetes object, so kustomize never builds
@@ -81,4 +84,24 @@ func (l *loader) readAgentBeside(b *build, abs string) {
 		l.docs = append(l.docs, &r.docs[i])
 	}
 	l.diags = append(l.diags, r.diags...)
+}
+
+// agentsInChart warns of an agent.yaml (agent.yml) at the top of the Helm
+// chart in dir or in its templates: the walk does not read a chart's
+// files one by one, and no render holds the file (helm renders templates
+// only, and an agent.yaml in templates/ is no Kubernetes object), so the
+// agent would be neither checked nor deployed, and said nowhere.
+func (l *loader) agentsInChart(p, abs, dir string) {
+	for _, sub := range []string{"", "templates"} {
+		for _, n := range []string{"agent.yaml", "agent.yml"} {
+			f := filepath.Join(dir, sub, n)
+			if fi, err := l.fsys.Stat(f); err != nil || !fi.Mode().IsRegular() {
+				continue
+			}
+			l.diags = append(l.diags, diag.Diagnostic{Code: CodeInputNotDeployed, Severity: diag.Warning,
+				Pos: diag.Pos{File: l.under(p, abs, f), Line: 1, Column: 1},
+				Message: fmt.Sprintf("%s lies in the Helm chart %s, whose render never holds it (helm renders the chart's templates, and an agent.yaml is no Kubernetes object), so the agent is not checked; put it beside the kustomization.yaml of the unit that deploys the chart, or in a directory no chart holds",
+					n, l.under(p, abs, dir))})
+		}
+	}
 }

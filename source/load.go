@@ -561,7 +561,9 @@ func (l *loader) loadPath(p string) {
 		}
 	}
 	for _, c := range w.charts {
-		if dir := filepath.Dir(c); !l.engineOwns(dir) {
+		dir := filepath.Dir(c)
+		l.agentsInChart(p, abs, dir)
+		if !l.engineOwns(dir) {
 			l.walkedChart(l.under(p, abs, dir), dir, true)
 		}
 	}
