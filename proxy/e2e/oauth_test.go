@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -97,16 +96,7 @@ func (a *authServer) revoke() {
 // on the API's 401, so no 401 reaches a client; no output holds the
 // client's secret or a token.
 func TestOAuth2UnderLoad(t *testing.T) {
-	python := ""
-	for _, p := range []string{requireTool(t, "python3"), "/usr/bin/python3"} {
-		if exec.Command(p, "-c", "import requests").Run() == nil {
-			python = p
-			break
-		}
-	}
-	if python == "" {
-		t.Fatal("neither python3 on PATH nor /usr/bin/python3 can import requests: run apt-get install -y python3-requests")
-	}
+	python := pythonWithRequests(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -116,9 +106,7 @@ func TestOAuth2UnderLoad(t *testing.T) {
 	a := &authServer{t: t, w: w, secret: "cs_" + canary(t), lifetime: 2 * time.Second, live: map[string]time.Time{}}
 	serveUpstream(t, ln, w.upstreamCA, []string{"auth.acme.example", "api.acme.example"}, a)
 	newSecretVolume(t, w.secretsDir, "acme-client", map[string]string{"client-id": "keyhole-e2e", "client-secret": a.secret})
-	w.secretsMu.Lock()
-	w.secrets = append(w.secrets, a.secret)
-	w.secretsMu.Unlock()
+	w.plantSecret(a.secret)
 
 	run := 30 * time.Second
 	if d := os.Getenv("KEYHOLE_OAUTH_LOAD"); d != "" {
