@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"bytes"
 	"crypto/tls"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"math/rand/v2"
@@ -139,4 +141,76 @@ func BenchmarkServerBulk(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestServerBulkScrubbed downloads 1 MiB of random bytes, as a release
+// asset holds, through the proxy with response bodies scrubbed, the
+// credential planted in it as it is, wrapped by a CRLF and hex-encoded,
+// about the edges of TLS records (16 KiB), of the forwarder's reads
+// (32 KiB), before and after the point where the scrubber chooses how to
+// search (64 KiB) and at the very end: every one is masked, byte for
+// byte, and nothing else changes.
+func TestServerBulkScrubbed(t *testing.T) {
+	const size = 1 << 20
+	data := bulkBytes(size)
+	hexCanary := hex.EncodeToString([]byte(canary))
+	wrapped := canary[:9] + "\r\n" + canary[9:]
+	plants := []struct {
+		at int
+		v  string
+	}{
+		{0, canary},
+		{16<<10 - 5, canary},
+		{32<<10 - 11, wrapped},
+		{48<<10 - 20, hexCanary},
+		{64<<10 - 3, canary},
+		{64<<10 + 100, wrapped},
+		{96<<10 - 1, hexCanary},
+		{500_000, canary},
+		{size - len(canary), canary},
+	}
+	want := bytes.Clone(data)
+	for _, p := range plants {
+		copy(data[p.at:], p.v)
+		for i := range len(p.v) {
+			if c := p.v[i]; c != '\r' && c != '\n' {
+				want[p.at+i] = '*'
+			} else {
+				want[p.at+i] = c
+			}
+		}
+	}
+	h := newBulkHarness(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+		// Writes of odd sizes, so records do not fall on round offsets.
+		for b := data; len(b) > 0; {
+			n := min(len(b), 7777)
+			w.Write(b[:n])
+			b = b[n:]
+		}
+	}))
+	resp, err := h.client().Get("https://api.github.com/repos/acme/widgets/tarball")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || len(got) != size {
+		t.Fatalf("%s, %d bytes; want 200, %d", resp.Status, len(got), size)
+	}
+	for _, p := range plants {
+		if g, w := got[p.at:p.at+len(p.v)], want[p.at:p.at+len(p.v)]; !bytes.Equal(g, w) {
+			t.Errorf("at %d: %q, want %q", p.at, g, w)
+		}
+	}
+	if !bytes.Equal(got, want) {
+		t.Error("the body differs from the upstream's elsewhere than where the credential lay")
+	}
+	if bytes.Contains(got, []byte(canary)) || bytes.Contains(got, []byte(hexCanary)) {
+		t.Error("the credential reached the sandbox")
+	}
 }
