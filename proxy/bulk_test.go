@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Bulk transfers through an injected host with response bodies scrubbed:
@@ -212,5 +213,44 @@ func TestServerBulkScrubbed(t *testing.T) {
 	}
 	if bytes.Contains(got, []byte(canary)) || bytes.Contains(got, []byte(hexCanary)) {
 		t.Error("the credential reached the sandbox")
+	}
+}
+
+// deadlineWriter is a ResponseWriter that counts the write deadlines set
+// on it.
+type deadlineWriter struct {
+	httptest.ResponseRecorder
+	deadlines int
+	last      time.Time
+}
+
+func (w *deadlineWriter) SetWriteDeadline(t time.Time) error {
+	w.deadlines++
+	w.last = t
+	return nil
+}
+
+// TestCopyBodyWriteDeadline: copying a long body moves the write
+// deadline on once per sixteenth of the stall timeout, not before every
+// write, and each write may still wait at least 15/16 of it.
+func TestCopyBodyWriteDeadline(t *testing.T) {
+	const stall = time.Minute
+	f := newForwarder("https", nil, nil)
+	f.stall = stall
+	w := &deadlineWriter{ResponseRecorder: *httptest.NewRecorder()}
+	body := bulkBytes(1 << 20)
+	start := time.Now()
+	if err := f.copyBody(w, http.NewResponseController(w), tlsReads(body), false); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(w.Body.Bytes(), body) {
+		t.Fatal("the body changed")
+	}
+	// 64 writes of 16 KiB, well within a sixteenth of a minute.
+	if w.deadlines != 1 {
+		t.Errorf("the write deadline was set %d times for 64 writes, want once", w.deadlines)
+	}
+	if d := w.last.Sub(start); d < stall*15/16 {
+		t.Errorf("the last write could wait %v, want at least %v", d, stall*15/16)
 	}
 }
