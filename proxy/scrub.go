@@ -390,8 +390,9 @@ func (r *scrubReader) readInto(p []byte) (int, error) {
 }
 
 // scanner finds the injected values in a window of bytes, in one pass
-// over it for all of them, in one of two ways, whichever costs less on
-// the bytes it sees first (decide); neither changes what is found.
+// over it for all of them, in one of two ways: anchored, then, once 64
+// KiB were scanned, whichever costs less on the next window (decide);
+// neither changes what is found.
 //
 // Anchored: each value has an anchor, one of its bytes, chosen so that
 // the anchors of all the values are few bytes, rare in the first bytes
@@ -406,8 +407,9 @@ func (r *scrubReader) readInto(p []byte) (int, error) {
 // adjacent bytes of the value, or a line break beside a byte of it. Only
 // a pair that is one of those (pairs, a bit per pair of byte values) is
 // looked at closer. That suits random bytes (a compressed download),
-// where every byte is as common as any other: it reads a byte in twenty
-// or so, and about one pair in fifty it reads is looked at closer.
+// where every byte is as common as any other: for a token's forms it
+// reads two bytes in every 30 or so, and looks closer at about one pair
+// in fifty it reads.
 //
 // Either way a value is compared from a byte of it found in the window,
 // backwards and forwards, one line break allowed between any two of its
@@ -428,7 +430,8 @@ type scanner struct {
 	// stride is the distance between the pairs looked at: the shortest
 	// value's length less one.
 	stride int
-	// pairs is set when the scan is sampled.
+	// pairs is set when the scan is sampled; it is shared (indexCache)
+	// and only read.
 	pairs *pairIndex
 	// masked are the ranges of the window, sorted and disjoint, that
 	// hold a value; shift moves them when the window moves on.
