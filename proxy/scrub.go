@@ -390,21 +390,49 @@ func (r *scrubReader) readInto(p []byte) (int, error) {
 }
 
 // scanner finds the injected values in a window of bytes, in one pass
-// over it for all of them: each value has an anchor, one of its bytes
-// chosen so that the anchors of all the values are few bytes, rare in
-// the first bytes scanned, and
-// the window is searched for each anchor byte (bytes.IndexByte, with
-// vector instructions); only where one lies is a value compared, from
-// its anchor backwards and forwards, line breaks allowed between its
+// over it for all of them, in one of two ways: anchored, then, once 64
+// KiB were scanned, whichever costs less on the next window (decide);
+// neither changes what is found.
+//
+// Anchored: each value has an anchor, one of its bytes, chosen so that
+// the anchors of all the values are few bytes, rare in the first bytes
+// scanned, and the window is searched for each anchor byte
+// (bytes.IndexByte, with vector instructions); only where one lies is a
+// value compared. That suits text, where some bytes are rare.
+//
+// Sampled: one pair of adjacent bytes is looked at in every stride
+// bytes, the shortest value's length less one. An occurrence of a value
+// spans at least as many bytes as the value has (more when it is
+// wrapped), so one of the pairs looked at lies wholly within it: two
+// adjacent bytes of the value, or a line break beside a byte of it. Only
+// a pair that is one of those (pairs, a bit per pair of byte values) is
+// looked at closer. That suits random bytes (a compressed download),
+// where every byte is as common as any other: for a token's forms it
+// reads two bytes in every 30 or so, and looks closer at about one pair
+// in fifty it reads.
+//
+// Either way a value is compared from a byte of it found in the window,
+// backwards and forwards, one line break allowed between any two of its
 // bytes. A value holds no line break or other control character (a
-// header value cannot), so no anchor is one.
+// header value cannot), so no anchor is one, nor any byte of a value.
 type scanner struct {
 	pats    [][]byte
 	longest int
 	// first marks the bytes some value starts with.
 	first [256]bool
+	// scanned counts the bytes scanned, up to decideAfter; decided is
+	// set once the way of scanning is chosen for good. Until then the
+	// scan is anchored, the anchors chosen on the first window.
+	scanned int
+	decided bool
 	// anchors lists each anchor byte once, with the values it anchors.
 	anchors []anchor
+	// stride is the distance between the pairs looked at: the shortest
+	// value's length less one.
+	stride int
+	// pairs is set when the scan is sampled; it is shared (indexCache)
+	// and only read.
+	pairs *pairIndex
 	// masked are the ranges of the window, sorted and disjoint, that
 	// hold a value; shift moves them when the window moves on.
 	masked [][2]int
@@ -417,14 +445,32 @@ type anchor struct {
 	at []struct{ p, k int }
 }
 
+// valueByte is byte k of value p.
+type valueByte struct{ p, k int }
+
+// pairIndex is what a sampled scan looks pairs up in: bit a<<8|b of
+// bits is set when a then b are adjacent bytes of a value, or when
+// either is a line break; at[start[c]:start[c+1]] lists where byte c
+// stands in the values.
+type pairIndex struct {
+	bits  [1 << 16 / 64]uint64
+	start [257]int32
+	at    []valueByte
+}
+
 // scanner returns a scanner for in's values.
 func (in Injected) scanner() *scanner {
 	s := &scanner{}
+	shortest := 0
 	for _, v := range in.values {
 		s.pats = append(s.pats, []byte(v.v))
 		s.longest = max(s.longest, len(v.v))
+		if shortest == 0 || len(v.v) < shortest {
+			shortest = len(v.v)
+		}
 		s.first[v.v[0]] = true
 	}
+	s.stride = max(1, shortest-1)
 	return s
 }
 
@@ -475,14 +521,197 @@ func (s *scanner) chooseAnchors(sample []byte) {
 	}
 }
 
+// The way of scanning is chosen once decideAfter bytes were scanned
+// anchored, on a window of decideLen bytes or more: a body shorter than
+// that costs little either way, less than building what a sampled scan
+// looks pairs up in, and a smaller window tells too little of what
+// follows.
+const (
+	decideAfter = 64 << 10
+	decideLen   = 4 << 10
+)
+
 // scan records every occurrence of every value in b, overlapping ones
 // included, and returns how many bytes at its end to hold back: those
 // that may begin a value the next bytes complete. An occurrence already
-// recorded (it lay in what was held back) is recorded again, harmlessly.
+// recorded (it lay in what was held back, or two of the pairs looked at
+// lie in it) is recorded again, harmlessly.
 func (s *scanner) scan(b []byte) int {
 	if s.anchors == nil {
 		s.chooseAnchors(b)
 	}
+	if !s.decided {
+		if s.scanned >= decideAfter && len(b) >= decideLen {
+			s.decide(b)
+		}
+		s.scanned += len(b)
+	}
+	if s.pairs != nil {
+		s.scanSampled(b)
+	} else {
+		s.scanAnchors(b)
+	}
+	return s.heldBack(b)
+}
+
+// decide samples the scan when that costs less on the window b than the
+// anchored one, by a model of both in nanoseconds, rough but of the
+// right sizes (measured by BenchmarkScrubReader and
+// BenchmarkScrubReaderBinary): an anchored scan passes over the window
+// once per anchor (some 32 bytes a nanosecond) and stops at each anchor
+// byte (some 20 ns); a sampled one reads a pair in every stride bytes
+// (some 2.5 ns) and, for a pair it looks at closer, compares the values
+// holding a byte of it (some 5 ns, and 3 a value byte). The pairs a
+// sampled scan of b would read are looked up to tell.
+func (s *scanner) decide(b []byte) {
+	anchored := 0
+	for _, a := range s.anchors {
+		anchored += len(b)/32 + 20*bytes.Count(b, []byte{a.c})
+	}
+	x := s.index()
+	sampled := 0
+	for j := 0; j+1 < len(b); j += s.stride {
+		sampled += 5 // twice 2.5
+		if x.pair(b[j], b[j+1]) {
+			sampled += 2 * (5 + 3*len(x.of(b[j])))
+		}
+	}
+	s.decided = true
+	if sampled/2 < anchored {
+		s.pairs = x
+	}
+}
+
+// sample makes the scan sampled from now on, whatever it costs.
+func (s *scanner) sample() {
+	s.decided = true
+	s.pairs = s.index()
+}
+
+// indexCache keeps the pairIndex of the value sets scanned lately, by
+// their values, each ended by a line break (which no value holds): a
+// download after another carries the same credential, and building the
+// index (10 KiB and more) cost more than a scan of 64 KiB of text. It
+// holds at most maxCachedValues sets and starts afresh when full, as
+// formsCache does.
+var indexCache struct {
+	mu sync.Mutex
+	m  map[string]*pairIndex
+}
+
+// index returns the pairIndex of s's values, from indexCache or built
+// and kept there. The index returned is shared: callers only read it.
+func (s *scanner) index() *pairIndex {
+	var key strings.Builder
+	for _, v := range s.pats {
+		key.Write(v)
+		key.WriteByte('\n')
+	}
+	indexCache.mu.Lock()
+	defer indexCache.mu.Unlock()
+	if x, ok := indexCache.m[key.String()]; ok {
+		return x
+	}
+	if indexCache.m == nil || len(indexCache.m) >= maxCachedValues {
+		indexCache.m = make(map[string]*pairIndex, maxCachedValues)
+	}
+	x := s.buildIndex()
+	indexCache.m[key.String()] = x
+	return x
+}
+
+// buildIndex builds the pairIndex of s's values.
+func (s *scanner) buildIndex() *pairIndex {
+	x := &pairIndex{}
+	n := 0
+	for _, v := range s.pats {
+		n += len(v)
+		for _, c := range v {
+			x.start[int(c)+1]++
+		}
+	}
+	for c := range 256 {
+		x.start[c+1] += x.start[c]
+	}
+	x.at = make([]valueByte, n)
+	next := x.start
+	for p, v := range s.pats {
+		for k, c := range v {
+			x.at[next[c]] = valueByte{p, k}
+			next[c]++
+			if k+1 < len(v) {
+				i := uint16(c)<<8 | uint16(v[k+1])
+				x.bits[i>>6] |= 1 << (i & 63)
+			}
+		}
+	}
+	// Any byte then a line break (CR is 13, LF 10: bits of the same
+	// word of each row), and a line break then any byte (two rows).
+	for c := range 256 {
+		x.bits[c<<2] |= 1<<'\r' | 1<<'\n'
+	}
+	for _, row := range [...]int{'\r', '\n'} {
+		for w := range 4 {
+			x.bits[row<<2+w] = ^uint64(0)
+		}
+	}
+	return x
+}
+
+// pair reports whether a then b are looked at closer.
+func (x *pairIndex) pair(a, b byte) bool {
+	i := uint16(a)<<8 | uint16(b)
+	return x.bits[i>>6]&(1<<(i&63)) != 0
+}
+
+// of lists where c stands in the values.
+func (x *pairIndex) of(c byte) []valueByte { return x.at[x.start[c]:x.start[int(c)+1]] }
+
+// scanSampled records the occurrences in b, looking at one pair of bytes
+// in every stride.
+func (s *scanner) scanSampled(b []byte) {
+	bits, stride := &s.pairs.bits, s.stride
+	for j := 1; j < len(b); j += stride {
+		if i := uint16(b[j-1])<<8 | uint16(b[j]); bits[i>>6]&(1<<(i&63)) != 0 {
+			s.scanAt(b, j-1)
+		}
+	}
+}
+
+// scanAt records the occurrences of values that b[j] and b[j+1] may both
+// lie in. Such an occurrence holds a byte of a value at j, at j+1 or, when
+// both are a line break (a CRLF within it), at j-1; at that byte every
+// value holding it is compared, and where both b[j] and b[j+1] are bytes
+// of a value, only those where the next byte follows.
+func (s *scanner) scanAt(b []byte, j int) {
+	a := j
+	switch {
+	case !isBreak(b[j]):
+	case !isBreak(b[j+1]):
+		a = j + 1
+	case j > 0 && !isBreak(b[j-1]):
+		a = j - 1
+	default:
+		return // three line breaks in a row: no value spans them
+	}
+	next := -1
+	if a == j && !isBreak(b[j+1]) {
+		next = int(b[j+1])
+	}
+	for _, at := range s.pairs.of(b[a]) {
+		p := s.pats[at.p]
+		if next >= 0 && (at.k+1 == len(p) || int(p[at.k+1]) != next) {
+			continue
+		}
+		if lo, hi, ok := s.matchAt(b, a, p, at.k); ok {
+			s.maskValue(b, lo, hi)
+		}
+	}
+}
+
+// scanAnchors records the occurrences in b, searching it for each
+// anchor byte.
+func (s *scanner) scanAnchors(b []byte) {
 	for _, a := range s.anchors {
 		for j := 0; ; j++ {
 			x := bytes.IndexByte(b[j:], a.c)
@@ -510,7 +739,6 @@ func (s *scanner) scan(b []byte) int {
 			}
 		}
 	}
-	return s.heldBack(b)
 }
 
 func isBreak(c byte) bool { return c == '\n' || c == '\r' }

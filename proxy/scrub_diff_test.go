@@ -7,11 +7,17 @@ import (
 	"testing"
 )
 
-// TestScrubReaderAsBefore holds the one-pass scan to the scrubber it
-// replaced (refScrubReader): the same bytes out for random inputs of a
-// small alphabet (so values, their starts and line breaks meet often),
-// random values and random reads, with buffers of several sizes.
+// TestScrubReaderAsBefore holds the one-pass scan, anchored and
+// sampled, to the scrubber it replaced (refScrubReader): the same bytes
+// out for random inputs of a small alphabet (so values, their starts and
+// line breaks meet often), random values and random reads, with buffers
+// of several sizes.
 func TestScrubReaderAsBefore(t *testing.T) {
+	t.Run("anchored", func(t *testing.T) { scrubAsBefore(t, false) })
+	t.Run("sampled", func(t *testing.T) { scrubAsBefore(t, true) })
+}
+
+func scrubAsBefore(t *testing.T, sampled bool) {
 	r := rand.New(rand.NewPCG(7, 11))
 	const alphabet = "abcab\r\n\nxyz*"
 	pick := func(n int, from string) []byte {
@@ -59,6 +65,9 @@ func TestScrubReaderAsBefore(t *testing.T) {
 		// The scrubber read into buffers of random sizes: small ones go
 		// through its own buffer, larger ones are the window.
 		sr := in.ScrubReader(&chunked{src: bytes.Clone(data), sizes: sizes}, make([]byte, bufLen))
+		if sampled {
+			sr.(*scrubReader).s.sample()
+		}
 		got, err := io.ReadAll(&randomReads{r: sr, rnd: r})
 		if err != nil {
 			t.Fatal(err)

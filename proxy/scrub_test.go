@@ -360,6 +360,14 @@ func FuzzScrubReader(f *testing.F) {
 		if before, _ := io.ReadAll(refScrubReader(in, bytes.NewReader(data), make([]byte, 128))); !bytes.Equal(got, before) {
 			t.Fatalf("scrubbed %q in reads of %v = %q, before %q", data, sizes, got, before)
 		}
+		// The same bytes from the sampled scan.
+		if !in.Empty() {
+			sr := in.ScrubReader(&chunked{src: bytes.Clone(data), sizes: sizes}, make([]byte, 64))
+			sr.(*scrubReader).s.sample()
+			if sampled, err := io.ReadAll(sr); err != nil || !bytes.Equal(got, sampled) {
+				t.Fatalf("scrubbed %q in reads of %v, sampled = %q, %v; anchored %q", data, sizes, sampled, err, got)
+			}
+		}
 	})
 }
 
