@@ -69,7 +69,8 @@ type revPin struct {
 	// source names the Flux GitRepository whose ref it is, for a message.
 	source string
 	// other is set when the revision is not in this repository and the
-	// source's URL is none of its remotes: another repository's.
+	// source's URL is none of its remotes (or it has none): another
+	// repository's.
 	other bool
 }
 
@@ -115,11 +116,16 @@ func (l *loader) pinAt(rev, root, url string) *revPin {
 		}
 	}
 	own := url != "" && rr.remotes[repoKey(url, "")]
-	key := rev + "\x00" + strconv.FormatBool(own)
+	// A URL none of the remotes name is another repository's; with no
+	// remote at all (a repository git init made) there is none to fetch
+	// a revision from either, so the answer is the same in a clone and
+	// outside one.
+	other := url != "" && !own
+	key := rev + "\x00" + strconv.FormatBool(own) + strconv.FormatBool(other)
 	if p, ok := rr.pins[key]; ok {
 		return p
 	}
-	p := rr.resolve(rev, own)
+	p := rr.resolve(rev, own, other)
 	rr.pins[key] = p
 	return p
 }
@@ -129,8 +135,9 @@ func (l *loader) pinAt(rev, root, url string) *revPin {
 var semverRange = regexp.MustCompile(`(^|\.)[*xX]$|[<>=~^ ]|\|\|`)
 
 // resolve is pinAt's answer for rev, not yet known; own says the source's
-// URL is one of the repository's remotes.
-func (rr *repoRevs) resolve(rev string, own bool) *revPin {
+// URL is one of the repository's remotes, other that it is a URL none of
+// them is.
+func (rr *repoRevs) resolve(rev string, own, other bool) *revPin {
 	p := &revPin{rev: rev}
 	branchLike := !commitLike.MatchString(rev) && !tagLike.MatchString(rev) && !semverRange.MatchString(rev)
 	switch {
@@ -162,7 +169,7 @@ func (rr *repoRevs) resolve(rev string, own bool) *revPin {
 	}
 	if err != nil {
 		p.unread = rr.fetchHint(rev)
-		p.other = !own && len(rr.remotes) > 0
+		p.other = other
 		return p
 	}
 	p.ref = ref
