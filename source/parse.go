@@ -94,7 +94,7 @@ func Rules() []diag.Rule {
 			Code:     CodeArgoCDRevision,
 			Severity: diag.Warning,
 			Purpose:  "An Argo CD Application's source is pinned (targetRevision) to a tag, commit or branch other than the one keyhole reads. keyhole reads its path at that revision from git, and says so in a note; a revision the repository does not hold (a shallow clone, a tag not fetched, a semver range) is a warning, and nothing is read for that unit, as the working tree is not what it deploys.",
-			Help:     "Fetch what the warning names (git fetch --tags, git fetch origin BRANCH; in CI, actions/checkout with fetch-depth: 0 and fetch-tags: true), or pin a tag rather than a range.",
+			Help:     "Fetch what the warning names (git fetch --tags, git fetch origin BRANCH; in CI, actions/checkout with fetch-depth: 0 and fetch-tags: true), or pin a tag rather than a range. A branch a Kargo Stage renders to (the Application's kargo.akuity.io/authorized-stage annotation names it) needs no fetch: it holds the last promotion, and the overlays the Stage renders from are checked as a walk finds them.",
 		},
 		{
 			Code:     CodeFluxRevision,
