@@ -72,6 +72,9 @@ func unrenderedNote(u *Unit, docs []*Document) (diag.Diagnostic, bool) {
 // source's render alike, at the revision keyhole reads or the one it is
 // pinned to. Nothing for a unit of another engine.
 func (l *loader) argoApplies(u *Unit, docs []*Document) {
+	if u.Argo == nil {
+		return
+	}
 	if n, ok := unrenderedNote(u, docs); ok {
 		l.diags = append(l.diags, n)
 	}
