@@ -159,14 +159,15 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 			continue
 		}
 		if pin != nil && pin.fsys == nil {
+			if kargo != "" {
+				// A branch of this repository Kargo renders to, whose
+				// path (the render's output) main need not hold: what
+				// the next promotion renders is this repository's
+				// overlays, left to the walk (kargo.go).
+				out = append(out, engineFound{pos: pos, repo: repo, warn: kargoUnread(what, kargo, pin), code: CodeArgoCDRevision})
+				continue
+			}
 			if root, _ := l.enginePath(rel, roots); root != "" {
-				if kargo != "" {
-					// A branch Kargo renders to: what the next promotion
-					// renders is this repository's overlays, left to the
-					// walk (kargo.go).
-					out = append(out, engineFound{pos: pos, repo: repo, warn: kargoUnread(what, kargo, pin), code: CodeArgoCDRevision})
-					continue
-				}
 				out = append(out, engineFound{pos: pos, repo: repo, warn: revisionUnread(what, pin), code: CodeArgoCDRevision, claim: []string{root}})
 				continue
 			}

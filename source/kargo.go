@@ -16,7 +16,8 @@ import (
 // branch holds the last promotion's render, not the change keyhole
 // checks: fetching it would check what is deployed, never what the next
 // promotion renders. Where the repository does not hold it, keyhole reads
-// nothing for the Application and claims none of its files, so the
+// nothing for the Application, whatever its path (the render's layout,
+// which main need not have), and claims none of its files, so the
 // overlays the Stage renders from are read as a walk finds them
 // (kustomization roots, built as kustomize-build builds them), and says
 // so once per Application (kargoUnread).

@@ -16,12 +16,12 @@ import (
 // Without the annotation, the branch is any branch not fetched: said,
 // its path claimed, nothing read.
 func TestKargoRenderedBranch(t *testing.T) {
-	appSet := func(annotations string) string {
+	appSet := func(annotations, path string) string {
 		return "apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: guestbook, namespace: argocd}\nspec:\n" +
 			"  generators:\n  - git:\n      repoURL: https://git.example.com/acme/guestbook.git\n      revision: HEAD\n      directories: [{path: env/*}]\n" +
 			"  template:\n    metadata:\n      name: guestbook-{{path.basename}}\n" + annotations +
 			"    spec:\n      project: default\n      destination: {server: https://kubernetes.default.svc, namespace: 'guestbook-{{path.basename}}'}\n" +
-			"      source: {repoURL: https://git.example.com/acme/guestbook.git, path: ./, targetRevision: 'env/{{path.basename}}'}\n"
+			"      source: {repoURL: https://git.example.com/acme/guestbook.git, path: " + path + ", targetRevision: 'env/{{path.basename}}'}\n"
 	}
 	overlay := func(env string) string {
 		return "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: guestbook-" + env + "\nresources: [../../base]\n"
@@ -33,18 +33,28 @@ func TestKargoRenderedBranch(t *testing.T) {
 		"env/dev/kustomization.yaml":  overlay("dev"),
 		"env/prod/kustomization.yaml": overlay("prod"),
 	}
+	const stage = "      annotations: {kargo.akuity.io/authorized-stage: 'guestbook:{{path.basename}}'}\n"
+	const kargoSaid = "warning ArgoCDRevision: Argo CD Application argocd/guestbook-dev builds its path at targetRevision env/dev, and the Kargo Stage guestbook:dev updates it (kargo.akuity.io/authorized-stage): " +
+		"Kargo's promotion writes to that branch what it renders from this repository"
 	cases := map[string]struct {
-		annotations string
-		read        []string
-		said        string
+		annotations, path string
+		read              []string
+		said              string
 	}{
 		"a branch a Kargo Stage renders": {
-			annotations: "      annotations: {kargo.akuity.io/authorized-stage: 'guestbook:{{path.basename}}'}\n",
+			annotations: stage,
+			path:        "./",
 			read:        []string{"env/dev guestbook-dev", "env/prod guestbook-prod"},
-			said: "warning ArgoCDRevision: Argo CD Application argocd/guestbook-dev builds its path at targetRevision env/dev, and the Kargo Stage guestbook:dev updates it (kargo.akuity.io/authorized-stage): " +
-				"Kargo's promotion writes to that branch what it renders from this repository",
+			said:        kargoSaid,
+		},
+		"a directory of a branch a Kargo Stage renders, which main does not hold": {
+			annotations: stage,
+			path:        "manifests",
+			read:        []string{"env/dev guestbook-dev", "env/prod guestbook-prod"},
+			said:        kargoSaid,
 		},
 		"a branch no Stage renders": {
+			path: "./",
 			said: "warning ArgoCDRevision: Argo CD Application argocd/guestbook-dev builds its path at targetRevision env/dev, other than the one keyhole reads, and the repository holds no tag or branch env/dev",
 		},
 	}
@@ -55,7 +65,7 @@ func TestKargoRenderedBranch(t *testing.T) {
 				t.Fatal(err)
 			}
 			writeFiles(t, dir, files)
-			writeFiles(t, dir, map[string]string{"argocd/appset.yaml": appSet(c.annotations)})
+			writeFiles(t, dir, map[string]string{"argocd/appset.yaml": appSet(c.annotations, c.path)})
 			commitAll(t, r, "main")
 			docs, ds, err := testLoad([]string{"."}, Options{Dir: dir})
 			if err != nil {
