@@ -3,10 +3,25 @@ package source
 import (
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"slices"
 
 	"keyhole.dev/keyhole/diag"
 )
+
+// templateObject matches a top-level apiVersion or kind field of a
+// template's text.
+var templateObject = regexp.MustCompile(`(?m)^(apiVersion|kind)[ \t]*:`)
+
+// templatesObject reports whether data, a chart template's text, writes
+// a Kubernetes object: it gives both apiVersion and kind at its top level.
+func templatesObject(data []byte) bool {
+	kinds := map[string]bool{}
+	for _, m := range templateObject.FindAllSubmatch(data, -1) {
+		kinds[string(m[1])] = true
+	}
+	return len(kinds) == 2
+}
 
 // An agent.yaml is not a Kubernetes object, so kustomize never builds
 // one; but one that sits beside a kustomization belongs to the deploy
@@ -90,13 +105,19 @@ func (l *loader) readAgentBeside(b *build, abs string) {
 // chart in dir or in its templates: the walk does not read a chart's
 // files one by one, and no render holds the file (helm renders templates
 // only, and an agent.yaml in templates/ is no Kubernetes object), so the
-// agent would be neither checked nor deployed, and said nowhere.
+// agent would be neither checked nor deployed, and said nowhere. One in
+// templates/ that writes an object (apiVersion and kind at its top
+// level, a Connection saved under that name) is a template like any
+// other: helm renders it, and keyhole checks what it renders.
 func (l *loader) agentsInChart(p, abs, dir string) {
 	for _, sub := range []string{"", "templates"} {
 		for _, n := range []string{"agent.yaml", "agent.yml"} {
 			f := filepath.Join(dir, sub, n)
 			if fi, err := l.fsys.Stat(f); err != nil || !fi.Mode().IsRegular() {
 				continue
+			}
+			if sub == "templates" && templatesObject(l.sniff(f, nil)) {
+				continue // a template of an object, which helm renders
 			}
 			l.diags = append(l.diags, diag.Diagnostic{Code: CodeInputNotDeployed, Severity: diag.Warning,
 				Pos: diag.Pos{File: l.under(p, abs, f), Line: 1, Column: 1},

@@ -82,6 +82,7 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 		return []engineFound{{pos: diag.Pos{File: d.File, Line: at.Line, Column: at.Column},
 			err: "an Argo CD Application in the namespace " + ns + " has no metadata.name: the API server refuses it"}}
 	}
+	kargo := kargoStage(app)
 	var out []engineFound
 	for i, src := range sources {
 		pos := diag.Pos{File: d.File, Line: src.Line, Column: src.Column}
@@ -158,6 +159,14 @@ func (l *loader) appUnits(app *yaml.Node, d *Document, ns, name string, srcRoots
 			continue
 		}
 		if pin != nil && pin.fsys == nil {
+			if kargo != "" {
+				// A branch of this repository Kargo renders to, whose
+				// path (the render's output) main need not hold: what
+				// the next promotion renders is this repository's
+				// overlays, left to the walk (kargo.go).
+				out = append(out, engineFound{pos: pos, repo: repo, warn: kargoUnread(what, kargo, pin), code: CodeArgoCDRevision})
+				continue
+			}
 			if root, _ := l.enginePath(rel, roots); root != "" {
 				out = append(out, engineFound{pos: pos, repo: repo, warn: revisionUnread(what, pin), code: CodeArgoCDRevision, claim: []string{root}})
 				continue

@@ -41,7 +41,7 @@ const keyholeGroup = "omnia.altairalabs.ai/"
 // keyhole's plugin, applies the inputs among docs (its build) as
 // written; ok is false when it applies none, or keyhole renders it.
 func unrenderedNote(u *Unit, docs []*Document) (diag.Diagnostic, bool) {
-	if u.Argo == nil || u.rendered || u.Helm != nil {
+	if u.Argo == nil || u.rendered {
 		return diag.Diagnostic{}, false
 	}
 	kinds := map[string]int{}
@@ -64,6 +64,23 @@ func unrenderedNote(u *Unit, docs []*Document) (diag.Diagnostic, bool) {
 	return diag.Diagnostic{Code: CodeArgoCDUnrendered, Severity: diag.Warning, Pos: u.Decl, Units: []string{u.Name},
 		Message: "Argo CD Application " + strings.TrimPrefix(u.Name, "argocd:") + " applies keyhole's inputs as written (" + strings.Join(what, ", ") +
 			"), not keyhole's render of them: unless the cluster runs the omnia operator, which serves these kinds itself, nothing makes their sandboxes and egress proxy; render its path with keyhole's config management plugin (source.plugin.name keyhole-VERSION, examples/argocd), or commit keyhole render's output and point it at the unit's directory there (keyhole.yaml's argocd.rendered, examples/argocd-committed)"}, true
+}
+
+// argoApplies says what Argo CD applies of the Argo CD unit u's build,
+// docs, that keyhole's render does not make (unrenderedNote,
+// omittedNote): a kustomize or directory source's build and a Helm
+// source's render alike, at the revision keyhole reads or the one it is
+// pinned to. Nothing for a unit of another engine.
+func (l *loader) argoApplies(u *Unit, docs []*Document) {
+	if u.Argo == nil {
+		return
+	}
+	if n, ok := unrenderedNote(u, docs); ok {
+		l.diags = append(l.diags, n)
+	}
+	if n, ok := omittedNote(u, docs, l.siblingApplies(u)); ok {
+		l.diags = append(l.diags, n)
+	}
 }
 
 // omittedNote is the warning that the Argo CD unit u, which keyhole's

@@ -816,21 +816,17 @@ func (l *loader) buildEngineUnits() {
 			l.diags = append(l.diags, j.note)
 			continue
 		}
+		before := len(l.docs)
 		if j.u.Helm != nil {
 			l.takeHelm(j.u, j.named, &j.helm, j.with)
 			j.helm = helmRun{}
+			l.argoApplies(j.u, l.docs[before:])
 			continue
 		}
-		before := len(l.docs)
 		l.buildKustomizationFrom(j.u, j.named, j.u.Root, true, &j.run)
 		if j.run.err == nil {
 			l.notDeployed(j.u, j.named, j.run.read)
-			if n, ok := unrenderedNote(j.u, l.docs[before:]); ok {
-				l.diags = append(l.diags, n)
-			}
-			if n, ok := omittedNote(j.u, l.docs[before:], l.siblingApplies(j.u)); ok {
-				l.diags = append(l.diags, n)
-			}
+			l.argoApplies(j.u, l.docs[before:])
 		}
 		j.run = kustomizeRun{} // what it built is in l.docs now
 	}
@@ -872,9 +868,11 @@ func (l *loader) buildPinned(u *Unit) {
 		return
 	}
 	l.diags = append(l.diags, revisionRead(u))
+	before := len(l.docs)
 	if u.Helm != nil {
 		j.helm = l.renderHelm(u.Root, u.Helm)
 		l.takeHelm(u, j.named, &j.helm, j.with)
+		l.argoApplies(u, l.docs[before:])
 		return
 	}
 	if !j.built {
@@ -887,6 +885,7 @@ func (l *loader) buildPinned(u *Unit) {
 	l.buildKustomizationFrom(u, j.named, u.Root, true, &j.run)
 	if j.run.err == nil {
 		l.notDeployed(u, j.named, j.run.read)
+		l.argoApplies(u, l.docs[before:])
 	}
 }
 

@@ -150,10 +150,19 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Rendered without keyhole's plugin, the chart's Connection is
+	// applied as written: said once, at the Application.
+	var unrendered int
 	for _, d := range ds {
-		if d.Severity.String() != "info" {
+		switch {
+		case d.Code == CodeArgoCDUnrendered && d.Pos.File == "argocd/app.yaml" && strings.Contains(d.Message, "(Connection)"):
+			unrendered++
+		case d.Severity.String() != "info":
 			t.Errorf("unexpected %v", d)
 		}
+	}
+	if unrendered != 1 {
+		t.Errorf("%d ArgoCDUnrendered warnings at the Application, want 1: %v", unrendered, ds)
 	}
 	objs := helmObjects(t, docs)
 	c := objs["Connection team-a/from-param"]
@@ -558,6 +567,8 @@ func TestHelmArgoValueFilesOutOfReach(t *testing.T) {
 		switch {
 		case d.Code == CodeHelmValuesUnread && strings.Contains(d.Message, "secrets+age-import"):
 			warned = true
+		case d.Code == CodeArgoCDUnrendered && strings.Contains(d.Message, "argocd/agents applies"):
+			// its chart's Connection, applied as written
 		case d.Severity.String() != "info":
 			t.Errorf("unexpected %v", d)
 		}

@@ -51,7 +51,7 @@ func Rules() []diag.Rule {
 		{
 			Code:     CodeInputNotDeployed,
 			Severity: diag.Warning,
-			Purpose:  "A file names keyhole's kinds and lies under the path of a deploy unit whose kustomization does not list it (a Flux Kustomization's spec.path, an Argo CD Application's source path, or a kustomization root, which is built and not walked): the unit never applies it, so keyhole does not check it as deployed. An agent.yaml at the top of a Helm chart or in its templates is in no render, and is said so too.",
+			Purpose:  "A file names keyhole's kinds and lies under the path of a deploy unit whose kustomization does not list it (a Flux Kustomization's spec.path, an Argo CD Application's source path, or a kustomization root, which is built and not walked): the unit never applies it, so keyhole does not check it as deployed. An agent.yaml at the top of a Helm chart or in its templates is in no render, and is said so too; one in templates/ that writes an object (apiVersion and kind) is a template like any other, rendered and checked.",
 			Help:     "List the file in the kustomization of that path (resources), or move it out of the path if it is not meant to be deployed. An agent.yaml is no Kubernetes object, and a kustomization that lists it does not build: put it beside the kustomization.yaml of that path, or of a base it reads, where the build reads it into the deploy unit; out of a Helm chart, beside the kustomization.yaml of the unit that deploys the chart.",
 		},
 		{
@@ -94,7 +94,7 @@ func Rules() []diag.Rule {
 			Code:     CodeArgoCDRevision,
 			Severity: diag.Warning,
 			Purpose:  "An Argo CD Application's source is pinned (targetRevision) to a tag, commit or branch other than the one keyhole reads. keyhole reads its path at that revision from git, and says so in a note; a revision the repository does not hold (a shallow clone, a tag not fetched, a semver range) is a warning, and nothing is read for that unit, as the working tree is not what it deploys.",
-			Help:     "Fetch what the warning names (git fetch --tags, git fetch origin BRANCH; in CI, actions/checkout with fetch-depth: 0 and fetch-tags: true), or pin a tag rather than a range.",
+			Help:     "Fetch what the warning names (git fetch --tags, git fetch origin BRANCH; in CI, actions/checkout with fetch-depth: 0 and fetch-tags: true), or pin a tag rather than a range. A branch a Kargo Stage renders to (the Application's kargo.akuity.io/authorized-stage annotation names it) needs no fetch: it holds the last promotion, and the overlays the Stage renders from are checked as a walk finds them.",
 		},
 		{
 			Code:     CodeFluxRevision,
