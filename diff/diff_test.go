@@ -7,14 +7,13 @@ import (
 	"io"
 	"maps"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"keyhole.dev/keyhole/compiler"
+	"keyhole.dev/keyhole/internal/testrepo"
 	"keyhole.dev/keyhole/proxy/policy"
 	"keyhole.dev/keyhole/render"
 	"keyhole.dev/keyhole/schema"
@@ -102,15 +101,7 @@ func with(t *testing.T, files map[string]string, name, old, new string) map[stri
 func renderSide(t testing.TB, name string, files map[string]string) Side {
 	t.Helper()
 	dir := t.TempDir()
-	for p, data := range files {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testrepo.WriteFiles(t, dir, files)
 	return renderDir(t, name, dir)
 }
 

@@ -6,13 +6,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"keyhole.dev/keyhole/internal/bulk"
 )
 
 // Bulk transfers through an injected host with response bodies scrubbed:
@@ -27,28 +28,6 @@ var bulkConfig = strings.Replace(strings.Replace(testConfig,
 	`"rules": [{"methods": ["GET", "HEAD"], "pathPrefixes": ["/repos/acme/widgets"`,
 	`"rules": [{"methods": ["PUT"], "pathPrefixes": ["/upload"]}, {"methods": ["GET", "HEAD"], "pathPrefixes": ["/repos/acme/widgets"`, 1),
 	`"passthrough"`, `"scrubResponseBodies": true, "passthrough"`, 1)
-
-// bulkBytes is n pseudo-random bytes, as a compressed archive holds.
-func bulkBytes(n int) []byte {
-	b := make([]byte, n)
-	r := rand.New(rand.NewPCG(1, 2))
-	for i := range b {
-		b[i] = byte(r.Uint32())
-	}
-	return b
-}
-
-// repeatReader reads block over and over.
-type repeatReader struct {
-	block []byte
-	off   int
-}
-
-func (r *repeatReader) Read(p []byte) (int, error) {
-	n := copy(p, r.block[r.off:])
-	r.off = (r.off + n) % len(r.block)
-	return n, nil
-}
 
 // bulkUpstream answers GET /repos/acme/widgets/tarball?n=N with N bytes
 // of block repeated, with a Content-Length, and PUT /upload with the
@@ -71,7 +50,7 @@ func bulkUpstream(block []byte) http.Handler {
 		}
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
-		io.Copy(w, io.LimitReader(&repeatReader{block: block}, n))
+		io.Copy(w, io.LimitReader(bulk.Repeat(block), n))
 	})
 }
 
@@ -102,7 +81,7 @@ func resolveToTB(ca *testCA, addr string, names ...string) harnessOpt {
 // the CPU with the proxy).
 func BenchmarkServerBulk(b *testing.B) {
 	const size = 64 << 20
-	block := bulkBytes(64 << 10)
+	block := bulk.Bytes(64 << 10)
 	h := newBulkHarness(b, bulkUpstream(block))
 	c := h.client()
 	c.Timeout = 0
@@ -124,7 +103,7 @@ func BenchmarkServerBulk(b *testing.B) {
 	b.Run("upload", func(b *testing.B) {
 		b.SetBytes(size)
 		for b.Loop() {
-			req, err := http.NewRequest(http.MethodPut, "https://api.github.com/upload", io.LimitReader(&repeatReader{block: block}, size))
+			req, err := http.NewRequest(http.MethodPut, "https://api.github.com/upload", io.LimitReader(bulk.Repeat(block), size))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -153,7 +132,7 @@ func BenchmarkServerBulk(b *testing.B) {
 // byte, and nothing else changes.
 func TestServerBulkScrubbed(t *testing.T) {
 	const size = 1 << 20
-	data := bulkBytes(size)
+	data := bulk.Bytes(size)
 	hexCanary := hex.EncodeToString([]byte(canary))
 	wrapped := canary[:9] + "\r\n" + canary[9:]
 	plants := []struct {
@@ -238,7 +217,7 @@ func TestCopyBodyWriteDeadline(t *testing.T) {
 	f := newForwarder("https", nil, nil)
 	f.stall = stall
 	w := &deadlineWriter{ResponseRecorder: *httptest.NewRecorder()}
-	body := bulkBytes(1 << 20)
+	body := bulk.Bytes(1 << 20)
 	start := time.Now()
 	if err := f.copyBody(w, http.NewResponseController(w), tlsReads(body), false); err != nil {
 		t.Fatal(err)

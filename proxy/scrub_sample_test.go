@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"io"
 	"testing"
+
+	"keyhole.dev/keyhole/internal/bulk"
 )
 
 // TestScrubReaderChoosesSearch: past the first 64 KiB of a body, the
@@ -20,9 +22,9 @@ func TestScrubReaderChoosesSearch(t *testing.T) {
 		body    []byte
 		sampled bool
 	}{
-		"random bytes": {body: bulkBytes(1 << 20), sampled: true},
+		"random bytes": {body: bulk.Bytes(1 << 20), sampled: true},
 		"JSON text":    {body: text},
-		"short random": {body: bulkBytes(decideAfter / 2)}, // never decided: too short to pay for it
+		"short random": {body: bulk.Bytes(decideAfter / 2)}, // never decided: too short to pay for it
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := in.ScrubReader(tlsReads(tc.body), make([]byte, 32<<10))

@@ -10,26 +10,15 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/source/internal/sourcetest"
 )
 
-// helmConn is a Connection template whose name, namespace and Secret
-// come from the chart's values and release, as a team's chart writes it.
-const helmConn = `apiVersion: omnia.altairalabs.ai/v1alpha1
-kind: Connection
-metadata:
-  name: {{ .Values.name }}
-  namespace: {{ .Release.Namespace }}
-  labels: {release: {{ .Release.Name }}, tier: {{ .Values.tier | quote }}}
-spec:
-  hosts: [api.github.com]
-  credential: {kind: secret, secretRef: {name: {{ .Values.secret }}}}
-  placement:
-    inject:
-      - header: Authorization
-        value: "Bearer {{ "{{ .token }}" }}"
-`
-
-const helmChart = "apiVersion: v2\nname: agents\nversion: 0.1.0\n"
+// The chart's Connection template and Chart.yaml, shared with
+// source/helm's tests.
+const (
+	helmConn  = sourcetest.HelmConn
+	helmChart = sourcetest.HelmChart
+)
 
 // nodeText is d as YAML.
 func nodeText(t *testing.T, d *Document) string {

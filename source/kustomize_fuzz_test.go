@@ -399,15 +399,7 @@ func FuzzKustomize(f *testing.F) {
 	// the tree, the snapshot check below would fail on that input.
 	dir := f.TempDir()
 	files := kfuzzTree()
-	for name, body := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			f.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			f.Fatal(err)
-		}
-	}
+	writeFiles(f, dir, files)
 
 	f.Fuzz(func(t *testing.T, kust, resource, patch []byte) {
 		writeFiles(t, dir, map[string]string{

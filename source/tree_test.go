@@ -8,49 +8,32 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"go.yaml.in/yaml/v3"
 
 	"keyhole.dev/keyhole/bench/gen/synth"
 	"keyhole.dev/keyhole/internal/gitfs"
+	"keyhole.dev/keyhole/internal/testrepo"
 )
 
 // Loading a commit (Options.Tree, a gitfs.Tree) reads as loading the same
 // files from disk.
 
-var testSig = &object.Signature{Name: "keyhole test", Email: "test@keyhole.dev", When: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+var testSig = testrepo.Signature()
 
 // gitRepo makes a repository in a new directory and returns its path.
 func gitRepo(t *testing.T) (string, *git.Repository) {
 	t.Helper()
-	dir := t.TempDir()
-	r, err := git.PlainInit(dir, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir, r
+	return testrepo.Init(t)
 }
 
 // commitAll stages everything in the working tree (deletions too) and
 // commits it.
 func commitAll(t *testing.T, r *git.Repository, msg string) plumbing.Hash {
 	t.Helper()
-	wt, err := r.Worktree()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
-		t.Fatal(err)
-	}
-	h, err := wt.Commit(msg, &git.CommitOptions{Author: testSig, Committer: testSig, AllowEmptyCommits: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
+	return testrepo.CommitAll(t, r, msg)
 }
 
 // headTree opens the repository at dir and returns its HEAD commit's tree.
@@ -70,15 +53,7 @@ func headTree(t testing.TB, dir string) *gitfs.Tree {
 // writeFiles creates files (slash-separated names → contents) under dir.
 func writeFiles(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
-	for name, data := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testrepo.WriteFiles(t, dir, files)
 }
 
 // loaded is what a Load returned, as comparable text.

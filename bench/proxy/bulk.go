@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
 	"sync"
 	"time"
+
+	"keyhole.dev/keyhole/internal/bulk"
 )
 
 // Bulk transfers: the upstream answers bulkPath with as many bytes as the
@@ -27,26 +28,7 @@ const (
 )
 
 // bulkBlock is the 64 KiB the upstream repeats, and the client too.
-func bulkBlock() []byte {
-	b := make([]byte, 64<<10)
-	r := rand.New(rand.NewPCG(1, 2))
-	for i := range b {
-		b[i] = byte(r.Uint32())
-	}
-	return b
-}
-
-// repeatReader reads block over and over.
-type repeatReader struct {
-	block []byte
-	off   int
-}
-
-func (r *repeatReader) Read(p []byte) (int, error) {
-	n := copy(p, r.block[r.off:])
-	r.off = (r.off + n) % len(r.block)
-	return n, nil
-}
+func bulkBlock() []byte { return bulk.Bytes(64 << 10) }
 
 // serveBulk writes the n bytes the query asks for.
 func serveBulk(w http.ResponseWriter, r *http.Request, block []byte) {
@@ -57,7 +39,7 @@ func serveBulk(w http.ResponseWriter, r *http.Request, block []byte) {
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
-	io.Copy(w, io.LimitReader(&repeatReader{block: block}, n))
+	io.Copy(w, io.LimitReader(bulk.Repeat(block), n))
 }
 
 // uploaded is the upstream's answer to an upload.
@@ -110,7 +92,7 @@ func (e *env) upload(rt route, n int64, block []byte) (float64, error) {
 	defer c.hc.CloseIdleConnections()
 	c.hc.Timeout = 10 * time.Minute
 	u := url.URL{Scheme: "https", Host: rt.host, Path: uploadPath}
-	req, err := http.NewRequest(http.MethodPut, u.String(), io.LimitReader(&repeatReader{block: block}, n))
+	req, err := http.NewRequest(http.MethodPut, u.String(), io.LimitReader(bulk.Repeat(block), n))
 	if err != nil {
 		return 0, err
 	}

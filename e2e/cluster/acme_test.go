@@ -177,7 +177,9 @@ func (c *cluster) applySecret(t *testing.T, ctx context.Context, token string) {
 	c.applySecretData(t, ctx, acmeNS, acmeSecret, map[string]string{"user": "x-access-token", "token": token})
 }
 
-// waitAcme waits for the rendered Deployments to be available.
+// waitAcme waits for the rendered Deployments to be available and, in
+// deployment mode, for the proxy's Service to be reachable from the
+// sandbox (waitProxyService).
 func (c *cluster) waitAcme(t *testing.T, ctx context.Context, mode string) {
 	t.Helper()
 	deps := []string{acmeSandbox}
@@ -191,6 +193,59 @@ func (c *cluster) waitAcme(t *testing.T, ctx context.Context, mode string) {
 			logs, _ := c.kubectl(ctx, nil, "logs", "-n", acmeNS, "deployment/"+d, "--all-containers", "--tail=40")
 			t.Fatalf("%v\n%s\n%s\n%s", err, pods, events, logs)
 		}
+	}
+	if mode == "deployment" {
+		c.waitProxyService(t, ctx)
+	}
+}
+
+// proxyServiceTimeout bounds waitProxyService.
+const proxyServiceTimeout = 2 * time.Minute
+
+// proxyConnect opens a TCP connection from the sandbox container to the
+// address its clients' HTTPS_PROXY names, and closes it: no request.
+const proxyConnect = `python3 -c 'import os, socket, urllib.parse; u = urllib.parse.urlsplit(os.environ["HTTPS_PROXY"]); socket.create_connection((u.hostname, u.port), 5).close()'`
+
+// waitProxyService waits until the deployment-mode sandbox's clients can
+// reach the proxy's Service: its EndpointSlice lists an endpoint ready,
+// and a TCP connection from the sandbox container to the address
+// HTTPS_PROXY names is accepted. The end of a rollout says only that the
+// pods are Ready in the API; the EndpointSlice controller, kube-proxy's
+// rules for the Service and kube-router's for the two pods'
+// NetworkPolicies follow it, each in its own time, and until they have, a
+// connection to the Service is refused at once (kube-proxy rejects one to
+// a Service with no ready endpoint; kube-router one its rules do not yet
+// admit). Only that convergence is waited for, and the wait is logged:
+// once the Service is reached, every check runs once, and a refusal then
+// fails the check with what explain prints.
+func (c *cluster) waitProxyService(t *testing.T, ctx context.Context) {
+	t.Helper()
+	start := time.Now()
+	var last string
+	for tries := 1; ; tries++ {
+		ready, err := c.kubectl(ctx, nil, "get", "endpointslices", "-n", acmeNS, "-l", "kubernetes.io/service-name="+acmeProxy,
+			"-o", `jsonpath={range .items[*].endpoints[*]}{.addresses[0]}={.conditions.ready} {end}`)
+		switch {
+		case err != nil:
+			last = err.Error()
+		case !strings.Contains(ready, "=true"):
+			last = fmt.Sprintf("no endpoint of the Service is ready (%q)", ready)
+		default:
+			if _, err := c.sandboxSh(ctx, proxyConnect); err != nil {
+				last = fmt.Sprintf("endpoints %q; the sandbox's connection to the Service: %v", ready, err)
+				break
+			}
+			if tries > 1 {
+				t.Logf("the proxy's Service took %s after the rollout to be reached from the sandbox (%d tries); before: %s",
+					time.Since(start).Round(time.Second), tries, last)
+			}
+			return
+		}
+		if time.Since(start) > proxyServiceTimeout {
+			t.Fatalf("the sandbox did not reach the proxy's Service within %s of the rollout: %s\n%s",
+				proxyServiceTimeout, last, c.explain(ctx, acmeNS, nil))
+		}
+		time.Sleep(time.Second)
 	}
 }
 
@@ -231,7 +286,8 @@ func (c *cluster) checkClients(t *testing.T, ctx context.Context, up *upstream, 
 			want:   []string{"alert access denied", "000 exit=35"},
 		}
 	}
-	runSandboxChecks(t, func(script string) (string, error) { return c.sandboxSh(ctx, script) }, up.requests, []string{*up.token.Load()}, tests)
+	runSandboxChecks(t, func(script string) (string, error) { return c.sandboxSh(ctx, script) },
+		func() string { return c.explain(ctx, acmeNS, up.requests()) }, []string{*up.token.Load()}, tests)
 }
 
 // checkNoSecretInSandbox prints everything the sandbox container can read

@@ -80,7 +80,7 @@ spec: {warmPoolRef: {name: %s}}
 	}
 	tests := githubChecks(head, true)
 	tests["nothing the sandbox can read holds the Secret"] = sandboxCheck{script: sandboxListing(""), want: sandboxListingWants}
-	runSandboxChecks(t, sh, up.requests, []string{token}, tests)
+	runSandboxChecks(t, sh, func() string { return c.explain(ctx, acmeNS, up.requests()) }, []string{token}, tests)
 
 	t.Run("every sandbox pod of the template runs the proxy", func(t *testing.T) {
 		if _, err := c.kubectl(ctx, nil, "wait", "-n", acmeNS, "--for=condition=Ready", "pods", "--all", "--timeout=300s"); err != nil {

@@ -92,7 +92,7 @@ func TestOAuth2Minted(t *testing.T) {
 	c.waitAcme(t, ctx, "sidecar")
 	sh := func(script string) (string, error) { return c.sandboxSh(ctx, script) }
 
-	runSandboxChecks(t, sh, as.requests, as.secrets(), map[string]sandboxCheck{
+	runSandboxChecks(t, sh, func() string { return c.explain(ctx, acmeNS, as.requests()) }, as.secrets(), map[string]sandboxCheck{
 		"the API with the placeholder gets a minted token": {
 			script: oauthAPI,
 			want:   []string{`"widgets":["sprocket"]`, " 200"},

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"keyhole.dev/keyhole/cli"
+	"keyhole.dev/keyhole/internal/e2ekube"
 )
 
 // What the tests that render a sandbox and use it from inside share: the
@@ -59,15 +61,16 @@ type sandboxCheck struct {
 	want   []string // substrings of stdout
 }
 
-// runSandboxChecks runs each check with sh, the sandbox container's
+// runSandboxChecks runs each check once with sh, the sandbox container's
 // shell, and requires its output to hold every want and none of
-// secrets; saw says what the stand-in upstream received, for a failure.
-func runSandboxChecks(t *testing.T, sh func(string) (string, error), saw func() []string, secrets []string, checks map[string]sandboxCheck) {
+// secrets; explain says, for a failure, what the stand-in upstream
+// received and the state of the cluster (c.explain).
+func runSandboxChecks(t *testing.T, sh func(string) (string, error), explain func() string, secrets []string, checks map[string]sandboxCheck) {
 	for name, tc := range checks {
 		t.Run(name, func(t *testing.T) {
 			out, err := sh(tc.script)
 			if err != nil {
-				t.Fatalf("%v\nupstream saw: %q", err, saw())
+				t.Fatalf("%v\n%s", err, explain())
 			}
 			for _, s := range secrets {
 				if strings.Contains(out, s) {
@@ -76,11 +79,70 @@ func runSandboxChecks(t *testing.T, sh func(string) (string, error), saw func() 
 			}
 			for _, w := range tc.want {
 				if !holds(out, w) {
-					t.Errorf("output lacks %q:\n%s\nupstream saw: %q", w, out, saw())
+					t.Errorf("output lacks %q:\n%s\n%s", w, out, explain())
 				}
 			}
 		})
 	}
+}
+
+// explain says what a failed check in namespace ns needs to be understood
+// without another run, saw being what the stand-in upstream received (nil:
+// not said): each
+// pod's conditions and since when, its containers' readiness, restarts and
+// last end; the EndpointSlices; the namespace's events (a probe that
+// failed, a container killed); the packet filter's REJECT rules that have
+// matched a packet (kube-proxy's for a Service with no ready endpoint,
+// kube-router's for a NetworkPolicy); and the end of kube-proxy's and
+// kube-router's logs. None of it holds a Secret's value.
+func (c *cluster) explain(ctx context.Context, ns string, saw []string) string {
+	var b strings.Builder
+	if saw != nil {
+		fmt.Fprintf(&b, "upstream saw: %q\n", saw)
+	}
+	section := func(title, out string, err error) {
+		fmt.Fprintf(&b, "---- %s ----\n", title)
+		if err != nil {
+			fmt.Fprintf(&b, "(%v)\n", err)
+		}
+		if out = strings.TrimRight(out, "\n"); out != "" {
+			b.WriteString(out + "\n")
+		}
+	}
+	out, err := c.kubectl(ctx, nil, "get", "pods", "-n", ns, "-o", `jsonpath={range .items[*]}{.metadata.name}{range .status.conditions[*]} {.type}={.status}@{.lastTransitionTime}{end}`+
+		`{range .status.initContainerStatuses[*]}{"\n  "}{.name}: ready={.ready} restarts={.restartCount} last={.lastState.terminated.reason}@{.lastState.terminated.finishedAt}{end}`+
+		`{range .status.containerStatuses[*]}{"\n  "}{.name}: ready={.ready} restarts={.restartCount} last={.lastState.terminated.reason}@{.lastState.terminated.finishedAt}{end}{"\n"}{end}`)
+	section("pods in "+ns, out, err)
+	out, err = c.kubectl(ctx, nil, "get", "endpointslices", "-n", ns, "-o",
+		`jsonpath={range .items[*]}{.metadata.name}:{range .endpoints[*]} {.addresses[0]} ready={.conditions.ready} serving={.conditions.serving} terminating={.conditions.terminating}{end}{"\n"}{end}`)
+	section("endpoint slices in "+ns, out, err)
+	out, err = c.kubectl(ctx, nil, "get", "events", "-n", ns, "--sort-by=.lastTimestamp")
+	section("events in "+ns, out, err)
+	out, err = c.rejectsMatched(ctx)
+	section("REJECT rules that matched a packet ([packets:bytes])", out, err)
+	for _, p := range c.procs {
+		if p.Name == toolKubeProxy || p.Name == toolKubeRouter {
+			section("the end of "+p.Name+"'s log", e2ekube.Tail(p.Log, 20), nil)
+		}
+	}
+	return b.String()
+}
+
+// rejectsMatched lists the filter table's REJECT rules whose counters
+// are not zero.
+func (c *cluster) rejectsMatched(ctx context.Context) (string, error) {
+	save := filepath.Join(filepath.Dir(c.tools[toolIptables]), "iptables-save")
+	out, err := exec.CommandContext(ctx, save, "-c", "-t", "filter").Output()
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", save, err)
+	}
+	var b strings.Builder
+	for line := range strings.Lines(string(out)) {
+		if strings.Contains(line, "-j REJECT") && !strings.HasPrefix(line, "[0:0]") {
+			b.WriteString(line)
+		}
+	}
+	return b.String(), nil
 }
 
 // holds reports whether out holds want; a want that is a header line

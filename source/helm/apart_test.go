@@ -2,8 +2,6 @@ package helm
 
 import (
 	"maps"
-	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -16,7 +14,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/internal/testrepo"
 	"keyhole.dev/keyhole/source"
+	"keyhole.dev/keyhole/source/internal/sourcetest"
 )
 
 // TestRenderApartAsInProcess: the renderer process renders what Helm's
@@ -124,10 +124,10 @@ func TestHelmRenderBounded(t *testing.T) {
 	// milliseconds.
 	helmRenderTimeout = time.Nanosecond
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
-		"c/Chart.yaml":          helmChart,
+	testrepo.WriteFiles(t, dir, map[string]string{
+		"c/Chart.yaml":          sourcetest.HelmChart,
 		"c/values.yaml":         "name: a\nsecret: s\nn: 300\n",
-		"c/templates/conn.yaml": helmConn,
+		"c/templates/conn.yaml": sourcetest.HelmConn,
 		"c/templates/loop.yaml": "{{ range until (int .Values.n) }}{{ range until (int $.Values.n) }}{{ end }}{{ end }}",
 	})
 	_, ds, err := load(dir)
@@ -156,10 +156,10 @@ func TestHelmRenderMemoryBounded(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeFiles(t, dir, map[string]string{
-				"c/Chart.yaml":          helmChart,
+			testrepo.WriteFiles(t, dir, map[string]string{
+				"c/Chart.yaml":          sourcetest.HelmChart,
 				"c/values.yaml":         "name: a\nsecret: s\n",
-				"c/templates/conn.yaml": helmConn,
+				"c/templates/conn.yaml": sourcetest.HelmConn,
 				"c/templates/bomb.yaml": tmpl,
 			})
 			_, ds, err := load(dir)
@@ -177,35 +177,3 @@ func TestHelmRenderMemoryBounded(t *testing.T) {
 func load(dir string) ([]*source.Document, diag.List, error) {
 	return source.Load([]string{"."}, source.Options{Dir: dir, Engines: source.Engines{Helm: Engine{}}})
 }
-
-// writeFiles writes files (slash-separated paths relative to dir).
-func writeFiles(t testing.TB, dir string, files map[string]string) {
-	t.Helper()
-	for name, data := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// helmConn is a template of a Connection that reads its values.
-const helmConn = `apiVersion: omnia.altairalabs.ai/v1alpha1
-kind: Connection
-metadata:
-  name: {{ .Values.name }}
-  namespace: {{ .Release.Namespace }}
-  labels: {release: {{ .Release.Name }}, tier: {{ .Values.tier | quote }}}
-spec:
-  hosts: [api.github.com]
-  credential: {kind: secret, secretRef: {name: {{ .Values.secret }}}}
-  placement:
-    inject:
-      - header: Authorization
-        value: "Bearer {{ "{{ .token }}" }}"
-`
-
-const helmChart = "apiVersion: v2\nname: agents\nversion: 0.1.0\n"
