@@ -201,9 +201,11 @@ func scaffold(o initOptions) ([]initFile, error) {
 		name := "connections/" + c.Name + ".yaml"
 		text := initConnection(o, c)
 		switch {
-		case o.secret == "external-secret" && o.engine == "argocd":
-			// A second source of the Application applies them as
-			// written; keyhole's plugin renders only what keyhole makes.
+		case o.secret == "external-secret" && (o.engine == "argocd" || o.engine == "flux"):
+			// A second source of the Application, or a Kustomization
+			// of their own, applies them as written: keyhole's render
+			// holds only what keyhole makes, and the engine applies
+			// the render alone.
 			add("secrets/"+c.Name+".yaml", strings.TrimPrefix(initExternalSecret(o, c), "---\n"))
 		case o.secret == "external-secret":
 			text += initExternalSecret(o, c)
@@ -228,6 +230,9 @@ func scaffold(o initOptions) ([]initFile, error) {
 	case "flux":
 		add("flux/gitrepository.yaml", initFluxSource)
 		add("flux/agents.yaml", initFluxKustomization(o))
+		if o.secret == "external-secret" {
+			add("flux/secrets.yaml", initFluxSecrets(o))
+		}
 	case "argocd":
 		add("argocd/application.yaml", initArgoApplication(o))
 	case "kustomize":
@@ -667,6 +672,24 @@ spec:
     kind: GitRepository
     name: agents-config
   path: ./` + path.Join(o.under, "rendered") + `
+  prune: true
+`
+}
+
+func initFluxSecrets(o initOptions) string {
+	return `# Flux applies the ExternalSecrets as written: keyhole render's output
+# holds no Secret, nor what makes one.
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: agents-secrets
+  namespace: flux-system
+spec:
+  interval: 10m
+  sourceRef:
+    kind: GitRepository
+    name: agents-config
+  path: ./` + path.Join(o.under, "secrets") + `
   prune: true
 `
 }
