@@ -277,6 +277,17 @@ func copyKeyholeTree(root, dir string) error {
 // of the repository.
 func docSetups() map[string]func(t *testing.T) string {
 	return map[string]func(t *testing.T) string{
+		// docs/quickstart.md after its first block: the repository
+		// keyhole init wrote, where every later block runs, as a
+		// reader who typed them in one terminal would.
+		"quickstart": func(t *testing.T) string {
+			dir := filepath.Join(t.TempDir(), "agents-config")
+			var out, errs strings.Builder
+			if code := Main([]string{"init", "--connector", "github", "--connector", "anthropic", dir}, &out, &errs); code != 0 {
+				t.Fatalf("keyhole init: exit %d\n%s", code, errs.String())
+			}
+			return dir
+		},
 		// The change docs/diff.md's examples show (TestDiffDoc): a
 		// repository of examples/github-acme on main, and the working
 		// tree adding a POST path and uploads.github.com.

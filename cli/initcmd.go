@@ -164,9 +164,6 @@ func scaffold(o initOptions) ([]initFile, error) {
 	if err := oneOf("secret", o.secret, initSecretForms()...); err != nil {
 		return nil, err
 	}
-	if o.engine == "kustomize" && o.secret == "stand-in" {
-		return nil, fmt.Errorf("%w: --engine kustomize applies the Secrets with the rest, so a stand-in would overwrite the real one: use --secret external-secret", errUsage)
-	}
 	if o.engine == "argocd" && o.secret == "stand-in" {
 		return nil, fmt.Errorf("%w: --engine argocd renders the repository from git on each sync, where a stand-in kept out of git is not, so the render finds no Secret: use --secret external-secret", errUsage)
 	}
@@ -204,9 +201,11 @@ func scaffold(o initOptions) ([]initFile, error) {
 		name := "connections/" + c.Name + ".yaml"
 		text := initConnection(o, c)
 		switch {
-		case o.secret == "external-secret" && o.engine == "argocd":
-			// A second source of the Application applies them as
-			// written; keyhole's plugin renders only what keyhole makes.
+		case o.secret == "external-secret" && (o.engine == "argocd" || o.engine == "flux"):
+			// A second source of the Application, or a Kustomization
+			// of their own, applies them as written: keyhole's render
+			// holds only what keyhole makes, and the engine applies
+			// the render alone.
 			add("secrets/"+c.Name+".yaml", strings.TrimPrefix(initExternalSecret(o, c), "---\n"))
 		case o.secret == "external-secret":
 			text += initExternalSecret(o, c)
@@ -231,6 +230,9 @@ func scaffold(o initOptions) ([]initFile, error) {
 	case "flux":
 		add("flux/gitrepository.yaml", initFluxSource)
 		add("flux/agents.yaml", initFluxKustomization(o))
+		if o.secret == "external-secret" {
+			add("flux/secrets.yaml", initFluxSecrets(o))
+		}
 	case "argocd":
 		add("argocd/application.yaml", initArgoApplication(o))
 	case "kustomize":
@@ -363,6 +365,29 @@ func splitAPI(name string) string {
 	return ""
 }
 
+// oneRepository returns a catalog rule of git's smart-HTTP paths in any
+// repository ("/*/*/git-upload-pack") as path prefixes of one repository,
+// named as a clone URL names it, with or without ".git". Patterns are
+// keyhole's own proxy's; the omnia operator's Connection has prefixes
+// only, so a rule written with them renders with every target. It
+// reports false for a rule of other paths, which it leaves as it is.
+func oneRepository(r schema.Rule) (schema.Rule, bool) {
+	if len(r.PathPatterns) == 0 || len(r.PathPrefixes) > 0 {
+		return r, false
+	}
+	var prefixes []string
+	for _, p := range r.PathPatterns {
+		tail, ok := strings.CutPrefix(p, "/*/*/")
+		if !ok || strings.Contains(tail, "*") {
+			return r, false
+		}
+		prefixes = append(prefixes, "/your-org/your-repo/"+tail, "/your-org/your-repo.git/"+tail)
+	}
+	r.PathPatterns = nil
+	r.PathPrefixes = prefixes
+	return r, true
+}
+
 // splitGitRules are the rules of a split host's basic entry: clone and
 // fetch of the repositories of one group and its subgroups.
 func splitGitRules() []schema.Rule {
@@ -385,10 +410,6 @@ func starterWrites(name string) []schema.Rule {
 	}
 	return nil
 }
-
-// writesToo says whether the Connection's rules allow more than the
-// catalog's reads, so the agent.yaml connector must set read_only: false.
-func writesToo(c schema.Connector) bool { return starterWrites(c.Name) != nil || c.ReadOnly == nil }
 
 func initConnection(o initOptions, c schema.Connector) string {
 	var b strings.Builder
@@ -453,6 +474,11 @@ spec:
 		rules = append(rules, starterWrites(c.Name)...)
 		b.WriteString("        rules:\n")
 		for _, r := range rules {
+			if one, ok := oneRepository(r); ok {
+				b.WriteString("          # git clone and fetch of one repository: replace your-org/your-repo\n")
+				b.WriteString("          # with the one the agent clones, and add a rule for each other.\n")
+				r = one
+			}
 			b.WriteString("          - " + ruleFlow(r) + "\n")
 		}
 	}
@@ -600,20 +626,22 @@ spec:
 
 func initAgentFile(o initOptions, conns []schema.Connector) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, `# The agent, as its platform reads it: code it runs in its sandbox finds a
-# placeholder in each connector's variable, which the proxy replaces with
-# the credential on the way out.
+	// The agent's sandbox is bound in one place, its AgentRuntime
+	// (agentruntime.yaml): a sandbox of agent.yaml's too would be a second
+	// sandbox for the same agent under the kubernetes target, and under
+	// the omnia target bindings that replace the AgentRuntime's
+	// (OmniaAgentRuntimeBound).
+	fmt.Fprintf(&b, `# The agent, as its platform reads it. Its sandbox is the one its
+# AgentRuntime (agentruntime.yaml) binds the Connections in: code it runs
+# there finds a placeholder in each connector's variable, which the proxy
+# replaces with the credential on the way out.
 name: %s
 mode: text
 llm: default
-sandbox: default
 connectors:
 `, o.agent)
 	for _, c := range conns {
-		fmt.Fprintf(&b, "  - name: %s\n    connection: %s\n    sandbox: true\n", c.Name, c.Name)
-		if writesToo(c) {
-			b.WriteString("    read_only: false # its calls write: the Connection's rules decide\n")
-		}
+		fmt.Fprintf(&b, "  - name: %s\n    connection: %s\n", c.Name, c.Name)
 	}
 	return b.String()
 }
@@ -644,6 +672,24 @@ spec:
     kind: GitRepository
     name: agents-config
   path: ./` + path.Join(o.under, "rendered") + `
+  prune: true
+`
+}
+
+func initFluxSecrets(o initOptions) string {
+	return `# Flux applies the ExternalSecrets as written: keyhole render's output
+# holds no Secret, nor what makes one.
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: agents-secrets
+  namespace: flux-system
+spec:
+  interval: 10m
+  sourceRef:
+    kind: GitRepository
+    name: agents-config
+  path: ./` + path.Join(o.under, "secrets") + `
   prune: true
 `
 }

@@ -887,6 +887,11 @@ func walk(fsys fileSystem, root string, filter *pathFilter) walked {
 				continue
 			}
 			switch {
+			case isDir && renderedDir(fsys, full):
+				// keyhole render's own output, written from the
+				// inputs this walk reads: read back, its objects
+				// would be checked twice, and differently after each
+				// render. Named, it is read.
 			case isDir && kustomizationFile(fsys, full) != "":
 				if filter.included(full, true) {
 					files = append(files, full) // built, not walked: see kustomize.go
@@ -922,6 +927,14 @@ func walk(fsys fileSystem, root string, filter *pathFilter) walked {
 	slices.SortFunc(outside, bySlash)
 	slices.SortFunc(ignored, bySlash)
 	return walked{files: files, charts: charts, errs: errs, broken: broken, ignored: ignored, outside: outside, outsideGit: confineGit}
+}
+
+// renderedDir says whether dir (absolute) is a directory keyhole render
+// wrote: it holds render's marker file, which render writes in no
+// directory but its own (it refuses any other that is not empty).
+func renderedDir(fsys fileSystem, dir string) bool {
+	fi, err := fsys.Stat(filepath.Join(dir, renderMarker))
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // helmChartFile returns the Chart.yaml of dir (absolute) when dir is a
