@@ -69,6 +69,9 @@ func TestHelmFindingPositions(t *testing.T) {
 	cases := map[string]struct {
 		files map[string]string
 		want  []string
+		// summary, when set, is the last line of the output: each
+		// object a range block writes is counted.
+		summary string
 	}{
 		"below an include with nindent": {
 			files: map[string]string{"chart/templates/connection.yaml": helmConnection},
@@ -107,6 +110,7 @@ func TestHelmFindingPositions(t *testing.T) {
 				"chart/templates/connection.yaml:21:50: error ConnectionSecretKeyMissing",
 				"chart/templates/connection.yaml:21:50: error ConnectionSecretKeyMissing",
 			},
+			summary: "3 documents, 3 objects checked: 4 errors, 0 warnings, 0 info",
 		},
 		"a subchart's template, its own helpers": {
 			files: map[string]string{
@@ -179,6 +183,9 @@ spec:
 			slices.Sort(got)
 			if !slices.Equal(got, c.want) {
 				t.Errorf("findings\n%s\nwant\n%s\noutput:\n%s%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"), stdout.String(), stderr.String())
+			}
+			if out := strings.TrimSpace(stdout.String()); c.summary != "" && !strings.HasSuffix(out, "\n"+c.summary) {
+				t.Errorf("summary is not %q:\n%s", c.summary, out)
 			}
 			if strings.Contains(stdout.String()+stderr.String(), canary) {
 				t.Errorf("a Secret's value printed:\n%s%s", stdout.String(), stderr.String())
