@@ -62,8 +62,9 @@ func templateLines(tmpl, out string) []source.TemplateLine {
 	lines := make([]source.TemplateLine, len(o))
 	for i, j := range at {
 		if j < 0 {
-			// No template line at all (the template is empty):
-			// the output's own line, as without a map.
+			// No template line to give (a define holds every one):
+			// the output's own line, as without a map, within the
+			// template's.
 			lines[i] = source.TemplateLine{Line: int32(min(i+1, len(t))), Same: int32(utf8.RuneCountInString(o[i])), Column: 1}
 			continue
 		}
