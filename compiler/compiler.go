@@ -139,7 +139,7 @@ func Compile(docs []*source.Document, v *schema.Validator, opts Options) Result 
 	}
 	counted := diag.NewPosSet()
 	for _, d := range configs {
-		counted.Add(d.Pos)
+		counted.Add(d.Identity())
 	}
 	// The Config's own findings are about the repository, not a unit:
 	// kept once, from the first unit's reading of it.
@@ -654,7 +654,7 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 }
 
 // count records an object checked.
-func (p *pass) count(doc *source.Document) { p.counted.Add(doc.Pos) }
+func (p *pass) count(doc *source.Document) { p.counted.Add(doc.Identity()) }
 
 // keep lists an omnia object that passed its schema in the Plan, for
 // targets that re-emit the inputs.
@@ -794,9 +794,7 @@ func (p *pass) reportUse(code string, it *item, u keyUse, format string, args ..
 	msg := fmt.Sprintf(format, args...)
 	if root != nil {
 		n := at.find(root, false)
-		if pos, note = it.doc.Where(n); note == "" {
-			pos.Column = refColumn(n, u.offset)
-		} else if it.doc.Copied(n) {
+		if pos, note = it.doc.WhereColumn(n, refColumn(n, u.offset)); note != "" && it.doc.Copied(n) {
 			msg = copied(msg, note, n)
 		}
 	}

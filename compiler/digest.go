@@ -275,7 +275,7 @@ func digestOf(v *schema.Validator, op schema.Operator, in *interner, d *source.D
 	kind, ok := schema.Lookup(obj.APIVersion, obj.Kind)
 	if !ok {
 		if n := source.Lookup(d.Node, "kind"); n != nil {
-			dg.extra().kindAt = diag.Pos{File: d.File, Line: n.Line, Column: n.Column}
+			dg.extra().kindAt, _ = d.Where(n)
 		}
 		dg.release = true
 		return in.digest(dg)

@@ -163,7 +163,7 @@ func countDocs(docs []*source.Document) int {
 	seen := diag.NewPosSet()
 	for _, d := range docs {
 		if d.Node != nil || d.Released() {
-			seen.Add(d.Pos)
+			seen.Add(d.Identity())
 		}
 	}
 	return seen.Len()

@@ -65,6 +65,9 @@ type sharedFrom struct {
 	// values were not written at their own line and column of File (see
 	// Where); nil for a file read as it is.
 	where map[*yaml.Node]placed
+	// lines place the nodes of the documents of a Helm template's output
+	// at the template's lines (see Where); nil for a file read as it is.
+	lines []TemplateLine
 	// copies says a kustomization of the build copies values from one
 	// object into another (replacements, vars): what the build set may
 	// be what a generator read from a file (see Copied).

@@ -132,6 +132,9 @@ func (l *loader) chartHoldsHere(dir string, holds func(name string, data []byte)
 type renderedFile struct {
 	abs  string
 	data []byte
+	// lines are where the template wrote each line of data
+	// (RenderedFile.Lines).
+	lines []TemplateLine
 }
 
 // helmRun is what rendering one chart gave.
@@ -157,7 +160,7 @@ func (l *loader) renderHelm(dir string, o *HelmOverlay) helmRun {
 	r := l.opts.Engines.Helm.Render(Host{l}, dir, o)
 	run := helmRun{read: r.Read, missing: r.Missing, values: r.Values, err: r.Err}
 	for _, f := range r.Files {
-		run.files = append(run.files, renderedFile{abs: f.Abs, data: f.Data})
+		run.files = append(run.files, renderedFile{abs: f.Abs, data: f.Data, lines: f.Lines})
 	}
 	return run
 }
@@ -214,17 +217,28 @@ func (l *loader) takeHelm(u *Unit, named string, run *helmRun, with string) {
 		l.failedUnit(u, len(l.diags)-1, chartPos, "Helm cannot render its chart "+with+" ("+msg+")")
 		return
 	}
-	from := &sharedFrom{unit: u, walked: true}
+	shared := &sharedFrom{unit: u, walked: true}
 	for _, f := range run.files {
 		name := l.under(named, u.Root, f.abs)
+		from := shared
+		if f.lines != nil {
+			// Placed at the template's lines (Document.Where).
+			from = &sharedFrom{unit: u, walked: true, lines: f.lines}
+		}
 		// Not through the memo: documents of one rendered text belong to
 		// each unit that renders it, and the memo's carry the first's.
 		docs, diags := parse(name, f.data, true, func(d *Document) {
 			d.from = from
+			d.Pos = templatePos(from.lines, d.File, d.Pos.Line, d.Pos.Column)
 			l.digest(d)
 		})
 		for i := range docs {
 			l.docs = append(l.docs, &docs[i])
+		}
+		for i := range diags {
+			if p := &diags[i].Pos; p.File == name && from.lines != nil {
+				*p = templatePos(from.lines, name, p.Line, p.Column)
+			}
 		}
 		l.diags = append(l.diags, diags...)
 	}

@@ -3,6 +3,8 @@ package source
 import (
 	"errors"
 	"io/fs"
+
+	"keyhole.dev/keyhole/diag"
 )
 
 // An engine whose semantics have a package of their own under source/
@@ -51,6 +53,31 @@ type HelmRun struct {
 type RenderedFile struct {
 	Abs  string
 	Data []byte
+	// Lines are where the template wrote each line of Data, nil where
+	// Data is as written (a CRD file) or the engine could not tell.
+	Lines []TemplateLine
+}
+
+// TemplateLine is where a template wrote one line of its output: on its
+// line Line (1-based). The line's first Same characters are the
+// template line's own, so a column up to Same+1 is the template's too;
+// a column past it is in what an action wrote, and is given as Column,
+// that action's.
+type TemplateLine struct {
+	Line, Same, Column int32
+}
+
+// templatePos is where the template wrote line and column col of its output,
+// in file; as they are when lines does not hold the line.
+func templatePos(lines []TemplateLine, file string, line, col int) diag.Pos {
+	if line < 1 || line > len(lines) {
+		return diag.Pos{File: file, Line: line, Column: col}
+	}
+	t := lines[line-1]
+	if col > int(t.Same)+1 {
+		col = int(t.Column)
+	}
+	return diag.Pos{File: file, Line: int(t.Line), Column: col}
 }
 
 // errNoHelm is a chart's rendering when Load was given no Helm engine.

@@ -37,12 +37,49 @@ type placed struct {
 // patch file set has its position in the patch file; a field a
 // transformer or an inline patch set has the position of the same field
 // (or its nearest parent) in the source file, and a note naming the
-// kustomization that changed it.
+// kustomization that changed it. For a document a Helm template wrote,
+// it is the template's line that wrote n (see docs/inputs.md, "Helm
+// charts").
 func (d *Document) Where(n *yaml.Node) (diag.Pos, string) {
 	if p, ok := d.placedAt(n); ok {
 		return p.pos, p.note
 	}
-	return diag.Pos{File: d.File, Line: n.Line, Column: n.Column}, ""
+	return d.rendered(n.Line, n.Column), ""
+}
+
+// WhereColumn is Where for the character at column col of n's first
+// line (a reference inside scalar n): the column is col where the
+// position is n's own.
+func (d *Document) WhereColumn(n *yaml.Node, col int) (diag.Pos, string) {
+	if _, ok := d.placedAt(n); !ok {
+		return d.rendered(n.Line, col), ""
+	}
+	pos, note := d.Where(n)
+	if note == "" {
+		pos.Column = col
+	}
+	return pos, note
+}
+
+// Identity is what tells d from the other documents when they are
+// counted: Pos, but for a document a Helm template wrote, its place in
+// the output, as a range block writes several documents from the
+// template's one place. It needs d's tree (d.Node), which such a
+// document keeps (it is never released: see release.go).
+func (d *Document) Identity() diag.Pos {
+	if d.from != nil && d.from.lines != nil && d.Node != nil {
+		return diag.Pos{File: d.File, Line: max(d.Node.Line, 1), Column: max(d.Node.Column, 1)}
+	}
+	return d.Pos
+}
+
+// rendered is where line and column of d's own text were written: File
+// at them, or the template's line for a Helm template's output.
+func (d *Document) rendered(line, col int) diag.Pos {
+	if d.from != nil && d.from.lines != nil {
+		return templatePos(d.from.lines, d.File, line, col)
+	}
+	return diag.Pos{File: d.File, Line: line, Column: col}
 }
 
 // At is Where for a node known by its line, column and field path, as the
@@ -57,7 +94,7 @@ func (d *Document) At(line, col int, fieldPath string) (diag.Pos, string) {
 // build's, or no node is there).
 func (d *Document) AtNode(line, col int, fieldPath string) (diag.Pos, string, *yaml.Node) {
 	if d.from == nil || len(d.from.where) == 0 || d.Node == nil {
-		return diag.Pos{File: d.File, Line: line, Column: col}, "", nil
+		return d.rendered(line, col), "", nil
 	}
 	var first, onPath *yaml.Node
 	var walk func(n *yaml.Node, p string)

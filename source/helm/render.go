@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -97,12 +98,41 @@ func (Engine) Render(h source.Host, dir string, o *source.HelmOverlay) source.He
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	templates := map[string][]byte{}
+	templateTexts(ch, ch.Name(), templates)
 	for _, name := range names {
 		if strings.TrimSpace(rendered[name]) != "" {
-			run.Files = append(run.Files, source.RenderedFile{Abs: chartDir(name), Data: []byte(rendered[name])})
+			f := source.RenderedFile{Abs: chartDir(name), Data: []byte(rendered[name])}
+			if tmpl, ok := templates[name]; ok {
+				f.Lines = templateLines(string(tmpl), rendered[name])
+			}
+			run.Files = append(run.Files, f)
 		}
 	}
 	return run
+}
+
+// templateTexts adds the templates of c, whose templates Helm names
+// under prefix, and of its subcharts to texts, by the names Helm's
+// engine gives their output: a subchart's under each name a dependency
+// gives it (its own, or an alias).
+func templateTexts(c *chart.Chart, prefix string, texts map[string][]byte) {
+	for _, t := range c.Templates {
+		if t != nil {
+			texts[path.Join(prefix, t.Name)] = t.Data
+		}
+	}
+	for _, sub := range c.Dependencies() {
+		names := []string{sub.Name()}
+		for _, d := range dependencies(c) {
+			if d != nil && d.Name == sub.Name() && d.Alias != "" {
+				names = append(names, d.Alias)
+			}
+		}
+		for _, n := range names {
+			templateTexts(sub, prefix+"/charts/"+n, texts)
+		}
+	}
 }
 
 // renderChart is what `helm template` does between loading the chart
@@ -438,4 +468,12 @@ func valueStrings(ch *chart.Chart, vals map[string]any) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// dependencies are the dependencies c's Chart.yaml lists.
+func dependencies(c *chart.Chart) []*chart.Dependency {
+	if c.Metadata == nil {
+		return nil
+	}
+	return c.Metadata.Dependencies
 }
