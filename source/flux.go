@@ -46,31 +46,11 @@ const fluxGroup = "kustomize.toolkit.fluxcd.io/"
 // sourceGroup is the API group of Flux's sources (GitRepository).
 const sourceGroup = "source.toolkit.fluxcd.io/"
 
-// fluxOwnSource is the name Flux's bootstrap gives the GitRepository of
-// the repository it is bootstrapped into: a Kustomization whose sourceRef
-// names it builds from this repository.
-const fluxOwnSource = "flux-system"
-
 // CodeInputNotDeployed is reported at a file that names keyhole's kinds
 // and lies under the path of a GitOps engine's unit that does not deploy
 // it: the cluster never sees it, and keyhole does not check it as if it
 // did.
 const CodeInputNotDeployed = "InputNotDeployed"
-
-// ownSource reports whether the Flux source of kind ("" for
-// GitRepository, sourceRef's default), ns and name is this repository's
-// git root: the GitRepository Flux's bootstrap names flux-system, or one
-// that a Kustomization applying the file declaring it builds from
-// (findOwnSources). A source of another kind is an artifact, never the
-// git root by its name: an OCIRepository flux-system/flux-system is what
-// bootstrap makes for an OCI artifact, whose root is wherever it was
-// pushed from (keyhole.yaml's flux.sources says where).
-func (l *loader) ownSource(kind, ns, name string) bool {
-	if cmp.Or(kind, "GitRepository") != "GitRepository" {
-		return false
-	}
-	return ns == fluxOwnSource && name == fluxOwnSource || l.ownSources[ns+"/"+name]
-}
 
 // ownSourcesText names the sources ownSource accepts, for a message.
 func (l *loader) ownSourcesText() string {
@@ -124,16 +104,6 @@ func (l *loader) findOwnSources(found []engineFound, repos []gitRepoDecl) bool {
 		}
 	}
 	return len(l.ownSources) > 0
-}
-
-// FluxOverlay is what kustomize-controller applies to a Flux unit's path:
-// the Kustomization object as the repository writes it.
-type FluxOverlay struct {
-	// Object is the Kustomization, as Flux's library reads it.
-	Object unstructured.Unstructured
-	// SourceRoot is the root of the source spec.path is relative to
-	// (absolute, OS form).
-	SourceRoot string
 }
 
 // fluxUnit is the unit the Flux Kustomization d makes. Its spec.path is
@@ -718,20 +688,6 @@ func (l *loader) readRepoObjects(root string) *repoObjects {
 		}
 	}
 	return r
-}
-
-// stringMap returns a mapping node's string values by key.
-func stringMap(n *yaml.Node) map[string]string {
-	out := map[string]string{}
-	if n == nil || n.Kind != yaml.MappingNode {
-		return out
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if v := n.Content[i+1]; v.Kind == yaml.ScalarNode {
-			out[n.Content[i].Value] = v.Value
-		}
-	}
-	return out
 }
 
 // prepareFlux readies the build of the Flux unit u as kustomize-controller

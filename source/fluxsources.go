@@ -51,8 +51,6 @@ type fluxConfig struct {
 	rendered []string
 }
 
-func fluxSourceKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
-
 // readFluxConfig reads the flux field of the Config document d, whose
 // directory is base. A path that is not a directory of the repository
 // (or, for entries, not a file or directory of it) is a ConfigInvalid
@@ -107,12 +105,6 @@ func (l *loader) readFluxConfig(d *Document, base string) {
 			l.flux.entries = append(l.flux.entries, p)
 		}
 	}
-}
-
-// mappedSource is the directory keyhole.yaml maps the Flux source of
-// kind, ns and name to, or "".
-func (l *loader) mappedSource(kind, ns, name string) string {
-	return l.flux.sources[fluxSourceKey(kind, ns, name)]
 }
 
 // unmapped is what is said of the Flux Kustomization ns/name that builds
@@ -394,26 +386,3 @@ func (l *loader) renderedPath(rel string, srcRoots []string) string {
 	}
 	return ""
 }
-
-// renderOutput says whether dir (absolute) is, or lies in, a directory
-// keyhole render writes: what it holds beside the objects (proxy.json,
-// env.json) is render's own record, not an input a build leaves out.
-func (l *loader) renderOutput(dir string) bool {
-	root, _ := confinement(l.fsys, dir)
-	for d := filepath.Clean(dir); within(root, d); d = filepath.Dir(d) {
-		if slices.Contains(l.flux.rendered, d) || slices.Contains(l.argo.rendered, d) {
-			return true
-		}
-		if fi, err := l.fsys.Stat(filepath.Join(d, renderMarker)); err == nil && fi.Mode().IsRegular() {
-			return true
-		}
-		if d == root || filepath.Dir(d) == d {
-			break
-		}
-	}
-	return false
-}
-
-// renderMarker is the file keyhole render writes at the top of every
-// output directory (render.MarkerFile, which source cannot import).
-const renderMarker = ".keyhole-render"
