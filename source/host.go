@@ -3,11 +3,14 @@ package source
 import (
 	"errors"
 	"io/fs"
+
+	"go.yaml.in/yaml/v3"
+	"sigs.k8s.io/kustomize/api/resmap"
 )
 
 // An engine whose semantics have a package of their own under source/
-// (source/helm) is given to Load in Options.Engines; source never
-// imports one. The engine reads the repository through a Host: the
+// (source/helm, source/flux) is given to Load in Options.Engines; source
+// never imports one. The engine reads the repository through a Host: the
 // loader's file system (the disk, or a commit's tree), confined to the
 // repository as every read of the loader is. See docs/architecture.md,
 // "Packages".
@@ -17,6 +20,8 @@ import (
 type Engines struct {
 	// Helm renders the Helm charts the units deploy (source/helm).
 	Helm Helm
+	// Flux builds the Flux Kustomizations' paths (source/flux).
+	Flux Flux
 }
 
 // Helm renders a Helm chart as `helm template` renders it.
@@ -53,6 +58,29 @@ type RenderedFile struct {
 	Data []byte
 }
 
+// Flux builds a Flux Kustomization's path as kustomize-controller does.
+type Flux interface {
+	// Manifest is the kustomization kustomize-controller builds the path
+	// of the Flux unit u with (the path's own with the Kustomization's
+	// fields applied, or one it generates), and the path of the file it
+	// stands for (absolute, OS form), reading through h.
+	Manifest(h Host, u *Unit) (data []byte, kfile string, err error)
+	// Substitute applies u's postBuild substitution to m, what kustomize
+	// built of its path, as kustomize-controller does after the build;
+	// held gives the ConfigMaps and Secrets its substituteFrom names. It
+	// is called from several goroutines at once.
+	Substitute(u *Unit, m resmap.ResMap, held HeldObjects) error
+}
+
+// HeldObjects gives the ConfigMap or Secret of kind, namespace and name
+// that the repository holds in the clear and the cluster of the unit
+// asking reads, or nil: then the cluster's object is not the
+// repository's to tell.
+type HeldObjects func(kind, ns, name string) *Document
+
+// errNoFlux is a Flux unit's build when Load was given no Flux engine.
+var errNoFlux = errors.New("keyhole was built without its Flux engine (source.Options.Engines)")
+
 // errNoHelm is a chart's rendering when Load was given no Helm engine.
 var errNoHelm = errors.New("keyhole was built without its Helm engine (source.Options.Engines)")
 
@@ -67,6 +95,16 @@ func (h Host) ReadDir(abs string) ([]fs.DirEntry, error) { return h.l.fsys.ReadD
 
 // Stat describes the file at abs, following symbolic links.
 func (h Host) Stat(abs string) (fs.FileInfo, error) { return h.l.fsys.Stat(abs) }
+
+// OnDisk reports whether the files read are the disk's: not a commit's
+// tree, which a library reading the disk needs laid out.
+func (h Host) OnDisk() bool {
+	_, ok := h.l.fsys.(*osFS)
+	return ok
+}
+
+// MaxFileSize is the size past which the loader reads no file.
+func (h Host) MaxFileSize() int64 { return h.l.opts.MaxFileSize }
 
 // Sniff returns the bytes of the regular file abs when they hold marker
 // and the file is within the size limit, else nil.
@@ -93,3 +131,10 @@ func (h Host) OutsideRepo(dir, abs string) bool { return h.l.outsideRepo(dir, ab
 
 // Within reports whether abs is dir or under it (both absolute, OS form).
 func Within(dir, abs string) bool { return within(dir, abs) }
+
+// InputName reports whether a file of that name is one the loader reads
+// as input (YAML or JSON, not a kustomization file).
+func InputName(name string) bool { return inputExt(name) }
+
+// StringMap returns a mapping node's string values by key.
+func StringMap(n *yaml.Node) map[string]string { return stringMap(n) }
