@@ -70,6 +70,26 @@ type Flux interface {
 	// held gives the ConfigMaps and Secrets its substituteFrom names. It
 	// is called from several goroutines at once.
 	Substitute(u *Unit, m resmap.ResMap, held HeldObjects) error
+	// ArtifactGenerator is what the ArtifactGenerator d, in namespace
+	// ns, says of each ExternalArtifact it makes, in its order.
+	ArtifactGenerator(d *Document, ns string) []ArtifactCut
+}
+
+// ArtifactCut is what an ArtifactGenerator says of one ExternalArtifact:
+// where every copy into it takes a directory of one source and places it
+// at the same path, the directories it holds of that source.
+type ArtifactCut struct {
+	// Artifact is the ExternalArtifact's name, Generator the generator's
+	// namespace/name.
+	Artifact, Generator string
+	// Kind, Namespace and Name are the source its copies take from.
+	Kind, Namespace, Name string
+	// Dirs are the directories (slash, relative; "" for the whole
+	// source) the artifact holds, each at its place in the source.
+	Dirs []string
+	// Odd is the first copy that is not such a directory, as written
+	// ("no copy" for none): the artifact is no cut of a source's tree.
+	Odd string
 }
 
 // HeldObjects gives the ConfigMap or Secret of kind, namespace and name
@@ -138,3 +158,7 @@ func InputName(name string) bool { return inputExt(name) }
 
 // StringMap returns a mapping node's string values by key.
 func StringMap(n *yaml.Node) map[string]string { return stringMap(n) }
+
+// StringField returns the value of key in mapping m when it is a string
+// scalar, else "".
+func StringField(m *yaml.Node, key string) string { return stringField(m, key) }

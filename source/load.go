@@ -212,7 +212,7 @@ type loader struct {
 	ownSources map[string]bool
 	// artifacts are the ExternalArtifacts the repository's
 	// ArtifactGenerators make, by "namespace/name" (fluxartifacts.go).
-	artifacts map[string]*artifactCut
+	artifacts map[string]*ArtifactCut
 	// argoClusters is the Argo CD cluster Secrets each repository root
 	// declares, read once a clusters generator asks (clusterSecrets).
 	argoClusters map[string][]clusterSecret
