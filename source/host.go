@@ -6,6 +6,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 	"sigs.k8s.io/kustomize/api/resmap"
+
+	"keyhole.dev/keyhole/diag"
 )
 
 // An engine whose semantics have a package of their own under source/
@@ -73,7 +75,28 @@ type Flux interface {
 	// ArtifactGenerator is what the ArtifactGenerator d, in namespace
 	// ns, says of each ExternalArtifact it makes, in its order.
 	ArtifactGenerator(d *Document, ns string) []ArtifactCut
+	// Config reads the flux field of keyhole.yaml's Config document d,
+	// whose directory is base (absolute, OS form): what it says, and a
+	// ConfigInvalid error at each path that is not the repository's.
+	Config(h Host, d *Document, base string) (FluxConfig, diag.List)
 }
+
+// FluxConfig is what keyhole.yaml's flux field says.
+type FluxConfig struct {
+	// Sources maps a Flux source to the directory (absolute) that is its
+	// artifact's root.
+	Sources map[FluxSource]string
+	// Entries are the files and directories (absolute) declaring the
+	// entry Kustomizations of clusters.
+	Entries []string
+	// Rendered are the directories (absolute) keyhole render writes that
+	// Flux Kustomizations apply: keyhole's output, read by no unit.
+	Rendered []string
+}
+
+// FluxSource names a Flux source (a GitRepository, an OCIRepository, an
+// ExternalArtifact...).
+type FluxSource struct{ Kind, Namespace, Name string }
 
 // ArtifactCut is what an ArtifactGenerator says of one ExternalArtifact:
 // where every copy into it takes a directory of one source and places it

@@ -235,7 +235,7 @@ type loader struct {
 	// argo is what keyhole.yaml's argocd field says (readArgoConfig).
 	argo argoConfig
 	// flux is what keyhole.yaml's flux field says (readFluxConfig).
-	flux fluxConfig
+	flux FluxConfig
 	// scope says which cluster the objects Flux substitution reads
 	// belong to (fluxScope).
 	scope *fluxScope

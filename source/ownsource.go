@@ -1,6 +1,8 @@
 package source
 
-import "cmp"
+import (
+	"cmp"
+)
 
 // Which directory of this repository a GitOps source's root is: a Flux
 // Kustomization's spec.path, an Argo CD Application's source path and a
@@ -29,10 +31,8 @@ func (l *loader) ownSource(kind, ns, name string) bool {
 	return ns == fluxOwnSource && name == fluxOwnSource || l.ownSources[ns+"/"+name]
 }
 
-func fluxSourceKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
-
 // mappedSource is the directory keyhole.yaml maps the Flux source of
 // kind, ns and name to, or "".
 func (l *loader) mappedSource(kind, ns, name string) string {
-	return l.flux.sources[fluxSourceKey(kind, ns, name)]
+	return l.flux.Sources[FluxSource{Kind: kind, Namespace: ns, Name: name}]
 }

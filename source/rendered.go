@@ -15,7 +15,7 @@ import (
 func (l *loader) renderOutput(dir string) bool {
 	root, _ := confinement(l.fsys, dir)
 	for d := filepath.Clean(dir); within(root, d); d = filepath.Dir(d) {
-		if slices.Contains(l.flux.rendered, d) || slices.Contains(l.argo.rendered, d) {
+		if slices.Contains(l.flux.Rendered, d) || slices.Contains(l.argo.rendered, d) {
 			return true
 		}
 		if fi, err := l.fsys.Stat(filepath.Join(d, renderMarker)); err == nil && fi.Mode().IsRegular() {

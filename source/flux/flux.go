@@ -5,7 +5,7 @@
 // components; one listing the path's files where the path has none),
 // and, after kustomize's build, postBuild substitution; and it reads
 // what an ArtifactGenerator cuts out of a source for each
-// ExternalArtifact. It reads the repository through the loader's
+// ExternalArtifact, and keyhole.yaml's flux field. It reads the repository through the loader's
 // source.Host, so a commit's tree builds as the disk does. Which
 // Kustomizations are units, what they apply and which cluster they
 // deploy to is the loader's (package source).
