@@ -314,12 +314,6 @@ func isOCI(repoURL string) bool {
 	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(repoURL)), "oci://")
 }
 
-// boolField reports whether key of mapping n is the boolean true.
-func boolField(n *yaml.Node, key string) bool {
-	v := Lookup(n, key)
-	return v != nil && v.Kind == yaml.ScalarNode && v.Value == "true"
-}
-
 // prepareArgo readies the build of the Argo CD unit u as the repo server
 // does it, or says why there is nothing to build.
 func (l *loader) prepareArgo(u *Unit) engineJob {

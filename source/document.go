@@ -171,3 +171,23 @@ func stringField(m *yaml.Node, key string) string {
 	}
 	return v.Value
 }
+
+// stringMap returns a mapping node's string values by key.
+func stringMap(n *yaml.Node) map[string]string {
+	out := map[string]string{}
+	if n == nil || n.Kind != yaml.MappingNode {
+		return out
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if v := n.Content[i+1]; v.Kind == yaml.ScalarNode {
+			out[n.Content[i].Value] = v.Value
+		}
+	}
+	return out
+}
+
+// boolField reports whether key of mapping n is the boolean true.
+func boolField(n *yaml.Node, key string) bool {
+	v := Lookup(n, key)
+	return v != nil && v.Kind == yaml.ScalarNode && v.Value == "true"
+}

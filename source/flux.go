@@ -3,27 +3,17 @@ package source
 import (
 	"bytes"
 	"cmp"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
 
-	fluxkustomize "github.com/fluxcd/pkg/kustomize"
 	"go.yaml.in/yaml/v3"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/resmap"
 
 	"keyhole.dev/keyhole/diag"
@@ -33,12 +23,13 @@ import (
 // objects: each Kustomization (kustomize.toolkit.fluxcd.io) builds its
 // spec.path, relative to the root of the source it names, with
 // kustomize-controller's semantics. keyhole reads such a repository the
-// same way, with the library kustomize-controller builds with
-// (github.com/fluxcd/pkg/kustomize): it generates the kustomization Flux
-// generates (targetNamespace, namePrefix, nameSuffix, patches, images,
-// components; one listing the path's files where the path has none),
-// builds it with load restrictions off, and applies postBuild
-// substitution. See docs/inputs.md.
+// same way: the Flux engine (source/flux), with the library
+// kustomize-controller builds with (github.com/fluxcd/pkg/kustomize),
+// generates the kustomization Flux generates (targetNamespace,
+// namePrefix, nameSuffix, patches, images, components; one listing the
+// path's files where the path has none) and applies postBuild
+// substitution; the loader builds it with load restrictions off between
+// the two. See docs/inputs.md.
 
 // fluxGroup is the API group of Flux's Kustomization.
 const fluxGroup = "kustomize.toolkit.fluxcd.io/"
@@ -46,31 +37,11 @@ const fluxGroup = "kustomize.toolkit.fluxcd.io/"
 // sourceGroup is the API group of Flux's sources (GitRepository).
 const sourceGroup = "source.toolkit.fluxcd.io/"
 
-// fluxOwnSource is the name Flux's bootstrap gives the GitRepository of
-// the repository it is bootstrapped into: a Kustomization whose sourceRef
-// names it builds from this repository.
-const fluxOwnSource = "flux-system"
-
 // CodeInputNotDeployed is reported at a file that names keyhole's kinds
 // and lies under the path of a GitOps engine's unit that does not deploy
 // it: the cluster never sees it, and keyhole does not check it as if it
 // did.
 const CodeInputNotDeployed = "InputNotDeployed"
-
-// ownSource reports whether the Flux source of kind ("" for
-// GitRepository, sourceRef's default), ns and name is this repository's
-// git root: the GitRepository Flux's bootstrap names flux-system, or one
-// that a Kustomization applying the file declaring it builds from
-// (findOwnSources). A source of another kind is an artifact, never the
-// git root by its name: an OCIRepository flux-system/flux-system is what
-// bootstrap makes for an OCI artifact, whose root is wherever it was
-// pushed from (keyhole.yaml's flux.sources says where).
-func (l *loader) ownSource(kind, ns, name string) bool {
-	if cmp.Or(kind, "GitRepository") != "GitRepository" {
-		return false
-	}
-	return ns == fluxOwnSource && name == fluxOwnSource || l.ownSources[ns+"/"+name]
-}
 
 // ownSourcesText names the sources ownSource accepts, for a message.
 func (l *loader) ownSourcesText() string {
@@ -124,16 +95,6 @@ func (l *loader) findOwnSources(found []engineFound, repos []gitRepoDecl) bool {
 		}
 	}
 	return len(l.ownSources) > 0
-}
-
-// FluxOverlay is what kustomize-controller applies to a Flux unit's path:
-// the Kustomization object as the repository writes it.
-type FluxOverlay struct {
-	// Object is the Kustomization, as Flux's library reads it.
-	Object unstructured.Unstructured
-	// SourceRoot is the root of the source spec.path is relative to
-	// (absolute, OS form).
-	SourceRoot string
 }
 
 // fluxUnit is the unit the Flux Kustomization d makes. Its spec.path is
@@ -290,248 +251,6 @@ func (l *loader) fluxClusters(units []*Unit) {
 	}
 }
 
-// fluxManifest is the kustomization Flux builds u's path with, and the
-// path it stands at: the path's own, with the Kustomization's fields
-// applied, or one Flux generates.
-func (l *loader) fluxManifest(u *Unit) (data []byte, kfile string, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			data, kfile, err = nil, "", errors.New("the Flux generator failed on this input")
-		}
-	}()
-	root, dir := u.Flux.SourceRoot, u.Root
-	if _, onDisk := l.fsys.(*osFS); !onDisk {
-		// Flux's generator reads the disk: a commit's files are laid
-		// out for it in a directory of their own.
-		tmp, err := os.MkdirTemp("", "keyhole-flux-")
-		if err != nil {
-			return nil, "", err
-		}
-		defer os.RemoveAll(tmp)
-		rel, _ := filepath.Rel(root, dir)
-		if err := copyForFlux(l.fsys, u, root, dir, tmp, filepath.Join(tmp, rel), l.opts.MaxFileSize); err != nil {
-			return nil, "", err
-		}
-		data, kfile, _, err := fluxkustomize.NewGenerator(tmp, u.Flux.Object).GenerateManifest(filepath.Join(tmp, rel))
-		if err != nil {
-			return nil, "", err
-		}
-		return data, filepath.Join(dir, filepath.Base(kfile)), nil
-	}
-	data, kfile, _, err = fluxkustomize.NewGenerator(root, u.Flux.Object).GenerateManifest(dir)
-	return data, kfile, err
-}
-
-// copyForFlux lays out at dst what Flux's generator reads of u's path
-// dir, tmp standing for the source's root. The generator reads the path's
-// kustomization file when it has one and nothing else; without one, it
-// lists every YAML file under the path as a resource, except under a
-// directory with a kustomization file, which it lists whole without
-// looking inside. So only those files are copied, unless the
-// Kustomization asks whether its components exist
-// (ignoreMissingComponents): then the path is copied whole, and each
-// component in the source outside the path is made to exist in the
-// layout as it does in the source (the generator only asks whether it
-// exists; kustomize reads it from the source itself).
-func copyForFlux(fsys fileSystem, u *Unit, root, dir, tmp, dst string, maxSize int64) error {
-	components, _, _ := unstructured.NestedStringSlice(u.Flux.Object.Object, "spec", "components")
-	ignoreMissing, _, _ := unstructured.NestedBool(u.Flux.Object.Object, "spec", "ignoreMissingComponents")
-	if len(components) > 0 && ignoreMissing {
-		if err := copyTree(fsys, dir, dst, maxSize, false, new(int)); err != nil {
-			return err
-		}
-		for _, c := range components {
-			src := filepath.Join(dir, filepath.FromSlash(c))
-			rel, err := filepath.Rel(root, src)
-			if err != nil || !filepath.IsLocal(rel) {
-				continue // outside the source: not in Flux's artifact either
-			}
-			fi, err := fsys.Stat(src)
-			if err != nil {
-				continue // missing: the generator leaves it out
-			}
-			at := filepath.Join(tmp, rel)
-			if fi.IsDir() {
-				err = os.MkdirAll(at, 0o700)
-			} else if err = os.MkdirAll(filepath.Dir(at), 0o700); err == nil {
-				if _, statErr := os.Stat(at); statErr != nil {
-					err = os.WriteFile(at, nil, 0o600)
-				}
-			}
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if done, err := copyKustomization(fsys, dir, dst, maxSize); done || err != nil {
-		return err
-	}
-	return copyTree(fsys, dir, dst, maxSize, true, new(int))
-}
-
-// copyKustomization copies the kustomization file of src, the first of
-// the names kustomize recognizes that copyTree would copy, to dst; false
-// when src has none.
-func copyKustomization(fsys fileSystem, src, dst string, maxSize int64) (bool, error) {
-	for _, name := range konfig.RecognizedKustomizationFileNames() {
-		p := filepath.Join(src, name)
-		fi, err := fsys.Stat(p)
-		if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxSize {
-			continue // copyTree would not copy it either
-		}
-		data, err := fsys.ReadFile(p)
-		if err != nil {
-			return true, err
-		}
-		if err := os.MkdirAll(dst, 0o700); err != nil {
-			return true, err
-		}
-		return true, os.WriteFile(filepath.Join(dst, name), data, 0o600)
-	}
-	return false, nil
-}
-
-// maxFluxCopy bounds the files copyTree lays out on disk for one build:
-// a commit's files are objects, and a few kilobytes of them can name
-// millions of files (gitfs.MaxListedEntries), each written and removed.
-const maxFluxCopy = 1 << 13
-
-// errFluxCopy is copyTree's error past maxFluxCopy files.
-var errFluxCopy = fmt.Errorf("the path holds more than %d files, more than keyhole lays out to build a commit's Flux path", maxFluxCopy)
-
-// copyTree copies the YAML files (and kustomization files) under src, read
-// through fsys, to dst on disk; with scanned, of a directory below src
-// that has a kustomization file it copies only that file. copied counts
-// the files copied, up to maxFluxCopy.
-func copyTree(fsys fileSystem, src, dst string, maxSize int64, scanned bool, copied *int) error {
-	entries, err := fsys.ReadDir(src)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dst, 0o700); err != nil {
-		return err
-	}
-	for _, e := range entries {
-		s, d := filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())
-		fi, err := fsys.Stat(s)
-		if err != nil {
-			continue
-		}
-		if fi.IsDir() {
-			if scanned {
-				done, err := copyKustomization(fsys, s, d, maxSize)
-				if err != nil {
-					return err
-				}
-				if done {
-					continue
-				}
-			}
-			if err := copyTree(fsys, s, d, maxSize, scanned, copied); err != nil {
-				return err
-			}
-			continue
-		}
-		if !fi.Mode().IsRegular() || fi.Size() > maxSize || !(inputExt(e.Name()) || isKustomizationName(e.Name())) {
-			continue
-		}
-		if *copied++; *copied > maxFluxCopy {
-			return errFluxCopy
-		}
-		data, err := fsys.ReadFile(s)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(d, data, 0o600); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// substitute applies u's postBuild substitution to what kustomize built,
-// as kustomize-controller does after the build; vars are read from the
-// ConfigMaps and Secrets the repository declares.
-func (l *loader) substitute(u *Unit, m resmap.ResMap) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = errors.New("the Flux substitution failed on this input")
-		}
-	}()
-	obj := u.Flux.Object
-	if _, ok, _ := unstructured.NestedMap(obj.Object, "spec", "postBuild"); !ok {
-		return nil
-	}
-	_, from, _ := unstructured.NestedSlice(obj.Object, "spec", "postBuild", "substituteFrom")
-	c := &repoClient{objs: l.repoObjects(u.Flux.SourceRoot), unknown: map[string]string{}, unit: u, scope: l.scope}
-	if from {
-		// A variable that only an object the repository does not hold
-		// (or holds encrypted) can give stays as written: keyhole does
-		// not know its value, and an empty one would be a finding of
-		// its own making.
-		used := map[string]bool{}
-		for _, r := range m.Resources() {
-			if y, err := r.AsYAML(); err == nil {
-				for _, v := range varRef.FindAllSubmatch(y, -1) {
-					used[string(v[1])] = true
-				}
-			}
-		}
-		known := c.knownVars(obj)
-		for v := range used {
-			if !known[v] {
-				c.unknown[v] = "${" + v + "}"
-			}
-		}
-	}
-	for _, r := range m.Resources() {
-		if _, err := fluxkustomize.SubstituteVariables(context.Background(), c, obj, r, fluxkustomize.SubstituteWithDryRun(!from)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// varRef is a variable reference Flux substitutes: ${NAME}, ${NAME:=x}.
-var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)`)
-
-// knownVars are the variables the substituteFrom objects of obj that the
-// repository holds in the clear give.
-func (c *repoClient) knownVars(obj unstructured.Unstructured) map[string]bool {
-	known := map[string]bool{}
-	refs, _, _ := unstructured.NestedSlice(obj.Object, "spec", "postBuild", "substituteFrom")
-	for _, r := range refs {
-		m, _ := r.(map[string]any)
-		kind, _ := m["kind"].(string)
-		name, _ := m["name"].(string)
-		if d := c.lookup(kind, obj.GetNamespace(), name); d != nil {
-			for k := range stringMap(Lookup(d.Node, "data")) {
-				known[k] = true
-			}
-			for k := range stringMap(Lookup(d.Node, "stringData")) {
-				known[k] = true
-			}
-		}
-	}
-	return known
-}
-
-// repoClient answers Flux's library the one question substitution asks a
-// cluster, a ConfigMap's or Secret's data, from the repository's files.
-// Every other method is the nil client's: substitution calls none.
-type repoClient struct {
-	client.Client
-	objs *repoObjects
-	// unit is the Flux unit substituting, and scope says which objects
-	// its cluster's units deploy.
-	unit  *Unit
-	scope *fluxScope
-	// unknown are the variables an object the repository does not hold
-	// in the clear stands for, each as written.
-	unknown map[string]string
-}
-
 // repoObjects are the ConfigMaps and Secrets a repository holds in the
 // clear, read once per Load however many Flux units substitute from
 // them.
@@ -549,13 +268,48 @@ type heldObject struct {
 	file string
 }
 
+// substitute applies the Flux unit u's postBuild substitution to what
+// kustomize built of its path, as the Flux engine does it after the
+// build; its variables are read from the ConfigMaps and Secrets the
+// repository holds in the clear that u's cluster reads (heldFor).
+func (l *loader) substitute(u *Unit, m resmap.ResMap) error {
+	if l.opts.Engines.Flux == nil {
+		return errNoFlux
+	}
+	scope := l.scope
+	return l.opts.Engines.Flux.Substitute(u, m, func(kind, ns, name string) *Document {
+		return heldFor{objs: l.repoObjects(u.Flux.SourceRoot), unit: u, scope: scope}.lookup(kind, ns, name)
+	})
+}
+
+// fluxManifest is the kustomization Flux builds u's path with, and the
+// path it stands at, as the Flux engine generates it.
+func (l *loader) fluxManifest(u *Unit) (data []byte, kfile string, err error) {
+	if l.opts.Engines.Flux == nil {
+		return nil, "", errNoFlux
+	}
+	return l.opts.Engines.Flux.Manifest(Host{l}, u)
+}
+
+// heldFor reads the ConfigMaps and Secrets a repository holds in the
+// clear as the cluster of one Flux unit reads them: the objects its
+// postBuild substitution and a HelmRelease's valuesFrom name.
+type heldFor struct {
+	objs *repoObjects
+	// unit is the Flux unit reading, and scope says which objects its
+	// cluster's units deploy; with no scope, any object of the name is
+	// read.
+	unit  *Unit
+	scope *fluxScope
+}
+
 // lookup returns the ConfigMap or Secret of kind, namespace and name the
 // repository holds in the clear: in that namespace, else of that name in
 // any. Of several, it is the first that a unit of the substituting
 // unit's cluster deploys, else one that no Flux unit deploys (nearFree);
 // one only another cluster's units deploy is never read: prod's
 // cluster-settings are not dev's.
-func (c *repoClient) lookup(kind, ns, name string) *Document {
+func (c heldFor) lookup(kind, ns, name string) *Document {
 	pick := func(held []heldObject) *Document {
 		var free []heldObject
 		for _, o := range held {
@@ -586,7 +340,7 @@ func (c *repoClient) lookup(kind, ns, name string) *Document {
 // so clusters/b/apps.yaml substitutes from clusters/b/cluster-info.yaml,
 // not from clusters/a's. Where two are equally near, the unit's cluster
 // cannot be told and neither is read: the variables stay as written.
-func (c *repoClient) nearFree(free []heldObject) *Document {
+func (c heldFor) nearFree(free []heldObject) *Document {
 	switch len(free) {
 	case 0:
 		return nil
@@ -620,45 +374,6 @@ func commonDirs(a, b string) int {
 		n++
 	}
 	return n
-}
-
-// Get fills obj with the ConfigMap or Secret of key the repository
-// declares, or says it is not found.
-func (c *repoClient) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	switch o := obj.(type) {
-	case *corev1.ConfigMap:
-		o.Data = map[string]string{}
-		d := c.lookup("ConfigMap", key.Namespace, key.Name)
-		if d == nil {
-			for k, v := range c.unknown {
-				o.Data[k] = v
-			}
-			return nil
-		}
-		for k, v := range stringMap(Lookup(d.Node, "data")) {
-			o.Data[k] = v
-		}
-	case *corev1.Secret:
-		o.Data = map[string][]byte{}
-		d := c.lookup("Secret", key.Namespace, key.Name)
-		if d == nil {
-			for k, v := range c.unknown {
-				o.Data[k] = []byte(v)
-			}
-			return nil
-		}
-		// A Secret's values never enter what keyhole reads: each of its
-		// variables stays as written, so no diagnostic, render or diff
-		// can quote one.
-		for _, field := range []string{"data", "stringData"} {
-			for k := range stringMap(Lookup(d.Node, field)) {
-				o.Data[k] = []byte("${" + k + "}")
-			}
-		}
-	default:
-		return apierrors.NewNotFound(schema.GroupResource{}, key.Name)
-	}
-	return nil
 }
 
 // repoObjects returns the ConfigMaps and Secrets of the repository at
@@ -718,20 +433,6 @@ func (l *loader) readRepoObjects(root string) *repoObjects {
 		}
 	}
 	return r
-}
-
-// stringMap returns a mapping node's string values by key.
-func stringMap(n *yaml.Node) map[string]string {
-	out := map[string]string{}
-	if n == nil || n.Kind != yaml.MappingNode {
-		return out
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if v := n.Content[i+1]; v.Kind == yaml.ScalarNode {
-			out[n.Content[i].Value] = v.Value
-		}
-	}
-	return out
 }
 
 // prepareFlux readies the build of the Flux unit u as kustomize-controller

@@ -441,3 +441,31 @@ func TestFluxSubstituteFromCluster(t *testing.T) {
 		t.Errorf("Connection read in %q, want %q\n%s", got, want, ds)
 	}
 }
+
+// Load given no Flux engine says so at each Flux unit it would build, as
+// a Kustomization Flux cannot generate: an embedding program's mistake is
+// a diagnostic, not a panic, and nothing of the unit is taken as checked.
+func TestFluxWithoutEngine(t *testing.T) {
+	dir, _ := gitRepo(t)
+	writeFiles(t, dir, map[string]string{
+		"clusters/c1/agents.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: agents, namespace: flux-system}\n" +
+			"spec:\n  path: ./apps/agents\n  sourceRef: {kind: GitRepository, name: flux-system}\n",
+		"apps/agents/conn.yaml": "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: gh, namespace: agents}\n" +
+			"spec:\n  hosts: [api.example.com]\n  credential: {kind: secret, secretRef: {name: gh-token}}\n",
+	})
+	docs, ds, err := testLoad([]string{"."}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := connectionUnits(docs), []string{"flux:flux-system/agents agents"}; !slices.Equal(got, want) {
+		t.Fatalf("with the engines: Connection read in %q, want %q\n%s", got, want, ds)
+	}
+	docs, ds, err = Load([]string{"."}, Options{Dir: dir, Engines: Engines{Helm: testEngines.Helm}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(connectionUnits(docs)) != 0 || len(ds) != 1 || ds[0].Code != CodeKustomizeBuildFailed || ds[0].Severity != diag.Error ||
+		!strings.Contains(ds[0].Message, "without its Flux engine") {
+		t.Errorf("got %q, %v", connectionUnits(docs), ds)
+	}
+}

@@ -7,10 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"go.yaml.in/yaml/v3"
-
-	"keyhole.dev/keyhole/diag"
 )
 
 // A Flux Kustomization's spec.path is relative to the root of the
@@ -37,82 +33,24 @@ import (
 // the unit is not read.
 const CodeFluxSourceUnmapped = "FluxSourceUnmapped"
 
-// fluxConfig is what keyhole.yaml's flux field says.
-type fluxConfig struct {
-	// sources maps "kind/namespace/name" to the directory (absolute)
-	// that is that source's artifact root.
-	sources map[string]string
-	// entries are the files and directories (absolute) declaring the
-	// entry Kustomizations of clusters.
-	entries []string
-	// rendered are the directories (absolute) keyhole render writes that
-	// Flux Kustomizations apply: keyhole's output, read by no unit
-	// (renderedPath).
-	rendered []string
-}
-
-func fluxSourceKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
-
 // readFluxConfig reads the flux field of the Config document d, whose
-// directory is base. A path that is not a directory of the repository
-// (or, for entries, not a file or directory of it) is a ConfigInvalid
-// error at its place; the compiler checks the rest of the field's shape.
+// directory is base, as the Flux engine reads it, into what the Config
+// documents read before it say; it says each path that is not the
+// repository's.
 func (l *loader) readFluxConfig(d *Document, base string) {
-	flux := Lookup(d.Node, "flux")
-	if flux == nil {
-		return
+	if l.opts.Engines.Flux == nil {
+		return // no Flux unit is built: none reads the field
 	}
-	bad := func(n *yaml.Node, msg string) {
-		l.diags = append(l.diags, diag.Diagnostic{Code: CodeConfigInvalid, Severity: diag.Error,
-			Pos: diag.Pos{File: d.File, Line: n.Line, Column: n.Column}, Object: d.Object(), Message: msg})
-	}
-	// resolve is rel under base: a path cannot leave the repository.
-	resolve := func(rel string) string {
-		return filepath.Join(base, filepath.FromSlash(path.Clean("/"+rel)))
-	}
-	if s := Lookup(flux, "sources"); s != nil && s.Kind == yaml.SequenceNode {
-		for _, e := range s.Content {
-			kind, name, rel := stringField(e, "kind"), stringField(e, "name"), stringField(e, "path")
-			if kind == "" || name == "" || rel == "" {
-				continue // the compiler says what is missing
-			}
-			dir := resolve(rel)
-			if fi, err := l.fsys.Stat(dir); err != nil || !fi.IsDir() {
-				bad(cmp.Or(Lookup(e, "path"), e), fmt.Sprintf("flux.sources: path %q is not a directory of this repository; name the directory that is the root of %s %s/%s's artifact", rel, kind, cmp.Or(stringField(e, "namespace"), fluxOwnSource), name))
-				continue
-			}
-			if l.flux.sources == nil {
-				l.flux.sources = map[string]string{}
-			}
-			l.flux.sources[fluxSourceKey(kind, cmp.Or(stringField(e, "namespace"), fluxOwnSource), name)] = dir
+	c, ds := l.opts.Engines.Flux.Config(Host{l}, d, base)
+	l.diags = append(l.diags, ds...)
+	for src, dir := range c.Sources {
+		if l.flux.Sources == nil {
+			l.flux.Sources = map[FluxSource]string{}
 		}
+		l.flux.Sources[src] = dir
 	}
-	if s := Lookup(flux, "rendered"); s != nil && s.Kind == yaml.SequenceNode {
-		for _, e := range s.Content {
-			if e.Kind == yaml.ScalarNode && e.Value != "" {
-				l.flux.rendered = append(l.flux.rendered, resolve(e.Value))
-			}
-		}
-	}
-	if s := Lookup(flux, "entries"); s != nil && s.Kind == yaml.SequenceNode {
-		for _, e := range s.Content {
-			if e.Kind != yaml.ScalarNode || e.Value == "" {
-				continue
-			}
-			p := resolve(e.Value)
-			if _, err := l.fsys.Stat(p); err != nil {
-				bad(e, fmt.Sprintf("flux.entries: %q is not a file or directory of this repository", e.Value))
-				continue
-			}
-			l.flux.entries = append(l.flux.entries, p)
-		}
-	}
-}
-
-// mappedSource is the directory keyhole.yaml maps the Flux source of
-// kind, ns and name to, or "".
-func (l *loader) mappedSource(kind, ns, name string) string {
-	return l.flux.sources[fluxSourceKey(kind, ns, name)]
+	l.flux.Rendered = append(l.flux.Rendered, c.Rendered...)
+	l.flux.Entries = append(l.flux.Entries, c.Entries...)
 }
 
 // unmapped is what is said of the Flux Kustomization ns/name that builds
@@ -145,7 +83,7 @@ func (l *loader) fluxEntry(f engineFound) bool {
 // entryOf is the path of keyhole.yaml's flux.entries that holds file
 // (absolute), or "".
 func (l *loader) entryOf(file string) string {
-	for _, e := range l.flux.entries {
+	for _, e := range l.flux.Entries {
 		if file != "" && within(e, file) {
 			return e
 		}
@@ -254,7 +192,7 @@ func (l *loader) unlisting(file string, found []engineFound, self func(engineFou
 }
 
 // fluxScope says which Flux units deploy a file and which cluster each
-// belongs to, for substitution (repoClient.lookup): a unit's cluster is
+// belongs to, for substitution (heldFor.lookup): a unit's cluster is
 // the top of the chain of units applying the files that declare them
 // (fluxParent). It is made when the units are known, before builds run
 // in parallel, and only read after.
@@ -385,7 +323,7 @@ func (l *loader) renderedPath(rel string, srcRoots []string) string {
 	clean := path.Clean("/" + filepath.ToSlash(rel))
 	for _, r := range srcRoots {
 		p := filepath.Join(r, filepath.FromSlash(clean))
-		if slices.Contains(l.flux.rendered, p) {
+		if slices.Contains(l.flux.Rendered, p) {
 			return p
 		}
 		if fi, err := l.fsys.Stat(filepath.Join(p, renderMarker)); err == nil && fi.Mode().IsRegular() {
@@ -394,26 +332,3 @@ func (l *loader) renderedPath(rel string, srcRoots []string) string {
 	}
 	return ""
 }
-
-// renderOutput says whether dir (absolute) is, or lies in, a directory
-// keyhole render writes: what it holds beside the objects (proxy.json,
-// env.json) is render's own record, not an input a build leaves out.
-func (l *loader) renderOutput(dir string) bool {
-	root, _ := confinement(l.fsys, dir)
-	for d := filepath.Clean(dir); within(root, d); d = filepath.Dir(d) {
-		if slices.Contains(l.flux.rendered, d) || slices.Contains(l.argo.rendered, d) {
-			return true
-		}
-		if fi, err := l.fsys.Stat(filepath.Join(d, renderMarker)); err == nil && fi.Mode().IsRegular() {
-			return true
-		}
-		if d == root || filepath.Dir(d) == d {
-			break
-		}
-	}
-	return false
-}
-
-// renderMarker is the file keyhole render writes at the top of every
-// output directory (render.MarkerFile, which source cannot import).
-const renderMarker = ".keyhole-render"

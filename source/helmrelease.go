@@ -113,7 +113,7 @@ func (l *loader) helmReleaseUnit(d *Document, vals *yaml.Node, ns string, srcRoo
 			key := cmp.Or(stringField(e, "valuesKey"), "values.yaml")
 			value, found := "", false
 			if kind == "ConfigMap" {
-				if cm := (&repoClient{objs: objs}).lookup("ConfigMap", ns, name); cm != nil {
+				if cm := (heldFor{objs: objs}).lookup("ConfigMap", ns, name); cm != nil {
 					if data := Lookup(Lookup(cm.Node, "data"), key); data != nil && data.Kind == yaml.ScalarNode {
 						value, found = data.Value, true
 					}

@@ -4,12 +4,15 @@ import (
 	"errors"
 	"io/fs"
 
+	"go.yaml.in/yaml/v3"
+	"sigs.k8s.io/kustomize/api/resmap"
+
 	"keyhole.dev/keyhole/diag"
 )
 
 // An engine whose semantics have a package of their own under source/
-// (source/helm) is given to Load in Options.Engines; source never
-// imports one. The engine reads the repository through a Host: the
+// (source/helm, source/flux) is given to Load in Options.Engines; source
+// never imports one. The engine reads the repository through a Host: the
 // loader's file system (the disk, or a commit's tree), confined to the
 // repository as every read of the loader is. See docs/architecture.md,
 // "Packages".
@@ -19,6 +22,8 @@ import (
 type Engines struct {
 	// Helm renders the Helm charts the units deploy (source/helm).
 	Helm Helm
+	// Flux builds the Flux Kustomizations' paths (source/flux).
+	Flux Flux
 }
 
 // Helm renders a Helm chart as `helm template` renders it.
@@ -80,6 +85,70 @@ func templatePos(lines []TemplateLine, file string, line, col int) diag.Pos {
 	return diag.Pos{File: file, Line: int(t.Line), Column: col}
 }
 
+// Flux builds a Flux Kustomization's path as kustomize-controller does.
+type Flux interface {
+	// Manifest is the kustomization kustomize-controller builds the path
+	// of the Flux unit u with (the path's own with the Kustomization's
+	// fields applied, or one it generates), and the path of the file it
+	// stands for (absolute, OS form), reading through h.
+	Manifest(h Host, u *Unit) (data []byte, kfile string, err error)
+	// Substitute applies u's postBuild substitution to m, what kustomize
+	// built of its path, as kustomize-controller does after the build;
+	// held gives the ConfigMaps and Secrets its substituteFrom names. It
+	// is called from several goroutines at once.
+	Substitute(u *Unit, m resmap.ResMap, held HeldObjects) error
+	// ArtifactGenerator is what the ArtifactGenerator d, in namespace
+	// ns, says of each ExternalArtifact it makes, in its order.
+	ArtifactGenerator(d *Document, ns string) []ArtifactCut
+	// Config reads the flux field of keyhole.yaml's Config document d,
+	// whose directory is base (absolute, OS form): what it says, and a
+	// ConfigInvalid error at each path that is not the repository's.
+	Config(h Host, d *Document, base string) (FluxConfig, diag.List)
+}
+
+// FluxConfig is what keyhole.yaml's flux field says.
+type FluxConfig struct {
+	// Sources maps a Flux source to the directory (absolute) that is its
+	// artifact's root.
+	Sources map[FluxSource]string
+	// Entries are the files and directories (absolute) declaring the
+	// entry Kustomizations of clusters.
+	Entries []string
+	// Rendered are the directories (absolute) keyhole render writes that
+	// Flux Kustomizations apply: keyhole's output, read by no unit.
+	Rendered []string
+}
+
+// FluxSource names a Flux source (a GitRepository, an OCIRepository, an
+// ExternalArtifact...).
+type FluxSource struct{ Kind, Namespace, Name string }
+
+// ArtifactCut is what an ArtifactGenerator says of one ExternalArtifact:
+// where every copy into it takes a directory of one source and places it
+// at the same path, the directories it holds of that source.
+type ArtifactCut struct {
+	// Artifact is the ExternalArtifact's name, Generator the generator's
+	// namespace/name.
+	Artifact, Generator string
+	// Kind, Namespace and Name are the source its copies take from.
+	Kind, Namespace, Name string
+	// Dirs are the directories (slash, relative; "" for the whole
+	// source) the artifact holds, each at its place in the source.
+	Dirs []string
+	// Odd is the first copy that is not such a directory, as written
+	// ("no copy" for none): the artifact is no cut of a source's tree.
+	Odd string
+}
+
+// HeldObjects gives the ConfigMap or Secret of kind, namespace and name
+// that the repository holds in the clear and the cluster of the unit
+// asking reads, or nil: then the cluster's object is not the
+// repository's to tell.
+type HeldObjects func(kind, ns, name string) *Document
+
+// errNoFlux is a Flux unit's build when Load was given no Flux engine.
+var errNoFlux = errors.New("keyhole was built without its Flux engine (source.Options.Engines)")
+
 // errNoHelm is a chart's rendering when Load was given no Helm engine.
 var errNoHelm = errors.New("keyhole was built without its Helm engine (source.Options.Engines)")
 
@@ -94,6 +163,16 @@ func (h Host) ReadDir(abs string) ([]fs.DirEntry, error) { return h.l.fsys.ReadD
 
 // Stat describes the file at abs, following symbolic links.
 func (h Host) Stat(abs string) (fs.FileInfo, error) { return h.l.fsys.Stat(abs) }
+
+// OnDisk reports whether the files read are the disk's: not a commit's
+// tree, which a library reading the disk needs laid out.
+func (h Host) OnDisk() bool {
+	_, ok := h.l.fsys.(*osFS)
+	return ok
+}
+
+// MaxFileSize is the size past which the loader reads no file.
+func (h Host) MaxFileSize() int64 { return h.l.opts.MaxFileSize }
 
 // Sniff returns the bytes of the regular file abs when they hold marker
 // and the file is within the size limit, else nil.
@@ -120,3 +199,14 @@ func (h Host) OutsideRepo(dir, abs string) bool { return h.l.outsideRepo(dir, ab
 
 // Within reports whether abs is dir or under it (both absolute, OS form).
 func Within(dir, abs string) bool { return within(dir, abs) }
+
+// InputName reports whether a file of that name is one the loader reads
+// as input (YAML or JSON, not a kustomization file).
+func InputName(name string) bool { return inputExt(name) }
+
+// StringMap returns a mapping node's string values by key.
+func StringMap(n *yaml.Node) map[string]string { return stringMap(n) }
+
+// StringField returns the value of key in mapping m when it is a string
+// scalar, else "".
+func StringField(m *yaml.Node, key string) string { return stringField(m, key) }

@@ -212,7 +212,7 @@ type loader struct {
 	ownSources map[string]bool
 	// artifacts are the ExternalArtifacts the repository's
 	// ArtifactGenerators make, by "namespace/name" (fluxartifacts.go).
-	artifacts map[string]*artifactCut
+	artifacts map[string]*ArtifactCut
 	// argoClusters is the Argo CD cluster Secrets each repository root
 	// declares, read once a clusters generator asks (clusterSecrets).
 	argoClusters map[string][]clusterSecret
@@ -235,7 +235,7 @@ type loader struct {
 	// argo is what keyhole.yaml's argocd field says (readArgoConfig).
 	argo argoConfig
 	// flux is what keyhole.yaml's flux field says (readFluxConfig).
-	flux fluxConfig
+	flux FluxConfig
 	// scope says which cluster the objects Flux substitution reads
 	// belong to (fluxScope).
 	scope *fluxScope

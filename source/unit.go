@@ -4,6 +4,8 @@ import (
 	"path"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"keyhole.dev/keyhole/diag"
 )
 
@@ -146,4 +148,14 @@ func dirUnitName(name string) string {
 		return "./" + name
 	}
 	return name
+}
+
+// FluxOverlay is what kustomize-controller applies to a Flux unit's path:
+// the Kustomization object as the repository writes it.
+type FluxOverlay struct {
+	// Object is the Kustomization, as Flux's library reads it.
+	Object unstructured.Unstructured
+	// SourceRoot is the root of the source spec.path is relative to
+	// (absolute, OS form).
+	SourceRoot string
 }

@@ -5,10 +5,11 @@ package engines
 
 import (
 	"keyhole.dev/keyhole/source"
+	"keyhole.dev/keyhole/source/flux"
 	"keyhole.dev/keyhole/source/helm"
 )
 
 // All are every engine's package.
 func All() source.Engines {
-	return source.Engines{Helm: helm.Engine{}}
+	return source.Engines{Helm: helm.Engine{}, Flux: flux.Engine{}}
 }
