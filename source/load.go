@@ -594,6 +594,18 @@ func (l *loader) loadPath(p string) {
 	for _, link := range w.outside {
 		l.diags = append(l.diags, linkOutsideDiag(l.under(p, abs, link), w.outsideGit))
 	}
+	for _, d := range w.rendered {
+		// Said, so that a marker copied into a directory of inputs does
+		// not hide them from the check without a word.
+		marker := filepath.Join(d, renderMarker)
+		if l.seen[marker] || slices.Contains(l.flux.Rendered, d) || slices.Contains(l.argo.rendered, d) {
+			continue // keyhole.yaml says it is render's: no marker hides it
+		}
+		l.seen[marker] = true
+		name := l.under(p, abs, d)
+		l.diags = append(l.diags, skipped(diag.Pos{File: l.under(p, abs, marker), Line: 1, Column: 1},
+			fmt.Sprintf("%s not read: it holds %s, so it is the output `keyhole render` writes, not an input; name the directory to check it, or remove the file if it holds inputs", name, renderMarker)))
+	}
 }
 
 // cycle reports a cycle of kustomizations a walk of the directory the user
@@ -803,6 +815,9 @@ type walked struct {
 	// maxIgnoredNamed of them: not read as input, but looked at for
 	// whether they name keyhole's kinds (see gitIgnored).
 	ignored []string
+	// rendered are the directories keyhole render wrote (renderedDir),
+	// not walked.
+	rendered []string
 	// outside are the symbolic links to input files whose target is
 	// outside the root (confine.go), not followed; outsideGit says the
 	// root is a git working tree's.
@@ -815,11 +830,12 @@ type walked struct {
 // which paths it may read.
 func walk(fsys fileSystem, root string, filter *pathFilter) walked {
 	var (
-		files   []string
-		charts  []string
-		errs    []walkErr
-		broken  []walkErr
-		ignored []string
+		files    []string
+		charts   []string
+		rendered []string
+		errs     []walkErr
+		broken   []walkErr
+		ignored  []string
 	)
 	var outside []string
 	confine, confineGit := confinement(fsys, root)
@@ -892,6 +908,9 @@ func walk(fsys fileSystem, root string, filter *pathFilter) walked {
 				// inputs this walk reads: read back, its objects
 				// would be checked twice, and differently after each
 				// render. Named, it is read.
+				if filter.included(full, true) {
+					rendered = append(rendered, full)
+				}
 			case isDir && kustomizationFile(fsys, full) != "":
 				if filter.included(full, true) {
 					files = append(files, full) // built, not walked: see kustomize.go
@@ -926,7 +945,7 @@ func walk(fsys fileSystem, root string, filter *pathFilter) walked {
 	slices.SortFunc(charts, bySlash)
 	slices.SortFunc(outside, bySlash)
 	slices.SortFunc(ignored, bySlash)
-	return walked{files: files, charts: charts, errs: errs, broken: broken, ignored: ignored, outside: outside, outsideGit: confineGit}
+	return walked{files: files, charts: charts, errs: errs, broken: broken, ignored: ignored, rendered: rendered, outside: outside, outsideGit: confineGit}
 }
 
 // renderedDir says whether dir (absolute) is a directory keyhole render
