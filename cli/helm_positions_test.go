@@ -2,12 +2,12 @@ package cli
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"keyhole.dev/keyhole/internal/testrepo"
 )
 
 // helmHelpers is the _helpers.tpl `helm create` writes, cut to its
@@ -162,15 +162,7 @@ spec:
 			for name, body := range c.files {
 				files[name] = body
 			}
-			for name, body := range files {
-				p := filepath.Join(dir, filepath.FromSlash(name))
-				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			testrepo.WriteFiles(t, dir, files)
 			t.Chdir(dir)
 			var stdout, stderr bytes.Buffer
 			Main([]string{"check", "."}, &stdout, &stderr)
