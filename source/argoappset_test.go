@@ -10,7 +10,6 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
-	"go.yaml.in/yaml/v3"
 
 	"keyhole.dev/keyhole/diag"
 )
@@ -210,23 +209,6 @@ func TestAppSetTemplatePatch(t *testing.T) {
 	}
 }
 
-// TestTemplatePatchProject: a templatePatch does not change spec.project,
-// removes what it sets to null, replaces lists and merges mappings.
-func TestTemplatePatchProject(t *testing.T) {
-	var app, tp yaml3Node
-	app.parse(t, "metadata: {name: a, labels: {x: '1'}}\nspec:\n  project: default\n  source: {path: a}\n  info: [{name: a}]\n")
-	tp.parse(t, "p: |\n  metadata: {labels: {y: '2'}}\n  spec:\n    project: evil\n    source: null\n    info: [{name: b}]\n")
-	out, err := appSetTmpl{}.patch(app.n, Lookup(tp.n, "p"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := string(nodeBytes(out))
-	want := "metadata: {name: a, labels: {x: '1', y: '2'}}\nspec:\n    project: default\n    info: [{name: b}]\n"
-	if got != want {
-		t.Errorf("patched:\n%s\nwant:\n%s", got, want)
-	}
-}
-
 // TestAppSetSelector: a generator's selector keeps the parameter sets
 // whose flattened parameters it matches.
 func TestAppSetSelector(t *testing.T) {
@@ -389,18 +371,6 @@ func TestArgoTypos(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, c.run)
 	}
-}
-
-// yaml3Node is a parsed document's top node.
-type yaml3Node struct{ n *yaml.Node }
-
-func (y *yaml3Node) parse(t *testing.T, s string) {
-	t.Helper()
-	var doc yaml.Node
-	if err := yaml.Unmarshal([]byte(s), &doc); err != nil {
-		t.Fatal(err)
-	}
-	y.n = doc.Content[0]
 }
 
 // TestArgoDirectoryShallow: a directory Application that does not

@@ -85,43 +85,6 @@ func TestArgoKustomization(t *testing.T) {
 	}
 }
 
-func TestFillTemplate(t *testing.T) {
-	var tmpl yaml.Node
-	if err := yaml.Unmarshal([]byte("metadata: {name: 'agents-{{path.basename}}'}\nspec: {source: {path: '{{path}}'}, destination: {name: '{{path[1]}}'}}\n"), &tmpl); err != nil {
-		t.Fatal(err)
-	}
-	n, err := appSetTmpl{}.fill(tmpl.Content[0], pathParams("envs/dev", "", false, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	field := func(n *yaml.Node, keys ...string) string {
-		for _, k := range keys {
-			n = Lookup(n, k)
-		}
-		if n == nil {
-			return ""
-		}
-		return n.Value
-	}
-	if a, b, c := field(n, "metadata", "name"), field(n, "spec", "source", "path"), field(n, "spec", "destination", "name"); a != "agents-dev" || b != "envs/dev" || c != "dev" {
-		t.Errorf("fasttemplate: name %q, path %q, destination %q; want agents-dev, envs/dev, dev", a, b, c)
-	}
-	var goTmpl yaml.Node
-	if err := yaml.Unmarshal([]byte("metadata: {name: '{{.path.basename}}'}\nspec: {source: {path: '{{.path.path}}'}, destination: {namespace: '{{index .path.segments 0}}'}}\n"), &goTmpl); err != nil {
-		t.Fatal(err)
-	}
-	n, err = appSetTmpl{goTemplate: true}.fill(goTmpl.Content[0], pathParams("envs/prod", "", true, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a, b, c := field(n, "metadata", "name"), field(n, "spec", "source", "path"), field(n, "spec", "destination", "namespace"); a != "prod" || b != "envs/prod" || c != "envs" {
-		t.Errorf("goTemplate: name %q, path %q, namespace %q; want prod, envs/prod, envs", a, b, c)
-	}
-	if _, err := (appSetTmpl{goTemplate: true, options: []string{"missingkey=error"}}).fill(goTmpl.Content[0], map[string]any{}); err == nil {
-		t.Error("a missing key filled a goTemplate, want an error (missingkey=error)")
-	}
-}
-
 // TestAppSetGenerators: an ApplicationSet's list and matrix generators
 // make the Applications the controller makes (each checked as its own
 // unit, in its destination namespace); what the controller refuses is an

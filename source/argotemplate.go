@@ -33,6 +33,10 @@ import (
 // merged in. A generator's selector keeps the parameter sets whose
 // flattened parameters it matches.
 
+// placeholder is a fasttemplate parameter, {{name}}, as ApplicationSets
+// without goTemplate write them.
+var placeholder = regexp.MustCompile(`\{\{\s*([A-Za-z0-9_.\[\]-]+)\s*\}\}`)
+
 // appSetTmpl is how an ApplicationSet fills its templates.
 type appSetTmpl struct {
 	goTemplate bool

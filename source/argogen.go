@@ -1,0 +1,172 @@
+package source
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/diag"
+)
+
+// An ApplicationSet's generators make parameter sets from the
+// repository (git directories and files, a list, a matrix of two) or
+// from the cluster Secrets it declares (clusters, argoclustergen.go); its
+// template, filled with each set and patched with its templatePatch
+// (argotemplate.go), is one Application each. See docs/inputs.md.
+
+// genStop is why a generator makes no parameter sets keyhole can read.
+type genStop struct {
+	msg string
+	// advice, for a warning, says what would make it readable.
+	advice string
+	sev    diag.Severity // Info: out of reach; Warning: unknown; Error: the controller refuses it
+}
+
+func genSkip(msg string) *genStop { return &genStop{msg: msg, sev: diag.Info} }
+
+func genUnread(msg, advice string) *genStop {
+	return &genStop{msg: msg, advice: advice, sev: diag.Warning}
+}
+
+func genError(msg string) *genStop { return &genStop{msg: msg, sev: diag.Error} }
+
+// appSetRun is the reading of one ApplicationSet's generator.
+type appSetRun struct {
+	t        appSetTmpl
+	srcRoots []string
+	pos      diag.Pos // the generator's
+	what     string   // "Argo CD ApplicationSet NS/NAME"
+	// notes are what is said of the generator besides its Applications
+	// (a git path that matches nothing).
+	notes []engineFound
+}
+
+// changing is the stop a template error calling a function whose result
+// changes on every run makes, or nil for any other error.
+func changing(err error) *genStop {
+	var ce changingError
+	if !errors.As(err, &ce) {
+		return nil
+	}
+	return genUnread("its template calls "+ce.name+", whose value differs on every run; keyhole does not evaluate it, so which Applications it makes is not known",
+		"fill that value from a generator's parameter to have them checked")
+}
+
+// paramsNamed names a generator's parameter set in a message: by its
+// path, or by its keys and values, sorted.
+func paramsNamed(p map[string]any) string {
+	if v, ok := p["path"]; ok {
+		if s, ok := v.(string); ok {
+			return s
+		}
+		if m, ok := v.(map[string]any); ok {
+			return fmt.Sprint(m["path"])
+		}
+	}
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(p)) {
+		kv = append(kv, fmt.Sprintf("%s=%v", k, p[k]))
+	}
+	return "{" + strings.Join(kv, ", ") + "}"
+}
+
+// generatorParams is the parameter sets the ApplicationSet generator g
+// makes, as the ApplicationSet controller makes them and as its
+// selector keeps them, or why it makes none here. depth counts the
+// matrices around g.
+func (l *loader) generatorParams(run *appSetRun, g *yaml.Node, depth int) ([]map[string]any, *genStop) {
+	git, list, matrix, clusters := Lookup(g, "git"), Lookup(g, "list"), Lookup(g, "matrix"), Lookup(g, "clusters")
+	for _, n := range []*yaml.Node{git, list, clusters} {
+		if Lookup(n, "template") != nil {
+			return nil, genSkip("a generator's own template is not applied")
+		}
+	}
+	var params []map[string]any
+	var stop *genStop
+	switch {
+	case git != nil:
+		params, stop = l.gitGenerator(run, git)
+		if stop == nil {
+			params, stop = generatorValues(run.t, git, params)
+		}
+	case list != nil:
+		params, stop = listGenerator(list, run.t.goTemplate)
+	case clusters != nil:
+		params, stop = l.clustersGenerator(run, clusters)
+		if stop == nil {
+			params, stop = generatorValues(run.t, clusters, params)
+		}
+		if stop == nil && boolField(clusters, "flatList") {
+			items := make([]any, len(params))
+			for i, p := range params {
+				items[i] = p
+			}
+			params = []map[string]any{{"clusters": items}}
+		}
+	case matrix != nil:
+		params, stop = l.matrixGenerator(run, matrix, depth)
+	default:
+		kind := "an empty"
+		if g.Kind == yaml.MappingNode && len(g.Content) > 0 {
+			kind = "the " + g.Content[0].Value
+		}
+		return nil, genSkip("only git, list, clusters and matrix generators are read, not " + kind + " generator")
+	}
+	if stop != nil {
+		return nil, stop
+	}
+	if sel := Lookup(g, "selector"); sel != nil {
+		var err error
+		if params, err = selectParams(sel, params); err != nil {
+			return nil, genError(err.Error())
+		}
+	}
+	return params, nil
+}
+
+// generatorValues adds the values of a generator (the field of its
+// kind) to each of its parameter sets, filled with that set's
+// parameters: values.KEY, or a values map with goTemplate.
+func generatorValues(t appSetTmpl, gen *yaml.Node, params []map[string]any) ([]map[string]any, *genStop) {
+	vals := Lookup(gen, "values")
+	if vals == nil {
+		return params, nil
+	}
+	var m map[string]string
+	if vals.Kind != yaml.MappingNode || vals.Decode(&m) != nil {
+		return nil, genError("a generator's values must be a mapping of strings")
+	}
+	for i, p := range params {
+		filled := map[string]any{}
+		for k, v := range m {
+			s, err := t.render(v, p)
+			if err != nil {
+				if stop := changing(err); stop != nil {
+					return nil, stop
+				}
+				return nil, genError(fmt.Sprintf("a generator's values cannot be filled for %s: %v", paramsNamed(p), err))
+			}
+			filled[k] = s
+		}
+		p = maps.Clone(p)
+		if t.goTemplate {
+			p["values"] = filled
+		} else {
+			for k, v := range filled {
+				p["values."+k] = v
+			}
+		}
+		params[i] = p
+	}
+	return params, nil
+}
+
+// nodeBytes is n as YAML, or nil.
+func nodeBytes(n *yaml.Node) []byte {
+	b, _ := yaml.Marshal(n)
+	return b
+}

@@ -1,0 +1,170 @@
+package source
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// gitGenerator lists the parameters of a git generator's directories or
+// files, found under the repository: named (the directory named on the
+// command line) and root (the repository's root, where the generator's
+// paths are relative to, when they match there). A path that matches
+// nothing is said once: a warning when the generator's repoURL is this
+// repository (Argo CD makes nothing of it), else a note.
+func (l *loader) gitGenerator(run *appSetRun, git *yaml.Node) ([]map[string]any, *genStop) {
+	root, named := run.srcRoots[0], run.srcRoots[len(run.srcRoots)-1]
+	prefix := stringField(git, "pathParamPrefix")
+	var out []map[string]any
+	var unmatched []string
+	if dirs := Lookup(git, "directories"); dirs != nil && dirs.Kind == yaml.SequenceNode {
+		var include, exclude []string
+		for _, e := range dirs.Content {
+			if boolField(e, "exclude") {
+				exclude = append(exclude, stringField(e, "path"))
+			} else {
+				include = append(include, stringField(e, "path"))
+			}
+		}
+		base := root
+		all := l.allDirs(base)
+		if !slices.ContainsFunc(all, func(d string) bool {
+			return slices.ContainsFunc(include, func(g string) bool { return globMatch(g, d) })
+		}) && named != root {
+			base = named
+			all = l.allDirs(base)
+		}
+		for _, g := range include {
+			if !slices.ContainsFunc(all, func(d string) bool { return globMatch(g, d) }) {
+				unmatched = append(unmatched, g)
+			}
+		}
+		for _, rel := range all {
+			if slices.ContainsFunc(include, func(g string) bool { return globMatch(g, rel) }) &&
+				!slices.ContainsFunc(exclude, func(g string) bool { return globMatch(g, rel) }) {
+				out = append(out, pathParams(rel, "", run.t.goTemplate, prefix))
+			}
+		}
+	} else if files := Lookup(git, "files"); files != nil && files.Kind == yaml.SequenceNode {
+		var include, exclude []string
+		for _, e := range files.Content {
+			if boolField(e, "exclude") {
+				exclude = append(exclude, stringField(e, "path"))
+			} else {
+				include = append(include, stringField(e, "path"))
+			}
+		}
+		matched := map[string]bool{}
+		for _, b := range []string{root, named} {
+			for _, f := range walkAll(l.fsys, b, &l.paths) {
+				rel := filepath.ToSlash(relOrAbs(b, f))
+				hit := false
+				for _, g := range include {
+					if globMatch(g, rel) {
+						matched[g], hit = true, true
+					}
+				}
+				if !hit || slices.ContainsFunc(exclude, func(g string) bool { return globMatch(g, rel) }) {
+					continue
+				}
+				ps, stop := fileParams(l.sniff(f, nil), rel, run.t.goTemplate, prefix)
+				if stop != nil {
+					return nil, stop
+				}
+				out = append(out, ps...)
+			}
+			if len(matched) > 0 || named == root {
+				break
+			}
+		}
+		for _, g := range include {
+			if !matched[g] {
+				unmatched = append(unmatched, g)
+			}
+		}
+	}
+	repo := stringField(git, "repoURL")
+	for _, g := range unmatched {
+		msg := fmt.Sprintf("%s: its git generator's path %s matches nothing in this repository", run.what, g)
+		run.notes = append(run.notes, engineFound{pos: run.pos,
+			skip:    msg + ", so it makes no Application here; if " + cmp.Or(repo, "its repoURL") + " is another repository, that one's are out of reach",
+			ownWarn: msg + ", the one its repoURL " + repo + " names, so Argo CD makes no Application of it: a typo, or a directory not yet committed",
+			repo:    repoKey(repo, stringField(git, "revision"))})
+	}
+	return out, nil
+}
+
+// fileParams is a git file generator's parameter sets of the file rel
+// (its bytes data): one for the mapping it holds, or for each of the
+// list it holds; the mapping as it is with goTemplate, else flattened
+// to strings.
+func fileParams(data []byte, rel string, goTemplate bool, prefix string) ([]map[string]any, *genStop) {
+	var objs []map[string]any
+	var one map[string]any
+	if data == nil {
+		return nil, genError("its git file generator cannot read " + rel)
+	}
+	if err := yaml.Unmarshal(data, &one); err == nil {
+		objs = append(objs, one)
+	} else if err := yaml.Unmarshal(data, &objs); err != nil {
+		return nil, genError("its git file generator cannot read " + rel + ": it is not a YAML or JSON mapping, nor a list of them")
+	}
+	var out []map[string]any
+	for _, o := range objs {
+		if o == nil {
+			o = map[string]any{}
+		}
+		var p map[string]any
+		if goTemplate {
+			p = maps.Clone(o)
+		} else {
+			p = map[string]any{}
+			for k, v := range flattenParams(o) {
+				p[k] = v
+			}
+		}
+		maps.Copy(p, pathParams(path.Dir(rel), path.Base(rel), goTemplate, prefix))
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// pathParams are a git generator's parameters for the directory rel (and
+// the file named file in it, for a file generator), as the controller
+// gives them: a path map with goTemplate, path.KEY and path[N] without,
+// under prefix when the generator sets pathParamPrefix.
+func pathParams(rel, file string, goTemplate bool, prefix string) map[string]any {
+	base := path.Base(rel)
+	if goTemplate {
+		segs := strings.Split(rel, "/")
+		pm := map[string]any{"path": rel, "basename": base, "basenameNormalized": sanitizeName(base), "segments": segs}
+		if file != "" {
+			pm["filename"], pm["filenameNormalized"] = file, sanitizeName(file)
+		}
+		if prefix != "" {
+			return map[string]any{prefix: map[string]any{"path": pm}}
+		}
+		return map[string]any{"path": pm}
+	}
+	name := "path"
+	if prefix != "" {
+		name = prefix + ".path"
+	}
+	p := map[string]any{name: rel, name + ".basename": base, name + ".basenameNormalized": sanitizeName(base)}
+	if file != "" {
+		p[name+".filename"], p[name+".filenameNormalized"] = file, sanitizeName(file)
+	}
+	for i, s := range strings.Split(rel, "/") {
+		if s != "" {
+			p[name+"["+strconv.Itoa(i)+"]"] = s
+		}
+	}
+	return p
+}
