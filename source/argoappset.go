@@ -15,8 +15,10 @@ import (
 	"keyhole.dev/keyhole/diag"
 )
 
-// An ApplicationSet's generators (argogen*.go, argoclustergen.go) make
-// its Applications; each is read as an Application is (argocd.go).
+// An ApplicationSet's generators make its Applications as the Argo CD
+// engine (source/argocd) makes them; each is read as an Application is
+// (argocd.go). What a generator keyhole cannot read may deploy, and
+// what is said of it, is the loader's.
 
 // CodeGeneratorMatchesNothing is reported at an ApplicationSet's git
 // generator one of whose paths matches nothing in this repository, the
@@ -30,40 +32,47 @@ const CodeGeneratorMatchesNothing = "GeneratorMatchesNothing"
 const CodeArgoCDUnread = "ArgoCDUnread"
 
 // appSetUnits is the units of the Applications an ApplicationSet (set,
-// declared by d) has its generators make from this repository: git
-// directories and files, a list, the clusters the repository declares,
-// and a matrix of two of those.
+// declared by d) has its generators make from this repository, as the
+// Argo CD engine makes them: git directories and files, a list, the
+// clusters the repository declares, and a matrix of two of those.
 func (l *loader) appSetUnits(set *yaml.Node, d *Document, ns string, srcRoots []string) []engineFound {
 	spec := Lookup(set, "spec")
 	tmpl := Lookup(spec, "template")
-	t := appSetTemplating(spec)
 	gens := Lookup(spec, "generators")
 	what := "Argo CD ApplicationSet " + ns + "/" + stringField(Lookup(set, "metadata"), "name")
 	if tmpl == nil || gens == nil || gens.Kind != yaml.SequenceNode {
 		return nil
 	}
+	if l.opts.Engines.Argo == nil {
+		return []engineFound{{pos: diag.Pos{File: d.File, Line: gens.Line, Column: gens.Column}, err: what + ": " + errNoArgo.Error()}}
+	}
 	tp := Lookup(spec, "templatePatch")
+	in := AppSetInput{Roots: srcRoots, Clusters: func() []ArgoCluster { return l.clusterSecrets(srcRoots[0]) }}
 	var out []engineFound
-	for _, g := range gens.Content {
-		run := &appSetRun{t: t, srcRoots: srcRoots, pos: diag.Pos{File: d.File, Line: g.Line, Column: g.Column}, what: what}
-		pos := run.pos
-		params, stop := l.generatorParams(run, g, 0)
-		out = append(out, run.notes...)
-		if stop != nil {
+	for _, g := range l.opts.Engines.Argo.ApplicationSet(Host{l}, spec, in) {
+		pos := diag.Pos{File: d.File, Line: g.Line, Column: g.Column}
+		for _, u := range g.Unmatched {
+			msg := fmt.Sprintf("%s: its git generator's path %s matches nothing in this repository", what, u.Path)
+			out = append(out, engineFound{pos: pos,
+				skip:    msg + ", so it makes no Application here; if " + cmp.Or(u.RepoURL, "its repoURL") + " is another repository, that one's are out of reach",
+				ownWarn: msg + ", the one its repoURL " + u.RepoURL + " names, so Argo CD makes no Application of it: a typo, or a directory not yet committed",
+				repo:    repoKey(u.RepoURL, u.Revision)})
+		}
+		if stop := g.Stop; stop != nil {
 			var claim []string
-			if stop.sev != diag.Error {
+			if stop.Severity != diag.Error {
 				claim = l.templateDirs(tmpl, srcRoots[0])
 			}
-			if stop.sev == diag.Warning {
+			if stop.Severity == diag.Warning {
 				// What keyhole cannot know matters only where the
 				// Applications would build something of keyhole's.
 				switch {
 				case tp == nil && !templateBuildsRepo(tmpl):
-					stop = genSkip(stop.msg + "; its Applications build from a chart repository or a plugin, out of reach in any case")
+					stop = appSetSkip(stop.Message + "; its Applications build from a chart repository or a plugin, out of reach in any case")
 				case !l.connections:
-					stop = genSkip(stop.msg + "; nothing keyhole reads names keyhole's kinds")
+					stop = appSetSkip(stop.Message + "; nothing keyhole reads names keyhole's kinds")
 				case len(claim) > 0 && !slices.ContainsFunc(claim, l.kustomizationMatters):
-					stop = genSkip(stop.msg + "; nothing in the directories its template builds names keyhole's kinds or declares a Secret")
+					stop = appSetSkip(stop.Message + "; nothing in the directories its template builds names keyhole's kinds or declares a Secret")
 				}
 			}
 			f := stopFound(pos, what, stop)
@@ -71,19 +80,7 @@ func (l *loader) appSetUnits(set *yaml.Node, d *Document, ns string, srcRoots []
 			out = append(out, f)
 			continue
 		}
-		for _, p := range params {
-			app, err := t.fill(tmpl, p)
-			if err == nil && tp != nil {
-				app, err = t.patch(app, tp, p)
-			}
-			if err != nil {
-				if stop := changing(err); stop != nil {
-					out = append(out, stopFound(pos, what, stop))
-					break
-				}
-				out = append(out, engineFound{pos: pos, err: fmt.Sprintf("%s: its template cannot be filled for %s: %v", what, paramsNamed(p), err)})
-				break
-			}
+		for _, app := range g.Apps {
 			name := stringField(Lookup(app, "metadata"), "name")
 			// The controller makes each Application in the
 			// ApplicationSet's namespace, whatever the template says.
@@ -94,9 +91,16 @@ func (l *loader) appSetUnits(set *yaml.Node, d *Document, ns string, srcRoots []
 				out = append(out, f)
 			}
 		}
+		if g.Failed != nil {
+			out = append(out, stopFound(pos, what, g.Failed))
+		}
 	}
 	return out
 }
+
+// appSetSkip is a stop saying a generator's Applications are out of
+// reach.
+func appSetSkip(msg string) *AppSetStop { return &AppSetStop{Severity: diag.Info, Message: msg} }
 
 // templateDirs are the directories under root the ApplicationSet
 // template tmpl's sources may build, whatever its parameters: each
@@ -147,14 +151,14 @@ var templateTag = regexp.MustCompile(`\{\{.*?\}\}`)
 
 // stopFound is what is said, at pos, of a generator of the
 // ApplicationSet what that makes nothing keyhole reads.
-func stopFound(pos diag.Pos, what string, s *genStop) engineFound {
-	switch s.sev {
+func stopFound(pos diag.Pos, what string, s *AppSetStop) engineFound {
+	switch s.Severity {
 	case diag.Error:
-		return engineFound{pos: pos, err: what + ": " + s.msg}
+		return engineFound{pos: pos, err: what + ": " + s.Message}
 	case diag.Warning:
-		return engineFound{pos: pos, warn: what + ": " + s.msg + "; its Applications are not checked (" + s.advice + ")", code: CodeArgoCDUnread}
+		return engineFound{pos: pos, warn: what + ": " + s.Message + "; its Applications are not checked (" + s.Advice + ")", code: CodeArgoCDUnread}
 	}
-	return engineFound{pos: pos, skip: what + ": " + s.msg + "; this generator's Applications are not checked"}
+	return engineFound{pos: pos, skip: what + ": " + s.Message + "; this generator's Applications are not checked"}
 }
 
 // allDirs lists the directories under base (relative, slash-separated),

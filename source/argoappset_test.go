@@ -479,3 +479,29 @@ func TestArgoRevisionPinned(t *testing.T) {
 		})
 	}
 }
+
+// TestAppSetWithoutEngine: Load given no Argo CD engine says so at each
+// ApplicationSet, as an error: an embedding program's mistake is a
+// diagnostic, not a panic, and no Application of it is taken as checked.
+func TestAppSetWithoutEngine(t *testing.T) {
+	files := withFiles(envFiles("dev"), map[string]string{"argo/set.yaml": appSet("s",
+		"  generators:\n    - list: {elements: [{env: dev}]}\n"+dirTemplate("s-{{env}}", "envs/{{env}}", "agents"))})
+	argoCase{files: files, want: []string{"argocd:argocd/s-dev agents gh-dev"}}.run(t)
+	dir, _ := gitRepo(t)
+	writeFiles(t, dir, files)
+	docs, ds, err := Load([]string{"."}, Options{Dir: dir, Engines: Engines{Helm: testEngines.Helm, Flux: testEngines.Flux}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errs diag.List
+	for _, d := range ds {
+		if d.Severity == diag.Error {
+			errs = append(errs, d)
+		}
+	}
+	if got := connectionUnits(docs); slices.Contains(got, "argocd:argocd/s-dev agents") || len(errs) != 1 ||
+		errs[0].Pos.File != "argo/set.yaml" || errs[0].Pos.Line != 7 ||
+		!strings.Contains(errs[0].Message, "Argo CD ApplicationSet argocd/s: keyhole was built without its Argo CD engine") {
+		t.Errorf("got %q,\n%v", got, ds)
+	}
+}

@@ -10,29 +10,20 @@ import (
 )
 
 // The cluster Secrets the repository declares are what an
-// ApplicationSet's clusters generator reads (argoclustergen.go).
+// ApplicationSet's clusters generator selects from: the loader scans the
+// repository for them and gives them to the Argo CD engine
+// (AppSetInput.Clusters).
 
 // clusterSecretLabel is the label marking an Argo CD cluster Secret.
 const clusterSecretLabel = "argocd.argoproj.io/secret-type"
 
-// clusterSecret is an Argo CD cluster Secret the repository declares:
-// the fields a clusters generator's parameters take (never its config,
-// which holds credentials).
-type clusterSecret struct {
-	name, server, project string
-	labels, annotations   map[string]string
-	// made, when not empty, says the Secret is made by something whose
-	// values keyhole does not read ("the ExternalSecret argocd/prod").
-	made string
-}
-
 // clusterSecrets lists the cluster Secrets declared under root (the
 // repository's), read once.
-func (l *loader) clusterSecrets(root string) []clusterSecret {
+func (l *loader) clusterSecrets(root string) []ArgoCluster {
 	if cs, ok := l.argoClusters[root]; ok {
 		return cs
 	}
-	var out []clusterSecret
+	var out []ArgoCluster
 	for _, f := range walkAll(l.fsys, root, &l.paths) {
 		data := l.sniff(f, []byte(clusterSecretLabel))
 		if data == nil {
@@ -46,7 +37,7 @@ func (l *loader) clusterSecrets(root string) []clusterSecret {
 		}
 	}
 	if l.argoClusters == nil {
-		l.argoClusters = map[string][]clusterSecret{}
+		l.argoClusters = map[string][]ArgoCluster{}
 	}
 	l.argoClusters[root] = out
 	return out
@@ -55,7 +46,7 @@ func (l *loader) clusterSecrets(root string) []clusterSecret {
 // readClusterSecret reads the cluster Secret d declares: a v1 Secret
 // with the cluster label, or an object that makes one (a template's
 // metadata carrying the label), whose values keyhole does not read.
-func readClusterSecret(d *Document) (clusterSecret, bool) {
+func readClusterSecret(d *Document) (ArgoCluster, bool) {
 	o := d.Object()
 	meta := Lookup(d.Node, "metadata")
 	what := o.Kind + " " + cmp.Or(o.Namespace, "argocd") + "/" + o.Name
@@ -64,16 +55,16 @@ func readClusterSecret(d *Document) (clusterSecret, bool) {
 		// template: labels somewhere inside. An Argo CD object names
 		// the label in selectors, which make nothing.
 		if !strings.HasPrefix(o.APIVersion, argoGroup) && labelsCluster(d.Node) {
-			return clusterSecret{made: "the " + what}, true
+			return ArgoCluster{Made: "the " + what}, true
 		}
-		return clusterSecret{}, false
+		return ArgoCluster{}, false
 	}
-	c := clusterSecret{labels: stringMap(Lookup(meta, "labels")), annotations: stringMap(Lookup(meta, "annotations"))}
-	if c.labels[clusterSecretLabel] != "cluster" {
-		return clusterSecret{}, false
+	c := ArgoCluster{Labels: stringMap(Lookup(meta, "labels")), Annotations: stringMap(Lookup(meta, "annotations"))}
+	if c.Labels[clusterSecretLabel] != "cluster" {
+		return ArgoCluster{}, false
 	}
 	if Lookup(d.Node, "sops") != nil {
-		return clusterSecret{made: "the SOPS-encrypted " + what}, true
+		return ArgoCluster{Made: "the SOPS-encrypted " + what}, true
 	}
 	field := func(key string) (string, bool) {
 		if v := Lookup(Lookup(d.Node, "stringData"), key); v != nil && v.Kind == yaml.ScalarNode {
@@ -86,11 +77,11 @@ func readClusterSecret(d *Document) (clusterSecret, bool) {
 		return "", false
 	}
 	var ok bool
-	if c.name, ok = field("name"); !ok {
-		return clusterSecret{made: "the " + what + ", whose name keyhole cannot read"}, true
+	if c.Name, ok = field("name"); !ok {
+		return ArgoCluster{Made: "the " + what + ", whose name keyhole cannot read"}, true
 	}
-	c.server, _ = field("server")
-	c.project, _ = field("project")
+	c.Server, _ = field("server")
+	c.Project, _ = field("project")
 	return c, true
 }
 

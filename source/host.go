@@ -11,11 +11,11 @@ import (
 )
 
 // An engine whose semantics have a package of their own under source/
-// (source/helm, source/flux) is given to Load in Options.Engines; source
-// never imports one. The engine reads the repository through a Host: the
-// loader's file system (the disk, or a commit's tree), confined to the
-// repository as every read of the loader is. See docs/architecture.md,
-// "Packages".
+// (source/helm, source/flux, source/argocd) is given to Load in
+// Options.Engines; source never imports one. The engine reads the
+// repository through a Host: the loader's file system (the disk, or a
+// commit's tree), confined to the repository as every read of the loader
+// is. See docs/architecture.md, "Packages".
 
 // Engines are the engines' packages a Load reads with; source/engines.All
 // gives every one.
@@ -24,6 +24,9 @@ type Engines struct {
 	Helm Helm
 	// Flux builds the Flux Kustomizations' paths (source/flux).
 	Flux Flux
+	// Argo makes the Applications of Argo CD's ApplicationSets
+	// (source/argocd).
+	Argo Argo
 }
 
 // Helm renders a Helm chart as `helm template` renders it.
@@ -178,6 +181,16 @@ func (h Host) MaxFileSize() int64 { return h.l.opts.MaxFileSize }
 // and the file is within the size limit, else nil.
 func (h Host) Sniff(abs string, marker []byte) []byte { return h.l.sniff(abs, marker) }
 
+// Dirs are the directories under root (absolute, OS form), relative to
+// it and slash-separated, sorted; hidden ones, and what lies below them,
+// left out. A Load walks each root once for them.
+func (h Host) Dirs(root string) []string { return h.l.allDirs(root) }
+
+// InputFiles are the input files (absolute, OS form) the loader's walk
+// finds under root, those of kustomize directories included, as the
+// paths the Load is given allow.
+func (h Host) InputFiles(root string) []string { return walkAll(h.l.fsys, root, &h.l.paths) }
+
 // RepoRoot is the root of the repository the path at dir is in:
 // Options.Root when set; else the enclosing git working tree's top; else
 // the working directory, or dir itself when it lies outside that too.
@@ -210,3 +223,18 @@ func StringMap(n *yaml.Node) map[string]string { return stringMap(n) }
 // StringField returns the value of key in mapping m when it is a string
 // scalar, else "".
 func StringField(m *yaml.Node, key string) string { return stringField(m, key) }
+
+// BoolField reports whether key of mapping n is the boolean true.
+func BoolField(n *yaml.Node, key string) bool { return boolField(n, key) }
+
+// StringList returns the string scalars of the sequence n, or nil when n
+// is not a sequence.
+func StringList(n *yaml.Node) []string { return stringList(n) }
+
+// SetField sets key of mapping m to v, adding the key when m has none.
+func SetField(m *yaml.Node, key string, v *yaml.Node) { setField(m, key, v) }
+
+// GlobMatch matches a slash-separated path against a glob whose "*"
+// stays within one element and whose "**" spans any number (an Argo CD
+// git generator's paths).
+func GlobMatch(glob, p string) bool { return globMatch(glob, p) }

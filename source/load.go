@@ -215,7 +215,7 @@ type loader struct {
 	artifacts map[string]*ArtifactCut
 	// argoClusters is the Argo CD cluster Secrets each repository root
 	// declares, read once a clusters generator asks (clusterSecrets).
-	argoClusters map[string][]clusterSecret
+	argoClusters map[string][]ArgoCluster
 	// argoClaimed are the directories ApplicationSet generators keyhole
 	// cannot read may deploy (engineOwns).
 	argoClaimed []string

@@ -40,7 +40,8 @@ const Env = "KEYHOLE_HELM_RENDERER"
 const (
 	// KindHelm renders a Helm chart (source/helm).
 	KindHelm = "helm"
-	// KindTemplate fills one string of an ApplicationSet's template.
+	// KindTemplate fills one string of an ApplicationSet's template
+	// (source/argocd).
 	KindTemplate = "template"
 )
 

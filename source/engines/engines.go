@@ -5,11 +5,12 @@ package engines
 
 import (
 	"keyhole.dev/keyhole/source"
+	"keyhole.dev/keyhole/source/argocd"
 	"keyhole.dev/keyhole/source/flux"
 	"keyhole.dev/keyhole/source/helm"
 )
 
 // All are every engine's package.
 func All() source.Engines {
-	return source.Engines{Helm: helm.Engine{}, Flux: flux.Engine{}}
+	return source.Engines{Helm: helm.Engine{}, Flux: flux.Engine{}, Argo: argocd.Engine{}}
 }

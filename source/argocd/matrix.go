@@ -1,4 +1,4 @@
-package source
+package argocd
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/source"
 )
 
 // matrixGenerator is the parameter sets of a matrix: each set of its
@@ -13,15 +15,15 @@ import (
 // the first's parameters (filled in before it runs). Without goTemplate
 // a key both sets hold with two values is refused, as the controller
 // refuses it; with it, the two are merged, the first's values winning.
-func (l *loader) matrixGenerator(run *appSetRun, m *yaml.Node, depth int) (out []map[string]any, stop *genStop) {
-	gens := Lookup(m, "generators")
+func matrixGenerator(run *appSetRun, m *yaml.Node, depth int) (out []map[string]any, stop *source.AppSetStop) {
+	gens := source.Lookup(m, "generators")
 	if gens == nil || gens.Kind != yaml.SequenceNode || len(gens.Content) != 2 {
 		return nil, genError("a matrix generator must have exactly two generators")
 	}
 	if depth > 0 {
 		return nil, genSkip("a matrix inside a matrix is not read")
 	}
-	first, stop := l.generatorParams(run, gens.Content[0], depth+1)
+	first, stop := generatorParams(run, gens.Content[0], depth+1)
 	if stop != nil {
 		return nil, stop
 	}
@@ -38,7 +40,7 @@ func (l *loader) matrixGenerator(run *appSetRun, m *yaml.Node, depth int) (out [
 			}
 			g = filled
 		}
-		bs, stop := l.generatorParams(run, g, depth+1)
+		bs, stop := generatorParams(run, g, depth+1)
 		if stop != nil {
 			return nil, stop
 		}

@@ -1,11 +1,16 @@
-package source
+package argocd
 
 import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/source"
 )
 
+// TestFillTemplate: a template's strings are filled with a git
+// generator's path parameters, as fasttemplate placeholders and as Go
+// templates; with missingkey=error a missing key fails.
 func TestFillTemplate(t *testing.T) {
 	var tmpl yaml.Node
 	if err := yaml.Unmarshal([]byte("metadata: {name: 'agents-{{path.basename}}'}\nspec: {source: {path: '{{path}}'}, destination: {name: '{{path[1]}}'}}\n"), &tmpl); err != nil {
@@ -17,7 +22,7 @@ func TestFillTemplate(t *testing.T) {
 	}
 	field := func(n *yaml.Node, keys ...string) string {
 		for _, k := range keys {
-			n = Lookup(n, k)
+			n = source.Lookup(n, k)
 		}
 		if n == nil {
 			return ""
@@ -49,7 +54,7 @@ func TestTemplatePatchProject(t *testing.T) {
 	var app, tp yaml3Node
 	app.parse(t, "metadata: {name: a, labels: {x: '1'}}\nspec:\n  project: default\n  source: {path: a}\n  info: [{name: a}]\n")
 	tp.parse(t, "p: |\n  metadata: {labels: {y: '2'}}\n  spec:\n    project: evil\n    source: null\n    info: [{name: b}]\n")
-	out, err := appSetTmpl{}.patch(app.n, Lookup(tp.n, "p"), nil)
+	out, err := appSetTmpl{}.patch(app.n, source.Lookup(tp.n, "p"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,23 +1,25 @@
-package source
+package argocd
 
 import (
 	"fmt"
 
 	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/source"
 )
 
 // listGenerator is the parameter sets of a list generator: its elements,
 // and those its elementsYaml holds. Without goTemplate every value must
 // be a string, but a map of strings under values (values.KEY), as the
 // controller requires.
-func listGenerator(list *yaml.Node, goTemplate bool) ([]map[string]any, *genStop) {
+func listGenerator(list *yaml.Node, goTemplate bool) ([]map[string]any, *source.AppSetStop) {
 	var elems []map[string]any
-	if e := Lookup(list, "elements"); e != nil {
+	if e := source.Lookup(list, "elements"); e != nil {
 		if e.Decode(&elems) != nil {
 			return nil, genError("its list generator's elements are not a list of mappings")
 		}
 	}
-	if s := stringField(list, "elementsYaml"); s != "" {
+	if s := source.StringField(list, "elementsYaml"); s != "" {
 		var more []map[string]any
 		if yaml.Unmarshal([]byte(s), &more) != nil {
 			return nil, genError("its list generator's elementsYaml is not a YAML list of mappings")

@@ -1,4 +1,4 @@
-package source
+package argocd
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"keyhole.dev/keyhole/internal/apart"
+	"keyhole.dev/keyhole/source"
 )
 
 // An ApplicationSet's template becomes an Application as the
@@ -47,8 +48,8 @@ type appSetTmpl struct {
 // appSetTemplating is the templating of the ApplicationSet spec.
 func appSetTemplating(spec *yaml.Node) appSetTmpl {
 	return appSetTmpl{
-		goTemplate: stringField(spec, "goTemplate") == "true" || boolField(spec, "goTemplate"),
-		options:    stringList(Lookup(spec, "goTemplateOptions")),
+		goTemplate: source.StringField(spec, "goTemplate") == "true" || source.BoolField(spec, "goTemplate"),
+		options:    source.StringList(source.Lookup(spec, "goTemplateOptions")),
 	}
 }
 
@@ -263,7 +264,7 @@ func execBounded(tmpl *template.Template, params map[string]any) (string, error)
 	w := &boundedWriter{max: appSetOutputMax}
 	if err := tmpl.Execute(w, params); err != nil {
 		if w.over {
-			return "", fmt.Errorf("filling the template wrote more than %s, the bound keyhole gives one string of an ApplicationSet's template", mib(appSetOutputMax))
+			return "", fmt.Errorf("filling the template wrote more than %d MiB, the bound keyhole gives one string of an ApplicationSet's template", appSetOutputMax>>20)
 		}
 		return "", err
 	}
@@ -416,14 +417,14 @@ func (t appSetTmpl) patch(app, tp *yaml.Node, params map[string]any) (*yaml.Node
 		}
 	}
 	place(p)
-	project := Lookup(Lookup(app, "spec"), "project")
+	project := source.Lookup(source.Lookup(app, "spec"), "project")
 	out, err := mergePatch(app, p, "")
 	if err != nil {
 		return nil, err
 	}
-	if spec := Lookup(out, "spec"); spec != nil && spec.Kind == yaml.MappingNode {
+	if spec := source.Lookup(out, "spec"); spec != nil && spec.Kind == yaml.MappingNode {
 		if project != nil {
-			setField(spec, "project", project)
+			source.SetField(spec, "project", project)
 		} else {
 			deleteField(spec, "project")
 		}
@@ -450,11 +451,11 @@ func mergePatch(dst, patch *yaml.Node, key string) (*yaml.Node, error) {
 			deleteField(&out, k.Value)
 			continue
 		}
-		m, err := mergePatch(Lookup(&out, k.Value), v, k.Value)
+		m, err := mergePatch(source.Lookup(&out, k.Value), v, k.Value)
 		if err != nil {
 			return nil, err
 		}
-		setField(&out, k.Value, m)
+		source.SetField(&out, k.Value, m)
 	}
 	return &out, nil
 }
@@ -498,7 +499,7 @@ func selectorMatches(sel *yaml.Node, labels map[string]string) (bool, error) {
 	if sel.Kind != yaml.MappingNode {
 		return false, errors.New("its selector is not a label selector")
 	}
-	if ml := Lookup(sel, "matchLabels"); ml != nil {
+	if ml := source.Lookup(sel, "matchLabels"); ml != nil {
 		if ml.Kind != yaml.MappingNode {
 			return false, errors.New("its selector's matchLabels is not a mapping")
 		}
@@ -508,12 +509,12 @@ func selectorMatches(sel *yaml.Node, labels map[string]string) (bool, error) {
 			}
 		}
 	}
-	if me := Lookup(sel, "matchExpressions"); me != nil {
+	if me := source.Lookup(sel, "matchExpressions"); me != nil {
 		if me.Kind != yaml.SequenceNode {
 			return false, errors.New("its selector's matchExpressions is not a list")
 		}
 		for _, e := range me.Content {
-			key, op, values := stringField(e, "key"), stringField(e, "operator"), stringList(Lookup(e, "values"))
+			key, op, values := source.StringField(e, "key"), source.StringField(e, "operator"), source.StringList(source.Lookup(e, "values"))
 			v, has := labels[key]
 			switch op {
 			case "In", "NotIn":

@@ -1,10 +1,16 @@
-package source
+package argocd
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/internal/testrepo"
+	"keyhole.dev/keyhole/source"
 )
 
 // TestAppSetTemplateBounded: a goTemplate that asks for more memory, time
@@ -21,41 +27,39 @@ func TestAppSetTemplateBounded(t *testing.T) {
 	// case is about before the time runs out.
 	given := appSetRenderTimeout
 	timed := map[string]bool{"loops that write nothing": true, "templates that call each other twice": true}
-	list := "  goTemplate: true\n  generators:\n    - list: {elements: [{env: dev}]}\n"
-	cases := map[string]argoCase{
+	cases := map[string]struct {
+		// name and path are the template's metadata.name and source path.
+		name, path string
+		// wantDiag are substrings of diagnostics that must be said; any
+		// other error fails the case.
+		wantDiag []string
+		// want is "UNIT NAMESPACE NAME" of each Connection an Application
+		// deploys.
+		want []string
+	}{
 		"a string too large for memory": {
-			ignoreLoose: true,
-			files: withFiles(envFiles("dev"), map[string]string{"argo/set.yaml": appSet("s", list+
-				dirTemplate(`m-{{ $s := repeat 1000000000 "x" }}{{ len $s }}`, `envs/dev`, `agents`))}),
+			name:     `m-{{ $s := repeat 1000000000 "x" }}{{ len $s }}`,
 			wantDiag: []string{"Argo CD ApplicationSet argocd/s", "rendering needed more than 256 MiB of memory, the bound keyhole gives one string of an ApplicationSet's template"},
 		},
 		"a string doubled in a loop": {
-			ignoreLoose: true,
-			files: withFiles(envFiles("dev"), map[string]string{"argo/set.yaml": appSet("s", list+
-				dirTemplate(`d-{{ $s := "xxxxxxxx" }}{{ range until 40 }}{{ $s = cat $s $s }}{{ end }}{{ len $s }}`, `envs/dev`, `agents`))}),
+			name:     `d-{{ $s := "xxxxxxxx" }}{{ range until 40 }}{{ $s = cat $s $s }}{{ end }}{{ len $s }}`,
 			wantDiag: []string{"rendering needed more than 256 MiB of memory"},
 		},
 		"a loop that writes without end": {
-			ignoreLoose: true,
-			files: withFiles(envFiles("dev"), map[string]string{"argo/set.yaml": appSet("s", list+
-				dirTemplate(`w-{{ range until 2000000 }}xxxxxxxxxx{{ end }}`, `envs/dev`, `agents`))}),
+			name:     `w-{{ range until 2000000 }}xxxxxxxxxx{{ end }}`,
 			wantDiag: []string{"filling the template wrote more than 16 MiB, the bound keyhole gives one string of an ApplicationSet's template"},
 		},
 		"loops that write nothing": {
-			ignoreLoose: true,
-			files: withFiles(envFiles("dev"), map[string]string{"argo/set.yaml": appSet("s", list+
-				dirTemplate(`t-{{ range until 100000 }}{{ range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}{{ end }}`, `envs/dev`, `agents`))}),
+			name:     `t-{{ range until 100000 }}{{ range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}{{ end }}`,
 			wantDiag: []string{"rendering did not end within 2s, the bound keyhole gives one string of an ApplicationSet's template"},
 		},
 		"templates that call each other twice": {
-			ignoreLoose: true,
-			files: withFiles(envFiles("dev"), map[string]string{"argo/set.yaml": appSet("s", list+
-				dirTemplate(`c-`+doublingTemplates(60), `envs/dev`, `agents`))}),
+			name:     `c-` + doublingTemplates(60),
 			wantDiag: []string{"rendering did not end within 2s"},
 		},
 		"a loop within the bounds, filled apart": {
-			files: withFiles(envFiles("dev"), map[string]string{"argo/set.yaml": appSet("s", list+
-				dirTemplate(`l-{{ range $i, $e := list .env }}{{ $e }}{{ end }}`, `envs/{{ .env }}`, `agents`))}),
+			name: `l-{{ range $i, $e := list .env }}{{ $e }}{{ end }}`,
+			path: `envs/{{ .env }}`,
 			want: []string{"argocd:argocd/l-dev agents gh-dev"},
 		},
 	}
@@ -66,12 +70,56 @@ func TestAppSetTemplateBounded(t *testing.T) {
 				appSetRenderTimeout = 2 * time.Second
 			}
 			start := time.Now()
-			c.run(t)
+			got, ds := loadListSet(t, c.name, cmp.Or(c.path, "envs/dev"))
 			if d := time.Since(start); d > 3*appSetRenderTimeout {
 				t.Errorf("took %v, past its bound of %v", d, appSetRenderTimeout)
 			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("Connections read as %q, want %q\n%s", got, c.want, ds)
+			}
+			for _, w := range c.wantDiag {
+				if !strings.Contains(ds.Error(), w) {
+					t.Errorf("no diagnostic says %q:\n%s", w, ds)
+				}
+			}
+			for _, d := range ds {
+				if d.Severity == diag.Error && !slices.ContainsFunc(c.wantDiag, func(w string) bool { return strings.Contains(d.String(), w) }) {
+					t.Errorf("unexpected error: %s", d)
+				}
+			}
 		})
 	}
+}
+
+// loadListSet loads, with this engine, a repository holding a Connection
+// in envs/dev and a goTemplate ApplicationSet whose list generator makes
+// one Application of the directory path, named name: "UNIT NAMESPACE
+// NAME" of each Connection an Application deploys, sorted, and what
+// the Load said.
+func loadListSet(t *testing.T, name, path string) ([]string, diag.List) {
+	t.Helper()
+	dir, _ := testrepo.Init(t)
+	testrepo.WriteFiles(t, dir, map[string]string{
+		"envs/dev/conn.yaml": "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: gh-dev}\n" +
+			"spec:\n  hosts: [api.example.com]\n  credential: {kind: secret, secretRef: {name: gh-token}}\n",
+		"argo/set.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: s, namespace: argocd}\nspec:\n" +
+			"  goTemplate: true\n  generators:\n    - list: {elements: [{env: dev}]}\n" +
+			"  template:\n    metadata: {name: '" + name + "'}\n    spec:\n      project: default\n" +
+			"      source: {repoURL: 'https://git.example.com/r.git', path: '" + path + "'}\n" +
+			"      destination: {name: in-cluster, namespace: agents}\n",
+	})
+	docs, ds, err := source.Load([]string{"."}, source.Options{Dir: dir, Engines: source.Engines{Argo: Engine{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range docs {
+		if u := d.Unit(); d.Object().Kind == "Connection" && !u.Loose() {
+			got = append(got, u.Name+" "+cmp.Or(d.Object().Namespace, u.Namespace)+" "+d.Object().Name)
+		}
+	}
+	slices.Sort(got)
+	return got, ds
 }
 
 // doublingTemplates defines n templates, each calling the next twice,

@@ -1,4 +1,4 @@
-package source
+package argocd
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	sigsyaml "sigs.k8s.io/yaml"
+
+	"keyhole.dev/keyhole/source"
 )
 
 // An ApplicationSet's clusters generator makes one parameter set per
@@ -16,7 +18,8 @@ import (
 // and the local cluster (in-cluster, https://kubernetes.default.svc)
 // when the selector is empty and no Secret is that cluster's
 // (applicationset/generators/cluster.go). keyhole knows the cluster
-// Secrets the repository declares; where the repository makes them in a
+// Secrets the repository declares, which the loader gives
+// (source.AppSetInput); where the repository makes them in a
 // way keyhole cannot read (an ExternalSecret, a SealedSecret, SOPS), or
 // declares none and the selector asks for some, what the generator
 // makes is not known, and said once.
@@ -27,9 +30,9 @@ const inClusterServer = "https://kubernetes.default.svc"
 // clustersGenerator is the parameter sets of a clusters generator c, from
 // the cluster Secrets the repository declares, or why they are not
 // known.
-func (l *loader) clustersGenerator(run *appSetRun, c *yaml.Node) ([]map[string]any, *genStop) {
+func clustersGenerator(run *appSetRun, c *yaml.Node) ([]map[string]any, *source.AppSetStop) {
 	var sel metav1.LabelSelector
-	if s := Lookup(c, "selector"); s != nil {
+	if s := source.Lookup(c, "selector"); s != nil {
 		data, err := yaml.Marshal(s)
 		if err == nil {
 			err = sigsyaml.Unmarshal(data, &sel)
@@ -42,9 +45,9 @@ func (l *loader) clustersGenerator(run *appSetRun, c *yaml.Node) ([]map[string]a
 	if err != nil {
 		return nil, genError("its clusters generator's selector: " + err.Error())
 	}
-	declared := l.clusterSecrets(run.srcRoots[0])
-	if i := slices.IndexFunc(declared, func(s clusterSecret) bool { return s.made != "" }); i >= 0 {
-		return nil, genUnread(fmt.Sprintf("its clusters generator reads the cluster Secrets Argo CD holds, and %s makes one whose values keyhole does not read, so which Applications it makes is not known", declared[i].made),
+	declared := run.in.Clusters()
+	if i := slices.IndexFunc(declared, func(s source.ArgoCluster) bool { return s.Made != "" }); i >= 0 {
+		return nil, genUnread(fmt.Sprintf("its clusters generator reads the cluster Secrets Argo CD holds, and %s makes one whose values keyhole does not read, so which Applications it makes is not known", declared[i].Made),
 			"declare the cluster Secrets' name and server in plain Secrets of the repository, their config encrypted apart, to have them checked")
 	}
 	withSelector := len(sel.MatchLabels) > 0 || len(sel.MatchExpressions) > 0
@@ -52,30 +55,30 @@ func (l *loader) clustersGenerator(run *appSetRun, c *yaml.Node) ([]map[string]a
 	local := false
 	last := map[string]int{}
 	for i, s := range declared {
-		last[s.name] = i
+		last[s.Name] = i
 	}
 	for i, s := range declared {
 		// The controller keys the Secrets by cluster name: the last of
 		// one name is the one it reads.
-		if last[s.name] != i || !selector.Matches(labels.Set(s.labels)) {
+		if last[s.Name] != i || !selector.Matches(labels.Set(s.Labels)) {
 			continue
 		}
-		local = local || s.server == inClusterServer
-		p := map[string]any{"name": s.name, "nameNormalized": sanitizeName(s.name), "server": s.server, "project": s.project}
+		local = local || s.Server == inClusterServer
+		p := map[string]any{"name": s.Name, "nameNormalized": sanitizeName(s.Name), "server": s.Server, "project": s.Project}
 		if run.t.goTemplate {
 			meta := map[string]any{}
-			if len(s.annotations) > 0 {
-				meta["annotations"] = anyMap(s.annotations)
+			if len(s.Annotations) > 0 {
+				meta["annotations"] = anyMap(s.Annotations)
 			}
-			if len(s.labels) > 0 {
-				meta["labels"] = anyMap(s.labels)
+			if len(s.Labels) > 0 {
+				meta["labels"] = anyMap(s.Labels)
 			}
 			p["metadata"] = meta
 		} else {
-			for k, v := range s.annotations {
+			for k, v := range s.Annotations {
 				p["metadata.annotations."+k] = v
 			}
-			for k, v := range s.labels {
+			for k, v := range s.Labels {
 				p["metadata.labels."+k] = v
 			}
 		}

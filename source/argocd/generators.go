@@ -1,4 +1,4 @@
-package source
+package argocd
 
 import (
 	"errors"
@@ -10,44 +10,38 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/source"
 )
 
-// An ApplicationSet's generators make parameter sets from the
-// repository (git directories and files, a list, a matrix of two) or
-// from the cluster Secrets it declares (clusters, argoclustergen.go); its
-// template, filled with each set and patched with its templatePatch
-// (argotemplate.go), is one Application each. See docs/inputs.md.
+// A generator that makes no parameter sets keyhole reads says why, as a
+// source.AppSetStop: genSkip where they are out of reach, genUnread
+// where they are not known (advice says what would make them known),
+// genError where the controller refuses the generator.
 
-// genStop is why a generator makes no parameter sets keyhole can read.
-type genStop struct {
-	msg string
-	// advice, for a warning, says what would make it readable.
-	advice string
-	sev    diag.Severity // Info: out of reach; Warning: unknown; Error: the controller refuses it
+func genSkip(msg string) *source.AppSetStop {
+	return &source.AppSetStop{Severity: diag.Info, Message: msg}
 }
 
-func genSkip(msg string) *genStop { return &genStop{msg: msg, sev: diag.Info} }
-
-func genUnread(msg, advice string) *genStop {
-	return &genStop{msg: msg, advice: advice, sev: diag.Warning}
+func genUnread(msg, advice string) *source.AppSetStop {
+	return &source.AppSetStop{Severity: diag.Warning, Message: msg, Advice: advice}
 }
 
-func genError(msg string) *genStop { return &genStop{msg: msg, sev: diag.Error} }
+func genError(msg string) *source.AppSetStop {
+	return &source.AppSetStop{Severity: diag.Error, Message: msg}
+}
 
 // appSetRun is the reading of one ApplicationSet's generator.
 type appSetRun struct {
-	t        appSetTmpl
-	srcRoots []string
-	pos      diag.Pos // the generator's
-	what     string   // "Argo CD ApplicationSet NS/NAME"
-	// notes are what is said of the generator besides its Applications
-	// (a git path that matches nothing).
-	notes []engineFound
+	h  source.Host
+	t  appSetTmpl
+	in source.AppSetInput
+	// unmatched are its git generators' paths that match nothing.
+	unmatched []source.AppSetUnmatched
 }
 
 // changing is the stop a template error calling a function whose result
 // changes on every run makes, or nil for any other error.
-func changing(err error) *genStop {
+func changing(err error) *source.AppSetStop {
 	var ce changingError
 	if !errors.As(err, &ce) {
 		return nil
@@ -78,29 +72,29 @@ func paramsNamed(p map[string]any) string {
 // makes, as the ApplicationSet controller makes them and as its
 // selector keeps them, or why it makes none here. depth counts the
 // matrices around g.
-func (l *loader) generatorParams(run *appSetRun, g *yaml.Node, depth int) ([]map[string]any, *genStop) {
-	git, list, matrix, clusters := Lookup(g, "git"), Lookup(g, "list"), Lookup(g, "matrix"), Lookup(g, "clusters")
+func generatorParams(run *appSetRun, g *yaml.Node, depth int) ([]map[string]any, *source.AppSetStop) {
+	git, list, matrix, clusters := source.Lookup(g, "git"), source.Lookup(g, "list"), source.Lookup(g, "matrix"), source.Lookup(g, "clusters")
 	for _, n := range []*yaml.Node{git, list, clusters} {
-		if Lookup(n, "template") != nil {
+		if source.Lookup(n, "template") != nil {
 			return nil, genSkip("a generator's own template is not applied")
 		}
 	}
 	var params []map[string]any
-	var stop *genStop
+	var stop *source.AppSetStop
 	switch {
 	case git != nil:
-		params, stop = l.gitGenerator(run, git)
+		params, stop = gitGenerator(run, git)
 		if stop == nil {
 			params, stop = generatorValues(run.t, git, params)
 		}
 	case list != nil:
 		params, stop = listGenerator(list, run.t.goTemplate)
 	case clusters != nil:
-		params, stop = l.clustersGenerator(run, clusters)
+		params, stop = clustersGenerator(run, clusters)
 		if stop == nil {
 			params, stop = generatorValues(run.t, clusters, params)
 		}
-		if stop == nil && boolField(clusters, "flatList") {
+		if stop == nil && source.BoolField(clusters, "flatList") {
 			items := make([]any, len(params))
 			for i, p := range params {
 				items[i] = p
@@ -108,7 +102,7 @@ func (l *loader) generatorParams(run *appSetRun, g *yaml.Node, depth int) ([]map
 			params = []map[string]any{{"clusters": items}}
 		}
 	case matrix != nil:
-		params, stop = l.matrixGenerator(run, matrix, depth)
+		params, stop = matrixGenerator(run, matrix, depth)
 	default:
 		kind := "an empty"
 		if g.Kind == yaml.MappingNode && len(g.Content) > 0 {
@@ -119,7 +113,7 @@ func (l *loader) generatorParams(run *appSetRun, g *yaml.Node, depth int) ([]map
 	if stop != nil {
 		return nil, stop
 	}
-	if sel := Lookup(g, "selector"); sel != nil {
+	if sel := source.Lookup(g, "selector"); sel != nil {
 		var err error
 		if params, err = selectParams(sel, params); err != nil {
 			return nil, genError(err.Error())
@@ -131,8 +125,8 @@ func (l *loader) generatorParams(run *appSetRun, g *yaml.Node, depth int) ([]map
 // generatorValues adds the values of a generator (the field of its
 // kind) to each of its parameter sets, filled with that set's
 // parameters: values.KEY, or a values map with goTemplate.
-func generatorValues(t appSetTmpl, gen *yaml.Node, params []map[string]any) ([]map[string]any, *genStop) {
-	vals := Lookup(gen, "values")
+func generatorValues(t appSetTmpl, gen *yaml.Node, params []map[string]any) ([]map[string]any, *source.AppSetStop) {
+	vals := source.Lookup(gen, "values")
 	if vals == nil {
 		return params, nil
 	}

@@ -1,8 +1,6 @@
-package source
+package argocd
 
 import (
-	"cmp"
-	"fmt"
 	"maps"
 	"path"
 	"path/filepath"
@@ -11,70 +9,62 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/source"
 )
 
 // gitGenerator lists the parameters of a git generator's directories or
 // files, found under the repository: named (the directory named on the
 // command line) and root (the repository's root, where the generator's
 // paths are relative to, when they match there). A path that matches
-// nothing is said once: a warning when the generator's repoURL is this
-// repository (Argo CD makes nothing of it), else a note.
-func (l *loader) gitGenerator(run *appSetRun, git *yaml.Node) ([]map[string]any, *genStop) {
-	root, named := run.srcRoots[0], run.srcRoots[len(run.srcRoots)-1]
-	prefix := stringField(git, "pathParamPrefix")
+// nothing goes to run.unmatched, with the repository the generator
+// names: the loader says it.
+func gitGenerator(run *appSetRun, git *yaml.Node) ([]map[string]any, *source.AppSetStop) {
+	root, named := run.in.Roots[0], run.in.Roots[len(run.in.Roots)-1]
+	prefix := source.StringField(git, "pathParamPrefix")
 	var out []map[string]any
 	var unmatched []string
-	if dirs := Lookup(git, "directories"); dirs != nil && dirs.Kind == yaml.SequenceNode {
-		var include, exclude []string
-		for _, e := range dirs.Content {
-			if boolField(e, "exclude") {
-				exclude = append(exclude, stringField(e, "path"))
-			} else {
-				include = append(include, stringField(e, "path"))
-			}
-		}
+	if dirs := source.Lookup(git, "directories"); dirs != nil && dirs.Kind == yaml.SequenceNode {
+		include, exclude := pathPatterns(dirs)
 		base := root
-		all := l.allDirs(base)
+		all := run.h.Dirs(base)
 		if !slices.ContainsFunc(all, func(d string) bool {
-			return slices.ContainsFunc(include, func(g string) bool { return globMatch(g, d) })
+			return slices.ContainsFunc(include, func(g string) bool { return source.GlobMatch(g, d) })
 		}) && named != root {
 			base = named
-			all = l.allDirs(base)
+			all = run.h.Dirs(base)
 		}
 		for _, g := range include {
-			if !slices.ContainsFunc(all, func(d string) bool { return globMatch(g, d) }) {
+			if !slices.ContainsFunc(all, func(d string) bool { return source.GlobMatch(g, d) }) {
 				unmatched = append(unmatched, g)
 			}
 		}
 		for _, rel := range all {
-			if slices.ContainsFunc(include, func(g string) bool { return globMatch(g, rel) }) &&
-				!slices.ContainsFunc(exclude, func(g string) bool { return globMatch(g, rel) }) {
+			if slices.ContainsFunc(include, func(g string) bool { return source.GlobMatch(g, rel) }) &&
+				!slices.ContainsFunc(exclude, func(g string) bool { return source.GlobMatch(g, rel) }) {
 				out = append(out, pathParams(rel, "", run.t.goTemplate, prefix))
 			}
 		}
-	} else if files := Lookup(git, "files"); files != nil && files.Kind == yaml.SequenceNode {
-		var include, exclude []string
-		for _, e := range files.Content {
-			if boolField(e, "exclude") {
-				exclude = append(exclude, stringField(e, "path"))
-			} else {
-				include = append(include, stringField(e, "path"))
-			}
-		}
+	} else if files := source.Lookup(git, "files"); files != nil && files.Kind == yaml.SequenceNode {
+		include, exclude := pathPatterns(files)
 		matched := map[string]bool{}
 		for _, b := range []string{root, named} {
-			for _, f := range walkAll(l.fsys, b, &l.paths) {
-				rel := filepath.ToSlash(relOrAbs(b, f))
+			for _, f := range run.h.InputFiles(b) {
+				rel := f
+				if r, err := filepath.Rel(b, f); err == nil {
+					rel = r
+				}
+				rel = filepath.ToSlash(rel)
 				hit := false
 				for _, g := range include {
-					if globMatch(g, rel) {
+					if source.GlobMatch(g, rel) {
 						matched[g], hit = true, true
 					}
 				}
-				if !hit || slices.ContainsFunc(exclude, func(g string) bool { return globMatch(g, rel) }) {
+				if !hit || slices.ContainsFunc(exclude, func(g string) bool { return source.GlobMatch(g, rel) }) {
 					continue
 				}
-				ps, stop := fileParams(l.sniff(f, nil), rel, run.t.goTemplate, prefix)
+				ps, stop := fileParams(run.h.Sniff(f, nil), rel, run.t.goTemplate, prefix)
 				if stop != nil {
 					return nil, stop
 				}
@@ -90,22 +80,31 @@ func (l *loader) gitGenerator(run *appSetRun, git *yaml.Node) ([]map[string]any,
 			}
 		}
 	}
-	repo := stringField(git, "repoURL")
 	for _, g := range unmatched {
-		msg := fmt.Sprintf("%s: its git generator's path %s matches nothing in this repository", run.what, g)
-		run.notes = append(run.notes, engineFound{pos: run.pos,
-			skip:    msg + ", so it makes no Application here; if " + cmp.Or(repo, "its repoURL") + " is another repository, that one's are out of reach",
-			ownWarn: msg + ", the one its repoURL " + repo + " names, so Argo CD makes no Application of it: a typo, or a directory not yet committed",
-			repo:    repoKey(repo, stringField(git, "revision"))})
+		run.unmatched = append(run.unmatched, source.AppSetUnmatched{Path: g,
+			RepoURL: source.StringField(git, "repoURL"), Revision: source.StringField(git, "revision")})
 	}
 	return out, nil
+}
+
+// pathPatterns are the paths of a git generator's directories or files
+// (list), those it includes and those it excludes.
+func pathPatterns(list *yaml.Node) (include, exclude []string) {
+	for _, e := range list.Content {
+		if source.BoolField(e, "exclude") {
+			exclude = append(exclude, source.StringField(e, "path"))
+		} else {
+			include = append(include, source.StringField(e, "path"))
+		}
+	}
+	return include, exclude
 }
 
 // fileParams is a git file generator's parameter sets of the file rel
 // (its bytes data): one for the mapping it holds, or for each of the
 // list it holds; the mapping as it is with goTemplate, else flattened
 // to strings.
-func fileParams(data []byte, rel string, goTemplate bool, prefix string) ([]map[string]any, *genStop) {
+func fileParams(data []byte, rel string, goTemplate bool, prefix string) ([]map[string]any, *source.AppSetStop) {
 	var objs []map[string]any
 	var one map[string]any
 	if data == nil {
