@@ -326,11 +326,11 @@ func (l *loader) buildApplying(p *Unit) *applyingBuild {
 		if err != nil || origin == nil || origin.Repo != "" || origin.Path == "" {
 			continue
 		}
-		node := builtNode(r)
+		node := kustbuild.BuiltNode(r)
 		if node == nil {
 			continue
 		}
-		stripAnnotations(node)
+		kustbuild.StripBuildMetadata(node)
 		b.objs = append(b.objs, builtObject{
 			file: filepath.Join(p.Root, filepath.FromSlash(origin.Path)),
 			kind: r.GetKind(), name: r.GetName(), ns: r.GetNamespace(), node: node,

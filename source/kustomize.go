@@ -26,15 +26,6 @@ const CodeKustomizeBuildFailed = "KustomizeBuildFailed"
 // kustbuild.RemoteEntry).
 const CodeKustomizeRemoteBase = "KustomizeRemoteBase"
 
-// The annotations kustomize writes when buildMetadata asks for them. They
-// say where a built object came from; keyhole reads them and strips them
-// from the node the compiler sees.
-// (kustomize keeps their names in an internal package.)
-const (
-	originAnnotation     = "config.kubernetes.io/origin"
-	transformsAnnotation = "alpha.config.kubernetes.io/transformations"
-)
-
 // The notes appended to messages about a value no input file holds as
 // built; %s names the kustomization (or remote base) responsible.
 const (

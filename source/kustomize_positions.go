@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/kustomize/api/resource"
 
 	"keyhole.dev/keyhole/diag"
+	"keyhole.dev/keyhole/internal/kustbuild"
 )
 
 // Mapping the objects kustomize built back to the input: each built node
@@ -85,12 +86,12 @@ func (b *build) document(r *resource.Resource) (Document, error) {
 	if err != nil {
 		return Document{}, fmt.Errorf("reading its origin: %w", err)
 	}
-	node := builtNode(r)
+	node := kustbuild.BuiltNode(r)
 	if node == nil {
 		return Document{}, errors.New("not a mapping")
 	}
 	transformedIn := b.transformedIn(node)
-	stripAnnotations(node)
+	kustbuild.StripBuildMetadata(node)
 	doc := Document{Node: node, from: b.from}
 
 	switch {
@@ -136,37 +137,6 @@ func (b *build) document(r *resource.Resource) (Document, error) {
 	return doc, nil
 }
 
-// builtNode is a copy of the built resource's mapping node, or nil when it
-// is not a mapping. The copy is taken from kustomize's own node rather
-// than by parsing Resource.AsYAML, whose JSON round trip cost about as
-// much as the rest of the mapping of a built object to its source.
-func builtNode(r *resource.Resource) *yaml.Node {
-	n := r.YNode()
-	for n != nil && n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
-		n = n.Content[0]
-	}
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	return copyNode(n)
-}
-
-// copyNode copies n deeply, as a plain tree: the positions of the copy
-// are set by the mapping to sources, never kustomize's.
-func copyNode(n *yaml.Node) *yaml.Node {
-	c := &yaml.Node{Kind: n.Kind, Style: n.Style, Tag: n.Tag, Value: n.Value}
-	if n.Kind == yaml.AliasNode && n.Alias != nil {
-		return copyNode(n.Alias)
-	}
-	if len(n.Content) > 0 {
-		c.Content = make([]*yaml.Node, len(n.Content))
-		for i, k := range n.Content {
-			c.Content[i] = copyNode(k)
-		}
-	}
-	return c
-}
-
 // placeAll places every node of n at pos with note.
 func (b *build) placeAll(doc *Document, n *yaml.Node, pos diag.Pos, note string) {
 	n.Line, n.Column = pos.Line, pos.Column
@@ -197,37 +167,11 @@ func generatorEntry(k *yaml.Node, built string) *yaml.Node {
 	return best
 }
 
-// stripAnnotations removes kustomize's origin and transformation
-// annotations, and the annotations mapping when nothing else is left.
-func stripAnnotations(n *yaml.Node) {
-	md := Lookup(n, "metadata")
-	ann := Lookup(md, "annotations")
-	if ann == nil || ann.Kind != yaml.MappingNode {
-		return
-	}
-	for i := 0; i+1 < len(ann.Content); {
-		switch ann.Content[i].Value {
-		case originAnnotation, transformsAnnotation:
-			ann.Content = slices.Delete(ann.Content, i, i+2)
-		default:
-			i += 2
-		}
-	}
-	if len(ann.Content) == 0 {
-		for i := 0; i+1 < len(md.Content); i += 2 {
-			if md.Content[i].Value == "annotations" {
-				md.Content = slices.Delete(md.Content, i, i+2)
-				break
-			}
-		}
-	}
-}
-
 // transformedIn returns the kustomization files (absolute) that
 // configured transformers run on the object, from its transformations
 // annotation, in order and without repeats.
 func (b *build) transformedIn(n *yaml.Node) []string {
-	v := Lookup(Lookup(Lookup(n, "metadata"), "annotations"), transformsAnnotation)
+	v := Lookup(Lookup(Lookup(n, "metadata"), "annotations"), kustbuild.TransformationsAnnotation)
 	if v == nil || v.Kind != yaml.ScalarNode {
 		return nil
 	}
