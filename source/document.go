@@ -65,7 +65,7 @@ type sharedFrom struct {
 	// where places the nodes of the documents kustomize built whose
 	// values were not written at their own line and column of File (see
 	// Where); nil for a file read as it is.
-	where map[*yaml.Node]placed
+	where map[*yaml.Node]Placed
 	// lines place the nodes of the documents of a Helm template's output
 	// at the template's lines (see Where); nil for a file read as it is.
 	lines []TemplateLine
@@ -98,25 +98,25 @@ func (d *Document) Walked() bool { return d.from != nil && d.from.walked }
 // does not repeat it.
 func (d *Document) Copied(n *yaml.Node) bool {
 	p, ok := d.placedAt(n)
-	return ok && p.note != "" && d.from.copies
+	return ok && p.Note != "" && d.from.copies
 }
 
 // placedAt is where Where places node n when kustomize moved it.
-func (d *Document) placedAt(n *yaml.Node) (placed, bool) {
+func (d *Document) placedAt(n *yaml.Node) (Placed, bool) {
 	if d.from == nil {
-		return placed{}, false
+		return Placed{}, false
 	}
 	p, ok := d.from.where[n]
 	return p, ok
 }
 
-// placed is where a node of a built document was written when that is not
-// the node's own line and column in the document's File.
-type placed struct {
-	pos diag.Pos
-	// note is appended to messages about the node: set when pos is only
+// Placed is where a node of a built document was written when that is not
+// the node's own line and column in the document's File (Where).
+type Placed struct {
+	Pos diag.Pos
+	// Note is appended to messages about the node: set when Pos is only
 	// the nearest position the inputs hold, not the value itself.
-	note string
+	Note string
 }
 
 // Where returns where node n, a node of d.Node, was written, and a note to
@@ -133,7 +133,7 @@ type placed struct {
 // charts").
 func (d *Document) Where(n *yaml.Node) (diag.Pos, string) {
 	if p, ok := d.placedAt(n); ok {
-		return p.pos, p.note
+		return p.Pos, p.Note
 	}
 	return d.rendered(n.Line, n.Column), ""
 }
