@@ -30,14 +30,15 @@ func templatesObject(data []byte) bool {
 // build reads it: the agent files beside the kustomization built and
 // beside every base kustomization the build read.
 
-// agentsBeside reads, into the build's deploy unit, the agent files
+// agentsBeside reads, into the build's deploy unit u, the agent files
 // (agent.yaml, agent.yml) in the directory of the kustomization built
-// (dir, absolute) and in the directory of each kustomization file the
-// build read (read's keys). below says the build is of a directory
+// (dir, absolute, named as named) and in the directory of each
+// kustomization file the build read (read's keys); walked says a walk
+// found the kustomization. below says the build is of a directory
 // keyhole's own render reads whole (an Argo CD source of keyhole's
 // plugin): every agent file under dir is the unit's, as keyhole render
 // reads them.
-func (l *loader) agentsBeside(b *build, dir string, read map[string][]byte, below bool) {
+func (l *loader) agentsBeside(u *Unit, named, dir string, walked bool, read map[string][]byte, below bool) {
 	dirs := []string{filepath.Clean(dir)}
 	for p := range read {
 		if isKustomizationName(filepath.Base(p)) {
@@ -62,20 +63,20 @@ func (l *loader) agentsBeside(b *build, dir string, read map[string][]byte, belo
 			if fi, err := l.fsys.Lstat(abs); err != nil || fi.IsDir() {
 				continue
 			}
-			l.readAgentBeside(b, abs)
+			l.readAgentBeside(u, l.under(named, dir, abs), abs, walked)
 		}
 	}
 }
 
-// readAgentBeside reads one agent file into the build's unit.
-func (l *loader) readAgentBeside(b *build, abs string) {
-	name := b.display(abs)
+// readAgentBeside reads one agent file, reported as name, into the
+// build's unit u.
+func (l *loader) readAgentBeside(u *Unit, name, abs string, walked bool) {
 	l.seen[abs] = true // not read again on its own
 	if root, git := confinement(l.fsys, filepath.Dir(abs)); linkOutside(l.fsys, root, abs) != "" {
 		l.diags = append(l.diags, linkOutsideDiag(name, git))
 		return
 	}
-	r := l.parseRead(name, abs, l.read(abs, name, b.from.walked), b.from.walked)
+	r := l.parseRead(name, abs, l.read(abs, name, walked), walked)
 	if r.err != nil {
 		l.unreadable(name, r.err)
 		return
@@ -90,7 +91,7 @@ func (l *loader) readAgentBeside(b *build, abs string) {
 		if from == nil && r.docs[i].from != nil {
 			// A copy: a Memo may share the file's with another Load.
 			f := *r.docs[i].from
-			f.unit = b.from.unit
+			f.unit = u
 			from = &f
 		}
 		if from != nil {

@@ -197,8 +197,7 @@ func (l *loader) applyingFailed(p *Unit, b *applyingBuild) diag.List {
 	l.failedSaid[key] = true
 	// The message as a build's own error shows it: no Secret value, no
 	// temporary directory.
-	bb := &build{l: l, named: l.unitName(p), root: p.Root}
-	msg := bb.scrub(kustbuild.Redact(b.err.Error(), b.run.read))
+	msg := l.scrub(l.unitName(p), p.Root, kustbuild.Redact(b.err.Error(), b.run.read))
 	what, objs := "Flux Kustomization "+strings.TrimPrefix(p.Name, "flux:"), "the Flux objects it applies are read as written, without its patches and substitution"
 	if p.Argo != nil {
 		what, objs = "Argo CD Application "+strings.TrimPrefix(p.Name, "argocd:"), "the Applications it applies are read as written, without its kustomize options and patches"
@@ -326,11 +325,11 @@ func (l *loader) buildApplying(p *Unit) *applyingBuild {
 		if err != nil || origin == nil || origin.Repo != "" || origin.Path == "" {
 			continue
 		}
-		node := builtNode(r)
+		node := kustbuild.BuiltNode(r)
 		if node == nil {
 			continue
 		}
-		stripAnnotations(node)
+		kustbuild.StripBuildMetadata(node)
 		b.objs = append(b.objs, builtObject{
 			file: filepath.Join(p.Root, filepath.FromSlash(origin.Path)),
 			kind: r.GetKind(), name: r.GetName(), ns: r.GetNamespace(), node: node,

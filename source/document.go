@@ -13,6 +13,7 @@
 package source
 
 import (
+	"cmp"
 	"path"
 
 	"go.yaml.in/yaml/v3"
@@ -64,7 +65,7 @@ type sharedFrom struct {
 	// where places the nodes of the documents kustomize built whose
 	// values were not written at their own line and column of File (see
 	// Where); nil for a file read as it is.
-	where map[*yaml.Node]placed
+	where map[*yaml.Node]Placed
 	// lines place the nodes of the documents of a Helm template's output
 	// at the template's lines (see Where); nil for a file read as it is.
 	lines []TemplateLine
@@ -97,16 +98,126 @@ func (d *Document) Walked() bool { return d.from != nil && d.from.walked }
 // does not repeat it.
 func (d *Document) Copied(n *yaml.Node) bool {
 	p, ok := d.placedAt(n)
-	return ok && p.note != "" && d.from.copies
+	return ok && p.Note != "" && d.from.copies
 }
 
 // placedAt is where Where places node n when kustomize moved it.
-func (d *Document) placedAt(n *yaml.Node) (placed, bool) {
+func (d *Document) placedAt(n *yaml.Node) (Placed, bool) {
 	if d.from == nil {
-		return placed{}, false
+		return Placed{}, false
 	}
 	p, ok := d.from.where[n]
 	return p, ok
+}
+
+// Placed is where a node of a built document was written when that is not
+// the node's own line and column in the document's File (Where).
+type Placed struct {
+	Pos diag.Pos
+	// Note is appended to messages about the node: set when Pos is only
+	// the nearest position the inputs hold, not the value itself.
+	Note string
+}
+
+// Where returns where node n, a node of d.Node, was written, and a note to
+// append to messages about it ("" when the position is the value's own).
+//
+// For a document read from a file that is File at n's line and column.
+// For a document kustomize built (see docs/inputs.md), a field left as its
+// source file wrote it has its exact position in that file; a field a
+// patch file set has its position in the patch file; a field a
+// transformer or an inline patch set has the position of the same field
+// (or its nearest parent) in the source file, and a note naming the
+// kustomization that changed it. For a document a Helm template wrote,
+// it is the template's line that wrote n (see docs/inputs.md, "Helm
+// charts").
+func (d *Document) Where(n *yaml.Node) (diag.Pos, string) {
+	if p, ok := d.placedAt(n); ok {
+		return p.Pos, p.Note
+	}
+	return d.rendered(n.Line, n.Column), ""
+}
+
+// WhereColumn is Where for the character at column col of n's first
+// line (a reference inside scalar n): the column is col where the
+// position is n's own.
+func (d *Document) WhereColumn(n *yaml.Node, col int) (diag.Pos, string) {
+	if _, ok := d.placedAt(n); !ok {
+		return d.rendered(n.Line, col), ""
+	}
+	pos, note := d.Where(n)
+	if note == "" {
+		pos.Column = col
+	}
+	return pos, note
+}
+
+// Identity is what tells d from the other documents when they are
+// counted: Pos, but for a document a Helm template wrote, its place in
+// the output, as a range block writes several documents from the
+// template's one place. It needs d's tree (d.Node), which such a
+// document keeps (it is never released: see release.go).
+func (d *Document) Identity() diag.Pos {
+	if d.from != nil && d.from.lines != nil && d.Node != nil {
+		return diag.Pos{File: d.File, Line: max(d.Node.Line, 1), Column: max(d.Node.Column, 1)}
+	}
+	return d.Pos
+}
+
+// rendered is where line and column of d's own text were written: File
+// at them, or the template's line for a Helm template's output.
+func (d *Document) rendered(line, col int) diag.Pos {
+	if d.from != nil && d.from.lines != nil {
+		return templatePos(d.from.lines, d.File, line, col)
+	}
+	return diag.Pos{File: d.File, Line: line, Column: col}
+}
+
+// At is Where for a node known by its line, column and field path, as the
+// schema validator reports them. Of several nodes at one position (a base
+// and a patch file may share line numbers) the one at fieldPath wins.
+func (d *Document) At(line, col int, fieldPath string) (diag.Pos, string) {
+	pos, note, _ := d.AtNode(line, col, fieldPath)
+	return pos, note
+}
+
+// AtNode is At, and the node it found (nil when the document is not a
+// build's, or no node is there).
+func (d *Document) AtNode(line, col int, fieldPath string) (diag.Pos, string, *yaml.Node) {
+	if d.from == nil || len(d.from.where) == 0 || d.Node == nil {
+		return d.rendered(line, col), "", nil
+	}
+	var first, onPath *yaml.Node
+	var walk func(n *yaml.Node, p string)
+	walk = func(n *yaml.Node, p string) {
+		if n.Line == line && n.Column == col {
+			if first == nil {
+				first = n
+			}
+			if onPath == nil && p == fieldPath {
+				onPath = n
+			}
+		}
+		switch n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				kp := diag.JoinKey(p, n.Content[i].Value)
+				walk(n.Content[i], kp)
+				walk(n.Content[i+1], kp)
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				walk(c, diag.JoinIndex(p, i))
+			}
+		}
+	}
+	walk(d.Node, "")
+	n := cmp.Or(onPath, first)
+	if n == nil {
+		return diag.Pos{File: d.File, Line: line, Column: col}, "", nil
+	}
+	pos, note := d.Where(n)
+	return pos, note, n
 }
 
 // LooseUnit is the Name of the unit of the documents read from files

@@ -11,8 +11,8 @@ import (
 )
 
 // An engine whose semantics have a package of their own under source/
-// (source/helm, source/flux, source/argocd) is given to Load in
-// Options.Engines; source never imports one. The engine reads the
+// (source/helm, source/flux, source/argocd, source/kustomize) is given to
+// Load in Options.Engines; source never imports one. The engine reads the
 // repository through a Host: the loader's file system (the disk, or a
 // commit's tree), confined to the repository as every read of the loader
 // is. See docs/architecture.md, "Packages".
@@ -27,6 +27,9 @@ type Engines struct {
 	// Argo makes the Applications of Argo CD's ApplicationSets
 	// (source/argocd).
 	Argo Argo
+	// Kustomize reads what kustomize built of each kustomization root
+	// (source/kustomize).
+	Kustomize Kustomize
 }
 
 // Helm renders a Helm chart as `helm template` renders it.
@@ -143,6 +146,59 @@ type ArtifactCut struct {
 	Odd string
 }
 
+// Kustomize reads what kustomize built of a kustomization root. The
+// loader runs the build (internal/kustbuild, through the Memo, then
+// Flux's post-build substitution for a Flux unit), and keeps what the
+// documents mean for their unit.
+type Kustomize interface {
+	// Read reads b through h: the objects kustomize built, as documents
+	// whose nodes keep the file, line and column that wrote them,
+	// through patches and generators; or, when the build failed, its
+	// error placed on the input that caused it.
+	Read(h Host, b *KustomizeBuild) KustomizeRead
+}
+
+// KustomizeBuild is one kustomize build of a kustomization root, as the
+// loader ran it.
+type KustomizeBuild struct {
+	// Unit is the deploy unit the build makes.
+	Unit *Unit
+	// Named is the directory built as the user named it (or as a walk
+	// found it), for the paths reported (Host.Display); Dir is it,
+	// absolute (OS form).
+	Named, Dir string
+	// KFile is Dir's kustomization file (absolute; "" when an engine's
+	// unit has none), KName the file as reported (the engine object's
+	// file when there is none).
+	KFile, KName string
+	// Built is what kustomize built, Read every file it read (by
+	// absolute path), Err why it built nothing.
+	Built resmap.ResMap
+	Read  map[string][]byte
+	Err   error
+}
+
+// KustomizeRead is what reading one build gave.
+type KustomizeRead struct {
+	// Docs are the objects built, in the build's order; Where places
+	// their nodes that were not written at their own line and column of
+	// their File (Document.Where), and Copies says a kustomization of
+	// the build copies values between objects (Document.Copied).
+	Docs   []Document
+	Where  map[*yaml.Node]Placed
+	Copies bool
+	// Diags are what reading the files the objects came from reported,
+	// in order, or the failed build's error.
+	Diags diag.List
+	// Sources are the files the objects were read from (absolute), each
+	// as reported.
+	Sources map[string]string
+	// Unwritable, where Diags hold invalid YAML kustomize reads (a
+	// duplicate mapping key), is kustomize's error writing out what it
+	// built, quoting no key or value; "" when it writes it out.
+	Unwritable string
+}
+
 // HeldObjects gives the ConfigMap or Secret of kind, namespace and name
 // that the repository holds in the clear and the cluster of the unit
 // asking reads, or nil: then the cluster's object is not the
@@ -151,6 +207,10 @@ type HeldObjects func(kind, ns, name string) *Document
 
 // errNoFlux is a Flux unit's build when Load was given no Flux engine.
 var errNoFlux = errors.New("keyhole was built without its Flux engine (source.Options.Engines)")
+
+// errNoKustomize is a kustomization's build when Load was given no
+// Kustomize engine.
+var errNoKustomize = errors.New("keyhole was built without its kustomize engine (source.Options.Engines)")
 
 // errNoHelm is a chart's rendering when Load was given no Helm engine.
 var errNoHelm = errors.New("keyhole was built without its Helm engine (source.Options.Engines)")
@@ -210,12 +270,39 @@ func (h Host) LinkOutside(root, abs string) string { return linkOutside(h.l.fsys
 // refused with ErrOutsideRepo.
 func (h Host) OutsideRepo(dir, abs string) bool { return h.l.outsideRepo(dir, abs) }
 
+// Kustomization is the kustomization file kfile (absolute) parsed into
+// its root mapping, or nil: parsed once per Load, and shared, so never
+// to be changed.
+func (h Host) Kustomization(kfile string) *yaml.Node { return kustomizationNode(h.l.fsys, kfile) }
+
+// Display is the path reported for abs, a file found under root (both
+// absolute, OS form), the directory the user named as named (or a walk
+// found as named).
+func (h Host) Display(named, root, abs string) string { return h.l.under(named, root, abs) }
+
+// Scrub makes an error of the kustomize build of root (absolute), named
+// as named, readable and the same on every machine: absolute paths
+// become the paths the user would type, on one line.
+func (h Host) Scrub(named, root, msg string) string { return h.l.scrub(named, root, msg) }
+
+// ArgoHelmOption is where the repository at root gives Argo CD's
+// kustomize builds --enable-helm, as FILE:LINE; "" when it does not.
+func (h Host) ArgoHelmOption(root string) string { return h.l.argoHelmAt(root) }
+
 // Within reports whether abs is dir or under it (both absolute, OS form).
 func Within(dir, abs string) bool { return within(dir, abs) }
 
 // InputName reports whether a file of that name is one the loader reads
 // as input (YAML or JSON, not a kustomization file).
 func InputName(name string) bool { return inputExt(name) }
+
+// Text is data as the loader reads its text: decoded when it is UTF-16
+// or UTF-32.
+func Text(data []byte) []byte { return sniffText(data) }
+
+// YAMLErrorLine is the line (from 1) of a yaml.v3 error "line n:
+// problem" in data, as the loader reports it.
+func YAMLErrorLine(data []byte, n int, problem string) int { return errorLine(data, n, problem) }
 
 // StringMap returns a mapping node's string values by key.
 func StringMap(n *yaml.Node) map[string]string { return stringMap(n) }

@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
-
-	"keyhole.dev/keyhole/diag"
 )
 
 // A kustomization's helmCharts are inflated only by a build that runs
@@ -117,26 +115,4 @@ func enablesHelm(m *yaml.Node) *yaml.Node {
 		}
 	}
 	return nil
-}
-
-// helmNotRun is the warning said, instead of the build's failure msg,
-// of the kustomization b builds for the unit u, when the build failed
-// only for want of helm and the repository's Argo CD runs it; ok is
-// false otherwise.
-func (b *build) helmNotRun(u *Unit, err error, msg string, read map[string][]byte) (diag.Diagnostic, bool) {
-	if !strings.Contains(msg, "--enable-helm") || u.Source != UnitArgoCD && u.Source != UnitKustomization {
-		return diag.Diagnostic{}, false
-	}
-	at := b.l.argoHelmAt(b.l.repoRoot(b.root))
-	if at == "" {
-		return diag.Diagnostic{}, false
-	}
-	dir := b.display(b.root)
-	return diag.Diagnostic{
-		Code:     CodeKustomizeHelmNotRun,
-		Severity: diag.Warning,
-		Pos:      b.failurePos(err, msg, read),
-		Message: fmt.Sprintf("kustomization %s inflates Helm charts (helmCharts), which Argo CD builds with --enable-helm, as Argo CD's kustomize build options (%s) say; keyhole runs no helm, so nothing this build makes is read or checked: check it with kustomize build --enable-helm %s | keyhole check -",
-			dir, at, dir),
-	}, true
 }

@@ -1,7 +1,6 @@
 package source
 
 import (
-	"fmt"
 	"io/fs"
 	"slices"
 
@@ -48,25 +47,5 @@ func (r buildRules) TooLarge(size, max int64) diag.Diagnostic {
 		Severity: diag.Error,
 		Pos:      diag.Pos{Line: 1, Column: 1},
 		Message:  tooLargeMessage(size, max) + "; keyhole reads configuration, not data dumps: split the file or exclude it",
-	}
-}
-
-// reportRefused adds the diagnostic of a build's refused file.
-func (b *build) reportRefused(e *kustbuild.FileRefused) {
-	d := e.D
-	d.Pos.File = b.display(e.Abs)
-	b.l.diags = append(b.l.diags, d)
-}
-
-// outside is the error of a build that asked for a path outside the
-// repository (kustbuild.Outside) where kustomize's own message does not
-// say so: at the kustomization, naming the path as it reads from the
-// working directory, never what the file holds.
-func (b *build) outside(e *kustbuild.Outside) diag.Diagnostic {
-	return diag.Diagnostic{
-		Code:     CodeKustomizeBuildFailed,
-		Severity: diag.Error,
-		Pos:      diag.Pos{File: b.kname, Line: 1, Column: 1},
-		Message:  fmt.Sprintf("kustomize cannot build %s: it reads %s, %s", b.display(b.root), b.l.display(e.Path, e.Path), e.Error()),
 	}
 }

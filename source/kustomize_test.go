@@ -47,11 +47,12 @@ func nodeAt(t *testing.T, n *yaml.Node, elems ...string) *yaml.Node {
 	t.Helper()
 	for _, e := range elems {
 		if k, ok := strings.CutPrefix(e, "key:"); ok {
-			_, kn := lookupKey(n, k)
-			if kn == nil {
-				t.Fatalf("no key %q", k)
+			for i := 0; n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == k {
+					return n.Content[i]
+				}
 			}
-			return kn
+			t.Fatalf("no key %q", k)
 		}
 		switch n.Kind {
 		case yaml.MappingNode:
@@ -616,26 +617,30 @@ func BenchmarkKustomizeBaseWalked(b *testing.B) {
 	}
 }
 
-func TestPointer(t *testing.T) {
-	tests := map[string]struct {
-		in   string
-		want []string
-		ok   bool
-	}{
-		"field path":          {in: "/spec/hosts/0", want: []string{"spec", "hosts", "0"}, ok: true},
-		"escaped slash":       {in: "/metadata/annotations/keyhole.dev~1ignore", want: []string{"metadata", "annotations", "keyhole.dev/ignore"}, ok: true},
-		"escaped tilde":       {in: "/a~0b", want: []string{"a~b"}, ok: true},
-		"escape order":        {in: "/a~01", want: []string{"a~1"}, ok: true},
-		"append has no index": {in: "/spec/hosts/-"},
-		"not a pointer":       {in: "spec/hosts"},
-		"empty":               {in: ""},
+// Load given no kustomize engine says so at each kustomization it would
+// build, as a build that failed: an embedding program's mistake is a
+// diagnostic, not a panic, and nothing of the build is taken as read.
+func TestKustomizeWithoutEngine(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"app/kustomization.yaml": "resources: [conn.yaml]\n",
+		"app/conn.yaml": "apiVersion: omnia.altairalabs.ai/v1alpha1\nkind: Connection\nmetadata: {name: gh, namespace: agents}\n" +
+			"spec:\n  hosts: [api.example.com]\n  credential: {kind: secret, secretRef: {name: gh-token}}\n",
+	})
+	docs, ds, err := testLoad([]string{"app"}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			got, ok := pointer(tc.in)
-			if ok != tc.ok || !slices.Equal(got, tc.want) {
-				t.Errorf("pointer(%q) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
-			}
-		})
+	if len(docs) != 1 || len(ds) != 0 {
+		t.Fatalf("with the engines: %d documents, %v; want the Connection and nothing said", len(docs), ds)
+	}
+	docs, ds, err = Load([]string{"app"}, Options{Dir: dir, Engines: Engines{Helm: testEngines.Helm, Flux: testEngines.Flux}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := diag.Pos{File: "app/kustomization.yaml", Line: 1, Column: 1}
+	if len(docs) != 0 || len(ds) != 1 || ds[0].Code != CodeKustomizeBuildFailed || ds[0].Severity != diag.Error ||
+		ds[0].Pos != want || !strings.Contains(ds[0].Message, "without its kustomize engine") {
+		t.Errorf("got %d documents, %v; want one KustomizeBuildFailed at %s", len(docs), ds, want)
 	}
 }

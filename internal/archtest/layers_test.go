@@ -42,7 +42,7 @@ var layers = []struct {
 // arrow listed here on purpose, so fixing one engine never reaches into
 // another unseen.
 var engineArrows = map[string][]string{
-	"source/engines": {"source/argocd", "source/flux", "source/helm"},
+	"source/engines": {"source/argocd", "source/flux", "source/helm", "source/kustomize"},
 	"source/fixture": {"source/engines"},
 }
 

@@ -7,7 +7,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
-const resource = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"
+const configMap = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"
 
 // build runs kustomize, as the loader does, on files (absolute path →
 // contents) and returns the error of building /k, which must fail.
@@ -34,7 +34,7 @@ func TestFailureMessages(t *testing.T) {
 	t.Run("MalformedYAML", func(t *testing.T) {
 		err := build(t, map[string]string{
 			"/k/kustomization.yaml": "resources: [r.yaml]\n",
-			"/k/r.yaml":             resource + "data:\n  a: [1, 2\n  b: c\n",
+			"/k/r.yaml":             configMap + "data:\n  a: [1, 2\n  b: c\n",
 		})
 		line, problem, file, ok := MalformedYAML(err.Error())
 		// go-yaml's line, which the loader maps to the line at fault
@@ -46,7 +46,7 @@ func TestFailureMessages(t *testing.T) {
 	t.Run("KustomizationYAML", func(t *testing.T) {
 		err := build(t, map[string]string{
 			"/k/kustomization.yaml": "resources:\n  - r.yaml\n namespace: x\n",
-			"/k/r.yaml":             resource,
+			"/k/r.yaml":             configMap,
 		})
 		line, problem, ok := KustomizationYAML(err.Error())
 		if !ok || line != 2 || problem != "did not find expected key" {
@@ -56,7 +56,7 @@ func TestFailureMessages(t *testing.T) {
 	t.Run("UnmatchedPatch", func(t *testing.T) {
 		err := build(t, map[string]string{
 			"/k/kustomization.yaml": "resources: [r.yaml]\npatches:\n  - path: p.yaml\n",
-			"/k/r.yaml":             resource,
+			"/k/r.yaml":             configMap,
 			"/k/p.yaml":             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y.dotted\ndata: {a: b}\n",
 		})
 		kind, name, ok := UnmatchedPatch(err.Error())
@@ -75,12 +75,12 @@ func TestBadField(t *testing.T) {
 		list  bool
 	}{
 		"a list where a string belongs": {
-			files: map[string]string{"/k/kustomization.yaml": "resources: [r.yaml]\nnamePrefix: [a]\n", "/k/r.yaml": resource},
+			files: map[string]string{"/k/kustomization.yaml": "resources: [r.yaml]\nnamePrefix: [a]\n", "/k/r.yaml": configMap},
 			field: "namePrefix",
 			list:  true,
 		},
 		"a string where an object belongs": {
-			files: map[string]string{"/k/kustomization.yaml": "resources: [r.yaml]\npatches:\n  - patch.yaml\n", "/k/r.yaml": resource},
+			files: map[string]string{"/k/kustomization.yaml": "resources: [r.yaml]\npatches:\n  - patch.yaml\n", "/k/r.yaml": configMap},
 			field: "patches",
 		},
 		"in a base": {

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"go.yaml.in/yaml/v3"
+	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/api/types"
 )
 
@@ -64,5 +65,73 @@ func explicitNulls(n *yaml.Node) {
 	}
 	for _, c := range n.Content {
 		explicitNulls(c)
+	}
+}
+
+// The annotations kustomize writes when buildMetadata asks for them. They
+// say where a built object came from; keyhole reads them and strips them
+// from the node the compiler sees.
+// (kustomize keeps their names in an internal package.)
+const (
+	originAnnotation = "config.kubernetes.io/origin"
+	// TransformationsAnnotation lists the transformers that changed a
+	// built object, each with the kustomization that configured it.
+	TransformationsAnnotation = "alpha.config.kubernetes.io/transformations"
+)
+
+// BuiltNode is a copy of the built resource's mapping node, or nil when it
+// is not a mapping. The copy is taken from kustomize's own node rather
+// than by parsing Resource.AsYAML, whose JSON round trip cost about as
+// much as the rest of the mapping of a built object to its source.
+func BuiltNode(r *resource.Resource) *yaml.Node {
+	n := r.YNode()
+	for n != nil && n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		n = n.Content[0]
+	}
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	return copyNode(n)
+}
+
+// copyNode copies n deeply, as a plain tree: the positions of the copy
+// are set by the mapping to sources, never kustomize's.
+func copyNode(n *yaml.Node) *yaml.Node {
+	c := &yaml.Node{Kind: n.Kind, Style: n.Style, Tag: n.Tag, Value: n.Value}
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		return copyNode(n.Alias)
+	}
+	if len(n.Content) > 0 {
+		c.Content = make([]*yaml.Node, len(n.Content))
+		for i, k := range n.Content {
+			c.Content[i] = copyNode(k)
+		}
+	}
+	return c
+}
+
+// StripBuildMetadata removes kustomize's origin and transformation
+// annotations, and the annotations mapping when nothing else is left.
+func StripBuildMetadata(n *yaml.Node) {
+	md := Lookup(n, "metadata")
+	ann := Lookup(md, "annotations")
+	if ann == nil || ann.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(ann.Content); {
+		switch ann.Content[i].Value {
+		case originAnnotation, TransformationsAnnotation:
+			ann.Content = slices.Delete(ann.Content, i, i+2)
+		default:
+			i += 2
+		}
+	}
+	if len(ann.Content) == 0 {
+		for i := 0; i+1 < len(md.Content); i += 2 {
+			if md.Content[i].Value == "annotations" {
+				md.Content = slices.Delete(md.Content, i, i+2)
+				break
+			}
+		}
 	}
 }

@@ -8,9 +8,10 @@ import (
 	"keyhole.dev/keyhole/source/argocd"
 	"keyhole.dev/keyhole/source/flux"
 	"keyhole.dev/keyhole/source/helm"
+	"keyhole.dev/keyhole/source/kustomize"
 )
 
 // All are every engine's package.
 func All() source.Engines {
-	return source.Engines{Helm: helm.Engine{}, Flux: flux.Engine{}, Argo: argocd.Engine{}}
+	return source.Engines{Helm: helm.Engine{}, Flux: flux.Engine{}, Argo: argocd.Engine{}, Kustomize: kustomize.Engine{}}
 }

@@ -1,4 +1,4 @@
-package source
+package kustomize
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/internal/kustbuild"
+	"keyhole.dev/keyhole/source"
 )
 
 // How a kustomization that does not build is reported: at the position in
@@ -28,7 +29,7 @@ func (b *build) buildFailed(err error, read map[string][]byte) diag.Diagnostic {
 		return d
 	}
 	return diag.Diagnostic{
-		Code:     CodeKustomizeBuildFailed,
+		Code:     source.CodeKustomizeBuildFailed,
 		Severity: diag.Error,
 		Pos:      b.failurePos(err, msg, read),
 		Message:  fmt.Sprintf("kustomize cannot build %s: %s%s", b.display(b.root), msg, b.pluginHint(msg)),
@@ -85,14 +86,14 @@ func (b *build) yamlFailure(msg string, read map[string][]byte) (diag.Diagnostic
 		return diag.Diagnostic{}, false
 	}
 	for _, abs := range slices.Sorted(maps.Keys(read)) {
-		if filepath.Base(abs) != filepath.Base(filepath.FromSlash(strings.TrimRight(file, `'":;,)`))) || isKustomizationName(filepath.Base(abs)) {
+		if filepath.Base(abs) != filepath.Base(filepath.FromSlash(strings.TrimRight(file, `'":;,)`))) || kustbuild.IsKustomizationName(filepath.Base(abs)) {
 			continue
 		}
 		name := b.display(abs)
-		line := errorLine(read[abs], n, problem) // kustomize's YAML library counts as keyhole's does
-		_, ds := parse(name, read[abs], false, nil)
+		line := source.YAMLErrorLine(read[abs], n, problem) // kustomize's YAML library counts as keyhole's does
+		_, ds := source.Parse(name, read[abs])
 		for _, d := range ds {
-			if d.Severity == diag.Error && d.Code == CodeYAMLInvalid && d.Pos.Line == line {
+			if d.Severity == diag.Error && d.Code == source.CodeYAMLInvalid && d.Pos.Line == line {
 				return d, true
 			}
 		}
@@ -111,7 +112,7 @@ func (b *build) failurePos(err error, msg string, read map[string][]byte) diag.P
 	msg = strings.NewReplacer("'./", "'", `"./`, `"`, " ./", " ", "(./", "(", "[./", "[").Replace(msg)
 	kfiles := []string{b.kfile}
 	for _, abs := range slices.Sorted(maps.Keys(read)) {
-		if isKustomizationName(filepath.Base(abs)) && abs != b.kfile {
+		if kustbuild.IsKustomizationName(filepath.Base(abs)) && abs != b.kfile {
 			kfiles = append(kfiles, abs)
 		}
 	}
@@ -121,10 +122,10 @@ func (b *build) failurePos(err error, msg string, read map[string][]byte) diag.P
 	for _, kf := range kfiles {
 		name := b.display(kf)
 		if n, problem, ok := kustbuild.KustomizationYAML(msg); ok && kf == b.kfile {
-			data, _ := b.l.fsys.ReadFile(kf)
-			return diag.Pos{File: name, Line: max(errorLine(data, n, problem), 1), Column: 1}
+			data, _ := b.h.ReadFile(kf)
+			return diag.Pos{File: name, Line: max(source.YAMLErrorLine(data, n, problem), 1), Column: 1}
 		}
-		root := kustomizationNode(b.l.fsys, kf)
+		root := b.h.Kustomization(kf)
 		if root == nil {
 			continue
 		}
@@ -214,15 +215,15 @@ func (b *build) unmatchedPatch(root *yaml.Node, kf, msg string) (diag.Pos, bool)
 	if !ok {
 		return diag.Pos{}, false
 	}
-	named := func(d Document) *yaml.Node {
-		if n := Lookup(Lookup(d.Node, "metadata"), "name"); n != nil && stringField(d.Node, "kind") == kind && n.Value == name {
+	named := func(d *source.Document) *yaml.Node {
+		if n := source.Lookup(source.Lookup(d.Node, "metadata"), "name"); n != nil && source.StringField(d.Node, "kind") == kind && n.Value == name {
 			return n
 		}
 		return nil
 	}
 	var files []string
 	var inline []*yaml.Node
-	if seq := Lookup(root, "patchesStrategicMerge"); seq != nil && seq.Kind == yaml.SequenceNode {
+	if seq := source.Lookup(root, "patchesStrategicMerge"); seq != nil && seq.Kind == yaml.SequenceNode {
 		for _, e := range seq.Content {
 			switch {
 			case e.Kind != yaml.ScalarNode:
@@ -233,21 +234,21 @@ func (b *build) unmatchedPatch(root *yaml.Node, kf, msg string) (diag.Pos, bool)
 			}
 		}
 	}
-	if seq := Lookup(root, "patches"); seq != nil && seq.Kind == yaml.SequenceNode {
+	if seq := source.Lookup(root, "patches"); seq != nil && seq.Kind == yaml.SequenceNode {
 		for _, e := range seq.Content {
-			if p := stringField(e, "path"); p != "" {
+			if p := source.StringField(e, "path"); p != "" {
 				files = append(files, p)
 			}
-			if v := Lookup(e, "patch"); v != nil && v.Kind == yaml.ScalarNode {
+			if v := source.Lookup(e, "patch"); v != nil && v.Kind == yaml.ScalarNode {
 				inline = append(inline, v)
 			}
 		}
 	}
 	for _, v := range inline {
-		docs, _ := parse(b.display(kf), []byte(v.Value), false, nil)
+		docs, _ := source.Parse(b.display(kf), []byte(v.Value))
 		for _, d := range docs {
 			if n := named(d); n != nil {
-				data, _ := b.l.fsys.ReadFile(kf)
+				data, _ := b.h.ReadFile(kf)
 				line, col := inlinePos(data, v, n)
 				return diag.Pos{File: b.display(kf), Line: line, Column: col}, true
 			}
@@ -256,11 +257,11 @@ func (b *build) unmatchedPatch(root *yaml.Node, kf, msg string) (diag.Pos, bool)
 	dir := filepath.Dir(kf)
 	for _, f := range files {
 		abs := filepath.Join(dir, filepath.FromSlash(f))
-		data, err := b.l.fsys.ReadFile(abs)
-		if err != nil || int64(len(data)) > b.l.opts.MaxFileSize {
+		data, err := b.h.ReadFile(abs)
+		if err != nil || int64(len(data)) > b.h.MaxFileSize() {
 			continue
 		}
-		docs, _ := parse(b.display(abs), data, false, nil)
+		docs, _ := source.Parse(b.display(abs), data)
 		for _, d := range docs {
 			if n := named(d); n != nil {
 				return diag.Pos{File: d.File, Line: n.Line, Column: n.Column}, true
@@ -302,28 +303,9 @@ func inlinePos(data []byte, v, n *yaml.Node) (line, col int) {
 	return line, col
 }
 
-// scrub makes a kustomize error readable and the same on every machine:
-// absolute paths become the paths the user would type.
-func (b *build) scrub(msg string) string {
-	type sub struct{ abs, shown string }
-	var subs []sub
-	for _, d := range []string{b.root, filepath.Dir(b.root), b.l.dir} {
-		shown := b.display(d)
-		subs = append(subs, sub{d, shown})
-		if real, err := filepath.EvalSymlinks(d); err == nil && real != d {
-			subs = append(subs, sub{real, shown})
-		}
-	}
-	// Longest first, so that the directory built wins over the working
-	// directory that holds it.
-	slices.SortStableFunc(subs, func(x, y sub) int { return len(y.abs) - len(x.abs) })
-	for _, s := range subs {
-		msg = strings.ReplaceAll(msg, s.abs+string(filepath.Separator), s.shown+"/")
-		msg = strings.ReplaceAll(msg, s.abs, s.shown)
-	}
-	msg = strings.ReplaceAll(msg, "\n", " ")
-	return strings.TrimSpace(msg)
-}
+// scrub makes a kustomize error readable and the same on every machine
+// (Host.Scrub).
+func (b *build) scrub(msg string) string { return b.h.Scrub(b.named, b.root, msg) }
 
 // display is the path reported for abs, a file of this build.
-func (b *build) display(abs string) string { return b.l.under(b.named, b.root, abs) }
+func (b *build) display(abs string) string { return b.h.Display(b.named, b.root, abs) }
