@@ -49,8 +49,9 @@ type engineFound struct {
 	repo            string
 	ownErr, ownWarn string
 	// claim are the directories (absolute) an ApplicationSet generator
-	// keyhole cannot read may deploy: said once, and not read as
-	// anything else.
+	// keyhole cannot read may deploy, or a unit no engine reads (Load
+	// was given none) applies: said once, and not read as anything
+	// else.
 	claim []string
 	// helm says err is about rendering a Helm chart.
 	helm bool
@@ -362,6 +363,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 				code = CodeHelmRenderFailed
 			}
 			d = diag.Diagnostic{Code: code, Severity: diag.Error, Pos: f.pos, Message: f.err}
+			l.argoClaimed = append(l.argoClaimed, f.claim...)
 		case f.warn != "":
 			d = diag.Diagnostic{Code: f.code, Severity: diag.Warning, Pos: f.pos, Message: f.warn}
 			l.argoClaimed = append(l.argoClaimed, f.claim...)

@@ -217,7 +217,8 @@ type loader struct {
 	// declares, read once a clusters generator asks (clusterSecrets).
 	argoClusters map[string][]clusterSecret
 	// argoClaimed are the directories ApplicationSet generators keyhole
-	// cannot read may deploy (engineOwns).
+	// cannot read may deploy, and those a Flux Kustomization applies when
+	// Load was given no Flux engine (engineOwns).
 	argoClaimed []string
 	// argoRevs is what engineUnits knows of each repository's revisions
 	// (pinAt).
