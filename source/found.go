@@ -77,6 +77,24 @@ func (h Host) FluxSourceRoots(ns, name string, from FluxSource, rel string, srcR
 // the file declaring it builds from.
 func (h Host) OwnFluxSource(s FluxSource) bool { return h.l.ownSource(s.Kind, s.Namespace, s.Name) }
 
+// FluxSourceDeclared reports whether the repository says where the Flux
+// source s is: keyhole.yaml's flux.sources maps it, or the repository
+// declares it (a GitRepository of that namespace and name, or a
+// FluxInstance syncing a GitRepository, which flux-operator names after
+// its namespace). Flux's bootstrap declares flux-system/flux-system
+// beside the Kustomization syncing it; where the repository does not,
+// OwnFluxSource takes it for this repository by its name alone.
+func (h Host) FluxSourceDeclared(s FluxSource) bool {
+	if h.l.mappedSource(s.Kind, s.Namespace, s.Name) != "" {
+		return true
+	}
+	if s.Kind != "GitRepository" {
+		return false
+	}
+	_, ok := h.l.gitRefs[s.Namespace+"/"+s.Name]
+	return ok || s.Name == s.Namespace && h.l.fluxInstances[s.Namespace]
+}
+
 // OwnFluxSources names the GitRepositories OwnFluxSource accepts, for a
 // message.
 func (h Host) OwnFluxSources() string { return h.l.ownSourcesText() }

@@ -233,6 +233,10 @@ type loader struct {
 	// gitRefs is the revision the spec.ref of each Flux GitRepository
 	// engineUnits' scan found names, by "namespace/name" (gitRef).
 	gitRefs map[string]fluxRef
+	// fluxInstances are the namespaces whose FluxInstance, as
+	// engineUnits' scan found it, syncs a GitRepository: flux-operator
+	// names that source after the namespace, as bootstrap does.
+	fluxInstances map[string]bool
 	// argo is what keyhole.yaml's argocd field says (readArgoConfig).
 	argo argoConfig
 	// flux is what keyhole.yaml's flux field says (readFluxConfig).

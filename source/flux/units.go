@@ -62,6 +62,14 @@ func (Engine) Kustomization(h source.Host, d *source.Document, vals *yaml.Node, 
 			"Flux Kustomization %s/%s applies %s, the directory `keyhole render` writes (keyhole.yaml's flux.rendered, or render's %s in it): it is keyhole's output, written from the inputs keyhole checks, not an input to check", ns, name, rel, source.RenderMarker)}
 	}
 	root, srcRoot := h.EnginePath(rel, srcRoots)
+	if root == "" && from.Kind == "GitRepository" && !h.FluxSourceDeclared(from) {
+		// This repository by flux-system's name alone: a path it does
+		// not hold says the Kustomization is written for another (a
+		// snippet a project's documentation has its users copy).
+		return source.Found{Pos: at("spec", "path"), Unread: fmt.Sprintf(
+			"Flux Kustomization %s/%s builds %q from GitRepository %s/%s, which this repository does not declare; keyhole takes that source for this repository by its name, as Flux's bootstrap names it, but the path is not a directory here, so the Kustomization is written for another repository and keyhole does not read it: if it deploys this repository, declare its GitRepository here or map the source to the directory that is its root in keyhole.yaml's flux.sources (kind: %s, namespace: %s, name: %s, path: DIR)",
+			ns, name, rel, from.Namespace, from.Name, from.Kind, from.Namespace, from.Name)}
+	}
 	if root == "" {
 		return source.Found{Pos: at("spec", "path"), Err: fmt.Sprintf(
 			"Flux Kustomization %s/%s: spec.path %q is not a directory of this repository; kustomize-controller fails to build it", ns, name, rel)}
@@ -127,6 +135,12 @@ func (Engine) HelmRelease(h source.Host, d *source.Document, vals *yaml.Node, ns
 	}
 	rel := source.StringField(chartSpec, "chart")
 	root, srcRoot := h.EnginePath(rel, srcRoots)
+	if root == "" && !h.FluxSourceDeclared(from) {
+		// As for a Kustomization: written for another repository.
+		return source.Found{Pos: at("spec", "chart", "spec", "chart"), Unread: fmt.Sprintf(
+			"%s renders the chart %q of GitRepository %s/%s, which this repository does not declare; keyhole takes that source for this repository by its name, as Flux's bootstrap names it, but the chart is not a directory here, so the release is written for another repository and keyhole does not read it: if it deploys this repository, declare its GitRepository here or map the source to the directory that is its root in keyhole.yaml's flux.sources (kind: GitRepository, namespace: %s, name: %s, path: DIR)",
+			what, rel, from.Namespace, from.Name, from.Namespace, from.Name)}
+	}
 	if root == "" || !h.HelmChart(root) {
 		return source.Found{Pos: at("spec", "chart", "spec", "chart"), Chart: true, Err: fmt.Sprintf(
 			"%s: spec.chart.spec.chart %q is not a chart directory of this repository (no Chart.yaml); source-controller fails to build it", what, rel)}
