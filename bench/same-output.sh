@@ -9,6 +9,8 @@
 #
 #   bench/same-output.sh REF [DIR...]     # e.g. bench/same-output.sh main
 #   KEYHOLE_SAME_GEN=10000 bench/same-output.sh main   # adds a generated repository of N Connections
+#   KEYHOLE_SAME_CORPUS=/work/.mirror bench/same-output.sh main   # adds the corpus (bench/corpus.sh's
+#                                     check --format json, as published and with each setup, both binaries)
 set -euo pipefail
 ref=$1; shift
 cd "$(dirname "$0")/.."
@@ -59,5 +61,20 @@ for dir in "${dirs[@]}"; do
     fi
   done
 done
+if [ -n "${KEYHOLE_SAME_CORPUS:-}" ]; then
+  # The corpus's repositories, each at its commit: what check says of it
+  # as published and with its setup, as bench/corpus.sh keeps it.
+  for b in old new; do
+    bench/corpus.sh -k "$tmp/keyhole-$b" -r "$tmp/corpus-$b" "$KEYHOLE_SAME_CORPUS" >"$tmp/corpus-$b.md" 2>"$tmp/corpus-$b.log" || true
+  done
+  if ! diff -r "$tmp/corpus-old" "$tmp/corpus-new" >"$tmp/corpus.diff"; then
+    echo "DIFFERS: bench/corpus.sh on $KEYHOLE_SAME_CORPUS"
+    head -20 "$tmp/corpus.diff"
+    differ=1
+  fi
+  n=$(find "$tmp/corpus-new" -name '*.json' | wc -l)
+  [ "$n" -gt 0 ] || { echo "bench/corpus.sh read no repository of $KEYHOLE_SAME_CORPUS"; differ=1; }
+  echo "corpus: $n runs of check compared"
+fi
 [ "$differ" = 0 ] && echo "same output on ${#dirs[@]} directories, ${#runs[@]} commands each"
 exit "$differ"

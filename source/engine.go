@@ -49,8 +49,9 @@ type engineFound struct {
 	repo            string
 	ownErr, ownWarn string
 	// claim are the directories (absolute) an ApplicationSet generator
-	// keyhole cannot read may deploy: said once, and not read as
-	// anything else.
+	// keyhole cannot read may deploy, or a unit no engine reads (Load
+	// was given none) applies: said once, and not read as anything
+	// else.
 	claim []string
 	// helm says err is about rendering a Helm chart.
 	helm bool
@@ -171,6 +172,13 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 				case strings.HasPrefix(o.APIVersion, sourceGroup) && o.Kind == "GitRepository":
 					repos = append(repos, gitRepoDecl{ns: cmp.Or(o.Namespace, l.listedNamespace(f, srcRoots[0]), fluxOwnSource), name: o.Name, file: f})
 					l.gitRef(repos[len(repos)-1].ns, o.Name, d)
+				case strings.HasPrefix(o.APIVersion, fluxInstanceGroup) && o.Kind == "FluxInstance":
+					if sync := Lookup(Lookup(d.Node, "spec"), "sync"); stringField(sync, "kind") == "GitRepository" {
+						if l.fluxInstances == nil {
+							l.fluxInstances = map[string]bool{}
+						}
+						l.fluxInstances[cmp.Or(o.Namespace, l.listedNamespace(f, srcRoots[0]), fluxOwnSource)] = true
+					}
 				case strings.HasPrefix(o.APIVersion, helmReleaseGroup) && o.Kind == "HelmRelease":
 					// Read once every Flux Kustomization is known: the
 					// one applying it may set its namespace.
@@ -196,7 +204,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 			}
 			scanned[f] = true
 			data := l.sniff(f, nil)
-			if data == nil || !bytes.Contains(data, []byte(fluxGroup)) && !bytes.Contains(data, []byte(argoGroup)) && !bytes.Contains(data, []byte(helmReleaseGroup)) && !bytes.Contains(data, []byte(sourceGroup)) && !bytes.Contains(data, []byte(artifactGenGroup)) {
+			if data == nil || !bytes.Contains(data, []byte(fluxGroup)) && !bytes.Contains(data, []byte(argoGroup)) && !bytes.Contains(data, []byte(helmReleaseGroup)) && !bytes.Contains(data, []byte(sourceGroup)) && !bytes.Contains(data, []byte(artifactGenGroup)) && !bytes.Contains(data, []byte(fluxInstanceGroup)) {
 				continue
 			}
 			docs, _ := Parse(l.under(p, abs, f), data)
@@ -288,9 +296,10 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 			}
 		}
 	}
-	if l.findOwnSources(found, repos) || len(l.artifacts) > 0 {
-		// Read again what was skipped as built from another source
-		// (or an ExternalArtifact of a generator found after it).
+	if l.findOwnSources(found, repos) || len(l.artifacts) > 0 || len(l.gitRefs) > 0 || len(l.fluxInstances) > 0 {
+		// Read again what was skipped as built from another source (or
+		// an ExternalArtifact of a generator found after it, a
+		// GitRepository declared after it).
 		for i, f := range found {
 			if f.flux != nil && (f.skip != "" || f.unread != "") {
 				ef := l.fluxUnit(f.flux.d, nil, f.flux.ns, f.flux.srcRoots)
@@ -362,6 +371,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 				code = CodeHelmRenderFailed
 			}
 			d = diag.Diagnostic{Code: code, Severity: diag.Error, Pos: f.pos, Message: f.err}
+			l.argoClaimed = append(l.argoClaimed, f.claim...)
 		case f.warn != "":
 			d = diag.Diagnostic{Code: f.code, Severity: diag.Warning, Pos: f.pos, Message: f.warn}
 			l.argoClaimed = append(l.argoClaimed, f.claim...)

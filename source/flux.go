@@ -3,7 +3,6 @@ package source
 import (
 	"bytes"
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"path"
@@ -97,85 +96,21 @@ func (l *loader) findOwnSources(found []engineFound, repos []gitRepoDecl) bool {
 	return len(l.ownSources) > 0
 }
 
-// fluxUnit is the unit the Flux Kustomization d makes. Its spec.path is
-// relative to the root of the repository it was found in, the first of
-// srcRoots; where it names no directory there, to the next one (the
-// directory named on the command line, for a repository kept inside
-// another). Its fields are read from vals, the object as the Flux unit
-// applying it builds it (fluxApplied), or from d itself when vals is nil;
-// positions are always d's.
+// fluxUnit is the unit the Flux Kustomization d, applied in namespace
+// ns, makes, as the Flux engine reads it (source.Flux's Kustomization):
+// its fields from vals, the object as the Flux unit applying it builds
+// it (fluxApplied), or from d itself when vals is nil.
 func (l *loader) fluxUnit(d *Document, vals *yaml.Node, ns string, srcRoots []string) engineFound {
-	if vals == nil {
-		vals = d.Node
-	}
-	name := stringField(Lookup(vals, "metadata"), "name")
-	ns = cmp.Or(ns, fluxOwnSource)
-	pos := d.Pos
-	at := func(field ...string) diag.Pos {
-		n := d.Node
-		for _, f := range field {
-			if c := Lookup(n, f); c != nil {
-				n = c
-			} else {
-				break
-			}
+	if l.opts.Engines.Flux == nil {
+		// Its path is no one else's to read: what Flux applies of it is
+		// not known, and nothing of it is taken as checked.
+		f := engineFound{pos: d.Pos, err: errNoFlux.Error()}
+		if dir, _ := l.enginePath(stringField(Lookup(d.Node, "spec"), "path"), srcRoots); dir != "" {
+			f.claim = []string{dir}
 		}
-		return diag.Pos{File: d.File, Line: n.Line, Column: n.Column}
+		return f
 	}
-	spec := Lookup(vals, "spec")
-	ref := Lookup(spec, "sourceRef")
-	refName, refNs := stringField(ref, "name"), cmp.Or(stringField(ref, "namespace"), ns)
-	refKind := cmp.Or(stringField(ref, "kind"), "GitRepository")
-	declRoot := srcRoots[0]
-	if dir := l.mappedSource(refKind, refNs, refName); dir != "" {
-		srcRoots = []string{dir} // keyhole.yaml's flux.sources
-	} else if roots, unread, ok := l.externalArtifact(ns, name, refNs, refName, stringField(spec, "path"), srcRoots); refKind == "ExternalArtifact" && ok {
-		if unread != "" {
-			return engineFound{pos: at("spec", "sourceRef"), unread: unread}
-		}
-		srcRoots = roots // an ArtifactGenerator's cut of a source keyhole reads
-	} else if !l.ownSource(refKind, refNs, refName) {
-		return engineFound{pos: at("spec", "sourceRef"), unread: l.unmapped(ns, name, refKind, refNs, refName)}
-	}
-	rel := stringField(spec, "path")
-	if dir := l.renderedPath(rel, srcRoots); dir != "" {
-		return engineFound{pos: at("spec", "path"), rendered: Lookup(spec, "kubeConfig") == nil, skip: fmt.Sprintf(
-			"Flux Kustomization %s/%s applies %s, the directory `keyhole render` writes (keyhole.yaml's flux.rendered, or render's %s in it): it is keyhole's output, written from the inputs keyhole checks, not an input to check", ns, name, rel, renderMarker)}
-	}
-	root, srcRoot := l.enginePath(rel, srcRoots)
-	if root == "" {
-		return engineFound{pos: at("spec", "path"), err: fmt.Sprintf(
-			"Flux Kustomization %s/%s: spec.path %q is not a directory of this repository; kustomize-controller fails to build it", ns, name, rel)}
-	}
-	var m map[string]any
-	if err := vals.Decode(&m); err != nil {
-		return engineFound{pos: pos, err: fmt.Sprintf("Flux Kustomization %s/%s cannot be read: %v", ns, name, err)}
-	}
-	js, err := json.Marshal(m)
-	var obj unstructured.Unstructured
-	if err == nil {
-		err = obj.UnmarshalJSON(js)
-	}
-	if err != nil {
-		return engineFound{pos: pos, err: fmt.Sprintf("Flux Kustomization %s/%s cannot be read: %v", ns, name, err)}
-	}
-	obj.SetNamespace(ns)
-	u := &Unit{
-		Name:   "flux:" + ns + "/" + name,
-		Dir:    path.Join("flux", ns, outputDir(name)),
-		Source: UnitFlux,
-		Root:   root,
-		Decl:   pos,
-		Flux:   &FluxOverlay{Object: obj, SourceRoot: srcRoot},
-	}
-	if kc := Lookup(spec, "kubeConfig"); kc != nil {
-		u.Cluster = "kubeConfig " + ns + "/" + stringField(Lookup(kc, "secretRef"), "name")
-	}
-	ef := engineFound{unit: u, pos: pos, srcRoot: srcRoot}
-	if srcRoot != declRoot {
-		ef.declRoot = declRoot
-	}
-	return ef
+	return found(l.opts.Engines.Flux.Kustomization(Host{l}, d, vals, ns, srcRoots))
 }
 
 // listedNamespace is the namespace the kustomization that lists the file

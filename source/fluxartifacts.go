@@ -22,6 +22,10 @@ import (
 // artifactGenGroup is the API group of Flux's ArtifactGenerator.
 const artifactGenGroup = "source.extensions.fluxcd.io/"
 
+// fluxInstanceGroup is the API group of flux-operator's FluxInstance,
+// which installs Flux and may declare the source a cluster syncs from.
+const fluxInstanceGroup = "fluxcd.controlplane.io/"
+
 // readArtifactGenerator records the ExternalArtifacts the ArtifactGenerator
 // d, in namespace ns, makes, as the Flux engine reads it; of two
 // artifacts of one namespace and name, the first.

@@ -110,6 +110,16 @@ type Flux interface {
 	// whose directory is base (absolute, OS form): what it says, and a
 	// ConfigInvalid error at each path that is not the repository's.
 	Config(h Host, d *Document, base string) (FluxConfig, diag.List)
+	// Kustomization is the unit the Flux Kustomization d, applied in
+	// namespace ns, makes, or why it makes none: its spec.path resolved
+	// against its source (srcRoots are the roots it was found under),
+	// its fields read from vals, the object as the Flux unit applying it
+	// builds it, or from d when vals is nil.
+	Kustomization(h Host, d *Document, vals *yaml.Node, ns string, srcRoots []string) Found
+	// HelmRelease is the unit the Flux HelmRelease d, in namespace ns,
+	// makes, or why it makes none, read as Kustomization reads; by is
+	// the Flux unit applying it, or nil.
+	HelmRelease(h Host, d *Document, vals *yaml.Node, ns string, srcRoots []string, by *Unit) Found
 }
 
 // FluxConfig is what keyhole.yaml's flux field says.

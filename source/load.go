@@ -217,7 +217,8 @@ type loader struct {
 	// declares, read once a clusters generator asks (clusterSecrets).
 	argoClusters map[string][]ArgoCluster
 	// argoClaimed are the directories ApplicationSet generators keyhole
-	// cannot read may deploy (engineOwns).
+	// cannot read may deploy, and those a Flux Kustomization applies when
+	// Load was given no Flux engine (engineOwns).
 	argoClaimed []string
 	// argoRevs is what engineUnits knows of each repository's revisions
 	// (pinAt).
@@ -232,6 +233,10 @@ type loader struct {
 	// gitRefs is the revision the spec.ref of each Flux GitRepository
 	// engineUnits' scan found names, by "namespace/name" (gitRef).
 	gitRefs map[string]fluxRef
+	// fluxInstances are the namespaces whose FluxInstance, as
+	// engineUnits' scan found it, syncs a GitRepository: flux-operator
+	// names that source after the namespace, as bootstrap does.
+	fluxInstances map[string]bool
 	// argo is what keyhole.yaml's argocd field says (readArgoConfig).
 	argo argoConfig
 	// flux is what keyhole.yaml's flux field says (readFluxConfig).

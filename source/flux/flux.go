@@ -5,10 +5,12 @@
 // components; one listing the path's files where the path has none),
 // and, after kustomize's build, postBuild substitution; and it reads
 // what an ArtifactGenerator cuts out of a source for each
-// ExternalArtifact, and keyhole.yaml's flux field. It reads the repository through the loader's
-// source.Host, so a commit's tree builds as the disk does. Which
-// Kustomizations are units, what they apply and which cluster they
-// deploy to is the loader's (package source).
+// ExternalArtifact, and keyhole.yaml's flux field; and it reads each
+// Kustomization and HelmRelease as the deploy unit it makes (units.go).
+// It reads the repository through the loader's source.Host, so a
+// commit's tree builds as the disk does. Which Kustomizations apply
+// which, which a cluster's entry reaches and which cluster each deploys
+// to is the loader's (package source).
 package flux
 
 import "keyhole.dev/keyhole/source"

@@ -1,0 +1,136 @@
+package source
+
+import (
+	"keyhole.dev/keyhole/diag"
+)
+
+// Found is what an engine's object makes, as the engine's package reads
+// it (source.Flux's Kustomization and HelmRelease): the deploy unit, or
+// why it makes none. The loader says what is not a unit once, at Pos.
+type Found struct {
+	// Unit is the deploy unit the object makes; nil when it makes none.
+	Unit *Unit
+	// Pos is where the object, or the field a message is about, stands.
+	Pos diag.Pos
+	// Skip, when not empty, is why the object is out of reach (its
+	// source is another repository, a chart keyhole does not fetch): an
+	// InputSkipped note.
+	Skip string
+	// Unread, when not empty, is why a unit its engine applies is not
+	// read (a Flux source keyhole.yaml does not map): a warning that
+	// says what would make it readable.
+	Unread string
+	// Err is a mistake in the object that its engine would refuse it
+	// for; Chart says it is about rendering a Helm chart.
+	Err   string
+	Chart bool
+	// Rendered says the object applies the directory keyhole render
+	// writes: Skip says so.
+	Rendered bool
+	// SrcRoot is the root of the source the unit's path is relative to;
+	// DeclRoot, when set, the root of the repository declaring it, where
+	// that is not SrcRoot (a source keyhole.yaml maps).
+	SrcRoot, DeclRoot string
+}
+
+// found is f as the loader keeps it.
+func found(f Found) engineFound {
+	return engineFound{unit: f.Unit, pos: f.Pos, skip: f.Skip, unread: f.Unread, err: f.Err, helm: f.Chart,
+		rendered: f.Rendered, srcRoot: f.SrcRoot, declRoot: f.DeclRoot}
+}
+
+// FluxOwnSource is the namespace and name Flux's bootstrap gives the
+// GitRepository of the repository it syncs, and the namespace a Flux
+// Kustomization written without one is applied in.
+const FluxOwnSource = fluxOwnSource
+
+// RenderMarker is the file keyhole render writes at the top of what it
+// writes: a directory holding it is keyhole's output, not an input.
+const RenderMarker = renderMarker
+
+// FluxSourceRoots is where the Flux Kustomization ns/name, whose path is
+// rel, reads its path from: the directory keyhole.yaml's flux.sources
+// maps its source to; what an ArtifactGenerator cuts out of a source
+// keyhole reads, for an ExternalArtifact; srcRoots, the roots it was
+// found under, for the repository's own GitRepository. Otherwise, or
+// where an ExternalArtifact's cut is no directory of the repository,
+// unread says why keyhole does not read it and what would make it
+// readable.
+func (h Host) FluxSourceRoots(ns, name string, from FluxSource, rel string, srcRoots []string) (roots []string, unread string) {
+	l := h.l
+	if dir := l.mappedSource(from.Kind, from.Namespace, from.Name); dir != "" {
+		return []string{dir}, ""
+	}
+	if roots, unread, ok := l.externalArtifact(ns, name, from.Namespace, from.Name, rel, srcRoots); from.Kind == "ExternalArtifact" && ok {
+		return roots, unread
+	}
+	if !l.ownSource(from.Kind, from.Namespace, from.Name) {
+		return nil, l.unmapped(ns, name, from.Kind, from.Namespace, from.Name)
+	}
+	return srcRoots, ""
+}
+
+// OwnFluxSource reports whether the Flux source is this repository's own
+// GitRepository: flux-system/flux-system, or one a Kustomization applying
+// the file declaring it builds from.
+func (h Host) OwnFluxSource(s FluxSource) bool { return h.l.ownSource(s.Kind, s.Namespace, s.Name) }
+
+// FluxSourceDeclared reports whether the repository says where the Flux
+// source s is: keyhole.yaml's flux.sources maps it, or the repository
+// declares it (a GitRepository of that namespace and name, or a
+// FluxInstance syncing a GitRepository, which flux-operator names after
+// its namespace). Flux's bootstrap declares flux-system/flux-system
+// beside the Kustomization syncing it; where the repository does not,
+// OwnFluxSource takes it for this repository by its name alone.
+func (h Host) FluxSourceDeclared(s FluxSource) bool {
+	if h.l.mappedSource(s.Kind, s.Namespace, s.Name) != "" {
+		return true
+	}
+	if s.Kind != "GitRepository" {
+		return false
+	}
+	_, ok := h.l.gitRefs[s.Namespace+"/"+s.Name]
+	return ok || s.Name == s.Namespace && h.l.fluxInstances[s.Namespace]
+}
+
+// OwnFluxSources names the GitRepositories OwnFluxSource accepts, for a
+// message.
+func (h Host) OwnFluxSources() string { return h.l.ownSourcesText() }
+
+// RenderedPath is the directory an engine object's path rel names among
+// srcRoots when it is one keyhole render writes (keyhole.yaml names it,
+// or it holds RenderMarker), else "".
+func (h Host) RenderedPath(rel string, srcRoots []string) string {
+	return h.l.renderedPath(rel, srcRoots)
+}
+
+// EnginePath resolves an engine object's path rel against srcRoots in
+// order, as the engine resolves it against its source's root: the
+// directory and the root it was found under, or "" when it names no
+// directory of any. A path cannot leave its root.
+func (h Host) EnginePath(rel string, srcRoots []string) (dir, root string) {
+	return h.l.enginePath(rel, srcRoots)
+}
+
+// HelmChart reports whether the directory dir (absolute) is a Helm chart.
+func (h Host) HelmChart(dir string) bool { return helmChartFile(h.l.fsys, dir) != "" }
+
+// HeldObject is the ConfigMap or Secret of kind, namespace and name that
+// the repository at root holds in the clear (in that namespace, else of
+// that name in any), whichever cluster reads it; nil when it holds none.
+func (h Host) HeldObject(root, kind, ns, name string) *Document {
+	return heldFor{objs: h.l.repoObjects(root)}.lookup(kind, ns, name)
+}
+
+// GeneratedValue is the value of key in the ConfigMap ns/name that the
+// build of the Flux unit by writes (a configMapGenerator's, named as
+// written or as the build renames it), as a controller reads it from the
+// cluster; found is false when by is nil, its build fails or holds no
+// such ConfigMap or key.
+func (h Host) GeneratedValue(by *Unit, ns, name, key string) (value string, found bool) {
+	return h.l.generatedValues(by, ns, name, key)
+}
+
+// OutputDir is a unit name made into a directory inside render's output
+// directory, for Unit.Dir.
+func OutputDir(name string) string { return outputDir(name) }
