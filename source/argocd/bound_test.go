@@ -11,6 +11,7 @@ import (
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/internal/testrepo"
 	"keyhole.dev/keyhole/source"
+	"keyhole.dev/keyhole/source/kustomize"
 )
 
 // TestAppSetTemplateBounded: a goTemplate that asks for more memory, time
@@ -108,7 +109,9 @@ func loadListSet(t *testing.T, name, path string) ([]string, diag.List) {
 			"      source: {repoURL: 'https://git.example.com/r.git', path: '" + path + "'}\n" +
 			"      destination: {name: in-cluster, namespace: agents}\n",
 	})
-	docs, ds, err := source.Load([]string{"."}, source.Options{Dir: dir, Engines: source.Engines{Argo: Engine{}}})
+	// The Applications build a kustomize directory: the kustomize engine
+	// reads what they build.
+	docs, ds, err := source.Load([]string{"."}, source.Options{Dir: dir, Engines: source.Engines{Argo: Engine{}, Kustomize: kustomize.Engine{}}})
 	if err != nil {
 		t.Fatal(err)
 	}
