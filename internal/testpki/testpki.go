@@ -108,6 +108,28 @@ func (c *CA) WriteLeaf(certFile, keyFile string, names ...string) error {
 	return os.WriteFile(keyFile, key, 0o600)
 }
 
+// SelfSignedPEM is a self-signed certificate whose subject is cn, as PEM,
+// its key thrown away: for tests of what reads certificates, not of what
+// is signed with them. isCA marks it a CA in its basic constraints; a
+// certificate that is not one is what a trust bundle must refuse as its
+// CA.
+func SelfSignedPEM(cn string, isCA bool) ([]byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl, err := template(cn)
+	if err != nil {
+		return nil, err
+	}
+	tmpl.IsCA, tmpl.BasicConstraintsValid = isCA, true
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	return certPEM(der), nil
+}
+
 // FileCA is a CA written to files, for a process a test starts to read.
 type FileCA struct {
 	*CA
