@@ -229,9 +229,13 @@ func scaffold(o initOptions) ([]initFile, error) {
 	switch o.engine {
 	case "flux":
 		add("flux/gitrepository.yaml", initFluxSource)
-		add("flux/agents.yaml", initFluxKustomization(o))
+		add("flux/agents.yaml", initFluxKustomization(
+			"# Flux applies what keyhole render -o rendered writes (CI commits it).",
+			"agents", path.Join(o.under, "rendered")))
 		if o.secret == "external-secret" {
-			add("flux/secrets.yaml", initFluxSecrets(o))
+			add("flux/secrets.yaml", initFluxKustomization(
+				"# Flux applies the ExternalSecrets as written: keyhole render's output\n# holds no Secret, nor what makes one.",
+				"agents-secrets", path.Join(o.under, "secrets")))
 		}
 	case "argocd":
 		add("argocd/application.yaml", initArgoApplication(o))
@@ -659,37 +663,22 @@ spec:
     branch: main
 `
 
-func initFluxKustomization(o initOptions) string {
-	return `# Flux applies what keyhole render -o rendered writes (CI commits it).
+// initFluxKustomization is a Flux Kustomization, name, that applies dir
+// from the agents-config GitRepository, headed by comment (its lines
+// begin with "# ").
+func initFluxKustomization(comment, name, dir string) string {
+	return comment + `
 apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
 metadata:
-  name: agents
+  name: ` + name + `
   namespace: flux-system
 spec:
   interval: 10m
   sourceRef:
     kind: GitRepository
     name: agents-config
-  path: ./` + path.Join(o.under, "rendered") + `
-  prune: true
-`
-}
-
-func initFluxSecrets(o initOptions) string {
-	return `# Flux applies the ExternalSecrets as written: keyhole render's output
-# holds no Secret, nor what makes one.
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata:
-  name: agents-secrets
-  namespace: flux-system
-spec:
-  interval: 10m
-  sourceRef:
-    kind: GitRepository
-    name: agents-config
-  path: ./` + path.Join(o.under, "secrets") + `
+  path: ./` + dir + `
   prune: true
 `
 }

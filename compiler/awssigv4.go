@@ -226,9 +226,7 @@ func checkAWSSigV4(p *pass) {
 				if w.Spec.Credential.AWSSigV4 != nil {
 					at = cred.with("awsSigV4")
 				}
-				have := s.keys()
-				p.report(codeSecretKeyMissing, &c.item, at, true, "key %q, which holds %s, is not in Secret %s%s (it has: %s)",
-					k.key, k.what, r, didYouMean(k.key, have), listOrNone(have))
+				p.reportNamedKeyMissing(c, at, s, r, k.key, "which holds "+k.what)
 			}
 		}
 	}

@@ -398,6 +398,16 @@ func checkSecretKeys(p *pass) {
 	}
 }
 
+// reportNamedKeyMissing reports, at the credential field at, that key,
+// which the credential names for a purpose of its own (role: "which holds
+// the App's private key"), is not in Secret r; credential kinds that read
+// fixed keys rather than template references share it.
+func (p *pass) reportNamedKeyMissing(c *connection, at path, s *secret, r ref, key, role string) {
+	have := s.keys()
+	p.report(codeSecretKeyMissing, &c.item, at, true, "key %q, %s, is not in Secret %s%s (it has: %s)",
+		key, role, r, didYouMean(key, have), listOrNone(have))
+}
+
 func checkInjectionValues(p *pass) {
 	for _, c := range p.connList {
 		s, r := p.secretOf(c)

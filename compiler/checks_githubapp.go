@@ -60,9 +60,7 @@ func checkGitHubApps(p *pass) {
 		p.proxyHeldPlacements(codeGitHubAppInvalid, c, "the proxy sets the token it mints itself (Authorization: token on "+g.api()+", basic x-access-token elsewhere)", "the App's private key", "inject the minted token instead")
 		if s, r := p.secretOf(c); s != nil && !s.keysUnknown && !s.merges {
 			if _, ok := s.values.get(g.privateKeyKey()); !ok {
-				keys := s.keys()
-				p.report(codeSecretKeyMissing, &c.item, at, true, "key %q, which holds the App's private key, is not in Secret %s%s (it has: %s)",
-					g.privateKeyKey(), r, didYouMean(g.privateKeyKey(), keys), listOrNone(keys))
+				p.reportNamedKeyMissing(c, at, s, r, g.privateKeyKey(), "which holds the App's private key")
 			}
 		}
 	}

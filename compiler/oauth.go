@@ -250,9 +250,7 @@ func checkTokenCredential(p *pass, c *connection, kind string) {
 		if s, r := p.secretOf(c); s != nil && !s.keysUnknown && !s.merges {
 			for _, k := range keys {
 				if _, ok := s.values.get(k); k != "" && !ok {
-					have := s.keys()
-					p.report(codeSecretKeyMissing, &c.item, at.with(field), true, "key %q, which %s reads, is not in Secret %s%s (it has: %s)",
-						k, field, r, didYouMean(k, have), listOrNone(have))
+					p.reportNamedKeyMissing(c, at.with(field), s, r, k, "which "+field+" reads")
 				}
 			}
 		}

@@ -359,13 +359,7 @@ func (o *operatorSchema) validate(k Kind, doc *yaml.Node) []Violation {
 	rw := ruleWalker{r: &r, quietErrors: len(vs) > 0}
 	rw.walk(val, tree, nil)
 	vs = append(vs, rw.vs...)
-	vs = sortViolations(vs)
-	if len(vs) > maxViolations {
-		more := len(vs) - maxViolations
-		vs = append(vs[:maxViolations:maxViolations], Violation{Line: doc.Line, Column: doc.Column,
-			Message: fmt.Sprintf("%d more violations not shown; fix these first", more)})
-	}
-	return vs
+	return capViolations(sortViolations(vs), doc)
 }
 
 // operator returns the compiled schema of one kind of a release,

@@ -127,13 +127,7 @@ func (v *Validator) Validate(k Kind, doc *yaml.Node) []Violation {
 		// Only a schema bug (an infinite $ref loop) gets here.
 		vs = append(vs, Violation{Line: doc.Line, Column: doc.Column, Message: "cannot check the document: " + err.Error()})
 	}
-	vs = sortViolations(vs)
-	if len(vs) > maxViolations {
-		more := len(vs) - maxViolations
-		vs = append(vs[:maxViolations:maxViolations], Violation{Line: doc.Line, Column: doc.Column,
-			Message: fmt.Sprintf("%d more violations not shown; fix these first", more)})
-	}
-	return vs
+	return capViolations(sortViolations(vs), doc)
 }
 
 // notAt drops the violations at a node the converter already reported
@@ -155,6 +149,17 @@ func notAt(vs, at []Violation) []Violation {
 // maxViolations caps what one document reports: past a hundred problems
 // a list of them stops helping, and building each message costs time.
 const maxViolations = 100
+
+// capViolations keeps the first maxViolations of vs and, past them, one
+// violation at the document's start (doc) saying how many more there are.
+func capViolations(vs []Violation, doc *yaml.Node) []Violation {
+	if len(vs) <= maxViolations {
+		return vs
+	}
+	more := len(vs) - maxViolations
+	return append(vs[:maxViolations:maxViolations], Violation{Line: doc.Line, Column: doc.Column,
+		Message: fmt.Sprintf("%d more violations not shown; fix these first", more)})
+}
 
 // sortViolations orders by position, then path and message, and drops
 // exact repeats, so that output is the same on every run.

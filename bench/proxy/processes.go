@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"keyhole.dev/keyhole/bench/proxylog"
+	"keyhole.dev/keyhole/internal/proxylog"
 )
 
 // upstreamStats is what the upstream counted: TLS connections accepted

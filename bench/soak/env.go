@@ -20,7 +20,7 @@ import (
 	"syscall"
 	"time"
 
-	"keyhole.dev/keyhole/bench/proxylog"
+	"keyhole.dev/keyhole/internal/proxylog"
 	"keyhole.dev/keyhole/internal/testpki"
 )
 

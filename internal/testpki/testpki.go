@@ -31,17 +31,7 @@ type CA struct {
 
 // NewCA makes a CA whose subject is cn.
 func NewCA(cn string) (*CA, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	tmpl, err := template(cn)
-	if err != nil {
-		return nil, err
-	}
-	tmpl.IsCA, tmpl.BasicConstraintsValid = true, true
-	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	der, key, err := selfSigned(cn, true, x509.KeyUsageCertSign|x509.KeyUsageDigitalSignature|x509.KeyUsageCRLSign)
 	if err != nil {
 		return nil, err
 	}
@@ -106,6 +96,38 @@ func (c *CA) WriteLeaf(certFile, keyFile string, names ...string) error {
 		return err
 	}
 	return os.WriteFile(keyFile, key, 0o600)
+}
+
+// SelfSignedPEM is a self-signed certificate whose subject is cn, as PEM,
+// its key thrown away: for tests of what reads certificates, not of what
+// is signed with them. isCA marks it a CA in its basic constraints; a
+// certificate that is not one is what a trust bundle must refuse as its
+// CA.
+func SelfSignedPEM(cn string, isCA bool) ([]byte, error) {
+	der, _, err := selfSigned(cn, isCA, 0)
+	if err != nil {
+		return nil, err
+	}
+	return certPEM(der), nil
+}
+
+// selfSigned makes a key and a certificate of subject cn signed with it,
+// a CA's when isCA, for usage.
+func selfSigned(cn string, isCA bool, usage x509.KeyUsage) ([]byte, *ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl, err := template(cn)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl.IsCA, tmpl.BasicConstraintsValid, tmpl.KeyUsage = isCA, true, usage
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return der, key, nil
 }
 
 // FileCA is a CA written to files, for a process a test starts to read.

@@ -3,6 +3,7 @@ package testpki
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"testing"
@@ -73,5 +74,32 @@ func TestFiles(t *testing.T) {
 				t.Errorf("%s is %v, want 0600", f, fi.Mode().Perm())
 			}
 		}
+	}
+}
+
+// TestSelfSignedPEM: one PEM certificate, self-signed, of subject cn, a CA
+// exactly when asked for one.
+func TestSelfSignedPEM(t *testing.T) {
+	for name, isCA := range map[string]bool{"a CA": true, "not a CA": false} {
+		t.Run(name, func(t *testing.T) {
+			b, err := SelfSignedPEM("self", isCA)
+			if err != nil {
+				t.Fatal(err)
+			}
+			block, rest := pem.Decode(b)
+			if block == nil || block.Type != "CERTIFICATE" || len(rest) != 0 {
+				t.Fatalf("not one PEM certificate:\n%s", b)
+			}
+			cert, err := x509.ParseCertificate(block.Bytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cert.Subject.CommonName != "self" || cert.IsCA != isCA || !cert.BasicConstraintsValid {
+				t.Errorf("subject %q, IsCA %v, basic constraints %v; want self, %v, true", cert.Subject.CommonName, cert.IsCA, cert.BasicConstraintsValid, isCA)
+			}
+			if err := cert.CheckSignature(cert.SignatureAlgorithm, cert.RawTBSCertificate, cert.Signature); err != nil {
+				t.Errorf("not self-signed: %v", err)
+			}
+		})
 	}
 }

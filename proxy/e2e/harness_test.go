@@ -10,7 +10,6 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -23,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"keyhole.dev/keyhole/internal/proxylog"
 	"keyhole.dev/keyhole/internal/testpki"
 )
 
@@ -312,22 +312,6 @@ type proxyProc struct {
 	exited chan struct{}
 }
 
-// boundAddrs finds the addresses the proxy logged when it started
-// listening; it is started on port 0 so that no two tests race for a port.
-func boundAddrs(stderr string) (listen, admin string, ok bool) {
-	for _, line := range strings.Split(stderr, "\n") {
-		var l struct {
-			Msg    string `json:"msg"`
-			Listen string `json:"listen"`
-			Admin  string `json:"admin"`
-		}
-		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "keyhole-proxy listening" && l.Listen != "" && l.Admin != "" {
-			return l.Listen, l.Admin, true
-		}
-	}
-	return "", "", false
-}
-
 // url is the proxy URL clients put in HTTPS_PROXY.
 func (p *proxyProc) url() string { return "http://" + p.addr }
 
@@ -512,7 +496,7 @@ func (w *world) startProxy(t testing.TB, config string, extra ...string) *proxyP
 		default:
 		}
 		if p.addr == "" {
-			p.addr, p.admin, _ = boundAddrs(p.stderr.String())
+			p.addr, p.admin, _ = proxylog.Bound(p.stderr.String())
 		}
 		if p.addr != "" {
 			resp, err := client.Get("http://" + p.admin + "/readyz")

@@ -124,7 +124,7 @@ func TestLocalCAFlags(t *testing.T) {
 		"unwritable":     {args: []string{"--local-ca", filepath.Join(dir, "no", "such", "ca.pem")}, msg: "--local-ca: "},
 	} {
 		t.Run(name, func(t *testing.T) {
-			var stdout, stderr syncBuf
+			var stdout, stderr syncBuffer
 			code := run(context.Background(), append([]string{"--config", cfg, "--listen", "127.0.0.1:0", "--admin-listen", ""}, tc.args...), &stdout, &stderr, nil)
 			if code != exitUsage || !strings.Contains(stderr.String(), tc.msg) {
 				t.Fatalf("exit %d, stderr %q; want %d with %q", code, stderr.String(), exitUsage, tc.msg)

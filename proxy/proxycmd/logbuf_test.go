@@ -12,7 +12,9 @@ import (
 	"time"
 )
 
-// syncBuffer records every Write call, safe for the flush timer.
+// syncBuffer is an io.Writer safe for concurrent writers (the proxy's
+// logging goroutines, the log buffer's flush timer); it counts its Write
+// calls.
 type syncBuffer struct {
 	mu     sync.Mutex
 	b      bytes.Buffer

@@ -2,7 +2,6 @@ package proxycmd
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -15,7 +14,6 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -100,15 +98,6 @@ func TestResolveFlag(t *testing.T) {
 	}
 }
 
-// syncBuf is an io.Writer safe for the proxy's logging goroutines.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // TestRunServes starts the command in-process, probes its admin port and
 // stops it as SIGTERM would.
 func TestRunServes(t *testing.T) {
@@ -163,7 +152,7 @@ func TestRunLogsMemoryLimit(t *testing.T) {
 // running is the command started in-process by startRun.
 type running struct {
 	listen, admin  net.Addr
-	stdout, stderr *syncBuf
+	stdout, stderr *syncBuffer
 	cancel         context.CancelFunc
 	code           chan int
 }
@@ -180,7 +169,7 @@ func startRun(t *testing.T, args ...string) *running {
 	os.WriteFile(cfg, []byte(`{"apiVersion":"proxy.keyhole.dev/v1alpha1","kind":"ProxyConfig","sandbox":{"name":"s"},"passthrough":["pypi.org"]}`), 0o600)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	p := &running{stdout: &syncBuf{}, stderr: &syncBuf{}, cancel: cancel, code: make(chan int, 1)}
+	p := &running{stdout: &syncBuffer{}, stderr: &syncBuffer{}, cancel: cancel, code: make(chan int, 1)}
 	bound := make(chan [2]net.Addr, 1)
 	go func() {
 		p.code <- run(ctx, append([]string{"--config", cfg, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"}, args...), p.stdout, p.stderr,
@@ -231,7 +220,7 @@ func TestExitCodes(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			var stdout, stderr syncBuf
+			var stdout, stderr syncBuffer
 			got := run(context.Background(), tc.args, &stdout, &stderr, nil)
 			if got != tc.code {
 				t.Fatalf("exit %d, want %d; stderr: %s", got, tc.code, stderr.String())
@@ -255,7 +244,7 @@ func TestRunOTLPEnv(t *testing.T) {
 		t.Errorf("the startup line does not name the collector's origin alone: %s", p.stderr.String())
 	}
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
-	var stdout, stderr syncBuf
+	var stdout, stderr syncBuffer
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "proxy.json")
 	os.WriteFile(cfg, []byte(`{"apiVersion":"proxy.keyhole.dev/v1alpha1","kind":"ProxyConfig","sandbox":{"name":"s"}}`), 0o600)
@@ -336,7 +325,7 @@ func TestRunDNSListen(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "proxy.json")
 	os.WriteFile(cfg, []byte(`{"apiVersion":"proxy.keyhole.dev/v1alpha1","kind":"ProxyConfig","sandbox":{"name":"s"},"passthrough":["pypi.org"]}`), 0o600)
-	var stdout, stderr syncBuf
+	var stdout, stderr syncBuffer
 	code := run(context.Background(), []string{"--config", cfg, "--listen", "127.0.0.1:0", "--admin-listen", "", "--dns-listen", taken.LocalAddr().String()}, &stdout, &stderr, nil)
 	if code != exitRuntime || !strings.Contains(stderr.String(), "--dns-listen: ") {
 		t.Fatalf("exit %d, stderr %q; want %d naming --dns-listen", code, stderr.String(), exitRuntime)

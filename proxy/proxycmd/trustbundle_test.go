@@ -3,15 +3,9 @@ package proxycmd
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -22,24 +16,19 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"keyhole.dev/keyhole/internal/testpki"
 )
 
+// selfSigned returns a self-signed certificate; isCA sets basic
+// constraints.
 func selfSigned(t *testing.T, cn string, isCA bool) []byte {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	b, err := testpki.SelfSignedPEM(cn, isCA)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: isCA, BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	return b
 }
 
 // TestTrustBundle runs `keyhole-proxy trust-bundle` against a fake API

@@ -3,17 +3,12 @@ package trust
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -21,31 +16,19 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"keyhole.dev/keyhole/internal/testpki"
 	"software.sslmate.com/src/go-pkcs12"
 )
 
 // certPEM returns a self-signed certificate; isCA sets basic constraints.
 func certPEM(t testing.TB, cn string, isCA bool) []byte {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	b, err := testpki.SelfSignedPEM(cn, isCA)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: cn},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  isCA,
-		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	return b
 }
 
 const canary = "keyhole-canary-7f3a9c"
