@@ -167,7 +167,7 @@ func renderChart(ch *chart.Chart, vals map[string]any, o *source.HelmOverlay) (m
 	if err != nil {
 		return nil, err
 	}
-	var e engine.Engine
+	e := engine.Engine{CustomTemplateFuncs: seededFuncs(ch, o)}
 	files, err := e.RenderWithContext(context.Background(), ch, render)
 	if err != nil {
 		return nil, err
