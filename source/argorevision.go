@@ -86,6 +86,25 @@ func (l *loader) pinAt(rev, root, url string) *revPin {
 	if rev == "" || rev == "HEAD" {
 		return nil
 	}
+	rr := l.revsAt(root)
+	own := url != "" && rr.remotes[repoKey(url, "")]
+	// A URL none of the remotes name is another repository's; with no
+	// remote at all (a repository git init made) there is none to fetch
+	// a revision from either, so the answer is the same in a clone and
+	// outside one.
+	other := url != "" && !own
+	key := rev + "\x00" + strconv.FormatBool(own) + strconv.FormatBool(other)
+	if p, ok := rr.pins[key]; ok {
+		return p
+	}
+	p := rr.resolve(rev, own, other)
+	rr.pins[key] = p
+	return p
+}
+
+// revsAt is the repository at root as pinAt reads it: opened once, its
+// commit checked out and its remotes.
+func (l *loader) revsAt(root string) *repoRevs {
 	rr := l.argoRevs[root]
 	if rr == nil {
 		rr = &repoRevs{pins: map[string]*revPin{}}
@@ -115,19 +134,7 @@ func (l *loader) pinAt(rev, root, url string) *revPin {
 			}
 		}
 	}
-	own := url != "" && rr.remotes[repoKey(url, "")]
-	// A URL none of the remotes name is another repository's; with no
-	// remote at all (a repository git init made) there is none to fetch
-	// a revision from either, so the answer is the same in a clone and
-	// outside one.
-	other := url != "" && !own
-	key := rev + "\x00" + strconv.FormatBool(own) + strconv.FormatBool(other)
-	if p, ok := rr.pins[key]; ok {
-		return p
-	}
-	p := rr.resolve(rev, own, other)
-	rr.pins[key] = p
-	return p
+	return rr
 }
 
 // semverRange is a revision Argo CD reads as a semver constraint over

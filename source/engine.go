@@ -172,6 +172,11 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 				case strings.HasPrefix(o.APIVersion, sourceGroup) && o.Kind == "GitRepository":
 					repos = append(repos, gitRepoDecl{ns: cmp.Or(o.Namespace, l.listedNamespace(f, srcRoots[0]), fluxOwnSource), name: o.Name, file: f})
 					l.gitRef(repos[len(repos)-1].ns, o.Name, d)
+				case strings.HasPrefix(o.APIVersion, sourceGroup) && o.Kind == "OCIRepository":
+					if l.artifactURLs == nil {
+						l.artifactURLs = map[string]string{}
+					}
+					l.artifactURLs[cmp.Or(o.Namespace, l.listedNamespace(f, srcRoots[0]), fluxOwnSource)+"/"+o.Name] = stringField(Lookup(d.Node, "spec"), "url")
 				case strings.HasPrefix(o.APIVersion, fluxInstanceGroup) && o.Kind == "FluxInstance":
 					if sync := Lookup(Lookup(d.Node, "spec"), "sync"); stringField(sync, "kind") == "GitRepository" {
 						if l.fluxInstances == nil {
@@ -296,10 +301,10 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 			}
 		}
 	}
-	if l.findOwnSources(found, repos) || len(l.artifacts) > 0 || len(l.gitRefs) > 0 || len(l.fluxInstances) > 0 {
+	if l.findOwnSources(found, repos) || len(l.artifacts) > 0 || len(l.gitRefs) > 0 || len(l.fluxInstances) > 0 || len(l.artifactURLs) > 0 {
 		// Read again what was skipped as built from another source (or
 		// an ExternalArtifact of a generator found after it, a
-		// GitRepository declared after it).
+		// GitRepository or OCIRepository declared after it).
 		for i, f := range found {
 			if f.flux != nil && (f.skip != "" || f.unread != "") {
 				ef := l.fluxUnit(f.flux.d, nil, f.flux.ns, f.flux.srcRoots)

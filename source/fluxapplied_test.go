@@ -212,7 +212,7 @@ func TestFluxOwnSource(t *testing.T) {
 	if want := "info InputSkipped: Flux Kustomization apps/dev-team is applied by no cluster's entry"; !strings.Contains(ds.Error(), want) {
 		t.Errorf("no diagnostic says %q:\n%s", want, ds.Error())
 	}
-	if want := "warning FluxSourceUnmapped: Flux Kustomization flux-system/tenant builds from GitRepository flux-system/tenants, another repository or branch than this one (flux-system/flux-system, as Flux's bootstrap names it, or flux-system/home-kubernetes, which a Kustomization applying the file declaring it builds from)"; !strings.Contains(ds.Error(), want) {
+	if want := "warning FluxSourceUnmapped: Flux Kustomization flux-system/tenant builds from GitRepository flux-system/tenants, another repository (https://git.example.com/tenants.git) than this one (flux-system/flux-system, as Flux's bootstrap names it, or flux-system/home-kubernetes, which a Kustomization applying the file declaring it builds from)"; !strings.Contains(ds.Error(), want) {
 		t.Errorf("no diagnostic says %q:\n%s", want, ds.Error())
 	}
 }

@@ -65,7 +65,7 @@ func (h Host) FluxSourceRoots(ns, name string, from FluxSource, rel string, srcR
 		return roots, unread
 	}
 	if !l.ownSource(from.Kind, from.Namespace, from.Name) {
-		return nil, l.unmapped(ns, name, from.Kind, from.Namespace, from.Name)
+		return nil, l.unmapped(ns, name, from.Kind, from.Namespace, from.Name, srcRoots[0])
 	}
 	return srcRoots, ""
 }

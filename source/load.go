@@ -233,6 +233,10 @@ type loader struct {
 	// gitRefs is the revision the spec.ref of each Flux GitRepository
 	// engineUnits' scan found names, by "namespace/name" (gitRef).
 	gitRefs map[string]fluxRef
+	// artifactURLs is the spec.url of each Flux OCIRepository
+	// engineUnits' scan found, by "namespace/name": whose artifact a
+	// Kustomization building from it reads (unmapped).
+	artifactURLs map[string]string
 	// fluxInstances are the namespaces whose FluxInstance, as
 	// engineUnits' scan found it, syncs a GitRepository: flux-operator
 	// names that source after the namespace, as bootstrap does.

@@ -58,7 +58,7 @@ func Rules() []diag.Rule {
 			Code:     CodeFluxSourceUnmapped,
 			Severity: diag.Warning,
 			Purpose:  "A Flux Kustomization builds from a source that is not this repository's git root as it stands (an OCIRepository, Bucket or ExternalArtifact, whose artifact was made from some directory, or another GitRepository) and keyhole.yaml does not say which directory of this repository is that source's root: its spec.path is relative to that root, so keyhole does not read the unit. The summary counts it among the units not read.",
-			Help:     "Map the source in keyhole.yaml's flux.sources (kind, namespace, name, and path: the directory of this repository its artifact is made from, as flux push artifact --path or an ArtifactGenerator's copy says); a source made elsewhere stays unread.",
+			Help:     "Map the source in keyhole.yaml's flux.sources (kind, namespace, name, and path: the directory of this repository its artifact is made from, as flux push artifact --path or an ArtifactGenerator's copy says); a source made elsewhere stays unread: another project's artifact or repository is out of reach, and a GitRepository of another branch of this repository is checked by running keyhole on a checkout of that branch (or by mapping a directory holding its tree).",
 		},
 		{
 			Code:     CodeHelmRenderFailed,

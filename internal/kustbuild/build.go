@@ -191,6 +191,9 @@ func (f metadataFS) Exists(path string) bool {
 func (f metadataFS) ReadFile(path string) ([]byte, error) {
 	if f.kfile != "" && filepath.Clean(path) == f.kfile {
 		f.read[path] = f.kdata
+		if err := f.refuseRemote(path, f.kdata); err != nil {
+			return nil, err
+		}
 		return WithBuildMetadata(f.kdata), nil
 	}
 	if err := f.outside(path); err != nil {
@@ -218,12 +221,9 @@ func (f metadataFS) ReadFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	f.read[path] = data
-	if !f.allowRemote && IsKustomizationName(filepath.Base(path)) {
-		if e := RemoteEntry(f.rules, path, data); e != nil {
-			if f.refused.Entry == nil {
-				*f.refused = RemoteRefused{File: path, Entry: e}
-			}
-			return nil, f.refused
+	if IsKustomizationName(filepath.Base(path)) {
+		if err := f.refuseRemote(path, data); err != nil {
+			return nil, err
 		}
 	}
 	if !slices.Contains(f.roots, filepath.Clean(path)) {

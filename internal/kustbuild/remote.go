@@ -41,6 +41,43 @@ func remotePathFields() []string { return []string{"patches", "patchesJson6902",
 // RemoteEntry returns the first entry of the kustomization file kfile
 // (its bytes, data) that kustomize would fetch, or nil.
 func RemoteEntry(fsys Stater, kfile string, data []byte) *yaml.Node {
+	return remoteEntry(fsys, kfile, data, "")
+}
+
+// refuseRemote refuses the kustomization file at path, reading as data,
+// when remote bases are not allowed and it names one. The root
+// kustomization an engine rewrites (Options.KFile) is refused at the
+// entry of the file the repository holds there, where it names the same
+// remote (Flux's and Argo CD's rewrites keep the user's entries but not
+// their lines); a remote only the engine's rewrite names is refused at
+// no line of a file (RemoteRefused.Entry.Line 0).
+func (f metadataFS) refuseRemote(path string, data []byte) error {
+	if f.allowRemote {
+		return nil
+	}
+	e := RemoteEntry(f.rules, path, data)
+	if e == nil {
+		return nil
+	}
+	if f.kfile != "" && filepath.Clean(path) == f.kfile {
+		e = &yaml.Node{Kind: e.Kind, Value: e.Value}
+		if fi, err := f.rules.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Size() <= f.maxSize {
+			if held, err := f.FileSystem.ReadFile(path); err == nil {
+				if he := remoteEntry(f.rules, path, held, e.Value); he != nil {
+					e = he
+				}
+			}
+		}
+	}
+	if f.refused.Entry == nil {
+		*f.refused = RemoteRefused{File: path, Entry: e}
+	}
+	return f.refused
+}
+
+// remoteEntry is RemoteEntry, of the entries that read as want when it
+// is not "".
+func remoteEntry(fsys Stater, kfile string, data []byte, want string) *yaml.Node {
 	var doc yaml.Node
 	if err := DecodeYAML(yaml.NewDecoder(bytes.NewReader(data)), &doc); err != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil // kustomize reports what is wrong with it
@@ -67,20 +104,20 @@ func RemoteEntry(fsys Stater, kfile string, data []byte) *yaml.Node {
 	}
 	for _, field := range remoteTreeFields() {
 		for _, e := range scalars(field) {
-			if isRemoteRef(fsys, dir, e.Value, true) {
+			if (want == "" || e.Value == want) && isRemoteRef(fsys, dir, e.Value, true) {
 				return e
 			}
 		}
 	}
 	for _, field := range append(remoteFileFields(), remotePathFields()...) {
 		for _, e := range scalars(field) {
-			if isRemoteRef(fsys, dir, e.Value, false) {
+			if (want == "" || e.Value == want) && isRemoteRef(fsys, dir, e.Value, false) {
 				return e
 			}
 		}
 	}
 	if oa := Lookup(root, "openapi"); oa != nil && oa.Kind == yaml.MappingNode {
-		if p := Lookup(oa, "path"); p != nil && p.Kind == yaml.ScalarNode && isRemoteRef(fsys, dir, p.Value, false) {
+		if p := Lookup(oa, "path"); p != nil && p.Kind == yaml.ScalarNode && (want == "" || p.Value == want) && isRemoteRef(fsys, dir, p.Value, false) {
 			return p
 		}
 	}
@@ -125,8 +162,10 @@ func (e *RemoteRefused) Error() string {
 	return fmt.Sprintf("'%s': names the remote base %q, which keyhole does not fetch", e.File, e.Entry.Value)
 }
 
-// RemoteMessage is the diagnostic's message for the entry ref.
-func RemoteMessage(ref string) string {
+// RemoteMessage is the diagnostic's message for the entry ref of a
+// build that fetches is what fetches it in the cluster ("kubectl
+// kustomize does").
+func RemoteMessage(ref, fetches string) string {
 	return fmt.Sprintf("%q is a remote base: keyhole does not fetch remote bases, so this kustomization is not built or checked; "+
-		"vendor the base into the repository, or run with --allow-remote-bases to let kustomize fetch it as kubectl kustomize does", ref)
+		"vendor the base into the repository, or run with --allow-remote-bases to let kustomize fetch it as %s", ref, fetches)
 }

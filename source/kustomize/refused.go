@@ -32,12 +32,23 @@ func (b *build) outside(e *kustbuild.Outside) diag.Diagnostic {
 
 // remote is the error of a build stopped at a kustomization's entry that
 // kustomize would fetch over the network, when remote bases are not
-// allowed (source.Options.AllowRemoteBases).
+// allowed (source.Options.AllowRemoteBases): at the entry, or, where only
+// the kustomization an engine generates names it, at the unit's
+// declaration. A Flux unit's is fetched by kustomize-controller, which
+// fetches remote bases unless it runs with --no-remote-bases.
 func (b *build) remote(e *kustbuild.RemoteRefused) diag.Diagnostic {
+	pos := diag.Pos{File: b.display(e.File), Line: e.Entry.Line, Column: e.Entry.Column}
+	if e.Entry.Line == 0 {
+		pos = b.u.Decl
+	}
+	fetches := "kubectl kustomize does"
+	if b.u.Source == source.UnitFlux {
+		fetches = "kustomize-controller does unless it runs with --no-remote-bases"
+	}
 	return diag.Diagnostic{
 		Code:     source.CodeKustomizeRemoteBase,
 		Severity: diag.Error,
-		Pos:      diag.Pos{File: b.display(e.File), Line: e.Entry.Line, Column: e.Entry.Column},
-		Message:  kustbuild.RemoteMessage(e.Entry.Value),
+		Pos:      pos,
+		Message:  kustbuild.RemoteMessage(e.Entry.Value, fetches),
 	}
 }
