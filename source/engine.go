@@ -156,38 +156,14 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 				}
 				var founds []engineFound
 				switch {
-				case strings.HasPrefix(o.APIVersion, fluxGroup) && o.Kind == "Kustomization":
-					decl := &fluxDecl{d: d, file: f, ns: cmp.Or(o.Namespace, l.listedNamespace(f, srcRoots[0])), srcRoots: srcRoots}
-					l.fluxHeld = true
-					founds = []engineFound{l.fluxUnit(d, nil, decl.ns, srcRoots)}
-					founds[0].flux = decl
+				case isFluxObject(o):
+					founds = l.scanFlux(d, f, srcRoots, &repos, &releases)
 				case strings.HasPrefix(o.APIVersion, argoGroup) && (o.Kind == "Application" || o.Kind == "ApplicationSet"):
 					founds = l.argoUnits(d, srcRoots)
 					decl := &argoDecl{d: d, file: f, srcRoots: srcRoots}
 					for i := range founds {
 						founds[i].argo = decl
 					}
-				case strings.HasPrefix(o.APIVersion, artifactGenGroup) && o.Kind == "ArtifactGenerator":
-					l.readArtifactGenerator(d, cmp.Or(o.Namespace, l.listedNamespace(f, srcRoots[0]), fluxOwnSource))
-				case strings.HasPrefix(o.APIVersion, sourceGroup) && o.Kind == "GitRepository":
-					repos = append(repos, gitRepoDecl{ns: cmp.Or(o.Namespace, l.listedNamespace(f, srcRoots[0]), fluxOwnSource), name: o.Name, file: f})
-					l.gitRef(repos[len(repos)-1].ns, o.Name, d)
-				case strings.HasPrefix(o.APIVersion, sourceGroup) && o.Kind == "OCIRepository":
-					if l.artifactURLs == nil {
-						l.artifactURLs = map[string]string{}
-					}
-					l.artifactURLs[cmp.Or(o.Namespace, l.listedNamespace(f, srcRoots[0]), fluxOwnSource)+"/"+o.Name] = stringField(Lookup(d.Node, "spec"), "url")
-				case strings.HasPrefix(o.APIVersion, fluxInstanceGroup) && o.Kind == "FluxInstance":
-					if sync := Lookup(Lookup(d.Node, "spec"), "sync"); stringField(sync, "kind") == "GitRepository" {
-						if l.fluxInstances == nil {
-							l.fluxInstances = map[string]bool{}
-						}
-						l.fluxInstances[cmp.Or(o.Namespace, l.listedNamespace(f, srcRoots[0]), fluxOwnSource)] = true
-					}
-				case strings.HasPrefix(o.APIVersion, helmReleaseGroup) && o.Kind == "HelmRelease":
-					// Read once every Flux Kustomization is known: the
-					// one applying it may set its namespace.
-					releases = append(releases, pendingRelease{d: d, file: f, srcRoots: srcRoots})
 				}
 				if len(founds) > 1 {
 					units += len(founds) - 1 // an ApplicationSet's Applications

@@ -42,6 +42,84 @@ const sourceGroup = "source.toolkit.fluxcd.io/"
 // did.
 const CodeInputNotDeployed = "InputNotDeployed"
 
+// isFluxObject reports whether engineUnits' scan gives o to the Flux
+// engine (Flux.Object): a Kustomization, HelmRelease, GitRepository,
+// OCIRepository, FluxInstance or ArtifactGenerator.
+func isFluxObject(o diag.Object) bool {
+	switch {
+	case strings.HasPrefix(o.APIVersion, fluxGroup):
+		return o.Kind == "Kustomization"
+	case strings.HasPrefix(o.APIVersion, helmReleaseGroup):
+		return o.Kind == "HelmRelease"
+	case strings.HasPrefix(o.APIVersion, sourceGroup):
+		return o.Kind == "GitRepository" || o.Kind == "OCIRepository"
+	case strings.HasPrefix(o.APIVersion, fluxInstanceGroup):
+		return o.Kind == "FluxInstance"
+	case strings.HasPrefix(o.APIVersion, artifactGenGroup):
+		return o.Kind == "ArtifactGenerator"
+	}
+	return false
+}
+
+// scanFlux records what the Flux engine reads of the Flux object d that
+// engineUnits' scan found in file, under srcRoots: a GitRepository in
+// repos, a HelmRelease in releases, the other sources and the
+// ExternalArtifacts in the loader, which the phases after the scan
+// read. It returns the unit a Kustomization makes as written. With no
+// Flux engine, a Kustomization's unit and a HelmRelease's say so.
+func (l *loader) scanFlux(d *Document, file string, srcRoots []string, repos *[]gitRepoDecl, releases *[]pendingRelease) []engineFound {
+	o := d.Object()
+	var r FluxObject
+	var f engineFound
+	unit := false
+	switch {
+	case l.opts.Engines.Flux != nil:
+		r = l.opts.Engines.Flux.Object(Host{l}, d, file, srcRoots)
+		if r.Unit != nil {
+			f, unit = found(*r.Unit), true
+		}
+	case o.Kind == "Kustomization":
+		r.Namespace = cmp.Or(o.Namespace, l.listedNamespace(file, srcRoots[0]))
+		f, unit = l.fluxUnit(d, nil, r.Namespace, srcRoots), true
+	case o.Kind == "HelmRelease":
+		r.Release = true
+	}
+	switch {
+	case unit:
+		l.fluxHeld = true
+		f.flux = &fluxDecl{d: d, file: file, ns: r.Namespace, srcRoots: srcRoots}
+		return []engineFound{f}
+	case r.Release:
+		// Read once every Flux Kustomization is known: the one applying
+		// it may set its namespace.
+		*releases = append(*releases, pendingRelease{d: d, file: file, srcRoots: srcRoots})
+	case r.GitRepository:
+		*repos = append(*repos, gitRepoDecl{ns: r.Namespace, name: o.Name, file: file})
+		l.gitRef(r.Namespace, o.Name, d)
+	case r.OCIRepository:
+		if l.artifactURLs == nil {
+			l.artifactURLs = map[string]string{}
+		}
+		l.artifactURLs[r.Namespace+"/"+o.Name] = r.URL
+	case r.SyncsGit:
+		if l.fluxInstances == nil {
+			l.fluxInstances = map[string]bool{}
+		}
+		l.fluxInstances[r.Namespace] = true
+	}
+	// Of two artifacts of one namespace and name, the first.
+	for _, cut := range r.Cuts {
+		if l.artifacts == nil {
+			l.artifacts = map[string]*ArtifactCut{}
+		}
+		key := r.Namespace + "/" + cut.Artifact
+		if _, dup := l.artifacts[key]; !dup {
+			l.artifacts[key] = &cut
+		}
+	}
+	return nil
+}
+
 // ownSourcesText names the sources ownSource accepts, for a message.
 func (l *loader) ownSourcesText() string {
 	text := fluxOwnSource + "/" + fluxOwnSource + ", as Flux's bootstrap names it"

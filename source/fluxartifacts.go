@@ -26,24 +26,6 @@ const artifactGenGroup = "source.extensions.fluxcd.io/"
 // which installs Flux and may declare the source a cluster syncs from.
 const fluxInstanceGroup = "fluxcd.controlplane.io/"
 
-// readArtifactGenerator records the ExternalArtifacts the ArtifactGenerator
-// d, in namespace ns, makes, as the Flux engine reads it; of two
-// artifacts of one namespace and name, the first.
-func (l *loader) readArtifactGenerator(d *Document, ns string) {
-	if l.opts.Engines.Flux == nil {
-		return // no Flux unit is built: none reads an artifact
-	}
-	for _, cut := range l.opts.Engines.Flux.ArtifactGenerator(d, ns) {
-		if l.artifacts == nil {
-			l.artifacts = map[string]*ArtifactCut{}
-		}
-		key := ns + "/" + cut.Artifact
-		if _, dup := l.artifacts[key]; !dup {
-			l.artifacts[key] = &cut
-		}
-	}
-}
-
 // externalArtifact is where the Flux Kustomization ns/name reads the
 // ExternalArtifact refNs/refName from, building rel: the roots of the
 // source it is cut from (srcRoots for this repository), or why it cannot

@@ -103,9 +103,6 @@ type Flux interface {
 	// held gives the ConfigMaps and Secrets its substituteFrom names. It
 	// is called from several goroutines at once.
 	Substitute(u *Unit, m resmap.ResMap, held HeldObjects) error
-	// ArtifactGenerator is what the ArtifactGenerator d, in namespace
-	// ns, says of each ExternalArtifact it makes, in its order.
-	ArtifactGenerator(d *Document, ns string) []ArtifactCut
 	// Config reads the flux field of keyhole.yaml's Config document d,
 	// whose directory is base (absolute, OS form): what it says, and a
 	// ConfigInvalid error at each path that is not the repository's.
@@ -120,6 +117,42 @@ type Flux interface {
 	// makes, or why it makes none, read as Kustomization reads; by is
 	// the Flux unit applying it, or nil.
 	HelmRelease(h Host, d *Document, vals *yaml.Node, ns string, srcRoots []string, by *Unit) Found
+	// Object reads one of Flux's objects that the loader's scan found
+	// in file (absolute, OS form) under srcRoots: a Kustomization,
+	// HelmRelease, GitRepository, OCIRepository, FluxInstance or
+	// ArtifactGenerator. It says what the loader records of it; a
+	// Kustomization's unit as written is read at once (Kustomization).
+	Object(h Host, d *Document, file string, srcRoots []string) FluxObject
+}
+
+// FluxObject is what the Flux engine reads of one of Flux's objects
+// (Flux.Object): what the loader records of it for the phases that
+// follow the scan.
+type FluxObject struct {
+	// Namespace is a Kustomization's, source's or ArtifactGenerator's:
+	// its own, else the one the kustomization listing its file sets
+	// (Host.ListedNamespace), else, but for a Kustomization, Flux's own
+	// (FluxOwnSource). A HelmRelease's is its applying unit's to say.
+	Namespace string
+	// Unit, for a Kustomization, is the unit it makes as written.
+	Unit *Found
+	// Release says the object is a HelmRelease, read once every Flux
+	// Kustomization is known: the one applying it may set its namespace
+	// (Flux.HelmRelease).
+	Release bool
+	// GitRepository says the object is a GitRepository, whose revision
+	// the loader compares with the one it reads.
+	GitRepository bool
+	// OCIRepository says the object is an OCIRepository, whose
+	// spec.url is URL.
+	OCIRepository bool
+	URL           string
+	// SyncsGit says the object is a FluxInstance whose sync is a
+	// GitRepository, which flux-operator names after Namespace.
+	SyncsGit bool
+	// Cuts are what an ArtifactGenerator says of each ExternalArtifact
+	// it makes, in its order.
+	Cuts []ArtifactCut
 }
 
 // FluxConfig is what keyhole.yaml's flux field says.
@@ -284,6 +317,12 @@ func (h Host) OutsideRepo(dir, abs string) bool { return h.l.outsideRepo(dir, ab
 // its root mapping, or nil: parsed once per Load, and shared, so never
 // to be changed.
 func (h Host) Kustomization(kfile string) *yaml.Node { return kustomizationNode(h.l.fsys, kfile) }
+
+// ListedNamespace is the namespace the kustomization that lists the file
+// abs sets (kustomize's namespace field), or "": the namespace a Flux
+// object written without one is applied in. The kustomization is the
+// nearest one, up to root, whose resources name the file.
+func (h Host) ListedNamespace(abs, root string) string { return h.l.listedNamespace(abs, root) }
 
 // Display is the path reported for abs, a file found under root (both
 // absolute, OS form), the directory the user named as named (or a walk

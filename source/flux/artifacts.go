@@ -20,9 +20,9 @@ import (
 // directory placed elsewhere, an exclude) is the cut's Odd. What a
 // Kustomization building from the artifact then reads is the loader's.
 
-// ArtifactGenerator is what the ArtifactGenerator d, in namespace ns,
+// artifactGenerator is what the ArtifactGenerator d, in namespace ns,
 // says of each ExternalArtifact it makes, in its order.
-func (Engine) ArtifactGenerator(d *source.Document, ns string) []source.ArtifactCut {
+func artifactGenerator(d *source.Document, ns string) []source.ArtifactCut {
 	spec := source.Lookup(d.Node, "spec")
 	type src struct{ kind, ns, name string }
 	sources := map[string]src{}
