@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
-	"maps"
 	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 
@@ -35,6 +33,13 @@ const fluxGroup = "kustomize.toolkit.fluxcd.io/"
 
 // sourceGroup is the API group of Flux's sources (GitRepository).
 const sourceGroup = "source.toolkit.fluxcd.io/"
+
+// artifactGenGroup is the API group of Flux's ArtifactGenerator.
+const artifactGenGroup = "source.extensions.fluxcd.io/"
+
+// fluxInstanceGroup is the API group of flux-operator's FluxInstance,
+// which installs Flux and may declare the source a cluster syncs from.
+const fluxInstanceGroup = "fluxcd.controlplane.io/"
 
 // CodeInputNotDeployed is reported at a file that names keyhole's kinds
 // and lies under the path of a GitOps engine's unit that does not deploy
@@ -118,15 +123,6 @@ func (l *loader) scanFlux(d *Document, file string, srcRoots []string, repos *[]
 		}
 	}
 	return nil
-}
-
-// ownSourcesText names the sources ownSource accepts, for a message.
-func (l *loader) ownSourcesText() string {
-	text := fluxOwnSource + "/" + fluxOwnSource + ", as Flux's bootstrap names it"
-	if len(l.ownSources) > 0 {
-		text += ", or " + strings.Join(slices.Sorted(maps.Keys(l.ownSources)), ", ") + ", which a Kustomization applying the file declaring it builds from"
-	}
-	return text
 }
 
 // gitRepoDecl is a Flux GitRepository engineUnits' scan found.

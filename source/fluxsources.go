@@ -2,24 +2,16 @@ package source
 
 import (
 	"cmp"
-	"fmt"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 )
 
-// A Flux Kustomization's spec.path is relative to the root of the
-// artifact its sourceRef names. Only one artifact is this repository's
-// git root as it stands: the GitRepository a cluster syncs this
-// repository with (ownSource). An OCIRepository, Bucket or
-// ExternalArtifact is an artifact someone made (flux push artifact
-// --path=./kubernetes, an ArtifactGenerator), often of one directory of
-// this repository, and another GitRepository is another repository or
-// branch. keyhole.yaml's flux.sources says which directory of this
-// repository is such a source's root, as flux-local's --sources does;
-// a Kustomization building from a source it does not map is not read,
-// and a FluxSourceUnmapped warning says so.
+// Which directory a Flux Kustomization's source is, and what a source
+// keyhole.yaml does not map is, the Flux engine asks the loader
+// (source/flux's sources.go): the loader knows the repository's remotes,
+// the sources the scan found and keyhole.yaml's flux.sources.
 //
 // keyhole.yaml's flux.entries names the files and directories that
 // declare a cluster's entry Kustomizations, for a repository whose
@@ -53,64 +45,36 @@ func (l *loader) readFluxConfig(d *Document, base string) {
 	l.flux.Entries = append(l.flux.Entries, c.Entries...)
 }
 
-// unmapped is what is said of the Flux Kustomization ns/name that builds
-// from the source kind refNs/refName, which is not this repository's
-// git root and which keyhole.yaml does not map, in the repository at
-// root: why keyhole does not read it, and a way to check it that works
-// for what the source is (sourceIs).
-func (l *loader) unmapped(ns, name, kind, refNs, refName, root string) string {
-	entry := fmt.Sprintf("keyhole.yaml's flux.sources (kind: %s, namespace: %s, name: %s, path: DIR)", kind, refNs, refName)
-	head := fmt.Sprintf("Flux Kustomization %s/%s builds from %s %s/%s, ", ns, name, kind, refNs, refName)
-	switch is, url, rev := l.sourceIs(kind, refNs, refName, root); is {
-	case sourceOtherRevision:
-		return head + fmt.Sprintf("this repository (%s) at %s, not the revision keyhole reads; its spec.path is relative to that revision's root, so keyhole does not read it: to check it, run keyhole on a checkout of %s, or map the source to a directory holding that revision's tree (a git worktree of it) in %s",
-			url, rev, rev, entry)
-	case sourceSameRevision:
-		return head + fmt.Sprintf("this repository (%s) at %s, the revision keyhole reads, but not by a name keyhole takes for it (%s); its spec.path is relative to the repository's root, so keyhole does not read it: to have it read, map the source to the repository's root directory in %s",
-			url, rev, l.ownSourcesText(), entry)
-	case sourceOtherRepository:
-		return head + fmt.Sprintf("another repository (%s) than this one (%s), which keyhole does not fetch; its spec.path is relative to that repository's root, so keyhole does not read it: to have it read, map the source to a directory holding a copy of that repository's tree (a submodule, a vendored copy) in %s",
-			url, l.ownSourcesText(), entry)
-	case sourceOtherArtifact:
-		return head + fmt.Sprintf("whose artifact (%s) is another project's: no remote of this repository names that path, and keyhole does not fetch artifacts, so it is out of reach and keyhole does not read it; only where a directory of this repository is what is pushed there, map the source to that directory in %s",
-			url, entry)
-	}
-	why := "whose artifact is not this repository's git root"
-	if kind == "GitRepository" {
-		why = "another repository or branch than this one (" + l.ownSourcesText() + ")"
-	}
-	return head + why + "; its spec.path is relative to that artifact's root, so keyhole does not read it: to have it read, map the source to the directory of this repository that is its root in " + entry
-}
-
-// sourceKind is what an unmapped Flux source is, as far as its
-// declaration and the repository's remotes tell (sourceIs).
-type sourceKind int
+// FluxSourceIs is what a Flux source keyhole.yaml does not map is, as far
+// as its declaration and the repository's remotes tell (Host's
+// FluxSourceIs).
+type FluxSourceIs int
 
 const (
-	// sourceUnknown: not declared, or nothing tells (a repository with
-	// no remote, a Bucket, an OCIRepository naming this repository's
-	// path, which its CI may push).
-	sourceUnknown sourceKind = iota
-	// sourceOtherRevision is a GitRepository of this repository (its
-	// url one of the remotes, or its own GitRepository's) at another
+	// FluxSourceUnknown: not declared, or nothing tells (a repository
+	// with no remote, a Bucket, an OCIRepository naming this
+	// repository's path, which its CI may push).
+	FluxSourceUnknown FluxSourceIs = iota
+	// FluxOtherRevision is a GitRepository of this repository (its url
+	// one of the remotes, or its own GitRepository's) at another
 	// revision than the one keyhole reads: another branch's tree.
-	sourceOtherRevision
-	// sourceSameRevision is such a GitRepository at the revision
-	// keyhole reads.
-	sourceSameRevision
-	// sourceOtherRepository is a GitRepository whose url is none of
-	// this repository's.
-	sourceOtherRepository
-	// sourceOtherArtifact is an OCIRepository whose url names no path
-	// of this repository's remotes: another project's artifact (Flux's
-	// own flux-manifests, a tenant's).
-	sourceOtherArtifact
+	FluxOtherRevision
+	// FluxSameRevision is such a GitRepository at the revision keyhole
+	// reads.
+	FluxSameRevision
+	// FluxOtherRepository is a GitRepository whose url is none of this
+	// repository's.
+	FluxOtherRepository
+	// FluxOtherArtifact is an OCIRepository whose url names no path of
+	// this repository's remotes: another project's artifact (Flux's own
+	// flux-manifests, a tenant's).
+	FluxOtherArtifact
 )
 
 // sourceIs says what the Flux source kind ns/name is, for the
 // repository at root, with its url and, for a GitRepository of this
 // repository, the revision it names.
-func (l *loader) sourceIs(kind, ns, name, root string) (is sourceKind, url, rev string) {
+func (l *loader) sourceIs(kind, ns, name, root string) (is FluxSourceIs, url, rev string) {
 	remotes := l.revsAt(root).remotes
 	own := map[string]bool{}
 	for k := range remotes {
@@ -134,31 +98,31 @@ func (l *loader) sourceIs(kind, ns, name, root string) (is sourceKind, url, rev 
 	case "GitRepository":
 		ref, ok := l.gitRefs[ns+"/"+name]
 		if !ok || ref.url == "" || len(own) == 0 {
-			return sourceUnknown, "", ""
+			return FluxSourceUnknown, "", ""
 		}
 		if !own[repoKey(ref.url, "")] {
-			return sourceOtherRepository, ref.url, ""
+			return FluxOtherRepository, ref.url, ""
 		}
 		rev = cmp.Or(ref.rev, "its default branch")
 		if ownRevs[ref.rev] && !ref.semver {
-			return sourceSameRevision, ref.url, rev
+			return FluxSameRevision, ref.url, rev
 		}
-		return sourceOtherRevision, ref.url, rev
+		return FluxOtherRevision, ref.url, rev
 	case "OCIRepository":
 		url := l.artifactURLs[ns+"/"+name]
 		if url == "" || len(remotes) == 0 {
-			return sourceUnknown, "", ""
+			return FluxSourceUnknown, "", ""
 		}
 		path := "/" + strings.TrimSuffix(repoKey(url, ""), "@HEAD") + "/"
 		for k := range remotes {
 			_, repo, ok := strings.Cut(strings.TrimSuffix(k, "@HEAD"), "/")
 			if ok && strings.Contains(path, "/"+repo+"/") {
-				return sourceUnknown, "", "" // this repository's path: its CI may push it
+				return FluxSourceUnknown, "", "" // this repository's path: its CI may push it
 			}
 		}
-		return sourceOtherArtifact, url, ""
+		return FluxOtherArtifact, url, ""
 	}
-	return sourceUnknown, "", ""
+	return FluxSourceUnknown, "", ""
 }
 
 // fluxEntry reports whether the Flux Kustomization of found f is a

@@ -1,6 +1,9 @@
 package source
 
 import (
+	"maps"
+	"slices"
+
 	"keyhole.dev/keyhole/diag"
 )
 
@@ -48,26 +51,23 @@ const FluxOwnSource = fluxOwnSource
 // writes: a directory holding it is keyhole's output, not an input.
 const RenderMarker = renderMarker
 
-// FluxSourceRoots is where the Flux Kustomization ns/name, whose path is
-// rel, reads its path from: the directory keyhole.yaml's flux.sources
-// maps its source to; what an ArtifactGenerator cuts out of a source
-// keyhole reads, for an ExternalArtifact; srcRoots, the roots it was
-// found under, for the repository's own GitRepository. Otherwise, or
-// where an ExternalArtifact's cut is no directory of the repository,
-// unread says why keyhole does not read it and what would make it
-// readable.
-func (h Host) FluxSourceRoots(ns, name string, from FluxSource, rel string, srcRoots []string) (roots []string, unread string) {
-	l := h.l
-	if dir := l.mappedSource(from.Kind, from.Namespace, from.Name); dir != "" {
-		return []string{dir}, ""
-	}
-	if roots, unread, ok := l.externalArtifact(ns, name, from.Namespace, from.Name, rel, srcRoots); from.Kind == "ExternalArtifact" && ok {
-		return roots, unread
-	}
-	if !l.ownSource(from.Kind, from.Namespace, from.Name) {
-		return nil, l.unmapped(ns, name, from.Kind, from.Namespace, from.Name, srcRoots[0])
-	}
-	return srcRoots, ""
+// MappedFluxSource is the directory (absolute) keyhole.yaml's
+// flux.sources maps the Flux source s to, or "".
+func (h Host) MappedFluxSource(s FluxSource) string {
+	return h.l.mappedSource(s.Kind, s.Namespace, s.Name)
+}
+
+// ArtifactCut is what the repository's ArtifactGenerators say of the
+// ExternalArtifact ns/name (the first of that name the scan found), or
+// nil when none makes it. It is shared, so never to be changed.
+func (h Host) ArtifactCut(ns, name string) *ArtifactCut { return h.l.artifacts[ns+"/"+name] }
+
+// FluxSourceIs says what the Flux source s is, for the repository at
+// root, as far as its declaration and the repository's remotes tell:
+// with its url and, for a GitRepository of this repository, the revision
+// it names.
+func (h Host) FluxSourceIs(s FluxSource, root string) (is FluxSourceIs, url, rev string) {
+	return h.l.sourceIs(s.Kind, s.Namespace, s.Name, root)
 }
 
 // OwnFluxSource reports whether the Flux source is this repository's own
@@ -93,9 +93,10 @@ func (h Host) FluxSourceDeclared(s FluxSource) bool {
 	return ok || s.Name == s.Namespace && h.l.fluxInstances[s.Namespace]
 }
 
-// OwnFluxSources names the GitRepositories OwnFluxSource accepts, for a
-// message.
-func (h Host) OwnFluxSources() string { return h.l.ownSourcesText() }
+// OwnFluxSources are the GitRepositories, as namespace/name and sorted,
+// that OwnFluxSource accepts besides flux-system/flux-system: those a
+// Kustomization applying the file declaring them builds from.
+func (h Host) OwnFluxSources() []string { return slices.Sorted(maps.Keys(h.l.ownSources)) }
 
 // RenderedPath is the directory an engine object's path rel names among
 // srcRoots when it is one keyhole render writes (keyhole.yaml names it,

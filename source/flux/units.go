@@ -53,7 +53,7 @@ func (Engine) Kustomization(h source.Host, d *source.Document, vals *yaml.Node, 
 	}
 	rel := source.StringField(spec, "path")
 	declRoot := srcRoots[0]
-	srcRoots, unread := h.FluxSourceRoots(ns, name, from, rel, srcRoots)
+	srcRoots, unread := sourceRoots(h, ns, name, from, rel, srcRoots)
 	if unread != "" {
 		return source.Found{Pos: at("spec", "sourceRef"), Unread: unread}
 	}
@@ -131,7 +131,7 @@ func (Engine) HelmRelease(h source.Host, d *source.Document, vals *yaml.Node, ns
 	}
 	if from.Kind != "GitRepository" || !h.OwnFluxSource(from) {
 		return source.Found{Pos: at("spec", "chart", "spec", "sourceRef"), Skip: fmt.Sprintf("%s renders the chart %s of %s %s/%s, not a chart directory of this repository (GitRepository %s); out of reach, skipped",
-			what, source.StringField(chartSpec, "chart"), from.Kind, from.Namespace, from.Name, h.OwnFluxSources())}
+			what, source.StringField(chartSpec, "chart"), from.Kind, from.Namespace, from.Name, ownSourcesText(h))}
 	}
 	rel := source.StringField(chartSpec, "chart")
 	root, srcRoot := h.EnginePath(rel, srcRoots)
