@@ -126,7 +126,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 	var ds diag.List
 	var releases []pendingRelease
 	var patches []kustomizePatch
-	var repos []gitRepoDecl
+	var repos []FluxDecl
 	var engineCharts []engineChart
 	scanned := map[string]bool{}
 	for _, p := range paths {

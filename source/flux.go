@@ -72,7 +72,7 @@ func isFluxObject(o diag.Object) bool {
 // ExternalArtifacts in the loader, which the phases after the scan
 // read. It returns the unit a Kustomization makes as written. With no
 // Flux engine, a Kustomization's unit and a HelmRelease's say so.
-func (l *loader) scanFlux(d *Document, file string, srcRoots []string, repos *[]gitRepoDecl, releases *[]pendingRelease) []engineFound {
+func (l *loader) scanFlux(d *Document, file string, srcRoots []string, repos *[]FluxDecl, releases *[]pendingRelease) []engineFound {
 	o := d.Object()
 	var r FluxObject
 	var f engineFound
@@ -99,7 +99,7 @@ func (l *loader) scanFlux(d *Document, file string, srcRoots []string, repos *[]
 		// it may set its namespace.
 		*releases = append(*releases, pendingRelease{d: d, file: file, srcRoots: srcRoots})
 	case r.GitRepository:
-		*repos = append(*repos, gitRepoDecl{ns: r.Namespace, name: o.Name, file: file})
+		*repos = append(*repos, FluxDecl{Doc: d, File: file, Namespace: r.Namespace, SrcRoots: srcRoots})
 		l.gitRef(r.Namespace, o.Name, d)
 	case r.OCIRepository:
 		if l.artifactURLs == nil {
@@ -125,47 +125,24 @@ func (l *loader) scanFlux(d *Document, file string, srcRoots []string, repos *[]
 	return nil
 }
 
-// gitRepoDecl is a Flux GitRepository engineUnits' scan found.
-type gitRepoDecl struct {
-	ns, name string
-	file     string // absolute
-}
-
-// findOwnSources sets l.ownSources: the GitRepositories of repos, in
-// Flux's namespace, that a Flux Kustomization of found builds from and
-// whose path holds the file declaring the GitRepository. That is how a
-// repository syncs itself
-// (Flux's bootstrap writes the GitRepository and the Kustomization over
-// its directory side by side), whatever name it gives its source, as a
-// repository bootstrapped by hand, or before flux-system was the
-// convention, may do (home-kubernetes). It reports whether it found
-// any.
-func (l *loader) findOwnSources(found []engineFound, repos []gitRepoDecl) bool {
-	for _, g := range repos {
-		if l.ownSource("GitRepository", g.ns, g.name) || g.ns != fluxOwnSource {
-			// Flux's own namespace holds a cluster's sync; a tenant's
-			// namespace holds a tenant's, of its own repository or
-			// branch, even where it applies its own file.
-			continue
+// findOwnSources sets l.ownSources: the GitRepositories of repos that
+// the Flux engine takes for this repository's own (Flux.OwnSources),
+// given the Kustomizations of found. It reports whether it found any.
+func (l *loader) findOwnSources(found []engineFound, repos []FluxDecl) bool {
+	if l.opts.Engines.Flux == nil {
+		return false // no Flux unit is built: none builds from a source
+	}
+	var ks []FluxDecl
+	for _, f := range found {
+		if f.flux != nil {
+			ks = append(ks, FluxDecl{Doc: f.flux.d, File: f.flux.file, Namespace: f.flux.ns, SrcRoots: f.flux.srcRoots})
 		}
-		for _, f := range found {
-			if f.flux == nil {
-				continue
-			}
-			spec := Lookup(f.flux.d.Node, "spec")
-			ref := Lookup(spec, "sourceRef")
-			ns := cmp.Or(f.flux.ns, fluxOwnSource)
-			if stringField(ref, "name") != g.name || cmp.Or(stringField(ref, "namespace"), ns) != g.ns || cmp.Or(stringField(ref, "kind"), "GitRepository") != "GitRepository" {
-				continue
-			}
-			if root, _ := l.enginePath(stringField(spec, "path"), f.flux.srcRoots); root != "" && within(root, g.file) {
-				if l.ownSources == nil {
-					l.ownSources = map[string]bool{}
-				}
-				l.ownSources[g.ns+"/"+g.name] = true
-				break
-			}
+	}
+	for _, s := range l.opts.Engines.Flux.OwnSources(Host{l}, repos, ks) {
+		if l.ownSources == nil {
+			l.ownSources = map[string]bool{}
 		}
+		l.ownSources[s.Namespace+"/"+s.Name] = true
 	}
 	return len(l.ownSources) > 0
 }
@@ -209,54 +186,11 @@ func (l *loader) listedNamespace(abs, root string) string {
 	return ""
 }
 
-// fluxClusters says which cluster each Flux unit deploys to: the one of
-// the unit that deploys the file declaring it, up to a unit no other
-// deploys (a cluster's flux-system), whose own path names the cluster,
-// or whose file is in one of keyhole.yaml's flux.entries, which then
-// names it. Objects declared outside every Flux unit's path deploy to
-// the cluster keyhole's caller means ("").
+// fluxClusters says which cluster each Flux unit of units deploys to, as
+// the Flux engine tells it (Flux.Clusters).
 func (l *loader) fluxClusters(units []*Unit) {
-	var fl []*Unit
-	for _, u := range units {
-		if u.Flux != nil {
-			fl = append(fl, u)
-		}
-	}
-	units = fl
-	parent := func(u *Unit) *Unit {
-		best := u.appliedBy
-		if best != nil {
-			return best
-		}
-		for _, v := range units {
-			if v != u && v.Flux != nil && declaredUnder(u, v) && (best == nil || len(v.Root) > len(best.Root)) {
-				best = v
-			}
-		}
-		return best
-	}
-	for _, u := range units {
-		if u.Cluster != "" {
-			continue
-		}
-		top, seen := u, map[*Unit]bool{}
-		for p := parent(top); p != nil && !seen[p]; p = parent(top) {
-			seen[top] = true
-			if p.Cluster != "" {
-				top = p
-				break
-			}
-			top = p
-		}
-		switch {
-		case top.Cluster != "":
-			u.Cluster = top.Cluster
-		case l.entryOf(top.declFile) != "":
-			e := l.entryOf(top.declFile)
-			u.Cluster = "flux " + filepath.ToSlash(relOrAbs(l.sourceRoot(e), e))
-		case top != u || declaredUnder(u, u):
-			u.Cluster = "flux " + filepath.ToSlash(relOrAbs(top.Flux.SourceRoot, top.Root))
-		}
+	if l.opts.Engines.Flux != nil {
+		l.opts.Engines.Flux.Clusters(Host{l}, units)
 	}
 }
 

@@ -260,8 +260,9 @@ type fluxScope struct {
 	units []*Unit
 	reads map[*Unit]buildFiles
 	tops  map[*Unit]*Unit
-	// keys name each unit's cluster as fluxClusters does; final says
-	// fluxClusters has run, and a unit's Cluster is its key.
+	// keys name each unit's cluster as the Flux engine does
+	// (Flux.Clusters); final says it has, and a unit's Cluster is its
+	// key.
 	keys  map[*Unit]string
 	final bool
 	l     *loader
@@ -288,10 +289,11 @@ func (l *loader) newFluxScope(units []*Unit) *fluxScope {
 	return s
 }
 
-// key names the cluster of u as fluxClusters names it: its own
-// (kubeConfig) or an applying unit's, else the entry of keyhole.yaml
-// holding its top's file, else its top's path where that applies its
-// own file or u is not the top, else "", the caller's cluster.
+// key names the cluster of u as the Flux engine names it
+// (Flux.Clusters): its own (kubeConfig) or an applying unit's, else the
+// entry of keyhole.yaml holding its top's file, else its top's path
+// where that applies its own file or u is not the top, else "", the
+// caller's cluster.
 func (s *fluxScope) key(u *Unit) string {
 	if s.final {
 		return u.Cluster

@@ -132,6 +132,23 @@ func (h Host) GeneratedValue(by *Unit, ns, name, key string) (value string, foun
 	return h.l.generatedValues(by, ns, name, key)
 }
 
+// AppliedBy is the unit whose build applies the object declaring u, when
+// the loader found one (a Flux unit, or the Argo CD Application
+// rendering an app of apps' chart), else nil.
+func (h Host) AppliedBy(u *Unit) *Unit { return u.appliedBy }
+
+// DeclaredIn is the file declaring the engine unit u (absolute, OS form).
+func (h Host) DeclaredIn(u *Unit) string { return u.declFile }
+
+// FluxEntry is the path of keyhole.yaml's flux.entries that holds file
+// (absolute), or "".
+func (h Host) FluxEntry(file string) string { return h.l.entryOf(file) }
+
+// SourceRoot is the root of the repository holding abs: the enclosing
+// git working tree (a commit's tree stands at its working tree's place),
+// else abs itself.
+func (h Host) SourceRoot(abs string) string { return h.l.sourceRoot(abs) }
+
 // OutputDir is a unit name made into a directory inside render's output
 // directory, for Unit.Dir.
 func OutputDir(name string) string { return outputDir(name) }

@@ -123,6 +123,24 @@ type Flux interface {
 	// ArtifactGenerator. It says what the loader records of it; a
 	// Kustomization's unit as written is read at once (Kustomization).
 	Object(h Host, d *Document, file string, srcRoots []string) FluxObject
+	// OwnSources are the GitRepositories of repos that a cluster syncs
+	// this repository with, besides flux-system/flux-system: each in
+	// Flux's own namespace, built from by one of kustomizations whose
+	// path holds the file declaring it.
+	OwnSources(h Host, repos, kustomizations []FluxDecl) []FluxSource
+	// Clusters sets the Cluster of each Flux unit of units (the units
+	// found, every engine's) that deploys to another cluster than the
+	// one keyhole's caller means.
+	Clusters(h Host, units []*Unit)
+}
+
+// FluxDecl is one of Flux's objects as the loader's scan found it.
+type FluxDecl struct {
+	Doc *Document
+	// File is the file declaring it (absolute, OS form), Namespace its
+	// namespace (FluxObject's), SrcRoots the roots it was found under.
+	File, Namespace string
+	SrcRoots        []string
 }
 
 // FluxObject is what the Flux engine reads of one of Flux's objects

@@ -235,7 +235,7 @@ type loader struct {
 	gitRefs map[string]fluxRef
 	// artifactURLs is the spec.url of each Flux OCIRepository
 	// engineUnits' scan found, by "namespace/name": whose artifact a
-	// Kustomization building from it reads (unmapped).
+	// Kustomization building from it reads (sourceIs).
 	artifactURLs map[string]string
 	// fluxInstances are the namespaces whose FluxInstance, as
 	// engineUnits' scan found it, syncs a GitRepository: flux-operator

@@ -3,14 +3,17 @@
 // builds with (github.com/fluxcd/pkg/kustomize): the kustomization Flux
 // generates (targetNamespace, namePrefix, nameSuffix, patches, images,
 // components; one listing the path's files where the path has none),
-// and, after kustomize's build, postBuild substitution; and it reads
-// what an ArtifactGenerator cuts out of a source for each
-// ExternalArtifact, and keyhole.yaml's flux field; and it reads each
-// Kustomization and HelmRelease as the deploy unit it makes (units.go).
-// It reads the repository through the loader's source.Host, so a
-// commit's tree builds as the disk does. Which Kustomizations apply
-// which, which a cluster's entry reaches and which cluster each deploys
-// to is the loader's (package source).
+// and, after kustomize's build, postBuild substitution. It reads each of
+// Flux's objects the loader's scan finds (objects.go): each
+// Kustomization and HelmRelease as the deploy unit it makes (units.go),
+// the source a Kustomization builds from, or why keyhole does not read
+// it (sources.go), what an ArtifactGenerator cuts out of a source for
+// each ExternalArtifact, and keyhole.yaml's flux field; and it says
+// which GitRepositories are the repository's own and which cluster each
+// unit deploys to (clusters.go). It reads the repository through the
+// loader's source.Host, so a commit's tree builds as the disk does.
+// Which Kustomizations apply which, and which a cluster's entry
+// reaches, is the loader's (package source), which builds them.
 package flux
 
 import "keyhole.dev/keyhole/source"
