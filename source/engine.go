@@ -162,7 +162,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 					founds = []engineFound{l.fluxUnit(d, nil, decl.ns, srcRoots)}
 					founds[0].flux = decl
 				case strings.HasPrefix(o.APIVersion, argoGroup) && (o.Kind == "Application" || o.Kind == "ApplicationSet"):
-					founds = l.argoUnits(d, srcRoots)
+					founds = l.argoUnits(d, nil, "", srcRoots)
 					decl := &argoDecl{d: d, file: f, srcRoots: srcRoots}
 					for i := range founds {
 						founds[i].argo = decl
