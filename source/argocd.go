@@ -3,10 +3,6 @@ package source
 import (
 	"cmp"
 	"fmt"
-	"io/fs"
-	"path"
-	"path/filepath"
-	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -141,15 +137,11 @@ func (l *loader) prepareArgo(u *Unit) engineJob {
 const CodeJsonnetNotEvaluated = "JsonnetNotEvaluated"
 
 // jsonnetNotEvaluated says, of each Jsonnet file the directory
-// application u evaluates (its files, as directoryKustomization picks
-// them) that names keyhole's kinds or declares a Secret, that what it
-// declares is not checked.
+// application u evaluates (the Argo CD engine's Jsonnet) that names
+// keyhole's kinds or declares a Secret, that what it declares is not
+// checked.
 func (l *loader) jsonnetNotEvaluated(u *Unit) {
-	if kustomizationFile(l.fsys, u.Root) != "" {
-		return // a kustomize application: Jsonnet is not evaluated
-	}
-	for _, rel := range l.directoryFiles(u, func(rel string) bool { return strings.EqualFold(path.Ext(rel), ".jsonnet") }) {
-		abs := filepath.Join(u.Root, filepath.FromSlash(rel))
+	for _, abs := range l.opts.Engines.Argo.Jsonnet(Host{l}, u) {
 		if data := l.sniff(abs, nil); data != nil && (namesKeyhole(abs, data) || declaresSecret(data)) {
 			l.diags = append(l.diags, diag.Diagnostic{Code: CodeJsonnetNotEvaluated, Severity: diag.Warning,
 				Pos: diag.Pos{File: l.display(abs, abs), Line: 1, Column: 1}, Units: []string{u.Name},
@@ -160,115 +152,12 @@ func (l *loader) jsonnetNotEvaluated(u *Unit) {
 }
 
 // argoManifest is the kustomization the repo server builds the Argo CD
-// unit u's path with, and the path it stands at: the path's own, with
-// the Application's kustomize options written in, or the one a directory
-// application makes of its files.
+// unit u's path with, and the path it stands at, as the Argo CD engine
+// writes it (Manifest): the path's own, with the Application's
+// kustomize options written in, or the one a directory application
+// makes of its files.
 func (l *loader) argoManifest(u *Unit) (kfile string, kdata []byte) {
-	if kfile := kustomizationFile(l.fsys, u.Root); kfile != "" {
-		return kfile, argoKustomization(cloneTree(kustomizationNode(l.fsys, kfile)), u.Argo.Kustomize)
-	}
-	return filepath.Join(u.Root, "kustomization.yaml"), l.directoryKustomization(u)
-}
-
-// cloneTree copies the nodes of n, as they are: aliases still name their
-// anchors (copyNode would expand them, without bound).
-func cloneTree(n *yaml.Node) *yaml.Node {
-	if n == nil {
-		return nil
-	}
-	c := *n
-	if n.Content != nil {
-		c.Content = make([]*yaml.Node, len(n.Content))
-		for i, k := range n.Content {
-			c.Content[i] = cloneTree(k)
-		}
-	}
-	return &c
-}
-
-// argoKustomization is the kustomization k with an Application's
-// kustomize options written into it, as the repo server's `kustomize
-// edit` writes them: name prefix, suffix and namespace set; labels,
-// annotations and images merged; patches and components added.
-func argoKustomization(k, opts *yaml.Node) []byte {
-	if k == nil {
-		k = &yaml.Node{Kind: yaml.MappingNode}
-	}
-	if opts != nil && opts.Kind == yaml.MappingNode {
-		for _, f := range []string{"namePrefix", "nameSuffix", "namespace"} {
-			if v := Lookup(opts, f); v != nil && v.Kind == yaml.ScalarNode {
-				setField(k, f, strNode(v.Value))
-			}
-		}
-		for _, f := range []string{"commonLabels", "commonAnnotations"} {
-			if v := Lookup(opts, f); v != nil && v.Kind == yaml.MappingNode {
-				cur := Lookup(k, f)
-				if cur == nil || cur.Kind != yaml.MappingNode {
-					cur = &yaml.Node{Kind: yaml.MappingNode}
-					setField(k, f, cur)
-				}
-				for i := 0; i+1 < len(v.Content); i += 2 {
-					setField(cur, v.Content[i].Value, v.Content[i+1])
-				}
-			}
-		}
-		if v := Lookup(opts, "images"); v != nil && v.Kind == yaml.SequenceNode {
-			cur := Lookup(k, "images")
-			if cur == nil || cur.Kind != yaml.SequenceNode {
-				cur = &yaml.Node{Kind: yaml.SequenceNode}
-				setField(k, "images", cur)
-			}
-			for _, img := range v.Content {
-				if img.Kind == yaml.ScalarNode {
-					cur.Content = append(cur.Content, imageEntry(img.Value))
-				}
-			}
-		}
-		for _, f := range []string{"patches", "components", "replicas"} {
-			if v := Lookup(opts, f); v != nil && v.Kind == yaml.SequenceNode {
-				cur := Lookup(k, f)
-				if cur == nil || cur.Kind != yaml.SequenceNode {
-					cur = &yaml.Node{Kind: yaml.SequenceNode}
-					setField(k, f, cur)
-				}
-				cur.Content = append(cur.Content, v.Content...)
-			}
-		}
-	}
-	out, err := yaml.Marshal(k)
-	if err != nil {
-		return nil
-	}
-	return out
-}
-
-// imageEntry is a kustomization images entry for an Application's
-// "name=newName:tag" or "name:tag" override.
-func imageEntry(s string) *yaml.Node {
-	name, to, ok := strings.Cut(s, "=")
-	if !ok {
-		to = s
-	}
-	ref, digest, _ := strings.Cut(to, "@")
-	newName, tag := ref, ""
-	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
-		newName, tag = ref[:i], ref[i+1:]
-	}
-	if !ok {
-		name = newName
-	}
-	m := &yaml.Node{Kind: yaml.MappingNode}
-	setField(m, "name", strNode(name))
-	if newName != name {
-		setField(m, "newName", strNode(newName))
-	}
-	if tag != "" {
-		setField(m, "newTag", strNode(tag))
-	}
-	if digest != "" {
-		setField(m, "digest", strNode(digest))
-	}
-	return m
+	return l.opts.Engines.Argo.Manifest(Host{l}, u)
 }
 
 // setField sets key of mapping m to v.
@@ -280,81 +169,6 @@ func setField(m *yaml.Node, key string, v *yaml.Node) {
 		}
 	}
 	m.Content = append(m.Content, strNode(key), v)
-}
-
-// directoryKustomization is a kustomization listing what a directory
-// application reads of its path: the YAML and JSON files at its top, or
-// under it when recurse is set, kept by include and exclude.
-func (l *loader) directoryKustomization(u *Unit) []byte {
-	files := l.directoryFiles(u, func(rel string) bool {
-		name := path.Base(rel)
-		if u.rendered && rel == name && slices.Contains(configFileNames, name) {
-			return false // keyhole's plugin reads its Config; it renders no object of it
-		}
-		return inputExt(name) && (name != "agent.yaml" && name != "agent.yml" || l.holdsObjects(filepath.Join(u.Root, filepath.FromSlash(rel))))
-	})
-	k := &yaml.Node{Kind: yaml.MappingNode}
-	seq := &yaml.Node{Kind: yaml.SequenceNode}
-	for _, f := range files {
-		seq.Content = append(seq.Content, strNode(f))
-	}
-	setField(k, "resources", seq)
-	out, _ := yaml.Marshal(k)
-	return out
-}
-
-// directoryFiles are the regular files (relative, slash-separated,
-// sorted) of the directory application u that keep takes, as Argo CD
-// picks them: under its path, in subdirectories only with recurse, and
-// matching include and not exclude.
-func (l *loader) directoryFiles(u *Unit, keep func(rel string) bool) []string {
-	recurse := boolField(u.Argo.Directory, "recurse")
-	include, exclude := stringField(u.Argo.Directory, "include"), stringField(u.Argo.Directory, "exclude")
-	var files []string
-	if u.rendered {
-		// keyhole's plugin reads its path as keyhole does: a walk, which
-		// leaves out what .gitignore keeps out of the repository Argo
-		// CD clones (a Secret's stand-in named only on the command line).
-		for _, f := range walk(l.fsys, u.Root, nil).files {
-			if rel, err := filepath.Rel(u.Root, f); err == nil && keep(filepath.ToSlash(rel)) {
-				files = append(files, filepath.ToSlash(rel))
-			}
-		}
-		slices.Sort(files)
-		return files
-	}
-	l.visitTree(u.Root, func(rel string, fi fs.FileInfo) bool {
-		switch {
-		case fi.IsDir():
-			return recurse
-		case fi.Mode().IsRegular() && (include == "" || braceMatch(include, rel)) && (exclude == "" || !braceMatch(exclude, rel)) && keep(rel):
-			files = append(files, rel)
-		}
-		return false
-	})
-	slices.Sort(files)
-	return files
-}
-
-// holdsObjects reports whether the file abs (an agent.yaml) holds objects
-// (documents with apiVersion and kind) rather than an agent: Argo CD
-// applies the one, and could not apply the other.
-func (l *loader) holdsObjects(abs string) bool {
-	docs, _ := Parse(abs, l.sniff(abs, nil))
-	return slices.ContainsFunc(docs, func(d *Document) bool { return !d.IsAgent() })
-}
-
-// braceMatch matches rel against a directory application's include or
-// exclude pattern: a glob, or {a,b} of globs.
-func braceMatch(pattern, rel string) bool {
-	alts := []string{pattern}
-	if strings.HasPrefix(pattern, "{") && strings.HasSuffix(pattern, "}") {
-		alts = strings.Split(pattern[1:len(pattern)-1], ",")
-	}
-	return slices.ContainsFunc(alts, func(g string) bool {
-		g = strings.TrimSpace(g)
-		return globMatch(g, rel) || globMatch(g, path.Base(rel))
-	})
 }
 
 // strNode is a string scalar, quoted where YAML would read it as another

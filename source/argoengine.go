@@ -2,6 +2,8 @@ package source
 
 import (
 	"errors"
+	"io/fs"
+	"slices"
 
 	"go.yaml.in/yaml/v3"
 
@@ -20,6 +22,14 @@ type Argo interface {
 	// unit applying it builds it in namespace ns, or from d when vals is
 	// nil. srcRoots are the roots it was found under.
 	Units(h Host, d *Document, vals *yaml.Node, ns string, srcRoots []string) []ArgoFound
+	// Manifest is the kustomization Argo CD's repo server builds the
+	// Argo CD unit u's path with, and the path it stands at (absolute):
+	// the path's own with the Application's kustomize options written
+	// in, or one listing the files a directory application reads.
+	Manifest(h Host, u *Unit) (kfile string, kdata []byte)
+	// Jsonnet are the Jsonnet files (absolute) the directory
+	// application u evaluates, which keyhole does not.
+	Jsonnet(h Host, u *Unit) []string
 	// ApplicationSet is what each generator of the ApplicationSet spec
 	// makes, in the order of its generators, reading the repository
 	// through h and what the loader knows from in. It is nil when spec
@@ -223,6 +233,23 @@ func (h Host) Shown(abs string) string { return h.l.display(abs, abs) }
 // KustomizationFile is the kustomization file of the directory dir
 // (absolute), or "" when it has none.
 func (h Host) KustomizationFile(dir string) string { return kustomizationFile(h.l.fsys, dir) }
+
+// Walk is the input files under root (absolute) a walk finds, and the
+// kustomize directories it does not descend into, sorted; what
+// .gitignore keeps out of the repository left out, and no path filter
+// applied.
+func (h Host) Walk(root string) []string { return walk(h.l.fsys, root, nil).files }
+
+// VisitTree calls visit for each entry under root but hidden ones, in
+// order, with its path relative to root (slash-separated); it descends
+// into a directory when visit returns true for it.
+func (h Host) VisitTree(root string, visit func(rel string, fi fs.FileInfo) bool) {
+	h.l.visitTree(root, visit)
+}
+
+// ConfigName reports whether a file of that name is keyhole's Config
+// (keyhole.yaml).
+func ConfigName(name string) bool { return slices.Contains(configFileNames, name) }
 
 // RepoKey is how an Argo CD source's repository and revision are
 // compared: the repoURL without scheme, user, ".git" or a trailing "/",
