@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 )
@@ -25,9 +24,6 @@ const CodeGeneratorMatchesNothing = "GeneratorMatchesNothing"
 // repository does not declare readably, a template calling a function
 // whose result changes on every run): they are not checked.
 const CodeArgoCDUnread = "ArgoCDUnread"
-
-// templateTag is a template's {{...}}.
-var templateTag = regexp.MustCompile(`\{\{.*?\}\}`)
 
 // allDirs lists the directories under base (relative, slash-separated),
 // sorted; walked once for every generator that asks.

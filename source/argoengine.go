@@ -30,6 +30,26 @@ type Argo interface {
 	// Jsonnet are the Jsonnet files (absolute) the directory
 	// application u evaluates, which keyhole does not.
 	Jsonnet(h Host, u *Unit) []string
+	// AppsChart is, for the Helm chart in dir whose Chart.yaml lists
+	// argo-helm's argocd-apps without charts/ holding it, the
+	// Applications and ApplicationSets argocd-apps renders from the
+	// chart's values.yaml (reported as file); ok is false when there is
+	// nothing to read.
+	AppsChart(h Host, dir, file string) (docs []*Document, ok bool)
+	// UnvendoredApps is the warning, when there is one, that the Helm
+	// chart in dir (its Chart.yaml reported as chart) has a dependency
+	// its charts/ does not hold to which the chart's values give Argo CD
+	// objects to render.
+	UnvendoredApps(h Host, dir, chart string) (diag.Diagnostic, bool)
+	// Applies is what Argo CD applies of the Argo CD unit u's build,
+	// docs, that keyhole's render of it does not make, as warnings;
+	// applied says which of docs another source of u's Application
+	// applies as written.
+	Applies(u *Unit, docs []*Document, applied func(*Document) bool) []diag.Diagnostic
+	// ClusterSecret is the Argo CD cluster Secret d declares (one with
+	// Argo CD's cluster label, or an object making one); ok is false
+	// when d declares none.
+	ClusterSecret(d *Document) (c ArgoCluster, ok bool)
 	// ApplicationSet is what each generator of the ApplicationSet spec
 	// makes, in the order of its generators, reading the repository
 	// through h and what the loader knows from in. It is nil when spec
@@ -250,6 +270,21 @@ func (h Host) VisitTree(root string, visit func(rel string, fi fs.FileInfo) bool
 // ConfigName reports whether a file of that name is keyhole's Config
 // (keyhole.yaml).
 func ConfigName(name string) bool { return slices.Contains(configFileNames, name) }
+
+// Resolve is n, a node yaml.v3 parsed, as Parse gives a Document's Node:
+// its aliases resolved into copies (refused past the bound Parse sets)
+// and its merge keys applied.
+func Resolve(n *yaml.Node) (*yaml.Node, error) {
+	r := resolver{budget: maxAliasNodes, onPath: map[*yaml.Node]bool{}}
+	out, err := r.resolve(n, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := applyMerges(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
 
 // RepoKey is how an Argo CD source's repository and revision are
 // compared: the repoURL without scheme, user, ".git" or a trailing "/",
