@@ -50,6 +50,10 @@ type Argo interface {
 	// Argo CD's cluster label, or an object making one); ok is false
 	// when d declares none.
 	ClusterSecret(d *Document) (c ArgoCluster, ok bool)
+	// Config reads the argocd field of keyhole.yaml's Config document
+	// d, whose directory is base (absolute, OS form): what it says, and
+	// a ConfigInvalid error at each root that is not the repository's.
+	Config(h Host, d *Document, base string) (ArgoConfig, diag.List)
 	// ApplicationSet is what each generator of the ApplicationSet spec
 	// makes, in the order of its generators, reading the repository
 	// through h and what the loader knows from in. It is nil when spec
@@ -68,6 +72,26 @@ type AppSetInput struct {
 	// which a clusters generator selects from; the repository is scanned
 	// for them on the first call of a Load.
 	Clusters func() []ArgoCluster
+}
+
+// ArgoConfig is what keyhole.yaml's argocd field says.
+type ArgoConfig struct {
+	// Roots are the Applications and ApplicationSets (files or
+	// directories) an Argo CD instance starts from.
+	Roots []ArgoRoot
+	// Rendered are the directories (absolute) keyhole render writes that
+	// Argo CD Applications apply (argocd.rendered); nil when the field
+	// holds no list.
+	Rendered []string
+}
+
+// ArgoRoot is one of keyhole.yaml's argocd.roots.
+type ArgoRoot struct {
+	// Path is the file or directory (absolute), Shown as keyhole.yaml
+	// writes it.
+	Path, Shown string
+	// Instance names the Argo CD instance it starts, when set.
+	Instance string
 }
 
 // ArgoCluster is an Argo CD cluster Secret the repository declares: the

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"keyhole.dev/keyhole/diag"
 )
 
@@ -85,21 +83,6 @@ type argoRenderUse struct {
 	what, shown string // the Application (and source), and its path as written
 	dir         string // the argocd.rendered directory, absolute
 	sub         string // the path below dir, slash-separated; "" for dir
-}
-
-// readArgoRendered reads argocd.rendered of the Config document d, whose
-// directory is base; its paths need not exist.
-func (l *loader) readArgoRendered(d *Document, base string) {
-	s := Lookup(Lookup(d.Node, "argocd"), "rendered")
-	if s == nil || s.Kind != yaml.SequenceNode {
-		return
-	}
-	l.argo.base = base
-	for _, e := range s.Content {
-		if e.Kind == yaml.ScalarNode && e.Value != "" {
-			l.argo.rendered = append(l.argo.rendered, filepath.Join(base, filepath.FromSlash(path.Clean("/"+e.Value))))
-		}
-	}
 }
 
 // argoRenderedSource is what is said of the Argo CD source what, whose
