@@ -24,7 +24,7 @@ import (
 // edit` does); a path without one is a directory application, its YAML
 // and JSON files read as they are (recurse, include and exclude as
 // spec.source.directory says). An ApplicationSet's generators make its
-// Applications (ApplicationSet), each read as an Application is. A path
+// Applications (applicationSet), each read as an Application is. A path
 // holding a Helm chart is rendered as the repo server's helm template
 // renders it, with the source's helm options. Charts from chart
 // repositories and plugin sources are out of reach: said once. Which
@@ -389,9 +389,9 @@ func appSetUnits(h source.Host, set *yaml.Node, d *source.Document, ns string, s
 		return nil
 	}
 	tp := source.Lookup(spec, "templatePatch")
-	in := source.AppSetInput{Roots: srcRoots, Clusters: func() []source.ArgoCluster { return h.ArgoClusters(srcRoots[0]) }}
+	in := appSetInput{Roots: srcRoots, Clusters: func() []source.ArgoCluster { return h.ArgoClusters(srcRoots[0]) }}
 	var out []source.ArgoFound
-	for _, g := range (Engine{}).ApplicationSet(h, spec, in) {
+	for _, g := range applicationSet(h, spec, in) {
 		pos := diag.Pos{File: d.File, Line: g.Line, Column: g.Column}
 		for _, u := range g.Unmatched {
 			msg := fmt.Sprintf("%s: its git generator's path %s matches nothing in this repository", what, u.Path)
@@ -442,8 +442,8 @@ func appSetUnits(h source.Host, set *yaml.Node, d *source.Document, ns string, s
 
 // appSetSkip is a stop saying a generator's Applications are out of
 // reach.
-func appSetSkip(msg string) *source.AppSetStop {
-	return &source.AppSetStop{Severity: diag.Info, Message: msg}
+func appSetSkip(msg string) *appSetStop {
+	return &appSetStop{Severity: diag.Info, Message: msg}
 }
 
 // templateDirs are the directories under root the ApplicationSet
@@ -495,7 +495,7 @@ var templateTag = regexp.MustCompile(`\{\{.*?\}\}`)
 
 // stopFound is what is said, at pos, of a generator of the
 // ApplicationSet what that makes nothing keyhole reads.
-func stopFound(pos diag.Pos, what string, s *source.AppSetStop) source.ArgoFound {
+func stopFound(pos diag.Pos, what string, s *appSetStop) source.ArgoFound {
 	switch s.Severity {
 	case diag.Error:
 		return source.ArgoFound{Pos: pos, Err: what + ": " + s.Message}
