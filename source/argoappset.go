@@ -10,9 +10,11 @@ import (
 )
 
 // An ApplicationSet's generators make its Applications as the Argo CD
-// engine (source/argocd) makes them; each is read as an Application is
-// (argocd.go). What a generator keyhole cannot read may deploy, and
-// what is said of it, is the loader's.
+// engine (source/argocd) makes them, each read as an Application is.
+// The codes it reports stay with the loader's table of codes, and so
+// do the repository's tree as generators read it (allDirs, visitTree,
+// globMatch) and the key a source's repository is compared by
+// (repoKey), which the loader's revisions and Flux's sources use too.
 
 // CodeGeneratorMatchesNothing is reported at an ApplicationSet's git
 // generator one of whose paths matches nothing in this repository, the

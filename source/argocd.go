@@ -11,18 +11,14 @@ import (
 )
 
 // A repository deployed by Argo CD says what a cluster applies in its
-// Applications: each source's path (spec.source, or each of
-// spec.sources), built as Argo CD's repo server builds it. A path with a
-// kustomization is built with kustomize after the Application's
-// kustomize options are written into it (as the repo server's `kustomize
-// edit` does); a path without one is a directory application, its YAML
-// and JSON files read as they are (recurse, include and exclude as
-// spec.source.directory says). An ApplicationSet's generators make its
-// Applications as its controller makes them (argoappset.go). A path
-// holding a Helm chart is rendered as the repo server's helm template
-// renders it, with the source's helm options (helm.go). Charts from chart repositories and plugin sources are out
-// of reach: said once.
-// See docs/inputs.md.
+// Applications, each source a deploy unit, and in the Applications its
+// ApplicationSets generate. What each means, as Argo CD reads it, is the
+// Argo CD engine's (source/argocd, source.Argo): the loader gives it
+// each Application and ApplicationSet its scan finds and keeps the
+// records it returns, then settles what a source builds when another
+// of this repository's builds from the same repository (argoOwnRepo),
+// prepares and runs each unit's build with the kustomization the engine
+// writes, and says what the engine found. See docs/inputs.md.
 
 // argoGroup is the API group of Argo CD's Application and ApplicationSet.
 const argoGroup = "argoproj.io/"
