@@ -160,7 +160,7 @@ func appUnits(h source.Host, app *yaml.Node, d *source.Document, ns, name string
 				// A branch of this repository Kargo renders to, whose
 				// path (the render's output) main need not hold: what
 				// the next promotion renders is this repository's
-				// overlays, left to the walk (kargo.go).
+				// overlays, left to the walk (source/kargo.go).
 				out = append(out, source.ArgoFound{Pos: pos, Repo: repo, Warn: source.KargoUnread(what, kargo, pin), Code: source.CodeArgoCDRevision})
 				continue
 			}
