@@ -1,10 +1,7 @@
 package source
 
 import (
-	"cmp"
 	"slices"
-
-	"go.yaml.in/yaml/v3"
 
 	"keyhole.dev/keyhole/diag"
 )
@@ -80,9 +77,9 @@ func (l *loader) argoApplied(found []engineFound, patches []kustomizePatch) ([]e
 			}
 			var fs []engineFound
 			if bo != nil {
-				fs, changed = l.argoUnitsAs(decl.d, bo.node, bo.ns, decl.srcRoots), true
+				fs, changed = l.argoUnits(decl.d, bo.node, bo.ns, decl.srcRoots), true
 			} else {
-				fs = l.argoUnits(decl.d, decl.srcRoots)
+				fs = l.argoUnits(decl.d, nil, "", decl.srcRoots)
 			}
 			fs = slices.DeleteFunc(fs, func(f engineFound) bool {
 				key := f.pos.String() + "\x00" + f.skip + "\x00" + f.err + "\x00" + f.warn
@@ -132,57 +129,4 @@ func (l *loader) argoApplied(found []engineFound, patches []kustomizePatch) ([]e
 		apply(decl)
 	}
 	return found, ds
-}
-
-// argoUnitsAs is argoUnits of the object d declares as a build wrote it
-// (vals, in namespace ns): its fields are vals', its positions d's.
-func (l *loader) argoUnitsAs(d *Document, vals *yaml.Node, ns string, srcRoots []string) []engineFound {
-	transplantPositions(vals, d.Node)
-	meta := Lookup(vals, "metadata")
-	ns = cmp.Or(ns, stringField(meta, "namespace"), "argocd")
-	if d.Object().Kind == "ApplicationSet" {
-		return l.appSetUnits(vals, d, ns, srcRoots)
-	}
-	return l.appUnits(vals, d, ns, stringField(meta, "name"), srcRoots)
-}
-
-// transplantPositions gives each node of built the line and column of
-// the node at the same place in orig (by key, and by index in a
-// sequence), or of the nearest node above it that orig holds: what is
-// said of an object a build wrote points into the file declaring it.
-func transplantPositions(built, orig *yaml.Node) {
-	var place func(b, o *yaml.Node, matched bool)
-	place = func(b, o *yaml.Node, matched bool) {
-		b.Line, b.Column = o.Line, o.Column
-		switch {
-		case matched && b.Kind == yaml.MappingNode && o.Kind == yaml.MappingNode:
-			for i := 0; i+1 < len(b.Content); i += 2 {
-				ov, ok := o, false
-				for j := 0; j+1 < len(o.Content); j += 2 {
-					if o.Content[j].Value == b.Content[i].Value {
-						ov, ok = o.Content[j+1], true
-						b.Content[i].Line, b.Content[i].Column = o.Content[j].Line, o.Content[j].Column
-						break
-					}
-				}
-				if !ok {
-					b.Content[i].Line, b.Content[i].Column = o.Line, o.Column
-				}
-				place(b.Content[i+1], ov, ok)
-			}
-		case matched && b.Kind == yaml.SequenceNode && o.Kind == yaml.SequenceNode:
-			for i, c := range b.Content {
-				if i < len(o.Content) {
-					place(c, o.Content[i], true)
-				} else {
-					place(c, o, false)
-				}
-			}
-		default:
-			for _, c := range b.Content {
-				place(c, o, false)
-			}
-		}
-	}
-	place(built, orig, true)
 }

@@ -1,27 +1,18 @@
 package source
 
 import (
-	"cmp"
 	"fmt"
-	"maps"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"keyhole.dev/keyhole/diag"
 )
 
-// An Argo CD Application applies what its source's path builds. keyhole's
-// inputs (Connections, SandboxClasses, AgentRuntimes) are not what a
-// cluster runs: keyhole render turns them into the sandboxes and their
-// egress proxy. A source that builds them without keyhole's config
-// management plugin (keyholePlugin) has Argo CD apply them as written:
-// only a cluster running the omnia operator, which serves these kinds
-// itself, makes anything of them. Said once per unit
-// (CodeArgoCDUnrendered).
+// An Argo CD Application applies what its source's path builds, which
+// may not be what keyhole renders of it: the Argo CD engine says so
+// (source.Argo's Applies) of each unit's build, as the loader takes it.
 
 // CodeArgoCDUnrendered is reported at an Argo CD Application whose
 // source applies keyhole's inputs as written, not keyhole's render of
@@ -37,85 +28,16 @@ const CodeArgoCDRenderOmits = "ArgoCDRenderOmits"
 // keyholeGroup is the API group of keyhole's input kinds.
 const keyholeGroup = "omnia.altairalabs.ai/"
 
-// unrenderedNote is the warning that the Argo CD unit u, not rendered by
-// keyhole's plugin, applies the inputs among docs (its build) as
-// written; ok is false when it applies none, or keyhole renders it.
-func unrenderedNote(u *Unit, docs []*Document) (diag.Diagnostic, bool) {
-	if u.Argo == nil || u.rendered {
-		return diag.Diagnostic{}, false
-	}
-	kinds := map[string]int{}
-	for _, d := range docs {
-		if o := d.Object(); strings.HasPrefix(o.APIVersion, keyholeGroup) {
-			kinds[o.Kind]++
-		}
-	}
-	if len(kinds) == 0 {
-		return diag.Diagnostic{}, false
-	}
-	var what []string
-	for _, k := range slices.Sorted(maps.Keys(kinds)) {
-		s := k
-		if n := kinds[k]; n > 1 {
-			s = fmt.Sprintf("%d %ss", n, k)
-		}
-		what = append(what, s)
-	}
-	return diag.Diagnostic{Code: CodeArgoCDUnrendered, Severity: diag.Warning, Pos: u.Decl, Units: []string{u.Name},
-		Message: "Argo CD Application " + strings.TrimPrefix(u.Name, "argocd:") + " applies keyhole's inputs as written (" + strings.Join(what, ", ") +
-			"), not keyhole's render of them: unless the cluster runs the omnia operator, which serves these kinds itself, nothing makes their sandboxes and egress proxy; render its path with keyhole's config management plugin (source.plugin.name keyhole-VERSION, examples/argocd), or commit keyhole render's output and point it at the unit's directory there (keyhole.yaml's argocd.rendered, examples/argocd-committed)"}, true
-}
-
 // argoApplies says what Argo CD applies of the Argo CD unit u's build,
-// docs, that keyhole's render does not make (unrenderedNote,
-// omittedNote): a kustomize or directory source's build and a Helm
-// source's render alike, at the revision keyhole reads or the one it is
-// pinned to. Nothing for a unit of another engine.
+// docs, that keyhole's render does not make (the Argo CD engine's
+// Applies): a kustomize or directory source's build and a Helm source's
+// render alike, at the revision keyhole reads or the one it is pinned
+// to. Nothing for a unit of another engine.
 func (l *loader) argoApplies(u *Unit, docs []*Document) {
-	if u.Argo == nil {
+	if u.Argo == nil || l.opts.Engines.Argo == nil {
 		return
 	}
-	if n, ok := unrenderedNote(u, docs); ok {
-		l.diags = append(l.diags, n)
-	}
-	if n, ok := omittedNote(u, docs, l.siblingApplies(u)); ok {
-		l.diags = append(l.diags, n)
-	}
-}
-
-// omittedNote is the warning that the Argo CD unit u, which keyhole's
-// plugin renders, builds objects among docs that are not keyhole's
-// inputs (a Secret, an ExternalSecret, a ConfigMap): keyhole's render
-// holds only the objects it makes, never a Secret, so Argo CD never
-// applies them. A Secret a Connection reads is then missing in the
-// cluster, however the check found it. ok is false when there are none.
-// applied says which of docs another source of the same Application
-// applies as written (siblingApplies): those are not omitted.
-func omittedNote(u *Unit, docs []*Document, applied func(*Document) bool) (diag.Diagnostic, bool) {
-	if u.Argo == nil || !u.rendered {
-		return diag.Diagnostic{}, false
-	}
-	var what []string
-	for _, d := range docs {
-		o := d.Object()
-		if d.IsAgent() || strings.HasPrefix(o.APIVersion, keyholeGroup) || o.APIVersion == ConfigAPIVersion || o.Kind == "" {
-			continue
-		}
-		if applied(d) {
-			continue
-		}
-		if o.Kind == "Application" && d.File == u.Decl.File && strings.HasPrefix(strings.TrimPrefix(u.Name, "argocd:"), cmp.Or(o.Namespace, "argocd")+"/"+o.Name) {
-			continue // the Application itself, which is applied, since it renders
-		}
-		what = append(what, o.Kind+" "+cmp.Or(o.Namespace, u.Namespace, "default")+"/"+o.Name)
-	}
-	if len(what) == 0 {
-		return diag.Diagnostic{}, false
-	}
-	slices.Sort(what)
-	return diag.Diagnostic{Code: CodeArgoCDRenderOmits, Severity: diag.Warning, Pos: u.Decl, Units: []string{u.Name},
-		Message: "Argo CD Application " + strings.TrimPrefix(u.Name, "argocd:") + " renders its path with keyhole's config management plugin, whose render holds only the objects keyhole makes, never a Secret: Argo CD never applies what else the path builds (" +
-			strings.Join(what, ", ") + "); apply those from a source of their own, such as a second source of the Application"}, true
+	l.diags = append(l.diags, l.opts.Engines.Argo.Applies(u, docs, l.siblingApplies(u))...)
 }
 
 // siblingApplies reports, of a document the Argo CD unit u's build read,
@@ -161,21 +83,6 @@ type argoRenderUse struct {
 	what, shown string // the Application (and source), and its path as written
 	dir         string // the argocd.rendered directory, absolute
 	sub         string // the path below dir, slash-separated; "" for dir
-}
-
-// readArgoRendered reads argocd.rendered of the Config document d, whose
-// directory is base; its paths need not exist.
-func (l *loader) readArgoRendered(d *Document, base string) {
-	s := Lookup(Lookup(d.Node, "argocd"), "rendered")
-	if s == nil || s.Kind != yaml.SequenceNode {
-		return
-	}
-	l.argo.base = base
-	for _, e := range s.Content {
-		if e.Kind == yaml.ScalarNode && e.Value != "" {
-			l.argo.rendered = append(l.argo.rendered, filepath.Join(base, filepath.FromSlash(path.Clean("/"+e.Value))))
-		}
-	}
 }
 
 // argoRenderedSource is what is said of the Argo CD source what, whose

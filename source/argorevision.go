@@ -249,13 +249,6 @@ func revisionRead(u *Unit) diag.Diagnostic {
 			" (commit " + short(u.pin.ref.Commit) + "): keyhole reads it there, from git, not from the working tree"}
 }
 
-// revisionUnread is the warning that the Argo CD Application what,
-// pinned to p, cannot be read at that revision.
-func revisionUnread(what string, p *revPin) string {
-	return what + " builds its path at targetRevision " + p.rev + ", other than the one keyhole reads, and " + p.unread +
-		"; keyhole reads nothing for it, as the working tree is not what it deploys"
-}
-
 // A Flux GitRepository's spec.ref names what source-controller fetches:
 // a branch, a tag, a semver range over tags, a commit, or a full
 // reference name. The units of Flux Kustomizations building from the

@@ -3,14 +3,9 @@ package source
 import (
 	"cmp"
 	"fmt"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"go.yaml.in/yaml/v3"
-
-	"keyhole.dev/keyhole/diag"
 )
 
 // An Argo CD instance starts from its roots: the Applications and
@@ -32,56 +27,37 @@ import (
 
 // argoConfig is what keyhole.yaml's argocd field says.
 type argoConfig struct {
-	roots []argoRoot
+	roots []ArgoRoot
 	// rendered are the directories (absolute) keyhole.yaml's
 	// argocd.rendered names, and base keyhole.yaml's directory
-	// (argoRenderedPath).
+	// (argoRenderedAgree).
 	rendered []string
 	base     string
 	// uses are the Argo CD sources found applying them.
 	uses []argoRenderUse
 }
 
-// argoRoot is one of keyhole.yaml's argocd.roots.
-type argoRoot struct {
-	path     string // absolute
-	shown    string // as keyhole.yaml writes it
-	instance string
-}
-
 // readArgoConfig reads the argocd field of the Config document d, whose
-// directory is base. A root that is not a file or directory of the
-// repository is a ConfigInvalid error at its place; the compiler checks
-// the rest of the field's shape.
+// directory is base, as the Argo CD engine reads it (Config).
 func (l *loader) readArgoConfig(d *Document, base string) {
-	l.readArgoRendered(d, base)
-	roots := Lookup(Lookup(d.Node, "argocd"), "roots")
-	if roots == nil || roots.Kind != yaml.SequenceNode {
-		return
+	if l.opts.Engines.Argo == nil {
+		return // no Argo CD unit is read: none reads the field
 	}
-	for _, e := range roots.Content {
-		rel := stringField(e, "path")
-		if rel == "" {
-			continue // the compiler says what is missing
-		}
-		p := filepath.Join(base, filepath.FromSlash(path.Clean("/"+rel)))
-		if _, err := l.fsys.Stat(p); err != nil {
-			at := cmp.Or(Lookup(e, "path"), e)
-			l.diags = append(l.diags, diag.Diagnostic{Code: CodeConfigInvalid, Severity: diag.Error,
-				Pos: diag.Pos{File: d.File, Line: at.Line, Column: at.Column}, Object: d.Object(),
-				Message: fmt.Sprintf("argocd.roots: %q is not a file or directory of this repository", rel)})
-			continue
-		}
-		l.argo.roots = append(l.argo.roots, argoRoot{path: p, shown: rel, instance: stringField(e, "instance")})
+	c, ds := l.opts.Engines.Argo.Config(Host{l}, d, base)
+	l.diags = append(l.diags, ds...)
+	if c.Rendered != nil {
+		l.argo.base = base
+		l.argo.rendered = append(l.argo.rendered, c.Rendered...)
 	}
+	l.argo.roots = append(l.argo.roots, c.Roots...)
 }
 
 // argoRootOf is the root of keyhole.yaml's argocd.roots that holds file
 // (absolute), the deepest, or nil.
-func (l *loader) argoRootOf(file string) *argoRoot {
-	var best *argoRoot
+func (l *loader) argoRootOf(file string) *ArgoRoot {
+	var best *ArgoRoot
 	for i, r := range l.argo.roots {
-		if file != "" && within(r.path, file) && (best == nil || len(r.path) > len(best.path)) {
+		if file != "" && within(r.Path, file) && (best == nil || len(r.Path) > len(best.Path)) {
 			best = &l.argo.roots[i]
 		}
 	}
@@ -178,7 +154,7 @@ func (l *loader) argoReach(found []engineFound) []engineFound {
 func (l *loader) argoRootsText() string {
 	var s []string
 	for _, r := range l.argo.roots {
-		s = append(s, r.shown)
+		s = append(s, r.Shown)
 	}
 	return strings.Join(s, ", ")
 }
@@ -207,9 +183,9 @@ func (l *loader) argoInstances(units []*Unit) {
 		}
 		root := top.declFile
 		if r := l.argoRootOf(top.declFile); r != nil {
-			root = r.path
-			if r.instance != "" {
-				named[root] = r.instance
+			root = r.Path
+			if r.Instance != "" {
+				named[root] = r.Instance
 			}
 		}
 		rootOf[u] = root

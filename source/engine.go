@@ -159,7 +159,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 				case isFluxObject(o):
 					founds = l.scanFlux(d, f, srcRoots, &repos, &releases)
 				case strings.HasPrefix(o.APIVersion, argoGroup) && (o.Kind == "Application" || o.Kind == "ApplicationSet"):
-					founds = l.argoUnits(d, srcRoots)
+					founds = l.argoUnits(d, nil, "", srcRoots)
 					decl := &argoDecl{d: d, file: f, srcRoots: srcRoots}
 					for i := range founds {
 						founds[i].argo = decl

@@ -89,8 +89,8 @@ type Unit struct {
 	// (pinAt).
 	pin *revPin
 	// rendered says the unit is an Argo CD source that keyhole's config
-	// management plugin renders (keyholePlugin): Argo CD applies keyhole's
-	// render of it, not its inputs as written (unrenderedNote).
+	// management plugin renders (source/argocd's keyholePlugin): Argo CD
+	// applies keyhole's render of it, not its inputs as written.
 	rendered bool
 }
 

@@ -19,7 +19,7 @@ import (
 // when the selector is empty and no Secret is that cluster's
 // (applicationset/generators/cluster.go). keyhole knows the cluster
 // Secrets the repository declares, which the loader gives
-// (source.AppSetInput); where the repository makes them in a
+// (appSetInput); where the repository makes them in a
 // way keyhole cannot read (an ExternalSecret, a SealedSecret, SOPS), or
 // declares none and the selector asks for some, what the generator
 // makes is not known, and said once.
@@ -30,7 +30,7 @@ const inClusterServer = "https://kubernetes.default.svc"
 // clustersGenerator is the parameter sets of a clusters generator c, from
 // the cluster Secrets the repository declares, or why they are not
 // known.
-func clustersGenerator(run *appSetRun, c *yaml.Node) ([]map[string]any, *source.AppSetStop) {
+func clustersGenerator(run *appSetRun, c *yaml.Node) ([]map[string]any, *appSetStop) {
 	var sel metav1.LabelSelector
 	if s := source.Lookup(c, "selector"); s != nil {
 		data, err := yaml.Marshal(s)

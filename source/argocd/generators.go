@@ -14,34 +14,34 @@ import (
 )
 
 // A generator that makes no parameter sets keyhole reads says why, as a
-// source.AppSetStop: genSkip where they are out of reach, genUnread
+// appSetStop: genSkip where they are out of reach, genUnread
 // where they are not known (advice says what would make them known),
 // genError where the controller refuses the generator.
 
-func genSkip(msg string) *source.AppSetStop {
-	return &source.AppSetStop{Severity: diag.Info, Message: msg}
+func genSkip(msg string) *appSetStop {
+	return &appSetStop{Severity: diag.Info, Message: msg}
 }
 
-func genUnread(msg, advice string) *source.AppSetStop {
-	return &source.AppSetStop{Severity: diag.Warning, Message: msg, Advice: advice}
+func genUnread(msg, advice string) *appSetStop {
+	return &appSetStop{Severity: diag.Warning, Message: msg, Advice: advice}
 }
 
-func genError(msg string) *source.AppSetStop {
-	return &source.AppSetStop{Severity: diag.Error, Message: msg}
+func genError(msg string) *appSetStop {
+	return &appSetStop{Severity: diag.Error, Message: msg}
 }
 
 // appSetRun is the reading of one ApplicationSet's generator.
 type appSetRun struct {
 	h  source.Host
 	t  appSetTmpl
-	in source.AppSetInput
+	in appSetInput
 	// unmatched are its git generators' paths that match nothing.
-	unmatched []source.AppSetUnmatched
+	unmatched []appSetUnmatched
 }
 
 // changing is the stop a template error calling a function whose result
 // changes on every run makes, or nil for any other error.
-func changing(err error) *source.AppSetStop {
+func changing(err error) *appSetStop {
 	var ce changingError
 	if !errors.As(err, &ce) {
 		return nil
@@ -72,7 +72,7 @@ func paramsNamed(p map[string]any) string {
 // makes, as the ApplicationSet controller makes them and as its
 // selector keeps them, or why it makes none here. depth counts the
 // matrices around g.
-func generatorParams(run *appSetRun, g *yaml.Node, depth int) ([]map[string]any, *source.AppSetStop) {
+func generatorParams(run *appSetRun, g *yaml.Node, depth int) ([]map[string]any, *appSetStop) {
 	git, list, matrix, clusters := source.Lookup(g, "git"), source.Lookup(g, "list"), source.Lookup(g, "matrix"), source.Lookup(g, "clusters")
 	for _, n := range []*yaml.Node{git, list, clusters} {
 		if source.Lookup(n, "template") != nil {
@@ -80,7 +80,7 @@ func generatorParams(run *appSetRun, g *yaml.Node, depth int) ([]map[string]any,
 		}
 	}
 	var params []map[string]any
-	var stop *source.AppSetStop
+	var stop *appSetStop
 	switch {
 	case git != nil:
 		params, stop = gitGenerator(run, git)
@@ -125,7 +125,7 @@ func generatorParams(run *appSetRun, g *yaml.Node, depth int) ([]map[string]any,
 // generatorValues adds the values of a generator (the field of its
 // kind) to each of its parameter sets, filled with that set's
 // parameters: values.KEY, or a values map with goTemplate.
-func generatorValues(t appSetTmpl, gen *yaml.Node, params []map[string]any) ([]map[string]any, *source.AppSetStop) {
+func generatorValues(t appSetTmpl, gen *yaml.Node, params []map[string]any) ([]map[string]any, *appSetStop) {
 	vals := source.Lookup(gen, "values")
 	if vals == nil {
 		return params, nil

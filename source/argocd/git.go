@@ -19,7 +19,7 @@ import (
 // paths are relative to, when they match there). A path that matches
 // nothing goes to run.unmatched, with the repository the generator
 // names: the loader says it.
-func gitGenerator(run *appSetRun, git *yaml.Node) ([]map[string]any, *source.AppSetStop) {
+func gitGenerator(run *appSetRun, git *yaml.Node) ([]map[string]any, *appSetStop) {
 	root, named := run.in.Roots[0], run.in.Roots[len(run.in.Roots)-1]
 	prefix := source.StringField(git, "pathParamPrefix")
 	var out []map[string]any
@@ -81,7 +81,7 @@ func gitGenerator(run *appSetRun, git *yaml.Node) ([]map[string]any, *source.App
 		}
 	}
 	for _, g := range unmatched {
-		run.unmatched = append(run.unmatched, source.AppSetUnmatched{Path: g,
+		run.unmatched = append(run.unmatched, appSetUnmatched{Path: g,
 			RepoURL: source.StringField(git, "repoURL"), Revision: source.StringField(git, "revision")})
 	}
 	return out, nil
@@ -104,7 +104,7 @@ func pathPatterns(list *yaml.Node) (include, exclude []string) {
 // (its bytes data): one for the mapping it holds, or for each of the
 // list it holds; the mapping as it is with goTemplate, else flattened
 // to strings.
-func fileParams(data []byte, rel string, goTemplate bool, prefix string) ([]map[string]any, *source.AppSetStop) {
+func fileParams(data []byte, rel string, goTemplate bool, prefix string) ([]map[string]any, *appSetStop) {
 	var objs []map[string]any
 	var one map[string]any
 	if data == nil {

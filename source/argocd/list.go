@@ -12,7 +12,7 @@ import (
 // and those its elementsYaml holds. Without goTemplate every value must
 // be a string, but a map of strings under values (values.KEY), as the
 // controller requires.
-func listGenerator(list *yaml.Node, goTemplate bool) ([]map[string]any, *source.AppSetStop) {
+func listGenerator(list *yaml.Node, goTemplate bool) ([]map[string]any, *appSetStop) {
 	var elems []map[string]any
 	if e := source.Lookup(list, "elements"); e != nil {
 		if e.Decode(&elems) != nil {

@@ -15,7 +15,7 @@ import (
 // the first's parameters (filled in before it runs). Without goTemplate
 // a key both sets hold with two values is refused, as the controller
 // refuses it; with it, the two are merged, the first's values winning.
-func matrixGenerator(run *appSetRun, m *yaml.Node, depth int) (out []map[string]any, stop *source.AppSetStop) {
+func matrixGenerator(run *appSetRun, m *yaml.Node, depth int) (out []map[string]any, stop *appSetStop) {
 	gens := source.Lookup(m, "generators")
 	if gens == nil || gens.Kind != yaml.SequenceNode || len(gens.Content) != 2 {
 		return nil, genError("a matrix generator must have exactly two generators")
