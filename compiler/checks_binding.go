@@ -101,7 +101,7 @@ func checkBindingRefs(p *pass) {
 				// the class's own findings say what is wrong
 			} else if class == nil {
 				msg := fmt.Sprintf("SandboxClass %s is not in the input", ref{ns, b.Sandbox})
-				p.report(codeBindingClassMissing, &o.item, bindingPath(j).with("sandbox"), false, "%s%s%s", msg, p.bindingHint(o, "SandboxClass", "sandbox", b.Sandbox, p.classNames(ns)), p.unreadNote())
+				p.report(codeBindingClassMissing, &o.item, bindingPath(j).with("sandbox"), false, "%s%s%s", msg, p.bindingHint(o, "SandboxClass", "sandbox", b.Sandbox, namesIn(p.classes, ns)), p.unreadNote())
 			} else if roles := class.roles(); !slices.Contains(roles, b.Role) {
 				p.report(codeBindingRoleUndeclared, &o.item, bindingPath(j).with("role"), false,
 					"SandboxClass %s declares no role %q (it declares: %s); declare it in the class's spec.connections or bind a declared role%s",
@@ -236,16 +236,6 @@ func nameTransformed(it *item) bool {
 	}
 	_, note := it.doc.Where(n)
 	return note != ""
-}
-
-func (p *pass) classNames(ns string) []string {
-	var names []string
-	for r := range p.classes {
-		if r.namespace == ns {
-			names = append(names, r.name)
-		}
-	}
-	return names
 }
 
 func (p *pass) connNames(ns string) []string {
