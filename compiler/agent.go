@@ -298,6 +298,36 @@ func (p *pass) catalogNames() []string {
 	return names
 }
 
+// substitutedConnector is one of an agent's sandbox connectors whose
+// credential the proxy substitutes: where agent.yaml lists it, its
+// catalog entry and the Connection it resolves to.
+type substitutedConnector struct {
+	index int
+	wire  agentConnectorWire
+	conn  schema.Connector
+	cn    *connection
+}
+
+// substitutedConnectors lists, in agent.yaml's order, the agent's sandbox
+// connectors that the catalog has and whose connection resolves to a
+// Connection whose Secret the proxy substitutes; a proxy-held credential's
+// Secret never is, and the checks report the rest.
+func (p *pass) substitutedConnectors(a *agent) []substitutedConnector {
+	var out []substitutedConnector
+	for i, c := range a.w.Connectors {
+		conn, ok := p.catalog[c.Name]
+		if !ok || !c.Sandbox {
+			continue
+		}
+		cn, err := p.agentConnection(a, c.Connection)
+		if err != nil || proxyOnlyCredential(cn.w.Spec.Credential.Kind) {
+			continue
+		}
+		out = append(out, substitutedConnector{index: i, wire: c, conn: conn, cn: cn})
+	}
+	return out
+}
+
 // agentSandbox compiles an agent with a sandbox into a Sandbox of the plan.
 func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
 	aw := a.w
@@ -313,15 +343,8 @@ func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
 		Image:  p.config.sandboxImage,
 	}
 	injected := map[string]bool{}
-	for ci, c := range aw.Connectors {
-		conn, ok := p.catalog[c.Name]
-		if !ok || !c.Sandbox {
-			continue
-		}
-		cn, err := p.agentConnection(a, c.Connection)
-		if err != nil || proxyOnlyCredential(cn.w.Spec.Credential.Kind) {
-			continue // a proxy-held credential's Secret is never substituted; the checks report it
-		}
+	for _, sc := range p.substitutedConnectors(a) {
+		ci, c, conn, cn := sc.index, sc.wire, sc.conn, sc.cn
 		ns = cmp.Or(ns, cn.obj().Namespace)
 		placeholder := Placeholder(cn.obj().Name)
 		for _, h := range conn.Hosts {
@@ -393,15 +416,8 @@ func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
 func (p *pass) planAgent(a *agent, s Sandbox) Agent {
 	aw := a.w
 	out := Agent{Name: aw.Name, Namespace: s.Namespace, Source: a.obj(), Pos: a.doc.Pos, Sandbox: aw.Sandbox, Image: s.Image}
-	for _, c := range aw.Connectors {
-		conn, ok := p.catalog[c.Name]
-		if !ok || !c.Sandbox {
-			continue
-		}
-		cn, err := p.agentConnection(a, c.Connection)
-		if err != nil || proxyOnlyCredential(cn.w.Spec.Credential.Kind) {
-			continue
-		}
+	for _, sc := range p.substitutedConnectors(a) {
+		c, conn, cn := sc.wire, sc.conn, sc.cn
 		secretName, secretNamespace := cn.w.Spec.Credential.SecretRef.Name, cn.w.Spec.Credential.SecretRef.Namespace
 		ac := AgentConnector{
 			Name:            c.Name,
