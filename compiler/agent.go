@@ -107,11 +107,7 @@ func checkAgents(p *pass) {
 		// plan keeps the first connector on a host and the first
 		// placeholder of a variable, so a later one with another
 		// Connection would be dropped unseen.
-		type claim struct {
-			connection string
-			connector  int
-		}
-		hosts, envs := map[string]claim{}, map[string]claim{}
+		hosts, envs := claims{}, claims{}
 		if len(aw.SandboxOptions.Setup) > 0 && aw.Sandbox == "" {
 			p.report(codeAgentSetupWithout, &a.item, agentPath("sandbox_options", "setup"), true,
 				"sandbox_options.setup runs in a sandbox, but the agent has none; add sandbox (e.g. daytona) or remove the setup")
@@ -166,23 +162,19 @@ func checkAgents(p *pass) {
 			var clash []string
 			var first claim
 			for _, h := range conn.Hosts {
-				if f, ok := hosts[h.Host]; !ok {
-					hosts[h.Host] = claim{name, i}
-				} else if f.connection != name {
+				if f, taken := hosts.take(h.Host, name, i); taken {
 					clash, first = append(clash, h.Host), f
 				}
 			}
 			if len(clash) > 0 {
 				p.report(codeBindingHostConflict, &a.item, at.with("connection"), false,
 					"connectors %d and %d inject %s in the sandbox, with Connections %s and %s; the proxy can apply only one, so connector %d would go unused: give both one connection, or remove one",
-					first.connector, i, strings.Join(clash, ", "), first.connection, name, i)
+					first.by, i, strings.Join(clash, ", "), first.connection, name, i)
 			}
-			if f, ok := envs[conn.Env]; !ok {
-				envs[conn.Env] = claim{name, i}
-			} else if f.connection != name {
+			if f, taken := envs.take(conn.Env, name, i); taken {
 				p.report(codeBindingEnvConflict, &a.item, at.with("connection"), false,
 					"connectors %d and %d both set %s in the sandbox, to the placeholders of Connections %s and %s; it can hold only one",
-					f.connector, i, conn.Env, f.connection, name)
+					f.by, i, conn.Env, f.connection, name)
 			}
 		}
 	}
