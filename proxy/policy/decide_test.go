@@ -11,17 +11,14 @@ import (
 	"keyhole.dev/keyhole/proxy/config"
 )
 
+// testPolicy is the policy of the config package's github-acme fixture.
 func testPolicy(t testing.TB) *Policy {
 	t.Helper()
-	cfg, err := config.Load(filepath.Join("..", "config", "testdata", "github-acme.json"))
+	cfg, err := os.ReadFile(filepath.Join("..", "config", "testdata", "github-acme.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPolicy(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return policyOf(t, string(cfg))
 }
 
 // policyOf is the policy of a proxy config given as JSON.
