@@ -268,18 +268,8 @@ func pathClasses(rules []config.Rule) (paths []string, ok bool) {
 			}
 			return true
 		}
-		for _, lit := range slices.Sorted(maps.Keys(lits)) {
-			var keep []pathSpec
-			for _, s := range next {
-				if s.matches(d, lit) {
-					keep = append(keep, s)
-				}
-			}
-			if !walk(append(slices.Clone(prefix), lit), keep) {
-				return false
-			}
-		}
-		for _, seg := range append([]string{other}, slashed...) {
+		// The literals in order, then a segment none of them is.
+		for _, seg := range slices.Concat(slices.Sorted(maps.Keys(lits)), []string{other}, slashed) {
 			var keep []pathSpec
 			for _, s := range next {
 				if s.matches(d, seg) {

@@ -107,11 +107,7 @@ func checkAgents(p *pass) {
 		// plan keeps the first connector on a host and the first
 		// placeholder of a variable, so a later one with another
 		// Connection would be dropped unseen.
-		type claim struct {
-			connection string
-			connector  int
-		}
-		hosts, envs := map[string]claim{}, map[string]claim{}
+		hosts, envs := claims{}, claims{}
 		if len(aw.SandboxOptions.Setup) > 0 && aw.Sandbox == "" {
 			p.report(codeAgentSetupWithout, &a.item, agentPath("sandbox_options", "setup"), true,
 				"sandbox_options.setup runs in a sandbox, but the agent has none; add sandbox (e.g. daytona) or remove the setup")
@@ -166,23 +162,19 @@ func checkAgents(p *pass) {
 			var clash []string
 			var first claim
 			for _, h := range conn.Hosts {
-				if f, ok := hosts[h.Host]; !ok {
-					hosts[h.Host] = claim{name, i}
-				} else if f.connection != name {
+				if f, taken := hosts.take(h.Host, name, i); taken {
 					clash, first = append(clash, h.Host), f
 				}
 			}
 			if len(clash) > 0 {
 				p.report(codeBindingHostConflict, &a.item, at.with("connection"), false,
 					"connectors %d and %d inject %s in the sandbox, with Connections %s and %s; the proxy can apply only one, so connector %d would go unused: give both one connection, or remove one",
-					first.connector, i, strings.Join(clash, ", "), first.connection, name, i)
+					first.by, i, strings.Join(clash, ", "), first.connection, name, i)
 			}
-			if f, ok := envs[conn.Env]; !ok {
-				envs[conn.Env] = claim{name, i}
-			} else if f.connection != name {
+			if f, taken := envs.take(conn.Env, name, i); taken {
 				p.report(codeBindingEnvConflict, &a.item, at.with("connection"), false,
 					"connectors %d and %d both set %s in the sandbox, to the placeholders of Connections %s and %s; it can hold only one",
-					f.connector, i, conn.Env, f.connection, name)
+					f.by, i, conn.Env, f.connection, name)
 			}
 		}
 	}
@@ -298,6 +290,36 @@ func (p *pass) catalogNames() []string {
 	return names
 }
 
+// substitutedConnector is one of an agent's sandbox connectors whose
+// credential the proxy substitutes: where agent.yaml lists it, its
+// catalog entry and the Connection it resolves to.
+type substitutedConnector struct {
+	index int
+	wire  agentConnectorWire
+	conn  schema.Connector
+	cn    *connection
+}
+
+// substitutedConnectors lists, in agent.yaml's order, the agent's sandbox
+// connectors that the catalog has and whose connection resolves to a
+// Connection whose Secret the proxy substitutes; a proxy-held credential's
+// Secret never is, and the checks report the rest.
+func (p *pass) substitutedConnectors(a *agent) []substitutedConnector {
+	var out []substitutedConnector
+	for i, c := range a.w.Connectors {
+		conn, ok := p.catalog[c.Name]
+		if !ok || !c.Sandbox {
+			continue
+		}
+		cn, err := p.agentConnection(a, c.Connection)
+		if err != nil || proxyOnlyCredential(cn.w.Spec.Credential.Kind) {
+			continue
+		}
+		out = append(out, substitutedConnector{index: i, wire: c, conn: conn, cn: cn})
+	}
+	return out
+}
+
 // agentSandbox compiles an agent with a sandbox into a Sandbox of the plan.
 func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
 	aw := a.w
@@ -313,15 +335,8 @@ func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
 		Image:  p.config.sandboxImage,
 	}
 	injected := map[string]bool{}
-	for ci, c := range aw.Connectors {
-		conn, ok := p.catalog[c.Name]
-		if !ok || !c.Sandbox {
-			continue
-		}
-		cn, err := p.agentConnection(a, c.Connection)
-		if err != nil || proxyOnlyCredential(cn.w.Spec.Credential.Kind) {
-			continue // a proxy-held credential's Secret is never substituted; the checks report it
-		}
+	for _, sc := range p.substitutedConnectors(a) {
+		ci, c, conn, cn := sc.index, sc.wire, sc.conn, sc.cn
 		ns = cmp.Or(ns, cn.obj().Namespace)
 		placeholder := Placeholder(cn.obj().Name)
 		for _, h := range conn.Hosts {
@@ -393,15 +408,8 @@ func (p *pass) agentSandbox(a *agent) (Sandbox, bool) {
 func (p *pass) planAgent(a *agent, s Sandbox) Agent {
 	aw := a.w
 	out := Agent{Name: aw.Name, Namespace: s.Namespace, Source: a.obj(), Pos: a.doc.Pos, Sandbox: aw.Sandbox, Image: s.Image}
-	for _, c := range aw.Connectors {
-		conn, ok := p.catalog[c.Name]
-		if !ok || !c.Sandbox {
-			continue
-		}
-		cn, err := p.agentConnection(a, c.Connection)
-		if err != nil || proxyOnlyCredential(cn.w.Spec.Credential.Kind) {
-			continue
-		}
+	for _, sc := range p.substitutedConnectors(a) {
+		c, conn, cn := sc.wire, sc.conn, sc.cn
 		secretName, secretNamespace := cn.w.Spec.Credential.SecretRef.Name, cn.w.Spec.Credential.SecretRef.Namespace
 		ac := AgentConnector{
 			Name:            c.Name,

@@ -247,7 +247,7 @@ func checkSecretMissing(p *pass) {
 		if s != nil || c.secretName() == "" {
 			continue // no secretRef: checkWorkloadIdentity
 		}
-		hint := didYouMean(r.name, p.secretNames(r.namespace))
+		hint := didYouMean(r.name, namesIn(p.secrets, r.namespace))
 		if renamed := p.renamedSecret(r, c.obj().Name); renamed != "" {
 			hint = p.renamedHint(r.namespace, renamed)
 		} else if elsewhere, unnamed := p.secretNamespaces(r.name); len(elsewhere) > 0 {
@@ -474,10 +474,12 @@ func (p *pass) secretNamespaces(name string) (namespaces []string, unnamed bool)
 	return namespaces, unnamed
 }
 
-func (p *pass) secretNames(namespace string) []string {
+// namesIn returns the names of m's keys in namespace ns, in no order:
+// the candidates a did-you-mean hint picks from.
+func namesIn[V any](m map[ref]V, ns string) []string {
 	var names []string
-	for r := range p.secrets {
-		if r.namespace == namespace {
+	for r := range m {
+		if r.namespace == ns {
 			names = append(names, r.name)
 		}
 	}

@@ -101,7 +101,7 @@ func checkBindingRefs(p *pass) {
 				// the class's own findings say what is wrong
 			} else if class == nil {
 				msg := fmt.Sprintf("SandboxClass %s is not in the input", ref{ns, b.Sandbox})
-				p.report(codeBindingClassMissing, &o.item, bindingPath(j).with("sandbox"), false, "%s%s%s", msg, p.bindingHint(o, "SandboxClass", "sandbox", b.Sandbox, p.classNames(ns)), p.unreadNote())
+				p.report(codeBindingClassMissing, &o.item, bindingPath(j).with("sandbox"), false, "%s%s%s", msg, p.bindingHint(o, "SandboxClass", "sandbox", b.Sandbox, namesIn(p.classes, ns)), p.unreadNote())
 			} else if roles := class.roles(); !slices.Contains(roles, b.Role) {
 				p.report(codeBindingRoleUndeclared, &o.item, bindingPath(j).with("role"), false,
 					"SandboxClass %s declares no role %q (it declares: %s); declare it in the class's spec.connections or bind a declared role%s",
@@ -122,18 +122,35 @@ func checkBindingRefs(p *pass) {
 	}
 }
 
+// claims holds, for each name of one sandbox (a host injected, a
+// placeholder variable set), the Connection that claimed it first and by
+// which binding or connector: the plan keeps that one.
+type claims map[string]claim
+
+type claim struct {
+	connection string
+	by         int // the binding's or the connector's index
+}
+
+// take records connection's claim on name by binding or connector by,
+// unless name is claimed already; it returns the first claim when that
+// was another Connection's.
+func (cs claims) take(name, connection string, by int) (first claim, clash bool) {
+	first, ok := cs[name]
+	if !ok {
+		cs[name] = claim{connection, by}
+	}
+	return first, ok && first.connection != connection
+}
+
 // checkBindingConflicts finds two Connections bound to one sandbox that
 // inject the same host or set the same placeholder variable: the proxy can
 // apply only one, and which would be an accident of ordering.
 func checkBindingConflicts(p *pass) {
 	for _, o := range p.owners {
 		ns := o.ns
-		type claim struct {
-			connection string
-			binding    int
-		}
-		hosts := map[string]map[string]claim{} // sandbox → host → first claim
-		envs := map[string]map[string]claim{}
+		hosts := map[string]claims{} // sandbox → host → first claim
+		envs := map[string]claims{}
 		for j, b := range o.w.Spec.Sandbox.Connections {
 			c := p.conns.get(ref{ns, b.Connection})
 			if c == nil {
@@ -143,23 +160,19 @@ func checkBindingConflicts(p *pass) {
 			// checkSandboxNames says.
 			sandbox := fmt.Sprintf("%s-%s (SandboxClass %s)", o.obj().Name, b.Sandbox, b.Sandbox)
 			if hosts[b.Sandbox] == nil {
-				hosts[b.Sandbox], envs[b.Sandbox] = map[string]claim{}, map[string]claim{}
+				hosts[b.Sandbox], envs[b.Sandbox] = claims{}, claims{}
 			}
 			for _, in := range c.w.Spec.Placement.Inject {
 				for _, h := range in.Hosts {
-					if first, ok := hosts[b.Sandbox][h]; ok && first.connection != c.obj().Name {
+					if first, clash := hosts[b.Sandbox].take(h, c.obj().Name, j); clash {
 						p.report(codeBindingHostConflict, &o.item, bindingPath(j).with("connection"), false,
-							"Connections %s (binding %d) and %s both inject %s in sandbox %s; the proxy can apply only one, so bind one of them", first.connection, first.binding, c.obj().Name, h, sandbox)
-					} else if !ok {
-						hosts[b.Sandbox][h] = claim{c.obj().Name, j}
+							"Connections %s (binding %d) and %s both inject %s in sandbox %s; the proxy can apply only one, so bind one of them", first.connection, first.by, c.obj().Name, h, sandbox)
 					}
 				}
 				for _, e := range in.PlaceholderEnv {
-					if first, ok := envs[b.Sandbox][e]; ok && first.connection != c.obj().Name {
+					if first, clash := envs[b.Sandbox].take(e, c.obj().Name, j); clash {
 						p.report(codeBindingEnvConflict, &o.item, bindingPath(j).with("connection"), false,
-							"Connections %s (binding %d) and %s both set %s in sandbox %s; rename one placeholderEnv", first.connection, first.binding, c.obj().Name, e, sandbox)
-					} else if !ok {
-						envs[b.Sandbox][e] = claim{c.obj().Name, j}
+							"Connections %s (binding %d) and %s both set %s in sandbox %s; rename one placeholderEnv", first.connection, first.by, c.obj().Name, e, sandbox)
 					}
 				}
 			}
@@ -236,16 +249,6 @@ func nameTransformed(it *item) bool {
 	}
 	_, note := it.doc.Where(n)
 	return note != ""
-}
-
-func (p *pass) classNames(ns string) []string {
-	var names []string
-	for r := range p.classes {
-		if r.namespace == ns {
-			names = append(names, r.name)
-		}
-	}
-	return names
 }
 
 func (p *pass) connNames(ns string) []string {

@@ -412,7 +412,7 @@ func checkValuesUnknown(p *pass) {
 // such as a Connection's secretRef; "" when there is none or several.
 // referrer is the name of the object whose reference r is.
 func (p *pass) renamedSecret(r ref, referrer string) string {
-	return p.renamedName(r.name, referrer, p.secretNames(r.namespace))
+	return p.renamedName(r.name, referrer, namesIn(p.secrets, r.namespace))
 }
 
 // renamedName is renamedName(name, referrer, names) where a kustomization

@@ -15,9 +15,7 @@ import (
 
 // bodyRuleConfig lets the sandbox reopen a pull request on api.github.com
 // and nothing else: PATCH with "state" "open" only.
-const bodyRuleConfig = `{
-  "apiVersion": "proxy.keyhole.dev/v1alpha1", "kind": "ProxyConfig",
-  "sandbox": {"namespace": "agents", "name": "support"},
+const bodyRuleConfig = configHead + `
   "hosts": [
     {"name": "api.github.com", "connection": "github-acme",
      "inject": {"secret": "acme-github-token", "header": {"name": "Authorization", "value": "Bearer {{ .token }}"}},

@@ -259,16 +259,11 @@ func (s *Server) serveDNSTCP(ln net.Listener) error {
 		t.mu.Unlock()
 		t.wg.Wait()
 	}()
-	var backoff time.Duration
 	for {
-		c, err := sl.Accept()
+		c, err := s.accept(sl, "dns accept")
 		if err != nil {
-			if s.retryListener(&backoff, "dns accept", err) {
-				return http.ErrServerClosed
-			}
-			continue
+			return err
 		}
-		backoff = 0
 		t.mu.Lock()
 		if t.closed {
 			t.mu.Unlock()

@@ -15,9 +15,7 @@ import (
 
 // h2Config adds grpc.example, an upstream that speaks HTTP/2, to the
 // harness's config.
-const h2Config = `{
-  "apiVersion": "proxy.keyhole.dev/v1alpha1", "kind": "ProxyConfig",
-  "sandbox": {"namespace": "agents", "name": "support"},
+const h2Config = configHead + `
   "scrubResponseBodies": true,
   "hosts": [
     {"name": "api.github.com", "connection": "github-acme",

@@ -200,9 +200,14 @@ type harness struct {
 	done    chan error
 }
 
-const testConfig = `{
+// configHead opens a proxy config of the harness's sandbox,
+// agents/support; each test's config goes on with its own fields and
+// hosts.
+const configHead = `{
   "apiVersion": "proxy.keyhole.dev/v1alpha1", "kind": "ProxyConfig",
-  "sandbox": {"namespace": "agents", "name": "support"},
+  "sandbox": {"namespace": "agents", "name": "support"},`
+
+const testConfig = configHead + `
   "hosts": [
     {"name": "api.github.com", "connection": "github-acme",
      "inject": {"secret": "acme-github-token", "header": {"name": "Authorization", "value": "Bearer {{ .token }}"}},

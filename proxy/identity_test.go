@@ -20,9 +20,7 @@ import (
 
 // workloadSigV4Config signs S3 requests with the proxy's own AWS
 // identity: no Secret.
-const workloadSigV4Config = `{
-  "apiVersion": "proxy.keyhole.dev/v1alpha1", "kind": "ProxyConfig",
-  "sandbox": {"namespace": "agents", "name": "support"},
+const workloadSigV4Config = configHead + `
   "scrubResponseBodies": true,
   "hosts": [
     {"name": "s3.us-east-1.amazonaws.com", "connection": "aws-s3",
@@ -258,9 +256,7 @@ func TestServerSigV4WorkloadIdentity(t *testing.T) {
 
 // workloadGoogleConfig has the proxy ask its metadata server for an
 // access token for api.example and an ID token for run.example.
-const workloadGoogleConfig = `{
-  "apiVersion": "proxy.keyhole.dev/v1alpha1", "kind": "ProxyConfig",
-  "sandbox": {"namespace": "agents", "name": "support"},
+const workloadGoogleConfig = configHead + `
   "scrubResponseBodies": true,
   "hosts": [
     {"name": "api.example", "connection": "gcp",

@@ -15,9 +15,7 @@ import (
 
 // internalConfig has an injected and a passthrough host the config lets
 // reach internal addresses, and one of each it does not.
-const internalConfig = `{
-  "apiVersion": "proxy.keyhole.dev/v1alpha1", "kind": "ProxyConfig",
-  "sandbox": {"namespace": "agents", "name": "support"},
+const internalConfig = configHead + `
   "hosts": [
     {"name": "api.github.com", "connection": "github-acme",
      "inject": {"secret": "acme-github-token", "header": {"name": "Authorization", "value": "Bearer {{ .token }}"}}},

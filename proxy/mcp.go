@@ -38,13 +38,7 @@ const mcpRefusalCode = -32001
 // error and keep the session; a plain-text answer ends it for some
 // (the Go SDK's).
 func writeMCPRefusal(w http.ResponseWriter, d policy.Decision, closeConn bool) {
-	h := w.Header()
-	h.Set(policy.RefusedHeader, string(d.Reason))
-	h.Set("Content-Type", "application/json")
-	h.Set("X-Content-Type-Options", "nosniff")
-	if closeConn {
-		h.Set("Connection", "close")
-	}
+	setRefusalHeader(w.Header(), d.Reason, "application/json", closeConn)
 	id := json.RawMessage("null")
 	if d.MCP.ID != nil {
 		id = d.MCP.ID

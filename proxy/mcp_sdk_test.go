@@ -18,9 +18,7 @@ import (
 // mcpProxyConfig lets the sandbox use an MCP server's session methods
 // and two of its tools, one of them for the owner acme only; response
 // bodies are scrubbed of the credential.
-const mcpProxyConfig = `{
-  "apiVersion": "proxy.keyhole.dev/v1alpha1", "kind": "ProxyConfig",
-  "sandbox": {"namespace": "agents", "name": "support"},
+const mcpProxyConfig = configHead + `
   "scrubResponseBodies": true,
   "hosts": [
     {"name": "mcp.example.com", "connection": "github-mcp",

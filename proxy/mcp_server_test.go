@@ -11,9 +11,7 @@ import (
 )
 
 // mcpRuleConfig holds POSTs to api.github.com's /mcp to two tools.
-const mcpRuleConfig = `{
-  "apiVersion": "proxy.keyhole.dev/v1alpha1", "kind": "ProxyConfig",
-  "sandbox": {"namespace": "agents", "name": "support"},
+const mcpRuleConfig = configHead + `
   "hosts": [
     {"name": "api.github.com", "connection": "github-acme",
      "inject": {"secret": "acme-github-token", "header": {"name": "Authorization", "value": "Bearer {{ .token }}"}},

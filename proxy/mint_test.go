@@ -183,9 +183,7 @@ func (g *githubStandIn) seen() []seen {
 
 // githubAppConfig mints one token for both of a Connection's hosts,
 // narrowed as the compiler narrows it for these rules.
-const githubAppConfig = `{
-  "apiVersion": "proxy.keyhole.dev/v1alpha1", "kind": "ProxyConfig",
-  "sandbox": {"namespace": "agents", "name": "support"},
+const githubAppConfig = configHead + `
   "scrubResponseBodies": true,
   "hosts": [
     {"name": "api.github.com", "connection": "github-app",

@@ -208,9 +208,7 @@ func (a *authStandIn) seen() []seen {
 	return append([]seen(nil), a.requests...)
 }
 
-const oauthConfig = `{
-  "apiVersion": "proxy.keyhole.dev/v1alpha1", "kind": "ProxyConfig",
-  "sandbox": {"namespace": "agents", "name": "support"},
+const oauthConfig = configHead + `
   "scrubResponseBodies": true,
   "hosts": [
     {"name": "api.example", "connection": "acme-api",
@@ -512,9 +510,7 @@ func TestServerOAuth2ExchangeFails(t *testing.T) {
 	}
 }
 
-const googleConfig = `{
-  "apiVersion": "proxy.keyhole.dev/v1alpha1", "kind": "ProxyConfig",
-  "sandbox": {"namespace": "agents", "name": "support"},
+const googleConfig = configHead + `
   "scrubResponseBodies": true,
   "hosts": [
     {"name": "api.example", "connection": "acme-api",

@@ -14,9 +14,7 @@ import (
 // catalogRulesConfig holds the rules the catalog's read-only github
 // connector renders: reads by GET and HEAD, git's upload-pack, Git LFS
 // batch downloads, GraphQL queries on POST /graphql.
-const catalogRulesConfig = `{
-  "apiVersion": "proxy.keyhole.dev/v1alpha1", "kind": "ProxyConfig",
-  "sandbox": {"namespace": "agents", "name": "support"},
+const catalogRulesConfig = configHead + `
   "hosts": [
     {"name": "api.github.com", "connection": "github",
      "inject": {"secret": "acme-github-token", "header": {"name": "Authorization", "value": "Bearer {{ .token }}"}},

@@ -78,11 +78,11 @@ type refSegment struct{ f, b, n int }
 func (r *refReader) Read(p []byte) (int, error) {
 	for r.start == r.safe {
 		if r.err != nil {
-			if r.safe < r.end { // the end of the stream: what was held back is not a value
-				r.safe = r.end
-				break
+			if r.safe == r.end {
+				return 0, r.err
 			}
-			return 0, r.err
+			r.safe = r.end // the end of the stream: what was held back is not a value
+			break
 		}
 		r.compact()
 		m, err := r.src.Read(r.buf[r.end:])
@@ -196,16 +196,9 @@ func refNextBreak(b []byte) int {
 	return n
 }
 
-// lineBreak reports whether s is one line break: LF, CRLF or CR.
-func refLineBreak(s []byte) bool {
-	switch len(s) {
-	case 1:
-		return true // s is a run of CR and LF
-	case 2:
-		return s[0] == '\r' && s[1] == '\n'
-	}
-	return false
-}
+// refLineBreak reports whether s, a run of CR and LF, is one line
+// break: LF, CRLF or CR.
+func refLineBreak(s []byte) bool { return len(s) == 1 || string(s) == "\r\n" }
 
 // inBuf returns the offset in buf of flat's byte at f.
 func (r *refReader) inBuf(f int) int {
@@ -223,18 +216,21 @@ func (r *refReader) maskFlat(lo, hi int) {
 	}
 }
 
-// mask adds [lo, hi) to the masked ranges, merging overlaps.
+// mask adds [lo, hi) to the masked ranges: it sorts them by start and
+// merges those that overlap or touch, a plainer way than the scrubber's
+// search for the ranges the new one meets.
 func (r *refReader) mask(lo, hi int) {
-	i := 0
-	for i < len(r.masked) && r.masked[i][1] < lo {
-		i++
+	all := append(r.masked, [2]int{lo, hi})
+	sort.Slice(all, func(a, b int) bool { return all[a][0] < all[b][0] })
+	merged := all[:1]
+	for _, m := range all[1:] {
+		if last := &merged[len(merged)-1]; m[0] <= last[1] {
+			last[1] = max(last[1], m[1])
+		} else {
+			merged = append(merged, m)
+		}
 	}
-	j := i
-	for j < len(r.masked) && r.masked[j][0] <= hi {
-		lo, hi = min(lo, r.masked[j][0]), max(hi, r.masked[j][1])
-		j++
-	}
-	r.masked = append(r.masked[:i], append([][2]int{{lo, hi}}, r.masked[j:]...)...)
+	r.masked = merged
 }
 
 // heldBack returns the length of the longest suffix of b that is a

@@ -766,13 +766,19 @@ func writeRefusal(w http.ResponseWriter, d policy.Decision, closeConn bool) {
 		writeMCPRefusal(w, d, closeConn)
 		return
 	}
-	h := w.Header()
-	h.Set(policy.RefusedHeader, string(d.Reason))
-	h.Set("Content-Type", "text/plain; charset=utf-8")
+	setRefusalHeader(w.Header(), d.Reason, "text/plain; charset=utf-8", closeConn)
+	w.WriteHeader(d.Reason.Status())
+	io.WriteString(w, "keyhole: "+string(d.Reason)+": "+d.Message+"\n")
+}
+
+// setRefusalHeader sets what every refusal's header holds: the reason,
+// the body's content type, which a client must not sniff past, and
+// Connection: close when the connection ends with the answer.
+func setRefusalHeader(h http.Header, reason policy.Reason, contentType string, closeConn bool) {
+	h.Set(policy.RefusedHeader, string(reason))
+	h.Set("Content-Type", contentType)
 	h.Set("X-Content-Type-Options", "nosniff")
 	if closeConn {
 		h.Set("Connection", "close")
 	}
-	w.WriteHeader(d.Reason.Status())
-	io.WriteString(w, "keyhole: "+string(d.Reason)+": "+d.Message+"\n")
 }

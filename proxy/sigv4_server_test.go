@@ -34,9 +34,7 @@ const (
 
 // sigv4Config injects AWS SigV4 on an S3 host (PUT and GET under
 // /bucket, never DELETE) and on Bedrock's runtime host.
-const sigv4Config = `{
-  "apiVersion": "proxy.keyhole.dev/v1alpha1", "kind": "ProxyConfig",
-  "sandbox": {"namespace": "agents", "name": "support"},
+const sigv4Config = configHead + `
   "scrubResponseBodies": true,
   "hosts": [
     {"name": "bedrock-runtime.us-west-2.amazonaws.com", "connection": "aws-s3",

@@ -90,9 +90,7 @@ func TestServerEncodedSlashGitLab(t *testing.T) {
 		seen = append(seen, r.Method+" "+r.RequestURI+" "+r.Header.Get("Private-Token"))
 		mu.Unlock()
 	})
-	cfg := `{
-  "apiVersion": "proxy.keyhole.dev/v1alpha1", "kind": "ProxyConfig",
-  "sandbox": {"namespace": "agents", "name": "support"},
+	cfg := configHead + `
   "hosts": [
     {"name": "gitlab.com", "connection": "gitlab",
      "inject": {"secret": "acme-github-token", "header": {"name": "PRIVATE-TOKEN", "value": "{{ .token }}"}},

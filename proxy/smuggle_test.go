@@ -16,9 +16,7 @@ import (
 // smuggleConfig allows every standard method on one path of
 // api.github.com, and POST to the pulls collection; DELETE of the
 // repository and anything under /capture are refused.
-const smuggleConfig = `{
-  "apiVersion": "proxy.keyhole.dev/v1alpha1", "kind": "ProxyConfig",
-  "sandbox": {"namespace": "agents", "name": "support"},
+const smuggleConfig = configHead + `
   "hosts": [
     {"name": "api.github.com", "connection": "github-acme",
      "inject": {"secret": "acme-github-token", "header": {"name": "Authorization", "value": "Bearer {{ .token }}"}},

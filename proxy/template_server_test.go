@@ -9,9 +9,7 @@ import (
 
 // dottedKeyConfig reads a key that is not a Go identifier with the index
 // form, as `keyhole render` writes it from a Connection.
-const dottedKeyConfig = `{
-  "apiVersion": "proxy.keyhole.dev/v1alpha1", "kind": "ProxyConfig",
-  "sandbox": {"namespace": "agents", "name": "support"},
+const dottedKeyConfig = configHead + `
   "hosts": [
     {"name": "api.github.com", "connection": "github-acme",
      "inject": {"secret": "acme-github-token", "header": {"name": "Authorization", "value": "Bearer {{ index . \"tls.crt\" }}/{{ .user }}"}}}

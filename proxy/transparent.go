@@ -51,17 +51,28 @@ type Listeners struct {
 
 // serveTransparent accepts redirected connections until ln is closed.
 func (s *Server) serveTransparent(ln net.Listener) error {
+	for {
+		c, err := s.accept(ln, "transparent accept")
+		if err != nil {
+			return err
+		}
+		go s.handleTransparent(c)
+	}
+}
+
+// accept returns ln's next connection, waiting out the errors
+// retryListener waits out (what names the listener in its log), and
+// http.ErrServerClosed once ln is closed.
+func (s *Server) accept(ln net.Listener, what string) (net.Conn, error) {
 	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
-		if err != nil {
-			if s.retryListener(&backoff, "transparent accept", err) {
-				return http.ErrServerClosed
-			}
-			continue
+		if err == nil {
+			return c, nil
 		}
-		backoff = 0
-		go s.handleTransparent(c)
+		if s.retryListener(&backoff, what, err) {
+			return nil, http.ErrServerClosed
+		}
 	}
 }
 

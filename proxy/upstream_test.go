@@ -134,8 +134,7 @@ func upstreamProxyConfig(proxyURL, extra string) string {
      "inject": {"secret": "acme-github-token", "header": {"name": "Authorization", "value": "Bearer {{ .token }}"}}}
   ],
   "passthrough": ["pypi.org"],`
-	return `{"apiVersion": "proxy.keyhole.dev/v1alpha1", "kind": "ProxyConfig",
-  "sandbox": {"namespace": "agents", "name": "support"},
+	return configHead + `
   ` + hosts + `
   "upstreamProxy": {"url": "` + proxyURL + `"` + extra + `}}`
 }

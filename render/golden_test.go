@@ -208,6 +208,23 @@ func noCanary(t *testing.T, files []File, ds diag.List) []byte {
 	return stream
 }
 
+// noSecretRendered renders every example with render, a canary planted
+// in place of its Secrets' token, and fails if a file, the stream, a
+// diagnostic or the written directory holds the canary, or the stream a
+// Secret; check then looks at each example's files.
+func noSecretRendered(t *testing.T, render func(compiler.Plan, Options) ([]File, diag.List, error), check func(*testing.T, []File)) {
+	for _, ex := range examples(t) {
+		t.Run(ex, func(t *testing.T) {
+			dir := plantCanary(t, filepath.Join(examplesDir, ex))
+			files, ds := mustRenderTarget(t, render, compileDir(t, dir))
+			if stream := noCanary(t, files, ds); bytes.Contains(stream, []byte("kind: Secret")) {
+				t.Error("the stream holds a Secret")
+			}
+			check(t, files)
+		})
+	}
+}
+
 // compareDir fails unless dir holds exactly files plus the marker.
 func compareDir(t *testing.T, dir string, files []File) {
 	t.Helper()

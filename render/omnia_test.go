@@ -263,19 +263,11 @@ func TestOmniaAgentExample(t *testing.T) {
 // value, in the files, the stream or the written directory; the
 // kustomization says why.
 func TestOmniaNoSecret(t *testing.T) {
-	for _, ex := range examples(t) {
-		t.Run(ex, func(t *testing.T) {
-			dir := plantCanary(t, filepath.Join(examplesDir, ex))
-			files, ds := mustRenderTarget(t, RenderOmnia, compileDir(t, dir))
-			stream := noCanary(t, files, ds)
-			if bytes.Contains(stream, []byte("kind: Secret")) {
-				t.Error("the stream holds a Secret")
-			}
-			if k := fileMap(files)["kustomization.yaml"]; !bytes.Contains(k, []byte("Secrets are never rendered")) {
-				t.Errorf("kustomization.yaml does not say Secrets are left out:\n%s", k)
-			}
-		})
-	}
+	noSecretRendered(t, RenderOmnia, func(t *testing.T, files []File) {
+		if k := fileMap(files)["kustomization.yaml"]; !bytes.Contains(k, []byte("Secrets are never rendered")) {
+			t.Errorf("kustomization.yaml does not say Secrets are left out:\n%s", k)
+		}
+	})
 }
 
 // omniaConn is a labelled Connection for the diagnostics tests.

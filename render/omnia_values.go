@@ -9,20 +9,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"keyhole.dev/keyhole/compiler"
+	"keyhole.dev/keyhole/source"
 )
-
-// mapValue returns the value of key in mapping n, or nil.
-func mapValue(n *yaml.Node, key string) *yaml.Node {
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
-	}
-	return nil
-}
 
 // decodeInput reads an input object's tree, node, as a generic map (its
 // metadata is read from it) and its spec as a plain value, nil when it
@@ -31,7 +19,7 @@ func decodeInput(in compiler.Object, node *yaml.Node) (raw map[string]any, spec 
 	if err := node.Decode(&raw); err != nil {
 		return nil, nil, fmt.Errorf("%w: %s: %w", ErrInvalidPlan, in.Source, err)
 	}
-	if n := mapValue(node, "spec"); n != nil {
+	if n := source.Lookup(node, "spec"); n != nil {
 		if spec, err = plainValue(n); err != nil {
 			return nil, nil, fmt.Errorf("%w: %s: spec: %w", ErrInvalidPlan, in.Source, err)
 		}

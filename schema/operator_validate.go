@@ -156,9 +156,9 @@ func crdRoot(js map[string]any, tree *crdNode) map[string]any {
 	return props
 }
 
-// jsonNumbers gives a value decoded from YAML the types a document
-// decoded from JSON has: every number a float64, as the validator and the
-// defaulting compare them.
+// jsonNumbers returns a copy of a value decoded from YAML with the types
+// a document decoded from JSON has: every number a float64, as the
+// validator and the defaulting compare them. Its maps and lists are new.
 func jsonNumbers(v any) any {
 	switch v := v.(type) {
 	case int:
@@ -402,7 +402,7 @@ func applyDefaults(v any, n *crdNode, depth int) any {
 	case map[string]any:
 		for name, p := range n.props {
 			if _, ok := val[name]; !ok && p.hasDef {
-				val[name] = deepCopy(p.def)
+				val[name] = jsonNumbers(p.def) // a copy: its numbers are float64 already
 			}
 		}
 		for k, x := range val {
@@ -416,24 +416,6 @@ func applyDefaults(v any, n *crdNode, depth int) any {
 		for i, x := range val {
 			val[i] = applyDefaults(x, n.items, depth+1)
 		}
-	}
-	return v
-}
-
-func deepCopy(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, x := range v {
-			out[k] = deepCopy(x)
-		}
-		return out
-	case []any:
-		out := make([]any, len(v))
-		for i, x := range v {
-			out[i] = deepCopy(x)
-		}
-		return out
 	}
 	return v
 }

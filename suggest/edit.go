@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/source"
 )
 
 // edit is one insertion into a file's text.
@@ -52,18 +54,6 @@ func lineEnd(src []byte, starts []int, line int) int {
 	return len(src)
 }
 
-func mapValue(n *yaml.Node, key string) *yaml.Node {
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
-	}
-	return nil
-}
-
 func scalars(n *yaml.Node) []string {
 	if n == nil || n.Kind != yaml.SequenceNode {
 		return nil
@@ -77,12 +67,12 @@ func scalars(n *yaml.Node) []string {
 
 // injectEntry finds the inject entry of a Connection that covers host.
 func injectEntry(conn *yaml.Node, host string) *yaml.Node {
-	inject := mapValue(mapValue(mapValue(conn, "spec"), "placement"), "inject")
+	inject := source.Lookup(source.Lookup(source.Lookup(conn, "spec"), "placement"), "inject")
 	if inject == nil || inject.Kind != yaml.SequenceNode {
 		return nil
 	}
 	for _, e := range inject.Content {
-		if slices.ContainsFunc(scalars(mapValue(e, "hosts")), func(h string) bool { return strings.EqualFold(h, host) }) {
+		if slices.ContainsFunc(scalars(source.Lookup(e, "hosts")), func(h string) bool { return strings.EqualFold(h, host) }) {
 			return e
 		}
 	}
@@ -212,7 +202,7 @@ func ruleEdit(file string, src []byte, conn *yaml.Node, host, method string, pre
 	if entry == nil {
 		return place{}, fmt.Errorf("no inject entry of the Connection names %s", host)
 	}
-	rules := mapValue(entry, "rules")
+	rules := source.Lookup(entry, "rules")
 	if rules == nil || rules.Kind != yaml.SequenceNode {
 		return place{}, fmt.Errorf("the inject entry for %s has no rules list to add to", host)
 	}
@@ -221,11 +211,11 @@ func ruleEdit(file string, src []byte, conn *yaml.Node, host, method string, pre
 		items = append(items, yamlString(p))
 	}
 	for _, r := range rules.Content {
-		if !slices.Equal(scalars(mapValue(r, "methods")), []string{method}) ||
-			mapValue(r, "body") != nil || mapValue(r, "graphql") != nil || mapValue(r, "websocket") != nil {
+		if !slices.Equal(scalars(source.Lookup(r, "methods")), []string{method}) ||
+			source.Lookup(r, "body") != nil || source.Lookup(r, "graphql") != nil || source.Lookup(r, "websocket") != nil {
 			continue
 		}
-		pp := mapValue(r, "pathPrefixes")
+		pp := source.Lookup(r, "pathPrefixes")
 		if pp == nil || pp.Kind != yaml.SequenceNode {
 			continue
 		}

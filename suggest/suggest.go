@@ -13,6 +13,7 @@ import (
 	"keyhole.dev/keyhole/diff"
 	"keyhole.dev/keyhole/proxy/config"
 	"keyhole.dev/keyhole/proxy/policy"
+	"keyhole.dev/keyhole/source"
 )
 
 // Report is what suggest proposes for a log's refusals.
@@ -218,7 +219,7 @@ func hostNotAllowed(g Group, u *compiler.Unit, sb *compiler.Sandbox) string {
 		if err != nil {
 			continue
 		}
-		hosts := scalars(mapValue(mapValue(tree, "spec"), "hosts"))
+		hosts := scalars(source.Lookup(source.Lookup(tree, "spec"), "hosts"))
 		if slices.Contains(hosts, name) && c.Source.Namespace == sb.Namespace {
 			return fmt.Sprintf("Connection %s (%s) names %s but is not bound to sandbox %s: bind it to a role of the sandbox's class", c.Source.Name, c.Pos, name, g.Sandbox)
 		}
@@ -309,7 +310,7 @@ func l7(s *Suggestion, g Group, u *compiler.Unit, sb *compiler.Sandbox, read Rea
 		s.NoFix = fmt.Sprintf("Connection %s cannot be read again: %v", conn.Source.Name, err)
 		return nil
 	}
-	if e := injectEntry(tree, g.Host); e != nil && mapValue(e, "rules") == nil {
+	if e := injectEntry(tree, g.Host); e != nil && source.Lookup(e, "rules") == nil {
 		// The host has rules (checked above) that the Connection does
 		// not write: an agent.yaml connector's catalog entry adds them.
 		s.NoFix = fmt.Sprintf("the rules on %s come from the connector catalog (an agent.yaml connector's rules), not from Connection %s (%s), whose inject entry has none: no Connection rule to edit", quote(g.Host), conn.Source.Name, conn.Pos)

@@ -11,13 +11,24 @@ import (
 	"keyhole.dev/keyhole/proxy/config"
 )
 
+// testPolicy is the policy of the config package's github-acme fixture.
 func testPolicy(t testing.TB) *Policy {
 	t.Helper()
-	cfg, err := config.Load(filepath.Join("..", "config", "testdata", "github-acme.json"))
+	cfg, err := os.ReadFile(filepath.Join("..", "config", "testdata", "github-acme.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPolicy(cfg)
+	return policyOf(t, string(cfg))
+}
+
+// policyOf is the policy of a proxy config given as JSON.
+func policyOf(t testing.TB, cfg string) *Policy {
+	t.Helper()
+	c, err := config.Decode([]byte(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPolicy(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,42 +286,39 @@ func TestDecideOneShot(t *testing.T) {
 func FuzzDecide(f *testing.F) {
 	p := testPolicy(f)
 	const lfs = "application/vnd.git-lfs+json"
-	f.Add(int8(1), "GET", "/repos/acme/widgets", "api.github.com:443", "api.github.com", "api.github.com", []byte(nil), "")
-	f.Add(int8(1), "POST", "/acme/widgets.git/info/lfs/objects/batch", "github.com:443", "github.com", "github.com", []byte(`{"operation":"download"}`), lfs)
-	f.Add(int8(1), "POST", "/acme/widgets.git/info/lfs/objects/batch", "github.com:443", "github.com", "github.com", []byte(`{"operation":"download","OPERATION":"upload"}`), lfs)
-	f.Add(int8(0), "CONNECT", "API.github.com.:443", "", "", "", []byte(nil), "")
-	f.Add(int8(2), "GET", "http://pypi.org/simple/", "", "", "pypi.org", []byte(nil), "")
-	f.Add(int8(1), "GET", "/repos/acme/widgets/%2e%2e/x", "api.github.com:443", "api.github.com", "api.github.com", []byte(nil), "")
-	f.Add(int8(1), "trace", "/", "uploads.github.com:443", "uploads.github.com", "uploads.github.com", []byte(nil), "")
-	f.Add(int8(1), "POST", "/x?%5fmethod=DELETE", "uploads.github.com:443", "uploads.github.com", "uploads.github.com", []byte(nil), "")
-	f.Add(int8(1), "GET", "/@acme%2fwidgets", "uploads.github.com:443", "uploads.github.com", "uploads.github.com", []byte(nil), "")
-	f.Add(int8(1), "GET", "/repos/acme/widgets/a%2F..%2Fb", "api.github.com:443", "api.github.com", "api.github.com", []byte(nil), "")
-	f.Add(int8(1), "POST", "/acme/widgets%2Finfo/lfs/objects/batch", "github.com:443", "github.com", "github.com", []byte(`{"operation":"upload"}`), "application/json")
+	// tunnel seeds a request inside a tunnel to host, where CONNECT, SNI
+	// and Host agree.
+	tunnel := func(method, target, host string, body []byte, contentType string) {
+		f.Add(int8(KindTunnel), method, target, host+":443", host, host, body, contentType)
+	}
+	tunnel("GET", "/repos/acme/widgets", "api.github.com", nil, "")
+	tunnel("POST", "/acme/widgets.git/info/lfs/objects/batch", "github.com", []byte(`{"operation":"download"}`), lfs)
+	tunnel("POST", "/acme/widgets.git/info/lfs/objects/batch", "github.com", []byte(`{"operation":"download","OPERATION":"upload"}`), lfs)
+	f.Add(int8(KindConnect), "CONNECT", "API.github.com.:443", "", "", "", []byte(nil), "")
+	f.Add(int8(KindPlain), "GET", "http://pypi.org/simple/", "", "", "pypi.org", []byte(nil), "")
+	tunnel("GET", "/repos/acme/widgets/%2e%2e/x", "api.github.com", nil, "")
+	tunnel("trace", "/", "uploads.github.com", nil, "")
+	tunnel("POST", "/x?%5fmethod=DELETE", "uploads.github.com", nil, "")
+	tunnel("GET", "/@acme%2fwidgets", "uploads.github.com", nil, "")
+	tunnel("GET", "/repos/acme/widgets/a%2F..%2Fb", "api.github.com", nil, "")
+	tunnel("POST", "/acme/widgets%2Finfo/lfs/objects/batch", "github.com", []byte(`{"operation":"upload"}`), "application/json")
 	// The catalog's rules (catalogPolicy), decided too: names a
 	// condition decides on, elsewhere than the body; GraphQL over GET.
-	f.Add(int8(1), "POST", "/graphql?query=mutation%7Bx%7D", "api.github.com:443", "api.github.com", "api.github.com", []byte(`{"query":"{a}"}`), "application/json")
-	f.Add(int8(1), "POST", "/acme/widgets.git/info/lfs/objects/batch?%6Fperation[]=upload", "github.com:443", "github.com", "github.com", []byte(`{"operation":"download"}`), lfs)
-	f.Add(int8(1), "GET", "/graphql?query=%7Ba%7D&operationName=&variables=%7B%7D", "api.github.com:443", "api.github.com", "api.github.com", []byte(nil), "")
-	f.Add(int8(1), "HEAD", "/graphql/?query=query+Q%7Ba%7D+mutation+M%7Bb%7D&operationName=Q", "api.github.com:443", "api.github.com", "api.github.com", []byte(nil), "")
-	f.Add(int8(1), "GET", "/graphql", "api.github.com:443", "api.github.com", "api.github.com", []byte(`{"query":"mutation{x}"}`), "application/json")
-	f.Add(int8(1), "POST", "/acme/widgets.git/git-upload-pack", "github.com:443", "github.com", "github.com", []byte("a=1;operation=upload"), "")
+	tunnel("POST", "/graphql?query=mutation%7Bx%7D", "api.github.com", []byte(`{"query":"{a}"}`), "application/json")
+	tunnel("POST", "/acme/widgets.git/info/lfs/objects/batch?%6Fperation[]=upload", "github.com", []byte(`{"operation":"download"}`), lfs)
+	tunnel("GET", "/graphql?query=%7Ba%7D&operationName=&variables=%7B%7D", "api.github.com", nil, "")
+	tunnel("HEAD", "/graphql/?query=query+Q%7Ba%7D+mutation+M%7Bb%7D&operationName=Q", "api.github.com", nil, "")
+	tunnel("GET", "/graphql", "api.github.com", []byte(`{"query":"mutation{x}"}`), "application/json")
+	tunnel("POST", "/acme/widgets.git/git-upload-pack", "github.com", []byte("a=1;operation=upload"), "")
 	// Rules with encodedSlash: segment (slashConfig), decided too.
-	f.Add(int8(1), "GET", "/@acme%2fwidgets", "npm-scope.example:443", "npm-scope.example", "npm-scope.example", []byte(nil), "")
-	f.Add(int8(1), "GET", "/@acme%2f..%2f@other%2fx", "npm-scope.example:443", "npm-scope.example", "npm-scope.example", []byte(nil), "")
-	f.Add(int8(1), "GET", "/@acme%2fx%252F..", "npm-scope.example:443", "npm-scope.example", "npm-scope.example", []byte(nil), "")
-	f.Add(int8(1), "GET", "/api/v4/projects/acme%2Fwidgets/issues", "gitlab-project.example:443", "gitlab-project.example", "gitlab-project.example", []byte(nil), "")
-	f.Add(int8(1), "GET", "/api/v4/projects/acme%2F%2e%2E%2Fother", "gitlab-project.example:443", "gitlab-project.example", "gitlab-project.example", []byte(nil), "")
-	f.Add(int8(1), "GET", "/api/v4/groups/a%2fb", "gitlab-project.example:443", "gitlab-project.example", "gitlab-project.example", []byte(nil), "")
-	f.Add(int8(1), "POST", "/api/v4/projects/a%2Fb/issues", "gitlab-project.example:443", "gitlab-project.example", "gitlab-project.example", []byte(nil), "")
-	catalog := catalogPolicy(f)
-	slashCfg, err := config.Decode([]byte(slashConfig))
-	if err != nil {
-		f.Fatal(err)
-	}
-	slash, err := NewPolicy(slashCfg)
-	if err != nil {
-		f.Fatal(err)
-	}
+	tunnel("GET", "/@acme%2fwidgets", "npm-scope.example", nil, "")
+	tunnel("GET", "/@acme%2f..%2f@other%2fx", "npm-scope.example", nil, "")
+	tunnel("GET", "/@acme%2fx%252F..", "npm-scope.example", nil, "")
+	tunnel("GET", "/api/v4/projects/acme%2Fwidgets/issues", "gitlab-project.example", nil, "")
+	tunnel("GET", "/api/v4/projects/acme%2F%2e%2E%2Fother", "gitlab-project.example", nil, "")
+	tunnel("GET", "/api/v4/groups/a%2fb", "gitlab-project.example", nil, "")
+	tunnel("POST", "/api/v4/projects/a%2Fb/issues", "gitlab-project.example", nil, "")
+	catalog, slash := catalogPolicy(f), policyOf(f, slashConfig)
 	f.Fuzz(func(t *testing.T, kind int8, method, target, connect, sni, host string, body []byte, contentType string) {
 		req := RequestInfo{Kind: Kind(kind % 3), Method: method, Target: target, ConnectHost: connect, SNI: sni, Host: host, Body: body, BodyComplete: true,
 			ContentType: []string{contentType}}

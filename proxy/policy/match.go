@@ -117,14 +117,7 @@ func decodeSlashes(path string) string {
 // "日本" included; so is a fullwidth dot inside a name, which normalizes to
 // a dot inside a name.
 func compatible(seg string) error {
-	ascii := true
-	for i := 0; i < len(seg); i++ {
-		if seg[i] >= utf8.RuneSelf {
-			ascii = false
-			break
-		}
-	}
-	if ascii {
+	if isASCII(seg) {
 		return nil
 	}
 	n := norm.NFKC.String(seg)
@@ -132,6 +125,17 @@ func compatible(seg string) error {
 		return fmt.Errorf("%w: the path holds characters that Unicode compatibility normalization reads as '.', '/', '\\', ';', '%%', '?' or '#'", ErrTarget)
 	}
 	return nil
+}
+
+// isASCII reports whether s is all ASCII, which no Unicode normalization
+// or folding changes: the fast way past them on every request.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // decodeSegment percent-decodes one segment and refuses escapes that

@@ -139,14 +139,7 @@ func appendParamKey(dst []byte, name string) []byte {
 // it, as case-insensitive binders read names. An ASCII name comes back
 // as it is.
 func foldCompat(name string) string {
-	ascii := true
-	for i := 0; i < len(name); i++ {
-		if name[i] >= utf8.RuneSelf {
-			ascii = false
-			break
-		}
-	}
-	if ascii {
+	if isASCII(name) {
 		return name
 	}
 	return strings.Map(func(r rune) rune {

@@ -49,14 +49,7 @@ const slashConfig = `{
 // as a separator; everywhere else, and wherever it would leave an empty
 // or dot segment, it is refused.
 func TestDecideEncodedSlash(t *testing.T) {
-	cfg, err := config.Decode([]byte(slashConfig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := NewPolicy(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := policyOf(t, slashConfig)
 	tests := map[string]struct {
 		host, method, target string
 		allowed              bool

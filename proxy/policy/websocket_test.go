@@ -3,8 +3,6 @@ package policy
 import (
 	"net/http"
 	"testing"
-
-	"keyhole.dev/keyhole/proxy/config"
 )
 
 func TestIsWebSocketHandshake(t *testing.T) {
@@ -53,17 +51,10 @@ func TestIsWebSocketHandshake(t *testing.T) {
 // websocket: true allows its path; elsewhere it is decided as the plain
 // request it goes out as, and a plain request never upgrades.
 func TestDecideWebSocket(t *testing.T) {
-	cfg, err := config.Decode([]byte(`{"apiVersion":"proxy.keyhole.dev/v1alpha1","kind":"ProxyConfig","sandbox":{"name":"s"},
+	p := policyOf(t, `{"apiVersion":"proxy.keyhole.dev/v1alpha1","kind":"ProxyConfig","sandbox":{"name":"s"},
 		"hosts":[{"name":"api.github.com","connection":"c","inject":{"secret":"sec","header":{"name":"Authorization","value":"Bearer {{ .token }}"}},
 		  "rules":[{"methods":["GET"],"pathPrefixes":["/v1"]},
-		           {"methods":["GET"],"pathPrefixes":["/v1/realtime"],"websocket":true}]}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := NewPolicy(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+		           {"methods":["GET"],"pathPrefixes":["/v1/realtime"],"websocket":true}]}]}`)
 	ws := func(method, target string) RequestInfo { r := tunnelReq(method, target); r.WebSocket = true; return r }
 	tests := map[string]struct {
 		req       RequestInfo

@@ -221,44 +221,40 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, bound fun
 		failf("keyhole-proxy: %v\n", err)
 		return exitUsage
 	}
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		failf("keyhole-proxy: --listen: %v\n", err)
+	// opened are the listeners bound so far, closed when a later one
+	// cannot be.
+	var opened []io.Closer
+	listenFailed := func(flag string, err error) int {
+		for _, c := range opened {
+			c.Close()
+		}
+		failf("keyhole-proxy: %s: %v\n", flag, err)
 		return exitRuntime
 	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return listenFailed("--listen", err)
+	}
+	opened = append(opened, ln)
 	var tln net.Listener
 	if *transparent != "" {
 		if tln, err = net.Listen("tcp", *transparent); err != nil {
-			ln.Close()
-			failf("keyhole-proxy: --transparent-listen: %v\n", err)
-			return exitRuntime
+			return listenFailed("--transparent-listen", err)
 		}
+		opened = append(opened, tln)
 	}
 	var dnsUDP net.PacketConn
 	var dnsTCP net.Listener
 	if *dnsListen != "" {
 		if dnsUDP, dnsTCP, err = listenDNS(*dnsListen); err != nil {
-			ln.Close()
-			if tln != nil {
-				tln.Close()
-			}
-			failf("keyhole-proxy: --dns-listen: %v\n", err)
-			return exitRuntime
+			return listenFailed("--dns-listen", err)
 		}
+		opened = append(opened, dnsUDP, dnsTCP)
 	}
 	var admin net.Listener
 	if *adminListen != "" {
 		if admin, err = net.Listen("tcp", *adminListen); err != nil {
-			ln.Close()
-			if tln != nil {
-				tln.Close()
-			}
-			if dnsUDP != nil {
-				dnsUDP.Close()
-				dnsTCP.Close()
-			}
-			failf("keyhole-proxy: --admin-listen: %v\n", err)
-			return exitRuntime
+			return listenFailed("--admin-listen", err)
 		}
 	}
 	attrs := []any{"listen", ln.Addr().String()}

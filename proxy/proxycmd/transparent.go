@@ -24,12 +24,7 @@ const transparentInitCommand = "transparent-init"
 // kernel has IPv6, ip6tables-restore. Any failure is an error: a pod
 // whose rules did not install must not start its sandbox.
 func runTransparentInit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("keyhole-proxy "+transparentInitCommand, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: keyhole-proxy "+transparentInitCommand+" --proxy-uid UID --port PORT --dns-port PORT [--admin-port PORT] [--resolv-conf FILE] [--hosts FILE] [--names-dir DIR] [--print]")
-		fs.PrintDefaults()
-	}
+	fs := subcommandFlags(transparentInitCommand, "--proxy-uid UID --port PORT --dns-port PORT [--admin-port PORT] [--resolv-conf FILE] [--hosts FILE] [--names-dir DIR] [--print]", stderr)
 	var (
 		uid        = fs.Int("proxy-uid", -1, "the user the proxy runs as; its connections alone leave unredirected (required)")
 		port       = fs.Int("port", 0, "the proxy's transparent listener port on 127.0.0.1 (required)")

@@ -22,6 +22,19 @@ import (
 // that follows the CA's renewals.
 const trustBundleCommand = "trust-bundle"
 
+// subcommandFlags is the flag set of keyhole-proxy's subcommand cmd: its
+// errors and help go to stderr, the help as the usage line (cmd, then
+// args) and each flag's default.
+func subcommandFlags(cmd, args string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("keyhole-proxy "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: keyhole-proxy "+cmd+" "+args)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
 // runTrustBundle writes the system roots plus the sandbox CA's
 // certificate to --out (and the files derived from it) and server-side
 // applies them to the --configmap, retrying the apply until --timeout
@@ -31,12 +44,7 @@ const trustBundleCommand = "trust-bundle"
 // reads the new bundle trusts the leaves of either CA while the proxy
 // moves from one to the other (docs/render.md, "When the CA is renewed").
 func runTrustBundle(ctx context.Context, args []string, stderr io.Writer, getenv func(string) string, saDir string) int {
-	fs := flag.NewFlagSet("keyhole-proxy "+trustBundleCommand, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: keyhole-proxy "+trustBundleCommand+" --ca FILE [--out FILE] [--configmap NAME] [--watch INTERVAL] [flags]")
-		fs.PrintDefaults()
-	}
+	fs := subcommandFlags(trustBundleCommand, "--ca FILE [--out FILE] [--configmap NAME] [--watch INTERVAL] [flags]", stderr)
 	var (
 		ca           = fs.String("ca", "", "the sandbox CA's public certificate (PEM; required); never its key")
 		roots        = fs.String("roots", "/etc/ssl/certs/ca-certificates.crt", "the system roots (PEM) the bundle starts with")
