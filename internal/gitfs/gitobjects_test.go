@@ -19,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
+	"keyhole.dev/keyhole/internal/testrepo"
 )
 
 // history is a repository's history made in memory: a tree of dirs ×
@@ -89,7 +90,7 @@ func makeHistory(tb testing.TB, commits, dirs, files int) *history {
 		static = append(static, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: put(&object.Tree{Entries: dir(name, 0)})})
 	}
 	commit := func(msg string, root []object.TreeEntry) {
-		c := &object.Commit{Author: *testSig, Committer: *testSig, Message: msg, TreeHash: put(&object.Tree{Entries: root})}
+		c := &object.Commit{Author: *testrepo.Signature(), Committer: *testrepo.Signature(), Message: msg, TreeHash: put(&object.Tree{Entries: root})}
 		if !h.head.IsZero() {
 			c.ParentHashes = []plumbing.Hash{h.head}
 		}

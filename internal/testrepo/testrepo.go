@@ -5,6 +5,7 @@
 package testrepo
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
@@ -63,4 +65,55 @@ func CommitAll(t testing.TB, r *git.Repository, msg string) plumbing.Hash {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// CommitBomb stores, in r, a commit whose tree holds top/: width entries
+// d0, d1, ... naming one subtree, levels deep, over width files
+// f0.yaml, f1.yaml, ... of data, so width^(levels+1) files in a few
+// kilobytes of objects, as a pull request can push. It returns the
+// commit's hash; no branch points at it.
+func CommitBomb(t testing.TB, r *git.Repository, top string, levels, width int, data string) plumbing.Hash {
+	t.Helper()
+	store := func(o interface {
+		Encode(plumbing.EncodedObject) error
+	}) plumbing.Hash {
+		obj := r.Storer.NewEncodedObject()
+		if err := o.Encode(obj); err != nil {
+			t.Fatal(err)
+		}
+		h, err := r.Storer.SetEncodedObject(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	blob := r.Storer.NewEncodedObject()
+	blob.SetType(plumbing.BlobObject)
+	w, err := blob.Writer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte(data)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h, err := r.Storer.SetEncodedObject(blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mode, name := filemode.Regular, "f%d.yaml"
+	for range levels + 1 {
+		var tr object.Tree
+		for i := range width {
+			tr.Entries = append(tr.Entries, object.TreeEntry{Name: fmt.Sprintf(name, i), Mode: mode, Hash: h})
+		}
+		h = store(&tr)
+		mode, name = filemode.Dir, "d%d"
+	}
+	root := object.Tree{Entries: []object.TreeEntry{{Name: top, Mode: filemode.Dir, Hash: h}}}
+	sig := Signature()
+	c := object.Commit{Author: *sig, Committer: *sig, Message: "bomb", TreeHash: store(&root)}
+	return store(&c)
 }
