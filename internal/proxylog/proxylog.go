@@ -1,15 +1,40 @@
-// Package proxylog reads what the tests and benchmarks that start a
-// keyhole-proxy need from its JSON log: the addresses it bound. They
-// start it on port 0, so that nothing can take a port between choosing
-// and binding it, and learn the ports from its listening line.
+// Package proxylog holds what the tests and benchmarks that run a
+// keyhole-proxy, in process or as a child, need of its JSON log: a
+// buffer to collect it while they read it, and the addresses it bound.
+// They start it on port 0, so that nothing can take a port between
+// choosing and binding it, and learn the ports from its listening line.
 package proxylog
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
 	"strings"
+	"sync"
 )
+
+// Buffer collects a log (a server's goroutines', a child process's
+// output) while a test reads it: an io.Writer safe for concurrent
+// writers and readers. Its zero value is empty and ready.
+type Buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write appends p.
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String is everything written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
 
 // ErrNotListening is Bound's error while the log has no listening line
 // yet.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 )
 
@@ -31,5 +33,26 @@ func TestBoundAddrs(t *testing.T) {
 	}
 	if _, _, err := BoundAddrs(filepath.Join(t.TempDir(), "missing.log")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a missing log: %v", err)
+	}
+}
+
+// TestBuffer: writers on several goroutines lose nothing, and String
+// reads while they write.
+func TestBuffer(t *testing.T) {
+	var b Buffer
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 100 {
+				if _, err := b.Write([]byte("line\n")); err != nil {
+					t.Error(err)
+				}
+				_ = b.String()
+			}
+		})
+	}
+	wg.Wait()
+	if got := strings.Count(b.String(), "line\n"); got != 800 {
+		t.Errorf("%d lines, want 800", got)
 	}
 }

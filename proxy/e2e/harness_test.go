@@ -284,31 +284,13 @@ func (v *secretVolume) age(t testing.TB) {
 	}
 }
 
-// lockedBuffer collects a subprocess's output while tests read it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // proxyProc is a running keyhole-proxy subprocess.
 type proxyProc struct {
 	cmd    *exec.Cmd
 	addr   string // the forward-proxy listener, host:port
 	admin  string // the admin listener, host:port
-	stdout *lockedBuffer
-	stderr *lockedBuffer
+	stdout *proxylog.Buffer
+	stderr *proxylog.Buffer
 	exited chan struct{}
 }
 
@@ -445,8 +427,8 @@ func (w *world) assertNoSecret(t testing.TB, what, out string) {
 func (w *world) startProxy(t testing.TB, config string, extra ...string) *proxyProc {
 	t.Helper()
 	p := &proxyProc{
-		stdout: &lockedBuffer{},
-		stderr: &lockedBuffer{},
+		stdout: &proxylog.Buffer{},
+		stderr: &proxylog.Buffer{},
 		exited: make(chan struct{}),
 	}
 	abs, err := filepath.Abs(config)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"keyhole.dev/keyhole/internal/proxylog"
 )
 
 // The AWS SigV4 test runs the aws CLI in a sandbox environment that
@@ -92,13 +93,13 @@ func awsCLIs(t *testing.T) map[string]string {
 type versity struct {
 	addr   string // the relay's
 	root   string // the posix backend's directory
-	stdout *lockedBuffer
+	stdout *proxylog.Buffer
 }
 
 func startVersity(t *testing.T, bin string, ca *testCA, keyID, secret string) *versity {
 	t.Helper()
 	dir := t.TempDir()
-	v := &versity{root: filepath.Join(dir, "root"), stdout: &lockedBuffer{}}
+	v := &versity{root: filepath.Join(dir, "root"), stdout: &proxylog.Buffer{}}
 	if err := os.Mkdir(v.root, 0o755); err != nil {
 		t.Fatal(err)
 	}

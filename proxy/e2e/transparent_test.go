@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"keyhole.dev/keyhole/internal/proxylog"
 )
 
 // proxyUID runs the proxy in the network-namespace tests, as the render
@@ -57,7 +58,7 @@ type netnsSandbox struct {
 	// recording every name it is asked; only the proxy's own lookups
 	// may reach it.
 	resolver *recordingResolver
-	logs     *lockedBuffer
+	logs     *proxylog.Buffer
 }
 
 func newNetnsSandbox(t testing.TB) *netnsSandbox {
@@ -65,7 +66,7 @@ func newNetnsSandbox(t testing.TB) *netnsSandbox {
 	if os.Geteuid() != 0 {
 		t.Fatal("the transparent-mode tests create network namespaces and iptables rules: run them as root")
 	}
-	n := &netnsSandbox{ipTool: requireTool(t, "ip"), tcpHits: map[string]*atomic.Int32{}, udpHits: map[string]*atomic.Int32{}, logs: &lockedBuffer{}}
+	n := &netnsSandbox{ipTool: requireTool(t, "ip"), tcpHits: map[string]*atomic.Int32{}, udpHits: map[string]*atomic.Int32{}, logs: &proxylog.Buffer{}}
 	requireTool(t, "iptables-restore")
 	requireTool(t, "ip6tables-restore")
 	sfx := make([]byte, 3)
@@ -272,7 +273,7 @@ func TestTransparentNetns(t *testing.T) {
 // and returns once it listens. When t ends the proxy is interrupted
 // (killed after 10 s), then stopped runs, if not nil, and the output is
 // logged if t failed.
-func startSidecar(t testing.TB, ipTool, ns string, logs *lockedBuffer, stopped func(), args ...string) {
+func startSidecar(t testing.TB, ipTool, ns string, logs *proxylog.Buffer, stopped func(), args ...string) {
 	t.Helper()
 	setpriv := requireTool(t, "setpriv")
 	uid := fmt.Sprint(proxyUID)
