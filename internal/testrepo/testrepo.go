@@ -6,6 +6,7 @@ package testrepo
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
 // Signature is the author and committer of every commit CommitAll makes.
@@ -67,6 +69,44 @@ func CommitAll(t testing.TB, r *git.Repository, msg string) plumbing.Hash {
 	return h
 }
 
+// Store encodes o (a tree, a commit) into s and returns its hash.
+func Store(tb testing.TB, s storer.EncodedObjectStorer, o interface {
+	Encode(plumbing.EncodedObject) error
+}) plumbing.Hash {
+	tb.Helper()
+	obj := s.NewEncodedObject()
+	if err := o.Encode(obj); err != nil {
+		tb.Fatal(err)
+	}
+	h, err := s.SetEncodedObject(obj)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return h
+}
+
+// StoreBlob stores data in s as a blob and returns its hash.
+func StoreBlob(tb testing.TB, s storer.EncodedObjectStorer, data string) plumbing.Hash {
+	tb.Helper()
+	obj := s.NewEncodedObject()
+	obj.SetType(plumbing.BlobObject)
+	w, err := obj.Writer()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := io.WriteString(w, data); err != nil {
+		tb.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	h, err := s.SetEncodedObject(obj)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return h
+}
+
 // CommitBomb stores, in r, a commit whose tree holds top/: width entries
 // d0, d1, ... naming one subtree, levels deep, over width files
 // f0.yaml, f1.yaml, ... of data, so width^(levels+1) files in a few
@@ -74,46 +114,17 @@ func CommitAll(t testing.TB, r *git.Repository, msg string) plumbing.Hash {
 // commit's hash; no branch points at it.
 func CommitBomb(t testing.TB, r *git.Repository, top string, levels, width int, data string) plumbing.Hash {
 	t.Helper()
-	store := func(o interface {
-		Encode(plumbing.EncodedObject) error
-	}) plumbing.Hash {
-		obj := r.Storer.NewEncodedObject()
-		if err := o.Encode(obj); err != nil {
-			t.Fatal(err)
-		}
-		h, err := r.Storer.SetEncodedObject(obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h
-	}
-	blob := r.Storer.NewEncodedObject()
-	blob.SetType(plumbing.BlobObject)
-	w, err := blob.Writer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Write([]byte(data)); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	h, err := r.Storer.SetEncodedObject(blob)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := StoreBlob(t, r.Storer, data)
 	mode, name := filemode.Regular, "f%d.yaml"
 	for range levels + 1 {
 		var tr object.Tree
 		for i := range width {
 			tr.Entries = append(tr.Entries, object.TreeEntry{Name: fmt.Sprintf(name, i), Mode: mode, Hash: h})
 		}
-		h = store(&tr)
+		h = Store(t, r.Storer, &tr)
 		mode, name = filemode.Dir, "d%d"
 	}
 	root := object.Tree{Entries: []object.TreeEntry{{Name: top, Mode: filemode.Dir, Hash: h}}}
 	sig := Signature()
-	c := object.Commit{Author: *sig, Committer: *sig, Message: "bomb", TreeHash: store(&root)}
-	return store(&c)
+	return Store(t, r.Storer, &object.Commit{Author: *sig, Committer: *sig, Message: "bomb", TreeHash: Store(t, r.Storer, &root)})
 }
