@@ -16,7 +16,7 @@ mod="$repo/tools/kube-cluster"
 stamp="$dir/kube-cluster.stamp"
 cmds=(kubelet kube-controller-manager kube-scheduler kube-proxy)
 
-want=$(tool_want "$k8s_version" go.mod go.sum '*/main.go')
+want=$(tool_want "$k8s_version" go.mod go.sum '*/main.go' 'internal/*/*.go')
 tool_skip_current "$dir" "$stamp" "$want" "${cmds[@]}"
 
 echo "kube-cluster.sh: building ${cmds[*]} $k8s_version into $dir (about 10 minutes on 2 cores when the kube-apiserver build cache is warm, more when cold)" >&2
