@@ -2,6 +2,8 @@ package proxylog
 
 import (
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,5 +56,30 @@ func TestBuffer(t *testing.T) {
 	wg.Wait()
 	if got := strings.Count(b.String(), "line\n"); got != 800 {
 		t.Errorf("%d lines, want 800", got)
+	}
+}
+
+// TestReady: nil once /readyz answers 200; its status otherwise, and the
+// dial's error when nothing listens.
+func TestReady(t *testing.T) {
+	status := http.StatusServiceUnavailable
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/readyz" {
+			http.NotFound(w, r)
+			return
+		}
+		w.WriteHeader(status)
+	}))
+	admin := strings.TrimPrefix(srv.URL, "http://")
+	if err := Ready(srv.Client(), admin); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Errorf("not ready yet: %v, want the 503", err)
+	}
+	status = http.StatusOK
+	if err := Ready(srv.Client(), admin); err != nil {
+		t.Errorf("ready: %v", err)
+	}
+	srv.Close()
+	if err := Ready(srv.Client(), admin); err == nil {
+		t.Error("nothing listening: no error")
 	}
 }

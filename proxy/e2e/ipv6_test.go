@@ -105,7 +105,7 @@ func TestTransparentIPv6Only(t *testing.T) {
 	}
 
 	logs := &proxylog.Buffer{}
-	startSidecar(t, ipTool, nsSb, logs, nil, "--ca-cert", ca.certFile, "--ca-key", ca.keyFile, "--secrets-dir", secretsDir)
+	startSidecar(t, ipTool, nsSb, logs, nil, "--ca-cert", ca.CertFile, "--ca-key", ca.KeyFile, "--secrets-dir", secretsDir)
 
 	dial, stop := nsDialer(t, nsSb)
 	defer stop()

@@ -203,7 +203,7 @@ func TestAWSCLIThroughProxy(t *testing.T) {
 	// with (the last --upstream-ca wins): this test reaches no other.
 	awsCA := newCA(t, filepath.Join(dir, "aws-ca"), "keyhole-e2e-aws-ca")
 	v := startVersity(t, gw, awsCA, keyID, secret)
-	w := newWorld(t, cfg, "--resolve", "s3.us-east-1.amazonaws.com:443:"+v.addr, "--upstream-ca", awsCA.certFile)
+	w := newWorld(t, cfg, "--resolve", "s3.us-east-1.amazonaws.com:443:"+v.addr, "--upstream-ca", awsCA.CertFile)
 	w.plantSecret(secret)
 	newSecretVolume(t, w.secretsDir, "aws-key", map[string]string{"AWS_ACCESS_KEY_ID": keyID, "AWS_SECRET_ACCESS_KEY": secret + "\n"})
 
@@ -289,7 +289,7 @@ func writeSmall(t *testing.T, dir, name string) string {
 // of a presigned URL (the query form), both signed with the placeholder.
 func sigv4GoClient(t *testing.T, w *world, v *versity) {
 	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(w.sandboxCA.certPEM)
+	roots.AppendCertsFromPEM(w.sandboxCA.CertPEM)
 	proxyURL, _ := url.Parse(w.proxy.url())
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: http.ProxyURL(proxyURL), TLSClientConfig: &tls.Config{RootCAs: roots}}}
 	creds := aws.Credentials{AccessKeyID: sigv4Placeholder, SecretAccessKey: sigv4Placeholder}

@@ -172,9 +172,9 @@ func newNetnsSandbox(t testing.TB) *netnsSandbox {
 
 	// The proxy, as the sidecar, as its own user.
 	startSidecar(t, n.ipTool, n.nsSb, n.logs, func() { w.assertNoSecret(t, "proxy output", n.logs.String()) },
-		"--ca-cert", w.sandboxCA.certFile, "--ca-key", w.sandboxCA.keyFile, "--secrets-dir", w.secretsDir,
+		"--ca-cert", w.sandboxCA.CertFile, "--ca-key", w.sandboxCA.KeyFile, "--secrets-dir", w.secretsDir,
 		"--resolve", "api.github.com:443:198.18.0.1:443", "--resolve", "github.com:443:198.18.0.1:8443",
-		"--upstream-ca", w.upstreamCA.certFile)
+		"--upstream-ca", w.upstreamCA.CertFile)
 	uid := fmt.Sprint(proxyUID)
 
 	// The rules, as the init container installs them.
@@ -201,7 +201,7 @@ func TestTransparentNetns(t *testing.T) {
 	bash := requireTool(t, "bash")
 	n := newNetnsSandbox(t)
 	bundle := filepath.Join(n.pub, "bundle.pem")
-	if err := os.WriteFile(bundle, n.w.sandboxCA.certPEM, 0o644); err != nil {
+	if err := os.WriteFile(bundle, n.w.sandboxCA.CertPEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	curlArgs := func(extra ...string) []string {
@@ -418,7 +418,7 @@ func BenchmarkNetnsNewConnection(b *testing.B) {
 	n := newNetnsSandbox(b)
 	dial, stop := nsDialer(b, n.nsSb)
 	defer stop()
-	roots := n.w.sandboxCA.pool()
+	roots := n.w.sandboxCA.Pool()
 	const req = "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\nConnection: close\r\n\r\n"
 	get := func(b *testing.B, c net.Conn) {
 		tc := tls.Client(c, &tls.Config{ServerName: "api.github.com", RootCAs: roots, NextProtos: []string{"http/1.1"}})
