@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"keyhole.dev/keyhole/bench/gen/synth"
 	"keyhole.dev/keyhole/pipeline"
 )
@@ -32,7 +30,7 @@ func BenchmarkCheckVsParse(b *testing.B) {
 	dir, files := synth.ForBenchmark(b)
 	b.Run("parse", func(b *testing.B) {
 		for b.Loop() {
-			parseAll(b, files)
+			synth.ParseFloor(b, files)
 		}
 	})
 	b.Run("check", func(b *testing.B) {
@@ -118,24 +116,6 @@ func median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-func parseAll(b *testing.B, files []string) {
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			b.Fatal(err)
-		}
-		dec := yaml.NewDecoder(bytes.NewReader(data))
-		for {
-			var n yaml.Node
-			if err := dec.Decode(&n); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-}
-
 // realShaped writes, into a new directory, a repository of at least
 // minFiles files shaped as real GitOps repositories are: copies of the
 // corpus under testdata/repos (a Flux monorepo, an Argo CD app of apps, a
@@ -191,7 +171,7 @@ func BenchmarkCheckRealShaped(b *testing.B) {
 	}
 	b.Run("parse", func(b *testing.B) {
 		for b.Loop() {
-			parseAll(b, files)
+			synth.ParseFloor(b, files)
 		}
 	})
 	b.Run("check", func(b *testing.B) {

@@ -13,6 +13,7 @@ import (
 
 	"keyhole.dev/keyhole/schema"
 	"keyhole.dev/keyhole/source"
+	"keyhole.dev/keyhole/source/fixture"
 )
 
 // arenaDocs are objects of every decoded kind a digest keeps, with the
@@ -266,10 +267,7 @@ stringData:
 	if err := yaml.Unmarshal([]byte(text), &n); err != nil {
 		t.Fatal(err)
 	}
-	v, err := schema.NewValidator()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := fixture.Validator(t)
 	in := newInterner()
 	dg := digestOf(v, schema.DefaultOperator(), in, &source.Document{File: "s.yaml", Node: n.Content[0]})
 	sd, ok := dg.wire.(*secretDigest)

@@ -11,6 +11,7 @@ import (
 	"keyhole.dev/keyhole/schema"
 	"keyhole.dev/keyhole/source"
 	"keyhole.dev/keyhole/source/engines"
+	"keyhole.dev/keyhole/source/fixture"
 )
 
 // TestDigestKeepsNoSecretValue digests Secrets whose every value is a
@@ -38,10 +39,7 @@ data:
 	if err := os.WriteFile(filepath.Join(dir, "secrets.yaml"), []byte(in), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	v, err := schema.NewValidator()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := fixture.Validator(t)
 	docs, _, err := source.Load([]string{filepath.Join(dir, "secrets.yaml")}, source.Options{Engines: engines.All(), Digest: Digest(v, Options{})})
 	if err != nil {
 		t.Fatal(err)
@@ -80,10 +78,7 @@ data:
 // finds what a Compile without Digest does.
 func TestDigestOperatorOtherThanConfigs(t *testing.T) {
 	dir := filepath.Join("testdata", "checks", "operator-schema")
-	v, err := schema.NewValidator()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := fixture.Validator(t)
 	in := newInterner()
 	other := func(d *source.Document) (any, bool) {
 		other, err := schema.LookupOperator("v0.9.0-beta.17")
@@ -160,10 +155,7 @@ spec:
 // decoded, the digest says what the document is, as the tree says it, so
 // that the loader keeps no copy of it (source.ObjectDigest).
 func TestDigestSaysWhatItIs(t *testing.T) {
-	v, err := schema.NewValidator()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := fixture.Validator(t)
 	dirs, err := filepath.Glob("../examples/*")
 	if err != nil || len(dirs) == 0 {
 		t.Fatalf("no examples: %v", err)
@@ -217,14 +209,8 @@ func TestDigestOperatorFromConfig(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			v, err := schema.NewValidator()
-			if err != nil {
-				t.Fatal(err)
-			}
-			docs, _, err := source.Load([]string{tc.dir}, source.Options{Engines: engines.All(), Digest: Digest(v, tc.opts), Root: tc.dir})
-			if err != nil {
-				t.Fatal(err)
-			}
+			v := fixture.Validator(t)
+			docs, _ := fixture.Load(t, tc.dir, Digest(v, tc.opts))
 			owners := 0
 			for _, d := range docs {
 				dg, _ := d.Digested().(*digested)
@@ -257,10 +243,7 @@ func TestDigestOperatorFromConfig(t *testing.T) {
 // documents, the loader's diagnostics and the validator.
 func loadDigested(t *testing.T, path string) ([]*source.Document, diag.List, *schema.Validator) {
 	t.Helper()
-	v, err := schema.NewValidator()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := fixture.Validator(t)
 	docs, ds, err := source.Load([]string{path}, source.Options{Engines: engines.All(), Digest: Digest(v, Options{})})
 	if err != nil {
 		t.Fatal(err)

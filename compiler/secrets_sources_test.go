@@ -9,6 +9,7 @@ import (
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/schema"
 	"keyhole.dev/keyhole/source"
+	"keyhole.dev/keyhole/source/fixture"
 )
 
 func TestRenamedSecret(t *testing.T) {
@@ -83,10 +84,7 @@ sops: {mac: "ENC[` + canary + `]"}
 	if len(ds) > 0 {
 		t.Fatal(ds)
 	}
-	v, err := schema.NewValidator()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := fixture.Validator(t)
 	res := Compile(docs, v, Options{})
 	codes := map[string]int{}
 	for _, d := range res.Diagnostics {
@@ -260,10 +258,7 @@ func TestExternalSecretKeys(t *testing.T) {
 			want:  map[string]int{codeDuplicateObject: 1, codeValuesUnknown: 1},
 		},
 	}
-	v, err := schema.NewValidator()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := fixture.Validator(t)
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			holds := maps.Clone(tc.in)
@@ -505,10 +500,7 @@ func TestClusterExternalSecret(t *testing.T) {
 			want:  map[string]int{codeValuesUnknown: 1},
 		},
 	}
-	v, err := schema.NewValidator()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := fixture.Validator(t)
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			checkCodes(t, v, tc.input+"\n"+secretReader("c", "target", tc.reads), tc.want, tc.in)

@@ -9,9 +9,9 @@ import (
 	"keyhole.dev/keyhole/bench/gen/synth"
 	"keyhole.dev/keyhole/compiler"
 	"keyhole.dev/keyhole/render"
-	"keyhole.dev/keyhole/schema"
 	"keyhole.dev/keyhole/source"
 	"keyhole.dev/keyhole/source/engines"
+	"keyhole.dev/keyhole/source/fixture"
 )
 
 // benchSides renders bench/gen's synthetic repository twice: as it is,
@@ -26,10 +26,7 @@ func benchSides(b *testing.B) (base, head Side) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	v, err := schema.NewValidator()
-	if err != nil {
-		b.Fatal(err)
-	}
+	v := fixture.Validator(b)
 	res := compiler.Compile(docs, v, compiler.Options{})
 	if res.Diagnostics.HasErrors() {
 		b.Fatalf("the synthetic repository does not check: %v", res.Diagnostics)

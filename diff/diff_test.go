@@ -16,9 +16,9 @@ import (
 	"keyhole.dev/keyhole/internal/testrepo"
 	"keyhole.dev/keyhole/proxy/policy"
 	"keyhole.dev/keyhole/render"
-	"keyhole.dev/keyhole/schema"
 	"keyhole.dev/keyhole/source"
 	"keyhole.dev/keyhole/source/engines"
+	"keyhole.dev/keyhole/source/fixture"
 )
 
 // canary is the value of every Secret key in the fixtures: no report may
@@ -111,10 +111,7 @@ func renderDir(t testing.TB, name, dir string) Side {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := schema.NewValidator()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := fixture.Validator(t)
 	res := compiler.Compile(docs, v, compiler.Options{})
 	res.Diagnostics = append(ds, res.Diagnostics...)
 	if res.Diagnostics.HasErrors() {

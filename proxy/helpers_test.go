@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"keyhole.dev/keyhole/internal/proxylog"
 	"keyhole.dev/keyhole/internal/testpki"
 
 	"keyhole.dev/keyhole/proxy/policy"
@@ -88,24 +89,9 @@ func writeAtomic(t testing.TB, path string, data []byte) {
 }
 
 // syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+type syncBuffer struct{ proxylog.Buffer }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// lines returns the JSON log lines with msg "request".
+// requests returns the JSON log lines with msg "request".
 func (s *syncBuffer) requests(t testing.TB) []map[string]any {
 	t.Helper()
 	var out []map[string]any

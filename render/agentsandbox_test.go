@@ -14,6 +14,7 @@ import (
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/schema"
 	"keyhole.dev/keyhole/source"
+	"keyhole.dev/keyhole/source/fixture"
 )
 
 const (
@@ -59,10 +60,7 @@ func TestAgentSandboxGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := schema.NewValidator()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := fixture.Validator(t)
 	for _, ex := range examples(t) {
 		t.Run(ex, func(t *testing.T) {
 			dir := filepath.Join(examplesDir, ex)

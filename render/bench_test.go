@@ -11,6 +11,7 @@ import (
 	"keyhole.dev/keyhole/schema"
 	"keyhole.dev/keyhole/source"
 	"keyhole.dev/keyhole/source/engines"
+	"keyhole.dev/keyhole/source/fixture"
 )
 
 // Benchmark scale: 10,000 Connections across 1,000 sandboxes.
@@ -95,10 +96,7 @@ func benchRepo(b *testing.B) (string, *schema.Validator) {
 	b.Helper()
 	dir := b.TempDir()
 	writeBenchRepo(b, dir)
-	v, err := schema.NewValidator()
-	if err != nil {
-		b.Fatal(err)
-	}
+	v := fixture.Validator(b)
 	return dir, v
 }
 

@@ -21,6 +21,7 @@ import (
 	"keyhole.dev/keyhole/schema"
 	"keyhole.dev/keyhole/source"
 	"keyhole.dev/keyhole/source/engines"
+	"keyhole.dev/keyhole/source/fixture"
 )
 
 // goldenOmniaDir holds the omnia target's expected renders, apart from
@@ -155,10 +156,7 @@ func compileBack(t *testing.T, exampleDir string, files []File) compiler.Result 
 			docs = append(docs, d)
 		}
 	}
-	v, err := schema.NewValidator()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := fixture.Validator(t)
 	res := compiler.Compile(docs, v, compiler.Options{})
 	// The omnia target's own findings are its render-time warnings; what
 	// it emits must check without any, errors or warnings.

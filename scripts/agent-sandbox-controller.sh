@@ -17,14 +17,9 @@ bin="$dir/agent-sandbox-controller"
 stamp="$bin.stamp"
 
 want=$(tool_want "" go.mod go.sum tools.go)
-if tool_current "$stamp" "$want" "$bin"; then
-  echo "$bin"
-  exit 0
-fi
+tool_skip_current "$bin" "$stamp" "$want" agent-sandbox-controller
 
 echo "agent-sandbox-controller.sh: building agent-sandbox's controller into $bin (a few minutes on 2 cores)" >&2
 tool_begin agent-sandbox
 tool_go_build -ldflags "-s -w" -o "$tmp/agent-sandbox-controller" sigs.k8s.io/agent-sandbox/cmd/agent-sandbox-controller
-mv -f "$tmp/agent-sandbox-controller" "$bin"
-tool_done agent-sandbox-controller.sh "$stamp" "$want"
-echo "$bin"
+tool_done agent-sandbox-controller.sh "$stamp" "$want" "$bin" agent-sandbox-controller

@@ -19,15 +19,10 @@ bin="$dir/cert-manager-controller"
 stamp="$dir/cert-manager.stamp"
 
 want=$(tool_want "" go.mod go.sum main.go)
-if tool_current "$stamp" "$want" "$bin"; then
-  echo "$dir"
-  exit 0
-fi
+tool_skip_current "$dir" "$stamp" "$want" cert-manager-controller
 
 echo "cert-manager.sh: building cert-manager's controller into $bin (several minutes on 2 cores from a cold build cache)" >&2
 tool_begin cert-manager
 # As upstream builds its controller: static, -trimpath.
 CGO_ENABLED=0 tool_go_build -ldflags "-s -w" -o "$tmp/cert-manager-controller" .
-mv -f "$tmp/cert-manager-controller" "$bin"
-tool_done cert-manager.sh "$stamp" "$want"
-echo "$dir"
+tool_done cert-manager.sh "$stamp" "$want" "$dir" cert-manager-controller

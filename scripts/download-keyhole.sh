@@ -49,35 +49,26 @@ name="keyhole_${version}_${os}_${arch}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# fetch URL FILE: 0 fetched, 3 not found (404), 1 any other failure.
+# fetch URL FILE MISSING: downloads URL into FILE. A 404 means there is
+# no release to install (none MISSING); any other failure ends with 1.
 fetch() {
   local code
   code=$(curl -sSL --proto '=https,http' --retry 3 --connect-timeout 20 -o "$2" -w '%{http_code}' "$1") || {
     echo "keyhole: cannot download $1" >&2
-    return 1
+    exit 1
   }
   case $code in
-    200) return 0 ;;
-    404) return 3 ;;
+    200) ;;
+    404) none "$3" ;;
+    *)
+      echo "keyhole: $1: HTTP $code" >&2
+      exit 1
+      ;;
   esac
-  echo "keyhole: $1: HTTP $code" >&2
-  return 1
 }
 
-status=0
-fetch "$base/$version/checksums.txt" "$tmp/checksums.txt" || status=$?
-case $status in
-  0) ;;
-  3) none "$base/$version/checksums.txt is not found (HTTP 404)" ;;
-  *) exit 1 ;;
-esac
-status=0
-fetch "$base/$version/$name.tar.gz" "$tmp/$name.tar.gz" || status=$?
-case $status in
-  0) ;;
-  3) none "release $version has no $name.tar.gz (HTTP 404)" ;;
-  *) exit 1 ;;
-esac
+fetch "$base/$version/checksums.txt" "$tmp/checksums.txt" "$base/$version/checksums.txt is not found (HTTP 404)"
+fetch "$base/$version/$name.tar.gz" "$tmp/$name.tar.gz" "release $version has no $name.tar.gz (HTTP 404)"
 want=$(awk -v f="$name.tar.gz" '$2 == f || $2 == "*" f { print $1; exit }' "$tmp/checksums.txt")
 if ! [[ $want =~ ^[0-9a-f]{64}$ ]]; then
   echo "keyhole: checksums.txt of $version lists no SHA-256 for $name.tar.gz: refusing to install it" >&2

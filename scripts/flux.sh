@@ -17,15 +17,10 @@ cmds=(source-controller kustomize-controller)
 pkgs=(github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller)
 
 want=$(tool_want "" go.mod go.sum)
-if tool_current "$stamp" "$want" "${cmds[@]/#/$dir/}"; then
-  echo "$dir"
-  exit 0
-fi
+tool_skip_current "$dir" "$stamp" "$want" "${cmds[@]}"
 
 echo "flux.sh: building ${cmds[*]} into $dir (about 10 minutes on 2 idle cores from a cold build cache)" >&2
 tool_begin flux
 # As upstream's Dockerfiles build them: static, -trimpath.
 CGO_ENABLED=0 tool_go_build -ldflags "-s -w" -o "$tmp/" "${pkgs[@]}"
-for c in "${cmds[@]}"; do mv -f "$tmp/$c" "$dir/$c"; done
-tool_done flux.sh "$stamp" "$want"
-echo "$dir"
+tool_done flux.sh "$stamp" "$want" "$dir" "${cmds[@]}"

@@ -37,10 +37,7 @@ if ! command -v etcd >/dev/null 2>&1; then
 fi
 
 want=$(tool_want "$k8s_version" go.mod go.sum main.go)
-if tool_current "$stamp" "$want" "$bin"; then
-  echo "$bin"
-  exit 0
-fi
+tool_skip_current "$bin" "$stamp" "$want" kube-apiserver
 
 echo "kube-apiserver.sh: building $k8s_version into $bin (about 10 minutes on 2 cores)" >&2
 tool_begin kube-apiserver
@@ -49,6 +46,4 @@ if ! tool_go_build -ldflags "$(k8s_ldflags)" -o "$tmp/kube-apiserver" . >"$build
   cat "$buildlog" >&2
   exit 1
 fi
-mv -f "$tmp/kube-apiserver" "$bin"
-tool_done kube-apiserver.sh "$stamp" "$want"
-echo "$bin"
+tool_done kube-apiserver.sh "$stamp" "$want" "$bin" kube-apiserver

@@ -16,11 +16,8 @@ mod="$repo/tools/kube-cluster"
 stamp="$dir/kube-cluster.stamp"
 cmds=(kubelet kube-controller-manager kube-scheduler kube-proxy)
 
-want=$(tool_want "$k8s_version" go.mod go.sum '*/main.go')
-if tool_current "$stamp" "$want" "${cmds[@]/#/$dir/}"; then
-  echo "$dir"
-  exit 0
-fi
+want=$(tool_want "$k8s_version" go.mod go.sum '*/main.go' 'internal/*/*.go')
+tool_skip_current "$dir" "$stamp" "$want" "${cmds[@]}"
 
 echo "kube-cluster.sh: building ${cmds[*]} $k8s_version into $dir (about 10 minutes on 2 cores when the kube-apiserver build cache is warm, more when cold)" >&2
 tool_begin kube-cluster
@@ -29,6 +26,4 @@ tool_begin kube-cluster
 # would change every package that imports net, that is nearly all of
 # them).
 tool_go_build -ldflags "$(k8s_ldflags)" -o "$tmp/" "${cmds[@]/#/./}"
-for c in "${cmds[@]}"; do mv -f "$tmp/$c" "$dir/$c"; done
-tool_done kube-cluster.sh "$stamp" "$want"
-echo "$dir"
+tool_done kube-cluster.sh "$stamp" "$want" "$dir" "${cmds[@]}"

@@ -17,10 +17,7 @@ stamp="$dir/kube-router.stamp"
 version=v2.1.0
 
 want=$(tool_want "$version" go.mod go.sum)
-if tool_current "$stamp" "$want" "$dir/kube-router"; then
-  echo "$dir"
-  exit 0
-fi
+tool_skip_current "$dir" "$stamp" "$want" kube-router
 
 echo "kube-router.sh: building kube-router $version into $dir (several minutes on 2 cores from a cold build cache)" >&2
 tool_begin kube-router
@@ -28,6 +25,4 @@ tool_begin kube-router
 CGO_ENABLED=0 tool_go_build \
   -ldflags "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$version" \
   -o "$tmp/kube-router" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
-mv -f "$tmp/kube-router" "$dir/kube-router"
-tool_done kube-router.sh "$stamp" "$want"
-echo "$dir"
+tool_done kube-router.sh "$stamp" "$want" "$dir" kube-router

@@ -14,14 +14,9 @@ mod="$repo/tools/versitygw"
 stamp="$dir/versitygw.stamp"
 
 want=$(tool_want "" go.mod go.sum)
-if tool_current "$stamp" "$want" "$dir/versitygw"; then
-  echo "$dir"
-  exit 0
-fi
+tool_skip_current "$dir" "$stamp" "$want" versitygw
 
 echo "versitygw.sh: building versitygw into $dir (a few minutes on 2 idle cores from a cold build cache)" >&2
 tool_begin versitygw
 CGO_ENABLED=0 tool_go_build -ldflags "-s -w" -o "$tmp/versitygw" github.com/versity/versitygw/cmd/versitygw
-mv -f "$tmp/versitygw" "$dir/versitygw"
-tool_done versitygw.sh "$stamp" "$want"
-echo "$dir"
+tool_done versitygw.sh "$stamp" "$want" "$dir" versitygw

@@ -2,12 +2,8 @@ package source
 
 import (
 	"bytes"
-	"errors"
-	"io"
 	"os"
 	"testing"
-
-	"go.yaml.in/yaml/v3"
 
 	"keyhole.dev/keyhole/bench/gen/synth"
 )
@@ -18,23 +14,7 @@ func BenchmarkYAMLParse(b *testing.B) {
 	_, files := synth.ForBenchmark(b)
 	var size int64
 	for b.Loop() {
-		size = 0
-		for _, f := range files {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				b.Fatal(err)
-			}
-			size += int64(len(data))
-			dec := yaml.NewDecoder(bytes.NewReader(data))
-			for {
-				var n yaml.Node
-				if err := dec.Decode(&n); errors.Is(err, io.EOF) {
-					break
-				} else if err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
+		size = synth.ParseFloor(b, files)
 	}
 	b.SetBytes(size)
 }

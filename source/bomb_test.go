@@ -2,60 +2,14 @@ package source
 
 import (
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
-	git "github.com/go-git/go-git/v5"
 	gitconfig "github.com/go-git/go-git/v5/config"
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"keyhole.dev/keyhole/internal/gitfs"
+	"keyhole.dev/keyhole/internal/testrepo"
 )
-
-// commitBomb stores, in r, a commit whose tree holds top/: ten entries
-// naming one subtree, eight levels deep, over ten copies of data, a
-// billion files in a few kilobytes of objects, as a pull request can
-// push; it returns the commit's hash.
-func commitBomb(t testing.TB, r *git.Repository, top, data string) string {
-	t.Helper()
-	store := func(o interface {
-		Encode(plumbing.EncodedObject) error
-	}) plumbing.Hash {
-		obj := r.Storer.NewEncodedObject()
-		if err := o.Encode(obj); err != nil {
-			t.Fatal(err)
-		}
-		h, err := r.Storer.SetEncodedObject(obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h
-	}
-	blob := r.Storer.NewEncodedObject()
-	blob.SetType(plumbing.BlobObject)
-	w, _ := blob.Writer()
-	w.Write([]byte(data))
-	w.Close()
-	h, err := r.Storer.SetEncodedObject(blob)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mode, name := filemode.Regular, "c%d.yaml"
-	for range 9 {
-		var tr object.Tree
-		for i := range 10 {
-			tr.Entries = append(tr.Entries, object.TreeEntry{Name: fmt.Sprintf(name, i), Mode: mode, Hash: h})
-		}
-		h = store(&tr)
-		mode, name = filemode.Dir, "d%d"
-	}
-	root := object.Tree{Entries: []object.TreeEntry{{Name: top, Mode: filemode.Dir, Hash: h}}}
-	c := object.Commit{Author: *testSig, Committer: *testSig, Message: "bomb", TreeHash: store(&root)}
-	return store(&c).String()
-}
 
 // endsWithin fails the test when f takes longer than d: the attacks below
 // ran until the runner's memory or patience ran out.
@@ -83,7 +37,7 @@ func TestGitBomb(t *testing.T) {
 		dir, r := gitRepo(t)
 		writeFiles(t, dir, map[string]string{"apps/conn.yaml": conn})
 		commitAll(t, r, "first")
-		bomb := commitBomb(t, r, "apps", conn)
+		bomb := testrepo.CommitBomb(t, r, "apps", 8, 10, conn).String()
 		repo, err := gitfs.OpenRepo(dir)
 		if err != nil {
 			t.Fatal(err)
@@ -107,7 +61,7 @@ func TestGitBomb(t *testing.T) {
 		dir, r := gitRepo(t)
 		writeFiles(t, dir, map[string]string{"apps/conn.yaml": conn})
 		commitAll(t, r, "first")
-		bomb := commitBomb(t, r, "apps", conn)
+		bomb := testrepo.CommitBomb(t, r, "apps", 8, 10, conn).String()
 		sync := "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata: {name: flux-system, namespace: flux-system}\n" +
 			"spec: {interval: 1m, url: 'https://git.example.com/r.git', ref: {commit: " + bomb + "}}\n---\n" +
 			"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps, namespace: flux-system}\n" +
@@ -124,7 +78,7 @@ func TestGitBomb(t *testing.T) {
 		}
 		writeFiles(t, dir, map[string]string{"apps/conn.yaml": conn})
 		commitAll(t, r, "first")
-		bomb := commitBomb(t, r, "apps", conn)
+		bomb := testrepo.CommitBomb(t, r, "apps", 8, 10, conn).String()
 		app := "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: apps, namespace: argocd}\n" +
 			"spec:\n  project: default\n  source: {repoURL: 'https://git.example.com/acme/agents.git', path: apps, targetRevision: '" + bomb + "', directory: {recurse: true}}\n" +
 			"  destination: {name: in-cluster, namespace: agents}\n"

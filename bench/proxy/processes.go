@@ -266,13 +266,8 @@ func (e *env) startKeyhole(k keyholeBuild, cfg string) (*process, error) {
 		if err != nil {
 			return err
 		}
-		resp, err := client.Get("http://" + admin + "/readyz")
-		if err != nil {
+		if err := proxylog.Ready(client, admin); err != nil {
 			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			return errors.New(resp.Status)
 		}
 		p.addr = listen
 		return nil

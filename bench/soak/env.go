@@ -422,13 +422,8 @@ func (e *env) startProxy(bin string) (*proxyProc, error) {
 	}()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if p.addr, p.admin, err = proxylog.BoundAddrs(p.logFile); err == nil {
-			if resp, err := http.Get("http://" + p.admin + "/readyz"); err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					return p, nil
-				}
-			}
+		if p.addr, p.admin, err = proxylog.BoundAddrs(p.logFile); err == nil && proxylog.Ready(http.DefaultClient, p.admin) == nil {
+			return p, nil
 		}
 		select {
 		case err := <-p.waited:

@@ -15,21 +15,6 @@ import (
 	"keyhole.dev/keyhole/internal/testrepo"
 )
 
-var testSig = testrepo.Signature()
-
-// gitRepo makes a repository in a new directory and returns its path.
-func gitRepo(t *testing.T) (string, *git.Repository) {
-	t.Helper()
-	return testrepo.Init(t)
-}
-
-// commitAll stages everything in the working tree (deletions too) and
-// commits it.
-func commitAll(t *testing.T, r *git.Repository, msg string) plumbing.Hash {
-	t.Helper()
-	return testrepo.CommitAll(t, r, msg)
-}
-
 // headTree opens the repository at dir and returns its HEAD commit's tree.
 func headTree(t testing.TB, dir string) *Tree {
 	t.Helper()
@@ -44,24 +29,18 @@ func headTree(t testing.TB, dir string) *Tree {
 	return tree
 }
 
-// writeFiles creates files (slash-separated names → contents) under dir.
-func writeFiles(t testing.TB, dir string, files map[string]string) {
-	t.Helper()
-	testrepo.WriteFiles(t, dir, files)
-}
-
 // TestTreeRevisions resolves each form of revision a user types to the
 // commit it names.
 func TestTreeRevisions(t *testing.T) {
-	dir, r := gitRepo(t)
-	writeFiles(t, dir, map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: one}\n"})
-	first := commitAll(t, r, "first")
-	writeFiles(t, dir, map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: two}\n"})
-	second := commitAll(t, r, "second")
+	dir, r := testrepo.Init(t)
+	testrepo.WriteFiles(t, dir, map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: one}\n"})
+	first := testrepo.CommitAll(t, r, "first")
+	testrepo.WriteFiles(t, dir, map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: two}\n"})
+	second := testrepo.CommitAll(t, r, "second")
 	if _, err := r.CreateTag("v1", first, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.CreateTag("v1-annotated", first, &git.CreateTagOptions{Tagger: testSig, Message: "v1"}); err != nil {
+	if _, err := r.CreateTag("v1-annotated", first, &git.CreateTagOptions{Tagger: testrepo.Signature(), Message: "v1"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Storer.SetReference(plumbing.NewHashReference("refs/remotes/origin/main", first)); err != nil {
@@ -106,9 +85,9 @@ func TestTreeRevisions(t *testing.T) {
 
 // TestTreeErrors: what cannot be read is a clear error of the right class.
 func TestTreeErrors(t *testing.T) {
-	dir, r := gitRepo(t)
-	writeFiles(t, dir, map[string]string{"a.yaml": "kind: x\n"})
-	commitAll(t, r, "first")
+	dir, r := testrepo.Init(t)
+	testrepo.WriteFiles(t, dir, map[string]string{"a.yaml": "kind: x\n"})
+	testrepo.CommitAll(t, r, "first")
 	repo, err := OpenRepo(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -152,9 +131,9 @@ func TestTreeErrors(t *testing.T) {
 // not hold (.git/objects lost, or unreadable) is said to be that, not a
 // reference that does not exist.
 func TestTreeObjectsUnreadable(t *testing.T) {
-	dir, r := gitRepo(t)
-	writeFiles(t, dir, map[string]string{"a.yaml": "kind: x\n"})
-	h := commitAll(t, r, "first")
+	dir, r := testrepo.Init(t)
+	testrepo.WriteFiles(t, dir, map[string]string{"a.yaml": "kind: x\n"})
+	h := testrepo.CommitAll(t, r, "first")
 	head, err := r.Head()
 	if err != nil {
 		t.Fatal(err)
@@ -186,13 +165,13 @@ func TestTreeObjectsUnreadable(t *testing.T) {
 
 // TestTreeSymlinkLoop: a committed link cycle ends in an error.
 func TestTreeSymlinkLoop(t *testing.T) {
-	dir, r := gitRepo(t)
+	dir, r := testrepo.Init(t)
 	for name, target := range map[string]string{"a.yaml": "b.yaml", "b.yaml": "a.yaml"} {
 		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	commitAll(t, r, "loop")
+	testrepo.CommitAll(t, r, "loop")
 	tree := headTree(t, dir)
 	if _, err := tree.Stat(filepath.Join(dir, "a.yaml")); err == nil || !strings.Contains(err.Error(), "symbolic links") {
 		t.Fatalf("Stat of a link cycle = %v", err)
@@ -208,10 +187,10 @@ func TestTreeSymlinkLoop(t *testing.T) {
 // every read gives the commit's bytes, and bytes a caller changes are its
 // own.
 func TestTreeKeepsBlobs(t *testing.T) {
-	dir, r := gitRepo(t)
+	dir, r := testrepo.Init(t)
 	files := map[string]string{"a.yaml": "kind: A\n", "b.yaml": "kind: Bee\n", "same.yaml": "kind: A\n", "big.yaml": strings.Repeat("x", 100) + "\n"}
-	writeFiles(t, dir, files)
-	commitAll(t, r, "files")
+	testrepo.WriteFiles(t, dir, files)
+	testrepo.CommitAll(t, r, "files")
 	for name, tc := range map[string]struct {
 		keep      int
 		wantReads int
@@ -260,13 +239,13 @@ func TestTreeKeepsBlobs(t *testing.T) {
 // builds on every core do: run with -race, it holds the Tree's lock to
 // what it guards, and every goroutine reads the commit's bytes.
 func TestTreeConcurrent(t *testing.T) {
-	dir, r := gitRepo(t)
+	dir, r := testrepo.Init(t)
 	files := map[string]string{}
 	for i := range 20 {
 		files[fmt.Sprintf("d%d/f%d.yaml", i%4, i)] = fmt.Sprintf("kind: K%d\n", i)
 	}
-	writeFiles(t, dir, files)
-	commitAll(t, r, "files")
+	testrepo.WriteFiles(t, dir, files)
+	testrepo.CommitAll(t, r, "files")
 	tree := headTree(t, dir)
 	defer tree.Close()
 	kfs, err := tree.KustomizeFS()
@@ -311,15 +290,15 @@ func TestTreeConcurrent(t *testing.T) {
 // questions: the answers, errors included, read word for word the same,
 // since the loader quotes them and a diff compares a commit with the disk.
 func TestTreeAnswersAsDisk(t *testing.T) {
-	dir, r := gitRepo(t)
-	writeFiles(t, dir, map[string]string{"app/a.yaml": "a: 1\n"})
+	dir, r := testrepo.Init(t)
+	testrepo.WriteFiles(t, dir, map[string]string{"app/a.yaml": "a: 1\n"})
 	if err := os.Symlink("app/a.yaml", filepath.Join(dir, "link.yaml")); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink("app", filepath.Join(dir, "dirlink")); err != nil {
 		t.Fatal(err)
 	}
-	commitAll(t, r, "app")
+	testrepo.CommitAll(t, r, "app")
 	tree := headTree(t, dir)
 	kfs, err := tree.KustomizeFS()
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
+	"keyhole.dev/keyhole/internal/testrepo"
 )
 
 // history is a repository's history made in memory: a tree of dirs ×
@@ -35,38 +36,6 @@ type history struct {
 func makeHistory(tb testing.TB, commits, dirs, files int) *history {
 	tb.Helper()
 	h := &history{mem: memory.NewStorage()}
-	put := func(o interface {
-		Encode(plumbing.EncodedObject) error
-	}) plumbing.Hash {
-		obj := h.mem.NewEncodedObject()
-		if err := o.Encode(obj); err != nil {
-			tb.Fatal(err)
-		}
-		hash, err := h.mem.SetEncodedObject(obj)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		return hash
-	}
-	blob := func(data string) plumbing.Hash {
-		obj := h.mem.NewEncodedObject()
-		obj.SetType(plumbing.BlobObject)
-		w, err := obj.Writer()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if _, err := io.WriteString(w, data); err != nil {
-			tb.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			tb.Fatal(err)
-		}
-		hash, err := h.mem.SetEncodedObject(obj)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		return hash
-	}
 	content := func(dir string, f, version int) string {
 		var b strings.Builder
 		fmt.Fprintf(&b, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s-f%03d\n  namespace: default\ndata:\n", dir, f)
@@ -79,28 +48,28 @@ func makeHistory(tb testing.TB, commits, dirs, files int) *history {
 	dir := func(name string, version int) []object.TreeEntry {
 		var entries []object.TreeEntry
 		for f := range files {
-			entries = append(entries, object.TreeEntry{Name: fmt.Sprintf("f%03d.yaml", f), Mode: filemode.Regular, Hash: blob(content(name, f, version))})
+			entries = append(entries, object.TreeEntry{Name: fmt.Sprintf("f%03d.yaml", f), Mode: filemode.Regular, Hash: testrepo.StoreBlob(tb, h.mem, content(name, f, version))})
 		}
 		return entries
 	}
 	var static []object.TreeEntry
 	for d := range dirs {
 		name := fmt.Sprintf("d%02d", d)
-		static = append(static, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: put(&object.Tree{Entries: dir(name, 0)})})
+		static = append(static, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: testrepo.Store(tb, h.mem, &object.Tree{Entries: dir(name, 0)})})
 	}
 	commit := func(msg string, root []object.TreeEntry) {
-		c := &object.Commit{Author: *testSig, Committer: *testSig, Message: msg, TreeHash: put(&object.Tree{Entries: root})}
+		c := &object.Commit{Author: *testrepo.Signature(), Committer: *testrepo.Signature(), Message: msg, TreeHash: testrepo.Store(tb, h.mem, &object.Tree{Entries: root})}
 		if !h.head.IsZero() {
 			c.ParentHashes = []plumbing.Hash{h.head}
 		}
-		h.head = put(c)
+		h.head = testrepo.Store(tb, h.mem, c)
 		h.commits = append(h.commits, h.head)
 	}
 	churn := dir("churn", 0)
 	for i := range commits {
-		churn[i%files].Hash = blob(content("churn", i%files, i+1))
+		churn[i%files].Hash = testrepo.StoreBlob(tb, h.mem, content("churn", i%files, i+1))
 		// "churn" sorts before "d00", as a tree's entries must.
-		commit(fmt.Sprintf("change %d\n", i), append([]object.TreeEntry{{Name: "churn", Mode: filemode.Dir, Hash: put(&object.Tree{Entries: churn})}}, static...))
+		commit(fmt.Sprintf("change %d\n", i), append([]object.TreeEntry{{Name: "churn", Mode: filemode.Dir, Hash: testrepo.Store(tb, h.mem, &object.Tree{Entries: churn})}}, static...))
 	}
 	commit("drop churn\n", static)
 	return h

@@ -3,7 +3,10 @@ package testrepo
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 // TestCommitAllSameHash: the same files committed in two repositories
@@ -35,5 +38,33 @@ func TestCommitAllSameHash(t *testing.T) {
 	}
 	if _, err := tree.File("a.yaml"); err != nil {
 		t.Fatalf("a.yaml: %v", err)
+	}
+}
+
+// TestCommitBomb: the commit's tree holds width^(levels+1) files of data
+// under top, in width directories a level.
+func TestCommitBomb(t *testing.T) {
+	_, r := Init(t)
+	c, err := r.CommitObject(CommitBomb(t, r, "top", 2, 3, "data\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := c.Tree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := 0
+	err = tree.Files().ForEach(func(f *object.File) error {
+		files++
+		if !strings.HasPrefix(f.Name, "top/d") {
+			t.Errorf("file %s is not under top/", f.Name)
+		}
+		if got, err := f.Contents(); err != nil || got != "data\n" {
+			t.Errorf("%s holds %q, %v", f.Name, got, err)
+		}
+		return nil
+	})
+	if err != nil || files != 27 {
+		t.Errorf("%d files, %v; want 27", files, err)
 	}
 }

@@ -39,7 +39,7 @@ func TestBadConfig(t *testing.T) {
 			defer cancel()
 			cmd := exec.CommandContext(ctx, proxyBin, "--config", cfg,
 				"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
-				"--ca-cert", ca.certFile, "--ca-key", ca.keyFile, "--secrets-dir", t.TempDir())
+				"--ca-cert", ca.CertFile, "--ca-key", ca.KeyFile, "--secrets-dir", t.TempDir())
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			err := cmd.Run()

@@ -240,7 +240,7 @@ func TestTransparentDNS(t *testing.T) {
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(10 * time.Second))
 	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(n.w.sandboxCA.certPEM)
+	roots.AppendCertsFromPEM(n.w.sandboxCA.CertPEM)
 	tc := tls.Client(conn, &tls.Config{ServerName: "api.github.com", RootCAs: roots})
 	if _, err := io.WriteString(tc, "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\nConnection: close\r\n\r\n"); err != nil {
 		t.Fatal(err)

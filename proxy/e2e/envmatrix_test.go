@@ -36,7 +36,7 @@ func TestRenderedEnvClients(t *testing.T) {
 	if err := os.Mkdir(trustDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(proxyBin, "trust-bundle", "--ca", n.w.sandboxCA.certFile, "--roots", n.w.upstreamCA.certFile,
+	if out, err := exec.Command(proxyBin, "trust-bundle", "--ca", n.w.sandboxCA.CertFile, "--roots", n.w.upstreamCA.CertFile,
 		"--out", filepath.Join(trustDir, "bundle.pem"), "--truststore", filepath.Join(trustDir, "truststore.p12"),
 		"--wgetrc", filepath.Join(trustDir, "wgetrc"), "--php-ini", filepath.Join(trustDir, "php-keyhole.ini"), "--bundle-path", filepath.Join(trustDir, "bundle.pem")).CombinedOutput(); err != nil {
 		t.Fatalf("trust-bundle: %v\n%s", err, out)

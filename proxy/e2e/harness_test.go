@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
@@ -98,23 +97,20 @@ const gitHTTPBackend = "/usr/lib/git-core/git-http-backend"
 
 // testCA is a throwaway certificate authority written to PEM files, as
 // cert-manager writes tls.crt and tls.key.
-type testCA struct {
-	*testpki.CA
-	certPEM  []byte
-	certFile string
-	keyFile  string
-}
+type testCA struct{ *testpki.FileCA }
 
+// newCA makes a CA of common name name and writes it to
+// <dir>/<name>.crt and <dir>/<name>.key, making dir.
 func newCA(t testing.TB, dir, name string) *testCA {
 	t.Helper()
-	c, err := testpki.NewCA(name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, err := testpki.NewFileCA(dir, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca := &testCA{CA: c, certPEM: c.CertPEM, certFile: filepath.Join(dir, name+".crt"), keyFile: filepath.Join(dir, name+".key")}
-	writeFile(t, ca.certFile, c.CertPEM)
-	writeFile(t, ca.keyFile, c.KeyPEM)
-	return ca
+	return &testCA{c}
 }
 
 // leaf issues a server certificate for names, signed by the CA.
@@ -126,8 +122,6 @@ func (ca *testCA) leaf(t testing.TB, names ...string) tls.Certificate {
 	}
 	return leaf
 }
-
-func (ca *testCA) pool() *x509.CertPool { return ca.Pool() }
 
 func writeFile(t testing.TB, path string, data []byte) {
 	t.Helper()
@@ -284,31 +278,13 @@ func (v *secretVolume) age(t testing.TB) {
 	}
 }
 
-// lockedBuffer collects a subprocess's output while tests read it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // proxyProc is a running keyhole-proxy subprocess.
 type proxyProc struct {
 	cmd    *exec.Cmd
 	addr   string // the forward-proxy listener, host:port
 	admin  string // the admin listener, host:port
-	stdout *lockedBuffer
-	stderr *lockedBuffer
+	stdout *proxylog.Buffer
+	stderr *proxylog.Buffer
 	exited chan struct{}
 }
 
@@ -378,7 +354,7 @@ func newWorld(t testing.TB, config string, proxyArgs ...string) *world {
 		secretsDir: filepath.Join(dir, "secrets"),
 	}
 	w.bundle = filepath.Join(dir, "sandbox", "bundle.pem")
-	writeFile(t, w.bundle, w.sandboxCA.certPEM)
+	writeFile(t, w.bundle, w.sandboxCA.CertPEM)
 	w.setToken(t, canary(t))
 	w.secret = newSecretVolume(t, w.secretsDir, "acme-github-token", map[string]string{
 		"user":  "x-access-token",
@@ -445,8 +421,8 @@ func (w *world) assertNoSecret(t testing.TB, what, out string) {
 func (w *world) startProxy(t testing.TB, config string, extra ...string) *proxyProc {
 	t.Helper()
 	p := &proxyProc{
-		stdout: &lockedBuffer{},
-		stderr: &lockedBuffer{},
+		stdout: &proxylog.Buffer{},
+		stderr: &proxylog.Buffer{},
 		exited: make(chan struct{}),
 	}
 	abs, err := filepath.Abs(config)
@@ -457,13 +433,13 @@ func (w *world) startProxy(t testing.TB, config string, extra ...string) *proxyP
 		"--config", abs,
 		"--listen", "127.0.0.1:0",
 		"--admin-listen", "127.0.0.1:0",
-		"--ca-cert", w.sandboxCA.certFile,
-		"--ca-key", w.sandboxCA.keyFile,
+		"--ca-cert", w.sandboxCA.CertFile,
+		"--ca-key", w.sandboxCA.KeyFile,
 		"--secrets-dir", w.secretsDir,
 		"--resolve", "api.github.com:443:"+w.api.addr,
 		"--resolve", "uploads.github.com:443:"+w.api.addr,
 		"--resolve", "github.com:443:"+w.git.addr,
-		"--upstream-ca", w.upstreamCA.certFile,
+		"--upstream-ca", w.upstreamCA.CertFile,
 	)
 	p.cmd.Args = append(p.cmd.Args, extra...)
 	// The proxy must ignore a proxy in its own environment: one that
@@ -498,14 +474,8 @@ func (w *world) startProxy(t testing.TB, config string, extra ...string) *proxyP
 		if p.addr == "" {
 			p.addr, p.admin, _ = proxylog.Bound(p.stderr.String())
 		}
-		if p.addr != "" {
-			resp, err := client.Get("http://" + p.admin + "/readyz")
-			if err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					return p
-				}
-			}
+		if p.addr != "" && proxylog.Ready(client, p.admin) == nil {
+			return p
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("keyhole-proxy not ready after 15s\nstderr:\n%s", p.stderr.String())

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"keyhole.dev/keyhole/internal/proxylog"
 )
 
 // TestTransparentIPv6Only: in a sandbox pod whose network is IPv6 only,
@@ -102,8 +104,8 @@ func TestTransparentIPv6Only(t *testing.T) {
 		t.Fatalf("transparent-init: %v\n%s", err, out)
 	}
 
-	logs := &lockedBuffer{}
-	startSidecar(t, ipTool, nsSb, logs, nil, "--ca-cert", ca.certFile, "--ca-key", ca.keyFile, "--secrets-dir", secretsDir)
+	logs := &proxylog.Buffer{}
+	startSidecar(t, ipTool, nsSb, logs, nil, "--ca-cert", ca.CertFile, "--ca-key", ca.KeyFile, "--secrets-dir", secretsDir)
 
 	dial, stop := nsDialer(t, nsSb)
 	defer stop()

@@ -50,7 +50,7 @@ func TestProxyLookupsFullyQualified(t *testing.T) {
 	// The tunnel ends at the upstream's server (198.18.0.1:443), whose
 	// certificate only the upstream CA signs.
 	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(n.w.upstreamCA.certPEM)
+	roots.AppendCertsFromPEM(n.w.upstreamCA.CertPEM)
 	tc := tls.Client(conn, &tls.Config{ServerName: "api.github.com", RootCAs: roots})
 	if err := tc.Handshake(); err != nil {
 		t.Errorf("TLS through the tunnel: %v; want the upstream at 198.18.0.1", err)

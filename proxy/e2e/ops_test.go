@@ -124,7 +124,7 @@ func TestConcurrentFirstConnections(t *testing.T) {
 				errs <- fmt.Errorf("CONNECT: %v %v", resp, err)
 				return
 			}
-			tc := tls.Client(conn, &tls.Config{ServerName: "api.github.com", RootCAs: w.sandboxCA.pool(), NextProtos: []string{"http/1.1"}})
+			tc := tls.Client(conn, &tls.Config{ServerName: "api.github.com", RootCAs: w.sandboxCA.Pool(), NextProtos: []string{"http/1.1"}})
 			errs <- tc.Handshake()
 		}()
 	}
@@ -154,8 +154,8 @@ func TestCARenewal(t *testing.T) {
 	}
 	renewed := newCA(t, t.TempDir(), "keyhole-e2e-sandbox-ca-renewed")
 	for _, f := range []struct{ from, to string }{
-		{from: renewed.keyFile, to: w.sandboxCA.keyFile},
-		{from: renewed.certFile, to: w.sandboxCA.certFile},
+		{from: renewed.KeyFile, to: w.sandboxCA.KeyFile},
+		{from: renewed.CertFile, to: w.sandboxCA.CertFile},
 	} {
 		data, err := os.ReadFile(f.from)
 		if err != nil {
@@ -178,7 +178,7 @@ func TestCARenewal(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		c, br, err := w.tunnelTLS(t, "api.github.com:443", &tls.Config{
-			ServerName: "api.github.com", RootCAs: renewed.pool(), NextProtos: []string{"http/1.1"},
+			ServerName: "api.github.com", RootCAs: renewed.Pool(), NextProtos: []string{"http/1.1"},
 		})
 		if err == nil {
 			if since := time.Since(renewedAt); since < delay {

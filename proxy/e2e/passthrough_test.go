@@ -23,7 +23,7 @@ func TestPassthrough(t *testing.T) {
 	plain := startPlainUpstream(t)
 	w := newWorld(t, "passthrough.json", "--resolve", "pypi.org:443:"+pypi.addr, "--resolve", "pypi.org:80:"+plain.addr)
 	bundle := filepath.Join(t.TempDir(), "pypi.pem")
-	writeFile(t, bundle, pypiCA.certPEM)
+	writeFile(t, bundle, pypiCA.CertPEM)
 
 	res := w.curl(t, "https://pypi.org/simple/", "--cacert", bundle, "-H", "Authorization: Bearer omnia-injected-github-acme")
 	if res.code != 200 || res.body != "simple index\n" {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"keyhole.dev/keyhole/internal/proxylog"
 )
 
 // The AWS SigV4 test runs the aws CLI in a sandbox environment that
@@ -92,13 +93,13 @@ func awsCLIs(t *testing.T) map[string]string {
 type versity struct {
 	addr   string // the relay's
 	root   string // the posix backend's directory
-	stdout *lockedBuffer
+	stdout *proxylog.Buffer
 }
 
 func startVersity(t *testing.T, bin string, ca *testCA, keyID, secret string) *versity {
 	t.Helper()
 	dir := t.TempDir()
-	v := &versity{root: filepath.Join(dir, "root"), stdout: &lockedBuffer{}}
+	v := &versity{root: filepath.Join(dir, "root"), stdout: &proxylog.Buffer{}}
 	if err := os.Mkdir(v.root, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +203,7 @@ func TestAWSCLIThroughProxy(t *testing.T) {
 	// with (the last --upstream-ca wins): this test reaches no other.
 	awsCA := newCA(t, filepath.Join(dir, "aws-ca"), "keyhole-e2e-aws-ca")
 	v := startVersity(t, gw, awsCA, keyID, secret)
-	w := newWorld(t, cfg, "--resolve", "s3.us-east-1.amazonaws.com:443:"+v.addr, "--upstream-ca", awsCA.certFile)
+	w := newWorld(t, cfg, "--resolve", "s3.us-east-1.amazonaws.com:443:"+v.addr, "--upstream-ca", awsCA.CertFile)
 	w.plantSecret(secret)
 	newSecretVolume(t, w.secretsDir, "aws-key", map[string]string{"AWS_ACCESS_KEY_ID": keyID, "AWS_SECRET_ACCESS_KEY": secret + "\n"})
 
@@ -288,7 +289,7 @@ func writeSmall(t *testing.T, dir, name string) string {
 // of a presigned URL (the query form), both signed with the placeholder.
 func sigv4GoClient(t *testing.T, w *world, v *versity) {
 	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(w.sandboxCA.certPEM)
+	roots.AppendCertsFromPEM(w.sandboxCA.CertPEM)
 	proxyURL, _ := url.Parse(w.proxy.url())
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: http.ProxyURL(proxyURL), TLSClientConfig: &tls.Config{RootCAs: roots}}}
 	creds := aws.Credentials{AccessKeyID: sigv4Placeholder, SecretAccessKey: sigv4Placeholder}

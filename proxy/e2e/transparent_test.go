@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"keyhole.dev/keyhole/internal/proxylog"
 )
 
 // proxyUID runs the proxy in the network-namespace tests, as the render
@@ -57,7 +58,7 @@ type netnsSandbox struct {
 	// recording every name it is asked; only the proxy's own lookups
 	// may reach it.
 	resolver *recordingResolver
-	logs     *lockedBuffer
+	logs     *proxylog.Buffer
 }
 
 func newNetnsSandbox(t testing.TB) *netnsSandbox {
@@ -65,7 +66,7 @@ func newNetnsSandbox(t testing.TB) *netnsSandbox {
 	if os.Geteuid() != 0 {
 		t.Fatal("the transparent-mode tests create network namespaces and iptables rules: run them as root")
 	}
-	n := &netnsSandbox{ipTool: requireTool(t, "ip"), tcpHits: map[string]*atomic.Int32{}, udpHits: map[string]*atomic.Int32{}, logs: &lockedBuffer{}}
+	n := &netnsSandbox{ipTool: requireTool(t, "ip"), tcpHits: map[string]*atomic.Int32{}, udpHits: map[string]*atomic.Int32{}, logs: &proxylog.Buffer{}}
 	requireTool(t, "iptables-restore")
 	requireTool(t, "ip6tables-restore")
 	sfx := make([]byte, 3)
@@ -171,9 +172,9 @@ func newNetnsSandbox(t testing.TB) *netnsSandbox {
 
 	// The proxy, as the sidecar, as its own user.
 	startSidecar(t, n.ipTool, n.nsSb, n.logs, func() { w.assertNoSecret(t, "proxy output", n.logs.String()) },
-		"--ca-cert", w.sandboxCA.certFile, "--ca-key", w.sandboxCA.keyFile, "--secrets-dir", w.secretsDir,
+		"--ca-cert", w.sandboxCA.CertFile, "--ca-key", w.sandboxCA.KeyFile, "--secrets-dir", w.secretsDir,
 		"--resolve", "api.github.com:443:198.18.0.1:443", "--resolve", "github.com:443:198.18.0.1:8443",
-		"--upstream-ca", w.upstreamCA.certFile)
+		"--upstream-ca", w.upstreamCA.CertFile)
 	uid := fmt.Sprint(proxyUID)
 
 	// The rules, as the init container installs them.
@@ -200,7 +201,7 @@ func TestTransparentNetns(t *testing.T) {
 	bash := requireTool(t, "bash")
 	n := newNetnsSandbox(t)
 	bundle := filepath.Join(n.pub, "bundle.pem")
-	if err := os.WriteFile(bundle, n.w.sandboxCA.certPEM, 0o644); err != nil {
+	if err := os.WriteFile(bundle, n.w.sandboxCA.CertPEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	curlArgs := func(extra ...string) []string {
@@ -272,7 +273,7 @@ func TestTransparentNetns(t *testing.T) {
 // and returns once it listens. When t ends the proxy is interrupted
 // (killed after 10 s), then stopped runs, if not nil, and the output is
 // logged if t failed.
-func startSidecar(t testing.TB, ipTool, ns string, logs *lockedBuffer, stopped func(), args ...string) {
+func startSidecar(t testing.TB, ipTool, ns string, logs *proxylog.Buffer, stopped func(), args ...string) {
 	t.Helper()
 	setpriv := requireTool(t, "setpriv")
 	uid := fmt.Sprint(proxyUID)
@@ -417,7 +418,7 @@ func BenchmarkNetnsNewConnection(b *testing.B) {
 	n := newNetnsSandbox(b)
 	dial, stop := nsDialer(b, n.nsSb)
 	defer stop()
-	roots := n.w.sandboxCA.pool()
+	roots := n.w.sandboxCA.Pool()
 	const req = "GET /repos/acme/widgets HTTP/1.1\r\nHost: api.github.com\r\nConnection: close\r\n\r\n"
 	get := func(b *testing.B, c net.Conn) {
 		tc := tls.Client(c, &tls.Config{ServerName: "api.github.com", RootCAs: roots, NextProtos: []string{"http/1.1"}})

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"keyhole.dev/keyhole/internal/proxylog"
 )
 
 // squid is a real Squid forward proxy on loopback that requires basic
@@ -83,7 +85,7 @@ http_access deny all
 		os.Chmod(conf, 0o644)
 		cmd := exec.Command(squidBin, "-N", "-f", conf)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		out := &lockedBuffer{}
+		out := &proxylog.Buffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("starting squid: %v", err)

@@ -209,7 +209,7 @@ func (w *world) sendConnect(t *testing.T, target string, timeout time.Duration) 
 // a TLS handshake with the given SNI against the sandbox CA.
 func (w *world) tunnel(t *testing.T, target, sni string) (*tls.Conn, *bufio.Reader, error) {
 	t.Helper()
-	return w.tunnelTLS(t, target, &tls.Config{ServerName: sni, RootCAs: w.sandboxCA.pool(), NextProtos: []string{"http/1.1"}})
+	return w.tunnelTLS(t, target, &tls.Config{ServerName: sni, RootCAs: w.sandboxCA.Pool(), NextProtos: []string{"http/1.1"}})
 }
 
 // mustTunnel is tunnel to host's port 443 with host as the SNI, failing t
@@ -384,7 +384,7 @@ func TestHostMismatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		tc := tls.Client(conn, &tls.Config{ServerName: "api.github.com", RootCAs: w.sandboxCA.pool(), NextProtos: []string{"h2"}})
+		tc := tls.Client(conn, &tls.Config{ServerName: "api.github.com", RootCAs: w.sandboxCA.Pool(), NextProtos: []string{"h2"}})
 		if err := tc.Handshake(); err != nil {
 			t.Fatalf("an h2-only client's handshake: %v; the proxy serves HTTP/2 in the tunnel", err)
 		}

@@ -33,15 +33,19 @@ tool_want() {
   (cd "$mod" && { cat $@; go version; [ -z "$version" ] || echo "$version"; }) | sha256sum | cut -d' ' -f1
 }
 
-# tool_current STAMP WANT BINARY...: whether every BINARY is built and
-# STAMP records WANT.
-tool_current() {
-  local stamp=$1 want=$2 b
-  shift 2
+# tool_skip_current PRINT STAMP WANT BINARY...: when every BINARY (a
+# name in $dir) is built and STAMP records WANT, prints PRINT and ends the
+# sourcing script: the build is skipped.
+tool_skip_current() {
+  local print=$1 stamp=$2 want=$3 b
+  shift 3
   for b in "$@"; do
-    [ -x "$b" ] || return 1
+    [ -x "$dir/$b" ] || return 0
   done
-  [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    echo "$print"
+    exit 0
+  fi
 }
 
 # tool_begin NAME: makes $dir and a fresh directory in it, tmp, for the
@@ -72,9 +76,16 @@ k8s_ldflags() {
   echo "-s -w -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
 }
 
-# tool_done SCRIPT STAMP WANT: records WANT in STAMP and says how long
-# SCRIPT's build took.
+# tool_done SCRIPT STAMP WANT PRINT BINARY...: moves each BINARY the build
+# wrote into $tmp to $dir, records WANT in STAMP, says how long SCRIPT's
+# build took, and prints PRINT.
 tool_done() {
-  echo "$3" >"$2"
-  echo "$1: built in $(($(date +%s) - start))s" >&2
+  local script=$1 stamp=$2 want=$3 print=$4 b
+  shift 4
+  for b in "$@"; do
+    mv -f "$tmp/$b" "$dir/$b"
+  done
+  echo "$want" >"$stamp"
+  echo "$script: built in $(($(date +%s) - start))s" >&2
+  echo "$print"
 }

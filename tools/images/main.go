@@ -191,11 +191,7 @@ func binaryImage(bin string, when time.Time, lbls map[string]string) (v1.Image, 
 	if err != nil {
 		return nil, err
 	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		return nil, err
-	}
-	return mutate.Config(img, v1.Config{
+	return layerImage(layer, v1.Config{
 		Entrypoint: []string{entry},
 		User:       fmt.Sprintf("%d:%d", nonroot, nonroot),
 		WorkingDir: "/home/nonroot",
@@ -205,6 +201,15 @@ func binaryImage(bin string, when time.Time, lbls map[string]string) (v1.Image, 
 		},
 		Labels: lbls,
 	})
+}
+
+// layerImage is an image of layer alone, configured as cfg.
+func layerImage(layer v1.Layer, cfg v1.Config) (v1.Image, error) {
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		return nil, err
+	}
+	return mutate.Config(img, cfg)
 }
 
 // tarLayer is an image layer holding files, each dated when.
@@ -224,11 +229,7 @@ func rootfsImage(rootfs string, cmd []string, lbls map[string]string) (v1.Image,
 	if err != nil {
 		return nil, err
 	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		return nil, err
-	}
-	return mutate.Config(img, v1.Config{
+	return layerImage(layer, v1.Config{
 		Cmd: cmd,
 		Env: []string{
 			"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",

@@ -6,6 +6,7 @@ module keyhole.dev/keyhole/tools/kube-cluster
 go 1.26.0
 
 require (
+	github.com/spf13/cobra v1.10.2
 	k8s.io/component-base v0.37.2
 	k8s.io/kubernetes v1.37.2
 )
@@ -95,7 +96,6 @@ require (
 	github.com/prometheus/procfs v0.21.1 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/sirupsen/logrus v1.9.4 // indirect
-	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/vishvananda/netlink v1.3.1 // indirect
 	github.com/vishvananda/netns v0.0.5 // indirect

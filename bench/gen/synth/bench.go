@@ -1,11 +1,16 @@
 package synth
 
 import (
+	"bytes"
+	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // ForBenchmark writes, under tb's temporary directory, the repository the
@@ -42,4 +47,28 @@ func envCount(tb testing.TB, name string, def int) int {
 		tb.Fatalf("%s=%q: want a count", name, s)
 	}
 	return v
+}
+
+// ParseFloor reads each of files and parses its documents into yaml.Nodes
+// with the YAML library keyhole's loader uses, and does nothing else: the
+// floor under a load of the same files. It returns the bytes it read.
+func ParseFloor(tb testing.TB, files []string) (size int64) {
+	tb.Helper()
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		size += int64(len(data))
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		for {
+			var n yaml.Node
+			if err := dec.Decode(&n); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
+	return size
 }

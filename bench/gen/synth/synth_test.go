@@ -184,3 +184,47 @@ func TestMainCommand(t *testing.T) {
 		})
 	}
 }
+
+// TestChange: the pull request rewrites every Connection file and, with
+// an agent edit, every agent, and leaves nothing of what it replaces;
+// made again, it changes nothing.
+func TestChange(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Generate(dir, Options{Connections: 8, Agents: 3, PerFile: 4}); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := Change(dir, func(agent string) string { return agent + "# edited\n" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var agents, others int
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		s := string(b)
+		if widenedPulls.MatchString(s) || strings.Contains(s, "methods: [PUT, PATCH, DELETE]") {
+			t.Errorf("%s still holds what the change replaces", p)
+		}
+		switch {
+		case d.Name() == "agent.yaml" && strings.HasSuffix(s, "# edited\n"):
+			agents++
+		case strings.Contains(s, "pathPrefixes: [/repos/team]"):
+			others++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if agents != 3 || others == 0 || changed != agents+others {
+		t.Errorf("changed %d files: %d agents, %d others", changed, agents, others)
+	}
+	if again, err := Change(dir, nil); err != nil || again != 0 {
+		t.Errorf("the change made again changed %d files, %v", again, err)
+	}
+}
