@@ -583,6 +583,9 @@ func (p *pass) add(v *schema.Validator, doc *source.Document) {
 			} else {
 				p.report(codeKindUnknown, &it, path{"kind"}, false, "%s", msg)
 			}
+			if dg != nil && dg.more != nil {
+				p.nested(&it, dg.more.nested)
+			}
 		}
 		return
 	}

@@ -195,6 +195,9 @@ type digestMore struct {
 	// kindAt is where the kind of a kind keyhole does not check is
 	// written, for the note that says it is skipped.
 	kindAt diag.Pos
+	// nested are keyhole's objects written inside an object of a kind
+	// keyhole does not check (nestedObjects).
+	nested []nestedObject
 	// agentName is an agent's name as duplicate reads it.
 	agentName string
 	// opFindings is what checking an AgentRuntime or ToolRegistry against
@@ -276,6 +279,9 @@ func digestOf(v *schema.Validator, op schema.Operator, in *interner, d *source.D
 	if !ok {
 		if n := source.Lookup(d.Node, "kind"); n != nil {
 			dg.extra().kindAt, _ = d.Where(n)
+		}
+		if ns := nestedObjects(d); ns != nil {
+			dg.extra().nested = ns
 		}
 		dg.release = true
 		return in.digest(dg)
