@@ -99,6 +99,11 @@ func runInit(e *env, args []string) int {
 		paths = append(paths, path.Join(rel, "secrets", "*.yaml"))
 	}
 	fmt.Fprintf(e.stdout, "next, in %s: keyhole check %s\n", diag.EscapeControl(root), diag.EscapeControl(strings.Join(paths, " ")))
+	if o.secret == "stand-in" {
+		// CI checks a clone, which has no stand-in: say so before its
+		// first red run does.
+		fmt.Fprintln(e.stdout, "git ignores the stand-ins: a check of a clone (CI) says their Secrets are missing until git holds what makes them (--secret external-secret writes ExternalSecrets; a SealedSecret or SOPS file serves too)")
+	}
 	return exitOK
 }
 
