@@ -86,9 +86,30 @@ func gateLine(c GateChange) string {
 	}
 	line := fmt.Sprintf("%s %s %s", mark, c.What, c.Value)
 	if c.Loosens {
-		line += " (loosens the gate)"
+		line += " (loosens the gate: " + loosening(c) + ")"
 	}
 	return line
+}
+
+// loosening says how the change c, which loosens the gate, may let
+// through what the base's gate stopped: what a reviewer weighs.
+func loosening(c GateChange) string {
+	switch c.What {
+	case compiler.GateExclude:
+		return "what it matches is no longer read"
+	case compiler.GateInclude:
+		if c.Change == Added {
+			return "what it does not match is no longer read"
+		}
+		return "what it matched is no longer read"
+	case compiler.GateIgnore:
+		return "that code is no longer reported"
+	case compiler.GateAnnotation:
+		return "that code is no longer reported of this object"
+	case compiler.GateCeiling:
+		return "a limit on what sandboxes may reach is gone"
+	}
+	return "keyhole does not weigh a setting's effect on the check; review what it changes"
 }
 
 // gateSummary is the headline's note of the gate's changes, "" when none.

@@ -2,6 +2,7 @@ package diff
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"keyhole.dev/keyhole/compiler"
@@ -52,6 +53,17 @@ func TestCompareGate(t *testing.T) {
 			for _, l := range tc.loosens {
 				if l {
 					want++
+				}
+			}
+			// A loosening line says how it loosens, in words of its own
+			// entry's kind; a setting's is the one keyhole cannot weigh.
+			for _, c := range cs {
+				line := gateLine(c)
+				if c.Loosens != strings.Contains(line, " (loosens the gate: ") {
+					t.Errorf("%q: loosens %v", line, c.Loosens)
+				}
+				if c.Loosens && (c.What == compiler.GateSetting) != strings.Contains(line, "review what it changes") {
+					t.Errorf("%q: the reason is not its kind's", line)
 				}
 			}
 			if n := len(r.GateTripped([]string{GateWidened})); n != want {
