@@ -50,7 +50,9 @@ func TestAppSetGenerators(t *testing.T) {
 		"spec:\n  hosts: [api.example.com]\n  credential: {kind: secret, secretRef: {name: gh-token}}\n"
 	cases := map[string]struct {
 		appsets  string
-		want     []string // "UNIT NAMESPACE" of each Connection
+		files    map[string]string // more files of the repository
+		all      bool              // check the whole repository, not argo/ alone
+		want     []string          // "UNIT NAMESPACE" of each Connection
 		wantDiag string
 	}{
 		"a list, values as strings": {
@@ -86,9 +88,41 @@ func TestAppSetGenerators(t *testing.T) {
 			appsets:  appset("p", "false", "    - matrix: {generators: [{list: {elementsYaml: '"+longList("a", 200)+"'}}, {list: {elementsYaml: '"+longList("b", 200)+"'}}]}\n", "a", "x"),
 			wantDiag: "its matrix makes more than 10000 Applications, more than keyhole reads of one generator",
 		},
-		"a generator that reads a service is out of reach": {
+		// The directories envs/* its template deploys hold a Connection:
+		// not knowing its Applications is a warning naming them.
+		"a generator that reads a service": {
+			all:      true,
 			appsets:  appset("c", "false", "    - scmProvider: {}\n", "name", "x"),
-			wantDiag: "info InputSkipped: Argo CD ApplicationSet argocd/c: only git, list, clusters and matrix generators are read, not the scmProvider generator; this generator's Applications are not checked",
+			wantDiag: "warning ArgoCDUnread: Argo CD ApplicationSet argocd/c: only git, list, clusters and matrix generators are read, not the scmProvider generator, which lists an SCM provider's repositories, so which Applications it makes is not known; its Applications are not checked (check the directories its template deploys that hold keyhole's kinds on their own, keyhole check envs/dev envs/prod, to have them checked)",
+		},
+		"a pull request generator": {
+			all:      true,
+			appsets:  appset("r", "true", "    - pullRequest: {github: {owner: example, repo: r}}\n", ".number", "x"),
+			wantDiag: "warning ArgoCDUnread: Argo CD ApplicationSet argocd/r: only git, list, clusters and matrix generators are read, not the pullRequest generator, which lists a service's pull requests",
+		},
+		"a merge generator": {
+			all:      true,
+			appsets:  appset("g", "false", "    - merge: {mergeKeys: [env], generators: [{list: {elements: [{env: dev}]}}, {list: {elements: [{env: dev}]}}]}\n", "env", "x"),
+			wantDiag: "warning ArgoCDUnread: Argo CD ApplicationSet argocd/g: only git, list, clusters and matrix generators are read, not the merge generator, so which Applications it makes is not known",
+		},
+		"a matrix inside a matrix": {
+			all:      true,
+			appsets:  appset("i", "false", "    - matrix: {generators: [{matrix: {generators: [{list: {elements: [{env: dev}]}}, {list: {elements: [{a: b}]}}]}}, {list: {elements: [{b: c}]}}]}\n", "env", "x"),
+			wantDiag: "warning ArgoCDUnread: Argo CD ApplicationSet argocd/i: a matrix inside a matrix is not read by keyhole",
+		},
+		"a generator's own template": {
+			all:      true,
+			appsets:  appset("t", "false", "    - list: {elements: [{env: dev}], template: {metadata: {}}}\n", "env", "x"),
+			wantDiag: "warning ArgoCDUnread: Argo CD ApplicationSet argocd/t: a generator's own template is not applied by keyhole",
+		},
+		// The directories other/* hold nothing of keyhole's: not knowing
+		// the Applications is said once, as an info.
+		"a generator that reads a service, deploying nothing of keyhole's": {
+			all:      true,
+			appsets:  strings.ReplaceAll(appset("c", "false", "    - scmProvider: {}\n", "name", "x"), "envs/", "other/"),
+			files:    map[string]string{"other/web/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n"},
+			want:     []string{" ", " "}, // envs/*, not deployed by it, read as loose files
+			wantDiag: "info InputSkipped: Argo CD ApplicationSet argocd/c: only git, list, clusters and matrix generators are read, not the scmProvider generator, which lists an SCM provider's repositories, so which Applications it makes is not known; nothing in the directories its template builds names keyhole's kinds or declares a Secret",
 		},
 	}
 	for name, c := range cases {
@@ -99,7 +133,12 @@ func TestAppSetGenerators(t *testing.T) {
 				"envs/dev/conn.yaml":  conn,
 				"envs/prod/conn.yaml": conn,
 			})
-			docs, ds, err := testLoad([]string{"argo"}, Options{Dir: dir})
+			writeFiles(t, dir, c.files)
+			paths := []string{"argo"}
+			if c.all {
+				paths = []string{"."}
+			}
+			docs, ds, err := testLoad(paths, Options{Dir: dir})
 			if err != nil {
 				t.Fatal(err)
 			}

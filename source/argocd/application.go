@@ -415,6 +415,8 @@ func appSetUnits(h source.Host, set *yaml.Node, d *source.Document, ns string, s
 					stop = appSetSkip(stop.Message + "; nothing keyhole reads names keyhole's kinds")
 				case len(claim) > 0 && !slices.ContainsFunc(claim, h.Matters):
 					stop = appSetSkip(stop.Message + "; nothing in the directories its template builds names keyhole's kinds or declares a Secret")
+				case stop.Apart && len(claim) > 0:
+					stop = checkApart(h, stop, claim, srcRoots[0])
 				}
 			}
 			f := stopFound(pos, what, stop)
@@ -442,6 +444,27 @@ func appSetUnits(h source.Host, set *yaml.Node, d *source.Document, ns string, s
 
 // appSetSkip is a stop saying a generator's Applications are out of
 // reach.
+// checkApart is stop with its advice naming the directories of claim
+// (under root) that hold something of keyhole's, to check on their own.
+func checkApart(h source.Host, stop *appSetStop, claim []string, root string) *appSetStop {
+	var dirs []string
+	for _, d := range claim {
+		if !h.Matters(d) {
+			continue
+		}
+		if rel, err := filepath.Rel(root, d); err == nil {
+			d = rel
+		}
+		dirs = append(dirs, filepath.ToSlash(d))
+	}
+	if more := len(dirs) - 3; more > 0 {
+		dirs = append(dirs[:3], fmt.Sprintf("and %d more", more))
+	}
+	s := *stop
+	s.Advice = "check the directories its template deploys that hold keyhole's kinds on their own, keyhole check " + strings.Join(dirs, " ") + ", to have them checked"
+	return &s
+}
+
 func appSetSkip(msg string) *appSetStop {
 	return &appSetStop{Severity: diag.Info, Message: msg}
 }

@@ -119,4 +119,7 @@ type appSetStop struct {
 	Message  string
 	// Advice, for a warning, says what would make them known.
 	Advice string
+	// Apart, for a warning, says the advice is to check the directories
+	// its template deploys on their own: appSetUnits names them.
+	Apart bool
 }

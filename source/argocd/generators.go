@@ -14,12 +14,16 @@ import (
 )
 
 // A generator that makes no parameter sets keyhole reads says why, as a
-// appSetStop: genSkip where they are out of reach, genUnread
-// where they are not known (advice says what would make them known),
-// genError where the controller refuses the generator.
+// appSetStop: genUnread where they are not known (advice says
+// what would make them known), genError where the controller refuses
+// the generator. Whether not knowing them matters (the directories the
+// template deploys hold something of keyhole's) is the loader's to say.
 
-func genSkip(msg string) *appSetStop {
-	return &appSetStop{Severity: diag.Info, Message: msg}
+// unknownApart is the stop of a generator keyhole does not read: the
+// directories its template deploys can still be checked on their own.
+func unknownApart(msg string) *appSetStop {
+	return &appSetStop{Severity: diag.Warning, Message: msg + ", so which Applications it makes is not known",
+		Advice: "check the directories its template deploys on their own, keyhole check DIR, to have what they hold checked", Apart: true}
 }
 
 func genUnread(msg, advice string) *appSetStop {
@@ -50,6 +54,22 @@ func changing(err error) *appSetStop {
 		"fill that value from a generator's parameter to have them checked")
 }
 
+// reads says what a generator keyhole does not read reads instead of the
+// repository, for the generators that read a service.
+func reads(g *yaml.Node) string {
+	switch {
+	case source.Lookup(g, "pullRequest") != nil:
+		return ", which lists a service's pull requests"
+	case source.Lookup(g, "scmProvider") != nil:
+		return ", which lists an SCM provider's repositories"
+	case source.Lookup(g, "clusterDecisionResource") != nil:
+		return ", which reads a resource in the cluster"
+	case source.Lookup(g, "plugin") != nil:
+		return ", which asks a plugin's service"
+	}
+	return ""
+}
+
 // paramsNamed names a generator's parameter set in a message: by its
 // path, or by its keys and values, sorted.
 func paramsNamed(p map[string]any) string {
@@ -76,7 +96,7 @@ func generatorParams(run *appSetRun, g *yaml.Node, depth int) ([]map[string]any,
 	git, list, matrix, clusters := source.Lookup(g, "git"), source.Lookup(g, "list"), source.Lookup(g, "matrix"), source.Lookup(g, "clusters")
 	for _, n := range []*yaml.Node{git, list, clusters} {
 		if source.Lookup(n, "template") != nil {
-			return nil, genSkip("a generator's own template is not applied")
+			return nil, unknownApart("a generator's own template is not applied by keyhole")
 		}
 	}
 	var params []map[string]any
@@ -108,7 +128,7 @@ func generatorParams(run *appSetRun, g *yaml.Node, depth int) ([]map[string]any,
 		if g.Kind == yaml.MappingNode && len(g.Content) > 0 {
 			kind = "the " + g.Content[0].Value
 		}
-		return nil, genSkip("only git, list, clusters and matrix generators are read, not " + kind + " generator")
+		return nil, unknownApart("only git, list, clusters and matrix generators are read, not " + kind + " generator" + reads(g))
 	}
 	if stop != nil {
 		return nil, stop

@@ -21,7 +21,7 @@ func matrixGenerator(run *appSetRun, m *yaml.Node, depth int) (out []map[string]
 		return nil, genError("a matrix generator must have exactly two generators")
 	}
 	if depth > 0 {
-		return nil, genSkip("a matrix inside a matrix is not read")
+		return nil, unknownApart("a matrix inside a matrix is not read by keyhole")
 	}
 	first, stop := generatorParams(run, gens.Content[0], depth+1)
 	if stop != nil {
