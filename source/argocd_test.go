@@ -113,6 +113,14 @@ func TestAppSetGenerators(t *testing.T) {
 				"          - list: {elements: [{env: dev, t: {x: z}}]}\n", ".env", "{{.t.ns}}-{{.t.x | default \"none\"}}"),
 			want: []string{"argocd:argocd/h-dev a-z", "argocd:argocd/h-prod b-none"},
 		},
+		// The repository declares no cluster Secret: the local cluster
+		// is keyhole's guess, and its Application's missing path no
+		// mistake it can show.
+		"a clusters generator's assumed local cluster, whose path is missing": {
+			appsets:  appset("a", "false", "    - list: {elements: [{name: dev}]}\n    - clusters: {}\n", "name", "x"),
+			want:     []string{"argocd:argocd/a-dev x"},
+			wantDiag: "info InputSkipped: Argo CD Application argocd/a-in-cluster builds envs/in-cluster from https://git.example.com/r.git, which is not a directory of this repository; out of reach, skipped (made for the local cluster, which keyhole takes its clusters generator to give as the repository declares no cluster Secret)",
+		},
 		"a merge whose later generator repeats a key": {
 			appsets:  appset("u", "false", "    - merge: {mergeKeys: [env], generators: [{list: {elements: [{env: dev}]}}, {list: {elements: [{env: dev}, {env: dev}]}}]}\n", "env", "x"),
 			wantDiag: `error KustomizeBuildFailed: Argo CD ApplicationSet argocd/u: its merge's generator 2 gives two parameter sets the merge key {"env":"dev"}: the controller requires each to be unique`,

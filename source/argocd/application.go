@@ -432,6 +432,12 @@ func appSetUnits(h source.Host, set *yaml.Node, d *source.Document, ns string, s
 				if f.Unit != nil {
 					f.Unit.Decl = pos
 				}
+				if g.Assumed && f.OwnErr != "" {
+					// Whether Argo CD makes it at all is not known: a
+					// path it lacks is no mistake keyhole can show.
+					f.OwnErr = ""
+					f.Skip += " (made for the local cluster, which keyhole takes its clusters generator to give as the repository declares no cluster Secret)"
+				}
 				out = append(out, f)
 			}
 		}

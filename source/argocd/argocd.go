@@ -56,7 +56,7 @@ func applicationSet(h source.Host, spec *yaml.Node, in appSetInput) []appSetGene
 	for _, g := range gens.Content {
 		run := &appSetRun{h: h, t: t, in: in}
 		params, stop := generatorParams(run, g, 0)
-		gen := appSetGenerated{Line: g.Line, Column: g.Column, Unmatched: run.unmatched, Stop: stop}
+		gen := appSetGenerated{Line: g.Line, Column: g.Column, Unmatched: run.unmatched, Stop: stop, Assumed: run.assumed}
 		for _, p := range params {
 			app, err := t.fill(tmpl, p)
 			if err == nil && tp != nil {
@@ -104,6 +104,11 @@ type appSetGenerated struct {
 	// Failed, when set, is why the template cannot be filled for the
 	// parameter set after the last of Apps: no later one is read.
 	Failed *appSetStop
+	// Assumed says a clusters generator in it gave the local cluster
+	// because the repository declares no cluster Secret: the clusters
+	// Argo CD holds are not known, and the Applications it makes may
+	// not be made at all.
+	Assumed bool
 }
 
 // appSetUnmatched is a path of a git generator that matches nothing in

@@ -89,6 +89,7 @@ func clustersGenerator(run *appSetRun, c *yaml.Node) ([]map[string]any, *appSetS
 			"declare those cluster Secrets in the repository to have them checked")
 	}
 	if !withSelector && !local {
+		run.assumed = run.assumed || len(declared) == 0
 		out = append(out, map[string]any{"name": "in-cluster", "nameNormalized": "in-cluster", "server": inClusterServer, "project": ""})
 	}
 	return out, nil

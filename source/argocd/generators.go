@@ -41,6 +41,9 @@ type appSetRun struct {
 	in appSetInput
 	// unmatched are its git generators' paths that match nothing.
 	unmatched []appSetUnmatched
+	// assumed says a clusters generator gave the local cluster because
+	// the repository declares no cluster Secret.
+	assumed bool
 }
 
 // changing is the stop a template error calling a function whose result
