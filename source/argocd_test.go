@@ -93,25 +93,12 @@ func TestAppSetGenerators(t *testing.T) {
 		"a generator that reads a service": {
 			all:      true,
 			appsets:  appset("c", "false", "    - scmProvider: {}\n", "name", "x"),
-			wantDiag: "warning ArgoCDUnread: Argo CD ApplicationSet argocd/c: only git, list, clusters, matrix and merge generators are read, not the scmProvider generator, which lists an SCM provider's repositories, so which Applications it makes is not known; its Applications are not checked (check the directories its template deploys that hold keyhole's kinds on their own, keyhole check envs/dev envs/prod, to have them checked)",
+			wantDiag: "warning ArgoCDUnread: Argo CD ApplicationSet argocd/c: only git, list, clusters and matrix generators are read, not the scmProvider generator, which lists an SCM provider's repositories, so which Applications it makes is not known; its Applications are not checked (check the directories its template deploys that hold keyhole's kinds on their own, keyhole check envs/dev envs/prod, to have them checked)",
 		},
 		"a pull request generator": {
 			all:      true,
 			appsets:  appset("r", "true", "    - pullRequest: {github: {owner: example, repo: r}}\n", ".number", "x"),
-			wantDiag: "warning ArgoCDUnread: Argo CD ApplicationSet argocd/r: only git, list, clusters, matrix and merge generators are read, not the pullRequest generator, which lists a service's pull requests",
-		},
-		"a merge: later generators' sets override the first's of the same key": {
-			appsets: appset("g", "false", "    - merge:\n        mergeKeys: [env]\n        generators:\n"+
-				"          - list: {elements: [{env: dev, ns: a}, {env: prod, ns: b}]}\n"+
-				"          - list: {elements: [{env: prod, ns: c}, {env: qa, ns: d}]}\n"+
-				"          - list: {elements: [{env: prod, ns: e}]}\n", "env", "{{ns}}"),
-			want: []string{"argocd:argocd/g-dev a", "argocd:argocd/g-prod e"},
-		},
-		"a merge with goTemplate merges maps key by key": {
-			appsets: appset("h", "true", "    - merge:\n        mergeKeys: [env]\n        generators:\n"+
-				"          - list: {elements: [{env: dev, t: {ns: a, x: y}}, {env: prod, t: {ns: b}}]}\n"+
-				"          - list: {elements: [{env: dev, t: {x: z}}]}\n", ".env", "{{.t.ns}}-{{.t.x | default \"none\"}}"),
-			want: []string{"argocd:argocd/h-dev a-z", "argocd:argocd/h-prod b-none"},
+			wantDiag: "warning ArgoCDUnread: Argo CD ApplicationSet argocd/r: only git, list, clusters and matrix generators are read, not the pullRequest generator, which lists a service's pull requests",
 		},
 		// The repository declares no cluster Secret: the local cluster
 		// is keyhole's guess, and its Application's missing path no
@@ -121,18 +108,10 @@ func TestAppSetGenerators(t *testing.T) {
 			want:     []string{"argocd:argocd/a-dev x"},
 			wantDiag: "info InputSkipped: Argo CD Application argocd/a-in-cluster builds envs/in-cluster from https://git.example.com/r.git, which is not a directory of this repository; out of reach, skipped (made for the local cluster, which keyhole takes its clusters generator to give as the repository declares no cluster Secret)",
 		},
-		"a merge whose later generator repeats a key": {
-			appsets:  appset("u", "false", "    - merge: {mergeKeys: [env], generators: [{list: {elements: [{env: dev}]}}, {list: {elements: [{env: dev}, {env: dev}]}}]}\n", "env", "x"),
-			wantDiag: `error KustomizeBuildFailed: Argo CD ApplicationSet argocd/u: its merge's generator 2 gives two parameter sets the merge key {"env":"dev"}: the controller requires each to be unique`,
-		},
-		"a merge of one generator": {
-			appsets:  appset("w", "false", "    - merge: {mergeKeys: [env], generators: [{list: {elements: [{env: dev}]}}]}\n", "env", "x"),
-			wantDiag: "error KustomizeBuildFailed: Argo CD ApplicationSet argocd/w: a merge generator must have two generators or more",
-		},
-		"a merge inside a matrix": {
+		"a merge generator": {
 			all:      true,
-			appsets:  appset("g", "false", "    - matrix: {generators: [{list: {elements: [{a: b}]}}, {merge: {mergeKeys: [env], generators: [{list: {elements: [{env: dev}]}}, {list: {elements: [{env: dev}]}}]}}]}\n", "env", "x"),
-			wantDiag: "warning ArgoCDUnread: Argo CD ApplicationSet argocd/g: a merge inside a matrix or a merge is not read by keyhole, so which Applications it makes is not known",
+			appsets:  appset("g", "false", "    - merge: {mergeKeys: [env], generators: [{list: {elements: [{env: dev}]}}, {list: {elements: [{env: dev}]}}]}\n", "env", "x"),
+			wantDiag: "warning ArgoCDUnread: Argo CD ApplicationSet argocd/g: only git, list, clusters and matrix generators are read, not the merge generator, so which Applications it makes is not known",
 		},
 		"a matrix inside a matrix": {
 			all:      true,
@@ -151,7 +130,7 @@ func TestAppSetGenerators(t *testing.T) {
 			appsets:  strings.ReplaceAll(appset("c", "false", "    - scmProvider: {}\n", "name", "x"), "envs/", "other/"),
 			files:    map[string]string{"other/web/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n"},
 			want:     []string{" ", " "}, // envs/*, not deployed by it, read as loose files
-			wantDiag: "info InputSkipped: Argo CD ApplicationSet argocd/c: only git, list, clusters, matrix and merge generators are read, not the scmProvider generator, which lists an SCM provider's repositories, so which Applications it makes is not known; nothing in the directories its template builds names keyhole's kinds or declares a Secret",
+			wantDiag: "info InputSkipped: Argo CD ApplicationSet argocd/c: only git, list, clusters and matrix generators are read, not the scmProvider generator, which lists an SCM provider's repositories, so which Applications it makes is not known; nothing in the directories its template builds names keyhole's kinds or declares a Secret",
 		},
 	}
 	for name, c := range cases {

@@ -96,8 +96,8 @@ func paramsNamed(p map[string]any) string {
 // selector keeps them, or why it makes none here. depth counts the
 // matrices around g.
 func generatorParams(run *appSetRun, g *yaml.Node, depth int) ([]map[string]any, *appSetStop) {
-	git, list, matrix, clusters, merge := source.Lookup(g, "git"), source.Lookup(g, "list"), source.Lookup(g, "matrix"), source.Lookup(g, "clusters"), source.Lookup(g, "merge")
-	for _, n := range []*yaml.Node{git, list, clusters, merge} {
+	git, list, matrix, clusters := source.Lookup(g, "git"), source.Lookup(g, "list"), source.Lookup(g, "matrix"), source.Lookup(g, "clusters")
+	for _, n := range []*yaml.Node{git, list, clusters} {
 		if source.Lookup(n, "template") != nil {
 			return nil, unknownApart("a generator's own template is not applied by keyhole")
 		}
@@ -126,14 +126,12 @@ func generatorParams(run *appSetRun, g *yaml.Node, depth int) ([]map[string]any,
 		}
 	case matrix != nil:
 		params, stop = matrixGenerator(run, matrix, depth)
-	case merge != nil:
-		params, stop = mergeGenerator(run, merge, depth)
 	default:
 		kind := "an empty"
 		if g.Kind == yaml.MappingNode && len(g.Content) > 0 {
 			kind = "the " + g.Content[0].Value
 		}
-		return nil, unknownApart("only git, list, clusters, matrix and merge generators are read, not " + kind + " generator" + reads(g))
+		return nil, unknownApart("only git, list, clusters and matrix generators are read, not " + kind + " generator" + reads(g))
 	}
 	if stop != nil {
 		return nil, stop
