@@ -22,8 +22,9 @@ import (
 
 // A GitOps engine's objects, where the repository holds them, say what a
 // cluster applies: each is a deploy unit (docs/inputs.md, "Deploy units").
-// engineUnits finds them before anything is built; flux.go and argocd.go
-// say what each engine's objects mean and build them as it does.
+// engineUnits finds them before anything is built; each engine's room
+// (source/flux, source/argocd, through Options.Engines) says what its
+// objects mean, and the loader builds them as the engine does.
 
 // engineFound is an engine's object a scan found (a Flux Kustomization,
 // one source of an Argo CD Application): the unit it makes, or why it
