@@ -41,13 +41,14 @@ func (l *loader) argoApplies(u *Unit, docs []*Document) {
 }
 
 // siblingApplies reports, of a document the Argo CD unit u's build read,
-// whether another source of u's Application (a unit declared at the same
-// place) applies its file as written: a directory or kustomize source
-// whose path holds it, beside the source keyhole's plugin renders.
+// whether another Argo CD source applies its file as written to u's
+// cluster: a directory or kustomize source whose path holds it, of u's
+// Application beside the source keyhole's plugin renders, or of another
+// Application (an app of apps' entry for the Secrets).
 func (l *loader) siblingApplies(u *Unit) func(*Document) bool {
 	var roots []string
 	for _, v := range l.engine {
-		if v != u && v.Argo != nil && !v.rendered && v.Helm == nil && v.Decl == u.Decl {
+		if v != u && v.Argo != nil && !v.rendered && v.Helm == nil && (v.Decl == u.Decl || v.Cluster == u.Cluster) {
 			roots = append(roots, v.Root)
 		}
 	}
