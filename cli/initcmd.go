@@ -206,12 +206,16 @@ func scaffold(o initOptions) ([]initFile, error) {
 		name := "connections/" + c.Name + ".yaml"
 		text := initConnection(o, c)
 		switch {
-		case o.secret == "external-secret" && (o.engine == "argocd" || o.engine == "flux"):
-			// A second source of the Application, or a Kustomization
-			// of their own, applies them as written: keyhole's render
-			// holds only what keyhole makes, and the engine applies
-			// the render alone.
+		case o.secret == "external-secret" && o.engine != "":
+			// A second source of the Application, a Kustomization of
+			// their own or kubectl apply -f applies them as written:
+			// keyhole's render holds only what keyhole makes, and the
+			// engine applies the render alone.
 			add("secrets/"+c.Name+".yaml", strings.TrimPrefix(initExternalSecret(o, c), "---\n"))
+			if o.engine == "kustomize" {
+				// Listed, so that check reads the keys they make.
+				resources = append(resources, "secrets/"+c.Name+".yaml")
+			}
 		case o.secret == "external-secret":
 			text += initExternalSecret(o, c)
 		}
@@ -245,7 +249,7 @@ func scaffold(o initOptions) ([]initFile, error) {
 	case "argocd":
 		add("argocd/application.yaml", initArgoApplication(o))
 	case "kustomize":
-		add("kustomization.yaml", initKustomization(resources))
+		add("kustomization.yaml", initKustomization(resources, o.secret == "external-secret"))
 	}
 	return files, nil
 }
@@ -719,11 +723,17 @@ spec:
 `
 }
 
-func initKustomization(resources []string) string {
+func initKustomization(resources []string, externalSecrets bool) string {
 	var b strings.Builder
 	b.WriteString(`# keyhole builds this directory as kustomize does; kubectl apply -k applies
 # keyhole render's output, not these inputs.
-apiVersion: kustomize.config.k8s.io/v1beta1
+`)
+	if externalSecrets {
+		b.WriteString(`# keyhole's render holds no Secret, nor what makes one: apply the
+# ExternalSecrets under secrets/ as written (kubectl apply -f secrets/).
+`)
+	}
+	b.WriteString(`apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
 `)
