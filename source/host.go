@@ -200,8 +200,12 @@ type ArtifactCut struct {
 	// Kind, Namespace and Name are the source its copies take from.
 	Kind, Namespace, Name string
 	// Dirs are the directories (slash, relative; "" for the whole
-	// source) the artifact holds, each at its place in the source.
+	// artifact) the artifact holds, each at its place in the artifact.
 	Dirs []string
+	// Prefix is the directory of the source (slash, relative) that is
+	// the artifact's root, where the copies move what they take up to
+	// it; "" where they place it at its path in the source.
+	Prefix string
 	// Odd is the first copy that is not such a directory, as written
 	// ("no copy" for none): the artifact is no cut of a source's tree.
 	Odd string

@@ -1,8 +1,10 @@
 package flux
 
 import (
+	"cmp"
 	"fmt"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -69,14 +71,14 @@ func externalArtifact(h source.Host, cut *source.ArtifactCut, ns, name string, r
 	p := strings.Trim(path.Clean("/"+rel), "/")
 	if !slices.ContainsFunc(cut.Dirs, func(d string) bool { return d == "" || p == d || strings.HasPrefix(p, d+"/") }) {
 		return nil, fmt.Sprintf("Flux Kustomization %s/%s builds from ExternalArtifact %s/%s, whose ArtifactGenerator %s copies %s of %s %s/%s into it, and its spec.path %q is not under them; so keyhole does not read it: to have it read, map the artifact to the directory of this repository that is its root in keyhole.yaml's flux.sources (%s)",
-			ns, name, refNs, refName, cut.Generator, strings.Join(cut.Dirs, ", "), cut.Kind, cut.Namespace, cut.Name, rel, entry)
+			ns, name, refNs, refName, cut.Generator, strings.Join(sourceDirs(cut), ", "), cut.Kind, cut.Namespace, cut.Name, rel, entry)
 	}
 	from := source.FluxSource{Kind: cut.Kind, Namespace: cut.Namespace, Name: cut.Name}
 	if dir := h.MappedFluxSource(from); dir != "" {
-		return []string{dir}, ""
+		return under([]string{dir}, cut.Prefix), ""
 	}
 	if h.OwnFluxSource(from) {
-		return srcRoots, ""
+		return under(srcRoots, cut.Prefix), ""
 	}
 	return nil, fmt.Sprintf("Flux Kustomization %s/%s builds from ExternalArtifact %s/%s, which ArtifactGenerator %s copies from %s %s/%s, path for path; that source's artifact is not this repository's git root, so keyhole does not read it: to have it read, map that source to the directory of this repository that is its root in keyhole.yaml's flux.sources (kind: %s, namespace: %s, name: %s, path: DIR)",
 		ns, name, refNs, refName, cut.Generator, cut.Kind, cut.Namespace, cut.Name, cut.Kind, cut.Namespace, cut.Name)
@@ -120,4 +122,28 @@ func ownSourcesText(h source.Host) string {
 		text += ", or " + strings.Join(own, ", ") + ", which a Kustomization applying the file declaring it builds from"
 	}
 	return text
+}
+
+// under is roots with the slash-separated directory prefix joined to
+// each: where an artifact's root is in its source ("" for the source's
+// root).
+func under(roots []string, prefix string) []string {
+	if prefix == "" {
+		return roots
+	}
+	out := make([]string, len(roots))
+	for i, r := range roots {
+		out[i] = filepath.Join(r, filepath.FromSlash(prefix))
+	}
+	return out
+}
+
+// sourceDirs are the directories of its source an artifact's copies
+// take, as the source holds them.
+func sourceDirs(cut *source.ArtifactCut) []string {
+	out := make([]string, len(cut.Dirs))
+	for i, d := range cut.Dirs {
+		out[i] = cmp.Or(path.Join(cut.Prefix, d), ".")
+	}
+	return out
 }
