@@ -3,7 +3,6 @@ package source
 import (
 	"cmp"
 	"io/fs"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,9 +11,9 @@ import (
 // An ApplicationSet's generators make its Applications as the Argo CD
 // engine (source/argocd) makes them, each read as an Application is.
 // The codes it reports stay with the loader's table of codes, and so
-// do the repository's tree as generators read it (allDirs, visitTree,
-// globMatch) and the key a source's repository is compared by
-// (repoKey), which the loader's revisions and Flux's sources use too.
+// do the repository's tree as generators read it (allDirs, visitTree)
+// and the key a source's repository is compared by (repoKey), which the
+// loader's revisions and Flux's sources use too.
 
 // CodeGeneratorMatchesNothing is reported at an ApplicationSet's git
 // generator one of whose paths matches nothing in this repository, the
@@ -74,38 +73,6 @@ func (l *loader) visitTree(root string, visit func(rel string, fi fs.FileInfo) b
 		}
 	}
 	walk(root)
-}
-
-// globMatch matches a slash-separated path against a glob whose "*"
-// stays within one element and whose "**" spans any number.
-func globMatch(glob, p string) bool {
-	g, s := strings.Split(glob, "/"), strings.Split(p, "/")
-	var match func(g, s []string) bool
-	match = func(g, s []string) bool {
-		if len(g) == 0 {
-			return len(s) == 0
-		}
-		if g[0] == "**" {
-			// A final ** names what lies below, not the directory
-			// itself.
-			start := 0
-			if len(g) == 1 {
-				start = 1
-			}
-			for i := start; i <= len(s); i++ {
-				if match(g[1:], s[i:]) {
-					return true
-				}
-			}
-			return false
-		}
-		if len(s) == 0 {
-			return false
-		}
-		ok, err := path.Match(g[0], s[0])
-		return err == nil && ok && match(g[1:], s[1:])
-	}
-	return match(g, s)
 }
 
 // repoKey is how an Argo CD source's repository and revision are

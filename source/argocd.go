@@ -155,20 +155,3 @@ func (l *loader) jsonnetNotEvaluated(u *Unit) {
 func (l *loader) argoManifest(u *Unit) (kfile string, kdata []byte) {
 	return l.opts.Engines.Argo.Manifest(Host{l}, u)
 }
-
-// setField sets key of mapping m to v.
-func setField(m *yaml.Node, key string, v *yaml.Node) {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			m.Content[i+1] = v
-			return
-		}
-	}
-	m.Content = append(m.Content, strNode(key), v)
-}
-
-// strNode is a string scalar, quoted where YAML would read it as another
-// type (a tag "1.27" is a string, not a number).
-func strNode(v string) *yaml.Node {
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v}
-}

@@ -263,12 +263,3 @@ func Resolve(n *yaml.Node) (*yaml.Node, error) {
 // compared: the repoURL without scheme, user, ".git" or a trailing "/",
 // in lower case, and the revision, HEAD when none is set; "" for no URL.
 func RepoKey(repoURL, revision string) string { return repoKey(repoURL, revision) }
-
-// KargoStage is the Kargo Stage the Argo CD Application app says updates
-// it (its kargo.akuity.io/authorized-stage annotation), or "".
-func KargoStage(app *yaml.Node) string { return kargoStage(app) }
-
-// KargoUnread is the warning that what, an Argo CD source of an
-// Application the Kargo Stage stage updates, deploys the branch r names,
-// which the repository does not hold: Kargo renders it at promotion.
-func KargoUnread(what, stage string, r *Revision) string { return kargoUnread(what, stage, r.p) }

@@ -388,11 +388,3 @@ func BoolField(n *yaml.Node, key string) bool { return boolField(n, key) }
 // StringList returns the string scalars of the sequence n, or nil when n
 // is not a sequence.
 func StringList(n *yaml.Node) []string { return stringList(n) }
-
-// SetField sets key of mapping m to v, adding the key when m has none.
-func SetField(m *yaml.Node, key string, v *yaml.Node) { setField(m, key, v) }
-
-// GlobMatch matches a slash-separated path against a glob whose "*"
-// stays within one element and whose "**" spans any number (an Argo CD
-// git generator's paths).
-func GlobMatch(glob, p string) bool { return globMatch(glob, p) }

@@ -82,7 +82,7 @@ func appUnits(h source.Host, app *yaml.Node, d *source.Document, ns, name string
 		return []source.ArgoFound{{Pos: diag.Pos{File: d.File, Line: at.Line, Column: at.Column},
 			Err: "an Argo CD Application in the namespace " + ns + " has no metadata.name: the API server refuses it"}}
 	}
-	kargo := source.KargoStage(app)
+	kargo := kargoStage(app)
 	var out []source.ArgoFound
 	for i, src := range sources {
 		pos := diag.Pos{File: d.File, Line: src.Line, Column: src.Column}
@@ -161,7 +161,7 @@ func appUnits(h source.Host, app *yaml.Node, d *source.Document, ns, name string
 				// path (the render's output) main need not hold: what
 				// the next promotion renders is this repository's
 				// overlays, left to the walk (source/kargo.go).
-				out = append(out, source.ArgoFound{Pos: pos, Repo: repo, Warn: source.KargoUnread(what, kargo, pin), Code: source.CodeArgoCDRevision})
+				out = append(out, source.ArgoFound{Pos: pos, Repo: repo, Warn: kargoUnread(what, kargo, pin), Code: source.CodeArgoCDRevision})
 				continue
 			}
 			if root, _ := h.EnginePath(rel, roots); root != "" {
@@ -498,7 +498,7 @@ func templateDirs(h source.Host, tmpl *yaml.Node, root string) []string {
 	}
 	var out []string
 	for _, d := range h.Dirs(root) {
-		if slices.ContainsFunc(globs, func(g string) bool { return source.GlobMatch(g, d) }) {
+		if slices.ContainsFunc(globs, func(g string) bool { return globMatch(g, d) }) {
 			out = append(out, filepath.Join(root, filepath.FromSlash(d)))
 		}
 	}

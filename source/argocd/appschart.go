@@ -247,7 +247,7 @@ var argoAppsMeta = map[string]string{
 func argoAppsObject(kind, name string, e *yaml.Node) *yaml.Node {
 	at := func(n *yaml.Node) *yaml.Node { n.Line, n.Column = e.Line, e.Column; return n }
 	meta := at(&yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"})
-	source.SetField(meta, "name", at(strNode(name)))
+	setField(meta, "name", at(strNode(name)))
 	spec := at(&yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"})
 	for i := 0; i+1 < len(e.Content); i += 2 {
 		k, v := e.Content[i], e.Content[i+1]
@@ -260,9 +260,9 @@ func argoAppsObject(kind, name string, e *yaml.Node) *yaml.Node {
 		spec.Content = append(spec.Content, k, v)
 	}
 	obj := at(&yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"})
-	source.SetField(obj, "apiVersion", at(strNode(group+"v1alpha1")))
-	source.SetField(obj, "kind", at(strNode(kind)))
-	source.SetField(obj, "metadata", meta)
-	source.SetField(obj, "spec", spec)
+	setField(obj, "apiVersion", at(strNode(group+"v1alpha1")))
+	setField(obj, "kind", at(strNode(kind)))
+	setField(obj, "metadata", meta)
+	setField(obj, "spec", spec)
 	return obj
 }

@@ -29,19 +29,19 @@ func gitGenerator(run *appSetRun, git *yaml.Node) ([]map[string]any, *appSetStop
 		base := root
 		all := run.h.Dirs(base)
 		if !slices.ContainsFunc(all, func(d string) bool {
-			return slices.ContainsFunc(include, func(g string) bool { return source.GlobMatch(g, d) })
+			return slices.ContainsFunc(include, func(g string) bool { return globMatch(g, d) })
 		}) && named != root {
 			base = named
 			all = run.h.Dirs(base)
 		}
 		for _, g := range include {
-			if !slices.ContainsFunc(all, func(d string) bool { return source.GlobMatch(g, d) }) {
+			if !slices.ContainsFunc(all, func(d string) bool { return globMatch(g, d) }) {
 				unmatched = append(unmatched, g)
 			}
 		}
 		for _, rel := range all {
-			if slices.ContainsFunc(include, func(g string) bool { return source.GlobMatch(g, rel) }) &&
-				!slices.ContainsFunc(exclude, func(g string) bool { return source.GlobMatch(g, rel) }) {
+			if slices.ContainsFunc(include, func(g string) bool { return globMatch(g, rel) }) &&
+				!slices.ContainsFunc(exclude, func(g string) bool { return globMatch(g, rel) }) {
 				out = append(out, pathParams(rel, "", run.t.goTemplate, prefix))
 			}
 		}
@@ -57,11 +57,11 @@ func gitGenerator(run *appSetRun, git *yaml.Node) ([]map[string]any, *appSetStop
 				rel = filepath.ToSlash(rel)
 				hit := false
 				for _, g := range include {
-					if source.GlobMatch(g, rel) {
+					if globMatch(g, rel) {
 						matched[g], hit = true, true
 					}
 				}
-				if !hit || slices.ContainsFunc(exclude, func(g string) bool { return source.GlobMatch(g, rel) }) {
+				if !hit || slices.ContainsFunc(exclude, func(g string) bool { return globMatch(g, rel) }) {
 					continue
 				}
 				ps, stop := fileParams(run.h.Sniff(f, nil), rel, run.t.goTemplate, prefix)

@@ -71,7 +71,7 @@ func argoKustomization(k, opts *yaml.Node) []byte {
 	if opts != nil && opts.Kind == yaml.MappingNode {
 		for _, f := range []string{"namePrefix", "nameSuffix", "namespace"} {
 			if v := source.Lookup(opts, f); v != nil && v.Kind == yaml.ScalarNode {
-				source.SetField(k, f, strNode(v.Value))
+				setField(k, f, strNode(v.Value))
 			}
 		}
 		for _, f := range []string{"commonLabels", "commonAnnotations"} {
@@ -79,10 +79,10 @@ func argoKustomization(k, opts *yaml.Node) []byte {
 				cur := source.Lookup(k, f)
 				if cur == nil || cur.Kind != yaml.MappingNode {
 					cur = &yaml.Node{Kind: yaml.MappingNode}
-					source.SetField(k, f, cur)
+					setField(k, f, cur)
 				}
 				for i := 0; i+1 < len(v.Content); i += 2 {
-					source.SetField(cur, v.Content[i].Value, v.Content[i+1])
+					setField(cur, v.Content[i].Value, v.Content[i+1])
 				}
 			}
 		}
@@ -90,7 +90,7 @@ func argoKustomization(k, opts *yaml.Node) []byte {
 			cur := source.Lookup(k, "images")
 			if cur == nil || cur.Kind != yaml.SequenceNode {
 				cur = &yaml.Node{Kind: yaml.SequenceNode}
-				source.SetField(k, "images", cur)
+				setField(k, "images", cur)
 			}
 			for _, img := range v.Content {
 				if img.Kind == yaml.ScalarNode {
@@ -103,7 +103,7 @@ func argoKustomization(k, opts *yaml.Node) []byte {
 				cur := source.Lookup(k, f)
 				if cur == nil || cur.Kind != yaml.SequenceNode {
 					cur = &yaml.Node{Kind: yaml.SequenceNode}
-					source.SetField(k, f, cur)
+					setField(k, f, cur)
 				}
 				cur.Content = append(cur.Content, v.Content...)
 			}
@@ -132,15 +132,15 @@ func imageEntry(s string) *yaml.Node {
 		name = newName
 	}
 	m := &yaml.Node{Kind: yaml.MappingNode}
-	source.SetField(m, "name", strNode(name))
+	setField(m, "name", strNode(name))
 	if newName != name {
-		source.SetField(m, "newName", strNode(newName))
+		setField(m, "newName", strNode(newName))
 	}
 	if tag != "" {
-		source.SetField(m, "newTag", strNode(tag))
+		setField(m, "newTag", strNode(tag))
 	}
 	if digest != "" {
-		source.SetField(m, "digest", strNode(digest))
+		setField(m, "digest", strNode(digest))
 	}
 	return m
 }
@@ -161,7 +161,7 @@ func directoryKustomization(h source.Host, u *source.Unit) []byte {
 	for _, f := range files {
 		seq.Content = append(seq.Content, strNode(f))
 	}
-	source.SetField(k, "resources", seq)
+	setField(k, "resources", seq)
 	out, _ := yaml.Marshal(k)
 	return out
 }
@@ -216,7 +216,7 @@ func braceMatch(pattern, rel string) bool {
 	}
 	return slices.ContainsFunc(alts, func(g string) bool {
 		g = strings.TrimSpace(g)
-		return source.GlobMatch(g, rel) || source.GlobMatch(g, path.Base(rel))
+		return globMatch(g, rel) || globMatch(g, path.Base(rel))
 	})
 }
 
@@ -224,4 +224,15 @@ func braceMatch(pattern, rel string) bool {
 // type (a tag "1.27" is a string, not a number).
 func strNode(v string) *yaml.Node {
 	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v}
+}
+
+// setField sets key of mapping m to v, adding the key when m has none.
+func setField(m *yaml.Node, key string, v *yaml.Node) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			m.Content[i+1] = v
+			return
+		}
+	}
+	m.Content = append(m.Content, strNode(key), v)
 }

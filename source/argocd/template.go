@@ -424,7 +424,7 @@ func (t appSetTmpl) patch(app, tp *yaml.Node, params map[string]any) (*yaml.Node
 	}
 	if spec := source.Lookup(out, "spec"); spec != nil && spec.Kind == yaml.MappingNode {
 		if project != nil {
-			source.SetField(spec, "project", project)
+			setField(spec, "project", project)
 		} else {
 			deleteField(spec, "project")
 		}
@@ -455,7 +455,7 @@ func mergePatch(dst, patch *yaml.Node, key string) (*yaml.Node, error) {
 		if err != nil {
 			return nil, err
 		}
-		source.SetField(&out, k.Value, m)
+		setField(&out, k.Value, m)
 	}
 	return &out, nil
 }

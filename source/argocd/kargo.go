@@ -1,9 +1,11 @@
-package source
+package argocd
 
 import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"keyhole.dev/keyhole/source"
 )
 
 // Kargo (kargo.akuity.io) promotes Freight through Stages: a Stage's
@@ -29,13 +31,13 @@ const kargoStageAnnotation = "kargo.akuity.io/authorized-stage"
 // kargoStage is the Kargo Stage ("PROJECT:STAGE") the Argo CD
 // Application app lets update it, or "".
 func kargoStage(app *yaml.Node) string {
-	return strings.TrimSpace(stringField(Lookup(Lookup(app, "metadata"), "annotations"), kargoStageAnnotation))
+	return strings.TrimSpace(source.StringField(source.Lookup(source.Lookup(app, "metadata"), "annotations"), kargoStageAnnotation))
 }
 
 // kargoUnread is the warning that what, an Argo CD source of an
-// Application the Kargo Stage stage updates, deploys the branch p names,
+// Application the Kargo Stage stage updates, deploys the branch r names,
 // which the repository does not hold: Kargo renders it at promotion.
-func kargoUnread(what, stage string, p *revPin) string {
-	return what + " builds its path at targetRevision " + p.rev + ", and the Kargo Stage " + stage + " updates it (" + kargoStageAnnotation +
+func kargoUnread(what, stage string, r *source.Revision) string {
+	return what + " builds its path at targetRevision " + r.Rev() + ", and the Kargo Stage " + stage + " updates it (" + kargoStageAnnotation +
 		"): Kargo's promotion writes to that branch what it renders from this repository (an overlay's kustomize-build, a chart's helm-template), so the branch, which the repository does not hold, would show the last promotion, not this change; keyhole reads nothing for it, and reads this repository's files as a walk finds them, each overlay a kustomization root built as kustomize-build builds it (keyhole check DIR checks one alone)"
 }
