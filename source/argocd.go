@@ -15,9 +15,9 @@ import (
 // ApplicationSets generate. What each means, as Argo CD reads it, is the
 // Argo CD engine's (source/argocd, source.Argo): the loader gives it
 // each Application and ApplicationSet its scan finds and keeps the
-// records it returns, then settles what a source builds when another
-// of this repository's builds from the same repository (argoOwnRepo),
-// prepares and runs each unit's build with the kustomization the engine
+// records it returns, reads again those an Argo CD unit applies as its
+// build writes them (argoApplied), has the engine settle them once all
+// are read (argoSettled), prepares and runs each unit's build with the kustomization the engine
 // writes, and says what the engine found. See docs/inputs.md.
 
 // argoGroup is the API group of Argo CD's Application and ApplicationSet.
@@ -82,30 +82,56 @@ func (l *loader) noArgo(d *Document, obj *yaml.Node, srcRoots []string) []engine
 	return []engineFound{f}
 }
 
-// argoOwnRepo says, of each Argo CD source of found whose path is not a
-// directory of this repository, and of each git generator path that
-// matches nothing here, what Argo CD does when its repository is this
-// one: when another source of found builds from the same repository
-// and revision (repoKey) out of this repository, it is this one, and
-// the path is a mistake Argo CD stops at.
-func argoOwnRepo(found []engineFound) {
-	own := map[string]bool{}
-	for _, f := range found {
-		if f.unit != nil && f.unit.Argo != nil && f.repo != "" {
-			own[f.repo] = true
-		}
+// argoSettled is found with its Argo CD objects read as the units
+// applying them build them (argoApplied), then settled by the Argo CD
+// engine (Settle): the records it changes take its word, and an object
+// no root reaches gives way to one note, where its first record stood.
+func (l *loader) argoSettled(found []engineFound, patches []kustomizePatch) ([]engineFound, diag.List) {
+	found, ds := l.argoApplied(found, patches)
+	if l.opts.Engines.Argo == nil {
+		return found, ds
 	}
+	type record struct {
+		o *ArgoObject
+		i int
+	}
+	var objs []*ArgoObject
+	objOf := map[*argoDecl]*ArgoObject{}
+	at := make([]record, len(found))
 	for i, f := range found {
-		if f.repo == "" || !own[f.repo] || f.unit != nil {
+		if f.argo == nil {
 			continue
 		}
+		o := objOf[f.argo]
+		if o == nil {
+			o = &ArgoObject{Doc: f.argo.d, File: f.argo.file}
+			objOf[f.argo] = o
+			objs = append(objs, o)
+		}
+		at[i] = record{o: o, i: len(o.Found)}
+		o.Found = append(o.Found, ArgoFound{Unit: f.unit, Pos: f.pos, Skip: f.skip, Err: f.err, Warn: f.warn, Code: f.code,
+			Repo: f.repo, OwnErr: f.ownErr, OwnWarn: f.ownWarn})
+	}
+	l.opts.Engines.Argo.Settle(Host{l}, objs)
+	said := map[*ArgoObject]bool{}
+	kept := found[:0]
+	for i, f := range found {
+		r := at[i]
 		switch {
-		case f.ownErr != "":
-			found[i].skip, found[i].err = "", f.ownErr
-		case f.ownWarn != "":
-			found[i].skip, found[i].warn, found[i].code = "", f.ownWarn, CodeGeneratorMatchesNothing
+		case r.o == nil:
+			kept = append(kept, f)
+		case r.o.Unreached != "":
+			if !said[r.o] {
+				said[r.o] = true
+				kept = append(kept, engineFound{pos: r.o.Doc.Pos, skip: r.o.Unreached})
+			}
+		default:
+			s := r.o.Found[r.i]
+			f.skip, f.err, f.warn, f.code = s.Skip, s.Err, s.Warn, s.Code
+			kept = append(kept, f)
 		}
 	}
+	return kept, ds
 }
 
 // prepareArgo readies the build of the Argo CD unit u as the repo server

@@ -41,11 +41,19 @@ type Argo interface {
 	// its charts/ does not hold to which the chart's values give Argo CD
 	// objects to render.
 	UnvendoredApps(h Host, dir, chart string) (diag.Diagnostic, bool)
+	// Settle settles what the loader's scan found of Argo CD, once
+	// every Application and ApplicationSet is read as the unit applying
+	// it builds it: it may change the Skip, Err, Warn and Code of their
+	// records (a source of this repository told by another building
+	// from it) and set Unreached (an object no root reaches).
+	Settle(h Host, objs []*ArgoObject)
+	// Clusters sets the Cluster of each Argo CD unit of units (the
+	// units found, every engine's), where the repository holds more
+	// than one Argo CD instance: the instance its root starts.
+	Clusters(h Host, units []*Unit)
 	// Applies is what Argo CD applies of the Argo CD unit u's build,
-	// docs, that keyhole's render of it does not make, as warnings;
-	// applied says which of docs another source of u's Application
-	// applies as written.
-	Applies(u *Unit, docs []*Document, applied func(*Document) bool) []diag.Diagnostic
+	// docs, that keyhole's render of it does not make, as warnings.
+	Applies(h Host, u *Unit, docs []*Document) []diag.Diagnostic
 	// ClusterSecret is the Argo CD cluster Secret d declares (one with
 	// Argo CD's cluster label, or an object making one); ok is false
 	// when d declares none.
@@ -85,6 +93,20 @@ type ArgoCluster struct {
 	// Made, when not empty, says the Secret is made by something whose
 	// values keyhole does not read ("the ExternalSecret argocd/prod").
 	Made string
+}
+
+// ArgoObject is an Argo CD Application or ApplicationSet the loader's
+// scan found, with the records it makes (Argo.Units), as the unit
+// applying it builds it.
+type ArgoObject struct {
+	Doc *Document
+	// File is the file declaring it (absolute, OS form).
+	File  string
+	Found []ArgoFound
+	// Unreached, when Settle sets it, is why no root of keyhole.yaml's
+	// argocd.roots reaches the object: it makes no unit, and the loader
+	// says so once, at Doc, as an InputSkipped note.
+	Unreached string
 }
 
 // errNoArgo is an ApplicationSet's reading when Load was given no Argo CD
@@ -202,6 +224,19 @@ func (h Host) ArgoRendered(what, shown, rel string, roots []string) (f ArgoFound
 	ef, ok := h.l.argoRenderedSource(what, shown, rel, roots)
 	return ArgoFound{Skip: ef.skip, render: ef.argoRender}, ok
 }
+
+// ArgoRoots are keyhole.yaml's argocd.roots, as Argo.Config read them.
+func (h Host) ArgoRoots() []ArgoRoot { return h.l.argo.roots }
+
+// Holds reports whether the build of the engine unit u may read file
+// (absolute), which lies under its path: a path with a kustomization
+// applies only what that kustomization (and those it uses) lists, a
+// path without one every file under it.
+func (h Host) Holds(u *Unit, file string) bool { return h.l.holds(u, file) }
+
+// EngineUnits are the units the engines' objects make, in order, once
+// they are all known (the builds' time); nil before.
+func (h Host) EngineUnits() []*Unit { return h.l.engine }
 
 // ArgoClusters are the Argo CD cluster Secrets declared under root (the
 // repository's), scanned once per Load.

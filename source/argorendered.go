@@ -37,25 +37,7 @@ func (l *loader) argoApplies(u *Unit, docs []*Document) {
 	if u.Argo == nil || l.opts.Engines.Argo == nil {
 		return
 	}
-	l.diags = append(l.diags, l.opts.Engines.Argo.Applies(u, docs, l.siblingApplies(u))...)
-}
-
-// siblingApplies reports, of a document the Argo CD unit u's build read,
-// whether another Argo CD source applies its file as written to u's
-// cluster: a directory or kustomize source whose path holds it, of u's
-// Application beside the source keyhole's plugin renders, or of another
-// Application (an app of apps' entry for the Secrets).
-func (l *loader) siblingApplies(u *Unit) func(*Document) bool {
-	var roots []string
-	for _, v := range l.engine {
-		if v != u && v.Argo != nil && !v.rendered && v.Helm == nil && (v.Decl == u.Decl || v.Cluster == u.Cluster) {
-			roots = append(roots, v.Root)
-		}
-	}
-	return func(d *Document) bool {
-		abs := l.osPath(d.File)
-		return slices.ContainsFunc(roots, func(root string) bool { return within(root, abs) })
-	}
+	l.diags = append(l.diags, l.opts.Engines.Argo.Applies(Host{l}, u, docs)...)
 }
 
 // A repository whose Argo CD cannot run keyhole's plugin (a managed Argo

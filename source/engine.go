@@ -296,10 +296,8 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 	l.scope = l.newFluxScope(foundUnits(found))
 	found, fds := l.fluxApplied(found, patches)
 	ds = append(ds, fds...)
-	found, fds = l.argoApplied(found, patches)
+	found, fds = l.argoSettled(found, patches)
 	ds = append(ds, fds...)
-	argoOwnRepo(found)
-	found = l.argoReach(found)
 	found, entries := l.fluxReach(found)
 	l.fluxPins(found)
 	for _, r := range releases {

@@ -27,17 +27,35 @@ const keyholeGroup = "omnia.altairalabs.ai/"
 // that keyhole's render does not make: keyhole's inputs as written, for
 // a source keyhole's plugin does not render (unrenderedNote); the
 // objects other than keyhole's inputs, for one it does (omittedNote),
-// but those applied says another source of the Application applies as
-// written.
-func (Engine) Applies(u *source.Unit, docs []*source.Document, applied func(*source.Document) bool) []diag.Diagnostic {
+// but those another Argo CD source applies as written
+// (siblingApplies).
+func (Engine) Applies(h source.Host, u *source.Unit, docs []*source.Document) []diag.Diagnostic {
 	var out []diag.Diagnostic
 	if n, ok := unrenderedNote(u, docs); ok {
 		out = append(out, n)
 	}
-	if n, ok := omittedNote(u, docs, applied); ok {
+	if n, ok := omittedNote(u, docs, siblingApplies(h, u)); ok {
 		out = append(out, n)
 	}
 	return out
+}
+
+// siblingApplies reports, of a document the Argo CD unit u's build
+// read, whether another Argo CD source applies its file as written to
+// u's cluster: a directory or kustomize source whose path holds it, of
+// u's Application beside the source keyhole's plugin renders, or of
+// another Application (an app of apps' entry for the Secrets).
+func siblingApplies(h source.Host, u *source.Unit) func(*source.Document) bool {
+	var roots []string
+	for _, v := range h.EngineUnits() {
+		if v != u && v.Argo != nil && !v.KeyholePlugin() && v.Helm == nil && (v.Decl == u.Decl || v.Cluster == u.Cluster) {
+			roots = append(roots, v.Root)
+		}
+	}
+	return func(d *source.Document) bool {
+		abs := h.Abs(d.File)
+		return slices.ContainsFunc(roots, func(root string) bool { return source.Within(root, abs) })
+	}
 }
 
 // unrenderedNote is the warning that the Argo CD unit u, not rendered by
@@ -75,8 +93,8 @@ func unrenderedNote(u *source.Unit, docs []*source.Document) (diag.Diagnostic, b
 // holds only the objects it makes, never a Secret, so Argo CD never
 // applies them. A Secret a Connection reads is then missing in the
 // cluster, however the check found it. ok is false when there are none.
-// applied says which of docs another source of the same Application
-// applies as written (siblingApplies): those are not omitted.
+// applied says which of docs another Argo CD source applies as
+// written: those are not omitted.
 func omittedNote(u *source.Unit, docs []*source.Document, applied func(*source.Document) bool) (diag.Diagnostic, bool) {
 	if u.Argo == nil || !u.KeyholePlugin() {
 		return diag.Diagnostic{}, false
