@@ -2,7 +2,6 @@ package source
 
 import (
 	"cmp"
-	"fmt"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -142,7 +141,7 @@ func (l *loader) prepareArgo(u *Unit) engineJob {
 		j.note = skipped(u.Decl, "Argo CD Application "+strings.TrimPrefix(u.Name, "argocd:")+" not built: nothing under its path or in its components names keyhole's kinds or declares a Secret")
 		return j
 	}
-	l.jsonnetNotEvaluated(u)
+	l.diags = append(l.diags, l.opts.Engines.Argo.Jsonnet(Host{l}, u)...)
 	if b := l.applying[u]; b != nil && (b.run.m != nil || b.run.err != nil) {
 		j.build, j.built, j.run = true, true, b.run
 		return j
@@ -157,21 +156,6 @@ func (l *loader) prepareArgo(u *Unit) engineJob {
 // directory application that names keyhole's kinds or declares a
 // Secret: Argo CD evaluates it, keyhole does not.
 const CodeJsonnetNotEvaluated = "JsonnetNotEvaluated"
-
-// jsonnetNotEvaluated says, of each Jsonnet file the directory
-// application u evaluates (the Argo CD engine's Jsonnet) that names
-// keyhole's kinds or declares a Secret, that what it declares is not
-// checked.
-func (l *loader) jsonnetNotEvaluated(u *Unit) {
-	for _, abs := range l.opts.Engines.Argo.Jsonnet(Host{l}, u) {
-		if data := l.sniff(abs, nil); data != nil && (namesKeyhole(abs, data) || declaresSecret(data)) {
-			l.diags = append(l.diags, diag.Diagnostic{Code: CodeJsonnetNotEvaluated, Severity: diag.Warning,
-				Pos: diag.Pos{File: l.display(abs, abs), Line: 1, Column: 1}, Units: []string{u.Name},
-				Message: fmt.Sprintf("Argo CD Application %s (%s) evaluates this Jsonnet file and applies what it declares, which names keyhole's kinds or a Secret; keyhole does not evaluate Jsonnet, so those objects are not checked",
-					strings.TrimPrefix(u.Name, "argocd:"), u.Decl)})
-		}
-	}
-}
 
 // argoManifest is the kustomization the repo server builds the Argo CD
 // unit u's path with, and the path it stands at, as the Argo CD engine

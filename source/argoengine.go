@@ -27,9 +27,11 @@ type Argo interface {
 	// the path's own with the Application's kustomize options written
 	// in, or one listing the files a directory application reads.
 	Manifest(h Host, u *Unit) (kfile string, kdata []byte)
-	// Jsonnet are the Jsonnet files (absolute) the directory
-	// application u evaluates, which keyhole does not.
-	Jsonnet(h Host, u *Unit) []string
+	// Jsonnet are the warnings (CodeJsonnetNotEvaluated) that the
+	// directory application u evaluates Jsonnet files naming keyhole's
+	// kinds or declaring a Secret (Host.Matters), which keyhole does
+	// not evaluate.
+	Jsonnet(h Host, u *Unit) []diag.Diagnostic
 	// AppsChart is, for the Helm chart in dir whose Chart.yaml lists
 	// argo-helm's argocd-apps without charts/ holding it, the
 	// Applications and ApplicationSets argocd-apps renders from the
@@ -152,17 +154,19 @@ type ArgoFound struct {
 	// recurse: its files are those at the top of its path. Plugin says
 	// keyhole's config management plugin renders it (Unit.KeyholePlugin).
 	Shallow, Plugin bool
-	// render is the source applying a directory keyhole render writes
-	// (Host.ArgoRendered).
-	render *argoRenderUse
+	// Rendered, when set, says the source applies a directory
+	// keyhole.yaml's argocd.rendered names (Host.ArgoRenderedDirs):
+	// Skip says so, and the loader says, once every unit is known,
+	// where render writes no unit there.
+	Rendered *ArgoRenderUse
 }
 
 // argoFound is f as the loader keeps it.
 func argoFound(f ArgoFound) engineFound {
 	ef := engineFound{unit: f.Unit, pos: f.Pos, skip: f.Skip, err: f.Err, helm: f.Chart, warn: f.Warn, code: f.Code,
-		repo: f.Repo, ownErr: f.OwnErr, ownWarn: f.OwnWarn, claim: f.Claim, srcRoot: f.SrcRoot, declRoot: f.DeclRoot, argoRender: f.render}
-	if f.render != nil {
-		f.render.pos = f.Pos
+		repo: f.Repo, ownErr: f.OwnErr, ownWarn: f.OwnWarn, claim: f.Claim, srcRoot: f.SrcRoot, declRoot: f.DeclRoot}
+	if f.Rendered != nil {
+		ef.argoRender = &argoRenderUse{ArgoRenderUse: *f.Rendered, pos: f.Pos}
 	}
 	if u := f.Unit; u != nil {
 		u.shallow, u.rendered = f.Shallow, f.Plugin
@@ -216,13 +220,11 @@ func (h Host) AtRevision(r *Revision, read func()) {
 	read()
 }
 
-// ArgoRendered is what is said of the Argo CD source what, whose path
-// rel (shown as shown) is relative to one of roots, when that path is
-// keyhole render's output (keyhole.yaml's argocd.rendered, or a
-// directory holding RenderMarker); ok is false when it is not.
-func (h Host) ArgoRendered(what, shown, rel string, roots []string) (f ArgoFound, ok bool) {
-	ef, ok := h.l.argoRenderedSource(what, shown, rel, roots)
-	return ArgoFound{Skip: ef.skip, render: ef.argoRender}, ok
+// ArgoRenderedDirs are the directories (absolute) keyhole.yaml's
+// argocd.rendered names, and base the directory of the keyhole.yaml
+// naming them.
+func (h Host) ArgoRenderedDirs() (dirs []string, base string) {
+	return h.l.argo.rendered, h.l.argo.base
 }
 
 // ArgoRoots are keyhole.yaml's argocd.roots, as Argo.Config read them.
@@ -245,6 +247,13 @@ func (h Host) ArgoClusters(root string) []ArgoCluster { return h.l.clusterSecret
 // MayHoldConnections reports whether something the Load reads names
 // keyhole's kinds: where nothing does, no Connection reads a Secret.
 func (h Host) MayHoldConnections() bool { return h.l.connections }
+
+// FileMatters reports whether the file abs, within the size limit,
+// names keyhole's kinds or declares a Secret.
+func (h Host) FileMatters(abs string) bool {
+	data := h.l.sniff(abs, nil)
+	return data != nil && (namesKeyhole(abs, data) || declaresSecret(data))
+}
 
 // Matters reports whether something under the directory dir (absolute)
 // names keyhole's kinds or, where a Connection may read it, declares a

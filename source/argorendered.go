@@ -47,7 +47,8 @@ func (l *loader) argoApplies(u *Unit, docs []*Document) {
 // (docs/inputs.md, "A committed render for Argo CD"). A source whose
 // path lies there applies keyhole's output, not an input: it is no unit,
 // and its path need not exist, as before the first render. A directory
-// holding render's marker is such output too. With argocd.rendered, each
+// holding render's marker is such output too (the Argo CD engine says
+// so, ArgoFound.Rendered). With argocd.rendered, each
 // unit a directory declares is written to that directory relative to
 // keyhole.yaml's (not to where keyhole runs), even when it is the only
 // one (Unit.DirFixed), so no render moves what an Application applies;
@@ -59,43 +60,21 @@ func (l *loader) argoApplies(u *Unit, docs []*Document) {
 // keyhole render writes no deploy unit.
 const CodeArgoCDRenderedPath = "ArgoCDRenderedPath"
 
-// argoRenderUse is an Argo CD source applying a directory keyhole.yaml's
+// ArgoRenderUse is an Argo CD source applying a directory keyhole.yaml's
 // argocd.rendered names.
-type argoRenderUse struct {
-	pos         diag.Pos
-	what, shown string // the Application (and source), and its path as written
-	dir         string // the argocd.rendered directory, absolute
-	sub         string // the path below dir, slash-separated; "" for dir
+type ArgoRenderUse struct {
+	// What is the Application (and source), Shown its path as written.
+	What, Shown string
+	// Dir is the argocd.rendered directory (absolute), Sub the path
+	// below it (slash-separated; "" for Dir).
+	Dir, Sub string
 }
 
-// argoRenderedSource is what is said of the Argo CD source what, whose
-// path rel (shown as shown) is relative to one of roots, when that path
-// is keyhole render's output; ok is false when it is not.
-func (l *loader) argoRenderedSource(what, shown, rel string, roots []string) (engineFound, bool) {
-	clean := path.Clean("/" + filepath.ToSlash(rel))
-	for _, r := range roots {
-		p := filepath.Join(r, filepath.FromSlash(clean))
-		for _, d := range l.argo.rendered {
-			if !within(d, p) {
-				continue
-			}
-			sub, _ := filepath.Rel(d, p)
-			use := &argoRenderUse{what: what, shown: shown, dir: d, sub: strings.TrimPrefix(filepath.ToSlash(sub), ".")}
-			return engineFound{argoRender: use, skip: fmt.Sprintf(
-				"%s applies %s, in the directory `keyhole render -o %s` writes one directory per deploy unit to (keyhole.yaml's argocd.rendered): keyhole's output, written from the inputs keyhole checks, not an input to check",
-				what, shown, filepath.ToSlash(relOrAbs(l.argo.base, d)))}, true
-		}
-		for d := p; within(r, d); d = filepath.Dir(d) {
-			if fi, err := l.fsys.Stat(filepath.Join(d, renderMarker)); err == nil && fi.Mode().IsRegular() {
-				return engineFound{skip: fmt.Sprintf("%s applies %s, in a directory `keyhole render` wrote (it holds %s): keyhole's output, written from the inputs keyhole checks, not an input to check",
-					what, shown, renderMarker)}, true
-			}
-			if d == r {
-				break
-			}
-		}
-	}
-	return engineFound{}, false
+// argoRenderUse is an ArgoRenderUse as the loader keeps it, with where
+// the source stands.
+type argoRenderUse struct {
+	ArgoRenderUse
+	pos diag.Pos
 }
 
 // argoRenderedAgree fixes, when keyhole.yaml names argocd.rendered, where
@@ -142,11 +121,11 @@ func (l *loader) argoRenderedAgree() diag.List {
 	var ds diag.List
 	said := map[string]bool{}
 	for _, use := range l.argo.uses {
-		if dirs[use.sub] || use.sub == "" && inputs[looseUnit] {
+		if dirs[use.Sub] || use.Sub == "" && inputs[looseUnit] {
 			continue
 		}
 		msg := fmt.Sprintf("%s applies %s, where `keyhole render -o %s` (keyhole.yaml's argocd.rendered) writes no deploy unit: Argo CD finds no such directory to apply, so it does not sync; ",
-			use.what, use.shown, filepath.ToSlash(relOrAbs(l.argo.base, use.dir)))
+			use.What, use.Shown, filepath.ToSlash(relOrAbs(l.argo.base, use.Dir)))
 		if len(written) == 0 {
 			msg += "the input has no deploy unit for render to write there"
 		} else {

@@ -77,7 +77,7 @@ type engineFound struct {
 	// overlay's base), is the one this unit is read for.
 	fan *Unit
 	// argoRender, when set, is the Argo CD source applying a directory
-	// keyhole render writes (argoRenderedSource): skip says so.
+	// keyhole render writes (ArgoFound.Rendered): skip says so.
 	argoRender *argoRenderUse
 }
 

@@ -48,7 +48,7 @@ type Unit struct {
 	Dir string
 	// DirFixed says render -o writes the unit's files in Dir even when
 	// it writes no other unit: keyhole.yaml's argocd.rendered has Argo
-	// CD Applications point at it, so it never moves (argoRenderedSource).
+	// CD Applications point at it, so it never moves (ArgoFound.Rendered).
 	DirFixed bool
 	// Source is what declared the unit.
 	Source UnitSource

@@ -137,7 +137,7 @@ func appUnits(h source.Host, app *yaml.Node, d *source.Document, ns, name string
 				what, shown, repoURL)})
 			continue
 		}
-		if ef, ok := h.ArgoRendered(what, shown, rel, roots); ok {
+		if ef, ok := renderedSource(h, what, shown, rel, roots); ok {
 			ef.Pos, ef.Repo = pos, repo
 			out = append(out, ef)
 			continue

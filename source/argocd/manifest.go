@@ -1,6 +1,7 @@
 package argocd
 
 import (
+	"fmt"
 	"io/fs"
 	"path"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/source"
 )
 
@@ -30,16 +32,25 @@ func (Engine) Manifest(h source.Host, u *source.Unit) (kfile string, kdata []byt
 	return filepath.Join(u.Root, "kustomization.yaml"), directoryKustomization(h, u)
 }
 
-// Jsonnet are the Jsonnet files (absolute) the directory application u
-// evaluates, as Argo CD picks its files; none when its path has a
-// kustomization, whose build evaluates no Jsonnet.
-func (Engine) Jsonnet(h source.Host, u *source.Unit) []string {
+// Jsonnet are the warnings that the directory application u evaluates a
+// Jsonnet file (as Argo CD picks its files) that names keyhole's kinds
+// or declares a Secret: Argo CD applies what it declares, keyhole does
+// not evaluate it. None when its path has a kustomization, whose build
+// evaluates no Jsonnet.
+func (Engine) Jsonnet(h source.Host, u *source.Unit) []diag.Diagnostic {
 	if h.KustomizationFile(u.Root) != "" {
 		return nil
 	}
-	var out []string
+	var out []diag.Diagnostic
 	for _, rel := range directoryFiles(h, u, func(rel string) bool { return strings.EqualFold(path.Ext(rel), ".jsonnet") }) {
-		out = append(out, filepath.Join(u.Root, filepath.FromSlash(rel)))
+		abs := filepath.Join(u.Root, filepath.FromSlash(rel))
+		if !h.FileMatters(abs) {
+			continue
+		}
+		out = append(out, diag.Diagnostic{Code: source.CodeJsonnetNotEvaluated, Severity: diag.Warning,
+			Pos: diag.Pos{File: h.Shown(abs), Line: 1, Column: 1}, Units: []string{u.Name},
+			Message: fmt.Sprintf("Argo CD Application %s (%s) evaluates this Jsonnet file and applies what it declares, which names keyhole's kinds or a Secret; keyhole does not evaluate Jsonnet, so those objects are not checked",
+				strings.TrimPrefix(u.Name, "argocd:"), u.Decl)})
 	}
 	return out
 }
