@@ -15,13 +15,19 @@
 // bounded in memory and time, internal/apart) and patched with its
 // templatePatch. It also reads keyhole.yaml's argocd field (config.go),
 // argo-helm's argocd-apps charts (appschart.go), cluster Secrets
-// (clustersecret.go), and says what Argo CD applies that keyhole's
-// render does not make (applies.go). It reads the repository through
-// the loader's source.Host and asks the loader there what only the
-// loader knows (the repository's revisions, keyhole.yaml's rendered
-// directories, the cluster Secrets it scanned). Which objects are read,
-// what applies them, which cluster and instance each unit deploys to,
-// and the builds, are the loader's (package source). See docs/inputs.md.
+// (clustersecret.go), Kargo's Stage annotation (kargo.go), a source
+// applying a committed render (rendered.go), and says what Argo CD
+// applies that keyhole's render does not make (applies.go). Once every
+// object the loader's scan found is read, it says which keyhole.yaml's
+// argocd.roots reach, and once the units are known, which Argo CD
+// instance, and so which cluster, each deploys to (roots.go). It reads
+// the repository through the loader's source.Host and asks the loader
+// there what only the loader knows (the repository's revisions,
+// keyhole.yaml's roots and rendered directories, the cluster Secrets it
+// scanned, which unit applies another and what a unit's build reads).
+// Which objects are read, the reading again of an applied object as
+// its applying unit's build writes it, and the builds, are the loader's
+// (package source). See docs/inputs.md.
 package argocd
 
 import (
