@@ -543,6 +543,11 @@ func document(file string, index int, n *yaml.Node, walked bool) ([]Document, di
 			}
 			return
 		}
+		if field, at := actionField(n); walked && at != nil {
+			diags = append(diags, diag.Diagnostic{Code: CodeInputInvalid, Severity: diag.Error, Pos: pos(at),
+				Message: fmt.Sprintf("%s of %s is %s", field, what, templateFieldMessage)})
+			return
+		}
 		if d, ok := checkKind(doc, what, walked); !ok {
 			diags = append(diags, d)
 			return

@@ -142,6 +142,37 @@ func templated(data []byte) bool {
 	return false
 }
 
+// actionField is the first of a document's identifying fields
+// (apiVersion, kind, metadata.name, metadata.namespace) whose value is a
+// Go template action written bare, as {{.Name}}, which YAML reads as a
+// mapping whose one key is a mapping: the document is a template's, whose
+// tool fills those fields before anything applies it, whatever the action
+// holds. A Connection's {{ .token }} is never there.
+func actionField(n *yaml.Node) (string, *yaml.Node) {
+	bare := func(v *yaml.Node) bool {
+		return v != nil && v.Kind == yaml.MappingNode && v.Style&yaml.FlowStyle != 0 && len(v.Content) == 2 &&
+			v.Content[0].Kind == yaml.MappingNode && v.Content[0].Style&yaml.FlowStyle != 0
+	}
+	for _, k := range []string{"apiVersion", "kind"} {
+		if v := Lookup(n, k); bare(v) {
+			return k, v
+		}
+	}
+	if md := Lookup(n, "metadata"); md != nil && md.Kind == yaml.MappingNode {
+		for _, k := range []string{"name", "namespace"} {
+			if v := Lookup(md, k); bare(v) {
+				return "metadata." + k, v
+			}
+		}
+	}
+	return "", nil
+}
+
+// templateFieldMessage ends the error a walked document with a bare
+// template action in an identifying field gets (actionField), which
+// skipUnreadable reads as the file being a template.
+const templateFieldMessage = "a template action written bare, which YAML reads as a mapping where a string must be"
+
 // skipUnreadable decides the fate of a file found by a walk whose reading
 // gave errors: when it is templated, or names none of keyhole's kinds, it
 // is skipped, and the one InputSkipped note that says why replaces its
@@ -159,7 +190,7 @@ func skipUnreadable(file string, data []byte, docs []Document, ds diag.List) ([]
 	}
 	var why string
 	switch {
-	case data != nil && templated(data):
+	case data != nil && templated(data), ds[first].Code == CodeInputInvalid && strings.HasSuffix(ds[first].Message, templateFieldMessage):
 		why = "it is a template (Go template, Jinja or Liquid), YAML only once the tool that owns it renders it"
 	case !namesKeyhole(file, data):
 		why = "it names none of keyhole's kinds"

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.yaml.in/yaml/v3"
+
 	"keyhole.dev/keyhole/diag"
 )
 
@@ -143,6 +145,29 @@ func TestTemplated(t *testing.T) {
 				t.Errorf("templated(%q) = %v, want %v", tc.data, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestActionField: a bare {{ }} where an object's identity must be a
+// string makes the document a template's; the same action quoted, or
+// anywhere else, does not.
+func TestActionField(t *testing.T) {
+	tests := map[string]string{
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{.Name}}\n":                 "metadata.name",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  namespace: {{ .ns }}\n  name: x\n": "metadata.namespace",
+		"apiVersion: {{.Version}}\nkind: X\n":                                             "apiVersion",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: \"{{.Name}}\"\n":             "",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {a: {b: c}}\n":               "",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  k: {{.Value}}\n": "",
+	}
+	for data, want := range tests {
+		var n yaml.Node
+		if err := yaml.Unmarshal([]byte(data), &n); err != nil {
+			t.Fatalf("%q: %v", data, err)
+		}
+		if got, _ := actionField(n.Content[0]); got != want {
+			t.Errorf("actionField(%q) = %q, want %q", data, got, want)
+		}
 	}
 }
 
