@@ -432,21 +432,35 @@ func (l *loader) kustomizationHolds(dir string, holds func(name string, data []b
 
 // kustomizationVisit is kustomizationHolds that does not read the files
 // in skip (it still follows a kustomization file's local paths).
+//
+// Every file under dir is visited, those of subdirectories the build does
+// not include too, and each kustomization file's local paths followed: a
+// cheap bound on what the build may read. A path outside the repository,
+// or a link out of dir's confinement, counts as holding (the build says
+// where it is) only where the build reads it: named by a kustomization the
+// build includes, through dir's own kustomization's local paths; one that
+// only a stray kustomization of a subdirectory names is none of the
+// build's.
 func (l *loader) kustomizationVisit(dir string, skip map[string]bool, holds func(name string, data []byte) bool) bool {
-	seen := map[string]bool{}
+	const (
+		listed     = 1 // under dir, or under a path a kustomization names
+		referenced = 2 // read by the build: dir's kustomization, and what it names
+	)
+	seen := map[string]int{}
 	confine, _ := confinement(l.fsys, dir)
 	root := l.buildRoot(dir)
-	var visit func(p string) bool
-	visit = func(p string) bool {
+	var visit func(p string, how int) bool
+	visit = func(p string, how int) bool {
 		p = filepath.Clean(p)
-		if seen[p] || len(seen) > maxScopeFiles {
+		before := seen[p]
+		if before >= how || len(seen) > maxScopeFiles {
 			return false
 		}
-		seen[p] = true
+		seen[p] = how
 		if l.scopeMemo.linkOutside(l.fsys, confine, p) || !inRepo(root, p) {
 			// Not read: its build says where the link is, or that the
 			// path is outside the repository.
-			return true
+			return how == referenced
 		}
 		fi, err := l.fsys.Stat(p)
 		if err != nil {
@@ -456,7 +470,7 @@ func (l *loader) kustomizationVisit(dir string, skip map[string]bool, holds func
 			if !fi.Mode().IsRegular() {
 				return false
 			}
-			if !skip[p] {
+			if before == 0 && !skip[p] {
 				if fi.Size() > l.opts.MaxFileSize {
 					return largeFileHolds(l.fsys, p, l.opts.MaxFileSize, holds)
 				}
@@ -470,7 +484,7 @@ func (l *loader) kustomizationVisit(dir string, skip map[string]bool, holds func
 			}
 			if isKustomizationName(filepath.Base(p)) {
 				for _, ref := range l.scopeMemo.localPaths(l.fsys, p) {
-					if visit(filepath.Join(filepath.Dir(p), filepath.FromSlash(ref))) {
+					if visit(filepath.Join(filepath.Dir(p), filepath.FromSlash(ref)), how) {
 						return true
 					}
 				}
@@ -485,13 +499,17 @@ func (l *loader) kustomizationVisit(dir string, skip map[string]bool, holds func
 			if strings.HasPrefix(e.Name(), ".") {
 				continue
 			}
-			if visit(filepath.Join(p, e.Name())) {
+			h := listed
+			if how == referenced && isKustomizationName(e.Name()) {
+				h = referenced
+			}
+			if visit(filepath.Join(p, e.Name()), h) {
 				return true
 			}
 		}
 		return false
 	}
-	return visit(dir)
+	return visit(dir, referenced)
 }
 
 // scopeMemo keeps, for the scope questions asked before anything is

@@ -50,6 +50,15 @@ func TestScope(t *testing.T) {
 		// all, said once.
 		"apps/web/kustomization.yaml": "resources: [cm.yaml]\n",
 		"apps/web/cm.yaml":            cm,
+		// A kustomization that does not build, with a stray one in a
+		// subdirectory its build never reads, naming a path above the
+		// repository: said once, as the others' (the build reads no
+		// such path); the stray one's own build says where the path is.
+		"hub/kustomization.yaml":       "resources: [cm.yaml]\npatches:\n  - patch.yaml\n",
+		"hub/cm.yaml":                  cm,
+		"hub/stray/kustomization.yaml": "resources:\n  - ../../../../elsewhere\n",
+		// One whose own build names such a path: its build says where.
+		"far/kustomization.yaml": "resources:\n  - ../../elsewhere\n",
 		// A kustomization whose base holds the keyhole object.
 		"overlay/kustomization.yaml": "resources: [../base]\npatches:\n  - p.yaml\n",
 		"base/kustomization.yaml":    "resources: [c.yaml]\n",
@@ -71,6 +80,8 @@ func TestScope(t *testing.T) {
 			"docs/helm-values.yaml:1:1":       "info InputSkipped",
 			"docs/snippet.yaml:1:1":           "info InputSkipped",
 			"legacy/kustomization.yaml:1:1":   "info InputSkipped",
+			"hub/kustomization.yaml:1:1":      "info InputSkipped",
+			"far/kustomization.yaml:2:5":      "error KustomizeBuildFailed",
 			"apps/web/kustomization.yaml:1:1": "info InputSkipped",
 			"mine/kustomization.yaml:3:5":     "error KustomizeBuildFailed",
 			"overlay/kustomization.yaml:3:5":  "error KustomizeBuildFailed",
