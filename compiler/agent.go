@@ -140,7 +140,9 @@ func checkAgents(p *pass) {
 				// does not, so a label naming none is no failure
 				// keyhole renders, but it is the mistake the platform
 				// meets when a tool first runs.
-				if c.Connection != "" && !p.invalid["Connection/"+c.Connection] {
+				// A unit that did not build reads no Connection: its
+				// error is the one to act on.
+				if c.Connection != "" && !p.invalid["Connection/"+c.Connection] && p.buildFailedNote() == "" {
 					if _, err := p.agentConnection(a, c.Connection); err != nil {
 						p.report(codeAgentConnectionUnresolved, &a.item, at.with("connection"), false,
 							"%v; this connector has no sandbox: true, so the sandbox gets nothing of it and keyhole renders nothing of it, but the agent's tools call %s with the connection this label names", err, c.Name)
