@@ -549,7 +549,7 @@ func document(file string, index int, n *yaml.Node, walked bool) ([]Document, di
 			}
 			return
 		}
-		if field, at := actionField(n); walked && at != nil {
+		if field, at := actionField(n); walked && at != nil && !keyholeAPI(stringField(n, "apiVersion")) {
 			diags = append(diags, diag.Diagnostic{Code: CodeInputInvalid, Severity: diag.Error, Pos: pos(at),
 				Message: fmt.Sprintf("%s of %s is %s", field, what, templateFieldMessage)})
 			return

@@ -147,7 +147,8 @@ func templated(data []byte) bool {
 // Go template action written bare, as {{.Name}}, which YAML reads as a
 // mapping whose one key is a mapping: the document is a template's, whose
 // tool fills those fields before anything applies it, whatever the action
-// holds. A Connection's {{ .token }} is never there.
+// holds. A Connection's {{ .token }} is never there. A document of
+// keyhole's own kinds is read anyway (keyholeAPI).
 func actionField(n *yaml.Node) (string, *yaml.Node) {
 	bare := func(v *yaml.Node) bool {
 		return v != nil && v.Kind == yaml.MappingNode && v.Style&yaml.FlowStyle != 0 && len(v.Content) == 2 &&
@@ -166,6 +167,13 @@ func actionField(n *yaml.Node) (string, *yaml.Node) {
 		}
 	}
 	return "", nil
+}
+
+// keyholeAPI reports whether apiVersion is of keyhole's kinds: such a
+// document is one keyhole checks however it is written, and a bare
+// template action in it gets the schema's advice to quote it.
+func keyholeAPI(apiVersion string) bool {
+	return strings.HasPrefix(apiVersion, "omnia.altairalabs.ai/") || strings.HasPrefix(apiVersion, "keyhole.dev/")
 }
 
 // templateFieldMessage ends the error a walked document with a bare
