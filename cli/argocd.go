@@ -36,13 +36,17 @@ type argoApp struct {
 // server gives a plugin.
 var errArgoEnv = errors.New("not run by Argo CD's repo server")
 
+// argoByHand says how to run the plugin as the repo server does, to try
+// it outside Argo CD.
+const argoByHand = "to try it by hand, run it in the Application's source path with ARGOCD_APP_NAME=NAME (NAMESPACE_NAME for an Application outside Argo CD's own namespace) and ARGOCD_APP_SOURCE_PATH=PATH (that path, relative to the repository's root) set, as the repo server sets them"
+
 // argoPluginApp reads the Application from the environment Argo CD's
 // repo server sets, and the repository's root from the working
 // directory, which is the source's path within it.
 func argoPluginApp(e *env) (argoApp, error) {
 	app := e.getenv("ARGOCD_APP_NAME")
 	if app == "" {
-		return argoApp{}, fmt.Errorf("%w: ARGOCD_APP_NAME is not set", errArgoEnv)
+		return argoApp{}, fmt.Errorf("%w: ARGOCD_APP_NAME is not set; %s", errArgoEnv, argoByHand)
 	}
 	var a argoApp
 	// A Kubernetes name holds no _, so the first one parts the
@@ -62,7 +66,7 @@ func argoPluginApp(e *env) (argoApp, error) {
 	if rel != "" {
 		suffix := string(filepath.Separator) + filepath.FromSlash(rel)
 		if !strings.HasSuffix(wd, suffix) {
-			return argoApp{}, fmt.Errorf("%w: the working directory %s is not ARGOCD_APP_SOURCE_PATH %s within a repository", errArgoEnv, wd, rel)
+			return argoApp{}, fmt.Errorf("%w: the working directory %s is not ARGOCD_APP_SOURCE_PATH %s within a repository; %s", errArgoEnv, wd, rel, argoByHand)
 		}
 		a.root = strings.TrimSuffix(wd, suffix)
 		if a.root == "" {

@@ -64,7 +64,7 @@ func runRender(e *env, args []string) int {
 	popts := f.countingSuppressed(f.options(e, paths))
 	if *argocd {
 		if !*stdout || len(paths) > 0 || *unit != "" {
-			fmt.Fprintln(e.stderr, "keyhole render: --argocd takes --stdout, and no paths or --unit: Argo CD's environment names the Application")
+			fmt.Fprintln(e.stderr, "keyhole render: --argocd takes --stdout, and no paths or --unit: Argo CD's environment names the Application;", argoByHand)
 			return exitUsage
 		}
 		a, err := argoPluginApp(e)

@@ -29,13 +29,15 @@ import (
 // "token".
 
 const (
-	codeAgentConnectorUnknown   = "AgentConnectorUnknown"
-	codeAgentSandboxMissing     = "AgentSandboxMissing"
-	codeAgentConnectionMissing  = "AgentConnectionMissing"
-	codeAgentAllowedDomain      = "AgentAllowedDomainInvalid"
-	codeAgentToolUnknown        = "AgentToolUnknown"
-	codeAgentSetupWithout       = "AgentSetupWithoutSandbox"
-	codeAgentReadOnlyUnenforced = "AgentReadOnlyUnenforceable"
+	codeAgentConnectorUnknown  = "AgentConnectorUnknown"
+	codeAgentSandboxMissing    = "AgentSandboxMissing"
+	codeAgentConnectionMissing = "AgentConnectionMissing"
+	// A tools-only connector's label, which the sandbox does not use.
+	codeAgentConnectionUnresolved = "AgentConnectionUnresolved"
+	codeAgentAllowedDomain        = "AgentAllowedDomainInvalid"
+	codeAgentToolUnknown          = "AgentToolUnknown"
+	codeAgentSetupWithout         = "AgentSetupWithoutSandbox"
+	codeAgentReadOnlyUnenforced   = "AgentReadOnlyUnenforceable"
 	// The Connection's rules and the catalog's, where one is set aside.
 	codeAgentConnectionRulesIgnored = "AgentConnectionRulesIgnored"
 	codeAgentConnectorUnrestricted  = "AgentConnectorUnrestricted"
@@ -134,6 +136,18 @@ func checkAgents(p *pass) {
 				}
 			}
 			if !c.Sandbox {
+				// The agent's tools use the connection; its sandbox
+				// does not, so a label naming none is no failure
+				// keyhole renders, but it is the mistake the platform
+				// meets when a tool first runs.
+				// A unit that did not build reads no Connection: its
+				// error is the one to act on.
+				if c.Connection != "" && !p.invalid["Connection/"+c.Connection] && p.buildFailedNote() == "" {
+					if _, err := p.agentConnection(a, c.Connection); err != nil {
+						p.report(codeAgentConnectionUnresolved, &a.item, at.with("connection"), false,
+							"%v; this connector has no sandbox: true, so the sandbox gets nothing of it and keyhole renders nothing of it, but the agent's tools call %s with the connection this label names", err, c.Name)
+					}
+				}
 				continue
 			}
 			if aw.Sandbox == "" {

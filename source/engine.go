@@ -146,6 +146,9 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 		take := func(f string, docs []*Document) {
 			units := 0 // the units f declares so far
 			for _, d := range docs {
+				if _, at := actionField(d.Node); at != nil {
+					continue // a template's, which the walk says it skips
+				}
 				o := d.Object()
 				if isEngineDecl(o) {
 					units++

@@ -147,6 +147,7 @@ func Load(paths []string, opts Options) ([]*Document, diag.List, error) {
 	l.buildEngineUnits()
 	l.closeRevs()
 	l.background.Wait()
+	l.sayHidden()
 	if tooLarge(l.fsys) && !slices.ContainsFunc(l.errs, func(err error) bool { return errors.Is(err, gitfs.ErrTreeTooLarge) }) {
 		l.errs = append(l.errs, fmt.Errorf("%w: commit %s: %w", ErrUnreadable, opts.Tree.Commit(), gitfs.ErrTreeTooLarge))
 	}
@@ -277,6 +278,8 @@ type loader struct {
 	background sync.WaitGroup
 	// ignoredNotes are the walks' notes of ignored files (ignoredNote).
 	ignoredNotes []ignoredNote
+	// hiddenNotes are the walks' warnings of hidden files (hiddenNote).
+	hiddenNotes []hiddenNote
 }
 
 func newLoader(opts Options) (*loader, error) {
@@ -600,6 +603,13 @@ func (l *loader) loadPath(p string) {
 				gitIgnored+", so it is not read as input, though it names keyhole's kinds or declares a Secret: what git does not hold, CI and the cluster never see; name the file to have it checked")})
 		}
 	}
+	for _, h := range w.hidden {
+		if f := hiddenKeyhole(l.fsys, h); f != "" {
+			l.hiddenNotes = append(l.hiddenNotes, hiddenNote{file: l.under(p, abs, f), d: diag.Diagnostic{Code: CodeInputHidden, Severity: diag.Warning,
+				Pos:     diag.Pos{File: l.under(p, abs, f), Line: 1, Column: 1},
+				Message: fmt.Sprintf("this file names keyhole's kinds, but a walk does not enter %s, whose name begins with a dot: git holds it, and what deploys it is not checked; name it to have it checked (keyhole check %s)", l.under(p, abs, h), l.under(p, abs, h))}})
+		}
+	}
 	for _, link := range w.outside {
 		l.diags = append(l.diags, linkOutsideDiag(l.under(p, abs, link), w.outsideGit))
 	}
@@ -824,6 +834,11 @@ type walked struct {
 	// maxIgnoredNamed of them: not read as input, but looked at for
 	// whether they name keyhole's kinds (see gitIgnored).
 	ignored []string
+	// hidden are the files and directories whose names begin with a
+	// dot, other than .git and what the .gitignore files ignore, at most
+	// maxIgnoredNamed of them: not walked, but looked at for whether they
+	// name keyhole's kinds (hiddenNote).
+	hidden []string
 	// rendered are the directories keyhole render wrote (renderedDir),
 	// not walked.
 	rendered []string
@@ -845,6 +860,7 @@ func walk(fsys fileSystem, root string, filter *pathFilter) walked {
 		errs     []walkErr
 		broken   []walkErr
 		ignored  []string
+		hidden   []string
 	)
 	var outside []string
 	confine, confineGit := confinement(fsys, root)
@@ -878,6 +894,14 @@ func walk(fsys fileSystem, root string, filter *pathFilter) walked {
 		for _, e := range entries {
 			name := e.Name()
 			if strings.HasPrefix(name, ".") {
+				// Not walked (.github, .devcontainer hold other tools'
+				// YAML), but looked at for keyhole's kinds (hiddenNote)
+				// where git holds it.
+				full := filepath.Join(dir, name)
+				if name != ".git" && (e.IsDir() || inputExt(name)) && len(hidden) < maxIgnoredNamed &&
+					!(m.Match(append(domain, name), e.IsDir()) && !tracked(full)) && !filter.excluded(full, e.IsDir()) {
+					hidden = append(hidden, full)
+				}
 				continue
 			}
 			full := filepath.Join(dir, name)
@@ -954,7 +978,8 @@ func walk(fsys fileSystem, root string, filter *pathFilter) walked {
 	slices.SortFunc(charts, bySlash)
 	slices.SortFunc(outside, bySlash)
 	slices.SortFunc(ignored, bySlash)
-	return walked{files: files, charts: charts, errs: errs, broken: broken, ignored: ignored, rendered: rendered, outside: outside, outsideGit: confineGit}
+	slices.SortFunc(hidden, bySlash)
+	return walked{files: files, charts: charts, errs: errs, broken: broken, ignored: ignored, hidden: hidden, rendered: rendered, outside: outside, outsideGit: confineGit}
 }
 
 // renderedDir says whether dir (absolute) is a directory keyhole render

@@ -55,6 +55,12 @@ func Rules() []diag.Rule {
 			Help:     "List the file in the kustomization of that path (resources), or move it out of the path if it is not meant to be deployed. An agent.yaml is no Kubernetes object, and a kustomization that lists it does not build: put it beside the kustomization.yaml of that path, or of a base it reads, where the build reads it into the deploy unit; out of a Helm chart, beside the kustomization.yaml of the unit that deploys the chart.",
 		},
 		{
+			Code:     CodeInputHidden,
+			Severity: diag.Warning,
+			Purpose:  "A file names keyhole's kinds in a directory whose name begins with a dot (or is such a file), which a walk does not enter (.github, .devcontainer and the like hold other tools' YAML): git holds it, and kubectl apply or an engine may deploy it, but keyhole does not check it. Said once per file, and not where a build keyhole runs reads the file (a kustomization listing the directory, a Flux Kustomization or Argo CD Application whose path it is). Each such directory is looked into only so far (2,000 entries, 200 files' heads).",
+			Help:     "Name the directory to have it checked (keyhole check .generated/agents), or keep keyhole's files in a directory whose name does not begin with a dot; exclude it (keyhole.yaml's exclude, --exclude) if it is not deployed.",
+		},
+		{
 			Code:     CodeFluxSourceUnmapped,
 			Severity: diag.Warning,
 			Purpose:  "A Flux Kustomization builds from a source that is not this repository's git root as it stands (an OCIRepository, Bucket or ExternalArtifact, whose artifact was made from some directory, or another GitRepository) and keyhole.yaml does not say which directory of this repository is that source's root: its spec.path is relative to that root, so keyhole does not read the unit. The summary counts it among the units not read.",
@@ -541,6 +547,11 @@ func document(file string, index int, n *yaml.Node, walked bool) ([]Document, di
 				}
 				add(it, itWhat, depth+1)
 			}
+			return
+		}
+		if field, at := actionField(n); walked && at != nil && !keyholeAPI(stringField(n, "apiVersion")) {
+			diags = append(diags, diag.Diagnostic{Code: CodeInputInvalid, Severity: diag.Error, Pos: pos(at),
+				Message: fmt.Sprintf("%s of %s is %s", field, what, templateFieldMessage)})
 			return
 		}
 		if d, ok := checkKind(doc, what, walked); !ok {

@@ -142,6 +142,45 @@ func templated(data []byte) bool {
 	return false
 }
 
+// actionField is the first of a document's identifying fields
+// (apiVersion, kind, metadata.name, metadata.namespace) whose value is a
+// Go template action written bare, as {{.Name}}, which YAML reads as a
+// mapping whose one key is a mapping: the document is a template's, whose
+// tool fills those fields before anything applies it, whatever the action
+// holds. A Connection's {{ .token }} is never there. A document of
+// keyhole's own kinds is read anyway (keyholeAPI).
+func actionField(n *yaml.Node) (string, *yaml.Node) {
+	bare := func(v *yaml.Node) bool {
+		return v != nil && v.Kind == yaml.MappingNode && v.Style&yaml.FlowStyle != 0 && len(v.Content) == 2 &&
+			v.Content[0].Kind == yaml.MappingNode && v.Content[0].Style&yaml.FlowStyle != 0
+	}
+	for _, k := range []string{"apiVersion", "kind"} {
+		if v := Lookup(n, k); bare(v) {
+			return k, v
+		}
+	}
+	if md := Lookup(n, "metadata"); md != nil && md.Kind == yaml.MappingNode {
+		for _, k := range []string{"name", "namespace"} {
+			if v := Lookup(md, k); bare(v) {
+				return "metadata." + k, v
+			}
+		}
+	}
+	return "", nil
+}
+
+// keyholeAPI reports whether apiVersion is of keyhole's kinds: such a
+// document is one keyhole checks however it is written, and a bare
+// template action in it gets the schema's advice to quote it.
+func keyholeAPI(apiVersion string) bool {
+	return strings.HasPrefix(apiVersion, "omnia.altairalabs.ai/") || strings.HasPrefix(apiVersion, "keyhole.dev/")
+}
+
+// templateFieldMessage ends the error a walked document with a bare
+// template action in an identifying field gets (actionField), which
+// skipUnreadable reads as the file being a template.
+const templateFieldMessage = "a template action written bare, which YAML reads as a mapping where a string must be"
+
 // skipUnreadable decides the fate of a file found by a walk whose reading
 // gave errors: when it is templated, or names none of keyhole's kinds, it
 // is skipped, and the one InputSkipped note that says why replaces its
@@ -159,7 +198,7 @@ func skipUnreadable(file string, data []byte, docs []Document, ds diag.List) ([]
 	}
 	var why string
 	switch {
-	case data != nil && templated(data):
+	case data != nil && templated(data), ds[first].Code == CodeInputInvalid && strings.HasSuffix(ds[first].Message, templateFieldMessage):
 		why = "it is a template (Go template, Jinja or Liquid), YAML only once the tool that owns it renders it"
 	case !namesKeyhole(file, data):
 		why = "it names none of keyhole's kinds"
@@ -401,21 +440,35 @@ func (l *loader) kustomizationHolds(dir string, holds func(name string, data []b
 
 // kustomizationVisit is kustomizationHolds that does not read the files
 // in skip (it still follows a kustomization file's local paths).
+//
+// Every file under dir is visited, those of subdirectories the build does
+// not include too, and each kustomization file's local paths followed: a
+// cheap bound on what the build may read. A path outside the repository,
+// or a link out of dir's confinement, counts as holding (the build says
+// where it is) only where the build reads it: named by a kustomization the
+// build includes, through dir's own kustomization's local paths; one that
+// only a stray kustomization of a subdirectory names is none of the
+// build's.
 func (l *loader) kustomizationVisit(dir string, skip map[string]bool, holds func(name string, data []byte) bool) bool {
-	seen := map[string]bool{}
+	const (
+		listed     = 1 // under dir, or under a path a kustomization names
+		referenced = 2 // read by the build: dir's kustomization, and what it names
+	)
+	seen := map[string]int{}
 	confine, _ := confinement(l.fsys, dir)
 	root := l.buildRoot(dir)
-	var visit func(p string) bool
-	visit = func(p string) bool {
+	var visit func(p string, how int) bool
+	visit = func(p string, how int) bool {
 		p = filepath.Clean(p)
-		if seen[p] || len(seen) > maxScopeFiles {
+		before := seen[p]
+		if before >= how || len(seen) > maxScopeFiles {
 			return false
 		}
-		seen[p] = true
+		seen[p] = how
 		if l.scopeMemo.linkOutside(l.fsys, confine, p) || !inRepo(root, p) {
 			// Not read: its build says where the link is, or that the
 			// path is outside the repository.
-			return true
+			return how == referenced
 		}
 		fi, err := l.fsys.Stat(p)
 		if err != nil {
@@ -425,7 +478,7 @@ func (l *loader) kustomizationVisit(dir string, skip map[string]bool, holds func
 			if !fi.Mode().IsRegular() {
 				return false
 			}
-			if !skip[p] {
+			if before == 0 && !skip[p] {
 				if fi.Size() > l.opts.MaxFileSize {
 					return largeFileHolds(l.fsys, p, l.opts.MaxFileSize, holds)
 				}
@@ -439,7 +492,7 @@ func (l *loader) kustomizationVisit(dir string, skip map[string]bool, holds func
 			}
 			if isKustomizationName(filepath.Base(p)) {
 				for _, ref := range l.scopeMemo.localPaths(l.fsys, p) {
-					if visit(filepath.Join(filepath.Dir(p), filepath.FromSlash(ref))) {
+					if visit(filepath.Join(filepath.Dir(p), filepath.FromSlash(ref)), how) {
 						return true
 					}
 				}
@@ -454,13 +507,17 @@ func (l *loader) kustomizationVisit(dir string, skip map[string]bool, holds func
 			if strings.HasPrefix(e.Name(), ".") {
 				continue
 			}
-			if visit(filepath.Join(p, e.Name())) {
+			h := listed
+			if how == referenced && isKustomizationName(e.Name()) {
+				h = referenced
+			}
+			if visit(filepath.Join(p, e.Name()), h) {
 				return true
 			}
 		}
 		return false
 	}
-	return visit(dir)
+	return visit(dir, referenced)
 }
 
 // scopeMemo keeps, for the scope questions asked before anything is

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.yaml.in/yaml/v3"
+
 	"keyhole.dev/keyhole/diag"
 )
 
@@ -48,6 +50,15 @@ func TestScope(t *testing.T) {
 		// all, said once.
 		"apps/web/kustomization.yaml": "resources: [cm.yaml]\n",
 		"apps/web/cm.yaml":            cm,
+		// A kustomization that does not build, with a stray one in a
+		// subdirectory its build never reads, naming a path above the
+		// repository: said once, as the others' (the build reads no
+		// such path); the stray one's own build says where the path is.
+		"hub/kustomization.yaml":       "resources: [cm.yaml]\npatches:\n  - patch.yaml\n",
+		"hub/cm.yaml":                  cm,
+		"hub/stray/kustomization.yaml": "resources:\n  - ../../../../elsewhere\n",
+		// One whose own build names such a path: its build says where.
+		"far/kustomization.yaml": "resources:\n  - ../../elsewhere\n",
 		// A kustomization whose base holds the keyhole object.
 		"overlay/kustomization.yaml": "resources: [../base]\npatches:\n  - p.yaml\n",
 		"base/kustomization.yaml":    "resources: [c.yaml]\n",
@@ -69,6 +80,8 @@ func TestScope(t *testing.T) {
 			"docs/helm-values.yaml:1:1":       "info InputSkipped",
 			"docs/snippet.yaml:1:1":           "info InputSkipped",
 			"legacy/kustomization.yaml:1:1":   "info InputSkipped",
+			"hub/kustomization.yaml:1:1":      "info InputSkipped",
+			"far/kustomization.yaml:2:5":      "error KustomizeBuildFailed",
 			"apps/web/kustomization.yaml:1:1": "info InputSkipped",
 			"mine/kustomization.yaml:3:5":     "error KustomizeBuildFailed",
 			"overlay/kustomization.yaml:3:5":  "error KustomizeBuildFailed",
@@ -143,6 +156,29 @@ func TestTemplated(t *testing.T) {
 				t.Errorf("templated(%q) = %v, want %v", tc.data, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestActionField: a bare {{ }} where an object's identity must be a
+// string makes the document a template's; the same action quoted, or
+// anywhere else, does not.
+func TestActionField(t *testing.T) {
+	tests := map[string]string{
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{.Name}}\n":                 "metadata.name",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  namespace: {{ .ns }}\n  name: x\n": "metadata.namespace",
+		"apiVersion: {{.Version}}\nkind: X\n":                                             "apiVersion",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: \"{{.Name}}\"\n":             "",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {a: {b: c}}\n":               "",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  k: {{.Value}}\n": "",
+	}
+	for data, want := range tests {
+		var n yaml.Node
+		if err := yaml.Unmarshal([]byte(data), &n); err != nil {
+			t.Fatalf("%q: %v", data, err)
+		}
+		if got, _ := actionField(n.Content[0]); got != want {
+			t.Errorf("actionField(%q) = %q, want %q", data, got, want)
+		}
 	}
 }
 
