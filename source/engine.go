@@ -679,11 +679,29 @@ func (l *loader) notDeployed(u *Unit, named string, read map[string][]byte) {
 		if data == nil || !namesKeyhole(f, data) {
 			continue
 		}
+		// The kustomization to change is the nearest above the file that
+		// the build read, not the path's (which the engine may generate).
+		near := ""
+		for d := filepath.Dir(f); within(u.Root, d); d = filepath.Dir(d) {
+			if k := kustomizationFile(l.fsys, d); k != "" && deployed[k] {
+				near = l.display(k, k)
+				break
+			}
+			if d == filepath.Clean(u.Root) || d == filepath.Dir(d) {
+				break
+			}
+		}
 		advice := "list it in that path's kustomization, or move it out of that path"
+		if near != "" {
+			advice = "list it, or a directory holding it, in " + near + ", the nearest kustomization above it that the build reads; or move it out of that path"
+		}
 		if agent {
 			// A kustomization cannot list an agent file, which is no
 			// Kubernetes object: kustomize fails on it.
 			advice = "an agent file is no Kubernetes object, and a kustomization that lists it fails to build (missing Resource metadata): move it beside the kustomization.yaml of " + l.display(named, u.Root) + " or of a base it reads, where the build reads it into the unit"
+			if near != "" {
+				advice = "an agent file is no Kubernetes object, and a kustomization that lists it fails to build (missing Resource metadata): move it beside " + near + ", the nearest kustomization above it that the build reads, or give its directory a kustomization.yaml and list that directory there; the build then reads it into the unit"
+			}
 		}
 		l.diags = append(l.diags, diag.Diagnostic{
 			Code:     CodeInputNotDeployed,

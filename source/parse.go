@@ -52,7 +52,7 @@ func Rules() []diag.Rule {
 			Code:     CodeInputNotDeployed,
 			Severity: diag.Warning,
 			Purpose:  "A file names keyhole's kinds and lies under the path of a deploy unit whose kustomization does not list it (a Flux Kustomization's spec.path, an Argo CD Application's source path, or a kustomization root, which is built and not walked): the unit never applies it, so keyhole does not check it as deployed. An agent.yaml at the top of a Helm chart or in its templates is in no render, and is said so too; one in templates/ that writes an object (apiVersion and kind) is a template like any other, rendered and checked.",
-			Help:     "List the file in the kustomization of that path (resources), or move it out of the path if it is not meant to be deployed. An agent.yaml is no Kubernetes object, and a kustomization that lists it does not build: put it beside the kustomization.yaml of that path, or of a base it reads, where the build reads it into the deploy unit; out of a Helm chart, beside the kustomization.yaml of the unit that deploys the chart.",
+			Help:     "List the file, or a directory holding it, in the nearest kustomization above it that the build reads (the message names it; an engine may generate the path's own), or move it out of the path if it is not meant to be deployed. An agent.yaml is no Kubernetes object, and a kustomization that lists it does not build: put it beside the kustomization.yaml of that path, or of a base it reads, where the build reads it into the deploy unit; out of a Helm chart, beside the kustomization.yaml of the unit that deploys the chart.",
 		},
 		{
 			Code:     CodeInputHidden,
