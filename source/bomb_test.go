@@ -2,10 +2,18 @@ package source
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	gitconfig "github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"keyhole.dev/keyhole/internal/gitfs"
 	"keyhole.dev/keyhole/internal/testrepo"
@@ -87,4 +95,111 @@ func TestGitBomb(t *testing.T) {
 				"error InputInvalid: the commit "+bomb[:12]+" that "+bomb+" names cannot be read whole: the commit's directories hold more than")
 		})
 	})
+}
+
+// TestGitTreeEntryNames: a commit whose Flux path holds a directory
+// naming itself "." (a tree entry git never checks out, but a pull
+// request can push) is unreadable input. Laying the path out for Flux's
+// generator, keyhole recursed into the directory for ever and died of a
+// stack overflow after 1.5 GB.
+func TestGitTreeEntryNames(t *testing.T) {
+	dir, r := gitRepo(t)
+	writeFiles(t, dir, map[string]string{
+		"apps/conn.yaml":     argoConn("kept"),
+		"apps/sub/notes.txt": "no YAML here\n",
+		"clusters/apps.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps, namespace: flux-system}\n" +
+			"spec: {interval: 10m, path: ./apps, prune: true, sourceRef: {kind: GitRepository, name: flux-system}}\n",
+	})
+	head, err := r.CommitObject(commitAll(t, r, "first"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := head.Tree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// apps/sub gains an entry "." naming apps/sub's own tree.
+	apps, err := top.Tree("apps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := apps.Tree("sub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	newSub := testrepo.Store(t, r.Storer, &object.Tree{Entries: append([]object.TreeEntry{{Name: ".", Mode: filemode.Dir, Hash: sub.Hash}}, sub.Entries...)})
+	newApps := object.Tree{Entries: slices.Clone(apps.Entries)}
+	newTop := object.Tree{Entries: slices.Clone(top.Entries)}
+	for i := range newApps.Entries {
+		if newApps.Entries[i].Name == "sub" {
+			newApps.Entries[i].Hash = newSub
+		}
+	}
+	for i := range newTop.Entries {
+		if newTop.Entries[i].Name == "apps" {
+			newTop.Entries[i].Hash = testrepo.Store(t, r.Storer, &newApps)
+		}
+	}
+	sig := testrepo.Signature()
+	c := testrepo.Store(t, r.Storer, &object.Commit{Author: *sig, Committer: *sig, Message: "dot", TreeHash: testrepo.Store(t, r.Storer, &newTop)})
+	repo, err := gitfs.OpenRepo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := repo.Tree(c.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tree.Close()
+	endsWithin(t, time.Minute, func() {
+		_, _, err := testLoad([]string{"."}, Options{Dir: dir, Tree: tree})
+		if !errors.Is(err, ErrUnreadable) || !errors.Is(err, gitfs.ErrEntryName) {
+			t.Errorf("Load: %v, want ErrUnreadable and ErrEntryName", err)
+		}
+	})
+}
+
+// TestLinkLoops: directories holding links back up the tree (a -> .,
+// b -> .), each the path of a Flux Kustomization. The scope questions
+// asked of a unit's path before it is built (does it name keyhole's
+// kinds, what may its build read) followed both links at every level,
+// 2^40 paths, cut only at 20,000 visits, each resolving every link from
+// the root: about 10 s a unit (48 s on a loaded machine), so a few kilobytes of Kustomizations held
+// the CI job for hours. Each directory is now read once, where its links
+// land. On disk and as a commit.
+func TestLinkLoops(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("Windows makes no symbolic links without a privilege the test lacks")
+	}
+	const units = 8
+	files := map[string]string{}
+	var kustomizations strings.Builder
+	for i := range units {
+		fmt.Fprintf(&kustomizations, "---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: loop%d, namespace: flux-system}\n"+
+			"spec: {interval: 10m, path: ./loop%d, prune: true, sourceRef: {kind: GitRepository, name: flux-system}}\n", i, i)
+		files[fmt.Sprintf("loop%d/README.md", i)] = "no YAML here\n"
+	}
+	files["clusters/apps.yaml"] = kustomizations.String()
+	dir, r := gitRepo(t)
+	writeFiles(t, dir, files)
+	for i := range units {
+		for _, name := range []string{"a", "b"} {
+			if err := os.Symlink(".", filepath.Join(dir, fmt.Sprintf("loop%d", i), name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	commitAll(t, r, "loops")
+	for name, opts := range map[string]Options{
+		"on disk":     {Dir: dir},
+		"as a commit": {Dir: dir, Tree: headTree(t, dir)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			endsWithin(t, 30*time.Second, func() {
+				if _, _, err := testLoad([]string{"."}, opts); err != nil {
+					t.Errorf("Load: %v", err)
+				}
+			})
+		})
+	}
 }

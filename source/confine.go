@@ -93,9 +93,18 @@ func inRepo(root, abs string) bool {
 // cannot be resolved (a missing element, a link loop) is "" too: reading
 // the path reports it.
 func linkOutside(fsys fileSystem, root, abs string) string {
+	link, _ := resolveLinks(fsys, root, abs)
+	return link
+}
+
+// resolveLinks resolves the symbolic links on the way to abs, inside
+// root: link is linkOutside's answer, and real, when link is "", the path
+// abs lands at with every link resolved, or "" when it cannot be resolved
+// or lies outside root.
+func resolveLinks(fsys fileSystem, root, abs string) (link, real string) {
 	root, abs = filepath.Clean(root), filepath.Clean(abs)
 	if !within(root, abs) {
-		return ""
+		return "", ""
 	}
 	rest := components(root, abs)
 	cur := root
@@ -104,18 +113,18 @@ func linkOutside(fsys fileSystem, root, abs string) string {
 		rest = rest[1:]
 		fi, err := fsys.Lstat(next)
 		if err != nil {
-			return ""
+			return "", ""
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
 			cur = next
 			continue
 		}
 		if hops++; hops > gitfs.MaxSymlinkHops {
-			return ""
+			return "", ""
 		}
 		target, err := fsys.readlink(next)
 		if err != nil {
-			return ""
+			return "", ""
 		}
 		var to string
 		if path.IsAbs(target) || filepath.IsAbs(target) {
@@ -124,12 +133,12 @@ func linkOutside(fsys fileSystem, root, abs string) string {
 			to = filepath.Join(cur, filepath.FromSlash(target))
 		}
 		if !inRepo(root, to) {
-			return next
+			return next, ""
 		}
 		rest = append(components(root, to), rest...)
 		cur = root
 	}
-	return ""
+	return "", cur
 }
 
 // readlink is os.Readlink.

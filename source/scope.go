@@ -465,10 +465,20 @@ func (l *loader) kustomizationVisit(dir string, skip map[string]bool, holds func
 			return false
 		}
 		seen[p] = how
-		if l.scopeMemo.linkOutside(l.fsys, confine, p) || !inRepo(root, p) {
+		outside, real := l.scopeMemo.resolve(l.fsys, confine, p)
+		if outside || !inRepo(root, p) {
 			// Not read: its build says where the link is, or that the
 			// path is outside the repository.
 			return how == referenced
+		}
+		if real != "" && real != p {
+			// Read once, where its links land: a link back up the tree
+			// (a -> .) names the same directory under ever longer
+			// paths, two such links 2^40 of them.
+			if seen[real] >= how {
+				return false
+			}
+			seen[real] = how
 		}
 		fi, err := l.fsys.Stat(p)
 		if err != nil {
@@ -527,7 +537,7 @@ func (l *loader) kustomizationVisit(dir string, skip map[string]bool, holds func
 type scopeMemo struct {
 	mu      sync.Mutex
 	paths   map[string][]string
-	outside map[[2]string]bool
+	outside map[[2]string]resolved
 }
 
 func (m *scopeMemo) localPaths(fsys fileSystem, kfile string) []string {
@@ -547,22 +557,32 @@ func (m *scopeMemo) localPaths(fsys fileSystem, kfile string) []string {
 	return refs
 }
 
-func (m *scopeMemo) linkOutside(fsys fileSystem, root, p string) bool {
+// resolve is resolveLinks(fsys, root, p): whether a link on the way
+// leads outside root, and else where p lands ("" when it cannot be
+// resolved).
+func (m *scopeMemo) resolve(fsys fileSystem, root, p string) (outside bool, real string) {
 	k := [2]string{root, p}
 	m.mu.Lock()
-	out, ok := m.outside[k]
+	r, ok := m.outside[k]
 	m.mu.Unlock()
 	if ok {
-		return out
+		return r.outside, r.real
 	}
-	out = linkOutside(fsys, root, p) != ""
+	link, real := resolveLinks(fsys, root, p)
+	r = resolved{outside: link != "", real: real}
 	m.mu.Lock()
 	if m.outside == nil {
-		m.outside = map[[2]string]bool{}
+		m.outside = map[[2]string]resolved{}
 	}
-	m.outside[k] = out
+	m.outside[k] = r
 	m.mu.Unlock()
-	return out
+	return r.outside, r.real
+}
+
+// resolved is one answer of scopeMemo.resolve.
+type resolved struct {
+	outside bool
+	real    string
 }
 
 // maxScopeFiles bounds the files and directories one scope question

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
 	"keyhole.dev/keyhole/internal/testrepo"
 )
 
@@ -67,5 +70,52 @@ func TestTreeListingBounded(t *testing.T) {
 	defer small.Close()
 	if _, err := small.ReadDir(filepath.Join(dir, "bomb", "d3", "d4")); err != nil || small.TooLarge() {
 		t.Errorf("a small tree: %v, TooLarge %v", err, small.TooLarge())
+	}
+}
+
+// TestTreeEntryNames: a tree object may name an entry "." or "..", or a
+// path with a separator, which git refuses to check out but a pull
+// request can push. Listed as they were, "." and ".." sent a walk that
+// joins names back into the directory it was listing, for ever (Flux's
+// layout of a commit's path ended in a stack overflow). ReadDir refuses
+// such a directory, and the files beside it stay readable by path.
+func TestTreeEntryNames(t *testing.T) {
+	for name, entry := range map[string]string{
+		"dot":           ".",
+		"dot dot":       "..",
+		"a path":        "x/../..",
+		"trailing dots": "../../../tmp",
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir, r := testrepo.Init(t)
+			conn := testrepo.StoreBlob(t, r.Storer, "kind: ConfigMap\n")
+			sub := testrepo.Store(t, r.Storer, &object.Tree{Entries: []object.TreeEntry{{Name: "conn.yaml", Mode: filemode.Regular, Hash: conn}}})
+			entries := []object.TreeEntry{{Name: entry, Mode: filemode.Dir, Hash: sub}, {Name: "conn.yaml", Mode: filemode.Regular, Hash: conn}}
+			if entry+"/" > "conn.yaml" { // git's order, a directory's name read with a "/"
+				entries[0], entries[1] = entries[1], entries[0]
+			}
+			apps := testrepo.Store(t, r.Storer, &object.Tree{Entries: entries})
+			root := testrepo.Store(t, r.Storer, &object.Tree{Entries: []object.TreeEntry{{Name: "apps", Mode: filemode.Dir, Hash: apps}}})
+			sig := testrepo.Signature()
+			c := testrepo.Store(t, r.Storer, &object.Commit{Author: *sig, Committer: *sig, Message: "names", TreeHash: root})
+			repo, err := OpenRepo(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tree, err := repo.Tree(c.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tree.Close()
+			if _, err := tree.ReadDir(filepath.Join(dir, "apps")); !errors.Is(err, ErrEntryName) {
+				t.Errorf("ReadDir of apps: %v, want ErrEntryName", err)
+			}
+			if _, err := tree.ReadDir(dir); err != nil {
+				t.Errorf("ReadDir of the root: %v", err)
+			}
+			if b, err := tree.ReadFile(filepath.Join(dir, "apps", "conn.yaml")); err != nil || string(b) != "kind: ConfigMap\n" {
+				t.Errorf("ReadFile of apps/conn.yaml: %q, %v", b, err)
+			}
+		})
 	}
 }

@@ -52,6 +52,13 @@ const MaxListedEntries = 1 << 16
 // MaxListedEntries entries; every later ReadDir of the Tree fails too.
 var ErrTreeTooLarge = fmt.Errorf("the commit's directories hold more than %d entries in all, more than keyhole reads of one commit (a tree naming the same directories over and over lists billions)", MaxListedEntries)
 
+// ErrEntryName is ReadDir's error for a directory whose tree names an
+// entry that is not one file name ("", ".", "..", or a name holding a
+// separator). Git checks none of them out, but a tree object may hold
+// them; listed as they are, "." and ".." make a walk that joins names
+// visit the same directory for ever.
+var ErrEntryName = errors.New("the commit's tree names an entry that is no file name, which git does not check out")
+
 // MaxSymlinkHops bounds symbolic links followed in one lookup, as the
 // kernel's ELOOP does, so a link cycle committed to the repository ends.
 // Whoever resolves links as a Tree does (on disk, say) bounds them alike.
@@ -542,6 +549,9 @@ func (t *Tree) ReadDir(name string) ([]fs.DirEntry, error) {
 	}
 	out := make([]fs.DirEntry, 0, len(tr.Entries))
 	for _, e := range tr.Entries {
+		if e.Name == "" || e.Name == "." || e.Name == ".." || strings.Contains(e.Name, "/") || filepath.Base(e.Name) != e.Name {
+			return nil, pathErr("readdir", name, fmt.Errorf("%w: %q", ErrEntryName, e.Name))
+		}
 		out = append(out, treeEntry{t: t, n: node{name: e.Name, mode: e.Mode, hash: e.Hash, rel: path.Join(n.rel, e.Name)}})
 	}
 	slices.SortFunc(out, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
