@@ -203,3 +203,31 @@ func TestLinkLoops(t *testing.T) {
 		})
 	}
 }
+
+// TestAppSetLinkLoops: an ApplicationSet git directories generator over
+// a directory holding two links back up the tree (a -> ., b -> .) listed
+// 2^40 directories, and check never ended.
+func TestAppSetLinkLoops(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("Windows makes no symbolic links without a privilege the test lacks")
+	}
+	dir, _ := gitRepo(t)
+	writeFiles(t, dir, map[string]string{
+		"apps/web/conn.yaml": argoConn("kept"),
+		"argocd/appset.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: s, namespace: argocd}\nspec:\n  goTemplate: true\n" +
+			"  generators:\n  - git: {repoURL: 'https://git.example.com/acme/agents.git', revision: HEAD, directories: [{path: 'apps/*'}]}\n" +
+			"  template:\n    metadata: {name: 'x-{{ .path.basename }}'}\n    spec:\n      project: default\n" +
+			"      source: {repoURL: 'https://git.example.com/acme/agents.git', path: '{{ .path.path }}', targetRevision: HEAD}\n" +
+			"      destination: {name: in-cluster, namespace: agents}\n",
+	})
+	for _, name := range []string{"a", "b"} {
+		if err := os.Symlink(".", filepath.Join(dir, "apps", name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	endsWithin(t, 30*time.Second, func() {
+		if _, _, err := testLoad([]string{"."}, Options{Dir: dir}); err != nil {
+			t.Errorf("Load: %v", err)
+		}
+	})
+}
