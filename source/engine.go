@@ -259,6 +259,9 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 			for _, rf := range run.files {
 				if bytes.Contains(rf.data, []byte(fluxGroup)) || bytes.Contains(rf.data, []byte(argoGroup)) {
 					docs, _ := Parse(l.under(ec.named, ec.dir, rf.abs), rf.data)
+					for _, d := range docs {
+						atTemplateLines(d, rf.lines)
+					}
 					ec.take(rf.abs, docs)
 				}
 			}

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"go.yaml.in/yaml/v3"
+
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/internal/kustbuild"
 )
@@ -242,6 +244,33 @@ func (l *loader) takeHelm(u *Unit, named string, run *helmRun, with string) {
 		}
 		l.diags = append(l.diags, diags...)
 	}
+}
+
+// atTemplateLines places d, a document of a template's output that lines
+// map back to the template (nil: as written), at the template's lines:
+// its Pos and each node's line and column, so that what an engine reads
+// of it (an app of apps' Applications, read from their nodes as from a
+// file's) is said at the template's line, each pass of a range block at
+// the block's lines.
+func atTemplateLines(d *Document, lines []TemplateLine) {
+	if lines == nil {
+		return
+	}
+	d.Pos = templatePos(lines, d.File, d.Pos.Line, d.Pos.Column)
+	placed := map[*yaml.Node]bool{} // a node resolved aliases share is placed once
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n == nil || placed[n] {
+			return
+		}
+		placed[n] = true
+		p := templatePos(lines, d.File, n.Line, n.Column)
+		n.Line, n.Column = p.Line, p.Column
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(d.Node)
 }
 
 // them is "it" or "them", for names.

@@ -79,12 +79,14 @@ type TemplateLine struct {
 }
 
 // templatePos is where the template wrote line and column col of its output,
-// in file; as they are when lines does not hold the line.
+// in file; as they are when lines is nil. A line past the output's (the end
+// of the text, where a syntax error may stand) is at the template's line
+// that wrote the output's last, never past the template's end.
 func templatePos(lines []TemplateLine, file string, line, col int) diag.Pos {
-	if line < 1 || line > len(lines) {
+	if line < 1 || len(lines) == 0 {
 		return diag.Pos{File: file, Line: line, Column: col}
 	}
-	t := lines[line-1]
+	t := lines[min(line, len(lines))-1]
 	if col > int(t.Same)+1 {
 		col = int(t.Column)
 	}

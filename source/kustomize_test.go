@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"keyhole.dev/keyhole/diag"
 )
@@ -642,5 +644,85 @@ func TestKustomizeWithoutEngine(t *testing.T) {
 	if len(docs) != 0 || len(ds) != 1 || ds[0].Code != CodeKustomizeBuildFailed || ds[0].Severity != diag.Error ||
 		ds[0].Pos != want || !strings.Contains(ds[0].Message, "without its kustomize engine") {
 		t.Errorf("got %d documents, %v; want one KustomizeBuildFailed at %s", len(docs), ds, want)
+	}
+}
+
+// TestKustomizeFoldedScalar: a folded scalar with a more-indented line
+// is read from a kustomize build as the engine applies it, what
+// kustomize's build writes (a blank line before that line, which the
+// object applied holds), and placed at its own line and column of the
+// file, with no note; as is a folded value a patch sets, whatever
+// kustomize writes of it.
+func TestKustomizeFoldedScalar(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"k/kustomization.yaml": "resources: [policy.yaml]\npatches:\n  - path: patch.yaml\n",
+		"k/policy.yaml": `apiVersion: admissionregistration.k8s.io/v1alpha1
+kind: MutatingAdmissionPolicy
+metadata:
+  name: grafana-image-mirror
+spec:
+  matchConditions:
+    - name: has-docker-io-grafana-image
+      expression: >-
+        object.spec.template.spec.containers.exists(c,
+          c.image.startsWith("docker.io/grafana/")
+        )
+`,
+		"k/patch.yaml": `apiVersion: admissionregistration.k8s.io/v1alpha1
+kind: MutatingAdmissionPolicy
+metadata:
+  name: grafana-image-mirror
+  annotations:
+    note: >-
+      a
+        b
+`,
+	})
+	// What kustomize's build writes, as kustomize build prints it.
+	opts := krusty.MakeDefaultOptions()
+	opts.AddManagedbyLabel = false
+	m, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), filepath.Join(dir, "k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := m.AsYaml()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var built struct {
+		Metadata struct {
+			Annotations struct{ Note string }
+		}
+		Spec struct {
+			MatchConditions []struct{ Expression string } `yaml:"matchConditions"`
+		}
+	}
+	if err := yaml.Unmarshal(out, &built); err != nil || len(built.Spec.MatchConditions) != 1 {
+		t.Fatalf("kustomize's build reads %v:\n%s", err, out)
+	}
+	const expression = "object.spec.template.spec.containers.exists(c,\n\n  c.image.startsWith(\"docker.io/grafana/\")\n)"
+	if built.Spec.MatchConditions[0].Expression != expression {
+		t.Fatalf("kustomize writes the expression %q, not %q", built.Spec.MatchConditions[0].Expression, expression)
+	}
+	docs, ds, err := testLoad([]string{"k"}, Options{Dir: dir})
+	if err != nil || len(ds) > 0 {
+		t.Fatalf("Load: %v %v", err, ds)
+	}
+	p := find(t, docs, "MutatingAdmissionPolicy", "grafana-image-mirror")
+	for what, tc := range map[string]struct {
+		n     *yaml.Node
+		value string
+		pos   string
+	}{
+		"the resource's": {n: nodeAt(t, p.Node, "spec", "matchConditions", "0", "expression"), value: expression, pos: "k/policy.yaml:8:19"},
+		"the patch's":    {n: nodeAt(t, p.Node, "metadata", "annotations", "note"), value: built.Metadata.Annotations.Note, pos: "k/patch.yaml:6:11"},
+	} {
+		if tc.n.Value != tc.value {
+			t.Errorf("%s value %q, want kustomize's %q", what, tc.n.Value, tc.value)
+		}
+		if pos, note := p.Where(tc.n); pos.String() != tc.pos || note != "" {
+			t.Errorf("%s at %s%s, want %s", what, pos, note, tc.pos)
+		}
 	}
 }

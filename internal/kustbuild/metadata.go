@@ -3,10 +3,12 @@ package kustbuild
 import (
 	"bytes"
 	"slices"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/api/types"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
 // kustomize enables origin tracking only from the kustomization file
@@ -80,9 +82,10 @@ const (
 )
 
 // BuiltNode is a copy of the built resource's mapping node, or nil when it
-// is not a mapping. The copy is taken from kustomize's own node rather
-// than by parsing Resource.AsYAML, whose JSON round trip cost about as
-// much as the rest of the mapping of a built object to its source.
+// is not a mapping, its values as the engine applies them (Written). The
+// copy is taken from kustomize's own node rather than by parsing
+// Resource.AsYAML, whose JSON round trip cost about as much as the rest
+// of the mapping of a built object to its source.
 func BuiltNode(r *resource.Resource) *yaml.Node {
 	n := r.YNode()
 	for n != nil && n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
@@ -97,9 +100,14 @@ func BuiltNode(r *resource.Resource) *yaml.Node {
 // copyNode copies n deeply, as a plain tree: the positions of the copy
 // are set by the mapping to sources, never kustomize's.
 func copyNode(n *yaml.Node) *yaml.Node {
-	c := &yaml.Node{Kind: n.Kind, Style: n.Style, Tag: n.Tag, Value: n.Value}
 	if n.Kind == yaml.AliasNode && n.Alias != nil {
 		return copyNode(n.Alias)
+	}
+	c := &yaml.Node{Kind: n.Kind, Style: n.Style, Tag: n.Tag, Value: n.Value}
+	if w := Written(n); w != n.Value {
+		// A literal block writes the value as it is: what keyhole
+		// writes of it again reads the same.
+		c.Value, c.Style = w, yaml.LiteralStyle
 	}
 	if len(n.Content) > 0 {
 		c.Content = make([]*yaml.Node, len(n.Content))
@@ -134,4 +142,26 @@ func StripBuildMetadata(n *yaml.Node) {
 			}
 		}
 	}
+}
+
+// Written is the value of scalar n as the engine applies it. kustomize
+// build and kustomize-controller write each built object out
+// (Resource.AsYAML: kyaml's encoder, read back into JSON), and go-yaml's
+// emitter writes a folded scalar (>) with a line break before each line
+// that is more indented than the first, where YAML reads that line's
+// break alone: the object applied holds a blank line there. That is n's
+// value as written then read back; for any other scalar, n's value.
+func Written(n *yaml.Node) string {
+	if n.Kind != yaml.ScalarNode || n.Style&yaml.FoldedStyle == 0 || n.ShortTag() != "!!str" || !strings.Contains(n.Value, "\n") {
+		return n.Value
+	}
+	out, err := kyaml.Marshal(&yaml.Node{Kind: yaml.ScalarNode, Style: n.Style, Tag: n.Tag, Value: n.Value})
+	if err != nil {
+		return n.Value
+	}
+	var back string
+	if err := kyaml.Unmarshal(out, &back); err != nil {
+		return n.Value
+	}
+	return back
 }

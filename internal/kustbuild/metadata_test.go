@@ -2,10 +2,13 @@ package kustbuild
 
 import (
 	"bytes"
+	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
 func TestWithBuildMetadata(t *testing.T) {
@@ -150,4 +153,60 @@ func sameNode(a, b *yaml.Node) bool {
 		}
 	}
 	return true
+}
+
+// TestWritten: a scalar's value as the engine applies it is the value
+// kustomize's own writing of the object reads back (RNode.MarshalJSON,
+// which Resource.AsYAML calls): a folded scalar with a more-indented line
+// gains a blank line before it; any other scalar is as written.
+func TestWritten(t *testing.T) {
+	const grafana = "object.spec.template.spec.containers.exists(c,\n  c.image.startsWith(\"docker.io/grafana/\")\n)"
+	tests := map[string]struct {
+		src  string
+		want string
+	}{
+		"folded, a more-indented line": {
+			src:  "expression: >-\n  object.spec.template.spec.containers.exists(c,\n    c.image.startsWith(\"docker.io/grafana/\")\n  )\n",
+			want: "object.spec.template.spec.containers.exists(c,\n\n  c.image.startsWith(\"docker.io/grafana/\")\n)",
+		},
+		"folded, lines folded into one": {src: "expression: >-\n  a\n  b\n", want: "a b"},
+		"folded, a blank line":          {src: "expression: >\n  a\n\n  b\n", want: "a\nb\n"},
+		"literal, a more-indented line": {src: "expression: |-\n  " + strings.ReplaceAll(grafana, "\n", "\n  ") + "\n", want: grafana},
+		"plain":                         {src: "expression: a b\n", want: "a b"},
+		"double-quoted with breaks":     {src: "expression: \"a\\n  b\"\n", want: "a\n  b"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			rn, err := kyaml.Parse(tc.src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := rn.YNode().Content[1]
+			if got := Written(n); got != tc.want {
+				t.Errorf("Written = %q, want %q", got, tc.want)
+			}
+			// What kustomize writes of the object, read back.
+			js, err := rn.MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back struct{ Expression string }
+			if err := json.Unmarshal(js, &back); err != nil {
+				t.Fatal(err)
+			}
+			if back.Expression != tc.want {
+				t.Errorf("kustomize writes %q, want %q", back.Expression, tc.want)
+			}
+			// A copy (BuiltNode's) holds it, in a style writing it as it is.
+			c := copyNode(rn.YNode())
+			out, err := kyaml.Marshal(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var again struct{ Expression string }
+			if err := yaml.Unmarshal(out, &again); err != nil || again.Expression != tc.want {
+				t.Errorf("the copy written out reads %q (%v), want %q:\n%s", again.Expression, err, tc.want, out)
+			}
+		})
+	}
 }

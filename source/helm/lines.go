@@ -20,7 +20,7 @@ import (
 // maxAlignCells bounds one alignment: the lines of the output times the
 // lines of the template, less those they begin and end with in common.
 // A cell costs five bytes, so the bound is 5 MiB; past it the output's
-// lines are left as they are.
+// lines are placed without one (unaligned).
 const maxAlignCells = 1 << 20
 
 // maxLikeWork bounds the characters compared when placing the lines
@@ -45,36 +45,79 @@ type tmplLine struct {
 }
 
 // span is a block of template lines, first and last (0-based): a range
-// and its end, or a define and its end.
-type span struct{ first, last int }
+// and its end, or a define and its end; col is the column (1-based, in
+// characters) of the action opening it.
+type span struct{ first, last, col int }
 
 // templateLines maps each line of out, a template's output, to where the
-// template tmpl wrote it; nil when the alignment would cost more than
-// maxAlignCells, and the output is left at its own lines.
+// template tmpl wrote it, never past the template's last line. Where the
+// alignment would cost more than maxAlignCells, each line is placed as
+// unaligned says.
 func templateLines(tmpl, out string) []source.TemplateLine {
 	t, loops := scanTemplate(tmpl)
 	o := splitLines(out)
+	lines := make([]source.TemplateLine, len(o))
+	loop := firstLoop(loops)
 	copyOf, ok := align(t, o, loops)
 	if !ok {
-		return nil
+		for i := range o {
+			lines[i] = unaligned(t, o[i], i, loop)
+		}
+		return lines
 	}
 	at := place(t, o, copyOf, loops)
-	lines := make([]source.TemplateLine, len(o))
+	last := lastLine(t)
 	for i, j := range at {
 		if j < 0 {
-			// No template line to give (a define holds every one):
-			// the output's own line, as without a map, within the
-			// template's.
-			lines[i] = source.TemplateLine{Line: int32(min(i+1, len(t))), Same: int32(utf8.RuneCountInString(o[i])), Column: 1}
+			// No template line to give (a define holds every one).
+			lines[i] = unaligned(t, o[i], i, loop)
 			continue
 		}
+		j = min(j, last)
 		same := utf8.RuneCountInString(o[i])
-		if copyOf[i] < 0 {
+		if copyOf[i] != j {
 			same = commonPrefixRunes(o[i], t[j].text)
 		}
 		lines[i] = source.TemplateLine{Line: int32(j + 1), Same: int32(same), Column: int32(actionColumn(t[j].starts, same))}
 	}
 	return lines
+}
+
+// lastLine is the index of t's last line: the empty text after a line
+// break that ends the template is no line of it (an editor, or a CI
+// annotation, has none there).
+func lastLine(t []tmplLine) int {
+	if n := len(t); n > 1 && t[n-1].text == "" {
+		return n - 2
+	}
+	return len(t) - 1
+}
+
+// firstLoop is the range block of loops that starts first, nil for none.
+func firstLoop(loops []span) *span {
+	var first *span
+	for k := range loops {
+		if first == nil || loops[k].first < first.first {
+			first = &loops[k]
+		}
+	}
+	return first
+}
+
+// unaligned places line i (0-based) of a template's output, text, where
+// no alignment does: at the template's line i as long as that comes
+// before loop, the first range block, if any (the lines above a loop come
+// out once, in their order), else at the loop's {{ range }} line, since
+// from its first pass on the output's lines no longer follow the
+// template's; never past the template's last line.
+func unaligned(t []tmplLine, text string, i int, loop *span) source.TemplateLine {
+	switch {
+	case loop != nil && i >= loop.first:
+		return source.TemplateLine{Line: int32(loop.first + 1), Column: int32(loop.col)}
+	case i > lastLine(t):
+		return source.TemplateLine{Line: int32(lastLine(t) + 1), Column: 1}
+	}
+	return source.TemplateLine{Line: int32(i + 1), Same: int32(utf8.RuneCountInString(text)), Column: 1}
 }
 
 // actionColumn is the column of the action where a line written from a
@@ -143,8 +186,8 @@ func scanTemplate(tmpl string) ([]tmplLine, []span) {
 		return from
 	}
 	type open struct {
-		kw   string
-		line int
+		kw        string
+		line, col int
 	}
 	var (
 		stack   []open
@@ -164,19 +207,20 @@ func scanTemplate(tmpl string) ([]tmplLine, []span) {
 		for j := line; j <= last; j++ {
 			t[j].plain = false
 		}
-		t[line].starts = append(t[line].starts, utf8.RuneCountInString(tmpl[starts[line]:begin])+1)
+		col := utf8.RuneCountInString(tmpl[starts[line]:begin]) + 1
+		t[line].starts = append(t[line].starts, col)
 		switch kw {
 		case "if", "with", "range", "define", "block":
-			stack = append(stack, open{kw, line})
+			stack = append(stack, open{kw, line, col})
 		case "end":
 			if n := len(stack); n > 0 {
 				o := stack[n-1]
 				stack = stack[:n-1]
 				switch o.kw {
 				case "range":
-					loops = append(loops, span{o.line, last})
+					loops = append(loops, span{o.line, last, o.col})
 				case "define":
-					defines = append(defines, span{o.line, last})
+					defines = append(defines, span{o.line, last, o.col})
 				}
 			}
 		}
@@ -460,7 +504,7 @@ func between(t []tmplLine, after, before int, loops []span) []int {
 		// The copies are of two passes of a loop: from after to the
 		// end of the innermost range block holding both, then from
 		// its start to before.
-		in := span{0, len(t) - 1}
+		in := span{first: 0, last: len(t) - 1}
 		for _, l := range loops {
 			if l.first <= before && after <= l.last && l.last-l.first < in.last-in.first {
 				in = l

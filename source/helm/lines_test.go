@@ -111,6 +111,15 @@ func TestTemplateLines(t *testing.T) {
 				"kind#3": "4:1", "spec:#2": "9:1",
 			},
 		},
+		"a range block writing whole documents, its end trimming the break before it": {
+			tmpl:   "{{- range .Values.applications }}\napiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: {{ .name }}\n  namespace: argocd\nspec:\n  source:\n    path: {{ .name }}\n---\n{{ end -}}\n",
+			values: "applications: [{name: guestbook}, {name: agents}]\n",
+			want: map[string]string{
+				"apiVersion#1": "2:1", "apiVersion#2": "2:1",
+				"guestbook#1": "5:9", "agents#1": "5:9", "agents#2": "9:11",
+				"---#2": "10:1",
+			},
+		},
 		"values a range writes, one line each": {
 			tmpl:   "hosts:\n{{- range .Values.hosts }}\n  - {{ . }}\n{{- end }}\nspec: {}\n",
 			values: "hosts: [a.example.com, b.example.com]\n",
@@ -146,6 +155,9 @@ func TestTemplateLines(t *testing.T) {
 			if len(lines) != len(splitLines(out)) {
 				t.Fatalf("%d lines mapped, the output has %d:\n%s", len(lines), len(splitLines(out)), out)
 			}
+			if last := len(strings.Split(strings.TrimSuffix(c.tmpl, "\n"), "\n")); len(lines) > 0 && int(lines[len(lines)-1].Line) > last {
+				t.Errorf("the output's last line placed at %d, past the template's %d lines", lines[len(lines)-1].Line, last)
+			}
 			for what, want := range c.want {
 				if want == "" {
 					continue
@@ -165,15 +177,38 @@ func TestTemplateLines(t *testing.T) {
 }
 
 // TestTemplateLinesBounded: a template too long to align in the bound
-// leaves its output at its own lines (nil), without an error.
+// leaves its output at its own lines, without an error, as far as the
+// template has them and no range block starts; from a range block's
+// start, at its {{ range }} line.
 func TestTemplateLinesBounded(t *testing.T) {
 	var tmpl, out strings.Builder
 	for i := range 1200 {
 		fmt.Fprintf(&tmpl, "k%d: {{ .Values.v }}\n", i)
 		fmt.Fprintf(&out, "k%d: x\n", i)
 	}
-	if lines := templateLines(tmpl.String(), out.String()); lines != nil {
-		t.Errorf("%d lines mapped past the bound", len(lines))
+	fmt.Fprintf(&out, "extra: x\n")
+	lines := templateLines(tmpl.String(), out.String())
+	if len(lines) != 1202 || lines[599] != (source.TemplateLine{Line: 600, Same: 7, Column: 1}) || lines[1200].Line != 1200 || lines[1201].Line != 1200 {
+		t.Errorf("past the bound, lines 600, 1201 and 1202 placed at %+v, %+v, %+v of %d", lines[599], lines[1200], lines[1201], len(lines))
+	}
+	// A range block at line 1002 writing 1200 items: the lines above it
+	// at their own, each of its lines at the {{ range }} line, at the
+	// action's column.
+	tmpl.Reset()
+	out.Reset()
+	for i := range 1000 {
+		fmt.Fprintf(&tmpl, "k%d: {{ .Values.v }}\n", i)
+		fmt.Fprintf(&out, "k%d: x\n", i)
+	}
+	tmpl.WriteString("list:\n  {{- range .Values.items }}\n  - k: {{ . }}\n  {{- end }}\n")
+	out.WriteString("list:\n")
+	for i := range 1200 {
+		fmt.Fprintf(&out, "  - k: v%d\n", i)
+	}
+	lines = templateLines(tmpl.String(), out.String())
+	ranged := source.TemplateLine{Line: 1002, Column: 3}
+	if len(lines) != 2202 || lines[1000].Line != 1001 || lines[1001] != ranged || lines[2201] != ranged {
+		t.Errorf("past the bound, lines 1001, 1002 and 2202 placed at %+v, %+v, %+v of %d", lines[1000], lines[1001], lines[2201], len(lines))
 	}
 	// Within it, the same shape maps line by line.
 	small := "a: {{ .Values.v }}\nb: {{ .Values.v }}\nc: 1\n"
@@ -184,7 +219,7 @@ func TestTemplateLinesBounded(t *testing.T) {
 
 // FuzzTemplateLines: whatever the template and the output, mapping never
 // panics, maps every line of the output, and only to lines the template
-// has.
+// has (not the empty text after its last line break).
 func FuzzTemplateLines(f *testing.F) {
 	f.Add("a: 1\n{{- include \"x\" . | nindent 2 }}\nb: 2\n", "a: 1\n  x: y\n  z: w\nb: 2\n")
 	f.Add("{{- range .v }}\n- {{ . }}\n{{- end }}\n", "\n- a\n- b\n")
@@ -193,10 +228,11 @@ func FuzzTemplateLines(f *testing.F) {
 	f.Add("{{ if }}{{ else }}{{ with }}{{ end }}{{ end }}\u2028a\u0085b", "a\rb\n")
 	f.Fuzz(func(t *testing.T, tmpl, out string) {
 		lines := templateLines(tmpl, out)
-		if lines == nil {
-			return
+		tl := splitLines(tmpl)
+		n := len(tl)
+		if n > 1 && tl[n-1] == "" {
+			n-- // the empty text after the last line break is no line
 		}
-		n := len(splitLines(tmpl))
 		if len(lines) != len(splitLines(out)) {
 			t.Fatalf("%d lines mapped, the output has %d", len(lines), len(splitLines(out)))
 		}

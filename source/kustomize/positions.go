@@ -399,7 +399,7 @@ func shared(a, b *yaml.Node) int {
 	}
 	switch a.Kind {
 	case yaml.ScalarNode:
-		if a.Value == b.Value {
+		if sameValue(b, a) {
 			return 1
 		}
 	case yaml.MappingNode:
@@ -433,8 +433,11 @@ type mapper struct {
 // the source has no such field). near is the nearest source node on the
 // path, where a value no file holds is placed.
 func (m *mapper) walk(n, src, near *yaml.Node, at []string) {
-	if src != nil && src.Kind == n.Kind && (n.Kind != yaml.ScalarNode || src.Value == n.Value) {
-		n.Line, n.Column, n.Style = src.Line, src.Column, src.Style
+	if src != nil && src.Kind == n.Kind && (n.Kind != yaml.ScalarNode || sameValue(src, n)) {
+		n.Line, n.Column = src.Line, src.Column
+		if src.Value == n.Value {
+			n.Style = src.Style
+		}
 		near = src
 	} else {
 		if src != nil {
@@ -468,6 +471,13 @@ func (m *mapper) walk(n, src, near *yaml.Node, at []string) {
 			m.walk(c, sc, near, append(slices.Clip(at), strconv.Itoa(i)))
 		}
 	}
+}
+
+// sameValue reports whether the built scalar n holds what the source
+// scalar src wrote, as the engine applies it (kustbuild.Written: a folded
+// scalar's blank lines).
+func sameValue(src, n *yaml.Node) bool {
+	return src.Value == n.Value || kustbuild.Written(src) == n.Value
 }
 
 // changed places a node whose value kustomize set (or a mapping key it
@@ -523,7 +533,7 @@ func (p patchNode) find(at []string, n *yaml.Node, key bool) *yaml.Node {
 		return k
 	case cur.Kind != n.Kind:
 		return nil
-	case cur.Kind == yaml.ScalarNode && cur.Value != n.Value:
+	case cur.Kind == yaml.ScalarNode && !sameValue(cur, n):
 		return nil
 	}
 	return cur
