@@ -69,7 +69,7 @@ type engineFound struct {
 	rendered bool
 	// flux is the Flux Kustomization's declaration, for fluxApplied to
 	// read it again as the unit applying it builds it.
-	flux *fluxDecl
+	flux *FluxDecl
 	// argo is the Argo CD object's declaration, for argoApplied to read
 	// it again as the unit applying it builds it.
 	argo *argoDecl
@@ -284,9 +284,9 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 		// GitRepository or OCIRepository declared after it).
 		for i, f := range found {
 			if f.flux != nil && (f.skip != "" || f.unread != "") {
-				ef := l.fluxUnit(f.flux.d, nil, f.flux.ns, f.flux.srcRoots)
+				ef := l.fluxUnit(f.flux.Doc, nil, f.flux.Namespace, f.flux.SrcRoots)
 				ef.flux = f.flux
-				ef.declared(f.flux.file)
+				ef.declared(f.flux.File)
 				found[i] = ef
 			}
 		}

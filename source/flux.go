@@ -92,7 +92,7 @@ func (l *loader) scanFlux(d *Document, file string, srcRoots []string, repos *[]
 	switch {
 	case unit:
 		l.fluxHeld = true
-		f.flux = &fluxDecl{d: d, file: file, ns: r.Namespace, srcRoots: srcRoots}
+		f.flux = &FluxDecl{Doc: d, File: file, Namespace: r.Namespace, SrcRoots: srcRoots}
 		return []engineFound{f}
 	case r.Release:
 		// Read once every Flux Kustomization is known: the one applying
@@ -135,7 +135,7 @@ func (l *loader) findOwnSources(found []engineFound, repos []FluxDecl) bool {
 	var ks []FluxDecl
 	for _, f := range found {
 		if f.flux != nil {
-			ks = append(ks, FluxDecl{Doc: f.flux.d, File: f.flux.file, Namespace: f.flux.ns, SrcRoots: f.flux.srcRoots})
+			ks = append(ks, *f.flux)
 		}
 	}
 	for _, s := range l.opts.Engines.Flux.OwnSources(Host{l}, repos, ks) {
@@ -428,7 +428,7 @@ func renderedCluster(found []engineFound, units []*Unit) {
 		}
 		var by *Unit
 		for _, v := range units {
-			if v.Flux != nil && within(v.Root, f.flux.file) && (by == nil || len(v.Root) > len(by.Root)) {
+			if v.Flux != nil && within(v.Root, f.flux.File) && (by == nil || len(v.Root) > len(by.Root)) {
 				by = v
 			}
 		}

@@ -133,11 +133,11 @@ func (l *loader) fluxEntry(f engineFound) bool {
 	if f.flux == nil {
 		return false
 	}
-	if l.entryOf(f.flux.file) != "" {
+	if l.entryOf(f.flux.File) != "" {
 		return true
 	}
 	u := f.unit
-	return u != nil && u.Flux != nil && within(u.Root, f.flux.file) && l.holds(u, f.flux.file)
+	return u != nil && u.Flux != nil && within(u.Root, f.flux.File) && l.holds(u, f.flux.File)
 }
 
 // entryOf is the path of keyhole.yaml's flux.entries that holds file
@@ -180,7 +180,7 @@ func (l *loader) fluxReach(found []engineFound) ([]engineFound, bool) {
 				if reached[i] || f.flux == nil || f.unit == p {
 					continue
 				}
-				if within(p.Root, f.flux.file) && l.holds(p, f.flux.file) || !within(p.Root, f.flux.file) && l.reached(p)[f.flux.file] {
+				if within(p.Root, f.flux.File) && l.holds(p, f.flux.File) || !within(p.Root, f.flux.File) && l.reached(p)[f.flux.File] {
 					reached[i] = true
 					if f.unit != nil {
 						queue = append(queue, f.unit)
@@ -189,14 +189,14 @@ func (l *loader) fluxReach(found []engineFound) ([]engineFound, bool) {
 			}
 		}
 	}
-	someReached := map[*fluxDecl]bool{}
+	someReached := map[*FluxDecl]bool{}
 	for i, f := range found {
 		if f.flux != nil && reached[i] {
 			someReached[f.flux] = true
 		}
 	}
 	drop := map[int]bool{}
-	note := map[*fluxDecl]string{}
+	note := map[*FluxDecl]string{}
 	for i, f := range found {
 		if f.flux == nil || reached[i] {
 			continue
@@ -207,8 +207,8 @@ func (l *loader) fluxReach(found []engineFound) ([]engineFound, bool) {
 		}
 		n, seen := note[f.flux]
 		if !seen {
-			what := "Flux Kustomization " + cmp.Or(f.flux.ns, fluxOwnSource) + "/" + f.flux.d.Object().Name
-			switch by := l.unlisting(f.flux.file, found, func(g engineFound) bool { return g.flux == f.flux }); {
+			what := "Flux Kustomization " + cmp.Or(f.flux.Namespace, fluxOwnSource) + "/" + f.flux.Doc.Object().Name
+			switch by := l.unlisting(f.flux.File, found, func(g engineFound) bool { return g.flux == f.flux }); {
 			case by != nil:
 				n = what + " lies under the path of Flux Kustomization " + strings.TrimPrefix(by.Name, "flux:") + ", whose kustomization does not list its file: Flux does not apply it, so it is no deploy unit"
 			case entries:
@@ -216,7 +216,7 @@ func (l *loader) fluxReach(found []engineFound) ([]engineFound, bool) {
 			}
 			note[f.flux] = n
 			if n != "" {
-				found[i] = engineFound{pos: f.flux.d.Pos, skip: n}
+				found[i] = engineFound{pos: f.flux.Doc.Pos, skip: n}
 				continue
 			}
 		}
