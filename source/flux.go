@@ -100,7 +100,7 @@ func (l *loader) scanFlux(d *Document, file string, srcRoots []string, repos *[]
 		*releases = append(*releases, pendingRelease{d: d, file: file, srcRoots: srcRoots})
 	case r.GitRepository:
 		*repos = append(*repos, FluxDecl{Doc: d, File: file, Namespace: r.Namespace, SrcRoots: srcRoots})
-		l.gitRef(r.Namespace, o.Name, d)
+		l.gitRef(r.Namespace, o.Name, r)
 	case r.OCIRepository:
 		if l.artifactURLs == nil {
 			l.artifactURLs = map[string]string{}

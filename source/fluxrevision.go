@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -24,46 +23,21 @@ import (
 // that revision from git, a warning when the repository does not hold it.
 const CodeFluxRevision = "FluxRevision"
 
-// fluxRef is the revision a GitRepository's spec.ref names (fluxRev).
+// fluxRef is the revision a GitRepository's spec.ref names
+// (FluxObject.Revision).
 type fluxRef struct {
 	rev    string
 	semver bool
 	url    string // the GitRepository's spec.url
 }
 
-// gitRef keeps the revision the spec.ref of the Flux GitRepository
-// ns/name that d declares names.
-func (l *loader) gitRef(ns, name string, d *Document) {
+// gitRef keeps the revision the Flux GitRepository ns/name names, as
+// the Flux engine read it (FluxObject).
+func (l *loader) gitRef(ns, name string, r FluxObject) {
 	if l.gitRefs == nil {
 		l.gitRefs = map[string]fluxRef{}
 	}
-	spec := Lookup(d.Node, "spec")
-	rev, semver := fluxRev(Lookup(spec, "ref"))
-	l.gitRefs[ns+"/"+name] = fluxRef{rev: rev, semver: semver, url: stringField(spec, "url")}
-}
-
-// fluxRev is the revision the GitRepository's ref names, as source-
-// controller reads it (commit first, then name, semver, tag, branch),
-// and whether it is a semver range.
-func fluxRev(ref *yaml.Node) (rev string, semver bool) {
-	if c := stringField(ref, "commit"); c != "" {
-		return c, false
-	}
-	if n := stringField(ref, "name"); n != "" {
-		for _, p := range []string{"refs/tags/", "refs/heads/"} {
-			if r, ok := strings.CutPrefix(n, p); ok {
-				return r, false
-			}
-		}
-		return n, false
-	}
-	if s := stringField(ref, "semver"); s != "" {
-		return s, true
-	}
-	if t := stringField(ref, "tag"); t != "" {
-		return t, false
-	}
-	return stringField(ref, "branch"), false
+	l.gitRefs[ns+"/"+name] = fluxRef{rev: r.Revision, semver: r.Semver, url: r.URL}
 }
 
 // fluxPins pins each Flux unit of found building from this repository's

@@ -159,12 +159,16 @@ type FluxObject struct {
 	// (Flux.HelmRelease).
 	Release bool
 	// GitRepository says the object is a GitRepository, whose revision
-	// the loader compares with the one it reads.
+	// the loader compares with the one it reads: Revision is what its
+	// spec.ref names, as source-controller reads it, and Semver says
+	// that is a semver range over the repository's tags.
 	GitRepository bool
-	// OCIRepository says the object is an OCIRepository, whose
-	// spec.url is URL.
+	Revision      string
+	Semver        bool
+	// OCIRepository says the object is an OCIRepository.
 	OCIRepository bool
-	URL           string
+	// URL is a GitRepository's or OCIRepository's spec.url.
+	URL string
 	// SyncsGit says the object is a FluxInstance whose sync is a
 	// GitRepository, which flux-operator names after Namespace.
 	SyncsGit bool
