@@ -290,10 +290,8 @@ func (l *loader) newFluxScope(units []*Unit) *fluxScope {
 }
 
 // key names the cluster of u as the Flux engine names it
-// (Flux.Clusters): its own (kubeConfig) or an applying unit's, else the
-// entry of keyhole.yaml holding its top's file, else its top's path
-// where that applies its own file or u is not the top, else "", the
-// caller's cluster.
+// (Flux.Cluster): the top of its chain of applying units is the first
+// that names its own cluster (kubeConfig), else the last.
 func (s *fluxScope) key(u *Unit) string {
 	if s.final {
 		return u.Cluster
@@ -302,10 +300,7 @@ func (s *fluxScope) key(u *Unit) string {
 		return k
 	}
 	top, seen := u, map[*Unit]bool{u: true}
-	for {
-		if top.Cluster != "" {
-			return top.Cluster
-		}
+	for top.Cluster == "" {
 		p := s.parent(top)
 		if p == nil || seen[p] {
 			break
@@ -313,13 +308,10 @@ func (s *fluxScope) key(u *Unit) string {
 		seen[p] = true
 		top = p
 	}
-	switch {
-	case s.l.entryOf(top.declFile) != "":
-		return "entry " + s.l.entryOf(top.declFile)
-	case top != u || declaredUnder(top, top):
-		return "top " + top.Root + "\x00" + top.Name
+	if s.l.opts.Engines.Flux == nil {
+		return "" // no Flux unit is built: none substitutes
 	}
-	return ""
+	return s.l.opts.Engines.Flux.Cluster(Host{s.l}, u, top)
 }
 
 // top is the unit at the top of u's chain of applying units.

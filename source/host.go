@@ -132,6 +132,12 @@ type Flux interface {
 	// found, every engine's) that deploys to another cluster than the
 	// one keyhole's caller means.
 	Clusters(h Host, units []*Unit)
+	// Cluster names the cluster of the Flux unit u, the top of whose
+	// chain of applying units is top: what Clusters sets, and what tells
+	// the clusters apart before it has (the ConfigMaps and Secrets a
+	// unit's substitution reads, HeldObjects), "" for the cluster
+	// keyhole's caller means.
+	Cluster(h Host, u, top *Unit) string
 }
 
 // FluxDecl is one of Flux's objects as the loader's scan found it.
