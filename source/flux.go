@@ -72,7 +72,7 @@ func isFluxObject(o diag.Object) bool {
 // ExternalArtifacts in the loader, which the phases after the scan
 // read. It returns the unit a Kustomization makes as written. With no
 // Flux engine, a Kustomization's unit and a HelmRelease's say so.
-func (l *loader) scanFlux(d *Document, file string, srcRoots []string, repos *[]FluxDecl, releases *[]pendingRelease) []engineFound {
+func (l *loader) scanFlux(d *Document, file string, srcRoots []string, repos *[]FluxDecl, releases *[]FluxDecl) []engineFound {
 	o := d.Object()
 	var r FluxObject
 	var f engineFound
@@ -97,7 +97,7 @@ func (l *loader) scanFlux(d *Document, file string, srcRoots []string, repos *[]
 	case r.Release:
 		// Read once every Flux Kustomization is known: the one applying
 		// it may set its namespace.
-		*releases = append(*releases, pendingRelease{d: d, file: file, srcRoots: srcRoots})
+		*releases = append(*releases, FluxDecl{Doc: d, File: file, SrcRoots: srcRoots})
 	case r.GitRepository:
 		*repos = append(*repos, FluxDecl{Doc: d, File: file, Namespace: r.Namespace, SrcRoots: srcRoots})
 		l.gitRef(r.Namespace, o.Name, r)

@@ -132,6 +132,21 @@ type Flux interface {
 	// found, every engine's) that deploys to another cluster than the
 	// one keyhole's caller means.
 	Clusters(h Host, units []*Unit)
+	// Reach says, of each Flux Kustomization of ks (every one found, in
+	// the scan's order), whether Flux applies it: one under a Flux
+	// unit's path that its kustomization does not list is no deploy
+	// unit, nor, where the repository has cluster entries, one no entry
+	// reaches. entries says whether it has.
+	Reach(h Host, ks []FluxFound) (r []FluxReached, entries bool)
+	// ReleaseNamespace is the namespace the HelmRelease d is applied in
+	// by the Flux unit by (nil for none); listed is the one the
+	// kustomization listing its file sets.
+	ReleaseNamespace(d *Document, by *Unit, listed string) string
+	// Unapplied is why the HelmRelease d, declared in file and applied
+	// by no Flux unit of ks (those found once Reach has said, in order),
+	// is no deploy unit, or "" when it stays one, read as written;
+	// entries is what Reach said.
+	Unapplied(h Host, d *Document, file, listed string, ks []FluxFound, entries bool) string
 	// Cluster names the cluster of the Flux unit u, the top of whose
 	// chain of applying units is top: what Clusters sets, and what tells
 	// the clusters apart before it has (the ConfigMaps and Secrets a
