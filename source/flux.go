@@ -198,31 +198,20 @@ func (l *loader) fluxClusters(units []*Unit) {
 // clear, read once per Load however many Flux units substitute from
 // them.
 type repoObjects struct {
-	byKey map[[3]string][]heldObject
+	byKey map[[3]string][]Held
 	// byName holds the objects of each kind and name, for an object
 	// whose namespace a kustomization sets where the file names none.
-	byName map[[2]string][]heldObject
-}
-
-// heldObject is a ConfigMap or Secret and the file (absolute) declaring
-// it.
-type heldObject struct {
-	d    *Document
-	file string
+	byName map[[2]string][]Held
 }
 
 // substitute applies the Flux unit u's postBuild substitution to what
 // kustomize built of its path, as the Flux engine does it after the
-// build; its variables are read from the ConfigMaps and Secrets the
-// repository holds in the clear that u's cluster reads (heldFor).
+// build (Flux.Substitute).
 func (l *loader) substitute(u *Unit, m resmap.ResMap) error {
 	if l.opts.Engines.Flux == nil {
 		return errNoFlux
 	}
-	scope := l.scope
-	return l.opts.Engines.Flux.Substitute(u, m, func(kind, ns, name string) *Document {
-		return heldFor{objs: l.repoObjects(u.Flux.SourceRoot), unit: u, scope: scope}.lookup(kind, ns, name)
-	})
+	return l.opts.Engines.Flux.Substitute(Host{l}, u, m)
 }
 
 // fluxManifest is the kustomization Flux builds u's path with, and the
@@ -232,91 +221,6 @@ func (l *loader) fluxManifest(u *Unit) (data []byte, kfile string, err error) {
 		return nil, "", errNoFlux
 	}
 	return l.opts.Engines.Flux.Manifest(Host{l}, u)
-}
-
-// heldFor reads the ConfigMaps and Secrets a repository holds in the
-// clear as the cluster of one Flux unit reads them: the objects its
-// postBuild substitution and a HelmRelease's valuesFrom name.
-type heldFor struct {
-	objs *repoObjects
-	// unit is the Flux unit reading, and scope says which objects its
-	// cluster's units deploy; with no scope, any object of the name is
-	// read.
-	unit  *Unit
-	scope *fluxScope
-}
-
-// lookup returns the ConfigMap or Secret of kind, namespace and name the
-// repository holds in the clear: in that namespace, else of that name in
-// any. Of several, it is the first that a unit of the substituting
-// unit's cluster deploys, else one that no Flux unit deploys (nearFree);
-// one only another cluster's units deploy is never read: prod's
-// cluster-settings are not dev's.
-func (c heldFor) lookup(kind, ns, name string) *Document {
-	pick := func(held []heldObject) *Document {
-		var free []heldObject
-		for _, o := range held {
-			if c.scope == nil {
-				return o.d
-			}
-			same, deployed := c.scope.deploys(c.unit, o.file)
-			if same {
-				return o.d
-			}
-			if !deployed {
-				free = append(free, o)
-			}
-		}
-		return c.nearFree(free)
-	}
-	if d := pick(c.objs.byKey[[3]string{kind, ns, name}]); d != nil {
-		return d
-	}
-	return pick(c.objs.byName[[2]string{kind, name}])
-}
-
-// nearFree is, of the objects free that no Flux unit deploys, the one
-// the substituting unit's cluster applies: the only one, or the one
-// declared nearest the file declaring the top of the unit's chain of
-// applying units. Nothing deploys that file either: what applies it (a
-// FluxInstance's sync, a cluster's bootstrap) applies its directory,
-// so clusters/b/apps.yaml substitutes from clusters/b/cluster-info.yaml,
-// not from clusters/a's. Where two are equally near, the unit's cluster
-// cannot be told and neither is read: the variables stay as written.
-func (c heldFor) nearFree(free []heldObject) *Document {
-	switch len(free) {
-	case 0:
-		return nil
-	case 1:
-		return free[0].d
-	}
-	from := filepath.Dir(c.scope.top(c.unit).declFile)
-	best, bestAt, tied := -1, -1, false
-	for i, o := range free {
-		n := commonDirs(from, filepath.Dir(o.file))
-		switch {
-		case n > best:
-			best, bestAt, tied = n, i, false
-		case n == best:
-			tied = true
-		}
-	}
-	if tied {
-		return nil
-	}
-	return free[bestAt].d
-}
-
-// commonDirs is how many leading path elements the directories a and b
-// share.
-func commonDirs(a, b string) int {
-	as := strings.Split(filepath.ToSlash(a), "/")
-	bs := strings.Split(filepath.ToSlash(b), "/")
-	n := 0
-	for n < len(as) && n < len(bs) && as[n] == bs[n] {
-		n++
-	}
-	return n
 }
 
 // repoObjects returns the ConfigMaps and Secrets of the repository at
@@ -357,7 +261,7 @@ func (l *loader) readRepoObjectsAhead(found []engineFound) {
 }
 
 func (l *loader) readRepoObjects(root string) *repoObjects {
-	r := &repoObjects{byKey: map[[3]string][]heldObject{}, byName: map[[2]string][]heldObject{}}
+	r := &repoObjects{byKey: map[[3]string][]Held{}, byName: map[[2]string][]Held{}}
 	for _, f := range walkAll(l.fsys, root, &l.paths) {
 		data := l.sniff(f, []byte("kind"))
 		if data == nil || !(bytes.Contains(data, []byte("ConfigMap")) || bytes.Contains(data, []byte("Secret"))) {
@@ -370,9 +274,9 @@ func (l *loader) readRepoObjects(root string) *repoObjects {
 				continue
 			}
 			k := [3]string{o.Kind, cmp.Or(o.Namespace, "default"), o.Name}
-			r.byKey[k] = append(r.byKey[k], heldObject{d: d, file: f})
+			r.byKey[k] = append(r.byKey[k], Held{Doc: d, File: f})
 			n := [2]string{o.Kind, o.Name}
-			r.byName[n] = append(r.byName[n], heldObject{d: d, file: f})
+			r.byName[n] = append(r.byName[n], Held{Doc: d, File: f})
 		}
 	}
 	return r

@@ -31,3 +31,44 @@ func (h Host) Applies(u *Unit, file string) bool {
 	}
 	return h.l.reached(u)[file]
 }
+
+// Held is a ConfigMap or Secret the repository holds in the clear, and
+// the file (absolute, OS form) declaring it.
+type Held struct {
+	Doc  *Document
+	File string
+}
+
+// Held are the ConfigMaps or Secrets (kind) ns/name that the repository
+// at root holds in the clear, as its walk finds them; with ns "", those
+// of that name in any namespace. An object written without a namespace
+// is default's. They are read once per Load, from several goroutines
+// at once.
+func (h Host) Held(root, kind, ns, name string) []Held {
+	objs := h.l.repoObjects(root)
+	if ns == "" {
+		return objs.byName[[2]string{kind, name}]
+	}
+	return objs.byKey[[3]string{kind, ns, name}]
+}
+
+// FluxDeploys reports whether a Flux unit of u's cluster deploys file
+// (one with u's top, or a cluster Flux.Cluster names as u's), and
+// whether any Flux unit does. Before the units are known every unit is
+// of u's cluster.
+func (h Host) FluxDeploys(u *Unit, file string) (same, deployed bool) {
+	if h.l.scope == nil {
+		return true, true
+	}
+	return h.l.scope.deploys(u, file)
+}
+
+// FluxTop is the Flux unit at the top of u's chain of applying units:
+// the one applying the file declaring u, and the one applying its file,
+// up to one no Flux unit applies.
+func (h Host) FluxTop(u *Unit) *Unit {
+	if h.l.scope == nil {
+		return u
+	}
+	return h.l.scope.top(u)
+}

@@ -175,10 +175,11 @@ func (l *loader) fluxReach(found []engineFound) ([]engineFound, bool) {
 }
 
 // fluxScope says which Flux units deploy a file and which cluster each
-// belongs to, for substitution (heldFor.lookup): a unit's cluster is
-// the top of the chain of units applying the files that declare them
-// (fluxParent). It is made when the units are known, before builds run
-// in parallel, and only read after.
+// belongs to, for substitution (the Flux engine reads the ConfigMaps
+// and Secrets of a unit's cluster through Host.FluxDeploys): a unit's
+// cluster is the top of the chain of units applying the files that
+// declare them (parent). It is made when the units are known, before
+// builds run in parallel, and only read after.
 type fluxScope struct {
 	units []*Unit
 	reads map[*Unit]buildFiles

@@ -99,10 +99,11 @@ type Flux interface {
 	// stands for (absolute, OS form), reading through h.
 	Manifest(h Host, u *Unit) (data []byte, kfile string, err error)
 	// Substitute applies u's postBuild substitution to m, what kustomize
-	// built of its path, as kustomize-controller does after the build;
-	// held gives the ConfigMaps and Secrets its substituteFrom names. It
-	// is called from several goroutines at once.
-	Substitute(u *Unit, m resmap.ResMap, held HeldObjects) error
+	// built of its path, as kustomize-controller does after the build,
+	// its variables read from the ConfigMaps and Secrets the repository
+	// holds in the clear that u's cluster reads (Host.Held). It is
+	// called from several goroutines at once.
+	Substitute(h Host, u *Unit, m resmap.ResMap) error
 	// Config reads the flux field of keyhole.yaml's Config document d,
 	// whose directory is base (absolute, OS form): what it says, and a
 	// ConfigInvalid error at each path that is not the repository's.
@@ -150,7 +151,7 @@ type Flux interface {
 	// Cluster names the cluster of the Flux unit u, the top of whose
 	// chain of applying units is top: what Clusters sets, and what tells
 	// the clusters apart before it has (the ConfigMaps and Secrets a
-	// unit's substitution reads, HeldObjects), "" for the cluster
+	// unit's substitution reads, Host.FluxDeploys), "" for the cluster
 	// keyhole's caller means.
 	Cluster(h Host, u, top *Unit) string
 }
@@ -288,12 +289,6 @@ type KustomizeRead struct {
 	// built, quoting no key or value; "" when it writes it out.
 	Unwritable string
 }
-
-// HeldObjects gives the ConfigMap or Secret of kind, namespace and name
-// that the repository holds in the clear and the cluster of the unit
-// asking reads, or nil: then the cluster's object is not the
-// repository's to tell.
-type HeldObjects func(kind, ns, name string) *Document
 
 // errNoFlux is a Flux unit's build when Load was given no Flux engine.
 var errNoFlux = errors.New("keyhole was built without its Flux engine (source.Options.Engines)")
