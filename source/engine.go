@@ -122,9 +122,8 @@ func isEngineDecl(o diag.Object) bool {
 func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 	var found []engineFound
 	var ds diag.List
-	var releases []FluxDecl
 	var patches []kustomizePatch
-	var repos []FluxDecl
+	var flux fluxScan
 	var engineCharts []engineChart
 	scanned := map[string]bool{}
 	for _, p := range paths {
@@ -155,7 +154,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 				var founds []engineFound
 				switch {
 				case isFluxObject(o):
-					founds = l.scanFlux(d, f, srcRoots, &repos, &releases)
+					founds = l.scanFlux(d, f, srcRoots, &flux)
 				case strings.HasPrefix(o.APIVersion, argoGroup) && (o.Kind == "Application" || o.Kind == "ApplicationSet"):
 					founds = l.argoUnits(d, nil, "", srcRoots)
 					decl := &argoDecl{d: d, file: f, srcRoots: srcRoots}
@@ -275,31 +274,13 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 			}
 		}
 	}
-	if l.findOwnSources(found, repos) || len(l.artifacts) > 0 || len(l.gitRefs) > 0 || len(l.fluxInstances) > 0 || len(l.artifactURLs) > 0 {
-		// Read again what was skipped as built from another source (or
-		// an ExternalArtifact of a generator found after it, a
-		// GitRepository or OCIRepository declared after it).
-		for i, f := range found {
-			if f.flux != nil && (f.skip != "" || f.unread != "") {
-				ef := l.fluxUnit(f.flux.Doc, nil, f.flux.Namespace, f.flux.SrcRoots)
-				ef.flux = f.flux
-				ef.declared(f.flux.File)
-				found[i] = ef
-			}
-		}
-	}
-	l.anyFlux = slices.ContainsFunc(found, func(f engineFound) bool { return f.unit != nil && f.unit.Flux != nil })
-	l.readRepoObjectsAhead(found)
-	l.scope = l.newFluxScope(foundUnits(found))
-	found, fds := l.fluxApplied(found, patches)
+	found, fds := l.fluxScanned(found, flux, patches)
 	ds = append(ds, fds...)
 	found, fds = l.argoApplied(found, patches)
 	ds = append(ds, fds...)
 	argoOwnRepo(found)
 	found = l.argoReach(found)
-	found, entries := l.fluxReach(found)
-	l.fluxPins(found)
-	found = l.fluxReleases(found, releases, entries, patches, &ds)
+	found = l.fluxFound(found, flux, patches, &ds)
 	uniqueNames(found)
 	var units []*Unit
 	said := map[string]bool{}
@@ -337,24 +318,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 	}
 	l.fluxClusters(units)
 	l.argoInstances(units)
-	renderedCluster(found, units)
-	l.scope = l.newFluxScope(units)
-	l.scope.final = true
-	// A HelmRelease deploys to the cluster of the Flux unit that
-	// applies it.
-	for _, u := range units {
-		if u.Source == UnitHelmRelease && u.Cluster == "" {
-			by := u.appliedBy
-			for _, v := range units {
-				if u.appliedBy == nil && v.Flux != nil && declaredUnder(u, v) && (by == nil || len(v.Root) > len(by.Root)) {
-					by = v // applied by none: the deepest whose path holds it
-				}
-			}
-			if by != nil {
-				u.Cluster = by.Cluster
-			}
-		}
-	}
+	l.fluxUnits(found, units)
 	return units, ds
 }
 

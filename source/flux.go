@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -66,13 +67,19 @@ func isFluxObject(o diag.Object) bool {
 	return false
 }
 
+// fluxScan is what engineUnits' scan keeps of Flux's objects for the
+// phases after it: the GitRepositories, and the HelmReleases, read once
+// every Kustomization is known.
+type fluxScan struct {
+	repos, releases []FluxDecl
+}
+
 // scanFlux records what the Flux engine reads of the Flux object d that
-// engineUnits' scan found in file, under srcRoots: a GitRepository in
-// repos, a HelmRelease in releases, the other sources and the
-// ExternalArtifacts in the loader, which the phases after the scan
-// read. It returns the unit a Kustomization makes as written. With no
+// engineUnits' scan found in file, under srcRoots: a GitRepository or
+// HelmRelease in scan, the other sources and the ExternalArtifacts in
+// the loader, which the phases after the scan read. It returns the unit a Kustomization makes as written. With no
 // Flux engine, a Kustomization's unit and a HelmRelease's say so.
-func (l *loader) scanFlux(d *Document, file string, srcRoots []string, repos *[]FluxDecl, releases *[]FluxDecl) []engineFound {
+func (l *loader) scanFlux(d *Document, file string, srcRoots []string, scan *fluxScan) []engineFound {
 	o := d.Object()
 	var r FluxObject
 	var f engineFound
@@ -97,9 +104,9 @@ func (l *loader) scanFlux(d *Document, file string, srcRoots []string, repos *[]
 	case r.Release:
 		// Read once every Flux Kustomization is known: the one applying
 		// it may set its namespace.
-		*releases = append(*releases, FluxDecl{Doc: d, File: file, SrcRoots: srcRoots})
+		scan.releases = append(scan.releases, FluxDecl{Doc: d, File: file, SrcRoots: srcRoots})
 	case r.GitRepository:
-		*repos = append(*repos, FluxDecl{Doc: d, File: file, Namespace: r.Namespace, SrcRoots: srcRoots})
+		scan.repos = append(scan.repos, FluxDecl{Doc: d, File: file, Namespace: r.Namespace, SrcRoots: srcRoots})
 		l.gitRef(r.Namespace, o.Name, r)
 	case r.OCIRepository:
 		if l.artifactURLs == nil {
@@ -123,6 +130,69 @@ func (l *loader) scanFlux(d *Document, file string, srcRoots []string, repos *[]
 		}
 	}
 	return nil
+}
+
+// fluxScanned is the Flux phase that follows engineUnits' scan: the
+// repository's own sources known (Flux.OwnSources), it reads again each
+// Kustomization the scan skipped as built from another source, starts
+// reading the ConfigMaps and Secrets the substitutions will read, and
+// reads each Kustomization another Flux unit applies as that unit's
+// build writes it (fluxApplied).
+func (l *loader) fluxScanned(found []engineFound, scan fluxScan, patches []kustomizePatch) ([]engineFound, diag.List) {
+	if l.findOwnSources(found, scan.repos) || len(l.artifacts) > 0 || len(l.gitRefs) > 0 || len(l.fluxInstances) > 0 || len(l.artifactURLs) > 0 {
+		// Read again what was skipped as built from another source (or
+		// an ExternalArtifact of a generator found after it, a
+		// GitRepository or OCIRepository declared after it).
+		for i, f := range found {
+			if f.flux != nil && (f.skip != "" || f.unread != "") {
+				ef := l.fluxUnit(f.flux.Doc, nil, f.flux.Namespace, f.flux.SrcRoots)
+				ef.flux = f.flux
+				ef.declared(f.flux.File)
+				found[i] = ef
+			}
+		}
+	}
+	l.anyFlux = slices.ContainsFunc(found, func(f engineFound) bool { return f.unit != nil && f.unit.Flux != nil })
+	l.readRepoObjectsAhead(found)
+	l.scope = l.newFluxScope(foundUnits(found))
+	return l.fluxApplied(found, patches)
+}
+
+// fluxFound is the Flux phase that follows the engines' reading of what
+// applies what: the Kustomizations Flux does not apply become notes
+// (fluxReach), the units building from a pinned revision of the
+// repository's own GitRepository are pinned (fluxPins), and the
+// HelmReleases are read (fluxReleases).
+func (l *loader) fluxFound(found []engineFound, scan fluxScan, patches []kustomizePatch, ds *diag.List) []engineFound {
+	found, entries := l.fluxReach(found)
+	l.fluxPins(found)
+	return l.fluxReleases(found, scan.releases, entries, patches, ds)
+}
+
+// fluxUnits is the Flux phase once the units are known and each
+// engine has named its clusters: the render's cluster is the caller's
+// (renderedCluster), the scope of the substitutions is the final one,
+// and a HelmRelease deploys to the cluster of the Flux unit applying
+// it.
+func (l *loader) fluxUnits(found []engineFound, units []*Unit) {
+	renderedCluster(found, units)
+	l.scope = l.newFluxScope(units)
+	l.scope.final = true
+	// A HelmRelease deploys to the cluster of the Flux unit that
+	// applies it.
+	for _, u := range units {
+		if u.Source == UnitHelmRelease && u.Cluster == "" {
+			by := u.appliedBy
+			for _, v := range units {
+				if u.appliedBy == nil && v.Flux != nil && declaredUnder(u, v) && (by == nil || len(v.Root) > len(by.Root)) {
+					by = v // applied by none: the deepest whose path holds it
+				}
+			}
+			if by != nil {
+				u.Cluster = by.Cluster
+			}
+		}
+	}
 }
 
 // findOwnSources sets l.ownSources: the GitRepositories of repos that
