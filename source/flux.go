@@ -173,25 +173,13 @@ func (l *loader) fluxFound(found []engineFound, scan fluxScan, patches []kustomi
 // engine has named its clusters: the render's cluster is the caller's
 // (renderedCluster), the scope of the substitutions is the final one,
 // and a HelmRelease deploys to the cluster of the Flux unit applying
-// it.
+// it (Flux.ReleaseClusters).
 func (l *loader) fluxUnits(found []engineFound, units []*Unit) {
 	renderedCluster(found, units)
 	l.scope = l.newFluxScope(units)
 	l.scope.final = true
-	// A HelmRelease deploys to the cluster of the Flux unit that
-	// applies it.
-	for _, u := range units {
-		if u.Source == UnitHelmRelease && u.Cluster == "" {
-			by := u.appliedBy
-			for _, v := range units {
-				if u.appliedBy == nil && v.Flux != nil && declaredUnder(u, v) && (by == nil || len(v.Root) > len(by.Root)) {
-					by = v // applied by none: the deepest whose path holds it
-				}
-			}
-			if by != nil {
-				u.Cluster = by.Cluster
-			}
-		}
+	if l.opts.Engines.Flux != nil {
+		l.opts.Engines.Flux.ReleaseClusters(Host{l}, units)
 	}
 }
 

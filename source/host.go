@@ -148,6 +148,10 @@ type Flux interface {
 	// is no deploy unit, or "" when it stays one, read as written;
 	// entries is what Reach said.
 	Unapplied(h Host, d *Document, file, listed string, ks []FluxFound, entries bool) string
+	// ReleaseClusters sets the Cluster of each HelmRelease unit of units
+	// that names none to the cluster of the Flux unit applying it, once
+	// every unit's cluster is known.
+	ReleaseClusters(h Host, units []*Unit)
 	// Cluster names the cluster of the Flux unit u, the top of whose
 	// chain of applying units is top: what Clusters sets, and what tells
 	// the clusters apart before it has (the ConfigMaps and Secrets a

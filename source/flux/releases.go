@@ -43,3 +43,25 @@ func (e Engine) Unapplied(h source.Host, d *source.Document, file, listed string
 	}
 	return ""
 }
+
+// ReleaseClusters sets the Cluster of each HelmRelease unit of units
+// that names none (kubeConfig) to the cluster of the Flux unit applying
+// it, else, where none does, of the deepest Flux unit whose path holds
+// the file declaring it.
+func (Engine) ReleaseClusters(h source.Host, units []*source.Unit) {
+	for _, u := range units {
+		if u.Source != source.UnitHelmRelease || u.Cluster != "" {
+			continue
+		}
+		applied := h.AppliedBy(u)
+		by := applied
+		for _, v := range units {
+			if applied == nil && v.Flux != nil && source.Within(v.Root, h.DeclaredIn(u)) && (by == nil || len(v.Root) > len(by.Root)) {
+				by = v // applied by none: the deepest whose path holds it
+			}
+		}
+		if by != nil {
+			u.Cluster = by.Cluster
+		}
+	}
+}
