@@ -1,15 +1,10 @@
 package source
 
 import (
-	"cmp"
-	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
-
-	"go.yaml.in/yaml/v3"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/internal/gitfs"
@@ -247,110 +242,4 @@ func revisionRead(u *Unit) diag.Diagnostic {
 	return diag.Diagnostic{Code: CodeArgoCDRevision, Severity: diag.Info, Pos: u.Decl, Units: []string{u.Name},
 		Message: "Argo CD Application " + strings.TrimPrefix(u.Name, "argocd:") + " builds its path at targetRevision " + u.pin.rev +
 			" (commit " + short(u.pin.ref.Commit) + "): keyhole reads it there, from git, not from the working tree"}
-}
-
-// A Flux GitRepository's spec.ref names what source-controller fetches:
-// a branch, a tag, a semver range over tags, a commit, or a full
-// reference name. The units of Flux Kustomizations building from the
-// repository's own GitRepository are read where it points, as an Argo CD
-// source's targetRevision is (pinAt): the working tree for the branch
-// checked out (or one the checkout holds), else the commit from git, or
-// nothing, said once, where the repository does not hold it. The
-// Kustomizations themselves are read as the working tree declares them.
-
-// CodeFluxRevision is reported at a Flux unit whose source, this
-// repository's own GitRepository, is pinned (spec.ref) to a revision
-// other than the one keyhole reads: an info when it reads the unit at
-// that revision from git, a warning when the repository does not hold it.
-const CodeFluxRevision = "FluxRevision"
-
-// fluxRef is the revision a GitRepository's spec.ref names (fluxRev).
-type fluxRef struct {
-	rev    string
-	semver bool
-	url    string // the GitRepository's spec.url
-}
-
-// gitRef keeps the revision the spec.ref of the Flux GitRepository
-// ns/name that d declares names.
-func (l *loader) gitRef(ns, name string, d *Document) {
-	if l.gitRefs == nil {
-		l.gitRefs = map[string]fluxRef{}
-	}
-	spec := Lookup(d.Node, "spec")
-	rev, semver := fluxRev(Lookup(spec, "ref"))
-	l.gitRefs[ns+"/"+name] = fluxRef{rev: rev, semver: semver, url: stringField(spec, "url")}
-}
-
-// fluxRev is the revision the GitRepository's ref names, as source-
-// controller reads it (commit first, then name, semver, tag, branch),
-// and whether it is a semver range.
-func fluxRev(ref *yaml.Node) (rev string, semver bool) {
-	if c := stringField(ref, "commit"); c != "" {
-		return c, false
-	}
-	if n := stringField(ref, "name"); n != "" {
-		for _, p := range []string{"refs/tags/", "refs/heads/"} {
-			if r, ok := strings.CutPrefix(n, p); ok {
-				return r, false
-			}
-		}
-		return n, false
-	}
-	if s := stringField(ref, "semver"); s != "" {
-		return s, true
-	}
-	if t := stringField(ref, "tag"); t != "" {
-		return t, false
-	}
-	return stringField(ref, "branch"), false
-}
-
-// fluxPins pins each Flux unit of found building from this repository's
-// own GitRepository to the revision its spec.ref names, when that is not
-// the one keyhole reads; one it cannot read becomes a warning, its path
-// read by no one.
-func (l *loader) fluxPins(found []engineFound) {
-	for i, f := range found {
-		u := f.unit
-		if u == nil || u.Flux == nil || u.pin != nil {
-			continue
-		}
-		kind, _, _ := unstructured.NestedString(u.Flux.Object.Object, "spec", "sourceRef", "kind")
-		name, _, _ := unstructured.NestedString(u.Flux.Object.Object, "spec", "sourceRef", "name")
-		ns, _, _ := unstructured.NestedString(u.Flux.Object.Object, "spec", "sourceRef", "namespace")
-		ns = cmp.Or(ns, u.Flux.Object.GetNamespace(), fluxOwnSource)
-		if cmp.Or(kind, "GitRepository") != "GitRepository" || l.mappedSource("GitRepository", ns, name) != "" || !l.ownSource(kind, ns, name) {
-			continue
-		}
-		ref, ok := l.gitRefs[ns+"/"+name]
-		if !ok {
-			continue
-		}
-		rev, semver := ref.rev, ref.semver
-		what := "Flux Kustomization " + strings.TrimPrefix(u.Name, "flux:")
-		source := "GitRepository " + ns + "/" + name
-		var p *revPin
-		if semver {
-			p = &revPin{rev: rev, unread: "a semver range over the repository's tags, which keyhole does not resolve; pin a tag (or check the matching tag out) to have it read"}
-		} else {
-			p = l.pinAt(rev, f.srcRoot, ref.url)
-		}
-		if p == nil {
-			continue
-		}
-		if p.fsys == nil {
-			found[i] = engineFound{pos: f.pos, warn: what + " builds from " + source + " at " + rev + ", other than the revision keyhole reads, and " + p.unread +
-				"; keyhole reads nothing for it, as the working tree is not what it deploys", code: CodeFluxRevision, claim: []string{u.Root}}
-			continue
-		}
-		if fi, err := p.fsys.Stat(u.Root); err != nil || !fi.IsDir() {
-			found[i] = engineFound{pos: f.pos, err: fmt.Sprintf("%s: spec.path %q is not a directory of %s at %s (commit %s); kustomize-controller fails to build it",
-				what, relOrAbs(f.srcRoot, u.Root), source, rev, short(p.ref.Commit))}
-			continue
-		}
-		pinned := *p
-		pinned.source = source
-		u.pin = &pinned
-	}
 }

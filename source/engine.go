@@ -7,12 +7,9 @@ import (
 	"io/fs"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"keyhole.dev/keyhole/diag"
 	"keyhole.dev/keyhole/internal/gitfs"
@@ -69,7 +66,7 @@ type engineFound struct {
 	rendered bool
 	// flux is the Flux Kustomization's declaration, for fluxApplied to
 	// read it again as the unit applying it builds it.
-	flux *fluxDecl
+	flux *FluxDecl
 	// argo is the Argo CD object's declaration, for argoApplied to read
 	// it again as the unit applying it builds it.
 	argo *argoDecl
@@ -125,9 +122,8 @@ func isEngineDecl(o diag.Object) bool {
 func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 	var found []engineFound
 	var ds diag.List
-	var releases []pendingRelease
 	var patches []kustomizePatch
-	var repos []FluxDecl
+	var flux fluxScan
 	var engineCharts []engineChart
 	scanned := map[string]bool{}
 	for _, p := range paths {
@@ -161,7 +157,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 				var founds []engineFound
 				switch {
 				case isFluxObject(o):
-					founds = l.scanFlux(d, f, srcRoots, &repos, &releases)
+					founds = l.scanFlux(d, f, srcRoots, &flux)
 				case strings.HasPrefix(o.APIVersion, argoGroup) && (o.Kind == "Application" || o.Kind == "ApplicationSet"):
 					founds = l.argoUnits(d, nil, "", srcRoots)
 					decl := &argoDecl{d: d, file: f, srcRoots: srcRoots}
@@ -284,67 +280,11 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 			}
 		}
 	}
-	if l.findOwnSources(found, repos) || len(l.artifacts) > 0 || len(l.gitRefs) > 0 || len(l.fluxInstances) > 0 || len(l.artifactURLs) > 0 {
-		// Read again what was skipped as built from another source (or
-		// an ExternalArtifact of a generator found after it, a
-		// GitRepository or OCIRepository declared after it).
-		for i, f := range found {
-			if f.flux != nil && (f.skip != "" || f.unread != "") {
-				ef := l.fluxUnit(f.flux.d, nil, f.flux.ns, f.flux.srcRoots)
-				ef.flux = f.flux
-				ef.declared(f.flux.file)
-				found[i] = ef
-			}
-		}
-	}
-	l.anyFlux = slices.ContainsFunc(found, func(f engineFound) bool { return f.unit != nil && f.unit.Flux != nil })
-	l.readRepoObjectsAhead(found)
-	l.scope = l.newFluxScope(foundUnits(found))
-	found, fds := l.fluxApplied(found, patches)
+	found, fds := l.fluxScanned(found, flux, patches)
 	ds = append(ds, fds...)
 	found, fds = l.argoSettled(found, patches)
 	ds = append(ds, fds...)
-	found, entries := l.fluxReach(found)
-	l.fluxPins(found)
-	for _, r := range releases {
-		listed := l.listedNamespace(r.file, r.srcRoots[0])
-		var efs []engineFound
-		ps := l.appliers(r.file, found, nil, fluxApplying)
-		if len(ps) == 0 {
-			what := "Flux HelmRelease " + cmp.Or(releaseNamespace(r, nil, listed), "default") + "/" + r.d.Object().Name
-			if by := l.unlisting(r.file, found, nil); by != nil {
-				found = append(found, engineFound{pos: r.d.Pos, skip: what + " lies under the path of Flux Kustomization " + strings.TrimPrefix(by.Name, "flux:") + ", whose kustomization does not list its file: Flux does not apply it, so it is no deploy unit"})
-				continue
-			}
-			if entries {
-				found = append(found, engineFound{pos: r.d.Pos, skip: what + " is applied by no Flux Kustomization that a cluster's entry reaches: an example, not a deployment, so it is no deploy unit"})
-				continue
-			}
-		}
-		for _, p := range ps {
-			ef, ok := l.releaseAs(r, p, listed, patches, &ds)
-			if !ok {
-				continue
-			}
-			if ef.skip != "" {
-				if len(ps) > 1 {
-					efs = nil // out of reach whoever applies it: said once, of the object as written
-				} else {
-					efs = append(efs, ef)
-				}
-				break
-			}
-			if len(ps) > 1 {
-				ef.fan = p
-			}
-			efs = append(efs, ef)
-		}
-		if len(efs) == 0 {
-			ef, _ := l.releaseAs(r, nil, listed, patches, &ds)
-			efs = append(efs, ef)
-		}
-		found = append(found, efs...)
-	}
+	found = l.fluxFound(found, flux, patches, &ds)
 	uniqueNames(found)
 	var units []*Unit
 	said := map[string]bool{}
@@ -382,24 +322,7 @@ func (l *loader) engineUnits(paths []string) ([]*Unit, diag.List) {
 	}
 	l.fluxClusters(units)
 	l.argoInstances(units)
-	renderedCluster(found, units)
-	l.scope = l.newFluxScope(units)
-	l.scope.final = true
-	// A HelmRelease deploys to the cluster of the Flux unit that
-	// applies it.
-	for _, u := range units {
-		if u.Source == UnitHelmRelease && u.Cluster == "" {
-			by := u.appliedBy
-			for _, v := range units {
-				if u.appliedBy == nil && v.Flux != nil && declaredUnder(u, v) && (by == nil || len(v.Root) > len(by.Root)) {
-					by = v // applied by none: the deepest whose path holds it
-				}
-			}
-			if by != nil {
-				u.Cluster = by.Cluster
-			}
-		}
-	}
+	l.fluxUnits(found, units)
 	return units, ds
 }
 
@@ -412,40 +335,6 @@ func foundUnits(found []engineFound) []*Unit {
 		}
 	}
 	return units
-}
-
-// releaseAs is the unit of the HelmRelease r as the Flux unit p (nil
-// when none does) applies it: in p's namespace, patched and substituted
-// as p's build writes it when p may change it; listed is the namespace
-// the kustomization listing it sets. ok is false when p's build does not
-// hold it.
-func (l *loader) releaseAs(r pendingRelease, p *Unit, listed string, patches []kustomizePatch, ds *diag.List) (ef engineFound, ok bool) {
-	ns := releaseNamespace(r, p, listed)
-	ef = l.helmReleaseUnit(r.d, nil, ns, r.srcRoots, p)
-	applied := false
-	if p != nil && (ef.unit != nil || ef.err != "") {
-		// A chart of this repository: read as the Flux unit applying
-		// it builds it.
-		o, applies := l.appliedAs(p, r.file, "HelmRelease", r.d.Object().Name, patches, ds)
-		if !applies {
-			return engineFound{}, false
-		}
-		if o != nil {
-			ef, applied = l.helmReleaseUnit(r.d, o.node, cmp.Or(o.ns, ns), r.srcRoots, p), true
-		}
-	}
-	if ef.unit != nil {
-		ef.unit.appliedBy = p
-		if f := l.releasePatch(patches, r.d.Object().Name); f != "" && !applied {
-			note := "the kustomize patch " + f + ", which keyhole does not apply to the HelmRelease (it reads the release as written)"
-			if h := ef.unit.Helm; h.Without != "" {
-				note = h.Without + " and " + note
-			}
-			ef.unit.Helm.Without = note
-		}
-	}
-	ef.declared(r.file)
-	return ef, true
 }
 
 // uniqueNames tells apart the units of found that share a name: the same
@@ -481,34 +370,6 @@ func uniqueNames(found []engineFound) {
 			u.Dir = path.Join(string(u.Source), outputDir(at), strings.TrimPrefix(u.Dir, string(u.Source)+"/"))
 		}
 	}
-}
-
-// releasePatch names the first of patches that may change the Flux
-// HelmRelease named name, or "". A Flux Kustomization applies the
-// HelmRelease its kustomization builds, patches included; keyhole reads
-// HelmReleases before anything is built, so a patched one is rendered
-// as written, and says so.
-func (l *loader) releasePatch(patches []kustomizePatch, name string) string {
-	for _, p := range patches {
-		switch {
-		case p.kind != "" && p.kind != "HelmRelease":
-			continue
-		case p.kind != "":
-			// kustomize matches a target's name as a regular expression.
-			if re, err := regexp.Compile("^(?:" + p.name + ")$"); p.name == "" || err != nil || re.MatchString(name) {
-				return p.shown
-			}
-			continue
-		}
-		data := l.sniff(p.file, []byte("HelmRelease"))
-		docs, _ := Parse(p.shown, data)
-		for _, d := range docs {
-			if o := d.Object(); o.Kind == "HelmRelease" && (o.Name == "" || o.Name == name) {
-				return p.shown
-			}
-		}
-	}
-	return ""
 }
 
 // enginePath resolves an engine object's path (spec.path, a source's
@@ -901,25 +762,4 @@ func (l *loader) buildPinned(u *Unit) {
 		l.notDeployed(u, j.named, j.run.read)
 		l.argoApplies(u, l.docs[before:])
 	}
-}
-
-// pendingRelease is a Flux HelmRelease found by engineUnits' scan, read
-// once the scan is over.
-type pendingRelease struct {
-	d        *Document
-	file     string
-	srcRoots []string
-}
-
-// releaseNamespace is the namespace the HelmRelease r is applied in by
-// the Flux unit p (nil when none does): p's targetNamespace, which
-// kustomize-controller writes over every namespace; else its own, or
-// listed, the one the kustomization listing it sets.
-func releaseNamespace(r pendingRelease, p *Unit, listed string) string {
-	if p != nil {
-		if t, _, _ := unstructured.NestedString(p.Flux.Object.Object, "spec", "targetNamespace"); t != "" {
-			return t
-		}
-	}
-	return cmp.Or(r.d.Object().Namespace, listed)
 }

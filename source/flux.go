@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -66,13 +67,19 @@ func isFluxObject(o diag.Object) bool {
 	return false
 }
 
+// fluxScan is what engineUnits' scan keeps of Flux's objects for the
+// phases after it: the GitRepositories, and the HelmReleases, read once
+// every Kustomization is known.
+type fluxScan struct {
+	repos, releases []FluxDecl
+}
+
 // scanFlux records what the Flux engine reads of the Flux object d that
-// engineUnits' scan found in file, under srcRoots: a GitRepository in
-// repos, a HelmRelease in releases, the other sources and the
-// ExternalArtifacts in the loader, which the phases after the scan
-// read. It returns the unit a Kustomization makes as written. With no
+// engineUnits' scan found in file, under srcRoots: a GitRepository or
+// HelmRelease in scan, the other sources and the ExternalArtifacts in
+// the loader, which the phases after the scan read. It returns the unit a Kustomization makes as written. With no
 // Flux engine, a Kustomization's unit and a HelmRelease's say so.
-func (l *loader) scanFlux(d *Document, file string, srcRoots []string, repos *[]FluxDecl, releases *[]pendingRelease) []engineFound {
+func (l *loader) scanFlux(d *Document, file string, srcRoots []string, scan *fluxScan) []engineFound {
 	o := d.Object()
 	var r FluxObject
 	var f engineFound
@@ -92,15 +99,15 @@ func (l *loader) scanFlux(d *Document, file string, srcRoots []string, repos *[]
 	switch {
 	case unit:
 		l.fluxHeld = true
-		f.flux = &fluxDecl{d: d, file: file, ns: r.Namespace, srcRoots: srcRoots}
+		f.flux = &FluxDecl{Doc: d, File: file, Namespace: r.Namespace, SrcRoots: srcRoots}
 		return []engineFound{f}
 	case r.Release:
 		// Read once every Flux Kustomization is known: the one applying
 		// it may set its namespace.
-		*releases = append(*releases, pendingRelease{d: d, file: file, srcRoots: srcRoots})
+		scan.releases = append(scan.releases, FluxDecl{Doc: d, File: file, SrcRoots: srcRoots})
 	case r.GitRepository:
-		*repos = append(*repos, FluxDecl{Doc: d, File: file, Namespace: r.Namespace, SrcRoots: srcRoots})
-		l.gitRef(r.Namespace, o.Name, d)
+		scan.repos = append(scan.repos, FluxDecl{Doc: d, File: file, Namespace: r.Namespace, SrcRoots: srcRoots})
+		l.gitRef(r.Namespace, o.Name, r)
 	case r.OCIRepository:
 		if l.artifactURLs == nil {
 			l.artifactURLs = map[string]string{}
@@ -125,6 +132,57 @@ func (l *loader) scanFlux(d *Document, file string, srcRoots []string, repos *[]
 	return nil
 }
 
+// fluxScanned is the Flux phase that follows engineUnits' scan: the
+// repository's own sources known (Flux.OwnSources), it reads again each
+// Kustomization the scan skipped as built from another source, starts
+// reading the ConfigMaps and Secrets the substitutions will read, and
+// reads each Kustomization another Flux unit applies as that unit's
+// build writes it (fluxApplied).
+func (l *loader) fluxScanned(found []engineFound, scan fluxScan, patches []kustomizePatch) ([]engineFound, diag.List) {
+	if l.findOwnSources(found, scan.repos) || len(l.artifacts) > 0 || len(l.gitRefs) > 0 || len(l.fluxInstances) > 0 || len(l.artifactURLs) > 0 {
+		// Read again what was skipped as built from another source (or
+		// an ExternalArtifact of a generator found after it, a
+		// GitRepository or OCIRepository declared after it).
+		for i, f := range found {
+			if f.flux != nil && (f.skip != "" || f.unread != "") {
+				ef := l.fluxUnit(f.flux.Doc, nil, f.flux.Namespace, f.flux.SrcRoots)
+				ef.flux = f.flux
+				ef.declared(f.flux.File)
+				found[i] = ef
+			}
+		}
+	}
+	l.anyFlux = slices.ContainsFunc(found, func(f engineFound) bool { return f.unit != nil && f.unit.Flux != nil })
+	l.readRepoObjectsAhead(found)
+	l.scope = l.newFluxScope(foundUnits(found))
+	return l.fluxApplied(found, patches)
+}
+
+// fluxFound is the Flux phase that follows the engines' reading of what
+// applies what: the Kustomizations Flux does not apply become notes
+// (fluxReach), the units building from a pinned revision of the
+// repository's own GitRepository are pinned (fluxPins), and the
+// HelmReleases are read (fluxReleases).
+func (l *loader) fluxFound(found []engineFound, scan fluxScan, patches []kustomizePatch, ds *diag.List) []engineFound {
+	found, entries := l.fluxReach(found)
+	l.fluxPins(found)
+	return l.fluxReleases(found, scan.releases, entries, patches, ds)
+}
+
+// fluxUnits is the Flux phase once the units are known and each
+// engine has named its clusters: the render's cluster is the caller's
+// (renderedCluster), the scope of the substitutions is the final one,
+// and a HelmRelease deploys to the cluster of the Flux unit applying
+// it (Flux.ReleaseClusters).
+func (l *loader) fluxUnits(found []engineFound, units []*Unit) {
+	renderedCluster(found, units)
+	l.scope = l.newFluxScope(units)
+	l.scope.final = true
+	if l.opts.Engines.Flux != nil {
+		l.opts.Engines.Flux.ReleaseClusters(Host{l}, units)
+	}
+}
+
 // findOwnSources sets l.ownSources: the GitRepositories of repos that
 // the Flux engine takes for this repository's own (Flux.OwnSources),
 // given the Kustomizations of found. It reports whether it found any.
@@ -135,7 +193,7 @@ func (l *loader) findOwnSources(found []engineFound, repos []FluxDecl) bool {
 	var ks []FluxDecl
 	for _, f := range found {
 		if f.flux != nil {
-			ks = append(ks, FluxDecl{Doc: f.flux.d, File: f.flux.file, Namespace: f.flux.ns, SrcRoots: f.flux.srcRoots})
+			ks = append(ks, *f.flux)
 		}
 	}
 	for _, s := range l.opts.Engines.Flux.OwnSources(Host{l}, repos, ks) {
@@ -198,31 +256,20 @@ func (l *loader) fluxClusters(units []*Unit) {
 // clear, read once per Load however many Flux units substitute from
 // them.
 type repoObjects struct {
-	byKey map[[3]string][]heldObject
+	byKey map[[3]string][]Held
 	// byName holds the objects of each kind and name, for an object
 	// whose namespace a kustomization sets where the file names none.
-	byName map[[2]string][]heldObject
-}
-
-// heldObject is a ConfigMap or Secret and the file (absolute) declaring
-// it.
-type heldObject struct {
-	d    *Document
-	file string
+	byName map[[2]string][]Held
 }
 
 // substitute applies the Flux unit u's postBuild substitution to what
 // kustomize built of its path, as the Flux engine does it after the
-// build; its variables are read from the ConfigMaps and Secrets the
-// repository holds in the clear that u's cluster reads (heldFor).
+// build (Flux.Substitute).
 func (l *loader) substitute(u *Unit, m resmap.ResMap) error {
 	if l.opts.Engines.Flux == nil {
 		return errNoFlux
 	}
-	scope := l.scope
-	return l.opts.Engines.Flux.Substitute(u, m, func(kind, ns, name string) *Document {
-		return heldFor{objs: l.repoObjects(u.Flux.SourceRoot), unit: u, scope: scope}.lookup(kind, ns, name)
-	})
+	return l.opts.Engines.Flux.Substitute(Host{l}, u, m)
 }
 
 // fluxManifest is the kustomization Flux builds u's path with, and the
@@ -232,91 +279,6 @@ func (l *loader) fluxManifest(u *Unit) (data []byte, kfile string, err error) {
 		return nil, "", errNoFlux
 	}
 	return l.opts.Engines.Flux.Manifest(Host{l}, u)
-}
-
-// heldFor reads the ConfigMaps and Secrets a repository holds in the
-// clear as the cluster of one Flux unit reads them: the objects its
-// postBuild substitution and a HelmRelease's valuesFrom name.
-type heldFor struct {
-	objs *repoObjects
-	// unit is the Flux unit reading, and scope says which objects its
-	// cluster's units deploy; with no scope, any object of the name is
-	// read.
-	unit  *Unit
-	scope *fluxScope
-}
-
-// lookup returns the ConfigMap or Secret of kind, namespace and name the
-// repository holds in the clear: in that namespace, else of that name in
-// any. Of several, it is the first that a unit of the substituting
-// unit's cluster deploys, else one that no Flux unit deploys (nearFree);
-// one only another cluster's units deploy is never read: prod's
-// cluster-settings are not dev's.
-func (c heldFor) lookup(kind, ns, name string) *Document {
-	pick := func(held []heldObject) *Document {
-		var free []heldObject
-		for _, o := range held {
-			if c.scope == nil {
-				return o.d
-			}
-			same, deployed := c.scope.deploys(c.unit, o.file)
-			if same {
-				return o.d
-			}
-			if !deployed {
-				free = append(free, o)
-			}
-		}
-		return c.nearFree(free)
-	}
-	if d := pick(c.objs.byKey[[3]string{kind, ns, name}]); d != nil {
-		return d
-	}
-	return pick(c.objs.byName[[2]string{kind, name}])
-}
-
-// nearFree is, of the objects free that no Flux unit deploys, the one
-// the substituting unit's cluster applies: the only one, or the one
-// declared nearest the file declaring the top of the unit's chain of
-// applying units. Nothing deploys that file either: what applies it (a
-// FluxInstance's sync, a cluster's bootstrap) applies its directory,
-// so clusters/b/apps.yaml substitutes from clusters/b/cluster-info.yaml,
-// not from clusters/a's. Where two are equally near, the unit's cluster
-// cannot be told and neither is read: the variables stay as written.
-func (c heldFor) nearFree(free []heldObject) *Document {
-	switch len(free) {
-	case 0:
-		return nil
-	case 1:
-		return free[0].d
-	}
-	from := filepath.Dir(c.scope.top(c.unit).declFile)
-	best, bestAt, tied := -1, -1, false
-	for i, o := range free {
-		n := commonDirs(from, filepath.Dir(o.file))
-		switch {
-		case n > best:
-			best, bestAt, tied = n, i, false
-		case n == best:
-			tied = true
-		}
-	}
-	if tied {
-		return nil
-	}
-	return free[bestAt].d
-}
-
-// commonDirs is how many leading path elements the directories a and b
-// share.
-func commonDirs(a, b string) int {
-	as := strings.Split(filepath.ToSlash(a), "/")
-	bs := strings.Split(filepath.ToSlash(b), "/")
-	n := 0
-	for n < len(as) && n < len(bs) && as[n] == bs[n] {
-		n++
-	}
-	return n
 }
 
 // repoObjects returns the ConfigMaps and Secrets of the repository at
@@ -357,7 +319,7 @@ func (l *loader) readRepoObjectsAhead(found []engineFound) {
 }
 
 func (l *loader) readRepoObjects(root string) *repoObjects {
-	r := &repoObjects{byKey: map[[3]string][]heldObject{}, byName: map[[2]string][]heldObject{}}
+	r := &repoObjects{byKey: map[[3]string][]Held{}, byName: map[[2]string][]Held{}}
 	for _, f := range walkAll(l.fsys, root, &l.paths) {
 		data := l.sniff(f, []byte("kind"))
 		if data == nil || !(bytes.Contains(data, []byte("ConfigMap")) || bytes.Contains(data, []byte("Secret"))) {
@@ -370,9 +332,9 @@ func (l *loader) readRepoObjects(root string) *repoObjects {
 				continue
 			}
 			k := [3]string{o.Kind, cmp.Or(o.Namespace, "default"), o.Name}
-			r.byKey[k] = append(r.byKey[k], heldObject{d: d, file: f})
+			r.byKey[k] = append(r.byKey[k], Held{Doc: d, File: f})
 			n := [2]string{o.Kind, o.Name}
-			r.byName[n] = append(r.byName[n], heldObject{d: d, file: f})
+			r.byName[n] = append(r.byName[n], Held{Doc: d, File: f})
 		}
 	}
 	return r
@@ -428,7 +390,7 @@ func renderedCluster(found []engineFound, units []*Unit) {
 		}
 		var by *Unit
 		for _, v := range units {
-			if v.Flux != nil && within(v.Root, f.flux.file) && (by == nil || len(v.Root) > len(by.Root)) {
+			if v.Flux != nil && within(v.Root, f.flux.File) && (by == nil || len(v.Root) > len(by.Root)) {
 				by = v
 			}
 		}

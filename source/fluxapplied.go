@@ -17,17 +17,6 @@ import (
 // build applying it writes it, so that its unit is the one the cluster
 // runs; see docs/inputs.md, "Deploy units".
 
-// fluxDecl is where a Flux Kustomization is declared, as engineUnits'
-// scan found it.
-type fluxDecl struct {
-	d    *Document
-	file string // absolute
-	// ns is its namespace as written, or as the kustomization listing
-	// it sets.
-	ns       string
-	srcRoots []string
-}
-
 // fluxApplied rereads, in place, each Flux Kustomization of found whose
 // applying unit may change it, from that unit's build, and adds to
 // found one unit more for each other unit applying it (two clusters'
@@ -55,12 +44,12 @@ func (l *loader) fluxApplied(found []engineFound, patches []kustomizePatch) ([]e
 		}()
 		decl := found[i].flux
 		self := func(f engineFound) bool { return f.flux == decl }
-		ps := l.appliers(decl.file, found, self, fluxApplying)
+		ps := l.appliers(decl.File, found, self, fluxApplying)
 		if len(ps) == 0 {
 			return
 		}
 		if u := found[i].unit; u != nil && !parentOf && !l.engineUnitMatters(u) &&
-			!strings.Contains(stringField(Lookup(decl.d.Node, "spec"), "path"), "${") {
+			!strings.Contains(stringField(Lookup(decl.Doc.Node, "spec"), "path"), "${") {
 			// Not built as written: nothing under its path is keyhole's.
 			// Read again only for the Kustomizations it applies.
 			u.appliedBy = ps[0]
@@ -69,27 +58,27 @@ func (l *loader) fluxApplied(found []engineFound, patches []kustomizePatch) ([]e
 		for _, p := range ps {
 			apply(idx[p], true) // the parent as its own parent applies it
 		}
-		ps = l.appliers(decl.file, found, self, fluxApplying) // their paths as applied
+		ps = l.appliers(decl.File, found, self, fluxApplying) // their paths as applied
 		added := 0
 		for _, p := range ps {
 			if found[idx[p]].unit != p {
 				continue // the parent is in error; it says so
 			}
-			bk, applies := l.appliedAs(p, decl.file, "Kustomization", decl.d.Object().Name, patches, &ds)
+			bk, applies := l.appliedAs(p, decl.File, "Kustomization", decl.Doc.Object().Name, patches, &ds)
 			if !applies {
 				continue // not in its build: p does not apply it
 			}
 			var ef engineFound
 			switch {
 			case bk != nil:
-				ef = l.fluxUnit(decl.d, bk.node, cmp.Or(bk.ns, decl.ns), decl.srcRoots)
+				ef = l.fluxUnit(decl.Doc, bk.node, cmp.Or(bk.ns, decl.Namespace), decl.SrcRoots)
 			case added == 0:
 				ef = found[i] // as written
 			default:
-				ef = l.fluxUnit(decl.d, nil, decl.ns, decl.srcRoots)
+				ef = l.fluxUnit(decl.Doc, nil, decl.Namespace, decl.SrcRoots)
 			}
 			ef.flux = decl
-			ef.declared(decl.file)
+			ef.declared(decl.File)
 			if len(ps) > 1 {
 				ef.fan = p
 			}

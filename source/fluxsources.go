@@ -125,21 +125,6 @@ func (l *loader) sourceIs(kind, ns, name, root string) (is FluxSourceIs, url, re
 	return FluxSourceUnknown, "", ""
 }
 
-// fluxEntry reports whether the Flux Kustomization of found f is a
-// cluster's entry: its unit's path holds (and its build applies) the
-// file declaring it, as bootstrap's flux-system does, or keyhole.yaml's
-// flux.entries names its file or a directory above it.
-func (l *loader) fluxEntry(f engineFound) bool {
-	if f.flux == nil {
-		return false
-	}
-	if l.entryOf(f.flux.file) != "" {
-		return true
-	}
-	u := f.unit
-	return u != nil && u.Flux != nil && within(u.Root, f.flux.file) && l.holds(u, f.flux.file)
-}
-
 // entryOf is the path of keyhole.yaml's flux.entries that holds file
 // (absolute), or "".
 func (l *loader) entryOf(file string) string {
@@ -152,76 +137,29 @@ func (l *loader) entryOf(file string) string {
 }
 
 // fluxReach turns into notes, in place, the Flux Kustomizations of found
-// that Flux does not apply: one under a Flux unit's path that its
-// kustomization does not list, and, where the repository has cluster
-// entries (fluxEntry), one that no entry reaches through the chain of
-// units applying the files that declare them (an example in a project's
-// docs). Without entries, every other Kustomization stays a unit, so
-// that keyhole is never blind. It reports whether there are entries. A
-// Kustomization that several units apply, one of them reached, loses
-// only the units of those not reached.
+// that Flux does not apply, as the Flux engine says (Flux.Reach), and
+// drops the units of those it says nothing more of. It reports whether
+// the repository has cluster entries.
 func (l *loader) fluxReach(found []engineFound) ([]engineFound, bool) {
-	reached := make([]bool, len(found))
-	var queue []*Unit
+	if l.opts.Engines.Flux == nil {
+		return found, false // no Flux unit: none applies another, nor is an entry
+	}
+	var ks []FluxFound
+	var at []int
 	for i, f := range found {
-		if l.fluxEntry(f) {
-			reached[i] = true
-			if f.unit != nil {
-				queue = append(queue, f.unit)
-			}
+		if f.flux != nil {
+			ks = append(ks, FluxFound{Decl: f.flux, Unit: f.unit})
+			at = append(at, i)
 		}
 	}
-	entries := len(queue) > 0 || slices.Contains(reached, true)
-	if entries {
-		for len(queue) > 0 {
-			p := queue[0]
-			queue = queue[1:]
-			for i, f := range found {
-				if reached[i] || f.flux == nil || f.unit == p {
-					continue
-				}
-				if within(p.Root, f.flux.file) && l.holds(p, f.flux.file) || !within(p.Root, f.flux.file) && l.reached(p)[f.flux.file] {
-					reached[i] = true
-					if f.unit != nil {
-						queue = append(queue, f.unit)
-					}
-				}
-			}
-		}
-	}
-	someReached := map[*fluxDecl]bool{}
-	for i, f := range found {
-		if f.flux != nil && reached[i] {
-			someReached[f.flux] = true
-		}
-	}
+	rs, entries := l.opts.Engines.Flux.Reach(Host{l}, ks)
 	drop := map[int]bool{}
-	note := map[*fluxDecl]string{}
-	for i, f := range found {
-		if f.flux == nil || reached[i] {
-			continue
-		}
-		if someReached[f.flux] {
-			drop[i] = true // another unit applying it is reached
-			continue
-		}
-		n, seen := note[f.flux]
-		if !seen {
-			what := "Flux Kustomization " + cmp.Or(f.flux.ns, fluxOwnSource) + "/" + f.flux.d.Object().Name
-			switch by := l.unlisting(f.flux.file, found, func(g engineFound) bool { return g.flux == f.flux }); {
-			case by != nil:
-				n = what + " lies under the path of Flux Kustomization " + strings.TrimPrefix(by.Name, "flux:") + ", whose kustomization does not list its file: Flux does not apply it, so it is no deploy unit"
-			case entries:
-				n = what + " is applied by no cluster's entry (a Kustomization whose path holds the file declaring it, as bootstrap's flux-system, or one in a file keyhole.yaml's flux.entries names) nor by a Kustomization they apply: an example, not a deployment, so it is no deploy unit"
-			}
-			note[f.flux] = n
-			if n != "" {
-				found[i] = engineFound{pos: f.flux.d.Pos, skip: n}
-				continue
-			}
-		}
-		if n != "" {
-			drop[i] = true // said once, at its first unit
+	for j, r := range rs {
+		switch {
+		case r.Drop:
+			drop[at[j]] = true
+		case r.Note != "":
+			found[at[j]] = engineFound{pos: ks[j].Decl.Doc.Pos, skip: r.Note}
 		}
 	}
 	if len(drop) > 0 {
@@ -236,26 +174,12 @@ func (l *loader) fluxReach(found []engineFound) ([]engineFound, bool) {
 	return found, entries
 }
 
-// unlisting is a Flux unit of found (other than those self takes) whose
-// path holds file but whose build does not apply it, when no Flux unit
-// applies it; else nil.
-func (l *loader) unlisting(file string, found []engineFound, self func(engineFound) bool) *Unit {
-	if len(l.appliers(file, found, self, fluxApplying)) > 0 {
-		return nil
-	}
-	for _, f := range found {
-		if u := f.unit; u != nil && u.Flux != nil && (self == nil || !self(f)) && within(u.Root, file) {
-			return u
-		}
-	}
-	return nil
-}
-
 // fluxScope says which Flux units deploy a file and which cluster each
-// belongs to, for substitution (heldFor.lookup): a unit's cluster is
-// the top of the chain of units applying the files that declare them
-// (fluxParent). It is made when the units are known, before builds run
-// in parallel, and only read after.
+// belongs to, for substitution (the Flux engine reads the ConfigMaps
+// and Secrets of a unit's cluster through Host.FluxDeploys): a unit's
+// cluster is the top of the chain of units applying the files that
+// declare them (parent). It is made when the units are known, before
+// builds run in parallel, and only read after.
 type fluxScope struct {
 	units []*Unit
 	reads map[*Unit]buildFiles
@@ -290,10 +214,8 @@ func (l *loader) newFluxScope(units []*Unit) *fluxScope {
 }
 
 // key names the cluster of u as the Flux engine names it
-// (Flux.Clusters): its own (kubeConfig) or an applying unit's, else the
-// entry of keyhole.yaml holding its top's file, else its top's path
-// where that applies its own file or u is not the top, else "", the
-// caller's cluster.
+// (Flux.Cluster): the top of its chain of applying units is the first
+// that names its own cluster (kubeConfig), else the last.
 func (s *fluxScope) key(u *Unit) string {
 	if s.final {
 		return u.Cluster
@@ -302,10 +224,7 @@ func (s *fluxScope) key(u *Unit) string {
 		return k
 	}
 	top, seen := u, map[*Unit]bool{u: true}
-	for {
-		if top.Cluster != "" {
-			return top.Cluster
-		}
+	for top.Cluster == "" {
 		p := s.parent(top)
 		if p == nil || seen[p] {
 			break
@@ -313,13 +232,10 @@ func (s *fluxScope) key(u *Unit) string {
 		seen[p] = true
 		top = p
 	}
-	switch {
-	case s.l.entryOf(top.declFile) != "":
-		return "entry " + s.l.entryOf(top.declFile)
-	case top != u || declaredUnder(top, top):
-		return "top " + top.Root + "\x00" + top.Name
+	if s.l.opts.Engines.Flux == nil {
+		return "" // no Flux unit is built: none substitutes
 	}
-	return ""
+	return s.l.opts.Engines.Flux.Cluster(Host{s.l}, u, top)
 }
 
 // top is the unit at the top of u's chain of applying units.

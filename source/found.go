@@ -116,13 +116,6 @@ func (h Host) EnginePath(rel string, srcRoots []string) (dir, root string) {
 // HelmChart reports whether the directory dir (absolute) is a Helm chart.
 func (h Host) HelmChart(dir string) bool { return helmChartFile(h.l.fsys, dir) != "" }
 
-// HeldObject is the ConfigMap or Secret of kind, namespace and name that
-// the repository at root holds in the clear (in that namespace, else of
-// that name in any), whichever cluster reads it; nil when it holds none.
-func (h Host) HeldObject(root, kind, ns, name string) *Document {
-	return heldFor{objs: h.l.repoObjects(root)}.lookup(kind, ns, name)
-}
-
 // GeneratedValue is the value of key in the ConfigMap ns/name that the
 // build of the Flux unit by writes (a configMapGenerator's, named as
 // written or as the build renames it), as a controller reads it from the

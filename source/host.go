@@ -101,10 +101,11 @@ type Flux interface {
 	// stands for (absolute, OS form), reading through h.
 	Manifest(h Host, u *Unit) (data []byte, kfile string, err error)
 	// Substitute applies u's postBuild substitution to m, what kustomize
-	// built of its path, as kustomize-controller does after the build;
-	// held gives the ConfigMaps and Secrets its substituteFrom names. It
-	// is called from several goroutines at once.
-	Substitute(u *Unit, m resmap.ResMap, held HeldObjects) error
+	// built of its path, as kustomize-controller does after the build,
+	// its variables read from the ConfigMaps and Secrets the repository
+	// holds in the clear that u's cluster reads (Host.Held). It is
+	// called from several goroutines at once.
+	Substitute(h Host, u *Unit, m resmap.ResMap) error
 	// Config reads the flux field of keyhole.yaml's Config document d,
 	// whose directory is base (absolute, OS form): what it says, and a
 	// ConfigInvalid error at each path that is not the repository's.
@@ -134,6 +135,31 @@ type Flux interface {
 	// found, every engine's) that deploys to another cluster than the
 	// one keyhole's caller means.
 	Clusters(h Host, units []*Unit)
+	// Reach says, of each Flux Kustomization of ks (every one found, in
+	// the scan's order), whether Flux applies it: one under a Flux
+	// unit's path that its kustomization does not list is no deploy
+	// unit, nor, where the repository has cluster entries, one no entry
+	// reaches. entries says whether it has.
+	Reach(h Host, ks []FluxFound) (r []FluxReached, entries bool)
+	// ReleaseNamespace is the namespace the HelmRelease d is applied in
+	// by the Flux unit by (nil for none); listed is the one the
+	// kustomization listing its file sets.
+	ReleaseNamespace(d *Document, by *Unit, listed string) string
+	// Unapplied is why the HelmRelease d, declared in file and applied
+	// by no Flux unit of ks (those found once Reach has said, in order),
+	// is no deploy unit, or "" when it stays one, read as written;
+	// entries is what Reach said.
+	Unapplied(h Host, d *Document, file, listed string, ks []FluxFound, entries bool) string
+	// ReleaseClusters sets the Cluster of each HelmRelease unit of units
+	// that names none to the cluster of the Flux unit applying it, once
+	// every unit's cluster is known.
+	ReleaseClusters(h Host, units []*Unit)
+	// Cluster names the cluster of the Flux unit u, the top of whose
+	// chain of applying units is top: what Clusters sets, and what tells
+	// the clusters apart before it has (the ConfigMaps and Secrets a
+	// unit's substitution reads, Host.FluxDeploys), "" for the cluster
+	// keyhole's caller means.
+	Cluster(h Host, u, top *Unit) string
 }
 
 // FluxDecl is one of Flux's objects as the loader's scan found it.
@@ -161,12 +187,16 @@ type FluxObject struct {
 	// (Flux.HelmRelease).
 	Release bool
 	// GitRepository says the object is a GitRepository, whose revision
-	// the loader compares with the one it reads.
+	// the loader compares with the one it reads: Revision is what its
+	// spec.ref names, as source-controller reads it, and Semver says
+	// that is a semver range over the repository's tags.
 	GitRepository bool
-	// OCIRepository says the object is an OCIRepository, whose
-	// spec.url is URL.
+	Revision      string
+	Semver        bool
+	// OCIRepository says the object is an OCIRepository.
 	OCIRepository bool
-	URL           string
+	// URL is a GitRepository's or OCIRepository's spec.url.
+	URL string
 	// SyncsGit says the object is a FluxInstance whose sync is a
 	// GitRepository, which flux-operator names after Namespace.
 	SyncsGit bool
@@ -265,12 +295,6 @@ type KustomizeRead struct {
 	// built, quoting no key or value; "" when it writes it out.
 	Unwritable string
 }
-
-// HeldObjects gives the ConfigMap or Secret of kind, namespace and name
-// that the repository holds in the clear and the cluster of the unit
-// asking reads, or nil: then the cluster's object is not the
-// repository's to tell.
-type HeldObjects func(kind, ns, name string) *Document
 
 // errNoFlux is a Flux unit's build when Load was given no Flux engine.
 var errNoFlux = errors.New("keyhole was built without its Flux engine (source.Options.Engines)")

@@ -48,7 +48,7 @@ func (Engine) OwnSources(h source.Host, repos, kustomizations []source.FluxDecl)
 // file is in one of keyhole.yaml's flux.entries, which then names it.
 // Objects declared outside every Flux unit's path deploy to the cluster
 // keyhole's caller means ("").
-func (Engine) Clusters(h source.Host, units []*source.Unit) {
+func (e Engine) Clusters(h source.Host, units []*source.Unit) {
 	var fl []*source.Unit
 	for _, u := range units {
 		if u.Flux != nil {
@@ -84,16 +84,26 @@ func (Engine) Clusters(h source.Host, units []*source.Unit) {
 			}
 			top = p
 		}
-		switch {
-		case top.Cluster != "":
-			u.Cluster = top.Cluster
-		case h.FluxEntry(h.DeclaredIn(top)) != "":
-			e := h.FluxEntry(h.DeclaredIn(top))
-			u.Cluster = "flux " + filepath.ToSlash(relOrAbs(h.SourceRoot(e), e))
-		case top != u || declaredUnder(u, u):
-			u.Cluster = "flux " + filepath.ToSlash(relOrAbs(top.Flux.SourceRoot, top.Root))
-		}
+		u.Cluster = e.Cluster(h, u, top)
 	}
+}
+
+// Cluster names the cluster of the Flux unit u, the top of whose chain
+// of applying units is top: top's own (kubeConfig, or one set before),
+// else the entry of keyhole.yaml's flux.entries holding top's file, else
+// top's path where top applies its own file or is not u; else "", the
+// cluster keyhole's caller means.
+func (Engine) Cluster(h source.Host, u, top *source.Unit) string {
+	switch {
+	case top.Cluster != "":
+		return top.Cluster
+	case h.FluxEntry(h.DeclaredIn(top)) != "":
+		e := h.FluxEntry(h.DeclaredIn(top))
+		return "flux " + filepath.ToSlash(relOrAbs(h.SourceRoot(e), e))
+	case top != u || source.Within(top.Root, h.DeclaredIn(top)):
+		return "flux " + filepath.ToSlash(relOrAbs(top.Flux.SourceRoot, top.Root))
+	}
+	return ""
 }
 
 // relOrAbs is abs relative to base, or abs where it cannot be.

@@ -8,12 +8,15 @@
 // Kustomization and HelmRelease as the deploy unit it makes (units.go),
 // the source a Kustomization builds from, or why keyhole does not read
 // it (sources.go), what an ArtifactGenerator cuts out of a source for
-// each ExternalArtifact, and keyhole.yaml's flux field; and it says
-// which GitRepositories are the repository's own and which cluster each
-// unit deploys to (clusters.go). It reads the repository through the
-// loader's source.Host, so a commit's tree builds as the disk does.
-// Which Kustomizations apply which, and which a cluster's entry
-// reaches, is the loader's (package source), which builds them.
+// each ExternalArtifact, the revision a GitRepository's spec.ref names
+// (revision.go), and keyhole.yaml's flux field; it says which
+// GitRepositories are the repository's own and which cluster each unit
+// deploys to (clusters.go), which Kustomizations a cluster's entry
+// reaches (reach.go), where a HelmRelease lands (releases.go), and which
+// of a repository's ConfigMaps and Secrets a unit's cluster reads
+// (held.go). It reads the repository through the loader's source.Host,
+// so a commit's tree builds as the disk does. Which files each unit's
+// build applies is the loader's (package source), which builds them.
 package flux
 
 import "keyhole.dev/keyhole/source"

@@ -29,7 +29,8 @@ func (e Engine) Object(h source.Host, d *source.Document, file string, srcRoots 
 	spec := source.Lookup(d.Node, "spec")
 	switch o.Kind {
 	case "GitRepository":
-		return source.FluxObject{Namespace: ns, GitRepository: true}
+		rev, semver := revision(source.Lookup(spec, "ref"))
+		return source.FluxObject{Namespace: ns, GitRepository: true, Revision: rev, Semver: semver, URL: source.StringField(spec, "url")}
 	case "OCIRepository":
 		return source.FluxObject{Namespace: ns, OCIRepository: true, URL: source.StringField(spec, "url")}
 	case "FluxInstance":

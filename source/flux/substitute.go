@@ -18,8 +18,15 @@ import (
 
 // Substitute applies u's postBuild substitution to what kustomize built,
 // as kustomize-controller does after the build; vars are read from the
-// ConfigMaps and Secrets held gives, those the repository declares.
-func (Engine) Substitute(u *source.Unit, m resmap.ResMap, held source.HeldObjects) (err error) {
+// ConfigMaps and Secrets the repository holds in the clear that u's
+// cluster reads (heldFor).
+func (Engine) Substitute(h source.Host, u *source.Unit, m resmap.ResMap) error {
+	return substitute(u, m, heldFor(h, u.Flux.SourceRoot, u))
+}
+
+// substitute is Substitute with held giving the objects its
+// substituteFrom names.
+func substitute(u *source.Unit, m resmap.ResMap, held heldObjects) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = errors.New("the Flux substitution failed on this input")
@@ -89,7 +96,7 @@ func (c *repoClient) knownVars(obj unstructured.Unstructured) map[string]bool {
 type repoClient struct {
 	client.Client
 	// held gives the objects the substituting unit's cluster reads.
-	held source.HeldObjects
+	held heldObjects
 	// unknown are the variables an object the repository does not hold
 	// in the clear stands for, each as written.
 	unknown map[string]string

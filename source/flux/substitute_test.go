@@ -46,7 +46,7 @@ func TestSubstituteSecretValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	u := &source.Unit{Name: "flux:flux-system/apps", Flux: &source.FluxOverlay{Object: ks}}
-	if err := (Engine{}).Substitute(u, m, held); err != nil {
+	if err := substitute(u, m, held); err != nil {
 		t.Fatal(err)
 	}
 	out, err := m.AsYaml()

@@ -186,7 +186,7 @@ func (Engine) HelmRelease(h source.Host, d *source.Document, vals *yaml.Node, ns
 			key := cmp.Or(source.StringField(e, "valuesKey"), "values.yaml")
 			value, found := "", false
 			if kind == "ConfigMap" {
-				if cm := h.HeldObject(srcRoot, "ConfigMap", ns, name); cm != nil {
+				if cm := heldFor(h, srcRoot, nil)("ConfigMap", ns, name); cm != nil {
 					if data := source.Lookup(source.Lookup(cm.Node, "data"), key); data != nil && data.Kind == yaml.ScalarNode {
 						value, found = data.Value, true
 					}
