@@ -260,6 +260,10 @@ func (h Host) FileMatters(abs string) bool {
 // Secret: what keyhole checks of a unit building it.
 func (h Host) Matters(dir string) bool { return h.l.kustomizationMatters(dir) }
 
+// NamesKeyhole reports whether something under the directory dir
+// (absolute), or a path its kustomization reads, names keyhole's kinds.
+func (h Host) NamesKeyhole(dir string) bool { return h.l.kustomizationNamesKeyhole(dir) }
+
 // Abs is the path p, as the loader reports it (a Document's File), made
 // absolute (OS form).
 func (h Host) Abs(p string) string { return h.l.osPath(p) }

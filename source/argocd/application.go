@@ -402,8 +402,9 @@ func appSetUnits(h source.Host, set *yaml.Node, d *source.Document, ns string, s
 		}
 		if stop := g.Stop; stop != nil {
 			var claim []string
+			named := false // the template's paths name directories, whatever its parameters
 			if stop.Severity != diag.Error {
-				claim = templateDirs(h, tmpl, srcRoots[0])
+				claim, named = templateDirs(h, tmpl, srcRoots[0])
 			}
 			if stop.Severity == diag.Warning {
 				// What keyhole cannot know matters only where the
@@ -415,7 +416,15 @@ func appSetUnits(h source.Host, set *yaml.Node, d *source.Document, ns string, s
 					stop = appSetSkip(stop.Message + "; nothing keyhole reads names keyhole's kinds")
 				case len(claim) > 0 && !slices.ContainsFunc(claim, h.Matters):
 					stop = appSetSkip(stop.Message + "; nothing in the directories its template builds names keyhole's kinds or declares a Secret")
-				case stop.Apart && len(claim) > 0:
+				case stop.Apart && named && len(claim) == 0:
+					// Nothing of this repository to check apart: its
+					// Applications build paths the repository lacks.
+					stop = appSetSkip(stop.Message + "; its template's paths name no directory of this repository")
+				case stop.Apart && !slices.ContainsFunc(claim, h.NamesKeyhole):
+					// A Secret there is no object keyhole checks; a
+					// Connection that reads it says so itself.
+					stop = appSetSkip(stop.Message + "; the directories its template builds declare Secrets but name none of keyhole's kinds")
+				case stop.Apart:
 					stop = checkApart(h, stop, claim, srcRoots[0])
 				}
 			}
@@ -451,11 +460,11 @@ func appSetUnits(h source.Host, set *yaml.Node, d *source.Document, ns string, s
 // appSetSkip is a stop saying a generator's Applications are out of
 // reach.
 // checkApart is stop with its advice naming the directories of claim
-// (under root) that hold something of keyhole's, to check on their own.
+// (under root) that name keyhole's kinds, to check on their own.
 func checkApart(h source.Host, stop *appSetStop, claim []string, root string) *appSetStop {
 	var dirs []string
 	for _, d := range claim {
-		if !h.Matters(d) {
+		if !h.NamesKeyhole(d) {
 			continue
 		}
 		if rel, err := filepath.Rel(root, d); err == nil {
@@ -478,8 +487,10 @@ func appSetSkip(msg string) *appSetStop {
 // templateDirs are the directories under root the ApplicationSet
 // template tmpl's sources may build, whatever its parameters: each
 // source's path with every {{...}} read as "*", when some element of it
-// is written out (envs/{{.name}}, not {{.path}}).
-func templateDirs(h source.Host, tmpl *yaml.Node, root string) []string {
+// is written out (envs/{{.name}}, not {{.path}}). named says some path
+// is: with no dirs, then, the Applications build none of this
+// repository's directories.
+func templateDirs(h source.Host, tmpl *yaml.Node, root string) (dirs []string, named bool) {
 	spec := source.Lookup(tmpl, "spec")
 	srcs := []*yaml.Node{source.Lookup(spec, "source")}
 	if ss := source.Lookup(spec, "sources"); ss != nil && ss.Kind == yaml.SequenceNode {
@@ -494,15 +505,14 @@ func templateDirs(h source.Host, tmpl *yaml.Node, root string) []string {
 		}
 	}
 	if len(globs) == 0 {
-		return nil
+		return nil, false
 	}
-	var out []string
 	for _, d := range h.Dirs(root) {
 		if slices.ContainsFunc(globs, func(g string) bool { return globMatch(g, d) }) {
-			out = append(out, filepath.Join(root, filepath.FromSlash(d)))
+			dirs = append(dirs, filepath.Join(root, filepath.FromSlash(d)))
 		}
 	}
-	return out
+	return dirs, true
 }
 
 // templateBuildsRepo reports whether the ApplicationSet template tmpl
