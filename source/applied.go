@@ -2,7 +2,6 @@ package source
 
 import (
 	"bytes"
-	"cmp"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -107,10 +106,7 @@ func (l *loader) buildReads(u *Unit) buildFiles {
 	}
 	out := buildFiles{outside: map[string]bool{}, inside: map[string]bool{}}
 	seen := map[string]bool{}
-	// listing are the directories being listed, by where their links
-	// land: a link back up the tree (a -> .) is not listed again.
-	listing := map[string]bool{}
-	confine, _ := confinement(l.fsys, u.Root)
+	guard := l.guardListing(u.Root)
 	var visit func(p string, listed bool)
 	visit = func(p string, listed bool) {
 		p = filepath.Clean(p)
@@ -146,12 +142,11 @@ func (l *loader) buildReads(u *Unit) buildFiles {
 		if !within(u.Root, p) {
 			return // kustomize refuses a directory without a kustomization
 		}
-		_, real := l.scopeMemo.resolve(l.fsys, confine, p)
-		if listing[cmp.Or(real, p)] {
+		key, ok := guard.enter(p)
+		if !ok {
 			return
 		}
-		listing[cmp.Or(real, p)] = true
-		defer delete(listing, cmp.Or(real, p))
+		defer guard.leave(key)
 		entries, _ := l.fsys.ReadDir(p)
 		for _, e := range entries {
 			if !strings.HasPrefix(e.Name(), ".") {

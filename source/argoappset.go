@@ -52,19 +52,14 @@ func (l *loader) allDirs(base string) []string {
 // order, with its path relative to root (slash-separated); it descends
 // into a directory when visit returns true for it.
 func (l *loader) visitTree(root string, visit func(rel string, fi fs.FileInfo) bool) {
-	// listing are the directories being listed, by where their links
-	// land: a link back up the tree (a -> .) is not listed again, as two
-	// such links would name 2^40 directories.
-	listing := map[string]bool{}
-	confine, _ := confinement(l.fsys, root)
+	guard := l.guardListing(root)
 	var walk func(dir string)
 	walk = func(dir string) {
-		_, real := l.scopeMemo.resolve(l.fsys, confine, dir)
-		if listing[cmp.Or(real, dir)] {
+		key, ok := guard.enter(dir)
+		if !ok {
 			return
 		}
-		listing[cmp.Or(real, dir)] = true
-		defer delete(listing, cmp.Or(real, dir))
+		defer guard.leave(key)
 		entries, err := l.fsys.ReadDir(dir)
 		if err != nil {
 			return

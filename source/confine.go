@@ -1,6 +1,7 @@
 package source
 
 import (
+	"cmp"
 	"errors"
 	"io/fs"
 	"os"
@@ -140,6 +141,38 @@ func resolveLinks(fsys fileSystem, root, abs string) (link, real string) {
 	}
 	return "", cur
 }
+
+// listingGuard keeps a listing of the tree from entering a directory it
+// is already listing, by where the directory's links land: a link back
+// up the tree (a -> .) names the same directory under ever longer paths,
+// and two such links 2^40 of them.
+type listingGuard struct {
+	l       *loader
+	confine string
+	listing map[string]bool
+}
+
+// guardListing is a listingGuard for a listing of root (absolute).
+func (l *loader) guardListing(root string) *listingGuard {
+	confine, _ := confinement(l.fsys, root)
+	return &listingGuard{l: l, confine: confine, listing: map[string]bool{}}
+}
+
+// enter reports whether dir may be listed: false when it, or where its
+// links land, is being listed. Otherwise the caller lists it, then calls
+// leave with key.
+func (g *listingGuard) enter(dir string) (key string, ok bool) {
+	_, real := g.l.scopeMemo.resolve(g.l.fsys, g.confine, dir)
+	key = cmp.Or(real, dir)
+	if g.listing[key] {
+		return "", false
+	}
+	g.listing[key] = true
+	return key, true
+}
+
+// leave ends the listing enter let begin.
+func (g *listingGuard) leave(key string) { delete(g.listing, key) }
 
 // readlink is os.Readlink.
 func (*osFS) readlink(name string) (string, error) { return os.Readlink(name) }

@@ -1,10 +1,6 @@
 package source
 
-import (
-	"path/filepath"
-
-	"keyhole.dev/keyhole/diag"
-)
+import "path/filepath"
 
 // CodeInputHidden is a file of keyhole's kinds that a walk does not read
 // because it lies in a directory (or is a file) whose name begins with a
@@ -24,13 +20,6 @@ const (
 	hiddenBudget = 2000
 	hiddenReads  = 200
 )
-
-// hiddenNote is a walk's warning of a hidden file of keyhole's kinds,
-// kept until every unit is built: file is its name as reported.
-type hiddenNote struct {
-	file string
-	d    diag.Diagnostic
-}
 
 // hiddenKeyhole returns the first input file (in lexical order) at or
 // under p (absolute) that names keyhole's kinds, or "" when none does
@@ -85,10 +74,10 @@ func (l *loader) sayHidden() {
 		read[l.docs[i].File] = true
 	}
 	said := map[string]bool{}
-	for _, n := range l.hiddenNotes {
-		if !read[n.file] && !said[n.file] {
-			said[n.file] = true
-			l.diags = append(l.diags, n.d)
+	for _, d := range l.hiddenNotes {
+		if f := d.Pos.File; !read[f] && !said[f] {
+			said[f] = true
+			l.diags = append(l.diags, d)
 		}
 	}
 }

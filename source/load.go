@@ -278,8 +278,9 @@ type loader struct {
 	background sync.WaitGroup
 	// ignoredNotes are the walks' notes of ignored files (ignoredNote).
 	ignoredNotes []ignoredNote
-	// hiddenNotes are the walks' warnings of hidden files (hiddenNote).
-	hiddenNotes []hiddenNote
+	// hiddenNotes are the walks' InputHidden warnings, each at its file,
+	// kept until every unit is built (sayHidden).
+	hiddenNotes diag.List
 }
 
 func newLoader(opts Options) (*loader, error) {
@@ -605,9 +606,10 @@ func (l *loader) loadPath(p string) {
 	}
 	for _, h := range w.hidden {
 		if f := hiddenKeyhole(l.fsys, h); f != "" {
-			l.hiddenNotes = append(l.hiddenNotes, hiddenNote{file: l.under(p, abs, f), d: diag.Diagnostic{Code: CodeInputHidden, Severity: diag.Warning,
-				Pos:     diag.Pos{File: l.under(p, abs, f), Line: 1, Column: 1},
-				Message: fmt.Sprintf("this file names keyhole's kinds, but a walk does not enter %s, whose name begins with a dot: git holds it, and what deploys it is not checked; name it to have it checked (keyhole check %s)", l.under(p, abs, h), l.under(p, abs, h))}})
+			file, name := l.under(p, abs, f), l.under(p, abs, h)
+			l.hiddenNotes = append(l.hiddenNotes, diag.Diagnostic{Code: CodeInputHidden, Severity: diag.Warning,
+				Pos:     diag.Pos{File: file, Line: 1, Column: 1},
+				Message: fmt.Sprintf("this file names keyhole's kinds, but a walk does not enter %s, whose name begins with a dot: git holds it, and what deploys it is not checked; name it to have it checked (keyhole check %s)", name, name)})
 		}
 	}
 	for _, link := range w.outside {
@@ -837,7 +839,7 @@ type walked struct {
 	// hidden are the files and directories whose names begin with a
 	// dot, other than .git and what the .gitignore files ignore, at most
 	// maxIgnoredNamed of them: not walked, but looked at for whether they
-	// name keyhole's kinds (hiddenNote).
+	// name keyhole's kinds (hiddenKeyhole).
 	hidden []string
 	// rendered are the directories keyhole render wrote (renderedDir),
 	// not walked.
@@ -895,7 +897,7 @@ func walk(fsys fileSystem, root string, filter *pathFilter) walked {
 			name := e.Name()
 			if strings.HasPrefix(name, ".") {
 				// Not walked (.github, .devcontainer hold other tools'
-				// YAML), but looked at for keyhole's kinds (hiddenNote)
+				// YAML), but looked at for keyhole's kinds (hiddenKeyhole)
 				// where git holds it.
 				full := filepath.Join(dir, name)
 				if name != ".git" && (e.IsDir() || inputExt(name)) && len(hidden) < maxIgnoredNamed &&

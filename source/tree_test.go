@@ -37,13 +37,17 @@ func commitAll(t *testing.T, r *git.Repository, msg string) plumbing.Hash {
 }
 
 // headTree opens the repository at dir and returns its HEAD commit's tree.
-func headTree(t testing.TB, dir string) *gitfs.Tree {
+func headTree(t testing.TB, dir string) *gitfs.Tree { return treeAt(t, dir, "HEAD") }
+
+// treeAt opens the repository at dir and returns the tree of the commit
+// rev names.
+func treeAt(t testing.TB, dir, rev string) *gitfs.Tree {
 	t.Helper()
 	repo, err := gitfs.OpenRepo(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tree, err := repo.Tree("HEAD")
+	tree, err := repo.Tree(rev)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,14 +20,7 @@ import (
 func TestTreeListingBounded(t *testing.T) {
 	dir, r := testrepo.Init(t)
 	c := testrepo.CommitBomb(t, r, "bomb", 8, 10, "kind: ConfigMap\n")
-	repo, err := OpenRepo(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tree, err := repo.Tree(c.String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tree := treeAt(t, dir, c.String())
 	defer tree.Close()
 	start := time.Now()
 	var walkErr error
@@ -63,10 +56,7 @@ func TestTreeListingBounded(t *testing.T) {
 	t.Logf("listed %d entries in %s", listed, time.Since(start))
 
 	// A tree within the bound reads whole.
-	small, err := repo.Tree(testrepo.CommitBomb(t, r, "bomb", 2, 10, "kind: ConfigMap\n").String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	small := treeAt(t, dir, testrepo.CommitBomb(t, r, "bomb", 2, 10, "kind: ConfigMap\n").String())
 	defer small.Close()
 	if _, err := small.ReadDir(filepath.Join(dir, "bomb", "d3", "d4")); err != nil || small.TooLarge() {
 		t.Errorf("a small tree: %v, TooLarge %v", err, small.TooLarge())
@@ -98,14 +88,7 @@ func TestTreeEntryNames(t *testing.T) {
 			root := testrepo.Store(t, r.Storer, &object.Tree{Entries: []object.TreeEntry{{Name: "apps", Mode: filemode.Dir, Hash: apps}}})
 			sig := testrepo.Signature()
 			c := testrepo.Store(t, r.Storer, &object.Commit{Author: *sig, Committer: *sig, Message: "names", TreeHash: root})
-			repo, err := OpenRepo(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tree, err := repo.Tree(c.String())
-			if err != nil {
-				t.Fatal(err)
-			}
+			tree := treeAt(t, dir, c.String())
 			defer tree.Close()
 			if _, err := tree.ReadDir(filepath.Join(dir, "apps")); !errors.Is(err, ErrEntryName) {
 				t.Errorf("ReadDir of apps: %v, want ErrEntryName", err)

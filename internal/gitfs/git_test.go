@@ -16,13 +16,17 @@ import (
 )
 
 // headTree opens the repository at dir and returns its HEAD commit's tree.
-func headTree(t testing.TB, dir string) *Tree {
+func headTree(t testing.TB, dir string) *Tree { return treeAt(t, dir, "HEAD") }
+
+// treeAt opens the repository at dir and returns the tree of the commit
+// rev names.
+func treeAt(t testing.TB, dir, rev string) *Tree {
 	t.Helper()
 	repo, err := OpenRepo(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tree, err := repo.Tree("HEAD")
+	tree, err := repo.Tree(rev)
 	if err != nil {
 		t.Fatal(err)
 	}
